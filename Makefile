@@ -1,0 +1,54 @@
+# Entry points. Every target first installs missing Debian packages (tools/setup.sh).
+#   make demo           build and run the examples gallery
+#   make test           build and run the whole test suite through CTest
+#   make bench          build and run the Google Benchmark suites (Release)
+#   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make format | lint  clang-format the sources | clang-tidy them
+#   make single-include regenerate single_include/dlavm/dlavm.hpp
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+ASAN_BUILD ?= build-sanitize
+CMAKE_FLAGS ?=
+SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
+
+.PHONY: all setup configure build demo test bench sanitize format lint single-include clean
+
+all: build
+
+setup:
+	@tools/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DDLAVM_BUILD_BENCH=ON \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@cmake --build $(BUILD) --target demo
+
+test: build
+	@ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure
+
+bench: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target run_bench
+
+sanitize: setup
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDLAVM_SANITIZE=ON \
+	  -DDLAVM_BUILD_EXAMPLES=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -j $(JOBS) --output-on-failure
+
+format:
+	@clang-format -i $(SOURCES)
+
+lint: configure
+	@clang-tidy -p $(BUILD) --quiet $(filter %.cpp,$(SOURCES))
+
+single-include:
+	@cmake -DROOT=$(CURDIR) -P tools/amalgamate.cmake
+
+clean:
+	@rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,5 @@
+// dlavm: a tensor-expression compiler toolkit for deep-learning accelerators.
+// One include gives the whole library; README.md and docs/index.md say where to start.
+#pragma once
+
+#include <dlavm/core.hpp>

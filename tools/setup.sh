@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dlavm needs, only those missing. Idempotent and quiet when all
+# is present. Without root (and without passwordless sudo) it prints the command to run.
+#   tools/setup.sh            build, test and benchmark dependencies + the ONNX importer's
+#   tools/setup.sh --minimal  without the ONNX importer's packages
+set -euo pipefail
+
+packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
+          libbenchmark-dev clang-format clang-tidy)
+onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+if [[ "${1:-}" != "--minimal" ]]; then
+  packages+=("${onnx_packages[@]}")
+fi
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "setup: this is not a Debian-based system; install the equivalents of:" >&2
+  echo "  ${packages[*]}" >&2
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  run=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  run=(sudo -n)
+else
+  echo "setup: these Debian packages are missing and this user cannot install them:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  echo "Run that command (or ask an administrator to), then run make again." >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${run[@]}" apt-get update -qq
+"${run[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
