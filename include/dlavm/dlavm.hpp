@@ -3,3 +3,4 @@
 #pragma once
 
 #include <dlavm/core.hpp>
+#include <dlavm/ne.hpp>

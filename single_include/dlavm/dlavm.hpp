@@ -241,3 +241,874 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 }  // namespace dlavm
 // end dlavm/core/version.hpp
 // end dlavm/core.hpp
+// begin dlavm/ne.hpp
+// ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
+// with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
+// compiled evaluation and static (compile-time) dims. Guide: docs/ne.md.
+
+// begin dlavm/ne/expr.hpp
+// ne expressions: the node set, the `Expr` value type and symbolic variables.
+//
+// An Expr is a shared pointer to an immutable node. The node set is small and closed:
+//   IntImm, Var                          leaves
+//   Add Sub Mul FloorDiv FloorMod Min Max  integer arithmetic (BinaryNode)
+//   EQ NE LT LE GT GE And Or              conditions, valued 0 or 1 (BinaryNode)
+//   Not, Select                           the rest
+// Every node caches a structural hash at construction. Operators live in ne/ops.hpp, the
+// visitor idiom in ne/functor.hpp; include <dlavm/ne.hpp> for all of it.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::ne {
+
+enum class Kind : std::uint8_t {
+  IntImm,
+  Var,
+  Add,
+  Sub,
+  Mul,
+  FloorDiv,
+  FloorMod,
+  Min,
+  Max,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
+  Not,
+  Select,
+};
+
+constexpr bool is_binary(Kind k) { return k >= Kind::Add && k <= Kind::Or; }
+constexpr bool is_comparison(Kind k) { return k >= Kind::EQ && k <= Kind::GE; }
+// Kinds whose value is always 0 or 1.
+constexpr bool is_condition(Kind k) { return k >= Kind::EQ && k <= Kind::Not; }
+
+class Node;
+
+// A symbolic int64 expression. Cheap to copy; never mutated. A default-constructed Expr is
+// undefined (usable only as a placeholder, e.g. in containers).
+class Expr {
+ public:
+  Expr() = default;
+  // Integer constants convert implicitly: `x + 1`, `Expr e = 16;`.
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  Kind kind() const;
+  const Node* get() const { return node_.get(); }
+  const std::shared_ptr<const Node>& node_ptr() const { return node_; }
+
+  // The node as T (IntImmNode, VarNode, BinaryNode, NotNode, SelectNode), or nullptr.
+  template <class T>
+  const T* as() const;
+
+  // The value when this is an integer constant.
+  std::optional<std::int64_t> as_int() const;
+  bool is_const() const { return as_int().has_value(); }
+
+  // Same node object (identity, not structure; see ne::equal for structure).
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // Structural hash, consistent with ne::equal.
+  std::size_t hash() const;
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  Kind kind() const { return kind_; }
+  std::size_t hash() const { return hash_; }
+
+ protected:
+  Node(Kind kind, std::size_t hash) : kind_(kind), hash_(hash) {}
+
+ private:
+  Kind kind_;
+  std::size_t hash_;
+};
+
+namespace detail {
+constexpr std::size_t hash_mix(std::size_t seed, std::size_t value) {
+  // 64-bit variant of boost::hash_combine's mixing step.
+  value *= 0x9E3779B97F4A7C15ull;
+  value ^= value >> 32;
+  return (seed ^ value) * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
+}
+}  // namespace detail
+
+struct IntImmNode final : Node {
+  explicit IntImmNode(std::int64_t v)
+      : Node(Kind::IntImm, detail::hash_mix(1, static_cast<std::size_t>(v))), value(v) {}
+  static constexpr bool classof(Kind k) { return k == Kind::IntImm; }
+  const std::int64_t value;
+};
+
+struct VarNode final : Node {
+  VarNode(std::string n, std::int64_t lo, std::int64_t hi, std::uint64_t i)
+      : Node(Kind::Var, detail::hash_mix(2, i)), name(std::move(n)), min(lo), max(hi), id(i) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Var; }
+  const std::string name;
+  const std::int64_t min;  // inclusive range of the values the variable takes
+  const std::int64_t max;
+  const std::uint64_t id;  // creation order: identity, and the canonical order of variables
+};
+
+struct BinaryNode final : Node {
+  BinaryNode(Kind k, Expr lhs, Expr rhs)
+      : Node(k, detail::hash_mix(detail::hash_mix(static_cast<std::size_t>(k) + 3, lhs.hash()),
+                                 rhs.hash())),
+        a(std::move(lhs)),
+        b(std::move(rhs)) {}
+  static constexpr bool classof(Kind k) { return is_binary(k); }
+  const Expr a;
+  const Expr b;
+};
+
+struct NotNode final : Node {
+  explicit NotNode(Expr x) : Node(Kind::Not, detail::hash_mix(40, x.hash())), a(std::move(x)) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Not; }
+  const Expr a;
+};
+
+// select(cond, t, f): t when cond is nonzero, else f. Like TVM's Select, both branches are
+// evaluated (errors in the unused branch are still errors).
+struct SelectNode final : Node {
+  SelectNode(Expr c, Expr x, Expr y)
+      : Node(
+            Kind::Select,
+            detail::hash_mix(detail::hash_mix(detail::hash_mix(41, c.hash()), x.hash()), y.hash())),
+        cond(std::move(c)),
+        t(std::move(x)),
+        f(std::move(y)) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Select; }
+  const Expr cond;
+  const Expr t;
+  const Expr f;
+};
+
+inline Kind Expr::kind() const {
+  if (!node_) raise<ValueError>("ne: use of an undefined Expr");
+  return node_->kind();
+}
+
+inline std::size_t Expr::hash() const { return node_ ? node_->hash() : 0; }
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+inline std::optional<std::int64_t> Expr::as_int() const {
+  if (const auto* imm = as<IntImmNode>()) return imm->value;
+  return std::nullopt;
+}
+
+template <std::integral T>
+requires(!std::same_as<T, bool>) Expr::Expr(T value) {
+  if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+    if (value > static_cast<T>(INT64_MAX))
+      raise<ValueError>("ne: integer constant {} does not fit in int64", value);
+  }
+  node_ = std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value));
+}
+
+// A named symbolic variable with an inclusive range [min, max]. Each `ne::var` call creates
+// a distinct variable, even with the same name.
+class Var : public Expr {
+ public:
+  // Views an Expr that is a variable as a Var; raises ValueError otherwise.
+  explicit Var(const Expr& e) : Expr(e) {
+    if (as<VarNode>() == nullptr) raise<ValueError>("ne: expression is not a variable");
+  }
+  const VarNode& node() const { return *as<VarNode>(); }
+  const std::string& name() const { return node().name; }
+  std::int64_t min() const { return node().min; }
+  std::int64_t max() const { return node().max; }
+  std::uint64_t id() const { return node().id; }
+};
+
+namespace detail {
+inline std::uint64_t next_var_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Raw node constructors: no folding, no checks. Passes use them to rebuild canonical forms.
+inline Expr make_int(std::int64_t v) { return Expr(std::make_shared<const IntImmNode>(v)); }
+inline Expr make_binary(Kind k, Expr a, Expr b) {
+  return Expr(std::make_shared<const BinaryNode>(k, std::move(a), std::move(b)));
+}
+inline Expr make_not(Expr a) { return Expr(std::make_shared<const NotNode>(std::move(a))); }
+inline Expr make_select(Expr c, Expr t, Expr f) {
+  return Expr(std::make_shared<const SelectNode>(std::move(c), std::move(t), std::move(f)));
+}
+}  // namespace detail
+
+// A new variable named `name` taking values in [min, max] (inclusive). Memory planning sizes
+// buffers for `max`. Raises ValueError when min > max.
+inline Var var(std::string name, std::int64_t min, std::int64_t max) {
+  if (min > max) raise<ValueError>("ne::var '{}': min {} is greater than max {}", name, min, max);
+  return Var(
+      Expr(std::make_shared<const VarNode>(std::move(name), min, max, detail::next_var_id())));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// The one traversal idiom of ne: ExprFunctor dispatches on the node kind to a method of the
+// derived class (CRTP, no virtual calls):
+//   visit_int(const IntImmNode&, const Expr&)   visit_var(const VarNode&, const Expr&)
+//   visit_binary(const BinaryNode&, const Expr&) (every binary kind; switch on node.kind())
+//   visit_not(const NotNode&, const Expr&)      visit_select(const SelectNode&, const Expr&)
+// The Expr argument is the visited expression itself, so that a pass can return it unchanged
+// without allocating. ExprVisitor (below) recurses into children by default; ExprMutator
+// (ne/mutator.hpp) rebuilds by default. The printer, bounds, simplifier, evaluator, compiler
+// and substitution are all written this way.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <algorithm>
+#include <unordered_set>
+#include <vector>
+
+namespace dlavm::ne {
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  R visit(const Expr& e) {
+    auto& self = static_cast<Derived&>(*this);
+    const Node* n = e.get();
+    switch (e.kind()) {
+      case Kind::IntImm:
+        return self.visit_int(static_cast<const IntImmNode&>(*n), e);
+      case Kind::Var:
+        return self.visit_var(static_cast<const VarNode&>(*n), e);
+      case Kind::Not:
+        return self.visit_not(static_cast<const NotNode&>(*n), e);
+      case Kind::Select:
+        return self.visit_select(static_cast<const SelectNode&>(*n), e);
+      default:
+        return self.visit_binary(static_cast<const BinaryNode&>(*n), e);
+    }
+  }
+};
+
+// Read-only traversal: by default visits every child, in order. Override a method to act on
+// a kind; call the base method to keep descending.
+template <class Derived>
+class ExprVisitor : public ExprFunctor<Derived, void> {
+ public:
+  void visit_int(const IntImmNode&, const Expr&) {}
+  void visit_var(const VarNode&, const Expr&) {}
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    this->visit(n.a);
+    this->visit(n.b);
+  }
+  void visit_not(const NotNode& n, const Expr&) { this->visit(n.a); }
+  void visit_select(const SelectNode& n, const Expr&) {
+    this->visit(n.cond);
+    this->visit(n.t);
+    this->visit(n.f);
+  }
+};
+
+// The distinct variables of e, in creation order (the order `ne::compile(e)` takes them).
+inline std::vector<Var> free_vars(const Expr& e) {
+  struct Collect : ExprVisitor<Collect> {
+    std::unordered_set<const Node*> seen;  // shared subtrees are visited once
+    std::vector<Var> vars;
+    void visit_var(const VarNode&, const Expr& v) {
+      if (seen.insert(v.get()).second) vars.emplace_back(v);
+    }
+    void visit_binary(const BinaryNode& n, const Expr& self) {
+      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_binary(n, self);
+    }
+    void visit_select(const SelectNode& n, const Expr& self) {
+      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_select(n, self);
+    }
+  } collect;
+  collect.visit(e);
+  auto& vars = collect.vars;
+  std::sort(vars.begin(), vars.end(), [](const Var& a, const Var& b) { return a.id() < b.id(); });
+  vars.erase(std::unique(vars.begin(), vars.end(),
+                         [](const Var& a, const Var& b) { return a.id() == b.id(); }),
+             vars.end());
+  return vars;
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
+// checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace dlavm::ne::detail {
+
+__extension__ using int128 = __int128;
+
+inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+// floor(a / b). Requires b != 0 and not (a == INT64_MIN && b == -1).
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// a - b * floor(a / b): the result has the sign of b. Requires b != 0.
+constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == -1) return 0;  // a % -1 overflows for INT64_MIN
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+constexpr int128 floor_div128(int128 a, int128 b) {
+  const int128 q = a / b;
+  const int128 r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Checked arithmetic: nullopt when the exact result does not fit in int64 (or b == 0 for the
+// divisions).
+constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_floor_div(std::int64_t a, std::int64_t b) {
+  if (b == 0 || (a == int64_min && b == -1)) return std::nullopt;
+  return floor_div(a, b);
+}
+constexpr std::optional<std::int64_t> checked_floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  return floor_mod(a, b);
+}
+
+// Clamps a 128-bit value into int64.
+constexpr std::int64_t saturate(int128 v) {
+  if (v > int64_max) return int64_max;
+  if (v < int64_min) return int64_min;
+  return static_cast<std::int64_t>(v);
+}
+
+constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
+  // Works on magnitudes in uint64 so that INT64_MIN does not overflow.
+  std::uint64_t x = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+  std::uint64_t y = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+  while (y != 0) {
+    const std::uint64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  // gcd(INT64_MIN, INT64_MIN) = 2^63 does not fit; 1 is still a common divisor.
+  return x > static_cast<std::uint64_t>(int64_max) ? 1 : static_cast<std::int64_t>(x);
+}
+
+}  // namespace dlavm::ne::detail
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/mutator.hpp
+// ExprMutator: the rewriting form of ExprFunctor. By default every method rebuilds its node
+// from the visited children with ne::binary / ne::select (so constants fold), and returns the
+// node itself, without allocating, when no child changed. Override the kinds a pass rewrites.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/ops.hpp
+// Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
+// the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
+// a constant zero raises ArithmeticError here, when the expression is written.
+//
+// floordiv/floormod follow Python: floordiv(-7, 2) == -4, floormod(-7, 2) == 1. Conditions
+// (comparisons, &&, ||, !) have the value 0 or 1; any nonzero value counts as true.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/printer.hpp
+// Text form of ne expressions, through fmt: `fmt::format("{}", e)` or `ne::to_string(e)`.
+//
+// Infix operators print with their usual C++ spelling (`*` without spaces, the others with),
+// floordiv/floormod/min/max/select as calls. Every infix operand that is itself infix is
+// parenthesised, except the left operand of the same operator family, so that left-leaning
+// chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
+// depends only on structure and names, so it is stable across runs.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace dlavm::ne {
+
+constexpr std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::IntImm:
+      return "IntImm";
+    case Kind::Var:
+      return "Var";
+    case Kind::Add:
+      return "Add";
+    case Kind::Sub:
+      return "Sub";
+    case Kind::Mul:
+      return "Mul";
+    case Kind::FloorDiv:
+      return "FloorDiv";
+    case Kind::FloorMod:
+      return "FloorMod";
+    case Kind::Min:
+      return "Min";
+    case Kind::Max:
+      return "Max";
+    case Kind::EQ:
+      return "EQ";
+    case Kind::NE:
+      return "NE";
+    case Kind::LT:
+      return "LT";
+    case Kind::LE:
+      return "LE";
+    case Kind::GT:
+      return "GT";
+    case Kind::GE:
+      return "GE";
+    case Kind::And:
+      return "And";
+    case Kind::Or:
+      return "Or";
+    case Kind::Not:
+      return "Not";
+    case Kind::Select:
+      return "Select";
+  }
+  return "?";
+}
+
+namespace detail {
+
+// The infix spelling of k, or empty for kinds printed as calls.
+constexpr std::string_view infix_symbol(Kind k) {
+  switch (k) {
+    case Kind::Add:
+      return " + ";
+    case Kind::Sub:
+      return " - ";
+    case Kind::Mul:
+      return "*";
+    case Kind::EQ:
+      return " == ";
+    case Kind::NE:
+      return " != ";
+    case Kind::LT:
+      return " < ";
+    case Kind::LE:
+      return " <= ";
+    case Kind::GT:
+      return " > ";
+    case Kind::GE:
+      return " >= ";
+    case Kind::And:
+      return " && ";
+    case Kind::Or:
+      return " || ";
+    default:
+      return {};
+  }
+}
+
+constexpr std::string_view call_name(Kind k) {
+  switch (k) {
+    case Kind::FloorDiv:
+      return "floordiv";
+    case Kind::FloorMod:
+      return "floormod";
+    case Kind::Min:
+      return "min";
+    case Kind::Max:
+      return "max";
+    default:
+      return {};
+  }
+}
+
+constexpr int infix_family(Kind k) {
+  switch (k) {
+    case Kind::Add:
+    case Kind::Sub:
+      return 1;
+    case Kind::Mul:
+      return 2;
+    case Kind::And:
+      return 3;
+    case Kind::Or:
+      return 4;
+    default:
+      return 0;  // comparisons never chain without parentheses
+  }
+}
+
+class Printer : public ExprFunctor<Printer, void> {
+ public:
+  explicit Printer(fmt::memory_buffer& out) : out_(out) {}
+
+  void visit_int(const IntImmNode& n, const Expr&) { fmt::format_to(appender(), "{}", n.value); }
+  void visit_var(const VarNode& n, const Expr&) { write(n.name); }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    const auto symbol = infix_symbol(n.kind());
+    if (symbol.empty()) {
+      write(call_name(n.kind()));
+      write("(");
+      visit(n.a);
+      write(", ");
+      visit(n.b);
+      write(")");
+      return;
+    }
+    operand(n.a, n.kind(), true);
+    write(symbol);
+    operand(n.b, n.kind(), false);
+  }
+  void visit_not(const NotNode& n, const Expr&) {
+    write("!");
+    operand(n.a, Kind::Not, false);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    write("select(");
+    visit(n.cond);
+    write(", ");
+    visit(n.t);
+    write(", ");
+    visit(n.f);
+    write(")");
+  }
+
+ private:
+  void operand(const Expr& child, Kind parent, bool left) {
+    const Kind k = child.kind();
+    const bool infix = !infix_symbol(k).empty();
+    const bool flat = left && infix_family(k) != 0 && infix_family(k) == infix_family(parent);
+    if (infix && !flat) {
+      write("(");
+      visit(child);
+      write(")");
+    } else {
+      visit(child);
+    }
+  }
+  void write(std::string_view s) { out_.append(s.data(), s.data() + s.size()); }
+  fmt::appender appender() { return fmt::appender(out_); }
+
+  fmt::memory_buffer& out_;
+};
+
+}  // namespace detail
+
+inline void format_to(fmt::memory_buffer& out, const Expr& e) {
+  if (!e.defined()) {
+    constexpr std::string_view undefined = "<undefined>";
+    out.append(undefined.data(), undefined.data() + undefined.size());
+    return;
+  }
+  detail::Printer(out).visit(e);
+}
+
+inline std::string to_string(const Expr& e) {
+  fmt::memory_buffer out;
+  format_to(out, e);
+  return fmt::to_string(out);
+}
+
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::ne::Expr& e, format_context& ctx) const {
+    fmt::memory_buffer out;
+    dlavm::ne::format_to(out, e);
+    return fmt::formatter<std::string_view>::format(std::string_view(out.data(), out.size()), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::ne::Var> : fmt::formatter<dlavm::ne::Expr> {};
+// end dlavm/ne/printer.hpp
+
+#include <cstdint>
+#include <optional>
+
+namespace dlavm::ne {
+
+namespace detail {
+
+// The value of k(a, b) on constants; nullopt when it overflows int64 or divides by zero.
+constexpr std::optional<std::int64_t> fold(Kind k, std::int64_t a, std::int64_t b) {
+  switch (k) {
+    case Kind::Add:
+      return checked_add(a, b);
+    case Kind::Sub:
+      return checked_sub(a, b);
+    case Kind::Mul:
+      return checked_mul(a, b);
+    case Kind::FloorDiv:
+      return checked_floor_div(a, b);
+    case Kind::FloorMod:
+      return checked_floor_mod(a, b);
+    case Kind::Min:
+      return a < b ? a : b;
+    case Kind::Max:
+      return a < b ? b : a;
+    case Kind::EQ:
+      return a == b;
+    case Kind::NE:
+      return a != b;
+    case Kind::LT:
+      return a < b;
+    case Kind::LE:
+      return a <= b;
+    case Kind::GT:
+      return a > b;
+    case Kind::GE:
+      return a >= b;
+    case Kind::And:
+      return a != 0 && b != 0;
+    case Kind::Or:
+      return a != 0 || b != 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+inline void check_divisor(Kind k, const Expr& a, const Expr& b) {
+  if ((k == Kind::FloorDiv || k == Kind::FloorMod) && b.as_int() == 0)
+    raise<ArithmeticError>("{}({}, 0): {} by constant zero", call_name(k), a,
+                           k == Kind::FloorDiv ? "division" : "modulo");
+}
+
+}  // namespace detail
+
+// k(a, b) for any binary kind, folded when both operands are constants and the result is
+// defined. The generic builder behind the operators, and what mutators rebuild with.
+inline Expr binary(Kind k, const Expr& a, const Expr& b) {
+  if (!is_binary(k)) raise<ValueError>("ne::binary: {} is not a binary kind", kind_name(k));
+  if (!a.defined() || !b.defined())
+    raise<ValueError>("ne::binary: {} of an undefined Expr", kind_name(k));
+  detail::check_divisor(k, a, b);
+  const auto x = a.as_int();
+  const auto y = b.as_int();
+  if (x && y) {
+    if (auto folded = detail::fold(k, *x, *y)) return detail::make_int(*folded);
+  }
+  return detail::make_binary(k, a, b);
+}
+
+inline Expr operator+(const Expr& a, const Expr& b) { return binary(Kind::Add, a, b); }
+inline Expr operator-(const Expr& a, const Expr& b) { return binary(Kind::Sub, a, b); }
+inline Expr operator*(const Expr& a, const Expr& b) { return binary(Kind::Mul, a, b); }
+inline Expr operator-(const Expr& a) { return binary(Kind::Mul, a, -1); }
+inline Expr floordiv(const Expr& a, const Expr& b) { return binary(Kind::FloorDiv, a, b); }
+inline Expr floormod(const Expr& a, const Expr& b) { return binary(Kind::FloorMod, a, b); }
+inline Expr min(const Expr& a, const Expr& b) { return binary(Kind::Min, a, b); }
+inline Expr max(const Expr& a, const Expr& b) { return binary(Kind::Max, a, b); }
+
+// Comparisons build conditions; for structural equality use ne::equal.
+inline Expr operator==(const Expr& a, const Expr& b) { return binary(Kind::EQ, a, b); }
+inline Expr operator!=(const Expr& a, const Expr& b) { return binary(Kind::NE, a, b); }
+inline Expr operator<(const Expr& a, const Expr& b) { return binary(Kind::LT, a, b); }
+inline Expr operator<=(const Expr& a, const Expr& b) { return binary(Kind::LE, a, b); }
+inline Expr operator>(const Expr& a, const Expr& b) { return binary(Kind::GT, a, b); }
+inline Expr operator>=(const Expr& a, const Expr& b) { return binary(Kind::GE, a, b); }
+inline Expr operator&&(const Expr& a, const Expr& b) { return binary(Kind::And, a, b); }
+inline Expr operator||(const Expr& a, const Expr& b) { return binary(Kind::Or, a, b); }
+
+inline Expr operator!(const Expr& a) {
+  if (const auto x = a.as_int()) return detail::make_int(*x == 0);
+  return detail::make_not(a);
+}
+
+// cond ? t : f, with cond nonzero meaning true. Both branches are evaluated.
+inline Expr select(const Expr& cond, const Expr& t, const Expr& f) {
+  if (!cond.defined() || !t.defined() || !f.defined())
+    raise<ValueError>("ne::select of an undefined Expr");
+  if (const auto c = cond.as_int()) return *c != 0 ? t : f;
+  return detail::make_select(cond, t, f);
+}
+
+inline Expr& operator+=(Expr& a, const Expr& b) { return a = a + b; }
+inline Expr& operator-=(Expr& a, const Expr& b) { return a = a - b; }
+inline Expr& operator*=(Expr& a, const Expr& b) { return a = a * b; }
+// A Var stays a variable: compound assignment would turn it into another expression.
+Expr& operator+=(Var&, const Expr&) = delete;
+Expr& operator-=(Var&, const Expr&) = delete;
+Expr& operator*=(Var&, const Expr&) = delete;
+
+}  // namespace dlavm::ne
+// end dlavm/ne/ops.hpp
+
+namespace dlavm::ne {
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
+  Expr visit_var(const VarNode&, const Expr& e) { return e; }
+  Expr visit_binary(const BinaryNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    Expr b = this->visit(n.b);
+    if (a.same_as(n.a) && b.same_as(n.b)) return e;
+    return binary(n.kind(), a, b);
+  }
+  Expr visit_not(const NotNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    if (a.same_as(n.a)) return e;
+    return !a;
+  }
+  Expr visit_select(const SelectNode& n, const Expr& e) {
+    Expr c = this->visit(n.cond);
+    Expr t = this->visit(n.t);
+    Expr f = this->visit(n.f);
+    if (c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f)) return e;
+    return select(c, t, f);
+  }
+};
+
+}  // namespace dlavm::ne
+// end dlavm/ne/mutator.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/structural.hpp
+// Structural equality, a total order and hashing of ne expressions. Two expressions are
+// equal when they have the same shape, the same constants and the same variables (by
+// identity: two `ne::var("i", 0, 15)` calls make different variables). The order sorts
+// variables by creation, so canonical forms that use it print the same on every run.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::ne {
+
+inline bool equal(const Expr& a, const Expr& b) {
+  if (a.same_as(b)) return true;
+  if (!a.defined() || !b.defined()) return false;
+  if (a.hash() != b.hash() || a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Kind::IntImm:
+      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+    case Kind::Var:
+      return a.as<VarNode>()->id == b.as<VarNode>()->id;
+    case Kind::Not:
+      return equal(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case Kind::Select: {
+      const auto* x = a.as<SelectNode>();
+      const auto* y = b.as<SelectNode>();
+      return equal(x->cond, y->cond) && equal(x->t, y->t) && equal(x->f, y->f);
+    }
+    default: {
+      const auto* x = a.as<BinaryNode>();
+      const auto* y = b.as<BinaryNode>();
+      return equal(x->a, y->a) && equal(x->b, y->b);
+    }
+  }
+}
+
+// A total order consistent with `equal`: negative, zero or positive like strcmp. Compares the
+// kind first (constants < variables < Add < ... < Select), then constants by value, variables
+// by creation order, and composite nodes by their operands left to right.
+inline int compare(const Expr& a, const Expr& b) {
+  if (a.same_as(b)) return 0;
+  if (a.kind() != b.kind()) return a.kind() < b.kind() ? -1 : 1;
+  auto three_way = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
+  switch (a.kind()) {
+    case Kind::IntImm:
+      return three_way(a.as<IntImmNode>()->value, b.as<IntImmNode>()->value);
+    case Kind::Var:
+      return three_way(a.as<VarNode>()->id, b.as<VarNode>()->id);
+    case Kind::Not:
+      return compare(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case Kind::Select: {
+      const auto* x = a.as<SelectNode>();
+      const auto* y = b.as<SelectNode>();
+      if (int c = compare(x->cond, y->cond)) return c;
+      if (int c = compare(x->t, y->t)) return c;
+      return compare(x->f, y->f);
+    }
+    default: {
+      const auto* x = a.as<BinaryNode>();
+      const auto* y = b.as<BinaryNode>();
+      if (int c = compare(x->a, y->a)) return c;
+      return compare(x->b, y->b);
+    }
+  }
+}
+
+// Function objects for hash containers keyed by structure:
+//   std::unordered_map<ne::Expr, int, ne::ExprHash, ne::ExprEqual>
+struct ExprHash {
+  std::size_t operator()(const Expr& e) const { return e.hash(); }
+};
+struct ExprEqual {
+  bool operator()(const Expr& a, const Expr& b) const { return equal(a, b); }
+};
+// Orders by ne::compare, for std::map / std::sort.
+struct ExprLess {
+  bool operator()(const Expr& a, const Expr& b) const { return compare(a, b) < 0; }
+};
+
+}  // namespace dlavm::ne
+// end dlavm/ne/structural.hpp
+// end dlavm/ne.hpp
