@@ -7,7 +7,8 @@
 TEST_CASE_TEMPLATE("error: every subclass is a dlavm::Error and keeps its message", E,
                    dlavm::ShapeError, dlavm::ScheduleError, dlavm::CapacityError,
                    dlavm::EncodingError, dlavm::DeviceError, dlavm::ParseError,
-                   dlavm::ArithmeticError, dlavm::ValueError, dlavm::ConfigError) {
+                   dlavm::ArithmeticError, dlavm::ValueError, dlavm::ConfigError,
+                   dlavm::TypeError) {
   try {
     dlavm::raise<E>("buffer '{}' needs {} bytes, {} free", "A_buf", 4096, 1024);
     FAIL("raise returned");
@@ -30,6 +31,6 @@ TEST_CASE("error: subclasses are distinct") {
 }
 
 TEST_CASE("version matches the CMake project version") {
-  CHECK(fmt::format("{}.{}.{}", dlavm::version_major, dlavm::version_minor,
-                    dlavm::version_patch) == DLAVM_PROJECT_VERSION);
+  CHECK(fmt::format("{}.{}.{}", dlavm::version_major, dlavm::version_minor, dlavm::version_patch) ==
+        DLAVM_PROJECT_VERSION);
 }

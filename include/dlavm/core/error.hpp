@@ -59,6 +59,12 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// Operands whose element types do not fit together (int8 + int32 without a cast, a literal
+// too wide for its operand's type, a float where only integers are supported).
+class TypeError : public Error {
+  using Error::Error;
+};
+
 // A configuration (accelerator parameters, build options) that is inconsistent or cannot be
 // realised by the hardware encodings.
 class ConfigError : public Error {

@@ -1,0 +1,273 @@
+// Value expressions: what a compute lambda returns and what TIR stores. A small closed node
+// set over element values of a DType, with indices that are ne expressions:
+//   IntImm                               constant of a dtype
+//   Cast                                 conversion (integer casts wrap)
+//   Add Sub Mul Min Max Shl Shr          arithmetic (BinaryNode, both operands one dtype)
+//   EQ NE LT LE GT GE And Or, Not        conditions (dtype bool = uint1)
+//   Select                               cond ? t : f
+//   Index                                an ne index expression used as a value
+//   Read                                 element of a tensor (te level)
+//   Load                                 element of a buffer (TIR level)
+//   Reduce                               sum/max/min of a source over reduction axes
+//   Call                                 a named intrinsic (TIR level)
+// Passes use ExprFunctor / ExprVisitor / ExprMutator below: one idiom, like ne's.
+#pragma once
+
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/ne.hpp>
+#include <dlavm/te/buffer.hpp>
+#include <dlavm/te/iter_var.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+enum class ExprKind : std::uint8_t {
+  IntImm,
+  Cast,
+  Add,
+  Sub,
+  Mul,
+  Min,
+  Max,
+  Shl,
+  Shr,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
+  Not,
+  Select,
+  Index,
+  Read,
+  Load,
+  Reduce,
+  Call,
+};
+
+constexpr bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
+constexpr bool is_arith(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Shr; }
+constexpr bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+
+inline constexpr DType bool_type{DType::Kind::UInt, 1};
+
+class ExprNode;
+struct OperationNode;
+
+class Expr {
+ public:
+  Expr() = default;
+  // C++ integers become "literal" constants, which take the dtype of the operand they meet:
+  // `x + 1` with x int8 adds an int8 1. Alone they are int32.
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  ExprKind kind() const;
+  DType dtype() const;
+  const ExprNode* get() const { return node_.get(); }
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+class ExprNode {
+ public:
+  ExprNode(const ExprNode&) = delete;
+  ExprNode& operator=(const ExprNode&) = delete;
+  virtual ~ExprNode() = default;
+  ExprKind kind() const { return kind_; }
+  DType dtype() const { return dtype_; }
+
+ protected:
+  ExprNode(ExprKind kind, DType dtype) : kind_(kind), dtype_(dtype) {}
+
+ private:
+  ExprKind kind_;
+  DType dtype_;
+};
+
+struct IntImmNode final : ExprNode {
+  IntImmNode(std::int64_t v, DType t, bool lit)
+      : ExprNode(ExprKind::IntImm, t), value(v), literal(lit) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::IntImm; }
+  const std::int64_t value;
+  const bool literal;  // written as a C++ integer: adopts the dtype of the other operand
+};
+
+struct CastNode final : ExprNode {
+  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t), value(std::move(v)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Cast; }
+  const Expr value;
+};
+
+struct BinaryNode final : ExprNode {
+  BinaryNode(ExprKind k, DType t, Expr x, Expr y)
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return is_binary(k); }
+  const Expr a;
+  const Expr b;
+};
+
+struct NotNode final : ExprNode {
+  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, bool_type), a(std::move(x)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Not; }
+  const Expr a;
+};
+
+struct SelectNode final : ExprNode {
+  SelectNode(Expr c, Expr x, Expr y)
+      : ExprNode(ExprKind::Select, x.dtype()),
+        cond(std::move(c)),
+        t(std::move(x)),
+        f(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Select; }
+  const Expr cond;
+  const Expr t;
+  const Expr f;
+};
+
+struct IndexNode final : ExprNode {
+  IndexNode(ne::Expr i, DType t) : ExprNode(ExprKind::Index, t), index(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Index; }
+  const ne::Expr index;
+};
+
+struct ReadNode final : ExprNode {
+  ReadNode(std::shared_ptr<const OperationNode> o, DType t, std::vector<ne::Expr> i)
+      : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Read; }
+  const std::shared_ptr<const OperationNode> op;
+  const std::vector<ne::Expr> indices;
+};
+
+struct LoadNode final : ExprNode {
+  LoadNode(Buffer b, std::vector<ne::Expr> i)
+      : ExprNode(ExprKind::Load, b.dtype()), buffer(std::move(b)), indices(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Load; }
+  const Buffer buffer;
+  const std::vector<ne::Expr> indices;
+};
+
+enum class Combiner : std::uint8_t { Sum, Max, Min };
+
+struct ReduceNode final : ExprNode {
+  ReduceNode(Combiner c, Expr s, std::vector<IterVar> ax)
+      : ExprNode(ExprKind::Reduce, s.dtype()),
+        combiner(c),
+        source(std::move(s)),
+        axes(std::move(ax)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Reduce; }
+  const Combiner combiner;
+  const Expr source;
+  const std::vector<IterVar> axes;
+};
+
+struct CallNode final : ExprNode {
+  CallNode(std::string n, DType t, std::vector<Expr> a)
+      : ExprNode(ExprKind::Call, t), name(std::move(n)), args(std::move(a)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Call; }
+  const std::string name;
+  const std::vector<Expr> args;
+};
+
+inline ExprKind Expr::kind() const {
+  if (!node_) raise<ValueError>("te: use of an undefined Expr");
+  return node_->kind();
+}
+inline DType Expr::dtype() const {
+  if (!node_) raise<ValueError>("te: use of an undefined Expr");
+  return node_->dtype();
+}
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+template <std::integral T>
+requires(!std::same_as<T, bool>) Expr::Expr(T value)
+    : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
+                                               true)) {}
+
+// ---- the visitor idiom -------------------------------------------------------------------
+// ExprFunctor dispatches on the node kind to the derived class (CRTP):
+//   visit_int visit_cast visit_binary visit_not visit_select visit_index visit_read
+//   visit_load visit_reduce visit_call, each taking (const XNode&, const Expr& self).
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  R visit(const Expr& e) {
+    auto& self = static_cast<Derived&>(*this);
+    const ExprNode* n = e.get();
+    switch (e.kind()) {
+      case ExprKind::IntImm:
+        return self.visit_int(static_cast<const IntImmNode&>(*n), e);
+      case ExprKind::Cast:
+        return self.visit_cast(static_cast<const CastNode&>(*n), e);
+      case ExprKind::Not:
+        return self.visit_not(static_cast<const NotNode&>(*n), e);
+      case ExprKind::Select:
+        return self.visit_select(static_cast<const SelectNode&>(*n), e);
+      case ExprKind::Index:
+        return self.visit_index(static_cast<const IndexNode&>(*n), e);
+      case ExprKind::Read:
+        return self.visit_read(static_cast<const ReadNode&>(*n), e);
+      case ExprKind::Load:
+        return self.visit_load(static_cast<const LoadNode&>(*n), e);
+      case ExprKind::Reduce:
+        return self.visit_reduce(static_cast<const ReduceNode&>(*n), e);
+      case ExprKind::Call:
+        return self.visit_call(static_cast<const CallNode&>(*n), e);
+      default:
+        return self.visit_binary(static_cast<const BinaryNode&>(*n), e);
+    }
+  }
+};
+
+// Read-only traversal of every child; index expressions go to visit_index_expr.
+template <class Derived>
+class ExprVisitor : public ExprFunctor<Derived, void> {
+ public:
+  void visit_index_expr(const ne::Expr&) {}
+  void visit_int(const IntImmNode&, const Expr&) {}
+  void visit_cast(const CastNode& n, const Expr&) { this->visit(n.value); }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    this->visit(n.a);
+    this->visit(n.b);
+  }
+  void visit_not(const NotNode& n, const Expr&) { this->visit(n.a); }
+  void visit_select(const SelectNode& n, const Expr&) {
+    this->visit(n.cond);
+    this->visit(n.t);
+    this->visit(n.f);
+  }
+  void visit_index(const IndexNode& n, const Expr&) { self().visit_index_expr(n.index); }
+  void visit_read(const ReadNode& n, const Expr&) {
+    for (const auto& i : n.indices) self().visit_index_expr(i);
+  }
+  void visit_load(const LoadNode& n, const Expr&) {
+    for (const auto& i : n.indices) self().visit_index_expr(i);
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) { this->visit(n.source); }
+  void visit_call(const CallNode& n, const Expr&) {
+    for (const auto& a : n.args) this->visit(a);
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+}  // namespace dlavm::te

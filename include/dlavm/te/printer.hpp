@@ -1,0 +1,112 @@
+// Text form of value expressions through fmt, in the spirit of TVM's lowered text:
+// `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
+#pragma once
+
+#include <dlavm/ne.hpp>
+#include <dlavm/te/expr.hpp>
+#include <dlavm/te/ops.hpp>
+#include <dlavm/te/tensor.hpp>
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace dlavm::te {
+
+namespace detail {
+class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
+ public:
+  explicit ExprPrinter(std::string& out) : out_(out) {}
+  void visit_int(const IntImmNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.value);
+  }
+  void visit_cast(const CastNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "cast({}, ", n.dtype());
+    visit(n.value);
+    out_ += ')';
+  }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    if (n.kind() == ExprKind::Min || n.kind() == ExprKind::Max) {
+      out_ += op_symbol(n.kind());
+      out_ += '(';
+      visit(n.a);
+      out_ += ", ";
+      visit(n.b);
+      out_ += ')';
+      return;
+    }
+    out_ += '(';
+    visit(n.a);
+    const bool spaced = n.kind() != ExprKind::Mul;
+    if (spaced) out_ += ' ';
+    out_ += op_symbol(n.kind());
+    if (spaced) out_ += ' ';
+    visit(n.b);
+    out_ += ')';
+  }
+  void visit_not(const NotNode& n, const Expr&) {
+    out_ += "!";
+    visit(n.a);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    out_ += "select(";
+    visit(n.cond);
+    out_ += ", ";
+    visit(n.t);
+    out_ += ", ";
+    visit(n.f);
+    out_ += ')';
+  }
+  void visit_index(const IndexNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.index);
+  }
+  void visit_read(const ReadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.op->name, fmt::join(n.indices, ", "));
+  }
+  void visit_load(const LoadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) {
+    out_ += n.combiner == Combiner::Sum ? "sum(" : n.combiner == Combiner::Max ? "max(" : "min(";
+    visit(n.source);
+    out_ += ", axis=[";
+    for (std::size_t k = 0; k < n.axes.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.axes[k].name());
+    out_ += "])";
+  }
+  void visit_call(const CallNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      if (k) out_ += ", ";
+      visit(n.args[k]);
+    }
+    out_ += ')';
+  }
+
+ private:
+  std::string& out_;
+};
+}  // namespace detail
+
+inline std::string to_string(const Expr& e) {
+  std::string out;
+  if (!e.defined()) return "<undefined>";
+  detail::ExprPrinter(out).visit(e);
+  return out;
+}
+
+}  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::te::to_string(e), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+  }
+};

@@ -1,0 +1,259 @@
+// Operations and tensors. A placeholder is an input; a compute defines each element of its
+// output from a lambda over one index per dimension. A Tensor is the (single) output of an
+// operation and is what users index: `A(i, k)`.
+//
+//   auto A = te::placeholder(te::shape(n, 16), DType::int8(), "A");
+//   auto B = te::compute(te::shape(n, 16), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
+#pragma once
+
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/ne.hpp>
+#include <dlavm/te/expr.hpp>
+#include <dlavm/te/iter_var.hpp>
+#include <dlavm/te/ops.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+struct OperationNode {
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
+  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
+  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+};
+
+using Operation = std::shared_ptr<const OperationNode>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Operation op) : op_(std::move(op)) {}
+
+  const Operation& op() const { return op_; }
+  const std::string& name() const { return op_->name; }
+  DType dtype() const { return op_->dtype; }
+  const std::vector<ne::Expr>& shape() const { return op_->shape; }
+  std::size_t ndim() const { return op_->shape.size(); }
+  bool defined() const { return op_ != nullptr; }
+  bool is_placeholder() const { return op_->kind == OpKind::Placeholder; }
+  friend bool operator==(const Tensor& a, const Tensor& b) { return a.op_ == b.op_; }
+
+  // The element at the given indices (integers, ne expressions, axes).
+  template <class... I>
+  requires(std::convertible_to<I, ne::Expr>&&...) Expr operator()(I&&... indices) const {
+    return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+  }
+  Expr read(std::vector<ne::Expr> indices) const {
+    if (!op_) raise<ValueError>("te: indexing an undefined tensor");
+    if (indices.size() != op_->shape.size())
+      raise<ShapeError>("tensor '{}' has {} dims but is indexed with {}", op_->name,
+                        op_->shape.size(), indices.size());
+    return Expr(std::make_shared<const ReadNode>(op_, op_->dtype, std::move(indices)));
+  }
+
+ private:
+  Operation op_;
+};
+
+template <std::size_t N>
+using Shape = std::array<ne::Expr, N>;
+
+// te::shape(1, token, 16_c): a shape whose rank is part of its type, so that te::compute can
+// check the lambda's arity at compile time.
+template <class... D>
+requires(std::convertible_to<D, ne::Expr>&&...) Shape<sizeof...(D)> shape(D&&... dims) {
+  return {ne::Expr(std::forward<D>(dims))...};
+}
+
+namespace detail {
+
+inline void check_shape(const std::string& name, const std::vector<ne::Expr>& shape) {
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("tensor '{}': dim {} is undefined", name, k);
+    const auto b = ne::bounds(shape[k]);
+    if (b.max < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which is never positive (at most {})", name, k,
+                        shape[k], b.max);
+    if (b.min < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
+                        shape[k], b.min);
+  }
+}
+
+// Collects the operations read by an expression, in first-use order, and checks each read
+// that is not under a select: an index proven to lie outside its dim is a ShapeError.
+class ReadCollector : public ExprVisitor<ReadCollector> {
+ public:
+  explicit ReadCollector(const std::string& consumer) : consumer_(consumer) {}
+  std::vector<Operation> inputs;
+
+  void visit_read(const ReadNode& n, const Expr&) {
+    if (seen_.insert(n.op.get()).second) inputs.push_back(n.op);
+    if (guarded_ > 0) return;
+    for (std::size_t k = 0; k < n.indices.size(); ++k) {
+      const auto& dim = n.op->shape[k];
+      const auto b = ne::bounds(n.indices[k]);
+      const auto d = ne::bounds(dim);
+      // Proven only when every value of the index is out of range, or when the index is
+      // affine in variables of constant range (interval bounds are then attained).
+      const bool exact = is_exact(n.indices[k]);
+      if (b.max < 0 || b.min >= d.max || (exact && (b.min < 0 || b.max >= d.max)))
+        raise<ShapeError>(
+            "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over "
+            "[{}, {}] but the dim is {}",
+            consumer_, n.op->name, n.indices[k], k, b.min, b.max, dim);
+    }
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    visit(n.cond);
+    ++guarded_;
+    visit(n.t);
+    visit(n.f);
+    --guarded_;
+  }
+
+ private:
+  static bool is_exact(const ne::Expr& index) {
+    auto vars = ne::free_vars(index);
+    auto form = ne::linear_form(index, vars);
+    return form && form->offset.is_const() &&
+           std::all_of(form->strides.begin(), form->strides.end(),
+                       [](const ne::Expr& s) { return s.is_const(); });
+  }
+  const std::string& consumer_;
+  std::unordered_set<const OperationNode*> seen_;
+  int guarded_ = 0;
+};
+
+inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
+                           Expr body) {
+  if (!body.defined()) raise<ValueError>("compute '{}': the lambda returned no expression", name);
+  std::vector<IterVar> reduce_axis;
+  if (const auto* r = body.as<ReduceNode>()) reduce_axis = r->axes;
+  struct NestedReduce : ExprVisitor<NestedReduce> {
+    bool top = true, nested = false;
+    void visit_reduce(const ReduceNode& n, const Expr&) {
+      nested = nested || !top;
+      top = false;
+      visit(n.source);
+    }
+    void visit_cast(const CastNode& n, const Expr&) {
+      top = false;
+      visit(n.value);
+    }
+    void visit_binary(const BinaryNode& n, const Expr&) {
+      top = false;
+      visit(n.a);
+      visit(n.b);
+    }
+    void visit_select(const SelectNode& n, const Expr&) {
+      top = false;
+      visit(n.cond);
+      visit(n.t);
+      visit(n.f);
+    }
+  } nested;
+  nested.visit(body);
+  if (nested.nested)
+    raise<ScheduleError>(
+        "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
+        "compute the reduction as its own tensor",
+        name);
+  ReadCollector reads(name);
+  reads.visit(body);
+  const DType dtype = body.dtype();
+  return Tensor(std::make_shared<const OperationNode>(
+      OperationNode{OpKind::Compute, std::move(name), dtype, std::move(shape), std::move(axis),
+                    std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
+}
+
+template <class T, std::size_t>
+using repeat_t = T;
+
+template <class F, std::size_t... K>
+constexpr bool invocable_with_n_vars(std::index_sequence<K...>) {
+  return std::is_invocable_v<F, repeat_t<ne::Var, K>...>;
+}
+
+}  // namespace detail
+
+inline Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
+  detail::check_shape(name, shape);
+  return Tensor(std::make_shared<const OperationNode>(OperationNode{
+      OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
+}
+template <std::size_t N>
+Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
+  return placeholder(std::vector<ne::Expr>(shape.begin(), shape.end()), dtype, std::move(name));
+}
+
+// Axis names default to i0, i1, ...; pass `axis_names` to name them like TVM's lambda params.
+template <std::size_t N, class F>
+Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
+               std::array<std::string, N> axis_names = {}) {
+  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
+                "te::compute: the lambda must take exactly one index per dimension of the shape");
+  std::vector<ne::Expr> dims(shape.begin(), shape.end());
+  detail::check_shape(name, dims);
+  std::vector<IterVar> axis;
+  for (std::size_t k = 0; k < N; ++k) {
+    auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
+    axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
+  }
+  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return Expr(std::invoke(fcompute, axis[K].var()...));
+  }
+  (std::make_index_sequence<N>{});
+  return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
+}
+
+// Rank known only at run time (graph-layer ops): the lambda takes the axes' variables as a
+// span. A separate name, so that overload resolution never instantiates a generic lambda with
+// the wrong arguments.
+template <class F>
+Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string name) {
+  detail::check_shape(name, shape);
+  std::vector<IterVar> axis;
+  std::vector<ne::Var> vars;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
+    vars.push_back(axis.back().var());
+  }
+  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
+}
+
+// Every operation `outputs` depend on, inputs before their readers (post-order, deterministic).
+inline std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
+  std::vector<Operation> order;
+  std::unordered_set<const OperationNode*> done;
+  auto visit = [&](auto& self, const Operation& op) -> void {
+    if (!done.insert(op.get()).second) return;
+    for (const auto& in : op->inputs) self(self, in);
+    order.push_back(op);
+  };
+  for (const auto& t : outputs) visit(visit, t.op());
+  return order;
+}
+
+}  // namespace dlavm::te

@@ -1,0 +1,119 @@
+#include <dlavm/te.hpp>
+
+#include <doctest/doctest.h>
+
+namespace te = dlavm::te;
+namespace ne = dlavm::ne;
+using dlavm::DType;
+
+TEST_CASE("te: elementwise compute evaluates like a loop, with int8 wrap-around") {
+  auto A = te::placeholder(te::shape(3, 5), DType::int8(), "A");
+  auto B = te::placeholder(te::shape(3, 5), DType::int8(), "B");
+  auto C = te::compute(
+      te::shape(3, 5), [&](auto i, auto j) { return A(i, j) + B(i, j); }, "C");
+  CHECK(C.dtype() == DType::int8());
+  auto a = te::NDArray::random(DType::int8(), {3, 5}, 1);
+  auto b = te::NDArray::random(DType::int8(), {3, 5}, 2);
+  auto c = te::evaluate(C, {{A, a}, {B, b}});
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 5; ++j)
+      CHECK(c.at({i, j}) == DType::int8().wrap(a.at({i, j}) + b.at({i, j})));
+}
+
+TEST_CASE("te: GEMM with two reduction axes matches naive loops") {
+  const int m = 4, n = 3, bk = 16;
+  auto A = te::placeholder(te::shape(1, n, 1, bk), DType::int8(), "A");
+  auto B = te::placeholder(te::shape(m, n, bk, bk), DType::int8(), "B");
+  auto ko = te::reduce_axis({0, n}, "ko");
+  auto ki = te::reduce_axis({0, bk}, "ki");
+  auto C = te::compute(te::shape(1, m, 1, bk),
+                       [&](auto bo, auto co, auto bi, auto ci) {
+                         return te::sum(te::cast(DType::int32(), A(bo, ko, bi, ki)) *
+                                            te::cast(DType::int32(), B(co, ko, ci, ki)),
+                                        {ko, ki});
+                       },
+                       "C", {"bo", "co", "bi", "ci"});
+  CHECK(C.op()->reduce_axis.size() == 2);
+  CHECK(C.op()->axis[1].name() == "co");
+  auto a = te::NDArray::random(DType::int8(), {1, n, 1, bk}, 3);
+  auto b = te::NDArray::random(DType::int8(), {m, n, bk, bk}, 4);
+  auto c = te::evaluate(C, {{A, a}, {B, b}});
+  for (std::int64_t co = 0; co < m; ++co)
+    for (std::int64_t ci = 0; ci < bk; ++ci) {
+      std::int64_t acc = 0;
+      for (std::int64_t k = 0; k < n; ++k)
+        for (std::int64_t kk = 0; kk < bk; ++kk) acc += a.at({0, k, 0, kk}) * b.at({co, k, ci, kk});
+      CHECK(c.at({0, co, 0, ci}) == acc);
+    }
+}
+
+TEST_CASE("te: padding through select reads only inside the input") {
+  auto X = te::placeholder(te::shape(4), DType::int32(), "X");
+  auto P = te::compute(
+      te::shape(6), [&](auto i) { return te::select(i >= 1 && i < 5, X(i - 1), 0); }, "P");
+  auto x = te::NDArray::random(DType::int32(), {4}, 5, -100, 100);
+  auto p = te::evaluate(P, {{X, x}});
+  CHECK(p.at({0}) == 0);
+  CHECK(p.at({5}) == 0);
+  for (std::int64_t i = 1; i < 5; ++i) CHECK(p.at({i}) == x.at({i - 1}));
+}
+
+TEST_CASE("te: symbolic dims are bound by name at evaluation") {
+  auto token = ne::var("token", 1, 2048);
+  auto A = te::placeholder(te::shape(token, 16), DType::int32(), "A");
+  auto S = te::compute(
+      te::shape(token, 16), [&](auto i, auto j) { return (A(i, j) >> 2) + 1; }, "S");
+  auto a = te::NDArray::random(DType::int32(), {5, 16}, 6);
+  auto s = te::evaluate(S, {{A, a}}, {{"token", 5}});
+  CHECK(s.shape() == std::vector<std::int64_t>{5, 16});
+  CHECK(s.at({4, 15}) == (a.at({4, 15}) >> 2) + 1);
+  CHECK_THROWS_AS(te::evaluate(S, {{A, a}}, {{"token", 6}}), dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(te::evaluate(S, {{A, a}}), doctest::Contains("token"), dlavm::ValueError);
+}
+
+TEST_CASE("te: shifts, min/max and casts follow hardware semantics") {
+  auto A = te::placeholder(te::shape(1), DType::int32(), "A");
+  auto R = te::compute(
+      te::shape(1),
+      [&](auto i) { return te::cast(DType::int8(), te::min(te::max(A(i) >> 3, 0), 127)); }, "R");
+  for (std::int64_t v : {-1000, -1, 0, 7, 8, 1016, 1017, 100000}) {
+    te::NDArray a(DType::int32(), {1});
+    a.set({0}, v);
+    CHECK(te::evaluate(R, {{A, a}}).at({0}) ==
+          std::min<std::int64_t>(std::max<std::int64_t>(v >> 3, 0), 127));
+  }
+  CHECK(te::detail::apply_binary(te::ExprKind::Shr, DType::int32(), 64, -2) == 256);
+  CHECK(te::detail::apply_binary(te::ExprKind::Shl, DType::int32(), 1, 31) == INT32_MIN);
+  CHECK(te::detail::apply_binary(te::ExprKind::Add, DType::int8(), 127, 1) == -128);
+}
+
+TEST_CASE("te: printing is readable and stable") {
+  auto A = te::placeholder(te::shape(16), DType::int8(), "A");
+  auto k = te::reduce_axis({0, 16}, "k");
+  auto S = te::compute(
+      te::shape(1), [&](auto) { return te::sum(te::cast(DType::int32(), A(k)), {k}); }, "S");
+  CHECK(fmt::format("{}", S.op()->body) == "sum(cast(int32, A[k]), axis=[k])");
+  CHECK(fmt::format("{}", A) == "A: int8[16]");
+}
+
+TEST_CASE("te: user mistakes raise precise errors") {
+  auto A = te::placeholder(te::shape(4, 4), DType::int8(), "A");
+  auto W = te::placeholder(te::shape(4, 4), DType::int32(), "W");
+  CHECK_THROWS_WITH_AS(A(1), doctest::Contains("'A' has 2 dims but is indexed with 1"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4, 4), [&](auto i, auto j) { return A(i, j) + W(i, j); }, "X"),
+                       doctest::Contains("int8 and int32"), dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4, 4), [&](auto i, auto j) { return A(i, j) + 300; }, "X"),
+                       doctest::Contains("300"), dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4, 4), [&](auto i, auto j) { return A(i + 1, j); }, "X"),
+                       doctest::Contains("out of bounds"), dlavm::ShapeError);
+  CHECK_THROWS_AS(te::placeholder(te::shape(4, 0), DType::int8(), "Z"), dlavm::ShapeError);
+  auto k = te::reduce_axis({0, 4}, "k");
+  CHECK_THROWS_AS(te::compute(
+                      te::shape(4), [&](auto i) { return te::sum(A(i, k), {k}) + 1; }, "X"),
+                  dlavm::ScheduleError);
+  CHECK_THROWS_AS(te::reduce_axis({0, 0}, "empty"), dlavm::ShapeError);
+}
