@@ -1,0 +1,14 @@
+// VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional
+// simulator, cycle model, devices and binary I/O. docs/vta.md is the guide.
+#pragma once
+
+#include <dlavm/runtime.hpp>
+#include <dlavm/vta/builder.hpp>
+#include <dlavm/vta/config.hpp>
+#include <dlavm/vta/counters.hpp>
+#include <dlavm/vta/cycle_model.hpp>
+#include <dlavm/vta/device.hpp>
+#include <dlavm/vta/dispatch.hpp>
+#include <dlavm/vta/io.hpp>
+#include <dlavm/vta/isa.hpp>
+#include <dlavm/vta/simulator.hpp>

@@ -1,0 +1,334 @@
+// Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
+// VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
+// VTASynchronize): builds a vta::Stream by hand. Every value is checked against its field:
+// an overflow raises EncodingError naming the instruction, field, value and limit.
+//
+//   vta::Builder b(config);
+//   b.load({.memory = vta::MemId::Acc, .sram = 0, .dram = a, .x_size = 4});
+//   vta::UopKernel k;
+//   k.loop_begin(4, 1, 1);  // 4 iterations, dst += 1, src += 1
+//   k.push(0, 4);           // acc[0 + i] = acc[0 + i] + acc[4 + i]
+//   k.loop_end();
+//   b.alu(k, vta::AluOp::Add);
+//   ...
+//   b.finish();
+//   vta::Stream s = b.take();
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/vta/config.hpp>
+#include <dlavm/vta/isa.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// x_stride = -1 means dense rows (x_stride = x_size).
+inline constexpr std::int64_t kDenseStride = -1;
+
+// LOAD: y_size rows of x_size elements, x_stride elements apart in DRAM starting at element
+// address `dram` (byte address / element bytes), into SRAM at `sram` with zero padding.
+struct Load2D {
+  MemId memory = MemId::Inp;
+  std::int64_t sram = 0;
+  std::int64_t dram = 0;
+  std::int64_t y_size = 1;
+  std::int64_t x_size = 0;
+  std::int64_t x_stride = kDenseStride;
+  std::int64_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;
+};
+
+// STORE of accumulator rows (truncated to the output width) to DRAM; no padding.
+struct Store2D {
+  std::int64_t sram = 0;
+  std::int64_t dram = 0;
+  std::int64_t y_size = 1;
+  std::int64_t x_size = 0;
+  std::int64_t x_stride = kDenseStride;
+};
+
+// A micro-op kernel: up to two loops (outer = iter_out, inner = iter_in) around a list of
+// micro-ops, as captured by VTAUopLoopBegin / VTAUopPush / VTAUopLoopEnd. Loops must enclose
+// all micro-ops: open them before the first push.
+class UopKernel {
+ public:
+  struct Loop {
+    std::int64_t extent = 1, dst_factor = 0, src_factor = 0, wgt_factor = 0;
+    friend bool operator==(const Loop&, const Loop&) = default;
+  };
+  struct Op {
+    std::int64_t dst = 0, src = 0, wgt = 0;
+    friend bool operator==(const Op&, const Op&) = default;
+  };
+
+  void loop_begin(std::int64_t extent, std::int64_t dst_factor, std::int64_t src_factor,
+                  std::int64_t wgt_factor = 0) {
+    if (loops_.size() == 2) raise<ValueError>("micro-op kernel: at most two loop levels");
+    if (!ops_.empty())
+      raise<ValueError>("micro-op kernel: loop_begin after push; loops must enclose every op");
+    if (extent < 1) raise<ValueError>("micro-op kernel: loop extent {} must be positive", extent);
+    loops_.push_back({extent, dst_factor, src_factor, wgt_factor});
+    ++open_;
+  }
+  void loop_end() {
+    if (open_ == 0) raise<ValueError>("micro-op kernel: loop_end without loop_begin");
+    --open_;
+  }
+  void push(std::int64_t dst, std::int64_t src, std::int64_t wgt = 0) {
+    if (open_ != loops_.size())
+      raise<ValueError>("micro-op kernel: push after loop_end; loops must enclose every op");
+    ops_.push_back({dst, src, wgt});
+  }
+
+  std::span<const Loop> loops() const { return loops_; }
+  std::span<const Op> ops() const { return ops_; }
+  bool closed() const { return open_ == 0; }
+  friend bool operator==(const UopKernel&, const UopKernel&) = default;
+
+ private:
+  std::vector<Loop> loops_;
+  std::vector<Op> ops_;
+  std::size_t open_ = 0;
+};
+
+class Builder {
+ public:
+  explicit Builder(const Config& config) : config_(config) {
+    config_.validate();
+    layout_ = config_.layout();
+  }
+
+  const Config& config() const { return config_; }
+  const IsaLayout& layout() const { return layout_; }
+  std::size_t size() const { return stream_.insns.size(); }
+  // Distinct micro-op kernels stored in the micro-op buffer.
+  std::size_t kernel_count() const { return kernels_.size(); }
+  const Stream& stream() const { return stream_; }
+  Stream take() { return std::exchange(stream_, Stream{}); }
+
+  // The element address of byte address `phys` + `offset` elements for memory type `m`;
+  // ValueError when `phys` is not a multiple of the element size.
+  std::int64_t dram_elem(std::uint64_t phys, MemId m, std::int64_t offset = 0) const {
+    const auto bytes = config_.elem_bytes(m);
+    if (phys % bytes != 0)
+      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", phys, bytes,
+                        runtime::mem_name(m));
+    return static_cast<std::int64_t>(phys / bytes) + offset;
+  }
+
+  void load(const Load2D& a) {
+    if (a.memory == MemId::Out)
+      raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
+    if (a.memory == MemId::Uop)
+      raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = a.memory;
+    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+    set(f, Field::y_pad_0, a.y_pad_0);
+    set(f, Field::y_pad_1, a.y_pad_1);
+    set(f, Field::x_pad_0, a.x_pad_0);
+    set(f, Field::x_pad_1, a.x_pad_1);
+    emit(f);
+  }
+
+  void store(const Store2D& a) {
+    InsnFields f;
+    f.opcode = Opcode::Store;
+    f.memory_type = MemId::Out;
+    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+    emit(f);
+  }
+
+  // GEMM over the kernel: acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset.
+  void gemm(const UopKernel& k, bool reset = false) {
+    InsnFields f;
+    f.opcode = Opcode::Gemm;
+    f.reset_reg = reset;
+    push_kernel(f, k, true);
+  }
+  // ALU with a tensor operand: acc[dst] = op(acc[dst], acc[src]).
+  void alu(const UopKernel& k, AluOp op) {
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    push_kernel(f, k, false);
+  }
+  // ALU with an immediate operand: acc[dst] = op(acc[dst], imm), imm a 16-bit signed value.
+  void alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    f.use_imm = true;
+    runtime::InsnFields probe = f;
+    check_field(layout_, probe, Field::imm, imm, size());
+    f.imm = static_cast<std::int32_t>(imm);
+    push_kernel(f, k, false);
+  }
+
+  // VTADepPush: after the last instruction of `from`, a token for `to` (a neighbour).
+  void dep_push(Queue from, Queue to) {
+    check_neighbours("dep_push", from, to);
+    commit_pending_pop(from);
+    const bool next = from < to;
+    if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
+      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
+      if (!flag) {
+        flag = true;
+        stream_.insns.back() = runtime::pack(layout_, last_);
+        return;
+      }
+    }
+    InsnFields nop = make_nop(from);
+    (next ? nop.push_next_dep : nop.push_prev_dep) = true;
+    emit(nop);
+  }
+  // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
+  void dep_pop(Queue from, Queue to) {
+    check_neighbours("dep_pop", from, to);
+    auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
+    if (pending[index(to)]) commit_pending_pop(to);
+    pending[index(to)] = true;
+  }
+
+  // VTASynchronize: FINISH after every load and store has completed.
+  void finish() {
+    dep_push(Queue::Store, Queue::Compute);
+    dep_push(Queue::Load, Queue::Compute);
+    dep_pop(Queue::Store, Queue::Compute);
+    dep_pop(Queue::Load, Queue::Compute);
+    commit_pending_pop(Queue::Compute);
+    InsnFields f;
+    f.opcode = Opcode::Finish;
+    emit(f);
+  }
+
+  // Appends an instruction given by its fields (checked; pending pops are applied).
+  void emit(InsnFields f) {
+    const auto q = runtime::queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    const auto word = encode(layout_, f, size());
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    stream_.insns.push_back(word);
+    last_ = f;
+  }
+
+ private:
+  static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+
+  static void check_neighbours(const char* what, Queue from, Queue to) {
+    const int a = static_cast<int>(from), b = static_cast<int>(to);
+    if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
+      raise<ValueError>(
+          "{}({}, {}): tokens only flow between neighbouring modules "
+          "(load<->compute, compute<->store)",
+          what, runtime::queue_name(from), runtime::queue_name(to));
+  }
+
+  static InsnFields make_nop(Queue q) {
+    InsnFields f;
+    f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
+    f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
+    return f;
+  }
+
+  void commit_pending_pop(Queue q) {
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) emit(make_nop(q));
+  }
+
+  // Sets a field after checking the value against its width for this instruction.
+  void set(InsnFields& f, Field field, std::int64_t v) const {
+    check_field(layout_, f, field, v, size());
+    f.set(field, static_cast<std::uint64_t>(v));
+  }
+  void set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
+               std::int64_t stride) const {
+    set(f, Field::sram_base, sram);
+    set(f, Field::dram_base, dram);
+    set(f, Field::y_size, y);
+    set(f, Field::x_size, x);
+    set(f, Field::x_stride, stride == kDenseStride ? x : stride);
+  }
+
+  void push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
+    const char* what = gemm ? "GEMM" : "ALU";
+    if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
+    if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
+    std::vector<std::uint32_t> words;
+    words.reserve(k.ops().size());
+    for (std::size_t i = 0; i < k.ops().size(); ++i) {
+      const auto& op = k.ops()[i];
+      auto narrow = [&](const char* name, std::int64_t v) {
+        if (v < 0 || v > 0xFFFFFFFF)
+          raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
+                               size(), name, v);
+        return static_cast<std::uint32_t>(v);
+      };
+      const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
+                  gemm ? narrow("wgt_idx", op.wgt) : 0u};
+      words.push_back(encode_uop(layout_, u, i));
+    }
+    const UopKernel::Loop none{};
+    const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
+    const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
+    set(f, Field::iter_out, outer.extent);
+    set(f, Field::iter_in, inner.extent);
+    set(f, Field::dst_factor_out, outer.dst_factor);
+    set(f, Field::dst_factor_in, inner.dst_factor);
+    set(f, Field::src_factor_out, outer.src_factor);
+    set(f, Field::src_factor_in, inner.src_factor);
+    if (gemm) {
+      set(f, Field::wgt_factor_out, outer.wgt_factor);
+      set(f, Field::wgt_factor_in, inner.wgt_factor);
+    }
+    // Every loop field is checked before the kernel may emit its LOAD UOP.
+    const auto sram = place_kernel(std::move(words));
+    set(f, Field::uop_bgn, sram.first);
+    set(f, Field::uop_end, sram.second);
+    emit(f);
+  }
+
+  // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
+  // micro-op SRAM (emitting a LOAD UOP when they are not); returns [begin, end) in SRAM.
+  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words) {
+    const auto n = static_cast<std::uint32_t>(words.size());
+    if (n > config_.uop_depth())
+      raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
+                           config_.uop_depth());
+    auto [it, inserted] =
+        kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
+    if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
+    const std::uint32_t dram = it->second;
+    if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
+    if (uop_next_ + n > config_.uop_depth()) {
+      resident_.clear();
+      uop_next_ = 0;
+    }
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = MemId::Uop;
+    set_mem(f, uop_next_, dram, 1, n, n);
+    stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
+    emit(f);
+    resident_[dram] = uop_next_;
+    uop_next_ += n;
+    return {resident_[dram], resident_[dram] + n};
+  }
+
+  Config config_;
+  IsaLayout layout_;
+  Stream stream_;
+  InsnFields last_;
+  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
+  std::map<std::vector<std::uint32_t>, std::uint32_t> kernels_;  // words -> DRAM offset
+  std::map<std::uint32_t, std::uint32_t> resident_;              // DRAM offset -> SRAM offset
+  std::uint32_t uop_next_ = 0;
+};
+
+}  // namespace dlavm::vta

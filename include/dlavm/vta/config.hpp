@@ -1,0 +1,302 @@
+// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
+// derived from them, validation against what the instruction encoding can express, and
+// reading / writing the vta_config.json format.
+#pragma once
+
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/runtime/isa.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+using runtime::AluOp;
+using runtime::Field;
+using runtime::Form;
+using runtime::InsnFields;
+using runtime::InsnWord;
+using runtime::IsaLayout;
+using runtime::MemId;
+using runtime::Opcode;
+using runtime::Queue;
+using runtime::Uop;
+
+struct Config {
+  std::string target = "sim";
+  std::string hw_ver = "0.0.2";
+  int log_inp_width = 3;
+  int log_wgt_width = 3;
+  int log_acc_width = 5;
+  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
+  int log_batch = 0;
+  int log_block_in = 4;
+  int log_block_out = 4;
+  int log_uop_buff_size = 15;
+  int log_inp_buff_size = 15;
+  int log_wgt_buff_size = 18;
+  int log_acc_buff_size = 17;
+  int log_bus_width = 6;
+
+  friend bool operator==(const Config&, const Config&) = default;
+
+  // Tile shape.
+  int batch() const { return 1 << log_batch; }
+  int block_in() const { return 1 << log_block_in; }
+  int block_out() const { return 1 << log_block_out; }
+  int inp_width() const { return 1 << log_inp_width; }
+  int wgt_width() const { return 1 << log_wgt_width; }
+  int acc_width() const { return 1 << log_acc_width; }
+  int out_width() const { return 1 << log_out_width; }
+
+  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
+  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
+  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
+  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
+  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
+  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
+  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
+  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
+  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
+  // ACC_8BIT loads: one byte per accumulator lane.
+  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
+  static constexpr std::size_t uop_elem_bytes() { return 4; }
+  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
+  std::size_t elem_bytes(MemId m) const {
+    switch (m) {
+      case MemId::Uop:
+        return uop_elem_bytes();
+      case MemId::Wgt:
+        return wgt_elem_bytes();
+      case MemId::Inp:
+        return inp_elem_bytes();
+      case MemId::Acc:
+        return acc_elem_bytes();
+      case MemId::Out:
+        return out_elem_bytes();
+      case MemId::Acc8:
+        return acc8_elem_bytes();
+    }
+    return 1;
+  }
+
+  // SRAM depths in elements, and their log2 (the index widths).
+  int log_uop_depth() const { return log_uop_buff_size - 2; }
+  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
+  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
+  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
+  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
+  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
+  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
+  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
+  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
+  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
+  int bus_bytes() const { return (1 << log_bus_width) / 8; }
+
+  DType inp_dtype() const { return DType::int_bits(inp_width()); }
+  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
+  DType acc_dtype() const { return DType::int_bits(acc_width()); }
+  DType out_dtype() const { return DType::int_bits(out_width()); }
+
+  // The bit layout of this configuration's instructions (call validate() first for a
+  // configuration that did not come from from_json).
+  IsaLayout layout() const {
+    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+  }
+
+  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
+  void validate() const;
+
+  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+  // hardware cannot realise. `source` names the text in messages.
+  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  std::string to_json() const;
+  static Config load(const std::string& path);
+  void save(const std::string& path) const;
+};
+
+namespace detail {
+
+inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
+  if (value < lo || value > hi)
+    raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
+}
+
+}  // namespace detail
+
+inline void Config::validate() const {
+  using detail::check_range;
+  check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_ACC_WIDTH", log_acc_width, 3, 5, "accumulators are 8..32 bits");
+  check_range("LOG_OUT_WIDTH", log_out_width, 0, log_acc_width,
+              "outputs are truncated accumulators, at most LOG_ACC_WIDTH");
+  check_range("LOG_BATCH", log_batch, 0, 8, "at most 256 rows per tile");
+  check_range("LOG_BLOCK_IN", log_block_in, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_BLOCK_OUT", log_block_out, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_UOP_BUFF_SIZE", log_uop_buff_size, 2, 30, "buffers are 4 B..1 GiB");
+  check_range("LOG_INP_BUFF_SIZE", log_inp_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_ACC_BUFF_SIZE", log_acc_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_BUS_WIDTH", log_bus_width, 3, 12, "the memory bus is 8..4096 bits");
+  auto check_elem = [](std::string_view what, std::string_view keys, int log_bits) {
+    if (log_bits < 3)
+      raise<ConfigError>("{} element of {} bits ({}) is not a whole byte", what, 1 << log_bits,
+                         keys);
+  };
+  check_elem("input", "LOG_BATCH + LOG_BLOCK_IN + LOG_INP_WIDTH", log_inp_elem_bits());
+  check_elem("weight", "LOG_BLOCK_OUT + LOG_BLOCK_IN + LOG_WGT_WIDTH", log_wgt_elem_bits());
+  check_elem("output", "LOG_BATCH + LOG_BLOCK_OUT + LOG_OUT_WIDTH", log_out_elem_bits());
+  auto check_depth = [](std::string_view key, int log_size, int log_depth, int log_elem_bits) {
+    if (log_depth < 0)
+      raise<ConfigError>("{} = {}: a {}-byte buffer cannot hold one {}-byte element", key, log_size,
+                         std::uint64_t{1} << log_size, std::uint64_t{1} << (log_elem_bits - 3));
+    if (log_depth > runtime::kSramBaseBits)
+      raise<ConfigError>(
+          "{} = {}: depth 2^{} elements cannot be addressed by the {}-bit sram_base field", key,
+          log_size, log_depth, runtime::kSramBaseBits);
+  };
+  check_depth("LOG_UOP_BUFF_SIZE", log_uop_buff_size, log_uop_depth(), 5);
+  check_depth("LOG_INP_BUFF_SIZE", log_inp_buff_size, log_inp_depth(), log_inp_elem_bits());
+  check_depth("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, log_wgt_depth(), log_wgt_elem_bits());
+  check_depth("LOG_ACC_BUFF_SIZE", log_acc_buff_size, log_acc_depth(), log_acc_elem_bits());
+  const auto l = layout();
+  if (!l.ok) {
+    const char* form = l.bad_form == Form::Mem    ? "LOAD/STORE"
+                       : l.bad_form == Form::Gemm ? "GEMM"
+                                                  : "ALU";
+    raise<ConfigError>(
+        "{} field {} no longer fits in the 128-bit instruction (depths: uop 2^{}, inp 2^{}, "
+        "wgt 2^{}, acc 2^{}); reduce the buffer sizes",
+        form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
+        log_acc_depth());
+  }
+  if (!l.uop_ok) {
+    const int src = std::max(log_acc_depth(), log_inp_depth());
+    raise<ConfigError>(
+        "micro-op fields need dst {} + src {} + wgt {} = {} bits, more than 32 "
+        "(LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE too deep)",
+        log_acc_depth(), src, log_wgt_depth(), log_acc_depth() + src + log_wgt_depth());
+  }
+}
+
+inline Config Config::from_json(std::string_view text, std::string_view source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+  }
+  if (!j.is_object())
+    raise<ParseError>("{}: expected a JSON object, got {}", source, j.type_name());
+  auto get_int = [&](const char* key, bool required, int fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+      return fallback;
+    }
+    if (!it->is_number_integer())
+      raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, it->dump());
+    const auto v = it->get<std::int64_t>();
+    if (v < -1000 || v > 1000)
+      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+    return static_cast<int>(v);
+  };
+  auto get_string = [&](const char* key, std::string fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_string())
+      raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, it->dump());
+    return it->get<std::string>();
+  };
+  Config c;
+  c.target = get_string("TARGET", c.target);
+  c.hw_ver = get_string("HW_VER", c.hw_ver);
+  c.log_inp_width = get_int("LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = get_int("LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = get_int("LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = get_int("LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = get_int("LOG_BATCH", true, 0);
+  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
+  const int block = get_int("LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = get_int("LOG_BLOCK_IN", false, block);
+  c.log_block_out = get_int("LOG_BLOCK_OUT", false, block);
+  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
+    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
+                       source, block, c.log_block_in, c.log_block_out);
+  c.log_uop_buff_size = get_int("LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = get_int("LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = get_int("LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = get_int("LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = get_int("LOG_BUS_WIDTH", false, 6);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+inline std::string Config::to_json() const {
+  nlohmann::ordered_json j;
+  j["TARGET"] = target;
+  j["HW_VER"] = hw_ver;
+  j["LOG_INP_WIDTH"] = log_inp_width;
+  j["LOG_WGT_WIDTH"] = log_wgt_width;
+  j["LOG_ACC_WIDTH"] = log_acc_width;
+  j["LOG_BATCH"] = log_batch;
+  if (log_block_in == log_block_out) {
+    j["LOG_BLOCK"] = log_block_in;
+  } else {
+    j["LOG_BLOCK_IN"] = log_block_in;
+    j["LOG_BLOCK_OUT"] = log_block_out;
+  }
+  j["LOG_UOP_BUFF_SIZE"] = log_uop_buff_size;
+  j["LOG_INP_BUFF_SIZE"] = log_inp_buff_size;
+  j["LOG_WGT_BUFF_SIZE"] = log_wgt_buff_size;
+  j["LOG_ACC_BUFF_SIZE"] = log_acc_buff_size;
+  if (log_out_width != log_inp_width) j["LOG_OUT_WIDTH"] = log_out_width;
+  if (log_bus_width != 6) j["LOG_BUS_WIDTH"] = log_bus_width;
+  return j.dump(2) + "\n";
+}
+
+inline Config Config::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_json(text.str(), path);
+}
+
+inline void Config::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << to_json();
+  if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
+}
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::vta::Config& c, format_context& ctx) const {
+    return fmt::format_to(
+        ctx.out(),
+        "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+        "wgt {} acc {}, bus {} bits)",
+        c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+        c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+        1 << c.log_bus_width);
+  }
+};

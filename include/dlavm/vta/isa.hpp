@@ -1,0 +1,203 @@
+// Checked VTA encoding: every field value is checked against its width for the configuration
+// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
+// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
+// readable line per instruction.
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/runtime/isa.hpp>
+#include <dlavm/runtime/stream.hpp>
+#include <dlavm/vta/config.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+using Stream = runtime::Stream;
+
+// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
+inline std::string insn_name(const InsnFields& f) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
+  return runtime::opcode_name(f.opcode);
+}
+
+// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
+// instruction's position in its stream, for the message.
+inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                        std::int64_t value, std::size_t index) {
+  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
+  if (pos.width == 0)
+    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
+                         runtime::field_name(field));
+  if (field == Field::imm) {
+    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
+    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
+    if (value < lo || value > hi)
+      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
+                           insn_name(insn), index, value, pos.width, lo, hi);
+    return;
+  }
+  const auto limit = runtime::low_mask(pos.width);
+  if (value < 0)
+    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
+                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
+  if (static_cast<std::uint64_t>(value) > limit)
+    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
+                         runtime::field_name(field), value, pos.width, limit);
+}
+
+// Checks the enumerated fields of a decoded or hand-filled instruction.
+inline void check_enums(const InsnFields& f, std::size_t index) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount)
+    raise<EncodingError>(
+        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
+        "ALU 4)",
+        index, op);
+  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
+    const auto m = static_cast<unsigned>(f.memory_type);
+    if (m >= runtime::kMemIdCount)
+      raise<EncodingError>(
+          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
+          "ACC_8BIT 5)",
+          insn_name(f), index, m);
+  }
+  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
+    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
+                         index, static_cast<unsigned>(f.alu_opcode));
+}
+
+// Checked encoding: every field of the instruction's form must fit its width.
+inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0) {
+  check_enums(f, index);
+  const auto& table = layout.form(runtime::form_of(f.opcode));
+  for (int i = 0; i < runtime::kFieldCount; ++i) {
+    const auto field = static_cast<Field>(i);
+    if (table[static_cast<std::size_t>(i)].width == 0) continue;
+    const std::int64_t v = field == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(field));
+    check_field(layout, f, field, v, index);
+  }
+  return runtime::pack(layout, f);
+}
+
+// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
+// or ALU opcode.
+inline InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0) {
+  auto f = runtime::unpack(layout, w);
+  check_enums(f, index);
+  return f;
+}
+
+inline std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws) {
+  std::vector<InsnFields> out;
+  out.reserve(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  return out;
+}
+
+inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0) {
+  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
+    if (v > runtime::low_mask(p.width))
+      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
+                           p.width, runtime::low_mask(p.width));
+  };
+  check("dst_idx", u.dst, layout.uop_dst);
+  check("src_idx", u.src, layout.uop_src);
+  check("wgt_idx", u.wgt, layout.uop_wgt);
+  return runtime::pack_uop(layout, u);
+}
+
+// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
+// | pop_next push_next".
+inline std::string disassemble(const InsnFields& f) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store:
+      fmt::format_to(out, "{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
+                     runtime::opcode_name(f.opcode),
+                     static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
+                         ? runtime::mem_name(f.memory_type)
+                         : "MEM?",
+                     f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
+      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+        fmt::format_to(out, " pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+      break;
+    case Opcode::Gemm:
+      fmt::format_to(out, "GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
+                     f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
+                     f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
+                     f.wgt_factor_out, f.wgt_factor_in);
+      break;
+    case Opcode::Alu:
+      fmt::format_to(out, "ALU {}",
+                     static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
+                         ? runtime::alu_name(f.alu_opcode)
+                         : "OP?");
+      if (f.use_imm) fmt::format_to(out, " imm={}", f.imm);
+      if (f.reset_reg) fmt::format_to(out, " reset");
+      fmt::format_to(out, " uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
+                     f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
+                     f.src_factor_in);
+      break;
+    case Opcode::Finish:
+      s += "FINISH";
+      break;
+    default:
+      fmt::format_to(out, "UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
+      break;
+  }
+  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
+    s += " |";
+    if (f.pop_prev_dep) s += " pop_prev";
+    if (f.pop_next_dep) s += " pop_next";
+    if (f.push_prev_dep) s += " push_prev";
+    if (f.push_next_dep) s += " push_next";
+  }
+  return s;
+}
+
+// A whole stream, one numbered line per instruction, then the micro-op buffer.
+inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
+    const auto f = decode(layout, stream.insns[i], i);
+    fmt::format_to(out, "{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
+                   disassemble(f));
+  }
+  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
+    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
+    fmt::format_to(out, "uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
+  }
+  return s;
+}
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::Uop& u, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+  }
+};

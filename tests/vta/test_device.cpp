@@ -1,0 +1,111 @@
+#include <dlavm/vta.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace vta = dlavm::vta;
+using vta::MemId;
+using vta::Queue;
+
+dlavm::vta::Simulator& dlavm_sim_driver_simulator();
+const std::string& dlavm_sim_driver_last_error();
+int dlavm_sim_driver_open_devices();
+
+namespace {
+
+// C = A x B^T for A: m x 16, B: 16 x 16 (int8), on any device; returns C (int8).
+std::vector<std::int8_t> gemm_on(vta::Device& dev, const std::vector<std::int8_t>& a,
+                                 const std::vector<std::int8_t>& w, vta::RunResult* result) {
+  const auto m = static_cast<std::int64_t>(a.size() / 16);
+  const auto A = dev.alloc_for(std::span<const std::int8_t>(a));
+  const auto W = dev.alloc_for(std::span<const std::int8_t>(w));
+  const auto C = dev.alloc(a.size());
+  vta::Builder b{dev.config()};
+  b.load({.memory = MemId::Inp, .dram = b.dram_elem(A.phys, MemId::Inp), .x_size = m});
+  b.load({.memory = MemId::Wgt, .dram = b.dram_elem(W.phys, MemId::Wgt), .x_size = 1});
+  b.dep_push(Queue::Load, Queue::Compute);
+  b.dep_pop(Queue::Load, Queue::Compute);
+  vta::UopKernel reset;
+  reset.loop_begin(m, 1, 0);
+  reset.push(0, 0);
+  reset.loop_end();
+  b.gemm(reset, true);
+  vta::UopKernel k;
+  k.loop_begin(m, 1, 1, 0);
+  k.push(0, 0, 0);
+  k.loop_end();
+  b.gemm(k);
+  b.dep_push(Queue::Compute, Queue::Store);
+  b.dep_pop(Queue::Compute, Queue::Store);
+  b.store({.dram = b.dram_elem(C.phys, MemId::Out), .x_size = m});
+  b.finish();
+  *result = dev.run(b.take());
+  std::vector<std::int8_t> c(a.size());
+  dev.copy_out(C, std::span<std::int8_t>(c));
+  for (auto buf : {A, W, C}) dev.free(buf);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("vta devices: SimDevice and DriverDevice over the C driver API agree") {
+  std::vector<std::int8_t> a(8 * 16), w(16 * 16);
+  std::mt19937 rng(5);
+  for (auto& v : a) v = static_cast<std::int8_t>(rng());
+  for (auto& v : w) v = static_cast<std::int8_t>(rng());
+  std::vector<std::int8_t> expect(a.size());
+  for (int i = 0; i < 8; ++i)
+    for (int o = 0; o < 16; ++o) {
+      std::int32_t s = 0;
+      for (int k = 0; k < 16; ++k)
+        s += a[static_cast<std::size_t>(i * 16 + k)] * w[static_cast<std::size_t>(o * 16 + k)];
+      expect[static_cast<std::size_t>(i * 16 + o)] = static_cast<std::int8_t>(s & 0xFF);
+    }
+  vta::SimDevice sim;
+  vta::RunResult rs;
+  CHECK(gemm_on(sim, a, w, &rs) == expect);
+  CHECK(sim.simulator().dram().allocation_count() == 0);  // run() frees its stream buffers
+  const auto before = dlavm_sim_driver_simulator().counters();
+  {
+    vta::DriverDevice<> drv;
+    CHECK(dlavm_sim_driver_open_devices() == 1);
+    vta::RunResult rd;
+    CHECK(gemm_on(drv, a, w, &rd) == expect);
+    auto measured = dlavm_sim_driver_simulator().counters();
+    measured.inp_load_bytes -= before.inp_load_bytes;
+    measured.wgt_load_bytes -= before.wgt_load_bytes;
+    measured.uop_load_bytes -= before.uop_load_bytes;
+    measured.out_store_bytes -= before.out_store_bytes;
+    measured.gemm_uops -= before.gemm_uops;
+    measured.alu_uops -= before.alu_uops;
+    measured.acc_load_bytes -= before.acc_load_bytes;
+    CHECK(measured == rs.counters);
+    CHECK(rd.counters == rs.counters);
+    CHECK(rd.timing.total_cycles == rs.timing.total_cycles);
+  }
+  CHECK(dlavm_sim_driver_open_devices() == 0);
+  CHECK(dlavm_sim_driver_simulator().dram().allocation_count() == 0);
+}
+
+TEST_CASE("vta devices: failures are DeviceErrors; copies are range-checked") {
+  vta::DriverDevice<> drv;
+  vta::Builder b{drv.config()};
+  b.dep_pop(Queue::Store, Queue::Compute);  // never pushed
+  b.finish();
+  try {
+    drv.run(b.stream());
+    FAIL("no error");
+  } catch (const dlavm::DeviceError& e) {
+    CHECK(std::string(e.what()).find("VTADeviceRun returned 2") == 0);
+    CHECK(dlavm_sim_driver_last_error().find("deadlock on dependency tokens") == 0);
+  }
+  vta::SimDevice sim;
+  const auto buf = sim.alloc(8);
+  std::vector<std::int8_t> big(16);
+  CHECK_THROWS_AS(sim.copy_in(buf, std::span<const std::int8_t>(big)), dlavm::ValueError);
+  CHECK_THROWS_AS(sim.free(vta::Buffer{buf.phys + 1, 1}), dlavm::DeviceError);
+}
