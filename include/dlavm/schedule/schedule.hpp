@@ -1,0 +1,392 @@
+// Schedules: how the operations of a tensor program are computed, not what they compute.
+// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
+// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
+// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
+// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
+// stage, the axis and the numbers.
+//
+//   auto s = te::create_schedule(C);
+//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
+//   s[A_buf].compute_at(s[C_buf], ko_o);
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/ne.hpp>
+#include <dlavm/te.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::schedule {
+
+using te::IterVar;
+using te::Operation;
+using te::Tensor;
+
+struct SplitRelation {
+  IterVar parent, outer, inner;
+  ne::Expr factor;
+};
+struct FuseRelation {
+  IterVar outer, inner, fused;
+};
+using Relation = std::variant<SplitRelation, FuseRelation>;
+
+enum class AttachKind : std::uint8_t { Root, Inline, At };
+enum class LoopKind : std::uint8_t { Serial, Unrolled, VThread };
+
+// A virtual thread axis for Stage::bind (TVM's te.thread_axis("cthread")).
+struct ThreadAxis {
+  std::string name;
+};
+inline ThreadAxis thread_axis(std::string name = "vthread") { return {std::move(name)}; }
+
+struct IterVarAttr {
+  LoopKind loop = LoopKind::Serial;
+  std::string thread;                // for LoopKind::VThread
+  std::vector<std::string> pragmas;  // "dma_copy", "alu", ...
+};
+
+struct StageNode {
+  Operation op;
+  bool is_output = false;
+  std::vector<IterVar> root;  // axis then reduce_axis
+  std::vector<IterVar> leaf;  // the loops, outermost first
+  std::vector<IterVar> all;   // every IterVar the stage ever had
+  std::vector<Relation> relations;
+  AttachKind attach = AttachKind::Root;
+  StageNode* attach_stage = nullptr;
+  IterVar attach_ivar;
+  std::string scope = "global";
+  std::unordered_map<const te::IterVarNode*, IterVarAttr> attrs;
+
+  const std::string& name() const { return op->name; }
+  bool is_placeholder() const { return op->kind == te::OpKind::Placeholder; }
+};
+
+class Schedule;
+
+class Stage {
+ public:
+  Stage(StageNode* node, Schedule* schedule) : node_(node), schedule_(schedule) {}
+
+  const std::string& name() const { return node_->name(); }
+  StageNode* node() const { return node_; }
+  const std::vector<IterVar>& leaf_iter_vars() const { return node_->leaf; }
+
+  // The k-th data-parallel / reduction axis of the operation (its root axes).
+  IterVar axis(std::size_t k) const;
+  IterVar reduce_axis(std::size_t k) const;
+
+  std::pair<IterVar, IterVar> split(const IterVar& parent, const ne::Expr& factor);
+  std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, const ne::Expr& nparts);
+  Stage& reorder(const std::vector<IterVar>& order);
+  // Returns {x_outer, y_outer, x_inner, y_inner}.
+  std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
+                              const ne::Expr& y_factor);
+  IterVar fuse(const IterVar& outer, const IterVar& inner);
+  Stage& compute_at(const Stage& parent, const IterVar& ivar);
+  Stage& compute_inline();
+  Stage& compute_root();
+  Stage& set_scope(std::string scope);
+  Stage& pragma(const IterVar& ivar, std::string key);
+  Stage& unroll(const IterVar& ivar);
+  Stage& bind(const IterVar& ivar, const ThreadAxis& thread);
+
+ private:
+  std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
+  void check_not_placeholder(std::string_view primitive) const;
+  IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
+
+  StageNode* node_;
+  Schedule* schedule_;
+};
+
+class Schedule {
+ public:
+  explicit Schedule(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {
+    for (const auto& op : te::topo_order(outputs_)) {
+      auto node = std::make_unique<StageNode>();
+      node->op = op;
+      node->root = op->axis;
+      node->root.insert(node->root.end(), op->reduce_axis.begin(), op->reduce_axis.end());
+      node->leaf = node->root;
+      node->all = node->root;
+      for (const auto& t : outputs_) node->is_output = node->is_output || t.op() == op;
+      by_op_[op.get()] = node.get();
+      stages_.push_back(std::move(node));
+    }
+  }
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+  Schedule(Schedule&&) = default;
+  Schedule& operator=(Schedule&&) = default;
+
+  Stage operator[](const Tensor& t) {
+    auto it = by_op_.find(t.op().get());
+    if (it == by_op_.end())
+      raise<ScheduleError>("tensor '{}' is not part of this schedule (its outputs are {})",
+                           t.name(), output_names());
+    return Stage(it->second, this);
+  }
+  const std::vector<std::unique_ptr<StageNode>>& stages() const { return stages_; }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+  StageNode* stage_of(const te::OperationNode* op) const {
+    auto it = by_op_.find(op);
+    return it == by_op_.end() ? nullptr : it->second;
+  }
+  // The stage that owns ivar, or nullptr.
+  const StageNode* owner_of(const IterVar& ivar) const {
+    for (const auto& s : stages_)
+      for (const auto& v : s->all)
+        if (v == ivar) return s.get();
+    return nullptr;
+  }
+  // Whether `consumer` reads `producer`, directly or through other operations.
+  bool reads(const StageNode* consumer, const StageNode* producer) const {
+    std::vector<const te::OperationNode*> work{consumer->op.get()};
+    std::vector<const te::OperationNode*> seen;
+    while (!work.empty()) {
+      const auto* op = work.back();
+      work.pop_back();
+      for (const auto& in : op->inputs) {
+        if (in.get() == producer->op.get()) return true;
+        if (std::find(seen.begin(), seen.end(), in.get()) == seen.end()) {
+          seen.push_back(in.get());
+          work.push_back(in.get());
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::string output_names() const {
+    std::vector<std::string> names;
+    for (const auto& t : outputs_) names.push_back(t.name());
+    return fmt::format("{}", fmt::join(names, ", "));
+  }
+
+  std::vector<Tensor> outputs_;
+  std::vector<std::unique_ptr<StageNode>> stages_;
+  std::unordered_map<const te::OperationNode*, StageNode*> by_op_;
+};
+
+inline Schedule create_schedule(std::vector<Tensor> outputs) {
+  if (outputs.empty()) raise<ScheduleError>("create_schedule: no output tensors");
+  return Schedule(std::move(outputs));
+}
+inline Schedule create_schedule(const Tensor& output) {
+  return create_schedule(std::vector{output});
+}
+
+// ---- Stage primitives ---------------------------------------------------------------------
+
+inline IterVar Stage::axis(std::size_t k) const {
+  const auto& a = node_->op->axis;
+  if (k >= a.size())
+    raise<ScheduleError>("stage '{}': axis({}) requested, the operation has {} axes", name(), k,
+                         a.size());
+  return a[k];
+}
+inline IterVar Stage::reduce_axis(std::size_t k) const {
+  const auto& a = node_->op->reduce_axis;
+  if (k >= a.size())
+    raise<ScheduleError>(
+        "stage '{}': reduce_axis({}) requested, the operation has {} reduction axes", name(), k,
+        a.size());
+  return a[k];
+}
+
+inline std::size_t Stage::leaf_position(const IterVar& ivar, std::string_view primitive) const {
+  if (!ivar.defined())
+    raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
+  const auto& leaf = node_->leaf;
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    if (leaf[k] == ivar) return k;
+  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
+    raise<ScheduleError>("stage '{}': {} of axis '{}', which belongs to stage '{}'", name(),
+                         primitive, ivar.name(), owner->name());
+  std::vector<std::string> names;
+  for (const auto& v : leaf) names.push_back(v.name());
+  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+    raise<ScheduleError>(
+        "stage '{}': {} of axis '{}', which was already split or fused (loops: {})", name(),
+        primitive, ivar.name(), fmt::join(names, ", "));
+  raise<ScheduleError>("stage '{}': {} of axis '{}', which is not one of its loops ({})", name(),
+                       primitive, ivar.name(), fmt::join(names, ", "));
+}
+
+inline void Stage::check_not_placeholder(std::string_view primitive) const {
+  if (node_->is_placeholder())
+    raise<ScheduleError>("stage '{}' is a placeholder: {} applies to computed tensors", name(),
+                         primitive);
+}
+
+inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
+  check_not_placeholder("split");
+  const auto pos = leaf_position(parent, "split");
+  if (!factor.defined() || ne::bounds(factor).min < 1)
+    raise<ScheduleError>("stage '{}': split of axis '{}' by factor {}, which must be at least 1",
+                         name(), parent.name(),
+                         factor.defined() ? fmt::format("{}", factor) : "<undefined>");
+  const auto extent = parent.dom().extent;
+  const auto outer_extent = ne::simplify(ne::floordiv(extent + factor - 1, factor));
+  auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
+  auto inner = te::make_iter_var(parent.name() + ".inner", 0, factor, parent.kind());
+  node_->relations.emplace_back(SplitRelation{parent, outer, inner, factor});
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos));
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), {outer, inner});
+  node_->all.push_back(outer);
+  node_->all.push_back(inner);
+  return {outer, inner};
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                       const ne::Expr& nparts) {
+  if (!nparts.defined() || ne::bounds(nparts).min < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
+        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
+  const auto extent = parent.dom().extent;
+  return split(parent, ne::simplify(ne::floordiv(extent + nparts - 1, nparts)));
+}
+
+inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
+  check_not_placeholder("reorder");
+  std::vector<std::size_t> positions;
+  for (const auto& v : order) {
+    const auto p = leaf_position(v, "reorder");
+    if (std::find(positions.begin(), positions.end(), p) != positions.end())
+      raise<ScheduleError>("stage '{}': reorder lists axis '{}' twice", name(), v.name());
+    positions.push_back(p);
+  }
+  std::sort(positions.begin(), positions.end());
+  for (std::size_t k = 0; k < order.size(); ++k) node_->leaf[positions[k]] = order[k];
+  return *this;
+}
+
+inline std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar& y,
+                                          const ne::Expr& x_factor, const ne::Expr& y_factor) {
+  auto [xo, xi] = split(x, x_factor);
+  auto [yo, yi] = split(y, y_factor);
+  reorder({xo, yo, xi, yi});
+  return {xo, yo, xi, yi};
+}
+
+inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  check_not_placeholder("fuse");
+  const auto po = leaf_position(outer, "fuse");
+  const auto pi = leaf_position(inner, "fuse");
+  if (pi != po + 1)
+    raise<ScheduleError>(
+        "stage '{}': fuse of '{}' (loop {}) and '{}' (loop {}): the inner axis must "
+        "be the loop directly inside the outer one",
+        name(), outer.name(), po, inner.name(), pi);
+  if (outer.kind() != inner.kind())
+    raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
+                         name(), outer.name(), inner.name());
+  auto fused =
+      te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
+                        ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
+  node_->relations.emplace_back(FuseRelation{outer, inner, fused});
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
+                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
+  node_->all.push_back(fused);
+  return fused;
+}
+
+inline Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) {
+  check_not_placeholder("compute_at");
+  if (parent.node_ == node_)
+    raise<ScheduleError>("stage '{}': compute_at its own loop '{}' would make a cycle", name(),
+                         ivar.name());
+  if (!schedule_->reads(parent.node_, node_))
+    raise<ScheduleError>("stage '{}': compute_at stage '{}', which does not consume '{}'", name(),
+                         parent.name(), name());
+  // Attaching into a stage that is itself (transitively) attached inside this one is a cycle.
+  for (const StageNode* s = parent.node_; s != nullptr; s = s->attach_stage)
+    if (s->attach_stage == node_)
+      raise<ScheduleError>(
+          "stage '{}': compute_at stage '{}' makes a cycle: '{}' is computed inside '{}'", name(),
+          parent.name(), parent.name(), name());
+  (void)parent.leaf_position(ivar, "compute_at");
+  node_->attach = AttachKind::At;
+  node_->attach_stage = parent.node_;
+  node_->attach_ivar = ivar;
+  return *this;
+}
+
+inline Stage& Stage::compute_inline() {
+  check_not_placeholder("compute_inline");
+  if (!node_->op->reduce_axis.empty())
+    raise<ScheduleError>("stage '{}' is a reduction and cannot be inlined", name());
+  if (node_->is_output)
+    raise<ScheduleError>("stage '{}' is an output and cannot be inlined", name());
+  node_->attach = AttachKind::Inline;
+  node_->attach_stage = nullptr;
+  return *this;
+}
+
+inline Stage& Stage::compute_root() {
+  check_not_placeholder("compute_root");
+  node_->attach = AttachKind::Root;
+  node_->attach_stage = nullptr;
+  return *this;
+}
+
+inline Stage& Stage::set_scope(std::string scope) {
+  check_not_placeholder("set_scope");
+  if (node_->is_output)
+    raise<ScheduleError>("stage '{}' is an output; its result must stay in global memory, not '{}'",
+                         name(), scope);
+  node_->scope = std::move(scope);
+  return *this;
+}
+
+inline Stage& Stage::pragma(const IterVar& ivar, std::string key) {
+  check_not_placeholder("pragma");
+  (void)leaf_position(ivar, "pragma");
+  if (key.empty())
+    raise<ScheduleError>("stage '{}': pragma with an empty key on axis '{}'", name(), ivar.name());
+  attr(ivar).pragmas.push_back(std::move(key));
+  return *this;
+}
+
+inline Stage& Stage::unroll(const IterVar& ivar) {
+  check_not_placeholder("unroll");
+  (void)leaf_position(ivar, "unroll");
+  attr(ivar).loop = LoopKind::Unrolled;
+  return *this;
+}
+
+inline Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
+  check_not_placeholder("bind");
+  (void)leaf_position(ivar, "bind");
+  if (ivar.is_reduce())
+    raise<ScheduleError>("stage '{}': bind of reduction axis '{}' to thread '{}'", name(),
+                         ivar.name(), thread.name);
+  auto& a = attr(ivar);
+  a.loop = LoopKind::VThread;
+  a.thread = thread.name;
+  return *this;
+}
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::te {
+using schedule::create_schedule;
+using schedule::Schedule;
+using schedule::Stage;
+using schedule::thread_axis;
+}  // namespace dlavm::te

@@ -1,0 +1,9 @@
+// tir layer: the loop IR, its visitor/mutator, the printer, lowering from schedules and the
+// reference interpreter.
+#pragma once
+
+#include <dlavm/tir/functor.hpp>
+#include <dlavm/tir/interpreter.hpp>
+#include <dlavm/tir/lower.hpp>
+#include <dlavm/tir/printer.hpp>
+#include <dlavm/tir/stmt.hpp>

@@ -1,0 +1,524 @@
+// Lowering a schedule to TIR (te::lower): inline, infer the region each stage must compute
+// at its attach point, build the loop nests with guards for non-divisible splits, insert
+// attached producers and their allocations at their loops, then drop unit loops and flatten
+// buffers to one dimension (the form target passes match DMA and GEMM patterns on).
+//
+//   auto s = te::create_schedule(C);
+//   tir::PrimFunc f = te::lower(s, {A, B, C}, "gemm");
+//   fmt::print("{}", f);
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/ne.hpp>
+#include <dlavm/schedule/int_set.hpp>
+#include <dlavm/schedule/schedule.hpp>
+#include <dlavm/te.hpp>
+#include <dlavm/tir/functor.hpp>
+#include <dlavm/tir/stmt.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+using schedule::AttachKind;
+using schedule::StageNode;
+using IterVarKey = const te::IterVarNode*;
+
+struct StagePlan {
+  const StageNode* stage = nullptr;
+  te::Expr body;                     // after inlining
+  std::vector<ne::Expr> region_min;  // per output dim, in enclosing loop variables
+  std::vector<ne::Expr> region_extent;
+  std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
+  std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
+  std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;                   // loop variables around the attach point
+  Buffer buffer;
+};
+
+// Substitutes ne variables inside a value expression.
+class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
+ public:
+  explicit IndexSubstituter(std::vector<ne::Substitution> map) : map_(std::move(map)) {}
+  ne::Expr mutate_index(const ne::Expr& e) { return map_.empty() ? e : ne::substitute(e, map_); }
+
+ private:
+  std::vector<ne::Substitution> map_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
+      : schedule_(s), args_(args), name_(std::move(name)) {}
+
+  PrimFunc run() {
+    for (const auto& st : schedule_.stages()) plans_[st.get()].stage = st.get();
+    make_params();
+    inline_bodies();
+    infer_bounds();
+    make_buffers();
+    std::vector<Stmt> top;
+    std::vector<Buffer> root_allocs;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach != AttachKind::Root) continue;
+      top.push_back(make_stage(*st));
+      if (!is_param(st.get())) root_allocs.push_back(plans_[st.get()].buffer);
+    }
+    Stmt body = make_seq(top);
+    for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
+      body = make_allocate(*it, body);
+    PrimFunc f{name_, params_, body, {}};
+    return f;
+  }
+
+ private:
+  bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
+
+  void make_params() {
+    for (const auto& t : args_) {
+      if (schedule_.stage_of(t.op().get()) == nullptr)
+        raise<ScheduleError>("lower '{}': argument '{}' is not part of the schedule", name_,
+                             t.name());
+      if (param_of_.count(t.op().get()) != 0)
+        raise<ScheduleError>("lower '{}': argument '{}' is listed twice", name_, t.name());
+      auto b = te::make_buffer(t.name(), t.dtype(), t.shape(), "global");
+      param_of_.emplace(t.op().get(), b);
+      params_.push_back(b);
+    }
+    for (const auto& st : schedule_.stages()) {
+      if ((st->is_placeholder() || st->is_output) && !is_param(st.get()))
+        raise<ScheduleError>("lower '{}': {} '{}' is not among the arguments", name_,
+                             st->is_placeholder() ? "input" : "output", st->name());
+    }
+  }
+
+  // Bodies with inlined stages substituted, in topological order so that an inlined stage's
+  // own body is final before its readers use it.
+  void inline_bodies() {
+    struct Inliner : te::ExprMutator<Inliner> {
+      Lowerer* self;
+      te::Expr visit_read(const te::ReadNode& n, const te::Expr& e) {
+        const auto* st = self->schedule_.stage_of(n.op.get());
+        auto base = te::ExprMutator<Inliner>::visit_read(n, e);
+        if (st == nullptr || st->attach != AttachKind::Inline) return base;
+        const auto* read = base.as<te::ReadNode>();
+        std::vector<ne::Substitution> map;
+        for (std::size_t k = 0; k < st->op->axis.size(); ++k)
+          map.emplace_back(st->op->axis[k].var(), read->indices[k]);
+        return IndexSubstituter(map).visit(self->plans_[st].body);
+      }
+    } inliner;
+    inliner.self = this;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder()) continue;
+      plans_[st.get()].body = inliner.visit(st->op->body);
+    }
+  }
+
+  // Every read of `producer` in the bodies of the stages that are computed (not inlined).
+  std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> reads_of(
+      const StageNode* producer) {
+    struct Collect : te::ExprVisitor<Collect> {
+      const te::OperationNode* op;
+      std::vector<std::vector<ne::Expr>> found;
+      void visit_read(const te::ReadNode& n, const te::Expr&) {
+        if (n.op.get() == op) found.push_back(n.indices);
+      }
+    };
+    std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> out;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      Collect c;
+      c.op = producer->op.get();
+      c.visit(plans_[st.get()].body);
+      for (auto& idx : c.found) out.emplace_back(st.get(), std::move(idx));
+    }
+    return out;
+  }
+
+  void infer_bounds() {
+    const auto& stages = schedule_.stages();
+    for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+      StageNode* st = it->get();
+      auto& plan = plans_[st];
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      if (st->attach == AttachKind::At) {
+        const auto& parent = plans_[st->attach_stage];
+        plan.enclosing = parent.enclosing;
+        for (const auto& v : st->attach_stage->leaf) {
+          plan.enclosing.push_back(v.var());
+          if (v == st->attach_ivar) break;
+        }
+        infer_region(*st, plan);
+      } else {
+        for (const auto& d : st->op->shape) {
+          plan.region_min.push_back(0);
+          plan.region_extent.push_back(d);
+        }
+      }
+      // Root extents, then down through the relations to every loop.
+      for (std::size_t k = 0; k < st->op->axis.size(); ++k)
+        plan.extent[st->op->axis[k].get()] = plan.region_extent[k];
+      for (const auto& r : st->op->reduce_axis) plan.extent[r.get()] = r.dom().extent;
+      for (const auto& rel : st->relations) {
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
+          const auto ext = plan.extent.at(sp->parent.get());
+          plan.extent[sp->outer.get()] =
+              ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
+          plan.extent[sp->inner.get()] = sp->factor;
+        } else {
+          const auto& fu = std::get<schedule::FuseRelation>(rel);
+          plan.extent[fu.fused.get()] =
+              ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
+        }
+      }
+      // Values: leaves are their own variables; up through the relations, last first.
+      std::unordered_map<IterVarKey, ne::Expr> value;
+      for (const auto& v : st->leaf) value[v.get()] = v.var();
+      for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
+          value[sp->parent.get()] =
+              value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
+        } else {
+          const auto& fu = std::get<schedule::FuseRelation>(*r);
+          const auto inner_ext = plan.extent.at(fu.inner.get());
+          value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
+          value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
+        }
+      }
+      // A root value needs a guard unless its largest value over the loops' actual extents
+      // (not the axes' declared ranges) is provably inside the root extent.
+      schedule::SweepMap loops;
+      for (const auto& v : st->leaf)
+        loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+      for (std::size_t k = 0; k < st->root.size(); ++k) {
+        const auto& r = st->root[k];
+        const auto local = ne::simplify(value.at(r.get()));
+        const auto ext = plan.extent.at(r.get());
+        const auto reach = schedule::eval_set(local, loops);
+        if (!ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext))
+          plan.guards.push_back(local < ext);
+        const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
+        plan.value[r.get()] = ne::simplify(base + local);
+      }
+    }
+  }
+
+  // The region of an attached stage: what its consumers read while the loops inside its
+  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape.
+  void infer_region(const StageNode& st, StagePlan& plan) {
+    std::unordered_set<std::uint64_t> fixed;
+    for (const auto& v : plan.enclosing) fixed.insert(v.id());
+    schedule::SweepMap sweep;
+    for (const auto& [node, p] : plans_) {
+      if (node == &st || p.extent.empty()) continue;
+      for (const auto& v : node->leaf)
+        if (fixed.count(v.var().id()) == 0)
+          sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+    }
+    const auto reads = reads_of(&st);
+    const auto ndim = st.op->shape.size();
+    std::vector<schedule::IntSet> region(ndim);
+    bool first = true;
+    for (const auto& [consumer, indices] : reads) {
+      const auto& cp = plans_[consumer];
+      std::vector<ne::Substitution> to_loops;
+      for (const auto& r : consumer->root) to_loops.emplace_back(r.var(), cp.value.at(r.get()));
+      for (std::size_t k = 0; k < ndim; ++k) {
+        const auto idx = ne::substitute(indices[k], to_loops);
+        auto set = sweep_until_fixed(idx, sweep, fixed);
+        region[k] = first ? set : schedule::unite(region[k], set);
+      }
+      first = false;
+    }
+    if (first)
+      raise<ScheduleError>("stage '{}' is attached but nothing computed reads it", st.name());
+    for (std::size_t k = 0; k < ndim; ++k) {
+      const auto& dim = st.op->shape[k];
+      const auto lo = ne::simplify(ne::max(region[k].lo, 0));
+      const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
+      plan.region_min.push_back(lo);
+      plan.region_extent.push_back(ne::simplify(hi - lo + 1));
+    }
+  }
+
+  static schedule::IntSet sweep_until_fixed(const ne::Expr& e, const schedule::SweepMap& sweep,
+                                            const std::unordered_set<std::uint64_t>& fixed) {
+    auto set = schedule::eval_set(e, sweep);
+    // Sweep intervals may themselves mention sweeping variables (extents of inner loops that
+    // depend on outer ones): evaluate again until only fixed variables remain.
+    for (int round = 0; round < 16; ++round) {
+      bool again = false;
+      for (const auto* end : {&set.lo, &set.hi})
+        for (const auto& v : ne::free_vars(*end))
+          again = again || (sweep.count(v.id()) != 0 && fixed.count(v.id()) == 0);
+      if (!again) break;
+      set = {schedule::eval_set(set.lo, sweep).lo, schedule::eval_set(set.hi, sweep).hi};
+    }
+    return set;
+  }
+
+  void make_buffers() {
+    // Loop variables may not appear in a buffer's shape: allocate for the largest extent.
+    std::unordered_set<std::uint64_t> loop_vars;
+    for (const auto& st : schedule_.stages())
+      for (const auto& v : st->all) loop_vars.insert(v.var().id());
+    for (const auto& st : schedule_.stages()) {
+      auto& plan = plans_[st.get()];
+      if (auto it = param_of_.find(st->op.get()); it != param_of_.end()) {
+        plan.buffer = it->second;
+        continue;
+      }
+      if (st->attach == AttachKind::Inline) continue;
+      std::vector<ne::Expr> shape;
+      for (const auto& ext : plan.region_extent) {
+        bool uses_loop = false;
+        for (const auto& v : ne::free_vars(ext))
+          uses_loop = uses_loop || loop_vars.count(v.id()) != 0;
+        shape.push_back(uses_loop ? ne::Expr(ne::bounds(ext).max) : ext);
+      }
+      plan.buffer = te::make_buffer(st->name(), st->op->dtype, std::move(shape), st->scope);
+    }
+  }
+
+  // The body of stage st with its axes replaced by loop expressions and reads turned into
+  // loads from the producers' buffers (offset by the producers' regions).
+  te::Expr rewrite_value(const StageNode& st, const te::Expr& body) {
+    struct Rewriter : te::ExprMutator<Rewriter> {
+      Lowerer* self;
+      std::vector<ne::Substitution> map;
+      ne::Expr mutate_index(const ne::Expr& e) { return ne::simplify(ne::substitute(e, map)); }
+      te::Expr visit_read(const te::ReadNode& n, const te::Expr&) {
+        const auto* producer = self->schedule_.stage_of(n.op.get());
+        const auto& pp = self->plans_[producer];
+        std::vector<ne::Expr> idx;
+        for (std::size_t k = 0; k < n.indices.size(); ++k) {
+          ne::Expr i = mutate_index(n.indices[k]);
+          if (!pp.region_min.empty()) i = ne::simplify(i - pp.region_min[k]);
+          idx.push_back(i);
+        }
+        return te::load(pp.buffer, std::move(idx));
+      }
+    } rw;
+    rw.self = this;
+    for (const auto& r : st.root) rw.map.emplace_back(r.var(), plans_[&st].value.at(r.get()));
+    return rw.visit(body);
+  }
+
+  std::vector<ne::Expr> store_indices(const StageNode& st) {
+    const auto& plan = plans_[&st];
+    std::vector<ne::Expr> idx;
+    for (std::size_t k = 0; k < st.op->axis.size(); ++k)
+      idx.push_back(ne::simplify(plan.value.at(st.op->axis[k].get()) - plan.region_min[k]));
+    return idx;
+  }
+
+  Stmt guarded(const StagePlan& plan, Stmt s) {
+    if (plan.guards.empty()) return s;
+    ne::Expr cond = plan.guards.front();
+    for (std::size_t k = 1; k < plan.guards.size(); ++k) cond = cond && plan.guards[k];
+    return make_if(cond, std::move(s));
+  }
+
+  Stmt make_loop(const StageNode& st, const te::IterVar& v, Stmt body, const ne::Var& var) {
+    const auto& plan = plans_[&st];
+    ForKind kind = ForKind::Serial;
+    std::vector<std::string> pragmas;
+    if (auto it = st.attrs.find(v.get()); it != st.attrs.end()) {
+      kind = it->second.loop == schedule::LoopKind::Unrolled  ? ForKind::Unrolled
+             : it->second.loop == schedule::LoopKind::VThread ? ForKind::VThread
+                                                              : ForKind::Serial;
+      pragmas = it->second.pragmas;
+    }
+    Stmt loop = make_for(var, 0, plan.extent.at(v.get()), kind, std::move(body));
+    for (auto p = pragmas.rbegin(); p != pragmas.rend(); ++p)
+      loop = make_attr("pragma_" + *p, v.name(), 1, loop);
+    return loop;
+  }
+
+  // The producers attached at loop v of st, each inside its allocation, around `rest`.
+  Stmt with_attached(const StageNode& st, const te::IterVar& v, Stmt rest) {
+    std::vector<const StageNode*> attached;
+    for (const auto& s : schedule_.stages())
+      if (s->attach == AttachKind::At && s->attach_stage == &st && s->attach_ivar == v)
+        attached.push_back(s.get());
+    if (attached.empty()) return rest;
+    std::vector<Stmt> parts;
+    for (const auto* p : attached) parts.push_back(make_stage(*p));
+    parts.push_back(std::move(rest));
+    Stmt body = make_seq(parts);
+    for (auto it = attached.rbegin(); it != attached.rend(); ++it)
+      if (!is_param(*it)) body = make_allocate(plans_[*it].buffer, body);
+    return body;
+  }
+
+  Stmt make_stage(const StageNode& st) {
+    const auto& plan = plans_[&st];
+    const auto* reduce = plan.body.as<te::ReduceNode>();
+    const auto idx = store_indices(st);
+    Stmt body;
+    if (reduce != nullptr) {
+      const auto acc = te::load(plan.buffer, idx);
+      const auto src = rewrite_value(st, reduce->source);
+      body =
+          make_store(plan.buffer, idx, te::binary(te::combiner_kind(reduce->combiner), acc, src));
+    } else {
+      body = make_store(plan.buffer, idx, rewrite_value(st, plan.body));
+    }
+    body = guarded(plan, body);
+    const auto& leaf = st.leaf;
+    // The first reduction loop: the accumulator is initialised just outside it, over the
+    // data-parallel loops that come after it (TVM's ".init" loops).
+    std::size_t first_reduce = leaf.size();
+    if (reduce != nullptr)
+      for (std::size_t k = 0; k < leaf.size(); ++k)
+        if (leaf[k].is_reduce()) {
+          first_reduce = k;
+          break;
+        }
+    for (std::size_t k = leaf.size(); k-- > 0;) {
+      body = make_loop(st, leaf[k], body, leaf[k].var());
+      if (k == first_reduce) body = make_seq({make_init(st, *reduce, first_reduce), body});
+      if (k > 0) body = with_attached(st, leaf[k - 1], body);
+    }
+    if (leaf.empty()) return body;
+    return body;
+  }
+
+  Stmt make_init(const StageNode& st, const te::ReduceNode& reduce, std::size_t first_reduce) {
+    const auto& plan = plans_[&st];
+    std::vector<ne::Substitution> renames;
+    std::vector<std::pair<te::IterVar, ne::Var>> loops;
+    for (std::size_t k = first_reduce; k < st.leaf.size(); ++k) {
+      const auto& v = st.leaf[k];
+      if (v.is_reduce()) continue;
+      auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
+      renames.emplace_back(v.var(), init_var);
+      loops.emplace_back(v, init_var);
+    }
+    // Reduction variables do not matter for the data-parallel indices; pin them to 0 so the
+    // init store has only data-parallel loops.
+    for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
+      if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
+    std::vector<ne::Expr> idx;
+    for (const auto& i : store_indices(st)) idx.push_back(ne::simplify(ne::substitute(i, renames)));
+    Stmt init =
+        make_store(plan.buffer, idx,
+                   te::make_const(te::combiner_identity(reduce.combiner, plan.buffer.dtype()),
+                                  plan.buffer.dtype()));
+    std::vector<ne::Expr> guards;
+    for (const auto& g : plan.guards) {
+      auto c = ne::simplify(ne::substitute(g, renames));
+      if (!ne::can_prove(c)) guards.push_back(c);
+    }
+    if (!guards.empty()) {
+      ne::Expr cond = guards.front();
+      for (std::size_t k = 1; k < guards.size(); ++k) cond = cond && guards[k];
+      init = make_if(cond, init);
+    }
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+      init = make_for(it->second, 0, plan.extent.at(it->first.get()), ForKind::Serial, init);
+    return init;
+  }
+
+  schedule::Schedule& schedule_;
+  const std::vector<te::Tensor>& args_;
+  std::string name_;
+  std::vector<Buffer> params_;
+  std::unordered_map<const te::OperationNode*, Buffer> param_of_;
+  std::unordered_map<const StageNode*, StagePlan> plans_;
+};
+
+// Replaces loops of extent one by their body with the variable set to the loop's start,
+// and simplifies every index on the way.
+class RemoveUnitLoops : public StmtMutator<RemoveUnitLoops> {
+ public:
+  ne::Expr mutate_index(const ne::Expr& e) {
+    return ne::simplify(map_.empty() ? e : ne::substitute(e, map_));
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Sub : te::ExprMutator<Sub> {
+      RemoveUnitLoops* self;
+      ne::Expr mutate_index(const ne::Expr& i) { return self->mutate_index(i); }
+    } sub;
+    sub.self = this;
+    return sub.visit(e);
+  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    const auto ext = mutate_index(n.extent);
+    if (ext.as_int() == 1 && n.for_kind != ForKind::VThread) {
+      map_.emplace_back(n.var, mutate_index(n.min));
+      auto body = visit(n.body);
+      map_.pop_back();
+      return body;
+    }
+    return StmtMutator<RemoveUnitLoops>::visit_for(n, s);
+  }
+  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
+    const auto c = mutate_index(n.cond);
+    if (ne::can_prove(c)) return visit(n.then_case);
+    return StmtMutator<RemoveUnitLoops>::visit_if(n, s);
+  }
+
+ private:
+  std::vector<ne::Substitution> map_;
+};
+
+// Flattens every buffer to one dimension, row-major: buffer[i, j] -> buffer[i*cols + j].
+class Flatten : public StmtMutator<Flatten> {
+ public:
+  Buffer flat(const Buffer& b) {
+    if (auto it = flat_.find(b.get()); it != flat_.end()) return it->second;
+    auto f = te::make_buffer(b.name(), b.dtype(), {b.size()}, b.scope());
+    flat_.emplace(b.get(), f);
+    return f;
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Sub : te::ExprMutator<Sub> {
+      Flatten* self;
+      te::Expr visit_load(const te::LoadNode& n, const te::Expr&) {
+        return te::load(self->flat(n.buffer), {n.buffer.flat_index(n.indices)});
+      }
+    } sub;
+    sub.self = this;
+    return sub.visit(e);
+  }
+  Stmt visit_store(const StoreNode& n, const Stmt&) {
+    return make_store(flat(n.buffer), {n.buffer.flat_index(n.indices)}, mutate_expr(n.value));
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt&) {
+    return make_allocate(flat(n.buffer), visit(n.body));
+  }
+
+ private:
+  std::unordered_map<const te::BufferNode*, Buffer> flat_;
+};
+
+}  // namespace detail
+
+// Lowers schedule s for the tensors `args` (inputs and outputs, in the order the function
+// takes them) to a TIR function with flattened buffers.
+inline PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                      std::string name = "main") {
+  PrimFunc f = detail::Lowerer(s, args, std::move(name)).run();
+  f.body = detail::RemoveUnitLoops().visit(f.body);
+  detail::Flatten flatten;
+  f.body = flatten.visit(f.body);
+  for (const auto& p : f.params) f.flat_params.push_back(flatten.flat(p));
+  return f;
+}
+
+}  // namespace dlavm::tir
+
+namespace dlavm::te {
+using tir::lower;
+}  // namespace dlavm::te
