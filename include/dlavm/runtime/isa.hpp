@@ -553,14 +553,26 @@ constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }
 
+// Calls fn(field) for every field of `form`, least significant first.
+template <class Fn>
+constexpr void for_each_field(Form form, Fn&& fn) {
+  for (Field x : kCommonFields) fn(x);
+  if (form == Form::Mem) {
+    for (Field x : kMemFields) fn(x);
+  } else if (form == Form::Gemm) {
+    for (Field x : kGemmFields) fn(x);
+  } else {
+    for (Field x : kAluFields) fn(x);
+  }
+}
+
 // Unchecked: values wider than their field are masked. Use vta::encode to check them.
 constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
   InsnWord w;
-  const auto& table = layout.form(form_of(f.opcode));
-  for (int i = 0; i < kFieldCount; ++i) {
-    const auto p = table[static_cast<std::size_t>(i)];
-    if (p.width != 0) put_field(w, p, f.get(static_cast<Field>(i)));
-  }
+  const Form form = form_of(f.opcode);
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
   return w;
 }
 
@@ -569,11 +581,10 @@ constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.wor
 
 constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
   InsnFields f;
-  const auto& table = layout.form(form_of(opcode_of(w)));
-  for (int i = 0; i < kFieldCount; ++i) {
-    const auto p = table[static_cast<std::size_t>(i)];
-    if (p.width != 0) f.set(static_cast<Field>(i), get_field(w, p));
-  }
+  const Form form = form_of(opcode_of(w));
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { f.set(x, get_field(w, table[static_cast<std::size_t>(x)])); });
   return f;
 }
 

@@ -13,6 +13,7 @@
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/vta/config.hpp>
+#include <dlavm/vta/device.hpp>
 #include <dlavm/vta/isa.hpp>
 
 #include <nlohmann/json.hpp>
@@ -249,6 +250,18 @@ inline Manifest dump_stream(const std::string& dir, const Config& config, const 
   write_insn_file(dir + "/" + m.insn_file, words);
   write_uop_file(dir + "/" + m.uop_file, stream.uops);
   m.save(dir + "/manifest.json");
+  return m;
+}
+
+// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
+inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
+                                  DType dtype, bool output) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::byte> bytes(b.bytes);
+  dev.copy_out(b, std::span<std::byte>(bytes));
+  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
+  m.file = m.name + ".bin";
+  write_dram_image(dir + "/" + m.file, bytes);
   return m;
 }
 

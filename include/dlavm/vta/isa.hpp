@@ -77,12 +77,23 @@ inline void check_enums(const InsnFields& f, std::size_t index) {
 // Checked encoding: every field of the instruction's form must fit its width.
 inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0) {
   check_enums(f, index);
-  const auto& table = layout.form(runtime::form_of(f.opcode));
-  for (int i = 0; i < runtime::kFieldCount; ++i) {
-    const auto field = static_cast<Field>(i);
-    if (table[static_cast<std::size_t>(i)].width == 0) continue;
-    const std::int64_t v = field == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(field));
-    check_field(layout, f, field, v, index);
+  const auto form = runtime::form_of(f.opcode);
+  const auto& table = layout.form(form);
+  bool fits = true;
+  runtime::for_each_field(form, [&](Field x) {
+    const auto width = table[static_cast<std::size_t>(x)].width;
+    if (x == Field::imm) {
+      const std::int64_t half = std::int64_t{1} << (width - 1);
+      fits &= f.imm >= -half && f.imm < half;
+    } else {
+      fits &= f.get(x) <= runtime::low_mask(width);
+    }
+  });
+  if (!fits) {  // find the first offending field for the message
+    runtime::for_each_field(form, [&](Field x) {
+      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
+      check_field(layout, f, x, v, index);
+    });
   }
   return runtime::pack(layout, f);
 }
