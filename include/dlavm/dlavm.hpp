@@ -4,3 +4,4 @@
 
 #include <dlavm/core.hpp>
 #include <dlavm/ne.hpp>
+#include <dlavm/vta.hpp>

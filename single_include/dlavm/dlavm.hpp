@@ -72,6 +72,12 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// Operands whose element types do not fit together (int8 + int32 without a cast, a literal
+// too wide for its operand's type, a float where only integers are supported).
+class TypeError : public Error {
+  using Error::Error;
+};
+
 // A configuration (accelerator parameters, build options) that is inconsistent or cannot be
 // realised by the hardware encodings.
 class ConfigError : public Error {
@@ -1112,3 +1118,3037 @@ struct ExprLess {
 }  // namespace dlavm::ne
 // end dlavm/ne/structural.hpp
 // end dlavm/ne.hpp
+// begin dlavm/vta.hpp
+// VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional
+// simulator, cycle model, devices and binary I/O. docs/vta.md is the guide.
+
+// begin dlavm/runtime.hpp
+// Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
+// -fno-rtti): the VTA bit layout and raw pack/unpack, encoded streams, the VTA driver API.
+
+// begin dlavm/runtime/driver_api.hpp
+// The C interface of the public VTA driver (vta/driver.h in TVM): memory allocation with
+// physical addresses, host copies, cache maintenance and running an instruction stream that
+// sits in DRAM. Only declared here; a board support package, VTA's simulators, or an in-repo
+// implementation (tests/vta/sim_driver.cpp) defines them. vta::DriverDevice calls them.
+// Define USE_VTA64 for 64-bit physical addresses, as VTA does.
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef VTA_DRIVER_H_
+extern "C" {
+
+typedef void* VTADeviceHandle;
+#ifdef USE_VTA64
+typedef std::uint64_t vta_phy_addr_t;
+#else
+typedef std::uint32_t vta_phy_addr_t;
+#endif
+
+VTADeviceHandle VTADeviceAlloc();
+void VTADeviceFree(VTADeviceHandle handle);
+// Returns 0 when the stream finished, 1 on timeout (wait_cycles exhausted).
+int VTADeviceRun(VTADeviceHandle device, vta_phy_addr_t insn_phy_addr, std::uint32_t insn_count,
+                 std::uint32_t wait_cycles);
+void* VTAMemAlloc(std::size_t size, int cached);
+void VTAMemFree(void* buf);
+vta_phy_addr_t VTAMemGetPhyAddr(void* buf);
+void VTAMemCopyFromHost(void* dst, const void* src, std::size_t size);
+void VTAMemCopyToHost(void* dst, const void* src, std::size_t size);
+void VTAFlushCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
+void VTAInvalidateCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
+
+}  // extern "C"
+#endif
+
+namespace dlavm::runtime {
+
+// The driver API as a policy: vta::DriverDevice<Api> calls only these, so tests or a board
+// support package may substitute their own functions.
+struct VtaDriverApi {
+  static VTADeviceHandle device_alloc() { return ::VTADeviceAlloc(); }
+  static void device_free(VTADeviceHandle h) { ::VTADeviceFree(h); }
+  static int device_run(VTADeviceHandle h, vta_phy_addr_t insn, std::uint32_t count,
+                        std::uint32_t wait) {
+    return ::VTADeviceRun(h, insn, count, wait);
+  }
+  static void* mem_alloc(std::size_t size, int cached) { return ::VTAMemAlloc(size, cached); }
+  static void mem_free(void* p) { ::VTAMemFree(p); }
+  static vta_phy_addr_t phy_addr(void* p) { return ::VTAMemGetPhyAddr(p); }
+  static void copy_from_host(void* dst, const void* src, std::size_t n) {
+    ::VTAMemCopyFromHost(dst, src, n);
+  }
+  static void copy_to_host(void* dst, const void* src, std::size_t n) {
+    ::VTAMemCopyToHost(dst, src, n);
+  }
+  static void flush(void* v, vta_phy_addr_t p, int n) { ::VTAFlushCache(v, p, n); }
+  static void invalidate(void* v, vta_phy_addr_t p, int n) { ::VTAInvalidateCache(v, p, n); }
+};
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/driver_api.hpp
+// begin dlavm/runtime/isa.hpp
+// VTA instruction set, firmware-sized: opcodes, memory ids, the bit layout of every field for a
+// given configuration (derived by the layout rule of VTA_ISA.md / docs/vta.md), and unchecked
+// pack/unpack of 128-bit instruction words and 32-bit micro-ops. Standard library only, no
+// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/isa.hpp.
+
+#include <array>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+enum class Opcode : std::uint8_t { Load = 0, Store = 1, Gemm = 2, Finish = 3, Alu = 4 };
+enum class MemId : std::uint8_t { Uop = 0, Wgt = 1, Inp = 2, Acc = 3, Out = 4, Acc8 = 5 };
+enum class AluOp : std::uint8_t { Min = 0, Max = 1, Add = 2, Shr = 3, Mul = 4 };
+// The three modules (VTA's pipeline stages, with VTA's numbering).
+enum class Queue : std::uint8_t { Load = 1, Compute = 2, Store = 3 };
+
+inline constexpr int kOpcodeCount = 5;
+inline constexpr int kMemIdCount = 6;
+inline constexpr int kAluOpCount = 5;
+
+constexpr const char* opcode_name(Opcode op) {
+  switch (op) {
+    case Opcode::Load:
+      return "LOAD";
+    case Opcode::Store:
+      return "STORE";
+    case Opcode::Gemm:
+      return "GEMM";
+    case Opcode::Finish:
+      return "FINISH";
+    case Opcode::Alu:
+      return "ALU";
+  }
+  return "?";
+}
+constexpr const char* mem_name(MemId m) {
+  switch (m) {
+    case MemId::Uop:
+      return "UOP";
+    case MemId::Wgt:
+      return "WGT";
+    case MemId::Inp:
+      return "INP";
+    case MemId::Acc:
+      return "ACC";
+    case MemId::Out:
+      return "OUT";
+    case MemId::Acc8:
+      return "ACC_8BIT";
+  }
+  return "?";
+}
+constexpr const char* alu_name(AluOp op) {
+  switch (op) {
+    case AluOp::Min:
+      return "MIN";
+    case AluOp::Max:
+      return "MAX";
+    case AluOp::Add:
+      return "ADD";
+    case AluOp::Shr:
+      return "SHR";
+    case AluOp::Mul:
+      return "MUL";
+  }
+  return "?";
+}
+constexpr const char* queue_name(Queue q) {
+  switch (q) {
+    case Queue::Load:
+      return "load";
+    case Queue::Compute:
+      return "compute";
+    case Queue::Store:
+      return "store";
+  }
+  return "?";
+}
+
+// Every field of every instruction form, in no particular order.
+enum class Field : std::uint8_t {
+  opcode,
+  pop_prev_dep,
+  pop_next_dep,
+  push_prev_dep,
+  push_next_dep,
+  memory_type,
+  sram_base,
+  dram_base,
+  y_size,
+  x_size,
+  x_stride,
+  y_pad_0,
+  y_pad_1,
+  x_pad_0,
+  x_pad_1,
+  reset_reg,
+  uop_bgn,
+  uop_end,
+  iter_out,
+  iter_in,
+  dst_factor_out,
+  dst_factor_in,
+  src_factor_out,
+  src_factor_in,
+  wgt_factor_out,
+  wgt_factor_in,
+  alu_opcode,
+  use_imm,
+  imm,
+  count
+};
+inline constexpr int kFieldCount = static_cast<int>(Field::count);
+
+constexpr const char* field_name(Field f) {
+  constexpr const char* names[] = {"opcode",
+                                   "pop_prev_dep",
+                                   "pop_next_dep",
+                                   "push_prev_dep",
+                                   "push_next_dep",
+                                   "memory_type",
+                                   "sram_base",
+                                   "dram_base",
+                                   "y_size",
+                                   "x_size",
+                                   "x_stride",
+                                   "y_pad_0",
+                                   "y_pad_1",
+                                   "x_pad_0",
+                                   "x_pad_1",
+                                   "reset_reg",
+                                   "uop_bgn",
+                                   "uop_end",
+                                   "iter_out",
+                                   "iter_in",
+                                   "dst_factor_out",
+                                   "dst_factor_in",
+                                   "src_factor_out",
+                                   "src_factor_in",
+                                   "wgt_factor_out",
+                                   "wgt_factor_in",
+                                   "alu_opcode",
+                                   "use_imm",
+                                   "imm"};
+  const auto i = static_cast<int>(f);
+  return i < kFieldCount ? names[i] : "?";
+}
+
+// The three encodings: LOAD/STORE (Mem), GEMM and FINISH (Gemm), ALU.
+enum class Form : std::uint8_t { Mem, Gemm, Alu };
+constexpr Form form_of(Opcode op) {
+  switch (op) {
+    case Opcode::Load:
+    case Opcode::Store:
+      return Form::Mem;
+    case Opcode::Alu:
+      return Form::Alu;
+    default:
+      return Form::Gemm;
+  }
+}
+
+// Fixed widths of VTA_ISA.md.
+inline constexpr int kOpcodeBits = 3;
+inline constexpr int kMemIdBits = 3;
+inline constexpr int kAluOpBits = 3;
+inline constexpr int kSramBaseBits = 16;
+inline constexpr int kDramBaseBits = 32;
+inline constexpr int kSizeBits = 16;
+inline constexpr int kStrideBits = 16;
+inline constexpr int kPadBits = 4;
+inline constexpr int kLoopIterBits = 14;
+inline constexpr int kImmBits = 16;
+inline constexpr int kInsnBits = 128;
+inline constexpr int kUopBits = 32;
+
+// One field's place: bit offset from bit 0 of word 0 (0..127) and width (0 = not in the form).
+struct FieldPos {
+  std::uint8_t offset = 0;
+  std::uint8_t width = 0;
+  friend constexpr bool operator==(FieldPos, FieldPos) = default;
+};
+
+// One 128-bit instruction: two little-endian 64-bit words, word[0] holding bits 0-63.
+struct InsnWord {
+  std::array<std::uint64_t, 2> word{};
+  friend constexpr bool operator==(const InsnWord&, const InsnWord&) = default;
+};
+
+// A micro-op: indices into the accumulator, input (or accumulator, for ALU) and weight SRAMs.
+struct Uop {
+  std::uint32_t dst = 0;
+  std::uint32_t src = 0;
+  std::uint32_t wgt = 0;
+  friend constexpr bool operator==(const Uop&, const Uop&) = default;
+};
+
+// The value of every field of one instruction, whatever its form (fields outside the form are
+// ignored by pack and zero after unpack). Opcode, memory type and ALU opcode hold the raw
+// field value, which may be outside the enumerators after unpacking a corrupted word.
+struct InsnFields {
+  Opcode opcode = Opcode::Finish;
+  bool pop_prev_dep = false, pop_next_dep = false, push_prev_dep = false, push_next_dep = false;
+  MemId memory_type = MemId::Uop;
+  std::uint32_t sram_base = 0, dram_base = 0, y_size = 0, x_size = 0, x_stride = 0;
+  std::uint32_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;
+  bool reset_reg = false;
+  std::uint32_t uop_bgn = 0, uop_end = 0, iter_out = 0, iter_in = 0;
+  std::uint32_t dst_factor_out = 0, dst_factor_in = 0, src_factor_out = 0, src_factor_in = 0;
+  std::uint32_t wgt_factor_out = 0, wgt_factor_in = 0;
+  AluOp alu_opcode = AluOp::Min;
+  bool use_imm = false;
+  std::int32_t imm = 0;  // 16-bit signed field, sign-extended
+
+  friend constexpr bool operator==(const InsnFields&, const InsnFields&) = default;
+
+  // Field value as an unsigned bit pattern of at most 64 bits (imm: two's complement).
+  constexpr std::uint64_t get(Field f) const {
+    switch (f) {
+      case Field::opcode:
+        return static_cast<std::uint64_t>(opcode);
+      case Field::pop_prev_dep:
+        return pop_prev_dep;
+      case Field::pop_next_dep:
+        return pop_next_dep;
+      case Field::push_prev_dep:
+        return push_prev_dep;
+      case Field::push_next_dep:
+        return push_next_dep;
+      case Field::memory_type:
+        return static_cast<std::uint64_t>(memory_type);
+      case Field::sram_base:
+        return sram_base;
+      case Field::dram_base:
+        return dram_base;
+      case Field::y_size:
+        return y_size;
+      case Field::x_size:
+        return x_size;
+      case Field::x_stride:
+        return x_stride;
+      case Field::y_pad_0:
+        return y_pad_0;
+      case Field::y_pad_1:
+        return y_pad_1;
+      case Field::x_pad_0:
+        return x_pad_0;
+      case Field::x_pad_1:
+        return x_pad_1;
+      case Field::reset_reg:
+        return reset_reg;
+      case Field::uop_bgn:
+        return uop_bgn;
+      case Field::uop_end:
+        return uop_end;
+      case Field::iter_out:
+        return iter_out;
+      case Field::iter_in:
+        return iter_in;
+      case Field::dst_factor_out:
+        return dst_factor_out;
+      case Field::dst_factor_in:
+        return dst_factor_in;
+      case Field::src_factor_out:
+        return src_factor_out;
+      case Field::src_factor_in:
+        return src_factor_in;
+      case Field::wgt_factor_out:
+        return wgt_factor_out;
+      case Field::wgt_factor_in:
+        return wgt_factor_in;
+      case Field::alu_opcode:
+        return static_cast<std::uint64_t>(alu_opcode);
+      case Field::use_imm:
+        return use_imm;
+      case Field::imm:
+        return static_cast<std::uint64_t>(static_cast<std::int64_t>(imm));
+      case Field::count:
+        break;
+    }
+    return 0;
+  }
+  // Sets a field from the raw bits read out of a word (imm is sign-extended from 16 bits).
+  constexpr void set(Field f, std::uint64_t v) {
+    const auto u = static_cast<std::uint32_t>(v);
+    switch (f) {
+      case Field::opcode:
+        opcode = static_cast<Opcode>(u);
+        break;
+      case Field::pop_prev_dep:
+        pop_prev_dep = v != 0;
+        break;
+      case Field::pop_next_dep:
+        pop_next_dep = v != 0;
+        break;
+      case Field::push_prev_dep:
+        push_prev_dep = v != 0;
+        break;
+      case Field::push_next_dep:
+        push_next_dep = v != 0;
+        break;
+      case Field::memory_type:
+        memory_type = static_cast<MemId>(u);
+        break;
+      case Field::sram_base:
+        sram_base = u;
+        break;
+      case Field::dram_base:
+        dram_base = u;
+        break;
+      case Field::y_size:
+        y_size = u;
+        break;
+      case Field::x_size:
+        x_size = u;
+        break;
+      case Field::x_stride:
+        x_stride = u;
+        break;
+      case Field::y_pad_0:
+        y_pad_0 = u;
+        break;
+      case Field::y_pad_1:
+        y_pad_1 = u;
+        break;
+      case Field::x_pad_0:
+        x_pad_0 = u;
+        break;
+      case Field::x_pad_1:
+        x_pad_1 = u;
+        break;
+      case Field::reset_reg:
+        reset_reg = v != 0;
+        break;
+      case Field::uop_bgn:
+        uop_bgn = u;
+        break;
+      case Field::uop_end:
+        uop_end = u;
+        break;
+      case Field::iter_out:
+        iter_out = u;
+        break;
+      case Field::iter_in:
+        iter_in = u;
+        break;
+      case Field::dst_factor_out:
+        dst_factor_out = u;
+        break;
+      case Field::dst_factor_in:
+        dst_factor_in = u;
+        break;
+      case Field::src_factor_out:
+        src_factor_out = u;
+        break;
+      case Field::src_factor_in:
+        src_factor_in = u;
+        break;
+      case Field::wgt_factor_out:
+        wgt_factor_out = u;
+        break;
+      case Field::wgt_factor_in:
+        wgt_factor_in = u;
+        break;
+      case Field::alu_opcode:
+        alu_opcode = static_cast<AluOp>(u);
+        break;
+      case Field::use_imm:
+        use_imm = v != 0;
+        break;
+      case Field::imm:
+        imm = static_cast<std::int32_t>(static_cast<std::int16_t>(u & 0xFFFF));
+        break;
+      case Field::count:
+        break;
+    }
+  }
+};
+
+// Which module executes an instruction: LOAD of INP/WGT on the load module, STORE on the
+// store module, everything else (LOAD of UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH) on compute.
+constexpr Queue queue_of(const InsnFields& f) {
+  if (f.opcode == Opcode::Store) return Queue::Store;
+  if (f.opcode == Opcode::Load && (f.memory_type == MemId::Inp || f.memory_type == MemId::Wgt))
+    return Queue::Load;
+  return Queue::Compute;
+}
+
+// The fields of each form, least significant first.
+inline constexpr Field kCommonFields[] = {Field::opcode, Field::pop_prev_dep, Field::pop_next_dep,
+                                          Field::push_prev_dep, Field::push_next_dep};
+inline constexpr Field kMemFields[] = {
+    Field::memory_type, Field::sram_base, Field::dram_base, Field::y_size,  Field::x_size,
+    Field::x_stride,    Field::y_pad_0,   Field::y_pad_1,   Field::x_pad_0, Field::x_pad_1};
+inline constexpr Field kGemmFields[] = {
+    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
+    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
+    Field::src_factor_in, Field::wgt_factor_out, Field::wgt_factor_in};
+inline constexpr Field kAluFields[] = {
+    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
+    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
+    Field::src_factor_in, Field::alu_opcode,     Field::use_imm,       Field::imm};
+
+// The bit position of every field for one configuration, given by its log2 SRAM depths
+// (in elements). Layout rule: fields are packed from bit 0 of word 0 upward, and a field
+// that does not fit in what is left of the current 64-bit word starts at bit 0 of the next
+// word. `ok` is false when a form needs more than 128 bits or the micro-op more than 32;
+// `bad_form` / `bad_field` then name the first field that does not fit.
+struct IsaLayout {
+  int log_uop_depth = 0, log_inp_depth = 0, log_wgt_depth = 0, log_acc_depth = 0;
+  std::array<FieldPos, kFieldCount> mem{}, gemm{}, alu{};
+  FieldPos uop_dst{}, uop_src{}, uop_wgt{};
+  bool ok = true;
+  bool uop_ok = true;
+  Form bad_form = Form::Mem;
+  Field bad_field = Field::count;
+
+  constexpr const std::array<FieldPos, kFieldCount>& form(Form f) const {
+    return f == Form::Mem ? mem : f == Form::Gemm ? gemm : alu;
+  }
+  constexpr FieldPos pos(Form f, Field field) const {
+    return form(f)[static_cast<std::size_t>(field)];
+  }
+
+  // Width of a field in a form for these depths (0 when the form has no such field).
+  static constexpr int width(Form form, Field f, int uop, int inp, int wgt, int acc) {
+    switch (f) {
+      case Field::opcode:
+        return kOpcodeBits;
+      case Field::pop_prev_dep:
+      case Field::pop_next_dep:
+      case Field::push_prev_dep:
+      case Field::push_next_dep:
+        return 1;
+      default:
+        break;
+    }
+    if (form == Form::Mem) {
+      switch (f) {
+        case Field::memory_type:
+          return kMemIdBits;
+        case Field::sram_base:
+          return kSramBaseBits;
+        case Field::dram_base:
+          return kDramBaseBits;
+        case Field::y_size:
+        case Field::x_size:
+          return kSizeBits;
+        case Field::x_stride:
+          return kStrideBits;
+        case Field::y_pad_0:
+        case Field::y_pad_1:
+        case Field::x_pad_0:
+        case Field::x_pad_1:
+          return kPadBits;
+        default:
+          return 0;
+      }
+    }
+    switch (f) {
+      case Field::reset_reg:
+        return 1;
+      case Field::uop_bgn:
+        return uop;
+      case Field::uop_end:
+        return uop + 1;
+      case Field::iter_out:
+      case Field::iter_in:
+        return kLoopIterBits;
+      case Field::dst_factor_out:
+      case Field::dst_factor_in:
+        return acc;
+      case Field::src_factor_out:
+      case Field::src_factor_in:
+        return form == Form::Gemm ? inp : acc;
+      case Field::wgt_factor_out:
+      case Field::wgt_factor_in:
+        return form == Form::Gemm ? wgt : 0;
+      case Field::alu_opcode:
+        return form == Form::Alu ? kAluOpBits : 0;
+      case Field::use_imm:
+        return form == Form::Alu ? 1 : 0;
+      case Field::imm:
+        return form == Form::Alu ? kImmBits : 0;
+      default:
+        return 0;
+    }
+  }
+
+  static constexpr IsaLayout make(int log_uop_depth, int log_inp_depth, int log_wgt_depth,
+                                  int log_acc_depth) {
+    IsaLayout l;
+    l.log_uop_depth = log_uop_depth;
+    l.log_inp_depth = log_inp_depth;
+    l.log_wgt_depth = log_wgt_depth;
+    l.log_acc_depth = log_acc_depth;
+    for (Form form : {Form::Mem, Form::Gemm, Form::Alu}) {
+      auto& table = form == Form::Mem ? l.mem : form == Form::Gemm ? l.gemm : l.alu;
+      int bit = 0;
+      auto place = [&](Field f) {
+        const int w = width(form, f, log_uop_depth, log_inp_depth, log_wgt_depth, log_acc_depth);
+        if (w <= 0) return;
+        if (w > 64 || (bit % 64) + w > 64) bit = (bit + 63) / 64 * 64;
+        if (w > 64 || bit + w > kInsnBits) {
+          if (l.ok) {
+            l.ok = false;
+            l.bad_form = form;
+            l.bad_field = f;
+          }
+          return;
+        }
+        table[static_cast<std::size_t>(f)] = {static_cast<std::uint8_t>(bit),
+                                              static_cast<std::uint8_t>(w)};
+        bit += w;
+      };
+      for (Field f : kCommonFields) place(f);
+      if (form == Form::Mem) {
+        for (Field f : kMemFields) place(f);
+      } else if (form == Form::Gemm) {
+        for (Field f : kGemmFields) place(f);
+      } else {
+        for (Field f : kAluFields) place(f);
+      }
+    }
+    const int src = log_acc_depth > log_inp_depth ? log_acc_depth : log_inp_depth;
+    const int dst = log_acc_depth, wgt = log_wgt_depth;
+    if (dst < 0 || src < 0 || wgt < 0 || dst + src + wgt > kUopBits) {
+      l.uop_ok = false;
+    } else {
+      l.uop_dst = {0, static_cast<std::uint8_t>(dst)};
+      l.uop_src = {static_cast<std::uint8_t>(dst), static_cast<std::uint8_t>(src)};
+      l.uop_wgt = {static_cast<std::uint8_t>(dst + src), static_cast<std::uint8_t>(wgt)};
+    }
+    return l;
+  }
+
+  // The default VTA configuration: uop 2^13, inp 2^11, wgt 2^10, acc 2^11 elements.
+  static constexpr IsaLayout default_layout() { return make(13, 11, 10, 11); }
+};
+
+constexpr std::uint64_t low_mask(int width) {
+  return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+}
+
+// Places `value` (masked to the field width) into a word pair. Fields never straddle words.
+constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
+  if (p.width == 0) return;
+  w.word[p.offset / 64] |= (value & low_mask(p.width)) << (p.offset % 64);
+}
+constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
+  if (p.width == 0) return 0;
+  return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
+}
+
+// Calls fn(field) for every field of `form`, least significant first.
+template <class Fn>
+constexpr void for_each_field(Form form, Fn&& fn) {
+  for (Field x : kCommonFields) fn(x);
+  if (form == Form::Mem) {
+    for (Field x : kMemFields) fn(x);
+  } else if (form == Form::Gemm) {
+    for (Field x : kGemmFields) fn(x);
+  } else {
+    for (Field x : kAluFields) fn(x);
+  }
+}
+
+// Unchecked: values wider than their field are masked. Use vta::encode to check them.
+constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
+  InsnWord w;
+  const Form form = form_of(f.opcode);
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
+  return w;
+}
+
+// The opcode field: bits 0-2 of every form.
+constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
+
+constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
+  InsnFields f;
+  const Form form = form_of(opcode_of(w));
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { f.set(x, get_field(w, table[static_cast<std::size_t>(x)])); });
+  return f;
+}
+
+constexpr std::uint32_t pack_uop(const IsaLayout& l, const Uop& u) {
+  const auto put = [](FieldPos p, std::uint32_t v) {
+    return p.width == 0 ? 0u : static_cast<std::uint32_t>((v & low_mask(p.width)) << p.offset);
+  };
+  return put(l.uop_dst, u.dst) | put(l.uop_src, u.src) | put(l.uop_wgt, u.wgt);
+}
+constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
+  const auto get = [word](FieldPos p) {
+    return p.width == 0 ? 0u : static_cast<std::uint32_t>((word >> p.offset) & low_mask(p.width));
+  };
+  return {get(l.uop_dst), get(l.uop_src), get(l.uop_wgt)};
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/stream.hpp
+// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
+// and which instructions those are. Standard library only, exception-free.
+//
+// The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
+// relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
+// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
+
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::runtime {
+
+struct Stream {
+  std::vector<InsnWord> insns;
+  std::vector<std::uint32_t> uops;
+  std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
+
+  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
+  std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
+
+  // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
+  // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
+  // leaving `out` partly written, if a relocated address no longer fits dram_base.
+  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
+    for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
+    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
+    for (std::uint32_t index : uop_relocs) {
+      if (index >= insns.size()) return false;
+      InsnWord& w = out[index];
+      const std::uint64_t addr = get_field(w, dram) + uop_base;
+      if (addr > low_mask(dram.width)) return false;
+      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
+      put_field(w, dram, addr);
+    }
+    return true;
+  }
+};
+
+// LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
+static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9).mem);
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/stream.hpp
+// end dlavm/runtime.hpp
+// begin dlavm/vta/builder.hpp
+// Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
+// VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
+// VTASynchronize): builds a vta::Stream by hand. Every value is checked against its field:
+// an overflow raises EncodingError naming the instruction, field, value and limit.
+//
+//   vta::Builder b(config);
+//   b.load({.memory = vta::MemId::Acc, .sram = 0, .dram = a, .x_size = 4});
+//   vta::UopKernel k;
+//   k.loop_begin(4, 1, 1);  // 4 iterations, dst += 1, src += 1
+//   k.push(0, 4);           // acc[0 + i] = acc[0 + i] + acc[4 + i]
+//   k.loop_end();
+//   b.alu(k, vta::AluOp::Add);
+//   ...
+//   b.finish();
+//   vta::Stream s = b.take();
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/config.hpp
+// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
+// derived from them, validation against what the instruction encoding can express, and
+// reading / writing the vta_config.json format.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+using runtime::AluOp;
+using runtime::Field;
+using runtime::Form;
+using runtime::InsnFields;
+using runtime::InsnWord;
+using runtime::IsaLayout;
+using runtime::MemId;
+using runtime::Opcode;
+using runtime::Queue;
+using runtime::Uop;
+
+struct Config {
+  std::string target = "sim";
+  std::string hw_ver = "0.0.2";
+  int log_inp_width = 3;
+  int log_wgt_width = 3;
+  int log_acc_width = 5;
+  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
+  int log_batch = 0;
+  int log_block_in = 4;
+  int log_block_out = 4;
+  int log_uop_buff_size = 15;
+  int log_inp_buff_size = 15;
+  int log_wgt_buff_size = 18;
+  int log_acc_buff_size = 17;
+  int log_bus_width = 6;
+
+  friend bool operator==(const Config&, const Config&) = default;
+
+  // Tile shape.
+  int batch() const { return 1 << log_batch; }
+  int block_in() const { return 1 << log_block_in; }
+  int block_out() const { return 1 << log_block_out; }
+  int inp_width() const { return 1 << log_inp_width; }
+  int wgt_width() const { return 1 << log_wgt_width; }
+  int acc_width() const { return 1 << log_acc_width; }
+  int out_width() const { return 1 << log_out_width; }
+
+  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
+  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
+  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
+  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
+  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
+  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
+  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
+  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
+  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
+  // ACC_8BIT loads: one byte per accumulator lane.
+  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
+  static constexpr std::size_t uop_elem_bytes() { return 4; }
+  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
+  std::size_t elem_bytes(MemId m) const {
+    switch (m) {
+      case MemId::Uop:
+        return uop_elem_bytes();
+      case MemId::Wgt:
+        return wgt_elem_bytes();
+      case MemId::Inp:
+        return inp_elem_bytes();
+      case MemId::Acc:
+        return acc_elem_bytes();
+      case MemId::Out:
+        return out_elem_bytes();
+      case MemId::Acc8:
+        return acc8_elem_bytes();
+    }
+    return 1;
+  }
+
+  // SRAM depths in elements, and their log2 (the index widths).
+  int log_uop_depth() const { return log_uop_buff_size - 2; }
+  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
+  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
+  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
+  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
+  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
+  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
+  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
+  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
+  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
+  int bus_bytes() const { return (1 << log_bus_width) / 8; }
+
+  DType inp_dtype() const { return DType::int_bits(inp_width()); }
+  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
+  DType acc_dtype() const { return DType::int_bits(acc_width()); }
+  DType out_dtype() const { return DType::int_bits(out_width()); }
+
+  // The bit layout of this configuration's instructions (call validate() first for a
+  // configuration that did not come from from_json).
+  IsaLayout layout() const {
+    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+  }
+
+  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
+  void validate() const;
+
+  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+  // hardware cannot realise. `source` names the text in messages.
+  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  std::string to_json() const;
+  static Config load(const std::string& path);
+  void save(const std::string& path) const;
+};
+
+namespace detail {
+
+inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
+  if (value < lo || value > hi)
+    raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
+}
+
+}  // namespace detail
+
+inline void Config::validate() const {
+  using detail::check_range;
+  check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_ACC_WIDTH", log_acc_width, 3, 5, "accumulators are 8..32 bits");
+  check_range("LOG_OUT_WIDTH", log_out_width, 0, log_acc_width,
+              "outputs are truncated accumulators, at most LOG_ACC_WIDTH");
+  check_range("LOG_BATCH", log_batch, 0, 8, "at most 256 rows per tile");
+  check_range("LOG_BLOCK_IN", log_block_in, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_BLOCK_OUT", log_block_out, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_UOP_BUFF_SIZE", log_uop_buff_size, 2, 30, "buffers are 4 B..1 GiB");
+  check_range("LOG_INP_BUFF_SIZE", log_inp_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_ACC_BUFF_SIZE", log_acc_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_BUS_WIDTH", log_bus_width, 3, 12, "the memory bus is 8..4096 bits");
+  auto check_elem = [](std::string_view what, std::string_view keys, int log_bits) {
+    if (log_bits < 3)
+      raise<ConfigError>("{} element of {} bits ({}) is not a whole byte", what, 1 << log_bits,
+                         keys);
+  };
+  check_elem("input", "LOG_BATCH + LOG_BLOCK_IN + LOG_INP_WIDTH", log_inp_elem_bits());
+  check_elem("weight", "LOG_BLOCK_OUT + LOG_BLOCK_IN + LOG_WGT_WIDTH", log_wgt_elem_bits());
+  check_elem("output", "LOG_BATCH + LOG_BLOCK_OUT + LOG_OUT_WIDTH", log_out_elem_bits());
+  auto check_depth = [](std::string_view key, int log_size, int log_depth, int log_elem_bits) {
+    if (log_depth < 0)
+      raise<ConfigError>("{} = {}: a {}-byte buffer cannot hold one {}-byte element", key, log_size,
+                         std::uint64_t{1} << log_size, std::uint64_t{1} << (log_elem_bits - 3));
+    if (log_depth > runtime::kSramBaseBits)
+      raise<ConfigError>(
+          "{} = {}: depth 2^{} elements cannot be addressed by the {}-bit sram_base field", key,
+          log_size, log_depth, runtime::kSramBaseBits);
+  };
+  check_depth("LOG_UOP_BUFF_SIZE", log_uop_buff_size, log_uop_depth(), 5);
+  check_depth("LOG_INP_BUFF_SIZE", log_inp_buff_size, log_inp_depth(), log_inp_elem_bits());
+  check_depth("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, log_wgt_depth(), log_wgt_elem_bits());
+  check_depth("LOG_ACC_BUFF_SIZE", log_acc_buff_size, log_acc_depth(), log_acc_elem_bits());
+  const auto l = layout();
+  if (!l.ok) {
+    const char* form = l.bad_form == Form::Mem    ? "LOAD/STORE"
+                       : l.bad_form == Form::Gemm ? "GEMM"
+                                                  : "ALU";
+    raise<ConfigError>(
+        "{} field {} no longer fits in the 128-bit instruction (depths: uop 2^{}, inp 2^{}, "
+        "wgt 2^{}, acc 2^{}); reduce the buffer sizes",
+        form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
+        log_acc_depth());
+  }
+  if (!l.uop_ok) {
+    const int src = std::max(log_acc_depth(), log_inp_depth());
+    raise<ConfigError>(
+        "micro-op fields need dst {} + src {} + wgt {} = {} bits, more than 32 "
+        "(LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE too deep)",
+        log_acc_depth(), src, log_wgt_depth(), log_acc_depth() + src + log_wgt_depth());
+  }
+}
+
+inline Config Config::from_json(std::string_view text, std::string_view source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+  }
+  if (!j.is_object())
+    raise<ParseError>("{}: expected a JSON object, got {}", source, j.type_name());
+  auto get_int = [&](const char* key, bool required, int fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+      return fallback;
+    }
+    if (!it->is_number_integer())
+      raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, it->dump());
+    const auto v = it->get<std::int64_t>();
+    if (v < -1000 || v > 1000)
+      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+    return static_cast<int>(v);
+  };
+  auto get_string = [&](const char* key, std::string fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_string())
+      raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, it->dump());
+    return it->get<std::string>();
+  };
+  Config c;
+  c.target = get_string("TARGET", c.target);
+  c.hw_ver = get_string("HW_VER", c.hw_ver);
+  c.log_inp_width = get_int("LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = get_int("LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = get_int("LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = get_int("LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = get_int("LOG_BATCH", true, 0);
+  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
+  const int block = get_int("LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = get_int("LOG_BLOCK_IN", false, block);
+  c.log_block_out = get_int("LOG_BLOCK_OUT", false, block);
+  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
+    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
+                       source, block, c.log_block_in, c.log_block_out);
+  c.log_uop_buff_size = get_int("LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = get_int("LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = get_int("LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = get_int("LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = get_int("LOG_BUS_WIDTH", false, 6);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+inline std::string Config::to_json() const {
+  nlohmann::ordered_json j;
+  j["TARGET"] = target;
+  j["HW_VER"] = hw_ver;
+  j["LOG_INP_WIDTH"] = log_inp_width;
+  j["LOG_WGT_WIDTH"] = log_wgt_width;
+  j["LOG_ACC_WIDTH"] = log_acc_width;
+  j["LOG_BATCH"] = log_batch;
+  if (log_block_in == log_block_out) {
+    j["LOG_BLOCK"] = log_block_in;
+  } else {
+    j["LOG_BLOCK_IN"] = log_block_in;
+    j["LOG_BLOCK_OUT"] = log_block_out;
+  }
+  j["LOG_UOP_BUFF_SIZE"] = log_uop_buff_size;
+  j["LOG_INP_BUFF_SIZE"] = log_inp_buff_size;
+  j["LOG_WGT_BUFF_SIZE"] = log_wgt_buff_size;
+  j["LOG_ACC_BUFF_SIZE"] = log_acc_buff_size;
+  if (log_out_width != log_inp_width) j["LOG_OUT_WIDTH"] = log_out_width;
+  if (log_bus_width != 6) j["LOG_BUS_WIDTH"] = log_bus_width;
+  return j.dump(2) + "\n";
+}
+
+inline Config Config::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_json(text.str(), path);
+}
+
+inline void Config::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << to_json();
+  if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
+}
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::vta::Config& c, format_context& ctx) const {
+    return fmt::format_to(
+        ctx.out(),
+        "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+        "wgt {} acc {}, bus {} bits)",
+        c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+        c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+        1 << c.log_bus_width);
+  }
+};
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/isa.hpp
+// Checked VTA encoding: every field value is checked against its width for the configuration
+// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
+// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
+// readable line per instruction.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/stream.hpp
+// end dlavm/runtime/stream.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+using Stream = runtime::Stream;
+
+// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
+inline std::string insn_name(const InsnFields& f) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
+  return runtime::opcode_name(f.opcode);
+}
+
+// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
+// instruction's position in its stream, for the message.
+inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                        std::int64_t value, std::size_t index) {
+  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
+  if (pos.width == 0)
+    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
+                         runtime::field_name(field));
+  if (field == Field::imm) {
+    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
+    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
+    if (value < lo || value > hi)
+      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
+                           insn_name(insn), index, value, pos.width, lo, hi);
+    return;
+  }
+  const auto limit = runtime::low_mask(pos.width);
+  if (value < 0)
+    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
+                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
+  if (static_cast<std::uint64_t>(value) > limit)
+    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
+                         runtime::field_name(field), value, pos.width, limit);
+}
+
+// Checks the enumerated fields of a decoded or hand-filled instruction.
+inline void check_enums(const InsnFields& f, std::size_t index) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount)
+    raise<EncodingError>(
+        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
+        "ALU 4)",
+        index, op);
+  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
+    const auto m = static_cast<unsigned>(f.memory_type);
+    if (m >= runtime::kMemIdCount)
+      raise<EncodingError>(
+          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
+          "ACC_8BIT 5)",
+          insn_name(f), index, m);
+  }
+  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
+    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
+                         index, static_cast<unsigned>(f.alu_opcode));
+}
+
+// Checked encoding: every field of the instruction's form must fit its width.
+inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0) {
+  check_enums(f, index);
+  const auto form = runtime::form_of(f.opcode);
+  const auto& table = layout.form(form);
+  bool fits = true;
+  runtime::for_each_field(form, [&](Field x) {
+    const auto width = table[static_cast<std::size_t>(x)].width;
+    if (x == Field::imm) {
+      const std::int64_t half = std::int64_t{1} << (width - 1);
+      fits &= f.imm >= -half && f.imm < half;
+    } else {
+      fits &= f.get(x) <= runtime::low_mask(width);
+    }
+  });
+  if (!fits) {  // find the first offending field for the message
+    runtime::for_each_field(form, [&](Field x) {
+      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
+      check_field(layout, f, x, v, index);
+    });
+  }
+  return runtime::pack(layout, f);
+}
+
+// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
+// or ALU opcode.
+inline InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0) {
+  auto f = runtime::unpack(layout, w);
+  check_enums(f, index);
+  return f;
+}
+
+inline std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws) {
+  std::vector<InsnFields> out;
+  out.reserve(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  return out;
+}
+
+inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0) {
+  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
+    if (v > runtime::low_mask(p.width))
+      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
+                           p.width, runtime::low_mask(p.width));
+  };
+  check("dst_idx", u.dst, layout.uop_dst);
+  check("src_idx", u.src, layout.uop_src);
+  check("wgt_idx", u.wgt, layout.uop_wgt);
+  return runtime::pack_uop(layout, u);
+}
+
+// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
+// | pop_next push_next".
+inline std::string disassemble(const InsnFields& f) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store:
+      fmt::format_to(out, "{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
+                     runtime::opcode_name(f.opcode),
+                     static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
+                         ? runtime::mem_name(f.memory_type)
+                         : "MEM?",
+                     f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
+      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+        fmt::format_to(out, " pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+      break;
+    case Opcode::Gemm:
+      fmt::format_to(out, "GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
+                     f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
+                     f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
+                     f.wgt_factor_out, f.wgt_factor_in);
+      break;
+    case Opcode::Alu:
+      fmt::format_to(out, "ALU {}",
+                     static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
+                         ? runtime::alu_name(f.alu_opcode)
+                         : "OP?");
+      if (f.use_imm) fmt::format_to(out, " imm={}", f.imm);
+      if (f.reset_reg) fmt::format_to(out, " reset");
+      fmt::format_to(out, " uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
+                     f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
+                     f.src_factor_in);
+      break;
+    case Opcode::Finish:
+      s += "FINISH";
+      break;
+    default:
+      fmt::format_to(out, "UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
+      break;
+  }
+  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
+    s += " |";
+    if (f.pop_prev_dep) s += " pop_prev";
+    if (f.pop_next_dep) s += " pop_next";
+    if (f.push_prev_dep) s += " push_prev";
+    if (f.push_next_dep) s += " push_next";
+  }
+  return s;
+}
+
+// A whole stream, one numbered line per instruction, then the micro-op buffer.
+inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
+    const auto f = decode(layout, stream.insns[i], i);
+    fmt::format_to(out, "{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
+                   disassemble(f));
+  }
+  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
+    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
+    fmt::format_to(out, "uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
+  }
+  return s;
+}
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::runtime::Uop& u, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+  }
+};
+// end dlavm/vta/isa.hpp
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// x_stride = -1 means dense rows (x_stride = x_size).
+inline constexpr std::int64_t kDenseStride = -1;
+
+// LOAD: y_size rows of x_size elements, x_stride elements apart in DRAM starting at element
+// address `dram` (byte address / element bytes), into SRAM at `sram` with zero padding.
+struct Load2D {
+  MemId memory = MemId::Inp;
+  std::int64_t sram = 0;
+  std::int64_t dram = 0;
+  std::int64_t y_size = 1;
+  std::int64_t x_size = 0;
+  std::int64_t x_stride = kDenseStride;
+  std::int64_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;
+};
+
+// STORE of accumulator rows (truncated to the output width) to DRAM; no padding.
+struct Store2D {
+  std::int64_t sram = 0;
+  std::int64_t dram = 0;
+  std::int64_t y_size = 1;
+  std::int64_t x_size = 0;
+  std::int64_t x_stride = kDenseStride;
+};
+
+// A micro-op kernel: up to two loops (outer = iter_out, inner = iter_in) around a list of
+// micro-ops, as captured by VTAUopLoopBegin / VTAUopPush / VTAUopLoopEnd. Loops must enclose
+// all micro-ops: open them before the first push.
+class UopKernel {
+ public:
+  struct Loop {
+    std::int64_t extent = 1, dst_factor = 0, src_factor = 0, wgt_factor = 0;
+    friend bool operator==(const Loop&, const Loop&) = default;
+  };
+  struct Op {
+    std::int64_t dst = 0, src = 0, wgt = 0;
+    friend bool operator==(const Op&, const Op&) = default;
+  };
+
+  void loop_begin(std::int64_t extent, std::int64_t dst_factor, std::int64_t src_factor,
+                  std::int64_t wgt_factor = 0) {
+    if (loops_.size() == 2) raise<ValueError>("micro-op kernel: at most two loop levels");
+    if (!ops_.empty())
+      raise<ValueError>("micro-op kernel: loop_begin after push; loops must enclose every op");
+    if (extent < 1) raise<ValueError>("micro-op kernel: loop extent {} must be positive", extent);
+    loops_.push_back({extent, dst_factor, src_factor, wgt_factor});
+    ++open_;
+  }
+  void loop_end() {
+    if (open_ == 0) raise<ValueError>("micro-op kernel: loop_end without loop_begin");
+    --open_;
+  }
+  void push(std::int64_t dst, std::int64_t src, std::int64_t wgt = 0) {
+    if (open_ != loops_.size())
+      raise<ValueError>("micro-op kernel: push after loop_end; loops must enclose every op");
+    ops_.push_back({dst, src, wgt});
+  }
+
+  std::span<const Loop> loops() const { return loops_; }
+  std::span<const Op> ops() const { return ops_; }
+  bool closed() const { return open_ == 0; }
+  friend bool operator==(const UopKernel&, const UopKernel&) = default;
+
+ private:
+  std::vector<Loop> loops_;
+  std::vector<Op> ops_;
+  std::size_t open_ = 0;
+};
+
+class Builder {
+ public:
+  explicit Builder(const Config& config) : config_(config) {
+    config_.validate();
+    layout_ = config_.layout();
+  }
+
+  const Config& config() const { return config_; }
+  const IsaLayout& layout() const { return layout_; }
+  std::size_t size() const { return stream_.insns.size(); }
+  // Distinct micro-op kernels stored in the micro-op buffer.
+  std::size_t kernel_count() const { return kernels_.size(); }
+  const Stream& stream() const { return stream_; }
+  Stream take() { return std::exchange(stream_, Stream{}); }
+
+  // The element address of byte address `phys` + `offset` elements for memory type `m`;
+  // ValueError when `phys` is not a multiple of the element size.
+  std::int64_t dram_elem(std::uint64_t phys, MemId m, std::int64_t offset = 0) const {
+    const auto bytes = config_.elem_bytes(m);
+    if (phys % bytes != 0)
+      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", phys, bytes,
+                        runtime::mem_name(m));
+    return static_cast<std::int64_t>(phys / bytes) + offset;
+  }
+
+  void load(const Load2D& a) {
+    if (a.memory == MemId::Out)
+      raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
+    if (a.memory == MemId::Uop)
+      raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = a.memory;
+    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+    set(f, Field::y_pad_0, a.y_pad_0);
+    set(f, Field::y_pad_1, a.y_pad_1);
+    set(f, Field::x_pad_0, a.x_pad_0);
+    set(f, Field::x_pad_1, a.x_pad_1);
+    emit(f);
+  }
+
+  void store(const Store2D& a) {
+    InsnFields f;
+    f.opcode = Opcode::Store;
+    f.memory_type = MemId::Out;
+    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+    emit(f);
+  }
+
+  // GEMM over the kernel: acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset.
+  void gemm(const UopKernel& k, bool reset = false) {
+    InsnFields f;
+    f.opcode = Opcode::Gemm;
+    f.reset_reg = reset;
+    push_kernel(f, k, true);
+  }
+  // ALU with a tensor operand: acc[dst] = op(acc[dst], acc[src]).
+  void alu(const UopKernel& k, AluOp op) {
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    push_kernel(f, k, false);
+  }
+  // ALU with an immediate operand: acc[dst] = op(acc[dst], imm), imm a 16-bit signed value.
+  void alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    f.use_imm = true;
+    runtime::InsnFields probe = f;
+    check_field(layout_, probe, Field::imm, imm, size());
+    f.imm = static_cast<std::int32_t>(imm);
+    push_kernel(f, k, false);
+  }
+
+  // VTADepPush: after the last instruction of `from`, a token for `to` (a neighbour).
+  void dep_push(Queue from, Queue to) {
+    check_neighbours("dep_push", from, to);
+    commit_pending_pop(from);
+    const bool next = from < to;
+    if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
+      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
+      if (!flag) {
+        flag = true;
+        stream_.insns.back() = runtime::pack(layout_, last_);
+        return;
+      }
+    }
+    InsnFields nop = make_nop(from);
+    (next ? nop.push_next_dep : nop.push_prev_dep) = true;
+    emit(nop);
+  }
+  // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
+  void dep_pop(Queue from, Queue to) {
+    check_neighbours("dep_pop", from, to);
+    auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
+    if (pending[index(to)]) commit_pending_pop(to);
+    pending[index(to)] = true;
+  }
+
+  // VTASynchronize: FINISH after every load and store has completed.
+  void finish() {
+    dep_push(Queue::Store, Queue::Compute);
+    dep_push(Queue::Load, Queue::Compute);
+    dep_pop(Queue::Store, Queue::Compute);
+    dep_pop(Queue::Load, Queue::Compute);
+    commit_pending_pop(Queue::Compute);
+    InsnFields f;
+    f.opcode = Opcode::Finish;
+    emit(f);
+  }
+
+  // Appends an instruction given by its fields (checked; pending pops are applied).
+  void emit(InsnFields f) {
+    const auto q = runtime::queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    const auto word = encode(layout_, f, size());
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    stream_.insns.push_back(word);
+    last_ = f;
+  }
+
+ private:
+  static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+
+  static void check_neighbours(const char* what, Queue from, Queue to) {
+    const int a = static_cast<int>(from), b = static_cast<int>(to);
+    if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
+      raise<ValueError>(
+          "{}({}, {}): tokens only flow between neighbouring modules "
+          "(load<->compute, compute<->store)",
+          what, runtime::queue_name(from), runtime::queue_name(to));
+  }
+
+  static InsnFields make_nop(Queue q) {
+    InsnFields f;
+    f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
+    f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
+    return f;
+  }
+
+  void commit_pending_pop(Queue q) {
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) emit(make_nop(q));
+  }
+
+  // Sets a field after checking the value against its width for this instruction.
+  void set(InsnFields& f, Field field, std::int64_t v) const {
+    check_field(layout_, f, field, v, size());
+    f.set(field, static_cast<std::uint64_t>(v));
+  }
+  void set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
+               std::int64_t stride) const {
+    set(f, Field::sram_base, sram);
+    set(f, Field::dram_base, dram);
+    set(f, Field::y_size, y);
+    set(f, Field::x_size, x);
+    set(f, Field::x_stride, stride == kDenseStride ? x : stride);
+  }
+
+  void push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
+    const char* what = gemm ? "GEMM" : "ALU";
+    if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
+    if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
+    std::vector<std::uint32_t> words;
+    words.reserve(k.ops().size());
+    for (std::size_t i = 0; i < k.ops().size(); ++i) {
+      const auto& op = k.ops()[i];
+      auto narrow = [&](const char* name, std::int64_t v) {
+        if (v < 0 || v > 0xFFFFFFFF)
+          raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
+                               size(), name, v);
+        return static_cast<std::uint32_t>(v);
+      };
+      const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
+                  gemm ? narrow("wgt_idx", op.wgt) : 0u};
+      words.push_back(encode_uop(layout_, u, i));
+    }
+    const UopKernel::Loop none{};
+    const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
+    const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
+    set(f, Field::iter_out, outer.extent);
+    set(f, Field::iter_in, inner.extent);
+    set(f, Field::dst_factor_out, outer.dst_factor);
+    set(f, Field::dst_factor_in, inner.dst_factor);
+    set(f, Field::src_factor_out, outer.src_factor);
+    set(f, Field::src_factor_in, inner.src_factor);
+    if (gemm) {
+      set(f, Field::wgt_factor_out, outer.wgt_factor);
+      set(f, Field::wgt_factor_in, inner.wgt_factor);
+    }
+    // Every loop field is checked before the kernel may emit its LOAD UOP.
+    const auto sram = place_kernel(std::move(words));
+    set(f, Field::uop_bgn, sram.first);
+    set(f, Field::uop_end, sram.second);
+    emit(f);
+  }
+
+  // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
+  // micro-op SRAM (emitting a LOAD UOP when they are not); returns [begin, end) in SRAM.
+  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words) {
+    const auto n = static_cast<std::uint32_t>(words.size());
+    if (n > config_.uop_depth())
+      raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
+                           config_.uop_depth());
+    auto [it, inserted] =
+        kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
+    if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
+    const std::uint32_t dram = it->second;
+    if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
+    if (uop_next_ + n > config_.uop_depth()) {
+      resident_.clear();
+      uop_next_ = 0;
+    }
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = MemId::Uop;
+    set_mem(f, uop_next_, dram, 1, n, n);
+    stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
+    emit(f);
+    resident_[dram] = uop_next_;
+    uop_next_ += n;
+    return {resident_[dram], resident_[dram] + n};
+  }
+
+  Config config_;
+  IsaLayout layout_;
+  Stream stream_;
+  InsnFields last_;
+  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
+  std::map<std::vector<std::uint32_t>, std::uint32_t> kernels_;  // words -> DRAM offset
+  std::map<std::uint32_t, std::uint32_t> resident_;              // DRAM offset -> SRAM offset
+  std::uint32_t uop_next_ = 0;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/builder.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/counters.hpp
+// The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
+// and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
+// counted, as in the reference).
+
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace dlavm::vta {
+
+struct Counters {
+  std::uint64_t inp_load_bytes = 0;
+  std::uint64_t wgt_load_bytes = 0;
+  std::uint64_t acc_load_bytes = 0;  // ACC and ACC_8BIT loads (DRAM bytes read)
+  std::uint64_t uop_load_bytes = 0;
+  std::uint64_t out_store_bytes = 0;
+  std::uint64_t gemm_uops = 0;
+  std::uint64_t alu_uops = 0;
+
+  std::uint64_t load_bytes() const {
+    return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
+  }
+  std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
+  // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
+  std::uint64_t gemm_macs(const Config& c) const {
+    return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
+  }
+  Counters& operator+=(const Counters& o) {
+    inp_load_bytes += o.inp_load_bytes;
+    wgt_load_bytes += o.wgt_load_bytes;
+    acc_load_bytes += o.acc_load_bytes;
+    uop_load_bytes += o.uop_load_bytes;
+    out_store_bytes += o.out_store_bytes;
+    gemm_uops += o.gemm_uops;
+    alu_uops += o.alu_uops;
+    return *this;
+  }
+  friend bool operator==(const Counters&, const Counters&) = default;
+
+  // Adds what one instruction contributes (counters are a function of the stream alone).
+  void count(const Config& c, const InsnFields& f) {
+    if (f.opcode == Opcode::Load && f.x_size != 0) {
+      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
+      switch (f.memory_type) {
+        case MemId::Inp:
+          inp_load_bytes += bytes;
+          break;
+        case MemId::Wgt:
+          wgt_load_bytes += bytes;
+          break;
+        case MemId::Acc:
+        case MemId::Acc8:
+          acc_load_bytes += bytes;
+          break;
+        case MemId::Uop:
+          uop_load_bytes += bytes;
+          break;
+        default:
+          break;
+      }
+    } else if (f.opcode == Opcode::Store && f.x_size != 0) {
+      out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
+    } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
+      const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+      const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
+      if (f.opcode == Opcode::Alu) {
+        alu_uops += uops;
+      } else if (!f.reset_reg) {
+        gemm_uops += uops;
+      }
+    }
+  }
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::vta::Counters& c, format_context& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                          "out_store {} B, gemm {} uops, alu {} uops",
+                          c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                          c.out_store_bytes, c.gemm_uops, c.alu_uops);
+  }
+};
+// end dlavm/vta/counters.hpp
+// begin dlavm/vta/cycle_model.hpp
+// Cycle model: the load, compute and store modules each run their instruction queue in order,
+// concurrently, synchronised only by the dependency tokens between them (a discrete-event
+// model: an instruction starts when its module is free and the tokens it pops have been
+// pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
+// cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
+//
+// Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
+// design at the default configuration):
+//   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
+//                        2^LOG_BUS_WIDTH / 8 = 8 for VTA's 64-bit bus.
+//   dram_latency         cycles from a LOAD/STORE request to its first data beat (32).
+//   insn_overhead        fetch/decode/issue cycles every instruction pays on its module (4).
+//   gemm_uops_per_cycle  GEMM micro-ops (one BATCH x BLOCK_IN x BLOCK_OUT tile each) retired
+//                        per cycle once the pipeline is full: 1, VTA's fully pipelined core.
+//   gemm_latency         pipeline fill/drain per GEMM instruction (4).
+//   alu_cycles_per_uop   cycles per ALU micro-op: 2 (VTA's ALU loop reads two accumulator
+//                        tiles per micro-op, initiation interval 2).
+//   alu_latency          pipeline fill/drain per ALU instruction (4).
+//   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
+// Modules are modelled with unbounded command queues and independent DRAM ports.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/counters.hpp
+// end dlavm/vta/counters.hpp
+// begin dlavm/vta/dispatch.hpp
+// The three modules and the four token queues between them, shared by the functional
+// simulator and the cycle model. Instructions are dispatched in order to their module;
+// `dispatch` calls back every instruction in an order that each module's program order and
+// the dependency tokens allow, and reports a deadlock naming the stuck instructions.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+struct TokenQueue {
+  std::vector<std::uint64_t> time;  // when each token was pushed
+  std::size_t head = 0;
+  bool empty() const { return head == time.size(); }
+  std::uint64_t pop() { return time[head++]; }
+  void push(std::uint64_t t) { time.push_back(t); }
+};
+
+// Raises DeviceError for dependency flags a module cannot have (load has no previous module,
+// store no next one).
+inline void check_dep_flags(const InsnFields& f, std::size_t i) {
+  const auto q = runtime::queue_of(f);
+  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the load module, which has no previous module: "
+        "pop_prev_dep / push_prev_dep must be 0",
+        insn_name(f), i);
+  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the store module, which has no next module: "
+        "pop_next_dep / push_next_dep must be 0",
+        insn_name(f), i);
+}
+
+// exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
+// (the latest of them, 0 if none), and returns the time at which its own pushes happen.
+template <class Exec>
+void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
+  std::array<std::vector<std::uint32_t>, 3> queue;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    check_dep_flags(prog[i], i);
+    queue[static_cast<std::size_t>(runtime::queue_of(prog[i])) - 1].push_back(
+        static_cast<std::uint32_t>(i));
+  }
+  TokenQueue l2c, c2l, c2s, s2c;
+  // The queue module m pops from for its prev / next neighbour, and pushes to.
+  auto pop_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &c2l;
+    if (m == 1) return prev ? &l2c : &s2c;
+    return prev ? &c2s : nullptr;
+  };
+  auto push_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &l2c;
+    if (m == 1) return prev ? &c2l : &c2s;
+    return prev ? &s2c : nullptr;
+  };
+  std::array<std::size_t, 3> pos{};
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::size_t m = 0; m < 3; ++m) {
+      while (pos[m] < queue[m].size()) {
+        const auto i = queue[m][pos[m]];
+        const auto& f = prog[i];
+        TokenQueue* pp = f.pop_prev_dep ? pop_queue(m, true) : nullptr;
+        TokenQueue* pn = f.pop_next_dep ? pop_queue(m, false) : nullptr;
+        if ((pp && pp->empty()) || (pn && pn->empty())) break;
+        std::uint64_t ready = 0;
+        if (pp) ready = std::max(ready, pp->pop());
+        if (pn) ready = std::max(ready, pn->pop());
+        const std::uint64_t done = exec(i, ready);
+        if (f.push_prev_dep) push_queue(m, true)->push(done);
+        if (f.push_next_dep) push_queue(m, false)->push(done);
+        ++pos[m];
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (std::size_t m = 0; m < 3; ++m) {
+    if (pos[m] == queue[m].size()) continue;
+    const auto i = queue[m][pos[m]];
+    const auto& f = prog[i];
+    const auto q = static_cast<Queue>(m + 1);
+    std::string waits;
+    auto need = [&](bool flag, bool prev) {
+      if (!flag || !pop_queue(m, prev)->empty()) return;
+      const auto from = static_cast<Queue>(prev ? m : m + 2);
+      waits +=
+          fmt::format("{}a token from {}", waits.empty() ? "" : " and ", runtime::queue_name(from));
+    };
+    need(f.pop_prev_dep, true);
+    need(f.pop_next_dep, false);
+    stuck += fmt::format("{}{} module stuck at {} #{} waiting for {}", stuck.empty() ? "" : "; ",
+                         runtime::queue_name(q), insn_name(f), i, waits);
+  }
+  if (!stuck.empty()) raise<DeviceError>("deadlock on dependency tokens: {}", stuck);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/dispatch.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+struct CycleParams {
+  std::uint64_t bus_bytes_per_cycle = 8;
+  std::uint64_t dram_latency = 32;
+  std::uint64_t insn_overhead = 4;
+  std::uint64_t gemm_uops_per_cycle = 1;
+  std::uint64_t gemm_latency = 4;
+  std::uint64_t alu_cycles_per_uop = 2;
+  std::uint64_t alu_latency = 4;
+  std::uint64_t pad_elems_per_cycle = 1;
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
+  static CycleParams for_config(const Config& c) {
+    CycleParams p;
+    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
+    return p;
+  }
+};
+
+struct ModuleTime {
+  std::uint64_t busy = 0;   // cycles executing instructions
+  std::uint64_t stall = 0;  // cycles waiting for a dependency token
+  std::uint64_t end = 0;    // when its last instruction finished
+  std::uint64_t instructions = 0;
+};
+
+struct TraceEvent {
+  std::uint32_t index = 0;
+  Queue queue = Queue::Compute;
+  std::uint64_t start = 0;
+  std::uint64_t duration = 0;
+};
+
+struct CycleReport {
+  std::uint64_t total_cycles = 0;
+  std::array<ModuleTime, 3> modules{};  // load, compute, store
+  Counters counters;                    // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;     // GEMM and ALU micro-op cycles
+  std::uint64_t memory_cycles = 0;      // all DRAM bytes / bus bytes per cycle
+  std::uint64_t roofline_cycles = 0;    // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;        // filled when asked for
+  std::vector<std::string> names;       // one-line disassembly per traced instruction
+
+  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+
+  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
+  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
+  std::string chrome_trace() const {
+    nlohmann::ordered_json events = nlohmann::json::array();
+    for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", 0},
+                        {"tid", static_cast<int>(q)},
+                        {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+    }
+    for (std::size_t k = 0; k < trace.size(); ++k) {
+      const auto& e = trace[k];
+      events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
+                        {"cat", runtime::queue_name(e.queue)},
+                        {"ph", "X"},
+                        {"ts", e.start},
+                        {"dur", e.duration},
+                        {"pid", 0},
+                        {"tid", static_cast<int>(e.queue)},
+                        {"args", {{"index", e.index}}}});
+    }
+    nlohmann::ordered_json doc;
+    doc["traceEvents"] = std::move(events);
+    doc["displayTimeUnit"] = "ns";
+    doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
+    return doc.dump(1);
+  }
+  void write_chrome_trace(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary);
+    out << chrome_trace();
+    if (!out) raise<ValueError>("cannot write trace file '{}'", path);
+  }
+};
+
+class CycleModel {
+ public:
+  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
+  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
+    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
+        params_.pad_elems_per_cycle == 0)
+      raise<ValueError>(
+          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
+          "pad_elems_per_cycle must be positive");
+  }
+
+  const CycleParams& params() const { return params_; }
+
+  // Cycles one instruction occupies its module.
+  std::uint64_t duration(const InsnFields& f) const {
+    const auto& p = params_;
+    auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+    switch (f.opcode) {
+      case Opcode::Load:
+      case Opcode::Store: {
+        if (f.x_size == 0) return p.insn_overhead;
+        const std::size_t eb = f.opcode == Opcode::Store ? config_.out_elem_bytes()
+                                                         : config_.elem_bytes(f.memory_type);
+        const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
+        const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                         (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
+                                     std::uint64_t{f.y_size} * f.x_size;
+        return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
+               ceil_div(padded, p.pad_elems_per_cycle);
+      }
+      case Opcode::Gemm:
+        return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
+      case Opcode::Alu:
+        return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+      default:
+        return p.insn_overhead;
+    }
+  }
+
+  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const {
+    CycleReport r;
+    std::array<std::uint64_t, 3> free_at{};
+    std::uint64_t gemm_all = 0, alu_all = 0;
+    detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
+      const auto& f = prog[i];
+      const auto q = runtime::queue_of(f);
+      auto& m = r.modules[static_cast<std::size_t>(q) - 1];
+      auto& at = free_at[static_cast<std::size_t>(q) - 1];
+      const std::uint64_t start = std::max(at, ready);
+      const std::uint64_t d = duration(f);
+      m.stall += start - at;
+      m.busy += d;
+      ++m.instructions;
+      at = start + d;
+      m.end = at;
+      r.counters.count(config_, f);
+      if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
+      if (f.opcode == Opcode::Alu) alu_all += uops(f);
+      if (trace) {
+        r.trace.push_back({i, q, start, d});
+        r.names.push_back(disassemble(f));
+      }
+      return at;
+    });
+    for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+    const auto& p = params_;
+    r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
+                       alu_all * p.alu_cycles_per_uop;
+    r.memory_cycles =
+        (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+    r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
+    return r;
+  }
+
+ private:
+  static std::uint64_t uops(const InsnFields& f) {
+    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+    return std::uint64_t{f.iter_out} * f.iter_in * n;
+  }
+
+  Config config_;
+  CycleParams params_;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::vta::CycleReport& r, format_context& ctx) const {
+    auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
+                              r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
+    const char* names[] = {"load", "compute", "store"};
+    for (int m = 0; m < 3; ++m)
+      out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
+                           r.modules[m].stall);
+    return out;
+  }
+};
+// end dlavm/vta/cycle_model.hpp
+// begin dlavm/vta/device.hpp
+// Devices: DRAM allocation with physical addresses, host copies, and running a stream.
+// SimDevice runs on the functional simulator (plus the cycle model); DriverDevice runs on
+// anything that implements the public VTA driver C API (a board, VTA's simulators, or
+// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
+// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/driver_api.hpp
+// end dlavm/runtime/driver_api.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/counters.hpp
+// end dlavm/vta/counters.hpp
+// begin dlavm/vta/cycle_model.hpp
+// end dlavm/vta/cycle_model.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+// begin dlavm/vta/simulator.hpp
+// Functional VTA simulator with exactly the semantics of VTA_ISA.md: DRAM as a set of
+// allocations with physical addresses, the four SRAMs as typed arrays, the three modules and
+// their token queues, and the reference counters. It reports, naming the instruction index:
+// deadlock on dependency tokens, SRAM index out of range, DRAM access outside any allocation,
+// unknown opcode or memory type.
+//
+// Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
+// (VTA's default; other widths encode and decode but do not simulate).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/counters.hpp
+// end dlavm/vta/counters.hpp
+// begin dlavm/vta/dispatch.hpp
+// end dlavm/vta/dispatch.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// Simulated DRAM: allocations at physical addresses in a 32-bit space (VTA's vta_phy_addr_t).
+// Allocations are page aligned; address 0 and the first page are never handed out.
+class Dram {
+ public:
+  static constexpr std::uint64_t kPage = 4096;
+  static constexpr std::uint64_t kBase = 0x10000;
+
+  explicit Dram(std::uint64_t limit = std::uint64_t{1} << 32) : limit_(limit) {}
+
+  // First fit; raises DeviceError when the address space is exhausted.
+  std::uint64_t alloc(std::size_t bytes) {
+    const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+    std::uint64_t at = kBase;
+    for (const auto& [start, a] : allocs_) {
+      if (start >= at + size) break;
+      const std::uint64_t used = std::max<std::uint64_t>(a.size(), 1);
+      at = std::max(at, (start + used + kPage - 1) / kPage * kPage);
+    }
+    if (at + size > limit_)
+      raise<DeviceError>("DRAM exhausted: {} bytes requested, {} bytes in use of 0x{:x}", bytes,
+                         in_use(), limit_);
+    allocs_[at].assign(bytes, std::byte{0});
+    return at;
+  }
+  void free(std::uint64_t phys) {
+    if (allocs_.erase(phys) == 0)
+      raise<DeviceError>("DRAM free of 0x{:x}: no allocation starts there", phys);
+  }
+  bool free_noexcept(std::uint64_t phys) noexcept { return allocs_.erase(phys) != 0; }
+  // The host copy of the allocation that starts at `phys`.
+  std::span<std::byte> allocation(std::uint64_t phys) {
+    const auto it = allocs_.find(phys);
+    if (it == allocs_.end())
+      raise<DeviceError>("DRAM address 0x{:x}: no allocation starts there", phys);
+    return it->second;
+  }
+  // [phys, phys + bytes) inside one allocation, or nullptr.
+  std::byte* find(std::uint64_t phys, std::uint64_t bytes) {
+    auto it = allocs_.upper_bound(phys);
+    if (it == allocs_.begin()) return nullptr;
+    --it;
+    const std::uint64_t off = phys - it->first;
+    if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
+    return it->second.data() + off;
+  }
+  std::size_t allocation_count() const { return allocs_.size(); }
+  std::uint64_t in_use() const {
+    std::uint64_t n = 0;
+    for (const auto& [start, a] : allocs_) n += a.size();
+    return n;
+  }
+
+ private:
+  std::uint64_t limit_;
+  std::map<std::uint64_t, std::vector<std::byte>> allocs_;
+};
+
+struct RunInfo {
+  Counters counters;      // of this run
+  bool finished = false;  // a FINISH instruction executed
+  std::size_t instructions = 0;
+};
+
+namespace detail {
+
+inline std::int32_t wrap_add(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+}
+
+// One micro-op of GEMM: acc[b][o] += sum_k inp[b][k] * wgt[o][k]. With compile-time extents
+// (B, BI, BO > 0) the k loop is fully unrolled and vectorized; 0 means run-time extents.
+template <int B, int BI, int BO>
+inline void gemm_tile(std::int32_t* __restrict acc, const std::int8_t* __restrict inp,
+                      const std::int8_t* __restrict wgt, int batch, int block_in, int block_out) {
+  const int nb = B > 0 ? B : batch, ni = BI > 0 ? BI : block_in, no = BO > 0 ? BO : block_out;
+  for (int b = 0; b < nb; ++b) {
+    const std::int8_t* x = inp + b * ni;
+    for (int o = 0; o < no; ++o) {
+      const std::int8_t* w = wgt + o * ni;
+      std::int32_t sum = 0;
+      for (int k = 0; k < ni; ++k) sum += static_cast<std::int32_t>(x[k]) * w[k];
+      acc[b * no + o] = wrap_add(acc[b * no + o], sum);
+    }
+  }
+}
+
+inline std::int32_t alu_shr(std::int32_t x, std::int32_t y) {
+  // VTA_ISA.md: x >> y for y >= 0, x << -y for y < 0. Shifts by 32 or more saturate (all
+  // sign bits to the right, zero to the left), where C++ would leave them undefined.
+  if (y >= 0) return y >= 32 ? (x < 0 ? -1 : 0) : x >> y;
+  if (y <= -32) return 0;
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << -y);
+}
+
+}  // namespace detail
+
+class Simulator {
+ public:
+  explicit Simulator(const Config& config) : config_(config) {
+    config_.validate();
+    if (config_.log_inp_width != 3 || config_.log_wgt_width != 3 || config_.log_acc_width != 5)
+      raise<ConfigError>(
+          "simulator: LOG_INP_WIDTH = {}, LOG_WGT_WIDTH = {}, LOG_ACC_WIDTH = {}; only int8 "
+          "inputs and weights with int32 accumulators (3, 3, 5) are simulated",
+          config_.log_inp_width, config_.log_wgt_width, config_.log_acc_width);
+    if (config_.log_out_width < 3)
+      raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
+                         config_.log_out_width);
+    layout_ = config_.layout();
+    batch_ = config_.batch();
+    block_in_ = config_.block_in();
+    block_out_ = config_.block_out();
+    inp_.assign(std::size_t{config_.inp_depth()} * batch_ * block_in_, 0);
+    wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_, 0);
+    acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
+    uop_.assign(config_.uop_depth(), Uop{});
+  }
+
+  const Config& config() const { return config_; }
+  const IsaLayout& layout() const { return layout_; }
+  Dram& dram() { return dram_; }
+  // Totals over every run since construction or reset_counters().
+  const Counters& counters() const { return total_; }
+  void reset_counters() { total_ = {}; }
+
+  // SRAM contents, element-major: inp [depth][BATCH][BLOCK_IN], wgt [depth][BLOCK_OUT]
+  // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth].
+  std::span<std::int8_t> inp_sram() { return inp_; }
+  std::span<std::int8_t> wgt_sram() { return wgt_; }
+  std::span<std::int32_t> acc_sram() { return acc_; }
+  std::span<const Uop> uop_sram() const { return uop_; }
+
+  // Runs `count` instructions read from DRAM at physical address `insn_phys`, as
+  // VTADeviceRun does.
+  RunInfo run(std::uint64_t insn_phys, std::uint32_t count) {
+    const std::uint64_t bytes = std::uint64_t{count} * sizeof(InsnWord);
+    const std::byte* p = dram_.find(insn_phys, bytes);
+    if (!p && count != 0)
+      raise<DeviceError>(
+          "instruction stream at 0x{:x} ({} instructions) is outside any DRAM "
+          "allocation",
+          insn_phys, count);
+    std::vector<InsnFields> prog;
+    prog.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      InsnWord w;
+      for (int h = 0; h < 2; ++h) {
+        std::uint64_t v = 0;
+        for (int b = 0; b < 8; ++b)
+          v |= std::uint64_t(std::to_integer<std::uint8_t>(p[i * 16 + h * 8 + b])) << (8 * b);
+        w.word[h] = v;
+      }
+      prog.push_back(decode(layout_, w, i));
+    }
+    return run(prog);
+  }
+
+  // Runs decoded instructions (micro-ops still come from DRAM through LOAD UOP).
+  RunInfo run(std::span<const InsnFields> prog) {
+    for (std::size_t i = 0; i < prog.size(); ++i) check_enums(prog[i], i);
+    RunInfo info;
+    detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t) -> std::uint64_t {
+      execute(prog[i], i, info);
+      ++info.instructions;
+      return 0;
+    });
+    total_ += info.counters;
+    return info;
+  }
+
+ private:
+  [[noreturn]] void fail_sram(const InsnFields& f, std::size_t i, const char* what,
+                              std::uint64_t first, std::uint64_t end, std::uint64_t depth) const {
+    raise<DeviceError>("{} #{}: {} SRAM index range [{}, {}) exceeds the buffer depth {}",
+                       insn_name(f), i, what, first, end, depth);
+  }
+
+  std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes) {
+    if (f.y_size == 0) return nullptr;
+    const std::uint64_t first = std::uint64_t{f.dram_base} * elem_bytes;
+    const std::uint64_t last_end =
+        (std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size) *
+        elem_bytes;
+    std::byte* p = dram_.find(first, last_end - first);
+    if (!p)
+      raise<DeviceError>("{} #{} ({}): DRAM bytes [0x{:x}, 0x{:x}) are outside any allocation",
+                         insn_name(f), i, runtime::mem_name(f.memory_type), first, last_end);
+    return p;
+  }
+
+  void execute(const InsnFields& f, std::size_t i, RunInfo& info) {
+    switch (f.opcode) {
+      case Opcode::Load:
+        load(f, i, info.counters);
+        break;
+      case Opcode::Store:
+        store(f, i, info.counters);
+        break;
+      case Opcode::Gemm:
+        gemm(f, i, info.counters);
+        break;
+      case Opcode::Alu:
+        alu(f, i, info.counters);
+        break;
+      case Opcode::Finish:
+        info.finished = true;
+        break;
+    }
+  }
+
+  void load(const InsnFields& f, std::size_t i, Counters& counters) {
+    if (f.x_size == 0) return;
+    const MemId m = f.memory_type;
+    if (m == MemId::Out) raise<DeviceError>("LOAD #{}: memory type OUT cannot be loaded", i);
+    const std::uint64_t rows = std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1;
+    const std::uint64_t cols = std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1;
+    std::uint64_t depth = 0;
+    const char* name = "";
+    switch (m) {
+      case MemId::Uop:
+        depth = config_.uop_depth(), name = "micro-op";
+        break;
+      case MemId::Inp:
+        depth = config_.inp_depth(), name = "input";
+        break;
+      case MemId::Wgt:
+        depth = config_.wgt_depth(), name = "weight";
+        break;
+      default:
+        depth = config_.acc_depth(), name = "accumulator";
+        break;
+    }
+    if (f.sram_base + rows * cols > depth)
+      fail_sram(f, i, name, f.sram_base, f.sram_base + rows * cols, depth);
+    const std::size_t eb = config_.elem_bytes(m);
+    const std::byte* src = dram_rows(f, i, eb);
+    counters.count(config_, f);
+    // Destination element (row r, column c of the padded tile) -> write `fill(dst, src)`.
+    auto copy = [&](auto* sram, std::size_t lanes, auto&& convert) {
+      using T = std::remove_reference_t<decltype(*sram)>;
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        for (std::uint64_t c = 0; c < cols; ++c) {
+          T* dst = sram + (f.sram_base + r * cols + c) * lanes;
+          const bool data = r >= f.y_pad_0 && r < f.y_pad_0 + f.y_size && c >= f.x_pad_0 &&
+                            c < f.x_pad_0 + f.x_size;
+          if (!data) {
+            std::fill(dst, dst + lanes, T{});
+            continue;
+          }
+          const std::uint64_t y = r - f.y_pad_0, x = c - f.x_pad_0;
+          convert(dst, src + (y * f.x_stride + x) * eb);
+        }
+      }
+    };
+    switch (m) {
+      case MemId::Uop:
+        copy(uop_.data(), 1, [&](Uop* dst, const std::byte* s) {
+          std::uint32_t w = 0;
+          for (int b = 0; b < 4; ++b)
+            w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
+          *dst = runtime::unpack_uop(layout_, w);
+        });
+        break;
+      case MemId::Inp:
+        copy(inp_.data(), eb,
+             [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+        break;
+      case MemId::Wgt:
+        copy(wgt_.data(), eb,
+             [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+        break;
+      case MemId::Acc:
+        copy(acc_.data(), eb / 4, [&](std::int32_t* dst, const std::byte* s) {
+          for (std::size_t k = 0; k < eb / 4; ++k) {
+            std::uint32_t w = 0;
+            for (int b = 0; b < 4; ++b)
+              w |= std::uint32_t(std::to_integer<std::uint8_t>(s[4 * k + b])) << (8 * b);
+            dst[k] = static_cast<std::int32_t>(w);
+          }
+        });
+        break;
+      case MemId::Acc8:
+        copy(acc_.data(), eb, [&](std::int32_t* dst, const std::byte* s) {
+          for (std::size_t k = 0; k < eb; ++k)
+            dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
+        });
+        break;
+      default:
+        break;
+    }
+  }
+
+  void store(const InsnFields& f, std::size_t i, Counters& counters) {
+    if (f.x_size == 0) return;  // a NOP, whatever its memory type (VTA's runtime uses UOP)
+    if (f.memory_type != MemId::Out)
+      raise<DeviceError>("STORE #{}: memory type {} cannot be stored; only OUT", i,
+                         runtime::mem_name(f.memory_type));
+    if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+      raise<DeviceError>("STORE #{}: padding ({}, {}, {}, {}) is not allowed on stores", i,
+                         f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+    const std::uint64_t n = std::uint64_t{f.y_size} * f.x_size;
+    if (f.sram_base + n > config_.acc_depth())
+      fail_sram(f, i, "accumulator", f.sram_base, f.sram_base + n, config_.acc_depth());
+    const std::size_t eb = config_.out_elem_bytes();
+    std::byte* dst = dram_rows(f, i, eb);
+    counters.count(config_, f);
+    const std::size_t lanes = std::size_t(batch_) * block_out_;
+    const int out_bytes = config_.out_width() / 8;
+    for (std::uint64_t y = 0; y < f.y_size; ++y) {
+      for (std::uint64_t x = 0; x < f.x_size; ++x) {
+        const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size + x) * lanes;
+        std::byte* d = dst + (y * f.x_stride + x) * eb;
+        if (out_bytes == 1) {
+          for (std::size_t k = 0; k < lanes; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+        } else {
+          for (std::size_t k = 0; k < lanes; ++k) {
+            const auto v = static_cast<std::uint32_t>(a[k]);
+            for (int b = 0; b < out_bytes; ++b)
+              d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
+          }
+        }
+      }
+    }
+  }
+
+  // Checks uop range and the largest index every micro-op loop reaches; returns false for an
+  // empty loop nest.
+  bool check_loops(const InsnFields& f, std::size_t i, bool gemm) {
+    if (f.uop_bgn > f.uop_end)
+      raise<DeviceError>("{} #{}: uop_bgn {} is after uop_end {}", insn_name(f), i, f.uop_bgn,
+                         f.uop_end);
+    if (f.uop_end > config_.uop_depth())
+      fail_sram(f, i, "micro-op", f.uop_bgn, f.uop_end, config_.uop_depth());
+    if (f.uop_bgn == f.uop_end || f.iter_out == 0 || f.iter_in == 0) return false;
+    std::uint64_t dst = 0, src = 0, wgt = 0;
+    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+      dst = std::max<std::uint64_t>(dst, uop_[u].dst);
+      src = std::max<std::uint64_t>(src, uop_[u].src);
+      wgt = std::max<std::uint64_t>(wgt, uop_[u].wgt);
+    }
+    const std::uint64_t o = f.iter_out - 1, n = f.iter_in - 1;
+    dst += o * f.dst_factor_out + n * f.dst_factor_in;
+    src += o * f.src_factor_out + n * f.src_factor_in;
+    wgt += o * f.wgt_factor_out + n * f.wgt_factor_in;
+    if (dst >= config_.acc_depth())
+      fail_sram(f, i, "accumulator (dst)", 0, dst + 1, config_.acc_depth());
+    const bool reads_src = gemm ? !f.reset_reg : !f.use_imm;
+    const std::uint64_t src_depth = gemm ? config_.inp_depth() : config_.acc_depth();
+    if (reads_src && src >= src_depth)
+      fail_sram(f, i, gemm ? "input (src)" : "accumulator (src)", 0, src + 1, src_depth);
+    if (gemm && !f.reset_reg && wgt >= config_.wgt_depth())
+      fail_sram(f, i, "weight", 0, wgt + 1, config_.wgt_depth());
+    return true;
+  }
+
+  template <int B, int BI, int BO>
+  void gemm_loops(const InsnFields& f) {
+    const std::size_t acc_lanes = std::size_t(batch_) * block_out_;
+    const std::size_t inp_lanes = std::size_t(batch_) * block_in_;
+    const std::size_t wgt_lanes = std::size_t(block_out_) * block_in_;
+    for (std::uint32_t o = 0; o < f.iter_out; ++o) {
+      for (std::uint32_t n = 0; n < f.iter_in; ++n) {
+        const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
+        const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
+        const std::uint32_t w0 = o * f.wgt_factor_out + n * f.wgt_factor_in;
+        for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+          const Uop& op = uop_[u];
+          detail::gemm_tile<B, BI, BO>(
+              acc_.data() + (op.dst + d0) * acc_lanes, inp_.data() + (op.src + s0) * inp_lanes,
+              wgt_.data() + (op.wgt + w0) * wgt_lanes, batch_, block_in_, block_out_);
+        }
+      }
+    }
+  }
+
+  void gemm(const InsnFields& f, std::size_t i, Counters& counters) {
+    if (!check_loops(f, i, true)) return;
+    counters.count(config_, f);
+    if (f.reset_reg) {
+      const std::size_t lanes = std::size_t(batch_) * block_out_;
+      for (std::uint32_t o = 0; o < f.iter_out; ++o)
+        for (std::uint32_t n = 0; n < f.iter_in; ++n)
+          for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+            std::int32_t* a =
+                acc_.data() + (uop_[u].dst + o * f.dst_factor_out + n * f.dst_factor_in) * lanes;
+            std::fill(a, a + lanes, 0);
+          }
+      return;
+    }
+    if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
+      gemm_loops<1, 16, 16>(f);
+    } else if (batch_ == 1 && block_in_ == 32 && block_out_ == 32) {
+      gemm_loops<1, 32, 32>(f);
+    } else if (batch_ == 1 && block_in_ == 8 && block_out_ == 8) {
+      gemm_loops<1, 8, 8>(f);
+    } else {
+      gemm_loops<0, 0, 0>(f);
+    }
+  }
+
+  template <class Op>
+  void alu_loops(const InsnFields& f, Op op) {
+    const std::size_t lanes = std::size_t(batch_) * block_out_;
+    for (std::uint32_t o = 0; o < f.iter_out; ++o) {
+      for (std::uint32_t n = 0; n < f.iter_in; ++n) {
+        const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
+        const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
+        for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+          std::int32_t* dst = acc_.data() + (uop_[u].dst + d0) * lanes;
+          if (f.use_imm) {
+            const std::int32_t y = f.imm;
+            for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], y);
+          } else {
+            const std::int32_t* src = acc_.data() + (uop_[u].src + s0) * lanes;
+            for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], src[k]);
+          }
+        }
+      }
+    }
+  }
+
+  void alu(const InsnFields& f, std::size_t i, Counters& counters) {
+    if (!check_loops(f, i, false)) return;
+    counters.count(config_, f);
+    switch (f.alu_opcode) {
+      case AluOp::Min:
+        alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::min(x, y); });
+        break;
+      case AluOp::Max:
+        alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::max(x, y); });
+        break;
+      case AluOp::Add:
+        alu_loops(f, detail::wrap_add);
+        break;
+      case AluOp::Shr:
+        alu_loops(f, detail::alu_shr);
+        break;
+      case AluOp::Mul:
+        alu_loops(f, [](std::int32_t x, std::int32_t y) {
+          return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) *
+                                           static_cast<std::uint32_t>(y));
+        });
+        break;
+    }
+  }
+
+  Config config_;
+  IsaLayout layout_;
+  int batch_ = 1, block_in_ = 16, block_out_ = 16;
+  Dram dram_;
+  std::vector<std::int8_t> inp_, wgt_;
+  std::vector<std::int32_t> acc_;
+  std::vector<Uop> uop_;
+  Counters total_;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/simulator.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// A DRAM buffer: its physical (byte) address and size.
+struct Buffer {
+  std::uint64_t phys = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+struct RunResult {
+  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
+  CycleReport timing;  // the cycle model's estimate for the stream
+  bool finished = false;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const Config& config() const = 0;
+  virtual Buffer alloc(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  // Runs a stream to completion; raises DeviceError on failure.
+  virtual RunResult run(const Stream& stream) = 0;
+
+  template <class T>
+  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
+    copy_in(dst, offset, data.data(), data.size_bytes());
+  }
+  template <class T>
+  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
+    copy_out(src, offset, data.data(), data.size_bytes());
+  }
+  // A buffer of `count` elements of type T, filled from `data` when given.
+  template <class T>
+  Buffer alloc_for(std::span<const T> data) {
+    const Buffer b = alloc(data.size_bytes());
+    copy_in(b, data);
+    return b;
+  }
+
+  // Records a chrome trace (RunResult::timing.trace) on every run.
+  void set_trace(bool on) { trace_ = on; }
+
+ protected:
+  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes) {
+    if (offset > b.bytes || bytes > b.bytes - offset)
+      raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
+                        offset + bytes, b.bytes, b.phys);
+  }
+
+  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
+  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys) {
+    std::vector<InsnWord> words(s.insns.size());
+    if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+      raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
+    return words;
+  }
+  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words) {
+    std::vector<std::byte> out(words.size() * 16);
+    for (std::size_t i = 0; i < words.size(); ++i)
+      for (int h = 0; h < 2; ++h)
+        for (int b = 0; b < 8; ++b)
+          out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
+    return out;
+  }
+  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops) {
+    std::vector<std::byte> out(uops.size() * 4);
+    for (std::size_t i = 0; i < uops.size(); ++i)
+      for (int b = 0; b < 4; ++b)
+        out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
+    return out;
+  }
+
+  bool trace_ = false;
+};
+
+class SimDevice : public Device {
+ public:
+  explicit SimDevice(const Config& config = Config{}) : sim_(config), model_(config) {}
+  SimDevice(const Config& config, const CycleParams& params)
+      : sim_(config), model_(config, params) {}
+
+  using Device::copy_in;
+  using Device::copy_out;
+
+  const Config& config() const override { return sim_.config(); }
+  Simulator& simulator() { return sim_; }
+  const CycleModel& cycle_model() const { return model_; }
+
+  Buffer alloc(std::size_t bytes) override { return {sim_.dram().alloc(bytes), bytes}; }
+  void free(Buffer b) override { sim_.dram().free(b.phys); }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    check_range("copy_in", dst, offset, bytes);
+    if (bytes) std::memcpy(sim_.dram().allocation(dst.phys).data() + offset, src, bytes);
+  }
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    check_range("copy_out", src, offset, bytes);
+    if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
+  }
+
+  RunResult run(const Stream& stream) override {
+    struct Scoped {
+      SimDevice& d;
+      Buffer b;
+      ~Scoped() { d.sim_.dram().free_noexcept(b.phys); }
+    };
+    Scoped uops{*this, alloc(stream.uop_bytes())};
+    const auto words = relocate(stream, uops.b.phys);
+    Scoped insns{*this, alloc(stream.insn_bytes())};
+    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
+    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
+    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+    RunResult r;
+    const auto info = sim_.run(insns.b.phys, static_cast<std::uint32_t>(words.size()));
+    r.counters = info.counters;
+    r.finished = info.finished;
+    r.timing = model_.run(decode_all(sim_.layout(), words), trace_);
+    return r;
+  }
+
+ private:
+  Simulator sim_;
+  CycleModel model_;
+};
+
+// A device over the public VTA driver API. `Api` supplies the functions (see
+// runtime::VtaDriverApi, which calls the C functions VTAMemAlloc ... VTADeviceRun).
+template <class Api = runtime::VtaDriverApi>
+class DriverDevice : public Device {
+ public:
+  explicit DriverDevice(const Config& config = Config{}, std::uint32_t wait_cycles = 100'000'000)
+      : config_(config), model_(config), wait_cycles_(wait_cycles) {
+    config_.validate();
+    handle_ = Api::device_alloc();
+    if (!handle_) raise<DeviceError>("VTADeviceAlloc failed");
+  }
+  DriverDevice(const DriverDevice&) = delete;
+  DriverDevice& operator=(const DriverDevice&) = delete;
+  ~DriverDevice() override {
+    for (auto& [phys, m] : buffers_) Api::mem_free(m.virt);
+    Api::device_free(handle_);
+  }
+
+  using Device::copy_in;
+  using Device::copy_out;
+
+  const Config& config() const override { return config_; }
+
+  Buffer alloc(std::size_t bytes) override {
+    void* v = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
+    if (!v) raise<DeviceError>("VTAMemAlloc of {} bytes failed", bytes);
+    const std::uint64_t phys = Api::phy_addr(v);
+    buffers_[phys] = {v, bytes};
+    return {phys, bytes};
+  }
+  void free(Buffer b) override {
+    Api::mem_free(lookup("free", b).virt);
+    buffers_.erase(b.phys);
+  }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    check_range("copy_in", dst, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_in", dst).virt) + offset;
+    Api::copy_from_host(v, src, bytes);
+    Api::flush(v, static_cast<vta_phy_addr_t>(dst.phys + offset), static_cast<int>(bytes));
+  }
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    check_range("copy_out", src, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_out", src).virt) + offset;
+    Api::invalidate(v, static_cast<vta_phy_addr_t>(src.phys + offset), static_cast<int>(bytes));
+    Api::copy_to_host(dst, v, bytes);
+  }
+
+  RunResult run(const Stream& stream) override {
+    struct Scoped {
+      DriverDevice& d;
+      Buffer b;
+      ~Scoped() {
+        const auto it = d.buffers_.find(b.phys);
+        if (it == d.buffers_.end()) return;
+        Api::mem_free(it->second.virt);
+        d.buffers_.erase(it);
+      }
+    };
+    Scoped uops{*this, alloc(stream.uop_bytes())};
+    const auto words = relocate(stream, uops.b.phys);
+    Scoped insns{*this, alloc(stream.insn_bytes())};
+    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
+    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
+    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+    const auto decoded = decode_all(config_.layout(), words);
+    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
+                                   static_cast<std::uint32_t>(words.size()), wait_cycles_);
+    if (rc != 0)
+      raise<DeviceError>(
+          "VTADeviceRun returned {} for {} instructions (timeout after {} cycles "
+          "or device failure)",
+          rc, words.size(), wait_cycles_);
+    RunResult r;
+    r.timing = model_.run(decoded, trace_);
+    r.counters = r.timing.counters;
+    r.finished = true;
+    return r;
+  }
+
+ private:
+  struct Mapping {
+    void* virt = nullptr;
+    std::size_t bytes = 0;
+  };
+  Mapping& lookup(const char* what, Buffer b) {
+    const auto it = buffers_.find(b.phys);
+    if (it == buffers_.end())
+      raise<ValueError>("{}: 0x{:x} is not a buffer of this device", what, b.phys);
+    return it->second;
+  }
+
+  Config config_;
+  CycleModel model_;
+  std::uint32_t wait_cycles_;
+  VTADeviceHandle handle_ = nullptr;
+  std::map<std::uint64_t, Mapping> buffers_;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/device.hpp
+// begin dlavm/vta/dispatch.hpp
+// end dlavm/vta/dispatch.hpp
+// begin dlavm/vta/io.hpp
+// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
+//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
+//                 first);
+//   micro-ops     N x 4 bytes, little endian;
+//   DRAM images   the raw bytes of one buffer;
+//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
+//                  "uops": {"file", "count"}, "buffers": [{"name", "phys_addr", "bytes",
+//                  "dtype", "direction": "input"|"output", "file"}]}.
+// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
+// that do not decode raise EncodingError naming the instruction and its byte offset.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/device.hpp
+// end dlavm/vta/device.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+inline std::vector<std::byte> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open '{}'", path);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) out[i] = static_cast<std::byte>(data[i]);
+  return out;
+}
+
+inline void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) raise<ParseError>("cannot write '{}'", path);
+}
+
+namespace detail {
+inline std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < n; ++i)
+    v |= std::uint64_t(std::to_integer<std::uint8_t>(b[at + i])) << (8 * i);
+  return v;
+}
+inline void write_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
+}
+}  // namespace detail
+
+inline void write_insn_file(const std::string& path, std::span<const InsnWord> words) {
+  std::vector<std::byte> out;
+  out.reserve(words.size() * 16);
+  for (const auto& w : words) {
+    detail::write_le(out, w.word[0], 8);
+    detail::write_le(out, w.word[1], 8);
+  }
+  write_bytes(path, out);
+}
+
+inline std::vector<InsnWord> read_insn_file(const std::string& path) {
+  const auto b = read_bytes(path);
+  if (b.size() % 16 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
+        "instruction at byte offset {} is truncated",
+        path, b.size(), b.size() / 16 * 16);
+  std::vector<InsnWord> words(b.size() / 16);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    words[i].word[0] = detail::read_le(b, i * 16, 8);
+    words[i].word[1] = detail::read_le(b, i * 16 + 8, 8);
+  }
+  return words;
+}
+
+// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
+inline std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout) {
+  const auto words = read_insn_file(path);
+  std::vector<InsnFields> out;
+  out.reserve(words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    try {
+      out.push_back(decode(layout, words[i], i));
+    } catch (const EncodingError& e) {
+      raise<EncodingError>("'{}' at byte offset {}: {}", path, i * 16, e.what());
+    }
+  }
+  return out;
+}
+
+inline void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out;
+  out.reserve(uops.size() * 4);
+  for (auto u : uops) detail::write_le(out, u, 4);
+  write_bytes(path, out);
+}
+
+inline std::vector<std::uint32_t> read_uop_file(const std::string& path) {
+  const auto b = read_bytes(path);
+  if (b.size() % 4 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
+        "micro-op at byte offset {} is truncated",
+        path, b.size(), b.size() / 4 * 4);
+  std::vector<std::uint32_t> uops(b.size() / 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
+  return uops;
+}
+
+// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
+inline std::vector<std::byte> read_dram_image(const std::string& path,
+                                              std::int64_t expected_bytes = -1) {
+  auto b = read_bytes(path);
+  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
+    raise<ParseError>("'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})",
+                      path, b.size(), expected_bytes,
+                      std::min<std::uint64_t>(b.size(), expected_bytes));
+  return b;
+}
+inline void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
+  write_bytes(path, bytes);
+}
+
+struct ManifestBuffer {
+  std::string name;
+  std::uint64_t phys_addr = 0;
+  std::uint64_t bytes = 0;
+  DType dtype = DType::int8();
+  bool output = false;
+  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
+};
+
+struct Manifest {
+  Config config;
+  std::string insn_file = "insn.bin";
+  std::uint64_t insn_count = 0;
+  std::string uop_file = "uop.bin";
+  std::uint64_t uop_count = 0;
+  std::vector<ManifestBuffer> buffers;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+
+  std::string to_json() const {
+    nlohmann::ordered_json j;
+    j["config"] = nlohmann::ordered_json::parse(config.to_json());
+    j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
+    j["uops"] = {{"file", uop_file}, {"count", uop_count}};
+    j["buffers"] = nlohmann::json::array();
+    for (const auto& b : buffers)
+      j["buffers"].push_back({{"name", b.name},
+                              {"phys_addr", b.phys_addr},
+                              {"bytes", b.bytes},
+                              {"dtype", b.dtype.str()},
+                              {"direction", b.output ? "output" : "input"},
+                              {"file", b.file}});
+    return j.dump(2) + "\n";
+  }
+
+  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json") {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+      raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+    }
+    auto member = [&](const nlohmann::json& o, const char* key,
+                      const char* where) -> const nlohmann::json& {
+      if (!o.is_object() || !o.contains(key))
+        raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+      return o.at(key);
+    };
+    auto str = [&](const nlohmann::json& o, const char* key, const char* where) {
+      const auto& v = member(o, key, where);
+      if (!v.is_string())
+        raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
+      return v.get<std::string>();
+    };
+    auto num = [&](const nlohmann::json& o, const char* key, const char* where) {
+      const auto& v = member(o, key, where);
+      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+        raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
+                          v.dump());
+      return v.get<std::uint64_t>();
+    };
+    Manifest m;
+    m.config = Config::from_json(member(j, "config", "manifest").dump(), source);
+    const auto& insn = member(j, "instructions", "manifest");
+    m.insn_file = str(insn, "file", "instructions");
+    m.insn_count = num(insn, "count", "instructions");
+    const auto& uops = member(j, "uops", "manifest");
+    m.uop_file = str(uops, "file", "uops");
+    m.uop_count = num(uops, "count", "uops");
+    const auto& bufs = member(j, "buffers", "manifest");
+    if (!bufs.is_array()) raise<ParseError>("{}: buffers must be an array", source);
+    for (const auto& b : bufs) {
+      ManifestBuffer mb;
+      mb.name = str(b, "name", "buffer");
+      mb.phys_addr = num(b, "phys_addr", "buffer");
+      mb.bytes = num(b, "bytes", "buffer");
+      try {
+        mb.dtype = DType::parse(str(b, "dtype", "buffer"));
+      } catch (const ParseError& e) {
+        raise<ParseError>("{}: buffer '{}': {}", source, mb.name, e.what());
+      }
+      const auto dir = str(b, "direction", "buffer");
+      if (dir != "input" && dir != "output")
+        raise<ParseError>("{}: buffer '{}': direction '{}' is neither input nor output", source,
+                          mb.name, dir);
+      mb.output = dir == "output";
+      mb.file = str(b, "file", "buffer");
+      m.buffers.push_back(std::move(mb));
+    }
+    return m;
+  }
+
+  void save(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary);
+    out << to_json();
+    if (!out) raise<ParseError>("cannot write manifest '{}'", path);
+  }
+  static Manifest load(const std::string& path) {
+    const auto b = read_bytes(path);
+    return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
+  }
+};
+
+// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
+// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`.
+inline Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
+                            std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {}) {
+  std::filesystem::create_directories(dir);
+  std::vector<InsnWord> words(stream.insns.size());
+  if (!stream.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<EncodingError>("dump: micro-op buffer at 0x{:x} does not fit dram_base", uop_phys);
+  Manifest m;
+  m.config = config;
+  m.insn_count = words.size();
+  m.uop_count = stream.uops.size();
+  m.buffers = std::move(buffers);
+  write_insn_file(dir + "/" + m.insn_file, words);
+  write_uop_file(dir + "/" + m.uop_file, stream.uops);
+  m.save(dir + "/manifest.json");
+  return m;
+}
+
+// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
+inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
+                                  DType dtype, bool output) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::byte> bytes(b.bytes);
+  dev.copy_out(b, std::span<std::byte>(bytes));
+  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
+  m.file = m.name + ".bin";
+  write_dram_image(dir + "/" + m.file, bytes);
+  return m;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/io.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+// begin dlavm/vta/simulator.hpp
+// end dlavm/vta/simulator.hpp
+// end dlavm/vta.hpp
