@@ -195,18 +195,25 @@ class Lowerer {
           value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
         }
       }
-      // A root value needs a guard unless its largest value over the loops' actual extents
-      // (not the axes' declared ranges) is provably inside the root extent.
+      // Every split parent (the root axes included) needs a guard unless its largest value
+      // over the loops' actual extents (not the axes' declared ranges) is provably inside its
+      // extent: with nested non-divisible splits an inner parent can overflow while the root
+      // stays in range, and that iteration would otherwise be computed twice.
       schedule::SweepMap loops;
       for (const auto& v : st->leaf)
         loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
-      for (std::size_t k = 0; k < st->root.size(); ++k) {
-        const auto& r = st->root[k];
-        const auto local = ne::simplify(value.at(r.get()));
-        const auto ext = plan.extent.at(r.get());
+      auto guard = [&](const te::IterVar& iv) {
+        const auto local = ne::simplify(value.at(iv.get()));
+        const auto ext = plan.extent.at(iv.get());
         const auto reach = schedule::eval_set(local, loops);
         if (!ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext))
           plan.guards.push_back(local < ext);
+      };
+      for (const auto& rel : st->relations)
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) guard(sp->parent);
+      for (std::size_t k = 0; k < st->root.size(); ++k) {
+        const auto& r = st->root[k];
+        const auto local = ne::simplify(value.at(r.get()));
         const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
         plan.value[r.get()] = ne::simplify(base + local);
       }
@@ -226,6 +233,24 @@ class Lowerer {
           sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
     }
     const auto reads = reads_of(&st);
+    // Every reader must run inside the attach scope, after the producer: the attach target
+    // itself or a stage attached within the same loops. A reader outside would see a buffer
+    // that holds one iteration's region, or nothing yet.
+    for (const auto& [consumer, indices] : reads) {
+      if (consumer == st.attach_stage) continue;
+      const auto& ce = plans_[consumer].enclosing;
+      const bool inside =
+          consumer->attach == AttachKind::At && ce.size() >= plan.enclosing.size() &&
+          std::equal(plan.enclosing.begin(), plan.enclosing.end(), ce.begin(),
+                     [](const ne::Var& a, const ne::Var& b) { return a.id() == b.id(); });
+      if (!inside)
+        raise<ScheduleError>(
+            "stage '{}' is computed at loop '{}' of stage '{}', but stage '{}' reads it outside "
+            "that loop; "
+            "compute '{}' at the same loop or inside it",
+            st.name(), st.attach_ivar.name(), st.attach_stage->name(), consumer->name(),
+            consumer->name());
+    }
     const auto ndim = st.op->shape.size();
     std::vector<schedule::IntSet> region(ndim);
     bool first = true;
@@ -376,6 +401,7 @@ class Lowerer {
     }
     body = guarded(plan, body);
     const auto& leaf = st.leaf;
+    if (!leaf.empty()) body = with_attached(st, leaf.back(), body);
     // The first reduction loop: the accumulator is initialised just outside it, over the
     // data-parallel loops that come after it (TVM's ".init" loops).
     std::size_t first_reduce = leaf.size();
@@ -390,7 +416,6 @@ class Lowerer {
       if (k == first_reduce) body = make_seq({make_init(st, *reduce, first_reduce), body});
       if (k > 0) body = with_attached(st, leaf[k - 1], body);
     }
-    if (leaf.empty()) return body;
     return body;
   }
 
