@@ -131,6 +131,13 @@ class Schedule {
   Schedule(Schedule&&) = default;
   Schedule& operator=(Schedule&&) = default;
 
+  // A copy of `t` in `scope`, read by `readers` instead of t (TVM's cache_read). The new
+  // stage is computed at root until scheduled; returns its tensor.
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers);
+  // Moves the computation of `t` into a new stage in `scope`; t becomes a copy of it (TVM's
+  // cache_write). Must precede other primitives on t's stage. Returns the new tensor.
+  Tensor cache_write(const Tensor& t, const std::string& scope);
+
   Stage operator[](const Tensor& t) {
     auto it = by_op_.find(t.op().get());
     if (it == by_op_.end())
@@ -150,6 +157,12 @@ class Schedule {
       for (const auto& v : s->all)
         if (v == ivar) return s.get();
     return nullptr;
+  }
+  // The current operation of the stage computing t (cache_read/cache_write rebuild
+  // operations; users keep the tensors they declared).
+  Operation current_op(const Tensor& t) const {
+    auto it = by_op_.find(t.op().get());
+    return it == by_op_.end() ? t.op() : it->second->op;
   }
   // Whether `consumer` reads `producer`, directly or through other operations.
   bool reads(const StageNode* consumer, const StageNode* producer) const {
@@ -176,6 +189,35 @@ class Schedule {
     return fmt::format("{}", fmt::join(names, ", "));
   }
 
+  StageNode* insert_stage(std::size_t position, Operation op, std::string scope) {
+    auto node = std::make_unique<StageNode>();
+    node->op = op;
+    node->root = op->axis;
+    node->root.insert(node->root.end(), op->reduce_axis.begin(), op->reduce_axis.end());
+    node->leaf = node->root;
+    node->all = node->root;
+    node->scope = std::move(scope);
+    auto* raw = node.get();
+    by_op_[op.get()] = raw;
+    stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(position), std::move(node));
+    return raw;
+  }
+  std::size_t position_of(const StageNode* st) const {
+    for (std::size_t k = 0; k < stages_.size(); ++k)
+      if (stages_[k].get() == st) return k;
+    return stages_.size();
+  }
+  StageNode* checked_stage(const Tensor& t, std::string_view primitive) const {
+    auto it = by_op_.find(t.op().get());
+    if (it == by_op_.end())
+      raise<ScheduleError>("{}: tensor '{}' is not part of this schedule", primitive, t.name());
+    return it->second;
+  }
+  // Rebuilds, from stage `from` on, every operation that reads a replaced one so that it
+  // reads the replacement; the stages keep their IterVars, so schedules stay valid.
+  void replace_dataflow(std::unordered_map<const te::OperationNode*, Operation> map,
+                        std::size_t from);
+
   std::vector<Tensor> outputs_;
   std::vector<std::unique_ptr<StageNode>> stages_;
   std::unordered_map<const te::OperationNode*, StageNode*> by_op_;
@@ -187,6 +229,150 @@ inline Schedule create_schedule(std::vector<Tensor> outputs) {
 }
 inline Schedule create_schedule(const Tensor& output) {
   return create_schedule(std::vector{output});
+}
+
+// ---- dataflow rewriting --------------------------------------------------------------------
+
+namespace detail {
+// Redirects reads of replaced operations.
+class ReadRedirector : public te::ExprMutator<ReadRedirector> {
+ public:
+  explicit ReadRedirector(const std::unordered_map<const te::OperationNode*, Operation>& map)
+      : map_(map) {}
+  te::Expr visit_read(const te::ReadNode& n, const te::Expr& e) {
+    auto it = map_.find(n.op.get());
+    if (it == map_.end()) return e;
+    return Tensor(it->second).read(n.indices);
+  }
+
+ private:
+  const std::unordered_map<const te::OperationNode*, Operation>& map_;
+};
+
+// The same computation with another body (same axes, so schedules on it stay valid).
+inline Operation with_body(const Operation& op, te::Expr body) {
+  auto node = std::make_shared<te::OperationNode>(*op);
+  node->body = std::move(body);
+  node->inputs.clear();
+  struct Inputs : te::ExprVisitor<Inputs> {
+    std::vector<Operation> ops;
+    void visit_read(const te::ReadNode& n, const te::Expr&) {
+      if (std::find(ops.begin(), ops.end(), n.op) == ops.end()) ops.push_back(n.op);
+    }
+  } inputs;
+  inputs.visit(node->body);
+  node->inputs = std::move(inputs.ops);
+  return node;
+}
+
+// A compute `name` over `shape` whose element is `source(i...)`.
+inline Tensor copy_of(const Tensor& source, const std::string& name) {
+  std::vector<te::IterVar> axis;
+  std::vector<ne::Expr> indices;
+  for (std::size_t k = 0; k < source.ndim(); ++k) {
+    axis.push_back(
+        te::make_iter_var(fmt::format("ax{}", k), 0, source.shape()[k], te::IterKind::DataPar));
+    indices.push_back(axis.back().var());
+  }
+  return te::detail::make_compute(name, source.shape(), std::move(axis),
+                                  source.read(std::move(indices)));
+}
+}  // namespace detail
+
+inline void Schedule::replace_dataflow(std::unordered_map<const te::OperationNode*, Operation> map,
+                                       std::size_t from) {
+  for (std::size_t k = from; k < stages_.size(); ++k) {
+    auto& st = stages_[k];
+    if (st->is_placeholder()) continue;
+    const bool reads_replaced =
+        std::any_of(st->op->inputs.begin(), st->op->inputs.end(),
+                    [&](const Operation& in) { return map.count(in.get()) != 0; });
+    if (!reads_replaced) continue;
+    auto rebuilt = detail::with_body(st->op, detail::ReadRedirector(map).visit(st->op->body));
+    map[st->op.get()] = rebuilt;
+    by_op_[rebuilt.get()] = st.get();
+    st->op = rebuilt;
+  }
+}
+
+inline Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
+                                   const std::vector<Tensor>& readers) {
+  auto* source = checked_stage(t, "cache_read");
+  if (readers.empty()) raise<ScheduleError>("cache_read of '{}': no readers given", t.name());
+  std::vector<StageNode*> reader_stages;
+  for (const auto& r : readers) {
+    auto* rs = checked_stage(r, "cache_read");
+    if (std::find(rs->op->inputs.begin(), rs->op->inputs.end(), source->op) == rs->op->inputs.end())
+      raise<ScheduleError>("cache_read of '{}': stage '{}' does not read it", t.name(), rs->name());
+    reader_stages.push_back(rs);
+  }
+  const Tensor current(source->op);
+  const Tensor cache = detail::copy_of(current, t.name() + "." + scope);
+  insert_stage(position_of(source) + 1, cache.op(), scope);
+  const std::unordered_map<const te::OperationNode*, Operation> redirect{
+      {source->op.get(), cache.op()}};
+  std::unordered_map<const te::OperationNode*, Operation> rebuilt;
+  for (auto* rs : reader_stages) {
+    auto op = detail::with_body(rs->op, detail::ReadRedirector(redirect).visit(rs->op->body));
+    rebuilt[rs->op.get()] = op;
+    by_op_[op.get()] = rs;
+    rs->op = op;
+  }
+  replace_dataflow(std::move(rebuilt), position_of(source) + 2);
+  return cache;
+}
+
+inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
+  auto* st = checked_stage(t, "cache_write");
+  if (st->is_placeholder()) raise<ScheduleError>("cache_write of placeholder '{}'", t.name());
+  if (!st->relations.empty() || st->attach != AttachKind::Root || st->leaf != st->root)
+    raise<ScheduleError>("cache_write of '{}' must come before other primitives on its stage",
+                         t.name());
+  const auto& op = st->op;
+  // The cache computes the original body over fresh axes.
+  std::vector<ne::Substitution> rename;
+  std::vector<te::IterVar> axis;
+  for (const auto& a : op->axis) {
+    axis.push_back(te::make_iter_var(a.name() + ".c", a.dom().min, a.dom().extent, a.kind()));
+    rename.emplace_back(a.var(), axis.back().var());
+  }
+  std::unordered_map<const te::IterVarNode*, te::IterVar> fresh_reduce;
+  for (const auto& r : op->reduce_axis) {
+    auto fresh = te::make_iter_var(r.name(), r.dom().min, r.dom().extent, r.kind());
+    rename.emplace_back(r.var(), fresh.var());
+    fresh_reduce.emplace(r.get(), fresh);
+  }
+  struct Renamer : te::ExprMutator<Renamer> {
+    const std::vector<ne::Substitution>* map;
+    const std::unordered_map<const te::IterVarNode*, te::IterVar>* reduce;
+    ne::Expr mutate_index(const ne::Expr& e) { return ne::substitute(e, *map); }
+    te::Expr visit_reduce(const te::ReduceNode& n, const te::Expr&) {
+      std::vector<te::IterVar> axes;
+      for (const auto& a : n.axes) axes.push_back(reduce->at(a.get()));
+      return te::reduce(n.combiner, visit(n.source), axes);
+    }
+  } renamer;
+  renamer.map = &rename;
+  renamer.reduce = &fresh_reduce;
+  const auto body = renamer.visit(op->body);
+  const Tensor cache = te::detail::make_compute(t.name() + "." + scope, op->shape, axis, body);
+  insert_stage(position_of(st), cache.op(), scope);
+  // t becomes a copy of the cache over its own data-parallel axes; reductions move away.
+  std::vector<ne::Expr> indices;
+  for (const auto& a : op->axis) indices.push_back(a.var());
+  auto node = std::make_shared<te::OperationNode>(*op);
+  node->reduce_axis.clear();
+  node->body = cache.read(indices);
+  node->inputs = {cache.op()};
+  const Operation copy = node;
+  std::unordered_map<const te::OperationNode*, Operation> rebuilt{{op.get(), copy}};
+  by_op_[copy.get()] = st;
+  st->op = copy;
+  st->root = copy->axis;
+  st->leaf = st->root;
+  st->all = st->root;
+  replace_dataflow(std::move(rebuilt), position_of(st) + 1);
+  return cache;
 }
 
 // ---- Stage primitives ---------------------------------------------------------------------

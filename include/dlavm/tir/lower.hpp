@@ -38,6 +38,7 @@ struct StagePlan {
   te::Expr body;                     // after inlining
   std::vector<ne::Expr> region_min;  // per output dim, in enclosing loop variables
   std::vector<ne::Expr> region_extent;
+  std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
   std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
   std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
   std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
@@ -85,13 +86,15 @@ class Lowerer {
 
   void make_params() {
     for (const auto& t : args_) {
-      if (schedule_.stage_of(t.op().get()) == nullptr)
+      const auto* st = schedule_.stage_of(t.op().get());
+      if (st == nullptr)
         raise<ScheduleError>("lower '{}': argument '{}' is not part of the schedule", name_,
                              t.name());
-      if (param_of_.count(t.op().get()) != 0)
+      // Keyed by the stage's current operation: cache_read/cache_write rebuild operations.
+      if (param_of_.count(st->op.get()) != 0)
         raise<ScheduleError>("lower '{}': argument '{}' is listed twice", name_, t.name());
       auto b = te::make_buffer(t.name(), t.dtype(), t.shape(), "global");
-      param_of_.emplace(t.op().get(), b);
+      param_of_.emplace(st->op.get(), b);
       params_.push_back(b);
     }
     for (const auto& st : schedule_.stages()) {
@@ -273,6 +276,9 @@ class Lowerer {
       const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
       plan.region_extent.push_back(ne::simplify(hi - lo + 1));
+      // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
+      // the buffer its size when it is tighter.
+      plan.extent_bound.push_back(ne::simplify(region[k].hi - region[k].lo + 1));
     }
   }
 
@@ -305,11 +311,21 @@ class Lowerer {
       }
       if (st->attach == AttachKind::Inline) continue;
       std::vector<ne::Expr> shape;
-      for (const auto& ext : plan.region_extent) {
-        bool uses_loop = false;
-        for (const auto& v : ne::free_vars(ext))
-          uses_loop = uses_loop || loop_vars.count(v.id()) != 0;
-        shape.push_back(uses_loop ? ne::Expr(ne::bounds(ext).max) : ext);
+      const auto uses_loop = [&](const ne::Expr& e) {
+        for (const auto& v : ne::free_vars(e))
+          if (loop_vars.count(v.id()) != 0) return true;
+        return false;
+      };
+      for (std::size_t k = 0; k < plan.region_extent.size(); ++k) {
+        const auto& ext = plan.region_extent[k];
+        if (!uses_loop(ext)) {
+          shape.push_back(ext);
+          continue;
+        }
+        auto size = ne::bounds(ext).max;
+        if (k < plan.extent_bound.size())
+          size = std::min(size, ne::bounds(plan.extent_bound[k]).max);
+        shape.push_back(size);
       }
       plan.buffer = te::make_buffer(st->name(), st->op->dtype, std::move(shape), st->scope);
     }

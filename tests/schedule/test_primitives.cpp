@@ -1,0 +1,176 @@
+// Schedule primitives: their effect on a stage's loops, cache_read/cache_write rewriting, and
+// the errors a user gets for impossible requests.
+#include <dlavm/schedule.hpp>
+#include <dlavm/tir.hpp>
+
+#include <doctest/doctest.h>
+
+namespace te = dlavm::te;
+namespace ne = dlavm::ne;
+namespace tir = dlavm::tir;
+using dlavm::DType;
+using dlavm::ScheduleError;
+
+namespace {
+std::vector<std::string> leaf_names(te::Stage st) {
+  std::vector<std::string> names;
+  for (const auto& v : st.leaf_iter_vars()) names.push_back(v.name());
+  return names;
+}
+
+struct Chain {
+  te::Tensor A, B, C;
+  te::IterVar k;
+  Chain() {
+    A = te::placeholder(te::shape(12, 10), DType::int32(), "A");
+    B = te::compute(
+        te::shape(12, 10), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
+    k = te::reduce_axis({0, 10}, "k");
+    C = te::compute(
+        te::shape(12), [&](auto i) { return te::sum(B(i, k), {k}); }, "C");
+  }
+  void check(const tir::PrimFunc& f) const {
+    auto a = te::NDArray::random(DType::int32(), {12, 10}, 3, -1000, 1000);
+    te::NDArray c(DType::int32(), {12});
+    tir::run(f, {&a, &c});
+    CHECK(c == te::evaluate(C, {{A, a}}));
+  }
+};
+}  // namespace
+
+TEST_CASE("primitives: split, tile, fuse, reorder shape the loop nest") {
+  Chain g;
+  auto s = te::create_schedule(g.C);
+  auto [io, ii] = s[g.C].split(s[g.C].axis(0), 5);
+  CHECK(leaf_names(s[g.C]) == std::vector<std::string>{"i0.outer", "i0.inner", "k"});
+  CHECK(io.dom().extent.as_int() == 3);  // ceil(12 / 5)
+  s[g.C].reorder({g.k, io});
+  CHECK(leaf_names(s[g.C]) == std::vector<std::string>{"k", "i0.inner", "i0.outer"});
+  auto [xo, yo, xi, yi] = s[g.B].tile(s[g.B].axis(0), s[g.B].axis(1), 4, 3);
+  CHECK(leaf_names(s[g.B]) ==
+        std::vector<std::string>{"i0.outer", "i1.outer", "i0.inner", "i1.inner"});
+  auto fused = s[g.B].fuse(xi, yi);
+  CHECK(fused.dom().extent.as_int() == 12);
+  CHECK(leaf_names(s[g.B]) ==
+        std::vector<std::string>{"i0.outer", "i1.outer", "i0.inner.i1.inner.fused"});
+  auto [no, ni] = s[g.B].split_nparts(xo, 2);
+  CHECK(no.dom().extent.as_int() == 2);
+  CHECK(ni.dom().extent.as_int() == 2);
+  s[g.B].unroll(ni);
+  g.check(te::lower(s, {g.A, g.C}));
+}
+
+TEST_CASE("primitives: compute_at, inline and a virtual thread lower to equal results") {
+  Chain g;
+  auto s = te::create_schedule(g.C);
+  auto [ko, ki] = s[g.C].split(g.k, 4);
+  s[g.B].compute_at(s[g.C], ko);
+  auto f = te::lower(s, {g.A, g.C});
+  const auto text = tir::to_string(f);
+  CHECK(text.find("allocate(B, int32, [4])") != std::string::npos);  // one block of k
+  CHECK(text.find("if (") != std::string::npos);                     // 10 is not a multiple of 4
+  g.check(f);
+  s[g.B].compute_inline();
+  const auto inlined = tir::to_string(te::lower(s, {g.A, g.C}));
+  CHECK(inlined.find("allocate(B") == std::string::npos);
+  g.check(te::lower(s, {g.A, g.C}));
+  auto [o, i] = s[g.C].split(s[g.C].axis(0), 6);
+  s[g.C].bind(o, te::thread_axis("cthread"));
+  const auto vt = te::lower(s, {g.A, g.C});
+  CHECK(tir::to_string(vt).find("vthread (i0.outer, 0, 2)") != std::string::npos);
+  g.check(vt);
+  (void)i;
+}
+
+TEST_CASE("primitives: cache_read and cache_write insert copies in the given scope") {
+  Chain g;
+  auto s = te::create_schedule(g.C);
+  auto B_local = s.cache_read(g.B, "local.inp_buffer", {g.C});
+  auto C_acc = s.cache_write(g.C, "local.acc_buffer");
+  CHECK(B_local.name() == "B.local.inp_buffer");
+  CHECK(C_acc.name() == "C.local.acc_buffer");
+  s[B_local].compute_at(s[C_acc], s[C_acc].reduce_axis(0));
+  auto f = te::lower(s, {g.A, g.C});
+  const auto text = tir::to_string(f);
+  CHECK(text.find("storage_scope = local.inp_buffer") != std::string::npos);
+  CHECK(text.find("storage_scope = local.acc_buffer") != std::string::npos);
+  g.check(f);
+}
+
+TEST_CASE("primitives: impossible requests raise ScheduleError naming stage, axis and numbers") {
+  Chain g;
+  auto s = te::create_schedule(g.C);
+  auto other = te::reduce_axis({0, 3}, "stranger");
+  CHECK_THROWS_WITH_AS(s[g.C].split(other, 2),
+                       doctest::Contains("'stranger', which is not one of its loops"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[g.B].axis(0), 2), doctest::Contains("belongs to stage 'B'"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[g.C].axis(0), 0), doctest::Contains("factor 0"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[g.C].axis(0), -3), doctest::Contains("factor -3"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].split_nparts(s[g.C].axis(0), 0), doctest::Contains("0 parts"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].reorder({g.k, g.k}), doctest::Contains("twice"), ScheduleError);
+  auto [o, i] = s[g.C].split(s[g.C].axis(0), 4);
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[g.C].axis(0), 2), doctest::Contains("already split"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].fuse(o, g.k), doctest::Contains("directly inside"), ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].fuse(i, g.k), doctest::Contains("data-parallel and reduction"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].compute_at(s[g.B], s[g.B].axis(0)),
+                       doctest::Contains("does not consume"), ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.B], s[g.B].axis(0)), doctest::Contains("cycle"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].compute_inline(), doctest::Contains("reduction"), ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.A].split(s[g.B].axis(0), 2), doctest::Contains("placeholder"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].set_scope("local.acc_buffer"), doctest::Contains("output"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.C].bind(g.k, te::thread_axis()), doctest::Contains("reduction axis 'k'"),
+                       ScheduleError);
+  CHECK_THROWS_AS(s[g.C].axis(1), ScheduleError);
+  CHECK_THROWS_AS(s[g.C].reduce_axis(1), ScheduleError);
+  CHECK_THROWS_WITH_AS(te::lower(s, {g.C}),
+                       doctest::Contains("input 'A' is not among the arguments"), ScheduleError);
+  auto X = te::placeholder(te::shape(4), DType::int32(), "X");
+  CHECK_THROWS_WITH_AS(s[X], doctest::Contains("not part of this schedule"), ScheduleError);
+  CHECK_THROWS_WITH_AS(s.cache_read(g.A, "local", {g.C}), doctest::Contains("does not read it"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s.cache_write(g.C, "local"), doctest::Contains("before other primitives"),
+                       ScheduleError);
+}
+
+TEST_CASE("primitives: a second reader outside the attach scope is refused at lowering") {
+  auto A = te::placeholder(te::shape(8), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(8), [&](auto i) { return A(i) * 2; }, "B");
+  auto C = te::compute(
+      te::shape(8), [&](auto i) { return B(i) + 1; }, "C");
+  auto D = te::compute(
+      te::shape(8), [&](auto i) { return B(i) + C(i); }, "D");
+  auto s = te::create_schedule(D);
+  s[B].compute_at(s[C], s[C].axis(0));
+  CHECK_THROWS_WITH_AS(te::lower(s, {A, D}),
+                       doctest::Contains("stage 'D' reads it outside that loop"), ScheduleError);
+}
+
+TEST_CASE("primitives: symbolic extents stay symbolic through split and lowering") {
+  auto token = ne::var("token", 1, 2048);
+  auto A = te::placeholder(te::shape(token, 16), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(token, 16), [&](auto i, auto j) { return A(i, j) << 1; }, "B");
+  auto s = te::create_schedule(B);
+  s[B].split(s[B].axis(0), 8);
+  auto f = te::lower(s, {A, B});
+  const auto text = tir::to_string(f);
+  CHECK(text.find("floordiv(token + 7, 8)") != std::string::npos);
+  CHECK(text.find("< token") != std::string::npos);
+  for (std::int64_t t : {1, 8, 13, 2048}) {
+    auto a = te::NDArray::random(DType::int32(), {t, 16}, static_cast<std::uint64_t>(t));
+    te::NDArray b(DType::int32(), {t, 16});
+    tir::run(f, {&a, &b}, {{"token", t}});
+    CHECK(b == te::evaluate(B, {{A, a}}, {{"token", t}}));
+  }
+}
