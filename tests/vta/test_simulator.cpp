@@ -233,3 +233,32 @@ TEST_CASE("vta simulator: errors name the instruction") {
           std::string::npos);
   }
 }
+
+TEST_CASE("vta simulator: random words either run or raise a dlavm::Error") {
+  vta::SimDevice dev;
+  auto& sim = dev.simulator();
+  const auto layout = sim.layout();
+  const auto buf = dev.alloc(4096);
+  std::mt19937_64 rng(11);
+  int ran = 0, rejected = 0;
+  for (int n = 0; n < 3000; ++n) {
+    vta::InsnWord w;
+    w.word[0] = rng();
+    w.word[1] = rng();
+    try {
+      auto f = vta::decode(layout, w, 0);
+      // Keep loop nests small so that accepted instructions stay quick.
+      f.iter_out %= 5;
+      f.iter_in %= 5;
+      f.uop_end = f.uop_bgn + (f.uop_end % 8);
+      if (n % 3 == 0) f.dram_base = static_cast<std::uint32_t>(buf.phys / 16 + rng() % 300);
+      if (n % 2 == 0) f.y_size %= 4;
+      sim.run(std::span<const vta::InsnFields>(&f, 1));
+      ++ran;
+    } catch (const dlavm::Error&) {
+      ++rejected;
+    }
+  }
+  CHECK(ran > 0);
+  CHECK(rejected > 0);
+}
