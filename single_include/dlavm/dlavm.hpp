@@ -252,6 +252,16 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
 // compiled evaluation and static (compile-time) dims. Guide: docs/ne.md.
 
+// begin dlavm/ne/affine.hpp
+// ne::linear_form: reads an index expression as offset + sum(stride_k * var_k), the form DMA
+// and tensorize passes match against.
+//
+//   linear_form((i*16 + j)*4 + 7, {i, j})  ->  offset 7, strides {64, 4}
+//   linear_form(token*64*i + base, {i})     ->  offset base, strides {token*64}
+//
+// Offset and strides may involve other variables but not the listed ones. nullopt when the
+// expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
+
 // begin dlavm/ne/expr.hpp
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
@@ -570,6 +580,33 @@ inline std::vector<Var> free_vars(const Expr& e) {
 
 }  // namespace dlavm::ne
 // end dlavm/ne/functor.hpp
+// begin dlavm/ne/simplify.hpp
+// ne::simplify: rewrites an expression into a canonical form with the same value.
+//
+// Arithmetic (+, -, * and what they reach) becomes a linear sum
+//     constant + c1*m1 + c2*m2 + ...
+// whose monomials m_i (a variable, a product of factors, or any non-arithmetic node, itself
+// simplified) are sorted by ne::compare and distinct, with nonzero coefficients. Building the
+// sum flattens the whole +,-,* tree once and sorts once, so an n-term sum costs O(n log n).
+// Products of sums are distributed while the result stays small (kMaxDistributedTerms).
+//
+// On top of the sums, using the variables' ranges (interval analysis, ne/interval.hpp):
+//   floordiv(c*x + r, d) -> (c/d)*x + floordiv(r, d)  when d divides c, and the remaining
+//       floordiv folds to a constant when r provably stays within one multiple of d;
+//       common factors of r and d cancel; floordiv(floordiv(x, a), b) -> floordiv(x, a*b)
+//   floormod(c*x + r, d) -> floormod(r, d), -> r - k*d when r stays within [k*d, (k+1)*d);
+//       floormod(g*r, g*d) -> g*floormod(r, d); floormod(floormod(x, k*d), d) -> floormod(x, d)
+//   floordiv(x, d)*d + floormod(x, d) -> x (with any common coefficient)
+//   min/max, comparisons, &&, ||, !, select fold when the interval of the difference of the
+//       operands (or of the condition) decides them; !(a < b) -> a >= b, and so on.
+// A variable whose range is a single value becomes that constant. Rewrites never change the
+// value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
+// If a coefficient would overflow int64, that part of the expression is left as written.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
 // begin dlavm/ne/int_math.hpp
 // Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
 // checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
@@ -653,15 +690,197 @@ constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
 
 }  // namespace dlavm::ne::detail
 // end dlavm/ne/int_math.hpp
-// begin dlavm/ne/mutator.hpp
-// ExprMutator: the rewriting form of ExprFunctor. By default every method rebuilds its node
-// from the visited children with ne::binary / ne::select (so constants fold), and returns the
-// node itself, without allocating, when no child changed. Override the kinds a pass rewrites.
+// begin dlavm/ne/interval.hpp
+// Inclusive integer intervals and the interval analysis of an expression as written (no
+// rewriting). ne::bounds (ne/bounds.hpp) combines this with the simplifier for tighter results;
+// the simplifier itself uses this analysis on the canonical pieces it builds.
+//
+// Endpoint arithmetic runs in 128 bits and saturates into int64, so the analysis never
+// overflows. An interval is sound for every assignment of in-range values under which the
+// expression evaluates without an error.
 
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
+namespace dlavm::ne {
+
+struct Interval {
+  std::int64_t min = detail::int64_min;
+  std::int64_t max = detail::int64_max;
+
+  static constexpr Interval point(std::int64_t v) { return {v, v}; }
+  static constexpr Interval everything() { return {}; }
+
+  constexpr bool is_point() const { return min == max; }
+  constexpr bool contains(std::int64_t v) const { return min <= v && v <= max; }
+  constexpr bool excludes_zero() const { return min > 0 || max < 0; }
+  constexpr bool is_zero() const { return min == 0 && max == 0; }
+  friend constexpr bool operator==(Interval, Interval) = default;
+};
+
+// The smallest interval holding both.
+constexpr Interval hull(Interval a, Interval b) {
+  return {std::min(a.min, b.min), std::max(a.max, b.max)};
+}
+// The overlap of two intervals that both hold the value (an empty overlap cannot happen for
+// sound inputs; it is resolved towards `a`).
+constexpr Interval intersect(Interval a, Interval b) {
+  const Interval r{std::max(a.min, b.min), std::min(a.max, b.max)};
+  return r.min <= r.max ? r : a;
+}
+
+namespace detail {
+
+constexpr Interval interval_from(std::initializer_list<int128> corners) {
+  const auto [lo, hi] = std::minmax(corners);
+  return {saturate(lo), saturate(hi)};
+}
+
+constexpr Interval interval_add(Interval a, Interval b) {
+  return {saturate(int128{a.min} + b.min), saturate(int128{a.max} + b.max)};
+}
+constexpr Interval interval_sub(Interval a, Interval b) {
+  return {saturate(int128{a.min} - b.max), saturate(int128{a.max} - b.min)};
+}
+constexpr Interval interval_mul(Interval a, Interval b) {
+  return interval_from(
+      {int128{a.min} * b.min, int128{a.min} * b.max, int128{a.max} * b.min, int128{a.max} * b.max});
+}
+constexpr Interval interval_scale(Interval a, std::int64_t c) {
+  return interval_from({int128{a.min} * c, int128{a.max} * c});
+}
+
+// floor(a / b) over the nonzero values of b. floor(x / y) is monotone in x for a fixed y and
+// in y on each side of zero, so the extremes are at the corners of each sign part.
+constexpr Interval interval_floordiv(Interval a, Interval b) {
+  bool any = false;
+  Interval r{};
+  auto part = [&](std::int64_t lo, std::int64_t hi) {
+    const Interval p = interval_from({floor_div128(a.min, lo), floor_div128(a.min, hi),
+                                      floor_div128(a.max, lo), floor_div128(a.max, hi)});
+    r = any ? hull(r, p) : p;
+    any = true;
+  };
+  if (b.min < 0) part(b.min, std::min<std::int64_t>(b.max, -1));
+  if (b.max > 0) part(std::max<std::int64_t>(b.min, 1), b.max);
+  return any ? r : Interval::everything();  // b == 0: never evaluates without an error
+}
+
+constexpr Interval interval_floormod(Interval a, Interval b) {
+  if (b.is_point() && b.min != 0) {
+    const std::int64_t d = b.min;
+    const int128 k = floor_div128(a.min, d);
+    if (k == floor_div128(a.max, d))  // a lies in one period: floormod(x, d) = x - k*d
+      return {saturate(a.min - k * d), saturate(a.max - k * d)};
+  }
+  if (b.min > 0 && a.min >= 0) return {0, std::min<std::int64_t>(a.max, b.max - 1)};
+  bool any = false;
+  Interval r{};
+  if (b.max > 0) {
+    r = {0, b.max - 1};
+    any = true;
+  }
+  if (b.min < 0) {
+    const Interval n{b.min + 1, 0};
+    r = any ? hull(r, n) : n;
+    any = true;
+  }
+  return any ? r : Interval::everything();
+}
+
+constexpr Interval interval_truth(bool known_true, bool known_false) {
+  if (known_true) return Interval::point(1);
+  if (known_false) return Interval::point(0);
+  return {0, 1};
+}
+
+constexpr Interval interval_compare(Kind k, Interval a, Interval b) {
+  switch (k) {
+    case Kind::LT:
+      return interval_truth(a.max < b.min, a.min >= b.max);
+    case Kind::LE:
+      return interval_truth(a.max <= b.min, a.min > b.max);
+    case Kind::GT:
+      return interval_truth(a.min > b.max, a.max <= b.min);
+    case Kind::GE:
+      return interval_truth(a.min >= b.max, a.max < b.min);
+    case Kind::EQ:
+      return interval_truth(a.is_point() && a == b, a.max < b.min || b.max < a.min);
+    case Kind::NE:
+      return interval_truth(a.max < b.min || b.max < a.min, a.is_point() && a == b);
+    default:
+      return {0, 1};
+  }
+}
+
+// The interval of k(a, b) from the intervals of its operands.
+constexpr Interval interval_binary(Kind k, Interval a, Interval b) {
+  switch (k) {
+    case Kind::Add:
+      return interval_add(a, b);
+    case Kind::Sub:
+      return interval_sub(a, b);
+    case Kind::Mul:
+      return interval_mul(a, b);
+    case Kind::FloorDiv:
+      return interval_floordiv(a, b);
+    case Kind::FloorMod:
+      return interval_floormod(a, b);
+    case Kind::Min:
+      return {std::min(a.min, b.min), std::min(a.max, b.max)};
+    case Kind::Max:
+      return {std::max(a.min, b.min), std::max(a.max, b.max)};
+    case Kind::And:
+      return interval_truth(a.excludes_zero() && b.excludes_zero(), a.is_zero() || b.is_zero());
+    case Kind::Or:
+      return interval_truth(a.excludes_zero() || b.excludes_zero(), a.is_zero() && b.is_zero());
+    default:
+      return interval_compare(k, a, b);
+  }
+}
+
+class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
+ public:
+  Interval visit_int(const IntImmNode& n, const Expr&) { return Interval::point(n.value); }
+  Interval visit_var(const VarNode& n, const Expr&) { return {n.min, n.max}; }
+  Interval visit_binary(const BinaryNode& n, const Expr&) {
+    return interval_binary(n.kind(), visit(n.a), visit(n.b));
+  }
+  Interval visit_not(const NotNode& n, const Expr&) {
+    const Interval a = visit(n.a);
+    return interval_truth(a.is_zero(), a.excludes_zero());
+  }
+  Interval visit_select(const SelectNode& n, const Expr&) {
+    const Interval c = visit(n.cond);
+    if (c.excludes_zero()) return visit(n.t);
+    if (c.is_zero()) return visit(n.f);
+    return hull(visit(n.t), visit(n.f));
+  }
+};
+
+// The interval of e as written, from its variables' ranges.
+inline Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
+
+}  // namespace detail
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::ne::Interval& i, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
+  }
+};
+// end dlavm/ne/interval.hpp
 // begin dlavm/ne/ops.hpp
 // Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
 // the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
@@ -1000,40 +1219,6 @@ Expr& operator*=(Var&, const Expr&) = delete;
 
 }  // namespace dlavm::ne
 // end dlavm/ne/ops.hpp
-
-namespace dlavm::ne {
-
-template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
- public:
-  Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
-  Expr visit_var(const VarNode&, const Expr& e) { return e; }
-  Expr visit_binary(const BinaryNode& n, const Expr& e) {
-    Expr a = this->visit(n.a);
-    Expr b = this->visit(n.b);
-    if (a.same_as(n.a) && b.same_as(n.b)) return e;
-    return binary(n.kind(), a, b);
-  }
-  Expr visit_not(const NotNode& n, const Expr& e) {
-    Expr a = this->visit(n.a);
-    if (a.same_as(n.a)) return e;
-    return !a;
-  }
-  Expr visit_select(const SelectNode& n, const Expr& e) {
-    Expr c = this->visit(n.cond);
-    Expr t = this->visit(n.t);
-    Expr f = this->visit(n.f);
-    if (c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f)) return e;
-    return select(c, t, f);
-  }
-};
-
-}  // namespace dlavm::ne
-// end dlavm/ne/mutator.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
 // begin dlavm/ne/structural.hpp
 // Structural equality, a total order and hashing of ne expressions. Two expressions are
 // equal when they have the same shape, the same constants and the same variables (by
@@ -1117,6 +1302,1403 @@ struct ExprLess {
 
 }  // namespace dlavm::ne
 // end dlavm/ne/structural.hpp
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlavm::ne {
+namespace detail {
+
+// Raised inside the simplifier when a coefficient overflows; the rewrite that hit it is
+// abandoned and the node kept as written.
+struct CoefficientOverflow {};
+
+inline std::int64_t add_or_bail(std::int64_t a, std::int64_t b) {
+  if (auto r = checked_add(a, b)) return *r;
+  throw CoefficientOverflow{};
+}
+inline std::int64_t mul_or_bail(std::int64_t a, std::int64_t b) {
+  if (auto r = checked_mul(a, b)) return *r;
+  throw CoefficientOverflow{};
+}
+
+struct Term {
+  std::int64_t coeff;
+  Expr atom;  // never a constant, a sum or a product by a constant
+};
+
+// constant + sum(coeff * atom): the canonical form of arithmetic.
+struct LinearSum {
+  std::int64_t constant = 0;
+  std::vector<Term> terms;
+
+  bool is_zero() const { return constant == 0 && terms.empty(); }
+};
+
+// Adds scale * x to s, where x is already simplified (a canonical form): walks its sum and
+// scaled-term structure without rewriting anything.
+inline void add_canonical(const Expr& x, std::int64_t scale, LinearSum& s) {
+  switch (x.kind()) {
+    case Kind::IntImm:
+      s.constant = add_or_bail(s.constant, mul_or_bail(scale, x.as<IntImmNode>()->value));
+      return;
+    case Kind::Add: {
+      const auto* n = x.as<BinaryNode>();
+      add_canonical(n->a, scale, s);
+      add_canonical(n->b, scale, s);
+      return;
+    }
+    case Kind::Sub: {
+      const auto* n = x.as<BinaryNode>();
+      add_canonical(n->a, scale, s);
+      add_canonical(n->b, mul_or_bail(scale, -1), s);
+      return;
+    }
+    case Kind::Mul: {
+      const auto* n = x.as<BinaryNode>();
+      if (const auto c = n->b.as_int()) {
+        add_canonical(n->a, mul_or_bail(scale, *c), s);
+        return;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  s.terms.push_back({scale, x});
+}
+
+inline LinearSum to_sum(const Expr& x) {
+  LinearSum s;
+  add_canonical(x, 1, s);
+  return s;
+}
+
+// The factors of a monomial: the operands of a chain of non-constant products.
+inline void collect_factors(const Expr& x, std::vector<Expr>& out) {
+  if (x.kind() == Kind::Mul) {
+    const auto* n = x.as<BinaryNode>();
+    collect_factors(n->a, out);
+    collect_factors(n->b, out);
+  } else {
+    out.push_back(x);
+  }
+}
+
+// The canonical monomial a*b: factors sorted by ne::compare, multiplied left to right.
+inline Expr product_atom(const Expr& a, const Expr& b) {
+  std::vector<Expr> factors;
+  collect_factors(a, factors);
+  collect_factors(b, factors);
+  std::stable_sort(factors.begin(), factors.end(), ExprLess{});
+  Expr acc = factors.front();
+  for (std::size_t i = 1; i < factors.size(); ++i)
+    acc = make_binary(Kind::Mul, std::move(acc), factors[i]);
+  return acc;
+}
+
+inline bool is_const_div(const Expr& x, Kind k, const Expr** num, std::int64_t* d) {
+  if (x.kind() != k) return false;
+  const auto* n = x.as<BinaryNode>();
+  const auto c = n->b.as_int();
+  if (!c) return false;
+  *num = &n->a;
+  *d = *c;
+  return true;
+}
+
+// floordiv(x, d)*c*d + floormod(x, d)*c -> x*c. Returns whether anything was rewritten.
+inline bool recombine_div_mod(LinearSum& s) {
+  bool changed = false;
+  std::vector<bool> used(s.terms.size(), false);
+  std::vector<Term> extra;
+  for (std::size_t i = 0; i < s.terms.size(); ++i) {
+    const Expr* x = nullptr;
+    std::int64_t d = 0;
+    if (used[i] || !is_const_div(s.terms[i].atom, Kind::FloorMod, &x, &d)) continue;
+    const auto want = checked_mul(s.terms[i].coeff, d);
+    if (!want) continue;
+    for (std::size_t j = 0; j < s.terms.size(); ++j) {
+      const Expr* y = nullptr;
+      std::int64_t e = 0;
+      if (used[j] || s.terms[j].coeff != *want ||
+          !is_const_div(s.terms[j].atom, Kind::FloorDiv, &y, &e) || e != d || !equal(*x, *y))
+        continue;
+      used[i] = used[j] = true;
+      LinearSum inner;
+      add_canonical(*x, s.terms[i].coeff, inner);
+      s.constant = add_or_bail(s.constant, inner.constant);
+      extra.insert(extra.end(), inner.terms.begin(), inner.terms.end());
+      changed = true;
+      break;
+    }
+  }
+  if (!changed) return false;
+  std::vector<Term> kept;
+  for (std::size_t i = 0; i < s.terms.size(); ++i)
+    if (!used[i]) kept.push_back(std::move(s.terms[i]));
+  kept.insert(kept.end(), extra.begin(), extra.end());
+  s.terms = std::move(kept);
+  return true;
+}
+
+// Sorts the terms, merges equal monomials and drops zero coefficients.
+inline void normalize(LinearSum& s) {
+  for (;;) {
+    std::stable_sort(s.terms.begin(), s.terms.end(),
+                     [](const Term& x, const Term& y) { return compare(x.atom, y.atom) < 0; });
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < s.terms.size(); ++i) {
+      if (out > 0 && equal(s.terms[out - 1].atom, s.terms[i].atom)) {
+        s.terms[out - 1].coeff = add_or_bail(s.terms[out - 1].coeff, s.terms[i].coeff);
+      } else {
+        if (out != i) s.terms[out] = std::move(s.terms[i]);
+        ++out;
+      }
+    }
+    s.terms.resize(out);
+    std::erase_if(s.terms, [](const Term& t) { return t.coeff == 0; });
+    if (!recombine_div_mod(s)) return;
+  }
+}
+
+inline Expr term_expr(std::int64_t coeff, const Expr& atom) {
+  return coeff == 1 ? atom : make_binary(Kind::Mul, atom, make_int(coeff));
+}
+
+// The expression of a normalized sum: terms in order, negative coefficients as subtraction,
+// the constant last (or first, `16 - x`, when the first term is negative).
+inline Expr build(const LinearSum& s) {
+  if (s.terms.empty()) return make_int(s.constant);
+  Expr acc;
+  bool constant_done = s.constant == 0;
+  for (const Term& t : s.terms) {
+    const bool negative = t.coeff < 0 && t.coeff != int64_min;
+    if (!acc.defined()) {
+      if (negative && s.constant > 0) {
+        acc = make_int(s.constant);
+        constant_done = true;
+      } else {
+        acc = term_expr(t.coeff, t.atom);
+        continue;
+      }
+    }
+    acc = negative ? make_binary(Kind::Sub, std::move(acc), term_expr(-t.coeff, t.atom))
+                   : make_binary(Kind::Add, std::move(acc), term_expr(t.coeff, t.atom));
+  }
+  if (!constant_done) {
+    acc = (s.constant < 0 && s.constant != int64_min)
+              ? make_binary(Kind::Sub, std::move(acc), make_int(-s.constant))
+              : make_binary(Kind::Add, std::move(acc), make_int(s.constant));
+  }
+  return acc;
+}
+
+inline Interval interval_of_sum(const LinearSum& s) {
+  Interval acc = Interval::point(s.constant);
+  for (const Term& t : s.terms)
+    acc = interval_add(acc, interval_scale(interval_of(t.atom), t.coeff));
+  return acc;
+}
+
+// a - b as a normalized sum, for deciding comparisons, min and max.
+inline LinearSum difference(const Expr& a, const Expr& b) {
+  LinearSum s;
+  add_canonical(a, 1, s);
+  add_canonical(b, -1, s);
+  normalize(s);
+  return s;
+}
+
+// Whether x always has the value 0 or 1.
+inline bool is_boolean(const Expr& x) {
+  const Interval i = interval_of(x);
+  return i.min >= 0 && i.max <= 1;
+}
+inline Expr as_boolean(const Expr& x) {
+  return is_boolean(x) ? x : make_binary(Kind::NE, x, make_int(0));
+}
+
+constexpr Kind negate_comparison(Kind k) {
+  switch (k) {
+    case Kind::EQ:
+      return Kind::NE;
+    case Kind::NE:
+      return Kind::EQ;
+    case Kind::LT:
+      return Kind::GE;
+    case Kind::LE:
+      return Kind::GT;
+    case Kind::GT:
+      return Kind::LE;
+    case Kind::GE:
+      return Kind::LT;
+    default:
+      return k;
+  }
+}
+
+class Simplifier : public ExprFunctor<Simplifier, Expr> {
+ public:
+  // Products of sums are distributed only while the product has at most this many terms.
+  static constexpr std::size_t kMaxDistributedTerms = 64;
+
+  Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
+  Expr visit_var(const VarNode& n, const Expr& e) { return n.min == n.max ? make_int(n.min) : e; }
+
+  Expr visit_binary(const BinaryNode& n, const Expr& e) {
+    switch (n.kind()) {
+      case Kind::Add:
+      case Kind::Sub:
+      case Kind::Mul:
+        return arith(n, e);
+      case Kind::FloorDiv:
+        return div(visit(n.a), visit(n.b));
+      case Kind::FloorMod:
+        return mod(visit(n.a), visit(n.b));
+      case Kind::Min:
+      case Kind::Max:
+        return min_max(n.kind(), visit(n.a), visit(n.b));
+      case Kind::And:
+      case Kind::Or:
+        return logic(n.kind(), visit(n.a), visit(n.b));
+      default:
+        return comparison(n.kind(), visit(n.a), visit(n.b));
+    }
+  }
+
+  Expr visit_not(const NotNode& n, const Expr&) {
+    Expr a = visit(n.a);
+    const Interval i = interval_of(a);
+    if (i.excludes_zero()) return make_int(0);
+    if (i.is_zero()) return make_int(1);
+    if (is_comparison(a.kind())) {
+      const auto* c = a.as<BinaryNode>();
+      return make_binary(negate_comparison(a.kind()), c->a, c->b);
+    }
+    if (const auto* inner = a.as<NotNode>(); inner && is_boolean(inner->a)) return inner->a;
+    return make_not(std::move(a));
+  }
+
+  Expr visit_select(const SelectNode& n, const Expr&) {
+    Expr c = visit(n.cond);
+    const Interval i = interval_of(c);
+    if (i.excludes_zero()) return visit(n.t);
+    if (i.is_zero()) return visit(n.f);
+    Expr t = visit(n.t);
+    Expr f = visit(n.f);
+    if (equal(t, f)) return t;
+    return make_select(std::move(c), std::move(t), std::move(f));
+  }
+
+ private:
+  // +, -, *: flatten into one sum, normalize once.
+  Expr arith(const BinaryNode& n, const Expr& e) {
+    try {
+      LinearSum s;
+      collect(e, 1, s);
+      normalize(s);
+      return build(s);
+    } catch (const CoefficientOverflow&) {
+      return binary(n.kind(), visit(n.a), visit(n.b));
+    }
+  }
+
+  // Adds scale * e to s, where e is not simplified yet.
+  void collect(const Expr& e, std::int64_t scale, LinearSum& s) {
+    switch (e.kind()) {
+      case Kind::IntImm:
+        s.constant = add_or_bail(s.constant, mul_or_bail(scale, e.as<IntImmNode>()->value));
+        return;
+      case Kind::Add: {
+        const auto* n = e.as<BinaryNode>();
+        collect(n->a, scale, s);
+        collect(n->b, scale, s);
+        return;
+      }
+      case Kind::Sub: {
+        const auto* n = e.as<BinaryNode>();
+        collect(n->a, scale, s);
+        collect(n->b, mul_or_bail(scale, -1), s);
+        return;
+      }
+      case Kind::Mul: {
+        const auto* n = e.as<BinaryNode>();
+        if (const auto c = n->b.as_int()) return collect(n->a, mul_or_bail(scale, *c), s);
+        if (const auto c = n->a.as_int()) return collect(n->b, mul_or_bail(scale, *c), s);
+        Expr x = visit(n->a);
+        Expr y = visit(n->b);
+        if (const auto c = y.as_int()) return add_canonical(x, mul_or_bail(scale, *c), s);
+        if (const auto c = x.as_int()) return add_canonical(y, mul_or_bail(scale, *c), s);
+        return multiply(x, y, scale, s);
+      }
+      default:
+        add_canonical(visit(e), scale, s);
+    }
+  }
+
+  // Adds scale * x * y to s for simplified, non-constant x and y.
+  static void multiply(const Expr& x, const Expr& y, std::int64_t scale, LinearSum& s) {
+    const LinearSum sx = to_sum(x);
+    const LinearSum sy = to_sum(y);
+    const std::size_t nx = sx.terms.size() + (sx.constant != 0);
+    const std::size_t ny = sy.terms.size() + (sy.constant != 0);
+    if (nx == 1 && ny == 1 && sx.constant == 0 && sy.constant == 0) {
+      const std::int64_t c = mul_or_bail(sx.terms[0].coeff, sy.terms[0].coeff);
+      s.terms.push_back({mul_or_bail(scale, c), product_atom(sx.terms[0].atom, sy.terms[0].atom)});
+      return;
+    }
+    if (nx * ny > kMaxDistributedTerms) {
+      s.terms.push_back({scale, product_atom(x, y)});
+      return;
+    }
+    s.constant = add_or_bail(s.constant, mul_or_bail(scale, mul_or_bail(sx.constant, sy.constant)));
+    for (const Term& t : sx.terms)
+      if (sy.constant != 0)
+        s.terms.push_back({mul_or_bail(scale, mul_or_bail(t.coeff, sy.constant)), t.atom});
+    for (const Term& t : sy.terms)
+      if (sx.constant != 0)
+        s.terms.push_back({mul_or_bail(scale, mul_or_bail(t.coeff, sx.constant)), t.atom});
+    for (const Term& a : sx.terms)
+      for (const Term& b : sy.terms)
+        s.terms.push_back(
+            {mul_or_bail(scale, mul_or_bail(a.coeff, b.coeff)), product_atom(a.atom, b.atom)});
+  }
+
+  // floordiv(a, b) for simplified a and b.
+  Expr div(const Expr& a, const Expr& b) {
+    const auto divisor = b.as_int();
+    if (!divisor) return div_symbolic(a, b);
+    std::int64_t d = *divisor;
+    if (d == 0) return make_binary(Kind::FloorDiv, a, b);  // evaluation reports it
+    if (const auto x = a.as_int()) {
+      if (const auto r = checked_floor_div(*x, d)) return make_int(*r);
+      return make_binary(Kind::FloorDiv, a, b);
+    }
+    if (d == 1) return a;
+    try {
+      LinearSum s = to_sum(a);
+      if (d == -1) {
+        for (Term& t : s.terms) t.coeff = mul_or_bail(t.coeff, -1);
+        s.constant = mul_or_bail(s.constant, -1);
+        return build(s);
+      }
+      const Expr* inner = nullptr;
+      std::int64_t d1 = 0;
+      if (s.constant == 0 && s.terms.size() == 1 && s.terms[0].coeff == 1 && d > 0 &&
+          is_const_div(s.terms[0].atom, Kind::FloorDiv, &inner, &d1) && d1 > 0) {
+        if (const auto dd = checked_mul(d1, d)) return div(*inner, make_int(*dd));
+      }
+      LinearSum q;
+      LinearSum r;
+      for (Term& t : s.terms) {
+        if (t.coeff % d == 0)
+          q.terms.push_back({t.coeff / d, std::move(t.atom)});
+        else
+          r.terms.push_back(std::move(t));
+      }
+      q.constant = floor_div(s.constant, d);
+      r.constant = floor_mod(s.constant, d);
+      d = reduce_by_common_factor(r, d);
+      const Interval i = interval_of_sum(r);
+      const std::int64_t lo = floor_div(i.min, d);
+      if (lo == floor_div(i.max, d)) {
+        q.constant = add_or_bail(q.constant, lo);
+        return build(q);
+      }
+      Expr rest = make_binary(Kind::FloorDiv, build(r), make_int(d));
+      if (q.is_zero()) return rest;
+      q.terms.push_back({1, std::move(rest)});
+      normalize(q);
+      return build(q);
+    } catch (const CoefficientOverflow&) {
+      return make_binary(Kind::FloorDiv, a, b);
+    }
+  }
+
+  static Expr div_symbolic(const Expr& a, const Expr& b) {
+    const Interval ib = interval_of(b);
+    if (a.as_int() == 0) return a;
+    if (ib.excludes_zero() && equal(a, b)) return make_int(1);
+    const Interval ia = interval_of(a);
+    if (ib.min > 0 && ia.min >= 0 && ia.max < ib.min) return make_int(0);
+    return make_binary(Kind::FloorDiv, a, b);
+  }
+
+  // Divides r and d by the positive gcd of d and all of r; returns the new d.
+  static std::int64_t reduce_by_common_factor(LinearSum& r, std::int64_t d) {
+    std::int64_t g = gcd(d, r.constant);
+    for (const Term& t : r.terms) g = gcd(g, t.coeff);
+    if (g <= 1) return d;
+    for (Term& t : r.terms) t.coeff /= g;
+    r.constant /= g;
+    return d / g;
+  }
+
+  // floormod(a, b) for simplified a and b.
+  Expr mod(const Expr& a, const Expr& b) {
+    const auto divisor = b.as_int();
+    if (!divisor) return mod_symbolic(a, b);
+    std::int64_t d = *divisor;
+    if (d == 0) return make_binary(Kind::FloorMod, a, b);
+    if (const auto x = a.as_int()) return make_int(floor_mod(*x, d));
+    if (d == 1 || d == -1) return make_int(0);
+    try {
+      LinearSum s = to_sum(a);
+      const Expr* inner = nullptr;
+      std::int64_t d1 = 0;
+      if (s.constant == 0 && s.terms.size() == 1 && s.terms[0].coeff == 1 &&
+          is_const_div(s.terms[0].atom, Kind::FloorMod, &inner, &d1) && d1 != 0 && d1 % d == 0)
+        return mod(*inner, b);
+      LinearSum r;
+      for (Term& t : s.terms)
+        if (t.coeff % d != 0) r.terms.push_back(std::move(t));
+      r.constant = floor_mod(s.constant, d);
+      const std::int64_t reduced = reduce_by_common_factor(r, d);
+      const std::int64_t g = d / reduced;  // positive
+      d = reduced;
+      const Interval i = interval_of_sum(r);
+      const std::int64_t k = floor_div(i.min, d);
+      LinearSum result;
+      if (k == floor_div(i.max, d)) {  // one period: floormod(r, d) = r - k*d
+        r.constant = add_or_bail(r.constant, mul_or_bail(-k, d));
+        result = std::move(r);
+      } else {
+        result.terms.push_back({1, make_binary(Kind::FloorMod, build(r), make_int(d))});
+      }
+      if (g != 1) {
+        for (Term& t : result.terms) t.coeff = mul_or_bail(t.coeff, g);
+        result.constant = mul_or_bail(result.constant, g);
+      }
+      return build(result);
+    } catch (const CoefficientOverflow&) {
+      return make_binary(Kind::FloorMod, a, b);
+    }
+  }
+
+  static Expr mod_symbolic(const Expr& a, const Expr& b) {
+    const Interval ib = interval_of(b);
+    if (a.as_int() == 0) return a;
+    if (ib.excludes_zero() && equal(a, b)) return make_int(0);
+    const Interval ia = interval_of(a);
+    if (ib.min > 0 && ia.min >= 0 && ia.max < ib.min) return a;
+    return make_binary(Kind::FloorMod, a, b);
+  }
+
+  static Expr min_max(Kind k, Expr a, Expr b) {
+    const auto x = a.as_int();
+    const auto y = b.as_int();
+    if (x && y) return make_int(*fold(k, *x, *y));
+    if (equal(a, b)) return a;
+    try {
+      const Interval i = interval_of_sum(difference(a, b));  // a - b
+      const bool a_le_b = i.max <= 0;
+      const bool a_ge_b = i.min >= 0;
+      if (k == Kind::Min ? a_le_b : a_ge_b) return a;
+      if (k == Kind::Min ? a_ge_b : a_le_b) return b;
+    } catch (const CoefficientOverflow&) {
+    }
+    // Commutative: canonical operand order, a constant last (`min(t, 100)`).
+    if (a.is_const() || (!b.is_const() && compare(a, b) > 0)) std::swap(a, b);
+    return make_binary(k, std::move(a), std::move(b));
+  }
+
+  static Expr comparison(Kind k, const Expr& a, const Expr& b) {
+    const auto x = a.as_int();
+    const auto y = b.as_int();
+    if (x && y) return make_int(*fold(k, *x, *y));
+    try {
+      const Interval i = interval_compare(k, interval_of_sum(difference(a, b)), Interval::point(0));
+      if (i.is_point()) return make_int(i.min);
+    } catch (const CoefficientOverflow&) {
+    }
+    return make_binary(k, a, b);
+  }
+
+  static Expr logic(Kind k, const Expr& a, const Expr& b) {
+    const Interval ia = interval_of(a);
+    const Interval ib = interval_of(b);
+    if (k == Kind::And) {
+      if (ia.is_zero() || ib.is_zero()) return make_int(0);
+      if (ia.excludes_zero() && ib.excludes_zero()) return make_int(1);
+      if (ia.excludes_zero()) return as_boolean(b);
+      if (ib.excludes_zero()) return as_boolean(a);
+    } else {
+      if (ia.excludes_zero() || ib.excludes_zero()) return make_int(1);
+      if (ia.is_zero() && ib.is_zero()) return make_int(0);
+      if (ia.is_zero()) return as_boolean(b);
+      if (ib.is_zero()) return as_boolean(a);
+    }
+    if (equal(a, b)) return as_boolean(a);
+    return make_binary(k, a, b);
+  }
+};
+
+}  // namespace detail
+
+// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
+// expression.
+inline Expr simplify(const Expr& e) { return detail::Simplifier().visit(e); }
+
+}  // namespace dlavm::ne
+// end dlavm/ne/simplify.hpp
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dlavm::ne {
+
+struct LinearForm {
+  Expr offset;                // free of the listed variables
+  std::vector<Expr> strides;  // one per listed variable, in the order given
+};
+
+namespace detail {
+// Whether e mentions any of vars.
+inline bool uses_any(const Expr& e, std::span<const Var> vars) {
+  struct Finder : ExprVisitor<Finder> {
+    std::span<const Var> vars;
+    bool found = false;
+    void visit_var(const VarNode& n, const Expr&) {
+      for (const Var& v : vars) found = found || v.id() == n.id;
+    }
+  } finder;
+  finder.vars = vars;
+  finder.visit(e);
+  return finder.found;
+}
+}  // namespace detail
+
+inline std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars) {
+  using namespace detail;
+  const Expr canonical = simplify(e);
+  LinearSum s;
+  try {
+    s = to_sum(canonical);
+  } catch (const CoefficientOverflow&) {
+    return std::nullopt;
+  }
+  LinearSum offset;
+  offset.constant = s.constant;
+  std::vector<LinearSum> strides(vars.size());
+  for (const Term& t : s.terms) {
+    if (!uses_any(t.atom, vars)) {
+      offset.terms.push_back(t);
+      continue;
+    }
+    // The atom is var_k, or a product with exactly one factor var_k and no other factor
+    // mentioning a listed variable.
+    std::vector<Expr> factors;
+    collect_factors(t.atom, factors);
+    std::optional<std::size_t> which;
+    std::optional<std::size_t> at;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      const auto* v = factors[f].as<VarNode>();
+      std::optional<std::size_t> k;
+      for (std::size_t i = 0; v != nullptr && i < vars.size(); ++i)
+        if (vars[i].id() == v->id) k = i;
+      if (k) {
+        if (which) return std::nullopt;  // i*j or i*i
+        which = k;
+        at = f;
+      } else if (uses_any(factors[f], vars)) {
+        return std::nullopt;  // floordiv(i, 2), min(i, 4), (i + 1)*token*...
+      }
+    }
+    if (!which) return std::nullopt;
+    Expr rest;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      if (f == *at) continue;
+      rest = rest.defined() ? make_binary(Kind::Mul, rest, factors[f]) : factors[f];
+    }
+    if (rest.defined())
+      strides[*which].terms.push_back({t.coeff, rest});
+    else
+      strides[*which].constant += t.coeff;  // distinct atoms: no overflow
+  }
+  LinearForm result;
+  result.offset = build(offset);
+  for (auto& stride : strides) {
+    try {
+      normalize(stride);
+    } catch (const CoefficientOverflow&) {
+      return std::nullopt;
+    }
+    result.strides.push_back(build(stride));
+  }
+  return result;
+}
+
+inline std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
+  return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/bounds.hpp
+// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/interval.hpp
+// end dlavm/ne/interval.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+namespace dlavm::ne {
+
+// An inclusive interval holding every value e takes when its variables range over their
+// [min, max] (for assignments under which e evaluates without error). Interval arithmetic on
+// e and on simplify(e), intersected: cancellation (`x - x`) and divisibility
+// (`floormod(i*16 + j, 16)`) are seen through. Endpoints saturate at the int64 limits.
+inline Interval bounds(const Expr& e) {
+  return intersect(detail::interval_of(e), detail::interval_of(simplify(e)));
+}
+
+// True when cond is nonzero for every in-range assignment of its variables. False means "not
+// proven", not "false".
+inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
+
+}  // namespace dlavm::ne
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/compile.hpp
+// ne::compile: turns an expression into a flat evaluator for run-time instantiation.
+//
+//   auto f = ne::compile(token*4096 + 16, {token});
+//   std::int64_t bytes = f({37});                  // or f(std::span<const std::int64_t>)
+//
+// The expression is simplified (unless CompileOptions::simplify is false), common
+// subexpressions are shared, and the result is three-address code over a small register file
+// ([arguments | constants | temporaries]) run by one switch loop: no tree walk, no allocation
+// (up to 64 registers), the same checks as ne::eval (argument ranges, int64 overflow,
+// division by zero) with the same error types. A CompiledExpr is immutable; calls from
+// several threads are safe.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/eval.hpp
+// ne::eval: the value of an expression for given variable values, by walking the tree.
+// For repeated evaluation use ne::compile (ne/compile.hpp), which does the same checks
+// without the tree walk.
+//
+// Arithmetic is checked: int64 overflow and division or modulo by zero raise
+// ArithmeticError naming the subexpression and its operand values. A variable without a
+// value raises ValueError listing every unbound name; a value outside the variable's range
+// raises ValueError too (bounds, simplification and buffer sizes rely on the ranges).
+// Conditions are 0 or 1; both branches of a select are evaluated.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::ne {
+
+// A value for the variables named `name`.
+struct Binding {
+  std::string_view name;
+  std::int64_t value;
+};
+
+namespace detail {
+
+[[noreturn]] inline void raise_unbound(const Expr& root, std::span<const Binding> bindings) {
+  std::vector<std::string_view> missing;
+  for (const Var& v : free_vars(root)) {
+    bool bound = false;
+    for (const Binding& b : bindings) bound = bound || b.name == v.name();
+    bool listed = false;
+    for (auto name : missing) listed = listed || name == v.name();
+    if (!bound && !listed) missing.push_back(v.name());
+  }
+  raise<ValueError>("ne::eval of `{}`: no value for variable{} {}", root,
+                    missing.size() == 1 ? "" : "s", fmt::join(missing, ", "));
+}
+
+inline void check_in_range(const VarNode& v, std::int64_t value, std::string_view who,
+                           const Expr& root) {
+  if (value < v.min || value > v.max) [[unlikely]]
+    raise<ValueError>("{} of `{}`: variable '{}' = {} is outside its range [{}, {}]", who, root,
+                      v.name, value, v.min, v.max);
+}
+
+[[noreturn]] inline void raise_arithmetic(std::string_view who, const Expr& root, const Expr& node,
+                                          const Expr& a, std::int64_t va, const Expr& b,
+                                          std::int64_t vb) {
+  const bool by_zero = (node.kind() == Kind::FloorDiv || node.kind() == Kind::FloorMod) && vb == 0;
+  raise<ArithmeticError>(
+      "{} of `{}`: `{}` {} with `{}` = {} and `{}` = {}", who, root, node,
+      by_zero ? (node.kind() == Kind::FloorDiv ? "divides by zero" : "takes a modulo by zero")
+              : "overflows int64",
+      a, va, b, vb);
+}
+
+class Evaluator : public ExprFunctor<Evaluator, std::int64_t> {
+ public:
+  Evaluator(const Expr& root, std::span<const Binding> bindings)
+      : root_(root), bindings_(bindings) {}
+
+  std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
+  std::int64_t visit_var(const VarNode& n, const Expr&) {
+    for (const Binding& b : bindings_) {
+      if (b.name == n.name) {
+        check_in_range(n, b.value, "ne::eval", root_);
+        return b.value;
+      }
+    }
+    raise_unbound(root_, bindings_);
+  }
+  std::int64_t visit_binary(const BinaryNode& n, const Expr& e) {
+    const std::int64_t a = visit(n.a);
+    const std::int64_t b = visit(n.b);
+    if (const auto r = fold(n.kind(), a, b)) return *r;
+    raise_arithmetic("ne::eval", root_, e, n.a, a, n.b, b);
+  }
+  std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }
+  std::int64_t visit_select(const SelectNode& n, const Expr&) {
+    const std::int64_t c = visit(n.cond);
+    const std::int64_t t = visit(n.t);
+    const std::int64_t f = visit(n.f);
+    return c != 0 ? t : f;
+  }
+
+ private:
+  const Expr& root_;
+  std::span<const Binding> bindings_;
+};
+
+}  // namespace detail
+
+// eval(token*4096 + 16, {{"token", 37}}) == 151568
+inline std::int64_t eval(const Expr& e, std::span<const Binding> bindings) {
+  return detail::Evaluator(e, bindings).visit(e);
+}
+inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings = {}) {
+  return eval(e, std::span<const Binding>(bindings.begin(), bindings.size()));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::ne {
+
+struct CompileOptions {
+  bool simplify = true;  // compile simplify(e) rather than e as written
+};
+
+namespace detail {
+class Compiler;
+}
+
+class CompiledExpr {
+ public:
+  // The value for the given parameter values, in the order of params().
+  std::int64_t operator()(std::span<const std::int64_t> args) const;
+  std::int64_t operator()(std::initializer_list<std::int64_t> args) const {
+    return (*this)(std::span<const std::int64_t>(args.begin(), args.size()));
+  }
+
+  const std::vector<Var>& params() const { return params_; }
+  // The expression the code computes (simplified unless told otherwise).
+  const Expr& expr() const { return expr_; }
+  std::size_t num_instructions() const { return code_.size(); }
+  std::size_t num_registers() const { return num_regs_; }
+
+ private:
+  friend class detail::Compiler;
+  enum class Op : std::uint8_t {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    And,
+    Or,
+    Not,
+    Select
+  };
+  struct Instr {
+    Op op;
+    std::uint16_t dst;
+    std::uint16_t a;
+    std::uint16_t b;
+    std::uint16_t c;  // select's false branch
+  };
+  static constexpr std::size_t kStackRegisters = 64;
+
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(std::size_t pc, std::int64_t a,
+                                                   std::int64_t b) const {
+    const auto* node = source_[pc].as<BinaryNode>();
+    detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_args(std::span<const std::int64_t> args) const {
+    if (args.size() != params_.size()) {
+      std::vector<std::string_view> names;
+      for (const Var& p : params_) names.push_back(p.name());
+      raise<ValueError>("ne::compile of `{}`: called with {} argument{}, expected {} ({})", expr_,
+                        args.size(), args.size() == 1 ? "" : "s", params_.size(),
+                        fmt::join(names, ", "));
+    }
+    for (std::size_t i = 0; i < args.size(); ++i)
+      detail::check_in_range(params_[i].node(), args[i], "ne::compile", expr_);
+    raise<ValueError>("ne::compile of `{}`: bad arguments", expr_);  // not reached
+  }
+
+  Expr expr_;
+  std::vector<Var> params_;
+  std::vector<std::int64_t> lo_;  // parameter ranges
+  std::vector<std::int64_t> hi_;
+  std::vector<std::int64_t> consts_;
+  std::vector<Instr> code_;
+  std::vector<Expr> source_;  // the node each instruction computes, for error messages
+  std::size_t num_regs_ = 0;
+  std::uint16_t result_ = 0;
+};
+
+namespace detail {
+
+class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
+ public:
+  using Op = CompiledExpr::Op;
+  static constexpr std::uint32_t kTemp = 0x8000;  // provisional index of temporaries
+  static constexpr std::size_t kMaxRegisters = 0x7fff;
+
+  static CompiledExpr compile(const Expr& e, std::vector<Var> params, bool simplify_first) {
+    CompiledExpr out;
+    out.expr_ = simplify_first ? simplify(e) : e;
+    for (const Var& p : params) {
+      out.lo_.push_back(p.min());
+      out.hi_.push_back(p.max());
+    }
+    out.params_ = std::move(params);
+    Compiler(out).run();
+    return out;
+  }
+
+ private:
+  explicit Compiler(CompiledExpr& out) : out_(out) {}
+
+  void run() {
+    const std::uint16_t result = reg(out_.expr_);
+    const std::size_t base = out_.params_.size() + out_.consts_.size();
+    if (base + out_.code_.size() > kMaxRegisters)
+      raise<ValueError>("ne::compile: expression needs {} registers, the limit is {}",
+                        base + out_.code_.size(), kMaxRegisters);
+    auto relocate = [&](std::uint16_t& r) {
+      if (r & kTemp) r = static_cast<std::uint16_t>(base + (r & ~kTemp));
+    };
+    for (auto& in : out_.code_) {
+      relocate(in.dst);
+      relocate(in.a);
+      relocate(in.b);
+      relocate(in.c);
+    }
+    out_.result_ = result;
+    relocate(out_.result_);
+    out_.num_regs_ = base + out_.code_.size();
+  }
+
+ public:
+  std::uint16_t visit_int(const IntImmNode& n, const Expr&) {
+    if (out_.params_.size() + out_.consts_.size() >= kMaxRegisters) too_large();
+    out_.consts_.push_back(n.value);
+    return static_cast<std::uint16_t>(out_.params_.size() + out_.consts_.size() - 1);
+  }
+  std::uint16_t visit_var(const VarNode& n, const Expr&) {
+    for (std::size_t i = 0; i < out_.params_.size(); ++i)
+      if (out_.params_[i].id() == n.id) return static_cast<std::uint16_t>(i);
+    std::vector<std::string_view> names;
+    for (const Var& p : out_.params_) names.push_back(p.name());
+    raise<ValueError>("ne::compile of `{}`: variable '{}' is not among the parameters ({})",
+                      out_.expr_, n.name, fmt::join(names, ", "));
+  }
+  std::uint16_t visit_binary(const BinaryNode& n, const Expr& e) {
+    Kind k = n.kind();
+    std::uint16_t a = reg(n.a);
+    std::uint16_t b = reg(n.b);
+    if (k == Kind::GT || k == Kind::GE) {  // a > b is b < a
+      std::swap(a, b);
+      k = k == Kind::GT ? Kind::LT : Kind::LE;
+    }
+    return emit(op_of(k), a, b, a, e);
+  }
+  std::uint16_t visit_not(const NotNode& n, const Expr& e) {
+    const std::uint16_t a = reg(n.a);
+    return emit(Op::Not, a, a, a, e);
+  }
+  std::uint16_t visit_select(const SelectNode& n, const Expr& e) {
+    const std::uint16_t c = reg(n.cond);
+    const std::uint16_t t = reg(n.t);
+    const std::uint16_t f = reg(n.f);
+    return emit(Op::Select, c, t, f, e);
+  }
+
+ private:
+  [[noreturn]] static void too_large() {
+    raise<ValueError>("ne::compile: expression needs more than {} registers", kMaxRegisters);
+  }
+
+  std::uint16_t reg(const Expr& e) {
+    if (auto it = memo_.find(e); it != memo_.end()) return it->second;
+    const std::uint16_t r = visit(e);
+    memo_.emplace(e, r);
+    return r;
+  }
+
+  std::uint16_t emit(Op op, std::uint16_t a, std::uint16_t b, std::uint16_t c, const Expr& e) {
+    if (out_.code_.size() >= kMaxRegisters) too_large();
+    const auto dst = static_cast<std::uint16_t>(kTemp | out_.code_.size());
+    out_.code_.push_back({op, dst, a, b, c});
+    out_.source_.push_back(e);
+    return dst;
+  }
+
+  static Op op_of(Kind k) {
+    switch (k) {
+      case Kind::Add:
+        return Op::Add;
+      case Kind::Sub:
+        return Op::Sub;
+      case Kind::Mul:
+        return Op::Mul;
+      case Kind::FloorDiv:
+        return Op::Div;
+      case Kind::FloorMod:
+        return Op::Mod;
+      case Kind::Min:
+        return Op::Min;
+      case Kind::Max:
+        return Op::Max;
+      case Kind::EQ:
+        return Op::Eq;
+      case Kind::NE:
+        return Op::Ne;
+      case Kind::LT:
+        return Op::Lt;
+      case Kind::LE:
+        return Op::Le;
+      case Kind::And:
+        return Op::And;
+      default:
+        return Op::Or;
+    }
+  }
+
+  CompiledExpr& out_;
+  std::unordered_map<Expr, std::uint16_t, ExprHash, ExprEqual> memo_;
+};
+
+}  // namespace detail
+
+inline std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args) const {
+  const std::size_t n = params_.size();
+  if (args.size() != n) [[unlikely]]
+    bad_args(args);
+  std::int64_t stack[kStackRegisters];
+  std::vector<std::int64_t> heap;
+  std::int64_t* r = stack;
+  if (num_regs_ > kStackRegisters) [[unlikely]] {
+    heap.resize(num_regs_);
+    r = heap.data();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t v = args[i];
+    if (v < lo_[i] || v > hi_[i]) [[unlikely]]
+      bad_args(args);
+    r[i] = v;
+  }
+  std::copy(consts_.begin(), consts_.end(), r + n);
+  const Instr* code = code_.data();
+  const std::size_t size = code_.size();
+  for (std::size_t pc = 0; pc < size; ++pc) {
+    const Instr& in = code[pc];
+    const std::int64_t a = r[in.a];
+    const std::int64_t b = r[in.b];
+    std::int64_t& out = r[in.dst];
+    switch (in.op) {
+      case Op::Add:
+        if (__builtin_add_overflow(a, b, &out)) [[unlikely]]
+          fail(pc, a, b);
+        break;
+      case Op::Sub:
+        if (__builtin_sub_overflow(a, b, &out)) [[unlikely]]
+          fail(pc, a, b);
+        break;
+      case Op::Mul:
+        if (__builtin_mul_overflow(a, b, &out)) [[unlikely]]
+          fail(pc, a, b);
+        break;
+      case Op::Div:
+        if (b == 0 || (b == -1 && a == detail::int64_min)) [[unlikely]]
+          fail(pc, a, b);
+        out = detail::floor_div(a, b);
+        break;
+      case Op::Mod:
+        if (b == 0) [[unlikely]]
+          fail(pc, a, b);
+        out = detail::floor_mod(a, b);
+        break;
+      case Op::Min:
+        out = a < b ? a : b;
+        break;
+      case Op::Max:
+        out = a < b ? b : a;
+        break;
+      case Op::Eq:
+        out = a == b;
+        break;
+      case Op::Ne:
+        out = a != b;
+        break;
+      case Op::Lt:
+        out = a < b;
+        break;
+      case Op::Le:
+        out = a <= b;
+        break;
+      case Op::And:
+        out = (a != 0) & (b != 0);
+        break;
+      case Op::Or:
+        out = (a != 0) | (b != 0);
+        break;
+      case Op::Not:
+        out = a == 0;
+        break;
+      case Op::Select:
+        out = a != 0 ? b : r[in.c];
+        break;
+    }
+  }
+  return r[result_];
+}
+
+// Compiles e as a function of `params`, in that order. Every variable of e (after
+// simplification) must be among them; parameters e does not use are allowed.
+inline CompiledExpr compile(const Expr& e, std::vector<Var> params, CompileOptions options = {}) {
+  return detail::Compiler::compile(e, std::move(params), options.simplify);
+}
+
+// Compiles e as a function of its variables in creation order (ne::free_vars(e)).
+inline CompiledExpr compile(const Expr& e, CompileOptions options = {}) {
+  return compile(e, free_vars(e), options);
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/compile.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/interval.hpp
+// end dlavm/ne/interval.hpp
+// begin dlavm/ne/mutator.hpp
+// ExprMutator: the rewriting form of ExprFunctor. By default every method rebuilds its node
+// from the visited children with ne::binary / ne::select (so constants fold), and returns the
+// node itself, without allocating, when no child changed. Override the kinds a pass rewrites.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+
+namespace dlavm::ne {
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
+  Expr visit_var(const VarNode&, const Expr& e) { return e; }
+  Expr visit_binary(const BinaryNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    Expr b = this->visit(n.b);
+    if (a.same_as(n.a) && b.same_as(n.b)) return e;
+    return binary(n.kind(), a, b);
+  }
+  Expr visit_not(const NotNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    if (a.same_as(n.a)) return e;
+    return !a;
+  }
+  Expr visit_select(const SelectNode& n, const Expr& e) {
+    Expr c = this->visit(n.cond);
+    Expr t = this->visit(n.t);
+    Expr f = this->visit(n.f);
+    if (c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f)) return e;
+    return select(c, t, f);
+  }
+};
+
+}  // namespace dlavm::ne
+// end dlavm/ne/mutator.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/ne/static.hpp
+// Static dims: integer constants carried in the type, so that arithmetic on them happens at
+// compile time and its results can appear in static_assert.
+//
+//   using namespace dlavm::literals;
+//   constexpr auto block = 16_c * 4_c;           // ne::IntConstant<64>
+//   static_assert(block == 64_c && block.value == 64);
+//   ne::Expr rows = token * block;               // with an Expr: an Expr, at run time
+//
+// IntConstant<V> is a std::integral_constant<std::int64_t, V>, converts implicitly to Expr,
+// and supports + - * (unary -), floordiv, floormod, min, max and comparisons with other
+// constants. Overflow and division by zero are compile errors.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+
+#include <cstdint>
+#include <type_traits>
+
+namespace dlavm::ne {
+
+template <std::int64_t V>
+struct IntConstant : std::integral_constant<std::int64_t, V> {
+  operator Expr() const { return Expr(V); }  // NOLINT(google-explicit-constructor)
+};
+
+template <class T>
+struct is_int_constant : std::false_type {};
+template <std::int64_t V>
+struct is_int_constant<IntConstant<V>> : std::true_type {};
+template <class T>
+inline constexpr bool is_int_constant_v = is_int_constant<std::remove_cvref_t<T>>::value;
+
+template <std::int64_t V>
+inline constexpr IntConstant<V> int_c{};
+
+#define DLAVM_NE_CONSTANT_RESULT(expr)                                            \
+  constexpr auto result = expr;                                                   \
+  static_assert(result.has_value(),                                               \
+                "ne::IntConstant arithmetic overflows int64 or divides by zero"); \
+  return IntConstant<result.value_or(0)> {}
+
+template <std::int64_t A, std::int64_t B>
+constexpr auto operator+(IntConstant<A>, IntConstant<B>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_add(A, B));
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto operator-(IntConstant<A>, IntConstant<B>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_sub(A, B));
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto operator*(IntConstant<A>, IntConstant<B>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_mul(A, B));
+}
+template <std::int64_t A>
+constexpr auto operator-(IntConstant<A>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_sub(0, A));
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto floordiv(IntConstant<A>, IntConstant<B>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_floor_div(A, B));
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto floormod(IntConstant<A>, IntConstant<B>) {
+  DLAVM_NE_CONSTANT_RESULT(detail::checked_floor_mod(A, B));
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto min(IntConstant<A>, IntConstant<B>) {
+  return IntConstant<(A < B ? A : B)>{};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr auto max(IntConstant<A>, IntConstant<B>) {
+  return IntConstant<(A < B ? B : A)>{};
+}
+
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<A == B> operator==(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<A != B> operator!=(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<(A < B)> operator<(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<(A <= B)> operator<=(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<(A > B)> operator>(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+template <std::int64_t A, std::int64_t B>
+constexpr std::bool_constant<(A >= B)> operator>=(IntConstant<A>, IntConstant<B>) {
+  return {};
+}
+
+#undef DLAVM_NE_CONSTANT_RESULT
+
+namespace detail {
+template <char... Cs>
+constexpr std::optional<std::int64_t> parse_literal() {
+  constexpr char text[] = {Cs...};
+  std::size_t i = 0;
+  std::uint64_t base = 10;
+  if (sizeof...(Cs) > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    i = 2;
+  } else if (sizeof...(Cs) > 2 && text[0] == '0' && (text[1] == 'b' || text[1] == 'B')) {
+    base = 2;
+    i = 2;
+  } else if (sizeof...(Cs) > 1 && text[0] == '0') {
+    base = 8;
+    i = 1;
+  }
+  std::int64_t value = 0;
+  for (; i < sizeof...(Cs); ++i) {
+    const char c = text[i];
+    if (c == '\'') continue;
+    std::int64_t digit = 0;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    else
+      return std::nullopt;
+    if (static_cast<std::uint64_t>(digit) >= base) return std::nullopt;
+    const auto scaled = checked_mul(value, static_cast<std::int64_t>(base));
+    if (!scaled) return std::nullopt;
+    const auto next = checked_add(*scaled, digit);
+    if (!next) return std::nullopt;
+    value = *next;
+  }
+  return value;
+}
+}  // namespace detail
+
+}  // namespace dlavm::ne
+
+namespace dlavm::literals {
+
+// 16_c is ne::IntConstant<16>.
+template <char... Cs>
+constexpr auto operator""_c() {
+  constexpr auto value = ne::detail::parse_literal<Cs...>();
+  static_assert(value.has_value(), "_c literal: not an integer that fits in int64");
+  return ne::IntConstant<*value>{};
+}
+
+}  // namespace dlavm::literals
+// end dlavm/ne/static.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+// begin dlavm/ne/substitute.hpp
+// ne::substitute: replaces variables (by identity) with expressions, all at once: the
+// replacements themselves are not substituted again. Constants fold as the tree is rebuilt;
+// call ne::simplify on the result for a canonical form.
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/mutator.hpp
+// end dlavm/ne/mutator.hpp
+
+#include <initializer_list>
+#include <span>
+#include <utility>
+
+namespace dlavm::ne {
+
+using Substitution = std::pair<Var, Expr>;
+
+namespace detail {
+class Substituter : public ExprMutator<Substituter> {
+ public:
+  explicit Substituter(std::span<const Substitution> map) : map_(map) {}
+  Expr visit_var(const VarNode& n, const Expr& e) {
+    for (const auto& [v, replacement] : map_)
+      if (v.id() == n.id) return replacement;
+    return e;
+  }
+
+ private:
+  std::span<const Substitution> map_;
+};
+}  // namespace detail
+
+// substitute(i*16 + j, {{i, 2}, {j, k + 1}}) -> 32 + (k + 1)
+inline Expr substitute(const Expr& e, std::span<const Substitution> map) {
+  for (const auto& [v, replacement] : map)
+    if (!replacement.defined())
+      raise<ValueError>("ne::substitute: undefined replacement for variable '{}'", v.name());
+  return detail::Substituter(map).visit(e);
+}
+inline Expr substitute(const Expr& e, std::initializer_list<Substitution> map) {
+  return substitute(e, std::span<const Substitution>(map.begin(), map.size()));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/substitute.hpp
 // end dlavm/ne.hpp
 // begin dlavm/vta.hpp
 // VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional

@@ -1,0 +1,22 @@
+// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
+#pragma once
+
+#include <dlavm/ne/expr.hpp>
+#include <dlavm/ne/interval.hpp>
+#include <dlavm/ne/simplify.hpp>
+
+namespace dlavm::ne {
+
+// An inclusive interval holding every value e takes when its variables range over their
+// [min, max] (for assignments under which e evaluates without error). Interval arithmetic on
+// e and on simplify(e), intersected: cancellation (`x - x`) and divisibility
+// (`floormod(i*16 + j, 16)`) are seen through. Endpoints saturate at the int64 limits.
+inline Interval bounds(const Expr& e) {
+  return intersect(detail::interval_of(e), detail::interval_of(simplify(e)));
+}
+
+// True when cond is nonzero for every in-range assignment of its variables. False means "not
+// proven", not "false".
+inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
+
+}  // namespace dlavm::ne

@@ -1,0 +1,95 @@
+// ne::bounds and ne::can_prove.
+#include <dlavm/ne.hpp>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+namespace ne = dlavm::ne;
+using ne::Interval;
+
+TEST_CASE("bounds: leaves and affine sums") {
+  auto token = ne::var("token", 1, 2048);
+  auto i = ne::var("i", 0, 15);
+  auto j = ne::var("j", 0, 15);
+  CHECK(ne::bounds(7) == Interval{7, 7});
+  CHECK(ne::bounds(token) == Interval{1, 2048});
+  CHECK(ne::bounds(token * 4096 + 16) == Interval{4112, 2048 * 4096 + 16});
+  CHECK(ne::bounds(i * 16 + j) == Interval{0, 255});
+  CHECK(ne::bounds(i - j) == Interval{-15, 15});
+  CHECK(ne::bounds(i - i) == Interval{0, 0});  // seen through the simplifier
+  CHECK(ne::bounds((i * 16 + j) * 4 + 7 - i * 64) == Interval{7, 67});
+  CHECK(fmt::format("{}", ne::bounds(i * 16 + j)) == "[0, 255]");
+}
+
+TEST_CASE("bounds: multiplication of mixed signs") {
+  auto a = ne::var("a", -3, 5);
+  auto b = ne::var("b", -7, 2);
+  auto c = ne::var("c", -4, -2);
+  CHECK(ne::bounds(a * b) == Interval{-35, 21});
+  CHECK(ne::bounds(c * c) == Interval{4, 16});  // x*x with x < 0: both corners positive
+  CHECK(ne::bounds(a * -2) == Interval{-10, 6});
+  CHECK(ne::bounds(b * c) == Interval{-8, 28});
+}
+
+TEST_CASE("bounds: floordiv and floormod with floor semantics") {
+  auto x = ne::var("x", -7, 9);
+  auto y = ne::var("y", 2, 4);
+  auto z = ne::var("z", -3, 3);
+  auto k = ne::var("k", 0, 1000);
+  CHECK(ne::bounds(ne::floordiv(x, 2)) == Interval{-4, 4});
+  CHECK(ne::bounds(ne::floordiv(x, -2)) == Interval{-5, 3});
+  CHECK(ne::bounds(ne::floormod(x, 4)) == Interval{0, 3});
+  CHECK(ne::bounds(ne::floormod(x, -4)) == Interval{-3, 0});
+  CHECK(ne::bounds(ne::floordiv(x, y)) == Interval{-4, 4});
+  CHECK(ne::bounds(ne::floormod(x, y)) == Interval{0, 3});
+  CHECK(ne::bounds(ne::floormod(k, y)) == Interval{0, 3});
+  CHECK(ne::bounds(ne::floormod(y, 8)) == Interval{2, 4});   // one period: exact
+  CHECK(ne::bounds(ne::floordiv(x, z)) == Interval{-9, 9});  // z = 0 excluded
+  CHECK(ne::bounds(ne::floormod(x, z)) == Interval{-2, 2});
+  CHECK(ne::bounds(ne::floormod(k * 16 + 5, 16)) == Interval{5, 5});
+  CHECK(ne::bounds(ne::floordiv(k + 15, 16)) == Interval{0, 63});
+}
+
+TEST_CASE("bounds: min, max, select, conditions") {
+  auto a = ne::var("a", 0, 10);
+  auto b = ne::var("b", 5, 20);
+  CHECK(ne::bounds(ne::min(a, b)) == Interval{0, 10});
+  CHECK(ne::bounds(ne::max(a, b)) == Interval{5, 20});
+  CHECK(ne::bounds(ne::select(a < 3, a, b)) == Interval{0, 20});
+  CHECK(ne::bounds(ne::select(b > 2, a, b)) == Interval{0, 10});
+  CHECK(ne::bounds(a < b) == Interval{0, 1});
+  CHECK(ne::bounds(a <= b + 10) == Interval{1, 1});
+  CHECK(ne::bounds(a > b + 10) == Interval{0, 0});
+  CHECK(ne::bounds(!(a > b + 10)) == Interval{1, 1});
+  CHECK(ne::bounds((a < 100) && (b < 100)) == Interval{1, 1});
+  CHECK(ne::bounds((a < 3) || (b < 1)) == Interval{0, 1});
+}
+
+TEST_CASE("bounds: endpoints saturate at the int64 limits") {
+  auto big = ne::var("big", 0, INT64_MAX);
+  auto neg = ne::var("neg", INT64_MIN, 0);
+  CHECK(ne::bounds(big * 4) == Interval{0, INT64_MAX});
+  CHECK(ne::bounds(big + big) == Interval{0, INT64_MAX});
+  CHECK(ne::bounds(neg * 3) == Interval{INT64_MIN, 0});
+  CHECK(ne::bounds(ne::floordiv(neg, -1)) == Interval{0, INT64_MAX});
+}
+
+TEST_CASE("can_prove") {
+  auto token = ne::var("token", 1, 2048);
+  auto i = ne::var("i", 0, 15);
+  auto j = ne::var("j", 0, 15);
+  CHECK(ne::can_prove(token > 0));
+  CHECK(ne::can_prove(token <= 2048));
+  CHECK_FALSE(ne::can_prove(token < 2048));  // not provable (and false for token = 2048)
+  CHECK(ne::can_prove(i * 16 + j < 256));
+  CHECK_FALSE(ne::can_prove(i * 16 + j < 255));
+  CHECK(ne::can_prove(ne::floormod(i * 16 + j, 16) == j));
+  CHECK(ne::can_prove(ne::floordiv(i * 16 + j, 16) == i));
+  CHECK(ne::can_prove(ne::floordiv(token * 64 + 63, 64) * 64 >= token * 64));
+  CHECK(ne::can_prove(ne::min(i, j) <= ne::max(i, j)) == false);  // needs relational facts
+  CHECK(ne::can_prove(ne::min(i, 3) <= 3));
+  CHECK(ne::can_prove((i < 16) && (j >= 0)));
+  CHECK_FALSE(ne::can_prove(i == j));
+  CHECK(ne::can_prove(7));
+  CHECK_FALSE(ne::can_prove(0));
+}
