@@ -3,3 +3,4 @@
 
 #include <dlavm/schedule/int_set.hpp>
 #include <dlavm/schedule/schedule.hpp>
+#include <dlavm/schedule/tensor_intrin.hpp>

@@ -12,6 +12,7 @@
 
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
+#include <dlavm/schedule/tensor_intrin.hpp>
 #include <dlavm/te.hpp>
 
 #include <fmt/format.h>
@@ -54,6 +55,7 @@ struct IterVarAttr {
   LoopKind loop = LoopKind::Serial;
   std::string thread;                // for LoopKind::VThread
   std::vector<std::string> pragmas;  // "dma_copy", "alu", ...
+  std::shared_ptr<const TensorIntrin> tensorize;
 };
 
 struct StageNode {
@@ -101,6 +103,9 @@ class Stage {
   Stage& pragma(const IterVar& ivar, std::string key);
   Stage& unroll(const IterVar& ivar);
   Stage& bind(const IterVar& ivar, const ThreadAxis& thread);
+  // Replaces the loops from ivar inward by the intrinsic; checked against its pattern when
+  // the schedule is lowered.
+  Stage& tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin);
 
  private:
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
@@ -565,6 +570,19 @@ inline Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
   auto& a = attr(ivar);
   a.loop = LoopKind::VThread;
   a.thread = thread.name;
+  return *this;
+}
+
+inline Stage& Stage::tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin) {
+  check_not_placeholder("tensorize");
+  (void)leaf_position(ivar, "tensorize");
+  if (!intrin)
+    raise<ScheduleError>("stage '{}': tensorize of axis '{}' with no intrinsic", name(),
+                         ivar.name());
+  for (const auto& [key, a] : node_->attrs)
+    if (a.tensorize && key != ivar.get())
+      raise<ScheduleError>("stage '{}' is already tensorized at another axis", name());
+  attr(ivar).tensorize = std::move(intrin);
   return *this;
 }
 

@@ -176,12 +176,18 @@ struct ReduceNode final : ExprNode {
   const std::vector<IterVar> axes;
 };
 
+// A named intrinsic. `buffers` are the memory operands it addresses (the tiles a tensor
+// intrinsic reads and writes); `args` are values, typically offsets into those buffers.
 struct CallNode final : ExprNode {
-  CallNode(std::string n, DType t, std::vector<Expr> a)
-      : ExprNode(ExprKind::Call, t), name(std::move(n)), args(std::move(a)) {}
+  CallNode(std::string n, DType t, std::vector<Expr> a, std::vector<Buffer> b)
+      : ExprNode(ExprKind::Call, t),
+        name(std::move(n)),
+        args(std::move(a)),
+        buffers(std::move(b)) {}
   static constexpr bool classof(ExprKind k) { return k == ExprKind::Call; }
   const std::string name;
   const std::vector<Expr> args;
+  const std::vector<Buffer> buffers;
 };
 
 inline ExprKind Expr::kind() const {

@@ -66,7 +66,7 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
       args.push_back(this->visit(a));
       changed = changed || !args.back().same_as(a);
     }
-    return changed ? call(n.name, n.dtype(), std::move(args)) : e;
+    return changed ? call(n.name, n.dtype(), std::move(args), n.buffers) : e;
   }
 
  protected:

@@ -273,8 +273,10 @@ inline Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
   return Expr(std::make_shared<const LoadNode>(std::move(buffer), std::move(indices)));
 }
 
-inline Expr call(std::string name, DType t, std::vector<Expr> args) {
-  return Expr(std::make_shared<const CallNode>(std::move(name), t, std::move(args)));
+inline Expr call(std::string name, DType t, std::vector<Expr> args,
+                 std::vector<Buffer> buffers = {}) {
+  return Expr(
+      std::make_shared<const CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
 }
 
 }  // namespace dlavm::te

@@ -76,6 +76,9 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
   }
   void visit_call(const CallNode& n, const Expr&) {
     fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
+    for (std::size_t k = 0; k < n.buffers.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.buffers[k].name());
+    if (!n.buffers.empty() && !n.args.empty()) out_ += "; ";
     for (std::size_t k = 0; k < n.args.size(); ++k) {
       if (k) out_ += ", ";
       visit(n.args[k]);

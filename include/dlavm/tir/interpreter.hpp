@@ -24,7 +24,10 @@
 
 namespace dlavm::tir {
 
-using IntrinsicHandler = std::function<std::int64_t(const te::CallNode&, te::IndexEnv&)>;
+// Executes one intrinsic call: its evaluated value arguments and the arrays behind its
+// buffer operands (flattened, one dimension).
+using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const std::int64_t> args,
+                                            std::span<te::NDArray* const> buffers)>;
 
 namespace detail {
 
@@ -107,7 +110,12 @@ class Interpreter : public StmtVisitor<Interpreter> {
         });
     if (const auto* call = e.as<te::CallNode>()) {
       if (!handler_) raise<ValueError>("tir::run: no handler for intrinsic '{}'", call->name);
-      return handler_(*call, env_);
+      std::vector<std::int64_t> args;
+      for (const auto& a : call->args) args.push_back(ev.visit(a));
+      std::vector<te::NDArray*> buffers;
+      for (const auto& b : call->buffers) buffers.push_back(&array_of(b));
+      handler_(*call, args, buffers);
+      return 0;
     }
     return ev.visit(e);
   }
@@ -146,9 +154,9 @@ inline void run(const PrimFunc& func, std::span<te::NDArray* const> args,
     std::copy(flat[k].data().begin(), flat[k].data().end(), args[k]->data().begin());
 }
 inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
-                std::initializer_list<ne::Binding> bindings = {}) {
+                std::initializer_list<ne::Binding> bindings = {}, IntrinsicHandler handler = {}) {
   run(func, std::span<te::NDArray* const>(args.begin(), args.size()),
-      std::span<const ne::Binding>(bindings.begin(), bindings.size()));
+      std::span<const ne::Binding>(bindings.begin(), bindings.size()), std::move(handler));
 }
 
 }  // namespace dlavm::tir

@@ -402,22 +402,30 @@ class Lowerer {
     return body;
   }
 
+  // The leaf position that is tensorized, or leaf.size().
+  static std::size_t tensorize_position(const StageNode& st,
+                                        std::shared_ptr<const schedule::TensorIntrin>* intrin) {
+    for (std::size_t k = 0; k < st.leaf.size(); ++k)
+      if (auto it = st.attrs.find(st.leaf[k].get()); it != st.attrs.end() && it->second.tensorize) {
+        *intrin = it->second.tensorize;
+        return k;
+      }
+    return st.leaf.size();
+  }
+
+  static std::vector<Stmt> evaluate_all(const std::vector<te::Expr>& calls) {
+    std::vector<Stmt> out;
+    for (const auto& c : calls) out.push_back(make_evaluate(c));
+    return out;
+  }
+
   Stmt make_stage(const StageNode& st) {
     const auto& plan = plans_[&st];
     const auto* reduce = plan.body.as<te::ReduceNode>();
     const auto idx = store_indices(st);
-    Stmt body;
-    if (reduce != nullptr) {
-      const auto acc = te::load(plan.buffer, idx);
-      const auto src = rewrite_value(st, reduce->source);
-      body =
-          make_store(plan.buffer, idx, te::binary(te::combiner_kind(reduce->combiner), acc, src));
-    } else {
-      body = make_store(plan.buffer, idx, rewrite_value(st, plan.body));
-    }
-    body = guarded(plan, body);
     const auto& leaf = st.leaf;
-    if (!leaf.empty()) body = with_attached(st, leaf.back(), body);
+    std::shared_ptr<const schedule::TensorIntrin> intrin;
+    const std::size_t tensorized = tensorize_position(st, &intrin);
     // The first reduction loop: the accumulator is initialised just outside it, over the
     // data-parallel loops that come after it (TVM's ".init" loops).
     std::size_t first_reduce = leaf.size();
@@ -427,19 +435,186 @@ class Lowerer {
           first_reduce = k;
           break;
         }
-    for (std::size_t k = leaf.size(); k-- > 0;) {
+    Stmt body;
+    schedule::IntrinBody calls;
+    if (intrin) {
+      calls = match_tensorize(st, tensorized, *intrin);
+      if (reduce == nullptr)
+        body = make_seq(evaluate_all(calls.body));
+      else
+        body = make_seq(evaluate_all(first_reduce >= tensorized ? calls.body : calls.update));
+      if (!plan.guards.empty()) body = guarded(plan, body);
+    } else if (reduce != nullptr) {
+      const auto acc = te::load(plan.buffer, idx);
+      const auto src = rewrite_value(st, reduce->source);
+      body =
+          make_store(plan.buffer, idx, te::binary(te::combiner_kind(reduce->combiner), acc, src));
+      body = guarded(plan, body);
+    } else {
+      body = guarded(plan, make_store(plan.buffer, idx, rewrite_value(st, plan.body)));
+    }
+    const std::size_t loops = std::min(tensorized, leaf.size());
+    if (loops > 0) body = with_attached(st, leaf[loops - 1], body);
+    for (std::size_t k = loops; k-- > 0;) {
       body = make_loop(st, leaf[k], body, leaf[k].var());
-      if (k == first_reduce) body = make_seq({make_init(st, *reduce, first_reduce), body});
+      if (k == first_reduce)
+        body = make_seq({make_init(st, *reduce, first_reduce, tensorized, calls), body});
       if (k > 0) body = with_attached(st, leaf[k - 1], body);
     }
     return body;
   }
 
-  Stmt make_init(const StageNode& st, const te::ReduceNode& reduce, std::size_t first_reduce) {
+  // Matches the loops from leaf position `p` inward, and the stage's body, against the
+  // intrinsic's pattern; returns the intrinsic's statements for the operands found.
+  schedule::IntrinBody match_tensorize(const StageNode& st, std::size_t p,
+                                       const schedule::TensorIntrin& intrin) {
+    const auto& plan = plans_[&st];
+    const auto& pat = *intrin.pattern().op();
+    const auto where = fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
+                                   st.name(), st.leaf[p].name(), intrin.name());
+    std::vector<te::IterVar> inner_data, inner_reduce;
+    for (std::size_t k = p; k < st.leaf.size(); ++k)
+      (st.leaf[k].is_reduce() ? inner_reduce : inner_data).push_back(st.leaf[k]);
+    if (inner_data.size() != pat.axis.size() || inner_reduce.size() != pat.reduce_axis.size())
+      raise<ScheduleError>(
+          "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
+          "intrinsic has {} and {}",
+          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size());
+    std::vector<ne::Var> inner_vars;
+    std::vector<ne::Var> pattern_vars;
+    const auto pair_up = [&](const std::vector<te::IterVar>& mine,
+                             const std::vector<te::IterVar>& theirs) {
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        const auto ext = ne::simplify(plan.extent.at(mine[k].get()));
+        const auto want = theirs[k].dom().extent;
+        if (!ne::equal(ext, want))
+          raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
+                               where, mine[k].name(), ext, theirs[k].name(), want);
+        inner_vars.push_back(mine[k].var());
+        pattern_vars.push_back(theirs[k].var());
+      }
+    };
+    pair_up(inner_data, pat.axis);
+    pair_up(inner_reduce, pat.reduce_axis);
+    for (const auto& g : plan.guards)
+      for (const auto& v : ne::free_vars(g))
+        for (const auto& iv : inner_vars)
+          if (v.id() == iv.id())
+            raise<ScheduleError>(
+                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
+                "compute a partial tile",
+                where, iv.name());
+    // Root axes in loop variables; inner loop variables at zero give the region's start.
+    std::vector<ne::Substitution> to_loops, inner_zero;
+    for (const auto& r : st.root) to_loops.emplace_back(r.var(), plan.value.at(r.get()));
+    for (const auto& v : inner_vars) inner_zero.emplace_back(v, 0);
+    const auto same_strides = [&](const ne::Expr& mine, const ne::Expr& theirs) {
+      auto a = ne::linear_form(mine, inner_vars);
+      auto b = ne::linear_form(theirs, pattern_vars);
+      if (!a || !b) return false;
+      for (std::size_t k = 0; k < a->strides.size(); ++k)
+        if (!ne::equal(ne::simplify(a->strides[k]), ne::simplify(b->strides[k]))) return false;
+      return true;
+    };
+    // Structural match of the bodies; reads pair the stage's tensors with the pattern's inputs.
+    std::unordered_map<const te::OperationNode*,
+                       std::pair<const te::OperationNode*, std::vector<ne::Expr>>>
+        operands;
+    const auto mismatch = [&](const te::Expr& mine, const te::Expr& theirs) {
+      raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
+                           mine, theirs);
+    };
+    auto match = [&](auto& self, const te::Expr& a, const te::Expr& b) -> void {
+      if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
+      if (const auto* x = a.as<te::IntImmNode>()) {
+        if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
+      } else if (const auto* c = a.as<te::CastNode>()) {
+        self(self, c->value, b.as<te::CastNode>()->value);
+      } else if (const auto* bin = a.as<te::BinaryNode>()) {
+        self(self, bin->a, b.as<te::BinaryNode>()->a);
+        self(self, bin->b, b.as<te::BinaryNode>()->b);
+      } else if (const auto* n = a.as<te::NotNode>()) {
+        self(self, n->a, b.as<te::NotNode>()->a);
+      } else if (const auto* sel = a.as<te::SelectNode>()) {
+        self(self, sel->cond, b.as<te::SelectNode>()->cond);
+        self(self, sel->t, b.as<te::SelectNode>()->t);
+        self(self, sel->f, b.as<te::SelectNode>()->f);
+      } else if (const auto* rd = a.as<te::ReadNode>()) {
+        const auto* theirs = b.as<te::ReadNode>();
+        auto [it, fresh] =
+            operands.try_emplace(theirs->op.get(), rd->op.get(), std::vector<ne::Expr>{});
+        if (!fresh && it->second.first != rd->op.get())
+          raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'",
+                               where, theirs->op->name, it->second.first->name, rd->op->name);
+        std::vector<ne::Expr> in_loops;
+        for (std::size_t d = 0; d < rd->indices.size(); ++d) {
+          in_loops.push_back(ne::simplify(ne::substitute(rd->indices[d], to_loops)));
+          if (!same_strides(in_loops.back(), theirs->indices[d]))
+            raise<ScheduleError>(
+                "{}: dim {} of '{}' is indexed by {} in the tensorized loops, the intrinsic "
+                "indexes its input '{}' by {}",
+                where, d, rd->op->name, in_loops.back(), theirs->op->name, theirs->indices[d]);
+        }
+        it->second.second = std::move(in_loops);
+      } else {
+        mismatch(a, b);
+      }
+    };
+    const auto* mine_reduce = plan.body.as<te::ReduceNode>();
+    const auto* their_reduce = pat.body.as<te::ReduceNode>();
+    if ((mine_reduce == nullptr) != (their_reduce == nullptr) ||
+        (mine_reduce && mine_reduce->combiner != their_reduce->combiner))
+      mismatch(plan.body, pat.body);
+    if (mine_reduce)
+      match(match, mine_reduce->source, their_reduce->source);
+    else
+      match(match, plan.body, pat.body);
+    // The output tile: the stage's store indices against the pattern's axes.
+    const auto out_idx = store_indices(st);
+    for (std::size_t d = 0; d < out_idx.size(); ++d)
+      if (!same_strides(out_idx[d], pat.axis[d].var()))
+        raise<ScheduleError>(
+            "{}: output dim {} is indexed by {} in the tensorized loops, the intrinsic writes "
+            "its axis '{}'",
+            where, d, out_idx[d], pat.axis[d].name());
+    const auto operand = [&](const Buffer& b, const std::vector<ne::Expr>& start) {
+      std::vector<ne::Expr> strides(b.ndim());
+      ne::Expr stride = 1;
+      for (std::size_t d = b.ndim(); d-- > 0;) {
+        strides[d] = ne::simplify(stride);
+        stride = stride * b.shape()[d];
+      }
+      return schedule::IntrinOperand{b, b.flat_index(start), std::move(strides)};
+    };
+    schedule::IntrinCall call;
+    for (const auto& in : pat.inputs) {
+      auto it = operands.find(in.get());
+      if (it == operands.end())
+        raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, in->name);
+      const auto* producer = schedule_.stage_of(it->second.first);
+      const auto& pp = plans_[producer];
+      std::vector<ne::Expr> start;
+      for (std::size_t d = 0; d < it->second.second.size(); ++d) {
+        ne::Expr s0 = ne::substitute(it->second.second[d], inner_zero);
+        if (!pp.region_min.empty()) s0 = s0 - pp.region_min[d];
+        start.push_back(ne::simplify(s0));
+      }
+      call.inputs.push_back(operand(pp.buffer, start));
+    }
+    std::vector<ne::Expr> out_start;
+    for (const auto& i : out_idx) out_start.push_back(ne::simplify(ne::substitute(i, inner_zero)));
+    call.output = operand(plan.buffer, out_start);
+    return intrin.lower(call);
+  }
+
+  Stmt make_init(const StageNode& st, const te::ReduceNode& reduce, std::size_t first_reduce,
+                 std::size_t tensorized, const schedule::IntrinBody& calls) {
     const auto& plan = plans_[&st];
     std::vector<ne::Substitution> renames;
     std::vector<std::pair<te::IterVar, ne::Var>> loops;
-    for (std::size_t k = first_reduce; k < st.leaf.size(); ++k) {
+    // Loops inside a tensorized axis are the intrinsic's: its reset covers them.
+    const std::size_t last = std::min(tensorized, st.leaf.size());
+    for (std::size_t k = first_reduce; k < last; ++k) {
       const auto& v = st.leaf[k];
       if (v.is_reduce()) continue;
       auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
@@ -450,12 +625,26 @@ class Lowerer {
     // init store has only data-parallel loops.
     for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
       if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
-    std::vector<ne::Expr> idx;
-    for (const auto& i : store_indices(st)) idx.push_back(ne::simplify(ne::substitute(i, renames)));
-    Stmt init =
-        make_store(plan.buffer, idx,
-                   te::make_const(te::combiner_identity(reduce.combiner, plan.buffer.dtype()),
-                                  plan.buffer.dtype()));
+    Stmt init;
+    if (tensorized < st.leaf.size()) {
+      std::vector<Stmt> resets;
+      for (const auto& c : calls.reset) {
+        struct Rename : te::ExprMutator<Rename> {
+          const std::vector<ne::Substitution>* map;
+          ne::Expr mutate_index(const ne::Expr& e) { return ne::simplify(ne::substitute(e, *map)); }
+        } rn;
+        rn.map = &renames;
+        resets.push_back(make_evaluate(rn.visit(c)));
+      }
+      init = make_seq(resets);
+    } else {
+      std::vector<ne::Expr> idx;
+      for (const auto& i : store_indices(st))
+        idx.push_back(ne::simplify(ne::substitute(i, renames)));
+      init = make_store(plan.buffer, idx,
+                        te::make_const(te::combiner_identity(reduce.combiner, plan.buffer.dtype()),
+                                       plan.buffer.dtype()));
+    }
     std::vector<ne::Expr> guards;
     for (const auto& g : plan.guards) {
       auto c = ne::simplify(ne::substitute(g, renames));
@@ -528,6 +717,14 @@ class Flatten : public StmtMutator<Flatten> {
       Flatten* self;
       te::Expr visit_load(const te::LoadNode& n, const te::Expr&) {
         return te::load(self->flat(n.buffer), {n.buffer.flat_index(n.indices)});
+      }
+      // Intrinsic operands already carry flat offsets; only their buffers change.
+      te::Expr visit_call(const te::CallNode& n, const te::Expr& e) {
+        auto base = te::ExprMutator<Sub>::visit_call(n, e);
+        const auto* c = base.as<te::CallNode>();
+        std::vector<Buffer> buffers;
+        for (const auto& b : c->buffers) buffers.push_back(self->flat(b));
+        return te::call(c->name, c->dtype(), c->args, std::move(buffers));
       }
     } sub;
     sub.self = this;
