@@ -2119,6 +2119,9 @@ inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings 
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -2145,11 +2148,14 @@ class CompiledExpr {
   const std::vector<Var>& params() const { return params_; }
   // The expression the code computes (simplified unless told otherwise).
   const Expr& expr() const { return expr_; }
-  std::size_t num_instructions() const { return code_.size(); }
+  // Operations executed per call (the final return not counted).
+  std::size_t num_instructions() const { return code_.size() - 1; }
   std::size_t num_registers() const { return num_regs_; }
 
  private:
   friend class detail::Compiler;
+  // Three-address operations on registers; the *I forms take their second operand from
+  // the instruction's immediate (RSubI computes imm - a).
   enum class Op : std::uint8_t {
     Add,
     Sub,
@@ -2165,19 +2171,37 @@ class CompiledExpr {
     And,
     Or,
     Not,
-    Select
+    Select,
+    AddI,
+    SubI,
+    RSubI,
+    MulI,
+    DivI,
+    ModI,
+    MinI,
+    MaxI,
+    EqI,
+    NeI,
+    LtI,
+    LeI,
+    GtI,
+    GeI,
+    Ret,  // returns register a; ends every program
   };
   struct Instr {
     Op op;
+    bool swapped;  // the source node has its operands the other way round (for messages)
     std::uint16_t dst;
     std::uint16_t a;
     std::uint16_t b;
     std::uint16_t c;  // select's false branch
+    std::int64_t imm;
   };
   static constexpr std::size_t kStackRegisters = 64;
 
   [[noreturn, gnu::cold, gnu::noinline]] void fail(std::size_t pc, std::int64_t a,
                                                    std::int64_t b) const {
+    if (code_[pc].swapped) std::swap(a, b);
     const auto* node = source_[pc].as<BinaryNode>();
     detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);
   }
@@ -2202,7 +2226,6 @@ class CompiledExpr {
   std::vector<Instr> code_;
   std::vector<Expr> source_;  // the node each instruction computes, for error messages
   std::size_t num_regs_ = 0;
-  std::uint16_t result_ = 0;
 };
 
 namespace detail {
@@ -2243,9 +2266,11 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
       relocate(in.b);
       relocate(in.c);
     }
-    out_.result_ = result;
-    relocate(out_.result_);
+    std::uint16_t ret = result;
+    relocate(ret);
     out_.num_regs_ = base + out_.code_.size();
+    out_.code_.push_back({Op::Ret, false, 0, ret, 0, 0, 0});
+    out_.source_.push_back(out_.expr_);
   }
 
  public:
@@ -2264,23 +2289,32 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
   }
   std::uint16_t visit_binary(const BinaryNode& n, const Expr& e) {
     Kind k = n.kind();
+    const auto ca = n.a.as_int();
+    const auto cb = n.b.as_int();
+    if (cb && !ca && *cb != 0) {  // x op imm (a zero divisor stays in a register: it raises)
+      if (const auto op = imm_op(k, false)) return emit(*op, reg(n.a), 0, 0, e, *cb, false);
+    } else if (ca && !cb) {  // imm op x
+      if (const auto op = imm_op(k, true)) return emit(*op, reg(n.b), 0, 0, e, *ca, true);
+    }
     std::uint16_t a = reg(n.a);
     std::uint16_t b = reg(n.b);
+    bool swapped = false;
     if (k == Kind::GT || k == Kind::GE) {  // a > b is b < a
       std::swap(a, b);
+      swapped = true;
       k = k == Kind::GT ? Kind::LT : Kind::LE;
     }
-    return emit(op_of(k), a, b, a, e);
+    return emit(op_of(k), a, b, a, e, 0, swapped);
   }
   std::uint16_t visit_not(const NotNode& n, const Expr& e) {
     const std::uint16_t a = reg(n.a);
-    return emit(Op::Not, a, a, a, e);
+    return emit(Op::Not, a, a, a, e, 0, false);
   }
   std::uint16_t visit_select(const SelectNode& n, const Expr& e) {
     const std::uint16_t c = reg(n.cond);
     const std::uint16_t t = reg(n.t);
     const std::uint16_t f = reg(n.f);
-    return emit(Op::Select, c, t, f, e);
+    return emit(Op::Select, c, t, f, e, 0, false);
   }
 
  private:
@@ -2295,12 +2329,47 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
     return r;
   }
 
-  std::uint16_t emit(Op op, std::uint16_t a, std::uint16_t b, std::uint16_t c, const Expr& e) {
+  std::uint16_t emit(Op op, std::uint16_t a, std::uint16_t b, std::uint16_t c, const Expr& e,
+                     std::int64_t imm, bool swapped) {
     if (out_.code_.size() >= kMaxRegisters) too_large();
     const auto dst = static_cast<std::uint16_t>(kTemp | out_.code_.size());
-    out_.code_.push_back({op, dst, a, b, c});
+    out_.code_.push_back({op, swapped, dst, a, b, c, imm});
     out_.source_.push_back(e);
     return dst;
+  }
+
+  // The immediate form of `x k imm` (imm_first: `imm k x`), if there is one.
+  static std::optional<Op> imm_op(Kind k, bool imm_first) {
+    switch (k) {
+      case Kind::Add:
+        return Op::AddI;
+      case Kind::Sub:
+        return imm_first ? Op::RSubI : Op::SubI;
+      case Kind::Mul:
+        return Op::MulI;
+      case Kind::FloorDiv:
+        return imm_first ? std::nullopt : std::optional(Op::DivI);
+      case Kind::FloorMod:
+        return imm_first ? std::nullopt : std::optional(Op::ModI);
+      case Kind::Min:
+        return Op::MinI;
+      case Kind::Max:
+        return Op::MaxI;
+      case Kind::EQ:
+        return Op::EqI;
+      case Kind::NE:
+        return Op::NeI;
+      case Kind::LT:
+        return imm_first ? Op::GtI : Op::LtI;  // imm < x is x > imm
+      case Kind::LE:
+        return imm_first ? Op::GeI : Op::LeI;
+      case Kind::GT:
+        return imm_first ? Op::LtI : Op::GtI;
+      case Kind::GE:
+        return imm_first ? Op::LeI : Op::GeI;
+      default:
+        return std::nullopt;
+    }
   }
 
   static Op op_of(Kind k) {
@@ -2340,16 +2409,21 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
 
 }  // namespace detail
 
+// The interpreter loop is direct-threaded (GNU computed goto, supported by GCC and Clang):
+// every operation ends with its own indirect jump to the next one, which branch predictors
+// follow far better than the single jump of a switch. The code always ends with Ret.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
 inline std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args) const {
   const std::size_t n = params_.size();
   if (args.size() != n) [[unlikely]]
     bad_args(args);
   std::int64_t stack[kStackRegisters];
-  std::vector<std::int64_t> heap;
+  std::unique_ptr<std::int64_t[]> heap;
   std::int64_t* r = stack;
   if (num_regs_ > kStackRegisters) [[unlikely]] {
-    heap.resize(num_regs_);
-    r = heap.data();
+    heap = std::make_unique<std::int64_t[]>(num_regs_);
+    r = heap.get();
   }
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t v = args[i];
@@ -2358,70 +2432,135 @@ inline std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args)
     r[i] = v;
   }
   std::copy(consts_.begin(), consts_.end(), r + n);
-  const Instr* code = code_.data();
-  const std::size_t size = code_.size();
-  for (std::size_t pc = 0; pc < size; ++pc) {
-    const Instr& in = code[pc];
-    const std::int64_t a = r[in.a];
-    const std::int64_t b = r[in.b];
-    std::int64_t& out = r[in.dst];
-    switch (in.op) {
-      case Op::Add:
-        if (__builtin_add_overflow(a, b, &out)) [[unlikely]]
-          fail(pc, a, b);
-        break;
-      case Op::Sub:
-        if (__builtin_sub_overflow(a, b, &out)) [[unlikely]]
-          fail(pc, a, b);
-        break;
-      case Op::Mul:
-        if (__builtin_mul_overflow(a, b, &out)) [[unlikely]]
-          fail(pc, a, b);
-        break;
-      case Op::Div:
-        if (b == 0 || (b == -1 && a == detail::int64_min)) [[unlikely]]
-          fail(pc, a, b);
-        out = detail::floor_div(a, b);
-        break;
-      case Op::Mod:
-        if (b == 0) [[unlikely]]
-          fail(pc, a, b);
-        out = detail::floor_mod(a, b);
-        break;
-      case Op::Min:
-        out = a < b ? a : b;
-        break;
-      case Op::Max:
-        out = a < b ? b : a;
-        break;
-      case Op::Eq:
-        out = a == b;
-        break;
-      case Op::Ne:
-        out = a != b;
-        break;
-      case Op::Lt:
-        out = a < b;
-        break;
-      case Op::Le:
-        out = a <= b;
-        break;
-      case Op::And:
-        out = (a != 0) & (b != 0);
-        break;
-      case Op::Or:
-        out = (a != 0) | (b != 0);
-        break;
-      case Op::Not:
-        out = a == 0;
-        break;
-      case Op::Select:
-        out = a != 0 ? b : r[in.c];
-        break;
-    }
-  }
-  return r[result_];
+
+  static const void* const dispatch[] = {
+      &&op_add,  &&op_sub,   &&op_mul,  &&op_div,  &&op_mod,  &&op_min,  &&op_max,    &&op_eq,
+      &&op_ne,   &&op_lt,    &&op_le,   &&op_and,  &&op_or,   &&op_not,  &&op_select, &&op_addi,
+      &&op_subi, &&op_rsubi, &&op_muli, &&op_divi, &&op_modi, &&op_mini, &&op_maxi,   &&op_eqi,
+      &&op_nei,  &&op_lti,   &&op_lei,  &&op_gti,  &&op_gei,  &&op_ret};
+  static_assert(std::size(dispatch) == static_cast<std::size_t>(Op::Ret) + 1);
+  const Instr* const code = code_.data();
+  const Instr* in = code;
+  std::int64_t a = 0;
+  std::int64_t b = 0;
+#define DLAVM_NE_NEXT()                               \
+  do {                                                \
+    ++in;                                             \
+    goto* dispatch[static_cast<std::size_t>(in->op)]; \
+  } while (0)
+  // Overflow-checked op; the operands are reported in source order.
+#define DLAVM_NE_CHECKED(builtin, x, y)                                    \
+  a = x;                                                                   \
+  b = y;                                                                   \
+  if (builtin(a, b, &r[in->dst])) [[unlikely]]                             \
+    fail(static_cast<std::size_t>(in - code), in->op == Op::RSubI ? b : a, \
+         in->op == Op::RSubI ? a : b);                                     \
+  DLAVM_NE_NEXT()
+
+  goto* dispatch[static_cast<std::size_t>(in->op)];
+op_add:
+  DLAVM_NE_CHECKED(__builtin_add_overflow, r[in->a], r[in->b]);
+op_sub:
+  DLAVM_NE_CHECKED(__builtin_sub_overflow, r[in->a], r[in->b]);
+op_mul:
+  DLAVM_NE_CHECKED(__builtin_mul_overflow, r[in->a], r[in->b]);
+op_div:
+  a = r[in->a];
+  b = r[in->b];
+  if (b == 0 || (b == -1 && a == detail::int64_min)) [[unlikely]]
+    fail(static_cast<std::size_t>(in - code), a, b);
+  r[in->dst] = detail::floor_div(a, b);
+  DLAVM_NE_NEXT();
+op_mod:
+  a = r[in->a];
+  b = r[in->b];
+  if (b == 0) [[unlikely]]
+    fail(static_cast<std::size_t>(in - code), a, b);
+  r[in->dst] = detail::floor_mod(a, b);
+  DLAVM_NE_NEXT();
+op_min:
+  a = r[in->a];
+  b = r[in->b];
+  r[in->dst] = a < b ? a : b;
+  DLAVM_NE_NEXT();
+op_max:
+  a = r[in->a];
+  b = r[in->b];
+  r[in->dst] = a < b ? b : a;
+  DLAVM_NE_NEXT();
+op_eq:
+  r[in->dst] = r[in->a] == r[in->b];
+  DLAVM_NE_NEXT();
+op_ne:
+  r[in->dst] = r[in->a] != r[in->b];
+  DLAVM_NE_NEXT();
+op_lt:
+  r[in->dst] = r[in->a] < r[in->b];
+  DLAVM_NE_NEXT();
+op_le:
+  r[in->dst] = r[in->a] <= r[in->b];
+  DLAVM_NE_NEXT();
+op_and:
+  r[in->dst] = (r[in->a] != 0) & (r[in->b] != 0);
+  DLAVM_NE_NEXT();
+op_or:
+  r[in->dst] = (r[in->a] != 0) | (r[in->b] != 0);
+  DLAVM_NE_NEXT();
+op_not:
+  r[in->dst] = r[in->a] == 0;
+  DLAVM_NE_NEXT();
+op_select:
+  r[in->dst] = r[in->a] != 0 ? r[in->b] : r[in->c];
+  DLAVM_NE_NEXT();
+op_addi:
+  DLAVM_NE_CHECKED(__builtin_add_overflow, r[in->a], in->imm);
+op_subi:
+  DLAVM_NE_CHECKED(__builtin_sub_overflow, r[in->a], in->imm);
+op_rsubi:
+  DLAVM_NE_CHECKED(__builtin_sub_overflow, in->imm, r[in->a]);
+op_muli:
+  DLAVM_NE_CHECKED(__builtin_mul_overflow, r[in->a], in->imm);
+op_divi:  // imm != 0 (see Compiler::visit_binary)
+  a = r[in->a];
+  if (in->imm == -1 && a == detail::int64_min) [[unlikely]]
+    fail(static_cast<std::size_t>(in - code), a, in->imm);
+  r[in->dst] = detail::floor_div(a, in->imm);
+  DLAVM_NE_NEXT();
+op_modi:
+  r[in->dst] = detail::floor_mod(r[in->a], in->imm);
+  DLAVM_NE_NEXT();
+op_mini:
+  a = r[in->a];
+  r[in->dst] = a < in->imm ? a : in->imm;
+  DLAVM_NE_NEXT();
+op_maxi:
+  a = r[in->a];
+  r[in->dst] = a < in->imm ? in->imm : a;
+  DLAVM_NE_NEXT();
+op_eqi:
+  r[in->dst] = r[in->a] == in->imm;
+  DLAVM_NE_NEXT();
+op_nei:
+  r[in->dst] = r[in->a] != in->imm;
+  DLAVM_NE_NEXT();
+op_lti:
+  r[in->dst] = r[in->a] < in->imm;
+  DLAVM_NE_NEXT();
+op_lei:
+  r[in->dst] = r[in->a] <= in->imm;
+  DLAVM_NE_NEXT();
+op_gti:
+  r[in->dst] = r[in->a] > in->imm;
+  DLAVM_NE_NEXT();
+op_gei:
+  r[in->dst] = r[in->a] >= in->imm;
+  DLAVM_NE_NEXT();
+op_ret:
+  return r[in->a];
+#undef DLAVM_NE_CHECKED
+#undef DLAVM_NE_NEXT
 }
+#pragma GCC diagnostic pop
 
 // Compiles e as a function of `params`, in that order. Every variable of e (after
 // simplification) must be among them; parameters e does not use are allowed.

@@ -223,3 +223,33 @@ TEST_CASE("substitute: by identity, simultaneous, folding constants") {
   CHECK_THROWS_AS(ne::substitute(ne::floordiv(k, j), {{j, 0}}), dlavm::ArithmeticError);
   CHECK_THROWS_AS(ne::substitute(e, {{i, ne::Expr()}}), dlavm::ValueError);
 }
+
+TEST_CASE("compile: constant operands on either side become immediates, errors keep order") {
+  auto x = ne::var("x", INT64_MIN, INT64_MAX);
+  auto y = ne::var("y", -5, 5);
+  const auto sub = ne::compile(ne::Expr(-2) - x, {x}, {.simplify = false});
+  CHECK(sub({5}) == -7);
+  CHECK(message_of([&] { sub({INT64_MAX}); }) ==
+        "ne::compile of `-2 - x`: `-2 - x` overflows int64 with `-2` = -2 and `x` = "
+        "9223372036854775807");
+  const auto mul = ne::compile(3 * x, {x}, {.simplify = false});
+  CHECK(message_of([&] { mul({INT64_MAX}); }) ==
+        "ne::compile of `3*x`: `3*x` overflows int64 with `3` = 3 and `x` = 9223372036854775807");
+  const auto div = ne::compile(ne::floordiv(x, -1), {x}, {.simplify = false});
+  CHECK(div({7}) == -7);
+  CHECK_THROWS_AS(div({INT64_MIN}), dlavm::ArithmeticError);
+  const ne::Expr flags = (3 < y) + (3 <= y) * 2 + (3 > y) * 4 + (3 >= y) * 8 + (3 == y) * 16 +
+                         (3 != y) * 32 + (y < 3) * 64 + (y <= 3) * 128 + (y > 3) * 256 +
+                         (y >= 3) * 512 + ne::min(y, 1) * 1024 + ne::max(1, y) * 4096 +
+                         ne::floormod(y, 3) + ne::floordiv(y, 4) * 3 + (10 - y) * 5;
+  const auto f = ne::compile(flags, {y}, {.simplify = false});
+  const auto g = ne::compile(flags, {y});
+  for (std::int64_t v = -5; v <= 5; ++v) {
+    CHECK(f({v}) == ne::eval(flags, {{"y", v}}));
+    CHECK(g({v}) == ne::eval(flags, {{"y", v}}));
+  }
+  // simplification can leave a division by a zero it computed: a run-time error, not a crash
+  const auto z = ne::compile(ne::floordiv(y, y - y), {y});
+  CHECK(fmt::format("{}", z.expr()) == "floordiv(y, 0)");
+  CHECK_THROWS_AS(z({1}), dlavm::ArithmeticError);
+}
