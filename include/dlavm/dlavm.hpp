@@ -4,4 +4,7 @@
 
 #include <dlavm/core.hpp>
 #include <dlavm/ne.hpp>
+#include <dlavm/schedule.hpp>
+#include <dlavm/te.hpp>
+#include <dlavm/tir.hpp>
 #include <dlavm/vta.hpp>

@@ -2839,6 +2839,3784 @@ inline Expr substitute(const Expr& e, std::initializer_list<Substitution> map) {
 }  // namespace dlavm::ne
 // end dlavm/ne/substitute.hpp
 // end dlavm/ne.hpp
+// begin dlavm/schedule.hpp
+// schedule layer: stages and their primitives, symbolic intervals for bound inference.
+
+// begin dlavm/schedule/int_set.hpp
+// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
+// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
+// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
+// IntSet evaluation plays in InferBound.
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::schedule {
+
+struct IntSet {
+  ne::Expr lo;
+  ne::Expr hi;
+  static IntSet point(const ne::Expr& e) { return {e, e}; }
+  bool is_point() const { return lo.same_as(hi) || ne::equal(lo, hi); }
+};
+
+// Variables that sweep, by id, with the interval each covers.
+using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
+
+namespace detail {
+
+inline bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
+inline bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
+
+class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
+ public:
+  explicit IntSetEvaluator(const SweepMap& sweep) : sweep_(sweep) {}
+
+  IntSet visit_int(const ne::IntImmNode&, const ne::Expr& e) { return IntSet::point(e); }
+  IntSet visit_var(const ne::VarNode& n, const ne::Expr& e) {
+    if (auto it = sweep_.find(n.id); it != sweep_.end()) return it->second;
+    return IntSet::point(e);
+  }
+  IntSet visit_binary(const ne::BinaryNode& n, const ne::Expr& e) {
+    const IntSet a = visit(n.a);
+    const IntSet b = visit(n.b);
+    if (a.is_point() && b.is_point() && a.lo.same_as(n.a) && b.lo.same_as(n.b))
+      return IntSet::point(e);
+    switch (n.kind()) {
+      case ne::Kind::Add:
+        return {a.lo + b.lo, a.hi + b.hi};
+      case ne::Kind::Sub:
+        return {a.lo - b.hi, a.hi - b.lo};
+      case ne::Kind::Mul:
+        if (b.is_point()) return scale(a, b.lo, e);
+        if (a.is_point()) return scale(b, a.lo, e);
+        return numeric(e);
+      case ne::Kind::FloorDiv:
+        if (b.is_point() && ne::bounds(b.lo).min > 0)
+          return {ne::floordiv(a.lo, b.lo), ne::floordiv(a.hi, b.lo)};
+        return numeric(e);
+      case ne::Kind::FloorMod:
+        if (a.is_point() && b.is_point()) return IntSet::point(ne::floormod(a.lo, b.lo));
+        if (b.is_point() && ne::bounds(b.lo).min > 0) {
+          // Within one period the residues are contiguous: lo..hi when they do not wrap.
+          const ne::Expr span = ne::simplify(a.hi - a.lo);
+          const ne::Expr lo_mod = ne::simplify(ne::floormod(a.lo, b.lo));
+          if (ne::can_prove(lo_mod + span < b.lo)) return {lo_mod, lo_mod + span};
+          return {0, b.lo - 1};
+        }
+        return numeric(e);
+      case ne::Kind::Min:
+        return {ne::min(a.lo, b.lo), ne::min(a.hi, b.hi)};
+      case ne::Kind::Max:
+        return {ne::max(a.lo, b.lo), ne::max(a.hi, b.hi)};
+      default:
+        return {0, 1};  // conditions
+    }
+  }
+  IntSet visit_not(const ne::NotNode&, const ne::Expr&) { return {0, 1}; }
+  IntSet visit_select(const ne::SelectNode& n, const ne::Expr&) {
+    const IntSet t = visit(n.t);
+    const IntSet f = visit(n.f);
+    return {ne::min(t.lo, f.lo), ne::max(t.hi, f.hi)};
+  }
+
+ private:
+  static IntSet scale(const IntSet& x, const ne::Expr& c, const ne::Expr& whole) {
+    if (provably_nonneg(c)) return {x.lo * c, x.hi * c};
+    if (provably_nonpos(c)) return {x.hi * c, x.lo * c};
+    return numeric(whole);
+  }
+  // The fallback: numeric bounds over every variable's full range (sound, not tight).
+  static IntSet numeric(const ne::Expr& e) {
+    const auto b = ne::bounds(e);
+    return {b.min, b.max};
+  }
+  const SweepMap& sweep_;
+};
+
+}  // namespace detail
+
+// The interval e covers while the variables in `sweep` range over their intervals.
+inline IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
+  IntSet s = detail::IntSetEvaluator(sweep).visit(e);
+  return {ne::simplify(s.lo), ne::simplify(s.hi)};
+}
+
+// Hull of two intervals.
+inline IntSet unite(const IntSet& a, const IntSet& b) {
+  return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
+}
+
+}  // namespace dlavm::schedule
+// end dlavm/schedule/int_set.hpp
+// begin dlavm/schedule/schedule.hpp
+// Schedules: how the operations of a tensor program are computed, not what they compute.
+// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
+// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
+// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
+// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
+// stage, the axis and the numbers.
+//
+//   auto s = te::create_schedule(C);
+//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
+//   s[A_buf].compute_at(s[C_buf], ko_o);
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/schedule/tensor_intrin.hpp
+// Tensor intrinsics: a hardware operation declared as the compute pattern it implements plus
+// how it lowers. Stage::tensorize(axis, intrin) asks lowering to match the loops from `axis`
+// inward against the pattern and to replace them by the intrinsic's calls. Targets declare
+// theirs (VTA's GEMM in vta/); users can declare their own.
+//
+//   auto a = te::placeholder(te::shape(16), DType::int8(), "a");
+//   auto w = te::placeholder(te::shape(16, 16), DType::int8(), "w");
+//   auto k = te::reduce_axis({0, 16}, "k");
+//   auto c = te::compute(te::shape(16), [&](auto i) { return te::sum(cast(i32, a(k)) * cast(i32,
+//   w(i, k)), {k}); }, "c"); auto gemv = schedule::decl_tensor_intrin(c, [](const IntrinCall& call)
+//   { ... }, "gemv");
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// te layer: tensor expressions. Placeholders and computes over index lambdas, reductions,
+// value expressions with their visitor/mutator, host arrays and direct evaluation.
+
+// begin dlavm/te/buffer.hpp
+// Buffer: a named, typed, shaped region of memory in a storage scope ("global" for DRAM
+// tensors, "local.inp_buffer" and friends for accelerator SRAM). Lowering turns every tensor
+// into a buffer; TIR loads and stores address buffers. Identity is the node.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+struct BufferNode {
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::string scope;  // "global" unless a schedule set another
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::shared_ptr<const BufferNode> node) : node_(std::move(node)) {}
+
+  const std::string& name() const { return node_->name; }
+  DType dtype() const { return node_->dtype; }
+  const std::vector<ne::Expr>& shape() const { return node_->shape; }
+  const std::string& scope() const { return node_->scope; }
+  std::size_t ndim() const { return node_->shape.size(); }
+  bool defined() const { return node_ != nullptr; }
+  const BufferNode* get() const { return node_.get(); }
+  bool same_as(const Buffer& other) const { return node_ == other.node_; }
+
+  // Number of elements, simplified.
+  ne::Expr size() const {
+    ne::Expr n = 1;
+    for (const auto& d : node_->shape) n = n * d;
+    return ne::simplify(n);
+  }
+  // Row-major offset of a multi-dimensional index.
+  ne::Expr flat_index(const std::vector<ne::Expr>& indices) const {
+    ne::Expr offset = 0;
+    for (std::size_t k = 0; k < indices.size(); ++k) offset = offset * node_->shape[k] + indices[k];
+    return ne::simplify(offset);
+  }
+
+ private:
+  std::shared_ptr<const BufferNode> node_;
+};
+
+inline Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
+                          std::string scope = "global") {
+  return Buffer(std::make_shared<const BufferNode>(
+      BufferNode{std::move(name), dtype, std::move(shape), std::move(scope)}));
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/buffer.hpp
+// begin dlavm/te/evaluate.hpp
+// te::evaluate: computes a tensor straight from its definition, element by element, with no
+// schedule. It is the independent reference that lowered programs are checked against.
+//
+//   auto c = te::evaluate(C, {{A, a}, {B, b}}, {{"token", 37}});
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/expr.hpp
+// Value expressions: what a compute lambda returns and what TIR stores. A small closed node
+// set over element values of a DType, with indices that are ne expressions:
+//   IntImm                               constant of a dtype
+//   Cast                                 conversion (integer casts wrap)
+//   Add Sub Mul Min Max Shl Shr          arithmetic (BinaryNode, both operands one dtype)
+//   EQ NE LT LE GT GE And Or, Not        conditions (dtype bool = uint1)
+//   Select                               cond ? t : f
+//   Index                                an ne index expression used as a value
+//   Read                                 element of a tensor (te level)
+//   Load                                 element of a buffer (TIR level)
+//   Reduce                               sum/max/min of a source over reduction axes
+//   Call                                 a named intrinsic (TIR level)
+// Passes use ExprFunctor / ExprVisitor / ExprMutator below: one idiom, like ne's.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/buffer.hpp
+// end dlavm/te/buffer.hpp
+// begin dlavm/te/iter_var.hpp
+// IterVar: a loop axis of an operation. It pairs an ne variable with the range it iterates
+// over, [min, min + extent), and says whether the axis is data-parallel (an output dimension)
+// or a reduction. Schedules split and fuse IterVars into new ones; identity is the node.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace dlavm::te {
+
+enum class IterKind : std::uint8_t { DataPar, Reduce };
+
+// Half-open range [min, min + extent) with symbolic ends.
+struct Range {
+  ne::Expr min;
+  ne::Expr extent;
+};
+
+struct IterVarNode {
+  ne::Var var;
+  Range dom;
+  IterKind kind;
+};
+
+class IterVar {
+ public:
+  IterVar() = default;
+  explicit IterVar(std::shared_ptr<const IterVarNode> node) : node_(std::move(node)) {}
+
+  const ne::Var& var() const { return node_->var; }
+  const std::string& name() const { return node_->var.name(); }
+  const Range& dom() const { return node_->dom; }
+  IterKind kind() const { return node_->kind; }
+  bool is_reduce() const { return node_->kind == IterKind::Reduce; }
+  bool defined() const { return node_ != nullptr; }
+  const IterVarNode* get() const { return node_.get(); }
+  bool same_as(const IterVar& other) const { return node_ == other.node_; }
+  friend bool operator==(const IterVar& a, const IterVar& b) { return a.node_ == b.node_; }
+
+  // An axis stands for its loop variable in index expressions: A(i, k) with k a reduce axis.
+  operator ne::Expr() const { return node_->var; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  std::shared_ptr<const IterVarNode> node_;
+};
+
+// A new axis named `name` over [min, min + extent). The variable's range is what the bounds
+// of min and extent allow, so that ne can bound index expressions that use it.
+inline IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind) {
+  const auto lo = ne::bounds(min);
+  const auto ext = ne::bounds(extent);
+  if (ext.max < 1)
+    raise<ShapeError>("axis '{}' has extent {} which is never positive (at most {})", name, extent,
+                      ext.max);
+  if (const auto e = extent.as_int(); e && *e < 1)
+    raise<ShapeError>("axis '{}' has extent {}, which must be at least 1", name, *e);
+  const std::int64_t hi = ne::detail::saturate(ne::detail::int128{lo.max} + ext.max - 1);
+  auto v = ne::var(std::move(name), lo.min, hi);
+  return IterVar(std::make_shared<const IterVarNode>(IterVarNode{v, {min, extent}, kind}));
+}
+
+// te::reduce_axis({0, n}, "k"): a reduction axis over [lo, hi).
+inline IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv") {
+  auto [lo, hi] = std::move(bounds);
+  return make_iter_var(std::move(name), lo, ne::simplify(hi - lo), IterKind::Reduce);
+}
+
+}  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::IterVar& iv, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}", iv.name());
+  }
+};
+// end dlavm/te/iter_var.hpp
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+enum class ExprKind : std::uint8_t {
+  IntImm,
+  Cast,
+  Add,
+  Sub,
+  Mul,
+  Min,
+  Max,
+  Shl,
+  Shr,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
+  Not,
+  Select,
+  Index,
+  Read,
+  Load,
+  Reduce,
+  Call,
+};
+
+constexpr bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
+constexpr bool is_arith(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Shr; }
+constexpr bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+
+inline constexpr DType bool_type{DType::Kind::UInt, 1};
+
+class ExprNode;
+struct OperationNode;
+
+class Expr {
+ public:
+  Expr() = default;
+  // C++ integers become "literal" constants, which take the dtype of the operand they meet:
+  // `x + 1` with x int8 adds an int8 1. Alone they are int32.
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  ExprKind kind() const;
+  DType dtype() const;
+  const ExprNode* get() const { return node_.get(); }
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+class ExprNode {
+ public:
+  ExprNode(const ExprNode&) = delete;
+  ExprNode& operator=(const ExprNode&) = delete;
+  virtual ~ExprNode() = default;
+  ExprKind kind() const { return kind_; }
+  DType dtype() const { return dtype_; }
+
+ protected:
+  ExprNode(ExprKind kind, DType dtype) : kind_(kind), dtype_(dtype) {}
+
+ private:
+  ExprKind kind_;
+  DType dtype_;
+};
+
+struct IntImmNode final : ExprNode {
+  IntImmNode(std::int64_t v, DType t, bool lit)
+      : ExprNode(ExprKind::IntImm, t), value(v), literal(lit) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::IntImm; }
+  const std::int64_t value;
+  const bool literal;  // written as a C++ integer: adopts the dtype of the other operand
+};
+
+struct CastNode final : ExprNode {
+  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t), value(std::move(v)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Cast; }
+  const Expr value;
+};
+
+struct BinaryNode final : ExprNode {
+  BinaryNode(ExprKind k, DType t, Expr x, Expr y)
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return is_binary(k); }
+  const Expr a;
+  const Expr b;
+};
+
+struct NotNode final : ExprNode {
+  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, bool_type), a(std::move(x)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Not; }
+  const Expr a;
+};
+
+struct SelectNode final : ExprNode {
+  SelectNode(Expr c, Expr x, Expr y)
+      : ExprNode(ExprKind::Select, x.dtype()),
+        cond(std::move(c)),
+        t(std::move(x)),
+        f(std::move(y)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Select; }
+  const Expr cond;
+  const Expr t;
+  const Expr f;
+};
+
+struct IndexNode final : ExprNode {
+  IndexNode(ne::Expr i, DType t) : ExprNode(ExprKind::Index, t), index(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Index; }
+  const ne::Expr index;
+};
+
+struct ReadNode final : ExprNode {
+  ReadNode(std::shared_ptr<const OperationNode> o, DType t, std::vector<ne::Expr> i)
+      : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Read; }
+  const std::shared_ptr<const OperationNode> op;
+  const std::vector<ne::Expr> indices;
+};
+
+struct LoadNode final : ExprNode {
+  LoadNode(Buffer b, std::vector<ne::Expr> i)
+      : ExprNode(ExprKind::Load, b.dtype()), buffer(std::move(b)), indices(std::move(i)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Load; }
+  const Buffer buffer;
+  const std::vector<ne::Expr> indices;
+};
+
+enum class Combiner : std::uint8_t { Sum, Max, Min };
+
+struct ReduceNode final : ExprNode {
+  ReduceNode(Combiner c, Expr s, std::vector<IterVar> ax)
+      : ExprNode(ExprKind::Reduce, s.dtype()),
+        combiner(c),
+        source(std::move(s)),
+        axes(std::move(ax)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Reduce; }
+  const Combiner combiner;
+  const Expr source;
+  const std::vector<IterVar> axes;
+};
+
+// A named intrinsic. `buffers` are the memory operands it addresses (the tiles a tensor
+// intrinsic reads and writes); `args` are values, typically offsets into those buffers.
+struct CallNode final : ExprNode {
+  CallNode(std::string n, DType t, std::vector<Expr> a, std::vector<Buffer> b)
+      : ExprNode(ExprKind::Call, t),
+        name(std::move(n)),
+        args(std::move(a)),
+        buffers(std::move(b)) {}
+  static constexpr bool classof(ExprKind k) { return k == ExprKind::Call; }
+  const std::string name;
+  const std::vector<Expr> args;
+  const std::vector<Buffer> buffers;
+};
+
+inline ExprKind Expr::kind() const {
+  if (!node_) raise<ValueError>("te: use of an undefined Expr");
+  return node_->kind();
+}
+inline DType Expr::dtype() const {
+  if (!node_) raise<ValueError>("te: use of an undefined Expr");
+  return node_->dtype();
+}
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+template <std::integral T>
+requires(!std::same_as<T, bool>) Expr::Expr(T value)
+    : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
+                                               true)) {}
+
+// ---- the visitor idiom -------------------------------------------------------------------
+// ExprFunctor dispatches on the node kind to the derived class (CRTP):
+//   visit_int visit_cast visit_binary visit_not visit_select visit_index visit_read
+//   visit_load visit_reduce visit_call, each taking (const XNode&, const Expr& self).
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  R visit(const Expr& e) {
+    auto& self = static_cast<Derived&>(*this);
+    const ExprNode* n = e.get();
+    switch (e.kind()) {
+      case ExprKind::IntImm:
+        return self.visit_int(static_cast<const IntImmNode&>(*n), e);
+      case ExprKind::Cast:
+        return self.visit_cast(static_cast<const CastNode&>(*n), e);
+      case ExprKind::Not:
+        return self.visit_not(static_cast<const NotNode&>(*n), e);
+      case ExprKind::Select:
+        return self.visit_select(static_cast<const SelectNode&>(*n), e);
+      case ExprKind::Index:
+        return self.visit_index(static_cast<const IndexNode&>(*n), e);
+      case ExprKind::Read:
+        return self.visit_read(static_cast<const ReadNode&>(*n), e);
+      case ExprKind::Load:
+        return self.visit_load(static_cast<const LoadNode&>(*n), e);
+      case ExprKind::Reduce:
+        return self.visit_reduce(static_cast<const ReduceNode&>(*n), e);
+      case ExprKind::Call:
+        return self.visit_call(static_cast<const CallNode&>(*n), e);
+      default:
+        return self.visit_binary(static_cast<const BinaryNode&>(*n), e);
+    }
+  }
+};
+
+// Read-only traversal of every child; index expressions go to visit_index_expr.
+template <class Derived>
+class ExprVisitor : public ExprFunctor<Derived, void> {
+ public:
+  void visit_index_expr(const ne::Expr&) {}
+  void visit_int(const IntImmNode&, const Expr&) {}
+  void visit_cast(const CastNode& n, const Expr&) { this->visit(n.value); }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    this->visit(n.a);
+    this->visit(n.b);
+  }
+  void visit_not(const NotNode& n, const Expr&) { this->visit(n.a); }
+  void visit_select(const SelectNode& n, const Expr&) {
+    this->visit(n.cond);
+    this->visit(n.t);
+    this->visit(n.f);
+  }
+  void visit_index(const IndexNode& n, const Expr&) { self().visit_index_expr(n.index); }
+  void visit_read(const ReadNode& n, const Expr&) {
+    for (const auto& i : n.indices) self().visit_index_expr(i);
+  }
+  void visit_load(const LoadNode& n, const Expr&) {
+    for (const auto& i : n.indices) self().visit_index_expr(i);
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) { this->visit(n.source); }
+  void visit_call(const CallNode& n, const Expr&) {
+    for (const auto& a : n.args) this->visit(a);
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+}  // namespace dlavm::te
+// end dlavm/te/expr.hpp
+// begin dlavm/te/index_eval.hpp
+// Evaluating ne index expressions under an environment that binds variables by identity
+// (loop variables of the same name in different loops stay distinct), falling back to
+// bindings by name for the symbolic dims (`{"token", 37}`). Used by te::evaluate and by the
+// TIR interpreter.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+class IndexEnv {
+ public:
+  explicit IndexEnv(std::span<const ne::Binding> symbols = {}) : symbols_(symbols) {}
+
+  // Binds v (shadowing outer bindings of it) and returns the slot to update it through.
+  std::size_t push(const ne::Var& v, std::int64_t value) {
+    scope_.emplace_back(v.id(), value);
+    return scope_.size() - 1;
+  }
+  void pop() { scope_.pop_back(); }
+  void set(std::size_t slot, std::int64_t value) { scope_[slot].second = value; }
+
+  std::int64_t lookup(const ne::VarNode& v) const {
+    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+      if (it->first == v.id) return it->second;
+    for (const auto& b : symbols_) {
+      if (b.name != v.name) continue;
+      if (b.value < v.min || b.value > v.max)
+        raise<ValueError>("symbolic dim '{}' = {} is outside its range [{}, {}]", v.name, b.value,
+                          v.min, v.max);
+      return b.value;
+    }
+    raise<ValueError>("no value for variable '{}' (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
+                      v.name, v.name);
+  }
+
+  std::int64_t eval(const ne::Expr& e) const;
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::int64_t>> scope_;
+  std::span<const ne::Binding> symbols_;
+};
+
+namespace detail {
+class IndexEvaluator : public ne::ExprFunctor<IndexEvaluator, std::int64_t> {
+ public:
+  explicit IndexEvaluator(const IndexEnv& env) : env_(env) {}
+  std::int64_t visit_int(const ne::IntImmNode& n, const ne::Expr&) { return n.value; }
+  std::int64_t visit_var(const ne::VarNode& n, const ne::Expr&) { return env_.lookup(n); }
+  std::int64_t visit_binary(const ne::BinaryNode& n, const ne::Expr& self) {
+    const auto a = visit(n.a);
+    const auto b = visit(n.b);
+    if (auto r = ne::detail::fold(n.kind(), a, b)) return *r;
+    raise<ArithmeticError>("evaluating `{}`: {} with operands {} and {} {}", self,
+                           ne::kind_name(n.kind()), a, b,
+                           b == 0 ? "divides by zero" : "overflows int64");
+  }
+  std::int64_t visit_not(const ne::NotNode& n, const ne::Expr&) { return visit(n.a) == 0; }
+  std::int64_t visit_select(const ne::SelectNode& n, const ne::Expr&) {
+    const auto c = visit(n.cond);
+    const auto t = visit(n.t);
+    const auto f = visit(n.f);
+    return c != 0 ? t : f;
+  }
+
+ private:
+  const IndexEnv& env_;
+};
+}  // namespace detail
+
+inline std::int64_t IndexEnv::eval(const ne::Expr& e) const {
+  return detail::IndexEvaluator(*this).visit(e);
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/index_eval.hpp
+// begin dlavm/te/ndarray.hpp
+// NDArray: a host tensor of integers, the currency of references and interpreters. Values are
+// held as int64 and always wrapped to the dtype, so int8 arithmetic behaves as on hardware.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+class NDArray {
+ public:
+  NDArray() = default;
+  NDArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    if (!dtype.is_integral())
+      raise<TypeError>("NDArray of {}: dlavm computes on integer types only", dtype);
+    std::int64_t n = 1;
+    for (auto d : shape_) {
+      if (d < 0)
+        raise<ShapeError>("NDArray: negative dim {} in shape [{}]", d, fmt::join(shape_, ", "));
+      if (d != 0 && n > (std::int64_t{1} << 40) / d)
+        raise<CapacityError>("NDArray of shape [{}] is too large to allocate",
+                             fmt::join(shape_, ", "));
+      n *= d;
+    }
+    data_.assign(static_cast<std::size_t>(n), 0);
+  }
+
+  // Uniform random values over the dtype's whole range (or [lo, hi]), reproducible by seed.
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed) {
+    return random(dtype, std::move(shape), seed, dtype.min_value(), dtype.max_value());
+  }
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
+                        std::int64_t lo, std::int64_t hi) {
+    NDArray a(dtype, std::move(shape));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::int64_t> dist(lo, hi);
+    for (auto& v : a.data_) v = dtype.wrap(dist(rng));
+    return a;
+  }
+
+  DType dtype() const { return dtype_; }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::size_t ndim() const { return shape_.size(); }
+  std::size_t size() const { return data_.size(); }
+  std::span<const std::int64_t> data() const { return data_; }
+  std::span<std::int64_t> data() { return data_; }
+
+  // Row-major offset of an index; ShapeError names the array when it is out of range.
+  std::size_t offset(std::span<const std::int64_t> index, std::string_view name = "NDArray") const {
+    if (index.size() != shape_.size())
+      raise<ShapeError>("{} has {} dims but is indexed with {}", name, shape_.size(), index.size());
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      if (index[k] < 0 || index[k] >= shape_[k])
+        raise<ShapeError>("{}: index {} of dim {} is outside [0, {})", name, index[k], k,
+                          shape_[k]);
+      off = off * static_cast<std::size_t>(shape_[k]) + static_cast<std::size_t>(index[k]);
+    }
+    return off;
+  }
+  std::int64_t at(std::span<const std::int64_t> index) const { return data_[offset(index)]; }
+  std::int64_t at(std::initializer_list<std::int64_t> index) const {
+    return at(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  void set(std::span<const std::int64_t> index, std::int64_t v) {
+    data_[offset(index)] = dtype_.wrap(v);
+  }
+  void set(std::initializer_list<std::int64_t> index, std::int64_t v) {
+    set(std::span<const std::int64_t>(index.begin(), index.size()), v);
+  }
+  void set_flat(std::size_t i, std::int64_t v) { data_[i] = dtype_.wrap(v); }
+
+  friend bool operator==(const NDArray& a, const NDArray& b) {
+    return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ && a.data_ == b.data_;
+  }
+
+ private:
+  DType dtype_ = DType::int32();
+  std::vector<std::int64_t> shape_;
+  std::vector<std::int64_t> data_;
+};
+
+}  // namespace dlavm::te
+// end dlavm/te/ndarray.hpp
+// begin dlavm/te/ops.hpp
+// Building value expressions: operators, casts, select, reductions. Operands must share a
+// dtype, except C++ integer literals, which adopt the other operand's dtype (and must fit in
+// it). Two constants fold on the spot with the dtype's wrap-around.
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+constexpr std::string_view op_symbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add:
+      return "+";
+    case ExprKind::Sub:
+      return "-";
+    case ExprKind::Mul:
+      return "*";
+    case ExprKind::Min:
+      return "min";
+    case ExprKind::Max:
+      return "max";
+    case ExprKind::Shl:
+      return "<<";
+    case ExprKind::Shr:
+      return ">>";
+    case ExprKind::EQ:
+      return "==";
+    case ExprKind::NE:
+      return "!=";
+    case ExprKind::LT:
+      return "<";
+    case ExprKind::LE:
+      return "<=";
+    case ExprKind::GT:
+      return ">";
+    case ExprKind::GE:
+      return ">=";
+    case ExprKind::And:
+      return "&&";
+    case ExprKind::Or:
+      return "||";
+    default:
+      return "?";
+  }
+}
+
+namespace detail {
+
+// The value of integer operation k on a and b in dtype t: results wrap to t's width, shifts
+// by a negative amount shift the other way (as VTA's ALU SHR does), shifts saturate at the
+// width. Shared by constant folding, te::evaluate and the TIR interpreter.
+constexpr std::int64_t apply_binary(ExprKind k, DType t, std::int64_t a, std::int64_t b) {
+  const auto wrap = [t](std::int64_t v) { return t.wrap(v); };
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  const auto shift_right = [&](std::int64_t x, std::int64_t s) -> std::int64_t {
+    return s >= 63 ? (x < 0 ? -1 : 0) : (x >> s);
+  };
+  const auto shift_left = [&](std::int64_t x, std::int64_t s) -> std::int64_t {
+    return s >= 64 ? 0 : wrap(static_cast<std::int64_t>(u(x) << s));
+  };
+  switch (k) {
+    case ExprKind::Add:
+      return wrap(static_cast<std::int64_t>(u(a) + u(b)));
+    case ExprKind::Sub:
+      return wrap(static_cast<std::int64_t>(u(a) - u(b)));
+    case ExprKind::Mul:
+      return wrap(static_cast<std::int64_t>(u(a) * u(b)));
+    case ExprKind::Min:
+      return a < b ? a : b;
+    case ExprKind::Max:
+      return a < b ? b : a;
+    case ExprKind::Shr:
+      return b >= 0 ? shift_right(a, b) : shift_left(a, b == INT64_MIN ? 64 : -b);
+    case ExprKind::Shl:
+      return b >= 0 ? shift_left(a, b) : shift_right(a, b == INT64_MIN ? 64 : -b);
+    case ExprKind::EQ:
+      return a == b;
+    case ExprKind::NE:
+      return a != b;
+    case ExprKind::LT:
+      return a < b;
+    case ExprKind::LE:
+      return a <= b;
+    case ExprKind::GT:
+      return a > b;
+    case ExprKind::GE:
+      return a >= b;
+    case ExprKind::And:
+      return (a != 0) && (b != 0);
+    case ExprKind::Or:
+      return (a != 0) || (b != 0);
+    default:
+      return 0;
+  }
+}
+
+inline Expr make_const(std::int64_t v, DType t, bool literal = false) {
+  return Expr(std::make_shared<const IntImmNode>(v, t, literal));
+}
+
+inline bool is_literal(const Expr& e) {
+  const auto* imm = e.as<IntImmNode>();
+  return imm != nullptr && imm->literal;
+}
+
+// A literal given the dtype t; it must fit.
+inline Expr retype_literal(const Expr& e, DType t, std::string_view context) {
+  const auto v = e.as<IntImmNode>()->value;
+  if (t.is_float())
+    raise<TypeError>("{}: literal {} meets a {} operand; dlavm computes on integer types only",
+                     context, v, t);
+  if (v < t.min_value() || v > t.max_value())
+    raise<TypeError>("{}: literal {} does not fit in {} (range {}..{})", context, v, t,
+                     t.min_value(), t.max_value());
+  return make_const(v, t);
+}
+
+inline void require_defined(const Expr& e, std::string_view context) {
+  if (!e.defined()) raise<ValueError>("te: {} of an undefined expression", context);
+}
+
+}  // namespace detail
+
+// A constant of an explicit dtype: te::make_const(0, DType::int32()).
+inline Expr make_const(std::int64_t v, DType t) {
+  if (t.is_integral() && (v < t.min_value() || v > t.max_value()))
+    raise<TypeError>("te::make_const: {} does not fit in {} (range {}..{})", v, t, t.min_value(),
+                     t.max_value());
+  return detail::make_const(v, t);
+}
+
+// k(a, b) for any binary kind; the builder behind the operators and the mutator.
+inline Expr binary(ExprKind k, Expr a, Expr b) {
+  detail::require_defined(a, op_symbol(k));
+  detail::require_defined(b, op_symbol(k));
+  const auto context = fmt::format("operator {}", op_symbol(k));
+  const bool la = detail::is_literal(a), lb = detail::is_literal(b);
+  if (la && !lb) a = detail::retype_literal(a, b.dtype(), context);
+  if (lb && !la) b = detail::retype_literal(b, a.dtype(), context);
+  const bool logical = k == ExprKind::And || k == ExprKind::Or;
+  if (logical && (a.dtype() != bool_type || b.dtype() != bool_type))
+    raise<TypeError>("{} needs conditions, got {} and {}", context, a.dtype(), b.dtype());
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: operands have types {} and {}; convert one with te::cast", context,
+                     a.dtype(), b.dtype());
+  if (a.dtype().is_float())
+    raise<TypeError>("{}: {} operands; dlavm computes on integer types only", context, a.dtype());
+  const DType result = is_comparison(k) || logical ? bool_type : a.dtype();
+  const auto* x = a.as<IntImmNode>();
+  const auto* y = b.as<IntImmNode>();
+  if (x != nullptr && y != nullptr)
+    return detail::make_const(detail::apply_binary(k, a.dtype(), x->value, y->value), result,
+                              la && lb);
+  return Expr(std::make_shared<const BinaryNode>(k, result, std::move(a), std::move(b)));
+}
+
+inline Expr operator+(Expr a, Expr b) { return binary(ExprKind::Add, std::move(a), std::move(b)); }
+inline Expr operator-(Expr a, Expr b) { return binary(ExprKind::Sub, std::move(a), std::move(b)); }
+inline Expr operator*(Expr a, Expr b) { return binary(ExprKind::Mul, std::move(a), std::move(b)); }
+inline Expr operator<<(Expr a, Expr b) { return binary(ExprKind::Shl, std::move(a), std::move(b)); }
+inline Expr operator>>(Expr a, Expr b) { return binary(ExprKind::Shr, std::move(a), std::move(b)); }
+inline Expr operator==(Expr a, Expr b) { return binary(ExprKind::EQ, std::move(a), std::move(b)); }
+inline Expr operator!=(Expr a, Expr b) { return binary(ExprKind::NE, std::move(a), std::move(b)); }
+inline Expr operator<(Expr a, Expr b) { return binary(ExprKind::LT, std::move(a), std::move(b)); }
+inline Expr operator<=(Expr a, Expr b) { return binary(ExprKind::LE, std::move(a), std::move(b)); }
+inline Expr operator>(Expr a, Expr b) { return binary(ExprKind::GT, std::move(a), std::move(b)); }
+inline Expr operator>=(Expr a, Expr b) { return binary(ExprKind::GE, std::move(a), std::move(b)); }
+inline Expr operator&&(Expr a, Expr b) { return binary(ExprKind::And, std::move(a), std::move(b)); }
+inline Expr operator||(Expr a, Expr b) { return binary(ExprKind::Or, std::move(a), std::move(b)); }
+inline Expr min(Expr a, Expr b) { return binary(ExprKind::Min, std::move(a), std::move(b)); }
+inline Expr max(Expr a, Expr b) { return binary(ExprKind::Max, std::move(a), std::move(b)); }
+
+inline Expr operator!(Expr a) {
+  detail::require_defined(a, "operator !");
+  if (a.dtype() != bool_type) raise<TypeError>("operator ! needs a condition, got {}", a.dtype());
+  if (const auto* x = a.as<IntImmNode>()) return detail::make_const(x->value == 0, bool_type);
+  return Expr(std::make_shared<const NotNode>(std::move(a)));
+}
+
+// Conversion to dtype t; integer conversions wrap (two's complement), like a hardware store.
+inline Expr cast(DType t, Expr value) {
+  detail::require_defined(value, "te::cast");
+  if (t.is_float() || value.dtype().is_float())
+    raise<TypeError>("te::cast from {} to {}: dlavm computes on integer types only", value.dtype(),
+                     t);
+  if (value.dtype() == t && !detail::is_literal(value)) return value;
+  if (const auto* x = value.as<IntImmNode>()) return detail::make_const(t.wrap(x->value), t);
+  return Expr(std::make_shared<const CastNode>(t, std::move(value)));
+}
+
+// An ne index expression used as a value of dtype t (int32 by default).
+inline Expr index_value(ne::Expr index, DType t = DType::int32()) {
+  if (const auto v = index.as_int()) return make_const(t.wrap(*v), t);
+  return Expr(std::make_shared<const IndexNode>(std::move(index), t));
+}
+
+// cond ? t : f. cond is a value condition or an ne index condition (`i < pad`).
+inline Expr select(Expr cond, Expr t, Expr f) {
+  detail::require_defined(cond, "te::select");
+  detail::require_defined(t, "te::select");
+  detail::require_defined(f, "te::select");
+  if (detail::is_literal(t) && !detail::is_literal(f))
+    t = detail::retype_literal(t, f.dtype(), "te::select");
+  if (detail::is_literal(f) && !detail::is_literal(t))
+    f = detail::retype_literal(f, t.dtype(), "te::select");
+  if (cond.dtype() != bool_type)
+    raise<TypeError>("te::select: the condition has type {}, expected a comparison", cond.dtype());
+  if (t.dtype() != f.dtype())
+    raise<TypeError>("te::select: branches have types {} and {}", t.dtype(), f.dtype());
+  if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
+  return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
+}
+inline Expr select(const ne::Expr& cond, Expr t, Expr f) {
+  if (const auto c = cond.as_int()) return select(detail::make_const(*c != 0, bool_type), t, f);
+  return select(Expr(std::make_shared<const IndexNode>(cond, bool_type)), std::move(t),
+                std::move(f));
+}
+
+// Reductions over axes made with te::reduce_axis.
+inline Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
+  detail::require_defined(source, "te reduction");
+  if (axes.empty()) raise<ValueError>("te reduction over no axes");
+  for (const auto& a : axes)
+    if (!a.is_reduce())
+      raise<ScheduleError>("te reduction over axis '{}', which is not a reduce_axis", a.name());
+  if (source.dtype().is_float())
+    raise<TypeError>("te reduction of {}: dlavm computes on integer types only", source.dtype());
+  return Expr(std::make_shared<const ReduceNode>(c, std::move(source), std::move(axes)));
+}
+inline Expr sum(Expr source, std::vector<IterVar> axes) {
+  return reduce(Combiner::Sum, std::move(source), std::move(axes));
+}
+inline Expr max(Expr source, std::vector<IterVar> axes) {
+  return reduce(Combiner::Max, std::move(source), std::move(axes));
+}
+inline Expr min(Expr source, std::vector<IterVar> axes) {
+  return reduce(Combiner::Min, std::move(source), std::move(axes));
+}
+inline Expr sum(Expr source, IterVar axis) { return sum(std::move(source), std::vector{axis}); }
+inline Expr max(Expr source, IterVar axis) { return max(std::move(source), std::vector{axis}); }
+inline Expr min(Expr source, IterVar axis) { return min(std::move(source), std::vector{axis}); }
+
+// The identity element of a combiner in dtype t: 0, t's minimum, t's maximum.
+inline std::int64_t combiner_identity(Combiner c, DType t) {
+  switch (c) {
+    case Combiner::Sum:
+      return 0;
+    case Combiner::Max:
+      return t.min_value();
+    case Combiner::Min:
+      return t.max_value();
+  }
+  return 0;
+}
+inline ExprKind combiner_kind(Combiner c) {
+  return c == Combiner::Sum ? ExprKind::Add : c == Combiner::Max ? ExprKind::Max : ExprKind::Min;
+}
+
+inline Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
+  if (indices.size() != buffer.ndim())
+    raise<ShapeError>("buffer '{}' has {} dims but is indexed with {}", buffer.name(),
+                      buffer.ndim(), indices.size());
+  return Expr(std::make_shared<const LoadNode>(std::move(buffer), std::move(indices)));
+}
+
+inline Expr call(std::string name, DType t, std::vector<Expr> args,
+                 std::vector<Buffer> buffers = {}) {
+  return Expr(
+      std::make_shared<const CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/ops.hpp
+// begin dlavm/te/tensor.hpp
+// Operations and tensors. A placeholder is an input; a compute defines each element of its
+// output from a lambda over one index per dimension. A Tensor is the (single) output of an
+// operation and is what users index: `A(i, k)`.
+//
+//   auto A = te::placeholder(te::shape(n, 16), DType::int8(), "A");
+//   auto B = te::compute(te::shape(n, 16), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/iter_var.hpp
+// end dlavm/te/iter_var.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+struct OperationNode {
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
+  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
+  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+};
+
+using Operation = std::shared_ptr<const OperationNode>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Operation op) : op_(std::move(op)) {}
+
+  const Operation& op() const { return op_; }
+  const std::string& name() const { return op_->name; }
+  DType dtype() const { return op_->dtype; }
+  const std::vector<ne::Expr>& shape() const { return op_->shape; }
+  std::size_t ndim() const { return op_->shape.size(); }
+  bool defined() const { return op_ != nullptr; }
+  bool is_placeholder() const { return op_->kind == OpKind::Placeholder; }
+  friend bool operator==(const Tensor& a, const Tensor& b) { return a.op_ == b.op_; }
+
+  // The element at the given indices (integers, ne expressions, axes).
+  template <class... I>
+  requires(std::convertible_to<I, ne::Expr>&&...) Expr operator()(I&&... indices) const {
+    return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+  }
+  Expr read(std::vector<ne::Expr> indices) const {
+    if (!op_) raise<ValueError>("te: indexing an undefined tensor");
+    if (indices.size() != op_->shape.size())
+      raise<ShapeError>("tensor '{}' has {} dims but is indexed with {}", op_->name,
+                        op_->shape.size(), indices.size());
+    return Expr(std::make_shared<const ReadNode>(op_, op_->dtype, std::move(indices)));
+  }
+
+ private:
+  Operation op_;
+};
+
+template <std::size_t N>
+using Shape = std::array<ne::Expr, N>;
+
+// te::shape(1, token, 16_c): a shape whose rank is part of its type, so that te::compute can
+// check the lambda's arity at compile time.
+template <class... D>
+requires(std::convertible_to<D, ne::Expr>&&...) Shape<sizeof...(D)> shape(D&&... dims) {
+  return {ne::Expr(std::forward<D>(dims))...};
+}
+
+namespace detail {
+
+inline void check_shape(const std::string& name, const std::vector<ne::Expr>& shape) {
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("tensor '{}': dim {} is undefined", name, k);
+    const auto b = ne::bounds(shape[k]);
+    if (b.max < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which is never positive (at most {})", name, k,
+                        shape[k], b.max);
+    if (b.min < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
+                        shape[k], b.min);
+  }
+}
+
+// Collects the operations read by an expression, in first-use order, and checks each read
+// that is not under a select: an index proven to lie outside its dim is a ShapeError.
+class ReadCollector : public ExprVisitor<ReadCollector> {
+ public:
+  explicit ReadCollector(const std::string& consumer) : consumer_(consumer) {}
+  std::vector<Operation> inputs;
+
+  void visit_read(const ReadNode& n, const Expr&) {
+    if (seen_.insert(n.op.get()).second) inputs.push_back(n.op);
+    if (guarded_ > 0) return;
+    for (std::size_t k = 0; k < n.indices.size(); ++k) {
+      const auto& dim = n.op->shape[k];
+      const auto b = ne::bounds(n.indices[k]);
+      const auto d = ne::bounds(dim);
+      // Proven only when every value of the index is out of range, or when the index is
+      // affine in variables of constant range (interval bounds are then attained).
+      const bool exact = is_exact(n.indices[k]);
+      if (b.max < 0 || b.min >= d.max || (exact && (b.min < 0 || b.max >= d.max)))
+        raise<ShapeError>(
+            "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over "
+            "[{}, {}] but the dim is {}",
+            consumer_, n.op->name, n.indices[k], k, b.min, b.max, dim);
+    }
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    visit(n.cond);
+    ++guarded_;
+    visit(n.t);
+    visit(n.f);
+    --guarded_;
+  }
+
+ private:
+  static bool is_exact(const ne::Expr& index) {
+    auto vars = ne::free_vars(index);
+    auto form = ne::linear_form(index, vars);
+    return form && form->offset.is_const() &&
+           std::all_of(form->strides.begin(), form->strides.end(),
+                       [](const ne::Expr& s) { return s.is_const(); });
+  }
+  const std::string& consumer_;
+  std::unordered_set<const OperationNode*> seen_;
+  int guarded_ = 0;
+};
+
+inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
+                           Expr body) {
+  if (!body.defined()) raise<ValueError>("compute '{}': the lambda returned no expression", name);
+  std::vector<IterVar> reduce_axis;
+  if (const auto* r = body.as<ReduceNode>()) reduce_axis = r->axes;
+  struct NestedReduce : ExprVisitor<NestedReduce> {
+    bool top = true, nested = false;
+    void visit_reduce(const ReduceNode& n, const Expr&) {
+      nested = nested || !top;
+      top = false;
+      visit(n.source);
+    }
+    void visit_cast(const CastNode& n, const Expr&) {
+      top = false;
+      visit(n.value);
+    }
+    void visit_binary(const BinaryNode& n, const Expr&) {
+      top = false;
+      visit(n.a);
+      visit(n.b);
+    }
+    void visit_select(const SelectNode& n, const Expr&) {
+      top = false;
+      visit(n.cond);
+      visit(n.t);
+      visit(n.f);
+    }
+  } nested;
+  nested.visit(body);
+  if (nested.nested)
+    raise<ScheduleError>(
+        "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
+        "compute the reduction as its own tensor",
+        name);
+  ReadCollector reads(name);
+  reads.visit(body);
+  const DType dtype = body.dtype();
+  return Tensor(std::make_shared<const OperationNode>(
+      OperationNode{OpKind::Compute, std::move(name), dtype, std::move(shape), std::move(axis),
+                    std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
+}
+
+template <class T, std::size_t>
+using repeat_t = T;
+
+template <class F, std::size_t... K>
+constexpr bool invocable_with_n_vars(std::index_sequence<K...>) {
+  return std::is_invocable_v<F, repeat_t<ne::Var, K>...>;
+}
+
+}  // namespace detail
+
+inline Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
+  detail::check_shape(name, shape);
+  return Tensor(std::make_shared<const OperationNode>(OperationNode{
+      OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
+}
+template <std::size_t N>
+Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
+  return placeholder(std::vector<ne::Expr>(shape.begin(), shape.end()), dtype, std::move(name));
+}
+
+// Axis names default to i0, i1, ...; pass `axis_names` to name them like TVM's lambda params.
+template <std::size_t N, class F>
+Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
+               std::array<std::string, N> axis_names = {}) {
+  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
+                "te::compute: the lambda must take exactly one index per dimension of the shape");
+  std::vector<ne::Expr> dims(shape.begin(), shape.end());
+  detail::check_shape(name, dims);
+  std::vector<IterVar> axis;
+  for (std::size_t k = 0; k < N; ++k) {
+    auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
+    axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
+  }
+  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return Expr(std::invoke(fcompute, axis[K].var()...));
+  }
+  (std::make_index_sequence<N>{});
+  return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
+}
+
+// Rank known only at run time (graph-layer ops): the lambda takes the axes' variables as a
+// span. A separate name, so that overload resolution never instantiates a generic lambda with
+// the wrong arguments.
+template <class F>
+Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string name) {
+  detail::check_shape(name, shape);
+  std::vector<IterVar> axis;
+  std::vector<ne::Var> vars;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
+    vars.push_back(axis.back().var());
+  }
+  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
+}
+
+// Every operation `outputs` depend on, inputs before their readers (post-order, deterministic).
+inline std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
+  std::vector<Operation> order;
+  std::unordered_set<const OperationNode*> done;
+  auto visit = [&](auto& self, const Operation& op) -> void {
+    if (!done.insert(op.get()).second) return;
+    for (const auto& in : op->inputs) self(self, in);
+    order.push_back(op);
+  };
+  for (const auto& t : outputs) visit(visit, t.op());
+  return order;
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/tensor.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+using TensorBinding = std::pair<Tensor, std::reference_wrapper<const NDArray>>;
+
+namespace detail {
+
+// The value of an element expression at the point bound in env.
+class ValueEvaluator : public ExprFunctor<ValueEvaluator, std::int64_t> {
+ public:
+  using ReadFn = std::function<std::int64_t(const ReadNode&, std::span<const std::int64_t>)>;
+  using LoadFn = std::function<std::int64_t(const LoadNode&, std::span<const std::int64_t>)>;
+  ValueEvaluator(IndexEnv& env, ReadFn read, LoadFn load = {})
+      : env_(env), read_(std::move(read)), load_(std::move(load)) {}
+
+  std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
+  std::int64_t visit_cast(const CastNode& n, const Expr&) { return n.dtype().wrap(visit(n.value)); }
+  std::int64_t visit_binary(const BinaryNode& n, const Expr&) {
+    const auto a = visit(n.a);
+    const auto b = visit(n.b);
+    return apply_binary(n.kind(), n.a.dtype(), a, b);
+  }
+  std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }
+  std::int64_t visit_select(const SelectNode& n, const Expr&) {
+    // Only the taken branch is evaluated: padding reads outside a tensor sit in the other.
+    return visit(n.cond) != 0 ? visit(n.t) : visit(n.f);
+  }
+  std::int64_t visit_index(const IndexNode& n, const Expr&) {
+    const auto v = env_.eval(n.index);
+    return n.dtype() == bool_type ? (v != 0) : n.dtype().wrap(v);
+  }
+  std::int64_t visit_read(const ReadNode& n, const Expr&) {
+    return read_(n, eval_indices(n.indices));
+  }
+  std::int64_t visit_load(const LoadNode& n, const Expr&) {
+    if (!load_) raise<ValueError>("te::evaluate: buffer load '{}' outside TIR", n.buffer.name());
+    return load_(n, eval_indices(n.indices));
+  }
+  std::int64_t visit_reduce(const ReduceNode& n, const Expr&) {
+    std::int64_t acc = combiner_identity(n.combiner, n.dtype());
+    reduce_over(n, 0, acc);
+    return acc;
+  }
+  std::int64_t visit_call(const CallNode& n, const Expr&) {
+    raise<ValueError>("te::evaluate: intrinsic call '{}' has no reference semantics", n.name);
+  }
+
+ private:
+  std::vector<std::int64_t> eval_indices(const std::vector<ne::Expr>& indices) {
+    std::vector<std::int64_t> out;
+    out.reserve(indices.size());
+    for (const auto& i : indices) out.push_back(env_.eval(i));
+    return out;
+  }
+  void reduce_over(const ReduceNode& n, std::size_t k, std::int64_t& acc) {
+    if (k == n.axes.size()) {
+      acc = apply_binary(combiner_kind(n.combiner), n.dtype(), acc, visit(n.source));
+      return;
+    }
+    const auto& ax = n.axes[k];
+    const auto lo = env_.eval(ax.dom().min);
+    const auto extent = env_.eval(ax.dom().extent);
+    const auto slot = env_.push(ax.var(), lo);
+    for (std::int64_t v = lo; v < lo + extent; ++v) {
+      env_.set(slot, v);
+      reduce_over(n, k + 1, acc);
+    }
+    env_.pop();
+  }
+
+  IndexEnv& env_;
+  ReadFn read_;
+  LoadFn load_;
+};
+
+inline std::vector<std::int64_t> eval_shape(const std::vector<ne::Expr>& shape,
+                                            const IndexEnv& env) {
+  std::vector<std::int64_t> dims;
+  for (const auto& d : shape) dims.push_back(env.eval(d));
+  return dims;
+}
+
+class TensorEvaluator {
+ public:
+  TensorEvaluator(std::span<const TensorBinding> inputs, std::span<const ne::Binding> bindings)
+      : inputs_(inputs), bindings_(bindings) {}
+
+  const NDArray& get(const Operation& op) {
+    if (auto it = memo_.find(op.get()); it != memo_.end()) return it->second;
+    IndexEnv env(bindings_);
+    const auto dims = eval_shape(op->shape, env);
+    if (op->kind == OpKind::Placeholder) {
+      for (const auto& [t, a] : inputs_) {
+        if (t.op() != op) continue;
+        const NDArray& arr = a.get();
+        if (arr.shape() != dims)
+          raise<ShapeError>("te::evaluate: input '{}' has shape [{}], expected [{}]", op->name,
+                            fmt::join(arr.shape(), ", "), fmt::join(dims, ", "));
+        if (arr.dtype() != op->dtype)
+          raise<TypeError>("te::evaluate: input '{}' has dtype {}, expected {}", op->name,
+                           arr.dtype(), op->dtype);
+        return arr;
+      }
+      raise<ValueError>("te::evaluate: no data given for placeholder '{}'", op->name);
+    }
+    NDArray out(op->dtype, dims);
+    std::vector<std::int64_t> point(dims.size(), 0);
+    std::vector<std::size_t> slots;
+    for (const auto& ax : op->axis) slots.push_back(env.push(ax.var(), 0));
+    ValueEvaluator value(env, [this](const ReadNode& r, std::span<const std::int64_t> idx) {
+      const NDArray& src = get(r.op);
+      return src.data()[src.offset(idx, r.op->name)];
+    });
+    for (std::size_t flat = 0; flat < out.size(); ++flat) {
+      // Bind every axis for this point (row-major).
+      std::size_t rest = flat;
+      for (std::size_t k = dims.size(); k-- > 0;) {
+        point[k] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(dims[k]));
+        rest /= static_cast<std::size_t>(dims[k]);
+      }
+      for (std::size_t k = 0; k < dims.size(); ++k) env.set(slots[k], point[k]);
+      out.set_flat(flat, value.visit(op->body));
+    }
+    return memo_.emplace(op.get(), std::move(out)).first->second;
+  }
+
+ private:
+  std::span<const TensorBinding> inputs_;
+  std::span<const ne::Binding> bindings_;
+  std::unordered_map<const OperationNode*, NDArray> memo_;
+};
+
+}  // namespace detail
+
+inline NDArray evaluate(const Tensor& t, std::span<const TensorBinding> inputs,
+                        std::span<const ne::Binding> bindings = {}) {
+  detail::TensorEvaluator ev(inputs, bindings);
+  return ev.get(t.op());
+}
+inline NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
+                        std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate(t, std::span<const TensorBinding>(inputs.begin(), inputs.size()),
+                  std::span<const ne::Binding>(bindings.begin(), bindings.size()));
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/evaluate.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/index_eval.hpp
+// end dlavm/te/index_eval.hpp
+// begin dlavm/te/iter_var.hpp
+// end dlavm/te/iter_var.hpp
+// begin dlavm/te/mutator.hpp
+// ExprMutator: the rewriting form of ExprFunctor. Each method rebuilds its node from the
+// visited children (constants fold again) and returns the node itself when nothing changed.
+// Index expressions pass through mutate_index, which passes override to rewrite indices
+// (substituting loop variables, offsetting into a cache buffer, ...).
+
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  ne::Expr mutate_index(const ne::Expr& e) { return e; }
+
+  Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
+  Expr visit_cast(const CastNode& n, const Expr& e) {
+    Expr v = this->visit(n.value);
+    return v.same_as(n.value) ? e : cast(n.dtype(), v);
+  }
+  Expr visit_binary(const BinaryNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    Expr b = this->visit(n.b);
+    return a.same_as(n.a) && b.same_as(n.b) ? e : binary(n.kind(), a, b);
+  }
+  Expr visit_not(const NotNode& n, const Expr& e) {
+    Expr a = this->visit(n.a);
+    return a.same_as(n.a) ? e : !a;
+  }
+  Expr visit_select(const SelectNode& n, const Expr& e) {
+    Expr c = this->visit(n.cond);
+    Expr t = this->visit(n.t);
+    Expr f = this->visit(n.f);
+    return c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f) ? e : select(c, t, f);
+  }
+  Expr visit_index(const IndexNode& n, const Expr& e) {
+    ne::Expr i = self().mutate_index(n.index);
+    if (i.same_as(n.index)) return e;
+    if (n.dtype() == bool_type) {
+      if (const auto c = i.as_int()) return detail::make_const(*c != 0, bool_type);
+      return Expr(std::make_shared<const IndexNode>(i, bool_type));
+    }
+    return index_value(i, n.dtype());
+  }
+  Expr visit_read(const ReadNode& n, const Expr& e) {
+    auto [indices, changed] = mutate_indices(n.indices);
+    return changed ? Expr(std::make_shared<const ReadNode>(n.op, n.dtype(), std::move(indices)))
+                   : e;
+  }
+  Expr visit_load(const LoadNode& n, const Expr& e) {
+    auto [indices, changed] = mutate_indices(n.indices);
+    return changed ? load(n.buffer, std::move(indices)) : e;
+  }
+  Expr visit_reduce(const ReduceNode& n, const Expr& e) {
+    Expr s = this->visit(n.source);
+    return s.same_as(n.source) ? e : reduce(n.combiner, s, n.axes);
+  }
+  Expr visit_call(const CallNode& n, const Expr& e) {
+    std::vector<Expr> args;
+    bool changed = false;
+    for (const auto& a : n.args) {
+      args.push_back(this->visit(a));
+      changed = changed || !args.back().same_as(a);
+    }
+    return changed ? call(n.name, n.dtype(), std::move(args), n.buffers) : e;
+  }
+
+ protected:
+  std::pair<std::vector<ne::Expr>, bool> mutate_indices(const std::vector<ne::Expr>& in) {
+    std::vector<ne::Expr> out;
+    out.reserve(in.size());
+    bool changed = false;
+    for (const auto& i : in) {
+      out.push_back(self().mutate_index(i));
+      changed = changed || !out.back().same_as(i);
+    }
+    return {std::move(out), changed};
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+}  // namespace dlavm::te
+// end dlavm/te/mutator.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/printer.hpp
+// Text form of value expressions through fmt, in the spirit of TVM's lowered text:
+// `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace dlavm::te {
+
+namespace detail {
+class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
+ public:
+  explicit ExprPrinter(std::string& out) : out_(out) {}
+  void visit_int(const IntImmNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.value);
+  }
+  void visit_cast(const CastNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "cast({}, ", n.dtype());
+    visit(n.value);
+    out_ += ')';
+  }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    if (n.kind() == ExprKind::Min || n.kind() == ExprKind::Max) {
+      out_ += op_symbol(n.kind());
+      out_ += '(';
+      visit(n.a);
+      out_ += ", ";
+      visit(n.b);
+      out_ += ')';
+      return;
+    }
+    out_ += '(';
+    visit(n.a);
+    const bool spaced = n.kind() != ExprKind::Mul;
+    if (spaced) out_ += ' ';
+    out_ += op_symbol(n.kind());
+    if (spaced) out_ += ' ';
+    visit(n.b);
+    out_ += ')';
+  }
+  void visit_not(const NotNode& n, const Expr&) {
+    out_ += "!";
+    visit(n.a);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    out_ += "select(";
+    visit(n.cond);
+    out_ += ", ";
+    visit(n.t);
+    out_ += ", ";
+    visit(n.f);
+    out_ += ')';
+  }
+  void visit_index(const IndexNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.index);
+  }
+  void visit_read(const ReadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.op->name, fmt::join(n.indices, ", "));
+  }
+  void visit_load(const LoadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) {
+    out_ += n.combiner == Combiner::Sum ? "sum(" : n.combiner == Combiner::Max ? "max(" : "min(";
+    visit(n.source);
+    out_ += ", axis=[";
+    for (std::size_t k = 0; k < n.axes.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.axes[k].name());
+    out_ += "])";
+  }
+  void visit_call(const CallNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
+    for (std::size_t k = 0; k < n.buffers.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.buffers[k].name());
+    if (!n.buffers.empty() && !n.args.empty()) out_ += "; ";
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      if (k) out_ += ", ";
+      visit(n.args[k]);
+    }
+    out_ += ')';
+  }
+
+ private:
+  std::string& out_;
+};
+}  // namespace detail
+
+inline std::string to_string(const Expr& e) {
+  std::string out;
+  if (!e.defined()) return "<undefined>";
+  detail::ExprPrinter(out).visit(e);
+  return out;
+}
+
+}  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::te::to_string(e), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+  }
+};
+// end dlavm/te/printer.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// end dlavm/te.hpp
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::schedule {
+
+// One memory operand of a tensorized computation: the buffer, the flat element offset of the
+// region the intrinsic covers, and the flat stride of each of the operand's dims.
+struct IntrinOperand {
+  te::Buffer buffer;
+  ne::Expr elem_offset;
+  std::vector<ne::Expr> strides;
+};
+
+// What an intrinsic's lowering receives: operands in the order of the pattern's inputs, and
+// the output.
+struct IntrinCall {
+  std::vector<IntrinOperand> inputs;
+  IntrinOperand output;
+};
+
+// The statements that replace a tensorized nest (each a te intrinsic call). For a reduction,
+// `body` computes from scratch, `reset` only initialises the output, `update` accumulates:
+// lowering picks body when the whole reduction is inside the tensorized loops, and reset +
+// update when outer reduction loops remain.
+struct IntrinBody {
+  std::vector<te::Expr> body;
+  std::vector<te::Expr> reset;
+  std::vector<te::Expr> update;
+};
+
+class TensorIntrin {
+ public:
+  using LowerFn = std::function<IntrinBody(const IntrinCall&)>;
+  TensorIntrin(std::string name, te::Tensor pattern, LowerFn lower)
+      : name_(std::move(name)), pattern_(std::move(pattern)), lower_(std::move(lower)) {
+    if (pattern_.is_placeholder())
+      raise<ScheduleError>(
+          "tensor intrinsic '{}': the pattern must be a compute, not a placeholder", name_);
+    for (const auto& in : pattern_.op()->inputs)
+      if (in->kind != te::OpKind::Placeholder)
+        raise<ScheduleError>(
+            "tensor intrinsic '{}': the pattern may read only placeholders, not '{}'", name_,
+            in->name);
+    for (const auto& d : pattern_.shape())
+      if (!d.is_const())
+        raise<ScheduleError>("tensor intrinsic '{}': pattern dims must be constants, got {}", name_,
+                             d);
+  }
+  const std::string& name() const { return name_; }
+  const te::Tensor& pattern() const { return pattern_; }
+  IntrinBody lower(const IntrinCall& call) const { return lower_(call); }
+
+ private:
+  std::string name_;
+  te::Tensor pattern_;
+  LowerFn lower_;
+};
+
+inline std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
+                                                              TensorIntrin::LowerFn lower,
+                                                              std::string name) {
+  return std::make_shared<const TensorIntrin>(std::move(name), std::move(pattern),
+                                              std::move(lower));
+}
+
+}  // namespace dlavm::schedule
+// end dlavm/schedule/tensor_intrin.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::schedule {
+
+using te::IterVar;
+using te::Operation;
+using te::Tensor;
+
+struct SplitRelation {
+  IterVar parent, outer, inner;
+  ne::Expr factor;
+};
+struct FuseRelation {
+  IterVar outer, inner, fused;
+};
+using Relation = std::variant<SplitRelation, FuseRelation>;
+
+enum class AttachKind : std::uint8_t { Root, Inline, At };
+enum class LoopKind : std::uint8_t { Serial, Unrolled, VThread };
+
+// A virtual thread axis for Stage::bind (TVM's te.thread_axis("cthread")).
+struct ThreadAxis {
+  std::string name;
+};
+inline ThreadAxis thread_axis(std::string name = "vthread") { return {std::move(name)}; }
+
+struct IterVarAttr {
+  LoopKind loop = LoopKind::Serial;
+  std::string thread;                // for LoopKind::VThread
+  std::vector<std::string> pragmas;  // "dma_copy", "alu", ...
+  std::shared_ptr<const TensorIntrin> tensorize;
+};
+
+struct StageNode {
+  Operation op;
+  bool is_output = false;
+  std::vector<IterVar> root;  // axis then reduce_axis
+  std::vector<IterVar> leaf;  // the loops, outermost first
+  std::vector<IterVar> all;   // every IterVar the stage ever had
+  std::vector<Relation> relations;
+  AttachKind attach = AttachKind::Root;
+  StageNode* attach_stage = nullptr;
+  IterVar attach_ivar;
+  std::string scope = "global";
+  std::unordered_map<const te::IterVarNode*, IterVarAttr> attrs;
+
+  const std::string& name() const { return op->name; }
+  bool is_placeholder() const { return op->kind == te::OpKind::Placeholder; }
+};
+
+class Schedule;
+
+class Stage {
+ public:
+  Stage(StageNode* node, Schedule* schedule) : node_(node), schedule_(schedule) {}
+
+  const std::string& name() const { return node_->name(); }
+  StageNode* node() const { return node_; }
+  const std::vector<IterVar>& leaf_iter_vars() const { return node_->leaf; }
+
+  // The k-th data-parallel / reduction axis of the operation (its root axes).
+  IterVar axis(std::size_t k) const;
+  IterVar reduce_axis(std::size_t k) const;
+
+  std::pair<IterVar, IterVar> split(const IterVar& parent, const ne::Expr& factor);
+  std::pair<IterVar, IterVar> split_nparts(const IterVar& parent, const ne::Expr& nparts);
+  Stage& reorder(const std::vector<IterVar>& order);
+  // Returns {x_outer, y_outer, x_inner, y_inner}.
+  std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
+                              const ne::Expr& y_factor);
+  IterVar fuse(const IterVar& outer, const IterVar& inner);
+  Stage& compute_at(const Stage& parent, const IterVar& ivar);
+  Stage& compute_inline();
+  Stage& compute_root();
+  Stage& set_scope(std::string scope);
+  Stage& pragma(const IterVar& ivar, std::string key);
+  Stage& unroll(const IterVar& ivar);
+  Stage& bind(const IterVar& ivar, const ThreadAxis& thread);
+  // Replaces the loops from ivar inward by the intrinsic; checked against its pattern when
+  // the schedule is lowered.
+  Stage& tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin);
+
+ private:
+  std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
+  void check_not_placeholder(std::string_view primitive) const;
+  IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
+
+  StageNode* node_;
+  Schedule* schedule_;
+};
+
+class Schedule {
+ public:
+  explicit Schedule(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {
+    for (const auto& op : te::topo_order(outputs_)) {
+      auto node = std::make_unique<StageNode>();
+      node->op = op;
+      node->root = op->axis;
+      node->root.insert(node->root.end(), op->reduce_axis.begin(), op->reduce_axis.end());
+      node->leaf = node->root;
+      node->all = node->root;
+      for (const auto& t : outputs_) node->is_output = node->is_output || t.op() == op;
+      by_op_[op.get()] = node.get();
+      stages_.push_back(std::move(node));
+    }
+  }
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+  Schedule(Schedule&&) = default;
+  Schedule& operator=(Schedule&&) = default;
+
+  // A copy of `t` in `scope`, read by `readers` instead of t (TVM's cache_read). The new
+  // stage is computed at root until scheduled; returns its tensor.
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers);
+  // Moves the computation of `t` into a new stage in `scope`; t becomes a copy of it (TVM's
+  // cache_write). Must precede other primitives on t's stage. Returns the new tensor.
+  Tensor cache_write(const Tensor& t, const std::string& scope);
+
+  Stage operator[](const Tensor& t) {
+    auto it = by_op_.find(t.op().get());
+    if (it == by_op_.end())
+      raise<ScheduleError>("tensor '{}' is not part of this schedule (its outputs are {})",
+                           t.name(), output_names());
+    return Stage(it->second, this);
+  }
+  const std::vector<std::unique_ptr<StageNode>>& stages() const { return stages_; }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+  StageNode* stage_of(const te::OperationNode* op) const {
+    auto it = by_op_.find(op);
+    return it == by_op_.end() ? nullptr : it->second;
+  }
+  // The stage that owns ivar, or nullptr.
+  const StageNode* owner_of(const IterVar& ivar) const {
+    for (const auto& s : stages_)
+      for (const auto& v : s->all)
+        if (v == ivar) return s.get();
+    return nullptr;
+  }
+  // The current operation of the stage computing t (cache_read/cache_write rebuild
+  // operations; users keep the tensors they declared).
+  Operation current_op(const Tensor& t) const {
+    auto it = by_op_.find(t.op().get());
+    return it == by_op_.end() ? t.op() : it->second->op;
+  }
+  // Whether `consumer` reads `producer`, directly or through other operations.
+  bool reads(const StageNode* consumer, const StageNode* producer) const {
+    std::vector<const te::OperationNode*> work{consumer->op.get()};
+    std::vector<const te::OperationNode*> seen;
+    while (!work.empty()) {
+      const auto* op = work.back();
+      work.pop_back();
+      for (const auto& in : op->inputs) {
+        if (in.get() == producer->op.get()) return true;
+        if (std::find(seen.begin(), seen.end(), in.get()) == seen.end()) {
+          seen.push_back(in.get());
+          work.push_back(in.get());
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::string output_names() const {
+    std::vector<std::string> names;
+    for (const auto& t : outputs_) names.push_back(t.name());
+    return fmt::format("{}", fmt::join(names, ", "));
+  }
+
+  StageNode* insert_stage(std::size_t position, Operation op, std::string scope) {
+    auto node = std::make_unique<StageNode>();
+    node->op = op;
+    node->root = op->axis;
+    node->root.insert(node->root.end(), op->reduce_axis.begin(), op->reduce_axis.end());
+    node->leaf = node->root;
+    node->all = node->root;
+    node->scope = std::move(scope);
+    auto* raw = node.get();
+    by_op_[op.get()] = raw;
+    stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(position), std::move(node));
+    return raw;
+  }
+  std::size_t position_of(const StageNode* st) const {
+    for (std::size_t k = 0; k < stages_.size(); ++k)
+      if (stages_[k].get() == st) return k;
+    return stages_.size();
+  }
+  StageNode* checked_stage(const Tensor& t, std::string_view primitive) const {
+    auto it = by_op_.find(t.op().get());
+    if (it == by_op_.end())
+      raise<ScheduleError>("{}: tensor '{}' is not part of this schedule", primitive, t.name());
+    return it->second;
+  }
+  // Rebuilds, from stage `from` on, every operation that reads a replaced one so that it
+  // reads the replacement; the stages keep their IterVars, so schedules stay valid.
+  void replace_dataflow(std::unordered_map<const te::OperationNode*, Operation> map,
+                        std::size_t from);
+
+  std::vector<Tensor> outputs_;
+  std::vector<std::unique_ptr<StageNode>> stages_;
+  std::unordered_map<const te::OperationNode*, StageNode*> by_op_;
+};
+
+inline Schedule create_schedule(std::vector<Tensor> outputs) {
+  if (outputs.empty()) raise<ScheduleError>("create_schedule: no output tensors");
+  return Schedule(std::move(outputs));
+}
+inline Schedule create_schedule(const Tensor& output) {
+  return create_schedule(std::vector{output});
+}
+
+// ---- dataflow rewriting --------------------------------------------------------------------
+
+namespace detail {
+// Redirects reads of replaced operations.
+class ReadRedirector : public te::ExprMutator<ReadRedirector> {
+ public:
+  explicit ReadRedirector(const std::unordered_map<const te::OperationNode*, Operation>& map)
+      : map_(map) {}
+  te::Expr visit_read(const te::ReadNode& n, const te::Expr& e) {
+    auto it = map_.find(n.op.get());
+    if (it == map_.end()) return e;
+    return Tensor(it->second).read(n.indices);
+  }
+
+ private:
+  const std::unordered_map<const te::OperationNode*, Operation>& map_;
+};
+
+// The same computation with another body (same axes, so schedules on it stay valid).
+inline Operation with_body(const Operation& op, te::Expr body) {
+  auto node = std::make_shared<te::OperationNode>(*op);
+  node->body = std::move(body);
+  node->inputs.clear();
+  struct Inputs : te::ExprVisitor<Inputs> {
+    std::vector<Operation> ops;
+    void visit_read(const te::ReadNode& n, const te::Expr&) {
+      if (std::find(ops.begin(), ops.end(), n.op) == ops.end()) ops.push_back(n.op);
+    }
+  } inputs;
+  inputs.visit(node->body);
+  node->inputs = std::move(inputs.ops);
+  return node;
+}
+
+// A compute `name` over `shape` whose element is `source(i...)`.
+inline Tensor copy_of(const Tensor& source, const std::string& name) {
+  std::vector<te::IterVar> axis;
+  std::vector<ne::Expr> indices;
+  for (std::size_t k = 0; k < source.ndim(); ++k) {
+    axis.push_back(
+        te::make_iter_var(fmt::format("ax{}", k), 0, source.shape()[k], te::IterKind::DataPar));
+    indices.push_back(axis.back().var());
+  }
+  return te::detail::make_compute(name, source.shape(), std::move(axis),
+                                  source.read(std::move(indices)));
+}
+}  // namespace detail
+
+inline void Schedule::replace_dataflow(std::unordered_map<const te::OperationNode*, Operation> map,
+                                       std::size_t from) {
+  for (std::size_t k = from; k < stages_.size(); ++k) {
+    auto& st = stages_[k];
+    if (st->is_placeholder()) continue;
+    const bool reads_replaced =
+        std::any_of(st->op->inputs.begin(), st->op->inputs.end(),
+                    [&](const Operation& in) { return map.count(in.get()) != 0; });
+    if (!reads_replaced) continue;
+    auto rebuilt = detail::with_body(st->op, detail::ReadRedirector(map).visit(st->op->body));
+    map[st->op.get()] = rebuilt;
+    by_op_[rebuilt.get()] = st.get();
+    st->op = rebuilt;
+  }
+}
+
+inline Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
+                                   const std::vector<Tensor>& readers) {
+  auto* source = checked_stage(t, "cache_read");
+  if (readers.empty()) raise<ScheduleError>("cache_read of '{}': no readers given", t.name());
+  std::vector<StageNode*> reader_stages;
+  for (const auto& r : readers) {
+    auto* rs = checked_stage(r, "cache_read");
+    if (std::find(rs->op->inputs.begin(), rs->op->inputs.end(), source->op) == rs->op->inputs.end())
+      raise<ScheduleError>("cache_read of '{}': stage '{}' does not read it", t.name(), rs->name());
+    reader_stages.push_back(rs);
+  }
+  const Tensor current(source->op);
+  const Tensor cache = detail::copy_of(current, t.name() + "." + scope);
+  insert_stage(position_of(source) + 1, cache.op(), scope);
+  const std::unordered_map<const te::OperationNode*, Operation> redirect{
+      {source->op.get(), cache.op()}};
+  std::unordered_map<const te::OperationNode*, Operation> rebuilt;
+  for (auto* rs : reader_stages) {
+    auto op = detail::with_body(rs->op, detail::ReadRedirector(redirect).visit(rs->op->body));
+    rebuilt[rs->op.get()] = op;
+    by_op_[op.get()] = rs;
+    rs->op = op;
+  }
+  replace_dataflow(std::move(rebuilt), position_of(source) + 2);
+  return cache;
+}
+
+inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
+  auto* st = checked_stage(t, "cache_write");
+  if (st->is_placeholder()) raise<ScheduleError>("cache_write of placeholder '{}'", t.name());
+  if (!st->relations.empty() || st->attach != AttachKind::Root || st->leaf != st->root)
+    raise<ScheduleError>("cache_write of '{}' must come before other primitives on its stage",
+                         t.name());
+  const auto& op = st->op;
+  // The cache computes the original body over fresh axes.
+  std::vector<ne::Substitution> rename;
+  std::vector<te::IterVar> axis;
+  for (const auto& a : op->axis) {
+    axis.push_back(te::make_iter_var(a.name() + ".c", a.dom().min, a.dom().extent, a.kind()));
+    rename.emplace_back(a.var(), axis.back().var());
+  }
+  std::unordered_map<const te::IterVarNode*, te::IterVar> fresh_reduce;
+  for (const auto& r : op->reduce_axis) {
+    auto fresh = te::make_iter_var(r.name(), r.dom().min, r.dom().extent, r.kind());
+    rename.emplace_back(r.var(), fresh.var());
+    fresh_reduce.emplace(r.get(), fresh);
+  }
+  struct Renamer : te::ExprMutator<Renamer> {
+    const std::vector<ne::Substitution>* map;
+    const std::unordered_map<const te::IterVarNode*, te::IterVar>* reduce;
+    ne::Expr mutate_index(const ne::Expr& e) { return ne::substitute(e, *map); }
+    te::Expr visit_reduce(const te::ReduceNode& n, const te::Expr&) {
+      std::vector<te::IterVar> axes;
+      for (const auto& a : n.axes) axes.push_back(reduce->at(a.get()));
+      return te::reduce(n.combiner, visit(n.source), axes);
+    }
+  } renamer;
+  renamer.map = &rename;
+  renamer.reduce = &fresh_reduce;
+  const auto body = renamer.visit(op->body);
+  const Tensor cache = te::detail::make_compute(t.name() + "." + scope, op->shape, axis, body);
+  insert_stage(position_of(st), cache.op(), scope);
+  // t becomes a copy of the cache over its own data-parallel axes; reductions move away.
+  std::vector<ne::Expr> indices;
+  for (const auto& a : op->axis) indices.push_back(a.var());
+  auto node = std::make_shared<te::OperationNode>(*op);
+  node->reduce_axis.clear();
+  node->body = cache.read(indices);
+  node->inputs = {cache.op()};
+  const Operation copy = node;
+  std::unordered_map<const te::OperationNode*, Operation> rebuilt{{op.get(), copy}};
+  by_op_[copy.get()] = st;
+  st->op = copy;
+  st->root = copy->axis;
+  st->leaf = st->root;
+  st->all = st->root;
+  replace_dataflow(std::move(rebuilt), position_of(st) + 1);
+  return cache;
+}
+
+// ---- Stage primitives ---------------------------------------------------------------------
+
+inline IterVar Stage::axis(std::size_t k) const {
+  const auto& a = node_->op->axis;
+  if (k >= a.size())
+    raise<ScheduleError>("stage '{}': axis({}) requested, the operation has {} axes", name(), k,
+                         a.size());
+  return a[k];
+}
+inline IterVar Stage::reduce_axis(std::size_t k) const {
+  const auto& a = node_->op->reduce_axis;
+  if (k >= a.size())
+    raise<ScheduleError>(
+        "stage '{}': reduce_axis({}) requested, the operation has {} reduction axes", name(), k,
+        a.size());
+  return a[k];
+}
+
+inline std::size_t Stage::leaf_position(const IterVar& ivar, std::string_view primitive) const {
+  if (!ivar.defined())
+    raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
+  const auto& leaf = node_->leaf;
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    if (leaf[k] == ivar) return k;
+  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
+    raise<ScheduleError>("stage '{}': {} of axis '{}', which belongs to stage '{}'", name(),
+                         primitive, ivar.name(), owner->name());
+  std::vector<std::string> names;
+  for (const auto& v : leaf) names.push_back(v.name());
+  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+    raise<ScheduleError>(
+        "stage '{}': {} of axis '{}', which was already split or fused (loops: {})", name(),
+        primitive, ivar.name(), fmt::join(names, ", "));
+  raise<ScheduleError>("stage '{}': {} of axis '{}', which is not one of its loops ({})", name(),
+                       primitive, ivar.name(), fmt::join(names, ", "));
+}
+
+inline void Stage::check_not_placeholder(std::string_view primitive) const {
+  if (node_->is_placeholder())
+    raise<ScheduleError>("stage '{}' is a placeholder: {} applies to computed tensors", name(),
+                         primitive);
+}
+
+inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
+  check_not_placeholder("split");
+  const auto pos = leaf_position(parent, "split");
+  if (!factor.defined() || ne::bounds(factor).min < 1)
+    raise<ScheduleError>("stage '{}': split of axis '{}' by factor {}, which must be at least 1",
+                         name(), parent.name(),
+                         factor.defined() ? fmt::format("{}", factor) : "<undefined>");
+  const auto extent = parent.dom().extent;
+  const auto outer_extent = ne::simplify(ne::floordiv(extent + factor - 1, factor));
+  auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
+  auto inner = te::make_iter_var(parent.name() + ".inner", 0, factor, parent.kind());
+  node_->relations.emplace_back(SplitRelation{parent, outer, inner, factor});
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos));
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), {outer, inner});
+  node_->all.push_back(outer);
+  node_->all.push_back(inner);
+  return {outer, inner};
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                       const ne::Expr& nparts) {
+  if (!nparts.defined() || ne::bounds(nparts).min < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
+        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
+  const auto extent = parent.dom().extent;
+  return split(parent, ne::simplify(ne::floordiv(extent + nparts - 1, nparts)));
+}
+
+inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
+  check_not_placeholder("reorder");
+  std::vector<std::size_t> positions;
+  for (const auto& v : order) {
+    const auto p = leaf_position(v, "reorder");
+    if (std::find(positions.begin(), positions.end(), p) != positions.end())
+      raise<ScheduleError>("stage '{}': reorder lists axis '{}' twice", name(), v.name());
+    positions.push_back(p);
+  }
+  std::sort(positions.begin(), positions.end());
+  for (std::size_t k = 0; k < order.size(); ++k) node_->leaf[positions[k]] = order[k];
+  return *this;
+}
+
+inline std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar& y,
+                                          const ne::Expr& x_factor, const ne::Expr& y_factor) {
+  auto [xo, xi] = split(x, x_factor);
+  auto [yo, yi] = split(y, y_factor);
+  reorder({xo, yo, xi, yi});
+  return {xo, yo, xi, yi};
+}
+
+inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  check_not_placeholder("fuse");
+  const auto po = leaf_position(outer, "fuse");
+  const auto pi = leaf_position(inner, "fuse");
+  if (pi != po + 1)
+    raise<ScheduleError>(
+        "stage '{}': fuse of '{}' (loop {}) and '{}' (loop {}): the inner axis must "
+        "be the loop directly inside the outer one",
+        name(), outer.name(), po, inner.name(), pi);
+  if (outer.kind() != inner.kind())
+    raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
+                         name(), outer.name(), inner.name());
+  auto fused =
+      te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
+                        ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
+  node_->relations.emplace_back(FuseRelation{outer, inner, fused});
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
+                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
+  node_->all.push_back(fused);
+  return fused;
+}
+
+inline Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) {
+  check_not_placeholder("compute_at");
+  if (parent.node_ == node_)
+    raise<ScheduleError>("stage '{}': compute_at its own loop '{}' would make a cycle", name(),
+                         ivar.name());
+  if (!schedule_->reads(parent.node_, node_))
+    raise<ScheduleError>("stage '{}': compute_at stage '{}', which does not consume '{}'", name(),
+                         parent.name(), name());
+  // Attaching into a stage that is itself (transitively) attached inside this one is a cycle.
+  for (const StageNode* s = parent.node_; s != nullptr; s = s->attach_stage)
+    if (s->attach_stage == node_)
+      raise<ScheduleError>(
+          "stage '{}': compute_at stage '{}' makes a cycle: '{}' is computed inside '{}'", name(),
+          parent.name(), parent.name(), name());
+  (void)parent.leaf_position(ivar, "compute_at");
+  node_->attach = AttachKind::At;
+  node_->attach_stage = parent.node_;
+  node_->attach_ivar = ivar;
+  return *this;
+}
+
+inline Stage& Stage::compute_inline() {
+  check_not_placeholder("compute_inline");
+  if (!node_->op->reduce_axis.empty())
+    raise<ScheduleError>("stage '{}' is a reduction and cannot be inlined", name());
+  if (node_->is_output)
+    raise<ScheduleError>("stage '{}' is an output and cannot be inlined", name());
+  node_->attach = AttachKind::Inline;
+  node_->attach_stage = nullptr;
+  return *this;
+}
+
+inline Stage& Stage::compute_root() {
+  check_not_placeholder("compute_root");
+  node_->attach = AttachKind::Root;
+  node_->attach_stage = nullptr;
+  return *this;
+}
+
+inline Stage& Stage::set_scope(std::string scope) {
+  check_not_placeholder("set_scope");
+  if (node_->is_output)
+    raise<ScheduleError>("stage '{}' is an output; its result must stay in global memory, not '{}'",
+                         name(), scope);
+  node_->scope = std::move(scope);
+  return *this;
+}
+
+inline Stage& Stage::pragma(const IterVar& ivar, std::string key) {
+  check_not_placeholder("pragma");
+  (void)leaf_position(ivar, "pragma");
+  if (key.empty())
+    raise<ScheduleError>("stage '{}': pragma with an empty key on axis '{}'", name(), ivar.name());
+  attr(ivar).pragmas.push_back(std::move(key));
+  return *this;
+}
+
+inline Stage& Stage::unroll(const IterVar& ivar) {
+  check_not_placeholder("unroll");
+  (void)leaf_position(ivar, "unroll");
+  attr(ivar).loop = LoopKind::Unrolled;
+  return *this;
+}
+
+inline Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
+  check_not_placeholder("bind");
+  (void)leaf_position(ivar, "bind");
+  if (ivar.is_reduce())
+    raise<ScheduleError>("stage '{}': bind of reduction axis '{}' to thread '{}'", name(),
+                         ivar.name(), thread.name);
+  auto& a = attr(ivar);
+  a.loop = LoopKind::VThread;
+  a.thread = thread.name;
+  return *this;
+}
+
+inline Stage& Stage::tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin) {
+  check_not_placeholder("tensorize");
+  (void)leaf_position(ivar, "tensorize");
+  if (!intrin)
+    raise<ScheduleError>("stage '{}': tensorize of axis '{}' with no intrinsic", name(),
+                         ivar.name());
+  for (const auto& [key, a] : node_->attrs)
+    if (a.tensorize && key != ivar.get())
+      raise<ScheduleError>("stage '{}' is already tensorized at another axis", name());
+  attr(ivar).tensorize = std::move(intrin);
+  return *this;
+}
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::te {
+using schedule::create_schedule;
+using schedule::Schedule;
+using schedule::Stage;
+using schedule::thread_axis;
+}  // namespace dlavm::te
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/schedule/tensor_intrin.hpp
+// end dlavm/schedule/tensor_intrin.hpp
+// end dlavm/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// tir layer: the loop IR, its visitor/mutator, the printer, lowering from schedules and the
+// reference interpreter.
+
+// begin dlavm/tir/functor.hpp
+// The one traversal idiom of TIR, as in ne and te: StmtFunctor dispatches on the statement
+// kind (CRTP); StmtVisitor walks every child; StmtMutator rebuilds, returning the node itself
+// when nothing changed. Values inside statements go through mutate_expr (te::Expr) and
+// indices, extents and conditions through mutate_index (ne::Expr).
+
+// begin dlavm/tir/stmt.hpp
+// TIR statements: the loop IR that schedules lower to and that target passes rewrite.
+//   For          for (var, min, extent) body, serial, unrolled or a virtual thread
+//   Allocate     a buffer in a storage scope, live in body
+//   Store        buffer[indices] = value
+//   Attr         an annotation on body: pragma_dma_copy, pragma_alu, ...
+//   IfThenElse   guard (non-divisible splits, padding)
+//   Evaluate     an expression for its effect (intrinsic calls)
+//   Seq          statements in order
+// Values are te expressions (with Load nodes), indices and extents are ne expressions. Passes
+// use StmtFunctor / StmtVisitor / StmtMutator (tir/functor.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+using te::Buffer;
+
+enum class StmtKind : std::uint8_t { For, Allocate, Store, Attr, IfThenElse, Evaluate, Seq };
+enum class ForKind : std::uint8_t { Serial, Unrolled, VThread };
+
+class StmtNode;
+
+class Stmt {
+ public:
+  Stmt() = default;
+  explicit Stmt(std::shared_ptr<const StmtNode> node) : node_(std::move(node)) {}
+  bool defined() const { return node_ != nullptr; }
+  StmtKind kind() const;
+  const StmtNode* get() const { return node_.get(); }
+  template <class T>
+  const T* as() const;
+  bool same_as(const Stmt& other) const { return node_ == other.node_; }
+
+ private:
+  std::shared_ptr<const StmtNode> node_;
+};
+
+class StmtNode {
+ public:
+  StmtNode(const StmtNode&) = delete;
+  StmtNode& operator=(const StmtNode&) = delete;
+  virtual ~StmtNode() = default;
+  StmtKind kind() const { return kind_; }
+
+ protected:
+  explicit StmtNode(StmtKind kind) : kind_(kind) {}
+
+ private:
+  StmtKind kind_;
+};
+
+struct ForNode final : StmtNode {
+  ForNode(ne::Var v, ne::Expr lo, ne::Expr ext, ForKind k, Stmt b)
+      : StmtNode(StmtKind::For),
+        var(std::move(v)),
+        min(std::move(lo)),
+        extent(std::move(ext)),
+        for_kind(k),
+        body(std::move(b)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::For; }
+  const ne::Var var;
+  const ne::Expr min;
+  const ne::Expr extent;
+  const ForKind for_kind;
+  const Stmt body;
+};
+
+struct AllocateNode final : StmtNode {
+  AllocateNode(Buffer b, Stmt s)
+      : StmtNode(StmtKind::Allocate), buffer(std::move(b)), body(std::move(s)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::Allocate; }
+  const Buffer buffer;
+  const Stmt body;
+};
+
+struct StoreNode final : StmtNode {
+  StoreNode(Buffer b, std::vector<ne::Expr> i, te::Expr v)
+      : StmtNode(StmtKind::Store),
+        buffer(std::move(b)),
+        indices(std::move(i)),
+        value(std::move(v)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::Store; }
+  const Buffer buffer;
+  const std::vector<ne::Expr> indices;
+  const te::Expr value;
+};
+
+struct AttrNode final : StmtNode {
+  AttrNode(std::string k, std::string n, ne::Expr v, Stmt b)
+      : StmtNode(StmtKind::Attr),
+        key(std::move(k)),
+        node(std::move(n)),
+        value(std::move(v)),
+        body(std::move(b)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::Attr; }
+  const std::string key;   // "pragma_dma_copy", "pragma_alu", ...
+  const std::string node;  // what it annotates (a stage or axis name), for printing
+  const ne::Expr value;
+  const Stmt body;
+};
+
+struct IfThenElseNode final : StmtNode {
+  IfThenElseNode(ne::Expr c, Stmt t, Stmt e)
+      : StmtNode(StmtKind::IfThenElse),
+        cond(std::move(c)),
+        then_case(std::move(t)),
+        else_case(std::move(e)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::IfThenElse; }
+  const ne::Expr cond;
+  const Stmt then_case;
+  const Stmt else_case;  // may be undefined
+};
+
+struct EvaluateNode final : StmtNode {
+  explicit EvaluateNode(te::Expr v) : StmtNode(StmtKind::Evaluate), value(std::move(v)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::Evaluate; }
+  const te::Expr value;
+};
+
+struct SeqNode final : StmtNode {
+  explicit SeqNode(std::vector<Stmt> s) : StmtNode(StmtKind::Seq), seq(std::move(s)) {}
+  static constexpr bool classof(StmtKind k) { return k == StmtKind::Seq; }
+  const std::vector<Stmt> seq;
+};
+
+inline StmtKind Stmt::kind() const {
+  if (!node_) raise<ValueError>("tir: use of an undefined Stmt");
+  return node_->kind();
+}
+template <class T>
+const T* Stmt::as() const {
+  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+// ---- builders ---------------------------------------------------------------------------
+inline Stmt make_for(ne::Var var, ne::Expr min, ne::Expr extent, ForKind kind, Stmt body) {
+  return Stmt(std::make_shared<const ForNode>(std::move(var), std::move(min), std::move(extent),
+                                              kind, std::move(body)));
+}
+inline Stmt make_allocate(Buffer buffer, Stmt body) {
+  return Stmt(std::make_shared<const AllocateNode>(std::move(buffer), std::move(body)));
+}
+inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr value) {
+  if (indices.size() != buffer.ndim())
+    raise<ShapeError>("store to buffer '{}' with {} indices; it has {} dims", buffer.name(),
+                      indices.size(), buffer.ndim());
+  if (!value.defined())
+    raise<ValueError>("store to buffer '{}' of an undefined value", buffer.name());
+  if (value.dtype() != buffer.dtype())
+    raise<TypeError>("store of a {} value to buffer '{}' of {}", value.dtype(), buffer.name(),
+                     buffer.dtype());
+  return Stmt(
+      std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+}
+inline Stmt make_attr(std::string key, std::string node, ne::Expr value, Stmt body) {
+  return Stmt(std::make_shared<const AttrNode>(std::move(key), std::move(node), std::move(value),
+                                               std::move(body)));
+}
+inline Stmt make_if(ne::Expr cond, Stmt then_case, Stmt else_case = {}) {
+  return Stmt(std::make_shared<const IfThenElseNode>(std::move(cond), std::move(then_case),
+                                                     std::move(else_case)));
+}
+inline Stmt make_evaluate(te::Expr value) {
+  return Stmt(std::make_shared<const EvaluateNode>(std::move(value)));
+}
+// A sequence, flattening nested sequences and dropping undefined parts; one statement stays itself.
+inline Stmt make_seq(const std::vector<Stmt>& parts) {
+  std::vector<Stmt> flat;
+  for (const auto& s : parts) {
+    if (!s.defined()) continue;
+    if (const auto* seq = s.as<SeqNode>())
+      flat.insert(flat.end(), seq->seq.begin(), seq->seq.end());
+    else
+      flat.push_back(s);
+  }
+  if (flat.size() == 1) return flat.front();
+  return Stmt(std::make_shared<const SeqNode>(std::move(flat)));
+}
+
+// A lowered function. `params` are the buffers of the tensors it was built for, with their
+// shapes; after flattening the body addresses `flat_params` (same order, one dimension).
+struct PrimFunc {
+  std::string name;
+  std::vector<Buffer> params;
+  Stmt body;
+  std::vector<Buffer> flat_params;
+};
+
+}  // namespace dlavm::tir
+// end dlavm/tir/stmt.hpp
+
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+template <class Derived, class R>
+class StmtFunctor {
+ public:
+  R visit(const Stmt& s) {
+    auto& self = static_cast<Derived&>(*this);
+    const StmtNode* n = s.get();
+    switch (s.kind()) {
+      case StmtKind::For:
+        return self.visit_for(static_cast<const ForNode&>(*n), s);
+      case StmtKind::Allocate:
+        return self.visit_allocate(static_cast<const AllocateNode&>(*n), s);
+      case StmtKind::Store:
+        return self.visit_store(static_cast<const StoreNode&>(*n), s);
+      case StmtKind::Attr:
+        return self.visit_attr(static_cast<const AttrNode&>(*n), s);
+      case StmtKind::IfThenElse:
+        return self.visit_if(static_cast<const IfThenElseNode&>(*n), s);
+      case StmtKind::Evaluate:
+        return self.visit_evaluate(static_cast<const EvaluateNode&>(*n), s);
+      case StmtKind::Seq:
+        return self.visit_seq(static_cast<const SeqNode&>(*n), s);
+    }
+    return self.visit_seq(static_cast<const SeqNode&>(*n), s);
+  }
+};
+
+template <class Derived>
+class StmtVisitor : public StmtFunctor<Derived, void> {
+ public:
+  void visit_for(const ForNode& n, const Stmt&) { this->visit(n.body); }
+  void visit_allocate(const AllocateNode& n, const Stmt&) { this->visit(n.body); }
+  void visit_store(const StoreNode&, const Stmt&) {}
+  void visit_attr(const AttrNode& n, const Stmt&) { this->visit(n.body); }
+  void visit_if(const IfThenElseNode& n, const Stmt&) {
+    this->visit(n.then_case);
+    if (n.else_case.defined()) this->visit(n.else_case);
+  }
+  void visit_evaluate(const EvaluateNode&, const Stmt&) {}
+  void visit_seq(const SeqNode& n, const Stmt&) {
+    for (const auto& s : n.seq) this->visit(s);
+  }
+};
+
+template <class Derived>
+class StmtMutator : public StmtFunctor<Derived, Stmt> {
+ public:
+  te::Expr mutate_expr(const te::Expr& e) { return e; }
+  ne::Expr mutate_index(const ne::Expr& e) { return e; }
+
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    auto lo = self().mutate_index(n.min);
+    auto ext = self().mutate_index(n.extent);
+    auto body = this->visit(n.body);
+    if (lo.same_as(n.min) && ext.same_as(n.extent) && body.same_as(n.body)) return s;
+    return make_for(n.var, lo, ext, n.for_kind, body);
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    auto body = this->visit(n.body);
+    return body.same_as(n.body) ? s : make_allocate(n.buffer, body);
+  }
+  Stmt visit_store(const StoreNode& n, const Stmt& s) {
+    bool changed = false;
+    std::vector<ne::Expr> indices;
+    for (const auto& i : n.indices) {
+      indices.push_back(self().mutate_index(i));
+      changed = changed || !indices.back().same_as(i);
+    }
+    auto value = self().mutate_expr(n.value);
+    if (!changed && value.same_as(n.value)) return s;
+    return make_store(n.buffer, std::move(indices), value);
+  }
+  Stmt visit_attr(const AttrNode& n, const Stmt& s) {
+    auto body = this->visit(n.body);
+    return body.same_as(n.body) ? s : make_attr(n.key, n.node, n.value, body);
+  }
+  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
+    auto c = self().mutate_index(n.cond);
+    auto t = this->visit(n.then_case);
+    auto e = n.else_case.defined() ? this->visit(n.else_case) : Stmt();
+    if (c.same_as(n.cond) && t.same_as(n.then_case) && e.same_as(n.else_case)) return s;
+    return make_if(c, t, e);
+  }
+  Stmt visit_evaluate(const EvaluateNode& n, const Stmt& s) {
+    auto v = self().mutate_expr(n.value);
+    return v.same_as(n.value) ? s : make_evaluate(v);
+  }
+  Stmt visit_seq(const SeqNode& n, const Stmt& s) {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const auto& part : n.seq) {
+      out.push_back(this->visit(part));
+      changed = changed || !out.back().same_as(part);
+    }
+    return changed ? make_seq(out) : s;
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
+}  // namespace dlavm::tir
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/interpreter.hpp
+// tir::run: a reference interpreter for lowered functions. It executes loops, allocations,
+// stores and guards on host arrays, so that every schedule can be checked against
+// te::evaluate of the same tensors. Intrinsic calls go to an optional handler (targets pass
+// theirs); without one they are an error.
+//
+//   tir::run(func, {a, b, c}, {{"token", 37}});   // arrays in parameter order; c is written
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::tir {
+
+// Executes one intrinsic call: its evaluated value arguments and the arrays behind its
+// buffer operands (flattened, one dimension).
+using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const std::int64_t> args,
+                                            std::span<te::NDArray* const> buffers)>;
+
+namespace detail {
+
+class Interpreter : public StmtVisitor<Interpreter> {
+ public:
+  Interpreter(std::span<const ne::Binding> bindings, IntrinsicHandler handler)
+      : env_(bindings), handler_(std::move(handler)) {}
+
+  void bind(const Buffer& b, te::NDArray& array) {
+    check(b, array);
+    storage_[b.get()] = &array;
+  }
+  void check(const Buffer& b, const te::NDArray& array) const {
+    const auto dims = shape_of(b);
+    if (array.shape() != dims)
+      raise<ShapeError>("tir::run: array for buffer '{}' has shape [{}], expected [{}]", b.name(),
+                        fmt::join(array.shape(), ", "), fmt::join(dims, ", "));
+    if (array.dtype() != b.dtype())
+      raise<TypeError>("tir::run: array for buffer '{}' has dtype {}, expected {}", b.name(),
+                       array.dtype(), b.dtype());
+  }
+
+  void visit_for(const ForNode& n, const Stmt&) {
+    const auto lo = env_.eval(n.min);
+    const auto extent = env_.eval(n.extent);
+    const auto slot = env_.push(n.var, lo);
+    for (std::int64_t v = lo; v < lo + extent; ++v) {
+      env_.set(slot, v);
+      visit(n.body);
+    }
+    env_.pop();
+  }
+  void visit_allocate(const AllocateNode& n, const Stmt&) {
+    te::NDArray local(n.buffer.dtype(), shape_of(n.buffer));
+    auto* previous = std::exchange(storage_[n.buffer.get()], &local);
+    visit(n.body);
+    storage_[n.buffer.get()] = previous;
+  }
+  void visit_store(const StoreNode& n, const Stmt&) {
+    const auto v = value(n.value);
+    auto& array = array_of(n.buffer);
+    const auto idx = indices(n.indices);
+    array.set_flat(array.offset(idx, n.buffer.name()), v);
+  }
+  void visit_if(const IfThenElseNode& n, const Stmt&) {
+    if (env_.eval(n.cond) != 0)
+      visit(n.then_case);
+    else if (n.else_case.defined())
+      visit(n.else_case);
+  }
+  void visit_evaluate(const EvaluateNode& n, const Stmt&) { (void)value(n.value); }
+
+ private:
+  std::vector<std::int64_t> shape_of(const Buffer& b) const {
+    std::vector<std::int64_t> dims;
+    for (const auto& d : b.shape()) dims.push_back(env_.eval(d));
+    return dims;
+  }
+  te::NDArray& array_of(const Buffer& b) {
+    auto it = storage_.find(b.get());
+    if (it == storage_.end() || it->second == nullptr)
+      raise<ValueError>("tir::run: buffer '{}' is used outside its allocation", b.name());
+    return *it->second;
+  }
+  std::vector<std::int64_t> indices(const std::vector<ne::Expr>& in) const {
+    std::vector<std::int64_t> out;
+    out.reserve(in.size());
+    for (const auto& i : in) out.push_back(env_.eval(i));
+    return out;
+  }
+  std::int64_t value(const te::Expr& e) {
+    te::detail::ValueEvaluator ev(
+        env_,
+        [](const te::ReadNode& r, std::span<const std::int64_t>) -> std::int64_t {
+          raise<ValueError>("tir::run: tensor read '{}' left in lowered code", r.op->name);
+        },
+        [this](const te::LoadNode& l, std::span<const std::int64_t> idx) {
+          auto& array = array_of(l.buffer);
+          return array.data()[array.offset(idx, l.buffer.name())];
+        });
+    if (const auto* call = e.as<te::CallNode>()) {
+      if (!handler_) raise<ValueError>("tir::run: no handler for intrinsic '{}'", call->name);
+      std::vector<std::int64_t> args;
+      for (const auto& a : call->args) args.push_back(ev.visit(a));
+      std::vector<te::NDArray*> buffers;
+      for (const auto& b : call->buffers) buffers.push_back(&array_of(b));
+      handler_(*call, args, buffers);
+      return 0;
+    }
+    return ev.visit(e);
+  }
+
+  te::IndexEnv env_;
+  IntrinsicHandler handler_;
+  std::unordered_map<const te::BufferNode*, te::NDArray*> storage_;
+};
+
+}  // namespace detail
+
+// Runs func with `args` bound to its parameters in order; outputs are written in place.
+inline void run(const PrimFunc& func, std::span<te::NDArray* const> args,
+                std::span<const ne::Binding> bindings = {}, IntrinsicHandler handler = {}) {
+  if (args.size() != func.params.size())
+    raise<ValueError>("tir::run of '{}': {} arrays given for {} parameters", func.name, args.size(),
+                      func.params.size());
+  detail::Interpreter interp(bindings, std::move(handler));
+  if (func.flat_params.empty()) {
+    for (std::size_t k = 0; k < args.size(); ++k) interp.bind(func.params[k], *args[k]);
+    interp.visit(func.body);
+    return;
+  }
+  // A flattened function addresses one-dimensional views of the arrays.
+  std::vector<te::NDArray> flat;
+  flat.reserve(args.size());
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    interp.check(func.params[k], *args[k]);
+    flat.emplace_back(args[k]->dtype(),
+                      std::vector<std::int64_t>{static_cast<std::int64_t>(args[k]->size())});
+    std::copy(args[k]->data().begin(), args[k]->data().end(), flat.back().data().begin());
+    interp.bind(func.flat_params[k], flat.back());
+  }
+  interp.visit(func.body);
+  for (std::size_t k = 0; k < args.size(); ++k)
+    std::copy(flat[k].data().begin(), flat[k].data().end(), args[k]->data().begin());
+}
+inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
+                std::initializer_list<ne::Binding> bindings = {}, IntrinsicHandler handler = {}) {
+  run(func, std::span<te::NDArray* const>(args.begin(), args.size()),
+      std::span<const ne::Binding>(bindings.begin(), bindings.size()), std::move(handler));
+}
+
+}  // namespace dlavm::tir
+// end dlavm/tir/interpreter.hpp
+// begin dlavm/tir/lower.hpp
+// Lowering a schedule to TIR (te::lower): inline, infer the region each stage must compute
+// at its attach point, build the loop nests with guards for non-divisible splits, insert
+// attached producers and their allocations at their loops, then drop unit loops and flatten
+// buffers to one dimension (the form target passes match DMA and GEMM patterns on).
+//
+//   auto s = te::create_schedule(C);
+//   tir::PrimFunc f = te::lower(s, {A, B, C}, "gemm");
+//   fmt::print("{}", f);
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/schedule/int_set.hpp
+// end dlavm/schedule/int_set.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+using schedule::AttachKind;
+using schedule::StageNode;
+using IterVarKey = const te::IterVarNode*;
+
+struct StagePlan {
+  const StageNode* stage = nullptr;
+  te::Expr body;                     // after inlining
+  std::vector<ne::Expr> region_min;  // per output dim, in enclosing loop variables
+  std::vector<ne::Expr> region_extent;
+  std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
+  std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
+  std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
+  std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;                   // loop variables around the attach point
+  Buffer buffer;
+};
+
+// Substitutes ne variables inside a value expression.
+class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
+ public:
+  explicit IndexSubstituter(std::vector<ne::Substitution> map) : map_(std::move(map)) {}
+  ne::Expr mutate_index(const ne::Expr& e) { return map_.empty() ? e : ne::substitute(e, map_); }
+
+ private:
+  std::vector<ne::Substitution> map_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
+      : schedule_(s), args_(args), name_(std::move(name)) {}
+
+  PrimFunc run() {
+    for (const auto& st : schedule_.stages()) plans_[st.get()].stage = st.get();
+    make_params();
+    inline_bodies();
+    infer_bounds();
+    make_buffers();
+    std::vector<Stmt> top;
+    std::vector<Buffer> root_allocs;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach != AttachKind::Root) continue;
+      top.push_back(make_stage(*st));
+      if (!is_param(st.get())) root_allocs.push_back(plans_[st.get()].buffer);
+    }
+    Stmt body = make_seq(top);
+    for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
+      body = make_allocate(*it, body);
+    PrimFunc f{name_, params_, body, {}};
+    return f;
+  }
+
+ private:
+  bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
+
+  void make_params() {
+    for (const auto& t : args_) {
+      const auto* st = schedule_.stage_of(t.op().get());
+      if (st == nullptr)
+        raise<ScheduleError>("lower '{}': argument '{}' is not part of the schedule", name_,
+                             t.name());
+      // Keyed by the stage's current operation: cache_read/cache_write rebuild operations.
+      if (param_of_.count(st->op.get()) != 0)
+        raise<ScheduleError>("lower '{}': argument '{}' is listed twice", name_, t.name());
+      auto b = te::make_buffer(t.name(), t.dtype(), t.shape(), "global");
+      param_of_.emplace(st->op.get(), b);
+      params_.push_back(b);
+    }
+    for (const auto& st : schedule_.stages()) {
+      if ((st->is_placeholder() || st->is_output) && !is_param(st.get()))
+        raise<ScheduleError>("lower '{}': {} '{}' is not among the arguments", name_,
+                             st->is_placeholder() ? "input" : "output", st->name());
+    }
+  }
+
+  // Bodies with inlined stages substituted, in topological order so that an inlined stage's
+  // own body is final before its readers use it.
+  void inline_bodies() {
+    struct Inliner : te::ExprMutator<Inliner> {
+      Lowerer* self;
+      te::Expr visit_read(const te::ReadNode& n, const te::Expr& e) {
+        const auto* st = self->schedule_.stage_of(n.op.get());
+        auto base = te::ExprMutator<Inliner>::visit_read(n, e);
+        if (st == nullptr || st->attach != AttachKind::Inline) return base;
+        const auto* read = base.as<te::ReadNode>();
+        std::vector<ne::Substitution> map;
+        for (std::size_t k = 0; k < st->op->axis.size(); ++k)
+          map.emplace_back(st->op->axis[k].var(), read->indices[k]);
+        return IndexSubstituter(map).visit(self->plans_[st].body);
+      }
+    } inliner;
+    inliner.self = this;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder()) continue;
+      plans_[st.get()].body = inliner.visit(st->op->body);
+    }
+  }
+
+  // Every read of `producer` in the bodies of the stages that are computed (not inlined).
+  std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> reads_of(
+      const StageNode* producer) {
+    struct Collect : te::ExprVisitor<Collect> {
+      const te::OperationNode* op;
+      std::vector<std::vector<ne::Expr>> found;
+      void visit_read(const te::ReadNode& n, const te::Expr&) {
+        if (n.op.get() == op) found.push_back(n.indices);
+      }
+    };
+    std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> out;
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      Collect c;
+      c.op = producer->op.get();
+      c.visit(plans_[st.get()].body);
+      for (auto& idx : c.found) out.emplace_back(st.get(), std::move(idx));
+    }
+    return out;
+  }
+
+  void infer_bounds() {
+    const auto& stages = schedule_.stages();
+    for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+      StageNode* st = it->get();
+      auto& plan = plans_[st];
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      if (st->attach == AttachKind::At) {
+        const auto& parent = plans_[st->attach_stage];
+        plan.enclosing = parent.enclosing;
+        for (const auto& v : st->attach_stage->leaf) {
+          plan.enclosing.push_back(v.var());
+          if (v == st->attach_ivar) break;
+        }
+        infer_region(*st, plan);
+      } else {
+        for (const auto& d : st->op->shape) {
+          plan.region_min.push_back(0);
+          plan.region_extent.push_back(d);
+        }
+      }
+      // Root extents, then down through the relations to every loop.
+      for (std::size_t k = 0; k < st->op->axis.size(); ++k)
+        plan.extent[st->op->axis[k].get()] = plan.region_extent[k];
+      for (const auto& r : st->op->reduce_axis) plan.extent[r.get()] = r.dom().extent;
+      for (const auto& rel : st->relations) {
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
+          const auto ext = plan.extent.at(sp->parent.get());
+          plan.extent[sp->outer.get()] =
+              ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
+          plan.extent[sp->inner.get()] = sp->factor;
+        } else {
+          const auto& fu = std::get<schedule::FuseRelation>(rel);
+          plan.extent[fu.fused.get()] =
+              ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
+        }
+      }
+      // Values: leaves are their own variables; up through the relations, last first.
+      std::unordered_map<IterVarKey, ne::Expr> value;
+      for (const auto& v : st->leaf) value[v.get()] = v.var();
+      for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
+          value[sp->parent.get()] =
+              value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
+        } else {
+          const auto& fu = std::get<schedule::FuseRelation>(*r);
+          const auto inner_ext = plan.extent.at(fu.inner.get());
+          value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
+          value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
+        }
+      }
+      // Every split parent (the root axes included) needs a guard unless its largest value
+      // over the loops' actual extents (not the axes' declared ranges) is provably inside its
+      // extent: with nested non-divisible splits an inner parent can overflow while the root
+      // stays in range, and that iteration would otherwise be computed twice.
+      schedule::SweepMap loops;
+      for (const auto& v : st->leaf)
+        loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+      auto guard = [&](const te::IterVar& iv) {
+        const auto local = ne::simplify(value.at(iv.get()));
+        const auto ext = plan.extent.at(iv.get());
+        const auto reach = schedule::eval_set(local, loops);
+        if (!ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext))
+          plan.guards.push_back(local < ext);
+      };
+      for (const auto& rel : st->relations)
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) guard(sp->parent);
+      for (std::size_t k = 0; k < st->root.size(); ++k) {
+        const auto& r = st->root[k];
+        const auto local = ne::simplify(value.at(r.get()));
+        const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
+        plan.value[r.get()] = ne::simplify(base + local);
+      }
+    }
+  }
+
+  // The region of an attached stage: what its consumers read while the loops inside its
+  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape.
+  void infer_region(const StageNode& st, StagePlan& plan) {
+    std::unordered_set<std::uint64_t> fixed;
+    for (const auto& v : plan.enclosing) fixed.insert(v.id());
+    schedule::SweepMap sweep;
+    for (const auto& [node, p] : plans_) {
+      if (node == &st || p.extent.empty()) continue;
+      for (const auto& v : node->leaf)
+        if (fixed.count(v.var().id()) == 0)
+          sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+    }
+    const auto reads = reads_of(&st);
+    // Every reader must run inside the attach scope, after the producer: the attach target
+    // itself or a stage attached within the same loops. A reader outside would see a buffer
+    // that holds one iteration's region, or nothing yet.
+    for (const auto& [consumer, indices] : reads) {
+      if (consumer == st.attach_stage) continue;
+      const auto& ce = plans_[consumer].enclosing;
+      const bool inside =
+          consumer->attach == AttachKind::At && ce.size() >= plan.enclosing.size() &&
+          std::equal(plan.enclosing.begin(), plan.enclosing.end(), ce.begin(),
+                     [](const ne::Var& a, const ne::Var& b) { return a.id() == b.id(); });
+      if (!inside)
+        raise<ScheduleError>(
+            "stage '{}' is computed at loop '{}' of stage '{}', but stage '{}' reads it outside "
+            "that loop; "
+            "compute '{}' at the same loop or inside it",
+            st.name(), st.attach_ivar.name(), st.attach_stage->name(), consumer->name(),
+            consumer->name());
+    }
+    const auto ndim = st.op->shape.size();
+    std::vector<schedule::IntSet> region(ndim);
+    bool first = true;
+    for (const auto& [consumer, indices] : reads) {
+      const auto& cp = plans_[consumer];
+      std::vector<ne::Substitution> to_loops;
+      for (const auto& r : consumer->root) to_loops.emplace_back(r.var(), cp.value.at(r.get()));
+      for (std::size_t k = 0; k < ndim; ++k) {
+        const auto idx = ne::substitute(indices[k], to_loops);
+        auto set = sweep_until_fixed(idx, sweep, fixed);
+        region[k] = first ? set : schedule::unite(region[k], set);
+      }
+      first = false;
+    }
+    if (first)
+      raise<ScheduleError>("stage '{}' is attached but nothing computed reads it", st.name());
+    for (std::size_t k = 0; k < ndim; ++k) {
+      const auto& dim = st.op->shape[k];
+      const auto lo = ne::simplify(ne::max(region[k].lo, 0));
+      const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
+      plan.region_min.push_back(lo);
+      plan.region_extent.push_back(ne::simplify(hi - lo + 1));
+      // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
+      // the buffer its size when it is tighter.
+      plan.extent_bound.push_back(ne::simplify(region[k].hi - region[k].lo + 1));
+    }
+  }
+
+  static schedule::IntSet sweep_until_fixed(const ne::Expr& e, const schedule::SweepMap& sweep,
+                                            const std::unordered_set<std::uint64_t>& fixed) {
+    auto set = schedule::eval_set(e, sweep);
+    // Sweep intervals may themselves mention sweeping variables (extents of inner loops that
+    // depend on outer ones): evaluate again until only fixed variables remain.
+    for (int round = 0; round < 16; ++round) {
+      bool again = false;
+      for (const auto* end : {&set.lo, &set.hi})
+        for (const auto& v : ne::free_vars(*end))
+          again = again || (sweep.count(v.id()) != 0 && fixed.count(v.id()) == 0);
+      if (!again) break;
+      set = {schedule::eval_set(set.lo, sweep).lo, schedule::eval_set(set.hi, sweep).hi};
+    }
+    return set;
+  }
+
+  void make_buffers() {
+    // Loop variables may not appear in a buffer's shape: allocate for the largest extent.
+    std::unordered_set<std::uint64_t> loop_vars;
+    for (const auto& st : schedule_.stages())
+      for (const auto& v : st->all) loop_vars.insert(v.var().id());
+    for (const auto& st : schedule_.stages()) {
+      auto& plan = plans_[st.get()];
+      if (auto it = param_of_.find(st->op.get()); it != param_of_.end()) {
+        plan.buffer = it->second;
+        continue;
+      }
+      if (st->attach == AttachKind::Inline) continue;
+      std::vector<ne::Expr> shape;
+      const auto uses_loop = [&](const ne::Expr& e) {
+        for (const auto& v : ne::free_vars(e))
+          if (loop_vars.count(v.id()) != 0) return true;
+        return false;
+      };
+      for (std::size_t k = 0; k < plan.region_extent.size(); ++k) {
+        const auto& ext = plan.region_extent[k];
+        if (!uses_loop(ext)) {
+          shape.push_back(ext);
+          continue;
+        }
+        auto size = ne::bounds(ext).max;
+        if (k < plan.extent_bound.size())
+          size = std::min(size, ne::bounds(plan.extent_bound[k]).max);
+        shape.push_back(size);
+      }
+      plan.buffer = te::make_buffer(st->name(), st->op->dtype, std::move(shape), st->scope);
+    }
+  }
+
+  // The body of stage st with its axes replaced by loop expressions and reads turned into
+  // loads from the producers' buffers (offset by the producers' regions).
+  te::Expr rewrite_value(const StageNode& st, const te::Expr& body) {
+    struct Rewriter : te::ExprMutator<Rewriter> {
+      Lowerer* self;
+      std::vector<ne::Substitution> map;
+      ne::Expr mutate_index(const ne::Expr& e) { return ne::simplify(ne::substitute(e, map)); }
+      te::Expr visit_read(const te::ReadNode& n, const te::Expr&) {
+        const auto* producer = self->schedule_.stage_of(n.op.get());
+        const auto& pp = self->plans_[producer];
+        std::vector<ne::Expr> idx;
+        for (std::size_t k = 0; k < n.indices.size(); ++k) {
+          ne::Expr i = mutate_index(n.indices[k]);
+          if (!pp.region_min.empty()) i = ne::simplify(i - pp.region_min[k]);
+          idx.push_back(i);
+        }
+        return te::load(pp.buffer, std::move(idx));
+      }
+    } rw;
+    rw.self = this;
+    for (const auto& r : st.root) rw.map.emplace_back(r.var(), plans_[&st].value.at(r.get()));
+    return rw.visit(body);
+  }
+
+  std::vector<ne::Expr> store_indices(const StageNode& st) {
+    const auto& plan = plans_[&st];
+    std::vector<ne::Expr> idx;
+    for (std::size_t k = 0; k < st.op->axis.size(); ++k)
+      idx.push_back(ne::simplify(plan.value.at(st.op->axis[k].get()) - plan.region_min[k]));
+    return idx;
+  }
+
+  Stmt guarded(const StagePlan& plan, Stmt s) {
+    if (plan.guards.empty()) return s;
+    ne::Expr cond = plan.guards.front();
+    for (std::size_t k = 1; k < plan.guards.size(); ++k) cond = cond && plan.guards[k];
+    return make_if(cond, std::move(s));
+  }
+
+  Stmt make_loop(const StageNode& st, const te::IterVar& v, Stmt body, const ne::Var& var) {
+    const auto& plan = plans_[&st];
+    ForKind kind = ForKind::Serial;
+    std::vector<std::string> pragmas;
+    if (auto it = st.attrs.find(v.get()); it != st.attrs.end()) {
+      kind = it->second.loop == schedule::LoopKind::Unrolled  ? ForKind::Unrolled
+             : it->second.loop == schedule::LoopKind::VThread ? ForKind::VThread
+                                                              : ForKind::Serial;
+      pragmas = it->second.pragmas;
+    }
+    Stmt loop = make_for(var, 0, plan.extent.at(v.get()), kind, std::move(body));
+    for (auto p = pragmas.rbegin(); p != pragmas.rend(); ++p)
+      loop = make_attr("pragma_" + *p, v.name(), 1, loop);
+    return loop;
+  }
+
+  // The producers attached at loop v of st, each inside its allocation, around `rest`.
+  Stmt with_attached(const StageNode& st, const te::IterVar& v, Stmt rest) {
+    std::vector<const StageNode*> attached;
+    for (const auto& s : schedule_.stages())
+      if (s->attach == AttachKind::At && s->attach_stage == &st && s->attach_ivar == v)
+        attached.push_back(s.get());
+    if (attached.empty()) return rest;
+    std::vector<Stmt> parts;
+    for (const auto* p : attached) parts.push_back(make_stage(*p));
+    parts.push_back(std::move(rest));
+    Stmt body = make_seq(parts);
+    for (auto it = attached.rbegin(); it != attached.rend(); ++it)
+      if (!is_param(*it)) body = make_allocate(plans_[*it].buffer, body);
+    return body;
+  }
+
+  // The leaf position that is tensorized, or leaf.size().
+  static std::size_t tensorize_position(const StageNode& st,
+                                        std::shared_ptr<const schedule::TensorIntrin>* intrin) {
+    for (std::size_t k = 0; k < st.leaf.size(); ++k)
+      if (auto it = st.attrs.find(st.leaf[k].get()); it != st.attrs.end() && it->second.tensorize) {
+        *intrin = it->second.tensorize;
+        return k;
+      }
+    return st.leaf.size();
+  }
+
+  static std::vector<Stmt> evaluate_all(const std::vector<te::Expr>& calls) {
+    std::vector<Stmt> out;
+    for (const auto& c : calls) out.push_back(make_evaluate(c));
+    return out;
+  }
+
+  Stmt make_stage(const StageNode& st) {
+    const auto& plan = plans_[&st];
+    const auto* reduce = plan.body.as<te::ReduceNode>();
+    const auto idx = store_indices(st);
+    const auto& leaf = st.leaf;
+    std::shared_ptr<const schedule::TensorIntrin> intrin;
+    const std::size_t tensorized = tensorize_position(st, &intrin);
+    // The first reduction loop: the accumulator is initialised just outside it, over the
+    // data-parallel loops that come after it (TVM's ".init" loops).
+    std::size_t first_reduce = leaf.size();
+    if (reduce != nullptr)
+      for (std::size_t k = 0; k < leaf.size(); ++k)
+        if (leaf[k].is_reduce()) {
+          first_reduce = k;
+          break;
+        }
+    Stmt body;
+    schedule::IntrinBody calls;
+    if (intrin) {
+      calls = match_tensorize(st, tensorized, *intrin);
+      if (reduce == nullptr)
+        body = make_seq(evaluate_all(calls.body));
+      else
+        body = make_seq(evaluate_all(first_reduce >= tensorized ? calls.body : calls.update));
+      if (!plan.guards.empty()) body = guarded(plan, body);
+    } else if (reduce != nullptr) {
+      const auto acc = te::load(plan.buffer, idx);
+      const auto src = rewrite_value(st, reduce->source);
+      body =
+          make_store(plan.buffer, idx, te::binary(te::combiner_kind(reduce->combiner), acc, src));
+      body = guarded(plan, body);
+    } else {
+      body = guarded(plan, make_store(plan.buffer, idx, rewrite_value(st, plan.body)));
+    }
+    const std::size_t loops = std::min(tensorized, leaf.size());
+    if (loops > 0) body = with_attached(st, leaf[loops - 1], body);
+    for (std::size_t k = loops; k-- > 0;) {
+      body = make_loop(st, leaf[k], body, leaf[k].var());
+      if (k == first_reduce)
+        body = make_seq({make_init(st, *reduce, first_reduce, tensorized, calls), body});
+      if (k > 0) body = with_attached(st, leaf[k - 1], body);
+    }
+    return body;
+  }
+
+  // Matches the loops from leaf position `p` inward, and the stage's body, against the
+  // intrinsic's pattern; returns the intrinsic's statements for the operands found.
+  schedule::IntrinBody match_tensorize(const StageNode& st, std::size_t p,
+                                       const schedule::TensorIntrin& intrin) {
+    const auto& plan = plans_[&st];
+    const auto& pat = *intrin.pattern().op();
+    const auto where = fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
+                                   st.name(), st.leaf[p].name(), intrin.name());
+    std::vector<te::IterVar> inner_data, inner_reduce;
+    for (std::size_t k = p; k < st.leaf.size(); ++k)
+      (st.leaf[k].is_reduce() ? inner_reduce : inner_data).push_back(st.leaf[k]);
+    if (inner_data.size() != pat.axis.size() || inner_reduce.size() != pat.reduce_axis.size())
+      raise<ScheduleError>(
+          "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
+          "intrinsic has {} and {}",
+          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size());
+    std::vector<ne::Var> inner_vars;
+    std::vector<ne::Var> pattern_vars;
+    const auto pair_up = [&](const std::vector<te::IterVar>& mine,
+                             const std::vector<te::IterVar>& theirs) {
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        const auto ext = ne::simplify(plan.extent.at(mine[k].get()));
+        const auto want = theirs[k].dom().extent;
+        if (!ne::equal(ext, want))
+          raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
+                               where, mine[k].name(), ext, theirs[k].name(), want);
+        inner_vars.push_back(mine[k].var());
+        pattern_vars.push_back(theirs[k].var());
+      }
+    };
+    pair_up(inner_data, pat.axis);
+    pair_up(inner_reduce, pat.reduce_axis);
+    for (const auto& g : plan.guards)
+      for (const auto& v : ne::free_vars(g))
+        for (const auto& iv : inner_vars)
+          if (v.id() == iv.id())
+            raise<ScheduleError>(
+                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
+                "compute a partial tile",
+                where, iv.name());
+    // Root axes in loop variables; inner loop variables at zero give the region's start.
+    std::vector<ne::Substitution> to_loops, inner_zero;
+    for (const auto& r : st.root) to_loops.emplace_back(r.var(), plan.value.at(r.get()));
+    for (const auto& v : inner_vars) inner_zero.emplace_back(v, 0);
+    const auto same_strides = [&](const ne::Expr& mine, const ne::Expr& theirs) {
+      auto a = ne::linear_form(mine, inner_vars);
+      auto b = ne::linear_form(theirs, pattern_vars);
+      if (!a || !b) return false;
+      for (std::size_t k = 0; k < a->strides.size(); ++k)
+        if (!ne::equal(ne::simplify(a->strides[k]), ne::simplify(b->strides[k]))) return false;
+      return true;
+    };
+    // Structural match of the bodies; reads pair the stage's tensors with the pattern's inputs.
+    std::unordered_map<const te::OperationNode*,
+                       std::pair<const te::OperationNode*, std::vector<ne::Expr>>>
+        operands;
+    const auto mismatch = [&](const te::Expr& mine, const te::Expr& theirs) {
+      raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
+                           mine, theirs);
+    };
+    auto match = [&](auto& self, const te::Expr& a, const te::Expr& b) -> void {
+      if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
+      if (const auto* x = a.as<te::IntImmNode>()) {
+        if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
+      } else if (const auto* c = a.as<te::CastNode>()) {
+        self(self, c->value, b.as<te::CastNode>()->value);
+      } else if (const auto* bin = a.as<te::BinaryNode>()) {
+        self(self, bin->a, b.as<te::BinaryNode>()->a);
+        self(self, bin->b, b.as<te::BinaryNode>()->b);
+      } else if (const auto* n = a.as<te::NotNode>()) {
+        self(self, n->a, b.as<te::NotNode>()->a);
+      } else if (const auto* sel = a.as<te::SelectNode>()) {
+        self(self, sel->cond, b.as<te::SelectNode>()->cond);
+        self(self, sel->t, b.as<te::SelectNode>()->t);
+        self(self, sel->f, b.as<te::SelectNode>()->f);
+      } else if (const auto* rd = a.as<te::ReadNode>()) {
+        const auto* theirs = b.as<te::ReadNode>();
+        auto [it, fresh] =
+            operands.try_emplace(theirs->op.get(), rd->op.get(), std::vector<ne::Expr>{});
+        if (!fresh && it->second.first != rd->op.get())
+          raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'",
+                               where, theirs->op->name, it->second.first->name, rd->op->name);
+        std::vector<ne::Expr> in_loops;
+        for (std::size_t d = 0; d < rd->indices.size(); ++d) {
+          in_loops.push_back(ne::simplify(ne::substitute(rd->indices[d], to_loops)));
+          if (!same_strides(in_loops.back(), theirs->indices[d]))
+            raise<ScheduleError>(
+                "{}: dim {} of '{}' is indexed by {} in the tensorized loops, the intrinsic "
+                "indexes its input '{}' by {}",
+                where, d, rd->op->name, in_loops.back(), theirs->op->name, theirs->indices[d]);
+        }
+        it->second.second = std::move(in_loops);
+      } else {
+        mismatch(a, b);
+      }
+    };
+    const auto* mine_reduce = plan.body.as<te::ReduceNode>();
+    const auto* their_reduce = pat.body.as<te::ReduceNode>();
+    if ((mine_reduce == nullptr) != (their_reduce == nullptr) ||
+        (mine_reduce && mine_reduce->combiner != their_reduce->combiner))
+      mismatch(plan.body, pat.body);
+    if (mine_reduce)
+      match(match, mine_reduce->source, their_reduce->source);
+    else
+      match(match, plan.body, pat.body);
+    // The output tile: the stage's store indices against the pattern's axes.
+    const auto out_idx = store_indices(st);
+    for (std::size_t d = 0; d < out_idx.size(); ++d)
+      if (!same_strides(out_idx[d], pat.axis[d].var()))
+        raise<ScheduleError>(
+            "{}: output dim {} is indexed by {} in the tensorized loops, the intrinsic writes "
+            "its axis '{}'",
+            where, d, out_idx[d], pat.axis[d].name());
+    const auto operand = [&](const Buffer& b, const std::vector<ne::Expr>& start) {
+      std::vector<ne::Expr> strides(b.ndim());
+      ne::Expr stride = 1;
+      for (std::size_t d = b.ndim(); d-- > 0;) {
+        strides[d] = ne::simplify(stride);
+        stride = stride * b.shape()[d];
+      }
+      return schedule::IntrinOperand{b, b.flat_index(start), std::move(strides)};
+    };
+    schedule::IntrinCall call;
+    for (const auto& in : pat.inputs) {
+      auto it = operands.find(in.get());
+      if (it == operands.end())
+        raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, in->name);
+      const auto* producer = schedule_.stage_of(it->second.first);
+      const auto& pp = plans_[producer];
+      std::vector<ne::Expr> start;
+      for (std::size_t d = 0; d < it->second.second.size(); ++d) {
+        ne::Expr s0 = ne::substitute(it->second.second[d], inner_zero);
+        if (!pp.region_min.empty()) s0 = s0 - pp.region_min[d];
+        start.push_back(ne::simplify(s0));
+      }
+      call.inputs.push_back(operand(pp.buffer, start));
+    }
+    std::vector<ne::Expr> out_start;
+    for (const auto& i : out_idx) out_start.push_back(ne::simplify(ne::substitute(i, inner_zero)));
+    call.output = operand(plan.buffer, out_start);
+    return intrin.lower(call);
+  }
+
+  Stmt make_init(const StageNode& st, const te::ReduceNode& reduce, std::size_t first_reduce,
+                 std::size_t tensorized, const schedule::IntrinBody& calls) {
+    const auto& plan = plans_[&st];
+    std::vector<ne::Substitution> renames;
+    std::vector<std::pair<te::IterVar, ne::Var>> loops;
+    // Loops inside a tensorized axis are the intrinsic's: its reset covers them.
+    const std::size_t last = std::min(tensorized, st.leaf.size());
+    for (std::size_t k = first_reduce; k < last; ++k) {
+      const auto& v = st.leaf[k];
+      if (v.is_reduce()) continue;
+      auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
+      renames.emplace_back(v.var(), init_var);
+      loops.emplace_back(v, init_var);
+    }
+    // Reduction variables do not matter for the data-parallel indices; pin them to 0 so the
+    // init store has only data-parallel loops.
+    for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
+      if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
+    Stmt init;
+    if (tensorized < st.leaf.size()) {
+      std::vector<Stmt> resets;
+      for (const auto& c : calls.reset) {
+        struct Rename : te::ExprMutator<Rename> {
+          const std::vector<ne::Substitution>* map;
+          ne::Expr mutate_index(const ne::Expr& e) { return ne::simplify(ne::substitute(e, *map)); }
+        } rn;
+        rn.map = &renames;
+        resets.push_back(make_evaluate(rn.visit(c)));
+      }
+      init = make_seq(resets);
+    } else {
+      std::vector<ne::Expr> idx;
+      for (const auto& i : store_indices(st))
+        idx.push_back(ne::simplify(ne::substitute(i, renames)));
+      init = make_store(plan.buffer, idx,
+                        te::make_const(te::combiner_identity(reduce.combiner, plan.buffer.dtype()),
+                                       plan.buffer.dtype()));
+    }
+    std::vector<ne::Expr> guards;
+    for (const auto& g : plan.guards) {
+      auto c = ne::simplify(ne::substitute(g, renames));
+      if (!ne::can_prove(c)) guards.push_back(c);
+    }
+    if (!guards.empty()) {
+      ne::Expr cond = guards.front();
+      for (std::size_t k = 1; k < guards.size(); ++k) cond = cond && guards[k];
+      init = make_if(cond, init);
+    }
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+      init = make_for(it->second, 0, plan.extent.at(it->first.get()), ForKind::Serial, init);
+    return init;
+  }
+
+  schedule::Schedule& schedule_;
+  const std::vector<te::Tensor>& args_;
+  std::string name_;
+  std::vector<Buffer> params_;
+  std::unordered_map<const te::OperationNode*, Buffer> param_of_;
+  std::unordered_map<const StageNode*, StagePlan> plans_;
+};
+
+// Replaces loops of extent one by their body with the variable set to the loop's start,
+// and simplifies every index on the way.
+class RemoveUnitLoops : public StmtMutator<RemoveUnitLoops> {
+ public:
+  ne::Expr mutate_index(const ne::Expr& e) {
+    return ne::simplify(map_.empty() ? e : ne::substitute(e, map_));
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Sub : te::ExprMutator<Sub> {
+      RemoveUnitLoops* self;
+      ne::Expr mutate_index(const ne::Expr& i) { return self->mutate_index(i); }
+    } sub;
+    sub.self = this;
+    return sub.visit(e);
+  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    const auto ext = mutate_index(n.extent);
+    if (ext.as_int() == 1 && n.for_kind != ForKind::VThread) {
+      map_.emplace_back(n.var, mutate_index(n.min));
+      auto body = visit(n.body);
+      map_.pop_back();
+      return body;
+    }
+    return StmtMutator<RemoveUnitLoops>::visit_for(n, s);
+  }
+  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
+    const auto c = mutate_index(n.cond);
+    if (ne::can_prove(c)) return visit(n.then_case);
+    return StmtMutator<RemoveUnitLoops>::visit_if(n, s);
+  }
+
+ private:
+  std::vector<ne::Substitution> map_;
+};
+
+// Flattens every buffer to one dimension, row-major: buffer[i, j] -> buffer[i*cols + j].
+class Flatten : public StmtMutator<Flatten> {
+ public:
+  Buffer flat(const Buffer& b) {
+    if (auto it = flat_.find(b.get()); it != flat_.end()) return it->second;
+    auto f = te::make_buffer(b.name(), b.dtype(), {b.size()}, b.scope());
+    flat_.emplace(b.get(), f);
+    return f;
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Sub : te::ExprMutator<Sub> {
+      Flatten* self;
+      te::Expr visit_load(const te::LoadNode& n, const te::Expr&) {
+        return te::load(self->flat(n.buffer), {n.buffer.flat_index(n.indices)});
+      }
+      // Intrinsic operands already carry flat offsets; only their buffers change.
+      te::Expr visit_call(const te::CallNode& n, const te::Expr& e) {
+        auto base = te::ExprMutator<Sub>::visit_call(n, e);
+        const auto* c = base.as<te::CallNode>();
+        std::vector<Buffer> buffers;
+        for (const auto& b : c->buffers) buffers.push_back(self->flat(b));
+        return te::call(c->name, c->dtype(), c->args, std::move(buffers));
+      }
+    } sub;
+    sub.self = this;
+    return sub.visit(e);
+  }
+  Stmt visit_store(const StoreNode& n, const Stmt&) {
+    return make_store(flat(n.buffer), {n.buffer.flat_index(n.indices)}, mutate_expr(n.value));
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt&) {
+    return make_allocate(flat(n.buffer), visit(n.body));
+  }
+
+ private:
+  std::unordered_map<const te::BufferNode*, Buffer> flat_;
+};
+
+}  // namespace detail
+
+// Lowers schedule s for the tensors `args` (inputs and outputs, in the order the function
+// takes them) to a TIR function with flattened buffers.
+inline PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                      std::string name = "main") {
+  PrimFunc f = detail::Lowerer(s, args, std::move(name)).run();
+  f.body = detail::RemoveUnitLoops().visit(f.body);
+  detail::Flatten flatten;
+  f.body = flatten.visit(f.body);
+  for (const auto& p : f.params) f.flat_params.push_back(flatten.flat(p));
+  return f;
+}
+
+}  // namespace dlavm::tir
+
+namespace dlavm::te {
+using tir::lower;
+}  // namespace dlavm::te
+// end dlavm/tir/lower.hpp
+// begin dlavm/tir/printer.hpp
+// Text form of TIR, in the spirit of TVM's lowered text:
+//   primfn vadd(A: int32[1, 64, 1, 16], ...) {
+//     allocate(A_buf, int32, [1024]), storage_scope = local.acc_buffer
+//     // attr [A_buf] pragma_dma_copy = 1
+//     for (i1, 0, 64) {
+//       for (i3, 0, 16) {
+//         A_buf[(i1*16) + i3] = A[(i1*16) + i3]
+// Distinct variables that share a name print with suffixes (i0, i0_1, i0_2), so the text
+// never confuses two loops. The text depends only on structure and names: stable across runs.
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+class Printer : public StmtVisitor<Printer> {
+ public:
+  std::string out;
+
+  void visit_for(const ForNode& n, const Stmt&) {
+    const auto name = rename(n.var);
+    const char* head = n.for_kind == ForKind::VThread ? "vthread" : "for";
+    line("{} ({}, {}, {}){} {{", head, name, index(n.min), index(n.extent),
+         n.for_kind == ForKind::Unrolled ? " unroll" : "");
+    nested(n.body);
+    line("}}");
+  }
+  void visit_allocate(const AllocateNode& n, const Stmt&) {
+    line("allocate({}, {}, [{}]), storage_scope = {}", n.buffer.name(), n.buffer.dtype(),
+         join(n.buffer.shape()), n.buffer.scope());
+    visit(n.body);
+  }
+  void visit_store(const StoreNode& n, const Stmt&) {
+    line("{}[{}] = {}", n.buffer.name(), join(n.indices), value(n.value));
+  }
+  void visit_attr(const AttrNode& n, const Stmt&) {
+    line("// attr [{}] {} = {}", n.node, n.key, index(n.value));
+    visit(n.body);
+  }
+  void visit_if(const IfThenElseNode& n, const Stmt&) {
+    line("if ({}) {{", index(n.cond));
+    nested(n.then_case);
+    if (n.else_case.defined()) {
+      line("}} else {{");
+      nested(n.else_case);
+    }
+    line("}}");
+  }
+  void visit_evaluate(const EvaluateNode& n, const Stmt&) { line("{}", value(n.value)); }
+
+  std::string index(const ne::Expr& e) {
+    if (renames_.empty()) return fmt::format("{}", e);
+    return fmt::format("{}", ne::substitute(e, renames_));
+  }
+
+ private:
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) {
+    out.append(static_cast<std::size_t>(indent_) * 2, ' ');
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out += '\n';
+  }
+  void nested(const Stmt& s) {
+    ++indent_;
+    visit(s);
+    --indent_;
+  }
+  std::string join(const std::vector<ne::Expr>& v) {
+    std::string s;
+    for (std::size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + index(v[k]);
+    return s;
+  }
+  std::string value(const te::Expr& e) {
+    struct Renamer : te::ExprMutator<Renamer> {
+      Printer* p;
+      ne::Expr mutate_index(const ne::Expr& i) {
+        return p->renames_.empty() ? i : ne::substitute(i, p->renames_);
+      }
+    } r;
+    r.p = this;
+    return te::to_string(r.visit(e));
+  }
+  // The printed name of a loop variable: its own, or with a suffix when another variable
+  // already printed under that name.
+  std::string rename(const ne::Var& v) {
+    if (auto it = printed_.find(v.id()); it != printed_.end()) return it->second;
+    std::string name = v.name();
+    for (int k = 1; used_.count(name) != 0; ++k) name = fmt::format("{}_{}", v.name(), k);
+    used_.insert(name);
+    printed_.emplace(v.id(), name);
+    if (name != v.name()) renames_.emplace_back(v, ne::var(name, v.min(), v.max()));
+    return name;
+  }
+
+  int indent_ = 1;
+  std::unordered_map<std::uint64_t, std::string> printed_;
+  std::unordered_set<std::string> used_;
+  std::vector<ne::Substitution> renames_;
+};
+
+}  // namespace detail
+
+inline std::string to_string(const Stmt& s, int indent = 0) {
+  detail::Printer p;
+  (void)indent;
+  p.visit(s);
+  return p.out;
+}
+
+inline std::string to_string(const PrimFunc& f) {
+  std::vector<std::string> params;
+  for (const auto& b : f.params) {
+    std::vector<std::string> dims;
+    for (const auto& d : b.shape()) dims.push_back(fmt::format("{}", d));
+    params.push_back(fmt::format("{}: {}[{}]", b.name(), b.dtype(), fmt::join(dims, ", ")));
+  }
+  return fmt::format("primfn {}({}) {{\n{}}}\n", f.name, fmt::join(params, ", "),
+                     to_string(f.body));
+}
+
+}  // namespace dlavm::tir
+
+template <>
+struct fmt::formatter<dlavm::tir::PrimFunc> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::tir::PrimFunc& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(f), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::tir::Stmt> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::tir::Stmt& s, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(s), ctx);
+  }
+};
+// end dlavm/tir/printer.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// end dlavm/tir.hpp
 // begin dlavm/vta.hpp
 // VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional
 // simulator, cycle model, devices and binary I/O. docs/vta.md is the guide.

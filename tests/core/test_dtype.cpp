@@ -42,8 +42,8 @@ TEST_CASE("dtype: value range and two's-complement wrap") {
 }
 
 TEST_CASE("dtype: malformed names raise ParseError naming the text") {
-  for (const char* bad : {"", "int", "intx4", "bool", "int8x", "int8y", "float8", "int0",
-                          "int65", "int8x0", "uint99999999999"}) {
+  for (const char* bad : {"", "int", "intx4", "bool", "int8x", "int8y", "float8", "int0", "int65",
+                          "int8x0", "uint99999999999"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(DType::parse(bad), dlavm::ParseError);
   }

@@ -1,0 +1,2 @@
+// Translation unit that carries the precompiled umbrella header (see CMakeLists.txt).
+#include <dlavm/dlavm.hpp>
