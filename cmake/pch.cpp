@@ -1,2 +1,0 @@
-// Translation unit that carries the precompiled umbrella header (see CMakeLists.txt).
-#include <dlavm/dlavm.hpp>
