@@ -1975,10 +1975,10 @@ inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
 //
 // The expression is simplified (unless CompileOptions::simplify is false), common
 // subexpressions are shared, and the result is three-address code over a small register file
-// ([arguments | constants | temporaries]) run by one switch loop: no tree walk, no allocation
-// (up to 64 registers), the same checks as ne::eval (argument ranges, int64 overflow,
-// division by zero) with the same error types. A CompiledExpr is immutable; calls from
-// several threads are safe.
+// ([arguments | constants | temporaries]), constants mostly as immediate operands, run by a
+// direct-threaded loop: no tree walk, no allocation (up to 64 registers), the same checks as
+// ne::eval (argument ranges, int64 overflow, division by zero) with the same error types. A
+// CompiledExpr is immutable; calls from several threads are safe.
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
@@ -2294,7 +2294,9 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
     if (cb && !ca && *cb != 0) {  // x op imm (a zero divisor stays in a register: it raises)
       if (const auto op = imm_op(k, false)) return emit(*op, reg(n.a), 0, 0, e, *cb, false);
     } else if (ca && !cb) {  // imm op x
-      if (const auto op = imm_op(k, true)) return emit(*op, reg(n.b), 0, 0, e, *ca, true);
+      // RSubI computes imm - x, in source order; the others have their operands swapped.
+      if (const auto op = imm_op(k, true))
+        return emit(*op, reg(n.b), 0, 0, e, *ca, *op != Op::RSubI);
     }
     std::uint16_t a = reg(n.a);
     std::uint16_t b = reg(n.b);
@@ -2448,13 +2450,12 @@ inline std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args)
     ++in;                                             \
     goto* dispatch[static_cast<std::size_t>(in->op)]; \
   } while (0)
-  // Overflow-checked op; the operands are reported in source order.
-#define DLAVM_NE_CHECKED(builtin, x, y)                                    \
-  a = x;                                                                   \
-  b = y;                                                                   \
-  if (builtin(a, b, &r[in->dst])) [[unlikely]]                             \
-    fail(static_cast<std::size_t>(in - code), in->op == Op::RSubI ? b : a, \
-         in->op == Op::RSubI ? a : b);                                     \
+  // An overflow-checked operation on x and y (in evaluation order).
+#define DLAVM_NE_CHECKED(builtin, x, y)              \
+  a = x;                                             \
+  b = y;                                             \
+  if (builtin(a, b, &r[in->dst])) [[unlikely]]       \
+    fail(static_cast<std::size_t>(in - code), a, b); \
   DLAVM_NE_NEXT()
 
   goto* dispatch[static_cast<std::size_t>(in->op)];

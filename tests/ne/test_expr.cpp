@@ -77,7 +77,8 @@ TEST_CASE("ne operators build the node kinds") {
   CHECK((1 + x).kind() == ne::Kind::Add);
   CHECK((x * 2).kind() == ne::Kind::Mul);
   CHECK((3 < x).kind() == ne::Kind::LT);
-  const auto* node = (x + 5).as<ne::BinaryNode>();
+  const ne::Expr sum = x + 5;  // keeps the node alive
+  const auto* node = sum.as<ne::BinaryNode>();
   REQUIRE(node != nullptr);
   CHECK(ne::equal(node->a, x));
   CHECK(node->b.as_int() == 5);
