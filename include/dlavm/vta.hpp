@@ -9,6 +9,9 @@
 #include <dlavm/vta/cycle_model.hpp>
 #include <dlavm/vta/device.hpp>
 #include <dlavm/vta/dispatch.hpp>
+#include <dlavm/vta/env.hpp>
 #include <dlavm/vta/io.hpp>
 #include <dlavm/vta/isa.hpp>
+#include <dlavm/vta/passes.hpp>
+#include <dlavm/vta/program.hpp>
 #include <dlavm/vta/simulator.hpp>

@@ -5908,15 +5908,31 @@ class Lowerer {
       schedule::SweepMap loops;
       for (const auto& v : st->leaf)
         loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
-      auto guard = [&](const te::IterVar& iv) {
+      auto needs_guard = [&](const te::IterVar& iv) {
         const auto local = ne::simplify(value.at(iv.get()));
         const auto ext = plan.extent.at(iv.get());
         const auto reach = schedule::eval_set(local, loops);
-        if (!ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext))
-          plan.guards.push_back(local < ext);
+        return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
       };
-      for (const auto& rel : st->relations)
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) guard(sp->parent);
+      const auto leaf_pos = [&](const te::IterVar& iv) {
+        return static_cast<std::size_t>(std::find(st->leaf.begin(), st->leaf.end(), iv) -
+                                        st->leaf.begin());
+      };
+      for (const auto& rel : st->relations) {
+        const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
+        if (sp == nullptr || !needs_guard(sp->parent)) continue;
+        // With the inner loop inside the outer one, the last partial block is a shorter inner
+        // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
+        // target passes then see a loop whose extent is an expression, not a condition.
+        const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
+        if (po < st->leaf.size() && pi < st->leaf.size() && po < pi) {
+          plan.extent[sp->inner.get()] = ne::simplify(
+              ne::min(sp->factor, plan.extent.at(sp->parent.get()) - sp->outer.var() * sp->factor));
+          continue;
+        }
+        const auto local = ne::simplify(value.at(sp->parent.get()));
+        plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+      }
       for (std::size_t k = 0; k < st->root.size(); ++k) {
         const auto& r = st->root[k];
         const auto local = ne::simplify(value.at(r.get()));
@@ -6208,21 +6224,66 @@ class Lowerer {
                 "compute a partial tile",
                 where, iv.name());
     // Root axes in loop variables; inner loop variables at zero give the region's start.
-    std::vector<ne::Substitution> to_loops, inner_zero;
+    std::vector<ne::Substitution> to_loops;
     for (const auto& r : st.root) to_loops.emplace_back(r.var(), plan.value.at(r.get()));
-    for (const auto& v : inner_vars) inner_zero.emplace_back(v, 0);
-    const auto same_strides = [&](const ne::Expr& mine, const ne::Expr& theirs) {
-      auto a = ne::linear_form(mine, inner_vars);
-      auto b = ne::linear_form(theirs, pattern_vars);
-      if (!a || !b) return false;
-      for (std::size_t k = 0; k < a->strides.size(); ++k)
-        if (!ne::equal(ne::simplify(a->strides[k]), ne::simplify(b->strides[k]))) return false;
-      return true;
+    // An operand access: the flat element offset into the buffer (in loop variables) and, for
+    // each of the intrinsic operand's dims, the flat stride that walks it. The intrinsic
+    // indexes each operand dim by one of its axes; the stage's flat index must be linear in
+    // the tensorized loops, and every loop it walks must be one of those dims.
+    const auto operand = [&](const std::string& what, const Buffer& b,
+                             const std::vector<ne::Expr>& index,
+                             const std::vector<ne::Expr>& pattern_index,
+                             const std::vector<ne::Expr>& pattern_shape) {
+      const ne::Expr flat = b.flat_index(index);
+      auto form = ne::linear_form(flat, inner_vars);
+      if (!form)
+        raise<ScheduleError>(
+            "{}: '{}' is indexed by {}, which is not linear in the tensorized loops", where, what,
+            flat);
+      std::vector<bool> covered(inner_vars.size(), false);
+      std::vector<ne::Expr> strides;
+      for (std::size_t d = 0; d < pattern_index.size(); ++d) {
+        auto pf = ne::linear_form(pattern_index[d], pattern_vars);
+        std::optional<std::size_t> axis;
+        if (pf && ne::simplify(pf->offset).as_int() == 0)
+          for (std::size_t k = 0; k < pf->strides.size(); ++k) {
+            const auto c = ne::simplify(pf->strides[k]).as_int();
+            if (c == 1 && !axis)
+              axis = k;
+            else if (c != 0)
+              axis.reset(), k = pf->strides.size();
+          }
+        if (!axis && pf && ne::simplify(pattern_index[d]).as_int() == 0 &&
+            pattern_shape[d].as_int() == 1) {
+          // An extent-1 dim (its axis simplifies to 0) is never stepped: report its dense stride.
+          ne::Expr dense = 1;
+          for (std::size_t e = d + 1; e < pattern_shape.size(); ++e)
+            dense = dense * pattern_shape[e];
+          strides.push_back(ne::simplify(dense));
+          continue;
+        }
+        if (!axis)
+          raise<ScheduleError>(
+              "{}: the intrinsic indexes dim {} of its operand by {}; each dim must be one axis",
+              where, d, pattern_index[d]);
+        covered[*axis] = true;
+        strides.push_back(ne::simplify(form->strides[*axis]));
+      }
+      for (std::size_t k = 0; k < inner_vars.size(); ++k)
+        if (!covered[k] && !ne::equal(ne::simplify(form->strides[k]), 0))
+          raise<ScheduleError>(
+              "{}: '{}' moves with loop '{}' (stride {}), which the intrinsic's operand does not "
+              "have as a dim",
+              where, what, inner_vars[k].name(), ne::simplify(form->strides[k]));
+      return schedule::IntrinOperand{b, ne::simplify(form->offset), std::move(strides)};
     };
     // Structural match of the bodies; reads pair the stage's tensors with the pattern's inputs.
-    std::unordered_map<const te::OperationNode*,
-                       std::pair<const te::OperationNode*, std::vector<ne::Expr>>>
-        operands;
+    struct Access {
+      const te::OperationNode* op;
+      std::vector<ne::Expr> indices;          // in loop variables
+      std::vector<ne::Expr> pattern_indices;  // the intrinsic's, in its axes
+    };
+    std::unordered_map<const te::OperationNode*, Access> operands;
     const auto mismatch = [&](const te::Expr& mine, const te::Expr& theirs) {
       raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
                            mine, theirs);
@@ -6245,20 +6306,14 @@ class Lowerer {
       } else if (const auto* rd = a.as<te::ReadNode>()) {
         const auto* theirs = b.as<te::ReadNode>();
         auto [it, fresh] =
-            operands.try_emplace(theirs->op.get(), rd->op.get(), std::vector<ne::Expr>{});
-        if (!fresh && it->second.first != rd->op.get())
+            operands.try_emplace(theirs->op.get(), Access{rd->op.get(), {}, theirs->indices});
+        if (!fresh && it->second.op != rd->op.get())
           raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'",
-                               where, theirs->op->name, it->second.first->name, rd->op->name);
+                               where, theirs->op->name, it->second.op->name, rd->op->name);
         std::vector<ne::Expr> in_loops;
-        for (std::size_t d = 0; d < rd->indices.size(); ++d) {
-          in_loops.push_back(ne::simplify(ne::substitute(rd->indices[d], to_loops)));
-          if (!same_strides(in_loops.back(), theirs->indices[d]))
-            raise<ScheduleError>(
-                "{}: dim {} of '{}' is indexed by {} in the tensorized loops, the intrinsic "
-                "indexes its input '{}' by {}",
-                where, d, rd->op->name, in_loops.back(), theirs->op->name, theirs->indices[d]);
-        }
-        it->second.second = std::move(in_loops);
+        for (const auto& i : rd->indices)
+          in_loops.push_back(ne::simplify(ne::substitute(i, to_loops)));
+        it->second.indices = std::move(in_loops);
       } else {
         mismatch(a, b);
       }
@@ -6272,41 +6327,24 @@ class Lowerer {
       match(match, mine_reduce->source, their_reduce->source);
     else
       match(match, plan.body, pat.body);
-    // The output tile: the stage's store indices against the pattern's axes.
-    const auto out_idx = store_indices(st);
-    for (std::size_t d = 0; d < out_idx.size(); ++d)
-      if (!same_strides(out_idx[d], pat.axis[d].var()))
-        raise<ScheduleError>(
-            "{}: output dim {} is indexed by {} in the tensorized loops, the intrinsic writes "
-            "its axis '{}'",
-            where, d, out_idx[d], pat.axis[d].name());
-    const auto operand = [&](const Buffer& b, const std::vector<ne::Expr>& start) {
-      std::vector<ne::Expr> strides(b.ndim());
-      ne::Expr stride = 1;
-      for (std::size_t d = b.ndim(); d-- > 0;) {
-        strides[d] = ne::simplify(stride);
-        stride = stride * b.shape()[d];
-      }
-      return schedule::IntrinOperand{b, b.flat_index(start), std::move(strides)};
-    };
     schedule::IntrinCall call;
     for (const auto& in : pat.inputs) {
       auto it = operands.find(in.get());
       if (it == operands.end())
         raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, in->name);
-      const auto* producer = schedule_.stage_of(it->second.first);
-      const auto& pp = plans_[producer];
-      std::vector<ne::Expr> start;
-      for (std::size_t d = 0; d < it->second.second.size(); ++d) {
-        ne::Expr s0 = ne::substitute(it->second.second[d], inner_zero);
-        if (!pp.region_min.empty()) s0 = s0 - pp.region_min[d];
-        start.push_back(ne::simplify(s0));
+      const auto& pp = plans_[schedule_.stage_of(it->second.op)];
+      std::vector<ne::Expr> index;
+      for (std::size_t d = 0; d < it->second.indices.size(); ++d) {
+        ne::Expr i = it->second.indices[d];
+        if (!pp.region_min.empty()) i = i - pp.region_min[d];
+        index.push_back(ne::simplify(i));
       }
-      call.inputs.push_back(operand(pp.buffer, start));
+      call.inputs.push_back(
+          operand(it->second.op->name, pp.buffer, index, it->second.pattern_indices, in->shape));
     }
-    std::vector<ne::Expr> out_start;
-    for (const auto& i : out_idx) out_start.push_back(ne::simplify(ne::substitute(i, inner_zero)));
-    call.output = operand(plan.buffer, out_start);
+    std::vector<ne::Expr> pattern_out;
+    for (const auto& a : pat.axis) pattern_out.push_back(a.var());
+    call.output = operand(st.name(), plan.buffer, store_indices(st), pattern_out, pat.shape);
     return intrin.lower(call);
   }
 
@@ -6359,7 +6397,9 @@ class Lowerer {
       init = make_if(cond, init);
     }
     for (auto it = loops.rbegin(); it != loops.rend(); ++it)
-      init = make_for(it->second, 0, plan.extent.at(it->first.get()), ForKind::Serial, init);
+      init = make_for(it->second, 0,
+                      ne::simplify(ne::substitute(plan.extent.at(it->first.get()), renames)),
+                      ForKind::Serial, init);
     return init;
   }
 
@@ -9373,6 +9413,122 @@ class DriverDevice : public Device {
 // end dlavm/vta/device.hpp
 // begin dlavm/vta/dispatch.hpp
 // end dlavm/vta/dispatch.hpp
+// begin dlavm/vta/env.hpp
+// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
+// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
+// all derived from a Config.
+//
+//   vta::Env env;                                   // the default configuration
+//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
+//   s[A_buf].set_scope(env.inp_scope);
+//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
+//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule.hpp
+// end dlavm/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+
+#include <memory>
+#include <string>
+
+namespace dlavm::vta {
+
+// Names of the TIR intrinsics the VTA passes produce and the program builder consumes.
+namespace intrin {
+inline constexpr const char* gemm = "vta.gemm";  // tensorized GEMM tile
+inline constexpr const char* gemm_reset = "vta.gemm_reset";
+inline constexpr const char* load = "vta.load";    // 2D DMA into SRAM
+inline constexpr const char* store = "vta.store";  // 2D DMA out of the accumulator
+inline constexpr const char* alu = "vta.alu";      // vector ALU over accumulator tiles
+}  // namespace intrin
+
+class Env {
+ public:
+  explicit Env(Config c = {})
+      : config(validated(std::move(c))),
+        batch(config.batch()),
+        block_in(config.block_in()),
+        block_out(config.block_out()),
+        inp_dtype(config.inp_dtype()),
+        wgt_dtype(config.wgt_dtype()),
+        acc_dtype(config.acc_dtype()),
+        out_dtype(config.out_dtype()),
+        inp_width(config.inp_width()),
+        gemm(make_gemm()) {}
+
+  Config config;
+  int batch, block_in, block_out;
+  DType inp_dtype, wgt_dtype, acc_dtype, out_dtype;
+  int inp_width;
+  std::string inp_scope = "local.inp_buffer";
+  std::string wgt_scope = "local.wgt_buffer";
+  std::string acc_scope = "local.acc_buffer";
+  std::string dma_copy = "dma_copy";
+  std::string alu = "alu";
+  // acc[BATCH, BLOCK_OUT] += inp[BATCH, BLOCK_IN] x wgt[BLOCK_OUT, BLOCK_IN]^T
+  std::shared_ptr<const schedule::TensorIntrin> gemm;
+
+  // Elements of one SRAM entry (a tile) of each on-chip buffer.
+  int inp_tile() const { return batch * block_in; }
+  int wgt_tile() const { return block_out * block_in; }
+  int acc_tile() const { return batch * block_out; }
+
+ private:
+  static Config validated(Config c) {
+    c.validate();
+    return c;
+  }
+  std::shared_ptr<const schedule::TensorIntrin> make_gemm() const {
+    auto inp = te::placeholder(te::shape(batch, block_in), inp_dtype, "inp");
+    auto wgt = te::placeholder(te::shape(block_out, block_in), wgt_dtype, "wgt");
+    auto k = te::reduce_axis({0, block_in}, "k");
+    auto acc = te::compute(
+        te::shape(batch, block_out),
+        [&](auto i, auto j) {
+          return te::sum(te::cast(acc_dtype, inp(i, k)) * te::cast(acc_dtype, wgt(j, k)), {k});
+        },
+        "acc");
+    const int acc_t = acc_tile(), inp_t = inp_tile(), wgt_t = wgt_tile();
+    return schedule::decl_tensor_intrin(
+        acc,
+        [acc_t, inp_t, wgt_t, bi = block_in, bo = block_out](const schedule::IntrinCall& c) {
+          // VTA addresses whole SRAM entries: every operand must be one dense tile.
+          const auto dense = [](const schedule::IntrinOperand& o, const char* what, int row) {
+            if (!ne::equal(o.strides[0], row) || !ne::equal(o.strides[1], 1))
+              raise<ScheduleError>(
+                  "vta.gemm: the {} tile in '{}' has strides ({}, {}); VTA needs a dense tile "
+                  "(strides ({}, 1))",
+                  what, o.buffer.name(), o.strides[0], o.strides[1], row);
+          };
+          dense(c.inputs[0], "input", bi);
+          dense(c.inputs[1], "weight", bi);
+          dense(c.output, "accumulator", bo);
+          // Offsets in SRAM entries: the element offset divided by the tile size. Lowering
+          // checks the division is exact when it places the buffers.
+          const auto tile = [](const schedule::IntrinOperand& o, int t) {
+            return te::index_value(ne::simplify(ne::floordiv(o.elem_offset, t)));
+          };
+          const std::vector<te::Buffer> buffers{c.output.buffer, c.inputs[0].buffer,
+                                                c.inputs[1].buffer};
+          const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
+                                           tile(c.inputs[1], wgt_t)};
+          schedule::IntrinBody b;
+          b.reset = {te::call(intrin::gemm_reset, DType::int32(), {args[0]}, {c.output.buffer})};
+          b.update = {te::call(intrin::gemm, DType::int32(), args, buffers)};
+          b.body = {b.reset.front(), b.update.front()};
+          return b;
+        },
+        "vta.gemm");
+  }
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/env.hpp
 // begin dlavm/vta/io.hpp
 // Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
 //   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
@@ -9649,6 +9805,831 @@ inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
 // end dlavm/vta/io.hpp
 // begin dlavm/vta/isa.hpp
 // end dlavm/vta/isa.hpp
+// begin dlavm/vta/passes.hpp
+// The VTA lowering passes, TIR to TIR. After te::lower, each pass replaces one kind of loop
+// nest by VTA intrinsic calls, leaving the loops it cannot fold as host loops around them:
+//   inject_dma     copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, strided)
+//   inject_alu     element-wise nests under `pragma_alu` -> vta.alu over accumulator tiles
+//   fold_gemm      loops around tensorized vta.gemm calls -> the two micro-op loop levels
+// Each pass is printable before and after (tir::to_string). Mistakes raise dlavm::Error
+// naming the buffer and the numbers: a copy VTA cannot express, an ALU operation it lacks.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// A loop of a nest: variable and extent.
+struct NestLoop {
+  ne::Var var;
+  ne::Expr extent;
+};
+
+// Peels the For loops at the top of s; returns them outermost first and the innermost body.
+inline std::pair<std::vector<NestLoop>, tir::Stmt> peel_loops(tir::Stmt s) {
+  std::vector<NestLoop> loops;
+  while (const auto* f = s.as<tir::ForNode>()) {
+    if (!f->min.is_const() || *f->min.as_int() != 0)
+      raise<ScheduleError>("VTA lowering: loop '{}' starts at {}, expected 0", f->var.name(),
+                           f->min);
+    loops.push_back({f->var, f->extent});
+    s = f->body;
+  }
+  return {std::move(loops), std::move(s)};
+}
+
+inline bool same(const ne::Expr& a, const ne::Expr& b) {
+  return ne::equal(ne::simplify(a), ne::simplify(b));
+}
+
+inline bool divisible(const ne::Expr& e, std::int64_t d) {
+  return ne::simplify(ne::floormod(e, d)).as_int() == 0;
+}
+
+// One dimension of an access: extent and the strides of the accesses that walk it.
+struct Dim {
+  ne::Var var;
+  ne::Expr extent;
+  std::vector<ne::Expr> strides;  // one per access
+  std::vector<ne::Var> merged;    // loops folded into this dimension
+};
+
+// The dims of a nest for the given flat index expressions (innermost first), with adjacent
+// loops merged where every access walks them contiguously (stride_outer = stride_inner *
+// extent_inner). nullopt when an index is not affine in the loops.
+inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
+                                                   const std::vector<ne::Expr>& indices) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ne::LinearForm> forms;
+  for (const auto& i : indices) {
+    auto f = ne::linear_form(i, vars);
+    if (!f) return std::nullopt;
+    forms.push_back(std::move(*f));
+  }
+  std::vector<Dim> dims;
+  for (std::size_t k = loops.size(); k-- > 0;) {
+    Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
+    for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
+    if (!dims.empty()) {
+      auto& inner = dims.back();
+      bool contiguous = true;
+      for (std::size_t a = 0; a < forms.size(); ++a)
+        contiguous = contiguous && same(d.strides[a], inner.strides[a] * inner.extent);
+      if (contiguous) {
+        inner.extent = ne::simplify(inner.extent * d.extent);
+        inner.merged.push_back(d.var);
+        continue;
+      }
+    }
+    dims.push_back(std::move(d));
+  }
+  return dims;
+}
+
+inline te::Expr iv(const ne::Expr& e) { return te::index_value(ne::simplify(e)); }
+
+// The index with the given loop variables at zero.
+inline ne::Expr at_zero(const ne::Expr& index, const std::vector<ne::Var>& vars) {
+  std::vector<ne::Substitution> z;
+  for (const auto& v : vars) z.emplace_back(v, 0);
+  return ne::simplify(ne::substitute(index, z));
+}
+
+inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
+  for (auto it = host.rbegin(); it != host.rend(); ++it)
+    body = tir::make_for(it->var, 0, it->extent, tir::ForKind::Serial, body);
+  return body;
+}
+
+}  // namespace detail
+
+// ---- DMA --------------------------------------------------------------------------------
+
+class InjectDma : public tir::StmtMutator<InjectDma> {
+ public:
+  explicit InjectDma(const Env& env) : env_(env) {}
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
+    return lower_copy(n.node, n.body);
+  }
+
+ private:
+  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
+                           where);
+    te::Expr value = store->value;
+    if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    const auto* load = value.as<te::LoadNode>();
+    if (load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy (padding is not supported yet)",
+                           store->buffer.name(), store->value);
+    const auto& dst = store->buffer;
+    const auto& src = load->buffer;
+    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
+          "SRAM buffers and accumulator tiles out to DRAM",
+          src.name(), src.scope(), dst.name(), dst.scope());
+    runtime::MemId mem = runtime::MemId::Out;
+    if (to_sram)
+      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                         : runtime::MemId::Acc;
+    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
+                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                                           : env_.acc_tile();
+    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index});
+    if (!dims)
+      raise<ScheduleError>(
+          "dma_copy '{}' -> '{}': the indices {} and {} are not affine in the loops", src.name(),
+          dst.name(), load->indices[0], store->indices[0]);
+    if (dims->empty())
+      raise<ScheduleError>(
+          "dma_copy '{}' -> '{}': a single element; VTA moves whole {}-element tiles", src.name(),
+          dst.name(), tile);
+    const auto& x = dims->front();
+    const ne::Expr x_extent = x.extent;
+    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x_extent, tile))
+      raise<ScheduleError>(
+          "dma_copy '{}' -> '{}': the innermost contiguous run is {} elements (strides {} in SRAM, "
+          "{} in DRAM); VTA moves whole {}-element tiles",
+          src.name(), dst.name(), x_extent, x.strides[0], x.strides[1], tile);
+    std::vector<ne::Var> folded = x.merged;
+    ne::Expr y_size = 1, x_stride = ne::simplify(ne::floordiv(x_extent, tile));
+    const ne::Expr x_size = x_stride;
+    std::size_t next = 1;
+    if (next < dims->size()) {
+      const auto& y = (*dims)[next];
+      // A y dimension: SRAM rows back to back, DRAM rows a whole number of tiles apart.
+      if (same(y.strides[0], x_extent) && divisible(y.strides[1], tile)) {
+        y_size = y.extent;
+        x_stride = ne::simplify(ne::floordiv(y.strides[1], tile));
+        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+        ++next;
+      }
+    }
+    // Everything else stays a host loop around the instruction.
+    std::vector<NestLoop> host;
+    for (const auto& l : loops)
+      if (std::none_of(folded.begin(), folded.end(),
+                       [&](const ne::Var& v) { return v.id() == l.var.id(); }))
+        host.push_back(l);
+    const auto sram_off = at_zero(sram_index, folded);
+    const auto dram_off = at_zero(dram_index, folded);
+    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+      raise<ScheduleError>(
+          "dma_copy '{}' -> '{}': offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
+          src.name(), dst.name(), sram_off, dram_off, tile);
+    const te::Buffer& sram = to_sram ? dst : src;
+    const te::Buffer& dram = to_sram ? src : dst;
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, tile)),
+                               iv(ne::floordiv(dram_off, tile)),
+                               iv(y_size),
+                               iv(x_size),
+                               iv(x_stride)};
+    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
+                         {sram, dram});
+    return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  bool is_sram(const std::string& scope) const {
+    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
+  }
+  const Env& env_;
+};
+
+// ---- ALU --------------------------------------------------------------------------------
+
+class InjectAlu : public tir::StmtMutator<InjectAlu> {
+ public:
+  explicit InjectAlu(const Env& env) : env_(env) {}
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
+    return lower_alu(n.node, n.body);
+  }
+
+ private:
+  struct Operation {
+    runtime::AluOp op;
+    bool use_imm;
+    std::int64_t imm;
+    const te::LoadNode* lhs;
+    const te::LoadNode* rhs;  // tensor operand, when not an immediate
+  };
+
+  Operation decode(const tir::StoreNode& store) const {
+    const auto& v = store.value;
+    const auto* bin = v.as<te::BinaryNode>();
+    const auto lacks = [&] {
+      raise<ScheduleError>(
+          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
+          "multiply of an accumulator tile by a tile or an immediate)",
+          store.buffer.name(), v);
+    };
+    if (bin == nullptr) lacks();
+    const auto* lhs = bin->a.as<te::LoadNode>();
+    if (lhs == nullptr) lacks();
+    const auto* imm = bin->b.as<te::IntImmNode>();
+    const auto* rhs = bin->b.as<te::LoadNode>();
+    if (imm == nullptr && rhs == nullptr) lacks();
+    Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
+    switch (bin->kind()) {
+      case te::ExprKind::Add:
+        o.op = runtime::AluOp::Add;
+        break;
+      case te::ExprKind::Min:
+        o.op = runtime::AluOp::Min;
+        break;
+      case te::ExprKind::Max:
+        o.op = runtime::AluOp::Max;
+        break;
+      case te::ExprKind::Mul:
+        o.op = runtime::AluOp::Mul;
+        break;
+      case te::ExprKind::Shr:
+        o.op = runtime::AluOp::Shr;
+        break;
+      case te::ExprKind::Sub:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Add;
+        o.imm = -o.imm;
+        break;
+      case te::ExprKind::Shl:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Shr;
+        o.imm = -o.imm;
+        break;
+      default:
+        lacks();
+    }
+    if ((o.op == runtime::AluOp::Shr) && !o.use_imm) lacks();
+    return o;
+  }
+
+  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
+                           where);
+    const auto o = decode(*store);
+    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
+      if (b != nullptr && b->scope() != env_.acc_scope)
+        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
+                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
+    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
+    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+    auto dims = access_dims(loops, indices);
+    const std::int64_t tile = env_.acc_tile();
+    if (!dims || dims->empty())
+      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
+                           store->buffer.name());
+    const auto& lanes = dims->front();
+    bool unit = true;
+    for (const auto& st : lanes.strides) unit = unit && same(st, 1);
+    if (!unit || !divisible(lanes.extent, tile))
+      raise<ScheduleError>(
+          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
+          "{}-element tiles",
+          store->buffer.name(), lanes.extent, tile);
+    // Micro-op loop levels: the tile count of the lane dimension, then the next dims, two at
+    // most; the rest are host loops.
+    struct Level {
+      ne::Expr extent;
+      ne::Expr dst, lhs, rhs;  // strides in tiles of the destination and the two operands
+    };
+    std::vector<Level> levels;
+    std::vector<ne::Var> folded = lanes.merged;
+    const auto tiles = ne::simplify(ne::floordiv(lanes.extent, tile));
+    if (!same(tiles, 1)) levels.push_back({tiles, 1, 1, 1});
+    for (std::size_t k = 1; k < dims->size() && levels.size() < 2; ++k) {
+      const auto& d = (*dims)[k];
+      bool whole = true;
+      for (const auto& st : d.strides) whole = whole && divisible(st, tile);
+      if (!whole) break;
+      levels.push_back({d.extent, ne::floordiv(d.strides[0], tile),
+                        ne::floordiv(d.strides[1], tile),
+                        ne::floordiv(o.rhs ? d.strides[2] : d.strides[1], tile)});
+      folded.insert(folded.end(), d.merged.begin(), d.merged.end());
+    }
+    std::vector<NestLoop> host;
+    for (const auto& l : loops)
+      if (std::none_of(folded.begin(), folded.end(),
+                       [&](const ne::Var& v) { return v.id() == l.var.id(); }))
+        host.push_back(l);
+    // levels[0] is the innermost; the kernel lists the outer level first.
+    while (levels.size() < 2) levels.push_back({1, 0, 0, 0});
+    const auto dst_off = at_zero(store->indices[0], folded);
+    const auto lhs_off = at_zero(o.lhs->indices[0], folded);
+    const auto src_off = o.rhs ? at_zero(o.rhs->indices[0], folded) : lhs_off;
+    // `operand` picks the source strides: 0 the destination itself, 1 lhs, 2 rhs.
+    const auto make = [&](int op, bool use_imm, std::int64_t imm, const ne::Expr& dst,
+                          const ne::Expr& src, const te::Buffer& dst_buf, const te::Buffer& src_buf,
+                          int operand) {
+      const auto src_stride = [&](const Level& l) {
+        return operand == 0 ? l.dst : operand == 1 ? l.lhs : l.rhs;
+      };
+      std::vector<te::Expr> args{
+          te::make_const(op, DType::int32()),
+          te::make_const(use_imm, DType::int32()),
+          te::make_const(std::clamp<std::int64_t>(imm, INT32_MIN, INT32_MAX), DType::int32()),
+          iv(ne::floordiv(dst, tile)),
+          iv(ne::floordiv(src, tile)),
+          iv(levels[1].extent),
+          iv(levels[1].dst),
+          iv(src_stride(levels[1])),
+          iv(levels[0].extent),
+          iv(levels[0].dst),
+          iv(src_stride(levels[0]))};
+      if (std::abs(imm) > INT32_MAX)
+        raise<EncodingError>(
+            "alu into '{}': immediate {} does not fit the 16-bit signed ALU argument",
+            dst_buf.name(), imm);
+      return tir::make_evaluate(
+          te::call(intrin::alu, DType::int32(), std::move(args), {dst_buf, src_buf}));
+    };
+    std::vector<tir::Stmt> parts;
+    const bool in_place = o.lhs->buffer.same_as(store->buffer) && same(dst_off, lhs_off);
+    if (!in_place) {
+      // VTA's ALU updates its destination in place: copy the first operand there first
+      // (dst = dst * 0, then dst = dst + lhs).
+      parts.push_back(make(static_cast<int>(runtime::AluOp::Mul), true, 0, dst_off, dst_off,
+                           store->buffer, store->buffer, 0));
+      parts.push_back(make(static_cast<int>(runtime::AluOp::Add), false, 0, dst_off, lhs_off,
+                           store->buffer, o.lhs->buffer, 1));
+    }
+    const auto& src_buf = o.rhs ? o.rhs->buffer : store->buffer;
+    parts.push_back(make(static_cast<int>(o.op), o.use_imm, o.imm, dst_off,
+                         o.rhs ? src_off : dst_off, store->buffer, src_buf, o.rhs ? 2 : 0));
+    return wrap_loops(host, tir::make_seq(parts));
+  }
+
+  const Env& env_;
+};
+
+// ---- GEMM micro-op loops ----------------------------------------------------------------
+
+// Folds up to two loops directly around each vta.gemm / vta.gemm_reset call into the
+// instruction's micro-op loops; the offsets' strides in those loops become the factors.
+class FoldGemm : public tir::StmtMutator<FoldGemm> {
+ public:
+  tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+    auto body = visit(n.body);
+    const auto* ev = body.as<tir::EvaluateNode>();
+    const auto* call = ev ? ev->value.as<te::CallNode>() : nullptr;
+    if (call == nullptr || (call->name != intrin::gemm && call->name != intrin::gemm_reset))
+      return body.same_as(n.body) ? s : tir::make_for(n.var, n.min, n.extent, n.for_kind, body);
+    return fold(n, *call).value_or(tir::make_for(n.var, n.min, n.extent, n.for_kind, body));
+  }
+  tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr || (call->name != intrin::gemm && call->name != intrin::gemm_reset) ||
+        call->args.size() > 3)
+      return s;
+    // A call with no loop around it: both micro-op loop levels of extent 1.
+    std::vector<te::Expr> args = call->args;
+    while (args.size() < 3) args.push_back(te::make_const(0, DType::int32()));
+    for (int level = 0; level < 2; ++level) {
+      args.push_back(te::make_const(1, DType::int32()));
+      for (int k = 0; k < 3; ++k) args.push_back(te::make_const(0, DType::int32()));
+    }
+    return tir::make_evaluate(te::call(call->name, call->dtype(), args, call->buffers));
+  }
+
+ private:
+  // args: [dst, src, wgt, out_ext, out_dst, out_src, out_wgt, in_ext, in_dst, in_src, in_wgt]
+  static std::optional<tir::Stmt> fold(const tir::ForNode& loop, const te::CallNode& call) {
+    std::vector<ne::Expr> a;
+    for (const auto& e : call.args) {
+      const auto* i = e.as<te::IndexNode>();
+      const auto* c = e.as<te::IntImmNode>();
+      a.push_back(i ? i->index : ne::Expr(c ? c->value : 0));
+    }
+    // The innermost loop becomes the inner level, the next one the outer level.
+    const bool inner_free = a[7].as_int() == 1;
+    if (!inner_free && a[3].as_int() != 1) return std::nullopt;
+    std::vector<ne::Expr> strides;
+    for (int k = 0; k < 3; ++k) {
+      auto f = ne::linear_form(a[static_cast<std::size_t>(k)], {loop.var});
+      if (!f) return std::nullopt;
+      strides.push_back(f->strides[0]);
+      a[static_cast<std::size_t>(k)] = f->offset;
+    }
+    for (const auto& e : {a[4], a[5], a[6], a[8], a[9], a[10]})
+      for (const auto& v : ne::free_vars(e))
+        if (v.id() == loop.var.id()) return std::nullopt;
+    std::vector<ne::Expr> out =
+        inner_free
+            ? std::vector<ne::Expr>{a[0], a[1],        a[2],       a[3],       a[4],      a[5],
+                                    a[6], loop.extent, strides[0], strides[1], strides[2]}
+            : std::vector<ne::Expr>{a[0],       a[1], a[2], loop.extent, strides[0], strides[1],
+                                    strides[2], a[7], a[8], a[9],        a[10]};
+    std::vector<te::Expr> args;
+    for (const auto& e : out) args.push_back(detail::iv(e));
+    return tir::make_evaluate(te::call(call.name, call.dtype(), std::move(args), call.buffers));
+  }
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/passes.hpp
+// begin dlavm/vta/program.hpp
+// vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
+// loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
+// may still be symbolic. `instantiate` replays those loops for given values of the symbolic
+// dims and DRAM addresses and encodes the instruction stream; `run` does that on a Device
+// with host arrays in and out.
+//
+//   auto prog = vta::build(s, {A, B, C}, env, "vadd");
+//   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/schedule.hpp
+// end dlavm/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/builder.hpp
+// end dlavm/vta/builder.hpp
+// begin dlavm/vta/device.hpp
+// end dlavm/vta/device.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+// begin dlavm/vta/passes.hpp
+// end dlavm/vta/passes.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// Where an on-chip buffer lives: its memory and first entry.
+struct SramSlot {
+  runtime::MemId memory;
+  std::int64_t base = 0;  // entries
+  std::int64_t entries = 0;
+};
+
+namespace detail {
+
+// Assigns every on-chip allocation a range of entries in its SRAM, innermost allocations
+// stacked on the enclosing ones; raises CapacityError naming the buffer and the numbers.
+class SramAllocator : public tir::StmtVisitor<SramAllocator> {
+ public:
+  explicit SramAllocator(const Env& env) : env_(env) {}
+  std::unordered_map<const te::BufferNode*, SramSlot> slots;
+
+  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
+    const auto& b = n.buffer;
+    const auto mem = memory_of(b.scope());
+    if (!mem)
+      raise<ScheduleError>(
+          "buffer '{}' is allocated in '{}': a VTA program keeps intermediates on chip ({}, {}, "
+          "{})",
+          b.name(), b.scope(), env_.inp_scope, env_.wgt_scope, env_.acc_scope);
+    const auto tile = tile_of(*mem);
+    const auto elems = ne::bounds(b.size()).max;
+    const auto entries = (elems + tile - 1) / tile;
+    auto& top = top_[static_cast<int>(*mem)];
+    const auto depth = depth_of(*mem);
+    const auto bytes_per = static_cast<std::int64_t>(env_.config.elem_bytes(*mem));
+    if (top + entries > depth)
+      raise<CapacityError>(
+          "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
+          b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
+          depth * bytes_per);
+    slots[b.get()] = {*mem, top, entries};
+    top += entries;
+    visit(n.body);
+    top -= entries;
+  }
+
+ private:
+  std::optional<runtime::MemId> memory_of(const std::string& scope) const {
+    if (scope == env_.inp_scope) return runtime::MemId::Inp;
+    if (scope == env_.wgt_scope) return runtime::MemId::Wgt;
+    if (scope == env_.acc_scope) return runtime::MemId::Acc;
+    return std::nullopt;
+  }
+  std::int64_t tile_of(runtime::MemId m) const {
+    return m == runtime::MemId::Inp   ? env_.inp_tile()
+           : m == runtime::MemId::Wgt ? env_.wgt_tile()
+                                      : env_.acc_tile();
+  }
+  std::int64_t depth_of(runtime::MemId m) const {
+    return m == runtime::MemId::Inp   ? env_.config.inp_depth()
+           : m == runtime::MemId::Wgt ? env_.config.wgt_depth()
+                                      : env_.config.acc_depth();
+  }
+  const Env& env_;
+  std::int64_t top_[8] = {};
+};
+
+// Rejects computation left for the host: every store must have become a VTA intrinsic.
+class CheckMapped : public tir::StmtVisitor<CheckMapped> {
+ public:
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>(
+        "stage '{}' is not mapped to VTA: copy it with the dma_copy pragma, compute it with the "
+        "alu pragma, or tensorize it with env.gemm (`{}`)",
+        n.buffer.name(), n.value);
+  }
+};
+
+}  // namespace detail
+
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                           const Env& env, std::string name = "main") {
+  tir::PrimFunc f = te::lower(s, args, std::move(name));
+  f.body = InjectDma(env).visit(f.body);
+  f.body = InjectAlu(env).visit(f.body);
+  f.body = FoldGemm().visit(f.body);
+  return f;
+}
+
+class Program {
+ public:
+  Program(Env env, tir::PrimFunc func) : env_(std::move(env)), func_(std::move(func)) {
+    detail::CheckMapped().visit(func_.body);
+    detail::SramAllocator alloc(env_);
+    alloc.visit(func_.body);
+    sram_ = std::move(alloc.slots);
+    for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
+      param_index_[func_.flat_params[k].get()] = k;
+  }
+
+  const std::string& name() const { return func_.name; }
+  const tir::PrimFunc& func() const { return func_; }
+  const Env& env() const { return env_; }
+  const std::unordered_map<const te::BufferNode*, SramSlot>& sram() const { return sram_; }
+
+  // The instruction stream for symbolic-dim values `bindings`, with parameter k at physical
+  // DRAM address param_phys[k].
+  Stream instantiate(std::span<const ne::Binding> bindings,
+                     std::span<const std::uint64_t> param_phys) const {
+    if (param_phys.size() != func_.params.size())
+      raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
+                        param_phys.size(), func_.params.size());
+    Emitter e(*this, bindings, param_phys);
+    e.visit(func_.body);
+    e.builder.finish();
+    return e.builder.take();
+  }
+
+  // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
+  RunResult run(Device& dev, std::span<te::NDArray* const> arrays,
+                std::span<const ne::Binding> bindings = {}) const {
+    if (arrays.size() != func_.params.size())
+      raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
+                        func_.params.size());
+    te::IndexEnv env(bindings);
+    std::vector<vta::Buffer> buffers;
+    std::vector<std::uint64_t> phys;
+    struct Release {
+      Device& dev;
+      std::vector<vta::Buffer>& buffers;
+      ~Release() {
+        for (const auto& b : buffers) dev.free(b);
+      }
+    } release{dev, buffers};
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      const auto& p = func_.params[k];
+      std::vector<std::int64_t> dims;
+      for (const auto& d : p.shape()) dims.push_back(env.eval(d));
+      if (arrays[k]->shape() != dims || arrays[k]->dtype() != p.dtype())
+        raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(),
+                          p.name(), arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "),
+                          p.dtype(), fmt::join(dims, ", "));
+      const auto bytes = pack(*arrays[k]);
+      buffers.push_back(dev.alloc(bytes.size()));
+      dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
+      phys.push_back(buffers.back().phys);
+    }
+    const Stream stream = instantiate(bindings, phys);
+    RunResult r = dev.run(stream);
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      std::vector<std::uint8_t> bytes(buffers[k].bytes);
+      dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
+      unpack(bytes, *arrays[k]);
+    }
+    return r;
+  }
+  RunResult run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                std::initializer_list<ne::Binding> bindings = {}) const {
+    return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
+               std::span<const ne::Binding>(bindings.begin(), bindings.size()));
+  }
+
+ private:
+  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
+  static std::vector<std::uint8_t> pack(const te::NDArray& a) {
+    const auto width = static_cast<std::size_t>(a.dtype().bytes());
+    std::vector<std::uint8_t> out(a.size() * width);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const auto v = static_cast<std::uint64_t>(a.data()[i]);
+      for (std::size_t b = 0; b < width; ++b)
+        out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
+    }
+    return out;
+  }
+  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
+    const auto width = static_cast<std::size_t>(a.dtype().bytes());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::uint64_t v = 0;
+      for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
+      a.set_flat(i, static_cast<std::int64_t>(v));
+    }
+  }
+
+  // Replays the host loops and encodes each intrinsic through the Builder, with dependency
+  // tokens wherever consecutive instructions belong to different modules (each transition
+  // waits for the previous module to finish: correct for any reuse of on-chip buffers).
+  class Emitter : public tir::StmtVisitor<Emitter> {
+   public:
+    Emitter(const Program& p, std::span<const ne::Binding> bindings,
+            std::span<const std::uint64_t> phys)
+        : builder(p.env_.config), prog_(p), env_(bindings), phys_(phys) {}
+    Builder builder;
+
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      const auto lo = env_.eval(n.min);
+      const auto extent = env_.eval(n.extent);
+      const auto slot = env_.push(n.var, lo);
+      for (std::int64_t v = lo; v < lo + extent; ++v) {
+        env_.set(slot, v);
+        visit(n.body);
+      }
+      env_.pop();
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+      if (env_.eval(n.cond) != 0)
+        visit(n.then_case);
+      else if (n.else_case.defined())
+        visit(n.else_case);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call == nullptr)
+        raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+      std::vector<std::int64_t> a;
+      for (const auto& arg : call->args) a.push_back(value(arg));
+      const std::string& name = call->name;
+      if (name == intrin::load) {
+        const auto mem = static_cast<runtime::MemId>(a[0]);
+        sync(mem == runtime::MemId::Inp || mem == runtime::MemId::Wgt ? Queue::Load
+                                                                      : Queue::Compute);
+        builder.load({.memory = mem,
+                      .sram = sram(call->buffers[0]) + a[1],
+                      .dram = dram(call->buffers[1], mem) + a[2],
+                      .y_size = a[3],
+                      .x_size = a[4],
+                      .x_stride = a[5]});
+      } else if (name == intrin::store) {
+        sync(Queue::Store);
+        builder.store({.sram = sram(call->buffers[0]) + a[1],
+                       .dram = dram(call->buffers[1], runtime::MemId::Out) + a[2],
+                       .y_size = a[3],
+                       .x_size = a[4],
+                       .x_stride = a[5]});
+      } else if (name == intrin::gemm || name == intrin::gemm_reset) {
+        sync(Queue::Compute);
+        const bool reset = name == intrin::gemm_reset;
+        UopKernel k;
+        open_loops(k, a, 3);
+        k.push(sram(call->buffers[0]) + a[0], reset ? 0 : sram(call->buffers[1]) + a[1],
+               reset ? 0 : sram(call->buffers[2]) + a[2]);
+        close_loops(k, a, 3);
+        builder.gemm(k, reset);
+      } else if (name == intrin::alu) {
+        sync(Queue::Compute);
+        UopKernel k;
+        // args: op, use_imm, imm, dst, src, out_ext, out_dst, out_src, in_ext, in_dst, in_src
+        for (std::size_t level : {5u, 8u})
+          if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2]);
+        k.push(sram(call->buffers[0]) + a[3], sram(call->buffers[1]) + a[4]);
+        for (std::size_t level : {5u, 8u})
+          if (a[level] != 1) k.loop_end();
+        if (a[1] != 0)
+          builder.alu_imm(k, static_cast<AluOp>(a[0]), a[2]);
+        else
+          builder.alu(k, static_cast<AluOp>(a[0]));
+      } else {
+        raise<ScheduleError>("program '{}': unknown intrinsic '{}'", prog_.name(), name);
+      }
+    }
+
+   private:
+    // GEMM args: dst, src, wgt, then (extent, dst, src, wgt) for the outer and inner levels.
+    static void open_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
+      for (std::size_t level : {first, first + 4})
+        if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2], a[level + 3]);
+    }
+    static void close_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
+      for (std::size_t level : {first, first + 4})
+        if (a[level] != 1) k.loop_end();
+    }
+    std::int64_t value(const te::Expr& e) {
+      if (const auto* c = e.as<te::IntImmNode>()) return c->value;
+      if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
+      raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
+                           e);
+    }
+    std::int64_t sram(const te::Buffer& b) const {
+      auto it = prog_.sram_.find(b.get());
+      if (it == prog_.sram_.end())
+        raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                             b.name());
+      return it->second.base;
+    }
+    std::int64_t dram(const te::Buffer& b, runtime::MemId mem) const {
+      auto it = prog_.param_index_.find(b.get());
+      if (it == prog_.param_index_.end())
+        raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
+                             b.name());
+      return builder.dram_elem(phys_[it->second], mem);
+    }
+    void sync(Queue to) {
+      if (last_ && *last_ != to) {
+        const auto from = *last_;
+        const auto step = [&](Queue a, Queue b) {
+          builder.dep_push(a, b);
+          builder.dep_pop(a, b);
+        };
+        if ((from == Queue::Load && to == Queue::Store) ||
+            (from == Queue::Store && to == Queue::Load)) {
+          step(from, Queue::Compute);
+          step(Queue::Compute, to);
+        } else {
+          step(from, to);
+        }
+      }
+      last_ = to;
+    }
+
+    const Program& prog_;
+    te::IndexEnv env_;
+    std::span<const std::uint64_t> phys_;
+    std::optional<Queue> last_;
+  };
+
+  Env env_;
+  tir::PrimFunc func_;
+  std::unordered_map<const te::BufferNode*, SramSlot> sram_;
+  std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
+};
+
+// Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
+inline Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+                     std::string name = "main") {
+  return Program(env, lower(s, args, env, std::move(name)));
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/program.hpp
 // begin dlavm/vta/simulator.hpp
 // end dlavm/vta/simulator.hpp
 // end dlavm/vta.hpp
