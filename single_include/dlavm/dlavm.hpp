@@ -10291,6 +10291,8 @@ class FoldGemm : public tir::StmtMutator<FoldGemm> {
 // end dlavm/vta/device.hpp
 // begin dlavm/vta/env.hpp
 // end dlavm/vta/env.hpp
+// begin dlavm/vta/io.hpp
+// end dlavm/vta/io.hpp
 // begin dlavm/vta/passes.hpp
 // end dlavm/vta/passes.hpp
 
@@ -10301,10 +10303,22 @@ class FoldGemm : public tir::StmtMutator<FoldGemm> {
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
+
+struct RunOptions {
+  std::string dump_dir;  // when set: insn.bin, uop.bin, DRAM images and manifest.json here
+};
+
+// A run's outcome: the device's result plus the size of the stream it executed.
+struct ProgramRun {
+  RunResult result;
+  std::size_t instructions = 0;
+  std::size_t uops = 0;
+};
 
 // Where an on-chip buffer lives: its memory and first entry.
 struct SramSlot {
@@ -10400,7 +10414,19 @@ class Program {
     sram_ = std::move(alloc.slots);
     for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
       param_index_[func_.flat_params[k].get()] = k;
+    struct Outputs : tir::StmtVisitor<Outputs> {
+      std::vector<const te::BufferNode*> written;
+      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        if (const auto* c = n.value.as<te::CallNode>(); c && c->name == intrin::store)
+          written.push_back(c->buffers[1].get());
+      }
+    } outputs;
+    outputs.visit(func_.body);
+    for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
   }
+
+  // Whether parameter k is written by the program.
+  bool is_output(std::size_t k) const { return is_output_.count(k) != 0; }
 
   const std::string& name() const { return func_.name; }
   const tir::PrimFunc& func() const { return func_; }
@@ -10421,8 +10447,8 @@ class Program {
   }
 
   // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
-  RunResult run(Device& dev, std::span<te::NDArray* const> arrays,
-                std::span<const ne::Binding> bindings = {}) const {
+  ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
+                 std::span<const ne::Binding> bindings = {}, const RunOptions& options = {}) const {
     if (arrays.size() != func_.params.size())
       raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
                         func_.params.size());
@@ -10450,18 +10476,33 @@ class Program {
       phys.push_back(buffers.back().phys);
     }
     const Stream stream = instantiate(bindings, phys);
-    RunResult r = dev.run(stream);
+    std::vector<ManifestBuffer> dumped;
+    if (!options.dump_dir.empty())  // inputs as they were before the run
+      for (std::size_t k = 0; k < arrays.size(); ++k)
+        if (!is_output(k))
+          dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                       func_.params[k].dtype(), false));
+    ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
     for (std::size_t k = 0; k < arrays.size(); ++k) {
       std::vector<std::uint8_t> bytes(buffers[k].bytes);
       dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
       unpack(bytes, *arrays[k]);
+      if (!options.dump_dir.empty() && is_output(k))
+        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                     func_.params[k].dtype(), true));
     }
-    return r;
+    if (!options.dump_dir.empty()) {
+      const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
+      buffers.push_back(uop);
+      dump_stream(options.dump_dir, env_.config, stream, uop.phys, std::move(dumped));
+    }
+    return out;
   }
-  RunResult run(Device& dev, std::initializer_list<te::NDArray*> arrays,
-                std::initializer_list<ne::Binding> bindings = {}) const {
+  ProgramRun run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                 std::initializer_list<ne::Binding> bindings = {},
+                 const RunOptions& options = {}) const {
     return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
-               std::span<const ne::Binding>(bindings.begin(), bindings.size()));
+               std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
   }
 
  private:
@@ -10620,6 +10661,7 @@ class Program {
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
+  std::unordered_set<std::size_t> is_output_;
 };
 
 // Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.

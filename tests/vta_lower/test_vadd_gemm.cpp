@@ -37,7 +37,7 @@ TEST_CASE("vta: vector add from the get-started tutorial") {
   auto b = te::NDArray::random(env.acc_dtype, {1, 64, 1, 16}, 2, -128, 127);
   te::NDArray c(env.inp_dtype, {1, 64, 1, 16});
   auto r = prog.run(dev, {&a, &b, &c});
-  CHECK(r.finished);
+  CHECK(r.result.finished);
   CHECK(c == te::evaluate(C, {{A, a}, {B, b}}));
 }
 
@@ -51,8 +51,7 @@ struct TutorialGemm {
     A = te::placeholder(te::shape(o, n, env.batch, env.block_in), env.inp_dtype, "A");
     B = te::placeholder(te::shape(m, n, env.block_out, env.block_in), env.wgt_dtype, "B");
     A_buf = te::compute(
-        A.shape().size() ? te::shape(o, n, env.batch, env.block_in) : te::shape(o, n, 1, 1),
-        [&](auto... i) { return A(i...); }, "A_buf");
+        te::shape(o, n, env.batch, env.block_in), [&](auto... i) { return A(i...); }, "A_buf");
     B_buf = te::compute(
         te::shape(m, n, env.block_out, env.block_in), [&](auto... i) { return B(i...); }, "B_buf");
     ko = te::reduce_axis({0, n}, "ko");
@@ -98,9 +97,9 @@ TEST_CASE("vta: matrix_multiply tutorial, tensorized GEMM") {
   auto b = te::NDArray::random(env.wgt_dtype, {16, 16, 16, 16}, 4);
   te::NDArray c(env.inp_dtype, {1, 16, 1, 16});
   auto r = prog.run(dev, {&a, &b, &c});
-  CHECK(r.finished);
+  CHECK(r.result.finished);
   CHECK(c == te::evaluate(g.C, {{g.A, a}, {g.B, b}}));
-  MESSAGE(fmt::format("{}", r.counters));
+  MESSAGE(fmt::format("{}", r.result.counters));
 }
 
 TEST_CASE("vta: a GEMM whose row count is a token count, built once, run for several values") {
@@ -123,7 +122,7 @@ TEST_CASE("vta: a GEMM whose row count is a token count, built once, run for sev
     auto b = te::NDArray::random(env.wgt_dtype, {2, 4, 16, 16}, 5);
     te::NDArray c(env.inp_dtype, {t, 2, 1, 16});
     auto r = prog.run(dev, {&a, &b, &c}, {{"token", t}});
-    CHECK(r.finished);
+    CHECK(r.result.finished);
     CHECK(c == te::evaluate(g.C, {{g.A, a}, {g.B, b}}, {{"token", t}}));
   }
 }
