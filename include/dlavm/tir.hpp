@@ -6,4 +6,5 @@
 #include <dlavm/tir/interpreter.hpp>
 #include <dlavm/tir/lower.hpp>
 #include <dlavm/tir/printer.hpp>
+#include <dlavm/tir/replay.hpp>
 #include <dlavm/tir/stmt.hpp>

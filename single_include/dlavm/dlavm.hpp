@@ -5542,6 +5542,53 @@ class StmtMutator : public StmtFunctor<Derived, Stmt> {
 // end dlavm/te.hpp
 // begin dlavm/tir/functor.hpp
 // end dlavm/tir/functor.hpp
+// begin dlavm/tir/replay.hpp
+// LoopReplay: executes TIR's control flow on the host. Loops run with their variables bound in
+// an IndexEnv, guards are evaluated, everything else is left to the derived visitor (the
+// reference interpreter stores values; the VTA program emitter encodes instructions).
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <cstdint>
+#include <span>
+
+namespace dlavm::tir {
+
+template <class Derived>
+class LoopReplay : public StmtVisitor<Derived> {
+ public:
+  explicit LoopReplay(std::span<const ne::Binding> symbols) : env_(symbols) {}
+
+  void visit_for(const ForNode& n, const Stmt&) {
+    const auto lo = env_.eval(n.min);
+    const auto extent = env_.eval(n.extent);
+    const auto slot = env_.push(n.var, lo);
+    for (std::int64_t v = lo; v < lo + extent; ++v) {
+      env_.set(slot, v);
+      this->visit(n.body);
+    }
+    env_.pop();
+  }
+  void visit_if(const IfThenElseNode& n, const Stmt&) {
+    if (env_.eval(n.cond) != 0)
+      this->visit(n.then_case);
+    else if (n.else_case.defined())
+      this->visit(n.else_case);
+  }
+
+ protected:
+  te::IndexEnv env_;
+};
+
+}  // namespace dlavm::tir
+// end dlavm/tir/replay.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 
@@ -5564,10 +5611,10 @@ using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const
 
 namespace detail {
 
-class Interpreter : public StmtVisitor<Interpreter> {
+class Interpreter : public LoopReplay<Interpreter> {
  public:
   Interpreter(std::span<const ne::Binding> bindings, IntrinsicHandler handler)
-      : env_(bindings), handler_(std::move(handler)) {}
+      : LoopReplay<Interpreter>(bindings), handler_(std::move(handler)) {}
 
   void bind(const Buffer& b, te::NDArray& array) {
     check(b, array);
@@ -5583,16 +5630,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
                        array.dtype(), b.dtype());
   }
 
-  void visit_for(const ForNode& n, const Stmt&) {
-    const auto lo = env_.eval(n.min);
-    const auto extent = env_.eval(n.extent);
-    const auto slot = env_.push(n.var, lo);
-    for (std::int64_t v = lo; v < lo + extent; ++v) {
-      env_.set(slot, v);
-      visit(n.body);
-    }
-    env_.pop();
-  }
   void visit_allocate(const AllocateNode& n, const Stmt&) {
     te::NDArray local(n.buffer.dtype(), shape_of(n.buffer));
     auto* previous = std::exchange(storage_[n.buffer.get()], &local);
@@ -5604,12 +5641,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
     auto& array = array_of(n.buffer);
     const auto idx = indices(n.indices);
     array.set_flat(array.offset(idx, n.buffer.name()), v);
-  }
-  void visit_if(const IfThenElseNode& n, const Stmt&) {
-    if (env_.eval(n.cond) != 0)
-      visit(n.then_case);
-    else if (n.else_case.defined())
-      visit(n.else_case);
   }
   void visit_evaluate(const EvaluateNode& n, const Stmt&) { (void)value(n.value); }
 
@@ -5653,7 +5684,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
     return ev.visit(e);
   }
 
-  te::IndexEnv env_;
   IntrinsicHandler handler_;
   std::unordered_map<const te::BufferNode*, te::NDArray*> storage_;
 };
@@ -6655,6 +6685,8 @@ struct fmt::formatter<dlavm::tir::Stmt> : fmt::formatter<std::string_view> {
   }
 };
 // end dlavm/tir/printer.hpp
+// begin dlavm/tir/replay.hpp
+// end dlavm/tir/replay.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 // end dlavm/tir.hpp
@@ -10529,29 +10561,13 @@ class Program {
   // Replays the host loops and encodes each intrinsic through the Builder, with dependency
   // tokens wherever consecutive instructions belong to different modules (each transition
   // waits for the previous module to finish: correct for any reuse of on-chip buffers).
-  class Emitter : public tir::StmtVisitor<Emitter> {
+  class Emitter : public tir::LoopReplay<Emitter> {
    public:
     Emitter(const Program& p, std::span<const ne::Binding> bindings,
             std::span<const std::uint64_t> phys)
-        : builder(p.env_.config), prog_(p), env_(bindings), phys_(phys) {}
+        : tir::LoopReplay<Emitter>(bindings), builder(p.env_.config), prog_(p), phys_(phys) {}
     Builder builder;
 
-    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      const auto lo = env_.eval(n.min);
-      const auto extent = env_.eval(n.extent);
-      const auto slot = env_.push(n.var, lo);
-      for (std::int64_t v = lo; v < lo + extent; ++v) {
-        env_.set(slot, v);
-        visit(n.body);
-      }
-      env_.pop();
-    }
-    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-      if (env_.eval(n.cond) != 0)
-        visit(n.then_case);
-      else if (n.else_case.defined())
-        visit(n.else_case);
-    }
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* call = n.value.as<te::CallNode>();
       if (call == nullptr)
@@ -10652,7 +10668,6 @@ class Program {
     }
 
     const Program& prog_;
-    te::IndexEnv env_;
     std::span<const std::uint64_t> phys_;
     std::optional<Queue> last_;
   };

@@ -10,6 +10,7 @@
 #include <dlavm/ne.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir/functor.hpp>
+#include <dlavm/tir/replay.hpp>
 #include <dlavm/tir/stmt.hpp>
 
 #include <fmt/format.h>
@@ -31,10 +32,10 @@ using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const
 
 namespace detail {
 
-class Interpreter : public StmtVisitor<Interpreter> {
+class Interpreter : public LoopReplay<Interpreter> {
  public:
   Interpreter(std::span<const ne::Binding> bindings, IntrinsicHandler handler)
-      : env_(bindings), handler_(std::move(handler)) {}
+      : LoopReplay<Interpreter>(bindings), handler_(std::move(handler)) {}
 
   void bind(const Buffer& b, te::NDArray& array) {
     check(b, array);
@@ -50,16 +51,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
                        array.dtype(), b.dtype());
   }
 
-  void visit_for(const ForNode& n, const Stmt&) {
-    const auto lo = env_.eval(n.min);
-    const auto extent = env_.eval(n.extent);
-    const auto slot = env_.push(n.var, lo);
-    for (std::int64_t v = lo; v < lo + extent; ++v) {
-      env_.set(slot, v);
-      visit(n.body);
-    }
-    env_.pop();
-  }
   void visit_allocate(const AllocateNode& n, const Stmt&) {
     te::NDArray local(n.buffer.dtype(), shape_of(n.buffer));
     auto* previous = std::exchange(storage_[n.buffer.get()], &local);
@@ -71,12 +62,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
     auto& array = array_of(n.buffer);
     const auto idx = indices(n.indices);
     array.set_flat(array.offset(idx, n.buffer.name()), v);
-  }
-  void visit_if(const IfThenElseNode& n, const Stmt&) {
-    if (env_.eval(n.cond) != 0)
-      visit(n.then_case);
-    else if (n.else_case.defined())
-      visit(n.else_case);
   }
   void visit_evaluate(const EvaluateNode& n, const Stmt&) { (void)value(n.value); }
 
@@ -120,7 +105,6 @@ class Interpreter : public StmtVisitor<Interpreter> {
     return ev.visit(e);
   }
 
-  te::IndexEnv env_;
   IntrinsicHandler handler_;
   std::unordered_map<const te::BufferNode*, te::NDArray*> storage_;
 };

@@ -252,29 +252,13 @@ class Program {
   // Replays the host loops and encodes each intrinsic through the Builder, with dependency
   // tokens wherever consecutive instructions belong to different modules (each transition
   // waits for the previous module to finish: correct for any reuse of on-chip buffers).
-  class Emitter : public tir::StmtVisitor<Emitter> {
+  class Emitter : public tir::LoopReplay<Emitter> {
    public:
     Emitter(const Program& p, std::span<const ne::Binding> bindings,
             std::span<const std::uint64_t> phys)
-        : builder(p.env_.config), prog_(p), env_(bindings), phys_(phys) {}
+        : tir::LoopReplay<Emitter>(bindings), builder(p.env_.config), prog_(p), phys_(phys) {}
     Builder builder;
 
-    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      const auto lo = env_.eval(n.min);
-      const auto extent = env_.eval(n.extent);
-      const auto slot = env_.push(n.var, lo);
-      for (std::int64_t v = lo; v < lo + extent; ++v) {
-        env_.set(slot, v);
-        visit(n.body);
-      }
-      env_.pop();
-    }
-    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-      if (env_.eval(n.cond) != 0)
-        visit(n.then_case);
-      else if (n.else_case.defined())
-        visit(n.else_case);
-    }
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* call = n.value.as<te::CallNode>();
       if (call == nullptr)
@@ -375,7 +359,6 @@ class Program {
     }
 
     const Program& prog_;
-    te::IndexEnv env_;
     std::span<const std::uint64_t> phys_;
     std::optional<Queue> last_;
   };
