@@ -5,7 +5,6 @@
 
 namespace te = dlavm::te;
 namespace vta = dlavm::vta;
-using dlavm::DType;
 
 namespace {
 struct Elementwise {
