@@ -7591,6 +7591,13 @@ struct Config {
 
 namespace detail {
 
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
+
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
@@ -7655,10 +7662,10 @@ inline void Config::validate() const {
 }
 
 inline Config Config::from_json(std::string_view text, std::string_view source) {
-  nlohmann::json j;
+  detail::Json j;
   try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+    j = detail::parse_json(text);
+  } catch (const detail::Json::parse_error& e) {
     raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
   }
   if (!j.is_object())
@@ -7712,7 +7719,7 @@ inline Config Config::from_json(std::string_view text, std::string_view source) 
 }
 
 inline std::string Config::to_json() const {
-  nlohmann::ordered_json j;
+  detail::Json j;
   j["TARGET"] = target;
   j["HW_VER"] = hw_ver;
   j["LOG_INP_WIDTH"] = log_inp_width;
@@ -8591,7 +8598,7 @@ struct CycleReport {
   // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
   // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
   std::string chrome_trace() const {
-    nlohmann::ordered_json events = nlohmann::json::array();
+    detail::Json events = detail::Json::array();
     for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
@@ -8610,7 +8617,7 @@ struct CycleReport {
                         {"tid", static_cast<int>(e.queue)},
                         {"args", {{"index", e.index}}}});
     }
-    nlohmann::ordered_json doc;
+    detail::Json doc;
     doc["traceEvents"] = std::move(events);
     doc["displayTimeUnit"] = "ns";
     doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
@@ -9627,11 +9634,11 @@ struct Manifest {
   friend bool operator==(const Manifest&, const Manifest&) = default;
 
   std::string to_json() const {
-    nlohmann::ordered_json j;
-    j["config"] = nlohmann::ordered_json::parse(config.to_json());
+    detail::Json j;
+    j["config"] = detail::parse_json(config.to_json());
     j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
     j["uops"] = {{"file", uop_file}, {"count", uop_count}};
-    j["buffers"] = nlohmann::json::array();
+    j["buffers"] = detail::Json::array();
     for (const auto& b : buffers)
       j["buffers"].push_back({{"name", b.name},
                               {"phys_addr", b.phys_addr},
@@ -9643,25 +9650,25 @@ struct Manifest {
   }
 
   static Manifest from_json(std::string_view text, std::string_view source = "manifest.json") {
-    nlohmann::json j;
+    detail::Json j;
     try {
-      j = nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
+      j = detail::parse_json(text);
+    } catch (const detail::Json::parse_error& e) {
       raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
     }
-    auto member = [&](const nlohmann::json& o, const char* key,
-                      const char* where) -> const nlohmann::json& {
+    auto member = [&](const detail::Json& o, const char* key,
+                      const char* where) -> const detail::Json& {
       if (!o.is_object() || !o.contains(key))
         raise<ParseError>("{}: {} has no key '{}'", source, where, key);
       return o.at(key);
     };
-    auto str = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto str = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_string())
         raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
       return v.get<std::string>();
     };
-    auto num = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto num = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
         raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
