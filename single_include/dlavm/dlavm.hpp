@@ -18,10 +18,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
-#include <utility>
 
 namespace dlavm {
 
@@ -84,12 +86,107 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+namespace detail {
+
+// Reached only while checking a format string at compile time: the call makes the constant
+// evaluation fail, and the compiler's message names this function.
+inline void format_string_error(const char* /*what*/) {}
+
+// Parses the argument reference of a replacement field at `p` (digits, or nothing for the
+// next automatic index) and checks it against `num_args`; returns the first character after
+// it.
+consteval const char* check_arg_ref(const char* p, std::size_t num_args, std::size_t& next_auto,
+                                    int& indexing) {
+  std::size_t index = 0;
+  int kind = 1;  // 1: automatic, 2: manual
+  if (*p >= '0' && *p <= '9') {
+    kind = 2;
+    for (; *p >= '0' && *p <= '9'; ++p) index = index * 10 + static_cast<std::size_t>(*p - '0');
+  } else {
+    index = next_auto++;
+  }
+  if (indexing != 0 && indexing != kind)
+    format_string_error("cannot mix automatic and manual indexing");
+  indexing = kind;
+  if (index >= num_args) format_string_error("argument index out of range");
+  return p;
+}
+
+// Checks a NUL-terminated format string: balanced braces ("{{" and "}}" escape them) and
+// replacement fields "{[index][:spec]}" that name one of `num_args` arguments, nested fields
+// in specs ("{:>{}}") included.
+consteval void check_format_string(const char* p, std::size_t num_args) {
+  std::size_t next_auto = 0;
+  int indexing = 0;
+  for (; *p != '\0'; ++p) {
+    if (*p == '}') {
+      if (p[1] != '}') format_string_error("unmatched '}' in format string");
+      ++p;
+      continue;
+    }
+    if (*p != '{') continue;
+    if (p[1] == '{') {
+      ++p;
+      continue;
+    }
+    p = check_arg_ref(p + 1, num_args, next_auto, indexing);
+    if (*p == ':') {
+      for (++p; *p != '\0' && *p != '}'; ++p) {
+        if (*p != '{') continue;
+        p = check_arg_ref(p + 1, num_args, next_auto, indexing);
+        if (*p != '}') format_string_error("invalid nested field in format spec");
+      }
+    }
+    if (*p != '}') format_string_error("unterminated '{' in format string");
+  }
+}
+
+// The format string of dlavm::raise, checked at compile time by check_format_string. Unlike
+// fmt::format_string it does not depend on the argument types: the check is one small
+// constant evaluation per call site instead of fmt's parser instantiated per distinct
+// argument-type list. The format specs after ':' are checked against the argument types by
+// fmt when the message is formatted.
+template <std::size_t num_args>
+class FormatString {
+ public:
+  // Implicit, so that raise<E>("...", args...) takes a string literal.
+  consteval FormatString(const char* text) : text_(text) {  // NOLINT
+    check_format_string(text, num_args);
+  }
+
+  constexpr std::string_view get() const { return text_; }
+
+ private:
+  std::string_view text_;
+};
+
+// One argument of a message, type-erased on its own, so that the argument lists of the many
+// raise() calls share the instantiations for each argument type instead of each list paying
+// for fmt::make_format_args anew.
+template <class T>
+fmt::format_args::format_arg erase_format_arg(const T& value) {
+  return fmt::format_args(fmt::make_format_args(value)).get(0);
+}
+
+// One instantiation per error type: formats and throws.
+template <class E>
+[[noreturn]] void throw_formatted(std::string_view format, fmt::format_args args) {
+  throw E(fmt::vformat(fmt::string_view(format.data(), format.size()), args));
+}
+
+}  // namespace detail
+
 // Formats a message with fmt and throws it as error type E:
 //   dlavm::raise<ShapeError>("tensor '{}': dim {} is {}, expected {}", name, k, got, want);
+// The format string is checked at compile time (see detail::FormatString); the arguments reach
+// fmt type-erased one by one, so that the hundreds of error paths in the headers do not each
+// instantiate fmt's machinery in every translation unit.
 template <class E, class... Args>
-[[noreturn]] void raise(fmt::format_string<Args...> format, Args&&... args) {
+[[noreturn]] void raise(detail::FormatString<sizeof...(Args)> format, const Args&... args) {
   static_assert(std::is_base_of_v<Error, E>, "dlavm::raise throws dlavm::Error subclasses");
-  throw E(fmt::format(format, std::forward<Args>(args)...));
+  const std::array<fmt::format_args::format_arg, sizeof...(Args)> erased{
+      detail::erase_format_arg(args)...};
+  detail::throw_formatted<E>(format.get(), fmt::format_args(erased.data(), sizeof...(Args)));
 }
 
 }  // namespace dlavm
@@ -7567,6 +7664,13 @@ struct Config {
 
 namespace detail {
 
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
+
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
@@ -7631,10 +7735,10 @@ inline void Config::validate() const {
 }
 
 inline Config Config::from_json(std::string_view text, std::string_view source) {
-  nlohmann::json j;
+  detail::Json j;
   try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+    j = detail::parse_json(text);
+  } catch (const detail::Json::parse_error& e) {
     raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
   }
   if (!j.is_object())
@@ -7688,7 +7792,7 @@ inline Config Config::from_json(std::string_view text, std::string_view source) 
 }
 
 inline std::string Config::to_json() const {
-  nlohmann::ordered_json j;
+  detail::Json j;
   j["TARGET"] = target;
   j["HW_VER"] = hw_ver;
   j["LOG_INP_WIDTH"] = log_inp_width;
@@ -8567,7 +8671,7 @@ struct CycleReport {
   // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
   // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
   std::string chrome_trace() const {
-    nlohmann::ordered_json events = nlohmann::json::array();
+    detail::Json events = detail::Json::array();
     for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
@@ -8586,7 +8690,7 @@ struct CycleReport {
                         {"tid", static_cast<int>(e.queue)},
                         {"args", {{"index", e.index}}}});
     }
-    nlohmann::ordered_json doc;
+    detail::Json doc;
     doc["traceEvents"] = std::move(events);
     doc["displayTimeUnit"] = "ns";
     doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
@@ -9719,11 +9823,11 @@ struct Manifest {
   friend bool operator==(const Manifest&, const Manifest&) = default;
 
   std::string to_json() const {
-    nlohmann::ordered_json j;
-    j["config"] = nlohmann::ordered_json::parse(config.to_json());
+    detail::Json j;
+    j["config"] = detail::parse_json(config.to_json());
     j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
     j["uops"] = {{"file", uop_file}, {"count", uop_count}};
-    j["buffers"] = nlohmann::json::array();
+    j["buffers"] = detail::Json::array();
     for (const auto& b : buffers)
       j["buffers"].push_back({{"name", b.name},
                               {"phys_addr", b.phys_addr},
@@ -9735,25 +9839,25 @@ struct Manifest {
   }
 
   static Manifest from_json(std::string_view text, std::string_view source = "manifest.json") {
-    nlohmann::json j;
+    detail::Json j;
     try {
-      j = nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
+      j = detail::parse_json(text);
+    } catch (const detail::Json::parse_error& e) {
       raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
     }
-    auto member = [&](const nlohmann::json& o, const char* key,
-                      const char* where) -> const nlohmann::json& {
+    auto member = [&](const detail::Json& o, const char* key,
+                      const char* where) -> const detail::Json& {
       if (!o.is_object() || !o.contains(key))
         raise<ParseError>("{}: {} has no key '{}'", source, where, key);
       return o.at(key);
     };
-    auto str = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto str = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_string())
         raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
       return v.get<std::string>();
     };
-    auto num = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto num = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
         raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,

@@ -129,6 +129,13 @@ struct Config {
 
 namespace detail {
 
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
+
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
@@ -193,10 +200,10 @@ inline void Config::validate() const {
 }
 
 inline Config Config::from_json(std::string_view text, std::string_view source) {
-  nlohmann::json j;
+  detail::Json j;
   try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+    j = detail::parse_json(text);
+  } catch (const detail::Json::parse_error& e) {
     raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
   }
   if (!j.is_object())
@@ -250,7 +257,7 @@ inline Config Config::from_json(std::string_view text, std::string_view source) 
 }
 
 inline std::string Config::to_json() const {
-  nlohmann::ordered_json j;
+  detail::Json j;
   j["TARGET"] = target;
   j["HW_VER"] = hw_ver;
   j["LOG_INP_WIDTH"] = log_inp_width;

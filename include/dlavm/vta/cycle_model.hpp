@@ -85,7 +85,7 @@ struct CycleReport {
   // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
   // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
   std::string chrome_trace() const {
-    nlohmann::ordered_json events = nlohmann::json::array();
+    detail::Json events = detail::Json::array();
     for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
@@ -104,7 +104,7 @@ struct CycleReport {
                         {"tid", static_cast<int>(e.queue)},
                         {"args", {{"index", e.index}}}});
     }
-    nlohmann::ordered_json doc;
+    detail::Json doc;
     doc["traceEvents"] = std::move(events);
     doc["displayTimeUnit"] = "ns";
     doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};

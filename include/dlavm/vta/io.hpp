@@ -151,11 +151,11 @@ struct Manifest {
   friend bool operator==(const Manifest&, const Manifest&) = default;
 
   std::string to_json() const {
-    nlohmann::ordered_json j;
-    j["config"] = nlohmann::ordered_json::parse(config.to_json());
+    detail::Json j;
+    j["config"] = detail::parse_json(config.to_json());
     j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
     j["uops"] = {{"file", uop_file}, {"count", uop_count}};
-    j["buffers"] = nlohmann::json::array();
+    j["buffers"] = detail::Json::array();
     for (const auto& b : buffers)
       j["buffers"].push_back({{"name", b.name},
                               {"phys_addr", b.phys_addr},
@@ -167,25 +167,25 @@ struct Manifest {
   }
 
   static Manifest from_json(std::string_view text, std::string_view source = "manifest.json") {
-    nlohmann::json j;
+    detail::Json j;
     try {
-      j = nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
+      j = detail::parse_json(text);
+    } catch (const detail::Json::parse_error& e) {
       raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
     }
-    auto member = [&](const nlohmann::json& o, const char* key,
-                      const char* where) -> const nlohmann::json& {
+    auto member = [&](const detail::Json& o, const char* key,
+                      const char* where) -> const detail::Json& {
       if (!o.is_object() || !o.contains(key))
         raise<ParseError>("{}: {} has no key '{}'", source, where, key);
       return o.at(key);
     };
-    auto str = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto str = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_string())
         raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
       return v.get<std::string>();
     };
-    auto num = [&](const nlohmann::json& o, const char* key, const char* where) {
+    auto num = [&](const detail::Json& o, const char* key, const char* where) {
       const auto& v = member(o, key, where);
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
         raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
