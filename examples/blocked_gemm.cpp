@@ -1,6 +1,7 @@
 // Blocked GEMM, the VTA matrix_multiply_opt tutorial in C++: 1 x 1024 x 1024 int8, blocked by
 // 256 so that each block's operands fit the on-chip buffers, then shifted and clipped to int8
-// on the ALU.
+// on the ALU. The output blocks run on two virtual threads: one thread's 64 KiB weight block
+// loads while the other's GEMM runs (double buffering).
 //   blocked_gemm [--dump DIR] [--trace FILE]
 #include "gallery.hpp"
 #include "gallery_ops.hpp"
@@ -10,7 +11,7 @@ int main(int argc, char** argv) {
   gallery::vta::Env env;
   const int channels = 1024, tiles = channels / 16;
   const gallery::BlockedGemm op(env, channels);
-  auto s = op.schedule(env, 256);
+  auto s = op.schedule(env, 256, /*vthreads=*/2);
   const auto prog = gallery::vta::build(s, op.args(), env, "blocked_gemm");
 
   gallery::vta::SimDevice dev(env.config);
@@ -20,5 +21,6 @@ int main(int argc, char** argv) {
   gallery::te::NDArray r(env.inp_dtype, {1, tiles, 1, 16});
   const auto run = prog.run(dev, {&d, &w, &r}, {}, {.dump_dir = opts.dump});
   return gallery::report(prog, run,
-                         r == gallery::te::evaluate(op.res, {{op.data, d}, {op.weight, w}}), opts);
+                         r == gallery::te::evaluate(op.res, {{op.data, d}, {op.weight, w}}), opts,
+                         op.tiling_traffic(channels, 256));
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 namespace gallery {
@@ -29,13 +31,21 @@ inline Options parse(int argc, char** argv) {
 }
 
 // Prints the lowered program, stream sizes, simulator counters and cycle-model figures, and
-// PASS or FAIL; returns the process exit code.
+// PASS or FAIL; returns the process exit code. `tiling_bytes` (when > 0) is the DRAM traffic
+// the schedule's tiling needs, to compare with what the stream moved.
 inline int report(const dlavm::vta::Program& prog, const dlavm::vta::ProgramRun& run, bool equal,
-                  const Options& o) {
-  namespace vta = dlavm::vta;
+                  const Options& o, std::int64_t tiling_bytes = 0) {
   fmt::print("lowered TIR with VTA intrinsics:\n{}", dlavm::tir::to_string(prog.func()));
   fmt::print("stream: {} instructions, {} micro-ops\n", run.instructions, run.uops);
-  fmt::print("simulator: {}\n", run.result.counters);
+  const auto& c = run.result.counters;
+  fmt::print("simulator: {}\n", c);
+  const auto data_bytes =
+      c.inp_load_bytes + c.wgt_load_bytes + c.acc_load_bytes + c.out_store_bytes;
+  if (tiling_bytes > 0)
+    fmt::print(
+        "DRAM traffic: {} bytes of tensors (+ {} of micro-ops); the tiling needs {} ({:.2f}x)\n",
+        data_bytes, c.uop_load_bytes, tiling_bytes,
+        static_cast<double>(data_bytes) / static_cast<double>(tiling_bytes));
   const auto& t = run.result.timing;
   fmt::print("cycle model: {} cycles, roofline {} ({:.0f}% of the bound)\n", t.total_cycles,
              t.roofline_cycles,

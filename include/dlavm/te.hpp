@@ -10,5 +10,6 @@
 #include <dlavm/te/mutator.hpp>
 #include <dlavm/te/ndarray.hpp>
 #include <dlavm/te/ops.hpp>
+#include <dlavm/te/pad.hpp>
 #include <dlavm/te/printer.hpp>
 #include <dlavm/te/tensor.hpp>

@@ -7,4 +7,7 @@
 #include <dlavm/tir/lower.hpp>
 #include <dlavm/tir/printer.hpp>
 #include <dlavm/tir/replay.hpp>
+#include <dlavm/tir/rewrite.hpp>
 #include <dlavm/tir/stmt.hpp>
+#include <dlavm/tir/storage_rewrite.hpp>
+#include <dlavm/tir/vthread.hpp>

@@ -1594,10 +1594,39 @@ inline Expr build(const LinearSum& s) {
   return acc;
 }
 
-inline Interval interval_of_sum(const LinearSum& s) {
+// The interval of a sum. Terms are bounded one by one, which loses their correlation; for a
+// min or max term the sum with that term replaced by each operand bounds it from one side
+// (c*min(a, b) <= c*a for c > 0, and so on), which recovers `x - min(x, 64) >= 0` and the
+// min(token - i*64, 64)-shaped extents of partial blocks. `depth` limits the nesting.
+inline Interval interval_of_sum(const LinearSum& s, int depth = 2) {
   Interval acc = Interval::point(s.constant);
   for (const Term& t : s.terms)
     acc = interval_add(acc, interval_scale(interval_of(t.atom), t.coeff));
+  if (depth == 0) return acc;
+  for (std::size_t k = 0; k < s.terms.size(); ++k) {
+    const Term& t = s.terms[k];
+    const auto kind = t.atom.kind();
+    if (kind != Kind::Min && kind != Kind::Max) continue;
+    // Whether replacing the term by an operand gives an upper (else a lower) bound.
+    const bool upper = (kind == Kind::Min) == (t.coeff > 0);
+    const auto* mm = t.atom.as<BinaryNode>();
+    for (const Expr* operand : {&mm->a, &mm->b}) {
+      try {
+        LinearSum r;
+        r.constant = s.constant;
+        for (std::size_t j = 0; j < s.terms.size(); ++j)
+          if (j != k) r.terms.push_back(s.terms[j]);
+        add_canonical(*operand, t.coeff, r);
+        normalize(r);
+        const Interval i = interval_of_sum(r, depth - 1);
+        if (upper)
+          acc.max = std::min(acc.max, i.max);
+        else
+          acc.min = std::max(acc.min, i.min);
+      } catch (const CoefficientOverflow&) {
+      }
+    }
+  }
   return acc;
 }
 
@@ -4520,6 +4549,81 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
 // end dlavm/te/ndarray.hpp
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
+// begin dlavm/te/pad.hpp
+// te::pad: a tensor surrounded by a constant border, as topi.nn.pad builds it in TVM. The
+// result is an ordinary compute, `select(inside, t(i - before), value)`, so that schedules
+// treat it like any other stage (a VTA DMA turns the select into the LOAD's pad fields).
+//
+//   // NCHWnc activations padded by one pixel in H and W:
+//   auto data_pad = te::pad(data, {0, 0, 1, 1, 0, 0}, {0, 0, 1, 1, 0, 0}, 0, "data_pad");
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::te {
+
+// `before[k]` / `after[k]` elements of `value` in front of / behind dim k. Pads may be
+// symbolic; each must be provably non-negative.
+inline Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before,
+                  const std::vector<ne::Expr>& after, std::int64_t value = 0,
+                  std::string name = "") {
+  if (!t.defined()) raise<ValueError>("te::pad of an undefined tensor");
+  if (name.empty()) name = t.name() + "_pad";
+  if (before.size() != t.ndim() || after.size() != t.ndim())
+    raise<ShapeError>(
+        "te::pad '{}': tensor '{}' has {} dims, pads given for {} (before) and {} "
+        "(after)",
+        name, t.name(), t.ndim(), before.size(), after.size());
+  for (std::size_t k = 0; k < t.ndim(); ++k)
+    for (const auto* p : {&before[k], &after[k]})
+      if (!p->defined() || ne::bounds(*p).min < 0)
+        raise<ShapeError>("te::pad '{}': the pad {} of dim {} can be negative", name,
+                          p->defined() ? fmt::format("{}", *p) : std::string("(undefined)"), k);
+  if (value < t.dtype().min_value() || value > t.dtype().max_value())
+    raise<ValueError>("te::pad '{}': pad value {} does not fit {} (tensor '{}')", name, value,
+                      t.dtype(), t.name());
+  std::vector<ne::Expr> shape;
+  for (std::size_t k = 0; k < t.ndim(); ++k)
+    shape.push_back(ne::simplify(t.shape()[k] + before[k] + after[k]));
+  const auto dims = t.shape();
+  return compute_dynamic(
+      std::move(shape),
+      [&](std::span<const ne::Var> i) {
+        ne::Expr inside;
+        std::vector<ne::Expr> src;
+        for (std::size_t k = 0; k < i.size(); ++k) {
+          const bool padded =
+              !ne::equal(ne::simplify(before[k]), 0) || !ne::equal(ne::simplify(after[k]), 0);
+          src.push_back(ne::simplify(i[k] - before[k]));
+          if (!padded) continue;
+          const ne::Expr in_dim =
+              ne::Expr(i[k]) >= before[k] && ne::Expr(i[k]) < before[k] + dims[k];
+          inside = inside.defined() ? (inside && in_dim) : in_dim;
+        }
+        const Expr element = t.read(std::move(src));
+        if (!inside.defined()) return element;
+        return select(inside, element, make_const(value, t.dtype()));
+      },
+      std::move(name));
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/pad.hpp
 // begin dlavm/te/printer.hpp
 // Text form of value expressions through fmt, in the spirit of TVM's lowered text:
 // `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
@@ -6682,9 +6786,17 @@ class Printer : public StmtVisitor<Printer> {
   void visit_store(const StoreNode& n, const Stmt&) {
     line("{}[{}] = {}", n.buffer.name(), join(n.indices), value(n.value));
   }
+  // An annotation of one statement prints as a comment above it; one of several statements
+  // (a micro-op kernel) encloses them in braces.
   void visit_attr(const AttrNode& n, const Stmt&) {
-    line("// attr [{}] {} = {}", n.node, n.key, index(n.value));
-    visit(n.body);
+    if (n.body.as<SeqNode>() == nullptr) {
+      line("// attr [{}] {} = {}", n.node, n.key, index(n.value));
+      visit(n.body);
+      return;
+    }
+    line("attr [{}] {} = {} {{", n.node, n.key, index(n.value));
+    nested(n.body);
+    line("}}");
   }
   void visit_if(const IfThenElseNode& n, const Stmt&) {
     line("if ({}) {{", index(n.cond));
@@ -6784,8 +6896,482 @@ struct fmt::formatter<dlavm::tir::Stmt> : fmt::formatter<std::string_view> {
 // end dlavm/tir/printer.hpp
 // begin dlavm/tir/replay.hpp
 // end dlavm/tir/replay.hpp
+// begin dlavm/tir/rewrite.hpp
+// Rewriting a statement wholesale: variables replaced by expressions and buffers by other
+// buffers, everywhere (loop bounds, conditions, store and load indices, intrinsic operands).
+// With `fresh_allocations`, every buffer allocated inside gets a new identity (named with
+// `suffix`), so that a copy of the statement owns storage distinct from the original's: what
+// virtual threads need when they replicate a thread's statements.
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+using BufferMap = std::unordered_map<const te::BufferNode*, Buffer>;
+
+class Rewriter : public StmtMutator<Rewriter> {
+ public:
+  Rewriter(std::vector<ne::Substitution> vars, BufferMap buffers, bool fresh_allocations = false,
+           std::string suffix = "")
+      : vars_(std::move(vars)),
+        buffers_(std::move(buffers)),
+        fresh_(fresh_allocations),
+        suffix_(std::move(suffix)) {}
+
+  ne::Expr mutate_index(const ne::Expr& e) {
+    return vars_.empty() ? e : ne::simplify(ne::substitute(e, vars_));
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Sub : te::ExprMutator<Sub> {
+      Rewriter* self;
+      ne::Expr mutate_index(const ne::Expr& i) { return self->mutate_index(i); }
+      te::Expr visit_load(const te::LoadNode& n, const te::Expr& e) {
+        auto base = te::ExprMutator<Sub>::visit_load(n, e);
+        const auto* l = base.as<te::LoadNode>();
+        const Buffer b = self->buffer(l->buffer);
+        return b.same_as(l->buffer) ? base : te::load(b, l->indices);
+      }
+      te::Expr visit_call(const te::CallNode& n, const te::Expr& e) {
+        auto base = te::ExprMutator<Sub>::visit_call(n, e);
+        const auto* c = base.as<te::CallNode>();
+        std::vector<Buffer> bufs;
+        bool changed = false;
+        for (const auto& b : c->buffers) {
+          bufs.push_back(self->buffer(b));
+          changed = changed || !bufs.back().same_as(b);
+        }
+        return changed ? te::call(c->name, c->dtype(), c->args, std::move(bufs)) : base;
+      }
+    } sub;
+    sub.self = this;
+    return sub.visit(e);
+  }
+  Stmt visit_store(const StoreNode& n, const Stmt& s) {
+    auto base = StmtMutator<Rewriter>::visit_store(n, s);
+    const auto* st = base.as<StoreNode>();
+    const Buffer b = buffer(st->buffer);
+    return b.same_as(st->buffer) ? base : make_store(b, st->indices, st->value);
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    if (!fresh_) {
+      const Buffer b = buffer(n.buffer);
+      auto body = visit(n.body);
+      return b.same_as(n.buffer) && body.same_as(n.body) ? s : make_allocate(b, body);
+    }
+    std::vector<ne::Expr> shape;
+    for (const auto& d : n.buffer.shape()) shape.push_back(mutate_index(d));
+    const Buffer copy =
+        te::make_buffer(n.buffer.name() + suffix_, n.buffer.dtype(), shape, n.buffer.scope());
+    buffers_[n.buffer.get()] = copy;
+    return make_allocate(copy, visit(n.body));
+  }
+
+  Buffer buffer(const Buffer& b) const {
+    auto it = buffers_.find(b.get());
+    return it == buffers_.end() ? b : it->second;
+  }
+
+ private:
+  std::vector<ne::Substitution> vars_;
+  BufferMap buffers_;
+  bool fresh_;
+  std::string suffix_;
+};
+
+inline Stmt rewrite(const Stmt& s, std::vector<ne::Substitution> vars, BufferMap buffers = {},
+                    bool fresh_allocations = false, std::string suffix = "") {
+  return Rewriter(std::move(vars), std::move(buffers), fresh_allocations, std::move(suffix))
+      .visit(s);
+}
+
+// Whether s reads or writes buffer b (stores, loads, intrinsic operands, allocations).
+inline bool uses_buffer(const Stmt& s, const te::BufferNode* b) {
+  struct Finder : StmtVisitor<Finder> {
+    const te::BufferNode* b;
+    bool found = false;
+    void value(const te::Expr& e) {
+      struct V : te::ExprVisitor<V> {
+        const te::BufferNode* b;
+        bool found = false;
+        void visit_load(const te::LoadNode& n, const te::Expr&) {
+          found = found || n.buffer.get() == b;
+        }
+        void visit_call(const te::CallNode& n, const te::Expr& e) {
+          for (const auto& x : n.buffers) found = found || x.get() == b;
+          te::ExprVisitor<V>::visit_call(n, e);
+        }
+      } v;
+      v.b = b;
+      v.visit(e);
+      found = found || v.found;
+    }
+    void visit_store(const StoreNode& n, const Stmt&) {
+      found = found || n.buffer.get() == b;
+      value(n.value);
+    }
+    void visit_evaluate(const EvaluateNode& n, const Stmt&) { value(n.value); }
+    void visit_allocate(const AllocateNode& n, const Stmt&) {
+      found = found || n.buffer.get() == b;
+      visit(n.body);
+    }
+  } f;
+  f.b = b;
+  f.visit(s);
+  return f.found;
+}
+
+}  // namespace dlavm::tir
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/tir/storage_rewrite.hpp
+// In-place reuse of element-wise stages (part of TVM's StorageRewrite): in
+//   allocate A, B { ...; A[i] = ...; B[i] = f(A[i], ...); ...; (nothing touches A) }
+// B can live in A's storage: the stage reads each element of A once, at the index it writes,
+// and A is dead afterwards. B is renamed A and its allocation dropped. On an accelerator whose
+// vector unit updates its destination in place (VTA's ALU), this also removes the copy that
+// an out-of-place stage would need, and it is what lets a chain of element-wise stages
+// (shift, clip, cast) fit one accumulator tile set.
+//
+// Conditions, checked on each sequence directly inside a run of allocations (no loop between
+// the allocation and the sequence, so that the buffers live for one pass over it):
+//   - the statement is a loop nest (annotations allowed) around one store to B, B and A
+//     both allocated by that run, same scope, dtype and size;
+//   - every load of A in the stored value is at the store's index, and B is not read there;
+//   - nothing before the statement touches B, nothing after it touches A.
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+class InplaceReuse : public StmtMutator<InplaceReuse> {
+ public:
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    // The run of allocations and what they enclose.
+    std::vector<Buffer> run;
+    Stmt body = s;
+    while (const auto* a = body.as<AllocateNode>()) {
+      run.push_back(a->buffer);
+      body = a->body;
+    }
+    body = visit(body);
+    if (const auto* q = body.as<SeqNode>()) {
+      std::vector<Stmt> seq = q->seq;
+      while (reuse_once(run, seq)) {
+      }
+      body = make_seq(seq);
+    }
+    for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
+    (void)n;
+    return body;
+  }
+
+ private:
+  // The single store of an element-wise nest (under loops and annotations).
+  static const StoreNode* single_store(const Stmt& s) {
+    Stmt cur = s;
+    while (true) {
+      if (const auto* f = cur.as<ForNode>()) {
+        cur = f->body;
+      } else if (const auto* a = cur.as<AttrNode>()) {
+        cur = a->body;
+      } else {
+        return cur.as<StoreNode>();
+      }
+    }
+  }
+
+  // Loads of `b` in e: their indices.
+  static std::vector<std::vector<ne::Expr>> loads_of(const te::Expr& e, const te::BufferNode* b) {
+    struct V : te::ExprVisitor<V> {
+      const te::BufferNode* b;
+      std::vector<std::vector<ne::Expr>> found;
+      bool in_call = false;
+      void visit_load(const te::LoadNode& n, const te::Expr&) {
+        if (n.buffer.get() == b) found.push_back(n.indices);
+      }
+      void visit_call(const te::CallNode& n, const te::Expr& e) {
+        for (const auto& x : n.buffers) in_call = in_call || x.get() == b;
+        te::ExprVisitor<V>::visit_call(n, e);
+      }
+    } v;
+    v.b = b;
+    v.visit(e);
+    if (v.in_call) v.found.push_back({});  // an intrinsic operand: not element-wise
+    return v.found;
+  }
+
+  static bool same_indices(const std::vector<ne::Expr>& a, const std::vector<ne::Expr>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (!ne::equal(ne::simplify(a[k]), ne::simplify(b[k]))) return false;
+    return true;
+  }
+
+  bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
+    const auto in_run = [&](const te::BufferNode* b) {
+      return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
+    };
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      const auto* store = single_store(seq[i]);
+      if (store == nullptr || !in_run(store->buffer.get())) continue;
+      const Buffer dst = store->buffer;  // a copy: the store is rewritten below
+      if (!loads_of(store->value, dst.get()).empty()) continue;
+      for (std::size_t r = 0; r < run.size(); ++r) {
+        const Buffer src = run[r];  // a copy: run changes below
+        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype() ||
+            !ne::equal(src.size(), dst.size()))
+          continue;
+        const auto loads = loads_of(store->value, src.get());
+        if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
+              return same_indices(idx, store->indices);
+            }))
+          continue;
+        bool ok = true;
+        for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
+        for (std::size_t j = i + 1; j < seq.size() && ok; ++j) ok = !uses_buffer(seq[j], src.get());
+        if (!ok) continue;
+        // dst lives in src from here on.
+        BufferMap map{{dst.get(), src}};
+        for (std::size_t j = i; j < seq.size(); ++j) seq[j] = rewrite(seq[j], {}, map);
+        run.erase(
+            std::find_if(run.begin(), run.end(), [&](const Buffer& x) { return x.same_as(dst); }));
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace detail
+
+// Applies in-place reuse of element-wise stages throughout s.
+inline Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().visit(s); }
+
+}  // namespace dlavm::tir
+// end dlavm/tir/storage_rewrite.hpp
+// begin dlavm/tir/vthread.hpp
+// Virtual threads: a `vthread (tx, 0, n)` loop (Stage::bind to a thread axis) runs its body
+// n times as independent threads whose statements are interleaved, each thread with its own
+// copy of every buffer allocated inside. This is how TVM's VTA flow gets double buffering:
+// while one thread computes on its buffers, the load module can fill the other thread's.
+//
+// The loop is pushed inward and replicated at the statements:
+//   - a loop whose bounds do not depend on tx is shared: for (k) { threads of the body };
+//   - consecutive statements of one *group* (the caller's key, e.g. the VTA module that runs
+//     them) are replicated as a block: [s1 s2](tx=0), [s1 s2](tx=1), ...;
+//   - allocations inside become one buffer per thread ("name.v0", "name.v1", ...);
+//   - a loop or guard whose bounds depend on tx is replicated whole.
+// Threads may interleave this way because they are independent: no thread writes what
+// another reads. The caller checks that for its own intrinsics (buffers allocated outside
+// the loop must not be written inside).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+// Group of a leaf statement (Store or Evaluate): statements of one group may be replicated
+// as a block.
+using VThreadGroupOf = std::function<int(const Stmt&)>;
+
+namespace detail {
+
+class VThreadInjector {
+ public:
+  VThreadInjector(ne::Var tx, std::int64_t threads, const VThreadGroupOf& group_of)
+      : tx_(std::move(tx)), n_(threads), group_of_(group_of) {}
+
+  Stmt inject(const Stmt& s) {
+    if (group(s)) return replicate({s});
+    if (const auto* f = s.as<ForNode>()) {
+      if (depends(f->min) || depends(f->extent)) return replicate({s});
+      return make_for(f->var, f->min, f->extent, f->for_kind, inject(f->body));
+    }
+    if (const auto* a = s.as<AllocateNode>()) {
+      // One buffer per thread; statements replicated below use their thread's copy.
+      std::vector<Buffer> copies;
+      for (std::int64_t t = 0; t < n_; ++t) {
+        std::vector<ne::Expr> shape;
+        for (const auto& d : a->buffer.shape())
+          shape.push_back(ne::simplify(ne::substitute(d, {{tx_, t}})));
+        copies.push_back(te::make_buffer(fmt::format("{}.v{}", a->buffer.name(), t),
+                                         a->buffer.dtype(), shape, a->buffer.scope()));
+      }
+      locals_.emplace_back(a->buffer.get(), copies);
+      Stmt body = inject(a->body);
+      locals_.pop_back();
+      for (auto it = copies.rbegin(); it != copies.rend(); ++it) body = make_allocate(*it, body);
+      return body;
+    }
+    if (const auto* a = s.as<AttrNode>())
+      return make_attr(a->key, a->node, a->value, inject(a->body));
+    if (const auto* i = s.as<IfThenElseNode>()) {
+      if (depends(i->cond)) return replicate({s});
+      return make_if(i->cond, inject(i->then_case),
+                     i->else_case.defined() ? inject(i->else_case) : Stmt());
+    }
+    if (const auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      std::vector<Stmt> run;
+      std::optional<int> run_group;
+      const auto flush = [&] {
+        if (!run.empty()) out.push_back(replicate(run));
+        run.clear();
+        run_group.reset();
+      };
+      for (const auto& part : q->seq) {
+        const auto g = group(part);
+        if (g && (!run_group || *run_group == *g)) {
+          run.push_back(part);
+          run_group = g;
+          continue;
+        }
+        flush();
+        if (g) {
+          run.push_back(part);
+          run_group = g;
+        } else {
+          out.push_back(inject(part));
+        }
+      }
+      flush();
+      return make_seq(out);
+    }
+    return replicate({s});
+  }
+
+ private:
+  // The statements once per thread, tx replaced by the thread index, each thread using its
+  // copies of the buffers allocated in the loop (and fresh ones for allocations inside).
+  Stmt replicate(const std::vector<Stmt>& block) {
+    std::vector<Stmt> out;
+    for (std::int64_t t = 0; t < n_; ++t) {
+      BufferMap map;
+      for (const auto& [orig, copies] : locals_) map[orig] = copies[static_cast<std::size_t>(t)];
+      Rewriter rw({{tx_, t}}, std::move(map), /*fresh_allocations=*/true, fmt::format(".v{}", t));
+      for (const auto& s : block) out.push_back(rw.visit(s));
+    }
+    return make_seq(out);
+  }
+
+  // The group shared by every leaf of s, if any.
+  std::optional<int> group(const Stmt& s) const {
+    if (s.as<StoreNode>() || s.as<EvaluateNode>()) return group_of_(s);
+    std::optional<int> g;
+    bool mixed = false;
+    const auto merge = [&](const Stmt& c) {
+      if (!c.defined() || mixed) return;
+      const auto cg = group(c);
+      if (!cg || (g && *g != *cg)) {
+        mixed = true;
+        return;
+      }
+      g = cg;
+    };
+    if (const auto* f = s.as<ForNode>()) {
+      if (f->for_kind == ForKind::VThread) return std::nullopt;
+      merge(f->body);
+    } else if (const auto* a = s.as<AllocateNode>()) {
+      merge(a->body);
+    } else if (const auto* a = s.as<AttrNode>()) {
+      merge(a->body);
+    } else if (const auto* i = s.as<IfThenElseNode>()) {
+      merge(i->then_case);
+      merge(i->else_case);
+    } else if (const auto* q = s.as<SeqNode>()) {
+      for (const auto& c : q->seq) merge(c);
+    }
+    return mixed ? std::nullopt : g;
+  }
+
+  bool depends(const ne::Expr& e) const {
+    for (const auto& v : ne::free_vars(e))
+      if (v.id() == tx_.id()) return true;
+    return false;
+  }
+
+  ne::Var tx_;
+  std::int64_t n_;
+  const VThreadGroupOf& group_of_;
+  std::vector<std::pair<const te::BufferNode*, std::vector<Buffer>>> locals_;
+};
+
+class VThreadPass : public StmtMutator<VThreadPass> {
+ public:
+  explicit VThreadPass(VThreadGroupOf group_of) : group_of_(std::move(group_of)) {}
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    if (n.for_kind != ForKind::VThread) return StmtMutator<VThreadPass>::visit_for(n, s);
+    const auto ext = ne::simplify(n.extent).as_int();
+    if (!ext || !ne::simplify(n.min).is_const() || *ne::simplify(n.min).as_int() != 0)
+      raise<ScheduleError>(
+          "virtual thread '{}' runs over [{}, {} + {}); it needs a constant count from 0",
+          n.var.name(), n.min, n.min, n.extent);
+    // Inner virtual threads first, then this one.
+    const Stmt body = visit(n.body);
+    return VThreadInjector(n.var, *ext, group_of_).inject(body);
+  }
+
+ private:
+  VThreadGroupOf group_of_;
+};
+
+}  // namespace detail
+
+// Replaces every virtual-thread loop of s by its interleaved threads (see above).
+inline Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of) {
+  return detail::VThreadPass(std::move(group_of)).visit(s);
+}
+
+}  // namespace dlavm::tir
+// end dlavm/tir/vthread.hpp
 // end dlavm/tir.hpp
 // begin dlavm/vta.hpp
 // VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional
@@ -8232,6 +8818,19 @@ class Builder {
     (next ? nop.push_next_dep : nop.push_prev_dep) = true;
     emit(nop);
   }
+  // Sets the push flag toward neighbour `to` on instruction `index` (already emitted): the
+  // dependency tracker attaches a token to the producer of a hazard after the fact.
+  void set_push(std::size_t index, Queue to) {
+    if (index >= stream_.insns.size())
+      raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
+    auto f = runtime::unpack(layout_, stream_.insns[index]);
+    const Queue from = runtime::queue_of(f);
+    check_neighbours("set_push", from, to);
+    (from < to ? f.push_next_dep : f.push_prev_dep) = true;
+    stream_.insns[index] = runtime::pack(layout_, f);
+    if (index + 1 == stream_.insns.size()) last_ = f;
+  }
+
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
   void dep_pop(Queue from, Queue to) {
     check_neighbours("dep_pop", from, to);
@@ -8802,6 +9401,145 @@ struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view
   }
 };
 // end dlavm/vta/cycle_model.hpp
+// begin dlavm/vta/dep_tracker.hpp
+// Dependency tokens from data hazards. VTA's three modules run their queues concurrently; an
+// instruction must wait for every earlier instruction of another module that wrote what it
+// reads or writes, or read what it writes. The tracker keeps, per on-chip region, the last
+// writer and the last reader in each module (stream indices), and before each instruction
+// asks for the tokens that cover its hazards:
+//   - the producer Y (the latest conflicting instruction of module A) gets push(A -> B),
+//   - the instruction X of module B pops it.
+// Tokens are counters, so the k-th pop of B from A takes the k-th push of A to B. Every push
+// is requested together with its pop, producers are taken in A's program order (a hazard on
+// an instruction at or before the last one that already pushed is covered by that push), and
+// pops are in B's program order: the k-th pop therefore always matches the k-th push, and
+// since every wait points to an earlier instruction of the stream, the program cannot
+// deadlock. Regions that never conflict never wait for each other: loads into one buffer of a
+// double-buffered pair overlap the GEMMs reading the other.
+//
+// Load and store never touch the same on-chip memory (loads fill inp/wgt, stores drain acc;
+// accumulator loads run on the compute module), so every hazard is between neighbours.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/builder.hpp
+// end dlavm/vta/builder.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// An on-chip region: a memory and a range of entries [begin, end).
+struct SramRegion {
+  MemId memory = MemId::Inp;
+  std::int64_t begin = 0, end = 0;
+  bool overlaps(const SramRegion& o) const {
+    const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
+    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
+  }
+};
+
+// One access of an instruction: a region (by index in the tracker's table), read or written.
+struct RegionAccess {
+  std::uint32_t region = 0;
+  bool write = false;
+};
+
+class DepTracker {
+ public:
+  DepTracker() = default;
+  explicit DepTracker(const std::vector<SramRegion>& regions) : regions_(regions) {
+    overlaps_.resize(regions.size());
+    for (std::uint32_t a = 0; a < regions.size(); ++a)
+      for (std::uint32_t b = 0; b < regions.size(); ++b)
+        if (regions[a].overlaps(regions[b])) overlaps_[a].push_back(b);
+    reset();
+  }
+
+  void reset() {
+    state_.assign(regions_.size(), State{});
+    covered_.fill(-1);
+  }
+
+  // Before emitting the instructions of module `q` that perform `accesses`: requests the
+  // tokens that order them after their hazards (pushes on the producers, pops pending on the
+  // builder for q's next instruction).
+  void before(Builder& b, Queue q, std::span<const RegionAccess> accesses) {
+    std::array<std::int64_t, 3> need{-1, -1, -1};
+    for (const auto& acc : accesses) {
+      for (const auto r : overlaps_[acc.region]) {
+        const auto& s = state_[r];
+        if (s.writer >= 0 && s.writer_queue != q) raise_need(need, s.writer_queue, s.writer);
+        if (acc.write)
+          for (int m = 0; m < 3; ++m)
+            if (s.reader[m] >= 0 && m != index(q))
+              raise_need(need, static_cast<Queue>(m + 1), s.reader[m]);
+      }
+    }
+    for (int m = 0; m < 3; ++m) {
+      if (need[m] < 0) continue;
+      const auto from = static_cast<Queue>(m + 1);
+      if ((from == Queue::Load && q == Queue::Store) || (from == Queue::Store && q == Queue::Load))
+        raise<ScheduleError>(
+            "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+            "module, which share no token queue",
+            b.size(), runtime::queue_name(q), need[m], runtime::queue_name(from));
+      auto& covered = covered_[pair(from, q)];
+      if (need[m] <= covered) continue;
+      b.set_push(static_cast<std::size_t>(need[m]), q);
+      b.dep_pop(from, q);
+      covered = need[m];
+    }
+  }
+
+  // After emitting: instruction `index` (of module q) performed `accesses`.
+  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses) {
+    for (const auto& acc : accesses) {
+      auto& s = state_[acc.region];
+      if (acc.write) {
+        // Later accesses wait for this write, which itself waited for the earlier readers.
+        s = State{};
+        s.writer = index;
+        s.writer_queue = q;
+      } else {
+        s.reader[index_of(q)] = index;
+      }
+    }
+  }
+
+  const std::vector<SramRegion>& regions() const { return regions_; }
+
+ private:
+  struct State {
+    std::int64_t writer = -1;
+    Queue writer_queue = Queue::Compute;
+    std::array<std::int64_t, 3> reader{-1, -1, -1};
+  };
+
+  static int index(Queue q) { return static_cast<int>(q) - 1; }
+  static std::size_t index_of(Queue q) { return static_cast<std::size_t>(q) - 1; }
+  // Slot of the directed neighbour pair (from -> to) in covered_.
+  static std::size_t pair(Queue from, Queue to) {
+    return static_cast<std::size_t>(index(from) * 3 + index(to));
+  }
+  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at) {
+    need[index_of(from)] = std::max(need[index_of(from)], at);
+  }
+
+  std::vector<SramRegion> regions_;
+  std::vector<std::vector<std::uint32_t>> overlaps_;
+  std::vector<State> state_;
+  std::array<std::int64_t, 9> covered_{};
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/dep_tracker.hpp
 // begin dlavm/vta/device.hpp
 // Devices: DRAM allocation with physical addresses, host copies, and running a stream.
 // SimDevice runs on the functional simulator (plus the cycle model); DriverDevice runs on
@@ -8819,6 +9557,244 @@ struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view
 // end dlavm/vta/counters.hpp
 // begin dlavm/vta/cycle_model.hpp
 // end dlavm/vta/cycle_model.hpp
+// begin dlavm/vta/hazards.hpp
+// A race detector for instruction streams: proves that the dependency tokens order every pair
+// of conflicting on-chip accesses (one of them a write) made by different modules the way the
+// stream's order does. The simulator and the boards run the three modules concurrently, so a
+// missing token is a race that may or may not show in one run's results; this check does not
+// depend on timing.
+//
+// Happens-before comes from the modules' program order and the token queues (the k-th pop of
+// a queue takes the k-th push), computed as vector clocks. Accesses are the entries each
+// instruction touches: LOAD the padded box it writes, STORE the accumulator rows it reads,
+// GEMM and ALU the range spanned by their micro-ops and loop factors (an over-approximation
+// for kernels with gaps, which only makes the check stricter).
+//
+//   vta::check_hazards(config, stream);   // raises DeviceError naming both instructions
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/config.hpp
+// end dlavm/vta/config.hpp
+// begin dlavm/vta/dispatch.hpp
+// end dlavm/vta/dispatch.hpp
+// begin dlavm/vta/isa.hpp
+// end dlavm/vta/isa.hpp
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+struct Access {
+  int memory;  // 0 inp, 1 wgt, 2 acc, 3 uop
+  std::int64_t begin, end;
+  bool write;
+};
+
+inline const char* hazard_mem_name(int m) {
+  constexpr const char* names[] = {"input", "weight", "accumulator", "micro-op"};
+  return names[m];
+}
+
+}  // namespace detail
+
+inline void check_hazards(const Config& config, const Stream& stream) {
+  const auto layout = config.layout();
+  const std::size_t n = stream.insns.size();
+  std::vector<InsnFields> prog;
+  prog.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) prog.push_back(decode(layout, stream.insns[i], i));
+  const auto module = [&](std::size_t i) {
+    return static_cast<int>(runtime::queue_of(prog[i])) - 1;
+  };
+  // A stream that deadlocks is reported as the simulator reports it (naming the stuck
+  // instructions); below, every instruction then runs.
+  detail::dispatch(std::span<const InsnFields>(prog),
+                   [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+
+  // 1. Vector clocks: done[i][m] = how many instructions of module m are known complete when
+  //    instruction i completes (its own module counting i itself).
+  std::vector<std::array<std::int64_t, 3>> done(n);
+  std::vector<std::int64_t> seq(n);
+  {
+    std::array<std::vector<std::size_t>, 3> queue;
+    for (std::size_t i = 0; i < n; ++i) {
+      seq[i] = static_cast<std::int64_t>(queue[static_cast<std::size_t>(module(i))].size()) + 1;
+      queue[static_cast<std::size_t>(module(i))].push_back(i);
+    }
+    // Token queues carry the clock of the pushing instruction: l2c, c2l, c2s, s2c.
+    std::array<std::vector<std::array<std::int64_t, 3>>, 4> tokens;
+    std::array<std::size_t, 4> head{};
+    const auto pop_q = [](int m, bool prev) { return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2; };
+    const auto push_q = [](int m, bool prev) { return m == 0 ? 0 : m == 1 ? (prev ? 1 : 2) : 3; };
+    std::array<std::size_t, 3> pos{};
+    std::array<std::array<std::int64_t, 3>, 3> last{};
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (int m = 0; m < 3; ++m) {
+        auto& qm = queue[static_cast<std::size_t>(m)];
+        while (pos[static_cast<std::size_t>(m)] < qm.size()) {
+          const auto i = qm[pos[static_cast<std::size_t>(m)]];
+          const auto& f = prog[i];
+          const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
+          if ((pp && head[pop_q(m, true)] == tokens[pop_q(m, true)].size()) ||
+              (pn && head[pop_q(m, false)] == tokens[pop_q(m, false)].size()))
+            break;
+          auto c = last[static_cast<std::size_t>(m)];
+          for (const auto& [flag, prev] : {std::pair{pp, true}, std::pair{pn, false}}) {
+            if (!flag) continue;
+            const auto q = pop_q(m, prev);
+            const auto& t = tokens[q][head[q]++];
+            for (int k = 0; k < 3; ++k) c[k] = std::max(c[k], t[k]);
+          }
+          c[m] = seq[i];
+          done[i] = c;
+          last[static_cast<std::size_t>(m)] = c;
+          if (f.push_prev_dep && m > 0) tokens[push_q(m, true)].push_back(c);
+          if (f.push_next_dep && m < 2) tokens[push_q(m, false)].push_back(c);
+          ++pos[static_cast<std::size_t>(m)];
+          progress = true;
+        }
+      }
+    }
+  }
+  // The clock instruction i starts with: its own module's predecessor and its pops.
+  const auto started = [&](std::size_t i) {
+    auto c = done[i];
+    c[static_cast<std::size_t>(module(i))] = seq[i] - 1;
+    return c;
+  };
+
+  // 2. Accesses in stream order, checked against the last writer and readers of each entry.
+  std::vector<runtime::Uop> uop_sram(config.uop_depth());
+  struct Entry {
+    std::int64_t writer = -1;  // instruction index
+    std::array<std::int64_t, 3> reader{-1, -1, -1};
+  };
+  std::array<std::vector<Entry>, 4> mem{
+      std::vector<Entry>(config.inp_depth()), std::vector<Entry>(config.wgt_depth()),
+      std::vector<Entry>(config.acc_depth()), std::vector<Entry>(config.uop_depth())};
+  std::vector<detail::Access> acc;
+  const auto kernel_range = [&](const InsnFields& f, int operand) {
+    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (std::uint32_t u = f.uop_bgn; u < f.uop_end && u < uop_sram.size(); ++u) {
+      const auto& op = uop_sram[u];
+      const std::int64_t v = operand == 0 ? op.dst : operand == 1 ? op.src : op.wgt;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    if (lo > hi || f.iter_out == 0 || f.iter_in == 0)
+      return std::pair<std::int64_t, std::int64_t>{0, 0};
+    const std::int64_t out = operand == 0   ? f.dst_factor_out
+                             : operand == 1 ? f.src_factor_out
+                                            : f.wgt_factor_out;
+    const std::int64_t in = operand == 0   ? f.dst_factor_in
+                            : operand == 1 ? f.src_factor_in
+                                           : f.wgt_factor_in;
+    hi += (std::int64_t{f.iter_out} - 1) * out + (std::int64_t{f.iter_in} - 1) * in;
+    return std::pair<std::int64_t, std::int64_t>{lo, hi + 1};
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& f = prog[i];
+    acc.clear();
+    switch (f.opcode) {
+      case Opcode::Load: {
+        if (f.x_size == 0) break;
+        const std::int64_t box = (std::int64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                 (std::int64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
+        const int m = f.memory_type == MemId::Inp   ? 0
+                      : f.memory_type == MemId::Wgt ? 1
+                      : f.memory_type == MemId::Uop ? 3
+                                                    : 2;
+        acc.push_back({m, f.sram_base, f.sram_base + box, true});
+        if (m == 3)
+          for (std::int64_t k = 0; k < f.x_size; ++k) {
+            const auto src = static_cast<std::size_t>(f.dram_base) + static_cast<std::size_t>(k);
+            const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
+            if (src < stream.uops.size() && dst < uop_sram.size())
+              uop_sram[dst] = runtime::unpack_uop(layout, stream.uops[src]);
+          }
+        break;
+      }
+      case Opcode::Store:
+        acc.push_back({2, f.sram_base, f.sram_base + std::int64_t{f.y_size} * f.x_size, false});
+        break;
+      case Opcode::Gemm:
+      case Opcode::Alu: {
+        acc.push_back({3, f.uop_bgn, f.uop_end, false});
+        const auto [d0, d1] = kernel_range(f, 0);
+        const bool gemm = f.opcode == Opcode::Gemm;
+        if (gemm && !f.reset_reg) {
+          const auto [s0, s1] = kernel_range(f, 1);
+          const auto [w0, w1] = kernel_range(f, 2);
+          acc.push_back({0, s0, s1, false});
+          acc.push_back({1, w0, w1, false});
+        } else if (!gemm && !f.use_imm) {
+          const auto [s0, s1] = kernel_range(f, 1);
+          acc.push_back({2, s0, s1, false});
+        }
+        acc.push_back({2, d0, d1, true});
+        break;
+      }
+      default:
+        break;
+    }
+    const auto m = static_cast<std::size_t>(module(i));
+    const auto clock = started(i);
+    const auto race = [&](const detail::Access& a, std::int64_t other, std::int64_t entry,
+                          const char* kind) {
+      raise<DeviceError>(
+          "hazard: {} #{} ({} module) {} {} entry {} after {} #{} ({} module) {} it, with no "
+          "dependency token ordering them ({} race)",
+          insn_name(f), i, runtime::queue_name(runtime::queue_of(f)), a.write ? "writes" : "reads",
+          detail::hazard_mem_name(a.memory), entry,
+          insn_name(prog[static_cast<std::size_t>(other)]), other,
+          runtime::queue_name(runtime::queue_of(prog[static_cast<std::size_t>(other)])),
+          kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
+    };
+    // The entries [lo, hi) of an access that exist in its memory.
+    const auto each_entry = [&](const detail::Access& a, auto&& fn) {
+      auto& entries = mem[static_cast<std::size_t>(a.memory)];
+      const auto lo = std::max<std::int64_t>(a.begin, 0);
+      const auto hi = std::min<std::int64_t>(a.end, static_cast<std::int64_t>(entries.size()));
+      for (std::int64_t e = lo; e < hi; ++e) fn(e, entries[static_cast<std::size_t>(e)]);
+    };
+    for (const auto& a : acc)
+      each_entry(a, [&](std::int64_t e, Entry& en) {
+        if (en.writer >= 0) {
+          const auto w = static_cast<std::size_t>(en.writer);
+          const auto wm = static_cast<std::size_t>(module(w));
+          if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
+        }
+        if (a.write)
+          for (std::size_t r = 0; r < 3; ++r) {
+            if (r == m || en.reader[r] < 0) continue;
+            const auto ri = static_cast<std::size_t>(en.reader[r]);
+            if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
+          }
+      });
+    for (const auto& a : acc)
+      each_entry(a, [&](std::int64_t, Entry& en) {
+        if (a.write) {
+          en = {};
+          en.writer = static_cast<std::int64_t>(i);
+        } else {
+          en.reader[m] = static_cast<std::int64_t>(i);
+        }
+      });
+  }
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hazards.hpp
 // begin dlavm/vta/isa.hpp
 // end dlavm/vta/isa.hpp
 // begin dlavm/vta/simulator.hpp
@@ -9420,7 +10396,11 @@ class SimDevice : public Device {
     if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
   }
 
+  // Whether run() first proves the stream free of races (check_hazards); on by default.
+  void set_check_hazards(bool on) { check_hazards_ = on; }
+
   RunResult run(const Stream& stream) override {
+    if (check_hazards_) check_hazards(sim_.config(), stream);
     struct Scoped {
       SimDevice& d;
       Buffer b;
@@ -9444,6 +10424,7 @@ class SimDevice : public Device {
  private:
   Simulator sim_;
   CycleModel model_;
+  bool check_hazards_ = true;
 };
 
 // A device over the public VTA driver API. `Api` supplies the functions (see
@@ -9581,6 +10562,10 @@ inline constexpr const char* gemm_reset = "vta.gemm_reset";
 inline constexpr const char* load = "vta.load";    // 2D DMA into SRAM
 inline constexpr const char* store = "vta.store";  // 2D DMA out of the accumulator
 inline constexpr const char* alu = "vta.alu";      // vector ALU over accumulator tiles
+// A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
+inline constexpr const char* uop_kernel = "vta.uop_kernel";
+inline constexpr const char* uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
+inline constexpr const char* uop_loop_end = "vta.uop_loop_end";
 }  // namespace intrin
 
 class Env {
@@ -9665,6 +10650,1018 @@ class Env {
 
 }  // namespace dlavm::vta
 // end dlavm/vta/env.hpp
+// begin dlavm/vta/fold_uop.hpp
+// Micro-op folding: a loop nest whose leaves are all one kind of compute call (vta.gemm,
+// vta.gemm_reset, or vta.alu with one operation and immediate) becomes one GEMM or ALU
+// instruction, the way TVM's VTA flow builds a micro-op kernel:
+//   - its two outermost loops become the instruction's two micro-op loop levels (iter_out,
+//     iter_in), their strides in each operand becoming the dst/src/wgt factors;
+//   - the loops inside them are unrolled into the kernel's micro-op list.
+// A loop stays a host loop around the instruction when it cannot be a level (operands not
+// linear in it with one stride, a negative or too wide factor, an extent wider than the
+// iteration field) and the list inside would not fit the micro-op buffer. The result:
+//
+//   attr [gemm] vta.uop_kernel = 126 {
+//     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor
+//     @vta.uop_loop_begin(7, 14, 16, 0)
+//     for (dy, 0, 3) { for (dx, 0, 3) { for (j, 0, 14) {
+//       @vta.gemm(res_conv, data_buf, kernel_buf; j, (dy*16) + dx + j, (dy*3) + dx)
+//     } } }
+//     @vta.uop_loop_end()
+//     @vta.uop_loop_end()
+//   }
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+// begin dlavm/vta/nest.hpp
+// Loop nests as the VTA passes read them: the For loops at the top of an annotated stage, the
+// "dims" that flat index expressions walk through them (adjacent loops merged where every
+// access is contiguous), and offsets with loops pinned to a value. Shared by the DMA and ALU
+// injection passes.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// A loop of a nest: variable and extent.
+struct NestLoop {
+  ne::Var var;
+  ne::Expr extent;
+};
+
+// Peels the For loops at the top of s; returns them outermost first and the innermost body.
+inline std::pair<std::vector<NestLoop>, tir::Stmt> peel_loops(tir::Stmt s) {
+  std::vector<NestLoop> loops;
+  while (const auto* f = s.as<tir::ForNode>()) {
+    if (!f->min.is_const() || *f->min.as_int() != 0)
+      raise<ScheduleError>("VTA lowering: loop '{}' starts at {}, expected 0", f->var.name(),
+                           f->min);
+    loops.push_back({f->var, f->extent});
+    s = f->body;
+  }
+  return {std::move(loops), std::move(s)};
+}
+
+inline bool same(const ne::Expr& a, const ne::Expr& b) {
+  return ne::equal(ne::simplify(a), ne::simplify(b));
+}
+
+inline bool divisible(const ne::Expr& e, std::int64_t d) {
+  return ne::simplify(ne::floormod(e, d)).as_int() == 0;
+}
+
+inline bool is_zero(const ne::Expr& e) { return ne::simplify(e).as_int() == 0; }
+
+// One dimension of an access: extent and the strides of the accesses that walk it.
+struct Dim {
+  ne::Var var;
+  ne::Expr extent;
+  std::vector<ne::Expr> strides;  // one per access
+  std::vector<ne::Var> merged;    // loops folded into this dimension, innermost first
+};
+
+// The dims of a nest for the given flat index expressions (innermost first), with adjacent
+// loops merged where every access walks them contiguously (stride_outer = stride_inner *
+// extent_inner). A loop in `closed` is only ever the outermost loop of its dim: nothing
+// outside it merges with it (a padded loop must stay at the edge of its dim). nullopt when an
+// index is not affine in the loops.
+inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
+                                                   const std::vector<ne::Expr>& indices,
+                                                   const std::vector<bool>& closed = {}) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ne::LinearForm> forms;
+  for (const auto& i : indices) {
+    auto f = ne::linear_form(i, vars);
+    if (!f) return std::nullopt;
+    forms.push_back(std::move(*f));
+  }
+  std::vector<Dim> dims;
+  bool inner_closed = false;
+  for (std::size_t k = loops.size(); k-- > 0;) {
+    Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
+    for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
+    const bool is_closed = k < closed.size() && closed[k];
+    if (!dims.empty() && !inner_closed) {
+      auto& inner = dims.back();
+      bool contiguous = true;
+      for (std::size_t a = 0; a < forms.size(); ++a)
+        contiguous = contiguous && same(d.strides[a], inner.strides[a] * inner.extent);
+      if (contiguous) {
+        inner.extent = ne::simplify(inner.extent * d.extent);
+        inner.merged.push_back(d.var);
+        inner_closed = is_closed;
+        continue;
+      }
+    }
+    dims.push_back(std::move(d));
+    inner_closed = is_closed;
+  }
+  return dims;
+}
+
+inline te::Expr iv(const ne::Expr& e) { return te::index_value(ne::simplify(e)); }
+
+// The index with the given loop variables replaced by values (zero by default).
+inline ne::Expr pinned(const ne::Expr& index, const std::vector<ne::Var>& vars,
+                       const std::vector<std::pair<ne::Var, ne::Expr>>& at = {}) {
+  std::vector<ne::Substitution> z;
+  for (const auto& v : vars) {
+    ne::Expr value = 0;
+    for (const auto& [w, e] : at)
+      if (w.id() == v.id()) value = e;
+    z.emplace_back(v, value);
+  }
+  return ne::simplify(ne::substitute(index, z));
+}
+
+inline bool contains(const std::vector<ne::Var>& vars, const ne::Var& v) {
+  return std::any_of(vars.begin(), vars.end(), [&](const ne::Var& w) { return w.id() == v.id(); });
+}
+
+// The loops of `loops` not in `folded`, outermost first: they stay host loops.
+inline std::vector<NestLoop> host_loops(const std::vector<NestLoop>& loops,
+                                        const std::vector<ne::Var>& folded) {
+  std::vector<NestLoop> host;
+  for (const auto& l : loops)
+    if (!contains(folded, l.var)) host.push_back(l);
+  return host;
+}
+
+inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
+  for (auto it = host.rbegin(); it != host.rend(); ++it)
+    body = tir::make_for(it->var, 0, it->extent, tir::ForKind::Serial, body);
+  return body;
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/nest.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// The kind of compute call a statement is made of: calls with equal keys can share one
+// micro-op kernel.
+struct UopKey {
+  std::string name;
+  std::int64_t op = 0, use_imm = 0, imm = 0;
+  friend bool operator==(const UopKey&, const UopKey&) = default;
+};
+
+inline std::optional<UopKey> uop_key_of_call(const te::CallNode& c) {
+  if (c.name == intrin::gemm || c.name == intrin::gemm_reset) return UopKey{c.name};
+  if (c.name == intrin::alu) {
+    const auto arg = [&](std::size_t k) { return c.args[k].as<te::IntImmNode>()->value; };
+    return UopKey{c.name, arg(0), arg(1), arg(2)};
+  }
+  return std::nullopt;
+}
+
+// The operand offsets (dst, src, wgt) of a compute call, in SRAM entries of its buffers.
+inline std::vector<ne::Expr> uop_operands(const te::CallNode& c) {
+  const auto index = [&](std::size_t k) -> ne::Expr {
+    if (const auto* i = c.args[k].as<te::IndexNode>()) return i->index;
+    return c.args[k].as<te::IntImmNode>()->value;
+  };
+  if (c.name == intrin::gemm) return {index(0), index(1), index(2)};
+  if (c.name == intrin::gemm_reset) return {index(0), 0, 0};
+  return {index(3), index(4), 0};  // alu
+}
+
+// The call with its operand offsets replaced.
+inline te::Expr with_operands(const te::CallNode& c, const std::vector<ne::Expr>& ops) {
+  std::vector<te::Expr> args = c.args;
+  if (c.name == intrin::gemm) {
+    for (std::size_t k = 0; k < 3; ++k) args[k] = iv(ops[k]);
+  } else if (c.name == intrin::gemm_reset) {
+    args[0] = iv(ops[0]);
+  } else {
+    args[3] = iv(ops[0]);
+    args[4] = iv(ops[1]);
+  }
+  return te::call(c.name, c.dtype(), std::move(args), c.buffers);
+}
+
+}  // namespace detail
+
+class FoldUops : public tir::StmtMutator<FoldUops> {
+ public:
+  explicit FoldUops(const Env& env) : env_(env) {
+    const auto layout = env.config.layout();
+    const auto max_of = [&](runtime::Form f, runtime::Field field) {
+      return (std::int64_t{1} << layout.pos(f, field).width) - 1;
+    };
+    max_iter_ = max_of(runtime::Form::Gemm, runtime::Field::iter_out);
+    max_factor_ = {max_of(runtime::Form::Gemm, runtime::Field::dst_factor_out),
+                   max_of(runtime::Form::Gemm, runtime::Field::src_factor_out),
+                   max_of(runtime::Form::Gemm, runtime::Field::wgt_factor_out)};
+    // Half the micro-op buffer at most, so that several kernels stay resident.
+    max_uops_ = env.config.uop_depth() / 2;
+  }
+
+  tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return tir::StmtMutator<FoldUops>::visit_for(n, s);
+  }
+  tir::Stmt visit_evaluate(const tir::EvaluateNode&, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return s;
+  }
+  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return tir::StmtMutator<FoldUops>::visit_seq(n, s);
+  }
+
+ private:
+  using Key = detail::UopKey;
+
+  // The key shared by every leaf of s, when s is only serial loops and sequences of them.
+  static std::optional<Key> key_of(const tir::Stmt& s) {
+    if (const auto* e = s.as<tir::EvaluateNode>()) {
+      const auto* c = e->value.as<te::CallNode>();
+      return c ? detail::uop_key_of_call(*c) : std::nullopt;
+    }
+    if (const auto* f = s.as<tir::ForNode>()) {
+      if (f->for_kind == tir::ForKind::VThread || !detail::is_zero(f->min)) return std::nullopt;
+      return key_of(f->body);
+    }
+    if (const auto* q = s.as<tir::SeqNode>()) {
+      std::optional<Key> k;
+      for (const auto& part : q->seq) {
+        auto pk = key_of(part);
+        if (!pk || (k && !(*k == *pk))) return std::nullopt;
+        k = pk;
+      }
+      return k;
+    }
+    return std::nullopt;
+  }
+
+  // Every call under s with the loops around it inside s.
+  struct Leaf {
+    const te::CallNode* call;
+    std::vector<detail::NestLoop> loops;
+  };
+  static void leaves(const tir::Stmt& s, std::vector<detail::NestLoop>& around,
+                     std::vector<Leaf>& out) {
+    if (const auto* e = s.as<tir::EvaluateNode>()) {
+      out.push_back({e->value.as<te::CallNode>(), around});
+    } else if (const auto* f = s.as<tir::ForNode>()) {
+      around.push_back({f->var, f->extent});
+      leaves(f->body, around, out);
+      around.pop_back();
+    } else if (const auto* q = s.as<tir::SeqNode>()) {
+      for (const auto& part : q->seq) leaves(part, around, out);
+    }
+  }
+
+  // Micro-ops a statement pushes (an upper bound over the symbolic dims); nullopt when an
+  // extent depends on a variable in `levels`.
+  static std::optional<std::int64_t> uop_count(const tir::Stmt& s,
+                                               const std::vector<ne::Var>& levels) {
+    if (s.as<tir::EvaluateNode>()) return 1;
+    if (const auto* f = s.as<tir::ForNode>()) {
+      for (const auto& v : ne::free_vars(f->extent))
+        if (detail::contains(levels, v)) return std::nullopt;
+      auto inner = uop_count(f->body, levels);
+      if (!inner) return std::nullopt;
+      const auto ext = ne::bounds(f->extent).max;
+      if (ext > (std::int64_t{1} << 30) / std::max<std::int64_t>(*inner, 1)) return INT32_MAX;
+      return ext * *inner;
+    }
+    std::int64_t total = 0;
+    for (const auto& part : s.as<tir::SeqNode>()->seq) {
+      auto c = uop_count(part, levels);
+      if (!c) return std::nullopt;
+      total += *c;
+      if (total > INT32_MAX) return INT32_MAX;
+    }
+    return total;
+  }
+
+  // The strides of a level loop in the three operands, when every leaf under it is linear in
+  // it with the same strides and the factors fit their fields.
+  std::optional<std::vector<ne::Expr>> level_strides(const detail::NestLoop& loop,
+                                                     const std::vector<Leaf>& calls) const {
+    // An extent that is not positive at run time means no iteration: the instruction is
+    // skipped then (see Program), so only the upper bound matters here.
+    if (ne::bounds(loop.extent).max > max_iter_) return std::nullopt;
+    std::optional<std::vector<ne::Expr>> strides;
+    for (const auto& leaf : calls) {
+      for (const auto& l : leaf.loops)
+        for (const auto& v : ne::free_vars(l.extent))
+          if (v.id() == loop.var.id()) return std::nullopt;
+      std::vector<ne::Expr> mine;
+      for (const auto& op : detail::uop_operands(*leaf.call)) {
+        auto f = ne::linear_form(op, {loop.var});
+        if (!f) return std::nullopt;
+        mine.push_back(ne::simplify(f->strides[0]));
+      }
+      if (!strides) {
+        strides = mine;
+        continue;
+      }
+      for (std::size_t k = 0; k < 3; ++k)
+        if (!detail::same((*strides)[k], mine[k])) return std::nullopt;
+    }
+    if (!strides) return std::nullopt;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto b = ne::bounds((*strides)[k]);
+      if (b.min < 0 || b.max > max_factor_[k]) return std::nullopt;
+    }
+    return strides;
+  }
+
+  tir::Stmt fold(const tir::Stmt& s) {
+    std::vector<detail::NestLoop> chain;
+    tir::Stmt body = s;
+    while (const auto* f = body.as<tir::ForNode>()) {
+      chain.push_back({f->var, f->extent});
+      body = f->body;
+    }
+    std::vector<Leaf> calls;
+    std::vector<detail::NestLoop> around;
+    leaves(s, around, calls);
+    // The first split (host loops, levels, unrolled rest) whose kernel fits.
+    for (std::size_t h = 0; h <= chain.size(); ++h) {
+      std::vector<detail::NestLoop> levels;
+      std::vector<std::vector<ne::Expr>> strides;
+      for (std::size_t j = h; j < chain.size() && levels.size() < 2; ++j) {
+        auto st = level_strides(chain[j], calls);
+        if (!st) break;
+        levels.push_back(chain[j]);
+        strides.push_back(std::move(*st));
+      }
+      // The unrolled rest: loops after the levels, then the body.
+      tir::Stmt rest = body;
+      for (std::size_t j = chain.size(); j-- > h + levels.size();)
+        rest = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, rest);
+      std::vector<ne::Var> level_vars;
+      for (const auto& l : levels) level_vars.push_back(l.var);
+      const auto count = uop_count(rest, level_vars);
+      if (!count || *count > max_uops_) continue;
+      return build(chain, h, levels, strides, rest, *count);
+    }
+    // No single kernel: fold the parts separately.
+    if (const auto* f = s.as<tir::ForNode>())
+      return tir::make_for(f->var, f->min, f->extent, f->for_kind, visit(f->body));
+    if (const auto* q = s.as<tir::SeqNode>()) {
+      std::vector<tir::Stmt> parts;
+      for (const auto& part : q->seq) parts.push_back(visit(part));
+      return tir::make_seq(parts);
+    }
+    raise<ScheduleError>("VTA lowering: a micro-op kernel of one call does not fit");
+  }
+
+  tir::Stmt build(const std::vector<detail::NestLoop>& chain, std::size_t h,
+                  const std::vector<detail::NestLoop>& levels,
+                  const std::vector<std::vector<ne::Expr>>& strides, const tir::Stmt& rest,
+                  std::int64_t count) {
+    std::vector<ne::Var> level_vars;
+    for (const auto& l : levels) level_vars.push_back(l.var);
+    // Operands with the level variables at zero: the factors carry them.
+    struct Strip : tir::StmtMutator<Strip> {
+      const std::vector<ne::Var>* vars;
+      tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto& c = *n.value.as<te::CallNode>();
+        std::vector<ne::Expr> ops;
+        for (const auto& op : detail::uop_operands(c)) ops.push_back(detail::pinned(op, *vars));
+        return tir::make_evaluate(detail::with_operands(c, ops));
+      }
+    } strip;
+    strip.vars = &level_vars;
+    std::vector<tir::Stmt> parts;
+    for (std::size_t k = 0; k < levels.size(); ++k) {
+      std::vector<te::Expr> args{detail::iv(levels[k].extent)};
+      for (const auto& st : strides[k]) args.push_back(detail::iv(st));
+      parts.push_back(
+          tir::make_evaluate(te::call(intrin::uop_loop_begin, DType::int32(), std::move(args))));
+    }
+    parts.push_back(strip.visit(rest));
+    for (std::size_t k = 0; k < levels.size(); ++k)
+      parts.push_back(tir::make_evaluate(
+          te::call(intrin::uop_loop_end, DType::int32(), std::vector<te::Expr>{})));
+    // A kernel of one part is still a sequence, so that it prints as a block.
+    tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
+        parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
+    const auto key = key_of(rest);
+    std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"
+    if (key->name == intrin::alu) {
+      what = "alu.";
+      for (const char* c = runtime::alu_name(static_cast<runtime::AluOp>(key->op)); *c; ++c)
+        what += static_cast<char>(*c - 'A' + 'a');
+      if (key->use_imm) what += ".imm";
+    }
+    tir::Stmt out = tir::make_attr(intrin::uop_kernel, what, count, kernel);
+    for (std::size_t j = h; j-- > 0;)
+      out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);
+    return out;
+  }
+
+  static std::vector<tir::Stmt> flatten(const std::vector<tir::Stmt>& parts) {
+    std::vector<tir::Stmt> flat;
+    for (const auto& p : parts) {
+      if (const auto* q = p.as<tir::SeqNode>())
+        flat.insert(flat.end(), q->seq.begin(), q->seq.end());
+      else
+        flat.push_back(p);
+    }
+    return flat;
+  }
+
+  const Env& env_;
+  std::int64_t max_iter_ = 0;
+  std::vector<std::int64_t> max_factor_;
+  std::int64_t max_uops_ = 0;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/fold_uop.hpp
+// begin dlavm/vta/hazards.hpp
+// end dlavm/vta/hazards.hpp
+// begin dlavm/vta/inject_alu.hpp
+// ALU injection: element-wise nests under `pragma_alu` become loops over accumulator tiles
+// around vta.alu calls, one call per tile; FoldUops then turns those loops into micro-op loops.
+//
+//   r[i] = a[i] + b[i]   ->  for (t, 0, tiles) @vta.alu(r, b; add, 0, 0, r0 + t, b0 + t)
+//   r[i] = r[i] >> 8     ->  for (t, 0, tiles) @vta.alu(r, r; shr, 1, 8, r0 + t, r0 + t)
+//
+// VTA's ALU updates its destination in place: `dst = op(dst, src | imm)`. A stage whose first
+// operand is another buffer is first copied there (dst = dst * 0; dst = dst + lhs); the
+// storage-reuse pass makes most element-wise stages in place so that this is rare. Supported:
+// min, max, add, shift right and multiply, of a tile by a tile or an immediate; subtraction
+// and shift left of an immediate map onto add and shift right. Immediates are checked against
+// what the hardware takes: the 16-bit immediate field, the 8-bit multiplier argument and the
+// 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH, VTA_SHR_ARG_BIT_WIDTH).
+//
+// Intrinsic: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+// begin dlavm/vta/nest.hpp
+// end dlavm/vta/nest.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
+inline std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c) {
+  const auto signed_range = [](int bits) {
+    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+  };
+  switch (op) {
+    case runtime::AluOp::Mul:
+      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+    case runtime::AluOp::Shr:
+      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
+    default:
+      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
+  }
+}
+
+class InjectAlu : public tir::StmtMutator<InjectAlu> {
+ public:
+  explicit InjectAlu(const Env& env) : env_(env) {}
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
+    return lower_alu(n.node, n.body);
+  }
+
+ private:
+  struct Operation {
+    runtime::AluOp op;
+    bool use_imm;
+    std::int64_t imm;
+    const te::LoadNode* lhs;
+    const te::LoadNode* rhs;  // tensor operand, when not an immediate
+  };
+
+  Operation decode(const tir::StoreNode& store) const {
+    const auto& v = store.value;
+    const auto* bin = v.as<te::BinaryNode>();
+    const auto lacks = [&] {
+      raise<ScheduleError>(
+          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
+          "multiply of an accumulator tile by a tile or an immediate)",
+          store.buffer.name(), v);
+    };
+    if (bin == nullptr) lacks();
+    const auto* lhs = bin->a.as<te::LoadNode>();
+    if (lhs == nullptr) lacks();
+    const auto* imm = bin->b.as<te::IntImmNode>();
+    const auto* rhs = bin->b.as<te::LoadNode>();
+    if (imm == nullptr && rhs == nullptr) lacks();
+    Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
+    switch (bin->kind()) {
+      case te::ExprKind::Add:
+        o.op = runtime::AluOp::Add;
+        break;
+      case te::ExprKind::Min:
+        o.op = runtime::AluOp::Min;
+        break;
+      case te::ExprKind::Max:
+        o.op = runtime::AluOp::Max;
+        break;
+      case te::ExprKind::Mul:
+        o.op = runtime::AluOp::Mul;
+        break;
+      case te::ExprKind::Shr:
+        o.op = runtime::AluOp::Shr;
+        break;
+      case te::ExprKind::Sub:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Add;
+        o.imm = -o.imm;
+        break;
+      case te::ExprKind::Shl:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Shr;
+        o.imm = -o.imm;
+        break;
+      default:
+        lacks();
+    }
+    if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
+    if (o.use_imm) {
+      const auto [lo, hi] = alu_imm_range(o.op, env_.config);
+      if (o.imm < lo || o.imm > hi)
+        raise<EncodingError>(
+            "alu into '{}': immediate {} of `{}` does not fit the hardware's {} argument "
+            "[{}, {}]",
+            store.buffer.name(), o.imm, v, runtime::alu_name(o.op), lo, hi);
+    }
+    return o;
+  }
+
+  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
+                           where);
+    const auto o = decode(*store);
+    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
+      if (b != nullptr && b->scope() != env_.acc_scope)
+        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
+                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
+    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
+    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+    auto dims = access_dims(loops, indices);
+    const std::int64_t tile = env_.acc_tile();
+    if (!dims || dims->empty())
+      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
+                           store->buffer.name());
+    const auto& lanes = dims->front();
+    bool unit = true;
+    for (const auto& st : lanes.strides) unit = unit && same(st, 1);
+    if (!unit || !divisible(lanes.extent, tile))
+      raise<ScheduleError>(
+          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
+          "{}-element tiles",
+          store->buffer.name(), lanes.extent, tile);
+    for (std::size_t k = 1; k < dims->size(); ++k)
+      for (const auto& st : (*dims)[k].strides)
+        if (!divisible(st, tile))
+          raise<ScheduleError>(
+              "alu into '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element "
+              "tiles",
+              store->buffer.name(), (*dims)[k].var.name(), st, tile);
+    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
+    std::vector<ne::Var> vars;
+    std::vector<NestLoop> tile_loops;
+    std::vector<ne::Var> all;
+    for (const auto& l : loops) all.push_back(l.var);
+    std::vector<ne::Expr> tile_index(indices.size());
+    for (std::size_t a = 0; a < indices.size(); ++a) {
+      const auto base = pinned(indices[a], all);
+      if (!divisible(base, tile))
+        raise<ScheduleError>("alu into '{}': offset {} is not a whole {}-element tile",
+                             store->buffer.name(), base, tile);
+      tile_index[a] = ne::simplify(ne::floordiv(base, tile));
+    }
+    for (std::size_t k = dims->size(); k-- > 0;) {
+      const auto& d = (*dims)[k];
+      const bool lane = k == 0;
+      const auto ext = lane ? ne::simplify(ne::floordiv(d.extent, tile)) : d.extent;
+      if (ne::bounds(ext).max == 1) continue;
+      auto v = ne::var(fmt::format("{}.t", d.var.name()), 0, ne::bounds(ext).max - 1);
+      tile_loops.push_back({v, ext});
+      for (std::size_t a = 0; a < indices.size(); ++a) {
+        const ne::Expr step = lane ? ne::Expr(1) : ne::simplify(ne::floordiv(d.strides[a], tile));
+        tile_index[a] = ne::simplify(tile_index[a] + step * v);
+      }
+    }
+    const auto& dst = store->buffer;
+    const auto make = [&](runtime::AluOp op, bool use_imm, std::int64_t imm, const te::Buffer& src,
+                          const ne::Expr& src_index) {
+      std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
+                                 te::make_const(use_imm ? 1 : 0, DType::int32()),
+                                 te::make_const(imm, DType::int32()), iv(tile_index[0]),
+                                 iv(src_index)};
+      return wrap_loops(tile_loops, tir::make_evaluate(te::call(intrin::alu, DType::int32(),
+                                                                std::move(args), {dst, src})));
+    };
+    std::vector<tir::Stmt> parts;
+    const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
+    if (!in_place) {
+      // dst = dst * 0; dst = dst + lhs: a copy of the first operand into the destination.
+      parts.push_back(make(runtime::AluOp::Mul, true, 0, dst, tile_index[0]));
+      parts.push_back(make(runtime::AluOp::Add, false, 0, o.lhs->buffer, tile_index[1]));
+    }
+    if (o.rhs)
+      parts.push_back(make(o.op, false, 0, o.rhs->buffer, tile_index[2]));
+    else
+      parts.push_back(make(o.op, true, o.imm, dst, tile_index[0]));
+    return tir::make_seq(parts);
+  }
+
+  const Env& env_;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/inject_alu.hpp
+// begin dlavm/vta/inject_dma.hpp
+// DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
+// 2D strided transfers of whole SRAM entries, with host loops around them for what one
+// transfer cannot express.
+//
+// A nest `dst[f(i)] = src[g(i)]` (or `= select(inside(i), src[g(i)], 0)` for a padded input,
+// as te::pad writes it) is read as dims (loops merged where both sides are contiguous):
+//   x   the innermost dim, unit stride on both sides, a whole number of tiles: x_size
+//   y   the next dim, when its SRAM rows follow each other densely: y_size, and its DRAM
+//       stride in tiles is x_stride (folded only while that fits the 16-bit field)
+//   the rest stay host loops, one transfer per iteration.
+// Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
+// variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
+// host loops (the first and last block of a convolution). They become the LOAD's y/x pad
+// fields, in rows and tiles; VTA pads only input loads, and only along its x and y dims.
+//
+// Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
+//   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
+//            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
+//   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+// begin dlavm/vta/nest.hpp
+// end dlavm/vta/nest.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
+struct ClipBound {
+  ne::Expr lo, hi;
+};
+
+// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
+// per-loop bounds. `what` names the copy for error messages.
+inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
+                                          const std::string& what) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ClipBound> bounds(loops.size());
+  std::vector<ne::Expr> conjuncts;
+  auto split = [&](auto& self, const ne::Expr& e) -> void {
+    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
+      self(self, b->a);
+      self(self, b->b);
+    } else {
+      conjuncts.push_back(e);
+    }
+  };
+  split(split, ne::simplify(cond));
+  for (const auto& c : conjuncts) {
+    const auto* cmp = c.as<ne::BinaryNode>();
+    // Every comparison as `e >= 0`.
+    ne::Expr e;
+    if (cmp != nullptr) {
+      switch (cmp->kind()) {
+        case ne::Kind::LT:
+          e = cmp->b - cmp->a - 1;
+          break;
+        case ne::Kind::LE:
+          e = cmp->b - cmp->a;
+          break;
+        case ne::Kind::GT:
+          e = cmp->a - cmp->b - 1;
+          break;
+        case ne::Kind::GE:
+          e = cmp->a - cmp->b;
+          break;
+        default:
+          break;
+      }
+    }
+    if (!e.defined())
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
+          "bound `lo <= i` or `i < hi` on one loop)",
+          what, c);
+    const auto form = ne::linear_form(e, vars);
+    std::optional<std::size_t> which;
+    bool several = false;
+    if (form)
+      for (std::size_t k = 0; k < vars.size(); ++k)
+        if (!is_zero(form->strides[k])) {
+          several = several || which.has_value();
+          which = k;
+        }
+    if (!form || several || !which)
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
+          "VTA's DMA pads a box",
+          what, c);
+    const auto stride = ne::simplify(form->strides[*which]).as_int();
+    if (!stride)
+      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
+    // stride * v + offset >= 0
+    auto& b = bounds[*which];
+    if (*stride > 0) {
+      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
+      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
+    } else {
+      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
+      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
+    }
+  }
+  return bounds;
+}
+
+}  // namespace detail
+
+class InjectDma : public tir::StmtMutator<InjectDma> {
+ public:
+  explicit InjectDma(const Env& env) : env_(env) {
+    const auto layout = env.config.layout();
+    const auto max_of = [&](runtime::Field f) {
+      return (std::int64_t{1} << layout.pos(runtime::Form::Mem, f).width) - 1;
+    };
+    max_stride_ = max_of(runtime::Field::x_stride);
+    max_size_ = max_of(runtime::Field::y_size);
+  }
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
+    return lower_copy(n.node, n.body);
+  }
+
+ private:
+  struct Padding {
+    std::vector<ne::Expr> before, after;  // per loop, in iterations
+    std::vector<bool> any;                // whether the loop can be padded at all
+  };
+
+  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
+                           where);
+    te::Expr value = store->value;
+    if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    ne::Expr inside;
+    if (const auto* sel = value.as<te::SelectNode>()) {
+      const auto* cond = sel->cond.as<te::IndexNode>();
+      const auto* fill = sel->f.as<te::IntImmNode>();
+      if (cond == nullptr || fill == nullptr)
+        raise<ScheduleError>(
+            "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
+            "constant))",
+            store->buffer.name(), store->value);
+      if (fill->value != 0)
+        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
+                             store->buffer.name(), fill->value);
+      inside = cond->index;
+      value = sel->t;
+      if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    }
+    const auto* load = value.as<te::LoadNode>();
+    if (load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
+                           store->value);
+    const auto& dst = store->buffer;
+    const auto& src = load->buffer;
+    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
+          "SRAM buffers and accumulator tiles out to DRAM",
+          src.name(), src.scope(), dst.name(), dst.scope());
+    runtime::MemId mem = runtime::MemId::Out;
+    if (to_sram)
+      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                         : runtime::MemId::Acc;
+    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
+                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                                           : env_.acc_tile();
+    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
+    const Padding pad = padding(inside, loops, what);
+    bool padded = false;
+    for (bool p : pad.any) padded = padded || p;
+    if (padded && mem != runtime::MemId::Inp)
+      raise<ScheduleError>(
+          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
+          env_.inp_scope, dst.name(), dst.scope());
+
+    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
+    if (!dims)
+      raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
+                           load->indices[0], store->indices[0]);
+    if (dims->empty())
+      raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
+    // The loop index of a var, and whether a dim's outermost loop is padded.
+    const auto loop_of = [&](const ne::Var& v) {
+      for (std::size_t k = 0; k < loops.size(); ++k)
+        if (loops[k].var.id() == v.id()) return k;
+      return loops.size();
+    };
+    const auto& x = dims->front();
+    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
+      raise<ScheduleError>(
+          "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
+          "VTA moves whole {}-element tiles",
+          what, x.extent, x.strides[0], x.strides[1], tile);
+    std::vector<ne::Var> folded = x.merged;
+    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
+    // elements per iteration of that loop.
+    struct DimPad {
+      ne::Expr before = 0, after = 0;
+      std::optional<std::size_t> loop;
+    };
+    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
+      DimPad p;
+      const auto k = loop_of(d.merged.back());
+      if (!pad.any[k]) return p;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        if (pad.any[loop_of(d.merged[m])])
+          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
+                               d.merged[m].name());
+      const auto unit = ne::simplify(ne::floordiv(d.extent, loops[k].extent));
+      if (!divisible(unit, unit_div))
+        raise<ScheduleError>(
+            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
+            "tiles",
+            what, loops[k].var.name(), unit, unit_div);
+      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
+      p.before = ne::simplify(pad.before[k] * per);
+      p.after = ne::simplify(pad.after[k] * per);
+      p.loop = k;
+      return p;
+    };
+    const DimPad xp = dim_pad(x, tile, "x");
+    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
+    ne::Expr y_rows = 1, x_stride = x_tiles;
+    DimPad yp;
+    if (dims->size() > 1) {
+      const auto& y = (*dims)[1];
+      // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
+      // number of tiles apart, a stride and a row count the fields hold.
+      const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
+      const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
+      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
+          ne::bounds(y.extent).max <= max_size_) {
+        yp = dim_pad(y, 1, "y");
+        y_rows = y.extent;
+        x_stride = stride;
+        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+      }
+    }
+    const auto host = host_loops(loops, folded);
+    for (const auto& h : host) {
+      const auto k = loop_of(h.var);
+      if (pad.any[k])
+        raise<ScheduleError>(
+            "{}: padding along loop '{}' (pad {} before, {} after), which the 2D DMA cannot fold "
+            "into its x or y dim; VTA pads only those",
+            what, h.var.name(), pad.before[k], pad.after[k]);
+    }
+    // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
+    // not padding.
+    const auto sram_off = pinned(sram_index, folded);
+    std::vector<std::pair<ne::Var, ne::Expr>> first;
+    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
+      if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
+    const auto dram_off = pinned(dram_index, folded, first);
+    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+      raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
+                           what, sram_off, dram_off, tile);
+    const te::Buffer& sram = to_sram ? dst : src;
+    const te::Buffer& dram = to_sram ? src : dst;
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, tile)),
+                               iv(ne::floordiv(dram_off, tile)),
+                               iv(y_rows - yp.before - yp.after),
+                               iv(x_tiles - xp.before - xp.after),
+                               iv(x_stride)};
+    if (to_sram)
+      for (const auto& p : {yp.before, yp.after, xp.before, xp.after}) args.push_back(iv(p));
+    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
+                         {sram, dram});
+    return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  // Pad counts per loop from the select condition (none when the copy is not padded).
+  Padding padding(const ne::Expr& inside, const std::vector<detail::NestLoop>& loops,
+                  const std::string& what) const {
+    Padding p;
+    p.before.assign(loops.size(), 0);
+    p.after.assign(loops.size(), 0);
+    p.any.assign(loops.size(), false);
+    if (!inside.defined()) return p;
+    const auto bounds = detail::clip_bounds(inside, loops, what);
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      const auto& ext = loops[k].extent;
+      if (bounds[k].lo.defined())
+        p.before[k] = ne::simplify(ne::min(ne::max(bounds[k].lo, 0), ext));
+      if (bounds[k].hi.defined())
+        p.after[k] = ne::simplify(ne::min(ne::max(ext - 1 - bounds[k].hi, 0), ext));
+      p.any[k] = ne::bounds(p.before[k]).max > 0 || ne::bounds(p.after[k]).max > 0;
+    }
+    return p;
+  }
+
+  bool is_sram(const std::string& scope) const {
+    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
+  }
+  const Env& env_;
+  std::int64_t max_stride_ = 0, max_size_ = 0;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/inject_dma.hpp
 // begin dlavm/vta/io.hpp
 // Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
 //   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
@@ -9941,14 +11938,159 @@ inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
 // end dlavm/vta/io.hpp
 // begin dlavm/vta/isa.hpp
 // end dlavm/vta/isa.hpp
+// begin dlavm/vta/layout.hpp
+// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
+// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
+//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
+//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
+//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
+//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
+// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
+// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
+// channel tiles: unpack_activation(res, n, c, env.block_out).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/env.hpp
+// end dlavm/vta/env.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+inline std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+inline void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
+                         const char* layout) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
+                      fmt::join(a.shape(), ", "));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  const std::int64_t a = s[0], b = s[1], h = s[2], w = s[3];
+  te::NDArray out(in.dtype(), {tiles(a, ta), tiles(b, tb), h, w, ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x) {
+          const std::int64_t from = ((i * b + j) * h + y) * w + x;
+          const std::int64_t to = ((((i / ta) * tiles(b, tb) + j / tb) * h + y) * w + x) * ta * tb +
+                                  (i % ta) * tb + j % tb;
+          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+        }
+  return out;
+}
+
+// The inverse of pack4, keeping the first `a` x `b` rows and channels.
+inline te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
+  const auto& s = in.shape();
+  const std::int64_t ta = s[4], tb = s[5], h = s[2], w = s[3];
+  te::NDArray out(in.dtype(), {a, b, h, w});
+  auto dst = out.data();
+  const auto src = in.data();
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x) {
+          const std::int64_t to = ((i * b + j) * h + y) * w + x;
+          const std::int64_t from =
+              ((((i / ta) * s[1] + j / tb) * h + y) * w + x) * ta * tb + (i % ta) * tb + j % tb;
+          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+        }
+  return out;
+}
+
+}  // namespace detail
+
+// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
+inline te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
+  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
+  return detail::pack4(nchw, env.batch, env.block_in);
+}
+
+// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
+inline te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c) {
+  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
+  const auto& s = packed.shape();
+  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
+    raise<ShapeError>(
+        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
+        s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, n, c);
+}
+
+// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
+inline te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
+  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
+  return detail::pack4(oihw, env.block_out, env.block_in);
+}
+
+namespace detail {
+// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
+inline te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
+                             const char* what, const char* layout) {
+  require_rank(rc, 2, what, layout);
+  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
+  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
+  const auto p = pack4(as4, tr, tc);
+  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
+  std::copy(p.data().begin(), p.data().end(), out.data().begin());
+  return out;
+}
+}  // namespace detail
+
+// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
+inline te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
+  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
+}
+
+// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
+inline te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
+  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
+}
+
+// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
+inline te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
+  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
+  const auto& s = packed.shape();
+  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
+    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
+                      n, s[0] * s[2], s[1] * s[3]);
+  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
+  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
+  const auto u = detail::unpack4(as6, m, n);
+  te::NDArray out(packed.dtype(), {m, n});
+  std::copy(u.data().begin(), u.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/layout.hpp
+// begin dlavm/vta/nest.hpp
+// end dlavm/vta/nest.hpp
 // begin dlavm/vta/passes.hpp
-// The VTA lowering passes, TIR to TIR. After te::lower, each pass replaces one kind of loop
-// nest by VTA intrinsic calls, leaving the loops it cannot fold as host loops around them:
-//   inject_dma     copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, strided)
-//   inject_alu     element-wise nests under `pragma_alu` -> vta.alu over accumulator tiles
-//   fold_gemm      loops around tensorized vta.gemm calls -> the two micro-op loop levels
-// Each pass is printable before and after (tir::to_string). Mistakes raise dlavm::Error
-// naming the buffer and the numbers: a copy VTA cannot express, an ALU operation it lacks.
+// The VTA lowering pipeline, TIR to TIR. After te::lower:
+//   reuse_inplace     element-wise stages write into their input's buffer (tir)
+//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
+//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
+//   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
+//   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
+// Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
+// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
+// operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
@@ -9956,448 +12098,163 @@ inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
 // end dlavm/ne.hpp
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
+// begin dlavm/schedule.hpp
+// end dlavm/schedule.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
+// begin dlavm/tir/storage_rewrite.hpp
+// end dlavm/tir/storage_rewrite.hpp
+// begin dlavm/tir/vthread.hpp
+// end dlavm/tir/vthread.hpp
 // begin dlavm/vta/env.hpp
 // end dlavm/vta/env.hpp
+// begin dlavm/vta/fold_uop.hpp
+// end dlavm/vta/fold_uop.hpp
+// begin dlavm/vta/inject_alu.hpp
+// end dlavm/vta/inject_alu.hpp
+// begin dlavm/vta/inject_dma.hpp
+// end dlavm/vta/inject_dma.hpp
 
-#include <fmt/format.h>
-
-#include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
 
+// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
+// micro-op loads, GEMM, ALU), store.
+inline Queue queue_of_call(const te::CallNode& c) {
+  if (c.name == intrin::store) return Queue::Store;
+  if (c.name == intrin::load) {
+    const auto mem = static_cast<MemId>(c.args[0].as<te::IntImmNode>()->value);
+    return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+  }
+  return Queue::Compute;
+}
+
+// The on-chip buffer an intrinsic call writes, if any.
+inline const te::BufferNode* written_by(const te::CallNode& c) {
+  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
+      c.name == intrin::alu)
+    return c.buffers.empty() ? nullptr : c.buffers[0].get();
+  return nullptr;
+}
+
 namespace detail {
 
-// A loop of a nest: variable and extent.
-struct NestLoop {
-  ne::Var var;
-  ne::Expr extent;
+// Threads of a virtual-thread loop may be interleaved only if none writes an on-chip buffer
+// the others see: every buffer written inside the loop must be allocated inside it.
+class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
+ public:
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    if (n.for_kind != tir::ForKind::VThread) return visit(n.body);
+    threads_.push_back({n.var.name(), {}});
+    visit(n.body);
+    threads_.pop_back();
+  }
+  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
+    if (!threads_.empty()) threads_.back().local.insert(n.buffer.get());
+    visit(n.body);
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    if (threads_.empty()) return;
+    const auto* c = n.value.as<te::CallNode>();
+    const auto* w = c ? written_by(*c) : nullptr;
+    if (w == nullptr || w->scope == "global") return;
+    for (const auto& t : threads_)
+      if (t.local.count(w) == 0)
+        raise<ScheduleError>(
+            "virtual thread '{}' writes buffer '{}', which is allocated outside the thread loop "
+            "and so shared by the threads; compute '{}' at a loop inside the thread axis",
+            t.name, w->name, w->name);
+  }
+
+ private:
+  struct Thread {
+    std::string name;
+    std::unordered_set<const te::BufferNode*> local;
+  };
+  std::vector<Thread> threads_;
 };
 
-// Peels the For loops at the top of s; returns them outermost first and the innermost body.
-inline std::pair<std::vector<NestLoop>, tir::Stmt> peel_loops(tir::Stmt s) {
-  std::vector<NestLoop> loops;
-  while (const auto* f = s.as<tir::ForNode>()) {
-    if (!f->min.is_const() || *f->min.as_int() != 0)
-      raise<ScheduleError>("VTA lowering: loop '{}' starts at {}, expected 0", f->var.name(),
-                           f->min);
-    loops.push_back({f->var, f->extent});
-    s = f->body;
+// After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
+// element-wise stage under alu; tensorized stages have no stores left). Checked before the
+// storage pass renames buffers, so that the message names the stage the user wrote.
+class CheckMapped : public tir::StmtVisitor<CheckMapped> {
+ public:
+  explicit CheckMapped(const Env& env) : env_(env) {}
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
+    const bool mapped = n.key == "pragma_" + env_.dma_copy || n.key == "pragma_" + env_.alu;
+    depth_ += mapped;
+    visit(n.body);
+    depth_ -= mapped;
   }
-  return {std::move(loops), std::move(s)};
-}
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    if (depth_ > 0) return;
+    te::Expr v = n.value;
+    if (const auto* c = v.as<te::CastNode>()) v = c->value;
+    if (const auto* l = v.as<te::LoadNode>(); l && l->buffer.scope() == "global")
+      raise<ScheduleError>(
+          "stage '{}' fills {} from DRAM tensor '{}' without the {} pragma; VTA moves data "
+          "into its SRAM only by DMA",
+          n.buffer.name(), n.buffer.scope(), l->buffer.name(), env_.dma_copy);
+    raise<ScheduleError>(
+        "stage '{}' is not mapped to VTA: copy it with the {} pragma, compute it with the {} "
+        "pragma, or tensorize it with env.gemm (`{}`)",
+        n.buffer.name(), env_.dma_copy, env_.alu, n.value);
+  }
 
-inline bool same(const ne::Expr& a, const ne::Expr& b) {
-  return ne::equal(ne::simplify(a), ne::simplify(b));
-}
-
-inline bool divisible(const ne::Expr& e, std::int64_t d) {
-  return ne::simplify(ne::floormod(e, d)).as_int() == 0;
-}
-
-// One dimension of an access: extent and the strides of the accesses that walk it.
-struct Dim {
-  ne::Var var;
-  ne::Expr extent;
-  std::vector<ne::Expr> strides;  // one per access
-  std::vector<ne::Var> merged;    // loops folded into this dimension
+ private:
+  const Env& env_;
+  int depth_ = 0;
 };
-
-// The dims of a nest for the given flat index expressions (innermost first), with adjacent
-// loops merged where every access walks them contiguously (stride_outer = stride_inner *
-// extent_inner). nullopt when an index is not affine in the loops.
-inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
-                                                   const std::vector<ne::Expr>& indices) {
-  std::vector<ne::Var> vars;
-  for (const auto& l : loops) vars.push_back(l.var);
-  std::vector<ne::LinearForm> forms;
-  for (const auto& i : indices) {
-    auto f = ne::linear_form(i, vars);
-    if (!f) return std::nullopt;
-    forms.push_back(std::move(*f));
-  }
-  std::vector<Dim> dims;
-  for (std::size_t k = loops.size(); k-- > 0;) {
-    Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
-    for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
-    if (!dims.empty()) {
-      auto& inner = dims.back();
-      bool contiguous = true;
-      for (std::size_t a = 0; a < forms.size(); ++a)
-        contiguous = contiguous && same(d.strides[a], inner.strides[a] * inner.extent);
-      if (contiguous) {
-        inner.extent = ne::simplify(inner.extent * d.extent);
-        inner.merged.push_back(d.var);
-        continue;
-      }
-    }
-    dims.push_back(std::move(d));
-  }
-  return dims;
-}
-
-inline te::Expr iv(const ne::Expr& e) { return te::index_value(ne::simplify(e)); }
-
-// The index with the given loop variables at zero.
-inline ne::Expr at_zero(const ne::Expr& index, const std::vector<ne::Var>& vars) {
-  std::vector<ne::Substitution> z;
-  for (const auto& v : vars) z.emplace_back(v, 0);
-  return ne::simplify(ne::substitute(index, z));
-}
-
-inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
-  for (auto it = host.rbegin(); it != host.rend(); ++it)
-    body = tir::make_for(it->var, 0, it->extent, tir::ForKind::Serial, body);
-  return body;
-}
 
 }  // namespace detail
 
-// ---- DMA --------------------------------------------------------------------------------
+// Replaces virtual-thread loops, grouping each module's consecutive statements.
+inline tir::Stmt inject_vthread(const tir::Stmt& s) {
+  detail::CheckVThreadWrites().visit(s);
+  return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
+    const auto* e = leaf.as<tir::EvaluateNode>();
+    const auto* c = e ? e->value.as<te::CallNode>() : nullptr;
+    return c ? static_cast<int>(queue_of_call(*c)) : 0;
+  });
+}
 
-class InjectDma : public tir::StmtMutator<InjectDma> {
- public:
-  explicit InjectDma(const Env& env) : env_(env) {}
-
-  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
-    return lower_copy(n.node, n.body);
-  }
-
- private:
-  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
-                           where);
-    te::Expr value = store->value;
-    if (const auto* c = value.as<te::CastNode>()) value = c->value;
-    const auto* load = value.as<te::LoadNode>();
-    if (load == nullptr)
-      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy (padding is not supported yet)",
-                           store->buffer.name(), store->value);
-    const auto& dst = store->buffer;
-    const auto& src = load->buffer;
-    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
-    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
-    if (!to_sram && !from_acc)
-      raise<ScheduleError>(
-          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
-          "SRAM buffers and accumulator tiles out to DRAM",
-          src.name(), src.scope(), dst.name(), dst.scope());
-    runtime::MemId mem = runtime::MemId::Out;
-    if (to_sram)
-      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
-            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
-            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
-                                                         : runtime::MemId::Acc;
-    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
-                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
-                                                           : env_.acc_tile();
-    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
-    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
-    auto dims = access_dims(loops, {sram_index, dram_index});
-    if (!dims)
-      raise<ScheduleError>(
-          "dma_copy '{}' -> '{}': the indices {} and {} are not affine in the loops", src.name(),
-          dst.name(), load->indices[0], store->indices[0]);
-    if (dims->empty())
-      raise<ScheduleError>(
-          "dma_copy '{}' -> '{}': a single element; VTA moves whole {}-element tiles", src.name(),
-          dst.name(), tile);
-    const auto& x = dims->front();
-    const ne::Expr x_extent = x.extent;
-    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x_extent, tile))
-      raise<ScheduleError>(
-          "dma_copy '{}' -> '{}': the innermost contiguous run is {} elements (strides {} in SRAM, "
-          "{} in DRAM); VTA moves whole {}-element tiles",
-          src.name(), dst.name(), x_extent, x.strides[0], x.strides[1], tile);
-    std::vector<ne::Var> folded = x.merged;
-    ne::Expr y_size = 1, x_stride = ne::simplify(ne::floordiv(x_extent, tile));
-    const ne::Expr x_size = x_stride;
-    std::size_t next = 1;
-    if (next < dims->size()) {
-      const auto& y = (*dims)[next];
-      // A y dimension: SRAM rows back to back, DRAM rows a whole number of tiles apart.
-      if (same(y.strides[0], x_extent) && divisible(y.strides[1], tile)) {
-        y_size = y.extent;
-        x_stride = ne::simplify(ne::floordiv(y.strides[1], tile));
-        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
-        ++next;
-      }
-    }
-    // Everything else stays a host loop around the instruction.
-    std::vector<NestLoop> host;
-    for (const auto& l : loops)
-      if (std::none_of(folded.begin(), folded.end(),
-                       [&](const ne::Var& v) { return v.id() == l.var.id(); }))
-        host.push_back(l);
-    const auto sram_off = at_zero(sram_index, folded);
-    const auto dram_off = at_zero(dram_index, folded);
-    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
-      raise<ScheduleError>(
-          "dma_copy '{}' -> '{}': offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
-          src.name(), dst.name(), sram_off, dram_off, tile);
-    const te::Buffer& sram = to_sram ? dst : src;
-    const te::Buffer& dram = to_sram ? src : dst;
-    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
-                               iv(ne::floordiv(sram_off, tile)),
-                               iv(ne::floordiv(dram_off, tile)),
-                               iv(y_size),
-                               iv(x_size),
-                               iv(x_stride)};
-    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
-                         {sram, dram});
-    return wrap_loops(host, tir::make_evaluate(call));
-  }
-
-  bool is_sram(const std::string& scope) const {
-    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
-  }
-  const Env& env_;
+// One step of the pipeline: its name and the function after it.
+struct LoweringStep {
+  std::string pass;
+  tir::PrimFunc func;
 };
 
-// ---- ALU --------------------------------------------------------------------------------
-
-class InjectAlu : public tir::StmtMutator<InjectAlu> {
- public:
-  explicit InjectAlu(const Env& env) : env_(env) {}
-
-  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
-    return lower_alu(n.node, n.body);
-  }
-
- private:
-  struct Operation {
-    runtime::AluOp op;
-    bool use_imm;
-    std::int64_t imm;
-    const te::LoadNode* lhs;
-    const te::LoadNode* rhs;  // tensor operand, when not an immediate
+// The function after te::lower and after each VTA pass, in order.
+inline std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
+                                              const std::vector<te::Tensor>& args, const Env& env,
+                                              std::string name = "main") {
+  std::vector<LoweringStep> steps;
+  tir::PrimFunc f = te::lower(s, args, std::move(name));
+  detail::CheckMapped(env).visit(f.body);
+  steps.push_back({"te.lower", f});
+  const auto step = [&](const char* pass, auto&& fn) {
+    f.body = fn(f.body);
+    steps.push_back({pass, f});
   };
+  step("reuse_inplace", [](const tir::Stmt& b) { return tir::reuse_inplace(b); });
+  step("inject_dma", [&](const tir::Stmt& b) { return InjectDma(env).visit(b); });
+  step("inject_alu", [&](const tir::Stmt& b) { return InjectAlu(env).visit(b); });
+  step("fold_uops", [&](const tir::Stmt& b) { return FoldUops(env).visit(b); });
+  step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
+  return steps;
+}
 
-  Operation decode(const tir::StoreNode& store) const {
-    const auto& v = store.value;
-    const auto* bin = v.as<te::BinaryNode>();
-    const auto lacks = [&] {
-      raise<ScheduleError>(
-          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
-          "multiply of an accumulator tile by a tile or an immediate)",
-          store.buffer.name(), v);
-    };
-    if (bin == nullptr) lacks();
-    const auto* lhs = bin->a.as<te::LoadNode>();
-    if (lhs == nullptr) lacks();
-    const auto* imm = bin->b.as<te::IntImmNode>();
-    const auto* rhs = bin->b.as<te::LoadNode>();
-    if (imm == nullptr && rhs == nullptr) lacks();
-    Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
-    switch (bin->kind()) {
-      case te::ExprKind::Add:
-        o.op = runtime::AluOp::Add;
-        break;
-      case te::ExprKind::Min:
-        o.op = runtime::AluOp::Min;
-        break;
-      case te::ExprKind::Max:
-        o.op = runtime::AluOp::Max;
-        break;
-      case te::ExprKind::Mul:
-        o.op = runtime::AluOp::Mul;
-        break;
-      case te::ExprKind::Shr:
-        o.op = runtime::AluOp::Shr;
-        break;
-      case te::ExprKind::Sub:
-        if (!o.use_imm) lacks();
-        o.op = runtime::AluOp::Add;
-        o.imm = -o.imm;
-        break;
-      case te::ExprKind::Shl:
-        if (!o.use_imm) lacks();
-        o.op = runtime::AluOp::Shr;
-        o.imm = -o.imm;
-        break;
-      default:
-        lacks();
-    }
-    if ((o.op == runtime::AluOp::Shr) && !o.use_imm) lacks();
-    return o;
-  }
-
-  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
-                           where);
-    const auto o = decode(*store);
-    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
-      if (b != nullptr && b->scope() != env_.acc_scope)
-        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
-                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
-    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
-    if (o.rhs) indices.push_back(o.rhs->indices[0]);
-    auto dims = access_dims(loops, indices);
-    const std::int64_t tile = env_.acc_tile();
-    if (!dims || dims->empty())
-      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
-                           store->buffer.name());
-    const auto& lanes = dims->front();
-    bool unit = true;
-    for (const auto& st : lanes.strides) unit = unit && same(st, 1);
-    if (!unit || !divisible(lanes.extent, tile))
-      raise<ScheduleError>(
-          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
-          "{}-element tiles",
-          store->buffer.name(), lanes.extent, tile);
-    // Micro-op loop levels: the tile count of the lane dimension, then the next dims, two at
-    // most; the rest are host loops.
-    struct Level {
-      ne::Expr extent;
-      ne::Expr dst, lhs, rhs;  // strides in tiles of the destination and the two operands
-    };
-    std::vector<Level> levels;
-    std::vector<ne::Var> folded = lanes.merged;
-    const auto tiles = ne::simplify(ne::floordiv(lanes.extent, tile));
-    if (!same(tiles, 1)) levels.push_back({tiles, 1, 1, 1});
-    for (std::size_t k = 1; k < dims->size() && levels.size() < 2; ++k) {
-      const auto& d = (*dims)[k];
-      bool whole = true;
-      for (const auto& st : d.strides) whole = whole && divisible(st, tile);
-      if (!whole) break;
-      levels.push_back({d.extent, ne::floordiv(d.strides[0], tile),
-                        ne::floordiv(d.strides[1], tile),
-                        ne::floordiv(o.rhs ? d.strides[2] : d.strides[1], tile)});
-      folded.insert(folded.end(), d.merged.begin(), d.merged.end());
-    }
-    std::vector<NestLoop> host;
-    for (const auto& l : loops)
-      if (std::none_of(folded.begin(), folded.end(),
-                       [&](const ne::Var& v) { return v.id() == l.var.id(); }))
-        host.push_back(l);
-    // levels[0] is the innermost; the kernel lists the outer level first.
-    while (levels.size() < 2) levels.push_back({1, 0, 0, 0});
-    const auto dst_off = at_zero(store->indices[0], folded);
-    const auto lhs_off = at_zero(o.lhs->indices[0], folded);
-    const auto src_off = o.rhs ? at_zero(o.rhs->indices[0], folded) : lhs_off;
-    // `operand` picks the source strides: 0 the destination itself, 1 lhs, 2 rhs.
-    const auto make = [&](int op, bool use_imm, std::int64_t imm, const ne::Expr& dst,
-                          const ne::Expr& src, const te::Buffer& dst_buf, const te::Buffer& src_buf,
-                          int operand) {
-      const auto src_stride = [&](const Level& l) {
-        return operand == 0 ? l.dst : operand == 1 ? l.lhs : l.rhs;
-      };
-      std::vector<te::Expr> args{
-          te::make_const(op, DType::int32()),
-          te::make_const(use_imm, DType::int32()),
-          te::make_const(std::clamp<std::int64_t>(imm, INT32_MIN, INT32_MAX), DType::int32()),
-          iv(ne::floordiv(dst, tile)),
-          iv(ne::floordiv(src, tile)),
-          iv(levels[1].extent),
-          iv(levels[1].dst),
-          iv(src_stride(levels[1])),
-          iv(levels[0].extent),
-          iv(levels[0].dst),
-          iv(src_stride(levels[0]))};
-      if (std::abs(imm) > INT32_MAX)
-        raise<EncodingError>(
-            "alu into '{}': immediate {} does not fit the 16-bit signed ALU argument",
-            dst_buf.name(), imm);
-      return tir::make_evaluate(
-          te::call(intrin::alu, DType::int32(), std::move(args), {dst_buf, src_buf}));
-    };
-    std::vector<tir::Stmt> parts;
-    const bool in_place = o.lhs->buffer.same_as(store->buffer) && same(dst_off, lhs_off);
-    if (!in_place) {
-      // VTA's ALU updates its destination in place: copy the first operand there first
-      // (dst = dst * 0, then dst = dst + lhs).
-      parts.push_back(make(static_cast<int>(runtime::AluOp::Mul), true, 0, dst_off, dst_off,
-                           store->buffer, store->buffer, 0));
-      parts.push_back(make(static_cast<int>(runtime::AluOp::Add), false, 0, dst_off, lhs_off,
-                           store->buffer, o.lhs->buffer, 1));
-    }
-    const auto& src_buf = o.rhs ? o.rhs->buffer : store->buffer;
-    parts.push_back(make(static_cast<int>(o.op), o.use_imm, o.imm, dst_off,
-                         o.rhs ? src_off : dst_off, store->buffer, src_buf, o.rhs ? 2 : 0));
-    return wrap_loops(host, tir::make_seq(parts));
-  }
-
-  const Env& env_;
-};
-
-// ---- GEMM micro-op loops ----------------------------------------------------------------
-
-// Folds up to two loops directly around each vta.gemm / vta.gemm_reset call into the
-// instruction's micro-op loops; the offsets' strides in those loops become the factors.
-class FoldGemm : public tir::StmtMutator<FoldGemm> {
- public:
-  tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
-    auto body = visit(n.body);
-    const auto* ev = body.as<tir::EvaluateNode>();
-    const auto* call = ev ? ev->value.as<te::CallNode>() : nullptr;
-    if (call == nullptr || (call->name != intrin::gemm && call->name != intrin::gemm_reset))
-      return body.same_as(n.body) ? s : tir::make_for(n.var, n.min, n.extent, n.for_kind, body);
-    return fold(n, *call).value_or(tir::make_for(n.var, n.min, n.extent, n.for_kind, body));
-  }
-  tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr || (call->name != intrin::gemm && call->name != intrin::gemm_reset) ||
-        call->args.size() > 3)
-      return s;
-    // A call with no loop around it: both micro-op loop levels of extent 1.
-    std::vector<te::Expr> args = call->args;
-    while (args.size() < 3) args.push_back(te::make_const(0, DType::int32()));
-    for (int level = 0; level < 2; ++level) {
-      args.push_back(te::make_const(1, DType::int32()));
-      for (int k = 0; k < 3; ++k) args.push_back(te::make_const(0, DType::int32()));
-    }
-    return tir::make_evaluate(te::call(call->name, call->dtype(), args, call->buffers));
-  }
-
- private:
-  // args: [dst, src, wgt, out_ext, out_dst, out_src, out_wgt, in_ext, in_dst, in_src, in_wgt]
-  static std::optional<tir::Stmt> fold(const tir::ForNode& loop, const te::CallNode& call) {
-    std::vector<ne::Expr> a;
-    for (const auto& e : call.args) {
-      const auto* i = e.as<te::IndexNode>();
-      const auto* c = e.as<te::IntImmNode>();
-      a.push_back(i ? i->index : ne::Expr(c ? c->value : 0));
-    }
-    // The innermost loop becomes the inner level, the next one the outer level.
-    const bool inner_free = a[7].as_int() == 1;
-    if (!inner_free && a[3].as_int() != 1) return std::nullopt;
-    std::vector<ne::Expr> strides;
-    for (int k = 0; k < 3; ++k) {
-      auto f = ne::linear_form(a[static_cast<std::size_t>(k)], {loop.var});
-      if (!f) return std::nullopt;
-      strides.push_back(f->strides[0]);
-      a[static_cast<std::size_t>(k)] = f->offset;
-    }
-    for (const auto& e : {a[4], a[5], a[6], a[8], a[9], a[10]})
-      for (const auto& v : ne::free_vars(e))
-        if (v.id() == loop.var.id()) return std::nullopt;
-    std::vector<ne::Expr> out =
-        inner_free
-            ? std::vector<ne::Expr>{a[0], a[1],        a[2],       a[3],       a[4],      a[5],
-                                    a[6], loop.extent, strides[0], strides[1], strides[2]}
-            : std::vector<ne::Expr>{a[0],       a[1], a[2], loop.extent, strides[0], strides[1],
-                                    strides[2], a[7], a[8], a[9],        a[10]};
-    std::vector<te::Expr> args;
-    for (const auto& e : out) args.push_back(detail::iv(e));
-    return tir::make_evaluate(te::call(call.name, call.dtype(), std::move(args), call.buffers));
-  }
-};
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                           const Env& env, std::string name = "main") {
+  return lower_passes(s, args, env, std::move(name)).back().func;
+}
 
 }  // namespace dlavm::vta
 // end dlavm/vta/passes.hpp
@@ -10423,6 +12280,8 @@ class FoldGemm : public tir::StmtMutator<FoldGemm> {
 // end dlavm/tir.hpp
 // begin dlavm/vta/builder.hpp
 // end dlavm/vta/builder.hpp
+// begin dlavm/vta/dep_tracker.hpp
+// end dlavm/vta/dep_tracker.hpp
 // begin dlavm/vta/device.hpp
 // end dlavm/vta/device.hpp
 // begin dlavm/vta/env.hpp
@@ -10519,7 +12378,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
 };
 
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
-class CheckMapped : public tir::StmtVisitor<CheckMapped> {
+class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
  public:
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
     raise<ScheduleError>(
@@ -10531,23 +12390,19 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
 
 }  // namespace detail
 
-// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                           const Env& env, std::string name = "main") {
-  tir::PrimFunc f = te::lower(s, args, std::move(name));
-  f.body = InjectDma(env).visit(f.body);
-  f.body = InjectAlu(env).visit(f.body);
-  f.body = FoldGemm().visit(f.body);
-  return f;
-}
-
 class Program {
  public:
   Program(Env env, tir::PrimFunc func) : env_(std::move(env)), func_(std::move(func)) {
-    detail::CheckMapped().visit(func_.body);
+    detail::CheckNoStores().visit(func_.body);
     detail::SramAllocator alloc(env_);
     alloc.visit(func_.body);
     sram_ = std::move(alloc.slots);
+    std::vector<SramRegion> regions;
+    for (const auto& [buf, slot] : sram_) {
+      region_of_[buf] = static_cast<std::uint32_t>(regions.size());
+      regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+    }
+    regions_ = std::move(regions);
     for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
       param_index_[func_.flat_params[k].get()] = k;
     struct Outputs : tir::StmtVisitor<Outputs> {
@@ -10662,82 +12517,137 @@ class Program {
     }
   }
 
-  // Replays the host loops and encodes each intrinsic through the Builder, with dependency
-  // tokens wherever consecutive instructions belong to different modules (each transition
-  // waits for the previous module to finish: correct for any reuse of on-chip buffers).
+  // Replays the host loops and encodes each intrinsic through the Builder, with the
+  // dependency tokens its data hazards need (DepTracker).
   class Emitter : public tir::LoopReplay<Emitter> {
    public:
     Emitter(const Program& p, std::span<const ne::Binding> bindings,
             std::span<const std::uint64_t> phys)
-        : tir::LoopReplay<Emitter>(bindings), builder(p.env_.config), prog_(p), phys_(phys) {}
+        : tir::LoopReplay<Emitter>(bindings),
+          builder(p.env_.config),
+          prog_(p),
+          phys_(phys),
+          deps_(p.regions_) {}
     Builder builder;
+
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
+      // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
+      kernel_ = UopKernel{};
+      kernel_call_ = nullptr;
+      kernel_empty_ = false;
+      in_kernel_ = true;
+      visit(n.body);
+      in_kernel_ = false;
+      // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
+      // nothing to compute.
+      if (kernel_empty_ || kernel_call_ == nullptr) return;
+      const auto& c = *kernel_call_;
+      accesses_.clear();
+      if (c.name == intrin::gemm) {
+        accesses_ = {{region(c.buffers[0]), true},
+                     {region(c.buffers[1]), false},
+                     {region(c.buffers[2]), false}};
+      } else if (c.name == intrin::gemm_reset) {
+        accesses_ = {{region(c.buffers[0]), true}};
+      } else {
+        accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
+      }
+      deps_.before(builder, Queue::Compute, accesses_);
+      if (c.name == intrin::alu) {
+        const auto op = static_cast<AluOp>(value(c.args[0]));
+        if (value(c.args[1]) != 0)
+          builder.alu_imm(kernel_, op, value(c.args[2]));
+        else
+          builder.alu(kernel_, op);
+      } else {
+        builder.gemm(kernel_, c.name == intrin::gemm_reset);
+      }
+      deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    }
 
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* call = n.value.as<te::CallNode>();
       if (call == nullptr)
         raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-      std::vector<std::int64_t> a;
-      for (const auto& arg : call->args) a.push_back(value(arg));
       const std::string& name = call->name;
+      if (in_kernel_) {
+        if (kernel_empty_) return;
+        if (name == intrin::uop_loop_begin) {
+          const auto extent = value(call->args[0]);
+          if (extent < 1) {
+            kernel_empty_ = true;
+            return;
+          }
+          kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+                             value(call->args[3]));
+        } else if (name == intrin::uop_loop_end) {
+          kernel_.loop_end();
+        } else if (name == intrin::gemm) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+                       sram(call->buffers[1]) + value(call->args[1]),
+                       sram(call->buffers[2]) + value(call->args[2]));
+        } else if (name == intrin::gemm_reset) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+        } else if (name == intrin::alu) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
+                       sram(call->buffers[1]) + value(call->args[4]));
+        } else {
+          raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+        }
+        return;
+      }
       if (name == intrin::load) {
-        const auto mem = static_cast<runtime::MemId>(a[0]);
-        sync(mem == runtime::MemId::Inp || mem == runtime::MemId::Wgt ? Queue::Load
-                                                                      : Queue::Compute);
+        const auto mem = static_cast<MemId>(value(call->args[0]));
+        const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+        accesses_ = {{region(call->buffers[0]), true}};
+        deps_.before(builder, q, accesses_);
         builder.load({.memory = mem,
-                      .sram = sram(call->buffers[0]) + a[1],
-                      .dram = dram(call->buffers[1], mem) + a[2],
-                      .y_size = a[3],
-                      .x_size = a[4],
-                      .x_stride = a[5]});
+                      .sram = sram(call->buffers[0]) + value(call->args[1]),
+                      .dram = dram(call->buffers[1], mem) + value(call->args[2]),
+                      .y_size = value(call->args[3]),
+                      .x_size = positive(value(call->args[4]), call, "x_size"),
+                      .x_stride = value(call->args[5]),
+                      .y_pad_0 = value(call->args[6]),
+                      .y_pad_1 = value(call->args[7]),
+                      .x_pad_0 = value(call->args[8]),
+                      .x_pad_1 = value(call->args[9])});
+        deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
       } else if (name == intrin::store) {
-        sync(Queue::Store);
-        builder.store({.sram = sram(call->buffers[0]) + a[1],
-                       .dram = dram(call->buffers[1], runtime::MemId::Out) + a[2],
-                       .y_size = a[3],
-                       .x_size = a[4],
-                       .x_stride = a[5]});
-      } else if (name == intrin::gemm || name == intrin::gemm_reset) {
-        sync(Queue::Compute);
-        const bool reset = name == intrin::gemm_reset;
-        UopKernel k;
-        open_loops(k, a, 3);
-        k.push(sram(call->buffers[0]) + a[0], reset ? 0 : sram(call->buffers[1]) + a[1],
-               reset ? 0 : sram(call->buffers[2]) + a[2]);
-        close_loops(k, a, 3);
-        builder.gemm(k, reset);
-      } else if (name == intrin::alu) {
-        sync(Queue::Compute);
-        UopKernel k;
-        // args: op, use_imm, imm, dst, src, out_ext, out_dst, out_src, in_ext, in_dst, in_src
-        for (std::size_t level : {5u, 8u})
-          if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2]);
-        k.push(sram(call->buffers[0]) + a[3], sram(call->buffers[1]) + a[4]);
-        for (std::size_t level : {5u, 8u})
-          if (a[level] != 1) k.loop_end();
-        if (a[1] != 0)
-          builder.alu_imm(k, static_cast<AluOp>(a[0]), a[2]);
-        else
-          builder.alu(k, static_cast<AluOp>(a[0]));
+        accesses_ = {{region(call->buffers[0]), false}};
+        deps_.before(builder, Queue::Store, accesses_);
+        builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
+                       .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
+                       .y_size = value(call->args[3]),
+                       .x_size = positive(value(call->args[4]), call, "x_size"),
+                       .x_stride = value(call->args[5])});
+        deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
       } else {
-        raise<ScheduleError>("program '{}': unknown intrinsic '{}'", prog_.name(), name);
+        raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                             name);
       }
     }
 
    private:
-    // GEMM args: dst, src, wgt, then (extent, dst, src, wgt) for the outer and inner levels.
-    static void open_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
-      for (std::size_t level : {first, first + 4})
-        if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2], a[level + 3]);
-    }
-    static void close_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
-      for (std::size_t level : {first, first + 4})
-        if (a[level] != 1) k.loop_end();
-    }
     std::int64_t value(const te::Expr& e) {
       if (const auto* c = e.as<te::IntImmNode>()) return c->value;
       if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
       raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
                            e);
+    }
+    // A transfer of nothing is a no-op on VTA: for a padded block it would also drop the
+    // padding, so an empty transfer is an error, not a silent no-op.
+    std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
+      if (v < 1)
+        raise<ValueError>(
+            "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+            "(all padding or empty), which a VTA transfer cannot express",
+            prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+            call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+      return v;
     }
     std::int64_t sram(const te::Buffer& b) const {
       auto it = prog_.sram_.find(b.get());
@@ -10746,39 +12656,36 @@ class Program {
                              b.name());
       return it->second.base;
     }
-    std::int64_t dram(const te::Buffer& b, runtime::MemId mem) const {
+    std::uint32_t region(const te::Buffer& b) const {
+      auto it = prog_.region_of_.find(b.get());
+      if (it == prog_.region_of_.end())
+        raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                             b.name());
+      return it->second;
+    }
+    std::int64_t dram(const te::Buffer& b, MemId mem) const {
       auto it = prog_.param_index_.find(b.get());
       if (it == prog_.param_index_.end())
         raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
                              b.name());
       return builder.dram_elem(phys_[it->second], mem);
     }
-    void sync(Queue to) {
-      if (last_ && *last_ != to) {
-        const auto from = *last_;
-        const auto step = [&](Queue a, Queue b) {
-          builder.dep_push(a, b);
-          builder.dep_pop(a, b);
-        };
-        if ((from == Queue::Load && to == Queue::Store) ||
-            (from == Queue::Store && to == Queue::Load)) {
-          step(from, Queue::Compute);
-          step(Queue::Compute, to);
-        } else {
-          step(from, to);
-        }
-      }
-      last_ = to;
-    }
 
     const Program& prog_;
     std::span<const std::uint64_t> phys_;
-    std::optional<Queue> last_;
+    DepTracker deps_;
+    std::vector<RegionAccess> accesses_;
+    UopKernel kernel_;
+    const te::CallNode* kernel_call_ = nullptr;
+    bool in_kernel_ = false;
+    bool kernel_empty_ = false;
   };
 
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
+  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
+  std::vector<SramRegion> regions_;
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
 };

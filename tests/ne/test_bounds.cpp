@@ -86,7 +86,13 @@ TEST_CASE("can_prove") {
   CHECK(ne::can_prove(ne::floormod(i * 16 + j, 16) == j));
   CHECK(ne::can_prove(ne::floordiv(i * 16 + j, 16) == i));
   CHECK(ne::can_prove(ne::floordiv(token * 64 + 63, 64) * 64 >= token * 64));
-  CHECK(ne::can_prove(ne::min(i, j) <= ne::max(i, j)) == false);  // needs relational facts
+  // A min or max term is bounded by its operands: min(i, j) - max(i, j) <= i - i.
+  CHECK(ne::can_prove(ne::min(i, j) <= ne::max(i, j)));
+  CHECK(ne::can_prove(token - ne::min(token, 64) >= 0));
+  CHECK(ne::equal(
+      ne::simplify(1 - i * 64 + ne::min(token - 1, i * 64 + ne::min(token - i * 64, 64) - 1)),
+      ne::simplify(ne::min(token - i * 64, 64))));
+  CHECK_FALSE(ne::can_prove(ne::min(i, j) < ne::max(i, j)));  // false for i == j
   CHECK(ne::can_prove(ne::min(i, 3) <= 3));
   CHECK(ne::can_prove((i < 16) && (j >= 0)));
   CHECK_FALSE(ne::can_prove(i == j));

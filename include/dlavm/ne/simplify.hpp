@@ -222,10 +222,39 @@ inline Expr build(const LinearSum& s) {
   return acc;
 }
 
-inline Interval interval_of_sum(const LinearSum& s) {
+// The interval of a sum. Terms are bounded one by one, which loses their correlation; for a
+// min or max term the sum with that term replaced by each operand bounds it from one side
+// (c*min(a, b) <= c*a for c > 0, and so on), which recovers `x - min(x, 64) >= 0` and the
+// min(token - i*64, 64)-shaped extents of partial blocks. `depth` limits the nesting.
+inline Interval interval_of_sum(const LinearSum& s, int depth = 2) {
   Interval acc = Interval::point(s.constant);
   for (const Term& t : s.terms)
     acc = interval_add(acc, interval_scale(interval_of(t.atom), t.coeff));
+  if (depth == 0) return acc;
+  for (std::size_t k = 0; k < s.terms.size(); ++k) {
+    const Term& t = s.terms[k];
+    const auto kind = t.atom.kind();
+    if (kind != Kind::Min && kind != Kind::Max) continue;
+    // Whether replacing the term by an operand gives an upper (else a lower) bound.
+    const bool upper = (kind == Kind::Min) == (t.coeff > 0);
+    const auto* mm = t.atom.as<BinaryNode>();
+    for (const Expr* operand : {&mm->a, &mm->b}) {
+      try {
+        LinearSum r;
+        r.constant = s.constant;
+        for (std::size_t j = 0; j < s.terms.size(); ++j)
+          if (j != k) r.terms.push_back(s.terms[j]);
+        add_canonical(*operand, t.coeff, r);
+        normalize(r);
+        const Interval i = interval_of_sum(r, depth - 1);
+        if (upper)
+          acc.max = std::min(acc.max, i.max);
+        else
+          acc.min = std::max(acc.min, i.min);
+      } catch (const CoefficientOverflow&) {
+      }
+    }
+  }
   return acc;
 }
 

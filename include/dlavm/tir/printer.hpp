@@ -45,9 +45,17 @@ class Printer : public StmtVisitor<Printer> {
   void visit_store(const StoreNode& n, const Stmt&) {
     line("{}[{}] = {}", n.buffer.name(), join(n.indices), value(n.value));
   }
+  // An annotation of one statement prints as a comment above it; one of several statements
+  // (a micro-op kernel) encloses them in braces.
   void visit_attr(const AttrNode& n, const Stmt&) {
-    line("// attr [{}] {} = {}", n.node, n.key, index(n.value));
-    visit(n.body);
+    if (n.body.as<SeqNode>() == nullptr) {
+      line("// attr [{}] {} = {}", n.node, n.key, index(n.value));
+      visit(n.body);
+      return;
+    }
+    line("attr [{}] {} = {} {{", n.node, n.key, index(n.value));
+    nested(n.body);
+    line("}}");
   }
   void visit_if(const IfThenElseNode& n, const Stmt&) {
     line("if ({}) {{", index(n.cond));

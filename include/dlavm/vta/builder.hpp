@@ -188,6 +188,19 @@ class Builder {
     (next ? nop.push_next_dep : nop.push_prev_dep) = true;
     emit(nop);
   }
+  // Sets the push flag toward neighbour `to` on instruction `index` (already emitted): the
+  // dependency tracker attaches a token to the producer of a hazard after the fact.
+  void set_push(std::size_t index, Queue to) {
+    if (index >= stream_.insns.size())
+      raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
+    auto f = runtime::unpack(layout_, stream_.insns[index]);
+    const Queue from = runtime::queue_of(f);
+    check_neighbours("set_push", from, to);
+    (from < to ? f.push_next_dep : f.push_prev_dep) = true;
+    stream_.insns[index] = runtime::pack(layout_, f);
+    if (index + 1 == stream_.insns.size()) last_ = f;
+  }
+
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
   void dep_pop(Queue from, Queue to) {
     check_neighbours("dep_pop", from, to);

@@ -10,6 +10,7 @@
 #include <dlavm/vta/config.hpp>
 #include <dlavm/vta/counters.hpp>
 #include <dlavm/vta/cycle_model.hpp>
+#include <dlavm/vta/hazards.hpp>
 #include <dlavm/vta/isa.hpp>
 #include <dlavm/vta/simulator.hpp>
 
@@ -122,7 +123,11 @@ class SimDevice : public Device {
     if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
   }
 
+  // Whether run() first proves the stream free of races (check_hazards); on by default.
+  void set_check_hazards(bool on) { check_hazards_ = on; }
+
   RunResult run(const Stream& stream) override {
+    if (check_hazards_) check_hazards(sim_.config(), stream);
     struct Scoped {
       SimDevice& d;
       Buffer b;
@@ -146,6 +151,7 @@ class SimDevice : public Device {
  private:
   Simulator sim_;
   CycleModel model_;
+  bool check_hazards_ = true;
 };
 
 // A device over the public VTA driver API. `Api` supplies the functions (see

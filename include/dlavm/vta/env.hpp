@@ -26,6 +26,10 @@ inline constexpr const char* gemm_reset = "vta.gemm_reset";
 inline constexpr const char* load = "vta.load";    // 2D DMA into SRAM
 inline constexpr const char* store = "vta.store";  // 2D DMA out of the accumulator
 inline constexpr const char* alu = "vta.alu";      // vector ALU over accumulator tiles
+// A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
+inline constexpr const char* uop_kernel = "vta.uop_kernel";
+inline constexpr const char* uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
+inline constexpr const char* uop_loop_end = "vta.uop_loop_end";
 }  // namespace intrin
 
 class Env {

@@ -14,6 +14,7 @@
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
 #include <dlavm/vta/builder.hpp>
+#include <dlavm/vta/dep_tracker.hpp>
 #include <dlavm/vta/device.hpp>
 #include <dlavm/vta/env.hpp>
 #include <dlavm/vta/io.hpp>
@@ -106,7 +107,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
 };
 
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
-class CheckMapped : public tir::StmtVisitor<CheckMapped> {
+class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
  public:
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
     raise<ScheduleError>(
@@ -118,23 +119,19 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
 
 }  // namespace detail
 
-// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                           const Env& env, std::string name = "main") {
-  tir::PrimFunc f = te::lower(s, args, std::move(name));
-  f.body = InjectDma(env).visit(f.body);
-  f.body = InjectAlu(env).visit(f.body);
-  f.body = FoldGemm().visit(f.body);
-  return f;
-}
-
 class Program {
  public:
   Program(Env env, tir::PrimFunc func) : env_(std::move(env)), func_(std::move(func)) {
-    detail::CheckMapped().visit(func_.body);
+    detail::CheckNoStores().visit(func_.body);
     detail::SramAllocator alloc(env_);
     alloc.visit(func_.body);
     sram_ = std::move(alloc.slots);
+    std::vector<SramRegion> regions;
+    for (const auto& [buf, slot] : sram_) {
+      region_of_[buf] = static_cast<std::uint32_t>(regions.size());
+      regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+    }
+    regions_ = std::move(regions);
     for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
       param_index_[func_.flat_params[k].get()] = k;
     struct Outputs : tir::StmtVisitor<Outputs> {
@@ -249,82 +246,137 @@ class Program {
     }
   }
 
-  // Replays the host loops and encodes each intrinsic through the Builder, with dependency
-  // tokens wherever consecutive instructions belong to different modules (each transition
-  // waits for the previous module to finish: correct for any reuse of on-chip buffers).
+  // Replays the host loops and encodes each intrinsic through the Builder, with the
+  // dependency tokens its data hazards need (DepTracker).
   class Emitter : public tir::LoopReplay<Emitter> {
    public:
     Emitter(const Program& p, std::span<const ne::Binding> bindings,
             std::span<const std::uint64_t> phys)
-        : tir::LoopReplay<Emitter>(bindings), builder(p.env_.config), prog_(p), phys_(phys) {}
+        : tir::LoopReplay<Emitter>(bindings),
+          builder(p.env_.config),
+          prog_(p),
+          phys_(phys),
+          deps_(p.regions_) {}
     Builder builder;
+
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
+      // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
+      kernel_ = UopKernel{};
+      kernel_call_ = nullptr;
+      kernel_empty_ = false;
+      in_kernel_ = true;
+      visit(n.body);
+      in_kernel_ = false;
+      // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
+      // nothing to compute.
+      if (kernel_empty_ || kernel_call_ == nullptr) return;
+      const auto& c = *kernel_call_;
+      accesses_.clear();
+      if (c.name == intrin::gemm) {
+        accesses_ = {{region(c.buffers[0]), true},
+                     {region(c.buffers[1]), false},
+                     {region(c.buffers[2]), false}};
+      } else if (c.name == intrin::gemm_reset) {
+        accesses_ = {{region(c.buffers[0]), true}};
+      } else {
+        accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
+      }
+      deps_.before(builder, Queue::Compute, accesses_);
+      if (c.name == intrin::alu) {
+        const auto op = static_cast<AluOp>(value(c.args[0]));
+        if (value(c.args[1]) != 0)
+          builder.alu_imm(kernel_, op, value(c.args[2]));
+        else
+          builder.alu(kernel_, op);
+      } else {
+        builder.gemm(kernel_, c.name == intrin::gemm_reset);
+      }
+      deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    }
 
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* call = n.value.as<te::CallNode>();
       if (call == nullptr)
         raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-      std::vector<std::int64_t> a;
-      for (const auto& arg : call->args) a.push_back(value(arg));
       const std::string& name = call->name;
+      if (in_kernel_) {
+        if (kernel_empty_) return;
+        if (name == intrin::uop_loop_begin) {
+          const auto extent = value(call->args[0]);
+          if (extent < 1) {
+            kernel_empty_ = true;
+            return;
+          }
+          kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+                             value(call->args[3]));
+        } else if (name == intrin::uop_loop_end) {
+          kernel_.loop_end();
+        } else if (name == intrin::gemm) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+                       sram(call->buffers[1]) + value(call->args[1]),
+                       sram(call->buffers[2]) + value(call->args[2]));
+        } else if (name == intrin::gemm_reset) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+        } else if (name == intrin::alu) {
+          kernel_call_ = call;
+          kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
+                       sram(call->buffers[1]) + value(call->args[4]));
+        } else {
+          raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+        }
+        return;
+      }
       if (name == intrin::load) {
-        const auto mem = static_cast<runtime::MemId>(a[0]);
-        sync(mem == runtime::MemId::Inp || mem == runtime::MemId::Wgt ? Queue::Load
-                                                                      : Queue::Compute);
+        const auto mem = static_cast<MemId>(value(call->args[0]));
+        const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+        accesses_ = {{region(call->buffers[0]), true}};
+        deps_.before(builder, q, accesses_);
         builder.load({.memory = mem,
-                      .sram = sram(call->buffers[0]) + a[1],
-                      .dram = dram(call->buffers[1], mem) + a[2],
-                      .y_size = a[3],
-                      .x_size = a[4],
-                      .x_stride = a[5]});
+                      .sram = sram(call->buffers[0]) + value(call->args[1]),
+                      .dram = dram(call->buffers[1], mem) + value(call->args[2]),
+                      .y_size = value(call->args[3]),
+                      .x_size = positive(value(call->args[4]), call, "x_size"),
+                      .x_stride = value(call->args[5]),
+                      .y_pad_0 = value(call->args[6]),
+                      .y_pad_1 = value(call->args[7]),
+                      .x_pad_0 = value(call->args[8]),
+                      .x_pad_1 = value(call->args[9])});
+        deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
       } else if (name == intrin::store) {
-        sync(Queue::Store);
-        builder.store({.sram = sram(call->buffers[0]) + a[1],
-                       .dram = dram(call->buffers[1], runtime::MemId::Out) + a[2],
-                       .y_size = a[3],
-                       .x_size = a[4],
-                       .x_stride = a[5]});
-      } else if (name == intrin::gemm || name == intrin::gemm_reset) {
-        sync(Queue::Compute);
-        const bool reset = name == intrin::gemm_reset;
-        UopKernel k;
-        open_loops(k, a, 3);
-        k.push(sram(call->buffers[0]) + a[0], reset ? 0 : sram(call->buffers[1]) + a[1],
-               reset ? 0 : sram(call->buffers[2]) + a[2]);
-        close_loops(k, a, 3);
-        builder.gemm(k, reset);
-      } else if (name == intrin::alu) {
-        sync(Queue::Compute);
-        UopKernel k;
-        // args: op, use_imm, imm, dst, src, out_ext, out_dst, out_src, in_ext, in_dst, in_src
-        for (std::size_t level : {5u, 8u})
-          if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2]);
-        k.push(sram(call->buffers[0]) + a[3], sram(call->buffers[1]) + a[4]);
-        for (std::size_t level : {5u, 8u})
-          if (a[level] != 1) k.loop_end();
-        if (a[1] != 0)
-          builder.alu_imm(k, static_cast<AluOp>(a[0]), a[2]);
-        else
-          builder.alu(k, static_cast<AluOp>(a[0]));
+        accesses_ = {{region(call->buffers[0]), false}};
+        deps_.before(builder, Queue::Store, accesses_);
+        builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
+                       .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
+                       .y_size = value(call->args[3]),
+                       .x_size = positive(value(call->args[4]), call, "x_size"),
+                       .x_stride = value(call->args[5])});
+        deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
       } else {
-        raise<ScheduleError>("program '{}': unknown intrinsic '{}'", prog_.name(), name);
+        raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                             name);
       }
     }
 
    private:
-    // GEMM args: dst, src, wgt, then (extent, dst, src, wgt) for the outer and inner levels.
-    static void open_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
-      for (std::size_t level : {first, first + 4})
-        if (a[level] != 1) k.loop_begin(a[level], a[level + 1], a[level + 2], a[level + 3]);
-    }
-    static void close_loops(UopKernel& k, const std::vector<std::int64_t>& a, std::size_t first) {
-      for (std::size_t level : {first, first + 4})
-        if (a[level] != 1) k.loop_end();
-    }
     std::int64_t value(const te::Expr& e) {
       if (const auto* c = e.as<te::IntImmNode>()) return c->value;
       if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
       raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
                            e);
+    }
+    // A transfer of nothing is a no-op on VTA: for a padded block it would also drop the
+    // padding, so an empty transfer is an error, not a silent no-op.
+    std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
+      if (v < 1)
+        raise<ValueError>(
+            "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+            "(all padding or empty), which a VTA transfer cannot express",
+            prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+            call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+      return v;
     }
     std::int64_t sram(const te::Buffer& b) const {
       auto it = prog_.sram_.find(b.get());
@@ -333,39 +385,36 @@ class Program {
                              b.name());
       return it->second.base;
     }
-    std::int64_t dram(const te::Buffer& b, runtime::MemId mem) const {
+    std::uint32_t region(const te::Buffer& b) const {
+      auto it = prog_.region_of_.find(b.get());
+      if (it == prog_.region_of_.end())
+        raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                             b.name());
+      return it->second;
+    }
+    std::int64_t dram(const te::Buffer& b, MemId mem) const {
       auto it = prog_.param_index_.find(b.get());
       if (it == prog_.param_index_.end())
         raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
                              b.name());
       return builder.dram_elem(phys_[it->second], mem);
     }
-    void sync(Queue to) {
-      if (last_ && *last_ != to) {
-        const auto from = *last_;
-        const auto step = [&](Queue a, Queue b) {
-          builder.dep_push(a, b);
-          builder.dep_pop(a, b);
-        };
-        if ((from == Queue::Load && to == Queue::Store) ||
-            (from == Queue::Store && to == Queue::Load)) {
-          step(from, Queue::Compute);
-          step(Queue::Compute, to);
-        } else {
-          step(from, to);
-        }
-      }
-      last_ = to;
-    }
 
     const Program& prog_;
     std::span<const std::uint64_t> phys_;
-    std::optional<Queue> last_;
+    DepTracker deps_;
+    std::vector<RegionAccess> accesses_;
+    UopKernel kernel_;
+    const te::CallNode* kernel_call_ = nullptr;
+    bool in_kernel_ = false;
+    bool kernel_empty_ = false;
   };
 
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
+  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
+  std::vector<SramRegion> regions_;
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
 };

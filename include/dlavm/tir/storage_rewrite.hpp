@@ -1,0 +1,136 @@
+// In-place reuse of element-wise stages (part of TVM's StorageRewrite): in
+//   allocate A, B { ...; A[i] = ...; B[i] = f(A[i], ...); ...; (nothing touches A) }
+// B can live in A's storage: the stage reads each element of A once, at the index it writes,
+// and A is dead afterwards. B is renamed A and its allocation dropped. On an accelerator whose
+// vector unit updates its destination in place (VTA's ALU), this also removes the copy that
+// an out-of-place stage would need, and it is what lets a chain of element-wise stages
+// (shift, clip, cast) fit one accumulator tile set.
+//
+// Conditions, checked on each sequence directly inside a run of allocations (no loop between
+// the allocation and the sequence, so that the buffers live for one pass over it):
+//   - the statement is a loop nest (annotations allowed) around one store to B, B and A
+//     both allocated by that run, same scope, dtype and size;
+//   - every load of A in the stored value is at the store's index, and B is not read there;
+//   - nothing before the statement touches B, nothing after it touches A.
+#pragma once
+
+#include <dlavm/ne.hpp>
+#include <dlavm/te.hpp>
+#include <dlavm/tir/functor.hpp>
+#include <dlavm/tir/rewrite.hpp>
+#include <dlavm/tir/stmt.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+class InplaceReuse : public StmtMutator<InplaceReuse> {
+ public:
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    // The run of allocations and what they enclose.
+    std::vector<Buffer> run;
+    Stmt body = s;
+    while (const auto* a = body.as<AllocateNode>()) {
+      run.push_back(a->buffer);
+      body = a->body;
+    }
+    body = visit(body);
+    if (const auto* q = body.as<SeqNode>()) {
+      std::vector<Stmt> seq = q->seq;
+      while (reuse_once(run, seq)) {
+      }
+      body = make_seq(seq);
+    }
+    for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
+    (void)n;
+    return body;
+  }
+
+ private:
+  // The single store of an element-wise nest (under loops and annotations).
+  static const StoreNode* single_store(const Stmt& s) {
+    Stmt cur = s;
+    while (true) {
+      if (const auto* f = cur.as<ForNode>()) {
+        cur = f->body;
+      } else if (const auto* a = cur.as<AttrNode>()) {
+        cur = a->body;
+      } else {
+        return cur.as<StoreNode>();
+      }
+    }
+  }
+
+  // Loads of `b` in e: their indices.
+  static std::vector<std::vector<ne::Expr>> loads_of(const te::Expr& e, const te::BufferNode* b) {
+    struct V : te::ExprVisitor<V> {
+      const te::BufferNode* b;
+      std::vector<std::vector<ne::Expr>> found;
+      bool in_call = false;
+      void visit_load(const te::LoadNode& n, const te::Expr&) {
+        if (n.buffer.get() == b) found.push_back(n.indices);
+      }
+      void visit_call(const te::CallNode& n, const te::Expr& e) {
+        for (const auto& x : n.buffers) in_call = in_call || x.get() == b;
+        te::ExprVisitor<V>::visit_call(n, e);
+      }
+    } v;
+    v.b = b;
+    v.visit(e);
+    if (v.in_call) v.found.push_back({});  // an intrinsic operand: not element-wise
+    return v.found;
+  }
+
+  static bool same_indices(const std::vector<ne::Expr>& a, const std::vector<ne::Expr>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (!ne::equal(ne::simplify(a[k]), ne::simplify(b[k]))) return false;
+    return true;
+  }
+
+  bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
+    const auto in_run = [&](const te::BufferNode* b) {
+      return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
+    };
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      const auto* store = single_store(seq[i]);
+      if (store == nullptr || !in_run(store->buffer.get())) continue;
+      const Buffer dst = store->buffer;  // a copy: the store is rewritten below
+      if (!loads_of(store->value, dst.get()).empty()) continue;
+      for (std::size_t r = 0; r < run.size(); ++r) {
+        const Buffer src = run[r];  // a copy: run changes below
+        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype() ||
+            !ne::equal(src.size(), dst.size()))
+          continue;
+        const auto loads = loads_of(store->value, src.get());
+        if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
+              return same_indices(idx, store->indices);
+            }))
+          continue;
+        bool ok = true;
+        for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
+        for (std::size_t j = i + 1; j < seq.size() && ok; ++j) ok = !uses_buffer(seq[j], src.get());
+        if (!ok) continue;
+        // dst lives in src from here on.
+        BufferMap map{{dst.get(), src}};
+        for (std::size_t j = i; j < seq.size(); ++j) seq[j] = rewrite(seq[j], {}, map);
+        run.erase(
+            std::find_if(run.begin(), run.end(), [&](const Buffer& x) { return x.same_as(dst); }));
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace detail
+
+// Applies in-place reuse of element-wise stages throughout s.
+inline Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().visit(s); }
+
+}  // namespace dlavm::tir

@@ -1,0 +1,327 @@
+// DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
+// 2D strided transfers of whole SRAM entries, with host loops around them for what one
+// transfer cannot express.
+//
+// A nest `dst[f(i)] = src[g(i)]` (or `= select(inside(i), src[g(i)], 0)` for a padded input,
+// as te::pad writes it) is read as dims (loops merged where both sides are contiguous):
+//   x   the innermost dim, unit stride on both sides, a whole number of tiles: x_size
+//   y   the next dim, when its SRAM rows follow each other densely: y_size, and its DRAM
+//       stride in tiles is x_stride (folded only while that fits the 16-bit field)
+//   the rest stay host loops, one transfer per iteration.
+// Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
+// variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
+// host loops (the first and last block of a convolution). They become the LOAD's y/x pad
+// fields, in rows and tiles; VTA pads only input loads, and only along its x and y dims.
+//
+// Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
+//   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
+//            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
+//   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/ne.hpp>
+#include <dlavm/runtime/isa.hpp>
+#include <dlavm/te.hpp>
+#include <dlavm/tir.hpp>
+#include <dlavm/vta/env.hpp>
+#include <dlavm/vta/nest.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
+struct ClipBound {
+  ne::Expr lo, hi;
+};
+
+// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
+// per-loop bounds. `what` names the copy for error messages.
+inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
+                                          const std::string& what) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ClipBound> bounds(loops.size());
+  std::vector<ne::Expr> conjuncts;
+  auto split = [&](auto& self, const ne::Expr& e) -> void {
+    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
+      self(self, b->a);
+      self(self, b->b);
+    } else {
+      conjuncts.push_back(e);
+    }
+  };
+  split(split, ne::simplify(cond));
+  for (const auto& c : conjuncts) {
+    const auto* cmp = c.as<ne::BinaryNode>();
+    // Every comparison as `e >= 0`.
+    ne::Expr e;
+    if (cmp != nullptr) {
+      switch (cmp->kind()) {
+        case ne::Kind::LT:
+          e = cmp->b - cmp->a - 1;
+          break;
+        case ne::Kind::LE:
+          e = cmp->b - cmp->a;
+          break;
+        case ne::Kind::GT:
+          e = cmp->a - cmp->b - 1;
+          break;
+        case ne::Kind::GE:
+          e = cmp->a - cmp->b;
+          break;
+        default:
+          break;
+      }
+    }
+    if (!e.defined())
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
+          "bound `lo <= i` or `i < hi` on one loop)",
+          what, c);
+    const auto form = ne::linear_form(e, vars);
+    std::optional<std::size_t> which;
+    bool several = false;
+    if (form)
+      for (std::size_t k = 0; k < vars.size(); ++k)
+        if (!is_zero(form->strides[k])) {
+          several = several || which.has_value();
+          which = k;
+        }
+    if (!form || several || !which)
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
+          "VTA's DMA pads a box",
+          what, c);
+    const auto stride = ne::simplify(form->strides[*which]).as_int();
+    if (!stride)
+      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
+    // stride * v + offset >= 0
+    auto& b = bounds[*which];
+    if (*stride > 0) {
+      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
+      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
+    } else {
+      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
+      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
+    }
+  }
+  return bounds;
+}
+
+}  // namespace detail
+
+class InjectDma : public tir::StmtMutator<InjectDma> {
+ public:
+  explicit InjectDma(const Env& env) : env_(env) {
+    const auto layout = env.config.layout();
+    const auto max_of = [&](runtime::Field f) {
+      return (std::int64_t{1} << layout.pos(runtime::Form::Mem, f).width) - 1;
+    };
+    max_stride_ = max_of(runtime::Field::x_stride);
+    max_size_ = max_of(runtime::Field::y_size);
+  }
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
+    return lower_copy(n.node, n.body);
+  }
+
+ private:
+  struct Padding {
+    std::vector<ne::Expr> before, after;  // per loop, in iterations
+    std::vector<bool> any;                // whether the loop can be padded at all
+  };
+
+  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
+                           where);
+    te::Expr value = store->value;
+    if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    ne::Expr inside;
+    if (const auto* sel = value.as<te::SelectNode>()) {
+      const auto* cond = sel->cond.as<te::IndexNode>();
+      const auto* fill = sel->f.as<te::IntImmNode>();
+      if (cond == nullptr || fill == nullptr)
+        raise<ScheduleError>(
+            "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
+            "constant))",
+            store->buffer.name(), store->value);
+      if (fill->value != 0)
+        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
+                             store->buffer.name(), fill->value);
+      inside = cond->index;
+      value = sel->t;
+      if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    }
+    const auto* load = value.as<te::LoadNode>();
+    if (load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
+                           store->value);
+    const auto& dst = store->buffer;
+    const auto& src = load->buffer;
+    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
+          "SRAM buffers and accumulator tiles out to DRAM",
+          src.name(), src.scope(), dst.name(), dst.scope());
+    runtime::MemId mem = runtime::MemId::Out;
+    if (to_sram)
+      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                         : runtime::MemId::Acc;
+    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
+                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                                           : env_.acc_tile();
+    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
+    const Padding pad = padding(inside, loops, what);
+    bool padded = false;
+    for (bool p : pad.any) padded = padded || p;
+    if (padded && mem != runtime::MemId::Inp)
+      raise<ScheduleError>(
+          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
+          env_.inp_scope, dst.name(), dst.scope());
+
+    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
+    if (!dims)
+      raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
+                           load->indices[0], store->indices[0]);
+    if (dims->empty())
+      raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
+    // The loop index of a var, and whether a dim's outermost loop is padded.
+    const auto loop_of = [&](const ne::Var& v) {
+      for (std::size_t k = 0; k < loops.size(); ++k)
+        if (loops[k].var.id() == v.id()) return k;
+      return loops.size();
+    };
+    const auto& x = dims->front();
+    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
+      raise<ScheduleError>(
+          "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
+          "VTA moves whole {}-element tiles",
+          what, x.extent, x.strides[0], x.strides[1], tile);
+    std::vector<ne::Var> folded = x.merged;
+    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
+    // elements per iteration of that loop.
+    struct DimPad {
+      ne::Expr before = 0, after = 0;
+      std::optional<std::size_t> loop;
+    };
+    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
+      DimPad p;
+      const auto k = loop_of(d.merged.back());
+      if (!pad.any[k]) return p;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        if (pad.any[loop_of(d.merged[m])])
+          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
+                               d.merged[m].name());
+      const auto unit = ne::simplify(ne::floordiv(d.extent, loops[k].extent));
+      if (!divisible(unit, unit_div))
+        raise<ScheduleError>(
+            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
+            "tiles",
+            what, loops[k].var.name(), unit, unit_div);
+      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
+      p.before = ne::simplify(pad.before[k] * per);
+      p.after = ne::simplify(pad.after[k] * per);
+      p.loop = k;
+      return p;
+    };
+    const DimPad xp = dim_pad(x, tile, "x");
+    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
+    ne::Expr y_rows = 1, x_stride = x_tiles;
+    DimPad yp;
+    if (dims->size() > 1) {
+      const auto& y = (*dims)[1];
+      // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
+      // number of tiles apart, a stride and a row count the fields hold.
+      const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
+      const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
+      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
+          ne::bounds(y.extent).max <= max_size_) {
+        yp = dim_pad(y, 1, "y");
+        y_rows = y.extent;
+        x_stride = stride;
+        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+      }
+    }
+    const auto host = host_loops(loops, folded);
+    for (const auto& h : host) {
+      const auto k = loop_of(h.var);
+      if (pad.any[k])
+        raise<ScheduleError>(
+            "{}: padding along loop '{}' (pad {} before, {} after), which the 2D DMA cannot fold "
+            "into its x or y dim; VTA pads only those",
+            what, h.var.name(), pad.before[k], pad.after[k]);
+    }
+    // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
+    // not padding.
+    const auto sram_off = pinned(sram_index, folded);
+    std::vector<std::pair<ne::Var, ne::Expr>> first;
+    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
+      if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
+    const auto dram_off = pinned(dram_index, folded, first);
+    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+      raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
+                           what, sram_off, dram_off, tile);
+    const te::Buffer& sram = to_sram ? dst : src;
+    const te::Buffer& dram = to_sram ? src : dst;
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, tile)),
+                               iv(ne::floordiv(dram_off, tile)),
+                               iv(y_rows - yp.before - yp.after),
+                               iv(x_tiles - xp.before - xp.after),
+                               iv(x_stride)};
+    if (to_sram)
+      for (const auto& p : {yp.before, yp.after, xp.before, xp.after}) args.push_back(iv(p));
+    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
+                         {sram, dram});
+    return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  // Pad counts per loop from the select condition (none when the copy is not padded).
+  Padding padding(const ne::Expr& inside, const std::vector<detail::NestLoop>& loops,
+                  const std::string& what) const {
+    Padding p;
+    p.before.assign(loops.size(), 0);
+    p.after.assign(loops.size(), 0);
+    p.any.assign(loops.size(), false);
+    if (!inside.defined()) return p;
+    const auto bounds = detail::clip_bounds(inside, loops, what);
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      const auto& ext = loops[k].extent;
+      if (bounds[k].lo.defined())
+        p.before[k] = ne::simplify(ne::min(ne::max(bounds[k].lo, 0), ext));
+      if (bounds[k].hi.defined())
+        p.after[k] = ne::simplify(ne::min(ne::max(ext - 1 - bounds[k].hi, 0), ext));
+      p.any[k] = ne::bounds(p.before[k]).max > 0 || ne::bounds(p.after[k]).max > 0;
+    }
+    return p;
+  }
+
+  bool is_sram(const std::string& scope) const {
+    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
+  }
+  const Env& env_;
+  std::int64_t max_stride_ = 0, max_size_ = 0;
+};
+
+}  // namespace dlavm::vta

@@ -1,0 +1,137 @@
+// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
+// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
+//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
+//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
+//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
+//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
+// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
+// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
+// channel tiles: unpack_activation(res, n, c, env.block_out).
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/te/ndarray.hpp>
+#include <dlavm/vta/env.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+inline std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+inline void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
+                         const char* layout) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
+                      fmt::join(a.shape(), ", "));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  const std::int64_t a = s[0], b = s[1], h = s[2], w = s[3];
+  te::NDArray out(in.dtype(), {tiles(a, ta), tiles(b, tb), h, w, ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x) {
+          const std::int64_t from = ((i * b + j) * h + y) * w + x;
+          const std::int64_t to = ((((i / ta) * tiles(b, tb) + j / tb) * h + y) * w + x) * ta * tb +
+                                  (i % ta) * tb + j % tb;
+          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+        }
+  return out;
+}
+
+// The inverse of pack4, keeping the first `a` x `b` rows and channels.
+inline te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
+  const auto& s = in.shape();
+  const std::int64_t ta = s[4], tb = s[5], h = s[2], w = s[3];
+  te::NDArray out(in.dtype(), {a, b, h, w});
+  auto dst = out.data();
+  const auto src = in.data();
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x) {
+          const std::int64_t to = ((i * b + j) * h + y) * w + x;
+          const std::int64_t from =
+              ((((i / ta) * s[1] + j / tb) * h + y) * w + x) * ta * tb + (i % ta) * tb + j % tb;
+          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+        }
+  return out;
+}
+
+}  // namespace detail
+
+// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
+inline te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
+  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
+  return detail::pack4(nchw, env.batch, env.block_in);
+}
+
+// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
+inline te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c) {
+  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
+  const auto& s = packed.shape();
+  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
+    raise<ShapeError>(
+        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
+        s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, n, c);
+}
+
+// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
+inline te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
+  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
+  return detail::pack4(oihw, env.block_out, env.block_in);
+}
+
+namespace detail {
+// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
+inline te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
+                             const char* what, const char* layout) {
+  require_rank(rc, 2, what, layout);
+  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
+  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
+  const auto p = pack4(as4, tr, tc);
+  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
+  std::copy(p.data().begin(), p.data().end(), out.data().begin());
+  return out;
+}
+}  // namespace detail
+
+// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
+inline te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
+  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
+}
+
+// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
+inline te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
+  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
+}
+
+// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
+inline te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
+  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
+  const auto& s = packed.shape();
+  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
+    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
+                      n, s[0] * s[2], s[1] * s[3]);
+  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
+  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
+  const auto u = detail::unpack4(as6, m, n);
+  te::NDArray out(packed.dtype(), {m, n});
+  std::copy(u.data().begin(), u.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta
