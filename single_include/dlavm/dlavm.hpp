@@ -11340,8 +11340,9 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
 //   the rest stay host loops, one transfer per iteration.
 // Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
 // variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
-// host loops (the first and last block of a convolution). They become the LOAD's y/x pad
-// fields, in rows and tiles; VTA pads only input loads, and only along its x and y dims.
+// host loops (the first and last block of a convolution). Along the x and y dims they become
+// the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
+// boxes of padding rows only (y_size 0). VTA pads only input loads.
 //
 // Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
 //   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
@@ -11465,6 +11466,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     };
     max_stride_ = max_of(runtime::Field::x_stride);
     max_size_ = max_of(runtime::Field::y_size);
+    pad_bits_ = layout.pos(runtime::Form::Mem, runtime::Field::y_pad_0).width;
+    max_pad_ = max_of(runtime::Field::y_pad_0);
   }
 
   tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
@@ -11569,7 +11572,11 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         if (pad.any[loop_of(d.merged[m])])
           raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
                                d.merged[m].name());
-      const auto unit = ne::simplify(ne::floordiv(d.extent, loops[k].extent));
+      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
+      ne::Expr unit = 1;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        unit = unit * loops[loop_of(d.merged[m])].extent;
+      unit = ne::simplify(unit);
       if (!divisible(unit, unit_div))
         raise<ScheduleError>(
             "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
@@ -11600,14 +11607,16 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       }
     }
     const auto host = host_loops(loops, folded);
+    // Padding along a host loop: its padded iterations load a box of padding rows only
+    // (y_size 0, every row counted as top padding).
+    ne::Expr in_box = 1;
     for (const auto& h : host) {
       const auto k = loop_of(h.var);
-      if (pad.any[k])
-        raise<ScheduleError>(
-            "{}: padding along loop '{}' (pad {} before, {} after), which the 2D DMA cannot fold "
-            "into its x or y dim; VTA pads only those",
-            what, h.var.name(), pad.before[k], pad.after[k]);
+      if (!pad.any[k]) continue;
+      in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
+               ne::Expr(h.var) < loops[k].extent - pad.after[k];
     }
+    in_box = ne::simplify(in_box);
     // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
     // not padding.
     const auto sram_off = pinned(sram_index, folded);
@@ -11620,14 +11629,29 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
                            what, sram_off, dram_off, tile);
     const te::Buffer& sram = to_sram ? dst : src;
     const te::Buffer& dram = to_sram ? src : dst;
+    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
+    if (in_box.as_int() != 1) {
+      y_size = ne::select(in_box, y_size, 0);
+      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
+      y_pad_1 = ne::select(in_box, y_pad_1, 0);
+    }
     std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
                                iv(ne::floordiv(sram_off, tile)),
                                iv(ne::floordiv(dram_off, tile)),
-                               iv(y_rows - yp.before - yp.after),
+                               iv(y_size),
                                iv(x_tiles - xp.before - xp.after),
                                iv(x_stride)};
-    if (to_sram)
-      for (const auto& p : {yp.before, yp.after, xp.before, xp.after}) args.push_back(iv(p));
+    if (to_sram) {
+      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
+        // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
+        if (ne::bounds(p).min > max_pad_)
+          raise<EncodingError>(
+              "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
+              "{}); use smaller blocks or pad the tensor in DRAM",
+              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
+        args.push_back(iv(p));
+      }
+    }
     auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
                          {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
@@ -11657,7 +11681,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
   }
   const Env& env_;
-  std::int64_t max_stride_ = 0, max_size_ = 0;
+  std::int64_t max_stride_ = 0, max_size_ = 0, max_pad_ = 0;
+  int pad_bits_ = 0;
 };
 
 }  // namespace dlavm::vta
@@ -12605,10 +12630,12 @@ class Program {
         const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
         accesses_ = {{region(call->buffers[0]), true}};
         deps_.before(builder, q, accesses_);
+        // A block of padding rows only reads no DRAM: its address is the tensor's start.
+        const auto y_size = non_negative(value(call->args[3]), call, "y_size");
         builder.load({.memory = mem,
                       .sram = sram(call->buffers[0]) + value(call->args[1]),
-                      .dram = dram(call->buffers[1], mem) + value(call->args[2]),
-                      .y_size = value(call->args[3]),
+                      .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
+                      .y_size = y_size,
                       .x_size = positive(value(call->args[4]), call, "x_size"),
                       .x_stride = value(call->args[5]),
                       .y_pad_0 = value(call->args[6]),
@@ -12621,7 +12648,7 @@ class Program {
         deps_.before(builder, Queue::Store, accesses_);
         builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
                        .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                       .y_size = value(call->args[3]),
+                       .y_size = non_negative(value(call->args[3]), call, "y_size"),
                        .x_size = positive(value(call->args[4]), call, "x_size"),
                        .x_stride = value(call->args[5])});
         deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
@@ -12638,16 +12665,22 @@ class Program {
       raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
                            e);
     }
-    // A transfer of nothing is a no-op on VTA: for a padded block it would also drop the
-    // padding, so an empty transfer is an error, not a silent no-op.
+    // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+    // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
+    // y_size = 0, are what VTA's input loads write.)
     std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-      if (v < 1)
-        raise<ValueError>(
-            "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-            "(all padding or empty), which a VTA transfer cannot express",
-            prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-            call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
-      return v;
+      return v < 1 ? empty(v, call, field) : v;
+    }
+    std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
+      return v < 0 ? empty(v, call, field) : v;
+    }
+    [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
+                                    const char* field) const {
+      raise<ValueError>(
+          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+          "(all padding or empty), which a VTA transfer cannot express",
+          prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+          call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
     }
     std::int64_t sram(const te::Buffer& b) const {
       auto it = prog_.sram_.find(b.get());

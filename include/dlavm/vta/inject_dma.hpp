@@ -10,8 +10,9 @@
 //   the rest stay host loops, one transfer per iteration.
 // Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
 // variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
-// host loops (the first and last block of a convolution). They become the LOAD's y/x pad
-// fields, in rows and tiles; VTA pads only input loads, and only along its x and y dims.
+// host loops (the first and last block of a convolution). Along the x and y dims they become
+// the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
+// boxes of padding rows only (y_size 0). VTA pads only input loads.
 //
 // Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
 //   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
@@ -129,6 +130,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     };
     max_stride_ = max_of(runtime::Field::x_stride);
     max_size_ = max_of(runtime::Field::y_size);
+    pad_bits_ = layout.pos(runtime::Form::Mem, runtime::Field::y_pad_0).width;
+    max_pad_ = max_of(runtime::Field::y_pad_0);
   }
 
   tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
@@ -233,7 +236,11 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         if (pad.any[loop_of(d.merged[m])])
           raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
                                d.merged[m].name());
-      const auto unit = ne::simplify(ne::floordiv(d.extent, loops[k].extent));
+      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
+      ne::Expr unit = 1;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        unit = unit * loops[loop_of(d.merged[m])].extent;
+      unit = ne::simplify(unit);
       if (!divisible(unit, unit_div))
         raise<ScheduleError>(
             "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
@@ -264,14 +271,16 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       }
     }
     const auto host = host_loops(loops, folded);
+    // Padding along a host loop: its padded iterations load a box of padding rows only
+    // (y_size 0, every row counted as top padding).
+    ne::Expr in_box = 1;
     for (const auto& h : host) {
       const auto k = loop_of(h.var);
-      if (pad.any[k])
-        raise<ScheduleError>(
-            "{}: padding along loop '{}' (pad {} before, {} after), which the 2D DMA cannot fold "
-            "into its x or y dim; VTA pads only those",
-            what, h.var.name(), pad.before[k], pad.after[k]);
+      if (!pad.any[k]) continue;
+      in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
+               ne::Expr(h.var) < loops[k].extent - pad.after[k];
     }
+    in_box = ne::simplify(in_box);
     // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
     // not padding.
     const auto sram_off = pinned(sram_index, folded);
@@ -284,14 +293,29 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
                            what, sram_off, dram_off, tile);
     const te::Buffer& sram = to_sram ? dst : src;
     const te::Buffer& dram = to_sram ? src : dst;
+    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
+    if (in_box.as_int() != 1) {
+      y_size = ne::select(in_box, y_size, 0);
+      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
+      y_pad_1 = ne::select(in_box, y_pad_1, 0);
+    }
     std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
                                iv(ne::floordiv(sram_off, tile)),
                                iv(ne::floordiv(dram_off, tile)),
-                               iv(y_rows - yp.before - yp.after),
+                               iv(y_size),
                                iv(x_tiles - xp.before - xp.after),
                                iv(x_stride)};
-    if (to_sram)
-      for (const auto& p : {yp.before, yp.after, xp.before, xp.after}) args.push_back(iv(p));
+    if (to_sram) {
+      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
+        // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
+        if (ne::bounds(p).min > max_pad_)
+          raise<EncodingError>(
+              "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
+              "{}); use smaller blocks or pad the tensor in DRAM",
+              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
+        args.push_back(iv(p));
+      }
+    }
     auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
                          {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
@@ -321,7 +345,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
   }
   const Env& env_;
-  std::int64_t max_stride_ = 0, max_size_ = 0;
+  std::int64_t max_stride_ = 0, max_size_ = 0, max_pad_ = 0;
+  int pad_bits_ = 0;
 };
 
 }  // namespace dlavm::vta

@@ -334,10 +334,12 @@ class Program {
         const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
         accesses_ = {{region(call->buffers[0]), true}};
         deps_.before(builder, q, accesses_);
+        // A block of padding rows only reads no DRAM: its address is the tensor's start.
+        const auto y_size = non_negative(value(call->args[3]), call, "y_size");
         builder.load({.memory = mem,
                       .sram = sram(call->buffers[0]) + value(call->args[1]),
-                      .dram = dram(call->buffers[1], mem) + value(call->args[2]),
-                      .y_size = value(call->args[3]),
+                      .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
+                      .y_size = y_size,
                       .x_size = positive(value(call->args[4]), call, "x_size"),
                       .x_stride = value(call->args[5]),
                       .y_pad_0 = value(call->args[6]),
@@ -350,7 +352,7 @@ class Program {
         deps_.before(builder, Queue::Store, accesses_);
         builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
                        .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                       .y_size = value(call->args[3]),
+                       .y_size = non_negative(value(call->args[3]), call, "y_size"),
                        .x_size = positive(value(call->args[4]), call, "x_size"),
                        .x_stride = value(call->args[5])});
         deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
@@ -367,16 +369,22 @@ class Program {
       raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
                            e);
     }
-    // A transfer of nothing is a no-op on VTA: for a padded block it would also drop the
-    // padding, so an empty transfer is an error, not a silent no-op.
+    // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+    // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
+    // y_size = 0, are what VTA's input loads write.)
     std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-      if (v < 1)
-        raise<ValueError>(
-            "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-            "(all padding or empty), which a VTA transfer cannot express",
-            prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-            call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
-      return v;
+      return v < 1 ? empty(v, call, field) : v;
+    }
+    std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
+      return v < 0 ? empty(v, call, field) : v;
+    }
+    [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
+                                    const char* field) const {
+      raise<ValueError>(
+          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+          "(all padding or empty), which a VTA transfer cannot express",
+          prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+          call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
     }
     std::int64_t sram(const te::Buffer& b) const {
       auto it = prog_.sram_.find(b.get());
