@@ -83,8 +83,10 @@ class StmtMutator : public StmtFunctor<Derived, Stmt> {
     return make_store(n.buffer, std::move(indices), value);
   }
   Stmt visit_attr(const AttrNode& n, const Stmt& s) {
+    auto value = self().mutate_index(n.value);
     auto body = this->visit(n.body);
-    return body.same_as(n.body) ? s : make_attr(n.key, n.node, n.value, body);
+    return body.same_as(n.body) && value.same_as(n.value) ? s
+                                                          : make_attr(n.key, n.node, value, body);
   }
   Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
     auto c = self().mutate_index(n.cond);

@@ -11,6 +11,9 @@
 //   - the statement is a loop nest (annotations allowed) around one store to B, B and A
 //     both allocated by that run, same scope, dtype and size;
 //   - every load of A in the stored value is at the store's index, and B is not read there;
+//   - the store writes each element once: its flat index, affine in the nest's loops, has
+//     strides that separate every iteration (otherwise a second write would read A's new
+//     value, not the old one);
 //   - nothing before the statement touches B, nothing after it touches A.
 #pragma once
 
@@ -21,6 +24,8 @@
 #include <dlavm/tir/stmt.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -64,6 +69,43 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         return cur.as<StoreNode>();
       }
     }
+  }
+
+  // Whether the nest around its single store writes each element of `b` at most once: the
+  // flat index is affine in the loops with constant strides that, sorted by size, each exceed
+  // the span of the smaller ones over the loops' largest extents (a mixed-radix numbering).
+  static bool writes_each_once(const Stmt& s, const StoreNode& store, const Buffer& b) {
+    std::vector<ne::Var> vars;
+    std::vector<ne::Expr> extents;
+    for (Stmt cur = s; !cur.as<StoreNode>();) {
+      if (const auto* f = cur.as<ForNode>()) {
+        vars.push_back(f->var);
+        extents.push_back(f->extent);
+        cur = f->body;
+      } else {
+        cur = cur.as<AttrNode>()->body;
+      }
+    }
+    const auto form = ne::linear_form(b.flat_index(store.indices), vars);
+    if (!form) return false;
+    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |stride|, largest extent
+    for (std::size_t k = 0; k < vars.size(); ++k) {
+      const auto extent = ne::bounds(extents[k]).max;
+      if (extent <= 1) continue;
+      const auto stride = ne::simplify(form->strides[k]).as_int();
+      if (!stride || *stride == 0 || extent > (std::int64_t{1} << 30) ||
+          std::llabs(*stride) > (std::int64_t{1} << 30))
+        return false;
+      terms.emplace_back(std::llabs(*stride), extent);
+    }
+    std::sort(terms.begin(), terms.end());
+    std::int64_t span = 0;  // largest offset difference of the loops taken so far
+    for (const auto& [stride, extent] : terms) {
+      if (stride <= span) return false;
+      span += stride * (extent - 1);
+      if (span > (std::int64_t{1} << 62)) return false;
+    }
+    return true;
   }
 
   // Loads of `b` in e: their indices.
@@ -115,7 +157,7 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
         for (std::size_t j = i + 1; j < seq.size() && ok; ++j) ok = !uses_buffer(seq[j], src.get());
-        if (!ok) continue;
+        if (!ok || !writes_each_once(seq[i], *store, dst)) continue;
         // dst lives in src from here on.
         BufferMap map{{dst.get(), src}};
         for (std::size_t j = i; j < seq.size(); ++j) seq[j] = rewrite(seq[j], {}, map);
