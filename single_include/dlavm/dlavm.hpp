@@ -8808,7 +8808,7 @@ class Builder {
     set(f, Field::y_pad_1, a.y_pad_1);
     set(f, Field::x_pad_0, a.x_pad_0);
     set(f, Field::x_pad_1, a.x_pad_1);
-    emit(f);
+    append(f);
   }
 
   void store(const Store2D& a) {
@@ -8816,7 +8816,7 @@ class Builder {
     f.opcode = Opcode::Store;
     f.memory_type = MemId::Out;
     set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-    emit(f);
+    append(f);
   }
 
   // GEMM over the kernel: acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset.
@@ -8860,19 +8860,25 @@ class Builder {
     }
     InsnFields nop = make_nop(from);
     (next ? nop.push_next_dep : nop.push_prev_dep) = true;
-    emit(nop);
+    append(nop);
   }
   // Sets the push flag toward neighbour `to` on instruction `index` (already emitted): the
   // dependency tracker attaches a token to the producer of a hazard after the fact.
   void set_push(std::size_t index, Queue to) {
     if (index >= stream_.insns.size())
       raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
-    auto f = runtime::unpack(layout_, stream_.insns[index]);
-    const Queue from = runtime::queue_of(f);
+    // Only the header is needed: the module (opcode, memory type) and the flag's bit.
+    auto& word = stream_.insns[index];
+    InsnFields head;
+    head.opcode =
+        static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+    const Queue from = runtime::queue_of(head);
     check_neighbours("set_push", from, to);
-    (from < to ? f.push_next_dep : f.push_prev_dep) = true;
-    stream_.insns[index] = runtime::pack(layout_, f);
-    if (index + 1 == stream_.insns.size()) last_ = f;
+    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
+    runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
+    if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
   }
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
@@ -8892,22 +8898,29 @@ class Builder {
     commit_pending_pop(Queue::Compute);
     InsnFields f;
     f.opcode = Opcode::Finish;
-    emit(f);
+    append(f);
   }
 
   // Appends an instruction given by its fields (checked; pending pops are applied).
   void emit(InsnFields f) {
-    const auto q = runtime::queue_of(f);
-    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-    const auto word = encode(layout_, f, size());
-    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-    stream_.insns.push_back(word);
-    last_ = f;
+    encode(layout_, f, size());  // raises on a field that does not fit
+    append(f);
   }
 
  private:
   static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+
+  // Appends an instruction whose fields were checked as they were set (`set`); only the
+  // enumerations, which callers pass through, are checked again.
+  void append(InsnFields f) {
+    check_enums(f, size());
+    const auto q = runtime::queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    stream_.insns.push_back(runtime::pack(layout_, f));
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    last_ = f;
+  }
 
   static void check_neighbours(const char* what, Queue from, Queue to) {
     const int a = static_cast<int>(from), b = static_cast<int>(to);
@@ -8926,7 +8939,7 @@ class Builder {
   }
 
   void commit_pending_pop(Queue q) {
-    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) emit(make_nop(q));
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
   }
 
   // Sets a field after checking the value against its width for this instruction.
@@ -8978,7 +8991,7 @@ class Builder {
     const auto sram = place_kernel(std::move(words));
     set(f, Field::uop_bgn, sram.first);
     set(f, Field::uop_end, sram.second);
-    emit(f);
+    append(f);
   }
 
   // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
@@ -9002,7 +9015,7 @@ class Builder {
     f.memory_type = MemId::Uop;
     set_mem(f, uop_next_, dram, 1, n, n);
     stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
-    emit(f);
+    append(f);
     resident_[dram] = uop_next_;
     uop_next_ += n;
     return {resident_[dram], resident_[dram] + n};
@@ -10596,20 +10609,21 @@ class DriverDevice : public Device {
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dlavm::vta {
 
 // Names of the TIR intrinsics the VTA passes produce and the program builder consumes.
 namespace intrin {
-inline constexpr const char* gemm = "vta.gemm";  // tensorized GEMM tile
-inline constexpr const char* gemm_reset = "vta.gemm_reset";
-inline constexpr const char* load = "vta.load";    // 2D DMA into SRAM
-inline constexpr const char* store = "vta.store";  // 2D DMA out of the accumulator
-inline constexpr const char* alu = "vta.alu";      // vector ALU over accumulator tiles
+inline constexpr std::string_view gemm = "vta.gemm";  // tensorized GEMM tile
+inline constexpr std::string_view gemm_reset = "vta.gemm_reset";
+inline constexpr std::string_view load = "vta.load";    // 2D DMA into SRAM
+inline constexpr std::string_view store = "vta.store";  // 2D DMA out of the accumulator
+inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accumulator tiles
 // A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
-inline constexpr const char* uop_kernel = "vta.uop_kernel";
-inline constexpr const char* uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
-inline constexpr const char* uop_loop_end = "vta.uop_loop_end";
+inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
+inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
+inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
 }  // namespace intrin
 
 class Env {
@@ -10683,8 +10697,9 @@ class Env {
           const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
                                            tile(c.inputs[1], wgt_t)};
           schedule::IntrinBody b;
-          b.reset = {te::call(intrin::gemm_reset, DType::int32(), {args[0]}, {c.output.buffer})};
-          b.update = {te::call(intrin::gemm, DType::int32(), args, buffers)};
+          b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
+                              {c.output.buffer})};
+          b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
           b.body = {b.reset.front(), b.update.front()};
           return b;
         },
@@ -11108,13 +11123,13 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     for (std::size_t k = 0; k < levels.size(); ++k) {
       std::vector<te::Expr> args{detail::iv(levels[k].extent)};
       for (const auto& st : strides[k]) args.push_back(detail::iv(st));
-      parts.push_back(
-          tir::make_evaluate(te::call(intrin::uop_loop_begin, DType::int32(), std::move(args))));
+      parts.push_back(tir::make_evaluate(
+          te::call(std::string(intrin::uop_loop_begin), DType::int32(), std::move(args))));
     }
     parts.push_back(strip.visit(rest));
     for (std::size_t k = 0; k < levels.size(); ++k)
       parts.push_back(tir::make_evaluate(
-          te::call(intrin::uop_loop_end, DType::int32(), std::vector<te::Expr>{})));
+          te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
     // A kernel of one part is still a sequence, so that it prints as a block.
     tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
         parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
@@ -11126,7 +11141,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
         what += static_cast<char>(*c - 'A' + 'a');
       if (key->use_imm) what += ".imm";
     }
-    tir::Stmt out = tir::make_attr(intrin::uop_kernel, what, count, kernel);
+    tir::Stmt out = tir::make_attr(std::string(intrin::uop_kernel), what, count, kernel);
     for (std::size_t j = h; j-- > 0;)
       out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);
     return out;
@@ -11349,8 +11364,9 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
                                  te::make_const(use_imm ? 1 : 0, DType::int32()),
                                  te::make_const(imm, DType::int32()), iv(tile_index[0]),
                                  iv(src_index)};
-      return wrap_loops(tile_loops, tir::make_evaluate(te::call(intrin::alu, DType::int32(),
-                                                                std::move(args), {dst, src})));
+      return wrap_loops(tile_loops,
+                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
+                                                    std::move(args), {dst, src})));
     };
     std::vector<tir::Stmt> parts;
     const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
@@ -11696,8 +11712,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         args.push_back(iv(p));
       }
     }
-    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
-                         {sram, dram});
+    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
+                         std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
   }
 

@@ -134,7 +134,7 @@ class Builder {
     set(f, Field::y_pad_1, a.y_pad_1);
     set(f, Field::x_pad_0, a.x_pad_0);
     set(f, Field::x_pad_1, a.x_pad_1);
-    emit(f);
+    append(f);
   }
 
   void store(const Store2D& a) {
@@ -142,7 +142,7 @@ class Builder {
     f.opcode = Opcode::Store;
     f.memory_type = MemId::Out;
     set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-    emit(f);
+    append(f);
   }
 
   // GEMM over the kernel: acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset.
@@ -186,19 +186,25 @@ class Builder {
     }
     InsnFields nop = make_nop(from);
     (next ? nop.push_next_dep : nop.push_prev_dep) = true;
-    emit(nop);
+    append(nop);
   }
   // Sets the push flag toward neighbour `to` on instruction `index` (already emitted): the
   // dependency tracker attaches a token to the producer of a hazard after the fact.
   void set_push(std::size_t index, Queue to) {
     if (index >= stream_.insns.size())
       raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
-    auto f = runtime::unpack(layout_, stream_.insns[index]);
-    const Queue from = runtime::queue_of(f);
+    // Only the header is needed: the module (opcode, memory type) and the flag's bit.
+    auto& word = stream_.insns[index];
+    InsnFields head;
+    head.opcode =
+        static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+    const Queue from = runtime::queue_of(head);
     check_neighbours("set_push", from, to);
-    (from < to ? f.push_next_dep : f.push_prev_dep) = true;
-    stream_.insns[index] = runtime::pack(layout_, f);
-    if (index + 1 == stream_.insns.size()) last_ = f;
+    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
+    runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
+    if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
   }
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
@@ -218,22 +224,29 @@ class Builder {
     commit_pending_pop(Queue::Compute);
     InsnFields f;
     f.opcode = Opcode::Finish;
-    emit(f);
+    append(f);
   }
 
   // Appends an instruction given by its fields (checked; pending pops are applied).
   void emit(InsnFields f) {
-    const auto q = runtime::queue_of(f);
-    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-    const auto word = encode(layout_, f, size());
-    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-    stream_.insns.push_back(word);
-    last_ = f;
+    encode(layout_, f, size());  // raises on a field that does not fit
+    append(f);
   }
 
  private:
   static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+
+  // Appends an instruction whose fields were checked as they were set (`set`); only the
+  // enumerations, which callers pass through, are checked again.
+  void append(InsnFields f) {
+    check_enums(f, size());
+    const auto q = runtime::queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    stream_.insns.push_back(runtime::pack(layout_, f));
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    last_ = f;
+  }
 
   static void check_neighbours(const char* what, Queue from, Queue to) {
     const int a = static_cast<int>(from), b = static_cast<int>(to);
@@ -252,7 +265,7 @@ class Builder {
   }
 
   void commit_pending_pop(Queue q) {
-    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) emit(make_nop(q));
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
   }
 
   // Sets a field after checking the value against its width for this instruction.
@@ -304,7 +317,7 @@ class Builder {
     const auto sram = place_kernel(std::move(words));
     set(f, Field::uop_bgn, sram.first);
     set(f, Field::uop_end, sram.second);
-    emit(f);
+    append(f);
   }
 
   // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
@@ -328,7 +341,7 @@ class Builder {
     f.memory_type = MemId::Uop;
     set_mem(f, uop_next_, dram, 1, n, n);
     stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
-    emit(f);
+    append(f);
     resident_[dram] = uop_next_;
     uop_next_ += n;
     return {resident_[dram], resident_[dram] + n};

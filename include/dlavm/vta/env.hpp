@@ -16,20 +16,21 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace dlavm::vta {
 
 // Names of the TIR intrinsics the VTA passes produce and the program builder consumes.
 namespace intrin {
-inline constexpr const char* gemm = "vta.gemm";  // tensorized GEMM tile
-inline constexpr const char* gemm_reset = "vta.gemm_reset";
-inline constexpr const char* load = "vta.load";    // 2D DMA into SRAM
-inline constexpr const char* store = "vta.store";  // 2D DMA out of the accumulator
-inline constexpr const char* alu = "vta.alu";      // vector ALU over accumulator tiles
+inline constexpr std::string_view gemm = "vta.gemm";  // tensorized GEMM tile
+inline constexpr std::string_view gemm_reset = "vta.gemm_reset";
+inline constexpr std::string_view load = "vta.load";    // 2D DMA into SRAM
+inline constexpr std::string_view store = "vta.store";  // 2D DMA out of the accumulator
+inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accumulator tiles
 // A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
-inline constexpr const char* uop_kernel = "vta.uop_kernel";
-inline constexpr const char* uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
-inline constexpr const char* uop_loop_end = "vta.uop_loop_end";
+inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
+inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
+inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
 }  // namespace intrin
 
 class Env {
@@ -103,8 +104,9 @@ class Env {
           const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
                                            tile(c.inputs[1], wgt_t)};
           schedule::IntrinBody b;
-          b.reset = {te::call(intrin::gemm_reset, DType::int32(), {args[0]}, {c.output.buffer})};
-          b.update = {te::call(intrin::gemm, DType::int32(), args, buffers)};
+          b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
+                              {c.output.buffer})};
+          b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
           b.body = {b.reset.front(), b.update.front()};
           return b;
         },

@@ -271,13 +271,13 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     for (std::size_t k = 0; k < levels.size(); ++k) {
       std::vector<te::Expr> args{detail::iv(levels[k].extent)};
       for (const auto& st : strides[k]) args.push_back(detail::iv(st));
-      parts.push_back(
-          tir::make_evaluate(te::call(intrin::uop_loop_begin, DType::int32(), std::move(args))));
+      parts.push_back(tir::make_evaluate(
+          te::call(std::string(intrin::uop_loop_begin), DType::int32(), std::move(args))));
     }
     parts.push_back(strip.visit(rest));
     for (std::size_t k = 0; k < levels.size(); ++k)
       parts.push_back(tir::make_evaluate(
-          te::call(intrin::uop_loop_end, DType::int32(), std::vector<te::Expr>{})));
+          te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
     // A kernel of one part is still a sequence, so that it prints as a block.
     tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
         parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
@@ -289,7 +289,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
         what += static_cast<char>(*c - 'A' + 'a');
       if (key->use_imm) what += ".imm";
     }
-    tir::Stmt out = tir::make_attr(intrin::uop_kernel, what, count, kernel);
+    tir::Stmt out = tir::make_attr(std::string(intrin::uop_kernel), what, count, kernel);
     for (std::size_t j = h; j-- > 0;)
       out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);
     return out;

@@ -187,8 +187,9 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
                                  te::make_const(use_imm ? 1 : 0, DType::int32()),
                                  te::make_const(imm, DType::int32()), iv(tile_index[0]),
                                  iv(src_index)};
-      return wrap_loops(tile_loops, tir::make_evaluate(te::call(intrin::alu, DType::int32(),
-                                                                std::move(args), {dst, src})));
+      return wrap_loops(tile_loops,
+                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
+                                                    std::move(args), {dst, src})));
     };
     std::vector<tir::Stmt> parts;
     const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);

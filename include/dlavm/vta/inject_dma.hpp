@@ -316,8 +316,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         args.push_back(iv(p));
       }
     }
-    auto call = te::call(to_sram ? intrin::load : intrin::store, DType::int32(), std::move(args),
-                         {sram, dram});
+    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
+                         std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
   }
 
