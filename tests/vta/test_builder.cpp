@@ -2,20 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include "what_of.hpp"
 #include <string>
 
 namespace vta = dlavm::vta;
 using vta::Queue;
 
 namespace {
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const dlavm::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using dlavm_test::what_of;
 std::vector<vta::InsnFields> decoded(const vta::Builder& b) {
   return vta::decode_all(b.layout(), b.stream().insns);
 }

@@ -2,21 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include "what_of.hpp"
 #include <filesystem>
 #include <string>
 
 namespace vta = dlavm::vta;
 
-namespace {
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const dlavm::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
+using dlavm_test::what_of;
 
 TEST_CASE("vta config: defaults and derived values") {
   vta::Config c;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "what_of.hpp"
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,14 +11,7 @@ namespace vta = dlavm::vta;
 namespace fs = std::filesystem;
 
 namespace {
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const dlavm::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using dlavm_test::what_of;
 struct TempDir {
   fs::path path = fs::temp_directory_path() / "dlavm_test_vta_io";
   TempDir() { fs::create_directories(path); }

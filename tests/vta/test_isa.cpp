@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "what_of.hpp"
 #include <cstdint>
 #include <random>
 #include <string>
@@ -10,16 +11,7 @@ namespace vta = dlavm::vta;
 namespace rt = dlavm::runtime;
 using vta::Field;
 
-namespace {
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const dlavm::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
+using dlavm_test::what_of;
 
 TEST_CASE("vta isa: golden words for the default configuration, derived by hand") {
   const auto l = vta::Config{}.layout();

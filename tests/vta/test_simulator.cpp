@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "what_of.hpp"
 #include <cstdint>
 #include <random>
 #include <string>
@@ -12,14 +13,7 @@ using vta::MemId;
 using vta::Queue;
 
 namespace {
-std::string what_of(auto&& f) {
-  try {
-    f();
-  } catch (const dlavm::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using dlavm_test::what_of;
 
 // Loads two int32 vectors of n x 16 into the accumulator, applies `op`, stores int8.
 std::vector<std::int8_t> run_alu(vta::AluOp op, const std::vector<std::int32_t>& a,

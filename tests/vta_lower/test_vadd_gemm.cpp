@@ -106,23 +106,39 @@ TEST_CASE("vta: a GEMM whose row count is a token count, built once, run for sev
   vta::Env env;
   auto token = ne::var("token", 1, 2048);
   TutorialGemm g(env, token, 4, 2);
-  auto s = g.schedule(env);
-  // All 2048 rows do not fit the accumulator: blocks of 64 rows, the last one shorter.
-  CHECK_THROWS_WITH_AS(vta::build(s, {g.A, g.B, g.C}, env),
-                       doctest::Contains("needs 262144 bytes of local.acc_buffer"),
-                       dlavm::CapacityError);
-  auto [to, ti] = s[g.C].split(s[g.C].axis(0), 64);
-  s[g.C_buf].compute_at(s[g.C], to);
-  s[g.C].pragma(ti, env.dma_copy);
-  auto prog = vta::build(s, {g.A, g.B, g.C}, env, "gemm_token");
-  MESSAGE(tir::to_string(prog.func()));
-  vta::SimDevice dev(env.config);
-  for (std::int64_t t : {1, 3, 37, 2048}) {
-    auto a = te::NDArray::random(env.inp_dtype, {t, 4, 1, 16}, static_cast<std::uint64_t>(t));
-    auto b = te::NDArray::random(env.wgt_dtype, {2, 4, 16, 16}, 5);
-    te::NDArray c(env.inp_dtype, {t, 2, 1, 16});
-    auto r = prog.run(dev, {&a, &b, &c}, {{"token", t}});
-    CHECK(r.result.finished);
-    CHECK(c == te::evaluate(g.C, {{g.A, a}, {g.B, b}}, {{"token", t}}));
+  {
+    auto s = g.schedule(env);
+    // All 2048 rows do not fit the accumulator: blocks of 64 rows, the last one shorter.
+    CHECK_THROWS_WITH_AS(vta::build(s, {g.A, g.B, g.C}, env),
+                         doctest::Contains("needs 262144 bytes of local.acc_buffer"),
+                         dlavm::CapacityError);
+  }
+  // Row blocks of 64 and of 512 (the benchmark's schedule: fewer, longer instructions).
+  for (const std::int64_t row_block : {64, 512}) {
+    CAPTURE(row_block);
+    auto s = g.schedule(env);
+    auto [to, ti] = s[g.C].split(s[g.C].axis(0), ne::Expr(row_block));
+    s[g.C_buf].compute_at(s[g.C], to);
+    s[g.C].pragma(ti, env.dma_copy);
+    auto prog = vta::build(s, {g.A, g.B, g.C}, env, "gemm_token");
+    if (row_block == 64) MESSAGE(tir::to_string(prog.func()));
+    vta::SimDevice dev(env.config);
+    for (std::int64_t t : {1, 3, 37, 511, 512, 513, 2047, 2048}) {
+      CAPTURE(t);
+      auto a = te::NDArray::random(env.inp_dtype, {t, 4, 1, 16}, static_cast<std::uint64_t>(t));
+      auto b = te::NDArray::random(env.wgt_dtype, {2, 4, 16, 16}, 5);
+      te::NDArray c(env.inp_dtype, {t, 2, 1, 16});
+      auto r = prog.run(dev, {&a, &b, &c}, {{"token", t}});
+      CHECK(r.result.finished);
+      CHECK(c == te::evaluate(g.C, {{g.A, a}, {g.B, b}}, {{"token", t}}));
+      // One row block = one reset, 4 x (two loads, one GEMM), one store, plus micro-op loads
+      // and token NOPs: the stream grows with the number of blocks, not with the rows.
+      const auto blocks = (t + row_block - 1) / row_block;
+      CHECK(r.instructions <= static_cast<std::size_t>(18 * blocks + 8));
+    }
+    CHECK_THROWS_WITH_AS(prog.instantiate(std::vector<ne::Binding>{{"token", 2049}},
+                                          std::vector<std::uint64_t>{0x1000, 0x2000, 0x3000}),
+                         doctest::Contains("'token' = 2049 is outside its range [1, 2048]"),
+                         dlavm::ValueError);
   }
 }

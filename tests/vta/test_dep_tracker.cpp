@@ -1,0 +1,276 @@
+// Dependency tokens (DepTracker) and the race detector (check_hazards): hand-built streams
+// with and without the tokens their hazards need, and random programs whose tokens come from
+// the tracker, run on the simulator and compared with a sequential evaluation of the same
+// program.
+#include <dlavm/vta.hpp>
+
+#include <doctest/doctest.h>
+
+#include "what_of.hpp"
+#include <array>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace vta = dlavm::vta;
+using vta::MemId;
+using vta::Queue;
+
+namespace {
+
+using dlavm_test::what_of;
+
+vta::UopKernel gemm_kernel(std::int64_t n, std::int64_t dst, std::int64_t src, std::int64_t wgt) {
+  vta::UopKernel k;
+  k.loop_begin(n, 1, 1, 0);
+  k.push(dst, src, wgt);
+  k.loop_end();
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("hazards: a GEMM reading a load's entries needs a token") {
+  const vta::Config config;
+  auto stream_with = [&](bool token) {
+    vta::Builder b{config};
+    b.load({.memory = MemId::Inp, .sram = 4, .x_size = 4});
+    b.load({.memory = MemId::Wgt, .x_size = 1});
+    if (token) {
+      b.dep_push(Queue::Load, Queue::Compute);
+      b.dep_pop(Queue::Load, Queue::Compute);
+    }
+    b.gemm(gemm_kernel(4, 0, 4, 0));
+    b.finish();
+    return b.take();
+  };
+  CHECK_NOTHROW(vta::check_hazards(config, stream_with(true)));
+  const auto msg = what_of([&] { vta::check_hazards(config, stream_with(false)); });
+  // The GEMM (after its micro-op load, #2) reads input entry 4, which LOAD #0 wrote.
+  CHECK(msg.find("#3 (compute module) reads input entry 4 after") != std::string::npos);
+  CHECK(msg.find("#0 (load module) wrote it") != std::string::npos);
+  CHECK(msg.find("RAW race") != std::string::npos);
+  // The simulator refuses the racy stream before running it.
+  vta::SimDevice dev(config);
+  CHECK_THROWS_AS(dev.run(stream_with(false)), dlavm::DeviceError);
+}
+
+TEST_CASE("hazards: a load over entries a GEMM still reads (WAR) and disjoint entries") {
+  const vta::Config config;
+  auto stream_with = [&](std::int64_t second_load_at, bool token) {
+    vta::Builder b{config};
+    b.load({.memory = MemId::Inp, .x_size = 4});
+    b.load({.memory = MemId::Wgt, .x_size = 1});
+    b.dep_push(Queue::Load, Queue::Compute);
+    b.dep_pop(Queue::Load, Queue::Compute);
+    b.gemm(gemm_kernel(4, 0, 0, 0));
+    if (token) {
+      b.dep_push(Queue::Compute, Queue::Load);
+      b.dep_pop(Queue::Compute, Queue::Load);
+    }
+    b.load({.memory = MemId::Inp, .sram = second_load_at, .x_size = 4});
+    b.finish();
+    return b.take();
+  };
+  const auto msg = what_of([&] { vta::check_hazards(config, stream_with(2, false)); });
+  CHECK(msg.find("writes input entry 2") != std::string::npos);
+  CHECK(msg.find("WAR race") != std::string::npos);
+  CHECK_NOTHROW(vta::check_hazards(config, stream_with(2, true)));
+  // Entries 4..7 were never read: the second load may overlap the GEMM.
+  CHECK_NOTHROW(vta::check_hazards(config, stream_with(4, false)));
+}
+
+TEST_CASE("hazards: the tracker's tokens order only conflicting regions") {
+  const vta::Config config;
+  // Two input halves and one weight region: loads into half 1 need not wait for the GEMM
+  // reading half 0 (double buffering), but a load into half 0 must.
+  const std::vector<vta::SramRegion> regions{
+      {MemId::Inp, 0, 4}, {MemId::Inp, 4, 8}, {MemId::Wgt, 0, 1}, {MemId::Acc, 0, 4}};
+  vta::DepTracker deps(regions);
+  vta::Builder b{config};
+  auto load = [&](std::uint32_t r, MemId m, std::int64_t at, std::int64_t n) {
+    const std::vector<vta::RegionAccess> a{{r, true}};
+    deps.before(b, Queue::Load, a);
+    b.load({.memory = m, .sram = at, .x_size = n});
+    deps.after(Queue::Load, static_cast<std::int64_t>(b.size()) - 1, a);
+  };
+  auto gemm = [&](std::uint32_t inp, std::int64_t at) {
+    const std::vector<vta::RegionAccess> a{{3, true}, {inp, false}, {2, false}};
+    deps.before(b, Queue::Compute, a);
+    b.gemm(gemm_kernel(4, 0, at, 0));
+    deps.after(Queue::Compute, static_cast<std::int64_t>(b.size()) - 1, a);
+  };
+  load(2, MemId::Wgt, 0, 1);
+  load(0, MemId::Inp, 0, 4);
+  gemm(0, 0);
+  const auto pops_before = b.stream().insns.size();
+  load(1, MemId::Inp, 4, 4);  // no conflict with the GEMM: no token
+  auto fields = vta::decode_all(b.layout(), b.stream().insns);
+  CHECK(b.stream().insns.size() == pops_before + 1);
+  CHECK_FALSE(fields.back().pop_next_dep);
+  gemm(1, 4);
+  load(0, MemId::Inp, 0, 4);  // overwrites what the first GEMM read: waits for it
+  fields = vta::decode_all(b.layout(), b.stream().insns);
+  CHECK(fields.back().opcode == vta::Opcode::Load);
+  CHECK(fields.back().pop_next_dep);
+  b.finish();
+  CHECK_NOTHROW(vta::check_hazards(config, b.stream()));
+}
+
+TEST_CASE("hazards: a deadlocking stream is reported, not waited on") {
+  const vta::Config config;
+  vta::Builder b{config};
+  b.dep_pop(Queue::Compute, Queue::Load);  // waits for a token nobody pushes
+  b.load({.memory = MemId::Inp, .x_size = 1});
+  b.finish();
+  CHECK_THROWS_AS(vta::check_hazards(config, b.take()), dlavm::DeviceError);
+}
+
+// Random programs over overlapping regions: the tracker's tokens make the concurrent run equal
+// to the program's sequential meaning; without tokens, the race detector objects.
+TEST_CASE("dep tracker: random programs run as their sequential meaning") {
+  const vta::Config config;
+  constexpr int kBlock = 16;  // BLOCK_IN = BLOCK_OUT, BATCH = 1
+  // Regions of 4 entries (input, accumulator) or 1 weight tile, overlapping their neighbours.
+  const std::vector<vta::SramRegion> regions{
+      {MemId::Inp, 0, 4}, {MemId::Inp, 2, 6}, {MemId::Inp, 6, 10}, {MemId::Wgt, 0, 1},
+      {MemId::Wgt, 1, 2}, {MemId::Acc, 0, 4}, {MemId::Acc, 2, 6},  {MemId::Acc, 6, 10},
+  };
+  const std::vector<std::uint32_t> inp{0, 1, 2}, wgt{3, 4}, acc{5, 6, 7};
+  constexpr std::int64_t kInpRows = 64, kWgtTiles = 8, kOutRows = 64;
+
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](const std::vector<std::uint32_t>& v) { return v[rng() % v.size()]; };
+    std::vector<std::int8_t> a(kInpRows * kBlock), w(kWgtTiles * kBlock * kBlock);
+    for (auto& v : a) v = static_cast<std::int8_t>(rng());
+    for (auto& v : w) v = static_cast<std::int8_t>(rng());
+
+    vta::SimDevice dev(config);
+    const auto A = dev.alloc_for(std::span<const std::int8_t>(a));
+    const auto W = dev.alloc_for(std::span<const std::int8_t>(w));
+    const auto C = dev.alloc(kOutRows * kBlock);
+    std::vector<std::int8_t> zeros(kOutRows * kBlock, 0);
+    dev.copy_in(C, std::span<const std::int8_t>(zeros));
+
+    // Sequential meaning: SRAM contents and DRAM output, updated in program order.
+    std::vector<std::array<std::int32_t, kBlock>> s_inp(16), s_acc(16);
+    std::vector<std::array<std::int8_t, kBlock * kBlock>> s_wgt(4);
+    std::vector<std::int8_t> expect = zeros;
+
+    vta::DepTracker deps(regions);
+    vta::Builder tracked{config}, untracked{config};
+    auto both = [&](auto&& emit, Queue q, std::vector<vta::RegionAccess> acc_list) {
+      deps.before(tracked, q, acc_list);
+      emit(tracked);
+      deps.after(q, static_cast<std::int64_t>(tracked.size()) - 1, acc_list);
+      emit(untracked);
+    };
+    const int ops = 12 + static_cast<int>(rng() % 12);
+    for (int k = 0; k < ops; ++k) {
+      const auto kind = rng() % 6;
+      if (kind == 0) {  // load 4 input rows
+        const auto r = pick(inp);
+        const auto row = static_cast<std::int64_t>(rng() % (kInpRows - 4));
+        const auto at = regions[r].begin;
+        both(
+            [&](vta::Builder& b) {
+              b.load({.memory = MemId::Inp,
+                      .sram = at,
+                      .dram = b.dram_elem(A.phys, MemId::Inp, row),
+                      .x_size = 4});
+            },
+            Queue::Load, {{r, true}});
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < kBlock; ++j)
+            s_inp[static_cast<std::size_t>(at + i)][static_cast<std::size_t>(j)] =
+                a[static_cast<std::size_t>((row + i) * kBlock + j)];
+      } else if (kind == 1) {  // load one weight tile
+        const auto r = pick(wgt);
+        const auto tile = static_cast<std::int64_t>(rng() % kWgtTiles);
+        const auto at = regions[r].begin;
+        both(
+            [&](vta::Builder& b) {
+              b.load({.memory = MemId::Wgt,
+                      .sram = at,
+                      .dram = b.dram_elem(W.phys, MemId::Wgt, tile),
+                      .x_size = 1});
+            },
+            Queue::Load, {{r, true}});
+        for (int j = 0; j < kBlock * kBlock; ++j)
+          s_wgt[static_cast<std::size_t>(at)][static_cast<std::size_t>(j)] =
+              w[static_cast<std::size_t>(tile * kBlock * kBlock + j)];
+      } else if (kind == 2 || kind == 3) {  // GEMM (or reset) over 4 rows
+        const bool reset = kind == 3;
+        const auto ri = pick(inp), rw = pick(wgt), ra = pick(acc);
+        const auto src = regions[ri].begin, wt = regions[rw].begin, dst = regions[ra].begin;
+        std::vector<vta::RegionAccess> list{{ra, true}};
+        if (!reset) list.insert(list.end(), {{ri, false}, {rw, false}});
+        both([&](vta::Builder& b) { b.gemm(gemm_kernel(4, dst, reset ? 0 : src, wt), reset); },
+             Queue::Compute, list);
+        for (int i = 0; i < 4; ++i)
+          for (int o = 0; o < kBlock; ++o) {
+            auto& out = s_acc[static_cast<std::size_t>(dst + i)][static_cast<std::size_t>(o)];
+            if (reset) {
+              out = 0;
+              continue;
+            }
+            std::int32_t sum = 0;
+            for (int j = 0; j < kBlock; ++j)
+              sum += s_inp[static_cast<std::size_t>(src + i)][static_cast<std::size_t>(j)] *
+                     s_wgt[static_cast<std::size_t>(wt)][static_cast<std::size_t>(o * kBlock + j)];
+            out += sum;
+          }
+      } else if (kind == 4) {  // ALU: add an immediate over 4 rows
+        const auto ra = pick(acc);
+        const auto dst = regions[ra].begin;
+        const auto imm = static_cast<std::int64_t>(rng() % 200) - 100;
+        both(
+            [&](vta::Builder& b) {
+              vta::UopKernel kn;
+              kn.loop_begin(4, 1, 1);
+              kn.push(dst, dst);
+              kn.loop_end();
+              b.alu_imm(kn, vta::AluOp::Add, imm);
+            },
+            Queue::Compute, {{ra, true}});
+        for (int i = 0; i < 4; ++i)
+          for (auto& v : s_acc[static_cast<std::size_t>(dst + i)])
+            v += static_cast<std::int32_t>(imm);
+      } else {  // store 4 accumulator rows (their low 8 bits)
+        const auto ra = pick(acc);
+        const auto from = regions[ra].begin;
+        const auto row = static_cast<std::int64_t>(rng() % (kOutRows - 4));
+        both(
+            [&](vta::Builder& b) {
+              b.store({.sram = from, .dram = b.dram_elem(C.phys, MemId::Out, row), .x_size = 4});
+            },
+            Queue::Store, {{ra, false}});
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < kBlock; ++j)
+            expect[static_cast<std::size_t>((row + i) * kBlock + j)] = static_cast<std::int8_t>(
+                s_acc[static_cast<std::size_t>(from + i)][static_cast<std::size_t>(j)]);
+      }
+    }
+    // The tracker asked for a token exactly when two modules touched common entries.
+    bool conflicts = false;
+    for (const auto& f : vta::decode_all(tracked.layout(), tracked.stream().insns))
+      conflicts = conflicts || f.pop_prev_dep || f.pop_next_dep;
+    tracked.finish();
+    untracked.finish();
+    const auto run = dev.run(tracked.take());  // check_hazards runs first
+    CHECK(run.finished);
+    std::vector<std::int8_t> got(expect.size());
+    dev.copy_out(C, std::span<std::int8_t>(got));
+    CHECK(got == expect);
+    // The same program without tokens races exactly when it has such conflicts.
+    const auto msg = what_of([&] { vta::check_hazards(config, untracked.take()); });
+    if (conflicts)
+      CHECK(msg.find("race") != std::string::npos);
+    else
+      CHECK(msg == "no error");
+    for (auto buf : {A, W, C}) dev.free(buf);
+  }
+}
