@@ -6,7 +6,7 @@
 #include "gallery.hpp"
 #include "gallery_ops.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const auto opts = gallery::parse(argc, argv);
   gallery::vta::Env env;
   const int channels = 1024, tiles = channels / 16;
@@ -23,4 +23,8 @@ int main(int argc, char** argv) {
   return gallery::report(prog, run,
                          r == gallery::te::evaluate(op.res, {{op.data, d}, {op.weight, w}}), opts,
                          op.tiling_traffic(channels, 256));
+} catch (const dlavm::Error& e) {
+  // A user mistake (a bad path, a schedule that does not fit): the message, not an abort.
+  fmt::print(stderr, "error: {}\n", e.what());
+  return 1;
 }

@@ -65,7 +65,7 @@ vta::Stream build(const vta::Config& config, std::int64_t a, std::int64_t w, std
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::string dump, trace;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
@@ -127,4 +127,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("PASS: blocked GEMM equals the reference\n");
   return 0;
+} catch (const dlavm::Error& e) {
+  // A user mistake (a bad path, a schedule that does not fit): the message, not an abort.
+  fmt::print(stderr, "error: {}\n", e.what());
+  return 1;
 }

@@ -14,7 +14,7 @@ namespace vta = dlavm::vta;
 using vta::MemId;
 using vta::Queue;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::string dump, trace;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
@@ -85,4 +85,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("PASS: 16x16 GEMM equals the reference\n");
   return 0;
+} catch (const dlavm::Error& e) {
+  // A user mistake (a bad path, a schedule that does not fit): the message, not an abort.
+  fmt::print(stderr, "error: {}\n", e.what());
+  return 1;
 }

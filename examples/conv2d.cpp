@@ -8,7 +8,7 @@
 #include "gallery.hpp"
 #include "gallery_ops.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   namespace te = gallery::te;
   namespace vta = gallery::vta;
   const auto opts = gallery::parse(argc, argv);
@@ -30,4 +30,8 @@ int main(int argc, char** argv) {
   const auto out = vta::unpack_activation(res, 1, out_c);
   return gallery::report(prog, run, out == gallery::conv2d_reference(nchw, oihw, pad, stride), opts,
                          op.tiling_traffic(env, oc_block, h_block, w_block));
+} catch (const dlavm::Error& e) {
+  // A user mistake (a bad path, a schedule that does not fit): the message, not an abort.
+  fmt::print(stderr, "error: {}\n", e.what());
+  return 1;
 }

@@ -4,7 +4,7 @@
 #include "gallery.hpp"
 #include "gallery_ops.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const auto opts = gallery::parse(argc, argv);
   gallery::vta::Env env;
   const gallery::Vadd op(env);
@@ -18,4 +18,8 @@ int main(int argc, char** argv) {
   gallery::te::NDArray c(env.inp_dtype, {1, 64, 1, 16});
   const auto run = prog.run(dev, {&a, &b, &c}, {}, {.dump_dir = opts.dump});
   return gallery::report(prog, run, c == gallery::te::evaluate(op.C, {{op.A, a}, {op.B, b}}), opts);
+} catch (const dlavm::Error& e) {
+  // A user mistake (a bad path, a schedule that does not fit): the message, not an abort.
+  fmt::print(stderr, "error: {}\n", e.what());
+  return 1;
 }
