@@ -7082,7 +7082,7 @@ namespace detail {
 
 class InplaceReuse : public StmtMutator<InplaceReuse> {
  public:
-  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+  Stmt visit_allocate(const AllocateNode&, const Stmt& s) {
     // The run of allocations and what they enclose.
     std::vector<Buffer> run;
     Stmt body = s;
@@ -7098,45 +7098,41 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       body = make_seq(seq);
     }
     for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
-    (void)n;
     return body;
   }
 
  private:
-  // The single store of an element-wise nest (under loops and annotations).
-  static const StoreNode* single_store(const Stmt& s) {
-    Stmt cur = s;
-    while (true) {
+  // An element-wise nest: its loops (outermost first) around one store, annotations allowed.
+  struct Nest {
+    std::vector<const ForNode*> loops;
+    const StoreNode* store = nullptr;
+  };
+  static Nest nest_of(const Stmt& s) {
+    Nest n;
+    for (Stmt cur = s;;) {
       if (const auto* f = cur.as<ForNode>()) {
+        n.loops.push_back(f);
         cur = f->body;
       } else if (const auto* a = cur.as<AttrNode>()) {
         cur = a->body;
       } else {
-        return cur.as<StoreNode>();
+        n.store = cur.as<StoreNode>();
+        return n;
       }
     }
   }
 
-  // Whether the nest around its single store writes each element of `b` at most once: the
-  // flat index is affine in the loops with constant strides that, sorted by size, each exceed
-  // the span of the smaller ones over the loops' largest extents (a mixed-radix numbering).
-  static bool writes_each_once(const Stmt& s, const StoreNode& store, const Buffer& b) {
+  // Whether the nest writes each element of `b` at most once: the store's flat index is affine
+  // in the loops with constant strides that, sorted by size, each exceed the span of the
+  // smaller ones over the loops' largest extents (a mixed-radix numbering).
+  static bool writes_each_once(const Nest& nest, const Buffer& b) {
     std::vector<ne::Var> vars;
-    std::vector<ne::Expr> extents;
-    for (Stmt cur = s; !cur.as<StoreNode>();) {
-      if (const auto* f = cur.as<ForNode>()) {
-        vars.push_back(f->var);
-        extents.push_back(f->extent);
-        cur = f->body;
-      } else {
-        cur = cur.as<AttrNode>()->body;
-      }
-    }
-    const auto form = ne::linear_form(b.flat_index(store.indices), vars);
+    for (const auto* f : nest.loops) vars.push_back(f->var);
+    const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
     if (!form) return false;
     std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |stride|, largest extent
     for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto extent = ne::bounds(extents[k]).max;
+      const auto extent = ne::bounds(nest.loops[k]->extent).max;
       if (extent <= 1) continue;
       const auto stride = ne::simplify(form->strides[k]).as_int();
       if (!stride || *stride == 0 || extent > (std::int64_t{1} << 30) ||
@@ -7186,7 +7182,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
     };
     for (std::size_t i = 0; i < seq.size(); ++i) {
-      const auto* store = single_store(seq[i]);
+      const auto nest = nest_of(seq[i]);
+      const auto* store = nest.store;
       if (store == nullptr || !in_run(store->buffer.get())) continue;
       const Buffer dst = store->buffer;  // a copy: the store is rewritten below
       if (!loads_of(store->value, dst.get()).empty()) continue;
@@ -7203,7 +7200,7 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
         for (std::size_t j = i + 1; j < seq.size() && ok; ++j) ok = !uses_buffer(seq[j], src.get());
-        if (!ok || !writes_each_once(seq[i], *store, dst)) continue;
+        if (!ok || !writes_each_once(nest, dst)) continue;
         // dst lives in src from here on.
         BufferMap map{{dst.get(), src}};
         for (std::size_t j = i; j < seq.size(); ++j) seq[j] = rewrite(seq[j], {}, map);
@@ -12060,41 +12057,39 @@ inline void require_rank(const te::NDArray& a, std::size_t rank, const char* wha
                       fmt::join(a.shape(), ", "));
 }
 
-// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
-inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
-  const auto& s = in.shape();
-  const std::int64_t a = s[0], b = s[1], h = s[2], w = s[3];
-  te::NDArray out(in.dtype(), {tiles(a, ta), tiles(b, tb), h, w, ta, tb});
-  auto dst = out.data();
-  const auto src = in.data();
+// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
+// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
+template <class Fn>
+void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
+                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
   for (std::int64_t i = 0; i < a; ++i)
     for (std::int64_t j = 0; j < b; ++j)
       for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x) {
-          const std::int64_t from = ((i * b + j) * h + y) * w + x;
-          const std::int64_t to = ((((i / ta) * tiles(b, tb) + j / tb) * h + y) * w + x) * ta * tb +
-                                  (i % ta) * tb + j % tb;
-          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
-        }
+        for (std::int64_t x = 0; x < w; ++x)
+          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
+             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
+                                      (i % ta) * tb + j % tb));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
+                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
   return out;
 }
 
 // The inverse of pack4, keeping the first `a` x `b` rows and channels.
 inline te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
   const auto& s = in.shape();
-  const std::int64_t ta = s[4], tb = s[5], h = s[2], w = s[3];
-  te::NDArray out(in.dtype(), {a, b, h, w});
+  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
   auto dst = out.data();
   const auto src = in.data();
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x) {
-          const std::int64_t to = ((i * b + j) * h + y) * w + x;
-          const std::int64_t from =
-              ((((i / ta) * s[1] + j / tb) * h + y) * w + x) * ta * tb + (i % ta) * tb + j % tb;
-          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
-        }
+  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
+                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
   return out;
 }
 

@@ -36,7 +36,7 @@ namespace detail {
 
 class InplaceReuse : public StmtMutator<InplaceReuse> {
  public:
-  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+  Stmt visit_allocate(const AllocateNode&, const Stmt& s) {
     // The run of allocations and what they enclose.
     std::vector<Buffer> run;
     Stmt body = s;
@@ -52,45 +52,41 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       body = make_seq(seq);
     }
     for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
-    (void)n;
     return body;
   }
 
  private:
-  // The single store of an element-wise nest (under loops and annotations).
-  static const StoreNode* single_store(const Stmt& s) {
-    Stmt cur = s;
-    while (true) {
+  // An element-wise nest: its loops (outermost first) around one store, annotations allowed.
+  struct Nest {
+    std::vector<const ForNode*> loops;
+    const StoreNode* store = nullptr;
+  };
+  static Nest nest_of(const Stmt& s) {
+    Nest n;
+    for (Stmt cur = s;;) {
       if (const auto* f = cur.as<ForNode>()) {
+        n.loops.push_back(f);
         cur = f->body;
       } else if (const auto* a = cur.as<AttrNode>()) {
         cur = a->body;
       } else {
-        return cur.as<StoreNode>();
+        n.store = cur.as<StoreNode>();
+        return n;
       }
     }
   }
 
-  // Whether the nest around its single store writes each element of `b` at most once: the
-  // flat index is affine in the loops with constant strides that, sorted by size, each exceed
-  // the span of the smaller ones over the loops' largest extents (a mixed-radix numbering).
-  static bool writes_each_once(const Stmt& s, const StoreNode& store, const Buffer& b) {
+  // Whether the nest writes each element of `b` at most once: the store's flat index is affine
+  // in the loops with constant strides that, sorted by size, each exceed the span of the
+  // smaller ones over the loops' largest extents (a mixed-radix numbering).
+  static bool writes_each_once(const Nest& nest, const Buffer& b) {
     std::vector<ne::Var> vars;
-    std::vector<ne::Expr> extents;
-    for (Stmt cur = s; !cur.as<StoreNode>();) {
-      if (const auto* f = cur.as<ForNode>()) {
-        vars.push_back(f->var);
-        extents.push_back(f->extent);
-        cur = f->body;
-      } else {
-        cur = cur.as<AttrNode>()->body;
-      }
-    }
-    const auto form = ne::linear_form(b.flat_index(store.indices), vars);
+    for (const auto* f : nest.loops) vars.push_back(f->var);
+    const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
     if (!form) return false;
     std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |stride|, largest extent
     for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto extent = ne::bounds(extents[k]).max;
+      const auto extent = ne::bounds(nest.loops[k]->extent).max;
       if (extent <= 1) continue;
       const auto stride = ne::simplify(form->strides[k]).as_int();
       if (!stride || *stride == 0 || extent > (std::int64_t{1} << 30) ||
@@ -140,7 +136,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
     };
     for (std::size_t i = 0; i < seq.size(); ++i) {
-      const auto* store = single_store(seq[i]);
+      const auto nest = nest_of(seq[i]);
+      const auto* store = nest.store;
       if (store == nullptr || !in_run(store->buffer.get())) continue;
       const Buffer dst = store->buffer;  // a copy: the store is rewritten below
       if (!loads_of(store->value, dst.get()).empty()) continue;
@@ -157,7 +154,7 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
         for (std::size_t j = i + 1; j < seq.size() && ok; ++j) ok = !uses_buffer(seq[j], src.get());
-        if (!ok || !writes_each_once(seq[i], *store, dst)) continue;
+        if (!ok || !writes_each_once(nest, dst)) continue;
         // dst lives in src from here on.
         BufferMap map{{dst.get(), src}};
         for (std::size_t j = i; j < seq.size(); ++j) seq[j] = rewrite(seq[j], {}, map);

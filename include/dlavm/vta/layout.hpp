@@ -32,41 +32,39 @@ inline void require_rank(const te::NDArray& a, std::size_t rank, const char* wha
                       fmt::join(a.shape(), ", "));
 }
 
-// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
-inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
-  const auto& s = in.shape();
-  const std::int64_t a = s[0], b = s[1], h = s[2], w = s[3];
-  te::NDArray out(in.dtype(), {tiles(a, ta), tiles(b, tb), h, w, ta, tb});
-  auto dst = out.data();
-  const auto src = in.data();
+// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
+// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
+template <class Fn>
+void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
+                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
   for (std::int64_t i = 0; i < a; ++i)
     for (std::int64_t j = 0; j < b; ++j)
       for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x) {
-          const std::int64_t from = ((i * b + j) * h + y) * w + x;
-          const std::int64_t to = ((((i / ta) * tiles(b, tb) + j / tb) * h + y) * w + x) * ta * tb +
-                                  (i % ta) * tb + j % tb;
-          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
-        }
+        for (std::int64_t x = 0; x < w; ++x)
+          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
+             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
+                                      (i % ta) * tb + j % tb));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
+                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
   return out;
 }
 
 // The inverse of pack4, keeping the first `a` x `b` rows and channels.
 inline te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
   const auto& s = in.shape();
-  const std::int64_t ta = s[4], tb = s[5], h = s[2], w = s[3];
-  te::NDArray out(in.dtype(), {a, b, h, w});
+  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
   auto dst = out.data();
   const auto src = in.data();
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x) {
-          const std::int64_t to = ((i * b + j) * h + y) * w + x;
-          const std::int64_t from =
-              ((((i / ta) * s[1] + j / tb) * h + y) * w + x) * ta * tb + (i % ta) * tb + j % tb;
-          dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
-        }
+  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
+                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
   return out;
 }
 
