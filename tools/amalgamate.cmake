@@ -26,9 +26,11 @@ function(dlavm_inline rel out_var)
   endif()
   file(READ "${path}" text)
   string(REGEX REPLACE "#pragma once\n" "" text "${text}")
-  string(REGEX MATCHALL "#include <dlavm/[^>]+>" includes "${text}")
+  # Only includes that start a line: an #include quoted in a comment stays text.
+  string(REGEX MATCHALL "\n#include <dlavm/[^>]+>" includes "${text}")
   foreach(line IN LISTS includes)
-    string(REGEX REPLACE "#include <(dlavm/[^>]+)>" "\\1" child "${line}")
+    string(REGEX REPLACE "\n#include <(dlavm/[^>]+)>" "\\1" child "${line}")
+    string(SUBSTRING "${line}" 1 -1 line)
     dlavm_inline("${child}" child_text)
     # Replace only the first occurrence: later ones (if any) become empty.
     string(FIND "${text}" "${line}" at)

@@ -7415,8 +7415,15 @@ inline Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of) {
 // end dlavm/tir/vthread.hpp
 // end dlavm/tir.hpp
 // begin dlavm/vta.hpp
-// VTA layer: configuration, checked ISA encoding and disassembly, command builder, functional
-// simulator, cycle model, devices and binary I/O. docs/vta.md is the guide.
+// VTA layer: the hardware model (vta/hw.hpp), the lowering passes (vta/lower.hpp), and on top
+// of both vta::Program (build, instantiate, run) and the layout helpers. docs/vta.md is the
+// guide.
+
+// begin dlavm/vta/hw.hpp
+// The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
+// disassembly, the command builder, dependency tokens from data hazards, the functional
+// simulator, the cycle model, the race detector, devices and binary I/O. Uses core and
+// runtime only; docs/vta.md is the guide.
 
 // begin dlavm/runtime.hpp
 // Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
@@ -7488,7 +7495,7 @@ struct VtaDriverApi {
 // VTA instruction set, firmware-sized: opcodes, memory ids, the bit layout of every field for a
 // given configuration (derived by the layout rule of VTA_ISA.md / docs/vta.md), and unchecked
 // pack/unpack of 128-bit instruction words and 32-bit micro-ops. Standard library only, no
-// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/isa.hpp.
+// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/hw/isa.hpp.
 
 #include <array>
 #include <cstdint>
@@ -8138,7 +8145,7 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 }  // namespace dlavm::runtime
 // end dlavm/runtime/stream.hpp
 // end dlavm/runtime.hpp
-// begin dlavm/vta/builder.hpp
+// begin dlavm/vta/hw/builder.hpp
 // Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
 // VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
 // VTASynchronize): builds a vta::Stream by hand. Every value is checked against its field:
@@ -8155,13 +8162,34 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 //   b.finish();
 //   vta::Stream s = b.take();
 
+// begin dlavm/core/api.hpp
+// How dlavm's non-template code is compiled. Header-only (the default): every header brings its
+// definitions and each function is `inline`. Compiled mode (DLAVM_COMPILED_LIB, which the CMake
+// target dlavm::dlavm_compiled defines for itself and its users): headers only declare the
+// heavy functions, and the library's src/*.cpp compile their definitions (the `-inl.hpp`
+// files) once.
+//
+//   // pass.hpp                                   // pass-inl.hpp
+//   tir::PrimFunc inject_dma(tir::PrimFunc f);    DLAVM_INLINE tir::PrimFunc inject_dma(...) {...}
+//   #ifndef DLAVM_COMPILED_LIB
+//   #include <dlavm/vta/lower/pass-inl.hpp>
+//   #endif
+
+#ifdef DLAVM_COMPILED_LIB
+#define DLAVM_INLINE
+#else
+#define DLAVM_INLINE inline
+#endif
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/config.hpp
+// begin dlavm/vta/hw/config.hpp
 // VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
 // derived from them, validation against what the instruction encoding can express, and
 // reading / writing the vta_config.json format.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
@@ -8170,12 +8198,8 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 // end dlavm/runtime/isa.hpp
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -8289,7 +8313,28 @@ struct Config {
   void save(const std::string& path) const;
 };
 
-namespace detail {
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::Config& c, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/config-inl.hpp
+// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/json.hpp
+// Internal: the one JSON document type of the VTA layer. Included by definition files
+// (-inl.hpp) only, so that nlohmann/json stays out of the headers that declare the API.
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace dlavm::vta::detail {
 
 // The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
 // order (written files list them in a fixed order), and reading with the same type and the
@@ -8298,6 +8343,17 @@ using Json = nlohmann::ordered_json;
 
 inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
 
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/json.hpp
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace dlavm::vta {
+
+namespace detail {
+
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
@@ -8305,7 +8361,7 @@ inline void check_range(std::string_view key, int value, int lo, int hi, std::st
 
 }  // namespace detail
 
-inline void Config::validate() const {
+DLAVM_INLINE void Config::validate() const {
   using detail::check_range;
   check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
   check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
@@ -8361,7 +8417,7 @@ inline void Config::validate() const {
   }
 }
 
-inline Config Config::from_json(std::string_view text, std::string_view source) {
+DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
   detail::Json j;
   try {
     j = detail::parse_json(text);
@@ -8418,7 +8474,7 @@ inline Config Config::from_json(std::string_view text, std::string_view source) 
   return c;
 }
 
-inline std::string Config::to_json() const {
+DLAVM_INLINE std::string Config::to_json() const {
   detail::Json j;
   j["TARGET"] = target;
   j["HW_VER"] = hw_ver;
@@ -8441,7 +8497,7 @@ inline std::string Config::to_json() const {
   return j.dump(2) + "\n";
 }
 
-inline Config Config::load(const std::string& path) {
+DLAVM_INLINE Config Config::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
   std::ostringstream text;
@@ -8449,7 +8505,7 @@ inline Config Config::load(const std::string& path) {
   return from_json(text.str(), path);
 }
 
-inline void Config::save(const std::string& path) const {
+DLAVM_INLINE void Config::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out << to_json();
   if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
@@ -8457,33 +8513,35 @@ inline void Config::save(const std::string& path) const {
 
 }  // namespace dlavm::vta
 
-template <>
-struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::vta::Config& c, format_context& ctx) const {
-    return fmt::format_to(
-        ctx.out(),
-        "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-        "wgt {} acc {}, bus {} bits)",
-        c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
-        c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-        1 << c.log_bus_width);
-  }
-};
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/isa.hpp
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
+    const dlavm::vta::Config& c, format_context& ctx) const {
+  return fmt::format_to(
+      ctx.out(),
+      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+      "wgt {} acc {}, bus {} bits)",
+      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+      1 << c.log_bus_width);
+}
+// end dlavm/vta/hw/config-inl.hpp
+#endif
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/isa.hpp
 // Checked VTA encoding: every field value is checked against its width for the configuration
 // (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
 // words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
 // readable line per instruction.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
 // begin dlavm/runtime/stream.hpp
 // end dlavm/runtime/stream.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
 
 #include <fmt/format.h>
 
@@ -8498,16 +8556,66 @@ namespace dlavm::vta {
 using Stream = runtime::Stream;
 
 // The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
-inline std::string insn_name(const InsnFields& f) {
+std::string insn_name(const InsnFields& f);
+
+// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
+// instruction's position in its stream, for the message.
+void check_field(const IsaLayout& layout, const InsnFields& insn, Field field, std::int64_t value,
+                 std::size_t index);
+
+// Checks the enumerated fields of a decoded or hand-filled instruction.
+void check_enums(const InsnFields& f, std::size_t index);
+
+// Checked encoding: every field of the instruction's form must fit its width.
+InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0);
+
+// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
+// or ALU opcode.
+InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0);
+
+std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws);
+
+std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0);
+
+// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
+// | pop_next push_next".
+std::string disassemble(const InsnFields& f);
+
+// A whole stream, one numbered line per instruction, then the micro-op buffer.
+std::string disassemble(const IsaLayout& layout, const Stream& stream);
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnFields& f, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnWord& w, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::Uop& u, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/isa-inl.hpp
+// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string insn_name(const InsnFields& f) {
   const auto op = static_cast<unsigned>(f.opcode);
   if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
   return runtime::opcode_name(f.opcode);
 }
 
-// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
-// instruction's position in its stream, for the message.
-inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
-                        std::int64_t value, std::size_t index) {
+DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                              std::int64_t value, std::size_t index) {
   const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
   if (pos.width == 0)
     raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
@@ -8529,8 +8637,7 @@ inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field f
                          runtime::field_name(field), value, pos.width, limit);
 }
 
-// Checks the enumerated fields of a decoded or hand-filled instruction.
-inline void check_enums(const InsnFields& f, std::size_t index) {
+DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
   const auto op = static_cast<unsigned>(f.opcode);
   if (op >= runtime::kOpcodeCount)
     raise<EncodingError>(
@@ -8550,8 +8657,7 @@ inline void check_enums(const InsnFields& f, std::size_t index) {
                          index, static_cast<unsigned>(f.alu_opcode));
 }
 
-// Checked encoding: every field of the instruction's form must fit its width.
-inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0) {
+DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
   check_enums(f, index);
   const auto form = runtime::form_of(f.opcode);
   const auto& table = layout.form(form);
@@ -8574,22 +8680,21 @@ inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t
   return runtime::pack(layout, f);
 }
 
-// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
-// or ALU opcode.
-inline InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0) {
+DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
   auto f = runtime::unpack(layout, w);
   check_enums(f, index);
   return f;
 }
 
-inline std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws) {
+DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
+                                                std::span<const InsnWord> ws) {
   std::vector<InsnFields> out;
   out.reserve(ws.size());
   for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
   return out;
 }
 
-inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0) {
+DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
   auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
     if (v > runtime::low_mask(p.width))
       raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
@@ -8601,9 +8706,7 @@ inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size
   return runtime::pack_uop(layout, u);
 }
 
-// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
-// | pop_next push_next".
-inline std::string disassemble(const InsnFields& f) {
+DLAVM_INLINE std::string disassemble(const InsnFields& f) {
   std::string s;
   auto out = std::back_inserter(s);
   switch (f.opcode) {
@@ -8652,8 +8755,7 @@ inline std::string disassemble(const InsnFields& f) {
   return s;
 }
 
-// A whole stream, one numbered line per instruction, then the micro-op buffer.
-inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
   std::string s;
   auto out = std::back_inserter(s);
   for (std::size_t i = 0; i < stream.insns.size(); ++i) {
@@ -8670,25 +8772,21 @@ inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
 
 }  // namespace dlavm::vta
 
-template <>
-struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::InsnFields& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
-  }
-};
-template <>
-struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
-  }
-};
-template <>
-struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::Uop& u, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
-  }
-};
-// end dlavm/vta/isa.hpp
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
+    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
+    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
+    const dlavm::runtime::Uop& u, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+}
+// end dlavm/vta/hw/isa-inl.hpp
+#endif
+// end dlavm/vta/hw/isa.hpp
 
 #include <array>
 #include <cstdint>
@@ -8738,23 +8836,9 @@ class UopKernel {
   };
 
   void loop_begin(std::int64_t extent, std::int64_t dst_factor, std::int64_t src_factor,
-                  std::int64_t wgt_factor = 0) {
-    if (loops_.size() == 2) raise<ValueError>("micro-op kernel: at most two loop levels");
-    if (!ops_.empty())
-      raise<ValueError>("micro-op kernel: loop_begin after push; loops must enclose every op");
-    if (extent < 1) raise<ValueError>("micro-op kernel: loop extent {} must be positive", extent);
-    loops_.push_back({extent, dst_factor, src_factor, wgt_factor});
-    ++open_;
-  }
-  void loop_end() {
-    if (open_ == 0) raise<ValueError>("micro-op kernel: loop_end without loop_begin");
-    --open_;
-  }
-  void push(std::int64_t dst, std::int64_t src, std::int64_t wgt = 0) {
-    if (open_ != loops_.size())
-      raise<ValueError>("micro-op kernel: push after loop_end; loops must enclose every op");
-    ops_.push_back({dst, src, wgt});
-  }
+                  std::int64_t wgt_factor = 0);
+  void loop_end();
+  void push(std::int64_t dst, std::int64_t src, std::int64_t wgt = 0);
 
   std::span<const Loop> loops() const { return loops_; }
   std::span<const Op> ops() const { return ops_; }
@@ -8784,239 +8868,57 @@ class Builder {
 
   // The element address of byte address `phys` + `offset` elements for memory type `m`;
   // ValueError when `phys` is not a multiple of the element size.
-  std::int64_t dram_elem(std::uint64_t phys, MemId m, std::int64_t offset = 0) const {
-    const auto bytes = config_.elem_bytes(m);
-    if (phys % bytes != 0)
-      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", phys, bytes,
-                        runtime::mem_name(m));
-    return static_cast<std::int64_t>(phys / bytes) + offset;
-  }
+  std::int64_t dram_elem(std::uint64_t phys, MemId m, std::int64_t offset = 0) const;
 
-  void load(const Load2D& a) {
-    if (a.memory == MemId::Out)
-      raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
-    if (a.memory == MemId::Uop)
-      raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
-    InsnFields f;
-    f.opcode = Opcode::Load;
-    f.memory_type = a.memory;
-    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-    set(f, Field::y_pad_0, a.y_pad_0);
-    set(f, Field::y_pad_1, a.y_pad_1);
-    set(f, Field::x_pad_0, a.x_pad_0);
-    set(f, Field::x_pad_1, a.x_pad_1);
-    append(f);
-  }
+  void load(const Load2D& a);
 
-  void store(const Store2D& a) {
-    InsnFields f;
-    f.opcode = Opcode::Store;
-    f.memory_type = MemId::Out;
-    set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-    append(f);
-  }
+  void store(const Store2D& a);
 
   // GEMM over the kernel: acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset.
-  void gemm(const UopKernel& k, bool reset = false) {
-    InsnFields f;
-    f.opcode = Opcode::Gemm;
-    f.reset_reg = reset;
-    push_kernel(f, k, true);
-  }
+  void gemm(const UopKernel& k, bool reset = false);
   // ALU with a tensor operand: acc[dst] = op(acc[dst], acc[src]).
-  void alu(const UopKernel& k, AluOp op) {
-    InsnFields f;
-    f.opcode = Opcode::Alu;
-    f.alu_opcode = op;
-    push_kernel(f, k, false);
-  }
+  void alu(const UopKernel& k, AluOp op);
   // ALU with an immediate operand: acc[dst] = op(acc[dst], imm), imm a 16-bit signed value.
-  void alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
-    InsnFields f;
-    f.opcode = Opcode::Alu;
-    f.alu_opcode = op;
-    f.use_imm = true;
-    runtime::InsnFields probe = f;
-    check_field(layout_, probe, Field::imm, imm, size());
-    f.imm = static_cast<std::int32_t>(imm);
-    push_kernel(f, k, false);
-  }
+  void alu_imm(const UopKernel& k, AluOp op, std::int64_t imm);
 
   // VTADepPush: after the last instruction of `from`, a token for `to` (a neighbour).
-  void dep_push(Queue from, Queue to) {
-    check_neighbours("dep_push", from, to);
-    commit_pending_pop(from);
-    const bool next = from < to;
-    if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
-      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
-      if (!flag) {
-        flag = true;
-        stream_.insns.back() = runtime::pack(layout_, last_);
-        return;
-      }
-    }
-    InsnFields nop = make_nop(from);
-    (next ? nop.push_next_dep : nop.push_prev_dep) = true;
-    append(nop);
-  }
+  void dep_push(Queue from, Queue to);
   // Sets the push flag toward neighbour `to` on instruction `index` (already emitted): the
   // dependency tracker attaches a token to the producer of a hazard after the fact.
-  void set_push(std::size_t index, Queue to) {
-    if (index >= stream_.insns.size())
-      raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
-    // Only the header is needed: the module (opcode, memory type) and the flag's bit.
-    auto& word = stream_.insns[index];
-    InsnFields head;
-    head.opcode =
-        static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
-    head.memory_type =
-        static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
-    const Queue from = runtime::queue_of(head);
-    check_neighbours("set_push", from, to);
-    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-    runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
-    if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
-  }
+  void set_push(std::size_t index, Queue to);
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
-  void dep_pop(Queue from, Queue to) {
-    check_neighbours("dep_pop", from, to);
-    auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
-    if (pending[index(to)]) commit_pending_pop(to);
-    pending[index(to)] = true;
-  }
+  void dep_pop(Queue from, Queue to);
 
   // VTASynchronize: FINISH after every load and store has completed.
-  void finish() {
-    dep_push(Queue::Store, Queue::Compute);
-    dep_push(Queue::Load, Queue::Compute);
-    dep_pop(Queue::Store, Queue::Compute);
-    dep_pop(Queue::Load, Queue::Compute);
-    commit_pending_pop(Queue::Compute);
-    InsnFields f;
-    f.opcode = Opcode::Finish;
-    append(f);
-  }
+  void finish();
 
   // Appends an instruction given by its fields (checked; pending pops are applied).
-  void emit(InsnFields f) {
-    encode(layout_, f, size());  // raises on a field that does not fit
-    append(f);
-  }
+  void emit(InsnFields f);
 
  private:
   static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
 
   // Appends an instruction whose fields were checked as they were set (`set`); only the
   // enumerations, which callers pass through, are checked again.
-  void append(InsnFields f) {
-    check_enums(f, size());
-    const auto q = runtime::queue_of(f);
-    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-    stream_.insns.push_back(runtime::pack(layout_, f));
-    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-    last_ = f;
-  }
+  void append(InsnFields f);
 
-  static void check_neighbours(const char* what, Queue from, Queue to) {
-    const int a = static_cast<int>(from), b = static_cast<int>(to);
-    if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
-      raise<ValueError>(
-          "{}({}, {}): tokens only flow between neighbouring modules "
-          "(load<->compute, compute<->store)",
-          what, runtime::queue_name(from), runtime::queue_name(to));
-  }
+  static void check_neighbours(const char* what, Queue from, Queue to);
 
-  static InsnFields make_nop(Queue q) {
-    InsnFields f;
-    f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
-    f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
-    return f;
-  }
+  static InsnFields make_nop(Queue q);
 
-  void commit_pending_pop(Queue q) {
-    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
-  }
+  void commit_pending_pop(Queue q);
 
   // Sets a field after checking the value against its width for this instruction.
-  void set(InsnFields& f, Field field, std::int64_t v) const {
-    check_field(layout_, f, field, v, size());
-    f.set(field, static_cast<std::uint64_t>(v));
-  }
+  void set(InsnFields& f, Field field, std::int64_t v) const;
   void set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
-               std::int64_t stride) const {
-    set(f, Field::sram_base, sram);
-    set(f, Field::dram_base, dram);
-    set(f, Field::y_size, y);
-    set(f, Field::x_size, x);
-    set(f, Field::x_stride, stride == kDenseStride ? x : stride);
-  }
+               std::int64_t stride) const;
 
-  void push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
-    const char* what = gemm ? "GEMM" : "ALU";
-    if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
-    if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
-    std::vector<std::uint32_t> words;
-    words.reserve(k.ops().size());
-    for (std::size_t i = 0; i < k.ops().size(); ++i) {
-      const auto& op = k.ops()[i];
-      auto narrow = [&](const char* name, std::int64_t v) {
-        if (v < 0 || v > 0xFFFFFFFF)
-          raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
-                               size(), name, v);
-        return static_cast<std::uint32_t>(v);
-      };
-      const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
-                  gemm ? narrow("wgt_idx", op.wgt) : 0u};
-      words.push_back(encode_uop(layout_, u, i));
-    }
-    const UopKernel::Loop none{};
-    const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
-    const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
-    set(f, Field::iter_out, outer.extent);
-    set(f, Field::iter_in, inner.extent);
-    set(f, Field::dst_factor_out, outer.dst_factor);
-    set(f, Field::dst_factor_in, inner.dst_factor);
-    set(f, Field::src_factor_out, outer.src_factor);
-    set(f, Field::src_factor_in, inner.src_factor);
-    if (gemm) {
-      set(f, Field::wgt_factor_out, outer.wgt_factor);
-      set(f, Field::wgt_factor_in, inner.wgt_factor);
-    }
-    // Every loop field is checked before the kernel may emit its LOAD UOP.
-    const auto sram = place_kernel(std::move(words));
-    set(f, Field::uop_bgn, sram.first);
-    set(f, Field::uop_end, sram.second);
-    append(f);
-  }
+  void push_kernel(InsnFields f, const UopKernel& k, bool gemm);
 
   // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
   // micro-op SRAM (emitting a LOAD UOP when they are not); returns [begin, end) in SRAM.
-  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words) {
-    const auto n = static_cast<std::uint32_t>(words.size());
-    if (n > config_.uop_depth())
-      raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
-                           config_.uop_depth());
-    auto [it, inserted] =
-        kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
-    if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
-    const std::uint32_t dram = it->second;
-    if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
-    if (uop_next_ + n > config_.uop_depth()) {
-      resident_.clear();
-      uop_next_ = 0;
-    }
-    InsnFields f;
-    f.opcode = Opcode::Load;
-    f.memory_type = MemId::Uop;
-    set_mem(f, uop_next_, dram, 1, n, n);
-    stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
-    append(f);
-    resident_[dram] = uop_next_;
-    uop_next_ += n;
-    return {resident_[dram], resident_[dram] + n};
-  }
+  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words);
 
   Config config_;
   IsaLayout layout_;
@@ -9029,16 +8931,275 @@ class Builder {
 };
 
 }  // namespace dlavm::vta
-// end dlavm/vta/builder.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/counters.hpp
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/builder-inl.hpp
+// Definitions for dlavm/vta/hw/builder.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/builder.hpp
+// end dlavm/vta/hw/builder.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void UopKernel::loop_begin(std::int64_t extent, std::int64_t dst_factor,
+                                        std::int64_t src_factor, std::int64_t wgt_factor) {
+  if (loops_.size() == 2) raise<ValueError>("micro-op kernel: at most two loop levels");
+  if (!ops_.empty())
+    raise<ValueError>("micro-op kernel: loop_begin after push; loops must enclose every op");
+  if (extent < 1) raise<ValueError>("micro-op kernel: loop extent {} must be positive", extent);
+  loops_.push_back({extent, dst_factor, src_factor, wgt_factor});
+  ++open_;
+}
+
+DLAVM_INLINE void UopKernel::loop_end() {
+  if (open_ == 0) raise<ValueError>("micro-op kernel: loop_end without loop_begin");
+  --open_;
+}
+
+DLAVM_INLINE void UopKernel::push(std::int64_t dst, std::int64_t src, std::int64_t wgt) {
+  if (open_ != loops_.size())
+    raise<ValueError>("micro-op kernel: push after loop_end; loops must enclose every op");
+  ops_.push_back({dst, src, wgt});
+}
+
+DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
+                                             std::int64_t offset) const {
+  const auto bytes = config_.elem_bytes(m);
+  if (phys % bytes != 0)
+    raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", phys, bytes,
+                      runtime::mem_name(m));
+  return static_cast<std::int64_t>(phys / bytes) + offset;
+}
+
+DLAVM_INLINE void Builder::load(const Load2D& a) {
+  if (a.memory == MemId::Out)
+    raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
+  if (a.memory == MemId::Uop)
+    raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
+  InsnFields f;
+  f.opcode = Opcode::Load;
+  f.memory_type = a.memory;
+  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+  set(f, Field::y_pad_0, a.y_pad_0);
+  set(f, Field::y_pad_1, a.y_pad_1);
+  set(f, Field::x_pad_0, a.x_pad_0);
+  set(f, Field::x_pad_1, a.x_pad_1);
+  append(f);
+}
+
+DLAVM_INLINE void Builder::store(const Store2D& a) {
+  InsnFields f;
+  f.opcode = Opcode::Store;
+  f.memory_type = MemId::Out;
+  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+  append(f);
+}
+
+DLAVM_INLINE void Builder::gemm(const UopKernel& k, bool reset) {
+  InsnFields f;
+  f.opcode = Opcode::Gemm;
+  f.reset_reg = reset;
+  push_kernel(f, k, true);
+}
+
+DLAVM_INLINE void Builder::alu(const UopKernel& k, AluOp op) {
+  InsnFields f;
+  f.opcode = Opcode::Alu;
+  f.alu_opcode = op;
+  push_kernel(f, k, false);
+}
+
+DLAVM_INLINE void Builder::alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
+  InsnFields f;
+  f.opcode = Opcode::Alu;
+  f.alu_opcode = op;
+  f.use_imm = true;
+  runtime::InsnFields probe = f;
+  check_field(layout_, probe, Field::imm, imm, size());
+  f.imm = static_cast<std::int32_t>(imm);
+  push_kernel(f, k, false);
+}
+
+DLAVM_INLINE void Builder::dep_push(Queue from, Queue to) {
+  check_neighbours("dep_push", from, to);
+  commit_pending_pop(from);
+  const bool next = from < to;
+  if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
+    bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
+    if (!flag) {
+      flag = true;
+      stream_.insns.back() = runtime::pack(layout_, last_);
+      return;
+    }
+  }
+  InsnFields nop = make_nop(from);
+  (next ? nop.push_next_dep : nop.push_prev_dep) = true;
+  append(nop);
+}
+
+DLAVM_INLINE void Builder::set_push(std::size_t index, Queue to) {
+  if (index >= stream_.insns.size())
+    raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
+  // Only the header is needed: the module (opcode, memory type) and the flag's bit.
+  auto& word = stream_.insns[index];
+  InsnFields head;
+  head.opcode =
+      static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+  head.memory_type =
+      static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+  const Queue from = runtime::queue_of(head);
+  check_neighbours("set_push", from, to);
+  const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
+  runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
+  if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
+}
+
+DLAVM_INLINE void Builder::dep_pop(Queue from, Queue to) {
+  check_neighbours("dep_pop", from, to);
+  auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
+  if (pending[index(to)]) commit_pending_pop(to);
+  pending[index(to)] = true;
+}
+
+DLAVM_INLINE void Builder::finish() {
+  dep_push(Queue::Store, Queue::Compute);
+  dep_push(Queue::Load, Queue::Compute);
+  dep_pop(Queue::Store, Queue::Compute);
+  dep_pop(Queue::Load, Queue::Compute);
+  commit_pending_pop(Queue::Compute);
+  InsnFields f;
+  f.opcode = Opcode::Finish;
+  append(f);
+}
+
+DLAVM_INLINE void Builder::emit(InsnFields f) {
+  encode(layout_, f, size());  // raises on a field that does not fit
+  append(f);
+}
+
+DLAVM_INLINE void Builder::append(InsnFields f) {
+  check_enums(f, size());
+  const auto q = runtime::queue_of(f);
+  if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+  if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+  stream_.insns.push_back(runtime::pack(layout_, f));
+  pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+  last_ = f;
+}
+
+DLAVM_INLINE void Builder::check_neighbours(const char* what, Queue from, Queue to) {
+  const int a = static_cast<int>(from), b = static_cast<int>(to);
+  if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
+    raise<ValueError>(
+        "{}({}, {}): tokens only flow between neighbouring modules "
+        "(load<->compute, compute<->store)",
+        what, runtime::queue_name(from), runtime::queue_name(to));
+}
+
+DLAVM_INLINE InsnFields Builder::make_nop(Queue q) {
+  InsnFields f;
+  f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
+  f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
+  return f;
+}
+
+DLAVM_INLINE void Builder::commit_pending_pop(Queue q) {
+  if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
+}
+
+DLAVM_INLINE void Builder::set(InsnFields& f, Field field, std::int64_t v) const {
+  check_field(layout_, f, field, v, size());
+  f.set(field, static_cast<std::uint64_t>(v));
+}
+
+DLAVM_INLINE void Builder::set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram,
+                                   std::int64_t y, std::int64_t x, std::int64_t stride) const {
+  set(f, Field::sram_base, sram);
+  set(f, Field::dram_base, dram);
+  set(f, Field::y_size, y);
+  set(f, Field::x_size, x);
+  set(f, Field::x_stride, stride == kDenseStride ? x : stride);
+}
+
+DLAVM_INLINE void Builder::push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
+  const char* what = gemm ? "GEMM" : "ALU";
+  if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
+  if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
+  std::vector<std::uint32_t> words;
+  words.reserve(k.ops().size());
+  for (std::size_t i = 0; i < k.ops().size(); ++i) {
+    const auto& op = k.ops()[i];
+    auto narrow = [&](const char* name, std::int64_t v) {
+      if (v < 0 || v > 0xFFFFFFFF)
+        raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
+                             size(), name, v);
+      return static_cast<std::uint32_t>(v);
+    };
+    const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
+                gemm ? narrow("wgt_idx", op.wgt) : 0u};
+    words.push_back(encode_uop(layout_, u, i));
+  }
+  const UopKernel::Loop none{};
+  const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
+  const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
+  set(f, Field::iter_out, outer.extent);
+  set(f, Field::iter_in, inner.extent);
+  set(f, Field::dst_factor_out, outer.dst_factor);
+  set(f, Field::dst_factor_in, inner.dst_factor);
+  set(f, Field::src_factor_out, outer.src_factor);
+  set(f, Field::src_factor_in, inner.src_factor);
+  if (gemm) {
+    set(f, Field::wgt_factor_out, outer.wgt_factor);
+    set(f, Field::wgt_factor_in, inner.wgt_factor);
+  }
+  // Every loop field is checked before the kernel may emit its LOAD UOP.
+  const auto sram = place_kernel(std::move(words));
+  set(f, Field::uop_bgn, sram.first);
+  set(f, Field::uop_end, sram.second);
+  append(f);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> Builder::place_kernel(
+    std::vector<std::uint32_t> words) {
+  const auto n = static_cast<std::uint32_t>(words.size());
+  if (n > config_.uop_depth())
+    raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
+                         config_.uop_depth());
+  auto [it, inserted] =
+      kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
+  if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
+  const std::uint32_t dram = it->second;
+  if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
+  if (uop_next_ + n > config_.uop_depth()) {
+    resident_.clear();
+    uop_next_ = 0;
+  }
+  InsnFields f;
+  f.opcode = Opcode::Load;
+  f.memory_type = MemId::Uop;
+  set_mem(f, uop_next_, dram, 1, n, n);
+  stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
+  append(f);
+  resident_[dram] = uop_next_;
+  uop_next_ += n;
+  return {resident_[dram], resident_[dram] + n};
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/builder-inl.hpp
+#endif
+// end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
 // The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
 // and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
 // counted, as in the reference).
 
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
 
 #include <fmt/format.h>
 
@@ -9055,75 +9216,99 @@ struct Counters {
   std::uint64_t gemm_uops = 0;
   std::uint64_t alu_uops = 0;
 
-  std::uint64_t load_bytes() const {
-    return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
-  }
+  std::uint64_t load_bytes() const;
   std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
   // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
-  std::uint64_t gemm_macs(const Config& c) const {
-    return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
-  }
-  Counters& operator+=(const Counters& o) {
-    inp_load_bytes += o.inp_load_bytes;
-    wgt_load_bytes += o.wgt_load_bytes;
-    acc_load_bytes += o.acc_load_bytes;
-    uop_load_bytes += o.uop_load_bytes;
-    out_store_bytes += o.out_store_bytes;
-    gemm_uops += o.gemm_uops;
-    alu_uops += o.alu_uops;
-    return *this;
-  }
+  std::uint64_t gemm_macs(const Config& c) const;
+  Counters& operator+=(const Counters& o);
   friend bool operator==(const Counters&, const Counters&) = default;
 
   // Adds what one instruction contributes (counters are a function of the stream alone).
-  void count(const Config& c, const InsnFields& f) {
-    if (f.opcode == Opcode::Load && f.x_size != 0) {
-      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
-      switch (f.memory_type) {
-        case MemId::Inp:
-          inp_load_bytes += bytes;
-          break;
-        case MemId::Wgt:
-          wgt_load_bytes += bytes;
-          break;
-        case MemId::Acc:
-        case MemId::Acc8:
-          acc_load_bytes += bytes;
-          break;
-        case MemId::Uop:
-          uop_load_bytes += bytes;
-          break;
-        default:
-          break;
-      }
-    } else if (f.opcode == Opcode::Store && f.x_size != 0) {
-      out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
-    } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
-      const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-      const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
-      if (f.opcode == Opcode::Alu) {
-        alu_uops += uops;
-      } else if (!f.reset_reg) {
-        gemm_uops += uops;
-      }
-    }
-  }
+  void count(const Config& c, const InsnFields& f);
 };
 
 }  // namespace dlavm::vta
 
 template <>
 struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::vta::Counters& c, format_context& ctx) const {
-    return fmt::format_to(ctx.out(),
-                          "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
-                          "out_store {} B, gemm {} uops, alu {} uops",
-                          c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
-                          c.out_store_bytes, c.gemm_uops, c.alu_uops);
-  }
+  format_context::iterator format(const dlavm::vta::Counters& c, format_context& ctx) const;
 };
-// end dlavm/vta/counters.hpp
-// begin dlavm/vta/cycle_model.hpp
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/counters-inl.hpp
+// Definitions for dlavm/vta/hw/counters.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::uint64_t Counters::load_bytes() const {
+  return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
+}
+
+DLAVM_INLINE std::uint64_t Counters::gemm_macs(const Config& c) const {
+  return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
+}
+
+DLAVM_INLINE Counters& Counters::operator+=(const Counters& o) {
+  inp_load_bytes += o.inp_load_bytes;
+  wgt_load_bytes += o.wgt_load_bytes;
+  acc_load_bytes += o.acc_load_bytes;
+  uop_load_bytes += o.uop_load_bytes;
+  out_store_bytes += o.out_store_bytes;
+  gemm_uops += o.gemm_uops;
+  alu_uops += o.alu_uops;
+  return *this;
+}
+
+DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
+  if (f.opcode == Opcode::Load && f.x_size != 0) {
+    const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
+    switch (f.memory_type) {
+      case MemId::Inp:
+        inp_load_bytes += bytes;
+        break;
+      case MemId::Wgt:
+        wgt_load_bytes += bytes;
+        break;
+      case MemId::Acc:
+      case MemId::Acc8:
+        acc_load_bytes += bytes;
+        break;
+      case MemId::Uop:
+        uop_load_bytes += bytes;
+        break;
+      default:
+        break;
+    }
+  } else if (f.opcode == Opcode::Store && f.x_size != 0) {
+    out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
+  } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
+    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+    const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
+    if (f.opcode == Opcode::Alu) {
+      alu_uops += uops;
+    } else if (!f.reset_reg) {
+      gemm_uops += uops;
+    }
+  }
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
+    const dlavm::vta::Counters& c, format_context& ctx) const {
+  return fmt::format_to(ctx.out(),
+                        "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                        "out_store {} B, gemm {} uops, alu {} uops",
+                        c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                        c.out_store_bytes, c.gemm_uops, c.alu_uops);
+}
+// end dlavm/vta/hw/counters-inl.hpp
+#endif
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
 // Cycle model: the load, compute and store modules each run their instruction queue in order,
 // concurrently, synchronised only by the dependency tokens between them (a discrete-event
 // model: an instruction starts when its module is free and the tokens it pops have been
@@ -9145,24 +9330,128 @@ struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
 //   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
 // Modules are modelled with unbounded command queues and independent DRAM ports.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/counters.hpp
-// end dlavm/vta/counters.hpp
-// begin dlavm/vta/dispatch.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+struct CycleParams {
+  std::uint64_t bus_bytes_per_cycle = 8;
+  std::uint64_t dram_latency = 32;
+  std::uint64_t insn_overhead = 4;
+  std::uint64_t gemm_uops_per_cycle = 1;
+  std::uint64_t gemm_latency = 4;
+  std::uint64_t alu_cycles_per_uop = 2;
+  std::uint64_t alu_latency = 4;
+  std::uint64_t pad_elems_per_cycle = 1;
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
+  static CycleParams for_config(const Config& c) {
+    CycleParams p;
+    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
+    return p;
+  }
+};
+
+struct ModuleTime {
+  std::uint64_t busy = 0;   // cycles executing instructions
+  std::uint64_t stall = 0;  // cycles waiting for a dependency token
+  std::uint64_t end = 0;    // when its last instruction finished
+  std::uint64_t instructions = 0;
+};
+
+struct TraceEvent {
+  std::uint32_t index = 0;
+  Queue queue = Queue::Compute;
+  std::uint64_t start = 0;
+  std::uint64_t duration = 0;
+};
+
+struct CycleReport {
+  std::uint64_t total_cycles = 0;
+  std::array<ModuleTime, 3> modules{};  // load, compute, store
+  Counters counters;                    // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;     // GEMM and ALU micro-op cycles
+  std::uint64_t memory_cycles = 0;      // all DRAM bytes / bus bytes per cycle
+  std::uint64_t roofline_cycles = 0;    // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;        // filled when asked for
+  std::vector<std::string> names;       // one-line disassembly per traced instruction
+
+  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+
+  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
+  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
+  std::string chrome_trace() const;
+  void write_chrome_trace(const std::string& path) const;
+};
+
+class CycleModel {
+ public:
+  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
+  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
+    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
+        params_.pad_elems_per_cycle == 0)
+      raise<ValueError>(
+          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
+          "pad_elems_per_cycle must be positive");
+  }
+
+  const CycleParams& params() const { return params_; }
+
+  // Cycles one instruction occupies its module.
+  std::uint64_t duration(const InsnFields& f) const;
+
+  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
+
+ private:
+  static std::uint64_t uops(const InsnFields& f);
+
+  Config config_;
+  CycleParams params_;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::CycleReport& r, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/cycle_model-inl.hpp
+// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/dispatch.hpp
 // The three modules and the four token queues between them, shared by the functional
 // simulator and the cycle model. Instructions are dispatched in order to their module;
 // `dispatch` calls back every instruction in an order that each module's program order and
 // the dependency tokens allow, and reports a deadlock naming the stuck instructions.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -9181,19 +9470,7 @@ struct TokenQueue {
 
 // Raises DeviceError for dependency flags a module cannot have (load has no previous module,
 // store no next one).
-inline void check_dep_flags(const InsnFields& f, std::size_t i) {
-  const auto q = runtime::queue_of(f);
-  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the load module, which has no previous module: "
-        "pop_prev_dep / push_prev_dep must be 0",
-        insn_name(f), i);
-  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the store module, which has no next module: "
-        "pop_next_dep / push_next_dep must be 0",
-        insn_name(f), i);
-}
+void check_dep_flags(const InsnFields& f, std::size_t i);
 
 // exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
 // (the latest of them, 0 if none), and returns the time at which its own pushes happen.
@@ -9261,201 +9538,156 @@ void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
 }
 
 }  // namespace dlavm::vta::detail
-// end dlavm/vta/dispatch.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dispatch-inl.hpp
+// Definitions for dlavm/vta/hw/dispatch.hpp (see core/api.hpp).
 
-#include <array>
-#include <cstdint>
+// begin dlavm/vta/hw/dispatch.hpp
+// end dlavm/vta/hw/dispatch.hpp
+
+#include <algorithm>
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
+  const auto q = runtime::queue_of(f);
+  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the load module, which has no previous module: "
+        "pop_prev_dep / push_prev_dep must be 0",
+        insn_name(f), i);
+  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the store module, which has no next module: "
+        "pop_next_dep / push_next_dep must be 0",
+        insn_name(f), i);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/dispatch-inl.hpp
+#endif
+// end dlavm/vta/hw/dispatch.hpp
+// begin dlavm/vta/hw/json.hpp
+// end dlavm/vta/hw/json.hpp
+
 #include <fstream>
-#include <span>
-#include <string>
-#include <vector>
 
 namespace dlavm::vta {
 
-struct CycleParams {
-  std::uint64_t bus_bytes_per_cycle = 8;
-  std::uint64_t dram_latency = 32;
-  std::uint64_t insn_overhead = 4;
-  std::uint64_t gemm_uops_per_cycle = 1;
-  std::uint64_t gemm_latency = 4;
-  std::uint64_t alu_cycles_per_uop = 2;
-  std::uint64_t alu_latency = 4;
-  std::uint64_t pad_elems_per_cycle = 1;
-
-  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
-  static CycleParams for_config(const Config& c) {
-    CycleParams p;
-    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
-    return p;
+DLAVM_INLINE std::string CycleReport::chrome_trace() const {
+  detail::Json events = detail::Json::array();
+  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(q)},
+                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
   }
-};
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    const auto& e = trace[k];
+    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
+                      {"cat", runtime::queue_name(e.queue)},
+                      {"ph", "X"},
+                      {"ts", e.start},
+                      {"dur", e.duration},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(e.queue)},
+                      {"args", {{"index", e.index}}}});
+  }
+  detail::Json doc;
+  doc["traceEvents"] = std::move(events);
+  doc["displayTimeUnit"] = "ns";
+  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
+  return doc.dump(1);
+}
 
-struct ModuleTime {
-  std::uint64_t busy = 0;   // cycles executing instructions
-  std::uint64_t stall = 0;  // cycles waiting for a dependency token
-  std::uint64_t end = 0;    // when its last instruction finished
-  std::uint64_t instructions = 0;
-};
+DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << chrome_trace();
+  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
+}
 
-struct TraceEvent {
-  std::uint32_t index = 0;
-  Queue queue = Queue::Compute;
-  std::uint64_t start = 0;
-  std::uint64_t duration = 0;
-};
-
-struct CycleReport {
-  std::uint64_t total_cycles = 0;
-  std::array<ModuleTime, 3> modules{};  // load, compute, store
-  Counters counters;                    // bytes per memory type, micro-ops
-  std::uint64_t compute_cycles = 0;     // GEMM and ALU micro-op cycles
-  std::uint64_t memory_cycles = 0;      // all DRAM bytes / bus bytes per cycle
-  std::uint64_t roofline_cycles = 0;    // max(compute_cycles, memory_cycles)
-  std::vector<TraceEvent> trace;        // filled when asked for
-  std::vector<std::string> names;       // one-line disassembly per traced instruction
-
-  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
-
-  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
-  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
-  std::string chrome_trace() const {
-    detail::Json events = detail::Json::array();
-    for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", 0},
-                        {"tid", static_cast<int>(q)},
-                        {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
+  const auto& p = params_;
+  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store: {
+      if (f.x_size == 0) return p.insn_overhead;
+      const std::size_t eb =
+          f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
+      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
+                                   std::uint64_t{f.y_size} * f.x_size;
+      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
+             ceil_div(padded, p.pad_elems_per_cycle);
     }
-    for (std::size_t k = 0; k < trace.size(); ++k) {
-      const auto& e = trace[k];
-      events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
-                        {"cat", runtime::queue_name(e.queue)},
-                        {"ph", "X"},
-                        {"ts", e.start},
-                        {"dur", e.duration},
-                        {"pid", 0},
-                        {"tid", static_cast<int>(e.queue)},
-                        {"args", {{"index", e.index}}}});
+    case Opcode::Gemm:
+      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
+    case Opcode::Alu:
+      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+    default:
+      return p.insn_overhead;
+  }
+}
+
+DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
+  CycleReport r;
+  std::array<std::uint64_t, 3> free_at{};
+  std::uint64_t gemm_all = 0, alu_all = 0;
+  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
+    const auto& f = prog[i];
+    const auto q = runtime::queue_of(f);
+    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
+    auto& at = free_at[static_cast<std::size_t>(q) - 1];
+    const std::uint64_t start = std::max(at, ready);
+    const std::uint64_t d = duration(f);
+    m.stall += start - at;
+    m.busy += d;
+    ++m.instructions;
+    at = start + d;
+    m.end = at;
+    r.counters.count(config_, f);
+    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
+    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (trace) {
+      r.trace.push_back({i, q, start, d});
+      r.names.push_back(disassemble(f));
     }
-    detail::Json doc;
-    doc["traceEvents"] = std::move(events);
-    doc["displayTimeUnit"] = "ns";
-    doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
-    return doc.dump(1);
-  }
-  void write_chrome_trace(const std::string& path) const {
-    std::ofstream out(path, std::ios::binary);
-    out << chrome_trace();
-    if (!out) raise<ValueError>("cannot write trace file '{}'", path);
-  }
-};
+    return at;
+  });
+  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  const auto& p = params_;
+  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
+                     alu_all * p.alu_cycles_per_uop;
+  r.memory_cycles = (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
+  return r;
+}
 
-class CycleModel {
- public:
-  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
-  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
-    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
-        params_.pad_elems_per_cycle == 0)
-      raise<ValueError>(
-          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
-          "pad_elems_per_cycle must be positive");
-  }
-
-  const CycleParams& params() const { return params_; }
-
-  // Cycles one instruction occupies its module.
-  std::uint64_t duration(const InsnFields& f) const {
-    const auto& p = params_;
-    auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
-    switch (f.opcode) {
-      case Opcode::Load:
-      case Opcode::Store: {
-        if (f.x_size == 0) return p.insn_overhead;
-        const std::size_t eb = f.opcode == Opcode::Store ? config_.out_elem_bytes()
-                                                         : config_.elem_bytes(f.memory_type);
-        const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
-        const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
-                                         (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
-                                     std::uint64_t{f.y_size} * f.x_size;
-        return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
-               ceil_div(padded, p.pad_elems_per_cycle);
-      }
-      case Opcode::Gemm:
-        return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
-      case Opcode::Alu:
-        return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
-      default:
-        return p.insn_overhead;
-    }
-  }
-
-  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const {
-    CycleReport r;
-    std::array<std::uint64_t, 3> free_at{};
-    std::uint64_t gemm_all = 0, alu_all = 0;
-    detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
-      const auto& f = prog[i];
-      const auto q = runtime::queue_of(f);
-      auto& m = r.modules[static_cast<std::size_t>(q) - 1];
-      auto& at = free_at[static_cast<std::size_t>(q) - 1];
-      const std::uint64_t start = std::max(at, ready);
-      const std::uint64_t d = duration(f);
-      m.stall += start - at;
-      m.busy += d;
-      ++m.instructions;
-      at = start + d;
-      m.end = at;
-      r.counters.count(config_, f);
-      if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
-      if (f.opcode == Opcode::Alu) alu_all += uops(f);
-      if (trace) {
-        r.trace.push_back({i, q, start, d});
-        r.names.push_back(disassemble(f));
-      }
-      return at;
-    });
-    for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
-    const auto& p = params_;
-    r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
-                       alu_all * p.alu_cycles_per_uop;
-    r.memory_cycles =
-        (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
-    r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
-    return r;
-  }
-
- private:
-  static std::uint64_t uops(const InsnFields& f) {
-    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-    return std::uint64_t{f.iter_out} * f.iter_in * n;
-  }
-
-  Config config_;
-  CycleParams params_;
-};
+DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
+  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+  return std::uint64_t{f.iter_out} * f.iter_in * n;
+}
 
 }  // namespace dlavm::vta
 
-template <>
-struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::vta::CycleReport& r, format_context& ctx) const {
-    auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
-                              r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
-    const char* names[] = {"load", "compute", "store"};
-    for (int m = 0; m < 3; ++m)
-      out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
-                           r.modules[m].stall);
-    return out;
-  }
-};
-// end dlavm/vta/cycle_model.hpp
-// begin dlavm/vta/dep_tracker.hpp
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
+    const dlavm::vta::CycleReport& r, format_context& ctx) const {
+  auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
+                            r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
+  const char* names[] = {"load", "compute", "store"};
+  for (int m = 0; m < 3; ++m)
+    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
+                         r.modules[m].stall);
+  return out;
+}
+// end dlavm/vta/hw/cycle_model-inl.hpp
+#endif
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/dep_tracker.hpp
 // Dependency tokens from data hazards. VTA's three modules run their queues concurrently; an
 // instruction must wait for every earlier instruction of another module that wrote what it
 // reads or writes, or read what it writes. The tracker keeps, per on-chip region, the last
@@ -9474,12 +9706,14 @@ struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view
 // Load and store never touch the same on-chip memory (loads fill inp/wgt, stores drain acc;
 // accumulator loads run on the compute module), so every hazard is between neighbours.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/builder.hpp
-// end dlavm/vta/builder.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
+// begin dlavm/vta/hw/builder.hpp
+// end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 
 #include <algorithm>
 #include <array>
@@ -9516,56 +9750,15 @@ class DepTracker {
     reset();
   }
 
-  void reset() {
-    state_.assign(regions_.size(), State{});
-    covered_.fill(-1);
-  }
+  void reset();
 
   // Before emitting the instructions of module `q` that perform `accesses`: requests the
   // tokens that order them after their hazards (pushes on the producers, pops pending on the
   // builder for q's next instruction).
-  void before(Builder& b, Queue q, std::span<const RegionAccess> accesses) {
-    std::array<std::int64_t, 3> need{-1, -1, -1};
-    for (const auto& acc : accesses) {
-      for (const auto r : overlaps_[acc.region]) {
-        const auto& s = state_[r];
-        if (s.writer >= 0 && s.writer_queue != q) raise_need(need, s.writer_queue, s.writer);
-        if (acc.write)
-          for (int m = 0; m < 3; ++m)
-            if (s.reader[m] >= 0 && m != index(q))
-              raise_need(need, static_cast<Queue>(m + 1), s.reader[m]);
-      }
-    }
-    for (int m = 0; m < 3; ++m) {
-      if (need[m] < 0) continue;
-      const auto from = static_cast<Queue>(m + 1);
-      if ((from == Queue::Load && q == Queue::Store) || (from == Queue::Store && q == Queue::Load))
-        raise<ScheduleError>(
-            "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-            "module, which share no token queue",
-            b.size(), runtime::queue_name(q), need[m], runtime::queue_name(from));
-      auto& covered = covered_[pair(from, q)];
-      if (need[m] <= covered) continue;
-      b.set_push(static_cast<std::size_t>(need[m]), q);
-      b.dep_pop(from, q);
-      covered = need[m];
-    }
-  }
+  void before(Builder& b, Queue q, std::span<const RegionAccess> accesses);
 
   // After emitting: instruction `index` (of module q) performed `accesses`.
-  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses) {
-    for (const auto& acc : accesses) {
-      auto& s = state_[acc.region];
-      if (acc.write) {
-        // Later accesses wait for this write, which itself waited for the earlier readers.
-        s = State{};
-        s.writer = index;
-        s.writer_queue = q;
-      } else {
-        s.reader[index_of(q)] = index;
-      }
-    }
-  }
+  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses);
 
   const std::vector<SramRegion>& regions() const { return regions_; }
 
@@ -9579,12 +9772,8 @@ class DepTracker {
   static int index(Queue q) { return static_cast<int>(q) - 1; }
   static std::size_t index_of(Queue q) { return static_cast<std::size_t>(q) - 1; }
   // Slot of the directed neighbour pair (from -> to) in covered_.
-  static std::size_t pair(Queue from, Queue to) {
-    return static_cast<std::size_t>(index(from) * 3 + index(to));
-  }
-  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at) {
-    need[index_of(from)] = std::max(need[index_of(from)], at);
-  }
+  static std::size_t pair(Queue from, Queue to);
+  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at);
 
   std::vector<SramRegion> regions_;
   std::vector<std::vector<std::uint32_t>> overlaps_;
@@ -9593,25 +9782,328 @@ class DepTracker {
 };
 
 }  // namespace dlavm::vta
-// end dlavm/vta/dep_tracker.hpp
-// begin dlavm/vta/device.hpp
-// Devices: DRAM allocation with physical addresses, host copies, and running a stream.
-// SimDevice runs on the functional simulator (plus the cycle model); DriverDevice runs on
-// anything that implements the public VTA driver C API (a board, VTA's simulators, or
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dep_tracker-inl.hpp
+// Definitions for dlavm/vta/hw/dep_tracker.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dep_tracker.hpp
+// end dlavm/vta/hw/dep_tracker.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void DepTracker::reset() {
+  state_.assign(regions_.size(), State{});
+  covered_.fill(-1);
+}
+
+DLAVM_INLINE void DepTracker::before(Builder& b, Queue q, std::span<const RegionAccess> accesses) {
+  std::array<std::int64_t, 3> need{-1, -1, -1};
+  for (const auto& acc : accesses) {
+    for (const auto r : overlaps_[acc.region]) {
+      const auto& s = state_[r];
+      if (s.writer >= 0 && s.writer_queue != q) raise_need(need, s.writer_queue, s.writer);
+      if (acc.write)
+        for (int m = 0; m < 3; ++m)
+          if (s.reader[m] >= 0 && m != index(q))
+            raise_need(need, static_cast<Queue>(m + 1), s.reader[m]);
+    }
+  }
+  for (int m = 0; m < 3; ++m) {
+    if (need[m] < 0) continue;
+    const auto from = static_cast<Queue>(m + 1);
+    if ((from == Queue::Load && q == Queue::Store) || (from == Queue::Store && q == Queue::Load))
+      raise<ScheduleError>(
+          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+          "module, which share no token queue",
+          b.size(), runtime::queue_name(q), need[m], runtime::queue_name(from));
+    auto& covered = covered_[pair(from, q)];
+    if (need[m] <= covered) continue;
+    b.set_push(static_cast<std::size_t>(need[m]), q);
+    b.dep_pop(from, q);
+    covered = need[m];
+  }
+}
+
+DLAVM_INLINE void DepTracker::after(Queue q, std::int64_t index,
+                                    std::span<const RegionAccess> accesses) {
+  for (const auto& acc : accesses) {
+    auto& s = state_[acc.region];
+    if (acc.write) {
+      // Later accesses wait for this write, which itself waited for the earlier readers.
+      s = State{};
+      s.writer = index;
+      s.writer_queue = q;
+    } else {
+      s.reader[index_of(q)] = index;
+    }
+  }
+}
+
+DLAVM_INLINE std::size_t DepTracker::pair(Queue from, Queue to) {
+  return static_cast<std::size_t>(index(from) * 3 + index(to));
+}
+
+DLAVM_INLINE void DepTracker::raise_need(std::array<std::int64_t, 3>& need, Queue from,
+                                         std::int64_t at) {
+  need[index_of(from)] = std::max(need[index_of(from)], at);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/dep_tracker-inl.hpp
+#endif
+// end dlavm/vta/hw/dep_tracker.hpp
+// begin dlavm/vta/hw/device.hpp
+// The device interface: DRAM allocation with physical addresses, host copies, and running a
+// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
+// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
+// implements the public VTA driver C API (a board, VTA's simulators, or
 // tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
 // micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// A DRAM buffer: its physical (byte) address and size.
+struct Buffer {
+  std::uint64_t phys = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+struct RunResult {
+  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
+  CycleReport timing;  // the cycle model's estimate for the stream
+  bool finished = false;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const Config& config() const = 0;
+  virtual Buffer alloc(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  // Runs a stream to completion; raises DeviceError on failure.
+  virtual RunResult run(const Stream& stream) = 0;
+
+  template <class T>
+  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
+    copy_in(dst, offset, data.data(), data.size_bytes());
+  }
+  template <class T>
+  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
+    copy_out(src, offset, data.data(), data.size_bytes());
+  }
+  // A buffer of `count` elements of type T, filled from `data` when given.
+  template <class T>
+  Buffer alloc_for(std::span<const T> data) {
+    const Buffer b = alloc(data.size_bytes());
+    copy_in(b, data);
+    return b;
+  }
+
+  // Records a chrome trace (RunResult::timing.trace) on every run.
+  void set_trace(bool on) { trace_ = on; }
+
+ protected:
+  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
+
+  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
+  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
+  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
+
+  bool trace_ = false;
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/device-inl.hpp
+// Definitions for dlavm/vta/hw/device.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void Device::check_range(const char* what, Buffer b, std::size_t offset,
+                                      std::size_t bytes) {
+  if (offset > b.bytes || bytes > b.bytes - offset)
+    raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
+                      offset + bytes, b.bytes, b.phys);
+}
+
+DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64_t uop_phys) {
+  std::vector<InsnWord> words(s.insns.size());
+  if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
+  return words;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const InsnWord> words) {
+  std::vector<std::byte> out(words.size() * 16);
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int h = 0; h < 2; ++h)
+      for (int b = 0; b < 8; ++b)
+        out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out(uops.size() * 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    for (int b = 0; b < 4; ++b)
+      out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/device-inl.hpp
+#endif
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/driver_device.hpp
+// DriverDevice: a Device over the public VTA driver C API (VTAMemAlloc ... VTADeviceRun), for
+// boards and VTA's own simulators. A template over the API so that tests can supply one.
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/runtime/driver_api.hpp
 // end dlavm/runtime/driver_api.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/counters.hpp
-// end dlavm/vta/counters.hpp
-// begin dlavm/vta/cycle_model.hpp
-// end dlavm/vta/cycle_model.hpp
-// begin dlavm/vta/hazards.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace dlavm::vta {
+
+// A device over the public VTA driver API. `Api` supplies the functions (see
+// runtime::VtaDriverApi, which calls the C functions VTAMemAlloc ... VTADeviceRun).
+template <class Api = runtime::VtaDriverApi>
+class DriverDevice : public Device {
+ public:
+  explicit DriverDevice(const Config& config = Config{}, std::uint32_t wait_cycles = 100'000'000)
+      : config_(config), model_(config), wait_cycles_(wait_cycles) {
+    config_.validate();
+    handle_ = Api::device_alloc();
+    if (!handle_) raise<DeviceError>("VTADeviceAlloc failed");
+  }
+  DriverDevice(const DriverDevice&) = delete;
+  DriverDevice& operator=(const DriverDevice&) = delete;
+  ~DriverDevice() override {
+    for (auto& [phys, m] : buffers_) Api::mem_free(m.virt);
+    Api::device_free(handle_);
+  }
+
+  using Device::copy_in;
+  using Device::copy_out;
+
+  const Config& config() const override { return config_; }
+
+  Buffer alloc(std::size_t bytes) override {
+    void* v = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
+    if (!v) raise<DeviceError>("VTAMemAlloc of {} bytes failed", bytes);
+    const std::uint64_t phys = Api::phy_addr(v);
+    buffers_[phys] = {v, bytes};
+    return {phys, bytes};
+  }
+  void free(Buffer b) override {
+    Api::mem_free(lookup("free", b).virt);
+    buffers_.erase(b.phys);
+  }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    check_range("copy_in", dst, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_in", dst).virt) + offset;
+    Api::copy_from_host(v, src, bytes);
+    Api::flush(v, static_cast<vta_phy_addr_t>(dst.phys + offset), static_cast<int>(bytes));
+  }
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    check_range("copy_out", src, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_out", src).virt) + offset;
+    Api::invalidate(v, static_cast<vta_phy_addr_t>(src.phys + offset), static_cast<int>(bytes));
+    Api::copy_to_host(dst, v, bytes);
+  }
+
+  RunResult run(const Stream& stream) override {
+    struct Scoped {
+      DriverDevice& d;
+      Buffer b;
+      ~Scoped() {
+        const auto it = d.buffers_.find(b.phys);
+        if (it == d.buffers_.end()) return;
+        Api::mem_free(it->second.virt);
+        d.buffers_.erase(it);
+      }
+    };
+    Scoped uops{*this, alloc(stream.uop_bytes())};
+    const auto words = relocate(stream, uops.b.phys);
+    Scoped insns{*this, alloc(stream.insn_bytes())};
+    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
+    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
+    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+    const auto decoded = decode_all(config_.layout(), words);
+    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
+                                   static_cast<std::uint32_t>(words.size()), wait_cycles_);
+    if (rc != 0)
+      raise<DeviceError>(
+          "VTADeviceRun returned {} for {} instructions (timeout after {} cycles "
+          "or device failure)",
+          rc, words.size(), wait_cycles_);
+    RunResult r;
+    r.timing = model_.run(decoded, trace_);
+    r.counters = r.timing.counters;
+    r.finished = true;
+    return r;
+  }
+
+ private:
+  struct Mapping {
+    void* virt = nullptr;
+    std::size_t bytes = 0;
+  };
+  Mapping& lookup(const char* what, Buffer b) {
+    const auto it = buffers_.find(b.phys);
+    if (it == buffers_.end())
+      raise<ValueError>("{}: 0x{:x} is not a buffer of this device", what, b.phys);
+    return it->second;
+  }
+
+  Config config_;
+  CycleModel model_;
+  std::uint32_t wait_cycles_;
+  VTADeviceHandle handle_ = nullptr;
+  std::map<std::uint64_t, Mapping> buffers_;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/driver_device.hpp
+// begin dlavm/vta/hw/hazards.hpp
 // A race detector for instruction streams: proves that the dependency tokens order every pair
 // of conflicting on-chip accesses (one of them a write) made by different modules the way the
 // stream's order does. The simulator and the boards run the three modules concurrently, so a
@@ -9626,16 +10118,15 @@ class DepTracker {
 //
 //   vta::check_hazards(config, stream);   // raises DeviceError naming both instructions
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/dispatch.hpp
-// end dlavm/vta/dispatch.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -9659,7 +10150,24 @@ inline const char* hazard_mem_name(int m) {
 
 }  // namespace detail
 
-inline void check_hazards(const Config& config, const Stream& stream) {
+void check_hazards(const Config& config, const Stream& stream);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/hazards-inl.hpp
+// Definitions for dlavm/vta/hw/hazards.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dispatch.hpp
+// end dlavm/vta/hw/dispatch.hpp
+// begin dlavm/vta/hw/hazards.hpp
+// end dlavm/vta/hw/hazards.hpp
+
+#include <algorithm>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
   const auto layout = config.layout();
   const std::size_t n = stream.insns.size();
   std::vector<InsnFields> prog;
@@ -9848,10 +10356,368 @@ inline void check_hazards(const Config& config, const Stream& stream) {
 }
 
 }  // namespace dlavm::vta
-// end dlavm/vta/hazards.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
-// begin dlavm/vta/simulator.hpp
+// end dlavm/vta/hw/hazards-inl.hpp
+#endif
+// end dlavm/vta/hw/hazards.hpp
+// begin dlavm/vta/hw/io.hpp
+// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
+//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
+//                 first);
+//   micro-ops     N x 4 bytes, little endian;
+//   DRAM images   the raw bytes of one buffer;
+//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
+//                  "uops": {"file", "count"}, "buffers": [{"name", "phys_addr", "bytes",
+//                  "dtype", "direction": "input"|"output", "file"}]}.
+// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
+// that do not decode raise EncodingError naming the instruction and its byte offset.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+std::vector<std::byte> read_bytes(const std::string& path);
+
+void write_bytes(const std::string& path, std::span<const std::byte> bytes);
+
+namespace detail {
+std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n);
+void write_le(std::vector<std::byte>& out, std::uint64_t v, int n);
+}  // namespace detail
+
+void write_insn_file(const std::string& path, std::span<const InsnWord> words);
+
+std::vector<InsnWord> read_insn_file(const std::string& path);
+
+// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
+std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout);
+
+void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops);
+
+std::vector<std::uint32_t> read_uop_file(const std::string& path);
+
+// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
+std::vector<std::byte> read_dram_image(const std::string& path, std::int64_t expected_bytes = -1);
+void write_dram_image(const std::string& path, std::span<const std::byte> bytes);
+
+struct ManifestBuffer {
+  std::string name;
+  std::uint64_t phys_addr = 0;
+  std::uint64_t bytes = 0;
+  DType dtype = DType::int8();
+  bool output = false;
+  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
+};
+
+struct Manifest {
+  Config config;
+  std::string insn_file = "insn.bin";
+  std::uint64_t insn_count = 0;
+  std::string uop_file = "uop.bin";
+  std::uint64_t uop_count = 0;
+  std::vector<ManifestBuffer> buffers;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+
+  std::string to_json() const;
+
+  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
+
+  void save(const std::string& path) const;
+  static Manifest load(const std::string& path);
+};
+
+// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
+// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`.
+Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
+                     std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {});
+
+// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
+ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
+                           DType dtype, bool output);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/io-inl.hpp
+// Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+// begin dlavm/vta/hw/json.hpp
+// end dlavm/vta/hw/json.hpp
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::vector<std::byte> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open '{}'", path);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) out[i] = static_cast<std::byte>(data[i]);
+  return out;
+}
+
+DLAVM_INLINE void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) raise<ParseError>("cannot write '{}'", path);
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < n; ++i)
+    v |= std::uint64_t(std::to_integer<std::uint8_t>(b[at + i])) << (8 * i);
+  return v;
+}
+
+DLAVM_INLINE void write_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void write_insn_file(const std::string& path, std::span<const InsnWord> words) {
+  std::vector<std::byte> out;
+  out.reserve(words.size() * 16);
+  for (const auto& w : words) {
+    detail::write_le(out, w.word[0], 8);
+    detail::write_le(out, w.word[1], 8);
+  }
+  write_bytes(path, out);
+}
+
+DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
+  const auto b = read_bytes(path);
+  if (b.size() % 16 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
+        "instruction at byte offset {} is truncated",
+        path, b.size(), b.size() / 16 * 16);
+  std::vector<InsnWord> words(b.size() / 16);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    words[i].word[0] = detail::read_le(b, i * 16, 8);
+    words[i].word[1] = detail::read_le(b, i * 16 + 8, 8);
+  }
+  return words;
+}
+
+DLAVM_INLINE std::vector<InsnFields> read_program(const std::string& path,
+                                                  const IsaLayout& layout) {
+  const auto words = read_insn_file(path);
+  std::vector<InsnFields> out;
+  out.reserve(words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    try {
+      out.push_back(decode(layout, words[i], i));
+    } catch (const EncodingError& e) {
+      raise<EncodingError>("'{}' at byte offset {}: {}", path, i * 16, e.what());
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out;
+  out.reserve(uops.size() * 4);
+  for (auto u : uops) detail::write_le(out, u, 4);
+  write_bytes(path, out);
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(const std::string& path) {
+  const auto b = read_bytes(path);
+  if (b.size() % 4 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
+        "micro-op at byte offset {} is truncated",
+        path, b.size(), b.size() / 4 * 4);
+  std::vector<std::uint32_t> uops(b.size() / 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
+  return uops;
+}
+
+DLAVM_INLINE std::vector<std::byte> read_dram_image(const std::string& path,
+                                                    std::int64_t expected_bytes) {
+  auto b = read_bytes(path);
+  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
+    raise<ParseError>("'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})",
+                      path, b.size(), expected_bytes,
+                      std::min<std::uint64_t>(b.size(), expected_bytes));
+  return b;
+}
+
+DLAVM_INLINE void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
+  write_bytes(path, bytes);
+}
+
+DLAVM_INLINE Manifest dump_stream(const std::string& dir, const Config& config,
+                                  const Stream& stream, std::uint64_t uop_phys,
+                                  std::vector<ManifestBuffer> buffers) {
+  std::filesystem::create_directories(dir);
+  std::vector<InsnWord> words(stream.insns.size());
+  if (!stream.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<EncodingError>("dump: micro-op buffer at 0x{:x} does not fit dram_base", uop_phys);
+  Manifest m;
+  m.config = config;
+  m.insn_count = words.size();
+  m.uop_count = stream.uops.size();
+  m.buffers = std::move(buffers);
+  write_insn_file(dir + "/" + m.insn_file, words);
+  write_uop_file(dir + "/" + m.uop_file, stream.uops);
+  m.save(dir + "/manifest.json");
+  return m;
+}
+
+DLAVM_INLINE ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
+                                        std::string name, DType dtype, bool output) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::byte> bytes(b.bytes);
+  dev.copy_out(b, std::span<std::byte>(bytes));
+  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
+  m.file = m.name + ".bin";
+  write_dram_image(dir + "/" + m.file, bytes);
+  return m;
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string Manifest::to_json() const {
+  detail::Json j;
+  j["config"] = detail::parse_json(config.to_json());
+  j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
+  j["uops"] = {{"file", uop_file}, {"count", uop_count}};
+  j["buffers"] = detail::Json::array();
+  for (const auto& b : buffers)
+    j["buffers"].push_back({{"name", b.name},
+                            {"phys_addr", b.phys_addr},
+                            {"bytes", b.bytes},
+                            {"dtype", b.dtype.str()},
+                            {"direction", b.output ? "output" : "input"},
+                            {"file", b.file}});
+  return j.dump(2) + "\n";
+}
+
+DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
+  detail::Json j;
+  try {
+    j = detail::parse_json(text);
+  } catch (const detail::Json::parse_error& e) {
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+  }
+  auto member = [&](const detail::Json& o, const char* key,
+                    const char* where) -> const detail::Json& {
+    if (!o.is_object() || !o.contains(key))
+      raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+    return o.at(key);
+  };
+  auto str = [&](const detail::Json& o, const char* key, const char* where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_string())
+      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
+    return v.get<std::string>();
+  };
+  auto num = [&](const detail::Json& o, const char* key, const char* where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
+                        v.dump());
+    return v.get<std::uint64_t>();
+  };
+  Manifest m;
+  m.config = Config::from_json(member(j, "config", "manifest").dump(), source);
+  const auto& insn = member(j, "instructions", "manifest");
+  m.insn_file = str(insn, "file", "instructions");
+  m.insn_count = num(insn, "count", "instructions");
+  const auto& uops = member(j, "uops", "manifest");
+  m.uop_file = str(uops, "file", "uops");
+  m.uop_count = num(uops, "count", "uops");
+  const auto& bufs = member(j, "buffers", "manifest");
+  if (!bufs.is_array()) raise<ParseError>("{}: buffers must be an array", source);
+  for (const auto& b : bufs) {
+    ManifestBuffer mb;
+    mb.name = str(b, "name", "buffer");
+    mb.phys_addr = num(b, "phys_addr", "buffer");
+    mb.bytes = num(b, "bytes", "buffer");
+    try {
+      mb.dtype = DType::parse(str(b, "dtype", "buffer"));
+    } catch (const ParseError& e) {
+      raise<ParseError>("{}: buffer '{}': {}", source, mb.name, e.what());
+    }
+    const auto dir = str(b, "direction", "buffer");
+    if (dir != "input" && dir != "output")
+      raise<ParseError>("{}: buffer '{}': direction '{}' is neither input nor output", source,
+                        mb.name, dir);
+    mb.output = dir == "output";
+    mb.file = str(b, "file", "buffer");
+    m.buffers.push_back(std::move(mb));
+  }
+  return m;
+}
+
+DLAVM_INLINE void Manifest::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << to_json();
+  if (!out) raise<ParseError>("cannot write manifest '{}'", path);
+}
+
+DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
+  const auto b = read_bytes(path);
+  return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/io-inl.hpp
+#endif
+// end dlavm/vta/hw/io.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+// begin dlavm/vta/hw/sim_device.hpp
+// SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
+// are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
+// the cycle model (vta/hw/cycle_model.hpp).
+//
+//   vta::SimDevice dev(env.config);
+//   auto result = dev.run(stream);   // result.counters, result.timing.total_cycles
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/simulator.hpp
 // Functional VTA simulator with exactly the semantics of VTA_ISA.md: DRAM as a set of
 // allocations with physical addresses, the four SRAMs as typed arrays, the three modules and
 // their token queues, and the reference counters. It reports, naming the instruction index:
@@ -9861,16 +10727,16 @@ inline void check_hazards(const Config& config, const Stream& stream) {
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/counters.hpp
-// end dlavm/vta/counters.hpp
-// begin dlavm/vta/dispatch.hpp
-// end dlavm/vta/dispatch.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -9892,47 +10758,15 @@ class Dram {
   explicit Dram(std::uint64_t limit = std::uint64_t{1} << 32) : limit_(limit) {}
 
   // First fit; raises DeviceError when the address space is exhausted.
-  std::uint64_t alloc(std::size_t bytes) {
-    const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
-    std::uint64_t at = kBase;
-    for (const auto& [start, a] : allocs_) {
-      if (start >= at + size) break;
-      const std::uint64_t used = std::max<std::uint64_t>(a.size(), 1);
-      at = std::max(at, (start + used + kPage - 1) / kPage * kPage);
-    }
-    if (at + size > limit_)
-      raise<DeviceError>("DRAM exhausted: {} bytes requested, {} bytes in use of 0x{:x}", bytes,
-                         in_use(), limit_);
-    allocs_[at].assign(bytes, std::byte{0});
-    return at;
-  }
-  void free(std::uint64_t phys) {
-    if (allocs_.erase(phys) == 0)
-      raise<DeviceError>("DRAM free of 0x{:x}: no allocation starts there", phys);
-  }
+  std::uint64_t alloc(std::size_t bytes);
+  void free(std::uint64_t phys);
   bool free_noexcept(std::uint64_t phys) noexcept { return allocs_.erase(phys) != 0; }
   // The host copy of the allocation that starts at `phys`.
-  std::span<std::byte> allocation(std::uint64_t phys) {
-    const auto it = allocs_.find(phys);
-    if (it == allocs_.end())
-      raise<DeviceError>("DRAM address 0x{:x}: no allocation starts there", phys);
-    return it->second;
-  }
+  std::span<std::byte> allocation(std::uint64_t phys);
   // [phys, phys + bytes) inside one allocation, or nullptr.
-  std::byte* find(std::uint64_t phys, std::uint64_t bytes) {
-    auto it = allocs_.upper_bound(phys);
-    if (it == allocs_.begin()) return nullptr;
-    --it;
-    const std::uint64_t off = phys - it->first;
-    if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
-    return it->second.data() + off;
-  }
+  std::byte* find(std::uint64_t phys, std::uint64_t bytes);
   std::size_t allocation_count() const { return allocs_.size(); }
-  std::uint64_t in_use() const {
-    std::uint64_t n = 0;
-    for (const auto& [start, a] : allocs_) n += a.size();
-    return n;
-  }
+  std::uint64_t in_use() const;
 
  private:
   std::uint64_t limit_;
@@ -9944,39 +10778,6 @@ struct RunInfo {
   bool finished = false;  // a FINISH instruction executed
   std::size_t instructions = 0;
 };
-
-namespace detail {
-
-inline std::int32_t wrap_add(std::int32_t a, std::int32_t b) {
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-}
-
-// One micro-op of GEMM: acc[b][o] += sum_k inp[b][k] * wgt[o][k]. With compile-time extents
-// (B, BI, BO > 0) the k loop is fully unrolled and vectorized; 0 means run-time extents.
-template <int B, int BI, int BO>
-inline void gemm_tile(std::int32_t* __restrict acc, const std::int8_t* __restrict inp,
-                      const std::int8_t* __restrict wgt, int batch, int block_in, int block_out) {
-  const int nb = B > 0 ? B : batch, ni = BI > 0 ? BI : block_in, no = BO > 0 ? BO : block_out;
-  for (int b = 0; b < nb; ++b) {
-    const std::int8_t* x = inp + b * ni;
-    for (int o = 0; o < no; ++o) {
-      const std::int8_t* w = wgt + o * ni;
-      std::int32_t sum = 0;
-      for (int k = 0; k < ni; ++k) sum += static_cast<std::int32_t>(x[k]) * w[k];
-      acc[b * no + o] = wrap_add(acc[b * no + o], sum);
-    }
-  }
-}
-
-inline std::int32_t alu_shr(std::int32_t x, std::int32_t y) {
-  // VTA_ISA.md: x >> y for y >= 0, x << -y for y < 0. Shifts by 32 or more saturate (all
-  // sign bits to the right, zero to the left), where C++ would leave them undefined.
-  if (y >= 0) return y >= 32 ? (x < 0 ? -1 : 0) : x >> y;
-  if (y <= -32) return 0;
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << -y);
-}
-
-}  // namespace detail
 
 class Simulator {
  public:
@@ -10016,317 +10817,36 @@ class Simulator {
 
   // Runs `count` instructions read from DRAM at physical address `insn_phys`, as
   // VTADeviceRun does.
-  RunInfo run(std::uint64_t insn_phys, std::uint32_t count) {
-    const std::uint64_t bytes = std::uint64_t{count} * sizeof(InsnWord);
-    const std::byte* p = dram_.find(insn_phys, bytes);
-    if (!p && count != 0)
-      raise<DeviceError>(
-          "instruction stream at 0x{:x} ({} instructions) is outside any DRAM "
-          "allocation",
-          insn_phys, count);
-    std::vector<InsnFields> prog;
-    prog.reserve(count);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      InsnWord w;
-      for (int h = 0; h < 2; ++h) {
-        std::uint64_t v = 0;
-        for (int b = 0; b < 8; ++b)
-          v |= std::uint64_t(std::to_integer<std::uint8_t>(p[i * 16 + h * 8 + b])) << (8 * b);
-        w.word[h] = v;
-      }
-      prog.push_back(decode(layout_, w, i));
-    }
-    return run(prog);
-  }
+  RunInfo run(std::uint64_t insn_phys, std::uint32_t count);
 
   // Runs decoded instructions (micro-ops still come from DRAM through LOAD UOP).
-  RunInfo run(std::span<const InsnFields> prog) {
-    for (std::size_t i = 0; i < prog.size(); ++i) check_enums(prog[i], i);
-    RunInfo info;
-    detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t) -> std::uint64_t {
-      execute(prog[i], i, info);
-      ++info.instructions;
-      return 0;
-    });
-    total_ += info.counters;
-    return info;
-  }
+  RunInfo run(std::span<const InsnFields> prog);
 
  private:
   [[noreturn]] void fail_sram(const InsnFields& f, std::size_t i, const char* what,
-                              std::uint64_t first, std::uint64_t end, std::uint64_t depth) const {
-    raise<DeviceError>("{} #{}: {} SRAM index range [{}, {}) exceeds the buffer depth {}",
-                       insn_name(f), i, what, first, end, depth);
-  }
+                              std::uint64_t first, std::uint64_t end, std::uint64_t depth) const;
 
-  std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes) {
-    if (f.y_size == 0) return nullptr;
-    const std::uint64_t first = std::uint64_t{f.dram_base} * elem_bytes;
-    const std::uint64_t last_end =
-        (std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size) *
-        elem_bytes;
-    std::byte* p = dram_.find(first, last_end - first);
-    if (!p)
-      raise<DeviceError>("{} #{} ({}): DRAM bytes [0x{:x}, 0x{:x}) are outside any allocation",
-                         insn_name(f), i, runtime::mem_name(f.memory_type), first, last_end);
-    return p;
-  }
+  std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes);
 
-  void execute(const InsnFields& f, std::size_t i, RunInfo& info) {
-    switch (f.opcode) {
-      case Opcode::Load:
-        load(f, i, info.counters);
-        break;
-      case Opcode::Store:
-        store(f, i, info.counters);
-        break;
-      case Opcode::Gemm:
-        gemm(f, i, info.counters);
-        break;
-      case Opcode::Alu:
-        alu(f, i, info.counters);
-        break;
-      case Opcode::Finish:
-        info.finished = true;
-        break;
-    }
-  }
+  void execute(const InsnFields& f, std::size_t i, RunInfo& info);
 
-  void load(const InsnFields& f, std::size_t i, Counters& counters) {
-    if (f.x_size == 0) return;
-    const MemId m = f.memory_type;
-    if (m == MemId::Out) raise<DeviceError>("LOAD #{}: memory type OUT cannot be loaded", i);
-    const std::uint64_t rows = std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1;
-    const std::uint64_t cols = std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1;
-    std::uint64_t depth = 0;
-    const char* name = "";
-    switch (m) {
-      case MemId::Uop:
-        depth = config_.uop_depth(), name = "micro-op";
-        break;
-      case MemId::Inp:
-        depth = config_.inp_depth(), name = "input";
-        break;
-      case MemId::Wgt:
-        depth = config_.wgt_depth(), name = "weight";
-        break;
-      default:
-        depth = config_.acc_depth(), name = "accumulator";
-        break;
-    }
-    if (f.sram_base + rows * cols > depth)
-      fail_sram(f, i, name, f.sram_base, f.sram_base + rows * cols, depth);
-    const std::size_t eb = config_.elem_bytes(m);
-    const std::byte* src = dram_rows(f, i, eb);
-    counters.count(config_, f);
-    // Destination element (row r, column c of the padded tile) -> write `fill(dst, src)`.
-    auto copy = [&](auto* sram, std::size_t lanes, auto&& convert) {
-      using T = std::remove_reference_t<decltype(*sram)>;
-      for (std::uint64_t r = 0; r < rows; ++r) {
-        for (std::uint64_t c = 0; c < cols; ++c) {
-          T* dst = sram + (f.sram_base + r * cols + c) * lanes;
-          const bool data = r >= f.y_pad_0 && r < f.y_pad_0 + f.y_size && c >= f.x_pad_0 &&
-                            c < f.x_pad_0 + f.x_size;
-          if (!data) {
-            std::fill(dst, dst + lanes, T{});
-            continue;
-          }
-          const std::uint64_t y = r - f.y_pad_0, x = c - f.x_pad_0;
-          convert(dst, src + (y * f.x_stride + x) * eb);
-        }
-      }
-    };
-    switch (m) {
-      case MemId::Uop:
-        copy(uop_.data(), 1, [&](Uop* dst, const std::byte* s) {
-          std::uint32_t w = 0;
-          for (int b = 0; b < 4; ++b)
-            w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
-          *dst = runtime::unpack_uop(layout_, w);
-        });
-        break;
-      case MemId::Inp:
-        copy(inp_.data(), eb,
-             [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
-        break;
-      case MemId::Wgt:
-        copy(wgt_.data(), eb,
-             [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
-        break;
-      case MemId::Acc:
-        copy(acc_.data(), eb / 4, [&](std::int32_t* dst, const std::byte* s) {
-          for (std::size_t k = 0; k < eb / 4; ++k) {
-            std::uint32_t w = 0;
-            for (int b = 0; b < 4; ++b)
-              w |= std::uint32_t(std::to_integer<std::uint8_t>(s[4 * k + b])) << (8 * b);
-            dst[k] = static_cast<std::int32_t>(w);
-          }
-        });
-        break;
-      case MemId::Acc8:
-        copy(acc_.data(), eb, [&](std::int32_t* dst, const std::byte* s) {
-          for (std::size_t k = 0; k < eb; ++k)
-            dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
-        });
-        break;
-      default:
-        break;
-    }
-  }
+  void load(const InsnFields& f, std::size_t i, Counters& counters);
 
-  void store(const InsnFields& f, std::size_t i, Counters& counters) {
-    if (f.x_size == 0) return;  // a NOP, whatever its memory type (VTA's runtime uses UOP)
-    if (f.memory_type != MemId::Out)
-      raise<DeviceError>("STORE #{}: memory type {} cannot be stored; only OUT", i,
-                         runtime::mem_name(f.memory_type));
-    if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
-      raise<DeviceError>("STORE #{}: padding ({}, {}, {}, {}) is not allowed on stores", i,
-                         f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
-    const std::uint64_t n = std::uint64_t{f.y_size} * f.x_size;
-    if (f.sram_base + n > config_.acc_depth())
-      fail_sram(f, i, "accumulator", f.sram_base, f.sram_base + n, config_.acc_depth());
-    const std::size_t eb = config_.out_elem_bytes();
-    std::byte* dst = dram_rows(f, i, eb);
-    counters.count(config_, f);
-    const std::size_t lanes = std::size_t(batch_) * block_out_;
-    const int out_bytes = config_.out_width() / 8;
-    for (std::uint64_t y = 0; y < f.y_size; ++y) {
-      for (std::uint64_t x = 0; x < f.x_size; ++x) {
-        const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size + x) * lanes;
-        std::byte* d = dst + (y * f.x_stride + x) * eb;
-        if (out_bytes == 1) {
-          for (std::size_t k = 0; k < lanes; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
-        } else {
-          for (std::size_t k = 0; k < lanes; ++k) {
-            const auto v = static_cast<std::uint32_t>(a[k]);
-            for (int b = 0; b < out_bytes; ++b)
-              d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
-          }
-        }
-      }
-    }
-  }
+  void store(const InsnFields& f, std::size_t i, Counters& counters);
 
   // Checks uop range and the largest index every micro-op loop reaches; returns false for an
   // empty loop nest.
-  bool check_loops(const InsnFields& f, std::size_t i, bool gemm) {
-    if (f.uop_bgn > f.uop_end)
-      raise<DeviceError>("{} #{}: uop_bgn {} is after uop_end {}", insn_name(f), i, f.uop_bgn,
-                         f.uop_end);
-    if (f.uop_end > config_.uop_depth())
-      fail_sram(f, i, "micro-op", f.uop_bgn, f.uop_end, config_.uop_depth());
-    if (f.uop_bgn == f.uop_end || f.iter_out == 0 || f.iter_in == 0) return false;
-    std::uint64_t dst = 0, src = 0, wgt = 0;
-    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
-      dst = std::max<std::uint64_t>(dst, uop_[u].dst);
-      src = std::max<std::uint64_t>(src, uop_[u].src);
-      wgt = std::max<std::uint64_t>(wgt, uop_[u].wgt);
-    }
-    const std::uint64_t o = f.iter_out - 1, n = f.iter_in - 1;
-    dst += o * f.dst_factor_out + n * f.dst_factor_in;
-    src += o * f.src_factor_out + n * f.src_factor_in;
-    wgt += o * f.wgt_factor_out + n * f.wgt_factor_in;
-    if (dst >= config_.acc_depth())
-      fail_sram(f, i, "accumulator (dst)", 0, dst + 1, config_.acc_depth());
-    const bool reads_src = gemm ? !f.reset_reg : !f.use_imm;
-    const std::uint64_t src_depth = gemm ? config_.inp_depth() : config_.acc_depth();
-    if (reads_src && src >= src_depth)
-      fail_sram(f, i, gemm ? "input (src)" : "accumulator (src)", 0, src + 1, src_depth);
-    if (gemm && !f.reset_reg && wgt >= config_.wgt_depth())
-      fail_sram(f, i, "weight", 0, wgt + 1, config_.wgt_depth());
-    return true;
-  }
+  bool check_loops(const InsnFields& f, std::size_t i, bool gemm);
 
   template <int B, int BI, int BO>
-  void gemm_loops(const InsnFields& f) {
-    const std::size_t acc_lanes = std::size_t(batch_) * block_out_;
-    const std::size_t inp_lanes = std::size_t(batch_) * block_in_;
-    const std::size_t wgt_lanes = std::size_t(block_out_) * block_in_;
-    for (std::uint32_t o = 0; o < f.iter_out; ++o) {
-      for (std::uint32_t n = 0; n < f.iter_in; ++n) {
-        const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
-        const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
-        const std::uint32_t w0 = o * f.wgt_factor_out + n * f.wgt_factor_in;
-        for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
-          const Uop& op = uop_[u];
-          detail::gemm_tile<B, BI, BO>(
-              acc_.data() + (op.dst + d0) * acc_lanes, inp_.data() + (op.src + s0) * inp_lanes,
-              wgt_.data() + (op.wgt + w0) * wgt_lanes, batch_, block_in_, block_out_);
-        }
-      }
-    }
-  }
+  void gemm_loops(const InsnFields& f);
 
-  void gemm(const InsnFields& f, std::size_t i, Counters& counters) {
-    if (!check_loops(f, i, true)) return;
-    counters.count(config_, f);
-    if (f.reset_reg) {
-      const std::size_t lanes = std::size_t(batch_) * block_out_;
-      for (std::uint32_t o = 0; o < f.iter_out; ++o)
-        for (std::uint32_t n = 0; n < f.iter_in; ++n)
-          for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
-            std::int32_t* a =
-                acc_.data() + (uop_[u].dst + o * f.dst_factor_out + n * f.dst_factor_in) * lanes;
-            std::fill(a, a + lanes, 0);
-          }
-      return;
-    }
-    if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
-      gemm_loops<1, 16, 16>(f);
-    } else if (batch_ == 1 && block_in_ == 32 && block_out_ == 32) {
-      gemm_loops<1, 32, 32>(f);
-    } else if (batch_ == 1 && block_in_ == 8 && block_out_ == 8) {
-      gemm_loops<1, 8, 8>(f);
-    } else {
-      gemm_loops<0, 0, 0>(f);
-    }
-  }
+  void gemm(const InsnFields& f, std::size_t i, Counters& counters);
 
   template <class Op>
-  void alu_loops(const InsnFields& f, Op op) {
-    const std::size_t lanes = std::size_t(batch_) * block_out_;
-    for (std::uint32_t o = 0; o < f.iter_out; ++o) {
-      for (std::uint32_t n = 0; n < f.iter_in; ++n) {
-        const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
-        const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
-        for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
-          std::int32_t* dst = acc_.data() + (uop_[u].dst + d0) * lanes;
-          if (f.use_imm) {
-            const std::int32_t y = f.imm;
-            for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], y);
-          } else {
-            const std::int32_t* src = acc_.data() + (uop_[u].src + s0) * lanes;
-            for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], src[k]);
-          }
-        }
-      }
-    }
-  }
+  void alu_loops(const InsnFields& f, Op op);
 
-  void alu(const InsnFields& f, std::size_t i, Counters& counters) {
-    if (!check_loops(f, i, false)) return;
-    counters.count(config_, f);
-    switch (f.alu_opcode) {
-      case AluOp::Min:
-        alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::min(x, y); });
-        break;
-      case AluOp::Max:
-        alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::max(x, y); });
-        break;
-      case AluOp::Add:
-        alu_loops(f, detail::wrap_add);
-        break;
-      case AluOp::Shr:
-        alu_loops(f, detail::alu_shr);
-        break;
-      case AluOp::Mul:
-        alu_loops(f, [](std::int32_t x, std::int32_t y) {
-          return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) *
-                                           static_cast<std::uint32_t>(y));
-        });
-        break;
-    }
-  }
+  void alu(const InsnFields& f, std::size_t i, Counters& counters);
 
   Config config_;
   IsaLayout layout_;
@@ -10339,92 +10859,409 @@ class Simulator {
 };
 
 }  // namespace dlavm::vta
-// end dlavm/vta/simulator.hpp
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <map>
-#include <span>
-#include <vector>
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/simulator-inl.hpp
+// Definitions for dlavm/vta/hw/simulator.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dispatch.hpp
+// end dlavm/vta/hw/dispatch.hpp
+// begin dlavm/vta/hw/simulator.hpp
+// end dlavm/vta/hw/simulator.hpp
+
+namespace dlavm::vta::detail {
+
+inline std::int32_t wrap_add(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+}
+
+// One micro-op of GEMM: acc[b][o] += sum_k inp[b][k] * wgt[o][k]. With compile-time extents
+// (B, BI, BO > 0) the k loop is fully unrolled and vectorized; 0 means run-time extents.
+template <int B, int BI, int BO>
+inline void gemm_tile(std::int32_t* __restrict acc, const std::int8_t* __restrict inp,
+                      const std::int8_t* __restrict wgt, int batch, int block_in, int block_out) {
+  const int nb = B > 0 ? B : batch, ni = BI > 0 ? BI : block_in, no = BO > 0 ? BO : block_out;
+  for (int b = 0; b < nb; ++b) {
+    const std::int8_t* x = inp + b * ni;
+    for (int o = 0; o < no; ++o) {
+      const std::int8_t* w = wgt + o * ni;
+      std::int32_t sum = 0;
+      for (int k = 0; k < ni; ++k) sum += static_cast<std::int32_t>(x[k]) * w[k];
+      acc[b * no + o] = wrap_add(acc[b * no + o], sum);
+    }
+  }
+}
+
+inline std::int32_t alu_shr(std::int32_t x, std::int32_t y) {
+  // VTA_ISA.md: x >> y for y >= 0, x << -y for y < 0. Shifts by 32 or more saturate (all
+  // sign bits to the right, zero to the left), where C++ would leave them undefined.
+  if (y >= 0) return y >= 32 ? (x < 0 ? -1 : 0) : x >> y;
+  if (y <= -32) return 0;
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << -y);
+}
+
+}  // namespace dlavm::vta::detail
 
 namespace dlavm::vta {
 
-// A DRAM buffer: its physical (byte) address and size.
-struct Buffer {
-  std::uint64_t phys = 0;
-  std::size_t bytes = 0;
-  friend bool operator==(const Buffer&, const Buffer&) = default;
-};
-
-struct RunResult {
-  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
-  CycleReport timing;  // the cycle model's estimate for the stream
-  bool finished = false;
-};
-
-class Device {
- public:
-  virtual ~Device() = default;
-  virtual const Config& config() const = 0;
-  virtual Buffer alloc(std::size_t bytes) = 0;
-  virtual void free(Buffer buffer) = 0;
-  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
-  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  // Runs a stream to completion; raises DeviceError on failure.
-  virtual RunResult run(const Stream& stream) = 0;
-
-  template <class T>
-  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
-    copy_in(dst, offset, data.data(), data.size_bytes());
+template <int B, int BI, int BO>
+void Simulator::gemm_loops(const InsnFields& f) {
+  const std::size_t acc_lanes = std::size_t(batch_) * block_out_;
+  const std::size_t inp_lanes = std::size_t(batch_) * block_in_;
+  const std::size_t wgt_lanes = std::size_t(block_out_) * block_in_;
+  for (std::uint32_t o = 0; o < f.iter_out; ++o) {
+    for (std::uint32_t n = 0; n < f.iter_in; ++n) {
+      const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
+      const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
+      const std::uint32_t w0 = o * f.wgt_factor_out + n * f.wgt_factor_in;
+      for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+        const Uop& op = uop_[u];
+        detail::gemm_tile<B, BI, BO>(
+            acc_.data() + (op.dst + d0) * acc_lanes, inp_.data() + (op.src + s0) * inp_lanes,
+            wgt_.data() + (op.wgt + w0) * wgt_lanes, batch_, block_in_, block_out_);
+      }
+    }
   }
-  template <class T>
-  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
-    copy_out(src, offset, data.data(), data.size_bytes());
-  }
-  // A buffer of `count` elements of type T, filled from `data` when given.
-  template <class T>
-  Buffer alloc_for(std::span<const T> data) {
-    const Buffer b = alloc(data.size_bytes());
-    copy_in(b, data);
-    return b;
-  }
+}
 
-  // Records a chrome trace (RunResult::timing.trace) on every run.
-  void set_trace(bool on) { trace_ = on; }
+template <class Op>
+void Simulator::alu_loops(const InsnFields& f, Op op) {
+  const std::size_t lanes = std::size_t(batch_) * block_out_;
+  for (std::uint32_t o = 0; o < f.iter_out; ++o) {
+    for (std::uint32_t n = 0; n < f.iter_in; ++n) {
+      const std::uint32_t d0 = o * f.dst_factor_out + n * f.dst_factor_in;
+      const std::uint32_t s0 = o * f.src_factor_out + n * f.src_factor_in;
+      for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+        std::int32_t* dst = acc_.data() + (uop_[u].dst + d0) * lanes;
+        if (f.use_imm) {
+          const std::int32_t y = f.imm;
+          for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], y);
+        } else {
+          const std::int32_t* src = acc_.data() + (uop_[u].src + s0) * lanes;
+          for (std::size_t k = 0; k < lanes; ++k) dst[k] = op(dst[k], src[k]);
+        }
+      }
+    }
+  }
+}
 
- protected:
-  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes) {
-    if (offset > b.bytes || bytes > b.bytes - offset)
-      raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
-                        offset + bytes, b.bytes, b.phys);
+DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
+  const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+  std::uint64_t at = kBase;
+  for (const auto& [start, a] : allocs_) {
+    if (start >= at + size) break;
+    const std::uint64_t used = std::max<std::uint64_t>(a.size(), 1);
+    at = std::max(at, (start + used + kPage - 1) / kPage * kPage);
   }
+  if (at + size > limit_)
+    raise<DeviceError>("DRAM exhausted: {} bytes requested, {} bytes in use of 0x{:x}", bytes,
+                       in_use(), limit_);
+  allocs_[at].assign(bytes, std::byte{0});
+  return at;
+}
 
-  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
-  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys) {
-    std::vector<InsnWord> words(s.insns.size());
-    if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
-      raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
-    return words;
-  }
-  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words) {
-    std::vector<std::byte> out(words.size() * 16);
-    for (std::size_t i = 0; i < words.size(); ++i)
-      for (int h = 0; h < 2; ++h)
-        for (int b = 0; b < 8; ++b)
-          out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
-    return out;
-  }
-  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops) {
-    std::vector<std::byte> out(uops.size() * 4);
-    for (std::size_t i = 0; i < uops.size(); ++i)
-      for (int b = 0; b < 4; ++b)
-        out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
-    return out;
-  }
+DLAVM_INLINE void Dram::free(std::uint64_t phys) {
+  if (allocs_.erase(phys) == 0)
+    raise<DeviceError>("DRAM free of 0x{:x}: no allocation starts there", phys);
+}
 
-  bool trace_ = false;
-};
+DLAVM_INLINE std::span<std::byte> Dram::allocation(std::uint64_t phys) {
+  const auto it = allocs_.find(phys);
+  if (it == allocs_.end())
+    raise<DeviceError>("DRAM address 0x{:x}: no allocation starts there", phys);
+  return it->second;
+}
+
+DLAVM_INLINE std::byte* Dram::find(std::uint64_t phys, std::uint64_t bytes) {
+  auto it = allocs_.upper_bound(phys);
+  if (it == allocs_.begin()) return nullptr;
+  --it;
+  const std::uint64_t off = phys - it->first;
+  if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
+  return it->second.data() + off;
+}
+
+DLAVM_INLINE std::uint64_t Dram::in_use() const {
+  std::uint64_t n = 0;
+  for (const auto& [start, a] : allocs_) n += a.size();
+  return n;
+}
+
+DLAVM_INLINE RunInfo Simulator::run(std::uint64_t insn_phys, std::uint32_t count) {
+  const std::uint64_t bytes = std::uint64_t{count} * sizeof(InsnWord);
+  const std::byte* p = dram_.find(insn_phys, bytes);
+  if (!p && count != 0)
+    raise<DeviceError>(
+        "instruction stream at 0x{:x} ({} instructions) is outside any DRAM "
+        "allocation",
+        insn_phys, count);
+  std::vector<InsnFields> prog;
+  prog.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    InsnWord w;
+    for (int h = 0; h < 2; ++h) {
+      std::uint64_t v = 0;
+      for (int b = 0; b < 8; ++b)
+        v |= std::uint64_t(std::to_integer<std::uint8_t>(p[i * 16 + h * 8 + b])) << (8 * b);
+      w.word[h] = v;
+    }
+    prog.push_back(decode(layout_, w, i));
+  }
+  return run(prog);
+}
+
+DLAVM_INLINE RunInfo Simulator::run(std::span<const InsnFields> prog) {
+  for (std::size_t i = 0; i < prog.size(); ++i) check_enums(prog[i], i);
+  RunInfo info;
+  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t) -> std::uint64_t {
+    execute(prog[i], i, info);
+    ++info.instructions;
+    return 0;
+  });
+  total_ += info.counters;
+  return info;
+}
+
+[[noreturn]] DLAVM_INLINE void Simulator::fail_sram(const InsnFields& f, std::size_t i,
+                                                    const char* what, std::uint64_t first,
+                                                    std::uint64_t end, std::uint64_t depth) const {
+  raise<DeviceError>("{} #{}: {} SRAM index range [{}, {}) exceeds the buffer depth {}",
+                     insn_name(f), i, what, first, end, depth);
+}
+
+DLAVM_INLINE std::byte* Simulator::dram_rows(const InsnFields& f, std::size_t i,
+                                             std::size_t elem_bytes) {
+  if (f.y_size == 0) return nullptr;
+  const std::uint64_t first = std::uint64_t{f.dram_base} * elem_bytes;
+  const std::uint64_t last_end =
+      (std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size) *
+      elem_bytes;
+  std::byte* p = dram_.find(first, last_end - first);
+  if (!p)
+    raise<DeviceError>("{} #{} ({}): DRAM bytes [0x{:x}, 0x{:x}) are outside any allocation",
+                       insn_name(f), i, runtime::mem_name(f.memory_type), first, last_end);
+  return p;
+}
+
+DLAVM_INLINE void Simulator::execute(const InsnFields& f, std::size_t i, RunInfo& info) {
+  switch (f.opcode) {
+    case Opcode::Load:
+      load(f, i, info.counters);
+      break;
+    case Opcode::Store:
+      store(f, i, info.counters);
+      break;
+    case Opcode::Gemm:
+      gemm(f, i, info.counters);
+      break;
+    case Opcode::Alu:
+      alu(f, i, info.counters);
+      break;
+    case Opcode::Finish:
+      info.finished = true;
+      break;
+  }
+}
+
+DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& counters) {
+  if (f.x_size == 0) return;
+  const MemId m = f.memory_type;
+  if (m == MemId::Out) raise<DeviceError>("LOAD #{}: memory type OUT cannot be loaded", i);
+  const std::uint64_t rows = std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1;
+  const std::uint64_t cols = std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1;
+  std::uint64_t depth = 0;
+  const char* name = "";
+  switch (m) {
+    case MemId::Uop:
+      depth = config_.uop_depth(), name = "micro-op";
+      break;
+    case MemId::Inp:
+      depth = config_.inp_depth(), name = "input";
+      break;
+    case MemId::Wgt:
+      depth = config_.wgt_depth(), name = "weight";
+      break;
+    default:
+      depth = config_.acc_depth(), name = "accumulator";
+      break;
+  }
+  if (f.sram_base + rows * cols > depth)
+    fail_sram(f, i, name, f.sram_base, f.sram_base + rows * cols, depth);
+  const std::size_t eb = config_.elem_bytes(m);
+  const std::byte* src = dram_rows(f, i, eb);
+  counters.count(config_, f);
+  // Destination element (row r, column c of the padded tile) -> write `fill(dst, src)`.
+  auto copy = [&](auto* sram, std::size_t lanes, auto&& convert) {
+    using T = std::remove_reference_t<decltype(*sram)>;
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      for (std::uint64_t c = 0; c < cols; ++c) {
+        T* dst = sram + (f.sram_base + r * cols + c) * lanes;
+        const bool data = r >= f.y_pad_0 && r < f.y_pad_0 + f.y_size && c >= f.x_pad_0 &&
+                          c < f.x_pad_0 + f.x_size;
+        if (!data) {
+          std::fill(dst, dst + lanes, T{});
+          continue;
+        }
+        const std::uint64_t y = r - f.y_pad_0, x = c - f.x_pad_0;
+        convert(dst, src + (y * f.x_stride + x) * eb);
+      }
+    }
+  };
+  switch (m) {
+    case MemId::Uop:
+      copy(uop_.data(), 1, [&](Uop* dst, const std::byte* s) {
+        std::uint32_t w = 0;
+        for (int b = 0; b < 4; ++b)
+          w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
+        *dst = runtime::unpack_uop(layout_, w);
+      });
+      break;
+    case MemId::Inp:
+      copy(inp_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      break;
+    case MemId::Wgt:
+      copy(wgt_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      break;
+    case MemId::Acc:
+      copy(acc_.data(), eb / 4, [&](std::int32_t* dst, const std::byte* s) {
+        for (std::size_t k = 0; k < eb / 4; ++k) {
+          std::uint32_t w = 0;
+          for (int b = 0; b < 4; ++b)
+            w |= std::uint32_t(std::to_integer<std::uint8_t>(s[4 * k + b])) << (8 * b);
+          dst[k] = static_cast<std::int32_t>(w);
+        }
+      });
+      break;
+    case MemId::Acc8:
+      copy(acc_.data(), eb, [&](std::int32_t* dst, const std::byte* s) {
+        for (std::size_t k = 0; k < eb; ++k)
+          dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
+      });
+      break;
+    default:
+      break;
+  }
+}
+
+DLAVM_INLINE void Simulator::store(const InsnFields& f, std::size_t i, Counters& counters) {
+  if (f.x_size == 0) return;  // a NOP, whatever its memory type (VTA's runtime uses UOP)
+  if (f.memory_type != MemId::Out)
+    raise<DeviceError>("STORE #{}: memory type {} cannot be stored; only OUT", i,
+                       runtime::mem_name(f.memory_type));
+  if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+    raise<DeviceError>("STORE #{}: padding ({}, {}, {}, {}) is not allowed on stores", i, f.y_pad_0,
+                       f.y_pad_1, f.x_pad_0, f.x_pad_1);
+  const std::uint64_t n = std::uint64_t{f.y_size} * f.x_size;
+  if (f.sram_base + n > config_.acc_depth())
+    fail_sram(f, i, "accumulator", f.sram_base, f.sram_base + n, config_.acc_depth());
+  const std::size_t eb = config_.out_elem_bytes();
+  std::byte* dst = dram_rows(f, i, eb);
+  counters.count(config_, f);
+  const std::size_t lanes = std::size_t(batch_) * block_out_;
+  const int out_bytes = config_.out_width() / 8;
+  for (std::uint64_t y = 0; y < f.y_size; ++y) {
+    for (std::uint64_t x = 0; x < f.x_size; ++x) {
+      const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size + x) * lanes;
+      std::byte* d = dst + (y * f.x_stride + x) * eb;
+      if (out_bytes == 1) {
+        for (std::size_t k = 0; k < lanes; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+      } else {
+        for (std::size_t k = 0; k < lanes; ++k) {
+          const auto v = static_cast<std::uint32_t>(a[k]);
+          for (int b = 0; b < out_bytes; ++b)
+            d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
+        }
+      }
+    }
+  }
+}
+
+DLAVM_INLINE bool Simulator::check_loops(const InsnFields& f, std::size_t i, bool gemm) {
+  if (f.uop_bgn > f.uop_end)
+    raise<DeviceError>("{} #{}: uop_bgn {} is after uop_end {}", insn_name(f), i, f.uop_bgn,
+                       f.uop_end);
+  if (f.uop_end > config_.uop_depth())
+    fail_sram(f, i, "micro-op", f.uop_bgn, f.uop_end, config_.uop_depth());
+  if (f.uop_bgn == f.uop_end || f.iter_out == 0 || f.iter_in == 0) return false;
+  std::uint64_t dst = 0, src = 0, wgt = 0;
+  for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+    dst = std::max<std::uint64_t>(dst, uop_[u].dst);
+    src = std::max<std::uint64_t>(src, uop_[u].src);
+    wgt = std::max<std::uint64_t>(wgt, uop_[u].wgt);
+  }
+  const std::uint64_t o = f.iter_out - 1, n = f.iter_in - 1;
+  dst += o * f.dst_factor_out + n * f.dst_factor_in;
+  src += o * f.src_factor_out + n * f.src_factor_in;
+  wgt += o * f.wgt_factor_out + n * f.wgt_factor_in;
+  if (dst >= config_.acc_depth())
+    fail_sram(f, i, "accumulator (dst)", 0, dst + 1, config_.acc_depth());
+  const bool reads_src = gemm ? !f.reset_reg : !f.use_imm;
+  const std::uint64_t src_depth = gemm ? config_.inp_depth() : config_.acc_depth();
+  if (reads_src && src >= src_depth)
+    fail_sram(f, i, gemm ? "input (src)" : "accumulator (src)", 0, src + 1, src_depth);
+  if (gemm && !f.reset_reg && wgt >= config_.wgt_depth())
+    fail_sram(f, i, "weight", 0, wgt + 1, config_.wgt_depth());
+  return true;
+}
+
+DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& counters) {
+  if (!check_loops(f, i, true)) return;
+  counters.count(config_, f);
+  if (f.reset_reg) {
+    const std::size_t lanes = std::size_t(batch_) * block_out_;
+    for (std::uint32_t o = 0; o < f.iter_out; ++o)
+      for (std::uint32_t n = 0; n < f.iter_in; ++n)
+        for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u) {
+          std::int32_t* a =
+              acc_.data() + (uop_[u].dst + o * f.dst_factor_out + n * f.dst_factor_in) * lanes;
+          std::fill(a, a + lanes, 0);
+        }
+    return;
+  }
+  if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
+    gemm_loops<1, 16, 16>(f);
+  } else if (batch_ == 1 && block_in_ == 32 && block_out_ == 32) {
+    gemm_loops<1, 32, 32>(f);
+  } else if (batch_ == 1 && block_in_ == 8 && block_out_ == 8) {
+    gemm_loops<1, 8, 8>(f);
+  } else {
+    gemm_loops<0, 0, 0>(f);
+  }
+}
+
+DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& counters) {
+  if (!check_loops(f, i, false)) return;
+  counters.count(config_, f);
+  switch (f.alu_opcode) {
+    case AluOp::Min:
+      alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::min(x, y); });
+      break;
+    case AluOp::Max:
+      alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::max(x, y); });
+      break;
+    case AluOp::Add:
+      alu_loops(f, detail::wrap_add);
+      break;
+    case AluOp::Shr:
+      alu_loops(f, detail::alu_shr);
+      break;
+    case AluOp::Mul:
+      alu_loops(f, [](std::int32_t x, std::int32_t y) {
+        return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) *
+                                         static_cast<std::uint32_t>(y));
+      });
+      break;
+  }
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/simulator-inl.hpp
+#endif
+// end dlavm/vta/hw/simulator.hpp
+
+#include <cstddef>
+
+namespace dlavm::vta {
 
 class SimDevice : public Device {
  public:
@@ -10441,39 +11278,13 @@ class SimDevice : public Device {
 
   Buffer alloc(std::size_t bytes) override { return {sim_.dram().alloc(bytes), bytes}; }
   void free(Buffer b) override { sim_.dram().free(b.phys); }
-  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
-    check_range("copy_in", dst, offset, bytes);
-    if (bytes) std::memcpy(sim_.dram().allocation(dst.phys).data() + offset, src, bytes);
-  }
-  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
-    check_range("copy_out", src, offset, bytes);
-    if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
-  }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override;
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default.
   void set_check_hazards(bool on) { check_hazards_ = on; }
 
-  RunResult run(const Stream& stream) override {
-    if (check_hazards_) check_hazards(sim_.config(), stream);
-    struct Scoped {
-      SimDevice& d;
-      Buffer b;
-      ~Scoped() { d.sim_.dram().free_noexcept(b.phys); }
-    };
-    Scoped uops{*this, alloc(stream.uop_bytes())};
-    const auto words = relocate(stream, uops.b.phys);
-    Scoped insns{*this, alloc(stream.insn_bytes())};
-    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
-    RunResult r;
-    const auto info = sim_.run(insns.b.phys, static_cast<std::uint32_t>(words.size()));
-    r.counters = info.counters;
-    r.finished = info.finished;
-    r.timing = model_.run(decode_all(sim_.layout(), words), trace_);
-    return r;
-  }
+  RunResult run(const Stream& stream) override;
 
  private:
   Simulator sim_;
@@ -10481,110 +11292,80 @@ class SimDevice : public Device {
   bool check_hazards_ = true;
 };
 
-// A device over the public VTA driver API. `Api` supplies the functions (see
-// runtime::VtaDriverApi, which calls the C functions VTAMemAlloc ... VTADeviceRun).
-template <class Api = runtime::VtaDriverApi>
-class DriverDevice : public Device {
- public:
-  explicit DriverDevice(const Config& config = Config{}, std::uint32_t wait_cycles = 100'000'000)
-      : config_(config), model_(config), wait_cycles_(wait_cycles) {
-    config_.validate();
-    handle_ = Api::device_alloc();
-    if (!handle_) raise<DeviceError>("VTADeviceAlloc failed");
-  }
-  DriverDevice(const DriverDevice&) = delete;
-  DriverDevice& operator=(const DriverDevice&) = delete;
-  ~DriverDevice() override {
-    for (auto& [phys, m] : buffers_) Api::mem_free(m.virt);
-    Api::device_free(handle_);
-  }
+}  // namespace dlavm::vta
 
-  using Device::copy_in;
-  using Device::copy_out;
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/sim_device-inl.hpp
+// Definitions for dlavm/vta/hw/sim_device.hpp (see core/api.hpp).
 
-  const Config& config() const override { return config_; }
+// begin dlavm/vta/hw/hazards.hpp
+// end dlavm/vta/hw/hazards.hpp
+// begin dlavm/vta/hw/sim_device.hpp
+// end dlavm/vta/hw/sim_device.hpp
 
-  Buffer alloc(std::size_t bytes) override {
-    void* v = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
-    if (!v) raise<DeviceError>("VTAMemAlloc of {} bytes failed", bytes);
-    const std::uint64_t phys = Api::phy_addr(v);
-    buffers_[phys] = {v, bytes};
-    return {phys, bytes};
-  }
-  void free(Buffer b) override {
-    Api::mem_free(lookup("free", b).virt);
-    buffers_.erase(b.phys);
-  }
-  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
-    check_range("copy_in", dst, offset, bytes);
-    auto* v = static_cast<std::byte*>(lookup("copy_in", dst).virt) + offset;
-    Api::copy_from_host(v, src, bytes);
-    Api::flush(v, static_cast<vta_phy_addr_t>(dst.phys + offset), static_cast<int>(bytes));
-  }
-  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
-    check_range("copy_out", src, offset, bytes);
-    auto* v = static_cast<std::byte*>(lookup("copy_out", src).virt) + offset;
-    Api::invalidate(v, static_cast<vta_phy_addr_t>(src.phys + offset), static_cast<int>(bytes));
-    Api::copy_to_host(dst, v, bytes);
-  }
+#include <cstring>
 
-  RunResult run(const Stream& stream) override {
-    struct Scoped {
-      DriverDevice& d;
-      Buffer b;
-      ~Scoped() {
-        const auto it = d.buffers_.find(b.phys);
-        if (it == d.buffers_.end()) return;
-        Api::mem_free(it->second.virt);
-        d.buffers_.erase(it);
-      }
-    };
-    Scoped uops{*this, alloc(stream.uop_bytes())};
-    const auto words = relocate(stream, uops.b.phys);
-    Scoped insns{*this, alloc(stream.insn_bytes())};
-    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
-    const auto decoded = decode_all(config_.layout(), words);
-    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
-                                   static_cast<std::uint32_t>(words.size()), wait_cycles_);
-    if (rc != 0)
-      raise<DeviceError>(
-          "VTADeviceRun returned {} for {} instructions (timeout after {} cycles "
-          "or device failure)",
-          rc, words.size(), wait_cycles_);
-    RunResult r;
-    r.timing = model_.run(decoded, trace_);
-    r.counters = r.timing.counters;
-    r.finished = true;
-    return r;
-  }
+namespace dlavm::vta {
 
- private:
-  struct Mapping {
-    void* virt = nullptr;
-    std::size_t bytes = 0;
+DLAVM_INLINE void SimDevice::copy_in(Buffer dst, std::size_t offset, const void* src,
+                                     std::size_t bytes) {
+  check_range("copy_in", dst, offset, bytes);
+  if (bytes) std::memcpy(sim_.dram().allocation(dst.phys).data() + offset, src, bytes);
+}
+
+DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
+                                      std::size_t bytes) {
+  check_range("copy_out", src, offset, bytes);
+  if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
+}
+
+DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
+  if (check_hazards_) check_hazards(sim_.config(), stream);
+  struct Scoped {
+    SimDevice& d;
+    Buffer b;
+    ~Scoped() { d.sim_.dram().free_noexcept(b.phys); }
   };
-  Mapping& lookup(const char* what, Buffer b) {
-    const auto it = buffers_.find(b.phys);
-    if (it == buffers_.end())
-      raise<ValueError>("{}: 0x{:x} is not a buffer of this device", what, b.phys);
-    return it->second;
-  }
-
-  Config config_;
-  CycleModel model_;
-  std::uint32_t wait_cycles_;
-  VTADeviceHandle handle_ = nullptr;
-  std::map<std::uint64_t, Mapping> buffers_;
-};
+  Scoped uops{*this, alloc(stream.uop_bytes())};
+  const auto words = relocate(stream, uops.b.phys);
+  Scoped insns{*this, alloc(stream.insn_bytes())};
+  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
+  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+  copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
+  copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+  RunResult r;
+  const auto info = sim_.run(insns.b.phys, static_cast<std::uint32_t>(words.size()));
+  r.counters = info.counters;
+  r.finished = info.finished;
+  r.timing = model_.run(decode_all(sim_.layout(), words), trace_);
+  return r;
+}
 
 }  // namespace dlavm::vta
-// end dlavm/vta/device.hpp
-// begin dlavm/vta/dispatch.hpp
-// end dlavm/vta/dispatch.hpp
-// begin dlavm/vta/env.hpp
+// end dlavm/vta/hw/sim_device-inl.hpp
+#endif
+// end dlavm/vta/hw/sim_device.hpp
+// begin dlavm/vta/hw/simulator.hpp
+// end dlavm/vta/hw/simulator.hpp
+// end dlavm/vta/hw.hpp
+// begin dlavm/vta/layout.hpp
+// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
+// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
+//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
+//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
+//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
+//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
+// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
+// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
+// channel tiles: unpack_activation(res, n, c, env.block_out).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/lower/env.hpp
 // vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
 // on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
 // all derived from a Config.
@@ -10595,14 +11376,16 @@ class DriverDevice : public Device {
 //   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
 //   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/schedule.hpp
 // end dlavm/schedule.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
 
 #include <memory>
 #include <string>
@@ -10655,58 +11438,253 @@ class Env {
   int acc_tile() const { return batch * block_out; }
 
  private:
-  static Config validated(Config c) {
-    c.validate();
-    return c;
-  }
-  std::shared_ptr<const schedule::TensorIntrin> make_gemm() const {
-    auto inp = te::placeholder(te::shape(batch, block_in), inp_dtype, "inp");
-    auto wgt = te::placeholder(te::shape(block_out, block_in), wgt_dtype, "wgt");
-    auto k = te::reduce_axis({0, block_in}, "k");
-    auto acc = te::compute(
-        te::shape(batch, block_out),
-        [&](auto i, auto j) {
-          return te::sum(te::cast(acc_dtype, inp(i, k)) * te::cast(acc_dtype, wgt(j, k)), {k});
-        },
-        "acc");
-    const int acc_t = acc_tile(), inp_t = inp_tile(), wgt_t = wgt_tile();
-    return schedule::decl_tensor_intrin(
-        acc,
-        [acc_t, inp_t, wgt_t, bi = block_in, bo = block_out](const schedule::IntrinCall& c) {
-          // VTA addresses whole SRAM entries: every operand must be one dense tile.
-          const auto dense = [](const schedule::IntrinOperand& o, const char* what, int row) {
-            if (!ne::equal(o.strides[0], row) || !ne::equal(o.strides[1], 1))
-              raise<ScheduleError>(
-                  "vta.gemm: the {} tile in '{}' has strides ({}, {}); VTA needs a dense tile "
-                  "(strides ({}, 1))",
-                  what, o.buffer.name(), o.strides[0], o.strides[1], row);
-          };
-          dense(c.inputs[0], "input", bi);
-          dense(c.inputs[1], "weight", bi);
-          dense(c.output, "accumulator", bo);
-          // Offsets in SRAM entries: the element offset divided by the tile size. Lowering
-          // checks the division is exact when it places the buffers.
-          const auto tile = [](const schedule::IntrinOperand& o, int t) {
-            return te::index_value(ne::simplify(ne::floordiv(o.elem_offset, t)));
-          };
-          const std::vector<te::Buffer> buffers{c.output.buffer, c.inputs[0].buffer,
-                                                c.inputs[1].buffer};
-          const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
-                                           tile(c.inputs[1], wgt_t)};
-          schedule::IntrinBody b;
-          b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
-                              {c.output.buffer})};
-          b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
-          b.body = {b.reset.front(), b.update.front()};
-          return b;
-        },
-        "vta.gemm");
-  }
+  static Config validated(Config c);
+  std::shared_ptr<const schedule::TensorIntrin> make_gemm() const;
 };
 
 }  // namespace dlavm::vta
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/fold_uop.hpp
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/env-inl.hpp
+// Definitions for dlavm/vta/lower/env.hpp (see core/api.hpp).
+
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Config Env::validated(Config c) {
+  c.validate();
+  return c;
+}
+
+DLAVM_INLINE std::shared_ptr<const schedule::TensorIntrin> Env::make_gemm() const {
+  auto inp = te::placeholder(te::shape(batch, block_in), inp_dtype, "inp");
+  auto wgt = te::placeholder(te::shape(block_out, block_in), wgt_dtype, "wgt");
+  auto k = te::reduce_axis({0, block_in}, "k");
+  auto acc = te::compute(
+      te::shape(batch, block_out),
+      [&](auto i, auto j) {
+        return te::sum(te::cast(acc_dtype, inp(i, k)) * te::cast(acc_dtype, wgt(j, k)), {k});
+      },
+      "acc");
+  const int acc_t = acc_tile(), inp_t = inp_tile(), wgt_t = wgt_tile();
+  return schedule::decl_tensor_intrin(
+      acc,
+      [acc_t, inp_t, wgt_t, bi = block_in, bo = block_out](const schedule::IntrinCall& c) {
+        // VTA addresses whole SRAM entries: every operand must be one dense tile.
+        const auto dense = [](const schedule::IntrinOperand& o, const char* what, int row) {
+          if (!ne::equal(o.strides[0], row) || !ne::equal(o.strides[1], 1))
+            raise<ScheduleError>(
+                "vta.gemm: the {} tile in '{}' has strides ({}, {}); VTA needs a dense tile "
+                "(strides ({}, 1))",
+                what, o.buffer.name(), o.strides[0], o.strides[1], row);
+        };
+        dense(c.inputs[0], "input", bi);
+        dense(c.inputs[1], "weight", bi);
+        dense(c.output, "accumulator", bo);
+        // Offsets in SRAM entries: the element offset divided by the tile size. Lowering
+        // checks the division is exact when it places the buffers.
+        const auto tile = [](const schedule::IntrinOperand& o, int t) {
+          return te::index_value(ne::simplify(ne::floordiv(o.elem_offset, t)));
+        };
+        const std::vector<te::Buffer> buffers{c.output.buffer, c.inputs[0].buffer,
+                                              c.inputs[1].buffer};
+        const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
+                                         tile(c.inputs[1], wgt_t)};
+        schedule::IntrinBody b;
+        b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
+                            {c.output.buffer})};
+        b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
+        b.body = {b.reset.front(), b.update.front()};
+        return b;
+      },
+      "vta.gemm");
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/env-inl.hpp
+#endif
+// end dlavm/vta/lower/env.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+std::int64_t tiles(std::int64_t n, std::int64_t t);
+
+void require_rank(const te::NDArray& a, std::size_t rank, const char* what, const char* layout);
+
+// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
+// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
+template <class Fn>
+void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
+                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
+             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
+                                      (i % ta) * tb + j % tb));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb);
+
+// The inverse of pack4, keeping the first `a` x `b` rows and channels.
+te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b);
+
+}  // namespace detail
+
+// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
+te::NDArray pack_activation(const te::NDArray& nchw, const Env& env);
+
+// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
+te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c);
+
+// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
+te::NDArray pack_weight(const te::NDArray& oihw, const Env& env);
+
+namespace detail {
+// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
+te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc, const char* what,
+                      const char* layout);
+}  // namespace detail
+
+// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
+te::NDArray pack_matrix(const te::NDArray& mk, const Env& env);
+
+// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
+te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env);
+
+// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
+te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/layout-inl.hpp
+// Definitions for dlavm/vta/layout.hpp (see core/api.hpp).
+
+// begin dlavm/vta/layout.hpp
+// end dlavm/vta/layout.hpp
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+DLAVM_INLINE void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
+                               const char* layout) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
+                      fmt::join(a.shape(), ", "));
+}
+
+DLAVM_INLINE te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
+                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
+  return out;
+}
+
+DLAVM_INLINE te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
+                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
+  return out;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
+  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
+  return detail::pack4(nchw, env.batch, env.block_in);
+}
+
+DLAVM_INLINE te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n,
+                                           std::int64_t c) {
+  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
+  const auto& s = packed.shape();
+  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
+    raise<ShapeError>(
+        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
+        s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, n, c);
+}
+
+DLAVM_INLINE te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
+  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
+  return detail::pack4(oihw, env.block_out, env.block_in);
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
+                                   const char* what, const char* layout) {
+  require_rank(rc, 2, what, layout);
+  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
+  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
+  const auto p = pack4(as4, tr, tc);
+  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
+  std::copy(p.data().begin(), p.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
+  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
+}
+
+DLAVM_INLINE te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
+  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
+}
+
+DLAVM_INLINE te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
+  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
+  const auto& s = packed.shape();
+  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
+    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
+                      n, s[0] * s[2], s[1] * s[3]);
+  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
+  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
+  const auto u = detail::unpack4(as6, m, n);
+  te::NDArray out(packed.dtype(), {m, n});
+  std::copy(u.data().begin(), u.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/layout-inl.hpp
+#endif
+// end dlavm/vta/layout.hpp
+// begin dlavm/vta/lower.hpp
+// The VTA lowering passes, TIR to TIR: the target environment (vta::Env, the GEMM intrinsic),
+// DMA and ALU injection, micro-op folding, virtual threads, and the pipeline that runs them
+// (vta::lower, vta::lower_passes). docs/vta.md is the guide.
+
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/fold_uop.hpp
 // Micro-op folding: a loop nest whose leaves are all one kind of compute call (vta.gemm,
 // vta.gemm_reset, or vta.alu with one operation and immediate) becomes one GEMM or ALU
 // instruction, the way TVM's VTA flow builds a micro-op kernel:
@@ -10727,6 +11705,29 @@ class Env {
 //     @vta.uop_loop_end()
 //   }
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// Nests of GEMM / ALU calls become micro-op kernels (see above).
+tir::Stmt fold_uops(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/fold_uop-inl.hpp
+// Definitions for dlavm/vta/lower/fold_uop.hpp (see core/api.hpp).
+
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -10737,9 +11738,11 @@ class Env {
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/nest.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/fold_uop.hpp
+// end dlavm/vta/lower/fold_uop.hpp
+// begin dlavm/vta/lower/nest.hpp
 // Loop nests as the VTA passes read them: the For loops at the top of an annotated stage, the
 // "dims" that flat index expressions walk through them (adjacent loops merged where every
 // access is contiguous), and offsets with loops pinned to a value. Shared by the DMA and ALU
@@ -10874,7 +11877,7 @@ inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
 }
 
 }  // namespace dlavm::vta::detail
-// end dlavm/vta/nest.hpp
+// end dlavm/vta/lower/nest.hpp
 
 #include <cstdint>
 #include <optional>
@@ -10929,6 +11932,8 @@ inline te::Expr with_operands(const te::CallNode& c, const std::vector<ne::Expr>
 }
 
 }  // namespace detail
+
+namespace detail {
 
 class FoldUops : public tir::StmtMutator<FoldUops> {
  public:
@@ -11161,11 +12166,17 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
   std::int64_t max_uops_ = 0;
 };
 
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
+  return detail::FoldUops(env).visit(body);
+}
+
 }  // namespace dlavm::vta
-// end dlavm/vta/fold_uop.hpp
-// begin dlavm/vta/hazards.hpp
-// end dlavm/vta/hazards.hpp
-// begin dlavm/vta/inject_alu.hpp
+// end dlavm/vta/lower/fold_uop-inl.hpp
+#endif
+// end dlavm/vta/lower/fold_uop.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
 // ALU injection: element-wise nests under `pragma_alu` become loops over accumulator tiles
 // around vta.alu calls, one call per tile; FoldUops then turns those loops into micro-op loops.
 //
@@ -11182,6 +12193,32 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
 //
 // Intrinsic: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile).
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
+std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// Element-wise nests under `pragma_alu` become vta.alu calls (see above).
+tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/inject_alu-inl.hpp
+// Definitions for dlavm/vta/lower/inject_alu.hpp (see core/api.hpp).
+
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -11192,10 +12229,12 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/nest.hpp
-// end dlavm/vta/nest.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
+// end dlavm/vta/lower/inject_alu.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
 
 #include <fmt/format.h>
 
@@ -11205,8 +12244,8 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
 
 namespace dlavm::vta {
 
-// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
-inline std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c) {
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
+                                                                 const Config& c) {
   const auto signed_range = [](int bits) {
     return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
   };
@@ -11219,6 +12258,8 @@ inline std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, co
       return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
   }
 }
+
+namespace detail {
 
 class InjectAlu : public tir::StmtMutator<InjectAlu> {
  public:
@@ -11382,9 +12423,17 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
   const Env& env_;
 };
 
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
+  return detail::InjectAlu(env).visit(body);
+}
+
 }  // namespace dlavm::vta
-// end dlavm/vta/inject_alu.hpp
-// begin dlavm/vta/inject_dma.hpp
+// end dlavm/vta/lower/inject_alu-inl.hpp
+#endif
+// end dlavm/vta/lower/inject_alu.hpp
+// begin dlavm/vta/lower/inject_dma.hpp
 // DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
 // 2D strided transfers of whole SRAM entries, with host loops around them for what one
 // transfer cannot express.
@@ -11406,6 +12455,29 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
 //            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
 //   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// Copy nests under `pragma_dma_copy` become vta.load / vta.store calls (see above).
+tir::Stmt inject_dma(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/inject_dma-inl.hpp
+// Definitions for dlavm/vta/lower/inject_dma.hpp (see core/api.hpp).
+
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -11416,10 +12488,12 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/nest.hpp
-// end dlavm/vta/nest.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/inject_dma.hpp
+// end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
 
 #include <fmt/format.h>
 
@@ -11513,6 +12587,8 @@ inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vecto
 }
 
 }  // namespace detail
+
+namespace detail {
 
 class InjectDma : public tir::StmtMutator<InjectDma> {
  public:
@@ -11742,426 +12818,17 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
   int pad_bits_ = 0;
 };
 
-}  // namespace dlavm::vta
-// end dlavm/vta/inject_dma.hpp
-// begin dlavm/vta/io.hpp
-// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
-//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
-//                 first);
-//   micro-ops     N x 4 bytes, little endian;
-//   DRAM images   the raw bytes of one buffer;
-//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
-//                  "uops": {"file", "count"}, "buffers": [{"name", "phys_addr", "bytes",
-//                  "dtype", "direction": "input"|"output", "file"}]}.
-// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
-// that do not decode raise EncodingError naming the instruction and its byte offset.
-
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/config.hpp
-// end dlavm/vta/config.hpp
-// begin dlavm/vta/device.hpp
-// end dlavm/vta/device.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
-
-#include <nlohmann/json.hpp>
-
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <span>
-#include <sstream>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-inline std::vector<std::byte> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open '{}'", path);
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) out[i] = static_cast<std::byte>(data[i]);
-  return out;
-}
-
-inline void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  if (!out) raise<ParseError>("cannot write '{}'", path);
-}
-
-namespace detail {
-inline std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < n; ++i)
-    v |= std::uint64_t(std::to_integer<std::uint8_t>(b[at + i])) << (8 * i);
-  return v;
-}
-inline void write_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
-}
 }  // namespace detail
 
-inline void write_insn_file(const std::string& path, std::span<const InsnWord> words) {
-  std::vector<std::byte> out;
-  out.reserve(words.size() * 16);
-  for (const auto& w : words) {
-    detail::write_le(out, w.word[0], 8);
-    detail::write_le(out, w.word[1], 8);
-  }
-  write_bytes(path, out);
-}
-
-inline std::vector<InsnWord> read_insn_file(const std::string& path) {
-  const auto b = read_bytes(path);
-  if (b.size() % 16 != 0)
-    raise<ParseError>(
-        "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
-        "instruction at byte offset {} is truncated",
-        path, b.size(), b.size() / 16 * 16);
-  std::vector<InsnWord> words(b.size() / 16);
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    words[i].word[0] = detail::read_le(b, i * 16, 8);
-    words[i].word[1] = detail::read_le(b, i * 16 + 8, 8);
-  }
-  return words;
-}
-
-// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
-inline std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout) {
-  const auto words = read_insn_file(path);
-  std::vector<InsnFields> out;
-  out.reserve(words.size());
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    try {
-      out.push_back(decode(layout, words[i], i));
-    } catch (const EncodingError& e) {
-      raise<EncodingError>("'{}' at byte offset {}: {}", path, i * 16, e.what());
-    }
-  }
-  return out;
-}
-
-inline void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
-  std::vector<std::byte> out;
-  out.reserve(uops.size() * 4);
-  for (auto u : uops) detail::write_le(out, u, 4);
-  write_bytes(path, out);
-}
-
-inline std::vector<std::uint32_t> read_uop_file(const std::string& path) {
-  const auto b = read_bytes(path);
-  if (b.size() % 4 != 0)
-    raise<ParseError>(
-        "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
-        "micro-op at byte offset {} is truncated",
-        path, b.size(), b.size() / 4 * 4);
-  std::vector<std::uint32_t> uops(b.size() / 4);
-  for (std::size_t i = 0; i < uops.size(); ++i)
-    uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
-  return uops;
-}
-
-// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
-inline std::vector<std::byte> read_dram_image(const std::string& path,
-                                              std::int64_t expected_bytes = -1) {
-  auto b = read_bytes(path);
-  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
-    raise<ParseError>("'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})",
-                      path, b.size(), expected_bytes,
-                      std::min<std::uint64_t>(b.size(), expected_bytes));
-  return b;
-}
-inline void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
-  write_bytes(path, bytes);
-}
-
-struct ManifestBuffer {
-  std::string name;
-  std::uint64_t phys_addr = 0;
-  std::uint64_t bytes = 0;
-  DType dtype = DType::int8();
-  bool output = false;
-  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
-  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
-};
-
-struct Manifest {
-  Config config;
-  std::string insn_file = "insn.bin";
-  std::uint64_t insn_count = 0;
-  std::string uop_file = "uop.bin";
-  std::uint64_t uop_count = 0;
-  std::vector<ManifestBuffer> buffers;
-  friend bool operator==(const Manifest&, const Manifest&) = default;
-
-  std::string to_json() const {
-    detail::Json j;
-    j["config"] = detail::parse_json(config.to_json());
-    j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
-    j["uops"] = {{"file", uop_file}, {"count", uop_count}};
-    j["buffers"] = detail::Json::array();
-    for (const auto& b : buffers)
-      j["buffers"].push_back({{"name", b.name},
-                              {"phys_addr", b.phys_addr},
-                              {"bytes", b.bytes},
-                              {"dtype", b.dtype.str()},
-                              {"direction", b.output ? "output" : "input"},
-                              {"file", b.file}});
-    return j.dump(2) + "\n";
-  }
-
-  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json") {
-    detail::Json j;
-    try {
-      j = detail::parse_json(text);
-    } catch (const detail::Json::parse_error& e) {
-      raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
-    }
-    auto member = [&](const detail::Json& o, const char* key,
-                      const char* where) -> const detail::Json& {
-      if (!o.is_object() || !o.contains(key))
-        raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-      return o.at(key);
-    };
-    auto str = [&](const detail::Json& o, const char* key, const char* where) {
-      const auto& v = member(o, key, where);
-      if (!v.is_string())
-        raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
-      return v.get<std::string>();
-    };
-    auto num = [&](const detail::Json& o, const char* key, const char* where) {
-      const auto& v = member(o, key, where);
-      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-        raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                          v.dump());
-      return v.get<std::uint64_t>();
-    };
-    Manifest m;
-    m.config = Config::from_json(member(j, "config", "manifest").dump(), source);
-    const auto& insn = member(j, "instructions", "manifest");
-    m.insn_file = str(insn, "file", "instructions");
-    m.insn_count = num(insn, "count", "instructions");
-    const auto& uops = member(j, "uops", "manifest");
-    m.uop_file = str(uops, "file", "uops");
-    m.uop_count = num(uops, "count", "uops");
-    const auto& bufs = member(j, "buffers", "manifest");
-    if (!bufs.is_array()) raise<ParseError>("{}: buffers must be an array", source);
-    for (const auto& b : bufs) {
-      ManifestBuffer mb;
-      mb.name = str(b, "name", "buffer");
-      mb.phys_addr = num(b, "phys_addr", "buffer");
-      mb.bytes = num(b, "bytes", "buffer");
-      try {
-        mb.dtype = DType::parse(str(b, "dtype", "buffer"));
-      } catch (const ParseError& e) {
-        raise<ParseError>("{}: buffer '{}': {}", source, mb.name, e.what());
-      }
-      const auto dir = str(b, "direction", "buffer");
-      if (dir != "input" && dir != "output")
-        raise<ParseError>("{}: buffer '{}': direction '{}' is neither input nor output", source,
-                          mb.name, dir);
-      mb.output = dir == "output";
-      mb.file = str(b, "file", "buffer");
-      m.buffers.push_back(std::move(mb));
-    }
-    return m;
-  }
-
-  void save(const std::string& path) const {
-    std::ofstream out(path, std::ios::binary);
-    out << to_json();
-    if (!out) raise<ParseError>("cannot write manifest '{}'", path);
-  }
-  static Manifest load(const std::string& path) {
-    const auto b = read_bytes(path);
-    return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
-  }
-};
-
-// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
-// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`.
-inline Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
-                            std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {}) {
-  std::filesystem::create_directories(dir);
-  std::vector<InsnWord> words(stream.insns.size());
-  if (!stream.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
-    raise<EncodingError>("dump: micro-op buffer at 0x{:x} does not fit dram_base", uop_phys);
-  Manifest m;
-  m.config = config;
-  m.insn_count = words.size();
-  m.uop_count = stream.uops.size();
-  m.buffers = std::move(buffers);
-  write_insn_file(dir + "/" + m.insn_file, words);
-  write_uop_file(dir + "/" + m.uop_file, stream.uops);
-  m.save(dir + "/manifest.json");
-  return m;
-}
-
-// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
-inline ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
-                                  DType dtype, bool output) {
-  std::filesystem::create_directories(dir);
-  std::vector<std::byte> bytes(b.bytes);
-  dev.copy_out(b, std::span<std::byte>(bytes));
-  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
-  m.file = m.name + ".bin";
-  write_dram_image(dir + "/" + m.file, bytes);
-  return m;
+DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
+  return detail::InjectDma(env).visit(body);
 }
 
 }  // namespace dlavm::vta
-// end dlavm/vta/io.hpp
-// begin dlavm/vta/isa.hpp
-// end dlavm/vta/isa.hpp
-// begin dlavm/vta/layout.hpp
-// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
-// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
-//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
-//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
-//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
-//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
-// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
-// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
-// channel tiles: unpack_activation(res, n, c, env.block_out).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-inline std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
-
-inline void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
-                         const char* layout) {
-  if (a.ndim() != rank)
-    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
-                      fmt::join(a.shape(), ", "));
-}
-
-// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
-// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
-template <class Fn>
-void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
-                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
-             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
-                                      (i % ta) * tb + j % tb));
-}
-
-// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
-inline te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
-  const auto& s = in.shape();
-  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
-  auto dst = out.data();
-  const auto src = in.data();
-  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
-                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
-  return out;
-}
-
-// The inverse of pack4, keeping the first `a` x `b` rows and channels.
-inline te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
-  const auto& s = in.shape();
-  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
-  auto dst = out.data();
-  const auto src = in.data();
-  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
-                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
-  return out;
-}
-
-}  // namespace detail
-
-// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
-inline te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
-  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
-  return detail::pack4(nchw, env.batch, env.block_in);
-}
-
-// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
-inline te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c) {
-  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
-  const auto& s = packed.shape();
-  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
-    raise<ShapeError>(
-        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
-        s[0] * s[4], s[1] * s[5]);
-  return detail::unpack4(packed, n, c);
-}
-
-// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
-inline te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
-  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
-  return detail::pack4(oihw, env.block_out, env.block_in);
-}
-
-namespace detail {
-// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
-inline te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
-                             const char* what, const char* layout) {
-  require_rank(rc, 2, what, layout);
-  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
-  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
-  const auto p = pack4(as4, tr, tc);
-  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
-  std::copy(p.data().begin(), p.data().end(), out.data().begin());
-  return out;
-}
-}  // namespace detail
-
-// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
-inline te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
-  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
-}
-
-// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
-inline te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
-  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
-}
-
-// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
-inline te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
-  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
-  const auto& s = packed.shape();
-  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
-    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
-                      n, s[0] * s[2], s[1] * s[3]);
-  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
-  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
-  const auto u = detail::unpack4(as6, m, n);
-  te::NDArray out(packed.dtype(), {m, n});
-  std::copy(u.data().begin(), u.data().end(), out.data().begin());
-  return out;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/layout.hpp
-// begin dlavm/vta/nest.hpp
-// end dlavm/vta/nest.hpp
-// begin dlavm/vta/passes.hpp
+// end dlavm/vta/lower/inject_dma-inl.hpp
+#endif
+// end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/passes.hpp
 // The VTA lowering pipeline, TIR to TIR. After te::lower:
 //   reuse_inplace     element-wise stages write into their input's buffer (tir)
 //   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
@@ -12172,30 +12839,80 @@ inline te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std:
 // dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
 // operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
+// micro-op loads, GEMM, ALU), store.
+Queue queue_of_call(const te::CallNode& c);
+
+// The on-chip buffer an intrinsic call writes, if any.
+inline const te::BufferNode* written_by(const te::CallNode& c) {
+  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
+      c.name == intrin::alu)
+    return c.buffers.empty() ? nullptr : c.buffers[0].get();
+  return nullptr;
+}
+
+// Replaces virtual-thread loops, grouping each module's consecutive statements.
+tir::Stmt inject_vthread(const tir::Stmt& s);
+
+// One step of the pipeline: its name and the function after it.
+struct LoweringStep {
+  std::string pass;
+  tir::PrimFunc func;
+};
+
+// The function after te::lower and after each VTA pass, in order.
+std::vector<LoweringStep> lower_passes(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                       const Env& env, std::string name = "main");
+
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+                    std::string name = "main");
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/passes-inl.hpp
+// Definitions for dlavm/vta/lower/passes.hpp (see core/api.hpp).
+
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
-// begin dlavm/schedule.hpp
-// end dlavm/schedule.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
+// begin dlavm/tir/lower.hpp
+// end dlavm/tir/lower.hpp
 // begin dlavm/tir/storage_rewrite.hpp
 // end dlavm/tir/storage_rewrite.hpp
 // begin dlavm/tir/vthread.hpp
 // end dlavm/tir/vthread.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/fold_uop.hpp
-// end dlavm/vta/fold_uop.hpp
-// begin dlavm/vta/inject_alu.hpp
-// end dlavm/vta/inject_alu.hpp
-// begin dlavm/vta/inject_dma.hpp
-// end dlavm/vta/inject_dma.hpp
+// begin dlavm/vta/lower/fold_uop.hpp
+// end dlavm/vta/lower/fold_uop.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
+// end dlavm/vta/lower/inject_alu.hpp
+// begin dlavm/vta/lower/inject_dma.hpp
+// end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/passes.hpp
+// end dlavm/vta/lower/passes.hpp
 
 #include <string>
 #include <unordered_set>
@@ -12206,21 +12923,13 @@ namespace dlavm::vta {
 
 // The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
 // micro-op loads, GEMM, ALU), store.
-inline Queue queue_of_call(const te::CallNode& c) {
+DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
   if (c.name == intrin::store) return Queue::Store;
   if (c.name == intrin::load) {
     const auto mem = static_cast<MemId>(c.args[0].as<te::IntImmNode>()->value);
     return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
   }
   return Queue::Compute;
-}
-
-// The on-chip buffer an intrinsic call writes, if any.
-inline const te::BufferNode* written_by(const te::CallNode& c) {
-  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
-      c.name == intrin::alu)
-    return c.buffers.empty() ? nullptr : c.buffers[0].get();
-  return nullptr;
 }
 
 namespace detail {
@@ -12295,7 +13004,7 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
 }  // namespace detail
 
 // Replaces virtual-thread loops, grouping each module's consecutive statements.
-inline tir::Stmt inject_vthread(const tir::Stmt& s) {
+DLAVM_INLINE tir::Stmt inject_vthread(const tir::Stmt& s) {
   detail::CheckVThreadWrites().visit(s);
   return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
     const auto* e = leaf.as<tir::EvaluateNode>();
@@ -12304,16 +13013,10 @@ inline tir::Stmt inject_vthread(const tir::Stmt& s) {
   });
 }
 
-// One step of the pipeline: its name and the function after it.
-struct LoweringStep {
-  std::string pass;
-  tir::PrimFunc func;
-};
-
 // The function after te::lower and after each VTA pass, in order.
-inline std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
-                                              const std::vector<te::Tensor>& args, const Env& env,
-                                              std::string name = "main") {
+DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
+                                                    const std::vector<te::Tensor>& args,
+                                                    const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
   detail::CheckMapped(env).visit(f.body);
@@ -12323,21 +13026,24 @@ inline std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
     steps.push_back({pass, f});
   };
   step("reuse_inplace", [](const tir::Stmt& b) { return tir::reuse_inplace(b); });
-  step("inject_dma", [&](const tir::Stmt& b) { return InjectDma(env).visit(b); });
-  step("inject_alu", [&](const tir::Stmt& b) { return InjectAlu(env).visit(b); });
-  step("fold_uops", [&](const tir::Stmt& b) { return FoldUops(env).visit(b); });
+  step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
+  step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
+  step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
   step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
   return steps;
 }
 
 // The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                           const Env& env, std::string name = "main") {
+DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                 const Env& env, std::string name) {
   return lower_passes(s, args, env, std::move(name)).back().func;
 }
 
 }  // namespace dlavm::vta
-// end dlavm/vta/passes.hpp
+// end dlavm/vta/lower/passes-inl.hpp
+#endif
+// end dlavm/vta/lower/passes.hpp
+// end dlavm/vta/lower.hpp
 // begin dlavm/vta/program.hpp
 // vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
 // loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
@@ -12348,6 +13054,8 @@ inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>&
 //   auto prog = vta::build(s, {A, B, C}, env, "vadd");
 //   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -12358,18 +13066,18 @@ inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>&
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
-// begin dlavm/vta/builder.hpp
-// end dlavm/vta/builder.hpp
-// begin dlavm/vta/dep_tracker.hpp
-// end dlavm/vta/dep_tracker.hpp
-// begin dlavm/vta/device.hpp
-// end dlavm/vta/device.hpp
-// begin dlavm/vta/env.hpp
-// end dlavm/vta/env.hpp
-// begin dlavm/vta/io.hpp
-// end dlavm/vta/io.hpp
-// begin dlavm/vta/passes.hpp
-// end dlavm/vta/passes.hpp
+// begin dlavm/vta/hw/builder.hpp
+// end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/hw/dep_tracker.hpp
+// end dlavm/vta/hw/dep_tracker.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/passes.hpp
+// end dlavm/vta/lower/passes.hpp
 
 #include <fmt/format.h>
 
@@ -12401,6 +13109,62 @@ struct SramSlot {
   std::int64_t base = 0;  // entries
   std::int64_t entries = 0;
 };
+
+class Program {
+ public:
+  Program(Env env, tir::PrimFunc func);
+
+  // Whether parameter k is written by the program.
+  bool is_output(std::size_t k) const { return is_output_.count(k) != 0; }
+
+  const std::string& name() const { return func_.name; }
+  const tir::PrimFunc& func() const { return func_; }
+  const Env& env() const { return env_; }
+  const std::unordered_map<const te::BufferNode*, SramSlot>& sram() const { return sram_; }
+
+  // The instruction stream for symbolic-dim values `bindings`, with parameter k at physical
+  // DRAM address param_phys[k].
+  Stream instantiate(std::span<const ne::Binding> bindings,
+                     std::span<const std::uint64_t> param_phys) const;
+
+  // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
+  ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
+                 std::span<const ne::Binding> bindings = {}, const RunOptions& options = {}) const;
+  ProgramRun run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                 std::initializer_list<ne::Binding> bindings = {},
+                 const RunOptions& options = {}) const;
+
+ private:
+  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
+  static std::vector<std::uint8_t> pack(const te::NDArray& a);
+  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a);
+
+  // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
+  class Emitter;
+
+  Env env_;
+  tir::PrimFunc func_;
+  std::unordered_map<const te::BufferNode*, SramSlot> sram_;
+  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
+  std::vector<SramRegion> regions_;
+  std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
+  std::unordered_set<std::size_t> is_output_;
+};
+
+// Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
+Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+              std::string name = "main");
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/program-inl.hpp
+// Definitions for dlavm/vta/program.hpp (see core/api.hpp).
+
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+namespace dlavm::vta {
 
 namespace detail {
 
@@ -12470,322 +13234,304 @@ class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
 
 }  // namespace detail
 
-class Program {
+// Replays the host loops and encodes each intrinsic through the Builder, with the
+// dependency tokens its data hazards need (DepTracker).
+class Program::Emitter : public tir::LoopReplay<Emitter> {
  public:
-  Program(Env env, tir::PrimFunc func) : env_(std::move(env)), func_(std::move(func)) {
-    detail::CheckNoStores().visit(func_.body);
-    detail::SramAllocator alloc(env_);
-    alloc.visit(func_.body);
-    sram_ = std::move(alloc.slots);
-    std::vector<SramRegion> regions;
-    for (const auto& [buf, slot] : sram_) {
-      region_of_[buf] = static_cast<std::uint32_t>(regions.size());
-      regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+  Emitter(const Program& p, std::span<const ne::Binding> bindings,
+          std::span<const std::uint64_t> phys)
+      : tir::LoopReplay<Emitter>(bindings),
+        builder(p.env_.config),
+        prog_(p),
+        phys_(phys),
+        deps_(p.regions_) {}
+  Builder builder;
+
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
+    // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
+    kernel_ = UopKernel{};
+    kernel_call_ = nullptr;
+    kernel_empty_ = false;
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
+    // nothing to compute.
+    if (kernel_empty_ || kernel_call_ == nullptr) return;
+    const auto& c = *kernel_call_;
+    accesses_.clear();
+    if (c.name == intrin::gemm) {
+      accesses_ = {{region(c.buffers[0]), true},
+                   {region(c.buffers[1]), false},
+                   {region(c.buffers[2]), false}};
+    } else if (c.name == intrin::gemm_reset) {
+      accesses_ = {{region(c.buffers[0]), true}};
+    } else {
+      accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
     }
-    regions_ = std::move(regions);
-    for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
-      param_index_[func_.flat_params[k].get()] = k;
-    struct Outputs : tir::StmtVisitor<Outputs> {
-      std::vector<const te::BufferNode*> written;
-      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        if (const auto* c = n.value.as<te::CallNode>(); c && c->name == intrin::store)
-          written.push_back(c->buffers[1].get());
+    deps_.before(builder, Queue::Compute, accesses_);
+    if (c.name == intrin::alu) {
+      const auto op = static_cast<AluOp>(value(c.args[0]));
+      if (value(c.args[1]) != 0)
+        builder.alu_imm(kernel_, op, value(c.args[2]));
+      else
+        builder.alu(kernel_, op);
+    } else {
+      builder.gemm(kernel_, c.name == intrin::gemm_reset);
+    }
+    deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+  }
+
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const std::string& name = call->name;
+    if (in_kernel_) {
+      if (kernel_empty_) return;
+      if (name == intrin::uop_loop_begin) {
+        const auto extent = value(call->args[0]);
+        if (extent < 1) {
+          kernel_empty_ = true;
+          return;
+        }
+        kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+                           value(call->args[3]));
+      } else if (name == intrin::uop_loop_end) {
+        kernel_.loop_end();
+      } else if (name == intrin::gemm) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+                     sram(call->buffers[1]) + value(call->args[1]),
+                     sram(call->buffers[2]) + value(call->args[2]));
+      } else if (name == intrin::gemm_reset) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+      } else if (name == intrin::alu) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
+                     sram(call->buffers[1]) + value(call->args[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
-    } outputs;
-    outputs.visit(func_.body);
-    for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
-  }
-
-  // Whether parameter k is written by the program.
-  bool is_output(std::size_t k) const { return is_output_.count(k) != 0; }
-
-  const std::string& name() const { return func_.name; }
-  const tir::PrimFunc& func() const { return func_; }
-  const Env& env() const { return env_; }
-  const std::unordered_map<const te::BufferNode*, SramSlot>& sram() const { return sram_; }
-
-  // The instruction stream for symbolic-dim values `bindings`, with parameter k at physical
-  // DRAM address param_phys[k].
-  Stream instantiate(std::span<const ne::Binding> bindings,
-                     std::span<const std::uint64_t> param_phys) const {
-    if (param_phys.size() != func_.params.size())
-      raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
-                        param_phys.size(), func_.params.size());
-    Emitter e(*this, bindings, param_phys);
-    e.visit(func_.body);
-    e.builder.finish();
-    return e.builder.take();
-  }
-
-  // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
-  ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
-                 std::span<const ne::Binding> bindings = {}, const RunOptions& options = {}) const {
-    if (arrays.size() != func_.params.size())
-      raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
-                        func_.params.size());
-    te::IndexEnv env(bindings);
-    std::vector<vta::Buffer> buffers;
-    std::vector<std::uint64_t> phys;
-    struct Release {
-      Device& dev;
-      std::vector<vta::Buffer>& buffers;
-      ~Release() {
-        for (const auto& b : buffers) dev.free(b);
-      }
-    } release{dev, buffers};
-    for (std::size_t k = 0; k < arrays.size(); ++k) {
-      const auto& p = func_.params[k];
-      std::vector<std::int64_t> dims;
-      for (const auto& d : p.shape()) dims.push_back(env.eval(d));
-      if (arrays[k]->shape() != dims || arrays[k]->dtype() != p.dtype())
-        raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(),
-                          p.name(), arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "),
-                          p.dtype(), fmt::join(dims, ", "));
-      const auto bytes = pack(*arrays[k]);
-      buffers.push_back(dev.alloc(bytes.size()));
-      dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
-      phys.push_back(buffers.back().phys);
+      return;
     }
-    const Stream stream = instantiate(bindings, phys);
-    std::vector<ManifestBuffer> dumped;
-    if (!options.dump_dir.empty())  // inputs as they were before the run
-      for (std::size_t k = 0; k < arrays.size(); ++k)
-        if (!is_output(k))
-          dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                       func_.params[k].dtype(), false));
-    ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
-    for (std::size_t k = 0; k < arrays.size(); ++k) {
-      std::vector<std::uint8_t> bytes(buffers[k].bytes);
-      dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
-      unpack(bytes, *arrays[k]);
-      if (!options.dump_dir.empty() && is_output(k))
-        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                     func_.params[k].dtype(), true));
+    if (name == intrin::load) {
+      const auto mem = static_cast<MemId>(value(call->args[0]));
+      const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+      accesses_ = {{region(call->buffers[0]), true}};
+      deps_.before(builder, q, accesses_);
+      // A block of padding rows only reads no DRAM: its address is the tensor's start.
+      const auto y_size = non_negative(value(call->args[3]), call, "y_size");
+      builder.load({.memory = mem,
+                    .sram = sram(call->buffers[0]) + value(call->args[1]),
+                    .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
+                    .y_size = y_size,
+                    .x_size = positive(value(call->args[4]), call, "x_size"),
+                    .x_stride = value(call->args[5]),
+                    .y_pad_0 = value(call->args[6]),
+                    .y_pad_1 = value(call->args[7]),
+                    .x_pad_0 = value(call->args[8]),
+                    .x_pad_1 = value(call->args[9])});
+      deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    } else if (name == intrin::store) {
+      accesses_ = {{region(call->buffers[0]), false}};
+      deps_.before(builder, Queue::Store, accesses_);
+      builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
+                     .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
+                     .y_size = non_negative(value(call->args[3]), call, "y_size"),
+                     .x_size = positive(value(call->args[4]), call, "x_size"),
+                     .x_stride = value(call->args[5])});
+      deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
     }
-    if (!options.dump_dir.empty()) {
-      const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
-      buffers.push_back(uop);
-      dump_stream(options.dump_dir, env_.config, stream, uop.phys, std::move(dumped));
-    }
-    return out;
-  }
-  ProgramRun run(Device& dev, std::initializer_list<te::NDArray*> arrays,
-                 std::initializer_list<ne::Binding> bindings = {},
-                 const RunOptions& options = {}) const {
-    return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
-               std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
   }
 
  private:
-  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
-  static std::vector<std::uint8_t> pack(const te::NDArray& a) {
-    const auto width = static_cast<std::size_t>(a.dtype().bytes());
-    std::vector<std::uint8_t> out(a.size() * width);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const auto v = static_cast<std::uint64_t>(a.data()[i]);
-      for (std::size_t b = 0; b < width; ++b)
-        out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
-    }
-    return out;
+  std::int64_t value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
+    if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
   }
-  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
-    const auto width = static_cast<std::size_t>(a.dtype().bytes());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      std::uint64_t v = 0;
-      for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-      a.set_flat(i, static_cast<std::int64_t>(v));
-    }
+  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+  // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
+  // y_size = 0, are what VTA's input loads write.)
+  std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
+    return v < 1 ? empty(v, call, field) : v;
+  }
+  std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
+    return v < 0 ? empty(v, call, field) : v;
+  }
+  [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
+                                  const char* field) const {
+    raise<ValueError>(
+        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+        "(all padding or empty), which a VTA transfer cannot express",
+        prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+        call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+  }
+  std::int64_t sram(const te::Buffer& b) const {
+    auto it = prog_.sram_.find(b.get());
+    if (it == prog_.sram_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    return it->second.base;
+  }
+  std::uint32_t region(const te::Buffer& b) const {
+    auto it = prog_.region_of_.find(b.get());
+    if (it == prog_.region_of_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    return it->second;
+  }
+  std::int64_t dram(const te::Buffer& b, MemId mem) const {
+    auto it = prog_.param_index_.find(b.get());
+    if (it == prog_.param_index_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
+                           b.name());
+    return builder.dram_elem(phys_[it->second], mem);
   }
 
-  // Replays the host loops and encodes each intrinsic through the Builder, with the
-  // dependency tokens its data hazards need (DepTracker).
-  class Emitter : public tir::LoopReplay<Emitter> {
-   public:
-    Emitter(const Program& p, std::span<const ne::Binding> bindings,
-            std::span<const std::uint64_t> phys)
-        : tir::LoopReplay<Emitter>(bindings),
-          builder(p.env_.config),
-          prog_(p),
-          phys_(phys),
-          deps_(p.regions_) {}
-    Builder builder;
-
-    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-      if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-      // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
-      kernel_ = UopKernel{};
-      kernel_call_ = nullptr;
-      kernel_empty_ = false;
-      in_kernel_ = true;
-      visit(n.body);
-      in_kernel_ = false;
-      // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
-      // nothing to compute.
-      if (kernel_empty_ || kernel_call_ == nullptr) return;
-      const auto& c = *kernel_call_;
-      accesses_.clear();
-      if (c.name == intrin::gemm) {
-        accesses_ = {{region(c.buffers[0]), true},
-                     {region(c.buffers[1]), false},
-                     {region(c.buffers[2]), false}};
-      } else if (c.name == intrin::gemm_reset) {
-        accesses_ = {{region(c.buffers[0]), true}};
-      } else {
-        accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
-      }
-      deps_.before(builder, Queue::Compute, accesses_);
-      if (c.name == intrin::alu) {
-        const auto op = static_cast<AluOp>(value(c.args[0]));
-        if (value(c.args[1]) != 0)
-          builder.alu_imm(kernel_, op, value(c.args[2]));
-        else
-          builder.alu(kernel_, op);
-      } else {
-        builder.gemm(kernel_, c.name == intrin::gemm_reset);
-      }
-      deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-    }
-
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      const auto* call = n.value.as<te::CallNode>();
-      if (call == nullptr)
-        raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-      const std::string& name = call->name;
-      if (in_kernel_) {
-        if (kernel_empty_) return;
-        if (name == intrin::uop_loop_begin) {
-          const auto extent = value(call->args[0]);
-          if (extent < 1) {
-            kernel_empty_ = true;
-            return;
-          }
-          kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
-                             value(call->args[3]));
-        } else if (name == intrin::uop_loop_end) {
-          kernel_.loop_end();
-        } else if (name == intrin::gemm) {
-          kernel_call_ = call;
-          kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
-                       sram(call->buffers[1]) + value(call->args[1]),
-                       sram(call->buffers[2]) + value(call->args[2]));
-        } else if (name == intrin::gemm_reset) {
-          kernel_call_ = call;
-          kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
-        } else if (name == intrin::alu) {
-          kernel_call_ = call;
-          kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
-                       sram(call->buffers[1]) + value(call->args[4]));
-        } else {
-          raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-        }
-        return;
-      }
-      if (name == intrin::load) {
-        const auto mem = static_cast<MemId>(value(call->args[0]));
-        const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
-        accesses_ = {{region(call->buffers[0]), true}};
-        deps_.before(builder, q, accesses_);
-        // A block of padding rows only reads no DRAM: its address is the tensor's start.
-        const auto y_size = non_negative(value(call->args[3]), call, "y_size");
-        builder.load({.memory = mem,
-                      .sram = sram(call->buffers[0]) + value(call->args[1]),
-                      .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
-                      .y_size = y_size,
-                      .x_size = positive(value(call->args[4]), call, "x_size"),
-                      .x_stride = value(call->args[5]),
-                      .y_pad_0 = value(call->args[6]),
-                      .y_pad_1 = value(call->args[7]),
-                      .x_pad_0 = value(call->args[8]),
-                      .x_pad_1 = value(call->args[9])});
-        deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-      } else if (name == intrin::store) {
-        accesses_ = {{region(call->buffers[0]), false}};
-        deps_.before(builder, Queue::Store, accesses_);
-        builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
-                       .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                       .y_size = non_negative(value(call->args[3]), call, "y_size"),
-                       .x_size = positive(value(call->args[4]), call, "x_size"),
-                       .x_stride = value(call->args[5])});
-        deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-      } else {
-        raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                             name);
-      }
-    }
-
-   private:
-    std::int64_t value(const te::Expr& e) {
-      if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-      if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
-      raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
-                           e);
-    }
-    // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
-    // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
-    // y_size = 0, are what VTA's input loads write.)
-    std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-      return v < 1 ? empty(v, call, field) : v;
-    }
-    std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
-      return v < 0 ? empty(v, call, field) : v;
-    }
-    [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
-                                    const char* field) const {
-      raise<ValueError>(
-          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-          "(all padding or empty), which a VTA transfer cannot express",
-          prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-          call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
-    }
-    std::int64_t sram(const te::Buffer& b) const {
-      auto it = prog_.sram_.find(b.get());
-      if (it == prog_.sram_.end())
-        raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                             b.name());
-      return it->second.base;
-    }
-    std::uint32_t region(const te::Buffer& b) const {
-      auto it = prog_.region_of_.find(b.get());
-      if (it == prog_.region_of_.end())
-        raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                             b.name());
-      return it->second;
-    }
-    std::int64_t dram(const te::Buffer& b, MemId mem) const {
-      auto it = prog_.param_index_.find(b.get());
-      if (it == prog_.param_index_.end())
-        raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
-                             b.name());
-      return builder.dram_elem(phys_[it->second], mem);
-    }
-
-    const Program& prog_;
-    std::span<const std::uint64_t> phys_;
-    DepTracker deps_;
-    std::vector<RegionAccess> accesses_;
-    UopKernel kernel_;
-    const te::CallNode* kernel_call_ = nullptr;
-    bool in_kernel_ = false;
-    bool kernel_empty_ = false;
-  };
-
-  Env env_;
-  tir::PrimFunc func_;
-  std::unordered_map<const te::BufferNode*, SramSlot> sram_;
-  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
-  std::vector<SramRegion> regions_;
-  std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
-  std::unordered_set<std::size_t> is_output_;
+  const Program& prog_;
+  std::span<const std::uint64_t> phys_;
+  DepTracker deps_;
+  std::vector<RegionAccess> accesses_;
+  UopKernel kernel_;
+  const te::CallNode* kernel_call_ = nullptr;
+  bool in_kernel_ = false;
+  bool kernel_empty_ = false;
 };
 
-// Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
-inline Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
-                     std::string name = "main") {
+DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
+    : env_(std::move(env)), func_(std::move(func)) {
+  detail::CheckNoStores().visit(func_.body);
+  detail::SramAllocator alloc(env_);
+  alloc.visit(func_.body);
+  sram_ = std::move(alloc.slots);
+  std::vector<SramRegion> regions;
+  for (const auto& [buf, slot] : sram_) {
+    region_of_[buf] = static_cast<std::uint32_t>(regions.size());
+    regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+  }
+  regions_ = std::move(regions);
+  for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
+    param_index_[func_.flat_params[k].get()] = k;
+  struct Outputs : tir::StmtVisitor<Outputs> {
+    std::vector<const te::BufferNode*> written;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>(); c && c->name == intrin::store)
+        written.push_back(c->buffers[1].get());
+    }
+  } outputs;
+  outputs.visit(func_.body);
+  for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
+}
+
+DLAVM_INLINE Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                           const Env& env, std::string name) {
   return Program(env, lower(s, args, env, std::move(name)));
 }
 
 }  // namespace dlavm::vta
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
+                                         std::span<const std::uint64_t> param_phys) const {
+  if (param_phys.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
+                      param_phys.size(), func_.params.size());
+  Emitter e(*this, bindings, param_phys);
+  e.visit(func_.body);
+  e.builder.finish();
+  return e.builder.take();
+}
+
+DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
+                                     std::span<const ne::Binding> bindings,
+                                     const RunOptions& options) const {
+  if (arrays.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
+                      func_.params.size());
+  te::IndexEnv env(bindings);
+  std::vector<vta::Buffer> buffers;
+  std::vector<std::uint64_t> phys;
+  struct Release {
+    Device& dev;
+    std::vector<vta::Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const auto& p = func_.params[k];
+    std::vector<std::int64_t> dims;
+    for (const auto& d : p.shape()) dims.push_back(env.eval(d));
+    if (arrays[k]->shape() != dims || arrays[k]->dtype() != p.dtype())
+      raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(), p.name(),
+                        arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "), p.dtype(),
+                        fmt::join(dims, ", "));
+    const auto bytes = pack(*arrays[k]);
+    buffers.push_back(dev.alloc(bytes.size()));
+    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
+    phys.push_back(buffers.back().phys);
+  }
+  const Stream stream = instantiate(bindings, phys);
+  std::vector<ManifestBuffer> dumped;
+  if (!options.dump_dir.empty())  // inputs as they were before the run
+    for (std::size_t k = 0; k < arrays.size(); ++k)
+      if (!is_output(k))
+        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                     func_.params[k].dtype(), false));
+  ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    std::vector<std::uint8_t> bytes(buffers[k].bytes);
+    dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
+    unpack(bytes, *arrays[k]);
+    if (!options.dump_dir.empty() && is_output(k))
+      dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                   func_.params[k].dtype(), true));
+  }
+  if (!options.dump_dir.empty()) {
+    const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
+    buffers.push_back(uop);
+    dump_stream(options.dump_dir, env_.config, stream, uop.phys, std::move(dumped));
+  }
+  return out;
+}
+
+DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                                     std::initializer_list<ne::Binding> bindings,
+                                     const RunOptions& options) const {
+  return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
+             std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> Program::pack(const te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  std::vector<std::uint8_t> out(a.size() * width);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(a.data()[i]);
+    for (std::size_t b = 0; b < width; ++b)
+      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
+  }
+  return out;
+}
+
+DLAVM_INLINE void Program::unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
+    a.set_flat(i, static_cast<std::int64_t>(v));
+  }
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/program-inl.hpp
+#endif
 // end dlavm/vta/program.hpp
-// begin dlavm/vta/simulator.hpp
-// end dlavm/vta/simulator.hpp
 // end dlavm/vta.hpp

@@ -1,6 +1,7 @@
 #include <dlavm/vta.hpp>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "what_of.hpp"
 #include <filesystem>

@@ -1,7 +1,7 @@
 // VTA instruction set, firmware-sized: opcodes, memory ids, the bit layout of every field for a
 // given configuration (derived by the layout rule of VTA_ISA.md / docs/vta.md), and unchecked
 // pack/unpack of 128-bit instruction words and 32-bit micro-ops. Standard library only, no
-// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/isa.hpp.
+// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/hw/isa.hpp.
 #pragma once
 
 #include <array>

@@ -1,22 +1,4 @@
-// Micro-op folding: a loop nest whose leaves are all one kind of compute call (vta.gemm,
-// vta.gemm_reset, or vta.alu with one operation and immediate) becomes one GEMM or ALU
-// instruction, the way TVM's VTA flow builds a micro-op kernel:
-//   - its two outermost loops become the instruction's two micro-op loop levels (iter_out,
-//     iter_in), their strides in each operand becoming the dst/src/wgt factors;
-//   - the loops inside them are unrolled into the kernel's micro-op list.
-// A loop stays a host loop around the instruction when it cannot be a level (operands not
-// linear in it with one stride, a negative or too wide factor, an extent wider than the
-// iteration field) and the list inside would not fit the micro-op buffer. The result:
-//
-//   attr [gemm] vta.uop_kernel = 126 {
-//     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor
-//     @vta.uop_loop_begin(7, 14, 16, 0)
-//     for (dy, 0, 3) { for (dx, 0, 3) { for (j, 0, 14) {
-//       @vta.gemm(res_conv, data_buf, kernel_buf; j, (dy*16) + dx + j, (dy*3) + dx)
-//     } } }
-//     @vta.uop_loop_end()
-//     @vta.uop_loop_end()
-//   }
+// Definitions for dlavm/vta/lower/fold_uop.hpp (see core/api.hpp).
 #pragma once
 
 #include <dlavm/core/error.hpp>
@@ -24,8 +6,9 @@
 #include <dlavm/runtime/isa.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
-#include <dlavm/vta/env.hpp>
-#include <dlavm/vta/nest.hpp>
+#include <dlavm/vta/lower/env.hpp>
+#include <dlavm/vta/lower/fold_uop.hpp>
+#include <dlavm/vta/lower/nest.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -80,6 +63,8 @@ inline te::Expr with_operands(const te::CallNode& c, const std::vector<ne::Expr>
 }
 
 }  // namespace detail
+
+namespace detail {
 
 class FoldUops : public tir::StmtMutator<FoldUops> {
  public:
@@ -311,5 +296,11 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
   std::vector<std::int64_t> max_factor_;
   std::int64_t max_uops_ = 0;
 };
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
+  return detail::FoldUops(env).visit(body);
+}
 
 }  // namespace dlavm::vta

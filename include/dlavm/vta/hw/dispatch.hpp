@@ -4,10 +4,10 @@
 // the dependency tokens allow, and reports a deadlock naming the stuck instructions.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
-#include <dlavm/vta/isa.hpp>
+#include <dlavm/vta/hw/isa.hpp>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -26,19 +26,7 @@ struct TokenQueue {
 
 // Raises DeviceError for dependency flags a module cannot have (load has no previous module,
 // store no next one).
-inline void check_dep_flags(const InsnFields& f, std::size_t i) {
-  const auto q = runtime::queue_of(f);
-  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the load module, which has no previous module: "
-        "pop_prev_dep / push_prev_dep must be 0",
-        insn_name(f), i);
-  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the store module, which has no next module: "
-        "pop_next_dep / push_next_dep must be 0",
-        insn_name(f), i);
-}
+void check_dep_flags(const InsnFields& f, std::size_t i);
 
 // exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
 // (the latest of them, 0 if none), and returns the time at which its own pushes happen.
@@ -106,3 +94,7 @@ void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
 }
 
 }  // namespace dlavm::vta::detail
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/dispatch-inl.hpp>
+#endif

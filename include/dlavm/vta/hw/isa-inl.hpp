@@ -1,37 +1,18 @@
-// Checked VTA encoding: every field value is checked against its width for the configuration
-// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
-// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
-// readable line per instruction.
+// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
 #pragma once
 
-#include <dlavm/core/error.hpp>
-#include <dlavm/runtime/isa.hpp>
-#include <dlavm/runtime/stream.hpp>
-#include <dlavm/vta/config.hpp>
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <iterator>
-#include <span>
-#include <string>
-#include <vector>
+#include <dlavm/vta/hw/isa.hpp>
 
 namespace dlavm::vta {
 
-using Stream = runtime::Stream;
-
-// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
-inline std::string insn_name(const InsnFields& f) {
+DLAVM_INLINE std::string insn_name(const InsnFields& f) {
   const auto op = static_cast<unsigned>(f.opcode);
   if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
   return runtime::opcode_name(f.opcode);
 }
 
-// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
-// instruction's position in its stream, for the message.
-inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
-                        std::int64_t value, std::size_t index) {
+DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                              std::int64_t value, std::size_t index) {
   const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
   if (pos.width == 0)
     raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
@@ -53,8 +34,7 @@ inline void check_field(const IsaLayout& layout, const InsnFields& insn, Field f
                          runtime::field_name(field), value, pos.width, limit);
 }
 
-// Checks the enumerated fields of a decoded or hand-filled instruction.
-inline void check_enums(const InsnFields& f, std::size_t index) {
+DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
   const auto op = static_cast<unsigned>(f.opcode);
   if (op >= runtime::kOpcodeCount)
     raise<EncodingError>(
@@ -74,8 +54,7 @@ inline void check_enums(const InsnFields& f, std::size_t index) {
                          index, static_cast<unsigned>(f.alu_opcode));
 }
 
-// Checked encoding: every field of the instruction's form must fit its width.
-inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0) {
+DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
   check_enums(f, index);
   const auto form = runtime::form_of(f.opcode);
   const auto& table = layout.form(form);
@@ -98,22 +77,21 @@ inline InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t
   return runtime::pack(layout, f);
 }
 
-// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
-// or ALU opcode.
-inline InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0) {
+DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
   auto f = runtime::unpack(layout, w);
   check_enums(f, index);
   return f;
 }
 
-inline std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws) {
+DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
+                                                std::span<const InsnWord> ws) {
   std::vector<InsnFields> out;
   out.reserve(ws.size());
   for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
   return out;
 }
 
-inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0) {
+DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
   auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
     if (v > runtime::low_mask(p.width))
       raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
@@ -125,9 +103,7 @@ inline std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size
   return runtime::pack_uop(layout, u);
 }
 
-// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
-// | pop_next push_next".
-inline std::string disassemble(const InsnFields& f) {
+DLAVM_INLINE std::string disassemble(const InsnFields& f) {
   std::string s;
   auto out = std::back_inserter(s);
   switch (f.opcode) {
@@ -176,8 +152,7 @@ inline std::string disassemble(const InsnFields& f) {
   return s;
 }
 
-// A whole stream, one numbered line per instruction, then the micro-op buffer.
-inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
   std::string s;
   auto out = std::back_inserter(s);
   for (std::size_t i = 0; i < stream.insns.size(); ++i) {
@@ -194,21 +169,15 @@ inline std::string disassemble(const IsaLayout& layout, const Stream& stream) {
 
 }  // namespace dlavm::vta
 
-template <>
-struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::InsnFields& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
-  }
-};
-template <>
-struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
-  }
-};
-template <>
-struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::runtime::Uop& u, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
-  }
-};
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
+    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
+    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
+    const dlavm::runtime::Uop& u, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+}

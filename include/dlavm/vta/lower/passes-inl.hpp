@@ -1,26 +1,18 @@
-// The VTA lowering pipeline, TIR to TIR. After te::lower:
-//   reuse_inplace     element-wise stages write into their input's buffer (tir)
-//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
-//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
-//   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
-//   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
-// Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
-// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
-// operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
+// Definitions for dlavm/vta/lower/passes.hpp (see core/api.hpp).
 #pragma once
 
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/runtime/isa.hpp>
-#include <dlavm/schedule.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
+#include <dlavm/tir/lower.hpp>
 #include <dlavm/tir/storage_rewrite.hpp>
 #include <dlavm/tir/vthread.hpp>
-#include <dlavm/vta/env.hpp>
-#include <dlavm/vta/fold_uop.hpp>
-#include <dlavm/vta/inject_alu.hpp>
-#include <dlavm/vta/inject_dma.hpp>
+#include <dlavm/vta/lower/fold_uop.hpp>
+#include <dlavm/vta/lower/inject_alu.hpp>
+#include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/passes.hpp>
 
 #include <string>
 #include <unordered_set>
@@ -31,21 +23,13 @@ namespace dlavm::vta {
 
 // The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
 // micro-op loads, GEMM, ALU), store.
-inline Queue queue_of_call(const te::CallNode& c) {
+DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
   if (c.name == intrin::store) return Queue::Store;
   if (c.name == intrin::load) {
     const auto mem = static_cast<MemId>(c.args[0].as<te::IntImmNode>()->value);
     return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
   }
   return Queue::Compute;
-}
-
-// The on-chip buffer an intrinsic call writes, if any.
-inline const te::BufferNode* written_by(const te::CallNode& c) {
-  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
-      c.name == intrin::alu)
-    return c.buffers.empty() ? nullptr : c.buffers[0].get();
-  return nullptr;
 }
 
 namespace detail {
@@ -120,7 +104,7 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
 }  // namespace detail
 
 // Replaces virtual-thread loops, grouping each module's consecutive statements.
-inline tir::Stmt inject_vthread(const tir::Stmt& s) {
+DLAVM_INLINE tir::Stmt inject_vthread(const tir::Stmt& s) {
   detail::CheckVThreadWrites().visit(s);
   return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
     const auto* e = leaf.as<tir::EvaluateNode>();
@@ -129,16 +113,10 @@ inline tir::Stmt inject_vthread(const tir::Stmt& s) {
   });
 }
 
-// One step of the pipeline: its name and the function after it.
-struct LoweringStep {
-  std::string pass;
-  tir::PrimFunc func;
-};
-
 // The function after te::lower and after each VTA pass, in order.
-inline std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
-                                              const std::vector<te::Tensor>& args, const Env& env,
-                                              std::string name = "main") {
+DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
+                                                    const std::vector<te::Tensor>& args,
+                                                    const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
   detail::CheckMapped(env).visit(f.body);
@@ -148,16 +126,16 @@ inline std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
     steps.push_back({pass, f});
   };
   step("reuse_inplace", [](const tir::Stmt& b) { return tir::reuse_inplace(b); });
-  step("inject_dma", [&](const tir::Stmt& b) { return InjectDma(env).visit(b); });
-  step("inject_alu", [&](const tir::Stmt& b) { return InjectAlu(env).visit(b); });
-  step("fold_uops", [&](const tir::Stmt& b) { return FoldUops(env).visit(b); });
+  step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
+  step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
+  step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
   step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
   return steps;
 }
 
 // The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-inline tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                           const Env& env, std::string name = "main") {
+DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                 const Env& env, std::string name) {
   return lower_passes(s, args, env, std::move(name)).back().func;
 }
 

@@ -17,9 +17,10 @@
 // accumulator loads run on the compute module), so every hazard is between neighbours.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
-#include <dlavm/vta/builder.hpp>
-#include <dlavm/vta/isa.hpp>
+#include <dlavm/vta/hw/builder.hpp>
+#include <dlavm/vta/hw/isa.hpp>
 
 #include <algorithm>
 #include <array>
@@ -56,56 +57,15 @@ class DepTracker {
     reset();
   }
 
-  void reset() {
-    state_.assign(regions_.size(), State{});
-    covered_.fill(-1);
-  }
+  void reset();
 
   // Before emitting the instructions of module `q` that perform `accesses`: requests the
   // tokens that order them after their hazards (pushes on the producers, pops pending on the
   // builder for q's next instruction).
-  void before(Builder& b, Queue q, std::span<const RegionAccess> accesses) {
-    std::array<std::int64_t, 3> need{-1, -1, -1};
-    for (const auto& acc : accesses) {
-      for (const auto r : overlaps_[acc.region]) {
-        const auto& s = state_[r];
-        if (s.writer >= 0 && s.writer_queue != q) raise_need(need, s.writer_queue, s.writer);
-        if (acc.write)
-          for (int m = 0; m < 3; ++m)
-            if (s.reader[m] >= 0 && m != index(q))
-              raise_need(need, static_cast<Queue>(m + 1), s.reader[m]);
-      }
-    }
-    for (int m = 0; m < 3; ++m) {
-      if (need[m] < 0) continue;
-      const auto from = static_cast<Queue>(m + 1);
-      if ((from == Queue::Load && q == Queue::Store) || (from == Queue::Store && q == Queue::Load))
-        raise<ScheduleError>(
-            "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-            "module, which share no token queue",
-            b.size(), runtime::queue_name(q), need[m], runtime::queue_name(from));
-      auto& covered = covered_[pair(from, q)];
-      if (need[m] <= covered) continue;
-      b.set_push(static_cast<std::size_t>(need[m]), q);
-      b.dep_pop(from, q);
-      covered = need[m];
-    }
-  }
+  void before(Builder& b, Queue q, std::span<const RegionAccess> accesses);
 
   // After emitting: instruction `index` (of module q) performed `accesses`.
-  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses) {
-    for (const auto& acc : accesses) {
-      auto& s = state_[acc.region];
-      if (acc.write) {
-        // Later accesses wait for this write, which itself waited for the earlier readers.
-        s = State{};
-        s.writer = index;
-        s.writer_queue = q;
-      } else {
-        s.reader[index_of(q)] = index;
-      }
-    }
-  }
+  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses);
 
   const std::vector<SramRegion>& regions() const { return regions_; }
 
@@ -119,12 +79,8 @@ class DepTracker {
   static int index(Queue q) { return static_cast<int>(q) - 1; }
   static std::size_t index_of(Queue q) { return static_cast<std::size_t>(q) - 1; }
   // Slot of the directed neighbour pair (from -> to) in covered_.
-  static std::size_t pair(Queue from, Queue to) {
-    return static_cast<std::size_t>(index(from) * 3 + index(to));
-  }
-  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at) {
-    need[index_of(from)] = std::max(need[index_of(from)], at);
-  }
+  static std::size_t pair(Queue from, Queue to);
+  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at);
 
   std::vector<SramRegion> regions_;
   std::vector<std::vector<std::uint32_t>> overlaps_;
@@ -133,3 +89,7 @@ class DepTracker {
 };
 
 }  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/dep_tracker-inl.hpp>
+#endif

@@ -1,23 +1,4 @@
-// DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
-// 2D strided transfers of whole SRAM entries, with host loops around them for what one
-// transfer cannot express.
-//
-// A nest `dst[f(i)] = src[g(i)]` (or `= select(inside(i), src[g(i)], 0)` for a padded input,
-// as te::pad writes it) is read as dims (loops merged where both sides are contiguous):
-//   x   the innermost dim, unit stride on both sides, a whole number of tiles: x_size
-//   y   the next dim, when its SRAM rows follow each other densely: y_size, and its DRAM
-//       stride in tiles is x_stride (folded only while that fits the 16-bit field)
-//   the rest stay host loops, one transfer per iteration.
-// Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
-// variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
-// host loops (the first and last block of a convolution). Along the x and y dims they become
-// the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
-// boxes of padding rows only (y_size 0). VTA pads only input loads.
-//
-// Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
-//   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
-//            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
-//   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
+// Definitions for dlavm/vta/lower/inject_dma.hpp (see core/api.hpp).
 #pragma once
 
 #include <dlavm/core/error.hpp>
@@ -25,8 +6,9 @@
 #include <dlavm/runtime/isa.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
-#include <dlavm/vta/env.hpp>
-#include <dlavm/vta/nest.hpp>
+#include <dlavm/vta/lower/env.hpp>
+#include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/nest.hpp>
 
 #include <fmt/format.h>
 
@@ -120,6 +102,8 @@ inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vecto
 }
 
 }  // namespace detail
+
+namespace detail {
 
 class InjectDma : public tir::StmtMutator<InjectDma> {
  public:
@@ -348,5 +332,11 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
   std::int64_t max_stride_ = 0, max_size_ = 0, max_pad_ = 0;
   int pad_bits_ = 0;
 };
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
+  return detail::InjectDma(env).visit(body);
+}
 
 }  // namespace dlavm::vta

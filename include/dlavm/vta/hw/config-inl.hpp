@@ -1,140 +1,16 @@
-// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
-// derived from them, validation against what the instruction encoding can express, and
-// reading / writing the vta_config.json format.
+// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
 #pragma once
 
-#include <dlavm/core/dtype.hpp>
-#include <dlavm/core/error.hpp>
-#include <dlavm/runtime/isa.hpp>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/json.hpp>
 
 #include <algorithm>
-#include <cstdint>
 #include <fstream>
 #include <sstream>
-#include <string>
-#include <string_view>
 
 namespace dlavm::vta {
 
-using runtime::AluOp;
-using runtime::Field;
-using runtime::Form;
-using runtime::InsnFields;
-using runtime::InsnWord;
-using runtime::IsaLayout;
-using runtime::MemId;
-using runtime::Opcode;
-using runtime::Queue;
-using runtime::Uop;
-
-struct Config {
-  std::string target = "sim";
-  std::string hw_ver = "0.0.2";
-  int log_inp_width = 3;
-  int log_wgt_width = 3;
-  int log_acc_width = 5;
-  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
-  int log_batch = 0;
-  int log_block_in = 4;
-  int log_block_out = 4;
-  int log_uop_buff_size = 15;
-  int log_inp_buff_size = 15;
-  int log_wgt_buff_size = 18;
-  int log_acc_buff_size = 17;
-  int log_bus_width = 6;
-
-  friend bool operator==(const Config&, const Config&) = default;
-
-  // Tile shape.
-  int batch() const { return 1 << log_batch; }
-  int block_in() const { return 1 << log_block_in; }
-  int block_out() const { return 1 << log_block_out; }
-  int inp_width() const { return 1 << log_inp_width; }
-  int wgt_width() const { return 1 << log_wgt_width; }
-  int acc_width() const { return 1 << log_acc_width; }
-  int out_width() const { return 1 << log_out_width; }
-
-  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
-  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
-  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
-  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
-  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
-  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
-  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
-  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
-  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
-  // ACC_8BIT loads: one byte per accumulator lane.
-  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
-  static constexpr std::size_t uop_elem_bytes() { return 4; }
-  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
-  std::size_t elem_bytes(MemId m) const {
-    switch (m) {
-      case MemId::Uop:
-        return uop_elem_bytes();
-      case MemId::Wgt:
-        return wgt_elem_bytes();
-      case MemId::Inp:
-        return inp_elem_bytes();
-      case MemId::Acc:
-        return acc_elem_bytes();
-      case MemId::Out:
-        return out_elem_bytes();
-      case MemId::Acc8:
-        return acc8_elem_bytes();
-    }
-    return 1;
-  }
-
-  // SRAM depths in elements, and their log2 (the index widths).
-  int log_uop_depth() const { return log_uop_buff_size - 2; }
-  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
-  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
-  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
-  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
-  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
-  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
-  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
-  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
-  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
-  int bus_bytes() const { return (1 << log_bus_width) / 8; }
-
-  DType inp_dtype() const { return DType::int_bits(inp_width()); }
-  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
-  DType acc_dtype() const { return DType::int_bits(acc_width()); }
-  DType out_dtype() const { return DType::int_bits(out_width()); }
-
-  // The bit layout of this configuration's instructions (call validate() first for a
-  // configuration that did not come from from_json).
-  IsaLayout layout() const {
-    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
-  }
-
-  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
-  void validate() const;
-
-  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
-  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
-  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
-  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
-  // hardware cannot realise. `source` names the text in messages.
-  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
-  std::string to_json() const;
-  static Config load(const std::string& path);
-  void save(const std::string& path) const;
-};
-
 namespace detail {
-
-// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
-// order (written files list them in a fixed order), and reading with the same type and the
-// same input (a character range) keeps nlohmann's parser and value code instantiated once.
-using Json = nlohmann::ordered_json;
-
-inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
 
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
@@ -143,7 +19,7 @@ inline void check_range(std::string_view key, int value, int lo, int hi, std::st
 
 }  // namespace detail
 
-inline void Config::validate() const {
+DLAVM_INLINE void Config::validate() const {
   using detail::check_range;
   check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
   check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
@@ -199,7 +75,7 @@ inline void Config::validate() const {
   }
 }
 
-inline Config Config::from_json(std::string_view text, std::string_view source) {
+DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
   detail::Json j;
   try {
     j = detail::parse_json(text);
@@ -256,7 +132,7 @@ inline Config Config::from_json(std::string_view text, std::string_view source) 
   return c;
 }
 
-inline std::string Config::to_json() const {
+DLAVM_INLINE std::string Config::to_json() const {
   detail::Json j;
   j["TARGET"] = target;
   j["HW_VER"] = hw_ver;
@@ -279,7 +155,7 @@ inline std::string Config::to_json() const {
   return j.dump(2) + "\n";
 }
 
-inline Config Config::load(const std::string& path) {
+DLAVM_INLINE Config Config::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
   std::ostringstream text;
@@ -287,7 +163,7 @@ inline Config Config::load(const std::string& path) {
   return from_json(text.str(), path);
 }
 
-inline void Config::save(const std::string& path) const {
+DLAVM_INLINE void Config::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out << to_json();
   if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
@@ -295,15 +171,13 @@ inline void Config::save(const std::string& path) const {
 
 }  // namespace dlavm::vta
 
-template <>
-struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::vta::Config& c, format_context& ctx) const {
-    return fmt::format_to(
-        ctx.out(),
-        "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-        "wgt {} acc {}, bus {} bits)",
-        c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
-        c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-        1 << c.log_bus_width);
-  }
-};
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
+    const dlavm::vta::Config& c, format_context& ctx) const {
+  return fmt::format_to(
+      ctx.out(),
+      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+      "wgt {} acc {}, bus {} bits)",
+      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+      1 << c.log_bus_width);
+}

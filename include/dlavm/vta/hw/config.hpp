@@ -1,0 +1,136 @@
+// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
+// derived from them, validation against what the instruction encoding can express, and
+// reading / writing the vta_config.json format.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/runtime/isa.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+using runtime::AluOp;
+using runtime::Field;
+using runtime::Form;
+using runtime::InsnFields;
+using runtime::InsnWord;
+using runtime::IsaLayout;
+using runtime::MemId;
+using runtime::Opcode;
+using runtime::Queue;
+using runtime::Uop;
+
+struct Config {
+  std::string target = "sim";
+  std::string hw_ver = "0.0.2";
+  int log_inp_width = 3;
+  int log_wgt_width = 3;
+  int log_acc_width = 5;
+  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
+  int log_batch = 0;
+  int log_block_in = 4;
+  int log_block_out = 4;
+  int log_uop_buff_size = 15;
+  int log_inp_buff_size = 15;
+  int log_wgt_buff_size = 18;
+  int log_acc_buff_size = 17;
+  int log_bus_width = 6;
+
+  friend bool operator==(const Config&, const Config&) = default;
+
+  // Tile shape.
+  int batch() const { return 1 << log_batch; }
+  int block_in() const { return 1 << log_block_in; }
+  int block_out() const { return 1 << log_block_out; }
+  int inp_width() const { return 1 << log_inp_width; }
+  int wgt_width() const { return 1 << log_wgt_width; }
+  int acc_width() const { return 1 << log_acc_width; }
+  int out_width() const { return 1 << log_out_width; }
+
+  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
+  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
+  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
+  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
+  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
+  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
+  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
+  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
+  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
+  // ACC_8BIT loads: one byte per accumulator lane.
+  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
+  static constexpr std::size_t uop_elem_bytes() { return 4; }
+  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
+  std::size_t elem_bytes(MemId m) const {
+    switch (m) {
+      case MemId::Uop:
+        return uop_elem_bytes();
+      case MemId::Wgt:
+        return wgt_elem_bytes();
+      case MemId::Inp:
+        return inp_elem_bytes();
+      case MemId::Acc:
+        return acc_elem_bytes();
+      case MemId::Out:
+        return out_elem_bytes();
+      case MemId::Acc8:
+        return acc8_elem_bytes();
+    }
+    return 1;
+  }
+
+  // SRAM depths in elements, and their log2 (the index widths).
+  int log_uop_depth() const { return log_uop_buff_size - 2; }
+  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
+  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
+  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
+  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
+  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
+  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
+  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
+  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
+  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
+  int bus_bytes() const { return (1 << log_bus_width) / 8; }
+
+  DType inp_dtype() const { return DType::int_bits(inp_width()); }
+  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
+  DType acc_dtype() const { return DType::int_bits(acc_width()); }
+  DType out_dtype() const { return DType::int_bits(out_width()); }
+
+  // The bit layout of this configuration's instructions (call validate() first for a
+  // configuration that did not come from from_json).
+  IsaLayout layout() const {
+    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+  }
+
+  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
+  void validate() const;
+
+  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+  // hardware cannot realise. `source` names the text in messages.
+  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  std::string to_json() const;
+  static Config load(const std::string& path);
+  void save(const std::string& path) const;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::Config& c, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/config-inl.hpp>
+#endif

@@ -1,0 +1,120 @@
+// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
+#pragma once
+
+#include <dlavm/vta/hw/cycle_model.hpp>
+#include <dlavm/vta/hw/dispatch.hpp>
+#include <dlavm/vta/hw/json.hpp>
+
+#include <fstream>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string CycleReport::chrome_trace() const {
+  detail::Json events = detail::Json::array();
+  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(q)},
+                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+  }
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    const auto& e = trace[k];
+    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
+                      {"cat", runtime::queue_name(e.queue)},
+                      {"ph", "X"},
+                      {"ts", e.start},
+                      {"dur", e.duration},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(e.queue)},
+                      {"args", {{"index", e.index}}}});
+  }
+  detail::Json doc;
+  doc["traceEvents"] = std::move(events);
+  doc["displayTimeUnit"] = "ns";
+  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
+  return doc.dump(1);
+}
+
+DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << chrome_trace();
+  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
+  const auto& p = params_;
+  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store: {
+      if (f.x_size == 0) return p.insn_overhead;
+      const std::size_t eb =
+          f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
+      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
+                                   std::uint64_t{f.y_size} * f.x_size;
+      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
+             ceil_div(padded, p.pad_elems_per_cycle);
+    }
+    case Opcode::Gemm:
+      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
+    case Opcode::Alu:
+      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+    default:
+      return p.insn_overhead;
+  }
+}
+
+DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
+  CycleReport r;
+  std::array<std::uint64_t, 3> free_at{};
+  std::uint64_t gemm_all = 0, alu_all = 0;
+  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
+    const auto& f = prog[i];
+    const auto q = runtime::queue_of(f);
+    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
+    auto& at = free_at[static_cast<std::size_t>(q) - 1];
+    const std::uint64_t start = std::max(at, ready);
+    const std::uint64_t d = duration(f);
+    m.stall += start - at;
+    m.busy += d;
+    ++m.instructions;
+    at = start + d;
+    m.end = at;
+    r.counters.count(config_, f);
+    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
+    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (trace) {
+      r.trace.push_back({i, q, start, d});
+      r.names.push_back(disassemble(f));
+    }
+    return at;
+  });
+  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  const auto& p = params_;
+  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
+                     alu_all * p.alu_cycles_per_uop;
+  r.memory_cycles = (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
+  return r;
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
+  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+  return std::uint64_t{f.iter_out} * f.iter_in * n;
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
+    const dlavm::vta::CycleReport& r, format_context& ctx) const {
+  auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
+                            r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
+  const char* names[] = {"load", "compute", "store"};
+  for (int m = 0; m < 3; ++m)
+    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
+                         r.modules[m].stall);
+  return out;
+}

@@ -1,0 +1,81 @@
+// The device interface: DRAM allocation with physical addresses, host copies, and running a
+// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
+// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
+// implements the public VTA driver C API (a board, VTA's simulators, or
+// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
+// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/counters.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+#include <dlavm/vta/hw/isa.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// A DRAM buffer: its physical (byte) address and size.
+struct Buffer {
+  std::uint64_t phys = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+struct RunResult {
+  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
+  CycleReport timing;  // the cycle model's estimate for the stream
+  bool finished = false;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const Config& config() const = 0;
+  virtual Buffer alloc(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  // Runs a stream to completion; raises DeviceError on failure.
+  virtual RunResult run(const Stream& stream) = 0;
+
+  template <class T>
+  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
+    copy_in(dst, offset, data.data(), data.size_bytes());
+  }
+  template <class T>
+  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
+    copy_out(src, offset, data.data(), data.size_bytes());
+  }
+  // A buffer of `count` elements of type T, filled from `data` when given.
+  template <class T>
+  Buffer alloc_for(std::span<const T> data) {
+    const Buffer b = alloc(data.size_bytes());
+    copy_in(b, data);
+    return b;
+  }
+
+  // Records a chrome trace (RunResult::timing.trace) on every run.
+  void set_trace(bool on) { trace_ = on; }
+
+ protected:
+  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
+
+  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
+  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
+  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
+
+  bool trace_ = false;
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/device-inl.hpp>
+#endif

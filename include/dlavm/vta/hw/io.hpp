@@ -1,0 +1,92 @@
+// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
+//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
+//                 first);
+//   micro-ops     N x 4 bytes, little endian;
+//   DRAM images   the raw bytes of one buffer;
+//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
+//                  "uops": {"file", "count"}, "buffers": [{"name", "phys_addr", "bytes",
+//                  "dtype", "direction": "input"|"output", "file"}]}.
+// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
+// that do not decode raise EncodingError naming the instruction and its byte offset.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/device.hpp>
+#include <dlavm/vta/hw/isa.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+std::vector<std::byte> read_bytes(const std::string& path);
+
+void write_bytes(const std::string& path, std::span<const std::byte> bytes);
+
+namespace detail {
+std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n);
+void write_le(std::vector<std::byte>& out, std::uint64_t v, int n);
+}  // namespace detail
+
+void write_insn_file(const std::string& path, std::span<const InsnWord> words);
+
+std::vector<InsnWord> read_insn_file(const std::string& path);
+
+// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
+std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout);
+
+void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops);
+
+std::vector<std::uint32_t> read_uop_file(const std::string& path);
+
+// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
+std::vector<std::byte> read_dram_image(const std::string& path, std::int64_t expected_bytes = -1);
+void write_dram_image(const std::string& path, std::span<const std::byte> bytes);
+
+struct ManifestBuffer {
+  std::string name;
+  std::uint64_t phys_addr = 0;
+  std::uint64_t bytes = 0;
+  DType dtype = DType::int8();
+  bool output = false;
+  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
+};
+
+struct Manifest {
+  Config config;
+  std::string insn_file = "insn.bin";
+  std::uint64_t insn_count = 0;
+  std::string uop_file = "uop.bin";
+  std::uint64_t uop_count = 0;
+  std::vector<ManifestBuffer> buffers;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+
+  std::string to_json() const;
+
+  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
+
+  void save(const std::string& path) const;
+  static Manifest load(const std::string& path);
+};
+
+// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
+// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`.
+Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
+                     std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {});
+
+// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
+ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
+                           DType dtype, bool output);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/io-inl.hpp>
+#endif

@@ -1,0 +1,52 @@
+// SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
+// are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
+// the cycle model (vta/hw/cycle_model.hpp).
+//
+//   vta::SimDevice dev(env.config);
+//   auto result = dev.run(stream);   // result.counters, result.timing.total_cycles
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+#include <dlavm/vta/hw/device.hpp>
+#include <dlavm/vta/hw/simulator.hpp>
+
+#include <cstddef>
+
+namespace dlavm::vta {
+
+class SimDevice : public Device {
+ public:
+  explicit SimDevice(const Config& config = Config{}) : sim_(config), model_(config) {}
+  SimDevice(const Config& config, const CycleParams& params)
+      : sim_(config), model_(config, params) {}
+
+  using Device::copy_in;
+  using Device::copy_out;
+
+  const Config& config() const override { return sim_.config(); }
+  Simulator& simulator() { return sim_; }
+  const CycleModel& cycle_model() const { return model_; }
+
+  Buffer alloc(std::size_t bytes) override { return {sim_.dram().alloc(bytes), bytes}; }
+  void free(Buffer b) override { sim_.dram().free(b.phys); }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override;
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
+
+  // Whether run() first proves the stream free of races (check_hazards); on by default.
+  void set_check_hazards(bool on) { check_hazards_ = on; }
+
+  RunResult run(const Stream& stream) override;
+
+ private:
+  Simulator sim_;
+  CycleModel model_;
+  bool check_hazards_ = true;
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/hw/sim_device-inl.hpp>
+#endif

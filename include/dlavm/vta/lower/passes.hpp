@@ -1,0 +1,56 @@
+// The VTA lowering pipeline, TIR to TIR. After te::lower:
+//   reuse_inplace     element-wise stages write into their input's buffer (tir)
+//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
+//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
+//   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
+//   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
+// Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
+// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
+// operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/schedule/schedule.hpp>
+#include <dlavm/tir/stmt.hpp>
+#include <dlavm/vta/lower/env.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
+// micro-op loads, GEMM, ALU), store.
+Queue queue_of_call(const te::CallNode& c);
+
+// The on-chip buffer an intrinsic call writes, if any.
+inline const te::BufferNode* written_by(const te::CallNode& c) {
+  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
+      c.name == intrin::alu)
+    return c.buffers.empty() ? nullptr : c.buffers[0].get();
+  return nullptr;
+}
+
+// Replaces virtual-thread loops, grouping each module's consecutive statements.
+tir::Stmt inject_vthread(const tir::Stmt& s);
+
+// One step of the pipeline: its name and the function after it.
+struct LoweringStep {
+  std::string pass;
+  tir::PrimFunc func;
+};
+
+// The function after te::lower and after each VTA pass, in order.
+std::vector<LoweringStep> lower_passes(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                       const Env& env, std::string name = "main");
+
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+                    std::string name = "main");
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/lower/passes-inl.hpp>
+#endif
