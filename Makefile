@@ -1,5 +1,5 @@
 # Entry points. Every target first installs missing Debian packages (tools/setup.sh).
-#   make demo           build and run the examples gallery
+#   make demo           build and run the examples gallery (only the gallery is built)
 #   make test           build and run the whole test suite through CTest
 #   make bench          build and run the Google Benchmark suites (Release)
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -27,8 +27,8 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	@cmake --build $(BUILD) --target demo
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target demo
 
 test: build
 	@ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure

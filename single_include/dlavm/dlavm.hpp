@@ -381,6 +381,7 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace dlavm::ne {
@@ -422,6 +423,11 @@ class Expr {
   // Integer constants convert implicitly: `x + 1`, `Expr e = 16;`.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  // Integral constants (static dims such as 16_c, std::integral_constant) convert too.
+  template <class C>
+  requires(std::is_integral_v<decltype(C::value)> &&
+           !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
+      : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
   explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
@@ -2761,109 +2767,125 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
 // end dlavm/ne/simplify.hpp
 // begin dlavm/ne/static.hpp
 // Static dims: integer constants carried in the type, so that arithmetic on them happens at
-// compile time and its results can appear in static_assert.
+// compile time and its results can appear in static_assert. They are Boost.Hana's integral
+// constants: `16_c` is `boost::hana::llong<16>`, and Hana's operators
+// combine them (+ - * / %, comparisons giving hana::bool_). This header adds what Hana lacks
+// for dims: floor division and modulo (Python semantics, like ne::floordiv), min and max, and
+// mixing with ne expressions, which gives an Expr.
 //
 //   using namespace dlavm::literals;
-//   constexpr auto block = 16_c * 4_c;           // ne::IntConstant<64>
+//   constexpr auto block = 16_c * 4_c;           // boost::hana::llong<64>
 //   static_assert(block == 64_c && block.value == 64);
 //   ne::Expr rows = token * block;               // with an Expr: an Expr, at run time
 //
-// IntConstant<V> is a std::integral_constant<std::int64_t, V>, converts implicitly to Expr,
-// and supports + - * (unary -), floordiv, floormod, min, max and comparisons with other
-// constants. Overflow and division by zero are compile errors.
+// Overflow and division by zero are compile errors (the arithmetic is a constant expression).
 
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/int_math.hpp
 // end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
 
+#include <boost/hana/equal.hpp>
+#include <boost/hana/greater.hpp>
+#include <boost/hana/greater_equal.hpp>
+#include <boost/hana/integral_constant.hpp>
+#include <boost/hana/less.hpp>
+#include <boost/hana/less_equal.hpp>
+#include <boost/hana/minus.hpp>
+#include <boost/hana/mult.hpp>
+#include <boost/hana/negate.hpp>
+#include <boost/hana/not_equal.hpp>
+#include <boost/hana/plus.hpp>
+
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 namespace dlavm::ne {
 
+// The static dim V: Hana's integral constant of V.
 template <std::int64_t V>
-struct IntConstant : std::integral_constant<std::int64_t, V> {
-  operator Expr() const { return Expr(V); }  // NOLINT(google-explicit-constructor)
-};
-
-template <class T>
-struct is_int_constant : std::false_type {};
-template <std::int64_t V>
-struct is_int_constant<IntConstant<V>> : std::true_type {};
-template <class T>
-inline constexpr bool is_int_constant_v = is_int_constant<std::remove_cvref_t<T>>::value;
+using IntConstant = boost::hana::llong<V>;
 
 template <std::int64_t V>
 inline constexpr IntConstant<V> int_c{};
 
-#define DLAVM_NE_CONSTANT_RESULT(expr)                                            \
-  constexpr auto result = expr;                                                   \
-  static_assert(result.has_value(),                                               \
-                "ne::IntConstant arithmetic overflows int64 or divides by zero"); \
-  return IntConstant<result.value_or(0)> {}
-
-template <std::int64_t A, std::int64_t B>
-constexpr auto operator+(IntConstant<A>, IntConstant<B>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_add(A, B));
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto operator-(IntConstant<A>, IntConstant<B>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_sub(A, B));
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto operator*(IntConstant<A>, IntConstant<B>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_mul(A, B));
-}
-template <std::int64_t A>
-constexpr auto operator-(IntConstant<A>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_sub(0, A));
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto floordiv(IntConstant<A>, IntConstant<B>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_floor_div(A, B));
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto floormod(IntConstant<A>, IntConstant<B>) {
-  DLAVM_NE_CONSTANT_RESULT(detail::checked_floor_mod(A, B));
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto min(IntConstant<A>, IntConstant<B>) {
-  return IntConstant<(A < B ? A : B)>{};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr auto max(IntConstant<A>, IntConstant<B>) {
-  return IntConstant<(A < B ? B : A)>{};
-}
-
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<A == B> operator==(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<A != B> operator!=(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<(A < B)> operator<(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<(A <= B)> operator<=(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<(A > B)> operator>(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-template <std::int64_t A, std::int64_t B>
-constexpr std::bool_constant<(A >= B)> operator>=(IntConstant<A>, IntConstant<B>) {
-  return {};
-}
-
-#undef DLAVM_NE_CONSTANT_RESULT
+template <class T>
+struct is_int_constant : std::false_type {};
+template <class T, T V>
+struct is_int_constant<boost::hana::integral_constant<T, V>>
+    : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
+template <class T>
+inline constexpr bool is_int_constant_v = is_int_constant<std::remove_cvref_t<T>>::value;
 
 namespace detail {
+
+// An operand that becomes an Expr when mixed with a static dim: Exprs, variables, axes. Plain
+// integers stay with Hana (16_c * 4 is the integer 64) and constants with each other.
+template <class T>
+concept SymbolicOperand = std::is_convertible_v<T, Expr> && !is_int_constant_v<T> &&
+                          !std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+template <class T>
+concept StaticDim = is_int_constant_v<T>;
+
+}  // namespace detail
+
+// floordiv / floormod / min / max of two static dims, at compile time.
+template <detail::StaticDim A, detail::StaticDim B>
+constexpr auto floordiv(A, B) {
+  constexpr auto result = detail::checked_floor_div(A::value, B::value);
+  static_assert(result.has_value(), "ne::floordiv of static dims divides by zero or overflows");
+  return IntConstant<result.value_or(0)>{};
+}
+template <detail::StaticDim A, detail::StaticDim B>
+constexpr auto floormod(A, B) {
+  constexpr auto result = detail::checked_floor_mod(A::value, B::value);
+  static_assert(result.has_value(), "ne::floormod of static dims divides by zero or overflows");
+  return IntConstant<result.value_or(0)>{};
+}
+template <detail::StaticDim A, detail::StaticDim B>
+constexpr auto min(A, B) {
+  return IntConstant<(A::value < B::value ? A::value : B::value)>{};
+}
+template <detail::StaticDim A, detail::StaticDim B>
+constexpr auto max(A, B) {
+  return IntConstant<(A::value < B::value ? B::value : A::value)>{};
+}
+
+// A static dim mixed with an ne expression: the Expr operator. These overloads are more
+// specialized than Hana's generic operators (which would treat the expression as a Hana value)
+// and than ne's own Expr operators (which would need two conversions).
+#define DLAVM_NE_MIXED_OPERATOR(op)                                        \
+  template <detail::SymbolicOperand E, class T, T V>                       \
+  Expr operator op(E&& e, boost::hana::integral_constant<T, V>) {          \
+    return Expr(std::forward<E>(e)) op Expr(static_cast<std::int64_t>(V)); \
+  }                                                                        \
+  template <detail::SymbolicOperand E, class T, T V>                       \
+  Expr operator op(boost::hana::integral_constant<T, V>, E&& e) {          \
+    return Expr(static_cast<std::int64_t>(V)) op Expr(std::forward<E>(e)); \
+  }
+DLAVM_NE_MIXED_OPERATOR(+)
+DLAVM_NE_MIXED_OPERATOR(-)
+DLAVM_NE_MIXED_OPERATOR(*)
+DLAVM_NE_MIXED_OPERATOR(==)
+DLAVM_NE_MIXED_OPERATOR(!=)
+DLAVM_NE_MIXED_OPERATOR(<)
+DLAVM_NE_MIXED_OPERATOR(<=)
+DLAVM_NE_MIXED_OPERATOR(>)
+DLAVM_NE_MIXED_OPERATOR(>=)
+#undef DLAVM_NE_MIXED_OPERATOR
+
+}  // namespace dlavm::ne
+
+namespace dlavm::ne::detail {
+// The digits of a _c literal: decimal, 0x hex, 0b binary, 0 octal, ' separators; nullopt when
+// the value does not fit int64. (Hana's own _c parser overflows on 19-digit values.)
 template <char... Cs>
 constexpr std::optional<std::int64_t> parse_literal() {
   constexpr char text[] = {Cs...};
@@ -2901,13 +2923,11 @@ constexpr std::optional<std::int64_t> parse_literal() {
   }
   return value;
 }
-}  // namespace detail
-
-}  // namespace dlavm::ne
+}  // namespace dlavm::ne::detail
 
 namespace dlavm::literals {
 
-// 16_c is ne::IntConstant<16>.
+// 16_c is boost::hana::llong<16>, the static dim 16.
 template <char... Cs>
 constexpr auto operator""_c() {
   constexpr auto value = ne::detail::parse_literal<Cs...>();

@@ -1,6 +1,7 @@
-// Static dims: IntConstant and the _c literal.
+// Static dims: Hana integral constants (the _c literal) and their mixing with ne expressions.
 #include <dlavm/ne.hpp>
 
+#include <boost/hana/plus.hpp>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -10,7 +11,8 @@ namespace ne = dlavm::ne;
 using namespace dlavm::literals;
 
 // Everything here is checked by the compiler.
-static_assert(std::is_same_v<decltype(16_c), ne::IntConstant<16>>);
+static_assert(std::is_same_v<decltype(16_c), boost::hana::llong<16>>);
+static_assert(std::is_same_v<ne::IntConstant<16>, boost::hana::llong<16>>);
 static_assert((16_c * 4_c).value == 64);
 static_assert(16_c * 4_c == 64_c);
 static_assert(16_c + 4_c == 20_c);
@@ -34,6 +36,9 @@ static_assert(sizeof(int[16_c * 2_c]) == 32 * sizeof(int));
 // mixing with a plain integer gives a plain integer (still constexpr)
 static_assert(16_c * 4 == 64);
 
+// Hana's own operators still apply between constants.
+static_assert(boost::hana::plus(2_c, 3_c) == 5_c);
+
 TEST_CASE("static dims combine with Expr at run time") {
   auto token = ne::var("token", 1, 2048);
   const ne::Expr rows = token * (16_c * 4_c);
@@ -44,4 +49,8 @@ TEST_CASE("static dims combine with Expr at run time") {
   CHECK(ne::eval(ne::floordiv(token, 16_c), {{"token", 37}}) == 2);
   CHECK(ne::can_prove(ne::floormod(token * 16_c, 16_c) == 0_c));
   CHECK(fmt::format("{}", ne::simplify(ne::max(token, 4_c))) == "max(token, 4)");
+  CHECK(fmt::format("{}", token - 2_c) == "token - 2");
+  CHECK(fmt::format("{}", 3_c * token) == "3*token");
+  CHECK(ne::can_prove(token >= 1_c));
+  CHECK(ne::Expr(std::integral_constant<int, 5>{}).as_int() == 5);
 }

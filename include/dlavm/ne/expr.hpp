@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace dlavm::ne {
@@ -60,6 +61,11 @@ class Expr {
   // Integer constants convert implicitly: `x + 1`, `Expr e = 16;`.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  // Integral constants (static dims such as 16_c, std::integral_constant) convert too.
+  template <class C>
+  requires(std::is_integral_v<decltype(C::value)> &&
+           !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
+      : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
   explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
