@@ -359,6 +359,25 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // Offset and strides may involve other variables but not the listed ones. nullopt when the
 // expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
 
+// begin dlavm/core/api.hpp
+// How dlavm's non-template code is compiled. Header-only (the default): every header brings its
+// definitions and each function is `inline`. Compiled mode (DLAVM_COMPILED_LIB, which the CMake
+// target dlavm::dlavm_compiled defines for itself and its users): headers only declare the
+// heavy functions, and the library's src/*.cpp compile their definitions (the `-inl.hpp`
+// files) once.
+//
+//   // pass.hpp                                   // pass-inl.hpp
+//   tir::PrimFunc inject_dma(tir::PrimFunc f);    DLAVM_INLINE tir::PrimFunc inject_dma(...) {...}
+//   #ifndef DLAVM_COMPILED_LIB
+//   #include <dlavm/vta/lower/pass-inl.hpp>
+//   #endif
+
+#ifdef DLAVM_COMPILED_LIB
+#define DLAVM_INLINE
+#else
+#define DLAVM_INLINE inline
+#endif
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
@@ -608,6 +627,8 @@ inline Var var(std::string name, std::int64_t min, std::int64_t max) {
 // (ne/mutator.hpp) rebuilds by default. The printer, bounds, simplifier, evaluator, compiler
 // and substitution are all written this way.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 
@@ -658,7 +679,20 @@ class ExprVisitor : public ExprFunctor<Derived, void> {
 };
 
 // The distinct variables of e, in creation order (the order `ne::compile(e)` takes them).
-inline std::vector<Var> free_vars(const Expr& e) {
+std::vector<Var> free_vars(const Expr& e);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/functor-inl.hpp
+// Definitions for dlavm/ne/functor.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+
+namespace dlavm::ne {
+
+DLAVM_INLINE std::vector<Var> free_vars(const Expr& e) {
   struct Collect : ExprVisitor<Collect> {
     std::unordered_set<const Node*> seen;  // shared subtrees are visited once
     std::vector<Var> vars;
@@ -682,6 +716,8 @@ inline std::vector<Var> free_vars(const Expr& e) {
 }
 
 }  // namespace dlavm::ne
+// end dlavm/ne/functor-inl.hpp
+#endif
 // end dlavm/ne/functor.hpp
 // begin dlavm/ne/simplify.hpp
 // ne::simplify: rewrites an expression into a canonical form with the same value.
@@ -705,6 +741,23 @@ inline std::vector<Var> free_vars(const Expr& e) {
 // A variable whose range is a single value becomes that constant. Rewrites never change the
 // value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
 // If a coefficient would overflow int64, that part of the expression is left as written.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+namespace dlavm::ne {
+
+// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
+// expression.
+Expr simplify(const Expr& e);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/simplify-inl.hpp
+// Definitions for dlavm/ne/simplify.hpp (see core/api.hpp).
 
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
@@ -802,6 +855,8 @@ constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
 // overflows. An interval is sound for every assignment of in-range values under which the
 // expression evaluates without an error.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
@@ -952,6 +1007,28 @@ constexpr Interval interval_binary(Kind k, Interval a, Interval b) {
   }
 }
 
+// The interval of e as written, from its variables' ranges.
+Interval interval_of(const Expr& e);
+
+}  // namespace detail
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::ne::Interval& i, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/interval-inl.hpp
+// Definitions for dlavm/ne/interval.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/interval.hpp
+// end dlavm/ne/interval.hpp
+
+namespace dlavm::ne::detail {
+
 class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
  public:
   Interval visit_int(const IntImmNode& n, const Expr&) { return Interval::point(n.value); }
@@ -971,18 +1048,16 @@ class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
   }
 };
 
-// The interval of e as written, from its variables' ranges.
-inline Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
+DLAVM_INLINE Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
 
-}  // namespace detail
-}  // namespace dlavm::ne
+}  // namespace dlavm::ne::detail
 
-template <>
-struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::ne::Interval& i, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
-  }
-};
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::format(
+    const dlavm::ne::Interval& i, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
+}
+// end dlavm/ne/interval-inl.hpp
+#endif
 // end dlavm/ne/interval.hpp
 // begin dlavm/ne/ops.hpp
 // Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
@@ -1007,6 +1082,8 @@ struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
 // chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
 // depends only on structure and names, so it is stable across runs.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
@@ -1126,6 +1203,35 @@ constexpr int infix_family(Kind k) {
   }
 }
 
+}  // namespace detail
+
+// Appends the text of e to `out` (what fmt::format("{}", e) prints).
+void format_to(fmt::memory_buffer& out, const Expr& e);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Expr> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::ne::Expr& e, format_context& ctx) const;
+};
+
+template <>
+struct fmt::formatter<dlavm::ne::Var> : fmt::formatter<dlavm::ne::Expr> {};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/printer-inl.hpp
+// Definitions for dlavm/ne/printer.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+namespace dlavm::ne {
+
+namespace detail {
+
 class Printer : public ExprFunctor<Printer, void> {
  public:
   explicit Printer(fmt::memory_buffer& out) : out_(out) {}
@@ -1182,7 +1288,7 @@ class Printer : public ExprFunctor<Printer, void> {
 
 }  // namespace detail
 
-inline void format_to(fmt::memory_buffer& out, const Expr& e) {
+DLAVM_INLINE void format_to(fmt::memory_buffer& out, const Expr& e) {
   if (!e.defined()) {
     constexpr std::string_view undefined = "<undefined>";
     out.append(undefined.data(), undefined.data() + undefined.size());
@@ -1191,7 +1297,7 @@ inline void format_to(fmt::memory_buffer& out, const Expr& e) {
   detail::Printer(out).visit(e);
 }
 
-inline std::string to_string(const Expr& e) {
+DLAVM_INLINE std::string to_string(const Expr& e) {
   fmt::memory_buffer out;
   format_to(out, e);
   return fmt::to_string(out);
@@ -1199,17 +1305,14 @@ inline std::string to_string(const Expr& e) {
 
 }  // namespace dlavm::ne
 
-template <>
-struct fmt::formatter<dlavm::ne::Expr> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::ne::Expr& e, format_context& ctx) const {
-    fmt::memory_buffer out;
-    dlavm::ne::format_to(out, e);
-    return fmt::formatter<std::string_view>::format(std::string_view(out.data(), out.size()), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::ne::Var> : fmt::formatter<dlavm::ne::Expr> {};
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Expr>::format(
+    const dlavm::ne::Expr& e, format_context& ctx) const {
+  fmt::memory_buffer out;
+  dlavm::ne::format_to(out, e);
+  return fmt::formatter<std::string_view>::format(std::string_view(out.data(), out.size()), ctx);
+}
+// end dlavm/ne/printer-inl.hpp
+#endif
 // end dlavm/ne/printer.hpp
 
 #include <cstdint>
@@ -1322,12 +1425,16 @@ Expr& operator*=(Var&, const Expr&) = delete;
 
 }  // namespace dlavm::ne
 // end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 // begin dlavm/ne/structural.hpp
 // Structural equality, a total order and hashing of ne expressions. Two expressions are
 // equal when they have the same shape, the same constants and the same variables (by
 // identity: two `ne::var("i", 0, 15)` calls make different variables). The order sorts
 // variables by creation, so canonical forms that use it print the same on every run.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 
@@ -1336,7 +1443,38 @@ Expr& operator*=(Var&, const Expr&) = delete;
 
 namespace dlavm::ne {
 
-inline bool equal(const Expr& a, const Expr& b) {
+bool equal(const Expr& a, const Expr& b);
+
+// A total order consistent with `equal`: negative, zero or positive like strcmp. Compares the
+// kind first (constants < variables < Add < ... < Select), then constants by value, variables
+// by creation order, and composite nodes by their operands left to right.
+int compare(const Expr& a, const Expr& b);
+
+// Function objects for hash containers keyed by structure:
+//   std::unordered_map<ne::Expr, int, ne::ExprHash, ne::ExprEqual>
+struct ExprHash {
+  std::size_t operator()(const Expr& e) const { return e.hash(); }
+};
+struct ExprEqual {
+  bool operator()(const Expr& a, const Expr& b) const { return equal(a, b); }
+};
+// Orders by ne::compare, for std::map / std::sort.
+struct ExprLess {
+  bool operator()(const Expr& a, const Expr& b) const { return compare(a, b) < 0; }
+};
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/structural-inl.hpp
+// Definitions for dlavm/ne/structural.hpp (see core/api.hpp).
+
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+namespace dlavm::ne {
+
+DLAVM_INLINE bool equal(const Expr& a, const Expr& b) {
   if (a.same_as(b)) return true;
   if (!a.defined() || !b.defined()) return false;
   if (a.hash() != b.hash() || a.kind() != b.kind()) return false;
@@ -1360,10 +1498,7 @@ inline bool equal(const Expr& a, const Expr& b) {
   }
 }
 
-// A total order consistent with `equal`: negative, zero or positive like strcmp. Compares the
-// kind first (constants < variables < Add < ... < Select), then constants by value, variables
-// by creation order, and composite nodes by their operands left to right.
-inline int compare(const Expr& a, const Expr& b) {
+DLAVM_INLINE int compare(const Expr& a, const Expr& b) {
   if (a.same_as(b)) return 0;
   if (a.kind() != b.kind()) return a.kind() < b.kind() ? -1 : 1;
   auto three_way = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
@@ -1390,20 +1525,9 @@ inline int compare(const Expr& a, const Expr& b) {
   }
 }
 
-// Function objects for hash containers keyed by structure:
-//   std::unordered_map<ne::Expr, int, ne::ExprHash, ne::ExprEqual>
-struct ExprHash {
-  std::size_t operator()(const Expr& e) const { return e.hash(); }
-};
-struct ExprEqual {
-  bool operator()(const Expr& a, const Expr& b) const { return equal(a, b); }
-};
-// Orders by ne::compare, for std::map / std::sort.
-struct ExprLess {
-  bool operator()(const Expr& a, const Expr& b) const { return compare(a, b) < 0; }
-};
-
 }  // namespace dlavm::ne
+// end dlavm/ne/structural-inl.hpp
+#endif
 // end dlavm/ne/structural.hpp
 
 #include <algorithm>
@@ -1973,9 +2097,11 @@ class Simplifier : public ExprFunctor<Simplifier, Expr> {
 
 // The canonical form of e (see the top of this file). Idempotent; never raises for a defined
 // expression.
-inline Expr simplify(const Expr& e) { return detail::Simplifier().visit(e); }
+DLAVM_INLINE Expr simplify(const Expr& e) { return detail::Simplifier().visit(e); }
 
 }  // namespace dlavm::ne
+// end dlavm/ne/simplify-inl.hpp
+#endif
 // end dlavm/ne/simplify.hpp
 
 #include <cstddef>
@@ -1993,7 +2119,27 @@ struct LinearForm {
 
 namespace detail {
 // Whether e mentions any of vars.
-inline bool uses_any(const Expr& e, std::span<const Var> vars) {
+bool uses_any(const Expr& e, std::span<const Var> vars);
+}  // namespace detail
+
+std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars);
+
+std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/affine-inl.hpp
+// Definitions for dlavm/ne/affine.hpp (see core/api.hpp).
+
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/simplify-inl.hpp
+// end dlavm/ne/simplify-inl.hpp
+
+namespace dlavm::ne::detail {
+
+DLAVM_INLINE bool uses_any(const Expr& e, std::span<const Var> vars) {
   struct Finder : ExprVisitor<Finder> {
     std::span<const Var> vars;
     bool found = false;
@@ -2005,9 +2151,12 @@ inline bool uses_any(const Expr& e, std::span<const Var> vars) {
   finder.visit(e);
   return finder.found;
 }
-}  // namespace detail
 
-inline std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars) {
+}  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars) {
   using namespace detail;
   const Expr canonical = simplify(e);
   LinearSum s;
@@ -2067,15 +2216,19 @@ inline std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var>
   return result;
 }
 
-inline std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
+DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
   return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
 }
 
 }  // namespace dlavm::ne
+// end dlavm/ne/affine-inl.hpp
+#endif
 // end dlavm/ne/affine.hpp
 // begin dlavm/ne/bounds.hpp
 // ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/interval.hpp
@@ -2089,15 +2242,32 @@ namespace dlavm::ne {
 // [min, max] (for assignments under which e evaluates without error). Interval arithmetic on
 // e and on simplify(e), intersected: cancellation (`x - x`) and divisibility
 // (`floormod(i*16 + j, 16)`) are seen through. Endpoints saturate at the int64 limits.
-inline Interval bounds(const Expr& e) {
-  return intersect(detail::interval_of(e), detail::interval_of(simplify(e)));
-}
+Interval bounds(const Expr& e);
 
 // True when cond is nonzero for every in-range assignment of its variables. False means "not
 // proven", not "false".
-inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
+bool can_prove(const Expr& cond);
 
 }  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/bounds-inl.hpp
+// Definitions for dlavm/ne/bounds.hpp (see core/api.hpp).
+
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+
+namespace dlavm::ne {
+
+DLAVM_INLINE Interval bounds(const Expr& e) {
+  return intersect(detail::interval_of(e), detail::interval_of(simplify(e)));
+}
+
+DLAVM_INLINE bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
+
+}  // namespace dlavm::ne
+// end dlavm/ne/bounds-inl.hpp
+#endif
 // end dlavm/ne/bounds.hpp
 // begin dlavm/ne/compile.hpp
 // ne::compile: turns an expression into a flat evaluator for run-time instantiation.
@@ -2112,6 +2282,8 @@ inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
 // ne::eval (argument ranges, int64 overflow, division by zero) with the same error types. A
 // CompiledExpr is immutable; calls from several threads are safe.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne/eval.hpp
@@ -2125,10 +2297,40 @@ inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
 // raises ValueError too (bounds, simplification and buffer sizes rely on the ranges).
 // Conditions are 0 or 1; both branches of a select are evaluated.
 
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+namespace dlavm::ne {
+
+// A value for the variables named `name`.
+struct Binding {
+  std::string_view name;
+  std::int64_t value;
+};
+
+// The value of e with each variable bound by name.
+std::int64_t eval(const Expr& e, std::span<const Binding> bindings);
+inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings = {}) {
+  return eval(e, std::span<const Binding>(bindings.begin(), bindings.size()));
+}
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/eval-inl.hpp
+// Definitions for dlavm/ne/eval.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
 // begin dlavm/ne/ops.hpp
@@ -2138,20 +2340,10 @@ inline bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
 
 #include <fmt/format.h>
 
-#include <cstdint>
-#include <initializer_list>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace dlavm::ne {
-
-// A value for the variables named `name`.
-struct Binding {
-  std::string_view name;
-  std::int64_t value;
-};
 
 namespace detail {
 
@@ -2223,14 +2415,13 @@ class Evaluator : public ExprFunctor<Evaluator, std::int64_t> {
 }  // namespace detail
 
 // eval(token*4096 + 16, {{"token", 37}}) == 151568
-inline std::int64_t eval(const Expr& e, std::span<const Binding> bindings) {
+DLAVM_INLINE std::int64_t eval(const Expr& e, std::span<const Binding> bindings) {
   return detail::Evaluator(e, bindings).visit(e);
-}
-inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings = {}) {
-  return eval(e, std::span<const Binding>(bindings.begin(), bindings.size()));
 }
 
 }  // namespace dlavm::ne
+// end dlavm/ne/eval-inl.hpp
+#endif
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
@@ -2267,15 +2458,13 @@ struct CompileOptions {
 
 namespace detail {
 class Compiler;
-}
+}  // namespace detail
 
 class CompiledExpr {
  public:
   // The value for the given parameter values, in the order of params().
   std::int64_t operator()(std::span<const std::int64_t> args) const;
-  std::int64_t operator()(std::initializer_list<std::int64_t> args) const {
-    return (*this)(std::span<const std::int64_t>(args.begin(), args.size()));
-  }
+  std::int64_t operator()(std::initializer_list<std::int64_t> args) const;
 
   const std::vector<Var>& params() const { return params_; }
   // The expression the code computes (simplified unless told otherwise).
@@ -2331,24 +2520,9 @@ class CompiledExpr {
   };
   static constexpr std::size_t kStackRegisters = 64;
 
-  [[noreturn, gnu::cold, gnu::noinline]] void fail(std::size_t pc, std::int64_t a,
-                                                   std::int64_t b) const {
-    if (code_[pc].swapped) std::swap(a, b);
-    const auto* node = source_[pc].as<BinaryNode>();
-    detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);
-  }
-  [[noreturn, gnu::cold, gnu::noinline]] void bad_args(std::span<const std::int64_t> args) const {
-    if (args.size() != params_.size()) {
-      std::vector<std::string_view> names;
-      for (const Var& p : params_) names.push_back(p.name());
-      raise<ValueError>("ne::compile of `{}`: called with {} argument{}, expected {} ({})", expr_,
-                        args.size(), args.size() == 1 ? "" : "s", params_.size(),
-                        fmt::join(names, ", "));
-    }
-    for (std::size_t i = 0; i < args.size(); ++i)
-      detail::check_in_range(params_[i].node(), args[i], "ne::compile", expr_);
-    raise<ValueError>("ne::compile of `{}`: bad arguments", expr_);  // not reached
-  }
+  [[noreturn, gnu::cold]] void fail(std::size_t pc, std::int64_t a,
+                                                   std::int64_t b) const;
+  [[noreturn, gnu::cold]] void bad_args(std::span<const std::int64_t> args) const;
 
   Expr expr_;
   std::vector<Var> params_;
@@ -2359,6 +2533,30 @@ class CompiledExpr {
   std::vector<Expr> source_;  // the node each instruction computes, for error messages
   std::size_t num_regs_ = 0;
 };
+
+// The interpreter loop is direct-threaded (GNU computed goto, supported by GCC and Clang):
+// every operation ends with its own indirect jump to the next one, which branch predictors
+// follow far better than the single jump of a switch. The code always ends with Ret.
+
+// Compiles e as a function of `params`, in that order. Every variable of e (after
+// simplification) must be among them; parameters e does not use are allowed.
+CompiledExpr compile(const Expr& e, std::vector<Var> params, CompileOptions options = {});
+
+// Compiles e as a function of its variables in creation order (ne::free_vars(e)).
+CompiledExpr compile(const Expr& e, CompileOptions options = {});
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/compile-inl.hpp
+// Definitions for dlavm/ne/compile.hpp (see core/api.hpp).
+
+// begin dlavm/ne/compile.hpp
+// end dlavm/ne/compile.hpp
+// begin dlavm/ne/eval-inl.hpp
+// end dlavm/ne/eval-inl.hpp
+
+namespace dlavm::ne {
 
 namespace detail {
 
@@ -2543,12 +2741,10 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
 
 }  // namespace detail
 
-// The interpreter loop is direct-threaded (GNU computed goto, supported by GCC and Clang):
-// every operation ends with its own indirect jump to the next one, which branch predictors
-// follow far better than the single jump of a switch. The code always ends with Ret.
+// The dispatch table takes label addresses (GNU computed goto).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
-inline std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args) const {
+DLAVM_INLINE std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args) const {
   const std::size_t n = params_.size();
   if (args.size() != n) [[unlikely]]
     bad_args(args);
@@ -2695,18 +2891,47 @@ op_ret:
 }
 #pragma GCC diagnostic pop
 
-// Compiles e as a function of `params`, in that order. Every variable of e (after
-// simplification) must be among them; parameters e does not use are allowed.
-inline CompiledExpr compile(const Expr& e, std::vector<Var> params, CompileOptions options = {}) {
+DLAVM_INLINE CompiledExpr compile(const Expr& e, std::vector<Var> params, CompileOptions options) {
   return detail::Compiler::compile(e, std::move(params), options.simplify);
 }
 
-// Compiles e as a function of its variables in creation order (ne::free_vars(e)).
-inline CompiledExpr compile(const Expr& e, CompileOptions options = {}) {
+DLAVM_INLINE CompiledExpr compile(const Expr& e, CompileOptions options) {
   return compile(e, free_vars(e), options);
 }
 
 }  // namespace dlavm::ne
+
+namespace dlavm::ne {
+
+DLAVM_INLINE std::int64_t CompiledExpr::operator()(std::initializer_list<std::int64_t> args) const {
+  return (*this)(std::span<const std::int64_t>(args.begin(), args.size()));
+}
+
+[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::fail(std::size_t pc,
+                                                                            std::int64_t a,
+                                                                            std::int64_t b) const {
+  if (code_[pc].swapped) std::swap(a, b);
+  const auto* node = source_[pc].as<BinaryNode>();
+  detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);
+}
+
+[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::bad_args(
+    std::span<const std::int64_t> args) const {
+  if (args.size() != params_.size()) {
+    std::vector<std::string_view> names;
+    for (const Var& p : params_) names.push_back(p.name());
+    raise<ValueError>("ne::compile of `{}`: called with {} argument{}, expected {} ({})", expr_,
+                      args.size(), args.size() == 1 ? "" : "s", params_.size(),
+                      fmt::join(names, ", "));
+  }
+  for (std::size_t i = 0; i < args.size(); ++i)
+    detail::check_in_range(params_[i].node(), args[i], "ne::compile", expr_);
+  raise<ValueError>("ne::compile of `{}`: bad arguments", expr_);  // not reached
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/compile-inl.hpp
+#endif
 // end dlavm/ne/compile.hpp
 // begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
@@ -2944,10 +3169,10 @@ constexpr auto operator""_c() {
 // replacements themselves are not substituted again. Constants fold as the tree is rebuilt;
 // call ne::simplify on the result for a canonical form.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
-// begin dlavm/ne/mutator.hpp
-// end dlavm/ne/mutator.hpp
 
 #include <initializer_list>
 #include <span>
@@ -2956,6 +3181,27 @@ constexpr auto operator""_c() {
 namespace dlavm::ne {
 
 using Substitution = std::pair<Var, Expr>;
+
+// substitute(i*16 + j, {{i, 2}, {j, k + 1}}) -> 32 + (k + 1)
+Expr substitute(const Expr& e, std::span<const Substitution> map);
+inline Expr substitute(const Expr& e, std::initializer_list<Substitution> map) {
+  return substitute(e, std::span<const Substitution>(map.begin(), map.size()));
+}
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/substitute-inl.hpp
+// Definitions for dlavm/ne/substitute.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/mutator.hpp
+// end dlavm/ne/mutator.hpp
+// begin dlavm/ne/substitute.hpp
+// end dlavm/ne/substitute.hpp
+
+namespace dlavm::ne {
 
 namespace detail {
 class Substituter : public ExprMutator<Substituter> {
@@ -2972,18 +3218,15 @@ class Substituter : public ExprMutator<Substituter> {
 };
 }  // namespace detail
 
-// substitute(i*16 + j, {{i, 2}, {j, k + 1}}) -> 32 + (k + 1)
-inline Expr substitute(const Expr& e, std::span<const Substitution> map) {
+DLAVM_INLINE Expr substitute(const Expr& e, std::span<const Substitution> map) {
   for (const auto& [v, replacement] : map)
     if (!replacement.defined())
       raise<ValueError>("ne::substitute: undefined replacement for variable '{}'", v.name());
   return detail::Substituter(map).visit(e);
 }
-inline Expr substitute(const Expr& e, std::initializer_list<Substitution> map) {
-  return substitute(e, std::span<const Substitution>(map.begin(), map.size()));
-}
-
 }  // namespace dlavm::ne
+// end dlavm/ne/substitute-inl.hpp
+#endif
 // end dlavm/ne/substitute.hpp
 // end dlavm/ne.hpp
 // begin dlavm/schedule.hpp
@@ -8183,23 +8426,6 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 //   vta::Stream s = b.take();
 
 // begin dlavm/core/api.hpp
-// How dlavm's non-template code is compiled. Header-only (the default): every header brings its
-// definitions and each function is `inline`. Compiled mode (DLAVM_COMPILED_LIB, which the CMake
-// target dlavm::dlavm_compiled defines for itself and its users): headers only declare the
-// heavy functions, and the library's src/*.cpp compile their definitions (the `-inl.hpp`
-// files) once.
-//
-//   // pass.hpp                                   // pass-inl.hpp
-//   tir::PrimFunc inject_dma(tir::PrimFunc f);    DLAVM_INLINE tir::PrimFunc inject_dma(...) {...}
-//   #ifndef DLAVM_COMPILED_LIB
-//   #include <dlavm/vta/lower/pass-inl.hpp>
-//   #endif
-
-#ifdef DLAVM_COMPILED_LIB
-#define DLAVM_INLINE
-#else
-#define DLAVM_INLINE inline
-#endif
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp

@@ -7,6 +7,7 @@
 // expression evaluates without an error.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/functor.hpp>
 #include <dlavm/ne/int_math.hpp>
@@ -154,34 +155,17 @@ constexpr Interval interval_binary(Kind k, Interval a, Interval b) {
   }
 }
 
-class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
- public:
-  Interval visit_int(const IntImmNode& n, const Expr&) { return Interval::point(n.value); }
-  Interval visit_var(const VarNode& n, const Expr&) { return {n.min, n.max}; }
-  Interval visit_binary(const BinaryNode& n, const Expr&) {
-    return interval_binary(n.kind(), visit(n.a), visit(n.b));
-  }
-  Interval visit_not(const NotNode& n, const Expr&) {
-    const Interval a = visit(n.a);
-    return interval_truth(a.is_zero(), a.excludes_zero());
-  }
-  Interval visit_select(const SelectNode& n, const Expr&) {
-    const Interval c = visit(n.cond);
-    if (c.excludes_zero()) return visit(n.t);
-    if (c.is_zero()) return visit(n.f);
-    return hull(visit(n.t), visit(n.f));
-  }
-};
-
 // The interval of e as written, from its variables' ranges.
-inline Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
+Interval interval_of(const Expr& e);
 
 }  // namespace detail
 }  // namespace dlavm::ne
 
 template <>
 struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::ne::Interval& i, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
-  }
+  format_context::iterator format(const dlavm::ne::Interval& i, format_context& ctx) const;
 };
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/ne/interval-inl.hpp>
+#endif
