@@ -5,7 +5,7 @@
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make format | lint  clang-format the sources | clang-tidy them
 #   make single-include regenerate single_include/dlavm/dlavm.hpp
-#   make include-cost   time compiling a TU that only includes each layer umbrella (informational)
+#   make compile-times  compile cost of the headers and of an operator file, both modes (informational)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-sanitize
@@ -13,7 +13,7 @@ CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
 
 .PHONY: all setup configure build demo test bench sanitize format lint single-include \
-	include-cost clean
+	compile-times clean
 
 all: build
 
@@ -52,8 +52,8 @@ lint: configure
 single-include:
 	@cmake -DROOT=$(CURDIR) -P tools/amalgamate.cmake
 
-include-cost:
-	@tools/include_cost.sh
+compile-times:
+	@tools/compile_times.sh
 
 clean:
 	@rm -rf $(BUILD) $(ASAN_BUILD)
