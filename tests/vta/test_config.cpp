@@ -129,10 +129,9 @@ TEST_CASE("vta config: numbers outside double range, deep nesting and repeated k
   const auto type_msg = what_of([&] { vta::Config::from_json(ok_depth); });
   CHECK(type_msg.find("key 'LOG_BATCH' must be an integer, got an array of 1 elements") !=
         std::string::npos);
-  // Brackets inside strings do not count toward the depth.
-  const std::string in_string = "{\"TARGET\": \"" + std::string(100, '[') + "\"," +
-                                std::string(base.begin() + base.find("\"HW_VER\""), base.end());
-  CHECK(vta::Config::from_json(in_string).target == std::string(100, '['));
+  // Brackets inside strings do not count toward the depth (other keys are ignored).
+  const std::string in_string = "{\"COMMENT\": \"" + std::string(100, '[') + "\"," + base.substr(1);
+  CHECK(vta::Config::from_json(in_string) == vta::Config{});
 
   // A key given twice is ambiguous: named, not silently the last one.
   auto twice = base;
@@ -146,6 +145,14 @@ TEST_CASE("vta config: numbers outside double range, deep nesting and repeated k
   CHECK(long_msg.find("must be an integer, got \"" + std::string(48, 'y') + "...\"") !=
         std::string::npos);
   CHECK(long_msg.size() < 200);
+  // TARGET and HW_VER are printed with the configuration: short and printable.
+  long_target = nlohmann::json::parse(base);
+  long_target["TARGET"] = std::string("pyn\0q\n", 6);
+  CHECK(what_of([&] { vta::Config::from_json(long_target.dump(), "c.json"); }) ==
+        "c.json: key 'TARGET' must be a name of at most 64 printable characters, got "
+        "\"pyn\\x00q\\x0a\"");
+  long_target["TARGET"] = std::string(65, 't');
+  CHECK_THROWS_AS(vta::Config::from_json(long_target.dump()), dlavm::ParseError);
 }
 
 TEST_CASE("vta config: unsigned values are reported as written") {

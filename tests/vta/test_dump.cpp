@@ -162,6 +162,10 @@ TEST_CASE("dump: manifests are validated whole") {
   CHECK(error([](J& j) { j["uops"]["file"] = "C:uop.bin"; }).find("drive letter") !=
         std::string::npos);
   CHECK(error([](J& j) { j["uops"]["file"] = "a\\b"; }).find("backslash") != std::string::npos);
+  CHECK(error([](J& j) { j["uops"]["file"] = std::string("u\0p", 3); }).find("NUL byte") !=
+        std::string::npos);
+  CHECK(error([](J& j) { j["instructions"] = 5; }) ==
+        "m.json: instructions must be an object, got 5");
   CHECK(error([](J& j) { j["uops"]["file"] = ""; }) ==
         "m.json: uops file \"\" is empty; files are paths relative to the dump's folder");
   CHECK(error([](J& j) { j["buffers"][1]["file"] = "A.bin"; }) ==
@@ -265,6 +269,10 @@ TEST_CASE("dump: files that do not match the manifest") {
       vta::load_dump(files, "d"),
       doctest::Contains("'insn.bin' at byte offset 16: instruction #1: unknown opcode 7"),
       dlavm::EncodingError);
+  // A directory where a file should be.
+  fs::create_directories(dir / "sub.bin");
+  CHECK(what_of([&] { vta::read_bytes(dir / "sub.bin"); }) ==
+        fmt::format("cannot read '{}': it is a directory", dir / "sub.bin"));
   // From a folder: the paths are read relative to it.
   fs::remove(dir / "A.bin");
   CHECK(what_of([&] { vta::load_dump(dir.str()); }) ==

@@ -153,7 +153,16 @@ inline std::string config_string(const Json& j, std::string_view source, const c
   if (it == j.end()) return fallback;
   if (!it->is_string())
     raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
-  return it->get<std::string>();
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
 }
 
 // The configuration a parsed vta_config.json object describes (the manifest reader passes its

@@ -60,9 +60,9 @@ inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view sourc
   if (uop_bytes.size() != m.uop_count * 4)
     raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} micro-ops ({} bytes)",
                       source, excerpt(m.uop_file), uop_bytes.size(), m.uop_count, m.uop_count * 4);
-  d.stream.insns = read_insn_file(insn_bytes, m.insn_file);
-  d.stream.uops = read_uop_file(uop_bytes, m.uop_file);
-  const auto prog = read_program(insn_bytes, m.config.layout(), m.insn_file);
+  d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
+  d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
+  const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
   for (const auto& b : m.buffers) {
     if (b.file.empty()) {
       d.images.emplace_back();
@@ -70,7 +70,7 @@ inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view sourc
     }
     const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
     d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
-                                       static_cast<std::int64_t>(b.bytes), b.file));
+                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
   }
   // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;

@@ -35,10 +35,20 @@ using Json = nlohmann::ordered_json;
 // that and far below what recursion over a document can survive.
 inline constexpr int kMaxJsonDepth = 64;
 
-// At most `max` bytes of `s`, marked "..." when cut: for quoting untrusted text in messages.
+// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
+// quoting untrusted text in messages (a NUL byte would end what() early).
 inline std::string excerpt(std::string_view s, std::size_t max = 48) {
-  if (s.size() <= max) return std::string(s);
-  return std::string(s.substr(0, max)) + "...";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += s[i];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
 }
 
 // A short, bounded description of a value for messages: scalars as written (strings cut
