@@ -218,7 +218,7 @@ DLAVM_INLINE void Manifest::validate(std::string_view source) const {
   if (insn_count > std::uint64_t{0xFFFFFFFF})
     raise<ParseError>("{}: {} instructions; VTADeviceRun takes at most 2^32 - 1", source,
                       insn_count);
-  // [begin, end) of every DRAM range, to find overlaps; "uops" for the micro-op buffer.
+  // [begin, end) and name of every DRAM range (micro-op buffer, buffers), to find overlaps.
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> ranges;
   auto check_range = [&](std::string_view what, std::uint64_t phys, std::uint64_t bytes) {
     if (phys > kPhysSpace || bytes > kPhysSpace - phys)
