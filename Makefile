@@ -3,16 +3,22 @@
 #   make test           build and run the whole test suite through CTest
 #   make bench          build and run the Google Benchmark suites (Release)
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz           build the libFuzzer targets in fuzz/ with clang and run each for
+#                       FUZZ_SECONDS (60); new inputs go to build-fuzz/corpus, crashes to
+#                       build-fuzz/artifacts (make test replays fuzz/corpus without clang)
 #   make format | lint  clang-format the sources | clang-tidy them
 #   make single-include regenerate single_include/dlavm/dlavm.hpp
 #   make compile-times  compile cost of the headers and of an operator file, both modes (informational)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-sanitize
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = config dtype manifest stream
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
 
-.PHONY: all setup configure build demo test bench sanitize format lint single-include \
+.PHONY: all setup configure build demo test bench sanitize fuzz format lint single-include \
 	compile-times clean
 
 all: build
@@ -43,6 +49,20 @@ sanitize: setup
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -j $(JOBS) --output-on-failure
 
+fuzz:
+	@tools/setup.sh --minimal --fuzz
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DDLAVM_BUILD_FUZZ=ON -DDLAVM_BUILD_TESTS=OFF -DDLAVM_BUILD_EXAMPLES=OFF \
+	  -DDLAVM_INSTALL=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	@mkdir -p $(FUZZ_BUILD)/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  $(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t \
+	    || exit 1; \
+	done
+
 format:
 	@clang-format -i $(SOURCES)
 
@@ -56,4 +76,4 @@ compile-times:
 	@tools/compile_times.sh
 
 clean:
-	@rm -rf $(BUILD) $(ASAN_BUILD)
+	@rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -3,12 +3,23 @@
 # is present. Without root (and without passwordless sudo) it prints the command to run.
 #   tools/setup.sh            build, test and benchmark dependencies + the ONNX importer's
 #   tools/setup.sh --minimal  without the ONNX importer's packages
+#   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
+#                             replays the fuzz corpora without them)
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
           libbenchmark-dev clang-format clang-tidy)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
-if [[ "${1:-}" != "--minimal" ]]; then
+fuzz_packages=(clang libclang-rt-dev)
+minimal=0
+for arg in "$@"; do
+  case "$arg" in
+    --minimal) minimal=1 ;;
+    --fuzz) packages+=("${fuzz_packages[@]}") ;;
+    *) echo "setup: unknown option '$arg' (--minimal, --fuzz)" >&2; exit 2 ;;
+  esac
+done
+if [[ $minimal -eq 0 ]]; then
   packages+=("${onnx_packages[@]}")
 fi
 

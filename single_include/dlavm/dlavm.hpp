@@ -278,8 +278,14 @@ class DType {
   int lanes_ = 1;
 };
 
-inline DType DType::parse(std::string_view text) {
-  auto rest = text;
+inline DType DType::parse(std::string_view input) {
+  // The name as messages show it, whatever the input: at most 32 characters, control
+  // characters as '?'.
+  std::string text;
+  for (const char c : input.substr(0, 32))
+    text += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? '?' : c;
+  if (input.size() > 32) text += "...";
+  auto rest = input;
   Kind kind{};
   if (rest.starts_with("uint")) {
     kind = Kind::UInt;
@@ -310,9 +316,11 @@ inline DType DType::parse(std::string_view text) {
     rest.remove_prefix(1);
     lanes = read_number("lane count");
   }
-  if (!rest.empty()) raise<ParseError>("dtype '{}': unexpected trailing '{}'", text, rest);
-  const bool valid_bits = kind == Kind::Float ? (bits == 16 || bits == 32 || bits == 64)
-                                              : (bits >= 1 && bits <= 64);
+  if (!rest.empty())
+    raise<ParseError>("dtype '{}': unexpected trailing characters from offset {}", text,
+                      input.size() - rest.size());
+  const bool valid_bits =
+      kind == Kind::Float ? (bits == 16 || bits == 32 || bits == 64) : (bits >= 1 && bits <= 64);
   if (!valid_bits) raise<ParseError>("dtype '{}': {} bits is not a supported width", text, bits);
   if (lanes < 1 || lanes > 65536)
     raise<ParseError>("dtype '{}': {} lanes is outside 1..65536", text, lanes);
@@ -7685,7 +7693,7 @@ inline Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of) {
 // begin dlavm/vta/hw.hpp
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
 // disassembly, the command builder, dependency tokens from data hazards, the functional
-// simulator, the cycle model, the race detector, devices and binary I/O. Uses core and
+// simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
 // runtime only; docs/vta.md is the guide.
 
 // begin dlavm/runtime.hpp
@@ -8573,12 +8581,31 @@ struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/json.hpp
-// Internal: the one JSON document type of the VTA layer. Included by definition files
-// (-inl.hpp) only, so that nlohmann/json stays out of the headers that declare the API.
+// Internal: the one JSON document type of the VTA layer and the one way every reader parses
+// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
+// of the headers that declare the API.
+//
+// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
+// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
+// double range such as 1e400, a duplicate key all become ParseError naming the file and the
+// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
+// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
+// show untrusted values through describe(), which is bounded whatever the value.
+//
+//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
+//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
 
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dlavm::vta::detail {
 
@@ -8587,7 +8614,159 @@ namespace dlavm::vta::detail {
 // same input (a character range) keeps nlohmann's parser and value code instantiated once.
 using Json = nlohmann::ordered_json;
 
-inline Json parse_json(std::string_view text) { return Json::parse(text.begin(), text.end()); }
+// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
+// that and far below what recursion over a document can survive.
+inline constexpr int kMaxJsonDepth = 64;
+
+// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
+// quoting untrusted text in messages (a NUL byte would end what() early).
+inline std::string excerpt(std::string_view s, std::size_t max = 48) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += s[i];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// A short, bounded description of a value for messages: scalars as written (strings cut
+// by excerpt), containers by kind and size. Never recursive.
+inline std::string describe(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object:
+      return fmt::format("an object of {} keys", v.size());
+    case Json::value_t::array:
+      return fmt::format("an array of {} elements", v.size());
+    case Json::value_t::string:
+      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
+    case Json::value_t::binary:
+      return "binary data";
+    case Json::value_t::discarded:
+      return "nothing";
+    default:
+      return v.dump();  // null, boolean, number: a few characters
+  }
+}
+
+// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
+// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
+// ends it, so the parser can never nest deeper than this scan saw at the same byte.
+inline std::size_t too_deep_at(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
+// the first error instead of throwing it: the byte offset and message of a syntax error or a
+// number overflow, or the key that an object repeats.
+class JsonBuilder {
+ public:
+  Json root;
+  std::string error;  // empty while the document is well formed
+  std::size_t error_byte = std::string_view::npos;
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(Json::string_t& k) {
+    if (stack_.back()->contains(k)) {
+      error = fmt::format("duplicate key \"{}\"", excerpt(k));
+      return false;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
+    // nlohmann's message quotes the last token read, which may be a whole long string.
+    error = excerpt(e.what(), 160);
+    error_byte = byte;
+    return false;
+  }
+
+ private:
+  // Places a value where the parser is: the root, the next array element, or the value of the
+  // key just read. Children of the open container are complete before the next one is added,
+  // so the pointers on the stack (the open containers) stay valid.
+  Json* place(Json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[key_] = std::move(v));
+  }
+  bool put(Json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::vector<Json*> stack_;
+  std::string key_;
+};
+
+// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
+// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
+// repeated in one object).
+inline Json parse_json(std::string_view text, std::string_view source) {
+  if (const auto at = too_deep_at(text); at != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
+                      kMaxJsonDepth);
+  JsonBuilder b;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
+    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
+  }
+  if (!ok && b.error_byte != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
+  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
+  return std::move(b.root);
+}
 
 }  // namespace dlavm::vta::detail
 // end dlavm/vta/hw/json.hpp
@@ -8603,6 +8782,51 @@ namespace detail {
 inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
   if (value < lo || value > hi)
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
+}
+
+// The buffer whose depth sets the width of a GEMM / ALU field: its configuration key, name,
+// log2 size in bytes and log2 depth in elements.
+struct FieldDepth {
+  const char* key;
+  const char* buffer;
+  int log_size, log_depth;
+};
+inline FieldDepth depth_of_field(const Config& c, Form form, Field f) {
+  switch (f) {
+    case Field::uop_bgn:
+    case Field::uop_end:
+      return {"LOG_UOP_BUFF_SIZE", "micro-op", c.log_uop_buff_size, c.log_uop_depth()};
+    case Field::src_factor_out:
+    case Field::src_factor_in:
+      if (form == Form::Gemm)
+        return {"LOG_INP_BUFF_SIZE", "input", c.log_inp_buff_size, c.log_inp_depth()};
+      break;
+    case Field::wgt_factor_out:
+    case Field::wgt_factor_in:
+      return {"LOG_WGT_BUFF_SIZE", "weight", c.log_wgt_buff_size, c.log_wgt_depth()};
+    default:
+      break;
+  }
+  return {"LOG_ACC_BUFF_SIZE", "accumulator", c.log_acc_buff_size, c.log_acc_depth()};
+}
+
+// Every field of the GEMM and ALU forms is written by the builder (loop factors even when 0,
+// uop_bgn for every kernel), so each needs at least one bit: a buffer of one element would
+// make its index fields 0 bits wide, which no encoding can hold (nor a C bit-field of VTA's
+// hardware source declare). Fixed-width fields are never 0 bits; a field of LOG_*_DEPTH bits
+// holds every index of its buffer, and uop_end's extra bit the end of the micro-op buffer.
+inline void check_field_widths(const Config& c, const IsaLayout& l) {
+  for (Form form : {Form::Gemm, Form::Alu}) {
+    runtime::for_each_field(form, [&](Field f) {
+      if (l.pos(form, f).width != 0) return;
+      const auto d = depth_of_field(c, form, f);
+      raise<ConfigError>(
+          "{} = {}: the {} buffer holds 2^{} = {} element(s), so {} field {} would be 0 bits "
+          "wide; every buffer needs at least 2 elements (raise {})",
+          d.key, d.log_size, d.buffer, d.log_depth, std::uint64_t{1} << d.log_depth,
+          form == Form::Gemm ? "GEMM" : "ALU", runtime::field_name(f), d.key);
+    });
+  }
 }
 
 }  // namespace detail
@@ -8654,6 +8878,7 @@ DLAVM_INLINE void Config::validate() const {
         form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
         log_acc_depth());
   }
+  detail::check_field_widths(*this, l);
   if (!l.uop_ok) {
     const int src = std::max(log_acc_depth(), log_inp_depth());
     raise<ConfigError>(
@@ -8663,55 +8888,74 @@ DLAVM_INLINE void Config::validate() const {
   }
 }
 
-DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
-  detail::Json j;
-  try {
-    j = detail::parse_json(text);
-  } catch (const detail::Json::parse_error& e) {
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+namespace detail {
+
+// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
+// as written, so 18446744073709551615 is reported as that, not as -1.
+inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
+                       int fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+    return fallback;
   }
-  if (!j.is_object())
-    raise<ParseError>("{}: expected a JSON object, got {}", source, j.type_name());
-  auto get_int = [&](const char* key, bool required, int fallback) {
-    const auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-      return fallback;
-    }
-    if (!it->is_number_integer())
-      raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, it->dump());
-    const auto v = it->get<std::int64_t>();
-    if (v < -1000 || v > 1000)
+  if (!it->is_number_integer())
+    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
+  constexpr std::int64_t kPlausible = 1000;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kPlausible))
       raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
     return static_cast<int>(v);
-  };
-  auto get_string = [&](const char* key, std::string fallback) {
-    const auto it = j.find(key);
-    if (it == j.end()) return fallback;
-    if (!it->is_string())
-      raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, it->dump());
-    return it->get<std::string>();
-  };
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < -kPlausible || v > kPlausible)
+    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+  return static_cast<int>(v);
+}
+
+inline std::string config_string(const Json& j, std::string_view source, const char* key,
+                                 std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_string())
+    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
+}
+
+// The configuration a parsed vta_config.json object describes (the manifest reader passes its
+// "config" member here rather than re-serializing it).
+inline Config config_from_json(const Json& j, std::string_view source) {
+  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
   Config c;
-  c.target = get_string("TARGET", c.target);
-  c.hw_ver = get_string("HW_VER", c.hw_ver);
-  c.log_inp_width = get_int("LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = get_int("LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = get_int("LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = get_int("LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = get_int("LOG_BATCH", true, 0);
+  c.target = config_string(j, source, "TARGET", c.target);
+  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
+  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
   const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = get_int("LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = get_int("LOG_BLOCK_IN", false, block);
-  c.log_block_out = get_int("LOG_BLOCK_OUT", false, block);
+  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
+  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
   if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
     raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
                        source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = get_int("LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = get_int("LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = get_int("LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = get_int("LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = get_int("LOG_BUS_WIDTH", false, 6);
+  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
   try {
     c.validate();
   } catch (const ConfigError& e) {
@@ -8720,27 +8964,37 @@ DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view so
   return c;
 }
 
-DLAVM_INLINE std::string Config::to_json() const {
-  detail::Json j;
-  j["TARGET"] = target;
-  j["HW_VER"] = hw_ver;
-  j["LOG_INP_WIDTH"] = log_inp_width;
-  j["LOG_WGT_WIDTH"] = log_wgt_width;
-  j["LOG_ACC_WIDTH"] = log_acc_width;
-  j["LOG_BATCH"] = log_batch;
-  if (log_block_in == log_block_out) {
-    j["LOG_BLOCK"] = log_block_in;
+inline Json config_to_json(const Config& c) {
+  Json j;
+  j["TARGET"] = c.target;
+  j["HW_VER"] = c.hw_ver;
+  j["LOG_INP_WIDTH"] = c.log_inp_width;
+  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
+  j["LOG_ACC_WIDTH"] = c.log_acc_width;
+  j["LOG_BATCH"] = c.log_batch;
+  if (c.log_block_in == c.log_block_out) {
+    j["LOG_BLOCK"] = c.log_block_in;
   } else {
-    j["LOG_BLOCK_IN"] = log_block_in;
-    j["LOG_BLOCK_OUT"] = log_block_out;
+    j["LOG_BLOCK_IN"] = c.log_block_in;
+    j["LOG_BLOCK_OUT"] = c.log_block_out;
   }
-  j["LOG_UOP_BUFF_SIZE"] = log_uop_buff_size;
-  j["LOG_INP_BUFF_SIZE"] = log_inp_buff_size;
-  j["LOG_WGT_BUFF_SIZE"] = log_wgt_buff_size;
-  j["LOG_ACC_BUFF_SIZE"] = log_acc_buff_size;
-  if (log_out_width != log_inp_width) j["LOG_OUT_WIDTH"] = log_out_width;
-  if (log_bus_width != 6) j["LOG_BUS_WIDTH"] = log_bus_width;
-  return j.dump(2) + "\n";
+  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
+  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
+  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
+  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
+  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
+  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
+  return j;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
+  return detail::config_from_json(detail::parse_json(text, source), source);
+}
+
+DLAVM_INLINE std::string Config::to_json() const {
+  return detail::config_to_json(*this).dump(2) + "\n";
 }
 
 DLAVM_INLINE Config Config::load(const std::string& path) {
@@ -9561,6 +9815,19 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>:
 // pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
 // cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
 //
+// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
+// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
+// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
+// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
+// follow each other. The roofline bound uses the same memory system, so it is a true lower
+// bound of the model (total_cycles >= roofline_cycles for every stream):
+//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
+//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
+//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
+//   memory_cycles   = the busiest port's port_cycles;
+//   roofline_cycles = max(compute_cycles, memory_cycles).
+// Each term is at most one module's busy time in the model, hence at most total_cycles.
+//
 // Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
 // design at the default configuration):
 //   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
@@ -9574,7 +9841,7 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>:
 //                        tiles per micro-op, initiation interval 2).
 //   alu_latency          pipeline fill/drain per ALU instruction (4).
 //   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
-// Modules are modelled with unbounded command queues and independent DRAM ports.
+// Modules are modelled with unbounded command queues and a DRAM port each (above).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -9631,15 +9898,17 @@ struct TraceEvent {
 
 struct CycleReport {
   std::uint64_t total_cycles = 0;
-  std::array<ModuleTime, 3> modules{};  // load, compute, store
-  Counters counters;                    // bytes per memory type, micro-ops
-  std::uint64_t compute_cycles = 0;     // GEMM and ALU micro-op cycles
-  std::uint64_t memory_cycles = 0;      // all DRAM bytes / bus bytes per cycle
-  std::uint64_t roofline_cycles = 0;    // max(compute_cycles, memory_cycles)
-  std::vector<TraceEvent> trace;        // filled when asked for
-  std::vector<std::string> names;       // one-line disassembly per traced instruction
+  std::array<ModuleTime, 3> modules{};         // load, compute, store
+  Counters counters;                           // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
+  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
+  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
+  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;               // filled when asked for
+  std::vector<std::string> names;              // one-line disassembly per traced instruction
 
   const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
 
   // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
   // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
@@ -9662,6 +9931,8 @@ class CycleModel {
 
   // Cycles one instruction occupies its module.
   std::uint64_t duration(const InsnFields& f) const;
+  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
+  std::uint64_t transfer_bytes(const InsnFields& f) const;
 
   CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
 
@@ -9854,6 +10125,13 @@ DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const
   if (!out) raise<ValueError>("cannot write trace file '{}'", path);
 }
 
+DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
+  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
+  const std::size_t eb =
+      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+  return std::uint64_t{f.y_size} * f.x_size * eb;
+}
+
 DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
   const auto& p = params_;
   auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
@@ -9861,9 +10139,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
     case Opcode::Load:
     case Opcode::Store: {
       if (f.x_size == 0) return p.insn_overhead;
-      const std::size_t eb =
-          f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
-      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
+      const std::uint64_t bytes = transfer_bytes(f);
       const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
                                        (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
                                    std::uint64_t{f.y_size} * f.x_size;
@@ -9881,7 +10157,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
 
 DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
   CycleReport r;
-  std::array<std::uint64_t, 3> free_at{};
+  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
   std::uint64_t gemm_all = 0, alu_all = 0;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
     const auto& f = prog[i];
@@ -9896,6 +10172,7 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     at = start + d;
     m.end = at;
     r.counters.count(config_, f);
+    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
     if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
     if (f.opcode == Opcode::Alu) alu_all += uops(f);
     if (trace) {
@@ -9908,7 +10185,10 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
   const auto& p = params_;
   r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
                      alu_all * p.alu_cycles_per_uop;
-  r.memory_cycles = (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+  for (std::size_t m = 0; m < 3; ++m) {
+    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
+  }
   r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
   return r;
 }
@@ -9922,8 +10202,11 @@ DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
     const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
-                            r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
+  auto out = fmt::format_to(
+      ctx.out(),
+      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
+      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
+      r.port_cycles[1], r.port_cycles[2]);
   const char* names[] = {"load", "compute", "store"};
   for (int m = 0; m < 3; ++m)
     out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
@@ -10349,6 +10632,753 @@ class DriverDevice : public Device {
 
 }  // namespace dlavm::vta
 // end dlavm/vta/hw/driver_device.hpp
+// begin dlavm/vta/hw/dump.hpp
+// Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
+// dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
+// micro-op files, and one DRAM image per buffer. load_dump checks the files against the
+// manifest (counts against file sizes, every DRAM transfer inside one of its buffers) and gives
+// a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
+// Device places it; replay runs a dump on a device wherever that device puts the buffers.
+//
+//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+//   vta::SimDevice dev(dump.manifest.config);
+//   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/io.hpp
+// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
+//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
+//                 first);
+//   micro-ops     N x 4 bytes, little endian;
+//   DRAM images   the raw bytes of one buffer;
+//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
+//                  "uops": {"file", "count", "phys_addr"}, "buffers": [{"name", "phys_addr",
+//                  "bytes", "dtype", "direction": "input"|"output", "file"}]}.
+// Every reader takes a path or the bytes themselves (a span, with a name for messages).
+// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
+// that do not decode raise EncodingError naming the instruction and its byte offset; a
+// manifest is checked whole when read (Manifest::validate). vta/hw/dump.hpp turns a dump
+// folder back into a runnable stream.
+//
+//   const auto m = vta::Manifest::load("out/manifest.json");
+//   const auto words = vta::read_insn_file(bytes, "insn.bin");   // bytes already in memory
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta {
+
+std::vector<std::byte> read_bytes(const std::string& path);
+
+void write_bytes(const std::string& path, std::span<const std::byte> bytes);
+
+namespace detail {
+std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n);
+void write_le(std::vector<std::byte>& out, std::uint64_t v, int n);
+}  // namespace detail
+
+// VTA's physical addresses are 32 bits (vta_phy_addr_t): every buffer of a manifest lies below.
+inline constexpr std::uint64_t kPhysSpace = std::uint64_t{1} << 32;
+
+void write_insn_file(const std::string& path, std::span<const InsnWord> words);
+
+std::vector<InsnWord> read_insn_file(const std::string& path);
+std::vector<InsnWord> read_insn_file(std::span<const std::byte> bytes, std::string_view source);
+
+// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
+std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout);
+std::vector<InsnFields> read_program(std::span<const std::byte> bytes, const IsaLayout& layout,
+                                     std::string_view source);
+
+void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops);
+
+std::vector<std::uint32_t> read_uop_file(const std::string& path);
+std::vector<std::uint32_t> read_uop_file(std::span<const std::byte> bytes, std::string_view source);
+
+// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
+std::vector<std::byte> read_dram_image(const std::string& path, std::int64_t expected_bytes = -1);
+std::vector<std::byte> read_dram_image(std::span<const std::byte> bytes,
+                                       std::int64_t expected_bytes, std::string_view source);
+void write_dram_image(const std::string& path, std::span<const std::byte> bytes);
+
+struct ManifestBuffer {
+  std::string name;
+  std::uint64_t phys_addr = 0;
+  std::uint64_t bytes = 0;
+  DType dtype = DType::int8();
+  bool output = false;
+  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
+};
+
+struct Manifest {
+  Config config;
+  std::string insn_file = "insn.bin";
+  std::uint64_t insn_count = 0;
+  std::string uop_file = "uop.bin";
+  std::uint64_t uop_count = 0;
+  std::uint64_t uop_phys = 0;  // where the micro-op buffer was: the LOAD UOPs point there
+  std::vector<ManifestBuffer> buffers;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+
+  // Raises ParseError, naming `source` and the entry, unless the manifest describes a dump
+  // that can be replayed: file paths relative and inside the dump's folder (no "..", not
+  // absolute, each file named once), buffer names unique and non-empty, every buffer and the
+  // micro-op buffer inside the 32-bit physical space and disjoint, the micro-op buffer 4-byte
+  // aligned, sizes whole elements of their dtype, and at most 2^32 - 1 instructions.
+  void validate(std::string_view source = "manifest") const;
+
+  std::string to_json() const;
+
+  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
+
+  void save(const std::string& path) const;
+  static Manifest load(const std::string& path);
+};
+
+// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
+// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`, which
+// the manifest records.
+Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
+                     std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {});
+
+// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
+ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
+                           DType dtype, bool output);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/io-inl.hpp
+// Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/config-inl.hpp
+// end dlavm/vta/hw/config-inl.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+// begin dlavm/vta/hw/json.hpp
+// end dlavm/vta/hw/json.hpp
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::vector<std::byte> read_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    raise<ParseError>("cannot read '{}': it is a directory", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open '{}'", path);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) out[i] = static_cast<std::byte>(data[i]);
+  return out;
+}
+
+DLAVM_INLINE void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) raise<ParseError>("cannot write '{}'", path);
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < n; ++i)
+    v |= std::uint64_t(std::to_integer<std::uint8_t>(b[at + i])) << (8 * i);
+  return v;
+}
+
+DLAVM_INLINE void write_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void write_insn_file(const std::string& path, std::span<const InsnWord> words) {
+  std::vector<std::byte> out;
+  out.reserve(words.size() * 16);
+  for (const auto& w : words) {
+    detail::write_le(out, w.word[0], 8);
+    detail::write_le(out, w.word[1], 8);
+  }
+  write_bytes(path, out);
+}
+
+DLAVM_INLINE std::vector<InsnWord> read_insn_file(std::span<const std::byte> b,
+                                                  std::string_view source) {
+  if (b.size() % 16 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
+        "instruction at byte offset {} is truncated",
+        source, b.size(), b.size() / 16 * 16);
+  std::vector<InsnWord> words(b.size() / 16);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    words[i].word[0] = detail::read_le(b, i * 16, 8);
+    words[i].word[1] = detail::read_le(b, i * 16 + 8, 8);
+  }
+  return words;
+}
+
+DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
+  return read_insn_file(read_bytes(path), path);
+}
+
+DLAVM_INLINE std::vector<InsnFields> read_program(std::span<const std::byte> bytes,
+                                                  const IsaLayout& layout,
+                                                  std::string_view source) {
+  const auto words = read_insn_file(bytes, source);
+  std::vector<InsnFields> out;
+  out.reserve(words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    try {
+      out.push_back(decode(layout, words[i], i));
+    } catch (const EncodingError& e) {
+      raise<EncodingError>("'{}' at byte offset {}: {}", source, i * 16, e.what());
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<InsnFields> read_program(const std::string& path,
+                                                  const IsaLayout& layout) {
+  return read_program(read_bytes(path), layout, path);
+}
+
+DLAVM_INLINE void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out;
+  out.reserve(uops.size() * 4);
+  for (auto u : uops) detail::write_le(out, u, 4);
+  write_bytes(path, out);
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(std::span<const std::byte> b,
+                                                      std::string_view source) {
+  if (b.size() % 4 != 0)
+    raise<ParseError>(
+        "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
+        "micro-op at byte offset {} is truncated",
+        source, b.size(), b.size() / 4 * 4);
+  std::vector<std::uint32_t> uops(b.size() / 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
+  return uops;
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(const std::string& path) {
+  return read_uop_file(read_bytes(path), path);
+}
+
+DLAVM_INLINE std::vector<std::byte> read_dram_image(std::span<const std::byte> b,
+                                                    std::int64_t expected_bytes,
+                                                    std::string_view source) {
+  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
+    raise<ParseError>(
+        "'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})", source, b.size(),
+        expected_bytes,
+        std::min<std::uint64_t>(b.size(), static_cast<std::uint64_t>(expected_bytes)));
+  return {b.begin(), b.end()};
+}
+
+DLAVM_INLINE std::vector<std::byte> read_dram_image(const std::string& path,
+                                                    std::int64_t expected_bytes) {
+  return read_dram_image(read_bytes(path), expected_bytes, path);
+}
+
+DLAVM_INLINE void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
+  write_bytes(path, bytes);
+}
+
+DLAVM_INLINE Manifest dump_stream(const std::string& dir, const Config& config,
+                                  const Stream& stream, std::uint64_t uop_phys,
+                                  std::vector<ManifestBuffer> buffers) {
+  std::filesystem::create_directories(dir);
+  std::vector<InsnWord> words(stream.insns.size());
+  if (!stream.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<EncodingError>("dump: micro-op buffer at 0x{:x} does not fit dram_base", uop_phys);
+  Manifest m;
+  m.config = config;
+  m.insn_count = words.size();
+  m.uop_count = stream.uops.size();
+  m.uop_phys = uop_phys;
+  m.buffers = std::move(buffers);
+  m.validate(dir);
+  write_insn_file(dir + "/" + m.insn_file, words);
+  write_uop_file(dir + "/" + m.uop_file, stream.uops);
+  m.save(dir + "/manifest.json");
+  return m;
+}
+
+DLAVM_INLINE ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
+                                        std::string name, DType dtype, bool output) {
+  std::filesystem::create_directories(dir);
+  std::vector<std::byte> bytes(b.bytes);
+  dev.copy_out(b, std::span<std::byte>(bytes));
+  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
+  m.file = m.name + ".bin";
+  write_dram_image(dir + "/" + m.file, bytes);
+  return m;
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Why `path` cannot name a file inside a dump's folder, or "" when it can: relative, no ".."
+// component, no NUL byte, no backslash or drive letter another system would read as a path.
+inline std::string bad_dump_path(std::string_view path) {
+  if (path.empty()) return "is empty";
+  if (path.front() == '/') return "is absolute";
+  if (path.size() >= 2 && path[1] == ':') return "starts with a drive letter";
+  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.find('\\') != std::string_view::npos) return "contains a backslash";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto end = std::min(path.find('/', start), path.size());
+    if (path.substr(start, end - start) == "..") return "leaves the dump's folder with \"..\"";
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void Manifest::validate(std::string_view source) const {
+  using detail::excerpt;
+  std::set<std::string, std::less<>> files;
+  auto check_file = [&](const std::string& path, std::string_view what) {
+    if (const auto why = detail::bad_dump_path(path); !why.empty())
+      raise<ParseError>("{}: {} file \"{}\" {}; files are paths relative to the dump's folder",
+                        source, what, excerpt(path), why);
+    if (!files.insert(path).second)
+      raise<ParseError>("{}: {} file \"{}\" is named twice", source, what, excerpt(path));
+  };
+  check_file(insn_file, "instructions");
+  check_file(uop_file, "uops");
+  if (insn_count > std::uint64_t{0xFFFFFFFF})
+    raise<ParseError>("{}: {} instructions; VTADeviceRun takes at most 2^32 - 1", source,
+                      insn_count);
+  // [begin, end) and name of every DRAM range (micro-op buffer, buffers), to find overlaps.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> ranges;
+  auto check_range = [&](std::string_view what, std::uint64_t phys, std::uint64_t bytes) {
+    if (phys > kPhysSpace || bytes > kPhysSpace - phys)
+      raise<ParseError>(
+          "{}: {} at 0x{:x} of {} bytes ends past the 32-bit physical address space (0x{:x})",
+          source, what, phys, bytes, kPhysSpace);
+  };
+  if (uop_count > kPhysSpace / 4)
+    raise<ParseError>("{}: {} micro-ops do not fit the 32-bit physical address space", source,
+                      uop_count);
+  check_range("the micro-op buffer", uop_phys, uop_count * 4);
+  if (uop_phys % 4 != 0)
+    raise<ParseError>("{}: the micro-op buffer at 0x{:x} is not 4-byte aligned", source, uop_phys);
+  if (uop_count != 0)
+    ranges.emplace_back(uop_phys, uop_phys + uop_count * 4, "the micro-op buffer");
+  std::set<std::string, std::less<>> names;
+  for (const auto& b : buffers) {
+    const auto what = fmt::format("buffer '{}'", excerpt(b.name));
+    if (b.name.empty()) raise<ParseError>("{}: a buffer has an empty name", source);
+    if (!names.insert(b.name).second)
+      raise<ParseError>("{}: {} is named twice; buffer names are unique", source, what);
+    check_range(what, b.phys_addr, b.bytes);
+    if (b.bytes % static_cast<std::uint64_t>(b.dtype.bytes()) != 0)
+      raise<ParseError>("{}: {} holds {} bytes, not a whole number of {} elements ({} bytes)",
+                        source, what, b.bytes, b.dtype, b.dtype.bytes());
+    if (!b.file.empty()) check_file(b.file, what);
+    if (b.bytes != 0) ranges.emplace_back(b.phys_addr, b.phys_addr + b.bytes, what);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t k = 1; k < ranges.size(); ++k)
+    if (std::get<0>(ranges[k]) < std::get<1>(ranges[k - 1]))
+      raise<ParseError>("{}: {} [0x{:x}, 0x{:x}) overlaps {} [0x{:x}, 0x{:x})", source,
+                        std::get<2>(ranges[k]), std::get<0>(ranges[k]), std::get<1>(ranges[k]),
+                        std::get<2>(ranges[k - 1]), std::get<0>(ranges[k - 1]),
+                        std::get<1>(ranges[k - 1]));
+}
+
+DLAVM_INLINE std::string Manifest::to_json() const {
+  detail::Json j;
+  j["config"] = detail::config_to_json(config);
+  j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
+  j["uops"] = {{"file", uop_file}, {"count", uop_count}, {"phys_addr", uop_phys}};
+  j["buffers"] = detail::Json::array();
+  for (const auto& b : buffers)
+    j["buffers"].push_back({{"name", b.name},
+                            {"phys_addr", b.phys_addr},
+                            {"bytes", b.bytes},
+                            {"dtype", b.dtype.str()},
+                            {"direction", b.output ? "output" : "input"},
+                            {"file", b.file}});
+  return j.dump(2) + "\n";
+}
+
+DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
+  using detail::describe;
+  using detail::excerpt;
+  using detail::Json;
+  const Json j = detail::parse_json(text, source);
+  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
+    if (!o.is_object())
+      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
+    const auto it = o.find(key);
+    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+    return *it;
+  };
+  auto str = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_string())
+      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
+    return v.get<std::string>();
+  };
+  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
+  auto num = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_number_unsigned())
+      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
+                        describe(v));
+    return v.get<std::uint64_t>();
+  };
+  Manifest m;
+  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
+  const auto& insn = member(j, "instructions", "manifest");
+  m.insn_file = str(insn, "file", "instructions");
+  m.insn_count = num(insn, "count", "instructions");
+  const auto& uops = member(j, "uops", "manifest");
+  m.uop_file = str(uops, "file", "uops");
+  m.uop_count = num(uops, "count", "uops");
+  m.uop_phys = num(uops, "phys_addr", "uops");
+  const auto& bufs = member(j, "buffers", "manifest");
+  if (!bufs.is_array())
+    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
+  for (const auto& b : bufs) {
+    ManifestBuffer mb;
+    mb.name = str(b, "name", "buffer");
+    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
+    mb.phys_addr = num(b, "phys_addr", where);
+    mb.bytes = num(b, "bytes", where);
+    const auto dtype = str(b, "dtype", where);
+    try {
+      mb.dtype = DType::parse(excerpt(dtype, 32));
+    } catch (const ParseError& e) {
+      raise<ParseError>("{}: {}: {}", source, where, e.what());
+    }
+    const auto dir = str(b, "direction", where);
+    if (dir != "input" && dir != "output")
+      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
+                        excerpt(dir));
+    mb.output = dir == "output";
+    mb.file = str(b, "file", where);
+    m.buffers.push_back(std::move(mb));
+  }
+  m.validate(source);
+  return m;
+}
+
+DLAVM_INLINE void Manifest::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << to_json();
+  if (!out) raise<ParseError>("cannot write manifest '{}'", path);
+}
+
+DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
+  const auto b = read_bytes(path);
+  return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/io-inl.hpp
+#endif
+// end dlavm/vta/hw/io.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta {
+
+// One DRAM transfer of a dump's stream: instruction `insn` reads or writes buffer `buffer`
+// (an index into Manifest::buffers).
+struct DumpTransfer {
+  std::uint32_t insn = 0;
+  std::uint32_t buffer = 0;
+  friend bool operator==(const DumpTransfer&, const DumpTransfer&) = default;
+};
+
+struct Dump {
+  Manifest manifest;
+  // The instructions as dumped, but with the LOAD UOPs that read the micro-op buffer relative
+  // to `stream.uops` again and listed in uop_relocs (Device::run places the buffer itself).
+  // Data transfers keep the dumped addresses: run as is, the buffers must be where they were.
+  Stream stream;
+  std::vector<std::vector<std::byte>> images;  // per manifest buffer; empty when it has no file
+  std::vector<DumpTransfer> transfers;         // every LOAD/STORE that moves data of a buffer
+
+  // The stream with buffer k moved to physical address phys[k]: every transfer's dram_base
+  // rebased. ValueError when an address does not keep a transfer's elements aligned, or no
+  // longer fits the 32-bit dram_base field.
+  Stream stream_at(std::span<const std::uint64_t> phys) const;
+};
+
+// A dump in memory: "manifest.json" and every path the manifest names, mapped to their bytes.
+using DumpFiles = std::map<std::string, std::span<const std::byte>, std::less<>>;
+
+// Raises ParseError naming the file for a manifest that does not validate, a file missing or
+// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
+// in no buffer; EncodingError for an instruction word that does not decode.
+Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
+Dump load_dump(const std::string& dir);
+
+struct ReplayResult {
+  RunResult result;
+  std::vector<std::vector<std::byte>> images;  // every buffer after the run, in manifest order
+};
+
+// Allocates every buffer of the dump on `dev`, copies the input images in (output buffers and
+// buffers without a file start zeroed), runs the stream rebased to those buffers, copies every
+// buffer out and frees them. ConfigError when the device's configuration is not the dump's.
+ReplayResult replay(Device& dev, const Dump& dump);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dump-inl.hpp
+// Definitions for dlavm/vta/hw/dump.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dump.hpp
+// end dlavm/vta/hw/dump.hpp
+// begin dlavm/vta/hw/json.hpp
+// end dlavm/vta/hw/json.hpp
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <utility>
+
+namespace dlavm::vta::detail {
+
+// The DRAM bytes [first, end) a LOAD or STORE moves, in elements of `elem_bytes`; nothing for
+// an instruction that moves none (another opcode, x_size or y_size 0) or that every device
+// rejects anyway (a LOAD of OUT, a STORE of another memory type).
+struct DramSpan {
+  std::uint64_t first = 0, end = 0, elem_bytes = 1;
+};
+inline std::optional<DramSpan> dram_span(const Config& c, const InsnFields& f) {
+  std::uint64_t eb = 0;
+  if (f.opcode == Opcode::Load && f.memory_type != MemId::Out) {
+    eb = c.elem_bytes(f.memory_type);
+  } else if (f.opcode == Opcode::Store && f.memory_type == MemId::Out) {
+    eb = c.out_elem_bytes();
+  } else {
+    return std::nullopt;
+  }
+  if (f.x_size == 0 || f.y_size == 0) return std::nullopt;
+  // Fields are at most 32 bits and elements at most 2^18 bytes: no overflow in 64 bits.
+  const std::uint64_t last_end =
+      std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size;
+  return DramSpan{std::uint64_t{f.dram_base} * eb, last_end * eb, eb};
+}
+
+// Rewrites the dram_base field of a LOAD/STORE word, leaving every other bit as it was.
+inline void set_dram_base(InsnWord& w, std::uint64_t elem) {
+  const auto pos = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
+  w.word[pos.offset / 64] &= ~(runtime::low_mask(pos.width) << (pos.offset % 64));
+  runtime::put_field(w, pos, elem);
+}
+
+inline std::span<const std::byte> dump_file(const DumpFiles& files, const std::string& name,
+                                            std::string_view source, std::string_view what) {
+  const auto it = files.find(name);
+  if (it == files.end())
+    raise<ParseError>("{}: file \"{}\" ({}) is missing", source, excerpt(name), what);
+  return it->second;
+}
+
+// Checks the files of a validated manifest and decodes the stream (see load_dump).
+inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view source) {
+  Dump d;
+  const auto insn_bytes = dump_file(files, m.insn_file, source, "instructions");
+  if (insn_bytes.size() != m.insn_count * 16)
+    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} instructions ({} bytes)",
+                      source, excerpt(m.insn_file), insn_bytes.size(), m.insn_count,
+                      m.insn_count * 16);
+  const auto uop_bytes = dump_file(files, m.uop_file, source, "uops");
+  if (uop_bytes.size() != m.uop_count * 4)
+    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} micro-ops ({} bytes)",
+                      source, excerpt(m.uop_file), uop_bytes.size(), m.uop_count, m.uop_count * 4);
+  d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
+  d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
+  const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
+  for (const auto& b : m.buffers) {
+    if (b.file.empty()) {
+      d.images.emplace_back();
+      continue;
+    }
+    const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
+    d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
+                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
+  }
+  // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;
+  for (std::size_t k = 0; k < m.buffers.size(); ++k)
+    by_phys.emplace_back(m.buffers[k].phys_addr, static_cast<std::uint32_t>(k));
+  std::sort(by_phys.begin(), by_phys.end());
+  const std::uint64_t uop_end = m.uop_phys + m.uop_count * 4;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    const auto span = dram_span(m.config, prog[i]);
+    if (!span) continue;
+    const auto index = static_cast<std::uint32_t>(i);
+    if (prog[i].opcode == Opcode::Load && prog[i].memory_type == MemId::Uop &&
+        span->first >= m.uop_phys && span->end <= uop_end) {
+      set_dram_base(d.stream.insns[i], prog[i].dram_base - m.uop_phys / 4);
+      d.stream.uop_relocs.push_back(index);
+      continue;
+    }
+    auto it = std::upper_bound(by_phys.begin(), by_phys.end(),
+                               std::pair{span->first, std::uint32_t{0xFFFFFFFF}});
+    const bool inside = it != by_phys.begin() && [&] {
+      const auto& b = m.buffers[std::prev(it)->second];
+      return span->end <= b.phys_addr + b.bytes;
+    }();
+    if (!inside)
+      raise<ParseError>(
+          "{}: instruction #{} ({}) moves DRAM bytes [0x{:x}, 0x{:x}), which lie in no buffer "
+          "of the manifest{}",
+          source, i, disassemble(prog[i]), span->first, span->end,
+          prog[i].memory_type == MemId::Uop ? " nor in its micro-op buffer" : "");
+    d.transfers.push_back({index, std::prev(it)->second});
+  }
+  d.manifest = std::move(m);
+  return d;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Stream Dump::stream_at(std::span<const std::uint64_t> phys) const {
+  if (phys.size() != manifest.buffers.size())
+    raise<ValueError>("dump: {} addresses given for {} buffers", phys.size(),
+                      manifest.buffers.size());
+  Stream s = stream;
+  const auto layout = manifest.config.layout();
+  for (const auto& t : transfers) {
+    const auto f = runtime::unpack(layout, s.insns[t.insn]);
+    const auto span = detail::dram_span(manifest.config, f);
+    const auto& b = manifest.buffers[t.buffer];
+    if (!span || span->first < b.phys_addr)
+      raise<ValueError>("internal: dump transfer #{} is not inside buffer '{}', please report",
+                        t.insn, detail::excerpt(b.name));
+    const std::uint64_t to = phys[t.buffer] + (span->first - b.phys_addr);
+    if (to % span->elem_bytes != 0 || to / span->elem_bytes > runtime::low_mask(32))
+      raise<ValueError>(
+          "dump: buffer '{}' at 0x{:x}: instruction #{} ({}) would address byte 0x{:x}, which "
+          "is not a {}-byte element address that dram_base holds; align the buffer to {} bytes",
+          detail::excerpt(b.name), phys[t.buffer], t.insn, disassemble(f), to, span->elem_bytes,
+          span->elem_bytes);
+    detail::set_dram_base(s.insns[t.insn], to / span->elem_bytes);
+  }
+  return s;
+}
+
+DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
+  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
+  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
+  const auto where = fmt::format("{}/manifest.json", source);
+  return detail::load_dump(Manifest::from_json(text, where), files, source);
+}
+
+DLAVM_INLINE Dump load_dump(const std::string& dir) {
+  auto m = Manifest::load(dir + "/manifest.json");
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<std::string> names{m.insn_file, m.uop_file};
+  for (const auto& b : m.buffers)
+    if (!b.file.empty()) names.push_back(b.file);
+  DumpFiles files;
+  storage.reserve(names.size());
+  for (const auto& name : names) {
+    storage.push_back(read_bytes(dir + "/" + name));
+    files[name] = storage.back();
+  }
+  return detail::load_dump(std::move(m), files, dir);
+}
+
+DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
+  const auto& m = dump.manifest;
+  if (dev.config() != m.config)
+    raise<ConfigError>("replay: the device is configured as {}, the dump as {}", dev.config(),
+                       m.config);
+  std::vector<Buffer> buffers;
+  struct Release {
+    Device& dev;
+    std::vector<Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < m.buffers.size(); ++k) {
+    const auto& b = m.buffers[k];
+    const auto bytes = static_cast<std::size_t>(b.bytes);
+    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes, 1)));
+    phys.push_back(buffers.back().phys);
+    const bool image = !b.output && !dump.images[k].empty();
+    const std::vector<std::byte> zeros(image ? 0 : bytes);
+    dev.copy_in(buffers.back(), 0, image ? dump.images[k].data() : zeros.data(), bytes);
+  }
+  ReplayResult r;
+  r.result = dev.run(dump.stream_at(phys));
+  for (std::size_t k = 0; k < buffers.size(); ++k) {
+    r.images.emplace_back(static_cast<std::size_t>(m.buffers[k].bytes));
+    dev.copy_out(buffers[k], 0, r.images.back().data(), r.images.back().size());
+  }
+  return r;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/dump-inl.hpp
+#endif
+// end dlavm/vta/hw/dump.hpp
 // begin dlavm/vta/hw/hazards.hpp
 // A race detector for instruction streams: proves that the dependency tokens order every pair
 // of conflicting on-chip accesses (one of them a write) made by different modules the way the
@@ -10606,344 +11636,6 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 #endif
 // end dlavm/vta/hw/hazards.hpp
 // begin dlavm/vta/hw/io.hpp
-// Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
-//   instructions  N x 16 bytes, each instruction two little-endian 64-bit words (bits 0-63
-//                 first);
-//   micro-ops     N x 4 bytes, little endian;
-//   DRAM images   the raw bytes of one buffer;
-//   manifest      {"config": {vta_config.json}, "instructions": {"file", "count"},
-//                  "uops": {"file", "count"}, "buffers": [{"name", "phys_addr", "bytes",
-//                  "dtype", "direction": "input"|"output", "file"}]}.
-// Truncated or corrupted files raise ParseError naming the file and the byte offset; words
-// that do not decode raise EncodingError naming the instruction and its byte offset.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-std::vector<std::byte> read_bytes(const std::string& path);
-
-void write_bytes(const std::string& path, std::span<const std::byte> bytes);
-
-namespace detail {
-std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n);
-void write_le(std::vector<std::byte>& out, std::uint64_t v, int n);
-}  // namespace detail
-
-void write_insn_file(const std::string& path, std::span<const InsnWord> words);
-
-std::vector<InsnWord> read_insn_file(const std::string& path);
-
-// Reads and decodes an instruction file; EncodingError names the instruction and byte offset.
-std::vector<InsnFields> read_program(const std::string& path, const IsaLayout& layout);
-
-void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops);
-
-std::vector<std::uint32_t> read_uop_file(const std::string& path);
-
-// A DRAM image; with `expected_bytes` given, a file of another size is a ParseError.
-std::vector<std::byte> read_dram_image(const std::string& path, std::int64_t expected_bytes = -1);
-void write_dram_image(const std::string& path, std::span<const std::byte> bytes);
-
-struct ManifestBuffer {
-  std::string name;
-  std::uint64_t phys_addr = 0;
-  std::uint64_t bytes = 0;
-  DType dtype = DType::int8();
-  bool output = false;
-  std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
-  friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
-};
-
-struct Manifest {
-  Config config;
-  std::string insn_file = "insn.bin";
-  std::uint64_t insn_count = 0;
-  std::string uop_file = "uop.bin";
-  std::uint64_t uop_count = 0;
-  std::vector<ManifestBuffer> buffers;
-  friend bool operator==(const Manifest&, const Manifest&) = default;
-
-  std::string to_json() const;
-
-  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
-
-  void save(const std::string& path) const;
-  static Manifest load(const std::string& path);
-};
-
-// Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
-// written as is; instructions are written with their LOAD UOPs relocated to `uop_phys`.
-Manifest dump_stream(const std::string& dir, const Config& config, const Stream& stream,
-                     std::uint64_t uop_phys, std::vector<ManifestBuffer> buffers = {});
-
-// Writes the current contents of a device buffer to `dir`/`name`.bin and describes it.
-ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::string name,
-                           DType dtype, bool output);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/io-inl.hpp
-// Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/io.hpp
-// end dlavm/vta/hw/io.hpp
-// begin dlavm/vta/hw/json.hpp
-// end dlavm/vta/hw/json.hpp
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::vector<std::byte> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open '{}'", path);
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) out[i] = static_cast<std::byte>(data[i]);
-  return out;
-}
-
-DLAVM_INLINE void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  if (!out) raise<ParseError>("cannot write '{}'", path);
-}
-
-}  // namespace dlavm::vta
-
-namespace dlavm::vta::detail {
-
-DLAVM_INLINE std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, int n) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < n; ++i)
-    v |= std::uint64_t(std::to_integer<std::uint8_t>(b[at + i])) << (8 * i);
-  return v;
-}
-
-DLAVM_INLINE void write_le(std::vector<std::byte>& out, std::uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
-}
-
-}  // namespace dlavm::vta::detail
-
-namespace dlavm::vta {
-
-DLAVM_INLINE void write_insn_file(const std::string& path, std::span<const InsnWord> words) {
-  std::vector<std::byte> out;
-  out.reserve(words.size() * 16);
-  for (const auto& w : words) {
-    detail::write_le(out, w.word[0], 8);
-    detail::write_le(out, w.word[1], 8);
-  }
-  write_bytes(path, out);
-}
-
-DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
-  const auto b = read_bytes(path);
-  if (b.size() % 16 != 0)
-    raise<ParseError>(
-        "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
-        "instruction at byte offset {} is truncated",
-        path, b.size(), b.size() / 16 * 16);
-  std::vector<InsnWord> words(b.size() / 16);
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    words[i].word[0] = detail::read_le(b, i * 16, 8);
-    words[i].word[1] = detail::read_le(b, i * 16 + 8, 8);
-  }
-  return words;
-}
-
-DLAVM_INLINE std::vector<InsnFields> read_program(const std::string& path,
-                                                  const IsaLayout& layout) {
-  const auto words = read_insn_file(path);
-  std::vector<InsnFields> out;
-  out.reserve(words.size());
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    try {
-      out.push_back(decode(layout, words[i], i));
-    } catch (const EncodingError& e) {
-      raise<EncodingError>("'{}' at byte offset {}: {}", path, i * 16, e.what());
-    }
-  }
-  return out;
-}
-
-DLAVM_INLINE void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
-  std::vector<std::byte> out;
-  out.reserve(uops.size() * 4);
-  for (auto u : uops) detail::write_le(out, u, 4);
-  write_bytes(path, out);
-}
-
-DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(const std::string& path) {
-  const auto b = read_bytes(path);
-  if (b.size() % 4 != 0)
-    raise<ParseError>(
-        "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
-        "micro-op at byte offset {} is truncated",
-        path, b.size(), b.size() / 4 * 4);
-  std::vector<std::uint32_t> uops(b.size() / 4);
-  for (std::size_t i = 0; i < uops.size(); ++i)
-    uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
-  return uops;
-}
-
-DLAVM_INLINE std::vector<std::byte> read_dram_image(const std::string& path,
-                                                    std::int64_t expected_bytes) {
-  auto b = read_bytes(path);
-  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
-    raise<ParseError>("'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})",
-                      path, b.size(), expected_bytes,
-                      std::min<std::uint64_t>(b.size(), expected_bytes));
-  return b;
-}
-
-DLAVM_INLINE void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
-  write_bytes(path, bytes);
-}
-
-DLAVM_INLINE Manifest dump_stream(const std::string& dir, const Config& config,
-                                  const Stream& stream, std::uint64_t uop_phys,
-                                  std::vector<ManifestBuffer> buffers) {
-  std::filesystem::create_directories(dir);
-  std::vector<InsnWord> words(stream.insns.size());
-  if (!stream.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
-    raise<EncodingError>("dump: micro-op buffer at 0x{:x} does not fit dram_base", uop_phys);
-  Manifest m;
-  m.config = config;
-  m.insn_count = words.size();
-  m.uop_count = stream.uops.size();
-  m.buffers = std::move(buffers);
-  write_insn_file(dir + "/" + m.insn_file, words);
-  write_uop_file(dir + "/" + m.uop_file, stream.uops);
-  m.save(dir + "/manifest.json");
-  return m;
-}
-
-DLAVM_INLINE ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir,
-                                        std::string name, DType dtype, bool output) {
-  std::filesystem::create_directories(dir);
-  std::vector<std::byte> bytes(b.bytes);
-  dev.copy_out(b, std::span<std::byte>(bytes));
-  ManifestBuffer m{std::move(name), b.phys, b.bytes, dtype, output, ""};
-  m.file = m.name + ".bin";
-  write_dram_image(dir + "/" + m.file, bytes);
-  return m;
-}
-
-}  // namespace dlavm::vta
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string Manifest::to_json() const {
-  detail::Json j;
-  j["config"] = detail::parse_json(config.to_json());
-  j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
-  j["uops"] = {{"file", uop_file}, {"count", uop_count}};
-  j["buffers"] = detail::Json::array();
-  for (const auto& b : buffers)
-    j["buffers"].push_back({{"name", b.name},
-                            {"phys_addr", b.phys_addr},
-                            {"bytes", b.bytes},
-                            {"dtype", b.dtype.str()},
-                            {"direction", b.output ? "output" : "input"},
-                            {"file", b.file}});
-  return j.dump(2) + "\n";
-}
-
-DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
-  detail::Json j;
-  try {
-    j = detail::parse_json(text);
-  } catch (const detail::Json::parse_error& e) {
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
-  }
-  auto member = [&](const detail::Json& o, const char* key,
-                    const char* where) -> const detail::Json& {
-    if (!o.is_object() || !o.contains(key))
-      raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-    return o.at(key);
-  };
-  auto str = [&](const detail::Json& o, const char* key, const char* where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_string())
-      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
-    return v.get<std::string>();
-  };
-  auto num = [&](const detail::Json& o, const char* key, const char* where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                        v.dump());
-    return v.get<std::uint64_t>();
-  };
-  Manifest m;
-  m.config = Config::from_json(member(j, "config", "manifest").dump(), source);
-  const auto& insn = member(j, "instructions", "manifest");
-  m.insn_file = str(insn, "file", "instructions");
-  m.insn_count = num(insn, "count", "instructions");
-  const auto& uops = member(j, "uops", "manifest");
-  m.uop_file = str(uops, "file", "uops");
-  m.uop_count = num(uops, "count", "uops");
-  const auto& bufs = member(j, "buffers", "manifest");
-  if (!bufs.is_array()) raise<ParseError>("{}: buffers must be an array", source);
-  for (const auto& b : bufs) {
-    ManifestBuffer mb;
-    mb.name = str(b, "name", "buffer");
-    mb.phys_addr = num(b, "phys_addr", "buffer");
-    mb.bytes = num(b, "bytes", "buffer");
-    try {
-      mb.dtype = DType::parse(str(b, "dtype", "buffer"));
-    } catch (const ParseError& e) {
-      raise<ParseError>("{}: buffer '{}': {}", source, mb.name, e.what());
-    }
-    const auto dir = str(b, "direction", "buffer");
-    if (dir != "input" && dir != "output")
-      raise<ParseError>("{}: buffer '{}': direction '{}' is neither input nor output", source,
-                        mb.name, dir);
-    mb.output = dir == "output";
-    mb.file = str(b, "file", "buffer");
-    m.buffers.push_back(std::move(mb));
-  }
-  return m;
-}
-
-DLAVM_INLINE void Manifest::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  out << to_json();
-  if (!out) raise<ParseError>("cannot write manifest '{}'", path);
-}
-
-DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
-  const auto b = read_bytes(path);
-  return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/io-inl.hpp
-#endif
 // end dlavm/vta/hw/io.hpp
 // begin dlavm/vta/hw/isa.hpp
 // end dlavm/vta/hw/isa.hpp
@@ -11192,6 +11884,10 @@ void Simulator::alu_loops(const InsnFields& f, Op op) {
 }
 
 DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
+  // Checked before rounding up to pages, which would wrap for sizes near 2^64.
+  if (limit_ <= kBase || bytes > limit_ - kBase)
+    raise<DeviceError>("DRAM allocation of {} bytes exceeds the 0x{:x}-byte address space", bytes,
+                       limit_);
   const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
   std::uint64_t at = kBase;
   for (const auto& [start, a] : allocs_) {

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 using dlavm::DType;
 
 TEST_CASE("dtype: named types carry kind, bits and lanes") {
@@ -50,4 +52,15 @@ TEST_CASE("dtype: malformed names raise ParseError naming the text") {
   CHECK_THROWS_WITH(DType::parse("int8q"), doctest::Contains("int8q"));
   CHECK_THROWS_AS(DType::int_bits(0), dlavm::ValueError);
   CHECK_THROWS_WITH(DType::uint_bits(65), doctest::Contains("65"));
+}
+
+TEST_CASE("dtype: messages quote at most 32 characters of the name, control characters as '?'") {
+  const std::string long_name = "int8" + std::string(100000, 'x');
+  CHECK_THROWS_WITH_AS(DType::parse(long_name),
+                       ("dtype 'int8" + std::string(28, 'x') + "...': missing lane count").c_str(),
+                       dlavm::ParseError);
+  CHECK_THROWS_WITH(DType::parse(std::string("in\0t8", 5)),
+                    "dtype 'in?t8': expected int<bits>, uint<bits> or float<bits>");
+  CHECK_THROWS_WITH(DType::parse("int8q"),
+                    "dtype 'int8q': unexpected trailing characters from offset 4");
 }

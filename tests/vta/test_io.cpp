@@ -79,7 +79,8 @@ TEST_CASE("vta io: truncated and corrupted files are precise errors") {
   j["buffers"] = nlohmann::json::array({{{"name", "x"}, {"phys_addr", -4}}});
   CHECK(what_of([&] {
           vta::Manifest::from_json(j.dump());
-        }).find("buffer.phys_addr must be a non-negative integer, got -4") != std::string::npos);
+        }).find("buffer 'x'.phys_addr must be a non-negative integer, got -4") !=
+        std::string::npos);
   j["buffers"] = nlohmann::json::array({{{"name", "x"},
                                          {"phys_addr", 4},
                                          {"bytes", 4},

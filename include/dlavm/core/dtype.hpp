@@ -90,8 +90,14 @@ class DType {
   int lanes_ = 1;
 };
 
-inline DType DType::parse(std::string_view text) {
-  auto rest = text;
+inline DType DType::parse(std::string_view input) {
+  // The name as messages show it, whatever the input: at most 32 characters, control
+  // characters as '?'.
+  std::string text;
+  for (const char c : input.substr(0, 32))
+    text += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? '?' : c;
+  if (input.size() > 32) text += "...";
+  auto rest = input;
   Kind kind{};
   if (rest.starts_with("uint")) {
     kind = Kind::UInt;
@@ -122,9 +128,11 @@ inline DType DType::parse(std::string_view text) {
     rest.remove_prefix(1);
     lanes = read_number("lane count");
   }
-  if (!rest.empty()) raise<ParseError>("dtype '{}': unexpected trailing '{}'", text, rest);
-  const bool valid_bits = kind == Kind::Float ? (bits == 16 || bits == 32 || bits == 64)
-                                              : (bits >= 1 && bits <= 64);
+  if (!rest.empty())
+    raise<ParseError>("dtype '{}': unexpected trailing characters from offset {}", text,
+                      input.size() - rest.size());
+  const bool valid_bits =
+      kind == Kind::Float ? (bits == 16 || bits == 32 || bits == 64) : (bits >= 1 && bits <= 64);
   if (!valid_bits) raise<ParseError>("dtype '{}': {} bits is not a supported width", text, bits);
   if (lanes < 1 || lanes > 65536)
     raise<ParseError>("dtype '{}': {} lanes is outside 1..65536", text, lanes);

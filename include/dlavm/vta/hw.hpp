@@ -1,6 +1,6 @@
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
 // disassembly, the command builder, dependency tokens from data hazards, the functional
-// simulator, the cycle model, the race detector, devices and binary I/O. Uses core and
+// simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
 // runtime only; docs/vta.md is the guide.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <dlavm/vta/hw/dep_tracker.hpp>
 #include <dlavm/vta/hw/device.hpp>
 #include <dlavm/vta/hw/driver_device.hpp>
+#include <dlavm/vta/hw/dump.hpp>
 #include <dlavm/vta/hw/hazards.hpp>
 #include <dlavm/vta/hw/io.hpp>
 #include <dlavm/vta/hw/isa.hpp>

@@ -17,6 +17,51 @@ inline void check_range(std::string_view key, int value, int lo, int hi, std::st
     raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
 }
 
+// The buffer whose depth sets the width of a GEMM / ALU field: its configuration key, name,
+// log2 size in bytes and log2 depth in elements.
+struct FieldDepth {
+  const char* key;
+  const char* buffer;
+  int log_size, log_depth;
+};
+inline FieldDepth depth_of_field(const Config& c, Form form, Field f) {
+  switch (f) {
+    case Field::uop_bgn:
+    case Field::uop_end:
+      return {"LOG_UOP_BUFF_SIZE", "micro-op", c.log_uop_buff_size, c.log_uop_depth()};
+    case Field::src_factor_out:
+    case Field::src_factor_in:
+      if (form == Form::Gemm)
+        return {"LOG_INP_BUFF_SIZE", "input", c.log_inp_buff_size, c.log_inp_depth()};
+      break;
+    case Field::wgt_factor_out:
+    case Field::wgt_factor_in:
+      return {"LOG_WGT_BUFF_SIZE", "weight", c.log_wgt_buff_size, c.log_wgt_depth()};
+    default:
+      break;
+  }
+  return {"LOG_ACC_BUFF_SIZE", "accumulator", c.log_acc_buff_size, c.log_acc_depth()};
+}
+
+// Every field of the GEMM and ALU forms is written by the builder (loop factors even when 0,
+// uop_bgn for every kernel), so each needs at least one bit: a buffer of one element would
+// make its index fields 0 bits wide, which no encoding can hold (nor a C bit-field of VTA's
+// hardware source declare). Fixed-width fields are never 0 bits; a field of LOG_*_DEPTH bits
+// holds every index of its buffer, and uop_end's extra bit the end of the micro-op buffer.
+inline void check_field_widths(const Config& c, const IsaLayout& l) {
+  for (Form form : {Form::Gemm, Form::Alu}) {
+    runtime::for_each_field(form, [&](Field f) {
+      if (l.pos(form, f).width != 0) return;
+      const auto d = depth_of_field(c, form, f);
+      raise<ConfigError>(
+          "{} = {}: the {} buffer holds 2^{} = {} element(s), so {} field {} would be 0 bits "
+          "wide; every buffer needs at least 2 elements (raise {})",
+          d.key, d.log_size, d.buffer, d.log_depth, std::uint64_t{1} << d.log_depth,
+          form == Form::Gemm ? "GEMM" : "ALU", runtime::field_name(f), d.key);
+    });
+  }
+}
+
 }  // namespace detail
 
 DLAVM_INLINE void Config::validate() const {
@@ -66,6 +111,7 @@ DLAVM_INLINE void Config::validate() const {
         form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
         log_acc_depth());
   }
+  detail::check_field_widths(*this, l);
   if (!l.uop_ok) {
     const int src = std::max(log_acc_depth(), log_inp_depth());
     raise<ConfigError>(
@@ -75,55 +121,74 @@ DLAVM_INLINE void Config::validate() const {
   }
 }
 
-DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
-  detail::Json j;
-  try {
-    j = detail::parse_json(text);
-  } catch (const detail::Json::parse_error& e) {
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+namespace detail {
+
+// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
+// as written, so 18446744073709551615 is reported as that, not as -1.
+inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
+                       int fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+    return fallback;
   }
-  if (!j.is_object())
-    raise<ParseError>("{}: expected a JSON object, got {}", source, j.type_name());
-  auto get_int = [&](const char* key, bool required, int fallback) {
-    const auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-      return fallback;
-    }
-    if (!it->is_number_integer())
-      raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, it->dump());
-    const auto v = it->get<std::int64_t>();
-    if (v < -1000 || v > 1000)
+  if (!it->is_number_integer())
+    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
+  constexpr std::int64_t kPlausible = 1000;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kPlausible))
       raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
     return static_cast<int>(v);
-  };
-  auto get_string = [&](const char* key, std::string fallback) {
-    const auto it = j.find(key);
-    if (it == j.end()) return fallback;
-    if (!it->is_string())
-      raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, it->dump());
-    return it->get<std::string>();
-  };
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < -kPlausible || v > kPlausible)
+    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+  return static_cast<int>(v);
+}
+
+inline std::string config_string(const Json& j, std::string_view source, const char* key,
+                                 std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_string())
+    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
+}
+
+// The configuration a parsed vta_config.json object describes (the manifest reader passes its
+// "config" member here rather than re-serializing it).
+inline Config config_from_json(const Json& j, std::string_view source) {
+  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
   Config c;
-  c.target = get_string("TARGET", c.target);
-  c.hw_ver = get_string("HW_VER", c.hw_ver);
-  c.log_inp_width = get_int("LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = get_int("LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = get_int("LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = get_int("LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = get_int("LOG_BATCH", true, 0);
+  c.target = config_string(j, source, "TARGET", c.target);
+  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
+  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
   const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = get_int("LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = get_int("LOG_BLOCK_IN", false, block);
-  c.log_block_out = get_int("LOG_BLOCK_OUT", false, block);
+  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
+  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
   if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
     raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
                        source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = get_int("LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = get_int("LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = get_int("LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = get_int("LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = get_int("LOG_BUS_WIDTH", false, 6);
+  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
   try {
     c.validate();
   } catch (const ConfigError& e) {
@@ -132,27 +197,37 @@ DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view so
   return c;
 }
 
-DLAVM_INLINE std::string Config::to_json() const {
-  detail::Json j;
-  j["TARGET"] = target;
-  j["HW_VER"] = hw_ver;
-  j["LOG_INP_WIDTH"] = log_inp_width;
-  j["LOG_WGT_WIDTH"] = log_wgt_width;
-  j["LOG_ACC_WIDTH"] = log_acc_width;
-  j["LOG_BATCH"] = log_batch;
-  if (log_block_in == log_block_out) {
-    j["LOG_BLOCK"] = log_block_in;
+inline Json config_to_json(const Config& c) {
+  Json j;
+  j["TARGET"] = c.target;
+  j["HW_VER"] = c.hw_ver;
+  j["LOG_INP_WIDTH"] = c.log_inp_width;
+  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
+  j["LOG_ACC_WIDTH"] = c.log_acc_width;
+  j["LOG_BATCH"] = c.log_batch;
+  if (c.log_block_in == c.log_block_out) {
+    j["LOG_BLOCK"] = c.log_block_in;
   } else {
-    j["LOG_BLOCK_IN"] = log_block_in;
-    j["LOG_BLOCK_OUT"] = log_block_out;
+    j["LOG_BLOCK_IN"] = c.log_block_in;
+    j["LOG_BLOCK_OUT"] = c.log_block_out;
   }
-  j["LOG_UOP_BUFF_SIZE"] = log_uop_buff_size;
-  j["LOG_INP_BUFF_SIZE"] = log_inp_buff_size;
-  j["LOG_WGT_BUFF_SIZE"] = log_wgt_buff_size;
-  j["LOG_ACC_BUFF_SIZE"] = log_acc_buff_size;
-  if (log_out_width != log_inp_width) j["LOG_OUT_WIDTH"] = log_out_width;
-  if (log_bus_width != 6) j["LOG_BUS_WIDTH"] = log_bus_width;
-  return j.dump(2) + "\n";
+  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
+  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
+  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
+  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
+  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
+  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
+  return j;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
+  return detail::config_from_json(detail::parse_json(text, source), source);
+}
+
+DLAVM_INLINE std::string Config::to_json() const {
+  return detail::config_to_json(*this).dump(2) + "\n";
 }
 
 DLAVM_INLINE Config Config::load(const std::string& path) {

@@ -42,6 +42,13 @@ DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const
   if (!out) raise<ValueError>("cannot write trace file '{}'", path);
 }
 
+DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
+  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
+  const std::size_t eb =
+      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+  return std::uint64_t{f.y_size} * f.x_size * eb;
+}
+
 DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
   const auto& p = params_;
   auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
@@ -49,9 +56,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
     case Opcode::Load:
     case Opcode::Store: {
       if (f.x_size == 0) return p.insn_overhead;
-      const std::size_t eb =
-          f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
-      const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * eb;
+      const std::uint64_t bytes = transfer_bytes(f);
       const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
                                        (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
                                    std::uint64_t{f.y_size} * f.x_size;
@@ -69,7 +74,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
 
 DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
   CycleReport r;
-  std::array<std::uint64_t, 3> free_at{};
+  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
   std::uint64_t gemm_all = 0, alu_all = 0;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
     const auto& f = prog[i];
@@ -84,6 +89,7 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     at = start + d;
     m.end = at;
     r.counters.count(config_, f);
+    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
     if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
     if (f.opcode == Opcode::Alu) alu_all += uops(f);
     if (trace) {
@@ -96,7 +102,10 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
   const auto& p = params_;
   r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
                      alu_all * p.alu_cycles_per_uop;
-  r.memory_cycles = (r.counters.memory_bytes() + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+  for (std::size_t m = 0; m < 3; ++m) {
+    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
+  }
   r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
   return r;
 }
@@ -110,8 +119,11 @@ DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
     const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto out = fmt::format_to(ctx.out(), "{} cycles (roofline {}: compute {}, memory {})",
-                            r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles);
+  auto out = fmt::format_to(
+      ctx.out(),
+      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
+      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
+      r.port_cycles[1], r.port_cycles[2]);
   const char* names[] = {"load", "compute", "store"};
   for (int m = 0; m < 3; ++m)
     out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,

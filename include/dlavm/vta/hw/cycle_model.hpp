@@ -4,6 +4,19 @@
 // pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
 // cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
 //
+// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
+// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
+// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
+// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
+// follow each other. The roofline bound uses the same memory system, so it is a true lower
+// bound of the model (total_cycles >= roofline_cycles for every stream):
+//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
+//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
+//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
+//   memory_cycles   = the busiest port's port_cycles;
+//   roofline_cycles = max(compute_cycles, memory_cycles).
+// Each term is at most one module's busy time in the model, hence at most total_cycles.
+//
 // Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
 // design at the default configuration):
 //   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
@@ -17,7 +30,7 @@
 //                        tiles per micro-op, initiation interval 2).
 //   alu_latency          pipeline fill/drain per ALU instruction (4).
 //   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
-// Modules are modelled with unbounded command queues and independent DRAM ports.
+// Modules are modelled with unbounded command queues and a DRAM port each (above).
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -70,15 +83,17 @@ struct TraceEvent {
 
 struct CycleReport {
   std::uint64_t total_cycles = 0;
-  std::array<ModuleTime, 3> modules{};  // load, compute, store
-  Counters counters;                    // bytes per memory type, micro-ops
-  std::uint64_t compute_cycles = 0;     // GEMM and ALU micro-op cycles
-  std::uint64_t memory_cycles = 0;      // all DRAM bytes / bus bytes per cycle
-  std::uint64_t roofline_cycles = 0;    // max(compute_cycles, memory_cycles)
-  std::vector<TraceEvent> trace;        // filled when asked for
-  std::vector<std::string> names;       // one-line disassembly per traced instruction
+  std::array<ModuleTime, 3> modules{};         // load, compute, store
+  Counters counters;                           // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
+  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
+  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
+  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;               // filled when asked for
+  std::vector<std::string> names;              // one-line disassembly per traced instruction
 
   const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
 
   // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
   // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
@@ -101,6 +116,8 @@ class CycleModel {
 
   // Cycles one instruction occupies its module.
   std::uint64_t duration(const InsnFields& f) const;
+  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
+  std::uint64_t transfer_bytes(const InsnFields& f) const;
 
   CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
 

@@ -1,16 +1,24 @@
 // Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
 #pragma once
 
+#include <dlavm/vta/hw/config-inl.hpp>
 #include <dlavm/vta/hw/io.hpp>
 #include <dlavm/vta/hw/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 namespace dlavm::vta {
 
 DLAVM_INLINE std::vector<std::byte> read_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    raise<ParseError>("cannot read '{}': it is a directory", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ParseError>("cannot open '{}'", path);
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -55,13 +63,13 @@ DLAVM_INLINE void write_insn_file(const std::string& path, std::span<const InsnW
   write_bytes(path, out);
 }
 
-DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
-  const auto b = read_bytes(path);
+DLAVM_INLINE std::vector<InsnWord> read_insn_file(std::span<const std::byte> b,
+                                                  std::string_view source) {
   if (b.size() % 16 != 0)
     raise<ParseError>(
         "'{}': {} bytes is not a whole number of 16-byte instructions; the last "
         "instruction at byte offset {} is truncated",
-        path, b.size(), b.size() / 16 * 16);
+        source, b.size(), b.size() / 16 * 16);
   std::vector<InsnWord> words(b.size() / 16);
   for (std::size_t i = 0; i < words.size(); ++i) {
     words[i].word[0] = detail::read_le(b, i * 16, 8);
@@ -70,19 +78,29 @@ DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
   return words;
 }
 
-DLAVM_INLINE std::vector<InsnFields> read_program(const std::string& path,
-                                                  const IsaLayout& layout) {
-  const auto words = read_insn_file(path);
+DLAVM_INLINE std::vector<InsnWord> read_insn_file(const std::string& path) {
+  return read_insn_file(read_bytes(path), path);
+}
+
+DLAVM_INLINE std::vector<InsnFields> read_program(std::span<const std::byte> bytes,
+                                                  const IsaLayout& layout,
+                                                  std::string_view source) {
+  const auto words = read_insn_file(bytes, source);
   std::vector<InsnFields> out;
   out.reserve(words.size());
   for (std::size_t i = 0; i < words.size(); ++i) {
     try {
       out.push_back(decode(layout, words[i], i));
     } catch (const EncodingError& e) {
-      raise<EncodingError>("'{}' at byte offset {}: {}", path, i * 16, e.what());
+      raise<EncodingError>("'{}' at byte offset {}: {}", source, i * 16, e.what());
     }
   }
   return out;
+}
+
+DLAVM_INLINE std::vector<InsnFields> read_program(const std::string& path,
+                                                  const IsaLayout& layout) {
+  return read_program(read_bytes(path), layout, path);
 }
 
 DLAVM_INLINE void write_uop_file(const std::string& path, std::span<const std::uint32_t> uops) {
@@ -92,27 +110,37 @@ DLAVM_INLINE void write_uop_file(const std::string& path, std::span<const std::u
   write_bytes(path, out);
 }
 
-DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(const std::string& path) {
-  const auto b = read_bytes(path);
+DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(std::span<const std::byte> b,
+                                                      std::string_view source) {
   if (b.size() % 4 != 0)
     raise<ParseError>(
         "'{}': {} bytes is not a whole number of 4-byte micro-ops; the last "
         "micro-op at byte offset {} is truncated",
-        path, b.size(), b.size() / 4 * 4);
+        source, b.size(), b.size() / 4 * 4);
   std::vector<std::uint32_t> uops(b.size() / 4);
   for (std::size_t i = 0; i < uops.size(); ++i)
     uops[i] = static_cast<std::uint32_t>(detail::read_le(b, i * 4, 4));
   return uops;
 }
 
+DLAVM_INLINE std::vector<std::uint32_t> read_uop_file(const std::string& path) {
+  return read_uop_file(read_bytes(path), path);
+}
+
+DLAVM_INLINE std::vector<std::byte> read_dram_image(std::span<const std::byte> b,
+                                                    std::int64_t expected_bytes,
+                                                    std::string_view source) {
+  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
+    raise<ParseError>(
+        "'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})", source, b.size(),
+        expected_bytes,
+        std::min<std::uint64_t>(b.size(), static_cast<std::uint64_t>(expected_bytes)));
+  return {b.begin(), b.end()};
+}
+
 DLAVM_INLINE std::vector<std::byte> read_dram_image(const std::string& path,
                                                     std::int64_t expected_bytes) {
-  auto b = read_bytes(path);
-  if (expected_bytes >= 0 && b.size() != static_cast<std::uint64_t>(expected_bytes))
-    raise<ParseError>("'{}': DRAM image is {} bytes, expected {} (truncated at byte offset {})",
-                      path, b.size(), expected_bytes,
-                      std::min<std::uint64_t>(b.size(), expected_bytes));
-  return b;
+  return read_dram_image(read_bytes(path), expected_bytes, path);
 }
 
 DLAVM_INLINE void write_dram_image(const std::string& path, std::span<const std::byte> bytes) {
@@ -130,7 +158,9 @@ DLAVM_INLINE Manifest dump_stream(const std::string& dir, const Config& config,
   m.config = config;
   m.insn_count = words.size();
   m.uop_count = stream.uops.size();
+  m.uop_phys = uop_phys;
   m.buffers = std::move(buffers);
+  m.validate(dir);
   write_insn_file(dir + "/" + m.insn_file, words);
   write_uop_file(dir + "/" + m.uop_file, stream.uops);
   m.save(dir + "/manifest.json");
@@ -152,11 +182,85 @@ DLAVM_INLINE ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string
 
 namespace dlavm::vta {
 
+namespace detail {
+
+// Why `path` cannot name a file inside a dump's folder, or "" when it can: relative, no ".."
+// component, no NUL byte, no backslash or drive letter another system would read as a path.
+inline std::string bad_dump_path(std::string_view path) {
+  if (path.empty()) return "is empty";
+  if (path.front() == '/') return "is absolute";
+  if (path.size() >= 2 && path[1] == ':') return "starts with a drive letter";
+  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.find('\\') != std::string_view::npos) return "contains a backslash";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto end = std::min(path.find('/', start), path.size());
+    if (path.substr(start, end - start) == "..") return "leaves the dump's folder with \"..\"";
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void Manifest::validate(std::string_view source) const {
+  using detail::excerpt;
+  std::set<std::string, std::less<>> files;
+  auto check_file = [&](const std::string& path, std::string_view what) {
+    if (const auto why = detail::bad_dump_path(path); !why.empty())
+      raise<ParseError>("{}: {} file \"{}\" {}; files are paths relative to the dump's folder",
+                        source, what, excerpt(path), why);
+    if (!files.insert(path).second)
+      raise<ParseError>("{}: {} file \"{}\" is named twice", source, what, excerpt(path));
+  };
+  check_file(insn_file, "instructions");
+  check_file(uop_file, "uops");
+  if (insn_count > std::uint64_t{0xFFFFFFFF})
+    raise<ParseError>("{}: {} instructions; VTADeviceRun takes at most 2^32 - 1", source,
+                      insn_count);
+  // [begin, end) and name of every DRAM range (micro-op buffer, buffers), to find overlaps.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> ranges;
+  auto check_range = [&](std::string_view what, std::uint64_t phys, std::uint64_t bytes) {
+    if (phys > kPhysSpace || bytes > kPhysSpace - phys)
+      raise<ParseError>(
+          "{}: {} at 0x{:x} of {} bytes ends past the 32-bit physical address space (0x{:x})",
+          source, what, phys, bytes, kPhysSpace);
+  };
+  if (uop_count > kPhysSpace / 4)
+    raise<ParseError>("{}: {} micro-ops do not fit the 32-bit physical address space", source,
+                      uop_count);
+  check_range("the micro-op buffer", uop_phys, uop_count * 4);
+  if (uop_phys % 4 != 0)
+    raise<ParseError>("{}: the micro-op buffer at 0x{:x} is not 4-byte aligned", source, uop_phys);
+  if (uop_count != 0)
+    ranges.emplace_back(uop_phys, uop_phys + uop_count * 4, "the micro-op buffer");
+  std::set<std::string, std::less<>> names;
+  for (const auto& b : buffers) {
+    const auto what = fmt::format("buffer '{}'", excerpt(b.name));
+    if (b.name.empty()) raise<ParseError>("{}: a buffer has an empty name", source);
+    if (!names.insert(b.name).second)
+      raise<ParseError>("{}: {} is named twice; buffer names are unique", source, what);
+    check_range(what, b.phys_addr, b.bytes);
+    if (b.bytes % static_cast<std::uint64_t>(b.dtype.bytes()) != 0)
+      raise<ParseError>("{}: {} holds {} bytes, not a whole number of {} elements ({} bytes)",
+                        source, what, b.bytes, b.dtype, b.dtype.bytes());
+    if (!b.file.empty()) check_file(b.file, what);
+    if (b.bytes != 0) ranges.emplace_back(b.phys_addr, b.phys_addr + b.bytes, what);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t k = 1; k < ranges.size(); ++k)
+    if (std::get<0>(ranges[k]) < std::get<1>(ranges[k - 1]))
+      raise<ParseError>("{}: {} [0x{:x}, 0x{:x}) overlaps {} [0x{:x}, 0x{:x})", source,
+                        std::get<2>(ranges[k]), std::get<0>(ranges[k]), std::get<1>(ranges[k]),
+                        std::get<2>(ranges[k - 1]), std::get<0>(ranges[k - 1]),
+                        std::get<1>(ranges[k - 1]));
+}
+
 DLAVM_INLINE std::string Manifest::to_json() const {
   detail::Json j;
-  j["config"] = detail::parse_json(config.to_json());
+  j["config"] = detail::config_to_json(config);
   j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
-  j["uops"] = {{"file", uop_file}, {"count", uop_count}};
+  j["uops"] = {{"file", uop_file}, {"count", uop_count}, {"phys_addr", uop_phys}};
   j["buffers"] = detail::Json::array();
   for (const auto& b : buffers)
     j["buffers"].push_back({{"name", b.name},
@@ -169,59 +273,64 @@ DLAVM_INLINE std::string Manifest::to_json() const {
 }
 
 DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
-  detail::Json j;
-  try {
-    j = detail::parse_json(text);
-  } catch (const detail::Json::parse_error& e) {
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
-  }
-  auto member = [&](const detail::Json& o, const char* key,
-                    const char* where) -> const detail::Json& {
-    if (!o.is_object() || !o.contains(key))
-      raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-    return o.at(key);
+  using detail::describe;
+  using detail::excerpt;
+  using detail::Json;
+  const Json j = detail::parse_json(text, source);
+  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
+    if (!o.is_object())
+      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
+    const auto it = o.find(key);
+    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+    return *it;
   };
-  auto str = [&](const detail::Json& o, const char* key, const char* where) {
+  auto str = [&](const Json& o, const char* key, std::string_view where) {
     const auto& v = member(o, key, where);
     if (!v.is_string())
-      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, v.dump());
+      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
     return v.get<std::string>();
   };
-  auto num = [&](const detail::Json& o, const char* key, const char* where) {
+  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
+  auto num = [&](const Json& o, const char* key, std::string_view where) {
     const auto& v = member(o, key, where);
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    if (!v.is_number_unsigned())
       raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                        v.dump());
+                        describe(v));
     return v.get<std::uint64_t>();
   };
   Manifest m;
-  m.config = Config::from_json(member(j, "config", "manifest").dump(), source);
+  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
   const auto& insn = member(j, "instructions", "manifest");
   m.insn_file = str(insn, "file", "instructions");
   m.insn_count = num(insn, "count", "instructions");
   const auto& uops = member(j, "uops", "manifest");
   m.uop_file = str(uops, "file", "uops");
   m.uop_count = num(uops, "count", "uops");
+  m.uop_phys = num(uops, "phys_addr", "uops");
   const auto& bufs = member(j, "buffers", "manifest");
-  if (!bufs.is_array()) raise<ParseError>("{}: buffers must be an array", source);
+  if (!bufs.is_array())
+    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
   for (const auto& b : bufs) {
     ManifestBuffer mb;
     mb.name = str(b, "name", "buffer");
-    mb.phys_addr = num(b, "phys_addr", "buffer");
-    mb.bytes = num(b, "bytes", "buffer");
+    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
+    mb.phys_addr = num(b, "phys_addr", where);
+    mb.bytes = num(b, "bytes", where);
+    const auto dtype = str(b, "dtype", where);
     try {
-      mb.dtype = DType::parse(str(b, "dtype", "buffer"));
+      mb.dtype = DType::parse(excerpt(dtype, 32));
     } catch (const ParseError& e) {
-      raise<ParseError>("{}: buffer '{}': {}", source, mb.name, e.what());
+      raise<ParseError>("{}: {}: {}", source, where, e.what());
     }
-    const auto dir = str(b, "direction", "buffer");
+    const auto dir = str(b, "direction", where);
     if (dir != "input" && dir != "output")
-      raise<ParseError>("{}: buffer '{}': direction '{}' is neither input nor output", source,
-                        mb.name, dir);
+      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
+                        excerpt(dir));
     mb.output = dir == "output";
-    mb.file = str(b, "file", "buffer");
+    mb.file = str(b, "file", where);
     m.buffers.push_back(std::move(mb));
   }
+  m.validate(source);
   return m;
 }
 

@@ -81,6 +81,10 @@ void Simulator::alu_loops(const InsnFields& f, Op op) {
 }
 
 DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
+  // Checked before rounding up to pages, which would wrap for sizes near 2^64.
+  if (limit_ <= kBase || bytes > limit_ - kBase)
+    raise<DeviceError>("DRAM allocation of {} bytes exceeds the 0x{:x}-byte address space", bytes,
+                       limit_);
   const std::uint64_t size = (std::max<std::uint64_t>(bytes, 1) + kPage - 1) / kPage * kPage;
   std::uint64_t at = kBase;
   for (const auto& [start, a] : allocs_) {
