@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "what_of.hpp"
 #include <cstdint>
 #include <filesystem>
@@ -21,18 +22,9 @@ using dlavm_test::what_of;
 using vta::MemId;
 using vta::Queue;
 
-namespace {
+using dlavm_test::TempDir;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const char* name) : path(fs::temp_directory_path() / name) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-  std::string operator/(const char* name) const { return (path / name).string(); }
-};
+namespace {
 
 // C = int8(A + B) over n tiles of int32, built by hand, run on `dev` and dumped into `dir`.
 struct Vadd {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "what_of.hpp"
 #include <filesystem>
 #include <fstream>
@@ -11,18 +12,14 @@
 namespace vta = dlavm::vta;
 namespace fs = std::filesystem;
 
+using dlavm_test::TempDir;
+
 namespace {
 using dlavm_test::what_of;
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / "dlavm_test_vta_io";
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const char* name) const { return (path / name).string(); }
-};
 }  // namespace
 
 TEST_CASE("vta io: instruction, micro-op files and manifest round-trip") {
-  TempDir dir;
+  TempDir dir("dlavm_test_vta_io");
   const vta::Config c;
   vta::Builder b{c};
   b.load({.memory = vta::MemId::Inp, .dram = 4, .x_size = 2});
@@ -49,7 +46,7 @@ TEST_CASE("vta io: instruction, micro-op files and manifest round-trip") {
 }
 
 TEST_CASE("vta io: truncated and corrupted files are precise errors") {
-  TempDir dir;
+  TempDir dir("dlavm_test_vta_io");
   {
     std::ofstream f(dir / "short.bin", std::ios::binary);
     f << std::string(35, '\0');
