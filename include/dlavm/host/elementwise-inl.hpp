@@ -73,6 +73,21 @@ DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
     raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
 }
 
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
 DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
   return detail::binary_broadcast(
       "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
@@ -125,16 +140,7 @@ DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
     for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
     return y;
   }
-  // integer bounds within the dtype's range (doubles beyond it saturate)
-  const DType t = x.dtype();
-  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
-  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
-  if (lo_d > hi_d)
-    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
-  const auto lo =
-      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
-  const auto hi =
-      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
   for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
   return y;
 }

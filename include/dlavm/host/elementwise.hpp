@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace dlavm::host {
 
@@ -34,6 +35,10 @@ struct ClipParams {
 
 // ValueError naming `who` when lo > hi.
 void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
 
 te::NDArray add(const te::NDArray& a, const te::NDArray& b);
 te::NDArray mul(const te::NDArray& a, const te::NDArray& b);

@@ -63,31 +63,36 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
 
 }  // namespace detail
 
+DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
+                                 std::string_view who) {
+  bool infer = false;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    const std::int64_t d = newshape[k];
+    if (d == -1 && infer)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
+                        fmt::join(newshape, ", "));
+    infer = infer || d == -1;
+    if (d == 0 && k >= rank)
+      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
+                        fmt::join(newshape, ", "), k, rank);
+    if (d < -1)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
+                        fmt::join(newshape, ", "), d);
+  }
+}
+
 DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
                                  std::span<const std::int64_t> newshape, std::string_view who) {
+  check_newshape(newshape, in.size(), who);
   Shape out(newshape.size());
   std::optional<std::size_t> infer;
   std::int64_t known = 1;
   for (std::size_t k = 0; k < newshape.size(); ++k) {
-    const std::int64_t d = newshape[k];
-    if (d == -1) {
-      if (infer)
-        raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
-                          fmt::join(newshape, ", "));
+    if (newshape[k] == -1) {
       infer = k;
       continue;
     }
-    if (d == 0) {
-      if (k >= in.size())
-        raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
-                          fmt::join(newshape, ", "), k, in.size());
-      out[k] = in[k];
-    } else if (d < 0) {
-      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
-                        fmt::join(newshape, ", "), d);
-    } else {
-      out[k] = d;
-    }
+    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
     known *= out[k];
   }
   const std::int64_t total = element_count(in);
@@ -137,6 +142,21 @@ DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_vie
                         fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
 }
 
+DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis > r)
+    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
+                      r);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
+  if (dtype.is_integral() &&
+      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
+       value > static_cast<double>(dtype.max_value())))
+    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
+}
+
 DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
   return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
 }
@@ -154,11 +174,7 @@ DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& 
 }
 
 DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  if (p.axis < -rank || p.axis > rank)
-    raise<ValueError>("host::flatten: attribute 'axis' is {}, outside [{}, {}] for {} dims", p.axis,
-                      -rank, rank, rank);
-  const auto axis = static_cast<std::size_t>(p.axis < 0 ? p.axis + rank : p.axis);
+  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
   const std::span<const std::int64_t> s = x.shape();
   return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
 }
@@ -197,10 +213,7 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
   constexpr std::string_view who = "host::pad";
   validate(p, x.ndim(), who);
   const DType t = x.dtype();
-  if (t.is_integral() &&
-      (std::floor(p.value) != p.value || p.value < static_cast<double>(t.min_value()) ||
-       p.value > static_cast<double>(t.max_value())))
-    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, p.value, t);
+  check_pad_value(p.value, t, who);
   Shape out_shape(x.ndim());
   for (std::size_t k = 0; k < x.ndim(); ++k)
     out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];

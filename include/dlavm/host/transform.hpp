@@ -48,14 +48,21 @@ struct PadParams {
   double value = 0;
 };
 
+// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
+// x has a dim, nothing below -1 (ValueError naming `who`).
+void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
 // The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
 Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
                     std::string_view who);
 // perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
 std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
                                         std::string_view who);
+// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
+std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
 // The pad lists checked against `rank` (ValueError naming `who`).
 void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
+void check_pad_value(double value, DType dtype, std::string_view who);
 
 te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
 te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
