@@ -13,7 +13,7 @@
 namespace dlavm::graph {
 
 struct Target {
-  vta::Env env;
+  vta::Env env{};
   OpRegistry ops = default_ops();
 };
 

@@ -32,6 +32,15 @@ inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, 
   return {first, std::max(first, last)};
 }
 
+// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
+// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
+template <class T>
+inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
+  const std::int64_t body = count - count % 8;
+  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
+  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
+}
+
 // y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
 template <class T>
 void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
@@ -52,7 +61,7 @@ void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
               const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
               T* dst = out + oy * d.ow + x0;
               if (d.sw == 1) {
-                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i];
+                axpy(dst, src, wv, count);
               } else {
                 for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
               }
