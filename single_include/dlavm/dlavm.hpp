@@ -5160,8 +5160,8 @@ void add_linear_ops(OpRegistry& ops);
 // in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
 // have one; compare float results with te::allclose). Other pairs are a TypeError.
 //
-//   auto y = host::dense(x, w);           // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16,
-//   32]
+//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
+//   auto y = host::dense(x, w);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -5369,10 +5369,10 @@ DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
 //   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
 //   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
 //     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
-//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]   (H and W constant)
+//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
 //
-//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1,
-//   1}});
+//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                  .padding = {1, 1, 1, 1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -5399,8 +5399,8 @@ DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
 // pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
 // element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
 //
-//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1,
-//   1}});
+//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                 .padding = {1, 1, 1, 1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -6025,8 +6025,8 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //   concat(x0, x1, ..., axis (required)), at least one input
 //   pad(x, pad_before (required), pad_after (required), value = 0.0)
 //
-//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});   // [1, token, 512] -> [1, token, 8,
-//   64]
+//   // [1, token, 512] -> [1, token, 8, 64]
+//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -6758,9 +6758,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // it; part 2 adds the VTA placement rule. The result is a new function; the input is not
 // changed.
 //
-//   auto typed = graph::infer_type(graph::function({x}, {y}), target);
-//   fmt::print("{}", typed);   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32,
-//   device=host */
+//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
+//   fmt::print("{}", typed);
+//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
 //
 // Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
 // and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
@@ -6775,14 +6775,134 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // end dlavm/graph/attrs.hpp
 // begin dlavm/graph/node.hpp
 // end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
+// part 2 extends with VTA placement. This header does not include the vta layer.
+Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/infer_type-inl.hpp
+// Definitions for graph/infer_type.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class TypeInferer : public ExprMutator<TypeInferer> {
+ public:
+  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const std::string label = names_.label(e);
+    const OpRecord* op = ops_.find(call.op());
+    if (op == nullptr)
+      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
+                        fmt::join(ops_.names(), ", "));
+    check_arg_count(*op, label, args.size());
+    TypeCall typing;
+    typing.label = label;
+    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      new_args.push_back(args[i]);
+      typing.arg_names.push_back(names_.name(call.args[i]));
+      typing.arg_types.push_back(args[i].type());
+    }
+    TensorType type = op->type_rule(typing);
+    check_result(type, label);
+    const Device device = place(*op, typing);
+    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
+                      device);
+  }
+
+ private:
+  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
+    if (given >= op.min_args && given <= op.max_args) return;
+    if (op.max_args == OpRecord::kVariadic)
+      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
+    if (op.min_args == op.max_args)
+      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
+                        op.min_args == 1 ? "" : "s", given);
+    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
+                      given);
+  }
+
+  static void check_result(const TensorType& type, const std::string& label) {
+    for (std::size_t k = 0; k < type.shape.size(); ++k)
+      if (!type.shape[k].defined())
+        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
+                          k);
+  }
+
+  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
+  static Device place(const OpRecord& op, const TypeCall& typing) {
+    if (!op.host_support) return Device::Host;
+    const auto why_not = op.host_support(typing);
+    if (!why_not) return Device::Host;
+    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
+                     typing.label, *why_not, op.name);
+  }
+
+  const OpRegistry& ops_;
+  NodeNames names_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  // no function-wide options are defined yet: any key is unknown
+  normalize_attrs({}, global, "infer_type: global attributes");
+  return detail::TypeInferer(ops, fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/infer_type-inl.hpp
+#endif
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
 // begin dlavm/graph/target.hpp
 // graph::Target: what infer_type (and, in part 2, the build) compiles for: the VTA
-// configuration and the op registry. Part 2 adds the strategy options here.
+// configuration and the op registry. Part 2 adds the strategy options here. This is the one
+// graph header that includes the vta layer (vta::Env); the others stay free of it.
 //
 //   graph::Target target;                          // default VTA config, default_ops()
 //   target.ops.add(my_custom_op);
 //   auto typed = graph::infer_type(fn, target);
 
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/graph/ops.hpp
@@ -11048,124 +11168,12 @@ struct Target {
   OpRegistry ops = default_ops();
 };
 
-}  // namespace dlavm::graph
-// end dlavm/graph/target.hpp
-
-namespace dlavm::graph {
-
-Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
-// The same with only an op registry: what evaluate and tests need without a VTA target.
-Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/infer_type-inl.hpp
-// Definitions for graph/infer_type.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/infer_type.hpp
-// end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-class TypeInferer : public ExprMutator<TypeInferer> {
- public:
-  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
-
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    const std::string label = names_.label(e);
-    const OpRecord* op = ops_.find(call.op());
-    if (op == nullptr)
-      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
-                        fmt::join(ops_.names(), ", "));
-    check_arg_count(*op, label, args.size());
-    TypeCall typing;
-    typing.label = label;
-    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
-    std::vector<Expr> new_args;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      new_args.push_back(args[i]);
-      typing.arg_names.push_back(names_.name(call.args[i]));
-      typing.arg_types.push_back(args[i].type());
-    }
-    TensorType type = op->type_rule(typing);
-    check_result(type, label);
-    const Device device = place(*op, typing);
-    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
-                      device);
-  }
-
- private:
-  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
-    if (given >= op.min_args && given <= op.max_args) return;
-    if (op.max_args == OpRecord::kVariadic)
-      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
-    if (op.min_args == op.max_args)
-      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
-                        op.min_args == 1 ? "" : "s", given);
-    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
-                      given);
-  }
-
-  static void check_result(const TensorType& type, const std::string& label) {
-    for (std::size_t k = 0; k < type.shape.size(); ++k)
-      if (!type.shape[k].defined())
-        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
-                          k);
-  }
-
-  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
-  static Device place(const OpRecord& op, const TypeCall& typing) {
-    if (!op.host_support) return Device::Host;
-    const auto why_not = op.host_support(typing);
-    if (!why_not) return Device::Host;
-    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
-                     typing.label, *why_not, op.name);
-  }
-
-  const OpRegistry& ops_;
-  NodeNames names_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
-  // no function-wide options are defined yet: any key is unknown
-  normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn).mutate(fn);
-}
-
-DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
+// infer_type for a target (graph/infer_type.hpp): part 1 places every call on the host.
+inline Function infer_type(const Function& fn, const Target& target, const Attrs& global = {}) {
   return infer_type(fn, target.ops, global);
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/infer_type-inl.hpp
-#endif
-// end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
 // end dlavm/graph.hpp
 // begin dlavm/host.hpp

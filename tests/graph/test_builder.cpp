@@ -66,6 +66,8 @@ TEST_CASE("graph builder: mistakes name the values") {
                        "GraphBuilder: 'z' = add(...): argument 1 'typo' is not defined",
                        dlavm::ValueError);
   CHECK_THROWS_WITH_AS(b.call("v", "", {"x"}), doctest::Contains("empty name"), dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(b.call("", "relu", {"x"}), "GraphBuilder: a value with an empty name",
+                       dlavm::ValueError);
   CHECK_THROWS_AS(b.input("bad", {0}, DType::int8()), dlavm::ShapeError);  // graph::input's checks
 }
 

@@ -4,6 +4,7 @@
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/structural.hpp>
 

@@ -2,6 +2,7 @@
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/target.hpp>
 #include <dlavm/ne/expr.hpp>
 
 #include <doctest/doctest.h>

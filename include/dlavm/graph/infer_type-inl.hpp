@@ -81,8 +81,4 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
   return detail::TypeInferer(ops, fn).mutate(fn);
 }
 
-DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
-  return infer_type(fn, target.ops, global);
-}
-
 }  // namespace dlavm::graph

@@ -5,9 +5,9 @@
 // it; part 2 adds the VTA placement rule. The result is a new function; the input is not
 // changed.
 //
-//   auto typed = graph::infer_type(graph::function({x}, {y}), target);
-//   fmt::print("{}", typed);   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32,
-//   device=host */
+//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
+//   fmt::print("{}", typed);
+//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
 //
 // Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
 // and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
@@ -20,12 +20,12 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/node.hpp>
-#include <dlavm/graph/target.hpp>
+#include <dlavm/graph/op.hpp>
 
 namespace dlavm::graph {
 
-Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
-// The same with only an op registry: what evaluate and tests need without a VTA target.
+// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
+// part 2 extends with VTA placement. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
 
 }  // namespace dlavm::graph

@@ -13,8 +13,8 @@
 // in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
 // have one; compare float results with te::allclose). Other pairs are a TypeError.
 //
-//   auto y = host::dense(x, w);           // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16,
-//   32]
+//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
+//   auto y = host::dense(x, w);
 #pragma once
 
 #include <dlavm/core/api.hpp>

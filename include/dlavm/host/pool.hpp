@@ -16,8 +16,8 @@
 // pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
 // element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
 //
-//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1,
-//   1}});
+//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                 .padding = {1, 1, 1, 1}});
 #pragma once
 
 #include <dlavm/core/api.hpp>

@@ -4,10 +4,10 @@
 //   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
 //   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
 //     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
-//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]   (H and W constant)
+//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
 //
-//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1,
-//   1}});
+//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                  .padding = {1, 1, 1, 1}});
 #pragma once
 
 #include <dlavm/core/api.hpp>

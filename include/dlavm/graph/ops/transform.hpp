@@ -8,8 +8,8 @@
 //   concat(x0, x1, ..., axis (required)), at least one input
 //   pad(x, pad_before (required), pad_after (required), value = 0.0)
 //
-//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});   // [1, token, 512] -> [1, token, 8,
-//   64]
+//   // [1, token, 512] -> [1, token, 8, 64]
+//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
 #pragma once
 
 #include <dlavm/core/api.hpp>
