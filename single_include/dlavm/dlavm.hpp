@@ -2899,6 +2899,8 @@ class GraphBuilder {
     Attrs attrs{};
   };
   void define(std::string name, Definition d);
+  // Every definition as a node, calls resolved by name (raises for undefined names, cycles).
+  std::unordered_map<std::string_view, Expr> build_values() const;
   // "an input", "a constant", "a call to 'relu'"
   std::string describe(const Definition& d) const;
 
@@ -2958,8 +2960,7 @@ DLAVM_INLINE bool GraphBuilder::defines(std::string_view name) const {
   return defs_.contains(std::string(name));
 }
 
-DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
-                                          const std::vector<std::string>& results) const {
+DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_values() const {
   std::unordered_map<std::string_view, Expr> built;
   for (const std::string& name : order_)
     if (defs_.at(name).leaf.defined()) built.emplace(name, defs_.at(name).leaf);
@@ -3001,6 +3002,12 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
       path.pop_back();
     }
   }
+  return built;
+}
+
+DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
+                                          const std::vector<std::string>& results) const {
+  const auto built = build_values();
   auto resolve = [&](const std::string& name, std::string_view role) {
     auto it = built.find(name);
     if (it == built.end()) raise<ValueError>("GraphBuilder: {} '{}' is not defined", role, name);
@@ -4945,6 +4952,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
   const auto split = detail::split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
   const float* src = x.fdata().data();
   float* dst = y.fdata().data();
   for (std::int64_t o = 0; o < split.outer; ++o)

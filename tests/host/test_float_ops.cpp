@@ -41,6 +41,9 @@ TEST_CASE("host softmax: rows sum to one and match a double reference, any axis"
   auto q = host::softmax(with_nan);
   CHECK(std::isnan(q.at_float({0, 1})));
   CHECK(q.at_float({1, 0}) == 0.5f);
+  // rows of length 0: nothing to read
+  CHECK(host::softmax(te::NDArray(DType::float32(), {3, 0})).shape() ==
+        std::vector<std::int64_t>{3, 0});
   CHECK_THROWS_WITH_AS(
       host::softmax(te::NDArray(DType::int8(), {2})),
       doctest::Contains("host::softmax: x is int8; this op computes in float32 only"),

@@ -44,8 +44,7 @@ DLAVM_INLINE bool GraphBuilder::defines(std::string_view name) const {
   return defs_.contains(std::string(name));
 }
 
-DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
-                                          const std::vector<std::string>& results) const {
+DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_values() const {
   std::unordered_map<std::string_view, Expr> built;
   for (const std::string& name : order_)
     if (defs_.at(name).leaf.defined()) built.emplace(name, defs_.at(name).leaf);
@@ -87,6 +86,12 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
       path.pop_back();
     }
   }
+  return built;
+}
+
+DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
+                                          const std::vector<std::string>& results) const {
+  const auto built = build_values();
   auto resolve = [&](const std::string& name, std::string_view role) {
     auto it = built.find(name);
     if (it == built.end()) raise<ValueError>("GraphBuilder: {} '{}' is not defined", role, name);

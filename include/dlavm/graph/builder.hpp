@@ -47,6 +47,8 @@ class GraphBuilder {
     Attrs attrs{};
   };
   void define(std::string name, Definition d);
+  // Every definition as a node, calls resolved by name (raises for undefined names, cycles).
+  std::unordered_map<std::string_view, Expr> build_values() const;
   // "an input", "a constant", "a call to 'relu'"
   std::string describe(const Definition& d) const;
 

@@ -20,6 +20,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
   const auto split = detail::split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
   const float* src = x.fdata().data();
   float* dst = y.fdata().data();
   for (std::int64_t o = 0; o < split.outer; ++o)
