@@ -3,6 +3,8 @@
 #pragma once
 
 #include <dlavm/core.hpp>
+#include <dlavm/graph.hpp>
+#include <dlavm/host.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/schedule.hpp>
 #include <dlavm/te.hpp>

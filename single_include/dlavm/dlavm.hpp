@@ -352,20 +352,29 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 }  // namespace dlavm
 // end dlavm/core/version.hpp
 // end dlavm/core.hpp
-// begin dlavm/ne.hpp
-// ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
-// with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
-// compiled evaluation and static (compile-time) dims. Guide: docs/ne.md.
+// begin dlavm/graph.hpp
+// graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
+// the op records and typed builders, type inference and placement, the printer, name-based
+// construction for importers, and the reference executor on the host kernels.
+//
+//   namespace g = dlavm::graph;
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = g::input("x", {1, token, 512}, DType::int8());
+//   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
+//   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
+//   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
 
-// begin dlavm/ne/affine.hpp
-// ne::linear_form: reads an index expression as offset + sum(stride_k * var_k), the form DMA
-// and tensorize passes match against.
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of five kinds (an integer, a
+// float, a string, a list of integers, a dtype), as ONNX attributes and TVM's attrs carry
+// them. Typed getters raise naming the key; op records (graph/op.hpp) declare which keys an
+// op takes, with their kinds and defaults.
 //
-//   linear_form((i*16 + j)*4 + 7, {i, j})  ->  offset 7, strides {64, 4}
-//   linear_form(token*64*i + base, {i})     ->  offset base, strides {token*64}
-//
-// Offset and strides may involve other variables but not the listed ones. nullopt when the
-// expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
 
 // begin dlavm/core/api.hpp
 // How dlavm's non-template code is compiled. Header-only (the default): every header brings its
@@ -386,6 +395,260 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 #define DLAVM_INLINE inline
 #endif
 // end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType>;
+
+// The kinds of AttrValue, in the order of its alternatives.
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType };
+
+inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
+// "an integer", "a float", "a string", "a list of integers", "a dtype"
+std::string_view describe(AttrKind kind);
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8.
+std::string to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  struct Entry {
+    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
+    // {"strides", {2, 2}}: a braced list of integers.
+    Entry(std::string k, std::initializer_list<std::int64_t> v)
+        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
+    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
+    template <std::size_t N>
+    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
+    friend bool operator==(const Entry&, const Entry&) = default;
+    std::string key;
+    AttrValue value;
+  };
+
+  Attrs() = default;
+  // ValueError when a key appears twice.
+  Attrs(std::initializer_list<Entry> entries);
+
+  // Inserts or replaces.
+  Attrs& set(std::string key, AttrValue value);
+  // The value, or nullptr.
+  const AttrValue* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
+  // when it holds another kind. get_float also reads an integer.
+  std::int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  const std::string& get_string(std::string_view key) const;
+  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
+  DType get_dtype(std::string_view key) const;
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+
+ private:
+  const AttrValue& get(std::string_view key, AttrKind want) const;
+  std::vector<Entry> entries_;  // sorted by key, keys unique
+};
+
+}  // namespace dlavm::graph
+
+// key=value pairs in key order, separated by ", ".
+template <>
+struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
+    std::string out;
+    for (const auto& e : a) {
+      if (!out.empty()) out += ", ";
+      out += e.key;
+      out += '=';
+      out += dlavm::graph::to_string(e.value);
+    }
+    return fmt::formatter<std::string_view>::format(out, ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/attrs-inl.hpp
+// Definitions for graph/attrs.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view describe(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::DType:
+      return "a dtype";
+  }
+  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
+}
+
+DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  switch (kind_of(v)) {
+    case AttrKind::Int:
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case AttrKind::Float: {
+      // shortest round-trip text, with a decimal point so that 2.0 does not read as 2
+      const double d = std::get<double>(v);
+      std::string s = fmt::format("{}", d);
+      if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
+    case AttrKind::String: {
+      std::string s = "\"";
+      for (char c : std::get<std::string>(v)) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
+    case AttrKind::DType:
+      return std::get<DType>(v).str();
+  }
+  raise<ValueError>("internal: unknown attribute kind, please report");
+}
+
+DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) {
+    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
+    set(e.key, e.value);
+  }
+}
+
+DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.key < k; });
+  if (it != entries_.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    entries_.emplace(it, std::move(key), std::move(value));
+  return *this;
+}
+
+DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  return it != entries_.end() && it->key == key ? &it->value : nullptr;
+}
+
+DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
+  const AttrValue* v = find(key);
+  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
+  if (kind_of(*v) != want)
+    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
+                     to_string(*v), describe(want));
+  return *v;
+}
+
+DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
+  return std::get<std::int64_t>(get(key, AttrKind::Int));
+}
+
+DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Int)
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return std::get<double>(get(key, AttrKind::Float));
+}
+
+DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
+  return std::get<std::string>(get(key, AttrKind::String));
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
+  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
+}
+
+DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
+  return std::get<DType>(get(key, AttrKind::DType));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attrs-inl.hpp
+#endif
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/builder.hpp
+// GraphBuilder: name-based graph construction, as importers need it (ONNX refers to values
+// by name, in any order). Define inputs, constants and calls by name, with forward references
+// allowed, then build() resolves the names into a Function.
+//
+//   graph::GraphBuilder b;
+//   b.call("y", "relu", {"h"});                    // "h" is defined below: fine
+//   b.call("h", "dense", {"x", "w"});
+//   b.input("x", {1, token, 512}, DType::int8());
+//   b.constant("w", w_array);
+//   auto fn = b.build({"x"}, {"y"});
+//
+// Mistakes are ValueErrors naming the values: a name defined twice (raised at the second
+// definition), an argument or result that names nothing, a param that is not an input, and a
+// cycle (the names around it listed: "a -> b -> a").
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
+//
+// The node set is small and closed (NodeKind):
+//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
+//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name)
+// Every node has an optional TensorType (inputs and constants always; calls once
+// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
+// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
+// a graph is always acyclic.
+//
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = graph::input("x", {1, token, 512}, DType::int8());
+//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
+//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
+//   auto fn = graph::function({x}, {y});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
 // begin dlavm/ne/expr.hpp
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
@@ -624,6 +887,416 @@ inline Var var(std::string name, std::int64_t min, std::int64_t max) {
 
 }  // namespace dlavm::ne
 // end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// NDArray: a host tensor, the currency of references and interpreters. Integer arrays hold
+// their values as int64, always wrapped to the dtype, so int8 arithmetic behaves as on
+// hardware; float32 arrays (the only float type) hold `float`s. Each kind has its own accessors:
+// data()/at()/set() for integers, fdata()/at_float()/set_float() for float32; using one on the
+// other kind raises TypeError naming the dtype.
+//
+//   auto a = te::NDArray::random(DType::int8(), {2, 3}, /*seed=*/1);
+//   auto f = te::NDArray::random(DType::float32(), {4}, 2);   // uniform in [-1, 1)
+//   f.set_float({0}, 0.5f);
+//   CHECK(te::allclose(f, expected, /*rtol=*/1e-5, /*atol=*/1e-6));
+
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+class NDArray {
+ public:
+  NDArray() = default;
+  NDArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    if (dtype.is_float() && dtype != DType::float32())
+      raise<TypeError>("NDArray of {}: float32 is the only float type dlavm computes on", dtype);
+    std::int64_t n = 1;
+    for (auto d : shape_) {
+      if (d < 0)
+        raise<ShapeError>("NDArray: negative dim {} in shape [{}]", d, fmt::join(shape_, ", "));
+      if (d != 0 && n > (std::int64_t{1} << 40) / d)
+        raise<CapacityError>("NDArray of shape [{}] is too large to allocate",
+                             fmt::join(shape_, ", "));
+      n *= d;
+    }
+    if (dtype.is_float())
+      fdata_.assign(static_cast<std::size_t>(n), 0.0f);
+    else
+      data_.assign(static_cast<std::size_t>(n), 0);
+  }
+
+  // An array holding `values` in row-major order (integers wrapped to the dtype, or float32
+  // values); ShapeError when their count is not the shape's element count.
+  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
+                           std::span<const std::int64_t> values) {
+    NDArray a(dtype, std::move(shape));
+    a.check_count(values.size(), "from_ints");
+    for (std::size_t i = 0; i < values.size(); ++i) a.set_flat(i, values[i]);
+    return a;
+  }
+  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
+                           std::initializer_list<std::int64_t> values) {
+    return from_ints(dtype, std::move(shape), std::span(values.begin(), values.size()));
+  }
+  static NDArray from_floats(std::vector<std::int64_t> shape, std::span<const float> values) {
+    NDArray a(DType::float32(), std::move(shape));
+    a.check_count(values.size(), "from_floats");
+    std::copy(values.begin(), values.end(), a.fdata_.begin());
+    return a;
+  }
+  static NDArray from_floats(std::vector<std::int64_t> shape, std::initializer_list<float> values) {
+    return from_floats(std::move(shape), std::span(values.begin(), values.size()));
+  }
+
+  // Uniform random values over the dtype's whole range (or [lo, hi]), reproducible by seed.
+  // float32: uniform in [-1, 1) (or [lo, hi)).
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed) {
+    if (dtype.is_float()) return random_float(std::move(shape), seed, -1.0, 1.0);
+    return random(dtype, std::move(shape), seed, dtype.min_value(), dtype.max_value());
+  }
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
+                        std::int64_t lo, std::int64_t hi) {
+    if (dtype.is_float())
+      return random_float(std::move(shape), seed, static_cast<double>(lo), static_cast<double>(hi));
+    NDArray a(dtype, std::move(shape));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::int64_t> dist(lo, hi);
+    for (auto& v : a.data_) v = dtype.wrap(dist(rng));
+    return a;
+  }
+  static NDArray random_float(std::vector<std::int64_t> shape, std::uint64_t seed, double lo,
+                              double hi) {
+    if (!(lo < hi)) raise<ValueError>("NDArray::random_float: empty range [{}, {})", lo, hi);
+    NDArray a(DType::float32(), std::move(shape));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (auto& v : a.fdata_) v = static_cast<float>(dist(rng));
+    return a;
+  }
+
+  DType dtype() const { return dtype_; }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::size_t ndim() const { return shape_.size(); }
+  std::size_t size() const { return dtype_.is_float() ? fdata_.size() : data_.size(); }
+  // The integer elements, row-major; TypeError on a float32 array.
+  std::span<const std::int64_t> data() const {
+    check_integral("data()");
+    return data_;
+  }
+  std::span<std::int64_t> data() {
+    check_integral("data()");
+    return data_;
+  }
+  // The float32 elements, row-major; TypeError on an integer array.
+  std::span<const float> fdata() const {
+    check_float("fdata()");
+    return fdata_;
+  }
+  std::span<float> fdata() {
+    check_float("fdata()");
+    return fdata_;
+  }
+
+  // Row-major offset of an index; ShapeError names the array when it is out of range.
+  std::size_t offset(std::span<const std::int64_t> index, std::string_view name = "NDArray") const {
+    if (index.size() != shape_.size())
+      raise<ShapeError>("{} has {} dims but is indexed with {}", name, shape_.size(), index.size());
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      if (index[k] < 0 || index[k] >= shape_[k])
+        raise<ShapeError>("{}: index {} of dim {} is outside [0, {})", name, index[k], k,
+                          shape_[k]);
+      off = off * static_cast<std::size_t>(shape_[k]) + static_cast<std::size_t>(index[k]);
+    }
+    return off;
+  }
+  std::int64_t at(std::span<const std::int64_t> index) const {
+    check_integral("at()");
+    return data_[offset(index)];
+  }
+  std::int64_t at(std::initializer_list<std::int64_t> index) const {
+    return at(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  void set(std::span<const std::int64_t> index, std::int64_t v) {
+    check_integral("set()");
+    data_[offset(index)] = dtype_.wrap(v);
+  }
+  void set(std::initializer_list<std::int64_t> index, std::int64_t v) {
+    set(std::span<const std::int64_t>(index.begin(), index.size()), v);
+  }
+  void set_flat(std::size_t i, std::int64_t v) {
+    check_integral("set_flat()");
+    data_[i] = dtype_.wrap(v);
+  }
+
+  float at_float(std::span<const std::int64_t> index) const {
+    check_float("at_float()");
+    return fdata_[offset(index)];
+  }
+  float at_float(std::initializer_list<std::int64_t> index) const {
+    return at_float(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  void set_float(std::span<const std::int64_t> index, float v) {
+    check_float("set_float()");
+    fdata_[offset(index)] = v;
+  }
+  void set_float(std::initializer_list<std::int64_t> index, float v) {
+    set_float(std::span<const std::int64_t>(index.begin(), index.size()), v);
+  }
+
+  // Element i (row-major) as a double, for either kind: exact for float32 and for integers
+  // up to 2^53 in magnitude.
+  double value_as_double(std::size_t i) const {
+    return dtype_.is_float() ? static_cast<double>(fdata_[i]) : static_cast<double>(data_[i]);
+  }
+
+  // Exact equality: same dtype, shape and values; float32 values compare with ==, except that
+  // NaN equals NaN (so an array equals its copy).
+  friend bool operator==(const NDArray& a, const NDArray& b) {
+    if (a.dtype_ != b.dtype_ || a.shape_ != b.shape_ || a.data_ != b.data_) return false;
+    for (std::size_t i = 0; i < a.fdata_.size(); ++i) {
+      const float x = a.fdata_[i], y = b.fdata_[i];
+      if (x != y && !(std::isnan(x) && std::isnan(y))) return false;
+    }
+    return true;
+  }
+
+ private:
+  void check_integral(std::string_view what) const {
+    if (dtype_.is_float())
+      raise<TypeError>(
+          "NDArray::{} on a {} array: it holds integers only; use the float "
+          "accessors (fdata, at_float, set_float)",
+          what, dtype_);
+  }
+  void check_float(std::string_view what) const {
+    if (!dtype_.is_float())
+      raise<TypeError>(
+          "NDArray::{} on a {} array: it holds float32 only; use the integer "
+          "accessors (data, at, set)",
+          what, dtype_);
+  }
+  void check_count(std::size_t count, std::string_view who) const {
+    if (count != size())
+      raise<ShapeError>("NDArray::{}: {} values for shape [{}], which holds {}", who, count,
+                        fmt::join(shape_, ", "), size());
+  }
+
+  DType dtype_ = DType::int32();
+  std::vector<std::int64_t> shape_;
+  std::vector<std::int64_t> data_;  // integer dtypes
+  std::vector<float> fdata_;        // float32
+};
+
+// numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
+// doubles, so integer and float32 arrays of one shape compare too). NaN is close to nothing.
+inline bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8) {
+  if (a.shape() != b.shape()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a.value_as_double(i), y = b.value_as_double(i);
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+enum class NodeKind : std::uint8_t { Input, Constant, Call };
+
+// Where a call runs. Any: not placed yet (before infer_type).
+enum class Device : std::uint8_t { Any, Host, Vta };
+// "any", "host", "vta"
+std::string_view device_name(Device d);
+
+struct TensorType {
+  std::vector<ne::Expr> shape;
+  DType dtype;
+  std::size_t ndim() const { return shape.size(); }
+};
+// Same dtype and structurally equal dims (ne::equal, no simplification).
+bool same_type(const TensorType& a, const TensorType& b);
+
+class Node;
+
+// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const Node* get() const { return node_.get(); }
+  const Node* operator->() const { return node_.get(); }
+  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // How many handles share the node (0 for an undefined Expr).
+  long use_count() const { return node_.use_count(); }
+
+  // Shorthands for the node's fields; ValueError on an undefined Expr.
+  NodeKind kind() const;
+  const std::string& name() const;
+  bool has_type() const;
+  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
+  const TensorType& type() const;
+  Device device() const;
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  const NodeKind kind;
+  const std::string name;  // input / constant name; the op name of a call
+  const std::optional<TensorType> type;
+  const Device device;
+
+ protected:
+  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
+      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
+};
+
+struct InputNode final : Node {
+  InputNode(std::string n, TensorType t)
+      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
+};
+
+struct ConstantNode final : Node {
+  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
+      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
+  const std::shared_ptr<const te::NDArray> value;
+};
+
+struct CallNode final : Node {
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d)
+      : Node(NodeKind::Call, std::move(op), std::move(t), d),
+        args(std::move(a)),
+        attrs(std::move(at)) {}
+  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
+  // calls deep must not nest a destructor per call.
+  ~CallNode() override;
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
+  const std::string& op() const { return name; }
+  // Not const only so that the destructor can take the arguments apart; nodes are created
+  // non-const (make_shared<CallNode>) and only ever handed out as const.
+  std::vector<Expr> args;
+  const Attrs attrs;
+};
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
+// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
+// other than float32, vector lanes: TypeError).
+Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// A constant holding `value` (shared, never copied again); its type comes from the array.
+Expr constant(std::string name, te::NDArray value);
+Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
+// A call of op `op`: untyped and unplaced, as users and importers write it. The op name and
+// attributes are checked against an op registry by graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {});
+// A call with its type and device: what passes (infer_type, placement) build.
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                Device device);
+
+// A call rebuilt with other arguments (as many), keeping op, attrs, type and device.
+Expr with_args(const CallNode& call, std::vector<Expr> args);
+
+// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
+// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
+// graph/functor.hpp builds the traversal idioms on it.
+std::vector<Expr> post_order(std::span<const Expr> roots);
+
+// A graph with named parameters (inputs) and results. Invariants, checked on construction
+// (ValueError naming the node): every param is an Input, param names are unique, every Input
+// reachable from the results is a param, two different leaves (inputs, constants) never
+// share a name, at least one result.
+class Function {
+ public:
+  Function(std::vector<Expr> params, std::vector<Expr> results);
+  const std::vector<Expr>& params() const { return params_; }
+  const std::vector<Expr>& results() const { return results_; }
+
+ private:
+  std::vector<Expr> params_;
+  std::vector<Expr> results_;
+};
+
+inline Function function(std::vector<Expr> params, std::vector<Expr> results) {
+  return Function(std::move(params), std::move(results));
+}
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/node-inl.hpp
+// Definitions for graph/node.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/ne/bounds.hpp
+// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/interval.hpp
+// Inclusive integer intervals and the interval analysis of an expression as written (no
+// rewriting). ne::bounds (ne/bounds.hpp) combines this with the simplifier for tighter results;
+// the simplifier itself uses this analysis on the canonical pieces it builds.
+//
+// Endpoint arithmetic runs in 128 bits and saturates into int64, so the analysis never
+// overflows. An interval is sound for every assignment of in-range values under which the
+// expression evaluates without an error.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
 // The one traversal idiom of ne: ExprFunctor dispatches on the node kind to a method of the
 // derived class (CRTP, no virtual calls):
@@ -727,50 +1400,6 @@ DLAVM_INLINE std::vector<Var> free_vars(const Expr& e) {
 // end dlavm/ne/functor-inl.hpp
 #endif
 // end dlavm/ne/functor.hpp
-// begin dlavm/ne/simplify.hpp
-// ne::simplify: rewrites an expression into a canonical form with the same value.
-//
-// Arithmetic (+, -, * and what they reach) becomes a linear sum
-//     constant + c1*m1 + c2*m2 + ...
-// whose monomials m_i (a variable, a product of factors, or any non-arithmetic node, itself
-// simplified) are sorted by ne::compare and distinct, with nonzero coefficients. Building the
-// sum flattens the whole +,-,* tree once and sorts once, so an n-term sum costs O(n log n).
-// Products of sums are distributed while the result stays small (kMaxDistributedTerms).
-//
-// On top of the sums, using the variables' ranges (interval analysis, ne/interval.hpp):
-//   floordiv(c*x + r, d) -> (c/d)*x + floordiv(r, d)  when d divides c, and the remaining
-//       floordiv folds to a constant when r provably stays within one multiple of d;
-//       common factors of r and d cancel; floordiv(floordiv(x, a), b) -> floordiv(x, a*b)
-//   floormod(c*x + r, d) -> floormod(r, d), -> r - k*d when r stays within [k*d, (k+1)*d);
-//       floormod(g*r, g*d) -> g*floormod(r, d); floormod(floormod(x, k*d), d) -> floormod(x, d)
-//   floordiv(x, d)*d + floormod(x, d) -> x (with any common coefficient)
-//   min/max, comparisons, &&, ||, !, select fold when the interval of the difference of the
-//       operands (or of the condition) decides them; !(a < b) -> a >= b, and so on.
-// A variable whose range is a single value becomes that constant. Rewrites never change the
-// value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
-// If a coefficient would overflow int64, that part of the expression is left as written.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-namespace dlavm::ne {
-
-// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
-// expression.
-Expr simplify(const Expr& e);
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/simplify-inl.hpp
-// Definitions for dlavm/ne/simplify.hpp (see core/api.hpp).
-
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
 // begin dlavm/ne/int_math.hpp
 // Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
 // checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
@@ -853,23 +1482,6 @@ constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
 }
 
 }  // namespace dlavm::ne::detail
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/interval.hpp
-// Inclusive integer intervals and the interval analysis of an expression as written (no
-// rewriting). ne::bounds (ne/bounds.hpp) combines this with the simplifier for tighter results;
-// the simplifier itself uses this analysis on the canonical pieces it builds.
-//
-// Endpoint arithmetic runs in 128 bits and saturates into int64, so the analysis never
-// overflows. An interval is sound for every assignment of in-range values under which the
-// expression evaluates without an error.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/int_math.hpp
 // end dlavm/ne/int_math.hpp
 
 #include <fmt/format.h>
@@ -1066,6 +1678,54 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::
 }
 // end dlavm/ne/interval-inl.hpp
 #endif
+// end dlavm/ne/interval.hpp
+// begin dlavm/ne/simplify.hpp
+// ne::simplify: rewrites an expression into a canonical form with the same value.
+//
+// Arithmetic (+, -, * and what they reach) becomes a linear sum
+//     constant + c1*m1 + c2*m2 + ...
+// whose monomials m_i (a variable, a product of factors, or any non-arithmetic node, itself
+// simplified) are sorted by ne::compare and distinct, with nonzero coefficients. Building the
+// sum flattens the whole +,-,* tree once and sorts once, so an n-term sum costs O(n log n).
+// Products of sums are distributed while the result stays small (kMaxDistributedTerms).
+//
+// On top of the sums, using the variables' ranges (interval analysis, ne/interval.hpp):
+//   floordiv(c*x + r, d) -> (c/d)*x + floordiv(r, d)  when d divides c, and the remaining
+//       floordiv folds to a constant when r provably stays within one multiple of d;
+//       common factors of r and d cancel; floordiv(floordiv(x, a), b) -> floordiv(x, a*b)
+//   floormod(c*x + r, d) -> floormod(r, d), -> r - k*d when r stays within [k*d, (k+1)*d);
+//       floormod(g*r, g*d) -> g*floormod(r, d); floormod(floormod(x, k*d), d) -> floormod(x, d)
+//   floordiv(x, d)*d + floormod(x, d) -> x (with any common coefficient)
+//   min/max, comparisons, &&, ||, !, select fold when the interval of the difference of the
+//       operands (or of the condition) decides them; !(a < b) -> a >= b, and so on.
+// A variable whose range is a single value becomes that constant. Rewrites never change the
+// value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
+// If a coefficient would overflow int64, that part of the expression is left as written.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+namespace dlavm::ne {
+
+// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
+// expression.
+Expr simplify(const Expr& e);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/simplify-inl.hpp
+// Definitions for dlavm/ne/simplify.hpp (see core/api.hpp).
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/interval.hpp
 // end dlavm/ne/interval.hpp
 // begin dlavm/ne/ops.hpp
 // Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
@@ -2112,138 +2772,6 @@ DLAVM_INLINE Expr simplify(const Expr& e) { return detail::Simplifier().visit(e)
 #endif
 // end dlavm/ne/simplify.hpp
 
-#include <cstddef>
-#include <initializer_list>
-#include <optional>
-#include <span>
-#include <vector>
-
-namespace dlavm::ne {
-
-struct LinearForm {
-  Expr offset;                // free of the listed variables
-  std::vector<Expr> strides;  // one per listed variable, in the order given
-};
-
-namespace detail {
-// Whether e mentions any of vars.
-bool uses_any(const Expr& e, std::span<const Var> vars);
-}  // namespace detail
-
-std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars);
-
-std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars);
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/affine-inl.hpp
-// Definitions for dlavm/ne/affine.hpp (see core/api.hpp).
-
-// begin dlavm/ne/affine.hpp
-// end dlavm/ne/affine.hpp
-// begin dlavm/ne/simplify-inl.hpp
-// end dlavm/ne/simplify-inl.hpp
-
-namespace dlavm::ne::detail {
-
-DLAVM_INLINE bool uses_any(const Expr& e, std::span<const Var> vars) {
-  struct Finder : ExprVisitor<Finder> {
-    std::span<const Var> vars;
-    bool found = false;
-    void visit_var(const VarNode& n, const Expr&) {
-      for (const Var& v : vars) found = found || v.id() == n.id;
-    }
-  } finder;
-  finder.vars = vars;
-  finder.visit(e);
-  return finder.found;
-}
-
-}  // namespace dlavm::ne::detail
-
-namespace dlavm::ne {
-
-DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars) {
-  using namespace detail;
-  const Expr canonical = simplify(e);
-  LinearSum s;
-  try {
-    s = to_sum(canonical);
-  } catch (const CoefficientOverflow&) {
-    return std::nullopt;
-  }
-  LinearSum offset;
-  offset.constant = s.constant;
-  std::vector<LinearSum> strides(vars.size());
-  for (const Term& t : s.terms) {
-    if (!uses_any(t.atom, vars)) {
-      offset.terms.push_back(t);
-      continue;
-    }
-    // The atom is var_k, or a product with exactly one factor var_k and no other factor
-    // mentioning a listed variable.
-    std::vector<Expr> factors;
-    collect_factors(t.atom, factors);
-    std::optional<std::size_t> which;
-    std::optional<std::size_t> at;
-    for (std::size_t f = 0; f < factors.size(); ++f) {
-      const auto* v = factors[f].as<VarNode>();
-      std::optional<std::size_t> k;
-      for (std::size_t i = 0; v != nullptr && i < vars.size(); ++i)
-        if (vars[i].id() == v->id) k = i;
-      if (k) {
-        if (which) return std::nullopt;  // i*j or i*i
-        which = k;
-        at = f;
-      } else if (uses_any(factors[f], vars)) {
-        return std::nullopt;  // floordiv(i, 2), min(i, 4), (i + 1)*token*...
-      }
-    }
-    if (!which) return std::nullopt;
-    Expr rest;
-    for (std::size_t f = 0; f < factors.size(); ++f) {
-      if (f == *at) continue;
-      rest = rest.defined() ? make_binary(Kind::Mul, rest, factors[f]) : factors[f];
-    }
-    if (rest.defined())
-      strides[*which].terms.push_back({t.coeff, rest});
-    else
-      strides[*which].constant += t.coeff;  // distinct atoms: no overflow
-  }
-  LinearForm result;
-  result.offset = build(offset);
-  for (auto& stride : strides) {
-    try {
-      normalize(stride);
-    } catch (const CoefficientOverflow&) {
-      return std::nullopt;
-    }
-    result.strides.push_back(build(stride));
-  }
-  return result;
-}
-
-DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
-  return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
-}
-
-}  // namespace dlavm::ne
-// end dlavm/ne/affine-inl.hpp
-#endif
-// end dlavm/ne/affine.hpp
-// begin dlavm/ne/bounds.hpp
-// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/interval.hpp
-// end dlavm/ne/interval.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
 namespace dlavm::ne {
 
 // An inclusive interval holding every value e takes when its variables range over their
@@ -2277,23 +2805,1128 @@ DLAVM_INLINE bool can_prove(const Expr& cond) { return bounds(cond).excludes_zer
 // end dlavm/ne/bounds-inl.hpp
 #endif
 // end dlavm/ne/bounds.hpp
-// begin dlavm/ne/compile.hpp
-// ne::compile: turns an expression into a flat evaluator for run-time instantiation.
-//
-//   auto f = ne::compile(token*4096 + 16, {token});
-//   std::int64_t bytes = f({37});                  // or f(std::span<const std::int64_t>)
-//
-// The expression is simplified (unless CompileOptions::simplify is false), common
-// subexpressions are shared, and the result is three-address code over a small register file
-// ([arguments | constants | temporaries]), constants mostly as immediate operands, run by a
-// direct-threaded loop: no tree walk, no allocation (up to 64 registers), the same checks as
-// ne::eval (argument ranges, int64 overflow, division by zero) with the same error types. A
-// CompiledExpr is immutable; calls from several threads are safe.
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::Any:
+      return "any";
+    case Device::Host:
+      return "host";
+    case Device::Vta:
+      return "vta";
+  }
+  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
+}
+
+DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (std::size_t k = 0; k < a.shape.size(); ++k)
+    if (!ne::equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+namespace detail {
+inline const Node& node_of(const Expr& e) {
+  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
+  return *e.get();
+}
+}  // namespace detail
+
+DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
+DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
+DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
+DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
+
+DLAVM_INLINE const TensorType& Expr::type() const {
+  const Node& n = detail::node_of(*this);
+  if (!n.type)
+    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
+  return *n.type;
+}
+
+DLAVM_INLINE CallNode::~CallNode() {
+  // Arguments only this node holds are moved to a work list and taken apart there, one level
+  // at a time, so each destructor runs with its arguments already gone.
+  std::vector<Expr> pending;
+  auto take_args = [&pending](CallNode& call) {
+    for (Expr& a : call.args)
+      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
+        pending.push_back(std::move(a));
+    call.args.clear();
+  };
+  take_args(*this);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    // the only handle: the node dies with `e`, so take its arguments first (it was created
+    // non-const, see make_shared<CallNode> below)
+    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
+  }
+}
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  if (name.empty()) raise<ValueError>("graph::input: the name is empty");
+  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
+    raise<TypeError>("graph::input '{}': dtype {} is not supported (scalar integers or float32)",
+                     name, dtype);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("graph::input '{}': dim {} is undefined", name, k);
+    const auto b = ne::bounds(shape[k]);
+    if (b.min < 1)
+      raise<ShapeError>("graph::input '{}': dim {} is {}, which can be {} (dims must be >= 1)",
+                        name, k, shape[k], b.min);
+  }
+  return Expr(
+      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
+  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
+  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
+  std::vector<ne::Expr> shape;
+  for (std::int64_t d : value->shape()) {
+    if (d < 1)
+      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
+                        fmt::join(value->shape(), ", "));
+    shape.emplace_back(d);
+  }
+  TensorType type{std::move(shape), value->dtype()};
+  return Expr(
+      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
+}
+
+DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
+  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
+}
+
+namespace detail {
+inline void check_call(std::string_view op, const std::vector<Expr>& args) {
+  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
+}
+}  // namespace detail
+
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::nullopt, Device::Any));
+}
+
+DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                             Device device) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::move(type), device));
+}
+
+DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
+  if (args.size() != call.args.size())
+    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
+                      args.size(), call.op(), call.args.size());
+  detail::check_call(call.op(), args);
+  return Expr(
+      std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type, call.device));
+}
+
+DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
+  std::vector<Expr> order;
+  std::unordered_set<const Node*> done;
+  struct Frame {
+    const Expr* expr;
+    std::size_t next_arg;
+  };
+  std::vector<Frame> stack;
+  for (const Expr& root : roots) {
+    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
+    if (done.contains(root.get())) continue;
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (const auto* call = top.expr->as<CallNode>()) {
+        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
+          ++top.next_arg;
+        if (top.next_arg < call->args.size()) {
+          const Expr* arg = &call->args[top.next_arg];
+          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
+          continue;
+        }
+      }
+      done.insert(top.expr->get());
+      order.push_back(*top.expr);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results)
+    : params_(std::move(params)), results_(std::move(results)) {
+  if (results_.empty()) raise<ValueError>("graph::function: no results");
+  std::unordered_map<std::string_view, std::size_t> param_index;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Expr& p = params_[i];
+    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
+    if (p.kind() != NodeKind::Input)
+      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
+                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
+    if (!param_index.emplace(p.name(), i).second)
+      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
+                        param_index[p.name()], i, p.name());
+  }
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
+  // the leaves the results use: one node per name, and every input a param
+  std::unordered_map<std::string_view, const Node*> leaf_by_name;
+  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const Expr& e : post_order(results_)) {
+    if (e.kind() == NodeKind::Call) continue;
+    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
+    if (it->second != e.get())
+      raise<ValueError>(
+          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
+          "must identify one value",
+          e.name());
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
+      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
+                        e.name());
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/node-inl.hpp
+#endif
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+class GraphBuilder {
+ public:
+  void input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+  void constant(std::string name, te::NDArray value);
+  // result = op(args...), by name.
+  void call(std::string result, std::string op, std::vector<std::string> args, Attrs attrs = {});
+
+  bool defines(std::string_view name) const;
+  // The Function with these params and results. Every call is resolved (so undefined names
+  // anywhere are reported), even those the results do not use.
+  Function build(const std::vector<std::string>& params,
+                 const std::vector<std::string>& results) const;
+
+ private:
+  struct Definition {
+    Expr leaf{};  // inputs and constants: built at definition
+    std::string op{};
+    std::vector<std::string> args{};
+    Attrs attrs{};
+  };
+  void define(std::string name, Definition d);
+  // Every definition as a node, calls resolved by name (raises for undefined names, cycles).
+  std::unordered_map<std::string_view, Expr> build_values() const;
+  // "an input", "a constant", "a call to 'relu'"
+  std::string describe(const Definition& d) const;
+
+  std::vector<std::string> order_;  // definition order
+  std::unordered_map<std::string, Definition> defs_;
+};
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/builder-inl.hpp
+// Definitions for graph/builder.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/builder.hpp
+// end dlavm/graph/builder.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void GraphBuilder::define(std::string name, Definition d) {
+  if (name.empty()) raise<ValueError>("GraphBuilder: a value with an empty name");
+  if (auto it = defs_.find(name); it != defs_.end())
+    raise<ValueError>("GraphBuilder: '{}' is defined twice: first as {}, then as {}", name,
+                      describe(it->second), describe(d));
+  order_.push_back(name);
+  defs_.emplace(std::move(name), std::move(d));
+}
+
+DLAVM_INLINE std::string GraphBuilder::describe(const Definition& d) const {
+  if (d.leaf.defined()) return d.leaf.kind() == NodeKind::Input ? "an input" : "a constant";
+  return fmt::format("a call to '{}'", d.op);
+}
+
+DLAVM_INLINE void GraphBuilder::input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  Expr leaf = graph::input(name, std::move(shape), dtype);
+  define(std::move(name), {.leaf = std::move(leaf)});
+}
+
+DLAVM_INLINE void GraphBuilder::constant(std::string name, te::NDArray value) {
+  Expr leaf = graph::constant(name, std::move(value));
+  define(std::move(name), {.leaf = std::move(leaf)});
+}
+
+DLAVM_INLINE void GraphBuilder::call(std::string result, std::string op,
+                                     std::vector<std::string> args, Attrs attrs) {
+  if (op.empty()) raise<ValueError>("GraphBuilder: '{}' calls an op with an empty name", result);
+  define(std::move(result),
+         {.op = std::move(op), .args = std::move(args), .attrs = std::move(attrs)});
+}
+
+DLAVM_INLINE bool GraphBuilder::defines(std::string_view name) const {
+  return defs_.contains(std::string(name));
+}
+
+DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_values() const {
+  std::unordered_map<std::string_view, Expr> built;
+  for (const std::string& name : order_)
+    if (defs_.at(name).leaf.defined()) built.emplace(name, defs_.at(name).leaf);
+  // Depth-first over argument names, iteratively; a name met again while on the path is a
+  // cycle, and the path from it is the cycle.
+  std::vector<std::string_view> path;
+  std::unordered_map<std::string_view, std::size_t> on_path;  // name -> index in path
+  for (const std::string& start : order_) {
+    if (built.contains(start)) continue;
+    path.push_back(start);
+    on_path.emplace(start, 0);
+    while (!path.empty()) {
+      const std::string_view name = path.back();
+      const Definition& d = defs_.at(std::string(name));
+      std::string_view pending;  // the first argument not built yet
+      for (std::size_t i = 0; i < d.args.size() && pending.empty(); ++i) {
+        const std::string& a = d.args[i];
+        if (built.contains(a)) continue;
+        if (!defs_.contains(a))
+          raise<ValueError>("GraphBuilder: '{}' = {}(...): argument {} '{}' is not defined", name,
+                            d.op, i, a);
+        if (auto it = on_path.find(a); it != on_path.end()) {
+          std::vector<std::string_view> cycle(
+              path.begin() + static_cast<std::ptrdiff_t>(it->second), path.end());
+          cycle.push_back(a);
+          raise<ValueError>("GraphBuilder: the values form a cycle: {}", fmt::join(cycle, " -> "));
+        }
+        pending = a;
+      }
+      if (!pending.empty()) {
+        on_path.emplace(pending, path.size());
+        path.push_back(pending);
+        continue;
+      }
+      std::vector<Expr> args;
+      for (const std::string& a : d.args) args.push_back(built.at(a));
+      built.emplace(name, graph::call(d.op, std::move(args), d.attrs));
+      on_path.erase(name);
+      path.pop_back();
+    }
+  }
+  return built;
+}
+
+DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
+                                          const std::vector<std::string>& results) const {
+  const auto built = build_values();
+  auto resolve = [&](const std::string& name, std::string_view role) {
+    auto it = built.find(name);
+    if (it == built.end()) raise<ValueError>("GraphBuilder: {} '{}' is not defined", role, name);
+    return it->second;
+  };
+  std::vector<Expr> param_exprs, result_exprs;
+  for (const std::string& p : params) {
+    Expr e = resolve(p, "param");
+    if (e.kind() != NodeKind::Input)
+      raise<ValueError>("GraphBuilder: param '{}' is {}; params must be inputs", p,
+                        describe(defs_.at(p)));
+    param_exprs.push_back(std::move(e));
+  }
+  for (const std::string& r : results) result_exprs.push_back(resolve(r, "result"));
+  return Function(std::move(param_exprs), std::move(result_exprs));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/builder-inl.hpp
+#endif
+// end dlavm/graph/builder.hpp
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// Part 2 adds the VTA strategy (compute + default schedule) and its placement rule here.
+//
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct AttrSpec {
+  std::string name{};
+  AttrKind kind = AttrKind::Int;
+  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
+  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+};
+
+// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
+// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
+struct TypeCall {
+  std::string label;                   // "%3 (conv2d)"
+  std::vector<std::string> arg_names;  // "%x", "%0"
+  std::vector<TensorType> arg_types;
+  Attrs attrs;  // checked against the op's specs, defaults filled
+
+  std::size_t size() const { return arg_types.size(); }
+  const TensorType& type(std::size_t i) const { return arg_types[i]; }
+  // "input 1 (%w)"
+  std::string arg(std::size_t i) const;
+
+  // ShapeError unless input i has exactly / at least `rank` dims.
+  void require_rank(std::size_t i, std::size_t rank) const;
+  void require_min_rank(std::size_t i, std::size_t rank) const;
+  // TypeError unless inputs i and j have one dtype.
+  void require_same_dtype(std::size_t i, std::size_t j) const;
+  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
+  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
+                     std::string_view what_b) const;
+  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
+  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
+  // An Ints attribute of exactly `count` values; ValueError otherwise.
+  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
+  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
+  std::size_t axis(std::string_view name, std::size_t rank) const;
+};
+
+using TypeRule = std::function<TensorType(const TypeCall&)>;
+using HostArgs = std::span<const te::NDArray* const>;
+using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
+using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+
+struct OpRecord {
+  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
+
+  std::string name{};
+  std::size_t min_args = 1;
+  std::size_t max_args = 1;
+  std::vector<AttrSpec> attrs{};
+  TypeRule type_rule{};
+  HostKernel host_kernel{};
+  SupportRule host_support{};
+
+  const AttrSpec* find_attr(std::string_view key) const;
+};
+
+class OpRegistry {
+ public:
+  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
+  void add(OpRecord op);
+  const OpRecord* find(std::string_view name) const;
+  // ValueError listing the known ops when there is no such op.
+  const OpRecord& at(std::string_view name) const;
+  // Sorted.
+  std::vector<std::string> names() const;
+  std::size_t size() const { return ops_.size(); }
+
+ private:
+  std::map<std::string, OpRecord, std::less<>> ops_;
+};
+
+// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
+// the known ones), a missing required attribute (ValueError), a value of another kind
+// (TypeError; an integer is accepted for a Float and converted), a string outside the
+// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
+Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/op-inl.hpp
+// Definitions for graph/op.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// Text form of graphs, through fmt, stable for tests. A function prints as its params with
+// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
+// ...), attributes after the arguments in key order, and the results:
+//
+//   fn (%x: Tensor[(1, token, 512), int8]) {
+//     %w = constant Tensor[(256, 512), int8]
+//     %0 = dense(%x, %w)
+//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
+//     return %1
+//   }
+//
+// Once infer_type has typed and placed the calls, each call names its device and its type:
+//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
+// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
+// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// "(1, token, 256)"
+std::string shape_text(const std::vector<ne::Expr>& shape);
+// "Tensor[(1, token, 256), int8]"
+std::string type_text(const TensorType& type);
+
+// The printed names of the nodes under some roots: %name for leaves, %N for calls numbered in
+// post-order. infer_type and evaluate name nodes in messages with it, as the printer does.
+class NodeNames {
+ public:
+  explicit NodeNames(std::span<const Expr> roots);
+  explicit NodeNames(const Function& fn) : NodeNames(fn.results()) {}
+  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
+  std::string name(const Expr& e) const;
+  // "%3 (conv2d)" for a call, the name for a leaf.
+  std::string label(const Expr& e) const;
+
+ private:
+  std::unordered_map<const Node*, std::size_t> call_number_;
+};
+
+std::string to_string(const Function& fn);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/printer-inl.hpp
+// Definitions for graph/printer.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline bool is_identifier(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !alpha(name.front())) return false;
+  for (char c : name)
+    if (!alpha(c) && !digit(c) && c != '.') return false;
+  return true;
+}
+
+inline std::string leaf_name(std::string_view name) {
+  if (is_identifier(name)) return fmt::format("%{}", name);
+  std::string s = "%\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') s += '\\';
+    s += c;
+  }
+  return s + "\"";
+}
+
+// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
+inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
+                       const Expr& e) {
+  out += fmt::format("  {} = ", names.name(e));
+  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
+  out += call.op();
+  out += '(';
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(call.args[i]);
+  }
+  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
+  out += ')';
+  if (call.type) {
+    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
+    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
+    out += " */";
+  }
+  out += '\n';
+}
+
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results) {
+  const NodeNames names(results);
+  std::string out = "fn (";
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (i > 0) out += ", ";
+    const Expr& p = params[i];
+    out +=
+        fmt::format("{}: {}", names.name(p), p.has_type() ? type_text(p.type()) : std::string("?"));
+  }
+  out += ") {\n";
+  for (const Expr& e : post_order(results)) {
+    switch (e.kind()) {
+      case NodeKind::Input:
+        break;
+      case NodeKind::Constant:
+        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
+        break;
+      case NodeKind::Call:
+        print_call(out, names, *e.as<CallNode>(), e);
+        break;
+    }
+  }
+  out += "  return ";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(results[i]);
+  }
+  out += "\n}";
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (k > 0) out += ", ";
+    out += ne::to_string(shape[k]);
+  }
+  return out + ")";
+}
+
+DLAVM_INLINE std::string type_text(const TensorType& type) {
+  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
+}
+
+DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
+  for (const Expr& e : post_order(roots))
+    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
+}
+
+DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  auto it = call_number_.find(e.get());
+  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
+}
+
+DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return name(e);
+  return fmt::format("{} ({})", name(e), e.name());
+}
+
+DLAVM_INLINE std::string to_string(const Function& fn) {
+  return detail::print_function(fn.params(), fn.results());
+}
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::vector<Expr> inputs;
+  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
+    if (n.kind() == NodeKind::Input) inputs.push_back(n);
+  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/printer-inl.hpp
+#endif
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
+// axis normalization and the checks every kernel makes on its arguments. The graph layer's
+// type rules call the same functions, so the host and the graph never disagree on a rule.
+//
+//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
+//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
+//   host::normalize_axis(-1, 4)                                 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+using Shape = std::vector<std::int64_t>;
+
+// The element type of a sum of products (dense, matmul, conv2d) of a and b:
+//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
+// nullopt for any other pair (mixed types need a cast first).
+std::optional<DType> accumulate_dtype(DType a, DType b);
+
+// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
+// when outside.
+std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
+
+// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
+// them 1; nullopt when a pair is neither.
+std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                      std::span<const std::int64_t> b);
+
+// Product of the dims (1 for a scalar).
+std::int64_t element_count(std::span<const std::int64_t> shape);
+
+namespace detail {
+
+// An array viewed as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+
+// "[1, 3, 224, 224]"
+std::string shape_str(std::span<const std::int64_t> shape);
+
+// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
+void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                  std::size_t rank);
+void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                      std::size_t rank);
+void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
+std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
+                          std::size_t rank);
+// The dtype of a product-sum of a and b (accumulate_dtype), or TypeError.
+DType product_dtype_or_raise(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
+// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
+std::vector<std::uint32_t> to_u32(const te::NDArray& a);
+void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
+// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
+// an operand with batch dims `in` reads under numpy broadcasting.
+std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                            std::span<const std::int64_t> in, std::int64_t block);
+// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
+inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
+  return t.wrap(static_cast<std::int64_t>(v));
+}
+// floor(a / b) and ceil(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+}  // namespace detail
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/common-inl.hpp
+// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
+  if (a != b) return std::nullopt;
+  if (a == DType::int8() || a == DType::int32()) return DType::int32();
+  if (a == DType::float32()) return DType::float32();
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                                   std::span<const std::int64_t> b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    // dims counted from the end; a missing dim acts as 1
+    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+namespace detail {
+
+DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  AxisSplit s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
+  return s;
+}
+
+DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                               std::size_t rank) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
+                                   const te::NDArray& a, std::size_t rank) {
+  if (a.ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (a.dtype() != DType::float32())
+    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
+                     a.dtype());
+}
+
+DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
+}
+
+DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
+                                     const te::NDArray& b) {
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+}
+
+DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
+                                       std::int64_t axis, std::size_t rank) {
+  const auto k = normalize_axis(axis, rank);
+  if (!k)
+    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
+                      -static_cast<std::int64_t>(rank), rank, rank);
+  return *k;
+}
+
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, const te::NDArray& a,
+                                          const te::NDArray& b) {
+  const auto t = accumulate_dtype(a.dtype(), b.dtype());
+  if (!t)
+    raise<TypeError>(
+        "{}: operands are {} and {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, a.dtype(), b.dtype());
+  return *t;
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
+  const auto src = a.data();
+  std::vector<std::uint32_t> out(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
+  return out;
+}
+
+DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
+  auto dst = out.data();
+  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
+}
+
+DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                                         std::span<const std::int64_t> in,
+                                                         std::int64_t block) {
+  // stride of each out dim in the operand (0 where it is stretched or missing)
+  std::vector<std::int64_t> stride(out.size(), 0);
+  std::int64_t s = block;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
+    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
+    s *= in[in_dim];
+  }
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
+  std::vector<std::int64_t> index(out.size(), 0);
+  std::int64_t offset = 0;
+  for (auto& o : offsets) {
+    o = offset;
+    // odometer step over `out`, keeping `offset` in sync
+    for (std::size_t d = out.size(); d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out[d]) break;
+      offset -= stride[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace detail
+}  // namespace dlavm::host
+// end dlavm/host/common-inl.hpp
+#endif
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
+  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
+}
+
+DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
+                      type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
+  if (type(i).dtype != type(j).dtype)
+    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
+                     arg(i), type(i).dtype, arg(j), type(j).dtype);
+}
+
+DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
+                                          const ne::Expr& b, std::string_view what_b) const {
+  if (ne::can_prove(a == b)) return;
+  const bool differ = ne::can_prove(a != b);
+  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
+                    differ ? "" : " (they may differ for some values of the symbolic dims)");
+}
+
+DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
+                                                 std::string_view why) const {
+  const ne::Expr d = ne::simplify(type(i).shape[k]);
+  if (auto v = d.as_int()) return *v;
+  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
+                    why);
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
+                                                             std::size_t count) const {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != count)
+    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
+                      fmt::join(v, ", "), v.size(), count);
+  return v;
+}
+
+DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
+  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
+}
+
+DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
+  for (const AttrSpec& s : attrs)
+    if (s.name == key) return &s;
+  return nullptr;
+}
+
+DLAVM_INLINE void OpRegistry::add(OpRecord op) {
+  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
+  if (!op.type_rule || !op.host_kernel)
+    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
+  if (op.min_args > op.max_args)
+    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
+                      op.min_args, op.max_args);
+  if (ops_.contains(op.name))
+    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
+  std::string name = op.name;
+  ops_.emplace(std::move(name), std::move(op));
+}
+
+DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
+  if (const OpRecord* op = find(name)) return *op;
+  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
+}
+
+DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  out.reserve(ops_.size());
+  for (const auto& [name, op] : ops_) out.push_back(name);
+  return out;
+}
+
+DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
+                                   std::string_view label) {
+  auto known = [&] {
+    std::vector<std::string_view> names;
+    for (const AttrSpec& s : specs) names.push_back(s.name);
+    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+  };
+  for (const auto& entry : given) {
+    bool found = false;
+    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
+    if (!found)
+      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
+                        known());
+  }
+  Attrs out;
+  for (const AttrSpec& s : specs) {
+    const AttrValue* v = given.find(s.name);
+    if (v == nullptr) {
+      if (!s.default_value)
+        raise<ValueError>("{}: attribute '{}' ({}) is required", label, s.name, describe(s.kind));
+      out.set(s.name, *s.default_value);
+      continue;
+    }
+    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
+      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (kind_of(*v) != s.kind)
+      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
+                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
+    if (s.kind == AttrKind::String && !s.choices.empty()) {
+      const auto& str = std::get<std::string>(*v);
+      bool allowed = false;
+      for (const auto& c : s.choices) allowed = allowed || c == str;
+      if (!allowed)
+        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
+                          fmt::join(s.choices, ", "));
+    }
+    out.set(s.name, *v);
+  }
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/op-inl.hpp
+#endif
+// end dlavm/graph/op.hpp
 // begin dlavm/ne/eval.hpp
 // ne::eval: the value of an expression for given variable values, by walking the tree.
 // For repeated evaluation use ne::compile (ne/compile.hpp), which does the same checks
@@ -2430,6 +4063,3205 @@ DLAVM_INLINE std::int64_t eval(const Expr& e, std::span<const Binding> bindings)
 }  // namespace dlavm::ne
 // end dlavm/ne/eval-inl.hpp
 #endif
+// end dlavm/ne/eval.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// An input array by param name (the array is not copied).
+struct NamedArray {
+  std::string_view name;
+  std::reference_wrapper<const te::NDArray> value;
+};
+
+// Every node's value, in post-order (shared: a constant's value is the constant's array).
+struct EvaluationTrace {
+  std::vector<Expr> nodes;
+  std::vector<std::shared_ptr<const te::NDArray>> values;
+  std::vector<te::NDArray> results;
+
+  // ValueError when the node is not part of the evaluated graph.
+  const te::NDArray& value_of(const Expr& e) const;
+};
+
+// `ops` supplies the host kernels (the registry infer_type used).
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings = {});
+inline std::vector<te::NDArray> evaluate(const Function& fn,
+                                         std::initializer_list<NamedArray> inputs,
+                                         std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
+                  std::span(bindings.begin(), bindings.size()));
+}
+
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {});
+inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
+                                      std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
+                        std::span(bindings.begin(), bindings.size()));
+}
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/evaluate-inl.hpp
+// Definitions for graph/evaluate.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/evaluate.hpp
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
+// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
+// each node to a method of the derived class (CRTP), memoizing its result:
+//   R visit_input(const InputNode&, const Expr&)
+//   R visit_constant(const ConstantNode&, const Expr&)
+//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
+//                                                                    // the call's arguments
+// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
+// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
+// reference executor are written this way; for_each_node serves read-only walks.
+//
+//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
+//     int visit_input(const InputNode&, const Expr&) { return 0; }
+//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
+//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
+//     int calls = 0;
+//   };
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// Calls f(const Expr&) on every node under `roots`, in post-order.
+template <class F>
+void for_each_node(std::span<const Expr> roots, F&& f) {
+  for (const Expr& e : post_order(roots)) f(e);
+}
+template <class F>
+void for_each_node(const Function& fn, F&& f) {
+  for_each_node(fn.results(), std::forward<F>(f));
+}
+
+// The results of a call's arguments, by position, without copying them.
+template <class R>
+class ArgResults {
+ public:
+  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
+  const R& operator[](std::size_t i) const { return *results_[i]; }
+  std::size_t size() const { return results_.size(); }
+
+ private:
+  std::span<const R* const> results_;
+};
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  // Visits every node under `roots` not visited before; returns the roots' results.
+  std::vector<R> visit(std::span<const Expr> roots) {
+    auto& self = static_cast<Derived&>(*this);
+    std::vector<const R*> arg_results;
+    for (const Expr& e : post_order(roots)) {
+      if (memo_.contains(e.get())) continue;
+      switch (e.kind()) {
+        case NodeKind::Input:
+          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
+          break;
+        case NodeKind::Constant:
+          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
+          break;
+        case NodeKind::Call: {
+          const CallNode& call = *e.as<CallNode>();
+          arg_results.clear();
+          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
+          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
+          memo_.emplace(e.get(), std::move(r));
+          break;
+        }
+      }
+    }
+    std::vector<R> out;
+    out.reserve(roots.size());
+    for (const Expr& root : roots) out.push_back(result_of(root));
+    return out;
+  }
+  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
+
+  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
+  // The memoized result of a visited node.
+  const R& result_of(const Expr& e) const {
+    auto it = memo_.find(e.get());
+    if (it == memo_.end())
+      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
+                        e.name());
+    return it->second;
+  }
+
+ protected:
+  std::unordered_map<const Node*, R> memo_;
+};
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_input(const InputNode&, const Expr& e) { return e; }
+  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    bool changed = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      changed = changed || !args[i].same_as(call.args[i]);
+    if (!changed) return e;
+    std::vector<Expr> new_args;
+    new_args.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return with_args(call, std::move(new_args));
+  }
+
+  // The function with its results (and params) mutated. A param the results do not use is
+  // visited on its own.
+  Function mutate(const Function& fn) {
+    std::vector<Expr> results = this->visit(fn.results());
+    std::vector<Expr> params;
+    params.reserve(fn.params().size());
+    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
+    return Function(std::move(params), std::move(results));
+  }
+};
+
+}  // namespace dlavm::graph
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops.hpp
+// The graph's op set: the typed builder functions of every family, and default_ops(), the
+// registry holding their records. Each family header lists its ops with their shapes and
+// attributes; host/ defines their exact semantics.
+//
+//   linear       dense, matmul                              graph/ops/linear.hpp
+//   conv         conv2d                                     graph/ops/conv.hpp
+//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
+//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   quantize     requantize, cast                           graph/ops/quantize.hpp
+//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//
+//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
+//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops/conv.hpp
+// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
+// host/conv.hpp.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
+//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
+//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
+//
+//   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/conv.hpp
+// Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
+// the definition the graph's conv2d and every accelerator strategy must reproduce.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
+//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
+//                          OW = floor((W + pl + pr - KW) / sw) + 1
+//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
+//     ky, kx] where positions outside x (the zero padding) contribute nothing.
+// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
+// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
+// float32 over c, then ky, then kx ascending, padding positions skipped.
+// strides >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
+//
+//   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Conv2dParams {
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Conv2dParams& p, std::string_view who);
+
+te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/conv-inl.hpp
+// Definitions for host/conv.hpp. The loops keep one weight in a register and sweep a row of
+// outputs with it (contiguous when the stride is 1), so the inner loop vectorizes; the order
+// of the sum for each output is still c, ky, kx ascending.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/conv.hpp
+// end dlavm/host/conv.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+struct Conv2dDims {
+  std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
+};
+
+// The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
+// [0, extent).
+inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, std::int64_t out,
+                                                           std::int64_t stride, std::int64_t pad,
+                                                           std::int64_t k) {
+  const std::int64_t first = std::max<std::int64_t>(0, ceil_div(pad - k, stride));
+  const std::int64_t last = std::min(out, floor_div(extent - 1 + pad - k, stride) + 1);
+  return {first, std::max(first, last)};
+}
+
+// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
+// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
+template <class T>
+inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
+  const std::int64_t body = count - count % 8;
+  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
+  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
+}
+
+// y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
+template <class T>
+void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
+  for (std::int64_t n = 0; n < d.n; ++n)
+    for (std::int64_t o = 0; o < d.o; ++o) {
+      T* out = y + (n * d.o + o) * d.oh * d.ow;
+      for (std::int64_t c = 0; c < d.c; ++c) {
+        const T* plane = x + (n * d.c + c) * d.h * d.w;
+        const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
+        for (std::int64_t ky = 0; ky < d.kh; ++ky) {
+          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
+          for (std::int64_t kx = 0; kx < d.kw; ++kx) {
+            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
+            const T wv = kernel[ky * d.kw + kx];
+            const std::int64_t count = x1 - x0;
+            if (count == 0) continue;
+            for (std::int64_t oy = y0; oy < y1; ++oy) {
+              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
+              T* dst = out + oy * d.ow + x0;
+              if (d.sw == 1) {
+                axpy(dst, src, wv, count);
+              } else {
+                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
+              }
+            }
+          }
+        }
+      }
+    }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (auto v : p.padding)
+    if (v < 0)
+      raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
+                        fmt::join(p.padding, ", "));
+}
+
+DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
+  constexpr std::string_view who = "host::conv2d";
+  validate(p, who);
+  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  detail::require_rank(who, "x", x, 4);
+  detail::require_rank(who, "w", w, 4);
+  const auto& xs = x.shape();
+  const auto& ws = w.shape();
+  if (ws[1] != xs[1])
+    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
+                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
+  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
+                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = (padded_h - d.kh) / d.sh + 1;
+  d.ow = (padded_w - d.kw) / d.sw + 1;
+  te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
+  if (out_dtype.is_float()) {
+    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
+  } else {
+    const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/conv-inl.hpp
+#endif
+// end dlavm/host/conv.hpp
+
+namespace dlavm::graph {
+
+Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
+// The parameters in a conv2d call's (normalized) attributes.
+host::Conv2dParams conv2d_params(const Attrs& attrs);
+
+void add_conv_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/conv-inl.hpp
+// Definitions for graph/ops/conv.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// Helpers the op families share: attribute conversions to host parameter structs, and the
+// pieces of type rules that recur (the product dtype, numpy broadcasting of symbolic shapes,
+// sliding-window output sizes). Used by the definitions in graph/ops/*-inl.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph::detail {
+
+template <std::size_t N>
+std::vector<std::int64_t> ints_of(const std::array<std::int64_t, N>& a) {
+  return {a.begin(), a.end()};
+}
+
+// The Ints attribute `name` as an array of N; ValueError when it has another length.
+template <std::size_t N>
+std::array<std::int64_t, N> array_attr(const Attrs& attrs, std::string_view name) {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != N)
+    raise<ValueError>("attribute '{}' has {} values, expected {}", name, v.size(), N);
+  std::array<std::int64_t, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+  return out;
+}
+
+// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
+DType product_dtype(const TypeCall& c);
+// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
+// must be provably equal or one of them the constant 1; ShapeError otherwise.
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The simplified product of dims (1 for none).
+ne::Expr product(std::span<const ne::Expr> dims);
+// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
+// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
+ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                       std::int64_t window, std::int64_t stride, std::string_view what);
+// A host support rule: the host kernel computes in float32 only.
+std::optional<std::string> host_float32_only(const TypeCall& c);
+
+}  // namespace dlavm::graph::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/common-inl.hpp
+// Definitions for graph/ops/common.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dlavm::graph::detail {
+
+DLAVM_INLINE DType product_dtype(const TypeCall& c) {
+  const auto t = host::accumulate_dtype(c.type(0).dtype, c.type(1).dtype);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        c.label, c.arg(0), c.type(0).dtype, c.arg(1), c.type(1).dtype);
+  return *t;
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
+  const auto& a = c.type(i).shape;
+  const auto& b = c.type(j).shape;
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<ne::Expr> out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t from_end = rank - 1 - k;
+    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
+    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
+    if (pa == nullptr || pb == nullptr) {
+      out[k] = pa != nullptr ? *pa : *pb;
+      continue;
+    }
+    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
+    if (ne::can_prove(da == db) || db.as_int() == 1) {
+      out[k] = *pa;
+    } else if (da.as_int() == 1) {
+      out[k] = *pb;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
+          "be provably equal, or one of them 1)",
+          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
+  ne::Expr p = 1;
+  for (const ne::Expr& d : dims) p = p * d;
+  return ne::simplify(p);
+}
+
+DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                                    std::int64_t window, std::int64_t stride,
+                                    std::string_view what) {
+  const ne::Expr padded = ne::simplify(extent + pads);
+  if (!ne::can_prove(padded >= window))
+    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
+                      c.label, window, what, padded, ne::bounds(padded).min);
+  return ne::simplify(ne::floordiv(padded - window, stride) + 1);
+}
+
+DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
+                         c.arg(i), c.type(i).dtype);
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph::detail
+// end dlavm/graph/ops/common-inl.hpp
+#endif
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/conv.hpp
+// end dlavm/graph/ops/conv.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType conv2d_type(const TypeCall& c) {
+  if (const std::int64_t groups = c.attrs.get_int("groups"); groups != 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", c.label,
+                      groups);
+  c.ints("strides", 2);
+  c.ints("padding", 4);
+  const host::Conv2dParams p = conv2d_params(c.attrs);
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  c.require_rank(1, 4);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (channels)", c.arg(1)));
+  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
+  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
+  ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
+  ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
+  return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
+  return {.strides = detail::array_attr<2>(attrs, "strides"),
+          .padding = detail::array_attr<4>(attrs, "padding")};
+}
+
+DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
+  return call("conv2d", {std::move(x), std::move(w)},
+              {{"strides", detail::ints_of(p.strides)}, {"padding", detail::ints_of(p.padding)}});
+}
+
+DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
+  const host::Conv2dParams defaults;
+  ops.add({.name = "conv2d",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = {{"strides", AttrKind::Ints, detail::ints_of(defaults.strides)},
+                     {"padding", AttrKind::Ints, detail::ints_of(defaults.padding)},
+                     {"groups", AttrKind::Int, std::int64_t{1}}},
+           .type_rule = detail::conv2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/conv-inl.hpp
+#endif
+// end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
+//
+//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
+//                                one dtype, integers wrap around
+//   bias_add(x, b[C], axis = 1)  b along axis of x
+//   relu(x)
+//   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
+//
+//   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/elementwise.hpp
+// Host kernels for element-wise ops. The semantics below are the definition the graph ops and
+// every accelerator strategy must reproduce.
+//
+//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
+//                          one dtype for both; integers wrap around (two's complement: the
+//                          exact result modulo 2^bits), float32 rounds as C++ float does.
+//   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
+//                          (negative counts from the end); same dtype, wraps like add.
+//   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
+//   clip(x, {lo, hi})      min(max(x, lo), hi) with lo <= hi. Integers: the bounds are
+//                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
+//                          taken within the dtype's range; float32: the bounds rounded to float,
+//                          NaN stays NaN.
+//
+//   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::host {
+
+struct BiasAddParams {
+  std::int64_t axis = 1;
+};
+
+struct ClipParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+// ValueError naming `who` when lo > hi.
+void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
+
+te::NDArray add(const te::NDArray& a, const te::NDArray& b);
+te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
+te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
+te::NDArray relu(const te::NDArray& x);
+te::NDArray clip(const te::NDArray& x, const ClipParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/elementwise-inl.hpp
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+template <class IntOp, class FloatOp>
+te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                             IntOp int_op, FloatOp float_op) {
+  require_same_dtype(who, a, b);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, float_op);
+  } else {
+    const DType t = a.dtype();
+    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
+                    [&](std::int64_t x, std::int64_t z) {
+                      return wrap_u64(
+                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
+                    });
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
+      [](float x, float y) { return x + y; });
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
+      [](float x, float y) { return x * y; });
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_broadcast(
+      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
+      [](float u, float v) { return u + v; });
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/elementwise-inl.hpp
+#endif
+// end dlavm/host/elementwise.hpp
+
+namespace dlavm::graph {
+
+Expr add(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
+Expr relu(Expr x);
+Expr clip(Expr x, const host::ClipParams& p);
+
+void add_elementwise_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/elementwise-inl.hpp
+// Definitions for graph/ops/elementwise.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType broadcast_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+inline TensorType bias_add_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  c.require_rank(1, 1);
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
+                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
+  return c.type(0);
+}
+
+inline host::ClipParams clip_params(const Attrs& attrs) {
+  return {.lo = attrs.get_float("lo"), .hi = attrs.get_float("hi")};
+}
+
+inline TensorType clip_type(const TypeCall& c) {
+  const host::ClipParams p = clip_params(c.attrs);
+  if (c.type(0).dtype.is_integral())
+    host::clip_int_bounds(p, c.type(0).dtype, c.label);
+  else
+    host::validate(p, c.label);
+  return c.type(0);
+}
+
+inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
+  return call("bias_add", {std::move(x), std::move(b)}, {{"axis", p.axis}});
+}
+DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
+DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
+  return call("clip", {std::move(x)}, {{"lo", p.lo}, {"hi", p.hi}});
+}
+
+DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
+  ops.add({.name = "add",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
+  ops.add({.name = "mul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
+  ops.add({.name = "bias_add",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = {{"axis", AttrKind::Int, host::BiasAddParams{}.axis}},
+           .type_rule = detail::bias_add_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::bias_add(*a[0], *a[1], {.axis = attrs.get_int("axis")});
+           }});
+  ops.add({.name = "relu",
+           .type_rule = detail::same_type_as_input,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
+  ops.add({.name = "clip",
+           .attrs = {{"lo", AttrKind::Float, std::nullopt}, {"hi", AttrKind::Float, std::nullopt}},
+           .type_rule = detail::clip_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::clip(*a[0], detail::clip_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/elementwise-inl.hpp
+#endif
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// Graph ops softmax, layer_norm and gelu: typed builders and op records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/float_ops.hpp
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm and gelu.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/float_ops-inl.hpp
+// Definitions for host/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  constexpr std::string_view who = "host::softmax";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = detail::split_at(x.shape(), axis);
+  te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
+  const float* src = x.fdata().data();
+  float* dst = y.fdata().data();
+  for (std::int64_t o = 0; o < split.outer; ++o)
+    for (std::int64_t i = 0; i < split.inner; ++i) {
+      // one row along the axis: elements base + j * inner
+      const std::int64_t base = o * split.extent * split.inner + i;
+      const std::int64_t step = split.inner;
+      float m = src[base];
+      for (std::int64_t j = 1; j < split.extent; ++j) {
+        const float v = src[base + j * step];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < split.extent; ++j) {
+        const float e = std::exp(src[base + j * step] - m);
+        dst[base + j * step] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < split.extent; ++j) dst[base + j * step] /= s;
+    }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const LayerNormParams& p) {
+  constexpr std::string_view who = "host::layer_norm";
+  detail::require_float32(who, "x", x);
+  detail::require_float32(who, "gamma", gamma);
+  detail::require_float32(who, "beta", beta);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
+  for (const te::NDArray* a : {&gamma, &beta})
+    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
+      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
+                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
+                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
+  const std::int64_t group = element_count(norm_dims);
+  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
+  const float eps = static_cast<float>(p.epsilon);
+  const float count = static_cast<float>(group);
+  te::NDArray y(x.dtype(), x.shape());
+  const float* src = x.fdata().data();
+  const float* g = gamma.fdata().data();
+  const float* b = beta.fdata().data();
+  float* dst = y.fdata().data();
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = src + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = dst + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
+  detail::require_float32("host::gelu", "x", x);
+  constexpr float inv_sqrt2 = 0.70710678118654752440f;
+  te::NDArray y = x;
+  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/float_ops-inl.hpp
+#endif
+// end dlavm/host/float_ops.hpp
+
+namespace dlavm::graph {
+
+Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
+Expr gelu(Expr x);
+
+void add_float_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/float_ops-inl.hpp
+// Definitions for graph/ops/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType softmax_type(const TypeCall& c) {
+  c.axis("axis", c.type(0).ndim());
+  return c.type(0);
+}
+
+inline TensorType layer_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i : {1, 2}) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, x.size() - axis);
+    for (std::size_t k = 0; k < x.size() - axis; ++k)
+      c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), x[axis + k],
+                      fmt::format("{} dim {}", c.arg(0), axis + k));
+  }
+  return c.type(0);
+}
+
+inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("softmax", {std::move(x)}, {{"axis", p.axis}});
+}
+DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
+  return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
+              {{"axis", p.axis}, {"epsilon", p.epsilon}});
+}
+DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
+
+DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
+  const host::LayerNormParams ln;
+  ops.add({.name = "softmax",
+           .attrs = {{"axis", AttrKind::Int, host::SoftmaxParams{}.axis}},
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::softmax(*a[0], {.axis = attrs.get_int("axis")});
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "layer_norm",
+           .min_args = 3,
+           .max_args = 3,
+           .attrs = {{"axis", AttrKind::Int, ln.axis}, {"epsilon", AttrKind::Float, ln.epsilon}},
+           .type_rule = detail::layer_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::layer_norm(
+                     *a[0], *a[1], *a[2],
+                     {.axis = attrs.get_int("axis"), .epsilon = attrs.get_float("epsilon")});
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "gelu",
+           .type_rule = detail::gelu_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
+           .host_support = detail::host_float32_only});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/float_ops-inl.hpp
+#endif
+// end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/linear.hpp
+// Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
+//
+//   dense(x[..., K], w[N, K]) -> [..., N]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> [broadcast(A, B)..., M, N]
+//   int8 x int8 -> int32, int32 x int32 -> int32 (wrap-around), float32 x float32 -> float32
+//
+//   auto y = graph::dense(x, graph::constant("w", w_array));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+Expr dense(Expr x, Expr w);
+Expr matmul(Expr a, Expr b);
+
+// Adds the records of this family to `ops`.
+void add_linear_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/linear-inl.hpp
+// Definitions for graph/ops/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/linear.hpp
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/host/linear.hpp
+// Host kernels for products of matrices: dense and matmul. The semantics below are the
+// definition the graph ops and every accelerator strategy must reproduce.
+//
+//   dense(x[..., K], w[N, K]) -> y[..., N]        y[..., n] = sum_k x[..., k] * w[n, k]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> y[C..., M, N]
+//       C = numpy broadcast of the batch dims A and B (aligned at the end, 1 stretches);
+//       y[c, m, n] = sum_k a[c|A, m, k] * b[c|B, k, n]   (c|A: c with stretched dims at 0)
+//
+// Element types (host::accumulate_dtype): int8 x int8 -> int32 and int32 x int32 -> int32;
+// the integer result is the exact sum of exact products reduced modulo 2^32 into int32
+// (two's-complement wrap-around, as VTA's int32 accumulator), so the order of the sum does
+// not matter. float32 x float32 -> float32: each product and partial sum is a float32, added
+// in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
+// have one; compare float results with te::allclose). Other pairs are a TypeError.
+//
+//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
+//   auto y = host::dense(x, w);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+namespace dlavm::host {
+
+te::NDArray dense(const te::NDArray& x, const te::NDArray& w);
+te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/linear-inl.hpp
+// Definitions for host/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/linear.hpp
+// end dlavm/host/linear.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// y[m, n] = sum_k x[m, k] * w[n, k] over contiguous rows (T: uint32_t wraps, float).
+template <class T>
+void dense_rows(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
+                std::int64_t k_in) {
+  for (std::int64_t m = 0; m < rows; ++m) {
+    const T* xr = x + m * k_in;
+    for (std::int64_t n = 0; n < n_out; ++n) {
+      const T* wr = w + n * k_in;
+      T acc = 0;
+      for (std::int64_t k = 0; k < k_in; ++k) acc += xr[k] * wr[k];
+      y[m * n_out + n] = acc;
+    }
+  }
+}
+
+// y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
+template <class T>
+void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t k_in,
+                  std::int64_t n_out) {
+  for (std::int64_t m = 0; m < m_out; ++m) {
+    T* yr = y + m * n_out;
+    for (std::int64_t k = 0; k < k_in; ++k) {
+      const T av = a[m * k_in + k];
+      const T* br = b + k * n_out;
+      for (std::int64_t n = 0; n < n_out; ++n) yr[n] += av * br[n];
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
+  constexpr std::string_view who = "host::dense";
+  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  detail::require_min_rank(who, "x", x, 1);
+  detail::require_rank(who, "w", w, 2);
+  const std::int64_t k_in = x.shape().back();
+  if (w.shape()[1] != k_in)
+    raise<ShapeError>("{}: x {} has K = {} but w {} has K = {}", who, detail::shape_str(x.shape()),
+                      k_in, detail::shape_str(w.shape()), w.shape()[1]);
+  const std::int64_t n_out = w.shape()[0];
+  Shape out_shape = x.shape();
+  out_shape.back() = n_out;
+  te::NDArray y(out_dtype, out_shape);
+  const std::int64_t rows =
+      element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
+  if (out_dtype.is_float()) {
+    detail::dense_rows(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+  } else {
+    const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
+    std::vector<std::uint32_t> ys(y.size());
+    detail::dense_rows(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    detail::store_i32(ys, y);
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
+  constexpr std::string_view who = "host::matmul";
+  const DType out_dtype = detail::product_dtype_or_raise(who, a, b);
+  detail::require_min_rank(who, "a", a, 2);
+  detail::require_min_rank(who, "b", b, 2);
+  const auto& as = a.shape();
+  const auto& bs = b.shape();
+  const std::int64_t m_out = as[as.size() - 2], k_in = as.back();
+  const std::int64_t n_out = bs.back();
+  if (bs[bs.size() - 2] != k_in)
+    raise<ShapeError>("{}: a {} has K = {} (its last dim) but b {} has K = {} (its dim -2)", who,
+                      detail::shape_str(as), k_in, detail::shape_str(bs), bs[bs.size() - 2]);
+  const std::span<const std::int64_t> a_batch(as.data(), as.size() - 2);
+  const std::span<const std::int64_t> b_batch(bs.data(), bs.size() - 2);
+  const auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch)
+    raise<ShapeError>("{}: batch dims {} of a and {} of b do not broadcast", who,
+                      detail::shape_str(a_batch), detail::shape_str(b_batch));
+  Shape out_shape = *batch;
+  out_shape.push_back(m_out);
+  out_shape.push_back(n_out);
+  te::NDArray y(out_dtype, out_shape);
+  // Offsets of each output batch in a and b (stretched dims repeat the same block).
+  const auto a_off = detail::broadcast_offsets(*batch, a_batch, m_out * k_in);
+  const auto b_off = detail::broadcast_offsets(*batch, b_batch, k_in * n_out);
+  const std::int64_t y_block = m_out * n_out;
+  if (out_dtype.is_float()) {
+    const float* ad = a.fdata().data();
+    const float* bd = b.fdata().data();
+    float* yd = y.fdata().data();
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad + a_off[i], bd + b_off[i],
+                           yd + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+  } else {
+    const auto ad = detail::to_u32(a), bd = detail::to_u32(b);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad.data() + a_off[i], bd.data() + b_off[i],
+                           yd.data() + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/linear-inl.hpp
+#endif
+// end dlavm/host/linear.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType dense_type(const TypeCall& c) {
+  c.require_min_rank(0, 1);
+  c.require_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x.back(), fmt::format("{} dim -1 (K)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (K)", c.arg(1)));
+  std::vector<ne::Expr> shape(x.begin(), x.end() - 1);
+  shape.push_back(w[0]);
+  return {std::move(shape), dtype};
+}
+
+inline TensorType matmul_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  c.require_min_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& a = c.type(0).shape;
+  const auto& b = c.type(1).shape;
+  c.require_equal(a.back(), fmt::format("{} dim -1 (K)", c.arg(0)), b[b.size() - 2],
+                  fmt::format("{} dim -2 (K)", c.arg(1)));
+  // broadcast the batch dims: a type call over the batch parts only
+  TypeCall batch = c;
+  batch.arg_types[0].shape.resize(a.size() - 2);
+  batch.arg_types[1].shape.resize(b.size() - 2);
+  std::vector<ne::Expr> shape = broadcast(batch, 0, 1);
+  shape.push_back(a[a.size() - 2]);
+  shape.push_back(b.back());
+  return {std::move(shape), dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
+DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
+
+DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
+  ops.add({.name = "dense",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::dense_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
+  ops.add({.name = "matmul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::matmul_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::matmul(*a[0], *a[1]); }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/linear-inl.hpp
+#endif
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/graph/ops/pool.hpp
+// Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
+// host/pool.hpp.
+//
+//   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
+//   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
+//     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
+//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
+//
+//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                  .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/pool.hpp
+// Host kernels for 2-D pooling over NCHW arrays. The semantics below are the definition the
+// graph's pooling ops and every accelerator strategy must reproduce.
+//
+//   max_pool2d(x[N, C, H, W], {pool_size = {kh, kw}, strides = {sh, sw},
+//              padding = {pt, pl, pb, pr}}) -> y[N, C, OH, OW]
+//       OH = floor((H + pt + pb - kh) / sh) + 1, OW likewise;
+//       y = the largest element of x in the window (rows oy*sh - pt .. +kh-1, columns
+//       ox*sw - pl .. +kw-1); padding never wins: only elements inside x compete. float32: a NaN
+//       in the window makes the result NaN.
+//   avg_pool2d(x, {..., count_include_pad}) -> y[N, C, OH, OW]
+//       sum of the elements of x in the window divided by the count: kh*kw when
+//       count_include_pad, else the number of elements inside x. Integers: the exact sum,
+//       floor-divided by the count (rounds towards minus infinity: -7 / 2 = -4), same dtype
+//       as x. float32: summed in float32 row by row, then divided by the count.
+//   global_avg_pool2d(x[N, C, H, W]) -> y[N, C, 1, 1]: avg_pool2d over the whole plane.
+// pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
+// element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
+//
+//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                 .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Pool2dParams {
+  std::array<std::int64_t, 2> pool_size{0, 0};      // (height, width); required
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  bool count_include_pad = true;                    // avg_pool2d only
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Pool2dParams& p, std::string_view who);
+
+te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray global_avg_pool2d(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/pool-inl.hpp
+// Definitions for host/pool.hpp: one window walk, shared by the max and the average.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/pool.hpp
+// end dlavm/host/pool.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace dlavm::host {
+
+namespace detail {
+
+struct PoolDims {
+  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
+  validate(p, who);
+  require_rank(who, "x", x, 4);
+  const auto& s = x.shape();
+  PoolDims d{
+      s[0] * s[1],  s[2],         s[3],         0,           0, p.pool_size[0], p.pool_size[1],
+      p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = (padded_h - d.kh) / d.sh + 1;
+  d.ow = (padded_w - d.kw) / d.sw + 1;
+  return d;
+}
+
+// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
+// of its window that lie inside the input plane.
+template <class T, class Reduce>
+void for_each_window(const T* x, T* y, const PoolDims& d, Reduce&& reduce) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    T* out = y + p * d.oh * d.ow;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t y0 = std::max<std::int64_t>(0, oy * d.sh - d.pt);
+      const std::int64_t y1 = std::min(d.h, oy * d.sh - d.pt + d.kh);
+      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
+        const std::int64_t x0 = std::max<std::int64_t>(0, ox * d.sw - d.pl);
+        const std::int64_t x1 = std::min(d.w, ox * d.sw - d.pl + d.kw);
+        out[oy * d.ow + ox] = reduce(plane, y0, y1, x0, x1);
+      }
+    }
+  }
+}
+
+template <class T>
+T window_max(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+             std::int64_t x1) {
+  T m = plane[y0 * w + x0];
+  for (std::int64_t iy = y0; iy < y1; ++iy)
+    for (std::int64_t ix = x0; ix < x1; ++ix) {
+      const T v = plane[iy * w + ix];
+      if constexpr (std::is_floating_point_v<T>) {
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) return m;
+      } else {
+        m = std::max(m, v);
+      }
+    }
+  return m;
+}
+
+// Sum of the window: int64 for integers (exact for inputs of at most 32 bits), float32 in
+// row-major order for floats.
+template <class T, class Acc>
+Acc window_sum(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+               std::int64_t x1) {
+  Acc s = 0;
+  for (std::int64_t iy = y0; iy < y1; ++iy)
+    for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * w + ix];
+  return s;
+}
+
+inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
+                            bool count_include_pad) {
+  if (x.dtype().is_integral() && x.dtype().bits() > 32)
+    raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
+                     x.dtype());
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  auto count = [&](std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+    return count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
+  };
+  if (x.dtype().is_float()) {
+    for_each_window(x.fdata().data(), y.fdata().data(), d,
+                    [&](const float* plane, auto y0, auto y1, auto x0, auto x1) {
+                      const float s = window_sum<float, float>(plane, d.w, y0, y1, x0, x1);
+                      return s / static_cast<float>(count(y0, y1, x0, x1));
+                    });
+  } else {
+    for_each_window(x.data().data(), y.data().data(), d,
+                    [&](const std::int64_t* plane, auto y0, auto y1, auto x0, auto x1) {
+                      const auto s =
+                          window_sum<std::int64_t, std::int64_t>(plane, d.w, y0, y1, x0, x1);
+                      return floor_div(s, count(y0, y1, x0, x1));
+                    });
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
+  for (auto k : p.pool_size)
+    if (k < 1)
+      raise<ValueError>("{}: attribute 'pool_size' is [{}]; window dims must be >= 1", who,
+                        fmt::join(p.pool_size, ", "));
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (std::size_t k = 0; k < 4; ++k) {
+    const std::int64_t window = p.pool_size[k % 2];
+    if (p.padding[k] < 0 || p.padding[k] >= window)
+      raise<ValueError>(
+          "{}: attribute 'padding' is [{}] for pool_size [{}]; each pad must be in [0, {}) so "
+          "that every window holds an element of the input",
+          who, fmt::join(p.padding, ", "), fmt::join(p.pool_size, ", "), window);
+  }
+}
+
+DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::max_pool2d", x, p);
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  auto reduce = [&](const auto* plane, auto y0, auto y1, auto x0, auto x1) {
+    return detail::window_max(plane, d.w, y0, y1, x0, x1);
+  };
+  if (x.dtype().is_float())
+    detail::for_each_window(x.fdata().data(), y.fdata().data(), d, reduce);
+  else
+    detail::for_each_window(x.data().data(), y.data().data(), d, reduce);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::avg_pool2d", x, p);
+  return detail::avg_pool("host::avg_pool2d", x, d, p.count_include_pad);
+}
+
+DLAVM_INLINE te::NDArray global_avg_pool2d(const te::NDArray& x) {
+  constexpr std::string_view who = "host::global_avg_pool2d";
+  detail::require_rank(who, "x", x, 4);
+  const Pool2dParams p{.pool_size = {x.shape()[2], x.shape()[3]}};
+  return detail::avg_pool(who, x, detail::pool_dims(who, x, p), true);
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/pool-inl.hpp
+#endif
+// end dlavm/host/pool.hpp
+
+namespace dlavm::graph {
+
+Expr max_pool2d(Expr x, const host::Pool2dParams& p);
+Expr avg_pool2d(Expr x, const host::Pool2dParams& p);
+Expr global_avg_pool2d(Expr x);
+// The parameters in a pooling call's (normalized) attributes; count_include_pad is read when
+// present (avg_pool2d).
+host::Pool2dParams pool2d_params(const Attrs& attrs);
+
+void add_pool_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/pool-inl.hpp
+// Definitions for graph/ops/pool.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/pool.hpp
+// end dlavm/graph/ops/pool.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType pool2d_type(const TypeCall& c) {
+  c.ints("pool_size", 2);
+  c.ints("strides", 2);
+  c.ints("padding", 4);
+  if (const AttrValue* v = c.attrs.find("count_include_pad")) {
+    const std::int64_t flag = std::get<std::int64_t>(*v);
+    if (flag != 0 && flag != 1)
+      raise<ValueError>("{}: attribute 'count_include_pad' is {}; it is 0 or 1", c.label, flag);
+  }
+  const host::Pool2dParams p = pool2d_params(c.attrs);
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  ne::Expr oh =
+      window_output(c, x[2], p.padding[0] + p.padding[2], p.pool_size[0], p.strides[0], "height");
+  ne::Expr ow =
+      window_output(c, x[3], p.padding[1] + p.padding[3], p.pool_size[1], p.strides[1], "width");
+  return {{x[0], x[1], std::move(oh), std::move(ow)}, c.type(0).dtype};
+}
+
+inline TensorType global_pool_type(const TypeCall& c) {
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  return {{x[0], x[1], 1, 1}, c.type(0).dtype};
+}
+
+// The host averages take integers of at most 32 bits, or float32.
+inline std::optional<std::string> host_average_support(const TypeCall& c) {
+  const DType t = c.type(0).dtype;
+  if (t.is_integral() && t.bits() > 32)
+    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
+  return std::nullopt;
+}
+
+inline std::vector<AttrSpec> pool_attr_specs(bool average) {
+  const host::Pool2dParams d;
+  std::vector<AttrSpec> specs{{"pool_size", AttrKind::Ints, std::nullopt},
+                              {"strides", AttrKind::Ints, ints_of(d.strides)},
+                              {"padding", AttrKind::Ints, ints_of(d.padding)}};
+  if (average)
+    specs.push_back({"count_include_pad", AttrKind::Int, std::int64_t{d.count_include_pad}});
+  return specs;
+}
+
+inline Attrs pool_attrs(const host::Pool2dParams& p, bool average) {
+  Attrs a{{"pool_size", ints_of(p.pool_size)},
+          {"strides", ints_of(p.strides)},
+          {"padding", ints_of(p.padding)}};
+  if (average) a.set("count_include_pad", std::int64_t{p.count_include_pad});
+  return a;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
+  host::Pool2dParams p{.pool_size = detail::array_attr<2>(attrs, "pool_size"),
+                       .strides = detail::array_attr<2>(attrs, "strides"),
+                       .padding = detail::array_attr<4>(attrs, "padding")};
+  if (attrs.contains("count_include_pad"))
+    p.count_include_pad = attrs.get_int("count_include_pad") != 0;
+  return p;
+}
+
+DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("max_pool2d", {std::move(x)}, detail::pool_attrs(p, false));
+}
+
+DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("avg_pool2d", {std::move(x)}, detail::pool_attrs(p, true));
+}
+
+DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
+
+DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
+  ops.add({.name = "max_pool2d",
+           .attrs = detail::pool_attr_specs(false),
+           .type_rule = detail::pool2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::max_pool2d(*a[0], pool2d_params(attrs));
+           }});
+  ops.add({.name = "avg_pool2d",
+           .attrs = detail::pool_attr_specs(true),
+           .type_rule = detail::pool2d_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::avg_pool2d(*a[0], pool2d_params(attrs));
+               },
+           .host_support = detail::host_average_support});
+  ops.add({.name = "global_avg_pool2d",
+           .type_rule = detail::global_pool_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
+           .host_support = detail::host_average_support});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/pool-inl.hpp
+#endif
+// end dlavm/graph/ops/pool.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// Graph ops requantize and cast: typed builders, attribute conversion and op records.
+// Semantics: host/quantize.hpp.
+//
+//   requantize(x (signed int), shift (required), lo = -128, hi = 127,
+//              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
+//   cast(x, dtype (required)) -> dtype, x's shape
+//
+//   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/quantize.hpp
+// Host kernels that change element types: requantize (the fixed-point rescale of an
+// accumulator) and cast. The semantics below are the definition the graph ops and every
+// accelerator strategy must reproduce.
+//
+//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
+//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
+//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
+//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
+//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
+//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
+//   cast(x, dtype)
+//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
+//       int -> float32: exact when representable, else the nearest float (ties to even);
+//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
+//       limits (1e10 -> int32 2147483647), NaN -> 0;
+//       float32 -> float32: unchanged.
+//
+//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+enum class Rounding : std::uint8_t { Floor, Nearest };
+
+// "floor" / "nearest" (the graph attribute's spelling), and back.
+std::string_view rounding_name(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view name);
+
+struct RequantizeParams {
+  std::int64_t shift = 0;
+  std::int64_t lo = -128;
+  std::int64_t hi = 127;
+  Rounding rounding = Rounding::Floor;
+  DType out_dtype = DType::int8();
+};
+
+// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
+// attribute.
+void validate(const RequantizeParams& p, DType in, std::string_view who);
+
+te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+te::NDArray cast(const te::NDArray& x, DType dtype);
+
+// The cast of one float32 value to an integer dtype, as `cast` defines it.
+std::int64_t float_to_int(float v, DType dtype);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/quantize-inl.hpp
+// Definitions for host/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/quantize.hpp
+// end dlavm/host/quantize.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::string_view rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::Floor:
+      return "floor";
+    case Rounding::Nearest:
+      return "nearest";
+  }
+  raise<ValueError>("internal: unknown Rounding {}, please report", static_cast<int>(r));
+}
+
+DLAVM_INLINE std::optional<Rounding> parse_rounding(std::string_view name) {
+  if (name == "floor") return Rounding::Floor;
+  if (name == "nearest") return Rounding::Nearest;
+  return std::nullopt;
+}
+
+DLAVM_INLINE void validate(const RequantizeParams& p, DType in, std::string_view who) {
+  if (!in.is_int())
+    raise<TypeError>("{}: x is {}; requantize takes a signed integer (an int32 accumulator)", who,
+                     in);
+  if (!p.out_dtype.is_integral() || p.out_dtype.lanes() != 1)
+    raise<TypeError>("{}: attribute 'out_dtype' is {}; requantize produces integers", who,
+                     p.out_dtype);
+  if (p.shift < 0 || p.shift >= in.bits())
+    raise<ValueError>("{}: attribute 'shift' is {}; for {} input it must be in [0, {})", who,
+                      p.shift, in, in.bits());
+  if (p.lo > p.hi)
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+  const DType t = p.out_dtype;
+  if (p.lo < t.min_value() || p.hi > t.max_value())
+    raise<ValueError>("{}: [lo, hi] = [{}, {}] does not fit out_dtype {} ([{}, {}])", who, p.lo,
+                      p.hi, t, t.min_value(), t.max_value());
+}
+
+DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p) {
+  validate(p, x.dtype(), "host::requantize");
+  const DType in = x.dtype();
+  const std::uint64_t round =
+      p.rounding == Rounding::Nearest && p.shift > 0 ? std::uint64_t{1} << (p.shift - 1) : 0;
+  te::NDArray y(p.out_dtype, x.shape());
+  const auto src = x.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::int64_t sum = detail::wrap_u64(in, static_cast<std::uint64_t>(src[i]) + round);
+    dst[i] = std::clamp(sum >> p.shift, p.lo, p.hi);
+  }
+  return y;
+}
+
+DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
+  if (std::isnan(v)) return 0;
+  // round half to even, independent of the floating-point environment
+  const double x = v;
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: x has 24 significant bits
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  const auto lo = static_cast<double>(dtype.min_value());
+  const auto hi = static_cast<double>(dtype.max_value());
+  if (r <= lo) return dtype.min_value();
+  if (r >= hi) return dtype.max_value();
+  return static_cast<std::int64_t>(r);
+}
+
+DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
+  te::NDArray y(dtype, x.shape());  // raises for float types other than float32
+  const DType from = x.dtype();
+  if (from.is_float() && dtype.is_float()) {
+    y = x;
+  } else if (from.is_float()) {
+    const auto src = x.fdata();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = float_to_int(src[i], dtype);
+  } else if (dtype.is_float()) {
+    const auto src = x.data();
+    auto dst = y.fdata();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<float>(src[i]);
+  } else {
+    const auto src = x.data();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/quantize-inl.hpp
+#endif
+// end dlavm/host/quantize.hpp
+
+namespace dlavm::graph {
+
+Expr requantize(Expr x, const host::RequantizeParams& p);
+Expr cast(Expr x, DType dtype);
+// The parameters in a requantize call's (normalized) attributes.
+host::RequantizeParams requantize_params(const Attrs& attrs);
+
+void add_quantize_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/quantize-inl.hpp
+// Definitions for graph/ops/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType requantize_type(const TypeCall& c) {
+  const DType in = c.type(0).dtype;
+  if (!in.is_int())
+    raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
+                     c.label, c.arg(0), in);
+  const host::RequantizeParams p = requantize_params(c.attrs);
+  host::validate(p, in, c.label);
+  return {c.type(0).shape, p.out_dtype};
+}
+
+inline TensorType cast_type(const TypeCall& c) {
+  const DType to = c.attrs.get_dtype("dtype");
+  if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
+    raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
+                     to);
+  return {c.type(0).shape, to};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
+  const std::string& rounding = attrs.get_string("rounding");
+  const auto r = host::parse_rounding(rounding);
+  if (!r) raise<ValueError>("attribute 'rounding' is \"{}\"; allowed: floor, nearest", rounding);
+  return {.shift = attrs.get_int("shift"),
+          .lo = attrs.get_int("lo"),
+          .hi = attrs.get_int("hi"),
+          .rounding = *r,
+          .out_dtype = attrs.get_dtype("out_dtype")};
+}
+
+DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
+  return call("requantize", {std::move(x)},
+              {{"shift", p.shift},
+               {"lo", p.lo},
+               {"hi", p.hi},
+               {"rounding", std::string(host::rounding_name(p.rounding))},
+               {"out_dtype", p.out_dtype}});
+}
+
+DLAVM_INLINE Expr cast(Expr x, DType dtype) {
+  return call("cast", {std::move(x)}, {{"dtype", dtype}});
+}
+
+DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
+  const host::RequantizeParams d;
+  ops.add({.name = "requantize",
+           .attrs = {{"shift", AttrKind::Int, std::nullopt},
+                     {"lo", AttrKind::Int, d.lo},
+                     {"hi", AttrKind::Int, d.hi},
+                     {"rounding",
+                      AttrKind::String,
+                      std::string(host::rounding_name(d.rounding)),
+                      {"floor", "nearest"}},
+                     {"out_dtype", AttrKind::DType, d.out_dtype}},
+           .type_rule = detail::requantize_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::requantize(*a[0], requantize_params(attrs));
+           }});
+  ops.add({.name = "cast",
+           .attrs = {{"dtype", AttrKind::DType, std::nullopt}},
+           .type_rule = detail::cast_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::cast(*a[0], attrs.get_dtype("dtype"));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/quantize-inl.hpp
+#endif
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/transform.hpp
+// Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
+//
+//   reshape(x, newshape (required; 0 copies a dim, one -1 is inferred))
+//       symbolic dims pass through 0 entries; a -1 is the element count of x divided by the
+//       other entries, which must be provably divisible
+//   transpose(x, perm = [] (reverse))
+//   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
+//   concat(x0, x1, ..., axis (required)), at least one input
+//   pad(x, pad_before (required), pad_after (required), value = 0.0)
+//
+//   // [1, token, 512] -> [1, token, 8, 64]
+//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/transform.hpp
+// Host kernels that move elements without computing on them: reshape, transpose, flatten,
+// concat and pad. The semantics below are the definition the graph ops and every accelerator
+// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
+//
+//   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
+//                              newshape, 0 copies the dim of x at the same position and one -1
+//                              takes what the element count leaves; other entries >= 1.
+//   transpose(x, {perm})       y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}], i.e.
+//                              y.shape[k] = x.shape[perm[k]]; an empty perm reverses the dims.
+//   flatten(x, {axis = 1})     [prod(dims before axis), prod(dims from axis)]; axis in
+//                              [-rank, rank] (rank gives [all, 1]).
+//   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
+//                              dims must match.
+//   pad(x, {pad_before, pad_after, value = 0})
+//                              one entry per dim, each >= 0; new positions hold value (integers:
+//                              it must be an integer inside the dtype's range; float32: it is
+//                              rounded to float).
+//
+//   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+struct ReshapeParams {
+  std::vector<std::int64_t> newshape;
+};
+struct TransposeParams {
+  std::vector<std::int64_t> perm;  // empty: reverse
+};
+struct FlattenParams {
+  std::int64_t axis = 1;
+};
+struct ConcatParams {
+  std::int64_t axis = 0;
+};
+struct PadParams {
+  std::vector<std::int64_t> pad_before;
+  std::vector<std::int64_t> pad_after;
+  double value = 0;
+};
+
+// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
+// x has a dim, nothing below -1 (ValueError naming `who`).
+void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
+// The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
+Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
+                    std::string_view who);
+// perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
+std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
+                                        std::string_view who);
+// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
+std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
+// The pad lists checked against `rank` (ValueError naming `who`).
+void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
+void check_pad_value(double value, DType dtype, std::string_view who);
+
+te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
+te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
+te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
+te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
+te::NDArray pad(const te::NDArray& x, const PadParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/transform-inl.hpp
+// Definitions for host/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/transform.hpp
+// end dlavm/host/transform.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// Copies `count` elements from one array to another at element offsets (either storage).
+inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
+                          std::int64_t to, std::int64_t count) {
+  if (src.dtype().is_float()) {
+    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
+  } else {
+    const auto s = src.data().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.data().begin() + to);
+  }
+}
+
+// An array of the same dtype and elements under another shape.
+inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
+  te::NDArray y(x.dtype(), std::move(shape));
+  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+template <class T>
+void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
+                     std::span<const std::size_t> perm) {
+  const std::size_t rank = in_shape.size();
+  std::vector<std::int64_t> in_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
+  // walk y in row-major order; the input offset moves by the permuted strides
+  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  for (std::size_t k = 0; k < rank; ++k) {
+    out_shape[k] = in_shape[perm[k]];
+    stride[k] = in_stride[perm[k]];
+  }
+  const std::int64_t total = element_count(out_shape);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < total; ++i) {
+    y[i] = x[offset];
+    for (std::size_t d = rank; d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out_shape[d]) break;
+      offset -= stride[d] * out_shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
+                                 std::string_view who) {
+  bool infer = false;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    const std::int64_t d = newshape[k];
+    if (d == -1 && infer)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
+                        fmt::join(newshape, ", "));
+    infer = infer || d == -1;
+    if (d == 0 && k >= rank)
+      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
+                        fmt::join(newshape, ", "), k, rank);
+    if (d < -1)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
+                        fmt::join(newshape, ", "), d);
+  }
+}
+
+DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
+                                 std::span<const std::int64_t> newshape, std::string_view who) {
+  check_newshape(newshape, in.size(), who);
+  Shape out(newshape.size());
+  std::optional<std::size_t> infer;
+  std::int64_t known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+      continue;
+    }
+    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
+    known *= out[k];
+  }
+  const std::int64_t total = element_count(in);
+  if (infer) {
+    if (known == 0 || total % known != 0)
+      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
+                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
+    out[*infer] = total / known;
+  } else if (known != total) {
+    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
+                      detail::shape_str(in), total, detail::shape_str(out), known);
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
+                                                     std::size_t rank, std::string_view who) {
+  std::vector<std::size_t> out(rank);
+  if (perm.empty()) {
+    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
+    return out;
+  }
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (std::size_t k = 0; ok && k < rank; ++k) {
+    const auto axis = normalize_axis(perm[k], rank);
+    ok = axis && !seen[*axis];
+    if (ok) {
+      seen[*axis] = true;
+      out[k] = *axis;
+    }
+  }
+  if (!ok)
+    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
+                      fmt::join(perm, ", "), rank);
+  return out;
+}
+
+DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
+  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
+    raise<ValueError>(
+        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
+        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
+  for (std::size_t k = 0; k < rank; ++k)
+    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
+      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
+                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
+}
+
+DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis > r)
+    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
+                      r);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
+  if (dtype.is_integral() &&
+      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
+       value > static_cast<double>(dtype.max_value())))
+    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
+}
+
+DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
+  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
+}
+
+DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
+  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
+  te::NDArray y(x.dtype(), out_shape);
+  if (x.dtype().is_float())
+    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
+  else
+    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
+  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
+  const std::span<const std::int64_t> s = x.shape();
+  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
+}
+
+DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
+  constexpr std::string_view who = "host::concat";
+  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
+  const te::NDArray& first = *xs[0];
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
+  Shape out_shape = first.shape();
+  out_shape[axis] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const te::NDArray& x = *xs[i];
+    detail::require_same_dtype(who, first, x);
+    bool match = x.ndim() == first.ndim();
+    for (std::size_t k = 0; match && k < x.ndim(); ++k)
+      match = k == axis || x.shape()[k] == first.shape()[k];
+    if (!match)
+      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
+                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
+    out_shape[axis] += x.shape()[axis];
+  }
+  te::NDArray y(first.dtype(), out_shape);
+  const auto split = detail::split_at(out_shape, axis);
+  std::int64_t at = 0;  // offset within one outer slice of y
+  for (const te::NDArray* x : xs) {
+    const std::int64_t chunk = x->shape()[axis] * split.inner;
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
+    at += chunk;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
+  constexpr std::string_view who = "host::pad";
+  validate(p, x.ndim(), who);
+  const DType t = x.dtype();
+  check_pad_value(p.value, t, who);
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k)
+    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
+  te::NDArray y(t, out_shape);
+  if (t.is_float())
+    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
+  else
+    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
+  if (x.size() == 0) return y;
+  // copy x row by row (its last dim) into the interior of y
+  const std::size_t rank = x.ndim();
+  if (rank == 0) {
+    detail::copy_elements(x, 0, y, 0, 1);
+    return y;
+  }
+  std::vector<std::int64_t> y_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
+  const std::int64_t row = x.shape()[rank - 1];
+  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
+  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
+    std::int64_t to = 0;
+    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
+    detail::copy_elements(x, from, y, to, row);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < x.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/transform-inl.hpp
+#endif
+// end dlavm/host/transform.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::graph {
+
+Expr reshape(Expr x, const host::ReshapeParams& p);
+Expr transpose(Expr x, const host::TransposeParams& p = {});
+Expr flatten(Expr x, const host::FlattenParams& p = {});
+Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
+Expr pad(Expr x, const host::PadParams& p);
+
+void add_transform_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/transform-inl.hpp
+// Definitions for graph/ops/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/transform.hpp
+// end dlavm/graph/ops/transform.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
+// only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
+inline TensorType reshape_type(const TypeCall& c) {
+  const auto& newshape = c.attrs.get_ints("newshape");
+  const auto& x = c.type(0).shape;
+  host::check_newshape(newshape, x.size(), c.label);
+  std::vector<ne::Expr> out(newshape.size());
+  std::vector<bool> copied(x.size(), false);
+  std::optional<std::size_t> infer;
+  ne::Expr known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+    } else if (newshape[k] == 0) {
+      out[k] = x[k];
+      copied[k] = true;
+    } else {
+      out[k] = newshape[k];
+      known = known * newshape[k];
+    }
+  }
+  ne::Expr rest = 1;  // the dims of x no 0 entry copies
+  for (std::size_t k = 0; k < x.size(); ++k)
+    if (!copied[k]) rest = rest * x[k];
+  rest = ne::simplify(rest);
+  known = ne::simplify(known);
+  if (infer) {
+    const ne::Expr remainder = ne::simplify(ne::floormod(rest, known));
+    if (remainder.as_int() != 0)
+      raise<ShapeError>(
+          "{}: cannot reshape {} {} to [{}]: the dims not copied hold `{}` elements, which is "
+          "not provably a multiple of {}",
+          c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+    out[*infer] = ne::simplify(ne::floordiv(rest, known));
+  } else if (!ne::can_prove(rest == known)) {
+    raise<ShapeError>(
+        "{}: cannot reshape {} {} to [{}]: `{}` elements of x against {} (the dims not copied)",
+        c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+  }
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType transpose_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const auto perm = host::transpose_perm(c.attrs.get_ints("perm"), x.size(), c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType flatten_type(const TypeCall& c) {
+  const std::span<const ne::Expr> x = c.type(0).shape;
+  const std::size_t axis = host::flatten_axis(c.attrs.get_int("axis"), x.size(), c.label);
+  return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
+}
+
+inline TensorType concat_type(const TypeCall& c) {
+  const auto& first = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", first.size());
+  ne::Expr extent = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, first.size());
+    for (std::size_t k = 0; k < first.size(); ++k)
+      if (k != axis)
+        c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), first[k],
+                        fmt::format("{} dim {}", c.arg(0), k));
+    extent = extent + c.type(i).shape[axis];
+  }
+  std::vector<ne::Expr> out = first;
+  out[axis] = ne::simplify(extent);
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline host::PadParams pad_params(const Attrs& attrs) {
+  return {.pad_before = attrs.get_ints("pad_before"),
+          .pad_after = attrs.get_ints("pad_after"),
+          .value = attrs.get_float("value")};
+}
+
+inline TensorType pad_type(const TypeCall& c) {
+  const host::PadParams p = pad_params(c.attrs);
+  const auto& x = c.type(0).shape;
+  host::validate(p, x.size(), c.label);
+  host::check_pad_value(p.value, c.type(0).dtype, c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k)
+    out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));
+  return {std::move(out), c.type(0).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
+  return call("reshape", {std::move(x)}, {{"newshape", p.newshape}});
+}
+DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
+  return call("transpose", {std::move(x)}, {{"perm", p.perm}});
+}
+DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
+  return call("flatten", {std::move(x)}, {{"axis", p.axis}});
+}
+DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
+  return call("concat", std::move(xs), {{"axis", p.axis}});
+}
+DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
+  return call("pad", {std::move(x)},
+              {{"pad_before", p.pad_before}, {"pad_after", p.pad_after}, {"value", p.value}});
+}
+
+DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
+  ops.add({.name = "reshape",
+           .attrs = {{"newshape", AttrKind::Ints, std::nullopt}},
+           .type_rule = detail::reshape_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::reshape(*a[0], {.newshape = attrs.get_ints("newshape")});
+           }});
+  ops.add({.name = "transpose",
+           .attrs = {{"perm", AttrKind::Ints, std::vector<std::int64_t>{}}},
+           .type_rule = detail::transpose_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::transpose(*a[0], {.perm = attrs.get_ints("perm")});
+           }});
+  ops.add({.name = "flatten",
+           .attrs = {{"axis", AttrKind::Int, host::FlattenParams{}.axis}},
+           .type_rule = detail::flatten_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::flatten(*a[0], {.axis = attrs.get_int("axis")});
+           }});
+  ops.add({.name = "concat",
+           .min_args = 1,
+           .max_args = OpRecord::kVariadic,
+           .attrs = {{"axis", AttrKind::Int, std::nullopt}},
+           .type_rule = detail::concat_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::concat(a, {.axis = attrs.get_int("axis")});
+           }});
+  ops.add({.name = "pad",
+           .attrs = {{"pad_before", AttrKind::Ints, std::nullopt},
+                     {"pad_after", AttrKind::Ints, std::nullopt},
+                     {"value", AttrKind::Float, host::PadParams{}.value}},
+           .type_rule = detail::pad_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::pad(*a[0], detail::pad_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/transform-inl.hpp
+#endif
+// end dlavm/graph/ops/transform.hpp
+
+namespace dlavm::graph {
+
+// A registry with every op above; built afresh on each call (no global state).
+OpRegistry default_ops();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops-inl.hpp
+// Definitions for graph/ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE OpRegistry default_ops() {
+  OpRegistry ops;
+  add_linear_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
+  add_elementwise_ops(ops);
+  add_quantize_ops(ops);
+  add_transform_ops(ops);
+  add_float_ops(ops);
+  return ops;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops-inl.hpp
+#endif
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The concrete shape of a type under the bindings; `what` names the node for messages.
+inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
+                                                std::span<const ne::Binding> bindings,
+                                                std::string_view what) {
+  std::vector<std::int64_t> shape;
+  for (std::size_t k = 0; k < t.shape.size(); ++k) {
+    try {
+      shape.push_back(ne::eval(t.shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("evaluate: {} dim {} is `{}`: {}", what, k, t.shape[k], e.what());
+    }
+  }
+  return shape;
+}
+
+using ArrayPtr = std::shared_ptr<const te::NDArray>;
+
+// Values are shared: constants are never copied.
+class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
+ public:
+  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
+            std::span<const ne::Binding> bindings, const OpRegistry& ops)
+      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
+    check_inputs(fn);
+  }
+
+  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
+    for (const NamedArray& in : inputs_)
+      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
+    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
+  }
+  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
+  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
+    const std::string label = names_.label(e);
+    if (!call.type)
+      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
+                        label);
+    const OpRecord& op = ops_.at(call.op());
+    std::vector<const te::NDArray*> arrays;
+    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
+    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
+    check_output(*call.type, *out, label);
+    return out;
+  }
+
+ private:
+  void check_inputs(const Function& fn) const {
+    for (const NamedArray& in : inputs_) {
+      bool known = false;
+      for (const Expr& p : fn.params()) known = known || p.name() == in.name;
+      if (!known) {
+        std::vector<std::string_view> params;
+        for (const Expr& p : fn.params()) params.push_back(p.name());
+        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
+                          in.name, fmt::join(params, ", "));
+      }
+    }
+    for (const Expr& p : fn.params()) {
+      const NamedArray* given = nullptr;
+      for (const NamedArray& in : inputs_)
+        if (in.name == p.name()) given = &in;
+      const std::string what = fmt::format("input {}", names_.name(p));
+      if (given == nullptr)
+        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
+      const te::NDArray& a = given->value.get();
+      if (a.dtype() != p.type().dtype)
+        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
+                         a.dtype());
+      const auto want = concrete_shape(p.type(), bindings_, what);
+      if (a.shape() != want)
+        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
+                          what, type_text(p.type()), fmt::join(want, ", "),
+                          fmt::join(a.shape(), ", "));
+    }
+  }
+
+  void check_output(const TensorType& type, const te::NDArray& out,
+                    const std::string& label) const {
+    const auto want = concrete_shape(type, bindings_, label);
+    if (out.dtype() != type.dtype || out.shape() != want)
+      raise<ValueError>(
+          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
+          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
+          fmt::join(want, ", "));
+  }
+
+  NodeNames names_;
+  std::span<const NamedArray> inputs_;
+  std::span<const ne::Binding> bindings_;
+  const OpRegistry& ops_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].same_as(e)) return *values[i];
+  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
+                    e.defined() ? e.name() : std::string("<undefined>"));
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings,
+                                               const OpRegistry& ops) {
+  std::vector<te::NDArray> results;
+  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
+    results.push_back(*r);
+  return results;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings) {
+  return evaluate(fn, inputs, bindings, default_ops());
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings,
+                                            const OpRegistry& ops) {
+  detail::Evaluator ev(fn, inputs, bindings, ops);
+  EvaluationTrace trace;
+  for (const auto& r : ev.visit(fn.results())) trace.results.push_back(*r);
+  trace.nodes = post_order(fn.results());
+  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
+  return trace;
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings) {
+  return evaluate_trace(fn, inputs, bindings, default_ops());
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/evaluate-inl.hpp
+#endif
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// infer_type: types and places every call of a function. For each call in post-order it
+// finds the op record, checks the argument count and the attributes (defaults filled in, so
+// the typed function's calls carry every attribute), runs the type rule, and chooses a
+// device: in part 1 every call runs on the host (Device::Host) when the host kernel supports
+// it; part 2 adds the VTA placement rule. The result is a new function; the input is not
+// changed.
+//
+//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
+//   fmt::print("{}", typed);
+//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+//
+// Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
+// and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
+// ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
+// mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
+// constant, and a call no device supports (TypeError saying why, per device). `global` holds
+// options for the whole function; none are defined yet, so any key is an error.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
+// part 2 extends with VTA placement. This header does not include the vta layer.
+Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/infer_type-inl.hpp
+// Definitions for graph/infer_type.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class TypeInferer : public ExprMutator<TypeInferer> {
+ public:
+  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const std::string label = names_.label(e);
+    const OpRecord* op = ops_.find(call.op());
+    if (op == nullptr)
+      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
+                        fmt::join(ops_.names(), ", "));
+    check_arg_count(*op, label, args.size());
+    TypeCall typing;
+    typing.label = label;
+    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      new_args.push_back(args[i]);
+      typing.arg_names.push_back(names_.name(call.args[i]));
+      typing.arg_types.push_back(args[i].type());
+    }
+    TensorType type = op->type_rule(typing);
+    check_result(type, label);
+    const Device device = place(*op, typing);
+    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
+                      device);
+  }
+
+ private:
+  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
+    if (given >= op.min_args && given <= op.max_args) return;
+    if (op.max_args == OpRecord::kVariadic)
+      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
+    if (op.min_args == op.max_args)
+      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
+                        op.min_args == 1 ? "" : "s", given);
+    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
+                      given);
+  }
+
+  static void check_result(const TensorType& type, const std::string& label) {
+    for (std::size_t k = 0; k < type.shape.size(); ++k)
+      if (!type.shape[k].defined())
+        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
+                          k);
+  }
+
+  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
+  static Device place(const OpRecord& op, const TypeCall& typing) {
+    if (!op.host_support) return Device::Host;
+    const auto why_not = op.host_support(typing);
+    if (!why_not) return Device::Host;
+    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
+                     typing.label, *why_not, op.name);
+  }
+
+  const OpRegistry& ops_;
+  NodeNames names_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  // no function-wide options are defined yet: any key is unknown
+  normalize_attrs({}, global, "infer_type: global attributes");
+  return detail::TypeInferer(ops, fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/infer_type-inl.hpp
+#endif
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/target.hpp
+// graph::Target: what infer_type (and, in part 2, the build) compiles for: the VTA
+// configuration and the op registry. Part 2 adds the strategy options here. This is the one
+// graph header that includes the vta layer (vta::Env); the others stay free of it.
+//
+//   graph::Target target;                          // default VTA config, default_ops()
+//   target.ops.add(my_custom_op);
+//   auto typed = graph::infer_type(fn, target);
+
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/vta/lower/env.hpp
+// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
+// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
+// all derived from a Config.
+//
+//   vta::Env env;                                   // the default configuration
+//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
+//   s[A_buf].set_scope(env.inp_scope);
+//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
+//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule.hpp
+// schedule layer: stages and their primitives, symbolic intervals for bound inference.
+
+// begin dlavm/schedule/int_set.hpp
+// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
+// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
+// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
+// IntSet evaluation plays in InferBound.
+
+// begin dlavm/ne.hpp
+// ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
+// with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
+// compiled evaluation and static (compile-time) dims. Guide: docs/ne.md.
+
+// begin dlavm/ne/affine.hpp
+// ne::linear_form: reads an index expression as offset + sum(stride_k * var_k), the form DMA
+// and tensorize passes match against.
+//
+//   linear_form((i*16 + j)*4 + 7, {i, j})  ->  offset 7, strides {64, 4}
+//   linear_form(token*64*i + base, {i})     ->  offset base, strides {token*64}
+//
+// Offset and strides may involve other variables but not the listed ones. nullopt when the
+// expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dlavm::ne {
+
+struct LinearForm {
+  Expr offset;                // free of the listed variables
+  std::vector<Expr> strides;  // one per listed variable, in the order given
+};
+
+namespace detail {
+// Whether e mentions any of vars.
+bool uses_any(const Expr& e, std::span<const Var> vars);
+}  // namespace detail
+
+std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars);
+
+std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/affine-inl.hpp
+// Definitions for dlavm/ne/affine.hpp (see core/api.hpp).
+
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/simplify-inl.hpp
+// end dlavm/ne/simplify-inl.hpp
+
+namespace dlavm::ne::detail {
+
+DLAVM_INLINE bool uses_any(const Expr& e, std::span<const Var> vars) {
+  struct Finder : ExprVisitor<Finder> {
+    std::span<const Var> vars;
+    bool found = false;
+    void visit_var(const VarNode& n, const Expr&) {
+      for (const Var& v : vars) found = found || v.id() == n.id;
+    }
+  } finder;
+  finder.vars = vars;
+  finder.visit(e);
+  return finder.found;
+}
+
+}  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars) {
+  using namespace detail;
+  const Expr canonical = simplify(e);
+  LinearSum s;
+  try {
+    s = to_sum(canonical);
+  } catch (const CoefficientOverflow&) {
+    return std::nullopt;
+  }
+  LinearSum offset;
+  offset.constant = s.constant;
+  std::vector<LinearSum> strides(vars.size());
+  for (const Term& t : s.terms) {
+    if (!uses_any(t.atom, vars)) {
+      offset.terms.push_back(t);
+      continue;
+    }
+    // The atom is var_k, or a product with exactly one factor var_k and no other factor
+    // mentioning a listed variable.
+    std::vector<Expr> factors;
+    collect_factors(t.atom, factors);
+    std::optional<std::size_t> which;
+    std::optional<std::size_t> at;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      const auto* v = factors[f].as<VarNode>();
+      std::optional<std::size_t> k;
+      for (std::size_t i = 0; v != nullptr && i < vars.size(); ++i)
+        if (vars[i].id() == v->id) k = i;
+      if (k) {
+        if (which) return std::nullopt;  // i*j or i*i
+        which = k;
+        at = f;
+      } else if (uses_any(factors[f], vars)) {
+        return std::nullopt;  // floordiv(i, 2), min(i, 4), (i + 1)*token*...
+      }
+    }
+    if (!which) return std::nullopt;
+    Expr rest;
+    for (std::size_t f = 0; f < factors.size(); ++f) {
+      if (f == *at) continue;
+      rest = rest.defined() ? make_binary(Kind::Mul, rest, factors[f]) : factors[f];
+    }
+    if (rest.defined())
+      strides[*which].terms.push_back({t.coeff, rest});
+    else
+      strides[*which].constant += t.coeff;  // distinct atoms: no overflow
+  }
+  LinearForm result;
+  result.offset = build(offset);
+  for (auto& stride : strides) {
+    try {
+      normalize(stride);
+    } catch (const CoefficientOverflow&) {
+      return std::nullopt;
+    }
+    result.strides.push_back(build(stride));
+  }
+  return result;
+}
+
+DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
+  return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/affine-inl.hpp
+#endif
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/compile.hpp
+// ne::compile: turns an expression into a flat evaluator for run-time instantiation.
+//
+//   auto f = ne::compile(token*4096 + 16, {token});
+//   std::int64_t bytes = f({37});                  // or f(std::span<const std::int64_t>)
+//
+// The expression is simplified (unless CompileOptions::simplify is false), common
+// subexpressions are shared, and the result is three-address code over a small register file
+// ([arguments | constants | temporaries]), constants mostly as immediate operands, run by a
+// direct-threaded loop: no tree walk, no allocation (up to 64 registers), the same checks as
+// ne::eval (argument ranges, int64 overflow, division by zero) with the same error types. A
+// CompiledExpr is immutable; calls from several threads are safe.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
@@ -3237,17 +8069,6 @@ DLAVM_INLINE Expr substitute(const Expr& e, std::span<const Substitution> map) {
 #endif
 // end dlavm/ne/substitute.hpp
 // end dlavm/ne.hpp
-// begin dlavm/schedule.hpp
-// schedule layer: stages and their primitives, symbolic intervals for bound inference.
-
-// begin dlavm/schedule/int_set.hpp
-// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
-// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
-// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
-// IntSet evaluation plays in InferBound.
-
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
 
 #include <cstdint>
 #include <unordered_map>
@@ -3916,99 +8737,6 @@ inline std::int64_t IndexEnv::eval(const ne::Expr& e) const {
 }  // namespace dlavm::te
 // end dlavm/te/index_eval.hpp
 // begin dlavm/te/ndarray.hpp
-// NDArray: a host tensor of integers, the currency of references and interpreters. Values are
-// held as int64 and always wrapped to the dtype, so int8 arithmetic behaves as on hardware.
-
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <random>
-#include <span>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::te {
-
-class NDArray {
- public:
-  NDArray() = default;
-  NDArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-    if (!dtype.is_integral())
-      raise<TypeError>("NDArray of {}: dlavm computes on integer types only", dtype);
-    std::int64_t n = 1;
-    for (auto d : shape_) {
-      if (d < 0)
-        raise<ShapeError>("NDArray: negative dim {} in shape [{}]", d, fmt::join(shape_, ", "));
-      if (d != 0 && n > (std::int64_t{1} << 40) / d)
-        raise<CapacityError>("NDArray of shape [{}] is too large to allocate",
-                             fmt::join(shape_, ", "));
-      n *= d;
-    }
-    data_.assign(static_cast<std::size_t>(n), 0);
-  }
-
-  // Uniform random values over the dtype's whole range (or [lo, hi]), reproducible by seed.
-  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed) {
-    return random(dtype, std::move(shape), seed, dtype.min_value(), dtype.max_value());
-  }
-  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
-                        std::int64_t lo, std::int64_t hi) {
-    NDArray a(dtype, std::move(shape));
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> dist(lo, hi);
-    for (auto& v : a.data_) v = dtype.wrap(dist(rng));
-    return a;
-  }
-
-  DType dtype() const { return dtype_; }
-  const std::vector<std::int64_t>& shape() const { return shape_; }
-  std::size_t ndim() const { return shape_.size(); }
-  std::size_t size() const { return data_.size(); }
-  std::span<const std::int64_t> data() const { return data_; }
-  std::span<std::int64_t> data() { return data_; }
-
-  // Row-major offset of an index; ShapeError names the array when it is out of range.
-  std::size_t offset(std::span<const std::int64_t> index, std::string_view name = "NDArray") const {
-    if (index.size() != shape_.size())
-      raise<ShapeError>("{} has {} dims but is indexed with {}", name, shape_.size(), index.size());
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < index.size(); ++k) {
-      if (index[k] < 0 || index[k] >= shape_[k])
-        raise<ShapeError>("{}: index {} of dim {} is outside [0, {})", name, index[k], k,
-                          shape_[k]);
-      off = off * static_cast<std::size_t>(shape_[k]) + static_cast<std::size_t>(index[k]);
-    }
-    return off;
-  }
-  std::int64_t at(std::span<const std::int64_t> index) const { return data_[offset(index)]; }
-  std::int64_t at(std::initializer_list<std::int64_t> index) const {
-    return at(std::span<const std::int64_t>(index.begin(), index.size()));
-  }
-  void set(std::span<const std::int64_t> index, std::int64_t v) {
-    data_[offset(index)] = dtype_.wrap(v);
-  }
-  void set(std::initializer_list<std::int64_t> index, std::int64_t v) {
-    set(std::span<const std::int64_t>(index.begin(), index.size()), v);
-  }
-  void set_flat(std::size_t i, std::int64_t v) { data_[i] = dtype_.wrap(v); }
-
-  friend bool operator==(const NDArray& a, const NDArray& b) {
-    return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ && a.data_ == b.data_;
-  }
-
- private:
-  DType dtype_ = DType::int32();
-  std::vector<std::int64_t> shape_;
-  std::vector<std::int64_t> data_;
-};
-
-}  // namespace dlavm::te
 // end dlavm/te/ndarray.hpp
 // begin dlavm/te/ops.hpp
 // Building value expressions: operators, casts, select, reductions. Operands must share a
@@ -5674,6 +10402,1363 @@ using schedule::thread_axis;
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // end dlavm/schedule/tensor_intrin.hpp
+// end dlavm/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/vta/hw/config.hpp
+// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
+// derived from them, validation against what the instruction encoding can express, and
+// reading / writing the vta_config.json format.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/isa.hpp
+// VTA instruction set, firmware-sized: opcodes, memory ids, the bit layout of every field for a
+// given configuration (derived by the layout rule of VTA_ISA.md / docs/vta.md), and unchecked
+// pack/unpack of 128-bit instruction words and 32-bit micro-ops. Standard library only, no
+// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/hw/isa.hpp.
+
+#include <array>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+enum class Opcode : std::uint8_t { Load = 0, Store = 1, Gemm = 2, Finish = 3, Alu = 4 };
+enum class MemId : std::uint8_t { Uop = 0, Wgt = 1, Inp = 2, Acc = 3, Out = 4, Acc8 = 5 };
+enum class AluOp : std::uint8_t { Min = 0, Max = 1, Add = 2, Shr = 3, Mul = 4 };
+// The three modules (VTA's pipeline stages, with VTA's numbering).
+enum class Queue : std::uint8_t { Load = 1, Compute = 2, Store = 3 };
+
+inline constexpr int kOpcodeCount = 5;
+inline constexpr int kMemIdCount = 6;
+inline constexpr int kAluOpCount = 5;
+
+constexpr const char* opcode_name(Opcode op) {
+  switch (op) {
+    case Opcode::Load:
+      return "LOAD";
+    case Opcode::Store:
+      return "STORE";
+    case Opcode::Gemm:
+      return "GEMM";
+    case Opcode::Finish:
+      return "FINISH";
+    case Opcode::Alu:
+      return "ALU";
+  }
+  return "?";
+}
+constexpr const char* mem_name(MemId m) {
+  switch (m) {
+    case MemId::Uop:
+      return "UOP";
+    case MemId::Wgt:
+      return "WGT";
+    case MemId::Inp:
+      return "INP";
+    case MemId::Acc:
+      return "ACC";
+    case MemId::Out:
+      return "OUT";
+    case MemId::Acc8:
+      return "ACC_8BIT";
+  }
+  return "?";
+}
+constexpr const char* alu_name(AluOp op) {
+  switch (op) {
+    case AluOp::Min:
+      return "MIN";
+    case AluOp::Max:
+      return "MAX";
+    case AluOp::Add:
+      return "ADD";
+    case AluOp::Shr:
+      return "SHR";
+    case AluOp::Mul:
+      return "MUL";
+  }
+  return "?";
+}
+constexpr const char* queue_name(Queue q) {
+  switch (q) {
+    case Queue::Load:
+      return "load";
+    case Queue::Compute:
+      return "compute";
+    case Queue::Store:
+      return "store";
+  }
+  return "?";
+}
+
+// Every field of every instruction form, in no particular order.
+enum class Field : std::uint8_t {
+  opcode,
+  pop_prev_dep,
+  pop_next_dep,
+  push_prev_dep,
+  push_next_dep,
+  memory_type,
+  sram_base,
+  dram_base,
+  y_size,
+  x_size,
+  x_stride,
+  y_pad_0,
+  y_pad_1,
+  x_pad_0,
+  x_pad_1,
+  reset_reg,
+  uop_bgn,
+  uop_end,
+  iter_out,
+  iter_in,
+  dst_factor_out,
+  dst_factor_in,
+  src_factor_out,
+  src_factor_in,
+  wgt_factor_out,
+  wgt_factor_in,
+  alu_opcode,
+  use_imm,
+  imm,
+  count
+};
+inline constexpr int kFieldCount = static_cast<int>(Field::count);
+
+constexpr const char* field_name(Field f) {
+  constexpr const char* names[] = {"opcode",
+                                   "pop_prev_dep",
+                                   "pop_next_dep",
+                                   "push_prev_dep",
+                                   "push_next_dep",
+                                   "memory_type",
+                                   "sram_base",
+                                   "dram_base",
+                                   "y_size",
+                                   "x_size",
+                                   "x_stride",
+                                   "y_pad_0",
+                                   "y_pad_1",
+                                   "x_pad_0",
+                                   "x_pad_1",
+                                   "reset_reg",
+                                   "uop_bgn",
+                                   "uop_end",
+                                   "iter_out",
+                                   "iter_in",
+                                   "dst_factor_out",
+                                   "dst_factor_in",
+                                   "src_factor_out",
+                                   "src_factor_in",
+                                   "wgt_factor_out",
+                                   "wgt_factor_in",
+                                   "alu_opcode",
+                                   "use_imm",
+                                   "imm"};
+  const auto i = static_cast<int>(f);
+  return i < kFieldCount ? names[i] : "?";
+}
+
+// The three encodings: LOAD/STORE (Mem), GEMM and FINISH (Gemm), ALU.
+enum class Form : std::uint8_t { Mem, Gemm, Alu };
+constexpr Form form_of(Opcode op) {
+  switch (op) {
+    case Opcode::Load:
+    case Opcode::Store:
+      return Form::Mem;
+    case Opcode::Alu:
+      return Form::Alu;
+    default:
+      return Form::Gemm;
+  }
+}
+
+// Fixed widths of VTA_ISA.md.
+inline constexpr int kOpcodeBits = 3;
+inline constexpr int kMemIdBits = 3;
+inline constexpr int kAluOpBits = 3;
+inline constexpr int kSramBaseBits = 16;
+inline constexpr int kDramBaseBits = 32;
+inline constexpr int kSizeBits = 16;
+inline constexpr int kStrideBits = 16;
+inline constexpr int kPadBits = 4;
+inline constexpr int kLoopIterBits = 14;
+inline constexpr int kImmBits = 16;
+inline constexpr int kInsnBits = 128;
+inline constexpr int kUopBits = 32;
+
+// One field's place: bit offset from bit 0 of word 0 (0..127) and width (0 = not in the form).
+struct FieldPos {
+  std::uint8_t offset = 0;
+  std::uint8_t width = 0;
+  friend constexpr bool operator==(FieldPos, FieldPos) = default;
+};
+
+// One 128-bit instruction: two little-endian 64-bit words, word[0] holding bits 0-63.
+struct InsnWord {
+  std::array<std::uint64_t, 2> word{};
+  friend constexpr bool operator==(const InsnWord&, const InsnWord&) = default;
+};
+
+// A micro-op: indices into the accumulator, input (or accumulator, for ALU) and weight SRAMs.
+struct Uop {
+  std::uint32_t dst = 0;
+  std::uint32_t src = 0;
+  std::uint32_t wgt = 0;
+  friend constexpr bool operator==(const Uop&, const Uop&) = default;
+};
+
+// The value of every field of one instruction, whatever its form (fields outside the form are
+// ignored by pack and zero after unpack). Opcode, memory type and ALU opcode hold the raw
+// field value, which may be outside the enumerators after unpacking a corrupted word.
+struct InsnFields {
+  Opcode opcode = Opcode::Finish;
+  bool pop_prev_dep = false, pop_next_dep = false, push_prev_dep = false, push_next_dep = false;
+  MemId memory_type = MemId::Uop;
+  std::uint32_t sram_base = 0, dram_base = 0, y_size = 0, x_size = 0, x_stride = 0;
+  std::uint32_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;
+  bool reset_reg = false;
+  std::uint32_t uop_bgn = 0, uop_end = 0, iter_out = 0, iter_in = 0;
+  std::uint32_t dst_factor_out = 0, dst_factor_in = 0, src_factor_out = 0, src_factor_in = 0;
+  std::uint32_t wgt_factor_out = 0, wgt_factor_in = 0;
+  AluOp alu_opcode = AluOp::Min;
+  bool use_imm = false;
+  std::int32_t imm = 0;  // 16-bit signed field, sign-extended
+
+  friend constexpr bool operator==(const InsnFields&, const InsnFields&) = default;
+
+  // Field value as an unsigned bit pattern of at most 64 bits (imm: two's complement).
+  constexpr std::uint64_t get(Field f) const {
+    switch (f) {
+      case Field::opcode:
+        return static_cast<std::uint64_t>(opcode);
+      case Field::pop_prev_dep:
+        return pop_prev_dep;
+      case Field::pop_next_dep:
+        return pop_next_dep;
+      case Field::push_prev_dep:
+        return push_prev_dep;
+      case Field::push_next_dep:
+        return push_next_dep;
+      case Field::memory_type:
+        return static_cast<std::uint64_t>(memory_type);
+      case Field::sram_base:
+        return sram_base;
+      case Field::dram_base:
+        return dram_base;
+      case Field::y_size:
+        return y_size;
+      case Field::x_size:
+        return x_size;
+      case Field::x_stride:
+        return x_stride;
+      case Field::y_pad_0:
+        return y_pad_0;
+      case Field::y_pad_1:
+        return y_pad_1;
+      case Field::x_pad_0:
+        return x_pad_0;
+      case Field::x_pad_1:
+        return x_pad_1;
+      case Field::reset_reg:
+        return reset_reg;
+      case Field::uop_bgn:
+        return uop_bgn;
+      case Field::uop_end:
+        return uop_end;
+      case Field::iter_out:
+        return iter_out;
+      case Field::iter_in:
+        return iter_in;
+      case Field::dst_factor_out:
+        return dst_factor_out;
+      case Field::dst_factor_in:
+        return dst_factor_in;
+      case Field::src_factor_out:
+        return src_factor_out;
+      case Field::src_factor_in:
+        return src_factor_in;
+      case Field::wgt_factor_out:
+        return wgt_factor_out;
+      case Field::wgt_factor_in:
+        return wgt_factor_in;
+      case Field::alu_opcode:
+        return static_cast<std::uint64_t>(alu_opcode);
+      case Field::use_imm:
+        return use_imm;
+      case Field::imm:
+        return static_cast<std::uint64_t>(static_cast<std::int64_t>(imm));
+      case Field::count:
+        break;
+    }
+    return 0;
+  }
+  // Sets a field from the raw bits read out of a word (imm is sign-extended from 16 bits).
+  constexpr void set(Field f, std::uint64_t v) {
+    const auto u = static_cast<std::uint32_t>(v);
+    switch (f) {
+      case Field::opcode:
+        opcode = static_cast<Opcode>(u);
+        break;
+      case Field::pop_prev_dep:
+        pop_prev_dep = v != 0;
+        break;
+      case Field::pop_next_dep:
+        pop_next_dep = v != 0;
+        break;
+      case Field::push_prev_dep:
+        push_prev_dep = v != 0;
+        break;
+      case Field::push_next_dep:
+        push_next_dep = v != 0;
+        break;
+      case Field::memory_type:
+        memory_type = static_cast<MemId>(u);
+        break;
+      case Field::sram_base:
+        sram_base = u;
+        break;
+      case Field::dram_base:
+        dram_base = u;
+        break;
+      case Field::y_size:
+        y_size = u;
+        break;
+      case Field::x_size:
+        x_size = u;
+        break;
+      case Field::x_stride:
+        x_stride = u;
+        break;
+      case Field::y_pad_0:
+        y_pad_0 = u;
+        break;
+      case Field::y_pad_1:
+        y_pad_1 = u;
+        break;
+      case Field::x_pad_0:
+        x_pad_0 = u;
+        break;
+      case Field::x_pad_1:
+        x_pad_1 = u;
+        break;
+      case Field::reset_reg:
+        reset_reg = v != 0;
+        break;
+      case Field::uop_bgn:
+        uop_bgn = u;
+        break;
+      case Field::uop_end:
+        uop_end = u;
+        break;
+      case Field::iter_out:
+        iter_out = u;
+        break;
+      case Field::iter_in:
+        iter_in = u;
+        break;
+      case Field::dst_factor_out:
+        dst_factor_out = u;
+        break;
+      case Field::dst_factor_in:
+        dst_factor_in = u;
+        break;
+      case Field::src_factor_out:
+        src_factor_out = u;
+        break;
+      case Field::src_factor_in:
+        src_factor_in = u;
+        break;
+      case Field::wgt_factor_out:
+        wgt_factor_out = u;
+        break;
+      case Field::wgt_factor_in:
+        wgt_factor_in = u;
+        break;
+      case Field::alu_opcode:
+        alu_opcode = static_cast<AluOp>(u);
+        break;
+      case Field::use_imm:
+        use_imm = v != 0;
+        break;
+      case Field::imm:
+        imm = static_cast<std::int32_t>(static_cast<std::int16_t>(u & 0xFFFF));
+        break;
+      case Field::count:
+        break;
+    }
+  }
+};
+
+// Which module executes an instruction: LOAD of INP/WGT on the load module, STORE on the
+// store module, everything else (LOAD of UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH) on compute.
+constexpr Queue queue_of(const InsnFields& f) {
+  if (f.opcode == Opcode::Store) return Queue::Store;
+  if (f.opcode == Opcode::Load && (f.memory_type == MemId::Inp || f.memory_type == MemId::Wgt))
+    return Queue::Load;
+  return Queue::Compute;
+}
+
+// The fields of each form, least significant first.
+inline constexpr Field kCommonFields[] = {Field::opcode, Field::pop_prev_dep, Field::pop_next_dep,
+                                          Field::push_prev_dep, Field::push_next_dep};
+inline constexpr Field kMemFields[] = {
+    Field::memory_type, Field::sram_base, Field::dram_base, Field::y_size,  Field::x_size,
+    Field::x_stride,    Field::y_pad_0,   Field::y_pad_1,   Field::x_pad_0, Field::x_pad_1};
+inline constexpr Field kGemmFields[] = {
+    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
+    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
+    Field::src_factor_in, Field::wgt_factor_out, Field::wgt_factor_in};
+inline constexpr Field kAluFields[] = {
+    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
+    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
+    Field::src_factor_in, Field::alu_opcode,     Field::use_imm,       Field::imm};
+
+// The bit position of every field for one configuration, given by its log2 SRAM depths
+// (in elements). Layout rule: fields are packed from bit 0 of word 0 upward, and a field
+// that does not fit in what is left of the current 64-bit word starts at bit 0 of the next
+// word. `ok` is false when a form needs more than 128 bits or the micro-op more than 32;
+// `bad_form` / `bad_field` then name the first field that does not fit.
+struct IsaLayout {
+  int log_uop_depth = 0, log_inp_depth = 0, log_wgt_depth = 0, log_acc_depth = 0;
+  std::array<FieldPos, kFieldCount> mem{}, gemm{}, alu{};
+  FieldPos uop_dst{}, uop_src{}, uop_wgt{};
+  bool ok = true;
+  bool uop_ok = true;
+  Form bad_form = Form::Mem;
+  Field bad_field = Field::count;
+
+  constexpr const std::array<FieldPos, kFieldCount>& form(Form f) const {
+    return f == Form::Mem ? mem : f == Form::Gemm ? gemm : alu;
+  }
+  constexpr FieldPos pos(Form f, Field field) const {
+    return form(f)[static_cast<std::size_t>(field)];
+  }
+
+  // Width of a field in a form for these depths (0 when the form has no such field).
+  static constexpr int width(Form form, Field f, int uop, int inp, int wgt, int acc) {
+    switch (f) {
+      case Field::opcode:
+        return kOpcodeBits;
+      case Field::pop_prev_dep:
+      case Field::pop_next_dep:
+      case Field::push_prev_dep:
+      case Field::push_next_dep:
+        return 1;
+      default:
+        break;
+    }
+    if (form == Form::Mem) {
+      switch (f) {
+        case Field::memory_type:
+          return kMemIdBits;
+        case Field::sram_base:
+          return kSramBaseBits;
+        case Field::dram_base:
+          return kDramBaseBits;
+        case Field::y_size:
+        case Field::x_size:
+          return kSizeBits;
+        case Field::x_stride:
+          return kStrideBits;
+        case Field::y_pad_0:
+        case Field::y_pad_1:
+        case Field::x_pad_0:
+        case Field::x_pad_1:
+          return kPadBits;
+        default:
+          return 0;
+      }
+    }
+    switch (f) {
+      case Field::reset_reg:
+        return 1;
+      case Field::uop_bgn:
+        return uop;
+      case Field::uop_end:
+        return uop + 1;
+      case Field::iter_out:
+      case Field::iter_in:
+        return kLoopIterBits;
+      case Field::dst_factor_out:
+      case Field::dst_factor_in:
+        return acc;
+      case Field::src_factor_out:
+      case Field::src_factor_in:
+        return form == Form::Gemm ? inp : acc;
+      case Field::wgt_factor_out:
+      case Field::wgt_factor_in:
+        return form == Form::Gemm ? wgt : 0;
+      case Field::alu_opcode:
+        return form == Form::Alu ? kAluOpBits : 0;
+      case Field::use_imm:
+        return form == Form::Alu ? 1 : 0;
+      case Field::imm:
+        return form == Form::Alu ? kImmBits : 0;
+      default:
+        return 0;
+    }
+  }
+
+  static constexpr IsaLayout make(int log_uop_depth, int log_inp_depth, int log_wgt_depth,
+                                  int log_acc_depth) {
+    IsaLayout l;
+    l.log_uop_depth = log_uop_depth;
+    l.log_inp_depth = log_inp_depth;
+    l.log_wgt_depth = log_wgt_depth;
+    l.log_acc_depth = log_acc_depth;
+    for (Form form : {Form::Mem, Form::Gemm, Form::Alu}) {
+      auto& table = form == Form::Mem ? l.mem : form == Form::Gemm ? l.gemm : l.alu;
+      int bit = 0;
+      auto place = [&](Field f) {
+        const int w = width(form, f, log_uop_depth, log_inp_depth, log_wgt_depth, log_acc_depth);
+        if (w <= 0) return;
+        if (w > 64 || (bit % 64) + w > 64) bit = (bit + 63) / 64 * 64;
+        if (w > 64 || bit + w > kInsnBits) {
+          if (l.ok) {
+            l.ok = false;
+            l.bad_form = form;
+            l.bad_field = f;
+          }
+          return;
+        }
+        table[static_cast<std::size_t>(f)] = {static_cast<std::uint8_t>(bit),
+                                              static_cast<std::uint8_t>(w)};
+        bit += w;
+      };
+      for (Field f : kCommonFields) place(f);
+      if (form == Form::Mem) {
+        for (Field f : kMemFields) place(f);
+      } else if (form == Form::Gemm) {
+        for (Field f : kGemmFields) place(f);
+      } else {
+        for (Field f : kAluFields) place(f);
+      }
+    }
+    const int src = log_acc_depth > log_inp_depth ? log_acc_depth : log_inp_depth;
+    const int dst = log_acc_depth, wgt = log_wgt_depth;
+    if (dst < 0 || src < 0 || wgt < 0 || dst + src + wgt > kUopBits) {
+      l.uop_ok = false;
+    } else {
+      l.uop_dst = {0, static_cast<std::uint8_t>(dst)};
+      l.uop_src = {static_cast<std::uint8_t>(dst), static_cast<std::uint8_t>(src)};
+      l.uop_wgt = {static_cast<std::uint8_t>(dst + src), static_cast<std::uint8_t>(wgt)};
+    }
+    return l;
+  }
+
+  // The default VTA configuration: uop 2^13, inp 2^11, wgt 2^10, acc 2^11 elements.
+  static constexpr IsaLayout default_layout() { return make(13, 11, 10, 11); }
+};
+
+constexpr std::uint64_t low_mask(int width) {
+  return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+}
+
+// Places `value` (masked to the field width) into a word pair. Fields never straddle words.
+constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
+  if (p.width == 0) return;
+  w.word[p.offset / 64] |= (value & low_mask(p.width)) << (p.offset % 64);
+}
+constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
+  if (p.width == 0) return 0;
+  return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
+}
+
+// Calls fn(field) for every field of `form`, least significant first.
+template <class Fn>
+constexpr void for_each_field(Form form, Fn&& fn) {
+  for (Field x : kCommonFields) fn(x);
+  if (form == Form::Mem) {
+    for (Field x : kMemFields) fn(x);
+  } else if (form == Form::Gemm) {
+    for (Field x : kGemmFields) fn(x);
+  } else {
+    for (Field x : kAluFields) fn(x);
+  }
+}
+
+// Unchecked: values wider than their field are masked. Use vta::encode to check them.
+constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
+  InsnWord w;
+  const Form form = form_of(f.opcode);
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
+  return w;
+}
+
+// The opcode field: bits 0-2 of every form.
+constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
+
+constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
+  InsnFields f;
+  const Form form = form_of(opcode_of(w));
+  const auto& table = layout.form(form);
+  for_each_field(form,
+                 [&](Field x) { f.set(x, get_field(w, table[static_cast<std::size_t>(x)])); });
+  return f;
+}
+
+constexpr std::uint32_t pack_uop(const IsaLayout& l, const Uop& u) {
+  const auto put = [](FieldPos p, std::uint32_t v) {
+    return p.width == 0 ? 0u : static_cast<std::uint32_t>((v & low_mask(p.width)) << p.offset);
+  };
+  return put(l.uop_dst, u.dst) | put(l.uop_src, u.src) | put(l.uop_wgt, u.wgt);
+}
+constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
+  const auto get = [word](FieldPos p) {
+    return p.width == 0 ? 0u : static_cast<std::uint32_t>((word >> p.offset) & low_mask(p.width));
+  };
+  return {get(l.uop_dst), get(l.uop_src), get(l.uop_wgt)};
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/isa.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+using runtime::AluOp;
+using runtime::Field;
+using runtime::Form;
+using runtime::InsnFields;
+using runtime::InsnWord;
+using runtime::IsaLayout;
+using runtime::MemId;
+using runtime::Opcode;
+using runtime::Queue;
+using runtime::Uop;
+
+struct Config {
+  std::string target = "sim";
+  std::string hw_ver = "0.0.2";
+  int log_inp_width = 3;
+  int log_wgt_width = 3;
+  int log_acc_width = 5;
+  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
+  int log_batch = 0;
+  int log_block_in = 4;
+  int log_block_out = 4;
+  int log_uop_buff_size = 15;
+  int log_inp_buff_size = 15;
+  int log_wgt_buff_size = 18;
+  int log_acc_buff_size = 17;
+  int log_bus_width = 6;
+
+  friend bool operator==(const Config&, const Config&) = default;
+
+  // Tile shape.
+  int batch() const { return 1 << log_batch; }
+  int block_in() const { return 1 << log_block_in; }
+  int block_out() const { return 1 << log_block_out; }
+  int inp_width() const { return 1 << log_inp_width; }
+  int wgt_width() const { return 1 << log_wgt_width; }
+  int acc_width() const { return 1 << log_acc_width; }
+  int out_width() const { return 1 << log_out_width; }
+
+  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
+  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
+  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
+  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
+  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
+  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
+  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
+  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
+  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
+  // ACC_8BIT loads: one byte per accumulator lane.
+  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
+  static constexpr std::size_t uop_elem_bytes() { return 4; }
+  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
+  std::size_t elem_bytes(MemId m) const {
+    switch (m) {
+      case MemId::Uop:
+        return uop_elem_bytes();
+      case MemId::Wgt:
+        return wgt_elem_bytes();
+      case MemId::Inp:
+        return inp_elem_bytes();
+      case MemId::Acc:
+        return acc_elem_bytes();
+      case MemId::Out:
+        return out_elem_bytes();
+      case MemId::Acc8:
+        return acc8_elem_bytes();
+    }
+    return 1;
+  }
+
+  // SRAM depths in elements, and their log2 (the index widths).
+  int log_uop_depth() const { return log_uop_buff_size - 2; }
+  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
+  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
+  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
+  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
+  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
+  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
+  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
+  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
+  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
+  int bus_bytes() const { return (1 << log_bus_width) / 8; }
+
+  DType inp_dtype() const { return DType::int_bits(inp_width()); }
+  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
+  DType acc_dtype() const { return DType::int_bits(acc_width()); }
+  DType out_dtype() const { return DType::int_bits(out_width()); }
+
+  // The bit layout of this configuration's instructions (call validate() first for a
+  // configuration that did not come from from_json).
+  IsaLayout layout() const {
+    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+  }
+
+  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
+  void validate() const;
+
+  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+  // hardware cannot realise. `source` names the text in messages.
+  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  std::string to_json() const;
+  static Config load(const std::string& path);
+  void save(const std::string& path) const;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::Config& c, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/config-inl.hpp
+// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/json.hpp
+// Internal: the one JSON document type of the VTA layer and the one way every reader parses
+// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
+// of the headers that declare the API.
+//
+// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
+// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
+// double range such as 1e400, a duplicate key all become ParseError naming the file and the
+// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
+// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
+// show untrusted values through describe(), which is bounded whatever the value.
+//
+//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
+//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
+// that and far below what recursion over a document can survive.
+inline constexpr int kMaxJsonDepth = 64;
+
+// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
+// quoting untrusted text in messages (a NUL byte would end what() early).
+inline std::string excerpt(std::string_view s, std::size_t max = 48) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += s[i];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// A short, bounded description of a value for messages: scalars as written (strings cut
+// by excerpt), containers by kind and size. Never recursive.
+inline std::string describe(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object:
+      return fmt::format("an object of {} keys", v.size());
+    case Json::value_t::array:
+      return fmt::format("an array of {} elements", v.size());
+    case Json::value_t::string:
+      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
+    case Json::value_t::binary:
+      return "binary data";
+    case Json::value_t::discarded:
+      return "nothing";
+    default:
+      return v.dump();  // null, boolean, number: a few characters
+  }
+}
+
+// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
+// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
+// ends it, so the parser can never nest deeper than this scan saw at the same byte.
+inline std::size_t too_deep_at(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
+// the first error instead of throwing it: the byte offset and message of a syntax error or a
+// number overflow, or the key that an object repeats.
+class JsonBuilder {
+ public:
+  Json root;
+  std::string error;  // empty while the document is well formed
+  std::size_t error_byte = std::string_view::npos;
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(Json::string_t& k) {
+    if (stack_.back()->contains(k)) {
+      error = fmt::format("duplicate key \"{}\"", excerpt(k));
+      return false;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
+    // nlohmann's message quotes the last token read, which may be a whole long string.
+    error = excerpt(e.what(), 160);
+    error_byte = byte;
+    return false;
+  }
+
+ private:
+  // Places a value where the parser is: the root, the next array element, or the value of the
+  // key just read. Children of the open container are complete before the next one is added,
+  // so the pointers on the stack (the open containers) stay valid.
+  Json* place(Json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[key_] = std::move(v));
+  }
+  bool put(Json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::vector<Json*> stack_;
+  std::string key_;
+};
+
+// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
+// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
+// repeated in one object).
+inline Json parse_json(std::string_view text, std::string_view source) {
+  if (const auto at = too_deep_at(text); at != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
+                      kMaxJsonDepth);
+  JsonBuilder b;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
+    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
+  }
+  if (!ok && b.error_byte != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
+  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
+  return std::move(b.root);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/json.hpp
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
+  if (value < lo || value > hi)
+    raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
+}
+
+// The buffer whose depth sets the width of a GEMM / ALU field: its configuration key, name,
+// log2 size in bytes and log2 depth in elements.
+struct FieldDepth {
+  const char* key;
+  const char* buffer;
+  int log_size, log_depth;
+};
+inline FieldDepth depth_of_field(const Config& c, Form form, Field f) {
+  switch (f) {
+    case Field::uop_bgn:
+    case Field::uop_end:
+      return {"LOG_UOP_BUFF_SIZE", "micro-op", c.log_uop_buff_size, c.log_uop_depth()};
+    case Field::src_factor_out:
+    case Field::src_factor_in:
+      if (form == Form::Gemm)
+        return {"LOG_INP_BUFF_SIZE", "input", c.log_inp_buff_size, c.log_inp_depth()};
+      break;
+    case Field::wgt_factor_out:
+    case Field::wgt_factor_in:
+      return {"LOG_WGT_BUFF_SIZE", "weight", c.log_wgt_buff_size, c.log_wgt_depth()};
+    default:
+      break;
+  }
+  return {"LOG_ACC_BUFF_SIZE", "accumulator", c.log_acc_buff_size, c.log_acc_depth()};
+}
+
+// Every field of the GEMM and ALU forms is written by the builder (loop factors even when 0,
+// uop_bgn for every kernel), so each needs at least one bit: a buffer of one element would
+// make its index fields 0 bits wide, which no encoding can hold (nor a C bit-field of VTA's
+// hardware source declare). Fixed-width fields are never 0 bits; a field of LOG_*_DEPTH bits
+// holds every index of its buffer, and uop_end's extra bit the end of the micro-op buffer.
+inline void check_field_widths(const Config& c, const IsaLayout& l) {
+  for (Form form : {Form::Gemm, Form::Alu}) {
+    runtime::for_each_field(form, [&](Field f) {
+      if (l.pos(form, f).width != 0) return;
+      const auto d = depth_of_field(c, form, f);
+      raise<ConfigError>(
+          "{} = {}: the {} buffer holds 2^{} = {} element(s), so {} field {} would be 0 bits "
+          "wide; every buffer needs at least 2 elements (raise {})",
+          d.key, d.log_size, d.buffer, d.log_depth, std::uint64_t{1} << d.log_depth,
+          form == Form::Gemm ? "GEMM" : "ALU", runtime::field_name(f), d.key);
+    });
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void Config::validate() const {
+  using detail::check_range;
+  check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
+  check_range("LOG_ACC_WIDTH", log_acc_width, 3, 5, "accumulators are 8..32 bits");
+  check_range("LOG_OUT_WIDTH", log_out_width, 0, log_acc_width,
+              "outputs are truncated accumulators, at most LOG_ACC_WIDTH");
+  check_range("LOG_BATCH", log_batch, 0, 8, "at most 256 rows per tile");
+  check_range("LOG_BLOCK_IN", log_block_in, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_BLOCK_OUT", log_block_out, 0, 8, "at most 256 columns per tile");
+  check_range("LOG_UOP_BUFF_SIZE", log_uop_buff_size, 2, 30, "buffers are 4 B..1 GiB");
+  check_range("LOG_INP_BUFF_SIZE", log_inp_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_ACC_BUFF_SIZE", log_acc_buff_size, 0, 30, "buffers are 1 B..1 GiB");
+  check_range("LOG_BUS_WIDTH", log_bus_width, 3, 12, "the memory bus is 8..4096 bits");
+  auto check_elem = [](std::string_view what, std::string_view keys, int log_bits) {
+    if (log_bits < 3)
+      raise<ConfigError>("{} element of {} bits ({}) is not a whole byte", what, 1 << log_bits,
+                         keys);
+  };
+  check_elem("input", "LOG_BATCH + LOG_BLOCK_IN + LOG_INP_WIDTH", log_inp_elem_bits());
+  check_elem("weight", "LOG_BLOCK_OUT + LOG_BLOCK_IN + LOG_WGT_WIDTH", log_wgt_elem_bits());
+  check_elem("output", "LOG_BATCH + LOG_BLOCK_OUT + LOG_OUT_WIDTH", log_out_elem_bits());
+  auto check_depth = [](std::string_view key, int log_size, int log_depth, int log_elem_bits) {
+    if (log_depth < 0)
+      raise<ConfigError>("{} = {}: a {}-byte buffer cannot hold one {}-byte element", key, log_size,
+                         std::uint64_t{1} << log_size, std::uint64_t{1} << (log_elem_bits - 3));
+    if (log_depth > runtime::kSramBaseBits)
+      raise<ConfigError>(
+          "{} = {}: depth 2^{} elements cannot be addressed by the {}-bit sram_base field", key,
+          log_size, log_depth, runtime::kSramBaseBits);
+  };
+  check_depth("LOG_UOP_BUFF_SIZE", log_uop_buff_size, log_uop_depth(), 5);
+  check_depth("LOG_INP_BUFF_SIZE", log_inp_buff_size, log_inp_depth(), log_inp_elem_bits());
+  check_depth("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, log_wgt_depth(), log_wgt_elem_bits());
+  check_depth("LOG_ACC_BUFF_SIZE", log_acc_buff_size, log_acc_depth(), log_acc_elem_bits());
+  const auto l = layout();
+  if (!l.ok) {
+    const char* form = l.bad_form == Form::Mem    ? "LOAD/STORE"
+                       : l.bad_form == Form::Gemm ? "GEMM"
+                                                  : "ALU";
+    raise<ConfigError>(
+        "{} field {} no longer fits in the 128-bit instruction (depths: uop 2^{}, inp 2^{}, "
+        "wgt 2^{}, acc 2^{}); reduce the buffer sizes",
+        form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
+        log_acc_depth());
+  }
+  detail::check_field_widths(*this, l);
+  if (!l.uop_ok) {
+    const int src = std::max(log_acc_depth(), log_inp_depth());
+    raise<ConfigError>(
+        "micro-op fields need dst {} + src {} + wgt {} = {} bits, more than 32 "
+        "(LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE too deep)",
+        log_acc_depth(), src, log_wgt_depth(), log_acc_depth() + src + log_wgt_depth());
+  }
+}
+
+namespace detail {
+
+// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
+// as written, so 18446744073709551615 is reported as that, not as -1.
+inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
+                       int fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+    return fallback;
+  }
+  if (!it->is_number_integer())
+    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
+  constexpr std::int64_t kPlausible = 1000;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kPlausible))
+      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+    return static_cast<int>(v);
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < -kPlausible || v > kPlausible)
+    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+  return static_cast<int>(v);
+}
+
+inline std::string config_string(const Json& j, std::string_view source, const char* key,
+                                 std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_string())
+    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
+}
+
+// The configuration a parsed vta_config.json object describes (the manifest reader passes its
+// "config" member here rather than re-serializing it).
+inline Config config_from_json(const Json& j, std::string_view source) {
+  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
+  Config c;
+  c.target = config_string(j, source, "TARGET", c.target);
+  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
+  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
+  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
+  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
+  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
+  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
+    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
+                       source, block, c.log_block_in, c.log_block_out);
+  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+inline Json config_to_json(const Config& c) {
+  Json j;
+  j["TARGET"] = c.target;
+  j["HW_VER"] = c.hw_ver;
+  j["LOG_INP_WIDTH"] = c.log_inp_width;
+  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
+  j["LOG_ACC_WIDTH"] = c.log_acc_width;
+  j["LOG_BATCH"] = c.log_batch;
+  if (c.log_block_in == c.log_block_out) {
+    j["LOG_BLOCK"] = c.log_block_in;
+  } else {
+    j["LOG_BLOCK_IN"] = c.log_block_in;
+    j["LOG_BLOCK_OUT"] = c.log_block_out;
+  }
+  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
+  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
+  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
+  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
+  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
+  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
+  return j;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
+  return detail::config_from_json(detail::parse_json(text, source), source);
+}
+
+DLAVM_INLINE std::string Config::to_json() const {
+  return detail::config_to_json(*this).dump(2) + "\n";
+}
+
+DLAVM_INLINE Config Config::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_json(text.str(), path);
+}
+
+DLAVM_INLINE void Config::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << to_json();
+  if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
+    const dlavm::vta::Config& c, format_context& ctx) const {
+  return fmt::format_to(
+      ctx.out(),
+      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+      "wgt {} acc {}, bus {} bits)",
+      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+      1 << c.log_bus_width);
+}
+// end dlavm/vta/hw/config-inl.hpp
+#endif
+// end dlavm/vta/hw/config.hpp
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+// Names of the TIR intrinsics the VTA passes produce and the program builder consumes.
+namespace intrin {
+inline constexpr std::string_view gemm = "vta.gemm";  // tensorized GEMM tile
+inline constexpr std::string_view gemm_reset = "vta.gemm_reset";
+inline constexpr std::string_view load = "vta.load";    // 2D DMA into SRAM
+inline constexpr std::string_view store = "vta.store";  // 2D DMA out of the accumulator
+inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accumulator tiles
+// A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
+inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
+inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
+inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
+}  // namespace intrin
+
+class Env {
+ public:
+  explicit Env(Config c = {})
+      : config(validated(std::move(c))),
+        batch(config.batch()),
+        block_in(config.block_in()),
+        block_out(config.block_out()),
+        inp_dtype(config.inp_dtype()),
+        wgt_dtype(config.wgt_dtype()),
+        acc_dtype(config.acc_dtype()),
+        out_dtype(config.out_dtype()),
+        inp_width(config.inp_width()),
+        gemm(make_gemm()) {}
+
+  Config config;
+  int batch, block_in, block_out;
+  DType inp_dtype, wgt_dtype, acc_dtype, out_dtype;
+  int inp_width;
+  std::string inp_scope = "local.inp_buffer";
+  std::string wgt_scope = "local.wgt_buffer";
+  std::string acc_scope = "local.acc_buffer";
+  std::string dma_copy = "dma_copy";
+  std::string alu = "alu";
+  // acc[BATCH, BLOCK_OUT] += inp[BATCH, BLOCK_IN] x wgt[BLOCK_OUT, BLOCK_IN]^T
+  std::shared_ptr<const schedule::TensorIntrin> gemm;
+
+  // Elements of one SRAM entry (a tile) of each on-chip buffer.
+  int inp_tile() const { return batch * block_in; }
+  int wgt_tile() const { return block_out * block_in; }
+  int acc_tile() const { return batch * block_out; }
+
+ private:
+  static Config validated(Config c);
+  std::shared_ptr<const schedule::TensorIntrin> make_gemm() const;
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/env-inl.hpp
+// Definitions for dlavm/vta/lower/env.hpp (see core/api.hpp).
+
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Config Env::validated(Config c) {
+  c.validate();
+  return c;
+}
+
+DLAVM_INLINE std::shared_ptr<const schedule::TensorIntrin> Env::make_gemm() const {
+  auto inp = te::placeholder(te::shape(batch, block_in), inp_dtype, "inp");
+  auto wgt = te::placeholder(te::shape(block_out, block_in), wgt_dtype, "wgt");
+  auto k = te::reduce_axis({0, block_in}, "k");
+  auto acc = te::compute(
+      te::shape(batch, block_out),
+      [&](auto i, auto j) {
+        return te::sum(te::cast(acc_dtype, inp(i, k)) * te::cast(acc_dtype, wgt(j, k)), {k});
+      },
+      "acc");
+  const int acc_t = acc_tile(), inp_t = inp_tile(), wgt_t = wgt_tile();
+  return schedule::decl_tensor_intrin(
+      acc,
+      [acc_t, inp_t, wgt_t, bi = block_in, bo = block_out](const schedule::IntrinCall& c) {
+        // VTA addresses whole SRAM entries: every operand must be one dense tile.
+        const auto dense = [](const schedule::IntrinOperand& o, const char* what, int row) {
+          if (!ne::equal(o.strides[0], row) || !ne::equal(o.strides[1], 1))
+            raise<ScheduleError>(
+                "vta.gemm: the {} tile in '{}' has strides ({}, {}); VTA needs a dense tile "
+                "(strides ({}, 1))",
+                what, o.buffer.name(), o.strides[0], o.strides[1], row);
+        };
+        dense(c.inputs[0], "input", bi);
+        dense(c.inputs[1], "weight", bi);
+        dense(c.output, "accumulator", bo);
+        // Offsets in SRAM entries: the element offset divided by the tile size. Lowering
+        // checks the division is exact when it places the buffers.
+        const auto tile = [](const schedule::IntrinOperand& o, int t) {
+          return te::index_value(ne::simplify(ne::floordiv(o.elem_offset, t)));
+        };
+        const std::vector<te::Buffer> buffers{c.output.buffer, c.inputs[0].buffer,
+                                              c.inputs[1].buffer};
+        const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
+                                         tile(c.inputs[1], wgt_t)};
+        schedule::IntrinBody b;
+        b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
+                            {c.output.buffer})};
+        b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
+        b.body = {b.reset.front(), b.update.front()};
+        return b;
+      },
+      "vta.gemm");
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/env-inl.hpp
+#endif
+// end dlavm/vta/lower/env.hpp
+
+namespace dlavm::graph {
+
+struct Target {
+  vta::Env env{};
+  OpRegistry ops = default_ops();
+};
+
+// infer_type for a target (graph/infer_type.hpp): part 1 places every call on the host.
+inline Function infer_type(const Function& fn, const Target& target, const Attrs& global = {}) {
+  return infer_type(fn, target.ops, global);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/target.hpp
+// end dlavm/graph.hpp
+// begin dlavm/host.hpp
+// host layer: a CPU implementation of every graph op on te::NDArray, plain loops that are both
+// the fallback for ops an accelerator cannot run and the reference executor's kernels. Each
+// family's header comment defines the exact semantics of its ops (rounding, saturation,
+// wrap-around); nothing else does.
+
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/conv.hpp
+// end dlavm/host/conv.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/host/linear.hpp
+// end dlavm/host/linear.hpp
+// begin dlavm/host/pool.hpp
+// end dlavm/host/pool.hpp
+// begin dlavm/host/quantize.hpp
+// end dlavm/host/quantize.hpp
+// begin dlavm/host/transform.hpp
+// end dlavm/host/transform.hpp
+// end dlavm/host.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/schedule.hpp
 // end dlavm/schedule.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
@@ -7763,609 +13848,6 @@ struct VtaDriverApi {
 }  // namespace dlavm::runtime
 // end dlavm/runtime/driver_api.hpp
 // begin dlavm/runtime/isa.hpp
-// VTA instruction set, firmware-sized: opcodes, memory ids, the bit layout of every field for a
-// given configuration (derived by the layout rule of VTA_ISA.md / docs/vta.md), and unchecked
-// pack/unpack of 128-bit instruction words and 32-bit micro-ops. Standard library only, no
-// exceptions, usable in constant expressions. Checked encoding lives in dlavm/vta/hw/isa.hpp.
-
-#include <array>
-#include <cstdint>
-
-namespace dlavm::runtime {
-
-enum class Opcode : std::uint8_t { Load = 0, Store = 1, Gemm = 2, Finish = 3, Alu = 4 };
-enum class MemId : std::uint8_t { Uop = 0, Wgt = 1, Inp = 2, Acc = 3, Out = 4, Acc8 = 5 };
-enum class AluOp : std::uint8_t { Min = 0, Max = 1, Add = 2, Shr = 3, Mul = 4 };
-// The three modules (VTA's pipeline stages, with VTA's numbering).
-enum class Queue : std::uint8_t { Load = 1, Compute = 2, Store = 3 };
-
-inline constexpr int kOpcodeCount = 5;
-inline constexpr int kMemIdCount = 6;
-inline constexpr int kAluOpCount = 5;
-
-constexpr const char* opcode_name(Opcode op) {
-  switch (op) {
-    case Opcode::Load:
-      return "LOAD";
-    case Opcode::Store:
-      return "STORE";
-    case Opcode::Gemm:
-      return "GEMM";
-    case Opcode::Finish:
-      return "FINISH";
-    case Opcode::Alu:
-      return "ALU";
-  }
-  return "?";
-}
-constexpr const char* mem_name(MemId m) {
-  switch (m) {
-    case MemId::Uop:
-      return "UOP";
-    case MemId::Wgt:
-      return "WGT";
-    case MemId::Inp:
-      return "INP";
-    case MemId::Acc:
-      return "ACC";
-    case MemId::Out:
-      return "OUT";
-    case MemId::Acc8:
-      return "ACC_8BIT";
-  }
-  return "?";
-}
-constexpr const char* alu_name(AluOp op) {
-  switch (op) {
-    case AluOp::Min:
-      return "MIN";
-    case AluOp::Max:
-      return "MAX";
-    case AluOp::Add:
-      return "ADD";
-    case AluOp::Shr:
-      return "SHR";
-    case AluOp::Mul:
-      return "MUL";
-  }
-  return "?";
-}
-constexpr const char* queue_name(Queue q) {
-  switch (q) {
-    case Queue::Load:
-      return "load";
-    case Queue::Compute:
-      return "compute";
-    case Queue::Store:
-      return "store";
-  }
-  return "?";
-}
-
-// Every field of every instruction form, in no particular order.
-enum class Field : std::uint8_t {
-  opcode,
-  pop_prev_dep,
-  pop_next_dep,
-  push_prev_dep,
-  push_next_dep,
-  memory_type,
-  sram_base,
-  dram_base,
-  y_size,
-  x_size,
-  x_stride,
-  y_pad_0,
-  y_pad_1,
-  x_pad_0,
-  x_pad_1,
-  reset_reg,
-  uop_bgn,
-  uop_end,
-  iter_out,
-  iter_in,
-  dst_factor_out,
-  dst_factor_in,
-  src_factor_out,
-  src_factor_in,
-  wgt_factor_out,
-  wgt_factor_in,
-  alu_opcode,
-  use_imm,
-  imm,
-  count
-};
-inline constexpr int kFieldCount = static_cast<int>(Field::count);
-
-constexpr const char* field_name(Field f) {
-  constexpr const char* names[] = {"opcode",
-                                   "pop_prev_dep",
-                                   "pop_next_dep",
-                                   "push_prev_dep",
-                                   "push_next_dep",
-                                   "memory_type",
-                                   "sram_base",
-                                   "dram_base",
-                                   "y_size",
-                                   "x_size",
-                                   "x_stride",
-                                   "y_pad_0",
-                                   "y_pad_1",
-                                   "x_pad_0",
-                                   "x_pad_1",
-                                   "reset_reg",
-                                   "uop_bgn",
-                                   "uop_end",
-                                   "iter_out",
-                                   "iter_in",
-                                   "dst_factor_out",
-                                   "dst_factor_in",
-                                   "src_factor_out",
-                                   "src_factor_in",
-                                   "wgt_factor_out",
-                                   "wgt_factor_in",
-                                   "alu_opcode",
-                                   "use_imm",
-                                   "imm"};
-  const auto i = static_cast<int>(f);
-  return i < kFieldCount ? names[i] : "?";
-}
-
-// The three encodings: LOAD/STORE (Mem), GEMM and FINISH (Gemm), ALU.
-enum class Form : std::uint8_t { Mem, Gemm, Alu };
-constexpr Form form_of(Opcode op) {
-  switch (op) {
-    case Opcode::Load:
-    case Opcode::Store:
-      return Form::Mem;
-    case Opcode::Alu:
-      return Form::Alu;
-    default:
-      return Form::Gemm;
-  }
-}
-
-// Fixed widths of VTA_ISA.md.
-inline constexpr int kOpcodeBits = 3;
-inline constexpr int kMemIdBits = 3;
-inline constexpr int kAluOpBits = 3;
-inline constexpr int kSramBaseBits = 16;
-inline constexpr int kDramBaseBits = 32;
-inline constexpr int kSizeBits = 16;
-inline constexpr int kStrideBits = 16;
-inline constexpr int kPadBits = 4;
-inline constexpr int kLoopIterBits = 14;
-inline constexpr int kImmBits = 16;
-inline constexpr int kInsnBits = 128;
-inline constexpr int kUopBits = 32;
-
-// One field's place: bit offset from bit 0 of word 0 (0..127) and width (0 = not in the form).
-struct FieldPos {
-  std::uint8_t offset = 0;
-  std::uint8_t width = 0;
-  friend constexpr bool operator==(FieldPos, FieldPos) = default;
-};
-
-// One 128-bit instruction: two little-endian 64-bit words, word[0] holding bits 0-63.
-struct InsnWord {
-  std::array<std::uint64_t, 2> word{};
-  friend constexpr bool operator==(const InsnWord&, const InsnWord&) = default;
-};
-
-// A micro-op: indices into the accumulator, input (or accumulator, for ALU) and weight SRAMs.
-struct Uop {
-  std::uint32_t dst = 0;
-  std::uint32_t src = 0;
-  std::uint32_t wgt = 0;
-  friend constexpr bool operator==(const Uop&, const Uop&) = default;
-};
-
-// The value of every field of one instruction, whatever its form (fields outside the form are
-// ignored by pack and zero after unpack). Opcode, memory type and ALU opcode hold the raw
-// field value, which may be outside the enumerators after unpacking a corrupted word.
-struct InsnFields {
-  Opcode opcode = Opcode::Finish;
-  bool pop_prev_dep = false, pop_next_dep = false, push_prev_dep = false, push_next_dep = false;
-  MemId memory_type = MemId::Uop;
-  std::uint32_t sram_base = 0, dram_base = 0, y_size = 0, x_size = 0, x_stride = 0;
-  std::uint32_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;
-  bool reset_reg = false;
-  std::uint32_t uop_bgn = 0, uop_end = 0, iter_out = 0, iter_in = 0;
-  std::uint32_t dst_factor_out = 0, dst_factor_in = 0, src_factor_out = 0, src_factor_in = 0;
-  std::uint32_t wgt_factor_out = 0, wgt_factor_in = 0;
-  AluOp alu_opcode = AluOp::Min;
-  bool use_imm = false;
-  std::int32_t imm = 0;  // 16-bit signed field, sign-extended
-
-  friend constexpr bool operator==(const InsnFields&, const InsnFields&) = default;
-
-  // Field value as an unsigned bit pattern of at most 64 bits (imm: two's complement).
-  constexpr std::uint64_t get(Field f) const {
-    switch (f) {
-      case Field::opcode:
-        return static_cast<std::uint64_t>(opcode);
-      case Field::pop_prev_dep:
-        return pop_prev_dep;
-      case Field::pop_next_dep:
-        return pop_next_dep;
-      case Field::push_prev_dep:
-        return push_prev_dep;
-      case Field::push_next_dep:
-        return push_next_dep;
-      case Field::memory_type:
-        return static_cast<std::uint64_t>(memory_type);
-      case Field::sram_base:
-        return sram_base;
-      case Field::dram_base:
-        return dram_base;
-      case Field::y_size:
-        return y_size;
-      case Field::x_size:
-        return x_size;
-      case Field::x_stride:
-        return x_stride;
-      case Field::y_pad_0:
-        return y_pad_0;
-      case Field::y_pad_1:
-        return y_pad_1;
-      case Field::x_pad_0:
-        return x_pad_0;
-      case Field::x_pad_1:
-        return x_pad_1;
-      case Field::reset_reg:
-        return reset_reg;
-      case Field::uop_bgn:
-        return uop_bgn;
-      case Field::uop_end:
-        return uop_end;
-      case Field::iter_out:
-        return iter_out;
-      case Field::iter_in:
-        return iter_in;
-      case Field::dst_factor_out:
-        return dst_factor_out;
-      case Field::dst_factor_in:
-        return dst_factor_in;
-      case Field::src_factor_out:
-        return src_factor_out;
-      case Field::src_factor_in:
-        return src_factor_in;
-      case Field::wgt_factor_out:
-        return wgt_factor_out;
-      case Field::wgt_factor_in:
-        return wgt_factor_in;
-      case Field::alu_opcode:
-        return static_cast<std::uint64_t>(alu_opcode);
-      case Field::use_imm:
-        return use_imm;
-      case Field::imm:
-        return static_cast<std::uint64_t>(static_cast<std::int64_t>(imm));
-      case Field::count:
-        break;
-    }
-    return 0;
-  }
-  // Sets a field from the raw bits read out of a word (imm is sign-extended from 16 bits).
-  constexpr void set(Field f, std::uint64_t v) {
-    const auto u = static_cast<std::uint32_t>(v);
-    switch (f) {
-      case Field::opcode:
-        opcode = static_cast<Opcode>(u);
-        break;
-      case Field::pop_prev_dep:
-        pop_prev_dep = v != 0;
-        break;
-      case Field::pop_next_dep:
-        pop_next_dep = v != 0;
-        break;
-      case Field::push_prev_dep:
-        push_prev_dep = v != 0;
-        break;
-      case Field::push_next_dep:
-        push_next_dep = v != 0;
-        break;
-      case Field::memory_type:
-        memory_type = static_cast<MemId>(u);
-        break;
-      case Field::sram_base:
-        sram_base = u;
-        break;
-      case Field::dram_base:
-        dram_base = u;
-        break;
-      case Field::y_size:
-        y_size = u;
-        break;
-      case Field::x_size:
-        x_size = u;
-        break;
-      case Field::x_stride:
-        x_stride = u;
-        break;
-      case Field::y_pad_0:
-        y_pad_0 = u;
-        break;
-      case Field::y_pad_1:
-        y_pad_1 = u;
-        break;
-      case Field::x_pad_0:
-        x_pad_0 = u;
-        break;
-      case Field::x_pad_1:
-        x_pad_1 = u;
-        break;
-      case Field::reset_reg:
-        reset_reg = v != 0;
-        break;
-      case Field::uop_bgn:
-        uop_bgn = u;
-        break;
-      case Field::uop_end:
-        uop_end = u;
-        break;
-      case Field::iter_out:
-        iter_out = u;
-        break;
-      case Field::iter_in:
-        iter_in = u;
-        break;
-      case Field::dst_factor_out:
-        dst_factor_out = u;
-        break;
-      case Field::dst_factor_in:
-        dst_factor_in = u;
-        break;
-      case Field::src_factor_out:
-        src_factor_out = u;
-        break;
-      case Field::src_factor_in:
-        src_factor_in = u;
-        break;
-      case Field::wgt_factor_out:
-        wgt_factor_out = u;
-        break;
-      case Field::wgt_factor_in:
-        wgt_factor_in = u;
-        break;
-      case Field::alu_opcode:
-        alu_opcode = static_cast<AluOp>(u);
-        break;
-      case Field::use_imm:
-        use_imm = v != 0;
-        break;
-      case Field::imm:
-        imm = static_cast<std::int32_t>(static_cast<std::int16_t>(u & 0xFFFF));
-        break;
-      case Field::count:
-        break;
-    }
-  }
-};
-
-// Which module executes an instruction: LOAD of INP/WGT on the load module, STORE on the
-// store module, everything else (LOAD of UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH) on compute.
-constexpr Queue queue_of(const InsnFields& f) {
-  if (f.opcode == Opcode::Store) return Queue::Store;
-  if (f.opcode == Opcode::Load && (f.memory_type == MemId::Inp || f.memory_type == MemId::Wgt))
-    return Queue::Load;
-  return Queue::Compute;
-}
-
-// The fields of each form, least significant first.
-inline constexpr Field kCommonFields[] = {Field::opcode, Field::pop_prev_dep, Field::pop_next_dep,
-                                          Field::push_prev_dep, Field::push_next_dep};
-inline constexpr Field kMemFields[] = {
-    Field::memory_type, Field::sram_base, Field::dram_base, Field::y_size,  Field::x_size,
-    Field::x_stride,    Field::y_pad_0,   Field::y_pad_1,   Field::x_pad_0, Field::x_pad_1};
-inline constexpr Field kGemmFields[] = {
-    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
-    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
-    Field::src_factor_in, Field::wgt_factor_out, Field::wgt_factor_in};
-inline constexpr Field kAluFields[] = {
-    Field::reset_reg,     Field::uop_bgn,        Field::uop_end,       Field::iter_out,
-    Field::iter_in,       Field::dst_factor_out, Field::dst_factor_in, Field::src_factor_out,
-    Field::src_factor_in, Field::alu_opcode,     Field::use_imm,       Field::imm};
-
-// The bit position of every field for one configuration, given by its log2 SRAM depths
-// (in elements). Layout rule: fields are packed from bit 0 of word 0 upward, and a field
-// that does not fit in what is left of the current 64-bit word starts at bit 0 of the next
-// word. `ok` is false when a form needs more than 128 bits or the micro-op more than 32;
-// `bad_form` / `bad_field` then name the first field that does not fit.
-struct IsaLayout {
-  int log_uop_depth = 0, log_inp_depth = 0, log_wgt_depth = 0, log_acc_depth = 0;
-  std::array<FieldPos, kFieldCount> mem{}, gemm{}, alu{};
-  FieldPos uop_dst{}, uop_src{}, uop_wgt{};
-  bool ok = true;
-  bool uop_ok = true;
-  Form bad_form = Form::Mem;
-  Field bad_field = Field::count;
-
-  constexpr const std::array<FieldPos, kFieldCount>& form(Form f) const {
-    return f == Form::Mem ? mem : f == Form::Gemm ? gemm : alu;
-  }
-  constexpr FieldPos pos(Form f, Field field) const {
-    return form(f)[static_cast<std::size_t>(field)];
-  }
-
-  // Width of a field in a form for these depths (0 when the form has no such field).
-  static constexpr int width(Form form, Field f, int uop, int inp, int wgt, int acc) {
-    switch (f) {
-      case Field::opcode:
-        return kOpcodeBits;
-      case Field::pop_prev_dep:
-      case Field::pop_next_dep:
-      case Field::push_prev_dep:
-      case Field::push_next_dep:
-        return 1;
-      default:
-        break;
-    }
-    if (form == Form::Mem) {
-      switch (f) {
-        case Field::memory_type:
-          return kMemIdBits;
-        case Field::sram_base:
-          return kSramBaseBits;
-        case Field::dram_base:
-          return kDramBaseBits;
-        case Field::y_size:
-        case Field::x_size:
-          return kSizeBits;
-        case Field::x_stride:
-          return kStrideBits;
-        case Field::y_pad_0:
-        case Field::y_pad_1:
-        case Field::x_pad_0:
-        case Field::x_pad_1:
-          return kPadBits;
-        default:
-          return 0;
-      }
-    }
-    switch (f) {
-      case Field::reset_reg:
-        return 1;
-      case Field::uop_bgn:
-        return uop;
-      case Field::uop_end:
-        return uop + 1;
-      case Field::iter_out:
-      case Field::iter_in:
-        return kLoopIterBits;
-      case Field::dst_factor_out:
-      case Field::dst_factor_in:
-        return acc;
-      case Field::src_factor_out:
-      case Field::src_factor_in:
-        return form == Form::Gemm ? inp : acc;
-      case Field::wgt_factor_out:
-      case Field::wgt_factor_in:
-        return form == Form::Gemm ? wgt : 0;
-      case Field::alu_opcode:
-        return form == Form::Alu ? kAluOpBits : 0;
-      case Field::use_imm:
-        return form == Form::Alu ? 1 : 0;
-      case Field::imm:
-        return form == Form::Alu ? kImmBits : 0;
-      default:
-        return 0;
-    }
-  }
-
-  static constexpr IsaLayout make(int log_uop_depth, int log_inp_depth, int log_wgt_depth,
-                                  int log_acc_depth) {
-    IsaLayout l;
-    l.log_uop_depth = log_uop_depth;
-    l.log_inp_depth = log_inp_depth;
-    l.log_wgt_depth = log_wgt_depth;
-    l.log_acc_depth = log_acc_depth;
-    for (Form form : {Form::Mem, Form::Gemm, Form::Alu}) {
-      auto& table = form == Form::Mem ? l.mem : form == Form::Gemm ? l.gemm : l.alu;
-      int bit = 0;
-      auto place = [&](Field f) {
-        const int w = width(form, f, log_uop_depth, log_inp_depth, log_wgt_depth, log_acc_depth);
-        if (w <= 0) return;
-        if (w > 64 || (bit % 64) + w > 64) bit = (bit + 63) / 64 * 64;
-        if (w > 64 || bit + w > kInsnBits) {
-          if (l.ok) {
-            l.ok = false;
-            l.bad_form = form;
-            l.bad_field = f;
-          }
-          return;
-        }
-        table[static_cast<std::size_t>(f)] = {static_cast<std::uint8_t>(bit),
-                                              static_cast<std::uint8_t>(w)};
-        bit += w;
-      };
-      for (Field f : kCommonFields) place(f);
-      if (form == Form::Mem) {
-        for (Field f : kMemFields) place(f);
-      } else if (form == Form::Gemm) {
-        for (Field f : kGemmFields) place(f);
-      } else {
-        for (Field f : kAluFields) place(f);
-      }
-    }
-    const int src = log_acc_depth > log_inp_depth ? log_acc_depth : log_inp_depth;
-    const int dst = log_acc_depth, wgt = log_wgt_depth;
-    if (dst < 0 || src < 0 || wgt < 0 || dst + src + wgt > kUopBits) {
-      l.uop_ok = false;
-    } else {
-      l.uop_dst = {0, static_cast<std::uint8_t>(dst)};
-      l.uop_src = {static_cast<std::uint8_t>(dst), static_cast<std::uint8_t>(src)};
-      l.uop_wgt = {static_cast<std::uint8_t>(dst + src), static_cast<std::uint8_t>(wgt)};
-    }
-    return l;
-  }
-
-  // The default VTA configuration: uop 2^13, inp 2^11, wgt 2^10, acc 2^11 elements.
-  static constexpr IsaLayout default_layout() { return make(13, 11, 10, 11); }
-};
-
-constexpr std::uint64_t low_mask(int width) {
-  return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
-}
-
-// Places `value` (masked to the field width) into a word pair. Fields never straddle words.
-constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
-  if (p.width == 0) return;
-  w.word[p.offset / 64] |= (value & low_mask(p.width)) << (p.offset % 64);
-}
-constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
-  if (p.width == 0) return 0;
-  return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
-}
-
-// Calls fn(field) for every field of `form`, least significant first.
-template <class Fn>
-constexpr void for_each_field(Form form, Fn&& fn) {
-  for (Field x : kCommonFields) fn(x);
-  if (form == Form::Mem) {
-    for (Field x : kMemFields) fn(x);
-  } else if (form == Form::Gemm) {
-    for (Field x : kGemmFields) fn(x);
-  } else {
-    for (Field x : kAluFields) fn(x);
-  }
-}
-
-// Unchecked: values wider than their field are masked. Use vta::encode to check them.
-constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
-  InsnWord w;
-  const Form form = form_of(f.opcode);
-  const auto& table = layout.form(form);
-  for_each_field(form,
-                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
-  return w;
-}
-
-// The opcode field: bits 0-2 of every form.
-constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
-
-constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
-  InsnFields f;
-  const Form form = form_of(opcode_of(w));
-  const auto& table = layout.form(form);
-  for_each_field(form,
-                 [&](Field x) { f.set(x, get_field(w, table[static_cast<std::size_t>(x)])); });
-  return f;
-}
-
-constexpr std::uint32_t pack_uop(const IsaLayout& l, const Uop& u) {
-  const auto put = [](FieldPos p, std::uint32_t v) {
-    return p.width == 0 ? 0u : static_cast<std::uint32_t>((v & low_mask(p.width)) << p.offset);
-  };
-  return put(l.uop_dst, u.dst) | put(l.uop_src, u.src) | put(l.uop_wgt, u.wgt);
-}
-constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
-  const auto get = [word](FieldPos p) {
-    return p.width == 0 ? 0u : static_cast<std::uint32_t>((word >> p.offset) & low_mask(p.width));
-  };
-  return {get(l.uop_dst), get(l.uop_src), get(l.uop_wgt)};
-}
-
-}  // namespace dlavm::runtime
 // end dlavm/runtime/isa.hpp
 // begin dlavm/runtime/stream.hpp
 // An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
@@ -8438,593 +13920,6 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/vta/hw/config.hpp
-// VTA hardware configuration: the log2 parameters of vta_config.json, the widths and depths
-// derived from them, validation against what the instruction encoding can express, and
-// reading / writing the vta_config.json format.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-namespace dlavm::vta {
-
-using runtime::AluOp;
-using runtime::Field;
-using runtime::Form;
-using runtime::InsnFields;
-using runtime::InsnWord;
-using runtime::IsaLayout;
-using runtime::MemId;
-using runtime::Opcode;
-using runtime::Queue;
-using runtime::Uop;
-
-struct Config {
-  std::string target = "sim";
-  std::string hw_ver = "0.0.2";
-  int log_inp_width = 3;
-  int log_wgt_width = 3;
-  int log_acc_width = 5;
-  int log_out_width = 3;  // defaults to log_inp_width when read from JSON without the key
-  int log_batch = 0;
-  int log_block_in = 4;
-  int log_block_out = 4;
-  int log_uop_buff_size = 15;
-  int log_inp_buff_size = 15;
-  int log_wgt_buff_size = 18;
-  int log_acc_buff_size = 17;
-  int log_bus_width = 6;
-
-  friend bool operator==(const Config&, const Config&) = default;
-
-  // Tile shape.
-  int batch() const { return 1 << log_batch; }
-  int block_in() const { return 1 << log_block_in; }
-  int block_out() const { return 1 << log_block_out; }
-  int inp_width() const { return 1 << log_inp_width; }
-  int wgt_width() const { return 1 << log_wgt_width; }
-  int acc_width() const { return 1 << log_acc_width; }
-  int out_width() const { return 1 << log_out_width; }
-
-  // Element sizes: one SRAM element is a whole tile row set (VTA_ISA.md).
-  int log_inp_elem_bits() const { return log_batch + log_block_in + log_inp_width; }
-  int log_wgt_elem_bits() const { return log_block_out + log_block_in + log_wgt_width; }
-  int log_acc_elem_bits() const { return log_batch + log_block_out + log_acc_width; }
-  int log_out_elem_bits() const { return log_batch + log_block_out + log_out_width; }
-  std::size_t inp_elem_bytes() const { return std::size_t{1} << (log_inp_elem_bits() - 3); }
-  std::size_t wgt_elem_bytes() const { return std::size_t{1} << (log_wgt_elem_bits() - 3); }
-  std::size_t acc_elem_bytes() const { return std::size_t{1} << (log_acc_elem_bits() - 3); }
-  std::size_t out_elem_bytes() const { return std::size_t{1} << (log_out_elem_bits() - 3); }
-  // ACC_8BIT loads: one byte per accumulator lane.
-  std::size_t acc8_elem_bytes() const { return std::size_t{1} << (log_batch + log_block_out); }
-  static constexpr std::size_t uop_elem_bytes() { return 4; }
-  // Bytes of one DRAM element for a LOAD/STORE of this memory type (DRAM addresses count these).
-  std::size_t elem_bytes(MemId m) const {
-    switch (m) {
-      case MemId::Uop:
-        return uop_elem_bytes();
-      case MemId::Wgt:
-        return wgt_elem_bytes();
-      case MemId::Inp:
-        return inp_elem_bytes();
-      case MemId::Acc:
-        return acc_elem_bytes();
-      case MemId::Out:
-        return out_elem_bytes();
-      case MemId::Acc8:
-        return acc8_elem_bytes();
-    }
-    return 1;
-  }
-
-  // SRAM depths in elements, and their log2 (the index widths).
-  int log_uop_depth() const { return log_uop_buff_size - 2; }
-  int log_inp_depth() const { return log_inp_buff_size - (log_inp_elem_bits() - 3); }
-  int log_wgt_depth() const { return log_wgt_buff_size - (log_wgt_elem_bits() - 3); }
-  int log_acc_depth() const { return log_acc_buff_size - (log_acc_elem_bits() - 3); }
-  std::uint32_t uop_depth() const { return 1u << log_uop_depth(); }
-  std::uint32_t inp_depth() const { return 1u << log_inp_depth(); }
-  std::uint32_t wgt_depth() const { return 1u << log_wgt_depth(); }
-  std::uint32_t acc_depth() const { return 1u << log_acc_depth(); }
-  // LOG_OUT_BUFF_SIZE: the output view of the accumulator (same depth).
-  int log_out_buff_size() const { return log_acc_buff_size - log_acc_width + log_out_width; }
-  int bus_bytes() const { return (1 << log_bus_width) / 8; }
-
-  DType inp_dtype() const { return DType::int_bits(inp_width()); }
-  DType wgt_dtype() const { return DType::int_bits(wgt_width()); }
-  DType acc_dtype() const { return DType::int_bits(acc_width()); }
-  DType out_dtype() const { return DType::int_bits(out_width()); }
-
-  // The bit layout of this configuration's instructions (call validate() first for a
-  // configuration that did not come from from_json).
-  IsaLayout layout() const {
-    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
-  }
-
-  // Raises ConfigError naming the first field that is out of range or cannot be encoded.
-  void validate() const;
-
-  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
-  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
-  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
-  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
-  // hardware cannot realise. `source` names the text in messages.
-  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
-  std::string to_json() const;
-  static Config load(const std::string& path);
-  void save(const std::string& path) const;
-};
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::vta::Config& c, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/config-inl.hpp
-// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
-
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/json.hpp
-// Internal: the one JSON document type of the VTA layer and the one way every reader parses
-// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API.
-//
-// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
-// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
-// double range such as 1e400, a duplicate key all become ParseError naming the file and the
-// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
-// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
-// show untrusted values through describe(), which is bounded whatever the value.
-//
-//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
-//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <cstddef>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
-// order (written files list them in a fixed order), and reading with the same type and the
-// same input (a character range) keeps nlohmann's parser and value code instantiated once.
-using Json = nlohmann::ordered_json;
-
-// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
-// that and far below what recursion over a document can survive.
-inline constexpr int kMaxJsonDepth = 64;
-
-// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
-// quoting untrusted text in messages (a NUL byte would end what() early).
-inline std::string excerpt(std::string_view s, std::size_t max = 48) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += s[i];
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
-
-// A short, bounded description of a value for messages: scalars as written (strings cut
-// by excerpt), containers by kind and size. Never recursive.
-inline std::string describe(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::object:
-      return fmt::format("an object of {} keys", v.size());
-    case Json::value_t::array:
-      return fmt::format("an array of {} elements", v.size());
-    case Json::value_t::string:
-      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
-    case Json::value_t::binary:
-      return "binary data";
-    case Json::value_t::discarded:
-      return "nothing";
-    default:
-      return v.dump();  // null, boolean, number: a few characters
-  }
-}
-
-// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
-// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
-// ends it, so the parser can never nest deeper than this scan saw at the same byte.
-inline std::size_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
-
-// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
-// the first error instead of throwing it: the byte offset and message of a syntax error or a
-// number overflow, or the key that an object repeats.
-class JsonBuilder {
- public:
-  Json root;
-  std::string error;  // empty while the document is well formed
-  std::size_t error_byte = std::string_view::npos;
-
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool v) { return put(Json(v)); }
-  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
-  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
-  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
-  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
-  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
-  bool start_object(std::size_t) { return open(Json::object()); }
-  bool start_array(std::size_t) { return open(Json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(Json::string_t& k) {
-    if (stack_.back()->contains(k)) {
-      error = fmt::format("duplicate key \"{}\"", excerpt(k));
-      return false;
-    }
-    key_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
-    // nlohmann's message quotes the last token read, which may be a whole long string.
-    error = excerpt(e.what(), 160);
-    error_byte = byte;
-    return false;
-  }
-
- private:
-  // Places a value where the parser is: the root, the next array element, or the value of the
-  // key just read. Children of the open container are complete before the next one is added,
-  // so the pointers on the stack (the open containers) stay valid.
-  Json* place(Json v) {
-    if (stack_.empty()) {
-      root = std::move(v);
-      return &root;
-    }
-    Json& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    return &(top[key_] = std::move(v));
-  }
-  bool put(Json v) {
-    place(std::move(v));
-    return true;
-  }
-  bool open(Json v) {
-    stack_.push_back(place(std::move(v)));
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  std::vector<Json*> stack_;
-  std::string key_;
-};
-
-// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
-// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
-// repeated in one object).
-inline Json parse_json(std::string_view text, std::string_view source) {
-  if (const auto at = too_deep_at(text); at != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
-                      kMaxJsonDepth);
-  JsonBuilder b;
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(text.begin(), text.end(), &b);
-  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
-    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
-  }
-  if (!ok && b.error_byte != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
-  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
-  return std::move(b.root);
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/json.hpp
-
-#include <algorithm>
-#include <fstream>
-#include <sstream>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-inline void check_range(std::string_view key, int value, int lo, int hi, std::string_view why) {
-  if (value < lo || value > hi)
-    raise<ConfigError>("{} = {} is out of range {}..{}: {}", key, value, lo, hi, why);
-}
-
-// The buffer whose depth sets the width of a GEMM / ALU field: its configuration key, name,
-// log2 size in bytes and log2 depth in elements.
-struct FieldDepth {
-  const char* key;
-  const char* buffer;
-  int log_size, log_depth;
-};
-inline FieldDepth depth_of_field(const Config& c, Form form, Field f) {
-  switch (f) {
-    case Field::uop_bgn:
-    case Field::uop_end:
-      return {"LOG_UOP_BUFF_SIZE", "micro-op", c.log_uop_buff_size, c.log_uop_depth()};
-    case Field::src_factor_out:
-    case Field::src_factor_in:
-      if (form == Form::Gemm)
-        return {"LOG_INP_BUFF_SIZE", "input", c.log_inp_buff_size, c.log_inp_depth()};
-      break;
-    case Field::wgt_factor_out:
-    case Field::wgt_factor_in:
-      return {"LOG_WGT_BUFF_SIZE", "weight", c.log_wgt_buff_size, c.log_wgt_depth()};
-    default:
-      break;
-  }
-  return {"LOG_ACC_BUFF_SIZE", "accumulator", c.log_acc_buff_size, c.log_acc_depth()};
-}
-
-// Every field of the GEMM and ALU forms is written by the builder (loop factors even when 0,
-// uop_bgn for every kernel), so each needs at least one bit: a buffer of one element would
-// make its index fields 0 bits wide, which no encoding can hold (nor a C bit-field of VTA's
-// hardware source declare). Fixed-width fields are never 0 bits; a field of LOG_*_DEPTH bits
-// holds every index of its buffer, and uop_end's extra bit the end of the micro-op buffer.
-inline void check_field_widths(const Config& c, const IsaLayout& l) {
-  for (Form form : {Form::Gemm, Form::Alu}) {
-    runtime::for_each_field(form, [&](Field f) {
-      if (l.pos(form, f).width != 0) return;
-      const auto d = depth_of_field(c, form, f);
-      raise<ConfigError>(
-          "{} = {}: the {} buffer holds 2^{} = {} element(s), so {} field {} would be 0 bits "
-          "wide; every buffer needs at least 2 elements (raise {})",
-          d.key, d.log_size, d.buffer, d.log_depth, std::uint64_t{1} << d.log_depth,
-          form == Form::Gemm ? "GEMM" : "ALU", runtime::field_name(f), d.key);
-    });
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void Config::validate() const {
-  using detail::check_range;
-  check_range("LOG_INP_WIDTH", log_inp_width, 0, 5, "element widths are 1..32 bits");
-  check_range("LOG_WGT_WIDTH", log_wgt_width, 0, 5, "element widths are 1..32 bits");
-  check_range("LOG_ACC_WIDTH", log_acc_width, 3, 5, "accumulators are 8..32 bits");
-  check_range("LOG_OUT_WIDTH", log_out_width, 0, log_acc_width,
-              "outputs are truncated accumulators, at most LOG_ACC_WIDTH");
-  check_range("LOG_BATCH", log_batch, 0, 8, "at most 256 rows per tile");
-  check_range("LOG_BLOCK_IN", log_block_in, 0, 8, "at most 256 columns per tile");
-  check_range("LOG_BLOCK_OUT", log_block_out, 0, 8, "at most 256 columns per tile");
-  check_range("LOG_UOP_BUFF_SIZE", log_uop_buff_size, 2, 30, "buffers are 4 B..1 GiB");
-  check_range("LOG_INP_BUFF_SIZE", log_inp_buff_size, 0, 30, "buffers are 1 B..1 GiB");
-  check_range("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, 0, 30, "buffers are 1 B..1 GiB");
-  check_range("LOG_ACC_BUFF_SIZE", log_acc_buff_size, 0, 30, "buffers are 1 B..1 GiB");
-  check_range("LOG_BUS_WIDTH", log_bus_width, 3, 12, "the memory bus is 8..4096 bits");
-  auto check_elem = [](std::string_view what, std::string_view keys, int log_bits) {
-    if (log_bits < 3)
-      raise<ConfigError>("{} element of {} bits ({}) is not a whole byte", what, 1 << log_bits,
-                         keys);
-  };
-  check_elem("input", "LOG_BATCH + LOG_BLOCK_IN + LOG_INP_WIDTH", log_inp_elem_bits());
-  check_elem("weight", "LOG_BLOCK_OUT + LOG_BLOCK_IN + LOG_WGT_WIDTH", log_wgt_elem_bits());
-  check_elem("output", "LOG_BATCH + LOG_BLOCK_OUT + LOG_OUT_WIDTH", log_out_elem_bits());
-  auto check_depth = [](std::string_view key, int log_size, int log_depth, int log_elem_bits) {
-    if (log_depth < 0)
-      raise<ConfigError>("{} = {}: a {}-byte buffer cannot hold one {}-byte element", key, log_size,
-                         std::uint64_t{1} << log_size, std::uint64_t{1} << (log_elem_bits - 3));
-    if (log_depth > runtime::kSramBaseBits)
-      raise<ConfigError>(
-          "{} = {}: depth 2^{} elements cannot be addressed by the {}-bit sram_base field", key,
-          log_size, log_depth, runtime::kSramBaseBits);
-  };
-  check_depth("LOG_UOP_BUFF_SIZE", log_uop_buff_size, log_uop_depth(), 5);
-  check_depth("LOG_INP_BUFF_SIZE", log_inp_buff_size, log_inp_depth(), log_inp_elem_bits());
-  check_depth("LOG_WGT_BUFF_SIZE", log_wgt_buff_size, log_wgt_depth(), log_wgt_elem_bits());
-  check_depth("LOG_ACC_BUFF_SIZE", log_acc_buff_size, log_acc_depth(), log_acc_elem_bits());
-  const auto l = layout();
-  if (!l.ok) {
-    const char* form = l.bad_form == Form::Mem    ? "LOAD/STORE"
-                       : l.bad_form == Form::Gemm ? "GEMM"
-                                                  : "ALU";
-    raise<ConfigError>(
-        "{} field {} no longer fits in the 128-bit instruction (depths: uop 2^{}, inp 2^{}, "
-        "wgt 2^{}, acc 2^{}); reduce the buffer sizes",
-        form, runtime::field_name(l.bad_field), log_uop_depth(), log_inp_depth(), log_wgt_depth(),
-        log_acc_depth());
-  }
-  detail::check_field_widths(*this, l);
-  if (!l.uop_ok) {
-    const int src = std::max(log_acc_depth(), log_inp_depth());
-    raise<ConfigError>(
-        "micro-op fields need dst {} + src {} + wgt {} = {} bits, more than 32 "
-        "(LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE too deep)",
-        log_acc_depth(), src, log_wgt_depth(), log_acc_depth() + src + log_wgt_depth());
-  }
-}
-
-namespace detail {
-
-// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
-// as written, so 18446744073709551615 is reported as that, not as -1.
-inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
-                       int fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) {
-    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-    return fallback;
-  }
-  if (!it->is_number_integer())
-    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
-  constexpr std::int64_t kPlausible = 1000;
-  if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(kPlausible))
-      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-    return static_cast<int>(v);
-  }
-  const auto v = it->get<std::int64_t>();
-  if (v < -kPlausible || v > kPlausible)
-    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-  return static_cast<int>(v);
-}
-
-inline std::string config_string(const Json& j, std::string_view source, const char* key,
-                                 std::string fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (!it->is_string())
-    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
-  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
-  const auto& v = it->get_ref<const Json::string_t&>();
-  constexpr std::size_t kMaxName = 64;
-  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
-  });
-  if (v.size() > kMaxName || !printable)
-    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
-                      source, key, kMaxName, describe(*it));
-  return v;
-}
-
-// The configuration a parsed vta_config.json object describes (the manifest reader passes its
-// "config" member here rather than re-serializing it).
-inline Config config_from_json(const Json& j, std::string_view source) {
-  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
-  Config c;
-  c.target = config_string(j, source, "TARGET", c.target);
-  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
-  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
-  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
-  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
-  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
-    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
-                       source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
-  try {
-    c.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: {}", source, e.what()));
-  }
-  return c;
-}
-
-inline Json config_to_json(const Config& c) {
-  Json j;
-  j["TARGET"] = c.target;
-  j["HW_VER"] = c.hw_ver;
-  j["LOG_INP_WIDTH"] = c.log_inp_width;
-  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
-  j["LOG_ACC_WIDTH"] = c.log_acc_width;
-  j["LOG_BATCH"] = c.log_batch;
-  if (c.log_block_in == c.log_block_out) {
-    j["LOG_BLOCK"] = c.log_block_in;
-  } else {
-    j["LOG_BLOCK_IN"] = c.log_block_in;
-    j["LOG_BLOCK_OUT"] = c.log_block_out;
-  }
-  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
-  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
-  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
-  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
-  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
-  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
-  return j;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
-  return detail::config_from_json(detail::parse_json(text, source), source);
-}
-
-DLAVM_INLINE std::string Config::to_json() const {
-  return detail::config_to_json(*this).dump(2) + "\n";
-}
-
-DLAVM_INLINE Config Config::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
-}
-
-DLAVM_INLINE void Config::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  out << to_json();
-  if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
-    const dlavm::vta::Config& c, format_context& ctx) const {
-  return fmt::format_to(
-      ctx.out(),
-      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-      "wgt {} acc {}, bus {} bits)",
-      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
-      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-      1 << c.log_bus_width);
-}
-// end dlavm/vta/hw/config-inl.hpp
-#endif
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/isa.hpp
 // Checked VTA encoding: every field value is checked against its width for the configuration
@@ -12308,145 +17203,6 @@ DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 // begin dlavm/vta/lower/env.hpp
-// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
-// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
-// all derived from a Config.
-//
-//   vta::Env env;                                   // the default configuration
-//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
-//   s[A_buf].set_scope(env.inp_scope);
-//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
-//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/schedule.hpp
-// end dlavm/schedule.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <memory>
-#include <string>
-#include <string_view>
-
-namespace dlavm::vta {
-
-// Names of the TIR intrinsics the VTA passes produce and the program builder consumes.
-namespace intrin {
-inline constexpr std::string_view gemm = "vta.gemm";  // tensorized GEMM tile
-inline constexpr std::string_view gemm_reset = "vta.gemm_reset";
-inline constexpr std::string_view load = "vta.load";    // 2D DMA into SRAM
-inline constexpr std::string_view store = "vta.store";  // 2D DMA out of the accumulator
-inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accumulator tiles
-// A micro-op kernel: one GEMM or ALU instruction (an Attr around its loop levels and uops).
-inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
-inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
-inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
-}  // namespace intrin
-
-class Env {
- public:
-  explicit Env(Config c = {})
-      : config(validated(std::move(c))),
-        batch(config.batch()),
-        block_in(config.block_in()),
-        block_out(config.block_out()),
-        inp_dtype(config.inp_dtype()),
-        wgt_dtype(config.wgt_dtype()),
-        acc_dtype(config.acc_dtype()),
-        out_dtype(config.out_dtype()),
-        inp_width(config.inp_width()),
-        gemm(make_gemm()) {}
-
-  Config config;
-  int batch, block_in, block_out;
-  DType inp_dtype, wgt_dtype, acc_dtype, out_dtype;
-  int inp_width;
-  std::string inp_scope = "local.inp_buffer";
-  std::string wgt_scope = "local.wgt_buffer";
-  std::string acc_scope = "local.acc_buffer";
-  std::string dma_copy = "dma_copy";
-  std::string alu = "alu";
-  // acc[BATCH, BLOCK_OUT] += inp[BATCH, BLOCK_IN] x wgt[BLOCK_OUT, BLOCK_IN]^T
-  std::shared_ptr<const schedule::TensorIntrin> gemm;
-
-  // Elements of one SRAM entry (a tile) of each on-chip buffer.
-  int inp_tile() const { return batch * block_in; }
-  int wgt_tile() const { return block_out * block_in; }
-  int acc_tile() const { return batch * block_out; }
-
- private:
-  static Config validated(Config c);
-  std::shared_ptr<const schedule::TensorIntrin> make_gemm() const;
-};
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/lower/env-inl.hpp
-// Definitions for dlavm/vta/lower/env.hpp (see core/api.hpp).
-
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE Config Env::validated(Config c) {
-  c.validate();
-  return c;
-}
-
-DLAVM_INLINE std::shared_ptr<const schedule::TensorIntrin> Env::make_gemm() const {
-  auto inp = te::placeholder(te::shape(batch, block_in), inp_dtype, "inp");
-  auto wgt = te::placeholder(te::shape(block_out, block_in), wgt_dtype, "wgt");
-  auto k = te::reduce_axis({0, block_in}, "k");
-  auto acc = te::compute(
-      te::shape(batch, block_out),
-      [&](auto i, auto j) {
-        return te::sum(te::cast(acc_dtype, inp(i, k)) * te::cast(acc_dtype, wgt(j, k)), {k});
-      },
-      "acc");
-  const int acc_t = acc_tile(), inp_t = inp_tile(), wgt_t = wgt_tile();
-  return schedule::decl_tensor_intrin(
-      acc,
-      [acc_t, inp_t, wgt_t, bi = block_in, bo = block_out](const schedule::IntrinCall& c) {
-        // VTA addresses whole SRAM entries: every operand must be one dense tile.
-        const auto dense = [](const schedule::IntrinOperand& o, const char* what, int row) {
-          if (!ne::equal(o.strides[0], row) || !ne::equal(o.strides[1], 1))
-            raise<ScheduleError>(
-                "vta.gemm: the {} tile in '{}' has strides ({}, {}); VTA needs a dense tile "
-                "(strides ({}, 1))",
-                what, o.buffer.name(), o.strides[0], o.strides[1], row);
-        };
-        dense(c.inputs[0], "input", bi);
-        dense(c.inputs[1], "weight", bi);
-        dense(c.output, "accumulator", bo);
-        // Offsets in SRAM entries: the element offset divided by the tile size. Lowering
-        // checks the division is exact when it places the buffers.
-        const auto tile = [](const schedule::IntrinOperand& o, int t) {
-          return te::index_value(ne::simplify(ne::floordiv(o.elem_offset, t)));
-        };
-        const std::vector<te::Buffer> buffers{c.output.buffer, c.inputs[0].buffer,
-                                              c.inputs[1].buffer};
-        const std::vector<te::Expr> args{tile(c.output, acc_t), tile(c.inputs[0], inp_t),
-                                         tile(c.inputs[1], wgt_t)};
-        schedule::IntrinBody b;
-        b.reset = {te::call(std::string(intrin::gemm_reset), DType::int32(), {args[0]},
-                            {c.output.buffer})};
-        b.update = {te::call(std::string(intrin::gemm), DType::int32(), args, buffers)};
-        b.body = {b.reset.front(), b.update.front()};
-        return b;
-      },
-      "vta.gemm");
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/lower/env-inl.hpp
-#endif
 // end dlavm/vta/lower/env.hpp
 
 #include <fmt/format.h>

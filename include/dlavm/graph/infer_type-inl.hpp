@@ -1,0 +1,84 @@
+// Definitions for graph/infer_type.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/functor.hpp>
+#include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/graph/printer.hpp>
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class TypeInferer : public ExprMutator<TypeInferer> {
+ public:
+  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const std::string label = names_.label(e);
+    const OpRecord* op = ops_.find(call.op());
+    if (op == nullptr)
+      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
+                        fmt::join(ops_.names(), ", "));
+    check_arg_count(*op, label, args.size());
+    TypeCall typing;
+    typing.label = label;
+    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      new_args.push_back(args[i]);
+      typing.arg_names.push_back(names_.name(call.args[i]));
+      typing.arg_types.push_back(args[i].type());
+    }
+    TensorType type = op->type_rule(typing);
+    check_result(type, label);
+    const Device device = place(*op, typing);
+    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
+                      device);
+  }
+
+ private:
+  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
+    if (given >= op.min_args && given <= op.max_args) return;
+    if (op.max_args == OpRecord::kVariadic)
+      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
+    if (op.min_args == op.max_args)
+      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
+                        op.min_args == 1 ? "" : "s", given);
+    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
+                      given);
+  }
+
+  static void check_result(const TensorType& type, const std::string& label) {
+    for (std::size_t k = 0; k < type.shape.size(); ++k)
+      if (!type.shape[k].defined())
+        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
+                          k);
+  }
+
+  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
+  static Device place(const OpRecord& op, const TypeCall& typing) {
+    if (!op.host_support) return Device::Host;
+    const auto why_not = op.host_support(typing);
+    if (!why_not) return Device::Host;
+    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
+                     typing.label, *why_not, op.name);
+  }
+
+  const OpRegistry& ops_;
+  NodeNames names_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  // no function-wide options are defined yet: any key is unknown
+  normalize_attrs({}, global, "infer_type: global attributes");
+  return detail::TypeInferer(ops, fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,35 @@
+// infer_type: types and places every call of a function. For each call in post-order it
+// finds the op record, checks the argument count and the attributes (defaults filled in, so
+// the typed function's calls carry every attribute), runs the type rule, and chooses a
+// device: in part 1 every call runs on the host (Device::Host) when the host kernel supports
+// it; part 2 adds the VTA placement rule. The result is a new function; the input is not
+// changed.
+//
+//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
+//   fmt::print("{}", typed);
+//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+//
+// Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
+// and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
+// ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
+// mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
+// constant, and a call no device supports (TypeError saying why, per device). `global` holds
+// options for the whole function; none are defined yet, so any key is an error.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/attrs.hpp>
+#include <dlavm/graph/node.hpp>
+#include <dlavm/graph/op.hpp>
+
+namespace dlavm::graph {
+
+// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
+// part 2 extends with VTA placement. This header does not include the vta layer.
+Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/infer_type-inl.hpp>
+#endif

@@ -1,0 +1,205 @@
+// Definitions for graph/node.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/node.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/printer.hpp>
+#include <dlavm/ne/structural.hpp>
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::Any:
+      return "any";
+    case Device::Host:
+      return "host";
+    case Device::Vta:
+      return "vta";
+  }
+  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
+}
+
+DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (std::size_t k = 0; k < a.shape.size(); ++k)
+    if (!ne::equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+namespace detail {
+inline const Node& node_of(const Expr& e) {
+  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
+  return *e.get();
+}
+}  // namespace detail
+
+DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
+DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
+DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
+DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
+
+DLAVM_INLINE const TensorType& Expr::type() const {
+  const Node& n = detail::node_of(*this);
+  if (!n.type)
+    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
+  return *n.type;
+}
+
+DLAVM_INLINE CallNode::~CallNode() {
+  // Arguments only this node holds are moved to a work list and taken apart there, one level
+  // at a time, so each destructor runs with its arguments already gone.
+  std::vector<Expr> pending;
+  auto take_args = [&pending](CallNode& call) {
+    for (Expr& a : call.args)
+      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
+        pending.push_back(std::move(a));
+    call.args.clear();
+  };
+  take_args(*this);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    // the only handle: the node dies with `e`, so take its arguments first (it was created
+    // non-const, see make_shared<CallNode> below)
+    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
+  }
+}
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  if (name.empty()) raise<ValueError>("graph::input: the name is empty");
+  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
+    raise<TypeError>("graph::input '{}': dtype {} is not supported (scalar integers or float32)",
+                     name, dtype);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("graph::input '{}': dim {} is undefined", name, k);
+    const auto b = ne::bounds(shape[k]);
+    if (b.min < 1)
+      raise<ShapeError>("graph::input '{}': dim {} is {}, which can be {} (dims must be >= 1)",
+                        name, k, shape[k], b.min);
+  }
+  return Expr(
+      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
+  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
+  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
+  std::vector<ne::Expr> shape;
+  for (std::int64_t d : value->shape()) {
+    if (d < 1)
+      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
+                        fmt::join(value->shape(), ", "));
+    shape.emplace_back(d);
+  }
+  TensorType type{std::move(shape), value->dtype()};
+  return Expr(
+      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
+}
+
+DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
+  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
+}
+
+namespace detail {
+inline void check_call(std::string_view op, const std::vector<Expr>& args) {
+  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
+}
+}  // namespace detail
+
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::nullopt, Device::Any));
+}
+
+DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                             Device device) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::move(type), device));
+}
+
+DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
+  if (args.size() != call.args.size())
+    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
+                      args.size(), call.op(), call.args.size());
+  detail::check_call(call.op(), args);
+  return Expr(
+      std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type, call.device));
+}
+
+DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
+  std::vector<Expr> order;
+  std::unordered_set<const Node*> done;
+  struct Frame {
+    const Expr* expr;
+    std::size_t next_arg;
+  };
+  std::vector<Frame> stack;
+  for (const Expr& root : roots) {
+    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
+    if (done.contains(root.get())) continue;
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (const auto* call = top.expr->as<CallNode>()) {
+        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
+          ++top.next_arg;
+        if (top.next_arg < call->args.size()) {
+          const Expr* arg = &call->args[top.next_arg];
+          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
+          continue;
+        }
+      }
+      done.insert(top.expr->get());
+      order.push_back(*top.expr);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results)
+    : params_(std::move(params)), results_(std::move(results)) {
+  if (results_.empty()) raise<ValueError>("graph::function: no results");
+  std::unordered_map<std::string_view, std::size_t> param_index;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Expr& p = params_[i];
+    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
+    if (p.kind() != NodeKind::Input)
+      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
+                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
+    if (!param_index.emplace(p.name(), i).second)
+      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
+                        param_index[p.name()], i, p.name());
+  }
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
+  // the leaves the results use: one node per name, and every input a param
+  std::unordered_map<std::string_view, const Node*> leaf_by_name;
+  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const Expr& e : post_order(results_)) {
+    if (e.kind() == NodeKind::Call) continue;
+    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
+    if (it->second != e.get())
+      raise<ValueError>(
+          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
+          "must identify one value",
+          e.name());
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
+      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
+                        e.name());
+  }
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,21 @@
+// Definitions for graph/ops.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/ops.hpp>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE OpRegistry default_ops() {
+  OpRegistry ops;
+  add_linear_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
+  add_elementwise_ops(ops);
+  add_quantize_ops(ops);
+  add_transform_ops(ops);
+  add_float_ops(ops);
+  return ops;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,36 @@
+// The graph's op set: the typed builder functions of every family, and default_ops(), the
+// registry holding their records. Each family header lists its ops with their shapes and
+// attributes; host/ defines their exact semantics.
+//
+//   linear       dense, matmul                              graph/ops/linear.hpp
+//   conv         conv2d                                     graph/ops/conv.hpp
+//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
+//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   quantize     requantize, cast                           graph/ops/quantize.hpp
+//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//
+//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
+//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/graph/ops/conv.hpp>
+#include <dlavm/graph/ops/elementwise.hpp>
+#include <dlavm/graph/ops/float_ops.hpp>
+#include <dlavm/graph/ops/linear.hpp>
+#include <dlavm/graph/ops/pool.hpp>
+#include <dlavm/graph/ops/quantize.hpp>
+#include <dlavm/graph/ops/transform.hpp>
+
+namespace dlavm::graph {
+
+// A registry with every op above; built afresh on each call (no global state).
+OpRegistry default_ops();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/ops-inl.hpp>
+#endif

@@ -1,0 +1,82 @@
+// Definitions for graph/ops/common.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/ops/common.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/host/common.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/printer.hpp>
+#include <dlavm/ne/simplify.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dlavm::graph::detail {
+
+DLAVM_INLINE DType product_dtype(const TypeCall& c) {
+  const auto t = host::accumulate_dtype(c.type(0).dtype, c.type(1).dtype);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        c.label, c.arg(0), c.type(0).dtype, c.arg(1), c.type(1).dtype);
+  return *t;
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
+  const auto& a = c.type(i).shape;
+  const auto& b = c.type(j).shape;
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<ne::Expr> out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t from_end = rank - 1 - k;
+    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
+    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
+    if (pa == nullptr || pb == nullptr) {
+      out[k] = pa != nullptr ? *pa : *pb;
+      continue;
+    }
+    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
+    if (ne::can_prove(da == db) || db.as_int() == 1) {
+      out[k] = *pa;
+    } else if (da.as_int() == 1) {
+      out[k] = *pb;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
+          "be provably equal, or one of them 1)",
+          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
+  ne::Expr p = 1;
+  for (const ne::Expr& d : dims) p = p * d;
+  return ne::simplify(p);
+}
+
+DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                                    std::int64_t window, std::int64_t stride,
+                                    std::string_view what) {
+  const ne::Expr padded = ne::simplify(extent + pads);
+  if (!ne::can_prove(padded >= window))
+    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
+                      c.label, window, what, padded, ne::bounds(padded).min);
+  return ne::simplify(ne::floordiv(padded - window, stride) + 1);
+}
+
+DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
+                         c.arg(i), c.type(i).dtype);
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph::detail

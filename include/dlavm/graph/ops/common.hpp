@@ -1,0 +1,57 @@
+// Helpers the op families share: attribute conversions to host parameter structs, and the
+// pieces of type rules that recur (the product dtype, numpy broadcasting of symbolic shapes,
+// sliding-window output sizes). Used by the definitions in graph/ops/*-inl.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/attrs.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/ne/expr.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph::detail {
+
+template <std::size_t N>
+std::vector<std::int64_t> ints_of(const std::array<std::int64_t, N>& a) {
+  return {a.begin(), a.end()};
+}
+
+// The Ints attribute `name` as an array of N; ValueError when it has another length.
+template <std::size_t N>
+std::array<std::int64_t, N> array_attr(const Attrs& attrs, std::string_view name) {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != N)
+    raise<ValueError>("attribute '{}' has {} values, expected {}", name, v.size(), N);
+  std::array<std::int64_t, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+  return out;
+}
+
+// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
+DType product_dtype(const TypeCall& c);
+// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
+// must be provably equal or one of them the constant 1; ShapeError otherwise.
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The simplified product of dims (1 for none).
+ne::Expr product(std::span<const ne::Expr> dims);
+// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
+// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
+ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                       std::int64_t window, std::int64_t stride, std::string_view what);
+// A host support rule: the host kernel computes in float32 only.
+std::optional<std::string> host_float32_only(const TypeCall& c);
+
+}  // namespace dlavm::graph::detail
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/ops/common-inl.hpp>
+#endif

@@ -1,0 +1,30 @@
+// Graph ops softmax, layer_norm and gelu: typed builders and op records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/node.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/host/float_ops.hpp>
+
+namespace dlavm::graph {
+
+Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
+Expr gelu(Expr x);
+
+void add_float_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/ops/float_ops-inl.hpp>
+#endif

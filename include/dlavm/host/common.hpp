@@ -1,0 +1,90 @@
+// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
+// axis normalization and the checks every kernel makes on its arguments. The graph layer's
+// type rules call the same functions, so the host and the graph never disagree on a rule.
+//
+//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
+//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
+//   host::normalize_axis(-1, 4)                                 == 3
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/te/ndarray.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+using Shape = std::vector<std::int64_t>;
+
+// The element type of a sum of products (dense, matmul, conv2d) of a and b:
+//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
+// nullopt for any other pair (mixed types need a cast first).
+std::optional<DType> accumulate_dtype(DType a, DType b);
+
+// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
+// when outside.
+std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
+
+// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
+// them 1; nullopt when a pair is neither.
+std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                      std::span<const std::int64_t> b);
+
+// Product of the dims (1 for a scalar).
+std::int64_t element_count(std::span<const std::int64_t> shape);
+
+namespace detail {
+
+// An array viewed as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+
+// "[1, 3, 224, 224]"
+std::string shape_str(std::span<const std::int64_t> shape);
+
+// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
+void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                  std::size_t rank);
+void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                      std::size_t rank);
+void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
+std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
+                          std::size_t rank);
+// The dtype of a product-sum of a and b (accumulate_dtype), or TypeError.
+DType product_dtype_or_raise(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
+// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
+std::vector<std::uint32_t> to_u32(const te::NDArray& a);
+void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
+// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
+// an operand with batch dims `in` reads under numpy broadcasting.
+std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                            std::span<const std::int64_t> in, std::int64_t block);
+// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
+inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
+  return t.wrap(static_cast<std::int64_t>(v));
+}
+// floor(a / b) and ceil(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+}  // namespace detail
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/host/common-inl.hpp>
+#endif

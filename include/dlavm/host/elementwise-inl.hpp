@@ -1,0 +1,148 @@
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/host/common.hpp>
+#include <dlavm/host/elementwise.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+template <class IntOp, class FloatOp>
+te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                             IntOp int_op, FloatOp float_op) {
+  require_same_dtype(who, a, b);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, float_op);
+  } else {
+    const DType t = a.dtype();
+    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
+                    [&](std::int64_t x, std::int64_t z) {
+                      return wrap_u64(
+                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
+                    });
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
+      [](float x, float y) { return x + y; });
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
+      [](float x, float y) { return x * y; });
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_broadcast(
+      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
+      [](float u, float v) { return u + v; });
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host

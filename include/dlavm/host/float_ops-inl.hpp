@@ -1,0 +1,92 @@
+// Definitions for host/float_ops.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/host/common.hpp>
+#include <dlavm/host/float_ops.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  constexpr std::string_view who = "host::softmax";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = detail::split_at(x.shape(), axis);
+  te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
+  const float* src = x.fdata().data();
+  float* dst = y.fdata().data();
+  for (std::int64_t o = 0; o < split.outer; ++o)
+    for (std::int64_t i = 0; i < split.inner; ++i) {
+      // one row along the axis: elements base + j * inner
+      const std::int64_t base = o * split.extent * split.inner + i;
+      const std::int64_t step = split.inner;
+      float m = src[base];
+      for (std::int64_t j = 1; j < split.extent; ++j) {
+        const float v = src[base + j * step];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < split.extent; ++j) {
+        const float e = std::exp(src[base + j * step] - m);
+        dst[base + j * step] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < split.extent; ++j) dst[base + j * step] /= s;
+    }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const LayerNormParams& p) {
+  constexpr std::string_view who = "host::layer_norm";
+  detail::require_float32(who, "x", x);
+  detail::require_float32(who, "gamma", gamma);
+  detail::require_float32(who, "beta", beta);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
+  for (const te::NDArray* a : {&gamma, &beta})
+    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
+      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
+                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
+                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
+  const std::int64_t group = element_count(norm_dims);
+  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
+  const float eps = static_cast<float>(p.epsilon);
+  const float count = static_cast<float>(group);
+  te::NDArray y(x.dtype(), x.shape());
+  const float* src = x.fdata().data();
+  const float* g = gamma.fdata().data();
+  const float* b = beta.fdata().data();
+  float* dst = y.fdata().data();
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = src + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = dst + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
+  detail::require_float32("host::gelu", "x", x);
+  constexpr float inv_sqrt2 = 0.70710678118654752440f;
+  te::NDArray y = x;
+  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+  return y;
+}
+
+}  // namespace dlavm::host

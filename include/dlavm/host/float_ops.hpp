@@ -1,0 +1,44 @@
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm and gelu.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/te/ndarray.hpp>
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/host/float_ops-inl.hpp>
+#endif

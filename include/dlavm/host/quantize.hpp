@@ -1,0 +1,59 @@
+// Host kernels that change element types: requantize (the fixed-point rescale of an
+// accumulator) and cast. The semantics below are the definition the graph ops and every
+// accelerator strategy must reproduce.
+//
+//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
+//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
+//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
+//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
+//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
+//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
+//   cast(x, dtype)
+//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
+//       int -> float32: exact when representable, else the nearest float (ties to even);
+//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
+//       limits (1e10 -> int32 2147483647), NaN -> 0;
+//       float32 -> float32: unchanged.
+//
+//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/te/ndarray.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+enum class Rounding : std::uint8_t { Floor, Nearest };
+
+// "floor" / "nearest" (the graph attribute's spelling), and back.
+std::string_view rounding_name(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view name);
+
+struct RequantizeParams {
+  std::int64_t shift = 0;
+  std::int64_t lo = -128;
+  std::int64_t hi = 127;
+  Rounding rounding = Rounding::Floor;
+  DType out_dtype = DType::int8();
+};
+
+// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
+// attribute.
+void validate(const RequantizeParams& p, DType in, std::string_view who);
+
+te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+te::NDArray cast(const te::NDArray& x, DType dtype);
+
+// The cast of one float32 value to an integer dtype, as `cast` defines it.
+std::int64_t float_to_int(float v, DType dtype);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/host/quantize-inl.hpp>
+#endif

@@ -1,0 +1,248 @@
+// Definitions for host/transform.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/host/common.hpp>
+#include <dlavm/host/transform.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// Copies `count` elements from one array to another at element offsets (either storage).
+inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
+                          std::int64_t to, std::int64_t count) {
+  if (src.dtype().is_float()) {
+    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
+  } else {
+    const auto s = src.data().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.data().begin() + to);
+  }
+}
+
+// An array of the same dtype and elements under another shape.
+inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
+  te::NDArray y(x.dtype(), std::move(shape));
+  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+template <class T>
+void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
+                     std::span<const std::size_t> perm) {
+  const std::size_t rank = in_shape.size();
+  std::vector<std::int64_t> in_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
+  // walk y in row-major order; the input offset moves by the permuted strides
+  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  for (std::size_t k = 0; k < rank; ++k) {
+    out_shape[k] = in_shape[perm[k]];
+    stride[k] = in_stride[perm[k]];
+  }
+  const std::int64_t total = element_count(out_shape);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < total; ++i) {
+    y[i] = x[offset];
+    for (std::size_t d = rank; d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out_shape[d]) break;
+      offset -= stride[d] * out_shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
+                                 std::string_view who) {
+  bool infer = false;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    const std::int64_t d = newshape[k];
+    if (d == -1 && infer)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
+                        fmt::join(newshape, ", "));
+    infer = infer || d == -1;
+    if (d == 0 && k >= rank)
+      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
+                        fmt::join(newshape, ", "), k, rank);
+    if (d < -1)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
+                        fmt::join(newshape, ", "), d);
+  }
+}
+
+DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
+                                 std::span<const std::int64_t> newshape, std::string_view who) {
+  check_newshape(newshape, in.size(), who);
+  Shape out(newshape.size());
+  std::optional<std::size_t> infer;
+  std::int64_t known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+      continue;
+    }
+    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
+    known *= out[k];
+  }
+  const std::int64_t total = element_count(in);
+  if (infer) {
+    if (known == 0 || total % known != 0)
+      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
+                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
+    out[*infer] = total / known;
+  } else if (known != total) {
+    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
+                      detail::shape_str(in), total, detail::shape_str(out), known);
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
+                                                     std::size_t rank, std::string_view who) {
+  std::vector<std::size_t> out(rank);
+  if (perm.empty()) {
+    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
+    return out;
+  }
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (std::size_t k = 0; ok && k < rank; ++k) {
+    const auto axis = normalize_axis(perm[k], rank);
+    ok = axis && !seen[*axis];
+    if (ok) {
+      seen[*axis] = true;
+      out[k] = *axis;
+    }
+  }
+  if (!ok)
+    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
+                      fmt::join(perm, ", "), rank);
+  return out;
+}
+
+DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
+  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
+    raise<ValueError>(
+        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
+        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
+  for (std::size_t k = 0; k < rank; ++k)
+    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
+      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
+                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
+}
+
+DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis > r)
+    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
+                      r);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
+  if (dtype.is_integral() &&
+      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
+       value > static_cast<double>(dtype.max_value())))
+    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
+}
+
+DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
+  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
+}
+
+DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
+  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
+  te::NDArray y(x.dtype(), out_shape);
+  if (x.dtype().is_float())
+    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
+  else
+    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
+  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
+  const std::span<const std::int64_t> s = x.shape();
+  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
+}
+
+DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
+  constexpr std::string_view who = "host::concat";
+  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
+  const te::NDArray& first = *xs[0];
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
+  Shape out_shape = first.shape();
+  out_shape[axis] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const te::NDArray& x = *xs[i];
+    detail::require_same_dtype(who, first, x);
+    bool match = x.ndim() == first.ndim();
+    for (std::size_t k = 0; match && k < x.ndim(); ++k)
+      match = k == axis || x.shape()[k] == first.shape()[k];
+    if (!match)
+      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
+                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
+    out_shape[axis] += x.shape()[axis];
+  }
+  te::NDArray y(first.dtype(), out_shape);
+  const auto split = detail::split_at(out_shape, axis);
+  std::int64_t at = 0;  // offset within one outer slice of y
+  for (const te::NDArray* x : xs) {
+    const std::int64_t chunk = x->shape()[axis] * split.inner;
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
+    at += chunk;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
+  constexpr std::string_view who = "host::pad";
+  validate(p, x.ndim(), who);
+  const DType t = x.dtype();
+  check_pad_value(p.value, t, who);
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k)
+    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
+  te::NDArray y(t, out_shape);
+  if (t.is_float())
+    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
+  else
+    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
+  if (x.size() == 0) return y;
+  // copy x row by row (its last dim) into the interior of y
+  const std::size_t rank = x.ndim();
+  if (rank == 0) {
+    detail::copy_elements(x, 0, y, 0, 1);
+    return y;
+  }
+  std::vector<std::int64_t> y_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
+  const std::int64_t row = x.shape()[rank - 1];
+  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
+  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
+    std::int64_t to = 0;
+    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
+    detail::copy_elements(x, from, y, to, row);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < x.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return y;
+}
+
+}  // namespace dlavm::host

@@ -1,0 +1,130 @@
+// Op records and registries: default_ops' contents, adding a custom op (as importers and
+// later layers will), its type rule, placement rule and kernel in infer_type and evaluate,
+// and the registry's own checks.
+#include <dlavm/graph/evaluate.hpp>
+#include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/graph/ops.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/target.hpp>
+#include <dlavm/host/elementwise.hpp>
+
+#include <doctest/doctest.h>
+
+namespace graph = dlavm::graph;
+namespace host = dlavm::host;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+namespace {
+
+// "scale": y = x * factor for integers, 1 or 2 inputs (the second is added), an Int attribute.
+graph::OpRecord scale_op() {
+  return {.name = "scale",
+          .min_args = 1,
+          .max_args = 2,
+          .attrs = {{"factor", graph::AttrKind::Int, std::int64_t{2}},
+                    {"mode", graph::AttrKind::String, std::string("wrap"), {"wrap"}}},
+          .type_rule =
+              [](const graph::TypeCall& c) {
+                if (c.size() == 2) c.require_same_dtype(0, 1);
+                return c.type(0);
+              },
+          .host_kernel =
+              [](graph::HostArgs a, const graph::Attrs& attrs) {
+                te::NDArray y = *a[0];
+                for (auto& v : y.data()) v = y.dtype().wrap(v * attrs.get_int("factor"));
+                return a.size() == 2 ? host::add(y, *a[1]) : y;
+              },
+          .host_support = [](const graph::TypeCall& c) -> std::optional<std::string> {
+            if (c.type(0).dtype.is_float()) return "scales integers only";
+            return std::nullopt;
+          }};
+}
+
+}  // namespace
+
+TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
+  auto ops = graph::default_ops();
+  CHECK(ops.size() == 21);
+  const auto& conv = ops.at("conv2d");
+  CHECK(conv.min_args == 2);
+  CHECK(conv.max_args == 2);
+  REQUIRE(conv.find_attr("groups") != nullptr);
+  CHECK(*conv.find_attr("groups")->default_value == graph::AttrValue{std::int64_t{1}});
+  CHECK(conv.find_attr("dilation") == nullptr);
+  CHECK_FALSE(ops.at("requantize").find_attr("shift")->default_value.has_value());  // required
+  CHECK(ops.at("concat").max_args == graph::OpRecord::kVariadic);
+  CHECK(ops.find("conv3d") == nullptr);
+  CHECK_THROWS_WITH_AS(ops.at("conv3d"),
+                       doctest::Contains("unknown op 'conv3d'; known ops: add, avg_pool2d"),
+                       dlavm::ValueError);
+}
+
+TEST_CASE("registry: a custom op types, places and evaluates like the built-in ones") {
+  graph::Target target;
+  target.ops.add(scale_op());
+  auto x = graph::input("x", {3}, DType::int8());
+  auto y = graph::call("scale", {x, x}, {{"factor", 3}});
+  auto fn = graph::infer_type(graph::function({x}, {y}), target);
+  CHECK(fmt::format("{}", fn).find(
+            "%0 = host.scale(%x, %x, factor=3, mode=\"wrap\") /* ret=(3), dtype=int8, "
+            "device=host */") != std::string::npos);
+  auto a = te::NDArray::from_ints(DType::int8(), {3}, {1, -2, 100});
+  auto out = graph::evaluate(fn, std::vector<graph::NamedArray>{{"x", a}}, {}, target.ops);
+  CHECK(out[0].at({0}) == 4);
+  CHECK(out[0].at({1}) == -8);
+  CHECK(out[0].at({2}) == DType::int8().wrap(300 + 100));
+  // the custom op's own rules, with the node named as the printer does
+  auto f = graph::input("f", {3}, DType::float32());
+  CHECK_THROWS_WITH_AS(
+      graph::infer_type(graph::function({f}, {graph::call("scale", {f})}), target),
+      "%0 (scale): no device supports this call; host: scales integers only; vta: no VTA strategy "
+      "for 'scale'",
+      dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(
+      graph::infer_type(graph::function({x}, {graph::call("scale", {x, x, x})}), target),
+      "%0 (scale): takes 1 to 2 inputs, given 3", dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      graph::infer_type(graph::function({x}, {graph::call("scale", {x}, {{"mode", "saturate"}})}),
+                        target),
+      "%0 (scale): attribute 'mode' is \"saturate\"; allowed: wrap", dlavm::ValueError);
+  // the default registry does not know it
+  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {y}), graph::default_ops()),
+                       doctest::Contains("%0 (scale): unknown op 'scale'"), dlavm::ValueError);
+}
+
+TEST_CASE("registry: records are checked when added") {
+  graph::OpRegistry ops = graph::default_ops();
+  ops.add(scale_op());
+  CHECK_THROWS_WITH_AS(ops.add(scale_op()), "OpRegistry::add: op 'scale' is already registered",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(ops.add({.name = "half"}),
+                       "OpRegistry::add: op 'half' needs a type rule and a host kernel",
+                       dlavm::ValueError);
+  auto bad = scale_op();
+  bad.name = "bad";
+  bad.min_args = 3;
+  CHECK_THROWS_WITH_AS(ops.add(bad),
+                       "OpRegistry::add: op 'bad' takes at least 3 and at most 2 inputs",
+                       dlavm::ValueError);
+  bad.name = "";
+  CHECK_THROWS_WITH_AS(ops.add(bad), "OpRegistry::add: the op name is empty", dlavm::ValueError);
+}
+
+TEST_CASE("registry: attributes as an importer writes them are normalized") {
+  auto x = graph::input("x", {4}, DType::float32());
+  // integers where floats are expected (ONNX-style), defaults filled in
+  auto fn =
+      graph::infer_type(graph::function({x}, {graph::call("clip", {x}, {{"lo", 0}, {"hi", 6}})}),
+                        graph::default_ops());
+  const auto& attrs = fn.results()[0].as<graph::CallNode>()->attrs;
+  CHECK(graph::kind_of(*attrs.find("lo")) == graph::AttrKind::Float);
+  CHECK(attrs.get_float("hi") == 6.0);
+  std::vector<graph::AttrSpec> specs{{"a", graph::AttrKind::Ints, std::nullopt}};
+  CHECK_THROWS_WITH_AS(graph::normalize_attrs(specs, {{"a", 1.5}}, "here"),
+                       "here: attribute 'a' is a float (1.5), expected a list of integers",
+                       dlavm::TypeError);
+  CHECK(graph::normalize_attrs(specs, {{"a", {1, 2}}}, "here").get_ints("a") ==
+        std::vector<std::int64_t>{1, 2});
+}

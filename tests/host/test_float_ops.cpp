@@ -1,0 +1,105 @@
+// host softmax, layer_norm and gelu against double-precision formulas written here.
+#include <dlavm/host/float_ops.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace host = dlavm::host;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+TEST_CASE("host softmax: rows sum to one and match a double reference, any axis") {
+  auto x = te::NDArray::random_float({3, 4, 5}, 1, -20.0, 20.0);
+  for (std::int64_t axis : {-1, 0, 1}) {
+    auto y = host::softmax(x, {.axis = axis});
+    const std::size_t ax = axis < 0 ? 2 : static_cast<std::size_t>(axis);
+    const std::int64_t extent = x.shape()[ax];
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 4; ++j)
+        for (std::int64_t k = 0; k < 5; ++k) {
+          std::vector<std::int64_t> idx{i, j, k};
+          double denom = 0;
+          for (std::int64_t r = 0; r < extent; ++r) {
+            auto o = idx;
+            o[ax] = r;
+            denom += std::exp(double(x.at_float(o)));
+          }
+          CHECK(y.at_float(idx) ==
+                doctest::Approx(std::exp(double(x.at_float(idx))) / denom).epsilon(1e-5));
+        }
+  }
+  // large values: subtracting the max keeps exp finite
+  auto big = te::NDArray::from_floats({3}, {1000.0f, 1000.0f, -1000.0f});
+  auto p = host::softmax(big);
+  CHECK(p.at_float({0}) == 0.5f);
+  CHECK(p.at_float({2}) == 0.0f);
+  auto with_nan =
+      te::NDArray::from_floats({2, 2}, {std::numeric_limits<float>::quiet_NaN(), 1.0f, 1.0f, 1.0f});
+  auto q = host::softmax(with_nan);
+  CHECK(std::isnan(q.at_float({0, 1})));
+  CHECK(q.at_float({1, 0}) == 0.5f);
+  // rows of length 0: nothing to read
+  CHECK(host::softmax(te::NDArray(DType::float32(), {3, 0})).shape() ==
+        std::vector<std::int64_t>{3, 0});
+  CHECK_THROWS_WITH_AS(
+      host::softmax(te::NDArray(DType::int8(), {2})),
+      doctest::Contains("host::softmax: x is int8; this op computes in float32 only"),
+      dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(host::softmax(x, {.axis = 3}),
+                       doctest::Contains("attribute 'axis' is 3, outside [-3, 3)"),
+                       dlavm::ValueError);
+}
+
+TEST_CASE("host layer_norm: normalizes over the dims from axis, then scales and shifts") {
+  auto x = te::NDArray::random_float({2, 3, 4}, 2, -3.0, 5.0);
+  for (std::int64_t axis : {-1, 1}) {
+    const std::vector<std::int64_t> norm =
+        axis == -1 ? std::vector<std::int64_t>{4} : std::vector<std::int64_t>{3, 4};
+    auto gamma = te::NDArray::random_float(norm, 3, 0.5, 2.0);
+    auto beta = te::NDArray::random_float(norm, 4, -1.0, 1.0);
+    auto y = host::layer_norm(x, gamma, beta, {.axis = axis, .epsilon = 1e-3});
+    const std::size_t group = axis == -1 ? 4 : 12;
+    for (std::size_t g = 0; g < x.size() / group; ++g) {
+      double mean = 0, var = 0;
+      for (std::size_t j = 0; j < group; ++j) mean += x.fdata()[g * group + j];
+      mean /= double(group);
+      for (std::size_t j = 0; j < group; ++j) var += std::pow(x.fdata()[g * group + j] - mean, 2);
+      var /= double(group);
+      for (std::size_t j = 0; j < group; ++j) {
+        const double ref =
+            (x.fdata()[g * group + j] - mean) / std::sqrt(var + 1e-3) * gamma.fdata()[j] +
+            beta.fdata()[j];
+        CHECK(y.fdata()[g * group + j] == doctest::Approx(ref).epsilon(1e-4));
+      }
+    }
+  }
+  auto g4 = te::NDArray::random_float({4}, 3, 0.5, 2.0);
+  CHECK_THROWS_WITH_AS(
+      host::layer_norm(x, g4, g4, {.axis = 1}),
+      doctest::Contains(
+          "gamma has shape [4], expected [3, 4] (the dims of x [2, 3, 4] from axis 1)"),
+      dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(host::layer_norm(x, te::NDArray(DType::int32(), {4}), g4),
+                       doctest::Contains("gamma is int32"), dlavm::TypeError);
+}
+
+TEST_CASE("host gelu: the erf form at known points") {
+  auto x = te::NDArray::from_floats({5}, {0.0f, 1.0f, -1.0f, 3.0f, -10.0f});
+  auto y = host::gelu(x);
+  CHECK(y.at_float({0}) == 0.0f);
+  CHECK(y.at_float({1}) == doctest::Approx(0.8413447460685429).epsilon(1e-6));
+  CHECK(y.at_float({2}) == doctest::Approx(-0.15865525393145707).epsilon(1e-6));
+  CHECK(y.at_float({3}) == doctest::Approx(2.9959502).epsilon(1e-6));
+  CHECK(y.at_float({4}) == doctest::Approx(0.0).epsilon(1e-6));
+  auto r = te::NDArray::random_float({50}, 5, -6.0, 6.0);
+  auto g = host::gelu(r);
+  for (std::size_t i = 0; i < 50; ++i) {
+    const double v = r.fdata()[i];
+    CHECK(g.fdata()[i] ==
+          doctest::Approx(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))).epsilon(1e-5));
+  }
+  CHECK_THROWS_AS(host::gelu(te::NDArray(DType::int32(), {1})), dlavm::TypeError);
+}
