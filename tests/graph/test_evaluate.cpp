@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include "default_ops.hpp"
 #include <functional>
 #include <numeric>
 #include <random>
@@ -24,10 +25,7 @@ using dlavm::DType;
 
 namespace {
 
-const graph::OpRegistry& ops() {
-  static const graph::OpRegistry registry = graph::default_ops();
-  return registry;
-}
+using dlavm_test::ops;
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "default_ops.hpp"
 #include <string>
 
 namespace graph = dlavm::graph;
@@ -19,10 +20,7 @@ using dlavm::DType;
 
 namespace {
 
-const graph::OpRegistry& ops() {
-  static const graph::OpRegistry registry = graph::default_ops();
-  return registry;
-}
+using dlavm_test::ops;
 
 // The typed result of a one-result function over `params`.
 graph::Expr typed(std::vector<graph::Expr> params, graph::Expr result) {

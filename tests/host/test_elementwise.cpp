@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "index_loops.hpp"
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -17,6 +18,8 @@ using dlavm::DType;
 
 namespace {
 
+using dlavm_test::for_each_index;
+
 // The index of `out_index` in an operand of `shape` under numpy broadcasting.
 std::vector<std::int64_t> operand_index(const std::vector<std::int64_t>& out_index,
                                         const std::vector<std::int64_t>& shape) {
@@ -24,21 +27,6 @@ std::vector<std::int64_t> operand_index(const std::vector<std::int64_t>& out_ind
   const std::size_t skip = out_index.size() - shape.size();
   for (std::size_t k = 0; k < shape.size(); ++k) idx[k] = shape[k] == 1 ? 0 : out_index[skip + k];
   return idx;
-}
-
-// Calls f(index) for every index of `shape`, row-major.
-template <class F>
-void for_each_index(const std::vector<std::int64_t>& shape, F&& f) {
-  std::int64_t total = 1;
-  for (auto d : shape) total *= d;
-  std::vector<std::int64_t> idx(shape.size(), 0);
-  for (std::int64_t i = 0; i < total; ++i) {
-    f(idx);
-    for (std::size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
 }
 
 std::vector<std::int64_t> random_shape(std::mt19937& rng, std::size_t rank) {

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "index_loops.hpp"
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -15,6 +16,8 @@ using Shape = std::vector<std::int64_t>;
 
 namespace {
 
+using dlavm_test::for_each_index;
+
 te::NDArray iota(DType t, Shape shape) {
   te::NDArray a(t, std::move(shape));
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -24,20 +27,6 @@ te::NDArray iota(DType t, Shape shape) {
       a.set_flat(i, static_cast<std::int64_t>(i));
   }
   return a;
-}
-
-template <class F>
-void for_each_index(const Shape& shape, F&& f) {
-  std::int64_t total = 1;
-  for (auto d : shape) total *= d;
-  Shape idx(shape.size(), 0);
-  for (std::int64_t i = 0; i < total; ++i) {
-    f(idx);
-    for (std::size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
 }
 
 }  // namespace
