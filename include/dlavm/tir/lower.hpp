@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -83,6 +84,22 @@ class Lowerer {
 
  private:
   bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
+
+  // The variable the loop of axis iv runs with, over [0, extent). An axis that starts at 0
+  // loops with its own variable. One declared over [min, min + extent) with min != 0 (a
+  // reduction over {3, 8}) loops with a fresh `name.idx` and has the value min + idx: its own
+  // variable's range is [min, min + extent - 1], which the simplifier relies on, so a loop
+  // counting it from 0 would be folded to the wrong element.
+  const ne::Var& loop_var(const te::IterVar& iv) {
+    if (ne::simplify(iv.dom().min).as_int() == 0) return iv.var();
+    auto it = loop_vars_.find(iv.get());
+    if (it == loop_vars_.end()) {
+      const auto extent = ne::bounds(iv.dom().extent);
+      auto idx = ne::var(iv.name() + ".idx", 0, std::max<std::int64_t>(extent.max - 1, 0));
+      it = loop_vars_.emplace(iv.get(), std::move(idx)).first;
+    }
+    return it->second;
+  }
 
   void make_params() {
     for (const auto& t : args_) {
@@ -158,7 +175,7 @@ class Lowerer {
         const auto& parent = plans_[st->attach_stage];
         plan.enclosing = parent.enclosing;
         for (const auto& v : st->attach_stage->leaf) {
-          plan.enclosing.push_back(v.var());
+          plan.enclosing.push_back(loop_var(v));
           if (v == st->attach_ivar) break;
         }
         infer_region(*st, plan);
@@ -186,7 +203,7 @@ class Lowerer {
       }
       // Values: leaves are their own variables; up through the relations, last first.
       std::unordered_map<IterVarKey, ne::Expr> value;
-      for (const auto& v : st->leaf) value[v.get()] = v.var();
+      for (const auto& v : st->leaf) value[v.get()] = loop_var(v);
       for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
         if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
           value[sp->parent.get()] =
@@ -204,7 +221,7 @@ class Lowerer {
       // stays in range, and that iteration would otherwise be computed twice.
       schedule::SweepMap loops;
       for (const auto& v : st->leaf)
-        loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+        loops[loop_var(v).id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
       auto needs_guard = [&](const te::IterVar& iv) {
         const auto local = ne::simplify(value.at(iv.get()));
         const auto ext = plan.extent.at(iv.get());
@@ -223,8 +240,8 @@ class Lowerer {
         // target passes then see a loop whose extent is an expression, not a condition.
         const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
         if (po < st->leaf.size() && pi < st->leaf.size() && po < pi) {
-          plan.extent[sp->inner.get()] = ne::simplify(
-              ne::min(sp->factor, plan.extent.at(sp->parent.get()) - sp->outer.var() * sp->factor));
+          plan.extent[sp->inner.get()] = ne::simplify(ne::min(
+              sp->factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * sp->factor));
           continue;
         }
         const auto local = ne::simplify(value.at(sp->parent.get()));
@@ -248,8 +265,8 @@ class Lowerer {
     for (const auto& [node, p] : plans_) {
       if (node == &st || p.extent.empty()) continue;
       for (const auto& v : node->leaf)
-        if (fixed.count(v.var().id()) == 0)
-          sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+        if (fixed.count(loop_var(v).id()) == 0)
+          sweep[loop_var(v).id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
     }
     const auto reads = reads_of(&st);
     // Every reader must run inside the attach scope, after the producer: the attach target
@@ -318,7 +335,10 @@ class Lowerer {
     // Loop variables may not appear in a buffer's shape: allocate for the largest extent.
     std::unordered_set<std::uint64_t> loop_vars;
     for (const auto& st : schedule_.stages())
-      for (const auto& v : st->all) loop_vars.insert(v.var().id());
+      for (const auto& v : st->all) {
+        loop_vars.insert(v.var().id());
+        loop_vars.insert(loop_var(v).id());
+      }
     for (const auto& st : schedule_.stages()) {
       auto& plan = plans_[st.get()];
       if (auto it = param_of_.find(st->op.get()); it != param_of_.end()) {
@@ -472,7 +492,7 @@ class Lowerer {
     const std::size_t loops = std::min(tensorized, leaf.size());
     if (loops > 0) body = with_attached(st, leaf[loops - 1], body);
     for (std::size_t k = loops; k-- > 0;) {
-      body = make_loop(st, leaf[k], body, leaf[k].var());
+      body = make_loop(st, leaf[k], body, loop_var(leaf[k]));
       if (k == first_reduce)
         body = make_seq({make_init(st, *reduce, first_reduce, tensorized, calls), body});
       if (k > 0) body = with_attached(st, leaf[k - 1], body);
@@ -506,7 +526,7 @@ class Lowerer {
         if (!ne::equal(ext, want))
           raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
                                where, mine[k].name(), ext, theirs[k].name(), want);
-        inner_vars.push_back(mine[k].var());
+        inner_vars.push_back(loop_var(mine[k]));
         pattern_vars.push_back(theirs[k].var());
       }
     };
@@ -655,14 +675,15 @@ class Lowerer {
     for (std::size_t k = first_reduce; k < last; ++k) {
       const auto& v = st.leaf[k];
       if (v.is_reduce()) continue;
-      auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
-      renames.emplace_back(v.var(), init_var);
+      const auto& loop = loop_var(v);
+      auto init_var = ne::var(v.name() + ".init", loop.min(), loop.max());
+      renames.emplace_back(loop, init_var);
       loops.emplace_back(v, init_var);
     }
     // Reduction variables do not matter for the data-parallel indices; pin them to 0 so the
     // init store has only data-parallel loops.
     for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
-      if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
+      if (st.leaf[k].is_reduce()) renames.emplace_back(loop_var(st.leaf[k]), 0);
     Stmt init;
     if (tensorized < st.leaf.size()) {
       std::vector<Stmt> resets;
@@ -706,6 +727,7 @@ class Lowerer {
   std::vector<Buffer> params_;
   std::unordered_map<const te::OperationNode*, Buffer> param_of_;
   std::unordered_map<const StageNode*, StagePlan> plans_;
+  std::unordered_map<IterVarKey, ne::Var> loop_vars_;  // axes with a nonzero min: see loop_var
 };
 
 // Replaces loops of extent one by their body with the variable set to the loop's start,
