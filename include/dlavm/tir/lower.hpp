@@ -57,6 +57,54 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
   std::vector<ne::Substitution> map_;
 };
 
+// Checks that lowering left every loop variable inside its loop: a variable of an axis of
+// the schedule (or of the loop over one) that the function uses must be bound by an enclosing
+// `for`. Without this check the interpreter would take it for an unbound symbolic dim.
+class LoopScopeCheck : public StmtMutator<LoopScopeCheck> {
+ public:
+  LoopScopeCheck(std::string func, std::unordered_map<std::uint64_t, std::string> loops)
+      : func_(std::move(func)), loops_(std::move(loops)) {}
+
+  ne::Expr mutate_index(const ne::Expr& e) {
+    for (const auto& v : ne::free_vars(e)) {
+      const auto it = loops_.find(v.id());
+      if (it != loops_.end() && std::find(bound_.begin(), bound_.end(), v.id()) == bound_.end())
+        raise<ScheduleError>(
+            "internal: lowering '{}' uses loop variable '{}' ({}) outside its loop, in {}; "
+            "please report",
+            func_, v.name(), it->second, e);
+    }
+    return e;
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Indices : te::ExprVisitor<Indices> {
+      LoopScopeCheck* self;
+      void visit_index_expr(const ne::Expr& i) { self->mutate_index(i); }
+    } indices;
+    indices.self = this;
+    indices.visit(e);
+    return e;
+  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    mutate_index(n.min);
+    mutate_index(n.extent);
+    bound_.push_back(n.var.id());
+    visit(n.body);
+    bound_.pop_back();
+    return s;
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    for (const auto& d : n.buffer.shape()) mutate_index(d);
+    visit(n.body);
+    return s;
+  }
+
+ private:
+  std::string func_;
+  std::unordered_map<std::uint64_t, std::string> loops_;  // variable id -> what it is
+  std::vector<std::uint64_t> bound_;
+};
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -66,6 +114,7 @@ class Lowerer {
     for (const auto& st : schedule_.stages()) plans_[st.get()].stage = st.get();
     make_params();
     inline_bodies();
+    check_axes_used();
     infer_bounds();
     make_buffers();
     std::vector<Stmt> top;
@@ -78,6 +127,7 @@ class Lowerer {
     Stmt body = make_seq(top);
     for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
       body = make_allocate(*it, body);
+    check_loop_scopes(body);
     PrimFunc f{name_, params_, body, {}};
     return f;
   }
@@ -144,6 +194,43 @@ class Lowerer {
     }
   }
 
+  // A compute indexes with its own axes, its reductions' axes and symbolic dims. An axis of
+  // another compute (captured by its lambda) has no loop around this stage's body.
+  void check_axes_used() {
+    std::unordered_map<std::uint64_t, const StageNode*> axis_owner;
+    for (const auto& st : schedule_.stages())
+      for (const auto& r : st->root) axis_owner.emplace(r.var().id(), st.get());
+    struct Uses : te::ExprVisitor<Uses> {
+      std::vector<ne::Expr> found;
+      void visit_index_expr(const ne::Expr& e) { found.push_back(e); }
+      void visit_reduce(const te::ReduceNode& n, const te::Expr&) {
+        for (const auto& a : n.axes) {
+          found.push_back(a.dom().min);
+          found.push_back(a.dom().extent);
+        }
+        visit(n.source);
+      }
+    };
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      Uses uses;
+      uses.visit(plans_[st.get()].body);
+      for (const auto& e : uses.found)
+        for (const auto& v : ne::free_vars(e)) {
+          const auto it = axis_owner.find(v.id());
+          if (it == axis_owner.end()) continue;
+          const bool own = std::any_of(st->root.begin(), st->root.end(), [&](const te::IterVar& r) {
+            return r.var().id() == v.id();
+          });
+          if (!own)
+            raise<ScheduleError>(
+                "compute '{}' uses '{}', an axis of compute '{}' (in {}); index with the "
+                "compute's own axes, its reduction axes and symbolic dims",
+                st->name(), v.name(), it->second->name(), e);
+        }
+    }
+  }
+
   // Every read of `producer` in the bodies of the stages that are computed (not inlined).
   std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> reads_of(
       const StageNode* producer) {
@@ -185,75 +272,146 @@ class Lowerer {
           plan.region_extent.push_back(d);
         }
       }
-      // Root extents, then down through the relations to every loop.
-      for (std::size_t k = 0; k < st->op->axis.size(); ++k)
-        plan.extent[st->op->axis[k].get()] = plan.region_extent[k];
-      for (const auto& r : st->op->reduce_axis) plan.extent[r.get()] = r.dom().extent;
-      for (const auto& rel : st->relations) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
-          const auto ext = plan.extent.at(sp->parent.get());
-          plan.extent[sp->outer.get()] =
-              ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
-          plan.extent[sp->inner.get()] = sp->factor;
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(rel);
-          plan.extent[fu.fused.get()] =
-              ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
-        }
+      const auto local = infer_loops(*st, plan);
+      add_guards(*st, plan, local);
+      check_loop_order(*st, plan);
+    }
+  }
+
+  // Extents of every IterVar of st and the local value (from the start of its range) of
+  // every root axis in loop variables; sets plan.value. Data-parallel axes span the stage's
+  // region; a reduction spans its declared range, which may name the data-parallel axes or
+  // earlier reductions (a triangular k < i + 1): those are replaced by their values in the
+  // loops, which are known after a round. A range can only name axes created before it, so
+  // each round settles at least one more reduction: at most one round per reduction axis.
+  std::unordered_map<IterVarKey, ne::Expr> infer_loops(const StageNode& st, StagePlan& plan) {
+    const auto n_data = st.op->axis.size();
+    std::vector<ne::Expr> root_min, root_extent;
+    for (std::size_t k = 0; k < st.root.size(); ++k) {
+      root_min.push_back(k < n_data ? plan.region_min[k] : st.root[k].dom().min);
+      root_extent.push_back(k < n_data ? plan.region_extent[k] : st.root[k].dom().extent);
+    }
+    std::unordered_map<IterVarKey, ne::Expr> local;
+    for (bool changed = true; changed;) {
+      for (std::size_t k = 0; k < st.root.size(); ++k)
+        plan.extent[st.root[k].get()] = root_extent[k];
+      derive_extents(st, plan);
+      local = derive_values(st, plan);
+      std::vector<ne::Substitution> axis_values;
+      for (std::size_t k = 0; k < st.root.size(); ++k) {
+        const auto& r = st.root[k];
+        plan.value[r.get()] = ne::simplify(root_min[k] + local.at(r.get()));
+        axis_values.emplace_back(r.var(), plan.value[r.get()]);
       }
-      // Values: leaves are their own variables; up through the relations, last first.
-      std::unordered_map<IterVarKey, ne::Expr> value;
-      for (const auto& v : st->leaf) value[v.get()] = loop_var(v);
-      for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
-          value[sp->parent.get()] =
-              value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(*r);
-          const auto inner_ext = plan.extent.at(fu.inner.get());
-          value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
-          value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
-        }
-      }
-      // Every split parent (the root axes included) needs a guard unless its largest value
-      // over the loops' actual extents (not the axes' declared ranges) is provably inside its
-      // extent: with nested non-divisible splits an inner parent can overflow while the root
-      // stays in range, and that iteration would otherwise be computed twice.
-      schedule::SweepMap loops;
-      for (const auto& v : st->leaf)
-        loops[loop_var(v).id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
-      auto needs_guard = [&](const te::IterVar& iv) {
-        const auto local = ne::simplify(value.at(iv.get()));
-        const auto ext = plan.extent.at(iv.get());
-        const auto reach = schedule::eval_set(local, loops);
-        return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
-      };
-      const auto leaf_pos = [&](const te::IterVar& iv) {
-        return static_cast<std::size_t>(std::find(st->leaf.begin(), st->leaf.end(), iv) -
-                                        st->leaf.begin());
-      };
-      for (const auto& rel : st->relations) {
-        const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
-        if (sp == nullptr || !needs_guard(sp->parent)) continue;
-        // With the inner loop inside the outer one, the last partial block is a shorter inner
-        // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
-        // target passes then see a loop whose extent is an expression, not a condition.
-        const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
-        if (po < st->leaf.size() && pi < st->leaf.size() && po < pi) {
-          plan.extent[sp->inner.get()] = ne::simplify(ne::min(
-              sp->factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * sp->factor));
-          continue;
-        }
-        const auto local = ne::simplify(value.at(sp->parent.get()));
-        plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
-      }
-      for (std::size_t k = 0; k < st->root.size(); ++k) {
-        const auto& r = st->root[k];
-        const auto local = ne::simplify(value.at(r.get()));
-        const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
-        plan.value[r.get()] = ne::simplify(base + local);
+      changed = false;
+      for (std::size_t k = n_data; k < st.root.size(); ++k) {
+        const auto& r = st.root[k];
+        auto lo = ne::simplify(ne::substitute(r.dom().min, axis_values));
+        auto ext = ne::simplify(ne::substitute(r.dom().extent, axis_values));
+        changed = changed || !ne::equal(lo, root_min[k]) || !ne::equal(ext, root_extent[k]);
+        root_min[k] = std::move(lo);
+        root_extent[k] = std::move(ext);
       }
     }
+    return local;
+  }
+
+  // Root extents down through the relations to every loop.
+  void derive_extents(const StageNode& st, StagePlan& plan) {
+    for (const auto& rel : st.relations) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
+        const auto ext = plan.extent.at(sp->parent.get());
+        plan.extent[sp->outer.get()] = ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
+        plan.extent[sp->inner.get()] = sp->factor;
+      } else {
+        const auto& fu = std::get<schedule::FuseRelation>(rel);
+        plan.extent[fu.fused.get()] =
+            ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
+      }
+    }
+  }
+
+  // Values from the start of each range: leaves are their loop variables; up through the
+  // relations, last first.
+  std::unordered_map<IterVarKey, ne::Expr> derive_values(const StageNode& st,
+                                                         const StagePlan& plan) {
+    std::unordered_map<IterVarKey, ne::Expr> value;
+    for (const auto& v : st.leaf) value[v.get()] = loop_var(v);
+    for (auto r = st.relations.rbegin(); r != st.relations.rend(); ++r) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
+        value[sp->parent.get()] =
+            value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
+      } else {
+        const auto& fu = std::get<schedule::FuseRelation>(*r);
+        const auto inner_ext = plan.extent.at(fu.inner.get());
+        value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
+        value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
+      }
+    }
+    return value;
+  }
+
+  // Every split parent (the root axes included) needs a guard unless its largest value over
+  // the loops' actual extents (not the axes' declared ranges) is provably inside its extent:
+  // with nested non-divisible splits an inner parent can overflow while the root stays in
+  // range, and that iteration would otherwise be computed twice.
+  void add_guards(const StageNode& st, StagePlan& plan,
+                  const std::unordered_map<IterVarKey, ne::Expr>& value) {
+    schedule::SweepMap loops;
+    for (const auto& v : st.leaf)
+      loops[loop_var(v).id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+    auto needs_guard = [&](const te::IterVar& iv) {
+      const auto local = ne::simplify(value.at(iv.get()));
+      const auto ext = plan.extent.at(iv.get());
+      const auto reach = schedule::eval_set(local, loops);
+      return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
+    };
+    const auto leaf_pos = [&](const te::IterVar& iv) {
+      return static_cast<std::size_t>(std::find(st.leaf.begin(), st.leaf.end(), iv) -
+                                      st.leaf.begin());
+    };
+    for (const auto& rel : st.relations) {
+      const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
+      if (sp == nullptr || !needs_guard(sp->parent)) continue;
+      // With the inner loop inside the outer one, the last partial block is a shorter inner
+      // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
+      // target passes then see a loop whose extent is an expression, not a condition.
+      const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
+      if (po < st.leaf.size() && pi < st.leaf.size() && po < pi) {
+        plan.extent[sp->inner.get()] = ne::simplify(ne::min(
+            sp->factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * sp->factor));
+        continue;
+      }
+      const auto local = ne::simplify(value.at(sp->parent.get()));
+      plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+    }
+  }
+
+  // A loop's extent may use only the loops around it: a reduction whose range names a
+  // data-parallel axis (k < i + 1) must stay inside the loops that axis became.
+  void check_loop_order(const StageNode& st, const StagePlan& plan) {
+    for (std::size_t p = 0; p < st.leaf.size(); ++p) {
+      const auto& extent = plan.extent.at(st.leaf[p].get());
+      for (const auto& v : ne::free_vars(extent))
+        for (std::size_t q = p + 1; q < st.leaf.size(); ++q)
+          if (v.id() == loop_var(st.leaf[q]).id())
+            raise<ScheduleError>(
+                "stage '{}': loop '{}' has extent {}, which depends on loop '{}' inside it; "
+                "reorder so that '{}' is inside the loops its range depends on",
+                st.name(), st.leaf[p].name(), extent, st.leaf[q].name(), st.leaf[p].name());
+    }
+  }
+
+  // Every loop variable of body is used inside its loop (see LoopScopeCheck).
+  void check_loop_scopes(const Stmt& body) {
+    std::unordered_map<std::uint64_t, std::string> loops;
+    for (const auto& st : schedule_.stages())
+      for (const auto& v : st->all) {
+        auto what = fmt::format("axis '{}' of stage '{}'", v.name(), st->name());
+        loops.emplace(loop_var(v).id(), what);
+        loops.emplace(v.var().id(), std::move(what));
+      }
+    (void)LoopScopeCheck(name_, std::move(loops)).visit(body);
   }
 
   // The region of an attached stage: what its consumers read while the loops inside its
