@@ -196,3 +196,103 @@ TEST_CASE(
                        "outside its loop, in i; please report",
                        dlavm::ScheduleError);
 }
+
+// ---- 2: compute_at, then split or fuse of the attach loop ------------------------------------
+
+namespace {
+// B = A + 1 and C = B * 2 over rows x cols, B attached by the caller.
+struct Chain2d {
+  te::Tensor A, B, C;
+  Chain2d(int rows, int cols) {
+    A = te::placeholder(te::shape(rows, cols), DType::int32(), "A");
+    B = te::compute(
+        te::shape(rows, cols), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
+    C = te::compute(
+        te::shape(rows, cols), [&](auto i, auto j) { return B(i, j) * 2; }, "C");
+  }
+};
+}  // namespace
+
+TEST_CASE("regression: a producer attached at a loop that is then split moves to the inner loop") {
+  Chain2d g(10, 3);
+  auto s = te::create_schedule(g.C);
+  s[g.B].compute_at(s[g.C], s[g.C].axis(0));
+  auto [io, ii] = s[g.C].split(s[g.C].axis(0), 4);
+  CHECK(s[g.B].node()->attach_ivar == ii);
+  const auto f = te::lower(s, {g.A, g.C});
+  CHECK(tir::to_string(f.body).find("allocate(B, int32, [3])") != std::string::npos);
+  check_lowered(s, {g.A}, g.C);
+  SUBCASE("the loops then reordered: B follows i.inner outside i.outer") {
+    s[g.C].reorder({ii, io});
+    check_lowered(s, {g.A}, g.C);
+  }
+  SUBCASE("the inner loop split again") {
+    s[g.C].split(ii, 3);
+    check_lowered(s, {g.A}, g.C);
+  }
+}
+
+TEST_CASE("regression: a producer attached at a loop that is then fused moves to the fused loop") {
+  Chain2d g(6, 5);
+  auto s = te::create_schedule(g.C);
+  SUBCASE("attached at the outer loop") { s[g.B].compute_at(s[g.C], s[g.C].axis(0)); }
+  SUBCASE("attached at the inner loop") { s[g.B].compute_at(s[g.C], s[g.C].axis(1)); }
+  const auto fused = s[g.C].fuse(s[g.C].axis(0), s[g.C].axis(1));
+  CHECK(s[g.B].node()->attach_ivar == fused);
+  check_lowered(s, {g.A}, g.C);
+  s[g.C].split(fused, 4);
+  check_lowered(s, {g.A}, g.C);
+}
+
+TEST_CASE("regression: a producer attached at a tiled loop, then its own loops scheduled") {
+  Chain2d g(7, 9);
+  auto s = te::create_schedule(g.C);
+  s[g.B].compute_at(s[g.C], s[g.C].axis(1));
+  auto [xo, yo, xi, yi] = s[g.C].tile(s[g.C].axis(0), s[g.C].axis(1), 3, 4);
+  CHECK(s[g.B].node()->attach_ivar == yi);
+  s[g.B].split(s[g.B].axis(1), 2);
+  check_lowered(s, {g.A}, g.C);
+  (void)xo, (void)yo, (void)xi;
+}
+
+TEST_CASE("regression: an attach loop the parent's nest does not have is an error, not a drop") {
+  Chain2d g(4, 4);
+  auto D = te::compute(
+      te::shape(4, 4), [&](auto i, auto j) { return g.C(i, j) - 1; }, "D");
+  auto s = te::create_schedule(D);
+  SUBCASE("the parent is inlined") {
+    s[g.B].compute_at(s[g.C], s[g.C].axis(0));
+    s[g.C].compute_inline();
+    CHECK_THROWS_WITH_AS(
+        te::lower(s, {g.A, D}),
+        "stage 'B' is computed at loop 'i0' of stage 'C', but 'C' is inlined (compute_inline) and "
+        "has no loops; compute 'B' at a loop of a stage that reads 'C', or at root",
+        dlavm::ScheduleError);
+  }
+  SUBCASE("the loop is not one of the parent's loops (a broken schedule)") {
+    s[g.B].compute_at(s[g.C], s[g.C].axis(0));
+    s[g.B].node()->attach_ivar = s[g.C].axis(0);
+    s[g.C].node()->leaf = {s[g.C].axis(1), s[g.C].axis(1)};
+    CHECK_THROWS_WITH_AS(te::lower(s, {g.A, D}),
+                         "internal: stage 'B' is computed at loop 'i0' of stage 'C', which is not "
+                         "one of its loops (i1, i1); please report",
+                         dlavm::ScheduleError);
+  }
+}
+
+TEST_CASE("regression: a producer attached inside a tensorized region is refused") {
+  auto a = te::placeholder(te::shape(4), DType::int32(), "a");
+  auto copy = te::compute(
+      te::shape(4), [&](auto i) { return a(i); }, "copy");
+  auto intrin = dlavm::schedule::decl_tensor_intrin(
+      copy, [](const dlavm::schedule::IntrinCall&) { return dlavm::schedule::IntrinBody{}; },
+      "copy4");
+  Chain2d g(8, 4);
+  auto s = te::create_schedule(g.C);
+  s[g.B].compute_at(s[g.C], s[g.C].axis(1));
+  s[g.C].tensorize(s[g.C].axis(1), intrin);
+  CHECK_THROWS_WITH_AS(te::lower(s, {g.A, g.C}),
+                       "stage 'B' is computed at loop 'i1' of stage 'C', which the intrinsic "
+                       "'copy4' replaces (tensorize at 'i1'); compute 'B' at a loop outside 'i1'",
+                       dlavm::ScheduleError);
+}

@@ -96,6 +96,10 @@ class Stage {
   std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
                               const ne::Expr& y_factor);
   IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // Computes this stage inside loop `ivar` of `parent`, the region one iteration needs. If
+  // parent later splits ivar, the stage moves to the inner loop (one iteration of it is one
+  // iteration of ivar); if it fuses ivar, to the fused loop. (TVM refuses such a schedule when
+  // it lowers it: "cannot find attach point".)
   Stage& compute_at(const Stage& parent, const IterVar& ivar);
   Stage& compute_inline();
   Stage& compute_root();
@@ -110,6 +114,8 @@ class Stage {
  private:
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
   void check_not_placeholder(std::string_view primitive) const;
+  // Stages computed at loop `from` of this stage are computed at `to` instead.
+  void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
 
   StageNode* node_;
@@ -423,6 +429,12 @@ inline void Stage::check_not_placeholder(std::string_view primitive) const {
                          primitive);
 }
 
+inline void Stage::move_attached(const IterVar& from, const IterVar& to) const {
+  for (const auto& st : schedule_->stages())
+    if (st->attach == AttachKind::At && st->attach_stage == node_ && st->attach_ivar == from)
+      st->attach_ivar = to;
+}
+
 inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
   check_not_placeholder("split");
   const auto pos = leaf_position(parent, "split");
@@ -439,6 +451,7 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), {outer, inner});
   node_->all.push_back(outer);
   node_->all.push_back(inner);
+  move_attached(parent, inner);
   return {outer, inner};
 }
 
@@ -494,6 +507,8 @@ inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
                     node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
   node_->all.push_back(fused);
+  move_attached(outer, fused);
+  move_attached(inner, fused);
   return fused;
 }
 

@@ -115,6 +115,7 @@ class Lowerer {
     make_params();
     inline_bodies();
     check_axes_used();
+    check_attachments();
     infer_bounds();
     make_buffers();
     std::vector<Stmt> top;
@@ -228,6 +229,37 @@ class Lowerer {
                 "compute's own axes, its reduction axes and symbolic dims",
                 st->name(), v.name(), it->second->name(), e);
         }
+    }
+  }
+
+  // Every stage computed at a loop finds that loop when its parent's nest is built (a stage
+  // whose loop is missing would silently not be computed at all).
+  void check_attachments() const {
+    for (const auto& st : schedule_.stages()) {
+      if (st->attach != AttachKind::At) continue;
+      const auto* parent = st->attach_stage;
+      const auto where = fmt::format("stage '{}' is computed at loop '{}' of stage '{}'",
+                                     st->name(), st->attach_ivar.name(), parent->name());
+      if (parent->attach == AttachKind::Inline)
+        raise<ScheduleError>(
+            "{}, but '{}' is inlined (compute_inline) and has no loops; compute '{}' at a loop of "
+            "a stage that reads '{}', or at root",
+            where, parent->name(), st->name(), parent->name());
+      const auto& leaf = parent->leaf;
+      const auto pos = static_cast<std::size_t>(
+          std::find(leaf.begin(), leaf.end(), st->attach_ivar) - leaf.begin());
+      std::vector<std::string> names;
+      for (const auto& v : leaf) names.push_back(v.name());
+      if (pos == leaf.size())
+        raise<ScheduleError>("internal: {}, which is not one of its loops ({}); please report",
+                             where, fmt::join(names, ", "));
+      std::shared_ptr<const schedule::TensorIntrin> intrin;
+      const auto tensorized = tensorize_position(*parent, &intrin);
+      if (pos >= tensorized)
+        raise<ScheduleError>(
+            "{}, which the intrinsic '{}' replaces (tensorize at '{}'); compute '{}' at a loop "
+            "outside '{}'",
+            where, intrin->name(), leaf[tensorized].name(), st->name(), leaf[tensorized].name());
     }
   }
 
