@@ -296,3 +296,36 @@ TEST_CASE("regression: a producer attached inside a tensorized region is refused
                        "'copy4' replaces (tensorize at 'i1'); compute 'B' at a loop outside 'i1'",
                        dlavm::ScheduleError);
 }
+
+// ---- 3: regions of attached stages on iterations a guard skips --------------------------------
+
+TEST_CASE("regression: fused loops of a stage attached past a guarded edge do not run") {
+  Chain2d g(6, 10);
+  auto s = te::create_schedule(g.C);
+  auto [io, ii] = s[g.C].split(s[g.C].axis(0), 4);
+  auto [jo, ji] = s[g.C].split(s[g.C].axis(1), 7);
+  s[g.C].reorder({io, jo, ii, ji});
+  s[g.C].fuse(io, jo);
+  const auto inner = s[g.C].fuse(ii, ji);
+  s[g.B].compute_at(s[g.C], inner);
+  s[g.B].fuse(s[g.B].axis(0), s[g.B].axis(1));
+  const auto f = te::lower(s, {g.A, g.C});
+  CHECK(tir::to_string(f.body).find("allocate(B, int32, [1])") != std::string::npos);
+  check_lowered(s, {g.A}, g.C);
+}
+
+TEST_CASE("regression: a reversed read past a guarded edge gives an empty region, not a negative") {
+  auto A = te::placeholder(te::shape(7, 5), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(7, 5), [&](auto i, auto j) { return A(i, j) * 3; }, "B");
+  auto C = te::compute(
+      te::shape(7, 5), [&](auto i, auto j) { return B(6 - i, 4 - j) + 1; }, "C");
+  auto s = te::create_schedule(C);
+  auto [io, ii] = s[C].split(s[C].axis(0), 3);  // i up to 8: B row -2
+  auto [jo, ji] = s[C].split(s[C].axis(1), 4);  // j up to 7: B column -3
+  s[C].reorder({io, jo, ii, ji});
+  const auto inner = s[C].fuse(ii, ji);
+  s[B].compute_at(s[C], inner);
+  s[B].fuse(s[B].axis(0), s[B].axis(1));
+  check_lowered(s, {A}, C);
+}

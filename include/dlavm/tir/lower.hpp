@@ -498,7 +498,10 @@ class Lowerer {
       const auto lo = ne::simplify(ne::max(region[k].lo, 0));
       const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
-      plan.region_extent.push_back(ne::simplify(hi - lo + 1));
+      // On an iteration a guard of the consumer skips, the region can lie outside the tensor
+      // and hi < lo: nothing is computed there. The extent is clamped at 0, so that a product
+      // of extents (fused loops) does not turn two negatives into a positive trip count.
+      plan.region_extent.push_back(ne::simplify(ne::max(hi - lo + 1, 0)));
       // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
       // the buffer its size when it is tighter.
       plan.extent_bound.push_back(ne::simplify(region[k].hi - region[k].lo + 1));
