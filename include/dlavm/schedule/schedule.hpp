@@ -114,6 +114,8 @@ class Stage {
  private:
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
   void check_not_placeholder(std::string_view primitive) const;
+  // Splits the loop at leaf position pos by a factor known to be at least 1.
+  std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
   // Stages computed at loop `from` of this stage are computed at `to` instead.
   void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
@@ -442,8 +444,30 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
     raise<ScheduleError>("stage '{}': split of axis '{}' by factor {}, which must be at least 1",
                          name(), parent.name(),
                          factor.defined() ? fmt::format("{}", factor) : "<undefined>");
+  return split_leaf(pos, factor);
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                       const ne::Expr& nparts) {
+  check_not_placeholder("split_nparts");
+  const auto pos = leaf_position(parent, "split_nparts");
+  if (!nparts.defined() || ne::bounds(nparts).min < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
+        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
   const auto extent = parent.dom().extent;
-  const auto outer_extent = ne::simplify(ne::floordiv(extent + factor - 1, factor));
+  if (const auto least = ne::bounds(extent).min; least < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts: its extent {} can be {}, and parts "
+        "of an empty loop have no size; split it by a factor instead",
+        name(), parent.name(), nparts, extent, least);
+  // extent >= 1 and nparts >= 1, so the part size ceil(extent / nparts) is at least 1.
+  return split_leaf(pos, ne::simplify(ne::ceildiv(extent, nparts)));
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::Expr& factor) {
+  const auto parent = node_->leaf[pos];
+  const auto outer_extent = ne::simplify(ne::ceildiv(parent.dom().extent, factor));
   auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
   auto inner = te::make_iter_var(parent.name() + ".inner", 0, factor, parent.kind());
   node_->relations.emplace_back(SplitRelation{parent, outer, inner, factor});
@@ -453,16 +477,6 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
   node_->all.push_back(inner);
   move_attached(parent, inner);
   return {outer, inner};
-}
-
-inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
-                                                       const ne::Expr& nparts) {
-  if (!nparts.defined() || ne::bounds(nparts).min < 1)
-    raise<ScheduleError>(
-        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
-        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
-  const auto extent = parent.dom().extent;
-  return split(parent, ne::simplify(ne::floordiv(extent + nparts - 1, nparts)));
 }
 
 inline Stage& Stage::reorder(const std::vector<IterVar>& order) {

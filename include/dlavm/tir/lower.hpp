@@ -353,7 +353,7 @@ class Lowerer {
     for (const auto& rel : st.relations) {
       if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
         const auto ext = plan.extent.at(sp->parent.get());
-        plan.extent[sp->outer.get()] = ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
+        plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, sp->factor));
         plan.extent[sp->inner.get()] = sp->factor;
       } else {
         const auto& fu = std::get<schedule::FuseRelation>(rel);
