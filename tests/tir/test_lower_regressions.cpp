@@ -329,3 +329,34 @@ TEST_CASE("regression: a reversed read past a guarded edge gives an empty region
   s[B].fuse(s[B].axis(0), s[B].axis(1));
   check_lowered(s, {A}, C);
 }
+
+// ---- 6: reads whose bounds depend on the relation between an axis and its dim ---------------
+
+TEST_CASE("regression: a reversed read over a symbolic dim lowers and computes") {
+  auto n = ne::var("n", 1, 100);
+  auto Y = te::placeholder(te::shape(n, 4), DType::int32(), "Y");
+  auto Z = te::compute(
+      te::shape(n, 4), [&](auto i, auto j) { return Y(n - 1 - i, j); }, "Z");
+  auto s = te::create_schedule(Z);
+  s[Z].split(s[Z].axis(0), 8);
+  for (std::int64_t v : {1, 7, 8, 100}) check_lowered(s, {Y}, Z, {{"n", v}});
+}
+
+TEST_CASE("regression: a reduction from i to 8, split, and a reversed producer attached inside") {
+  auto A = te::placeholder(te::shape(8, 8), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(8, 8), [&](auto i, auto j) { return A(7 - i, j) - 3; }, "B");
+  te::IterVar k;
+  auto R = te::compute(
+      te::shape(8),
+      [&](auto i) {
+        k = te::reduce_axis({i, 8}, "k");
+        return te::sum(B(i, k), {k});
+      },
+      "R");
+  auto s = te::create_schedule(R);
+  s[R].split(s[R].axis(0), 3);
+  auto [ko, ki] = s[R].split(k, 3);
+  s[B].compute_at(s[R], ko);
+  check_lowered(s, {A}, R);
+}

@@ -6,10 +6,17 @@
 //
 // Offset and strides may involve other variables but not the listed ones. nullopt when the
 // expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
+//
+// ne::swept_range: the least and greatest value of an affine expression while some variables
+// sweep ranges whose ends may name other variables (an axis i over [0, n), a triangular k over
+// [0, i + 1)), as expressions in the variables that stay fixed:
+//
+//   swept_range(n - 1 - i, {{i, 0, n}})  ->  [0, n - 1]     (bounds(n - 1 - i) is [-99, 99])
 #pragma once
 
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/functor.hpp>
+#include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
 
 #include <cstddef>
@@ -103,6 +110,46 @@ inline std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var>
 
 inline std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
   return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
+}
+
+// A variable that sweeps [min, min + extent); min and extent may name other variables.
+struct Sweep {
+  Var var;
+  Expr min;
+  Expr extent;
+};
+
+// The least and greatest value of an expression.
+struct SweptRange {
+  Expr lo;
+  Expr hi;
+};
+
+// The range of e while the variables of `sweep` take every value of their ranges, as
+// expressions in the other variables. A range may name the variables listed after it, which
+// are swept next (list triangular axes before the axes they depend on). For every value of
+// the other variables that leaves no range empty, both ends are attained. nullopt unless e
+// and every range end are affine with constant coefficients in the swept variables.
+inline std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep) {
+  SweptRange r{simplify(e), simplify(e)};
+  for (const auto& [v, min, extent] : sweep) {
+    const Var vars[] = {v};
+    // The end of [min, min + extent - 1] that makes c*v least (lo) or greatest (hi).
+    const auto eliminate = [&](Expr& end, bool least) -> bool {
+      const auto form = linear_form(end, vars);
+      const auto c = form ? simplify(form->strides[0]).as_int() : std::nullopt;
+      if (!c) return false;
+      if (*c == 0) return true;
+      const Expr at = (*c > 0) == least ? min : min + extent - 1;
+      end = simplify(form->offset + at * *c);
+      return true;
+    };
+    if (!eliminate(r.lo, true) || !eliminate(r.hi, false)) return std::nullopt;
+  }
+  return r;
+}
+inline std::optional<SweptRange> swept_range(const Expr& e, std::initializer_list<Sweep> sweep) {
+  return swept_range(e, std::span<const Sweep>(sweep.begin(), sweep.size()));
 }
 
 }  // namespace dlavm::ne
