@@ -130,6 +130,25 @@ TEST_CASE("regression: a triangular reduction k < i + 1 survives splits of i and
   }
 }
 
+TEST_CASE("regression: split_nparts of a triangular reduction, whose part size names i") {
+  auto A = te::placeholder(te::shape(9, 9), DType::int32(), "A");
+  te::IterVar k;
+  auto R = te::compute(
+      te::shape(9),
+      [&](auto i) {
+        k = te::reduce_axis({0, i + 1}, "k");
+        return te::sum(A(i, k) * 3, {k});
+      },
+      "R");
+  auto s = te::create_schedule(R);
+  s[R].split(s[R].axis(0), 4);
+  auto [ko, ki] = s[R].split_nparts(k, 2);
+  check_lowered(s, {A}, R);
+  s[R].split_nparts(ko, 3);
+  check_lowered(s, {A}, R);
+  (void)ki;
+}
+
 TEST_CASE("regression: a reduction bounded by an earlier reduction, both split") {
   auto A = te::placeholder(te::shape(8, 8), DType::int32(), "A");
   auto B = te::placeholder(te::shape(8, 8), DType::int32(), "B");
@@ -278,6 +297,16 @@ TEST_CASE("regression: an attach loop the parent's nest does not have is an erro
                          "one of its loops (i1, i1); please report",
                          dlavm::ScheduleError);
   }
+}
+
+TEST_CASE("regression: fuse given references into the leaf list still moves the attached stage") {
+  Chain2d g(5, 6);
+  auto s = te::create_schedule(g.C);
+  s[g.B].compute_at(s[g.C], s[g.C].axis(0));
+  const auto& leaf = s[g.C].leaf_iter_vars();
+  const auto fused = s[g.C].fuse(leaf[0], leaf[1]);
+  CHECK(s[g.B].node()->attach_ivar == fused);
+  check_lowered(s, {g.A}, g.C);
 }
 
 TEST_CASE("regression: a producer attached inside a tensorized region is refused") {

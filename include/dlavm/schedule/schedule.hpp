@@ -517,12 +517,13 @@ inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
+  // Before the leaf changes: outer and inner may be references into it.
+  move_attached(outer, fused);
+  move_attached(inner, fused);
   node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
                     node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
   node_->all.push_back(fused);
-  move_attached(outer, fused);
-  move_attached(inner, fused);
   return fused;
 }
 

@@ -42,8 +42,11 @@ struct StagePlan {
   std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
   std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
   std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
-  std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
-  std::vector<ne::Var> enclosing;                   // loop variables around the attach point
+  // Every split, by its inner IterVar: the factor in loop variables (split_nparts of a
+  // triangular reduction has a factor that names a data-parallel axis).
+  std::unordered_map<IterVarKey, ne::Expr> factor;
+  std::vector<ne::Expr> guards;    // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;  // loop variables around the attach point
   Buffer buffer;
 };
 
@@ -311,11 +314,12 @@ class Lowerer {
   }
 
   // Extents of every IterVar of st and the local value (from the start of its range) of
-  // every root axis in loop variables; sets plan.value. Data-parallel axes span the stage's
-  // region; a reduction spans its declared range, which may name the data-parallel axes or
-  // earlier reductions (a triangular k < i + 1): those are replaced by their values in the
-  // loops, which are known after a round. A range can only name axes created before it, so
-  // each round settles at least one more reduction: at most one round per reduction axis.
+  // every root axis in loop variables; sets plan.value and plan.factor. Data-parallel axes
+  // span the stage's region; a reduction spans its declared range, which may name the
+  // data-parallel axes or earlier reductions (a triangular k < i + 1), and so may the factor
+  // of a split_nparts of it: those axes are replaced by their values in the loops, which are
+  // known after a round. A range can only name axes created before it, so each round settles
+  // at least one more reduction.
   std::unordered_map<IterVarKey, ne::Expr> infer_loops(const StageNode& st, StagePlan& plan) {
     const auto n_data = st.op->axis.size();
     std::vector<ne::Expr> root_min, root_extent;
@@ -323,6 +327,9 @@ class Lowerer {
       root_min.push_back(k < n_data ? plan.region_min[k] : st.root[k].dom().min);
       root_extent.push_back(k < n_data ? plan.region_extent[k] : st.root[k].dom().extent);
     }
+    for (const auto& rel : st.relations)
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+        plan.factor[sp->inner.get()] = sp->factor;
     std::unordered_map<IterVarKey, ne::Expr> local;
     for (bool changed = true; changed;) {
       for (std::size_t k = 0; k < st.root.size(); ++k)
@@ -336,14 +343,18 @@ class Lowerer {
         axis_values.emplace_back(r.var(), plan.value[r.get()]);
       }
       changed = false;
+      const auto in_loops = [&](const ne::Expr& declared, ne::Expr& current) {
+        auto e = ne::simplify(ne::substitute(declared, axis_values));
+        changed = changed || !ne::equal(e, current);
+        current = std::move(e);
+      };
       for (std::size_t k = n_data; k < st.root.size(); ++k) {
-        const auto& r = st.root[k];
-        auto lo = ne::simplify(ne::substitute(r.dom().min, axis_values));
-        auto ext = ne::simplify(ne::substitute(r.dom().extent, axis_values));
-        changed = changed || !ne::equal(lo, root_min[k]) || !ne::equal(ext, root_extent[k]);
-        root_min[k] = std::move(lo);
-        root_extent[k] = std::move(ext);
+        in_loops(st.root[k].dom().min, root_min[k]);
+        in_loops(st.root[k].dom().extent, root_extent[k]);
       }
+      for (const auto& rel : st.relations)
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+          in_loops(sp->factor, plan.factor[sp->inner.get()]);
     }
     return local;
   }
@@ -353,8 +364,9 @@ class Lowerer {
     for (const auto& rel : st.relations) {
       if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
         const auto ext = plan.extent.at(sp->parent.get());
-        plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, sp->factor));
-        plan.extent[sp->inner.get()] = sp->factor;
+        const auto& factor = plan.factor.at(sp->inner.get());
+        plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, factor));
+        plan.extent[sp->inner.get()] = factor;
       } else {
         const auto& fu = std::get<schedule::FuseRelation>(rel);
         plan.extent[fu.fused.get()] =
@@ -372,7 +384,7 @@ class Lowerer {
     for (auto r = st.relations.rbegin(); r != st.relations.rend(); ++r) {
       if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
         value[sp->parent.get()] =
-            value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
+            value.at(sp->outer.get()) * plan.factor.at(sp->inner.get()) + value.at(sp->inner.get());
       } else {
         const auto& fu = std::get<schedule::FuseRelation>(*r);
         const auto inner_ext = plan.extent.at(fu.inner.get());
@@ -409,9 +421,10 @@ class Lowerer {
       // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
       // target passes then see a loop whose extent is an expression, not a condition.
       const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
+      const auto& factor = plan.factor.at(sp->inner.get());
       if (po < st.leaf.size() && pi < st.leaf.size() && po < pi) {
-        plan.extent[sp->inner.get()] = ne::simplify(ne::min(
-            sp->factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * sp->factor));
+        plan.extent[sp->inner.get()] = ne::simplify(
+            ne::min(factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * factor));
         continue;
       }
       const auto local = ne::simplify(value.at(sp->parent.get()));
