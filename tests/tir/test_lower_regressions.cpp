@@ -359,6 +359,22 @@ TEST_CASE("regression: a reversed read past a guarded edge gives an empty region
   check_lowered(s, {A}, C);
 }
 
+TEST_CASE("regression: fused reductions that are empty for small n run no iterations") {
+  auto n = ne::var("n", 1, 12);
+  auto A = te::placeholder(te::shape(4, n * 2), DType::int32(), "A");
+  auto k1 = te::reduce_axis({0, n - 5}, "k1");
+  auto k2 = te::reduce_axis({0, n - 5}, "k2");
+  auto R = te::compute(
+      te::shape(4),
+      [&](auto i) {
+        return te::sum(A(i, k1.var() + k2.var()), {k1, k2});
+      },
+      "R");
+  auto s = te::create_schedule(R);
+  s[R].fuse(k1, k2);  // for n = 3 both extents are -2: the product must not be 4
+  for (std::int64_t v : {1, 3, 5, 6, 12}) check_lowered(s, {A}, R, {{"n", v}});
+}
+
 // ---- 6: reads whose bounds depend on the relation between an axis and its dim ---------------
 
 TEST_CASE("regression: a reversed read over a symbolic dim lowers and computes") {

@@ -62,7 +62,8 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
 
 // Checks that lowering left every loop variable inside its loop: a variable of an axis of
 // the schedule (or of the loop over one) that the function uses must be bound by an enclosing
-// `for`. Without this check the interpreter would take it for an unbound symbolic dim.
+// `for`. Without this check the interpreter would take it for an unbound symbolic dim. A
+// mutator that returns every node unchanged: its hooks reach every index of every statement.
 class LoopScopeCheck : public StmtMutator<LoopScopeCheck> {
  public:
   LoopScopeCheck(std::string func, std::unordered_map<std::uint64_t, std::string> loops)
@@ -368,9 +369,14 @@ class Lowerer {
         plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, factor));
         plan.extent[sp->inner.get()] = factor;
       } else {
+        // A loop of extent e runs max(e, 0) times. Extents can be negative: the region of an
+        // attached stage on an iteration its reader's guard skips, a reduction over
+        // [0, n - 5) with n < 5. The product of two would be a positive trip count.
         const auto& fu = std::get<schedule::FuseRelation>(rel);
-        plan.extent[fu.fused.get()] =
-            ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
+        const auto runs = [&](const te::IterVar& iv) {
+          return ne::max(plan.extent.at(iv.get()), 0);
+        };
+        plan.extent[fu.fused.get()] = ne::simplify(runs(fu.outer) * runs(fu.inner));
       }
     }
   }
@@ -512,9 +518,8 @@ class Lowerer {
       const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
       // On an iteration a guard of the consumer skips, the region can lie outside the tensor
-      // and hi < lo: nothing is computed there. The extent is clamped at 0, so that a product
-      // of extents (fused loops) does not turn two negatives into a positive trip count.
-      plan.region_extent.push_back(ne::simplify(ne::max(hi - lo + 1, 0)));
+      // and this extent is negative: its loops do not run (a fuse counts it as 0).
+      plan.region_extent.push_back(ne::simplify(hi - lo + 1));
       // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
       // the buffer its size when it is tighter.
       plan.extent_bound.push_back(ne::simplify(region[k].hi - region[k].lo + 1));
