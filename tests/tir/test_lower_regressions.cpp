@@ -405,3 +405,20 @@ TEST_CASE("regression: a reduction from i to 8, split, and a reversed producer a
   s[B].compute_at(s[R], ko);
   check_lowered(s, {A}, R);
 }
+
+TEST_CASE("regression: cache_write of a triangular reduction renames the axis its range names") {
+  auto A = te::placeholder(te::shape(6, 6), DType::int32(), "A");
+  te::IterVar k;
+  auto R = te::compute(
+      te::shape(6),
+      [&](auto i) {
+        k = te::reduce_axis({0, i + 1}, "k");
+        return te::sum(A(i, k), {k});
+      },
+      "R");
+  auto s = te::create_schedule(R);
+  auto R_local = s.cache_write(R, "local");
+  s[R_local].split(s[R_local].axis(0), 4);
+  s[R_local].compute_at(s[R], s[R].axis(0));
+  check_lowered(s, {A}, R);
+}

@@ -351,7 +351,9 @@ inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   }
   std::unordered_map<const te::IterVarNode*, te::IterVar> fresh_reduce;
   for (const auto& r : op->reduce_axis) {
-    auto fresh = te::make_iter_var(r.name(), r.dom().min, r.dom().extent, r.kind());
+    // A range may name the axes (a triangular k < i + 1): those are renamed too.
+    auto fresh = te::make_iter_var(r.name(), ne::substitute(r.dom().min, rename),
+                                   ne::substitute(r.dom().extent, rename), r.kind());
     rename.emplace_back(r.var(), fresh.var());
     fresh_reduce.emplace(r.get(), fresh);
   }
