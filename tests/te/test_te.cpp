@@ -139,6 +139,15 @@ TEST_CASE("te: reads are checked over the axes' own extents, which may be symbol
       },
       "S");
   CHECK(S.op()->reduce_axis.size() == 1);
+  // A reduction bounded by another one is swept first, whatever order te::sum lists them in.
+  auto k1 = te::reduce_axis({0, n}, "k1");
+  auto k2 = te::reduce_axis({0, k1.var() + 1}, "k2");
+  CHECK_NOTHROW(te::compute(
+      te::shape(4),
+      [&](auto j) {
+        return te::sum(Y(k2, j), {k2, k1});
+      },
+      "T"));
   // Reads that do leave the tensor for some n are still refused, with the exact range.
   CHECK_THROWS_WITH_AS(te::compute(
                            te::shape(n, 4), [&](auto i, auto j) { return Y(n - i, j); }, "Z"),
