@@ -4194,8 +4194,7 @@ inline void check_shape(const std::string& name, const std::vector<ne::Expr>& sh
 // over its variable's numeric range, so that Y(n - 1 - i) with i in [0, n) is in bounds.
 class ReadCollector : public ExprVisitor<ReadCollector> {
  public:
-  // `axes`: the compute's axes, each listed before the axes its range names (reductions
-  // last-declared first, then the data-parallel axes).
+  // `axes`: the compute's axes, each listed before the axes its range names.
   ReadCollector(const std::string& consumer, std::vector<ne::Sweep> axes)
       : consumer_(consumer),
         axes_(std::move(axes)),
@@ -4290,9 +4289,13 @@ inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::v
         "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
         "compute the reduction as its own tensor",
         name);
+  // A range can only name variables created before it: reductions newest first, then the
+  // data-parallel axes (whose ranges name symbolic dims only).
+  auto newest_first = reduce_axis;
+  std::sort(newest_first.begin(), newest_first.end(),
+            [](const IterVar& a, const IterVar& b) { return a.var().id() > b.var().id(); });
   std::vector<ne::Sweep> sweep;
-  for (auto r = reduce_axis.rbegin(); r != reduce_axis.rend(); ++r)
-    sweep.push_back({r->var(), r->dom().min, r->dom().extent});
+  for (const auto& r : newest_first) sweep.push_back({r.var(), r.dom().min, r.dom().extent});
   for (const auto& a : axis) sweep.push_back({a.var(), a.dom().min, a.dom().extent});
   ReadCollector reads(name, std::move(sweep));
   reads.visit(body);
