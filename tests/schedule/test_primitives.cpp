@@ -186,7 +186,7 @@ TEST_CASE("primitives: symbolic extents stay symbolic through split and lowering
   }
 }
 
-TEST_CASE("primitives: split_nparts names itself and refuses loops that can be empty") {
+TEST_CASE("primitives: split_nparts names itself, and splits loops that can be empty") {
   auto n = ne::var("n", 1, 100);
   auto A = te::placeholder(te::shape(4, n), DType::int32(), "A");
   te::IterVar k;
@@ -198,10 +198,16 @@ TEST_CASE("primitives: split_nparts names itself and refuses loops that can be e
       },
       "R");
   auto s = te::create_schedule(R);
-  CHECK_THROWS_WITH_AS(s[R].split_nparts(k, 2),
-                       "stage 'R': split_nparts of axis 'k' into 2 parts: its extent n - 5 can be "
-                       "-4, and parts of an empty loop have no size; split it by a factor instead",
-                       ScheduleError);
+  // k runs n - 5 times, none for n <= 5: parts of size 1 then, and no part runs.
+  auto [ko, ki] = s[R].split_nparts(k, 2);
+  CHECK(fmt::format("{}", ki.dom().extent) == "max(floordiv(n, 2) - 2, 1)");
+  auto f = te::lower(s, {A, R});
+  for (std::int64_t v : {1, 5, 6, 7, 100}) {
+    auto a = te::NDArray::random(DType::int32(), {4, v}, 4, -100, 100);
+    te::NDArray r(DType::int32(), {4});
+    tir::run(f, {&a, &r}, {{"n", v}});
+    CHECK(r == te::evaluate(R, {{A, a}}, {{"n", v}}));
+  }
   s[R].split_nparts(s[R].axis(0), 3);
   CHECK_THROWS_WITH_AS(s[R].split_nparts(s[R].axis(0), 2),
                        doctest::Contains("stage 'R': split_nparts of axis 'i0', which was already "
@@ -210,6 +216,7 @@ TEST_CASE("primitives: split_nparts names itself and refuses loops that can be e
   CHECK_THROWS_WITH_AS(s[A].split_nparts(s[R].axis(0), 2),
                        "stage 'A' is a placeholder: split_nparts applies to computed tensors",
                        ScheduleError);
+  (void)ko;
 }
 
 TEST_CASE("primitives: split_nparts of a symbolic loop, twice, proves its part sizes >= 1") {

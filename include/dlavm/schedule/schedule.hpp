@@ -457,14 +457,11 @@ inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
     raise<ScheduleError>(
         "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
         parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
+  // The part size ceil(extent / nparts) is at least 1 when the extent is (the ceildiv form
+  // lets bounds see it); an empty loop (a reduction over [0, n - 5) with n < 5) has parts of
+  // size 1, and no part then runs.
   const auto extent = parent.dom().extent;
-  if (const auto least = ne::bounds(extent).min; least < 1)
-    raise<ScheduleError>(
-        "stage '{}': split_nparts of axis '{}' into {} parts: its extent {} can be {}, and parts "
-        "of an empty loop have no size; split it by a factor instead",
-        name(), parent.name(), nparts, extent, least);
-  // extent >= 1 and nparts >= 1, so the part size ceil(extent / nparts) is at least 1.
-  return split_leaf(pos, ne::simplify(ne::ceildiv(extent, nparts)));
+  return split_leaf(pos, ne::simplify(ne::max(ne::ceildiv(extent, nparts), 1)));
 }
 
 inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::Expr& factor) {
