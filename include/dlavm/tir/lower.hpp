@@ -140,20 +140,17 @@ class Lowerer {
  private:
   bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
 
-  // The variable the loop of axis iv runs with, over [0, extent). An axis that starts at 0
-  // loops with its own variable. One declared over [min, min + extent) with min != 0 (a
+  // The variable the loop of axis iv runs with, over [0, extent). The simplifier relies on a
+  // variable's range, so the range must hold every value the loop takes. An axis that starts
+  // at 0 loops with its own variable. One declared over [min, min + extent) with min != 0 (a
   // reduction over {3, 8}) loops with a fresh `name.idx` and has the value min + idx: its own
-  // variable's range is [min, min + extent - 1], which the simplifier relies on, so a loop
-  // counting it from 0 would be folded to the wrong element.
+  // variable's range is [min, min + extent - 1].
   const ne::Var& loop_var(const te::IterVar& iv) {
     if (ne::simplify(iv.dom().min).as_int() == 0) return iv.var();
-    auto it = loop_vars_.find(iv.get());
-    if (it == loop_vars_.end()) {
-      const auto extent = ne::bounds(iv.dom().extent);
-      auto idx = ne::var(iv.name() + ".idx", 0, std::max<std::int64_t>(extent.max - 1, 0));
-      it = loop_vars_.emplace(iv.get(), std::move(idx)).first;
-    }
-    return it->second;
+    if (auto it = loop_vars_.find(iv.get()); it != loop_vars_.end()) return it->second;
+    const auto extent = ne::bounds(iv.dom().extent);
+    auto idx = ne::var(iv.name() + ".idx", 0, std::max<std::int64_t>(extent.max - 1, 0));
+    return loop_vars_.emplace(iv.get(), std::move(idx)).first->second;
   }
 
   void make_params() {
@@ -337,25 +334,31 @@ class Lowerer {
         plan.extent[st.root[k].get()] = root_extent[k];
       derive_extents(st, plan);
       local = derive_values(st, plan);
+      // On an iteration that a guard skips, an axis's value can be past its range (i split by
+      // a factor that does not divide its extent), and so would be the ranges and factors
+      // computed from it: a loop longer than its variable's range, a factor of 0. Those see
+      // the value clamped into the range, where they are valid; the guard still skips it.
       std::vector<ne::Substitution> axis_values;
       for (std::size_t k = 0; k < st.root.size(); ++k) {
         const auto& r = st.root[k];
         plan.value[r.get()] = ne::simplify(root_min[k] + local.at(r.get()));
-        axis_values.emplace_back(r.var(), plan.value[r.get()]);
+        const auto last =
+            k < n_data ? r.dom().min + r.dom().extent - 1 : root_min[k] + root_extent[k] - 1;
+        axis_values.emplace_back(r.var(), ne::simplify(ne::min(plan.value[r.get()], last)));
       }
       changed = false;
-      const auto in_loops = [&](const ne::Expr& declared, ne::Expr& current) {
+      const auto settle = [&](const ne::Expr& declared, ne::Expr& current) {
         auto e = ne::simplify(ne::substitute(declared, axis_values));
         changed = changed || !ne::equal(e, current);
         current = std::move(e);
       };
       for (std::size_t k = n_data; k < st.root.size(); ++k) {
-        in_loops(st.root[k].dom().min, root_min[k]);
-        in_loops(st.root[k].dom().extent, root_extent[k]);
+        settle(st.root[k].dom().min, root_min[k]);
+        settle(st.root[k].dom().extent, root_extent[k]);
       }
       for (const auto& rel : st.relations)
         if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
-          in_loops(sp->factor, plan.factor[sp->inner.get()]);
+          settle(sp->factor, plan.factor[sp->inner.get()]);
     }
     return local;
   }
