@@ -2057,6 +2057,10 @@ inline Expr operator*(const Expr& a, const Expr& b) { return binary(Kind::Mul, a
 inline Expr operator-(const Expr& a) { return binary(Kind::Mul, a, -1); }
 inline Expr floordiv(const Expr& a, const Expr& b) { return binary(Kind::FloorDiv, a, b); }
 inline Expr floormod(const Expr& a, const Expr& b) { return binary(Kind::FloorMod, a, b); }
+// ceil(a / b) for b > 0 (loop counts of splits), written floordiv(a - 1, b) + 1. The value is
+// that of floordiv(a + b - 1, b), but interval bounds see it is at least 1 whenever a is:
+// floordiv(n + f - 1, f) with a symbolic f bounds to 0 when n and f vary independently.
+inline Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a - 1, b) + 1; }
 inline Expr min(const Expr& a, const Expr& b) { return binary(Kind::Min, a, b); }
 inline Expr max(const Expr& a, const Expr& b) { return binary(Kind::Max, a, b); }
 
@@ -7112,6 +7116,12 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 //
 // Offset and strides may involve other variables but not the listed ones. nullopt when the
 // expression is not linear in the listed variables (i*i, floordiv(i, 2), min(i, j), ...).
+//
+// ne::swept_range: the least and greatest value of an affine expression while some variables
+// sweep ranges whose ends may name other variables (an axis i over [0, n), a triangular k over
+// [0, i + 1)), as expressions in the variables that stay fixed:
+//
+//   swept_range(n - 1 - i, {{i, 0, n}})  ->  [0, n - 1]     (bounds(n - 1 - i) is [-99, 99])
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -7119,6 +7129,8 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
 
@@ -7143,6 +7155,27 @@ bool uses_any(const Expr& e, std::span<const Var> vars);
 std::optional<LinearForm> linear_form(const Expr& e, std::span<const Var> vars);
 
 std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars);
+
+// A variable that sweeps [min, min + extent); min and extent may name other variables.
+struct Sweep {
+  Var var;
+  Expr min;
+  Expr extent;
+};
+
+// The least and greatest value of an expression.
+struct SweptRange {
+  Expr lo;
+  Expr hi;
+};
+
+// The range of e while the variables of `sweep` take every value of their ranges, as
+// expressions in the other variables. A range may name the variables listed after it, which
+// are swept next (list triangular axes before the axes they depend on). For every value of
+// the other variables that leaves no range empty, both ends are attained. nullopt unless e
+// and every range end are affine with constant coefficients in the swept variables.
+std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep);
+std::optional<SweptRange> swept_range(const Expr& e, std::initializer_list<Sweep> sweep);
 
 }  // namespace dlavm::ne
 
@@ -7236,6 +7269,30 @@ DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::span<cons
 
 DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializer_list<Var> vars) {
   return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
+}
+
+DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep) {
+  SweptRange r{simplify(e), simplify(e)};
+  for (const auto& [v, min, extent] : sweep) {
+    const Var vars[] = {v};
+    // The end of [min, min + extent - 1] that makes c*v least (lo) or greatest (hi).
+    const auto eliminate = [&](Expr& end, bool least) -> bool {
+      const auto form = linear_form(end, vars);
+      const auto c = form ? simplify(form->strides[0]).as_int() : std::nullopt;
+      if (!c) return false;
+      if (*c == 0) return true;
+      const Expr at = (*c > 0) == least ? min : min + extent - 1;
+      end = simplify(form->offset + at * *c);
+      return true;
+    };
+    if (!eliminate(r.lo, true) || !eliminate(r.hi, false)) return std::nullopt;
+  }
+  return r;
+}
+
+DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e,
+                                                   std::initializer_list<Sweep> sweep) {
+  return swept_range(e, std::span<const Sweep>(sweep.begin(), sweep.size()));
 }
 
 }  // namespace dlavm::ne
@@ -8692,8 +8749,10 @@ class IndexEnv {
                           v.min, v.max);
       return b.value;
     }
-    raise<ValueError>("no value for variable '{}' (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
-                      v.name, v.name);
+    raise<ValueError>(
+        "no value for variable '{}': no enclosing loop binds it and no symbolic dim of that name "
+        "was given (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
+        v.name, v.name);
   }
 
   std::int64_t eval(const ne::Expr& e) const;
@@ -9047,6 +9106,7 @@ inline Expr call(std::string name, DType t, std::vector<Expr> args,
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -9133,28 +9193,23 @@ inline void check_shape(const std::string& name, const std::vector<ne::Expr>& sh
 }
 
 // Collects the operations read by an expression, in first-use order, and checks each read
-// that is not under a select: an index proven to lie outside its dim is a ShapeError.
+// that is not under a select: an index proven to leave its dim for some valid value of the
+// axes and symbolic dims is a ShapeError. An axis ranges over its own extent (i < n), not
+// over its variable's numeric range, so that Y(n - 1 - i) with i in [0, n) is in bounds.
 class ReadCollector : public ExprVisitor<ReadCollector> {
  public:
-  explicit ReadCollector(const std::string& consumer) : consumer_(consumer) {}
+  // `axes`: the compute's axes, each listed before the axes its range names.
+  ReadCollector(const std::string& consumer, std::vector<ne::Sweep> axes)
+      : consumer_(consumer),
+        axes_(std::move(axes)),
+        nonempty_(std::all_of(axes_.begin(), axes_.end(),
+                              [](const ne::Sweep& a) { return ne::can_prove(a.extent >= 1); })) {}
   std::vector<Operation> inputs;
 
   void visit_read(const ReadNode& n, const Expr&) {
     if (seen_.insert(n.op.get()).second) inputs.push_back(n.op);
     if (guarded_ > 0) return;
-    for (std::size_t k = 0; k < n.indices.size(); ++k) {
-      const auto& dim = n.op->shape[k];
-      const auto b = ne::bounds(n.indices[k]);
-      const auto d = ne::bounds(dim);
-      // Proven only when every value of the index is out of range, or when the index is
-      // affine in variables of constant range (interval bounds are then attained).
-      const bool exact = is_exact(n.indices[k]);
-      if (b.max < 0 || b.min >= d.max || (exact && (b.min < 0 || b.max >= d.max)))
-        raise<ShapeError>(
-            "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over "
-            "[{}, {}] but the dim is {}",
-            consumer_, n.op->name, n.indices[k], k, b.min, b.max, dim);
-    }
+    for (std::size_t k = 0; k < n.indices.size(); ++k) check_index(n, k);
   }
   void visit_select(const SelectNode& n, const Expr&) {
     visit(n.cond);
@@ -9165,14 +9220,41 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
   }
 
  private:
-  static bool is_exact(const ne::Expr& index) {
-    auto vars = ne::free_vars(index);
-    auto form = ne::linear_form(index, vars);
+  void check_index(const ReadNode& n, std::size_t k) const {
+    const auto& index = n.indices[k];
+    const auto& dim = n.op->shape[k];
+    const auto fail = [&](const auto& lo, const auto& hi) {
+      raise<ShapeError>(
+          "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over [{}, {}] "
+          "but the dim is {}",
+          consumer_, n.op->name, index, k, lo, hi, dim);
+    };
+    // Every value of the index is outside the dim, whatever the axes' relations.
+    const auto b = ne::bounds(index);
+    if (b.max < 0 || b.min >= ne::bounds(dim).max) fail(b.min, b.max);
+    // The ends of the index over the axes, in the symbolic dims: out of bounds when an end is
+    // out for every value of the dims or, if no axis can be empty (the ends are then
+    // attained), for some value where that end is affine in the dims (interval bounds of
+    // independent variables are attained).
+    const auto range = ne::swept_range(index, axes_);
+    if (!range) return;
+    const auto below = ne::simplify(range->lo);
+    const auto above = ne::simplify(range->hi - dim);  // >= 0: past the end
+    const auto lo = ne::bounds(below), past = ne::bounds(above);
+    if (lo.max < 0 || past.min >= 0) fail(range->lo, range->hi);
+    if (nonempty_ && ((is_exact(below) && lo.min < 0) || (is_exact(above) && past.max >= 0)))
+      fail(range->lo, range->hi);
+  }
+  static bool is_exact(const ne::Expr& e) {
+    auto vars = ne::free_vars(e);
+    auto form = ne::linear_form(e, vars);
     return form && form->offset.is_const() &&
            std::all_of(form->strides.begin(), form->strides.end(),
                        [](const ne::Expr& s) { return s.is_const(); });
   }
   const std::string& consumer_;
+  std::vector<ne::Sweep> axes_;
+  bool nonempty_;  // no axis range can be empty
   std::unordered_set<const OperationNode*> seen_;
   int guarded_ = 0;
 };
@@ -9211,7 +9293,15 @@ inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::v
         "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
         "compute the reduction as its own tensor",
         name);
-  ReadCollector reads(name);
+  // A range can only name variables created before it: reductions newest first, then the
+  // data-parallel axes (whose ranges name symbolic dims only).
+  auto newest_first = reduce_axis;
+  std::sort(newest_first.begin(), newest_first.end(),
+            [](const IterVar& a, const IterVar& b) { return a.var().id() > b.var().id(); });
+  std::vector<ne::Sweep> sweep;
+  for (const auto& r : newest_first) sweep.push_back({r.var(), r.dom().min, r.dom().extent});
+  for (const auto& a : axis) sweep.push_back({a.var(), a.dom().min, a.dom().extent});
+  ReadCollector reads(name, std::move(sweep));
   reads.visit(body);
   const DType dtype = body.dtype();
   return Tensor(std::make_shared<const OperationNode>(
@@ -9901,6 +9991,10 @@ class Stage {
   std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
                               const ne::Expr& y_factor);
   IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // Computes this stage inside loop `ivar` of `parent`, the region one iteration needs. If
+  // parent later splits ivar, the stage moves to the inner loop (one iteration of it is one
+  // iteration of ivar); if it fuses ivar, to the fused loop. (TVM refuses such a schedule when
+  // it lowers it: "cannot find attach point".)
   Stage& compute_at(const Stage& parent, const IterVar& ivar);
   Stage& compute_inline();
   Stage& compute_root();
@@ -9915,6 +10009,10 @@ class Stage {
  private:
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
   void check_not_placeholder(std::string_view primitive) const;
+  // Splits the loop at leaf position pos by a factor known to be at least 1.
+  std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
+  // Stages computed at loop `from` of this stage are computed at `to` instead.
+  void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
 
   StageNode* node_;
@@ -10148,7 +10246,9 @@ inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   }
   std::unordered_map<const te::IterVarNode*, te::IterVar> fresh_reduce;
   for (const auto& r : op->reduce_axis) {
-    auto fresh = te::make_iter_var(r.name(), r.dom().min, r.dom().extent, r.kind());
+    // A range may name the axes (a triangular k < i + 1): those are renamed too.
+    auto fresh = te::make_iter_var(r.name(), ne::substitute(r.dom().min, rename),
+                                   ne::substitute(r.dom().extent, rename), r.kind());
     rename.emplace_back(r.var(), fresh.var());
     fresh_reduce.emplace(r.get(), fresh);
   }
@@ -10228,6 +10328,12 @@ inline void Stage::check_not_placeholder(std::string_view primitive) const {
                          primitive);
 }
 
+inline void Stage::move_attached(const IterVar& from, const IterVar& to) const {
+  for (const auto& st : schedule_->stages())
+    if (st->attach == AttachKind::At && st->attach_stage == node_ && st->attach_ivar == from)
+      st->attach_ivar = to;
+}
+
 inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
   check_not_placeholder("split");
   const auto pos = leaf_position(parent, "split");
@@ -10235,8 +10341,27 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
     raise<ScheduleError>("stage '{}': split of axis '{}' by factor {}, which must be at least 1",
                          name(), parent.name(),
                          factor.defined() ? fmt::format("{}", factor) : "<undefined>");
+  return split_leaf(pos, factor);
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                       const ne::Expr& nparts) {
+  check_not_placeholder("split_nparts");
+  const auto pos = leaf_position(parent, "split_nparts");
+  if (!nparts.defined() || ne::bounds(nparts).min < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
+        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
+  // The part size ceil(extent / nparts) is at least 1 when the extent is (the ceildiv form
+  // lets bounds see it); an empty loop (a reduction over [0, n - 5) with n < 5) has parts of
+  // size 1, and no part then runs.
   const auto extent = parent.dom().extent;
-  const auto outer_extent = ne::simplify(ne::floordiv(extent + factor - 1, factor));
+  return split_leaf(pos, ne::simplify(ne::max(ne::ceildiv(extent, nparts), 1)));
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::Expr& factor) {
+  const auto parent = node_->leaf[pos];
+  const auto outer_extent = ne::simplify(ne::ceildiv(parent.dom().extent, factor));
   auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
   auto inner = te::make_iter_var(parent.name() + ".inner", 0, factor, parent.kind());
   node_->relations.emplace_back(SplitRelation{parent, outer, inner, factor});
@@ -10244,17 +10369,8 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), {outer, inner});
   node_->all.push_back(outer);
   node_->all.push_back(inner);
+  move_attached(parent, inner);
   return {outer, inner};
-}
-
-inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
-                                                       const ne::Expr& nparts) {
-  if (!nparts.defined() || ne::bounds(nparts).min < 1)
-    raise<ScheduleError>(
-        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
-        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
-  const auto extent = parent.dom().extent;
-  return split(parent, ne::simplify(ne::floordiv(extent + nparts - 1, nparts)));
 }
 
 inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
@@ -10295,6 +10411,9 @@ inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
+  // Before the leaf changes: outer and inner may be references into it.
+  move_attached(outer, fused);
+  move_attached(inner, fused);
   node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
                     node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
@@ -12311,6 +12430,7 @@ inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12333,8 +12453,11 @@ struct StagePlan {
   std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
   std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
   std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
-  std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
-  std::vector<ne::Var> enclosing;                   // loop variables around the attach point
+  // Every split, by its inner IterVar: the factor in loop variables (split_nparts of a
+  // triangular reduction has a factor that names a data-parallel axis).
+  std::unordered_map<IterVarKey, ne::Expr> factor;
+  std::vector<ne::Expr> guards;    // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;  // loop variables around the attach point
   Buffer buffer;
 };
 
@@ -12348,6 +12471,55 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
   std::vector<ne::Substitution> map_;
 };
 
+// Checks that lowering left every loop variable inside its loop: a variable of an axis of
+// the schedule (or of the loop over one) that the function uses must be bound by an enclosing
+// `for`. Without this check the interpreter would take it for an unbound symbolic dim. A
+// mutator that returns every node unchanged: its hooks reach every index of every statement.
+class LoopScopeCheck : public StmtMutator<LoopScopeCheck> {
+ public:
+  LoopScopeCheck(std::string func, std::unordered_map<std::uint64_t, std::string> loops)
+      : func_(std::move(func)), loops_(std::move(loops)) {}
+
+  ne::Expr mutate_index(const ne::Expr& e) {
+    for (const auto& v : ne::free_vars(e)) {
+      const auto it = loops_.find(v.id());
+      if (it != loops_.end() && std::find(bound_.begin(), bound_.end(), v.id()) == bound_.end())
+        raise<ScheduleError>(
+            "internal: lowering '{}' uses loop variable '{}' ({}) outside its loop, in {}; "
+            "please report",
+            func_, v.name(), it->second, e);
+    }
+    return e;
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Indices : te::ExprVisitor<Indices> {
+      LoopScopeCheck* self;
+      void visit_index_expr(const ne::Expr& i) { self->mutate_index(i); }
+    } indices;
+    indices.self = this;
+    indices.visit(e);
+    return e;
+  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    mutate_index(n.min);
+    mutate_index(n.extent);
+    bound_.push_back(n.var.id());
+    visit(n.body);
+    bound_.pop_back();
+    return s;
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    for (const auto& d : n.buffer.shape()) mutate_index(d);
+    visit(n.body);
+    return s;
+  }
+
+ private:
+  std::string func_;
+  std::unordered_map<std::uint64_t, std::string> loops_;  // variable id -> what it is
+  std::vector<std::uint64_t> bound_;
+};
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -12357,6 +12529,8 @@ class Lowerer {
     for (const auto& st : schedule_.stages()) plans_[st.get()].stage = st.get();
     make_params();
     inline_bodies();
+    check_axes_used();
+    check_attachments();
     infer_bounds();
     make_buffers();
     std::vector<Stmt> top;
@@ -12369,12 +12543,26 @@ class Lowerer {
     Stmt body = make_seq(top);
     for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
       body = make_allocate(*it, body);
+    check_loop_scopes(body);
     PrimFunc f{name_, params_, body, {}};
     return f;
   }
 
  private:
   bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
+
+  // The variable the loop of axis iv runs with, over [0, extent). The simplifier relies on a
+  // variable's range, so the range must hold every value the loop takes. An axis that starts
+  // at 0 loops with its own variable. One declared over [min, min + extent) with min != 0 (a
+  // reduction over {3, 8}) loops with a fresh `name.idx` and has the value min + idx: its own
+  // variable's range is [min, min + extent - 1].
+  const ne::Var& loop_var(const te::IterVar& iv) {
+    if (ne::simplify(iv.dom().min).as_int() == 0) return iv.var();
+    if (auto it = loop_vars_.find(iv.get()); it != loop_vars_.end()) return it->second;
+    const auto extent = ne::bounds(iv.dom().extent);
+    auto idx = ne::var(iv.name() + ".idx", 0, std::max<std::int64_t>(extent.max - 1, 0));
+    return loop_vars_.emplace(iv.get(), std::move(idx)).first->second;
+  }
 
   void make_params() {
     for (const auto& t : args_) {
@@ -12419,6 +12607,74 @@ class Lowerer {
     }
   }
 
+  // A compute indexes with its own axes, its reductions' axes and symbolic dims. An axis of
+  // another compute (captured by its lambda) has no loop around this stage's body.
+  void check_axes_used() {
+    std::unordered_map<std::uint64_t, const StageNode*> axis_owner;
+    for (const auto& st : schedule_.stages())
+      for (const auto& r : st->root) axis_owner.emplace(r.var().id(), st.get());
+    struct Uses : te::ExprVisitor<Uses> {
+      std::vector<ne::Expr> found;
+      void visit_index_expr(const ne::Expr& e) { found.push_back(e); }
+      void visit_reduce(const te::ReduceNode& n, const te::Expr&) {
+        for (const auto& a : n.axes) {
+          found.push_back(a.dom().min);
+          found.push_back(a.dom().extent);
+        }
+        visit(n.source);
+      }
+    };
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      Uses uses;
+      uses.visit(plans_[st.get()].body);
+      for (const auto& e : uses.found)
+        for (const auto& v : ne::free_vars(e)) {
+          const auto it = axis_owner.find(v.id());
+          if (it == axis_owner.end()) continue;
+          const bool own = std::any_of(st->root.begin(), st->root.end(), [&](const te::IterVar& r) {
+            return r.var().id() == v.id();
+          });
+          if (!own)
+            raise<ScheduleError>(
+                "compute '{}' uses '{}', an axis of compute '{}' (in {}); index with the "
+                "compute's own axes, its reduction axes and symbolic dims",
+                st->name(), v.name(), it->second->name(), e);
+        }
+    }
+  }
+
+  // Every stage computed at a loop finds that loop when its parent's nest is built (a stage
+  // whose loop is missing would silently not be computed at all).
+  void check_attachments() const {
+    for (const auto& st : schedule_.stages()) {
+      if (st->attach != AttachKind::At) continue;
+      const auto* parent = st->attach_stage;
+      const auto where = fmt::format("stage '{}' is computed at loop '{}' of stage '{}'",
+                                     st->name(), st->attach_ivar.name(), parent->name());
+      if (parent->attach == AttachKind::Inline)
+        raise<ScheduleError>(
+            "{}, but '{}' is inlined (compute_inline) and has no loops; compute '{}' at a loop of "
+            "a stage that reads '{}', or at root",
+            where, parent->name(), st->name(), parent->name());
+      const auto& leaf = parent->leaf;
+      const auto pos = static_cast<std::size_t>(
+          std::find(leaf.begin(), leaf.end(), st->attach_ivar) - leaf.begin());
+      std::vector<std::string> names;
+      for (const auto& v : leaf) names.push_back(v.name());
+      if (pos == leaf.size())
+        raise<ScheduleError>("internal: {}, which is not one of its loops ({}); please report",
+                             where, fmt::join(names, ", "));
+      std::shared_ptr<const schedule::TensorIntrin> intrin;
+      const auto tensorized = tensorize_position(*parent, &intrin);
+      if (pos >= tensorized)
+        raise<ScheduleError>(
+            "{}, which the intrinsic '{}' replaces (tensorize at '{}'); compute '{}' at a loop "
+            "outside '{}'",
+            where, intrin->name(), leaf[tensorized].name(), st->name(), leaf[tensorized].name());
+    }
+  }
+
   // Every read of `producer` in the bodies of the stages that are computed (not inlined).
   std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> reads_of(
       const StageNode* producer) {
@@ -12450,7 +12706,7 @@ class Lowerer {
         const auto& parent = plans_[st->attach_stage];
         plan.enclosing = parent.enclosing;
         for (const auto& v : st->attach_stage->leaf) {
-          plan.enclosing.push_back(v.var());
+          plan.enclosing.push_back(loop_var(v));
           if (v == st->attach_ivar) break;
         }
         infer_region(*st, plan);
@@ -12460,75 +12716,167 @@ class Lowerer {
           plan.region_extent.push_back(d);
         }
       }
-      // Root extents, then down through the relations to every loop.
-      for (std::size_t k = 0; k < st->op->axis.size(); ++k)
-        plan.extent[st->op->axis[k].get()] = plan.region_extent[k];
-      for (const auto& r : st->op->reduce_axis) plan.extent[r.get()] = r.dom().extent;
-      for (const auto& rel : st->relations) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
-          const auto ext = plan.extent.at(sp->parent.get());
-          plan.extent[sp->outer.get()] =
-              ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
-          plan.extent[sp->inner.get()] = sp->factor;
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(rel);
-          plan.extent[fu.fused.get()] =
-              ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
-        }
+      const auto local = infer_loops(*st, plan);
+      add_guards(*st, plan, local);
+      check_loop_order(*st, plan);
+    }
+  }
+
+  // Extents of every IterVar of st and the local value (from the start of its range) of
+  // every root axis in loop variables; sets plan.value and plan.factor. Data-parallel axes
+  // span the stage's region; a reduction spans its declared range, which may name the
+  // data-parallel axes or earlier reductions (a triangular k < i + 1), and so may the factor
+  // of a split_nparts of it: those axes are replaced by their values in the loops, which are
+  // known after a round. A range can only name axes created before it, so each round settles
+  // at least one more reduction.
+  std::unordered_map<IterVarKey, ne::Expr> infer_loops(const StageNode& st, StagePlan& plan) {
+    const auto n_data = st.op->axis.size();
+    std::vector<ne::Expr> root_min, root_extent;
+    for (std::size_t k = 0; k < st.root.size(); ++k) {
+      root_min.push_back(k < n_data ? plan.region_min[k] : st.root[k].dom().min);
+      root_extent.push_back(k < n_data ? plan.region_extent[k] : st.root[k].dom().extent);
+    }
+    for (const auto& rel : st.relations)
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+        plan.factor[sp->inner.get()] = sp->factor;
+    std::unordered_map<IterVarKey, ne::Expr> local;
+    for (bool changed = true; changed;) {
+      for (std::size_t k = 0; k < st.root.size(); ++k)
+        plan.extent[st.root[k].get()] = root_extent[k];
+      derive_extents(st, plan);
+      local = derive_values(st, plan);
+      // On an iteration that a guard skips, an axis's value can be past its range (i split by
+      // a factor that does not divide its extent), and so would be the ranges and factors
+      // computed from it: a loop longer than its variable's range, a factor of 0. Those see
+      // the value clamped into the range, where they are valid; the guard still skips it.
+      std::vector<ne::Substitution> axis_values;
+      for (std::size_t k = 0; k < st.root.size(); ++k) {
+        const auto& r = st.root[k];
+        plan.value[r.get()] = ne::simplify(root_min[k] + local.at(r.get()));
+        const auto last =
+            k < n_data ? r.dom().min + r.dom().extent - 1 : root_min[k] + root_extent[k] - 1;
+        axis_values.emplace_back(r.var(), ne::simplify(ne::min(plan.value[r.get()], last)));
       }
-      // Values: leaves are their own variables; up through the relations, last first.
-      std::unordered_map<IterVarKey, ne::Expr> value;
-      for (const auto& v : st->leaf) value[v.get()] = v.var();
-      for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
-          value[sp->parent.get()] =
-              value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(*r);
-          const auto inner_ext = plan.extent.at(fu.inner.get());
-          value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
-          value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
-        }
-      }
-      // Every split parent (the root axes included) needs a guard unless its largest value
-      // over the loops' actual extents (not the axes' declared ranges) is provably inside its
-      // extent: with nested non-divisible splits an inner parent can overflow while the root
-      // stays in range, and that iteration would otherwise be computed twice.
-      schedule::SweepMap loops;
-      for (const auto& v : st->leaf)
-        loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
-      auto needs_guard = [&](const te::IterVar& iv) {
-        const auto local = ne::simplify(value.at(iv.get()));
-        const auto ext = plan.extent.at(iv.get());
-        const auto reach = schedule::eval_set(local, loops);
-        return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
+      changed = false;
+      const auto settle = [&](const ne::Expr& declared, ne::Expr& current) {
+        auto e = ne::simplify(ne::substitute(declared, axis_values));
+        changed = changed || !ne::equal(e, current);
+        current = std::move(e);
       };
-      const auto leaf_pos = [&](const te::IterVar& iv) {
-        return static_cast<std::size_t>(std::find(st->leaf.begin(), st->leaf.end(), iv) -
-                                        st->leaf.begin());
-      };
-      for (const auto& rel : st->relations) {
-        const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
-        if (sp == nullptr || !needs_guard(sp->parent)) continue;
-        // With the inner loop inside the outer one, the last partial block is a shorter inner
-        // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
-        // target passes then see a loop whose extent is an expression, not a condition.
-        const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
-        if (po < st->leaf.size() && pi < st->leaf.size() && po < pi) {
-          plan.extent[sp->inner.get()] = ne::simplify(
-              ne::min(sp->factor, plan.extent.at(sp->parent.get()) - sp->outer.var() * sp->factor));
-          continue;
-        }
-        const auto local = ne::simplify(value.at(sp->parent.get()));
-        plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+      for (std::size_t k = n_data; k < st.root.size(); ++k) {
+        settle(st.root[k].dom().min, root_min[k]);
+        settle(st.root[k].dom().extent, root_extent[k]);
       }
-      for (std::size_t k = 0; k < st->root.size(); ++k) {
-        const auto& r = st->root[k];
-        const auto local = ne::simplify(value.at(r.get()));
-        const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
-        plan.value[r.get()] = ne::simplify(base + local);
+      for (const auto& rel : st.relations)
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+          settle(sp->factor, plan.factor[sp->inner.get()]);
+    }
+    return local;
+  }
+
+  // Root extents down through the relations to every loop.
+  void derive_extents(const StageNode& st, StagePlan& plan) {
+    for (const auto& rel : st.relations) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
+        const auto ext = plan.extent.at(sp->parent.get());
+        const auto& factor = plan.factor.at(sp->inner.get());
+        plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, factor));
+        plan.extent[sp->inner.get()] = factor;
+      } else {
+        // A loop of extent e runs max(e, 0) times. Extents can be negative: the region of an
+        // attached stage on an iteration its reader's guard skips, a reduction over
+        // [0, n - 5) with n < 5. The product of two would be a positive trip count.
+        const auto& fu = std::get<schedule::FuseRelation>(rel);
+        const auto runs = [&](const te::IterVar& iv) {
+          return ne::max(plan.extent.at(iv.get()), 0);
+        };
+        plan.extent[fu.fused.get()] = ne::simplify(runs(fu.outer) * runs(fu.inner));
       }
     }
+  }
+
+  // Values from the start of each range: leaves are their loop variables; up through the
+  // relations, last first.
+  std::unordered_map<IterVarKey, ne::Expr> derive_values(const StageNode& st,
+                                                         const StagePlan& plan) {
+    std::unordered_map<IterVarKey, ne::Expr> value;
+    for (const auto& v : st.leaf) value[v.get()] = loop_var(v);
+    for (auto r = st.relations.rbegin(); r != st.relations.rend(); ++r) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
+        value[sp->parent.get()] =
+            value.at(sp->outer.get()) * plan.factor.at(sp->inner.get()) + value.at(sp->inner.get());
+      } else {
+        const auto& fu = std::get<schedule::FuseRelation>(*r);
+        const auto inner_ext = plan.extent.at(fu.inner.get());
+        value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
+        value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
+      }
+    }
+    return value;
+  }
+
+  // Every split parent (the root axes included) needs a guard unless its largest value over
+  // the loops' actual extents (not the axes' declared ranges) is provably inside its extent:
+  // with nested non-divisible splits an inner parent can overflow while the root stays in
+  // range, and that iteration would otherwise be computed twice.
+  void add_guards(const StageNode& st, StagePlan& plan,
+                  const std::unordered_map<IterVarKey, ne::Expr>& value) {
+    schedule::SweepMap loops;
+    for (const auto& v : st.leaf)
+      loops[loop_var(v).id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+    auto needs_guard = [&](const te::IterVar& iv) {
+      const auto local = ne::simplify(value.at(iv.get()));
+      const auto ext = plan.extent.at(iv.get());
+      const auto reach = schedule::eval_set(local, loops);
+      return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
+    };
+    const auto leaf_pos = [&](const te::IterVar& iv) {
+      return static_cast<std::size_t>(std::find(st.leaf.begin(), st.leaf.end(), iv) -
+                                      st.leaf.begin());
+    };
+    for (const auto& rel : st.relations) {
+      const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
+      if (sp == nullptr || !needs_guard(sp->parent)) continue;
+      // With the inner loop inside the outer one, the last partial block is a shorter inner
+      // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
+      // target passes then see a loop whose extent is an expression, not a condition.
+      const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
+      const auto& factor = plan.factor.at(sp->inner.get());
+      if (po < st.leaf.size() && pi < st.leaf.size() && po < pi) {
+        plan.extent[sp->inner.get()] = ne::simplify(
+            ne::min(factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * factor));
+        continue;
+      }
+      const auto local = ne::simplify(value.at(sp->parent.get()));
+      plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+    }
+  }
+
+  // A loop's extent may use only the loops around it: a reduction whose range names a
+  // data-parallel axis (k < i + 1) must stay inside the loops that axis became.
+  void check_loop_order(const StageNode& st, const StagePlan& plan) {
+    for (std::size_t p = 0; p < st.leaf.size(); ++p) {
+      const auto& extent = plan.extent.at(st.leaf[p].get());
+      for (const auto& v : ne::free_vars(extent))
+        for (std::size_t q = p + 1; q < st.leaf.size(); ++q)
+          if (v.id() == loop_var(st.leaf[q]).id())
+            raise<ScheduleError>(
+                "stage '{}': loop '{}' has extent {}, which depends on loop '{}' inside it; "
+                "reorder so that '{}' is inside the loops its range depends on",
+                st.name(), st.leaf[p].name(), extent, st.leaf[q].name(), st.leaf[p].name());
+    }
+  }
+
+  // Every loop variable of body is used inside its loop (see LoopScopeCheck).
+  void check_loop_scopes(const Stmt& body) {
+    std::unordered_map<std::uint64_t, std::string> loops;
+    for (const auto& st : schedule_.stages())
+      for (const auto& v : st->all) {
+        auto what = fmt::format("axis '{}' of stage '{}'", v.name(), st->name());
+        loops.emplace(loop_var(v).id(), what);
+        loops.emplace(v.var().id(), std::move(what));
+      }
+    (void)LoopScopeCheck(name_, std::move(loops)).visit(body);
   }
 
   // The region of an attached stage: what its consumers read while the loops inside its
@@ -12540,8 +12888,8 @@ class Lowerer {
     for (const auto& [node, p] : plans_) {
       if (node == &st || p.extent.empty()) continue;
       for (const auto& v : node->leaf)
-        if (fixed.count(v.var().id()) == 0)
-          sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+        if (fixed.count(loop_var(v).id()) == 0)
+          sweep[loop_var(v).id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
     }
     const auto reads = reads_of(&st);
     // Every reader must run inside the attach scope, after the producer: the attach target
@@ -12583,6 +12931,8 @@ class Lowerer {
       const auto lo = ne::simplify(ne::max(region[k].lo, 0));
       const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
+      // On an iteration a guard of the consumer skips, the region can lie outside the tensor
+      // and this extent is negative: its loops do not run (a fuse counts it as 0).
       plan.region_extent.push_back(ne::simplify(hi - lo + 1));
       // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
       // the buffer its size when it is tighter.
@@ -12610,7 +12960,10 @@ class Lowerer {
     // Loop variables may not appear in a buffer's shape: allocate for the largest extent.
     std::unordered_set<std::uint64_t> loop_vars;
     for (const auto& st : schedule_.stages())
-      for (const auto& v : st->all) loop_vars.insert(v.var().id());
+      for (const auto& v : st->all) {
+        loop_vars.insert(v.var().id());
+        loop_vars.insert(loop_var(v).id());
+      }
     for (const auto& st : schedule_.stages()) {
       auto& plan = plans_[st.get()];
       if (auto it = param_of_.find(st->op.get()); it != param_of_.end()) {
@@ -12764,7 +13117,7 @@ class Lowerer {
     const std::size_t loops = std::min(tensorized, leaf.size());
     if (loops > 0) body = with_attached(st, leaf[loops - 1], body);
     for (std::size_t k = loops; k-- > 0;) {
-      body = make_loop(st, leaf[k], body, leaf[k].var());
+      body = make_loop(st, leaf[k], body, loop_var(leaf[k]));
       if (k == first_reduce)
         body = make_seq({make_init(st, *reduce, first_reduce, tensorized, calls), body});
       if (k > 0) body = with_attached(st, leaf[k - 1], body);
@@ -12798,7 +13151,7 @@ class Lowerer {
         if (!ne::equal(ext, want))
           raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
                                where, mine[k].name(), ext, theirs[k].name(), want);
-        inner_vars.push_back(mine[k].var());
+        inner_vars.push_back(loop_var(mine[k]));
         pattern_vars.push_back(theirs[k].var());
       }
     };
@@ -12947,14 +13300,15 @@ class Lowerer {
     for (std::size_t k = first_reduce; k < last; ++k) {
       const auto& v = st.leaf[k];
       if (v.is_reduce()) continue;
-      auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
-      renames.emplace_back(v.var(), init_var);
+      const auto& loop = loop_var(v);
+      auto init_var = ne::var(v.name() + ".init", loop.min(), loop.max());
+      renames.emplace_back(loop, init_var);
       loops.emplace_back(v, init_var);
     }
     // Reduction variables do not matter for the data-parallel indices; pin them to 0 so the
     // init store has only data-parallel loops.
     for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
-      if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
+      if (st.leaf[k].is_reduce()) renames.emplace_back(loop_var(st.leaf[k]), 0);
     Stmt init;
     if (tensorized < st.leaf.size()) {
       std::vector<Stmt> resets;
@@ -12998,6 +13352,7 @@ class Lowerer {
   std::vector<Buffer> params_;
   std::unordered_map<const te::OperationNode*, Buffer> param_of_;
   std::unordered_map<const StageNode*, StagePlan> plans_;
+  std::unordered_map<IterVarKey, ne::Var> loop_vars_;  // axes with a nonzero min: see loop_var
 };
 
 // Replaces loops of extent one by their body with the variable set to the loop's start,

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace ne = dlavm::ne;
 using ne::Interval;
 
@@ -48,6 +51,26 @@ TEST_CASE("bounds: floordiv and floormod with floor semantics") {
   CHECK(ne::bounds(ne::floormod(x, z)) == Interval{-2, 2});
   CHECK(ne::bounds(ne::floormod(k * 16 + 5, 16)) == Interval{5, 5});
   CHECK(ne::bounds(ne::floordiv(k + 15, 16)) == Interval{0, 63});
+}
+
+TEST_CASE("bounds: ceildiv of a positive count by a symbolic positive factor is at least 1") {
+  auto n = ne::var("n", 1, 100);
+  auto f = ne::var("f", 1, 34);
+  // Written as floordiv(n + f - 1, f), the bound loses that n >= 1 and f vary together.
+  CHECK(ne::bounds(ne::floordiv(n + f - 1, f)).min == 0);
+  CHECK(ne::bounds(ne::ceildiv(n, f)) == Interval{1, 100});
+  CHECK(ne::bounds(ne::ceildiv(ne::ceildiv(n, f), 2)) == Interval{1, 50});
+  CHECK(ne::bounds(ne::ceildiv(n, 4)) == Interval{1, 25});
+  // The same value as floordiv(a + b - 1, b), negative and zero counts included.
+  auto a = ne::var("a", -40, 40);
+  auto b = ne::var("b", 1, 9);
+  const auto lhs = ne::ceildiv(a, b);
+  const auto rhs = ne::floordiv(a + b - 1, b);
+  for (std::int64_t x = -40; x <= 40; ++x)
+    for (std::int64_t y = 1; y <= 9; ++y) {
+      const std::vector<ne::Binding> at{{"a", x}, {"b", y}};
+      REQUIRE(ne::eval(lhs, at) == ne::eval(rhs, at));
+    }
 }
 
 TEST_CASE("bounds: min, max, select, conditions") {

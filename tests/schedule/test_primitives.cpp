@@ -185,3 +185,68 @@ TEST_CASE("primitives: symbolic extents stay symbolic through split and lowering
     CHECK(b == te::evaluate(B, {{A, a}}, {{"token", t}}));
   }
 }
+
+TEST_CASE("primitives: split_nparts names itself, and splits loops that can be empty") {
+  auto n = ne::var("n", 1, 100);
+  auto A = te::placeholder(te::shape(4, n), DType::int32(), "A");
+  te::IterVar k;
+  auto R = te::compute(
+      te::shape(4),
+      [&](auto i) {
+        k = te::reduce_axis({0, n - 5}, "k");
+        return te::sum(A(i, k), {k});
+      },
+      "R");
+  auto s = te::create_schedule(R);
+  // k runs n - 5 times, none for n <= 5: parts of size 1 then, and no part runs.
+  auto [ko, ki] = s[R].split_nparts(k, 2);
+  CHECK(fmt::format("{}", ki.dom().extent) == "max(floordiv(n, 2) - 2, 1)");
+  auto f = te::lower(s, {A, R});
+  for (std::int64_t v : {1, 5, 6, 7, 100}) {
+    auto a = te::NDArray::random(DType::int32(), {4, v}, 4, -100, 100);
+    te::NDArray r(DType::int32(), {4});
+    tir::run(f, {&a, &r}, {{"n", v}});
+    CHECK(r == te::evaluate(R, {{A, a}}, {{"n", v}}));
+  }
+  s[R].split_nparts(s[R].axis(0), 3);
+  CHECK_THROWS_WITH_AS(s[R].split_nparts(s[R].axis(0), 2),
+                       doctest::Contains("stage 'R': split_nparts of axis 'i0', which was already "
+                                         "split or fused"),
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[A].split_nparts(s[R].axis(0), 2),
+                       "stage 'A' is a placeholder: split_nparts applies to computed tensors",
+                       ScheduleError);
+  (void)ko;
+}
+
+TEST_CASE("primitives: split_nparts of a symbolic loop, twice, proves its part sizes >= 1") {
+  auto n = ne::var("n", 1, 100);
+  auto A = te::placeholder(te::shape(n), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(n), [&](auto i) { return A(i) + 1; }, "B");
+  auto s = te::create_schedule(B);
+  auto [o, i] = s[B].split_nparts(s[B].axis(0), 3);
+  auto [oo, oi] = s[B].split_nparts(o, 2);
+  for (std::int64_t v = 1; v <= 100; ++v) {
+    const std::vector<ne::Binding> at{{"n", v}};
+    // At most the parts asked for, none empty, and together they cover n.
+    const auto parts = ne::eval(o.dom().extent, at), size = ne::eval(i.dom().extent, at);
+    const auto parts2 = ne::eval(oo.dom().extent, at), size2 = ne::eval(oi.dom().extent, at);
+    REQUIRE(parts >= 1);
+    REQUIRE(parts <= 3);
+    REQUIRE(size >= 1);
+    REQUIRE(parts * size >= v);
+    REQUIRE((parts - 1) * size < v);
+    REQUIRE(parts2 >= 1);
+    REQUIRE(parts2 <= 2);
+    REQUIRE(size2 >= 1);
+    REQUIRE(parts2 * size2 >= parts);
+  }
+  auto f = te::lower(s, {A, B});
+  for (std::int64_t v : {1, 2, 3, 5, 37, 100}) {
+    auto a = te::NDArray::random(DType::int32(), {v}, 9, -100, 100);
+    te::NDArray b(DType::int32(), {v});
+    tir::run(f, {&a, &b}, {{"n", v}});
+    CHECK(b == te::evaluate(B, {{A, a}}, {{"n", v}}));
+  }
+}

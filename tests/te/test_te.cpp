@@ -117,3 +117,72 @@ TEST_CASE("te: user mistakes raise precise errors") {
                   dlavm::ScheduleError);
   CHECK_THROWS_AS(te::reduce_axis({0, 0}, "empty"), dlavm::ShapeError);
 }
+
+TEST_CASE("te: reads are checked over the axes' own extents, which may be symbolic") {
+  auto n = ne::var("n", 1, 100);
+  auto Y = te::placeholder(te::shape(n, 4), DType::int32(), "Y");
+  // i < n: n - 1 - i is in [0, n - 1], although its interval over independent n, i is wider.
+  auto Z = te::compute(
+      te::shape(n, 4), [&](auto i, auto j) { return Y(n - 1 - i, j); }, "Z");
+  for (std::int64_t v : {1, 2, 9}) {
+    auto y = te::NDArray::random(DType::int32(), {v, 4}, 5);
+    auto z = te::evaluate(Z, {{Y, y}}, {{"n", v}});
+    for (std::int64_t i = 0; i < v; ++i)
+      for (std::int64_t j = 0; j < 4; ++j) CHECK(z.at({i, j}) == y.at({v - 1 - i, j}));
+  }
+  // A reduction over [i, n) and a mirrored read inside it stay in bounds too.
+  auto S = te::compute(
+      te::shape(n, 4),
+      [&](auto i, auto j) {
+        auto k = te::reduce_axis({i, n}, "k");
+        return te::sum(Y(k.var(), j) + Y(n - 1 - k.var() + i, j), {k});
+      },
+      "S");
+  CHECK(S.op()->reduce_axis.size() == 1);
+  // A reduction bounded by another one is swept first, whatever order te::sum lists them in.
+  auto k1 = te::reduce_axis({0, n}, "k1");
+  auto k2 = te::reduce_axis({0, k1.var() + 1}, "k2");
+  CHECK_NOTHROW(te::compute(
+      te::shape(4),
+      [&](auto j) {
+        return te::sum(Y(k2, j), {k2, k1});
+      },
+      "T"));
+  // Reads that do leave the tensor for some n are still refused, with the exact range.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(n, 4), [&](auto i, auto j) { return Y(n - i, j); }, "Z"),
+                       "compute 'Z' reads tensor 'Y' out of bounds: index n - i0 of dim 0 ranges "
+                       "over [1, n] but the dim is n",
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(n, 4), [&](auto i, auto j) { return Y(n - 2 - i, j); }, "Z"),
+                       "compute 'Z' reads tensor 'Y' out of bounds: index n - 2 - i0 of dim 0 "
+                       "ranges over [-1, n - 2] but the dim is n",
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(n + 1, 4), [&](auto i, auto j) { return Y(i, j); }, "Z"),
+                       "compute 'Z' reads tensor 'Y' out of bounds: index i0 of dim 0 ranges over "
+                       "[0, n] but the dim is n",
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(n, 4),
+                           [&](auto i, auto j) {
+                             auto k = te::reduce_axis({i, n}, "k");
+                             return te::sum(Y(k.var() + 1, j), {k});
+                           },
+                           "Z"),
+                       "compute 'Z' reads tensor 'Y' out of bounds: index k + 1 of dim 0 ranges "
+                       "over [1, n] but the dim is n",
+                       dlavm::ShapeError);
+  // A reduction that can be empty (n <= 5) still has its reads checked where it is not.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4),
+                           [&](auto j) {
+                             auto k = te::reduce_axis({0, n - 5}, "k");
+                             return te::sum(Y(k.var() + 10, j), {k});
+                           },
+                           "Z"),
+                       "compute 'Z' reads tensor 'Y' out of bounds: index k + 10 of dim 0 ranges "
+                       "over [10, n + 4] but the dim is n",
+                       dlavm::ShapeError);
+}

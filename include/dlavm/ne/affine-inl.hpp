@@ -87,4 +87,28 @@ DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializ
   return linear_form(e, std::span<const Var>(vars.begin(), vars.size()));
 }
 
+DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep) {
+  SweptRange r{simplify(e), simplify(e)};
+  for (const auto& [v, min, extent] : sweep) {
+    const Var vars[] = {v};
+    // The end of [min, min + extent - 1] that makes c*v least (lo) or greatest (hi).
+    const auto eliminate = [&](Expr& end, bool least) -> bool {
+      const auto form = linear_form(end, vars);
+      const auto c = form ? simplify(form->strides[0]).as_int() : std::nullopt;
+      if (!c) return false;
+      if (*c == 0) return true;
+      const Expr at = (*c > 0) == least ? min : min + extent - 1;
+      end = simplify(form->offset + at * *c);
+      return true;
+    };
+    if (!eliminate(r.lo, true) || !eliminate(r.hi, false)) return std::nullopt;
+  }
+  return r;
+}
+
+DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e,
+                                                   std::initializer_list<Sweep> sweep) {
+  return swept_range(e, std::span<const Sweep>(sweep.begin(), sweep.size()));
+}
+
 }  // namespace dlavm::ne

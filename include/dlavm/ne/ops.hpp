@@ -85,6 +85,10 @@ inline Expr operator*(const Expr& a, const Expr& b) { return binary(Kind::Mul, a
 inline Expr operator-(const Expr& a) { return binary(Kind::Mul, a, -1); }
 inline Expr floordiv(const Expr& a, const Expr& b) { return binary(Kind::FloorDiv, a, b); }
 inline Expr floormod(const Expr& a, const Expr& b) { return binary(Kind::FloorMod, a, b); }
+// ceil(a / b) for b > 0 (loop counts of splits), written floordiv(a - 1, b) + 1. The value is
+// that of floordiv(a + b - 1, b), but interval bounds see it is at least 1 whenever a is:
+// floordiv(n + f - 1, f) with a symbolic f bounds to 0 when n and f vary independently.
+inline Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a - 1, b) + 1; }
 inline Expr min(const Expr& a, const Expr& b) { return binary(Kind::Min, a, b); }
 inline Expr max(const Expr& a, const Expr& b) { return binary(Kind::Max, a, b); }
 

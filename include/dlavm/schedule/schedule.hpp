@@ -96,6 +96,10 @@ class Stage {
   std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
                               const ne::Expr& y_factor);
   IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // Computes this stage inside loop `ivar` of `parent`, the region one iteration needs. If
+  // parent later splits ivar, the stage moves to the inner loop (one iteration of it is one
+  // iteration of ivar); if it fuses ivar, to the fused loop. (TVM refuses such a schedule when
+  // it lowers it: "cannot find attach point".)
   Stage& compute_at(const Stage& parent, const IterVar& ivar);
   Stage& compute_inline();
   Stage& compute_root();
@@ -110,6 +114,10 @@ class Stage {
  private:
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
   void check_not_placeholder(std::string_view primitive) const;
+  // Splits the loop at leaf position pos by a factor known to be at least 1.
+  std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
+  // Stages computed at loop `from` of this stage are computed at `to` instead.
+  void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
 
   StageNode* node_;
@@ -343,7 +351,9 @@ inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   }
   std::unordered_map<const te::IterVarNode*, te::IterVar> fresh_reduce;
   for (const auto& r : op->reduce_axis) {
-    auto fresh = te::make_iter_var(r.name(), r.dom().min, r.dom().extent, r.kind());
+    // A range may name the axes (a triangular k < i + 1): those are renamed too.
+    auto fresh = te::make_iter_var(r.name(), ne::substitute(r.dom().min, rename),
+                                   ne::substitute(r.dom().extent, rename), r.kind());
     rename.emplace_back(r.var(), fresh.var());
     fresh_reduce.emplace(r.get(), fresh);
   }
@@ -423,6 +433,12 @@ inline void Stage::check_not_placeholder(std::string_view primitive) const {
                          primitive);
 }
 
+inline void Stage::move_attached(const IterVar& from, const IterVar& to) const {
+  for (const auto& st : schedule_->stages())
+    if (st->attach == AttachKind::At && st->attach_stage == node_ && st->attach_ivar == from)
+      st->attach_ivar = to;
+}
+
 inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
   check_not_placeholder("split");
   const auto pos = leaf_position(parent, "split");
@@ -430,8 +446,27 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
     raise<ScheduleError>("stage '{}': split of axis '{}' by factor {}, which must be at least 1",
                          name(), parent.name(),
                          factor.defined() ? fmt::format("{}", factor) : "<undefined>");
+  return split_leaf(pos, factor);
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                       const ne::Expr& nparts) {
+  check_not_placeholder("split_nparts");
+  const auto pos = leaf_position(parent, "split_nparts");
+  if (!nparts.defined() || ne::bounds(nparts).min < 1)
+    raise<ScheduleError>(
+        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
+        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
+  // The part size ceil(extent / nparts) is at least 1 when the extent is (the ceildiv form
+  // lets bounds see it); an empty loop (a reduction over [0, n - 5) with n < 5) has parts of
+  // size 1, and no part then runs.
   const auto extent = parent.dom().extent;
-  const auto outer_extent = ne::simplify(ne::floordiv(extent + factor - 1, factor));
+  return split_leaf(pos, ne::simplify(ne::max(ne::ceildiv(extent, nparts), 1)));
+}
+
+inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::Expr& factor) {
+  const auto parent = node_->leaf[pos];
+  const auto outer_extent = ne::simplify(ne::ceildiv(parent.dom().extent, factor));
   auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
   auto inner = te::make_iter_var(parent.name() + ".inner", 0, factor, parent.kind());
   node_->relations.emplace_back(SplitRelation{parent, outer, inner, factor});
@@ -439,17 +474,8 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), {outer, inner});
   node_->all.push_back(outer);
   node_->all.push_back(inner);
+  move_attached(parent, inner);
   return {outer, inner};
-}
-
-inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
-                                                       const ne::Expr& nparts) {
-  if (!nparts.defined() || ne::bounds(nparts).min < 1)
-    raise<ScheduleError>(
-        "stage '{}': split_nparts of axis '{}' into {} parts, which must be at least 1", name(),
-        parent.name(), nparts.defined() ? fmt::format("{}", nparts) : "<undefined>");
-  const auto extent = parent.dom().extent;
-  return split(parent, ne::simplify(ne::floordiv(extent + nparts - 1, nparts)));
 }
 
 inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
@@ -490,6 +516,9 @@ inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
+  // Before the leaf changes: outer and inner may be references into it.
+  move_attached(outer, fused);
+  move_attached(inner, fused);
   node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
                     node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
   node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);

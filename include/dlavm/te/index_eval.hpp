@@ -38,8 +38,10 @@ class IndexEnv {
                           v.min, v.max);
       return b.value;
     }
-    raise<ValueError>("no value for variable '{}' (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
-                      v.name, v.name);
+    raise<ValueError>(
+        "no value for variable '{}': no enclosing loop binds it and no symbolic dim of that name "
+        "was given (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
+        v.name, v.name);
   }
 
   std::int64_t eval(const ne::Expr& e) const;

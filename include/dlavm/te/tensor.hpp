@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -101,28 +102,23 @@ inline void check_shape(const std::string& name, const std::vector<ne::Expr>& sh
 }
 
 // Collects the operations read by an expression, in first-use order, and checks each read
-// that is not under a select: an index proven to lie outside its dim is a ShapeError.
+// that is not under a select: an index proven to leave its dim for some valid value of the
+// axes and symbolic dims is a ShapeError. An axis ranges over its own extent (i < n), not
+// over its variable's numeric range, so that Y(n - 1 - i) with i in [0, n) is in bounds.
 class ReadCollector : public ExprVisitor<ReadCollector> {
  public:
-  explicit ReadCollector(const std::string& consumer) : consumer_(consumer) {}
+  // `axes`: the compute's axes, each listed before the axes its range names.
+  ReadCollector(const std::string& consumer, std::vector<ne::Sweep> axes)
+      : consumer_(consumer),
+        axes_(std::move(axes)),
+        nonempty_(std::all_of(axes_.begin(), axes_.end(),
+                              [](const ne::Sweep& a) { return ne::can_prove(a.extent >= 1); })) {}
   std::vector<Operation> inputs;
 
   void visit_read(const ReadNode& n, const Expr&) {
     if (seen_.insert(n.op.get()).second) inputs.push_back(n.op);
     if (guarded_ > 0) return;
-    for (std::size_t k = 0; k < n.indices.size(); ++k) {
-      const auto& dim = n.op->shape[k];
-      const auto b = ne::bounds(n.indices[k]);
-      const auto d = ne::bounds(dim);
-      // Proven only when every value of the index is out of range, or when the index is
-      // affine in variables of constant range (interval bounds are then attained).
-      const bool exact = is_exact(n.indices[k]);
-      if (b.max < 0 || b.min >= d.max || (exact && (b.min < 0 || b.max >= d.max)))
-        raise<ShapeError>(
-            "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over "
-            "[{}, {}] but the dim is {}",
-            consumer_, n.op->name, n.indices[k], k, b.min, b.max, dim);
-    }
+    for (std::size_t k = 0; k < n.indices.size(); ++k) check_index(n, k);
   }
   void visit_select(const SelectNode& n, const Expr&) {
     visit(n.cond);
@@ -133,14 +129,41 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
   }
 
  private:
-  static bool is_exact(const ne::Expr& index) {
-    auto vars = ne::free_vars(index);
-    auto form = ne::linear_form(index, vars);
+  void check_index(const ReadNode& n, std::size_t k) const {
+    const auto& index = n.indices[k];
+    const auto& dim = n.op->shape[k];
+    const auto fail = [&](const auto& lo, const auto& hi) {
+      raise<ShapeError>(
+          "compute '{}' reads tensor '{}' out of bounds: index {} of dim {} ranges over [{}, {}] "
+          "but the dim is {}",
+          consumer_, n.op->name, index, k, lo, hi, dim);
+    };
+    // Every value of the index is outside the dim, whatever the axes' relations.
+    const auto b = ne::bounds(index);
+    if (b.max < 0 || b.min >= ne::bounds(dim).max) fail(b.min, b.max);
+    // The ends of the index over the axes, in the symbolic dims: out of bounds when an end is
+    // out for every value of the dims or, if no axis can be empty (the ends are then
+    // attained), for some value where that end is affine in the dims (interval bounds of
+    // independent variables are attained).
+    const auto range = ne::swept_range(index, axes_);
+    if (!range) return;
+    const auto below = ne::simplify(range->lo);
+    const auto above = ne::simplify(range->hi - dim);  // >= 0: past the end
+    const auto lo = ne::bounds(below), past = ne::bounds(above);
+    if (lo.max < 0 || past.min >= 0) fail(range->lo, range->hi);
+    if (nonempty_ && ((is_exact(below) && lo.min < 0) || (is_exact(above) && past.max >= 0)))
+      fail(range->lo, range->hi);
+  }
+  static bool is_exact(const ne::Expr& e) {
+    auto vars = ne::free_vars(e);
+    auto form = ne::linear_form(e, vars);
     return form && form->offset.is_const() &&
            std::all_of(form->strides.begin(), form->strides.end(),
                        [](const ne::Expr& s) { return s.is_const(); });
   }
   const std::string& consumer_;
+  std::vector<ne::Sweep> axes_;
+  bool nonempty_;  // no axis range can be empty
   std::unordered_set<const OperationNode*> seen_;
   int guarded_ = 0;
 };
@@ -179,7 +202,15 @@ inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::v
         "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
         "compute the reduction as its own tensor",
         name);
-  ReadCollector reads(name);
+  // A range can only name variables created before it: reductions newest first, then the
+  // data-parallel axes (whose ranges name symbolic dims only).
+  auto newest_first = reduce_axis;
+  std::sort(newest_first.begin(), newest_first.end(),
+            [](const IterVar& a, const IterVar& b) { return a.var().id() > b.var().id(); });
+  std::vector<ne::Sweep> sweep;
+  for (const auto& r : newest_first) sweep.push_back({r.var(), r.dom().min, r.dom().extent});
+  for (const auto& a : axis) sweep.push_back({a.var(), a.dom().min, a.dom().extent});
+  ReadCollector reads(name, std::move(sweep));
   reads.visit(body);
   const DType dtype = body.dtype();
   return Tensor(std::make_shared<const OperationNode>(

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,8 +42,11 @@ struct StagePlan {
   std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
   std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
   std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
-  std::vector<ne::Expr> guards;                     // conditions for non-divisible splits
-  std::vector<ne::Var> enclosing;                   // loop variables around the attach point
+  // Every split, by its inner IterVar: the factor in loop variables (split_nparts of a
+  // triangular reduction has a factor that names a data-parallel axis).
+  std::unordered_map<IterVarKey, ne::Expr> factor;
+  std::vector<ne::Expr> guards;    // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;  // loop variables around the attach point
   Buffer buffer;
 };
 
@@ -56,6 +60,55 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
   std::vector<ne::Substitution> map_;
 };
 
+// Checks that lowering left every loop variable inside its loop: a variable of an axis of
+// the schedule (or of the loop over one) that the function uses must be bound by an enclosing
+// `for`. Without this check the interpreter would take it for an unbound symbolic dim. A
+// mutator that returns every node unchanged: its hooks reach every index of every statement.
+class LoopScopeCheck : public StmtMutator<LoopScopeCheck> {
+ public:
+  LoopScopeCheck(std::string func, std::unordered_map<std::uint64_t, std::string> loops)
+      : func_(std::move(func)), loops_(std::move(loops)) {}
+
+  ne::Expr mutate_index(const ne::Expr& e) {
+    for (const auto& v : ne::free_vars(e)) {
+      const auto it = loops_.find(v.id());
+      if (it != loops_.end() && std::find(bound_.begin(), bound_.end(), v.id()) == bound_.end())
+        raise<ScheduleError>(
+            "internal: lowering '{}' uses loop variable '{}' ({}) outside its loop, in {}; "
+            "please report",
+            func_, v.name(), it->second, e);
+    }
+    return e;
+  }
+  te::Expr mutate_expr(const te::Expr& e) {
+    struct Indices : te::ExprVisitor<Indices> {
+      LoopScopeCheck* self;
+      void visit_index_expr(const ne::Expr& i) { self->mutate_index(i); }
+    } indices;
+    indices.self = this;
+    indices.visit(e);
+    return e;
+  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) {
+    mutate_index(n.min);
+    mutate_index(n.extent);
+    bound_.push_back(n.var.id());
+    visit(n.body);
+    bound_.pop_back();
+    return s;
+  }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
+    for (const auto& d : n.buffer.shape()) mutate_index(d);
+    visit(n.body);
+    return s;
+  }
+
+ private:
+  std::string func_;
+  std::unordered_map<std::uint64_t, std::string> loops_;  // variable id -> what it is
+  std::vector<std::uint64_t> bound_;
+};
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -65,6 +118,8 @@ class Lowerer {
     for (const auto& st : schedule_.stages()) plans_[st.get()].stage = st.get();
     make_params();
     inline_bodies();
+    check_axes_used();
+    check_attachments();
     infer_bounds();
     make_buffers();
     std::vector<Stmt> top;
@@ -77,12 +132,26 @@ class Lowerer {
     Stmt body = make_seq(top);
     for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
       body = make_allocate(*it, body);
+    check_loop_scopes(body);
     PrimFunc f{name_, params_, body, {}};
     return f;
   }
 
  private:
   bool is_param(const StageNode* st) const { return param_of_.count(st->op.get()) != 0; }
+
+  // The variable the loop of axis iv runs with, over [0, extent). The simplifier relies on a
+  // variable's range, so the range must hold every value the loop takes. An axis that starts
+  // at 0 loops with its own variable. One declared over [min, min + extent) with min != 0 (a
+  // reduction over {3, 8}) loops with a fresh `name.idx` and has the value min + idx: its own
+  // variable's range is [min, min + extent - 1].
+  const ne::Var& loop_var(const te::IterVar& iv) {
+    if (ne::simplify(iv.dom().min).as_int() == 0) return iv.var();
+    if (auto it = loop_vars_.find(iv.get()); it != loop_vars_.end()) return it->second;
+    const auto extent = ne::bounds(iv.dom().extent);
+    auto idx = ne::var(iv.name() + ".idx", 0, std::max<std::int64_t>(extent.max - 1, 0));
+    return loop_vars_.emplace(iv.get(), std::move(idx)).first->second;
+  }
 
   void make_params() {
     for (const auto& t : args_) {
@@ -127,6 +196,74 @@ class Lowerer {
     }
   }
 
+  // A compute indexes with its own axes, its reductions' axes and symbolic dims. An axis of
+  // another compute (captured by its lambda) has no loop around this stage's body.
+  void check_axes_used() {
+    std::unordered_map<std::uint64_t, const StageNode*> axis_owner;
+    for (const auto& st : schedule_.stages())
+      for (const auto& r : st->root) axis_owner.emplace(r.var().id(), st.get());
+    struct Uses : te::ExprVisitor<Uses> {
+      std::vector<ne::Expr> found;
+      void visit_index_expr(const ne::Expr& e) { found.push_back(e); }
+      void visit_reduce(const te::ReduceNode& n, const te::Expr&) {
+        for (const auto& a : n.axes) {
+          found.push_back(a.dom().min);
+          found.push_back(a.dom().extent);
+        }
+        visit(n.source);
+      }
+    };
+    for (const auto& st : schedule_.stages()) {
+      if (st->is_placeholder() || st->attach == AttachKind::Inline) continue;
+      Uses uses;
+      uses.visit(plans_[st.get()].body);
+      for (const auto& e : uses.found)
+        for (const auto& v : ne::free_vars(e)) {
+          const auto it = axis_owner.find(v.id());
+          if (it == axis_owner.end()) continue;
+          const bool own = std::any_of(st->root.begin(), st->root.end(), [&](const te::IterVar& r) {
+            return r.var().id() == v.id();
+          });
+          if (!own)
+            raise<ScheduleError>(
+                "compute '{}' uses '{}', an axis of compute '{}' (in {}); index with the "
+                "compute's own axes, its reduction axes and symbolic dims",
+                st->name(), v.name(), it->second->name(), e);
+        }
+    }
+  }
+
+  // Every stage computed at a loop finds that loop when its parent's nest is built (a stage
+  // whose loop is missing would silently not be computed at all).
+  void check_attachments() const {
+    for (const auto& st : schedule_.stages()) {
+      if (st->attach != AttachKind::At) continue;
+      const auto* parent = st->attach_stage;
+      const auto where = fmt::format("stage '{}' is computed at loop '{}' of stage '{}'",
+                                     st->name(), st->attach_ivar.name(), parent->name());
+      if (parent->attach == AttachKind::Inline)
+        raise<ScheduleError>(
+            "{}, but '{}' is inlined (compute_inline) and has no loops; compute '{}' at a loop of "
+            "a stage that reads '{}', or at root",
+            where, parent->name(), st->name(), parent->name());
+      const auto& leaf = parent->leaf;
+      const auto pos = static_cast<std::size_t>(
+          std::find(leaf.begin(), leaf.end(), st->attach_ivar) - leaf.begin());
+      std::vector<std::string> names;
+      for (const auto& v : leaf) names.push_back(v.name());
+      if (pos == leaf.size())
+        raise<ScheduleError>("internal: {}, which is not one of its loops ({}); please report",
+                             where, fmt::join(names, ", "));
+      std::shared_ptr<const schedule::TensorIntrin> intrin;
+      const auto tensorized = tensorize_position(*parent, &intrin);
+      if (pos >= tensorized)
+        raise<ScheduleError>(
+            "{}, which the intrinsic '{}' replaces (tensorize at '{}'); compute '{}' at a loop "
+            "outside '{}'",
+            where, intrin->name(), leaf[tensorized].name(), st->name(), leaf[tensorized].name());
+    }
+  }
+
   // Every read of `producer` in the bodies of the stages that are computed (not inlined).
   std::vector<std::pair<const StageNode*, std::vector<ne::Expr>>> reads_of(
       const StageNode* producer) {
@@ -158,7 +295,7 @@ class Lowerer {
         const auto& parent = plans_[st->attach_stage];
         plan.enclosing = parent.enclosing;
         for (const auto& v : st->attach_stage->leaf) {
-          plan.enclosing.push_back(v.var());
+          plan.enclosing.push_back(loop_var(v));
           if (v == st->attach_ivar) break;
         }
         infer_region(*st, plan);
@@ -168,75 +305,167 @@ class Lowerer {
           plan.region_extent.push_back(d);
         }
       }
-      // Root extents, then down through the relations to every loop.
-      for (std::size_t k = 0; k < st->op->axis.size(); ++k)
-        plan.extent[st->op->axis[k].get()] = plan.region_extent[k];
-      for (const auto& r : st->op->reduce_axis) plan.extent[r.get()] = r.dom().extent;
-      for (const auto& rel : st->relations) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
-          const auto ext = plan.extent.at(sp->parent.get());
-          plan.extent[sp->outer.get()] =
-              ne::simplify(ne::floordiv(ext + sp->factor - 1, sp->factor));
-          plan.extent[sp->inner.get()] = sp->factor;
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(rel);
-          plan.extent[fu.fused.get()] =
-              ne::simplify(plan.extent.at(fu.outer.get()) * plan.extent.at(fu.inner.get()));
-        }
+      const auto local = infer_loops(*st, plan);
+      add_guards(*st, plan, local);
+      check_loop_order(*st, plan);
+    }
+  }
+
+  // Extents of every IterVar of st and the local value (from the start of its range) of
+  // every root axis in loop variables; sets plan.value and plan.factor. Data-parallel axes
+  // span the stage's region; a reduction spans its declared range, which may name the
+  // data-parallel axes or earlier reductions (a triangular k < i + 1), and so may the factor
+  // of a split_nparts of it: those axes are replaced by their values in the loops, which are
+  // known after a round. A range can only name axes created before it, so each round settles
+  // at least one more reduction.
+  std::unordered_map<IterVarKey, ne::Expr> infer_loops(const StageNode& st, StagePlan& plan) {
+    const auto n_data = st.op->axis.size();
+    std::vector<ne::Expr> root_min, root_extent;
+    for (std::size_t k = 0; k < st.root.size(); ++k) {
+      root_min.push_back(k < n_data ? plan.region_min[k] : st.root[k].dom().min);
+      root_extent.push_back(k < n_data ? plan.region_extent[k] : st.root[k].dom().extent);
+    }
+    for (const auto& rel : st.relations)
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+        plan.factor[sp->inner.get()] = sp->factor;
+    std::unordered_map<IterVarKey, ne::Expr> local;
+    for (bool changed = true; changed;) {
+      for (std::size_t k = 0; k < st.root.size(); ++k)
+        plan.extent[st.root[k].get()] = root_extent[k];
+      derive_extents(st, plan);
+      local = derive_values(st, plan);
+      // On an iteration that a guard skips, an axis's value can be past its range (i split by
+      // a factor that does not divide its extent), and so would be the ranges and factors
+      // computed from it: a loop longer than its variable's range, a factor of 0. Those see
+      // the value clamped into the range, where they are valid; the guard still skips it.
+      std::vector<ne::Substitution> axis_values;
+      for (std::size_t k = 0; k < st.root.size(); ++k) {
+        const auto& r = st.root[k];
+        plan.value[r.get()] = ne::simplify(root_min[k] + local.at(r.get()));
+        const auto last =
+            k < n_data ? r.dom().min + r.dom().extent - 1 : root_min[k] + root_extent[k] - 1;
+        axis_values.emplace_back(r.var(), ne::simplify(ne::min(plan.value[r.get()], last)));
       }
-      // Values: leaves are their own variables; up through the relations, last first.
-      std::unordered_map<IterVarKey, ne::Expr> value;
-      for (const auto& v : st->leaf) value[v.get()] = v.var();
-      for (auto r = st->relations.rbegin(); r != st->relations.rend(); ++r) {
-        if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
-          value[sp->parent.get()] =
-              value.at(sp->outer.get()) * sp->factor + value.at(sp->inner.get());
-        } else {
-          const auto& fu = std::get<schedule::FuseRelation>(*r);
-          const auto inner_ext = plan.extent.at(fu.inner.get());
-          value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
-          value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
-        }
-      }
-      // Every split parent (the root axes included) needs a guard unless its largest value
-      // over the loops' actual extents (not the axes' declared ranges) is provably inside its
-      // extent: with nested non-divisible splits an inner parent can overflow while the root
-      // stays in range, and that iteration would otherwise be computed twice.
-      schedule::SweepMap loops;
-      for (const auto& v : st->leaf)
-        loops[v.var().id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
-      auto needs_guard = [&](const te::IterVar& iv) {
-        const auto local = ne::simplify(value.at(iv.get()));
-        const auto ext = plan.extent.at(iv.get());
-        const auto reach = schedule::eval_set(local, loops);
-        return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
+      changed = false;
+      const auto settle = [&](const ne::Expr& declared, ne::Expr& current) {
+        auto e = ne::simplify(ne::substitute(declared, axis_values));
+        changed = changed || !ne::equal(e, current);
+        current = std::move(e);
       };
-      const auto leaf_pos = [&](const te::IterVar& iv) {
-        return static_cast<std::size_t>(std::find(st->leaf.begin(), st->leaf.end(), iv) -
-                                        st->leaf.begin());
-      };
-      for (const auto& rel : st->relations) {
-        const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
-        if (sp == nullptr || !needs_guard(sp->parent)) continue;
-        // With the inner loop inside the outer one, the last partial block is a shorter inner
-        // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
-        // target passes then see a loop whose extent is an expression, not a condition.
-        const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
-        if (po < st->leaf.size() && pi < st->leaf.size() && po < pi) {
-          plan.extent[sp->inner.get()] = ne::simplify(
-              ne::min(sp->factor, plan.extent.at(sp->parent.get()) - sp->outer.var() * sp->factor));
-          continue;
-        }
-        const auto local = ne::simplify(value.at(sp->parent.get()));
-        plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+      for (std::size_t k = n_data; k < st.root.size(); ++k) {
+        settle(st.root[k].dom().min, root_min[k]);
+        settle(st.root[k].dom().extent, root_extent[k]);
       }
-      for (std::size_t k = 0; k < st->root.size(); ++k) {
-        const auto& r = st->root[k];
-        const auto local = ne::simplify(value.at(r.get()));
-        const ne::Expr base = k < st->op->axis.size() ? plan.region_min[k] : r.dom().min;
-        plan.value[r.get()] = ne::simplify(base + local);
+      for (const auto& rel : st.relations)
+        if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel))
+          settle(sp->factor, plan.factor[sp->inner.get()]);
+    }
+    return local;
+  }
+
+  // Root extents down through the relations to every loop.
+  void derive_extents(const StageNode& st, StagePlan& plan) {
+    for (const auto& rel : st.relations) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&rel)) {
+        const auto ext = plan.extent.at(sp->parent.get());
+        const auto& factor = plan.factor.at(sp->inner.get());
+        plan.extent[sp->outer.get()] = ne::simplify(ne::ceildiv(ext, factor));
+        plan.extent[sp->inner.get()] = factor;
+      } else {
+        // A loop of extent e runs max(e, 0) times. Extents can be negative: the region of an
+        // attached stage on an iteration its reader's guard skips, a reduction over
+        // [0, n - 5) with n < 5. The product of two would be a positive trip count.
+        const auto& fu = std::get<schedule::FuseRelation>(rel);
+        const auto runs = [&](const te::IterVar& iv) {
+          return ne::max(plan.extent.at(iv.get()), 0);
+        };
+        plan.extent[fu.fused.get()] = ne::simplify(runs(fu.outer) * runs(fu.inner));
       }
     }
+  }
+
+  // Values from the start of each range: leaves are their loop variables; up through the
+  // relations, last first.
+  std::unordered_map<IterVarKey, ne::Expr> derive_values(const StageNode& st,
+                                                         const StagePlan& plan) {
+    std::unordered_map<IterVarKey, ne::Expr> value;
+    for (const auto& v : st.leaf) value[v.get()] = loop_var(v);
+    for (auto r = st.relations.rbegin(); r != st.relations.rend(); ++r) {
+      if (const auto* sp = std::get_if<schedule::SplitRelation>(&*r)) {
+        value[sp->parent.get()] =
+            value.at(sp->outer.get()) * plan.factor.at(sp->inner.get()) + value.at(sp->inner.get());
+      } else {
+        const auto& fu = std::get<schedule::FuseRelation>(*r);
+        const auto inner_ext = plan.extent.at(fu.inner.get());
+        value[fu.outer.get()] = ne::floordiv(value.at(fu.fused.get()), inner_ext);
+        value[fu.inner.get()] = ne::floormod(value.at(fu.fused.get()), inner_ext);
+      }
+    }
+    return value;
+  }
+
+  // Every split parent (the root axes included) needs a guard unless its largest value over
+  // the loops' actual extents (not the axes' declared ranges) is provably inside its extent:
+  // with nested non-divisible splits an inner parent can overflow while the root stays in
+  // range, and that iteration would otherwise be computed twice.
+  void add_guards(const StageNode& st, StagePlan& plan,
+                  const std::unordered_map<IterVarKey, ne::Expr>& value) {
+    schedule::SweepMap loops;
+    for (const auto& v : st.leaf)
+      loops[loop_var(v).id()] = {0, ne::simplify(plan.extent.at(v.get()) - 1)};
+    auto needs_guard = [&](const te::IterVar& iv) {
+      const auto local = ne::simplify(value.at(iv.get()));
+      const auto ext = plan.extent.at(iv.get());
+      const auto reach = schedule::eval_set(local, loops);
+      return !ne::can_prove(reach.hi < ext) && !ne::can_prove(local < ext);
+    };
+    const auto leaf_pos = [&](const te::IterVar& iv) {
+      return static_cast<std::size_t>(std::find(st.leaf.begin(), st.leaf.end(), iv) -
+                                      st.leaf.begin());
+    };
+    for (const auto& rel : st.relations) {
+      const auto* sp = std::get_if<schedule::SplitRelation>(&rel);
+      if (sp == nullptr || !needs_guard(sp->parent)) continue;
+      // With the inner loop inside the outer one, the last partial block is a shorter inner
+      // loop, min(factor, extent - outer*factor), instead of a guard (TVM's loop partition):
+      // target passes then see a loop whose extent is an expression, not a condition.
+      const auto po = leaf_pos(sp->outer), pi = leaf_pos(sp->inner);
+      const auto& factor = plan.factor.at(sp->inner.get());
+      if (po < st.leaf.size() && pi < st.leaf.size() && po < pi) {
+        plan.extent[sp->inner.get()] = ne::simplify(
+            ne::min(factor, plan.extent.at(sp->parent.get()) - loop_var(sp->outer) * factor));
+        continue;
+      }
+      const auto local = ne::simplify(value.at(sp->parent.get()));
+      plan.guards.push_back(local < plan.extent.at(sp->parent.get()));
+    }
+  }
+
+  // A loop's extent may use only the loops around it: a reduction whose range names a
+  // data-parallel axis (k < i + 1) must stay inside the loops that axis became.
+  void check_loop_order(const StageNode& st, const StagePlan& plan) {
+    for (std::size_t p = 0; p < st.leaf.size(); ++p) {
+      const auto& extent = plan.extent.at(st.leaf[p].get());
+      for (const auto& v : ne::free_vars(extent))
+        for (std::size_t q = p + 1; q < st.leaf.size(); ++q)
+          if (v.id() == loop_var(st.leaf[q]).id())
+            raise<ScheduleError>(
+                "stage '{}': loop '{}' has extent {}, which depends on loop '{}' inside it; "
+                "reorder so that '{}' is inside the loops its range depends on",
+                st.name(), st.leaf[p].name(), extent, st.leaf[q].name(), st.leaf[p].name());
+    }
+  }
+
+  // Every loop variable of body is used inside its loop (see LoopScopeCheck).
+  void check_loop_scopes(const Stmt& body) {
+    std::unordered_map<std::uint64_t, std::string> loops;
+    for (const auto& st : schedule_.stages())
+      for (const auto& v : st->all) {
+        auto what = fmt::format("axis '{}' of stage '{}'", v.name(), st->name());
+        loops.emplace(loop_var(v).id(), what);
+        loops.emplace(v.var().id(), std::move(what));
+      }
+    (void)LoopScopeCheck(name_, std::move(loops)).visit(body);
   }
 
   // The region of an attached stage: what its consumers read while the loops inside its
@@ -248,8 +477,8 @@ class Lowerer {
     for (const auto& [node, p] : plans_) {
       if (node == &st || p.extent.empty()) continue;
       for (const auto& v : node->leaf)
-        if (fixed.count(v.var().id()) == 0)
-          sweep[v.var().id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+        if (fixed.count(loop_var(v).id()) == 0)
+          sweep[loop_var(v).id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
     }
     const auto reads = reads_of(&st);
     // Every reader must run inside the attach scope, after the producer: the attach target
@@ -291,6 +520,8 @@ class Lowerer {
       const auto lo = ne::simplify(ne::max(region[k].lo, 0));
       const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
+      // On an iteration a guard of the consumer skips, the region can lie outside the tensor
+      // and this extent is negative: its loops do not run (a fuse counts it as 0).
       plan.region_extent.push_back(ne::simplify(hi - lo + 1));
       // Interval bounds do not see that min(x + 3, 9) - x <= 3: the unclipped extent gives
       // the buffer its size when it is tighter.
@@ -318,7 +549,10 @@ class Lowerer {
     // Loop variables may not appear in a buffer's shape: allocate for the largest extent.
     std::unordered_set<std::uint64_t> loop_vars;
     for (const auto& st : schedule_.stages())
-      for (const auto& v : st->all) loop_vars.insert(v.var().id());
+      for (const auto& v : st->all) {
+        loop_vars.insert(v.var().id());
+        loop_vars.insert(loop_var(v).id());
+      }
     for (const auto& st : schedule_.stages()) {
       auto& plan = plans_[st.get()];
       if (auto it = param_of_.find(st->op.get()); it != param_of_.end()) {
@@ -472,7 +706,7 @@ class Lowerer {
     const std::size_t loops = std::min(tensorized, leaf.size());
     if (loops > 0) body = with_attached(st, leaf[loops - 1], body);
     for (std::size_t k = loops; k-- > 0;) {
-      body = make_loop(st, leaf[k], body, leaf[k].var());
+      body = make_loop(st, leaf[k], body, loop_var(leaf[k]));
       if (k == first_reduce)
         body = make_seq({make_init(st, *reduce, first_reduce, tensorized, calls), body});
       if (k > 0) body = with_attached(st, leaf[k - 1], body);
@@ -506,7 +740,7 @@ class Lowerer {
         if (!ne::equal(ext, want))
           raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
                                where, mine[k].name(), ext, theirs[k].name(), want);
-        inner_vars.push_back(mine[k].var());
+        inner_vars.push_back(loop_var(mine[k]));
         pattern_vars.push_back(theirs[k].var());
       }
     };
@@ -655,14 +889,15 @@ class Lowerer {
     for (std::size_t k = first_reduce; k < last; ++k) {
       const auto& v = st.leaf[k];
       if (v.is_reduce()) continue;
-      auto init_var = ne::var(v.name() + ".init", v.var().min(), v.var().max());
-      renames.emplace_back(v.var(), init_var);
+      const auto& loop = loop_var(v);
+      auto init_var = ne::var(v.name() + ".init", loop.min(), loop.max());
+      renames.emplace_back(loop, init_var);
       loops.emplace_back(v, init_var);
     }
     // Reduction variables do not matter for the data-parallel indices; pin them to 0 so the
     // init store has only data-parallel loops.
     for (std::size_t k = first_reduce; k < st.leaf.size(); ++k)
-      if (st.leaf[k].is_reduce()) renames.emplace_back(st.leaf[k].var(), 0);
+      if (st.leaf[k].is_reduce()) renames.emplace_back(loop_var(st.leaf[k]), 0);
     Stmt init;
     if (tensorized < st.leaf.size()) {
       std::vector<Stmt> resets;
@@ -706,6 +941,7 @@ class Lowerer {
   std::vector<Buffer> params_;
   std::unordered_map<const te::OperationNode*, Buffer> param_of_;
   std::unordered_map<const StageNode*, StagePlan> plans_;
+  std::unordered_map<IterVarKey, ne::Var> loop_vars_;  // axes with a nonzero min: see loop_var
 };
 
 // Replaces loops of extent one by their body with the variable set to the loop's start,
