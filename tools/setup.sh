@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libbenchmark-dev clang-format clang-tidy)
+          libhwy-dev libbenchmark-dev clang-format clang-tidy)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 if [[ "${1:-}" != "--minimal" ]]; then
   packages+=("${onnx_packages[@]}")
