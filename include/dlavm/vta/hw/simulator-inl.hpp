@@ -128,6 +128,19 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
   if (config_.log_out_width < 3)
     raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
                        config_.log_out_width);
+  const auto bytes = [](int log_size) { return std::uint64_t{1} << log_size; };
+  const std::uint64_t sram = bytes(config_.log_uop_buff_size) + bytes(config_.log_inp_buff_size) +
+                             bytes(config_.log_wgt_buff_size) + bytes(config_.log_acc_buff_size);
+  if (sram > kMaxSramBytes)
+    raise<ConfigError>(
+        "simulator: the SRAMs of this configuration total {} bytes (LOG_UOP_BUFF_SIZE = {}: {} B, "
+        "LOG_INP_BUFF_SIZE = {}: {} B, LOG_WGT_BUFF_SIZE = {}: {} B, LOG_ACC_BUFF_SIZE = {}: {} "
+        "B), more than the simulator's limit of {} bytes (64 MiB); reduce the LOG_*_BUFF_SIZE "
+        "values",
+        sram, config_.log_uop_buff_size, bytes(config_.log_uop_buff_size),
+        config_.log_inp_buff_size, bytes(config_.log_inp_buff_size), config_.log_wgt_buff_size,
+        bytes(config_.log_wgt_buff_size), config_.log_acc_buff_size,
+        bytes(config_.log_acc_buff_size), kMaxSramBytes);
   layout_ = config_.layout();
   batch_ = config_.batch();
   block_in_ = config_.block_in();
@@ -307,7 +320,39 @@ DLAVM_INLINE std::byte* Simulator::dram_rows(const InsnFields& f, std::size_t i,
   return p;
 }
 
+DLAVM_INLINE void Simulator::charge(const InsnFields& f, std::size_t i, RunInfo& info) const {
+  std::uint64_t units = 0;
+  const char* what = "";
+  switch (f.opcode) {
+    case Opcode::Load:
+      if (f.x_size != 0)
+        units = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Store:
+      if (f.x_size != 0) units = std::uint64_t{f.y_size} * f.x_size;
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Gemm:
+    case Opcode::Alu:
+      if (f.uop_end > f.uop_bgn)
+        units = std::uint64_t{f.iter_out} * f.iter_in * (f.uop_end - f.uop_bgn);
+      what = "micro-op executions";
+      break;
+    case Opcode::Finish:
+      break;
+  }
+  if (units > work_budget_ - std::min(info.work, work_budget_))
+    raise<DeviceError>(
+        "{} #{}: {} {} would exceed the simulator's work budget of {} units per run ({} used by "
+        "the instructions before it); raise it with set_work_budget",
+        insn_name(f), i, units, what, work_budget_, info.work);
+  info.work += units;
+}
+
 DLAVM_INLINE void Simulator::execute(const InsnFields& f, std::size_t i, RunInfo& info) {
+  charge(f, i, info);
   switch (f.opcode) {
     case Opcode::Load:
       load(f, i, info.counters);

@@ -2,7 +2,7 @@
 // allocations with physical addresses, the four SRAMs as typed arrays, the three modules and
 // their token queues, and the reference counters. It reports, naming the instruction index:
 // deadlock on dependency tokens, SRAM index out of range, DRAM access outside any allocation,
-// unknown opcode or memory type.
+// unknown opcode or memory type, and a run that would exceed its work budget.
 //
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
@@ -12,9 +12,18 @@
 // LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
 // against. Bounds are checked once per instruction, not per micro-op.
 //
+// Limits: a configuration whose four SRAMs (2^LOG_*_BUFF_SIZE bytes each) total more than
+// kMaxSramBytes (64 MiB) is refused before anything is allocated; the shadow copies add at most
+// 8 bytes per input or weight SRAM byte (2 for the default shape) plus 64 per element. A run is
+// charged one work unit per GEMM or ALU micro-op execution (resets included) and per SRAM
+// element a LOAD or STORE moves (padding included); an instruction that would take the run past
+// the work budget (kDefaultWorkBudget = 2^26 units: well under a second of GEMM micro-ops on the
+// SIMD kernels, about 150 times the largest ResNet-18 layer; set_work_budget changes it) is
+// refused before it runs, naming the instruction.
+//
 //   vta::Simulator sim(config);
-//   sim.set_kernels(vta::SimKernels::Scalar);   // the reference loops
-//   auto info = sim.run(insn_phys, count);       // info.counters
+//   sim.set_work_budget(std::uint64_t{1} << 30);
+//   auto info = sim.run(insn_phys, count);   // info.counters, info.work
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -65,6 +74,7 @@ struct RunInfo {
   Counters counters;      // of this run
   bool finished = false;  // a FINISH instruction executed
   std::size_t instructions = 0;
+  std::uint64_t work = 0;  // work units charged against the budget
 };
 
 // Which loops run GEMM and ALU micro-ops: the SIMD kernels of the best instruction set the CPU
@@ -73,7 +83,11 @@ enum class SimKernels : std::uint8_t { Simd, Scalar };
 
 class Simulator {
  public:
-  // Raises ConfigError for element widths it does not simulate.
+  static constexpr std::uint64_t kMaxSramBytes = std::uint64_t{64} << 20;
+  static constexpr std::uint64_t kDefaultWorkBudget = std::uint64_t{1} << 26;
+
+  // Raises ConfigError for element widths it does not simulate and for SRAMs over
+  // kMaxSramBytes (naming the LOG_*_BUFF_SIZE keys and their bytes), before allocating.
   explicit Simulator(const Config& config);
 
   const Config& config() const { return config_; }
@@ -104,6 +118,10 @@ class Simulator {
   // Runs decoded instructions (micro-ops still come from DRAM through LOAD UOP).
   RunInfo run(std::span<const InsnFields> prog);
 
+  // Work units one run may use (see the header comment); raising it lets longer streams run.
+  void set_work_budget(std::uint64_t units) { work_budget_ = units; }
+  std::uint64_t work_budget() const { return work_budget_; }
+
   void set_kernels(SimKernels k);
   SimKernels kernels() const { return simd_ ? SimKernels::Simd : SimKernels::Scalar; }
   // The instruction set GEMM and ALU run with: "AVX3" (AVX-512), "AVX2", "SSE4", "SSSE3", or
@@ -122,6 +140,9 @@ class Simulator {
   std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes);
 
   void execute(const InsnFields& f, std::size_t i, RunInfo& info);
+
+  // Adds what instruction i costs to info.work; raises DeviceError past the budget.
+  void charge(const InsnFields& f, std::size_t i, RunInfo& info) const;
 
   // Switches kernels: sizes the shadows for the new set (none for the scalar loops), stale.
   void use_kernels(const detail::SimdKernels* k);
@@ -168,6 +189,7 @@ class Simulator {
   detail::ShadowLayout shadow_;
   bool inp_stale_ = false, wgt_stale_ = false;
   const detail::SimdKernels* simd_ = nullptr;
+  std::uint64_t work_budget_ = kDefaultWorkBudget;
   Counters total_;
 };
 
