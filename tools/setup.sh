@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libbenchmark-dev clang-format clang-tidy)
+          libhwy-dev libbenchmark-dev clang-format clang-tidy)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 fuzz_packages=(clang libclang-rt-dev)
 minimal=0

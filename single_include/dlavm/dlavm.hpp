@@ -16653,8 +16653,11 @@ DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
 // begin dlavm/vta/hw/isa.hpp
 // end dlavm/vta/hw/isa.hpp
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -16673,6 +16676,80 @@ inline const char* hazard_mem_name(int m) {
   constexpr const char* names[] = {"input", "weight", "accumulator", "micro-op"};
   return names[m];
 }
+
+// The last writer and the last reader per module of every entry of one memory, as runs of
+// consecutive entries in the same state: the first entry of each run -> its state, the runs
+// covering [0, depth). Accesses are ranges, so a stream keeps few runs, and an access costs
+// the runs it overlaps rather than its entries.
+class EntryRuns {
+ public:
+  struct State {
+    std::int64_t writer = -1;  // instruction index
+    std::array<std::int64_t, 3> reader{-1, -1, -1};
+    friend bool operator==(const State&, const State&) = default;
+  };
+
+  explicit EntryRuns(std::int64_t depth) : depth_(depth) { runs_.emplace(0, State{}); }
+
+  // fn(first entry, state) for the runs of [begin, end) inside the memory, in order.
+  template <class Fn>
+  void each(std::int64_t begin, std::int64_t end, Fn&& fn) const {
+    const auto lo = std::max<std::int64_t>(begin, 0), hi = std::min(end, depth_);
+    if (lo >= hi) return;
+    for (auto it = std::prev(runs_.upper_bound(lo)); it != runs_.end() && it->first < hi; ++it)
+      fn(std::max(it->first, lo), it->second);
+  }
+
+  std::size_t run_count() const { return runs_.size(); }
+
+  // Instruction i writes [begin, end), or module m's instruction i reads it.
+  void write(std::int64_t begin, std::int64_t end, std::int64_t i) {
+    update(begin, end, [&](Map::iterator first, Map::iterator last) {
+      first->second = State{};
+      first->second.writer = i;
+      runs_.erase(std::next(first), last);
+    });
+  }
+  void read(std::int64_t begin, std::int64_t end, std::size_t m, std::int64_t i) {
+    update(begin, end, [&](Map::iterator first, Map::iterator last) {
+      for (auto it = first; it != last; ++it) it->second.reader[m] = i;
+    });
+  }
+
+ private:
+  using Map = std::map<std::int64_t, State>;
+
+  // The run starting at entry e, split off the run holding it.
+  Map::iterator split(std::int64_t e) {
+    const auto it = std::prev(runs_.upper_bound(e));
+    return it->first == e ? it : runs_.emplace_hint(std::next(it), e, it->second);
+  }
+
+  // change(first, last) on the whole runs of [begin, end), then merges equal neighbours.
+  template <class Change>
+  void update(std::int64_t begin, std::int64_t end, Change&& change) {
+    const auto lo = std::max<std::int64_t>(begin, 0), hi = std::min(end, depth_);
+    if (lo >= hi) return;
+    const auto first = split(lo);
+    const auto last = hi < depth_ ? split(hi) : runs_.end();
+    const auto before = first == runs_.begin() ? first : std::prev(first);
+    change(first, last);
+    for (auto it = before;;) {
+      const auto next = std::next(it);
+      if (next == runs_.end()) break;
+      const bool stop = next == last;
+      if (next->second == it->second) {
+        runs_.erase(next);
+      } else {
+        it = next;
+      }
+      if (stop) break;
+    }
+  }
+
+  std::int64_t depth_;
+  Map runs_;
+};
 
 }  // namespace detail
 
@@ -16763,13 +16840,9 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 
   // 2. Accesses in stream order, checked against the last writer and readers of each entry.
   std::vector<runtime::Uop> uop_sram(config.uop_depth());
-  struct Entry {
-    std::int64_t writer = -1;  // instruction index
-    std::array<std::int64_t, 3> reader{-1, -1, -1};
-  };
-  std::array<std::vector<Entry>, 4> mem{
-      std::vector<Entry>(config.inp_depth()), std::vector<Entry>(config.wgt_depth()),
-      std::vector<Entry>(config.acc_depth()), std::vector<Entry>(config.uop_depth())};
+  std::array<detail::EntryRuns, 4> mem{
+      detail::EntryRuns(config.inp_depth()), detail::EntryRuns(config.wgt_depth()),
+      detail::EntryRuns(config.acc_depth()), detail::EntryRuns(config.uop_depth())};
   std::vector<detail::Access> acc;
   const auto kernel_range = [&](const InsnFields& f, int operand) {
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -16848,36 +16921,30 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
           runtime::queue_name(runtime::queue_of(prog[static_cast<std::size_t>(other)])),
           kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
     };
-    // The entries [lo, hi) of an access that exist in its memory.
-    const auto each_entry = [&](const detail::Access& a, auto&& fn) {
-      auto& entries = mem[static_cast<std::size_t>(a.memory)];
-      const auto lo = std::max<std::int64_t>(a.begin, 0);
-      const auto hi = std::min<std::int64_t>(a.end, static_cast<std::int64_t>(entries.size()));
-      for (std::int64_t e = lo; e < hi; ++e) fn(e, entries[static_cast<std::size_t>(e)]);
-    };
+    // Every access is checked against the state before this instruction, then recorded.
     for (const auto& a : acc)
-      each_entry(a, [&](std::int64_t e, Entry& en) {
-        if (en.writer >= 0) {
-          const auto w = static_cast<std::size_t>(en.writer);
-          const auto wm = static_cast<std::size_t>(module(w));
-          if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
-        }
-        if (a.write)
-          for (std::size_t r = 0; r < 3; ++r) {
-            if (r == m || en.reader[r] < 0) continue;
-            const auto ri = static_cast<std::size_t>(en.reader[r]);
-            if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
-          }
-      });
-    for (const auto& a : acc)
-      each_entry(a, [&](std::int64_t, Entry& en) {
-        if (a.write) {
-          en = {};
-          en.writer = static_cast<std::int64_t>(i);
-        } else {
-          en.reader[m] = static_cast<std::int64_t>(i);
-        }
-      });
+      mem[static_cast<std::size_t>(a.memory)].each(
+          a.begin, a.end, [&](std::int64_t e, const detail::EntryRuns::State& en) {
+            if (en.writer >= 0) {
+              const auto w = static_cast<std::size_t>(en.writer);
+              const auto wm = static_cast<std::size_t>(module(w));
+              if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
+            }
+            if (a.write)
+              for (std::size_t r = 0; r < 3; ++r) {
+                if (r == m || en.reader[r] < 0) continue;
+                const auto ri = static_cast<std::size_t>(en.reader[r]);
+                if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
+              }
+          });
+    for (const auto& a : acc) {
+      auto& runs = mem[static_cast<std::size_t>(a.memory)];
+      if (a.write) {
+        runs.write(a.begin, a.end, static_cast<std::int64_t>(i));
+      } else {
+        runs.read(a.begin, a.end, m, static_cast<std::int64_t>(i));
+      }
+    }
   }
 }
 
@@ -16892,9 +16959,13 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 // begin dlavm/vta/hw/sim_device.hpp
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
-// the cycle model (vta/hw/cycle_model.hpp).
+// the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
+// run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
+// minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
+// Simulator::kMaxSramBytes are refused by the constructor.
 //
 //   vta::SimDevice dev(env.config);
+//   dev.set_work_budget(std::uint64_t{1} << 30);   // for a very long stream
 //   auto result = dev.run(stream);   // result.counters, result.timing.total_cycles
 
 // begin dlavm/core/api.hpp
@@ -16910,10 +16981,28 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 // allocations with physical addresses, the four SRAMs as typed arrays, the three modules and
 // their token queues, and the reference counters. It reports, naming the instruction index:
 // deadlock on dependency tokens, SRAM index out of range, DRAM access outside any allocation,
-// unknown opcode or memory type.
+// unknown opcode or memory type, and a run that would exceed its work budget.
 //
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
+//
+// Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
+// (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
+// LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
+// against. Bounds are checked once per instruction, not per micro-op.
+//
+// Limits: a configuration whose four SRAMs (2^LOG_*_BUFF_SIZE bytes each) total more than
+// kMaxSramBytes (64 MiB) is refused before anything is allocated; the shadow copies add at most
+// 8 bytes per input or weight SRAM byte (2 for the default shape) plus 64 per element. A run is
+// charged one work unit per GEMM or ALU micro-op execution (resets included) and per SRAM
+// element a LOAD or STORE moves (padding included); an instruction that would take the run past
+// the work budget (kDefaultWorkBudget = 2^26 units: well under a second of GEMM micro-ops on the
+// SIMD kernels, about 150 times the largest ResNet-18 layer; set_work_budget changes it) is
+// refused before it runs, naming the instruction.
+//
+//   vta::Simulator sim(config);
+//   sim.set_work_budget(std::uint64_t{1} << 30);
+//   auto info = sim.run(insn_phys, count);   // info.counters, info.work
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -16925,6 +17014,276 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 // end dlavm/vta/hw/counters.hpp
 // begin dlavm/vta/hw/isa.hpp
 // end dlavm/vta/hw/isa.hpp
+// begin dlavm/vta/hw/sim_kernels.hpp
+// The functional simulator's inner loops as SIMD kernels (Google Highway): GEMM, accumulator
+// reset, ALU and the truncating store, one set per x86 instruction set (AVX-512 with VNNI
+// "AVX3_DL", AVX-512 "AVX3", AVX2, SSE4, SSSE3), the best one this CPU runs chosen once at run
+// time, so that dlavm compiled without -march flags still runs AVX-512 where the CPU has it.
+// A kernel runs a whole instruction (both micro-op loops, bounds checked by the caller), so the
+// choice costs one indirect call per instruction. The simulator keeps its scalar loops as the
+// reference (Simulator::set_kernels(SimKernels::Scalar)); tests/vta compares every kernel set
+// this CPU runs with them on random streams.
+//
+// GEMM reads shadow copies of the input and weight SRAMs, rewritten by every LOAD, in the form
+// its multiply instruction wants (L = min(BLOCK_OUT, 16) outputs per chunk):
+// - pmaddwd (AVX3, AVX2, SSE4, SSSE3): int16 pairs, KP = ceil(BLOCK_IN / 2), zero-padded:
+//     input  [element][b][p][2]     = x[b][2p + j]
+//     weight [element][c][p][l][2]  = w[c*L + l][2p + j]
+//   acc[b][c*L + l] += sum_p madd(input pair p broadcast, weight pairs [c][p]).
+// - vpdpbusd (AVX3_DL, which multiplies unsigned by signed bytes): KQ = ceil(BLOCK_IN / 4),
+//     input  [element][b][q][4]     = x[b][4q + j] + 128 (as uint8; padding 128)
+//     weight [element][c][q][l][4]  = w[c*L + l][4q + j] (padding 0), then
+//            [element][o]           = 128 * sum_k w[o][k] (int32), the bias the +128 adds
+//   acc[b][c*L + l] += sum_q dpbusd(input quad q broadcast, weight quads [c][q]) - 128 sum w.
+// Integer sums wrap modulo 2^32 in any order, so both are exact against the scalar loops.
+//
+//   const auto* k = vta::detail::simd_kernels();   // nullptr: no SIMD in this build / on this CPU
+//   if (k) k->gemm(call);                          // call: loops, SRAM pointers and strides
+//
+// Without Highway (the single header, or a build that defines DLAVM_SIM_NO_SIMD) there are no
+// kernels and the simulator runs its scalar loops.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace dlavm::vta::detail {
+
+struct TileShape {
+  int batch = 1, block_in = 16, block_out = 16;
+};
+
+// The two micro-op loops of one GEMM or ALU instruction, with the micro-ops it runs.
+struct UopLoops {
+  std::uint32_t iter_out = 0, iter_in = 0;
+  std::uint32_t dst_out = 0, dst_in = 0, src_out = 0, src_in = 0, wgt_out = 0, wgt_in = 0;
+  const runtime::Uop* uops = nullptr;
+  std::size_t uop_count = 0;
+};
+
+// A GEMM instruction over the shadows (a reset only uses loops, acc and the shape).
+struct GemmCall {
+  UopLoops loops;
+  std::int32_t* acc = nullptr;
+  const std::byte* inp = nullptr;              // input shadow
+  const std::byte* wgt = nullptr;              // weight shadow
+  std::size_t inp_stride = 0, wgt_stride = 0;  // shadow bytes per SRAM element
+  TileShape shape;
+};
+
+// An ALU instruction on the accumulator; `lanes` = BATCH x BLOCK_OUT int32 per element, at
+// least 4 (Highway 1.0.3 shifts a one-lane vector by a 64-bit count: narrower elements run on
+// the simulator's scalar loops).
+struct AluCall {
+  UopLoops loops;
+  std::int32_t* acc = nullptr;
+  std::size_t lanes = 16;
+  runtime::AluOp op = runtime::AluOp::Add;
+  bool use_imm = false;
+  std::int32_t imm = 0;
+};
+
+// Shadow bytes per input and weight SRAM element, for a kernel set and tile shape.
+struct ShadowLayout {
+  std::size_t inp_bytes = 0, wgt_bytes = 0;
+};
+
+struct SimdKernels {
+  const char* target = "";  // Highway's name of the instruction set
+  ShadowLayout (*layout)(TileShape) = nullptr;
+  // `elems` SRAM elements -> their shadows; the weight packing may read 4 bytes past the last.
+  void (*pack_inp)(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
+  void (*pack_wgt)(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
+  void (*gemm)(const GemmCall&) = nullptr;
+  void (*reset)(const GemmCall&) = nullptr;
+  void (*alu)(const AluCall&) = nullptr;
+  // n int32 values -> their low 8 or 16 bits (two's-complement wrap, as STORE truncates).
+  void (*truncate8)(const std::int32_t* acc, std::uint8_t* out, std::size_t n) = nullptr;
+  void (*truncate16)(const std::int32_t* acc, std::uint16_t* out, std::size_t n) = nullptr;
+};
+
+// Outputs per weight chunk: L above.
+constexpr int gemm_chunk(int block_out) { return block_out < 16 ? block_out : 16; }
+
+// The kernel sets this build compiled and this CPU runs, best first (empty without SIMD).
+std::span<const SimdKernels* const> simd_kernel_sets();
+// The best of them, or nullptr.
+const SimdKernels* simd_kernels();
+
+// The two shadow forms in plain loops (odd BLOCK_IN, and the kernels' reference).
+ShadowLayout pair_layout(TileShape s);
+void pack_inp_pairs(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
+void pack_wgt_pairs(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
+ShadowLayout quad_layout(TileShape s);
+void pack_inp_quads(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
+void pack_wgt_quads(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
+
+}  // namespace dlavm::vta::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/sim_kernels-inl.hpp
+// Definitions for dlavm/vta/hw/sim_kernels.hpp (see core/api.hpp): the kernels compiled once per
+// Highway target (sim_kernels_simd.hpp, re-included by Highway's foreach_target.h), the choice
+// among them, and the shadow packing.
+//
+// Header-only mode compiles the kernels in every translation unit that includes the
+// simulator; dlavm::dlavm_compiled compiles them once. Highway's foreach_target.h can serve only
+// one file per translation unit in Highway 1.0: a program that also uses it should include dlavm
+// after its own per-target code, or link dlavm::dlavm_compiled.
+
+// begin dlavm/vta/hw/sim_kernels.hpp
+// end dlavm/vta/hw/sim_kernels.hpp
+
+#if !defined(DLAVM_SIM_NO_SIMD) && __has_include(<hwy/highway.h>) && \
+    __has_include("dlavm/vta/hw/sim_kernels_simd.hpp")
+#define DLAVM_SIM_SIMD 1
+#else
+#define DLAVM_SIM_SIMD 0
+#endif
+
+#if DLAVM_SIM_SIMD
+// Also compile the AVX-512 VNNI target (Ice Lake, Zen 4 and later); this only adds a target
+// to the ones Highway compiles when it is first included here.
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "dlavm/vta/hw/sim_kernels_simd.hpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+// clang-format off
+#include "dlavm/vta/hw/sim_kernels_simd.hpp"  // the static target (the others came above)
+// clang-format on
+#undef HWY_TARGET_INCLUDE
+#undef HIGHWAY_HWY_FOREACH_TARGET_H_
+#endif
+
+#include <array>
+#include <cstring>
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE std::span<const SimdKernels* const> simd_kernel_sets() {
+#if DLAVM_SIM_SIMD
+  struct Sets {
+    std::array<const SimdKernels*, 8> sets{};
+    std::size_t count = 0;
+    void add(std::int64_t target, const SimdKernels* k) {
+      if (k && (hwy::SupportedTargets() & target) && count < sets.size()) sets[count++] = k;
+    }
+  };
+  static const Sets chosen = [] {
+    Sets s;
+    // Best first; HWY_TARGETS lists what this translation unit compiled.
+#if HWY_TARGETS & HWY_AVX3_DL
+    s.add(HWY_AVX3_DL, N_AVX3_DL::sim_kernels());
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    s.add(HWY_AVX3, N_AVX3::sim_kernels());
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    s.add(HWY_AVX2, N_AVX2::sim_kernels());
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    s.add(HWY_SSE4, N_SSE4::sim_kernels());
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+    s.add(HWY_SSSE3, N_SSSE3::sim_kernels());
+#endif
+    return s;
+  }();
+  return {chosen.sets.data(), chosen.count};
+#else
+  return {};
+#endif
+}
+
+DLAVM_INLINE const SimdKernels* simd_kernels() {
+  const auto sets = simd_kernel_sets();
+  return sets.empty() ? nullptr : sets.front();
+}
+
+namespace shadow {
+
+constexpr std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
+inline std::size_t pairs(TileShape s) { return static_cast<std::size_t>(s.block_in + 1) / 2; }
+inline std::size_t quads(TileShape s) { return static_cast<std::size_t>(s.block_in + 3) / 4; }
+inline std::int8_t at(const std::int8_t* row, std::size_t k, TileShape s) {
+  return k < static_cast<std::size_t>(s.block_in) ? row[k] : std::int8_t{0};
+}
+inline void put16(std::byte* out, std::size_t index, std::int16_t v) {
+  std::memcpy(out + 2 * index, &v, sizeof(v));
+}
+
+}  // namespace shadow
+
+DLAVM_INLINE ShadowLayout pair_layout(TileShape s) {
+  const std::size_t kp = shadow::pairs(s);
+  return {static_cast<std::size_t>(s.batch) * kp * 4,
+          shadow::round64(static_cast<std::size_t>(s.block_out) * kp * 4)};
+}
+
+DLAVM_INLINE void pack_inp_pairs(const std::int8_t* x, std::byte* out, std::size_t elems,
+                                 TileShape s) {
+  const std::size_t row = 2 * shadow::pairs(s), rows = elems * static_cast<std::size_t>(s.batch);
+  for (std::size_t r = 0; r < rows; ++r, x += s.block_in)
+    for (std::size_t k = 0; k < row; ++k) shadow::put16(out, r * row + k, shadow::at(x, k, s));
+}
+
+DLAVM_INLINE void pack_wgt_pairs(const std::int8_t* w, std::byte* out, std::size_t elems,
+                                 TileShape s) {
+  const std::size_t kp = shadow::pairs(s),
+                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
+  const std::size_t stride = pair_layout(s).wgt_bytes;
+  for (std::size_t e = 0; e < elems; ++e, out += stride)
+    for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
+      for (std::size_t k = 0; k < 2 * kp; ++k)
+        shadow::put16(out, (((o / chunk) * kp + k / 2) * chunk + o % chunk) * 2 + k % 2,
+                      shadow::at(w, k, s));
+}
+
+DLAVM_INLINE ShadowLayout quad_layout(TileShape s) {
+  const std::size_t kq = shadow::quads(s), bo = static_cast<std::size_t>(s.block_out);
+  return {static_cast<std::size_t>(s.batch) * kq * 4, shadow::round64(bo * kq * 4 + bo * 4)};
+}
+
+DLAVM_INLINE void pack_inp_quads(const std::int8_t* x, std::byte* out, std::size_t elems,
+                                 TileShape s) {
+  const std::size_t row = 4 * shadow::quads(s), rows = elems * static_cast<std::size_t>(s.batch);
+  for (std::size_t r = 0; r < rows; ++r, x += s.block_in)
+    for (std::size_t k = 0; k < row; ++k)
+      out[r * row + k] =
+          static_cast<std::byte>(static_cast<std::uint8_t>(shadow::at(x, k, s)) ^ 0x80u);
+}
+
+DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size_t elems,
+                                 TileShape s) {
+  const std::size_t kq = shadow::quads(s),
+                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
+  const std::size_t bo = static_cast<std::size_t>(s.block_out), stride = quad_layout(s).wgt_bytes;
+  for (std::size_t e = 0; e < elems; ++e, out += stride)
+    for (std::size_t o = 0; o < bo; ++o, w += s.block_in) {
+      std::int32_t sum = 0;
+      for (std::size_t k = 0; k < 4 * kq; ++k) {
+        const std::int8_t v = shadow::at(w, k, s);
+        out[(((o / chunk) * kq + k / 4) * chunk + o % chunk) * 4 + k % 4] =
+            static_cast<std::byte>(v);
+        sum += v;
+      }
+      const std::int32_t bias = 128 * sum;
+      std::memcpy(out + bo * kq * 4 + o * 4, &bias, sizeof(bias));
+    }
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/sim_kernels-inl.hpp
+#endif
+// end dlavm/vta/hw/sim_kernels.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -16932,6 +17291,8 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 #include <iterator>
 #include <map>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlavm::vta {
@@ -16965,29 +17326,21 @@ struct RunInfo {
   Counters counters;      // of this run
   bool finished = false;  // a FINISH instruction executed
   std::size_t instructions = 0;
+  std::uint64_t work = 0;  // work units charged against the budget
 };
+
+// Which loops run GEMM and ALU micro-ops: the SIMD kernels of the best instruction set the CPU
+// has (the default; the scalar loops when the build has no SIMD), or the scalar loops.
+enum class SimKernels : std::uint8_t { Simd, Scalar };
 
 class Simulator {
  public:
-  explicit Simulator(const Config& config) : config_(config) {
-    config_.validate();
-    if (config_.log_inp_width != 3 || config_.log_wgt_width != 3 || config_.log_acc_width != 5)
-      raise<ConfigError>(
-          "simulator: LOG_INP_WIDTH = {}, LOG_WGT_WIDTH = {}, LOG_ACC_WIDTH = {}; only int8 "
-          "inputs and weights with int32 accumulators (3, 3, 5) are simulated",
-          config_.log_inp_width, config_.log_wgt_width, config_.log_acc_width);
-    if (config_.log_out_width < 3)
-      raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
-                         config_.log_out_width);
-    layout_ = config_.layout();
-    batch_ = config_.batch();
-    block_in_ = config_.block_in();
-    block_out_ = config_.block_out();
-    inp_.assign(std::size_t{config_.inp_depth()} * batch_ * block_in_, 0);
-    wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_, 0);
-    acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
-    uop_.assign(config_.uop_depth(), Uop{});
-  }
+  static constexpr std::uint64_t kMaxSramBytes = std::uint64_t{64} << 20;
+  static constexpr std::uint64_t kDefaultWorkBudget = std::uint64_t{1} << 26;
+
+  // Raises ConfigError for element widths it does not simulate and for SRAMs over
+  // kMaxSramBytes (naming the LOG_*_BUFF_SIZE keys and their bytes), before allocating.
+  explicit Simulator(const Config& config);
 
   const Config& config() const { return config_; }
   const IsaLayout& layout() const { return layout_; }
@@ -16997,9 +17350,16 @@ class Simulator {
   void reset_counters() { total_ = {}; }
 
   // SRAM contents, element-major: inp [depth][BATCH][BLOCK_IN], wgt [depth][BLOCK_OUT]
-  // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth].
-  std::span<std::int8_t> inp_sram() { return inp_; }
-  std::span<std::int8_t> wgt_sram() { return wgt_; }
+  // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth]. Writing through the input or
+  // weight span is seen by the next GEMM (the shadow copies are rebuilt from them).
+  std::span<std::int8_t> inp_sram() {
+    inp_stale_ = true;
+    return inp_;
+  }
+  std::span<std::int8_t> wgt_sram() {
+    wgt_stale_ = true;
+    return {wgt_.data(), wgt_.size() - kWgtSlack};
+  }
   std::span<std::int32_t> acc_sram() { return acc_; }
   std::span<const Uop> uop_sram() const { return uop_; }
 
@@ -17010,6 +17370,21 @@ class Simulator {
   // Runs decoded instructions (micro-ops still come from DRAM through LOAD UOP).
   RunInfo run(std::span<const InsnFields> prog);
 
+  // Work units one run may use (see the header comment); raising it lets longer streams run.
+  void set_work_budget(std::uint64_t units) { work_budget_ = units; }
+  std::uint64_t work_budget() const { return work_budget_; }
+
+  void set_kernels(SimKernels k);
+  SimKernels kernels() const { return simd_ ? SimKernels::Simd : SimKernels::Scalar; }
+  // The instruction set GEMM and ALU run with: "AVX3" (AVX-512), "AVX2", "SSE4", "SSSE3", or
+  // "scalar".
+  std::string_view kernel_target() const { return simd_ ? simd_->target : "scalar"; }
+  // The SIMD instruction sets this build and CPU offer, best first (empty without SIMD).
+  static std::vector<std::string> simd_targets();
+  // Runs the kernels of one of simd_targets() (tests compare each with the scalar loops);
+  // raises ValueError naming the ones available.
+  void set_simd_target(std::string_view target);
+
  private:
   [[noreturn]] void fail_sram(const InsnFields& f, std::size_t i, const char* what,
                               std::uint64_t first, std::uint64_t end, std::uint64_t depth) const;
@@ -17017,6 +17392,21 @@ class Simulator {
   std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes);
 
   void execute(const InsnFields& f, std::size_t i, RunInfo& info);
+
+  // Adds what instruction i costs to info.work; raises DeviceError past the budget.
+  void charge(const InsnFields& f, std::size_t i, RunInfo& info) const;
+
+  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), stale.
+  void use_kernels(const detail::SimdKernels* k);
+  // Rewrites the shadows of `count` input or weight elements from `first` (with the SIMD
+  // kernels; the scalar loops do not read them, so that mode only marks them stale).
+  void pack_shadow(MemId m, std::size_t first, std::size_t count);
+  void refresh_shadows();
+  detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
+  // The 64-byte aligned start of a shadow buffer.
+  static std::byte* aligned(std::vector<std::byte>& v);
+  // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
+  detail::UopLoops uop_loops(const InsnFields& f) const;
 
   void load(const InsnFields& f, std::size_t i, Counters& counters);
 
@@ -17043,6 +17433,15 @@ class Simulator {
   std::vector<std::int8_t> inp_, wgt_;
   std::vector<std::int32_t> acc_;
   std::vector<Uop> uop_;
+  // Bytes after the weight SRAM that the weight packing kernel may read.
+  static constexpr std::size_t kWgtSlack = 4;
+  // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
+  // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
+  std::vector<std::byte> inp_shadow_, wgt_shadow_;
+  detail::ShadowLayout shadow_;
+  bool inp_stale_ = false, wgt_stale_ = false;
+  const detail::SimdKernels* simd_ = nullptr;
+  std::uint64_t work_budget_ = kDefaultWorkBudget;
   Counters total_;
 };
 
@@ -17056,6 +17455,9 @@ class Simulator {
 // end dlavm/vta/hw/dispatch.hpp
 // begin dlavm/vta/hw/simulator.hpp
 // end dlavm/vta/hw/simulator.hpp
+
+#include <algorithm>
+#include <bit>
 
 namespace dlavm::vta::detail {
 
@@ -17078,6 +17480,41 @@ inline void gemm_tile(std::int32_t* __restrict acc, const std::int8_t* __restric
       acc[b * no + o] = wrap_add(acc[b * no + o], sum);
     }
   }
+}
+
+// A little-endian 32-bit word from DRAM bytes.
+inline std::uint32_t le32(const std::byte* s) {
+  std::uint32_t w = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&w, s, sizeof(w));
+  } else {
+    for (int b = 0; b < 4; ++b) w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
+  }
+  return w;
+}
+
+// The padded box a LOAD writes, row by row: y_pad_0 zero rows, then per data row x_pad_0 zero
+// elements, `convert(dst, dram_row, x_size)` and x_pad_1 zero elements, then y_pad_1 zero rows.
+// `lanes` values of T make one SRAM element of `eb` DRAM bytes. Without column padding and
+// with rows adjacent in DRAM (x_stride = x_size), the data rows are one conversion.
+template <class T, class Convert>
+void load_box(T* sram, std::size_t lanes, const InsnFields& f, const std::byte* src, std::size_t eb,
+              Convert&& convert) {
+  const auto zero = [](T* p, std::size_t n) { return n ? std::fill_n(p, n, T{}) : p; };
+  const std::size_t row = (std::size_t{f.x_pad_0} + f.x_size + f.x_pad_1) * lanes;
+  T* dst = zero(sram + std::size_t{f.sram_base} * lanes, f.y_pad_0 * row);
+  if (f.y_size > 0 && f.x_pad_0 == 0 && f.x_pad_1 == 0 &&
+      (f.x_stride == f.x_size || f.y_size == 1)) {
+    convert(dst, src, std::size_t{f.y_size} * f.x_size);
+    dst += std::size_t{f.y_size} * row;
+  } else {
+    for (std::size_t y = 0; y < f.y_size; ++y) {
+      dst = zero(dst, f.x_pad_0 * lanes);
+      convert(dst, src + y * f.x_stride * eb, std::size_t{f.x_size});
+      dst = zero(dst + f.x_size * lanes, f.x_pad_1 * lanes);
+    }
+  }
+  zero(dst, f.y_pad_1 * row);
 }
 
 inline std::int32_t alu_shr(std::int32_t x, std::int32_t y) {
@@ -17131,6 +17568,110 @@ void Simulator::alu_loops(const InsnFields& f, Op op) {
       }
     }
   }
+}
+
+DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
+  config_.validate();
+  if (config_.log_inp_width != 3 || config_.log_wgt_width != 3 || config_.log_acc_width != 5)
+    raise<ConfigError>(
+        "simulator: LOG_INP_WIDTH = {}, LOG_WGT_WIDTH = {}, LOG_ACC_WIDTH = {}; only int8 "
+        "inputs and weights with int32 accumulators (3, 3, 5) are simulated",
+        config_.log_inp_width, config_.log_wgt_width, config_.log_acc_width);
+  if (config_.log_out_width < 3)
+    raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
+                       config_.log_out_width);
+  const auto bytes = [](int log_size) { return std::uint64_t{1} << log_size; };
+  const std::uint64_t sram = bytes(config_.log_uop_buff_size) + bytes(config_.log_inp_buff_size) +
+                             bytes(config_.log_wgt_buff_size) + bytes(config_.log_acc_buff_size);
+  if (sram > kMaxSramBytes)
+    raise<ConfigError>(
+        "simulator: the SRAMs of this configuration total {} bytes (LOG_UOP_BUFF_SIZE = {}: {} B, "
+        "LOG_INP_BUFF_SIZE = {}: {} B, LOG_WGT_BUFF_SIZE = {}: {} B, LOG_ACC_BUFF_SIZE = {}: {} "
+        "B), more than the simulator's limit of {} bytes (64 MiB); reduce the LOG_*_BUFF_SIZE "
+        "values",
+        sram, config_.log_uop_buff_size, bytes(config_.log_uop_buff_size),
+        config_.log_inp_buff_size, bytes(config_.log_inp_buff_size), config_.log_wgt_buff_size,
+        bytes(config_.log_wgt_buff_size), config_.log_acc_buff_size,
+        bytes(config_.log_acc_buff_size), kMaxSramBytes);
+  layout_ = config_.layout();
+  batch_ = config_.batch();
+  block_in_ = config_.block_in();
+  block_out_ = config_.block_out();
+  inp_.assign(std::size_t{config_.inp_depth()} * batch_ * block_in_, 0);
+  wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_ + kWgtSlack, 0);
+  acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
+  uop_.assign(config_.uop_depth(), Uop{});
+  use_kernels(detail::simd_kernels());
+}
+
+DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
+  simd_ = k;
+  shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
+  const auto size = [](std::uint64_t depth, std::size_t bytes) {
+    return bytes ? depth * bytes + 64 : 0;
+  };
+  inp_shadow_.assign(size(config_.inp_depth(), shadow_.inp_bytes), std::byte{0});
+  wgt_shadow_.assign(size(config_.wgt_depth(), shadow_.wgt_bytes), std::byte{0});
+  inp_stale_ = wgt_stale_ = true;
+}
+
+DLAVM_INLINE std::byte* Simulator::aligned(std::vector<std::byte>& v) {
+  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+  return v.data() + ((64 - at % 64) % 64);
+}
+
+DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
+  use_kernels(k == SimKernels::Simd ? detail::simd_kernels() : nullptr);
+}
+
+DLAVM_INLINE std::vector<std::string> Simulator::simd_targets() {
+  std::vector<std::string> out;
+  for (const auto* k : detail::simd_kernel_sets()) out.emplace_back(k->target);
+  return out;
+}
+
+DLAVM_INLINE void Simulator::set_simd_target(std::string_view target) {
+  for (const auto* k : detail::simd_kernel_sets())
+    if (target == k->target) {
+      use_kernels(k);
+      return;
+    }
+  std::string have;
+  for (const auto& t : simd_targets()) have += (have.empty() ? "" : ", ") + t;
+  raise<ValueError>("simulator: no SIMD kernels for '{}' in this build on this CPU; available: {}",
+                    target, have.empty() ? std::string("none") : have);
+}
+
+DLAVM_INLINE void Simulator::pack_shadow(MemId m, std::size_t first, std::size_t count) {
+  if (!simd_) return;  // stale already: the scalar loops do not read the shadows
+  if (m == MemId::Inp && !inp_stale_) {
+    simd_->pack_inp(inp_.data() + first * batch_ * block_in_,
+                    aligned(inp_shadow_) + first * shadow_.inp_bytes, count, tile());
+  } else if (m == MemId::Wgt && !wgt_stale_) {
+    simd_->pack_wgt(wgt_.data() + first * block_out_ * block_in_,
+                    aligned(wgt_shadow_) + first * shadow_.wgt_bytes, count, tile());
+  }
+}
+
+DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
+  detail::UopLoops l;
+  l.iter_out = f.iter_out;
+  l.iter_in = f.iter_in;
+  l.dst_out = f.dst_factor_out;
+  l.dst_in = f.dst_factor_in;
+  l.src_out = f.src_factor_out;
+  l.src_in = f.src_factor_in;
+  l.wgt_out = f.wgt_factor_out;
+  l.wgt_in = f.wgt_factor_in;
+  l.uops = uop_.data() + f.uop_bgn;
+  l.uop_count = f.uop_end - f.uop_bgn;
+  return l;
+}
+
+DLAVM_INLINE void Simulator::refresh_shadows() {
+  if (inp_stale_) simd_->pack_inp(inp_.data(), aligned(inp_shadow_), config_.inp_depth(), tile());
+  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), aligned(wgt_shadow_), config_.wgt_depth(), tile());
+  inp_stale_ = wgt_stale_ = false;
 }
 
 DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
@@ -17235,7 +17776,39 @@ DLAVM_INLINE std::byte* Simulator::dram_rows(const InsnFields& f, std::size_t i,
   return p;
 }
 
+DLAVM_INLINE void Simulator::charge(const InsnFields& f, std::size_t i, RunInfo& info) const {
+  std::uint64_t units = 0;
+  const char* what = "";
+  switch (f.opcode) {
+    case Opcode::Load:
+      if (f.x_size != 0)
+        units = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Store:
+      if (f.x_size != 0) units = std::uint64_t{f.y_size} * f.x_size;
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Gemm:
+    case Opcode::Alu:
+      if (f.uop_end > f.uop_bgn)
+        units = std::uint64_t{f.iter_out} * f.iter_in * (f.uop_end - f.uop_bgn);
+      what = "micro-op executions";
+      break;
+    case Opcode::Finish:
+      break;
+  }
+  if (units > work_budget_ - std::min(info.work, work_budget_))
+    raise<DeviceError>(
+        "{} #{}: {} {} would exceed the simulator's work budget of {} units per run ({} used by "
+        "the instructions before it); raise it with set_work_budget",
+        insn_name(f), i, units, what, work_budget_, info.work);
+  info.work += units;
+}
+
 DLAVM_INLINE void Simulator::execute(const InsnFields& f, std::size_t i, RunInfo& info) {
+  charge(f, i, info);
   switch (f.opcode) {
     case Opcode::Load:
       load(f, i, info.counters);
@@ -17282,53 +17855,38 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
   const std::size_t eb = config_.elem_bytes(m);
   const std::byte* src = dram_rows(f, i, eb);
   counters.count(config_, f);
-  // Destination element (row r, column c of the padded tile) -> write `fill(dst, src)`.
-  auto copy = [&](auto* sram, std::size_t lanes, auto&& convert) {
-    using T = std::remove_reference_t<decltype(*sram)>;
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      for (std::uint64_t c = 0; c < cols; ++c) {
-        T* dst = sram + (f.sram_base + r * cols + c) * lanes;
-        const bool data = r >= f.y_pad_0 && r < f.y_pad_0 + f.y_size && c >= f.x_pad_0 &&
-                          c < f.x_pad_0 + f.x_size;
-        if (!data) {
-          std::fill(dst, dst + lanes, T{});
-          continue;
-        }
-        const std::uint64_t y = r - f.y_pad_0, x = c - f.x_pad_0;
-        convert(dst, src + (y * f.x_stride + x) * eb);
-      }
-    }
+  const auto copy = [eb](std::int8_t* dst, const std::byte* s, std::size_t n) {
+    std::memcpy(dst, s, n * eb);
   };
   switch (m) {
     case MemId::Uop:
-      copy(uop_.data(), 1, [&](Uop* dst, const std::byte* s) {
-        std::uint32_t w = 0;
-        for (int b = 0; b < 4; ++b)
-          w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
-        *dst = runtime::unpack_uop(layout_, w);
-      });
+      detail::load_box(uop_.data(), 1, f, src, eb,
+                       [&](Uop* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t e = 0; e < n; ++e)
+                           dst[e] = runtime::unpack_uop(layout_, detail::le32(s + 4 * e));
+                       });
       break;
     case MemId::Inp:
-      copy(inp_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      detail::load_box(inp_.data(), eb, f, src, eb, copy);
+      pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Wgt:
-      copy(wgt_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      detail::load_box(wgt_.data(), eb, f, src, eb, copy);
+      pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Acc:
-      copy(acc_.data(), eb / 4, [&](std::int32_t* dst, const std::byte* s) {
-        for (std::size_t k = 0; k < eb / 4; ++k) {
-          std::uint32_t w = 0;
-          for (int b = 0; b < 4; ++b)
-            w |= std::uint32_t(std::to_integer<std::uint8_t>(s[4 * k + b])) << (8 * b);
-          dst[k] = static_cast<std::int32_t>(w);
-        }
-      });
+      detail::load_box(acc_.data(), eb / 4, f, src, eb,
+                       [&](std::int32_t* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t k = 0; k < n * eb / 4; ++k)
+                           dst[k] = static_cast<std::int32_t>(detail::le32(s + 4 * k));
+                       });
       break;
     case MemId::Acc8:
-      copy(acc_.data(), eb, [&](std::int32_t* dst, const std::byte* s) {
-        for (std::size_t k = 0; k < eb; ++k)
-          dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
-      });
+      detail::load_box(acc_.data(), eb, f, src, eb,
+                       [&](std::int32_t* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t k = 0; k < n * eb; ++k)
+                           dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
+                       });
       break;
     default:
       break;
@@ -17351,18 +17909,27 @@ DLAVM_INLINE void Simulator::store(const InsnFields& f, std::size_t i, Counters&
   counters.count(config_, f);
   const std::size_t lanes = std::size_t(batch_) * block_out_;
   const int out_bytes = config_.out_width() / 8;
-  for (std::uint64_t y = 0; y < f.y_size; ++y) {
-    for (std::uint64_t x = 0; x < f.x_size; ++x) {
-      const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size + x) * lanes;
-      std::byte* d = dst + (y * f.x_stride + x) * eb;
+  // A row of x_size accumulator elements is contiguous in SRAM and in DRAM; with x_stride =
+  // x_size so is the whole box.
+  const bool one_run = f.x_stride == f.x_size || f.y_size == 1;
+  const std::uint64_t runs = one_run ? 1 : f.y_size;
+  for (std::uint64_t y = 0; y < runs; ++y) {
+    const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size) * lanes;
+    std::byte* d = dst + y * f.x_stride * eb;
+    const std::size_t n = (one_run ? std::size_t{f.y_size} : 1) * f.x_size * lanes;
+    if (simd_ && std::endian::native == std::endian::little && out_bytes < 4) {
       if (out_bytes == 1) {
-        for (std::size_t k = 0; k < lanes; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+        simd_->truncate8(a, reinterpret_cast<std::uint8_t*>(d), n);
       } else {
-        for (std::size_t k = 0; k < lanes; ++k) {
-          const auto v = static_cast<std::uint32_t>(a[k]);
-          for (int b = 0; b < out_bytes; ++b)
-            d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
-        }
+        simd_->truncate16(a, reinterpret_cast<std::uint16_t*>(d), n);
+      }
+    } else if (out_bytes == 1) {
+      for (std::size_t k = 0; k < n; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto v = static_cast<std::uint32_t>(a[k]);
+        for (int b = 0; b < out_bytes; ++b)
+          d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
       }
     }
   }
@@ -17399,6 +17966,13 @@ DLAVM_INLINE bool Simulator::check_loops(const InsnFields& f, std::size_t i, boo
 DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, true)) return;
   counters.count(config_, f);
+  if (f.reset_reg && simd_) {
+    detail::GemmCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.shape = tile();
+    return simd_->reset(call);
+  }
   if (f.reset_reg) {
     const std::size_t lanes = std::size_t(batch_) * block_out_;
     for (std::uint32_t o = 0; o < f.iter_out; ++o)
@@ -17410,7 +17984,18 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
         }
     return;
   }
-  if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
+  if (simd_) {
+    refresh_shadows();
+    detail::GemmCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.inp = aligned(inp_shadow_);
+    call.wgt = aligned(wgt_shadow_);
+    call.inp_stride = shadow_.inp_bytes;
+    call.wgt_stride = shadow_.wgt_bytes;
+    call.shape = tile();
+    simd_->gemm(call);
+  } else if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
     gemm_loops<1, 16, 16>(f);
   } else if (batch_ == 1 && block_in_ == 32 && block_out_ == 32) {
     gemm_loops<1, 32, 32>(f);
@@ -17424,6 +18009,18 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
 DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, false)) return;
   counters.count(config_, f);
+  // The kernels' vectors hold 4 lanes or more: Highway 1.0.3's variable shift of a one-lane
+  // vector reads a 64-bit count, so narrower elements stay on the scalar loops.
+  if (simd_ && std::size_t(batch_) * block_out_ >= 4) {
+    detail::AluCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.lanes = std::size_t(batch_) * block_out_;
+    call.op = f.alu_opcode;
+    call.use_imm = f.use_imm;
+    call.imm = f.imm;
+    return simd_->alu(call);
+  }
   switch (f.alu_opcode) {
     case AluOp::Min:
       alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::min(x, y); });
@@ -17452,6 +18049,7 @@ DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& c
 // end dlavm/vta/hw/simulator.hpp
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dlavm::vta {
 
@@ -17475,6 +18073,11 @@ class SimDevice : public Device {
 
   // Whether run() first proves the stream free of races (check_hazards); on by default.
   void set_check_hazards(bool on) { check_hazards_ = on; }
+
+  // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
+  // use; an instruction that would exceed them raises DeviceError before it runs.
+  void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
+  std::uint64_t work_budget() const { return sim_.work_budget(); }
 
   RunResult run(const Stream& stream) override;
 

@@ -78,13 +78,9 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 
   // 2. Accesses in stream order, checked against the last writer and readers of each entry.
   std::vector<runtime::Uop> uop_sram(config.uop_depth());
-  struct Entry {
-    std::int64_t writer = -1;  // instruction index
-    std::array<std::int64_t, 3> reader{-1, -1, -1};
-  };
-  std::array<std::vector<Entry>, 4> mem{
-      std::vector<Entry>(config.inp_depth()), std::vector<Entry>(config.wgt_depth()),
-      std::vector<Entry>(config.acc_depth()), std::vector<Entry>(config.uop_depth())};
+  std::array<detail::EntryRuns, 4> mem{
+      detail::EntryRuns(config.inp_depth()), detail::EntryRuns(config.wgt_depth()),
+      detail::EntryRuns(config.acc_depth()), detail::EntryRuns(config.uop_depth())};
   std::vector<detail::Access> acc;
   const auto kernel_range = [&](const InsnFields& f, int operand) {
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -163,36 +159,30 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
           runtime::queue_name(runtime::queue_of(prog[static_cast<std::size_t>(other)])),
           kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
     };
-    // The entries [lo, hi) of an access that exist in its memory.
-    const auto each_entry = [&](const detail::Access& a, auto&& fn) {
-      auto& entries = mem[static_cast<std::size_t>(a.memory)];
-      const auto lo = std::max<std::int64_t>(a.begin, 0);
-      const auto hi = std::min<std::int64_t>(a.end, static_cast<std::int64_t>(entries.size()));
-      for (std::int64_t e = lo; e < hi; ++e) fn(e, entries[static_cast<std::size_t>(e)]);
-    };
+    // Every access is checked against the state before this instruction, then recorded.
     for (const auto& a : acc)
-      each_entry(a, [&](std::int64_t e, Entry& en) {
-        if (en.writer >= 0) {
-          const auto w = static_cast<std::size_t>(en.writer);
-          const auto wm = static_cast<std::size_t>(module(w));
-          if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
-        }
-        if (a.write)
-          for (std::size_t r = 0; r < 3; ++r) {
-            if (r == m || en.reader[r] < 0) continue;
-            const auto ri = static_cast<std::size_t>(en.reader[r]);
-            if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
-          }
-      });
-    for (const auto& a : acc)
-      each_entry(a, [&](std::int64_t, Entry& en) {
-        if (a.write) {
-          en = {};
-          en.writer = static_cast<std::int64_t>(i);
-        } else {
-          en.reader[m] = static_cast<std::int64_t>(i);
-        }
-      });
+      mem[static_cast<std::size_t>(a.memory)].each(
+          a.begin, a.end, [&](std::int64_t e, const detail::EntryRuns::State& en) {
+            if (en.writer >= 0) {
+              const auto w = static_cast<std::size_t>(en.writer);
+              const auto wm = static_cast<std::size_t>(module(w));
+              if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
+            }
+            if (a.write)
+              for (std::size_t r = 0; r < 3; ++r) {
+                if (r == m || en.reader[r] < 0) continue;
+                const auto ri = static_cast<std::size_t>(en.reader[r]);
+                if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
+              }
+          });
+    for (const auto& a : acc) {
+      auto& runs = mem[static_cast<std::size_t>(a.memory)];
+      if (a.write) {
+        runs.write(a.begin, a.end, static_cast<std::int64_t>(i));
+      } else {
+        runs.read(a.begin, a.end, m, static_cast<std::int64_t>(i));
+      }
+    }
   }
 }
 

@@ -1,8 +1,12 @@
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
-// the cycle model (vta/hw/cycle_model.hpp).
+// the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
+// run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
+// minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
+// Simulator::kMaxSramBytes are refused by the constructor.
 //
 //   vta::SimDevice dev(env.config);
+//   dev.set_work_budget(std::uint64_t{1} << 30);   // for a very long stream
 //   auto result = dev.run(stream);   // result.counters, result.timing.total_cycles
 #pragma once
 
@@ -13,6 +17,7 @@
 #include <dlavm/vta/hw/simulator.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dlavm::vta {
 
@@ -36,6 +41,11 @@ class SimDevice : public Device {
 
   // Whether run() first proves the stream free of races (check_hazards); on by default.
   void set_check_hazards(bool on) { check_hazards_ = on; }
+
+  // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
+  // use; an instruction that would exceed them raises DeviceError before it runs.
+  void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
+  std::uint64_t work_budget() const { return sim_.work_budget(); }
 
   RunResult run(const Stream& stream) override;
 

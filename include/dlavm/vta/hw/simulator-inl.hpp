@@ -4,6 +4,9 @@
 #include <dlavm/vta/hw/dispatch.hpp>
 #include <dlavm/vta/hw/simulator.hpp>
 
+#include <algorithm>
+#include <bit>
+
 namespace dlavm::vta::detail {
 
 inline std::int32_t wrap_add(std::int32_t a, std::int32_t b) {
@@ -25,6 +28,41 @@ inline void gemm_tile(std::int32_t* __restrict acc, const std::int8_t* __restric
       acc[b * no + o] = wrap_add(acc[b * no + o], sum);
     }
   }
+}
+
+// A little-endian 32-bit word from DRAM bytes.
+inline std::uint32_t le32(const std::byte* s) {
+  std::uint32_t w = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&w, s, sizeof(w));
+  } else {
+    for (int b = 0; b < 4; ++b) w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
+  }
+  return w;
+}
+
+// The padded box a LOAD writes, row by row: y_pad_0 zero rows, then per data row x_pad_0 zero
+// elements, `convert(dst, dram_row, x_size)` and x_pad_1 zero elements, then y_pad_1 zero rows.
+// `lanes` values of T make one SRAM element of `eb` DRAM bytes. Without column padding and
+// with rows adjacent in DRAM (x_stride = x_size), the data rows are one conversion.
+template <class T, class Convert>
+void load_box(T* sram, std::size_t lanes, const InsnFields& f, const std::byte* src, std::size_t eb,
+              Convert&& convert) {
+  const auto zero = [](T* p, std::size_t n) { return n ? std::fill_n(p, n, T{}) : p; };
+  const std::size_t row = (std::size_t{f.x_pad_0} + f.x_size + f.x_pad_1) * lanes;
+  T* dst = zero(sram + std::size_t{f.sram_base} * lanes, f.y_pad_0 * row);
+  if (f.y_size > 0 && f.x_pad_0 == 0 && f.x_pad_1 == 0 &&
+      (f.x_stride == f.x_size || f.y_size == 1)) {
+    convert(dst, src, std::size_t{f.y_size} * f.x_size);
+    dst += std::size_t{f.y_size} * row;
+  } else {
+    for (std::size_t y = 0; y < f.y_size; ++y) {
+      dst = zero(dst, f.x_pad_0 * lanes);
+      convert(dst, src + y * f.x_stride * eb, std::size_t{f.x_size});
+      dst = zero(dst + f.x_size * lanes, f.x_pad_1 * lanes);
+    }
+  }
+  zero(dst, f.y_pad_1 * row);
 }
 
 inline std::int32_t alu_shr(std::int32_t x, std::int32_t y) {
@@ -78,6 +116,110 @@ void Simulator::alu_loops(const InsnFields& f, Op op) {
       }
     }
   }
+}
+
+DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
+  config_.validate();
+  if (config_.log_inp_width != 3 || config_.log_wgt_width != 3 || config_.log_acc_width != 5)
+    raise<ConfigError>(
+        "simulator: LOG_INP_WIDTH = {}, LOG_WGT_WIDTH = {}, LOG_ACC_WIDTH = {}; only int8 "
+        "inputs and weights with int32 accumulators (3, 3, 5) are simulated",
+        config_.log_inp_width, config_.log_wgt_width, config_.log_acc_width);
+  if (config_.log_out_width < 3)
+    raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
+                       config_.log_out_width);
+  const auto bytes = [](int log_size) { return std::uint64_t{1} << log_size; };
+  const std::uint64_t sram = bytes(config_.log_uop_buff_size) + bytes(config_.log_inp_buff_size) +
+                             bytes(config_.log_wgt_buff_size) + bytes(config_.log_acc_buff_size);
+  if (sram > kMaxSramBytes)
+    raise<ConfigError>(
+        "simulator: the SRAMs of this configuration total {} bytes (LOG_UOP_BUFF_SIZE = {}: {} B, "
+        "LOG_INP_BUFF_SIZE = {}: {} B, LOG_WGT_BUFF_SIZE = {}: {} B, LOG_ACC_BUFF_SIZE = {}: {} "
+        "B), more than the simulator's limit of {} bytes (64 MiB); reduce the LOG_*_BUFF_SIZE "
+        "values",
+        sram, config_.log_uop_buff_size, bytes(config_.log_uop_buff_size),
+        config_.log_inp_buff_size, bytes(config_.log_inp_buff_size), config_.log_wgt_buff_size,
+        bytes(config_.log_wgt_buff_size), config_.log_acc_buff_size,
+        bytes(config_.log_acc_buff_size), kMaxSramBytes);
+  layout_ = config_.layout();
+  batch_ = config_.batch();
+  block_in_ = config_.block_in();
+  block_out_ = config_.block_out();
+  inp_.assign(std::size_t{config_.inp_depth()} * batch_ * block_in_, 0);
+  wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_ + kWgtSlack, 0);
+  acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
+  uop_.assign(config_.uop_depth(), Uop{});
+  use_kernels(detail::simd_kernels());
+}
+
+DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
+  simd_ = k;
+  shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
+  const auto size = [](std::uint64_t depth, std::size_t bytes) {
+    return bytes ? depth * bytes + 64 : 0;
+  };
+  inp_shadow_.assign(size(config_.inp_depth(), shadow_.inp_bytes), std::byte{0});
+  wgt_shadow_.assign(size(config_.wgt_depth(), shadow_.wgt_bytes), std::byte{0});
+  inp_stale_ = wgt_stale_ = true;
+}
+
+DLAVM_INLINE std::byte* Simulator::aligned(std::vector<std::byte>& v) {
+  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+  return v.data() + ((64 - at % 64) % 64);
+}
+
+DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
+  use_kernels(k == SimKernels::Simd ? detail::simd_kernels() : nullptr);
+}
+
+DLAVM_INLINE std::vector<std::string> Simulator::simd_targets() {
+  std::vector<std::string> out;
+  for (const auto* k : detail::simd_kernel_sets()) out.emplace_back(k->target);
+  return out;
+}
+
+DLAVM_INLINE void Simulator::set_simd_target(std::string_view target) {
+  for (const auto* k : detail::simd_kernel_sets())
+    if (target == k->target) {
+      use_kernels(k);
+      return;
+    }
+  std::string have;
+  for (const auto& t : simd_targets()) have += (have.empty() ? "" : ", ") + t;
+  raise<ValueError>("simulator: no SIMD kernels for '{}' in this build on this CPU; available: {}",
+                    target, have.empty() ? std::string("none") : have);
+}
+
+DLAVM_INLINE void Simulator::pack_shadow(MemId m, std::size_t first, std::size_t count) {
+  if (!simd_) return;  // stale already: the scalar loops do not read the shadows
+  if (m == MemId::Inp && !inp_stale_) {
+    simd_->pack_inp(inp_.data() + first * batch_ * block_in_,
+                    aligned(inp_shadow_) + first * shadow_.inp_bytes, count, tile());
+  } else if (m == MemId::Wgt && !wgt_stale_) {
+    simd_->pack_wgt(wgt_.data() + first * block_out_ * block_in_,
+                    aligned(wgt_shadow_) + first * shadow_.wgt_bytes, count, tile());
+  }
+}
+
+DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
+  detail::UopLoops l;
+  l.iter_out = f.iter_out;
+  l.iter_in = f.iter_in;
+  l.dst_out = f.dst_factor_out;
+  l.dst_in = f.dst_factor_in;
+  l.src_out = f.src_factor_out;
+  l.src_in = f.src_factor_in;
+  l.wgt_out = f.wgt_factor_out;
+  l.wgt_in = f.wgt_factor_in;
+  l.uops = uop_.data() + f.uop_bgn;
+  l.uop_count = f.uop_end - f.uop_bgn;
+  return l;
+}
+
+DLAVM_INLINE void Simulator::refresh_shadows() {
+  if (inp_stale_) simd_->pack_inp(inp_.data(), aligned(inp_shadow_), config_.inp_depth(), tile());
+  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), aligned(wgt_shadow_), config_.wgt_depth(), tile());
+  inp_stale_ = wgt_stale_ = false;
 }
 
 DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
@@ -182,7 +324,39 @@ DLAVM_INLINE std::byte* Simulator::dram_rows(const InsnFields& f, std::size_t i,
   return p;
 }
 
+DLAVM_INLINE void Simulator::charge(const InsnFields& f, std::size_t i, RunInfo& info) const {
+  std::uint64_t units = 0;
+  const char* what = "";
+  switch (f.opcode) {
+    case Opcode::Load:
+      if (f.x_size != 0)
+        units = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Store:
+      if (f.x_size != 0) units = std::uint64_t{f.y_size} * f.x_size;
+      what = "SRAM elements to move";
+      break;
+    case Opcode::Gemm:
+    case Opcode::Alu:
+      if (f.uop_end > f.uop_bgn)
+        units = std::uint64_t{f.iter_out} * f.iter_in * (f.uop_end - f.uop_bgn);
+      what = "micro-op executions";
+      break;
+    case Opcode::Finish:
+      break;
+  }
+  if (units > work_budget_ - std::min(info.work, work_budget_))
+    raise<DeviceError>(
+        "{} #{}: {} {} would exceed the simulator's work budget of {} units per run ({} used by "
+        "the instructions before it); raise it with set_work_budget",
+        insn_name(f), i, units, what, work_budget_, info.work);
+  info.work += units;
+}
+
 DLAVM_INLINE void Simulator::execute(const InsnFields& f, std::size_t i, RunInfo& info) {
+  charge(f, i, info);
   switch (f.opcode) {
     case Opcode::Load:
       load(f, i, info.counters);
@@ -229,53 +403,38 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
   const std::size_t eb = config_.elem_bytes(m);
   const std::byte* src = dram_rows(f, i, eb);
   counters.count(config_, f);
-  // Destination element (row r, column c of the padded tile) -> write `fill(dst, src)`.
-  auto copy = [&](auto* sram, std::size_t lanes, auto&& convert) {
-    using T = std::remove_reference_t<decltype(*sram)>;
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      for (std::uint64_t c = 0; c < cols; ++c) {
-        T* dst = sram + (f.sram_base + r * cols + c) * lanes;
-        const bool data = r >= f.y_pad_0 && r < f.y_pad_0 + f.y_size && c >= f.x_pad_0 &&
-                          c < f.x_pad_0 + f.x_size;
-        if (!data) {
-          std::fill(dst, dst + lanes, T{});
-          continue;
-        }
-        const std::uint64_t y = r - f.y_pad_0, x = c - f.x_pad_0;
-        convert(dst, src + (y * f.x_stride + x) * eb);
-      }
-    }
+  const auto copy = [eb](std::int8_t* dst, const std::byte* s, std::size_t n) {
+    std::memcpy(dst, s, n * eb);
   };
   switch (m) {
     case MemId::Uop:
-      copy(uop_.data(), 1, [&](Uop* dst, const std::byte* s) {
-        std::uint32_t w = 0;
-        for (int b = 0; b < 4; ++b)
-          w |= std::uint32_t(std::to_integer<std::uint8_t>(s[b])) << (8 * b);
-        *dst = runtime::unpack_uop(layout_, w);
-      });
+      detail::load_box(uop_.data(), 1, f, src, eb,
+                       [&](Uop* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t e = 0; e < n; ++e)
+                           dst[e] = runtime::unpack_uop(layout_, detail::le32(s + 4 * e));
+                       });
       break;
     case MemId::Inp:
-      copy(inp_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      detail::load_box(inp_.data(), eb, f, src, eb, copy);
+      pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Wgt:
-      copy(wgt_.data(), eb, [&](std::int8_t* dst, const std::byte* s) { std::memcpy(dst, s, eb); });
+      detail::load_box(wgt_.data(), eb, f, src, eb, copy);
+      pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Acc:
-      copy(acc_.data(), eb / 4, [&](std::int32_t* dst, const std::byte* s) {
-        for (std::size_t k = 0; k < eb / 4; ++k) {
-          std::uint32_t w = 0;
-          for (int b = 0; b < 4; ++b)
-            w |= std::uint32_t(std::to_integer<std::uint8_t>(s[4 * k + b])) << (8 * b);
-          dst[k] = static_cast<std::int32_t>(w);
-        }
-      });
+      detail::load_box(acc_.data(), eb / 4, f, src, eb,
+                       [&](std::int32_t* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t k = 0; k < n * eb / 4; ++k)
+                           dst[k] = static_cast<std::int32_t>(detail::le32(s + 4 * k));
+                       });
       break;
     case MemId::Acc8:
-      copy(acc_.data(), eb, [&](std::int32_t* dst, const std::byte* s) {
-        for (std::size_t k = 0; k < eb; ++k)
-          dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
-      });
+      detail::load_box(acc_.data(), eb, f, src, eb,
+                       [&](std::int32_t* dst, const std::byte* s, std::size_t n) {
+                         for (std::size_t k = 0; k < n * eb; ++k)
+                           dst[k] = static_cast<std::int8_t>(std::to_integer<std::uint8_t>(s[k]));
+                       });
       break;
     default:
       break;
@@ -298,18 +457,27 @@ DLAVM_INLINE void Simulator::store(const InsnFields& f, std::size_t i, Counters&
   counters.count(config_, f);
   const std::size_t lanes = std::size_t(batch_) * block_out_;
   const int out_bytes = config_.out_width() / 8;
-  for (std::uint64_t y = 0; y < f.y_size; ++y) {
-    for (std::uint64_t x = 0; x < f.x_size; ++x) {
-      const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size + x) * lanes;
-      std::byte* d = dst + (y * f.x_stride + x) * eb;
+  // A row of x_size accumulator elements is contiguous in SRAM and in DRAM; with x_stride =
+  // x_size so is the whole box.
+  const bool one_run = f.x_stride == f.x_size || f.y_size == 1;
+  const std::uint64_t runs = one_run ? 1 : f.y_size;
+  for (std::uint64_t y = 0; y < runs; ++y) {
+    const std::int32_t* a = acc_.data() + (f.sram_base + y * f.x_size) * lanes;
+    std::byte* d = dst + y * f.x_stride * eb;
+    const std::size_t n = (one_run ? std::size_t{f.y_size} : 1) * f.x_size * lanes;
+    if (simd_ && std::endian::native == std::endian::little && out_bytes < 4) {
       if (out_bytes == 1) {
-        for (std::size_t k = 0; k < lanes; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+        simd_->truncate8(a, reinterpret_cast<std::uint8_t*>(d), n);
       } else {
-        for (std::size_t k = 0; k < lanes; ++k) {
-          const auto v = static_cast<std::uint32_t>(a[k]);
-          for (int b = 0; b < out_bytes; ++b)
-            d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
-        }
+        simd_->truncate16(a, reinterpret_cast<std::uint16_t*>(d), n);
+      }
+    } else if (out_bytes == 1) {
+      for (std::size_t k = 0; k < n; ++k) d[k] = static_cast<std::byte>(a[k] & 0xFF);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto v = static_cast<std::uint32_t>(a[k]);
+        for (int b = 0; b < out_bytes; ++b)
+          d[k * out_bytes + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
       }
     }
   }
@@ -346,6 +514,13 @@ DLAVM_INLINE bool Simulator::check_loops(const InsnFields& f, std::size_t i, boo
 DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, true)) return;
   counters.count(config_, f);
+  if (f.reset_reg && simd_) {
+    detail::GemmCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.shape = tile();
+    return simd_->reset(call);
+  }
   if (f.reset_reg) {
     const std::size_t lanes = std::size_t(batch_) * block_out_;
     for (std::uint32_t o = 0; o < f.iter_out; ++o)
@@ -357,7 +532,18 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
         }
     return;
   }
-  if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
+  if (simd_) {
+    refresh_shadows();
+    detail::GemmCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.inp = aligned(inp_shadow_);
+    call.wgt = aligned(wgt_shadow_);
+    call.inp_stride = shadow_.inp_bytes;
+    call.wgt_stride = shadow_.wgt_bytes;
+    call.shape = tile();
+    simd_->gemm(call);
+  } else if (batch_ == 1 && block_in_ == 16 && block_out_ == 16) {
     gemm_loops<1, 16, 16>(f);
   } else if (batch_ == 1 && block_in_ == 32 && block_out_ == 32) {
     gemm_loops<1, 32, 32>(f);
@@ -371,6 +557,18 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
 DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, false)) return;
   counters.count(config_, f);
+  // The kernels' vectors hold 4 lanes or more: Highway 1.0.3's variable shift of a one-lane
+  // vector reads a 64-bit count, so narrower elements stay on the scalar loops.
+  if (simd_ && std::size_t(batch_) * block_out_ >= 4) {
+    detail::AluCall call;
+    call.loops = uop_loops(f);
+    call.acc = acc_.data();
+    call.lanes = std::size_t(batch_) * block_out_;
+    call.op = f.alu_opcode;
+    call.use_imm = f.use_imm;
+    call.imm = f.imm;
+    return simd_->alu(call);
+  }
   switch (f.alu_opcode) {
     case AluOp::Min:
       alu_loops(f, [](std::int32_t x, std::int32_t y) { return std::min(x, y); });

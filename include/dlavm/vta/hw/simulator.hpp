@@ -2,10 +2,28 @@
 // allocations with physical addresses, the four SRAMs as typed arrays, the three modules and
 // their token queues, and the reference counters. It reports, naming the instruction index:
 // deadlock on dependency tokens, SRAM index out of range, DRAM access outside any allocation,
-// unknown opcode or memory type.
+// unknown opcode or memory type, and a run that would exceed its work budget.
 //
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
+//
+// Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
+// (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
+// LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
+// against. Bounds are checked once per instruction, not per micro-op.
+//
+// Limits: a configuration whose four SRAMs (2^LOG_*_BUFF_SIZE bytes each) total more than
+// kMaxSramBytes (64 MiB) is refused before anything is allocated; the shadow copies add at most
+// 8 bytes per input or weight SRAM byte (2 for the default shape) plus 64 per element. A run is
+// charged one work unit per GEMM or ALU micro-op execution (resets included) and per SRAM
+// element a LOAD or STORE moves (padding included); an instruction that would take the run past
+// the work budget (kDefaultWorkBudget = 2^26 units: well under a second of GEMM micro-ops on the
+// SIMD kernels, about 150 times the largest ResNet-18 layer; set_work_budget changes it) is
+// refused before it runs, naming the instruction.
+//
+//   vta::Simulator sim(config);
+//   sim.set_work_budget(std::uint64_t{1} << 30);
+//   auto info = sim.run(insn_phys, count);   // info.counters, info.work
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -13,6 +31,7 @@
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/counters.hpp>
 #include <dlavm/vta/hw/isa.hpp>
+#include <dlavm/vta/hw/sim_kernels.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +39,8 @@
 #include <iterator>
 #include <map>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlavm::vta {
@@ -53,29 +74,21 @@ struct RunInfo {
   Counters counters;      // of this run
   bool finished = false;  // a FINISH instruction executed
   std::size_t instructions = 0;
+  std::uint64_t work = 0;  // work units charged against the budget
 };
+
+// Which loops run GEMM and ALU micro-ops: the SIMD kernels of the best instruction set the CPU
+// has (the default; the scalar loops when the build has no SIMD), or the scalar loops.
+enum class SimKernels : std::uint8_t { Simd, Scalar };
 
 class Simulator {
  public:
-  explicit Simulator(const Config& config) : config_(config) {
-    config_.validate();
-    if (config_.log_inp_width != 3 || config_.log_wgt_width != 3 || config_.log_acc_width != 5)
-      raise<ConfigError>(
-          "simulator: LOG_INP_WIDTH = {}, LOG_WGT_WIDTH = {}, LOG_ACC_WIDTH = {}; only int8 "
-          "inputs and weights with int32 accumulators (3, 3, 5) are simulated",
-          config_.log_inp_width, config_.log_wgt_width, config_.log_acc_width);
-    if (config_.log_out_width < 3)
-      raise<ConfigError>("simulator: LOG_OUT_WIDTH = {}; outputs of 8, 16 or 32 bits only",
-                         config_.log_out_width);
-    layout_ = config_.layout();
-    batch_ = config_.batch();
-    block_in_ = config_.block_in();
-    block_out_ = config_.block_out();
-    inp_.assign(std::size_t{config_.inp_depth()} * batch_ * block_in_, 0);
-    wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_, 0);
-    acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
-    uop_.assign(config_.uop_depth(), Uop{});
-  }
+  static constexpr std::uint64_t kMaxSramBytes = std::uint64_t{64} << 20;
+  static constexpr std::uint64_t kDefaultWorkBudget = std::uint64_t{1} << 26;
+
+  // Raises ConfigError for element widths it does not simulate and for SRAMs over
+  // kMaxSramBytes (naming the LOG_*_BUFF_SIZE keys and their bytes), before allocating.
+  explicit Simulator(const Config& config);
 
   const Config& config() const { return config_; }
   const IsaLayout& layout() const { return layout_; }
@@ -85,9 +98,16 @@ class Simulator {
   void reset_counters() { total_ = {}; }
 
   // SRAM contents, element-major: inp [depth][BATCH][BLOCK_IN], wgt [depth][BLOCK_OUT]
-  // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth].
-  std::span<std::int8_t> inp_sram() { return inp_; }
-  std::span<std::int8_t> wgt_sram() { return wgt_; }
+  // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth]. Writing through the input or
+  // weight span is seen by the next GEMM (the shadow copies are rebuilt from them).
+  std::span<std::int8_t> inp_sram() {
+    inp_stale_ = true;
+    return inp_;
+  }
+  std::span<std::int8_t> wgt_sram() {
+    wgt_stale_ = true;
+    return {wgt_.data(), wgt_.size() - kWgtSlack};
+  }
   std::span<std::int32_t> acc_sram() { return acc_; }
   std::span<const Uop> uop_sram() const { return uop_; }
 
@@ -98,6 +118,21 @@ class Simulator {
   // Runs decoded instructions (micro-ops still come from DRAM through LOAD UOP).
   RunInfo run(std::span<const InsnFields> prog);
 
+  // Work units one run may use (see the header comment); raising it lets longer streams run.
+  void set_work_budget(std::uint64_t units) { work_budget_ = units; }
+  std::uint64_t work_budget() const { return work_budget_; }
+
+  void set_kernels(SimKernels k);
+  SimKernels kernels() const { return simd_ ? SimKernels::Simd : SimKernels::Scalar; }
+  // The instruction set GEMM and ALU run with: "AVX3" (AVX-512), "AVX2", "SSE4", "SSSE3", or
+  // "scalar".
+  std::string_view kernel_target() const { return simd_ ? simd_->target : "scalar"; }
+  // The SIMD instruction sets this build and CPU offer, best first (empty without SIMD).
+  static std::vector<std::string> simd_targets();
+  // Runs the kernels of one of simd_targets() (tests compare each with the scalar loops);
+  // raises ValueError naming the ones available.
+  void set_simd_target(std::string_view target);
+
  private:
   [[noreturn]] void fail_sram(const InsnFields& f, std::size_t i, const char* what,
                               std::uint64_t first, std::uint64_t end, std::uint64_t depth) const;
@@ -105,6 +140,21 @@ class Simulator {
   std::byte* dram_rows(const InsnFields& f, std::size_t i, std::size_t elem_bytes);
 
   void execute(const InsnFields& f, std::size_t i, RunInfo& info);
+
+  // Adds what instruction i costs to info.work; raises DeviceError past the budget.
+  void charge(const InsnFields& f, std::size_t i, RunInfo& info) const;
+
+  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), stale.
+  void use_kernels(const detail::SimdKernels* k);
+  // Rewrites the shadows of `count` input or weight elements from `first` (with the SIMD
+  // kernels; the scalar loops do not read them, so that mode only marks them stale).
+  void pack_shadow(MemId m, std::size_t first, std::size_t count);
+  void refresh_shadows();
+  detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
+  // The 64-byte aligned start of a shadow buffer.
+  static std::byte* aligned(std::vector<std::byte>& v);
+  // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
+  detail::UopLoops uop_loops(const InsnFields& f) const;
 
   void load(const InsnFields& f, std::size_t i, Counters& counters);
 
@@ -131,6 +181,15 @@ class Simulator {
   std::vector<std::int8_t> inp_, wgt_;
   std::vector<std::int32_t> acc_;
   std::vector<Uop> uop_;
+  // Bytes after the weight SRAM that the weight packing kernel may read.
+  static constexpr std::size_t kWgtSlack = 4;
+  // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
+  // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
+  std::vector<std::byte> inp_shadow_, wgt_shadow_;
+  detail::ShadowLayout shadow_;
+  bool inp_stale_ = false, wgt_stale_ = false;
+  const detail::SimdKernels* simd_ = nullptr;
+  std::uint64_t work_budget_ = kDefaultWorkBudget;
   Counters total_;
 };
 
