@@ -899,6 +899,8 @@ inline Var var(std::string name, std::int64_t min, std::int64_t max) {
 //   f.set_float({0}, 0.5f);
 //   CHECK(te::allclose(f, expected, /*rtol=*/1e-5, /*atol=*/1e-6));
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
@@ -1105,7 +1107,20 @@ class NDArray {
 
 // numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
 // doubles, so integer and float32 arrays of one shape compare too). NaN is close to nothing.
-inline bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8) {
+bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/ndarray-inl.hpp
+// Definitions for dlavm/te/ndarray.hpp (see core/api.hpp).
+
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE bool allclose(const NDArray& a, const NDArray& b, double rtol, double atol) {
   if (a.shape() != b.shape()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double x = a.value_as_double(i), y = b.value_as_double(i);
@@ -1115,6 +1130,8 @@ inline bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, dou
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/ndarray-inl.hpp
+#endif
 // end dlavm/te/ndarray.hpp
 
 #include <cstdint>
@@ -7102,6 +7119,8 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 // The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
 // IntSet evaluation plays in InferBound.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
 // with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
@@ -8143,10 +8162,27 @@ struct IntSet {
 // Variables that sweep, by id, with the interval each covers.
 using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
 
+// The interval e covers while the variables in `sweep` range over their intervals.
+IntSet eval_set(const ne::Expr& e, const SweepMap& sweep);
+
+// Hull of two intervals.
+IntSet unite(const IntSet& a, const IntSet& b);
+
+}  // namespace dlavm::schedule
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/schedule/int_set-inl.hpp
+// Definitions for dlavm/schedule/int_set.hpp (see core/api.hpp).
+
+// begin dlavm/schedule/int_set.hpp
+// end dlavm/schedule/int_set.hpp
+
+namespace dlavm::schedule {
+
 namespace detail {
 
-inline bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
-inline bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
+bool provably_nonneg(const ne::Expr& e);
+bool provably_nonpos(const ne::Expr& e);
 
 class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
  public:
@@ -8216,18 +8252,30 @@ class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
 
 }  // namespace detail
 
-// The interval e covers while the variables in `sweep` range over their intervals.
-inline IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
+}  // namespace dlavm::schedule
+
+namespace dlavm::schedule::detail {
+
+DLAVM_INLINE bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
+
+DLAVM_INLINE bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
+
+}  // namespace dlavm::schedule::detail
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
   IntSet s = detail::IntSetEvaluator(sweep).visit(e);
   return {ne::simplify(s.lo), ne::simplify(s.hi)};
 }
 
-// Hull of two intervals.
-inline IntSet unite(const IntSet& a, const IntSet& b) {
+DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
   return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
 }
 
 }  // namespace dlavm::schedule
+// end dlavm/schedule/int_set-inl.hpp
+#endif
 // end dlavm/schedule/int_set.hpp
 // begin dlavm/schedule/schedule.hpp
 // Schedules: how the operations of a tensor program are computed, not what they compute.
@@ -8241,6 +8289,8 @@ inline IntSet unite(const IntSet& a, const IntSet& b) {
 //   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
 //   s[A_buf].compute_at(s[C_buf], ko_o);
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -8258,6 +8308,8 @@ inline IntSet unite(const IntSet& a, const IntSet& b) {
 //   w(i, k)), {k}); }, "c"); auto gemv = schedule::decl_tensor_intrin(c, [](const IntrinCall& call)
 //   { ... }, "gemv");
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -8271,6 +8323,8 @@ inline IntSet unite(const IntSet& a, const IntSet& b) {
 // tensors, "local.inp_buffer" and friends for accelerator SRAM). Lowering turns every tensor
 // into a buffer; TIR loads and stores address buffers. Identity is the node.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/ne.hpp
@@ -8321,13 +8375,29 @@ class Buffer {
   std::shared_ptr<const BufferNode> node_;
 };
 
-inline Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
-                          std::string scope = "global") {
+Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
+                   std::string scope = "global");
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/buffer-inl.hpp
+// Definitions for dlavm/te/buffer.hpp (see core/api.hpp).
+
+// begin dlavm/te/buffer.hpp
+// end dlavm/te/buffer.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
+                                std::string scope) {
   return Buffer(std::make_shared<const BufferNode>(
       BufferNode{std::move(name), dtype, std::move(shape), std::move(scope)}));
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/buffer-inl.hpp
+#endif
 // end dlavm/te/buffer.hpp
 // begin dlavm/te/evaluate.hpp
 // te::evaluate: computes a tensor straight from its definition, element by element, with no
@@ -8335,6 +8405,8 @@ inline Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> s
 //
 //   auto c = te::evaluate(C, {{A, a}, {B, b}}, {{"token", 37}});
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -8367,6 +8439,8 @@ inline Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> s
 // over, [min, min + extent), and says whether the axis is data-parallel (an output dimension)
 // or a reduction. Schedules split and fuse IterVars into new ones; identity is the node.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -8419,7 +8493,30 @@ class IterVar {
 
 // A new axis named `name` over [min, min + extent). The variable's range is what the bounds
 // of min and extent allow, so that ne can bound index expressions that use it.
-inline IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind) {
+IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind);
+
+// te::reduce_axis({0, n}, "k"): a reduction axis over [lo, hi).
+IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv");
+
+}  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::IterVar& iv, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}", iv.name());
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/iter_var-inl.hpp
+// Definitions for dlavm/te/iter_var.hpp (see core/api.hpp).
+
+// begin dlavm/te/iter_var.hpp
+// end dlavm/te/iter_var.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind) {
   const auto lo = ne::bounds(min);
   const auto ext = ne::bounds(extent);
   if (ext.max < 1)
@@ -8432,20 +8529,14 @@ inline IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, It
   return IterVar(std::make_shared<const IterVarNode>(IterVarNode{v, {min, extent}, kind}));
 }
 
-// te::reduce_axis({0, n}, "k"): a reduction axis over [lo, hi).
-inline IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv") {
+DLAVM_INLINE IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name) {
   auto [lo, hi] = std::move(bounds);
   return make_iter_var(std::move(name), lo, ne::simplify(hi - lo), IterKind::Reduce);
 }
 
 }  // namespace dlavm::te
-
-template <>
-struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::te::IterVar& iv, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", iv.name());
-  }
-};
+// end dlavm/te/iter_var-inl.hpp
+#endif
 // end dlavm/te/iter_var.hpp
 
 #include <cstdint>
@@ -8713,6 +8804,8 @@ class ExprVisitor : public ExprFunctor<Derived, void> {
 // bindings by name for the symbolic dims (`{"token", 37}`). Used by te::evaluate and by the
 // TIR interpreter.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -8762,6 +8855,17 @@ class IndexEnv {
   std::span<const ne::Binding> symbols_;
 };
 
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/index_eval-inl.hpp
+// Definitions for dlavm/te/index_eval.hpp (see core/api.hpp).
+
+// begin dlavm/te/index_eval.hpp
+// end dlavm/te/index_eval.hpp
+
+namespace dlavm::te {
+
 namespace detail {
 class IndexEvaluator : public ne::ExprFunctor<IndexEvaluator, std::int64_t> {
  public:
@@ -8789,11 +8893,17 @@ class IndexEvaluator : public ne::ExprFunctor<IndexEvaluator, std::int64_t> {
 };
 }  // namespace detail
 
-inline std::int64_t IndexEnv::eval(const ne::Expr& e) const {
+}  // namespace dlavm::te
+
+namespace dlavm::te {
+
+DLAVM_INLINE std::int64_t IndexEnv::eval(const ne::Expr& e) const {
   return detail::IndexEvaluator(*this).visit(e);
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/index_eval-inl.hpp
+#endif
 // end dlavm/te/index_eval.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
@@ -8802,6 +8912,8 @@ inline std::int64_t IndexEnv::eval(const ne::Expr& e) const {
 // dtype, except C++ integer literals, which adopt the other operand's dtype (and must fit in
 // it). Two constants fold on the spot with the dtype's wrap-around.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
@@ -8906,17 +9018,89 @@ constexpr std::int64_t apply_binary(ExprKind k, DType t, std::int64_t a, std::in
   }
 }
 
-inline Expr make_const(std::int64_t v, DType t, bool literal = false) {
+Expr make_const(std::int64_t v, DType t, bool literal = false);
+
+bool is_literal(const Expr& e);
+
+// A literal given the dtype t; it must fit.
+Expr retype_literal(const Expr& e, DType t, std::string_view context);
+
+void require_defined(const Expr& e, std::string_view context);
+
+}  // namespace detail
+
+// A constant of an explicit dtype: te::make_const(0, DType::int32()).
+Expr make_const(std::int64_t v, DType t);
+
+// k(a, b) for any binary kind; the builder behind the operators and the mutator.
+Expr binary(ExprKind k, Expr a, Expr b);
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator<<(Expr a, Expr b);
+Expr operator>>(Expr a, Expr b);
+inline Expr operator==(Expr a, Expr b) { return binary(ExprKind::EQ, std::move(a), std::move(b)); }
+inline Expr operator!=(Expr a, Expr b) { return binary(ExprKind::NE, std::move(a), std::move(b)); }
+Expr operator<(Expr a, Expr b);
+inline Expr operator<=(Expr a, Expr b) { return binary(ExprKind::LE, std::move(a), std::move(b)); }
+Expr operator>(Expr a, Expr b);
+inline Expr operator>=(Expr a, Expr b) { return binary(ExprKind::GE, std::move(a), std::move(b)); }
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+
+Expr operator!(Expr a);
+
+// Conversion to dtype t; integer conversions wrap (two's complement), like a hardware store.
+Expr cast(DType t, Expr value);
+
+// An ne index expression used as a value of dtype t (int32 by default).
+Expr index_value(ne::Expr index, DType t = DType::int32());
+
+// cond ? t : f. cond is a value condition or an ne index condition (`i < pad`).
+Expr select(Expr cond, Expr t, Expr f);
+Expr select(const ne::Expr& cond, Expr t, Expr f);
+
+// Reductions over axes made with te::reduce_axis.
+Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes);
+Expr sum(Expr source, std::vector<IterVar> axes);
+Expr max(Expr source, std::vector<IterVar> axes);
+Expr min(Expr source, std::vector<IterVar> axes);
+Expr sum(Expr source, IterVar axis);
+Expr max(Expr source, IterVar axis);
+Expr min(Expr source, IterVar axis);
+
+// The identity element of a combiner in dtype t: 0, t's minimum, t's maximum.
+std::int64_t combiner_identity(Combiner c, DType t);
+ExprKind combiner_kind(Combiner c);
+
+Expr load(Buffer buffer, std::vector<ne::Expr> indices);
+
+Expr call(std::string name, DType t, std::vector<Expr> args, std::vector<Buffer> buffers = {});
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/ops-inl.hpp
+// Definitions for dlavm/te/ops.hpp (see core/api.hpp).
+
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+namespace dlavm::te::detail {
+
+DLAVM_INLINE Expr make_const(std::int64_t v, DType t, bool literal) {
   return Expr(std::make_shared<const IntImmNode>(v, t, literal));
 }
 
-inline bool is_literal(const Expr& e) {
+DLAVM_INLINE bool is_literal(const Expr& e) {
   const auto* imm = e.as<IntImmNode>();
   return imm != nullptr && imm->literal;
 }
 
-// A literal given the dtype t; it must fit.
-inline Expr retype_literal(const Expr& e, DType t, std::string_view context) {
+DLAVM_INLINE Expr retype_literal(const Expr& e, DType t, std::string_view context) {
   const auto v = e.as<IntImmNode>()->value;
   if (t.is_float())
     raise<TypeError>("{}: literal {} meets a {} operand; dlavm computes on integer types only",
@@ -8927,22 +9111,22 @@ inline Expr retype_literal(const Expr& e, DType t, std::string_view context) {
   return make_const(v, t);
 }
 
-inline void require_defined(const Expr& e, std::string_view context) {
+DLAVM_INLINE void require_defined(const Expr& e, std::string_view context) {
   if (!e.defined()) raise<ValueError>("te: {} of an undefined expression", context);
 }
 
-}  // namespace detail
+}  // namespace dlavm::te::detail
 
-// A constant of an explicit dtype: te::make_const(0, DType::int32()).
-inline Expr make_const(std::int64_t v, DType t) {
+namespace dlavm::te {
+
+DLAVM_INLINE Expr make_const(std::int64_t v, DType t) {
   if (t.is_integral() && (v < t.min_value() || v > t.max_value()))
     raise<TypeError>("te::make_const: {} does not fit in {} (range {}..{})", v, t, t.min_value(),
                      t.max_value());
   return detail::make_const(v, t);
 }
 
-// k(a, b) for any binary kind; the builder behind the operators and the mutator.
-inline Expr binary(ExprKind k, Expr a, Expr b) {
+DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   detail::require_defined(a, op_symbol(k));
   detail::require_defined(b, op_symbol(k));
   const auto context = fmt::format("operator {}", op_symbol(k));
@@ -8966,31 +9150,54 @@ inline Expr binary(ExprKind k, Expr a, Expr b) {
   return Expr(std::make_shared<const BinaryNode>(k, result, std::move(a), std::move(b)));
 }
 
-inline Expr operator+(Expr a, Expr b) { return binary(ExprKind::Add, std::move(a), std::move(b)); }
-inline Expr operator-(Expr a, Expr b) { return binary(ExprKind::Sub, std::move(a), std::move(b)); }
-inline Expr operator*(Expr a, Expr b) { return binary(ExprKind::Mul, std::move(a), std::move(b)); }
-inline Expr operator<<(Expr a, Expr b) { return binary(ExprKind::Shl, std::move(a), std::move(b)); }
-inline Expr operator>>(Expr a, Expr b) { return binary(ExprKind::Shr, std::move(a), std::move(b)); }
-inline Expr operator==(Expr a, Expr b) { return binary(ExprKind::EQ, std::move(a), std::move(b)); }
-inline Expr operator!=(Expr a, Expr b) { return binary(ExprKind::NE, std::move(a), std::move(b)); }
-inline Expr operator<(Expr a, Expr b) { return binary(ExprKind::LT, std::move(a), std::move(b)); }
-inline Expr operator<=(Expr a, Expr b) { return binary(ExprKind::LE, std::move(a), std::move(b)); }
-inline Expr operator>(Expr a, Expr b) { return binary(ExprKind::GT, std::move(a), std::move(b)); }
-inline Expr operator>=(Expr a, Expr b) { return binary(ExprKind::GE, std::move(a), std::move(b)); }
-inline Expr operator&&(Expr a, Expr b) { return binary(ExprKind::And, std::move(a), std::move(b)); }
-inline Expr operator||(Expr a, Expr b) { return binary(ExprKind::Or, std::move(a), std::move(b)); }
-inline Expr min(Expr a, Expr b) { return binary(ExprKind::Min, std::move(a), std::move(b)); }
-inline Expr max(Expr a, Expr b) { return binary(ExprKind::Max, std::move(a), std::move(b)); }
+DLAVM_INLINE Expr operator+(Expr a, Expr b) {
+  return binary(ExprKind::Add, std::move(a), std::move(b));
+}
 
-inline Expr operator!(Expr a) {
+DLAVM_INLINE Expr operator-(Expr a, Expr b) {
+  return binary(ExprKind::Sub, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator*(Expr a, Expr b) {
+  return binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator<<(Expr a, Expr b) {
+  return binary(ExprKind::Shl, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator>>(Expr a, Expr b) {
+  return binary(ExprKind::Shr, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator<(Expr a, Expr b) {
+  return binary(ExprKind::LT, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator>(Expr a, Expr b) {
+  return binary(ExprKind::GT, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator&&(Expr a, Expr b) {
+  return binary(ExprKind::And, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator||(Expr a, Expr b) {
+  return binary(ExprKind::Or, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr min(Expr a, Expr b) { return binary(ExprKind::Min, std::move(a), std::move(b)); }
+
+DLAVM_INLINE Expr max(Expr a, Expr b) { return binary(ExprKind::Max, std::move(a), std::move(b)); }
+
+DLAVM_INLINE Expr operator!(Expr a) {
   detail::require_defined(a, "operator !");
   if (a.dtype() != bool_type) raise<TypeError>("operator ! needs a condition, got {}", a.dtype());
   if (const auto* x = a.as<IntImmNode>()) return detail::make_const(x->value == 0, bool_type);
   return Expr(std::make_shared<const NotNode>(std::move(a)));
 }
 
-// Conversion to dtype t; integer conversions wrap (two's complement), like a hardware store.
-inline Expr cast(DType t, Expr value) {
+DLAVM_INLINE Expr cast(DType t, Expr value) {
   detail::require_defined(value, "te::cast");
   if (t.is_float() || value.dtype().is_float())
     raise<TypeError>("te::cast from {} to {}: dlavm computes on integer types only", value.dtype(),
@@ -9000,14 +9207,12 @@ inline Expr cast(DType t, Expr value) {
   return Expr(std::make_shared<const CastNode>(t, std::move(value)));
 }
 
-// An ne index expression used as a value of dtype t (int32 by default).
-inline Expr index_value(ne::Expr index, DType t = DType::int32()) {
+DLAVM_INLINE Expr index_value(ne::Expr index, DType t) {
   if (const auto v = index.as_int()) return make_const(t.wrap(*v), t);
   return Expr(std::make_shared<const IndexNode>(std::move(index), t));
 }
 
-// cond ? t : f. cond is a value condition or an ne index condition (`i < pad`).
-inline Expr select(Expr cond, Expr t, Expr f) {
+DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
   detail::require_defined(cond, "te::select");
   detail::require_defined(t, "te::select");
   detail::require_defined(f, "te::select");
@@ -9022,14 +9227,14 @@ inline Expr select(Expr cond, Expr t, Expr f) {
   if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
   return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
-inline Expr select(const ne::Expr& cond, Expr t, Expr f) {
+
+DLAVM_INLINE Expr select(const ne::Expr& cond, Expr t, Expr f) {
   if (const auto c = cond.as_int()) return select(detail::make_const(*c != 0, bool_type), t, f);
   return select(Expr(std::make_shared<const IndexNode>(cond, bool_type)), std::move(t),
                 std::move(f));
 }
 
-// Reductions over axes made with te::reduce_axis.
-inline Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
+DLAVM_INLINE Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
   detail::require_defined(source, "te reduction");
   if (axes.empty()) raise<ValueError>("te reduction over no axes");
   for (const auto& a : axes)
@@ -9039,21 +9244,32 @@ inline Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
     raise<TypeError>("te reduction of {}: dlavm computes on integer types only", source.dtype());
   return Expr(std::make_shared<const ReduceNode>(c, std::move(source), std::move(axes)));
 }
-inline Expr sum(Expr source, std::vector<IterVar> axes) {
+
+DLAVM_INLINE Expr sum(Expr source, std::vector<IterVar> axes) {
   return reduce(Combiner::Sum, std::move(source), std::move(axes));
 }
-inline Expr max(Expr source, std::vector<IterVar> axes) {
+
+DLAVM_INLINE Expr max(Expr source, std::vector<IterVar> axes) {
   return reduce(Combiner::Max, std::move(source), std::move(axes));
 }
-inline Expr min(Expr source, std::vector<IterVar> axes) {
+
+DLAVM_INLINE Expr min(Expr source, std::vector<IterVar> axes) {
   return reduce(Combiner::Min, std::move(source), std::move(axes));
 }
-inline Expr sum(Expr source, IterVar axis) { return sum(std::move(source), std::vector{axis}); }
-inline Expr max(Expr source, IterVar axis) { return max(std::move(source), std::vector{axis}); }
-inline Expr min(Expr source, IterVar axis) { return min(std::move(source), std::vector{axis}); }
 
-// The identity element of a combiner in dtype t: 0, t's minimum, t's maximum.
-inline std::int64_t combiner_identity(Combiner c, DType t) {
+DLAVM_INLINE Expr sum(Expr source, IterVar axis) {
+  return sum(std::move(source), std::vector{axis});
+}
+
+DLAVM_INLINE Expr max(Expr source, IterVar axis) {
+  return max(std::move(source), std::vector{axis});
+}
+
+DLAVM_INLINE Expr min(Expr source, IterVar axis) {
+  return min(std::move(source), std::vector{axis});
+}
+
+DLAVM_INLINE std::int64_t combiner_identity(Combiner c, DType t) {
   switch (c) {
     case Combiner::Sum:
       return 0;
@@ -9064,24 +9280,27 @@ inline std::int64_t combiner_identity(Combiner c, DType t) {
   }
   return 0;
 }
-inline ExprKind combiner_kind(Combiner c) {
+
+DLAVM_INLINE ExprKind combiner_kind(Combiner c) {
   return c == Combiner::Sum ? ExprKind::Add : c == Combiner::Max ? ExprKind::Max : ExprKind::Min;
 }
 
-inline Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
+DLAVM_INLINE Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
   if (indices.size() != buffer.ndim())
     raise<ShapeError>("buffer '{}' has {} dims but is indexed with {}", buffer.name(),
                       buffer.ndim(), indices.size());
   return Expr(std::make_shared<const LoadNode>(std::move(buffer), std::move(indices)));
 }
 
-inline Expr call(std::string name, DType t, std::vector<Expr> args,
-                 std::vector<Buffer> buffers = {}) {
+DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
+                       std::vector<Buffer> buffers) {
   return Expr(
       std::make_shared<const CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/ops-inl.hpp
+#endif
 // end dlavm/te/ops.hpp
 // begin dlavm/te/tensor.hpp
 // Operations and tensors. A placeholder is an input; a compute defines each element of its
@@ -9091,6 +9310,8 @@ inline Expr call(std::string name, DType t, std::vector<Expr> args,
 //   auto A = te::placeholder(te::shape(n, 16), DType::int8(), "A");
 //   auto B = te::compute(te::shape(n, 16), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
@@ -9179,18 +9400,7 @@ requires(std::convertible_to<D, ne::Expr>&&...) Shape<sizeof...(D)> shape(D&&...
 
 namespace detail {
 
-inline void check_shape(const std::string& name, const std::vector<ne::Expr>& shape) {
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("tensor '{}': dim {} is undefined", name, k);
-    const auto b = ne::bounds(shape[k]);
-    if (b.max < 1)
-      raise<ShapeError>("tensor '{}': dim {} is {}, which is never positive (at most {})", name, k,
-                        shape[k], b.max);
-    if (b.min < 1)
-      raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
-                        shape[k], b.min);
-  }
-}
+void check_shape(const std::string& name, const std::vector<ne::Expr>& shape);
 
 // Collects the operations read by an expression, in first-use order, and checks each read
 // that is not under a select: an index proven to leave its dim for some valid value of the
@@ -9259,8 +9469,90 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
   int guarded_ = 0;
 };
 
-inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
-                           Expr body) {
+Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
+                    Expr body);
+
+template <class T, std::size_t>
+using repeat_t = T;
+
+template <class F, std::size_t... K>
+constexpr bool invocable_with_n_vars(std::index_sequence<K...>) {
+  return std::is_invocable_v<F, repeat_t<ne::Var, K>...>;
+}
+
+}  // namespace detail
+
+Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name);
+template <std::size_t N>
+Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
+  return placeholder(std::vector<ne::Expr>(shape.begin(), shape.end()), dtype, std::move(name));
+}
+
+// Axis names default to i0, i1, ...; pass `axis_names` to name them like TVM's lambda params.
+template <std::size_t N, class F>
+Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
+               std::array<std::string, N> axis_names = {}) {
+  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
+                "te::compute: the lambda must take exactly one index per dimension of the shape");
+  std::vector<ne::Expr> dims(shape.begin(), shape.end());
+  detail::check_shape(name, dims);
+  std::vector<IterVar> axis;
+  for (std::size_t k = 0; k < N; ++k) {
+    auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
+    axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
+  }
+  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return Expr(std::invoke(fcompute, axis[K].var()...));
+  }
+  (std::make_index_sequence<N>{});
+  return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
+}
+
+// Rank known only at run time (graph-layer ops): the lambda takes the axes' variables as a
+// span. A separate name, so that overload resolution never instantiates a generic lambda with
+// the wrong arguments.
+template <class F>
+Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string name) {
+  detail::check_shape(name, shape);
+  std::vector<IterVar> axis;
+  std::vector<ne::Var> vars;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
+    vars.push_back(axis.back().var());
+  }
+  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
+}
+
+// Every operation `outputs` depend on, inputs before their readers (post-order, deterministic).
+std::vector<Operation> topo_order(std::span<const Tensor> outputs);
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/tensor-inl.hpp
+// Definitions for dlavm/te/tensor.hpp (see core/api.hpp).
+
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+namespace dlavm::te::detail {
+
+DLAVM_INLINE void check_shape(const std::string& name, const std::vector<ne::Expr>& shape) {
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("tensor '{}': dim {} is undefined", name, k);
+    const auto b = ne::bounds(shape[k]);
+    if (b.max < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which is never positive (at most {})", name, k,
+                        shape[k], b.max);
+    if (b.min < 1)
+      raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
+                        shape[k], b.min);
+  }
+}
+
+DLAVM_INLINE Tensor make_compute(std::string name, std::vector<ne::Expr> shape,
+                                 std::vector<IterVar> axis, Expr body) {
   if (!body.defined()) raise<ValueError>("compute '{}': the lambda returned no expression", name);
   std::vector<IterVar> reduce_axis;
   if (const auto* r = body.as<ReduceNode>()) reduce_axis = r->axes;
@@ -9309,64 +9601,17 @@ inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::v
                     std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
 }
 
-template <class T, std::size_t>
-using repeat_t = T;
+}  // namespace dlavm::te::detail
 
-template <class F, std::size_t... K>
-constexpr bool invocable_with_n_vars(std::index_sequence<K...>) {
-  return std::is_invocable_v<F, repeat_t<ne::Var, K>...>;
-}
+namespace dlavm::te {
 
-}  // namespace detail
-
-inline Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
+DLAVM_INLINE Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
   detail::check_shape(name, shape);
   return Tensor(std::make_shared<const OperationNode>(OperationNode{
       OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
 }
-template <std::size_t N>
-Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
-  return placeholder(std::vector<ne::Expr>(shape.begin(), shape.end()), dtype, std::move(name));
-}
 
-// Axis names default to i0, i1, ...; pass `axis_names` to name them like TVM's lambda params.
-template <std::size_t N, class F>
-Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
-               std::array<std::string, N> axis_names = {}) {
-  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
-                "te::compute: the lambda must take exactly one index per dimension of the shape");
-  std::vector<ne::Expr> dims(shape.begin(), shape.end());
-  detail::check_shape(name, dims);
-  std::vector<IterVar> axis;
-  for (std::size_t k = 0; k < N; ++k) {
-    auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
-    axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
-  }
-  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return Expr(std::invoke(fcompute, axis[K].var()...));
-  }
-  (std::make_index_sequence<N>{});
-  return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
-}
-
-// Rank known only at run time (graph-layer ops): the lambda takes the axes' variables as a
-// span. A separate name, so that overload resolution never instantiates a generic lambda with
-// the wrong arguments.
-template <class F>
-Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string name) {
-  detail::check_shape(name, shape);
-  std::vector<IterVar> axis;
-  std::vector<ne::Var> vars;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
-    vars.push_back(axis.back().var());
-  }
-  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
-  return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
-}
-
-// Every operation `outputs` depend on, inputs before their readers (post-order, deterministic).
-inline std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
+DLAVM_INLINE std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
   std::vector<Operation> order;
   std::unordered_set<const OperationNode*> done;
   auto visit = [&](auto& self, const Operation& op) -> void {
@@ -9379,6 +9624,8 @@ inline std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/tensor-inl.hpp
+#endif
 // end dlavm/te/tensor.hpp
 
 #include <fmt/format.h>
@@ -9395,7 +9642,28 @@ namespace dlavm::te {
 
 using TensorBinding = std::pair<Tensor, std::reference_wrapper<const NDArray>>;
 
-namespace detail {
+NDArray evaluate(const Tensor& t, std::span<const TensorBinding> inputs,
+                 std::span<const ne::Binding> bindings = {});
+NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
+                 std::initializer_list<ne::Binding> bindings = {});
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/evaluate-inl.hpp
+// Definitions for dlavm/te/evaluate.hpp (see core/api.hpp).
+
+// begin dlavm/te/evaluate.hpp
+// end dlavm/te/evaluate.hpp
+// begin dlavm/te/value_evaluator.hpp
+// Internal: the evaluator of element expressions that te::evaluate and tir::run share. A
+// class with its members in the class (no DLAVM_INLINE), so that the te and tir parts of the
+// compiled library may both include it.
+
+// begin dlavm/te/evaluate.hpp
+// end dlavm/te/evaluate.hpp
+
+namespace dlavm::te::detail {
 
 // The value of an element expression at the point bound in env.
 class ValueEvaluator : public ExprFunctor<ValueEvaluator, std::int64_t> {
@@ -9465,12 +9733,14 @@ class ValueEvaluator : public ExprFunctor<ValueEvaluator, std::int64_t> {
   LoadFn load_;
 };
 
-inline std::vector<std::int64_t> eval_shape(const std::vector<ne::Expr>& shape,
-                                            const IndexEnv& env) {
-  std::vector<std::int64_t> dims;
-  for (const auto& d : shape) dims.push_back(env.eval(d));
-  return dims;
-}
+}  // namespace dlavm::te::detail
+// end dlavm/te/value_evaluator.hpp
+
+namespace dlavm::te {
+
+namespace detail {
+
+std::vector<std::int64_t> eval_shape(const std::vector<ne::Expr>& shape, const IndexEnv& env);
 
 class TensorEvaluator {
  public:
@@ -9524,18 +9794,36 @@ class TensorEvaluator {
 
 }  // namespace detail
 
-inline NDArray evaluate(const Tensor& t, std::span<const TensorBinding> inputs,
-                        std::span<const ne::Binding> bindings = {}) {
+}  // namespace dlavm::te
+
+namespace dlavm::te::detail {
+
+DLAVM_INLINE std::vector<std::int64_t> eval_shape(const std::vector<ne::Expr>& shape,
+                                                  const IndexEnv& env) {
+  std::vector<std::int64_t> dims;
+  for (const auto& d : shape) dims.push_back(env.eval(d));
+  return dims;
+}
+
+}  // namespace dlavm::te::detail
+
+namespace dlavm::te {
+
+DLAVM_INLINE NDArray evaluate(const Tensor& t, std::span<const TensorBinding> inputs,
+                              std::span<const ne::Binding> bindings) {
   detail::TensorEvaluator ev(inputs, bindings);
   return ev.get(t.op());
 }
-inline NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
-                        std::initializer_list<ne::Binding> bindings = {}) {
+
+DLAVM_INLINE NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
+                              std::initializer_list<ne::Binding> bindings) {
   return evaluate(t, std::span<const TensorBinding>(inputs.begin(), inputs.size()),
                   std::span<const ne::Binding>(bindings.begin(), bindings.size()));
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/evaluate-inl.hpp
+#endif
 // end dlavm/te/evaluate.hpp
 // begin dlavm/te/expr.hpp
 // end dlavm/te/expr.hpp
@@ -9646,6 +9934,8 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
 //   // NCHWnc activations padded by one pixel in H and W:
 //   auto data_pad = te::pad(data, {0, 0, 1, 1, 0, 0}, {0, 0, 1, 1, 0, 0}, 0, "data_pad");
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
@@ -9668,9 +9958,22 @@ namespace dlavm::te {
 
 // `before[k]` / `after[k]` elements of `value` in front of / behind dim k. Pads may be
 // symbolic; each must be provably non-negative.
-inline Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before,
-                  const std::vector<ne::Expr>& after, std::int64_t value = 0,
-                  std::string name = "") {
+Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before, const std::vector<ne::Expr>& after,
+           std::int64_t value = 0, std::string name = "");
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/pad-inl.hpp
+// Definitions for dlavm/te/pad.hpp (see core/api.hpp).
+
+// begin dlavm/te/pad.hpp
+// end dlavm/te/pad.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before,
+                        const std::vector<ne::Expr>& after, std::int64_t value, std::string name) {
   if (!t.defined()) raise<ValueError>("te::pad of an undefined tensor");
   if (name.empty()) name = t.name() + "_pad";
   if (before.size() != t.ndim() || after.size() != t.ndim())
@@ -9712,11 +10015,15 @@ inline Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before,
 }
 
 }  // namespace dlavm::te
+// end dlavm/te/pad-inl.hpp
+#endif
 // end dlavm/te/pad.hpp
 // begin dlavm/te/printer.hpp
 // Text form of value expressions through fmt, in the spirit of TVM's lowered text:
 // `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te/expr.hpp
@@ -9810,12 +10117,7 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
 };
 }  // namespace detail
 
-inline std::string to_string(const Expr& e) {
-  std::string out;
-  if (!e.defined()) return "<undefined>";
-  detail::ExprPrinter(out).visit(e);
-  return out;
-}
+std::string to_string(const Expr& e);
 
 }  // namespace dlavm::te
 
@@ -9832,6 +10134,26 @@ struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
     return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
   }
 };
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/printer-inl.hpp
+// Definitions for dlavm/te/printer.hpp (see core/api.hpp).
+
+// begin dlavm/te/printer.hpp
+// end dlavm/te/printer.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::string out;
+  if (!e.defined()) return "<undefined>";
+  detail::ExprPrinter(out).visit(e);
+  return out;
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/printer-inl.hpp
+#endif
 // end dlavm/te/printer.hpp
 // begin dlavm/te/tensor.hpp
 // end dlavm/te/tensor.hpp
@@ -9898,14 +10220,31 @@ class TensorIntrin {
   LowerFn lower_;
 };
 
-inline std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
-                                                              TensorIntrin::LowerFn lower,
-                                                              std::string name) {
+std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
+                                                       TensorIntrin::LowerFn lower,
+                                                       std::string name);
+
+}  // namespace dlavm::schedule
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/schedule/tensor_intrin-inl.hpp
+// Definitions for dlavm/schedule/tensor_intrin.hpp (see core/api.hpp).
+
+// begin dlavm/schedule/tensor_intrin.hpp
+// end dlavm/schedule/tensor_intrin.hpp
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
+                                                                    TensorIntrin::LowerFn lower,
+                                                                    std::string name) {
   return std::make_shared<const TensorIntrin>(std::move(name), std::move(pattern),
                                               std::move(lower));
 }
 
 }  // namespace dlavm::schedule
+// end dlavm/schedule/tensor_intrin-inl.hpp
+#endif
 // end dlavm/schedule/tensor_intrin.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
@@ -9944,7 +10283,7 @@ enum class LoopKind : std::uint8_t { Serial, Unrolled, VThread };
 struct ThreadAxis {
   std::string name;
 };
-inline ThreadAxis thread_axis(std::string name = "vthread") { return {std::move(name)}; }
+ThreadAxis thread_axis(std::string name = "vthread");
 
 struct IterVarAttr {
   LoopKind loop = LoopKind::Serial;
@@ -10131,15 +10470,30 @@ class Schedule {
   std::unordered_map<const te::OperationNode*, StageNode*> by_op_;
 };
 
-inline Schedule create_schedule(std::vector<Tensor> outputs) {
-  if (outputs.empty()) raise<ScheduleError>("create_schedule: no output tensors");
-  return Schedule(std::move(outputs));
-}
-inline Schedule create_schedule(const Tensor& output) {
-  return create_schedule(std::vector{output});
-}
+Schedule create_schedule(std::vector<Tensor> outputs);
+Schedule create_schedule(const Tensor& output);
 
 // ---- dataflow rewriting --------------------------------------------------------------------
+
+// ---- Stage primitives ---------------------------------------------------------------------
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::te {
+using schedule::create_schedule;
+using schedule::Schedule;
+using schedule::Stage;
+using schedule::thread_axis;
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/schedule/schedule-inl.hpp
+// Definitions for dlavm/schedule/schedule.hpp (see core/api.hpp).
+
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+
+namespace dlavm::schedule {
 
 namespace detail {
 // Redirects reads of replaced operations.
@@ -10158,7 +10512,32 @@ class ReadRedirector : public te::ExprMutator<ReadRedirector> {
 };
 
 // The same computation with another body (same axes, so schedules on it stay valid).
-inline Operation with_body(const Operation& op, te::Expr body) {
+Operation with_body(const Operation& op, te::Expr body);
+
+// A compute `name` over `shape` whose element is `source(i...)`.
+Tensor copy_of(const Tensor& source, const std::string& name);
+}  // namespace detail
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE ThreadAxis thread_axis(std::string name) { return {std::move(name)}; }
+
+DLAVM_INLINE Schedule create_schedule(std::vector<Tensor> outputs) {
+  if (outputs.empty()) raise<ScheduleError>("create_schedule: no output tensors");
+  return Schedule(std::move(outputs));
+}
+
+DLAVM_INLINE Schedule create_schedule(const Tensor& output) {
+  return create_schedule(std::vector{output});
+}
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::schedule::detail {
+
+DLAVM_INLINE Operation with_body(const Operation& op, te::Expr body) {
   auto node = std::make_shared<te::OperationNode>(*op);
   node->body = std::move(body);
   node->inputs.clear();
@@ -10173,8 +10552,7 @@ inline Operation with_body(const Operation& op, te::Expr body) {
   return node;
 }
 
-// A compute `name` over `shape` whose element is `source(i...)`.
-inline Tensor copy_of(const Tensor& source, const std::string& name) {
+DLAVM_INLINE Tensor copy_of(const Tensor& source, const std::string& name) {
   std::vector<te::IterVar> axis;
   std::vector<ne::Expr> indices;
   for (std::size_t k = 0; k < source.ndim(); ++k) {
@@ -10185,10 +10563,13 @@ inline Tensor copy_of(const Tensor& source, const std::string& name) {
   return te::detail::make_compute(name, source.shape(), std::move(axis),
                                   source.read(std::move(indices)));
 }
-}  // namespace detail
 
-inline void Schedule::replace_dataflow(std::unordered_map<const te::OperationNode*, Operation> map,
-                                       std::size_t from) {
+}  // namespace dlavm::schedule::detail
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE void Schedule::replace_dataflow(
+    std::unordered_map<const te::OperationNode*, Operation> map, std::size_t from) {
   for (std::size_t k = from; k < stages_.size(); ++k) {
     auto& st = stages_[k];
     if (st->is_placeholder()) continue;
@@ -10203,8 +10584,8 @@ inline void Schedule::replace_dataflow(std::unordered_map<const te::OperationNod
   }
 }
 
-inline Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
-                                   const std::vector<Tensor>& readers) {
+DLAVM_INLINE Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
+                                         const std::vector<Tensor>& readers) {
   auto* source = checked_stage(t, "cache_read");
   if (readers.empty()) raise<ScheduleError>("cache_read of '{}': no readers given", t.name());
   std::vector<StageNode*> reader_stages;
@@ -10230,7 +10611,7 @@ inline Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
   return cache;
 }
 
-inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
+DLAVM_INLINE Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   auto* st = checked_stage(t, "cache_write");
   if (st->is_placeholder()) raise<ScheduleError>("cache_write of placeholder '{}'", t.name());
   if (!st->relations.empty() || st->attach != AttachKind::Root || st->leaf != st->root)
@@ -10285,16 +10666,15 @@ inline Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   return cache;
 }
 
-// ---- Stage primitives ---------------------------------------------------------------------
-
-inline IterVar Stage::axis(std::size_t k) const {
+DLAVM_INLINE IterVar Stage::axis(std::size_t k) const {
   const auto& a = node_->op->axis;
   if (k >= a.size())
     raise<ScheduleError>("stage '{}': axis({}) requested, the operation has {} axes", name(), k,
                          a.size());
   return a[k];
 }
-inline IterVar Stage::reduce_axis(std::size_t k) const {
+
+DLAVM_INLINE IterVar Stage::reduce_axis(std::size_t k) const {
   const auto& a = node_->op->reduce_axis;
   if (k >= a.size())
     raise<ScheduleError>(
@@ -10303,7 +10683,8 @@ inline IterVar Stage::reduce_axis(std::size_t k) const {
   return a[k];
 }
 
-inline std::size_t Stage::leaf_position(const IterVar& ivar, std::string_view primitive) const {
+DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
+                                              std::string_view primitive) const {
   if (!ivar.defined())
     raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
   const auto& leaf = node_->leaf;
@@ -10322,19 +10703,20 @@ inline std::size_t Stage::leaf_position(const IterVar& ivar, std::string_view pr
                        primitive, ivar.name(), fmt::join(names, ", "));
 }
 
-inline void Stage::check_not_placeholder(std::string_view primitive) const {
+DLAVM_INLINE void Stage::check_not_placeholder(std::string_view primitive) const {
   if (node_->is_placeholder())
     raise<ScheduleError>("stage '{}' is a placeholder: {} applies to computed tensors", name(),
                          primitive);
 }
 
-inline void Stage::move_attached(const IterVar& from, const IterVar& to) const {
+DLAVM_INLINE void Stage::move_attached(const IterVar& from, const IterVar& to) const {
   for (const auto& st : schedule_->stages())
     if (st->attach == AttachKind::At && st->attach_stage == node_ && st->attach_ivar == from)
       st->attach_ivar = to;
 }
 
-inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne::Expr& factor) {
+DLAVM_INLINE std::pair<IterVar, IterVar> Stage::split(const IterVar& parent,
+                                                      const ne::Expr& factor) {
   check_not_placeholder("split");
   const auto pos = leaf_position(parent, "split");
   if (!factor.defined() || ne::bounds(factor).min < 1)
@@ -10344,8 +10726,8 @@ inline std::pair<IterVar, IterVar> Stage::split(const IterVar& parent, const ne:
   return split_leaf(pos, factor);
 }
 
-inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
-                                                       const ne::Expr& nparts) {
+DLAVM_INLINE std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
+                                                             const ne::Expr& nparts) {
   check_not_placeholder("split_nparts");
   const auto pos = leaf_position(parent, "split_nparts");
   if (!nparts.defined() || ne::bounds(nparts).min < 1)
@@ -10359,7 +10741,8 @@ inline std::pair<IterVar, IterVar> Stage::split_nparts(const IterVar& parent,
   return split_leaf(pos, ne::simplify(ne::max(ne::ceildiv(extent, nparts), 1)));
 }
 
-inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::Expr& factor) {
+DLAVM_INLINE std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos,
+                                                           const ne::Expr& factor) {
   const auto parent = node_->leaf[pos];
   const auto outer_extent = ne::simplify(ne::ceildiv(parent.dom().extent, factor));
   auto outer = te::make_iter_var(parent.name() + ".outer", 0, outer_extent, parent.kind());
@@ -10373,7 +10756,7 @@ inline std::pair<IterVar, IterVar> Stage::split_leaf(std::size_t pos, const ne::
   return {outer, inner};
 }
 
-inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
+DLAVM_INLINE Stage& Stage::reorder(const std::vector<IterVar>& order) {
   check_not_placeholder("reorder");
   std::vector<std::size_t> positions;
   for (const auto& v : order) {
@@ -10387,15 +10770,16 @@ inline Stage& Stage::reorder(const std::vector<IterVar>& order) {
   return *this;
 }
 
-inline std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar& y,
-                                          const ne::Expr& x_factor, const ne::Expr& y_factor) {
+DLAVM_INLINE std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar& y,
+                                                const ne::Expr& x_factor,
+                                                const ne::Expr& y_factor) {
   auto [xo, xi] = split(x, x_factor);
   auto [yo, yi] = split(y, y_factor);
   reorder({xo, yo, xi, yi});
   return {xo, yo, xi, yi};
 }
 
-inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+DLAVM_INLINE IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
   check_not_placeholder("fuse");
   const auto po = leaf_position(outer, "fuse");
   const auto pi = leaf_position(inner, "fuse");
@@ -10421,7 +10805,7 @@ inline IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
   return fused;
 }
 
-inline Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) {
+DLAVM_INLINE Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) {
   check_not_placeholder("compute_at");
   if (parent.node_ == node_)
     raise<ScheduleError>("stage '{}': compute_at its own loop '{}' would make a cycle", name(),
@@ -10442,7 +10826,7 @@ inline Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) {
   return *this;
 }
 
-inline Stage& Stage::compute_inline() {
+DLAVM_INLINE Stage& Stage::compute_inline() {
   check_not_placeholder("compute_inline");
   if (!node_->op->reduce_axis.empty())
     raise<ScheduleError>("stage '{}' is a reduction and cannot be inlined", name());
@@ -10453,14 +10837,14 @@ inline Stage& Stage::compute_inline() {
   return *this;
 }
 
-inline Stage& Stage::compute_root() {
+DLAVM_INLINE Stage& Stage::compute_root() {
   check_not_placeholder("compute_root");
   node_->attach = AttachKind::Root;
   node_->attach_stage = nullptr;
   return *this;
 }
 
-inline Stage& Stage::set_scope(std::string scope) {
+DLAVM_INLINE Stage& Stage::set_scope(std::string scope) {
   check_not_placeholder("set_scope");
   if (node_->is_output)
     raise<ScheduleError>("stage '{}' is an output; its result must stay in global memory, not '{}'",
@@ -10469,7 +10853,7 @@ inline Stage& Stage::set_scope(std::string scope) {
   return *this;
 }
 
-inline Stage& Stage::pragma(const IterVar& ivar, std::string key) {
+DLAVM_INLINE Stage& Stage::pragma(const IterVar& ivar, std::string key) {
   check_not_placeholder("pragma");
   (void)leaf_position(ivar, "pragma");
   if (key.empty())
@@ -10478,14 +10862,14 @@ inline Stage& Stage::pragma(const IterVar& ivar, std::string key) {
   return *this;
 }
 
-inline Stage& Stage::unroll(const IterVar& ivar) {
+DLAVM_INLINE Stage& Stage::unroll(const IterVar& ivar) {
   check_not_placeholder("unroll");
   (void)leaf_position(ivar, "unroll");
   attr(ivar).loop = LoopKind::Unrolled;
   return *this;
 }
 
-inline Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
+DLAVM_INLINE Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
   check_not_placeholder("bind");
   (void)leaf_position(ivar, "bind");
   if (ivar.is_reduce())
@@ -10497,7 +10881,8 @@ inline Stage& Stage::bind(const IterVar& ivar, const ThreadAxis& thread) {
   return *this;
 }
 
-inline Stage& Stage::tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin) {
+DLAVM_INLINE Stage& Stage::tensorize(const IterVar& ivar,
+                                     std::shared_ptr<const TensorIntrin> intrin) {
   check_not_placeholder("tensorize");
   (void)leaf_position(ivar, "tensorize");
   if (!intrin)
@@ -10511,13 +10896,8 @@ inline Stage& Stage::tensorize(const IterVar& ivar, std::shared_ptr<const Tensor
 }
 
 }  // namespace dlavm::schedule
-
-namespace dlavm::te {
-using schedule::create_schedule;
-using schedule::Schedule;
-using schedule::Stage;
-using schedule::thread_axis;
-}  // namespace dlavm::te
+// end dlavm/schedule/schedule-inl.hpp
+#endif
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // end dlavm/schedule/tensor_intrin.hpp
@@ -12212,14 +12592,48 @@ class StmtMutator : public StmtFunctor<Derived, Stmt> {
 //
 //   tir::run(func, {a, b, c}, {{"token", 37}});   // arrays in parameter order; c is written
 
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <vector>
+
+namespace dlavm::tir {
+
+// Executes one intrinsic call: its evaluated value arguments and the arrays behind its
+// buffer operands (flattened, one dimension).
+using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const std::int64_t> args,
+                                            std::span<te::NDArray* const> buffers)>;
+
+// Runs func with `args` bound to its parameters in order; outputs are written in place.
+void run(const PrimFunc& func, std::span<te::NDArray* const> args,
+         std::span<const ne::Binding> bindings = {}, IntrinsicHandler handler = {});
+void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
+         std::initializer_list<ne::Binding> bindings = {}, IntrinsicHandler handler = {});
+
+}  // namespace dlavm::tir
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/interpreter-inl.hpp
+// Definitions for dlavm/tir/interpreter.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/te/value_evaluator.hpp
+// end dlavm/te/value_evaluator.hpp
 // begin dlavm/tir/functor.hpp
 // end dlavm/tir/functor.hpp
+// begin dlavm/tir/interpreter.hpp
+// end dlavm/tir/interpreter.hpp
 // begin dlavm/tir/replay.hpp
 // LoopReplay: executes TIR's control flow on the host. Loops run with their variables bound in
 // an IndexEnv, guards are evaluated, everything else is left to the derived visitor (the
@@ -12267,25 +12681,13 @@ class LoopReplay : public StmtVisitor<Derived> {
 
 }  // namespace dlavm::tir
 // end dlavm/tir/replay.hpp
-// begin dlavm/tir/stmt.hpp
-// end dlavm/tir/stmt.hpp
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <functional>
-#include <initializer_list>
-#include <span>
 #include <unordered_map>
-#include <vector>
 
 namespace dlavm::tir {
-
-// Executes one intrinsic call: its evaluated value arguments and the arrays behind its
-// buffer operands (flattened, one dimension).
-using IntrinsicHandler = std::function<void(const te::CallNode&, std::span<const std::int64_t> args,
-                                            std::span<te::NDArray* const> buffers)>;
 
 namespace detail {
 
@@ -12368,9 +12770,12 @@ class Interpreter : public LoopReplay<Interpreter> {
 
 }  // namespace detail
 
-// Runs func with `args` bound to its parameters in order; outputs are written in place.
-inline void run(const PrimFunc& func, std::span<te::NDArray* const> args,
-                std::span<const ne::Binding> bindings = {}, IntrinsicHandler handler = {}) {
+}  // namespace dlavm::tir
+
+namespace dlavm::tir {
+
+DLAVM_INLINE void run(const PrimFunc& func, std::span<te::NDArray* const> args,
+                      std::span<const ne::Binding> bindings, IntrinsicHandler handler) {
   if (args.size() != func.params.size())
     raise<ValueError>("tir::run of '{}': {} arrays given for {} parameters", func.name, args.size(),
                       func.params.size());
@@ -12394,13 +12799,16 @@ inline void run(const PrimFunc& func, std::span<te::NDArray* const> args,
   for (std::size_t k = 0; k < args.size(); ++k)
     std::copy(flat[k].data().begin(), flat[k].data().end(), args[k]->data().begin());
 }
-inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
-                std::initializer_list<ne::Binding> bindings = {}, IntrinsicHandler handler = {}) {
+
+DLAVM_INLINE void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
+                      std::initializer_list<ne::Binding> bindings, IntrinsicHandler handler) {
   run(func, std::span<te::NDArray* const>(args.begin(), args.size()),
       std::span<const ne::Binding>(bindings.begin(), bindings.size()), std::move(handler));
 }
 
 }  // namespace dlavm::tir
+// end dlavm/tir/interpreter-inl.hpp
+#endif
 // end dlavm/tir/interpreter.hpp
 // begin dlavm/tir/lower.hpp
 // Lowering a schedule to TIR (te::lower): inline, infer the region each stage must compute
@@ -12411,6 +12819,35 @@ inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
 //   auto s = te::create_schedule(C);
 //   tir::PrimFunc f = te::lower(s, {A, B, C}, "gemm");
 //   fmt::print("{}", f);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <string>
+#include <vector>
+
+namespace dlavm::tir {
+
+// Lowers schedule s for the tensors `args` (inputs and outputs, in the order the function
+// takes them) to a TIR function with flattened buffers.
+PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+               std::string name = "main");
+
+}  // namespace dlavm::tir
+
+namespace dlavm::te {
+using tir::lower;
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/lower-inl.hpp
+// Definitions for dlavm/tir/lower.hpp (see core/api.hpp).
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
@@ -12424,52 +12861,30 @@ inline void run(const PrimFunc& func, std::initializer_list<te::NDArray*> args,
 // end dlavm/te.hpp
 // begin dlavm/tir/functor.hpp
 // end dlavm/tir/functor.hpp
+// begin dlavm/tir/loop_scope_check.hpp
+// Internal: the check that lowering leaves no loop variable outside its loop (an invariant of
+// te::lower; tests reach it directly). Its members are in the class, so it may be included by
+// more than one part of the compiled library.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-namespace dlavm::tir {
-
-namespace detail {
-
-using schedule::AttachKind;
-using schedule::StageNode;
-using IterVarKey = const te::IterVarNode*;
-
-struct StagePlan {
-  const StageNode* stage = nullptr;
-  te::Expr body;                     // after inlining
-  std::vector<ne::Expr> region_min;  // per output dim, in enclosing loop variables
-  std::vector<ne::Expr> region_extent;
-  std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
-  std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
-  std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
-  // Every split, by its inner IterVar: the factor in loop variables (split_nparts of a
-  // triangular reduction has a factor that names a data-parallel axis).
-  std::unordered_map<IterVarKey, ne::Expr> factor;
-  std::vector<ne::Expr> guards;    // conditions for non-divisible splits
-  std::vector<ne::Var> enclosing;  // loop variables around the attach point
-  Buffer buffer;
-};
-
-// Substitutes ne variables inside a value expression.
-class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
- public:
-  explicit IndexSubstituter(std::vector<ne::Substitution> map) : map_(std::move(map)) {}
-  ne::Expr mutate_index(const ne::Expr& e) { return map_.empty() ? e : ne::substitute(e, map_); }
-
- private:
-  std::vector<ne::Substitution> map_;
-};
+namespace dlavm::tir::detail {
 
 // Checks that lowering left every loop variable inside its loop: a variable of an axis of
 // the schedule (or of the loop over one) that the function uses must be bound by an enclosing
@@ -12518,6 +12933,57 @@ class LoopScopeCheck : public StmtMutator<LoopScopeCheck> {
   std::string func_;
   std::unordered_map<std::uint64_t, std::string> loops_;  // variable id -> what it is
   std::vector<std::uint64_t> bound_;
+};
+
+}  // namespace dlavm::tir::detail
+// end dlavm/tir/loop_scope_check.hpp
+// begin dlavm/tir/lower.hpp
+// end dlavm/tir/lower.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+namespace detail {
+
+using schedule::AttachKind;
+using schedule::StageNode;
+using IterVarKey = const te::IterVarNode*;
+
+struct StagePlan {
+  const StageNode* stage = nullptr;
+  te::Expr body;                     // after inlining
+  std::vector<ne::Expr> region_min;  // per output dim, in enclosing loop variables
+  std::vector<ne::Expr> region_extent;
+  std::vector<ne::Expr> extent_bound;  // attached stages: unclipped extents, for sizing
+  std::unordered_map<IterVarKey, ne::Expr> extent;  // every IterVar: its loop extent
+  std::unordered_map<IterVarKey, ne::Expr> value;   // every root IterVar: its value in loops
+  // Every split, by its inner IterVar: the factor in loop variables (split_nparts of a
+  // triangular reduction has a factor that names a data-parallel axis).
+  std::unordered_map<IterVarKey, ne::Expr> factor;
+  std::vector<ne::Expr> guards;    // conditions for non-divisible splits
+  std::vector<ne::Var> enclosing;  // loop variables around the attach point
+  Buffer buffer;
+};
+
+// Substitutes ne variables inside a value expression.
+class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
+ public:
+  explicit IndexSubstituter(std::vector<ne::Substitution> map) : map_(std::move(map)) {}
+  ne::Expr mutate_index(const ne::Expr& e) { return map_.empty() ? e : ne::substitute(e, map_); }
+
+ private:
+  std::vector<ne::Substitution> map_;
 };
 
 class Lowerer {
@@ -13432,8 +13898,8 @@ class Flatten : public StmtMutator<Flatten> {
 
 // Lowers schedule s for the tensors `args` (inputs and outputs, in the order the function
 // takes them) to a TIR function with flattened buffers.
-inline PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                      std::string name = "main") {
+DLAVM_INLINE PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                            std::string name) {
   PrimFunc f = detail::Lowerer(s, args, std::move(name)).run();
   f.body = detail::RemoveUnitLoops().visit(f.body);
   detail::Flatten flatten;
@@ -13443,10 +13909,8 @@ inline PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args
 }
 
 }  // namespace dlavm::tir
-
-namespace dlavm::te {
-using tir::lower;
-}  // namespace dlavm::te
+// end dlavm/tir/lower-inl.hpp
+#endif
 // end dlavm/tir/lower.hpp
 // begin dlavm/tir/printer.hpp
 // Text form of TIR, in the spirit of TVM's lowered text:
@@ -13459,12 +13923,12 @@ using tir::lower;
 // Distinct variables that share a name print with suffixes (i0, i0_1, i0_2), so the text
 // never confuses two loops. The text depends only on structure and names: stable across runs.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
-// begin dlavm/tir/functor.hpp
-// end dlavm/tir/functor.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 
@@ -13474,6 +13938,36 @@ using tir::lower;
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+namespace dlavm::tir {
+
+std::string to_string(const Stmt& s, int indent = 0);
+
+std::string to_string(const PrimFunc& f);
+
+}  // namespace dlavm::tir
+
+template <>
+struct fmt::formatter<dlavm::tir::PrimFunc> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::tir::PrimFunc& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(f), ctx);
+  }
+};
+template <>
+struct fmt::formatter<dlavm::tir::Stmt> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::tir::Stmt& s, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(s), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/printer-inl.hpp
+// Definitions for dlavm/tir/printer.hpp (see core/api.hpp).
+
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/printer.hpp
+// end dlavm/tir/printer.hpp
 
 namespace dlavm::tir {
 
@@ -13574,14 +14068,18 @@ class Printer : public StmtVisitor<Printer> {
 
 }  // namespace detail
 
-inline std::string to_string(const Stmt& s, int indent = 0) {
+}  // namespace dlavm::tir
+
+namespace dlavm::tir {
+
+DLAVM_INLINE std::string to_string(const Stmt& s, int indent) {
   detail::Printer p;
   (void)indent;
   p.visit(s);
   return p.out;
 }
 
-inline std::string to_string(const PrimFunc& f) {
+DLAVM_INLINE std::string to_string(const PrimFunc& f) {
   std::vector<std::string> params;
   for (const auto& b : f.params) {
     std::vector<std::string> dims;
@@ -13593,19 +14091,8 @@ inline std::string to_string(const PrimFunc& f) {
 }
 
 }  // namespace dlavm::tir
-
-template <>
-struct fmt::formatter<dlavm::tir::PrimFunc> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::tir::PrimFunc& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(f), ctx);
-  }
-};
-template <>
-struct fmt::formatter<dlavm::tir::Stmt> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::tir::Stmt& s, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::tir::to_string(s), ctx);
-  }
-};
+// end dlavm/tir/printer-inl.hpp
+#endif
 // end dlavm/tir/printer.hpp
 // begin dlavm/tir/replay.hpp
 // end dlavm/tir/replay.hpp
@@ -13769,14 +14256,12 @@ inline bool uses_buffer(const Stmt& s, const te::BufferNode* b) {
 //     value, not the old one);
 //   - nothing before the statement touches B, nothing after it touches A.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
-// begin dlavm/tir/functor.hpp
-// end dlavm/tir/functor.hpp
-// begin dlavm/tir/rewrite.hpp
-// end dlavm/tir/rewrite.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 
@@ -13786,6 +14271,24 @@ inline bool uses_buffer(const Stmt& s, const te::BufferNode* b) {
 #include <optional>
 #include <utility>
 #include <vector>
+
+namespace dlavm::tir {
+
+// Applies in-place reuse of element-wise stages throughout s.
+Stmt reuse_inplace(const Stmt& s);
+
+}  // namespace dlavm::tir
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/storage_rewrite-inl.hpp
+// Definitions for dlavm/tir/storage_rewrite.hpp (see core/api.hpp).
+
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/storage_rewrite.hpp
+// end dlavm/tir/storage_rewrite.hpp
 
 namespace dlavm::tir {
 
@@ -13926,10 +14429,15 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
 
 }  // namespace detail
 
-// Applies in-place reuse of element-wise stages throughout s.
-inline Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().visit(s); }
+}  // namespace dlavm::tir
+
+namespace dlavm::tir {
+
+DLAVM_INLINE Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().visit(s); }
 
 }  // namespace dlavm::tir
+// end dlavm/tir/storage_rewrite-inl.hpp
+#endif
 // end dlavm/tir/storage_rewrite.hpp
 // begin dlavm/tir/vthread.hpp
 // Virtual threads: a `vthread (tx, 0, n)` loop (Stage::bind to a thread axis) runs its body
@@ -13947,16 +14455,12 @@ inline Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().visit(s
 // another reads. The caller checks that for its own intrinsics (buffers allocated outside
 // the loop must not be written inside).
 
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
-// begin dlavm/tir/functor.hpp
-// end dlavm/tir/functor.hpp
-// begin dlavm/tir/rewrite.hpp
-// end dlavm/tir/rewrite.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 
@@ -13973,6 +14477,26 @@ namespace dlavm::tir {
 // Group of a leaf statement (Store or Evaluate): statements of one group may be replicated
 // as a block.
 using VThreadGroupOf = std::function<int(const Stmt&)>;
+
+// Replaces every virtual-thread loop of s by its interleaved threads (see above).
+Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of);
+
+}  // namespace dlavm::tir
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/vthread-inl.hpp
+// Definitions for dlavm/tir/vthread.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/vthread.hpp
+// end dlavm/tir/vthread.hpp
+
+namespace dlavm::tir {
 
 namespace detail {
 
@@ -14117,12 +14641,17 @@ class VThreadPass : public StmtMutator<VThreadPass> {
 
 }  // namespace detail
 
-// Replaces every virtual-thread loop of s by its interleaved threads (see above).
-inline Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of) {
+}  // namespace dlavm::tir
+
+namespace dlavm::tir {
+
+DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of) {
   return detail::VThreadPass(std::move(group_of)).visit(s);
 }
 
 }  // namespace dlavm::tir
+// end dlavm/tir/vthread-inl.hpp
+#endif
 // end dlavm/tir/vthread.hpp
 // end dlavm/tir.hpp
 // begin dlavm/vta.hpp

@@ -4,6 +4,7 @@
 // them are covered by the seeded random schedules in test_random_schedules.cpp.
 #include <dlavm/schedule.hpp>
 #include <dlavm/tir.hpp>
+#include <dlavm/tir/loop_scope_check.hpp>
 
 #include <doctest/doctest.h>
 

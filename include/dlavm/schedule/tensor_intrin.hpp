@@ -11,6 +11,7 @@
 //   { ... }, "gemv");
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/te.hpp>
@@ -76,11 +77,12 @@ class TensorIntrin {
   LowerFn lower_;
 };
 
-inline std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
-                                                              TensorIntrin::LowerFn lower,
-                                                              std::string name) {
-  return std::make_shared<const TensorIntrin>(std::move(name), std::move(pattern),
-                                              std::move(lower));
-}
+std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor pattern,
+                                                       TensorIntrin::LowerFn lower,
+                                                       std::string name);
 
 }  // namespace dlavm::schedule
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/schedule/tensor_intrin-inl.hpp>
+#endif

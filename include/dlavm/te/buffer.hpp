@@ -3,6 +3,7 @@
 // into a buffer; TIR loads and stores address buffers. Identity is the node.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/ne.hpp>
 
@@ -51,10 +52,11 @@ class Buffer {
   std::shared_ptr<const BufferNode> node_;
 };
 
-inline Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
-                          std::string scope = "global") {
-  return Buffer(std::make_shared<const BufferNode>(
-      BufferNode{std::move(name), dtype, std::move(shape), std::move(scope)}));
-}
+Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
+                   std::string scope = "global");
 
 }  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/te/buffer-inl.hpp>
+#endif

@@ -3,6 +3,7 @@
 // or a reduction. Schedules split and fuse IterVars into new ones; identity is the node.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
 
@@ -53,24 +54,10 @@ class IterVar {
 
 // A new axis named `name` over [min, min + extent). The variable's range is what the bounds
 // of min and extent allow, so that ne can bound index expressions that use it.
-inline IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind) {
-  const auto lo = ne::bounds(min);
-  const auto ext = ne::bounds(extent);
-  if (ext.max < 1)
-    raise<ShapeError>("axis '{}' has extent {} which is never positive (at most {})", name, extent,
-                      ext.max);
-  if (const auto e = extent.as_int(); e && *e < 1)
-    raise<ShapeError>("axis '{}' has extent {}, which must be at least 1", name, *e);
-  const std::int64_t hi = ne::detail::saturate(ne::detail::int128{lo.max} + ext.max - 1);
-  auto v = ne::var(std::move(name), lo.min, hi);
-  return IterVar(std::make_shared<const IterVarNode>(IterVarNode{v, {min, extent}, kind}));
-}
+IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr extent, IterKind kind);
 
 // te::reduce_axis({0, n}, "k"): a reduction axis over [lo, hi).
-inline IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv") {
-  auto [lo, hi] = std::move(bounds);
-  return make_iter_var(std::move(name), lo, ne::simplify(hi - lo), IterKind::Reduce);
-}
+IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv");
 
 }  // namespace dlavm::te
 
@@ -80,3 +67,7 @@ struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
     return fmt::format_to(ctx.out(), "{}", iv.name());
   }
 };
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/te/iter_var-inl.hpp>
+#endif

@@ -10,6 +10,7 @@
 //   CHECK(te::allclose(f, expected, /*rtol=*/1e-5, /*atol=*/1e-6));
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 
@@ -214,13 +215,10 @@ class NDArray {
 
 // numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
 // doubles, so integer and float32 arrays of one shape compare too). NaN is close to nothing.
-inline bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8) {
-  if (a.shape() != b.shape()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double x = a.value_as_double(i), y = b.value_as_double(i);
-    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
-  }
-  return true;
-}
+bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8);
 
 }  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/te/ndarray-inl.hpp>
+#endif

@@ -2,6 +2,7 @@
 // `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/te/expr.hpp>
 #include <dlavm/te/ops.hpp>
@@ -91,12 +92,7 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
 };
 }  // namespace detail
 
-inline std::string to_string(const Expr& e) {
-  std::string out;
-  if (!e.defined()) return "<undefined>";
-  detail::ExprPrinter(out).visit(e);
-  return out;
-}
+std::string to_string(const Expr& e);
 
 }  // namespace dlavm::te
 
@@ -113,3 +109,7 @@ struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
     return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
   }
 };
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/te/printer-inl.hpp>
+#endif

@@ -6,6 +6,7 @@
 //   auto B = te::compute(te::shape(n, 16), [&](auto i, auto j) { return A(i, j) + 1; }, "B");
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
@@ -88,18 +89,7 @@ requires(std::convertible_to<D, ne::Expr>&&...) Shape<sizeof...(D)> shape(D&&...
 
 namespace detail {
 
-inline void check_shape(const std::string& name, const std::vector<ne::Expr>& shape) {
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("tensor '{}': dim {} is undefined", name, k);
-    const auto b = ne::bounds(shape[k]);
-    if (b.max < 1)
-      raise<ShapeError>("tensor '{}': dim {} is {}, which is never positive (at most {})", name, k,
-                        shape[k], b.max);
-    if (b.min < 1)
-      raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
-                        shape[k], b.min);
-  }
-}
+void check_shape(const std::string& name, const std::vector<ne::Expr>& shape);
 
 // Collects the operations read by an expression, in first-use order, and checks each read
 // that is not under a select: an index proven to leave its dim for some valid value of the
@@ -168,55 +158,8 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
   int guarded_ = 0;
 };
 
-inline Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
-                           Expr body) {
-  if (!body.defined()) raise<ValueError>("compute '{}': the lambda returned no expression", name);
-  std::vector<IterVar> reduce_axis;
-  if (const auto* r = body.as<ReduceNode>()) reduce_axis = r->axes;
-  struct NestedReduce : ExprVisitor<NestedReduce> {
-    bool top = true, nested = false;
-    void visit_reduce(const ReduceNode& n, const Expr&) {
-      nested = nested || !top;
-      top = false;
-      visit(n.source);
-    }
-    void visit_cast(const CastNode& n, const Expr&) {
-      top = false;
-      visit(n.value);
-    }
-    void visit_binary(const BinaryNode& n, const Expr&) {
-      top = false;
-      visit(n.a);
-      visit(n.b);
-    }
-    void visit_select(const SelectNode& n, const Expr&) {
-      top = false;
-      visit(n.cond);
-      visit(n.t);
-      visit(n.f);
-    }
-  } nested;
-  nested.visit(body);
-  if (nested.nested)
-    raise<ScheduleError>(
-        "compute '{}': a reduction must be the whole body (te::sum(...)), not part of it; "
-        "compute the reduction as its own tensor",
-        name);
-  // A range can only name variables created before it: reductions newest first, then the
-  // data-parallel axes (whose ranges name symbolic dims only).
-  auto newest_first = reduce_axis;
-  std::sort(newest_first.begin(), newest_first.end(),
-            [](const IterVar& a, const IterVar& b) { return a.var().id() > b.var().id(); });
-  std::vector<ne::Sweep> sweep;
-  for (const auto& r : newest_first) sweep.push_back({r.var(), r.dom().min, r.dom().extent});
-  for (const auto& a : axis) sweep.push_back({a.var(), a.dom().min, a.dom().extent});
-  ReadCollector reads(name, std::move(sweep));
-  reads.visit(body);
-  const DType dtype = body.dtype();
-  return Tensor(std::make_shared<const OperationNode>(
-      OperationNode{OpKind::Compute, std::move(name), dtype, std::move(shape), std::move(axis),
-                    std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
-}
+Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
+                    Expr body);
 
 template <class T, std::size_t>
 using repeat_t = T;
@@ -228,11 +171,7 @@ constexpr bool invocable_with_n_vars(std::index_sequence<K...>) {
 
 }  // namespace detail
 
-inline Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
-  detail::check_shape(name, shape);
-  return Tensor(std::make_shared<const OperationNode>(OperationNode{
-      OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
-}
+Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name);
 template <std::size_t N>
 Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
   return placeholder(std::vector<ne::Expr>(shape.begin(), shape.end()), dtype, std::move(name));
@@ -275,16 +214,10 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
 }
 
 // Every operation `outputs` depend on, inputs before their readers (post-order, deterministic).
-inline std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
-  std::vector<Operation> order;
-  std::unordered_set<const OperationNode*> done;
-  auto visit = [&](auto& self, const Operation& op) -> void {
-    if (!done.insert(op.get()).second) return;
-    for (const auto& in : op->inputs) self(self, in);
-    order.push_back(op);
-  };
-  for (const auto& t : outputs) visit(visit, t.op());
-  return order;
-}
+std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 
 }  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/te/tensor-inl.hpp>
+#endif
