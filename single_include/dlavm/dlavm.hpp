@@ -17569,8 +17569,9 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 //   const auto* k = vta::detail::simd_kernels();   // nullptr: no SIMD in this build / on this CPU
 //   if (k) k->gemm(call);                          // call: loops, SRAM pointers and strides
 //
-// Without Highway (the single header, or a build that defines DLAVM_SIM_NO_SIMD) there are no
-// kernels and the simulator runs its scalar loops.
+// The kernels exist in dlavm::dlavm_compiled, and in header-only programs that define
+// DLAVM_SIM_SIMD_HEADER_ONLY. Elsewhere (header-only by default, the single header, a build
+// without Highway or that defines DLAVM_SIM_NO_SIMD) the simulator runs its scalar loops.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -17660,15 +17661,19 @@ void pack_wgt_quads(const std::int8_t* w, std::byte* shadow, std::size_t elems, 
 // Highway target (sim_kernels_simd.hpp, re-included by Highway's foreach_target.h), the choice
 // among them, and the shadow packing.
 //
-// Header-only mode compiles the kernels in every translation unit that includes the
-// simulator; dlavm::dlavm_compiled compiles them once. Highway's foreach_target.h can serve only
-// one file per translation unit in Highway 1.0: a program that also uses it should include dlavm
-// after its own per-target code, or link dlavm::dlavm_compiled.
+// dlavm::dlavm_compiled compiles the kernels once, for every target. Header-only programs run
+// the scalar loops unless they define DLAVM_SIM_SIMD_HEADER_ONLY: the five targets' kernels
+// would otherwise cost every translation unit that includes the simulator about 15 s of
+// compile time. Highway's foreach_target.h can serve only one file per translation unit in
+// Highway 1.0: a program that also uses it should include dlavm after its own per-target code,
+// or link dlavm::dlavm_compiled.
 
 // begin dlavm/vta/hw/sim_kernels.hpp
 // end dlavm/vta/hw/sim_kernels.hpp
 
-#if !defined(DLAVM_SIM_NO_SIMD) && __has_include(<hwy/highway.h>) && \
+#if !defined(DLAVM_SIM_NO_SIMD) &&                                          \
+    (defined(DLAVM_COMPILED_LIB) || defined(DLAVM_SIM_SIMD_HEADER_ONLY)) && \
+    __has_include(<hwy/highway.h>) &&                                                \
     __has_include("dlavm/vta/hw/sim_kernels_simd.hpp")
 #define DLAVM_SIM_SIMD 1
 #else

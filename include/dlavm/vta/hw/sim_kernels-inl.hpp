@@ -2,15 +2,19 @@
 // Highway target (sim_kernels_simd.hpp, re-included by Highway's foreach_target.h), the choice
 // among them, and the shadow packing.
 //
-// Header-only mode compiles the kernels in every translation unit that includes the
-// simulator; dlavm::dlavm_compiled compiles them once. Highway's foreach_target.h can serve only
-// one file per translation unit in Highway 1.0: a program that also uses it should include dlavm
-// after its own per-target code, or link dlavm::dlavm_compiled.
+// dlavm::dlavm_compiled compiles the kernels once, for every target. Header-only programs run
+// the scalar loops unless they define DLAVM_SIM_SIMD_HEADER_ONLY: the five targets' kernels
+// would otherwise cost every translation unit that includes the simulator about 15 s of
+// compile time. Highway's foreach_target.h can serve only one file per translation unit in
+// Highway 1.0: a program that also uses it should include dlavm after its own per-target code,
+// or link dlavm::dlavm_compiled.
 #pragma once
 
 #include <dlavm/vta/hw/sim_kernels.hpp>
 
-#if !defined(DLAVM_SIM_NO_SIMD) && __has_include(<hwy/highway.h>) && \
+#if !defined(DLAVM_SIM_NO_SIMD) &&                                          \
+    (defined(DLAVM_COMPILED_LIB) || defined(DLAVM_SIM_SIMD_HEADER_ONLY)) && \
+    __has_include(<hwy/highway.h>) &&                                                \
     __has_include("dlavm/vta/hw/sim_kernels_simd.hpp")
 #define DLAVM_SIM_SIMD 1
 #else

@@ -23,8 +23,9 @@
 //   const auto* k = vta::detail::simd_kernels();   // nullptr: no SIMD in this build / on this CPU
 //   if (k) k->gemm(call);                          // call: loops, SRAM pointers and strides
 //
-// Without Highway (the single header, or a build that defines DLAVM_SIM_NO_SIMD) there are no
-// kernels and the simulator runs its scalar loops.
+// The kernels exist in dlavm::dlavm_compiled, and in header-only programs that define
+// DLAVM_SIM_SIMD_HEADER_ONLY. Elsewhere (header-only by default, the single header, a build
+// without Highway or that defines DLAVM_SIM_NO_SIMD) the simulator runs its scalar loops.
 #pragma once
 
 #include <dlavm/core/api.hpp>
