@@ -115,7 +115,7 @@ struct CallNode final : Node {
         attrs(std::move(at)) {}
   // Releases the arguments iteratively: destroying the last handle of a graph thousands of
   // calls deep must not nest a destructor per call.
-  ~CallNode() override;
+  DLAVM_INLINE ~CallNode() override;
   static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
   const std::string& op() const { return name; }
   // Not const only so that the destructor can take the arguments apart; nodes are created

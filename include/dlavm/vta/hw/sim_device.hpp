@@ -34,10 +34,14 @@ class SimDevice : public Device {
   Simulator& simulator() { return sim_; }
   const CycleModel& cycle_model() const { return model_; }
 
+  // The virtual functions defined in sim_device-inl.hpp are declared DLAVM_INLINE: header-only,
+  // the class then has no key function and its vtable (with the simulator behind it) is
+  // emitted only where a SimDevice is constructed, not in every file that includes this one.
   Buffer alloc(std::size_t bytes) override { return {sim_.dram().alloc(bytes), bytes}; }
   void free(Buffer b) override { sim_.dram().free(b.phys); }
-  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override;
-  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
+  DLAVM_INLINE void copy_in(Buffer dst, std::size_t offset, const void* src,
+                            std::size_t bytes) override;
+  DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default.
   void set_check_hazards(bool on) { check_hazards_ = on; }
@@ -47,7 +51,7 @@ class SimDevice : public Device {
   void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
   std::uint64_t work_budget() const { return sim_.work_budget(); }
 
-  RunResult run(const Stream& stream) override;
+  DLAVM_INLINE RunResult run(const Stream& stream) override;
 
  private:
   Simulator sim_;
