@@ -1226,7 +1226,7 @@ struct CallNode final : Node {
         attrs(std::move(at)) {}
   // Releases the arguments iteratively: destroying the last handle of a graph thousands of
   // calls deep must not nest a destructor per call.
-  ~CallNode() override;
+  DLAVM_INLINE ~CallNode() override;
   static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
   const std::string& op() const { return name; }
   // Not const only so that the destructor can take the arguments apart; nodes are created
@@ -18600,10 +18600,14 @@ class SimDevice : public Device {
   Simulator& simulator() { return sim_; }
   const CycleModel& cycle_model() const { return model_; }
 
+  // The virtual functions defined in sim_device-inl.hpp are declared DLAVM_INLINE: header-only,
+  // the class then has no key function and its vtable (with the simulator behind it) is
+  // emitted only where a SimDevice is constructed, not in every file that includes this one.
   Buffer alloc(std::size_t bytes) override { return {sim_.dram().alloc(bytes), bytes}; }
   void free(Buffer b) override { sim_.dram().free(b.phys); }
-  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override;
-  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
+  DLAVM_INLINE void copy_in(Buffer dst, std::size_t offset, const void* src,
+                            std::size_t bytes) override;
+  DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default.
   void set_check_hazards(bool on) { check_hazards_ = on; }
@@ -18613,7 +18617,7 @@ class SimDevice : public Device {
   void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
   std::uint64_t work_budget() const { return sim_.work_budget(); }
 
-  RunResult run(const Stream& stream) override;
+  DLAVM_INLINE RunResult run(const Stream& stream) override;
 
  private:
   Simulator sim_;
@@ -18686,7 +18690,7 @@ DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
 //                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
 // Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
 // 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
-// channel tiles: unpack_activation(res, n, c, env.block_out).
+// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n, c).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp

@@ -6,7 +6,7 @@
 //                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
 // Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
 // 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
-// channel tiles: unpack_activation(res, n, c, env.block_out).
+// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n, c).
 #pragma once
 
 #include <dlavm/core/api.hpp>
