@@ -1,6 +1,8 @@
 // graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
 // the op records and typed builders, type inference and placement, the printer, name-based
-// construction for importers, and the reference executor on the host kernels.
+// construction for importers, the reference executor on the host kernels, and the build for
+// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
+// runs host and VTA steps.
 //
 //   namespace g = dlavm::graph;
 //   auto token = ne::var("token", 1, 2048);
@@ -8,15 +10,22 @@
 //   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
 //   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
 //   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
+//   auto mod = g::build(fn, g::Target{});
+//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
 #pragma once
 
 #include <dlavm/graph/attrs.hpp>
+#include <dlavm/graph/build.hpp>
 #include <dlavm/graph/builder.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/module.hpp>
 #include <dlavm/graph/node.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/ops.hpp>
+#include <dlavm/graph/partition.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>

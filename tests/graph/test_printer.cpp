@@ -26,9 +26,9 @@ TEST_CASE("printer: a dense layer before and after infer_type") {
         "  %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding=\"nearest\", shift=8)\n"
         "  return %1\n"
         "}");
-  graph::Target target;
+  // with the op registry alone every call runs on the host
   CHECK(
-      fmt::format("{}", graph::infer_type(fn, target)) ==
+      fmt::format("{}", graph::infer_type(fn, graph::default_ops())) ==
       "fn (%x: Tensor[(1, token, 512), int8]) {\n"
       "  %w = constant Tensor[(256, 512), int8]\n"
       "  %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */\n"
@@ -36,6 +36,16 @@ TEST_CASE("printer: a dense layer before and after infer_type") {
       "/* ret=(1, token, 256), dtype=int8, device=host */\n"
       "  return %1\n"
       "}");
+  // with a target, the dense layer and its requantize fuse into one VTA kernel
+  graph::Target target;
+  CHECK(fmt::format("{}", graph::infer_type(fn, target)) ==
+        "fn (%x: Tensor[(1, token, 512), int8]) {\n"
+        "  %w = constant Tensor[(256, 512), int8]\n"
+        "  %0 = vta.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=vta */\n"
+        "  %1 = vta.requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding=\"nearest\", shift=8) "
+        "/* ret=(1, token, 256), dtype=int8, device=vta */\n"
+        "  return %1\n"
+        "}");
 }
 
 TEST_CASE("printer: a conv block with defaults filled in, several results, shared nodes") {

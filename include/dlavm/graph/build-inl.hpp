@@ -1,0 +1,218 @@
+// Definitions for graph/build.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/build.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/vta/program.hpp>
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class ModuleBuilder {
+ public:
+  ModuleBuilder(const Function& fn, const Partition& part, const Target& target,
+                const BuildOptions& options)
+      : fn_(fn), part_(part), target_(target), options_(options), names_(fn) {
+    if (!options_.chooser) options_.chooser = std::make_shared<const ScheduleChooser>();
+  }
+
+  Module build() {
+    std::vector<std::size_t> params, results;
+    for (const auto& p : fn_.params()) {
+      params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
+      plain_[p.get()] = params.back();
+    }
+    for (const auto& g : part_.groups) {
+      if (g.device == Device::Vta)
+        vta_step(g);
+      else
+        host_step(g);
+    }
+    for (const auto& r : fn_.results()) results.push_back(plain(r));
+    return Module(options_.name, target_.env, std::move(values_), std::move(steps_),
+                  std::move(params), std::move(results));
+  }
+
+ private:
+  std::size_t add_value(const Expr& e, ModuleValue::Kind kind, Layout layout,
+                        std::shared_ptr<const te::NDArray> constant) {
+    ModuleValue v;
+    v.kind = kind;
+    v.name = names_.name(e);
+    v.node = v.name;
+    if (layout.kind != Layout::Kind::Plain) v.name += ":" + to_string(layout);
+    v.logical = e.type().shape;
+    v.layout = layout;
+    v.shape = packed_shape(layout, v.logical);
+    v.dtype = e.type().dtype;
+    v.constant = std::move(constant);
+    values_.push_back(std::move(v));
+    return values_.size() - 1;
+  }
+
+  // The value of node e in its logical layout, unpacking it after VTA if need be.
+  std::size_t plain(const Expr& e) {
+    if (auto it = plain_.find(e.get()); it != plain_.end()) return it->second;
+    if (const auto* c = e.as<ConstantNode>())
+      return plain_[e.get()] = add_value(e, ModuleValue::Kind::Constant, {}, c->value);
+    auto it = packed_.find(e.get());
+    if (it == packed_.end() || it->second.empty())
+      raise<ValueError>("internal: build: {} is used before it is computed, please report",
+                        names_.label(e));
+    const std::size_t from = it->second.front().second;
+    const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Unpack;
+    s.label = fmt::format("unpack {}", values_[from].name);
+    s.inputs = {from};
+    s.output = to;
+    steps_.push_back(std::move(s));
+    return plain_[e.get()] = to;
+  }
+
+  // The value of node e in layout l: constants are packed now, other values by a pack step
+  // on the host (once per layout).
+  std::size_t packed(const Expr& e, const Layout& l) {
+    auto& forms = packed_[e.get()];
+    for (const auto& [layout, id] : forms)
+      if (layout == l) return id;
+    std::size_t id = 0;
+    if (const auto* c = e.as<ConstantNode>()) {
+      id = add_value(e, ModuleValue::Kind::Constant, l,
+                     std::make_shared<const te::NDArray>(pack(*c->value, l)));
+    } else {
+      const std::size_t from = plain(e);
+      id = add_value(e, ModuleValue::Kind::Temp, l, nullptr);
+      ModuleStep s;
+      s.kind = ModuleStep::Kind::Pack;
+      s.label = fmt::format("pack {}", values_[id].name);
+      s.inputs = {from};
+      s.output = id;
+      steps_.push_back(std::move(s));
+    }
+    packed_[e.get()].emplace_back(l, id);
+    return id;
+  }
+
+  void host_step(const Group& g) {
+    const Expr& e = g.output();
+    const auto& call = *e.as<CallNode>();
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Host;
+    s.label = fmt::format("{} {}", names_.name(e), call.op());
+    s.op = call.op();
+    s.attrs = call.attrs;
+    s.kernel = target_.ops.at(call.op()).host_kernel;
+    for (const auto& a : call.args) s.inputs.push_back(plain(a));
+    s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
+    plain_[e.get()] = s.output;
+    steps_.push_back(std::move(s));
+  }
+
+  // x + bias + r: a rounding constant right after a constant bias joins the bias at build time
+  // (exact: both adds wrap around in int32), saving an ALU pass per output tile.
+  static Group fold_rounding(Group g) {
+    auto& steps = g.epilogue.steps;
+    for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
+      if (steps[k].kind != EpilogueStep::Kind::AddChannel ||
+          steps[k + 1].kind != EpilogueStep::Kind::Add)
+        continue;
+      const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
+      if (bias == nullptr) continue;
+      const std::int64_t r = steps[k + 1].imm;
+      te::NDArray folded = *bias->value;
+      for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
+      g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    }
+    return g;
+  }
+
+  void vta_step(const Group& original) {
+    const Group g = fold_rounding(original);
+    const Expr& anchor = g.anchor();
+    const auto& call = *anchor.as<CallNode>();
+    const AnchorStrategy& strategy = *target_.strategies.find(call.op());
+    const TypeCall typing = typing_of(anchor, names_);
+    const AnchorCall ac{typing, anchor.type()};
+    const auto& env = target_.env;
+    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
+    VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);
+    auto program =
+        std::make_shared<const vta::Program>(vta::build(kernel.schedule, kernel.args, env, name));
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Vta;
+    std::vector<std::string> ops;
+    for (const auto& c : g.calls) ops.push_back(c.name());
+    s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
+    s.op = fmt::format("{}", fmt::join(ops, "+"));
+    for (std::size_t i = 0; i < call.args.size(); ++i)
+      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(ac, env, i)));
+    const Layout result = strategy.result_layout(ac, env);
+    for (std::size_t k = 0; k < g.operands.size(); ++k) {
+      const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
+      const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
+      s.inputs.push_back(packed(g.operands[k], l));
+    }
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
+    values_[s.output].dtype = env.out_dtype;
+    packed_[g.output().get()].emplace_back(result, s.output);
+    s.program = std::move(program);
+    s.tiling = kernel.tiling;
+    s.epilogue = to_string(g.epilogue);
+    s.macs = kernel.macs;
+    s.tiling_traffic = kernel.tiling_traffic;
+    check_params(s, kernel);
+    steps_.push_back(std::move(s));
+  }
+
+  // The program's parameters are the arrays the step hands it: same dtype and shape.
+  void check_params(const ModuleStep& s, const VtaKernel& kernel) const {
+    std::vector<std::size_t> values = s.inputs;
+    values.push_back(s.output);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const auto& v = values_[values[k]];
+      const auto& p = kernel.args[k];
+      bool same = p.dtype() == v.dtype && p.shape().size() == v.shape.size();
+      for (std::size_t d = 0; same && d < v.shape.size(); ++d)
+        same = ne::can_prove(p.shape()[d] == v.shape[d]);
+      if (!same)
+        raise<ValueError>(
+            "internal: build: {} parameter {} ('{}') is {}{}, the value {} is {}{}, please report",
+            s.label, k, p.name(), p.dtype(), shape_text(p.shape()), v.name, v.dtype,
+            shape_text(v.shape));
+    }
+  }
+
+  const Function& fn_;
+  const Partition& part_;
+  const Target& target_;
+  BuildOptions options_;
+  NodeNames names_;
+  std::vector<ModuleValue> values_;
+  std::vector<ModuleStep> steps_;
+  std::unordered_map<const Node*, std::size_t> plain_;
+  std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
+  std::size_t kernels_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
+  const Function typed = infer_type(fn, target);
+  const Partition part = partition(typed, target);
+  return detail::ModuleBuilder(typed, part, target, options).build();
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,184 @@
+// Definitions for graph/layout.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <functional>
+#include <numeric>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string to_string(const Layout& l) {
+  switch (l.kind) {
+    case Layout::Kind::Plain:
+      return "plain";
+    case Layout::Kind::Activation:
+      return fmt::format("activation[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Matrix:
+      return fmt::format("matrix[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::ConvWeight:
+      return fmt::format("conv_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::DenseWeight:
+      return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Channel:
+      return fmt::format("channel[{}x{}]", l.rows, l.cols);
+  }
+  return "?";
+}
+
+namespace detail {
+
+// The logical shape seen as [A, B, H, W], tiled along A (rows) and B (columns).
+template <class Dim>
+struct Tiled4 {
+  Dim a, b, h, w;
+};
+
+inline void require_layout_rank(const Layout& l, std::size_t rank) {
+  const auto want = [&]() -> std::size_t {
+    switch (l.kind) {
+      case Layout::Kind::Activation:
+      case Layout::Kind::ConvWeight:
+        return 4;
+      case Layout::Kind::DenseWeight:
+        return 2;
+      case Layout::Kind::Channel:
+        return 1;
+      default:
+        return 0;
+    }
+  }();
+  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
+    raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
+                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
+                      l.kind == Layout::Kind::Matrix ? " or more" : "");
+}
+
+template <class Dim, class Mul>
+Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
+  require_layout_rank(l, s.size());
+  switch (l.kind) {
+    case Layout::Kind::Activation:
+    case Layout::Kind::ConvWeight:
+      return {s[0], s[1], s[2], s[3]};
+    case Layout::Kind::Matrix: {
+      Dim rows = s[0];
+      for (std::size_t k = 1; k + 1 < s.size(); ++k) rows = mul(rows, s[k]);
+      return {rows, s.back(), Dim(1), Dim(1)};
+    }
+    case Layout::Kind::DenseWeight:
+      return {s[0], s[1], Dim(1), Dim(1)};
+    default:
+      raise<ValueError>("internal: layout {} is not a tiled 4-d layout, please report",
+                        to_string(l));
+  }
+}
+
+inline std::int64_t tiles_of(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
+                                                const std::vector<ne::Expr>& shape) {
+  if (l.kind == Layout::Kind::Plain) return shape;
+  const auto tiles = [](const ne::Expr& n, std::int64_t t) {
+    return t == 1 ? n : ne::simplify(ne::ceildiv(n, t));
+  };
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, shape.size());
+    return {tiles(shape[0], l.cols), l.rows, l.cols};
+  }
+  const auto d = detail::as_tiled4<ne::Expr>(
+      l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
+  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
+    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
+  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
+}
+
+namespace detail {
+
+// Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
+template <class Fn>
+void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
+  const std::int64_t b_tiles = tiles_of(d.b, tc), hw = d.h * d.w;
+  for (std::int64_t i = 0; i < d.a; ++i)
+    for (std::int64_t j = 0; j < d.b; ++j) {
+      const std::int64_t plain = (i * d.b + j) * hw;
+      const std::int64_t tile =
+          ((i / tr) * b_tiles + j / tc) * hw * tr * tc + (i % tr) * tc + j % tc;
+      for (std::int64_t p = 0; p < hw; ++p)
+        fn(static_cast<std::size_t>(plain + p), static_cast<std::size_t>(tile + p * tr * tc));
+    }
+}
+
+inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{} to layout {}: VTA's layouts hold integers, the array is {}", what,
+                     to_string(l), a.dtype());
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
+  if (l.kind == Layout::Kind::Plain) return logical;
+  detail::require_integral(logical, l, "pack");
+  const auto& s = logical.shape();
+  const auto src = logical.data();
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, s.size());
+    te::NDArray out(logical.dtype(), {detail::tiles_of(s[0], l.cols), l.rows, l.cols});
+    auto dst = out.data();
+    for (std::int64_t c = 0; c < s[0]; ++c)
+      for (std::int64_t r = 0; r < l.rows; ++r)
+        dst[static_cast<std::size_t>(((c / l.cols) * l.rows + r) * l.cols + c % l.cols)] =
+            src[static_cast<std::size_t>(c)];
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
+  std::vector<std::int64_t> dims{detail::tiles_of(d.a, l.rows), detail::tiles_of(d.b, l.cols)};
+  if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
+    dims.insert(dims.end(), {d.h, d.w});
+  dims.insert(dims.end(), {l.rows, l.cols});
+  te::NDArray out(logical.dtype(), std::move(dims));
+  auto dst = out.data();
+  detail::for_each_tiled4(d, l.rows, l.cols,
+                          [&](std::size_t plain, std::size_t tiled) { dst[tiled] = src[plain]; });
+  return out;
+}
+
+DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
+                                std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::Plain) return packed;
+  detail::require_integral(packed, l, "unpack");
+  const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
+  std::vector<ne::Expr> dims;
+  for (auto v : logical_shape) dims.emplace_back(v);
+  std::vector<std::int64_t> expect;
+  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
+  if (packed.shape() != expect)
+    raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
+                      to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
+                      fmt::join(expect, ", "));
+  te::NDArray out(packed.dtype(), logical_shape);
+  const auto src = packed.data();
+  auto dst = out.data();
+  if (l.kind == Layout::Kind::Channel) {
+    for (std::int64_t c = 0; c < shape[0]; ++c)
+      dst[static_cast<std::size_t>(c)] =
+          src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
+  detail::for_each_tiled4(d, l.rows, l.cols,
+                          [&](std::size_t plain, std::size_t tiled) { dst[plain] = src[tiled]; });
+  return out;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,54 @@
+// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
+// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
+// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
+//
+//   Plain        the logical array
+//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
+//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
+//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
+//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
+//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
+//                                                                   for every batch row)
+// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
+// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
+//
+//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
+//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
+//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/ne/expr.hpp>
+#include <dlavm/te/ndarray.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Layout {
+  enum class Kind : std::uint8_t { Plain, Activation, Matrix, ConvWeight, DenseWeight, Channel };
+  Kind kind = Kind::Plain;
+  std::int64_t rows = 1;  // tile rows (R)
+  std::int64_t cols = 1;  // tile columns (T)
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+// "plain", "activation[1x16]", "matrix[1x16]", ...
+std::string to_string(const Layout& l);
+
+// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
+// not take; symbolic dims stay expressions).
+std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
+
+te::NDArray pack(const te::NDArray& logical, const Layout& l);
+// `shape`: the logical shape to restore.
+te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/layout-inl.hpp>
+#endif

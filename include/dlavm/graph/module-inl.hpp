@@ -1,0 +1,343 @@
+// Definitions for graph/module.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/module.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/functor.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
+                            std::vector<ModuleStep> steps, std::vector<std::size_t> params,
+                            std::vector<std::size_t> results)
+    : name_(std::move(name)),
+      env_(std::move(env)),
+      values_(std::move(values)),
+      steps_(std::move(steps)),
+      params_(std::move(params)),
+      results_(std::move(results)) {}
+
+namespace detail {
+
+// A value's array shape under the bindings.
+inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
+                                          std::span<const ne::Binding> bindings,
+                                          const std::string& what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
+// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it.
+inline std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  const auto data = a.data();
+  std::vector<std::uint8_t> out(data.size() * width);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(data[i]);
+    for (std::size_t b = 0; b < width; ++b)
+      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
+  }
+  return out;
+}
+
+inline te::NDArray from_dram_bytes(std::span<const std::uint8_t> bytes, DType dtype,
+                                   std::vector<std::int64_t> shape) {
+  te::NDArray a(dtype, std::move(shape));
+  const auto width = static_cast<std::size_t>(dtype.bytes());
+  auto data = a.data();
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
+    data[i] = dtype.wrap(static_cast<std::int64_t>(v));
+  }
+  return a;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
+                                       std::span<const ne::Binding> bindings,
+                                       std::vector<std::optional<te::NDArray>>& arrays) const {
+  const auto fail_unknown = [&](std::string_view name) {
+    std::vector<std::string> known;
+    for (auto p : params_) known.push_back(values_[p].name);
+    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, name,
+                      fmt::join(known, ", "));
+  };
+  for (const auto& in : inputs) {
+    bool found = false;
+    for (auto p : params_) found = found || values_[p].name == fmt::format("%{}", in.name);
+    if (!found) fail_unknown(in.name);
+  }
+  // every symbolic dim of the params is bound, within its range
+  for (auto p : params_)
+    for (const auto& d : values_[p].logical)
+      for (const auto& v : ne::free_vars(d)) {
+        const auto* var = v.as<ne::VarNode>();
+        const ne::Binding* b = nullptr;
+        for (const auto& x : bindings)
+          if (x.name == var->name) b = &x;
+        if (b == nullptr)
+          raise<ValueError>(
+              "module '{}': symbolic dim '{}' of input {} has no value; pass "
+              "{{\"{}\", value}} in the bindings",
+              name_, var->name, values_[p].name, var->name);
+        if (b->value < var->min || b->value > var->max)
+          raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
+                            name_, var->name, b->value, var->min, var->max);
+      }
+  for (auto p : params_) {
+    const auto& v = values_[p];
+    const NamedArray* given = nullptr;
+    for (const auto& in : inputs)
+      if (v.name == fmt::format("%{}", in.name)) given = &in;
+    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
+    const auto& a = given->value.get();
+    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    if (a.dtype() != v.dtype || a.shape() != shape)
+      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
+                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+    arrays[p] = a;
+  }
+}
+
+DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
+                                       std::span<const ne::Binding> bindings,
+                                       std::vector<std::optional<te::NDArray>>& arrays) const {
+  std::vector<vta::Buffer> buffers;
+  struct Release {
+    vta::Device& dev;
+    std::vector<vta::Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  std::vector<std::uint64_t> phys;
+  for (const auto in : step.inputs) {
+    const auto& v = values_[in];
+    const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
+    const auto bytes = detail::dram_bytes(a);
+    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
+    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
+    phys.push_back(buffers.back().phys);
+  }
+  const auto& out = values_[step.output];
+  auto out_shape = detail::concrete(out.shape, bindings, "value " + out.name);
+  std::size_t count = 1;
+  for (auto d : out_shape) count *= static_cast<std::size_t>(d);
+  const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
+  buffers.push_back(dev.alloc(std::max<std::size_t>(out_bytes, 1)));
+  phys.push_back(buffers.back().phys);
+  const vta::Stream stream = step.program->instantiate(bindings, phys);
+  const vta::RunResult result = dev.run(stream);
+  std::vector<std::uint8_t> bytes(out_bytes);
+  dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
+  arrays[step.output] = detail::from_dram_bytes(bytes, out.dtype, std::move(out_shape));
+  StepStats s;
+  s.instructions = stream.insns.size();
+  s.uops = stream.uops.size();
+  s.cycles = result.timing.total_cycles;
+  s.roofline_cycles = result.timing.roofline_cycles;
+  s.dram_bytes = result.timing.counters.memory_bytes();
+  s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
+  s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
+  if (step.tiling_traffic) s.tiling_bytes = step.tiling_traffic(bindings);
+  return s;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
+                                                  std::span<const NamedArray> inputs,
+                                                  std::span<const ne::Binding> bindings,
+                                                  const ModuleRunOptions& options) {
+  std::vector<std::optional<te::NDArray>> arrays(values_.size());
+  check_inputs(inputs, bindings, arrays);
+  const auto array_of = [&](std::size_t v) -> const te::NDArray& {
+    return values_[v].constant ? *values_[v].constant : *arrays[v];
+  };
+  ModuleRun run;
+  for (const auto& step : steps_) {
+    StepStats s;
+    const auto start = std::chrono::steady_clock::now();
+    switch (step.kind) {
+      case ModuleStep::Kind::Vta:
+        s = run_vta(dev, step, bindings, arrays);
+        run.vta_cycles += s.cycles;
+        break;
+      case ModuleStep::Kind::Host: {
+        std::vector<const te::NDArray*> args;
+        for (auto in : step.inputs) args.push_back(&array_of(in));
+        arrays[step.output] = step.kernel(args, step.attrs);
+        break;
+      }
+      case ModuleStep::Kind::Pack:
+        arrays[step.output] = pack(array_of(step.inputs[0]), values_[step.output].layout);
+        break;
+      case ModuleStep::Kind::Unpack: {
+        const auto& v = values_[step.inputs[0]];
+        const auto shape = detail::concrete(v.logical, bindings, "value " + v.name);
+        arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
+        break;
+      }
+    }
+    if (step.kind != ModuleStep::Kind::Vta)
+      s.host_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.steps.push_back(s);
+  }
+  for (auto r : results_) run.outputs.push_back(array_of(r));
+  for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
+  if (options.keep_values) {
+    for (std::size_t v = 0; v < values_.size(); ++v)
+      if (values_[v].constant) arrays[v] = *values_[v].constant;
+    run.values = std::move(arrays);
+  }
+  last_ = std::move(run);
+  return last_->outputs;
+}
+
+DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
+  const ModuleRun& run = last_run();
+  if (run.values.empty())
+    raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
+                      name_);
+  std::optional<std::size_t> found;
+  for (std::size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].node == node && run.values[v] &&
+        (!found || values_[v].layout.kind == Layout::Kind::Plain))
+      found = v;
+  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  const auto& v = values_[*found];
+  if (v.layout.kind == Layout::Kind::Plain) return *run.values[*found];
+  std::vector<ne::Binding> b;
+  for (const auto& [name, value] : run.bindings) b.push_back({name, value});
+  return unpack(*run.values[*found], v.layout, detail::concrete(v.logical, b, "value " + v.name));
+}
+
+DLAVM_INLINE const ModuleRun& Module::last_run() const {
+  if (!last_) raise<ValueError>("module '{}': not run yet; call run() first", name_);
+  return *last_;
+}
+
+namespace detail {
+
+inline std::string_view step_kind_name(ModuleStep::Kind k) {
+  switch (k) {
+    case ModuleStep::Kind::Host:
+      return "host";
+    case ModuleStep::Kind::Pack:
+      return "pack";
+    case ModuleStep::Kind::Unpack:
+      return "unpack";
+    case ModuleStep::Kind::Vta:
+      return "vta";
+  }
+  return "?";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string Module::summary() const {
+  const ModuleRun& run = last_run();
+  std::string out = fmt::format("module '{}': {} steps\n", name_, steps_.size());
+  out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", "#", "step",
+                     "device", "insns", "uops", "cycles", "roofline", "DRAM bytes", "/tiling");
+  std::uint64_t roofline = 0, gemm_macs = 0;
+  std::int64_t macs = 0;
+  double host = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const auto& step = steps_[i];
+    const auto& s = run.steps[i];
+    std::string label = step.label;
+    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    if (step.kind == ModuleStep::Kind::Vta) {
+      roofline += s.roofline_cycles;
+      gemm_macs += s.gemm_macs;
+      macs += step.macs;
+      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>8.1f}% {:>11} {:>6.2f}x\n", i,
+                         label, "vta", s.instructions, s.uops, s.cycles,
+                         s.cycles == 0 ? 0.0
+                                       : 100.0 * static_cast<double>(s.roofline_cycles) /
+                                             static_cast<double>(s.cycles),
+                         s.dram_bytes,
+                         s.tiling_bytes == 0 ? 0.0
+                                             : static_cast<double>(s.data_bytes) /
+                                                   static_cast<double>(s.tiling_bytes));
+    } else {
+      host += s.host_seconds;
+      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", i, label,
+                         detail::step_kind_name(step.kind) == "host" ? "host" : "host*", "-", "-",
+                         fmt::format("{:.2f}ms", s.host_seconds * 1e3), "-", "-", "-");
+    }
+  }
+  const double per_cycle = static_cast<double>(env_.batch * env_.block_in * env_.block_out);
+  out += fmt::format(
+      "VTA: {} cycles (roofline bound {}, {:.1f}%); {} MACs of the model / {} per cycle = {:.0f} "
+      "cycles ({:.1f}% of the VTA cycles); the GEMM core ran {} MACs (tile padding included)\n",
+      run.vta_cycles, roofline,
+      run.vta_cycles == 0
+          ? 0.0
+          : 100.0 * static_cast<double>(roofline) / static_cast<double>(run.vta_cycles),
+      macs, per_cycle, static_cast<double>(macs) / per_cycle,
+      run.vta_cycles == 0
+          ? 0.0
+          : 100.0 * static_cast<double>(macs) / per_cycle / static_cast<double>(run.vta_cycles),
+      gemm_macs);
+  out += fmt::format("host: {:.2f} ms (host* = layout conversions)\n", host * 1e3);
+  return out;
+}
+
+DLAVM_INLINE std::string Module::to_string() const {
+  std::string out = fmt::format("module {} {{\n", name_);
+  const auto type_of = [&](const ModuleValue& v) {
+    return fmt::format("{} {}", shape_text(v.shape), v.dtype);
+  };
+  for (auto p : params_)
+    out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
+  for (const auto& v : values_)
+    if (v.kind == ModuleValue::Kind::Constant)
+      out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
+  for (const auto& step : steps_) {
+    std::vector<std::string> args;
+    for (auto in : step.inputs) args.push_back(values_[in].name);
+    const auto& o = values_[step.output];
+    switch (step.kind) {
+      case ModuleStep::Kind::Vta:
+        out += fmt::format("  {} = vta.{}({}) /* {}; {}; tiling {} */\n", o.name, step.op,
+                           fmt::join(args, ", "), type_of(o),
+                           step.epilogue.empty() ? "no epilogue" : step.epilogue, step.tiling);
+        break;
+      case ModuleStep::Kind::Host:
+        out +=
+            fmt::format("  {} = host.{}({}{}{}) /* {} */\n", o.name, step.op, fmt::join(args, ", "),
+                        step.attrs.empty() ? "" : ", ", step.attrs, type_of(o));
+        break;
+      default:
+        out += fmt::format("  {} = host.{}({}) /* {} */\n", o.name,
+                           detail::step_kind_name(step.kind), fmt::join(args, ", "), type_of(o));
+        break;
+    }
+  }
+  std::vector<std::string> results;
+  for (auto r : results_) results.push_back(values_[r].name);
+  out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
+  return out;
+}
+
+}  // namespace dlavm::graph

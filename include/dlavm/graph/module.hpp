@@ -1,0 +1,155 @@
+// graph::Module: a built model (graph::build). It holds values (the params, the constants,
+// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
+// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
+// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
+// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   vta::SimDevice dev(target.env.config);
+//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
+//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
+//   fmt::print("{}", mod);                                   // the steps
+//
+// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
+// binding outside its dim's range, a dim left unbound: dlavm::Errors naming the input or dim.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/attrs.hpp>
+#include <dlavm/graph/evaluate.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/op.hpp>
+#include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/expr.hpp>
+#include <dlavm/te/ndarray.hpp>
+#include <dlavm/vta/hw/device.hpp>
+#include <dlavm/vta/program.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct ModuleValue {
+  enum class Kind : std::uint8_t { Param, Constant, Temp };
+  Kind kind = Kind::Temp;
+  std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
+  std::string node;               // the graph node it holds, as the printer names it: "%3"
+  std::vector<ne::Expr> logical;  // the graph node's shape
+  Layout layout;                  // how the array holds it (Plain: as the node's shape)
+  std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
+  DType dtype;
+  std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
+};
+
+struct ModuleStep {
+  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta };
+  Kind kind = Kind::Host;
+  std::string label;                // "%3 conv2d, bias_add, requantize, relu"
+  std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
+  std::size_t output = 0;
+  // Host
+  std::string op;
+  Attrs attrs;
+  HostKernel kernel;
+  // VTA
+  std::shared_ptr<const vta::Program> program;
+  std::string tiling;
+  std::string epilogue;
+  std::int64_t macs = 0;  // multiply-accumulates of the unpadded operation (at the dims' maxima)
+  std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
+};
+
+// What one step did in a run.
+struct StepStats {
+  std::size_t instructions = 0, uops = 0;
+  std::uint64_t cycles = 0, roofline_cycles = 0;
+  std::uint64_t dram_bytes = 0;   // bytes the stream moved (loads, micro-ops, stores)
+  std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
+  std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
+  std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
+  double host_seconds = 0;        // host steps: wall time of the kernel
+};
+
+struct ModuleRun {
+  std::vector<te::NDArray> outputs;
+  std::vector<StepStats> steps;  // one per Module::steps()
+  std::uint64_t vta_cycles = 0;  // the VTA steps' cycles, in sequence
+  // With RunOptions::keep_values: every value's array, by value index; and the bindings.
+  std::vector<std::optional<te::NDArray>> values;
+  std::vector<std::pair<std::string, std::int64_t>> bindings;
+};
+
+struct ModuleRunOptions {
+  bool keep_values = false;  // keep every intermediate array (Module::value_of)
+};
+
+class Module {
+ public:
+  Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
+         std::vector<ModuleStep> steps, std::vector<std::size_t> params,
+         std::vector<std::size_t> results);
+
+  const std::string& name() const { return name_; }
+  const vta::Env& env() const { return env_; }
+  const std::vector<ModuleValue>& values() const { return values_; }
+  const std::vector<ModuleStep>& steps() const { return steps_; }
+
+  // Runs every step in order on `dev` (VTA programs) and the host; returns the results.
+  std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {},
+                               const ModuleRunOptions& options = {});
+  std::vector<te::NDArray> run(vta::Device& dev, std::initializer_list<NamedArray> inputs,
+                               std::initializer_list<ne::Binding> bindings = {},
+                               const ModuleRunOptions& options = {}) {
+    return run(dev, std::span(inputs.begin(), inputs.size()),
+               std::span(bindings.begin(), bindings.size()), options);
+  }
+  // The last run's statistics; ValueError before the first run.
+  const ModuleRun& last_run() const;
+  // The value of graph node `node` ("%3", as graph::NodeNames prints it) in the last run, in
+  // its logical layout (unpacked if VTA left it packed). ValueError when the last run did not
+  // keep values, or no value holds that node.
+  te::NDArray value_of(std::string_view node) const;
+
+  // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
+  // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
+  // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
+  std::string summary() const;
+  // The values and steps, one line each.
+  std::string to_string() const;
+
+ private:
+  void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
+                    std::vector<std::optional<te::NDArray>>& arrays) const;
+  StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
+                    std::vector<std::optional<te::NDArray>>& arrays) const;
+
+  std::string name_;
+  vta::Env env_;
+  std::vector<ModuleValue> values_;
+  std::vector<ModuleStep> steps_;
+  std::vector<std::size_t> params_, results_;
+  std::optional<ModuleRun> last_;
+};
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Module& m, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(m.to_string(), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/module-inl.hpp>
+#endif

@@ -1,0 +1,304 @@
+// Definitions for graph/partition.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/functor.hpp>
+#include <dlavm/graph/ops/elementwise.hpp>
+#include <dlavm/graph/ops/quantize.hpp>
+#include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/strategy.hpp>
+#include <dlavm/host/elementwise.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/runtime/isa.hpp>
+#include <dlavm/vta/lower/inject_alu.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE const Group* Partition::group_of(const Expr& e) const {
+  auto it = group_index.find(e.get());
+  return it == group_index.end() ? nullptr : &groups[it->second];
+}
+
+DLAVM_INLINE std::string Partition::describe(const Group& g) const {
+  std::vector<std::string> calls;
+  for (const auto& c : g.calls) calls.push_back(fmt::format("{} {}", names.name(c), c.name()));
+  std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
+  if (!g.note.empty()) out += fmt::format(" ({})", g.note);
+  return out;
+}
+
+DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
+  const auto& c = *call.as<CallNode>();
+  TypeCall t;
+  t.label = names.label(call);
+  t.attrs = c.attrs;
+  for (const auto& a : c.args) {
+    t.arg_names.push_back(names.name(a));
+    t.arg_types.push_back(a.type());
+  }
+  return t;
+}
+
+namespace detail {
+
+// A VTA group while it is being grown: its calls, its epilogue, and the state of the value
+// its last call produces in the accumulator.
+struct OpenGroup {
+  Group group;
+  const AnchorStrategy* strategy = nullptr;
+  Layout result_layout;
+  std::size_t channel_axis = 1;  // the result's axis of output channels
+  DType logical;                 // the dtype the last call's value has in the graph
+  bool wrapped = false;          // after cast(x, int8): the store's wrap must come last
+};
+
+class Partitioner {
+ public:
+  Partitioner(const Function& fn, const Target& target)
+      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
+    for (const auto& e : order_)
+      if (const auto* c = e.as<CallNode>())
+        for (const auto& a : c->args) ++users_[a.get()];
+    for (const auto& r : fn.results()) ++users_[r.get()];
+  }
+
+  Partition run() {
+    for (const auto& e : order_)
+      if (e.kind() == NodeKind::Call && !member_.contains(e.get())) visit_call(e);
+    return finish();
+  }
+
+ private:
+  void visit_call(const Expr& e) {
+    const auto& call = *e.as<CallNode>();
+    if (extend(e, call)) return;
+    const auto* strategy = target_.strategies.find(call.op());
+    if (strategy == nullptr) {
+      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
+      return;
+    }
+    const TypeCall typing = typing_of(e, names_);
+    const AnchorCall anchor{typing, e.type()};
+    if (auto why = strategy->support(anchor, target_.env)) {
+      host_note_[e.get()] = *why;
+      return;
+    }
+    OpenGroup g;
+    g.group.device = Device::Vta;
+    g.group.calls.push_back(e);
+    g.strategy = strategy;
+    g.result_layout = strategy->result_layout(anchor, target_.env);
+    g.channel_axis = g.result_layout.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
+    g.logical = e.type().dtype;
+    open_.push_back(std::move(g));
+    const std::size_t index = open_.size() - 1;
+    tail_[e.get()] = index;
+    member_[e.get()] = index;
+  }
+
+  // Whether argument a of some call is the last call of an open VTA group that may grow.
+  std::optional<std::size_t> growable(const Expr& a) const {
+    auto it = tail_.find(a.get());
+    if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
+    for (const auto& r : fn_.results())
+      if (r.same_as(a)) return std::nullopt;
+    if (open_[it->second].wrapped) return std::nullopt;
+    return it->second;
+  }
+
+  bool extend(const Expr& e, const CallNode& call) {
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const auto g = growable(call.args[i]);
+      if (!g) continue;
+      if (!fuse(open_[*g], e, call, i)) continue;
+      tail_.erase(call.args[i].get());
+      tail_[e.get()] = *g;
+      member_[e.get()] = *g;
+      open_[*g].group.calls.push_back(e);
+      return true;
+    }
+    return false;
+  }
+
+  // Appends the epilogue steps of `call` (its argument `chain` is the group's value) to g, or
+  // returns false leaving g as it was.
+  bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain) {
+    const auto& env = target_.env;
+    const std::string& op = call.op();
+    Epilogue ep = g.group.epilogue;
+    std::vector<Expr> operands = g.group.operands;
+    std::vector<Expr> absorbed;
+    DType logical = g.logical;
+    bool wrapped = false;
+    const bool accumulating = logical == env.acc_dtype;
+    using K = EpilogueStep::Kind;
+    if (op == "bias_add") {
+      const auto& b = call.args[1];
+      const auto axis = call.attrs.get_int("axis");
+      const auto rank = static_cast<std::int64_t>(e.type().ndim());
+      if (!accumulating || chain != 0 || b.type().dtype != env.acc_dtype ||
+          (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
+        return false;
+      ep.add_channel(env.acc_dtype);
+      operands.push_back(b);
+    } else if (op == "add") {
+      const Expr& other = call.args[1 - chain];
+      if (!accumulating || !same_shape(other.type(), e.type())) return false;
+      const auto* cast = other.as<CallNode>();
+      if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
+          users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
+          other.type().dtype == env.acc_dtype) {
+        ep.add_tensor(env.inp_dtype);  // loaded through ACC_8BIT, sign-extended
+        operands.push_back(cast->args[0]);
+        absorbed.push_back(other);
+      } else if (other.type().dtype == env.acc_dtype) {
+        ep.add_tensor(env.acc_dtype);
+        operands.push_back(other);
+      } else {
+        return false;
+      }
+    } else if (op == "requantize") {
+      const auto p = requantize_params(call.attrs);
+      const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
+      if (!accumulating || p.out_dtype != env.out_dtype || p.shift > shr.second ||
+          !fits_imm(p.lo) || !fits_imm(p.hi))
+        return false;
+      if (p.rounding == host::Rounding::Nearest && p.shift > 0)
+        ep.imm(K::Add, std::int64_t{1} << (p.shift - 1));
+      if (p.shift > 0) ep.imm(K::Shr, p.shift);
+      ep.imm(K::Max, p.lo);
+      ep.imm(K::Min, p.hi);
+      logical = p.out_dtype;
+    } else if (op == "relu") {
+      ep.imm(K::Max, 0);
+    } else if (op == "clip") {
+      const auto [lo, hi] = host::clip_int_bounds(
+          {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, logical, names_.label(e));
+      if (!fits_imm(lo) || !fits_imm(hi)) return false;
+      ep.imm(K::Max, lo);
+      ep.imm(K::Min, hi);
+    } else if (op == "cast") {
+      const DType to = call.attrs.get_dtype("dtype");
+      if (to != env.out_dtype) return false;  // VTA cannot keep a value wider than it stores
+      wrapped = logical != env.out_dtype;     // int32 -> int8 wraps: only the store may follow
+      logical = to;
+    } else {
+      return false;
+    }
+    g.group.epilogue = std::move(ep);
+    g.group.operands = std::move(operands);
+    g.logical = logical;
+    g.wrapped = wrapped;
+    for (const auto& a : absorbed) {
+      member_[a.get()] = index_of(g);
+      g.group.calls.push_back(a);
+    }
+    return true;
+  }
+
+  std::size_t index_of(const OpenGroup& g) const {
+    return static_cast<std::size_t>(&g - open_.data());
+  }
+
+  static bool fits_imm(std::int64_t v) { return v >= -32768 && v <= 32767; }
+
+  static bool same_shape(const TensorType& a, const TensorType& b) {
+    if (a.ndim() != b.ndim()) return false;
+    for (std::size_t k = 0; k < a.ndim(); ++k)
+      if (!ne::can_prove(a.shape[k] == b.shape[k])) return false;
+    return true;
+  }
+
+  // Dissolves the groups VTA cannot store, then orders every group by its last call.
+  Partition finish() {
+    Partition part;
+    part.names = names_;
+    std::vector<bool> valid(open_.size());
+    for (std::size_t g = 0; g < open_.size(); ++g) {
+      valid[g] = open_[g].logical == target_.env.out_dtype;
+      if (!valid[g])
+        for (const auto& c : open_[g].group.calls)
+          host_note_[c.get()] = fmt::format(
+              "its {} result would leave VTA, which stores only {}: requantize or cast it in a "
+              "fused epilogue",
+              open_[g].logical, target_.env.out_dtype);
+    }
+    for (const auto& e : order_) {
+      if (e.kind() != NodeKind::Call) continue;
+      auto m = member_.find(e.get());
+      if (m != member_.end() && valid[m->second]) {
+        auto& g = open_[m->second];
+        if (!e.same_as(g.group.calls.back())) continue;  // the group runs at its result
+        for (const auto& c : g.group.calls) part.group_index[c.get()] = part.groups.size();
+        part.groups.push_back(sorted(std::move(g.group)));
+        continue;
+      }
+      Group h;
+      h.device = Device::Host;
+      h.calls.push_back(e);
+      if (auto n = host_note_.find(e.get()); n != host_note_.end()) h.note = n->second;
+      part.group_index[e.get()] = part.groups.size();
+      part.groups.push_back(std::move(h));
+    }
+    return part;
+  }
+
+  // Calls in post-order (absorbed casts before their add), the result last.
+  Group sorted(Group g) const {
+    std::unordered_set<const Node*> in;
+    for (const auto& c : g.calls) in.insert(c.get());
+    std::vector<Expr> calls;
+    for (const auto& e : order_)
+      if (in.contains(e.get())) calls.push_back(e);
+    g.calls = std::move(calls);
+    return g;
+  }
+
+  const Function& fn_;
+  const Target& target_;
+  NodeNames names_;
+  std::vector<Expr> order_;
+  std::unordered_map<const Node*, int> users_;
+  std::vector<OpenGroup> open_;
+  std::unordered_map<const Node*, std::size_t> tail_;    // last call of an open group
+  std::unordered_map<const Node*, std::size_t> member_;  // every call of a group
+  std::unordered_map<const Node*, std::string> host_note_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
+  return detail::Partitioner(fn, target).run();
+}
+
+namespace detail {
+
+class Placer : public ExprMutator<Placer> {
+ public:
+  explicit Placer(const Partition& part) : part_(part) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const Group* g = part_.group_of(e);
+    const Device device = g != nullptr ? g->device : Device::Host;
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device);
+  }
+
+ private:
+  const Partition& part_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function place(const Function& fn, const Partition& part) {
+  return detail::Placer(part).mutate(fn);
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,196 @@
+// Definitions for graph/strategy.hpp: the registry and the conv2d and dense strategies.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/ops/conv.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/strategy.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/simplify.hpp>
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Conv2dShape& shape,
+                                                  const Epilogue& epilogue) const {
+  return default_conv2d_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
+                                                const Epilogue& epilogue) const {
+  return default_dense_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
+  if (s.op.empty()) raise<ValueError>("VTA strategy: the op name is empty");
+  if (!s.support || !s.arg_layout || !s.result_layout || !s.declare)
+    raise<ValueError>(
+        "VTA strategy '{}': support, arg_layout, result_layout and declare are all "
+        "required",
+        s.op);
+  const std::string name = s.op;
+  if (!strategies_.emplace(name, std::move(s)).second)
+    raise<ValueError>("VTA strategy '{}' is already registered", name);
+}
+
+DLAVM_INLINE const AnchorStrategy* VtaStrategies::find(std::string_view op) const {
+  auto it = strategies_.find(op);
+  return it == strategies_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE std::vector<std::string> VtaStrategies::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, s] : strategies_) out.push_back(name);
+  return out;
+}
+
+namespace detail {
+
+// Why the arguments' element types are not VTA's int8 inputs and weights.
+inline std::optional<std::string> vta_operand_types(const AnchorCall& a, const vta::Env& env) {
+  const auto& c = a.call;
+  if (c.type(0).dtype != env.inp_dtype || c.type(1).dtype != env.wgt_dtype)
+    return fmt::format("VTA multiplies {} inputs by {} weights, the call has {} and {}",
+                       env.inp_dtype, env.wgt_dtype, c.type(0).dtype, c.type(1).dtype);
+  return std::nullopt;
+}
+
+// Dim k of argument i as a constant, or why it is not one.
+inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t i,
+                                                std::vector<std::int64_t>& out) {
+  out.clear();
+  for (std::size_t k = 0; k < a.call.type(i).ndim(); ++k) {
+    const auto d = ne::simplify(a.call.type(i).shape[k]);
+    if (!d.is_const())
+      return fmt::format("the VTA {} strategy needs constant dims; {} dim {} is `{}`", a.call.label,
+                         a.call.arg(i), k, a.call.type(i).shape[k]);
+    out.push_back(*d.as_int());
+  }
+  return std::nullopt;
+}
+
+inline Conv2dShape conv2d_shape(const AnchorCall& a) {
+  std::vector<std::int64_t> x, w;
+  constant_dims(a, 0, x);
+  constant_dims(a, 1, w);
+  const auto p = conv2d_params(a.call.attrs);
+  return {.batch = x[0],
+          .in_channels = x[1],
+          .height = x[2],
+          .width = x[3],
+          .out_channels = w[0],
+          .kernel = {w[2], w[3]},
+          .strides = p.strides,
+          .padding = p.padding};
+}
+
+inline AnchorStrategy conv2d_strategy() {
+  AnchorStrategy s;
+  s.op = "conv2d";
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    std::vector<std::int64_t> dims;
+    for (std::size_t i = 0; i < 2; ++i)
+      if (auto why = constant_dims(a, i, dims)) return why;
+    const auto shape = conv2d_shape(a);
+    for (auto p : shape.padding)
+      if (p > 15)
+        return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
+                  : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto shape = conv2d_shape(a);
+    const auto t = chooser.conv2d(env, shape, e);
+    const Conv2dKernel kernel(env, shape, e, name);
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}", t.oc_block, t.h_block,
+                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s"),
+                nullptr, shape.macs()};
+    const auto traffic = tiling_traffic(env, shape, e, t);
+    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    return k;
+  };
+  return s;
+}
+
+// Rows of a dense call: the product of x's leading dims.
+inline ne::Expr dense_rows(const TypeCall& c) {
+  ne::Expr rows = 1;
+  const auto& x = c.type(0).shape;
+  for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
+  return ne::simplify(rows);
+}
+
+// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
+// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
+inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
+
+inline AnchorStrategy dense_strategy() {
+  AnchorStrategy s;
+  s.op = "dense";
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    std::vector<std::int64_t> w;
+    if (auto why = constant_dims(a, 1, w)) return why;
+    const auto rows = dense_rows(a.call);
+    if (const auto max = ne::bounds(rows).max; max > kMaxRows)
+      raise<ShapeError>(
+          "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
+          "buffers are sized for the maximum, so declare the dim with one "
+          "(ne::var(\"token\", 1, 2048))",
+          a.call.label, a.call.arg(0), rows, max);
+    const DenseShape shape{rows, w[1], w[0]};
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
+                  : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto& w = a.call.type(1).shape;
+    const DenseShape shape{dense_rows(a.call), *ne::simplify(w[1]).as_int(),
+                           *ne::simplify(w[0]).as_int()};
+    const auto t = chooser.dense(env, shape, e);
+    const DenseKernel kernel(env, shape, e, name);
+    const std::int64_t max_rows = ne::bounds(shape.rows).max;
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("rows {}, n {}, k {}, {} thread{}", t.row_block, t.n_block, t.k_block,
+                            t.vthreads, t.vthreads == 1 ? "" : "s"),
+                nullptr, max_rows * shape.in_features * shape.out_features};
+    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape, e, t, ne::eval(shape.rows, b));
+    };
+    return k;
+  };
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE VtaStrategies default_vta_strategies() {
+  VtaStrategies s;
+  s.add(detail::conv2d_strategy());
+  s.add(detail::dense_strategy());
+  return s;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,287 @@
+// Definitions for graph/strategy/conv2d.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/strategy/conv2d.hpp>
+#include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/te/ops.hpp>
+#include <dlavm/te/pad.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
+    : n(ceil_div(c.batch, env.batch)),
+      ic(ceil_div(c.in_channels, env.block_in)),
+      oc(ceil_div(c.out_channels, env.block_out)),
+      oh(c.out_h()),
+      ow(c.out_w()) {}
+
+namespace detail {
+
+// A 1x1 kernel with strides and no padding reads every sh-th row and sw-th column only.
+inline bool strided_window(const Conv2dShape& c) {
+  const bool unpadded = c.padding == std::array<std::int64_t, 4>{0, 0, 0, 0};
+  return c.kernel == std::array<std::int64_t, 2>{1, 1} && unpadded &&
+         (c.strides[0] > 1 || c.strides[1] > 1);
+}
+
+// Input rows (or columns) of the on-chip window of `block` outputs, halo included.
+inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int dim) {
+  if (strided_window(c)) return block;
+  return (block - 1) * c.strides[dim] + c.kernel[dim];
+}
+
+// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`.
+inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
+                                int dim) {
+  const std::int64_t extent = dim == 0 ? c.height : c.width;
+  if (strided_window(c)) return block;
+  const std::int64_t pad = c.padding[dim];
+  const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
+  const std::int64_t hi =
+      std::min((o0 + block - 1) * c.strides[dim] - pad + c.kernel[dim] - 1, extent - 1);
+  return std::max<std::int64_t>(hi - lo + 1, 0);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& shape,
+                                        const Epilogue& epilogue, const std::string& name)
+    : env_(env),
+      shape_(shape),
+      epilogue_spec_(epilogue),
+      strided_window_(detail::strided_window(shape)) {
+  const Conv2dTiles t(env, shape);
+  const auto [kh, kw] = shape.kernel;
+  const auto [sh, sw] = shape.strides;
+  const auto& p = shape.padding;
+  data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
+                          env.inp_dtype, name + "_data");
+  weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
+                            name + "_weight");
+  const auto& data = data_;
+  if (strided_window_) {
+    data_buf_ = te::compute(
+        te::shape(t.n, t.ic, t.oh, t.ow, env.batch, env.block_in),
+        [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
+          return data(n, c, y * sh, x * sw, b, ci);
+        },
+        name + "_data_buf");
+  } else if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
+    data_buf_ =
+        te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, 0, name + "_data_buf");
+  } else {
+    data_buf_ = te::compute_dynamic(
+        data_.shape(),
+        [&](std::span<const ne::Var> i) {
+          return data.read({i.begin(), i.end()});
+        },
+        name + "_data_buf");
+  }
+  const auto& weight = weight_;
+  weight_buf_ = te::compute_dynamic(
+      weight_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return weight.read({i.begin(), i.end()});
+      },
+      name + "_weight_buf");
+  ic_ = te::reduce_axis({0, t.ic}, "ic");
+  dy_ = te::reduce_axis({0, kh}, "dy");
+  dx_ = te::reduce_axis({0, kw}, "dx");
+  ic_tns_ = te::reduce_axis({0, env.block_in}, "ic_tns");
+  const std::int64_t ry = strided_window_ ? 1 : sh, rx = strided_window_ ? 1 : sw;
+  const auto& data_buf = data_buf_;
+  const auto& weight_buf = weight_buf_;
+  acc_ = te::compute(
+      te::shape(t.n, t.oc, t.oh, t.ow, env.batch, env.block_out),
+      [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
+        return te::sum(
+            te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
+                te::cast(env.acc_dtype, weight_buf(co, ic_, dy_, dx_, ci, ic_tns_)),
+            {ic_, dy_, dx_, ic_tns_});
+      },
+      name + "_acc", {"bo", "co", "i", "j", "bi", "ci"});
+  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> Conv2dKernel::args() const {
+  std::vector<te::Tensor> out{data_, weight_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("conv2d '{}': tiling {}x{}x{} (ic {}, {} threads): {}",
+                         epilogue_.res.name(), t.oc_block, t.h_block, t.w_block, t.ic_block,
+                         t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [b_out, b_inn] = s[res].split(s[res].axis(0), 1);
+  auto [oc_out, oc_inn] = s[res].split(s[res].axis(1), t.oc_block);
+  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
+  auto [x_out, x_inn] = s[res].split(s[res].axis(3), t.w_block);
+  s[res].reorder(
+      {b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, s[res].axis(4), s[res].axis(5)});
+  s[acc_].compute_at(s[res], x_out);
+  epilogue_.schedule(s, env_, x_out);
+  const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
+  auto [ic_out, ic_inn] = s[acc_].split(ic_, t.ic_block);
+  s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
+  if (t.vthreads > 1) {
+    auto [oc_o, tx] = s[res].split(oc_out, t.vthreads);
+    s[res].reorder({tx, b_out});
+    s[res].bind(tx, te::thread_axis("cthread"));
+    (void)oc_o;
+  }
+  s[data_buf_].set_scope(env_.inp_scope);
+  s[weight_buf_].set_scope(env_.wgt_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[data_buf_].compute_at(s[acc_], ic_out);
+  s[weight_buf_].compute_at(s[acc_], ic_out);
+  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
+  s[weight_buf_].pragma(s[weight_buf_].axis(0), env_.dma_copy);
+  s[res].pragma(b_inn, env_.dma_copy);
+  s[acc_].tensorize(c[4], env_.gemm);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
+  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (auto why = check_block("output columns", n.ow, t.w_block)) return why;
+  if (auto why = check_block("input channel tiles", n.ic, t.ic_block)) return why;
+  if (t.vthreads < 1 || (n.oc / t.oc_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} output channel blocks", t.vthreads,
+                       n.oc / t.oc_block);
+  const auto& cfg = env.config;
+  const std::int64_t block = t.oc_block * t.h_block * t.w_block;
+  const std::int64_t acc =
+      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
+  const std::int64_t inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
+                           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
+  const std::int64_t wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", wgt, cfg.wgt_depth())) return why;
+  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops; keep it within a quarter
+  // of the micro-op buffer so that every thread's kernels stay resident
+  const std::int64_t uops = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block;
+  if (auto why = check_fits("micro-op kernel", uops * t.vthreads, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+namespace detail {
+
+// Bytes of the input windows the blocks load: per batch tile, output channel block and
+// spatial block, the real rows x columns of every input channel tile.
+inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
+                                       const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  std::int64_t rows = 0, cols = 0;
+  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
+    rows += real_extent(shape, y0, t.h_block, 0);
+  for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
+    cols += real_extent(shape, x0, t.w_block, 1);
+  const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
+  return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
+}
+
+struct Conv2dCounts {
+  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes;
+  std::int64_t blocks, steps;
+};
+
+inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
+                                  const Epilogue& epilogue, const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  const std::int64_t spatial = (n.oh / t.h_block) * (n.ow / t.w_block);
+  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
+  Conv2dCounts c{};
+  c.inp_bytes = conv2d_input_bytes(env, shape, t);
+  c.wgt_bytes = n.n * spatial * n.oc * n.ic * shape.kernel[0] * shape.kernel[1] * env.wgt_tile() *
+                env.wgt_dtype.bytes();
+  c.out_bytes = out_tiles * env.acc_tile() * env.out_dtype.bytes();
+  for (const auto& in : epilogue.inputs)
+    c.acc_bytes += in.kind == EpilogueInput::Kind::Channel
+                       ? n.oc * env.acc_tile() * in.dtype.bytes()
+                       : out_tiles * env.acc_tile() * in.dtype.bytes();
+  c.blocks = n.n * (n.oc / t.oc_block) * spatial;
+  c.steps = c.blocks * (n.ic / t.ic_block);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
+                                         const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shape,
+                                    const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const Conv2dTiles n(env, shape);
+  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
+  // load module: per step, ic_block input windows and one weight block
+  const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
+                      static_cast<double>(c.steps * (t.ic_block + 1)) * transfer;
+  // compute module: the GEMM micro-ops, the epilogue's ALU passes, per-instruction costs
+  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
+  const double gemm = static_cast<double>(out_tiles * n.ic * shape.kernel[0] * shape.kernel[1]);
+  const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
+  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double compute = gemm + alu +
+                         insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
+                         static_cast<double>(c.acc_bytes) / bus;
+  // store module: one 2D store per output channel tile of a block
+  const double store = static_cast<double>(c.out_bytes) / bus +
+                       static_cast<double>(c.blocks * t.oc_block) * transfer;
+  const double busiest = std::max({load, compute, store});
+  // one thread: a step's loads wait for the previous step's GEMMs (one buffer); two: only the
+  // first step's loads and the last block's store are not hidden
+  if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
+  return busiest + (load + compute) / static_cast<double>(c.steps) +
+         store / static_cast<double>(c.blocks);
+}
+
+DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                                const Epilogue& epilogue) {
+  const Conv2dTiles n(env, shape);
+  std::optional<Conv2dTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto oc : divisors(n.oc))
+    for (const auto h : divisors(n.oh))
+      for (const auto w : divisors(n.ow))
+        for (const auto ic : divisors(n.ic))
+          for (const std::int64_t vt : {2, 1}) {
+            const Conv2dTiling t{oc, h, w, ic, vt};
+            if (check_tiling(env, shape, epilogue, t)) continue;
+            const double cost = estimate_cycles(env, shape, epilogue, t);
+            if (cost < best_cost) best = t, best_cost = cost;
+          }
+  if (!best)
+    raise<CapacityError>(
+        "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
+        "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
+        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
+        shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1],
+        env.config.wgt_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph

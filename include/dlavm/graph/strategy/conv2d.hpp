@@ -1,0 +1,116 @@
+// The VTA strategy of conv2d: its compute in VTA's packed layouts, with a fused epilogue, and
+// the default schedule (the convolution_opt tutorial's, generalized to any stride, padding
+// and kernel size) with a tiling chosen from the shape and the SRAM sizes.
+//
+// Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; channels and the batch zero-padded to
+// whole tiles by graph::pack):
+//   data   [N/B, C/BI, H, W, B, BI]  int8      weight [O/BO, C/BI, KH, KW, BO, BI] int8
+//   result [N/B, O/BO, OH, OW, B, BO] int8, the epilogue applied to the int32 sum
+// Padding is done by the input DMA (VTA pads INP loads with zeros, at most 15 rows or
+// columns a side). A 1x1 convolution with strides loads only the rows and columns it reads.
+//
+// Schedule: output blocks of oc_block channel tiles x h_block rows x w_block columns; per
+// block, the input channels are reduced ic_block tiles at a time, each step loading its input
+// window and weights; the output channel blocks alternate between `vthreads` virtual threads
+// (double buffering: one thread's loads overlap the other's GEMMs).
+//
+//   graph::Conv2dShape shape{.batch = 1, .in_channels = 64, .height = 56, .width = 56,
+//                            .out_channels = 64, .kernel = {3, 3}, .padding = {1, 1, 1, 1}};
+//   graph::Conv2dKernel k(env, shape, epilogue, "conv");
+//   auto s = k.schedule(graph::default_conv2d_tiling(env, shape, epilogue));
+//   auto prog = vta::build(s, k.args(), env, "conv");
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/schedule/schedule.hpp>
+#include <dlavm/te/tensor.hpp>
+#include <dlavm/vta/lower/env.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+// A convolution in NCHW x OIHW terms (unpacked sizes).
+struct Conv2dShape {
+  std::int64_t batch = 1, in_channels = 0, height = 0, width = 0, out_channels = 0;
+  std::array<std::int64_t, 2> kernel{1, 1};
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  std::int64_t out_h() const {
+    return (height + padding[0] + padding[2] - kernel[0]) / strides[0] + 1;
+  }
+  std::int64_t out_w() const {
+    return (width + padding[1] + padding[3] - kernel[1]) / strides[1] + 1;
+  }
+  std::int64_t macs() const {
+    return batch * out_channels * out_h() * out_w() * in_channels * kernel[0] * kernel[1];
+  }
+};
+
+struct Conv2dTiling {
+  std::int64_t oc_block = 1;  // output channel tiles per block
+  std::int64_t h_block = 1;   // output rows per block
+  std::int64_t w_block = 1;   // output columns per block
+  std::int64_t ic_block = 1;  // input channel tiles per reduction step
+  std::int64_t vthreads = 1;  // virtual threads over the output channel blocks
+  friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
+};
+
+// Tiles of the packed layouts.
+struct Conv2dTiles {
+  std::int64_t n, ic, oc, oh, ow;  // batch tiles, input / output channel tiles, output size
+  Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
+};
+
+class Conv2dKernel {
+ public:
+  Conv2dKernel(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+               const std::string& name);
+
+  // data, weight, the epilogue's inputs in order, result.
+  std::vector<te::Tensor> args() const;
+  te::Schedule schedule(const Conv2dTiling& t) const;
+  const EpilogueStages& epilogue() const { return epilogue_; }
+
+ private:
+  vta::Env env_;
+  Conv2dShape shape_;
+  Epilogue epilogue_spec_;
+  te::Tensor data_, weight_, data_buf_, weight_buf_, acc_;
+  te::IterVar ic_, dy_, dx_, ic_tns_;
+  EpilogueStages epilogue_;
+  bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
+};
+
+// Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
+// hold a block with its double buffer), or nullopt.
+std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                        const Epilogue& epilogue, const Conv2dTiling& t);
+
+// The cost the default tiling minimizes: an estimate of the cycles on VTA (the slowest of the
+// load, compute and store modules, with their DRAM bytes, instruction overheads and the part
+// double buffering cannot hide). Not the cycle model: a formula over the block counts.
+double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                       const Conv2dTiling& t);
+
+// The valid tiling of least estimated cycles (ties: fewer instructions). CapacityError when
+// no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
+Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                   const Epilogue& epilogue);
+
+// DRAM bytes a tiling must move: for each output channel block and spatial block, the input
+// rows and columns its window covers (padding excluded); the weights once per spatial block;
+// the epilogue's tensor operands and the result once; the channel operands once.
+std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                            const Conv2dTiling& t);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/strategy/conv2d-inl.hpp>
+#endif

@@ -1,0 +1,226 @@
+// Definitions for graph/strategy/dense.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/strategy/dense.hpp>
+#include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
+#include <dlavm/te/ops.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+struct DenseTiles {
+  ne::Expr m;  // row tiles (symbolic when the rows are)
+  std::int64_t m_max, k, n;
+  DenseTiles(const vta::Env& env, const DenseShape& s)
+      : m(ne::simplify(ne::ceildiv(s.rows, env.batch))),
+        m_max(ne::bounds(m).max),
+        k(ceil_div(s.in_features, env.block_in)),
+        n(ceil_div(s.out_features, env.block_out)) {}
+};
+
+}  // namespace detail
+
+DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& shape,
+                                      const Epilogue& epilogue, const std::string& name)
+    : env_(env), shape_(shape), epilogue_spec_(epilogue) {
+  const detail::DenseTiles t(env, shape);
+  x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
+  w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
+  const auto& x = x_;
+  const auto& w = w_;
+  x_buf_ = te::compute_dynamic(
+      x_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return x.read({i.begin(), i.end()});
+      },
+      name + "_x_buf");
+  w_buf_ = te::compute_dynamic(
+      w_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return w.read({i.begin(), i.end()});
+      },
+      name + "_w_buf");
+  ko_ = te::reduce_axis({0, t.k}, "ko");
+  ki_ = te::reduce_axis({0, env.block_in}, "ki");
+  const auto& x_buf = x_buf_;
+  const auto& w_buf = w_buf_;
+  acc_ = te::compute(te::shape(t.m, t.n, env.batch, env.block_out),
+                     [&](auto m, auto n, auto b, auto c) {
+                       return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
+                                          te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
+                                      {ko_, ki_});
+                     },
+                     name + "_acc", {"m", "n", "b", "c"});
+  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
+  std::vector<te::Tensor> out{x_, w_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("dense '{}': tiling {}x{} (k {}, {} threads): {}", epilogue_.res.name(),
+                         t.row_block, t.n_block, t.k_block, t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [m_out, m_inn] = s[res].split(s[res].axis(0), t.row_block);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
+  // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
+  te::IterVar attach = n_out;
+  if (t.vthreads > 1) {
+    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
+    s[res].reorder({tx, m_out, n_o, m_inn, n_inn});
+    s[res].bind(tx, te::thread_axis("cthread"));
+    attach = n_o;
+  } else {
+    s[res].reorder({m_out, n_out, m_inn, n_inn});
+  }
+  s[acc_].compute_at(s[res], attach);
+  epilogue_.schedule(s, env_, attach);
+  const auto c = s[acc_].node()->root;  // m, n, b, c
+  auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
+  s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
+  s[x_buf_].set_scope(env_.inp_scope);
+  s[w_buf_].set_scope(env_.wgt_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[x_buf_].compute_at(s[acc_], ko_out);
+  s[w_buf_].compute_at(s[acc_], ko_out);
+  s[x_buf_].pragma(s[x_buf_].axis(0), env_.dma_copy);
+  s[w_buf_].pragma(s[w_buf_].axis(0), env_.dma_copy);
+  s[res].pragma(m_inn, env_.dma_copy);
+  s[acc_].tensorize(c[2], env_.gemm);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const DenseTiling& t) {
+  const detail::DenseTiles n(env, shape);
+  if (t.row_block < 1 || t.row_block > n.m_max)
+    return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
+  if (n.m.is_const() && n.m_max % t.row_block != 0)
+    return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
+  if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
+  if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
+  if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
+                       n.n / t.n_block);
+  const auto& cfg = env.config;
+  const std::int64_t block = t.row_block * t.n_block;
+  const std::int64_t acc =
+      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", t.row_block * t.k_block * t.vthreads, cfg.inp_depth()))
+    return why;
+  if (auto why = check_fits("weight buffer", t.n_block * t.k_block * t.vthreads, cfg.wgt_depth()))
+    return why;
+  if (auto why = check_fits("micro-op kernel", t.k_block * t.vthreads, cfg.uop_depth() / 2))
+    return why;
+  return std::nullopt;
+}
+
+namespace detail {
+
+struct DenseCounts {
+  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
+};
+
+inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
+                                const Epilogue& epilogue, const DenseTiling& t, std::int64_t rows) {
+  const DenseTiles n(env, shape);
+  const std::int64_t m = ceil_div(rows, env.batch);
+  const std::int64_t row_blocks = ceil_div(m, t.row_block), col_blocks = n.n / t.n_block;
+  DenseCounts c{};
+  c.inp_bytes = m * n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks;
+  c.wgt_bytes = n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes() * row_blocks;
+  c.out_bytes = m * n.n * env.acc_tile() * env.out_dtype.bytes();
+  for (const auto& in : epilogue.inputs)
+    c.acc_bytes += (in.kind == EpilogueInput::Kind::Channel ? n.n : m * n.n) * env.acc_tile() *
+                   in.dtype.bytes();
+  c.blocks = row_blocks * col_blocks;
+  c.steps = c.blocks * (n.k / t.k_block);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape,
+                                         const Epilogue& epilogue, const DenseTiling& t,
+                                         std::int64_t rows) {
+  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape,
+                                    const Epilogue& epilogue, const DenseTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const detail::DenseTiles n(env, shape);
+  const std::int64_t rows = ne::bounds(shape.rows).max;
+  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
+  const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
+                      static_cast<double>(c.steps * 2) * transfer;
+  const std::int64_t out_tiles = ceil_div(rows, env.batch) * n.n;
+  const double gemm = static_cast<double>(out_tiles * n.k);
+  const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
+  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double compute = gemm + alu +
+                         insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
+                         static_cast<double>(c.acc_bytes) / bus;
+  const double store =
+      static_cast<double>(c.out_bytes) / bus + static_cast<double>(c.blocks) * transfer;
+  if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
+  return std::max({load, compute, store}) + (load + compute) / static_cast<double>(c.steps) +
+         store / static_cast<double>(c.blocks);
+}
+
+DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
+                                              const Epilogue& epilogue) {
+  const detail::DenseTiles n(env, shape);
+  // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
+  // maximum (the last block runs partially)
+  std::vector<std::int64_t> row_blocks;
+  if (n.m.is_const()) {
+    row_blocks = divisors(n.m_max);
+  } else {
+    for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
+    row_blocks.push_back(n.m_max);
+  }
+  std::optional<DenseTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto r : row_blocks)
+    for (const auto nb : divisors(n.n))
+      for (const auto kb : divisors(n.k))
+        for (const std::int64_t vt : {2, 1}) {
+          const DenseTiling t{r, nb, kb, vt};
+          if (check_tiling(env, shape, epilogue, t)) continue;
+          const double cost = estimate_cycles(env, shape, epilogue, t);
+          if (cost < best_cost) best = t, best_cost = cost;
+        }
+  if (!best)
+    raise<CapacityError>(
+        "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
+        "input buffer {}, the weight buffer {})",
+        shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
+        env.config.inp_depth(), env.config.wgt_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph

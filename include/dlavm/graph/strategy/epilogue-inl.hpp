@@ -1,0 +1,209 @@
+// Definitions for graph/strategy/epilogue.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/te/ops.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
+  using K = EpilogueStep::Kind;
+  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
+  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
+  // likewise for min after [min, max].
+  if (steps.size() >= 2) {
+    auto& prev = steps[steps.size() - 2];
+    const auto& last = steps.back();
+    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
+      prev.imm = std::max(prev.imm, value);
+      return;
+    }
+    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
+      prev.imm = std::min(prev.imm, value);
+      return;
+    }
+  }
+  if (!steps.empty() && steps.back().kind == kind) {
+    auto& last = steps.back();
+    switch (kind) {
+      case K::Max:
+        last.imm = std::max(last.imm, value);
+        return;
+      case K::Min:
+        last.imm = std::min(last.imm, value);
+        return;
+      case K::Add:
+        // the ALU's immediate is 16 bits: merge only while the sum still fits
+        if (const auto sum = last.imm + value; sum >= -32768 && sum <= 32767) {
+          last.imm = sum;
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  steps.push_back({kind, value, 0});
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
+  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
+  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::string to_string(const Epilogue& e) {
+  std::vector<std::string> parts;
+  for (const auto& s : e.steps) {
+    switch (s.kind) {
+      case EpilogueStep::Kind::Add:
+        parts.push_back(fmt::format("+{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Shr:
+        parts.push_back(fmt::format(">>{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Max:
+        parts.push_back(fmt::format("max {}", s.imm));
+        break;
+      case EpilogueStep::Kind::Min:
+        parts.push_back(fmt::format("min {}", s.imm));
+        break;
+      case EpilogueStep::Kind::AddChannel:
+        parts.push_back(fmt::format("+channel#{}", s.input));
+        break;
+      case EpilogueStep::Kind::AddTensor:
+        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
+        break;
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+namespace detail {
+
+// acc(i...) op operand, one ALU stage.
+inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
+                                 const EpilogueStages& st, const std::string& name) {
+  using K = EpilogueStep::Kind;
+  return te::compute_dynamic(
+      prev.shape(),
+      [&](std::span<const ne::Var> i) -> te::Expr {
+        const std::vector<ne::Expr> idx(i.begin(), i.end());
+        const te::Expr x = prev.read(idx);
+        switch (step.kind) {
+          case K::Add:
+            return x + step.imm;
+          case K::Shr:
+            return x >> step.imm;
+          case K::Max:
+            return te::max(x, te::make_const(step.imm, x.dtype()));
+          case K::Min:
+            return te::min(x, te::make_const(step.imm, x.dtype()));
+          case K::AddChannel: {
+            const std::size_t r = idx.size();
+            return x + st.channels[step.input].read({idx[1], idx[r - 2], idx[r - 1]});
+          }
+          case K::AddTensor:
+            return x + st.tensors[step.input].read(idx);
+        }
+        return x;
+      },
+      name);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
+                                          const Epilogue& e, const std::string& name) {
+  EpilogueStages st;
+  const auto& shape = acc.shape();
+  const std::size_t rank = shape.size();
+  if (rank < 3 || acc.dtype() != env.acc_dtype)
+    raise<ValueError>(
+        "internal: epilogue '{}' needs a packed {} accumulator of rank >= 3, got {} of rank {}, "
+        "please report",
+        name, env.acc_dtype, acc.dtype(), rank);
+  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
+  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
+  st.channels.resize(e.inputs.size());
+  st.tensors.resize(e.inputs.size());
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const auto& in = e.inputs[k];
+    const auto in_name = fmt::format("{}_in{}", name, k);
+    if (in.kind == EpilogueInput::Kind::Channel) {
+      const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
+      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
+      const auto& p = st.inputs.back();
+      st.channels[k] = te::compute_dynamic(
+          cshape,
+          [&](std::span<const ne::Var> i) {
+            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
+          },
+          in_name + "_buf");
+    } else {
+      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
+      const auto& p = st.inputs.back();
+      st.tensors[k] = te::compute_dynamic(
+          shape,
+          [&](std::span<const ne::Var> i) {
+            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
+          },
+          in_name + "_buf");
+    }
+  }
+  te::Tensor prev = acc;
+  for (std::size_t k = 0; k < e.steps.size(); ++k) {
+    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
+    prev = st.alu.back();
+  }
+  st.res = te::compute_dynamic(
+      shape,
+      [&](std::span<const ne::Var> i) {
+        return te::cast(env.out_dtype, prev.read({i.begin(), i.end()}));
+      },
+      name);
+  return st;
+}
+
+DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
+                                           const te::IterVar& attach) const {
+  for (const auto& c : channels) {
+    if (!c.defined()) continue;
+    s[c].set_scope(env.acc_scope);
+    s[c].pragma(s[c].axis(0), env.dma_copy);
+  }
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    s[t].set_scope(env.acc_scope);
+    s[t].compute_at(s[res], attach);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  for (const auto& a : alu) {
+    s[a].set_scope(env.acc_scope);
+    s[a].compute_at(s[res], attach);
+    s[a].pragma(s[a].axis(0), env.alu);
+  }
+}
+
+DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                                      std::int64_t channel_tiles, int vthreads) {
+  std::int64_t entries = 0;
+  for (const auto& in : e.inputs)
+    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
+  return entries;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,97 @@
+// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
+// requantize, relu, clip) become once they run in the accumulator after a convolution or a
+// dense layer, and the te stages that compute them. Invariants of an Epilogue:
+//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
+//   - an AddChannel operand is a per-output-channel int32 vector (a bias), packed as
+//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
+//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
+//     two's-complement wrap that graph::cast defines).
+// Immediates are checked by the VTA passes against the hardware's argument widths.
+//
+//   graph::Epilogue ep;
+//   ep.add_channel(DType::int32());        // + bias[c]
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
+//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/schedule/schedule.hpp>
+#include <dlavm/te/tensor.hpp>
+#include <dlavm/vta/lower/env.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct EpilogueStep {
+  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
+  Kind kind = Kind::Add;
+  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
+  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
+  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
+};
+
+// An operand the epilogue reads from DRAM.
+struct EpilogueInput {
+  enum class Kind : std::uint8_t { Channel, Tensor };
+  Kind kind = Kind::Channel;
+  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
+  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  std::vector<EpilogueInput> inputs;
+
+  // Appends an immediate step, merging it into an earlier step where that is exact:
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits 16 bits;
+  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
+  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
+  void imm(EpilogueStep::Kind kind, std::int64_t value);
+  // Appends `+ operand` for a new input; returns the input's index.
+  std::size_t add_channel(DType dtype = DType::int32());
+  std::size_t add_tensor(DType dtype);
+  // How many ALU passes the epilogue costs per output tile.
+  std::size_t alu_passes() const { return steps.size(); }
+  friend bool operator==(const Epilogue&, const Epilogue&) = default;
+};
+
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages.
+std::string to_string(const Epilogue& e);
+
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
+// counts channel tiles and whose last two dims are the tile (BATCH, BLOCK_OUT).
+struct EpilogueStages {
+  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
+  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
+  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
+  std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor res;                    // the int8 result (the stored stage)
+
+  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.
+  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
+  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
+  // `block_tiles`: a block per virtual thread for each Tensor operand, `channel_tiles` once
+  // for each Channel operand.
+  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                  std::int64_t channel_tiles, int vthreads);
+};
+
+// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
+// [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
+                             const std::string& name);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/strategy/epilogue-inl.hpp>
+#endif
