@@ -159,6 +159,7 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
   s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
   if (step.tiling_traffic) s.tiling_bytes = step.tiling_traffic(bindings);
+  if (step.macs) s.macs = step.macs(bindings);
   return s;
 }
 
@@ -269,7 +270,7 @@ DLAVM_INLINE std::string Module::summary() const {
     if (step.kind == ModuleStep::Kind::Vta) {
       roofline += s.roofline_cycles;
       gemm_macs += s.gemm_macs;
-      macs += step.macs;
+      macs += s.macs;
       out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>8.1f}% {:>11} {:>6.2f}x\n", i,
                          label, "vta", s.instructions, s.uops, s.cycles,
                          s.cycles == 0 ? 0.0

@@ -64,8 +64,9 @@ struct ModuleStep {
   std::shared_ptr<const vta::Program> program;
   std::string tiling;
   std::string epilogue;
-  std::int64_t macs = 0;  // multiply-accumulates of the unpadded operation (at the dims' maxima)
-  std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
+  // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
+  // for the dims' values
+  std::function<std::int64_t(std::span<const ne::Binding>)> macs, tiling_traffic;
 };
 
 // What one step did in a run.
@@ -76,6 +77,7 @@ struct StepStats {
   std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
   std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
   std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
+  std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
   double host_seconds = 0;        // host steps: wall time of the kernel
 };
 

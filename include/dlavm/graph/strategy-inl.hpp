@@ -118,9 +118,10 @@ inline AnchorStrategy conv2d_strategy() {
     VtaKernel k{kernel.schedule(t), kernel.args(),
                 fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}", t.oc_block, t.h_block,
                             t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s"),
-                nullptr, shape.macs()};
+                nullptr, nullptr};
     const auto traffic = tiling_traffic(env, shape, e, t);
     k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.macs = [macs = shape.macs()](std::span<const ne::Binding>) { return macs; };
     return k;
   };
   return s;
@@ -171,11 +172,13 @@ inline AnchorStrategy dense_strategy() {
                            *ne::simplify(w[0]).as_int()};
     const auto t = chooser.dense(env, shape, e);
     const DenseKernel kernel(env, shape, e, name);
-    const std::int64_t max_rows = ne::bounds(shape.rows).max;
     VtaKernel k{kernel.schedule(t), kernel.args(),
                 fmt::format("rows {}, n {}, k {}, {} thread{}", t.row_block, t.n_block, t.k_block,
                             t.vthreads, t.vthreads == 1 ? "" : "s"),
-                nullptr, max_rows * shape.in_features * shape.out_features};
+                nullptr, nullptr};
+    k.macs = [shape](std::span<const ne::Binding> b) {
+      return ne::eval(shape.rows, b) * shape.in_features * shape.out_features;
+    };
     k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
       return tiling_traffic(env, shape, e, t, ne::eval(shape.rows, b));
     };

@@ -61,7 +61,8 @@ struct VtaKernel {
   std::string tiling;  // the chosen knobs, printable ("oc 2, h 7, w 14, ic 1, 2 threads")
   // DRAM bytes the tiling must move, as a function of the symbolic dims' values
   std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
-  std::int64_t macs = 0;  // at the dims' maxima (symbolic dims) or exactly
+  // Multiply-accumulates of the operation (unpadded), as a function of the dims' values
+  std::function<std::int64_t(std::span<const ne::Binding>)> macs;
 };
 
 // What a strategy sees of the anchor call: its type rule's view (argument types, normalized
@@ -72,17 +73,17 @@ struct AnchorCall {
 };
 
 struct AnchorStrategy {
-  std::string op;
+  std::string op{};
   // Why this call cannot be the anchor of a VTA kernel (nullopt: it can).
-  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&)> support;
+  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&)> support{};
   // The packed layout of argument i.
-  std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout;
+  std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
   // The layout of the result (and of the epilogue's Tensor operands).
-  std::function<Layout(const AnchorCall&, const vta::Env&)> result_layout;
+  std::function<Layout(const AnchorCall&, const vta::Env&)> result_layout{};
   // Declares the kernel (`name` prefixes its tensors).
   std::function<VtaKernel(const AnchorCall&, const vta::Env&, const Epilogue&,
                           const ScheduleChooser&, const std::string& name)>
-      declare;
+      declare{};
 };
 
 class VtaStrategies {

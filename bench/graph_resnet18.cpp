@@ -1,0 +1,52 @@
+// The graph layer on whole models. Targets (issue 14): building all of ResNet-18 (infer_type,
+// fusion, strategies, lowering, VTA build, weight packing) in under 1 s; running it end to
+// end on SimDevice in under 10 s. The per-layer cycle figures come from `resnet18` (examples).
+#include <benchmark/benchmark.h>
+
+#include "../examples/models.hpp"
+
+namespace {
+
+namespace graph = dlavm::graph;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+
+void BM_InferTypeResNet18(benchmark::State& state) {
+  const models::ResNet18 net;
+  const graph::Target target;
+  const auto fn = net.function();
+  for (auto _ : state) benchmark::DoNotOptimize(graph::infer_type(fn, target));
+}
+BENCHMARK(BM_InferTypeResNet18)->Unit(benchmark::kMillisecond);
+
+void BM_BuildResNet18(benchmark::State& state) {
+  const models::ResNet18 net;
+  const graph::Target target;
+  const auto fn = net.function();
+  for (auto _ : state) benchmark::DoNotOptimize(graph::build(fn, target, {.name = "resnet18"}));
+}
+BENCHMARK(BM_BuildResNet18)->Unit(benchmark::kMillisecond);
+
+void BM_RunResNet18(benchmark::State& state) {
+  const models::ResNet18 net;
+  const graph::Target target;
+  auto mod = graph::build(net.function(), target, {.name = "resnet18"});
+  const auto data = te::NDArray::random(dlavm::DType::int8(), {1, 3, 224, 224}, 1);
+  vta::SimDevice dev(target.env.config);
+  for (auto _ : state) benchmark::DoNotOptimize(mod.run(dev, {{"data", data}}));
+  state.counters["vta_cycles"] = static_cast<double>(mod.last_run().vta_cycles);
+}
+BENCHMARK(BM_RunResNet18)->Unit(benchmark::kMillisecond);
+
+void BM_RunMlp(benchmark::State& state) {
+  const models::Mlp net;
+  const graph::Target target;
+  auto mod = graph::build(net.function(), target, {.name = "mlp"});
+  const auto batch = state.range(0);
+  const auto x = te::NDArray::random(dlavm::DType::int8(), {batch, 64}, 1);
+  vta::SimDevice dev(target.env.config);
+  for (auto _ : state) benchmark::DoNotOptimize(mod.run(dev, {{"x", x}}, {{"batch", batch}}));
+}
+BENCHMARK(BM_RunMlp)->Arg(1)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+}  // namespace

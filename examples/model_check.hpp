@@ -1,0 +1,73 @@
+// Shared by the model examples: runs a built module on the simulator and checks it against
+// the reference executor (graph::evaluate_trace on the host kernels), end to end and per
+// layer: every value a VTA step produced, unpacked, against the host's value of that node.
+#pragma once
+
+#include <dlavm/dlavm.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace models {
+
+struct CheckResult {
+  int layers = 0;      // VTA results compared
+  int mismatches = 0;  // of which differed
+  // Over the VTA results: the share of zeros and of values at the int8 limits (a network whose
+  // layers saturate or die would pass a comparison trivially).
+  double zero_share = 0, saturated_share = 0;
+  bool outputs_equal = false;
+  double run_ms = 0, reference_ms = 0;
+};
+
+inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::Function& typed,
+                                 dlavm::vta::Device& dev,
+                                 std::span<const dlavm::graph::NamedArray> inputs,
+                                 std::span<const dlavm::ne::Binding> bindings = {}) {
+  namespace graph = dlavm::graph;
+  using clock = std::chrono::steady_clock;
+  CheckResult r;
+  const auto t0 = clock::now();
+  const auto out = mod.run(dev, inputs, bindings, {.keep_values = true});
+  const auto t1 = clock::now();
+  const auto trace = graph::evaluate_trace(typed, inputs, bindings);
+  const auto t2 = clock::now();
+  r.run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  r.reference_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  const graph::NodeNames names(typed);
+  std::map<std::string, const dlavm::te::NDArray*> reference;
+  for (std::size_t i = 0; i < trace.nodes.size(); ++i)
+    reference[names.name(trace.nodes[i])] = trace.values[i].get();
+  for (const auto& step : mod.steps()) {
+    if (step.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& node = mod.values()[step.output].node;
+    ++r.layers;
+    const auto value = mod.value_of(node);
+    std::size_t zeros = 0, saturated = 0;
+    for (const auto v : value.data()) {
+      zeros += v == 0;
+      saturated += v == 127 || v == -128;
+    }
+    r.zero_share += static_cast<double>(zeros) / static_cast<double>(value.size());
+    r.saturated_share += static_cast<double>(saturated) / static_cast<double>(value.size());
+    if (value != *reference.at(node)) {
+      ++r.mismatches;
+      fmt::print("layer {} ({}) differs from the host reference\n", node, step.label);
+    }
+  }
+  if (r.layers > 0) {
+    r.zero_share /= r.layers;
+    r.saturated_share /= r.layers;
+  }
+  r.outputs_equal = out.size() == trace.results.size();
+  for (std::size_t i = 0; r.outputs_equal && i < out.size(); ++i)
+    r.outputs_equal = out[i].dtype().is_float()
+                          ? dlavm::te::allclose(out[i], trace.results[i], 1e-6, 1e-6)
+                          : out[i] == trace.results[i];
+  return r;
+}
+
+}  // namespace models

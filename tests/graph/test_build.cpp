@@ -1,0 +1,247 @@
+// graph::build and graph::Module: random convolution and dense groups with random epilogues
+// built for VTA and run on the simulator, against the reference executor; a small ResNet-18
+// layer by layer; the module's text, summary and errors; any vta::Device runs a module.
+#include <dlavm/graph.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <doctest/doctest.h>
+
+#include "../../examples/model_check.hpp"
+#include "../../examples/models.hpp"
+#include <random>
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+using dlavm::DType;
+
+namespace build_test {
+
+struct Rng {
+  std::mt19937_64 engine;
+  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(engine);
+  }
+  bool coin() { return (*this)(0, 1) == 1; }
+};
+
+// A random epilogue on an int32 accumulator `acc`: bias, residual sum, then requantize (and
+// maybe relu or clip) or a wrapping cast to int8. `extra` collects new inputs.
+graph::Expr random_epilogue(Rng& rng, graph::Expr acc, std::int64_t channels, std::int64_t axis,
+                            const std::vector<ne::Expr>& shape, std::vector<graph::Expr>& extra,
+                            std::uint64_t seed) {
+  if (rng.coin())
+    acc = graph::bias_add(
+        acc,
+        graph::constant("bias", te::NDArray::random(DType::int32(), {channels}, seed, -3000, 3000)),
+        {.axis = axis});
+  if (rng(0, 2) == 0) {
+    const bool int8 = rng.coin();
+    extra.push_back(graph::input("residual", shape, int8 ? DType::int8() : DType::int32()));
+    acc = graph::add(acc, int8 ? graph::cast(extra.back(), DType::int32()) : extra.back());
+  }
+  if (rng(0, 4) == 0) return graph::cast(acc, DType::int8());
+  const std::int64_t lo = rng(-128, 20), hi = rng(lo, 127);
+  auto y = graph::requantize(acc, {.shift = rng(0, 12),
+                                   .lo = lo,
+                                   .hi = hi,
+                                   .rounding = rng.coin() ? dlavm::host::Rounding::Nearest
+                                                          : dlavm::host::Rounding::Floor});
+  if (rng(0, 2) == 0) y = graph::relu(y);
+  if (rng(0, 3) == 0) y = graph::clip(y, {.lo = static_cast<double>(rng(-50, 0)), .hi = 60.5});
+  return y;
+}
+
+// Random arrays for the function's params under the bindings.
+std::vector<te::NDArray> random_inputs(const graph::Function& fn,
+                                       std::span<const ne::Binding> bindings, std::uint64_t seed) {
+  std::vector<te::NDArray> out;
+  for (const auto& p : fn.params()) {
+    std::vector<std::int64_t> shape;
+    for (const auto& d : p.type().shape) shape.push_back(ne::eval(d, bindings));
+    out.push_back(te::NDArray::random(p.type().dtype, shape, seed++));
+  }
+  return out;
+}
+
+// Builds fn, runs it on the simulator and checks it against evaluate; returns the number of
+// VTA steps.
+int check_on_vta(const graph::Function& fn, std::span<const ne::Binding> bindings,
+                 std::uint64_t seed) {
+  const graph::Target target;
+  auto mod = graph::build(fn, target);
+  const auto arrays = random_inputs(fn, bindings, seed);
+  std::vector<graph::NamedArray> inputs;
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    inputs.push_back({fn.params()[i].name(), arrays[i]});
+  vta::SimDevice dev(target.env.config);
+  const auto check =
+      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, bindings);
+  INFO(fmt::format("{}", mod));
+  CHECK(check.mismatches == 0);
+  CHECK(check.outputs_equal);
+  return check.layers;
+}
+
+// A Device that forwards to a simulator and counts the streams it runs.
+class CountingDevice final : public vta::Device {
+ public:
+  explicit CountingDevice(const vta::Config& c) : sim_(c) {}
+  const vta::Config& config() const override { return sim_.config(); }
+  vta::Buffer alloc(std::size_t bytes) override { return sim_.alloc(bytes); }
+  void free(vta::Buffer b) override { sim_.free(b); }
+  void copy_in(vta::Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    sim_.copy_in(dst, offset, src, bytes);
+  }
+  void copy_out(vta::Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    sim_.copy_out(src, offset, dst, bytes);
+  }
+  vta::RunResult run(const vta::Stream& stream) override {
+    ++runs;
+    return sim_.run(stream);
+  }
+  int runs = 0;
+
+ private:
+  vta::SimDevice sim_;
+};
+
+}  // namespace build_test
+
+using namespace build_test;
+
+TEST_CASE("build: random convolutions with random epilogues equal the reference executor") {
+  Rng rng{std::mt19937_64(2024)};
+  int vta_steps = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::int64_t n = rng(1, 2), c = rng(1, 40), o = rng(1, 40);
+    const std::int64_t h = rng(1, 11), w = rng(1, 11), k = rng(1, 4), s = rng(1, 3);
+    const std::int64_t pt = rng(0, k - 1), pl = rng(0, k - 1);
+    const std::int64_t pb = std::max(rng(0, k - 1), k - h - pt),
+                       pr = std::max(rng(0, k - 1), k - w - pl);
+    if (h + pt + pb < k || w + pl + pr < k || pb > k - 1 || pr > k - 1) continue;
+    INFO("trial ", trial, ": ", n, "x", c, "x", h, "x", w, " -> ", o, ", kernel ", k, ", stride ",
+         s, ", padding ", pt, " ", pl, " ", pb, " ", pr);
+    auto x = graph::input("x", {n, c, h, w}, DType::int8());
+    auto wt = graph::constant("w", te::NDArray::random(DType::int8(), {o, c, k, k},
+                                                       static_cast<std::uint64_t>(trial), -20, 20));
+    auto acc = graph::conv2d(x, wt, {.strides = {s, s}, .padding = {pt, pl, pb, pr}});
+    const auto shape = graph::infer_type(graph::function({x}, {acc}), graph::default_ops())
+                           .results()[0]
+                           .type()
+                           .shape;
+    std::vector<graph::Expr> params{x};
+    auto y = random_epilogue(rng, acc, o, 1, shape, params, static_cast<std::uint64_t>(trial));
+    vta_steps += check_on_vta(graph::function(params, {y}), {}, static_cast<std::uint64_t>(trial));
+  }
+  CHECK(vta_steps >= 18);  // most trials give a VTA kernel (a result left int32 does not)
+}
+
+TEST_CASE("build: random dense layers over a symbolic row count equal the reference executor") {
+  Rng rng{std::mt19937_64(7)};
+  int vta_steps = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    auto rows = ne::var("rows", 1, rng(1, 80));
+    const std::int64_t k = rng(1, 70), nout = rng(1, 70);
+    const bool rank3 = rng.coin();
+    std::vector<ne::Expr> xs =
+        rank3 ? std::vector<ne::Expr>{2, rows, k} : std::vector<ne::Expr>{rows, k};
+    auto x = graph::input("x", xs, DType::int8());
+    auto wt = graph::constant(
+        "w", te::NDArray::random(DType::int8(), {nout, k}, static_cast<std::uint64_t>(trial) + 50));
+    auto acc = graph::dense(x, wt);
+    std::vector<ne::Expr> shape = xs;
+    shape.back() = nout;
+    std::vector<graph::Expr> params{x};
+    auto y = random_epilogue(rng, acc, nout, -1, shape, params, static_cast<std::uint64_t>(trial));
+    const auto fn = graph::function(params, {y});
+    for (const std::int64_t r : {std::int64_t{1}, ne::bounds(rows).max}) {
+      INFO("trial ", trial, ": rows ", r, " of ", ne::bounds(rows).max, ", K ", k, ", N ", nout);
+      const ne::Binding b[] = {{"rows", r}};
+      vta_steps += check_on_vta(fn, b, static_cast<std::uint64_t>(trial));
+    }
+  }
+  CHECK(vta_steps >= 16);
+}
+
+TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer") {
+  const models::ResNet18 net(32);
+  const graph::Target target;
+  const auto fn = net.function();
+  auto mod = graph::build(fn, target, {.name = "resnet18"});
+  const auto data = te::NDArray::random(DType::int8(), {1, 3, 32, 32}, 1);
+  const graph::NamedArray inputs[] = {{"data", data}};
+  CountingDevice dev(target.env.config);
+  const auto check = models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs);
+  CHECK(check.layers == 20);  // every convolution, each fused with its epilogue
+  CHECK(dev.runs == 20);
+  CHECK(check.mismatches == 0);
+  CHECK(check.outputs_equal);
+  CHECK(check.zero_share < 0.7);  // the activations are alive, not all rectified away
+  CHECK(check.saturated_share < 0.1);
+  const auto& run = mod.last_run();
+  std::uint64_t cycles = 0;
+  for (const auto& s : run.steps) cycles += s.cycles;
+  CHECK(run.vta_cycles == cycles);
+  const auto summary = mod.summary();
+  CHECK(summary.find("%3 conv2d+bias_add+requantize+relu") != std::string::npos);
+  CHECK(summary.find("VTA: ") != std::string::npos);
+}
+
+TEST_CASE("module: its text names values, layouts, steps and tilings") {
+  auto x = graph::input("x", {1, 20, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 20, 1, 1}, 1));
+  auto y = graph::max_pool2d(graph::requantize(graph::conv2d(x, w), {.shift = 4}),
+                             {.pool_size = {2, 2}, .strides = {2, 2}});
+  const auto mod = graph::build(graph::function({x}, {y}), graph::Target{}, {.name = "tiny"});
+  CHECK(fmt::format("{}", mod) ==
+        "module tiny {\n"
+        "  %x = param (1, 20, 4, 4) int8\n"
+        "  %w:conv_weight[16x16] = constant (1, 2, 1, 1, 16, 16) int8\n"
+        "  %x:activation[1x16] = host.pack(%x) /* (1, 2, 4, 4, 1, 16) int8 */\n"
+        "  %1:activation[1x16] = vta.conv2d+requantize(%x:activation[1x16], "
+        "%w:conv_weight[16x16]) /* (1, 1, 4, 4, 1, 16) int8; >>4, max -128, min 127; tiling oc "
+        "1, h 4, w 4, ic 2, 1 thread */\n"
+        "  %1 = host.unpack(%1:activation[1x16]) /* (1, 16, 4, 4) int8 */\n"
+        "  %2 = host.max_pool2d(%1, padding=[0, 0, 0, 0], pool_size=[2, 2], strides=[2, 2]) /* "
+        "(1, 16, 2, 2) int8 */\n"
+        "  return %2\n"
+        "}\n");
+}
+
+TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") {
+  auto batch = ne::var("batch", 1, 8);
+  auto x = graph::input("x", {batch, 32}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 32}, 1));
+  auto mod =
+      graph::build(graph::function({x}, {graph::requantize(graph::dense(x, w), {.shift = 3})}),
+                   graph::Target{}, {.name = "fc"});
+  vta::SimDevice dev;
+  const auto good = te::NDArray::random(DType::int8(), {3, 32}, 2);
+  CHECK_THROWS_WITH_AS(mod.last_run(), "module 'fc': not run yet; call run() first",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"y", good}}, {{"batch", 3}}),
+                       "module 'fc': 'y' is not an input (its inputs: %x)", dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {}, {{"batch", 3}}), "module 'fc': no array for input %x",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}),
+                       "module 'fc': symbolic dim 'batch' of input %x has no value; pass "
+                       "{\"batch\", value} in the bindings",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}, {{"batch", 9}}),
+                       "module 'fc': symbolic dim 'batch' = 9 is outside its range [1, 8]",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}, {{"batch", 4}}),
+                       "module 'fc': input %x is int8[3, 32], expected int8[4, 32]",
+                       dlavm::ShapeError);
+  const auto out = mod.run(dev, {{"x", good}}, {{"batch", 3}});
+  CHECK(out[0].shape() == std::vector<std::int64_t>{3, 16});
+  CHECK_THROWS_WITH_AS(mod.value_of("%0"),
+                       "module 'fc': the last run kept no values; run with {.keep_values = true}",
+                       dlavm::ValueError);
+  mod.run(dev, {{"x", good}}, {{"batch", 3}}, {.keep_values = true});
+  CHECK(mod.value_of("%1") == out[0]);
+  CHECK_THROWS_WITH_AS(mod.value_of("%7"), "module 'fc': no value holds node %7",
+                       dlavm::ValueError);
+}

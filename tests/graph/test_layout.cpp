@@ -1,0 +1,107 @@
+// Layouts: packing and unpacking against the vta layout helpers and against direct index
+// arithmetic, round trips over random shapes, symbolic packed shapes, and the errors.
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/vta/layout.hpp>
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+using dlavm::DType;
+using Kind = graph::Layout::Kind;
+
+TEST_CASE("layout: packing agrees with the vta layout helpers") {
+  const vta::Env env;
+  const graph::Layout act{Kind::Activation, env.batch, env.block_in};
+  const graph::Layout cw{Kind::ConvWeight, env.block_out, env.block_in};
+  const graph::Layout mat{Kind::Matrix, env.batch, env.block_in};
+  const graph::Layout dw{Kind::DenseWeight, env.block_out, env.block_in};
+  const auto nchw = te::NDArray::random(DType::int8(), {2, 27, 5, 3}, 1);
+  CHECK(graph::pack(nchw, act) == vta::pack_activation(nchw, env));
+  const auto oihw = te::NDArray::random(DType::int8(), {20, 27, 3, 3}, 2);
+  CHECK(graph::pack(oihw, cw) == vta::pack_weight(oihw, env));
+  const auto mk = te::NDArray::random(DType::int8(), {7, 40}, 3);
+  CHECK(graph::pack(mk, mat) == vta::pack_matrix(mk, env));
+  const auto nk = te::NDArray::random(DType::int8(), {33, 40}, 4);
+  CHECK(graph::pack(nk, dw) == vta::pack_matrix_weight(nk, env));
+}
+
+TEST_CASE("layout: element positions, padding and round trips over random shapes") {
+  std::mt19937_64 rng(5);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const graph::Layout l{Kind::Activation, pick(1, 3), pick(1, 8)};
+    const std::vector<std::int64_t> shape{pick(1, 5), pick(1, 20), pick(1, 4), pick(1, 4)};
+    const auto a = te::NDArray::random(DType::int32(), shape, static_cast<std::uint64_t>(trial));
+    const auto p = graph::pack(a, l);
+    const auto [n, c, h, w] = std::array{shape[0], shape[1], shape[2], shape[3]};
+    const auto ct = (c + l.cols - 1) / l.cols;
+    CHECK(p.shape() ==
+          std::vector<std::int64_t>{(n + l.rows - 1) / l.rows, ct, h, w, l.rows, l.cols});
+    // every element at its tile position, every padding element zero
+    std::size_t nonzero = 0;
+    for (auto v : p.data()) nonzero += v != 0;
+    std::size_t expect_nonzero = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < c; ++j)
+        for (std::int64_t y = 0; y < h; ++y)
+          for (std::int64_t x = 0; x < w; ++x) {
+            const auto v = a.at({i, j, y, x});
+            expect_nonzero += v != 0;
+            CHECK(p.at({i / l.rows, j / l.cols, y, x, i % l.rows, j % l.cols}) == v);
+          }
+    CHECK(nonzero == expect_nonzero);
+    CHECK(graph::unpack(p, l, shape) == a);
+    // a matrix of rank 3 tiles the product of its leading dims
+    const graph::Layout m{Kind::Matrix, l.rows, l.cols};
+    CHECK(graph::unpack(graph::pack(a, m), m, shape) == a);
+  }
+}
+
+TEST_CASE("layout: a channel vector is replicated over the tile rows") {
+  const graph::Layout l{Kind::Channel, 2, 4};
+  const auto b = te::NDArray::from_ints(DType::int32(), {6}, {1, 2, 3, 4, 5, 6});
+  const auto p = graph::pack(b, l);
+  CHECK(p == te::NDArray::from_ints(DType::int32(), {2, 2, 4},
+                                    {1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 0, 0, 5, 6, 0, 0}));
+  const std::int64_t shape[] = {6};
+  CHECK(graph::unpack(p, l, shape) == b);
+}
+
+TEST_CASE("layout: packed shapes keep symbolic dims") {
+  auto token = ne::var("token", 1, 2048);
+  const graph::Layout m{Kind::Matrix, 1, 16};
+  CHECK(graph::shape_text(graph::packed_shape(m, {1, token, 512})) == "(token, 32, 1, 16)");
+  const graph::Layout a{Kind::Activation, 1, 16};
+  CHECK(graph::shape_text(graph::packed_shape(a, {1, 3, 224, 224})) == "(1, 1, 224, 224, 1, 16)");
+  CHECK(graph::shape_text(graph::packed_shape(graph::Layout{}, {1, token})) == "(1, token)");
+  CHECK(graph::to_string(a) == "activation[1x16]");
+}
+
+TEST_CASE("layout: wrong ranks, float arrays and mismatched packed shapes are errors") {
+  const graph::Layout a{Kind::Activation, 1, 16};
+  CHECK_THROWS_WITH_AS(
+      graph::pack(te::NDArray(DType::int8(), {2, 3}), a),
+      "layout activation[1x16]: a value of rank 2 cannot take it (it needs rank 4)",
+      dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      graph::pack(te::NDArray(DType::int8(), {2}), graph::Layout{Kind::Matrix, 1, 16}),
+      "layout matrix[1x16]: a value of rank 1 cannot take it (it needs rank 2 or more)",
+      dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(graph::pack(te::NDArray(DType::float32(), {1, 1, 1, 1}), a),
+                       "pack to layout activation[1x16]: VTA's layouts hold integers, the array "
+                       "is float32",
+                       dlavm::TypeError);
+  const std::int64_t shape[] = {1, 20, 2, 2};
+  CHECK_THROWS_WITH_AS(graph::unpack(te::NDArray(DType::int8(), {1, 1, 2, 2, 1, 16}), a, shape),
+                       "unpack from layout activation[1x16]: the array is [1, 1, 2, 2, 1, 16], a "
+                       "logical [1, 20, 2, 2] packs to [1, 2, 2, 2, 1, 16]",
+                       dlavm::ShapeError);
+}

@@ -1,0 +1,221 @@
+// Fusion and placement: which calls form one VTA kernel, which run on the host and why, the
+// epilogue each group gets, and the errors of the strategies' bad input.
+#include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/ops.hpp>
+#include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/strategy.hpp>
+#include <dlavm/graph/target.hpp>
+
+#include <doctest/doctest.h>
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+namespace partition_test {
+
+const graph::Target& target() {
+  static const graph::Target t;
+  return t;
+}
+
+// The groups of fn, one line each.
+std::vector<std::string> groups(const std::vector<graph::Expr>& params,
+                                const std::vector<graph::Expr>& results) {
+  const auto typed = graph::infer_type(graph::function(params, results), target().ops);
+  const auto part = graph::partition(typed, target());
+  std::vector<std::string> out;
+  for (const auto& g : part.groups) out.push_back(part.describe(g));
+  return out;
+}
+
+graph::Expr weight(const char* name, std::vector<std::int64_t> shape, DType dtype = DType::int8()) {
+  return graph::constant(name, te::NDArray::random(dtype, std::move(shape), 3, -4, 4));
+}
+
+graph::Expr image(std::int64_t c = 16, std::int64_t hw = 8) {
+  return graph::input("x", {1, c, hw, hw}, DType::int8());
+}
+
+}  // namespace partition_test
+
+using namespace partition_test;
+
+TEST_CASE("partition: a convolution with its bias, requantize and relu is one VTA kernel") {
+  auto x = image();
+  auto y = graph::relu(graph::requantize(
+      graph::bias_add(graph::conv2d(x, weight("w", {32, 16, 3, 3}), {.padding = {1, 1, 1, 1}}),
+                      weight("b", {32}, DType::int32())),
+      {.shift = 6, .rounding = dlavm::host::Rounding::Nearest}));
+  CHECK(groups({x}, {y}) ==
+        std::vector<std::string>{"vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu"});
+  const auto typed = graph::infer_type(graph::function({x}, {y}), target().ops);
+  const auto part = graph::partition(typed, target());
+  REQUIRE(part.groups.size() == 1);
+  // the rounding constant, the shift, the clamp with the relu's bound folded in
+  CHECK(graph::to_string(part.groups[0].epilogue) == "+channel#0, +32, >>6, max 0, min 127");
+  CHECK(part.groups[0].operands[0].name() == "b");
+}
+
+TEST_CASE("partition: what VTA cannot store or compute stays on the host, with the reason") {
+  auto x = image();
+  auto w = weight("w", {32, 16, 3, 3});
+  SUBCASE("an int32 result with no requantize") {
+    CHECK(groups({x}, {graph::conv2d(x, w)}) ==
+          std::vector<std::string>{
+              "host: %0 conv2d (its int32 result would leave VTA, which stores only int8: "
+              "requantize or cast it in a fused epilogue)"});
+  }
+  SUBCASE("a bias along an axis that is not the channels ends the group before it") {
+    auto b = weight("b", {6}, DType::int32());
+    auto y = graph::requantize(graph::bias_add(graph::conv2d(x, w), b, {.axis = 2}), {.shift = 4});
+    const auto g = groups({x}, {y});
+    REQUIRE(g.size() == 3);
+    CHECK(g[0].starts_with("host: %0 conv2d (its int32 result would leave VTA"));
+    CHECK(g[1] == "host: %1 bias_add (no VTA strategy for 'bias_add')");
+  }
+  SUBCASE("a shift wider than the ALU's shift argument") {
+    auto y = graph::requantize(graph::conv2d(x, w), {.shift = 20});
+    CHECK(groups({x}, {y})[0].starts_with("host: %0 conv2d (its int32 result"));
+  }
+  SUBCASE("ops without a VTA strategy") {
+    auto f = graph::input("f", {2, 8}, DType::float32());
+    CHECK(groups({f}, {graph::softmax(f)}) ==
+          std::vector<std::string>{"host: %0 softmax (no VTA strategy for 'softmax')"});
+  }
+  SUBCASE("a convolution over a symbolic height") {
+    auto h = ne::var("h", 3, 64);
+    auto xs = graph::input("x", {1, 16, h, 8}, DType::int8());
+    CHECK(groups({xs}, {graph::requantize(graph::conv2d(xs, w), {.shift = 4})})[0] ==
+          "host: %0 conv2d (the VTA %0 (conv2d) strategy needs constant dims; input 0 (%x) dim 2 "
+          "is `h`)");
+  }
+  SUBCASE("float operands") {
+    auto f = graph::input("f", {1, 16, 8, 8}, DType::float32());
+    auto wf = weight("wf", {8, 16, 1, 1}, DType::float32());
+    CHECK(groups({f}, {graph::conv2d(f, wf)})[0] ==
+          "host: %0 conv2d (VTA multiplies int8 inputs by int8 weights, the call has float32 and "
+          "float32)");
+  }
+}
+
+TEST_CASE(
+    "partition: a residual sum joins the second convolution, its int8 shortcut via "
+    "ACC_8BIT") {
+  auto x = image();
+  auto c1 = graph::relu(graph::requantize(
+      graph::conv2d(x, weight("w1", {16, 16, 3, 3}), {.padding = {1, 1, 1, 1}}), {.shift = 6}));
+  auto c2 = graph::conv2d(c1, weight("w2", {16, 16, 3, 3}), {.padding = {1, 1, 1, 1}});
+  auto y =
+      graph::relu(graph::requantize(graph::add(c2, graph::cast(x, DType::int32())), {.shift = 1}));
+  CHECK(groups({x}, {y}) ==
+        std::vector<std::string>{"vta: %0 conv2d, %1 requantize, %2 relu",
+                                 "vta: %3 conv2d, %4 cast, %5 add, %6 requantize, %7 relu"});
+  const auto typed = graph::infer_type(graph::function({x}, {y}), target().ops);
+  const auto part = graph::partition(typed, target());
+  CHECK(graph::to_string(part.groups[1].epilogue) == "+tensor#0(int8), >>1, max 0, min 127");
+  CHECK(part.groups[1].operands[0].name() == "x");
+
+  SUBCASE("an int32 operand is loaded as it is") {
+    auto s = graph::input("s", {1, 16, 8, 8}, DType::int32());
+    auto z = graph::requantize(graph::add(s, c2), {.shift = 1});
+    const auto g = groups({x, s}, {z});
+    CHECK(g.back() == "vta: %3 conv2d, %4 add, %5 requantize");
+  }
+  SUBCASE("a cast with another user is computed on the host and loaded as int32") {
+    auto cast = graph::cast(x, DType::int32());
+    auto z = graph::requantize(graph::add(c2, cast), {.shift = 1});
+    const auto g = groups({x}, {z, cast});
+    CHECK(g == std::vector<std::string>{"vta: %0 conv2d, %1 requantize, %2 relu",
+                                        "host: %4 cast (no VTA strategy for 'cast')",
+                                        "vta: %3 conv2d, %5 add, %6 requantize"});
+  }
+}
+
+TEST_CASE("partition: a value with a second user, or a result, ends its group") {
+  auto x = image();
+  auto q = graph::requantize(graph::conv2d(x, weight("w", {16, 16, 1, 1})), {.shift = 4});
+  SUBCASE("two users") {
+    const auto g = groups({x}, {graph::relu(q), graph::clip(q, {.lo = -3, .hi = 3})});
+    CHECK(g == std::vector<std::string>{"vta: %0 conv2d, %1 requantize",
+                                        "host: %2 relu (no VTA strategy for 'relu')",
+                                        "host: %3 clip (no VTA strategy for 'clip')"});
+  }
+  SUBCASE("a result") {
+    const auto g = groups({x}, {graph::relu(q), q});
+    CHECK(g == std::vector<std::string>{"vta: %0 conv2d, %1 requantize",
+                                        "host: %2 relu (no VTA strategy for 'relu')"});
+  }
+  SUBCASE("the wrap of a cast to int8 must be the last step") {
+    auto y = graph::relu(graph::cast(graph::conv2d(x, weight("w", {16, 16, 1, 1})), DType::int8()));
+    CHECK(groups({x}, {y}) ==
+          std::vector<std::string>{"vta: %0 conv2d, %1 cast",
+                                   "host: %2 relu (no VTA strategy for 'relu')"});
+  }
+}
+
+TEST_CASE("partition: infer_type with a target prints the placement") {
+  auto token = ne::var("token", 1, 128);
+  auto x = graph::input("x", {token, 40}, DType::int8());
+  auto y = graph::clip(graph::requantize(graph::dense(x, weight("w", {24, 40})), {.shift = 5}),
+                       {.lo = 0, .hi = 100});
+  const auto fn =
+      graph::infer_type(graph::function({x}, {graph::cast(y, DType::float32())}), target());
+  CHECK(fmt::format("{}", fn) ==
+        "fn (%x: Tensor[(token, 40), int8]) {\n"
+        "  %w = constant Tensor[(24, 40), int8]\n"
+        "  %0 = vta.dense(%x, %w) /* ret=(token, 24), dtype=int32, device=vta */\n"
+        "  %1 = vta.requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding=\"floor\", shift=5) "
+        "/* ret=(token, 24), dtype=int8, device=vta */\n"
+        "  %2 = vta.clip(%1, hi=100.0, lo=0.0) /* ret=(token, 24), dtype=int8, device=vta */\n"
+        "  %3 = host.cast(%2, dtype=float32) /* ret=(token, 24), dtype=float32, device=host */\n"
+        "  return %3\n"
+        "}");
+}
+
+TEST_CASE("partition: a symbolic dim without a usable maximum is an error naming the node") {
+  auto n = ne::var("n", 1, std::int64_t{1} << 40);
+  auto x = graph::input("x", {n, 32}, DType::int8());
+  auto y = graph::requantize(graph::dense(x, weight("w", {16, 32})), {.shift = 4});
+  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {y}), target()),
+                       "%0 (dense): input 0 (%x) has n rows, at most 1099511627776: a symbolic "
+                       "dim without a usable maximum; VTA's buffers are sized for the maximum, so "
+                       "declare the dim with one (ne::var(\"token\", 1, 2048))",
+                       dlavm::ShapeError);
+}
+
+TEST_CASE("epilogue: immediates merge only where that is exact") {
+  using K = graph::EpilogueStep::Kind;
+  graph::Epilogue e;
+  e.imm(K::Add, 3);
+  e.imm(K::Add, 4);
+  CHECK(graph::to_string(e) == "+7");
+  e.imm(K::Add, 32767);  // the sum would not fit the 16-bit immediate
+  CHECK(graph::to_string(e) == "+7, +32767");
+  e.imm(K::Shr, 2);
+  e.imm(K::Max, -5);
+  e.imm(K::Min, 9);
+  e.imm(K::Max, 0);   // into the clamp: max(-5, 0)
+  e.imm(K::Max, 12);  // above the clamp's upper bound: kept
+  CHECK(graph::to_string(e) == "+7, +32767, >>2, max 0, min 9, max 12");
+  graph::Epilogue f;
+  f.imm(K::Min, 9);
+  f.imm(K::Max, -5);
+  f.imm(K::Min, 4);  // into the clamp: min(9, 4)
+  CHECK(graph::to_string(f) == "min 4, max -5");
+  CHECK(f.alu_passes() == 2);
+}
+
+TEST_CASE("strategies: the registry refuses duplicates and incomplete records") {
+  auto s = graph::default_vta_strategies();
+  CHECK(s.names() == std::vector<std::string>{"conv2d", "dense"});
+  CHECK_THROWS_WITH_AS(s.add(graph::AnchorStrategy{.op = "pool"}),
+                       "VTA strategy 'pool': support, arg_layout, result_layout and declare are "
+                       "all required",
+                       dlavm::ValueError);
+  auto copy = *graph::default_vta_strategies().find("dense");
+  CHECK_THROWS_WITH_AS(s.add(copy), "VTA strategy 'dense' is already registered",
+                       dlavm::ValueError);
+}
