@@ -186,3 +186,65 @@ TEST_CASE("te: reads are checked over the axes' own extents, which may be symbol
                        "over [10, n + 4] but the dim is n",
                        dlavm::ShapeError);
 }
+
+TEST_CASE("te: an int8 sum met by an int32 operand names the compute and the cast it lacks") {
+  // The VTA GEMM with the casts inside te::sum forgotten: C_buf accumulates in int8, and the
+  // mistake shows only at the bias add of the next compute.
+  auto A = te::placeholder(te::shape(2, 16), DType::int8(), "A");
+  auto B = te::placeholder(te::shape(4, 16), DType::int8(), "B");
+  auto bias = te::placeholder(te::shape(2, 4), DType::int32(), "bias");
+  auto A_buf = te::compute(
+      te::shape(2, 16), [&](auto i, auto k) { return A(i, k); }, "A_buf");
+  auto B_buf = te::compute(
+      te::shape(4, 16), [&](auto j, auto k) { return B(j, k); }, "B_buf");
+  auto k = te::reduce_axis({0, 16}, "k");
+  auto C_buf = te::compute(te::shape(2, 4),
+                           [&](auto i, auto j) { return te::sum(A_buf(i, k) * B_buf(j, k), {k}); },
+                           "C_buf", {"i", "j"});
+  CHECK(C_buf.dtype() == DType::int8());
+  const auto sum_hint =
+      "compute 'C_buf' produces int8 because its te::sum adds int8 values (A_buf[i, k]*B_buf[j, "
+      "k]): cast the operands inside te::sum to the accumulator type, te::sum(te::cast(int32, "
+      "A_buf[i, k]) * te::cast(int32, B_buf[j, k]), ...), rather than the int32 operand to int8";
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return C_buf(i, j) + bias(i, j); },
+                  "C_bias", {"i", "j"}),
+      (std::string("compute 'C_bias': operator +: operands have types int8 and "
+                   "int32 (C_buf[i, j] is int8, bias[i, j] is int32); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  // Through arithmetic and a copy of C_buf, operands either way round.
+  auto C = te::compute(
+      te::shape(2, 4), [&](auto i, auto j) { return C_buf(i, j); }, "C");
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return bias(i, j) - (C(i, j) >> 2); }, "D",
+                  {"i", "j"}),
+      (std::string("compute 'D': operator -: operands have types int32 and int8 "
+                   "(bias[i, j] is int32, (C[i, j] >> 2) is int8); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  // An int8 operand that no sum decided: casting one operand is the fix.
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return A(i, j) + bias(i, j); }, "E",
+                  {"i", "j"}),
+      "compute 'E': operator +: operands have types int8 and int32 (A[i, j] is "
+      "int8, bias[i, j] is int32); convert one with te::cast",
+      dlavm::TypeError);
+  // Branches of a select get the same explanation; other kinds of error keep their kind.
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4),
+                  [&](auto i, auto j) { return te::select(i < 1, C_buf(i, j), bias(i, j)); }, "F",
+                  {"i", "j"}),
+      (std::string("compute 'F': te::select: branches have types int8 and int32 "
+                   "(C_buf[i, j] is int8, bias[i, j] is int32); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(2, 4), [&](auto i, auto j) { return A(i, j, 0); }, "G"),
+                       "compute 'G': tensor 'A' has 2 dims but is indexed with 3",
+                       dlavm::ShapeError);
+}
+

@@ -12,48 +12,12 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dlavm::te {
-
-constexpr std::string_view op_symbol(ExprKind k) {
-  switch (k) {
-    case ExprKind::Add:
-      return "+";
-    case ExprKind::Sub:
-      return "-";
-    case ExprKind::Mul:
-      return "*";
-    case ExprKind::Min:
-      return "min";
-    case ExprKind::Max:
-      return "max";
-    case ExprKind::Shl:
-      return "<<";
-    case ExprKind::Shr:
-      return ">>";
-    case ExprKind::EQ:
-      return "==";
-    case ExprKind::NE:
-      return "!=";
-    case ExprKind::LT:
-      return "<";
-    case ExprKind::LE:
-      return "<=";
-    case ExprKind::GT:
-      return ">";
-    case ExprKind::GE:
-      return ">=";
-    case ExprKind::And:
-      return "&&";
-    case ExprKind::Or:
-      return "||";
-    default:
-      return "?";
-  }
-}
 
 namespace detail {
 
@@ -113,6 +77,13 @@ bool is_literal(const Expr& e);
 Expr retype_literal(const Expr& e, DType t, std::string_view context);
 
 void require_defined(const Expr& e, std::string_view context);
+
+// Why operands a and b have different dtypes, for a builder's TypeError: what each operand
+// is, then the fix. When the narrower one gets its dtype from a te::sum (directly, or through
+// reads of the compute holding it), the fix is a cast inside that sum, which the message
+// spells out; otherwise it is a te::cast of one operand:
+//   " (C_buf[i] is int8, bias[i] is int32); compute 'C_buf' produces int8 because ..."
+std::string explain_mismatch(const Expr& a, const Expr& b);
 
 }  // namespace detail
 

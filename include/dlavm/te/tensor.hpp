@@ -13,6 +13,7 @@
 #include <dlavm/te/expr.hpp>
 #include <dlavm/te/iter_var.hpp>
 #include <dlavm/te/ops.hpp>
+#include <dlavm/te/printer.hpp>
 
 #include <fmt/format.h>
 
@@ -30,19 +31,6 @@
 #include <vector>
 
 namespace dlavm::te {
-
-enum class OpKind : std::uint8_t { Placeholder, Compute };
-
-struct OperationNode {
-  OpKind kind;
-  std::string name;
-  DType dtype;
-  std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
-  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
-  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
-};
 
 using Operation = std::shared_ptr<const OperationNode>;
 
@@ -161,6 +149,20 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
 Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
                     Expr body);
 
+// Raises the dlavm::Error being handled again, of the same kind, as "compute 'name': ...".
+[[noreturn]] void rethrow_in_compute(const std::string& name);
+
+// The body `build` returns (it calls a compute's lambda); an error the lambda raises names
+// the compute, so "operator +: operands have types ..." says which lambda to look at.
+template <class Build>
+Expr build_body(const std::string& name, Build&& build) {
+  try {
+    return Expr(std::forward<Build>(build)());
+  } catch (const Error&) {
+    rethrow_in_compute(name);
+  }
+}
+
 template <class T, std::size_t>
 using repeat_t = T;
 
@@ -190,10 +192,12 @@ Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
     auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
     axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
   }
-  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return Expr(std::invoke(fcompute, axis[K].var()...));
-  }
-  (std::make_index_sequence<N>{});
+  Expr body = detail::build_body(name, [&] {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return Expr(std::invoke(fcompute, axis[K].var()...));
+    }
+    (std::make_index_sequence<N>{});
+  });
   return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
 }
 
@@ -209,7 +213,8 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
     axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
     vars.push_back(axis.back().var());
   }
-  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  Expr body = detail::build_body(
+      name, [&] { return std::invoke(fcompute, std::span<const ne::Var>(vars)); });
   return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
 }
 
@@ -217,6 +222,13 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
 std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 
 }  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+  }
+};
 
 #ifndef DLAVM_COMPILED_LIB
 #include <dlavm/te/tensor-inl.hpp>
