@@ -250,3 +250,32 @@ TEST_CASE("primitives: split_nparts of a symbolic loop, twice, proves its part s
     CHECK(b == te::evaluate(B, {{A, a}}, {{"n", v}}));
   }
 }
+
+TEST_CASE("primitives: compute_at at a loop that is not the parent's names the stage moved") {
+  Chain g;
+  auto E = te::compute(
+      te::shape(12), [&](auto i) { return g.C(i) * 2; }, "E");
+  auto s = te::create_schedule(E);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], s[E].axis(0)),
+                       "stage 'B': compute_at stage 'C' at axis 'i0', which belongs to stage "
+                       "'E'; pass one of the loops of 'C' (i0, k)",
+                       ScheduleError);
+  auto [o, i] = s[g.C].split(s[g.C].axis(0), 4);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], s[g.C].axis(0)),
+                       "stage 'B': compute_at stage 'C' at axis 'i0', which was already split or "
+                       "fused (loops: i0.outer, i0.inner, k)",
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], te::IterVar()),
+                       "stage 'B': compute_at stage 'C' at an undefined axis", ScheduleError);
+  // The other primitives name their own stage, and now its loops.
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[E].axis(0), 2),
+                       "stage 'C': split of axis 'i0', which belongs to stage 'E'; pass one of "
+                       "the loops of 'C' (i0.outer, i0.inner, k)",
+                       ScheduleError);
+  s[g.B].compute_at(s[g.C], o);
+  auto a = te::NDArray::random(DType::int32(), {12, 10}, 5, -100, 100);
+  te::NDArray e(DType::int32(), {12});
+  tir::run(te::lower(s, {g.A, E}), {&a, &e});
+  CHECK(e == te::evaluate(E, {{g.A, a}}));
+  (void)i;
+}

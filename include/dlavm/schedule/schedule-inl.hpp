@@ -193,24 +193,32 @@ DLAVM_INLINE IterVar Stage::reduce_axis(std::size_t k) const {
   return a[k];
 }
 
-DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
-                                              std::string_view primitive) const {
-  if (!ivar.defined())
-    raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
+DLAVM_INLINE std::optional<std::size_t> Stage::find_leaf(const IterVar& ivar) const {
   const auto& leaf = node_->leaf;
   for (std::size_t k = 0; k < leaf.size(); ++k)
     if (leaf[k] == ivar) return k;
-  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
-    raise<ScheduleError>("stage '{}': {} of axis '{}', which belongs to stage '{}'", name(),
-                         primitive, ivar.name(), owner->name());
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
+                                              std::string_view primitive) const {
+  if (const auto k = find_leaf(ivar)) return *k;
+  raise_not_a_loop(ivar, fmt::format("stage '{}': {} of", name(), primitive));
+}
+
+DLAVM_INLINE void Stage::raise_not_a_loop(const IterVar& ivar, const std::string& request) const {
+  if (!ivar.defined()) raise<ScheduleError>("{} an undefined axis", request);
   std::vector<std::string> names;
-  for (const auto& v : leaf) names.push_back(v.name());
-  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+  for (const auto& v : node_->leaf) names.push_back(v.name());
+  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
     raise<ScheduleError>(
-        "stage '{}': {} of axis '{}', which was already split or fused (loops: {})", name(),
-        primitive, ivar.name(), fmt::join(names, ", "));
-  raise<ScheduleError>("stage '{}': {} of axis '{}', which is not one of its loops ({})", name(),
-                       primitive, ivar.name(), fmt::join(names, ", "));
+        "{} axis '{}', which belongs to stage '{}'; pass one of the loops of '{}' ({})", request,
+        ivar.name(), owner->name(), name(), fmt::join(names, ", "));
+  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+    raise<ScheduleError>("{} axis '{}', which was already split or fused (loops: {})", request,
+                         ivar.name(), fmt::join(names, ", "));
+  raise<ScheduleError>("{} axis '{}', which is not one of its loops ({})", request, ivar.name(),
+                       fmt::join(names, ", "));
 }
 
 DLAVM_INLINE void Stage::check_not_placeholder(std::string_view primitive) const {
@@ -329,7 +337,10 @@ DLAVM_INLINE Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) 
       raise<ScheduleError>(
           "stage '{}': compute_at stage '{}' makes a cycle: '{}' is computed inside '{}'", name(),
           parent.name(), parent.name(), name());
-  (void)parent.leaf_position(ivar, "compute_at");
+  // The message names this stage too: it is the one being moved.
+  if (!parent.find_leaf(ivar))
+    parent.raise_not_a_loop(
+        ivar, fmt::format("stage '{}': compute_at stage '{}' at", name(), parent.name()));
   node_->attach = AttachKind::At;
   node_->attach_stage = parent.node_;
   node_->attach_ivar = ivar;

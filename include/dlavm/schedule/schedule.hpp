@@ -22,7 +22,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -113,7 +115,11 @@ class Stage {
   Stage& tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin);
 
  private:
+  std::optional<std::size_t> find_leaf(const IterVar& ivar) const;
+  // The position of loop ivar; raises naming the stage and `primitive` if it is not a loop.
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
+  // Why ivar is not one of this stage's loops, after `request` ("stage 'C': split of").
+  [[noreturn]] void raise_not_a_loop(const IterVar& ivar, const std::string& request) const;
   void check_not_placeholder(std::string_view primitive) const;
   // Splits the loop at leaf position pos by a factor known to be at least 1.
   std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
