@@ -248,3 +248,60 @@ TEST_CASE("te: an int8 sum met by an int32 operand names the compute and the cas
                        dlavm::ShapeError);
 }
 
+TEST_CASE("te: arithmetic on axes indexes tensors like arithmetic on their variables") {
+  using namespace dlavm::literals;
+  auto A = te::placeholder(te::shape(9, 6), DType::int32(), "A");
+  auto B = te::placeholder(te::shape(4, 9), DType::int32(), "B");
+  // A difference along k (k + 1, k from a reduce axis), a stride-2 window (i * 2 + dy), an
+  // axis starting at 1 read at k - 1, a mirrored read (8 - k, unary minus), a static dim.
+  auto k = te::reduce_axis({0, 8}, "k");
+  auto D = te::compute(
+      te::shape(4), [&](auto i) { return te::sum(B(i, k + 1) - B(i, k), {k}); }, "D");
+  auto dy = te::reduce_axis({0, 3}, "dy");
+  auto P = te::compute(
+      te::shape(4, 6), [&](auto i, auto j) { return te::max(A(i * 2 + dy, j), {dy}); }, "P");
+  auto k1 = te::reduce_axis({1, 9}, "k1");
+  auto S = te::compute(
+      te::shape(4), [&](auto i) { return te::sum(B(i, k1 - 1) * B(i, -k1 + 9), {k1}); }, "S");
+  auto kk = te::reduce_axis({0, 2}, "kk");
+  auto T = te::compute(
+      te::shape(3, 6),
+      [&](auto i, auto j) {
+        return te::sum(te::select(kk < 1, A(2_c * kk + i, j), A(kk * 3_c + i, j)), {kk});
+      },
+      "T");
+  auto a = te::NDArray::random(DType::int32(), {9, 6}, 11, -50, 50);
+  auto b = te::NDArray::random(DType::int32(), {4, 9}, 12, -50, 50);
+  const auto d = te::evaluate(D, {{B, b}});
+  const auto p = te::evaluate(P, {{A, a}});
+  const auto s = te::evaluate(S, {{B, b}});
+  const auto t = te::evaluate(T, {{A, a}});
+  for (std::int64_t i = 0; i < 4; ++i) {
+    std::int64_t diff = 0, prod = 0;
+    for (std::int64_t kv = 0; kv < 8; ++kv) diff += b.at({i, kv + 1}) - b.at({i, kv});
+    for (std::int64_t kv = 1; kv < 9; ++kv) prod += b.at({i, kv - 1}) * b.at({i, 9 - kv});
+    CHECK(d.at({i}) == diff);
+    CHECK(s.at({i}) == prod);
+    for (std::int64_t j = 0; j < 6; ++j) {
+      std::int64_t m = INT32_MIN;
+      for (std::int64_t w = 0; w < 3; ++w) m = std::max(m, a.at({i * 2 + w, j}));
+      CHECK(p.at({i, j}) == m);
+    }
+  }
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 6; ++j) CHECK(t.at({i, j}) == a.at({i, j}) + a.at({i + 3, j}));
+  // The index expressions are ne expressions over the axes' variables.
+  static_assert(std::is_same_v<decltype(k + 1), ne::Expr>);
+  static_assert(std::is_same_v<decltype(2 * k - dy), ne::Expr>);
+  static_assert(std::is_same_v<decltype(16_c * k), ne::Expr>);
+  static_assert(std::is_same_v<decltype(k < dy), ne::Expr>);
+  static_assert(std::is_same_v<decltype(k == k), bool>);  // identity of axes, as before
+  CHECK(fmt::format("{}", D.op()->body) == "sum((B[i0, k + 1] - B[i0, k]), axis=[k])");
+  CHECK(fmt::format("{}", P.op()->body) == "max(A[(i0*2) + dy, i1], axis=[dy])");
+  // Reads through axis arithmetic are bounds-checked like any other.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4), [&](auto i) { return te::sum(B(i, k + 2), {k}); }, "X"),
+                       "compute 'X' reads tensor 'B' out of bounds: index k + 2 of dim 1 ranges "
+                       "over [2, 9] but the dim is 9",
+                       dlavm::ShapeError);
+}
