@@ -298,27 +298,48 @@ DLAVM_INLINE std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar&
 }
 
 DLAVM_INLINE IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  // Copies: outer and inner may be references into the leaf list, which fusing changes.
+  return fuse(std::vector<IterVar>{outer, inner});
+}
+
+DLAVM_INLINE IterVar Stage::fuse(const std::vector<IterVar>& axes) {
   check_not_placeholder("fuse");
-  const auto po = leaf_position(outer, "fuse");
-  const auto pi = leaf_position(inner, "fuse");
-  if (pi != po + 1)
-    raise<ScheduleError>(
-        "stage '{}': fuse of '{}' (loop {}) and '{}' (loop {}): the inner axis must "
-        "be the loop directly inside the outer one",
-        name(), outer.name(), po, inner.name(), pi);
-  if (outer.kind() != inner.kind())
-    raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
-                         name(), outer.name(), inner.name());
+  if (axes.empty())
+    raise<ScheduleError>("stage '{}': fuse of no axes; list the loops to fuse, outermost first",
+                         name());
+  // Everything is checked before the first pair is fused: an error leaves the stage as it was.
+  std::vector<std::size_t> pos;
+  for (const auto& a : axes) pos.push_back(leaf_position(a, "fuse"));
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (pos[k] != pos[k - 1] + 1) {
+      std::vector<std::string> listed, loops;
+      for (std::size_t j = 0; j < axes.size(); ++j)
+        listed.push_back(fmt::format("'{}' (loop {})", axes[j].name(), pos[j]));
+      for (const auto& v : node_->leaf) loops.push_back(v.name());
+      raise<ScheduleError>(
+          "stage '{}': fuse of {}: each axis must be the loop directly inside the one before it "
+          "(loops: {})",
+          name(), fmt::join(listed, ", "), fmt::join(loops, ", "));
+    }
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (axes[k].kind() != axes[k - 1].kind())
+      raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
+                           name(), axes[k - 1].name(), axes[k].name());
+  IterVar fused = axes.front();
+  for (std::size_t k = 1; k < axes.size(); ++k) fused = fuse_leaf(pos.front(), fused, axes[k]);
+  return fused;
+}
+
+DLAVM_INLINE IterVar Stage::fuse_leaf(std::size_t pos, const IterVar& outer, const IterVar& inner) {
   auto fused =
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
-  // Before the leaf changes: outer and inner may be references into it.
   move_attached(outer, fused);
   move_attached(inner, fused);
-  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
-                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
-  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos),
+                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos) + 2);
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), fused);
   node_->all.push_back(fused);
   return fused;
 }
