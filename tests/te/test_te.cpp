@@ -2,6 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <type_traits>
+
 namespace te = dlavm::te;
 namespace ne = dlavm::ne;
 using dlavm::DType;
@@ -304,4 +310,62 @@ TEST_CASE("te: arithmetic on axes indexes tensors like arithmetic on their varia
                        "compute 'X' reads tensor 'B' out of bounds: index k + 2 of dim 1 ranges "
                        "over [2, 9] but the dim is 9",
                        dlavm::ShapeError);
+}
+
+TEST_CASE("te: floordiv/floormod round down and / % truncate, like TVM's and C++'s") {
+  auto A = te::placeholder(te::shape(40), DType::int32(), "A");
+  auto B = te::placeholder(te::shape(40), DType::int32(), "B");
+  auto Q = te::compute(
+      te::shape(40), [&](auto i) { return te::floordiv(A(i), B(i)); }, "Q");
+  auto R = te::compute(
+      te::shape(40), [&](auto i) { return te::floormod(A(i), B(i)); }, "R");
+  auto T = te::compute(
+      te::shape(40), [&](auto i) { return A(i) / B(i) + A(i) % 3; }, "T");
+  auto a = te::NDArray::random(DType::int32(), {40}, 41, -100, 100);
+  auto b = te::NDArray::random(DType::int32(), {40}, 42, -9, 9);
+  for (std::int64_t i = 0; i < 40; ++i)
+    if (b.at({i}) == 0) b.set({i}, i % 2 ? 7 : -7);
+  const auto q = te::evaluate(Q, {{A, a}, {B, b}});
+  const auto r = te::evaluate(R, {{A, a}, {B, b}});
+  const auto t = te::evaluate(T, {{A, a}, {B, b}});
+  for (std::int64_t i = 0; i < 40; ++i) {
+    const auto x = a.at({i}), y = b.at({i});
+    const auto down = static_cast<std::int64_t>(std::floor(static_cast<double>(x) / y));
+    CHECK(q.at({i}) == down);
+    CHECK(r.at({i}) == x - y * down);
+    CHECK(t.at({i}) == x / y + x % 3);
+  }
+  CHECK(fmt::format("{}", Q.op()->body) == "floordiv(A[i0], B[i0])");
+  CHECK(fmt::format("{}", R.op()->body) == "floormod(A[i0], B[i0])");
+  CHECK(fmt::format("{}", T.op()->body) == "((A[i0] / B[i0]) + (A[i0] % 3))");
+  // Constants fold with the same rules; the most negative value over -1 wraps.
+  const auto c = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+  const auto value = [](const te::Expr& e) { return e.as<te::IntImmNode>()->value; };
+  CHECK(value(te::floordiv(c(-7), c(2))) == -4);
+  CHECK(value(te::floormod(c(-7), c(2))) == 1);
+  CHECK(value(te::floormod(c(7), c(-2))) == -1);
+  CHECK(value(c(-7) / c(2)) == -3);
+  CHECK(value(c(-7) % c(2)) == -1);
+  CHECK(value(te::floordiv(c(INT32_MIN), c(-1))) == INT32_MIN);
+  CHECK(value(te::floordiv(te::make_const(-128, DType::int8()), -1)) == -128);
+  // Indices keep ne's floordiv: te::floordiv of axes is an index expression.
+  auto H = te::compute(
+      te::shape(20), [&](auto i) { return A(te::floordiv(i, 2) + te::floormod(i, 2) * 20); }, "H");
+  const auto h = te::evaluate(H, {{A, a}});
+  for (std::int64_t i = 0; i < 20; ++i) CHECK(h.at({i}) == a.at({i / 2 + (i % 2) * 20}));
+  // A constant zero divisor is refused when written; a zero met while evaluating names the
+  // expression and the dividend.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(40), [&](auto i) { return te::floormod(A(i), 0); }, "Z"),
+                       "compute 'Z': te::floormod: A[i0] divided by constant zero",
+                       dlavm::ArithmeticError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(40), [&](auto i) { return A(i) / 0; }, "Z"),
+                       "compute 'Z': operator /: A[i0] divided by constant zero",
+                       dlavm::ArithmeticError);
+  b.set({3}, 0);
+  CHECK_THROWS_WITH_AS(
+      te::evaluate(Q, {{A, a}, {B, b}}),
+      fmt::format("`floordiv(A[i0], B[i0])` divides {} by zero", a.at({3})).c_str(),
+      dlavm::ArithmeticError);
 }

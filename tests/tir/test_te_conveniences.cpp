@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 namespace te = dlavm::te;
 namespace tir = dlavm::tir;
@@ -45,6 +46,39 @@ TEST_CASE("conveniences: a stride-2 window and a shifted read through axis arith
     CHECK(d.at({i}) == diff);
   }
   (void)ko, (void)ki;
+}
+
+TEST_CASE("conveniences: floordiv, floormod, / and % run in the TIR interpreter") {
+  // Requantization with a rounding-down scale: Y = floordiv(X, S) + floormod(X, 7) - X / S % 5.
+  auto X = te::placeholder(te::shape(6, 10), DType::int32(), "X");
+  auto S = te::placeholder(te::shape(10), DType::int32(), "S");
+  auto Y = te::compute(
+      te::shape(6, 10),
+      [&](auto i, auto j) {
+        return te::floordiv(X(i, j), S(j)) + te::floormod(X(i, j), 7) - X(i, j) / S(j) % 5;
+      },
+      "Y");
+  auto s = te::create_schedule(Y);
+  auto fused = s[Y].fuse(s[Y].axis(0), s[Y].axis(1));
+  s[Y].split(fused, 8);
+  auto f = te::lower(s, {X, S, Y});
+  CHECK(tir::to_string(f).find("floordiv(X[") != std::string::npos);
+  auto x = te::NDArray::random(DType::int32(), {6, 10}, 51, -1000, 1000);
+  auto sc = te::NDArray::random(DType::int32(), {10}, 52, -20, 20);
+  for (std::int64_t j = 0; j < 10; ++j)
+    if (sc.at({j}) == 0) sc.set({j}, 3);
+  te::NDArray y(DType::int32(), {6, 10});
+  tir::run(f, {&x, &sc, &y});
+  for (std::int64_t i = 0; i < 6; ++i)
+    for (std::int64_t j = 0; j < 10; ++j) {
+      const auto v = x.at({i, j}), d = sc.at({j});
+      const auto down = static_cast<std::int64_t>(std::floor(static_cast<double>(v) / d));
+      const auto mod7 = ((v % 7) + 7) % 7;
+      CHECK(y.at({i, j}) == down + mod7 - v / d % 5);
+    }
+  // A zero divisor met at run time names the expression.
+  sc.set({4}, 0);
+  CHECK_THROWS_AS(tir::run(f, {&x, &sc, &y}), dlavm::ArithmeticError);
 }
 
 }  // namespace conveniences

@@ -3,6 +3,8 @@
 //   IntImm                               constant of a dtype
 //   Cast                                 conversion (integer casts wrap)
 //   Add Sub Mul Min Max Shl Shr          arithmetic (BinaryNode, both operands one dtype)
+//   Div Mod                              division truncating toward zero (C++ / and %)
+//   FloorDiv FloorMod                    division rounding down (TVM's floordiv, floormod)
 //   EQ NE LT LE GT GE And Or, Not        conditions (dtype bool = uint1)
 //   Select                               cond ? t : f
 //   Index                                an ne index expression used as a value
@@ -36,6 +38,10 @@ enum class ExprKind : std::uint8_t {
   Add,
   Sub,
   Mul,
+  Div,
+  Mod,
+  FloorDiv,
+  FloorMod,
   Min,
   Max,
   Shl,
@@ -60,6 +66,9 @@ enum class ExprKind : std::uint8_t {
 constexpr bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
 constexpr bool is_arith(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Shr; }
 constexpr bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+constexpr bool is_division(ExprKind k) { return k >= ExprKind::Div && k <= ExprKind::FloorMod; }
+// Kinds written as a call, `min(a, b)`, rather than infix.
+constexpr bool is_call_style(ExprKind k) { return k >= ExprKind::FloorDiv && k <= ExprKind::Max; }
 
 inline constexpr DType bool_type{DType::Kind::UInt, 1};
 
@@ -71,6 +80,14 @@ constexpr std::string_view op_symbol(ExprKind k) {
       return "-";
     case ExprKind::Mul:
       return "*";
+    case ExprKind::Div:
+      return "/";
+    case ExprKind::Mod:
+      return "%";
+    case ExprKind::FloorDiv:
+      return "floordiv";
+    case ExprKind::FloorMod:
+      return "floormod";
     case ExprKind::Min:
       return "min";
     case ExprKind::Max:

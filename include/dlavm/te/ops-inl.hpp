@@ -119,7 +119,7 @@ DLAVM_INLINE Expr make_const(std::int64_t v, DType t) {
 DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   detail::require_defined(a, op_symbol(k));
   detail::require_defined(b, op_symbol(k));
-  const auto context = fmt::format("operator {}", op_symbol(k));
+  const auto context = fmt::format("{}{}", is_call_style(k) ? "te::" : "operator ", op_symbol(k));
   const bool la = detail::is_literal(a), lb = detail::is_literal(b);
   if (la && !lb) a = detail::retype_literal(a, b.dtype(), context);
   if (lb && !la) b = detail::retype_literal(b, a.dtype(), context);
@@ -131,6 +131,8 @@ DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
                      detail::explain_mismatch(a, b));
   if (a.dtype().is_float())
     raise<TypeError>("{}: {} operands; dlavm computes on integer types only", context, a.dtype());
+  if (is_division(k) && b.as<IntImmNode>() != nullptr && b.as<IntImmNode>()->value == 0)
+    raise<ArithmeticError>("{}: {} divided by constant zero", context, detail::brief(a));
   const DType result = is_comparison(k) || logical ? bool_type : a.dtype();
   const auto* x = a.as<IntImmNode>();
   const auto* y = b.as<IntImmNode>();
@@ -150,6 +152,22 @@ DLAVM_INLINE Expr operator-(Expr a, Expr b) {
 
 DLAVM_INLINE Expr operator*(Expr a, Expr b) {
   return binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator/(Expr a, Expr b) {
+  return binary(ExprKind::Div, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator%(Expr a, Expr b) {
+  return binary(ExprKind::Mod, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floordiv(Expr a, Expr b) {
+  return binary(ExprKind::FloorDiv, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floormod(Expr a, Expr b) {
+  return binary(ExprKind::FloorMod, std::move(a), std::move(b));
 }
 
 DLAVM_INLINE Expr operator<<(Expr a, Expr b) {

@@ -27,7 +27,7 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
     out_ += ')';
   }
   void visit_binary(const BinaryNode& n, const Expr&) {
-    if (n.kind() == ExprKind::Min || n.kind() == ExprKind::Max) {
+    if (is_call_style(n.kind())) {
       out_ += op_symbol(n.kind());
       out_ += '(';
       visit(n.a);
