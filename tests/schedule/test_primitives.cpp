@@ -250,3 +250,85 @@ TEST_CASE("primitives: split_nparts of a symbolic loop, twice, proves its part s
     CHECK(b == te::evaluate(B, {{A, a}}, {{"n", v}}));
   }
 }
+
+TEST_CASE("primitives: compute_at at a loop that is not the parent's names the stage moved") {
+  Chain g;
+  auto E = te::compute(
+      te::shape(12), [&](auto i) { return g.C(i) * 2; }, "E");
+  auto s = te::create_schedule(E);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], s[E].axis(0)),
+                       "stage 'B': compute_at stage 'C' at axis 'i0', which belongs to stage "
+                       "'E'; pass one of the loops of 'C' (i0, k)",
+                       ScheduleError);
+  auto [o, i] = s[g.C].split(s[g.C].axis(0), 4);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], s[g.C].axis(0)),
+                       "stage 'B': compute_at stage 'C' at axis 'i0', which was already split or "
+                       "fused (loops: i0.outer, i0.inner, k)",
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[g.B].compute_at(s[g.C], te::IterVar()),
+                       "stage 'B': compute_at stage 'C' at an undefined axis", ScheduleError);
+  // The other primitives name their own stage, and now its loops.
+  CHECK_THROWS_WITH_AS(s[g.C].split(s[E].axis(0), 2),
+                       "stage 'C': split of axis 'i0', which belongs to stage 'E'; pass one of "
+                       "the loops of 'C' (i0.outer, i0.inner, k)",
+                       ScheduleError);
+  s[g.B].compute_at(s[g.C], o);
+  auto a = te::NDArray::random(DType::int32(), {12, 10}, 5, -100, 100);
+  te::NDArray e(DType::int32(), {12});
+  tir::run(te::lower(s, {g.A, E}), {&a, &e});
+  CHECK(e == te::evaluate(E, {{g.A, a}}));
+  (void)i;
+}
+
+TEST_CASE("primitives: fuse of three or more adjacent loops, as TVM's fuse(*args)") {
+  auto A = te::placeholder(te::shape(3, 4, 5, 2), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(3, 4, 5, 2),
+      [&](auto i, auto j, auto l, auto m) { return A(i, j, l, m) * 3 + te::index_value(m); }, "B");
+  auto C = te::compute(
+      te::shape(3, 4, 5, 2), [&](auto... i) { return B(i...) - 1; }, "C");
+  auto s = te::create_schedule(C);
+  auto a0 = s[C].axis(0), a1 = s[C].axis(1), a2 = s[C].axis(2), a3 = s[C].axis(3);
+  // Everything is checked first: refused requests leave the loops as they were.
+  CHECK_THROWS_WITH_AS(s[C].fuse(a0, a1, a3),
+                       "stage 'C': fuse of 'i0' (loop 0), 'i1' (loop 1), 'i3' (loop 3): each axis "
+                       "must be the loop directly inside the one before it (loops: i0, i1, i2, "
+                       "i3)",
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[C].fuse({a1, a0, a2}),
+                       "stage 'C': fuse of 'i1' (loop 1), 'i0' (loop 0), 'i2' (loop 2): each axis "
+                       "must be the loop directly inside the one before it (loops: i0, i1, i2, "
+                       "i3)",
+                       ScheduleError);
+  CHECK_THROWS_WITH_AS(s[C].fuse(std::vector<te::IterVar>{}),
+                       "stage 'C': fuse of no axes; list the loops to fuse, outermost first",
+                       ScheduleError);
+  CHECK(leaf_names(s[C]) == std::vector<std::string>{"i0", "i1", "i2", "i3"});
+  CHECK(s[C].fuse({a3}) == a3);
+  // B computed per fused iteration of C: attached at i1, which the fuse then replaces.
+  s[B].compute_at(s[C], a1);
+  auto f3 = s[C].fuse(a0, a1, a2);
+  CHECK(f3.dom().extent.as_int() == 60);
+  CHECK(leaf_names(s[C]) == std::vector<std::string>{"i0.i1.fused.i2.fused", "i3"});
+  auto [o, i] = s[C].split(f3, 7);  // 60 = 8 * 7 + 4: a partial last block
+  auto fb = s[B].fuse({s[B].axis(0), s[B].axis(1), s[B].axis(2), s[B].axis(3)});
+  CHECK(fb.name() == "i0.i1.fused.i2.fused.i3.fused");
+  const auto f = te::lower(s, {A, C});
+  auto a = te::NDArray::random(DType::int32(), {3, 4, 5, 2}, 31, -1000, 1000);
+  te::NDArray c(DType::int32(), {3, 4, 5, 2});
+  tir::run(f, {&a, &c});
+  for (std::int64_t x = 0; x < 3; ++x)
+    for (std::int64_t y = 0; y < 4; ++y)
+      for (std::int64_t z = 0; z < 5; ++z)
+        for (std::int64_t w = 0; w < 2; ++w)
+          CHECK(c.at({x, y, z, w}) == a.at({x, y, z, w}) * 3 + w - 1);
+  (void)o, (void)i;
+  // Mixed kinds are refused by name, before any pair is fused.
+  Chain g;
+  auto s2 = te::create_schedule(g.C);
+  auto [io, ii] = s2[g.C].split(s2[g.C].axis(0), 4);
+  CHECK_THROWS_WITH_AS(s2[g.C].fuse(io, ii, g.k),
+                       "stage 'C': fuse of data-parallel and reduction axes 'i0.inner' and 'k'",
+                       ScheduleError);
+  CHECK(leaf_names(s2[g.C]) == std::vector<std::string>{"i0.outer", "i0.inner", "k"});
+}

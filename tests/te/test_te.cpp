@@ -2,6 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <type_traits>
+
 namespace te = dlavm::te;
 namespace ne = dlavm::ne;
 using dlavm::DType;
@@ -185,4 +191,181 @@ TEST_CASE("te: reads are checked over the axes' own extents, which may be symbol
                        "compute 'Z' reads tensor 'Y' out of bounds: index k + 10 of dim 0 ranges "
                        "over [10, n + 4] but the dim is n",
                        dlavm::ShapeError);
+}
+
+TEST_CASE("te: an int8 sum met by an int32 operand names the compute and the cast it lacks") {
+  // The VTA GEMM with the casts inside te::sum forgotten: C_buf accumulates in int8, and the
+  // mistake shows only at the bias add of the next compute.
+  auto A = te::placeholder(te::shape(2, 16), DType::int8(), "A");
+  auto B = te::placeholder(te::shape(4, 16), DType::int8(), "B");
+  auto bias = te::placeholder(te::shape(2, 4), DType::int32(), "bias");
+  auto A_buf = te::compute(
+      te::shape(2, 16), [&](auto i, auto k) { return A(i, k); }, "A_buf");
+  auto B_buf = te::compute(
+      te::shape(4, 16), [&](auto j, auto k) { return B(j, k); }, "B_buf");
+  auto k = te::reduce_axis({0, 16}, "k");
+  auto C_buf = te::compute(te::shape(2, 4),
+                           [&](auto i, auto j) { return te::sum(A_buf(i, k) * B_buf(j, k), {k}); },
+                           "C_buf", {"i", "j"});
+  CHECK(C_buf.dtype() == DType::int8());
+  const auto sum_hint =
+      "compute 'C_buf' produces int8 because its te::sum adds int8 values (A_buf[i, k]*B_buf[j, "
+      "k]): cast the operands inside te::sum to the accumulator type, te::sum(te::cast(int32, "
+      "A_buf[i, k]) * te::cast(int32, B_buf[j, k]), ...), rather than the int32 operand to int8";
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return C_buf(i, j) + bias(i, j); },
+                  "C_bias", {"i", "j"}),
+      (std::string("compute 'C_bias': operator +: operands have types int8 and "
+                   "int32 (C_buf[i, j] is int8, bias[i, j] is int32); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  // Through arithmetic and a copy of C_buf, operands either way round.
+  auto C = te::compute(
+      te::shape(2, 4), [&](auto i, auto j) { return C_buf(i, j); }, "C");
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return bias(i, j) - (C(i, j) >> 2); }, "D",
+                  {"i", "j"}),
+      (std::string("compute 'D': operator -: operands have types int32 and int8 "
+                   "(bias[i, j] is int32, (C[i, j] >> 2) is int8); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  // An int8 operand that no sum decided: casting one operand is the fix.
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4), [&](auto i, auto j) { return A(i, j) + bias(i, j); }, "E",
+                  {"i", "j"}),
+      "compute 'E': operator +: operands have types int8 and int32 (A[i, j] is "
+      "int8, bias[i, j] is int32); convert one with te::cast",
+      dlavm::TypeError);
+  // Branches of a select get the same explanation; other kinds of error keep their kind.
+  CHECK_THROWS_WITH_AS(
+      te::compute(te::shape(2, 4),
+                  [&](auto i, auto j) { return te::select(i < 1, C_buf(i, j), bias(i, j)); }, "F",
+                  {"i", "j"}),
+      (std::string("compute 'F': te::select: branches have types int8 and int32 "
+                   "(C_buf[i, j] is int8, bias[i, j] is int32); ") +
+       sum_hint)
+          .c_str(),
+      dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(2, 4), [&](auto i, auto j) { return A(i, j, 0); }, "G"),
+                       "compute 'G': tensor 'A' has 2 dims but is indexed with 3",
+                       dlavm::ShapeError);
+}
+
+TEST_CASE("te: arithmetic on axes indexes tensors like arithmetic on their variables") {
+  using namespace dlavm::literals;
+  auto A = te::placeholder(te::shape(9, 6), DType::int32(), "A");
+  auto B = te::placeholder(te::shape(4, 9), DType::int32(), "B");
+  // A difference along k (k + 1, k from a reduce axis), a stride-2 window (i * 2 + dy), an
+  // axis starting at 1 read at k - 1, a mirrored read (8 - k, unary minus), a static dim.
+  auto k = te::reduce_axis({0, 8}, "k");
+  auto D = te::compute(
+      te::shape(4), [&](auto i) { return te::sum(B(i, k + 1) - B(i, k), {k}); }, "D");
+  auto dy = te::reduce_axis({0, 3}, "dy");
+  auto P = te::compute(
+      te::shape(4, 6), [&](auto i, auto j) { return te::max(A(i * 2 + dy, j), {dy}); }, "P");
+  auto k1 = te::reduce_axis({1, 9}, "k1");
+  auto S = te::compute(
+      te::shape(4), [&](auto i) { return te::sum(B(i, k1 - 1) * B(i, -k1 + 9), {k1}); }, "S");
+  auto kk = te::reduce_axis({0, 2}, "kk");
+  auto T = te::compute(
+      te::shape(3, 6),
+      [&](auto i, auto j) {
+        return te::sum(te::select(kk < 1, A(2_c * kk + i, j), A(kk * 3_c + i, j)), {kk});
+      },
+      "T");
+  auto a = te::NDArray::random(DType::int32(), {9, 6}, 11, -50, 50);
+  auto b = te::NDArray::random(DType::int32(), {4, 9}, 12, -50, 50);
+  const auto d = te::evaluate(D, {{B, b}});
+  const auto p = te::evaluate(P, {{A, a}});
+  const auto s = te::evaluate(S, {{B, b}});
+  const auto t = te::evaluate(T, {{A, a}});
+  for (std::int64_t i = 0; i < 4; ++i) {
+    std::int64_t diff = 0, prod = 0;
+    for (std::int64_t kv = 0; kv < 8; ++kv) diff += b.at({i, kv + 1}) - b.at({i, kv});
+    for (std::int64_t kv = 1; kv < 9; ++kv) prod += b.at({i, kv - 1}) * b.at({i, 9 - kv});
+    CHECK(d.at({i}) == diff);
+    CHECK(s.at({i}) == prod);
+    for (std::int64_t j = 0; j < 6; ++j) {
+      std::int64_t m = INT32_MIN;
+      for (std::int64_t w = 0; w < 3; ++w) m = std::max(m, a.at({i * 2 + w, j}));
+      CHECK(p.at({i, j}) == m);
+    }
+  }
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 6; ++j) CHECK(t.at({i, j}) == a.at({i, j}) + a.at({i + 3, j}));
+  // The index expressions are ne expressions over the axes' variables.
+  static_assert(std::is_same_v<decltype(k + 1), ne::Expr>);
+  static_assert(std::is_same_v<decltype(2 * k - dy), ne::Expr>);
+  static_assert(std::is_same_v<decltype(16_c * k), ne::Expr>);
+  static_assert(std::is_same_v<decltype(k < dy), ne::Expr>);
+  static_assert(std::is_same_v<decltype(k == k), bool>);  // identity of axes, as before
+  CHECK(fmt::format("{}", D.op()->body) == "sum((B[i0, k + 1] - B[i0, k]), axis=[k])");
+  CHECK(fmt::format("{}", P.op()->body) == "max(A[(i0*2) + dy, i1], axis=[dy])");
+  // Reads through axis arithmetic are bounds-checked like any other.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(4), [&](auto i) { return te::sum(B(i, k + 2), {k}); }, "X"),
+                       "compute 'X' reads tensor 'B' out of bounds: index k + 2 of dim 1 ranges "
+                       "over [2, 9] but the dim is 9",
+                       dlavm::ShapeError);
+}
+
+TEST_CASE("te: floordiv/floormod round down and / % truncate, like TVM's and C++'s") {
+  auto A = te::placeholder(te::shape(40), DType::int32(), "A");
+  auto B = te::placeholder(te::shape(40), DType::int32(), "B");
+  auto Q = te::compute(
+      te::shape(40), [&](auto i) { return te::floordiv(A(i), B(i)); }, "Q");
+  auto R = te::compute(
+      te::shape(40), [&](auto i) { return te::floormod(A(i), B(i)); }, "R");
+  auto T = te::compute(
+      te::shape(40), [&](auto i) { return A(i) / B(i) + A(i) % 3; }, "T");
+  auto a = te::NDArray::random(DType::int32(), {40}, 41, -100, 100);
+  auto b = te::NDArray::random(DType::int32(), {40}, 42, -9, 9);
+  for (std::int64_t i = 0; i < 40; ++i)
+    if (b.at({i}) == 0) b.set({i}, i % 2 ? 7 : -7);
+  const auto q = te::evaluate(Q, {{A, a}, {B, b}});
+  const auto r = te::evaluate(R, {{A, a}, {B, b}});
+  const auto t = te::evaluate(T, {{A, a}, {B, b}});
+  for (std::int64_t i = 0; i < 40; ++i) {
+    const auto x = a.at({i}), y = b.at({i});
+    const auto down = static_cast<std::int64_t>(std::floor(static_cast<double>(x) / y));
+    CHECK(q.at({i}) == down);
+    CHECK(r.at({i}) == x - y * down);
+    CHECK(t.at({i}) == x / y + x % 3);
+  }
+  CHECK(fmt::format("{}", Q.op()->body) == "floordiv(A[i0], B[i0])");
+  CHECK(fmt::format("{}", R.op()->body) == "floormod(A[i0], B[i0])");
+  CHECK(fmt::format("{}", T.op()->body) == "((A[i0] / B[i0]) + (A[i0] % 3))");
+  // Constants fold with the same rules; the most negative value over -1 wraps.
+  const auto c = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+  const auto value = [](const te::Expr& e) { return e.as<te::IntImmNode>()->value; };
+  CHECK(value(te::floordiv(c(-7), c(2))) == -4);
+  CHECK(value(te::floormod(c(-7), c(2))) == 1);
+  CHECK(value(te::floormod(c(7), c(-2))) == -1);
+  CHECK(value(c(-7) / c(2)) == -3);
+  CHECK(value(c(-7) % c(2)) == -1);
+  CHECK(value(te::floordiv(c(INT32_MIN), c(-1))) == INT32_MIN);
+  CHECK(value(te::floordiv(te::make_const(-128, DType::int8()), -1)) == -128);
+  // Indices keep ne's floordiv: te::floordiv of axes is an index expression.
+  auto H = te::compute(
+      te::shape(20), [&](auto i) { return A(te::floordiv(i, 2) + te::floormod(i, 2) * 20); }, "H");
+  const auto h = te::evaluate(H, {{A, a}});
+  for (std::int64_t i = 0; i < 20; ++i) CHECK(h.at({i}) == a.at({i / 2 + (i % 2) * 20}));
+  // A constant zero divisor is refused when written; a zero met while evaluating names the
+  // expression and the dividend.
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(40), [&](auto i) { return te::floormod(A(i), 0); }, "Z"),
+                       "compute 'Z': te::floormod: A[i0] divided by constant zero",
+                       dlavm::ArithmeticError);
+  CHECK_THROWS_WITH_AS(te::compute(
+                           te::shape(40), [&](auto i) { return A(i) / 0; }, "Z"),
+                       "compute 'Z': operator /: A[i0] divided by constant zero",
+                       dlavm::ArithmeticError);
+  b.set({3}, 0);
+  CHECK_THROWS_WITH_AS(
+      te::evaluate(Q, {{A, a}, {B, b}}),
+      fmt::format("`floordiv(A[i0], B[i0])` divides {} by zero", a.at({3})).c_str(),
+      dlavm::ArithmeticError);
 }

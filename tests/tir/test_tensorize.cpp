@@ -171,7 +171,10 @@ TEST_CASE("tensorize: mismatched nests are refused naming stage, axis and number
   s2[h.Y_buf].reorder({no2, ko2, ni2, ki2});
   s2[h.Y_buf].tensorize(ko2, gemv_intrin());
   CHECK_THROWS_WITH_AS(te::lower(s2, {h.X, h.W, h.Y}),
-                       doctest::Contains("1 data-parallel and 2 reduction axes"),
+                       "stage 'Y_buf': tensorize at axis 'k.outer' with intrinsic 'gemv': the "
+                       "loops from there inward have 1 data-parallel and 2 reduction axes, the "
+                       "intrinsic has 1 and 1; tensorize at 'i0.inner' instead, where the "
+                       "intrinsic's loops (i0.inner, k.inner) begin",
                        dlavm::ScheduleError);
   Gemv m;
   auto s3 = te::create_schedule(m.Y);
@@ -212,4 +215,32 @@ TEST_CASE("tensorize: loop order inside the tile does not matter") {
   s[t.Y_buf].reorder({no, ko, ki, ni});
   s[t.Y_buf].tensorize(ki, gemv_intrin());
   t.check(te::lower(s, {t.X, t.W, t.Y}));
+}
+
+TEST_CASE("tensorize: a reduction loop left inside the tile gets the reorder that fixes it") {
+  // Both axes split, no reorder: k.outer sits inside i0.inner, where the intrinsic has one
+  // reduction loop only. The message gives the loop order; following it lowers and computes.
+  Gemv g;
+  auto s = te::create_schedule(g.Y);
+  auto [no, ni] = s[g.Y_buf].split(s[g.Y_buf].axis(0), kTile);
+  auto [ko, ki] = s[g.Y_buf].split(g.k, kTile);
+  s[g.Y_buf].tensorize(ni, gemv_intrin());
+  CHECK_THROWS_WITH_AS(te::lower(s, {g.X, g.W, g.Y}),
+                       "stage 'Y_buf': tensorize at axis 'i0.inner' with intrinsic 'gemv': the "
+                       "loops from there inward have 1 data-parallel and 2 reduction axes, the "
+                       "intrinsic has 1 and 1; reorder so that the intrinsic's loops (i0.inner, "
+                       "k.inner) are innermost with 'k.outer' outside them, and tensorize at the "
+                       "first: s[Y_buf].reorder({i0.outer, k.outer, i0.inner, k.inner}); "
+                       "s[Y_buf].tensorize(i0.inner, ...)",
+                       dlavm::ScheduleError);
+  s[g.Y_buf].reorder({no, ko, ni, ki});
+  g.check(te::lower(s, {g.X, g.W, g.Y}));
+  // Too few loops of a kind anywhere in the stage: no order helps.
+  auto s2 = te::create_schedule(g.Y);
+  s2[g.Y].tensorize(s2[g.Y].axis(0), gemv_intrin());
+  CHECK_THROWS_WITH_AS(te::lower(s2, {g.X, g.W, g.Y}),
+                       "stage 'Y': tensorize at axis 'i0' with intrinsic 'gemv': the loops from "
+                       "there inward have 1 data-parallel and 0 reduction axes, the intrinsic has "
+                       "1 and 1; stage 'Y' has only 1 data-parallel and 0 reduction loops in all",
+                       dlavm::ScheduleError);
 }

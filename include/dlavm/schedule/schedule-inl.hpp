@@ -193,24 +193,32 @@ DLAVM_INLINE IterVar Stage::reduce_axis(std::size_t k) const {
   return a[k];
 }
 
-DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
-                                              std::string_view primitive) const {
-  if (!ivar.defined())
-    raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
+DLAVM_INLINE std::optional<std::size_t> Stage::find_leaf(const IterVar& ivar) const {
   const auto& leaf = node_->leaf;
   for (std::size_t k = 0; k < leaf.size(); ++k)
     if (leaf[k] == ivar) return k;
-  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
-    raise<ScheduleError>("stage '{}': {} of axis '{}', which belongs to stage '{}'", name(),
-                         primitive, ivar.name(), owner->name());
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
+                                              std::string_view primitive) const {
+  if (const auto k = find_leaf(ivar)) return *k;
+  raise_not_a_loop(ivar, fmt::format("stage '{}': {} of", name(), primitive));
+}
+
+DLAVM_INLINE void Stage::raise_not_a_loop(const IterVar& ivar, const std::string& request) const {
+  if (!ivar.defined()) raise<ScheduleError>("{} an undefined axis", request);
   std::vector<std::string> names;
-  for (const auto& v : leaf) names.push_back(v.name());
-  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+  for (const auto& v : node_->leaf) names.push_back(v.name());
+  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
     raise<ScheduleError>(
-        "stage '{}': {} of axis '{}', which was already split or fused (loops: {})", name(),
-        primitive, ivar.name(), fmt::join(names, ", "));
-  raise<ScheduleError>("stage '{}': {} of axis '{}', which is not one of its loops ({})", name(),
-                       primitive, ivar.name(), fmt::join(names, ", "));
+        "{} axis '{}', which belongs to stage '{}'; pass one of the loops of '{}' ({})", request,
+        ivar.name(), owner->name(), name(), fmt::join(names, ", "));
+  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+    raise<ScheduleError>("{} axis '{}', which was already split or fused (loops: {})", request,
+                         ivar.name(), fmt::join(names, ", "));
+  raise<ScheduleError>("{} axis '{}', which is not one of its loops ({})", request, ivar.name(),
+                       fmt::join(names, ", "));
 }
 
 DLAVM_INLINE void Stage::check_not_placeholder(std::string_view primitive) const {
@@ -290,27 +298,48 @@ DLAVM_INLINE std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar&
 }
 
 DLAVM_INLINE IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  // Copies: outer and inner may be references into the leaf list, which fusing changes.
+  return fuse(std::vector<IterVar>{outer, inner});
+}
+
+DLAVM_INLINE IterVar Stage::fuse(const std::vector<IterVar>& axes) {
   check_not_placeholder("fuse");
-  const auto po = leaf_position(outer, "fuse");
-  const auto pi = leaf_position(inner, "fuse");
-  if (pi != po + 1)
-    raise<ScheduleError>(
-        "stage '{}': fuse of '{}' (loop {}) and '{}' (loop {}): the inner axis must "
-        "be the loop directly inside the outer one",
-        name(), outer.name(), po, inner.name(), pi);
-  if (outer.kind() != inner.kind())
-    raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
-                         name(), outer.name(), inner.name());
+  if (axes.empty())
+    raise<ScheduleError>("stage '{}': fuse of no axes; list the loops to fuse, outermost first",
+                         name());
+  // Everything is checked before the first pair is fused: an error leaves the stage as it was.
+  std::vector<std::size_t> pos;
+  for (const auto& a : axes) pos.push_back(leaf_position(a, "fuse"));
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (pos[k] != pos[k - 1] + 1) {
+      std::vector<std::string> listed, loops;
+      for (std::size_t j = 0; j < axes.size(); ++j)
+        listed.push_back(fmt::format("'{}' (loop {})", axes[j].name(), pos[j]));
+      for (const auto& v : node_->leaf) loops.push_back(v.name());
+      raise<ScheduleError>(
+          "stage '{}': fuse of {}: each axis must be the loop directly inside the one before it "
+          "(loops: {})",
+          name(), fmt::join(listed, ", "), fmt::join(loops, ", "));
+    }
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (axes[k].kind() != axes[k - 1].kind())
+      raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
+                           name(), axes[k - 1].name(), axes[k].name());
+  IterVar fused = axes.front();
+  for (std::size_t k = 1; k < axes.size(); ++k) fused = fuse_leaf(pos.front(), fused, axes[k]);
+  return fused;
+}
+
+DLAVM_INLINE IterVar Stage::fuse_leaf(std::size_t pos, const IterVar& outer, const IterVar& inner) {
   auto fused =
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
-  // Before the leaf changes: outer and inner may be references into it.
   move_attached(outer, fused);
   move_attached(inner, fused);
-  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
-                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
-  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos),
+                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos) + 2);
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), fused);
   node_->all.push_back(fused);
   return fused;
 }
@@ -329,7 +358,10 @@ DLAVM_INLINE Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) 
       raise<ScheduleError>(
           "stage '{}': compute_at stage '{}' makes a cycle: '{}' is computed inside '{}'", name(),
           parent.name(), parent.name(), name());
-  (void)parent.leaf_position(ivar, "compute_at");
+  // The message names this stage too: it is the one being moved.
+  if (!parent.find_leaf(ivar))
+    parent.raise_not_a_loop(
+        ivar, fmt::format("stage '{}': compute_at stage '{}' at", name(), parent.name()));
   node_->attach = AttachKind::At;
   node_->attach_stage = parent.node_;
   node_->attach_ivar = ivar;

@@ -20,9 +20,12 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -97,6 +100,13 @@ class Stage {
   std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
                               const ne::Expr& y_factor);
   IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // Fuses adjacent loops, outermost first, into one, as TVM's fuse(*args): pairwise from the
+  // outermost, so fuse(a, b, c) is the loop `a.b.fused.c.fused`; one axis is returned as is.
+  IterVar fuse(const std::vector<IterVar>& axes);
+  template <class... V>
+  requires(sizeof...(V) >= 3 && (std::same_as<V, IterVar> && ...)) IterVar fuse(const V&... axes) {
+    return fuse(std::vector<IterVar>{axes...});
+  }
   // Computes this stage inside loop `ivar` of `parent`, the region one iteration needs. If
   // parent later splits ivar, the stage moves to the inner loop (one iteration of it is one
   // iteration of ivar); if it fuses ivar, to the fused loop. (TVM refuses such a schedule when
@@ -113,10 +123,16 @@ class Stage {
   Stage& tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin);
 
  private:
+  std::optional<std::size_t> find_leaf(const IterVar& ivar) const;
+  // The position of loop ivar; raises naming the stage and `primitive` if it is not a loop.
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
+  // Why ivar is not one of this stage's loops, after `request` ("stage 'C': split of").
+  [[noreturn]] void raise_not_a_loop(const IterVar& ivar, const std::string& request) const;
   void check_not_placeholder(std::string_view primitive) const;
   // Splits the loop at leaf position pos by a factor known to be at least 1.
   std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
+  // Fuses the loop at leaf position pos with the next one, checked to be `outer`, `inner`.
+  IterVar fuse_leaf(std::size_t pos, const IterVar& outer, const IterVar& inner);
   // Stages computed at loop `from` of this stage are computed at `to` instead.
   void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }

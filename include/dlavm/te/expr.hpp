@@ -3,6 +3,8 @@
 //   IntImm                               constant of a dtype
 //   Cast                                 conversion (integer casts wrap)
 //   Add Sub Mul Min Max Shl Shr          arithmetic (BinaryNode, both operands one dtype)
+//   Div Mod                              division truncating toward zero (C++ / and %)
+//   FloorDiv FloorMod                    division rounding down (TVM's floordiv, floormod)
 //   EQ NE LT LE GT GE And Or, Not        conditions (dtype bool = uint1)
 //   Select                               cond ? t : f
 //   Index                                an ne index expression used as a value
@@ -10,6 +12,8 @@
 //   Load                                 element of a buffer (TIR level)
 //   Reduce                               sum/max/min of a source over reduction axes
 //   Call                                 a named intrinsic (TIR level)
+// A Read names the OperationNode it reads (a placeholder or a compute, defined here so that
+// the printer and the builders' messages can name it; te::Tensor in tensor.hpp wraps it).
 // Passes use ExprFunctor / ExprVisitor / ExprMutator below: one idiom, like ne's.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +38,10 @@ enum class ExprKind : std::uint8_t {
   Add,
   Sub,
   Mul,
+  Div,
+  Mod,
+  FloorDiv,
+  FloorMod,
   Min,
   Max,
   Shl,
@@ -57,8 +66,56 @@ enum class ExprKind : std::uint8_t {
 constexpr bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
 constexpr bool is_arith(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Shr; }
 constexpr bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+constexpr bool is_division(ExprKind k) { return k >= ExprKind::Div && k <= ExprKind::FloorMod; }
+// Kinds written as a call, `min(a, b)`, rather than infix.
+constexpr bool is_call_style(ExprKind k) { return k >= ExprKind::FloorDiv && k <= ExprKind::Max; }
 
 inline constexpr DType bool_type{DType::Kind::UInt, 1};
+
+constexpr std::string_view op_symbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add:
+      return "+";
+    case ExprKind::Sub:
+      return "-";
+    case ExprKind::Mul:
+      return "*";
+    case ExprKind::Div:
+      return "/";
+    case ExprKind::Mod:
+      return "%";
+    case ExprKind::FloorDiv:
+      return "floordiv";
+    case ExprKind::FloorMod:
+      return "floormod";
+    case ExprKind::Min:
+      return "min";
+    case ExprKind::Max:
+      return "max";
+    case ExprKind::Shl:
+      return "<<";
+    case ExprKind::Shr:
+      return ">>";
+    case ExprKind::EQ:
+      return "==";
+    case ExprKind::NE:
+      return "!=";
+    case ExprKind::LT:
+      return "<";
+    case ExprKind::LE:
+      return "<=";
+    case ExprKind::GT:
+      return ">";
+    case ExprKind::GE:
+      return ">=";
+    case ExprKind::And:
+      return "&&";
+    case ExprKind::Or:
+      return "||";
+    default:
+      return "?";
+  }
+}
 
 class ExprNode;
 struct OperationNode;
@@ -207,6 +264,21 @@ template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
     : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
                                                true)) {}
+
+// An operation: what a Read reads. A placeholder is an input; a compute defines each element
+// of its output by `body` over its axes.
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+struct OperationNode {
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
+  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
+  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+};
 
 // ---- the visitor idiom -------------------------------------------------------------------
 // ExprFunctor dispatches on the node kind to the derived class (CRTP):

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <dlavm/te/ops.hpp>
+#include <dlavm/te/printer.hpp>
+
+#include <unordered_set>
 
 namespace dlavm::te::detail {
 
@@ -29,6 +32,79 @@ DLAVM_INLINE void require_defined(const Expr& e, std::string_view context) {
   if (!e.defined()) raise<ValueError>("te: {} of an undefined expression", context);
 }
 
+// The te::sum a value gets its dtype from: through arithmetic and selects (whose operands
+// share their dtype) and into the bodies of the computes it reads. A cast, a placeholder or
+// a max/min reduction decide the dtype themselves: no sum then.
+class SumOrigin : public ExprVisitor<SumOrigin> {
+ public:
+  const OperationNode* op = nullptr;  // the compute whose body holds the sum, if read
+  const ReduceNode* sum = nullptr;
+
+  void visit_cast(const CastNode&, const Expr&) {}
+  void visit_not(const NotNode&, const Expr&) {}
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    if (!is_arith(n.kind())) return;
+    for (const auto* side : {&n.a, &n.b})
+      if (sum == nullptr && !is_literal(*side)) visit(*side);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    visit(n.t);
+    if (sum == nullptr) visit(n.f);
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) {
+    if (n.combiner == Combiner::Sum) sum = &n;
+  }
+  void visit_read(const ReadNode& n, const Expr&) {
+    if (n.op->kind != OpKind::Compute || !seen_.insert(n.op.get()).second) return;
+    visit(n.op->body);
+    if (sum != nullptr && op == nullptr) op = n.op.get();
+  }
+
+ private:
+  std::unordered_set<const OperationNode*> seen_;  // a DAG of computes is walked once
+};
+
+// The text of an operand in a message, cut when long.
+DLAVM_INLINE std::string brief(const Expr& e) {
+  constexpr std::size_t limit = 60;
+  auto text = to_string(e);
+  if (text.size() > limit) text = text.substr(0, limit - 3) + "...";
+  return text;
+}
+
+// The fix when `narrow` takes its dtype from a te::sum and `wide` is wider: accumulate in
+// wide's dtype by casting inside the sum (casting `wide` down would drop the high bits).
+DLAVM_INLINE std::string narrow_sum_hint(const SumOrigin& origin, DType narrow, DType wide) {
+  const auto& source = origin.sum->source;
+  std::string cast_source;
+  if (const auto* mul = source.as<BinaryNode>(); mul != nullptr && mul->kind() == ExprKind::Mul)
+    cast_source = fmt::format("te::cast({}, {}) * te::cast({}, {})", wide, brief(mul->a), wide,
+                              brief(mul->b));
+  else
+    cast_source = fmt::format("te::cast({}, {})", wide, brief(source));
+  const auto why = origin.op != nullptr ? fmt::format(
+                                              "compute '{}' produces {} because its "
+                                              "te::sum adds",
+                                              origin.op->name, narrow)
+                                        : fmt::format("the te::sum is {} because it adds", narrow);
+  return fmt::format(
+      "; {} {} values {}: cast the operands inside te::sum to the accumulator type, "
+      "te::sum({}, ...), rather than the {} operand to {}",
+      why, narrow, brief(source), cast_source, wide, narrow);
+}
+
+DLAVM_INLINE std::string explain_mismatch(const Expr& a, const Expr& b) {
+  auto text = fmt::format(" ({} is {}, {} is {})", brief(a), a.dtype(), brief(b), b.dtype());
+  for (const auto& [narrow, wide] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (narrow->dtype().bits() >= wide->dtype().bits()) continue;
+    SumOrigin origin;
+    origin.visit(*narrow);
+    if (origin.sum != nullptr)
+      return text + narrow_sum_hint(origin, narrow->dtype(), wide->dtype());
+  }
+  return text + "; convert one with te::cast";
+}
+
 }  // namespace dlavm::te::detail
 
 namespace dlavm::te {
@@ -43,7 +119,7 @@ DLAVM_INLINE Expr make_const(std::int64_t v, DType t) {
 DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   detail::require_defined(a, op_symbol(k));
   detail::require_defined(b, op_symbol(k));
-  const auto context = fmt::format("operator {}", op_symbol(k));
+  const auto context = fmt::format("{}{}", is_call_style(k) ? "te::" : "operator ", op_symbol(k));
   const bool la = detail::is_literal(a), lb = detail::is_literal(b);
   if (la && !lb) a = detail::retype_literal(a, b.dtype(), context);
   if (lb && !la) b = detail::retype_literal(b, a.dtype(), context);
@@ -51,10 +127,12 @@ DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   if (logical && (a.dtype() != bool_type || b.dtype() != bool_type))
     raise<TypeError>("{} needs conditions, got {} and {}", context, a.dtype(), b.dtype());
   if (a.dtype() != b.dtype())
-    raise<TypeError>("{}: operands have types {} and {}; convert one with te::cast", context,
-                     a.dtype(), b.dtype());
+    raise<TypeError>("{}: operands have types {} and {}{}", context, a.dtype(), b.dtype(),
+                     detail::explain_mismatch(a, b));
   if (a.dtype().is_float())
     raise<TypeError>("{}: {} operands; dlavm computes on integer types only", context, a.dtype());
+  if (is_division(k) && b.as<IntImmNode>() != nullptr && b.as<IntImmNode>()->value == 0)
+    raise<ArithmeticError>("{}: {} divided by constant zero", context, detail::brief(a));
   const DType result = is_comparison(k) || logical ? bool_type : a.dtype();
   const auto* x = a.as<IntImmNode>();
   const auto* y = b.as<IntImmNode>();
@@ -74,6 +152,22 @@ DLAVM_INLINE Expr operator-(Expr a, Expr b) {
 
 DLAVM_INLINE Expr operator*(Expr a, Expr b) {
   return binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator/(Expr a, Expr b) {
+  return binary(ExprKind::Div, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator%(Expr a, Expr b) {
+  return binary(ExprKind::Mod, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floordiv(Expr a, Expr b) {
+  return binary(ExprKind::FloorDiv, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floormod(Expr a, Expr b) {
+  return binary(ExprKind::FloorMod, std::move(a), std::move(b));
 }
 
 DLAVM_INLINE Expr operator<<(Expr a, Expr b) {
@@ -137,7 +231,8 @@ DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
   if (cond.dtype() != bool_type)
     raise<TypeError>("te::select: the condition has type {}, expected a comparison", cond.dtype());
   if (t.dtype() != f.dtype())
-    raise<TypeError>("te::select: branches have types {} and {}", t.dtype(), f.dtype());
+    raise<TypeError>("te::select: branches have types {} and {}{}", t.dtype(), f.dtype(),
+                     detail::explain_mismatch(t, f));
   if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
   return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }

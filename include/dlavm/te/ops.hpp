@@ -12,50 +12,35 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dlavm::te {
 
-constexpr std::string_view op_symbol(ExprKind k) {
+namespace detail {
+
+// Division kind k of a by b in dtype t: Div and Mod truncate toward zero (as C++ does),
+// FloorDiv and FloorMod round down (floordiv(-7, 2) == -4, floormod(-7, 2) == 1). The most
+// negative value divided by -1 wraps, as other results do. A zero divisor raises; builders
+// and evaluators check it first, to name the expression.
+constexpr std::int64_t apply_division(ExprKind k, DType t, std::int64_t a, std::int64_t b) {
+  if (b == 0) raise<ArithmeticError>("{}({}, 0) in {}: division by zero", op_symbol(k), a, t);
+  const bool quotient = k == ExprKind::Div || k == ExprKind::FloorDiv;
+  if (b == -1)
+    return quotient ? t.wrap(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a))) : 0;
   switch (k) {
-    case ExprKind::Add:
-      return "+";
-    case ExprKind::Sub:
-      return "-";
-    case ExprKind::Mul:
-      return "*";
-    case ExprKind::Min:
-      return "min";
-    case ExprKind::Max:
-      return "max";
-    case ExprKind::Shl:
-      return "<<";
-    case ExprKind::Shr:
-      return ">>";
-    case ExprKind::EQ:
-      return "==";
-    case ExprKind::NE:
-      return "!=";
-    case ExprKind::LT:
-      return "<";
-    case ExprKind::LE:
-      return "<=";
-    case ExprKind::GT:
-      return ">";
-    case ExprKind::GE:
-      return ">=";
-    case ExprKind::And:
-      return "&&";
-    case ExprKind::Or:
-      return "||";
+    case ExprKind::Div:
+      return a / b;
+    case ExprKind::Mod:
+      return a % b;
+    case ExprKind::FloorDiv:
+      return ne::detail::floor_div(a, b);
     default:
-      return "?";
+      return ne::detail::floor_mod(a, b);
   }
 }
-
-namespace detail {
 
 // The value of integer operation k on a and b in dtype t: results wrap to t's width, shifts
 // by a negative amount shift the other way (as VTA's ALU SHR does), shifts saturate at the
@@ -76,6 +61,11 @@ constexpr std::int64_t apply_binary(ExprKind k, DType t, std::int64_t a, std::in
       return wrap(static_cast<std::int64_t>(u(a) - u(b)));
     case ExprKind::Mul:
       return wrap(static_cast<std::int64_t>(u(a) * u(b)));
+    case ExprKind::Div:
+    case ExprKind::Mod:
+    case ExprKind::FloorDiv:
+    case ExprKind::FloorMod:
+      return apply_division(k, t, a, b);
     case ExprKind::Min:
       return a < b ? a : b;
     case ExprKind::Max:
@@ -114,6 +104,13 @@ Expr retype_literal(const Expr& e, DType t, std::string_view context);
 
 void require_defined(const Expr& e, std::string_view context);
 
+// Why operands a and b have different dtypes, for a builder's TypeError: what each operand
+// is, then the fix. When the narrower one gets its dtype from a te::sum (directly, or through
+// reads of the compute holding it), the fix is a cast inside that sum, which the message
+// spells out; otherwise it is a te::cast of one operand:
+//   " (C_buf[i] is int8, bias[i] is int32); compute 'C_buf' produces int8 because ..."
+std::string explain_mismatch(const Expr& a, const Expr& b);
+
 }  // namespace detail
 
 // A constant of an explicit dtype: te::make_const(0, DType::int32()).
@@ -125,6 +122,15 @@ Expr binary(ExprKind k, Expr a, Expr b);
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);
 Expr operator*(Expr a, Expr b);
+// Division truncating toward zero, as C++'s and TVM's tir.Div / tir.Mod: -7 / 2 == -3.
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+// Division rounding down, as TVM's floordiv / floormod: floordiv(-7, 2) == -4,
+// floormod(-7, 2) == 1. ne's overloads come along, for indices: A(te::floordiv(i, 2)).
+Expr floordiv(Expr a, Expr b);
+Expr floormod(Expr a, Expr b);
+using ne::floordiv;
+using ne::floormod;
 Expr operator<<(Expr a, Expr b);
 Expr operator>>(Expr a, Expr b);
 inline Expr operator==(Expr a, Expr b) { return binary(ExprKind::EQ, std::move(a), std::move(b)); }

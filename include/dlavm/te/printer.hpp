@@ -1,12 +1,12 @@
 // Text form of value expressions through fmt, in the spirit of TVM's lowered text:
 // `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
+// It needs the node set only, so that the builders (ops.hpp) can print operands in their
+// messages; tensors print through tensor.hpp (`A: int8[16]`).
 #pragma once
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/te/expr.hpp>
-#include <dlavm/te/ops.hpp>
-#include <dlavm/te/tensor.hpp>
 
 #include <fmt/format.h>
 
@@ -27,7 +27,7 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
     out_ += ')';
   }
   void visit_binary(const BinaryNode& n, const Expr&) {
-    if (n.kind() == ExprKind::Min || n.kind() == ExprKind::Max) {
+    if (is_call_style(n.kind())) {
       out_ += op_symbol(n.kind());
       out_ += '(';
       visit(n.a);
@@ -100,13 +100,6 @@ template <>
 struct fmt::formatter<dlavm::te::Expr> : fmt::formatter<std::string_view> {
   auto format(const dlavm::te::Expr& e, format_context& ctx) const {
     return fmt::formatter<std::string_view>::format(dlavm::te::to_string(e), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
   }
 };
 

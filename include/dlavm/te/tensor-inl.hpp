@@ -18,6 +18,26 @@ DLAVM_INLINE void check_shape(const std::string& name, const std::vector<ne::Exp
   }
 }
 
+DLAVM_INLINE void rethrow_in_compute(const std::string& name) {
+  const auto in_compute = [&](const Error& e) {
+    return fmt::format("compute '{}': {}", name, e.what());
+  };
+  // The kinds a body's builders raise; any other passes through unchanged.
+  try {
+    throw;
+  } catch (const TypeError& e) {
+    throw TypeError(in_compute(e));
+  } catch (const ShapeError& e) {
+    throw ShapeError(in_compute(e));
+  } catch (const ScheduleError& e) {
+    throw ScheduleError(in_compute(e));
+  } catch (const ValueError& e) {
+    throw ValueError(in_compute(e));
+  } catch (const ArithmeticError& e) {
+    throw ArithmeticError(in_compute(e));
+  }
+}
+
 DLAVM_INLINE Tensor make_compute(std::string name, std::vector<ne::Expr> shape,
                                  std::vector<IterVar> axis, Expr body) {
   if (!body.defined()) raise<ValueError>("compute '{}': the lambda returned no expression", name);

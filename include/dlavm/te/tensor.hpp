@@ -13,6 +13,7 @@
 #include <dlavm/te/expr.hpp>
 #include <dlavm/te/iter_var.hpp>
 #include <dlavm/te/ops.hpp>
+#include <dlavm/te/printer.hpp>
 
 #include <fmt/format.h>
 
@@ -31,19 +32,6 @@
 
 namespace dlavm::te {
 
-enum class OpKind : std::uint8_t { Placeholder, Compute };
-
-struct OperationNode {
-  OpKind kind;
-  std::string name;
-  DType dtype;
-  std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
-  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
-  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
-};
-
 using Operation = std::shared_ptr<const OperationNode>;
 
 class Tensor {
@@ -60,10 +48,20 @@ class Tensor {
   bool is_placeholder() const { return op_->kind == OpKind::Placeholder; }
   friend bool operator==(const Tensor& a, const Tensor& b) { return a.op_ == b.op_; }
 
-  // The element at the given indices (integers, ne expressions, axes).
+  // The element at the given indices: integers, static dims, ne expressions, axes, and
+  // arithmetic on them (`A(i * 2 + dy, k + 1)`). Any argument type is accepted here so that a
+  // wrong one meets the static_assert, rather than making the compute's lambda uncallable.
   template <class... I>
-  requires(std::convertible_to<I, ne::Expr>&&...) Expr operator()(I&&... indices) const {
-    return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+  Expr operator()(I&&... indices) const {
+    constexpr bool all_indices = (std::convertible_to<I, ne::Expr> && ...);
+    static_assert(all_indices,
+                  "te::Tensor(...): an index must be an integer, a static dim, an ne expression "
+                  "or a te::IterVar (arithmetic on them, such as k + 1, is an ne expression); a "
+                  "te::Expr value such as another tensor's element cannot index a tensor");
+    if constexpr (all_indices)
+      return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+    else
+      return {};
   }
   Expr read(std::vector<ne::Expr> indices) const {
     if (!op_) raise<ValueError>("te: indexing an undefined tensor");
@@ -161,6 +159,20 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
 Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
                     Expr body);
 
+// Raises the dlavm::Error being handled again, of the same kind, as "compute 'name': ...".
+[[noreturn]] void rethrow_in_compute(const std::string& name);
+
+// The body `build` returns (it calls a compute's lambda); an error the lambda raises names
+// the compute, so "operator +: operands have types ..." says which lambda to look at.
+template <class Build>
+Expr build_body(const std::string& name, Build&& build) {
+  try {
+    return Expr(std::forward<Build>(build)());
+  } catch (const Error&) {
+    rethrow_in_compute(name);
+  }
+}
+
 template <class T, std::size_t>
 using repeat_t = T;
 
@@ -181,8 +193,11 @@ Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
 template <std::size_t N, class F>
 Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
                std::array<std::string, N> axis_names = {}) {
-  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
-                "te::compute: the lambda must take exactly one index per dimension of the shape");
+  constexpr bool callable = detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{});
+  static_assert(callable,
+                "te::compute: the lambda cannot be called with one ne::Var per dimension of the "
+                "shape: it must take exactly one index per dimension, and its body must compile "
+                "(if an error inside the lambda is reported above, that one is the cause)");
   std::vector<ne::Expr> dims(shape.begin(), shape.end());
   detail::check_shape(name, dims);
   std::vector<IterVar> axis;
@@ -190,10 +205,14 @@ Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
     auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
     axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
   }
-  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return Expr(std::invoke(fcompute, axis[K].var()...));
-  }
-  (std::make_index_sequence<N>{});
+  Expr body;
+  if constexpr (callable)  // else the static_assert above is the one error reported
+    body = detail::build_body(name, [&] {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return Expr(std::invoke(fcompute, axis[K].var()...));
+      }
+      (std::make_index_sequence<N>{});
+    });
   return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
 }
 
@@ -209,7 +228,8 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
     axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
     vars.push_back(axis.back().var());
   }
-  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  Expr body = detail::build_body(
+      name, [&] { return std::invoke(fcompute, std::span<const ne::Var>(vars)); });
   return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
 }
 
@@ -217,6 +237,13 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
 std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 
 }  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+  }
+};
 
 #ifndef DLAVM_COMPILED_LIB
 #include <dlavm/te/tensor-inl.hpp>

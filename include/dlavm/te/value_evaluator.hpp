@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dlavm/te/evaluate.hpp>
+#include <dlavm/te/printer.hpp>
 
 namespace dlavm::te::detail {
 
@@ -17,9 +18,10 @@ class ValueEvaluator : public ExprFunctor<ValueEvaluator, std::int64_t> {
 
   std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
   std::int64_t visit_cast(const CastNode& n, const Expr&) { return n.dtype().wrap(visit(n.value)); }
-  std::int64_t visit_binary(const BinaryNode& n, const Expr&) {
+  std::int64_t visit_binary(const BinaryNode& n, const Expr& e) {
     const auto a = visit(n.a);
     const auto b = visit(n.b);
+    if (is_division(n.kind()) && b == 0) raise<ArithmeticError>("`{}` divides {} by zero", e, a);
     return apply_binary(n.kind(), n.a.dtype(), a, b);
   }
   std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }

@@ -55,6 +55,47 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
   std::vector<ne::Substitution> map_;
 };
 
+// The fix when the loops from tensorized leaf position p inward do not have the intrinsic's
+// nd data-parallel and nr reduction axes: the innermost loops of each kind become the
+// intrinsic's, in their order, the others move outside them; tensorize at the first.
+DLAVM_INLINE std::string tensorize_order_hint(const StageNode& st, std::size_t p, std::size_t nd,
+                                              std::size_t nr) {
+  const auto& leaf = st.leaf;
+  std::vector<bool> keep(leaf.size(), false);
+  std::size_t data = 0, reduce = 0;
+  for (std::size_t k = leaf.size(); k-- > 0;) {
+    auto& count = leaf[k].is_reduce() ? reduce : data;
+    if (count < (leaf[k].is_reduce() ? nr : nd)) {
+      keep[k] = true;
+      ++count;
+    }
+  }
+  if (data < nd || reduce < nr)
+    return fmt::format("; stage '{}' has only {} data-parallel and {} reduction loops in all",
+                       st.name(), data, reduce);
+  std::vector<std::string> order, kept, moved;
+  for (std::size_t k = 0; k < leaf.size(); ++k) {
+    if (keep[k]) continue;
+    order.push_back(leaf[k].name());
+    if (k >= p) moved.push_back(fmt::format("'{}'", leaf[k].name()));
+  }
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    if (keep[k]) kept.push_back(leaf[k].name());
+  order.insert(order.end(), kept.begin(), kept.end());
+  bool same_order = true;
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    same_order = same_order && order[k] == leaf[k].name();
+  if (same_order)
+    return fmt::format("; tensorize at '{}' instead, where the intrinsic's loops ({}) begin",
+                       kept.front(), fmt::join(kept, ", "));
+  return fmt::format(
+      "; reorder so that the intrinsic's loops ({}) are innermost{}, and tensorize at the first: "
+      "s[{}].reorder({{{}}}); s[{}].tensorize({}, ...)",
+      fmt::join(kept, ", "),
+      moved.empty() ? std::string() : fmt::format(" with {} outside them", fmt::join(moved, ", ")),
+      st.name(), fmt::join(order, ", "), st.name(), kept.front());
+}
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -674,8 +715,9 @@ class Lowerer {
     if (inner_data.size() != pat.axis.size() || inner_reduce.size() != pat.reduce_axis.size())
       raise<ScheduleError>(
           "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
-          "intrinsic has {} and {}",
-          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size());
+          "intrinsic has {} and {}{}",
+          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
+          tensorize_order_hint(st, p, pat.axis.size(), pat.reduce_axis.size()));
     std::vector<ne::Var> inner_vars;
     std::vector<ne::Var> pattern_vars;
     const auto pair_up = [&](const std::vector<te::IterVar>& mine,
