@@ -355,7 +355,9 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // begin dlavm/graph.hpp
 // graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
 // the op records and typed builders, type inference and placement, the printer, name-based
-// construction for importers, and the reference executor on the host kernels.
+// construction for importers, the reference executor on the host kernels, and the build for
+// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
+// runs host and VTA steps.
 //
 //   namespace g = dlavm::graph;
 //   auto token = ne::var("token", 1, 2048);
@@ -363,6 +365,8 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 //   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
 //   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
 //   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
+//   auto mod = g::build(fn, g::Target{});
+//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
 
 // begin dlavm/graph/attrs.hpp
 // Attributes of graph calls: a sorted map from names to values of five kinds (an integer, a
@@ -603,26 +607,62 @@ DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
 // end dlavm/graph/attrs-inl.hpp
 #endif
 // end dlavm/graph/attrs.hpp
-// begin dlavm/graph/builder.hpp
-// GraphBuilder: name-based graph construction, as importers need it (ONNX refers to values
-// by name, in any order). Define inputs, constants and calls by name, with forward references
-// allowed, then build() resolves the names into a Function.
+// begin dlavm/graph/build.hpp
+// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
+// step its own entry point:
+//   infer_type(fn, target)   types and places every call (graph/target.hpp)
+//   partition(typed, target) fuses VTA groups: anchor + epilogue (graph/partition.hpp)
+//   per VTA group            the anchor's strategy declares the kernel and its schedule, with
+//                            knobs from the ScheduleChooser; vta::build compiles it
+//   layouts                  each value a VTA group reads is packed for it (constants now,
+//                            at build time; others by a pack step on the host), and each
+//                            value a host call or the caller reads is unpacked after VTA:
+//                            conversions are inserted only at the boundaries, so consecutive
+//                            VTA groups pass packed values to each other
 //
-//   graph::GraphBuilder b;
-//   b.call("y", "relu", {"h"});                    // "h" is defined below: fine
-//   b.call("h", "dense", {"x", "w"});
-//   b.input("x", {1, token, 512}, DType::int8());
-//   b.constant("w", w_array);
-//   auto fn = b.build({"x"}, {"y"});
+//   auto mod = graph::build(fn, target, {.name = "resnet18"});
+//   auto out = mod.run(dev, {{"data", image}});
 //
-// Mistakes are ValueErrors naming the values: a name defined twice (raised at the second
-// definition), an argument or result that names nothing, a param that is not an input, and a
-// cycle (the names around it listed: "a -> b -> a").
+// Errors are those of infer_type and the strategies (a symbolic dim without a usable
+// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/module.hpp
+// graph::Module: a built model (graph::build). It holds values (the params, the constants,
+// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
+// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
+// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
+// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   vta::SimDevice dev(target.env.config);
+//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
+//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
+//   fmt::print("{}", mod);                                   // the steps
+//
+// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
+// binding outside its dim's range, a dim left unbound: dlavm::Errors naming the input or dim.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/graph/attrs.hpp
 // end dlavm/graph/attrs.hpp
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/graph/node.hpp
 // The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
 //
@@ -3029,184 +3069,6 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
 // end dlavm/graph/node-inl.hpp
 #endif
 // end dlavm/graph/node.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-class GraphBuilder {
- public:
-  void input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-  void constant(std::string name, te::NDArray value);
-  // result = op(args...), by name.
-  void call(std::string result, std::string op, std::vector<std::string> args, Attrs attrs = {});
-
-  bool defines(std::string_view name) const;
-  // The Function with these params and results. Every call is resolved (so undefined names
-  // anywhere are reported), even those the results do not use.
-  Function build(const std::vector<std::string>& params,
-                 const std::vector<std::string>& results) const;
-
- private:
-  struct Definition {
-    Expr leaf{};  // inputs and constants: built at definition
-    std::string op{};
-    std::vector<std::string> args{};
-    Attrs attrs{};
-  };
-  void define(std::string name, Definition d);
-  // Every definition as a node, calls resolved by name (raises for undefined names, cycles).
-  std::unordered_map<std::string_view, Expr> build_values() const;
-  // "an input", "a constant", "a call to 'relu'"
-  std::string describe(const Definition& d) const;
-
-  std::vector<std::string> order_;  // definition order
-  std::unordered_map<std::string, Definition> defs_;
-};
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/builder-inl.hpp
-// Definitions for graph/builder.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/builder.hpp
-// end dlavm/graph/builder.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE void GraphBuilder::define(std::string name, Definition d) {
-  if (name.empty()) raise<ValueError>("GraphBuilder: a value with an empty name");
-  if (auto it = defs_.find(name); it != defs_.end())
-    raise<ValueError>("GraphBuilder: '{}' is defined twice: first as {}, then as {}", name,
-                      describe(it->second), describe(d));
-  order_.push_back(name);
-  defs_.emplace(std::move(name), std::move(d));
-}
-
-DLAVM_INLINE std::string GraphBuilder::describe(const Definition& d) const {
-  if (d.leaf.defined()) return d.leaf.kind() == NodeKind::Input ? "an input" : "a constant";
-  return fmt::format("a call to '{}'", d.op);
-}
-
-DLAVM_INLINE void GraphBuilder::input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  Expr leaf = graph::input(name, std::move(shape), dtype);
-  define(std::move(name), {.leaf = std::move(leaf)});
-}
-
-DLAVM_INLINE void GraphBuilder::constant(std::string name, te::NDArray value) {
-  Expr leaf = graph::constant(name, std::move(value));
-  define(std::move(name), {.leaf = std::move(leaf)});
-}
-
-DLAVM_INLINE void GraphBuilder::call(std::string result, std::string op,
-                                     std::vector<std::string> args, Attrs attrs) {
-  if (op.empty()) raise<ValueError>("GraphBuilder: '{}' calls an op with an empty name", result);
-  define(std::move(result),
-         {.op = std::move(op), .args = std::move(args), .attrs = std::move(attrs)});
-}
-
-DLAVM_INLINE bool GraphBuilder::defines(std::string_view name) const {
-  return defs_.contains(std::string(name));
-}
-
-DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_values() const {
-  std::unordered_map<std::string_view, Expr> built;
-  for (const std::string& name : order_)
-    if (defs_.at(name).leaf.defined()) built.emplace(name, defs_.at(name).leaf);
-  // Depth-first over argument names, iteratively; a name met again while on the path is a
-  // cycle, and the path from it is the cycle.
-  std::vector<std::string_view> path;
-  std::unordered_map<std::string_view, std::size_t> on_path;  // name -> index in path
-  for (const std::string& start : order_) {
-    if (built.contains(start)) continue;
-    path.push_back(start);
-    on_path.emplace(start, 0);
-    while (!path.empty()) {
-      const std::string_view name = path.back();
-      const Definition& d = defs_.at(std::string(name));
-      std::string_view pending;  // the first argument not built yet
-      for (std::size_t i = 0; i < d.args.size() && pending.empty(); ++i) {
-        const std::string& a = d.args[i];
-        if (built.contains(a)) continue;
-        if (!defs_.contains(a))
-          raise<ValueError>("GraphBuilder: '{}' = {}(...): argument {} '{}' is not defined", name,
-                            d.op, i, a);
-        if (auto it = on_path.find(a); it != on_path.end()) {
-          std::vector<std::string_view> cycle(
-              path.begin() + static_cast<std::ptrdiff_t>(it->second), path.end());
-          cycle.push_back(a);
-          raise<ValueError>("GraphBuilder: the values form a cycle: {}", fmt::join(cycle, " -> "));
-        }
-        pending = a;
-      }
-      if (!pending.empty()) {
-        on_path.emplace(pending, path.size());
-        path.push_back(pending);
-        continue;
-      }
-      std::vector<Expr> args;
-      for (const std::string& a : d.args) args.push_back(built.at(a));
-      built.emplace(name, graph::call(d.op, std::move(args), d.attrs));
-      on_path.erase(name);
-      path.pop_back();
-    }
-  }
-  return built;
-}
-
-DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
-                                          const std::vector<std::string>& results) const {
-  const auto built = build_values();
-  auto resolve = [&](const std::string& name, std::string_view role) {
-    auto it = built.find(name);
-    if (it == built.end()) raise<ValueError>("GraphBuilder: {} '{}' is not defined", role, name);
-    return it->second;
-  };
-  std::vector<Expr> param_exprs, result_exprs;
-  for (const std::string& p : params) {
-    Expr e = resolve(p, "param");
-    if (e.kind() != NodeKind::Input)
-      raise<ValueError>("GraphBuilder: param '{}' is {}; params must be inputs", p,
-                        describe(defs_.at(p)));
-    param_exprs.push_back(std::move(e));
-  }
-  for (const std::string& r : results) result_exprs.push_back(resolve(r, "result"));
-  return Function(std::move(param_exprs), std::move(result_exprs));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/builder-inl.hpp
-#endif
-// end dlavm/graph/builder.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
 // begin dlavm/graph/op.hpp
 // Op records and the registry that maps op names to them. An op is plain data, built by an
 // explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
@@ -3218,7 +3080,8 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
-// Part 2 adds the VTA strategy (compute + default schedule) and its placement rule here.
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
 //   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
 //               .type_rule = [](const TypeCall& c) { return c.type(0); },
@@ -6936,191 +6799,294 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // end dlavm/graph/evaluate-inl.hpp
 #endif
 // end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/infer_type.hpp
-// infer_type: types and places every call of a function. For each call in post-order it
-// finds the op record, checks the argument count and the attributes (defaults filled in, so
-// the typed function's calls carry every attribute), runs the type rule, and chooses a
-// device: in part 1 every call runs on the host (Device::Host) when the host kernel supports
-// it; part 2 adds the VTA placement rule. The result is a new function; the input is not
-// changed.
+// begin dlavm/graph/layout.hpp
+// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
+// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
+// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
 //
-//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
-//   fmt::print("{}", typed);
-//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+//   Plain        the logical array
+//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
+//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
+//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
+//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
+//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
+//                                                                   for every batch row)
+// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
+// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
 //
-// Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
-// and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
-// ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
-// mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
-// constant, and a call no device supports (TypeError saying why, per device). `global` holds
-// options for the whole function; none are defined yet, so any key is an error.
+//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
+//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
+//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace dlavm::graph {
 
-// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
-// part 2 extends with VTA placement. This header does not include the vta layer.
-Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+struct Layout {
+  enum class Kind : std::uint8_t { Plain, Activation, Matrix, ConvWeight, DenseWeight, Channel };
+  Kind kind = Kind::Plain;
+  std::int64_t rows = 1;  // tile rows (R)
+  std::int64_t cols = 1;  // tile columns (T)
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+// "plain", "activation[1x16]", "matrix[1x16]", ...
+std::string to_string(const Layout& l);
+
+// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
+// not take; symbolic dims stay expressions).
+std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
+
+te::NDArray pack(const te::NDArray& logical, const Layout& l);
+// `shape`: the logical shape to restore.
+te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/infer_type-inl.hpp
-// Definitions for graph/infer_type.hpp.
+// begin dlavm/graph/layout-inl.hpp
+// Definitions for graph/layout.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/infer_type.hpp
-// end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 
 #include <fmt/format.h>
 
+#include <array>
+#include <functional>
+#include <numeric>
+
 namespace dlavm::graph {
+
+DLAVM_INLINE std::string to_string(const Layout& l) {
+  switch (l.kind) {
+    case Layout::Kind::Plain:
+      return "plain";
+    case Layout::Kind::Activation:
+      return fmt::format("activation[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Matrix:
+      return fmt::format("matrix[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::ConvWeight:
+      return fmt::format("conv_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::DenseWeight:
+      return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Channel:
+      return fmt::format("channel[{}x{}]", l.rows, l.cols);
+  }
+  return "?";
+}
 
 namespace detail {
 
-class TypeInferer : public ExprMutator<TypeInferer> {
- public:
-  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
-
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    const std::string label = names_.label(e);
-    const OpRecord* op = ops_.find(call.op());
-    if (op == nullptr)
-      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
-                        fmt::join(ops_.names(), ", "));
-    check_arg_count(*op, label, args.size());
-    TypeCall typing;
-    typing.label = label;
-    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
-    std::vector<Expr> new_args;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      new_args.push_back(args[i]);
-      typing.arg_names.push_back(names_.name(call.args[i]));
-      typing.arg_types.push_back(args[i].type());
-    }
-    TensorType type = op->type_rule(typing);
-    check_result(type, label);
-    const Device device = place(*op, typing);
-    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
-                      device);
-  }
-
- private:
-  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
-    if (given >= op.min_args && given <= op.max_args) return;
-    if (op.max_args == OpRecord::kVariadic)
-      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
-    if (op.min_args == op.max_args)
-      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
-                        op.min_args == 1 ? "" : "s", given);
-    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
-                      given);
-  }
-
-  static void check_result(const TensorType& type, const std::string& label) {
-    for (std::size_t k = 0; k < type.shape.size(); ++k)
-      if (!type.shape[k].defined())
-        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
-                          k);
-  }
-
-  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
-  static Device place(const OpRecord& op, const TypeCall& typing) {
-    if (!op.host_support) return Device::Host;
-    const auto why_not = op.host_support(typing);
-    if (!why_not) return Device::Host;
-    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
-                     typing.label, *why_not, op.name);
-  }
-
-  const OpRegistry& ops_;
-  NodeNames names_;
+// The logical shape seen as [A, B, H, W], tiled along A (rows) and B (columns).
+template <class Dim>
+struct Tiled4 {
+  Dim a, b, h, w;
 };
+
+inline void require_layout_rank(const Layout& l, std::size_t rank) {
+  const auto want = [&]() -> std::size_t {
+    switch (l.kind) {
+      case Layout::Kind::Activation:
+      case Layout::Kind::ConvWeight:
+        return 4;
+      case Layout::Kind::DenseWeight:
+        return 2;
+      case Layout::Kind::Channel:
+        return 1;
+      default:
+        return 0;
+    }
+  }();
+  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
+    raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
+                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
+                      l.kind == Layout::Kind::Matrix ? " or more" : "");
+}
+
+template <class Dim, class Mul>
+Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
+  require_layout_rank(l, s.size());
+  switch (l.kind) {
+    case Layout::Kind::Activation:
+    case Layout::Kind::ConvWeight:
+      return {s[0], s[1], s[2], s[3]};
+    case Layout::Kind::Matrix: {
+      Dim rows = s[0];
+      for (std::size_t k = 1; k + 1 < s.size(); ++k) rows = mul(rows, s[k]);
+      return {rows, s.back(), Dim(1), Dim(1)};
+    }
+    case Layout::Kind::DenseWeight:
+      return {s[0], s[1], Dim(1), Dim(1)};
+    default:
+      raise<ValueError>("internal: layout {} is not a tiled 4-d layout, please report",
+                        to_string(l));
+  }
+}
+
+inline std::int64_t tiles_of(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
 
 }  // namespace detail
 
-DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
-  // no function-wide options are defined yet: any key is unknown
-  normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn).mutate(fn);
+DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
+                                                const std::vector<ne::Expr>& shape) {
+  if (l.kind == Layout::Kind::Plain) return shape;
+  const auto tiles = [](const ne::Expr& n, std::int64_t t) {
+    return t == 1 ? n : ne::simplify(ne::ceildiv(n, t));
+  };
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, shape.size());
+    return {tiles(shape[0], l.cols), l.rows, l.cols};
+  }
+  const auto d = detail::as_tiled4<ne::Expr>(
+      l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
+  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
+    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
+  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
+}
+
+namespace detail {
+
+// Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
+template <class Fn>
+void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
+  const std::int64_t b_tiles = tiles_of(d.b, tc), hw = d.h * d.w;
+  for (std::int64_t i = 0; i < d.a; ++i)
+    for (std::int64_t j = 0; j < d.b; ++j) {
+      const std::int64_t plain = (i * d.b + j) * hw;
+      const std::int64_t tile =
+          ((i / tr) * b_tiles + j / tc) * hw * tr * tc + (i % tr) * tc + j % tc;
+      for (std::int64_t p = 0; p < hw; ++p)
+        fn(static_cast<std::size_t>(plain + p), static_cast<std::size_t>(tile + p * tr * tc));
+    }
+}
+
+inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{} to layout {}: VTA's layouts hold integers, the array is {}", what,
+                     to_string(l), a.dtype());
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
+  if (l.kind == Layout::Kind::Plain) return logical;
+  detail::require_integral(logical, l, "pack");
+  const auto& s = logical.shape();
+  const auto src = logical.data();
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, s.size());
+    te::NDArray out(logical.dtype(), {detail::tiles_of(s[0], l.cols), l.rows, l.cols});
+    auto dst = out.data();
+    for (std::int64_t c = 0; c < s[0]; ++c)
+      for (std::int64_t r = 0; r < l.rows; ++r)
+        dst[static_cast<std::size_t>(((c / l.cols) * l.rows + r) * l.cols + c % l.cols)] =
+            src[static_cast<std::size_t>(c)];
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
+  std::vector<std::int64_t> dims{detail::tiles_of(d.a, l.rows), detail::tiles_of(d.b, l.cols)};
+  if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
+    dims.insert(dims.end(), {d.h, d.w});
+  dims.insert(dims.end(), {l.rows, l.cols});
+  te::NDArray out(logical.dtype(), std::move(dims));
+  auto dst = out.data();
+  detail::for_each_tiled4(d, l.rows, l.cols,
+                          [&](std::size_t plain, std::size_t tiled) { dst[tiled] = src[plain]; });
+  return out;
+}
+
+DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
+                                std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::Plain) return packed;
+  detail::require_integral(packed, l, "unpack");
+  const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
+  std::vector<ne::Expr> dims;
+  for (auto v : logical_shape) dims.emplace_back(v);
+  std::vector<std::int64_t> expect;
+  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
+  if (packed.shape() != expect)
+    raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
+                      to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
+                      fmt::join(expect, ", "));
+  te::NDArray out(packed.dtype(), logical_shape);
+  const auto src = packed.data();
+  auto dst = out.data();
+  if (l.kind == Layout::Kind::Channel) {
+    for (std::int64_t c = 0; c < shape[0]; ++c)
+      dst[static_cast<std::size_t>(c)] =
+          src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
+  detail::for_each_tiled4(d, l.rows, l.cols,
+                          [&](std::size_t plain, std::size_t tiled) { dst[plain] = src[tiled]; });
+  return out;
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/infer_type-inl.hpp
+// end dlavm/graph/layout-inl.hpp
 #endif
-// end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
+// end dlavm/graph/layout.hpp
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/target.hpp
-// graph::Target: what infer_type (and, in part 2, the build) compiles for: the VTA
-// configuration and the op registry. Part 2 adds the strategy options here. This is the one
-// graph header that includes the vta layer (vta::Env); the others stay free of it.
+// begin dlavm/graph/strategy/epilogue.hpp
+// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
+// requantize, relu, clip) become once they run in the accumulator after a convolution or a
+// dense layer, and the te stages that compute them. Invariants of an Epilogue:
+//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
+//   - an AddChannel operand is a per-output-channel int32 vector (a bias), packed as
+//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
+//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
+//     two's-complement wrap that graph::cast defines).
+// Immediates are checked by the VTA passes against the hardware's argument widths.
 //
-//   graph::Target target;                          // default VTA config, default_ops()
-//   target.ops.add(my_custom_op);
-//   auto typed = graph::infer_type(fn, target);
-
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/infer_type.hpp
-// end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-// begin dlavm/vta/lower/env.hpp
-// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
-// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
-// all derived from a Config.
-//
-//   vta::Env env;                                   // the default configuration
-//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
-//   s[A_buf].set_scope(env.inp_scope);
-//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
-//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
+//   graph::Epilogue ep;
+//   ep.add_channel(DType::int32());        // + bias[c]
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
+//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
-// begin dlavm/schedule.hpp
-// schedule layer: stages and their primitives, symbolic intervals for bound inference.
-
-// begin dlavm/schedule/int_set.hpp
-// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
-// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
-// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
-// IntSet evaluation plays in InferBound.
+// begin dlavm/schedule/schedule.hpp
+// Schedules: how the operations of a tensor program are computed, not what they compute.
+// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
+// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
+// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
+// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
+// stage, the axis and the numbers.
+//
+//   auto s = te::create_schedule(C);
+//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
+//   s[A_buf].compute_at(s[C_buf], ko_o);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
 // ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
 // with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
@@ -8145,156 +8111,6 @@ DLAVM_INLINE Expr substitute(const Expr& e, std::span<const Substitution> map) {
 #endif
 // end dlavm/ne/substitute.hpp
 // end dlavm/ne.hpp
-
-#include <cstdint>
-#include <unordered_map>
-#include <utility>
-
-namespace dlavm::schedule {
-
-struct IntSet {
-  ne::Expr lo;
-  ne::Expr hi;
-  static IntSet point(const ne::Expr& e) { return {e, e}; }
-  bool is_point() const { return lo.same_as(hi) || ne::equal(lo, hi); }
-};
-
-// Variables that sweep, by id, with the interval each covers.
-using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
-
-// The interval e covers while the variables in `sweep` range over their intervals.
-IntSet eval_set(const ne::Expr& e, const SweepMap& sweep);
-
-// Hull of two intervals.
-IntSet unite(const IntSet& a, const IntSet& b);
-
-}  // namespace dlavm::schedule
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/schedule/int_set-inl.hpp
-// Definitions for dlavm/schedule/int_set.hpp (see core/api.hpp).
-
-// begin dlavm/schedule/int_set.hpp
-// end dlavm/schedule/int_set.hpp
-
-namespace dlavm::schedule {
-
-namespace detail {
-
-bool provably_nonneg(const ne::Expr& e);
-bool provably_nonpos(const ne::Expr& e);
-
-class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
- public:
-  explicit IntSetEvaluator(const SweepMap& sweep) : sweep_(sweep) {}
-
-  IntSet visit_int(const ne::IntImmNode&, const ne::Expr& e) { return IntSet::point(e); }
-  IntSet visit_var(const ne::VarNode& n, const ne::Expr& e) {
-    if (auto it = sweep_.find(n.id); it != sweep_.end()) return it->second;
-    return IntSet::point(e);
-  }
-  IntSet visit_binary(const ne::BinaryNode& n, const ne::Expr& e) {
-    const IntSet a = visit(n.a);
-    const IntSet b = visit(n.b);
-    if (a.is_point() && b.is_point() && a.lo.same_as(n.a) && b.lo.same_as(n.b))
-      return IntSet::point(e);
-    switch (n.kind()) {
-      case ne::Kind::Add:
-        return {a.lo + b.lo, a.hi + b.hi};
-      case ne::Kind::Sub:
-        return {a.lo - b.hi, a.hi - b.lo};
-      case ne::Kind::Mul:
-        if (b.is_point()) return scale(a, b.lo, e);
-        if (a.is_point()) return scale(b, a.lo, e);
-        return numeric(e);
-      case ne::Kind::FloorDiv:
-        if (b.is_point() && ne::bounds(b.lo).min > 0)
-          return {ne::floordiv(a.lo, b.lo), ne::floordiv(a.hi, b.lo)};
-        return numeric(e);
-      case ne::Kind::FloorMod:
-        if (a.is_point() && b.is_point()) return IntSet::point(ne::floormod(a.lo, b.lo));
-        if (b.is_point() && ne::bounds(b.lo).min > 0) {
-          // Within one period the residues are contiguous: lo..hi when they do not wrap.
-          const ne::Expr span = ne::simplify(a.hi - a.lo);
-          const ne::Expr lo_mod = ne::simplify(ne::floormod(a.lo, b.lo));
-          if (ne::can_prove(lo_mod + span < b.lo)) return {lo_mod, lo_mod + span};
-          return {0, b.lo - 1};
-        }
-        return numeric(e);
-      case ne::Kind::Min:
-        return {ne::min(a.lo, b.lo), ne::min(a.hi, b.hi)};
-      case ne::Kind::Max:
-        return {ne::max(a.lo, b.lo), ne::max(a.hi, b.hi)};
-      default:
-        return {0, 1};  // conditions
-    }
-  }
-  IntSet visit_not(const ne::NotNode&, const ne::Expr&) { return {0, 1}; }
-  IntSet visit_select(const ne::SelectNode& n, const ne::Expr&) {
-    const IntSet t = visit(n.t);
-    const IntSet f = visit(n.f);
-    return {ne::min(t.lo, f.lo), ne::max(t.hi, f.hi)};
-  }
-
- private:
-  static IntSet scale(const IntSet& x, const ne::Expr& c, const ne::Expr& whole) {
-    if (provably_nonneg(c)) return {x.lo * c, x.hi * c};
-    if (provably_nonpos(c)) return {x.hi * c, x.lo * c};
-    return numeric(whole);
-  }
-  // The fallback: numeric bounds over every variable's full range (sound, not tight).
-  static IntSet numeric(const ne::Expr& e) {
-    const auto b = ne::bounds(e);
-    return {b.min, b.max};
-  }
-  const SweepMap& sweep_;
-};
-
-}  // namespace detail
-
-}  // namespace dlavm::schedule
-
-namespace dlavm::schedule::detail {
-
-DLAVM_INLINE bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
-
-DLAVM_INLINE bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
-
-}  // namespace dlavm::schedule::detail
-
-namespace dlavm::schedule {
-
-DLAVM_INLINE IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
-  IntSet s = detail::IntSetEvaluator(sweep).visit(e);
-  return {ne::simplify(s.lo), ne::simplify(s.hi)};
-}
-
-DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
-  return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
-}
-
-}  // namespace dlavm::schedule
-// end dlavm/schedule/int_set-inl.hpp
-#endif
-// end dlavm/schedule/int_set.hpp
-// begin dlavm/schedule/schedule.hpp
-// Schedules: how the operations of a tensor program are computed, not what they compute.
-// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
-// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
-// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
-// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
-// stage, the axis and the numbers.
-//
-//   auto s = te::create_schedule(C);
-//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
-//   s[A_buf].compute_at(s[C_buf], ko_o);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // Tensor intrinsics: a hardware operation declared as the compute pattern it implements plus
 // how it lowers. Stage::tensorize(axis, intrin) asks lowering to match the loops from `axis`
@@ -8417,6 +8233,8 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 //   IntImm                               constant of a dtype
 //   Cast                                 conversion (integer casts wrap)
 //   Add Sub Mul Min Max Shl Shr          arithmetic (BinaryNode, both operands one dtype)
+//   Div Mod                              division truncating toward zero (C++ / and %)
+//   FloorDiv FloorMod                    division rounding down (TVM's floordiv, floormod)
 //   EQ NE LT LE GT GE And Or, Not        conditions (dtype bool = uint1)
 //   Select                               cond ? t : f
 //   Index                                an ne index expression used as a value
@@ -8424,6 +8242,8 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 //   Load                                 element of a buffer (TIR level)
 //   Reduce                               sum/max/min of a source over reduction axes
 //   Call                                 a named intrinsic (TIR level)
+// A Read names the OperationNode it reads (a placeholder or a compute, defined here so that
+// the printer and the builders' messages can name it; te::Tensor in tensor.hpp wraps it).
 // Passes use ExprFunctor / ExprVisitor / ExprMutator below: one idiom, like ne's.
 
 // begin dlavm/core/dtype.hpp
@@ -8438,6 +8258,9 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 // IterVar: a loop axis of an operation. It pairs an ne variable with the range it iterates
 // over, [min, min + extent), and says whether the axis is data-parallel (an output dimension)
 // or a reduction. Schedules split and fuse IterVars into new ones; identity is the node.
+// In index expressions an axis stands for its variable, arithmetic included:
+//   auto k = te::reduce_axis({0, 8}, "k");
+//   te::compute(te::shape(4), [&](auto i) { return te::sum(B(i, k + 1) - B(i, k), {k}); }, "D");
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -8448,9 +8271,11 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 
 #include <fmt/format.h>
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace dlavm::te {
@@ -8490,6 +8315,39 @@ class IterVar {
  private:
   std::shared_ptr<const IterVarNode> node_;
 };
+
+namespace detail {
+// An axis as an operand: IterVar, whatever its value category. A refinement of ne's operand
+// of mixed static-dim operators, so that te's overloads below are chosen over ne's.
+template <class T>
+concept Axis = ne::detail::SymbolicOperand<T> && std::same_as<std::remove_cvref_t<T>, IterVar>;
+}  // namespace detail
+
+// Arithmetic and ordering on axes build index expressions, as on their variables: B(i, k + 1),
+// A(i * 2 + dy), k - 1, 16_c * ko + ki, te::select(k < n, ...). (== and != compare the axes
+// themselves; compare k.var() for a condition.) The static-dim overloads are templates more
+// specialized than Hana's generic operators, as in ne/static.hpp.
+#define DLAVM_TE_AXIS_OPERATOR(op)                                                               \
+  inline ne::Expr operator op(const IterVar& a, const ne::Expr& b) { return a.var() op b; }      \
+  inline ne::Expr operator op(const ne::Expr& a, const IterVar& b) { return a op b.var(); }      \
+  inline ne::Expr operator op(const IterVar& a, const IterVar& b) { return a.var() op b.var(); } \
+  template <detail::Axis A, class T, T V>                                                        \
+  ne::Expr operator op(A&& a, boost::hana::integral_constant<T, V> b) {                          \
+    return a.var() op ne::Expr(b);                                                               \
+  }                                                                                              \
+  template <detail::Axis A, class T, T V>                                                        \
+  ne::Expr operator op(boost::hana::integral_constant<T, V> a, A&& b) {                          \
+    return ne::Expr(a) op b.var();                                                               \
+  }
+DLAVM_TE_AXIS_OPERATOR(+)
+DLAVM_TE_AXIS_OPERATOR(-)
+DLAVM_TE_AXIS_OPERATOR(*)
+DLAVM_TE_AXIS_OPERATOR(<)
+DLAVM_TE_AXIS_OPERATOR(<=)
+DLAVM_TE_AXIS_OPERATOR(>)
+DLAVM_TE_AXIS_OPERATOR(>=)
+#undef DLAVM_TE_AXIS_OPERATOR
+inline ne::Expr operator-(const IterVar& a) { return -a.var(); }
 
 // A new axis named `name` over [min, min + extent). The variable's range is what the bounds
 // of min and extent allow, so that ne can bound index expressions that use it.
@@ -8542,6 +8400,7 @@ DLAVM_INLINE IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::stri
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -8553,6 +8412,10 @@ enum class ExprKind : std::uint8_t {
   Add,
   Sub,
   Mul,
+  Div,
+  Mod,
+  FloorDiv,
+  FloorMod,
   Min,
   Max,
   Shl,
@@ -8577,8 +8440,56 @@ enum class ExprKind : std::uint8_t {
 constexpr bool is_binary(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Or; }
 constexpr bool is_arith(ExprKind k) { return k >= ExprKind::Add && k <= ExprKind::Shr; }
 constexpr bool is_comparison(ExprKind k) { return k >= ExprKind::EQ && k <= ExprKind::GE; }
+constexpr bool is_division(ExprKind k) { return k >= ExprKind::Div && k <= ExprKind::FloorMod; }
+// Kinds written as a call, `min(a, b)`, rather than infix.
+constexpr bool is_call_style(ExprKind k) { return k >= ExprKind::FloorDiv && k <= ExprKind::Max; }
 
 inline constexpr DType bool_type{DType::Kind::UInt, 1};
+
+constexpr std::string_view op_symbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add:
+      return "+";
+    case ExprKind::Sub:
+      return "-";
+    case ExprKind::Mul:
+      return "*";
+    case ExprKind::Div:
+      return "/";
+    case ExprKind::Mod:
+      return "%";
+    case ExprKind::FloorDiv:
+      return "floordiv";
+    case ExprKind::FloorMod:
+      return "floormod";
+    case ExprKind::Min:
+      return "min";
+    case ExprKind::Max:
+      return "max";
+    case ExprKind::Shl:
+      return "<<";
+    case ExprKind::Shr:
+      return ">>";
+    case ExprKind::EQ:
+      return "==";
+    case ExprKind::NE:
+      return "!=";
+    case ExprKind::LT:
+      return "<";
+    case ExprKind::LE:
+      return "<=";
+    case ExprKind::GT:
+      return ">";
+    case ExprKind::GE:
+      return ">=";
+    case ExprKind::And:
+      return "&&";
+    case ExprKind::Or:
+      return "||";
+    default:
+      return "?";
+  }
+}
 
 class ExprNode;
 struct OperationNode;
@@ -8727,6 +8638,21 @@ template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
     : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
                                                true)) {}
+
+// An operation: what a Read reads. A placeholder is an input; a compute defines each element
+// of its output by `body` over its axes.
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+struct OperationNode {
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
+  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
+  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+};
 
 // ---- the visitor idiom -------------------------------------------------------------------
 // ExprFunctor dispatches on the node kind to the derived class (CRTP):
@@ -8925,50 +8851,35 @@ DLAVM_INLINE std::int64_t IndexEnv::eval(const ne::Expr& e) const {
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dlavm::te {
 
-constexpr std::string_view op_symbol(ExprKind k) {
+namespace detail {
+
+// Division kind k of a by b in dtype t: Div and Mod truncate toward zero (as C++ does),
+// FloorDiv and FloorMod round down (floordiv(-7, 2) == -4, floormod(-7, 2) == 1). The most
+// negative value divided by -1 wraps, as other results do. A zero divisor raises; builders
+// and evaluators check it first, to name the expression.
+constexpr std::int64_t apply_division(ExprKind k, DType t, std::int64_t a, std::int64_t b) {
+  if (b == 0) raise<ArithmeticError>("{}({}, 0) in {}: division by zero", op_symbol(k), a, t);
+  const bool quotient = k == ExprKind::Div || k == ExprKind::FloorDiv;
+  if (b == -1)
+    return quotient ? t.wrap(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a))) : 0;
   switch (k) {
-    case ExprKind::Add:
-      return "+";
-    case ExprKind::Sub:
-      return "-";
-    case ExprKind::Mul:
-      return "*";
-    case ExprKind::Min:
-      return "min";
-    case ExprKind::Max:
-      return "max";
-    case ExprKind::Shl:
-      return "<<";
-    case ExprKind::Shr:
-      return ">>";
-    case ExprKind::EQ:
-      return "==";
-    case ExprKind::NE:
-      return "!=";
-    case ExprKind::LT:
-      return "<";
-    case ExprKind::LE:
-      return "<=";
-    case ExprKind::GT:
-      return ">";
-    case ExprKind::GE:
-      return ">=";
-    case ExprKind::And:
-      return "&&";
-    case ExprKind::Or:
-      return "||";
+    case ExprKind::Div:
+      return a / b;
+    case ExprKind::Mod:
+      return a % b;
+    case ExprKind::FloorDiv:
+      return ne::detail::floor_div(a, b);
     default:
-      return "?";
+      return ne::detail::floor_mod(a, b);
   }
 }
-
-namespace detail {
 
 // The value of integer operation k on a and b in dtype t: results wrap to t's width, shifts
 // by a negative amount shift the other way (as VTA's ALU SHR does), shifts saturate at the
@@ -8989,6 +8900,11 @@ constexpr std::int64_t apply_binary(ExprKind k, DType t, std::int64_t a, std::in
       return wrap(static_cast<std::int64_t>(u(a) - u(b)));
     case ExprKind::Mul:
       return wrap(static_cast<std::int64_t>(u(a) * u(b)));
+    case ExprKind::Div:
+    case ExprKind::Mod:
+    case ExprKind::FloorDiv:
+    case ExprKind::FloorMod:
+      return apply_division(k, t, a, b);
     case ExprKind::Min:
       return a < b ? a : b;
     case ExprKind::Max:
@@ -9027,6 +8943,13 @@ Expr retype_literal(const Expr& e, DType t, std::string_view context);
 
 void require_defined(const Expr& e, std::string_view context);
 
+// Why operands a and b have different dtypes, for a builder's TypeError: what each operand
+// is, then the fix. When the narrower one gets its dtype from a te::sum (directly, or through
+// reads of the compute holding it), the fix is a cast inside that sum, which the message
+// spells out; otherwise it is a te::cast of one operand:
+//   " (C_buf[i] is int8, bias[i] is int32); compute 'C_buf' produces int8 because ..."
+std::string explain_mismatch(const Expr& a, const Expr& b);
+
 }  // namespace detail
 
 // A constant of an explicit dtype: te::make_const(0, DType::int32()).
@@ -9038,6 +8961,15 @@ Expr binary(ExprKind k, Expr a, Expr b);
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);
 Expr operator*(Expr a, Expr b);
+// Division truncating toward zero, as C++'s and TVM's tir.Div / tir.Mod: -7 / 2 == -3.
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+// Division rounding down, as TVM's floordiv / floormod: floordiv(-7, 2) == -4,
+// floormod(-7, 2) == 1. ne's overloads come along, for indices: A(te::floordiv(i, 2)).
+Expr floordiv(Expr a, Expr b);
+Expr floormod(Expr a, Expr b);
+using ne::floordiv;
+using ne::floormod;
 Expr operator<<(Expr a, Expr b);
 Expr operator>>(Expr a, Expr b);
 inline Expr operator==(Expr a, Expr b) { return binary(ExprKind::EQ, std::move(a), std::move(b)); }
@@ -9088,6 +9020,136 @@ Expr call(std::string name, DType t, std::vector<Expr> args, std::vector<Buffer>
 
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
+// begin dlavm/te/printer.hpp
+// Text form of value expressions through fmt, in the spirit of TVM's lowered text:
+// `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
+// It needs the node set only, so that the builders (ops.hpp) can print operands in their
+// messages; tensors print through tensor.hpp (`A: int8[16]`).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace dlavm::te {
+
+namespace detail {
+class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
+ public:
+  explicit ExprPrinter(std::string& out) : out_(out) {}
+  void visit_int(const IntImmNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.value);
+  }
+  void visit_cast(const CastNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "cast({}, ", n.dtype());
+    visit(n.value);
+    out_ += ')';
+  }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    if (is_call_style(n.kind())) {
+      out_ += op_symbol(n.kind());
+      out_ += '(';
+      visit(n.a);
+      out_ += ", ";
+      visit(n.b);
+      out_ += ')';
+      return;
+    }
+    out_ += '(';
+    visit(n.a);
+    const bool spaced = n.kind() != ExprKind::Mul;
+    if (spaced) out_ += ' ';
+    out_ += op_symbol(n.kind());
+    if (spaced) out_ += ' ';
+    visit(n.b);
+    out_ += ')';
+  }
+  void visit_not(const NotNode& n, const Expr&) {
+    out_ += "!";
+    visit(n.a);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    out_ += "select(";
+    visit(n.cond);
+    out_ += ", ";
+    visit(n.t);
+    out_ += ", ";
+    visit(n.f);
+    out_ += ')';
+  }
+  void visit_index(const IndexNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}", n.index);
+  }
+  void visit_read(const ReadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.op->name, fmt::join(n.indices, ", "));
+  }
+  void visit_load(const LoadNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) {
+    out_ += n.combiner == Combiner::Sum ? "sum(" : n.combiner == Combiner::Max ? "max(" : "min(";
+    visit(n.source);
+    out_ += ", axis=[";
+    for (std::size_t k = 0; k < n.axes.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.axes[k].name());
+    out_ += "])";
+  }
+  void visit_call(const CallNode& n, const Expr&) {
+    fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
+    for (std::size_t k = 0; k < n.buffers.size(); ++k)
+      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.buffers[k].name());
+    if (!n.buffers.empty() && !n.args.empty()) out_ += "; ";
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      if (k) out_ += ", ";
+      visit(n.args[k]);
+    }
+    out_ += ')';
+  }
+
+ private:
+  std::string& out_;
+};
+}  // namespace detail
+
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::te::to_string(e), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/printer-inl.hpp
+// Definitions for dlavm/te/printer.hpp (see core/api.hpp).
+
+// begin dlavm/te/printer.hpp
+// end dlavm/te/printer.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::string out;
+  if (!e.defined()) return "<undefined>";
+  detail::ExprPrinter(out).visit(e);
+  return out;
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/printer-inl.hpp
+#endif
+// end dlavm/te/printer.hpp
+
+#include <unordered_set>
 
 namespace dlavm::te::detail {
 
@@ -9115,6 +9177,79 @@ DLAVM_INLINE void require_defined(const Expr& e, std::string_view context) {
   if (!e.defined()) raise<ValueError>("te: {} of an undefined expression", context);
 }
 
+// The te::sum a value gets its dtype from: through arithmetic and selects (whose operands
+// share their dtype) and into the bodies of the computes it reads. A cast, a placeholder or
+// a max/min reduction decide the dtype themselves: no sum then.
+class SumOrigin : public ExprVisitor<SumOrigin> {
+ public:
+  const OperationNode* op = nullptr;  // the compute whose body holds the sum, if read
+  const ReduceNode* sum = nullptr;
+
+  void visit_cast(const CastNode&, const Expr&) {}
+  void visit_not(const NotNode&, const Expr&) {}
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    if (!is_arith(n.kind())) return;
+    for (const auto* side : {&n.a, &n.b})
+      if (sum == nullptr && !is_literal(*side)) visit(*side);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    visit(n.t);
+    if (sum == nullptr) visit(n.f);
+  }
+  void visit_reduce(const ReduceNode& n, const Expr&) {
+    if (n.combiner == Combiner::Sum) sum = &n;
+  }
+  void visit_read(const ReadNode& n, const Expr&) {
+    if (n.op->kind != OpKind::Compute || !seen_.insert(n.op.get()).second) return;
+    visit(n.op->body);
+    if (sum != nullptr && op == nullptr) op = n.op.get();
+  }
+
+ private:
+  std::unordered_set<const OperationNode*> seen_;  // a DAG of computes is walked once
+};
+
+// The text of an operand in a message, cut when long.
+DLAVM_INLINE std::string brief(const Expr& e) {
+  constexpr std::size_t limit = 60;
+  auto text = to_string(e);
+  if (text.size() > limit) text = text.substr(0, limit - 3) + "...";
+  return text;
+}
+
+// The fix when `narrow` takes its dtype from a te::sum and `wide` is wider: accumulate in
+// wide's dtype by casting inside the sum (casting `wide` down would drop the high bits).
+DLAVM_INLINE std::string narrow_sum_hint(const SumOrigin& origin, DType narrow, DType wide) {
+  const auto& source = origin.sum->source;
+  std::string cast_source;
+  if (const auto* mul = source.as<BinaryNode>(); mul != nullptr && mul->kind() == ExprKind::Mul)
+    cast_source = fmt::format("te::cast({}, {}) * te::cast({}, {})", wide, brief(mul->a), wide,
+                              brief(mul->b));
+  else
+    cast_source = fmt::format("te::cast({}, {})", wide, brief(source));
+  const auto why = origin.op != nullptr ? fmt::format(
+                                              "compute '{}' produces {} because its "
+                                              "te::sum adds",
+                                              origin.op->name, narrow)
+                                        : fmt::format("the te::sum is {} because it adds", narrow);
+  return fmt::format(
+      "; {} {} values {}: cast the operands inside te::sum to the accumulator type, "
+      "te::sum({}, ...), rather than the {} operand to {}",
+      why, narrow, brief(source), cast_source, wide, narrow);
+}
+
+DLAVM_INLINE std::string explain_mismatch(const Expr& a, const Expr& b) {
+  auto text = fmt::format(" ({} is {}, {} is {})", brief(a), a.dtype(), brief(b), b.dtype());
+  for (const auto& [narrow, wide] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (narrow->dtype().bits() >= wide->dtype().bits()) continue;
+    SumOrigin origin;
+    origin.visit(*narrow);
+    if (origin.sum != nullptr)
+      return text + narrow_sum_hint(origin, narrow->dtype(), wide->dtype());
+  }
+  return text + "; convert one with te::cast";
+}
+
 }  // namespace dlavm::te::detail
 
 namespace dlavm::te {
@@ -9129,7 +9264,7 @@ DLAVM_INLINE Expr make_const(std::int64_t v, DType t) {
 DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   detail::require_defined(a, op_symbol(k));
   detail::require_defined(b, op_symbol(k));
-  const auto context = fmt::format("operator {}", op_symbol(k));
+  const auto context = fmt::format("{}{}", is_call_style(k) ? "te::" : "operator ", op_symbol(k));
   const bool la = detail::is_literal(a), lb = detail::is_literal(b);
   if (la && !lb) a = detail::retype_literal(a, b.dtype(), context);
   if (lb && !la) b = detail::retype_literal(b, a.dtype(), context);
@@ -9137,10 +9272,12 @@ DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   if (logical && (a.dtype() != bool_type || b.dtype() != bool_type))
     raise<TypeError>("{} needs conditions, got {} and {}", context, a.dtype(), b.dtype());
   if (a.dtype() != b.dtype())
-    raise<TypeError>("{}: operands have types {} and {}; convert one with te::cast", context,
-                     a.dtype(), b.dtype());
+    raise<TypeError>("{}: operands have types {} and {}{}", context, a.dtype(), b.dtype(),
+                     detail::explain_mismatch(a, b));
   if (a.dtype().is_float())
     raise<TypeError>("{}: {} operands; dlavm computes on integer types only", context, a.dtype());
+  if (is_division(k) && b.as<IntImmNode>() != nullptr && b.as<IntImmNode>()->value == 0)
+    raise<ArithmeticError>("{}: {} divided by constant zero", context, detail::brief(a));
   const DType result = is_comparison(k) || logical ? bool_type : a.dtype();
   const auto* x = a.as<IntImmNode>();
   const auto* y = b.as<IntImmNode>();
@@ -9160,6 +9297,22 @@ DLAVM_INLINE Expr operator-(Expr a, Expr b) {
 
 DLAVM_INLINE Expr operator*(Expr a, Expr b) {
   return binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator/(Expr a, Expr b) {
+  return binary(ExprKind::Div, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr operator%(Expr a, Expr b) {
+  return binary(ExprKind::Mod, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floordiv(Expr a, Expr b) {
+  return binary(ExprKind::FloorDiv, std::move(a), std::move(b));
+}
+
+DLAVM_INLINE Expr floormod(Expr a, Expr b) {
+  return binary(ExprKind::FloorMod, std::move(a), std::move(b));
 }
 
 DLAVM_INLINE Expr operator<<(Expr a, Expr b) {
@@ -9223,7 +9376,8 @@ DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
   if (cond.dtype() != bool_type)
     raise<TypeError>("te::select: the condition has type {}, expected a comparison", cond.dtype());
   if (t.dtype() != f.dtype())
-    raise<TypeError>("te::select: branches have types {} and {}", t.dtype(), f.dtype());
+    raise<TypeError>("te::select: branches have types {} and {}{}", t.dtype(), f.dtype(),
+                     detail::explain_mismatch(t, f));
   if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
   return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
@@ -9324,6 +9478,8 @@ DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
 // end dlavm/te/iter_var.hpp
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
+// begin dlavm/te/printer.hpp
+// end dlavm/te/printer.hpp
 
 #include <fmt/format.h>
 
@@ -9342,19 +9498,6 @@ DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
 
 namespace dlavm::te {
 
-enum class OpKind : std::uint8_t { Placeholder, Compute };
-
-struct OperationNode {
-  OpKind kind;
-  std::string name;
-  DType dtype;
-  std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
-  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
-  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
-};
-
 using Operation = std::shared_ptr<const OperationNode>;
 
 class Tensor {
@@ -9371,10 +9514,20 @@ class Tensor {
   bool is_placeholder() const { return op_->kind == OpKind::Placeholder; }
   friend bool operator==(const Tensor& a, const Tensor& b) { return a.op_ == b.op_; }
 
-  // The element at the given indices (integers, ne expressions, axes).
+  // The element at the given indices: integers, static dims, ne expressions, axes, and
+  // arithmetic on them (`A(i * 2 + dy, k + 1)`). Any argument type is accepted here so that a
+  // wrong one meets the static_assert, rather than making the compute's lambda uncallable.
   template <class... I>
-  requires(std::convertible_to<I, ne::Expr>&&...) Expr operator()(I&&... indices) const {
-    return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+  Expr operator()(I&&... indices) const {
+    constexpr bool all_indices = (std::convertible_to<I, ne::Expr> && ...);
+    static_assert(all_indices,
+                  "te::Tensor(...): an index must be an integer, a static dim, an ne expression "
+                  "or a te::IterVar (arithmetic on them, such as k + 1, is an ne expression); a "
+                  "te::Expr value such as another tensor's element cannot index a tensor");
+    if constexpr (all_indices)
+      return read(std::vector<ne::Expr>{ne::Expr(std::forward<I>(indices))...});
+    else
+      return {};
   }
   Expr read(std::vector<ne::Expr> indices) const {
     if (!op_) raise<ValueError>("te: indexing an undefined tensor");
@@ -9472,6 +9625,20 @@ class ReadCollector : public ExprVisitor<ReadCollector> {
 Tensor make_compute(std::string name, std::vector<ne::Expr> shape, std::vector<IterVar> axis,
                     Expr body);
 
+// Raises the dlavm::Error being handled again, of the same kind, as "compute 'name': ...".
+[[noreturn]] void rethrow_in_compute(const std::string& name);
+
+// The body `build` returns (it calls a compute's lambda); an error the lambda raises names
+// the compute, so "operator +: operands have types ..." says which lambda to look at.
+template <class Build>
+Expr build_body(const std::string& name, Build&& build) {
+  try {
+    return Expr(std::forward<Build>(build)());
+  } catch (const Error&) {
+    rethrow_in_compute(name);
+  }
+}
+
 template <class T, std::size_t>
 using repeat_t = T;
 
@@ -9492,8 +9659,11 @@ Tensor placeholder(const Shape<N>& shape, DType dtype, std::string name) {
 template <std::size_t N, class F>
 Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
                std::array<std::string, N> axis_names = {}) {
-  static_assert(detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{}),
-                "te::compute: the lambda must take exactly one index per dimension of the shape");
+  constexpr bool callable = detail::invocable_with_n_vars<F>(std::make_index_sequence<N>{});
+  static_assert(callable,
+                "te::compute: the lambda cannot be called with one ne::Var per dimension of the "
+                "shape: it must take exactly one index per dimension, and its body must compile "
+                "(if an error inside the lambda is reported above, that one is the cause)");
   std::vector<ne::Expr> dims(shape.begin(), shape.end());
   detail::check_shape(name, dims);
   std::vector<IterVar> axis;
@@ -9501,10 +9671,14 @@ Tensor compute(const Shape<N>& shape, F&& fcompute, std::string name,
     auto axis_name = axis_names[k].empty() ? fmt::format("i{}", k) : axis_names[k];
     axis.push_back(make_iter_var(std::move(axis_name), 0, dims[k], IterKind::DataPar));
   }
-  Expr body = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return Expr(std::invoke(fcompute, axis[K].var()...));
-  }
-  (std::make_index_sequence<N>{});
+  Expr body;
+  if constexpr (callable)  // else the static_assert above is the one error reported
+    body = detail::build_body(name, [&] {
+      return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return Expr(std::invoke(fcompute, axis[K].var()...));
+      }
+      (std::make_index_sequence<N>{});
+    });
   return detail::make_compute(std::move(name), std::move(dims), std::move(axis), std::move(body));
 }
 
@@ -9520,7 +9694,8 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
     axis.push_back(make_iter_var(fmt::format("i{}", k), 0, shape[k], IterKind::DataPar));
     vars.push_back(axis.back().var());
   }
-  Expr body = std::invoke(fcompute, std::span<const ne::Var>(vars));
+  Expr body = detail::build_body(
+      name, [&] { return std::invoke(fcompute, std::span<const ne::Var>(vars)); });
   return detail::make_compute(std::move(name), std::move(shape), std::move(axis), std::move(body));
 }
 
@@ -9528,6 +9703,13 @@ Tensor compute_dynamic(std::vector<ne::Expr> shape, F&& fcompute, std::string na
 std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 
 }  // namespace dlavm::te
+
+template <>
+struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+  }
+};
 
 #ifndef DLAVM_COMPILED_LIB
 // begin dlavm/te/tensor-inl.hpp
@@ -9548,6 +9730,26 @@ DLAVM_INLINE void check_shape(const std::string& name, const std::vector<ne::Exp
     if (b.min < 1)
       raise<ShapeError>("tensor '{}': dim {} is {}, which can be {} (dims must be >= 1)", name, k,
                         shape[k], b.min);
+  }
+}
+
+DLAVM_INLINE void rethrow_in_compute(const std::string& name) {
+  const auto in_compute = [&](const Error& e) {
+    return fmt::format("compute '{}': {}", name, e.what());
+  };
+  // The kinds a body's builders raise; any other passes through unchanged.
+  try {
+    throw;
+  } catch (const TypeError& e) {
+    throw TypeError(in_compute(e));
+  } catch (const ShapeError& e) {
+    throw ShapeError(in_compute(e));
+  } catch (const ScheduleError& e) {
+    throw ScheduleError(in_compute(e));
+  } catch (const ValueError& e) {
+    throw ValueError(in_compute(e));
+  } catch (const ArithmeticError& e) {
+    throw ArithmeticError(in_compute(e));
   }
 }
 
@@ -9662,6 +9864,8 @@ NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
 
 // begin dlavm/te/evaluate.hpp
 // end dlavm/te/evaluate.hpp
+// begin dlavm/te/printer.hpp
+// end dlavm/te/printer.hpp
 
 namespace dlavm::te::detail {
 
@@ -9675,9 +9879,10 @@ class ValueEvaluator : public ExprFunctor<ValueEvaluator, std::int64_t> {
 
   std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
   std::int64_t visit_cast(const CastNode& n, const Expr&) { return n.dtype().wrap(visit(n.value)); }
-  std::int64_t visit_binary(const BinaryNode& n, const Expr&) {
+  std::int64_t visit_binary(const BinaryNode& n, const Expr& e) {
     const auto a = visit(n.a);
     const auto b = visit(n.b);
+    if (is_division(n.kind()) && b == 0) raise<ArithmeticError>("`{}` divides {} by zero", e, a);
     return apply_binary(n.kind(), n.a.dtype(), a, b);
   }
   std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }
@@ -10019,141 +10224,6 @@ DLAVM_INLINE Tensor pad(const Tensor& t, const std::vector<ne::Expr>& before,
 #endif
 // end dlavm/te/pad.hpp
 // begin dlavm/te/printer.hpp
-// Text form of value expressions through fmt, in the spirit of TVM's lowered text:
-// `cast(int32, A_buf[ki])`, `(C_buf[i] + 1)`, `max(x, 0)`, `sum(..., axis=[ko, ki])`.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/te/expr.hpp
-// end dlavm/te/expr.hpp
-// begin dlavm/te/ops.hpp
-// end dlavm/te/ops.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-
-#include <fmt/format.h>
-
-#include <string>
-
-namespace dlavm::te {
-
-namespace detail {
-class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
- public:
-  explicit ExprPrinter(std::string& out) : out_(out) {}
-  void visit_int(const IntImmNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}", n.value);
-  }
-  void visit_cast(const CastNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "cast({}, ", n.dtype());
-    visit(n.value);
-    out_ += ')';
-  }
-  void visit_binary(const BinaryNode& n, const Expr&) {
-    if (n.kind() == ExprKind::Min || n.kind() == ExprKind::Max) {
-      out_ += op_symbol(n.kind());
-      out_ += '(';
-      visit(n.a);
-      out_ += ", ";
-      visit(n.b);
-      out_ += ')';
-      return;
-    }
-    out_ += '(';
-    visit(n.a);
-    const bool spaced = n.kind() != ExprKind::Mul;
-    if (spaced) out_ += ' ';
-    out_ += op_symbol(n.kind());
-    if (spaced) out_ += ' ';
-    visit(n.b);
-    out_ += ')';
-  }
-  void visit_not(const NotNode& n, const Expr&) {
-    out_ += "!";
-    visit(n.a);
-  }
-  void visit_select(const SelectNode& n, const Expr&) {
-    out_ += "select(";
-    visit(n.cond);
-    out_ += ", ";
-    visit(n.t);
-    out_ += ", ";
-    visit(n.f);
-    out_ += ')';
-  }
-  void visit_index(const IndexNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}", n.index);
-  }
-  void visit_read(const ReadNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.op->name, fmt::join(n.indices, ", "));
-  }
-  void visit_load(const LoadNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
-  }
-  void visit_reduce(const ReduceNode& n, const Expr&) {
-    out_ += n.combiner == Combiner::Sum ? "sum(" : n.combiner == Combiner::Max ? "max(" : "min(";
-    visit(n.source);
-    out_ += ", axis=[";
-    for (std::size_t k = 0; k < n.axes.size(); ++k)
-      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.axes[k].name());
-    out_ += "])";
-  }
-  void visit_call(const CallNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
-    for (std::size_t k = 0; k < n.buffers.size(); ++k)
-      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.buffers[k].name());
-    if (!n.buffers.empty() && !n.args.empty()) out_ += "; ";
-    for (std::size_t k = 0; k < n.args.size(); ++k) {
-      if (k) out_ += ", ";
-      visit(n.args[k]);
-    }
-    out_ += ')';
-  }
-
- private:
-  std::string& out_;
-};
-}  // namespace detail
-
-std::string to_string(const Expr& e);
-
-}  // namespace dlavm::te
-
-template <>
-struct fmt::formatter<dlavm::te::Expr> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::te::Expr& e, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::te::to_string(e), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/te/printer-inl.hpp
-// Definitions for dlavm/te/printer.hpp (see core/api.hpp).
-
-// begin dlavm/te/printer.hpp
-// end dlavm/te/printer.hpp
-
-namespace dlavm::te {
-
-DLAVM_INLINE std::string to_string(const Expr& e) {
-  std::string out;
-  if (!e.defined()) return "<undefined>";
-  detail::ExprPrinter(out).visit(e);
-  return out;
-}
-
-}  // namespace dlavm::te
-// end dlavm/te/printer-inl.hpp
-#endif
 // end dlavm/te/printer.hpp
 // begin dlavm/te/tensor.hpp
 // end dlavm/te/tensor.hpp
@@ -10253,9 +10323,12 @@ DLAVM_INLINE std::shared_ptr<const TensorIntrin> decl_tensor_intrin(te::Tensor p
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -10330,6 +10403,13 @@ class Stage {
   std::array<IterVar, 4> tile(const IterVar& x, const IterVar& y, const ne::Expr& x_factor,
                               const ne::Expr& y_factor);
   IterVar fuse(const IterVar& outer, const IterVar& inner);
+  // Fuses adjacent loops, outermost first, into one, as TVM's fuse(*args): pairwise from the
+  // outermost, so fuse(a, b, c) is the loop `a.b.fused.c.fused`; one axis is returned as is.
+  IterVar fuse(const std::vector<IterVar>& axes);
+  template <class... V>
+  requires(sizeof...(V) >= 3 && (std::same_as<V, IterVar> && ...)) IterVar fuse(const V&... axes) {
+    return fuse(std::vector<IterVar>{axes...});
+  }
   // Computes this stage inside loop `ivar` of `parent`, the region one iteration needs. If
   // parent later splits ivar, the stage moves to the inner loop (one iteration of it is one
   // iteration of ivar); if it fuses ivar, to the fused loop. (TVM refuses such a schedule when
@@ -10346,10 +10426,16 @@ class Stage {
   Stage& tensorize(const IterVar& ivar, std::shared_ptr<const TensorIntrin> intrin);
 
  private:
+  std::optional<std::size_t> find_leaf(const IterVar& ivar) const;
+  // The position of loop ivar; raises naming the stage and `primitive` if it is not a loop.
   std::size_t leaf_position(const IterVar& ivar, std::string_view primitive) const;
+  // Why ivar is not one of this stage's loops, after `request` ("stage 'C': split of").
+  [[noreturn]] void raise_not_a_loop(const IterVar& ivar, const std::string& request) const;
   void check_not_placeholder(std::string_view primitive) const;
   // Splits the loop at leaf position pos by a factor known to be at least 1.
   std::pair<IterVar, IterVar> split_leaf(std::size_t pos, const ne::Expr& factor);
+  // Fuses the loop at leaf position pos with the next one, checked to be `outer`, `inner`.
+  IterVar fuse_leaf(std::size_t pos, const IterVar& outer, const IterVar& inner);
   // Stages computed at loop `from` of this stage are computed at `to` instead.
   void move_attached(const IterVar& from, const IterVar& to) const;
   IterVarAttr& attr(const IterVar& ivar) { return node_->attrs[ivar.get()]; }
@@ -10683,24 +10769,32 @@ DLAVM_INLINE IterVar Stage::reduce_axis(std::size_t k) const {
   return a[k];
 }
 
-DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
-                                              std::string_view primitive) const {
-  if (!ivar.defined())
-    raise<ScheduleError>("stage '{}': {} of an undefined axis", name(), primitive);
+DLAVM_INLINE std::optional<std::size_t> Stage::find_leaf(const IterVar& ivar) const {
   const auto& leaf = node_->leaf;
   for (std::size_t k = 0; k < leaf.size(); ++k)
     if (leaf[k] == ivar) return k;
-  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
-    raise<ScheduleError>("stage '{}': {} of axis '{}', which belongs to stage '{}'", name(),
-                         primitive, ivar.name(), owner->name());
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::size_t Stage::leaf_position(const IterVar& ivar,
+                                              std::string_view primitive) const {
+  if (const auto k = find_leaf(ivar)) return *k;
+  raise_not_a_loop(ivar, fmt::format("stage '{}': {} of", name(), primitive));
+}
+
+DLAVM_INLINE void Stage::raise_not_a_loop(const IterVar& ivar, const std::string& request) const {
+  if (!ivar.defined()) raise<ScheduleError>("{} an undefined axis", request);
   std::vector<std::string> names;
-  for (const auto& v : leaf) names.push_back(v.name());
-  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+  for (const auto& v : node_->leaf) names.push_back(v.name());
+  if (const auto* owner = schedule_->owner_of(ivar); owner && owner != node_)
     raise<ScheduleError>(
-        "stage '{}': {} of axis '{}', which was already split or fused (loops: {})", name(),
-        primitive, ivar.name(), fmt::join(names, ", "));
-  raise<ScheduleError>("stage '{}': {} of axis '{}', which is not one of its loops ({})", name(),
-                       primitive, ivar.name(), fmt::join(names, ", "));
+        "{} axis '{}', which belongs to stage '{}'; pass one of the loops of '{}' ({})", request,
+        ivar.name(), owner->name(), name(), fmt::join(names, ", "));
+  if (std::find(node_->all.begin(), node_->all.end(), ivar) != node_->all.end())
+    raise<ScheduleError>("{} axis '{}', which was already split or fused (loops: {})", request,
+                         ivar.name(), fmt::join(names, ", "));
+  raise<ScheduleError>("{} axis '{}', which is not one of its loops ({})", request, ivar.name(),
+                       fmt::join(names, ", "));
 }
 
 DLAVM_INLINE void Stage::check_not_placeholder(std::string_view primitive) const {
@@ -10780,27 +10874,48 @@ DLAVM_INLINE std::array<IterVar, 4> Stage::tile(const IterVar& x, const IterVar&
 }
 
 DLAVM_INLINE IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
+  // Copies: outer and inner may be references into the leaf list, which fusing changes.
+  return fuse(std::vector<IterVar>{outer, inner});
+}
+
+DLAVM_INLINE IterVar Stage::fuse(const std::vector<IterVar>& axes) {
   check_not_placeholder("fuse");
-  const auto po = leaf_position(outer, "fuse");
-  const auto pi = leaf_position(inner, "fuse");
-  if (pi != po + 1)
-    raise<ScheduleError>(
-        "stage '{}': fuse of '{}' (loop {}) and '{}' (loop {}): the inner axis must "
-        "be the loop directly inside the outer one",
-        name(), outer.name(), po, inner.name(), pi);
-  if (outer.kind() != inner.kind())
-    raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
-                         name(), outer.name(), inner.name());
+  if (axes.empty())
+    raise<ScheduleError>("stage '{}': fuse of no axes; list the loops to fuse, outermost first",
+                         name());
+  // Everything is checked before the first pair is fused: an error leaves the stage as it was.
+  std::vector<std::size_t> pos;
+  for (const auto& a : axes) pos.push_back(leaf_position(a, "fuse"));
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (pos[k] != pos[k - 1] + 1) {
+      std::vector<std::string> listed, loops;
+      for (std::size_t j = 0; j < axes.size(); ++j)
+        listed.push_back(fmt::format("'{}' (loop {})", axes[j].name(), pos[j]));
+      for (const auto& v : node_->leaf) loops.push_back(v.name());
+      raise<ScheduleError>(
+          "stage '{}': fuse of {}: each axis must be the loop directly inside the one before it "
+          "(loops: {})",
+          name(), fmt::join(listed, ", "), fmt::join(loops, ", "));
+    }
+  for (std::size_t k = 1; k < axes.size(); ++k)
+    if (axes[k].kind() != axes[k - 1].kind())
+      raise<ScheduleError>("stage '{}': fuse of data-parallel and reduction axes '{}' and '{}'",
+                           name(), axes[k - 1].name(), axes[k].name());
+  IterVar fused = axes.front();
+  for (std::size_t k = 1; k < axes.size(); ++k) fused = fuse_leaf(pos.front(), fused, axes[k]);
+  return fused;
+}
+
+DLAVM_INLINE IterVar Stage::fuse_leaf(std::size_t pos, const IterVar& outer, const IterVar& inner) {
   auto fused =
       te::make_iter_var(outer.name() + "." + inner.name() + ".fused", 0,
                         ne::simplify(outer.dom().extent * inner.dom().extent), outer.kind());
   node_->relations.emplace_back(FuseRelation{outer, inner, fused});
-  // Before the leaf changes: outer and inner may be references into it.
   move_attached(outer, fused);
   move_attached(inner, fused);
-  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po),
-                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pi) + 1);
-  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(po), fused);
+  node_->leaf.erase(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos),
+                    node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos) + 2);
+  node_->leaf.insert(node_->leaf.begin() + static_cast<std::ptrdiff_t>(pos), fused);
   node_->all.push_back(fused);
   return fused;
 }
@@ -10819,7 +10934,10 @@ DLAVM_INLINE Stage& Stage::compute_at(const Stage& parent, const IterVar& ivar) 
       raise<ScheduleError>(
           "stage '{}': compute_at stage '{}' makes a cycle: '{}' is computed inside '{}'", name(),
           parent.name(), parent.name(), name());
-  (void)parent.leaf_position(ivar, "compute_at");
+  // The message names this stage too: it is the one being moved.
+  if (!parent.find_leaf(ivar))
+    parent.raise_not_a_loop(
+        ivar, fmt::format("stage '{}': compute_at stage '{}' at", name(), parent.name()));
   node_->attach = AttachKind::At;
   node_->attach_stage = parent.node_;
   node_->attach_ivar = ivar;
@@ -10898,6 +11016,170 @@ DLAVM_INLINE Stage& Stage::tensorize(const IterVar& ivar,
 }  // namespace dlavm::schedule
 // end dlavm/schedule/schedule-inl.hpp
 #endif
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
+// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
+// all derived from a Config.
+//
+//   vta::Env env;                                   // the default configuration
+//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
+//   s[A_buf].set_scope(env.inp_scope);
+//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
+//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule.hpp
+// schedule layer: stages and their primitives, symbolic intervals for bound inference.
+
+// begin dlavm/schedule/int_set.hpp
+// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
+// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
+// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
+// IntSet evaluation plays in InferBound.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::schedule {
+
+struct IntSet {
+  ne::Expr lo;
+  ne::Expr hi;
+  static IntSet point(const ne::Expr& e) { return {e, e}; }
+  bool is_point() const { return lo.same_as(hi) || ne::equal(lo, hi); }
+};
+
+// Variables that sweep, by id, with the interval each covers.
+using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
+
+// The interval e covers while the variables in `sweep` range over their intervals.
+IntSet eval_set(const ne::Expr& e, const SweepMap& sweep);
+
+// Hull of two intervals.
+IntSet unite(const IntSet& a, const IntSet& b);
+
+}  // namespace dlavm::schedule
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/schedule/int_set-inl.hpp
+// Definitions for dlavm/schedule/int_set.hpp (see core/api.hpp).
+
+// begin dlavm/schedule/int_set.hpp
+// end dlavm/schedule/int_set.hpp
+
+namespace dlavm::schedule {
+
+namespace detail {
+
+bool provably_nonneg(const ne::Expr& e);
+bool provably_nonpos(const ne::Expr& e);
+
+class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
+ public:
+  explicit IntSetEvaluator(const SweepMap& sweep) : sweep_(sweep) {}
+
+  IntSet visit_int(const ne::IntImmNode&, const ne::Expr& e) { return IntSet::point(e); }
+  IntSet visit_var(const ne::VarNode& n, const ne::Expr& e) {
+    if (auto it = sweep_.find(n.id); it != sweep_.end()) return it->second;
+    return IntSet::point(e);
+  }
+  IntSet visit_binary(const ne::BinaryNode& n, const ne::Expr& e) {
+    const IntSet a = visit(n.a);
+    const IntSet b = visit(n.b);
+    if (a.is_point() && b.is_point() && a.lo.same_as(n.a) && b.lo.same_as(n.b))
+      return IntSet::point(e);
+    switch (n.kind()) {
+      case ne::Kind::Add:
+        return {a.lo + b.lo, a.hi + b.hi};
+      case ne::Kind::Sub:
+        return {a.lo - b.hi, a.hi - b.lo};
+      case ne::Kind::Mul:
+        if (b.is_point()) return scale(a, b.lo, e);
+        if (a.is_point()) return scale(b, a.lo, e);
+        return numeric(e);
+      case ne::Kind::FloorDiv:
+        if (b.is_point() && ne::bounds(b.lo).min > 0)
+          return {ne::floordiv(a.lo, b.lo), ne::floordiv(a.hi, b.lo)};
+        return numeric(e);
+      case ne::Kind::FloorMod:
+        if (a.is_point() && b.is_point()) return IntSet::point(ne::floormod(a.lo, b.lo));
+        if (b.is_point() && ne::bounds(b.lo).min > 0) {
+          // Within one period the residues are contiguous: lo..hi when they do not wrap.
+          const ne::Expr span = ne::simplify(a.hi - a.lo);
+          const ne::Expr lo_mod = ne::simplify(ne::floormod(a.lo, b.lo));
+          if (ne::can_prove(lo_mod + span < b.lo)) return {lo_mod, lo_mod + span};
+          return {0, b.lo - 1};
+        }
+        return numeric(e);
+      case ne::Kind::Min:
+        return {ne::min(a.lo, b.lo), ne::min(a.hi, b.hi)};
+      case ne::Kind::Max:
+        return {ne::max(a.lo, b.lo), ne::max(a.hi, b.hi)};
+      default:
+        return {0, 1};  // conditions
+    }
+  }
+  IntSet visit_not(const ne::NotNode&, const ne::Expr&) { return {0, 1}; }
+  IntSet visit_select(const ne::SelectNode& n, const ne::Expr&) {
+    const IntSet t = visit(n.t);
+    const IntSet f = visit(n.f);
+    return {ne::min(t.lo, f.lo), ne::max(t.hi, f.hi)};
+  }
+
+ private:
+  static IntSet scale(const IntSet& x, const ne::Expr& c, const ne::Expr& whole) {
+    if (provably_nonneg(c)) return {x.lo * c, x.hi * c};
+    if (provably_nonpos(c)) return {x.hi * c, x.lo * c};
+    return numeric(whole);
+  }
+  // The fallback: numeric bounds over every variable's full range (sound, not tight).
+  static IntSet numeric(const ne::Expr& e) {
+    const auto b = ne::bounds(e);
+    return {b.min, b.max};
+  }
+  const SweepMap& sweep_;
+};
+
+}  // namespace detail
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::schedule::detail {
+
+DLAVM_INLINE bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
+
+DLAVM_INLINE bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
+
+}  // namespace dlavm::schedule::detail
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
+  IntSet s = detail::IntSetEvaluator(sweep).visit(e);
+  return {ne::simplify(s.lo), ne::simplify(s.hi)};
+}
+
+DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
+  return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
+}
+
+}  // namespace dlavm::schedule
+// end dlavm/schedule/int_set-inl.hpp
+#endif
+// end dlavm/schedule/int_set.hpp
+// begin dlavm/schedule/schedule.hpp
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // end dlavm/schedule/tensor_intrin.hpp
@@ -12217,44 +12499,1266 @@ DLAVM_INLINE std::shared_ptr<const schedule::TensorIntrin> Env::make_gemm() cons
 #endif
 // end dlavm/vta/lower/env.hpp
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace dlavm::graph {
 
-struct Target {
-  vta::Env env{};
-  OpRegistry ops = default_ops();
+struct EpilogueStep {
+  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
+  Kind kind = Kind::Add;
+  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
+  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
+  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
 };
 
-// infer_type for a target (graph/infer_type.hpp): part 1 places every call on the host.
-inline Function infer_type(const Function& fn, const Target& target, const Attrs& global = {}) {
-  return infer_type(fn, target.ops, global);
+// An operand the epilogue reads from DRAM.
+struct EpilogueInput {
+  enum class Kind : std::uint8_t { Channel, Tensor };
+  Kind kind = Kind::Channel;
+  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
+  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  std::vector<EpilogueInput> inputs;
+
+  // Appends an immediate step, merging it into an earlier step where that is exact:
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits 16 bits;
+  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
+  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
+  void imm(EpilogueStep::Kind kind, std::int64_t value);
+  // Appends `+ operand` for a new input; returns the input's index.
+  std::size_t add_channel(DType dtype = DType::int32());
+  std::size_t add_tensor(DType dtype);
+  // How many ALU passes the epilogue costs per output tile.
+  std::size_t alu_passes() const { return steps.size(); }
+  friend bool operator==(const Epilogue&, const Epilogue&) = default;
+};
+
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages.
+std::string to_string(const Epilogue& e);
+
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
+// counts channel tiles and whose last two dims are the tile (BATCH, BLOCK_OUT).
+struct EpilogueStages {
+  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
+  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
+  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
+  std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor res;                    // the int8 result (the stored stage)
+
+  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.
+  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
+  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
+  // `block_tiles`: a block per virtual thread for each Tensor operand, `channel_tiles` once
+  // for each Channel operand.
+  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                  std::int64_t channel_tiles, int vthreads);
+};
+
+// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
+// [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
+                             const std::string& name);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/epilogue-inl.hpp
+// Definitions for graph/strategy/epilogue.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
+  using K = EpilogueStep::Kind;
+  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
+  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
+  // likewise for min after [min, max].
+  if (steps.size() >= 2) {
+    auto& prev = steps[steps.size() - 2];
+    const auto& last = steps.back();
+    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
+      prev.imm = std::max(prev.imm, value);
+      return;
+    }
+    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
+      prev.imm = std::min(prev.imm, value);
+      return;
+    }
+  }
+  if (!steps.empty() && steps.back().kind == kind) {
+    auto& last = steps.back();
+    switch (kind) {
+      case K::Max:
+        last.imm = std::max(last.imm, value);
+        return;
+      case K::Min:
+        last.imm = std::min(last.imm, value);
+        return;
+      case K::Add:
+        // the ALU's immediate is 16 bits: merge only while the sum still fits
+        if (const auto sum = last.imm + value; sum >= -32768 && sum <= 32767) {
+          last.imm = sum;
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  steps.push_back({kind, value, 0});
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
+  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
+  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::string to_string(const Epilogue& e) {
+  std::vector<std::string> parts;
+  for (const auto& s : e.steps) {
+    switch (s.kind) {
+      case EpilogueStep::Kind::Add:
+        parts.push_back(fmt::format("+{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Shr:
+        parts.push_back(fmt::format(">>{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Max:
+        parts.push_back(fmt::format("max {}", s.imm));
+        break;
+      case EpilogueStep::Kind::Min:
+        parts.push_back(fmt::format("min {}", s.imm));
+        break;
+      case EpilogueStep::Kind::AddChannel:
+        parts.push_back(fmt::format("+channel#{}", s.input));
+        break;
+      case EpilogueStep::Kind::AddTensor:
+        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
+        break;
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+namespace detail {
+
+// acc(i...) op operand, one ALU stage.
+inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
+                                 const EpilogueStages& st, const std::string& name) {
+  using K = EpilogueStep::Kind;
+  return te::compute_dynamic(
+      prev.shape(),
+      [&](std::span<const ne::Var> i) -> te::Expr {
+        const std::vector<ne::Expr> idx(i.begin(), i.end());
+        const te::Expr x = prev.read(idx);
+        switch (step.kind) {
+          case K::Add:
+            return x + step.imm;
+          case K::Shr:
+            return x >> step.imm;
+          case K::Max:
+            return te::max(x, te::make_const(step.imm, x.dtype()));
+          case K::Min:
+            return te::min(x, te::make_const(step.imm, x.dtype()));
+          case K::AddChannel: {
+            const std::size_t r = idx.size();
+            return x + st.channels[step.input].read({idx[1], idx[r - 2], idx[r - 1]});
+          }
+          case K::AddTensor:
+            return x + st.tensors[step.input].read(idx);
+        }
+        return x;
+      },
+      name);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
+                                          const Epilogue& e, const std::string& name) {
+  EpilogueStages st;
+  const auto& shape = acc.shape();
+  const std::size_t rank = shape.size();
+  if (rank < 3 || acc.dtype() != env.acc_dtype)
+    raise<ValueError>(
+        "internal: epilogue '{}' needs a packed {} accumulator of rank >= 3, got {} of rank {}, "
+        "please report",
+        name, env.acc_dtype, acc.dtype(), rank);
+  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
+  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
+  st.channels.resize(e.inputs.size());
+  st.tensors.resize(e.inputs.size());
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const auto& in = e.inputs[k];
+    const auto in_name = fmt::format("{}_in{}", name, k);
+    if (in.kind == EpilogueInput::Kind::Channel) {
+      const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
+      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
+      const auto& p = st.inputs.back();
+      st.channels[k] = te::compute_dynamic(
+          cshape,
+          [&](std::span<const ne::Var> i) {
+            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
+          },
+          in_name + "_buf");
+    } else {
+      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
+      const auto& p = st.inputs.back();
+      st.tensors[k] = te::compute_dynamic(
+          shape,
+          [&](std::span<const ne::Var> i) {
+            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
+          },
+          in_name + "_buf");
+    }
+  }
+  te::Tensor prev = acc;
+  for (std::size_t k = 0; k < e.steps.size(); ++k) {
+    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
+    prev = st.alu.back();
+  }
+  st.res = te::compute_dynamic(
+      shape,
+      [&](std::span<const ne::Var> i) {
+        return te::cast(env.out_dtype, prev.read({i.begin(), i.end()}));
+      },
+      name);
+  return st;
+}
+
+DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
+                                           const te::IterVar& attach) const {
+  for (const auto& c : channels) {
+    if (!c.defined()) continue;
+    s[c].set_scope(env.acc_scope);
+    s[c].pragma(s[c].axis(0), env.dma_copy);
+  }
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    s[t].set_scope(env.acc_scope);
+    s[t].compute_at(s[res], attach);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  for (const auto& a : alu) {
+    s[a].set_scope(env.acc_scope);
+    s[a].compute_at(s[res], attach);
+    s[a].pragma(s[a].axis(0), env.alu);
+  }
+}
+
+DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                                      std::int64_t channel_tiles, int vthreads) {
+  std::int64_t entries = 0;
+  for (const auto& in : e.inputs)
+    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
+  return entries;
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/target.hpp
-// end dlavm/graph.hpp
-// begin dlavm/host.hpp
-// host layer: a CPU implementation of every graph op on te::NDArray, plain loops that are both
-// the fallback for ops an accelerator cannot run and the reference executor's kernels. Each
-// family's header comment defines the exact semantics of its ops (rounding, saturation,
-// wrap-around); nothing else does.
+// end dlavm/graph/strategy/epilogue-inl.hpp
+#endif
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/hw/device.hpp
+// The device interface: DRAM allocation with physical addresses, host copies, and running a
+// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
+// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
+// implements the public VTA driver C API (a board, VTA's simulators, or
+// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
+// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
 
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/conv.hpp
-// end dlavm/host/conv.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-// begin dlavm/host/float_ops.hpp
-// end dlavm/host/float_ops.hpp
-// begin dlavm/host/linear.hpp
-// end dlavm/host/linear.hpp
-// begin dlavm/host/pool.hpp
-// end dlavm/host/pool.hpp
-// begin dlavm/host/quantize.hpp
-// end dlavm/host/quantize.hpp
-// begin dlavm/host/transform.hpp
-// end dlavm/host/transform.hpp
-// end dlavm/host.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
+// and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
+// counted, as in the reference).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace dlavm::vta {
+
+struct Counters {
+  std::uint64_t inp_load_bytes = 0;
+  std::uint64_t wgt_load_bytes = 0;
+  std::uint64_t acc_load_bytes = 0;  // ACC and ACC_8BIT loads (DRAM bytes read)
+  std::uint64_t uop_load_bytes = 0;
+  std::uint64_t out_store_bytes = 0;
+  std::uint64_t gemm_uops = 0;
+  std::uint64_t alu_uops = 0;
+
+  std::uint64_t load_bytes() const;
+  std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
+  // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
+  std::uint64_t gemm_macs(const Config& c) const;
+  Counters& operator+=(const Counters& o);
+  friend bool operator==(const Counters&, const Counters&) = default;
+
+  // Adds what one instruction contributes (counters are a function of the stream alone).
+  void count(const Config& c, const InsnFields& f);
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::Counters& c, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/counters-inl.hpp
+// Definitions for dlavm/vta/hw/counters.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::uint64_t Counters::load_bytes() const {
+  return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
+}
+
+DLAVM_INLINE std::uint64_t Counters::gemm_macs(const Config& c) const {
+  return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
+}
+
+DLAVM_INLINE Counters& Counters::operator+=(const Counters& o) {
+  inp_load_bytes += o.inp_load_bytes;
+  wgt_load_bytes += o.wgt_load_bytes;
+  acc_load_bytes += o.acc_load_bytes;
+  uop_load_bytes += o.uop_load_bytes;
+  out_store_bytes += o.out_store_bytes;
+  gemm_uops += o.gemm_uops;
+  alu_uops += o.alu_uops;
+  return *this;
+}
+
+DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
+  if (f.opcode == Opcode::Load && f.x_size != 0) {
+    const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
+    switch (f.memory_type) {
+      case MemId::Inp:
+        inp_load_bytes += bytes;
+        break;
+      case MemId::Wgt:
+        wgt_load_bytes += bytes;
+        break;
+      case MemId::Acc:
+      case MemId::Acc8:
+        acc_load_bytes += bytes;
+        break;
+      case MemId::Uop:
+        uop_load_bytes += bytes;
+        break;
+      default:
+        break;
+    }
+  } else if (f.opcode == Opcode::Store && f.x_size != 0) {
+    out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
+  } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
+    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+    const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
+    if (f.opcode == Opcode::Alu) {
+      alu_uops += uops;
+    } else if (!f.reset_reg) {
+      gemm_uops += uops;
+    }
+  }
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
+    const dlavm::vta::Counters& c, format_context& ctx) const {
+  return fmt::format_to(ctx.out(),
+                        "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                        "out_store {} B, gemm {} uops, alu {} uops",
+                        c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                        c.out_store_bytes, c.gemm_uops, c.alu_uops);
+}
+// end dlavm/vta/hw/counters-inl.hpp
+#endif
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// Cycle model: the load, compute and store modules each run their instruction queue in order,
+// concurrently, synchronised only by the dependency tokens between them (a discrete-event
+// model: an instruction starts when its module is free and the tokens it pops have been
+// pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
+// cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
+//
+// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
+// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
+// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
+// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
+// follow each other. The roofline bound uses the same memory system, so it is a true lower
+// bound of the model (total_cycles >= roofline_cycles for every stream):
+//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
+//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
+//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
+//   memory_cycles   = the busiest port's port_cycles;
+//   roofline_cycles = max(compute_cycles, memory_cycles).
+// Each term is at most one module's busy time in the model, hence at most total_cycles.
+//
+// Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
+// design at the default configuration):
+//   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
+//                        2^LOG_BUS_WIDTH / 8 = 8 for VTA's 64-bit bus.
+//   dram_latency         cycles from a LOAD/STORE request to its first data beat (32).
+//   insn_overhead        fetch/decode/issue cycles every instruction pays on its module (4).
+//   gemm_uops_per_cycle  GEMM micro-ops (one BATCH x BLOCK_IN x BLOCK_OUT tile each) retired
+//                        per cycle once the pipeline is full: 1, VTA's fully pipelined core.
+//   gemm_latency         pipeline fill/drain per GEMM instruction (4).
+//   alu_cycles_per_uop   cycles per ALU micro-op: 2 (VTA's ALU loop reads two accumulator
+//                        tiles per micro-op, initiation interval 2).
+//   alu_latency          pipeline fill/drain per ALU instruction (4).
+//   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
+// Modules are modelled with unbounded command queues and a DRAM port each (above).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/isa.hpp
+// Checked VTA encoding: every field value is checked against its width for the configuration
+// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
+// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
+// readable line per instruction.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/stream.hpp
+// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
+// and which instructions those are. Standard library only, exception-free.
+//
+// The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
+// relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
+// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
+
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::runtime {
+
+struct Stream {
+  std::vector<InsnWord> insns;
+  std::vector<std::uint32_t> uops;
+  std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
+
+  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
+  std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
+
+  // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
+  // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
+  // leaving `out` partly written, if a relocated address no longer fits dram_base.
+  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
+    for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
+    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
+    for (std::uint32_t index : uop_relocs) {
+      if (index >= insns.size()) return false;
+      InsnWord& w = out[index];
+      const std::uint64_t addr = get_field(w, dram) + uop_base;
+      if (addr > low_mask(dram.width)) return false;
+      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
+      put_field(w, dram, addr);
+    }
+    return true;
+  }
+};
+
+// LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
+static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9).mem);
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/stream.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+using Stream = runtime::Stream;
+
+// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
+std::string insn_name(const InsnFields& f);
+
+// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
+// instruction's position in its stream, for the message.
+void check_field(const IsaLayout& layout, const InsnFields& insn, Field field, std::int64_t value,
+                 std::size_t index);
+
+// Checks the enumerated fields of a decoded or hand-filled instruction.
+void check_enums(const InsnFields& f, std::size_t index);
+
+// Checked encoding: every field of the instruction's form must fit its width.
+InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0);
+
+// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
+// or ALU opcode.
+InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0);
+
+std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws);
+
+std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0);
+
+// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
+// | pop_next push_next".
+std::string disassemble(const InsnFields& f);
+
+// A whole stream, one numbered line per instruction, then the micro-op buffer.
+std::string disassemble(const IsaLayout& layout, const Stream& stream);
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnFields& f, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnWord& w, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::Uop& u, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/isa-inl.hpp
+// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string insn_name(const InsnFields& f) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
+  return runtime::opcode_name(f.opcode);
+}
+
+DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                              std::int64_t value, std::size_t index) {
+  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
+  if (pos.width == 0)
+    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
+                         runtime::field_name(field));
+  if (field == Field::imm) {
+    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
+    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
+    if (value < lo || value > hi)
+      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
+                           insn_name(insn), index, value, pos.width, lo, hi);
+    return;
+  }
+  const auto limit = runtime::low_mask(pos.width);
+  if (value < 0)
+    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
+                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
+  if (static_cast<std::uint64_t>(value) > limit)
+    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
+                         runtime::field_name(field), value, pos.width, limit);
+}
+
+DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount)
+    raise<EncodingError>(
+        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
+        "ALU 4)",
+        index, op);
+  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
+    const auto m = static_cast<unsigned>(f.memory_type);
+    if (m >= runtime::kMemIdCount)
+      raise<EncodingError>(
+          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
+          "ACC_8BIT 5)",
+          insn_name(f), index, m);
+  }
+  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
+    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
+                         index, static_cast<unsigned>(f.alu_opcode));
+}
+
+DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
+  check_enums(f, index);
+  const auto form = runtime::form_of(f.opcode);
+  const auto& table = layout.form(form);
+  bool fits = true;
+  runtime::for_each_field(form, [&](Field x) {
+    const auto width = table[static_cast<std::size_t>(x)].width;
+    if (x == Field::imm) {
+      const std::int64_t half = std::int64_t{1} << (width - 1);
+      fits &= f.imm >= -half && f.imm < half;
+    } else {
+      fits &= f.get(x) <= runtime::low_mask(width);
+    }
+  });
+  if (!fits) {  // find the first offending field for the message
+    runtime::for_each_field(form, [&](Field x) {
+      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
+      check_field(layout, f, x, v, index);
+    });
+  }
+  return runtime::pack(layout, f);
+}
+
+DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
+  auto f = runtime::unpack(layout, w);
+  check_enums(f, index);
+  return f;
+}
+
+DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
+                                                std::span<const InsnWord> ws) {
+  std::vector<InsnFields> out;
+  out.reserve(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  return out;
+}
+
+DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
+  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
+    if (v > runtime::low_mask(p.width))
+      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
+                           p.width, runtime::low_mask(p.width));
+  };
+  check("dst_idx", u.dst, layout.uop_dst);
+  check("src_idx", u.src, layout.uop_src);
+  check("wgt_idx", u.wgt, layout.uop_wgt);
+  return runtime::pack_uop(layout, u);
+}
+
+DLAVM_INLINE std::string disassemble(const InsnFields& f) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store:
+      fmt::format_to(out, "{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
+                     runtime::opcode_name(f.opcode),
+                     static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
+                         ? runtime::mem_name(f.memory_type)
+                         : "MEM?",
+                     f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
+      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+        fmt::format_to(out, " pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+      break;
+    case Opcode::Gemm:
+      fmt::format_to(out, "GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
+                     f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
+                     f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
+                     f.wgt_factor_out, f.wgt_factor_in);
+      break;
+    case Opcode::Alu:
+      fmt::format_to(out, "ALU {}",
+                     static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
+                         ? runtime::alu_name(f.alu_opcode)
+                         : "OP?");
+      if (f.use_imm) fmt::format_to(out, " imm={}", f.imm);
+      if (f.reset_reg) fmt::format_to(out, " reset");
+      fmt::format_to(out, " uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
+                     f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
+                     f.src_factor_in);
+      break;
+    case Opcode::Finish:
+      s += "FINISH";
+      break;
+    default:
+      fmt::format_to(out, "UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
+      break;
+  }
+  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
+    s += " |";
+    if (f.pop_prev_dep) s += " pop_prev";
+    if (f.pop_next_dep) s += " pop_next";
+    if (f.push_prev_dep) s += " push_prev";
+    if (f.push_next_dep) s += " push_next";
+  }
+  return s;
+}
+
+DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+  std::string s;
+  auto out = std::back_inserter(s);
+  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
+    const auto f = decode(layout, stream.insns[i], i);
+    fmt::format_to(out, "{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
+                   disassemble(f));
+  }
+  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
+    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
+    fmt::format_to(out, "uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
+  }
+  return s;
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
+    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
+    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
+    const dlavm::runtime::Uop& u, format_context& ctx) const {
+  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+}
+// end dlavm/vta/hw/isa-inl.hpp
+#endif
+// end dlavm/vta/hw/isa.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+struct CycleParams {
+  std::uint64_t bus_bytes_per_cycle = 8;
+  std::uint64_t dram_latency = 32;
+  std::uint64_t insn_overhead = 4;
+  std::uint64_t gemm_uops_per_cycle = 1;
+  std::uint64_t gemm_latency = 4;
+  std::uint64_t alu_cycles_per_uop = 2;
+  std::uint64_t alu_latency = 4;
+  std::uint64_t pad_elems_per_cycle = 1;
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
+  static CycleParams for_config(const Config& c) {
+    CycleParams p;
+    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
+    return p;
+  }
+};
+
+struct ModuleTime {
+  std::uint64_t busy = 0;   // cycles executing instructions
+  std::uint64_t stall = 0;  // cycles waiting for a dependency token
+  std::uint64_t end = 0;    // when its last instruction finished
+  std::uint64_t instructions = 0;
+};
+
+struct TraceEvent {
+  std::uint32_t index = 0;
+  Queue queue = Queue::Compute;
+  std::uint64_t start = 0;
+  std::uint64_t duration = 0;
+};
+
+struct CycleReport {
+  std::uint64_t total_cycles = 0;
+  std::array<ModuleTime, 3> modules{};         // load, compute, store
+  Counters counters;                           // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
+  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
+  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
+  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;               // filled when asked for
+  std::vector<std::string> names;              // one-line disassembly per traced instruction
+
+  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
+
+  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
+  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
+  std::string chrome_trace() const;
+  void write_chrome_trace(const std::string& path) const;
+};
+
+class CycleModel {
+ public:
+  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
+  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
+    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
+        params_.pad_elems_per_cycle == 0)
+      raise<ValueError>(
+          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
+          "pad_elems_per_cycle must be positive");
+  }
+
+  const CycleParams& params() const { return params_; }
+
+  // Cycles one instruction occupies its module.
+  std::uint64_t duration(const InsnFields& f) const;
+  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
+  std::uint64_t transfer_bytes(const InsnFields& f) const;
+
+  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
+
+ private:
+  static std::uint64_t uops(const InsnFields& f);
+
+  Config config_;
+  CycleParams params_;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::CycleReport& r, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/cycle_model-inl.hpp
+// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/dispatch.hpp
+// The three modules and the four token queues between them, shared by the functional
+// simulator and the cycle model. Instructions are dispatched in order to their module;
+// `dispatch` calls back every instruction in an order that each module's program order and
+// the dependency tokens allow, and reports a deadlock naming the stuck instructions.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+struct TokenQueue {
+  std::vector<std::uint64_t> time;  // when each token was pushed
+  std::size_t head = 0;
+  bool empty() const { return head == time.size(); }
+  std::uint64_t pop() { return time[head++]; }
+  void push(std::uint64_t t) { time.push_back(t); }
+};
+
+// Raises DeviceError for dependency flags a module cannot have (load has no previous module,
+// store no next one).
+void check_dep_flags(const InsnFields& f, std::size_t i);
+
+// exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
+// (the latest of them, 0 if none), and returns the time at which its own pushes happen.
+template <class Exec>
+void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
+  std::array<std::vector<std::uint32_t>, 3> queue;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    check_dep_flags(prog[i], i);
+    queue[static_cast<std::size_t>(runtime::queue_of(prog[i])) - 1].push_back(
+        static_cast<std::uint32_t>(i));
+  }
+  TokenQueue l2c, c2l, c2s, s2c;
+  // The queue module m pops from for its prev / next neighbour, and pushes to.
+  auto pop_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &c2l;
+    if (m == 1) return prev ? &l2c : &s2c;
+    return prev ? &c2s : nullptr;
+  };
+  auto push_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &l2c;
+    if (m == 1) return prev ? &c2l : &c2s;
+    return prev ? &s2c : nullptr;
+  };
+  std::array<std::size_t, 3> pos{};
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::size_t m = 0; m < 3; ++m) {
+      while (pos[m] < queue[m].size()) {
+        const auto i = queue[m][pos[m]];
+        const auto& f = prog[i];
+        TokenQueue* pp = f.pop_prev_dep ? pop_queue(m, true) : nullptr;
+        TokenQueue* pn = f.pop_next_dep ? pop_queue(m, false) : nullptr;
+        if ((pp && pp->empty()) || (pn && pn->empty())) break;
+        std::uint64_t ready = 0;
+        if (pp) ready = std::max(ready, pp->pop());
+        if (pn) ready = std::max(ready, pn->pop());
+        const std::uint64_t done = exec(i, ready);
+        if (f.push_prev_dep) push_queue(m, true)->push(done);
+        if (f.push_next_dep) push_queue(m, false)->push(done);
+        ++pos[m];
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (std::size_t m = 0; m < 3; ++m) {
+    if (pos[m] == queue[m].size()) continue;
+    const auto i = queue[m][pos[m]];
+    const auto& f = prog[i];
+    const auto q = static_cast<Queue>(m + 1);
+    std::string waits;
+    auto need = [&](bool flag, bool prev) {
+      if (!flag || !pop_queue(m, prev)->empty()) return;
+      const auto from = static_cast<Queue>(prev ? m : m + 2);
+      waits +=
+          fmt::format("{}a token from {}", waits.empty() ? "" : " and ", runtime::queue_name(from));
+    };
+    need(f.pop_prev_dep, true);
+    need(f.pop_next_dep, false);
+    stuck += fmt::format("{}{} module stuck at {} #{} waiting for {}", stuck.empty() ? "" : "; ",
+                         runtime::queue_name(q), insn_name(f), i, waits);
+  }
+  if (!stuck.empty()) raise<DeviceError>("deadlock on dependency tokens: {}", stuck);
+}
+
+}  // namespace dlavm::vta::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dispatch-inl.hpp
+// Definitions for dlavm/vta/hw/dispatch.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dispatch.hpp
+// end dlavm/vta/hw/dispatch.hpp
+
+#include <algorithm>
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
+  const auto q = runtime::queue_of(f);
+  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the load module, which has no previous module: "
+        "pop_prev_dep / push_prev_dep must be 0",
+        insn_name(f), i);
+  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the store module, which has no next module: "
+        "pop_next_dep / push_next_dep must be 0",
+        insn_name(f), i);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/dispatch-inl.hpp
+#endif
+// end dlavm/vta/hw/dispatch.hpp
+// begin dlavm/vta/hw/json.hpp
+// end dlavm/vta/hw/json.hpp
+
+#include <fstream>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string CycleReport::chrome_trace() const {
+  detail::Json events = detail::Json::array();
+  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(q)},
+                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+  }
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    const auto& e = trace[k];
+    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
+                      {"cat", runtime::queue_name(e.queue)},
+                      {"ph", "X"},
+                      {"ts", e.start},
+                      {"dur", e.duration},
+                      {"pid", 0},
+                      {"tid", static_cast<int>(e.queue)},
+                      {"args", {{"index", e.index}}}});
+  }
+  detail::Json doc;
+  doc["traceEvents"] = std::move(events);
+  doc["displayTimeUnit"] = "ns";
+  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
+  return doc.dump(1);
+}
+
+DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << chrome_trace();
+  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
+  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
+  const std::size_t eb =
+      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+  return std::uint64_t{f.y_size} * f.x_size * eb;
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
+  const auto& p = params_;
+  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store: {
+      if (f.x_size == 0) return p.insn_overhead;
+      const std::uint64_t bytes = transfer_bytes(f);
+      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
+                                   std::uint64_t{f.y_size} * f.x_size;
+      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
+             ceil_div(padded, p.pad_elems_per_cycle);
+    }
+    case Opcode::Gemm:
+      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
+    case Opcode::Alu:
+      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+    default:
+      return p.insn_overhead;
+  }
+}
+
+DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
+  CycleReport r;
+  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
+  std::uint64_t gemm_all = 0, alu_all = 0;
+  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
+    const auto& f = prog[i];
+    const auto q = runtime::queue_of(f);
+    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
+    auto& at = free_at[static_cast<std::size_t>(q) - 1];
+    const std::uint64_t start = std::max(at, ready);
+    const std::uint64_t d = duration(f);
+    m.stall += start - at;
+    m.busy += d;
+    ++m.instructions;
+    at = start + d;
+    m.end = at;
+    r.counters.count(config_, f);
+    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
+    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
+    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (trace) {
+      r.trace.push_back({i, q, start, d});
+      r.names.push_back(disassemble(f));
+    }
+    return at;
+  });
+  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  const auto& p = params_;
+  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
+                     alu_all * p.alu_cycles_per_uop;
+  for (std::size_t m = 0; m < 3; ++m) {
+    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
+  }
+  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
+  return r;
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
+  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+  return std::uint64_t{f.iter_out} * f.iter_in * n;
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
+    const dlavm::vta::CycleReport& r, format_context& ctx) const {
+  auto out = fmt::format_to(
+      ctx.out(),
+      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
+      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
+      r.port_cycles[1], r.port_cycles[2]);
+  const char* names[] = {"load", "compute", "store"};
+  for (int m = 0; m < 3; ++m)
+    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
+                         r.modules[m].stall);
+  return out;
+}
+// end dlavm/vta/hw/cycle_model-inl.hpp
+#endif
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// A DRAM buffer: its physical (byte) address and size.
+struct Buffer {
+  std::uint64_t phys = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+struct RunResult {
+  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
+  CycleReport timing;  // the cycle model's estimate for the stream
+  bool finished = false;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const Config& config() const = 0;
+  virtual Buffer alloc(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  // Runs a stream to completion; raises DeviceError on failure.
+  virtual RunResult run(const Stream& stream) = 0;
+
+  template <class T>
+  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
+    copy_in(dst, offset, data.data(), data.size_bytes());
+  }
+  template <class T>
+  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
+    copy_out(src, offset, data.data(), data.size_bytes());
+  }
+  // A buffer of `count` elements of type T, filled from `data` when given.
+  template <class T>
+  Buffer alloc_for(std::span<const T> data) {
+    const Buffer b = alloc(data.size_bytes());
+    copy_in(b, data);
+    return b;
+  }
+
+  // Records a chrome trace (RunResult::timing.trace) on every run.
+  void set_trace(bool on) { trace_ = on; }
+
+ protected:
+  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
+
+  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
+  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
+  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
+
+  bool trace_ = false;
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/device-inl.hpp
+// Definitions for dlavm/vta/hw/device.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void Device::check_range(const char* what, Buffer b, std::size_t offset,
+                                      std::size_t bytes) {
+  if (offset > b.bytes || bytes > b.bytes - offset)
+    raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
+                      offset + bytes, b.bytes, b.phys);
+}
+
+DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64_t uop_phys) {
+  std::vector<InsnWord> words(s.insns.size());
+  if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
+  return words;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const InsnWord> words) {
+  std::vector<std::byte> out(words.size() * 16);
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int h = 0; h < 2; ++h)
+      for (int b = 0; b < 8; ++b)
+        out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out(uops.size() * 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    for (int b = 0; b < 4; ++b)
+      out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/device-inl.hpp
+#endif
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/program.hpp
+// vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
+// loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
+// may still be symbolic. `instantiate` replays those loops for given values of the symbolic
+// dims and DRAM addresses and encodes the instruction stream; `run` does that on a Device
+// with host arrays in and out.
+//
+//   auto prog = vta::build(s, {A, B, C}, env, "vadd");
+//   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/schedule.hpp
@@ -12986,6 +14490,47 @@ class IndexSubstituter : public te::ExprMutator<IndexSubstituter> {
   std::vector<ne::Substitution> map_;
 };
 
+// The fix when the loops from tensorized leaf position p inward do not have the intrinsic's
+// nd data-parallel and nr reduction axes: the innermost loops of each kind become the
+// intrinsic's, in their order, the others move outside them; tensorize at the first.
+DLAVM_INLINE std::string tensorize_order_hint(const StageNode& st, std::size_t p, std::size_t nd,
+                                              std::size_t nr) {
+  const auto& leaf = st.leaf;
+  std::vector<bool> keep(leaf.size(), false);
+  std::size_t data = 0, reduce = 0;
+  for (std::size_t k = leaf.size(); k-- > 0;) {
+    auto& count = leaf[k].is_reduce() ? reduce : data;
+    if (count < (leaf[k].is_reduce() ? nr : nd)) {
+      keep[k] = true;
+      ++count;
+    }
+  }
+  if (data < nd || reduce < nr)
+    return fmt::format("; stage '{}' has only {} data-parallel and {} reduction loops in all",
+                       st.name(), data, reduce);
+  std::vector<std::string> order, kept, moved;
+  for (std::size_t k = 0; k < leaf.size(); ++k) {
+    if (keep[k]) continue;
+    order.push_back(leaf[k].name());
+    if (k >= p) moved.push_back(fmt::format("'{}'", leaf[k].name()));
+  }
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    if (keep[k]) kept.push_back(leaf[k].name());
+  order.insert(order.end(), kept.begin(), kept.end());
+  bool same_order = true;
+  for (std::size_t k = 0; k < leaf.size(); ++k)
+    same_order = same_order && order[k] == leaf[k].name();
+  if (same_order)
+    return fmt::format("; tensorize at '{}' instead, where the intrinsic's loops ({}) begin",
+                       kept.front(), fmt::join(kept, ", "));
+  return fmt::format(
+      "; reorder so that the intrinsic's loops ({}) are innermost{}, and tensorize at the first: "
+      "s[{}].reorder({{{}}}); s[{}].tensorize({}, ...)",
+      fmt::join(kept, ", "),
+      moved.empty() ? std::string() : fmt::format(" with {} outside them", fmt::join(moved, ", ")),
+      st.name(), fmt::join(order, ", "), st.name(), kept.front());
+}
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -13605,8 +15150,9 @@ class Lowerer {
     if (inner_data.size() != pat.axis.size() || inner_reduce.size() != pat.reduce_axis.size())
       raise<ScheduleError>(
           "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
-          "intrinsic has {} and {}",
-          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size());
+          "intrinsic has {} and {}{}",
+          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
+          tensorize_order_hint(st, p, pat.axis.size(), pat.reduce_axis.size()));
     std::vector<ne::Var> inner_vars;
     std::vector<ne::Var> pattern_vars;
     const auto pair_up = [&](const std::vector<te::IterVar>& mine,
@@ -14654,134 +16200,6 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 #endif
 // end dlavm/tir/vthread.hpp
 // end dlavm/tir.hpp
-// begin dlavm/vta.hpp
-// VTA layer: the hardware model (vta/hw.hpp), the lowering passes (vta/lower.hpp), and on top
-// of both vta::Program (build, instantiate, run) and the layout helpers. docs/vta.md is the
-// guide.
-
-// begin dlavm/vta/hw.hpp
-// The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
-// disassembly, the command builder, dependency tokens from data hazards, the functional
-// simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
-// runtime only; docs/vta.md is the guide.
-
-// begin dlavm/runtime.hpp
-// Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
-// -fno-rtti): the VTA bit layout and raw pack/unpack, encoded streams, the VTA driver API.
-
-// begin dlavm/runtime/driver_api.hpp
-// The C interface of the public VTA driver (vta/driver.h in TVM): memory allocation with
-// physical addresses, host copies, cache maintenance and running an instruction stream that
-// sits in DRAM. Only declared here; a board support package, VTA's simulators, or an in-repo
-// implementation (tests/vta/sim_driver.cpp) defines them. vta::DriverDevice calls them.
-// Define USE_VTA64 for 64-bit physical addresses, as VTA does.
-
-#include <cstddef>
-#include <cstdint>
-
-#ifndef VTA_DRIVER_H_
-extern "C" {
-
-typedef void* VTADeviceHandle;
-#ifdef USE_VTA64
-typedef std::uint64_t vta_phy_addr_t;
-#else
-typedef std::uint32_t vta_phy_addr_t;
-#endif
-
-VTADeviceHandle VTADeviceAlloc();
-void VTADeviceFree(VTADeviceHandle handle);
-// Returns 0 when the stream finished, 1 on timeout (wait_cycles exhausted).
-int VTADeviceRun(VTADeviceHandle device, vta_phy_addr_t insn_phy_addr, std::uint32_t insn_count,
-                 std::uint32_t wait_cycles);
-void* VTAMemAlloc(std::size_t size, int cached);
-void VTAMemFree(void* buf);
-vta_phy_addr_t VTAMemGetPhyAddr(void* buf);
-void VTAMemCopyFromHost(void* dst, const void* src, std::size_t size);
-void VTAMemCopyToHost(void* dst, const void* src, std::size_t size);
-void VTAFlushCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
-void VTAInvalidateCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
-
-}  // extern "C"
-#endif
-
-namespace dlavm::runtime {
-
-// The driver API as a policy: vta::DriverDevice<Api> calls only these, so tests or a board
-// support package may substitute their own functions.
-struct VtaDriverApi {
-  static VTADeviceHandle device_alloc() { return ::VTADeviceAlloc(); }
-  static void device_free(VTADeviceHandle h) { ::VTADeviceFree(h); }
-  static int device_run(VTADeviceHandle h, vta_phy_addr_t insn, std::uint32_t count,
-                        std::uint32_t wait) {
-    return ::VTADeviceRun(h, insn, count, wait);
-  }
-  static void* mem_alloc(std::size_t size, int cached) { return ::VTAMemAlloc(size, cached); }
-  static void mem_free(void* p) { ::VTAMemFree(p); }
-  static vta_phy_addr_t phy_addr(void* p) { return ::VTAMemGetPhyAddr(p); }
-  static void copy_from_host(void* dst, const void* src, std::size_t n) {
-    ::VTAMemCopyFromHost(dst, src, n);
-  }
-  static void copy_to_host(void* dst, const void* src, std::size_t n) {
-    ::VTAMemCopyToHost(dst, src, n);
-  }
-  static void flush(void* v, vta_phy_addr_t p, int n) { ::VTAFlushCache(v, p, n); }
-  static void invalidate(void* v, vta_phy_addr_t p, int n) { ::VTAInvalidateCache(v, p, n); }
-};
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/driver_api.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/runtime/stream.hpp
-// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
-// and which instructions those are. Standard library only, exception-free.
-//
-// The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
-// relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
-// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
-
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::runtime {
-
-struct Stream {
-  std::vector<InsnWord> insns;
-  std::vector<std::uint32_t> uops;
-  std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
-
-  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
-  std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
-
-  // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
-  // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
-  // leaving `out` partly written, if a relocated address no longer fits dram_base.
-  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
-    for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
-    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
-    for (std::uint32_t index : uop_relocs) {
-      if (index >= insns.size()) return false;
-      InsnWord& w = out[index];
-      const std::uint64_t addr = get_field(w, dram) + uop_base;
-      if (addr > low_mask(dram.width)) return false;
-      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(w, dram, addr);
-    }
-    return true;
-  }
-};
-
-// LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
-static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9).mem);
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/stream.hpp
-// end dlavm/runtime.hpp
 // begin dlavm/vta/hw/builder.hpp
 // Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
 // VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
@@ -14806,265 +16224,6 @@ static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9)
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/isa.hpp
-// Checked VTA encoding: every field value is checked against its width for the configuration
-// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
-// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
-// readable line per instruction.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/runtime/stream.hpp
-// end dlavm/runtime/stream.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <iterator>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-using Stream = runtime::Stream;
-
-// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
-std::string insn_name(const InsnFields& f);
-
-// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
-// instruction's position in its stream, for the message.
-void check_field(const IsaLayout& layout, const InsnFields& insn, Field field, std::int64_t value,
-                 std::size_t index);
-
-// Checks the enumerated fields of a decoded or hand-filled instruction.
-void check_enums(const InsnFields& f, std::size_t index);
-
-// Checked encoding: every field of the instruction's form must fit its width.
-InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0);
-
-// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
-// or ALU opcode.
-InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0);
-
-std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws);
-
-std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0);
-
-// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
-// | pop_next push_next".
-std::string disassemble(const InsnFields& f);
-
-// A whole stream, one numbered line per instruction, then the micro-op buffer.
-std::string disassemble(const IsaLayout& layout, const Stream& stream);
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::InsnFields& f, format_context& ctx) const;
-};
-template <>
-struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::InsnWord& w, format_context& ctx) const;
-};
-template <>
-struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::Uop& u, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/isa-inl.hpp
-// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string insn_name(const InsnFields& f) {
-  const auto op = static_cast<unsigned>(f.opcode);
-  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
-  return runtime::opcode_name(f.opcode);
-}
-
-DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
-                              std::int64_t value, std::size_t index) {
-  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
-  if (pos.width == 0)
-    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
-                         runtime::field_name(field));
-  if (field == Field::imm) {
-    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
-    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
-    if (value < lo || value > hi)
-      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
-                           insn_name(insn), index, value, pos.width, lo, hi);
-    return;
-  }
-  const auto limit = runtime::low_mask(pos.width);
-  if (value < 0)
-    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
-                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
-  if (static_cast<std::uint64_t>(value) > limit)
-    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
-                         runtime::field_name(field), value, pos.width, limit);
-}
-
-DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
-  const auto op = static_cast<unsigned>(f.opcode);
-  if (op >= runtime::kOpcodeCount)
-    raise<EncodingError>(
-        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
-        "ALU 4)",
-        index, op);
-  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
-    const auto m = static_cast<unsigned>(f.memory_type);
-    if (m >= runtime::kMemIdCount)
-      raise<EncodingError>(
-          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
-          "ACC_8BIT 5)",
-          insn_name(f), index, m);
-  }
-  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
-    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
-                         index, static_cast<unsigned>(f.alu_opcode));
-}
-
-DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
-  check_enums(f, index);
-  const auto form = runtime::form_of(f.opcode);
-  const auto& table = layout.form(form);
-  bool fits = true;
-  runtime::for_each_field(form, [&](Field x) {
-    const auto width = table[static_cast<std::size_t>(x)].width;
-    if (x == Field::imm) {
-      const std::int64_t half = std::int64_t{1} << (width - 1);
-      fits &= f.imm >= -half && f.imm < half;
-    } else {
-      fits &= f.get(x) <= runtime::low_mask(width);
-    }
-  });
-  if (!fits) {  // find the first offending field for the message
-    runtime::for_each_field(form, [&](Field x) {
-      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
-      check_field(layout, f, x, v, index);
-    });
-  }
-  return runtime::pack(layout, f);
-}
-
-DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
-  auto f = runtime::unpack(layout, w);
-  check_enums(f, index);
-  return f;
-}
-
-DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
-                                                std::span<const InsnWord> ws) {
-  std::vector<InsnFields> out;
-  out.reserve(ws.size());
-  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
-  return out;
-}
-
-DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
-  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
-    if (v > runtime::low_mask(p.width))
-      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
-                           p.width, runtime::low_mask(p.width));
-  };
-  check("dst_idx", u.dst, layout.uop_dst);
-  check("src_idx", u.src, layout.uop_src);
-  check("wgt_idx", u.wgt, layout.uop_wgt);
-  return runtime::pack_uop(layout, u);
-}
-
-DLAVM_INLINE std::string disassemble(const InsnFields& f) {
-  std::string s;
-  auto out = std::back_inserter(s);
-  switch (f.opcode) {
-    case Opcode::Load:
-    case Opcode::Store:
-      fmt::format_to(out, "{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
-                     runtime::opcode_name(f.opcode),
-                     static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
-                         ? runtime::mem_name(f.memory_type)
-                         : "MEM?",
-                     f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
-      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
-        fmt::format_to(out, " pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
-      break;
-    case Opcode::Gemm:
-      fmt::format_to(out, "GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
-                     f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
-                     f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
-                     f.wgt_factor_out, f.wgt_factor_in);
-      break;
-    case Opcode::Alu:
-      fmt::format_to(out, "ALU {}",
-                     static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
-                         ? runtime::alu_name(f.alu_opcode)
-                         : "OP?");
-      if (f.use_imm) fmt::format_to(out, " imm={}", f.imm);
-      if (f.reset_reg) fmt::format_to(out, " reset");
-      fmt::format_to(out, " uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
-                     f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
-                     f.src_factor_in);
-      break;
-    case Opcode::Finish:
-      s += "FINISH";
-      break;
-    default:
-      fmt::format_to(out, "UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
-      break;
-  }
-  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
-    s += " |";
-    if (f.pop_prev_dep) s += " pop_prev";
-    if (f.pop_next_dep) s += " pop_next";
-    if (f.push_prev_dep) s += " push_prev";
-    if (f.push_next_dep) s += " push_next";
-  }
-  return s;
-}
-
-DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
-  std::string s;
-  auto out = std::back_inserter(s);
-  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
-    const auto f = decode(layout, stream.insns[i], i);
-    fmt::format_to(out, "{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
-                   disassemble(f));
-  }
-  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
-    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
-    fmt::format_to(out, "uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
-  }
-  return s;
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
-    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
-}
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
-    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
-}
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
-    const dlavm::runtime::Uop& u, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
-}
-// end dlavm/vta/hw/isa-inl.hpp
-#endif
 // end dlavm/vta/hw/isa.hpp
 
 #include <array>
@@ -15468,533 +16627,6 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> Builder::place_kernel(
 // end dlavm/vta/hw/builder-inl.hpp
 #endif
 // end dlavm/vta/hw/builder.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/counters.hpp
-// The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
-// and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
-// counted, as in the reference).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-
-namespace dlavm::vta {
-
-struct Counters {
-  std::uint64_t inp_load_bytes = 0;
-  std::uint64_t wgt_load_bytes = 0;
-  std::uint64_t acc_load_bytes = 0;  // ACC and ACC_8BIT loads (DRAM bytes read)
-  std::uint64_t uop_load_bytes = 0;
-  std::uint64_t out_store_bytes = 0;
-  std::uint64_t gemm_uops = 0;
-  std::uint64_t alu_uops = 0;
-
-  std::uint64_t load_bytes() const;
-  std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
-  // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
-  std::uint64_t gemm_macs(const Config& c) const;
-  Counters& operator+=(const Counters& o);
-  friend bool operator==(const Counters&, const Counters&) = default;
-
-  // Adds what one instruction contributes (counters are a function of the stream alone).
-  void count(const Config& c, const InsnFields& f);
-};
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::vta::Counters& c, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/counters-inl.hpp
-// Definitions for dlavm/vta/hw/counters.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/counters.hpp
-// end dlavm/vta/hw/counters.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::uint64_t Counters::load_bytes() const {
-  return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
-}
-
-DLAVM_INLINE std::uint64_t Counters::gemm_macs(const Config& c) const {
-  return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
-}
-
-DLAVM_INLINE Counters& Counters::operator+=(const Counters& o) {
-  inp_load_bytes += o.inp_load_bytes;
-  wgt_load_bytes += o.wgt_load_bytes;
-  acc_load_bytes += o.acc_load_bytes;
-  uop_load_bytes += o.uop_load_bytes;
-  out_store_bytes += o.out_store_bytes;
-  gemm_uops += o.gemm_uops;
-  alu_uops += o.alu_uops;
-  return *this;
-}
-
-DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
-  if (f.opcode == Opcode::Load && f.x_size != 0) {
-    const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
-    switch (f.memory_type) {
-      case MemId::Inp:
-        inp_load_bytes += bytes;
-        break;
-      case MemId::Wgt:
-        wgt_load_bytes += bytes;
-        break;
-      case MemId::Acc:
-      case MemId::Acc8:
-        acc_load_bytes += bytes;
-        break;
-      case MemId::Uop:
-        uop_load_bytes += bytes;
-        break;
-      default:
-        break;
-    }
-  } else if (f.opcode == Opcode::Store && f.x_size != 0) {
-    out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
-  } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
-    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-    const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
-    if (f.opcode == Opcode::Alu) {
-      alu_uops += uops;
-    } else if (!f.reset_reg) {
-      gemm_uops += uops;
-    }
-  }
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
-    const dlavm::vta::Counters& c, format_context& ctx) const {
-  return fmt::format_to(ctx.out(),
-                        "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
-                        "out_store {} B, gemm {} uops, alu {} uops",
-                        c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
-                        c.out_store_bytes, c.gemm_uops, c.alu_uops);
-}
-// end dlavm/vta/hw/counters-inl.hpp
-#endif
-// end dlavm/vta/hw/counters.hpp
-// begin dlavm/vta/hw/cycle_model.hpp
-// Cycle model: the load, compute and store modules each run their instruction queue in order,
-// concurrently, synchronised only by the dependency tokens between them (a discrete-event
-// model: an instruction starts when its module is free and the tokens it pops have been
-// pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
-// cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
-//
-// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
-// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
-// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
-// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
-// follow each other. The roofline bound uses the same memory system, so it is a true lower
-// bound of the model (total_cycles >= roofline_cycles for every stream):
-//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
-//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
-//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
-//   memory_cycles   = the busiest port's port_cycles;
-//   roofline_cycles = max(compute_cycles, memory_cycles).
-// Each term is at most one module's busy time in the model, hence at most total_cycles.
-//
-// Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
-// design at the default configuration):
-//   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
-//                        2^LOG_BUS_WIDTH / 8 = 8 for VTA's 64-bit bus.
-//   dram_latency         cycles from a LOAD/STORE request to its first data beat (32).
-//   insn_overhead        fetch/decode/issue cycles every instruction pays on its module (4).
-//   gemm_uops_per_cycle  GEMM micro-ops (one BATCH x BLOCK_IN x BLOCK_OUT tile each) retired
-//                        per cycle once the pipeline is full: 1, VTA's fully pipelined core.
-//   gemm_latency         pipeline fill/drain per GEMM instruction (4).
-//   alu_cycles_per_uop   cycles per ALU micro-op: 2 (VTA's ALU loop reads two accumulator
-//                        tiles per micro-op, initiation interval 2).
-//   alu_latency          pipeline fill/drain per ALU instruction (4).
-//   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
-// Modules are modelled with unbounded command queues and a DRAM port each (above).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/counters.hpp
-// end dlavm/vta/hw/counters.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-struct CycleParams {
-  std::uint64_t bus_bytes_per_cycle = 8;
-  std::uint64_t dram_latency = 32;
-  std::uint64_t insn_overhead = 4;
-  std::uint64_t gemm_uops_per_cycle = 1;
-  std::uint64_t gemm_latency = 4;
-  std::uint64_t alu_cycles_per_uop = 2;
-  std::uint64_t alu_latency = 4;
-  std::uint64_t pad_elems_per_cycle = 1;
-
-  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
-  static CycleParams for_config(const Config& c) {
-    CycleParams p;
-    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
-    return p;
-  }
-};
-
-struct ModuleTime {
-  std::uint64_t busy = 0;   // cycles executing instructions
-  std::uint64_t stall = 0;  // cycles waiting for a dependency token
-  std::uint64_t end = 0;    // when its last instruction finished
-  std::uint64_t instructions = 0;
-};
-
-struct TraceEvent {
-  std::uint32_t index = 0;
-  Queue queue = Queue::Compute;
-  std::uint64_t start = 0;
-  std::uint64_t duration = 0;
-};
-
-struct CycleReport {
-  std::uint64_t total_cycles = 0;
-  std::array<ModuleTime, 3> modules{};         // load, compute, store
-  Counters counters;                           // bytes per memory type, micro-ops
-  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
-  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
-  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
-  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
-  std::vector<TraceEvent> trace;               // filled when asked for
-  std::vector<std::string> names;              // one-line disassembly per traced instruction
-
-  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
-  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
-
-  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
-  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
-  std::string chrome_trace() const;
-  void write_chrome_trace(const std::string& path) const;
-};
-
-class CycleModel {
- public:
-  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
-  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
-    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
-        params_.pad_elems_per_cycle == 0)
-      raise<ValueError>(
-          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
-          "pad_elems_per_cycle must be positive");
-  }
-
-  const CycleParams& params() const { return params_; }
-
-  // Cycles one instruction occupies its module.
-  std::uint64_t duration(const InsnFields& f) const;
-  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
-  std::uint64_t transfer_bytes(const InsnFields& f) const;
-
-  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
-
- private:
-  static std::uint64_t uops(const InsnFields& f);
-
-  Config config_;
-  CycleParams params_;
-};
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::vta::CycleReport& r, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/cycle_model-inl.hpp
-// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/cycle_model.hpp
-// end dlavm/vta/hw/cycle_model.hpp
-// begin dlavm/vta/hw/dispatch.hpp
-// The three modules and the four token queues between them, shared by the functional
-// simulator and the cycle model. Instructions are dispatched in order to their module;
-// `dispatch` calls back every instruction in an order that each module's program order and
-// the dependency tokens allow, and reports a deadlock naming the stuck instructions.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <array>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-struct TokenQueue {
-  std::vector<std::uint64_t> time;  // when each token was pushed
-  std::size_t head = 0;
-  bool empty() const { return head == time.size(); }
-  std::uint64_t pop() { return time[head++]; }
-  void push(std::uint64_t t) { time.push_back(t); }
-};
-
-// Raises DeviceError for dependency flags a module cannot have (load has no previous module,
-// store no next one).
-void check_dep_flags(const InsnFields& f, std::size_t i);
-
-// exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
-// (the latest of them, 0 if none), and returns the time at which its own pushes happen.
-template <class Exec>
-void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
-  std::array<std::vector<std::uint32_t>, 3> queue;
-  for (std::size_t i = 0; i < prog.size(); ++i) {
-    check_dep_flags(prog[i], i);
-    queue[static_cast<std::size_t>(runtime::queue_of(prog[i])) - 1].push_back(
-        static_cast<std::uint32_t>(i));
-  }
-  TokenQueue l2c, c2l, c2s, s2c;
-  // The queue module m pops from for its prev / next neighbour, and pushes to.
-  auto pop_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
-    if (m == 0) return prev ? nullptr : &c2l;
-    if (m == 1) return prev ? &l2c : &s2c;
-    return prev ? &c2s : nullptr;
-  };
-  auto push_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
-    if (m == 0) return prev ? nullptr : &l2c;
-    if (m == 1) return prev ? &c2l : &c2s;
-    return prev ? &s2c : nullptr;
-  };
-  std::array<std::size_t, 3> pos{};
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (std::size_t m = 0; m < 3; ++m) {
-      while (pos[m] < queue[m].size()) {
-        const auto i = queue[m][pos[m]];
-        const auto& f = prog[i];
-        TokenQueue* pp = f.pop_prev_dep ? pop_queue(m, true) : nullptr;
-        TokenQueue* pn = f.pop_next_dep ? pop_queue(m, false) : nullptr;
-        if ((pp && pp->empty()) || (pn && pn->empty())) break;
-        std::uint64_t ready = 0;
-        if (pp) ready = std::max(ready, pp->pop());
-        if (pn) ready = std::max(ready, pn->pop());
-        const std::uint64_t done = exec(i, ready);
-        if (f.push_prev_dep) push_queue(m, true)->push(done);
-        if (f.push_next_dep) push_queue(m, false)->push(done);
-        ++pos[m];
-        progress = true;
-      }
-    }
-  }
-  std::string stuck;
-  for (std::size_t m = 0; m < 3; ++m) {
-    if (pos[m] == queue[m].size()) continue;
-    const auto i = queue[m][pos[m]];
-    const auto& f = prog[i];
-    const auto q = static_cast<Queue>(m + 1);
-    std::string waits;
-    auto need = [&](bool flag, bool prev) {
-      if (!flag || !pop_queue(m, prev)->empty()) return;
-      const auto from = static_cast<Queue>(prev ? m : m + 2);
-      waits +=
-          fmt::format("{}a token from {}", waits.empty() ? "" : " and ", runtime::queue_name(from));
-    };
-    need(f.pop_prev_dep, true);
-    need(f.pop_next_dep, false);
-    stuck += fmt::format("{}{} module stuck at {} #{} waiting for {}", stuck.empty() ? "" : "; ",
-                         runtime::queue_name(q), insn_name(f), i, waits);
-  }
-  if (!stuck.empty()) raise<DeviceError>("deadlock on dependency tokens: {}", stuck);
-}
-
-}  // namespace dlavm::vta::detail
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/dispatch-inl.hpp
-// Definitions for dlavm/vta/hw/dispatch.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/dispatch.hpp
-// end dlavm/vta/hw/dispatch.hpp
-
-#include <algorithm>
-
-namespace dlavm::vta::detail {
-
-DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
-  const auto q = runtime::queue_of(f);
-  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the load module, which has no previous module: "
-        "pop_prev_dep / push_prev_dep must be 0",
-        insn_name(f), i);
-  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the store module, which has no next module: "
-        "pop_next_dep / push_next_dep must be 0",
-        insn_name(f), i);
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/dispatch-inl.hpp
-#endif
-// end dlavm/vta/hw/dispatch.hpp
-// begin dlavm/vta/hw/json.hpp
-// end dlavm/vta/hw/json.hpp
-
-#include <fstream>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string CycleReport::chrome_trace() const {
-  detail::Json events = detail::Json::array();
-  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(q)},
-                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
-  }
-  for (std::size_t k = 0; k < trace.size(); ++k) {
-    const auto& e = trace[k];
-    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
-                      {"cat", runtime::queue_name(e.queue)},
-                      {"ph", "X"},
-                      {"ts", e.start},
-                      {"dur", e.duration},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(e.queue)},
-                      {"args", {{"index", e.index}}}});
-  }
-  detail::Json doc;
-  doc["traceEvents"] = std::move(events);
-  doc["displayTimeUnit"] = "ns";
-  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
-  return doc.dump(1);
-}
-
-DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  out << chrome_trace();
-  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
-  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
-  const std::size_t eb =
-      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
-  return std::uint64_t{f.y_size} * f.x_size * eb;
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
-  const auto& p = params_;
-  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
-  switch (f.opcode) {
-    case Opcode::Load:
-    case Opcode::Store: {
-      if (f.x_size == 0) return p.insn_overhead;
-      const std::uint64_t bytes = transfer_bytes(f);
-      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
-                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
-                                   std::uint64_t{f.y_size} * f.x_size;
-      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
-             ceil_div(padded, p.pad_elems_per_cycle);
-    }
-    case Opcode::Gemm:
-      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
-    case Opcode::Alu:
-      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
-    default:
-      return p.insn_overhead;
-  }
-}
-
-DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
-  CycleReport r;
-  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
-  std::uint64_t gemm_all = 0, alu_all = 0;
-  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
-    const auto& f = prog[i];
-    const auto q = runtime::queue_of(f);
-    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
-    auto& at = free_at[static_cast<std::size_t>(q) - 1];
-    const std::uint64_t start = std::max(at, ready);
-    const std::uint64_t d = duration(f);
-    m.stall += start - at;
-    m.busy += d;
-    ++m.instructions;
-    at = start + d;
-    m.end = at;
-    r.counters.count(config_, f);
-    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
-    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
-    if (f.opcode == Opcode::Alu) alu_all += uops(f);
-    if (trace) {
-      r.trace.push_back({i, q, start, d});
-      r.names.push_back(disassemble(f));
-    }
-    return at;
-  });
-  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
-  const auto& p = params_;
-  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
-                     alu_all * p.alu_cycles_per_uop;
-  for (std::size_t m = 0; m < 3; ++m) {
-    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
-    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
-  }
-  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
-  return r;
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
-  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-  return std::uint64_t{f.iter_out} * f.iter_in * n;
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
-    const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto out = fmt::format_to(
-      ctx.out(),
-      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
-      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
-      r.port_cycles[1], r.port_cycles[2]);
-  const char* names[] = {"load", "compute", "store"};
-  for (int m = 0; m < 3; ++m)
-    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
-                         r.modules[m].stall);
-  return out;
-}
-// end dlavm/vta/hw/cycle_model-inl.hpp
-#endif
-// end dlavm/vta/hw/cycle_model.hpp
 // begin dlavm/vta/hw/dep_tracker.hpp
 // Dependency tokens from data hazards. VTA's three modules run their queues concurrently; an
 // instruction must wait for every earlier instruction of another module that wrote what it
@@ -16161,272 +16793,6 @@ DLAVM_INLINE void DepTracker::raise_need(std::array<std::int64_t, 3>& need, Queu
 // end dlavm/vta/hw/dep_tracker-inl.hpp
 #endif
 // end dlavm/vta/hw/dep_tracker.hpp
-// begin dlavm/vta/hw/device.hpp
-// The device interface: DRAM allocation with physical addresses, host copies, and running a
-// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
-// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
-// implements the public VTA driver C API (a board, VTA's simulators, or
-// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
-// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/counters.hpp
-// end dlavm/vta/hw/counters.hpp
-// begin dlavm/vta/hw/cycle_model.hpp
-// end dlavm/vta/hw/cycle_model.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <vector>
-
-namespace dlavm::vta {
-
-// A DRAM buffer: its physical (byte) address and size.
-struct Buffer {
-  std::uint64_t phys = 0;
-  std::size_t bytes = 0;
-  friend bool operator==(const Buffer&, const Buffer&) = default;
-};
-
-struct RunResult {
-  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
-  CycleReport timing;  // the cycle model's estimate for the stream
-  bool finished = false;
-};
-
-class Device {
- public:
-  virtual ~Device() = default;
-  virtual const Config& config() const = 0;
-  virtual Buffer alloc(std::size_t bytes) = 0;
-  virtual void free(Buffer buffer) = 0;
-  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
-  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  // Runs a stream to completion; raises DeviceError on failure.
-  virtual RunResult run(const Stream& stream) = 0;
-
-  template <class T>
-  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
-    copy_in(dst, offset, data.data(), data.size_bytes());
-  }
-  template <class T>
-  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
-    copy_out(src, offset, data.data(), data.size_bytes());
-  }
-  // A buffer of `count` elements of type T, filled from `data` when given.
-  template <class T>
-  Buffer alloc_for(std::span<const T> data) {
-    const Buffer b = alloc(data.size_bytes());
-    copy_in(b, data);
-    return b;
-  }
-
-  // Records a chrome trace (RunResult::timing.trace) on every run.
-  void set_trace(bool on) { trace_ = on; }
-
- protected:
-  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
-
-  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
-  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
-  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
-  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
-
-  bool trace_ = false;
-};
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/device-inl.hpp
-// Definitions for dlavm/vta/hw/device.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE void Device::check_range(const char* what, Buffer b, std::size_t offset,
-                                      std::size_t bytes) {
-  if (offset > b.bytes || bytes > b.bytes - offset)
-    raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
-                      offset + bytes, b.bytes, b.phys);
-}
-
-DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64_t uop_phys) {
-  std::vector<InsnWord> words(s.insns.size());
-  if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
-    raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
-  return words;
-}
-
-DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const InsnWord> words) {
-  std::vector<std::byte> out(words.size() * 16);
-  for (std::size_t i = 0; i < words.size(); ++i)
-    for (int h = 0; h < 2; ++h)
-      for (int b = 0; b < 8; ++b)
-        out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
-  return out;
-}
-
-DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32_t> uops) {
-  std::vector<std::byte> out(uops.size() * 4);
-  for (std::size_t i = 0; i < uops.size(); ++i)
-    for (int b = 0; b < 4; ++b)
-      out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
-  return out;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/device-inl.hpp
-#endif
-// end dlavm/vta/hw/device.hpp
-// begin dlavm/vta/hw/driver_device.hpp
-// DriverDevice: a Device over the public VTA driver C API (VTAMemAlloc ... VTADeviceRun), for
-// boards and VTA's own simulators. A template over the API so that tests can supply one.
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/runtime/driver_api.hpp
-// end dlavm/runtime/driver_api.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/cycle_model.hpp
-// end dlavm/vta/hw/cycle_model.hpp
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <map>
-
-namespace dlavm::vta {
-
-// A device over the public VTA driver API. `Api` supplies the functions (see
-// runtime::VtaDriverApi, which calls the C functions VTAMemAlloc ... VTADeviceRun).
-template <class Api = runtime::VtaDriverApi>
-class DriverDevice : public Device {
- public:
-  explicit DriverDevice(const Config& config = Config{}, std::uint32_t wait_cycles = 100'000'000)
-      : config_(config), model_(config), wait_cycles_(wait_cycles) {
-    config_.validate();
-    handle_ = Api::device_alloc();
-    if (!handle_) raise<DeviceError>("VTADeviceAlloc failed");
-  }
-  DriverDevice(const DriverDevice&) = delete;
-  DriverDevice& operator=(const DriverDevice&) = delete;
-  ~DriverDevice() override {
-    for (auto& [phys, m] : buffers_) Api::mem_free(m.virt);
-    Api::device_free(handle_);
-  }
-
-  using Device::copy_in;
-  using Device::copy_out;
-
-  const Config& config() const override { return config_; }
-
-  Buffer alloc(std::size_t bytes) override {
-    void* v = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
-    if (!v) raise<DeviceError>("VTAMemAlloc of {} bytes failed", bytes);
-    const std::uint64_t phys = Api::phy_addr(v);
-    buffers_[phys] = {v, bytes};
-    return {phys, bytes};
-  }
-  void free(Buffer b) override {
-    Api::mem_free(lookup("free", b).virt);
-    buffers_.erase(b.phys);
-  }
-  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
-    check_range("copy_in", dst, offset, bytes);
-    auto* v = static_cast<std::byte*>(lookup("copy_in", dst).virt) + offset;
-    Api::copy_from_host(v, src, bytes);
-    Api::flush(v, static_cast<vta_phy_addr_t>(dst.phys + offset), static_cast<int>(bytes));
-  }
-  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
-    check_range("copy_out", src, offset, bytes);
-    auto* v = static_cast<std::byte*>(lookup("copy_out", src).virt) + offset;
-    Api::invalidate(v, static_cast<vta_phy_addr_t>(src.phys + offset), static_cast<int>(bytes));
-    Api::copy_to_host(dst, v, bytes);
-  }
-
-  RunResult run(const Stream& stream) override {
-    struct Scoped {
-      DriverDevice& d;
-      Buffer b;
-      ~Scoped() {
-        const auto it = d.buffers_.find(b.phys);
-        if (it == d.buffers_.end()) return;
-        Api::mem_free(it->second.virt);
-        d.buffers_.erase(it);
-      }
-    };
-    Scoped uops{*this, alloc(stream.uop_bytes())};
-    const auto words = relocate(stream, uops.b.phys);
-    Scoped insns{*this, alloc(stream.insn_bytes())};
-    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
-    const auto decoded = decode_all(config_.layout(), words);
-    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
-                                   static_cast<std::uint32_t>(words.size()), wait_cycles_);
-    if (rc != 0)
-      raise<DeviceError>(
-          "VTADeviceRun returned {} for {} instructions (timeout after {} cycles "
-          "or device failure)",
-          rc, words.size(), wait_cycles_);
-    RunResult r;
-    r.timing = model_.run(decoded, trace_);
-    r.counters = r.timing.counters;
-    r.finished = true;
-    return r;
-  }
-
- private:
-  struct Mapping {
-    void* virt = nullptr;
-    std::size_t bytes = 0;
-  };
-  Mapping& lookup(const char* what, Buffer b) {
-    const auto it = buffers_.find(b.phys);
-    if (it == buffers_.end())
-      raise<ValueError>("{}: 0x{:x} is not a buffer of this device", what, b.phys);
-    return it->second;
-  }
-
-  Config config_;
-  CycleModel model_;
-  std::uint32_t wait_cycles_;
-  VTADeviceHandle handle_ = nullptr;
-  std::map<std::uint64_t, Mapping> buffers_;
-};
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/driver_device.hpp
-// begin dlavm/vta/hw/dump.hpp
-// Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
-// dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
-// micro-op files, and one DRAM image per buffer. load_dump checks the files against the
-// manifest (counts against file sizes, every DRAM transfer inside one of its buffers) and gives
-// a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
-// Device places it; replay runs a dump on a device wherever that device puts the buffers.
-//
-//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
-//   vta::SimDevice dev(dump.manifest.config);
-//   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
 // begin dlavm/vta/hw/device.hpp
 // end dlavm/vta/hw/device.hpp
 // begin dlavm/vta/hw/io.hpp
@@ -16903,6 +17269,4723 @@ DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
 }  // namespace dlavm::vta
 // end dlavm/vta/hw/io-inl.hpp
 #endif
+// end dlavm/vta/hw/io.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/passes.hpp
+// The VTA lowering pipeline, TIR to TIR. After te::lower:
+//   reuse_inplace     element-wise stages write into their input's buffer (tir)
+//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
+//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
+//   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
+//   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
+// Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
+// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
+// operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
+// micro-op loads, GEMM, ALU), store.
+Queue queue_of_call(const te::CallNode& c);
+
+// The on-chip buffer an intrinsic call writes, if any.
+inline const te::BufferNode* written_by(const te::CallNode& c) {
+  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
+      c.name == intrin::alu)
+    return c.buffers.empty() ? nullptr : c.buffers[0].get();
+  return nullptr;
+}
+
+// Replaces virtual-thread loops, grouping each module's consecutive statements.
+tir::Stmt inject_vthread(const tir::Stmt& s);
+
+// One step of the pipeline: its name and the function after it.
+struct LoweringStep {
+  std::string pass;
+  tir::PrimFunc func;
+};
+
+// The function after te::lower and after each VTA pass, in order.
+std::vector<LoweringStep> lower_passes(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                       const Env& env, std::string name = "main");
+
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+                    std::string name = "main");
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/passes-inl.hpp
+// Definitions for dlavm/vta/lower/passes.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/tir/lower.hpp
+// end dlavm/tir/lower.hpp
+// begin dlavm/tir/storage_rewrite.hpp
+// end dlavm/tir/storage_rewrite.hpp
+// begin dlavm/tir/vthread.hpp
+// end dlavm/tir/vthread.hpp
+// begin dlavm/vta/lower/fold_uop.hpp
+// Micro-op folding: a loop nest whose leaves are all one kind of compute call (vta.gemm,
+// vta.gemm_reset, or vta.alu with one operation and immediate) becomes one GEMM or ALU
+// instruction, the way TVM's VTA flow builds a micro-op kernel:
+//   - its two outermost loops become the instruction's two micro-op loop levels (iter_out,
+//     iter_in), their strides in each operand becoming the dst/src/wgt factors;
+//   - the loops inside them are unrolled into the kernel's micro-op list.
+// A loop stays a host loop around the instruction when it cannot be a level (operands not
+// linear in it with one stride, a negative or too wide factor, an extent wider than the
+// iteration field) and the list inside would not fit the micro-op buffer. The result:
+//
+//   attr [gemm] vta.uop_kernel = 126 {
+//     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor
+//     @vta.uop_loop_begin(7, 14, 16, 0)
+//     for (dy, 0, 3) { for (dx, 0, 3) { for (j, 0, 14) {
+//       @vta.gemm(res_conv, data_buf, kernel_buf; j, (dy*16) + dx + j, (dy*3) + dx)
+//     } } }
+//     @vta.uop_loop_end()
+//     @vta.uop_loop_end()
+//   }
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// Nests of GEMM / ALU calls become micro-op kernels (see above).
+tir::Stmt fold_uops(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/fold_uop-inl.hpp
+// Definitions for dlavm/vta/lower/fold_uop.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/fold_uop.hpp
+// end dlavm/vta/lower/fold_uop.hpp
+// begin dlavm/vta/lower/nest.hpp
+// Loop nests as the VTA passes read them: the For loops at the top of an annotated stage, the
+// "dims" that flat index expressions walk through them (adjacent loops merged where every
+// access is contiguous), and offsets with loops pinned to a value. Shared by the DMA and ALU
+// injection passes.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// A loop of a nest: variable and extent.
+struct NestLoop {
+  ne::Var var;
+  ne::Expr extent;
+};
+
+// Peels the For loops at the top of s; returns them outermost first and the innermost body.
+inline std::pair<std::vector<NestLoop>, tir::Stmt> peel_loops(tir::Stmt s) {
+  std::vector<NestLoop> loops;
+  while (const auto* f = s.as<tir::ForNode>()) {
+    if (!f->min.is_const() || *f->min.as_int() != 0)
+      raise<ScheduleError>("VTA lowering: loop '{}' starts at {}, expected 0", f->var.name(),
+                           f->min);
+    loops.push_back({f->var, f->extent});
+    s = f->body;
+  }
+  return {std::move(loops), std::move(s)};
+}
+
+inline bool same(const ne::Expr& a, const ne::Expr& b) {
+  return ne::equal(ne::simplify(a), ne::simplify(b));
+}
+
+inline bool divisible(const ne::Expr& e, std::int64_t d) {
+  return ne::simplify(ne::floormod(e, d)).as_int() == 0;
+}
+
+inline bool is_zero(const ne::Expr& e) { return ne::simplify(e).as_int() == 0; }
+
+// One dimension of an access: extent and the strides of the accesses that walk it.
+struct Dim {
+  ne::Var var;
+  ne::Expr extent;
+  std::vector<ne::Expr> strides;  // one per access
+  std::vector<ne::Var> merged;    // loops folded into this dimension, innermost first
+};
+
+// The dims of a nest for the given flat index expressions (innermost first), with adjacent
+// loops merged where every access walks them contiguously (stride_outer = stride_inner *
+// extent_inner). A loop in `closed` is only ever the outermost loop of its dim: nothing
+// outside it merges with it (a padded loop must stay at the edge of its dim). nullopt when an
+// index is not affine in the loops.
+inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
+                                                   const std::vector<ne::Expr>& indices,
+                                                   const std::vector<bool>& closed = {}) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ne::LinearForm> forms;
+  for (const auto& i : indices) {
+    auto f = ne::linear_form(i, vars);
+    if (!f) return std::nullopt;
+    forms.push_back(std::move(*f));
+  }
+  std::vector<Dim> dims;
+  bool inner_closed = false;
+  for (std::size_t k = loops.size(); k-- > 0;) {
+    Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
+    for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
+    const bool is_closed = k < closed.size() && closed[k];
+    if (!dims.empty() && !inner_closed) {
+      auto& inner = dims.back();
+      bool contiguous = true;
+      for (std::size_t a = 0; a < forms.size(); ++a)
+        contiguous = contiguous && same(d.strides[a], inner.strides[a] * inner.extent);
+      if (contiguous) {
+        inner.extent = ne::simplify(inner.extent * d.extent);
+        inner.merged.push_back(d.var);
+        inner_closed = is_closed;
+        continue;
+      }
+    }
+    dims.push_back(std::move(d));
+    inner_closed = is_closed;
+  }
+  return dims;
+}
+
+inline te::Expr iv(const ne::Expr& e) { return te::index_value(ne::simplify(e)); }
+
+// The index with the given loop variables replaced by values (zero by default).
+inline ne::Expr pinned(const ne::Expr& index, const std::vector<ne::Var>& vars,
+                       const std::vector<std::pair<ne::Var, ne::Expr>>& at = {}) {
+  std::vector<ne::Substitution> z;
+  for (const auto& v : vars) {
+    ne::Expr value = 0;
+    for (const auto& [w, e] : at)
+      if (w.id() == v.id()) value = e;
+    z.emplace_back(v, value);
+  }
+  return ne::simplify(ne::substitute(index, z));
+}
+
+inline bool contains(const std::vector<ne::Var>& vars, const ne::Var& v) {
+  return std::any_of(vars.begin(), vars.end(), [&](const ne::Var& w) { return w.id() == v.id(); });
+}
+
+// The loops of `loops` not in `folded`, outermost first: they stay host loops.
+inline std::vector<NestLoop> host_loops(const std::vector<NestLoop>& loops,
+                                        const std::vector<ne::Var>& folded) {
+  std::vector<NestLoop> host;
+  for (const auto& l : loops)
+    if (!contains(folded, l.var)) host.push_back(l);
+  return host;
+}
+
+inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
+  for (auto it = host.rbegin(); it != host.rend(); ++it)
+    body = tir::make_for(it->var, 0, it->extent, tir::ForKind::Serial, body);
+  return body;
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/lower/nest.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// The kind of compute call a statement is made of: calls with equal keys can share one
+// micro-op kernel.
+struct UopKey {
+  std::string name;
+  std::int64_t op = 0, use_imm = 0, imm = 0;
+  friend bool operator==(const UopKey&, const UopKey&) = default;
+};
+
+inline std::optional<UopKey> uop_key_of_call(const te::CallNode& c) {
+  if (c.name == intrin::gemm || c.name == intrin::gemm_reset) return UopKey{c.name};
+  if (c.name == intrin::alu) {
+    const auto arg = [&](std::size_t k) { return c.args[k].as<te::IntImmNode>()->value; };
+    return UopKey{c.name, arg(0), arg(1), arg(2)};
+  }
+  return std::nullopt;
+}
+
+// The operand offsets (dst, src, wgt) of a compute call, in SRAM entries of its buffers.
+inline std::vector<ne::Expr> uop_operands(const te::CallNode& c) {
+  const auto index = [&](std::size_t k) -> ne::Expr {
+    if (const auto* i = c.args[k].as<te::IndexNode>()) return i->index;
+    return c.args[k].as<te::IntImmNode>()->value;
+  };
+  if (c.name == intrin::gemm) return {index(0), index(1), index(2)};
+  if (c.name == intrin::gemm_reset) return {index(0), 0, 0};
+  return {index(3), index(4), 0};  // alu
+}
+
+// The call with its operand offsets replaced.
+inline te::Expr with_operands(const te::CallNode& c, const std::vector<ne::Expr>& ops) {
+  std::vector<te::Expr> args = c.args;
+  if (c.name == intrin::gemm) {
+    for (std::size_t k = 0; k < 3; ++k) args[k] = iv(ops[k]);
+  } else if (c.name == intrin::gemm_reset) {
+    args[0] = iv(ops[0]);
+  } else {
+    args[3] = iv(ops[0]);
+    args[4] = iv(ops[1]);
+  }
+  return te::call(c.name, c.dtype(), std::move(args), c.buffers);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+class FoldUops : public tir::StmtMutator<FoldUops> {
+ public:
+  explicit FoldUops(const Env& env) : env_(env) {
+    const auto layout = env.config.layout();
+    const auto max_of = [&](runtime::Form f, runtime::Field field) {
+      return (std::int64_t{1} << layout.pos(f, field).width) - 1;
+    };
+    max_iter_ = max_of(runtime::Form::Gemm, runtime::Field::iter_out);
+    max_factor_ = {max_of(runtime::Form::Gemm, runtime::Field::dst_factor_out),
+                   max_of(runtime::Form::Gemm, runtime::Field::src_factor_out),
+                   max_of(runtime::Form::Gemm, runtime::Field::wgt_factor_out)};
+    // Half the micro-op buffer at most, so that several kernels stay resident.
+    max_uops_ = env.config.uop_depth() / 2;
+  }
+
+  tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return tir::StmtMutator<FoldUops>::visit_for(n, s);
+  }
+  tir::Stmt visit_evaluate(const tir::EvaluateNode&, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return s;
+  }
+  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    if (key_of(s)) return fold(s);
+    return tir::StmtMutator<FoldUops>::visit_seq(n, s);
+  }
+
+ private:
+  using Key = detail::UopKey;
+
+  // The key shared by every leaf of s, when s is only serial loops and sequences of them.
+  static std::optional<Key> key_of(const tir::Stmt& s) {
+    if (const auto* e = s.as<tir::EvaluateNode>()) {
+      const auto* c = e->value.as<te::CallNode>();
+      return c ? detail::uop_key_of_call(*c) : std::nullopt;
+    }
+    if (const auto* f = s.as<tir::ForNode>()) {
+      if (f->for_kind == tir::ForKind::VThread || !detail::is_zero(f->min)) return std::nullopt;
+      return key_of(f->body);
+    }
+    if (const auto* q = s.as<tir::SeqNode>()) {
+      std::optional<Key> k;
+      for (const auto& part : q->seq) {
+        auto pk = key_of(part);
+        if (!pk || (k && !(*k == *pk))) return std::nullopt;
+        k = pk;
+      }
+      return k;
+    }
+    return std::nullopt;
+  }
+
+  // Every call under s with the loops around it inside s.
+  struct Leaf {
+    const te::CallNode* call;
+    std::vector<detail::NestLoop> loops;
+  };
+  static void leaves(const tir::Stmt& s, std::vector<detail::NestLoop>& around,
+                     std::vector<Leaf>& out) {
+    if (const auto* e = s.as<tir::EvaluateNode>()) {
+      out.push_back({e->value.as<te::CallNode>(), around});
+    } else if (const auto* f = s.as<tir::ForNode>()) {
+      around.push_back({f->var, f->extent});
+      leaves(f->body, around, out);
+      around.pop_back();
+    } else if (const auto* q = s.as<tir::SeqNode>()) {
+      for (const auto& part : q->seq) leaves(part, around, out);
+    }
+  }
+
+  // Micro-ops a statement pushes (an upper bound over the symbolic dims); nullopt when an
+  // extent depends on a variable in `levels`.
+  static std::optional<std::int64_t> uop_count(const tir::Stmt& s,
+                                               const std::vector<ne::Var>& levels) {
+    if (s.as<tir::EvaluateNode>()) return 1;
+    if (const auto* f = s.as<tir::ForNode>()) {
+      for (const auto& v : ne::free_vars(f->extent))
+        if (detail::contains(levels, v)) return std::nullopt;
+      auto inner = uop_count(f->body, levels);
+      if (!inner) return std::nullopt;
+      const auto ext = ne::bounds(f->extent).max;
+      if (ext > (std::int64_t{1} << 30) / std::max<std::int64_t>(*inner, 1)) return INT32_MAX;
+      return ext * *inner;
+    }
+    std::int64_t total = 0;
+    for (const auto& part : s.as<tir::SeqNode>()->seq) {
+      auto c = uop_count(part, levels);
+      if (!c) return std::nullopt;
+      total += *c;
+      if (total > INT32_MAX) return INT32_MAX;
+    }
+    return total;
+  }
+
+  // The strides of a level loop in the three operands, when every leaf under it is linear in
+  // it with the same strides and the factors fit their fields.
+  std::optional<std::vector<ne::Expr>> level_strides(const detail::NestLoop& loop,
+                                                     const std::vector<Leaf>& calls) const {
+    // An extent that is not positive at run time means no iteration: the instruction is
+    // skipped then (see Program), so only the upper bound matters here.
+    if (ne::bounds(loop.extent).max > max_iter_) return std::nullopt;
+    std::optional<std::vector<ne::Expr>> strides;
+    for (const auto& leaf : calls) {
+      for (const auto& l : leaf.loops)
+        for (const auto& v : ne::free_vars(l.extent))
+          if (v.id() == loop.var.id()) return std::nullopt;
+      std::vector<ne::Expr> mine;
+      for (const auto& op : detail::uop_operands(*leaf.call)) {
+        auto f = ne::linear_form(op, {loop.var});
+        if (!f) return std::nullopt;
+        mine.push_back(ne::simplify(f->strides[0]));
+      }
+      if (!strides) {
+        strides = mine;
+        continue;
+      }
+      for (std::size_t k = 0; k < 3; ++k)
+        if (!detail::same((*strides)[k], mine[k])) return std::nullopt;
+    }
+    if (!strides) return std::nullopt;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto b = ne::bounds((*strides)[k]);
+      if (b.min < 0 || b.max > max_factor_[k]) return std::nullopt;
+    }
+    return strides;
+  }
+
+  tir::Stmt fold(const tir::Stmt& s) {
+    std::vector<detail::NestLoop> chain;
+    tir::Stmt body = s;
+    while (const auto* f = body.as<tir::ForNode>()) {
+      chain.push_back({f->var, f->extent});
+      body = f->body;
+    }
+    std::vector<Leaf> calls;
+    std::vector<detail::NestLoop> around;
+    leaves(s, around, calls);
+    // The first split (host loops, levels, unrolled rest) whose kernel fits.
+    for (std::size_t h = 0; h <= chain.size(); ++h) {
+      std::vector<detail::NestLoop> levels;
+      std::vector<std::vector<ne::Expr>> strides;
+      for (std::size_t j = h; j < chain.size() && levels.size() < 2; ++j) {
+        auto st = level_strides(chain[j], calls);
+        if (!st) break;
+        levels.push_back(chain[j]);
+        strides.push_back(std::move(*st));
+      }
+      // The unrolled rest: loops after the levels, then the body.
+      tir::Stmt rest = body;
+      for (std::size_t j = chain.size(); j-- > h + levels.size();)
+        rest = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, rest);
+      std::vector<ne::Var> level_vars;
+      for (const auto& l : levels) level_vars.push_back(l.var);
+      const auto count = uop_count(rest, level_vars);
+      if (!count || *count > max_uops_) continue;
+      return build(chain, h, levels, strides, rest, *count);
+    }
+    // No single kernel: fold the parts separately.
+    if (const auto* f = s.as<tir::ForNode>())
+      return tir::make_for(f->var, f->min, f->extent, f->for_kind, visit(f->body));
+    if (const auto* q = s.as<tir::SeqNode>()) {
+      std::vector<tir::Stmt> parts;
+      for (const auto& part : q->seq) parts.push_back(visit(part));
+      return tir::make_seq(parts);
+    }
+    raise<ScheduleError>("VTA lowering: a micro-op kernel of one call does not fit");
+  }
+
+  tir::Stmt build(const std::vector<detail::NestLoop>& chain, std::size_t h,
+                  const std::vector<detail::NestLoop>& levels,
+                  const std::vector<std::vector<ne::Expr>>& strides, const tir::Stmt& rest,
+                  std::int64_t count) {
+    std::vector<ne::Var> level_vars;
+    for (const auto& l : levels) level_vars.push_back(l.var);
+    // Operands with the level variables at zero: the factors carry them.
+    struct Strip : tir::StmtMutator<Strip> {
+      const std::vector<ne::Var>* vars;
+      tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto& c = *n.value.as<te::CallNode>();
+        std::vector<ne::Expr> ops;
+        for (const auto& op : detail::uop_operands(c)) ops.push_back(detail::pinned(op, *vars));
+        return tir::make_evaluate(detail::with_operands(c, ops));
+      }
+    } strip;
+    strip.vars = &level_vars;
+    std::vector<tir::Stmt> parts;
+    for (std::size_t k = 0; k < levels.size(); ++k) {
+      std::vector<te::Expr> args{detail::iv(levels[k].extent)};
+      for (const auto& st : strides[k]) args.push_back(detail::iv(st));
+      parts.push_back(tir::make_evaluate(
+          te::call(std::string(intrin::uop_loop_begin), DType::int32(), std::move(args))));
+    }
+    parts.push_back(strip.visit(rest));
+    for (std::size_t k = 0; k < levels.size(); ++k)
+      parts.push_back(tir::make_evaluate(
+          te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
+    // A kernel of one part is still a sequence, so that it prints as a block.
+    tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
+        parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
+    const auto key = key_of(rest);
+    std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"
+    if (key->name == intrin::alu) {
+      what = "alu.";
+      for (const char* c = runtime::alu_name(static_cast<runtime::AluOp>(key->op)); *c; ++c)
+        what += static_cast<char>(*c - 'A' + 'a');
+      if (key->use_imm) what += ".imm";
+    }
+    tir::Stmt out = tir::make_attr(std::string(intrin::uop_kernel), what, count, kernel);
+    for (std::size_t j = h; j-- > 0;)
+      out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);
+    return out;
+  }
+
+  static std::vector<tir::Stmt> flatten(const std::vector<tir::Stmt>& parts) {
+    std::vector<tir::Stmt> flat;
+    for (const auto& p : parts) {
+      if (const auto* q = p.as<tir::SeqNode>())
+        flat.insert(flat.end(), q->seq.begin(), q->seq.end());
+      else
+        flat.push_back(p);
+    }
+    return flat;
+  }
+
+  const Env& env_;
+  std::int64_t max_iter_ = 0;
+  std::vector<std::int64_t> max_factor_;
+  std::int64_t max_uops_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
+  return detail::FoldUops(env).visit(body);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/fold_uop-inl.hpp
+#endif
+// end dlavm/vta/lower/fold_uop.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
+// ALU injection: element-wise nests under `pragma_alu` become loops over accumulator tiles
+// around vta.alu calls, one call per tile; FoldUops then turns those loops into micro-op loops.
+//
+//   r[i] = a[i] + b[i]   ->  for (t, 0, tiles) @vta.alu(r, b; add, 0, 0, r0 + t, b0 + t)
+//   r[i] = r[i] >> 8     ->  for (t, 0, tiles) @vta.alu(r, r; shr, 1, 8, r0 + t, r0 + t)
+//
+// VTA's ALU updates its destination in place: `dst = op(dst, src | imm)`. A stage whose first
+// operand is another buffer is first copied there (dst = dst * 0; dst = dst + lhs); the
+// storage-reuse pass makes most element-wise stages in place so that this is rare. Supported:
+// min, max, add, shift right and multiply, of a tile by a tile or an immediate; subtraction
+// and shift left of an immediate map onto add and shift right. Immediates are checked against
+// what the hardware takes: the 16-bit immediate field, the 8-bit multiplier argument and the
+// 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH, VTA_SHR_ARG_BIT_WIDTH).
+//
+// Intrinsic: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
+std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// Element-wise nests under `pragma_alu` become vta.alu calls (see above).
+tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/inject_alu-inl.hpp
+// Definitions for dlavm/vta/lower/inject_alu.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
+// end dlavm/vta/lower/inject_alu.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
+                                                                 const Config& c) {
+  const auto signed_range = [](int bits) {
+    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+  };
+  switch (op) {
+    case runtime::AluOp::Mul:
+      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+    case runtime::AluOp::Shr:
+      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
+    default:
+      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
+  }
+}
+
+namespace detail {
+
+class InjectAlu : public tir::StmtMutator<InjectAlu> {
+ public:
+  explicit InjectAlu(const Env& env) : env_(env) {}
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
+    return lower_alu(n.node, n.body);
+  }
+
+ private:
+  struct Operation {
+    runtime::AluOp op;
+    bool use_imm;
+    std::int64_t imm;
+    const te::LoadNode* lhs;
+    const te::LoadNode* rhs;  // tensor operand, when not an immediate
+  };
+
+  Operation decode(const tir::StoreNode& store) const {
+    const auto& v = store.value;
+    const auto* bin = v.as<te::BinaryNode>();
+    const auto lacks = [&] {
+      raise<ScheduleError>(
+          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
+          "multiply of an accumulator tile by a tile or an immediate)",
+          store.buffer.name(), v);
+    };
+    if (bin == nullptr) lacks();
+    const auto* lhs = bin->a.as<te::LoadNode>();
+    if (lhs == nullptr) lacks();
+    const auto* imm = bin->b.as<te::IntImmNode>();
+    const auto* rhs = bin->b.as<te::LoadNode>();
+    if (imm == nullptr && rhs == nullptr) lacks();
+    Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
+    switch (bin->kind()) {
+      case te::ExprKind::Add:
+        o.op = runtime::AluOp::Add;
+        break;
+      case te::ExprKind::Min:
+        o.op = runtime::AluOp::Min;
+        break;
+      case te::ExprKind::Max:
+        o.op = runtime::AluOp::Max;
+        break;
+      case te::ExprKind::Mul:
+        o.op = runtime::AluOp::Mul;
+        break;
+      case te::ExprKind::Shr:
+        o.op = runtime::AluOp::Shr;
+        break;
+      case te::ExprKind::Sub:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Add;
+        o.imm = -o.imm;
+        break;
+      case te::ExprKind::Shl:
+        if (!o.use_imm) lacks();
+        o.op = runtime::AluOp::Shr;
+        o.imm = -o.imm;
+        break;
+      default:
+        lacks();
+    }
+    if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
+    if (o.use_imm) {
+      const auto [lo, hi] = alu_imm_range(o.op, env_.config);
+      if (o.imm < lo || o.imm > hi)
+        raise<EncodingError>(
+            "alu into '{}': immediate {} of `{}` does not fit the hardware's {} argument "
+            "[{}, {}]",
+            store.buffer.name(), o.imm, v, runtime::alu_name(o.op), lo, hi);
+    }
+    return o;
+  }
+
+  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
+                           where);
+    const auto o = decode(*store);
+    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
+      if (b != nullptr && b->scope() != env_.acc_scope)
+        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
+                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
+    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
+    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+    auto dims = access_dims(loops, indices);
+    const std::int64_t tile = env_.acc_tile();
+    if (!dims || dims->empty())
+      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
+                           store->buffer.name());
+    const auto& lanes = dims->front();
+    bool unit = true;
+    for (const auto& st : lanes.strides) unit = unit && same(st, 1);
+    if (!unit || !divisible(lanes.extent, tile))
+      raise<ScheduleError>(
+          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
+          "{}-element tiles",
+          store->buffer.name(), lanes.extent, tile);
+    for (std::size_t k = 1; k < dims->size(); ++k)
+      for (const auto& st : (*dims)[k].strides)
+        if (!divisible(st, tile))
+          raise<ScheduleError>(
+              "alu into '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element "
+              "tiles",
+              store->buffer.name(), (*dims)[k].var.name(), st, tile);
+    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
+    std::vector<ne::Var> vars;
+    std::vector<NestLoop> tile_loops;
+    std::vector<ne::Var> all;
+    for (const auto& l : loops) all.push_back(l.var);
+    std::vector<ne::Expr> tile_index(indices.size());
+    for (std::size_t a = 0; a < indices.size(); ++a) {
+      const auto base = pinned(indices[a], all);
+      if (!divisible(base, tile))
+        raise<ScheduleError>("alu into '{}': offset {} is not a whole {}-element tile",
+                             store->buffer.name(), base, tile);
+      tile_index[a] = ne::simplify(ne::floordiv(base, tile));
+    }
+    for (std::size_t k = dims->size(); k-- > 0;) {
+      const auto& d = (*dims)[k];
+      const bool lane = k == 0;
+      const auto ext = lane ? ne::simplify(ne::floordiv(d.extent, tile)) : d.extent;
+      if (ne::bounds(ext).max == 1) continue;
+      auto v = ne::var(fmt::format("{}.t", d.var.name()), 0, ne::bounds(ext).max - 1);
+      tile_loops.push_back({v, ext});
+      for (std::size_t a = 0; a < indices.size(); ++a) {
+        const ne::Expr step = lane ? ne::Expr(1) : ne::simplify(ne::floordiv(d.strides[a], tile));
+        tile_index[a] = ne::simplify(tile_index[a] + step * v);
+      }
+    }
+    const auto& dst = store->buffer;
+    const auto make = [&](runtime::AluOp op, bool use_imm, std::int64_t imm, const te::Buffer& src,
+                          const ne::Expr& src_index) {
+      std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
+                                 te::make_const(use_imm ? 1 : 0, DType::int32()),
+                                 te::make_const(imm, DType::int32()), iv(tile_index[0]),
+                                 iv(src_index)};
+      return wrap_loops(tile_loops,
+                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
+                                                    std::move(args), {dst, src})));
+    };
+    std::vector<tir::Stmt> parts;
+    const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
+    if (!in_place) {
+      // dst = dst * 0; dst = dst + lhs: a copy of the first operand into the destination.
+      parts.push_back(make(runtime::AluOp::Mul, true, 0, dst, tile_index[0]));
+      parts.push_back(make(runtime::AluOp::Add, false, 0, o.lhs->buffer, tile_index[1]));
+    }
+    if (o.rhs)
+      parts.push_back(make(o.op, false, 0, o.rhs->buffer, tile_index[2]));
+    else
+      parts.push_back(make(o.op, true, o.imm, dst, tile_index[0]));
+    return tir::make_seq(parts);
+  }
+
+  const Env& env_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
+  return detail::InjectAlu(env).visit(body);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/inject_alu-inl.hpp
+#endif
+// end dlavm/vta/lower/inject_alu.hpp
+// begin dlavm/vta/lower/inject_dma.hpp
+// DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
+// 2D strided transfers of whole SRAM entries, with host loops around them for what one
+// transfer cannot express.
+//
+// A nest `dst[f(i)] = src[g(i)]` (or `= select(inside(i), src[g(i)], 0)` for a padded input,
+// as te::pad writes it) is read as dims (loops merged where both sides are contiguous):
+//   x   the innermost dim, unit stride on both sides, a whole number of tiles: x_size
+//   y   the next dim, when its SRAM rows follow each other densely: y_size, and its DRAM
+//       stride in tiles is x_stride (folded only while that fits the 16-bit field)
+//   the rest stay host loops, one transfer per iteration.
+// Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
+// variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
+// host loops (the first and last block of a convolution). Along the x and y dims they become
+// the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
+// boxes of padding rows only (y_size 0). VTA pads only input loads.
+//
+// Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
+//   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
+//            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
+//   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <utility>
+
+namespace dlavm::vta {
+
+// Copy nests under `pragma_dma_copy` become vta.load / vta.store calls (see above).
+tir::Stmt inject_dma(const tir::Stmt& body, const Env& env);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/inject_dma-inl.hpp
+// Definitions for dlavm/vta/lower/inject_dma.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/inject_dma.hpp
+// end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
+struct ClipBound {
+  ne::Expr lo, hi;
+};
+
+// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
+// per-loop bounds. `what` names the copy for error messages.
+inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
+                                          const std::string& what) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  std::vector<ClipBound> bounds(loops.size());
+  std::vector<ne::Expr> conjuncts;
+  auto split = [&](auto& self, const ne::Expr& e) -> void {
+    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
+      self(self, b->a);
+      self(self, b->b);
+    } else {
+      conjuncts.push_back(e);
+    }
+  };
+  split(split, ne::simplify(cond));
+  for (const auto& c : conjuncts) {
+    const auto* cmp = c.as<ne::BinaryNode>();
+    // Every comparison as `e >= 0`.
+    ne::Expr e;
+    if (cmp != nullptr) {
+      switch (cmp->kind()) {
+        case ne::Kind::LT:
+          e = cmp->b - cmp->a - 1;
+          break;
+        case ne::Kind::LE:
+          e = cmp->b - cmp->a;
+          break;
+        case ne::Kind::GT:
+          e = cmp->a - cmp->b - 1;
+          break;
+        case ne::Kind::GE:
+          e = cmp->a - cmp->b;
+          break;
+        default:
+          break;
+      }
+    }
+    if (!e.defined())
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
+          "bound `lo <= i` or `i < hi` on one loop)",
+          what, c);
+    const auto form = ne::linear_form(e, vars);
+    std::optional<std::size_t> which;
+    bool several = false;
+    if (form)
+      for (std::size_t k = 0; k < vars.size(); ++k)
+        if (!is_zero(form->strides[k])) {
+          several = several || which.has_value();
+          which = k;
+        }
+    if (!form || several || !which)
+      raise<ScheduleError>(
+          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
+          "VTA's DMA pads a box",
+          what, c);
+    const auto stride = ne::simplify(form->strides[*which]).as_int();
+    if (!stride)
+      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
+    // stride * v + offset >= 0
+    auto& b = bounds[*which];
+    if (*stride > 0) {
+      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
+      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
+    } else {
+      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
+      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
+    }
+  }
+  return bounds;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+class InjectDma : public tir::StmtMutator<InjectDma> {
+ public:
+  explicit InjectDma(const Env& env) : env_(env) {
+    const auto layout = env.config.layout();
+    const auto max_of = [&](runtime::Field f) {
+      return (std::int64_t{1} << layout.pos(runtime::Form::Mem, f).width) - 1;
+    };
+    max_stride_ = max_of(runtime::Field::x_stride);
+    max_size_ = max_of(runtime::Field::y_size);
+    pad_bits_ = layout.pos(runtime::Form::Mem, runtime::Field::y_pad_0).width;
+    max_pad_ = max_of(runtime::Field::y_pad_0);
+  }
+
+  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
+    return lower_copy(n.node, n.body);
+  }
+
+ private:
+  struct Padding {
+    std::vector<ne::Expr> before, after;  // per loop, in iterations
+    std::vector<bool> any;                // whether the loop can be padded at all
+  };
+
+  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
+    using namespace detail;
+    auto [loops, body] = peel_loops(nest);
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr)
+      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
+                           where);
+    te::Expr value = store->value;
+    if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    ne::Expr inside;
+    if (const auto* sel = value.as<te::SelectNode>()) {
+      const auto* cond = sel->cond.as<te::IndexNode>();
+      const auto* fill = sel->f.as<te::IntImmNode>();
+      if (cond == nullptr || fill == nullptr)
+        raise<ScheduleError>(
+            "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
+            "constant))",
+            store->buffer.name(), store->value);
+      if (fill->value != 0)
+        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
+                             store->buffer.name(), fill->value);
+      inside = cond->index;
+      value = sel->t;
+      if (const auto* c = value.as<te::CastNode>()) value = c->value;
+    }
+    const auto* load = value.as<te::LoadNode>();
+    if (load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
+                           store->value);
+    const auto& dst = store->buffer;
+    const auto& src = load->buffer;
+    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
+          "SRAM buffers and accumulator tiles out to DRAM",
+          src.name(), src.scope(), dst.name(), dst.scope());
+    runtime::MemId mem = runtime::MemId::Out;
+    if (to_sram)
+      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                         : runtime::MemId::Acc;
+    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
+                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                                           : env_.acc_tile();
+    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
+    const Padding pad = padding(inside, loops, what);
+    bool padded = false;
+    for (bool p : pad.any) padded = padded || p;
+    if (padded && mem != runtime::MemId::Inp)
+      raise<ScheduleError>(
+          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
+          env_.inp_scope, dst.name(), dst.scope());
+
+    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
+    if (!dims)
+      raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
+                           load->indices[0], store->indices[0]);
+    if (dims->empty())
+      raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
+    // The loop index of a var, and whether a dim's outermost loop is padded.
+    const auto loop_of = [&](const ne::Var& v) {
+      for (std::size_t k = 0; k < loops.size(); ++k)
+        if (loops[k].var.id() == v.id()) return k;
+      return loops.size();
+    };
+    const auto& x = dims->front();
+    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
+      raise<ScheduleError>(
+          "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
+          "VTA moves whole {}-element tiles",
+          what, x.extent, x.strides[0], x.strides[1], tile);
+    std::vector<ne::Var> folded = x.merged;
+    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
+    // elements per iteration of that loop.
+    struct DimPad {
+      ne::Expr before = 0, after = 0;
+      std::optional<std::size_t> loop;
+    };
+    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
+      DimPad p;
+      const auto k = loop_of(d.merged.back());
+      if (!pad.any[k]) return p;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        if (pad.any[loop_of(d.merged[m])])
+          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
+                               d.merged[m].name());
+      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
+      ne::Expr unit = 1;
+      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+        unit = unit * loops[loop_of(d.merged[m])].extent;
+      unit = ne::simplify(unit);
+      if (!divisible(unit, unit_div))
+        raise<ScheduleError>(
+            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
+            "tiles",
+            what, loops[k].var.name(), unit, unit_div);
+      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
+      p.before = ne::simplify(pad.before[k] * per);
+      p.after = ne::simplify(pad.after[k] * per);
+      p.loop = k;
+      return p;
+    };
+    const DimPad xp = dim_pad(x, tile, "x");
+    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
+    ne::Expr y_rows = 1, x_stride = x_tiles;
+    DimPad yp;
+    if (dims->size() > 1) {
+      const auto& y = (*dims)[1];
+      // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
+      // number of tiles apart, a stride and a row count the fields hold.
+      const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
+      const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
+      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
+          ne::bounds(y.extent).max <= max_size_) {
+        yp = dim_pad(y, 1, "y");
+        y_rows = y.extent;
+        x_stride = stride;
+        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+      }
+    }
+    const auto host = host_loops(loops, folded);
+    // Padding along a host loop: its padded iterations load a box of padding rows only
+    // (y_size 0, every row counted as top padding).
+    ne::Expr in_box = 1;
+    for (const auto& h : host) {
+      const auto k = loop_of(h.var);
+      if (!pad.any[k]) continue;
+      in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
+               ne::Expr(h.var) < loops[k].extent - pad.after[k];
+    }
+    in_box = ne::simplify(in_box);
+    // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
+    // not padding.
+    const auto sram_off = pinned(sram_index, folded);
+    std::vector<std::pair<ne::Var, ne::Expr>> first;
+    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
+      if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
+    const auto dram_off = pinned(dram_index, folded, first);
+    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+      raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
+                           what, sram_off, dram_off, tile);
+    const te::Buffer& sram = to_sram ? dst : src;
+    const te::Buffer& dram = to_sram ? src : dst;
+    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
+    if (in_box.as_int() != 1) {
+      y_size = ne::select(in_box, y_size, 0);
+      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
+      y_pad_1 = ne::select(in_box, y_pad_1, 0);
+    }
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, tile)),
+                               iv(ne::floordiv(dram_off, tile)),
+                               iv(y_size),
+                               iv(x_tiles - xp.before - xp.after),
+                               iv(x_stride)};
+    if (to_sram) {
+      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
+        // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
+        if (ne::bounds(p).min > max_pad_)
+          raise<EncodingError>(
+              "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
+              "{}); use smaller blocks or pad the tensor in DRAM",
+              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
+        args.push_back(iv(p));
+      }
+    }
+    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
+                         std::move(args), {sram, dram});
+    return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  // Pad counts per loop from the select condition (none when the copy is not padded).
+  Padding padding(const ne::Expr& inside, const std::vector<detail::NestLoop>& loops,
+                  const std::string& what) const {
+    Padding p;
+    p.before.assign(loops.size(), 0);
+    p.after.assign(loops.size(), 0);
+    p.any.assign(loops.size(), false);
+    if (!inside.defined()) return p;
+    const auto bounds = detail::clip_bounds(inside, loops, what);
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      const auto& ext = loops[k].extent;
+      if (bounds[k].lo.defined())
+        p.before[k] = ne::simplify(ne::min(ne::max(bounds[k].lo, 0), ext));
+      if (bounds[k].hi.defined())
+        p.after[k] = ne::simplify(ne::min(ne::max(ext - 1 - bounds[k].hi, 0), ext));
+      p.any[k] = ne::bounds(p.before[k]).max > 0 || ne::bounds(p.after[k]).max > 0;
+    }
+    return p;
+  }
+
+  bool is_sram(const std::string& scope) const {
+    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
+  }
+  const Env& env_;
+  std::int64_t max_stride_ = 0, max_size_ = 0, max_pad_ = 0;
+  int pad_bits_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
+  return detail::InjectDma(env).visit(body);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/inject_dma-inl.hpp
+#endif
+// end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/passes.hpp
+// end dlavm/vta/lower/passes.hpp
+
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
+// micro-op loads, GEMM, ALU), store.
+DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
+  if (c.name == intrin::store) return Queue::Store;
+  if (c.name == intrin::load) {
+    const auto mem = static_cast<MemId>(c.args[0].as<te::IntImmNode>()->value);
+    return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+  }
+  return Queue::Compute;
+}
+
+namespace detail {
+
+// Threads of a virtual-thread loop may be interleaved only if none writes an on-chip buffer
+// the others see: every buffer written inside the loop must be allocated inside it.
+class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
+ public:
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    if (n.for_kind != tir::ForKind::VThread) return visit(n.body);
+    threads_.push_back({n.var.name(), {}});
+    visit(n.body);
+    threads_.pop_back();
+  }
+  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
+    if (!threads_.empty()) threads_.back().local.insert(n.buffer.get());
+    visit(n.body);
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    if (threads_.empty()) return;
+    const auto* c = n.value.as<te::CallNode>();
+    const auto* w = c ? written_by(*c) : nullptr;
+    if (w == nullptr || w->scope == "global") return;
+    for (const auto& t : threads_)
+      if (t.local.count(w) == 0)
+        raise<ScheduleError>(
+            "virtual thread '{}' writes buffer '{}', which is allocated outside the thread loop "
+            "and so shared by the threads; compute '{}' at a loop inside the thread axis",
+            t.name, w->name, w->name);
+  }
+
+ private:
+  struct Thread {
+    std::string name;
+    std::unordered_set<const te::BufferNode*> local;
+  };
+  std::vector<Thread> threads_;
+};
+
+// After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
+// element-wise stage under alu; tensorized stages have no stores left). Checked before the
+// storage pass renames buffers, so that the message names the stage the user wrote.
+class CheckMapped : public tir::StmtVisitor<CheckMapped> {
+ public:
+  explicit CheckMapped(const Env& env) : env_(env) {}
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
+    const bool mapped = n.key == "pragma_" + env_.dma_copy || n.key == "pragma_" + env_.alu;
+    depth_ += mapped;
+    visit(n.body);
+    depth_ -= mapped;
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    if (depth_ > 0) return;
+    te::Expr v = n.value;
+    if (const auto* c = v.as<te::CastNode>()) v = c->value;
+    if (const auto* l = v.as<te::LoadNode>(); l && l->buffer.scope() == "global")
+      raise<ScheduleError>(
+          "stage '{}' fills {} from DRAM tensor '{}' without the {} pragma; VTA moves data "
+          "into its SRAM only by DMA",
+          n.buffer.name(), n.buffer.scope(), l->buffer.name(), env_.dma_copy);
+    raise<ScheduleError>(
+        "stage '{}' is not mapped to VTA: copy it with the {} pragma, compute it with the {} "
+        "pragma, or tensorize it with env.gemm (`{}`)",
+        n.buffer.name(), env_.dma_copy, env_.alu, n.value);
+  }
+
+ private:
+  const Env& env_;
+  int depth_ = 0;
+};
+
+}  // namespace detail
+
+// Replaces virtual-thread loops, grouping each module's consecutive statements.
+DLAVM_INLINE tir::Stmt inject_vthread(const tir::Stmt& s) {
+  detail::CheckVThreadWrites().visit(s);
+  return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
+    const auto* e = leaf.as<tir::EvaluateNode>();
+    const auto* c = e ? e->value.as<te::CallNode>() : nullptr;
+    return c ? static_cast<int>(queue_of_call(*c)) : 0;
+  });
+}
+
+// The function after te::lower and after each VTA pass, in order.
+DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
+                                                    const std::vector<te::Tensor>& args,
+                                                    const Env& env, std::string name) {
+  std::vector<LoweringStep> steps;
+  tir::PrimFunc f = te::lower(s, args, std::move(name));
+  detail::CheckMapped(env).visit(f.body);
+  steps.push_back({"te.lower", f});
+  const auto step = [&](const char* pass, auto&& fn) {
+    f.body = fn(f.body);
+    steps.push_back({pass, f});
+  };
+  step("reuse_inplace", [](const tir::Stmt& b) { return tir::reuse_inplace(b); });
+  step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
+  step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
+  step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
+  step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
+  return steps;
+}
+
+// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
+DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                 const Env& env, std::string name) {
+  return lower_passes(s, args, env, std::move(name)).back().func;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/passes-inl.hpp
+#endif
+// end dlavm/vta/lower/passes.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+struct RunOptions {
+  std::string dump_dir;  // when set: insn.bin, uop.bin, DRAM images and manifest.json here
+};
+
+// A run's outcome: the device's result plus the size of the stream it executed.
+struct ProgramRun {
+  RunResult result;
+  std::size_t instructions = 0;
+  std::size_t uops = 0;
+};
+
+// Where an on-chip buffer lives: its memory and first entry.
+struct SramSlot {
+  runtime::MemId memory;
+  std::int64_t base = 0;  // entries
+  std::int64_t entries = 0;
+};
+
+class Program {
+ public:
+  Program(Env env, tir::PrimFunc func);
+
+  // Whether parameter k is written by the program.
+  bool is_output(std::size_t k) const { return is_output_.count(k) != 0; }
+
+  const std::string& name() const { return func_.name; }
+  const tir::PrimFunc& func() const { return func_; }
+  const Env& env() const { return env_; }
+  const std::unordered_map<const te::BufferNode*, SramSlot>& sram() const { return sram_; }
+
+  // The instruction stream for symbolic-dim values `bindings`, with parameter k at physical
+  // DRAM address param_phys[k].
+  Stream instantiate(std::span<const ne::Binding> bindings,
+                     std::span<const std::uint64_t> param_phys) const;
+
+  // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
+  ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
+                 std::span<const ne::Binding> bindings = {}, const RunOptions& options = {}) const;
+  ProgramRun run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                 std::initializer_list<ne::Binding> bindings = {},
+                 const RunOptions& options = {}) const;
+
+ private:
+  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
+  static std::vector<std::uint8_t> pack(const te::NDArray& a);
+  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a);
+
+  // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
+  class Emitter;
+
+  Env env_;
+  tir::PrimFunc func_;
+  std::unordered_map<const te::BufferNode*, SramSlot> sram_;
+  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
+  std::vector<SramRegion> regions_;
+  std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
+  std::unordered_set<std::size_t> is_output_;
+};
+
+// Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
+Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
+              std::string name = "main");
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/program-inl.hpp
+// Definitions for dlavm/vta/program.hpp (see core/api.hpp).
+
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Assigns every on-chip allocation a range of entries in its SRAM, innermost allocations
+// stacked on the enclosing ones; raises CapacityError naming the buffer and the numbers.
+class SramAllocator : public tir::StmtVisitor<SramAllocator> {
+ public:
+  explicit SramAllocator(const Env& env) : env_(env) {}
+  std::unordered_map<const te::BufferNode*, SramSlot> slots;
+
+  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
+    const auto& b = n.buffer;
+    const auto mem = memory_of(b.scope());
+    if (!mem)
+      raise<ScheduleError>(
+          "buffer '{}' is allocated in '{}': a VTA program keeps intermediates on chip ({}, {}, "
+          "{})",
+          b.name(), b.scope(), env_.inp_scope, env_.wgt_scope, env_.acc_scope);
+    const auto tile = tile_of(*mem);
+    const auto elems = ne::bounds(b.size()).max;
+    const auto entries = (elems + tile - 1) / tile;
+    auto& top = top_[static_cast<int>(*mem)];
+    const auto depth = depth_of(*mem);
+    const auto bytes_per = static_cast<std::int64_t>(env_.config.elem_bytes(*mem));
+    if (top + entries > depth)
+      raise<CapacityError>(
+          "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
+          b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
+          depth * bytes_per);
+    slots[b.get()] = {*mem, top, entries};
+    top += entries;
+    visit(n.body);
+    top -= entries;
+  }
+
+ private:
+  std::optional<runtime::MemId> memory_of(const std::string& scope) const {
+    if (scope == env_.inp_scope) return runtime::MemId::Inp;
+    if (scope == env_.wgt_scope) return runtime::MemId::Wgt;
+    if (scope == env_.acc_scope) return runtime::MemId::Acc;
+    return std::nullopt;
+  }
+  std::int64_t tile_of(runtime::MemId m) const {
+    return m == runtime::MemId::Inp   ? env_.inp_tile()
+           : m == runtime::MemId::Wgt ? env_.wgt_tile()
+                                      : env_.acc_tile();
+  }
+  std::int64_t depth_of(runtime::MemId m) const {
+    return m == runtime::MemId::Inp   ? env_.config.inp_depth()
+           : m == runtime::MemId::Wgt ? env_.config.wgt_depth()
+                                      : env_.config.acc_depth();
+  }
+  const Env& env_;
+  std::int64_t top_[8] = {};
+};
+
+// Rejects computation left for the host: every store must have become a VTA intrinsic.
+class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
+ public:
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>(
+        "stage '{}' is not mapped to VTA: copy it with the dma_copy pragma, compute it with the "
+        "alu pragma, or tensorize it with env.gemm (`{}`)",
+        n.buffer.name(), n.value);
+  }
+};
+
+}  // namespace detail
+
+// Replays the host loops and encodes each intrinsic through the Builder, with the
+// dependency tokens its data hazards need (DepTracker).
+class Program::Emitter : public tir::LoopReplay<Emitter> {
+ public:
+  Emitter(const Program& p, std::span<const ne::Binding> bindings,
+          std::span<const std::uint64_t> phys)
+      : tir::LoopReplay<Emitter>(bindings),
+        builder(p.env_.config),
+        prog_(p),
+        phys_(phys),
+        deps_(p.regions_) {}
+  Builder builder;
+
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
+    // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
+    kernel_ = UopKernel{};
+    kernel_call_ = nullptr;
+    kernel_empty_ = false;
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
+    // nothing to compute.
+    if (kernel_empty_ || kernel_call_ == nullptr) return;
+    const auto& c = *kernel_call_;
+    accesses_.clear();
+    if (c.name == intrin::gemm) {
+      accesses_ = {{region(c.buffers[0]), true},
+                   {region(c.buffers[1]), false},
+                   {region(c.buffers[2]), false}};
+    } else if (c.name == intrin::gemm_reset) {
+      accesses_ = {{region(c.buffers[0]), true}};
+    } else {
+      accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
+    }
+    deps_.before(builder, Queue::Compute, accesses_);
+    if (c.name == intrin::alu) {
+      const auto op = static_cast<AluOp>(value(c.args[0]));
+      if (value(c.args[1]) != 0)
+        builder.alu_imm(kernel_, op, value(c.args[2]));
+      else
+        builder.alu(kernel_, op);
+    } else {
+      builder.gemm(kernel_, c.name == intrin::gemm_reset);
+    }
+    deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+  }
+
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const std::string& name = call->name;
+    if (in_kernel_) {
+      if (kernel_empty_) return;
+      if (name == intrin::uop_loop_begin) {
+        const auto extent = value(call->args[0]);
+        if (extent < 1) {
+          kernel_empty_ = true;
+          return;
+        }
+        kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+                           value(call->args[3]));
+      } else if (name == intrin::uop_loop_end) {
+        kernel_.loop_end();
+      } else if (name == intrin::gemm) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+                     sram(call->buffers[1]) + value(call->args[1]),
+                     sram(call->buffers[2]) + value(call->args[2]));
+      } else if (name == intrin::gemm_reset) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+      } else if (name == intrin::alu) {
+        kernel_call_ = call;
+        kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
+                     sram(call->buffers[1]) + value(call->args[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+      return;
+    }
+    if (name == intrin::load) {
+      const auto mem = static_cast<MemId>(value(call->args[0]));
+      const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+      accesses_ = {{region(call->buffers[0]), true}};
+      deps_.before(builder, q, accesses_);
+      // A block of padding rows only reads no DRAM: its address is the tensor's start.
+      const auto y_size = non_negative(value(call->args[3]), call, "y_size");
+      builder.load({.memory = mem,
+                    .sram = sram(call->buffers[0]) + value(call->args[1]),
+                    .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
+                    .y_size = y_size,
+                    .x_size = positive(value(call->args[4]), call, "x_size"),
+                    .x_stride = value(call->args[5]),
+                    .y_pad_0 = value(call->args[6]),
+                    .y_pad_1 = value(call->args[7]),
+                    .x_pad_0 = value(call->args[8]),
+                    .x_pad_1 = value(call->args[9])});
+      deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    } else if (name == intrin::store) {
+      accesses_ = {{region(call->buffers[0]), false}};
+      deps_.before(builder, Queue::Store, accesses_);
+      builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
+                     .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
+                     .y_size = non_negative(value(call->args[3]), call, "y_size"),
+                     .x_size = positive(value(call->args[4]), call, "x_size"),
+                     .x_stride = value(call->args[5])});
+      deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+  }
+
+ private:
+  std::int64_t value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
+    if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
+  }
+  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+  // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
+  // y_size = 0, are what VTA's input loads write.)
+  std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
+    return v < 1 ? empty(v, call, field) : v;
+  }
+  std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
+    return v < 0 ? empty(v, call, field) : v;
+  }
+  [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
+                                  const char* field) const {
+    raise<ValueError>(
+        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+        "(all padding or empty), which a VTA transfer cannot express",
+        prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
+        call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+  }
+  std::int64_t sram(const te::Buffer& b) const {
+    auto it = prog_.sram_.find(b.get());
+    if (it == prog_.sram_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    return it->second.base;
+  }
+  std::uint32_t region(const te::Buffer& b) const {
+    auto it = prog_.region_of_.find(b.get());
+    if (it == prog_.region_of_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    return it->second;
+  }
+  std::int64_t dram(const te::Buffer& b, MemId mem) const {
+    auto it = prog_.param_index_.find(b.get());
+    if (it == prog_.param_index_.end())
+      raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
+                           b.name());
+    return builder.dram_elem(phys_[it->second], mem);
+  }
+
+  const Program& prog_;
+  std::span<const std::uint64_t> phys_;
+  DepTracker deps_;
+  std::vector<RegionAccess> accesses_;
+  UopKernel kernel_;
+  const te::CallNode* kernel_call_ = nullptr;
+  bool in_kernel_ = false;
+  bool kernel_empty_ = false;
+};
+
+DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
+    : env_(std::move(env)), func_(std::move(func)) {
+  detail::CheckNoStores().visit(func_.body);
+  detail::SramAllocator alloc(env_);
+  alloc.visit(func_.body);
+  sram_ = std::move(alloc.slots);
+  std::vector<SramRegion> regions;
+  for (const auto& [buf, slot] : sram_) {
+    region_of_[buf] = static_cast<std::uint32_t>(regions.size());
+    regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+  }
+  regions_ = std::move(regions);
+  for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
+    param_index_[func_.flat_params[k].get()] = k;
+  struct Outputs : tir::StmtVisitor<Outputs> {
+    std::vector<const te::BufferNode*> written;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>(); c && c->name == intrin::store)
+        written.push_back(c->buffers[1].get());
+    }
+  } outputs;
+  outputs.visit(func_.body);
+  for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
+}
+
+DLAVM_INLINE Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                           const Env& env, std::string name) {
+  return Program(env, lower(s, args, env, std::move(name)));
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
+                                         std::span<const std::uint64_t> param_phys) const {
+  if (param_phys.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
+                      param_phys.size(), func_.params.size());
+  Emitter e(*this, bindings, param_phys);
+  e.visit(func_.body);
+  e.builder.finish();
+  return e.builder.take();
+}
+
+DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
+                                     std::span<const ne::Binding> bindings,
+                                     const RunOptions& options) const {
+  if (arrays.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
+                      func_.params.size());
+  te::IndexEnv env(bindings);
+  std::vector<vta::Buffer> buffers;
+  std::vector<std::uint64_t> phys;
+  struct Release {
+    Device& dev;
+    std::vector<vta::Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const auto& p = func_.params[k];
+    std::vector<std::int64_t> dims;
+    for (const auto& d : p.shape()) dims.push_back(env.eval(d));
+    if (arrays[k]->shape() != dims || arrays[k]->dtype() != p.dtype())
+      raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(), p.name(),
+                        arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "), p.dtype(),
+                        fmt::join(dims, ", "));
+    const auto bytes = pack(*arrays[k]);
+    buffers.push_back(dev.alloc(bytes.size()));
+    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
+    phys.push_back(buffers.back().phys);
+  }
+  const Stream stream = instantiate(bindings, phys);
+  std::vector<ManifestBuffer> dumped;
+  if (!options.dump_dir.empty())  // inputs as they were before the run
+    for (std::size_t k = 0; k < arrays.size(); ++k)
+      if (!is_output(k))
+        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                     func_.params[k].dtype(), false));
+  ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    std::vector<std::uint8_t> bytes(buffers[k].bytes);
+    dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
+    unpack(bytes, *arrays[k]);
+    if (!options.dump_dir.empty() && is_output(k))
+      dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
+                                   func_.params[k].dtype(), true));
+  }
+  if (!options.dump_dir.empty()) {
+    const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
+    buffers.push_back(uop);
+    dump_stream(options.dump_dir, env_.config, stream, uop.phys, std::move(dumped));
+  }
+  return out;
+}
+
+DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDArray*> arrays,
+                                     std::initializer_list<ne::Binding> bindings,
+                                     const RunOptions& options) const {
+  return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
+             std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> Program::pack(const te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  std::vector<std::uint8_t> out(a.size() * width);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(a.data()[i]);
+    for (std::size_t b = 0; b < width; ++b)
+      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
+  }
+  return out;
+}
+
+DLAVM_INLINE void Program::unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
+    a.set_flat(i, static_cast<std::int64_t>(v));
+  }
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/program-inl.hpp
+#endif
+// end dlavm/vta/program.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct ModuleValue {
+  enum class Kind : std::uint8_t { Param, Constant, Temp };
+  Kind kind = Kind::Temp;
+  std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
+  std::string node;               // the graph node it holds, as the printer names it: "%3"
+  std::vector<ne::Expr> logical;  // the graph node's shape
+  Layout layout;                  // how the array holds it (Plain: as the node's shape)
+  std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
+  DType dtype;
+  std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
+};
+
+struct ModuleStep {
+  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta };
+  Kind kind = Kind::Host;
+  std::string label;                // "%3 conv2d, bias_add, requantize, relu"
+  std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
+  std::size_t output = 0;
+  // Host
+  std::string op;
+  Attrs attrs;
+  HostKernel kernel;
+  // VTA
+  std::shared_ptr<const vta::Program> program;
+  std::string tiling;
+  std::string epilogue;
+  // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
+  // for the dims' values
+  std::function<std::int64_t(std::span<const ne::Binding>)> macs, tiling_traffic;
+};
+
+// What one step did in a run.
+struct StepStats {
+  std::size_t instructions = 0, uops = 0;
+  std::uint64_t cycles = 0, roofline_cycles = 0;
+  std::uint64_t dram_bytes = 0;   // bytes the stream moved (loads, micro-ops, stores)
+  std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
+  std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
+  std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
+  std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
+  double host_seconds = 0;        // host steps: wall time of the kernel
+};
+
+struct ModuleRun {
+  std::vector<te::NDArray> outputs;
+  std::vector<StepStats> steps;  // one per Module::steps()
+  std::uint64_t vta_cycles = 0;  // the VTA steps' cycles, in sequence
+  // With RunOptions::keep_values: every value's array, by value index; and the bindings.
+  std::vector<std::optional<te::NDArray>> values;
+  std::vector<std::pair<std::string, std::int64_t>> bindings;
+};
+
+struct ModuleRunOptions {
+  bool keep_values = false;  // keep every intermediate array (Module::value_of)
+};
+
+class Module {
+ public:
+  Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
+         std::vector<ModuleStep> steps, std::vector<std::size_t> params,
+         std::vector<std::size_t> results);
+
+  const std::string& name() const { return name_; }
+  const vta::Env& env() const { return env_; }
+  const std::vector<ModuleValue>& values() const { return values_; }
+  const std::vector<ModuleStep>& steps() const { return steps_; }
+
+  // Runs every step in order on `dev` (VTA programs) and the host; returns the results.
+  std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {},
+                               const ModuleRunOptions& options = {});
+  std::vector<te::NDArray> run(vta::Device& dev, std::initializer_list<NamedArray> inputs,
+                               std::initializer_list<ne::Binding> bindings = {},
+                               const ModuleRunOptions& options = {}) {
+    return run(dev, std::span(inputs.begin(), inputs.size()),
+               std::span(bindings.begin(), bindings.size()), options);
+  }
+  // The last run's statistics; ValueError before the first run.
+  const ModuleRun& last_run() const;
+  // The value of graph node `node` ("%3", as graph::NodeNames prints it) in the last run, in
+  // its logical layout (unpacked if VTA left it packed). ValueError when the last run did not
+  // keep values, or no value holds that node.
+  te::NDArray value_of(std::string_view node) const;
+
+  // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
+  // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
+  // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
+  std::string summary() const;
+  // The values and steps, one line each.
+  std::string to_string() const;
+
+ private:
+  void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
+                    std::vector<std::optional<te::NDArray>>& arrays) const;
+  StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
+                    std::vector<std::optional<te::NDArray>>& arrays) const;
+
+  std::string name_;
+  vta::Env env_;
+  std::vector<ModuleValue> values_;
+  std::vector<ModuleStep> steps_;
+  std::vector<std::size_t> params_, results_;
+  std::optional<ModuleRun> last_;
+};
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Module& m, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(m.to_string(), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/module-inl.hpp
+// Definitions for graph/module.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
+                            std::vector<ModuleStep> steps, std::vector<std::size_t> params,
+                            std::vector<std::size_t> results)
+    : name_(std::move(name)),
+      env_(std::move(env)),
+      values_(std::move(values)),
+      steps_(std::move(steps)),
+      params_(std::move(params)),
+      results_(std::move(results)) {}
+
+namespace detail {
+
+// A value's array shape under the bindings.
+inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
+                                          std::span<const ne::Binding> bindings,
+                                          const std::string& what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
+// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it.
+inline std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+  const auto width = static_cast<std::size_t>(a.dtype().bytes());
+  const auto data = a.data();
+  std::vector<std::uint8_t> out(data.size() * width);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(data[i]);
+    for (std::size_t b = 0; b < width; ++b)
+      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
+  }
+  return out;
+}
+
+inline te::NDArray from_dram_bytes(std::span<const std::uint8_t> bytes, DType dtype,
+                                   std::vector<std::int64_t> shape) {
+  te::NDArray a(dtype, std::move(shape));
+  const auto width = static_cast<std::size_t>(dtype.bytes());
+  auto data = a.data();
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
+    data[i] = dtype.wrap(static_cast<std::int64_t>(v));
+  }
+  return a;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
+                                       std::span<const ne::Binding> bindings,
+                                       std::vector<std::optional<te::NDArray>>& arrays) const {
+  const auto fail_unknown = [&](std::string_view name) {
+    std::vector<std::string> known;
+    for (auto p : params_) known.push_back(values_[p].name);
+    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, name,
+                      fmt::join(known, ", "));
+  };
+  for (const auto& in : inputs) {
+    bool found = false;
+    for (auto p : params_) found = found || values_[p].name == fmt::format("%{}", in.name);
+    if (!found) fail_unknown(in.name);
+  }
+  // every symbolic dim of the params is bound, within its range
+  for (auto p : params_)
+    for (const auto& d : values_[p].logical)
+      for (const auto& v : ne::free_vars(d)) {
+        const auto* var = v.as<ne::VarNode>();
+        const ne::Binding* b = nullptr;
+        for (const auto& x : bindings)
+          if (x.name == var->name) b = &x;
+        if (b == nullptr)
+          raise<ValueError>(
+              "module '{}': symbolic dim '{}' of input {} has no value; pass "
+              "{{\"{}\", value}} in the bindings",
+              name_, var->name, values_[p].name, var->name);
+        if (b->value < var->min || b->value > var->max)
+          raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
+                            name_, var->name, b->value, var->min, var->max);
+      }
+  for (auto p : params_) {
+    const auto& v = values_[p];
+    const NamedArray* given = nullptr;
+    for (const auto& in : inputs)
+      if (v.name == fmt::format("%{}", in.name)) given = &in;
+    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
+    const auto& a = given->value.get();
+    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    if (a.dtype() != v.dtype || a.shape() != shape)
+      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
+                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+    arrays[p] = a;
+  }
+}
+
+DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
+                                       std::span<const ne::Binding> bindings,
+                                       std::vector<std::optional<te::NDArray>>& arrays) const {
+  std::vector<vta::Buffer> buffers;
+  struct Release {
+    vta::Device& dev;
+    std::vector<vta::Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  std::vector<std::uint64_t> phys;
+  for (const auto in : step.inputs) {
+    const auto& v = values_[in];
+    const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
+    const auto bytes = detail::dram_bytes(a);
+    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
+    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
+    phys.push_back(buffers.back().phys);
+  }
+  const auto& out = values_[step.output];
+  auto out_shape = detail::concrete(out.shape, bindings, "value " + out.name);
+  std::size_t count = 1;
+  for (auto d : out_shape) count *= static_cast<std::size_t>(d);
+  const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
+  buffers.push_back(dev.alloc(std::max<std::size_t>(out_bytes, 1)));
+  phys.push_back(buffers.back().phys);
+  const vta::Stream stream = step.program->instantiate(bindings, phys);
+  const vta::RunResult result = dev.run(stream);
+  std::vector<std::uint8_t> bytes(out_bytes);
+  dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
+  arrays[step.output] = detail::from_dram_bytes(bytes, out.dtype, std::move(out_shape));
+  StepStats s;
+  s.instructions = stream.insns.size();
+  s.uops = stream.uops.size();
+  s.cycles = result.timing.total_cycles;
+  s.roofline_cycles = result.timing.roofline_cycles;
+  s.dram_bytes = result.timing.counters.memory_bytes();
+  s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
+  s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
+  if (step.tiling_traffic) s.tiling_bytes = step.tiling_traffic(bindings);
+  if (step.macs) s.macs = step.macs(bindings);
+  return s;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
+                                                  std::span<const NamedArray> inputs,
+                                                  std::span<const ne::Binding> bindings,
+                                                  const ModuleRunOptions& options) {
+  std::vector<std::optional<te::NDArray>> arrays(values_.size());
+  check_inputs(inputs, bindings, arrays);
+  const auto array_of = [&](std::size_t v) -> const te::NDArray& {
+    return values_[v].constant ? *values_[v].constant : *arrays[v];
+  };
+  ModuleRun run;
+  for (const auto& step : steps_) {
+    StepStats s;
+    const auto start = std::chrono::steady_clock::now();
+    switch (step.kind) {
+      case ModuleStep::Kind::Vta:
+        s = run_vta(dev, step, bindings, arrays);
+        run.vta_cycles += s.cycles;
+        break;
+      case ModuleStep::Kind::Host: {
+        std::vector<const te::NDArray*> args;
+        for (auto in : step.inputs) args.push_back(&array_of(in));
+        arrays[step.output] = step.kernel(args, step.attrs);
+        break;
+      }
+      case ModuleStep::Kind::Pack:
+        arrays[step.output] = pack(array_of(step.inputs[0]), values_[step.output].layout);
+        break;
+      case ModuleStep::Kind::Unpack: {
+        const auto& v = values_[step.inputs[0]];
+        const auto shape = detail::concrete(v.logical, bindings, "value " + v.name);
+        arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
+        break;
+      }
+    }
+    if (step.kind != ModuleStep::Kind::Vta)
+      s.host_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.steps.push_back(s);
+  }
+  for (auto r : results_) run.outputs.push_back(array_of(r));
+  for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
+  if (options.keep_values) {
+    for (std::size_t v = 0; v < values_.size(); ++v)
+      if (values_[v].constant) arrays[v] = *values_[v].constant;
+    run.values = std::move(arrays);
+  }
+  last_ = std::move(run);
+  return last_->outputs;
+}
+
+DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
+  const ModuleRun& run = last_run();
+  if (run.values.empty())
+    raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
+                      name_);
+  std::optional<std::size_t> found;
+  for (std::size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].node == node && run.values[v] &&
+        (!found || values_[v].layout.kind == Layout::Kind::Plain))
+      found = v;
+  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  const auto& v = values_[*found];
+  if (v.layout.kind == Layout::Kind::Plain) return *run.values[*found];
+  std::vector<ne::Binding> b;
+  for (const auto& [name, value] : run.bindings) b.push_back({name, value});
+  return unpack(*run.values[*found], v.layout, detail::concrete(v.logical, b, "value " + v.name));
+}
+
+DLAVM_INLINE const ModuleRun& Module::last_run() const {
+  if (!last_) raise<ValueError>("module '{}': not run yet; call run() first", name_);
+  return *last_;
+}
+
+namespace detail {
+
+inline std::string_view step_kind_name(ModuleStep::Kind k) {
+  switch (k) {
+    case ModuleStep::Kind::Host:
+      return "host";
+    case ModuleStep::Kind::Pack:
+      return "pack";
+    case ModuleStep::Kind::Unpack:
+      return "unpack";
+    case ModuleStep::Kind::Vta:
+      return "vta";
+  }
+  return "?";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string Module::summary() const {
+  const ModuleRun& run = last_run();
+  std::string out = fmt::format("module '{}': {} steps\n", name_, steps_.size());
+  out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", "#", "step",
+                     "device", "insns", "uops", "cycles", "roofline", "DRAM bytes", "/tiling");
+  std::uint64_t roofline = 0, gemm_macs = 0;
+  std::int64_t macs = 0;
+  double host = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const auto& step = steps_[i];
+    const auto& s = run.steps[i];
+    std::string label = step.label;
+    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    if (step.kind == ModuleStep::Kind::Vta) {
+      roofline += s.roofline_cycles;
+      gemm_macs += s.gemm_macs;
+      macs += s.macs;
+      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>8.1f}% {:>11} {:>6.2f}x\n", i,
+                         label, "vta", s.instructions, s.uops, s.cycles,
+                         s.cycles == 0 ? 0.0
+                                       : 100.0 * static_cast<double>(s.roofline_cycles) /
+                                             static_cast<double>(s.cycles),
+                         s.dram_bytes,
+                         s.tiling_bytes == 0 ? 0.0
+                                             : static_cast<double>(s.data_bytes) /
+                                                   static_cast<double>(s.tiling_bytes));
+    } else {
+      host += s.host_seconds;
+      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", i, label,
+                         detail::step_kind_name(step.kind) == "host" ? "host" : "host*", "-", "-",
+                         fmt::format("{:.2f}ms", s.host_seconds * 1e3), "-", "-", "-");
+    }
+  }
+  const double per_cycle = static_cast<double>(env_.batch * env_.block_in * env_.block_out);
+  out += fmt::format(
+      "VTA: {} cycles (roofline bound {}, {:.1f}%); {} MACs of the model / {} per cycle = {:.0f} "
+      "cycles ({:.1f}% of the VTA cycles); the GEMM core ran {} MACs (tile padding included)\n",
+      run.vta_cycles, roofline,
+      run.vta_cycles == 0
+          ? 0.0
+          : 100.0 * static_cast<double>(roofline) / static_cast<double>(run.vta_cycles),
+      macs, per_cycle, static_cast<double>(macs) / per_cycle,
+      run.vta_cycles == 0
+          ? 0.0
+          : 100.0 * static_cast<double>(macs) / per_cycle / static_cast<double>(run.vta_cycles),
+      gemm_macs);
+  out += fmt::format("host: {:.2f} ms (host* = layout conversions)\n", host * 1e3);
+  return out;
+}
+
+DLAVM_INLINE std::string Module::to_string() const {
+  std::string out = fmt::format("module {} {{\n", name_);
+  const auto type_of = [&](const ModuleValue& v) {
+    return fmt::format("{} {}", shape_text(v.shape), v.dtype);
+  };
+  for (auto p : params_)
+    out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
+  for (const auto& v : values_)
+    if (v.kind == ModuleValue::Kind::Constant)
+      out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
+  for (const auto& step : steps_) {
+    std::vector<std::string> args;
+    for (auto in : step.inputs) args.push_back(values_[in].name);
+    const auto& o = values_[step.output];
+    switch (step.kind) {
+      case ModuleStep::Kind::Vta:
+        out += fmt::format("  {} = vta.{}({}) /* {}; {}; tiling {} */\n", o.name, step.op,
+                           fmt::join(args, ", "), type_of(o),
+                           step.epilogue.empty() ? "no epilogue" : step.epilogue, step.tiling);
+        break;
+      case ModuleStep::Kind::Host:
+        out +=
+            fmt::format("  {} = host.{}({}{}{}) /* {} */\n", o.name, step.op, fmt::join(args, ", "),
+                        step.attrs.empty() ? "" : ", ", step.attrs, type_of(o));
+        break;
+      default:
+        out += fmt::format("  {} = host.{}({}) /* {} */\n", o.name,
+                           detail::step_kind_name(step.kind), fmt::join(args, ", "), type_of(o));
+        break;
+    }
+  }
+  std::vector<std::string> results;
+  for (auto r : results_) results.push_back(values_[r].name);
+  out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/module-inl.hpp
+#endif
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy.hpp
+// VTA strategies: how a fused group of graph calls (an anchor such as conv2d or dense, and an
+// epilogue of element-wise calls, graph/partition.hpp) becomes a scheduled te program for
+// VTA, as TVM's topi computes and VTA schedules do for Relay.
+//
+//   AnchorStrategy    per anchor op: whether a call can run on VTA (`support`), the packed
+//                     layout of each argument, and `declare`, which builds the compute in
+//                     packed layouts with the epilogue and a schedule whose knobs come from
+//                     the ScheduleChooser
+//   ScheduleChooser   the one interface through which tilings are chosen: the default picks
+//                     each strategy's default tiling from the shape and the SRAM sizes; a
+//                     tuner overrides it with tuned ones
+//   VtaStrategies     the anchor strategies by op name (default_vta_strategies(): conv2d,
+//                     dense), in graph::Target next to the op registry
+//
+// The strategies are kept apart from the op records (graph/op.hpp) so that typing a graph
+// does not include the VTA layer; a custom op gets a VTA strategy with strategies.add().
+//
+//   graph::Target target;                            // default ops and strategies
+//   const auto* s = target.strategies.find("conv2d");
+//   if (auto why = s->support(call, target.env)) ... // runs on the host instead, says why
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/strategy/conv2d.hpp
+// The VTA strategy of conv2d: its compute in VTA's packed layouts, with a fused epilogue, and
+// the default schedule (the convolution_opt tutorial's, generalized to any stride, padding
+// and kernel size) with a tiling chosen from the shape and the SRAM sizes.
+//
+// Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; channels and the batch zero-padded to
+// whole tiles by graph::pack):
+//   data   [N/B, C/BI, H, W, B, BI]  int8      weight [O/BO, C/BI, KH, KW, BO, BI] int8
+//   result [N/B, O/BO, OH, OW, B, BO] int8, the epilogue applied to the int32 sum
+// Padding is done by the input DMA (VTA pads INP loads with zeros, at most 15 rows or
+// columns a side). A 1x1 convolution with strides loads only the rows and columns it reads.
+//
+// Schedule: output blocks of oc_block channel tiles x h_block rows x w_block columns; per
+// block, the input channels are reduced ic_block tiles at a time, each step loading its input
+// window and weights; the output channel blocks alternate between `vthreads` virtual threads
+// (double buffering: one thread's loads overlap the other's GEMMs).
+//
+//   graph::Conv2dShape shape{.batch = 1, .in_channels = 64, .height = 56, .width = 56,
+//                            .out_channels = 64, .kernel = {3, 3}, .padding = {1, 1, 1, 1}};
+//   graph::Conv2dKernel k(env, shape, epilogue, "conv");
+//   auto s = k.schedule(graph::default_conv2d_tiling(env, shape, epilogue));
+//   auto prog = vta::build(s, k.args(), env, "conv");
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+// A convolution in NCHW x OIHW terms (unpacked sizes).
+struct Conv2dShape {
+  std::int64_t batch = 1, in_channels = 0, height = 0, width = 0, out_channels = 0;
+  std::array<std::int64_t, 2> kernel{1, 1};
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  std::int64_t out_h() const {
+    return (height + padding[0] + padding[2] - kernel[0]) / strides[0] + 1;
+  }
+  std::int64_t out_w() const {
+    return (width + padding[1] + padding[3] - kernel[1]) / strides[1] + 1;
+  }
+  std::int64_t macs() const {
+    return batch * out_channels * out_h() * out_w() * in_channels * kernel[0] * kernel[1];
+  }
+};
+
+struct Conv2dTiling {
+  std::int64_t oc_block = 1;  // output channel tiles per block
+  std::int64_t h_block = 1;   // output rows per block
+  std::int64_t w_block = 1;   // output columns per block
+  std::int64_t ic_block = 1;  // input channel tiles per reduction step
+  std::int64_t vthreads = 1;  // virtual threads over the output channel blocks
+  friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
+};
+
+// Tiles of the packed layouts.
+struct Conv2dTiles {
+  std::int64_t n, ic, oc, oh, ow;  // batch tiles, input / output channel tiles, output size
+  Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
+};
+
+class Conv2dKernel {
+ public:
+  Conv2dKernel(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+               const std::string& name);
+
+  // data, weight, the epilogue's inputs in order, result.
+  std::vector<te::Tensor> args() const;
+  te::Schedule schedule(const Conv2dTiling& t) const;
+  const EpilogueStages& epilogue() const { return epilogue_; }
+
+ private:
+  vta::Env env_;
+  Conv2dShape shape_;
+  Epilogue epilogue_spec_;
+  te::Tensor data_, weight_, data_buf_, weight_buf_, acc_;
+  te::IterVar ic_, dy_, dx_, ic_tns_;
+  EpilogueStages epilogue_;
+  bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
+};
+
+// Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
+// hold a block with its double buffer), or nullopt.
+std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                        const Epilogue& epilogue, const Conv2dTiling& t);
+
+// The cost the default tiling minimizes: an estimate of the cycles on VTA (the slowest of the
+// load, compute and store modules, with their DRAM bytes, instruction overheads and the part
+// double buffering cannot hide). Not the cycle model: a formula over the block counts.
+double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                       const Conv2dTiling& t);
+
+// The valid tiling of least estimated cycles (ties: fewer instructions). CapacityError when
+// no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
+Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                   const Epilogue& epilogue);
+
+// DRAM bytes a tiling must move: for each output channel block and spatial block, the input
+// rows and columns its window covers (padding excluded); the weights once per spatial block;
+// the epilogue's tensor operands and the result once; the channel operands once.
+std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                            const Conv2dTiling& t);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/conv2d-inl.hpp
+// Definitions for graph/strategy/conv2d.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/conv2d.hpp
+// end dlavm/graph/strategy/conv2d.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// Helpers the strategies' tiling choices share: divisors of a tile count, and the checks a
+// block size must pass (it divides the extent; the buffers it needs fit the SRAM).
+//
+//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
+//   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The divisors of n >= 1, ascending.
+inline std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
+inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
+                                              std::int64_t block) {
+  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
+  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
+}
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/pad.hpp
+// end dlavm/te/pad.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
+    : n(ceil_div(c.batch, env.batch)),
+      ic(ceil_div(c.in_channels, env.block_in)),
+      oc(ceil_div(c.out_channels, env.block_out)),
+      oh(c.out_h()),
+      ow(c.out_w()) {}
+
+namespace detail {
+
+// A 1x1 kernel with strides and no padding reads every sh-th row and sw-th column only.
+inline bool strided_window(const Conv2dShape& c) {
+  const bool unpadded = c.padding == std::array<std::int64_t, 4>{0, 0, 0, 0};
+  return c.kernel == std::array<std::int64_t, 2>{1, 1} && unpadded &&
+         (c.strides[0] > 1 || c.strides[1] > 1);
+}
+
+// Input rows (or columns) of the on-chip window of `block` outputs, halo included.
+inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int dim) {
+  if (strided_window(c)) return block;
+  return (block - 1) * c.strides[dim] + c.kernel[dim];
+}
+
+// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`.
+inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
+                                int dim) {
+  const std::int64_t extent = dim == 0 ? c.height : c.width;
+  if (strided_window(c)) return block;
+  const std::int64_t pad = c.padding[dim];
+  const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
+  const std::int64_t hi =
+      std::min((o0 + block - 1) * c.strides[dim] - pad + c.kernel[dim] - 1, extent - 1);
+  return std::max<std::int64_t>(hi - lo + 1, 0);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& shape,
+                                        const Epilogue& epilogue, const std::string& name)
+    : env_(env),
+      shape_(shape),
+      epilogue_spec_(epilogue),
+      strided_window_(detail::strided_window(shape)) {
+  const Conv2dTiles t(env, shape);
+  const auto [kh, kw] = shape.kernel;
+  const auto [sh, sw] = shape.strides;
+  const auto& p = shape.padding;
+  data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
+                          env.inp_dtype, name + "_data");
+  weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
+                            name + "_weight");
+  const auto& data = data_;
+  if (strided_window_) {
+    data_buf_ = te::compute(
+        te::shape(t.n, t.ic, t.oh, t.ow, env.batch, env.block_in),
+        [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
+          return data(n, c, y * sh, x * sw, b, ci);
+        },
+        name + "_data_buf");
+  } else if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
+    data_buf_ =
+        te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, 0, name + "_data_buf");
+  } else {
+    data_buf_ = te::compute_dynamic(
+        data_.shape(),
+        [&](std::span<const ne::Var> i) {
+          return data.read({i.begin(), i.end()});
+        },
+        name + "_data_buf");
+  }
+  const auto& weight = weight_;
+  weight_buf_ = te::compute_dynamic(
+      weight_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return weight.read({i.begin(), i.end()});
+      },
+      name + "_weight_buf");
+  ic_ = te::reduce_axis({0, t.ic}, "ic");
+  dy_ = te::reduce_axis({0, kh}, "dy");
+  dx_ = te::reduce_axis({0, kw}, "dx");
+  ic_tns_ = te::reduce_axis({0, env.block_in}, "ic_tns");
+  const std::int64_t ry = strided_window_ ? 1 : sh, rx = strided_window_ ? 1 : sw;
+  const auto& data_buf = data_buf_;
+  const auto& weight_buf = weight_buf_;
+  acc_ = te::compute(
+      te::shape(t.n, t.oc, t.oh, t.ow, env.batch, env.block_out),
+      [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
+        return te::sum(
+            te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
+                te::cast(env.acc_dtype, weight_buf(co, ic_, dy_, dx_, ci, ic_tns_)),
+            {ic_, dy_, dx_, ic_tns_});
+      },
+      name + "_acc", {"bo", "co", "i", "j", "bi", "ci"});
+  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> Conv2dKernel::args() const {
+  std::vector<te::Tensor> out{data_, weight_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("conv2d '{}': tiling {}x{}x{} (ic {}, {} threads): {}",
+                         epilogue_.res.name(), t.oc_block, t.h_block, t.w_block, t.ic_block,
+                         t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [b_out, b_inn] = s[res].split(s[res].axis(0), 1);
+  auto [oc_out, oc_inn] = s[res].split(s[res].axis(1), t.oc_block);
+  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
+  auto [x_out, x_inn] = s[res].split(s[res].axis(3), t.w_block);
+  s[res].reorder(
+      {b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, s[res].axis(4), s[res].axis(5)});
+  s[acc_].compute_at(s[res], x_out);
+  epilogue_.schedule(s, env_, x_out);
+  const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
+  auto [ic_out, ic_inn] = s[acc_].split(ic_, t.ic_block);
+  s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
+  if (t.vthreads > 1) {
+    auto [oc_o, tx] = s[res].split(oc_out, t.vthreads);
+    s[res].reorder({tx, b_out});
+    s[res].bind(tx, te::thread_axis("cthread"));
+    (void)oc_o;
+  }
+  s[data_buf_].set_scope(env_.inp_scope);
+  s[weight_buf_].set_scope(env_.wgt_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[data_buf_].compute_at(s[acc_], ic_out);
+  s[weight_buf_].compute_at(s[acc_], ic_out);
+  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
+  s[weight_buf_].pragma(s[weight_buf_].axis(0), env_.dma_copy);
+  s[res].pragma(b_inn, env_.dma_copy);
+  s[acc_].tensorize(c[4], env_.gemm);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
+  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (auto why = check_block("output columns", n.ow, t.w_block)) return why;
+  if (auto why = check_block("input channel tiles", n.ic, t.ic_block)) return why;
+  if (t.vthreads < 1 || (n.oc / t.oc_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} output channel blocks", t.vthreads,
+                       n.oc / t.oc_block);
+  const auto& cfg = env.config;
+  const std::int64_t block = t.oc_block * t.h_block * t.w_block;
+  const std::int64_t acc =
+      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
+  const std::int64_t inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
+                           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
+  const std::int64_t wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", wgt, cfg.wgt_depth())) return why;
+  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops; keep it within a quarter
+  // of the micro-op buffer so that every thread's kernels stay resident
+  const std::int64_t uops = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block;
+  if (auto why = check_fits("micro-op kernel", uops * t.vthreads, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+namespace detail {
+
+// Bytes of the input windows the blocks load: per batch tile, output channel block and
+// spatial block, the real rows x columns of every input channel tile.
+inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
+                                       const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  std::int64_t rows = 0, cols = 0;
+  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
+    rows += real_extent(shape, y0, t.h_block, 0);
+  for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
+    cols += real_extent(shape, x0, t.w_block, 1);
+  const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
+  return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
+}
+
+struct Conv2dCounts {
+  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes;
+  std::int64_t blocks, steps;
+};
+
+inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
+                                  const Epilogue& epilogue, const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  const std::int64_t spatial = (n.oh / t.h_block) * (n.ow / t.w_block);
+  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
+  Conv2dCounts c{};
+  c.inp_bytes = conv2d_input_bytes(env, shape, t);
+  c.wgt_bytes = n.n * spatial * n.oc * n.ic * shape.kernel[0] * shape.kernel[1] * env.wgt_tile() *
+                env.wgt_dtype.bytes();
+  c.out_bytes = out_tiles * env.acc_tile() * env.out_dtype.bytes();
+  for (const auto& in : epilogue.inputs)
+    c.acc_bytes += in.kind == EpilogueInput::Kind::Channel
+                       ? n.oc * env.acc_tile() * in.dtype.bytes()
+                       : out_tiles * env.acc_tile() * in.dtype.bytes();
+  c.blocks = n.n * (n.oc / t.oc_block) * spatial;
+  c.steps = c.blocks * (n.ic / t.ic_block);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
+                                         const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shape,
+                                    const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const Conv2dTiles n(env, shape);
+  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
+  // load module: per step, ic_block input windows and one weight block
+  const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
+                      static_cast<double>(c.steps * (t.ic_block + 1)) * transfer;
+  // compute module: the GEMM micro-ops, the epilogue's ALU passes, per-instruction costs
+  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
+  const double gemm = static_cast<double>(out_tiles * n.ic * shape.kernel[0] * shape.kernel[1]);
+  const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
+  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double compute = gemm + alu +
+                         insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
+                         static_cast<double>(c.acc_bytes) / bus;
+  // store module: one 2D store per output channel tile of a block
+  const double store = static_cast<double>(c.out_bytes) / bus +
+                       static_cast<double>(c.blocks * t.oc_block) * transfer;
+  const double busiest = std::max({load, compute, store});
+  // one thread: a step's loads wait for the previous step's GEMMs (one buffer); two: only the
+  // first step's loads and the last block's store are not hidden
+  if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
+  return busiest + (load + compute) / static_cast<double>(c.steps) +
+         store / static_cast<double>(c.blocks);
+}
+
+DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
+                                                const Epilogue& epilogue) {
+  const Conv2dTiles n(env, shape);
+  std::optional<Conv2dTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto oc : divisors(n.oc))
+    for (const auto h : divisors(n.oh))
+      for (const auto w : divisors(n.ow))
+        for (const auto ic : divisors(n.ic))
+          for (const std::int64_t vt : {2, 1}) {
+            const Conv2dTiling t{oc, h, w, ic, vt};
+            if (check_tiling(env, shape, epilogue, t)) continue;
+            const double cost = estimate_cycles(env, shape, epilogue, t);
+            if (cost < best_cost) best = t, best_cost = cost;
+          }
+  if (!best)
+    raise<CapacityError>(
+        "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
+        "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
+        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
+        shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1],
+        env.config.wgt_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/conv2d-inl.hpp
+#endif
+// end dlavm/graph/strategy/conv2d.hpp
+// begin dlavm/graph/strategy/dense.hpp
+// The VTA strategy of dense (y[M, N] = x[M, K] . w[N, K]^T, int8 x int8 -> int32): its
+// compute in VTA's packed layouts with a fused epilogue, and the default schedule (the
+// blocked GEMM tutorial's) with a tiling chosen from the shape and the SRAM sizes. The row
+// count M may be symbolic (a token count); the tiling is chosen for its maximum, and a
+// partial last row block runs with the rows left.
+//
+// Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; rows, K and N zero-padded to whole tiles
+// by graph::pack):
+//   x [M/B, K/BI, B, BI] int8    w [N/BO, K/BI, BO, BI] int8    y [M/B, N/BO, B, BO] int8
+//
+// Schedule: output blocks of row_block row tiles x n_block column tiles; per block, K is
+// reduced k_block tiles at a time (the reduction outermost, as the tutorials put it); the
+// column blocks alternate between `vthreads` virtual threads.
+//
+//   graph::DenseShape shape{.rows = token, .in_features = 512, .out_features = 256};
+//   graph::DenseKernel k(env, shape, epilogue, "fc");
+//   auto s = k.schedule(graph::default_dense_tiling(env, shape, epilogue));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct DenseShape {
+  ne::Expr rows = 1;  // M: may be symbolic, with a maximum
+  std::int64_t in_features = 0, out_features = 0;
+};
+
+struct DenseTiling {
+  std::int64_t row_block = 1;  // row tiles per block
+  std::int64_t n_block = 1;    // output column tiles per block
+  std::int64_t k_block = 1;    // K tiles per reduction step
+  std::int64_t vthreads = 1;   // virtual threads over the column blocks
+  friend bool operator==(const DenseTiling&, const DenseTiling&) = default;
+};
+
+class DenseKernel {
+ public:
+  DenseKernel(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+              const std::string& name);
+  // x, w, the epilogue's inputs in order, result.
+  std::vector<te::Tensor> args() const;
+  te::Schedule schedule(const DenseTiling& t) const;
+
+ private:
+  vta::Env env_;
+  DenseShape shape_;
+  Epilogue epilogue_spec_;
+  te::Tensor x_, w_, x_buf_, w_buf_, acc_;
+  te::IterVar ko_, ki_;
+  EpilogueStages epilogue_;
+};
+
+// Why `t` cannot run `shape`, or nullopt.
+std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
+                                        const Epilogue& epilogue, const DenseTiling& t);
+// Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
+double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                       const DenseTiling& t);
+// The valid tiling of least estimated cycles; CapacityError when none fits.
+DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
+                                 const Epilogue& epilogue);
+// DRAM bytes the tiling must move at `rows` rows: x once per column block, w once per row
+// block, the result and the epilogue's operands once.
+std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                            const DenseTiling& t, std::int64_t rows);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/dense-inl.hpp
+// Definitions for graph/strategy/dense.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/dense.hpp
+// end dlavm/graph/strategy/dense.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+struct DenseTiles {
+  ne::Expr m;  // row tiles (symbolic when the rows are)
+  std::int64_t m_max, k, n;
+  DenseTiles(const vta::Env& env, const DenseShape& s)
+      : m(ne::simplify(ne::ceildiv(s.rows, env.batch))),
+        m_max(ne::bounds(m).max),
+        k(ceil_div(s.in_features, env.block_in)),
+        n(ceil_div(s.out_features, env.block_out)) {}
+};
+
+}  // namespace detail
+
+DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& shape,
+                                      const Epilogue& epilogue, const std::string& name)
+    : env_(env), shape_(shape), epilogue_spec_(epilogue) {
+  const detail::DenseTiles t(env, shape);
+  x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
+  w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
+  const auto& x = x_;
+  const auto& w = w_;
+  x_buf_ = te::compute_dynamic(
+      x_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return x.read({i.begin(), i.end()});
+      },
+      name + "_x_buf");
+  w_buf_ = te::compute_dynamic(
+      w_.shape(),
+      [&](std::span<const ne::Var> i) {
+        return w.read({i.begin(), i.end()});
+      },
+      name + "_w_buf");
+  ko_ = te::reduce_axis({0, t.k}, "ko");
+  ki_ = te::reduce_axis({0, env.block_in}, "ki");
+  const auto& x_buf = x_buf_;
+  const auto& w_buf = w_buf_;
+  acc_ = te::compute(te::shape(t.m, t.n, env.batch, env.block_out),
+                     [&](auto m, auto n, auto b, auto c) {
+                       return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
+                                          te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
+                                      {ko_, ki_});
+                     },
+                     name + "_acc", {"m", "n", "b", "c"});
+  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
+  std::vector<te::Tensor> out{x_, w_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("dense '{}': tiling {}x{} (k {}, {} threads): {}", epilogue_.res.name(),
+                         t.row_block, t.n_block, t.k_block, t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [m_out, m_inn] = s[res].split(s[res].axis(0), t.row_block);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
+  // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
+  te::IterVar attach = n_out;
+  if (t.vthreads > 1) {
+    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
+    s[res].reorder({tx, m_out, n_o, m_inn, n_inn});
+    s[res].bind(tx, te::thread_axis("cthread"));
+    attach = n_o;
+  } else {
+    s[res].reorder({m_out, n_out, m_inn, n_inn});
+  }
+  s[acc_].compute_at(s[res], attach);
+  epilogue_.schedule(s, env_, attach);
+  const auto c = s[acc_].node()->root;  // m, n, b, c
+  auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
+  s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
+  s[x_buf_].set_scope(env_.inp_scope);
+  s[w_buf_].set_scope(env_.wgt_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[x_buf_].compute_at(s[acc_], ko_out);
+  s[w_buf_].compute_at(s[acc_], ko_out);
+  s[x_buf_].pragma(s[x_buf_].axis(0), env_.dma_copy);
+  s[w_buf_].pragma(s[w_buf_].axis(0), env_.dma_copy);
+  s[res].pragma(m_inn, env_.dma_copy);
+  s[acc_].tensorize(c[2], env_.gemm);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const DenseTiling& t) {
+  const detail::DenseTiles n(env, shape);
+  if (t.row_block < 1 || t.row_block > n.m_max)
+    return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
+  if (n.m.is_const() && n.m_max % t.row_block != 0)
+    return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
+  if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
+  if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
+  if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
+                       n.n / t.n_block);
+  const auto& cfg = env.config;
+  const std::int64_t block = t.row_block * t.n_block;
+  const std::int64_t acc =
+      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", t.row_block * t.k_block * t.vthreads, cfg.inp_depth()))
+    return why;
+  if (auto why = check_fits("weight buffer", t.n_block * t.k_block * t.vthreads, cfg.wgt_depth()))
+    return why;
+  if (auto why = check_fits("micro-op kernel", t.k_block * t.vthreads, cfg.uop_depth() / 2))
+    return why;
+  return std::nullopt;
+}
+
+namespace detail {
+
+struct DenseCounts {
+  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
+};
+
+inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
+                                const Epilogue& epilogue, const DenseTiling& t, std::int64_t rows) {
+  const DenseTiles n(env, shape);
+  const std::int64_t m = ceil_div(rows, env.batch);
+  const std::int64_t row_blocks = ceil_div(m, t.row_block), col_blocks = n.n / t.n_block;
+  DenseCounts c{};
+  c.inp_bytes = m * n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks;
+  c.wgt_bytes = n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes() * row_blocks;
+  c.out_bytes = m * n.n * env.acc_tile() * env.out_dtype.bytes();
+  for (const auto& in : epilogue.inputs)
+    c.acc_bytes += (in.kind == EpilogueInput::Kind::Channel ? n.n : m * n.n) * env.acc_tile() *
+                   in.dtype.bytes();
+  c.blocks = row_blocks * col_blocks;
+  c.steps = c.blocks * (n.k / t.k_block);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape,
+                                         const Epilogue& epilogue, const DenseTiling& t,
+                                         std::int64_t rows) {
+  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape,
+                                    const Epilogue& epilogue, const DenseTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const detail::DenseTiles n(env, shape);
+  const std::int64_t rows = ne::bounds(shape.rows).max;
+  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
+  const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
+                      static_cast<double>(c.steps * 2) * transfer;
+  const std::int64_t out_tiles = ceil_div(rows, env.batch) * n.n;
+  const double gemm = static_cast<double>(out_tiles * n.k);
+  const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
+  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double compute = gemm + alu +
+                         insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
+                         static_cast<double>(c.acc_bytes) / bus;
+  const double store =
+      static_cast<double>(c.out_bytes) / bus + static_cast<double>(c.blocks) * transfer;
+  if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
+  return std::max({load, compute, store}) + (load + compute) / static_cast<double>(c.steps) +
+         store / static_cast<double>(c.blocks);
+}
+
+DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
+                                              const Epilogue& epilogue) {
+  const detail::DenseTiles n(env, shape);
+  // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
+  // maximum (the last block runs partially)
+  std::vector<std::int64_t> row_blocks;
+  if (n.m.is_const()) {
+    row_blocks = divisors(n.m_max);
+  } else {
+    for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
+    row_blocks.push_back(n.m_max);
+  }
+  std::optional<DenseTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto r : row_blocks)
+    for (const auto nb : divisors(n.n))
+      for (const auto kb : divisors(n.k))
+        for (const std::int64_t vt : {2, 1}) {
+          const DenseTiling t{r, nb, kb, vt};
+          if (check_tiling(env, shape, epilogue, t)) continue;
+          const double cost = estimate_cycles(env, shape, epilogue, t);
+          if (cost < best_cost) best = t, best_cost = cost;
+        }
+  if (!best)
+    raise<CapacityError>(
+        "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
+        "input buffer {}, the weight buffer {})",
+        shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
+        env.config.inp_depth(), env.config.wgt_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/dense-inl.hpp
+#endif
+// end dlavm/graph/strategy/dense.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+// The knobs of every strategy's schedule. The default implementation returns the default
+// tiling of each (graph/strategy/*.hpp); a tuner derives from it.
+class ScheduleChooser {
+ public:
+  virtual ~ScheduleChooser() = default;
+  virtual Conv2dTiling conv2d(const vta::Env& env, const Conv2dShape& shape,
+                              const Epilogue& epilogue) const;
+  virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
+                            const Epilogue& epilogue) const;
+};
+
+// A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
+// arguments in order, then the epilogue's operands, then the result.
+struct VtaKernel {
+  te::Schedule schedule;
+  std::vector<te::Tensor> args;
+  std::string tiling;  // the chosen knobs, printable ("oc 2, h 7, w 14, ic 1, 2 threads")
+  // DRAM bytes the tiling must move, as a function of the symbolic dims' values
+  std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
+  // Multiply-accumulates of the operation (unpadded), as a function of the dims' values
+  std::function<std::int64_t(std::span<const ne::Binding>)> macs;
+};
+
+// What a strategy sees of the anchor call: its type rule's view (argument types, normalized
+// attributes, the label naming the node) and its result type.
+struct AnchorCall {
+  const TypeCall& call;
+  const TensorType& result;
+};
+
+struct AnchorStrategy {
+  std::string op{};
+  // Why this call cannot be the anchor of a VTA kernel (nullopt: it can).
+  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&)> support{};
+  // The packed layout of argument i.
+  std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
+  // The layout of the result (and of the epilogue's Tensor operands).
+  std::function<Layout(const AnchorCall&, const vta::Env&)> result_layout{};
+  // Declares the kernel (`name` prefixes its tensors).
+  std::function<VtaKernel(const AnchorCall&, const vta::Env&, const Epilogue&,
+                          const ScheduleChooser&, const std::string& name)>
+      declare{};
+};
+
+class VtaStrategies {
+ public:
+  // ValueError when the op already has one, or a function is missing.
+  void add(AnchorStrategy s);
+  const AnchorStrategy* find(std::string_view op) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, AnchorStrategy, std::less<>> strategies_;
+};
+
+// conv2d and dense.
+VtaStrategies default_vta_strategies();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy-inl.hpp
+// Definitions for graph/strategy.hpp: the registry and the conv2d and dense strategies.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/conv.hpp
+// end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Conv2dShape& shape,
+                                                  const Epilogue& epilogue) const {
+  return default_conv2d_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
+                                                const Epilogue& epilogue) const {
+  return default_dense_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
+  if (s.op.empty()) raise<ValueError>("VTA strategy: the op name is empty");
+  if (!s.support || !s.arg_layout || !s.result_layout || !s.declare)
+    raise<ValueError>(
+        "VTA strategy '{}': support, arg_layout, result_layout and declare are all "
+        "required",
+        s.op);
+  const std::string name = s.op;
+  if (!strategies_.emplace(name, std::move(s)).second)
+    raise<ValueError>("VTA strategy '{}' is already registered", name);
+}
+
+DLAVM_INLINE const AnchorStrategy* VtaStrategies::find(std::string_view op) const {
+  auto it = strategies_.find(op);
+  return it == strategies_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE std::vector<std::string> VtaStrategies::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, s] : strategies_) out.push_back(name);
+  return out;
+}
+
+namespace detail {
+
+// Why the arguments' element types are not VTA's int8 inputs and weights.
+inline std::optional<std::string> vta_operand_types(const AnchorCall& a, const vta::Env& env) {
+  const auto& c = a.call;
+  if (c.type(0).dtype != env.inp_dtype || c.type(1).dtype != env.wgt_dtype)
+    return fmt::format("VTA multiplies {} inputs by {} weights, the call has {} and {}",
+                       env.inp_dtype, env.wgt_dtype, c.type(0).dtype, c.type(1).dtype);
+  return std::nullopt;
+}
+
+// Dim k of argument i as a constant, or why it is not one.
+inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t i,
+                                                std::vector<std::int64_t>& out) {
+  out.clear();
+  for (std::size_t k = 0; k < a.call.type(i).ndim(); ++k) {
+    const auto d = ne::simplify(a.call.type(i).shape[k]);
+    if (!d.is_const())
+      return fmt::format("the VTA {} strategy needs constant dims; {} dim {} is `{}`", a.call.label,
+                         a.call.arg(i), k, a.call.type(i).shape[k]);
+    out.push_back(*d.as_int());
+  }
+  return std::nullopt;
+}
+
+inline Conv2dShape conv2d_shape(const AnchorCall& a) {
+  std::vector<std::int64_t> x, w;
+  constant_dims(a, 0, x);
+  constant_dims(a, 1, w);
+  const auto p = conv2d_params(a.call.attrs);
+  return {.batch = x[0],
+          .in_channels = x[1],
+          .height = x[2],
+          .width = x[3],
+          .out_channels = w[0],
+          .kernel = {w[2], w[3]},
+          .strides = p.strides,
+          .padding = p.padding};
+}
+
+inline AnchorStrategy conv2d_strategy() {
+  AnchorStrategy s;
+  s.op = "conv2d";
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    std::vector<std::int64_t> dims;
+    for (std::size_t i = 0; i < 2; ++i)
+      if (auto why = constant_dims(a, i, dims)) return why;
+    const auto shape = conv2d_shape(a);
+    for (auto p : shape.padding)
+      if (p > 15)
+        return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
+                  : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto shape = conv2d_shape(a);
+    const auto t = chooser.conv2d(env, shape, e);
+    const Conv2dKernel kernel(env, shape, e, name);
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}", t.oc_block, t.h_block,
+                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s"),
+                nullptr, nullptr};
+    const auto traffic = tiling_traffic(env, shape, e, t);
+    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.macs = [macs = shape.macs()](std::span<const ne::Binding>) { return macs; };
+    return k;
+  };
+  return s;
+}
+
+// Rows of a dense call: the product of x's leading dims.
+inline ne::Expr dense_rows(const TypeCall& c) {
+  ne::Expr rows = 1;
+  const auto& x = c.type(0).shape;
+  for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
+  return ne::simplify(rows);
+}
+
+// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
+// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
+inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
+
+inline AnchorStrategy dense_strategy() {
+  AnchorStrategy s;
+  s.op = "dense";
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    std::vector<std::int64_t> w;
+    if (auto why = constant_dims(a, 1, w)) return why;
+    const auto rows = dense_rows(a.call);
+    if (const auto max = ne::bounds(rows).max; max > kMaxRows)
+      raise<ShapeError>(
+          "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
+          "buffers are sized for the maximum, so declare the dim with one "
+          "(ne::var(\"token\", 1, 2048))",
+          a.call.label, a.call.arg(0), rows, max);
+    const DenseShape shape{rows, w[1], w[0]};
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
+                  : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto& w = a.call.type(1).shape;
+    const DenseShape shape{dense_rows(a.call), *ne::simplify(w[1]).as_int(),
+                           *ne::simplify(w[0]).as_int()};
+    const auto t = chooser.dense(env, shape, e);
+    const DenseKernel kernel(env, shape, e, name);
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("rows {}, n {}, k {}, {} thread{}", t.row_block, t.n_block, t.k_block,
+                            t.vthreads, t.vthreads == 1 ? "" : "s"),
+                nullptr, nullptr};
+    k.macs = [shape](std::span<const ne::Binding> b) {
+      return ne::eval(shape.rows, b) * shape.in_features * shape.out_features;
+    };
+    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape, e, t, ne::eval(shape.rows, b));
+    };
+    return k;
+  };
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE VtaStrategies default_vta_strategies() {
+  VtaStrategies s;
+  s.add(detail::conv2d_strategy());
+  s.add(detail::dense_strategy());
+  return s;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy-inl.hpp
+#endif
+// end dlavm/graph/strategy.hpp
+// begin dlavm/graph/target.hpp
+// graph::Target: what infer_type and build compile for: the VTA configuration, the op
+// registry and the VTA strategies. With a target, infer_type also places every call: on VTA
+// when it belongs to a VTA group (graph/partition.hpp), else on the host.
+//
+//   graph::Target target;                          // default VTA config, ops, strategies
+//   target.ops.add(my_custom_op);
+//   auto typed = graph::infer_type(fn, target);
+//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/infer_type.hpp
+// infer_type: types and places every call of a function. For each call in post-order it
+// finds the op record, checks the argument count and the attributes (defaults filled in, so
+// the typed function's calls carry every attribute), runs the type rule, and places the call
+// on the host (Device::Host) when the host kernel supports it. infer_type(fn, target)
+// (graph/target.hpp) then moves the calls VTA runs to Device::Vta. The result is a new
+// function; the input is not changed.
+//
+//   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
+//   fmt::print("{}", typed);
+//   // %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+//
+// Errors are dlavm::Errors raised at the node, naming it as the printer does (`%3 (conv2d)`)
+// and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
+// ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
+// mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
+// constant, and a call no device supports (TypeError saying why, per device). `global` holds
+// options for the whole function; none are defined yet, so any key is an error.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
+// also places calls on VTA. This header does not include the vta layer.
+Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/infer_type-inl.hpp
+// Definitions for graph/infer_type.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class TypeInferer : public ExprMutator<TypeInferer> {
+ public:
+  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const std::string label = names_.label(e);
+    const OpRecord* op = ops_.find(call.op());
+    if (op == nullptr)
+      raise<ValueError>("{}: unknown op '{}'; known ops: {}", label, call.op(),
+                        fmt::join(ops_.names(), ", "));
+    check_arg_count(*op, label, args.size());
+    TypeCall typing;
+    typing.label = label;
+    typing.attrs = normalize_attrs(op->attrs, call.attrs, label);
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      new_args.push_back(args[i]);
+      typing.arg_names.push_back(names_.name(call.args[i]));
+      typing.arg_types.push_back(args[i].type());
+    }
+    TensorType type = op->type_rule(typing);
+    check_result(type, label);
+    const Device device = place(*op, typing);
+    return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
+                      device);
+  }
+
+ private:
+  static void check_arg_count(const OpRecord& op, const std::string& label, std::size_t given) {
+    if (given >= op.min_args && given <= op.max_args) return;
+    if (op.max_args == OpRecord::kVariadic)
+      raise<ValueError>("{}: takes at least {} inputs, given {}", label, op.min_args, given);
+    if (op.min_args == op.max_args)
+      raise<ValueError>("{}: takes {} input{}, given {}", label, op.min_args,
+                        op.min_args == 1 ? "" : "s", given);
+    raise<ValueError>("{}: takes {} to {} inputs, given {}", label, op.min_args, op.max_args,
+                      given);
+  }
+
+  static void check_result(const TensorType& type, const std::string& label) {
+    for (std::size_t k = 0; k < type.shape.size(); ++k)
+      if (!type.shape[k].defined())
+        raise<ValueError>("internal: {}: the type rule left dim {} undefined, please report", label,
+                          k);
+  }
+
+  // The host runs every call its kernel supports; infer_type(fn, target) then moves the calls
+  // of VTA groups to VTA (graph/partition.hpp).
+  static Device place(const OpRecord& op, const TypeCall& typing) {
+    if (!op.host_support) return Device::Host;
+    const auto why_not = op.host_support(typing);
+    if (!why_not) return Device::Host;
+    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
+                     typing.label, *why_not, op.name);
+  }
+
+  const OpRegistry& ops_;
+  NodeNames names_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  // no function-wide options are defined yet: any key is unknown
+  normalize_attrs({}, global, "infer_type: global attributes");
+  return detail::TypeInferer(ops, fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/infer_type-inl.hpp
+#endif
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+namespace dlavm::graph {
+
+struct Target {
+  vta::Env env{};
+  OpRegistry ops = default_ops();
+  VtaStrategies strategies = default_vta_strategies();
+};
+
+// Types every call (infer_type with target.ops), then places it (graph::partition, graph::place).
+Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/target-inl.hpp
+// Definitions for graph/target.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/partition.hpp
+// Fusion and placement: splits a typed function into groups of calls that run as one unit,
+// in an order that respects every dependency. A VTA group is one kernel: an anchor call that
+// has a VTA strategy (conv2d, dense) followed by the element-wise calls VTA's ALU can apply
+// to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue):
+//
+//   bias_add(x, b)         b per output channel (int32), along the channel axis
+//   add(x, y)              y of x's shape: int32, or cast(r, int32) of an int8 r, which is
+//                          then loaded through VTA's ACC_8BIT path (the cast joins the group)
+//   requantize(x, ...)     to int8, shift at most 15 (the ALU's shift argument)
+//   relu(x), clip(x, ...)  bounds within the ALU's 16-bit immediate
+//   cast(x, int8)          the store's wrap-around; nothing may follow it in the group
+//
+// A call joins the group of its argument when that argument is the group's last call and has
+// no other user (nor is a result). A group whose last call is not int8 cannot be stored by
+// VTA and runs on the host, call by call; so does every call without a strategy or whose
+// strategy refuses it (the group's `note` says why). Each host group holds one call.
+//
+//   auto part = graph::partition(typed_fn, target);
+//   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
+//   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Group {
+  Device device = Device::Host;
+  // The calls, in an order that respects their dependencies; for VTA, calls[0] is the anchor
+  // and the last call is the group's result.
+  std::vector<Expr> calls;
+  // VTA: the fused epilogue and, aligned with epilogue.inputs, the values it reads.
+  Epilogue epilogue;
+  std::vector<Expr> operands;
+  // Host: why the call does not run on VTA ("no VTA strategy for 'softmax'", a strategy's
+  // reason). Empty for VTA groups.
+  std::string note;
+
+  const Expr& output() const { return calls.back(); }
+  const Expr& anchor() const { return calls.front(); }
+};
+
+class Partition {
+ public:
+  std::vector<Group> groups;  // execution order
+
+  // The group holding call `e`; nullptr for leaves and calls outside the function.
+  const Group* group_of(const Expr& e) const;
+  // "vta: %0 conv2d, %1 bias_add, ..." or "host: %5 softmax (no VTA strategy for 'softmax')".
+  std::string describe(const Group& g) const;
+
+  // Filled by partition(): the printed names of the function's nodes, and the group index
+  // of every call.
+  NodeNames names{std::span<const Expr>{}};
+  std::unordered_map<const Node*, std::size_t> group_index;
+};
+
+// What a typed call's op sees (its label, argument names and types, attributes), as its type
+// rule saw it: strategies decide on it.
+TypeCall typing_of(const Expr& call, const NodeNames& names);
+
+// `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
+// symbolic dim without a usable maximum).
+Partition partition(const Function& fn, const Target& target);
+
+// The typed function with each call placed as the partition places it (Device::Vta for the
+// calls of VTA groups, Device::Host for the others). graph::infer_type(fn, target) ends with
+// this.
+Function place(const Function& fn, const Partition& part);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/partition-inl.hpp
+// Definitions for graph/partition.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/vta/lower/inject_alu.hpp
+// end dlavm/vta/lower/inject_alu.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE const Group* Partition::group_of(const Expr& e) const {
+  auto it = group_index.find(e.get());
+  return it == group_index.end() ? nullptr : &groups[it->second];
+}
+
+DLAVM_INLINE std::string Partition::describe(const Group& g) const {
+  std::vector<std::string> calls;
+  for (const auto& c : g.calls) calls.push_back(fmt::format("{} {}", names.name(c), c.name()));
+  std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
+  if (!g.note.empty()) out += fmt::format(" ({})", g.note);
+  return out;
+}
+
+DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
+  const auto& c = *call.as<CallNode>();
+  TypeCall t;
+  t.label = names.label(call);
+  t.attrs = c.attrs;
+  for (const auto& a : c.args) {
+    t.arg_names.push_back(names.name(a));
+    t.arg_types.push_back(a.type());
+  }
+  return t;
+}
+
+namespace detail {
+
+// A VTA group while it is being grown: its calls, its epilogue, and the state of the value
+// its last call produces in the accumulator.
+struct OpenGroup {
+  Group group;
+  const AnchorStrategy* strategy = nullptr;
+  Layout result_layout;
+  std::size_t channel_axis = 1;  // the result's axis of output channels
+  DType logical;                 // the dtype the last call's value has in the graph
+  bool wrapped = false;          // after cast(x, int8): the store's wrap must come last
+};
+
+class Partitioner {
+ public:
+  Partitioner(const Function& fn, const Target& target)
+      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
+    for (const auto& e : order_)
+      if (const auto* c = e.as<CallNode>())
+        for (const auto& a : c->args) ++users_[a.get()];
+    for (const auto& r : fn.results()) ++users_[r.get()];
+  }
+
+  Partition run() {
+    for (const auto& e : order_)
+      if (e.kind() == NodeKind::Call && !member_.contains(e.get())) visit_call(e);
+    return finish();
+  }
+
+ private:
+  void visit_call(const Expr& e) {
+    const auto& call = *e.as<CallNode>();
+    if (extend(e, call)) return;
+    const auto* strategy = target_.strategies.find(call.op());
+    if (strategy == nullptr) {
+      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
+      return;
+    }
+    const TypeCall typing = typing_of(e, names_);
+    const AnchorCall anchor{typing, e.type()};
+    if (auto why = strategy->support(anchor, target_.env)) {
+      host_note_[e.get()] = *why;
+      return;
+    }
+    OpenGroup g;
+    g.group.device = Device::Vta;
+    g.group.calls.push_back(e);
+    g.strategy = strategy;
+    g.result_layout = strategy->result_layout(anchor, target_.env);
+    g.channel_axis = g.result_layout.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
+    g.logical = e.type().dtype;
+    open_.push_back(std::move(g));
+    const std::size_t index = open_.size() - 1;
+    tail_[e.get()] = index;
+    member_[e.get()] = index;
+  }
+
+  // Whether argument a of some call is the last call of an open VTA group that may grow.
+  std::optional<std::size_t> growable(const Expr& a) const {
+    auto it = tail_.find(a.get());
+    if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
+    for (const auto& r : fn_.results())
+      if (r.same_as(a)) return std::nullopt;
+    if (open_[it->second].wrapped) return std::nullopt;
+    return it->second;
+  }
+
+  bool extend(const Expr& e, const CallNode& call) {
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const auto g = growable(call.args[i]);
+      if (!g) continue;
+      if (!fuse(open_[*g], e, call, i)) continue;
+      tail_.erase(call.args[i].get());
+      tail_[e.get()] = *g;
+      member_[e.get()] = *g;
+      open_[*g].group.calls.push_back(e);
+      return true;
+    }
+    return false;
+  }
+
+  // Appends the epilogue steps of `call` (its argument `chain` is the group's value) to g, or
+  // returns false leaving g as it was.
+  bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain) {
+    const auto& env = target_.env;
+    const std::string& op = call.op();
+    Epilogue ep = g.group.epilogue;
+    std::vector<Expr> operands = g.group.operands;
+    std::vector<Expr> absorbed;
+    DType logical = g.logical;
+    bool wrapped = false;
+    const bool accumulating = logical == env.acc_dtype;
+    using K = EpilogueStep::Kind;
+    if (op == "bias_add") {
+      const auto& b = call.args[1];
+      const auto axis = call.attrs.get_int("axis");
+      const auto rank = static_cast<std::int64_t>(e.type().ndim());
+      if (!accumulating || chain != 0 || b.type().dtype != env.acc_dtype ||
+          (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
+        return false;
+      ep.add_channel(env.acc_dtype);
+      operands.push_back(b);
+    } else if (op == "add") {
+      const Expr& other = call.args[1 - chain];
+      if (!accumulating || !same_shape(other.type(), e.type())) return false;
+      const auto* cast = other.as<CallNode>();
+      if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
+          users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
+          other.type().dtype == env.acc_dtype) {
+        ep.add_tensor(env.inp_dtype);  // loaded through ACC_8BIT, sign-extended
+        operands.push_back(cast->args[0]);
+        absorbed.push_back(other);
+      } else if (other.type().dtype == env.acc_dtype) {
+        ep.add_tensor(env.acc_dtype);
+        operands.push_back(other);
+      } else {
+        return false;
+      }
+    } else if (op == "requantize") {
+      const auto p = requantize_params(call.attrs);
+      const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
+      if (!accumulating || p.out_dtype != env.out_dtype || p.shift > shr.second ||
+          !fits_imm(p.lo) || !fits_imm(p.hi))
+        return false;
+      if (p.rounding == host::Rounding::Nearest && p.shift > 0)
+        ep.imm(K::Add, std::int64_t{1} << (p.shift - 1));
+      if (p.shift > 0) ep.imm(K::Shr, p.shift);
+      ep.imm(K::Max, p.lo);
+      ep.imm(K::Min, p.hi);
+      logical = p.out_dtype;
+    } else if (op == "relu") {
+      ep.imm(K::Max, 0);
+    } else if (op == "clip") {
+      const auto [lo, hi] = host::clip_int_bounds(
+          {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, logical, names_.label(e));
+      if (!fits_imm(lo) || !fits_imm(hi)) return false;
+      ep.imm(K::Max, lo);
+      ep.imm(K::Min, hi);
+    } else if (op == "cast") {
+      const DType to = call.attrs.get_dtype("dtype");
+      if (to != env.out_dtype) return false;  // VTA cannot keep a value wider than it stores
+      wrapped = logical != env.out_dtype;     // int32 -> int8 wraps: only the store may follow
+      logical = to;
+    } else {
+      return false;
+    }
+    g.group.epilogue = std::move(ep);
+    g.group.operands = std::move(operands);
+    g.logical = logical;
+    g.wrapped = wrapped;
+    for (const auto& a : absorbed) {
+      member_[a.get()] = index_of(g);
+      g.group.calls.push_back(a);
+    }
+    return true;
+  }
+
+  std::size_t index_of(const OpenGroup& g) const {
+    return static_cast<std::size_t>(&g - open_.data());
+  }
+
+  static bool fits_imm(std::int64_t v) { return v >= -32768 && v <= 32767; }
+
+  static bool same_shape(const TensorType& a, const TensorType& b) {
+    if (a.ndim() != b.ndim()) return false;
+    for (std::size_t k = 0; k < a.ndim(); ++k)
+      if (!ne::can_prove(a.shape[k] == b.shape[k])) return false;
+    return true;
+  }
+
+  // Dissolves the groups VTA cannot store, then orders every group by its last call.
+  Partition finish() {
+    Partition part;
+    part.names = names_;
+    std::vector<bool> valid(open_.size());
+    for (std::size_t g = 0; g < open_.size(); ++g) {
+      valid[g] = open_[g].logical == target_.env.out_dtype;
+      if (!valid[g])
+        for (const auto& c : open_[g].group.calls)
+          host_note_[c.get()] = fmt::format(
+              "its {} result would leave VTA, which stores only {}: requantize or cast it in a "
+              "fused epilogue",
+              open_[g].logical, target_.env.out_dtype);
+    }
+    for (const auto& e : order_) {
+      if (e.kind() != NodeKind::Call) continue;
+      auto m = member_.find(e.get());
+      if (m != member_.end() && valid[m->second]) {
+        auto& g = open_[m->second];
+        if (!e.same_as(g.group.calls.back())) continue;  // the group runs at its result
+        for (const auto& c : g.group.calls) part.group_index[c.get()] = part.groups.size();
+        part.groups.push_back(sorted(std::move(g.group)));
+        continue;
+      }
+      Group h;
+      h.device = Device::Host;
+      h.calls.push_back(e);
+      if (auto n = host_note_.find(e.get()); n != host_note_.end()) h.note = n->second;
+      part.group_index[e.get()] = part.groups.size();
+      part.groups.push_back(std::move(h));
+    }
+    return part;
+  }
+
+  // Calls in post-order (absorbed casts before their add), the result last.
+  Group sorted(Group g) const {
+    std::unordered_set<const Node*> in;
+    for (const auto& c : g.calls) in.insert(c.get());
+    std::vector<Expr> calls;
+    for (const auto& e : order_)
+      if (in.contains(e.get())) calls.push_back(e);
+    g.calls = std::move(calls);
+    return g;
+  }
+
+  const Function& fn_;
+  const Target& target_;
+  NodeNames names_;
+  std::vector<Expr> order_;
+  std::unordered_map<const Node*, int> users_;
+  std::vector<OpenGroup> open_;
+  std::unordered_map<const Node*, std::size_t> tail_;    // last call of an open group
+  std::unordered_map<const Node*, std::size_t> member_;  // every call of a group
+  std::unordered_map<const Node*, std::string> host_note_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
+  return detail::Partitioner(fn, target).run();
+}
+
+namespace detail {
+
+class Placer : public ExprMutator<Placer> {
+ public:
+  explicit Placer(const Partition& part) : part_(part) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const Group* g = part_.group_of(e);
+    const Device device = g != nullptr ? g->device : Device::Host;
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device);
+  }
+
+ private:
+  const Partition& part_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function place(const Function& fn, const Partition& part) {
+  return detail::Placer(part).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/partition-inl.hpp
+#endif
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
+  const Function typed = infer_type(fn, target.ops, global);
+  return place(typed, partition(typed, target));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/target-inl.hpp
+#endif
+// end dlavm/graph/target.hpp
+
+#include <memory>
+#include <string>
+
+namespace dlavm::graph {
+
+struct BuildOptions {
+  std::string name = "main";
+  // The tilings of the VTA kernels; null: each strategy's default.
+  std::shared_ptr<const ScheduleChooser> chooser = nullptr;
+};
+
+Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/build-inl.hpp
+// Definitions for graph/build.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/build.hpp
+// end dlavm/graph/build.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class ModuleBuilder {
+ public:
+  ModuleBuilder(const Function& fn, const Partition& part, const Target& target,
+                const BuildOptions& options)
+      : fn_(fn), part_(part), target_(target), options_(options), names_(fn) {
+    if (!options_.chooser) options_.chooser = std::make_shared<const ScheduleChooser>();
+  }
+
+  Module build() {
+    std::vector<std::size_t> params, results;
+    for (const auto& p : fn_.params()) {
+      params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
+      plain_[p.get()] = params.back();
+    }
+    for (const auto& g : part_.groups) {
+      if (g.device == Device::Vta)
+        vta_step(g);
+      else
+        host_step(g);
+    }
+    for (const auto& r : fn_.results()) results.push_back(plain(r));
+    return Module(options_.name, target_.env, std::move(values_), std::move(steps_),
+                  std::move(params), std::move(results));
+  }
+
+ private:
+  std::size_t add_value(const Expr& e, ModuleValue::Kind kind, Layout layout,
+                        std::shared_ptr<const te::NDArray> constant) {
+    ModuleValue v;
+    v.kind = kind;
+    v.name = names_.name(e);
+    v.node = v.name;
+    if (layout.kind != Layout::Kind::Plain) v.name += ":" + to_string(layout);
+    v.logical = e.type().shape;
+    v.layout = layout;
+    v.shape = packed_shape(layout, v.logical);
+    v.dtype = e.type().dtype;
+    v.constant = std::move(constant);
+    values_.push_back(std::move(v));
+    return values_.size() - 1;
+  }
+
+  // The value of node e in its logical layout, unpacking it after VTA if need be.
+  std::size_t plain(const Expr& e) {
+    if (auto it = plain_.find(e.get()); it != plain_.end()) return it->second;
+    if (const auto* c = e.as<ConstantNode>())
+      return plain_[e.get()] = add_value(e, ModuleValue::Kind::Constant, {}, c->value);
+    auto it = packed_.find(e.get());
+    if (it == packed_.end() || it->second.empty())
+      raise<ValueError>("internal: build: {} is used before it is computed, please report",
+                        names_.label(e));
+    const std::size_t from = it->second.front().second;
+    const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Unpack;
+    s.label = fmt::format("unpack {}", values_[from].name);
+    s.inputs = {from};
+    s.output = to;
+    steps_.push_back(std::move(s));
+    return plain_[e.get()] = to;
+  }
+
+  // The value of node e in layout l: constants are packed now, other values by a pack step
+  // on the host (once per layout).
+  std::size_t packed(const Expr& e, const Layout& l) {
+    auto& forms = packed_[e.get()];
+    for (const auto& [layout, id] : forms)
+      if (layout == l) return id;
+    std::size_t id = 0;
+    if (const auto* c = e.as<ConstantNode>()) {
+      id = add_value(e, ModuleValue::Kind::Constant, l,
+                     std::make_shared<const te::NDArray>(pack(*c->value, l)));
+    } else {
+      const std::size_t from = plain(e);
+      id = add_value(e, ModuleValue::Kind::Temp, l, nullptr);
+      ModuleStep s;
+      s.kind = ModuleStep::Kind::Pack;
+      s.label = fmt::format("pack {}", values_[id].name);
+      s.inputs = {from};
+      s.output = id;
+      steps_.push_back(std::move(s));
+    }
+    packed_[e.get()].emplace_back(l, id);
+    return id;
+  }
+
+  void host_step(const Group& g) {
+    const Expr& e = g.output();
+    const auto& call = *e.as<CallNode>();
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Host;
+    s.label = fmt::format("{} {}", names_.name(e), call.op());
+    s.op = call.op();
+    s.attrs = call.attrs;
+    s.kernel = target_.ops.at(call.op()).host_kernel;
+    for (const auto& a : call.args) s.inputs.push_back(plain(a));
+    s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
+    plain_[e.get()] = s.output;
+    steps_.push_back(std::move(s));
+  }
+
+  // x + bias + r: a rounding constant right after a constant bias joins the bias at build time
+  // (exact: both adds wrap around in int32), saving an ALU pass per output tile.
+  static Group fold_rounding(Group g) {
+    auto& steps = g.epilogue.steps;
+    for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
+      if (steps[k].kind != EpilogueStep::Kind::AddChannel ||
+          steps[k + 1].kind != EpilogueStep::Kind::Add)
+        continue;
+      const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
+      if (bias == nullptr) continue;
+      const std::int64_t r = steps[k + 1].imm;
+      te::NDArray folded = *bias->value;
+      for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
+      g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    }
+    return g;
+  }
+
+  void vta_step(const Group& original) {
+    const Group g = fold_rounding(original);
+    const Expr& anchor = g.anchor();
+    const auto& call = *anchor.as<CallNode>();
+    const AnchorStrategy& strategy = *target_.strategies.find(call.op());
+    const TypeCall typing = typing_of(anchor, names_);
+    const AnchorCall ac{typing, anchor.type()};
+    const auto& env = target_.env;
+    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
+    VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);
+    auto program =
+        std::make_shared<const vta::Program>(vta::build(kernel.schedule, kernel.args, env, name));
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Vta;
+    std::vector<std::string> ops;
+    for (const auto& c : g.calls) ops.push_back(c.name());
+    s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
+    s.op = fmt::format("{}", fmt::join(ops, "+"));
+    for (std::size_t i = 0; i < call.args.size(); ++i)
+      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(ac, env, i)));
+    const Layout result = strategy.result_layout(ac, env);
+    for (std::size_t k = 0; k < g.operands.size(); ++k) {
+      const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
+      const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
+      s.inputs.push_back(packed(g.operands[k], l));
+    }
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
+    values_[s.output].dtype = env.out_dtype;
+    packed_[g.output().get()].emplace_back(result, s.output);
+    s.program = std::move(program);
+    s.tiling = kernel.tiling;
+    s.epilogue = to_string(g.epilogue);
+    s.macs = kernel.macs;
+    s.tiling_traffic = kernel.tiling_traffic;
+    check_params(s, kernel);
+    steps_.push_back(std::move(s));
+  }
+
+  // The program's parameters are the arrays the step hands it: same dtype and shape.
+  void check_params(const ModuleStep& s, const VtaKernel& kernel) const {
+    std::vector<std::size_t> values = s.inputs;
+    values.push_back(s.output);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const auto& v = values_[values[k]];
+      const auto& p = kernel.args[k];
+      bool same = p.dtype() == v.dtype && p.shape().size() == v.shape.size();
+      for (std::size_t d = 0; same && d < v.shape.size(); ++d)
+        same = ne::can_prove(p.shape()[d] == v.shape[d]);
+      if (!same)
+        raise<ValueError>(
+            "internal: build: {} parameter {} ('{}') is {}{}, the value {} is {}{}, please report",
+            s.label, k, p.name(), p.dtype(), shape_text(p.shape()), v.name, v.dtype,
+            shape_text(v.shape));
+    }
+  }
+
+  const Function& fn_;
+  const Partition& part_;
+  const Target& target_;
+  BuildOptions options_;
+  NodeNames names_;
+  std::vector<ModuleValue> values_;
+  std::vector<ModuleStep> steps_;
+  std::unordered_map<const Node*, std::size_t> plain_;
+  std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
+  std::size_t kernels_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
+  const Function typed = infer_type(fn, target);
+  const Partition part = partition(typed, target);
+  return detail::ModuleBuilder(typed, part, target, options).build();
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/build-inl.hpp
+#endif
+// end dlavm/graph/build.hpp
+// begin dlavm/graph/builder.hpp
+// GraphBuilder: name-based graph construction, as importers need it (ONNX refers to values
+// by name, in any order). Define inputs, constants and calls by name, with forward references
+// allowed, then build() resolves the names into a Function.
+//
+//   graph::GraphBuilder b;
+//   b.call("y", "relu", {"h"});                    // "h" is defined below: fine
+//   b.call("h", "dense", {"x", "w"});
+//   b.input("x", {1, token, 512}, DType::int8());
+//   b.constant("w", w_array);
+//   auto fn = b.build({"x"}, {"y"});
+//
+// Mistakes are ValueErrors naming the values: a name defined twice (raised at the second
+// definition), an argument or result that names nothing, a param that is not an input, and a
+// cycle (the names around it listed: "a -> b -> a").
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+class GraphBuilder {
+ public:
+  void input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+  void constant(std::string name, te::NDArray value);
+  // result = op(args...), by name.
+  void call(std::string result, std::string op, std::vector<std::string> args, Attrs attrs = {});
+
+  bool defines(std::string_view name) const;
+  // The Function with these params and results. Every call is resolved (so undefined names
+  // anywhere are reported), even those the results do not use.
+  Function build(const std::vector<std::string>& params,
+                 const std::vector<std::string>& results) const;
+
+ private:
+  struct Definition {
+    Expr leaf{};  // inputs and constants: built at definition
+    std::string op{};
+    std::vector<std::string> args{};
+    Attrs attrs{};
+  };
+  void define(std::string name, Definition d);
+  // Every definition as a node, calls resolved by name (raises for undefined names, cycles).
+  std::unordered_map<std::string_view, Expr> build_values() const;
+  // "an input", "a constant", "a call to 'relu'"
+  std::string describe(const Definition& d) const;
+
+  std::vector<std::string> order_;  // definition order
+  std::unordered_map<std::string, Definition> defs_;
+};
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/builder-inl.hpp
+// Definitions for graph/builder.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/builder.hpp
+// end dlavm/graph/builder.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void GraphBuilder::define(std::string name, Definition d) {
+  if (name.empty()) raise<ValueError>("GraphBuilder: a value with an empty name");
+  if (auto it = defs_.find(name); it != defs_.end())
+    raise<ValueError>("GraphBuilder: '{}' is defined twice: first as {}, then as {}", name,
+                      describe(it->second), describe(d));
+  order_.push_back(name);
+  defs_.emplace(std::move(name), std::move(d));
+}
+
+DLAVM_INLINE std::string GraphBuilder::describe(const Definition& d) const {
+  if (d.leaf.defined()) return d.leaf.kind() == NodeKind::Input ? "an input" : "a constant";
+  return fmt::format("a call to '{}'", d.op);
+}
+
+DLAVM_INLINE void GraphBuilder::input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  Expr leaf = graph::input(name, std::move(shape), dtype);
+  define(std::move(name), {.leaf = std::move(leaf)});
+}
+
+DLAVM_INLINE void GraphBuilder::constant(std::string name, te::NDArray value) {
+  Expr leaf = graph::constant(name, std::move(value));
+  define(std::move(name), {.leaf = std::move(leaf)});
+}
+
+DLAVM_INLINE void GraphBuilder::call(std::string result, std::string op,
+                                     std::vector<std::string> args, Attrs attrs) {
+  if (op.empty()) raise<ValueError>("GraphBuilder: '{}' calls an op with an empty name", result);
+  define(std::move(result),
+         {.op = std::move(op), .args = std::move(args), .attrs = std::move(attrs)});
+}
+
+DLAVM_INLINE bool GraphBuilder::defines(std::string_view name) const {
+  return defs_.contains(std::string(name));
+}
+
+DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_values() const {
+  std::unordered_map<std::string_view, Expr> built;
+  for (const std::string& name : order_)
+    if (defs_.at(name).leaf.defined()) built.emplace(name, defs_.at(name).leaf);
+  // Depth-first over argument names, iteratively; a name met again while on the path is a
+  // cycle, and the path from it is the cycle.
+  std::vector<std::string_view> path;
+  std::unordered_map<std::string_view, std::size_t> on_path;  // name -> index in path
+  for (const std::string& start : order_) {
+    if (built.contains(start)) continue;
+    path.push_back(start);
+    on_path.emplace(start, 0);
+    while (!path.empty()) {
+      const std::string_view name = path.back();
+      const Definition& d = defs_.at(std::string(name));
+      std::string_view pending;  // the first argument not built yet
+      for (std::size_t i = 0; i < d.args.size() && pending.empty(); ++i) {
+        const std::string& a = d.args[i];
+        if (built.contains(a)) continue;
+        if (!defs_.contains(a))
+          raise<ValueError>("GraphBuilder: '{}' = {}(...): argument {} '{}' is not defined", name,
+                            d.op, i, a);
+        if (auto it = on_path.find(a); it != on_path.end()) {
+          std::vector<std::string_view> cycle(
+              path.begin() + static_cast<std::ptrdiff_t>(it->second), path.end());
+          cycle.push_back(a);
+          raise<ValueError>("GraphBuilder: the values form a cycle: {}", fmt::join(cycle, " -> "));
+        }
+        pending = a;
+      }
+      if (!pending.empty()) {
+        on_path.emplace(pending, path.size());
+        path.push_back(pending);
+        continue;
+      }
+      std::vector<Expr> args;
+      for (const std::string& a : d.args) args.push_back(built.at(a));
+      built.emplace(name, graph::call(d.op, std::move(args), d.attrs));
+      on_path.erase(name);
+      path.pop_back();
+    }
+  }
+  return built;
+}
+
+DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params,
+                                          const std::vector<std::string>& results) const {
+  const auto built = build_values();
+  auto resolve = [&](const std::string& name, std::string_view role) {
+    auto it = built.find(name);
+    if (it == built.end()) raise<ValueError>("GraphBuilder: {} '{}' is not defined", role, name);
+    return it->second;
+  };
+  std::vector<Expr> param_exprs, result_exprs;
+  for (const std::string& p : params) {
+    Expr e = resolve(p, "param");
+    if (e.kind() != NodeKind::Input)
+      raise<ValueError>("GraphBuilder: param '{}' is {}; params must be inputs", p,
+                        describe(defs_.at(p)));
+    param_exprs.push_back(std::move(e));
+  }
+  for (const std::string& r : results) result_exprs.push_back(resolve(r, "result"));
+  return Function(std::move(param_exprs), std::move(result_exprs));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/builder-inl.hpp
+#endif
+// end dlavm/graph/builder.hpp
+// begin dlavm/graph/evaluate.hpp
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+// end dlavm/graph.hpp
+// begin dlavm/host.hpp
+// host layer: a CPU implementation of every graph op on te::NDArray, plain loops that are both
+// the fallback for ops an accelerator cannot run and the reference executor's kernels. Each
+// family's header comment defines the exact semantics of its ops (rounding, saturation,
+// wrap-around); nothing else does.
+
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/conv.hpp
+// end dlavm/host/conv.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/host/linear.hpp
+// end dlavm/host/linear.hpp
+// begin dlavm/host/pool.hpp
+// end dlavm/host/pool.hpp
+// begin dlavm/host/quantize.hpp
+// end dlavm/host/quantize.hpp
+// begin dlavm/host/transform.hpp
+// end dlavm/host/transform.hpp
+// end dlavm/host.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/schedule.hpp
+// end dlavm/schedule.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta.hpp
+// VTA layer: the hardware model (vta/hw.hpp), the lowering passes (vta/lower.hpp), and on top
+// of both vta::Program (build, instantiate, run) and the layout helpers. docs/vta.md is the
+// guide.
+
+// begin dlavm/vta/hw.hpp
+// The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
+// disassembly, the command builder, dependency tokens from data hazards, the functional
+// simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
+// runtime only; docs/vta.md is the guide.
+
+// begin dlavm/runtime.hpp
+// Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
+// -fno-rtti): the VTA bit layout and raw pack/unpack, encoded streams, the VTA driver API.
+
+// begin dlavm/runtime/driver_api.hpp
+// The C interface of the public VTA driver (vta/driver.h in TVM): memory allocation with
+// physical addresses, host copies, cache maintenance and running an instruction stream that
+// sits in DRAM. Only declared here; a board support package, VTA's simulators, or an in-repo
+// implementation (tests/vta/sim_driver.cpp) defines them. vta::DriverDevice calls them.
+// Define USE_VTA64 for 64-bit physical addresses, as VTA does.
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef VTA_DRIVER_H_
+extern "C" {
+
+typedef void* VTADeviceHandle;
+#ifdef USE_VTA64
+typedef std::uint64_t vta_phy_addr_t;
+#else
+typedef std::uint32_t vta_phy_addr_t;
+#endif
+
+VTADeviceHandle VTADeviceAlloc();
+void VTADeviceFree(VTADeviceHandle handle);
+// Returns 0 when the stream finished, 1 on timeout (wait_cycles exhausted).
+int VTADeviceRun(VTADeviceHandle device, vta_phy_addr_t insn_phy_addr, std::uint32_t insn_count,
+                 std::uint32_t wait_cycles);
+void* VTAMemAlloc(std::size_t size, int cached);
+void VTAMemFree(void* buf);
+vta_phy_addr_t VTAMemGetPhyAddr(void* buf);
+void VTAMemCopyFromHost(void* dst, const void* src, std::size_t size);
+void VTAMemCopyToHost(void* dst, const void* src, std::size_t size);
+void VTAFlushCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
+void VTAInvalidateCache(void* vir_addr, vta_phy_addr_t phy_addr, int size);
+
+}  // extern "C"
+#endif
+
+namespace dlavm::runtime {
+
+// The driver API as a policy: vta::DriverDevice<Api> calls only these, so tests or a board
+// support package may substitute their own functions.
+struct VtaDriverApi {
+  static VTADeviceHandle device_alloc() { return ::VTADeviceAlloc(); }
+  static void device_free(VTADeviceHandle h) { ::VTADeviceFree(h); }
+  static int device_run(VTADeviceHandle h, vta_phy_addr_t insn, std::uint32_t count,
+                        std::uint32_t wait) {
+    return ::VTADeviceRun(h, insn, count, wait);
+  }
+  static void* mem_alloc(std::size_t size, int cached) { return ::VTAMemAlloc(size, cached); }
+  static void mem_free(void* p) { ::VTAMemFree(p); }
+  static vta_phy_addr_t phy_addr(void* p) { return ::VTAMemGetPhyAddr(p); }
+  static void copy_from_host(void* dst, const void* src, std::size_t n) {
+    ::VTAMemCopyFromHost(dst, src, n);
+  }
+  static void copy_to_host(void* dst, const void* src, std::size_t n) {
+    ::VTAMemCopyToHost(dst, src, n);
+  }
+  static void flush(void* v, vta_phy_addr_t p, int n) { ::VTAFlushCache(v, p, n); }
+  static void invalidate(void* v, vta_phy_addr_t p, int n) { ::VTAInvalidateCache(v, p, n); }
+};
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/driver_api.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/stream.hpp
+// end dlavm/runtime/stream.hpp
+// end dlavm/runtime.hpp
+// begin dlavm/vta/hw/builder.hpp
+// end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/dep_tracker.hpp
+// end dlavm/vta/hw/dep_tracker.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/driver_device.hpp
+// DriverDevice: a Device over the public VTA driver C API (VTAMemAlloc ... VTADeviceRun), for
+// boards and VTA's own simulators. A template over the API so that tests can supply one.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/driver_api.hpp
+// end dlavm/runtime/driver_api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace dlavm::vta {
+
+// A device over the public VTA driver API. `Api` supplies the functions (see
+// runtime::VtaDriverApi, which calls the C functions VTAMemAlloc ... VTADeviceRun).
+template <class Api = runtime::VtaDriverApi>
+class DriverDevice : public Device {
+ public:
+  explicit DriverDevice(const Config& config = Config{}, std::uint32_t wait_cycles = 100'000'000)
+      : config_(config), model_(config), wait_cycles_(wait_cycles) {
+    config_.validate();
+    handle_ = Api::device_alloc();
+    if (!handle_) raise<DeviceError>("VTADeviceAlloc failed");
+  }
+  DriverDevice(const DriverDevice&) = delete;
+  DriverDevice& operator=(const DriverDevice&) = delete;
+  ~DriverDevice() override {
+    for (auto& [phys, m] : buffers_) Api::mem_free(m.virt);
+    Api::device_free(handle_);
+  }
+
+  using Device::copy_in;
+  using Device::copy_out;
+
+  const Config& config() const override { return config_; }
+
+  Buffer alloc(std::size_t bytes) override {
+    void* v = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
+    if (!v) raise<DeviceError>("VTAMemAlloc of {} bytes failed", bytes);
+    const std::uint64_t phys = Api::phy_addr(v);
+    buffers_[phys] = {v, bytes};
+    return {phys, bytes};
+  }
+  void free(Buffer b) override {
+    Api::mem_free(lookup("free", b).virt);
+    buffers_.erase(b.phys);
+  }
+  void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    check_range("copy_in", dst, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_in", dst).virt) + offset;
+    Api::copy_from_host(v, src, bytes);
+    Api::flush(v, static_cast<vta_phy_addr_t>(dst.phys + offset), static_cast<int>(bytes));
+  }
+  void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    check_range("copy_out", src, offset, bytes);
+    auto* v = static_cast<std::byte*>(lookup("copy_out", src).virt) + offset;
+    Api::invalidate(v, static_cast<vta_phy_addr_t>(src.phys + offset), static_cast<int>(bytes));
+    Api::copy_to_host(dst, v, bytes);
+  }
+
+  RunResult run(const Stream& stream) override {
+    struct Scoped {
+      DriverDevice& d;
+      Buffer b;
+      ~Scoped() {
+        const auto it = d.buffers_.find(b.phys);
+        if (it == d.buffers_.end()) return;
+        Api::mem_free(it->second.virt);
+        d.buffers_.erase(it);
+      }
+    };
+    Scoped uops{*this, alloc(stream.uop_bytes())};
+    const auto words = relocate(stream, uops.b.phys);
+    Scoped insns{*this, alloc(stream.insn_bytes())};
+    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
+    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
+    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+    const auto decoded = decode_all(config_.layout(), words);
+    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
+                                   static_cast<std::uint32_t>(words.size()), wait_cycles_);
+    if (rc != 0)
+      raise<DeviceError>(
+          "VTADeviceRun returned {} for {} instructions (timeout after {} cycles "
+          "or device failure)",
+          rc, words.size(), wait_cycles_);
+    RunResult r;
+    r.timing = model_.run(decoded, trace_);
+    r.counters = r.timing.counters;
+    r.finished = true;
+    return r;
+  }
+
+ private:
+  struct Mapping {
+    void* virt = nullptr;
+    std::size_t bytes = 0;
+  };
+  Mapping& lookup(const char* what, Buffer b) {
+    const auto it = buffers_.find(b.phys);
+    if (it == buffers_.end())
+      raise<ValueError>("{}: 0x{:x} is not a buffer of this device", what, b.phys);
+    return it->second;
+  }
+
+  Config config_;
+  CycleModel model_;
+  std::uint32_t wait_cycles_;
+  VTADeviceHandle handle_ = nullptr;
+  std::map<std::uint64_t, Mapping> buffers_;
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/driver_device.hpp
+// begin dlavm/vta/hw/dump.hpp
+// Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
+// dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
+// micro-op files, and one DRAM image per buffer. load_dump checks the files against the
+// manifest (counts against file sizes, every DRAM transfer inside one of its buffers) and gives
+// a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
+// Device places it; replay runs a dump on a device wherever that device puts the buffers.
+//
+//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+//   vta::SimDevice dev(dump.manifest.config);
+//   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/io.hpp
 // end dlavm/vta/hw/io.hpp
 
 #include <cstddef>
@@ -18879,1853 +23962,14 @@ DLAVM_INLINE te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m
 // begin dlavm/vta/lower/env.hpp
 // end dlavm/vta/lower/env.hpp
 // begin dlavm/vta/lower/fold_uop.hpp
-// Micro-op folding: a loop nest whose leaves are all one kind of compute call (vta.gemm,
-// vta.gemm_reset, or vta.alu with one operation and immediate) becomes one GEMM or ALU
-// instruction, the way TVM's VTA flow builds a micro-op kernel:
-//   - its two outermost loops become the instruction's two micro-op loop levels (iter_out,
-//     iter_in), their strides in each operand becoming the dst/src/wgt factors;
-//   - the loops inside them are unrolled into the kernel's micro-op list.
-// A loop stays a host loop around the instruction when it cannot be a level (operands not
-// linear in it with one stride, a negative or too wide factor, an extent wider than the
-// iteration field) and the list inside would not fit the micro-op buffer. The result:
-//
-//   attr [gemm] vta.uop_kernel = 126 {
-//     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor
-//     @vta.uop_loop_begin(7, 14, 16, 0)
-//     for (dy, 0, 3) { for (dx, 0, 3) { for (j, 0, 14) {
-//       @vta.gemm(res_conv, data_buf, kernel_buf; j, (dy*16) + dx + j, (dy*3) + dx)
-//     } } }
-//     @vta.uop_loop_end()
-//     @vta.uop_loop_end()
-//   }
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/tir/stmt.hpp
-// end dlavm/tir/stmt.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <cstdint>
-#include <utility>
-
-namespace dlavm::vta {
-
-// Nests of GEMM / ALU calls become micro-op kernels (see above).
-tir::Stmt fold_uops(const tir::Stmt& body, const Env& env);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/lower/fold_uop-inl.hpp
-// Definitions for dlavm/vta/lower/fold_uop.hpp (see core/api.hpp).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-// begin dlavm/vta/lower/fold_uop.hpp
-// end dlavm/vta/lower/fold_uop.hpp
-// begin dlavm/vta/lower/nest.hpp
-// Loop nests as the VTA passes read them: the For loops at the top of an annotated stage, the
-// "dims" that flat index expressions walk through them (adjacent loops merged where every
-// access is contiguous), and offsets with loops pinned to a value. Shared by the DMA and ALU
-// injection passes.
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-// A loop of a nest: variable and extent.
-struct NestLoop {
-  ne::Var var;
-  ne::Expr extent;
-};
-
-// Peels the For loops at the top of s; returns them outermost first and the innermost body.
-inline std::pair<std::vector<NestLoop>, tir::Stmt> peel_loops(tir::Stmt s) {
-  std::vector<NestLoop> loops;
-  while (const auto* f = s.as<tir::ForNode>()) {
-    if (!f->min.is_const() || *f->min.as_int() != 0)
-      raise<ScheduleError>("VTA lowering: loop '{}' starts at {}, expected 0", f->var.name(),
-                           f->min);
-    loops.push_back({f->var, f->extent});
-    s = f->body;
-  }
-  return {std::move(loops), std::move(s)};
-}
-
-inline bool same(const ne::Expr& a, const ne::Expr& b) {
-  return ne::equal(ne::simplify(a), ne::simplify(b));
-}
-
-inline bool divisible(const ne::Expr& e, std::int64_t d) {
-  return ne::simplify(ne::floormod(e, d)).as_int() == 0;
-}
-
-inline bool is_zero(const ne::Expr& e) { return ne::simplify(e).as_int() == 0; }
-
-// One dimension of an access: extent and the strides of the accesses that walk it.
-struct Dim {
-  ne::Var var;
-  ne::Expr extent;
-  std::vector<ne::Expr> strides;  // one per access
-  std::vector<ne::Var> merged;    // loops folded into this dimension, innermost first
-};
-
-// The dims of a nest for the given flat index expressions (innermost first), with adjacent
-// loops merged where every access walks them contiguously (stride_outer = stride_inner *
-// extent_inner). A loop in `closed` is only ever the outermost loop of its dim: nothing
-// outside it merges with it (a padded loop must stay at the edge of its dim). nullopt when an
-// index is not affine in the loops.
-inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
-                                                   const std::vector<ne::Expr>& indices,
-                                                   const std::vector<bool>& closed = {}) {
-  std::vector<ne::Var> vars;
-  for (const auto& l : loops) vars.push_back(l.var);
-  std::vector<ne::LinearForm> forms;
-  for (const auto& i : indices) {
-    auto f = ne::linear_form(i, vars);
-    if (!f) return std::nullopt;
-    forms.push_back(std::move(*f));
-  }
-  std::vector<Dim> dims;
-  bool inner_closed = false;
-  for (std::size_t k = loops.size(); k-- > 0;) {
-    Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
-    for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
-    const bool is_closed = k < closed.size() && closed[k];
-    if (!dims.empty() && !inner_closed) {
-      auto& inner = dims.back();
-      bool contiguous = true;
-      for (std::size_t a = 0; a < forms.size(); ++a)
-        contiguous = contiguous && same(d.strides[a], inner.strides[a] * inner.extent);
-      if (contiguous) {
-        inner.extent = ne::simplify(inner.extent * d.extent);
-        inner.merged.push_back(d.var);
-        inner_closed = is_closed;
-        continue;
-      }
-    }
-    dims.push_back(std::move(d));
-    inner_closed = is_closed;
-  }
-  return dims;
-}
-
-inline te::Expr iv(const ne::Expr& e) { return te::index_value(ne::simplify(e)); }
-
-// The index with the given loop variables replaced by values (zero by default).
-inline ne::Expr pinned(const ne::Expr& index, const std::vector<ne::Var>& vars,
-                       const std::vector<std::pair<ne::Var, ne::Expr>>& at = {}) {
-  std::vector<ne::Substitution> z;
-  for (const auto& v : vars) {
-    ne::Expr value = 0;
-    for (const auto& [w, e] : at)
-      if (w.id() == v.id()) value = e;
-    z.emplace_back(v, value);
-  }
-  return ne::simplify(ne::substitute(index, z));
-}
-
-inline bool contains(const std::vector<ne::Var>& vars, const ne::Var& v) {
-  return std::any_of(vars.begin(), vars.end(), [&](const ne::Var& w) { return w.id() == v.id(); });
-}
-
-// The loops of `loops` not in `folded`, outermost first: they stay host loops.
-inline std::vector<NestLoop> host_loops(const std::vector<NestLoop>& loops,
-                                        const std::vector<ne::Var>& folded) {
-  std::vector<NestLoop> host;
-  for (const auto& l : loops)
-    if (!contains(folded, l.var)) host.push_back(l);
-  return host;
-}
-
-inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
-  for (auto it = host.rbegin(); it != host.rend(); ++it)
-    body = tir::make_for(it->var, 0, it->extent, tir::ForKind::Serial, body);
-  return body;
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/lower/nest.hpp
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-// The kind of compute call a statement is made of: calls with equal keys can share one
-// micro-op kernel.
-struct UopKey {
-  std::string name;
-  std::int64_t op = 0, use_imm = 0, imm = 0;
-  friend bool operator==(const UopKey&, const UopKey&) = default;
-};
-
-inline std::optional<UopKey> uop_key_of_call(const te::CallNode& c) {
-  if (c.name == intrin::gemm || c.name == intrin::gemm_reset) return UopKey{c.name};
-  if (c.name == intrin::alu) {
-    const auto arg = [&](std::size_t k) { return c.args[k].as<te::IntImmNode>()->value; };
-    return UopKey{c.name, arg(0), arg(1), arg(2)};
-  }
-  return std::nullopt;
-}
-
-// The operand offsets (dst, src, wgt) of a compute call, in SRAM entries of its buffers.
-inline std::vector<ne::Expr> uop_operands(const te::CallNode& c) {
-  const auto index = [&](std::size_t k) -> ne::Expr {
-    if (const auto* i = c.args[k].as<te::IndexNode>()) return i->index;
-    return c.args[k].as<te::IntImmNode>()->value;
-  };
-  if (c.name == intrin::gemm) return {index(0), index(1), index(2)};
-  if (c.name == intrin::gemm_reset) return {index(0), 0, 0};
-  return {index(3), index(4), 0};  // alu
-}
-
-// The call with its operand offsets replaced.
-inline te::Expr with_operands(const te::CallNode& c, const std::vector<ne::Expr>& ops) {
-  std::vector<te::Expr> args = c.args;
-  if (c.name == intrin::gemm) {
-    for (std::size_t k = 0; k < 3; ++k) args[k] = iv(ops[k]);
-  } else if (c.name == intrin::gemm_reset) {
-    args[0] = iv(ops[0]);
-  } else {
-    args[3] = iv(ops[0]);
-    args[4] = iv(ops[1]);
-  }
-  return te::call(c.name, c.dtype(), std::move(args), c.buffers);
-}
-
-}  // namespace detail
-
-namespace detail {
-
-class FoldUops : public tir::StmtMutator<FoldUops> {
- public:
-  explicit FoldUops(const Env& env) : env_(env) {
-    const auto layout = env.config.layout();
-    const auto max_of = [&](runtime::Form f, runtime::Field field) {
-      return (std::int64_t{1} << layout.pos(f, field).width) - 1;
-    };
-    max_iter_ = max_of(runtime::Form::Gemm, runtime::Field::iter_out);
-    max_factor_ = {max_of(runtime::Form::Gemm, runtime::Field::dst_factor_out),
-                   max_of(runtime::Form::Gemm, runtime::Field::src_factor_out),
-                   max_of(runtime::Form::Gemm, runtime::Field::wgt_factor_out)};
-    // Half the micro-op buffer at most, so that several kernels stay resident.
-    max_uops_ = env.config.uop_depth() / 2;
-  }
-
-  tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
-    if (key_of(s)) return fold(s);
-    return tir::StmtMutator<FoldUops>::visit_for(n, s);
-  }
-  tir::Stmt visit_evaluate(const tir::EvaluateNode&, const tir::Stmt& s) {
-    if (key_of(s)) return fold(s);
-    return s;
-  }
-  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
-    if (key_of(s)) return fold(s);
-    return tir::StmtMutator<FoldUops>::visit_seq(n, s);
-  }
-
- private:
-  using Key = detail::UopKey;
-
-  // The key shared by every leaf of s, when s is only serial loops and sequences of them.
-  static std::optional<Key> key_of(const tir::Stmt& s) {
-    if (const auto* e = s.as<tir::EvaluateNode>()) {
-      const auto* c = e->value.as<te::CallNode>();
-      return c ? detail::uop_key_of_call(*c) : std::nullopt;
-    }
-    if (const auto* f = s.as<tir::ForNode>()) {
-      if (f->for_kind == tir::ForKind::VThread || !detail::is_zero(f->min)) return std::nullopt;
-      return key_of(f->body);
-    }
-    if (const auto* q = s.as<tir::SeqNode>()) {
-      std::optional<Key> k;
-      for (const auto& part : q->seq) {
-        auto pk = key_of(part);
-        if (!pk || (k && !(*k == *pk))) return std::nullopt;
-        k = pk;
-      }
-      return k;
-    }
-    return std::nullopt;
-  }
-
-  // Every call under s with the loops around it inside s.
-  struct Leaf {
-    const te::CallNode* call;
-    std::vector<detail::NestLoop> loops;
-  };
-  static void leaves(const tir::Stmt& s, std::vector<detail::NestLoop>& around,
-                     std::vector<Leaf>& out) {
-    if (const auto* e = s.as<tir::EvaluateNode>()) {
-      out.push_back({e->value.as<te::CallNode>(), around});
-    } else if (const auto* f = s.as<tir::ForNode>()) {
-      around.push_back({f->var, f->extent});
-      leaves(f->body, around, out);
-      around.pop_back();
-    } else if (const auto* q = s.as<tir::SeqNode>()) {
-      for (const auto& part : q->seq) leaves(part, around, out);
-    }
-  }
-
-  // Micro-ops a statement pushes (an upper bound over the symbolic dims); nullopt when an
-  // extent depends on a variable in `levels`.
-  static std::optional<std::int64_t> uop_count(const tir::Stmt& s,
-                                               const std::vector<ne::Var>& levels) {
-    if (s.as<tir::EvaluateNode>()) return 1;
-    if (const auto* f = s.as<tir::ForNode>()) {
-      for (const auto& v : ne::free_vars(f->extent))
-        if (detail::contains(levels, v)) return std::nullopt;
-      auto inner = uop_count(f->body, levels);
-      if (!inner) return std::nullopt;
-      const auto ext = ne::bounds(f->extent).max;
-      if (ext > (std::int64_t{1} << 30) / std::max<std::int64_t>(*inner, 1)) return INT32_MAX;
-      return ext * *inner;
-    }
-    std::int64_t total = 0;
-    for (const auto& part : s.as<tir::SeqNode>()->seq) {
-      auto c = uop_count(part, levels);
-      if (!c) return std::nullopt;
-      total += *c;
-      if (total > INT32_MAX) return INT32_MAX;
-    }
-    return total;
-  }
-
-  // The strides of a level loop in the three operands, when every leaf under it is linear in
-  // it with the same strides and the factors fit their fields.
-  std::optional<std::vector<ne::Expr>> level_strides(const detail::NestLoop& loop,
-                                                     const std::vector<Leaf>& calls) const {
-    // An extent that is not positive at run time means no iteration: the instruction is
-    // skipped then (see Program), so only the upper bound matters here.
-    if (ne::bounds(loop.extent).max > max_iter_) return std::nullopt;
-    std::optional<std::vector<ne::Expr>> strides;
-    for (const auto& leaf : calls) {
-      for (const auto& l : leaf.loops)
-        for (const auto& v : ne::free_vars(l.extent))
-          if (v.id() == loop.var.id()) return std::nullopt;
-      std::vector<ne::Expr> mine;
-      for (const auto& op : detail::uop_operands(*leaf.call)) {
-        auto f = ne::linear_form(op, {loop.var});
-        if (!f) return std::nullopt;
-        mine.push_back(ne::simplify(f->strides[0]));
-      }
-      if (!strides) {
-        strides = mine;
-        continue;
-      }
-      for (std::size_t k = 0; k < 3; ++k)
-        if (!detail::same((*strides)[k], mine[k])) return std::nullopt;
-    }
-    if (!strides) return std::nullopt;
-    for (std::size_t k = 0; k < 3; ++k) {
-      const auto b = ne::bounds((*strides)[k]);
-      if (b.min < 0 || b.max > max_factor_[k]) return std::nullopt;
-    }
-    return strides;
-  }
-
-  tir::Stmt fold(const tir::Stmt& s) {
-    std::vector<detail::NestLoop> chain;
-    tir::Stmt body = s;
-    while (const auto* f = body.as<tir::ForNode>()) {
-      chain.push_back({f->var, f->extent});
-      body = f->body;
-    }
-    std::vector<Leaf> calls;
-    std::vector<detail::NestLoop> around;
-    leaves(s, around, calls);
-    // The first split (host loops, levels, unrolled rest) whose kernel fits.
-    for (std::size_t h = 0; h <= chain.size(); ++h) {
-      std::vector<detail::NestLoop> levels;
-      std::vector<std::vector<ne::Expr>> strides;
-      for (std::size_t j = h; j < chain.size() && levels.size() < 2; ++j) {
-        auto st = level_strides(chain[j], calls);
-        if (!st) break;
-        levels.push_back(chain[j]);
-        strides.push_back(std::move(*st));
-      }
-      // The unrolled rest: loops after the levels, then the body.
-      tir::Stmt rest = body;
-      for (std::size_t j = chain.size(); j-- > h + levels.size();)
-        rest = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, rest);
-      std::vector<ne::Var> level_vars;
-      for (const auto& l : levels) level_vars.push_back(l.var);
-      const auto count = uop_count(rest, level_vars);
-      if (!count || *count > max_uops_) continue;
-      return build(chain, h, levels, strides, rest, *count);
-    }
-    // No single kernel: fold the parts separately.
-    if (const auto* f = s.as<tir::ForNode>())
-      return tir::make_for(f->var, f->min, f->extent, f->for_kind, visit(f->body));
-    if (const auto* q = s.as<tir::SeqNode>()) {
-      std::vector<tir::Stmt> parts;
-      for (const auto& part : q->seq) parts.push_back(visit(part));
-      return tir::make_seq(parts);
-    }
-    raise<ScheduleError>("VTA lowering: a micro-op kernel of one call does not fit");
-  }
-
-  tir::Stmt build(const std::vector<detail::NestLoop>& chain, std::size_t h,
-                  const std::vector<detail::NestLoop>& levels,
-                  const std::vector<std::vector<ne::Expr>>& strides, const tir::Stmt& rest,
-                  std::int64_t count) {
-    std::vector<ne::Var> level_vars;
-    for (const auto& l : levels) level_vars.push_back(l.var);
-    // Operands with the level variables at zero: the factors carry them.
-    struct Strip : tir::StmtMutator<Strip> {
-      const std::vector<ne::Var>* vars;
-      tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        const auto& c = *n.value.as<te::CallNode>();
-        std::vector<ne::Expr> ops;
-        for (const auto& op : detail::uop_operands(c)) ops.push_back(detail::pinned(op, *vars));
-        return tir::make_evaluate(detail::with_operands(c, ops));
-      }
-    } strip;
-    strip.vars = &level_vars;
-    std::vector<tir::Stmt> parts;
-    for (std::size_t k = 0; k < levels.size(); ++k) {
-      std::vector<te::Expr> args{detail::iv(levels[k].extent)};
-      for (const auto& st : strides[k]) args.push_back(detail::iv(st));
-      parts.push_back(tir::make_evaluate(
-          te::call(std::string(intrin::uop_loop_begin), DType::int32(), std::move(args))));
-    }
-    parts.push_back(strip.visit(rest));
-    for (std::size_t k = 0; k < levels.size(); ++k)
-      parts.push_back(tir::make_evaluate(
-          te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
-    // A kernel of one part is still a sequence, so that it prints as a block.
-    tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
-        parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
-    const auto key = key_of(rest);
-    std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"
-    if (key->name == intrin::alu) {
-      what = "alu.";
-      for (const char* c = runtime::alu_name(static_cast<runtime::AluOp>(key->op)); *c; ++c)
-        what += static_cast<char>(*c - 'A' + 'a');
-      if (key->use_imm) what += ".imm";
-    }
-    tir::Stmt out = tir::make_attr(std::string(intrin::uop_kernel), what, count, kernel);
-    for (std::size_t j = h; j-- > 0;)
-      out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);
-    return out;
-  }
-
-  static std::vector<tir::Stmt> flatten(const std::vector<tir::Stmt>& parts) {
-    std::vector<tir::Stmt> flat;
-    for (const auto& p : parts) {
-      if (const auto* q = p.as<tir::SeqNode>())
-        flat.insert(flat.end(), q->seq.begin(), q->seq.end());
-      else
-        flat.push_back(p);
-    }
-    return flat;
-  }
-
-  const Env& env_;
-  std::int64_t max_iter_ = 0;
-  std::vector<std::int64_t> max_factor_;
-  std::int64_t max_uops_ = 0;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
-  return detail::FoldUops(env).visit(body);
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/lower/fold_uop-inl.hpp
-#endif
-// end dlavm/vta/lower/fold_uop.hpp
-// begin dlavm/vta/lower/inject_alu.hpp
-// ALU injection: element-wise nests under `pragma_alu` become loops over accumulator tiles
-// around vta.alu calls, one call per tile; FoldUops then turns those loops into micro-op loops.
-//
-//   r[i] = a[i] + b[i]   ->  for (t, 0, tiles) @vta.alu(r, b; add, 0, 0, r0 + t, b0 + t)
-//   r[i] = r[i] >> 8     ->  for (t, 0, tiles) @vta.alu(r, r; shr, 1, 8, r0 + t, r0 + t)
-//
-// VTA's ALU updates its destination in place: `dst = op(dst, src | imm)`. A stage whose first
-// operand is another buffer is first copied there (dst = dst * 0; dst = dst + lhs); the
-// storage-reuse pass makes most element-wise stages in place so that this is rare. Supported:
-// min, max, add, shift right and multiply, of a tile by a tile or an immediate; subtraction
-// and shift left of an immediate map onto add and shift right. Immediates are checked against
-// what the hardware takes: the 16-bit immediate field, the 8-bit multiplier argument and the
-// 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH, VTA_SHR_ARG_BIT_WIDTH).
-//
-// Intrinsic: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/tir/stmt.hpp
-// end dlavm/tir/stmt.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <cstdint>
-#include <utility>
-
-namespace dlavm::vta {
-
-// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
-std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
-
-// Element-wise nests under `pragma_alu` become vta.alu calls (see above).
-tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/lower/inject_alu-inl.hpp
-// Definitions for dlavm/vta/lower/inject_alu.hpp (see core/api.hpp).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-// begin dlavm/vta/lower/inject_alu.hpp
-// end dlavm/vta/lower/inject_alu.hpp
-// begin dlavm/vta/lower/nest.hpp
-// end dlavm/vta/lower/nest.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
-                                                                 const Config& c) {
-  const auto signed_range = [](int bits) {
-    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
-  };
-  switch (op) {
-    case runtime::AluOp::Mul:
-      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
-    case runtime::AluOp::Shr:
-      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
-    default:
-      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
-  }
-}
-
-namespace detail {
-
-class InjectAlu : public tir::StmtMutator<InjectAlu> {
- public:
-  explicit InjectAlu(const Env& env) : env_(env) {}
-
-  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
-    return lower_alu(n.node, n.body);
-  }
-
- private:
-  struct Operation {
-    runtime::AluOp op;
-    bool use_imm;
-    std::int64_t imm;
-    const te::LoadNode* lhs;
-    const te::LoadNode* rhs;  // tensor operand, when not an immediate
-  };
-
-  Operation decode(const tir::StoreNode& store) const {
-    const auto& v = store.value;
-    const auto* bin = v.as<te::BinaryNode>();
-    const auto lacks = [&] {
-      raise<ScheduleError>(
-          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
-          "multiply of an accumulator tile by a tile or an immediate)",
-          store.buffer.name(), v);
-    };
-    if (bin == nullptr) lacks();
-    const auto* lhs = bin->a.as<te::LoadNode>();
-    if (lhs == nullptr) lacks();
-    const auto* imm = bin->b.as<te::IntImmNode>();
-    const auto* rhs = bin->b.as<te::LoadNode>();
-    if (imm == nullptr && rhs == nullptr) lacks();
-    Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
-    switch (bin->kind()) {
-      case te::ExprKind::Add:
-        o.op = runtime::AluOp::Add;
-        break;
-      case te::ExprKind::Min:
-        o.op = runtime::AluOp::Min;
-        break;
-      case te::ExprKind::Max:
-        o.op = runtime::AluOp::Max;
-        break;
-      case te::ExprKind::Mul:
-        o.op = runtime::AluOp::Mul;
-        break;
-      case te::ExprKind::Shr:
-        o.op = runtime::AluOp::Shr;
-        break;
-      case te::ExprKind::Sub:
-        if (!o.use_imm) lacks();
-        o.op = runtime::AluOp::Add;
-        o.imm = -o.imm;
-        break;
-      case te::ExprKind::Shl:
-        if (!o.use_imm) lacks();
-        o.op = runtime::AluOp::Shr;
-        o.imm = -o.imm;
-        break;
-      default:
-        lacks();
-    }
-    if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
-    if (o.use_imm) {
-      const auto [lo, hi] = alu_imm_range(o.op, env_.config);
-      if (o.imm < lo || o.imm > hi)
-        raise<EncodingError>(
-            "alu into '{}': immediate {} of `{}` does not fit the hardware's {} argument "
-            "[{}, {}]",
-            store.buffer.name(), o.imm, v, runtime::alu_name(o.op), lo, hi);
-    }
-    return o;
-  }
-
-  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
-                           where);
-    const auto o = decode(*store);
-    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
-      if (b != nullptr && b->scope() != env_.acc_scope)
-        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
-                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
-    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
-    if (o.rhs) indices.push_back(o.rhs->indices[0]);
-    auto dims = access_dims(loops, indices);
-    const std::int64_t tile = env_.acc_tile();
-    if (!dims || dims->empty())
-      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
-                           store->buffer.name());
-    const auto& lanes = dims->front();
-    bool unit = true;
-    for (const auto& st : lanes.strides) unit = unit && same(st, 1);
-    if (!unit || !divisible(lanes.extent, tile))
-      raise<ScheduleError>(
-          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
-          "{}-element tiles",
-          store->buffer.name(), lanes.extent, tile);
-    for (std::size_t k = 1; k < dims->size(); ++k)
-      for (const auto& st : (*dims)[k].strides)
-        if (!divisible(st, tile))
-          raise<ScheduleError>(
-              "alu into '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element "
-              "tiles",
-              store->buffer.name(), (*dims)[k].var.name(), st, tile);
-    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
-    std::vector<ne::Var> vars;
-    std::vector<NestLoop> tile_loops;
-    std::vector<ne::Var> all;
-    for (const auto& l : loops) all.push_back(l.var);
-    std::vector<ne::Expr> tile_index(indices.size());
-    for (std::size_t a = 0; a < indices.size(); ++a) {
-      const auto base = pinned(indices[a], all);
-      if (!divisible(base, tile))
-        raise<ScheduleError>("alu into '{}': offset {} is not a whole {}-element tile",
-                             store->buffer.name(), base, tile);
-      tile_index[a] = ne::simplify(ne::floordiv(base, tile));
-    }
-    for (std::size_t k = dims->size(); k-- > 0;) {
-      const auto& d = (*dims)[k];
-      const bool lane = k == 0;
-      const auto ext = lane ? ne::simplify(ne::floordiv(d.extent, tile)) : d.extent;
-      if (ne::bounds(ext).max == 1) continue;
-      auto v = ne::var(fmt::format("{}.t", d.var.name()), 0, ne::bounds(ext).max - 1);
-      tile_loops.push_back({v, ext});
-      for (std::size_t a = 0; a < indices.size(); ++a) {
-        const ne::Expr step = lane ? ne::Expr(1) : ne::simplify(ne::floordiv(d.strides[a], tile));
-        tile_index[a] = ne::simplify(tile_index[a] + step * v);
-      }
-    }
-    const auto& dst = store->buffer;
-    const auto make = [&](runtime::AluOp op, bool use_imm, std::int64_t imm, const te::Buffer& src,
-                          const ne::Expr& src_index) {
-      std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
-                                 te::make_const(use_imm ? 1 : 0, DType::int32()),
-                                 te::make_const(imm, DType::int32()), iv(tile_index[0]),
-                                 iv(src_index)};
-      return wrap_loops(tile_loops,
-                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
-                                                    std::move(args), {dst, src})));
-    };
-    std::vector<tir::Stmt> parts;
-    const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
-    if (!in_place) {
-      // dst = dst * 0; dst = dst + lhs: a copy of the first operand into the destination.
-      parts.push_back(make(runtime::AluOp::Mul, true, 0, dst, tile_index[0]));
-      parts.push_back(make(runtime::AluOp::Add, false, 0, o.lhs->buffer, tile_index[1]));
-    }
-    if (o.rhs)
-      parts.push_back(make(o.op, false, 0, o.rhs->buffer, tile_index[2]));
-    else
-      parts.push_back(make(o.op, true, o.imm, dst, tile_index[0]));
-    return tir::make_seq(parts);
-  }
-
-  const Env& env_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
-  return detail::InjectAlu(env).visit(body);
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/lower/inject_alu-inl.hpp
-#endif
-// end dlavm/vta/lower/inject_alu.hpp
-// begin dlavm/vta/lower/inject_dma.hpp
-// DMA injection: copy nests under `pragma_dma_copy` become vta.load / vta.store calls, VTA's
-// 2D strided transfers of whole SRAM entries, with host loops around them for what one
-// transfer cannot express.
-//
-// A nest `dst[f(i)] = src[g(i)]` (or `= select(inside(i), src[g(i)], 0)` for a padded input,
-// as te::pad writes it) is read as dims (loops merged where both sides are contiguous):
-//   x   the innermost dim, unit stride on both sides, a whole number of tiles: x_size
-//   y   the next dim, when its SRAM rows follow each other densely: y_size, and its DRAM
-//       stride in tiles is x_stride (folded only while that fits the 16-bit field)
-//   the rest stay host loops, one transfer per iteration.
-// Padding: each conjunct of `inside` bounds one loop (`lo <= i` or `i <= hi`, in outer loop
-// variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
-// host loops (the first and last block of a convolution). Along the x and y dims they become
-// the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
-// boxes of padding rows only (y_size 0). VTA pads only input loads.
-//
-// Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
-//   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
-//            y_pad_0, y_pad_1, x_pad_0, x_pad_1)
-//   vta.store(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride)
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/tir/stmt.hpp
-// end dlavm/tir/stmt.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <cstdint>
-#include <utility>
-
-namespace dlavm::vta {
-
-// Copy nests under `pragma_dma_copy` become vta.load / vta.store calls (see above).
-tir::Stmt inject_dma(const tir::Stmt& body, const Env& env);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/lower/inject_dma-inl.hpp
-// Definitions for dlavm/vta/lower/inject_dma.hpp (see core/api.hpp).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-// begin dlavm/vta/lower/inject_dma.hpp
-// end dlavm/vta/lower/inject_dma.hpp
-// begin dlavm/vta/lower/nest.hpp
-// end dlavm/vta/lower/nest.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
-struct ClipBound {
-  ne::Expr lo, hi;
-};
-
-// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
-// per-loop bounds. `what` names the copy for error messages.
-inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
-                                          const std::string& what) {
-  std::vector<ne::Var> vars;
-  for (const auto& l : loops) vars.push_back(l.var);
-  std::vector<ClipBound> bounds(loops.size());
-  std::vector<ne::Expr> conjuncts;
-  auto split = [&](auto& self, const ne::Expr& e) -> void {
-    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
-      self(self, b->a);
-      self(self, b->b);
-    } else {
-      conjuncts.push_back(e);
-    }
-  };
-  split(split, ne::simplify(cond));
-  for (const auto& c : conjuncts) {
-    const auto* cmp = c.as<ne::BinaryNode>();
-    // Every comparison as `e >= 0`.
-    ne::Expr e;
-    if (cmp != nullptr) {
-      switch (cmp->kind()) {
-        case ne::Kind::LT:
-          e = cmp->b - cmp->a - 1;
-          break;
-        case ne::Kind::LE:
-          e = cmp->b - cmp->a;
-          break;
-        case ne::Kind::GT:
-          e = cmp->a - cmp->b - 1;
-          break;
-        case ne::Kind::GE:
-          e = cmp->a - cmp->b;
-          break;
-        default:
-          break;
-      }
-    }
-    if (!e.defined())
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
-          "bound `lo <= i` or `i < hi` on one loop)",
-          what, c);
-    const auto form = ne::linear_form(e, vars);
-    std::optional<std::size_t> which;
-    bool several = false;
-    if (form)
-      for (std::size_t k = 0; k < vars.size(); ++k)
-        if (!is_zero(form->strides[k])) {
-          several = several || which.has_value();
-          which = k;
-        }
-    if (!form || several || !which)
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
-          "VTA's DMA pads a box",
-          what, c);
-    const auto stride = ne::simplify(form->strides[*which]).as_int();
-    if (!stride)
-      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
-    // stride * v + offset >= 0
-    auto& b = bounds[*which];
-    if (*stride > 0) {
-      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
-      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
-    } else {
-      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
-      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
-    }
-  }
-  return bounds;
-}
-
-}  // namespace detail
-
-namespace detail {
-
-class InjectDma : public tir::StmtMutator<InjectDma> {
- public:
-  explicit InjectDma(const Env& env) : env_(env) {
-    const auto layout = env.config.layout();
-    const auto max_of = [&](runtime::Field f) {
-      return (std::int64_t{1} << layout.pos(runtime::Form::Mem, f).width) - 1;
-    };
-    max_stride_ = max_of(runtime::Field::x_stride);
-    max_size_ = max_of(runtime::Field::y_size);
-    pad_bits_ = layout.pos(runtime::Form::Mem, runtime::Field::y_pad_0).width;
-    max_pad_ = max_of(runtime::Field::y_pad_0);
-  }
-
-  tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != "pragma_" + env_.dma_copy) return tir::StmtMutator<InjectDma>::visit_attr(n, s);
-    return lower_copy(n.node, n.body);
-  }
-
- private:
-  struct Padding {
-    std::vector<ne::Expr> before, after;  // per loop, in iterations
-    std::vector<bool> any;                // whether the loop can be padded at all
-  };
-
-  tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
-                           where);
-    te::Expr value = store->value;
-    if (const auto* c = value.as<te::CastNode>()) value = c->value;
-    ne::Expr inside;
-    if (const auto* sel = value.as<te::SelectNode>()) {
-      const auto* cond = sel->cond.as<te::IndexNode>();
-      const auto* fill = sel->f.as<te::IntImmNode>();
-      if (cond == nullptr || fill == nullptr)
-        raise<ScheduleError>(
-            "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
-            "constant))",
-            store->buffer.name(), store->value);
-      if (fill->value != 0)
-        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
-                             store->buffer.name(), fill->value);
-      inside = cond->index;
-      value = sel->t;
-      if (const auto* c = value.as<te::CastNode>()) value = c->value;
-    }
-    const auto* load = value.as<te::LoadNode>();
-    if (load == nullptr)
-      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
-                           store->value);
-    const auto& dst = store->buffer;
-    const auto& src = load->buffer;
-    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
-    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
-    if (!to_sram && !from_acc)
-      raise<ScheduleError>(
-          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
-          "SRAM buffers and accumulator tiles out to DRAM",
-          src.name(), src.scope(), dst.name(), dst.scope());
-    runtime::MemId mem = runtime::MemId::Out;
-    if (to_sram)
-      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
-            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
-            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
-                                                         : runtime::MemId::Acc;
-    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
-                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
-                                                           : env_.acc_tile();
-    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
-    const Padding pad = padding(inside, loops, what);
-    bool padded = false;
-    for (bool p : pad.any) padded = padded || p;
-    if (padded && mem != runtime::MemId::Inp)
-      raise<ScheduleError>(
-          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
-          env_.inp_scope, dst.name(), dst.scope());
-
-    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
-    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
-    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
-    if (!dims)
-      raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
-                           load->indices[0], store->indices[0]);
-    if (dims->empty())
-      raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
-    // The loop index of a var, and whether a dim's outermost loop is padded.
-    const auto loop_of = [&](const ne::Var& v) {
-      for (std::size_t k = 0; k < loops.size(); ++k)
-        if (loops[k].var.id() == v.id()) return k;
-      return loops.size();
-    };
-    const auto& x = dims->front();
-    if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
-      raise<ScheduleError>(
-          "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
-          "VTA moves whole {}-element tiles",
-          what, x.extent, x.strides[0], x.strides[1], tile);
-    std::vector<ne::Var> folded = x.merged;
-    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
-    // elements per iteration of that loop.
-    struct DimPad {
-      ne::Expr before = 0, after = 0;
-      std::optional<std::size_t> loop;
-    };
-    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
-      DimPad p;
-      const auto k = loop_of(d.merged.back());
-      if (!pad.any[k]) return p;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        if (pad.any[loop_of(d.merged[m])])
-          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
-                               d.merged[m].name());
-      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
-      ne::Expr unit = 1;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        unit = unit * loops[loop_of(d.merged[m])].extent;
-      unit = ne::simplify(unit);
-      if (!divisible(unit, unit_div))
-        raise<ScheduleError>(
-            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
-            "tiles",
-            what, loops[k].var.name(), unit, unit_div);
-      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
-      p.before = ne::simplify(pad.before[k] * per);
-      p.after = ne::simplify(pad.after[k] * per);
-      p.loop = k;
-      return p;
-    };
-    const DimPad xp = dim_pad(x, tile, "x");
-    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
-    ne::Expr y_rows = 1, x_stride = x_tiles;
-    DimPad yp;
-    if (dims->size() > 1) {
-      const auto& y = (*dims)[1];
-      // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
-      // number of tiles apart, a stride and a row count the fields hold.
-      const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
-      const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
-      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
-          ne::bounds(y.extent).max <= max_size_) {
-        yp = dim_pad(y, 1, "y");
-        y_rows = y.extent;
-        x_stride = stride;
-        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
-      }
-    }
-    const auto host = host_loops(loops, folded);
-    // Padding along a host loop: its padded iterations load a box of padding rows only
-    // (y_size 0, every row counted as top padding).
-    ne::Expr in_box = 1;
-    for (const auto& h : host) {
-      const auto k = loop_of(h.var);
-      if (!pad.any[k]) continue;
-      in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
-               ne::Expr(h.var) < loops[k].extent - pad.after[k];
-    }
-    in_box = ne::simplify(in_box);
-    // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
-    // not padding.
-    const auto sram_off = pinned(sram_index, folded);
-    std::vector<std::pair<ne::Var, ne::Expr>> first;
-    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
-      if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
-    const auto dram_off = pinned(dram_index, folded, first);
-    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
-      raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
-                           what, sram_off, dram_off, tile);
-    const te::Buffer& sram = to_sram ? dst : src;
-    const te::Buffer& dram = to_sram ? src : dst;
-    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
-    if (in_box.as_int() != 1) {
-      y_size = ne::select(in_box, y_size, 0);
-      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
-      y_pad_1 = ne::select(in_box, y_pad_1, 0);
-    }
-    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
-                               iv(ne::floordiv(sram_off, tile)),
-                               iv(ne::floordiv(dram_off, tile)),
-                               iv(y_size),
-                               iv(x_tiles - xp.before - xp.after),
-                               iv(x_stride)};
-    if (to_sram) {
-      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
-        // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
-        if (ne::bounds(p).min > max_pad_)
-          raise<EncodingError>(
-              "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
-              "{}); use smaller blocks or pad the tensor in DRAM",
-              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
-        args.push_back(iv(p));
-      }
-    }
-    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
-                         std::move(args), {sram, dram});
-    return wrap_loops(host, tir::make_evaluate(call));
-  }
-
-  // Pad counts per loop from the select condition (none when the copy is not padded).
-  Padding padding(const ne::Expr& inside, const std::vector<detail::NestLoop>& loops,
-                  const std::string& what) const {
-    Padding p;
-    p.before.assign(loops.size(), 0);
-    p.after.assign(loops.size(), 0);
-    p.any.assign(loops.size(), false);
-    if (!inside.defined()) return p;
-    const auto bounds = detail::clip_bounds(inside, loops, what);
-    for (std::size_t k = 0; k < loops.size(); ++k) {
-      const auto& ext = loops[k].extent;
-      if (bounds[k].lo.defined())
-        p.before[k] = ne::simplify(ne::min(ne::max(bounds[k].lo, 0), ext));
-      if (bounds[k].hi.defined())
-        p.after[k] = ne::simplify(ne::min(ne::max(ext - 1 - bounds[k].hi, 0), ext));
-      p.any[k] = ne::bounds(p.before[k]).max > 0 || ne::bounds(p.after[k]).max > 0;
-    }
-    return p;
-  }
-
-  bool is_sram(const std::string& scope) const {
-    return scope == env_.inp_scope || scope == env_.wgt_scope || scope == env_.acc_scope;
-  }
-  const Env& env_;
-  std::int64_t max_stride_ = 0, max_size_ = 0, max_pad_ = 0;
-  int pad_bits_ = 0;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
-  return detail::InjectDma(env).visit(body);
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/lower/inject_dma-inl.hpp
-#endif
-// end dlavm/vta/lower/inject_dma.hpp
-// begin dlavm/vta/lower/passes.hpp
-// The VTA lowering pipeline, TIR to TIR. After te::lower:
-//   reuse_inplace     element-wise stages write into their input's buffer (tir)
-//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
-//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
-//   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
-//   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
-// Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
-// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
-// operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/schedule/schedule.hpp
-// end dlavm/schedule/schedule.hpp
-// begin dlavm/tir/stmt.hpp
-// end dlavm/tir/stmt.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
-// micro-op loads, GEMM, ALU), store.
-Queue queue_of_call(const te::CallNode& c);
-
-// The on-chip buffer an intrinsic call writes, if any.
-inline const te::BufferNode* written_by(const te::CallNode& c) {
-  if (c.name == intrin::load || c.name == intrin::gemm || c.name == intrin::gemm_reset ||
-      c.name == intrin::alu)
-    return c.buffers.empty() ? nullptr : c.buffers[0].get();
-  return nullptr;
-}
-
-// Replaces virtual-thread loops, grouping each module's consecutive statements.
-tir::Stmt inject_vthread(const tir::Stmt& s);
-
-// One step of the pipeline: its name and the function after it.
-struct LoweringStep {
-  std::string pass;
-  tir::PrimFunc func;
-};
-
-// The function after te::lower and after each VTA pass, in order.
-std::vector<LoweringStep> lower_passes(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                                       const Env& env, std::string name = "main");
-
-// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
-                    std::string name = "main");
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/lower/passes-inl.hpp
-// Definitions for dlavm/vta/lower/passes.hpp (see core/api.hpp).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-// begin dlavm/tir/lower.hpp
-// end dlavm/tir/lower.hpp
-// begin dlavm/tir/storage_rewrite.hpp
-// end dlavm/tir/storage_rewrite.hpp
-// begin dlavm/tir/vthread.hpp
-// end dlavm/tir/vthread.hpp
-// begin dlavm/vta/lower/fold_uop.hpp
 // end dlavm/vta/lower/fold_uop.hpp
 // begin dlavm/vta/lower/inject_alu.hpp
 // end dlavm/vta/lower/inject_alu.hpp
 // begin dlavm/vta/lower/inject_dma.hpp
 // end dlavm/vta/lower/inject_dma.hpp
 // begin dlavm/vta/lower/passes.hpp
-// end dlavm/vta/lower/passes.hpp
-
-#include <string>
-#include <unordered_set>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-// The module that runs a VTA intrinsic call: load (inp/wgt loads), compute (accumulator and
-// micro-op loads, GEMM, ALU), store.
-DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
-  if (c.name == intrin::store) return Queue::Store;
-  if (c.name == intrin::load) {
-    const auto mem = static_cast<MemId>(c.args[0].as<te::IntImmNode>()->value);
-    return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
-  }
-  return Queue::Compute;
-}
-
-namespace detail {
-
-// Threads of a virtual-thread loop may be interleaved only if none writes an on-chip buffer
-// the others see: every buffer written inside the loop must be allocated inside it.
-class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
- public:
-  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    if (n.for_kind != tir::ForKind::VThread) return visit(n.body);
-    threads_.push_back({n.var.name(), {}});
-    visit(n.body);
-    threads_.pop_back();
-  }
-  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
-    if (!threads_.empty()) threads_.back().local.insert(n.buffer.get());
-    visit(n.body);
-  }
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    if (threads_.empty()) return;
-    const auto* c = n.value.as<te::CallNode>();
-    const auto* w = c ? written_by(*c) : nullptr;
-    if (w == nullptr || w->scope == "global") return;
-    for (const auto& t : threads_)
-      if (t.local.count(w) == 0)
-        raise<ScheduleError>(
-            "virtual thread '{}' writes buffer '{}', which is allocated outside the thread loop "
-            "and so shared by the threads; compute '{}' at a loop inside the thread axis",
-            t.name, w->name, w->name);
-  }
-
- private:
-  struct Thread {
-    std::string name;
-    std::unordered_set<const te::BufferNode*> local;
-  };
-  std::vector<Thread> threads_;
-};
-
-// After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
-// element-wise stage under alu; tensorized stages have no stores left). Checked before the
-// storage pass renames buffers, so that the message names the stage the user wrote.
-class CheckMapped : public tir::StmtVisitor<CheckMapped> {
- public:
-  explicit CheckMapped(const Env& env) : env_(env) {}
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
-    const bool mapped = n.key == "pragma_" + env_.dma_copy || n.key == "pragma_" + env_.alu;
-    depth_ += mapped;
-    visit(n.body);
-    depth_ -= mapped;
-  }
-  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    if (depth_ > 0) return;
-    te::Expr v = n.value;
-    if (const auto* c = v.as<te::CastNode>()) v = c->value;
-    if (const auto* l = v.as<te::LoadNode>(); l && l->buffer.scope() == "global")
-      raise<ScheduleError>(
-          "stage '{}' fills {} from DRAM tensor '{}' without the {} pragma; VTA moves data "
-          "into its SRAM only by DMA",
-          n.buffer.name(), n.buffer.scope(), l->buffer.name(), env_.dma_copy);
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the {} pragma, compute it with the {} "
-        "pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), env_.dma_copy, env_.alu, n.value);
-  }
-
- private:
-  const Env& env_;
-  int depth_ = 0;
-};
-
-}  // namespace detail
-
-// Replaces virtual-thread loops, grouping each module's consecutive statements.
-DLAVM_INLINE tir::Stmt inject_vthread(const tir::Stmt& s) {
-  detail::CheckVThreadWrites().visit(s);
-  return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
-    const auto* e = leaf.as<tir::EvaluateNode>();
-    const auto* c = e ? e->value.as<te::CallNode>() : nullptr;
-    return c ? static_cast<int>(queue_of_call(*c)) : 0;
-  });
-}
-
-// The function after te::lower and after each VTA pass, in order.
-DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
-                                                    const std::vector<te::Tensor>& args,
-                                                    const Env& env, std::string name) {
-  std::vector<LoweringStep> steps;
-  tir::PrimFunc f = te::lower(s, args, std::move(name));
-  detail::CheckMapped(env).visit(f.body);
-  steps.push_back({"te.lower", f});
-  const auto step = [&](const char* pass, auto&& fn) {
-    f.body = fn(f.body);
-    steps.push_back({pass, f});
-  };
-  step("reuse_inplace", [](const tir::Stmt& b) { return tir::reuse_inplace(b); });
-  step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
-  step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
-  step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
-  step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
-  return steps;
-}
-
-// The TIR of schedule s with VTA intrinsics: te::lower followed by the VTA passes.
-DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                                 const Env& env, std::string name) {
-  return lower_passes(s, args, env, std::move(name)).back().func;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/lower/passes-inl.hpp
-#endif
 // end dlavm/vta/lower/passes.hpp
 // end dlavm/vta/lower.hpp
 // begin dlavm/vta/program.hpp
-// vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
-// loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
-// may still be symbolic. `instantiate` replays those loops for given values of the symbolic
-// dims and DRAM addresses and encodes the instruction stream; `run` does that on a Device
-// with host arrays in and out.
-//
-//   auto prog = vta::build(s, {A, B, C}, env, "vadd");
-//   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-// begin dlavm/schedule.hpp
-// end dlavm/schedule.hpp
-// begin dlavm/te.hpp
-// end dlavm/te.hpp
-// begin dlavm/tir.hpp
-// end dlavm/tir.hpp
-// begin dlavm/vta/hw/builder.hpp
-// end dlavm/vta/hw/builder.hpp
-// begin dlavm/vta/hw/dep_tracker.hpp
-// end dlavm/vta/hw/dep_tracker.hpp
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-// begin dlavm/vta/hw/io.hpp
-// end dlavm/vta/hw/io.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-// begin dlavm/vta/lower/passes.hpp
-// end dlavm/vta/lower/passes.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <cstring>
-#include <span>
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-struct RunOptions {
-  std::string dump_dir;  // when set: insn.bin, uop.bin, DRAM images and manifest.json here
-};
-
-// A run's outcome: the device's result plus the size of the stream it executed.
-struct ProgramRun {
-  RunResult result;
-  std::size_t instructions = 0;
-  std::size_t uops = 0;
-};
-
-// Where an on-chip buffer lives: its memory and first entry.
-struct SramSlot {
-  runtime::MemId memory;
-  std::int64_t base = 0;  // entries
-  std::int64_t entries = 0;
-};
-
-class Program {
- public:
-  Program(Env env, tir::PrimFunc func);
-
-  // Whether parameter k is written by the program.
-  bool is_output(std::size_t k) const { return is_output_.count(k) != 0; }
-
-  const std::string& name() const { return func_.name; }
-  const tir::PrimFunc& func() const { return func_; }
-  const Env& env() const { return env_; }
-  const std::unordered_map<const te::BufferNode*, SramSlot>& sram() const { return sram_; }
-
-  // The instruction stream for symbolic-dim values `bindings`, with parameter k at physical
-  // DRAM address param_phys[k].
-  Stream instantiate(std::span<const ne::Binding> bindings,
-                     std::span<const std::uint64_t> param_phys) const;
-
-  // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
-  ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
-                 std::span<const ne::Binding> bindings = {}, const RunOptions& options = {}) const;
-  ProgramRun run(Device& dev, std::initializer_list<te::NDArray*> arrays,
-                 std::initializer_list<ne::Binding> bindings = {},
-                 const RunOptions& options = {}) const;
-
- private:
-  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
-  static std::vector<std::uint8_t> pack(const te::NDArray& a);
-  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a);
-
-  // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
-  class Emitter;
-
-  Env env_;
-  tir::PrimFunc func_;
-  std::unordered_map<const te::BufferNode*, SramSlot> sram_;
-  std::unordered_map<const te::BufferNode*, std::uint32_t> region_of_;
-  std::vector<SramRegion> regions_;
-  std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
-  std::unordered_set<std::size_t> is_output_;
-};
-
-// Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
-Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
-              std::string name = "main");
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/program-inl.hpp
-// Definitions for dlavm/vta/program.hpp (see core/api.hpp).
-
-// begin dlavm/vta/program.hpp
-// end dlavm/vta/program.hpp
-
-namespace dlavm::vta {
-
-namespace detail {
-
-// Assigns every on-chip allocation a range of entries in its SRAM, innermost allocations
-// stacked on the enclosing ones; raises CapacityError naming the buffer and the numbers.
-class SramAllocator : public tir::StmtVisitor<SramAllocator> {
- public:
-  explicit SramAllocator(const Env& env) : env_(env) {}
-  std::unordered_map<const te::BufferNode*, SramSlot> slots;
-
-  void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
-    const auto& b = n.buffer;
-    const auto mem = memory_of(b.scope());
-    if (!mem)
-      raise<ScheduleError>(
-          "buffer '{}' is allocated in '{}': a VTA program keeps intermediates on chip ({}, {}, "
-          "{})",
-          b.name(), b.scope(), env_.inp_scope, env_.wgt_scope, env_.acc_scope);
-    const auto tile = tile_of(*mem);
-    const auto elems = ne::bounds(b.size()).max;
-    const auto entries = (elems + tile - 1) / tile;
-    auto& top = top_[static_cast<int>(*mem)];
-    const auto depth = depth_of(*mem);
-    const auto bytes_per = static_cast<std::int64_t>(env_.config.elem_bytes(*mem));
-    if (top + entries > depth)
-      raise<CapacityError>(
-          "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
-          b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
-          depth * bytes_per);
-    slots[b.get()] = {*mem, top, entries};
-    top += entries;
-    visit(n.body);
-    top -= entries;
-  }
-
- private:
-  std::optional<runtime::MemId> memory_of(const std::string& scope) const {
-    if (scope == env_.inp_scope) return runtime::MemId::Inp;
-    if (scope == env_.wgt_scope) return runtime::MemId::Wgt;
-    if (scope == env_.acc_scope) return runtime::MemId::Acc;
-    return std::nullopt;
-  }
-  std::int64_t tile_of(runtime::MemId m) const {
-    return m == runtime::MemId::Inp   ? env_.inp_tile()
-           : m == runtime::MemId::Wgt ? env_.wgt_tile()
-                                      : env_.acc_tile();
-  }
-  std::int64_t depth_of(runtime::MemId m) const {
-    return m == runtime::MemId::Inp   ? env_.config.inp_depth()
-           : m == runtime::MemId::Wgt ? env_.config.wgt_depth()
-                                      : env_.config.acc_depth();
-  }
-  const Env& env_;
-  std::int64_t top_[8] = {};
-};
-
-// Rejects computation left for the host: every store must have become a VTA intrinsic.
-class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
- public:
-  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the dma_copy pragma, compute it with the "
-        "alu pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), n.value);
-  }
-};
-
-}  // namespace detail
-
-// Replays the host loops and encodes each intrinsic through the Builder, with the
-// dependency tokens its data hazards need (DepTracker).
-class Program::Emitter : public tir::LoopReplay<Emitter> {
- public:
-  Emitter(const Program& p, std::span<const ne::Binding> bindings,
-          std::span<const std::uint64_t> phys)
-      : tir::LoopReplay<Emitter>(bindings),
-        builder(p.env_.config),
-        prog_(p),
-        phys_(phys),
-        deps_(p.regions_) {}
-  Builder builder;
-
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-    // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
-    kernel_ = UopKernel{};
-    kernel_call_ = nullptr;
-    kernel_empty_ = false;
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
-    // nothing to compute.
-    if (kernel_empty_ || kernel_call_ == nullptr) return;
-    const auto& c = *kernel_call_;
-    accesses_.clear();
-    if (c.name == intrin::gemm) {
-      accesses_ = {{region(c.buffers[0]), true},
-                   {region(c.buffers[1]), false},
-                   {region(c.buffers[2]), false}};
-    } else if (c.name == intrin::gemm_reset) {
-      accesses_ = {{region(c.buffers[0]), true}};
-    } else {
-      accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
-    }
-    deps_.before(builder, Queue::Compute, accesses_);
-    if (c.name == intrin::alu) {
-      const auto op = static_cast<AluOp>(value(c.args[0]));
-      if (value(c.args[1]) != 0)
-        builder.alu_imm(kernel_, op, value(c.args[2]));
-      else
-        builder.alu(kernel_, op);
-    } else {
-      builder.gemm(kernel_, c.name == intrin::gemm_reset);
-    }
-    deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-  }
-
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const std::string& name = call->name;
-    if (in_kernel_) {
-      if (kernel_empty_) return;
-      if (name == intrin::uop_loop_begin) {
-        const auto extent = value(call->args[0]);
-        if (extent < 1) {
-          kernel_empty_ = true;
-          return;
-        }
-        kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
-                           value(call->args[3]));
-      } else if (name == intrin::uop_loop_end) {
-        kernel_.loop_end();
-      } else if (name == intrin::gemm) {
-        kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
-                     sram(call->buffers[1]) + value(call->args[1]),
-                     sram(call->buffers[2]) + value(call->args[2]));
-      } else if (name == intrin::gemm_reset) {
-        kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
-      } else if (name == intrin::alu) {
-        kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
-                     sram(call->buffers[1]) + value(call->args[4]));
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-      return;
-    }
-    if (name == intrin::load) {
-      const auto mem = static_cast<MemId>(value(call->args[0]));
-      const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
-      accesses_ = {{region(call->buffers[0]), true}};
-      deps_.before(builder, q, accesses_);
-      // A block of padding rows only reads no DRAM: its address is the tensor's start.
-      const auto y_size = non_negative(value(call->args[3]), call, "y_size");
-      builder.load({.memory = mem,
-                    .sram = sram(call->buffers[0]) + value(call->args[1]),
-                    .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
-                    .y_size = y_size,
-                    .x_size = positive(value(call->args[4]), call, "x_size"),
-                    .x_stride = value(call->args[5]),
-                    .y_pad_0 = value(call->args[6]),
-                    .y_pad_1 = value(call->args[7]),
-                    .x_pad_0 = value(call->args[8]),
-                    .x_pad_1 = value(call->args[9])});
-      deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-    } else if (name == intrin::store) {
-      accesses_ = {{region(call->buffers[0]), false}};
-      deps_.before(builder, Queue::Store, accesses_);
-      builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
-                     .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                     .y_size = non_negative(value(call->args[3]), call, "y_size"),
-                     .x_size = positive(value(call->args[4]), call, "x_size"),
-                     .x_stride = value(call->args[5])});
-      deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-  }
-
- private:
-  std::int64_t value(const te::Expr& e) {
-    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-    if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
-    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
-  }
-  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
-  // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
-  // y_size = 0, are what VTA's input loads write.)
-  std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 1 ? empty(v, call, field) : v;
-  }
-  std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 0 ? empty(v, call, field) : v;
-  }
-  [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
-                                  const char* field) const {
-    raise<ValueError>(
-        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-        "(all padding or empty), which a VTA transfer cannot express",
-        prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-        call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
-  }
-  std::int64_t sram(const te::Buffer& b) const {
-    auto it = prog_.sram_.find(b.get());
-    if (it == prog_.sram_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second.base;
-  }
-  std::uint32_t region(const te::Buffer& b) const {
-    auto it = prog_.region_of_.find(b.get());
-    if (it == prog_.region_of_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second;
-  }
-  std::int64_t dram(const te::Buffer& b, MemId mem) const {
-    auto it = prog_.param_index_.find(b.get());
-    if (it == prog_.param_index_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
-                           b.name());
-    return builder.dram_elem(phys_[it->second], mem);
-  }
-
-  const Program& prog_;
-  std::span<const std::uint64_t> phys_;
-  DepTracker deps_;
-  std::vector<RegionAccess> accesses_;
-  UopKernel kernel_;
-  const te::CallNode* kernel_call_ = nullptr;
-  bool in_kernel_ = false;
-  bool kernel_empty_ = false;
-};
-
-DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
-    : env_(std::move(env)), func_(std::move(func)) {
-  detail::CheckNoStores().visit(func_.body);
-  detail::SramAllocator alloc(env_);
-  alloc.visit(func_.body);
-  sram_ = std::move(alloc.slots);
-  std::vector<SramRegion> regions;
-  for (const auto& [buf, slot] : sram_) {
-    region_of_[buf] = static_cast<std::uint32_t>(regions.size());
-    regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
-  }
-  regions_ = std::move(regions);
-  for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
-    param_index_[func_.flat_params[k].get()] = k;
-  struct Outputs : tir::StmtVisitor<Outputs> {
-    std::vector<const te::BufferNode*> written;
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      if (const auto* c = n.value.as<te::CallNode>(); c && c->name == intrin::store)
-        written.push_back(c->buffers[1].get());
-    }
-  } outputs;
-  outputs.visit(func_.body);
-  for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
-}
-
-DLAVM_INLINE Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args,
-                           const Env& env, std::string name) {
-  return Program(env, lower(s, args, env, std::move(name)));
-}
-
-}  // namespace dlavm::vta
-
-namespace dlavm::vta {
-
-DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
-                                         std::span<const std::uint64_t> param_phys) const {
-  if (param_phys.size() != func_.params.size())
-    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
-                      param_phys.size(), func_.params.size());
-  Emitter e(*this, bindings, param_phys);
-  e.visit(func_.body);
-  e.builder.finish();
-  return e.builder.take();
-}
-
-DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
-                                     std::span<const ne::Binding> bindings,
-                                     const RunOptions& options) const {
-  if (arrays.size() != func_.params.size())
-    raise<ValueError>("program '{}': {} arrays given for {} parameters", name(), arrays.size(),
-                      func_.params.size());
-  te::IndexEnv env(bindings);
-  std::vector<vta::Buffer> buffers;
-  std::vector<std::uint64_t> phys;
-  struct Release {
-    Device& dev;
-    std::vector<vta::Buffer>& buffers;
-    ~Release() {
-      for (const auto& b : buffers) dev.free(b);
-    }
-  } release{dev, buffers};
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    const auto& p = func_.params[k];
-    std::vector<std::int64_t> dims;
-    for (const auto& d : p.shape()) dims.push_back(env.eval(d));
-    if (arrays[k]->shape() != dims || arrays[k]->dtype() != p.dtype())
-      raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(), p.name(),
-                        arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "), p.dtype(),
-                        fmt::join(dims, ", "));
-    const auto bytes = pack(*arrays[k]);
-    buffers.push_back(dev.alloc(bytes.size()));
-    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
-    phys.push_back(buffers.back().phys);
-  }
-  const Stream stream = instantiate(bindings, phys);
-  std::vector<ManifestBuffer> dumped;
-  if (!options.dump_dir.empty())  // inputs as they were before the run
-    for (std::size_t k = 0; k < arrays.size(); ++k)
-      if (!is_output(k))
-        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                     func_.params[k].dtype(), false));
-  ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    std::vector<std::uint8_t> bytes(buffers[k].bytes);
-    dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
-    unpack(bytes, *arrays[k]);
-    if (!options.dump_dir.empty() && is_output(k))
-      dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                   func_.params[k].dtype(), true));
-  }
-  if (!options.dump_dir.empty()) {
-    const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
-    buffers.push_back(uop);
-    dump_stream(options.dump_dir, env_.config, stream, uop.phys, std::move(dumped));
-  }
-  return out;
-}
-
-DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDArray*> arrays,
-                                     std::initializer_list<ne::Binding> bindings,
-                                     const RunOptions& options) const {
-  return run(dev, std::span<te::NDArray* const>(arrays.begin(), arrays.size()),
-             std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
-}
-
-DLAVM_INLINE std::vector<std::uint8_t> Program::pack(const te::NDArray& a) {
-  const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  std::vector<std::uint8_t> out(a.size() * width);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto v = static_cast<std::uint64_t>(a.data()[i]);
-    for (std::size_t b = 0; b < width; ++b)
-      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
-  }
-  return out;
-}
-
-DLAVM_INLINE void Program::unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
-  const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::uint64_t v = 0;
-    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-    a.set_flat(i, static_cast<std::int64_t>(v));
-  }
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/program-inl.hpp
-#endif
 // end dlavm/vta/program.hpp
 // end dlavm/vta.hpp

@@ -60,7 +60,8 @@ class TypeInferer : public ExprMutator<TypeInferer> {
                           k);
   }
 
-  // Part 1: the host runs every call its kernel supports. Part 2 tries VTA first.
+  // The host runs every call its kernel supports; infer_type(fn, target) then moves the calls
+  // of VTA groups to VTA (graph/partition.hpp).
   static Device place(const OpRecord& op, const TypeCall& typing) {
     if (!op.host_support) return Device::Host;
     const auto why_not = op.host_support(typing);

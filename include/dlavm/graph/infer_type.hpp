@@ -1,9 +1,9 @@
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
-// the typed function's calls carry every attribute), runs the type rule, and chooses a
-// device: in part 1 every call runs on the host (Device::Host) when the host kernel supports
-// it; part 2 adds the VTA placement rule. The result is a new function; the input is not
-// changed.
+// the typed function's calls carry every attribute), runs the type rule, and places the call
+// on the host (Device::Host) when the host kernel supports it. infer_type(fn, target)
+// (graph/target.hpp) then moves the calls VTA runs to Device::Vta. The result is a new
+// function; the input is not changed.
 //
 //   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
 //   fmt::print("{}", typed);
@@ -25,7 +25,7 @@
 namespace dlavm::graph {
 
 // With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
-// part 2 extends with VTA placement. This header does not include the vta layer.
+// also places calls on VTA. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
 
 }  // namespace dlavm::graph

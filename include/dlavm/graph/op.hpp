@@ -8,7 +8,8 @@
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
-// Part 2 adds the VTA strategy (compute + default schedule) and its placement rule here.
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
 //   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
 //               .type_rule = [](const TypeCall& c) { return c.type(0); },
