@@ -12,6 +12,7 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/nest.hpp>
 #include <dlavm/vta/lower/passes.hpp>
 
 #include <string>
@@ -70,8 +71,8 @@ class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
 };
 
 // After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
-// element-wise stage under alu; tensorized stages have no stores left). Checked before the
-// storage pass renames buffers, so that the message names the stage the user wrote.
+// element-wise stage or a reduction under alu; tensorized stages have no stores left). Checked
+// before the storage pass renames buffers, so that the message names the stage the user wrote.
 class CheckMapped : public tir::StmtVisitor<CheckMapped> {
  public:
   explicit CheckMapped(const Env& env) : env_(env) {}
@@ -80,6 +81,12 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
     depth_ += mapped;
     visit(n.body);
     depth_ -= mapped;
+  }
+  void visit_seq(const tir::SeqNode& n, const tir::Stmt&) {
+    // A reduction's init that te::lower put in front of the alu pragma is the pragma's.
+    for (std::size_t k = 0; k < n.seq.size(); ++k)
+      if (k + 1 >= n.seq.size() || !init_before(n.seq[k], n.seq[k + 1], "pragma_" + env_.alu))
+        visit(n.seq[k]);
   }
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
     if (depth_ > 0) return;
