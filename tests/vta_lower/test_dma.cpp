@@ -193,7 +193,9 @@ TEST_CASE("dma: what padding VTA cannot express is an error") {
   vta::Env env;
   // Zero padding only.
   CHECK_THROWS_WITH_AS(lower_padded({0, 0, 1, 1, 0, 0}, {0, 0, 1, 1, 0, 0}, 3),
-                       doctest::Contains("VTA's DMA pads with zeros, not 3"), dlavm::ScheduleError);
+                       doctest::Contains("VTA's input loads pad with zeros, not 3; a buffer in the "
+                                         "accumulator (local.acc_buffer) is padded with any value"),
+                       dlavm::ScheduleError);
   // Only input loads are padded (VTA's weight and accumulator loads have no padding).
   CHECK_THROWS_WITH_AS(lower_padded({0, 0, 1, 1, 0, 0}, {0, 0, 1, 1, 0, 0}, 0, env.wgt_scope),
                        doctest::Contains("VTA pads only input loads"), dlavm::ScheduleError);

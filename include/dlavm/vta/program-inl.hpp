@@ -63,12 +63,14 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
 class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
  public:
+  CheckNoStores(const Env& env, const tir::Stmt& root) : env_(env), root_(root) {}
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the dma_copy pragma, compute it with the "
-        "alu pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), n.value);
+    raise<ScheduleError>("{}", unmapped_stage_message(root_, n.buffer, env_));
   }
+
+ private:
+  const Env& env_;
+  const tir::Stmt& root_;
 };
 
 }  // namespace detail
@@ -246,7 +248,7 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
 
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     : env_(std::move(env)), func_(std::move(func)) {
-  detail::CheckNoStores().visit(func_.body);
+  detail::CheckNoStores(env_, func_.body).visit(func_.body);
   detail::SramAllocator alloc(env_);
   alloc.visit(func_.body);
   sram_ = std::move(alloc.slots);

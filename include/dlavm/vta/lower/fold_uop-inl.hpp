@@ -10,6 +10,7 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/nest.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -194,6 +195,34 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     return strides;
   }
 
+  // Whether an ALU kernel updates each accumulator entry once: VTA's ALU pipeline does not
+  // forward a result to a later micro-op of the same instruction (its HLS loop declares no
+  // dependence on the accumulator), so a loop that revisits a destination (the window of a
+  // reduction) stays a host loop, one instruction per iteration. Every level and every
+  // unrolled loop must move the destination, and the unrolled calls write distinct buffers.
+  static bool writes_once(const std::vector<detail::NestLoop>& levels,
+                          const std::vector<std::vector<ne::Expr>>& strides,
+                          const tir::Stmt& rest) {
+    for (std::size_t k = 0; k < levels.size(); ++k)
+      if (ne::bounds(levels[k].extent).max > 1 && detail::is_zero(strides[k][0])) return false;
+    std::vector<Leaf> calls;
+    std::vector<detail::NestLoop> around;
+    leaves(rest, around, calls);
+    std::vector<const te::BufferNode*> written;
+    for (const auto& leaf : calls) {
+      const auto* b = leaf.call->buffers[0].get();
+      if (std::find(written.begin(), written.end(), b) != written.end()) return false;
+      written.push_back(b);
+      const auto dst = detail::uop_operands(*leaf.call)[0];
+      for (const auto& l : leaf.loops) {
+        if (ne::bounds(l.extent).max <= 1) continue;
+        const auto f = ne::linear_form(dst, {l.var});
+        if (!f || detail::is_zero(f->strides[0])) return false;
+      }
+    }
+    return true;
+  }
+
   tir::Stmt fold(const tir::Stmt& s) {
     std::vector<detail::NestLoop> chain;
     tir::Stmt body = s;
@@ -222,6 +251,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
       for (const auto& l : levels) level_vars.push_back(l.var);
       const auto count = uop_count(rest, level_vars);
       if (!count || *count > max_uops_) continue;
+      if (key_of(s)->name == intrin::alu && !writes_once(levels, strides, rest)) continue;
       return build(chain, h, levels, strides, rest, *count);
     }
     // No single kernel: fold the parts separately.

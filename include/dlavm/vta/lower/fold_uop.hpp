@@ -6,7 +6,10 @@
 //   - the loops inside them are unrolled into the kernel's micro-op list.
 // A loop stays a host loop around the instruction when it cannot be a level (operands not
 // linear in it with one stride, a negative or too wide factor, an extent wider than the
-// iteration field) and the list inside would not fit the micro-op buffer. The result:
+// iteration field) and the list inside would not fit the micro-op buffer. An ALU kernel
+// updates each accumulator entry once (VTA's ALU pipeline does not forward a result to a later
+// micro-op of the same instruction): a loop that does not move an ALU call's destination (a
+// reduction window) stays a host loop. The result:
 //
 //   attr [gemm] vta.uop_kernel = 126 {
 //     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor

@@ -12,8 +12,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace dlavm::vta {
@@ -35,6 +37,29 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp 
 
 namespace detail {
 
+// What VTA's ALU runs, for messages.
+inline constexpr const char* kAluCan =
+    "VTA's ALU runs element-wise nests (min, max, add and multiply of an accumulator tile by a "
+    "tile or an immediate, shifts and subtraction by an immediate, constant fills) and "
+    "reductions of accumulator tiles with max, min or sum over a window (te::max / te::min / "
+    "te::sum), one instruction per window element";
+
+// A nest over accumulator tiles: loops outermost first, each access's index in tiles.
+struct TileNest {
+  std::vector<NestLoop> loops;
+  std::vector<ne::Expr> index;
+};
+
+// The load an ALU operand reads: a load, or a load under a cast that does not narrow it (an
+// accumulator entry holds the widened value already).
+inline const te::LoadNode* operand_load(const te::Expr& e) {
+  if (const auto* c = e.as<te::CastNode>()) {
+    const auto* l = c->value.as<te::LoadNode>();
+    return l && c->dtype().bits() >= l->dtype().bits() ? l : nullptr;
+  }
+  return e.as<te::LoadNode>();
+}
+
 class InjectAlu : public tir::StmtMutator<InjectAlu> {
  public:
   explicit InjectAlu(const Env& env) : env_(env) {}
@@ -42,6 +67,29 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
   tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
     return lower_alu(n.node, n.body);
+  }
+  tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+    allocated_.insert(n.buffer.get());
+    return tir::StmtMutator<InjectAlu>::visit_allocate(n, s);
+  }
+  // A reduction whose init te::lower put in front of the pragma (reduction loops outermost).
+  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    const auto key = "pragma_" + env_.alu;
+    std::vector<tir::Stmt> out;
+    bool changed = false;
+    for (std::size_t k = 0; k < n.seq.size(); ++k) {
+      if (k + 1 < n.seq.size() && init_before(n.seq[k], n.seq[k + 1], key)) {
+        const auto& attr = *n.seq[k + 1].as<tir::AttrNode>();
+        const tir::SeqNode both({n.seq[k], attr.body});
+        out.push_back(lower_reduction(attr.node, {}, both));
+        changed = true;
+        ++k;
+        continue;
+      }
+      out.push_back(visit(n.seq[k]));
+      changed = changed || !out.back().same_as(n.seq[k]);
+    }
+    return changed ? tir::make_seq(out) : s;
   }
 
  private:
@@ -53,20 +101,69 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const te::LoadNode* rhs;  // tensor operand, when not an immediate
   };
 
+  // The nest under an alu pragma: an element-wise store, a constant fill, or te::lower's
+  // reduction (an init nest, then an update nest); a split guard clips the loops.
+  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
+    auto [loops, body] = peel_loops(nest);
+    if (const auto* seq = body.as<tir::SeqNode>()) return lower_reduction(where, loops, *seq);
+    if (const auto* guard = body.as<tir::IfThenElseNode>()) {
+      const auto bounds = loop_bounds(guard->cond, loops);
+      if (guard->then_case.as<tir::StoreNode>() == nullptr || guard->else_case.defined() ||
+          bounds.failed.defined())
+        unsupported(where, body,
+                    fmt::format("it is guarded by `if ({})`, left by {}, which no ALU "
+                                "instruction can skip; split by a factor that divides the extent",
+                                guard->cond, describe_guard(guard->cond, loops)));
+      const auto clipped = clip_loops(loops, bounds.bounds);
+      return only_if(clipped.nonempty, lower_alu(where, clipped_nest(clipped, guard->then_case)));
+    }
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr) unsupported(where, body, "its body is not a store");
+    check_scope(store->buffer.name(), store->buffer, true);
+    if (const auto* c = store->value.as<te::IntImmNode>())
+      return lower_fill(loops, *store, c->value);
+    return lower_elementwise(loops, *store);
+  }
+
+  [[noreturn]] void unsupported(const std::string& where, const tir::Stmt& body,
+                                const std::string& why) const {
+    const auto* st = first_store(body);
+    raise<ScheduleError>("stage '{}' (alu pragma at '{}'): {}; {}", st ? st->buffer.name() : where,
+                         where, why, kAluCan);
+  }
+
+  // VTA's ALU reads and writes only the accumulator.
+  void check_scope(const std::string& stage, const te::Buffer& b, bool written) const {
+    if (b.scope() == env_.acc_scope) return;
+    if (written)
+      raise<ScheduleError>(
+          "stage '{}' runs on VTA's ALU (the {} pragma), which computes in the accumulator ({}), "
+          "but its buffer '{}' is in {}: s[{}].set_scope(env.acc_scope)",
+          stage, env_.alu, env_.acc_scope, b.name(), b.scope(), b.name());
+    if (b.scope() == "global" && allocated_.count(b.get()) == 0)
+      raise<ScheduleError>(
+          "stage '{}' runs on VTA's ALU (the {} pragma), which reads only the accumulator ({}), "
+          "but it reads DRAM tensor '{}': copy it into the accumulator first (a stage that reads "
+          "it, with set_scope(env.acc_scope) and the {} pragma)",
+          stage, env_.alu, env_.acc_scope, b.name(), env_.dma_copy);
+    raise<ScheduleError>(
+        "stage '{}' runs on VTA's ALU (the {} pragma), which reads only the accumulator ({}), "
+        "but it reads buffer '{}', which is in {}: s[{}].set_scope(env.acc_scope)",
+        stage, env_.alu, env_.acc_scope, b.name(), b.scope(), b.name());
+  }
+
   Operation decode(const tir::StoreNode& store) const {
     const auto& v = store.value;
     const auto* bin = v.as<te::BinaryNode>();
     const auto lacks = [&] {
-      raise<ScheduleError>(
-          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
-          "multiply of an accumulator tile by a tile or an immediate)",
-          store.buffer.name(), v);
+      raise<ScheduleError>("stage '{}': `{}` is not an operation VTA's ALU has; {}",
+                           store.buffer.name(), v, kAluCan);
     };
     if (bin == nullptr) lacks();
-    const auto* lhs = bin->a.as<te::LoadNode>();
+    const auto* lhs = operand_load(bin->a);
     if (lhs == nullptr) lacks();
     const auto* imm = bin->b.as<te::IntImmNode>();
-    const auto* rhs = bin->b.as<te::LoadNode>();
+    const auto* rhs = operand_load(bin->b);
     if (imm == nullptr && rhs == nullptr) lacks();
     Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
     switch (bin->kind()) {
@@ -99,108 +196,274 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         lacks();
     }
     if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
-    if (o.use_imm) {
-      const auto [lo, hi] = alu_imm_range(o.op, env_.config);
-      if (o.imm < lo || o.imm > hi)
-        raise<EncodingError>(
-            "alu into '{}': immediate {} of `{}` does not fit the hardware's {} argument "
-            "[{}, {}]",
-            store.buffer.name(), o.imm, v, runtime::alu_name(o.op), lo, hi);
-    }
+    if (o.use_imm) check_imm(store.buffer.name(), o.op, o.imm, v);
     return o;
   }
 
-  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
-                           where);
-    const auto o = decode(*store);
-    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
-      if (b != nullptr && b->scope() != env_.acc_scope)
-        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
-                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
-    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
-    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+  void check_imm(const std::string& stage, runtime::AluOp op, std::int64_t imm,
+                 const te::Expr& v) const {
+    const auto [lo, hi] = alu_imm_range(op, env_.config);
+    if (imm < lo || imm > hi)
+      raise<EncodingError>(
+          "stage '{}': immediate {} of `{}` does not fit the hardware's {} argument [{}, {}]",
+          stage, imm, v, runtime::alu_name(op), lo, hi);
+  }
+
+  // The loops of an element-wise nest over whole accumulator tiles, and each access's tile
+  // index; variables outside `loops` (window loops of a reduction) may appear in the indices.
+  TileNest tiles(const std::string& stage, const std::vector<NestLoop>& loops,
+                 const std::vector<ne::Expr>& indices) const {
     auto dims = access_dims(loops, indices);
     const std::int64_t tile = env_.acc_tile();
     if (!dims || dims->empty())
-      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
-                           store->buffer.name());
+      raise<ScheduleError>("stage '{}': the indices are not affine in the loops; {}", stage,
+                           kAluCan);
     const auto& lanes = dims->front();
     bool unit = true;
     for (const auto& st : lanes.strides) unit = unit && same(st, 1);
     if (!unit || !divisible(lanes.extent, tile))
       raise<ScheduleError>(
-          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
+          "stage '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
           "{}-element tiles",
-          store->buffer.name(), lanes.extent, tile);
+          stage, lanes.extent, tile);
     for (std::size_t k = 1; k < dims->size(); ++k)
       for (const auto& st : (*dims)[k].strides)
         if (!divisible(st, tile))
           raise<ScheduleError>(
-              "alu into '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element "
-              "tiles",
-              store->buffer.name(), (*dims)[k].var.name(), st, tile);
-    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
-    std::vector<ne::Var> vars;
-    std::vector<NestLoop> tile_loops;
+              "stage '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element tiles",
+              stage, (*dims)[k].var.name(), st, tile);
     std::vector<ne::Var> all;
     for (const auto& l : loops) all.push_back(l.var);
-    std::vector<ne::Expr> tile_index(indices.size());
-    for (std::size_t a = 0; a < indices.size(); ++a) {
-      const auto base = pinned(indices[a], all);
+    TileNest t;
+    for (const auto& index : indices) {
+      const auto base = pinned(index, all);
       if (!divisible(base, tile))
-        raise<ScheduleError>("alu into '{}': offset {} is not a whole {}-element tile",
-                             store->buffer.name(), base, tile);
-      tile_index[a] = ne::simplify(ne::floordiv(base, tile));
+        raise<ScheduleError>("stage '{}': offset {} is not a whole {}-element tile", stage, base,
+                             tile);
+      t.index.push_back(ne::simplify(ne::floordiv(base, tile)));
     }
+    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
     for (std::size_t k = dims->size(); k-- > 0;) {
       const auto& d = (*dims)[k];
       const bool lane = k == 0;
       const auto ext = lane ? ne::simplify(ne::floordiv(d.extent, tile)) : d.extent;
-      if (ne::bounds(ext).max == 1) continue;
+      if (ne::simplify(ext).as_int() == 1) continue;  // one iteration (a bound of 1 may be 0)
       auto v = ne::var(fmt::format("{}.t", d.var.name()), 0, ne::bounds(ext).max - 1);
-      tile_loops.push_back({v, ext});
+      t.loops.push_back({v, ext});
       for (std::size_t a = 0; a < indices.size(); ++a) {
         const ne::Expr step = lane ? ne::Expr(1) : ne::simplify(ne::floordiv(d.strides[a], tile));
-        tile_index[a] = ne::simplify(tile_index[a] + step * v);
+        t.index[a] = ne::simplify(t.index[a] + step * v);
       }
     }
-    const auto& dst = store->buffer;
-    const auto make = [&](runtime::AluOp op, bool use_imm, std::int64_t imm, const te::Buffer& src,
-                          const ne::Expr& src_index) {
-      std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
-                                 te::make_const(use_imm ? 1 : 0, DType::int32()),
-                                 te::make_const(imm, DType::int32()), iv(tile_index[0]),
-                                 iv(src_index)};
-      return wrap_loops(tile_loops,
-                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
-                                                    std::move(args), {dst, src})));
+    return t;
+  }
+
+  // One ALU instruction's nest: dst = op(dst, src | imm) over the tiles of t.
+  static tir::Stmt alu(const TileNest& t, runtime::AluOp op, bool use_imm, std::int64_t imm,
+                       const te::Buffer& dst, const te::Buffer& src, const ne::Expr& src_index) {
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
+                               te::make_const(use_imm ? 1 : 0, DType::int32()),
+                               te::make_const(imm, DType::int32()), iv(t.index[0]), iv(src_index)};
+    return wrap_loops(t.loops, tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
+                                                           std::move(args), {dst, src})));
+  }
+  static tir::Stmt alu_imm(const TileNest& t, runtime::AluOp op, std::int64_t imm,
+                           const te::Buffer& dst) {
+    return alu(t, op, true, imm, dst, dst, t.index[0]);
+  }
+
+  // Zeroes the tiles of t: a GEMM reset, one cycle per tile (the ALU's MUL by 0 takes two).
+  static tir::Stmt reset(const TileNest& t, const te::Buffer& dst) {
+    return wrap_loops(t.loops,
+                      tir::make_evaluate(te::call(std::string(intrin::gemm_reset), DType::int32(),
+                                                  {iv(t.index[0])}, {dst})));
+  }
+
+  // dst = constant: a reset, then ADD immediates; a value wider than the 16-bit immediate is
+  // built as (hi << 16) + lo, lo added in steps the immediate holds.
+  tir::Stmt lower_fill(const std::vector<NestLoop>& loops, const tir::StoreNode& store,
+                       std::int64_t value) {
+    const auto& dst = store.buffer;
+    const auto t = tiles(dst.name(), loops, {store.indices[0]});
+    std::vector<tir::Stmt> parts{reset(t, dst)};
+    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Add, env_.config);
+    std::int64_t rest = value;
+    if (value < lo || value > hi) {
+      const std::int64_t low = ((value % 65536) + 65536 + 32768) % 65536 - 32768;
+      const std::int64_t high = std::clamp((value - low) / 65536, lo, hi);
+      check_imm(dst.name(), runtime::AluOp::Shr, -16, store.value);
+      parts.push_back(alu_imm(t, runtime::AluOp::Add, high, dst));
+      parts.push_back(alu_imm(t, runtime::AluOp::Shr, -16, dst));
+      rest = value - high * 65536;
+    }
+    for (; rest != 0;) {
+      const std::int64_t step = std::clamp(rest, lo, hi);
+      parts.push_back(alu_imm(t, runtime::AluOp::Add, step, dst));
+      rest -= step;
+    }
+    return tir::make_seq(parts);
+  }
+
+  // dst = op(lhs, rhs | imm). The ALU updates in place: when dst is not lhs's storage (the
+  // storage pass makes most stages in place), dst is zeroed and lhs added first.
+  tir::Stmt lower_elementwise(const std::vector<NestLoop>& loops, const tir::StoreNode& store) {
+    const auto& stage = store.buffer.name();
+    auto o = decode(store);
+    for (const auto* l : {o.lhs, o.rhs})
+      if (l != nullptr) check_scope(stage, l->buffer, false);
+    const auto& dst = store.buffer;
+    const auto in_place = [&](const te::LoadNode* l) {
+      return l->buffer.same_as(dst) && same(l->indices[0], store.indices[0]);
     };
+    // Every tensor-tensor operation VTA has is commutative: read the in-place operand first.
+    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) std::swap(o.lhs, o.rhs);
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
+      raise<ScheduleError>(
+          "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
+          store.value);
+    std::vector<ne::Expr> indices{store.indices[0], o.lhs->indices[0]};
+    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+    const auto t = tiles(stage, loops, indices);
     std::vector<tir::Stmt> parts;
-    const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
-    if (!in_place) {
-      // dst = dst * 0; dst = dst + lhs: a copy of the first operand into the destination.
-      parts.push_back(make(runtime::AluOp::Mul, true, 0, dst, tile_index[0]));
-      parts.push_back(make(runtime::AluOp::Add, false, 0, o.lhs->buffer, tile_index[1]));
+    if (!in_place(o.lhs)) {
+      parts.push_back(reset(tiles(stage, loops, {store.indices[0]}), dst));
+      parts.push_back(alu(t, runtime::AluOp::Add, false, 0, dst, o.lhs->buffer, t.index[1]));
     }
     if (o.rhs)
-      parts.push_back(make(o.op, false, 0, o.rhs->buffer, tile_index[2]));
+      parts.push_back(alu(t, o.op, false, 0, dst, o.rhs->buffer, t.index[2]));
     else
-      parts.push_back(make(o.op, true, o.imm, dst, tile_index[0]));
+      parts.push_back(alu_imm(t, o.op, o.imm, dst));
+    return tir::make_seq(parts);
+  }
+
+  // The parts of te::lower's reduction nest: the init store (the combiner's identity) and
+  // the update `dst = combine(dst, src)` with the loops around each.
+  struct Reduction {
+    std::vector<NestLoop> init_loops, loops;
+    const tir::StoreNode* store = nullptr;
+    te::ExprKind kind = te::ExprKind::Add;
+    const te::LoadNode* src = nullptr;
+  };
+
+  Reduction read_reduction(const std::string& where, const tir::SeqNode& seq) const {
+    const tir::Stmt body = tir::Stmt(std::make_shared<const tir::SeqNode>(seq.seq));
+    if (seq.seq.size() != 2) unsupported(where, body, "its body is not one loop nest");
+    Reduction r;
+    auto [init_loops, init] = peel_loops(seq.seq[0]);
+    auto [loops, update] = peel_loops(seq.seq[1]);
+    r.init_loops = std::move(init_loops);
+    r.loops = std::move(loops);
+    for (const auto& s : {init, update})
+      if (const auto* g = s.as<tir::IfThenElseNode>())
+        unsupported(where, body,
+                    fmt::format("the reduction is guarded by `if ({})`, left by {}; split by a "
+                                "factor that divides the extent",
+                                g->cond, describe_guard(g->cond, r.loops)));
+    const auto* init_store = init.as<tir::StoreNode>();
+    r.store = update.as<tir::StoreNode>();
+    const auto* bin = r.store ? r.store->value.as<te::BinaryNode>() : nullptr;
+    const auto* acc = bin ? bin->a.as<te::LoadNode>() : nullptr;
+    if (init_store == nullptr || init_store->value.as<te::IntImmNode>() == nullptr || !acc ||
+        !init_store->buffer.same_as(r.store->buffer) || !acc->buffer.same_as(r.store->buffer) ||
+        !same(acc->indices[0], r.store->indices[0]))
+      unsupported(where, body, "its body is neither one element-wise store nor a reduction");
+    r.kind = bin->kind();
+    if (r.kind != te::ExprKind::Add && r.kind != te::ExprKind::Max && r.kind != te::ExprKind::Min)
+      unsupported(where, body, fmt::format("`{}` is not a max, min or sum", r.store->value));
+    r.src = operand_load(bin->b);
+    if (r.src == nullptr)
+      raise<ScheduleError>(
+          "stage '{}': a reduction of `{}`, which is not an accumulator tile read as it is; "
+          "compute `{}` in a stage of its own first; {}",
+          r.store->buffer.name(), bin->b, bin->b, kAluCan);
+    return r;
+  }
+
+  // A max, min or sum over window loops: the window loops become host loops, each window
+  // element one ALU instruction over the output tiles. The output is zeroed by a reset; a sum
+  // adds every element, a max or min adds the first element and combines the rest:
+  //   reset(out); out += in(0, 0); for dy in [1, ky), dx in [0, kx): out = max(out, in(dy, dx));
+  //   for dx in [1, kx): out = max(out, in(0, dx))
+  tir::Stmt lower_reduction(const std::string& where, const std::vector<NestLoop>& outer,
+                            const tir::SeqNode& seq) {
+    const auto r = read_reduction(where, seq);
+    const auto& dst = r.store->buffer;
+    const auto& stage = dst.name();
+    check_scope(stage, dst, true);
+    check_scope(stage, r.src->buffer, false);
+    // Data-parallel loops: those the output index depends on; the others walk the window.
+    std::vector<NestLoop> data = outer, window;
+    const auto out_vars = ne::free_vars(r.store->indices[0]);
+    const auto in_out = [&](const ne::Var& v) { return contains(out_vars, v); };
+    for (const auto& l : r.loops) (in_out(l.var) ? data : window).push_back(l);
+    if (data.size() != outer.size() + r.init_loops.size())
+      raise<ScheduleError>(
+          "internal: stage '{}': the reduction's init and update nests differ, "
+          "please report",
+          stage);
+    std::vector<ne::Var> data_vars;
+    for (const auto& l : data) data_vars.push_back(l.var);
+    for (const auto& w : window) {
+      for (const auto& v : ne::free_vars(w.extent))
+        if (contains(data_vars, v))
+          raise<ScheduleError>(
+              "stage '{}': the reduction loop '{}' has extent {}, which depends on the output "
+              "loop '{}'; VTA's ALU reduces a window that is the same for every output tile",
+              stage, w.var.name(), w.extent, v.name());
+      if (r.kind != te::ExprKind::Add && ne::bounds(w.extent).min < 1)
+        raise<ScheduleError>(
+            "stage '{}': the reduction loop '{}' can be empty (extent {}); the max or min of no "
+            "element is the type's limit, which VTA's ALU does not produce from an empty window",
+            stage, w.var.name(), w.extent);
+    }
+    const auto t = tiles(stage, data, {r.store->indices[0], r.src->indices[0]});
+    std::vector<tir::Stmt> parts{reset(tiles(stage, data, {r.store->indices[0]}), dst)};
+    const auto combine = [&](runtime::AluOp op, const std::vector<ne::Substitution>& at) {
+      const auto src = ne::simplify(ne::substitute(t.index[1], at));
+      return alu(t, op, false, 0, dst, r.src->buffer, src);
+    };
+    if (r.kind == te::ExprKind::Add) {
+      parts.push_back(wrap_loops(window, combine(runtime::AluOp::Add, {})));
+      return tir::make_seq(parts);
+    }
+    const auto op = r.kind == te::ExprKind::Max ? runtime::AluOp::Max : runtime::AluOp::Min;
+    // The first element, then the rest of the window as boxes: loops before j at 0, loop j
+    // from 1, the loops after it whole.
+    std::vector<ne::Substitution> first;
+    for (const auto& w : window) first.emplace_back(w.var, 0);
+    parts.push_back(combine(runtime::AluOp::Add, first));
+    for (std::size_t j = 0; j < window.size(); ++j) {
+      if (ne::bounds(window[j].extent).max < 2) continue;
+      std::vector<ne::Substitution> at(first.begin(), first.begin() + static_cast<long>(j));
+      const auto v = ne::var(window[j].var.name(), 0, ne::bounds(window[j].extent).max - 2);
+      at.emplace_back(window[j].var, ne::Expr(v) + 1);
+      std::vector<NestLoop> box{{v, ne::simplify(window[j].extent - 1)}};
+      box.insert(box.end(), window.begin() + static_cast<long>(j) + 1, window.end());
+      // Loops of one iteration are their iteration.
+      std::vector<NestLoop> loops;
+      for (const auto& l : box) {
+        if (ne::simplify(l.extent).as_int() == 1)
+          at.emplace_back(l.var, 0);
+        else
+          loops.push_back(l);
+      }
+      parts.push_back(wrap_loops(loops, combine(op, at)));
+    }
     return tir::make_seq(parts);
   }
 
   const Env& env_;
+  std::unordered_set<const te::BufferNode*> allocated_;
 };
 
 }  // namespace detail
 
 DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
   return detail::InjectAlu(env).visit(body);
+}
+
+DLAVM_INLINE void check_alu(const tir::Stmt& body, const Env& env) {
+  (void)detail::InjectAlu(env).visit(body);
 }
 
 }  // namespace dlavm::vta

@@ -22,83 +22,16 @@ namespace dlavm::vta {
 
 namespace detail {
 
-// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
-struct ClipBound {
-  ne::Expr lo, hi;
-};
-
-// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
-// per-loop bounds. `what` names the copy for error messages.
-inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
-                                          const std::string& what) {
-  std::vector<ne::Var> vars;
-  for (const auto& l : loops) vars.push_back(l.var);
-  std::vector<ClipBound> bounds(loops.size());
-  std::vector<ne::Expr> conjuncts;
-  auto split = [&](auto& self, const ne::Expr& e) -> void {
-    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
-      self(self, b->a);
-      self(self, b->b);
-    } else {
-      conjuncts.push_back(e);
-    }
-  };
-  split(split, ne::simplify(cond));
-  for (const auto& c : conjuncts) {
-    const auto* cmp = c.as<ne::BinaryNode>();
-    // Every comparison as `e >= 0`.
-    ne::Expr e;
-    if (cmp != nullptr) {
-      switch (cmp->kind()) {
-        case ne::Kind::LT:
-          e = cmp->b - cmp->a - 1;
-          break;
-        case ne::Kind::LE:
-          e = cmp->b - cmp->a;
-          break;
-        case ne::Kind::GT:
-          e = cmp->a - cmp->b - 1;
-          break;
-        case ne::Kind::GE:
-          e = cmp->a - cmp->b;
-          break;
-        default:
-          break;
-      }
-    }
-    if (!e.defined())
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
-          "bound `lo <= i` or `i < hi` on one loop)",
-          what, c);
-    const auto form = ne::linear_form(e, vars);
-    std::optional<std::size_t> which;
-    bool several = false;
-    if (form)
-      for (std::size_t k = 0; k < vars.size(); ++k)
-        if (!is_zero(form->strides[k])) {
-          several = several || which.has_value();
-          which = k;
-        }
-    if (!form || several || !which)
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
-          "VTA's DMA pads a box",
-          what, c);
-    const auto stride = ne::simplify(form->strides[*which]).as_int();
-    if (!stride)
-      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
-    // stride * v + offset >= 0
-    auto& b = bounds[*which];
-    if (*stride > 0) {
-      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
-      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
-    } else {
-      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
-      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
-    }
-  }
-  return bounds;
+// Per-loop bounds of a te::pad condition; `what` names the copy for error messages.
+inline std::vector<ClipBound> pad_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
+                                         const std::string& what) {
+  auto b = loop_bounds(cond, loops);
+  if (b.failed.defined())
+    raise<ScheduleError>(
+        "{}: the padding condition `{}` {}; VTA's DMA pads a box (each bound `lo <= i` or "
+        "`i < hi` on one copy loop)",
+        what, b.failed, b.why);
+  return std::move(b.bounds);
 }
 
 }  // namespace detail
@@ -129,16 +62,64 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     std::vector<bool> any;                // whether the loop can be padded at all
   };
 
+  // A copy nest read: its store, the load it copies, the te::pad condition and value.
+  struct Copy {
+    const tir::StoreNode* store;
+    const te::LoadNode* load;
+    ne::Expr inside;    // undefined: not padded
+    std::int64_t fill;  // the pad value
+    te::Expr value;     // the stored value without the select (casts kept)
+    runtime::MemId mem;
+    bool to_sram;
+    std::int64_t tile;
+    std::string what;  // "dma_copy 'src' -> 'dst'", for messages
+  };
+
   tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
     using namespace detail;
     auto [loops, body] = peel_loops(nest);
+    if (const auto* guard = body.as<tir::IfThenElseNode>())
+      return lower_guarded(where, loops, *guard);
     const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
-                           where);
-    te::Expr value = store->value;
-    if (const auto* c = value.as<te::CastNode>()) value = c->value;
-    ne::Expr inside;
+    if (store == nullptr) {
+      const auto* st = first_store(body);
+      raise<ScheduleError>(
+          "stage '{}' (dma_copy pragma at '{}'): the annotated nest is not a single copy loop "
+          "nest (its body is not one store); put the pragma on the loop around the copy",
+          st ? st->buffer.name() : where, where);
+    }
+    const Copy copy = read_copy(*store);
+    if (copy.inside.defined() && copy.to_sram && copy.mem != runtime::MemId::Inp &&
+        copy.mem != runtime::MemId::Wgt)
+      return lower_acc_padded(where, loops, copy);
+    return lower_transfer(loops, copy);
+  }
+
+  // A guard around the store (the `if` of a split whose factor does not divide the extent):
+  // each loop it bounds is clipped to the iterations it keeps, and the clipped nest lowered.
+  tir::Stmt lower_guarded(const std::string& where, const std::vector<detail::NestLoop>& loops,
+                          const tir::IfThenElseNode& guard) {
+    using namespace detail;
+    const auto* store = guard.then_case.as<tir::StoreNode>();
+    const auto bounds = loop_bounds(guard.cond, loops);
+    if (store == nullptr || guard.else_case.defined() || bounds.failed.defined())
+      raise<ScheduleError>(
+          "stage '{}': the copy nest at '{}' is guarded by `if ({})`, left by {}; the guard {}, "
+          "so no set of VTA transfers covers the iterations it keeps; split by a factor that "
+          "divides the extent",
+          store ? store->buffer.name() : where, where, guard.cond,
+          describe_guard(guard.cond, loops),
+          bounds.failed.defined() ? fmt::format("`{}` {}", bounds.failed, bounds.why)
+                                  : std::string("has an else branch or more than one store"));
+    const auto clipped = clip_loops(loops, bounds.bounds);
+    return only_if(clipped.nonempty, lower_copy(where, clipped_nest(clipped, guard.then_case)));
+  }
+
+  // The parts of a copy: a load (under casts), or te::pad's select(inside, load, value).
+  Copy read_copy(const tir::StoreNode& store) const {
+    Copy c{&store, nullptr, {}, 0, store.value, runtime::MemId::Out, false, 0, {}};
+    te::Expr value = store.value;
+    if (const auto* cast = value.as<te::CastNode>()) value = cast->value;
     if (const auto* sel = value.as<te::SelectNode>()) {
       const auto* cond = sel->cond.as<te::IndexNode>();
       const auto* fill = sel->f.as<te::IntImmNode>();
@@ -146,44 +127,134 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         raise<ScheduleError>(
             "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
             "constant))",
-            store->buffer.name(), store->value);
-      if (fill->value != 0)
-        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
-                             store->buffer.name(), fill->value);
-      inside = cond->index;
+            store.buffer.name(), store.value);
+      c.inside = cond->index;
+      c.fill = fill->value;
       value = sel->t;
-      if (const auto* c = value.as<te::CastNode>()) value = c->value;
+      c.value = value;
+      if (const auto* cast = value.as<te::CastNode>()) value = cast->value;
     }
-    const auto* load = value.as<te::LoadNode>();
-    if (load == nullptr)
-      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
-                           store->value);
+    c.load = value.as<te::LoadNode>();
+    if (c.load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store.buffer.name(),
+                           store.value);
+    const auto& dst = store.buffer;
+    const auto& src = c.load->buffer;
+    c.to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!c.to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its SRAM "
+          "buffers and accumulator tiles out to DRAM{}",
+          src.name(), src.scope(), dst.name(), dst.scope(),
+          src.scope() == "global" && dst.scope() == "global"
+              ? fmt::format("; give stage '{}' an on-chip scope (s[{}].set_scope(env.acc_scope), "
+                            "env.inp_scope or env.wgt_scope)",
+                            dst.name(), dst.name())
+              : std::string());
+    if (c.to_sram)
+      c.mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+              : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+              : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                           : runtime::MemId::Acc;
+    c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
+             : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                            : env_.acc_tile();
+    c.what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
+    return c;
+  }
+
+  // Padding in the accumulator, which VTA's loads cannot pad: the border is filled with the
+  // pad value by the ALU (a nest under the alu pragma that inject_alu lowers), then the
+  // interior is loaded without padding.
+  tir::Stmt lower_acc_padded(const std::string& where, const std::vector<detail::NestLoop>& loops,
+                             const Copy& copy) {
+    using namespace detail;
+    const Padding pad = padding(copy.inside, loops, copy.what);
+    std::vector<tir::Stmt> parts = fill_border(where, loops, pad, copy);
+    const auto clipped = clip_loops(loops, pad_bounds(copy.inside, loops, copy.what));
+    const auto interior = tir::make_store(copy.store->buffer, copy.store->indices,
+                                          copy.value.dtype() == copy.store->buffer.dtype()
+                                              ? copy.value
+                                              : te::cast(copy.store->buffer.dtype(), copy.value));
+    parts.push_back(only_if(clipped.nonempty, lower_copy(where, clipped_nest(clipped, interior))));
+    return tir::make_seq(parts);
+  }
+
+  // ALU nests that write `copy.fill` over the padding: the border boxes (for each padded loop,
+  // the iterations before and after the interior, inside the interior of the loops around it)
+  // or the whole buffer, whichever the cycle model's figures make cheaper.
+  std::vector<tir::Stmt> fill_border(const std::string& where,
+                                     const std::vector<detail::NestLoop>& loops, const Padding& pad,
+                                     const Copy& copy) const {
+    using namespace detail;
+    const auto& dst = copy.store->buffer;
+    const te::Expr value = te::make_const(copy.fill, dst.dtype());
+    const auto fill = [&](const std::vector<ClipBound>& box) {
+      const auto c = clip_loops(loops, box);
+      return tir::make_attr("pragma_" + env_.alu, where, 1,
+                            clipped_nest(c, tir::make_store(dst, copy.store->indices, value)));
+    };
+    // Cost of a fill over `loops` clipped to `box`, in cycles: per instruction (a reset and, for
+    // a nonzero value, an ADD) the overhead and pipeline fill, per tile one cycle of reset and
+    // two of ALU.
+    const std::int64_t insns = copy.fill == 0 ? 1 : 2, per_tile = copy.fill == 0 ? 1 : 3;
+    const auto cost = [&](const std::vector<ClipBound>& box) {
+      const auto c = clip_loops(loops, box);
+      std::int64_t elems = 1;
+      for (const auto& l : c.loops) elems *= std::max<std::int64_t>(ne::bounds(l.extent).max, 0);
+      return insns * 8 + per_tile * (elems / copy.tile);
+    };
+    std::vector<std::vector<ClipBound>> boxes;
+    std::vector<ClipBound> interior(loops.size());
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      if (!pad.any[k]) continue;
+      const auto& ext = loops[k].extent;
+      auto box = interior;
+      if (ne::bounds(pad.before[k]).max > 0) {
+        box[k] = {0, ne::simplify(pad.before[k] - 1)};
+        boxes.push_back(box);
+      }
+      if (ne::bounds(pad.after[k]).max > 0) {
+        box[k] = {ne::simplify(ext - pad.after[k]), {}};
+        boxes.push_back(box);
+      }
+      interior[k] = {pad.before[k], ne::simplify(ext - pad.after[k] - 1)};
+    }
+    std::int64_t border = 0;
+    for (const auto& b : boxes) border += cost(b);
+    const std::vector<ClipBound> whole(loops.size());
+    if (border >= cost(whole)) return {fill(whole)};
+    std::vector<tir::Stmt> out;
+    for (const auto& b : boxes) out.push_back(fill(b));
+    return out;
+  }
+
+  // One transfer per host-loop iteration: x and y dims folded into the LOAD/STORE fields,
+  // INP padding as its pad fields.
+  tir::Stmt lower_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy) {
+    using namespace detail;
+    const auto* store = copy.store;
+    const auto* load = copy.load;
     const auto& dst = store->buffer;
     const auto& src = load->buffer;
-    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
-    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
-    if (!to_sram && !from_acc)
-      raise<ScheduleError>(
-          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
-          "SRAM buffers and accumulator tiles out to DRAM",
-          src.name(), src.scope(), dst.name(), dst.scope());
-    runtime::MemId mem = runtime::MemId::Out;
-    if (to_sram)
-      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
-            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
-            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
-                                                         : runtime::MemId::Acc;
-    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
-                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
-                                                           : env_.acc_tile();
-    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
-    const Padding pad = padding(inside, loops, what);
+    const auto mem = copy.mem;
+    const bool to_sram = copy.to_sram;
+    const auto tile = copy.tile;
+    const auto& what = copy.what;
+    const Padding pad = padding(copy.inside, loops, what);
     bool padded = false;
     for (bool p : pad.any) padded = padded || p;
     if (padded && mem != runtime::MemId::Inp)
       raise<ScheduleError>(
-          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
-          env_.inp_scope, dst.name(), dst.scope());
+          "{}: VTA pads only input loads ({}) and accumulator buffers (by the ALU); '{}' is in "
+          "{}: pad the tensor in DRAM instead",
+          what, env_.inp_scope, dst.name(), dst.scope());
+    if (padded && copy.fill != 0)
+      raise<ScheduleError>(
+          "{}: VTA's input loads pad with zeros, not {}; a buffer in the accumulator ({}) is "
+          "padded with any value (the ALU fills the border)",
+          what, copy.fill, env_.acc_scope);
 
     const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
     const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
@@ -313,7 +384,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     p.after.assign(loops.size(), 0);
     p.any.assign(loops.size(), false);
     if (!inside.defined()) return p;
-    const auto bounds = detail::clip_bounds(inside, loops, what);
+    const auto bounds = detail::pad_bounds(inside, loops, what);
     for (std::size_t k = 0; k < loops.size(); ++k) {
       const auto& ext = loops[k].extent;
       if (bounds[k].lo.defined())

@@ -12,7 +12,16 @@
 // variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
 // host loops (the first and last block of a convolution). Along the x and y dims they become
 // the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
-// boxes of padding rows only (y_size 0). VTA pads only input loads.
+// boxes of padding rows only (y_size 0). VTA pads only input loads, with zeros: a padded
+// buffer in the accumulator gets its border filled with the pad value by an ALU nest (a
+// `pragma_alu` nest storing the constant, which inject_alu lowers), then its interior loaded
+// without padding (the loops clipped to the interior):
+//   acc[i] = select(1 <= i && i < 5, src[i - 1], -128)
+//     ->  attr pragma_alu { acc[0] = -128 }  attr pragma_alu { acc[5] = -128 }
+//         vta.load(acc, src; ...) of rows 1..4
+// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended. A strided
+// read (src[2x]) is an x of one tile and a y over x with its DRAM stride. A guard around the
+// store (a split whose factor does not divide the extent) that bounds one loop clips it.
 //
 // Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
 //   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,

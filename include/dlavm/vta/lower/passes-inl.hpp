@@ -12,8 +12,10 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/nest.hpp>
 #include <dlavm/vta/lower/passes.hpp>
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -30,6 +32,66 @@ DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
     return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
   }
   return Queue::Compute;
+}
+
+DLAVM_INLINE std::string unmapped_stage_message(const tir::Stmt& body, const te::Buffer& b,
+                                                const Env& env) {
+  struct Stores : tir::StmtVisitor<Stores> {
+    const te::BufferNode* buffer;
+    std::string alu_key;
+    int alu_depth = 0;
+    std::vector<const tir::StoreNode*> found;
+    std::vector<bool> under_alu;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
+      alu_depth += n.key == alu_key;
+      visit(n.body);
+      alu_depth -= n.key == alu_key;
+    }
+    void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+      if (n.buffer.get() != buffer) return;
+      found.push_back(&n);
+      under_alu.push_back(alu_depth > 0);
+    }
+  } stores;
+  stores.buffer = b.get();
+  stores.alu_key = "pragma_" + env.alu;
+  stores.visit(body);
+  // A reduction stores its init (a constant) and its update `b = combine(b, source)`.
+  const tir::StoreNode* update = nullptr;
+  for (const auto* st : stores.found)
+    if (update == nullptr && st->value.as<te::IntImmNode>() == nullptr) update = st;
+  const auto* bin = update ? update->value.as<te::BinaryNode>() : nullptr;
+  const auto* acc = bin ? bin->a.as<te::LoadNode>() : nullptr;
+  const auto& name = b.name();
+  if (acc != nullptr && acc->buffer.same_as(b) && stores.found.size() > 1) {
+    const auto* product = bin->b.as<te::BinaryNode>();
+    if (bin->kind() == te::ExprKind::Add && product && product->kind() == te::ExprKind::Mul)
+      return fmt::format(
+          "stage '{}' is not mapped to VTA: it is a sum of products, `{}`, which VTA computes on "
+          "its GEMM core: tensorize it, s[{}].tensorize(axis, env.gemm), at the axis whose loops "
+          "inward are a {}x{} output tile and a {}-element reduction",
+          name, bin->b, name, env.batch, env.block_out, env.block_in);
+    const char* what = bin->kind() == te::ExprKind::Add   ? "sum"
+                       : bin->kind() == te::ExprKind::Max ? "max"
+                                                          : "min";
+    const auto at = std::find(stores.found.begin(), stores.found.end(), update);
+    if (stores.under_alu[static_cast<std::size_t>(at - stores.found.begin())])
+      return fmt::format(
+          "stage '{}': the {} pragma covers the update of its {} reduction but not its init "
+          "(`{} = {}`), which te::lower puts outside the first reduction loop; put the pragma on "
+          "the stage's outermost loop, so that it covers both",
+          name, env.alu, what, name, stores.found.front()->value);
+    return fmt::format(
+        "stage '{}' is not mapped to VTA: it is a {} reduction of `{}`; run it on the ALU with "
+        "the {} pragma (s[{}].pragma(s[{}].axis(0), env.{})), which reduces accumulator tiles "
+        "one window element per instruction",
+        name, what, bin->b, env.alu, name, name, env.alu);
+  }
+  const auto* st = update ? update : (stores.found.empty() ? nullptr : stores.found.front());
+  return fmt::format(
+      "stage '{}' is not mapped to VTA: it computes `{}`; copy it with the {} pragma, compute "
+      "it with the {} pragma, or tensorize it with env.gemm",
+      name, st ? fmt::format("{}", st->value) : std::string("?"), env.dma_copy, env.alu);
 }
 
 namespace detail {
@@ -70,16 +132,22 @@ class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
 };
 
 // After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
-// element-wise stage under alu; tensorized stages have no stores left). Checked before the
-// storage pass renames buffers, so that the message names the stage the user wrote.
+// element-wise stage or a reduction under alu; tensorized stages have no stores left). Checked
+// before the storage pass renames buffers, so that the message names the stage the user wrote.
 class CheckMapped : public tir::StmtVisitor<CheckMapped> {
  public:
-  explicit CheckMapped(const Env& env) : env_(env) {}
+  CheckMapped(const Env& env, const tir::Stmt& root) : env_(env), root_(root) {}
   void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
     const bool mapped = n.key == "pragma_" + env_.dma_copy || n.key == "pragma_" + env_.alu;
     depth_ += mapped;
     visit(n.body);
     depth_ -= mapped;
+  }
+  void visit_seq(const tir::SeqNode& n, const tir::Stmt&) {
+    // A reduction's init that te::lower put in front of the alu pragma is the pragma's.
+    for (std::size_t k = 0; k < n.seq.size(); ++k)
+      if (k + 1 >= n.seq.size() || !init_before(n.seq[k], n.seq[k + 1], "pragma_" + env_.alu))
+        visit(n.seq[k]);
   }
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
     if (depth_ > 0) return;
@@ -90,14 +158,12 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
           "stage '{}' fills {} from DRAM tensor '{}' without the {} pragma; VTA moves data "
           "into its SRAM only by DMA",
           n.buffer.name(), n.buffer.scope(), l->buffer.name(), env_.dma_copy);
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the {} pragma, compute it with the {} "
-        "pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), env_.dma_copy, env_.alu, n.value);
+    raise<ScheduleError>("{}", unmapped_stage_message(root_, n.buffer, env_));
   }
 
  private:
   const Env& env_;
+  const tir::Stmt& root_;
   int depth_ = 0;
 };
 
@@ -119,7 +185,8 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
                                                     const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
-  detail::CheckMapped(env).visit(f.body);
+  detail::CheckMapped(env, f.body).visit(f.body);
+  check_alu(f.body, env);
   steps.push_back({"te.lower", f});
   const auto step = [&](const char* pass, auto&& fn) {
     f.body = fn(f.body);

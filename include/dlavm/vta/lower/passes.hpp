@@ -1,12 +1,18 @@
-// The VTA lowering pipeline, TIR to TIR. After te::lower:
+// The VTA lowering pipeline, TIR to TIR. After te::lower (and two checks on the stages as
+// written: every stage is mapped, every alu nest is one the ALU runs):
 //   reuse_inplace     element-wise stages write into their input's buffer (tir)
-//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
-//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
+//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded,
+//                     strided, ACC_8BIT; padding in the accumulator -> an alu fill + loads)
+//   inject_alu        nests under `pragma_alu` -> vta.alu per accumulator tile (element-wise,
+//                     constant fills, max/min/sum reductions one instruction per element)
 //   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
 //   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
 // Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
-// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
+// dlavm::Error naming the stage or buffer and the numbers: a copy VTA cannot express, an ALU
 // operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
+//
+//   for (const auto& step : vta::lower_passes(s, {A, B, C}, env))
+//     fmt::print("// after {}\n{}", step.pass, tir::to_string(step.func));
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -31,6 +37,11 @@ inline const te::BufferNode* written_by(const te::CallNode& c) {
     return c.buffers.empty() ? nullptr : c.buffers[0].get();
   return nullptr;
 }
+
+// The message for a stage of `body` left as plain stores (into `b`): what it computes and how
+// to map it (a reduction of products is a GEMM to tensorize, another reduction or an
+// element-wise stage runs under the alu pragma, a copy under dma_copy).
+std::string unmapped_stage_message(const tir::Stmt& body, const te::Buffer& b, const Env& env);
 
 // Replaces virtual-thread loops, grouping each module's consecutive statements.
 tir::Stmt inject_vthread(const tir::Stmt& s);
