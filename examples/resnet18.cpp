@@ -1,7 +1,8 @@
 // ResNet-18 on VTA, end to end: the whole ImageNet network (1x3x224x224, int8 weights from a
 // fixed seed) as a graph, built for VTA (20 convolutions, each fused with its bias, residual
-// sum, requantization and ReLU into one VTA program; max pooling, average pooling and the
-// dense layer on the host, with layout conversions at the boundaries), run on the simulator,
+// sum, requantization and ReLU into one VTA program, and the max pooling on VTA's ALU; the
+// 7x7 average pooling and the dense layer on the host, with layout conversions at the
+// boundaries), run on the simulator,
 // and checked against the host reference end to end and layer by layer. Prints the module,
 // the per-step table of the cycle model and the whole model's cycles against its MACs / 256.
 //   resnet18 [--image N]   (N: the image size, 224 by default; at least 32)

@@ -17273,15 +17273,21 @@ DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
 // begin dlavm/vta/lower/env.hpp
 // end dlavm/vta/lower/env.hpp
 // begin dlavm/vta/lower/passes.hpp
-// The VTA lowering pipeline, TIR to TIR. After te::lower:
+// The VTA lowering pipeline, TIR to TIR. After te::lower (and two checks on the stages as
+// written: every stage is mapped, every alu nest is one the ALU runs):
 //   reuse_inplace     element-wise stages write into their input's buffer (tir)
-//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded)
-//   inject_alu        element-wise nests under `pragma_alu` -> vta.alu per accumulator tile
+//   inject_dma        copy nests under `pragma_dma_copy` -> vta.load / vta.store (2D, padded,
+//                     strided, ACC_8BIT; padding in the accumulator -> an alu fill + loads)
+//   inject_alu        nests under `pragma_alu` -> vta.alu per accumulator tile (element-wise,
+//                     constant fills, max/min/sum reductions one instruction per element)
 //   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
 //   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
 // Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
-// dlavm::Error naming the buffer and the numbers: a copy VTA cannot express, an ALU
+// dlavm::Error naming the stage or buffer and the numbers: a copy VTA cannot express, an ALU
 // operation it lacks, an immediate too wide for the hardware, a thread writing shared data.
+//
+//   for (const auto& step : vta::lower_passes(s, {A, B, C}, env))
+//     fmt::print("// after {}\n{}", step.pass, tir::to_string(step.func));
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -17309,6 +17315,11 @@ inline const te::BufferNode* written_by(const te::CallNode& c) {
     return c.buffers.empty() ? nullptr : c.buffers[0].get();
   return nullptr;
 }
+
+// The message for a stage of `body` left as plain stores (into `b`): what it computes and how
+// to map it (a reduction of products is a GEMM to tensorize, another reduction or an
+// element-wise stage runs under the alu pragma, a copy under dma_copy).
+std::string unmapped_stage_message(const tir::Stmt& body, const te::Buffer& b, const Env& env);
 
 // Replaces virtual-thread loops, grouping each module's consecutive statements.
 tir::Stmt inject_vthread(const tir::Stmt& s);
@@ -17358,7 +17369,10 @@ tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, 
 //   - the loops inside them are unrolled into the kernel's micro-op list.
 // A loop stays a host loop around the instruction when it cannot be a level (operands not
 // linear in it with one stride, a negative or too wide factor, an extent wider than the
-// iteration field) and the list inside would not fit the micro-op buffer. The result:
+// iteration field) and the list inside would not fit the micro-op buffer. An ALU kernel
+// updates each accumulator entry once (VTA's ALU pipeline does not forward a result to a later
+// micro-op of the same instruction): a loop that does not move an ALU call's destination (a
+// reduction window) stays a host loop. The result:
 //
 //   attr [gemm] vta.uop_kernel = 126 {
 //     @vta.uop_loop_begin(8, 98, 0, 9)          // extent, dst, src, wgt factor
@@ -17410,8 +17424,13 @@ tir::Stmt fold_uops(const tir::Stmt& body, const Env& env);
 // begin dlavm/vta/lower/nest.hpp
 // Loop nests as the VTA passes read them: the For loops at the top of an annotated stage, the
 // "dims" that flat index expressions walk through them (adjacent loops merged where every
-// access is contiguous), and offsets with loops pinned to a value. Shared by the DMA and ALU
-// injection passes.
+// access is contiguous), offsets with loops pinned to a value, and the bounds a condition
+// (a te::pad select, the guard of a split whose factor does not divide the extent) puts on
+// the loops, with the nest clipped to them. Shared by the DMA and ALU injection passes.
+//
+//   for (i.inner, 0, 3) { if (i.outer*3 + i.inner < 10) { B[i.inner] = A[...] } }
+//   loop_bounds(cond, loops)  -> i.inner <= 9 - i.outer*3
+//   clip_loops(loops, bounds) -> for (i.inner, 0, min(3, 10 - i.outer*3)) (nonempty: extent >= 1)
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
@@ -17421,10 +17440,15 @@ tir::Stmt fold_uops(const tir::Stmt& body, const Env& env);
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17541,9 +17565,196 @@ inline tir::Stmt wrap_loops(const std::vector<NestLoop>& host, tir::Stmt body) {
   return body;
 }
 
+// The conjuncts of a condition: `a && (b && c)` -> a, b, c.
+inline std::vector<ne::Expr> conjuncts(const ne::Expr& cond) {
+  std::vector<ne::Expr> out;
+  auto split = [&](auto& self, const ne::Expr& e) -> void {
+    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
+      self(self, b->a);
+      self(self, b->b);
+    } else {
+      out.push_back(e);
+    }
+  };
+  split(split, ne::simplify(cond));
+  return out;
+}
+
+// Bounds a condition puts on one loop of a nest: lo <= var <= hi (undefined: unbounded).
+struct ClipBound {
+  ne::Expr lo, hi;
+};
+
+// A condition read as per-loop bounds. When a conjunct is not a comparison linear in exactly
+// one loop with a constant coefficient, `failed` is that conjunct and `why` says what it is.
+struct LoopBounds {
+  std::vector<ClipBound> bounds;  // per loop of the nest
+  ne::Expr failed;
+  std::string why;
+};
+
+// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops` (the
+// offsets in variables outside the nest), as per-loop bounds.
+inline LoopBounds loop_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops) {
+  std::vector<ne::Var> vars;
+  for (const auto& l : loops) vars.push_back(l.var);
+  LoopBounds out{std::vector<ClipBound>(loops.size()), {}, {}};
+  for (const auto& c : conjuncts(cond)) {
+    const auto* cmp = c.as<ne::BinaryNode>();
+    // Every comparison as `e >= 0`.
+    ne::Expr e;
+    if (cmp != nullptr) {
+      switch (cmp->kind()) {
+        case ne::Kind::LT:
+          e = cmp->b - cmp->a - 1;
+          break;
+        case ne::Kind::LE:
+          e = cmp->b - cmp->a;
+          break;
+        case ne::Kind::GT:
+          e = cmp->a - cmp->b - 1;
+          break;
+        case ne::Kind::GE:
+          e = cmp->a - cmp->b;
+          break;
+        default:
+          break;
+      }
+    }
+    const auto fail = [&](const char* why) {
+      out.failed = c;
+      out.why = why;
+      return out;
+    };
+    if (!e.defined()) return fail("is not a comparison");
+    const auto form = ne::linear_form(e, vars);
+    std::optional<std::size_t> which;
+    bool several = false;
+    if (form)
+      for (std::size_t k = 0; k < vars.size(); ++k)
+        if (!is_zero(form->strides[k])) {
+          several = several || which.has_value();
+          which = k;
+        }
+    if (!form || several || !which) return fail("does not bound exactly one loop linearly");
+    const auto stride = ne::simplify(form->strides[*which]).as_int();
+    if (!stride) return fail("has a symbolic coefficient");
+    // stride * v + offset >= 0
+    auto& b = out.bounds[*which];
+    if (*stride > 0) {
+      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
+      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
+    } else {
+      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
+      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
+    }
+  }
+  return out;
+}
+
+// A nest clipped to the box where per-loop bounds hold: each clipped loop starts again at 0
+// over the iterations it keeps (the old variable becomes new + first kept value).
+struct ClippedNest {
+  std::vector<NestLoop> loops;
+  std::vector<ne::Substitution> shift;  // old loop variable -> new variable + first value
+  ne::Expr nonempty = 1;                // every clipped loop keeps an iteration
+};
+
+inline ClippedNest clip_loops(const std::vector<NestLoop>& loops,
+                              const std::vector<ClipBound>& bounds) {
+  ClippedNest out;
+  std::vector<ne::Expr> nonempty;
+  for (std::size_t k = 0; k < loops.size(); ++k) {
+    const auto& l = loops[k];
+    const auto& b = k < bounds.size() ? bounds[k] : ClipBound{};
+    if (!b.lo.defined() && !b.hi.defined()) {
+      out.loops.push_back(l);
+      continue;
+    }
+    const ne::Expr lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, 0)) : ne::Expr(0);
+    const ne::Expr hi =
+        b.hi.defined() ? ne::simplify(ne::min(b.hi, l.extent - 1)) : ne::simplify(l.extent - 1);
+    const ne::Expr extent = ne::simplify(hi - lo + 1);
+    if (is_zero(lo) && same(extent, l.extent)) {
+      out.loops.push_back(l);
+      continue;
+    }
+    const auto v = ne::var(l.var.name(), 0, std::max<std::int64_t>(ne::bounds(extent).max - 1, 0));
+    out.loops.push_back({v, extent});
+    out.shift.emplace_back(l.var, ne::Expr(v) + lo);
+    if (ne::bounds(extent).min < 1) nonempty.push_back(extent >= 1);
+  }
+  for (const auto& c : nonempty) out.nonempty = ne::simplify(out.nonempty && c);
+  return out;
+}
+
+// `body` (a statement inside `loops`) rebuilt inside the clipped nest.
+inline tir::Stmt clipped_nest(const ClippedNest& c, const tir::Stmt& body) {
+  tir::Stmt inner = c.shift.empty() ? body : tir::Rewriter(c.shift, {}).visit(body);
+  return wrap_loops(c.loops, inner);
+}
+
+// `s` run only where `cond` holds (nothing when it is provably true).
+inline tir::Stmt only_if(const ne::Expr& cond, tir::Stmt s) {
+  const auto c = ne::simplify(cond);
+  if (const auto v = c.as_int(); v && *v != 0) return s;
+  return tir::make_if(c, std::move(s));
+}
+
+// What a split guard is, for messages: `cond` names a loop of `loops` whose extent is the
+// split's factor; the constant it is compared with is the extent the factor does not divide.
+inline std::string describe_guard(const ne::Expr& cond, const std::vector<NestLoop>& loops) {
+  for (const auto& c : conjuncts(cond)) {
+    const auto* cmp = c.as<ne::BinaryNode>();
+    if (cmp == nullptr || cmp->kind() != ne::Kind::LT) continue;
+    const auto extent = ne::simplify(cmp->b).as_int();
+    std::vector<ne::Var> vars;
+    for (const auto& l : loops) vars.push_back(l.var);
+    const auto form = ne::linear_form(cmp->a, vars);
+    if (!extent || !form) continue;
+    for (std::size_t k = 0; k < loops.size(); ++k)
+      if (ne::simplify(form->strides[k]).as_int() == 1)
+        if (const auto factor = ne::simplify(loops[k].extent).as_int())
+          return fmt::format(
+              "a split by {} (loop '{}') of an axis of extent {}, which {} does not divide",
+              *factor, loops[k].var.name(), *extent, *factor);
+  }
+  return "a split whose factor does not divide the axis's extent";
+}
+
+// The first store under s (the stage an annotated nest computes), or null.
+inline const tir::StoreNode* first_store(const tir::Stmt& s) {
+  if (const auto* st = s.as<tir::StoreNode>()) return st;
+  if (const auto* f = s.as<tir::ForNode>()) return first_store(f->body);
+  if (const auto* i = s.as<tir::IfThenElseNode>()) return first_store(i->then_case);
+  if (const auto* a = s.as<tir::AttrNode>()) return first_store(a->body);
+  if (const auto* q = s.as<tir::SeqNode>())
+    for (const auto& part : q->seq)
+      if (const auto* st = first_store(part)) return st;
+  return nullptr;
+}
+
+// Whether `init` is a reduction's init nest (loops around a store of a constant) that te::lower
+// left in front of the pragma `key` annotating the reduction's update into the same buffer:
+// what a schedule whose reduction loops are outermost, with the pragma on the first of them,
+// lowers to (the init goes just outside the first reduction loop).
+inline bool init_before(const tir::Stmt& init, const tir::Stmt& next, const std::string& key) {
+  const auto* attr = next.as<tir::AttrNode>();
+  if (attr == nullptr || attr->key != key) return false;
+  tir::Stmt s = init;
+  while (const auto* f = s.as<tir::ForNode>()) s = f->body;
+  const auto* store = s.as<tir::StoreNode>();
+  if (store == nullptr || store->value.as<te::IntImmNode>() == nullptr) return false;
+  s = attr->body;
+  while (const auto* f = s.as<tir::ForNode>()) s = f->body;
+  const auto* update = s.as<tir::StoreNode>();
+  return update != nullptr && update->buffer.same_as(store->buffer);
+}
+
 }  // namespace dlavm::vta::detail
 // end dlavm/vta/lower/nest.hpp
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17728,6 +17939,34 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     return strides;
   }
 
+  // Whether an ALU kernel updates each accumulator entry once: VTA's ALU pipeline does not
+  // forward a result to a later micro-op of the same instruction (its HLS loop declares no
+  // dependence on the accumulator), so a loop that revisits a destination (the window of a
+  // reduction) stays a host loop, one instruction per iteration. Every level and every
+  // unrolled loop must move the destination, and the unrolled calls write distinct buffers.
+  static bool writes_once(const std::vector<detail::NestLoop>& levels,
+                          const std::vector<std::vector<ne::Expr>>& strides,
+                          const tir::Stmt& rest) {
+    for (std::size_t k = 0; k < levels.size(); ++k)
+      if (ne::bounds(levels[k].extent).max > 1 && detail::is_zero(strides[k][0])) return false;
+    std::vector<Leaf> calls;
+    std::vector<detail::NestLoop> around;
+    leaves(rest, around, calls);
+    std::vector<const te::BufferNode*> written;
+    for (const auto& leaf : calls) {
+      const auto* b = leaf.call->buffers[0].get();
+      if (std::find(written.begin(), written.end(), b) != written.end()) return false;
+      written.push_back(b);
+      const auto dst = detail::uop_operands(*leaf.call)[0];
+      for (const auto& l : leaf.loops) {
+        if (ne::bounds(l.extent).max <= 1) continue;
+        const auto f = ne::linear_form(dst, {l.var});
+        if (!f || detail::is_zero(f->strides[0])) return false;
+      }
+    }
+    return true;
+  }
+
   tir::Stmt fold(const tir::Stmt& s) {
     std::vector<detail::NestLoop> chain;
     tir::Stmt body = s;
@@ -17756,6 +17995,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
       for (const auto& l : levels) level_vars.push_back(l.var);
       const auto count = uop_count(rest, level_vars);
       if (!count || *count > max_uops_) continue;
+      if (key_of(s)->name == intrin::alu && !writes_once(levels, strides, rest)) continue;
       return build(chain, h, levels, strides, rest, *count);
     }
     // No single kernel: fold the parts separately.
@@ -17842,21 +18082,41 @@ DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
 #endif
 // end dlavm/vta/lower/fold_uop.hpp
 // begin dlavm/vta/lower/inject_alu.hpp
-// ALU injection: element-wise nests under `pragma_alu` become loops over accumulator tiles
-// around vta.alu calls, one call per tile; FoldUops then turns those loops into micro-op loops.
+// ALU injection: nests under `pragma_alu` become loops over accumulator tiles around vta.alu
+// calls, one call per tile; FoldUops then turns those loops into micro-op loops.
 //
 //   r[i] = a[i] + b[i]   ->  for (t, 0, tiles) @vta.alu(r, b; add, 0, 0, r0 + t, b0 + t)
 //   r[i] = r[i] >> 8     ->  for (t, 0, tiles) @vta.alu(r, r; shr, 1, 8, r0 + t, r0 + t)
+//   p[i] = max over (dy, dx) of d[2i + dy*W + dx]   (te::max under the alu pragma)
+//                        ->  for (t) @vta.gemm_reset(p; t)
+//                            for (t) @vta.alu(p, d; add, 0, 0, t, 2t)
+//                            for (dy', 0, ky - 1) for (dx, 0, kx) for (t) @vta.alu(p, d; max, ...)
+//                            for (dx', 0, kx - 1) for (t) @vta.alu(p, d; max, ...)
 //
-// VTA's ALU updates its destination in place: `dst = op(dst, src | imm)`. A stage whose first
-// operand is another buffer is first copied there (dst = dst * 0; dst = dst + lhs); the
-// storage-reuse pass makes most element-wise stages in place so that this is rare. Supported:
-// min, max, add, shift right and multiply, of a tile by a tile or an immediate; subtraction
-// and shift left of an immediate map onto add and shift right. Immediates are checked against
-// what the hardware takes: the 16-bit immediate field, the 8-bit multiplier argument and the
-// 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH, VTA_SHR_ARG_BIT_WIDTH).
+// VTA's ALU updates its destination in place: `dst = op(dst, src | imm)`; it has no move. A
+// stage whose first operand is another buffer is first copied there: a GEMM reset zeroes the
+// tiles (one cycle per tile; the ALU's MUL by 0 takes two) and an ADD brings the operand in;
+// the storage-reuse pass makes most element-wise stages in place so that this is rare.
+// Supported:
+//   - element-wise: min, max, add, shift right and multiply, of a tile by a tile or an
+//     immediate; subtraction and shift left of an immediate map onto add and shift right;
+//   - constant fills `dst[i] = c`: a reset, then ADD c (c outside the 16-bit immediate is
+//     built as (hi << 16) + lo: two to five ALU passes);
+//   - reductions te::max / te::min / te::sum of an accumulator tile over window loops whose
+//     extents do not depend on the output loops (pooling): each window element is one ALU
+//     instruction over the output tiles; a sum is a reset and one ADD per element, a max or
+//     min a reset, an ADD of the first element and a MAX/MIN per other element. Without a
+//     move, k elements need k + 1 passes over the output; the reset makes one of them a GEMM
+//     pass of one cycle per tile;
+//   - a guard from a split whose factor does not divide the extent, when it bounds single
+//     loops: the loops are clipped to the iterations it keeps.
+// Immediates are checked against what the hardware takes: the 16-bit immediate field, the
+// 8-bit multiplier argument and the 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH,
+// VTA_SHR_ARG_BIT_WIDTH). Messages name the stage (the buffer the nest stores into before
+// the storage pass renames it: check_alu runs then).
 //
-// Intrinsic: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile).
+// Intrinsics: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile),
+// vta.gemm_reset(dst_buf; dst_tile).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -17875,8 +18135,12 @@ namespace dlavm::vta {
 // What the hardware accepts as an ALU immediate for `op`: [lo, hi].
 std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
 
-// Element-wise nests under `pragma_alu` become vta.alu calls (see above).
+// Nests under `pragma_alu` become vta.alu calls (see above).
 tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
+
+// Raises the errors inject_alu would raise for `body`, changing nothing: run on te::lower's
+// output, before the storage pass renames buffers, so that messages name the stages.
+void check_alu(const tir::Stmt& body, const Env& env);
 
 }  // namespace dlavm::vta
 
@@ -17903,8 +18167,10 @@ tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace dlavm::vta {
@@ -17926,6 +18192,29 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp 
 
 namespace detail {
 
+// What VTA's ALU runs, for messages.
+inline constexpr const char* kAluCan =
+    "VTA's ALU runs element-wise nests (min, max, add and multiply of an accumulator tile by a "
+    "tile or an immediate, shifts and subtraction by an immediate, constant fills) and "
+    "reductions of accumulator tiles with max, min or sum over a window (te::max / te::min / "
+    "te::sum), one instruction per window element";
+
+// A nest over accumulator tiles: loops outermost first, each access's index in tiles.
+struct TileNest {
+  std::vector<NestLoop> loops;
+  std::vector<ne::Expr> index;
+};
+
+// The load an ALU operand reads: a load, or a load under a cast that does not narrow it (an
+// accumulator entry holds the widened value already).
+inline const te::LoadNode* operand_load(const te::Expr& e) {
+  if (const auto* c = e.as<te::CastNode>()) {
+    const auto* l = c->value.as<te::LoadNode>();
+    return l && c->dtype().bits() >= l->dtype().bits() ? l : nullptr;
+  }
+  return e.as<te::LoadNode>();
+}
+
 class InjectAlu : public tir::StmtMutator<InjectAlu> {
  public:
   explicit InjectAlu(const Env& env) : env_(env) {}
@@ -17933,6 +18222,29 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
   tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != "pragma_" + env_.alu) return tir::StmtMutator<InjectAlu>::visit_attr(n, s);
     return lower_alu(n.node, n.body);
+  }
+  tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+    allocated_.insert(n.buffer.get());
+    return tir::StmtMutator<InjectAlu>::visit_allocate(n, s);
+  }
+  // A reduction whose init te::lower put in front of the pragma (reduction loops outermost).
+  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    const auto key = "pragma_" + env_.alu;
+    std::vector<tir::Stmt> out;
+    bool changed = false;
+    for (std::size_t k = 0; k < n.seq.size(); ++k) {
+      if (k + 1 < n.seq.size() && init_before(n.seq[k], n.seq[k + 1], key)) {
+        const auto& attr = *n.seq[k + 1].as<tir::AttrNode>();
+        const tir::SeqNode both({n.seq[k], attr.body});
+        out.push_back(lower_reduction(attr.node, {}, both));
+        changed = true;
+        ++k;
+        continue;
+      }
+      out.push_back(visit(n.seq[k]));
+      changed = changed || !out.back().same_as(n.seq[k]);
+    }
+    return changed ? tir::make_seq(out) : s;
   }
 
  private:
@@ -17944,20 +18256,69 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const te::LoadNode* rhs;  // tensor operand, when not an immediate
   };
 
+  // The nest under an alu pragma: an element-wise store, a constant fill, or te::lower's
+  // reduction (an init nest, then an update nest); a split guard clips the loops.
+  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
+    auto [loops, body] = peel_loops(nest);
+    if (const auto* seq = body.as<tir::SeqNode>()) return lower_reduction(where, loops, *seq);
+    if (const auto* guard = body.as<tir::IfThenElseNode>()) {
+      const auto bounds = loop_bounds(guard->cond, loops);
+      if (guard->then_case.as<tir::StoreNode>() == nullptr || guard->else_case.defined() ||
+          bounds.failed.defined())
+        unsupported(where, body,
+                    fmt::format("it is guarded by `if ({})`, left by {}, which no ALU "
+                                "instruction can skip; split by a factor that divides the extent",
+                                guard->cond, describe_guard(guard->cond, loops)));
+      const auto clipped = clip_loops(loops, bounds.bounds);
+      return only_if(clipped.nonempty, lower_alu(where, clipped_nest(clipped, guard->then_case)));
+    }
+    const auto* store = body.as<tir::StoreNode>();
+    if (store == nullptr) unsupported(where, body, "its body is not a store");
+    check_scope(store->buffer.name(), store->buffer, true);
+    if (const auto* c = store->value.as<te::IntImmNode>())
+      return lower_fill(loops, *store, c->value);
+    return lower_elementwise(loops, *store);
+  }
+
+  [[noreturn]] void unsupported(const std::string& where, const tir::Stmt& body,
+                                const std::string& why) const {
+    const auto* st = first_store(body);
+    raise<ScheduleError>("stage '{}' (alu pragma at '{}'): {}; {}", st ? st->buffer.name() : where,
+                         where, why, kAluCan);
+  }
+
+  // VTA's ALU reads and writes only the accumulator.
+  void check_scope(const std::string& stage, const te::Buffer& b, bool written) const {
+    if (b.scope() == env_.acc_scope) return;
+    if (written)
+      raise<ScheduleError>(
+          "stage '{}' runs on VTA's ALU (the {} pragma), which computes in the accumulator ({}), "
+          "but its buffer '{}' is in {}: s[{}].set_scope(env.acc_scope)",
+          stage, env_.alu, env_.acc_scope, b.name(), b.scope(), b.name());
+    if (b.scope() == "global" && allocated_.count(b.get()) == 0)
+      raise<ScheduleError>(
+          "stage '{}' runs on VTA's ALU (the {} pragma), which reads only the accumulator ({}), "
+          "but it reads DRAM tensor '{}': copy it into the accumulator first (a stage that reads "
+          "it, with set_scope(env.acc_scope) and the {} pragma)",
+          stage, env_.alu, env_.acc_scope, b.name(), env_.dma_copy);
+    raise<ScheduleError>(
+        "stage '{}' runs on VTA's ALU (the {} pragma), which reads only the accumulator ({}), "
+        "but it reads buffer '{}', which is in {}: s[{}].set_scope(env.acc_scope)",
+        stage, env_.alu, env_.acc_scope, b.name(), b.scope(), b.name());
+  }
+
   Operation decode(const tir::StoreNode& store) const {
     const auto& v = store.value;
     const auto* bin = v.as<te::BinaryNode>();
     const auto lacks = [&] {
-      raise<ScheduleError>(
-          "alu into '{}': `{}` is not an operation VTA's ALU has (min, max, add, shift, "
-          "multiply of an accumulator tile by a tile or an immediate)",
-          store.buffer.name(), v);
+      raise<ScheduleError>("stage '{}': `{}` is not an operation VTA's ALU has; {}",
+                           store.buffer.name(), v, kAluCan);
     };
     if (bin == nullptr) lacks();
-    const auto* lhs = bin->a.as<te::LoadNode>();
+    const auto* lhs = operand_load(bin->a);
     if (lhs == nullptr) lacks();
     const auto* imm = bin->b.as<te::IntImmNode>();
-    const auto* rhs = bin->b.as<te::LoadNode>();
+    const auto* rhs = operand_load(bin->b);
     if (imm == nullptr && rhs == nullptr) lacks();
     Operation o{runtime::AluOp::Add, imm != nullptr, imm ? imm->value : 0, lhs, rhs};
     switch (bin->kind()) {
@@ -17990,108 +18351,274 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         lacks();
     }
     if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
-    if (o.use_imm) {
-      const auto [lo, hi] = alu_imm_range(o.op, env_.config);
-      if (o.imm < lo || o.imm > hi)
-        raise<EncodingError>(
-            "alu into '{}': immediate {} of `{}` does not fit the hardware's {} argument "
-            "[{}, {}]",
-            store.buffer.name(), o.imm, v, runtime::alu_name(o.op), lo, hi);
-    }
+    if (o.use_imm) check_imm(store.buffer.name(), o.op, o.imm, v);
     return o;
   }
 
-  tir::Stmt lower_alu(const std::string& where, const tir::Stmt& nest) {
-    using namespace detail;
-    auto [loops, body] = peel_loops(nest);
-    const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("alu at '{}': the annotated nest is not a single element-wise loop nest",
-                           where);
-    const auto o = decode(*store);
-    for (const auto* b : {&store->buffer, &o.lhs->buffer, o.rhs ? &o.rhs->buffer : nullptr})
-      if (b != nullptr && b->scope() != env_.acc_scope)
-        raise<ScheduleError>("alu into '{}': buffer '{}' is in {}, VTA's ALU works on {}",
-                             store->buffer.name(), b->name(), b->scope(), env_.acc_scope);
-    std::vector<ne::Expr> indices{store->indices[0], o.lhs->indices[0]};
-    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+  void check_imm(const std::string& stage, runtime::AluOp op, std::int64_t imm,
+                 const te::Expr& v) const {
+    const auto [lo, hi] = alu_imm_range(op, env_.config);
+    if (imm < lo || imm > hi)
+      raise<EncodingError>(
+          "stage '{}': immediate {} of `{}` does not fit the hardware's {} argument [{}, {}]",
+          stage, imm, v, runtime::alu_name(op), lo, hi);
+  }
+
+  // The loops of an element-wise nest over whole accumulator tiles, and each access's tile
+  // index; variables outside `loops` (window loops of a reduction) may appear in the indices.
+  TileNest tiles(const std::string& stage, const std::vector<NestLoop>& loops,
+                 const std::vector<ne::Expr>& indices) const {
     auto dims = access_dims(loops, indices);
     const std::int64_t tile = env_.acc_tile();
     if (!dims || dims->empty())
-      raise<ScheduleError>("alu into '{}': the indices are not affine in the loops",
-                           store->buffer.name());
+      raise<ScheduleError>("stage '{}': the indices are not affine in the loops; {}", stage,
+                           kAluCan);
     const auto& lanes = dims->front();
     bool unit = true;
     for (const auto& st : lanes.strides) unit = unit && same(st, 1);
     if (!unit || !divisible(lanes.extent, tile))
       raise<ScheduleError>(
-          "alu into '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
+          "stage '{}': the innermost contiguous run is {} elements; VTA's ALU works on whole "
           "{}-element tiles",
-          store->buffer.name(), lanes.extent, tile);
+          stage, lanes.extent, tile);
     for (std::size_t k = 1; k < dims->size(); ++k)
       for (const auto& st : (*dims)[k].strides)
         if (!divisible(st, tile))
           raise<ScheduleError>(
-              "alu into '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element "
-              "tiles",
-              store->buffer.name(), (*dims)[k].var.name(), st, tile);
-    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
-    std::vector<ne::Var> vars;
-    std::vector<NestLoop> tile_loops;
+              "stage '{}': loop '{}' steps {} elements; VTA's ALU addresses whole {}-element tiles",
+              stage, (*dims)[k].var.name(), st, tile);
     std::vector<ne::Var> all;
     for (const auto& l : loops) all.push_back(l.var);
-    std::vector<ne::Expr> tile_index(indices.size());
-    for (std::size_t a = 0; a < indices.size(); ++a) {
-      const auto base = pinned(indices[a], all);
+    TileNest t;
+    for (const auto& index : indices) {
+      const auto base = pinned(index, all);
       if (!divisible(base, tile))
-        raise<ScheduleError>("alu into '{}': offset {} is not a whole {}-element tile",
-                             store->buffer.name(), base, tile);
-      tile_index[a] = ne::simplify(ne::floordiv(base, tile));
+        raise<ScheduleError>("stage '{}': offset {} is not a whole {}-element tile", stage, base,
+                             tile);
+      t.index.push_back(ne::simplify(ne::floordiv(base, tile)));
     }
+    // One loop per dim over tiles, outermost first; the lane dim counts tiles.
     for (std::size_t k = dims->size(); k-- > 0;) {
       const auto& d = (*dims)[k];
       const bool lane = k == 0;
       const auto ext = lane ? ne::simplify(ne::floordiv(d.extent, tile)) : d.extent;
-      if (ne::bounds(ext).max == 1) continue;
+      if (ne::simplify(ext).as_int() == 1) continue;  // one iteration (a bound of 1 may be 0)
       auto v = ne::var(fmt::format("{}.t", d.var.name()), 0, ne::bounds(ext).max - 1);
-      tile_loops.push_back({v, ext});
+      t.loops.push_back({v, ext});
       for (std::size_t a = 0; a < indices.size(); ++a) {
         const ne::Expr step = lane ? ne::Expr(1) : ne::simplify(ne::floordiv(d.strides[a], tile));
-        tile_index[a] = ne::simplify(tile_index[a] + step * v);
+        t.index[a] = ne::simplify(t.index[a] + step * v);
       }
     }
-    const auto& dst = store->buffer;
-    const auto make = [&](runtime::AluOp op, bool use_imm, std::int64_t imm, const te::Buffer& src,
-                          const ne::Expr& src_index) {
-      std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
-                                 te::make_const(use_imm ? 1 : 0, DType::int32()),
-                                 te::make_const(imm, DType::int32()), iv(tile_index[0]),
-                                 iv(src_index)};
-      return wrap_loops(tile_loops,
-                        tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
-                                                    std::move(args), {dst, src})));
+    return t;
+  }
+
+  // One ALU instruction's nest: dst = op(dst, src | imm) over the tiles of t.
+  static tir::Stmt alu(const TileNest& t, runtime::AluOp op, bool use_imm, std::int64_t imm,
+                       const te::Buffer& dst, const te::Buffer& src, const ne::Expr& src_index) {
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(op), DType::int32()),
+                               te::make_const(use_imm ? 1 : 0, DType::int32()),
+                               te::make_const(imm, DType::int32()), iv(t.index[0]), iv(src_index)};
+    return wrap_loops(t.loops, tir::make_evaluate(te::call(std::string(intrin::alu), DType::int32(),
+                                                           std::move(args), {dst, src})));
+  }
+  static tir::Stmt alu_imm(const TileNest& t, runtime::AluOp op, std::int64_t imm,
+                           const te::Buffer& dst) {
+    return alu(t, op, true, imm, dst, dst, t.index[0]);
+  }
+
+  // Zeroes the tiles of t: a GEMM reset, one cycle per tile (the ALU's MUL by 0 takes two).
+  static tir::Stmt reset(const TileNest& t, const te::Buffer& dst) {
+    return wrap_loops(t.loops,
+                      tir::make_evaluate(te::call(std::string(intrin::gemm_reset), DType::int32(),
+                                                  {iv(t.index[0])}, {dst})));
+  }
+
+  // dst = constant: a reset, then ADD immediates; a value wider than the 16-bit immediate is
+  // built as (hi << 16) + lo, lo added in steps the immediate holds.
+  tir::Stmt lower_fill(const std::vector<NestLoop>& loops, const tir::StoreNode& store,
+                       std::int64_t value) {
+    const auto& dst = store.buffer;
+    const auto t = tiles(dst.name(), loops, {store.indices[0]});
+    std::vector<tir::Stmt> parts{reset(t, dst)};
+    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Add, env_.config);
+    std::int64_t rest = value;
+    if (value < lo || value > hi) {
+      const std::int64_t low = ((value % 65536) + 65536 + 32768) % 65536 - 32768;
+      const std::int64_t high = std::clamp((value - low) / 65536, lo, hi);
+      check_imm(dst.name(), runtime::AluOp::Shr, -16, store.value);
+      parts.push_back(alu_imm(t, runtime::AluOp::Add, high, dst));
+      parts.push_back(alu_imm(t, runtime::AluOp::Shr, -16, dst));
+      rest = value - high * 65536;
+    }
+    for (; rest != 0;) {
+      const std::int64_t step = std::clamp(rest, lo, hi);
+      parts.push_back(alu_imm(t, runtime::AluOp::Add, step, dst));
+      rest -= step;
+    }
+    return tir::make_seq(parts);
+  }
+
+  // dst = op(lhs, rhs | imm). The ALU updates in place: when dst is not lhs's storage (the
+  // storage pass makes most stages in place), dst is zeroed and lhs added first.
+  tir::Stmt lower_elementwise(const std::vector<NestLoop>& loops, const tir::StoreNode& store) {
+    const auto& stage = store.buffer.name();
+    auto o = decode(store);
+    for (const auto* l : {o.lhs, o.rhs})
+      if (l != nullptr) check_scope(stage, l->buffer, false);
+    const auto& dst = store.buffer;
+    const auto in_place = [&](const te::LoadNode* l) {
+      return l->buffer.same_as(dst) && same(l->indices[0], store.indices[0]);
     };
+    // Every tensor-tensor operation VTA has is commutative: read the in-place operand first.
+    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) std::swap(o.lhs, o.rhs);
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
+      raise<ScheduleError>(
+          "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
+          store.value);
+    std::vector<ne::Expr> indices{store.indices[0], o.lhs->indices[0]};
+    if (o.rhs) indices.push_back(o.rhs->indices[0]);
+    const auto t = tiles(stage, loops, indices);
     std::vector<tir::Stmt> parts;
-    const bool in_place = o.lhs->buffer.same_as(dst) && same(tile_index[0], tile_index[1]);
-    if (!in_place) {
-      // dst = dst * 0; dst = dst + lhs: a copy of the first operand into the destination.
-      parts.push_back(make(runtime::AluOp::Mul, true, 0, dst, tile_index[0]));
-      parts.push_back(make(runtime::AluOp::Add, false, 0, o.lhs->buffer, tile_index[1]));
+    if (!in_place(o.lhs)) {
+      parts.push_back(reset(tiles(stage, loops, {store.indices[0]}), dst));
+      parts.push_back(alu(t, runtime::AluOp::Add, false, 0, dst, o.lhs->buffer, t.index[1]));
     }
     if (o.rhs)
-      parts.push_back(make(o.op, false, 0, o.rhs->buffer, tile_index[2]));
+      parts.push_back(alu(t, o.op, false, 0, dst, o.rhs->buffer, t.index[2]));
     else
-      parts.push_back(make(o.op, true, o.imm, dst, tile_index[0]));
+      parts.push_back(alu_imm(t, o.op, o.imm, dst));
+    return tir::make_seq(parts);
+  }
+
+  // The parts of te::lower's reduction nest: the init store (the combiner's identity) and
+  // the update `dst = combine(dst, src)` with the loops around each.
+  struct Reduction {
+    std::vector<NestLoop> init_loops, loops;
+    const tir::StoreNode* store = nullptr;
+    te::ExprKind kind = te::ExprKind::Add;
+    const te::LoadNode* src = nullptr;
+  };
+
+  Reduction read_reduction(const std::string& where, const tir::SeqNode& seq) const {
+    const tir::Stmt body = tir::Stmt(std::make_shared<const tir::SeqNode>(seq.seq));
+    if (seq.seq.size() != 2) unsupported(where, body, "its body is not one loop nest");
+    Reduction r;
+    auto [init_loops, init] = peel_loops(seq.seq[0]);
+    auto [loops, update] = peel_loops(seq.seq[1]);
+    r.init_loops = std::move(init_loops);
+    r.loops = std::move(loops);
+    for (const auto& s : {init, update})
+      if (const auto* g = s.as<tir::IfThenElseNode>())
+        unsupported(where, body,
+                    fmt::format("the reduction is guarded by `if ({})`, left by {}; split by a "
+                                "factor that divides the extent",
+                                g->cond, describe_guard(g->cond, r.loops)));
+    const auto* init_store = init.as<tir::StoreNode>();
+    r.store = update.as<tir::StoreNode>();
+    const auto* bin = r.store ? r.store->value.as<te::BinaryNode>() : nullptr;
+    const auto* acc = bin ? bin->a.as<te::LoadNode>() : nullptr;
+    if (init_store == nullptr || init_store->value.as<te::IntImmNode>() == nullptr || !acc ||
+        !init_store->buffer.same_as(r.store->buffer) || !acc->buffer.same_as(r.store->buffer) ||
+        !same(acc->indices[0], r.store->indices[0]))
+      unsupported(where, body, "its body is neither one element-wise store nor a reduction");
+    r.kind = bin->kind();
+    if (r.kind != te::ExprKind::Add && r.kind != te::ExprKind::Max && r.kind != te::ExprKind::Min)
+      unsupported(where, body, fmt::format("`{}` is not a max, min or sum", r.store->value));
+    r.src = operand_load(bin->b);
+    if (r.src == nullptr)
+      raise<ScheduleError>(
+          "stage '{}': a reduction of `{}`, which is not an accumulator tile read as it is; "
+          "compute `{}` in a stage of its own first; {}",
+          r.store->buffer.name(), bin->b, bin->b, kAluCan);
+    return r;
+  }
+
+  // A max, min or sum over window loops: the window loops become host loops, each window
+  // element one ALU instruction over the output tiles. The output is zeroed by a reset; a sum
+  // adds every element, a max or min adds the first element and combines the rest:
+  //   reset(out); out += in(0, 0); for dy in [1, ky), dx in [0, kx): out = max(out, in(dy, dx));
+  //   for dx in [1, kx): out = max(out, in(0, dx))
+  tir::Stmt lower_reduction(const std::string& where, const std::vector<NestLoop>& outer,
+                            const tir::SeqNode& seq) {
+    const auto r = read_reduction(where, seq);
+    const auto& dst = r.store->buffer;
+    const auto& stage = dst.name();
+    check_scope(stage, dst, true);
+    check_scope(stage, r.src->buffer, false);
+    // Data-parallel loops: those the output index depends on; the others walk the window.
+    std::vector<NestLoop> data = outer, window;
+    const auto out_vars = ne::free_vars(r.store->indices[0]);
+    const auto in_out = [&](const ne::Var& v) { return contains(out_vars, v); };
+    for (const auto& l : r.loops) (in_out(l.var) ? data : window).push_back(l);
+    if (data.size() != outer.size() + r.init_loops.size())
+      raise<ScheduleError>(
+          "internal: stage '{}': the reduction's init and update nests differ, "
+          "please report",
+          stage);
+    std::vector<ne::Var> data_vars;
+    for (const auto& l : data) data_vars.push_back(l.var);
+    for (const auto& w : window) {
+      for (const auto& v : ne::free_vars(w.extent))
+        if (contains(data_vars, v))
+          raise<ScheduleError>(
+              "stage '{}': the reduction loop '{}' has extent {}, which depends on the output "
+              "loop '{}'; VTA's ALU reduces a window that is the same for every output tile",
+              stage, w.var.name(), w.extent, v.name());
+      if (r.kind != te::ExprKind::Add && ne::bounds(w.extent).min < 1)
+        raise<ScheduleError>(
+            "stage '{}': the reduction loop '{}' can be empty (extent {}); the max or min of no "
+            "element is the type's limit, which VTA's ALU does not produce from an empty window",
+            stage, w.var.name(), w.extent);
+    }
+    const auto t = tiles(stage, data, {r.store->indices[0], r.src->indices[0]});
+    std::vector<tir::Stmt> parts{reset(tiles(stage, data, {r.store->indices[0]}), dst)};
+    const auto combine = [&](runtime::AluOp op, const std::vector<ne::Substitution>& at) {
+      const auto src = ne::simplify(ne::substitute(t.index[1], at));
+      return alu(t, op, false, 0, dst, r.src->buffer, src);
+    };
+    if (r.kind == te::ExprKind::Add) {
+      parts.push_back(wrap_loops(window, combine(runtime::AluOp::Add, {})));
+      return tir::make_seq(parts);
+    }
+    const auto op = r.kind == te::ExprKind::Max ? runtime::AluOp::Max : runtime::AluOp::Min;
+    // The first element, then the rest of the window as boxes: loops before j at 0, loop j
+    // from 1, the loops after it whole.
+    std::vector<ne::Substitution> first;
+    for (const auto& w : window) first.emplace_back(w.var, 0);
+    parts.push_back(combine(runtime::AluOp::Add, first));
+    for (std::size_t j = 0; j < window.size(); ++j) {
+      if (ne::bounds(window[j].extent).max < 2) continue;
+      std::vector<ne::Substitution> at(first.begin(), first.begin() + static_cast<long>(j));
+      const auto v = ne::var(window[j].var.name(), 0, ne::bounds(window[j].extent).max - 2);
+      at.emplace_back(window[j].var, ne::Expr(v) + 1);
+      std::vector<NestLoop> box{{v, ne::simplify(window[j].extent - 1)}};
+      box.insert(box.end(), window.begin() + static_cast<long>(j) + 1, window.end());
+      // Loops of one iteration are their iteration.
+      std::vector<NestLoop> loops;
+      for (const auto& l : box) {
+        if (ne::simplify(l.extent).as_int() == 1)
+          at.emplace_back(l.var, 0);
+        else
+          loops.push_back(l);
+      }
+      parts.push_back(wrap_loops(loops, combine(op, at)));
+    }
     return tir::make_seq(parts);
   }
 
   const Env& env_;
+  std::unordered_set<const te::BufferNode*> allocated_;
 };
 
 }  // namespace detail
 
 DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
   return detail::InjectAlu(env).visit(body);
+}
+
+DLAVM_INLINE void check_alu(const tir::Stmt& body, const Env& env) {
+  (void)detail::InjectAlu(env).visit(body);
 }
 
 }  // namespace dlavm::vta
@@ -18113,7 +18640,16 @@ DLAVM_INLINE tir::Stmt inject_alu(const tir::Stmt& body, const Env& env) {
 // variables), giving pad counts max(lo, 0) and max(extent - 1 - hi, 0) that may depend on
 // host loops (the first and last block of a convolution). Along the x and y dims they become
 // the LOAD's pad fields, in tiles and rows; along a host loop, its padded iterations load
-// boxes of padding rows only (y_size 0). VTA pads only input loads.
+// boxes of padding rows only (y_size 0). VTA pads only input loads, with zeros: a padded
+// buffer in the accumulator gets its border filled with the pad value by an ALU nest (a
+// `pragma_alu` nest storing the constant, which inject_alu lowers), then its interior loaded
+// without padding (the loops clipped to the interior):
+//   acc[i] = select(1 <= i && i < 5, src[i - 1], -128)
+//     ->  attr pragma_alu { acc[0] = -128 }  attr pragma_alu { acc[5] = -128 }
+//         vta.load(acc, src; ...) of rows 1..4
+// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended. A strided
+// read (src[2x]) is an x of one tile and a y over x with its DRAM stride. A guard around the
+// store (a split whose factor does not divide the extent) that bounds one loop clips it.
 //
 // Intrinsic arguments (all in SRAM entries / DRAM elements of the memory's element type):
 //   vta.load(sram, dram; mem, sram_off, dram_off, y_size, x_size, x_stride,
@@ -18172,83 +18708,16 @@ namespace dlavm::vta {
 
 namespace detail {
 
-// Bounds a condition puts on each loop of a nest: lo <= var <= hi (undefined: unbounded).
-struct ClipBound {
-  ne::Expr lo, hi;
-};
-
-// Reads `cond`, a conjunction of comparisons each linear in exactly one loop of `loops`, as
-// per-loop bounds. `what` names the copy for error messages.
-inline std::vector<ClipBound> clip_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
-                                          const std::string& what) {
-  std::vector<ne::Var> vars;
-  for (const auto& l : loops) vars.push_back(l.var);
-  std::vector<ClipBound> bounds(loops.size());
-  std::vector<ne::Expr> conjuncts;
-  auto split = [&](auto& self, const ne::Expr& e) -> void {
-    if (const auto* b = e.as<ne::BinaryNode>(); b && b->kind() == ne::Kind::And) {
-      self(self, b->a);
-      self(self, b->b);
-    } else {
-      conjuncts.push_back(e);
-    }
-  };
-  split(split, ne::simplify(cond));
-  for (const auto& c : conjuncts) {
-    const auto* cmp = c.as<ne::BinaryNode>();
-    // Every comparison as `e >= 0`.
-    ne::Expr e;
-    if (cmp != nullptr) {
-      switch (cmp->kind()) {
-        case ne::Kind::LT:
-          e = cmp->b - cmp->a - 1;
-          break;
-        case ne::Kind::LE:
-          e = cmp->b - cmp->a;
-          break;
-        case ne::Kind::GT:
-          e = cmp->a - cmp->b - 1;
-          break;
-        case ne::Kind::GE:
-          e = cmp->a - cmp->b;
-          break;
-        default:
-          break;
-      }
-    }
-    if (!e.defined())
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` is not a comparison; VTA's DMA pads a box (each "
-          "bound `lo <= i` or `i < hi` on one loop)",
-          what, c);
-    const auto form = ne::linear_form(e, vars);
-    std::optional<std::size_t> which;
-    bool several = false;
-    if (form)
-      for (std::size_t k = 0; k < vars.size(); ++k)
-        if (!is_zero(form->strides[k])) {
-          several = several || which.has_value();
-          which = k;
-        }
-    if (!form || several || !which)
-      raise<ScheduleError>(
-          "{}: the padding condition `{}` does not bound exactly one copy loop linearly; "
-          "VTA's DMA pads a box",
-          what, c);
-    const auto stride = ne::simplify(form->strides[*which]).as_int();
-    if (!stride)
-      raise<ScheduleError>("{}: the padding condition `{}` has a symbolic coefficient", what, c);
-    // stride * v + offset >= 0
-    auto& b = bounds[*which];
-    if (*stride > 0) {
-      const ne::Expr lo = ne::simplify(ne::floordiv(-form->offset + *stride - 1, *stride));
-      b.lo = b.lo.defined() ? ne::simplify(ne::max(b.lo, lo)) : lo;
-    } else {
-      const ne::Expr hi = ne::simplify(ne::floordiv(form->offset, -*stride));
-      b.hi = b.hi.defined() ? ne::simplify(ne::min(b.hi, hi)) : hi;
-    }
-  }
-  return bounds;
+// Per-loop bounds of a te::pad condition; `what` names the copy for error messages.
+inline std::vector<ClipBound> pad_bounds(const ne::Expr& cond, const std::vector<NestLoop>& loops,
+                                         const std::string& what) {
+  auto b = loop_bounds(cond, loops);
+  if (b.failed.defined())
+    raise<ScheduleError>(
+        "{}: the padding condition `{}` {}; VTA's DMA pads a box (each bound `lo <= i` or "
+        "`i < hi` on one copy loop)",
+        what, b.failed, b.why);
+  return std::move(b.bounds);
 }
 
 }  // namespace detail
@@ -18279,16 +18748,64 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     std::vector<bool> any;                // whether the loop can be padded at all
   };
 
+  // A copy nest read: its store, the load it copies, the te::pad condition and value.
+  struct Copy {
+    const tir::StoreNode* store;
+    const te::LoadNode* load;
+    ne::Expr inside;    // undefined: not padded
+    std::int64_t fill;  // the pad value
+    te::Expr value;     // the stored value without the select (casts kept)
+    runtime::MemId mem;
+    bool to_sram;
+    std::int64_t tile;
+    std::string what;  // "dma_copy 'src' -> 'dst'", for messages
+  };
+
   tir::Stmt lower_copy(const std::string& where, const tir::Stmt& nest) {
     using namespace detail;
     auto [loops, body] = peel_loops(nest);
+    if (const auto* guard = body.as<tir::IfThenElseNode>())
+      return lower_guarded(where, loops, *guard);
     const auto* store = body.as<tir::StoreNode>();
-    if (store == nullptr)
-      raise<ScheduleError>("dma_copy at '{}': the annotated nest is not a single copy loop nest",
-                           where);
-    te::Expr value = store->value;
-    if (const auto* c = value.as<te::CastNode>()) value = c->value;
-    ne::Expr inside;
+    if (store == nullptr) {
+      const auto* st = first_store(body);
+      raise<ScheduleError>(
+          "stage '{}' (dma_copy pragma at '{}'): the annotated nest is not a single copy loop "
+          "nest (its body is not one store); put the pragma on the loop around the copy",
+          st ? st->buffer.name() : where, where);
+    }
+    const Copy copy = read_copy(*store);
+    if (copy.inside.defined() && copy.to_sram && copy.mem != runtime::MemId::Inp &&
+        copy.mem != runtime::MemId::Wgt)
+      return lower_acc_padded(where, loops, copy);
+    return lower_transfer(loops, copy);
+  }
+
+  // A guard around the store (the `if` of a split whose factor does not divide the extent):
+  // each loop it bounds is clipped to the iterations it keeps, and the clipped nest lowered.
+  tir::Stmt lower_guarded(const std::string& where, const std::vector<detail::NestLoop>& loops,
+                          const tir::IfThenElseNode& guard) {
+    using namespace detail;
+    const auto* store = guard.then_case.as<tir::StoreNode>();
+    const auto bounds = loop_bounds(guard.cond, loops);
+    if (store == nullptr || guard.else_case.defined() || bounds.failed.defined())
+      raise<ScheduleError>(
+          "stage '{}': the copy nest at '{}' is guarded by `if ({})`, left by {}; the guard {}, "
+          "so no set of VTA transfers covers the iterations it keeps; split by a factor that "
+          "divides the extent",
+          store ? store->buffer.name() : where, where, guard.cond,
+          describe_guard(guard.cond, loops),
+          bounds.failed.defined() ? fmt::format("`{}` {}", bounds.failed, bounds.why)
+                                  : std::string("has an else branch or more than one store"));
+    const auto clipped = clip_loops(loops, bounds.bounds);
+    return only_if(clipped.nonempty, lower_copy(where, clipped_nest(clipped, guard.then_case)));
+  }
+
+  // The parts of a copy: a load (under casts), or te::pad's select(inside, load, value).
+  Copy read_copy(const tir::StoreNode& store) const {
+    Copy c{&store, nullptr, {}, 0, store.value, runtime::MemId::Out, false, 0, {}};
+    te::Expr value = store.value;
+    if (const auto* cast = value.as<te::CastNode>()) value = cast->value;
     if (const auto* sel = value.as<te::SelectNode>()) {
       const auto* cond = sel->cond.as<te::IndexNode>();
       const auto* fill = sel->f.as<te::IntImmNode>();
@@ -18296,44 +18813,134 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         raise<ScheduleError>(
             "dma_copy into '{}': `{}` is not a padded copy (select(index condition, load, "
             "constant))",
-            store->buffer.name(), store->value);
-      if (fill->value != 0)
-        raise<ScheduleError>("dma_copy into '{}': VTA's DMA pads with zeros, not {}",
-                             store->buffer.name(), fill->value);
-      inside = cond->index;
+            store.buffer.name(), store.value);
+      c.inside = cond->index;
+      c.fill = fill->value;
       value = sel->t;
-      if (const auto* c = value.as<te::CastNode>()) value = c->value;
+      c.value = value;
+      if (const auto* cast = value.as<te::CastNode>()) value = cast->value;
     }
-    const auto* load = value.as<te::LoadNode>();
-    if (load == nullptr)
-      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store->buffer.name(),
-                           store->value);
+    c.load = value.as<te::LoadNode>();
+    if (c.load == nullptr)
+      raise<ScheduleError>("dma_copy into '{}': `{}` is not a copy", store.buffer.name(),
+                           store.value);
+    const auto& dst = store.buffer;
+    const auto& src = c.load->buffer;
+    c.to_sram = src.scope() == "global" && is_sram(dst.scope());
+    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
+    if (!c.to_sram && !from_acc)
+      raise<ScheduleError>(
+          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its SRAM "
+          "buffers and accumulator tiles out to DRAM{}",
+          src.name(), src.scope(), dst.name(), dst.scope(),
+          src.scope() == "global" && dst.scope() == "global"
+              ? fmt::format("; give stage '{}' an on-chip scope (s[{}].set_scope(env.acc_scope), "
+                            "env.inp_scope or env.wgt_scope)",
+                            dst.name(), dst.name())
+              : std::string());
+    if (c.to_sram)
+      c.mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
+              : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
+              : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
+                                                           : runtime::MemId::Acc;
+    c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
+             : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
+                                            : env_.acc_tile();
+    c.what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
+    return c;
+  }
+
+  // Padding in the accumulator, which VTA's loads cannot pad: the border is filled with the
+  // pad value by the ALU (a nest under the alu pragma that inject_alu lowers), then the
+  // interior is loaded without padding.
+  tir::Stmt lower_acc_padded(const std::string& where, const std::vector<detail::NestLoop>& loops,
+                             const Copy& copy) {
+    using namespace detail;
+    const Padding pad = padding(copy.inside, loops, copy.what);
+    std::vector<tir::Stmt> parts = fill_border(where, loops, pad, copy);
+    const auto clipped = clip_loops(loops, pad_bounds(copy.inside, loops, copy.what));
+    const auto interior = tir::make_store(copy.store->buffer, copy.store->indices,
+                                          copy.value.dtype() == copy.store->buffer.dtype()
+                                              ? copy.value
+                                              : te::cast(copy.store->buffer.dtype(), copy.value));
+    parts.push_back(only_if(clipped.nonempty, lower_copy(where, clipped_nest(clipped, interior))));
+    return tir::make_seq(parts);
+  }
+
+  // ALU nests that write `copy.fill` over the padding: the border boxes (for each padded loop,
+  // the iterations before and after the interior, inside the interior of the loops around it)
+  // or the whole buffer, whichever the cycle model's figures make cheaper.
+  std::vector<tir::Stmt> fill_border(const std::string& where,
+                                     const std::vector<detail::NestLoop>& loops, const Padding& pad,
+                                     const Copy& copy) const {
+    using namespace detail;
+    const auto& dst = copy.store->buffer;
+    const te::Expr value = te::make_const(copy.fill, dst.dtype());
+    const auto fill = [&](const std::vector<ClipBound>& box) {
+      const auto c = clip_loops(loops, box);
+      return tir::make_attr("pragma_" + env_.alu, where, 1,
+                            clipped_nest(c, tir::make_store(dst, copy.store->indices, value)));
+    };
+    // Cost of a fill over `loops` clipped to `box`, in cycles: per instruction (a reset and, for
+    // a nonzero value, an ADD) the overhead and pipeline fill, per tile one cycle of reset and
+    // two of ALU.
+    const std::int64_t insns = copy.fill == 0 ? 1 : 2, per_tile = copy.fill == 0 ? 1 : 3;
+    const auto cost = [&](const std::vector<ClipBound>& box) {
+      const auto c = clip_loops(loops, box);
+      std::int64_t elems = 1;
+      for (const auto& l : c.loops) elems *= std::max<std::int64_t>(ne::bounds(l.extent).max, 0);
+      return insns * 8 + per_tile * (elems / copy.tile);
+    };
+    std::vector<std::vector<ClipBound>> boxes;
+    std::vector<ClipBound> interior(loops.size());
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      if (!pad.any[k]) continue;
+      const auto& ext = loops[k].extent;
+      auto box = interior;
+      if (ne::bounds(pad.before[k]).max > 0) {
+        box[k] = {0, ne::simplify(pad.before[k] - 1)};
+        boxes.push_back(box);
+      }
+      if (ne::bounds(pad.after[k]).max > 0) {
+        box[k] = {ne::simplify(ext - pad.after[k]), {}};
+        boxes.push_back(box);
+      }
+      interior[k] = {pad.before[k], ne::simplify(ext - pad.after[k] - 1)};
+    }
+    std::int64_t border = 0;
+    for (const auto& b : boxes) border += cost(b);
+    const std::vector<ClipBound> whole(loops.size());
+    if (border >= cost(whole)) return {fill(whole)};
+    std::vector<tir::Stmt> out;
+    for (const auto& b : boxes) out.push_back(fill(b));
+    return out;
+  }
+
+  // One transfer per host-loop iteration: x and y dims folded into the LOAD/STORE fields,
+  // INP padding as its pad fields.
+  tir::Stmt lower_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy) {
+    using namespace detail;
+    const auto* store = copy.store;
+    const auto* load = copy.load;
     const auto& dst = store->buffer;
     const auto& src = load->buffer;
-    const bool to_sram = src.scope() == "global" && is_sram(dst.scope());
-    const bool from_acc = src.scope() == env_.acc_scope && dst.scope() == "global";
-    if (!to_sram && !from_acc)
-      raise<ScheduleError>(
-          "dma_copy from '{}' ({}) to '{}' ({}): VTA's DMA moves DRAM tensors into its "
-          "SRAM buffers and accumulator tiles out to DRAM",
-          src.name(), src.scope(), dst.name(), dst.scope());
-    runtime::MemId mem = runtime::MemId::Out;
-    if (to_sram)
-      mem = dst.scope() == env_.inp_scope                ? runtime::MemId::Inp
-            : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
-            : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
-                                                         : runtime::MemId::Acc;
-    const std::int64_t tile = mem == runtime::MemId::Inp   ? env_.inp_tile()
-                              : mem == runtime::MemId::Wgt ? env_.wgt_tile()
-                                                           : env_.acc_tile();
-    const std::string what = fmt::format("dma_copy '{}' -> '{}'", src.name(), dst.name());
-    const Padding pad = padding(inside, loops, what);
+    const auto mem = copy.mem;
+    const bool to_sram = copy.to_sram;
+    const auto tile = copy.tile;
+    const auto& what = copy.what;
+    const Padding pad = padding(copy.inside, loops, what);
     bool padded = false;
     for (bool p : pad.any) padded = padded || p;
     if (padded && mem != runtime::MemId::Inp)
       raise<ScheduleError>(
-          "{}: VTA pads only input loads ({}); '{}' is in {}, pad the tensor in DRAM instead", what,
-          env_.inp_scope, dst.name(), dst.scope());
+          "{}: VTA pads only input loads ({}) and accumulator buffers (by the ALU); '{}' is in "
+          "{}: pad the tensor in DRAM instead",
+          what, env_.inp_scope, dst.name(), dst.scope());
+    if (padded && copy.fill != 0)
+      raise<ScheduleError>(
+          "{}: VTA's input loads pad with zeros, not {}; a buffer in the accumulator ({}) is "
+          "padded with any value (the ALU fills the border)",
+          what, copy.fill, env_.acc_scope);
 
     const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
     const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
@@ -18463,7 +19070,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     p.after.assign(loops.size(), 0);
     p.any.assign(loops.size(), false);
     if (!inside.defined()) return p;
-    const auto bounds = detail::clip_bounds(inside, loops, what);
+    const auto bounds = detail::pad_bounds(inside, loops, what);
     for (std::size_t k = 0; k < loops.size(); ++k) {
       const auto& ext = loops[k].extent;
       if (bounds[k].lo.defined())
@@ -18493,9 +19100,12 @@ DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
 // end dlavm/vta/lower/inject_dma-inl.hpp
 #endif
 // end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
 // begin dlavm/vta/lower/passes.hpp
 // end dlavm/vta/lower/passes.hpp
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -18512,6 +19122,66 @@ DLAVM_INLINE Queue queue_of_call(const te::CallNode& c) {
     return mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
   }
   return Queue::Compute;
+}
+
+DLAVM_INLINE std::string unmapped_stage_message(const tir::Stmt& body, const te::Buffer& b,
+                                                const Env& env) {
+  struct Stores : tir::StmtVisitor<Stores> {
+    const te::BufferNode* buffer;
+    std::string alu_key;
+    int alu_depth = 0;
+    std::vector<const tir::StoreNode*> found;
+    std::vector<bool> under_alu;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
+      alu_depth += n.key == alu_key;
+      visit(n.body);
+      alu_depth -= n.key == alu_key;
+    }
+    void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+      if (n.buffer.get() != buffer) return;
+      found.push_back(&n);
+      under_alu.push_back(alu_depth > 0);
+    }
+  } stores;
+  stores.buffer = b.get();
+  stores.alu_key = "pragma_" + env.alu;
+  stores.visit(body);
+  // A reduction stores its init (a constant) and its update `b = combine(b, source)`.
+  const tir::StoreNode* update = nullptr;
+  for (const auto* st : stores.found)
+    if (update == nullptr && st->value.as<te::IntImmNode>() == nullptr) update = st;
+  const auto* bin = update ? update->value.as<te::BinaryNode>() : nullptr;
+  const auto* acc = bin ? bin->a.as<te::LoadNode>() : nullptr;
+  const auto& name = b.name();
+  if (acc != nullptr && acc->buffer.same_as(b) && stores.found.size() > 1) {
+    const auto* product = bin->b.as<te::BinaryNode>();
+    if (bin->kind() == te::ExprKind::Add && product && product->kind() == te::ExprKind::Mul)
+      return fmt::format(
+          "stage '{}' is not mapped to VTA: it is a sum of products, `{}`, which VTA computes on "
+          "its GEMM core: tensorize it, s[{}].tensorize(axis, env.gemm), at the axis whose loops "
+          "inward are a {}x{} output tile and a {}-element reduction",
+          name, bin->b, name, env.batch, env.block_out, env.block_in);
+    const char* what = bin->kind() == te::ExprKind::Add   ? "sum"
+                       : bin->kind() == te::ExprKind::Max ? "max"
+                                                          : "min";
+    const auto at = std::find(stores.found.begin(), stores.found.end(), update);
+    if (stores.under_alu[static_cast<std::size_t>(at - stores.found.begin())])
+      return fmt::format(
+          "stage '{}': the {} pragma covers the update of its {} reduction but not its init "
+          "(`{} = {}`), which te::lower puts outside the first reduction loop; put the pragma on "
+          "the stage's outermost loop, so that it covers both",
+          name, env.alu, what, name, stores.found.front()->value);
+    return fmt::format(
+        "stage '{}' is not mapped to VTA: it is a {} reduction of `{}`; run it on the ALU with "
+        "the {} pragma (s[{}].pragma(s[{}].axis(0), env.{})), which reduces accumulator tiles "
+        "one window element per instruction",
+        name, what, bin->b, env.alu, name, name, env.alu);
+  }
+  const auto* st = update ? update : (stores.found.empty() ? nullptr : stores.found.front());
+  return fmt::format(
+      "stage '{}' is not mapped to VTA: it computes `{}`; copy it with the {} pragma, compute "
+      "it with the {} pragma, or tensorize it with env.gemm",
+      name, st ? fmt::format("{}", st->value) : std::string("?"), env.dma_copy, env.alu);
 }
 
 namespace detail {
@@ -18552,16 +19222,22 @@ class CheckVThreadWrites : public tir::StmtVisitor<CheckVThreadWrites> {
 };
 
 // After te::lower: every computation must be one VTA maps (a copy under dma_copy, an
-// element-wise stage under alu; tensorized stages have no stores left). Checked before the
-// storage pass renames buffers, so that the message names the stage the user wrote.
+// element-wise stage or a reduction under alu; tensorized stages have no stores left). Checked
+// before the storage pass renames buffers, so that the message names the stage the user wrote.
 class CheckMapped : public tir::StmtVisitor<CheckMapped> {
  public:
-  explicit CheckMapped(const Env& env) : env_(env) {}
+  CheckMapped(const Env& env, const tir::Stmt& root) : env_(env), root_(root) {}
   void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
     const bool mapped = n.key == "pragma_" + env_.dma_copy || n.key == "pragma_" + env_.alu;
     depth_ += mapped;
     visit(n.body);
     depth_ -= mapped;
+  }
+  void visit_seq(const tir::SeqNode& n, const tir::Stmt&) {
+    // A reduction's init that te::lower put in front of the alu pragma is the pragma's.
+    for (std::size_t k = 0; k < n.seq.size(); ++k)
+      if (k + 1 >= n.seq.size() || !init_before(n.seq[k], n.seq[k + 1], "pragma_" + env_.alu))
+        visit(n.seq[k]);
   }
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
     if (depth_ > 0) return;
@@ -18572,14 +19248,12 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
           "stage '{}' fills {} from DRAM tensor '{}' without the {} pragma; VTA moves data "
           "into its SRAM only by DMA",
           n.buffer.name(), n.buffer.scope(), l->buffer.name(), env_.dma_copy);
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the {} pragma, compute it with the {} "
-        "pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), env_.dma_copy, env_.alu, n.value);
+    raise<ScheduleError>("{}", unmapped_stage_message(root_, n.buffer, env_));
   }
 
  private:
   const Env& env_;
+  const tir::Stmt& root_;
   int depth_ = 0;
 };
 
@@ -18601,7 +19275,8 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
                                                     const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
-  detail::CheckMapped(env).visit(f.body);
+  detail::CheckMapped(env, f.body).visit(f.body);
+  check_alu(f.body, env);
   steps.push_back({"te.lower", f});
   const auto step = [&](const char* pass, auto&& fn) {
     f.body = fn(f.body);
@@ -18771,12 +19446,14 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
 class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
  public:
+  CheckNoStores(const Env& env, const tir::Stmt& root) : env_(env), root_(root) {}
   void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>(
-        "stage '{}' is not mapped to VTA: copy it with the dma_copy pragma, compute it with the "
-        "alu pragma, or tensorize it with env.gemm (`{}`)",
-        n.buffer.name(), n.value);
+    raise<ScheduleError>("{}", unmapped_stage_message(root_, n.buffer, env_));
   }
+
+ private:
+  const Env& env_;
+  const tir::Stmt& root_;
 };
 
 }  // namespace detail
@@ -18954,7 +19631,7 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
 
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     : env_(std::move(env)), func_(std::move(func)) {
-  detail::CheckNoStores().visit(func_.body);
+  detail::CheckNoStores(env_, func_.body).visit(func_.body);
   detail::SramAllocator alloc(env_);
   alloc.visit(func_.body);
   sram_ = std::move(alloc.slots);
@@ -19578,7 +20255,8 @@ DLAVM_INLINE std::string Module::to_string() const {
 //                     each strategy's default tiling from the shape and the SRAM sizes; a
 //                     tuner overrides it with tuned ones
 //   VtaStrategies     the anchor strategies by op name (default_vta_strategies(): conv2d,
-//                     dense), in graph::Target next to the op registry
+//                     dense, max_pool2d, avg_pool2d, global_avg_pool2d), in graph::Target
+//                     next to the op registry
 //
 // The strategies are kept apart from the op records (graph/op.hpp) so that typing a graph
 // does not include the VTA layer; a custom op gets a VTA strategy with strategies.add().
@@ -20382,6 +21060,322 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
 // end dlavm/graph/strategy/dense.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/pool2d.hpp
+// The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
+// global_avg_pool2d when the window's element count is a power of two (the average is then a
+// sum and an arithmetic shift, which is host::avg_pool2d's floor division exactly). The input
+// is loaded into the accumulator through VTA's ACC_8BIT path; padding is filled there by the
+// ALU (VTA's loads pad only the input buffer), with -128 for max pooling (the int8 minimum, so
+// the padding never wins, as host::max_pool2d defines) and 0 for averages that count it. The
+// window is reduced by one ALU instruction per window element over a block of output tiles.
+//
+// Layouts (B = BATCH, BO = BLOCK_OUT: the accumulator's tile):
+//   data [N/B, C/BO, H, W, B, BO] int8  ->  result [N/B, C/BO, OH, OW, B, BO] int8
+//
+// Schedule: blocks of c_block channel tiles x h_block output rows (whole rows), each loading
+// its input rows (halo included) and pooling them; the channel blocks alternate between
+// `vthreads` virtual threads.
+//
+//   graph::Pool2dShape shape{.batch = 1, .channels = 64, .height = 112, .width = 112,
+//                            .window = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1, 1}};
+//   graph::Pool2dKernel k(env, shape, {}, "pool");
+//   auto s = k.schedule(graph::default_pool2d_tiling(env, shape, {}));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Pool2dShape {
+  enum class Kind : std::uint8_t { Max, Average };
+  Kind kind = Kind::Max;
+  std::int64_t batch = 1, channels = 0, height = 0, width = 0;
+  std::array<std::int64_t, 2> window{1, 1};
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  std::int64_t out_h() const {
+    return (height + padding[0] + padding[2] - window[0]) / strides[0] + 1;
+  }
+  std::int64_t out_w() const {
+    return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+  }
+};
+
+struct Pool2dTiling {
+  std::int64_t c_block = 1;   // channel tiles per block
+  std::int64_t h_block = 1;   // output rows per block
+  std::int64_t vthreads = 1;  // virtual threads over the channel blocks
+  friend bool operator==(const Pool2dTiling&, const Pool2dTiling&) = default;
+};
+
+class Pool2dKernel {
+ public:
+  Pool2dKernel(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+               const std::string& name);
+  // data, the epilogue's inputs in order, result.
+  std::vector<te::Tensor> args() const;
+  te::Schedule schedule(const Pool2dTiling& t) const;
+
+ private:
+  vta::Env env_;
+  Pool2dShape shape_;
+  Epilogue epilogue_spec_;
+  te::Tensor data_, data_buf_, acc_;
+  EpilogueStages epilogue_;
+};
+
+// Why `t` cannot run `shape`, or nullopt.
+std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                        const Epilogue& epilogue, const Pool2dTiling& t);
+double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+                       const Pool2dTiling& t);
+// The valid tiling of least estimated cycles; CapacityError when none fits.
+Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                   const Epilogue& epilogue);
+// DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
+// the result once.
+std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/pool2d-inl.hpp
+// Definitions for graph/strategy/pool2d.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/pool2d.hpp
+// end dlavm/graph/strategy/pool2d.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/pad.hpp
+// end dlavm/te/pad.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The kernel's epilogue: an average's shift by log2(window elements), then the fused steps.
+inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
+  Epilogue e;
+  const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
+  if (shape.kind == Pool2dShape::Kind::Average && count > 1)
+    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count));
+  for (const auto& s : fused.steps) {
+    if (s.kind == EpilogueStep::Kind::AddChannel || s.kind == EpilogueStep::Kind::AddTensor)
+      e.steps.push_back(s);
+    else
+      e.imm(s.kind, s.imm);
+  }
+  e.inputs = fused.inputs;
+  return e;
+}
+
+struct PoolTiles {
+  std::int64_t n, c, oh, ow;
+  PoolTiles(const vta::Env& env, const Pool2dShape& s)
+      : n(ceil_div(s.batch, env.batch)),
+        c(ceil_div(s.channels, env.block_out)),
+        oh(s.out_h()),
+        ow(s.out_w()) {}
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
+                                        const Epilogue& epilogue, const std::string& name)
+    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
+  const detail::PoolTiles t(env, shape);
+  const auto& p = shape.padding;
+  data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
+                          env.inp_dtype, name + "_data");
+  const auto& data = data_;
+  if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
+    // the pad value never wins a max; an average counts it as 0
+    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
+    data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
+                        name + "_data_buf");
+  } else {
+    data_buf_ = te::compute_dynamic(
+        data_.shape(),
+        [&](std::span<const ne::Var> i) {
+          return te::cast(env.acc_dtype, data.read({i.begin(), i.end()}));
+        },
+        name + "_data_buf");
+  }
+  auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
+  auto dx = te::reduce_axis({0, shape.window[1]}, "dx");
+  const auto [sh, sw] = shape.strides;
+  const auto& data_buf = data_buf_;
+  const bool max = shape.kind == Pool2dShape::Kind::Max;
+  acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),
+                     [&](auto n, auto c, auto i, auto j, auto b, auto l) {
+                       const auto e =
+                           te::cast(env.acc_dtype, data_buf(n, c, i * sh + dy, j * sw + dx, b, l));
+                       return max ? te::max(e, {dy, dx}) : te::sum(e, {dy, dx});
+                     },
+                     name + "_acc", {"n", "c", "i", "j", "b", "l"});
+  epilogue_ = make_epilogue(env, acc_, epilogue_spec_, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> Pool2dKernel::args() const {
+  std::vector<te::Tensor> out{data_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("pool '{}': tiling {}x{} ({} threads): {}", epilogue_.res.name(),
+                         t.c_block, t.h_block, t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(0), 1);
+  auto [c_out, c_inn] = s[res].split(s[res].axis(1), t.c_block);
+  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
+  s[res].reorder({n_out, c_out, y_out, n_inn, c_inn, y_inn});
+  if (t.vthreads > 1) {
+    auto [c_o, tx] = s[res].split(c_out, t.vthreads);
+    s[res].reorder({tx, n_out, c_o});
+    s[res].bind(tx, te::thread_axis("cthread"));
+  }
+  s[data_buf_].set_scope(env_.acc_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[data_buf_].compute_at(s[res], y_out);
+  s[acc_].compute_at(s[res], y_out);
+  epilogue_.schedule(s, env_, y_out);
+  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
+  s[acc_].pragma(s[acc_].axis(0), env_.alu);
+  s[res].pragma(n_inn, env_.dma_copy);
+  return s;
+}
+
+namespace detail {
+
+// Input rows of `block` output rows (padded rows included), and the padded width.
+inline std::int64_t pool_rows(const Pool2dShape& s, std::int64_t block) {
+  return (block - 1) * s.strides[0] + s.window[0];
+}
+inline std::int64_t pool_cols(const Pool2dShape& s) {
+  return s.width + s.padding[1] + s.padding[3];
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
+  if (auto why = check_block("channel tiles", n.c, t.c_block)) return why;
+  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (t.vthreads < 1 || (n.c / t.c_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} channel blocks", t.vthreads,
+                       n.c / t.c_block);
+  const auto& cfg = env.config;
+  const std::int64_t out = t.c_block * t.h_block * n.ow;
+  const std::int64_t in =
+      t.c_block * detail::pool_rows(shape, t.h_block) * detail::pool_cols(shape);
+  const std::int64_t acc =
+      (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  // each window element's ALU instruction unrolls a row of output tiles
+  const std::int64_t uops = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
+  if (auto why = check_fits("micro-op buffer", uops, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+                                         const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
+  std::int64_t rows = 0;
+  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
+    const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
+    const std::int64_t hi =
+        std::min((y0 + t.h_block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1,
+                 shape.height - 1);
+    rows += std::max<std::int64_t>(hi - lo + 1, 0);
+  }
+  const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
+  return n.n * n.c * (rows * shape.width + n.oh * n.ow) * tile;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shape,
+                                    const Epilogue& epilogue, const Pool2dTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const detail::PoolTiles n(env, shape);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * (n.oh / t.h_block));
+  const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
+  const double passes =
+      static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
+  const double bytes = static_cast<double>(tiling_traffic(env, shape, t));
+  const double out_bytes = out_tiles * static_cast<double>(env.acc_tile());
+  // the compute module loads the input (ACC_8BIT, one load per row) and runs the ALU
+  const double loads =
+      blocks * static_cast<double>(t.c_block * detail::pool_rows(shape, t.h_block));
+  const double compute = passes * out_tiles * static_cast<double>(p.alu_cycles_per_uop) +
+                         (bytes - out_bytes) / bus +
+                         loads * static_cast<double>(p.dram_latency + p.insn_overhead) +
+                         blocks * passes * static_cast<double>(p.insn_overhead + p.alu_latency);
+  const double store = out_bytes / bus +
+                       blocks * static_cast<double>(t.c_block * (p.dram_latency + p.insn_overhead));
+  if (t.vthreads == 1) return compute + store;
+  return std::max(compute, store) + (compute + store) / blocks;
+}
+
+DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                                const Epilogue& epilogue) {
+  const detail::PoolTiles n(env, shape);
+  std::optional<Pool2dTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto c : divisors(n.c))
+    for (const auto h : divisors(n.oh))
+      for (const std::int64_t vt : {2, 1}) {
+        const Pool2dTiling t{c, h, vt};
+        if (check_tiling(env, shape, epilogue, t)) continue;
+        const double cost = estimate_cycles(env, shape, epilogue, t);
+        if (cost < best_cost) best = t, best_cost = cost;
+      }
+  if (!best)
+    raise<CapacityError>(
+        "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
+        "columns must fit the accumulator's {} entries)",
+        shape.window[0], shape.window[1], shape.channels, shape.height, shape.width,
+        shape.window[0], detail::pool_cols(shape), env.config.acc_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/pool2d-inl.hpp
+#endif
+// end dlavm/graph/strategy/pool2d.hpp
 // begin dlavm/schedule/schedule.hpp
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/te/tensor.hpp
@@ -20409,6 +21403,8 @@ class ScheduleChooser {
                               const Epilogue& epilogue) const;
   virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
                             const Epilogue& epilogue) const;
+  virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
+                              const Epilogue& epilogue) const;
 };
 
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
@@ -20426,6 +21422,7 @@ struct VtaKernel {
 // What a strategy sees of the anchor call: its type rule's view (argument types, normalized
 // attributes, the label naming the node) and its result type.
 struct AnchorCall {
+  std::string_view op;  // the op's name
   const TypeCall& call;
   const TensorType& result;
 };
@@ -20470,6 +21467,8 @@ VtaStrategies default_vta_strategies();
 // end dlavm/core/error.hpp
 // begin dlavm/graph/ops/conv.hpp
 // end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/ops/pool.hpp
+// end dlavm/graph/ops/pool.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
 // begin dlavm/graph/strategy.hpp
@@ -20483,6 +21482,8 @@ VtaStrategies default_vta_strategies();
 
 #include <fmt/format.h>
 
+#include <bit>
+
 namespace dlavm::graph {
 
 DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Conv2dShape& shape,
@@ -20493,6 +21494,11 @@ DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Con
 DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
                                                 const Epilogue& epilogue) const {
   return default_dense_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE Pool2dTiling ScheduleChooser::pool2d(const vta::Env& env, const Pool2dShape& shape,
+                                                  const Epilogue& epilogue) const {
+  return default_pool2d_tiling(env, shape, epilogue);
 }
 
 DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
@@ -20658,12 +21664,83 @@ inline AnchorStrategy dense_strategy() {
   return s;
 }
 
+// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call (dims constant).
+inline Pool2dShape pool2d_shape(const AnchorCall& a) {
+  std::vector<std::int64_t> x;
+  constant_dims(a, 0, x);
+  Pool2dShape s{.batch = x[0], .channels = x[1], .height = x[2], .width = x[3]};
+  if (a.op == "global_avg_pool2d") {
+    s.kind = Pool2dShape::Kind::Average;
+    s.window = {x[2], x[3]};
+    return s;
+  }
+  const auto p = pool2d_params(a.call.attrs);
+  s.kind = a.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
+  s.window = p.pool_size;
+  s.strides = p.strides;
+  s.padding = p.padding;
+  return s;
+}
+
+inline AnchorStrategy pool2d_strategy(std::string op) {
+  AnchorStrategy s;
+  s.op = std::move(op);
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (a.call.type(0).dtype != env.inp_dtype)
+      return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
+                         env.inp_dtype, a.call.type(0).dtype);
+    std::vector<std::int64_t> dims;
+    if (auto why = constant_dims(a, 0, dims)) return why;
+    const auto shape = pool2d_shape(a);
+    if (shape.kind == Pool2dShape::Kind::Average) {
+      const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
+      if (!std::has_single_bit(count))
+        return fmt::format(
+            "an average over {} elements divides by {}, which is not a power of "
+            "two (VTA's ALU has no divide, only shifts)",
+            count, count);
+      if (a.call.attrs.contains("count_include_pad") &&
+          a.call.attrs.get_int("count_include_pad") == 0 &&
+          shape.padding != std::array<std::int64_t, 4>{0, 0, 0, 0})
+        return std::string(
+            "an average that does not count its padding divides each window by "
+            "another count");
+    }
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1}))
+      return fmt::format("even one output row does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto shape = pool2d_shape(a);
+    const auto t = chooser.pool2d(env, shape, e);
+    const Pool2dKernel kernel(env, shape, e, name);
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
+                            t.vthreads == 1 ? "" : "s"),
+                nullptr, nullptr};
+    const auto traffic = tiling_traffic(env, shape, t);
+    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
+    return k;
+  };
+  return s;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;
   s.add(detail::conv2d_strategy());
   s.add(detail::dense_strategy());
+  for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
+    s.add(detail::pool2d_strategy(op));
   return s;
 }
 
@@ -21032,7 +22109,7 @@ class Partitioner {
       return;
     }
     const TypeCall typing = typing_of(e, names_);
-    const AnchorCall anchor{typing, e.type()};
+    const AnchorCall anchor{call.op(), typing, e.type()};
     if (auto why = strategy->support(anchor, target_.env)) {
       host_note_[e.get()] = *why;
       return;
@@ -21438,7 +22515,7 @@ class ModuleBuilder {
     const auto& call = *anchor.as<CallNode>();
     const AnchorStrategy& strategy = *target_.strategies.find(call.op());
     const TypeCall typing = typing_of(anchor, names_);
-    const AnchorCall ac{typing, anchor.type()};
+    const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
     VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);

@@ -165,6 +165,32 @@ TEST_CASE("build: random dense layers over a symbolic row count equal the refere
   CHECK(vta_steps >= 16);
 }
 
+TEST_CASE("build: random max and average poolings with their epilogues equal the reference") {
+  Rng rng{std::mt19937_64(99)};
+  int vta_steps = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const std::int64_t n = rng(1, 2), c = rng(1, 40), h = rng(1, 14), w = rng(1, 14);
+    const bool max = trial % 2 == 0;
+    // averages on VTA divide by a power of two: windows of 1, 2 or 4 elements (and 8, 16)
+    const std::int64_t kh = max ? rng(1, 3) : std::int64_t{1} << rng(0, 2);
+    const std::int64_t kw = max ? rng(1, 3) : std::int64_t{1} << rng(0, 1);
+    if (kh > h || kw > w) continue;
+    const std::int64_t pt = rng(0, kh - 1), pl = rng(0, kw - 1);
+    const std::int64_t pb = rng(0, kh - 1), pr = rng(0, kw - 1);
+    const dlavm::host::Pool2dParams p{
+        .pool_size = {kh, kw}, .strides = {rng(1, 2), rng(1, 2)}, .padding = {pt, pl, pb, pr}};
+    INFO("trial ", trial, ": ", max ? "max" : "avg", " ", n, "x", c, "x", h, "x", w, ", window ",
+         kh, "x", kw, ", stride ", p.strides[0], "x", p.strides[1], ", padding ", pt, " ", pl, " ",
+         pb, " ", pr);
+    auto x = graph::input("x", {n, c, h, w}, DType::int8());
+    auto y = max ? graph::max_pool2d(x, p) : graph::avg_pool2d(x, p);
+    if (rng.coin()) y = graph::relu(y);
+    if (rng.coin()) y = graph::clip(y, {.lo = -40, .hi = static_cast<double>(rng(0, 90))});
+    vta_steps += check_on_vta(graph::function({x}, {y}), {}, static_cast<std::uint64_t>(trial));
+  }
+  CHECK(vta_steps >= 12);
+}
+
 TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer") {
   const models::ResNet18 net(32);
   const graph::Target target;
@@ -174,8 +200,10 @@ TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer"
   const graph::NamedArray inputs[] = {{"data", data}};
   CountingDevice dev(target.env.config);
   const auto check = models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs);
-  CHECK(check.layers == 20);  // every convolution, each fused with its epilogue
-  CHECK(dev.runs == 20);
+  // every convolution, each fused with its epilogue, the max pooling, and the global average
+  // pooling (over the last 1x1 feature map: a count of 1, a power of two)
+  CHECK(check.layers == 22);
+  CHECK(dev.runs == 22);
   CHECK(check.mismatches == 0);
   CHECK(check.outputs_equal);
   CHECK(check.zero_share < 0.7);  // the activations are alive, not all rectified away
@@ -193,7 +221,9 @@ TEST_CASE("module: its text names values, layouts, steps and tilings") {
   auto x = graph::input("x", {1, 20, 4, 4}, DType::int8());
   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 20, 1, 1}, 1));
   auto y = graph::max_pool2d(graph::requantize(graph::conv2d(x, w), {.shift = 4}),
-                             {.pool_size = {2, 2}, .strides = {2, 2}});
+                             {.pool_size = {2, 2}});
+  // an average over 9 elements divides by 9: the host runs it
+  y = graph::avg_pool2d(y, {.pool_size = {3, 3}});
   const auto mod = graph::build(graph::function({x}, {y}), graph::Target{}, {.name = "tiny"});
   CHECK(fmt::format("{}", mod) ==
         "module tiny {\n"
@@ -203,10 +233,12 @@ TEST_CASE("module: its text names values, layouts, steps and tilings") {
         "  %1:activation[1x16] = vta.conv2d+requantize(%x:activation[1x16], "
         "%w:conv_weight[16x16]) /* (1, 1, 4, 4, 1, 16) int8; >>4, max -128, min 127; tiling oc "
         "1, h 4, w 4, ic 2, 1 thread */\n"
-        "  %1 = host.unpack(%1:activation[1x16]) /* (1, 16, 4, 4) int8 */\n"
-        "  %2 = host.max_pool2d(%1, padding=[0, 0, 0, 0], pool_size=[2, 2], strides=[2, 2]) /* "
-        "(1, 16, 2, 2) int8 */\n"
-        "  return %2\n"
+        "  %2:activation[1x16] = vta.max_pool2d(%1:activation[1x16]) /* (1, 1, 3, 3, 1, 16) "
+        "int8; no epilogue; tiling c 1, h 3, 1 thread */\n"
+        "  %2 = host.unpack(%2:activation[1x16]) /* (1, 16, 3, 3) int8 */\n"
+        "  %3 = host.avg_pool2d(%2, count_include_pad=1, padding=[0, 0, 0, 0], pool_size=[3, 3], "
+        "strides=[1, 1]) /* (1, 16, 1, 1) int8 */\n"
+        "  return %3\n"
         "}\n");
 }
 

@@ -156,6 +156,43 @@ TEST_CASE("partition: a value with a second user, or a result, ends its group") 
   }
 }
 
+TEST_CASE("partition: poolings run on VTA when VTA computes them exactly") {
+  auto x = image(16, 8);
+  SUBCASE("max pooling with its relu") {
+    auto y = graph::relu(
+        graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1, 1}}));
+    CHECK(groups({x}, {y}) == std::vector<std::string>{"vta: %0 max_pool2d, %1 relu"});
+  }
+  SUBCASE("an average over 4 elements is a sum and a shift") {
+    CHECK(groups({x}, {graph::avg_pool2d(x, {.pool_size = {2, 2}, .strides = {2, 2}})}) ==
+          std::vector<std::string>{"vta: %0 avg_pool2d"});
+  }
+  SUBCASE("an average over 9 elements, or over the 64 of an 8x8 plane") {
+    CHECK(groups({x}, {graph::avg_pool2d(x, {.pool_size = {3, 3}})}) ==
+          std::vector<std::string>{
+              "host: %0 avg_pool2d (an average over 9 elements divides by 9, which is not a "
+              "power of two (VTA's ALU has no divide, only shifts))"});
+    CHECK(groups({x}, {graph::global_avg_pool2d(x)}) ==
+          std::vector<std::string>{"vta: %0 global_avg_pool2d"});
+    auto x7 = image(16, 7);
+    CHECK(groups({x7}, {graph::global_avg_pool2d(x7)})[0].starts_with(
+        "host: %0 global_avg_pool2d (an average over 49 elements"));
+  }
+  SUBCASE("an average that does not count its padding") {
+    auto y = graph::avg_pool2d(
+        x, {.pool_size = {2, 2}, .padding = {1, 1, 0, 0}, .count_include_pad = false});
+    CHECK(groups({x}, {y}) ==
+          std::vector<std::string>{"host: %0 avg_pool2d (an average that does not count its "
+                                   "padding divides each window by another count)"});
+  }
+  SUBCASE("int32 values") {
+    auto xi = graph::input("x", {1, 16, 8, 8}, DType::int32());
+    CHECK(groups({xi}, {graph::max_pool2d(xi, {.pool_size = {2, 2}})}) ==
+          std::vector<std::string>{"host: %0 max_pool2d (VTA pools int8 values (loaded through "
+                                   "ACC_8BIT), the input is int32)"});
+  }
+}
+
 TEST_CASE("partition: infer_type with a target prints the placement") {
   auto token = ne::var("token", 1, 128);
   auto x = graph::input("x", {token, 40}, DType::int8());
@@ -210,7 +247,8 @@ TEST_CASE("epilogue: immediates merge only where that is exact") {
 
 TEST_CASE("strategies: the registry refuses duplicates and incomplete records") {
   auto s = graph::default_vta_strategies();
-  CHECK(s.names() == std::vector<std::string>{"conv2d", "dense"});
+  CHECK(s.names() == std::vector<std::string>{"avg_pool2d", "conv2d", "dense", "global_avg_pool2d",
+                                              "max_pool2d"});
   CHECK_THROWS_WITH_AS(s.add(graph::AnchorStrategy{.op = "pool"}),
                        "VTA strategy 'pool': support, arg_layout, result_layout and declare are "
                        "all required",

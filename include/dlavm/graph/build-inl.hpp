@@ -145,7 +145,7 @@ class ModuleBuilder {
     const auto& call = *anchor.as<CallNode>();
     const AnchorStrategy& strategy = *target_.strategies.find(call.op());
     const TypeCall typing = typing_of(anchor, names_);
-    const AnchorCall ac{typing, anchor.type()};
+    const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
     VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);

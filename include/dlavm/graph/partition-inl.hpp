@@ -85,7 +85,7 @@ class Partitioner {
       return;
     }
     const TypeCall typing = typing_of(e, names_);
-    const AnchorCall anchor{typing, e.type()};
+    const AnchorCall anchor{call.op(), typing, e.type()};
     if (auto why = strategy->support(anchor, target_.env)) {
       host_note_[e.get()] = *why;
       return;

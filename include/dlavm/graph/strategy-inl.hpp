@@ -4,6 +4,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/ops/conv.hpp>
+#include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/ne/bounds.hpp>
@@ -11,6 +12,8 @@
 #include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
+
+#include <bit>
 
 namespace dlavm::graph {
 
@@ -22,6 +25,11 @@ DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Con
 DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
                                                 const Epilogue& epilogue) const {
   return default_dense_tiling(env, shape, epilogue);
+}
+
+DLAVM_INLINE Pool2dTiling ScheduleChooser::pool2d(const vta::Env& env, const Pool2dShape& shape,
+                                                  const Epilogue& epilogue) const {
+  return default_pool2d_tiling(env, shape, epilogue);
 }
 
 DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
@@ -187,12 +195,83 @@ inline AnchorStrategy dense_strategy() {
   return s;
 }
 
+// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call (dims constant).
+inline Pool2dShape pool2d_shape(const AnchorCall& a) {
+  std::vector<std::int64_t> x;
+  constant_dims(a, 0, x);
+  Pool2dShape s{.batch = x[0], .channels = x[1], .height = x[2], .width = x[3]};
+  if (a.op == "global_avg_pool2d") {
+    s.kind = Pool2dShape::Kind::Average;
+    s.window = {x[2], x[3]};
+    return s;
+  }
+  const auto p = pool2d_params(a.call.attrs);
+  s.kind = a.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
+  s.window = p.pool_size;
+  s.strides = p.strides;
+  s.padding = p.padding;
+  return s;
+}
+
+inline AnchorStrategy pool2d_strategy(std::string op) {
+  AnchorStrategy s;
+  s.op = std::move(op);
+  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+    if (a.call.type(0).dtype != env.inp_dtype)
+      return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
+                         env.inp_dtype, a.call.type(0).dtype);
+    std::vector<std::int64_t> dims;
+    if (auto why = constant_dims(a, 0, dims)) return why;
+    const auto shape = pool2d_shape(a);
+    if (shape.kind == Pool2dShape::Kind::Average) {
+      const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
+      if (!std::has_single_bit(count))
+        return fmt::format(
+            "an average over {} elements divides by {}, which is not a power of "
+            "two (VTA's ALU has no divide, only shifts)",
+            count, count);
+      if (a.call.attrs.contains("count_include_pad") &&
+          a.call.attrs.get_int("count_include_pad") == 0 &&
+          shape.padding != std::array<std::int64_t, 4>{0, 0, 0, 0})
+        return std::string(
+            "an average that does not count its padding divides each window by "
+            "another count");
+    }
+    if (auto why = check_tiling(env, shape, {}, {1, 1, 1}))
+      return fmt::format("even one output row does not fit: {}", *why);
+    return std::nullopt;
+  };
+  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+    return Layout{Layout::Kind::Activation, env.batch, env.block_out};
+  };
+  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
+                 const ScheduleChooser& chooser, const std::string& name) {
+    const auto shape = pool2d_shape(a);
+    const auto t = chooser.pool2d(env, shape, e);
+    const Pool2dKernel kernel(env, shape, e, name);
+    VtaKernel k{kernel.schedule(t), kernel.args(),
+                fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
+                            t.vthreads == 1 ? "" : "s"),
+                nullptr, nullptr};
+    const auto traffic = tiling_traffic(env, shape, t);
+    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
+    return k;
+  };
+  return s;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;
   s.add(detail::conv2d_strategy());
   s.add(detail::dense_strategy());
+  for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
+    s.add(detail::pool2d_strategy(op));
   return s;
 }
 

@@ -10,7 +10,8 @@
 //                     each strategy's default tiling from the shape and the SRAM sizes; a
 //                     tuner overrides it with tuned ones
 //   VtaStrategies     the anchor strategies by op name (default_vta_strategies(): conv2d,
-//                     dense), in graph::Target next to the op registry
+//                     dense, max_pool2d, avg_pool2d, global_avg_pool2d), in graph::Target
+//                     next to the op registry
 //
 // The strategies are kept apart from the op records (graph/op.hpp) so that typing a graph
 // does not include the VTA layer; a custom op gets a VTA strategy with strategies.add().
@@ -27,6 +28,7 @@
 #include <dlavm/graph/strategy/conv2d.hpp>
 #include <dlavm/graph/strategy/dense.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/pool2d.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/vta/lower/env.hpp>
@@ -51,6 +53,8 @@ class ScheduleChooser {
                               const Epilogue& epilogue) const;
   virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
                             const Epilogue& epilogue) const;
+  virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
+                              const Epilogue& epilogue) const;
 };
 
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
@@ -68,6 +72,7 @@ struct VtaKernel {
 // What a strategy sees of the anchor call: its type rule's view (argument types, normalized
 // attributes, the label naming the node) and its result type.
 struct AnchorCall {
+  std::string_view op;  // the op's name
   const TypeCall& call;
   const TensorType& result;
 };

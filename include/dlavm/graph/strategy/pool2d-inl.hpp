@@ -1,0 +1,213 @@
+// Definitions for graph/strategy/pool2d.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/strategy/pool2d.hpp>
+#include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/te/ops.hpp>
+#include <dlavm/te/pad.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The kernel's epilogue: an average's shift by log2(window elements), then the fused steps.
+inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
+  Epilogue e;
+  const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
+  if (shape.kind == Pool2dShape::Kind::Average && count > 1)
+    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count));
+  for (const auto& s : fused.steps) {
+    if (s.kind == EpilogueStep::Kind::AddChannel || s.kind == EpilogueStep::Kind::AddTensor)
+      e.steps.push_back(s);
+    else
+      e.imm(s.kind, s.imm);
+  }
+  e.inputs = fused.inputs;
+  return e;
+}
+
+struct PoolTiles {
+  std::int64_t n, c, oh, ow;
+  PoolTiles(const vta::Env& env, const Pool2dShape& s)
+      : n(ceil_div(s.batch, env.batch)),
+        c(ceil_div(s.channels, env.block_out)),
+        oh(s.out_h()),
+        ow(s.out_w()) {}
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
+                                        const Epilogue& epilogue, const std::string& name)
+    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
+  const detail::PoolTiles t(env, shape);
+  const auto& p = shape.padding;
+  data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
+                          env.inp_dtype, name + "_data");
+  const auto& data = data_;
+  if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
+    // the pad value never wins a max; an average counts it as 0
+    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
+    data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
+                        name + "_data_buf");
+  } else {
+    data_buf_ = te::compute_dynamic(
+        data_.shape(),
+        [&](std::span<const ne::Var> i) {
+          return te::cast(env.acc_dtype, data.read({i.begin(), i.end()}));
+        },
+        name + "_data_buf");
+  }
+  auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
+  auto dx = te::reduce_axis({0, shape.window[1]}, "dx");
+  const auto [sh, sw] = shape.strides;
+  const auto& data_buf = data_buf_;
+  const bool max = shape.kind == Pool2dShape::Kind::Max;
+  acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),
+                     [&](auto n, auto c, auto i, auto j, auto b, auto l) {
+                       const auto e =
+                           te::cast(env.acc_dtype, data_buf(n, c, i * sh + dy, j * sw + dx, b, l));
+                       return max ? te::max(e, {dy, dx}) : te::sum(e, {dy, dx});
+                     },
+                     name + "_acc", {"n", "c", "i", "j", "b", "l"});
+  epilogue_ = make_epilogue(env, acc_, epilogue_spec_, name);
+}
+
+DLAVM_INLINE std::vector<te::Tensor> Pool2dKernel::args() const {
+  std::vector<te::Tensor> out{data_};
+  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
+  out.push_back(epilogue_.res);
+  return out;
+}
+
+DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {
+  if (auto why = check_tiling(env_, shape_, epilogue_spec_, t))
+    raise<ScheduleError>("pool '{}': tiling {}x{} ({} threads): {}", epilogue_.res.name(),
+                         t.c_block, t.h_block, t.vthreads, *why);
+  const auto& res = epilogue_.res;
+  auto s = te::create_schedule(res);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(0), 1);
+  auto [c_out, c_inn] = s[res].split(s[res].axis(1), t.c_block);
+  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
+  s[res].reorder({n_out, c_out, y_out, n_inn, c_inn, y_inn});
+  if (t.vthreads > 1) {
+    auto [c_o, tx] = s[res].split(c_out, t.vthreads);
+    s[res].reorder({tx, n_out, c_o});
+    s[res].bind(tx, te::thread_axis("cthread"));
+  }
+  s[data_buf_].set_scope(env_.acc_scope);
+  s[acc_].set_scope(env_.acc_scope);
+  s[data_buf_].compute_at(s[res], y_out);
+  s[acc_].compute_at(s[res], y_out);
+  epilogue_.schedule(s, env_, y_out);
+  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
+  s[acc_].pragma(s[acc_].axis(0), env_.alu);
+  s[res].pragma(n_inn, env_.dma_copy);
+  return s;
+}
+
+namespace detail {
+
+// Input rows of `block` output rows (padded rows included), and the padded width.
+inline std::int64_t pool_rows(const Pool2dShape& s, std::int64_t block) {
+  return (block - 1) * s.strides[0] + s.window[0];
+}
+inline std::int64_t pool_cols(const Pool2dShape& s) {
+  return s.width + s.padding[1] + s.padding[3];
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                                     const Epilogue& epilogue,
+                                                     const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
+  if (auto why = check_block("channel tiles", n.c, t.c_block)) return why;
+  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (t.vthreads < 1 || (n.c / t.c_block) % t.vthreads != 0)
+    return fmt::format("{} virtual threads do not divide the {} channel blocks", t.vthreads,
+                       n.c / t.c_block);
+  const auto& cfg = env.config;
+  const std::int64_t out = t.c_block * t.h_block * n.ow;
+  const std::int64_t in =
+      t.c_block * detail::pool_rows(shape, t.h_block) * detail::pool_cols(shape);
+  const std::int64_t acc =
+      (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
+  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  // each window element's ALU instruction unrolls a row of output tiles
+  const std::int64_t uops = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
+  if (auto why = check_fits("micro-op buffer", uops, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+                                         const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
+  std::int64_t rows = 0;
+  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
+    const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
+    const std::int64_t hi =
+        std::min((y0 + t.h_block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1,
+                 shape.height - 1);
+    rows += std::max<std::int64_t>(hi - lo + 1, 0);
+  }
+  const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
+  return n.n * n.c * (rows * shape.width + n.oh * n.ow) * tile;
+}
+
+DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shape,
+                                    const Epilogue& epilogue, const Pool2dTiling& t) {
+  const auto p = vta::CycleParams::for_config(env.config);
+  const detail::PoolTiles n(env, shape);
+  const double bus = static_cast<double>(p.bus_bytes_per_cycle);
+  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * (n.oh / t.h_block));
+  const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
+  const double passes =
+      static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
+  const double bytes = static_cast<double>(tiling_traffic(env, shape, t));
+  const double out_bytes = out_tiles * static_cast<double>(env.acc_tile());
+  // the compute module loads the input (ACC_8BIT, one load per row) and runs the ALU
+  const double loads =
+      blocks * static_cast<double>(t.c_block * detail::pool_rows(shape, t.h_block));
+  const double compute = passes * out_tiles * static_cast<double>(p.alu_cycles_per_uop) +
+                         (bytes - out_bytes) / bus +
+                         loads * static_cast<double>(p.dram_latency + p.insn_overhead) +
+                         blocks * passes * static_cast<double>(p.insn_overhead + p.alu_latency);
+  const double store = out_bytes / bus +
+                       blocks * static_cast<double>(t.c_block * (p.dram_latency + p.insn_overhead));
+  if (t.vthreads == 1) return compute + store;
+  return std::max(compute, store) + (compute + store) / blocks;
+}
+
+DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                                const Epilogue& epilogue) {
+  const detail::PoolTiles n(env, shape);
+  std::optional<Pool2dTiling> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const auto c : divisors(n.c))
+    for (const auto h : divisors(n.oh))
+      for (const std::int64_t vt : {2, 1}) {
+        const Pool2dTiling t{c, h, vt};
+        if (check_tiling(env, shape, epilogue, t)) continue;
+        const double cost = estimate_cycles(env, shape, epilogue, t);
+        if (cost < best_cost) best = t, best_cost = cost;
+      }
+  if (!best)
+    raise<CapacityError>(
+        "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
+        "columns must fit the accumulator's {} entries)",
+        shape.window[0], shape.window[1], shape.channels, shape.height, shape.width,
+        shape.window[0], detail::pool_cols(shape), env.config.acc_depth());
+  return *best;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,90 @@
+// The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
+// global_avg_pool2d when the window's element count is a power of two (the average is then a
+// sum and an arithmetic shift, which is host::avg_pool2d's floor division exactly). The input
+// is loaded into the accumulator through VTA's ACC_8BIT path; padding is filled there by the
+// ALU (VTA's loads pad only the input buffer), with -128 for max pooling (the int8 minimum, so
+// the padding never wins, as host::max_pool2d defines) and 0 for averages that count it. The
+// window is reduced by one ALU instruction per window element over a block of output tiles.
+//
+// Layouts (B = BATCH, BO = BLOCK_OUT: the accumulator's tile):
+//   data [N/B, C/BO, H, W, B, BO] int8  ->  result [N/B, C/BO, OH, OW, B, BO] int8
+//
+// Schedule: blocks of c_block channel tiles x h_block output rows (whole rows), each loading
+// its input rows (halo included) and pooling them; the channel blocks alternate between
+// `vthreads` virtual threads.
+//
+//   graph::Pool2dShape shape{.batch = 1, .channels = 64, .height = 112, .width = 112,
+//                            .window = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1, 1}};
+//   graph::Pool2dKernel k(env, shape, {}, "pool");
+//   auto s = k.schedule(graph::default_pool2d_tiling(env, shape, {}));
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/schedule/schedule.hpp>
+#include <dlavm/te/tensor.hpp>
+#include <dlavm/vta/lower/env.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Pool2dShape {
+  enum class Kind : std::uint8_t { Max, Average };
+  Kind kind = Kind::Max;
+  std::int64_t batch = 1, channels = 0, height = 0, width = 0;
+  std::array<std::int64_t, 2> window{1, 1};
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  std::int64_t out_h() const {
+    return (height + padding[0] + padding[2] - window[0]) / strides[0] + 1;
+  }
+  std::int64_t out_w() const {
+    return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+  }
+};
+
+struct Pool2dTiling {
+  std::int64_t c_block = 1;   // channel tiles per block
+  std::int64_t h_block = 1;   // output rows per block
+  std::int64_t vthreads = 1;  // virtual threads over the channel blocks
+  friend bool operator==(const Pool2dTiling&, const Pool2dTiling&) = default;
+};
+
+class Pool2dKernel {
+ public:
+  Pool2dKernel(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+               const std::string& name);
+  // data, the epilogue's inputs in order, result.
+  std::vector<te::Tensor> args() const;
+  te::Schedule schedule(const Pool2dTiling& t) const;
+
+ private:
+  vta::Env env_;
+  Pool2dShape shape_;
+  Epilogue epilogue_spec_;
+  te::Tensor data_, data_buf_, acc_;
+  EpilogueStages epilogue_;
+};
+
+// Why `t` cannot run `shape`, or nullopt.
+std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                        const Epilogue& epilogue, const Pool2dTiling& t);
+double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+                       const Pool2dTiling& t);
+// The valid tiling of least estimated cycles; CapacityError when none fits.
+Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
+                                   const Epilogue& epilogue);
+// DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
+// the result once.
+std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/strategy/pool2d-inl.hpp>
+#endif
