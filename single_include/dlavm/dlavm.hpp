@@ -20402,11 +20402,14 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // begin dlavm/graph/strategy/conv2d.hpp
 // end dlavm/graph/strategy/conv2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count, and the checks a
-// block size must pass (it divides the extent; the buffers it needs fit the SRAM).
+// Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
+// size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
+// every default tiling runs: the least estimated cost among the candidates that fit, over the
+// cartesian product of the knobs' values (a range-v3 pipeline).
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
+//   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
 
 #include <fmt/format.h>
 
@@ -20446,6 +20449,20 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
   return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
 }
 
+// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
+// none fits.
+template <class Tiling, class Fits, class Cost>
+std::optional<Tiling> least_cost(const std::vector<Tiling>& candidates, Fits fits, Cost cost) {
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const auto& t : candidates) {
+    if (!fits(t)) continue;
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
+}
+
 }  // namespace dlavm::graph
 // end dlavm/graph/strategy/tiling.hpp
 // begin dlavm/te/ops.hpp
@@ -20458,7 +20475,7 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -20708,18 +20725,15 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  std::optional<Conv2dTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<Conv2dTiling> candidates;
   for (const auto oc : divisors(n.oc))
     for (const auto h : divisors(n.oh))
       for (const auto w : divisors(n.ow))
         for (const auto ic : divisors(n.ic))
-          for (const std::int64_t vt : {2, 1}) {
-            const Conv2dTiling t{oc, h, w, ic, vt};
-            if (check_tiling(env, shape, epilogue, t)) continue;
-            const double cost = estimate_cycles(env, shape, epilogue, t);
-            if (cost < best_cost) best = t, best_cost = cost;
-          }
+          for (const std::int64_t vt : {2, 1}) candidates.push_back({oc, h, w, ic, vt});
+  const auto best = least_cost(
+      candidates, [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
@@ -20845,7 +20859,7 @@ std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape, const 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -21034,17 +21048,14 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  std::optional<DenseTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<DenseTiling> candidates;
   for (const auto r : row_blocks)
     for (const auto nb : divisors(n.n))
       for (const auto kb : divisors(n.k))
-        for (const std::int64_t vt : {2, 1}) {
-          const DenseTiling t{r, nb, kb, vt};
-          if (check_tiling(env, shape, epilogue, t)) continue;
-          const double cost = estimate_cycles(env, shape, epilogue, t);
-          if (cost < best_cost) best = t, best_cost = cost;
-        }
+        for (const std::int64_t vt : {2, 1}) candidates.push_back({r, nb, kb, vt});
+  const auto best = least_cost(
+      candidates, [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
@@ -21175,7 +21186,7 @@ std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const
 
 #include <algorithm>
 #include <bit>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -21353,16 +21364,13 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  std::optional<Pool2dTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<Pool2dTiling> candidates;
   for (const auto c : divisors(n.c))
     for (const auto h : divisors(n.oh))
-      for (const std::int64_t vt : {2, 1}) {
-        const Pool2dTiling t{c, h, vt};
-        if (check_tiling(env, shape, epilogue, t)) continue;
-        const double cost = estimate_cycles(env, shape, epilogue, t);
-        if (cost < best_cost) best = t, best_cost = cost;
-      }
+      for (const std::int64_t vt : {2, 1}) candidates.push_back({c, h, vt});
+  const auto best = least_cost(
+      candidates, [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
@@ -22151,79 +22159,114 @@ class Partitioner {
     return false;
   }
 
+  // What a group becomes with one more call, built on a copy and committed when it fuses.
+  struct Growth {
+    Epilogue epilogue;
+    std::vector<Expr> operands;
+    std::vector<Expr> absorbed;  // calls that join with it (a residual operand's cast)
+    DType logical;
+    bool wrapped = false;
+  };
+  using K = EpilogueStep::Kind;
+
   // Appends the epilogue steps of `call` (its argument `chain` is the group's value) to g, or
   // returns false leaving g as it was.
   bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain) {
-    const auto& env = target_.env;
+    Growth next{g.group.epilogue, g.group.operands, {}, g.logical, false};
     const std::string& op = call.op();
-    Epilogue ep = g.group.epilogue;
-    std::vector<Expr> operands = g.group.operands;
-    std::vector<Expr> absorbed;
-    DType logical = g.logical;
-    bool wrapped = false;
-    const bool accumulating = logical == env.acc_dtype;
-    using K = EpilogueStep::Kind;
-    if (op == "bias_add") {
-      const auto& b = call.args[1];
-      const auto axis = call.attrs.get_int("axis");
-      const auto rank = static_cast<std::int64_t>(e.type().ndim());
-      if (!accumulating || chain != 0 || b.type().dtype != env.acc_dtype ||
-          (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
-        return false;
-      ep.add_channel(env.acc_dtype);
-      operands.push_back(b);
-    } else if (op == "add") {
-      const Expr& other = call.args[1 - chain];
-      if (!accumulating || !same_shape(other.type(), e.type())) return false;
-      const auto* cast = other.as<CallNode>();
-      if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
-          users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
-          other.type().dtype == env.acc_dtype) {
-        ep.add_tensor(env.inp_dtype);  // loaded through ACC_8BIT, sign-extended
-        operands.push_back(cast->args[0]);
-        absorbed.push_back(other);
-      } else if (other.type().dtype == env.acc_dtype) {
-        ep.add_tensor(env.acc_dtype);
-        operands.push_back(other);
-      } else {
-        return false;
-      }
-    } else if (op == "requantize") {
-      const auto p = requantize_params(call.attrs);
-      const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
-      if (!accumulating || p.out_dtype != env.out_dtype || p.shift > shr.second ||
-          !fits_imm(p.lo) || !fits_imm(p.hi))
-        return false;
-      if (p.rounding == host::Rounding::Nearest && p.shift > 0)
-        ep.imm(K::Add, std::int64_t{1} << (p.shift - 1));
-      if (p.shift > 0) ep.imm(K::Shr, p.shift);
-      ep.imm(K::Max, p.lo);
-      ep.imm(K::Min, p.hi);
-      logical = p.out_dtype;
-    } else if (op == "relu") {
-      ep.imm(K::Max, 0);
-    } else if (op == "clip") {
-      const auto [lo, hi] = host::clip_int_bounds(
-          {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, logical, names_.label(e));
-      if (!fits_imm(lo) || !fits_imm(hi)) return false;
-      ep.imm(K::Max, lo);
-      ep.imm(K::Min, hi);
-    } else if (op == "cast") {
-      const DType to = call.attrs.get_dtype("dtype");
-      if (to != env.out_dtype) return false;  // VTA cannot keep a value wider than it stores
-      wrapped = logical != env.out_dtype;     // int32 -> int8 wraps: only the store may follow
-      logical = to;
-    } else {
-      return false;
-    }
-    g.group.epilogue = std::move(ep);
-    g.group.operands = std::move(operands);
-    g.logical = logical;
-    g.wrapped = wrapped;
-    for (const auto& a : absorbed) {
+    bool fused = false;
+    if (op == "bias_add")
+      fused = chain == 0 && fuse_bias_add(next, g, e, call);
+    else if (op == "add")
+      fused = fuse_add(next, e, call.args[1 - chain]);
+    else if (op == "requantize")
+      fused = fuse_requantize(next, call);
+    else if (op == "relu")
+      fused = (next.epilogue.imm(K::Max, 0), true);
+    else if (op == "clip")
+      fused = fuse_clip(next, e, call);
+    else if (op == "cast")
+      fused = fuse_cast(next, call);
+    if (!fused) return false;
+    g.group.epilogue = std::move(next.epilogue);
+    g.group.operands = std::move(next.operands);
+    g.logical = next.logical;
+    g.wrapped = next.wrapped;
+    for (const auto& a : next.absorbed) {
       member_[a.get()] = index_of(g);
       g.group.calls.push_back(a);
     }
+    return true;
+  }
+
+  bool accumulating(const Growth& next) const { return next.logical == target_.env.acc_dtype; }
+
+  // + b[c], an int32 vector along the result's channel axis.
+  bool fuse_bias_add(Growth& next, const OpenGroup& g, const Expr& e, const CallNode& call) const {
+    const auto& b = call.args[1];
+    const auto axis = call.attrs.get_int("axis");
+    const auto rank = static_cast<std::int64_t>(e.type().ndim());
+    if (!accumulating(next) || b.type().dtype != target_.env.acc_dtype ||
+        (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
+      return false;
+    next.epilogue.add_channel(target_.env.acc_dtype);
+    next.operands.push_back(b);
+    return true;
+  }
+
+  // + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
+  // is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
+  bool fuse_add(Growth& next, const Expr& e, const Expr& other) const {
+    const auto& env = target_.env;
+    if (!accumulating(next) || !same_shape(other.type(), e.type())) return false;
+    const auto* cast = other.as<CallNode>();
+    if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
+        users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
+        other.type().dtype == env.acc_dtype) {
+      next.epilogue.add_tensor(env.inp_dtype);
+      next.operands.push_back(cast->args[0]);
+      next.absorbed.push_back(other);
+      return true;
+    }
+    if (other.type().dtype != env.acc_dtype) return false;
+    next.epilogue.add_tensor(env.acc_dtype);
+    next.operands.push_back(other);
+    return true;
+  }
+
+  // (x + r) >> shift, clamped: the ALU's shift argument and 16-bit immediates bound it.
+  bool fuse_requantize(Growth& next, const CallNode& call) const {
+    const auto& env = target_.env;
+    const auto p = requantize_params(call.attrs);
+    const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
+    if (!accumulating(next) || p.out_dtype != env.out_dtype || p.shift > shr.second ||
+        !fits_imm(p.lo) || !fits_imm(p.hi))
+      return false;
+    if (p.rounding == host::Rounding::Nearest && p.shift > 0)
+      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1));
+    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift);
+    next.epilogue.imm(K::Max, p.lo);
+    next.epilogue.imm(K::Min, p.hi);
+    next.logical = p.out_dtype;
+    return true;
+  }
+
+  bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
+    const auto [lo, hi] = host::clip_int_bounds(
+        {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
+    if (!fits_imm(lo) || !fits_imm(hi)) return false;
+    next.epilogue.imm(K::Max, lo);
+    next.epilogue.imm(K::Min, hi);
+    return true;
+  }
+
+  // To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
+  // only the store does, so nothing may follow.
+  bool fuse_cast(Growth& next, const CallNode& call) const {
+    const DType to = call.attrs.get_dtype("dtype");
+    if (to != target_.env.out_dtype) return false;
+    next.wrapped = next.logical != to;
+    next.logical = to;
     return true;
   }
 
@@ -22490,21 +22533,26 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  // x + bias + r: a rounding constant right after a constant bias joins the bias at build time
-  // (exact: both adds wrap around in int32), saving an ALU pass per output tile.
-  static Group fold_rounding(Group g) {
+  // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
+  // them, joins the bias at build time (exact: the adds wrap around in int32, so they
+  // commute), saving an ALU pass per output tile. The folded constants live as long as the
+  // builder: its maps are keyed by node addresses.
+  Group fold_rounding(Group g) {
+    using K = EpilogueStep::Kind;
     auto& steps = g.epilogue.steps;
-    for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
-      if (steps[k].kind != EpilogueStep::Kind::AddChannel ||
-          steps[k + 1].kind != EpilogueStep::Kind::Add)
-        continue;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].kind != K::AddChannel) continue;
       const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
-      if (bias == nullptr) continue;
-      const std::int64_t r = steps[k + 1].imm;
+      std::size_t j = k + 1;
+      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
+        ++j;
+      if (bias == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
+      const std::int64_t r = steps[j].imm;
       te::NDArray folded = *bias->value;
       for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
       g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      folded_.push_back(g.operands[steps[k].input]);
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
     }
     return g;
   }
@@ -22574,6 +22622,7 @@ class ModuleBuilder {
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, std::size_t> plain_;
   std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
+  std::vector<Expr> folded_;  // constants made by fold_rounding
   std::size_t kernels_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include "../../examples/model_check.hpp"
 #include "../../examples/models.hpp"
 #include <random>
+#include <set>
 
 namespace graph = dlavm::graph;
 namespace ne = dlavm::ne;
@@ -208,6 +209,18 @@ TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer"
   CHECK(check.outputs_equal);
   CHECK(check.zero_share < 0.7);  // the activations are alive, not all rectified away
   CHECK(check.saturated_share < 0.1);
+  // each convolution reads its own bias (with its rounding constant folded in): no two steps
+  // share a constant the graph does not share
+  std::set<std::size_t> biases;
+  int convs = 0;
+  for (const auto& step : mod.steps())
+    if (step.kind == graph::ModuleStep::Kind::Vta && step.op.starts_with("conv2d")) {
+      ++convs;
+      biases.insert(step.inputs.at(2));
+      CHECK(mod.values()[step.inputs[2]].name.find(".bias+") != std::string::npos);
+    }
+  CHECK(convs == 20);
+  CHECK(biases.size() == 20);
   const auto& run = mod.last_run();
   std::uint64_t cycles = 0;
   for (const auto& s : run.steps) cycles += s.cycles;

@@ -120,21 +120,26 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  // x + bias + r: a rounding constant right after a constant bias joins the bias at build time
-  // (exact: both adds wrap around in int32), saving an ALU pass per output tile.
-  static Group fold_rounding(Group g) {
+  // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
+  // them, joins the bias at build time (exact: the adds wrap around in int32, so they
+  // commute), saving an ALU pass per output tile. The folded constants live as long as the
+  // builder: its maps are keyed by node addresses.
+  Group fold_rounding(Group g) {
+    using K = EpilogueStep::Kind;
     auto& steps = g.epilogue.steps;
-    for (std::size_t k = 0; k + 1 < steps.size(); ++k) {
-      if (steps[k].kind != EpilogueStep::Kind::AddChannel ||
-          steps[k + 1].kind != EpilogueStep::Kind::Add)
-        continue;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].kind != K::AddChannel) continue;
       const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
-      if (bias == nullptr) continue;
-      const std::int64_t r = steps[k + 1].imm;
+      std::size_t j = k + 1;
+      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
+        ++j;
+      if (bias == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
+      const std::int64_t r = steps[j].imm;
       te::NDArray folded = *bias->value;
       for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
       g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      folded_.push_back(g.operands[steps[k].input]);
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
     }
     return g;
   }
@@ -204,6 +209,7 @@ class ModuleBuilder {
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, std::size_t> plain_;
   std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
+  std::vector<Expr> folded_;  // constants made by fold_rounding
   std::size_t kernels_ = 0;
 };
 

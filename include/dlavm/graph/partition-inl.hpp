@@ -127,79 +127,114 @@ class Partitioner {
     return false;
   }
 
+  // What a group becomes with one more call, built on a copy and committed when it fuses.
+  struct Growth {
+    Epilogue epilogue;
+    std::vector<Expr> operands;
+    std::vector<Expr> absorbed;  // calls that join with it (a residual operand's cast)
+    DType logical;
+    bool wrapped = false;
+  };
+  using K = EpilogueStep::Kind;
+
   // Appends the epilogue steps of `call` (its argument `chain` is the group's value) to g, or
   // returns false leaving g as it was.
   bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain) {
-    const auto& env = target_.env;
+    Growth next{g.group.epilogue, g.group.operands, {}, g.logical, false};
     const std::string& op = call.op();
-    Epilogue ep = g.group.epilogue;
-    std::vector<Expr> operands = g.group.operands;
-    std::vector<Expr> absorbed;
-    DType logical = g.logical;
-    bool wrapped = false;
-    const bool accumulating = logical == env.acc_dtype;
-    using K = EpilogueStep::Kind;
-    if (op == "bias_add") {
-      const auto& b = call.args[1];
-      const auto axis = call.attrs.get_int("axis");
-      const auto rank = static_cast<std::int64_t>(e.type().ndim());
-      if (!accumulating || chain != 0 || b.type().dtype != env.acc_dtype ||
-          (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
-        return false;
-      ep.add_channel(env.acc_dtype);
-      operands.push_back(b);
-    } else if (op == "add") {
-      const Expr& other = call.args[1 - chain];
-      if (!accumulating || !same_shape(other.type(), e.type())) return false;
-      const auto* cast = other.as<CallNode>();
-      if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
-          users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
-          other.type().dtype == env.acc_dtype) {
-        ep.add_tensor(env.inp_dtype);  // loaded through ACC_8BIT, sign-extended
-        operands.push_back(cast->args[0]);
-        absorbed.push_back(other);
-      } else if (other.type().dtype == env.acc_dtype) {
-        ep.add_tensor(env.acc_dtype);
-        operands.push_back(other);
-      } else {
-        return false;
-      }
-    } else if (op == "requantize") {
-      const auto p = requantize_params(call.attrs);
-      const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
-      if (!accumulating || p.out_dtype != env.out_dtype || p.shift > shr.second ||
-          !fits_imm(p.lo) || !fits_imm(p.hi))
-        return false;
-      if (p.rounding == host::Rounding::Nearest && p.shift > 0)
-        ep.imm(K::Add, std::int64_t{1} << (p.shift - 1));
-      if (p.shift > 0) ep.imm(K::Shr, p.shift);
-      ep.imm(K::Max, p.lo);
-      ep.imm(K::Min, p.hi);
-      logical = p.out_dtype;
-    } else if (op == "relu") {
-      ep.imm(K::Max, 0);
-    } else if (op == "clip") {
-      const auto [lo, hi] = host::clip_int_bounds(
-          {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, logical, names_.label(e));
-      if (!fits_imm(lo) || !fits_imm(hi)) return false;
-      ep.imm(K::Max, lo);
-      ep.imm(K::Min, hi);
-    } else if (op == "cast") {
-      const DType to = call.attrs.get_dtype("dtype");
-      if (to != env.out_dtype) return false;  // VTA cannot keep a value wider than it stores
-      wrapped = logical != env.out_dtype;     // int32 -> int8 wraps: only the store may follow
-      logical = to;
-    } else {
-      return false;
-    }
-    g.group.epilogue = std::move(ep);
-    g.group.operands = std::move(operands);
-    g.logical = logical;
-    g.wrapped = wrapped;
-    for (const auto& a : absorbed) {
+    bool fused = false;
+    if (op == "bias_add")
+      fused = chain == 0 && fuse_bias_add(next, g, e, call);
+    else if (op == "add")
+      fused = fuse_add(next, e, call.args[1 - chain]);
+    else if (op == "requantize")
+      fused = fuse_requantize(next, call);
+    else if (op == "relu")
+      fused = (next.epilogue.imm(K::Max, 0), true);
+    else if (op == "clip")
+      fused = fuse_clip(next, e, call);
+    else if (op == "cast")
+      fused = fuse_cast(next, call);
+    if (!fused) return false;
+    g.group.epilogue = std::move(next.epilogue);
+    g.group.operands = std::move(next.operands);
+    g.logical = next.logical;
+    g.wrapped = next.wrapped;
+    for (const auto& a : next.absorbed) {
       member_[a.get()] = index_of(g);
       g.group.calls.push_back(a);
     }
+    return true;
+  }
+
+  bool accumulating(const Growth& next) const { return next.logical == target_.env.acc_dtype; }
+
+  // + b[c], an int32 vector along the result's channel axis.
+  bool fuse_bias_add(Growth& next, const OpenGroup& g, const Expr& e, const CallNode& call) const {
+    const auto& b = call.args[1];
+    const auto axis = call.attrs.get_int("axis");
+    const auto rank = static_cast<std::int64_t>(e.type().ndim());
+    if (!accumulating(next) || b.type().dtype != target_.env.acc_dtype ||
+        (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
+      return false;
+    next.epilogue.add_channel(target_.env.acc_dtype);
+    next.operands.push_back(b);
+    return true;
+  }
+
+  // + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
+  // is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
+  bool fuse_add(Growth& next, const Expr& e, const Expr& other) const {
+    const auto& env = target_.env;
+    if (!accumulating(next) || !same_shape(other.type(), e.type())) return false;
+    const auto* cast = other.as<CallNode>();
+    if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
+        users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
+        other.type().dtype == env.acc_dtype) {
+      next.epilogue.add_tensor(env.inp_dtype);
+      next.operands.push_back(cast->args[0]);
+      next.absorbed.push_back(other);
+      return true;
+    }
+    if (other.type().dtype != env.acc_dtype) return false;
+    next.epilogue.add_tensor(env.acc_dtype);
+    next.operands.push_back(other);
+    return true;
+  }
+
+  // (x + r) >> shift, clamped: the ALU's shift argument and 16-bit immediates bound it.
+  bool fuse_requantize(Growth& next, const CallNode& call) const {
+    const auto& env = target_.env;
+    const auto p = requantize_params(call.attrs);
+    const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
+    if (!accumulating(next) || p.out_dtype != env.out_dtype || p.shift > shr.second ||
+        !fits_imm(p.lo) || !fits_imm(p.hi))
+      return false;
+    if (p.rounding == host::Rounding::Nearest && p.shift > 0)
+      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1));
+    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift);
+    next.epilogue.imm(K::Max, p.lo);
+    next.epilogue.imm(K::Min, p.hi);
+    next.logical = p.out_dtype;
+    return true;
+  }
+
+  bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
+    const auto [lo, hi] = host::clip_int_bounds(
+        {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
+    if (!fits_imm(lo) || !fits_imm(hi)) return false;
+    next.epilogue.imm(K::Max, lo);
+    next.epilogue.imm(K::Min, hi);
+    return true;
+  }
+
+  // To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
+  // only the store does, so nothing may follow.
+  bool fuse_cast(Growth& next, const CallNode& call) const {
+    const DType to = call.attrs.get_dtype("dtype");
+    if (to != target_.env.out_dtype) return false;
+    next.wrapped = next.logical != to;
+    next.logical = to;
     return true;
   }
 

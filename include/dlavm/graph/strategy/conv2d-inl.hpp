@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -262,18 +262,15 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  std::optional<Conv2dTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<Conv2dTiling> candidates;
   for (const auto oc : divisors(n.oc))
     for (const auto h : divisors(n.oh))
       for (const auto w : divisors(n.ow))
         for (const auto ic : divisors(n.ic))
-          for (const std::int64_t vt : {2, 1}) {
-            const Conv2dTiling t{oc, h, w, ic, vt};
-            if (check_tiling(env, shape, epilogue, t)) continue;
-            const double cost = estimate_cycles(env, shape, epilogue, t);
-            if (cost < best_cost) best = t, best_cost = cost;
-          }
+          for (const std::int64_t vt : {2, 1}) candidates.push_back({oc, h, w, ic, vt});
+  const auto best = least_cost(
+      candidates, [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "

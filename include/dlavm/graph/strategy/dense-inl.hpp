@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -203,17 +203,14 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  std::optional<DenseTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<DenseTiling> candidates;
   for (const auto r : row_blocks)
     for (const auto nb : divisors(n.n))
       for (const auto kb : divisors(n.k))
-        for (const std::int64_t vt : {2, 1}) {
-          const DenseTiling t{r, nb, kb, vt};
-          if (check_tiling(env, shape, epilogue, t)) continue;
-          const double cost = estimate_cycles(env, shape, epilogue, t);
-          if (cost < best_cost) best = t, best_cost = cost;
-        }
+        for (const std::int64_t vt : {2, 1}) candidates.push_back({r, nb, kb, vt});
+  const auto best = least_cost(
+      candidates, [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -191,16 +191,13 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  std::optional<Pool2dTiling> best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<Pool2dTiling> candidates;
   for (const auto c : divisors(n.c))
     for (const auto h : divisors(n.oh))
-      for (const std::int64_t vt : {2, 1}) {
-        const Pool2dTiling t{c, h, vt};
-        if (check_tiling(env, shape, epilogue, t)) continue;
-        const double cost = estimate_cycles(env, shape, epilogue, t);
-        if (cost < best_cost) best = t, best_cost = cost;
-      }
+      for (const std::int64_t vt : {2, 1}) candidates.push_back({c, h, vt});
+  const auto best = least_cost(
+      candidates, [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
         "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "

@@ -1,8 +1,11 @@
-// Helpers the strategies' tiling choices share: divisors of a tile count, and the checks a
-// block size must pass (it divides the extent; the buffers it needs fit the SRAM).
+// Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
+// size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
+// every default tiling runs: the least estimated cost among the candidates that fit, over the
+// cartesian product of the knobs' values (a range-v3 pipeline).
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
+//   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
 #pragma once
 
 #include <fmt/format.h>
@@ -41,6 +44,20 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
                                              std::int64_t depth) {
   if (entries <= depth) return std::nullopt;
   return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
+// none fits.
+template <class Tiling, class Fits, class Cost>
+std::optional<Tiling> least_cost(const std::vector<Tiling>& candidates, Fits fits, Cost cost) {
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const auto& t : candidates) {
+    if (!fits(t)) continue;
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
 }
 
 }  // namespace dlavm::graph
