@@ -1,7 +1,7 @@
 // Shared by the gallery programs: command-line options and the report each one prints.
 #pragma once
 
-#include <dlavm/dlavm.hpp>
+#include <dlavm/vta.hpp>
 
 #include <fmt/format.h>
 

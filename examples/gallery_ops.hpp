@@ -2,7 +2,7 @@
 // benchmarks time their compilation. Each follows a TVM-VTA tutorial's schedule.
 #pragma once
 
-#include <dlavm/dlavm.hpp>
+#include <dlavm/vta.hpp>
 
 #include <algorithm>
 #include <cstdint>
