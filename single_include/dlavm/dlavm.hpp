@@ -642,7 +642,8 @@ DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
 //   fmt::print("{}", mod);                                   // the steps
 //
 // Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound: dlavm::Errors naming the input or dim.
+// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
+// build's VTA: dlavm::Errors naming the input, dim or configuration.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -1539,6 +1540,15 @@ constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
 }
 
 }  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -detail::floor_div(-a, b);
+}
+
+}  // namespace dlavm::ne
 // end dlavm/ne/int_math.hpp
 
 #include <fmt/format.h>
@@ -6863,6 +6873,8 @@ te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const s
 // end dlavm/core/error.hpp
 // begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
 // begin dlavm/ne/ops.hpp
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
@@ -6870,6 +6882,7 @@ te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const s
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <numeric>
@@ -6902,7 +6915,14 @@ struct Tiled4 {
   Dim a, b, h, w;
 };
 
+inline void require_tile(const Layout& l) {
+  if (l.rows < 1 || l.cols < 1)
+    raise<ValueError>("layout {}: tile rows and columns must be at least 1, got {}x{}",
+                      to_string(l), l.rows, l.cols);
+}
+
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
+  require_tile(l);
   const auto want = [&]() -> std::size_t {
     switch (l.kind) {
       case Layout::Kind::Activation:
@@ -6942,8 +6962,6 @@ Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
   }
 }
 
-inline std::int64_t tiles_of(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
-
 }  // namespace detail
 
 DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
@@ -6968,7 +6986,7 @@ namespace detail {
 // Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
 template <class Fn>
 void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
-  const std::int64_t b_tiles = tiles_of(d.b, tc), hw = d.h * d.w;
+  const std::int64_t b_tiles = ne::ceil_div(d.b, tc), hw = d.h * d.w;
   for (std::int64_t i = 0; i < d.a; ++i)
     for (std::int64_t j = 0; j < d.b; ++j) {
       const std::int64_t plain = (i * d.b + j) * hw;
@@ -6994,7 +7012,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
     detail::require_layout_rank(l, s.size());
-    te::NDArray out(logical.dtype(), {detail::tiles_of(s[0], l.cols), l.rows, l.cols});
+    te::NDArray out(logical.dtype(), {ne::ceil_div(s[0], l.cols), l.rows, l.cols});
     auto dst = out.data();
     for (std::int64_t c = 0; c < s[0]; ++c)
       for (std::int64_t r = 0; r < l.rows; ++r)
@@ -7003,7 +7021,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
-  std::vector<std::int64_t> dims{detail::tiles_of(d.a, l.rows), detail::tiles_of(d.b, l.cols)};
+  std::vector<std::int64_t> dims{ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
   if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
     dims.insert(dims.end(), {d.h, d.w});
   dims.insert(dims.end(), {l.rows, l.cols});
@@ -7016,7 +7034,12 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
-  if (l.kind == Layout::Kind::Plain) return packed;
+  if (l.kind == Layout::Kind::Plain) {
+    if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
+      raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
+                        fmt::join(packed.shape(), ", "), fmt::join(shape, ", "));
+    return packed;
+  }
   detail::require_integral(packed, l, "unpack");
   const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
   std::vector<ne::Expr> dims;
@@ -7053,7 +7076,8 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 // requantize, relu, clip) become once they run in the accumulator after a convolution or a
 // dense layer, and the te stages that compute them. Invariants of an Epilogue:
 //   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
-//   - an AddChannel operand is a per-output-channel int32 vector (a bias), packed as
+//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
+//   packed as
 //     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
 //     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
 //   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
@@ -12561,6 +12585,13 @@ struct EpilogueStages {
                                   std::int64_t channel_tiles, int vthreads);
 };
 
+// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
+// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
+te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
+inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
+  return copy_stage(t, t.dtype(), std::move(name));
+}
+
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
 // [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
@@ -12667,6 +12698,16 @@ DLAVM_INLINE std::string to_string(const Epilogue& e) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
+  return te::compute_dynamic(
+      t.shape(),
+      [&](std::span<const ne::Var> i) {
+        te::Expr x = t.read({i.begin(), i.end()});
+        return dtype == t.dtype() ? x : te::cast(dtype, x);
+      },
+      std::move(name));
+}
+
 namespace detail {
 
 // acc(i...) op operand, one ALU stage.
@@ -12721,22 +12762,10 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     if (in.kind == EpilogueInput::Kind::Channel) {
       const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
       st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
-      const auto& p = st.inputs.back();
-      st.channels[k] = te::compute_dynamic(
-          cshape,
-          [&](std::span<const ne::Var> i) {
-            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
-          },
-          in_name + "_buf");
+      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     } else {
       st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
-      const auto& p = st.inputs.back();
-      st.tensors[k] = te::compute_dynamic(
-          shape,
-          [&](std::span<const ne::Var> i) {
-            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
-          },
-          in_name + "_buf");
+      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     }
   }
   te::Tensor prev = acc;
@@ -12744,12 +12773,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
     prev = st.alu.back();
   }
-  st.res = te::compute_dynamic(
-      shape,
-      [&](std::span<const ne::Var> i) {
-        return te::cast(env.out_dtype, prev.read({i.begin(), i.end()}));
-      },
-      name);
+  st.res = copy_stage(prev, env.out_dtype, name);
   return st;
 }
 
@@ -19357,10 +19381,6 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
-  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
-  static std::vector<std::uint8_t> pack(const te::NDArray& a);
-  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a);
-
   // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
   class Emitter;
 
@@ -19372,6 +19392,11 @@ class Program {
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
 };
+
+// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
+// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width).
+std::vector<std::uint8_t> dram_bytes(const te::NDArray& a);
+void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a);
 
 // Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
 Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,
@@ -19698,7 +19723,7 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
       raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(), p.name(),
                         arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "), p.dtype(),
                         fmt::join(dims, ", "));
-    const auto bytes = pack(*arrays[k]);
+    const auto bytes = dram_bytes(*arrays[k]);
     buffers.push_back(dev.alloc(bytes.size()));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
@@ -19714,7 +19739,7 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     std::vector<std::uint8_t> bytes(buffers[k].bytes);
     dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
-    unpack(bytes, *arrays[k]);
+    from_dram_bytes(bytes, *arrays[k]);
     if (!options.dump_dir.empty() && is_output(k))
       dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
                                    func_.params[k].dtype(), true));
@@ -19734,23 +19759,28 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDAr
              std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
 }
 
-DLAVM_INLINE std::vector<std::uint8_t> Program::pack(const te::NDArray& a) {
+DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  std::vector<std::uint8_t> out(a.size() * width);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto v = static_cast<std::uint64_t>(a.data()[i]);
+  const auto data = a.data();
+  std::vector<std::uint8_t> out(data.size() * width);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
       out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
   }
   return out;
 }
 
-DLAVM_INLINE void Program::unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
+DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  auto data = a.data();
+  if (bytes.size() < data.size() * width)
+    raise<ValueError>("from_dram_bytes: {} bytes for {} elements of {}", bytes.size(), data.size(),
+                      a.dtype());
+  for (std::size_t i = 0; i < data.size(); ++i) {
     std::uint64_t v = 0;
     for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-    a.set_flat(i, static_cast<std::int64_t>(v));
+    data[i] = a.dtype().wrap(static_cast<std::int64_t>(v));
   }
 }
 
@@ -19776,6 +19806,7 @@ struct ModuleValue {
   Kind kind = Kind::Temp;
   std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
   std::string node;               // the graph node it holds, as the printer names it: "%3"
+  std::string param;              // Param: the input's name, as run() takes it ("input:0")
   std::vector<ne::Expr> logical;  // the graph node's shape
   Layout layout;                  // how the array holds it (Plain: as the node's shape)
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
@@ -19865,6 +19896,8 @@ class Module {
  private:
   void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
                     std::vector<std::optional<te::NDArray>>& arrays) const;
+  void check_input_names(std::span<const NamedArray> inputs) const;
+  void check_bindings(std::span<const ne::Binding> bindings) const;
   StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
                     std::vector<std::optional<te::NDArray>>& arrays) const;
 
@@ -19939,49 +19972,43 @@ inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
   return out;
 }
 
-// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it.
-inline std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
-  const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  const auto data = a.data();
-  std::vector<std::uint8_t> out(data.size() * width);
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    const auto v = static_cast<std::uint64_t>(data[i]);
-    for (std::size_t b = 0; b < width; ++b)
-      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
-  }
-  return out;
-}
-
-inline te::NDArray from_dram_bytes(std::span<const std::uint8_t> bytes, DType dtype,
-                                   std::vector<std::int64_t> shape) {
-  te::NDArray a(dtype, std::move(shape));
-  const auto width = static_cast<std::size_t>(dtype.bytes());
-  auto data = a.data();
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    std::uint64_t v = 0;
-    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-    data[i] = dtype.wrap(static_cast<std::int64_t>(v));
-  }
-  return a;
-}
-
 }  // namespace detail
 
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
                                        std::vector<std::optional<te::NDArray>>& arrays) const {
-  const auto fail_unknown = [&](std::string_view name) {
-    std::vector<std::string> known;
-    for (auto p : params_) known.push_back(values_[p].name);
-    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, name,
-                      fmt::join(known, ", "));
-  };
+  check_input_names(inputs);
+  check_bindings(bindings);
+  for (auto p : params_) {
+    const auto& v = values_[p];
+    const NamedArray* given = nullptr;
+    for (const auto& in : inputs)
+      if (in.name == v.param) given = &in;
+    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
+    const auto& a = given->value.get();
+    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    if (a.dtype() != v.dtype || a.shape() != shape)
+      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
+                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+    arrays[p] = a;
+  }
+}
+
+// Every array names an input.
+DLAVM_INLINE void Module::check_input_names(std::span<const NamedArray> inputs) const {
   for (const auto& in : inputs) {
     bool found = false;
-    for (auto p : params_) found = found || values_[p].name == fmt::format("%{}", in.name);
-    if (!found) fail_unknown(in.name);
+    for (auto p : params_) found = found || values_[p].param == in.name;
+    if (found) continue;
+    std::vector<std::string> known;
+    for (auto p : params_) known.push_back(values_[p].name);
+    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, in.name,
+                      fmt::join(known, ", "));
   }
-  // every symbolic dim of the params is bound, within its range
+}
+
+// Every symbolic dim of the inputs is bound, within its range.
+DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) const {
   for (auto p : params_)
     for (const auto& d : values_[p].logical)
       for (const auto& v : ne::free_vars(d)) {
@@ -19998,19 +20025,6 @@ DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
           raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
                             name_, var->name, b->value, var->min, var->max);
       }
-  for (auto p : params_) {
-    const auto& v = values_[p];
-    const NamedArray* given = nullptr;
-    for (const auto& in : inputs)
-      if (v.name == fmt::format("%{}", in.name)) given = &in;
-    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
-    const auto& a = given->value.get();
-    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
-    if (a.dtype() != v.dtype || a.shape() != shape)
-      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
-                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
-    arrays[p] = a;
-  }
 }
 
 DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
@@ -20028,7 +20042,7 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   for (const auto in : step.inputs) {
     const auto& v = values_[in];
     const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
-    const auto bytes = detail::dram_bytes(a);
+    const auto bytes = vta::dram_bytes(a);
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
@@ -20044,7 +20058,9 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   const vta::RunResult result = dev.run(stream);
   std::vector<std::uint8_t> bytes(out_bytes);
   dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
-  arrays[step.output] = detail::from_dram_bytes(bytes, out.dtype, std::move(out_shape));
+  te::NDArray out_array(out.dtype, std::move(out_shape));
+  vta::from_dram_bytes(bytes, out_array);
+  arrays[step.output] = std::move(out_array);
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -20062,6 +20078,13 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
                                                   std::span<const NamedArray> inputs,
                                                   std::span<const ne::Binding> bindings,
                                                   const ModuleRunOptions& options) {
+  if (dev.config() != env_.config)
+    raise<ValueError>(
+        "module '{}': built for a VTA of BATCH {}, BLOCK_IN {}, BLOCK_OUT {} and its SRAM sizes; "
+        "the device is configured otherwise (BATCH {}, BLOCK_IN {}, BLOCK_OUT {}, or other "
+        "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
+        name_, env_.batch, env_.block_in, env_.block_out, dev.config().batch(),
+        dev.config().block_in(), dev.config().block_out());
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
   check_inputs(inputs, bindings, arrays);
   const auto array_of = [&](std::size_t v) -> const te::NDArray& {
@@ -20263,7 +20286,7 @@ DLAVM_INLINE std::string Module::to_string() const {
 //
 //   graph::Target target;                            // default ops and strategies
 //   const auto* s = target.strategies.find("conv2d");
-//   if (auto why = s->support(call, target.env)) ... // runs on the host instead, says why
+//   if (auto why = s->support(call, target.env, epilogue)) ...  // the host runs it, says why
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -20378,7 +20401,7 @@ std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& 
 double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                        const Conv2dTiling& t);
 
-// The valid tiling of least estimated cycles (ties: fewer instructions). CapacityError when
+// The valid tiling of least estimated cycles (ties: the first in knob order). CapacityError when
 // no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
 Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                    const Epilogue& epilogue);
@@ -20404,12 +20427,16 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // begin dlavm/graph/strategy/tiling.hpp
 // Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit, over the
-// cartesian product of the knobs' values (a range-v3 pipeline).
+// every default tiling runs: the least estimated cost among the candidates that fit (the
+// combinations of the knobs' values). A plain loop: a range-v3 filter + min_element pipeline
+// reads the same and cost every header-only translation unit 1.3 s (docs/performance.md).
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
 //   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
+
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
 
 #include <fmt/format.h>
 
@@ -20421,7 +20448,7 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 
 namespace dlavm::graph {
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using ne::ceil_div;
 
 // The divisors of n >= 1, ascending.
 inline std::vector<std::int64_t> divisors(std::int64_t n) {
@@ -20541,20 +20568,9 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
     data_buf_ =
         te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, 0, name + "_data_buf");
   } else {
-    data_buf_ = te::compute_dynamic(
-        data_.shape(),
-        [&](std::span<const ne::Var> i) {
-          return data.read({i.begin(), i.end()});
-        },
-        name + "_data_buf");
+    data_buf_ = copy_stage(data_, name + "_data_buf");
   }
-  const auto& weight = weight_;
-  weight_buf_ = te::compute_dynamic(
-      weight_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return weight.read({i.begin(), i.end()});
-      },
-      name + "_weight_buf");
+  weight_buf_ = copy_stage(weight_, name + "_weight_buf");
   ic_ = te::reduce_axis({0, t.ic}, "ic");
   dy_ = te::reduce_axis({0, kh}, "dy");
   dx_ = te::reduce_axis({0, kw}, "dx");
@@ -20883,20 +20899,8 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
   const detail::DenseTiles t(env, shape);
   x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
   w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
-  const auto& x = x_;
-  const auto& w = w_;
-  x_buf_ = te::compute_dynamic(
-      x_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return x.read({i.begin(), i.end()});
-      },
-      name + "_x_buf");
-  w_buf_ = te::compute_dynamic(
-      w_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return w.read({i.begin(), i.end()});
-      },
-      name + "_w_buf");
+  x_buf_ = copy_stage(x_, name + "_x_buf");
+  w_buf_ = copy_stage(w_, name + "_w_buf");
   ko_ = te::reduce_axis({0, t.k}, "ko");
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
   const auto& x_buf = x_buf_;
@@ -21226,19 +21230,15 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const auto& p = shape.padding;
   data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
                           env.inp_dtype, name + "_data");
-  const auto& data = data_;
+  // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
+  // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
   if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
     // the pad value never wins a max; an average counts it as 0
     const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
     data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
                         name + "_data_buf");
   } else {
-    data_buf_ = te::compute_dynamic(
-        data_.shape(),
-        [&](std::span<const ne::Var> i) {
-          return te::cast(env.acc_dtype, data.read({i.begin(), i.end()}));
-        },
-        name + "_data_buf");
+    data_buf_ = copy_stage(data_, env.acc_dtype, name + "_data_buf");
   }
   auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
   auto dx = te::reduce_axis({0, shape.window[1]}, "dx");
@@ -21437,8 +21437,10 @@ struct AnchorCall {
 
 struct AnchorStrategy {
   std::string op{};
-  // Why this call cannot be the anchor of a VTA kernel (nullopt: it can).
-  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&)> support{};
+  // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
+  // Partition asks with an empty epilogue, then again with the group's final one.
+  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&, const Epilogue&)>
+      support{};
   // The packed layout of argument i.
   std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
   // The layout of the result (and of the epilogue's Tensor operands).
@@ -21460,14 +21462,14 @@ class VtaStrategies {
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
 };
 
-// conv2d and dense.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
 // begin dlavm/graph/strategy-inl.hpp
-// Definitions for graph/strategy.hpp: the registry and the conv2d and dense strategies.
+// Definitions for graph/strategy.hpp: the registry and the conv2d, dense and pooling strategies.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -21575,7 +21577,8 @@ inline Conv2dShape conv2d_shape(const AnchorCall& a) {
 inline AnchorStrategy conv2d_strategy() {
   AnchorStrategy s;
   s.op = "conv2d";
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> dims;
     for (std::size_t i = 0; i < 2; ++i)
@@ -21584,7 +21587,7 @@ inline AnchorStrategy conv2d_strategy() {
     for (auto p : shape.padding)
       if (p > 15)
         return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
@@ -21627,7 +21630,8 @@ inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
   s.op = "dense";
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> w;
     if (auto why = constant_dims(a, 1, w)) return why;
@@ -21639,7 +21643,7 @@ inline AnchorStrategy dense_strategy() {
           "(ne::var(\"token\", 1, 2048))",
           a.call.label, a.call.arg(0), rows, max);
     const DenseShape shape{rows, w[1], w[0]};
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
@@ -21693,7 +21697,8 @@ inline Pool2dShape pool2d_shape(const AnchorCall& a) {
 inline AnchorStrategy pool2d_strategy(std::string op) {
   AnchorStrategy s;
   s.op = std::move(op);
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
@@ -21714,7 +21719,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
             "an average that does not count its padding divides each window by "
             "another count");
     }
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1}))
       return fmt::format("even one output row does not fit: {}", *why);
     return std::nullopt;
   };
@@ -21786,7 +21791,8 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
 // and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
 // ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
 // mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
-// constant, and a call no device supports (TypeError saying why, per device). `global` holds
+// constant, and a call the host cannot run (TypeError saying why; with a target, a call
+// neither the host nor VTA runs, saying why for each). `global` holds
 // options for the whole function; none are defined yet, so any key is an error.
 
 // begin dlavm/core/api.hpp
@@ -21798,11 +21804,21 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 
+#include <cstdint>
+
 namespace dlavm::graph {
 
 // With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
 // also places calls on VTA. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+namespace detail {
+// Require: a call the host cannot run is an error; Defer: it stays unplaced (Device::Any), for
+// the target's placement to give VTA or report.
+enum class HostSupport : std::uint8_t { Require, Defer };
+Function infer_types(const Function& fn, const OpRegistry& ops, const Attrs& global,
+                     HostSupport host);
+}  // namespace detail
 
 }  // namespace dlavm::graph
 
@@ -21831,7 +21847,8 @@ namespace detail {
 
 class TypeInferer : public ExprMutator<TypeInferer> {
  public:
-  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+  TypeInferer(const OpRegistry& ops, const Function& fn, HostSupport host)
+      : ops_(ops), names_(fn), host_(host) {}
 
   Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
     const std::string label = names_.label(e);
@@ -21876,25 +21893,38 @@ class TypeInferer : public ExprMutator<TypeInferer> {
   }
 
   // The host runs every call its kernel supports; infer_type(fn, target) then moves the calls
-  // of VTA groups to VTA (graph/partition.hpp).
-  static Device place(const OpRecord& op, const TypeCall& typing) {
+  // of VTA groups to VTA (graph/partition.hpp), and leaves a call the host cannot run unplaced
+  // (Device::Any) for VTA to take.
+  Device place(const OpRecord& op, const TypeCall& typing) const {
     if (!op.host_support) return Device::Host;
     const auto why_not = op.host_support(typing);
     if (!why_not) return Device::Host;
-    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
-                     typing.label, *why_not, op.name);
+    if (host_ == HostSupport::Defer) return Device::Any;
+    raise<TypeError>(
+        "{}: the host cannot run this call: {} (infer_type(fn, target) also considers VTA)",
+        typing.label, *why_not);
   }
 
   const OpRegistry& ops_;
   NodeNames names_;
+  HostSupport host_;
 };
 
 }  // namespace detail
 
-DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+namespace detail {
+
+DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, const Attrs& global,
+                                  HostSupport host) {
   // no function-wide options are defined yet: any key is unknown
   normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn).mutate(fn);
+  return detail::TypeInferer(ops, fn, host).mutate(fn);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  return detail::infer_types(fn, ops, global, detail::HostSupport::Require);
 }
 
 }  // namespace dlavm::graph
@@ -21921,6 +21951,7 @@ struct Target {
 };
 
 // Types every call (infer_type with target.ops), then places it (graph::partition, graph::place).
+// A call neither device runs is a TypeError giving each device's reason.
 Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
 
 }  // namespace dlavm::graph
@@ -21946,7 +21977,8 @@ Function infer_type(const Function& fn, const Target& target, const Attrs& globa
 //
 // A call joins the group of its argument when that argument is the group's last call and has
 // no other user (nor is a result). A group whose last call is not int8 cannot be stored by
-// VTA and runs on the host, call by call; so does every call without a strategy or whose
+// VTA, and one whose epilogue operands leave no room in the accumulator cannot be tiled: it
+// runs on the host, call by call; so does every call without a strategy or whose
 // strategy refuses it (the group's `note` says why). Each host group holds one call.
 //
 //   auto part = graph::partition(typed_fn, target);
@@ -22010,6 +22042,16 @@ TypeCall typing_of(const Expr& call, const NodeNames& names);
 // `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
 // symbolic dim without a usable maximum).
 Partition partition(const Function& fn, const Target& target);
+
+namespace detail {
+// A function typed for a target (host support deferred to placement) and its partition; a
+// call neither device runs is a TypeError. infer_type(fn, target) and build start here.
+struct TypedPartition {
+  Function fn;
+  Partition partition;
+};
+TypedPartition type_and_partition(const Function& fn, const Target& target, const Attrs& global);
+}  // namespace detail
 
 // The typed function with each call placed as the partition places it (Device::Vta for the
 // calls of VTA groups, Device::Host for the others). graph::infer_type(fn, target) ends with
@@ -22118,7 +22160,7 @@ class Partitioner {
     }
     const TypeCall typing = typing_of(e, names_);
     const AnchorCall anchor{call.op(), typing, e.type()};
-    if (auto why = strategy->support(anchor, target_.env)) {
+    if (auto why = strategy->support(anchor, target_.env, Epilogue{})) {
       host_note_[e.get()] = *why;
       return;
     }
@@ -22178,11 +22220,12 @@ class Partitioner {
     if (op == "bias_add")
       fused = chain == 0 && fuse_bias_add(next, g, e, call);
     else if (op == "add")
-      fused = fuse_add(next, e, call.args[1 - chain]);
+      fused =
+          same_shape(call.args[chain].type(), e.type()) && fuse_add(next, e, call.args[1 - chain]);
     else if (op == "requantize")
       fused = fuse_requantize(next, call);
     else if (op == "relu")
-      fused = (next.epilogue.imm(K::Max, 0), true);
+      fused = fuse_relu(next);
     else if (op == "clip")
       fused = fuse_clip(next, e, call);
     else if (op == "cast")
@@ -22251,6 +22294,11 @@ class Partitioner {
     return true;
   }
 
+  static bool fuse_relu(Growth& next) {
+    next.epilogue.imm(K::Max, 0);
+    return true;
+  }
+
   bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
     const auto [lo, hi] = host::clip_int_bounds(
         {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
@@ -22274,7 +22322,11 @@ class Partitioner {
     return static_cast<std::size_t>(&g - open_.data());
   }
 
-  static bool fits_imm(std::int64_t v) { return v >= -32768 && v <= 32767; }
+  // Within the ALU's immediate for MAX and MIN (and ADD): VTA_ALUOP_IMM_BIT_WIDTH bits.
+  bool fits_imm(std::int64_t v) const {
+    const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Max, target_.env.config);
+    return v >= lo && v <= hi;
+  }
 
   static bool same_shape(const TensorType& a, const TensorType& b) {
     if (a.ndim() != b.ndim()) return false;
@@ -22283,19 +22335,32 @@ class Partitioner {
     return true;
   }
 
-  // Dissolves the groups VTA cannot store, then orders every group by its last call.
+  // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
+  // epilogue whose operands no longer fit the accumulator next to one output tile.
+  std::optional<std::string> why_not_stored(const OpenGroup& g) const {
+    if (g.logical != target_.env.out_dtype)
+      return fmt::format(
+          "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
+          "epilogue",
+          g.logical, target_.env.out_dtype);
+    const Expr& anchor = g.group.calls.front();
+    const TypeCall typing = typing_of(anchor, names_);
+    const AnchorCall call{anchor.name(), typing, anchor.type()};
+    if (auto why = g.strategy->support(call, target_.env, g.group.epilogue))
+      return fmt::format("with its fused epilogue: {}", *why);
+    return std::nullopt;
+  }
+
+  // Dissolves the groups VTA cannot run, then orders every group by its last call.
   Partition finish() {
     Partition part;
     part.names = names_;
     std::vector<bool> valid(open_.size());
     for (std::size_t g = 0; g < open_.size(); ++g) {
-      valid[g] = open_[g].logical == target_.env.out_dtype;
-      if (!valid[g])
-        for (const auto& c : open_[g].group.calls)
-          host_note_[c.get()] = fmt::format(
-              "its {} result would leave VTA, which stores only {}: requantize or cast it in a "
-              "fused epilogue",
-              open_[g].logical, target_.env.out_dtype);
+      const auto why = why_not_stored(open_[g]);
+      valid[g] = !why;
+      if (why)
+        for (const auto& c : open_[g].group.calls) host_note_[c.get()] = *why;
     }
     for (const auto& e : order_) {
       if (e.kind() != NodeKind::Call) continue;
@@ -22318,10 +22383,12 @@ class Partitioner {
   }
 
   // Calls in post-order (absorbed casts before their add), the result last.
+  // The anchor first, then the other calls in post-order (an absorbed cast before its add,
+  // even when post-order puts it before the anchor), the result last.
   Group sorted(Group g) const {
     std::unordered_set<const Node*> in;
-    for (const auto& c : g.calls) in.insert(c.get());
-    std::vector<Expr> calls;
+    for (std::size_t i = 1; i < g.calls.size(); ++i) in.insert(g.calls[i].get());
+    std::vector<Expr> calls{g.calls.front()};
     for (const auto& e : order_)
       if (in.contains(e.get())) calls.push_back(e);
     g.calls = std::move(calls);
@@ -22377,9 +22444,30 @@ DLAVM_INLINE Function place(const Function& fn, const Partition& part) {
 
 namespace dlavm::graph {
 
+namespace detail {
+
+DLAVM_INLINE TypedPartition type_and_partition(const Function& fn, const Target& target,
+                                               const Attrs& global) {
+  TypedPartition out{infer_types(fn, target.ops, global, HostSupport::Defer), {}};
+  out.partition = partition(out.fn, target);
+  for (const auto& g : out.partition.groups) {
+    if (g.device != Device::Host) continue;
+    for (const auto& c : g.calls) {
+      if (c.device() != Device::Any) continue;  // the host runs it
+      const TypeCall typing = typing_of(c, out.partition.names);
+      const auto why = target.ops.at(c.name()).host_support(typing);
+      raise<TypeError>("{}: no device supports this call; host: {}; vta: {}", typing.label,
+                       why.value_or("?"), g.note);
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
-  const Function typed = infer_type(fn, target.ops, global);
-  return place(typed, partition(typed, target));
+  const auto typed = detail::type_and_partition(fn, target, global);
+  return place(typed.fn, typed.partition);
 }
 
 }  // namespace dlavm::graph
@@ -22444,6 +22532,7 @@ class ModuleBuilder {
     std::vector<std::size_t> params, results;
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
+      values_.back().param = p.name();
       plain_[p.get()] = params.back();
     }
     for (const auto& g : part_.groups) {
@@ -22629,9 +22718,8 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  const Function typed = infer_type(fn, target);
-  const Partition part = partition(typed, target);
-  return detail::ModuleBuilder(typed, part, target, options).build();
+  const auto typed = detail::type_and_partition(fn, target, {});
+  return detail::ModuleBuilder(typed.fn, typed.partition, target, options).build();
 }
 
 }  // namespace dlavm::graph

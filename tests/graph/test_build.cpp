@@ -40,7 +40,8 @@ graph::Expr random_epilogue(Rng& rng, graph::Expr acc, std::int64_t channels, st
   if (rng(0, 2) == 0) {
     const bool int8 = rng.coin();
     extra.push_back(graph::input("residual", shape, int8 ? DType::int8() : DType::int32()));
-    acc = graph::add(acc, int8 ? graph::cast(extra.back(), DType::int32()) : extra.back());
+    auto other = int8 ? graph::cast(extra.back(), DType::int32()) : extra.back();
+    acc = rng.coin() ? graph::add(acc, other) : graph::add(other, acc);
   }
   if (rng(0, 4) == 0) return graph::cast(acc, DType::int8());
   const std::int64_t lo = rng(-128, 20), hi = rng(lo, 127);
@@ -253,6 +254,64 @@ TEST_CASE("module: its text names values, layouts, steps and tilings") {
         "strides=[1, 1]) /* (1, 16, 1, 1) int8 */\n"
         "  return %3\n"
         "}\n");
+}
+
+TEST_CASE("build: the residual sum fuses whichever side of add it is on") {
+  auto x = graph::input("x", {1, 16, 6, 6}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 4, -8, 8));
+  auto conv = graph::conv2d(x, w, {.padding = {1, 1, 1, 1}});
+  auto shortcut = graph::cast(x, DType::int32());
+  for (const bool left : {true, false}) {
+    CAPTURE(left);
+    auto sum = left ? graph::add(shortcut, conv) : graph::add(conv, shortcut);
+    const auto fn = graph::function({x}, {graph::relu(graph::requantize(sum, {.shift = 5}))});
+    CHECK(check_on_vta(fn, {}, 3) == 1);
+    const auto part =
+        graph::partition(graph::infer_type(fn, graph::default_ops()), graph::Target{});
+    REQUIRE(part.groups.size() == 1);
+    CHECK(part.groups[0].anchor().name() == "conv2d");
+  }
+}
+
+TEST_CASE("build: an add that broadcasts the accumulator is not fused") {
+  auto x = graph::input("x", {1, 16, 4, 8}, DType::int8());
+  auto s = graph::input("s", {2, 16, 4, 8}, DType::int32());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 4, -8, 8));
+  auto y = graph::requantize(graph::add(graph::conv2d(x, w), s), {.shift = 4});
+  // the conv's int32 result cannot leave VTA, so the whole chain runs on the host
+  CHECK(check_on_vta(graph::function({x, s}, {y}), {}, 9) == 0);
+}
+
+TEST_CASE("module: inputs are passed by their graph names, whatever characters they hold") {
+  auto x = graph::input("input:0", {1, 16}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16}, 1));
+  auto mod = graph::build(
+      graph::function({x}, {graph::requantize(graph::dense(x, w), {.shift = 3})}), graph::Target{});
+  vta::SimDevice dev;
+  const auto a = te::NDArray::random(DType::int8(), {1, 16}, 2);
+  CHECK(mod.run(dev, {{"input:0", a}})[0].shape() == std::vector<std::int64_t>{1, 16});
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"%\"input:0\"", a}}),
+                       "module 'main': '%\"input:0\"' is not an input (its inputs: %\"input:0\")",
+                       dlavm::ValueError);
+}
+
+TEST_CASE("module: a device configured otherwise than the build's VTA is refused") {
+  auto x = graph::input("x", {1, 32}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {32, 32}, 1));
+  auto mod = graph::build(
+      graph::function({x}, {graph::requantize(graph::dense(x, w), {.shift = 3})}), graph::Target{});
+  vta::Config wide;
+  wide.log_block_in = 5;
+  wide.log_block_out = 5;
+  vta::SimDevice dev(wide);
+  const auto a = te::NDArray::random(DType::int8(), {1, 32}, 2);
+  CHECK_THROWS_WITH_AS(
+      mod.run(dev, {{"x", a}}),
+      "module 'main': built for a VTA of BATCH 1, BLOCK_IN 16, BLOCK_OUT 16 and its SRAM sizes; "
+      "the "
+      "device is configured otherwise (BATCH 1, BLOCK_IN 32, BLOCK_OUT 32, or other sizes): build "
+      "with graph::Target{.env = vta::Env(device config)}",
+      dlavm::ValueError);
 }
 
 TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") {

@@ -116,8 +116,8 @@ TEST_CASE("infer_type: float ops, and the host's float32-only rule as a placemen
   auto i = graph::input("i", {token, 16}, DType::int8());
   CHECK_THROWS_WITH_AS(
       typed({i}, graph::softmax(i)),
-      "%0 (softmax): no device supports this call; host: computes in float32 only, and input 0 "
-      "(%i) is int8 (cast it to float32 first); vta: no VTA strategy for 'softmax'",
+      "%0 (softmax): the host cannot run this call: computes in float32 only, and input 0 (%i) is "
+      "int8 (cast it to float32 first) (infer_type(fn, target) also considers VTA)",
       dlavm::TypeError);
   CHECK_THROWS_WITH_AS(typed({x}, graph::layer_norm(x, weight("g8", DType::float32(), {8}), g)),
                        "%0 (layer_norm): input 1 (%g8) dim 0 is 8 but input 0 (%x) dim 1 is 16",
@@ -125,7 +125,9 @@ TEST_CASE("infer_type: float ops, and the host's float32-only rule as a placemen
   auto wide = graph::input("wide", {1, 1, 4, 4}, DType::int64());
   CHECK_THROWS_WITH_AS(
       typed({wide}, graph::global_avg_pool2d(wide)),
-      doctest::Contains("host: averages integers of at most 32 bits, and input 0 (%wide) is int64"),
+      doctest::Contains(
+          "the host cannot run this call: averages integers of at most 32 bits, and input 0 "
+          "(%wide) is int64"),
       dlavm::TypeError);
 }
 

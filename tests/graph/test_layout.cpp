@@ -99,6 +99,14 @@ TEST_CASE("layout: wrong ranks, float arrays and mismatched packed shapes are er
                        "pack to layout activation[1x16]: VTA's layouts hold integers, the array "
                        "is float32",
                        dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(
+      graph::pack(te::NDArray(DType::int8(), {1, 1, 1, 1}), graph::Layout{Kind::Activation, 0, 16}),
+      "layout activation[0x16]: tile rows and columns must be at least 1, got 0x16",
+      dlavm::ValueError);
+  const std::int64_t plain_shape[] = {3};
+  CHECK_THROWS_WITH_AS(
+      graph::unpack(te::NDArray(DType::int8(), {2, 2}), graph::Layout{}, plain_shape),
+      "unpack from layout plain: the array is [2, 2], the shape asked [3]", dlavm::ShapeError);
   const std::int64_t shape[] = {1, 20, 2, 2};
   CHECK_THROWS_WITH_AS(graph::unpack(te::NDArray(DType::int8(), {1, 1, 2, 2, 1, 16}), a, shape),
                        "unpack from layout activation[1x16]: the array is [1, 1, 2, 2, 1, 16], a "

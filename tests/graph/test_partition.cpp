@@ -6,12 +6,14 @@
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>
+#include <dlavm/vta/hw/config.hpp>
 
 #include <doctest/doctest.h>
 
 namespace graph = dlavm::graph;
 namespace ne = dlavm::ne;
 namespace te = dlavm::te;
+namespace vta = dlavm::vta;
 using dlavm::DType;
 
 namespace partition_test {
@@ -210,6 +212,37 @@ TEST_CASE("partition: infer_type with a target prints the placement") {
         "  %3 = host.cast(%2, dtype=float32) /* ret=(token, 24), dtype=float32, device=host */\n"
         "  return %3\n"
         "}");
+}
+
+TEST_CASE("partition: with a target, a call neither device runs names both reasons") {
+  auto i = graph::input("i", {4, 16}, DType::int8());
+  CHECK_THROWS_WITH_AS(
+      graph::infer_type(graph::function({i}, {graph::softmax(i)}), target()),
+      "%0 (softmax): no device supports this call; host: computes in float32 only, and input 0 "
+      "(%i) is int8 (cast it to float32 first); vta: no VTA strategy for 'softmax'",
+      dlavm::TypeError);
+}
+
+TEST_CASE("partition: a group whose epilogue leaves no room in the accumulator runs on the host") {
+  vta::Config small;
+  small.log_acc_buff_size = 7;  // 2 accumulator entries
+  graph::Target tiny{.env = vta::Env(small)};
+  auto x = image(16, 2);
+  auto conv = graph::conv2d(x, weight("w", {32, 16, 1, 1}));
+  const auto typed = [&](graph::Expr y) {
+    return graph::infer_type(graph::function({x}, {y}), tiny.ops);
+  };
+  // alone, one output tile fits
+  auto alone = graph::partition(typed(graph::requantize(conv, {.shift = 4})), tiny);
+  CHECK(alone.describe(alone.groups[0]) == "vta: %0 conv2d, %1 requantize");
+  // the bias needs an entry per output channel tile (2) next to it
+  auto biased =
+      graph::partition(typed(graph::requantize(
+                           graph::bias_add(conv, weight("b", {32}, DType::int32())), {.shift = 4})),
+                       tiny);
+  CHECK(biased.describe(biased.groups[0]) ==
+        "host: %0 conv2d (with its fused epilogue: even one output tile does not fit: the "
+        "accumulator needs 3 entries, it has 2)");
 }
 
 TEST_CASE("partition: a symbolic dim without a usable maximum is an error naming the node") {

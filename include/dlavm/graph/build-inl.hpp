@@ -31,6 +31,7 @@ class ModuleBuilder {
     std::vector<std::size_t> params, results;
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
+      values_.back().param = p.name();
       plain_[p.get()] = params.back();
     }
     for (const auto& g : part_.groups) {
@@ -216,9 +217,8 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  const Function typed = infer_type(fn, target);
-  const Partition part = partition(typed, target);
-  return detail::ModuleBuilder(typed, part, target, options).build();
+  const auto typed = detail::type_and_partition(fn, target, {});
+  return detail::ModuleBuilder(typed.fn, typed.partition, target, options).build();
 }
 
 }  // namespace dlavm::graph

@@ -16,7 +16,8 @@ namespace detail {
 
 class TypeInferer : public ExprMutator<TypeInferer> {
  public:
-  TypeInferer(const OpRegistry& ops, const Function& fn) : ops_(ops), names_(fn) {}
+  TypeInferer(const OpRegistry& ops, const Function& fn, HostSupport host)
+      : ops_(ops), names_(fn), host_(host) {}
 
   Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
     const std::string label = names_.label(e);
@@ -61,25 +62,38 @@ class TypeInferer : public ExprMutator<TypeInferer> {
   }
 
   // The host runs every call its kernel supports; infer_type(fn, target) then moves the calls
-  // of VTA groups to VTA (graph/partition.hpp).
-  static Device place(const OpRecord& op, const TypeCall& typing) {
+  // of VTA groups to VTA (graph/partition.hpp), and leaves a call the host cannot run unplaced
+  // (Device::Any) for VTA to take.
+  Device place(const OpRecord& op, const TypeCall& typing) const {
     if (!op.host_support) return Device::Host;
     const auto why_not = op.host_support(typing);
     if (!why_not) return Device::Host;
-    raise<TypeError>("{}: no device supports this call; host: {}; vta: no VTA strategy for '{}'",
-                     typing.label, *why_not, op.name);
+    if (host_ == HostSupport::Defer) return Device::Any;
+    raise<TypeError>(
+        "{}: the host cannot run this call: {} (infer_type(fn, target) also considers VTA)",
+        typing.label, *why_not);
   }
 
   const OpRegistry& ops_;
   NodeNames names_;
+  HostSupport host_;
 };
 
 }  // namespace detail
 
-DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+namespace detail {
+
+DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, const Attrs& global,
+                                  HostSupport host) {
   // no function-wide options are defined yet: any key is unknown
   normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn).mutate(fn);
+  return detail::TypeInferer(ops, fn, host).mutate(fn);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global) {
+  return detail::infer_types(fn, ops, global, detail::HostSupport::Require);
 }
 
 }  // namespace dlavm::graph

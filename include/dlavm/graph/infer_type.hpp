@@ -13,7 +13,8 @@
 // and the input (`input 1 (%w)`), with the numbers: an unknown op (ValueError listing the known
 // ones), a wrong argument count, an unknown / missing / mistyped attribute, shape and dtype
 // mismatches (ShapeError / TypeError from the type rules), a symbolic dim where a rule needs a
-// constant, and a call no device supports (TypeError saying why, per device). `global` holds
+// constant, and a call the host cannot run (TypeError saying why; with a target, a call
+// neither the host nor VTA runs, saying why for each). `global` holds
 // options for the whole function; none are defined yet, so any key is an error.
 #pragma once
 
@@ -22,11 +23,21 @@
 #include <dlavm/graph/node.hpp>
 #include <dlavm/graph/op.hpp>
 
+#include <cstdint>
+
 namespace dlavm::graph {
 
 // With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
 // also places calls on VTA. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
+
+namespace detail {
+// Require: a call the host cannot run is an error; Defer: it stays unplaced (Device::Any), for
+// the target's placement to give VTA or report.
+enum class HostSupport : std::uint8_t { Require, Defer };
+Function infer_types(const Function& fn, const OpRegistry& ops, const Attrs& global,
+                     HostSupport host);
+}  // namespace detail
 
 }  // namespace dlavm::graph
 

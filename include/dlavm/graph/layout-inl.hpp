@@ -4,11 +4,13 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <numeric>
@@ -41,7 +43,14 @@ struct Tiled4 {
   Dim a, b, h, w;
 };
 
+inline void require_tile(const Layout& l) {
+  if (l.rows < 1 || l.cols < 1)
+    raise<ValueError>("layout {}: tile rows and columns must be at least 1, got {}x{}",
+                      to_string(l), l.rows, l.cols);
+}
+
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
+  require_tile(l);
   const auto want = [&]() -> std::size_t {
     switch (l.kind) {
       case Layout::Kind::Activation:
@@ -81,8 +90,6 @@ Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
   }
 }
 
-inline std::int64_t tiles_of(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
-
 }  // namespace detail
 
 DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
@@ -107,7 +114,7 @@ namespace detail {
 // Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
 template <class Fn>
 void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
-  const std::int64_t b_tiles = tiles_of(d.b, tc), hw = d.h * d.w;
+  const std::int64_t b_tiles = ne::ceil_div(d.b, tc), hw = d.h * d.w;
   for (std::int64_t i = 0; i < d.a; ++i)
     for (std::int64_t j = 0; j < d.b; ++j) {
       const std::int64_t plain = (i * d.b + j) * hw;
@@ -133,7 +140,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
     detail::require_layout_rank(l, s.size());
-    te::NDArray out(logical.dtype(), {detail::tiles_of(s[0], l.cols), l.rows, l.cols});
+    te::NDArray out(logical.dtype(), {ne::ceil_div(s[0], l.cols), l.rows, l.cols});
     auto dst = out.data();
     for (std::int64_t c = 0; c < s[0]; ++c)
       for (std::int64_t r = 0; r < l.rows; ++r)
@@ -142,7 +149,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
-  std::vector<std::int64_t> dims{detail::tiles_of(d.a, l.rows), detail::tiles_of(d.b, l.cols)};
+  std::vector<std::int64_t> dims{ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
   if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
     dims.insert(dims.end(), {d.h, d.w});
   dims.insert(dims.end(), {l.rows, l.cols});
@@ -155,7 +162,12 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
-  if (l.kind == Layout::Kind::Plain) return packed;
+  if (l.kind == Layout::Kind::Plain) {
+    if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
+      raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
+                        fmt::join(packed.shape(), ", "), fmt::join(shape, ", "));
+    return packed;
+  }
   detail::require_integral(packed, l, "unpack");
   const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
   std::vector<ne::Expr> dims;

@@ -44,49 +44,43 @@ inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
   return out;
 }
 
-// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it.
-inline std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
-  const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  const auto data = a.data();
-  std::vector<std::uint8_t> out(data.size() * width);
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    const auto v = static_cast<std::uint64_t>(data[i]);
-    for (std::size_t b = 0; b < width; ++b)
-      out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
-  }
-  return out;
-}
-
-inline te::NDArray from_dram_bytes(std::span<const std::uint8_t> bytes, DType dtype,
-                                   std::vector<std::int64_t> shape) {
-  te::NDArray a(dtype, std::move(shape));
-  const auto width = static_cast<std::size_t>(dtype.bytes());
-  auto data = a.data();
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    std::uint64_t v = 0;
-    for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-    data[i] = dtype.wrap(static_cast<std::int64_t>(v));
-  }
-  return a;
-}
-
 }  // namespace detail
 
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
                                        std::vector<std::optional<te::NDArray>>& arrays) const {
-  const auto fail_unknown = [&](std::string_view name) {
-    std::vector<std::string> known;
-    for (auto p : params_) known.push_back(values_[p].name);
-    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, name,
-                      fmt::join(known, ", "));
-  };
+  check_input_names(inputs);
+  check_bindings(bindings);
+  for (auto p : params_) {
+    const auto& v = values_[p];
+    const NamedArray* given = nullptr;
+    for (const auto& in : inputs)
+      if (in.name == v.param) given = &in;
+    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
+    const auto& a = given->value.get();
+    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    if (a.dtype() != v.dtype || a.shape() != shape)
+      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
+                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+    arrays[p] = a;
+  }
+}
+
+// Every array names an input.
+DLAVM_INLINE void Module::check_input_names(std::span<const NamedArray> inputs) const {
   for (const auto& in : inputs) {
     bool found = false;
-    for (auto p : params_) found = found || values_[p].name == fmt::format("%{}", in.name);
-    if (!found) fail_unknown(in.name);
+    for (auto p : params_) found = found || values_[p].param == in.name;
+    if (found) continue;
+    std::vector<std::string> known;
+    for (auto p : params_) known.push_back(values_[p].name);
+    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, in.name,
+                      fmt::join(known, ", "));
   }
-  // every symbolic dim of the params is bound, within its range
+}
+
+// Every symbolic dim of the inputs is bound, within its range.
+DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) const {
   for (auto p : params_)
     for (const auto& d : values_[p].logical)
       for (const auto& v : ne::free_vars(d)) {
@@ -103,19 +97,6 @@ DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
           raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
                             name_, var->name, b->value, var->min, var->max);
       }
-  for (auto p : params_) {
-    const auto& v = values_[p];
-    const NamedArray* given = nullptr;
-    for (const auto& in : inputs)
-      if (v.name == fmt::format("%{}", in.name)) given = &in;
-    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
-    const auto& a = given->value.get();
-    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
-    if (a.dtype() != v.dtype || a.shape() != shape)
-      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
-                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
-    arrays[p] = a;
-  }
 }
 
 DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
@@ -133,7 +114,7 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   for (const auto in : step.inputs) {
     const auto& v = values_[in];
     const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
-    const auto bytes = detail::dram_bytes(a);
+    const auto bytes = vta::dram_bytes(a);
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
@@ -149,7 +130,9 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   const vta::RunResult result = dev.run(stream);
   std::vector<std::uint8_t> bytes(out_bytes);
   dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
-  arrays[step.output] = detail::from_dram_bytes(bytes, out.dtype, std::move(out_shape));
+  te::NDArray out_array(out.dtype, std::move(out_shape));
+  vta::from_dram_bytes(bytes, out_array);
+  arrays[step.output] = std::move(out_array);
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -167,6 +150,13 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
                                                   std::span<const NamedArray> inputs,
                                                   std::span<const ne::Binding> bindings,
                                                   const ModuleRunOptions& options) {
+  if (dev.config() != env_.config)
+    raise<ValueError>(
+        "module '{}': built for a VTA of BATCH {}, BLOCK_IN {}, BLOCK_OUT {} and its SRAM sizes; "
+        "the device is configured otherwise (BATCH {}, BLOCK_IN {}, BLOCK_OUT {}, or other "
+        "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
+        name_, env_.batch, env_.block_in, env_.block_out, dev.config().batch(),
+        dev.config().block_in(), dev.config().block_out());
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
   check_inputs(inputs, bindings, arrays);
   const auto array_of = [&](std::size_t v) -> const te::NDArray& {

@@ -11,7 +11,8 @@
 //   fmt::print("{}", mod);                                   // the steps
 //
 // Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound: dlavm::Errors naming the input or dim.
+// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
+// build's VTA: dlavm::Errors naming the input, dim or configuration.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -43,6 +44,7 @@ struct ModuleValue {
   Kind kind = Kind::Temp;
   std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
   std::string node;               // the graph node it holds, as the printer names it: "%3"
+  std::string param;              // Param: the input's name, as run() takes it ("input:0")
   std::vector<ne::Expr> logical;  // the graph node's shape
   Layout layout;                  // how the array holds it (Plain: as the node's shape)
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
@@ -132,6 +134,8 @@ class Module {
  private:
   void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
                     std::vector<std::optional<te::NDArray>>& arrays) const;
+  void check_input_names(std::span<const NamedArray> inputs) const;
+  void check_bindings(std::span<const ne::Binding> bindings) const;
   StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
                     std::vector<std::optional<te::NDArray>>& arrays) const;
 

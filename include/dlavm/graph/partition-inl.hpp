@@ -86,7 +86,7 @@ class Partitioner {
     }
     const TypeCall typing = typing_of(e, names_);
     const AnchorCall anchor{call.op(), typing, e.type()};
-    if (auto why = strategy->support(anchor, target_.env)) {
+    if (auto why = strategy->support(anchor, target_.env, Epilogue{})) {
       host_note_[e.get()] = *why;
       return;
     }
@@ -146,11 +146,12 @@ class Partitioner {
     if (op == "bias_add")
       fused = chain == 0 && fuse_bias_add(next, g, e, call);
     else if (op == "add")
-      fused = fuse_add(next, e, call.args[1 - chain]);
+      fused =
+          same_shape(call.args[chain].type(), e.type()) && fuse_add(next, e, call.args[1 - chain]);
     else if (op == "requantize")
       fused = fuse_requantize(next, call);
     else if (op == "relu")
-      fused = (next.epilogue.imm(K::Max, 0), true);
+      fused = fuse_relu(next);
     else if (op == "clip")
       fused = fuse_clip(next, e, call);
     else if (op == "cast")
@@ -219,6 +220,11 @@ class Partitioner {
     return true;
   }
 
+  static bool fuse_relu(Growth& next) {
+    next.epilogue.imm(K::Max, 0);
+    return true;
+  }
+
   bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
     const auto [lo, hi] = host::clip_int_bounds(
         {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
@@ -242,7 +248,11 @@ class Partitioner {
     return static_cast<std::size_t>(&g - open_.data());
   }
 
-  static bool fits_imm(std::int64_t v) { return v >= -32768 && v <= 32767; }
+  // Within the ALU's immediate for MAX and MIN (and ADD): VTA_ALUOP_IMM_BIT_WIDTH bits.
+  bool fits_imm(std::int64_t v) const {
+    const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Max, target_.env.config);
+    return v >= lo && v <= hi;
+  }
 
   static bool same_shape(const TensorType& a, const TensorType& b) {
     if (a.ndim() != b.ndim()) return false;
@@ -251,19 +261,32 @@ class Partitioner {
     return true;
   }
 
-  // Dissolves the groups VTA cannot store, then orders every group by its last call.
+  // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
+  // epilogue whose operands no longer fit the accumulator next to one output tile.
+  std::optional<std::string> why_not_stored(const OpenGroup& g) const {
+    if (g.logical != target_.env.out_dtype)
+      return fmt::format(
+          "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
+          "epilogue",
+          g.logical, target_.env.out_dtype);
+    const Expr& anchor = g.group.calls.front();
+    const TypeCall typing = typing_of(anchor, names_);
+    const AnchorCall call{anchor.name(), typing, anchor.type()};
+    if (auto why = g.strategy->support(call, target_.env, g.group.epilogue))
+      return fmt::format("with its fused epilogue: {}", *why);
+    return std::nullopt;
+  }
+
+  // Dissolves the groups VTA cannot run, then orders every group by its last call.
   Partition finish() {
     Partition part;
     part.names = names_;
     std::vector<bool> valid(open_.size());
     for (std::size_t g = 0; g < open_.size(); ++g) {
-      valid[g] = open_[g].logical == target_.env.out_dtype;
-      if (!valid[g])
-        for (const auto& c : open_[g].group.calls)
-          host_note_[c.get()] = fmt::format(
-              "its {} result would leave VTA, which stores only {}: requantize or cast it in a "
-              "fused epilogue",
-              open_[g].logical, target_.env.out_dtype);
+      const auto why = why_not_stored(open_[g]);
+      valid[g] = !why;
+      if (why)
+        for (const auto& c : open_[g].group.calls) host_note_[c.get()] = *why;
     }
     for (const auto& e : order_) {
       if (e.kind() != NodeKind::Call) continue;
@@ -286,10 +309,12 @@ class Partitioner {
   }
 
   // Calls in post-order (absorbed casts before their add), the result last.
+  // The anchor first, then the other calls in post-order (an absorbed cast before its add,
+  // even when post-order puts it before the anchor), the result last.
   Group sorted(Group g) const {
     std::unordered_set<const Node*> in;
-    for (const auto& c : g.calls) in.insert(c.get());
-    std::vector<Expr> calls;
+    for (std::size_t i = 1; i < g.calls.size(); ++i) in.insert(g.calls[i].get());
+    std::vector<Expr> calls{g.calls.front()};
     for (const auto& e : order_)
       if (in.contains(e.get())) calls.push_back(e);
     g.calls = std::move(calls);

@@ -12,7 +12,8 @@
 //
 // A call joins the group of its argument when that argument is the group's last call and has
 // no other user (nor is a result). A group whose last call is not int8 cannot be stored by
-// VTA and runs on the host, call by call; so does every call without a strategy or whose
+// VTA, and one whose epilogue operands leave no room in the accumulator cannot be tiled: it
+// runs on the host, call by call; so does every call without a strategy or whose
 // strategy refuses it (the group's `note` says why). Each host group holds one call.
 //
 //   auto part = graph::partition(typed_fn, target);
@@ -71,6 +72,16 @@ TypeCall typing_of(const Expr& call, const NodeNames& names);
 // `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
 // symbolic dim without a usable maximum).
 Partition partition(const Function& fn, const Target& target);
+
+namespace detail {
+// A function typed for a target (host support deferred to placement) and its partition; a
+// call neither device runs is a TypeError. infer_type(fn, target) and build start here.
+struct TypedPartition {
+  Function fn;
+  Partition partition;
+};
+TypedPartition type_and_partition(const Function& fn, const Target& target, const Attrs& global);
+}  // namespace detail
 
 // The typed function with each call placed as the partition places it (Device::Vta for the
 // calls of VTA groups, Device::Host for the others). graph::infer_type(fn, target) ends with

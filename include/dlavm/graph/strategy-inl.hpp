@@ -1,4 +1,4 @@
-// Definitions for graph/strategy.hpp: the registry and the conv2d and dense strategies.
+// Definitions for graph/strategy.hpp: the registry and the conv2d, dense and pooling strategies.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -98,7 +98,8 @@ inline Conv2dShape conv2d_shape(const AnchorCall& a) {
 inline AnchorStrategy conv2d_strategy() {
   AnchorStrategy s;
   s.op = "conv2d";
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> dims;
     for (std::size_t i = 0; i < 2; ++i)
@@ -107,7 +108,7 @@ inline AnchorStrategy conv2d_strategy() {
     for (auto p : shape.padding)
       if (p > 15)
         return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
@@ -150,7 +151,8 @@ inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
   s.op = "dense";
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> w;
     if (auto why = constant_dims(a, 1, w)) return why;
@@ -162,7 +164,7 @@ inline AnchorStrategy dense_strategy() {
           "(ne::var(\"token\", 1, 2048))",
           a.call.label, a.call.arg(0), rows, max);
     const DenseShape shape{rows, w[1], w[0]};
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
@@ -216,7 +218,8 @@ inline Pool2dShape pool2d_shape(const AnchorCall& a) {
 inline AnchorStrategy pool2d_strategy(std::string op) {
   AnchorStrategy s;
   s.op = std::move(op);
-  s.support = [](const AnchorCall& a, const vta::Env& env) -> std::optional<std::string> {
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
@@ -237,7 +240,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
             "an average that does not count its padding divides each window by "
             "another count");
     }
-    if (auto why = check_tiling(env, shape, {}, {1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {1, 1, 1}))
       return fmt::format("even one output row does not fit: {}", *why);
     return std::nullopt;
   };

@@ -18,7 +18,7 @@
 //
 //   graph::Target target;                            // default ops and strategies
 //   const auto* s = target.strategies.find("conv2d");
-//   if (auto why = s->support(call, target.env)) ... // runs on the host instead, says why
+//   if (auto why = s->support(call, target.env, epilogue)) ...  // the host runs it, says why
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -79,8 +79,10 @@ struct AnchorCall {
 
 struct AnchorStrategy {
   std::string op{};
-  // Why this call cannot be the anchor of a VTA kernel (nullopt: it can).
-  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&)> support{};
+  // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
+  // Partition asks with an empty epilogue, then again with the group's final one.
+  std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&, const Epilogue&)>
+      support{};
   // The packed layout of argument i.
   std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
   // The layout of the result (and of the epilogue's Tensor operands).
@@ -102,7 +104,7 @@ class VtaStrategies {
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
 };
 
-// conv2d and dense.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph

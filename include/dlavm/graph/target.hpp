@@ -26,6 +26,7 @@ struct Target {
 };
 
 // Types every call (infer_type with target.ops), then places it (graph::partition, graph::place).
+// A call neither device runs is a TypeError giving each device's reason.
 Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
 
 }  // namespace dlavm::graph

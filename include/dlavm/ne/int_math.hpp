@@ -80,3 +80,12 @@ constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
 }
 
 }  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -detail::floor_div(-a, b);
+}
+
+}  // namespace dlavm::ne

@@ -315,7 +315,7 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
       raise<ShapeError>("program '{}': array for '{}' is {}[{}], expected {}[{}]", name(), p.name(),
                         arrays[k]->dtype(), fmt::join(arrays[k]->shape(), ", "), p.dtype(),
                         fmt::join(dims, ", "));
-    const auto bytes = pack(*arrays[k]);
+    const auto bytes = dram_bytes(*arrays[k]);
     buffers.push_back(dev.alloc(bytes.size()));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
@@ -331,7 +331,7 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     std::vector<std::uint8_t> bytes(buffers[k].bytes);
     dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
-    unpack(bytes, *arrays[k]);
+    from_dram_bytes(bytes, *arrays[k]);
     if (!options.dump_dir.empty() && is_output(k))
       dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
                                    func_.params[k].dtype(), true));
@@ -351,23 +351,28 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDAr
              std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
 }
 
-DLAVM_INLINE std::vector<std::uint8_t> Program::pack(const te::NDArray& a) {
+DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  std::vector<std::uint8_t> out(a.size() * width);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto v = static_cast<std::uint64_t>(a.data()[i]);
+  const auto data = a.data();
+  std::vector<std::uint8_t> out(data.size() * width);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
       out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
   }
   return out;
 }
 
-DLAVM_INLINE void Program::unpack(std::span<const std::uint8_t> bytes, te::NDArray& a) {
+DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  auto data = a.data();
+  if (bytes.size() < data.size() * width)
+    raise<ValueError>("from_dram_bytes: {} bytes for {} elements of {}", bytes.size(), data.size(),
+                      a.dtype());
+  for (std::size_t i = 0; i < data.size(); ++i) {
     std::uint64_t v = 0;
     for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
-    a.set_flat(i, static_cast<std::int64_t>(v));
+    data[i] = a.dtype().wrap(static_cast<std::int64_t>(v));
   }
 }
 

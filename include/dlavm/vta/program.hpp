@@ -77,10 +77,6 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
-  // Little-endian two's-complement bytes of an integer array, as DRAM holds it.
-  static std::vector<std::uint8_t> pack(const te::NDArray& a);
-  static void unpack(std::span<const std::uint8_t> bytes, te::NDArray& a);
-
   // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
   class Emitter;
 
@@ -92,6 +88,11 @@ class Program {
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
 };
+
+// Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
+// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width).
+std::vector<std::uint8_t> dram_bytes(const te::NDArray& a);
+void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a);
 
 // Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
 Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const Env& env,

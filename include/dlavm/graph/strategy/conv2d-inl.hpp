@@ -78,20 +78,9 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
     data_buf_ =
         te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, 0, name + "_data_buf");
   } else {
-    data_buf_ = te::compute_dynamic(
-        data_.shape(),
-        [&](std::span<const ne::Var> i) {
-          return data.read({i.begin(), i.end()});
-        },
-        name + "_data_buf");
+    data_buf_ = copy_stage(data_, name + "_data_buf");
   }
-  const auto& weight = weight_;
-  weight_buf_ = te::compute_dynamic(
-      weight_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return weight.read({i.begin(), i.end()});
-      },
-      name + "_weight_buf");
+  weight_buf_ = copy_stage(weight_, name + "_weight_buf");
   ic_ = te::reduce_axis({0, t.ic}, "ic");
   dy_ = te::reduce_axis({0, kh}, "dy");
   dx_ = te::reduce_axis({0, kw}, "dx");

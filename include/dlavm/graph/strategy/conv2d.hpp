@@ -98,7 +98,7 @@ std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& 
 double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                        const Conv2dTiling& t);
 
-// The valid tiling of least estimated cycles (ties: fewer instructions). CapacityError when
+// The valid tiling of least estimated cycles (ties: the first in knob order). CapacityError when
 // no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
 Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                    const Epilogue& epilogue);

@@ -38,20 +38,8 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
   const detail::DenseTiles t(env, shape);
   x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
   w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
-  const auto& x = x_;
-  const auto& w = w_;
-  x_buf_ = te::compute_dynamic(
-      x_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return x.read({i.begin(), i.end()});
-      },
-      name + "_x_buf");
-  w_buf_ = te::compute_dynamic(
-      w_.shape(),
-      [&](std::span<const ne::Var> i) {
-        return w.read({i.begin(), i.end()});
-      },
-      name + "_w_buf");
+  x_buf_ = copy_stage(x_, name + "_x_buf");
+  w_buf_ = copy_stage(w_, name + "_w_buf");
   ko_ = te::reduce_axis({0, t.k}, "ko");
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
   const auto& x_buf = x_buf_;

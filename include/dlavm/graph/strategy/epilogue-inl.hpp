@@ -92,6 +92,16 @@ DLAVM_INLINE std::string to_string(const Epilogue& e) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
+  return te::compute_dynamic(
+      t.shape(),
+      [&](std::span<const ne::Var> i) {
+        te::Expr x = t.read({i.begin(), i.end()});
+        return dtype == t.dtype() ? x : te::cast(dtype, x);
+      },
+      std::move(name));
+}
+
 namespace detail {
 
 // acc(i...) op operand, one ALU stage.
@@ -146,22 +156,10 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     if (in.kind == EpilogueInput::Kind::Channel) {
       const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
       st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
-      const auto& p = st.inputs.back();
-      st.channels[k] = te::compute_dynamic(
-          cshape,
-          [&](std::span<const ne::Var> i) {
-            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
-          },
-          in_name + "_buf");
+      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     } else {
       st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
-      const auto& p = st.inputs.back();
-      st.tensors[k] = te::compute_dynamic(
-          shape,
-          [&](std::span<const ne::Var> i) {
-            return te::cast(env.acc_dtype, p.read({i.begin(), i.end()}));
-          },
-          in_name + "_buf");
+      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     }
   }
   te::Tensor prev = acc;
@@ -169,12 +167,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
     prev = st.alu.back();
   }
-  st.res = te::compute_dynamic(
-      shape,
-      [&](std::span<const ne::Var> i) {
-        return te::cast(env.out_dtype, prev.read({i.begin(), i.end()}));
-      },
-      name);
+  st.res = copy_stage(prev, env.out_dtype, name);
   return st;
 }
 

@@ -2,7 +2,8 @@
 // requantize, relu, clip) become once they run in the accumulator after a convolution or a
 // dense layer, and the te stages that compute them. Invariants of an Epilogue:
 //   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
-//   - an AddChannel operand is a per-output-channel int32 vector (a bias), packed as
+//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
+//   packed as
 //     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
 //     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
 //   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
@@ -84,6 +85,13 @@ struct EpilogueStages {
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };
+
+// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
+// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
+te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
+inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
+  return copy_stage(t, t.dtype(), std::move(name));
+}
 
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
 // [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.

@@ -53,19 +53,15 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const auto& p = shape.padding;
   data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
                           env.inp_dtype, name + "_data");
-  const auto& data = data_;
+  // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
+  // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
   if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
     // the pad value never wins a max; an average counts it as 0
     const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
     data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
                         name + "_data_buf");
   } else {
-    data_buf_ = te::compute_dynamic(
-        data_.shape(),
-        [&](std::span<const ne::Var> i) {
-          return te::cast(env.acc_dtype, data.read({i.begin(), i.end()}));
-        },
-        name + "_data_buf");
+    data_buf_ = copy_stage(data_, env.acc_dtype, name + "_data_buf");
   }
   auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
   auto dx = te::reduce_axis({0, shape.window[1]}, "dx");

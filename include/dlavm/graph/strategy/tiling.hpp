@@ -1,12 +1,15 @@
 // Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit, over the
-// cartesian product of the knobs' values (a range-v3 pipeline).
+// every default tiling runs: the least estimated cost among the candidates that fit (the
+// combinations of the knobs' values). A plain loop: a range-v3 filter + min_element pipeline
+// reads the same and cost every header-only translation unit 1.3 s (docs/performance.md).
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
 //   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
 #pragma once
+
+#include <dlavm/ne/int_math.hpp>
 
 #include <fmt/format.h>
 
@@ -18,7 +21,7 @@
 
 namespace dlavm::graph {
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using ne::ceil_div;
 
 // The divisors of n >= 1, ascending.
 inline std::vector<std::int64_t> divisors(std::int64_t n) {
