@@ -314,6 +314,31 @@ TEST_CASE("module: a device configured otherwise than the build's VTA is refused
       dlavm::ValueError);
 }
 
+TEST_CASE("build: a ScheduleChooser replaces the default tilings (what a tuner does)") {
+  // one output tile per block, one thread: a slow tiling, but a valid one
+  struct Smallest final : graph::ScheduleChooser {
+    graph::Conv2dTiling conv2d(const vta::Env&, const graph::Conv2dShape&,
+                               const graph::Epilogue&) const override {
+      return {1, 1, 1, 1, 1};
+    }
+  };
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {32, 16, 3, 3}, 4, -8, 8));
+  const auto fn = graph::function(
+      {x}, {graph::requantize(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), {.shift = 6})});
+  const graph::Target target;
+  auto tuned = graph::build(fn, target, {.chooser = std::make_shared<Smallest>()});
+  auto plain = graph::build(fn, target);
+  CHECK(tuned.steps()[1].tiling == "oc 1, h 1, w 1, ic 1, 1 thread");
+  CHECK(plain.steps()[1].tiling != tuned.steps()[1].tiling);
+  vta::SimDevice dev;
+  const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 5);
+  const auto reference = graph::evaluate(graph::infer_type(fn, target), {{"x", a}});
+  CHECK(tuned.run(dev, {{"x", a}})[0] == reference[0]);
+  CHECK(plain.run(dev, {{"x", a}})[0] == reference[0]);
+  CHECK(tuned.last_run().steps[1].instructions != 0);
+}
+
 TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") {
   auto batch = ne::var("batch", 1, 8);
   auto x = graph::input("x", {batch, 32}, DType::int8());

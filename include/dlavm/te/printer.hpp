@@ -18,11 +18,9 @@ namespace detail {
 class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
  public:
   explicit ExprPrinter(std::string& out) : out_(out) {}
-  void visit_int(const IntImmNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}", n.value);
-  }
+  void visit_int(const IntImmNode& n, const Expr&) { out_ += fmt::format("{}", n.value); }
   void visit_cast(const CastNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "cast({}, ", n.dtype());
+    out_ += fmt::format("cast({}, ", n.dtype());
     visit(n.value);
     out_ += ')';
   }
@@ -58,27 +56,25 @@ class ExprPrinter : public ExprFunctor<ExprPrinter, void> {
     visit(n.f);
     out_ += ')';
   }
-  void visit_index(const IndexNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}", n.index);
-  }
+  void visit_index(const IndexNode& n, const Expr&) { out_ += fmt::format("{}", n.index); }
   void visit_read(const ReadNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.op->name, fmt::join(n.indices, ", "));
+    out_ += fmt::format("{}[{}]", n.op->name, fmt::join(n.indices, ", "));
   }
   void visit_load(const LoadNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
+    out_ += fmt::format("{}[{}]", n.buffer.name(), fmt::join(n.indices, ", "));
   }
   void visit_reduce(const ReduceNode& n, const Expr&) {
     out_ += n.combiner == Combiner::Sum ? "sum(" : n.combiner == Combiner::Max ? "max(" : "min(";
     visit(n.source);
     out_ += ", axis=[";
     for (std::size_t k = 0; k < n.axes.size(); ++k)
-      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.axes[k].name());
+      out_ += fmt::format("{}{}", k ? ", " : "", n.axes[k].name());
     out_ += "])";
   }
   void visit_call(const CallNode& n, const Expr&) {
-    fmt::format_to(std::back_inserter(out_), "@{}(", n.name);
+    out_ += fmt::format("@{}(", n.name);
     for (std::size_t k = 0; k < n.buffers.size(); ++k)
-      fmt::format_to(std::back_inserter(out_), "{}{}", k ? ", " : "", n.buffers[k].name());
+      out_ += fmt::format("{}{}", k ? ", " : "", n.buffers[k].name());
     if (!n.buffers.empty() && !n.args.empty()) out_ += "; ";
     for (std::size_t k = 0; k < n.args.size(); ++k) {
       if (k) out_ += ", ";

@@ -60,7 +60,7 @@ class Printer : public StmtVisitor<Printer> {
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
     out.append(static_cast<std::size_t>(indent_) * 2, ' ');
-    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out += fmt::format(f, std::forward<Args>(args)...);
     out += '\n';
   }
   void nested(const Stmt& s) {

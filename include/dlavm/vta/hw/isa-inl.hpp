@@ -105,41 +105,39 @@ DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std
 
 DLAVM_INLINE std::string disassemble(const InsnFields& f) {
   std::string s;
-  auto out = std::back_inserter(s);
   switch (f.opcode) {
     case Opcode::Load:
     case Opcode::Store:
-      fmt::format_to(out, "{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
-                     runtime::opcode_name(f.opcode),
-                     static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
-                         ? runtime::mem_name(f.memory_type)
-                         : "MEM?",
-                     f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
+      s += fmt::format("{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
+                       runtime::opcode_name(f.opcode),
+                       static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
+                           ? runtime::mem_name(f.memory_type)
+                           : "MEM?",
+                       f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
       if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
-        fmt::format_to(out, " pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+        s += fmt::format(" pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
       break;
     case Opcode::Gemm:
-      fmt::format_to(out, "GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
-                     f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
-                     f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
-                     f.wgt_factor_out, f.wgt_factor_in);
+      s += fmt::format("GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
+                       f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
+                       f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
+                       f.wgt_factor_out, f.wgt_factor_in);
       break;
     case Opcode::Alu:
-      fmt::format_to(out, "ALU {}",
-                     static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
-                         ? runtime::alu_name(f.alu_opcode)
-                         : "OP?");
-      if (f.use_imm) fmt::format_to(out, " imm={}", f.imm);
-      if (f.reset_reg) fmt::format_to(out, " reset");
-      fmt::format_to(out, " uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
-                     f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
-                     f.src_factor_in);
+      s += fmt::format("ALU {}", static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
+                                     ? runtime::alu_name(f.alu_opcode)
+                                     : "OP?");
+      if (f.use_imm) s += fmt::format(" imm={}", f.imm);
+      if (f.reset_reg) s += fmt::format(" reset");
+      s += fmt::format(" uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
+                       f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
+                       f.src_factor_in);
       break;
     case Opcode::Finish:
       s += "FINISH";
       break;
     default:
-      fmt::format_to(out, "UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
+      s += fmt::format("UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
       break;
   }
   if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
@@ -154,15 +152,14 @@ DLAVM_INLINE std::string disassemble(const InsnFields& f) {
 
 DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
   std::string s;
-  auto out = std::back_inserter(s);
   for (std::size_t i = 0; i < stream.insns.size(); ++i) {
     const auto f = decode(layout, stream.insns[i], i);
-    fmt::format_to(out, "{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
-                   disassemble(f));
+    s += fmt::format("{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
+                     disassemble(f));
   }
   for (std::size_t i = 0; i < stream.uops.size(); ++i) {
     const auto u = runtime::unpack_uop(layout, stream.uops[i]);
-    fmt::format_to(out, "uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
+    s += fmt::format("uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
   }
   return s;
 }
