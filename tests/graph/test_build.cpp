@@ -193,6 +193,64 @@ TEST_CASE("build: random max and average poolings with their epilogues equal the
   CHECK(vta_steps >= 12);
 }
 
+TEST_CASE(
+    "build: random graphs of many ops, shared values and several results equal the "
+    "reference") {
+  // Values are int8 NCHW maps of one spatial size and a few channel counts; each step adds a
+  // call on randomly chosen earlier values, so values get several users, chains break at
+  // them, groups interleave with host calls, and some results sit inside would-be groups.
+  Rng rng{std::mt19937_64(31)};
+  int vta_steps = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const std::int64_t hw = rng(3, 7);
+    auto x = graph::input("x", {1, 16, hw, hw}, DType::int8());
+    std::vector<std::pair<graph::Expr, std::int64_t>> values{{x, 16}};  // int8 maps, channels
+    std::vector<graph::Expr> results;
+    const auto pick = [&] {
+      return values[static_cast<std::size_t>(rng(0, static_cast<std::int64_t>(values.size()) - 1))];
+    };
+    for (int step = 0; step < 8; ++step) {
+      const auto [v, c] = pick();
+      const std::int64_t out = 8 * rng(1, 3);
+      const auto seed = static_cast<std::uint64_t>(trial * 100 + step);
+      switch (rng(0, 4)) {
+        case 0:
+        case 1: {  // a convolution layer, maybe with a residual sum of a same-shaped value
+          auto w = graph::constant(fmt::format("w{}", step),
+                                   te::NDArray::random(DType::int8(), {out, c, 3, 3}, seed, -6, 6));
+          auto acc = graph::conv2d(v, w, {.padding = {1, 1, 1, 1}});
+          for (const auto& [r, rc] : values)
+            if (rc == out && rng.coin()) {
+              acc = graph::add(acc, graph::cast(r, DType::int32()));
+              break;
+            }
+          auto y = graph::requantize(acc, {.shift = 6, .rounding = dlavm::host::Rounding::Nearest});
+          values.emplace_back(rng.coin() ? graph::relu(y) : y, out);
+          break;
+        }
+        case 2:
+          values.emplace_back(graph::max_pool2d(v, {.pool_size = {3, 3}, .padding = {1, 1, 1, 1}}),
+                              c);
+          break;
+        case 3:
+          values.emplace_back(graph::clip(v, {.lo = -20, .hi = 90}), c);
+          break;
+        default:  // an int32 result the host computes (dense over the flattened map)
+          results.push_back(graph::dense(
+              graph::flatten(v),
+              graph::constant(fmt::format("d{}", step),
+                              te::NDArray::random(DType::int8(), {5, c * hw * hw}, seed))));
+          break;
+      }
+      if (rng(0, 3) == 0) results.push_back(values.back().first);
+    }
+    results.push_back(values.back().first);
+    INFO("trial ", trial);
+    vta_steps += check_on_vta(graph::function({x}, results), {}, static_cast<std::uint64_t>(trial));
+  }
+  CHECK(vta_steps >= 20);
+}
+
 TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer") {
   const models::ResNet18 net(32);
   const graph::Target target;
