@@ -6821,6 +6821,14 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 //   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
 //   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
 //                                                                   for every batch row)
+//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
+//   width folded into the channels (im2col along the width), for a convolution whose few
+//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
+//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
+//                         channel c*KW + dx; then as Activation
+//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
+//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
+//   padding. Packing only: nothing reads these layouts back.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
 // VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
 //
@@ -6843,14 +6851,29 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 namespace dlavm::graph {
 
 struct Layout {
-  enum class Kind : std::uint8_t { Plain, Activation, Matrix, ConvWeight, DenseWeight, Channel };
+  enum class Kind : std::uint8_t {
+    Plain,
+    Activation,
+    Matrix,
+    ConvWeight,
+    DenseWeight,
+    Channel,
+    UnfoldedActivation,
+    UnfoldedConvWeight
+  };
+  // The unfolded layouts' convolution: kernel width, column stride and padding.
+  struct Unfold {
+    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
+    friend bool operator==(const Unfold&, const Unfold&) = default;
+  };
   Kind kind = Kind::Plain;
   std::int64_t rows = 1;  // tile rows (R)
   std::int64_t cols = 1;  // tile columns (T)
+  Unfold unfold{};
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-// "plain", "activation[1x16]", "matrix[1x16]", ...
+// "plain", "activation[1x16]", "matrix[1x16]", "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
@@ -6858,7 +6881,7 @@ std::string to_string(const Layout& l);
 std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
 
 te::NDArray pack(const te::NDArray& logical, const Layout& l);
-// `shape`: the logical shape to restore.
+// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
 te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
 }  // namespace dlavm::graph
@@ -6903,6 +6926,13 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
       return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::UnfoldedActivation:
+    case Layout::Kind::UnfoldedConvWeight:
+      return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
+                         l.kind == Layout::Kind::UnfoldedActivation ? "unfolded_activation"
+                                                                    : "unfolded_conv_weight",
+                         l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
+                         l.unfold.pad_right);
   }
   return "?";
 }
@@ -6927,6 +6957,8 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
     switch (l.kind) {
       case Layout::Kind::Activation:
       case Layout::Kind::ConvWeight:
+      case Layout::Kind::UnfoldedActivation:
+      case Layout::Kind::UnfoldedConvWeight:
         return 4;
       case Layout::Kind::DenseWeight:
         return 2;
@@ -6974,6 +7006,16 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
     detail::require_layout_rank(l, shape.size());
     return {tiles(shape[0], l.cols), l.rows, l.cols};
   }
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, shape.size());
+    const auto& u = l.unfold;
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    const ne::Expr ow =
+        act ? ne::simplify(ne::floordiv(shape[3] + u.pad_left + u.pad_right - u.kw, u.stride) + 1)
+            : ne::Expr(1);
+    const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
+    return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
   if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
@@ -7005,9 +7047,45 @@ inline void require_integral(const te::NDArray& a, const Layout& l, const char* 
 
 }  // namespace detail
 
+namespace detail {
+
+// x [N, C, H, W] -> [N, C*KW, H, OW], or w [O, C, KH, KW] -> [O, C*KW, KH, 1] (layout.hpp).
+inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
+  const auto& s = a.shape();
+  const auto& u = l.unfold;
+  const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+  if (u.kw < 1 || u.stride < 1 || u.pad_left < 0 || u.pad_right < 0 || (!act && s[3] != u.kw))
+    raise<ValueError>("layout {}: does not unfold a value of shape [{}]", to_string(l),
+                      fmt::join(s, ", "));
+  const std::int64_t ow = act ? (s[3] + u.pad_left + u.pad_right - u.kw) / u.stride + 1 : 1;
+  if (ow < 1) raise<ShapeError>("layout {}: a width of {} holds no window", to_string(l), s[3]);
+  te::NDArray out(a.dtype(), {s[0], s[1] * u.kw, s[2], ow});
+  const auto src = a.data();
+  auto dst = out.data();
+  std::size_t o = 0;
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t c = 0; c < s[1]; ++c)
+      for (std::int64_t dx = 0; dx < u.kw; ++dx)
+        for (std::int64_t y = 0; y < s[2]; ++y)
+          for (std::int64_t j = 0; j < ow; ++j, ++o) {
+            const std::int64_t x = act ? j * u.stride + dx - u.pad_left : dx;
+            const auto from = static_cast<std::size_t>(((n * s[1] + c) * s[2] + y) * s[3] + x);
+            dst[o] = x < 0 || x >= s[3] ? 0 : src[from];
+          }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, logical.ndim());
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    return pack(detail::unfold_width(logical, l),
+                {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
+  }
   const auto& s = logical.shape();
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
@@ -7034,6 +7112,11 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
+    raise<ValueError>(
+        "unpack from layout {}: it packs one convolution's operands and is never "
+        "read back",
+        to_string(l));
   if (l.kind == Layout::Kind::Plain) {
     if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
       raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
@@ -20383,6 +20466,14 @@ class Conv2dKernel {
   bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
 };
 
+// Whether folding the kernel width into the input channels (graph::Layout's unfolded layouts)
+// takes fewer input channel tiles per output pixel: an RGB image's 3 channels under a 7-wide
+// kernel need 2 tiles instead of 7 (one per kernel column).
+bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
+// The convolution the VTA kernel computes for `c`: c itself, or with the width unfolded, a
+// KH x 1 kernel over the OW unfolded columns with column stride 1 and no column padding.
+Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
+
 // Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
 // hold a block with its double buffer), or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
@@ -20534,6 +20625,23 @@ inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int6
 }
 
 }  // namespace detail
+
+DLAVM_INLINE bool unfolds_width(const vta::Env& env, const Conv2dShape& c) {
+  return c.kernel[1] > 1 && !detail::strided_window(c) &&
+         ceil_div(c.in_channels * c.kernel[1], env.block_in) <
+             c.kernel[1] * ceil_div(c.in_channels, env.block_in);
+}
+
+DLAVM_INLINE Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c) {
+  if (!unfolds_width(env, c)) return c;
+  Conv2dShape u = c;
+  u.in_channels = c.in_channels * c.kernel[1];
+  u.width = c.out_w();
+  u.kernel = {c.kernel[0], 1};
+  u.strides = {c.strides[0], 1};
+  u.padding = {c.padding[0], 0, c.padding[2], 0};
+  return u;
+}
 
 DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
@@ -21576,7 +21684,7 @@ inline AnchorStrategy conv2d_strategy() {
     std::vector<std::int64_t> dims;
     for (std::size_t i = 0; i < 2; ++i)
       if (auto why = constant_dims(a, i, dims)) return why;
-    const auto shape = conv2d_shape(a);
+    const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
       if (p > 15)
         return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
@@ -21584,7 +21692,14 @@ inline AnchorStrategy conv2d_strategy() {
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+  // An RGB-like input unfolds its kernel width into the channels (layout.hpp)
+  s.arg_layout = [](const AnchorCall& a, const vta::Env& env, std::size_t i) {
+    const auto shape = conv2d_shape(a);
+    if (unfolds_width(env, shape)) {
+      const Layout::Unfold u{shape.kernel[1], shape.strides[1], shape.padding[1], shape.padding[3]};
+      return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
+                    : Layout{Layout::Kind::UnfoldedConvWeight, env.block_out, env.block_in, u};
+    }
     return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
                   : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
@@ -21593,16 +21708,18 @@ inline AnchorStrategy conv2d_strategy() {
   };
   s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
                  const ScheduleChooser& chooser, const std::string& name) {
-    const auto shape = conv2d_shape(a);
+    const auto logical = conv2d_shape(a);
+    const auto shape = vta_conv2d_shape(env, logical);
     const auto t = chooser.conv2d(env, shape, e);
     const Conv2dKernel kernel(env, shape, e, name);
     VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}", t.oc_block, t.h_block,
-                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s"),
+                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}{}", t.oc_block, t.h_block,
+                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
+                            shape.kernel == logical.kernel ? "" : ", width unfolded"),
                 nullptr, nullptr};
     const auto traffic = tiling_traffic(env, shape, e, t);
     k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
-    k.macs = [macs = shape.macs()](std::span<const ne::Binding>) { return macs; };
+    k.macs = [macs = logical.macs()](std::span<const ne::Binding>) { return macs; };
     return k;
   };
   return s;

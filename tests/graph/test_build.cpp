@@ -331,6 +331,25 @@ TEST_CASE("build: the residual sum fuses whichever side of add it is on") {
   }
 }
 
+TEST_CASE("build: a 3-channel 7x7 convolution runs with its kernel width unfolded") {
+  auto x = graph::input("x", {1, 3, 20, 20}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {32, 3, 7, 7}, 4, -8, 8));
+  auto y = graph::relu(graph::requantize(
+      graph::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}}), {.shift = 7}));
+  const auto fn = graph::function({x}, {y});
+  CHECK(check_on_vta(fn, {}, 5) == 1);
+  const auto mod = graph::build(fn, graph::Target{});
+  const auto& conv = mod.steps()[1];
+  CHECK(conv.tiling.ends_with(", width unfolded"));
+  CHECK(mod.values()[conv.inputs[0]].name == "%x:unfolded_activation[1x16, kw 7 stride 2 pad 3 3]");
+  // 21 channels in 2 tiles, 7 kernel rows: 14 GEMM micro-ops per output tile, not 49
+  vta::SimDevice dev;
+  const auto a = te::NDArray::random(DType::int8(), {1, 3, 20, 20}, 6);
+  auto m = graph::build(fn, graph::Target{});
+  m.run(dev, {{"x", a}});
+  CHECK(m.last_run().steps[1].gemm_macs == std::uint64_t{2 * 2 * 10 * 10 * 7} * 256);
+}
+
 TEST_CASE("build: an add that broadcasts the accumulator is not fused") {
   auto x = graph::input("x", {1, 16, 4, 8}, DType::int8());
   auto s = graph::input("s", {2, 16, 4, 8}, DType::int32());

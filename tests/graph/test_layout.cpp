@@ -65,6 +65,43 @@ TEST_CASE("layout: element positions, padding and round trips over random shapes
   }
 }
 
+TEST_CASE("layout: unfolding a convolution's kernel width into the channels") {
+  // x[n, c*KW + dx, y, j] = x[n, c, y, j*sw + dx - pl] (0 outside), then tiled as an activation
+  const graph::Layout::Unfold u{.kw = 3, .stride = 2, .pad_left = 1, .pad_right = 1};
+  const graph::Layout act{Kind::UnfoldedActivation, 1, 4, u};
+  const auto x = te::NDArray::random(DType::int8(), {1, 3, 2, 7}, 3);
+  const auto p = graph::pack(x, act);
+  const std::int64_t ow = (7 + 2 - 3) / 2 + 1;                       // 4
+  CHECK(p.shape() == std::vector<std::int64_t>{1, 3, 2, ow, 1, 4});  // 9 channels in 3 tiles
+  for (std::int64_t c = 0; c < 3; ++c)
+    for (std::int64_t dx = 0; dx < 3; ++dx)
+      for (std::int64_t y = 0; y < 2; ++y)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          const std::int64_t col = j * 2 + dx - 1, ch = c * 3 + dx;
+          const std::int64_t want = col < 0 || col >= 7 ? 0 : x.at({0, c, y, col});
+          CHECK(p.at({0, ch / 4, y, j, 0, ch % 4}) == want);
+        }
+  CHECK(graph::shape_text(graph::packed_shape(act, {1, 3, 2, 7})) == "(1, 3, 2, 4, 1, 4)");
+  // the weights: w[o, c*KW + dx, dy, 0] = w[o, c, dy, dx]
+  const graph::Layout wl{Kind::UnfoldedConvWeight, 2, 4, u};
+  const auto w = te::NDArray::random(DType::int8(), {2, 3, 2, 3}, 4);
+  const auto pw = graph::pack(w, wl);
+  CHECK(pw.shape() == std::vector<std::int64_t>{1, 3, 2, 1, 2, 4});
+  for (std::int64_t o = 0; o < 2; ++o)
+    for (std::int64_t c = 0; c < 3; ++c)
+      for (std::int64_t dy = 0; dy < 2; ++dy)
+        for (std::int64_t dx = 0; dx < 3; ++dx) {
+          const std::int64_t ch = c * 3 + dx;
+          CHECK(pw.at({0, ch / 4, dy, 0, o, ch % 4}) == w.at({o, c, dy, dx}));
+        }
+  CHECK(graph::to_string(act) == "unfolded_activation[1x4, kw 3 stride 2 pad 1 1]");
+  const std::int64_t shape[] = {1, 3, 2, 7};
+  CHECK_THROWS_WITH_AS(graph::unpack(p, act, shape),
+                       "unpack from layout unfolded_activation[1x4, kw 3 stride 2 pad 1 1]: it "
+                       "packs one convolution's operands and is never read back",
+                       dlavm::ValueError);
+}
+
 TEST_CASE("layout: a channel vector is replicated over the tile rows") {
   const graph::Layout l{Kind::Channel, 2, 4};
   const auto b = te::NDArray::from_ints(DType::int32(), {6}, {1, 2, 3, 4, 5, 6});

@@ -31,6 +31,13 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
       return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::UnfoldedActivation:
+    case Layout::Kind::UnfoldedConvWeight:
+      return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
+                         l.kind == Layout::Kind::UnfoldedActivation ? "unfolded_activation"
+                                                                    : "unfolded_conv_weight",
+                         l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
+                         l.unfold.pad_right);
   }
   return "?";
 }
@@ -55,6 +62,8 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
     switch (l.kind) {
       case Layout::Kind::Activation:
       case Layout::Kind::ConvWeight:
+      case Layout::Kind::UnfoldedActivation:
+      case Layout::Kind::UnfoldedConvWeight:
         return 4;
       case Layout::Kind::DenseWeight:
         return 2;
@@ -102,6 +111,16 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
     detail::require_layout_rank(l, shape.size());
     return {tiles(shape[0], l.cols), l.rows, l.cols};
   }
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, shape.size());
+    const auto& u = l.unfold;
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    const ne::Expr ow =
+        act ? ne::simplify(ne::floordiv(shape[3] + u.pad_left + u.pad_right - u.kw, u.stride) + 1)
+            : ne::Expr(1);
+    const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
+    return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
   if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
@@ -133,9 +152,45 @@ inline void require_integral(const te::NDArray& a, const Layout& l, const char* 
 
 }  // namespace detail
 
+namespace detail {
+
+// x [N, C, H, W] -> [N, C*KW, H, OW], or w [O, C, KH, KW] -> [O, C*KW, KH, 1] (layout.hpp).
+inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
+  const auto& s = a.shape();
+  const auto& u = l.unfold;
+  const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+  if (u.kw < 1 || u.stride < 1 || u.pad_left < 0 || u.pad_right < 0 || (!act && s[3] != u.kw))
+    raise<ValueError>("layout {}: does not unfold a value of shape [{}]", to_string(l),
+                      fmt::join(s, ", "));
+  const std::int64_t ow = act ? (s[3] + u.pad_left + u.pad_right - u.kw) / u.stride + 1 : 1;
+  if (ow < 1) raise<ShapeError>("layout {}: a width of {} holds no window", to_string(l), s[3]);
+  te::NDArray out(a.dtype(), {s[0], s[1] * u.kw, s[2], ow});
+  const auto src = a.data();
+  auto dst = out.data();
+  std::size_t o = 0;
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t c = 0; c < s[1]; ++c)
+      for (std::int64_t dx = 0; dx < u.kw; ++dx)
+        for (std::int64_t y = 0; y < s[2]; ++y)
+          for (std::int64_t j = 0; j < ow; ++j, ++o) {
+            const std::int64_t x = act ? j * u.stride + dx - u.pad_left : dx;
+            const auto from = static_cast<std::size_t>(((n * s[1] + c) * s[2] + y) * s[3] + x);
+            dst[o] = x < 0 || x >= s[3] ? 0 : src[from];
+          }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, logical.ndim());
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    return pack(detail::unfold_width(logical, l),
+                {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
+  }
   const auto& s = logical.shape();
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
@@ -162,6 +217,11 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
+    raise<ValueError>(
+        "unpack from layout {}: it packs one convolution's operands and is never "
+        "read back",
+        to_string(l));
   if (l.kind == Layout::Kind::Plain) {
     if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
       raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",

@@ -9,6 +9,14 @@
 //   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
 //   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
 //                                                                   for every batch row)
+//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
+//   width folded into the channels (im2col along the width), for a convolution whose few
+//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
+//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
+//                         channel c*KW + dx; then as Activation
+//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
+//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
+//   padding. Packing only: nothing reads these layouts back.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
 // VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
 //
@@ -29,14 +37,29 @@
 namespace dlavm::graph {
 
 struct Layout {
-  enum class Kind : std::uint8_t { Plain, Activation, Matrix, ConvWeight, DenseWeight, Channel };
+  enum class Kind : std::uint8_t {
+    Plain,
+    Activation,
+    Matrix,
+    ConvWeight,
+    DenseWeight,
+    Channel,
+    UnfoldedActivation,
+    UnfoldedConvWeight
+  };
+  // The unfolded layouts' convolution: kernel width, column stride and padding.
+  struct Unfold {
+    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
+    friend bool operator==(const Unfold&, const Unfold&) = default;
+  };
   Kind kind = Kind::Plain;
   std::int64_t rows = 1;  // tile rows (R)
   std::int64_t cols = 1;  // tile columns (T)
+  Unfold unfold{};
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-// "plain", "activation[1x16]", "matrix[1x16]", ...
+// "plain", "activation[1x16]", "matrix[1x16]", "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
@@ -44,7 +67,7 @@ std::string to_string(const Layout& l);
 std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
 
 te::NDArray pack(const te::NDArray& logical, const Layout& l);
-// `shape`: the logical shape to restore.
+// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
 te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
 }  // namespace dlavm::graph

@@ -104,7 +104,7 @@ inline AnchorStrategy conv2d_strategy() {
     std::vector<std::int64_t> dims;
     for (std::size_t i = 0; i < 2; ++i)
       if (auto why = constant_dims(a, i, dims)) return why;
-    const auto shape = conv2d_shape(a);
+    const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
       if (p > 15)
         return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
@@ -112,7 +112,14 @@ inline AnchorStrategy conv2d_strategy() {
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+  // An RGB-like input unfolds its kernel width into the channels (layout.hpp)
+  s.arg_layout = [](const AnchorCall& a, const vta::Env& env, std::size_t i) {
+    const auto shape = conv2d_shape(a);
+    if (unfolds_width(env, shape)) {
+      const Layout::Unfold u{shape.kernel[1], shape.strides[1], shape.padding[1], shape.padding[3]};
+      return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
+                    : Layout{Layout::Kind::UnfoldedConvWeight, env.block_out, env.block_in, u};
+    }
     return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
                   : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
@@ -121,16 +128,18 @@ inline AnchorStrategy conv2d_strategy() {
   };
   s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
                  const ScheduleChooser& chooser, const std::string& name) {
-    const auto shape = conv2d_shape(a);
+    const auto logical = conv2d_shape(a);
+    const auto shape = vta_conv2d_shape(env, logical);
     const auto t = chooser.conv2d(env, shape, e);
     const Conv2dKernel kernel(env, shape, e, name);
     VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}", t.oc_block, t.h_block,
-                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s"),
+                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}{}", t.oc_block, t.h_block,
+                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
+                            shape.kernel == logical.kernel ? "" : ", width unfolded"),
                 nullptr, nullptr};
     const auto traffic = tiling_traffic(env, shape, e, t);
     k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
-    k.macs = [macs = shape.macs()](std::span<const ne::Binding>) { return macs; };
+    k.macs = [macs = logical.macs()](std::span<const ne::Binding>) { return macs; };
     return k;
   };
   return s;

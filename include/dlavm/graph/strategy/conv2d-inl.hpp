@@ -52,6 +52,23 @@ inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int6
 
 }  // namespace detail
 
+DLAVM_INLINE bool unfolds_width(const vta::Env& env, const Conv2dShape& c) {
+  return c.kernel[1] > 1 && !detail::strided_window(c) &&
+         ceil_div(c.in_channels * c.kernel[1], env.block_in) <
+             c.kernel[1] * ceil_div(c.in_channels, env.block_in);
+}
+
+DLAVM_INLINE Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c) {
+  if (!unfolds_width(env, c)) return c;
+  Conv2dShape u = c;
+  u.in_channels = c.in_channels * c.kernel[1];
+  u.width = c.out_w();
+  u.kernel = {c.kernel[0], 1};
+  u.strides = {c.strides[0], 1};
+  u.padding = {c.padding[0], 0, c.padding[2], 0};
+  return u;
+}
+
 DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
     : env_(env),

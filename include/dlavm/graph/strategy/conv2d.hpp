@@ -87,6 +87,14 @@ class Conv2dKernel {
   bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
 };
 
+// Whether folding the kernel width into the input channels (graph::Layout's unfolded layouts)
+// takes fewer input channel tiles per output pixel: an RGB image's 3 channels under a 7-wide
+// kernel need 2 tiles instead of 7 (one per kernel column).
+bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
+// The convolution the VTA kernel computes for `c`: c itself, or with the width unfolded, a
+// KH x 1 kernel over the OW unfolded columns with column stride 1 and no column padding.
+Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
+
 // Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
 // hold a block with its double buffer), or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
