@@ -122,3 +122,16 @@ TEST_CASE("can_prove") {
   CHECK(ne::can_prove(7));
   CHECK_FALSE(ne::can_prove(0));
 }
+
+TEST_CASE("bounds: a min or max term that clips the rest of a sum is distributed over it") {
+  // a split's guarded extent: rows left in a block of 3 at row 6o + 3t of 10
+  auto o = ne::var("o", 0, 1), t = ne::var("t", 0, 1);
+  const auto extent = 1 - o * 6 - t * 3 + ne::min(o * 6 + t * 3 + 2, 9);
+  CHECK(ne::bounds(extent).max == 3);
+  // negated: r - max(p, q) = min(r - p, r - q)
+  auto x = ne::var("x", 0, 5);
+  CHECK(ne::bounds(x + 4 - ne::max(x, 2)).max == 4);
+  CHECK(ne::bounds(x + 4 - ne::max(x, 2)).min == 2);
+  // two clipping terms: no distribution, the term-by-term bounds stand
+  CHECK(ne::bounds(ne::min(x, 3) + ne::min(x, 2)).max == 5);
+}

@@ -282,6 +282,16 @@ TEST_CASE("dma: virtual threads over a split whose factor does not divide the ex
   std::int64_t stored = 0;
   for (const auto& f : insns_of(prog, vta::Opcode::Store)) stored += f.x_size * f.y_size;
   CHECK(stored == 10 * 4);
+  // each thread's A_buf holds a block of 3 rows of 4 tiles: the guarded extent
+  // 1 - 6o - 3t + min(6o + 3t + 2, 9) is bounded with the min distributed over the sum, not
+  // term by term (which allowed all 10 rows)
+  int a_bufs = 0;
+  for (const auto& [buffer, slot] : prog.sram())
+    if (buffer->name.starts_with("A_buf")) {
+      ++a_bufs;
+      CHECK(slot.entries == 3 * 4);
+    }
+  CHECK(a_bufs == 2);
   auto a = te::NDArray::random(env.acc_dtype, {10, 4, 1, 16}, 8, -60, 60);
   auto b = te::NDArray::random(env.acc_dtype, {10, 4, 1, 16}, 9, -60, 60);
   te::NDArray c(env.inp_dtype, {10, 4, 1, 16});
