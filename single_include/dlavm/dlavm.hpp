@@ -4056,6 +4056,14 @@ inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<
                         std::span(bindings.begin(), bindings.size()));
 }
 
+namespace detail {
+// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
+// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                        std::span<const ne::Binding> bindings,
+                                        std::string_view what);
+}  // namespace detail
+
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
@@ -6719,19 +6727,25 @@ namespace dlavm::graph {
 
 namespace detail {
 
+DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                                     std::span<const ne::Binding> bindings,
+                                                     std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
 // The concrete shape of a type under the bindings; `what` names the node for messages.
 inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
                                                 std::span<const ne::Binding> bindings,
                                                 std::string_view what) {
-  std::vector<std::int64_t> shape;
-  for (std::size_t k = 0; k < t.shape.size(); ++k) {
-    try {
-      shape.push_back(ne::eval(t.shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("evaluate: {} dim {} is `{}`: {}", what, k, t.shape[k], e.what());
-    }
-  }
-  return shape;
+  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
 }
 
 using ArrayPtr = std::shared_ptr<const te::NDArray>;
@@ -6949,298 +6963,50 @@ te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const s
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <functional>
-#include <numeric>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string to_string(const Layout& l) {
-  switch (l.kind) {
-    case Layout::Kind::Plain:
-      return "plain";
-    case Layout::Kind::Activation:
-      return fmt::format("activation[{}x{}]", l.rows, l.cols);
-    case Layout::Kind::Matrix:
-      return fmt::format("matrix[{}x{}]", l.rows, l.cols);
-    case Layout::Kind::ConvWeight:
-      return fmt::format("conv_weight[{}x{}]", l.rows, l.cols);
-    case Layout::Kind::DenseWeight:
-      return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
-    case Layout::Kind::Channel:
-      return fmt::format("channel[{}x{}]", l.rows, l.cols);
-    case Layout::Kind::UnfoldedActivation:
-    case Layout::Kind::UnfoldedConvWeight:
-      return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
-                         l.kind == Layout::Kind::UnfoldedActivation ? "unfolded_activation"
-                                                                    : "unfolded_conv_weight",
-                         l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
-                         l.unfold.pad_right);
-  }
-  return "?";
-}
-
-namespace detail {
-
-// The logical shape seen as [A, B, H, W], tiled along A (rows) and B (columns).
-template <class Dim>
-struct Tiled4 {
-  Dim a, b, h, w;
-};
-
-inline void require_tile(const Layout& l) {
-  if (l.rows < 1 || l.cols < 1)
-    raise<ValueError>("layout {}: tile rows and columns must be at least 1, got {}x{}",
-                      to_string(l), l.rows, l.cols);
-}
-
-inline void require_layout_rank(const Layout& l, std::size_t rank) {
-  require_tile(l);
-  const auto want = [&]() -> std::size_t {
-    switch (l.kind) {
-      case Layout::Kind::Activation:
-      case Layout::Kind::ConvWeight:
-      case Layout::Kind::UnfoldedActivation:
-      case Layout::Kind::UnfoldedConvWeight:
-        return 4;
-      case Layout::Kind::DenseWeight:
-        return 2;
-      case Layout::Kind::Channel:
-        return 1;
-      default:
-        return 0;
-    }
-  }();
-  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
-    raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
-                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
-                      l.kind == Layout::Kind::Matrix ? " or more" : "");
-}
-
-template <class Dim, class Mul>
-Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
-  require_layout_rank(l, s.size());
-  switch (l.kind) {
-    case Layout::Kind::Activation:
-    case Layout::Kind::ConvWeight:
-      return {s[0], s[1], s[2], s[3]};
-    case Layout::Kind::Matrix: {
-      Dim rows = s[0];
-      for (std::size_t k = 1; k + 1 < s.size(); ++k) rows = mul(rows, s[k]);
-      return {rows, s.back(), Dim(1), Dim(1)};
-    }
-    case Layout::Kind::DenseWeight:
-      return {s[0], s[1], Dim(1), Dim(1)};
-    default:
-      raise<ValueError>("internal: layout {} is not a tiled 4-d layout, please report",
-                        to_string(l));
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
-                                                const std::vector<ne::Expr>& shape) {
-  if (l.kind == Layout::Kind::Plain) return shape;
-  const auto tiles = [](const ne::Expr& n, std::int64_t t) {
-    return t == 1 ? n : ne::simplify(ne::ceildiv(n, t));
-  };
-  if (l.kind == Layout::Kind::Channel) {
-    detail::require_layout_rank(l, shape.size());
-    return {tiles(shape[0], l.cols), l.rows, l.cols};
-  }
-  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
-    detail::require_layout_rank(l, shape.size());
-    const auto& u = l.unfold;
-    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
-    const ne::Expr ow =
-        act ? ne::simplify(ne::floordiv(shape[3] + u.pad_left + u.pad_right - u.kw, u.stride) + 1)
-            : ne::Expr(1);
-    const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
-    return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
-  }
-  const auto d = detail::as_tiled4<ne::Expr>(
-      l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
-  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
-    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
-  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
-}
-
-namespace detail {
-
-// Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
-template <class Fn>
-void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
-  const std::int64_t b_tiles = ne::ceil_div(d.b, tc), hw = d.h * d.w;
-  for (std::int64_t i = 0; i < d.a; ++i)
-    for (std::int64_t j = 0; j < d.b; ++j) {
-      const std::int64_t plain = (i * d.b + j) * hw;
-      const std::int64_t tile =
-          ((i / tr) * b_tiles + j / tc) * hw * tr * tc + (i % tr) * tc + j % tc;
-      for (std::int64_t p = 0; p < hw; ++p)
-        fn(static_cast<std::size_t>(plain + p), static_cast<std::size_t>(tile + p * tr * tc));
-    }
-}
-
-inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
-  if (!a.dtype().is_integral())
-    raise<TypeError>("{} to layout {}: VTA's layouts hold integers, the array is {}", what,
-                     to_string(l), a.dtype());
-}
-
-}  // namespace detail
-
-namespace detail {
-
-// x [N, C, H, W] -> [N, C*KW, H, OW], or w [O, C, KH, KW] -> [O, C*KW, KH, 1] (layout.hpp).
-inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
-  const auto& s = a.shape();
-  const auto& u = l.unfold;
-  const bool act = l.kind == Layout::Kind::UnfoldedActivation;
-  if (u.kw < 1 || u.stride < 1 || u.pad_left < 0 || u.pad_right < 0 || (!act && s[3] != u.kw))
-    raise<ValueError>("layout {}: does not unfold a value of shape [{}]", to_string(l),
-                      fmt::join(s, ", "));
-  const std::int64_t ow = act ? (s[3] + u.pad_left + u.pad_right - u.kw) / u.stride + 1 : 1;
-  if (ow < 1) raise<ShapeError>("layout {}: a width of {} holds no window", to_string(l), s[3]);
-  te::NDArray out(a.dtype(), {s[0], s[1] * u.kw, s[2], ow});
-  const auto src = a.data();
-  auto dst = out.data();
-  std::size_t o = 0;
-  for (std::int64_t n = 0; n < s[0]; ++n)
-    for (std::int64_t c = 0; c < s[1]; ++c)
-      for (std::int64_t dx = 0; dx < u.kw; ++dx)
-        for (std::int64_t y = 0; y < s[2]; ++y)
-          for (std::int64_t j = 0; j < ow; ++j, ++o) {
-            const std::int64_t x = act ? j * u.stride + dx - u.pad_left : dx;
-            const auto from = static_cast<std::size_t>(((n * s[1] + c) * s[2] + y) * s[3] + x);
-            dst[o] = x < 0 || x >= s[3] ? 0 : src[from];
-          }
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
-  if (l.kind == Layout::Kind::Plain) return logical;
-  detail::require_integral(logical, l, "pack");
-  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
-    detail::require_layout_rank(l, logical.ndim());
-    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
-    return pack(detail::unfold_width(logical, l),
-                {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
-  }
-  const auto& s = logical.shape();
-  const auto src = logical.data();
-  if (l.kind == Layout::Kind::Channel) {
-    detail::require_layout_rank(l, s.size());
-    te::NDArray out(logical.dtype(), {ne::ceil_div(s[0], l.cols), l.rows, l.cols});
-    auto dst = out.data();
-    for (std::int64_t c = 0; c < s[0]; ++c)
-      for (std::int64_t r = 0; r < l.rows; ++r)
-        dst[static_cast<std::size_t>(((c / l.cols) * l.rows + r) * l.cols + c % l.cols)] =
-            src[static_cast<std::size_t>(c)];
-    return out;
-  }
-  const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
-  std::vector<std::int64_t> dims{ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
-  if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
-    dims.insert(dims.end(), {d.h, d.w});
-  dims.insert(dims.end(), {l.rows, l.cols});
-  te::NDArray out(logical.dtype(), std::move(dims));
-  auto dst = out.data();
-  detail::for_each_tiled4(d, l.rows, l.cols,
-                          [&](std::size_t plain, std::size_t tiled) { dst[tiled] = src[plain]; });
-  return out;
-}
-
-DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
-                                std::span<const std::int64_t> shape) {
-  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
-    raise<ValueError>(
-        "unpack from layout {}: it packs one convolution's operands and is never "
-        "read back",
-        to_string(l));
-  if (l.kind == Layout::Kind::Plain) {
-    if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
-      raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
-                        fmt::join(packed.shape(), ", "), fmt::join(shape, ", "));
-    return packed;
-  }
-  detail::require_integral(packed, l, "unpack");
-  const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
-  std::vector<ne::Expr> dims;
-  for (auto v : logical_shape) dims.emplace_back(v);
-  std::vector<std::int64_t> expect;
-  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
-  if (packed.shape() != expect)
-    raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
-                      to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
-                      fmt::join(expect, ", "));
-  te::NDArray out(packed.dtype(), logical_shape);
-  const auto src = packed.data();
-  auto dst = out.data();
-  if (l.kind == Layout::Kind::Channel) {
-    for (std::int64_t c = 0; c < shape[0]; ++c)
-      dst[static_cast<std::size_t>(c)] =
-          src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
-    return out;
-  }
-  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  detail::for_each_tiled4(d, l.rows, l.cols,
-                          [&](std::size_t plain, std::size_t tiled) { dst[plain] = src[tiled]; });
-  return out;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/layout-inl.hpp
-#endif
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
-// requantize, relu, clip) become once they run in the accumulator after a convolution or a
-// dense layer, and the te stages that compute them. Invariants of an Epilogue:
-//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
-//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
-//   packed as
-//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
-//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
-//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
-//     two's-complement wrap that graph::cast defines).
-// Immediates are checked by the VTA passes against the hardware's argument widths.
-//
-//   graph::Epilogue ep;
-//   ep.add_channel(DType::int32());        // + bias[c]
-//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
-//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
-//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
-//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/schedule/schedule.hpp
-// Schedules: how the operations of a tensor program are computed, not what they compute.
-// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
-// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
-// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
-// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
-// stage, the axis and the numbers.
-//
-//   auto s = te::create_schedule(C);
-//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
-//   s[A_buf].compute_at(s[C_buf], ko_o);
+// begin dlavm/vta/layout.hpp
+// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
+// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
+//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
+//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
+//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
+//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
+// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
+// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
+// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n,
+// c).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/lower/env.hpp
+// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
+// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
+// all derived from a Config.
+//
+//   vta::Env env;                                   // the default configuration
+//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
+//   s[A_buf].set_scope(env.inp_scope);
+//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
+//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule.hpp
+// schedule layer: stages and their primitives, symbolic intervals for bound inference.
+
+// begin dlavm/schedule/int_set.hpp
+// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
+// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
+// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
+// IntSet evaluation plays in InferBound.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/ne.hpp
 // ne layer: symbolic integer expressions ("number expressions") for dynamic dims: variables
 // with ranges, arithmetic, canonical simplification, bounds, substitution, checked evaluation,
@@ -8264,6 +8030,156 @@ DLAVM_INLINE Expr substitute(const Expr& e, std::span<const Substitution> map) {
 // end dlavm/ne/substitute-inl.hpp
 #endif
 // end dlavm/ne/substitute.hpp
+// end dlavm/ne.hpp
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::schedule {
+
+struct IntSet {
+  ne::Expr lo;
+  ne::Expr hi;
+  static IntSet point(const ne::Expr& e) { return {e, e}; }
+  bool is_point() const { return lo.same_as(hi) || ne::equal(lo, hi); }
+};
+
+// Variables that sweep, by id, with the interval each covers.
+using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
+
+// The interval e covers while the variables in `sweep` range over their intervals.
+IntSet eval_set(const ne::Expr& e, const SweepMap& sweep);
+
+// Hull of two intervals.
+IntSet unite(const IntSet& a, const IntSet& b);
+
+}  // namespace dlavm::schedule
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/schedule/int_set-inl.hpp
+// Definitions for dlavm/schedule/int_set.hpp (see core/api.hpp).
+
+// begin dlavm/schedule/int_set.hpp
+// end dlavm/schedule/int_set.hpp
+
+namespace dlavm::schedule {
+
+namespace detail {
+
+bool provably_nonneg(const ne::Expr& e);
+bool provably_nonpos(const ne::Expr& e);
+
+class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
+ public:
+  explicit IntSetEvaluator(const SweepMap& sweep) : sweep_(sweep) {}
+
+  IntSet visit_int(const ne::IntImmNode&, const ne::Expr& e) { return IntSet::point(e); }
+  IntSet visit_var(const ne::VarNode& n, const ne::Expr& e) {
+    if (auto it = sweep_.find(n.id); it != sweep_.end()) return it->second;
+    return IntSet::point(e);
+  }
+  IntSet visit_binary(const ne::BinaryNode& n, const ne::Expr& e) {
+    const IntSet a = visit(n.a);
+    const IntSet b = visit(n.b);
+    if (a.is_point() && b.is_point() && a.lo.same_as(n.a) && b.lo.same_as(n.b))
+      return IntSet::point(e);
+    switch (n.kind()) {
+      case ne::Kind::Add:
+        return {a.lo + b.lo, a.hi + b.hi};
+      case ne::Kind::Sub:
+        return {a.lo - b.hi, a.hi - b.lo};
+      case ne::Kind::Mul:
+        if (b.is_point()) return scale(a, b.lo, e);
+        if (a.is_point()) return scale(b, a.lo, e);
+        return numeric(e);
+      case ne::Kind::FloorDiv:
+        if (b.is_point() && ne::bounds(b.lo).min > 0)
+          return {ne::floordiv(a.lo, b.lo), ne::floordiv(a.hi, b.lo)};
+        return numeric(e);
+      case ne::Kind::FloorMod:
+        if (a.is_point() && b.is_point()) return IntSet::point(ne::floormod(a.lo, b.lo));
+        if (b.is_point() && ne::bounds(b.lo).min > 0) {
+          // Within one period the residues are contiguous: lo..hi when they do not wrap.
+          const ne::Expr span = ne::simplify(a.hi - a.lo);
+          const ne::Expr lo_mod = ne::simplify(ne::floormod(a.lo, b.lo));
+          if (ne::can_prove(lo_mod + span < b.lo)) return {lo_mod, lo_mod + span};
+          return {0, b.lo - 1};
+        }
+        return numeric(e);
+      case ne::Kind::Min:
+        return {ne::min(a.lo, b.lo), ne::min(a.hi, b.hi)};
+      case ne::Kind::Max:
+        return {ne::max(a.lo, b.lo), ne::max(a.hi, b.hi)};
+      default:
+        return {0, 1};  // conditions
+    }
+  }
+  IntSet visit_not(const ne::NotNode&, const ne::Expr&) { return {0, 1}; }
+  IntSet visit_select(const ne::SelectNode& n, const ne::Expr&) {
+    const IntSet t = visit(n.t);
+    const IntSet f = visit(n.f);
+    return {ne::min(t.lo, f.lo), ne::max(t.hi, f.hi)};
+  }
+
+ private:
+  static IntSet scale(const IntSet& x, const ne::Expr& c, const ne::Expr& whole) {
+    if (provably_nonneg(c)) return {x.lo * c, x.hi * c};
+    if (provably_nonpos(c)) return {x.hi * c, x.lo * c};
+    return numeric(whole);
+  }
+  // The fallback: numeric bounds over every variable's full range (sound, not tight).
+  static IntSet numeric(const ne::Expr& e) {
+    const auto b = ne::bounds(e);
+    return {b.min, b.max};
+  }
+  const SweepMap& sweep_;
+};
+
+}  // namespace detail
+
+}  // namespace dlavm::schedule
+
+namespace dlavm::schedule::detail {
+
+DLAVM_INLINE bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
+
+DLAVM_INLINE bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
+
+}  // namespace dlavm::schedule::detail
+
+namespace dlavm::schedule {
+
+DLAVM_INLINE IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
+  IntSet s = detail::IntSetEvaluator(sweep).visit(e);
+  return {ne::simplify(s.lo), ne::simplify(s.hi)};
+}
+
+DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
+  return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
+}
+
+}  // namespace dlavm::schedule
+// end dlavm/schedule/int_set-inl.hpp
+#endif
+// end dlavm/schedule/int_set.hpp
+// begin dlavm/schedule/schedule.hpp
+// Schedules: how the operations of a tensor program are computed, not what they compute.
+// A Schedule holds one Stage per operation; primitives on a stage rearrange its loops
+// (split, reorder, tile, fuse), say where it is computed (compute_at, compute_inline,
+// compute_root), where its result lives (set_scope) and how loops are annotated (pragma,
+// unroll, bind to a virtual thread). Mistakes raise ScheduleError naming the
+// stage, the axis and the numbers.
+//
+//   auto s = te::create_schedule(C);
+//   auto [ko_o, ko_i] = s[C_buf].split(s[C_buf].reduce_axis(0), 4);
+//   s[A_buf].compute_at(s[C_buf], ko_o);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // Tensor intrinsics: a hardware operation declared as the compute pattern it implements plus
@@ -11167,170 +11083,6 @@ DLAVM_INLINE Stage& Stage::tensorize(const IterVar& ivar,
 // end dlavm/schedule/schedule-inl.hpp
 #endif
 // end dlavm/schedule/schedule.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-// begin dlavm/vta/lower/env.hpp
-// vta::Env: what the TVM-VTA tutorials call `env`: the tile shape, the element types, the
-// on-chip scopes, the pragma keys that target passes look for, and the GEMM tensor intrinsic,
-// all derived from a Config.
-//
-//   vta::Env env;                                   // the default configuration
-//   auto A = te::placeholder(te::shape(1, 64, env.batch, env.block_in), env.inp_dtype, "A");
-//   s[A_buf].set_scope(env.inp_scope);
-//   s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
-//   s[C_buf].tensorize(s[C_buf].axis(2), env.gemm);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/schedule.hpp
-// schedule layer: stages and their primitives, symbolic intervals for bound inference.
-
-// begin dlavm/schedule/int_set.hpp
-// Symbolic intervals for bound inference: the range [lo, hi] an index expression covers when
-// some loop variables sweep their ranges while the others (the enclosing loops) stay fixed.
-// The ends are ne expressions in the fixed variables, simplified. This is the role TVM's
-// IntSet evaluation plays in InferBound.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne.hpp
-// end dlavm/ne.hpp
-
-#include <cstdint>
-#include <unordered_map>
-#include <utility>
-
-namespace dlavm::schedule {
-
-struct IntSet {
-  ne::Expr lo;
-  ne::Expr hi;
-  static IntSet point(const ne::Expr& e) { return {e, e}; }
-  bool is_point() const { return lo.same_as(hi) || ne::equal(lo, hi); }
-};
-
-// Variables that sweep, by id, with the interval each covers.
-using SweepMap = std::unordered_map<std::uint64_t, IntSet>;
-
-// The interval e covers while the variables in `sweep` range over their intervals.
-IntSet eval_set(const ne::Expr& e, const SweepMap& sweep);
-
-// Hull of two intervals.
-IntSet unite(const IntSet& a, const IntSet& b);
-
-}  // namespace dlavm::schedule
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/schedule/int_set-inl.hpp
-// Definitions for dlavm/schedule/int_set.hpp (see core/api.hpp).
-
-// begin dlavm/schedule/int_set.hpp
-// end dlavm/schedule/int_set.hpp
-
-namespace dlavm::schedule {
-
-namespace detail {
-
-bool provably_nonneg(const ne::Expr& e);
-bool provably_nonpos(const ne::Expr& e);
-
-class IntSetEvaluator : public ne::ExprFunctor<IntSetEvaluator, IntSet> {
- public:
-  explicit IntSetEvaluator(const SweepMap& sweep) : sweep_(sweep) {}
-
-  IntSet visit_int(const ne::IntImmNode&, const ne::Expr& e) { return IntSet::point(e); }
-  IntSet visit_var(const ne::VarNode& n, const ne::Expr& e) {
-    if (auto it = sweep_.find(n.id); it != sweep_.end()) return it->second;
-    return IntSet::point(e);
-  }
-  IntSet visit_binary(const ne::BinaryNode& n, const ne::Expr& e) {
-    const IntSet a = visit(n.a);
-    const IntSet b = visit(n.b);
-    if (a.is_point() && b.is_point() && a.lo.same_as(n.a) && b.lo.same_as(n.b))
-      return IntSet::point(e);
-    switch (n.kind()) {
-      case ne::Kind::Add:
-        return {a.lo + b.lo, a.hi + b.hi};
-      case ne::Kind::Sub:
-        return {a.lo - b.hi, a.hi - b.lo};
-      case ne::Kind::Mul:
-        if (b.is_point()) return scale(a, b.lo, e);
-        if (a.is_point()) return scale(b, a.lo, e);
-        return numeric(e);
-      case ne::Kind::FloorDiv:
-        if (b.is_point() && ne::bounds(b.lo).min > 0)
-          return {ne::floordiv(a.lo, b.lo), ne::floordiv(a.hi, b.lo)};
-        return numeric(e);
-      case ne::Kind::FloorMod:
-        if (a.is_point() && b.is_point()) return IntSet::point(ne::floormod(a.lo, b.lo));
-        if (b.is_point() && ne::bounds(b.lo).min > 0) {
-          // Within one period the residues are contiguous: lo..hi when they do not wrap.
-          const ne::Expr span = ne::simplify(a.hi - a.lo);
-          const ne::Expr lo_mod = ne::simplify(ne::floormod(a.lo, b.lo));
-          if (ne::can_prove(lo_mod + span < b.lo)) return {lo_mod, lo_mod + span};
-          return {0, b.lo - 1};
-        }
-        return numeric(e);
-      case ne::Kind::Min:
-        return {ne::min(a.lo, b.lo), ne::min(a.hi, b.hi)};
-      case ne::Kind::Max:
-        return {ne::max(a.lo, b.lo), ne::max(a.hi, b.hi)};
-      default:
-        return {0, 1};  // conditions
-    }
-  }
-  IntSet visit_not(const ne::NotNode&, const ne::Expr&) { return {0, 1}; }
-  IntSet visit_select(const ne::SelectNode& n, const ne::Expr&) {
-    const IntSet t = visit(n.t);
-    const IntSet f = visit(n.f);
-    return {ne::min(t.lo, f.lo), ne::max(t.hi, f.hi)};
-  }
-
- private:
-  static IntSet scale(const IntSet& x, const ne::Expr& c, const ne::Expr& whole) {
-    if (provably_nonneg(c)) return {x.lo * c, x.hi * c};
-    if (provably_nonpos(c)) return {x.hi * c, x.lo * c};
-    return numeric(whole);
-  }
-  // The fallback: numeric bounds over every variable's full range (sound, not tight).
-  static IntSet numeric(const ne::Expr& e) {
-    const auto b = ne::bounds(e);
-    return {b.min, b.max};
-  }
-  const SweepMap& sweep_;
-};
-
-}  // namespace detail
-
-}  // namespace dlavm::schedule
-
-namespace dlavm::schedule::detail {
-
-DLAVM_INLINE bool provably_nonneg(const ne::Expr& e) { return ne::bounds(e).min >= 0; }
-
-DLAVM_INLINE bool provably_nonpos(const ne::Expr& e) { return ne::bounds(e).max <= 0; }
-
-}  // namespace dlavm::schedule::detail
-
-namespace dlavm::schedule {
-
-DLAVM_INLINE IntSet eval_set(const ne::Expr& e, const SweepMap& sweep) {
-  IntSet s = detail::IntSetEvaluator(sweep).visit(e);
-  return {ne::simplify(s.lo), ne::simplify(s.hi)};
-}
-
-DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
-  return {ne::simplify(ne::min(a.lo, b.lo)), ne::simplify(ne::max(a.hi, b.hi))};
-}
-
-}  // namespace dlavm::schedule
-// end dlavm/schedule/int_set-inl.hpp
-#endif
-// end dlavm/schedule/int_set.hpp
-// begin dlavm/schedule/schedule.hpp
-// end dlavm/schedule/schedule.hpp
 // begin dlavm/schedule/tensor_intrin.hpp
 // end dlavm/schedule/tensor_intrin.hpp
 // end dlavm/schedule.hpp
@@ -12647,6 +12399,472 @@ DLAVM_INLINE std::shared_ptr<const schedule::TensorIntrin> Env::make_gemm() cons
 }  // namespace dlavm::vta
 // end dlavm/vta/lower/env-inl.hpp
 #endif
+// end dlavm/vta/lower/env.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+std::int64_t tiles(std::int64_t n, std::int64_t t);
+
+void require_rank(const te::NDArray& a, std::size_t rank, const char* what, const char* layout);
+
+// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
+// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
+template <class Fn>
+void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
+                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
+  for (std::int64_t i = 0; i < a; ++i)
+    for (std::int64_t j = 0; j < b; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
+             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
+                                      (i % ta) * tb + j % tb));
+}
+
+// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
+te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb);
+
+// The inverse of pack4, keeping the first `a` x `b` rows and channels.
+te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b);
+
+}  // namespace detail
+
+// The tiling all the layouts below are: [A, B, H, W] -> [A/ta, B/tb, H, W, ta, tb], zero-padding
+// A and B to whole tiles (ShapeError for another rank or a tile below 1); and its inverse,
+// keeping the first a x b of the tiled dims.
+te::NDArray pack_tiled(const te::NDArray& abhw, std::int64_t ta, std::int64_t tb);
+te::NDArray unpack_tiled(const te::NDArray& packed, std::int64_t a, std::int64_t b);
+
+// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
+te::NDArray pack_activation(const te::NDArray& nchw, const Env& env);
+
+// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
+te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c);
+
+// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
+te::NDArray pack_weight(const te::NDArray& oihw, const Env& env);
+
+namespace detail {
+// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
+te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc, const char* what,
+                      const char* layout);
+}  // namespace detail
+
+// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
+te::NDArray pack_matrix(const te::NDArray& mk, const Env& env);
+
+// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
+te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env);
+
+// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
+te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/layout-inl.hpp
+// Definitions for dlavm/vta/layout.hpp (see core/api.hpp).
+
+// begin dlavm/vta/layout.hpp
+// end dlavm/vta/layout.hpp
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
+
+DLAVM_INLINE void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
+                               const char* layout) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
+                      fmt::join(a.shape(), ", "));
+}
+
+DLAVM_INLINE te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
+                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
+  return out;
+}
+
+DLAVM_INLINE te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
+  const auto& s = in.shape();
+  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
+  auto dst = out.data();
+  const auto src = in.data();
+  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
+                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
+  return out;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE te::NDArray pack_tiled(const te::NDArray& abhw, std::int64_t ta, std::int64_t tb) {
+  detail::require_rank(abhw, 4, "pack_tiled", "[A, B, H, W]");
+  if (ta < 1 || tb < 1) raise<ShapeError>("pack_tiled: tiles of {} x {} elements", ta, tb);
+  return detail::pack4(abhw, ta, tb);
+}
+
+DLAVM_INLINE te::NDArray unpack_tiled(const te::NDArray& packed, std::int64_t a, std::int64_t b) {
+  detail::require_rank(packed, 6, "unpack_tiled", "packed [A/ta, B/tb, H, W, ta, tb]");
+  const auto& s = packed.shape();
+  if (a < 1 || b < 1 || a > s[0] * s[4] || b > s[1] * s[5])
+    raise<ShapeError>("unpack_tiled: {} x {} asked of a packed array holding {} x {}", a, b,
+                      s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, a, b);
+}
+
+DLAVM_INLINE te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
+  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
+  return detail::pack4(nchw, env.batch, env.block_in);
+}
+
+DLAVM_INLINE te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n,
+                                           std::int64_t c) {
+  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
+  const auto& s = packed.shape();
+  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
+    raise<ShapeError>(
+        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
+        s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, n, c);
+}
+
+DLAVM_INLINE te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
+  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
+  return detail::pack4(oihw, env.block_out, env.block_in);
+}
+
+}  // namespace dlavm::vta
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
+                                   const char* what, const char* layout) {
+  require_rank(rc, 2, what, layout);
+  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
+  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
+  const auto p = pack4(as4, tr, tc);
+  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
+  std::copy(p.data().begin(), p.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
+  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
+}
+
+DLAVM_INLINE te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
+  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
+}
+
+DLAVM_INLINE te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
+  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
+  const auto& s = packed.shape();
+  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
+    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
+                      n, s[0] * s[2], s[1] * s[3]);
+  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
+  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
+  const auto u = detail::unpack4(as6, m, n);
+  te::NDArray out(packed.dtype(), {m, n});
+  std::copy(u.data().begin(), u.data().end(), out.data().begin());
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/layout-inl.hpp
+#endif
+// end dlavm/vta/layout.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <numeric>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string to_string(const Layout& l) {
+  switch (l.kind) {
+    case Layout::Kind::Plain:
+      return "plain";
+    case Layout::Kind::Activation:
+      return fmt::format("activation[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Matrix:
+      return fmt::format("matrix[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::ConvWeight:
+      return fmt::format("conv_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::DenseWeight:
+      return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::Channel:
+      return fmt::format("channel[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::UnfoldedActivation:
+    case Layout::Kind::UnfoldedConvWeight:
+      return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
+                         l.kind == Layout::Kind::UnfoldedActivation ? "unfolded_activation"
+                                                                    : "unfolded_conv_weight",
+                         l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
+                         l.unfold.pad_right);
+  }
+  return "?";
+}
+
+namespace detail {
+
+// The logical shape seen as [A, B, H, W], tiled along A (rows) and B (columns).
+template <class Dim>
+struct Tiled4 {
+  Dim a, b, h, w;
+};
+
+inline void require_tile(const Layout& l) {
+  if (l.rows < 1 || l.cols < 1)
+    raise<ValueError>("layout {}: tile rows and columns must be at least 1, got {}x{}",
+                      to_string(l), l.rows, l.cols);
+}
+
+inline void require_layout_rank(const Layout& l, std::size_t rank) {
+  require_tile(l);
+  const auto want = [&]() -> std::size_t {
+    switch (l.kind) {
+      case Layout::Kind::Activation:
+      case Layout::Kind::ConvWeight:
+      case Layout::Kind::UnfoldedActivation:
+      case Layout::Kind::UnfoldedConvWeight:
+        return 4;
+      case Layout::Kind::DenseWeight:
+        return 2;
+      case Layout::Kind::Channel:
+        return 1;
+      default:
+        return 0;
+    }
+  }();
+  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
+    raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
+                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
+                      l.kind == Layout::Kind::Matrix ? " or more" : "");
+}
+
+template <class Dim, class Mul>
+Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
+  require_layout_rank(l, s.size());
+  switch (l.kind) {
+    case Layout::Kind::Activation:
+    case Layout::Kind::ConvWeight:
+      return {s[0], s[1], s[2], s[3]};
+    case Layout::Kind::Matrix: {
+      Dim rows = s[0];
+      for (std::size_t k = 1; k + 1 < s.size(); ++k) rows = mul(rows, s[k]);
+      return {rows, s.back(), Dim(1), Dim(1)};
+    }
+    case Layout::Kind::DenseWeight:
+      return {s[0], s[1], Dim(1), Dim(1)};
+    default:
+      raise<ValueError>("internal: layout {} is not a tiled 4-d layout, please report",
+                        to_string(l));
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
+                                                const std::vector<ne::Expr>& shape) {
+  if (l.kind == Layout::Kind::Plain) return shape;
+  const auto tiles = [](const ne::Expr& n, std::int64_t t) {
+    return t == 1 ? n : ne::simplify(ne::ceildiv(n, t));
+  };
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, shape.size());
+    return {tiles(shape[0], l.cols), l.rows, l.cols};
+  }
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, shape.size());
+    const auto& u = l.unfold;
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    const ne::Expr ow =
+        act ? ne::simplify(ne::floordiv(shape[3] + u.pad_left + u.pad_right - u.kw, u.stride) + 1)
+            : ne::Expr(1);
+    const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
+    return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
+  const auto d = detail::as_tiled4<ne::Expr>(
+      l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
+  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
+    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
+  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
+}
+
+namespace detail {
+
+// The array with the same elements in another shape of the same size.
+inline te::NDArray reshaped(const te::NDArray& a, std::vector<std::int64_t> shape) {
+  if (a.shape() == shape) return a;
+  te::NDArray out(a.dtype(), std::move(shape));
+  std::copy(a.data().begin(), a.data().end(), out.data().begin());
+  return out;
+}
+
+inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{} to layout {}: VTA's layouts hold integers, the array is {}", what,
+                     to_string(l), a.dtype());
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// x [N, C, H, W] -> [N, C*KW, H, OW], or w [O, C, KH, KW] -> [O, C*KW, KH, 1] (layout.hpp).
+inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
+  const auto& s = a.shape();
+  const auto& u = l.unfold;
+  const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+  if (u.kw < 1 || u.stride < 1 || u.pad_left < 0 || u.pad_right < 0 || (!act && s[3] != u.kw))
+    raise<ValueError>("layout {}: does not unfold a value of shape [{}]", to_string(l),
+                      fmt::join(s, ", "));
+  const std::int64_t ow = act ? (s[3] + u.pad_left + u.pad_right - u.kw) / u.stride + 1 : 1;
+  if (ow < 1) raise<ShapeError>("layout {}: a width of {} holds no window", to_string(l), s[3]);
+  te::NDArray out(a.dtype(), {s[0], s[1] * u.kw, s[2], ow});
+  const auto src = a.data();
+  auto dst = out.data();
+  std::size_t o = 0;
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t c = 0; c < s[1]; ++c)
+      for (std::int64_t dx = 0; dx < u.kw; ++dx)
+        for (std::int64_t y = 0; y < s[2]; ++y)
+          for (std::int64_t j = 0; j < ow; ++j, ++o) {
+            const std::int64_t x = act ? j * u.stride + dx - u.pad_left : dx;
+            const auto from = static_cast<std::size_t>(((n * s[1] + c) * s[2] + y) * s[3] + x);
+            dst[o] = x < 0 || x >= s[3] ? 0 : src[from];
+          }
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
+  if (l.kind == Layout::Kind::Plain) return logical;
+  detail::require_integral(logical, l, "pack");
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
+    detail::require_layout_rank(l, logical.ndim());
+    const bool act = l.kind == Layout::Kind::UnfoldedActivation;
+    return pack(detail::unfold_width(logical, l),
+                {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
+  }
+  const auto& s = logical.shape();
+  const auto src = logical.data();
+  if (l.kind == Layout::Kind::Channel) {
+    detail::require_layout_rank(l, s.size());
+    te::NDArray out(logical.dtype(), {ne::ceil_div(s[0], l.cols), l.rows, l.cols});
+    auto dst = out.data();
+    for (std::int64_t c = 0; c < s[0]; ++c)
+      for (std::int64_t r = 0; r < l.rows; ++r)
+        dst[static_cast<std::size_t>(((c / l.cols) * l.rows + r) * l.cols + c % l.cols)] =
+            src[static_cast<std::size_t>(c)];
+    return out;
+  }
+  // the tiling vta::pack_tiled does, on the value seen as [A, B, H, W]
+  const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
+  const auto tiled =
+      vta::pack_tiled(detail::reshaped(logical, {d.a, d.b, d.h, d.w}), l.rows, l.cols);
+  const auto& t = tiled.shape();
+  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
+    return detail::reshaped(tiled, {t[0], t[1], t[4], t[5]});
+  return tiled;
+}
+
+DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
+                                std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
+    raise<ValueError>(
+        "unpack from layout {}: it packs one convolution's operands and is never "
+        "read back",
+        to_string(l));
+  if (l.kind == Layout::Kind::Plain) {
+    if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
+      raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
+                        fmt::join(packed.shape(), ", "), fmt::join(shape, ", "));
+    return packed;
+  }
+  detail::require_integral(packed, l, "unpack");
+  const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
+  std::vector<ne::Expr> dims;
+  for (auto v : logical_shape) dims.emplace_back(v);
+  std::vector<std::int64_t> expect;
+  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
+  if (packed.shape() != expect)
+    raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
+                      to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
+                      fmt::join(expect, ", "));
+  if (l.kind == Layout::Kind::Channel) {
+    te::NDArray out(packed.dtype(), logical_shape);
+    const auto src = packed.data();
+    auto dst = out.data();
+    for (std::int64_t c = 0; c < shape[0]; ++c)
+      dst[static_cast<std::size_t>(c)] =
+          src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
+  const auto& p = packed.shape();
+  const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
+  return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/layout-inl.hpp
+#endif
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
+// requantize, relu, clip) become once they run in the accumulator after a convolution or a
+// dense layer, and the te stages that compute them. Invariants of an Epilogue:
+//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
+//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
+//   packed as
+//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
+//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
+//     two's-complement wrap that graph::cast defines).
+// Immediates are checked by the VTA passes against the hardware's argument widths.
+//
+//   graph::Epilogue ep;
+//   ep.add_channel(DType::int32());        // + bias[c]
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
+//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
 // end dlavm/vta/lower/env.hpp
 
 #include <cstddef>
@@ -19935,6 +20153,8 @@ struct ModuleValue {
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
   DType dtype;
   std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
+  // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
+  std::shared_ptr<const std::vector<std::uint8_t>> dram;
 };
 
 struct ModuleStep {
@@ -20078,25 +20298,6 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleVa
       params_(std::move(params)),
       results_(std::move(results)) {}
 
-namespace detail {
-
-// A value's array shape under the bindings.
-inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
-                                          std::span<const ne::Binding> bindings,
-                                          const std::string& what) {
-  std::vector<std::int64_t> out;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    try {
-      out.push_back(ne::eval(shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
-    }
-  }
-  return out;
-}
-
-}  // namespace detail
-
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
                                        std::vector<std::optional<te::NDArray>>& arrays) const {
@@ -20109,7 +20310,7 @@ DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
       if (in.name == v.param) given = &in;
     if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
     const auto& a = given->value.get();
-    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    const auto shape = detail::concrete_dims(v.shape, bindings, "input " + v.name);
     if (a.dtype() != v.dtype || a.shape() != shape)
       raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
                         a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
@@ -20164,14 +20365,15 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   std::vector<std::uint64_t> phys;
   for (const auto in : step.inputs) {
     const auto& v = values_[in];
-    const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
-    const auto bytes = vta::dram_bytes(a);
+    std::vector<std::uint8_t> serialized;
+    if (!v.dram) serialized = vta::dram_bytes(*arrays[in]);
+    const std::span<const std::uint8_t> bytes = v.dram ? *v.dram : serialized;
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
   }
   const auto& out = values_[step.output];
-  auto out_shape = detail::concrete(out.shape, bindings, "value " + out.name);
+  auto out_shape = detail::concrete_dims(out.shape, bindings, "value " + out.name);
   std::size_t count = 1;
   for (auto d : out_shape) count *= static_cast<std::size_t>(d);
   const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
@@ -20233,7 +20435,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = values_[step.inputs[0]];
-        const auto shape = detail::concrete(v.logical, bindings, "value " + v.name);
+        const auto shape = detail::concrete_dims(v.logical, bindings, "value " + v.name);
         arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
         break;
       }
@@ -20269,7 +20471,8 @@ DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
   if (v.layout.kind == Layout::Kind::Plain) return *run.values[*found];
   std::vector<ne::Binding> b;
   for (const auto& [name, value] : run.bindings) b.push_back({name, value});
-  return unpack(*run.values[*found], v.layout, detail::concrete(v.logical, b, "value " + v.name));
+  return unpack(*run.values[*found], v.layout,
+                detail::concrete_dims(v.logical, b, "value " + v.name));
 }
 
 DLAVM_INLINE const ModuleRun& Module::last_run() const {
@@ -22670,6 +22873,7 @@ Module build(const Function& fn, const Target& target, const BuildOptions& optio
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -22690,7 +22894,7 @@ class ModuleBuilder {
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
       values_.back().param = p.name();
-      plain_[p.get()] = params.back();
+      forms(p).plain = params.back();
     }
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
@@ -22715,21 +22919,37 @@ class ModuleBuilder {
     v.layout = layout;
     v.shape = packed_shape(layout, v.logical);
     v.dtype = e.type().dtype;
+    if (constant && layout.kind != Layout::Kind::Plain)
+      v.dram = std::make_shared<const std::vector<std::uint8_t>>(vta::dram_bytes(*constant));
     v.constant = std::move(constant);
     values_.push_back(std::move(v));
     return values_.size() - 1;
   }
 
+  // The module values of a graph node: its logical form and its packed ones. The entry holds
+  // the node, so that no key outlives its node (the builder makes nodes of its own: the
+  // folded biases) and a later node at the same address cannot find another node's values.
+  struct NodeValues {
+    Expr node;
+    std::optional<std::size_t> plain;
+    std::vector<std::pair<Layout, std::size_t>> packed;
+  };
+  NodeValues& forms(const Expr& e) {
+    auto& f = values_of_[e.get()];
+    if (!f.node.defined()) f.node = e;
+    return f;
+  }
+
   // The value of node e in its logical layout, unpacking it after VTA if need be.
   std::size_t plain(const Expr& e) {
-    if (auto it = plain_.find(e.get()); it != plain_.end()) return it->second;
+    auto& f = forms(e);
+    if (f.plain) return *f.plain;
     if (const auto* c = e.as<ConstantNode>())
-      return plain_[e.get()] = add_value(e, ModuleValue::Kind::Constant, {}, c->value);
-    auto it = packed_.find(e.get());
-    if (it == packed_.end() || it->second.empty())
+      return *(f.plain = add_value(e, ModuleValue::Kind::Constant, {}, c->value));
+    if (f.packed.empty())
       raise<ValueError>("internal: build: {} is used before it is computed, please report",
                         names_.label(e));
-    const std::size_t from = it->second.front().second;
+    const std::size_t from = f.packed.front().second;
     const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     ModuleStep s;
     s.kind = ModuleStep::Kind::Unpack;
@@ -22737,14 +22957,13 @@ class ModuleBuilder {
     s.inputs = {from};
     s.output = to;
     steps_.push_back(std::move(s));
-    return plain_[e.get()] = to;
+    return *(f.plain = to);
   }
 
   // The value of node e in layout l: constants are packed now, other values by a pack step
   // on the host (once per layout).
   std::size_t packed(const Expr& e, const Layout& l) {
-    auto& forms = packed_[e.get()];
-    for (const auto& [layout, id] : forms)
+    for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
     if (const auto* c = e.as<ConstantNode>()) {
@@ -22760,7 +22979,7 @@ class ModuleBuilder {
       s.output = id;
       steps_.push_back(std::move(s));
     }
-    packed_[e.get()].emplace_back(l, id);
+    forms(e).packed.emplace_back(l, id);
     return id;
   }
 
@@ -22775,14 +22994,13 @@ class ModuleBuilder {
     s.kernel = target_.ops.at(call.op()).host_kernel;
     for (const auto& a : call.args) s.inputs.push_back(plain(a));
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
-    plain_[e.get()] = s.output;
+    forms(e).plain = s.output;
     steps_.push_back(std::move(s));
   }
 
   // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
   // them, joins the bias at build time (exact: the adds wrap around in int32, so they
-  // commute), saving an ALU pass per output tile. The folded constants live as long as the
-  // builder: its maps are keyed by node addresses.
+  // commute), saving an ALU pass per output tile.
   Group fold_rounding(Group g) {
     using K = EpilogueStep::Kind;
     auto& steps = g.epilogue.steps;
@@ -22797,7 +23015,6 @@ class ModuleBuilder {
       te::NDArray folded = *bias->value;
       for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
       g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      folded_.push_back(g.operands[steps[k].input]);
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
     }
     return g;
@@ -22831,7 +23048,7 @@ class ModuleBuilder {
     }
     s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
     values_[s.output].dtype = env.out_dtype;
-    packed_[g.output().get()].emplace_back(result, s.output);
+    forms(g.output()).packed.emplace_back(result, s.output);
     s.program = std::move(program);
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
@@ -22866,9 +23083,7 @@ class ModuleBuilder {
   NodeNames names_;
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
-  std::unordered_map<const Node*, std::size_t> plain_;
-  std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
-  std::vector<Expr> folded_;  // constants made by fold_rounding
+  std::unordered_map<const Node*, NodeValues> values_of_;
   std::size_t kernels_ = 0;
 };
 
@@ -25136,194 +25351,6 @@ DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
 // end dlavm/vta/hw/simulator.hpp
 // end dlavm/vta/hw.hpp
 // begin dlavm/vta/layout.hpp
-// Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
-// layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
-//   activations  NCHW              <-> [N/B, C/BI, H, W, B, BI]    (B = BATCH, BI = BLOCK_IN)
-//   weights      OIHW              <-> [O/BO, I/BI, H, W, BO, BI]  (BO = BLOCK_OUT)
-//   matrices     [M, K]            <-> [M/B, K/BI, B, BI]          (GEMM inputs)
-//                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
-// Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
-// 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
-// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n, c).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-std::int64_t tiles(std::int64_t n, std::int64_t t);
-
-void require_rank(const te::NDArray& a, std::size_t rank, const char* what, const char* layout);
-
-// Calls fn(plain, packed) for every element of an [a, b, h, w] array: its offset there and in
-// the tiled [a/ta, b_tiles, h, w, ta, tb] layout.
-template <class Fn>
-void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
-                    std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
-             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
-                                      (i % ta) * tb + j % tb));
-}
-
-// Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
-te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb);
-
-// The inverse of pack4, keeping the first `a` x `b` rows and channels.
-te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b);
-
-}  // namespace detail
-
-// NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
-te::NDArray pack_activation(const te::NDArray& nchw, const Env& env);
-
-// [N/B, C/BO, H, W, B, BO] -> NCHW, keeping n images and c channels.
-te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n, std::int64_t c);
-
-// OIHW -> [O/BLOCK_OUT, I/BLOCK_IN, H, W, BLOCK_OUT, BLOCK_IN].
-te::NDArray pack_weight(const te::NDArray& oihw, const Env& env);
-
-namespace detail {
-// A matrix [R, C] -> [R/tr, C/tc, tr, tc].
-te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc, const char* what,
-                      const char* layout);
-}  // namespace detail
-
-// [M, K] -> [M/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN].
-te::NDArray pack_matrix(const te::NDArray& mk, const Env& env);
-
-// [N, K] weights -> [N/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN].
-te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env);
-
-// [M/B, N/BO, B, BO] -> [M, N], keeping m rows and n columns.
-te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/layout-inl.hpp
-// Definitions for dlavm/vta/layout.hpp (see core/api.hpp).
-
-// begin dlavm/vta/layout.hpp
-// end dlavm/vta/layout.hpp
-
-namespace dlavm::vta::detail {
-
-DLAVM_INLINE std::int64_t tiles(std::int64_t n, std::int64_t t) { return (n + t - 1) / t; }
-
-DLAVM_INLINE void require_rank(const te::NDArray& a, std::size_t rank, const char* what,
-                               const char* layout) {
-  if (a.ndim() != rank)
-    raise<ShapeError>("{}: expected a {}-dimensional {} array, got shape [{}]", what, rank, layout,
-                      fmt::join(a.shape(), ", "));
-}
-
-DLAVM_INLINE te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb) {
-  const auto& s = in.shape();
-  te::NDArray out(in.dtype(), {tiles(s[0], ta), tiles(s[1], tb), s[2], s[3], ta, tb});
-  auto dst = out.data();
-  const auto src = in.data();
-  for_each_tiled(s[0], s[1], s[2], s[3], ta, tb, tiles(s[1], tb),
-                 [&](std::size_t plain, std::size_t packed) { dst[packed] = src[plain]; });
-  return out;
-}
-
-DLAVM_INLINE te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b) {
-  const auto& s = in.shape();
-  te::NDArray out(in.dtype(), {a, b, s[2], s[3]});
-  auto dst = out.data();
-  const auto src = in.data();
-  for_each_tiled(a, b, s[2], s[3], s[4], s[5], s[1],
-                 [&](std::size_t plain, std::size_t packed) { dst[plain] = src[packed]; });
-  return out;
-}
-
-}  // namespace dlavm::vta::detail
-
-namespace dlavm::vta {
-
-DLAVM_INLINE te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
-  detail::require_rank(nchw, 4, "pack_activation", "NCHW");
-  return detail::pack4(nchw, env.batch, env.block_in);
-}
-
-DLAVM_INLINE te::NDArray unpack_activation(const te::NDArray& packed, std::int64_t n,
-                                           std::int64_t c) {
-  detail::require_rank(packed, 6, "unpack_activation", "packed [N/B, C/BO, H, W, B, BO]");
-  const auto& s = packed.shape();
-  if (n < 1 || c < 1 || n > s[0] * s[4] || c > s[1] * s[5])
-    raise<ShapeError>(
-        "unpack_activation: {} images of {} channels asked of a packed array holding {} x {}", n, c,
-        s[0] * s[4], s[1] * s[5]);
-  return detail::unpack4(packed, n, c);
-}
-
-DLAVM_INLINE te::NDArray pack_weight(const te::NDArray& oihw, const Env& env) {
-  detail::require_rank(oihw, 4, "pack_weight", "OIHW");
-  return detail::pack4(oihw, env.block_out, env.block_in);
-}
-
-}  // namespace dlavm::vta
-
-namespace dlavm::vta::detail {
-
-DLAVM_INLINE te::NDArray pack_rows(const te::NDArray& rc, std::int64_t tr, std::int64_t tc,
-                                   const char* what, const char* layout) {
-  require_rank(rc, 2, what, layout);
-  te::NDArray as4(rc.dtype(), {rc.shape()[0], rc.shape()[1], 1, 1});
-  std::copy(rc.data().begin(), rc.data().end(), as4.data().begin());
-  const auto p = pack4(as4, tr, tc);
-  te::NDArray out(rc.dtype(), {p.shape()[0], p.shape()[1], p.shape()[4], p.shape()[5]});
-  std::copy(p.data().begin(), p.data().end(), out.data().begin());
-  return out;
-}
-
-}  // namespace dlavm::vta::detail
-
-namespace dlavm::vta {
-
-DLAVM_INLINE te::NDArray pack_matrix(const te::NDArray& mk, const Env& env) {
-  return detail::pack_rows(mk, env.batch, env.block_in, "pack_matrix", "[M, K]");
-}
-
-DLAVM_INLINE te::NDArray pack_matrix_weight(const te::NDArray& nk, const Env& env) {
-  return detail::pack_rows(nk, env.block_out, env.block_in, "pack_matrix_weight", "[N, K]");
-}
-
-DLAVM_INLINE te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m, std::int64_t n) {
-  detail::require_rank(packed, 4, "unpack_matrix", "packed [M/B, N/BO, B, BO]");
-  const auto& s = packed.shape();
-  if (m < 1 || n < 1 || m > s[0] * s[2] || n > s[1] * s[3])
-    raise<ShapeError>("unpack_matrix: a {} x {} matrix asked of a packed array holding {} x {}", m,
-                      n, s[0] * s[2], s[1] * s[3]);
-  te::NDArray as6(packed.dtype(), {s[0], s[1], 1, 1, s[2], s[3]});
-  std::copy(packed.data().begin(), packed.data().end(), as6.data().begin());
-  const auto u = detail::unpack4(as6, m, n);
-  te::NDArray out(packed.dtype(), {m, n});
-  std::copy(u.data().begin(), u.data().end(), out.data().begin());
-  return out;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/layout-inl.hpp
-#endif
 // end dlavm/vta/layout.hpp
 // begin dlavm/vta/lower.hpp
 // The VTA lowering passes, TIR to TIR: the target environment (vta::Env, the GEMM intrinsic),

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -32,7 +33,7 @@ class ModuleBuilder {
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
       values_.back().param = p.name();
-      plain_[p.get()] = params.back();
+      forms(p).plain = params.back();
     }
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
@@ -57,21 +58,37 @@ class ModuleBuilder {
     v.layout = layout;
     v.shape = packed_shape(layout, v.logical);
     v.dtype = e.type().dtype;
+    if (constant && layout.kind != Layout::Kind::Plain)
+      v.dram = std::make_shared<const std::vector<std::uint8_t>>(vta::dram_bytes(*constant));
     v.constant = std::move(constant);
     values_.push_back(std::move(v));
     return values_.size() - 1;
   }
 
+  // The module values of a graph node: its logical form and its packed ones. The entry holds
+  // the node, so that no key outlives its node (the builder makes nodes of its own: the
+  // folded biases) and a later node at the same address cannot find another node's values.
+  struct NodeValues {
+    Expr node;
+    std::optional<std::size_t> plain;
+    std::vector<std::pair<Layout, std::size_t>> packed;
+  };
+  NodeValues& forms(const Expr& e) {
+    auto& f = values_of_[e.get()];
+    if (!f.node.defined()) f.node = e;
+    return f;
+  }
+
   // The value of node e in its logical layout, unpacking it after VTA if need be.
   std::size_t plain(const Expr& e) {
-    if (auto it = plain_.find(e.get()); it != plain_.end()) return it->second;
+    auto& f = forms(e);
+    if (f.plain) return *f.plain;
     if (const auto* c = e.as<ConstantNode>())
-      return plain_[e.get()] = add_value(e, ModuleValue::Kind::Constant, {}, c->value);
-    auto it = packed_.find(e.get());
-    if (it == packed_.end() || it->second.empty())
+      return *(f.plain = add_value(e, ModuleValue::Kind::Constant, {}, c->value));
+    if (f.packed.empty())
       raise<ValueError>("internal: build: {} is used before it is computed, please report",
                         names_.label(e));
-    const std::size_t from = it->second.front().second;
+    const std::size_t from = f.packed.front().second;
     const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     ModuleStep s;
     s.kind = ModuleStep::Kind::Unpack;
@@ -79,14 +96,13 @@ class ModuleBuilder {
     s.inputs = {from};
     s.output = to;
     steps_.push_back(std::move(s));
-    return plain_[e.get()] = to;
+    return *(f.plain = to);
   }
 
   // The value of node e in layout l: constants are packed now, other values by a pack step
   // on the host (once per layout).
   std::size_t packed(const Expr& e, const Layout& l) {
-    auto& forms = packed_[e.get()];
-    for (const auto& [layout, id] : forms)
+    for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
     if (const auto* c = e.as<ConstantNode>()) {
@@ -102,7 +118,7 @@ class ModuleBuilder {
       s.output = id;
       steps_.push_back(std::move(s));
     }
-    packed_[e.get()].emplace_back(l, id);
+    forms(e).packed.emplace_back(l, id);
     return id;
   }
 
@@ -117,14 +133,13 @@ class ModuleBuilder {
     s.kernel = target_.ops.at(call.op()).host_kernel;
     for (const auto& a : call.args) s.inputs.push_back(plain(a));
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
-    plain_[e.get()] = s.output;
+    forms(e).plain = s.output;
     steps_.push_back(std::move(s));
   }
 
   // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
   // them, joins the bias at build time (exact: the adds wrap around in int32, so they
-  // commute), saving an ALU pass per output tile. The folded constants live as long as the
-  // builder: its maps are keyed by node addresses.
+  // commute), saving an ALU pass per output tile.
   Group fold_rounding(Group g) {
     using K = EpilogueStep::Kind;
     auto& steps = g.epilogue.steps;
@@ -139,7 +154,6 @@ class ModuleBuilder {
       te::NDArray folded = *bias->value;
       for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
       g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      folded_.push_back(g.operands[steps[k].input]);
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
     }
     return g;
@@ -173,7 +187,7 @@ class ModuleBuilder {
     }
     s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
     values_[s.output].dtype = env.out_dtype;
-    packed_[g.output().get()].emplace_back(result, s.output);
+    forms(g.output()).packed.emplace_back(result, s.output);
     s.program = std::move(program);
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
@@ -208,9 +222,7 @@ class ModuleBuilder {
   NodeNames names_;
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
-  std::unordered_map<const Node*, std::size_t> plain_;
-  std::unordered_map<const Node*, std::vector<std::pair<Layout, std::size_t>>> packed_;
-  std::vector<Expr> folded_;  // constants made by fold_rounding
+  std::unordered_map<const Node*, NodeValues> values_of_;
   std::size_t kernels_ = 0;
 };
 

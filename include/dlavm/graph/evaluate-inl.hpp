@@ -17,19 +17,25 @@ namespace dlavm::graph {
 
 namespace detail {
 
+DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                                     std::span<const ne::Binding> bindings,
+                                                     std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
 // The concrete shape of a type under the bindings; `what` names the node for messages.
 inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
                                                 std::span<const ne::Binding> bindings,
                                                 std::string_view what) {
-  std::vector<std::int64_t> shape;
-  for (std::size_t k = 0; k < t.shape.size(); ++k) {
-    try {
-      shape.push_back(ne::eval(t.shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("evaluate: {} dim {} is `{}`: {}", what, k, t.shape[k], e.what());
-    }
-  }
-  return shape;
+  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
 }
 
 using ArrayPtr = std::shared_ptr<const te::NDArray>;

@@ -65,6 +65,14 @@ inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<
                         std::span(bindings.begin(), bindings.size()));
 }
 
+namespace detail {
+// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
+// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                        std::span<const ne::Binding> bindings,
+                                        std::string_view what);
+}  // namespace detail
+
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB

@@ -7,6 +7,7 @@
 #include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/vta/layout.hpp>
 
 #include <fmt/format.h>
 
@@ -130,18 +131,12 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
 
 namespace detail {
 
-// Calls fn(logical offset, packed offset) for every element of a tiled 4-d value.
-template <class Fn>
-void for_each_tiled4(const Tiled4<std::int64_t>& d, std::int64_t tr, std::int64_t tc, Fn&& fn) {
-  const std::int64_t b_tiles = ne::ceil_div(d.b, tc), hw = d.h * d.w;
-  for (std::int64_t i = 0; i < d.a; ++i)
-    for (std::int64_t j = 0; j < d.b; ++j) {
-      const std::int64_t plain = (i * d.b + j) * hw;
-      const std::int64_t tile =
-          ((i / tr) * b_tiles + j / tc) * hw * tr * tc + (i % tr) * tc + j % tc;
-      for (std::int64_t p = 0; p < hw; ++p)
-        fn(static_cast<std::size_t>(plain + p), static_cast<std::size_t>(tile + p * tr * tc));
-    }
+// The array with the same elements in another shape of the same size.
+inline te::NDArray reshaped(const te::NDArray& a, std::vector<std::int64_t> shape) {
+  if (a.shape() == shape) return a;
+  te::NDArray out(a.dtype(), std::move(shape));
+  std::copy(a.data().begin(), a.data().end(), out.data().begin());
+  return out;
 }
 
 inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
@@ -203,16 +198,14 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
             src[static_cast<std::size_t>(c)];
     return out;
   }
+  // the tiling vta::pack_tiled does, on the value seen as [A, B, H, W]
   const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
-  std::vector<std::int64_t> dims{ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
-  if (l.kind == Layout::Kind::Activation || l.kind == Layout::Kind::ConvWeight)
-    dims.insert(dims.end(), {d.h, d.w});
-  dims.insert(dims.end(), {l.rows, l.cols});
-  te::NDArray out(logical.dtype(), std::move(dims));
-  auto dst = out.data();
-  detail::for_each_tiled4(d, l.rows, l.cols,
-                          [&](std::size_t plain, std::size_t tiled) { dst[tiled] = src[plain]; });
-  return out;
+  const auto tiled =
+      vta::pack_tiled(detail::reshaped(logical, {d.a, d.b, d.h, d.w}), l.rows, l.cols);
+  const auto& t = tiled.shape();
+  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
+    return detail::reshaped(tiled, {t[0], t[1], t[4], t[5]});
+  return tiled;
 }
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
@@ -238,19 +231,19 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
                       to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
                       fmt::join(expect, ", "));
-  te::NDArray out(packed.dtype(), logical_shape);
-  const auto src = packed.data();
-  auto dst = out.data();
   if (l.kind == Layout::Kind::Channel) {
+    te::NDArray out(packed.dtype(), logical_shape);
+    const auto src = packed.data();
+    auto dst = out.data();
     for (std::int64_t c = 0; c < shape[0]; ++c)
       dst[static_cast<std::size_t>(c)] =
           src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  detail::for_each_tiled4(d, l.rows, l.cols,
-                          [&](std::size_t plain, std::size_t tiled) { dst[plain] = src[tiled]; });
-  return out;
+  const auto& p = packed.shape();
+  const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
+  return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
 }
 
 }  // namespace dlavm::graph

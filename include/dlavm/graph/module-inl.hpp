@@ -27,25 +27,6 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleVa
       params_(std::move(params)),
       results_(std::move(results)) {}
 
-namespace detail {
-
-// A value's array shape under the bindings.
-inline std::vector<std::int64_t> concrete(const std::vector<ne::Expr>& shape,
-                                          std::span<const ne::Binding> bindings,
-                                          const std::string& what) {
-  std::vector<std::int64_t> out;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    try {
-      out.push_back(ne::eval(shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
-    }
-  }
-  return out;
-}
-
-}  // namespace detail
-
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
                                        std::vector<std::optional<te::NDArray>>& arrays) const {
@@ -58,7 +39,7 @@ DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
       if (in.name == v.param) given = &in;
     if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
     const auto& a = given->value.get();
-    const auto shape = detail::concrete(v.shape, bindings, "input " + v.name);
+    const auto shape = detail::concrete_dims(v.shape, bindings, "input " + v.name);
     if (a.dtype() != v.dtype || a.shape() != shape)
       raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
                         a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
@@ -113,14 +94,15 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   std::vector<std::uint64_t> phys;
   for (const auto in : step.inputs) {
     const auto& v = values_[in];
-    const te::NDArray& a = v.constant ? *v.constant : *arrays[in];
-    const auto bytes = vta::dram_bytes(a);
+    std::vector<std::uint8_t> serialized;
+    if (!v.dram) serialized = vta::dram_bytes(*arrays[in]);
+    const std::span<const std::uint8_t> bytes = v.dram ? *v.dram : serialized;
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
     dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
     phys.push_back(buffers.back().phys);
   }
   const auto& out = values_[step.output];
-  auto out_shape = detail::concrete(out.shape, bindings, "value " + out.name);
+  auto out_shape = detail::concrete_dims(out.shape, bindings, "value " + out.name);
   std::size_t count = 1;
   for (auto d : out_shape) count *= static_cast<std::size_t>(d);
   const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
@@ -182,7 +164,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = values_[step.inputs[0]];
-        const auto shape = detail::concrete(v.logical, bindings, "value " + v.name);
+        const auto shape = detail::concrete_dims(v.logical, bindings, "value " + v.name);
         arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
         break;
       }
@@ -218,7 +200,8 @@ DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
   if (v.layout.kind == Layout::Kind::Plain) return *run.values[*found];
   std::vector<ne::Binding> b;
   for (const auto& [name, value] : run.bindings) b.push_back({name, value});
-  return unpack(*run.values[*found], v.layout, detail::concrete(v.logical, b, "value " + v.name));
+  return unpack(*run.values[*found], v.layout,
+                detail::concrete_dims(v.logical, b, "value " + v.name));
 }
 
 DLAVM_INLINE const ModuleRun& Module::last_run() const {

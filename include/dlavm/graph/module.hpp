@@ -50,6 +50,8 @@ struct ModuleValue {
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
   DType dtype;
   std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
+  // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
+  std::shared_ptr<const std::vector<std::uint8_t>> dram;
 };
 
 struct ModuleStep {

@@ -38,6 +38,21 @@ DLAVM_INLINE te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int
 
 namespace dlavm::vta {
 
+DLAVM_INLINE te::NDArray pack_tiled(const te::NDArray& abhw, std::int64_t ta, std::int64_t tb) {
+  detail::require_rank(abhw, 4, "pack_tiled", "[A, B, H, W]");
+  if (ta < 1 || tb < 1) raise<ShapeError>("pack_tiled: tiles of {} x {} elements", ta, tb);
+  return detail::pack4(abhw, ta, tb);
+}
+
+DLAVM_INLINE te::NDArray unpack_tiled(const te::NDArray& packed, std::int64_t a, std::int64_t b) {
+  detail::require_rank(packed, 6, "unpack_tiled", "packed [A/ta, B/tb, H, W, ta, tb]");
+  const auto& s = packed.shape();
+  if (a < 1 || b < 1 || a > s[0] * s[4] || b > s[1] * s[5])
+    raise<ShapeError>("unpack_tiled: {} x {} asked of a packed array holding {} x {}", a, b,
+                      s[0] * s[4], s[1] * s[5]);
+  return detail::unpack4(packed, a, b);
+}
+
 DLAVM_INLINE te::NDArray pack_activation(const te::NDArray& nchw, const Env& env) {
   detail::require_rank(nchw, 4, "pack_activation", "NCHW");
   return detail::pack4(nchw, env.batch, env.block_in);

@@ -6,7 +6,8 @@
 //                [N, K] (weights)  <-> [N/BO, K/BI, BO, BI]
 // Packing zero-pads N and C (or M and K) up to whole tiles, so a 27-channel input becomes two
 // 16-channel tiles; unpacking drops the padding again. Packed outputs use BLOCK_OUT for their
-// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n, c).
+// channel tiles; unpacking reads the tile sizes from the packed shape: unpack_activation(res, n,
+// c).
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -49,6 +50,12 @@ te::NDArray pack4(const te::NDArray& in, std::int64_t ta, std::int64_t tb);
 te::NDArray unpack4(const te::NDArray& in, std::int64_t a, std::int64_t b);
 
 }  // namespace detail
+
+// The tiling all the layouts below are: [A, B, H, W] -> [A/ta, B/tb, H, W, ta, tb], zero-padding
+// A and B to whole tiles (ShapeError for another rank or a tile below 1); and its inverse,
+// keeping the first a x b of the tiled dims.
+te::NDArray pack_tiled(const te::NDArray& abhw, std::int64_t ta, std::int64_t tb);
+te::NDArray unpack_tiled(const te::NDArray& packed, std::int64_t a, std::int64_t b);
 
 // NCHW -> [N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN].
 te::NDArray pack_activation(const te::NDArray& nchw, const Env& env);
