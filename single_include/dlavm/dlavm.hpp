@@ -12936,6 +12936,13 @@ inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
   return copy_stage(t, t.dtype(), std::move(name));
 }
 
+// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
+// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
+// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
+void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
+                   const te::IterVar& gemm_at);
+
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
 // [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
@@ -13050,6 +13057,19 @@ DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string
         return dtype == t.dtype() ? x : te::cast(dtype, x);
       },
       std::move(name));
+}
+
+DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                                const te::Tensor& wgt_buf, const te::Tensor& acc,
+                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
+  s[inp_buf].set_scope(env.inp_scope);
+  s[wgt_buf].set_scope(env.wgt_scope);
+  s[acc].set_scope(env.acc_scope);
+  for (const auto& t : {inp_buf, wgt_buf}) {
+    s[t].compute_at(s[acc], reduce_step);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  s[acc].tensorize(gemm_at, env.gemm);
 }
 
 namespace detail {
@@ -20972,15 +20992,8 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
     s[res].bind(tx, te::thread_axis("cthread"));
     (void)oc_o;
   }
-  s[data_buf_].set_scope(env_.inp_scope);
-  s[weight_buf_].set_scope(env_.wgt_scope);
-  s[acc_].set_scope(env_.acc_scope);
-  s[data_buf_].compute_at(s[acc_], ic_out);
-  s[weight_buf_].compute_at(s[acc_], ic_out);
-  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
-  s[weight_buf_].pragma(s[weight_buf_].axis(0), env_.dma_copy);
+  schedule_gemm(s, env_, data_buf_, weight_buf_, acc_, ic_out, c[4]);
   s[res].pragma(b_inn, env_.dma_copy);
-  s[acc_].tensorize(c[4], env_.gemm);
   return s;
 }
 
@@ -21296,15 +21309,8 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   const auto c = s[acc_].node()->root;  // m, n, b, c
   auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
   s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
-  s[x_buf_].set_scope(env_.inp_scope);
-  s[w_buf_].set_scope(env_.wgt_scope);
-  s[acc_].set_scope(env_.acc_scope);
-  s[x_buf_].compute_at(s[acc_], ko_out);
-  s[w_buf_].compute_at(s[acc_], ko_out);
-  s[x_buf_].pragma(s[x_buf_].axis(0), env_.dma_copy);
-  s[w_buf_].pragma(s[w_buf_].axis(0), env_.dma_copy);
+  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[2]);
   s[res].pragma(m_inn, env_.dma_copy);
-  s[acc_].tensorize(c[2], env_.gemm);
   return s;
 }
 
@@ -22940,6 +22946,17 @@ class ModuleBuilder {
     return f;
   }
 
+  // A host step converting value `from` into value `to` (Pack or Unpack).
+  void layout_step(ModuleStep::Kind kind, std::size_t from, std::size_t to) {
+    ModuleStep s;
+    s.kind = kind;
+    s.label = fmt::format("{} {}", kind == ModuleStep::Kind::Pack ? "pack" : "unpack",
+                          values_[kind == ModuleStep::Kind::Pack ? to : from].name);
+    s.inputs = {from};
+    s.output = to;
+    steps_.push_back(std::move(s));
+  }
+
   // The value of node e in its logical layout, unpacking it after VTA if need be.
   std::size_t plain(const Expr& e) {
     auto& f = forms(e);
@@ -22951,12 +22968,7 @@ class ModuleBuilder {
                         names_.label(e));
     const std::size_t from = f.packed.front().second;
     const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
-    ModuleStep s;
-    s.kind = ModuleStep::Kind::Unpack;
-    s.label = fmt::format("unpack {}", values_[from].name);
-    s.inputs = {from};
-    s.output = to;
-    steps_.push_back(std::move(s));
+    layout_step(ModuleStep::Kind::Unpack, from, to);
     return *(f.plain = to);
   }
 
@@ -22972,12 +22984,7 @@ class ModuleBuilder {
     } else {
       const std::size_t from = plain(e);
       id = add_value(e, ModuleValue::Kind::Temp, l, nullptr);
-      ModuleStep s;
-      s.kind = ModuleStep::Kind::Pack;
-      s.label = fmt::format("pack {}", values_[id].name);
-      s.inputs = {from};
-      s.output = id;
-      steps_.push_back(std::move(s));
+      layout_step(ModuleStep::Kind::Pack, from, id);
     }
     forms(e).packed.emplace_back(l, id);
     return id;

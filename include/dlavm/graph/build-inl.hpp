@@ -79,6 +79,17 @@ class ModuleBuilder {
     return f;
   }
 
+  // A host step converting value `from` into value `to` (Pack or Unpack).
+  void layout_step(ModuleStep::Kind kind, std::size_t from, std::size_t to) {
+    ModuleStep s;
+    s.kind = kind;
+    s.label = fmt::format("{} {}", kind == ModuleStep::Kind::Pack ? "pack" : "unpack",
+                          values_[kind == ModuleStep::Kind::Pack ? to : from].name);
+    s.inputs = {from};
+    s.output = to;
+    steps_.push_back(std::move(s));
+  }
+
   // The value of node e in its logical layout, unpacking it after VTA if need be.
   std::size_t plain(const Expr& e) {
     auto& f = forms(e);
@@ -90,12 +101,7 @@ class ModuleBuilder {
                         names_.label(e));
     const std::size_t from = f.packed.front().second;
     const std::size_t to = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
-    ModuleStep s;
-    s.kind = ModuleStep::Kind::Unpack;
-    s.label = fmt::format("unpack {}", values_[from].name);
-    s.inputs = {from};
-    s.output = to;
-    steps_.push_back(std::move(s));
+    layout_step(ModuleStep::Kind::Unpack, from, to);
     return *(f.plain = to);
   }
 
@@ -111,12 +117,7 @@ class ModuleBuilder {
     } else {
       const std::size_t from = plain(e);
       id = add_value(e, ModuleValue::Kind::Temp, l, nullptr);
-      ModuleStep s;
-      s.kind = ModuleStep::Kind::Pack;
-      s.label = fmt::format("pack {}", values_[id].name);
-      s.inputs = {from};
-      s.output = id;
-      steps_.push_back(std::move(s));
+      layout_step(ModuleStep::Kind::Pack, from, id);
     }
     forms(e).packed.emplace_back(l, id);
     return id;

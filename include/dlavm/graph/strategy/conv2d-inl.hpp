@@ -148,15 +148,8 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
     s[res].bind(tx, te::thread_axis("cthread"));
     (void)oc_o;
   }
-  s[data_buf_].set_scope(env_.inp_scope);
-  s[weight_buf_].set_scope(env_.wgt_scope);
-  s[acc_].set_scope(env_.acc_scope);
-  s[data_buf_].compute_at(s[acc_], ic_out);
-  s[weight_buf_].compute_at(s[acc_], ic_out);
-  s[data_buf_].pragma(s[data_buf_].axis(0), env_.dma_copy);
-  s[weight_buf_].pragma(s[weight_buf_].axis(0), env_.dma_copy);
+  schedule_gemm(s, env_, data_buf_, weight_buf_, acc_, ic_out, c[4]);
   s[res].pragma(b_inn, env_.dma_copy);
-  s[acc_].tensorize(c[4], env_.gemm);
   return s;
 }
 

@@ -84,15 +84,8 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   const auto c = s[acc_].node()->root;  // m, n, b, c
   auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
   s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
-  s[x_buf_].set_scope(env_.inp_scope);
-  s[w_buf_].set_scope(env_.wgt_scope);
-  s[acc_].set_scope(env_.acc_scope);
-  s[x_buf_].compute_at(s[acc_], ko_out);
-  s[w_buf_].compute_at(s[acc_], ko_out);
-  s[x_buf_].pragma(s[x_buf_].axis(0), env_.dma_copy);
-  s[w_buf_].pragma(s[w_buf_].axis(0), env_.dma_copy);
+  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[2]);
   s[res].pragma(m_inn, env_.dma_copy);
-  s[acc_].tensorize(c[2], env_.gemm);
   return s;
 }
 

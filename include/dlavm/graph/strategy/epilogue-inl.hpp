@@ -102,6 +102,19 @@ DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string
       std::move(name));
 }
 
+DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                                const te::Tensor& wgt_buf, const te::Tensor& acc,
+                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
+  s[inp_buf].set_scope(env.inp_scope);
+  s[wgt_buf].set_scope(env.wgt_scope);
+  s[acc].set_scope(env.acc_scope);
+  for (const auto& t : {inp_buf, wgt_buf}) {
+    s[t].compute_at(s[acc], reduce_step);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  s[acc].tensorize(gemm_at, env.gemm);
+}
+
 namespace detail {
 
 // acc(i...) op operand, one ALU stage.

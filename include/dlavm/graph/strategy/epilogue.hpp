@@ -93,6 +93,13 @@ inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
   return copy_stage(t, t.dtype(), std::move(name));
 }
 
+// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
+// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
+// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
+void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
+                   const te::IterVar& gemm_at);
+
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
 // [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
