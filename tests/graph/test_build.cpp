@@ -350,6 +350,37 @@ TEST_CASE("build: a 3-channel 7x7 convolution runs with its kernel width unfolde
   CHECK(m.last_run().steps[1].gemm_macs == std::uint64_t{2 * 2 * 10 * 10 * 7} * 256);
 }
 
+TEST_CASE("build: a call the host refuses runs on VTA when a strategy takes it") {
+  // a convolution op that only VTA runs: the host's support rule refuses every call
+  graph::Target target;
+  auto record = *target.ops.find("conv2d");
+  record.name = "vta_conv";
+  record.host_support = [](const graph::TypeCall&) {
+    return std::optional<std::string>("no host kernel for vta_conv");
+  };
+  target.ops.add(record);
+  auto strategy = *target.strategies.find("conv2d");
+  strategy.op = "vta_conv";
+  target.strategies.add(strategy);
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 4, -8, 8));
+  auto conv = graph::call("vta_conv", {x, w});
+  const auto fn = graph::function({x}, {graph::requantize(conv, {.shift = 4})});
+  const auto typed = graph::infer_type(fn, target);
+  CHECK(fmt::format("{}", typed).find("%0 = vta.vta_conv(%x, %w") != std::string::npos);
+  auto mod = graph::build(fn, target);
+  vta::SimDevice dev;
+  const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 5);
+  const std::vector<graph::NamedArray> inputs{{"x", a}};
+  CHECK(mod.run(dev, inputs)[0] == graph::evaluate(typed, inputs, {}, target.ops)[0]);
+  // alone, its int32 result cannot leave VTA either
+  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {conv}), target),
+                       "%0 (vta_conv): no device supports this call; host: no host kernel for "
+                       "vta_conv; vta: its int32 result would leave VTA, which stores only int8: "
+                       "requantize or cast it in a fused epilogue",
+                       dlavm::TypeError);
+}
+
 TEST_CASE("build: an add that broadcasts the accumulator is not fused") {
   auto x = graph::input("x", {1, 16, 4, 8}, DType::int8());
   auto s = graph::input("s", {2, 16, 4, 8}, DType::int32());
