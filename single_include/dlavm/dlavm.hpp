@@ -7178,15 +7178,15 @@ DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializ
 
 DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep) {
   SweptRange r{simplify(e), simplify(e)};
-  for (const auto& [v, min, extent] : sweep) {
-    const Var vars[] = {v};
+  for (const Sweep& range : sweep) {
+    const Var vars[] = {range.var};
     // The end of [min, min + extent - 1] that makes c*v least (lo) or greatest (hi).
     const auto eliminate = [&](Expr& end, bool least) -> bool {
       const auto form = linear_form(end, vars);
       const auto c = form ? simplify(form->strides[0]).as_int() : std::nullopt;
       if (!c) return false;
       if (*c == 0) return true;
-      const Expr at = (*c > 0) == least ? min : min + extent - 1;
+      const Expr at = (*c > 0) == least ? range.min : range.min + range.extent - 1;
       end = simplify(form->offset + at * *c);
       return true;
     };
@@ -7322,8 +7322,7 @@ class CompiledExpr {
   };
   static constexpr std::size_t kStackRegisters = 64;
 
-  [[noreturn, gnu::cold]] void fail(std::size_t pc, std::int64_t a,
-                                                   std::int64_t b) const;
+  [[noreturn, gnu::cold]] void fail(std::size_t pc, std::int64_t a, std::int64_t b) const;
   [[noreturn, gnu::cold]] void bad_args(std::span<const std::int64_t> args) const;
 
   Expr expr_;
@@ -7709,9 +7708,8 @@ DLAVM_INLINE std::int64_t CompiledExpr::operator()(std::initializer_list<std::in
   return (*this)(std::span<const std::int64_t>(args.begin(), args.size()));
 }
 
-[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::fail(std::size_t pc,
-                                                                            std::int64_t a,
-                                                                            std::int64_t b) const {
+[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::fail(std::size_t pc, std::int64_t a,
+                                                             std::int64_t b) const {
   if (code_[pc].swapped) std::swap(a, b);
   const auto* node = source_[pc].as<BinaryNode>();
   detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);

@@ -89,15 +89,15 @@ DLAVM_INLINE std::optional<LinearForm> linear_form(const Expr& e, std::initializ
 
 DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e, std::span<const Sweep> sweep) {
   SweptRange r{simplify(e), simplify(e)};
-  for (const auto& [v, min, extent] : sweep) {
-    const Var vars[] = {v};
+  for (const Sweep& range : sweep) {
+    const Var vars[] = {range.var};
     // The end of [min, min + extent - 1] that makes c*v least (lo) or greatest (hi).
     const auto eliminate = [&](Expr& end, bool least) -> bool {
       const auto form = linear_form(end, vars);
       const auto c = form ? simplify(form->strides[0]).as_int() : std::nullopt;
       if (!c) return false;
       if (*c == 0) return true;
-      const Expr at = (*c > 0) == least ? min : min + extent - 1;
+      const Expr at = (*c > 0) == least ? range.min : range.min + range.extent - 1;
       end = simplify(form->offset + at * *c);
       return true;
     };

@@ -355,9 +355,8 @@ DLAVM_INLINE std::int64_t CompiledExpr::operator()(std::initializer_list<std::in
   return (*this)(std::span<const std::int64_t>(args.begin(), args.size()));
 }
 
-[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::fail(std::size_t pc,
-                                                                            std::int64_t a,
-                                                                            std::int64_t b) const {
+[[noreturn, gnu::cold]] DLAVM_INLINE void CompiledExpr::fail(std::size_t pc, std::int64_t a,
+                                                             std::int64_t b) const {
   if (code_[pc].swapped) std::swap(a, b);
   const auto* node = source_[pc].as<BinaryNode>();
   detail::raise_arithmetic("ne::compile", expr_, source_[pc], node->a, a, node->b, b);

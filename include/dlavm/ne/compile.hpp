@@ -105,8 +105,7 @@ class CompiledExpr {
   };
   static constexpr std::size_t kStackRegisters = 64;
 
-  [[noreturn, gnu::cold]] void fail(std::size_t pc, std::int64_t a,
-                                                   std::int64_t b) const;
+  [[noreturn, gnu::cold]] void fail(std::size_t pc, std::int64_t a, std::int64_t b) const;
   [[noreturn, gnu::cold]] void bad_args(std::span<const std::int64_t> args) const;
 
   Expr expr_;
