@@ -1741,7 +1741,7 @@ DLAVM_INLINE Interval interval_of(const Expr& e) { return IntervalAnalysis().vis
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::format(
     const dlavm::ne::Interval& i, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
+  return fmt::formatter<std::string_view>::format(fmt::format("[{}, {}]", i.min, i.max), ctx);
 }
 // end dlavm/ne/interval-inl.hpp
 #endif
@@ -1971,7 +1971,10 @@ class Printer : public ExprFunctor<Printer, void> {
  public:
   explicit Printer(fmt::memory_buffer& out) : out_(out) {}
 
-  void visit_int(const IntImmNode& n, const Expr&) { fmt::format_to(appender(), "{}", n.value); }
+  void visit_int(const IntImmNode& n, const Expr&) {
+    const fmt::format_int digits(n.value);
+    out_.append(digits.data(), digits.data() + digits.size());
+  }
   void visit_var(const VarNode& n, const Expr&) { write(n.name); }
   void visit_binary(const BinaryNode& n, const Expr&) {
     const auto symbol = infix_symbol(n.kind());
@@ -2016,7 +2019,6 @@ class Printer : public ExprFunctor<Printer, void> {
     }
   }
   void write(std::string_view s) { out_.append(s.data(), s.data() + s.size()); }
-  fmt::appender appender() { return fmt::appender(out_); }
 
   fmt::memory_buffer& out_;
 };
@@ -12267,13 +12269,14 @@ DLAVM_INLINE void Config::save(const std::string& path) const {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
     const dlavm::vta::Config& c, format_context& ctx) const {
-  return fmt::format_to(
-      ctx.out(),
-      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-      "wgt {} acc {}, bus {} bits)",
-      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
-      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-      1 << c.log_bus_width);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format(
+          "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+          "wgt {} acc {}, bus {} bits)",
+          c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+          c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+          1 << c.log_bus_width),
+      ctx);
 }
 // end dlavm/vta/hw/config-inl.hpp
 #endif
@@ -13299,11 +13302,12 @@ DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
     const dlavm::vta::Counters& c, format_context& ctx) const {
-  return fmt::format_to(ctx.out(),
-                        "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
-                        "out_store {} B, gemm {} uops, alu {} uops",
-                        c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
-                        c.out_store_bytes, c.gemm_uops, c.alu_uops);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                  "out_store {} B, gemm {} uops, alu {} uops",
+                  c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                  c.out_store_bytes, c.gemm_uops, c.alu_uops),
+      ctx);
 }
 // end dlavm/vta/hw/counters-inl.hpp
 #endif
@@ -13646,11 +13650,13 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFi
 }
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
     const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("{:016x}{:016x}", w.word[1], w.word[0]), ctx);
 }
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
     const dlavm::runtime::Uop& u, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt), ctx);
 }
 // end dlavm/vta/hw/isa-inl.hpp
 #endif
@@ -14004,16 +14010,14 @@ DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
     const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto out = fmt::format_to(
-      ctx.out(),
+  auto text = fmt::format(
       "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
       r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
       r.port_cycles[1], r.port_cycles[2]);
   const char* names[] = {"load", "compute", "store"};
   for (int m = 0; m < 3; ++m)
-    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
-                         r.modules[m].stall);
-  return out;
+    text += fmt::format("; {} busy {} stall {}", names[m], r.modules[m].busy, r.modules[m].stall);
+  return fmt::formatter<std::string_view>::format(text, ctx);
 }
 // end dlavm/vta/hw/cycle_model-inl.hpp
 #endif

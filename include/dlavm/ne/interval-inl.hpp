@@ -31,5 +31,5 @@ DLAVM_INLINE Interval interval_of(const Expr& e) { return IntervalAnalysis().vis
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::format(
     const dlavm::ne::Interval& i, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "[{}, {}]", i.min, i.max);
+  return fmt::formatter<std::string_view>::format(fmt::format("[{}, {}]", i.min, i.max), ctx);
 }

@@ -12,7 +12,10 @@ class Printer : public ExprFunctor<Printer, void> {
  public:
   explicit Printer(fmt::memory_buffer& out) : out_(out) {}
 
-  void visit_int(const IntImmNode& n, const Expr&) { fmt::format_to(appender(), "{}", n.value); }
+  void visit_int(const IntImmNode& n, const Expr&) {
+    const fmt::format_int digits(n.value);
+    out_.append(digits.data(), digits.data() + digits.size());
+  }
   void visit_var(const VarNode& n, const Expr&) { write(n.name); }
   void visit_binary(const BinaryNode& n, const Expr&) {
     const auto symbol = infix_symbol(n.kind());
@@ -57,7 +60,6 @@ class Printer : public ExprFunctor<Printer, void> {
     }
   }
   void write(std::string_view s) { out_.append(s.data(), s.data() + s.size()); }
-  fmt::appender appender() { return fmt::appender(out_); }
 
   fmt::memory_buffer& out_;
 };

@@ -248,11 +248,12 @@ DLAVM_INLINE void Config::save(const std::string& path) const {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(
     const dlavm::vta::Config& c, format_context& ctx) const {
-  return fmt::format_to(
-      ctx.out(),
-      "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-      "wgt {} acc {}, bus {} bits)",
-      c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
-      c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-      1 << c.log_bus_width);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format(
+          "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
+          "wgt {} acc {}, bus {} bits)",
+          c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
+          c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
+          1 << c.log_bus_width),
+      ctx);
 }

@@ -61,9 +61,10 @@ DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
     const dlavm::vta::Counters& c, format_context& ctx) const {
-  return fmt::format_to(ctx.out(),
-                        "inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
-                        "out_store {} B, gemm {} uops, alu {} uops",
-                        c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
-                        c.out_store_bytes, c.gemm_uops, c.alu_uops);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                  "out_store {} B, gemm {} uops, alu {} uops",
+                  c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                  c.out_store_bytes, c.gemm_uops, c.alu_uops),
+      ctx);
 }

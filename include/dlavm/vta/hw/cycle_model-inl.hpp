@@ -119,14 +119,12 @@ DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
     const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto out = fmt::format_to(
-      ctx.out(),
+  auto text = fmt::format(
       "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
       r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
       r.port_cycles[1], r.port_cycles[2]);
   const char* names[] = {"load", "compute", "store"};
   for (int m = 0; m < 3; ++m)
-    out = fmt::format_to(out, "; {} busy {} stall {}", names[m], r.modules[m].busy,
-                         r.modules[m].stall);
-  return out;
+    text += fmt::format("; {} busy {} stall {}", names[m], r.modules[m].busy, r.modules[m].stall);
+  return fmt::formatter<std::string_view>::format(text, ctx);
 }

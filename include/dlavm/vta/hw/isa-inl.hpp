@@ -172,9 +172,11 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFi
 }
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
     const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "{:016x}{:016x}", w.word[1], w.word[0]);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("{:016x}{:016x}", w.word[1], w.word[0]), ctx);
 }
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
     const dlavm::runtime::Uop& u, format_context& ctx) const {
-  return fmt::format_to(ctx.out(), "uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt);
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt), ctx);
 }
