@@ -5,7 +5,7 @@
 // One include gives the whole library; README.md and docs/index.md say where to start.
 
 // begin dlavm/core.hpp
-// Core layer: errors and element types.
+// Core layer: errors, element types and the counted reference of IR nodes.
 
 // begin dlavm/core/dtype.hpp
 // Element data types: a kind (signed int, unsigned int, float), a bit width and a lane count,
@@ -338,6 +338,101 @@ struct fmt::formatter<dlavm::DType> : fmt::formatter<std::string_view> {
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// Ref<T>: the reference-counted pointer of the IR nodes (ne::Expr, te::Expr, tir::Stmt), in the
+// role of TVM's ObjectPtr. The count lives in the node (RefCounted), so a node is one
+// allocation and a reference is one pointer.
+//
+// Why not std::shared_ptr: every copy and destruction of an IR value is inlined at its use,
+// and the IR is copied everywhere. shared_ptr's release (two counts, the single-threaded
+// check, two virtual calls) is several times the code of one atomic decrement and an
+// out-of-line delete; in header-only mode that code is compiled into every user translation
+// unit. Counts are atomic: nodes are immutable and may be shared between threads.
+
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace dlavm {
+
+// Base of reference-counted nodes. Nodes are immutable once built; the count is the only
+// mutable state, and a node is deleted through its virtual destructor.
+class RefCounted {
+ public:
+  RefCounted() = default;
+  // A copy is a new node: its count starts at zero, whatever the original's.
+  RefCounted(const RefCounted&) noexcept {}
+  RefCounted& operator=(const RefCounted&) noexcept { return *this; }
+  virtual ~RefCounted() = default;
+
+ private:
+  template <class T>
+  friend class Ref;
+
+  void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Out of line and cold: the common case (not the last reference) stays one instruction.
+  [[gnu::noinline]] static void destroy(const RefCounted* node) { delete node; }
+  void release() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+  }
+
+  mutable std::atomic<std::uint32_t> refs_{0};
+};
+
+// A counted reference to a const T (T derives from RefCounted), or null.
+template <class T>
+class Ref {
+ public:
+  Ref() = default;
+  Ref(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
+  // Adopts a node just allocated with `new` (see make_ref).
+  explicit Ref(const T* node) : ptr_(node) {
+    if (ptr_) ptr_->retain();
+  }
+  Ref(const Ref& o) : ptr_(o.ptr_) {
+    if (ptr_) ptr_->retain();
+  }
+  Ref(Ref&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
+  // A reference to a derived node converts to a reference to its base.
+  template <class U>
+  requires std::is_convertible_v<const U*, const T*> Ref(const Ref<U>& o)
+      : Ref(o.get()) {}  // NOLINT(google-explicit-constructor)
+  template <class U>
+  requires std::is_convertible_v<const U*, const T*> Ref(Ref<U>&& o)
+  noexcept : ptr_(o.release_ownership()) {}  // NOLINT
+  ~Ref() {
+    if (ptr_) ptr_->release();
+  }
+  Ref& operator=(Ref o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    return *this;
+  }
+
+  const T* get() const { return ptr_; }
+  const T& operator*() const { return *ptr_; }
+  const T* operator->() const { return ptr_; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+
+  friend bool operator==(const Ref& a, const Ref& b) { return a.ptr_ == b.ptr_; }
+  friend bool operator==(const Ref& a, std::nullptr_t) { return a.ptr_ == nullptr; }
+
+ private:
+  template <class U>
+  friend class Ref;
+  const T* release_ownership() { return std::exchange(ptr_, nullptr); }
+
+  const T* ptr_ = nullptr;
+};
+
+// A new T built from `args`, counted from the start.
+template <class T, class... Args>
+Ref<T> make_ref(Args&&... args) {
+  return Ref<T>(new T(std::forward<Args>(args)...));
+}
+
+}  // namespace dlavm
+// end dlavm/core/ref.hpp
 // begin dlavm/core/version.hpp
 // Library version, kept in step with project(VERSION) in CMakeLists.txt by a test.
 
@@ -693,7 +788,8 @@ DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
 // begin dlavm/ne/expr.hpp
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
-// An Expr is a shared pointer to an immutable node. The node set is small and closed:
+// An Expr is a counted reference (core/ref.hpp) to an immutable node. The node set is small and
+// closed:
 //   IntImm, Var                          leaves
 //   Add Sub Mul FloorDiv FloorMod Min Max  integer arithmetic (BinaryNode)
 //   EQ NE LT LE GT GE And Or              conditions, valued 0 or 1 (BinaryNode)
@@ -703,12 +799,13 @@ DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
 
 #include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -759,12 +856,12 @@ class Expr {
   requires(std::is_integral_v<decltype(C::value)> &&
            !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
       : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
-  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<Node> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
   Kind kind() const;
   const Node* get() const { return node_.get(); }
-  const std::shared_ptr<const Node>& node_ptr() const { return node_; }
+  const Ref<Node>& node_ptr() const { return node_; }
 
   // The node as T (IntImmNode, VarNode, BinaryNode, NotNode, SelectNode), or nullptr.
   template <class T>
@@ -780,15 +877,11 @@ class Expr {
   std::size_t hash() const;
 
  private:
-  std::shared_ptr<const Node> node_;
+  Ref<Node> node_;
 };
 
-class Node {
+class Node : public RefCounted {
  public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
-
   Kind kind() const { return kind_; }
   std::size_t hash() const { return hash_; }
 
@@ -883,7 +976,7 @@ requires(!std::same_as<T, bool>) Expr::Expr(T value) {
     if (value > static_cast<T>(INT64_MAX))
       raise<ValueError>("ne: integer constant {} does not fit in int64", value);
   }
-  node_ = std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value));
+  node_ = make_ref<IntImmNode>(static_cast<std::int64_t>(value));
 }
 
 // A named symbolic variable with an inclusive range [min, max]. Each `ne::var` call creates
@@ -908,13 +1001,13 @@ inline std::uint64_t next_var_id() {
 }
 
 // Raw node constructors: no folding, no checks. Passes use them to rebuild canonical forms.
-inline Expr make_int(std::int64_t v) { return Expr(std::make_shared<const IntImmNode>(v)); }
+inline Expr make_int(std::int64_t v) { return Expr(make_ref<IntImmNode>(v)); }
 inline Expr make_binary(Kind k, Expr a, Expr b) {
-  return Expr(std::make_shared<const BinaryNode>(k, std::move(a), std::move(b)));
+  return Expr(make_ref<BinaryNode>(k, std::move(a), std::move(b)));
 }
-inline Expr make_not(Expr a) { return Expr(std::make_shared<const NotNode>(std::move(a))); }
+inline Expr make_not(Expr a) { return Expr(make_ref<NotNode>(std::move(a))); }
 inline Expr make_select(Expr c, Expr t, Expr f) {
-  return Expr(std::make_shared<const SelectNode>(std::move(c), std::move(t), std::move(f)));
+  return Expr(make_ref<SelectNode>(std::move(c), std::move(t), std::move(f)));
 }
 }  // namespace detail
 
@@ -922,8 +1015,7 @@ inline Expr make_select(Expr c, Expr t, Expr f) {
 // buffers for `max`. Raises ValueError when min > max.
 inline Var var(std::string name, std::int64_t min, std::int64_t max) {
   if (min > max) raise<ValueError>("ne::var '{}': min {} is greater than max {}", name, min, max);
-  return Var(
-      Expr(std::make_shared<const VarNode>(std::move(name), min, max, detail::next_var_id())));
+  return Var(Expr(make_ref<VarNode>(std::move(name), min, max, detail::next_var_id())));
 }
 
 }  // namespace dlavm::ne
@@ -8213,6 +8305,8 @@ DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 
@@ -8223,7 +8317,9 @@ DLAVM_INLINE IntSet unite(const IntSet& a, const IntSet& b) {
 
 namespace dlavm::te {
 
-struct BufferNode {
+struct BufferNode : RefCounted {
+  BufferNode(std::string n, DType t, std::vector<ne::Expr> s, std::string sc)
+      : name(std::move(n)), dtype(t), shape(std::move(s)), scope(std::move(sc)) {}
   std::string name;
   DType dtype;
   std::vector<ne::Expr> shape;
@@ -8233,7 +8329,7 @@ struct BufferNode {
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(std::shared_ptr<const BufferNode> node) : node_(std::move(node)) {}
+  explicit Buffer(Ref<BufferNode> node) : node_(std::move(node)) {}
 
   const std::string& name() const { return node_->name; }
   DType dtype() const { return node_->dtype; }
@@ -8258,7 +8354,7 @@ class Buffer {
   }
 
  private:
-  std::shared_ptr<const BufferNode> node_;
+  Ref<BufferNode> node_;
 };
 
 Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
@@ -8277,8 +8373,7 @@ namespace dlavm::te {
 
 DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
                                 std::string scope) {
-  return Buffer(std::make_shared<const BufferNode>(
-      BufferNode{std::move(name), dtype, std::move(shape), std::move(scope)}));
+  return Buffer(make_ref<BufferNode>(std::move(name), dtype, std::move(shape), std::move(scope)));
 }
 
 }  // namespace dlavm::te
@@ -8320,6 +8415,8 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te/buffer.hpp
@@ -8336,6 +8433,8 @@ DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::E
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 
@@ -8358,7 +8457,8 @@ struct Range {
   ne::Expr extent;
 };
 
-struct IterVarNode {
+struct IterVarNode : RefCounted {
+  IterVarNode(ne::Var v, Range d, IterKind k) : var(std::move(v)), dom(std::move(d)), kind(k) {}
   ne::Var var;
   Range dom;
   IterKind kind;
@@ -8367,7 +8467,7 @@ struct IterVarNode {
 class IterVar {
  public:
   IterVar() = default;
-  explicit IterVar(std::shared_ptr<const IterVarNode> node) : node_(std::move(node)) {}
+  explicit IterVar(Ref<IterVarNode> node) : node_(std::move(node)) {}
 
   const ne::Var& var() const { return node_->var; }
   const std::string& name() const { return node_->var.name(); }
@@ -8383,7 +8483,7 @@ class IterVar {
   operator ne::Expr() const { return node_->var; }  // NOLINT(google-explicit-constructor)
 
  private:
-  std::shared_ptr<const IterVarNode> node_;
+  Ref<IterVarNode> node_;
 };
 
 namespace detail {
@@ -8431,7 +8531,7 @@ IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv
 template <>
 struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
   auto format(const dlavm::te::IterVar& iv, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", iv.name());
+    return fmt::formatter<std::string_view>::format(iv.name(), ctx);
   }
 };
 
@@ -8454,7 +8554,7 @@ DLAVM_INLINE IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr exte
     raise<ShapeError>("axis '{}' has extent {}, which must be at least 1", name, *e);
   const std::int64_t hi = ne::detail::saturate(ne::detail::int128{lo.max} + ext.max - 1);
   auto v = ne::var(std::move(name), lo.min, hi);
-  return IterVar(std::make_shared<const IterVarNode>(IterVarNode{v, {min, extent}, kind}));
+  return IterVar(make_ref<IterVarNode>(v, Range{min, extent}, kind));
 }
 
 DLAVM_INLINE IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name) {
@@ -8571,7 +8671,7 @@ class Expr {
   // `x + 1` with x int8 adds an int8 1. Alone they are int32.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
-  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
   ExprKind kind() const;
@@ -8582,14 +8682,11 @@ class Expr {
   bool same_as(const Expr& other) const { return node_ == other.node_; }
 
  private:
-  std::shared_ptr<const ExprNode> node_;
+  Ref<ExprNode> node_;
 };
 
-class ExprNode {
+class ExprNode : public RefCounted {
  public:
-  ExprNode(const ExprNode&) = delete;
-  ExprNode& operator=(const ExprNode&) = delete;
-  virtual ~ExprNode() = default;
   ExprKind kind() const { return kind_; }
   DType dtype() const { return dtype_; }
 
@@ -8648,10 +8745,10 @@ struct IndexNode final : ExprNode {
 };
 
 struct ReadNode final : ExprNode {
-  ReadNode(std::shared_ptr<const OperationNode> o, DType t, std::vector<ne::Expr> i)
+  ReadNode(Ref<OperationNode> o, DType t, std::vector<ne::Expr> i)
       : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
   static constexpr bool classof(ExprKind k) { return k == ExprKind::Read; }
-  const std::shared_ptr<const OperationNode> op;
+  const Ref<OperationNode> op;
   const std::vector<ne::Expr> indices;
 };
 
@@ -8706,22 +8803,31 @@ const T* Expr::as() const {
 }
 template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
-    : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
-                                               true)) {}
+    : node_(make_ref<IntImmNode>(static_cast<std::int64_t>(value), DType::int32(), true)) {}
 
 // An operation: what a Read reads. A placeholder is an input; a compute defines each element
 // of its output by `body` over its axes.
 enum class OpKind : std::uint8_t { Placeholder, Compute };
 
-struct OperationNode {
+struct OperationNode : RefCounted {
+  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
+                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
+      : kind(k),
+        name(std::move(n)),
+        dtype(t),
+        shape(std::move(s)),
+        axis(std::move(a)),
+        reduce_axis(std::move(r)),
+        body(std::move(b)),
+        inputs(std::move(in)) {}
   OpKind kind;
   std::string name;
   DType dtype;
   std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
-  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
-  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
+  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
+  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
 };
 
 // ---- the visitor idiom -------------------------------------------------------------------
@@ -9220,7 +9326,7 @@ DLAVM_INLINE std::string to_string(const Expr& e) {
 namespace dlavm::te::detail {
 
 DLAVM_INLINE Expr make_const(std::int64_t v, DType t, bool literal) {
-  return Expr(std::make_shared<const IntImmNode>(v, t, literal));
+  return Expr(make_ref<IntImmNode>(v, t, literal));
 }
 
 DLAVM_INLINE bool is_literal(const Expr& e) {
@@ -9350,7 +9456,7 @@ DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   if (x != nullptr && y != nullptr)
     return detail::make_const(detail::apply_binary(k, a.dtype(), x->value, y->value), result,
                               la && lb);
-  return Expr(std::make_shared<const BinaryNode>(k, result, std::move(a), std::move(b)));
+  return Expr(make_ref<BinaryNode>(k, result, std::move(a), std::move(b)));
 }
 
 DLAVM_INLINE Expr operator+(Expr a, Expr b) {
@@ -9413,7 +9519,7 @@ DLAVM_INLINE Expr operator!(Expr a) {
   detail::require_defined(a, "operator !");
   if (a.dtype() != bool_type) raise<TypeError>("operator ! needs a condition, got {}", a.dtype());
   if (const auto* x = a.as<IntImmNode>()) return detail::make_const(x->value == 0, bool_type);
-  return Expr(std::make_shared<const NotNode>(std::move(a)));
+  return Expr(make_ref<NotNode>(std::move(a)));
 }
 
 DLAVM_INLINE Expr cast(DType t, Expr value) {
@@ -9423,12 +9529,12 @@ DLAVM_INLINE Expr cast(DType t, Expr value) {
                      t);
   if (value.dtype() == t && !detail::is_literal(value)) return value;
   if (const auto* x = value.as<IntImmNode>()) return detail::make_const(t.wrap(x->value), t);
-  return Expr(std::make_shared<const CastNode>(t, std::move(value)));
+  return Expr(make_ref<CastNode>(t, std::move(value)));
 }
 
 DLAVM_INLINE Expr index_value(ne::Expr index, DType t) {
   if (const auto v = index.as_int()) return make_const(t.wrap(*v), t);
-  return Expr(std::make_shared<const IndexNode>(std::move(index), t));
+  return Expr(make_ref<IndexNode>(std::move(index), t));
 }
 
 DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
@@ -9445,13 +9551,12 @@ DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
     raise<TypeError>("te::select: branches have types {} and {}{}", t.dtype(), f.dtype(),
                      detail::explain_mismatch(t, f));
   if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
-  return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
+  return Expr(make_ref<SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
 
 DLAVM_INLINE Expr select(const ne::Expr& cond, Expr t, Expr f) {
   if (const auto c = cond.as_int()) return select(detail::make_const(*c != 0, bool_type), t, f);
-  return select(Expr(std::make_shared<const IndexNode>(cond, bool_type)), std::move(t),
-                std::move(f));
+  return select(Expr(make_ref<IndexNode>(cond, bool_type)), std::move(t), std::move(f));
 }
 
 DLAVM_INLINE Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
@@ -9462,7 +9567,7 @@ DLAVM_INLINE Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
       raise<ScheduleError>("te reduction over axis '{}', which is not a reduce_axis", a.name());
   if (source.dtype().is_float())
     raise<TypeError>("te reduction of {}: dlavm computes on integer types only", source.dtype());
-  return Expr(std::make_shared<const ReduceNode>(c, std::move(source), std::move(axes)));
+  return Expr(make_ref<ReduceNode>(c, std::move(source), std::move(axes)));
 }
 
 DLAVM_INLINE Expr sum(Expr source, std::vector<IterVar> axes) {
@@ -9509,13 +9614,12 @@ DLAVM_INLINE Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
   if (indices.size() != buffer.ndim())
     raise<ShapeError>("buffer '{}' has {} dims but is indexed with {}", buffer.name(),
                       buffer.ndim(), indices.size());
-  return Expr(std::make_shared<const LoadNode>(std::move(buffer), std::move(indices)));
+  return Expr(make_ref<LoadNode>(std::move(buffer), std::move(indices)));
 }
 
 DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
                        std::vector<Buffer> buffers) {
-  return Expr(
-      std::make_shared<const CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
+  return Expr(make_ref<CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
 }
 
 }  // namespace dlavm::te
@@ -9564,7 +9668,7 @@ DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
 
 namespace dlavm::te {
 
-using Operation = std::shared_ptr<const OperationNode>;
+using Operation = Ref<OperationNode>;
 
 class Tensor {
  public:
@@ -9600,7 +9704,7 @@ class Tensor {
     if (indices.size() != op_->shape.size())
       raise<ShapeError>("tensor '{}' has {} dims but is indexed with {}", op_->name,
                         op_->shape.size(), indices.size());
-    return Expr(std::make_shared<const ReadNode>(op_, op_->dtype, std::move(indices)));
+    return Expr(make_ref<ReadNode>(op_, op_->dtype, std::move(indices)));
   }
 
  private:
@@ -9773,7 +9877,8 @@ std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 template <>
 struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
   auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+    return fmt::formatter<std::string_view>::format(
+        fmt::format("{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", ")), ctx);
   }
 };
 
@@ -9864,9 +9969,9 @@ DLAVM_INLINE Tensor make_compute(std::string name, std::vector<ne::Expr> shape,
   ReadCollector reads(name, std::move(sweep));
   reads.visit(body);
   const DType dtype = body.dtype();
-  return Tensor(std::make_shared<const OperationNode>(
-      OperationNode{OpKind::Compute, std::move(name), dtype, std::move(shape), std::move(axis),
-                    std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
+  return Tensor(make_ref<OperationNode>(OpKind::Compute, std::move(name), dtype, std::move(shape),
+                                        std::move(axis), std::move(reduce_axis), std::move(body),
+                                        std::move(reads.inputs)));
 }
 
 }  // namespace dlavm::te::detail
@@ -9875,8 +9980,9 @@ namespace dlavm::te {
 
 DLAVM_INLINE Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
   detail::check_shape(name, shape);
-  return Tensor(std::make_shared<const OperationNode>(OperationNode{
-      OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
+  return Tensor(make_ref<OperationNode>(OpKind::Placeholder, std::move(name), dtype,
+                                        std::move(shape), std::vector<IterVar>{},
+                                        std::vector<IterVar>{}, Expr(), std::vector<Operation>{}));
 }
 
 DLAVM_INLINE std::vector<Operation> topo_order(std::span<const Tensor> outputs) {
@@ -10148,14 +10254,13 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
     if (i.same_as(n.index)) return e;
     if (n.dtype() == bool_type) {
       if (const auto c = i.as_int()) return detail::make_const(*c != 0, bool_type);
-      return Expr(std::make_shared<const IndexNode>(i, bool_type));
+      return Expr(make_ref<IndexNode>(i, bool_type));
     }
     return index_value(i, n.dtype());
   }
   Expr visit_read(const ReadNode& n, const Expr& e) {
     auto [indices, changed] = mutate_indices(n.indices);
-    return changed ? Expr(std::make_shared<const ReadNode>(n.op, n.dtype(), std::move(indices)))
-                   : e;
+    return changed ? Expr(make_ref<ReadNode>(n.op, n.dtype(), std::move(indices))) : e;
   }
   Expr visit_load(const LoadNode& n, const Expr& e) {
     auto [indices, changed] = mutate_indices(n.indices);
@@ -10690,7 +10795,7 @@ DLAVM_INLINE Schedule create_schedule(const Tensor& output) {
 namespace dlavm::schedule::detail {
 
 DLAVM_INLINE Operation with_body(const Operation& op, te::Expr body) {
-  auto node = std::make_shared<te::OperationNode>(*op);
+  auto node = std::make_unique<te::OperationNode>(*op);
   node->body = std::move(body);
   node->inputs.clear();
   struct Inputs : te::ExprVisitor<Inputs> {
@@ -10701,7 +10806,7 @@ DLAVM_INLINE Operation with_body(const Operation& op, te::Expr body) {
   } inputs;
   inputs.visit(node->body);
   node->inputs = std::move(inputs.ops);
-  return node;
+  return Operation(node.release());
 }
 
 DLAVM_INLINE Tensor copy_of(const Tensor& source, const std::string& name) {
@@ -10803,11 +10908,11 @@ DLAVM_INLINE Tensor Schedule::cache_write(const Tensor& t, const std::string& sc
   // t becomes a copy of the cache over its own data-parallel axes; reductions move away.
   std::vector<ne::Expr> indices;
   for (const auto& a : op->axis) indices.push_back(a.var());
-  auto node = std::make_shared<te::OperationNode>(*op);
+  auto node = std::make_unique<te::OperationNode>(*op);
   node->reduce_axis.clear();
   node->body = cache.read(indices);
   node->inputs = {cache.op()};
-  const Operation copy = node;
+  const Operation copy(node.release());
   std::unordered_map<const te::OperationNode*, Operation> rebuilt{{op.get(), copy}};
   by_op_[copy.get()] = st;
   st->op = copy;
@@ -14176,6 +14281,8 @@ DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
 // begin dlavm/te.hpp
@@ -14199,7 +14306,7 @@ class StmtNode;
 class Stmt {
  public:
   Stmt() = default;
-  explicit Stmt(std::shared_ptr<const StmtNode> node) : node_(std::move(node)) {}
+  explicit Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
   bool defined() const { return node_ != nullptr; }
   StmtKind kind() const;
   const StmtNode* get() const { return node_.get(); }
@@ -14208,14 +14315,11 @@ class Stmt {
   bool same_as(const Stmt& other) const { return node_ == other.node_; }
 
  private:
-  std::shared_ptr<const StmtNode> node_;
+  Ref<StmtNode> node_;
 };
 
-class StmtNode {
+class StmtNode : public RefCounted {
  public:
-  StmtNode(const StmtNode&) = delete;
-  StmtNode& operator=(const StmtNode&) = delete;
-  virtual ~StmtNode() = default;
   StmtKind kind() const { return kind_; }
 
  protected:
@@ -14311,11 +14415,11 @@ const T* Stmt::as() const {
 
 // ---- builders ---------------------------------------------------------------------------
 inline Stmt make_for(ne::Var var, ne::Expr min, ne::Expr extent, ForKind kind, Stmt body) {
-  return Stmt(std::make_shared<const ForNode>(std::move(var), std::move(min), std::move(extent),
-                                              kind, std::move(body)));
+  return Stmt(
+      make_ref<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body)));
 }
 inline Stmt make_allocate(Buffer buffer, Stmt body) {
-  return Stmt(std::make_shared<const AllocateNode>(std::move(buffer), std::move(body)));
+  return Stmt(make_ref<AllocateNode>(std::move(buffer), std::move(body)));
 }
 inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr value) {
   if (indices.size() != buffer.ndim())
@@ -14326,20 +14430,17 @@ inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr va
   if (value.dtype() != buffer.dtype())
     raise<TypeError>("store of a {} value to buffer '{}' of {}", value.dtype(), buffer.name(),
                      buffer.dtype());
-  return Stmt(
-      std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+  return Stmt(make_ref<StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
 }
 inline Stmt make_attr(std::string key, std::string node, ne::Expr value, Stmt body) {
-  return Stmt(std::make_shared<const AttrNode>(std::move(key), std::move(node), std::move(value),
-                                               std::move(body)));
+  return Stmt(
+      make_ref<AttrNode>(std::move(key), std::move(node), std::move(value), std::move(body)));
 }
 inline Stmt make_if(ne::Expr cond, Stmt then_case, Stmt else_case = {}) {
-  return Stmt(std::make_shared<const IfThenElseNode>(std::move(cond), std::move(then_case),
-                                                     std::move(else_case)));
+  return Stmt(
+      make_ref<IfThenElseNode>(std::move(cond), std::move(then_case), std::move(else_case)));
 }
-inline Stmt make_evaluate(te::Expr value) {
-  return Stmt(std::make_shared<const EvaluateNode>(std::move(value)));
-}
+inline Stmt make_evaluate(te::Expr value) { return Stmt(make_ref<EvaluateNode>(std::move(value))); }
 // A sequence, flattening nested sequences and dropping undefined parts; one statement stays itself.
 inline Stmt make_seq(const std::vector<Stmt>& parts) {
   std::vector<Stmt> flat;
@@ -14351,7 +14452,7 @@ inline Stmt make_seq(const std::vector<Stmt>& parts) {
       flat.push_back(s);
   }
   if (flat.size() == 1) return flat.front();
-  return Stmt(std::make_shared<const SeqNode>(std::move(flat)));
+  return Stmt(make_ref<SeqNode>(std::move(flat)));
 }
 
 // A lowered function. `params` are the buffers of the tensors it was built for, with their
@@ -18425,7 +18526,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
       parts.push_back(tir::make_evaluate(
           te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
     // A kernel of one part is still a sequence, so that it prints as a block.
-    tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
+    tir::Stmt kernel = tir::Stmt(make_ref<tir::SeqNode>(
         parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
     const auto key = key_of(rest);
     std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"
@@ -18888,7 +18989,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
   };
 
   Reduction read_reduction(const std::string& where, const tir::SeqNode& seq) const {
-    const tir::Stmt body = tir::Stmt(std::make_shared<const tir::SeqNode>(seq.seq));
+    const tir::Stmt body = tir::Stmt(make_ref<tir::SeqNode>(seq.seq));
     if (seq.seq.size() != 2) unsupported(where, body, "its body is not one loop nest");
     Reduction r;
     auto [init_loops, init] = peel_loops(seq.seq[0]);

@@ -1,6 +1,7 @@
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
-// An Expr is a shared pointer to an immutable node. The node set is small and closed:
+// An Expr is a counted reference (core/ref.hpp) to an immutable node. The node set is small and
+// closed:
 //   IntImm, Var                          leaves
 //   Add Sub Mul FloorDiv FloorMod Min Max  integer arithmetic (BinaryNode)
 //   EQ NE LT LE GT GE And Or              conditions, valued 0 or 1 (BinaryNode)
@@ -10,12 +11,12 @@
 #pragma once
 
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/ref.hpp>
 
 #include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,12 +67,12 @@ class Expr {
   requires(std::is_integral_v<decltype(C::value)> &&
            !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
       : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
-  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<Node> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
   Kind kind() const;
   const Node* get() const { return node_.get(); }
-  const std::shared_ptr<const Node>& node_ptr() const { return node_; }
+  const Ref<Node>& node_ptr() const { return node_; }
 
   // The node as T (IntImmNode, VarNode, BinaryNode, NotNode, SelectNode), or nullptr.
   template <class T>
@@ -87,15 +88,11 @@ class Expr {
   std::size_t hash() const;
 
  private:
-  std::shared_ptr<const Node> node_;
+  Ref<Node> node_;
 };
 
-class Node {
+class Node : public RefCounted {
  public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
-
   Kind kind() const { return kind_; }
   std::size_t hash() const { return hash_; }
 
@@ -190,7 +187,7 @@ requires(!std::same_as<T, bool>) Expr::Expr(T value) {
     if (value > static_cast<T>(INT64_MAX))
       raise<ValueError>("ne: integer constant {} does not fit in int64", value);
   }
-  node_ = std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value));
+  node_ = make_ref<IntImmNode>(static_cast<std::int64_t>(value));
 }
 
 // A named symbolic variable with an inclusive range [min, max]. Each `ne::var` call creates
@@ -215,13 +212,13 @@ inline std::uint64_t next_var_id() {
 }
 
 // Raw node constructors: no folding, no checks. Passes use them to rebuild canonical forms.
-inline Expr make_int(std::int64_t v) { return Expr(std::make_shared<const IntImmNode>(v)); }
+inline Expr make_int(std::int64_t v) { return Expr(make_ref<IntImmNode>(v)); }
 inline Expr make_binary(Kind k, Expr a, Expr b) {
-  return Expr(std::make_shared<const BinaryNode>(k, std::move(a), std::move(b)));
+  return Expr(make_ref<BinaryNode>(k, std::move(a), std::move(b)));
 }
-inline Expr make_not(Expr a) { return Expr(std::make_shared<const NotNode>(std::move(a))); }
+inline Expr make_not(Expr a) { return Expr(make_ref<NotNode>(std::move(a))); }
 inline Expr make_select(Expr c, Expr t, Expr f) {
-  return Expr(std::make_shared<const SelectNode>(std::move(c), std::move(t), std::move(f)));
+  return Expr(make_ref<SelectNode>(std::move(c), std::move(t), std::move(f)));
 }
 }  // namespace detail
 
@@ -229,8 +226,7 @@ inline Expr make_select(Expr c, Expr t, Expr f) {
 // buffers for `max`. Raises ValueError when min > max.
 inline Var var(std::string name, std::int64_t min, std::int64_t max) {
   if (min > max) raise<ValueError>("ne::var '{}': min {} is greater than max {}", name, min, max);
-  return Var(
-      Expr(std::make_shared<const VarNode>(std::move(name), min, max, detail::next_var_id())));
+  return Var(Expr(make_ref<VarNode>(std::move(name), min, max, detail::next_var_id())));
 }
 
 }  // namespace dlavm::ne

@@ -48,7 +48,7 @@ DLAVM_INLINE Schedule create_schedule(const Tensor& output) {
 namespace dlavm::schedule::detail {
 
 DLAVM_INLINE Operation with_body(const Operation& op, te::Expr body) {
-  auto node = std::make_shared<te::OperationNode>(*op);
+  auto node = std::make_unique<te::OperationNode>(*op);
   node->body = std::move(body);
   node->inputs.clear();
   struct Inputs : te::ExprVisitor<Inputs> {
@@ -59,7 +59,7 @@ DLAVM_INLINE Operation with_body(const Operation& op, te::Expr body) {
   } inputs;
   inputs.visit(node->body);
   node->inputs = std::move(inputs.ops);
-  return node;
+  return Operation(node.release());
 }
 
 DLAVM_INLINE Tensor copy_of(const Tensor& source, const std::string& name) {
@@ -161,11 +161,11 @@ DLAVM_INLINE Tensor Schedule::cache_write(const Tensor& t, const std::string& sc
   // t becomes a copy of the cache over its own data-parallel axes; reductions move away.
   std::vector<ne::Expr> indices;
   for (const auto& a : op->axis) indices.push_back(a.var());
-  auto node = std::make_shared<te::OperationNode>(*op);
+  auto node = std::make_unique<te::OperationNode>(*op);
   node->reduce_axis.clear();
   node->body = cache.read(indices);
   node->inputs = {cache.op()};
-  const Operation copy = node;
+  const Operation copy(node.release());
   std::unordered_map<const te::OperationNode*, Operation> rebuilt{{op.get(), copy}};
   by_op_[copy.get()] = st;
   st->op = copy;

@@ -7,8 +7,7 @@ namespace dlavm::te {
 
 DLAVM_INLINE Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,
                                 std::string scope) {
-  return Buffer(std::make_shared<const BufferNode>(
-      BufferNode{std::move(name), dtype, std::move(shape), std::move(scope)}));
+  return Buffer(make_ref<BufferNode>(std::move(name), dtype, std::move(shape), std::move(scope)));
 }
 
 }  // namespace dlavm::te

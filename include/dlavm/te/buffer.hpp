@@ -5,6 +5,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
+#include <dlavm/core/ref.hpp>
 #include <dlavm/ne.hpp>
 
 #include <memory>
@@ -14,7 +15,9 @@
 
 namespace dlavm::te {
 
-struct BufferNode {
+struct BufferNode : RefCounted {
+  BufferNode(std::string n, DType t, std::vector<ne::Expr> s, std::string sc)
+      : name(std::move(n)), dtype(t), shape(std::move(s)), scope(std::move(sc)) {}
   std::string name;
   DType dtype;
   std::vector<ne::Expr> shape;
@@ -24,7 +27,7 @@ struct BufferNode {
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(std::shared_ptr<const BufferNode> node) : node_(std::move(node)) {}
+  explicit Buffer(Ref<BufferNode> node) : node_(std::move(node)) {}
 
   const std::string& name() const { return node_->name; }
   DType dtype() const { return node_->dtype; }
@@ -49,7 +52,7 @@ class Buffer {
   }
 
  private:
-  std::shared_ptr<const BufferNode> node_;
+  Ref<BufferNode> node_;
 };
 
 Buffer make_buffer(std::string name, DType dtype, std::vector<ne::Expr> shape,

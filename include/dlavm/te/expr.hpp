@@ -19,6 +19,7 @@
 
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/ref.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/te/buffer.hpp>
 #include <dlavm/te/iter_var.hpp>
@@ -127,7 +128,7 @@ class Expr {
   // `x + 1` with x int8 adds an int8 1. Alone they are int32.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
-  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
 
   bool defined() const { return node_ != nullptr; }
   ExprKind kind() const;
@@ -138,14 +139,11 @@ class Expr {
   bool same_as(const Expr& other) const { return node_ == other.node_; }
 
  private:
-  std::shared_ptr<const ExprNode> node_;
+  Ref<ExprNode> node_;
 };
 
-class ExprNode {
+class ExprNode : public RefCounted {
  public:
-  ExprNode(const ExprNode&) = delete;
-  ExprNode& operator=(const ExprNode&) = delete;
-  virtual ~ExprNode() = default;
   ExprKind kind() const { return kind_; }
   DType dtype() const { return dtype_; }
 
@@ -204,10 +202,10 @@ struct IndexNode final : ExprNode {
 };
 
 struct ReadNode final : ExprNode {
-  ReadNode(std::shared_ptr<const OperationNode> o, DType t, std::vector<ne::Expr> i)
+  ReadNode(Ref<OperationNode> o, DType t, std::vector<ne::Expr> i)
       : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
   static constexpr bool classof(ExprKind k) { return k == ExprKind::Read; }
-  const std::shared_ptr<const OperationNode> op;
+  const Ref<OperationNode> op;
   const std::vector<ne::Expr> indices;
 };
 
@@ -262,22 +260,31 @@ const T* Expr::as() const {
 }
 template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
-    : node_(std::make_shared<const IntImmNode>(static_cast<std::int64_t>(value), DType::int32(),
-                                               true)) {}
+    : node_(make_ref<IntImmNode>(static_cast<std::int64_t>(value), DType::int32(), true)) {}
 
 // An operation: what a Read reads. A placeholder is an input; a compute defines each element
 // of its output by `body` over its axes.
 enum class OpKind : std::uint8_t { Placeholder, Compute };
 
-struct OperationNode {
+struct OperationNode : RefCounted {
+  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
+                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
+      : kind(k),
+        name(std::move(n)),
+        dtype(t),
+        shape(std::move(s)),
+        axis(std::move(a)),
+        reduce_axis(std::move(r)),
+        body(std::move(b)),
+        inputs(std::move(in)) {}
   OpKind kind;
   std::string name;
   DType dtype;
   std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;         // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;  // compute whose body is a reduction: its axes
-  Expr body;                         // compute: the element at `axis` (a Reduce node or not)
-  std::vector<std::shared_ptr<const OperationNode>> inputs;  // tensors the body reads, once
+  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
+  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
+  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
 };
 
 // ---- the visitor idiom -------------------------------------------------------------------

@@ -15,7 +15,7 @@ DLAVM_INLINE IterVar make_iter_var(std::string name, ne::Expr min, ne::Expr exte
     raise<ShapeError>("axis '{}' has extent {}, which must be at least 1", name, *e);
   const std::int64_t hi = ne::detail::saturate(ne::detail::int128{lo.max} + ext.max - 1);
   auto v = ne::var(std::move(name), lo.min, hi);
-  return IterVar(std::make_shared<const IterVarNode>(IterVarNode{v, {min, extent}, kind}));
+  return IterVar(make_ref<IterVarNode>(v, Range{min, extent}, kind));
 }
 
 DLAVM_INLINE IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name) {

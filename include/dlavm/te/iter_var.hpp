@@ -8,6 +8,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/ref.hpp>
 #include <dlavm/ne.hpp>
 
 #include <fmt/format.h>
@@ -29,7 +30,8 @@ struct Range {
   ne::Expr extent;
 };
 
-struct IterVarNode {
+struct IterVarNode : RefCounted {
+  IterVarNode(ne::Var v, Range d, IterKind k) : var(std::move(v)), dom(std::move(d)), kind(k) {}
   ne::Var var;
   Range dom;
   IterKind kind;
@@ -38,7 +40,7 @@ struct IterVarNode {
 class IterVar {
  public:
   IterVar() = default;
-  explicit IterVar(std::shared_ptr<const IterVarNode> node) : node_(std::move(node)) {}
+  explicit IterVar(Ref<IterVarNode> node) : node_(std::move(node)) {}
 
   const ne::Var& var() const { return node_->var; }
   const std::string& name() const { return node_->var.name(); }
@@ -54,7 +56,7 @@ class IterVar {
   operator ne::Expr() const { return node_->var; }  // NOLINT(google-explicit-constructor)
 
  private:
-  std::shared_ptr<const IterVarNode> node_;
+  Ref<IterVarNode> node_;
 };
 
 namespace detail {
@@ -102,7 +104,7 @@ IterVar reduce_axis(std::pair<ne::Expr, ne::Expr> bounds, std::string name = "rv
 template <>
 struct fmt::formatter<dlavm::te::IterVar> : fmt::formatter<std::string_view> {
   auto format(const dlavm::te::IterVar& iv, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", iv.name());
+    return fmt::formatter<std::string_view>::format(iv.name(), ctx);
   }
 };
 

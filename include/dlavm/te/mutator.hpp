@@ -42,14 +42,13 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
     if (i.same_as(n.index)) return e;
     if (n.dtype() == bool_type) {
       if (const auto c = i.as_int()) return detail::make_const(*c != 0, bool_type);
-      return Expr(std::make_shared<const IndexNode>(i, bool_type));
+      return Expr(make_ref<IndexNode>(i, bool_type));
     }
     return index_value(i, n.dtype());
   }
   Expr visit_read(const ReadNode& n, const Expr& e) {
     auto [indices, changed] = mutate_indices(n.indices);
-    return changed ? Expr(std::make_shared<const ReadNode>(n.op, n.dtype(), std::move(indices)))
-                   : e;
+    return changed ? Expr(make_ref<ReadNode>(n.op, n.dtype(), std::move(indices))) : e;
   }
   Expr visit_load(const LoadNode& n, const Expr& e) {
     auto [indices, changed] = mutate_indices(n.indices);

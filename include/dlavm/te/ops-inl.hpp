@@ -9,7 +9,7 @@
 namespace dlavm::te::detail {
 
 DLAVM_INLINE Expr make_const(std::int64_t v, DType t, bool literal) {
-  return Expr(std::make_shared<const IntImmNode>(v, t, literal));
+  return Expr(make_ref<IntImmNode>(v, t, literal));
 }
 
 DLAVM_INLINE bool is_literal(const Expr& e) {
@@ -139,7 +139,7 @@ DLAVM_INLINE Expr binary(ExprKind k, Expr a, Expr b) {
   if (x != nullptr && y != nullptr)
     return detail::make_const(detail::apply_binary(k, a.dtype(), x->value, y->value), result,
                               la && lb);
-  return Expr(std::make_shared<const BinaryNode>(k, result, std::move(a), std::move(b)));
+  return Expr(make_ref<BinaryNode>(k, result, std::move(a), std::move(b)));
 }
 
 DLAVM_INLINE Expr operator+(Expr a, Expr b) {
@@ -202,7 +202,7 @@ DLAVM_INLINE Expr operator!(Expr a) {
   detail::require_defined(a, "operator !");
   if (a.dtype() != bool_type) raise<TypeError>("operator ! needs a condition, got {}", a.dtype());
   if (const auto* x = a.as<IntImmNode>()) return detail::make_const(x->value == 0, bool_type);
-  return Expr(std::make_shared<const NotNode>(std::move(a)));
+  return Expr(make_ref<NotNode>(std::move(a)));
 }
 
 DLAVM_INLINE Expr cast(DType t, Expr value) {
@@ -212,12 +212,12 @@ DLAVM_INLINE Expr cast(DType t, Expr value) {
                      t);
   if (value.dtype() == t && !detail::is_literal(value)) return value;
   if (const auto* x = value.as<IntImmNode>()) return detail::make_const(t.wrap(x->value), t);
-  return Expr(std::make_shared<const CastNode>(t, std::move(value)));
+  return Expr(make_ref<CastNode>(t, std::move(value)));
 }
 
 DLAVM_INLINE Expr index_value(ne::Expr index, DType t) {
   if (const auto v = index.as_int()) return make_const(t.wrap(*v), t);
-  return Expr(std::make_shared<const IndexNode>(std::move(index), t));
+  return Expr(make_ref<IndexNode>(std::move(index), t));
 }
 
 DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
@@ -234,13 +234,12 @@ DLAVM_INLINE Expr select(Expr cond, Expr t, Expr f) {
     raise<TypeError>("te::select: branches have types {} and {}{}", t.dtype(), f.dtype(),
                      detail::explain_mismatch(t, f));
   if (const auto* c = cond.as<IntImmNode>()) return c->value != 0 ? t : f;
-  return Expr(std::make_shared<const SelectNode>(std::move(cond), std::move(t), std::move(f)));
+  return Expr(make_ref<SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
 
 DLAVM_INLINE Expr select(const ne::Expr& cond, Expr t, Expr f) {
   if (const auto c = cond.as_int()) return select(detail::make_const(*c != 0, bool_type), t, f);
-  return select(Expr(std::make_shared<const IndexNode>(cond, bool_type)), std::move(t),
-                std::move(f));
+  return select(Expr(make_ref<IndexNode>(cond, bool_type)), std::move(t), std::move(f));
 }
 
 DLAVM_INLINE Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
@@ -251,7 +250,7 @@ DLAVM_INLINE Expr reduce(Combiner c, Expr source, std::vector<IterVar> axes) {
       raise<ScheduleError>("te reduction over axis '{}', which is not a reduce_axis", a.name());
   if (source.dtype().is_float())
     raise<TypeError>("te reduction of {}: dlavm computes on integer types only", source.dtype());
-  return Expr(std::make_shared<const ReduceNode>(c, std::move(source), std::move(axes)));
+  return Expr(make_ref<ReduceNode>(c, std::move(source), std::move(axes)));
 }
 
 DLAVM_INLINE Expr sum(Expr source, std::vector<IterVar> axes) {
@@ -298,13 +297,12 @@ DLAVM_INLINE Expr load(Buffer buffer, std::vector<ne::Expr> indices) {
   if (indices.size() != buffer.ndim())
     raise<ShapeError>("buffer '{}' has {} dims but is indexed with {}", buffer.name(),
                       buffer.ndim(), indices.size());
-  return Expr(std::make_shared<const LoadNode>(std::move(buffer), std::move(indices)));
+  return Expr(make_ref<LoadNode>(std::move(buffer), std::move(indices)));
 }
 
 DLAVM_INLINE Expr call(std::string name, DType t, std::vector<Expr> args,
                        std::vector<Buffer> buffers) {
-  return Expr(
-      std::make_shared<const CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
+  return Expr(make_ref<CallNode>(std::move(name), t, std::move(args), std::move(buffers)));
 }
 
 }  // namespace dlavm::te

@@ -83,9 +83,9 @@ DLAVM_INLINE Tensor make_compute(std::string name, std::vector<ne::Expr> shape,
   ReadCollector reads(name, std::move(sweep));
   reads.visit(body);
   const DType dtype = body.dtype();
-  return Tensor(std::make_shared<const OperationNode>(
-      OperationNode{OpKind::Compute, std::move(name), dtype, std::move(shape), std::move(axis),
-                    std::move(reduce_axis), std::move(body), std::move(reads.inputs)}));
+  return Tensor(make_ref<OperationNode>(OpKind::Compute, std::move(name), dtype, std::move(shape),
+                                        std::move(axis), std::move(reduce_axis), std::move(body),
+                                        std::move(reads.inputs)));
 }
 
 }  // namespace dlavm::te::detail
@@ -94,8 +94,9 @@ namespace dlavm::te {
 
 DLAVM_INLINE Tensor placeholder(std::vector<ne::Expr> shape, DType dtype, std::string name) {
   detail::check_shape(name, shape);
-  return Tensor(std::make_shared<const OperationNode>(OperationNode{
-      OpKind::Placeholder, std::move(name), dtype, std::move(shape), {}, {}, {}, {}}));
+  return Tensor(make_ref<OperationNode>(OpKind::Placeholder, std::move(name), dtype,
+                                        std::move(shape), std::vector<IterVar>{},
+                                        std::vector<IterVar>{}, Expr(), std::vector<Operation>{}));
 }
 
 DLAVM_INLINE std::vector<Operation> topo_order(std::span<const Tensor> outputs) {

@@ -32,7 +32,7 @@
 
 namespace dlavm::te {
 
-using Operation = std::shared_ptr<const OperationNode>;
+using Operation = Ref<OperationNode>;
 
 class Tensor {
  public:
@@ -68,7 +68,7 @@ class Tensor {
     if (indices.size() != op_->shape.size())
       raise<ShapeError>("tensor '{}' has {} dims but is indexed with {}", op_->name,
                         op_->shape.size(), indices.size());
-    return Expr(std::make_shared<const ReadNode>(op_, op_->dtype, std::move(indices)));
+    return Expr(make_ref<ReadNode>(op_, op_->dtype, std::move(indices)));
   }
 
  private:
@@ -241,7 +241,8 @@ std::vector<Operation> topo_order(std::span<const Tensor> outputs);
 template <>
 struct fmt::formatter<dlavm::te::Tensor> : fmt::formatter<std::string_view> {
   auto format(const dlavm::te::Tensor& t, format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", "));
+    return fmt::formatter<std::string_view>::format(
+        fmt::format("{}: {}[{}]", t.name(), t.dtype(), fmt::join(t.shape(), ", ")), ctx);
   }
 };
 

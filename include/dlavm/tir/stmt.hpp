@@ -11,6 +11,7 @@
 #pragma once
 
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/ref.hpp>
 #include <dlavm/ne.hpp>
 #include <dlavm/te.hpp>
 
@@ -32,7 +33,7 @@ class StmtNode;
 class Stmt {
  public:
   Stmt() = default;
-  explicit Stmt(std::shared_ptr<const StmtNode> node) : node_(std::move(node)) {}
+  explicit Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
   bool defined() const { return node_ != nullptr; }
   StmtKind kind() const;
   const StmtNode* get() const { return node_.get(); }
@@ -41,14 +42,11 @@ class Stmt {
   bool same_as(const Stmt& other) const { return node_ == other.node_; }
 
  private:
-  std::shared_ptr<const StmtNode> node_;
+  Ref<StmtNode> node_;
 };
 
-class StmtNode {
+class StmtNode : public RefCounted {
  public:
-  StmtNode(const StmtNode&) = delete;
-  StmtNode& operator=(const StmtNode&) = delete;
-  virtual ~StmtNode() = default;
   StmtKind kind() const { return kind_; }
 
  protected:
@@ -144,11 +142,11 @@ const T* Stmt::as() const {
 
 // ---- builders ---------------------------------------------------------------------------
 inline Stmt make_for(ne::Var var, ne::Expr min, ne::Expr extent, ForKind kind, Stmt body) {
-  return Stmt(std::make_shared<const ForNode>(std::move(var), std::move(min), std::move(extent),
-                                              kind, std::move(body)));
+  return Stmt(
+      make_ref<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body)));
 }
 inline Stmt make_allocate(Buffer buffer, Stmt body) {
-  return Stmt(std::make_shared<const AllocateNode>(std::move(buffer), std::move(body)));
+  return Stmt(make_ref<AllocateNode>(std::move(buffer), std::move(body)));
 }
 inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr value) {
   if (indices.size() != buffer.ndim())
@@ -159,20 +157,17 @@ inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr va
   if (value.dtype() != buffer.dtype())
     raise<TypeError>("store of a {} value to buffer '{}' of {}", value.dtype(), buffer.name(),
                      buffer.dtype());
-  return Stmt(
-      std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+  return Stmt(make_ref<StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
 }
 inline Stmt make_attr(std::string key, std::string node, ne::Expr value, Stmt body) {
-  return Stmt(std::make_shared<const AttrNode>(std::move(key), std::move(node), std::move(value),
-                                               std::move(body)));
+  return Stmt(
+      make_ref<AttrNode>(std::move(key), std::move(node), std::move(value), std::move(body)));
 }
 inline Stmt make_if(ne::Expr cond, Stmt then_case, Stmt else_case = {}) {
-  return Stmt(std::make_shared<const IfThenElseNode>(std::move(cond), std::move(then_case),
-                                                     std::move(else_case)));
+  return Stmt(
+      make_ref<IfThenElseNode>(std::move(cond), std::move(then_case), std::move(else_case)));
 }
-inline Stmt make_evaluate(te::Expr value) {
-  return Stmt(std::make_shared<const EvaluateNode>(std::move(value)));
-}
+inline Stmt make_evaluate(te::Expr value) { return Stmt(make_ref<EvaluateNode>(std::move(value))); }
 // A sequence, flattening nested sequences and dropping undefined parts; one statement stays itself.
 inline Stmt make_seq(const std::vector<Stmt>& parts) {
   std::vector<Stmt> flat;
@@ -184,7 +179,7 @@ inline Stmt make_seq(const std::vector<Stmt>& parts) {
       flat.push_back(s);
   }
   if (flat.size() == 1) return flat.front();
-  return Stmt(std::make_shared<const SeqNode>(std::move(flat)));
+  return Stmt(make_ref<SeqNode>(std::move(flat)));
 }
 
 // A lowered function. `params` are the buffers of the tensors it was built for, with their

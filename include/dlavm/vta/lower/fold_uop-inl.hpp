@@ -294,7 +294,7 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
       parts.push_back(tir::make_evaluate(
           te::call(std::string(intrin::uop_loop_end), DType::int32(), std::vector<te::Expr>{})));
     // A kernel of one part is still a sequence, so that it prints as a block.
-    tir::Stmt kernel = tir::Stmt(std::make_shared<const tir::SeqNode>(
+    tir::Stmt kernel = tir::Stmt(make_ref<tir::SeqNode>(
         parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
     const auto key = key_of(rest);
     std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"

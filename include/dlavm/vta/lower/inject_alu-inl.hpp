@@ -346,7 +346,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
   };
 
   Reduction read_reduction(const std::string& where, const tir::SeqNode& seq) const {
-    const tir::Stmt body = tir::Stmt(std::make_shared<const tir::SeqNode>(seq.seq));
+    const tir::Stmt body = tir::Stmt(make_ref<tir::SeqNode>(seq.seq));
     if (seq.seq.size() != 2) unsupported(where, body, "its body is not one loop nest");
     Reduction r;
     auto [init_loops, init] = peel_loops(seq.seq[0]);
