@@ -10212,8 +10212,11 @@ DLAVM_INLINE NDArray evaluate(const Tensor& t, std::initializer_list<TensorBindi
 // ExprMutator: the rewriting form of ExprFunctor. Each method rebuilds its node from the
 // visited children (constants fold again) and returns the node itself when nothing changed.
 // Index expressions pass through mutate_index, which passes override to rewrite indices
-// (substituting loop variables, offsetting into a cache buffer, ...).
+// (substituting loop variables, offsetting into a cache buffer, ...). The default methods share
+// one compiled body, detail::ExprRebuilder.
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/te/expr.hpp
 // end dlavm/te/expr.hpp
 // begin dlavm/te/ops.hpp
@@ -10224,79 +10227,143 @@ DLAVM_INLINE NDArray evaluate(const Tensor& t, std::initializer_list<TensorBindi
 
 namespace dlavm::te {
 
+namespace detail {
+
+// The rebuilding traversal behind ExprMutator, written once for every pass (see
+// tir::detail::StmtRebuilder): the pass is reached through two virtual functions.
+class ExprRebuilder {
+ protected:
+  ~ExprRebuilder() = default;
+
+  virtual Expr visit_child(const Expr& e) = 0;
+  virtual ne::Expr mutate_index_hook(const ne::Expr& e) = 0;
+
+  Expr rebuild(const CastNode& n, const Expr& e);
+  Expr rebuild(const BinaryNode& n, const Expr& e);
+  Expr rebuild(const NotNode& n, const Expr& e);
+  Expr rebuild(const SelectNode& n, const Expr& e);
+  Expr rebuild(const IndexNode& n, const Expr& e);
+  Expr rebuild(const ReadNode& n, const Expr& e);
+  Expr rebuild(const LoadNode& n, const Expr& e);
+  Expr rebuild(const ReduceNode& n, const Expr& e);
+  Expr rebuild(const CallNode& n, const Expr& e);
+  // The indices through mutate_index, and whether any changed.
+  std::pair<std::vector<ne::Expr>, bool> mutate_indices(const std::vector<ne::Expr>& in);
+};
+
+}  // namespace detail
+
 template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
+class ExprMutator : public ExprFunctor<Derived, Expr>, protected detail::ExprRebuilder {
  public:
   ne::Expr mutate_index(const ne::Expr& e) { return e; }
 
   Expr visit_int(const IntImmNode&, const Expr& e) { return e; }
-  Expr visit_cast(const CastNode& n, const Expr& e) {
-    Expr v = this->visit(n.value);
-    return v.same_as(n.value) ? e : cast(n.dtype(), v);
-  }
-  Expr visit_binary(const BinaryNode& n, const Expr& e) {
-    Expr a = this->visit(n.a);
-    Expr b = this->visit(n.b);
-    return a.same_as(n.a) && b.same_as(n.b) ? e : binary(n.kind(), a, b);
-  }
-  Expr visit_not(const NotNode& n, const Expr& e) {
-    Expr a = this->visit(n.a);
-    return a.same_as(n.a) ? e : !a;
-  }
-  Expr visit_select(const SelectNode& n, const Expr& e) {
-    Expr c = this->visit(n.cond);
-    Expr t = this->visit(n.t);
-    Expr f = this->visit(n.f);
-    return c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f) ? e : select(c, t, f);
-  }
-  Expr visit_index(const IndexNode& n, const Expr& e) {
-    ne::Expr i = self().mutate_index(n.index);
-    if (i.same_as(n.index)) return e;
-    if (n.dtype() == bool_type) {
-      if (const auto c = i.as_int()) return detail::make_const(*c != 0, bool_type);
-      return Expr(make_ref<IndexNode>(i, bool_type));
-    }
-    return index_value(i, n.dtype());
-  }
-  Expr visit_read(const ReadNode& n, const Expr& e) {
-    auto [indices, changed] = mutate_indices(n.indices);
-    return changed ? Expr(make_ref<ReadNode>(n.op, n.dtype(), std::move(indices))) : e;
-  }
-  Expr visit_load(const LoadNode& n, const Expr& e) {
-    auto [indices, changed] = mutate_indices(n.indices);
-    return changed ? load(n.buffer, std::move(indices)) : e;
-  }
-  Expr visit_reduce(const ReduceNode& n, const Expr& e) {
-    Expr s = this->visit(n.source);
-    return s.same_as(n.source) ? e : reduce(n.combiner, s, n.axes);
-  }
-  Expr visit_call(const CallNode& n, const Expr& e) {
-    std::vector<Expr> args;
-    bool changed = false;
-    for (const auto& a : n.args) {
-      args.push_back(this->visit(a));
-      changed = changed || !args.back().same_as(a);
-    }
-    return changed ? call(n.name, n.dtype(), std::move(args), n.buffers) : e;
-  }
-
- protected:
-  std::pair<std::vector<ne::Expr>, bool> mutate_indices(const std::vector<ne::Expr>& in) {
-    std::vector<ne::Expr> out;
-    out.reserve(in.size());
-    bool changed = false;
-    for (const auto& i : in) {
-      out.push_back(self().mutate_index(i));
-      changed = changed || !out.back().same_as(i);
-    }
-    return {std::move(out), changed};
-  }
+  Expr visit_cast(const CastNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_binary(const BinaryNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_not(const NotNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_select(const SelectNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_index(const IndexNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_read(const ReadNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_load(const LoadNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_reduce(const ReduceNode& n, const Expr& e) { return rebuild(n, e); }
+  Expr visit_call(const CallNode& n, const Expr& e) { return rebuild(n, e); }
 
  private:
-  Derived& self() { return static_cast<Derived&>(*this); }
+  Expr visit_child(const Expr& e) final { return this->visit(e); }
+  ne::Expr mutate_index_hook(const ne::Expr& e) final {
+    return static_cast<Derived&>(*this).mutate_index(e);
+  }
 };
 
 }  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/mutator-inl.hpp
+// Definitions for dlavm/te/mutator.hpp (see core/api.hpp): ExprMutator's default traversal.
+
+// begin dlavm/te/mutator.hpp
+// end dlavm/te/mutator.hpp
+
+#include <utility>
+#include <vector>
+
+namespace dlavm::te::detail {
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const CastNode& n, const Expr& e) {
+  Expr v = visit_child(n.value);
+  return v.same_as(n.value) ? e : cast(n.dtype(), v);
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const BinaryNode& n, const Expr& e) {
+  Expr a = visit_child(n.a);
+  Expr b = visit_child(n.b);
+  return a.same_as(n.a) && b.same_as(n.b) ? e : binary(n.kind(), a, b);
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const NotNode& n, const Expr& e) {
+  Expr a = visit_child(n.a);
+  return a.same_as(n.a) ? e : !a;
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const SelectNode& n, const Expr& e) {
+  Expr c = visit_child(n.cond);
+  Expr t = visit_child(n.t);
+  Expr f = visit_child(n.f);
+  return c.same_as(n.cond) && t.same_as(n.t) && f.same_as(n.f) ? e : select(c, t, f);
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const IndexNode& n, const Expr& e) {
+  ne::Expr i = mutate_index_hook(n.index);
+  if (i.same_as(n.index)) return e;
+  if (n.dtype() == bool_type) {
+    if (const auto c = i.as_int()) return make_const(*c != 0, bool_type);
+    return Expr(make_ref<IndexNode>(i, bool_type));
+  }
+  return index_value(i, n.dtype());
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const ReadNode& n, const Expr& e) {
+  auto [indices, changed] = mutate_indices(n.indices);
+  return changed ? Expr(make_ref<ReadNode>(n.op, n.dtype(), std::move(indices))) : e;
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const LoadNode& n, const Expr& e) {
+  auto [indices, changed] = mutate_indices(n.indices);
+  return changed ? load(n.buffer, std::move(indices)) : e;
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const ReduceNode& n, const Expr& e) {
+  Expr s = visit_child(n.source);
+  return s.same_as(n.source) ? e : reduce(n.combiner, s, n.axes);
+}
+
+DLAVM_INLINE Expr ExprRebuilder::rebuild(const CallNode& n, const Expr& e) {
+  std::vector<Expr> args;
+  args.reserve(n.args.size());
+  bool changed = false;
+  for (const auto& a : n.args) {
+    args.push_back(visit_child(a));
+    changed = changed || !args.back().same_as(a);
+  }
+  return changed ? call(n.name, n.dtype(), std::move(args), n.buffers) : e;
+}
+
+DLAVM_INLINE std::pair<std::vector<ne::Expr>, bool> ExprRebuilder::mutate_indices(
+    const std::vector<ne::Expr>& in) {
+  std::vector<ne::Expr> out;
+  out.reserve(in.size());
+  bool changed = false;
+  for (const auto& i : in) {
+    out.push_back(mutate_index_hook(i));
+    changed = changed || !out.back().same_as(i);
+  }
+  return {std::move(out), changed};
+}
+
+}  // namespace dlavm::te::detail
+// end dlavm/te/mutator-inl.hpp
+#endif
 // end dlavm/te/mutator.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
@@ -14267,6 +14334,8 @@ DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32
 // when nothing changed. Values inside statements go through mutate_expr (te::Expr) and
 // indices, extents and conditions through mutate_index (ne::Expr).
 
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
 // begin dlavm/tir/stmt.hpp
 // TIR statements: the loop IR that schedules lower to and that target passes rewrite.
 //   For          for (var, min, extent) body, serial, unrolled or a virtual thread
@@ -14515,66 +14584,124 @@ class StmtVisitor : public StmtFunctor<Derived, void> {
   }
 };
 
+namespace detail {
+
+// The rebuilding traversal behind StmtMutator, written once for every pass. It reaches the
+// pass only through the three virtual functions, so its code is compiled once (once per
+// translation unit in header-only mode) instead of once per pass, as a CRTP default would be.
+class StmtRebuilder {
+ protected:
+  ~StmtRebuilder() = default;
+
+  virtual Stmt visit_child(const Stmt& s) = 0;
+  virtual te::Expr mutate_expr_hook(const te::Expr& e) = 0;
+  virtual ne::Expr mutate_index_hook(const ne::Expr& e) = 0;
+
+  Stmt rebuild(const ForNode& n, const Stmt& s);
+  Stmt rebuild(const AllocateNode& n, const Stmt& s);
+  Stmt rebuild(const StoreNode& n, const Stmt& s);
+  Stmt rebuild(const AttrNode& n, const Stmt& s);
+  Stmt rebuild(const IfThenElseNode& n, const Stmt& s);
+  Stmt rebuild(const EvaluateNode& n, const Stmt& s);
+  Stmt rebuild(const SeqNode& n, const Stmt& s);
+};
+
+}  // namespace detail
+
 template <class Derived>
-class StmtMutator : public StmtFunctor<Derived, Stmt> {
+class StmtMutator : public StmtFunctor<Derived, Stmt>, protected detail::StmtRebuilder {
  public:
   te::Expr mutate_expr(const te::Expr& e) { return e; }
   ne::Expr mutate_index(const ne::Expr& e) { return e; }
 
-  Stmt visit_for(const ForNode& n, const Stmt& s) {
-    auto lo = self().mutate_index(n.min);
-    auto ext = self().mutate_index(n.extent);
-    auto body = this->visit(n.body);
-    if (lo.same_as(n.min) && ext.same_as(n.extent) && body.same_as(n.body)) return s;
-    return make_for(n.var, lo, ext, n.for_kind, body);
-  }
-  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
-    auto body = this->visit(n.body);
-    return body.same_as(n.body) ? s : make_allocate(n.buffer, body);
-  }
-  Stmt visit_store(const StoreNode& n, const Stmt& s) {
-    bool changed = false;
-    std::vector<ne::Expr> indices;
-    for (const auto& i : n.indices) {
-      indices.push_back(self().mutate_index(i));
-      changed = changed || !indices.back().same_as(i);
-    }
-    auto value = self().mutate_expr(n.value);
-    if (!changed && value.same_as(n.value)) return s;
-    return make_store(n.buffer, std::move(indices), value);
-  }
-  Stmt visit_attr(const AttrNode& n, const Stmt& s) {
-    auto value = self().mutate_index(n.value);
-    auto body = this->visit(n.body);
-    return body.same_as(n.body) && value.same_as(n.value) ? s
-                                                          : make_attr(n.key, n.node, value, body);
-  }
-  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
-    auto c = self().mutate_index(n.cond);
-    auto t = this->visit(n.then_case);
-    auto e = n.else_case.defined() ? this->visit(n.else_case) : Stmt();
-    if (c.same_as(n.cond) && t.same_as(n.then_case) && e.same_as(n.else_case)) return s;
-    return make_if(c, t, e);
-  }
-  Stmt visit_evaluate(const EvaluateNode& n, const Stmt& s) {
-    auto v = self().mutate_expr(n.value);
-    return v.same_as(n.value) ? s : make_evaluate(v);
-  }
-  Stmt visit_seq(const SeqNode& n, const Stmt& s) {
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (const auto& part : n.seq) {
-      out.push_back(this->visit(part));
-      changed = changed || !out.back().same_as(part);
-    }
-    return changed ? make_seq(out) : s;
-  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_store(const StoreNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_attr(const AttrNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_evaluate(const EvaluateNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_seq(const SeqNode& n, const Stmt& s) { return rebuild(n, s); }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
+  Stmt visit_child(const Stmt& s) final { return this->visit(s); }
+  te::Expr mutate_expr_hook(const te::Expr& e) final { return self().mutate_expr(e); }
+  ne::Expr mutate_index_hook(const ne::Expr& e) final { return self().mutate_index(e); }
 };
 
 }  // namespace dlavm::tir
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tir/functor-inl.hpp
+// Definitions for dlavm/tir/functor.hpp (see core/api.hpp): StmtMutator's default traversal.
+
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir::detail {
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const ForNode& n, const Stmt& s) {
+  auto lo = mutate_index_hook(n.min);
+  auto ext = mutate_index_hook(n.extent);
+  auto body = visit_child(n.body);
+  if (lo.same_as(n.min) && ext.same_as(n.extent) && body.same_as(n.body)) return s;
+  return make_for(n.var, lo, ext, n.for_kind, body);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const AllocateNode& n, const Stmt& s) {
+  auto body = visit_child(n.body);
+  return body.same_as(n.body) ? s : make_allocate(n.buffer, body);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const StoreNode& n, const Stmt& s) {
+  bool changed = false;
+  std::vector<ne::Expr> indices;
+  indices.reserve(n.indices.size());
+  for (const auto& i : n.indices) {
+    indices.push_back(mutate_index_hook(i));
+    changed = changed || !indices.back().same_as(i);
+  }
+  auto value = mutate_expr_hook(n.value);
+  if (!changed && value.same_as(n.value)) return s;
+  return make_store(n.buffer, std::move(indices), value);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const AttrNode& n, const Stmt& s) {
+  auto value = mutate_index_hook(n.value);
+  auto body = visit_child(n.body);
+  return body.same_as(n.body) && value.same_as(n.value) ? s : make_attr(n.key, n.node, value, body);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const IfThenElseNode& n, const Stmt& s) {
+  auto c = mutate_index_hook(n.cond);
+  auto t = visit_child(n.then_case);
+  auto e = n.else_case.defined() ? visit_child(n.else_case) : Stmt();
+  if (c.same_as(n.cond) && t.same_as(n.then_case) && e.same_as(n.else_case)) return s;
+  return make_if(c, t, e);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const EvaluateNode& n, const Stmt& s) {
+  auto v = mutate_expr_hook(n.value);
+  return v.same_as(n.value) ? s : make_evaluate(v);
+}
+
+DLAVM_INLINE Stmt StmtRebuilder::rebuild(const SeqNode& n, const Stmt& s) {
+  std::vector<Stmt> out;
+  out.reserve(n.seq.size());
+  bool changed = false;
+  for (const auto& part : n.seq) {
+    out.push_back(visit_child(part));
+    changed = changed || !out.back().same_as(part);
+  }
+  return changed ? make_seq(out) : s;
+}
+
+}  // namespace dlavm::tir::detail
+// end dlavm/tir/functor-inl.hpp
+#endif
 // end dlavm/tir/functor.hpp
 // begin dlavm/tir/interpreter.hpp
 // tir::run: a reference interpreter for lowered functions. It executes loops, allocations,

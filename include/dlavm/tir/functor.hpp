@@ -4,6 +4,7 @@
 // indices, extents and conditions through mutate_index (ne::Expr).
 #pragma once
 
+#include <dlavm/core/api.hpp>
 #include <dlavm/tir/stmt.hpp>
 
 #include <utility>
@@ -54,63 +55,53 @@ class StmtVisitor : public StmtFunctor<Derived, void> {
   }
 };
 
+namespace detail {
+
+// The rebuilding traversal behind StmtMutator, written once for every pass. It reaches the
+// pass only through the three virtual functions, so its code is compiled once (once per
+// translation unit in header-only mode) instead of once per pass, as a CRTP default would be.
+class StmtRebuilder {
+ protected:
+  ~StmtRebuilder() = default;
+
+  virtual Stmt visit_child(const Stmt& s) = 0;
+  virtual te::Expr mutate_expr_hook(const te::Expr& e) = 0;
+  virtual ne::Expr mutate_index_hook(const ne::Expr& e) = 0;
+
+  Stmt rebuild(const ForNode& n, const Stmt& s);
+  Stmt rebuild(const AllocateNode& n, const Stmt& s);
+  Stmt rebuild(const StoreNode& n, const Stmt& s);
+  Stmt rebuild(const AttrNode& n, const Stmt& s);
+  Stmt rebuild(const IfThenElseNode& n, const Stmt& s);
+  Stmt rebuild(const EvaluateNode& n, const Stmt& s);
+  Stmt rebuild(const SeqNode& n, const Stmt& s);
+};
+
+}  // namespace detail
+
 template <class Derived>
-class StmtMutator : public StmtFunctor<Derived, Stmt> {
+class StmtMutator : public StmtFunctor<Derived, Stmt>, protected detail::StmtRebuilder {
  public:
   te::Expr mutate_expr(const te::Expr& e) { return e; }
   ne::Expr mutate_index(const ne::Expr& e) { return e; }
 
-  Stmt visit_for(const ForNode& n, const Stmt& s) {
-    auto lo = self().mutate_index(n.min);
-    auto ext = self().mutate_index(n.extent);
-    auto body = this->visit(n.body);
-    if (lo.same_as(n.min) && ext.same_as(n.extent) && body.same_as(n.body)) return s;
-    return make_for(n.var, lo, ext, n.for_kind, body);
-  }
-  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) {
-    auto body = this->visit(n.body);
-    return body.same_as(n.body) ? s : make_allocate(n.buffer, body);
-  }
-  Stmt visit_store(const StoreNode& n, const Stmt& s) {
-    bool changed = false;
-    std::vector<ne::Expr> indices;
-    for (const auto& i : n.indices) {
-      indices.push_back(self().mutate_index(i));
-      changed = changed || !indices.back().same_as(i);
-    }
-    auto value = self().mutate_expr(n.value);
-    if (!changed && value.same_as(n.value)) return s;
-    return make_store(n.buffer, std::move(indices), value);
-  }
-  Stmt visit_attr(const AttrNode& n, const Stmt& s) {
-    auto value = self().mutate_index(n.value);
-    auto body = this->visit(n.body);
-    return body.same_as(n.body) && value.same_as(n.value) ? s
-                                                          : make_attr(n.key, n.node, value, body);
-  }
-  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) {
-    auto c = self().mutate_index(n.cond);
-    auto t = this->visit(n.then_case);
-    auto e = n.else_case.defined() ? this->visit(n.else_case) : Stmt();
-    if (c.same_as(n.cond) && t.same_as(n.then_case) && e.same_as(n.else_case)) return s;
-    return make_if(c, t, e);
-  }
-  Stmt visit_evaluate(const EvaluateNode& n, const Stmt& s) {
-    auto v = self().mutate_expr(n.value);
-    return v.same_as(n.value) ? s : make_evaluate(v);
-  }
-  Stmt visit_seq(const SeqNode& n, const Stmt& s) {
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (const auto& part : n.seq) {
-      out.push_back(this->visit(part));
-      changed = changed || !out.back().same_as(part);
-    }
-    return changed ? make_seq(out) : s;
-  }
+  Stmt visit_for(const ForNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_allocate(const AllocateNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_store(const StoreNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_attr(const AttrNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_if(const IfThenElseNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_evaluate(const EvaluateNode& n, const Stmt& s) { return rebuild(n, s); }
+  Stmt visit_seq(const SeqNode& n, const Stmt& s) { return rebuild(n, s); }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
+  Stmt visit_child(const Stmt& s) final { return this->visit(s); }
+  te::Expr mutate_expr_hook(const te::Expr& e) final { return self().mutate_expr(e); }
+  ne::Expr mutate_index_hook(const ne::Expr& e) final { return self().mutate_index(e); }
 };
 
 }  // namespace dlavm::tir
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/tir/functor-inl.hpp>
+#endif
