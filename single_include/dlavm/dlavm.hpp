@@ -12004,12 +12004,184 @@ struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
 // begin dlavm/vta/hw/config-inl.hpp
 // Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
 
+// begin dlavm/core/json_writer.hpp
+// JsonWriter: writes a JSON document front to back, laid out as nlohmann::json::dump(indent)
+// lays it out. The files dlavm writes (vta_config.json, manifest.json, Chrome traces) go
+// through it; nlohmann/json stays the reader (vta/hw/json.hpp), so that writing a file does not
+// compile nlohmann's value type, serializer and number printer into every unit that can write
+// one.
+//
+//   detail::JsonWriter w(2);
+//   w.begin_object();
+//   w.field("name", "A");          // strings are escaped; text must be UTF-8
+//   w.field("bytes", 1024);
+//   w.key("dims");
+//   w.begin_array();
+//   w.value(16);
+//   w.end_array();
+//   w.end_object();
+//   std::string text = std::move(w).str();
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::detail {
+
+class JsonWriter {
+ public:
+  // Spaces per nesting level, as dump(indent): a line per member, or with a negative indent
+  // the whole document on one line without spaces (dump(-1)).
+  explicit JsonWriter(int indent = 2) : indent_(indent) {}
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+
+  // The key of the next member of the innermost object.
+  void key(std::string_view k) {
+    separate();
+    quote(k);
+    out_ += indent_ < 0 ? ":" : ": ";
+    after_key_ = true;
+  }
+
+  void value(std::string_view s) {
+    separate();
+    quote(s);
+  }
+  void value(const char* s) { value(std::string_view(s)); }
+  void value(const std::string& s) { value(std::string_view(s)); }
+  void value(bool b) {
+    separate();
+    out_ += b ? "true" : "false";
+  }
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) void value(T v) {
+    separate();
+    const fmt::format_int digits(v);
+    out_.append(digits.data(), digits.size());
+  }
+
+  template <class T>
+  void field(std::string_view k, const T& v) {
+    key(k);
+    value(v);
+  }
+
+  // The document; every container must be closed.
+  std::string str() && { return std::move(out_); }
+
+ private:
+  void open(char bracket) {
+    separate();
+    out_ += bracket;
+    counts_.push_back(0);
+  }
+  void close(char bracket) {
+    const std::size_t members = counts_.back();
+    counts_.pop_back();
+    if (members > 0) newline();
+    out_ += bracket;
+  }
+  // Before a value or a key: the comma and line break that separate it from the one before,
+  // unless it is the value of the key just written.
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (counts_.empty()) return;
+    if (counts_.back()++ > 0) out_ += ',';
+    newline();
+  }
+  void newline() {
+    if (indent_ < 0) return;
+    out_ += '\n';
+    out_.append(counts_.size() * static_cast<std::size_t>(indent_), ' ');
+  }
+  // A JSON string: quotes, backslashes and control characters escaped. JSON text is UTF-8, so
+  // a string that is not (a byte-mangled name) is refused rather than written unreadable.
+  void quote(std::string_view s) {
+    check_utf8(s);
+    out_ += '"';
+    for (const char c : s) {
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20)
+            out_ += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+          else
+            out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+  static void check_utf8(std::string_view s) {
+    for (std::size_t k = 0; k < s.size();) {
+      const auto lead = static_cast<unsigned char>(s[k]);
+      const std::size_t len = lead < 0x80           ? 1
+                              : (lead >> 5) == 0x6  ? 2
+                              : (lead >> 4) == 0xe  ? 3
+                              : (lead >> 3) == 0x1e ? 4
+                                                    : 0;
+      bool ok = len > 0 && k + len <= s.size();
+      for (std::size_t j = 1; ok && j < len; ++j)
+        ok = (static_cast<unsigned char>(s[k + j]) >> 6) == 0x2;
+      if (!ok)
+        raise<ValueError>(
+            "JSON text must be UTF-8: the string starting \"{}\" has an invalid byte 0x{:02x} "
+            "at offset {}",
+            s.substr(0, std::min<std::size_t>(k, 40)), lead, k);
+      k += len;
+    }
+  }
+
+  int indent_;
+  std::string out_;
+  std::vector<std::size_t> counts_;  // members written so far in each open container
+  bool after_key_ = false;
+};
+
+}  // namespace dlavm::detail
+// end dlavm/core/json_writer.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/json.hpp
 // Internal: the one JSON document type of the VTA layer and the one way every reader parses
 // untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API.
+// of the headers that declare the API. Files are written with core/json_writer.hpp.
 //
 // parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
 // manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
@@ -12390,27 +12562,29 @@ inline Config config_from_json(const Json& j, std::string_view source) {
   return c;
 }
 
-inline Json config_to_json(const Config& c) {
-  Json j;
-  j["TARGET"] = c.target;
-  j["HW_VER"] = c.hw_ver;
-  j["LOG_INP_WIDTH"] = c.log_inp_width;
-  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
-  j["LOG_ACC_WIDTH"] = c.log_acc_width;
-  j["LOG_BATCH"] = c.log_batch;
+// Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
+// when they differ from their defaults (the public file's form).
+inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
+  w.begin_object();
+  w.field("TARGET", c.target);
+  w.field("HW_VER", c.hw_ver);
+  w.field("LOG_INP_WIDTH", c.log_inp_width);
+  w.field("LOG_WGT_WIDTH", c.log_wgt_width);
+  w.field("LOG_ACC_WIDTH", c.log_acc_width);
+  w.field("LOG_BATCH", c.log_batch);
   if (c.log_block_in == c.log_block_out) {
-    j["LOG_BLOCK"] = c.log_block_in;
+    w.field("LOG_BLOCK", c.log_block_in);
   } else {
-    j["LOG_BLOCK_IN"] = c.log_block_in;
-    j["LOG_BLOCK_OUT"] = c.log_block_out;
+    w.field("LOG_BLOCK_IN", c.log_block_in);
+    w.field("LOG_BLOCK_OUT", c.log_block_out);
   }
-  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
-  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
-  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
-  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
-  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
-  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
-  return j;
+  w.field("LOG_UOP_BUFF_SIZE", c.log_uop_buff_size);
+  w.field("LOG_INP_BUFF_SIZE", c.log_inp_buff_size);
+  w.field("LOG_WGT_BUFF_SIZE", c.log_wgt_buff_size);
+  w.field("LOG_ACC_BUFF_SIZE", c.log_acc_buff_size);
+  if (c.log_out_width != c.log_inp_width) w.field("LOG_OUT_WIDTH", c.log_out_width);
+  if (c.log_bus_width != 6) w.field("LOG_BUS_WIDTH", c.log_bus_width);
+  w.end_object();
 }
 
 }  // namespace detail
@@ -12420,7 +12594,9 @@ DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view so
 }
 
 DLAVM_INLINE std::string Config::to_json() const {
-  return detail::config_to_json(*this).dump(2) + "\n";
+  dlavm::detail::JsonWriter w(2);
+  detail::write_config(w, *this);
+  return std::move(w).str() + "\n";
 }
 
 DLAVM_INLINE Config Config::load(const std::string& path) {
@@ -13934,6 +14110,8 @@ struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view
 // begin dlavm/vta/hw/cycle_model-inl.hpp
 // Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
 
+// begin dlavm/core/json_writer.hpp
+// end dlavm/core/json_writer.hpp
 // begin dlavm/vta/hw/cycle_model.hpp
 // end dlavm/vta/hw/cycle_model.hpp
 // begin dlavm/vta/hw/dispatch.hpp
@@ -14065,38 +14243,55 @@ DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
 // end dlavm/vta/hw/dispatch-inl.hpp
 #endif
 // end dlavm/vta/hw/dispatch.hpp
-// begin dlavm/vta/hw/json.hpp
-// end dlavm/vta/hw/json.hpp
 
 #include <fstream>
 
 namespace dlavm::vta {
 
 DLAVM_INLINE std::string CycleReport::chrome_trace() const {
-  detail::Json events = detail::Json::array();
+  // Chrome's trace event format: one complete ("X") event per instruction on its module's
+  // thread, and metadata ("M") events naming the three threads.
+  dlavm::detail::JsonWriter w(1);
+  w.begin_object();
+  w.key("traceEvents");
+  w.begin_array();
   for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(q)},
-                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+    w.begin_object();
+    w.field("name", "thread_name");
+    w.field("ph", "M");
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(q));
+    w.key("args");
+    w.begin_object();
+    w.field("name", std::string(runtime::queue_name(q)) + " module");
+    w.end_object();
+    w.end_object();
   }
   for (std::size_t k = 0; k < trace.size(); ++k) {
     const auto& e = trace[k];
-    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
-                      {"cat", runtime::queue_name(e.queue)},
-                      {"ph", "X"},
-                      {"ts", e.start},
-                      {"dur", e.duration},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(e.queue)},
-                      {"args", {{"index", e.index}}}});
+    w.begin_object();
+    w.field("name", k < names.size() ? names[k] : std::to_string(e.index));
+    w.field("cat", runtime::queue_name(e.queue));
+    w.field("ph", "X");
+    w.field("ts", e.start);
+    w.field("dur", e.duration);
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(e.queue));
+    w.key("args");
+    w.begin_object();
+    w.field("index", e.index);
+    w.end_object();
+    w.end_object();
   }
-  detail::Json doc;
-  doc["traceEvents"] = std::move(events);
-  doc["displayTimeUnit"] = "ns";
-  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
-  return doc.dump(1);
+  w.end_array();
+  w.field("displayTimeUnit", "ns");
+  w.key("otherData");
+  w.begin_object();
+  w.field("time_unit", "cycles");
+  w.field("total_cycles", total_cycles);
+  w.end_object();
+  w.end_object();
+  return std::move(w).str();
 }
 
 DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
@@ -17534,6 +17729,8 @@ ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::s
 // begin dlavm/vta/hw/io-inl.hpp
 // Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
 
+// begin dlavm/core/json_writer.hpp
+// end dlavm/core/json_writer.hpp
 // begin dlavm/vta/hw/config-inl.hpp
 // end dlavm/vta/hw/config-inl.hpp
 // begin dlavm/vta/hw/io.hpp
@@ -17793,19 +17990,36 @@ DLAVM_INLINE void Manifest::validate(std::string_view source) const {
 }
 
 DLAVM_INLINE std::string Manifest::to_json() const {
-  detail::Json j;
-  j["config"] = detail::config_to_json(config);
-  j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
-  j["uops"] = {{"file", uop_file}, {"count", uop_count}, {"phys_addr", uop_phys}};
-  j["buffers"] = detail::Json::array();
-  for (const auto& b : buffers)
-    j["buffers"].push_back({{"name", b.name},
-                            {"phys_addr", b.phys_addr},
-                            {"bytes", b.bytes},
-                            {"dtype", b.dtype.str()},
-                            {"direction", b.output ? "output" : "input"},
-                            {"file", b.file}});
-  return j.dump(2) + "\n";
+  dlavm::detail::JsonWriter w(2);
+  w.begin_object();
+  w.key("config");
+  detail::write_config(w, config);
+  w.key("instructions");
+  w.begin_object();
+  w.field("file", insn_file);
+  w.field("count", insn_count);
+  w.end_object();
+  w.key("uops");
+  w.begin_object();
+  w.field("file", uop_file);
+  w.field("count", uop_count);
+  w.field("phys_addr", uop_phys);
+  w.end_object();
+  w.key("buffers");
+  w.begin_array();
+  for (const auto& b : buffers) {
+    w.begin_object();
+    w.field("name", b.name);
+    w.field("phys_addr", b.phys_addr);
+    w.field("bytes", b.bytes);
+    w.field("dtype", b.dtype.str());
+    w.field("direction", b.output ? "output" : "input");
+    w.field("file", b.file);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return std::move(w).str() + "\n";
 }
 
 DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {

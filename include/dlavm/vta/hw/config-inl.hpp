@@ -1,6 +1,7 @@
 // Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
 #pragma once
 
+#include <dlavm/core/json_writer.hpp>
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/json.hpp>
 
@@ -197,27 +198,29 @@ inline Config config_from_json(const Json& j, std::string_view source) {
   return c;
 }
 
-inline Json config_to_json(const Config& c) {
-  Json j;
-  j["TARGET"] = c.target;
-  j["HW_VER"] = c.hw_ver;
-  j["LOG_INP_WIDTH"] = c.log_inp_width;
-  j["LOG_WGT_WIDTH"] = c.log_wgt_width;
-  j["LOG_ACC_WIDTH"] = c.log_acc_width;
-  j["LOG_BATCH"] = c.log_batch;
+// Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
+// when they differ from their defaults (the public file's form).
+inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
+  w.begin_object();
+  w.field("TARGET", c.target);
+  w.field("HW_VER", c.hw_ver);
+  w.field("LOG_INP_WIDTH", c.log_inp_width);
+  w.field("LOG_WGT_WIDTH", c.log_wgt_width);
+  w.field("LOG_ACC_WIDTH", c.log_acc_width);
+  w.field("LOG_BATCH", c.log_batch);
   if (c.log_block_in == c.log_block_out) {
-    j["LOG_BLOCK"] = c.log_block_in;
+    w.field("LOG_BLOCK", c.log_block_in);
   } else {
-    j["LOG_BLOCK_IN"] = c.log_block_in;
-    j["LOG_BLOCK_OUT"] = c.log_block_out;
+    w.field("LOG_BLOCK_IN", c.log_block_in);
+    w.field("LOG_BLOCK_OUT", c.log_block_out);
   }
-  j["LOG_UOP_BUFF_SIZE"] = c.log_uop_buff_size;
-  j["LOG_INP_BUFF_SIZE"] = c.log_inp_buff_size;
-  j["LOG_WGT_BUFF_SIZE"] = c.log_wgt_buff_size;
-  j["LOG_ACC_BUFF_SIZE"] = c.log_acc_buff_size;
-  if (c.log_out_width != c.log_inp_width) j["LOG_OUT_WIDTH"] = c.log_out_width;
-  if (c.log_bus_width != 6) j["LOG_BUS_WIDTH"] = c.log_bus_width;
-  return j;
+  w.field("LOG_UOP_BUFF_SIZE", c.log_uop_buff_size);
+  w.field("LOG_INP_BUFF_SIZE", c.log_inp_buff_size);
+  w.field("LOG_WGT_BUFF_SIZE", c.log_wgt_buff_size);
+  w.field("LOG_ACC_BUFF_SIZE", c.log_acc_buff_size);
+  if (c.log_out_width != c.log_inp_width) w.field("LOG_OUT_WIDTH", c.log_out_width);
+  if (c.log_bus_width != 6) w.field("LOG_BUS_WIDTH", c.log_bus_width);
+  w.end_object();
 }
 
 }  // namespace detail
@@ -227,7 +230,9 @@ DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view so
 }
 
 DLAVM_INLINE std::string Config::to_json() const {
-  return detail::config_to_json(*this).dump(2) + "\n";
+  dlavm::detail::JsonWriter w(2);
+  detail::write_config(w, *this);
+  return std::move(w).str() + "\n";
 }
 
 DLAVM_INLINE Config Config::load(const std::string& path) {

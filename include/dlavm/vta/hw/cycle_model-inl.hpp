@@ -1,39 +1,58 @@
 // Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
 #pragma once
 
+#include <dlavm/core/json_writer.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
 #include <dlavm/vta/hw/dispatch.hpp>
-#include <dlavm/vta/hw/json.hpp>
 
 #include <fstream>
 
 namespace dlavm::vta {
 
 DLAVM_INLINE std::string CycleReport::chrome_trace() const {
-  detail::Json events = detail::Json::array();
+  // Chrome's trace event format: one complete ("X") event per instruction on its module's
+  // thread, and metadata ("M") events naming the three threads.
+  dlavm::detail::JsonWriter w(1);
+  w.begin_object();
+  w.key("traceEvents");
+  w.begin_array();
   for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(q)},
-                      {"args", {{"name", std::string(runtime::queue_name(q)) + " module"}}}});
+    w.begin_object();
+    w.field("name", "thread_name");
+    w.field("ph", "M");
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(q));
+    w.key("args");
+    w.begin_object();
+    w.field("name", std::string(runtime::queue_name(q)) + " module");
+    w.end_object();
+    w.end_object();
   }
   for (std::size_t k = 0; k < trace.size(); ++k) {
     const auto& e = trace[k];
-    events.push_back({{"name", k < names.size() ? names[k] : std::to_string(e.index)},
-                      {"cat", runtime::queue_name(e.queue)},
-                      {"ph", "X"},
-                      {"ts", e.start},
-                      {"dur", e.duration},
-                      {"pid", 0},
-                      {"tid", static_cast<int>(e.queue)},
-                      {"args", {{"index", e.index}}}});
+    w.begin_object();
+    w.field("name", k < names.size() ? names[k] : std::to_string(e.index));
+    w.field("cat", runtime::queue_name(e.queue));
+    w.field("ph", "X");
+    w.field("ts", e.start);
+    w.field("dur", e.duration);
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(e.queue));
+    w.key("args");
+    w.begin_object();
+    w.field("index", e.index);
+    w.end_object();
+    w.end_object();
   }
-  detail::Json doc;
-  doc["traceEvents"] = std::move(events);
-  doc["displayTimeUnit"] = "ns";
-  doc["otherData"] = {{"time_unit", "cycles"}, {"total_cycles", total_cycles}};
-  return doc.dump(1);
+  w.end_array();
+  w.field("displayTimeUnit", "ns");
+  w.key("otherData");
+  w.begin_object();
+  w.field("time_unit", "cycles");
+  w.field("total_cycles", total_cycles);
+  w.end_object();
+  w.end_object();
+  return std::move(w).str();
 }
 
 DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {

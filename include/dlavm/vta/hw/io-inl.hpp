@@ -1,6 +1,7 @@
 // Definitions for dlavm/vta/hw/io.hpp (see core/api.hpp).
 #pragma once
 
+#include <dlavm/core/json_writer.hpp>
 #include <dlavm/vta/hw/config-inl.hpp>
 #include <dlavm/vta/hw/io.hpp>
 #include <dlavm/vta/hw/json.hpp>
@@ -257,19 +258,36 @@ DLAVM_INLINE void Manifest::validate(std::string_view source) const {
 }
 
 DLAVM_INLINE std::string Manifest::to_json() const {
-  detail::Json j;
-  j["config"] = detail::config_to_json(config);
-  j["instructions"] = {{"file", insn_file}, {"count", insn_count}};
-  j["uops"] = {{"file", uop_file}, {"count", uop_count}, {"phys_addr", uop_phys}};
-  j["buffers"] = detail::Json::array();
-  for (const auto& b : buffers)
-    j["buffers"].push_back({{"name", b.name},
-                            {"phys_addr", b.phys_addr},
-                            {"bytes", b.bytes},
-                            {"dtype", b.dtype.str()},
-                            {"direction", b.output ? "output" : "input"},
-                            {"file", b.file}});
-  return j.dump(2) + "\n";
+  dlavm::detail::JsonWriter w(2);
+  w.begin_object();
+  w.key("config");
+  detail::write_config(w, config);
+  w.key("instructions");
+  w.begin_object();
+  w.field("file", insn_file);
+  w.field("count", insn_count);
+  w.end_object();
+  w.key("uops");
+  w.begin_object();
+  w.field("file", uop_file);
+  w.field("count", uop_count);
+  w.field("phys_addr", uop_phys);
+  w.end_object();
+  w.key("buffers");
+  w.begin_array();
+  for (const auto& b : buffers) {
+    w.begin_object();
+    w.field("name", b.name);
+    w.field("phys_addr", b.phys_addr);
+    w.field("bytes", b.bytes);
+    w.field("dtype", b.dtype.str());
+    w.field("direction", b.output ? "output" : "input");
+    w.field("file", b.file);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return std::move(w).str() + "\n";
 }
 
 DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {

@@ -1,6 +1,6 @@
 // Internal: the one JSON document type of the VTA layer and the one way every reader parses
 // untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API.
+// of the headers that declare the API. Files are written with core/json_writer.hpp.
 //
 // parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
 // manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
