@@ -21365,7 +21365,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
       strided_window_(detail::strided_window(shape)) {
   const Conv2dTiles t(env, shape);
   const auto [kh, kw] = shape.kernel;
-  const auto [sh, sw] = shape.strides;
+  const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
   data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
                           env.inp_dtype, name + "_data");
@@ -22043,7 +22043,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   }
   auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
   auto dx = te::reduce_axis({0, shape.window[1]}, "dx");
-  const auto [sh, sw] = shape.strides;
+  const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& data_buf = data_buf_;
   const bool max = shape.kind == Pool2dShape::Kind::Max;
   acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),

@@ -77,7 +77,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
       strided_window_(detail::strided_window(shape)) {
   const Conv2dTiles t(env, shape);
   const auto [kh, kw] = shape.kernel;
-  const auto [sh, sw] = shape.strides;
+  const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
   data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
                           env.inp_dtype, name + "_data");

@@ -65,7 +65,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   }
   auto dy = te::reduce_axis({0, shape.window[0]}, "dy");
   auto dx = te::reduce_axis({0, shape.window[1]}, "dx");
-  const auto [sh, sw] = shape.strides;
+  const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& data_buf = data_buf_;
   const bool max = shape.kind == Pool2dShape::Kind::Max;
   acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),
