@@ -46,15 +46,19 @@ namespace dlavm::graph {
 
 // The knobs of every strategy's schedule. The default implementation returns the default
 // tiling of each (graph/strategy/*.hpp); a tuner derives from it.
+//
+// The methods are declared DLAVM_INLINE: a virtual function declared without `inline` is the
+// class's key function, and in header-only mode every unit that includes its definition would
+// then emit the vtable and, through it, the whole tiling search, used or not.
 class ScheduleChooser {
  public:
   virtual ~ScheduleChooser() = default;
-  virtual Conv2dTiling conv2d(const vta::Env& env, const Conv2dShape& shape,
-                              const Epilogue& epilogue) const;
-  virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
-                            const Epilogue& epilogue) const;
-  virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
-                              const Epilogue& epilogue) const;
+  DLAVM_INLINE virtual Conv2dTiling conv2d(const vta::Env& env, const Conv2dShape& shape,
+                                           const Epilogue& epilogue) const;
+  DLAVM_INLINE virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
+                                         const Epilogue& epilogue) const;
+  DLAVM_INLINE virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
+                                           const Epilogue& epilogue) const;
 };
 
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
