@@ -6,7 +6,10 @@
 // and the IR is copied everywhere. shared_ptr's release (two counts, the single-threaded
 // check, two virtual calls) is several times the code of one atomic decrement and an
 // out-of-line delete; in header-only mode that code is compiled into every user translation
-// unit. Counts are atomic: nodes are immutable and may be shared between threads.
+// unit. Counts are atomic: nodes are immutable and may be shared between threads. While the
+// process has one thread (glibc's __libc_single_threaded, as libstdc++'s shared_ptr does)
+// they are updated with plain loads and stores: lowering copies IR values constantly, and a
+// locked instruction per copy made lowering a conv2d 35% slower (bench/te_lower.cpp).
 #pragma once
 
 #include <atomic>
@@ -14,7 +17,25 @@
 #include <type_traits>
 #include <utility>
 
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define DLAVM_HAS_SINGLE_THREADED 1
+#else
+#define DLAVM_HAS_SINGLE_THREADED 0
+#endif
+
 namespace dlavm {
+
+namespace detail {
+// True while the process has one thread; false where the C library cannot tell.
+inline bool single_threaded() {
+#if DLAVM_HAS_SINGLE_THREADED
+  return ::__libc_single_threaded != 0;
+#else
+  return false;
+#endif
+}
+}  // namespace detail
 
 // Base of reference-counted nodes. Nodes are immutable once built; the count is the only
 // mutable state, and a node is deleted through its virtual destructor.
@@ -30,11 +51,23 @@ class RefCounted {
   template <class T>
   friend class Ref;
 
-  void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // Out of line and cold: the common case (not the last reference) stays one instruction.
+  void retain() const {
+    if (detail::single_threaded())
+      refs_.store(refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    else
+      refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Out of line: the common case (not the last reference) stays a few instructions.
   [[gnu::noinline]] static void destroy(const RefCounted* node) { delete node; }
   void release() const {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
+    std::uint32_t before;
+    if (detail::single_threaded()) {
+      before = refs_.load(std::memory_order_relaxed);
+      refs_.store(before - 1, std::memory_order_relaxed);
+    } else {
+      before = refs_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    if (before == 1) destroy(this);
   }
 
   mutable std::atomic<std::uint32_t> refs_{0};
