@@ -21258,23 +21258,34 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // begin dlavm/graph/strategy/tiling.hpp
 // Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit (the
-// combinations of the knobs' values). A plain loop: a range-v3 filter + min_element pipeline
-// reads the same and cost every header-only translation unit 1.3 s (docs/performance.md).
+// every default tiling runs: the least estimated cost among the candidates that fit, the
+// candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
+// product of the value lists, each tuple made a tiling).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
-//   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
+//   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
+//                                 fits, cost);       // std::optional of the tiling
 
 // begin dlavm/ne/int_math.hpp
 // end dlavm/ne/int_math.hpp
 
 #include <fmt/format.h>
+#include <range/v3/algorithm/min_element.hpp>
+#include <range/v3/view/cartesian_product.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace dlavm::graph {
@@ -21307,18 +21318,24 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
   return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
 }
 
+// Every combination of one value from each list, as a Tiling built from the values in order
+// ({a, b, c} for values a, b, c), the last list varying fastest.
+template <class Tiling, class... Lists>
+auto combinations(const Lists&... lists) {
+  return ranges::views::cartesian_product(lists...) |
+         ranges::views::transform([](const auto& values) {
+           return std::apply([](auto... v) { return Tiling{v...}; }, values);
+         });
+}
+
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
 // none fits.
-template <class Tiling, class Fits, class Cost>
-std::optional<Tiling> least_cost(const std::vector<Tiling>& candidates, Fits fits, Cost cost) {
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const auto& t : candidates) {
-    if (!fits(t)) continue;
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
+template <class Candidates, class Fits, class Cost>
+auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
+  auto fitting = std::forward<Candidates>(candidates) | ranges::views::filter(fits);
+  const auto best = ranges::min_element(fitting, std::less<>(), cost);
+  using Tiling = ranges::range_value_t<decltype(fitting)>;
+  return best == ranges::end(fitting) ? std::optional<Tiling>() : std::optional<Tiling>(*best);
 }
 
 }  // namespace dlavm::graph
@@ -21582,14 +21599,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  std::vector<Conv2dTiling> candidates;
-  for (const auto oc : divisors(n.oc))
-    for (const auto h : divisors(n.oh))
-      for (const auto w : divisors(n.ow))
-        for (const auto ic : divisors(n.ic))
-          for (const std::int64_t vt : {2, 1}) candidates.push_back({oc, h, w, ic, vt});
+  const auto oc = divisors(n.oc), oh = divisors(n.oh), ow = divisors(n.ow), ic = divisors(n.ic);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),
+      [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
@@ -21886,13 +21900,11 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  std::vector<DenseTiling> candidates;
-  for (const auto r : row_blocks)
-    for (const auto nb : divisors(n.n))
-      for (const auto kb : divisors(n.k))
-        for (const std::int64_t vt : {2, 1}) candidates.push_back({r, nb, kb, vt});
+  const auto nb = divisors(n.n), kb = divisors(n.k);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<DenseTiling>(row_blocks, nb, kb, vthreads),
+      [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(
@@ -22198,12 +22210,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  std::vector<Pool2dTiling> candidates;
-  for (const auto c : divisors(n.c))
-    for (const auto h : divisors(n.oh))
-      for (const std::int64_t vt : {2, 1}) candidates.push_back({c, h, vt});
+  const auto cb = divisors(n.c), hb = divisors(n.oh);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<Pool2dTiling>(cb, hb, vthreads),
+      [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(

@@ -261,14 +261,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  std::vector<Conv2dTiling> candidates;
-  for (const auto oc : divisors(n.oc))
-    for (const auto h : divisors(n.oh))
-      for (const auto w : divisors(n.ow))
-        for (const auto ic : divisors(n.ic))
-          for (const std::int64_t vt : {2, 1}) candidates.push_back({oc, h, w, ic, vt});
+  const auto oc = divisors(n.oc), oh = divisors(n.oh), ow = divisors(n.ow), ic = divisors(n.ic);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),
+      [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(

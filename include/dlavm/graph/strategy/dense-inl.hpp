@@ -184,13 +184,11 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  std::vector<DenseTiling> candidates;
-  for (const auto r : row_blocks)
-    for (const auto nb : divisors(n.n))
-      for (const auto kb : divisors(n.k))
-        for (const std::int64_t vt : {2, 1}) candidates.push_back({r, nb, kb, vt});
+  const auto nb = divisors(n.n), kb = divisors(n.k);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<DenseTiling>(row_blocks, nb, kb, vthreads),
+      [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(

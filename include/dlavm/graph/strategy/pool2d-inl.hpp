@@ -187,12 +187,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  std::vector<Pool2dTiling> candidates;
-  for (const auto c : divisors(n.c))
-    for (const auto h : divisors(n.oh))
-      for (const std::int64_t vt : {2, 1}) candidates.push_back({c, h, vt});
+  const auto cb = divisors(n.c), hb = divisors(n.oh);
+  const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
-      candidates, [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
+      combinations<Pool2dTiling>(cb, hb, vthreads),
+      [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
       [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
   if (!best)
     raise<CapacityError>(

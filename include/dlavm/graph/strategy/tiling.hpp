@@ -1,22 +1,33 @@
 // Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit (the
-// combinations of the knobs' values). A plain loop: a range-v3 filter + min_element pipeline
-// reads the same and cost every header-only translation unit 1.3 s (docs/performance.md).
+// every default tiling runs: the least estimated cost among the candidates that fit, the
+// candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
+// product of the value lists, each tuple made a tiling).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
 //   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
-//   auto best = graph::least_cost(candidates, fits, cost);   // std::optional of the tiling
+//   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
+//                                 fits, cost);       // std::optional of the tiling
 #pragma once
 
 #include <dlavm/ne/int_math.hpp>
 
 #include <fmt/format.h>
+#include <range/v3/algorithm/min_element.hpp>
+#include <range/v3/view/cartesian_product.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace dlavm::graph {
@@ -49,18 +60,24 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
   return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
 }
 
+// Every combination of one value from each list, as a Tiling built from the values in order
+// ({a, b, c} for values a, b, c), the last list varying fastest.
+template <class Tiling, class... Lists>
+auto combinations(const Lists&... lists) {
+  return ranges::views::cartesian_product(lists...) |
+         ranges::views::transform([](const auto& values) {
+           return std::apply([](auto... v) { return Tiling{v...}; }, values);
+         });
+}
+
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
 // none fits.
-template <class Tiling, class Fits, class Cost>
-std::optional<Tiling> least_cost(const std::vector<Tiling>& candidates, Fits fits, Cost cost) {
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const auto& t : candidates) {
-    if (!fits(t)) continue;
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
+template <class Candidates, class Fits, class Cost>
+auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
+  auto fitting = std::forward<Candidates>(candidates) | ranges::views::filter(fits);
+  const auto best = ranges::min_element(fitting, std::less<>(), cost);
+  using Tiling = ranges::range_value_t<decltype(fitting)>;
+  return best == ranges::end(fitting) ? std::optional<Tiling>() : std::optional<Tiling>(*best);
 }
 
 }  // namespace dlavm::graph
