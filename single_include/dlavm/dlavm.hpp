@@ -353,7 +353,10 @@ struct fmt::formatter<dlavm::DType> : fmt::formatter<std::string_view> {
 // locked instruction per copy made lowering a conv2d 35% slower (bench/te_lower.cpp).
 
 #include <atomic>
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 #include <utility>
 
@@ -382,10 +385,14 @@ inline bool single_threaded() {
 class RefCounted {
  public:
   RefCounted() = default;
-  // A copy is a new node: its count starts at zero, whatever the original's.
+  virtual ~RefCounted() = default;
+
+ protected:
+  // A copy is a new node: its count starts at zero, whatever the original's. Protected, so that
+  // only a node type that means to be copyable (te::OperationNode) is; the IR node bases
+  // delete their copies.
   RefCounted(const RefCounted&) noexcept {}
   RefCounted& operator=(const RefCounted&) noexcept { return *this; }
-  virtual ~RefCounted() = default;
 
  private:
   template <class T>
@@ -423,14 +430,14 @@ class Ref {
   explicit Ref(const T* node) : ptr_(node) {
     if (ptr_) ptr_->retain();
   }
-  Ref(const Ref& o) : ptr_(o.ptr_) {
+  Ref(const Ref& o) noexcept : ptr_(o.ptr_) {
     if (ptr_) ptr_->retain();
   }
   Ref(Ref&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
   // A reference to a derived node converts to a reference to its base.
   template <class U>
   requires std::is_convertible_v<const U*, const T*> Ref(const Ref<U>& o)
-      : Ref(o.get()) {}  // NOLINT(google-explicit-constructor)
+  noexcept : Ref(o.get()) {}  // NOLINT(google-explicit-constructor)
   template <class U>
   requires std::is_convertible_v<const U*, const T*> Ref(Ref<U>&& o)
   noexcept : ptr_(o.release_ownership()) {}  // NOLINT
@@ -447,8 +454,13 @@ class Ref {
   const T* operator->() const { return ptr_; }
   explicit operator bool() const { return ptr_ != nullptr; }
 
+  // Identity: the same node, not equal nodes (as shared_ptr compares). The order is the
+  // addresses' total order, for ordered containers; std::hash below hashes the address.
   friend bool operator==(const Ref& a, const Ref& b) { return a.ptr_ == b.ptr_; }
   friend bool operator==(const Ref& a, std::nullptr_t) { return a.ptr_ == nullptr; }
+  friend std::strong_ordering operator<=>(const Ref& a, const Ref& b) {
+    return std::compare_three_way()(a.ptr_, b.ptr_);
+  }
 
  private:
   template <class U>
@@ -465,6 +477,13 @@ Ref<T> make_ref(Args&&... args) {
 }
 
 }  // namespace dlavm
+
+template <class T>
+struct std::hash<dlavm::Ref<T>> {
+  std::size_t operator()(const dlavm::Ref<T>& r) const noexcept {
+    return std::hash<const T*>()(r.get());
+  }
+};
 // end dlavm/core/ref.hpp
 // begin dlavm/core/version.hpp
 // Library version, kept in step with project(VERSION) in CMakeLists.txt by a test.
@@ -889,7 +908,7 @@ class Expr {
   requires(std::is_integral_v<decltype(C::value)> &&
            !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
       : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
-  explicit Expr(Ref<Node> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<Node> node);
 
   bool defined() const { return node_ != nullptr; }
   Kind kind() const;
@@ -915,6 +934,8 @@ class Expr {
 
 class Node : public RefCounted {
  public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   Kind kind() const { return kind_; }
   std::size_t hash() const { return hash_; }
 
@@ -984,6 +1005,9 @@ struct SelectNode final : Node {
   const Expr t;
   const Expr f;
 };
+
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Expr::Expr(Ref<Node> node) : node_(std::move(node)) {}
 
 inline Kind Expr::kind() const {
   if (!node_) raise<ValueError>("ne: use of an undefined Expr");
@@ -8704,7 +8728,7 @@ class Expr {
   // `x + 1` with x int8 adds an int8 1. Alone they are int32.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
-  explicit Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<ExprNode> node);
 
   bool defined() const { return node_ != nullptr; }
   ExprKind kind() const;
@@ -8720,6 +8744,8 @@ class Expr {
 
 class ExprNode : public RefCounted {
  public:
+  ExprNode(const ExprNode&) = delete;
+  ExprNode& operator=(const ExprNode&) = delete;
   ExprKind kind() const { return kind_; }
   DType dtype() const { return dtype_; }
 
@@ -8777,6 +8803,33 @@ struct IndexNode final : ExprNode {
   const ne::Expr index;
 };
 
+// An operation: what a Read reads. A placeholder is an input; a compute defines each element
+// of its output by `body` over its axes.
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+// Defined before ReadNode, which holds a reference to one: a Ref's destructor needs the
+// complete type.
+struct OperationNode : RefCounted {
+  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
+                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
+      : kind(k),
+        name(std::move(n)),
+        dtype(t),
+        shape(std::move(s)),
+        axis(std::move(a)),
+        reduce_axis(std::move(r)),
+        body(std::move(b)),
+        inputs(std::move(in)) {}
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
+  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
+  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
+};
+
 struct ReadNode final : ExprNode {
   ReadNode(Ref<OperationNode> o, DType t, std::vector<ne::Expr> i)
       : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
@@ -8821,6 +8874,9 @@ struct CallNode final : ExprNode {
   const std::vector<Buffer> buffers;
 };
 
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Expr::Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
+
 inline ExprKind Expr::kind() const {
   if (!node_) raise<ValueError>("te: use of an undefined Expr");
   return node_->kind();
@@ -8837,31 +8893,6 @@ const T* Expr::as() const {
 template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
     : node_(make_ref<IntImmNode>(static_cast<std::int64_t>(value), DType::int32(), true)) {}
-
-// An operation: what a Read reads. A placeholder is an input; a compute defines each element
-// of its output by `body` over its axes.
-enum class OpKind : std::uint8_t { Placeholder, Compute };
-
-struct OperationNode : RefCounted {
-  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
-                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
-      : kind(k),
-        name(std::move(n)),
-        dtype(t),
-        shape(std::move(s)),
-        axis(std::move(a)),
-        reduce_axis(std::move(r)),
-        body(std::move(b)),
-        inputs(std::move(in)) {}
-  OpKind kind;
-  std::string name;
-  DType dtype;
-  std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
-  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
-  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
-};
 
 // ---- the visitor idiom -------------------------------------------------------------------
 // ExprFunctor dispatches on the node kind to the derived class (CRTP):
@@ -14603,7 +14634,7 @@ class StmtNode;
 class Stmt {
  public:
   Stmt() = default;
-  explicit Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
+  explicit Stmt(Ref<StmtNode> node);
   bool defined() const { return node_ != nullptr; }
   StmtKind kind() const;
   const StmtNode* get() const { return node_.get(); }
@@ -14617,6 +14648,8 @@ class Stmt {
 
 class StmtNode : public RefCounted {
  public:
+  StmtNode(const StmtNode&) = delete;
+  StmtNode& operator=(const StmtNode&) = delete;
   StmtKind kind() const { return kind_; }
 
  protected:
@@ -14699,6 +14732,9 @@ struct SeqNode final : StmtNode {
   static constexpr bool classof(StmtKind k) { return k == StmtKind::Seq; }
   const std::vector<Stmt> seq;
 };
+
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Stmt::Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
 
 inline StmtKind Stmt::kind() const {
   if (!node_) raise<ValueError>("tir: use of an undefined Stmt");

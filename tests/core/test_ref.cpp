@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
+#include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -45,7 +48,8 @@ TEST_CASE("ref: a node lives exactly as long as its last reference") {
       CHECK(live == 1);
     }
     CHECK(live == 1);
-    a = a;  // self-assignment keeps the node
+    auto& alias = a;
+    a = alias;  // self-assignment keeps the node
     CHECK(live == 1);
     CHECK(a->value == 7);
     a = make_ref<Base>(8);  // the first node goes, the second stays
@@ -105,4 +109,22 @@ TEST_CASE("ref: threads copying and dropping one node delete it once") {
     CHECK(live == 1);
   }
   CHECK(live == 0);
+}
+
+TEST_CASE("ref: references hash and order by identity, for the standard containers") {
+  {
+    const Ref<Base> a = make_ref<Base>(1), b = make_ref<Base>(1);
+    const Ref<Base> a2 = a;
+    std::unordered_set<Ref<Base>> set{a, b, a2};
+    CHECK(set.size() == 2);  // equal values, distinct nodes
+    CHECK(set.count(a2) == 1);
+    std::map<Ref<Base>, int> order{{a, 1}, {b, 2}};
+    CHECK(order.at(a2) == 1);
+    CHECK((a < b) != (b < a));
+    CHECK((a <=> a2) == 0);
+  }
+  CHECK(live == 0);
+  // The IR node bases are not copyable (a copy would slice); a node type may opt in.
+  static_assert(!std::is_copy_constructible_v<RefCounted>);
+  static_assert(std::is_copy_constructible_v<Base>);
 }

@@ -13,7 +13,10 @@
 #pragma once
 
 #include <atomic>
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 #include <utility>
 
@@ -42,10 +45,14 @@ inline bool single_threaded() {
 class RefCounted {
  public:
   RefCounted() = default;
-  // A copy is a new node: its count starts at zero, whatever the original's.
+  virtual ~RefCounted() = default;
+
+ protected:
+  // A copy is a new node: its count starts at zero, whatever the original's. Protected, so that
+  // only a node type that means to be copyable (te::OperationNode) is; the IR node bases
+  // delete their copies.
   RefCounted(const RefCounted&) noexcept {}
   RefCounted& operator=(const RefCounted&) noexcept { return *this; }
-  virtual ~RefCounted() = default;
 
  private:
   template <class T>
@@ -83,14 +90,14 @@ class Ref {
   explicit Ref(const T* node) : ptr_(node) {
     if (ptr_) ptr_->retain();
   }
-  Ref(const Ref& o) : ptr_(o.ptr_) {
+  Ref(const Ref& o) noexcept : ptr_(o.ptr_) {
     if (ptr_) ptr_->retain();
   }
   Ref(Ref&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
   // A reference to a derived node converts to a reference to its base.
   template <class U>
   requires std::is_convertible_v<const U*, const T*> Ref(const Ref<U>& o)
-      : Ref(o.get()) {}  // NOLINT(google-explicit-constructor)
+  noexcept : Ref(o.get()) {}  // NOLINT(google-explicit-constructor)
   template <class U>
   requires std::is_convertible_v<const U*, const T*> Ref(Ref<U>&& o)
   noexcept : ptr_(o.release_ownership()) {}  // NOLINT
@@ -107,8 +114,13 @@ class Ref {
   const T* operator->() const { return ptr_; }
   explicit operator bool() const { return ptr_ != nullptr; }
 
+  // Identity: the same node, not equal nodes (as shared_ptr compares). The order is the
+  // addresses' total order, for ordered containers; std::hash below hashes the address.
   friend bool operator==(const Ref& a, const Ref& b) { return a.ptr_ == b.ptr_; }
   friend bool operator==(const Ref& a, std::nullptr_t) { return a.ptr_ == nullptr; }
+  friend std::strong_ordering operator<=>(const Ref& a, const Ref& b) {
+    return std::compare_three_way()(a.ptr_, b.ptr_);
+  }
 
  private:
   template <class U>
@@ -125,3 +137,10 @@ Ref<T> make_ref(Args&&... args) {
 }
 
 }  // namespace dlavm
+
+template <class T>
+struct std::hash<dlavm::Ref<T>> {
+  std::size_t operator()(const dlavm::Ref<T>& r) const noexcept {
+    return std::hash<const T*>()(r.get());
+  }
+};

@@ -67,7 +67,7 @@ class Expr {
   requires(std::is_integral_v<decltype(C::value)> &&
            !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
       : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
-  explicit Expr(Ref<Node> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<Node> node);
 
   bool defined() const { return node_ != nullptr; }
   Kind kind() const;
@@ -93,6 +93,8 @@ class Expr {
 
 class Node : public RefCounted {
  public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   Kind kind() const { return kind_; }
   std::size_t hash() const { return hash_; }
 
@@ -162,6 +164,9 @@ struct SelectNode final : Node {
   const Expr t;
   const Expr f;
 };
+
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Expr::Expr(Ref<Node> node) : node_(std::move(node)) {}
 
 inline Kind Expr::kind() const {
   if (!node_) raise<ValueError>("ne: use of an undefined Expr");

@@ -128,7 +128,7 @@ class Expr {
   // `x + 1` with x int8 adds an int8 1. Alone they are int32.
   template <std::integral T>
   requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
-  explicit Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
+  explicit Expr(Ref<ExprNode> node);
 
   bool defined() const { return node_ != nullptr; }
   ExprKind kind() const;
@@ -144,6 +144,8 @@ class Expr {
 
 class ExprNode : public RefCounted {
  public:
+  ExprNode(const ExprNode&) = delete;
+  ExprNode& operator=(const ExprNode&) = delete;
   ExprKind kind() const { return kind_; }
   DType dtype() const { return dtype_; }
 
@@ -201,6 +203,33 @@ struct IndexNode final : ExprNode {
   const ne::Expr index;
 };
 
+// An operation: what a Read reads. A placeholder is an input; a compute defines each element
+// of its output by `body` over its axes.
+enum class OpKind : std::uint8_t { Placeholder, Compute };
+
+// Defined before ReadNode, which holds a reference to one: a Ref's destructor needs the
+// complete type.
+struct OperationNode : RefCounted {
+  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
+                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
+      : kind(k),
+        name(std::move(n)),
+        dtype(t),
+        shape(std::move(s)),
+        axis(std::move(a)),
+        reduce_axis(std::move(r)),
+        body(std::move(b)),
+        inputs(std::move(in)) {}
+  OpKind kind;
+  std::string name;
+  DType dtype;
+  std::vector<ne::Expr> shape;
+  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
+  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
+  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
+  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
+};
+
 struct ReadNode final : ExprNode {
   ReadNode(Ref<OperationNode> o, DType t, std::vector<ne::Expr> i)
       : ExprNode(ExprKind::Read, t), op(std::move(o)), indices(std::move(i)) {}
@@ -245,6 +274,9 @@ struct CallNode final : ExprNode {
   const std::vector<Buffer> buffers;
 };
 
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Expr::Expr(Ref<ExprNode> node) : node_(std::move(node)) {}
+
 inline ExprKind Expr::kind() const {
   if (!node_) raise<ValueError>("te: use of an undefined Expr");
   return node_->kind();
@@ -261,31 +293,6 @@ const T* Expr::as() const {
 template <std::integral T>
 requires(!std::same_as<T, bool>) Expr::Expr(T value)
     : node_(make_ref<IntImmNode>(static_cast<std::int64_t>(value), DType::int32(), true)) {}
-
-// An operation: what a Read reads. A placeholder is an input; a compute defines each element
-// of its output by `body` over its axes.
-enum class OpKind : std::uint8_t { Placeholder, Compute };
-
-struct OperationNode : RefCounted {
-  OperationNode(OpKind k, std::string n, DType t, std::vector<ne::Expr> s, std::vector<IterVar> a,
-                std::vector<IterVar> r, Expr b, std::vector<Ref<OperationNode>> in)
-      : kind(k),
-        name(std::move(n)),
-        dtype(t),
-        shape(std::move(s)),
-        axis(std::move(a)),
-        reduce_axis(std::move(r)),
-        body(std::move(b)),
-        inputs(std::move(in)) {}
-  OpKind kind;
-  std::string name;
-  DType dtype;
-  std::vector<ne::Expr> shape;
-  std::vector<IterVar> axis;               // compute: one data-parallel axis per output dim
-  std::vector<IterVar> reduce_axis;        // compute whose body is a reduction: its axes
-  Expr body;                               // compute: the element at `axis` (a Reduce node or not)
-  std::vector<Ref<OperationNode>> inputs;  // tensors the body reads, once
-};
 
 // ---- the visitor idiom -------------------------------------------------------------------
 // ExprFunctor dispatches on the node kind to the derived class (CRTP):

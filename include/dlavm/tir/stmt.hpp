@@ -33,7 +33,7 @@ class StmtNode;
 class Stmt {
  public:
   Stmt() = default;
-  explicit Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
+  explicit Stmt(Ref<StmtNode> node);
   bool defined() const { return node_ != nullptr; }
   StmtKind kind() const;
   const StmtNode* get() const { return node_.get(); }
@@ -47,6 +47,8 @@ class Stmt {
 
 class StmtNode : public RefCounted {
  public:
+  StmtNode(const StmtNode&) = delete;
+  StmtNode& operator=(const StmtNode&) = delete;
   StmtKind kind() const { return kind_; }
 
  protected:
@@ -129,6 +131,9 @@ struct SeqNode final : StmtNode {
   static constexpr bool classof(StmtKind k) { return k == StmtKind::Seq; }
   const std::vector<Stmt> seq;
 };
+
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Stmt::Stmt(Ref<StmtNode> node) : node_(std::move(node)) {}
 
 inline StmtKind Stmt::kind() const {
   if (!node_) raise<ValueError>("tir: use of an undefined Stmt");
