@@ -12115,6 +12115,7 @@ class JsonWriter {
 
   // The key of the next member of the innermost object.
   void key(std::string_view k) {
+    check_utf8(k);
     separate();
     quote(k);
     out_ += indent_ < 0 ? ":" : ": ";
@@ -12122,6 +12123,7 @@ class JsonWriter {
   }
 
   void value(std::string_view s) {
+    check_utf8(s);
     separate();
     quote(s);
   }
@@ -12137,6 +12139,11 @@ class JsonWriter {
     const fmt::format_int digits(v);
     out_.append(digits.data(), digits.size());
   }
+  // Numbers are integers here; a floating-point value, an enum or another pointer would
+  // otherwise convert to bool and print as true or false.
+  void value(double) = delete;
+  template <class T>
+  void value(const T*) = delete;
 
   template <class T>
   void field(std::string_view k, const T& v) {
@@ -12144,8 +12151,13 @@ class JsonWriter {
     value(v);
   }
 
-  // The document; every container must be closed.
-  std::string str() && { return std::move(out_); }
+  // The document. Raises ValueError if a container is still open.
+  std::string str() && {
+    if (!counts_.empty())
+      raise<ValueError>("JsonWriter: {} container(s) still open at the end of the document",
+                        counts_.size());
+    return std::move(out_);
+  }
 
  private:
   void open(char bracket) {
@@ -12154,6 +12166,8 @@ class JsonWriter {
     counts_.push_back(0);
   }
   void close(char bracket) {
+    if (counts_.empty())
+      raise<ValueError>("JsonWriter: '{}' closes a container that is not open", bracket);
     const std::size_t members = counts_.back();
     counts_.pop_back();
     if (members > 0) newline();
@@ -12175,59 +12189,86 @@ class JsonWriter {
     out_ += '\n';
     out_.append(counts_.size() * static_cast<std::size_t>(indent_), ' ');
   }
-  // A JSON string: quotes, backslashes and control characters escaped. JSON text is UTF-8, so
-  // a string that is not (a byte-mangled name) is refused rather than written unreadable.
-  void quote(std::string_view s) {
-    check_utf8(s);
-    out_ += '"';
+  // A JSON string: quotes, backslashes and control characters escaped, as nlohmann escapes
+  // them (lowercase \u00xx; '/' and DEL as they are).
+  void quote(std::string_view s) { append_quoted(out_, s); }
+  static void append_quoted(std::string& out, std::string_view s) {
+    out += '"';
     for (const char c : s) {
       switch (c) {
         case '"':
-          out_ += "\\\"";
+          out += "\\\"";
           break;
         case '\\':
-          out_ += "\\\\";
+          out += "\\\\";
           break;
         case '\b':
-          out_ += "\\b";
+          out += "\\b";
           break;
         case '\f':
-          out_ += "\\f";
+          out += "\\f";
           break;
         case '\n':
-          out_ += "\\n";
+          out += "\\n";
           break;
         case '\r':
-          out_ += "\\r";
+          out += "\\r";
           break;
         case '\t':
-          out_ += "\\t";
+          out += "\\t";
           break;
         default:
           if (static_cast<unsigned char>(c) < 0x20)
-            out_ += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+            out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
           else
-            out_ += c;
+            out += c;
       }
     }
-    out_ += '"';
+    out += '"';
   }
+  // JSON text is UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF),
+  // and nlohmann's reader refuses anything else: a string that is not is refused here, before
+  // anything of it is written, rather than written into a file that cannot be read back.
   static void check_utf8(std::string_view s) {
     for (std::size_t k = 0; k < s.size();) {
-      const auto lead = static_cast<unsigned char>(s[k]);
-      const std::size_t len = lead < 0x80           ? 1
-                              : (lead >> 5) == 0x6  ? 2
-                              : (lead >> 4) == 0xe  ? 3
-                              : (lead >> 3) == 0x1e ? 4
-                                                    : 0;
-      bool ok = len > 0 && k + len <= s.size();
-      for (std::size_t j = 1; ok && j < len; ++j)
-        ok = (static_cast<unsigned char>(s[k + j]) >> 6) == 0x2;
-      if (!ok)
+      const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+      const unsigned lead = byte(k);
+      // The sequence's length and the range of its second byte, by lead byte.
+      std::size_t len = 0;
+      unsigned lo = 0x80, hi = 0xbf;
+      if (lead < 0x80) {
+        len = 1;
+      } else if (lead >= 0xc2 && lead <= 0xdf) {
+        len = 2;
+      } else if (lead >= 0xe0 && lead <= 0xef) {
+        len = 3;
+        if (lead == 0xe0) lo = 0xa0;  // overlong below U+0800
+        if (lead == 0xed) hi = 0x9f;  // surrogates U+D800..DFFF
+      } else if (lead >= 0xf0 && lead <= 0xf4) {
+        len = 4;
+        if (lead == 0xf0) lo = 0x90;  // overlong below U+10000
+        if (lead == 0xf4) hi = 0x8f;  // above U+10FFFF
+      }
+      std::size_t bad = k;  // the offset of the first byte that breaks the sequence
+      bool ok = len > 0;
+      for (std::size_t j = 1; ok && j < len; ++j) {
+        bad = k + j;
+        const unsigned lo_j = j == 1 ? lo : 0x80, hi_j = j == 1 ? hi : 0xbf;
+        ok = k + j < s.size() && byte(k + j) >= lo_j && byte(k + j) <= hi_j;
+      }
+      if (!ok) {
+        std::string prefix;
+        append_quoted(prefix, s.substr(0, std::min<std::size_t>(k, 40)));
+        if (bad >= s.size())
+          raise<ValueError>(
+              "JSON text must be UTF-8: the string starting {} ends inside a character that "
+              "begins at offset {}",
+              prefix, k);
         raise<ValueError>(
-            "JSON text must be UTF-8: the string starting \"{}\" has an invalid byte 0x{:02x} "
-            "at offset {}",
-            s.substr(0, std::min<std::size_t>(k, 40)), lead, k);
+            "JSON text must be UTF-8: the string starting {} has an invalid byte 0x{:02x} at "
+            "offset {}",
+            prefix, byte(bad), bad);
+      }
       k += len;
     }
   }
