@@ -61,17 +61,19 @@ inline std::optional<std::string> check_fits(std::string_view what, std::int64_t
 }
 
 // Every combination of one value from each list, as a Tiling built from the values in order
-// ({a, b, c} for values a, b, c), the last list varying fastest.
+// ({a, b, c} for values a, b, c), the last list varying fastest. The view refers to the lists:
+// they must outlive it, and a temporary container does not compile.
 template <class Tiling, class... Lists>
-auto combinations(const Lists&... lists) {
-  return ranges::views::cartesian_product(lists...) |
+auto combinations(Lists&&... lists) {
+  return ranges::views::cartesian_product(std::forward<Lists>(lists)...) |
          ranges::views::transform([](const auto& values) {
            return std::apply([](auto... v) { return Tiling{v...}; }, values);
          });
 }
 
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits.
+// none fits. cost runs about twice per fitting candidate (min_element projects both sides of
+// each comparison): the strategies' estimates are closed forms, not measurements.
 template <class Candidates, class Fits, class Cost>
 auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
   auto fitting = std::forward<Candidates>(candidates) | ranges::views::filter(fits);
