@@ -8,7 +8,8 @@ execute_process(COMMAND ${NM} -C --defined-only ${OBJECT} OUTPUT_VARIABLE symbol
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${NM} failed on ${OBJECT}")
 endif()
-string(REGEX MATCHALL "[^\n]* [TtWw] [^\n]*dlavm::[^\n]*" emitted "${symbols}")
+# Functions (T t W w) and vtables or other weak objects (V v) of dlavm's namespaces.
+string(REGEX MATCHALL "[^\n]* [TtWwVv] [^\n]*dlavm::[^\n]*" emitted "${symbols}")
 list(LENGTH emitted count)
 if(count GREATER 0)
   list(JOIN emitted "\n" listing)
