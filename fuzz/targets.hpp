@@ -5,7 +5,7 @@
 // quote inputs); anything else (a foreign exception, a crash, a sanitizer report, or a
 // PropertyViolation when a property below fails) is a bug.
 //
-//   config    vta_config.json text: Config::from_json; an accepted config round-trips through
+//   config    vta_config.json text: vta::read_config; an accepted config round-trips through
 //             to_json and can encode every instruction form with its largest indices.
 //   dtype     a dtype name: DType::parse; an accepted one round-trips through str().
 //   manifest  a dump in one input, its files separated by kFileSeparator: manifest.json,
@@ -24,6 +24,7 @@
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/vta/hw.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <fmt/format.h>
 
@@ -108,8 +109,8 @@ inline void check_timing(const vta::Config& c, std::span<const vta::InsnFields> 
 }
 
 inline void config(std::span<const std::uint8_t> data) {
-  const auto c = vta::Config::from_json(text_of(data), "fuzz config");
-  require(vta::Config::from_json(c.to_json()) == c, "config: to_json does not round-trip");
+  const auto c = vta::read_config(text_of(data), "fuzz config");
+  require(vta::read_config(c.to_json()) == c, "config: to_json does not round-trip");
   // A configuration that validates encodes every form with its largest indices.
   try {
     vta::Builder b{c};
@@ -154,7 +155,7 @@ inline void manifest(std::span<const std::uint8_t> data) {
   }
   const auto dump = vta::load_dump(files, "fuzz dump");
   const auto& m = dump.manifest;
-  require(vta::Manifest::from_json(m.to_json()) == m, "manifest: to_json does not round-trip");
+  require(vta::read_manifest(m.to_json()) == m, "manifest: to_json does not round-trip");
   const auto prog = vta::decode_all(m.config.layout(), dump.stream.insns);
   check_timing(m.config, prog);
   std::uint64_t bytes = 0;

@@ -12037,7 +12037,7 @@ struct Config {
   DType out_dtype() const { return DType::int_bits(out_width()); }
 
   // The bit layout of this configuration's instructions (call validate() first for a
-  // configuration that did not come from from_json).
+  // configuration that did not come from vta::read_config).
   IsaLayout layout() const {
     return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
   }
@@ -12045,15 +12045,9 @@ struct Config {
   // Raises ConfigError naming the first field that is out of range or cannot be encoded.
   void validate() const;
 
-  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
-  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
-  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
-  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
-  // hardware cannot realise. `source` names the text in messages.
-  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  // vta_config.json (the keys are listed at vta::read_config, which reads it back:
+  // <dlavm/vta/hw/read.hpp>).
   std::string to_json() const;
-  static Config load(const std::string& path);
   void save(const std::string& path) const;
 };
 
@@ -12066,7 +12060,8 @@ struct fmt::formatter<dlavm::vta::Config> : fmt::formatter<std::string_view> {
 
 #ifndef DLAVM_COMPILED_LIB
 // begin dlavm/vta/hw/config-inl.hpp
-// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
+// Definitions for vta/hw/config.hpp: validation and the vta_config.json writer (the reader is
+// in vta/hw/read-inl.hpp).
 
 // begin dlavm/core/json_writer.hpp
 // JsonWriter: writes a JSON document front to back, laid out as nlohmann::json::dump(indent)
@@ -12283,196 +12278,6 @@ class JsonWriter {
 // end dlavm/core/json_writer.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/json.hpp
-// Internal: the one JSON document type of the VTA layer and the one way every reader parses
-// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API. Files are written with core/json_writer.hpp.
-//
-// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
-// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
-// double range such as 1e400, a duplicate key all become ParseError naming the file and the
-// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
-// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
-// show untrusted values through describe(), which is bounded whatever the value.
-//
-//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
-//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <cstddef>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
-// order (written files list them in a fixed order), and reading with the same type and the
-// same input (a character range) keeps nlohmann's parser and value code instantiated once.
-using Json = nlohmann::ordered_json;
-
-// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
-// that and far below what recursion over a document can survive.
-inline constexpr int kMaxJsonDepth = 64;
-
-// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
-// quoting untrusted text in messages (a NUL byte would end what() early).
-inline std::string excerpt(std::string_view s, std::size_t max = 48) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += s[i];
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
-
-// A short, bounded description of a value for messages: scalars as written (strings cut
-// by excerpt), containers by kind and size. Never recursive.
-inline std::string describe(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::object:
-      return fmt::format("an object of {} keys", v.size());
-    case Json::value_t::array:
-      return fmt::format("an array of {} elements", v.size());
-    case Json::value_t::string:
-      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
-    case Json::value_t::binary:
-      return "binary data";
-    case Json::value_t::discarded:
-      return "nothing";
-    default:
-      return v.dump();  // null, boolean, number: a few characters
-  }
-}
-
-// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
-// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
-// ends it, so the parser can never nest deeper than this scan saw at the same byte.
-inline std::size_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
-
-// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
-// the first error instead of throwing it: the byte offset and message of a syntax error or a
-// number overflow, or the key that an object repeats.
-class JsonBuilder {
- public:
-  Json root;
-  std::string error;  // empty while the document is well formed
-  std::size_t error_byte = std::string_view::npos;
-
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool v) { return put(Json(v)); }
-  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
-  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
-  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
-  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
-  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
-  bool start_object(std::size_t) { return open(Json::object()); }
-  bool start_array(std::size_t) { return open(Json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(Json::string_t& k) {
-    if (stack_.back()->contains(k)) {
-      error = fmt::format("duplicate key \"{}\"", excerpt(k));
-      return false;
-    }
-    key_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
-    // nlohmann's message quotes the last token read, which may be a whole long string.
-    error = excerpt(e.what(), 160);
-    error_byte = byte;
-    return false;
-  }
-
- private:
-  // Places a value where the parser is: the root, the next array element, or the value of the
-  // key just read. Children of the open container are complete before the next one is added,
-  // so the pointers on the stack (the open containers) stay valid.
-  Json* place(Json v) {
-    if (stack_.empty()) {
-      root = std::move(v);
-      return &root;
-    }
-    Json& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    return &(top[key_] = std::move(v));
-  }
-  bool put(Json v) {
-    place(std::move(v));
-    return true;
-  }
-  bool open(Json v) {
-    stack_.push_back(place(std::move(v)));
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  std::vector<Json*> stack_;
-  std::string key_;
-};
-
-// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
-// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
-// repeated in one object).
-inline Json parse_json(std::string_view text, std::string_view source) {
-  if (const auto at = too_deep_at(text); at != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
-                      kMaxJsonDepth);
-  JsonBuilder b;
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(text.begin(), text.end(), &b);
-  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
-    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
-  }
-  if (!ok && b.error_byte != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
-  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
-  return std::move(b.root);
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/json.hpp
 
 #include <algorithm>
 #include <fstream>
@@ -12593,80 +12398,6 @@ DLAVM_INLINE void Config::validate() const {
 
 namespace detail {
 
-// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
-// as written, so 18446744073709551615 is reported as that, not as -1.
-inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
-                       int fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) {
-    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-    return fallback;
-  }
-  if (!it->is_number_integer())
-    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
-  constexpr std::int64_t kPlausible = 1000;
-  if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(kPlausible))
-      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-    return static_cast<int>(v);
-  }
-  const auto v = it->get<std::int64_t>();
-  if (v < -kPlausible || v > kPlausible)
-    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-  return static_cast<int>(v);
-}
-
-inline std::string config_string(const Json& j, std::string_view source, const char* key,
-                                 std::string fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (!it->is_string())
-    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
-  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
-  const auto& v = it->get_ref<const Json::string_t&>();
-  constexpr std::size_t kMaxName = 64;
-  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
-  });
-  if (v.size() > kMaxName || !printable)
-    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
-                      source, key, kMaxName, describe(*it));
-  return v;
-}
-
-// The configuration a parsed vta_config.json object describes (the manifest reader passes its
-// "config" member here rather than re-serializing it).
-inline Config config_from_json(const Json& j, std::string_view source) {
-  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
-  Config c;
-  c.target = config_string(j, source, "TARGET", c.target);
-  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
-  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
-  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
-  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
-  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
-    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
-                       source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
-  try {
-    c.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: {}", source, e.what()));
-  }
-  return c;
-}
-
 // Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
 // when they differ from their defaults (the public file's form).
 inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
@@ -12694,22 +12425,10 @@ inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
 
 }  // namespace detail
 
-DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
-  return detail::config_from_json(detail::parse_json(text, source), source);
-}
-
 DLAVM_INLINE std::string Config::to_json() const {
   dlavm::detail::JsonWriter w(2);
   detail::write_config(w, *this);
   return std::move(w).str() + "\n";
-}
-
-DLAVM_INLINE Config Config::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
 }
 
 DLAVM_INLINE void Config::save(const std::string& path) const {
@@ -17727,10 +17446,11 @@ DLAVM_INLINE void DepTracker::raise_need(std::array<std::int64_t, 3>& need, Queu
 // Every reader takes a path or the bytes themselves (a span, with a name for messages).
 // Truncated or corrupted files raise ParseError naming the file and the byte offset; words
 // that do not decode raise EncodingError naming the instruction and its byte offset; a
-// manifest is checked whole when read (Manifest::validate). vta/hw/dump.hpp turns a dump
-// folder back into a runnable stream.
+// manifest is checked whole when read (Manifest::validate; reading it is in vta/hw/read.hpp,
+// the one header that parses JSON). vta/hw/dump.hpp turns a dump folder back into a runnable
+// stream.
 //
-//   const auto m = vta::Manifest::load("out/manifest.json");
+//   const auto m = vta::load_manifest("out/manifest.json");     // <dlavm/vta/hw/read.hpp>
 //   const auto words = vta::read_insn_file(bytes, "insn.bin");   // bytes already in memory
 
 // begin dlavm/core/api.hpp
@@ -17815,12 +17535,9 @@ struct Manifest {
   // aligned, sizes whole elements of their dtype, and at most 2^32 - 1 instructions.
   void validate(std::string_view source = "manifest") const;
 
+  // manifest.json (read back by vta::read_manifest / load_manifest, <dlavm/vta/hw/read.hpp>).
   std::string to_json() const;
-
-  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
-
   void save(const std::string& path) const;
-  static Manifest load(const std::string& path);
 };
 
 // Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is
@@ -17843,10 +17560,37 @@ ManifestBuffer dump_buffer(Device& dev, Buffer b, const std::string& dir, std::s
 // end dlavm/core/json_writer.hpp
 // begin dlavm/vta/hw/config-inl.hpp
 // end dlavm/vta/hw/config-inl.hpp
+// begin dlavm/vta/hw/excerpt.hpp
+// Internal: quoting untrusted text (file names, names read from files) in messages.
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta::detail {
+
+// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
+// quoting untrusted text in messages (a NUL byte would end what() early).
+inline std::string excerpt(std::string_view s, std::size_t max = 48) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += s[i];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/excerpt.hpp
 // begin dlavm/vta/hw/io.hpp
 // end dlavm/vta/hw/io.hpp
-// begin dlavm/vta/hw/json.hpp
-// end dlavm/vta/hw/json.hpp
 
 #include <algorithm>
 #include <filesystem>
@@ -18132,77 +17876,10 @@ DLAVM_INLINE std::string Manifest::to_json() const {
   return std::move(w).str() + "\n";
 }
 
-DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
-  using detail::describe;
-  using detail::excerpt;
-  using detail::Json;
-  const Json j = detail::parse_json(text, source);
-  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
-    if (!o.is_object())
-      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
-    const auto it = o.find(key);
-    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-    return *it;
-  };
-  auto str = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_string())
-      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
-    return v.get<std::string>();
-  };
-  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
-  auto num = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_number_unsigned())
-      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                        describe(v));
-    return v.get<std::uint64_t>();
-  };
-  Manifest m;
-  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
-  const auto& insn = member(j, "instructions", "manifest");
-  m.insn_file = str(insn, "file", "instructions");
-  m.insn_count = num(insn, "count", "instructions");
-  const auto& uops = member(j, "uops", "manifest");
-  m.uop_file = str(uops, "file", "uops");
-  m.uop_count = num(uops, "count", "uops");
-  m.uop_phys = num(uops, "phys_addr", "uops");
-  const auto& bufs = member(j, "buffers", "manifest");
-  if (!bufs.is_array())
-    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
-  for (const auto& b : bufs) {
-    ManifestBuffer mb;
-    mb.name = str(b, "name", "buffer");
-    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
-    mb.phys_addr = num(b, "phys_addr", where);
-    mb.bytes = num(b, "bytes", where);
-    const auto dtype = str(b, "dtype", where);
-    try {
-      mb.dtype = DType::parse(excerpt(dtype, 32));
-    } catch (const ParseError& e) {
-      raise<ParseError>("{}: {}: {}", source, where, e.what());
-    }
-    const auto dir = str(b, "direction", where);
-    if (dir != "input" && dir != "output")
-      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
-                        excerpt(dir));
-    mb.output = dir == "output";
-    mb.file = str(b, "file", where);
-    m.buffers.push_back(std::move(mb));
-  }
-  m.validate(source);
-  return m;
-}
-
 DLAVM_INLINE void Manifest::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out << to_json();
   if (!out) raise<ParseError>("cannot write manifest '{}'", path);
-}
-
-DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
-  const auto b = read_bytes(path);
-  return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
 }
 
 }  // namespace dlavm::vta
@@ -23924,7 +23601,8 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
 // disassembly, the command builder, dependency tokens from data hazards, the functional
 // simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
-// runtime only; docs/vta.md is the guide.
+// runtime only; docs/vta.md is the guide. Reading vta_config.json, manifests and dumps is in
+// <dlavm/vta/hw/read.hpp>, left out here: it is the one part that parses JSON.
 
 // begin dlavm/runtime.hpp
 // Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
@@ -24139,7 +23817,7 @@ class DriverDevice : public Device {
 // a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
 // Device places it; replay runs a dump on a device wherever that device puts the buffers.
 //
-//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+//   const auto dump = vta::load_dump("out/");     // <dlavm/vta/hw/read.hpp>
 //   vta::SimDevice dev(dump.manifest.config);
 //   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
 
@@ -24189,11 +23867,7 @@ struct Dump {
 // A dump in memory: "manifest.json" and every path the manifest names, mapped to their bytes.
 using DumpFiles = std::map<std::string, std::span<const std::byte>, std::less<>>;
 
-// Raises ParseError naming the file for a manifest that does not validate, a file missing or
-// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
-// in no buffer; EncodingError for an instruction word that does not decode.
-Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
-Dump load_dump(const std::string& dir);
+// A dump is read back by vta::load_dump (<dlavm/vta/hw/read.hpp>).
 
 struct ReplayResult {
   RunResult result;
@@ -24213,8 +23887,10 @@ ReplayResult replay(Device& dev, const Dump& dump);
 
 // begin dlavm/vta/hw/dump.hpp
 // end dlavm/vta/hw/dump.hpp
-// begin dlavm/vta/hw/json.hpp
-// end dlavm/vta/hw/json.hpp
+// begin dlavm/vta/hw/excerpt.hpp
+// end dlavm/vta/hw/excerpt.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
 
 #include <algorithm>
 #include <iterator>
@@ -24345,28 +24021,6 @@ DLAVM_INLINE Stream Dump::stream_at(std::span<const std::uint64_t> phys) const {
     detail::set_dram_base(s.insns[t.insn], to / span->elem_bytes);
   }
   return s;
-}
-
-DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
-  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
-  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
-  const auto where = fmt::format("{}/manifest.json", source);
-  return detail::load_dump(Manifest::from_json(text, where), files, source);
-}
-
-DLAVM_INLINE Dump load_dump(const std::string& dir) {
-  auto m = Manifest::load(dir + "/manifest.json");
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<std::string> names{m.insn_file, m.uop_file};
-  for (const auto& b : m.buffers)
-    if (!b.file.empty()) names.push_back(b.file);
-  DumpFiles files;
-  storage.reserve(names.size());
-  for (const auto& name : names) {
-    storage.push_back(read_bytes(dir + "/" + name));
-    files[name] = storage.back();
-  }
-  return detail::load_dump(std::move(m), files, dir);
 }
 
 DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
@@ -25949,3 +25603,430 @@ DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
 // begin dlavm/vta/program.hpp
 // end dlavm/vta/program.hpp
 // end dlavm/vta.hpp
+// Reading the VTA layer's files: vta_config.json, manifest.json and dumps. The only part of the
+// layer that parses JSON (with nlohmann/json), so not included by <dlavm/vta.hpp>: a
+// header-only unit that includes it compiles nlohmann's parser, about 1.6 s at -O2 on the
+// reference machine. Writing the files needs none of it (Config::save, Manifest::save,
+// dump_stream).
+//
+//   #include <dlavm/vta/hw/read.hpp>
+//   const auto config = vta::load_config("vta_config.json");
+//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/dump.hpp
+// end dlavm/vta/hw/dump.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+// vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+// LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+// LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+// malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+// hardware cannot realise. `source` names the text in messages.
+Config read_config(std::string_view text, std::string_view source = "vta_config.json");
+Config load_config(const std::string& path);
+
+// manifest.json; raises ParseError naming `source` and the entry (see Manifest::validate).
+Manifest read_manifest(std::string_view text, std::string_view source = "manifest.json");
+Manifest load_manifest(const std::string& path);
+
+// Raises ParseError naming the file for a manifest that does not validate, a file missing or
+// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
+// in no buffer; EncodingError for an instruction word that does not decode.
+Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
+Dump load_dump(const std::string& dir);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/read-inl.hpp
+// Definitions for dlavm/vta/hw/read.hpp (see core/api.hpp): the readers of vta_config.json,
+// manifest.json and dumps, the only code of the VTA layer that parses JSON.
+
+// begin dlavm/vta/hw/config-inl.hpp
+// end dlavm/vta/hw/config-inl.hpp
+// begin dlavm/vta/hw/dump-inl.hpp
+// end dlavm/vta/hw/dump-inl.hpp
+// begin dlavm/vta/hw/io-inl.hpp
+// end dlavm/vta/hw/io-inl.hpp
+// begin dlavm/vta/hw/json.hpp
+// Internal: the one JSON document type of the VTA layer and the one way every reader parses
+// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
+// of the headers that declare the API, and by vta/hw/read-inl.hpp only, so that it stays out of
+// every unit that does not read a file. Files are written with core/json_writer.hpp.
+//
+// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
+// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
+// double range such as 1e400, a duplicate key all become ParseError naming the file and the
+// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
+// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
+// show untrusted values through describe(), which is bounded whatever the value.
+//
+//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
+//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/excerpt.hpp
+// end dlavm/vta/hw/excerpt.hpp
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
+// that and far below what recursion over a document can survive.
+inline constexpr int kMaxJsonDepth = 64;
+
+// A short, bounded description of a value for messages: scalars as written (strings cut
+// by excerpt), containers by kind and size. Never recursive.
+inline std::string describe(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object:
+      return fmt::format("an object of {} keys", v.size());
+    case Json::value_t::array:
+      return fmt::format("an array of {} elements", v.size());
+    case Json::value_t::string:
+      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
+    case Json::value_t::binary:
+      return "binary data";
+    case Json::value_t::discarded:
+      return "nothing";
+    default:
+      return v.dump();  // null, boolean, number: a few characters
+  }
+}
+
+// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
+// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
+// ends it, so the parser can never nest deeper than this scan saw at the same byte.
+inline std::size_t too_deep_at(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
+// the first error instead of throwing it: the byte offset and message of a syntax error or a
+// number overflow, or the key that an object repeats.
+class JsonBuilder {
+ public:
+  Json root;
+  std::string error;  // empty while the document is well formed
+  std::size_t error_byte = std::string_view::npos;
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(Json::string_t& k) {
+    if (stack_.back()->contains(k)) {
+      error = fmt::format("duplicate key \"{}\"", excerpt(k));
+      return false;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
+    // nlohmann's message quotes the last token read, which may be a whole long string.
+    error = excerpt(e.what(), 160);
+    error_byte = byte;
+    return false;
+  }
+
+ private:
+  // Places a value where the parser is: the root, the next array element, or the value of the
+  // key just read. Children of the open container are complete before the next one is added,
+  // so the pointers on the stack (the open containers) stay valid.
+  Json* place(Json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[key_] = std::move(v));
+  }
+  bool put(Json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::vector<Json*> stack_;
+  std::string key_;
+};
+
+// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
+// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
+// repeated in one object).
+inline Json parse_json(std::string_view text, std::string_view source) {
+  if (const auto at = too_deep_at(text); at != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
+                      kMaxJsonDepth);
+  JsonBuilder b;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
+    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
+  }
+  if (!ok && b.error_byte != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
+  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
+  return std::move(b.root);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/json.hpp
+// begin dlavm/vta/hw/read.hpp
+// end dlavm/vta/hw/read.hpp
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
+// as written, so 18446744073709551615 is reported as that, not as -1.
+inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
+                       int fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+    return fallback;
+  }
+  if (!it->is_number_integer())
+    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
+  constexpr std::int64_t kPlausible = 1000;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kPlausible))
+      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+    return static_cast<int>(v);
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < -kPlausible || v > kPlausible)
+    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+  return static_cast<int>(v);
+}
+
+inline std::string config_string(const Json& j, std::string_view source, const char* key,
+                                 std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_string())
+    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
+}
+
+// The configuration a parsed vta_config.json object describes (the manifest reader passes its
+// "config" member here rather than re-serializing it).
+inline Config config_from_json(const Json& j, std::string_view source) {
+  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
+  Config c;
+  c.target = config_string(j, source, "TARGET", c.target);
+  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
+  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
+  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
+  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
+  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
+  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
+    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
+                       source, block, c.log_block_in, c.log_block_out);
+  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Config read_config(std::string_view text, std::string_view source) {
+  return detail::config_from_json(detail::parse_json(text, source), source);
+}
+
+DLAVM_INLINE Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return read_config(text.str(), path);
+}
+
+DLAVM_INLINE Manifest read_manifest(std::string_view text, std::string_view source) {
+  using detail::describe;
+  using detail::excerpt;
+  using detail::Json;
+  const Json j = detail::parse_json(text, source);
+  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
+    if (!o.is_object())
+      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
+    const auto it = o.find(key);
+    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+    return *it;
+  };
+  auto str = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_string())
+      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
+    return v.get<std::string>();
+  };
+  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
+  auto num = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_number_unsigned())
+      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
+                        describe(v));
+    return v.get<std::uint64_t>();
+  };
+  Manifest m;
+  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
+  const auto& insn = member(j, "instructions", "manifest");
+  m.insn_file = str(insn, "file", "instructions");
+  m.insn_count = num(insn, "count", "instructions");
+  const auto& uops = member(j, "uops", "manifest");
+  m.uop_file = str(uops, "file", "uops");
+  m.uop_count = num(uops, "count", "uops");
+  m.uop_phys = num(uops, "phys_addr", "uops");
+  const auto& bufs = member(j, "buffers", "manifest");
+  if (!bufs.is_array())
+    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
+  for (const auto& b : bufs) {
+    ManifestBuffer mb;
+    mb.name = str(b, "name", "buffer");
+    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
+    mb.phys_addr = num(b, "phys_addr", where);
+    mb.bytes = num(b, "bytes", where);
+    const auto dtype = str(b, "dtype", where);
+    try {
+      mb.dtype = DType::parse(excerpt(dtype, 32));
+    } catch (const ParseError& e) {
+      raise<ParseError>("{}: {}: {}", source, where, e.what());
+    }
+    const auto dir = str(b, "direction", where);
+    if (dir != "input" && dir != "output")
+      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
+                        excerpt(dir));
+    mb.output = dir == "output";
+    mb.file = str(b, "file", where);
+    m.buffers.push_back(std::move(mb));
+  }
+  m.validate(source);
+  return m;
+}
+
+DLAVM_INLINE Manifest load_manifest(const std::string& path) {
+  const auto b = read_bytes(path);
+  return read_manifest(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
+}
+
+DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
+  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
+  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
+  const auto where = fmt::format("{}/manifest.json", source);
+  return detail::load_dump(read_manifest(text, where), files, source);
+}
+
+DLAVM_INLINE Dump load_dump(const std::string& dir) {
+  auto m = load_manifest(dir + "/manifest.json");
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<std::string> names{m.insn_file, m.uop_file};
+  for (const auto& b : m.buffers)
+    if (!b.file.empty()) names.push_back(b.file);
+  DumpFiles files;
+  storage.reserve(names.size());
+  for (const auto& name : names) {
+    storage.push_back(read_bytes(dir + "/" + name));
+    files[name] = storage.back();
+  }
+  return detail::load_dump(std::move(m), files, dir);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/read-inl.hpp
+#endif

@@ -1,6 +1,7 @@
 // Header-only mode, second translation unit (see test_vadd.cpp): configuration files, the
 // disassembler and the lowering printer from the same headers.
 #include <dlavm/dlavm.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 
@@ -9,8 +10,8 @@ namespace vta = dlavm::vta;
 TEST_CASE("header-only: a configuration round-trips through vta_config.json") {
   vta::Config c;
   c.log_acc_buff_size = 16;
-  CHECK(vta::Config::from_json(c.to_json()) == c);
-  CHECK_THROWS_AS(vta::Config::from_json("{"), dlavm::ParseError);
+  CHECK(vta::read_config(c.to_json()) == c);
+  CHECK_THROWS_AS(vta::read_config("{"), dlavm::ParseError);
 }
 
 TEST_CASE("header-only: a built stream disassembles") {

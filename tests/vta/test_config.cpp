@@ -1,4 +1,5 @@
 #include <dlavm/vta.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -42,25 +43,25 @@ TEST_CASE("vta config: vta_config.json round-trips") {
     "LOG_BATCH": 0, "LOG_BLOCK": 4,
     "LOG_UOP_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 15,
     "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17 })";
-  const auto c = vta::Config::from_json(text);
+  const auto c = vta::read_config(text);
   CHECK(c.target == "pynq");
   CHECK(c.log_out_width == 3);
-  CHECK(vta::Config::from_json(c.to_json()) == c);
+  CHECK(vta::read_config(c.to_json()) == c);
   vta::Config odd;
   odd.log_block_in = 5;
   odd.log_batch = 1;
   odd.log_bus_width = 7;
   odd.log_acc_buff_size = 18;
-  CHECK(vta::Config::from_json(odd.to_json()) == odd);
+  CHECK(vta::read_config(odd.to_json()) == odd);
   const auto path = std::filesystem::temp_directory_path() / "dlavm_test_vta_config.json";
   odd.save(path.string());
-  CHECK(vta::Config::load(path.string()) == odd);
+  CHECK(vta::load_config(path.string()) == odd);
   std::filesystem::remove(path);
 }
 
 TEST_CASE("vta config: malformed JSON and bad values give precise errors") {
-  CHECK_THROWS_AS(vta::Config::from_json("{ \"LOG_BATCH\": "), dlavm::ParseError);
-  CHECK(what_of([] { vta::Config::from_json("[1, 2]"); }).find("expected a JSON object") !=
+  CHECK_THROWS_AS(vta::read_config("{ \"LOG_BATCH\": "), dlavm::ParseError);
+  CHECK(what_of([] { vta::read_config("[1, 2]"); }).find("expected a JSON object") !=
         std::string::npos);
   vta::Config c;
   auto json = nlohmann::json::parse(c.to_json());
@@ -71,7 +72,7 @@ TEST_CASE("vta config: malformed JSON and bad values give precise errors") {
     } else {
       j[key] = v;
     }
-    return what_of([&] { vta::Config::from_json(j.dump()); });
+    return what_of([&] { vta::read_config(j.dump()); });
   };
   CHECK(with("LOG_BLOCK", nullptr).find("missing key 'LOG_BLOCK'") != std::string::npos);
   CHECK(with("LOG_BLOCK", "4").find("key 'LOG_BLOCK' must be an integer, got \"4\"") !=
@@ -110,58 +111,58 @@ TEST_CASE("vta config: numbers outside double range, deep nesting and repeated k
   // nlohmann's out_of_range.
   auto text = base;
   text.replace(text.find("\"LOG_BATCH\": 0"), 14, "\"LOG_BATCH\": 1e400");
-  const auto msg = what_of([&] { vta::Config::from_json(text, "cfg.json"); });
+  const auto msg = what_of([&] { vta::read_config(text, "cfg.json"); });
   CHECK(msg.find("cfg.json: invalid JSON at byte ") == 0);
   CHECK(msg.find("number overflow parsing '1e400'") != std::string::npos);
-  CHECK_THROWS_AS(vta::Config::from_json(text), dlavm::ParseError);
+  CHECK_THROWS_AS(vta::read_config(text), dlavm::ParseError);
 
   // 10,000 levels (20 KB): refused before any recursive code sees the document, the message
   // bounded however long the document is.
   const std::string deep =
       "{\"LOG_BATCH\": " + std::string(10000, '[') + std::string(10000, ']') + "}";
-  const auto deep_msg = what_of([&] { vta::Config::from_json(deep, "deep.json"); });
+  const auto deep_msg = what_of([&] { vta::read_config(deep, "deep.json"); });
   CHECK(deep_msg == "deep.json: invalid JSON at byte 77: nested deeper than 64 levels");
   // 64 levels are accepted by the parser (and then rejected as the wrong type, briefly).
   auto rest = nlohmann::json::parse(base);
   rest.erase("LOG_BATCH");
   const std::string ok_depth = "{\"LOG_BATCH\": " + std::string(63, '[') + std::string(63, ']') +
                                "," + rest.dump().substr(1);
-  const auto type_msg = what_of([&] { vta::Config::from_json(ok_depth); });
+  const auto type_msg = what_of([&] { vta::read_config(ok_depth); });
   CHECK(type_msg.find("key 'LOG_BATCH' must be an integer, got an array of 1 elements") !=
         std::string::npos);
   // Brackets inside strings do not count toward the depth (other keys are ignored).
   const std::string in_string = "{\"COMMENT\": \"" + std::string(100, '[') + "\"," + base.substr(1);
-  CHECK(vta::Config::from_json(in_string) == vta::Config{});
+  CHECK(vta::read_config(in_string) == vta::Config{});
 
   // A key given twice is ambiguous: named, not silently the last one.
   auto twice = base;
   twice.insert(1, "\"LOG_BLOCK\": 3,");
-  CHECK(what_of([&] { vta::Config::from_json(twice, "t.json"); }) ==
+  CHECK(what_of([&] { vta::read_config(twice, "t.json"); }) ==
         "t.json: invalid JSON: duplicate key \"LOG_BLOCK\"");
   // Long strings are cut in messages.
   auto long_target = nlohmann::json::parse(base);
   long_target["LOG_BLOCK"] = std::string(5000, 'y');
-  const auto long_msg = what_of([&] { vta::Config::from_json(long_target.dump()); });
+  const auto long_msg = what_of([&] { vta::read_config(long_target.dump()); });
   CHECK(long_msg.find("must be an integer, got \"" + std::string(48, 'y') + "...\"") !=
         std::string::npos);
   CHECK(long_msg.size() < 200);
   // TARGET and HW_VER are printed with the configuration: short and printable.
   long_target = nlohmann::json::parse(base);
   long_target["TARGET"] = std::string("pyn\0q\n", 6);
-  CHECK(what_of([&] { vta::Config::from_json(long_target.dump(), "c.json"); }) ==
+  CHECK(what_of([&] { vta::read_config(long_target.dump(), "c.json"); }) ==
         "c.json: key 'TARGET' must be a name of at most 64 printable characters, got "
         "\"pyn\\x00q\\x0a\"");
   long_target["TARGET"] = std::string(65, 't');
-  CHECK_THROWS_AS(vta::Config::from_json(long_target.dump()), dlavm::ParseError);
+  CHECK_THROWS_AS(vta::read_config(long_target.dump()), dlavm::ParseError);
 }
 
 TEST_CASE("vta config: unsigned values are reported as written") {
   auto j = nlohmann::json::parse(vta::Config{}.to_json());
   j["LOG_BATCH"] = std::uint64_t{18446744073709551615u};
-  CHECK(what_of([&] { vta::Config::from_json(j.dump(), "c.json"); }) ==
+  CHECK(what_of([&] { vta::read_config(j.dump(), "c.json"); }) ==
         "c.json: LOG_BATCH = 18446744073709551615 is not a plausible log2 value");
   j["LOG_BATCH"] = -5000;
-  CHECK(what_of([&] { vta::Config::from_json(j.dump(), "c.json"); }) ==
+  CHECK(what_of([&] { vta::read_config(j.dump(), "c.json"); }) ==
         "c.json: LOG_BATCH = -5000 is not a plausible log2 value");
 }
 
@@ -188,7 +189,7 @@ TEST_CASE("vta config: buffers of one element are rejected, naming the key and t
   // The same through vta_config.json.
   auto j = nlohmann::json::parse(vta::Config{}.to_json());
   j["LOG_UOP_BUFF_SIZE"] = 2;
-  CHECK_THROWS_WITH_AS(vta::Config::from_json(j.dump(), "v.json"),
+  CHECK_THROWS_WITH_AS(vta::read_config(j.dump(), "v.json"),
                        doctest::Contains("v.json: LOG_UOP_BUFF_SIZE = 2"), dlavm::ConfigError);
 }
 

@@ -2,6 +2,7 @@
 // (micro-op loads relocatable again), and replay runs it on a fresh device wherever that
 // device puts the buffers.
 #include <dlavm/vta.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -139,7 +140,7 @@ TEST_CASE("dump: manifests are validated whole") {
   TempDir dir("dlavm_test_dump_manifest");
   const auto m = v.dump(dev, dir.str());
   auto error = [&](auto&& edit) {
-    return what_of([&] { vta::Manifest::from_json(manifest_with(m, edit), "m.json"); });
+    return what_of([&] { vta::read_manifest(manifest_with(m, edit), "m.json"); });
   };
   using J = nlohmann::json;
   CHECK(error([](J& j) { j["buffers"][0]["file"] = "../A.bin"; }) ==
@@ -200,10 +201,10 @@ TEST_CASE("dump: manifests are validated whole") {
   // Numbers that overflow a double and documents nested too deep are ParseErrors too.
   auto text = m.to_json();
   text.replace(text.find("\"count\": "), 9, "\"count\": 1e400, \"x\": ");
-  CHECK_THROWS_WITH_AS(vta::Manifest::from_json(text, "m.json"),
+  CHECK_THROWS_WITH_AS(vta::read_manifest(text, "m.json"),
                        doctest::Contains("number overflow parsing '1e400'"), dlavm::ParseError);
   const auto deep = "{\"config\": " + std::string(20000, '[') + std::string(20000, ']') + "}";
-  CHECK_THROWS_WITH_AS(vta::Manifest::from_json(deep, "m.json"),
+  CHECK_THROWS_WITH_AS(vta::read_manifest(deep, "m.json"),
                        "m.json: invalid JSON at byte 74: nested deeper than 64 levels",
                        dlavm::ParseError);
   // What the writer would write is checked as well.

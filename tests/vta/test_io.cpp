@@ -1,4 +1,5 @@
 #include <dlavm/vta.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -37,7 +38,7 @@ TEST_CASE("vta io: instruction, micro-op files and manifest round-trip") {
   CHECK(vta::decode(c.layout(), words[1]).dram_base == 0x20000 / 4);  // relocated LOAD UOP
   CHECK(words[0] == s.insns[0]);
   CHECK(vta::read_uop_file(dir / "uop.bin") == s.uops);
-  CHECK(vta::Manifest::load(dir / "manifest.json") == m);
+  CHECK(vta::load_manifest(dir / "manifest.json") == m);
   CHECK(m.buffers[1].output);
   const std::vector<std::byte> img(32, std::byte{7});
   vta::write_dram_image(dir / "A.bin", img);
@@ -69,13 +70,13 @@ TEST_CASE("vta io: truncated and corrupted files are precise errors") {
   const auto msg = what_of([&] { vta::read_program(dir / "bad.bin", vta::Config{}.layout()); });
   CHECK(msg.find("at byte offset 16: instruction #1: unknown opcode 6") != std::string::npos);
   CHECK_THROWS_AS(vta::read_insn_file(dir / "missing.bin"), dlavm::ParseError);
-  CHECK(what_of([] { vta::Manifest::from_json("{\"config\": {}}"); }).find("missing key") !=
+  CHECK(what_of([] { vta::read_manifest("{\"config\": {}}"); }).find("missing key") !=
         std::string::npos);
   vta::Manifest m;
   auto j = nlohmann::json::parse(m.to_json());
   j["buffers"] = nlohmann::json::array({{{"name", "x"}, {"phys_addr", -4}}});
   CHECK(what_of([&] {
-          vta::Manifest::from_json(j.dump());
+          vta::read_manifest(j.dump());
         }).find("buffer 'x'.phys_addr must be a non-negative integer, got -4") !=
         std::string::npos);
   j["buffers"] = nlohmann::json::array({{{"name", "x"},
@@ -84,7 +85,6 @@ TEST_CASE("vta io: truncated and corrupted files are precise errors") {
                                          {"dtype", "int7x"},
                                          {"direction", "input"},
                                          {"file", ""}}});
-  CHECK(what_of([&] { vta::Manifest::from_json(j.dump()); }).find("buffer 'x'") !=
-        std::string::npos);
-  CHECK_THROWS_AS(vta::Manifest::from_json("{"), dlavm::ParseError);
+  CHECK(what_of([&] { vta::read_manifest(j.dump()); }).find("buffer 'x'") != std::string::npos);
+  CHECK_THROWS_AS(vta::read_manifest("{"), dlavm::ParseError);
 }

@@ -2,6 +2,7 @@
 // DeviceError naming the instruction before it runs) and the SRAM bytes a configuration may ask
 // for (a ConfigError naming the LOG_*_BUFF_SIZE keys before anything is allocated).
 #include <dlavm/vta.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 
@@ -80,7 +81,7 @@ TEST_CASE("vta simulator limits: the budget counts micro-ops and moved elements,
 
 TEST_CASE("vta simulator limits: configurations with more than 64 MiB of SRAM are refused") {
   // 0.25 KiB of vta_config.json asking for 256 MiB of weights: refused before allocating.
-  const auto config = vta::Config::from_json(R"({
+  const auto config = vta::read_config(R"({
     "TARGET": "sim", "HW_VER": "0.0.2", "LOG_INP_WIDTH": 3, "LOG_WGT_WIDTH": 3,
     "LOG_ACC_WIDTH": 5, "LOG_BATCH": 0, "LOG_BLOCK": 8, "LOG_UOP_BUFF_SIZE": 15,
     "LOG_INP_BUFF_SIZE": 18, "LOG_WGT_BUFF_SIZE": 28, "LOG_ACC_BUFF_SIZE": 20})");

@@ -1,6 +1,7 @@
 // Program::run's dumps replayed: the folder it writes loads back into a runnable stream, and a
 // fresh device (its buffers elsewhere) computes the same outputs from it.
 #include <dlavm/dlavm.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include <doctest/doctest.h>
 

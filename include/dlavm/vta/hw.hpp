@@ -1,7 +1,8 @@
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
 // disassembly, the command builder, dependency tokens from data hazards, the functional
 // simulator, the cycle model, the race detector, devices, binary I/O and dump replay. Uses core and
-// runtime only; docs/vta.md is the guide.
+// runtime only; docs/vta.md is the guide. Reading vta_config.json, manifests and dumps is in
+// <dlavm/vta/hw/read.hpp>, left out here: it is the one part that parses JSON.
 #pragma once
 
 #include <dlavm/runtime.hpp>

@@ -1,9 +1,9 @@
-// Definitions for vta/hw/config.hpp: validation and the vta_config.json reader and writer.
+// Definitions for vta/hw/config.hpp: validation and the vta_config.json writer (the reader is
+// in vta/hw/read-inl.hpp).
 #pragma once
 
 #include <dlavm/core/json_writer.hpp>
 #include <dlavm/vta/hw/config.hpp>
-#include <dlavm/vta/hw/json.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -124,80 +124,6 @@ DLAVM_INLINE void Config::validate() const {
 
 namespace detail {
 
-// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
-// as written, so 18446744073709551615 is reported as that, not as -1.
-inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
-                       int fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) {
-    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-    return fallback;
-  }
-  if (!it->is_number_integer())
-    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
-  constexpr std::int64_t kPlausible = 1000;
-  if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(kPlausible))
-      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-    return static_cast<int>(v);
-  }
-  const auto v = it->get<std::int64_t>();
-  if (v < -kPlausible || v > kPlausible)
-    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-  return static_cast<int>(v);
-}
-
-inline std::string config_string(const Json& j, std::string_view source, const char* key,
-                                 std::string fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (!it->is_string())
-    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
-  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
-  const auto& v = it->get_ref<const Json::string_t&>();
-  constexpr std::size_t kMaxName = 64;
-  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
-  });
-  if (v.size() > kMaxName || !printable)
-    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
-                      source, key, kMaxName, describe(*it));
-  return v;
-}
-
-// The configuration a parsed vta_config.json object describes (the manifest reader passes its
-// "config" member here rather than re-serializing it).
-inline Config config_from_json(const Json& j, std::string_view source) {
-  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
-  Config c;
-  c.target = config_string(j, source, "TARGET", c.target);
-  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
-  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
-  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
-  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
-  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
-    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
-                       source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
-  try {
-    c.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: {}", source, e.what()));
-  }
-  return c;
-}
-
 // Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
 // when they differ from their defaults (the public file's form).
 inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
@@ -225,22 +151,10 @@ inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
 
 }  // namespace detail
 
-DLAVM_INLINE Config Config::from_json(std::string_view text, std::string_view source) {
-  return detail::config_from_json(detail::parse_json(text, source), source);
-}
-
 DLAVM_INLINE std::string Config::to_json() const {
   dlavm::detail::JsonWriter w(2);
   detail::write_config(w, *this);
   return std::move(w).str() + "\n";
-}
-
-DLAVM_INLINE Config Config::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
 }
 
 DLAVM_INLINE void Config::save(const std::string& path) const {

@@ -104,7 +104,7 @@ struct Config {
   DType out_dtype() const { return DType::int_bits(out_width()); }
 
   // The bit layout of this configuration's instructions (call validate() first for a
-  // configuration that did not come from from_json).
+  // configuration that did not come from vta::read_config).
   IsaLayout layout() const {
     return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
   }
@@ -112,15 +112,9 @@ struct Config {
   // Raises ConfigError naming the first field that is out of range or cannot be encoded.
   void validate() const;
 
-  // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
-  // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
-  // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-  // LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
-  // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
-  // hardware cannot realise. `source` names the text in messages.
-  static Config from_json(std::string_view text, std::string_view source = "vta_config.json");
+  // vta_config.json (the keys are listed at vta::read_config, which reads it back:
+  // <dlavm/vta/hw/read.hpp>).
   std::string to_json() const;
-  static Config load(const std::string& path);
   void save(const std::string& path) const;
 };
 

@@ -2,7 +2,8 @@
 #pragma once
 
 #include <dlavm/vta/hw/dump.hpp>
-#include <dlavm/vta/hw/json.hpp>
+#include <dlavm/vta/hw/excerpt.hpp>
+#include <dlavm/vta/hw/io.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -133,28 +134,6 @@ DLAVM_INLINE Stream Dump::stream_at(std::span<const std::uint64_t> phys) const {
     detail::set_dram_base(s.insns[t.insn], to / span->elem_bytes);
   }
   return s;
-}
-
-DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
-  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
-  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
-  const auto where = fmt::format("{}/manifest.json", source);
-  return detail::load_dump(Manifest::from_json(text, where), files, source);
-}
-
-DLAVM_INLINE Dump load_dump(const std::string& dir) {
-  auto m = Manifest::load(dir + "/manifest.json");
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<std::string> names{m.insn_file, m.uop_file};
-  for (const auto& b : m.buffers)
-    if (!b.file.empty()) names.push_back(b.file);
-  DumpFiles files;
-  storage.reserve(names.size());
-  for (const auto& name : names) {
-    storage.push_back(read_bytes(dir + "/" + name));
-    files[name] = storage.back();
-  }
-  return detail::load_dump(std::move(m), files, dir);
 }
 
 DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {

@@ -5,7 +5,7 @@
 // a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
 // Device places it; replay runs a dump on a device wherever that device puts the buffers.
 //
-//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+//   const auto dump = vta::load_dump("out/");     // <dlavm/vta/hw/read.hpp>
 //   vta::SimDevice dev(dump.manifest.config);
 //   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
 #pragma once
@@ -52,11 +52,7 @@ struct Dump {
 // A dump in memory: "manifest.json" and every path the manifest names, mapped to their bytes.
 using DumpFiles = std::map<std::string, std::span<const std::byte>, std::less<>>;
 
-// Raises ParseError naming the file for a manifest that does not validate, a file missing or
-// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
-// in no buffer; EncodingError for an instruction word that does not decode.
-Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
-Dump load_dump(const std::string& dir);
+// A dump is read back by vta::load_dump (<dlavm/vta/hw/read.hpp>).
 
 struct ReplayResult {
   RunResult result;

@@ -3,8 +3,8 @@
 
 #include <dlavm/core/json_writer.hpp>
 #include <dlavm/vta/hw/config-inl.hpp>
+#include <dlavm/vta/hw/excerpt.hpp>
 #include <dlavm/vta/hw/io.hpp>
-#include <dlavm/vta/hw/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -290,77 +290,10 @@ DLAVM_INLINE std::string Manifest::to_json() const {
   return std::move(w).str() + "\n";
 }
 
-DLAVM_INLINE Manifest Manifest::from_json(std::string_view text, std::string_view source) {
-  using detail::describe;
-  using detail::excerpt;
-  using detail::Json;
-  const Json j = detail::parse_json(text, source);
-  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
-    if (!o.is_object())
-      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
-    const auto it = o.find(key);
-    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-    return *it;
-  };
-  auto str = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_string())
-      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
-    return v.get<std::string>();
-  };
-  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
-  auto num = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_number_unsigned())
-      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                        describe(v));
-    return v.get<std::uint64_t>();
-  };
-  Manifest m;
-  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
-  const auto& insn = member(j, "instructions", "manifest");
-  m.insn_file = str(insn, "file", "instructions");
-  m.insn_count = num(insn, "count", "instructions");
-  const auto& uops = member(j, "uops", "manifest");
-  m.uop_file = str(uops, "file", "uops");
-  m.uop_count = num(uops, "count", "uops");
-  m.uop_phys = num(uops, "phys_addr", "uops");
-  const auto& bufs = member(j, "buffers", "manifest");
-  if (!bufs.is_array())
-    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
-  for (const auto& b : bufs) {
-    ManifestBuffer mb;
-    mb.name = str(b, "name", "buffer");
-    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
-    mb.phys_addr = num(b, "phys_addr", where);
-    mb.bytes = num(b, "bytes", where);
-    const auto dtype = str(b, "dtype", where);
-    try {
-      mb.dtype = DType::parse(excerpt(dtype, 32));
-    } catch (const ParseError& e) {
-      raise<ParseError>("{}: {}: {}", source, where, e.what());
-    }
-    const auto dir = str(b, "direction", where);
-    if (dir != "input" && dir != "output")
-      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
-                        excerpt(dir));
-    mb.output = dir == "output";
-    mb.file = str(b, "file", where);
-    m.buffers.push_back(std::move(mb));
-  }
-  m.validate(source);
-  return m;
-}
-
 DLAVM_INLINE void Manifest::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out << to_json();
   if (!out) raise<ParseError>("cannot write manifest '{}'", path);
-}
-
-DLAVM_INLINE Manifest Manifest::load(const std::string& path) {
-  const auto b = read_bytes(path);
-  return from_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
 }
 
 }  // namespace dlavm::vta

@@ -9,10 +9,11 @@
 // Every reader takes a path or the bytes themselves (a span, with a name for messages).
 // Truncated or corrupted files raise ParseError naming the file and the byte offset; words
 // that do not decode raise EncodingError naming the instruction and its byte offset; a
-// manifest is checked whole when read (Manifest::validate). vta/hw/dump.hpp turns a dump
-// folder back into a runnable stream.
+// manifest is checked whole when read (Manifest::validate; reading it is in vta/hw/read.hpp,
+// the one header that parses JSON). vta/hw/dump.hpp turns a dump folder back into a runnable
+// stream.
 //
-//   const auto m = vta::Manifest::load("out/manifest.json");
+//   const auto m = vta::load_manifest("out/manifest.json");     // <dlavm/vta/hw/read.hpp>
 //   const auto words = vta::read_insn_file(bytes, "insn.bin");   // bytes already in memory
 #pragma once
 
@@ -92,12 +93,9 @@ struct Manifest {
   // aligned, sizes whole elements of their dtype, and at most 2^32 - 1 instructions.
   void validate(std::string_view source = "manifest") const;
 
+  // manifest.json (read back by vta::read_manifest / load_manifest, <dlavm/vta/hw/read.hpp>).
   std::string to_json() const;
-
-  static Manifest from_json(std::string_view text, std::string_view source = "manifest.json");
-
   void save(const std::string& path) const;
-  static Manifest load(const std::string& path);
 };
 
 // Writes insn.bin, uop.bin and manifest.json into `dir` (created if needed). The uop buffer is

@@ -1,6 +1,7 @@
 // Internal: the one JSON document type of the VTA layer and the one way every reader parses
 // untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API. Files are written with core/json_writer.hpp.
+// of the headers that declare the API, and by vta/hw/read-inl.hpp only, so that it stays out of
+// every unit that does not read a file. Files are written with core/json_writer.hpp.
 //
 // parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
 // manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <dlavm/core/error.hpp>
+#include <dlavm/vta/hw/excerpt.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -34,22 +36,6 @@ using Json = nlohmann::ordered_json;
 // The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
 // that and far below what recursion over a document can survive.
 inline constexpr int kMaxJsonDepth = 64;
-
-// At most `max` bytes of `s`, marked "..." when cut, control characters written as \xNN: for
-// quoting untrusted text in messages (a NUL byte would end what() early).
-inline std::string excerpt(std::string_view s, std::size_t max = 48) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += s[i];
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
 
 // A short, bounded description of a value for messages: scalars as written (strings cut
 // by excerpt), containers by kind and size. Never recursive.
