@@ -12112,7 +12112,7 @@ class JsonWriter {
   void key(std::string_view k) {
     check_utf8(k);
     separate();
-    quote(k);
+    append_quoted(out_, k);
     out_ += indent_ < 0 ? ":" : ": ";
     after_key_ = true;
   }
@@ -12120,7 +12120,7 @@ class JsonWriter {
   void value(std::string_view s) {
     check_utf8(s);
     separate();
-    quote(s);
+    append_quoted(out_, s);
   }
   void value(const char* s) { value(std::string_view(s)); }
   void value(const std::string& s) { value(std::string_view(s)); }
@@ -12186,7 +12186,6 @@ class JsonWriter {
   }
   // A JSON string: quotes, backslashes and control characters escaped, as nlohmann escapes
   // them (lowercase \u00xx; '/' and DEL as they are).
-  void quote(std::string_view s) { append_quoted(out_, s); }
   static void append_quoted(std::string& out, std::string_view s) {
     out += '"';
     for (const char c : s) {
@@ -21014,7 +21013,7 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
 // every default tiling runs: the least estimated cost among the candidates that fit, the
 // candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
-// product of the value lists, each tuple made a tiling).
+// product of the value lists, each tuple made a tiling, filtered by the checks).
 //
 // Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
 // units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
@@ -21028,13 +21027,11 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // end dlavm/ne/int_math.hpp
 
 #include <fmt/format.h>
-#include <range/v3/algorithm/min_element.hpp>
 #include <range/v3/view/cartesian_product.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/transform.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21084,14 +21081,17 @@ auto combinations(Lists&&... lists) {
 }
 
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. cost runs about twice per fitting candidate (min_element projects both sides of
-// each comparison): the strategies' estimates are closed forms, not measurements.
+// none fits. fits runs once per candidate and cost once per fitting one.
 template <class Candidates, class Fits, class Cost>
 auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  auto fitting = std::forward<Candidates>(candidates) | ranges::views::filter(fits);
-  const auto best = ranges::min_element(fitting, std::less<>(), cost);
-  using Tiling = ranges::range_value_t<decltype(fitting)>;
-  return best == ranges::end(fitting) ? std::optional<Tiling>() : std::optional<Tiling>(*best);
+  using Tiling = ranges::range_value_t<Candidates>;
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
 }
 
 }  // namespace dlavm::graph

@@ -46,7 +46,7 @@ class JsonWriter {
   void key(std::string_view k) {
     check_utf8(k);
     separate();
-    quote(k);
+    append_quoted(out_, k);
     out_ += indent_ < 0 ? ":" : ": ";
     after_key_ = true;
   }
@@ -54,7 +54,7 @@ class JsonWriter {
   void value(std::string_view s) {
     check_utf8(s);
     separate();
-    quote(s);
+    append_quoted(out_, s);
   }
   void value(const char* s) { value(std::string_view(s)); }
   void value(const std::string& s) { value(std::string_view(s)); }
@@ -120,7 +120,6 @@ class JsonWriter {
   }
   // A JSON string: quotes, backslashes and control characters escaped, as nlohmann escapes
   // them (lowercase \u00xx; '/' and DEL as they are).
-  void quote(std::string_view s) { append_quoted(out_, s); }
   static void append_quoted(std::string& out, std::string_view s) {
     out += '"';
     for (const char c : s) {

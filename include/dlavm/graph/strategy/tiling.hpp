@@ -2,7 +2,7 @@
 // size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
 // every default tiling runs: the least estimated cost among the candidates that fit, the
 // candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
-// product of the value lists, each tuple made a tiling).
+// product of the value lists, each tuple made a tiling, filtered by the checks).
 //
 // Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
 // units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
@@ -16,13 +16,11 @@
 #include <dlavm/ne/int_math.hpp>
 
 #include <fmt/format.h>
-#include <range/v3/algorithm/min_element.hpp>
 #include <range/v3/view/cartesian_product.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/transform.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,14 +70,17 @@ auto combinations(Lists&&... lists) {
 }
 
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. cost runs about twice per fitting candidate (min_element projects both sides of
-// each comparison): the strategies' estimates are closed forms, not measurements.
+// none fits. fits runs once per candidate and cost once per fitting one.
 template <class Candidates, class Fits, class Cost>
 auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  auto fitting = std::forward<Candidates>(candidates) | ranges::views::filter(fits);
-  const auto best = ranges::min_element(fitting, std::less<>(), cost);
-  using Tiling = ranges::range_value_t<decltype(fitting)>;
-  return best == ranges::end(fitting) ? std::optional<Tiling>() : std::optional<Tiling>(*best);
+  using Tiling = ranges::range_value_t<Candidates>;
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
 }
 
 }  // namespace dlavm::graph
