@@ -230,87 +230,118 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     return out;
   }
 
+  // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's elements
+  // per iteration of that loop.
+  struct DimPad {
+    ne::Expr before = 0, after = 0;
+    std::optional<std::size_t> loop;
+  };
+
+  // The fields of one transfer: the loops folded into x and y (the rest stay host loops),
+  // x's size in tiles, y's rows and DRAM stride, and their pads.
+  struct TransferForm {
+    std::vector<ne::Var> folded;
+    ne::Expr x_tiles, y_rows = 1, x_stride;
+    DimPad xp, yp;
+  };
+
   // One transfer per host-loop iteration: x and y dims folded into the LOAD/STORE fields,
-  // INP padding as its pad fields.
+  // INP padding as its pad fields. Loops merge into x wherever both sides are contiguous,
+  // unless a padded row merged into x would pad more tiles than the 4-bit fields hold: the
+  // padded loop then stays a dim of its own (y), padded in rows.
   tir::Stmt lower_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy) {
-    using namespace detail;
-    const auto* store = copy.store;
-    const auto* load = copy.load;
-    const auto& dst = store->buffer;
-    const auto& src = load->buffer;
-    const auto mem = copy.mem;
-    const bool to_sram = copy.to_sram;
-    const auto tile = copy.tile;
-    const auto& what = copy.what;
-    const Padding pad = padding(copy.inside, loops, what);
+    const Padding pad = padding(copy.inside, loops, copy.what);
+    check_padded(pad, copy);
+    TransferForm form = fold_dims(loops, copy, pad, false);
+    if (copy.to_sram && !pads_fit(form)) form = fold_dims(loops, copy, pad, true);
+    return emit_transfer(loops, copy, pad, form);
+  }
+
+  // Only input loads pad, and only with zeros.
+  void check_padded(const Padding& pad, const Copy& copy) const {
     bool padded = false;
     for (bool p : pad.any) padded = padded || p;
-    if (padded && mem != runtime::MemId::Inp)
+    if (padded && copy.mem != runtime::MemId::Inp)
       raise<ScheduleError>(
           "{}: VTA pads only input loads ({}) and accumulator buffers (by the ALU); '{}' is in "
           "{}: pad the tensor in DRAM instead",
-          what, env_.inp_scope, dst.name(), dst.scope());
+          copy.what, env_.inp_scope, copy.store->buffer.name(), copy.store->buffer.scope());
     if (padded && copy.fill != 0)
       raise<ScheduleError>(
           "{}: VTA's input loads pad with zeros, not {}; a buffer in the accumulator ({}) is "
           "padded with any value (the ALU fills the border)",
-          what, copy.fill, env_.acc_scope);
+          copy.what, copy.fill, env_.acc_scope);
+  }
 
-    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
-    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
-    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
+  bool pads_fit(const TransferForm& f) const {
+    for (const auto& p : {f.xp.before, f.xp.after, f.yp.before, f.yp.after})
+      if (ne::bounds(p).max > max_pad_) return false;
+    return true;
+  }
+
+  std::size_t loop_of(const std::vector<detail::NestLoop>& loops, const ne::Var& v) const {
+    for (std::size_t k = 0; k < loops.size(); ++k)
+      if (loops[k].var.id() == v.id()) return k;
+    return loops.size();
+  }
+
+  // The pad of dim d in units of `unit_div` elements (tiles for x, rows for y).
+  DimPad dim_pad(const std::vector<detail::NestLoop>& loops, const Padding& pad,
+                 const detail::Dim& d, std::int64_t unit_div, const char* axis,
+                 const std::string& what) const {
+    using namespace detail;
+    DimPad p;
+    const auto k = loop_of(loops, d.merged.back());
+    if (!pad.any[k]) return p;
+    for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+      if (pad.any[loop_of(loops, d.merged[m])])
+        raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
+                             d.merged[m].name());
+    // Elements per iteration of the padded loop: the extents of the loops merged inside it.
+    ne::Expr unit = 1;
+    for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+      unit = unit * loops[loop_of(loops, d.merged[m])].extent;
+    unit = ne::simplify(unit);
+    if (!divisible(unit, unit_div))
+      raise<ScheduleError>(
+          "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
+          "tiles",
+          what, loops[k].var.name(), unit, unit_div);
+    const auto per = ne::simplify(ne::floordiv(unit, unit_div));
+    p.before = ne::simplify(pad.before[k] * per);
+    p.after = ne::simplify(pad.after[k] * per);
+    p.loop = k;
+    return p;
+  }
+
+  // The x and y dims of the copy. `rows_apart`: a padded loop joins x only over a single tile
+  // (so that its pad counts rows of tiles, not tiles of a whole row).
+  TransferForm fold_dims(const std::vector<detail::NestLoop>& loops, const Copy& copy,
+                         const Padding& pad, bool rows_apart) const {
+    using namespace detail;
+    const auto* store = copy.store;
+    const auto* load = copy.load;
+    const auto tile = copy.tile;
+    const auto& what = copy.what;
+    const ne::Expr& sram_index = copy.to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = copy.to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any, rows_apart ? tile : 0);
     if (!dims)
       raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
                            load->indices[0], store->indices[0]);
     if (dims->empty())
       raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
-    // The loop index of a var, and whether a dim's outermost loop is padded.
-    const auto loop_of = [&](const ne::Var& v) {
-      for (std::size_t k = 0; k < loops.size(); ++k)
-        if (loops[k].var.id() == v.id()) return k;
-      return loops.size();
-    };
     const auto& x = dims->front();
     if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
       raise<ScheduleError>(
           "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
           "VTA moves whole {}-element tiles",
           what, x.extent, x.strides[0], x.strides[1], tile);
-    std::vector<ne::Var> folded = x.merged;
-    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
-    // elements per iteration of that loop.
-    struct DimPad {
-      ne::Expr before = 0, after = 0;
-      std::optional<std::size_t> loop;
-    };
-    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
-      DimPad p;
-      const auto k = loop_of(d.merged.back());
-      if (!pad.any[k]) return p;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        if (pad.any[loop_of(d.merged[m])])
-          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
-                               d.merged[m].name());
-      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
-      ne::Expr unit = 1;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        unit = unit * loops[loop_of(d.merged[m])].extent;
-      unit = ne::simplify(unit);
-      if (!divisible(unit, unit_div))
-        raise<ScheduleError>(
-            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
-            "tiles",
-            what, loops[k].var.name(), unit, unit_div);
-      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
-      p.before = ne::simplify(pad.before[k] * per);
-      p.after = ne::simplify(pad.after[k] * per);
-      p.loop = k;
-      return p;
-    };
-    const DimPad xp = dim_pad(x, tile, "x");
-    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
-    ne::Expr y_rows = 1, x_stride = x_tiles;
-    DimPad yp;
+    TransferForm f;
+    f.folded = x.merged;
+    f.xp = dim_pad(loops, pad, x, tile, "x", what);
+    f.x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
+    f.x_stride = f.x_tiles;
     if (dims->size() > 1) {
       const auto& y = (*dims)[1];
       // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
@@ -319,18 +350,25 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
       if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
           ne::bounds(y.extent).max <= max_size_) {
-        yp = dim_pad(y, 1, "y");
-        y_rows = y.extent;
-        x_stride = stride;
-        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+        f.yp = dim_pad(loops, pad, y, 1, "y", what);
+        f.y_rows = y.extent;
+        f.x_stride = stride;
+        f.folded.insert(f.folded.end(), y.merged.begin(), y.merged.end());
       }
     }
-    const auto host = host_loops(loops, folded);
+    return f;
+  }
+
+  // The vta.load / vta.store of a transfer form, inside its host loops.
+  tir::Stmt emit_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy,
+                          const Padding& pad, const TransferForm& f) const {
+    using namespace detail;
+    const auto host = host_loops(loops, f.folded);
     // Padding along a host loop: its padded iterations load a box of padding rows only
     // (y_size 0, every row counted as top padding).
     ne::Expr in_box = 1;
     for (const auto& h : host) {
-      const auto k = loop_of(h.var);
+      const auto k = loop_of(loops, h.var);
       if (!pad.any[k]) continue;
       in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
                ne::Expr(h.var) < loops[k].extent - pad.after[k];
@@ -338,40 +376,45 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     in_box = ne::simplify(in_box);
     // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
     // not padding.
-    const auto sram_off = pinned(sram_index, folded);
+    const ne::Expr& sram_index = copy.to_sram ? copy.store->indices[0] : copy.load->indices[0];
+    const ne::Expr& dram_index = copy.to_sram ? copy.load->indices[0] : copy.store->indices[0];
+    const auto sram_off = pinned(sram_index, f.folded);
     std::vector<std::pair<ne::Var, ne::Expr>> first;
-    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
+    for (const DimPad* p : {&f.xp, &f.yp})
       if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
-    const auto dram_off = pinned(dram_index, folded, first);
-    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+    const auto dram_off = pinned(dram_index, f.folded, first);
+    if (!divisible(sram_off, copy.tile) || !divisible(dram_off, copy.tile))
       raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
-                           what, sram_off, dram_off, tile);
-    const te::Buffer& sram = to_sram ? dst : src;
-    const te::Buffer& dram = to_sram ? src : dst;
-    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
+                           copy.what, sram_off, dram_off, copy.tile);
+    const te::Buffer& dst = copy.store->buffer;
+    const te::Buffer& src = copy.load->buffer;
+    const te::Buffer& sram = copy.to_sram ? dst : src;
+    const te::Buffer& dram = copy.to_sram ? src : dst;
+    ne::Expr y_size = f.y_rows - f.yp.before - f.yp.after, y_pad_0 = f.yp.before,
+             y_pad_1 = f.yp.after;
     if (in_box.as_int() != 1) {
       y_size = ne::select(in_box, y_size, 0);
-      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
+      y_pad_0 = ne::select(in_box, y_pad_0, f.y_rows);
       y_pad_1 = ne::select(in_box, y_pad_1, 0);
     }
-    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
-                               iv(ne::floordiv(sram_off, tile)),
-                               iv(ne::floordiv(dram_off, tile)),
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(copy.mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, copy.tile)),
+                               iv(ne::floordiv(dram_off, copy.tile)),
                                iv(y_size),
-                               iv(x_tiles - xp.before - xp.after),
-                               iv(x_stride)};
-    if (to_sram) {
-      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
+                               iv(f.x_tiles - f.xp.before - f.xp.after),
+                               iv(f.x_stride)};
+    if (copy.to_sram) {
+      for (const auto& p : {y_pad_0, y_pad_1, f.xp.before, f.xp.after}) {
         // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
         if (ne::bounds(p).min > max_pad_)
           raise<EncodingError>(
               "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
               "{}); use smaller blocks or pad the tensor in DRAM",
-              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
+              copy.what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
         args.push_back(iv(p));
       }
     }
-    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
+    auto call = te::call(std::string(copy.to_sram ? intrin::load : intrin::store), DType::int32(),
                          std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
   }

@@ -66,11 +66,14 @@ struct Dim {
 // The dims of a nest for the given flat index expressions (innermost first), with adjacent
 // loops merged where every access walks them contiguously (stride_outer = stride_inner *
 // extent_inner). A loop in `closed` is only ever the outermost loop of its dim: nothing
-// outside it merges with it (a padded loop must stay at the edge of its dim). nullopt when an
-// index is not affine in the loops.
+// outside it merges with it (a padded loop must stay at the edge of its dim). With
+// `closed_joins_at_most` > 0, a closed loop also starts a dim of its own unless the dim inside
+// it provably holds at most that many elements (a padded row then stays a row, rather than
+// padding a whole row of tiles at a time). nullopt when an index is not affine in the loops.
 inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
                                                    const std::vector<ne::Expr>& indices,
-                                                   const std::vector<bool>& closed = {}) {
+                                                   const std::vector<bool>& closed = {},
+                                                   std::int64_t closed_joins_at_most = 0) {
   std::vector<ne::Var> vars;
   for (const auto& l : loops) vars.push_back(l.var);
   std::vector<ne::LinearForm> forms;
@@ -85,7 +88,10 @@ inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& 
     Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
     for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
     const bool is_closed = k < closed.size() && closed[k];
-    if (!dims.empty() && !inner_closed) {
+    const bool joins =
+        !is_closed || closed_joins_at_most <= 0 ||
+        (!dims.empty() && ne::bounds(dims.back().extent).max <= closed_joins_at_most);
+    if (!dims.empty() && !inner_closed && joins) {
       auto& inner = dims.back();
       bool contiguous = true;
       for (std::size_t a = 0; a < forms.size(); ++a)
