@@ -132,6 +132,22 @@ TEST_CASE("bounds: a min or max term that clips the rest of a sum is distributed
   auto x = ne::var("x", 0, 5);
   CHECK(ne::bounds(x + 4 - ne::max(x, 2)).max == 4);
   CHECK(ne::bounds(x + 4 - ne::max(x, 2)).min == 2);
-  // two clipping terms: no distribution, the term-by-term bounds stand
+  // two clipping terms: each distributed in turn (x + x, x + 2, 3 + x, 3 + 2)
   CHECK(ne::bounds(ne::min(x, 3) + ne::min(x, 2)).max == 5);
+  CHECK(ne::bounds(ne::min(x, 3) - ne::min(x, 2)).max == 1);
+}
+
+TEST_CASE("bounds: clipping terms nested in a scaled term are distributed too") {
+  // a convolution window's columns in block o of a symbolic width w (the block clipped to the
+  // last output column f = floordiv(w + 1, 3)): 1 - 3o + min(w + 5, 3*min(o, f) + 4) is 5
+  // at most, not w + 6
+  auto w = ne::var("w", 1, 50);
+  const auto f = ne::floordiv(w + 1, 3);
+  auto o = ne::var("o", 0, 17);
+  const auto cols = 1 - o * 3 + ne::min(w + 5, ne::min(o, f) * 3 + 4);
+  CHECK(ne::bounds(cols).max == 5);
+  // a negative scale turns the min into a max: 10 - 2*min(x, 3) is at least 4
+  auto x = ne::var("x", 0, 5);
+  CHECK(ne::bounds(10 - ne::min(x, 3) * 2).min == 4);
+  CHECK(ne::bounds(10 - ne::min(x, 3) * 2).max == 10);
 }

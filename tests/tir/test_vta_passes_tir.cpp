@@ -316,6 +316,43 @@ TEST_CASE("reuse_inplace: a stage that writes an element more than once keeps it
   check_same(h, rh);
 }
 
+TEST_CASE("reuse_inplace: a block of a symbolic extent (symbolic strides) is reused in place") {
+  // A and B of n x 4 elements, n symbolic: the flat index j + 4i has strides 1 and 4 over
+  // extents 4 and n, a numbering of the iterations whatever n is; B = A + 1 lives in A.
+  auto n = ne::var("n", 1, 6);
+  const auto In = buffer("In", {24}), Out = buffer("Out", {24});
+  const auto A = buffer("A", {n * 4}, i32, kAcc), B = buffer("B", {n * 4}, i32, kAcc);
+  const auto nest = [&](const char* i, const char* j, auto body) {
+    const auto vi = ne::var(i, 0, 5), vj = ne::var(j, 0, 3);
+    return tir::make_for(vi, 0, n, tir::ForKind::Serial,
+                         tir::make_for(vj, 0, 4, tir::ForKind::Serial, body(vi, vj)));
+  };
+  const auto flat = [](ne::Expr i, ne::Expr j) { return i * 4 + j; };
+  const auto program = [&](auto stage_index) {
+    return func({In, Out}, allocate({A, B}, tir::make_seq({
+                                                nest("i", "j",
+                                                     [&](ne::Expr i, ne::Expr j) {
+                                                       return st(A, flat(i, j), ld(In, flat(i, j)));
+                                                     }),
+                                                nest("p", "q",
+                                                     [&](ne::Expr i, ne::Expr j) {
+                                                       const auto k = stage_index(i, j);
+                                                       return st(B, k, ld(A, k) + 1);
+                                                     }),
+                                                nest("r", "s",
+                                                     [&](ne::Expr i, ne::Expr j) {
+                                                       return st(Out, flat(i, j),
+                                                                 ld(B, flat(i, j)));
+                                                     }),
+                                            })));
+  };
+  const auto f = program(flat);
+  CHECK_FALSE(tir::uses_buffer(tir::reuse_inplace(f.body), B.get()));
+  // strides 1 and 3 over extents 4 and n: rows overlap, B keeps its own buffer
+  const auto g = program([](ne::Expr i, ne::Expr j) { return i * 3 + j; });
+  CHECK(tir::uses_buffer(tir::reuse_inplace(g.body), B.get()));
+}
+
 TEST_CASE("reuse_inplace: of two dead inputs, the output takes one and the other stays") {
   Ewise e;
   const auto C = buffer("C", {8}, i32, kAcc);

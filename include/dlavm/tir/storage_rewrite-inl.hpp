@@ -52,29 +52,36 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
   }
 
   // Whether the nest writes each element of `b` at most once: the store's flat index is affine
-  // in the loops with constant strides that, sorted by size, each exceed the span of the
-  // smaller ones over the loops' largest extents (a mixed-radix numbering).
+  // in the loops with strides that, sorted by size, each exceed the span of the smaller ones
+  // (a mixed-radix numbering). Strides and extents may be symbolic (a block of a symbolic
+  // extent): each comparison must then be provable for every value of the dims.
   static bool writes_each_once(const Nest& nest, const Buffer& b) {
     std::vector<ne::Var> vars;
     for (const auto* f : nest.loops) vars.push_back(f->var);
     const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
     if (!form) return false;
-    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |stride|, largest extent
+    struct Term {
+      ne::Expr stride, extent;
+      std::int64_t order;  // the stride's largest value, to sort by
+    };
+    std::vector<Term> terms;
     for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto extent = ne::bounds(nest.loops[k]->extent).max;
-      if (extent <= 1) continue;
-      const auto stride = ne::simplify(form->strides[k]).as_int();
-      if (!stride || *stride == 0 || extent > (std::int64_t{1} << 30) ||
-          std::llabs(*stride) > (std::int64_t{1} << 30))
+      const auto& extent = nest.loops[k]->extent;
+      if (ne::bounds(extent).max <= 1) continue;
+      auto stride = ne::simplify(form->strides[k]);
+      if (ne::can_prove(stride < 0)) stride = ne::simplify(0 - stride);
+      const auto sb = ne::bounds(stride);
+      if (sb.min < 1 || sb.max > (std::int64_t{1} << 30) ||
+          ne::bounds(extent).max > (std::int64_t{1} << 30))
         return false;
-      terms.emplace_back(std::llabs(*stride), extent);
+      terms.push_back({stride, extent, sb.max});
     }
-    std::sort(terms.begin(), terms.end());
-    std::int64_t span = 0;  // largest offset difference of the loops taken so far
-    for (const auto& [stride, extent] : terms) {
-      if (stride <= span) return false;
-      span += stride * (extent - 1);
-      if (span > (std::int64_t{1} << 62)) return false;
+    std::stable_sort(terms.begin(), terms.end(),
+                     [](const Term& x, const Term& y) { return x.order < y.order; });
+    ne::Expr span = 0;  // largest offset difference of the loops taken so far
+    for (const auto& t : terms) {
+      if (!ne::can_prove(t.stride > span)) return false;
+      span = ne::simplify(span + t.stride * (t.extent - 1));
     }
     return true;
   }
