@@ -86,6 +86,24 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// Throws a copy of `e` (the same class) whose message is "context: " followed by e's message:
+// for a layer that catches an error from below and adds the object the user knows it by
+// (graph::build adds "%3 (conv2d) over ..." to an error of the kernel's lowering).
+[[noreturn]] inline void rethrow_with_context(const Error& e, std::string_view context) {
+  const std::string m = std::string(context) + ": " + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(m);
+  if (dynamic_cast<const ScheduleError*>(&e)) throw ScheduleError(m);
+  if (dynamic_cast<const CapacityError*>(&e)) throw CapacityError(m);
+  if (dynamic_cast<const EncodingError*>(&e)) throw EncodingError(m);
+  if (dynamic_cast<const DeviceError*>(&e)) throw DeviceError(m);
+  if (dynamic_cast<const ParseError*>(&e)) throw ParseError(m);
+  if (dynamic_cast<const ArithmeticError*>(&e)) throw ArithmeticError(m);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(m);
+  if (dynamic_cast<const TypeError*>(&e)) throw TypeError(m);
+  if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(m);
+  throw Error(m);
+}
+
 namespace detail {
 
 // Reached only while checking a format string at compile time: the call makes the constant
@@ -3017,56 +3035,81 @@ bool can_prove(const Expr& cond);
 // begin dlavm/ne/ops.hpp
 // end dlavm/ne/ops.hpp
 
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <vector>
 
 namespace dlavm::ne {
 
 namespace detail {
 
-// The terms of a sum, with their signs (+1 or -1), through Add and Sub.
-inline void sum_terms(const Expr& e, int sign, std::vector<std::pair<Expr, int>>& out) {
-  if (const auto* b = e.as<BinaryNode>(); b && (e.kind() == Kind::Add || e.kind() == Kind::Sub)) {
-    sum_terms(b->a, sign, out);
-    sum_terms(b->b, e.kind() == Kind::Add ? sign : -sign, out);
-    return;
+// The terms of a sum with their coefficients, through Add, Sub and products with a constant
+// (3 * min(a, b) is the term min(a, b) with coefficient 3).
+inline void sum_terms(const Expr& e, std::int64_t coef,
+                      std::vector<std::pair<Expr, std::int64_t>>& out) {
+  if (const auto* b = e.as<BinaryNode>()) {
+    if (e.kind() == Kind::Add || e.kind() == Kind::Sub) {
+      sum_terms(b->a, coef, out);
+      sum_terms(b->b, e.kind() == Kind::Add ? coef : -coef, out);
+      return;
+    }
+    if (e.kind() == Kind::Mul) {
+      const Expr& c = b->a.is_const() ? b->a : b->b;
+      const Expr& x = b->a.is_const() ? b->b : b->a;
+      std::int64_t scaled = 0;
+      if (c.is_const() && std::llabs(*c.as_int()) < (std::int64_t{1} << 20) &&
+          std::llabs(coef) < (std::int64_t{1} << 20)) {
+        scaled = coef * *c.as_int();
+        sum_terms(x, scaled, out);
+        return;
+      }
+    }
   }
-  out.emplace_back(e, sign);
+  out.emplace_back(e, coef);
 }
 
-// r + min(p, q) = min(r + p, r + q) (and likewise max, and with the term negated): a sum whose
-// one min or max term clips the rest, as a split's guarded extent `1 - x + min(x + 2, 9)`,
-// bounded with the rest cancelled inside each branch (at most 3 there, not 10). nullopt when
-// the sum has no single such term.
-inline std::optional<Interval> distributed_bounds(const Expr& e) {
-  std::vector<std::pair<Expr, int>> terms;
+// How deep distributed_bounds recurses: each level removes one min or max.
+inline constexpr int kMaxDistribution = 4;
+
+Interval bounds_at(const Expr& e, int depth);
+
+// r + c * min(p, q) = min(r + c*p, r + c*q) for c > 0 (max for c < 0, and likewise for max): a
+// sum whose min or max terms clip the rest, as a split's guarded extent
+// `1 - 3x + min(w + 5, 3 * min(x, f) + 4)`, bounded with the rest cancelled inside each branch
+// (each branch bounded the same way, one min or max fewer): at most 5 there, not w + 6.
+// nullopt when the sum has no such term.
+inline std::optional<Interval> distributed_bounds(const Expr& e, int depth) {
+  std::vector<std::pair<Expr, std::int64_t>> terms;
   sum_terms(e, 1, terms);
   std::optional<std::size_t> clip;
-  for (std::size_t k = 0; k < terms.size(); ++k)
-    if (terms[k].first.kind() == Kind::Min || terms[k].first.kind() == Kind::Max) {
-      if (clip) return std::nullopt;
-      clip = k;
-    }
+  for (std::size_t k = 0; k < terms.size() && !clip; ++k)
+    if (terms[k].first.kind() == Kind::Min || terms[k].first.kind() == Kind::Max) clip = k;
   if (!clip || terms.size() < 2) return std::nullopt;
   Expr rest = 0;
   for (std::size_t k = 0; k < terms.size(); ++k)
-    if (k != *clip) rest = terms[k].second > 0 ? rest + terms[k].first : rest - terms[k].first;
+    if (k != *clip) rest = rest + terms[k].first * terms[k].second;
   const auto* mm = terms[*clip].first.as<BinaryNode>();
-  const int sign = terms[*clip].second;
-  const Expr p = simplify(sign > 0 ? rest + mm->a : rest - mm->a);
-  const Expr q = simplify(sign > 0 ? rest + mm->b : rest - mm->b);
-  // -min(a, b) = max(-a, -b)
-  const bool is_min = (terms[*clip].first.kind() == Kind::Min) == (sign > 0);
-  return interval_of(is_min ? min(p, q) : max(p, q));
+  const std::int64_t coef = terms[*clip].second;
+  const Interval p = bounds_at(simplify(rest + mm->a * coef), depth + 1);
+  const Interval q = bounds_at(simplify(rest + mm->b * coef), depth + 1);
+  // c * min(a, b) = max(c*a, c*b) for c < 0
+  const bool is_min = (terms[*clip].first.kind() == Kind::Min) == (coef > 0);
+  if (is_min) return Interval{std::min(p.min, q.min), std::min(p.max, q.max)};
+  return Interval{std::max(p.min, q.min), std::max(p.max, q.max)};
+}
+
+inline Interval bounds_at(const Expr& e, int depth) {
+  const Expr s = simplify(e);
+  Interval out = intersect(interval_of(e), interval_of(s));
+  if (depth < kMaxDistribution)
+    if (auto d = distributed_bounds(s, depth)) out = intersect(out, *d);
+  return out;
 }
 
 }  // namespace detail
 
-DLAVM_INLINE Interval bounds(const Expr& e) {
-  const Expr s = simplify(e);
-  Interval out = intersect(detail::interval_of(e), detail::interval_of(s));
-  if (auto d = detail::distributed_bounds(s)) out = intersect(out, *d);
-  return out;
-}
+DLAVM_INLINE Interval bounds(const Expr& e) { return detail::bounds_at(e, 0); }
 
 DLAVM_INLINE bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
 
@@ -16521,29 +16564,36 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
   }
 
   // Whether the nest writes each element of `b` at most once: the store's flat index is affine
-  // in the loops with constant strides that, sorted by size, each exceed the span of the
-  // smaller ones over the loops' largest extents (a mixed-radix numbering).
+  // in the loops with strides that, sorted by size, each exceed the span of the smaller ones
+  // (a mixed-radix numbering). Strides and extents may be symbolic (a block of a symbolic
+  // extent): each comparison must then be provable for every value of the dims.
   static bool writes_each_once(const Nest& nest, const Buffer& b) {
     std::vector<ne::Var> vars;
     for (const auto* f : nest.loops) vars.push_back(f->var);
     const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
     if (!form) return false;
-    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |stride|, largest extent
+    struct Term {
+      ne::Expr stride, extent;
+      std::int64_t order;  // the stride's largest value, to sort by
+    };
+    std::vector<Term> terms;
     for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto extent = ne::bounds(nest.loops[k]->extent).max;
-      if (extent <= 1) continue;
-      const auto stride = ne::simplify(form->strides[k]).as_int();
-      if (!stride || *stride == 0 || extent > (std::int64_t{1} << 30) ||
-          std::llabs(*stride) > (std::int64_t{1} << 30))
+      const auto& extent = nest.loops[k]->extent;
+      if (ne::bounds(extent).max <= 1) continue;
+      auto stride = ne::simplify(form->strides[k]);
+      if (ne::can_prove(stride < 0)) stride = ne::simplify(0 - stride);
+      const auto sb = ne::bounds(stride);
+      if (sb.min < 1 || sb.max > (std::int64_t{1} << 30) ||
+          ne::bounds(extent).max > (std::int64_t{1} << 30))
         return false;
-      terms.emplace_back(std::llabs(*stride), extent);
+      terms.push_back({stride, extent, sb.max});
     }
-    std::sort(terms.begin(), terms.end());
-    std::int64_t span = 0;  // largest offset difference of the loops taken so far
-    for (const auto& [stride, extent] : terms) {
-      if (stride <= span) return false;
-      span += stride * (extent - 1);
-      if (span > (std::int64_t{1} << 62)) return false;
+    std::stable_sort(terms.begin(), terms.end(),
+                     [](const Term& x, const Term& y) { return x.order < y.order; });
+    ne::Expr span = 0;  // largest offset difference of the loops taken so far
+    for (const auto& t : terms) {
+      if (!ne::can_prove(t.stride > span)) return false;
+      span = ne::simplify(span + t.stride * (t.extent - 1));
     }
     return true;
   }
@@ -18109,11 +18159,14 @@ struct Dim {
 // The dims of a nest for the given flat index expressions (innermost first), with adjacent
 // loops merged where every access walks them contiguously (stride_outer = stride_inner *
 // extent_inner). A loop in `closed` is only ever the outermost loop of its dim: nothing
-// outside it merges with it (a padded loop must stay at the edge of its dim). nullopt when an
-// index is not affine in the loops.
+// outside it merges with it (a padded loop must stay at the edge of its dim). With
+// `closed_joins_at_most` > 0, a closed loop also starts a dim of its own unless the dim inside
+// it provably holds at most that many elements (a padded row then stays a row, rather than
+// padding a whole row of tiles at a time). nullopt when an index is not affine in the loops.
 inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& loops,
                                                    const std::vector<ne::Expr>& indices,
-                                                   const std::vector<bool>& closed = {}) {
+                                                   const std::vector<bool>& closed = {},
+                                                   std::int64_t closed_joins_at_most = 0) {
   std::vector<ne::Var> vars;
   for (const auto& l : loops) vars.push_back(l.var);
   std::vector<ne::LinearForm> forms;
@@ -18128,7 +18181,10 @@ inline std::optional<std::vector<Dim>> access_dims(const std::vector<NestLoop>& 
     Dim d{loops[k].var, loops[k].extent, {}, {loops[k].var}};
     for (const auto& f : forms) d.strides.push_back(ne::simplify(f.strides[k]));
     const bool is_closed = k < closed.size() && closed[k];
-    if (!dims.empty() && !inner_closed) {
+    const bool joins =
+        !is_closed || closed_joins_at_most <= 0 ||
+        (!dims.empty() && ne::bounds(dims.back().extent).max <= closed_joins_at_most);
+    if (!dims.empty() && !inner_closed && joins) {
       auto& inner = dims.back();
       bool contiguous = true;
       for (std::size_t a = 0; a < forms.size(); ++a)
@@ -19531,87 +19587,118 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     return out;
   }
 
+  // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's elements
+  // per iteration of that loop.
+  struct DimPad {
+    ne::Expr before = 0, after = 0;
+    std::optional<std::size_t> loop;
+  };
+
+  // The fields of one transfer: the loops folded into x and y (the rest stay host loops),
+  // x's size in tiles, y's rows and DRAM stride, and their pads.
+  struct TransferForm {
+    std::vector<ne::Var> folded;
+    ne::Expr x_tiles, y_rows = 1, x_stride;
+    DimPad xp, yp;
+  };
+
   // One transfer per host-loop iteration: x and y dims folded into the LOAD/STORE fields,
-  // INP padding as its pad fields.
+  // INP padding as its pad fields. Loops merge into x wherever both sides are contiguous,
+  // unless a padded row merged into x would pad more tiles than the 4-bit fields hold: the
+  // padded loop then stays a dim of its own (y), padded in rows.
   tir::Stmt lower_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy) {
-    using namespace detail;
-    const auto* store = copy.store;
-    const auto* load = copy.load;
-    const auto& dst = store->buffer;
-    const auto& src = load->buffer;
-    const auto mem = copy.mem;
-    const bool to_sram = copy.to_sram;
-    const auto tile = copy.tile;
-    const auto& what = copy.what;
-    const Padding pad = padding(copy.inside, loops, what);
+    const Padding pad = padding(copy.inside, loops, copy.what);
+    check_padded(pad, copy);
+    TransferForm form = fold_dims(loops, copy, pad, false);
+    if (copy.to_sram && !pads_fit(form)) form = fold_dims(loops, copy, pad, true);
+    return emit_transfer(loops, copy, pad, form);
+  }
+
+  // Only input loads pad, and only with zeros.
+  void check_padded(const Padding& pad, const Copy& copy) const {
     bool padded = false;
     for (bool p : pad.any) padded = padded || p;
-    if (padded && mem != runtime::MemId::Inp)
+    if (padded && copy.mem != runtime::MemId::Inp)
       raise<ScheduleError>(
           "{}: VTA pads only input loads ({}) and accumulator buffers (by the ALU); '{}' is in "
           "{}: pad the tensor in DRAM instead",
-          what, env_.inp_scope, dst.name(), dst.scope());
+          copy.what, env_.inp_scope, copy.store->buffer.name(), copy.store->buffer.scope());
     if (padded && copy.fill != 0)
       raise<ScheduleError>(
           "{}: VTA's input loads pad with zeros, not {}; a buffer in the accumulator ({}) is "
           "padded with any value (the ALU fills the border)",
-          what, copy.fill, env_.acc_scope);
+          copy.what, copy.fill, env_.acc_scope);
+  }
 
-    const ne::Expr& sram_index = to_sram ? store->indices[0] : load->indices[0];
-    const ne::Expr& dram_index = to_sram ? load->indices[0] : store->indices[0];
-    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any);
+  bool pads_fit(const TransferForm& f) const {
+    for (const auto& p : {f.xp.before, f.xp.after, f.yp.before, f.yp.after})
+      if (ne::bounds(p).max > max_pad_) return false;
+    return true;
+  }
+
+  std::size_t loop_of(const std::vector<detail::NestLoop>& loops, const ne::Var& v) const {
+    for (std::size_t k = 0; k < loops.size(); ++k)
+      if (loops[k].var.id() == v.id()) return k;
+    return loops.size();
+  }
+
+  // The pad of dim d in units of `unit_div` elements (tiles for x, rows for y).
+  DimPad dim_pad(const std::vector<detail::NestLoop>& loops, const Padding& pad,
+                 const detail::Dim& d, std::int64_t unit_div, const char* axis,
+                 const std::string& what) const {
+    using namespace detail;
+    DimPad p;
+    const auto k = loop_of(loops, d.merged.back());
+    if (!pad.any[k]) return p;
+    for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+      if (pad.any[loop_of(loops, d.merged[m])])
+        raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
+                             d.merged[m].name());
+    // Elements per iteration of the padded loop: the extents of the loops merged inside it.
+    ne::Expr unit = 1;
+    for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
+      unit = unit * loops[loop_of(loops, d.merged[m])].extent;
+    unit = ne::simplify(unit);
+    if (!divisible(unit, unit_div))
+      raise<ScheduleError>(
+          "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
+          "tiles",
+          what, loops[k].var.name(), unit, unit_div);
+    const auto per = ne::simplify(ne::floordiv(unit, unit_div));
+    p.before = ne::simplify(pad.before[k] * per);
+    p.after = ne::simplify(pad.after[k] * per);
+    p.loop = k;
+    return p;
+  }
+
+  // The x and y dims of the copy. `rows_apart`: a padded loop joins x only over a single tile
+  // (so that its pad counts rows of tiles, not tiles of a whole row).
+  TransferForm fold_dims(const std::vector<detail::NestLoop>& loops, const Copy& copy,
+                         const Padding& pad, bool rows_apart) const {
+    using namespace detail;
+    const auto* store = copy.store;
+    const auto* load = copy.load;
+    const auto tile = copy.tile;
+    const auto& what = copy.what;
+    const ne::Expr& sram_index = copy.to_sram ? store->indices[0] : load->indices[0];
+    const ne::Expr& dram_index = copy.to_sram ? load->indices[0] : store->indices[0];
+    auto dims = access_dims(loops, {sram_index, dram_index}, pad.any, rows_apart ? tile : 0);
     if (!dims)
       raise<ScheduleError>("{}: the indices {} and {} are not affine in the loops", what,
                            load->indices[0], store->indices[0]);
     if (dims->empty())
       raise<ScheduleError>("{}: a single element; VTA moves whole {}-element tiles", what, tile);
-    // The loop index of a var, and whether a dim's outermost loop is padded.
-    const auto loop_of = [&](const ne::Var& v) {
-      for (std::size_t k = 0; k < loops.size(); ++k)
-        if (loops[k].var.id() == v.id()) return k;
-      return loops.size();
-    };
     const auto& x = dims->front();
     if (!same(x.strides[0], 1) || !same(x.strides[1], 1) || !divisible(x.extent, tile))
       raise<ScheduleError>(
           "{}: the innermost contiguous run is {} elements (strides {} in SRAM, {} in DRAM); "
           "VTA moves whole {}-element tiles",
           what, x.extent, x.strides[0], x.strides[1], tile);
-    std::vector<ne::Var> folded = x.merged;
-    // Pad fields of a dim whose outermost loop is padded: counts in units of the dim's
-    // elements per iteration of that loop.
-    struct DimPad {
-      ne::Expr before = 0, after = 0;
-      std::optional<std::size_t> loop;
-    };
-    const auto dim_pad = [&](const Dim& d, std::int64_t unit_div, const char* axis) {
-      DimPad p;
-      const auto k = loop_of(d.merged.back());
-      if (!pad.any[k]) return p;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        if (pad.any[loop_of(d.merged[m])])
-          raise<ScheduleError>("{}: padding inside the {} dim (loop '{}')", what, axis,
-                               d.merged[m].name());
-      // Elements per iteration of the padded loop: the extents of the loops merged inside it.
-      ne::Expr unit = 1;
-      for (std::size_t m = 0; m + 1 < d.merged.size(); ++m)
-        unit = unit * loops[loop_of(d.merged[m])].extent;
-      unit = ne::simplify(unit);
-      if (!divisible(unit, unit_div))
-        raise<ScheduleError>(
-            "{}: padding along loop '{}' pads {} elements at a time; VTA pads whole {}-element "
-            "tiles",
-            what, loops[k].var.name(), unit, unit_div);
-      const auto per = ne::simplify(ne::floordiv(unit, unit_div));
-      p.before = ne::simplify(pad.before[k] * per);
-      p.after = ne::simplify(pad.after[k] * per);
-      p.loop = k;
-      return p;
-    };
-    const DimPad xp = dim_pad(x, tile, "x");
-    const ne::Expr x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
-    ne::Expr y_rows = 1, x_stride = x_tiles;
-    DimPad yp;
+    TransferForm f;
+    f.folded = x.merged;
+    f.xp = dim_pad(loops, pad, x, tile, "x", what);
+    f.x_tiles = ne::simplify(ne::floordiv(x.extent, tile));
+    f.x_stride = f.x_tiles;
     if (dims->size() > 1) {
       const auto& y = (*dims)[1];
       // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
@@ -19620,18 +19707,25 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
       if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
           ne::bounds(y.extent).max <= max_size_) {
-        yp = dim_pad(y, 1, "y");
-        y_rows = y.extent;
-        x_stride = stride;
-        folded.insert(folded.end(), y.merged.begin(), y.merged.end());
+        f.yp = dim_pad(loops, pad, y, 1, "y", what);
+        f.y_rows = y.extent;
+        f.x_stride = stride;
+        f.folded.insert(f.folded.end(), y.merged.begin(), y.merged.end());
       }
     }
-    const auto host = host_loops(loops, folded);
+    return f;
+  }
+
+  // The vta.load / vta.store of a transfer form, inside its host loops.
+  tir::Stmt emit_transfer(const std::vector<detail::NestLoop>& loops, const Copy& copy,
+                          const Padding& pad, const TransferForm& f) const {
+    using namespace detail;
+    const auto host = host_loops(loops, f.folded);
     // Padding along a host loop: its padded iterations load a box of padding rows only
     // (y_size 0, every row counted as top padding).
     ne::Expr in_box = 1;
     for (const auto& h : host) {
-      const auto k = loop_of(h.var);
+      const auto k = loop_of(loops, h.var);
       if (!pad.any[k]) continue;
       in_box = in_box && ne::Expr(h.var) >= pad.before[k] &&
                ne::Expr(h.var) < loops[k].extent - pad.after[k];
@@ -19639,40 +19733,45 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
     in_box = ne::simplify(in_box);
     // SRAM: the padded box starts at the loops' origin. DRAM: the first element that is
     // not padding.
-    const auto sram_off = pinned(sram_index, folded);
+    const ne::Expr& sram_index = copy.to_sram ? copy.store->indices[0] : copy.load->indices[0];
+    const ne::Expr& dram_index = copy.to_sram ? copy.load->indices[0] : copy.store->indices[0];
+    const auto sram_off = pinned(sram_index, f.folded);
     std::vector<std::pair<ne::Var, ne::Expr>> first;
-    for (const DimPad* p : std::initializer_list<const DimPad*>{&xp, &yp})
+    for (const DimPad* p : {&f.xp, &f.yp})
       if (p->loop) first.emplace_back(loops[*p->loop].var, pad.before[*p->loop]);
-    const auto dram_off = pinned(dram_index, folded, first);
-    if (!divisible(sram_off, tile) || !divisible(dram_off, tile))
+    const auto dram_off = pinned(dram_index, f.folded, first);
+    if (!divisible(sram_off, copy.tile) || !divisible(dram_off, copy.tile))
       raise<ScheduleError>("{}: offsets {} (SRAM) and {} (DRAM) are not whole {}-element tiles",
-                           what, sram_off, dram_off, tile);
-    const te::Buffer& sram = to_sram ? dst : src;
-    const te::Buffer& dram = to_sram ? src : dst;
-    ne::Expr y_size = y_rows - yp.before - yp.after, y_pad_0 = yp.before, y_pad_1 = yp.after;
+                           copy.what, sram_off, dram_off, copy.tile);
+    const te::Buffer& dst = copy.store->buffer;
+    const te::Buffer& src = copy.load->buffer;
+    const te::Buffer& sram = copy.to_sram ? dst : src;
+    const te::Buffer& dram = copy.to_sram ? src : dst;
+    ne::Expr y_size = f.y_rows - f.yp.before - f.yp.after, y_pad_0 = f.yp.before,
+             y_pad_1 = f.yp.after;
     if (in_box.as_int() != 1) {
       y_size = ne::select(in_box, y_size, 0);
-      y_pad_0 = ne::select(in_box, y_pad_0, y_rows);
+      y_pad_0 = ne::select(in_box, y_pad_0, f.y_rows);
       y_pad_1 = ne::select(in_box, y_pad_1, 0);
     }
-    std::vector<te::Expr> args{te::make_const(static_cast<int>(mem), DType::int32()),
-                               iv(ne::floordiv(sram_off, tile)),
-                               iv(ne::floordiv(dram_off, tile)),
+    std::vector<te::Expr> args{te::make_const(static_cast<int>(copy.mem), DType::int32()),
+                               iv(ne::floordiv(sram_off, copy.tile)),
+                               iv(ne::floordiv(dram_off, copy.tile)),
                                iv(y_size),
-                               iv(x_tiles - xp.before - xp.after),
-                               iv(x_stride)};
-    if (to_sram) {
-      for (const auto& p : {y_pad_0, y_pad_1, xp.before, xp.after}) {
+                               iv(f.x_tiles - f.xp.before - f.xp.after),
+                               iv(f.x_stride)};
+    if (copy.to_sram) {
+      for (const auto& p : {y_pad_0, y_pad_1, f.xp.before, f.xp.after}) {
         // A pad the 4-bit field never holds is a mistake in the schedule: say so now.
         if (ne::bounds(p).min > max_pad_)
           raise<EncodingError>(
               "{}: a pad of {} (at least {}) does not fit the LOAD's {}-bit pad fields (at most "
               "{}); use smaller blocks or pad the tensor in DRAM",
-              what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
+              copy.what, ne::simplify(p), ne::bounds(p).min, pad_bits_, max_pad_);
         args.push_back(iv(p));
       }
     }
-    auto call = te::call(std::string(to_sram ? intrin::load : intrin::store), DType::int32(),
+    auto call = te::call(std::string(copy.to_sram ? intrin::load : intrin::store), DType::int32(),
                          std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
   }
@@ -20899,6 +20998,57 @@ DLAVM_INLINE std::string Module::to_string() const {
 // end dlavm/core/api.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/sram.hpp
+// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
+// included) and the micro-ops of its largest kernel, with the check that they fit a
+// configuration. Each strategy computes its footprint in one function (`footprint`), which
+// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
+// must match (a test holds the two equal for every default tiling).
+//
+//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
+//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlavm::graph {
+
+struct SramFootprint {
+  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
+  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
+  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
+};
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
+// micro-op buffer (so that every thread's kernels stay resident).
+inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
+  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
+  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
 // begin dlavm/schedule/schedule.hpp
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/te/tensor.hpp
@@ -20909,26 +21059,30 @@ DLAVM_INLINE std::string Module::to_string() const {
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
-// A convolution in NCHW x OIHW terms (unpacked sizes).
+// A convolution in NCHW x OIHW terms (unpacked sizes). The batch, height and width may be
+// symbolic dims with a maximum: the tiling is chosen for the maxima, a partial last block of
+// rows runs with the rows left, and one program serves every binding.
 struct Conv2dShape {
-  std::int64_t batch = 1, in_channels = 0, height = 0, width = 0, out_channels = 0;
+  ne::Expr batch = 1;
+  std::int64_t in_channels = 0;
+  ne::Expr height = 0, width = 0;
+  std::int64_t out_channels = 0;
   std::array<std::int64_t, 2> kernel{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
-  std::int64_t out_h() const {
-    return (height + padding[0] + padding[2] - kernel[0]) / strides[0] + 1;
-  }
-  std::int64_t out_w() const {
-    return (width + padding[1] + padding[3] - kernel[1]) / strides[1] + 1;
-  }
-  std::int64_t macs() const {
-    return batch * out_channels * out_h() * out_w() * in_channels * kernel[0] * kernel[1];
-  }
+  ne::Expr out_h() const;
+  ne::Expr out_w() const;
+  // Multiply-accumulates of the convolution (padding excluded).
+  ne::Expr macs() const;
+  // The shape with its symbolic dims at their values / at their maxima (every dim constant).
+  Conv2dShape at(std::span<const ne::Binding> bindings) const;
+  Conv2dShape at_max() const;
 };
 
 struct Conv2dTiling {
@@ -20940,9 +21094,10 @@ struct Conv2dTiling {
   friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
 };
 
-// Tiles of the packed layouts.
+// Tiles of the packed layouts, at the dims' maxima.
 struct Conv2dTiles {
-  std::int64_t n, ic, oc, oh, ow;  // batch tiles, input / output channel tiles, output size
+  std::int64_t n, ic, oc, oh, ow;     // batch tiles, input / output channel tiles, output size
+  bool rows_symbolic, cols_symbolic;  // whether the output height / width is symbolic
   Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
 };
 
@@ -20974,10 +21129,15 @@ bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
 // KH x 1 kernel over the OW unfolded columns with column stride 1 and no column padding.
 Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
 
-// Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
-// hold a block with its double buffer), or nullopt.
+// Why `t` cannot run `shape` (a block that does not divide a constant output extent or exceeds
+// a symbolic one's maximum, more than one column per block over a symbolic width, SRAM that
+// does not hold a block with its double buffer), or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const Conv2dTiling& t);
+
+// The SRAM entries the tiling's kernel allocates (graph/strategy/tiling.hpp).
+SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                        const Conv2dTiling& t);
 
 // The cost the default tiling minimizes: an estimate of the cycles on VTA (the slowest of the
 // load, compute and store modules, with their DRAM bytes, instruction overheads and the part
@@ -20992,7 +21152,8 @@ Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape
 
 // DRAM bytes a tiling must move: for each output channel block and spatial block, the input
 // rows and columns its window covers (padding excluded); the weights once per spatial block;
-// the epilogue's tensor operands and the result once; the channel operands once.
+// the epilogue's tensor operands and the result once; the channel operands once. Symbolic
+// dims count at their maxima (pass shape.at(bindings) for a binding).
 std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                             const Conv2dTiling& t);
 
@@ -21023,16 +21184,30 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 //   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
 //                                 fits, cost);       // std::optional of the tiling
 
+// begin dlavm/graph/strategy/sram.hpp
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
 // begin dlavm/ne/int_math.hpp
 // end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 
 #include <fmt/format.h>
 #include <range/v3/view/cartesian_product.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/transform.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -21055,18 +21230,40 @@ inline std::vector<std::int64_t> divisors(std::int64_t n) {
   return lo;
 }
 
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The output extent of a sliding window over a possibly symbolic extent.
+inline ne::Expr window_out(const ne::Expr& extent, std::int64_t pads, std::int64_t window,
+                           std::int64_t stride) {
+  return ne::simplify(ne::floordiv(extent + pads - window, stride) + 1);
+}
+
+// A dim at the bindings' values (a constant stays as it is).
+inline ne::Expr bound_dim(const ne::Expr& e, std::span<const ne::Binding> bindings) {
+  return e.is_const() ? e : ne::Expr(ne::eval(e, bindings));
+}
+
+}  // namespace detail
+
 // Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
 inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
                                               std::int64_t block) {
   if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
   return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
 }
 
 // Every combination of one value from each list, as a Tiling built from the values in order
@@ -21096,6 +21293,14 @@ auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
 
 }  // namespace dlavm::graph
 // end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
 // begin dlavm/te/pad.hpp
@@ -21110,12 +21315,43 @@ auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
 
 namespace dlavm::graph {
 
+DLAVM_INLINE ne::Expr Conv2dShape::out_h() const {
+  return detail::window_out(height, padding[0] + padding[2], kernel[0], strides[0]);
+}
+
+DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
+  return detail::window_out(width, padding[1] + padding[3], kernel[1], strides[1]);
+}
+
+DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
+  return ne::simplify(batch * out_channels * out_h() * out_w() * in_channels * kernel[0] *
+                      kernel[1]);
+}
+
+DLAVM_INLINE Conv2dShape Conv2dShape::at(std::span<const ne::Binding> bindings) const {
+  Conv2dShape c = *this;
+  c.batch = detail::bound_dim(batch, bindings);
+  c.height = detail::bound_dim(height, bindings);
+  c.width = detail::bound_dim(width, bindings);
+  return c;
+}
+
+DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
+  Conv2dShape c = *this;
+  c.batch = detail::max_of(batch);
+  c.height = detail::max_of(height);
+  c.width = detail::max_of(width);
+  return c;
+}
+
 DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
-    : n(ceil_div(c.batch, env.batch)),
+    : n(ceil_div(detail::max_of(c.batch), env.batch)),
       ic(ceil_div(c.in_channels, env.block_in)),
       oc(ceil_div(c.out_channels, env.block_out)),
-      oh(c.out_h()),
-      ow(c.out_w()) {}
+      oh(detail::max_of(c.out_h())),
+      ow(detail::max_of(c.out_w())),
+      rows_symbolic(!c.out_h().is_const()),
+      cols_symbolic(!c.out_w().is_const()) {}
 
 namespace detail {
 
@@ -21132,10 +21368,11 @@ inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int 
   return (block - 1) * c.strides[dim] + c.kernel[dim];
 }
 
-// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`.
+// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`
+// (the shape's dims constant).
 inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
                                 int dim) {
-  const std::int64_t extent = dim == 0 ? c.height : c.width;
+  const std::int64_t extent = *(dim == 0 ? c.height : c.width).as_int();
   if (strided_window(c)) return block;
   const std::int64_t pad = c.padding[dim];
   const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
@@ -21170,17 +21407,19 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
       epilogue_spec_(epilogue),
       strided_window_(detail::strided_window(shape)) {
   const Conv2dTiles t(env, shape);
+  const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
+  const ne::Expr oh = shape.out_h(), ow = shape.out_w();
   const auto [kh, kw] = shape.kernel;
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
-  data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
+  data_ = te::placeholder({batch_tiles, t.ic, shape.height, shape.width, env.batch, env.block_in},
                           env.inp_dtype, name + "_data");
   weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
                             name + "_weight");
   const auto& data = data_;
   if (strided_window_) {
     data_buf_ = te::compute(
-        te::shape(t.n, t.ic, t.oh, t.ow, env.batch, env.block_in),
+        te::shape(batch_tiles, t.ic, oh, ow, env.batch, env.block_in),
         [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
           return data(n, c, y * sh, x * sw, b, ci);
         },
@@ -21200,7 +21439,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const auto& data_buf = data_buf_;
   const auto& weight_buf = weight_buf_;
   acc_ = te::compute(
-      te::shape(t.n, t.oc, t.oh, t.ow, env.batch, env.block_out),
+      te::shape(batch_tiles, t.oc, oh, ow, env.batch, env.block_out),
       [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
         return te::sum(
             te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
@@ -21252,41 +21491,55 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
-  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
-  if (auto why = check_block("output columns", n.ow, t.w_block)) return why;
+  if (n.rows_symbolic) {
+    if (t.h_block < 1 || t.h_block > n.oh)
+      return fmt::format("a block of {} output rows is outside [1, {}]", t.h_block, n.oh);
+  } else if (auto why = check_block("output rows", n.oh, t.h_block)) {
+    return why;
+  }
+  if (n.cols_symbolic) {
+    // a block's columns are unrolled into the micro-op kernel, which cannot be partial
+    if (t.w_block != 1)
+      return fmt::format(
+          "a block of {} output columns over a symbolic width; its blocks hold one column",
+          t.w_block);
+  } else if (auto why = check_block("output columns", n.ow, t.w_block)) {
+    return why;
+  }
   if (auto why = check_block("input channel tiles", n.ic, t.ic_block)) return why;
   if (t.vthreads < 1 || (n.oc / t.oc_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} output channel blocks", t.vthreads,
                        n.oc / t.oc_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape,
+                                     const Epilogue& epilogue, const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
   const std::int64_t block = t.oc_block * t.h_block * t.w_block;
-  const std::int64_t acc =
-      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
-  const std::int64_t inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
-                           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
-  const std::int64_t wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", wgt, cfg.wgt_depth())) return why;
-  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops; keep it within a quarter
-  // of the micro-op buffer so that every thread's kernels stay resident
-  const std::int64_t uops = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block;
-  if (auto why = check_fits("micro-op kernel", uops * t.vthreads, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
+  SramFootprint f;
+  f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
+  f.inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
+          detail::window_extent(shape, t.w_block, 1) * t.vthreads;
+  f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
+  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops per thread
+  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block * t.vthreads;
+  return f;
 }
 
 namespace detail {
 
 // Bytes of the input windows the blocks load: per batch tile, output channel block and
-// spatial block, the real rows x columns of every input channel tile.
+// spatial block, the real rows x columns of every input channel tile (a partial last block
+// reads what its outputs read). The shape's dims are constant.
 inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
                                        const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
   std::int64_t rows = 0, cols = 0;
   for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
-    rows += real_extent(shape, y0, t.h_block, 0);
+    rows += real_extent(shape, y0, std::min(t.h_block, n.oh - y0), 0);
   for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
-    cols += real_extent(shape, x0, t.w_block, 1);
+    cols += real_extent(shape, x0, std::min(t.w_block, n.ow - x0), 1);
   const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
   return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
 }
@@ -21296,10 +21549,11 @@ struct Conv2dCounts {
   std::int64_t blocks, steps;
 };
 
+// The shape's dims are constant.
 inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
                                   const Epilogue& epilogue, const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
-  const std::int64_t spatial = (n.oh / t.h_block) * (n.ow / t.w_block);
+  const std::int64_t spatial = ceil_div(n.oh, t.h_block) * ceil_div(n.ow, t.w_block);
   const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
   Conv2dCounts c{};
   c.inp_bytes = conv2d_input_bytes(env, shape, t);
@@ -21319,7 +21573,7 @@ inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
 
 DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
                                          const Epilogue& epilogue, const Conv2dTiling& t) {
-  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
   return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
 }
 
@@ -21327,7 +21581,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
                                     const Epilogue& epilogue, const Conv2dTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const Conv2dTiles n(env, shape);
-  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   // load module: per step, ic_block input windows and one weight block
@@ -21355,7 +21609,9 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  const auto oc = divisors(n.oc), oh = divisors(n.oh), ow = divisors(n.ow), ic = divisors(n.ic);
+  const auto oc = divisors(n.oc), ic = divisors(n.ic);
+  const auto oh = block_candidates(n.oh, n.rows_symbolic);
+  const auto ow = n.cols_symbolic ? std::vector<std::int64_t>{1} : divisors(n.ow);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),
@@ -21398,6 +21654,8 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
 // end dlavm/core/api.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/sram.hpp
+// end dlavm/graph/strategy/sram.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/schedule/schedule.hpp
@@ -21447,6 +21705,9 @@ class DenseKernel {
 // Why `t` cannot run `shape`, or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
                                         const Epilogue& epilogue, const DenseTiling& t);
+// The SRAM entries the tiling's kernel allocates (graph/strategy/sram.hpp).
+SramFootprint footprint(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                        const DenseTiling& t);
 // Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
 double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                        const DenseTiling& t);
@@ -21574,18 +21835,19 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
   if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
                        n.n / t.n_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shape,
+                                     const Epilogue& epilogue, const DenseTiling& t) {
+  const detail::DenseTiles n(env, shape);
   const std::int64_t block = t.row_block * t.n_block;
-  const std::int64_t acc =
-      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", t.row_block * t.k_block * t.vthreads, cfg.inp_depth()))
-    return why;
-  if (auto why = check_fits("weight buffer", t.n_block * t.k_block * t.vthreads, cfg.wgt_depth()))
-    return why;
-  if (auto why = check_fits("micro-op kernel", t.k_block * t.vthreads, cfg.uop_depth() / 2))
-    return why;
-  return std::nullopt;
+  SramFootprint f;
+  f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
+  f.inp = t.row_block * t.k_block * t.vthreads;
+  f.wgt = t.n_block * t.k_block * t.vthreads;
+  f.uop_kernel = t.k_block * t.vthreads;
+  return f;
 }
 
 namespace detail {
@@ -21702,6 +21964,12 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
 // end dlavm/core/api.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/sram.hpp
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
 // begin dlavm/schedule/schedule.hpp
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/te/tensor.hpp
@@ -21712,24 +21980,29 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
+// A pooling in NCHW terms. The batch and height may be symbolic dims with a maximum (the
+// tiling is chosen for the maxima; a partial last block of rows runs with the rows left).
 struct Pool2dShape {
   enum class Kind : std::uint8_t { Max, Average };
   Kind kind = Kind::Max;
-  std::int64_t batch = 1, channels = 0, height = 0, width = 0;
+  ne::Expr batch = 1;
+  std::int64_t channels = 0;
+  ne::Expr height = 0;
+  std::int64_t width = 0;
   std::array<std::int64_t, 2> window{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
-  std::int64_t out_h() const {
-    return (height + padding[0] + padding[2] - window[0]) / strides[0] + 1;
-  }
-  std::int64_t out_w() const {
-    return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
-  }
+  ne::Expr out_h() const;
+  std::int64_t out_w() const;
+  // The shape with its symbolic dims at their values / at their maxima.
+  Pool2dShape at(std::span<const ne::Binding> bindings) const;
+  Pool2dShape at_max() const;
 };
 
 struct Pool2dTiling {
@@ -21758,13 +22031,16 @@ class Pool2dKernel {
 // Why `t` cannot run `shape`, or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const Pool2dTiling& t);
+// The SRAM entries the tiling's kernel allocates (graph/strategy/sram.hpp).
+SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+                        const Pool2dTiling& t);
 double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
                        const Pool2dTiling& t);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                    const Epilogue& epilogue);
 // DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
-// the result once.
+// the result once. Symbolic dims count at their maxima (pass shape.at(bindings) for a binding).
 std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
 
 }  // namespace dlavm::graph
@@ -21781,6 +22057,12 @@ std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const
 // end dlavm/graph/strategy/pool2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
 // end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
 // begin dlavm/te/pad.hpp
@@ -21814,23 +22096,49 @@ inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
   return e;
 }
 
+// Tiles of the packed layouts, at the dims' maxima.
 struct PoolTiles {
   std::int64_t n, c, oh, ow;
+  bool rows_symbolic;
   PoolTiles(const vta::Env& env, const Pool2dShape& s)
-      : n(ceil_div(s.batch, env.batch)),
+      : n(ceil_div(max_of(s.batch), env.batch)),
         c(ceil_div(s.channels, env.block_out)),
-        oh(s.out_h()),
-        ow(s.out_w()) {}
+        oh(max_of(s.out_h())),
+        ow(s.out_w()),
+        rows_symbolic(!s.out_h().is_const()) {}
 };
 
 }  // namespace detail
+
+DLAVM_INLINE ne::Expr Pool2dShape::out_h() const {
+  return detail::window_out(height, padding[0] + padding[2], window[0], strides[0]);
+}
+
+DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
+  return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+}
+
+DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
+  Pool2dShape s = *this;
+  s.batch = detail::bound_dim(batch, bindings);
+  s.height = detail::bound_dim(height, bindings);
+  return s;
+}
+
+DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
+  Pool2dShape s = *this;
+  s.batch = detail::max_of(batch);
+  s.height = detail::max_of(height);
+  return s;
+}
 
 DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
   const detail::PoolTiles t(env, shape);
+  const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
-  data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
+  data_ = te::placeholder({batch_tiles, t.c, shape.height, shape.width, env.batch, env.block_out},
                           env.inp_dtype, name + "_data");
   // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
   // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
@@ -21847,7 +22155,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& data_buf = data_buf_;
   const bool max = shape.kind == Pool2dShape::Kind::Max;
-  acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),
+  acc_ = te::compute(te::shape(batch_tiles, t.c, shape.out_h(), t.ow, env.batch, env.block_out),
                      [&](auto n, auto c, auto i, auto j, auto b, auto l) {
                        const auto e =
                            te::cast(env.acc_dtype, data_buf(n, c, i * sh + dy, j * sw + dx, b, l));
@@ -21892,12 +22200,13 @@ DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {
 
 namespace detail {
 
-// Input rows of `block` output rows (padded rows included), and the padded width.
+// Input rows of `block` output rows, and the columns of a whole output row (padding
+// included; a stride that does not divide the padded width leaves its last columns unread).
 inline std::int64_t pool_rows(const Pool2dShape& s, std::int64_t block) {
   return (block - 1) * s.strides[0] + s.window[0];
 }
 inline std::int64_t pool_cols(const Pool2dShape& s) {
-  return s.width + s.padding[1] + s.padding[3];
+  return (s.out_w() - 1) * s.strides[1] + s.window[1];
 }
 
 }  // namespace detail
@@ -21907,32 +22216,42 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Pool2dTiling& t) {
   const detail::PoolTiles n(env, shape);
   if (auto why = check_block("channel tiles", n.c, t.c_block)) return why;
-  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (n.rows_symbolic) {
+    if (t.h_block < 1 || t.h_block > n.oh)
+      return fmt::format("a block of {} output rows is outside [1, {}]", t.h_block, n.oh);
+  } else if (auto why = check_block("output rows", n.oh, t.h_block)) {
+    return why;
+  }
   if (t.vthreads < 1 || (n.c / t.c_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} channel blocks", t.vthreads,
                        n.c / t.c_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape,
+                                     const Epilogue& epilogue, const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
   const std::int64_t out = t.c_block * t.h_block * n.ow;
   const std::int64_t in =
       t.c_block * detail::pool_rows(shape, t.h_block) * detail::pool_cols(shape);
-  const std::int64_t acc =
-      (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  SramFootprint f;
+  f.acc = (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
   // each window element's ALU instruction unrolls a row of output tiles
-  const std::int64_t uops = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
-  if (auto why = check_fits("micro-op buffer", uops, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
+  f.uop_kernel = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
+  return f;
 }
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& symbolic,
                                          const Pool2dTiling& t) {
+  const Pool2dShape shape = symbolic.at_max();
   const detail::PoolTiles n(env, shape);
+  const std::int64_t height = *shape.height.as_int();
   std::int64_t rows = 0;
   for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
+    const std::int64_t block = std::min(t.h_block, n.oh - y0);
     const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
-    const std::int64_t hi =
-        std::min((y0 + t.h_block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1,
-                 shape.height - 1);
+    const std::int64_t hi = std::min(
+        (y0 + block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1, height - 1);
     rows += std::max<std::int64_t>(hi - lo + 1, 0);
   }
   const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
@@ -21944,7 +22263,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::PoolTiles n(env, shape);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
-  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * (n.oh / t.h_block));
+  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * ceil_div(n.oh, t.h_block));
   const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
   const double passes =
       static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
@@ -21966,7 +22285,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  const auto cb = divisors(n.c), hb = divisors(n.oh);
+  const auto cb = divisors(n.c), hb = block_candidates(n.oh, n.rows_symbolic);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Pool2dTiling>(cb, hb, vthreads),
@@ -22164,17 +22483,42 @@ inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t
   return std::nullopt;
 }
 
+// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
+// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
+inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
+
+// Dim k of argument i: ShapeError when it is symbolic without a usable maximum (VTA's buffers
+// are sized for the maximum).
+inline ne::Expr bounded_dim(const AnchorCall& a, std::size_t i, std::size_t k) {
+  const auto d = ne::simplify(a.call.type(i).shape[k]);
+  if (const auto max = ne::bounds(d).max; max > kMaxRows)
+    raise<ShapeError>(
+        "{}: {} dim {} is `{}`, at most {}: a symbolic dim without a usable maximum; VTA's "
+        "buffers are sized for the maximum, so declare the dim with one "
+        "(ne::var(\"batch\", 1, 64))",
+        a.call.label, a.call.arg(i), k, d, max);
+  return d;
+}
+
+// Why a dim that the strategy needs constant (channels, kernel) is symbolic.
+inline std::optional<std::string> constant_dim(const AnchorCall& a, std::size_t i, std::size_t k,
+                                               std::string_view what) {
+  if (ne::simplify(a.call.type(i).shape[k]).is_const()) return std::nullopt;
+  return fmt::format("the VTA {} strategy needs a constant {}; {} dim {} is `{}`", a.op, what,
+                     a.call.arg(i), k, a.call.type(i).shape[k]);
+}
+
+// The call's convolution; the batch, height and width may be symbolic (their maxima bounded).
 inline Conv2dShape conv2d_shape(const AnchorCall& a) {
-  std::vector<std::int64_t> x, w;
-  constant_dims(a, 0, x);
-  constant_dims(a, 1, w);
+  const auto& w = a.call.type(1).shape;
+  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
   const auto p = conv2d_params(a.call.attrs);
-  return {.batch = x[0],
-          .in_channels = x[1],
-          .height = x[2],
-          .width = x[3],
-          .out_channels = w[0],
-          .kernel = {w[2], w[3]},
+  return {.batch = bounded_dim(a, 0, 0),
+          .in_channels = constant(a.call.type(0).shape[1]),
+          .height = bounded_dim(a, 0, 2),
+          .width = bounded_dim(a, 0, 3),
+          .out_channels = constant(w[0]),
+          .kernel = {constant(w[2]), constant(w[3])},
           .strides = p.strides,
           .padding = p.padding};
 }
@@ -22185,9 +22529,9 @@ inline AnchorStrategy conv2d_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
-    std::vector<std::int64_t> dims;
-    for (std::size_t i = 0; i < 2; ++i)
-      if (auto why = constant_dims(a, i, dims)) return why;
+    if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
+    for (std::size_t k = 0; k < 4; ++k)
+      if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
     const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
       if (p > 15)
@@ -22221,9 +22565,10 @@ inline AnchorStrategy conv2d_strategy() {
                             t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
                             shape.kernel == logical.kernel ? "" : ", width unfolded"),
                 nullptr, nullptr};
-    const auto traffic = tiling_traffic(env, shape, e, t);
-    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
-    k.macs = [macs = logical.macs()](std::span<const ne::Binding>) { return macs; };
+    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape.at(b), e, t);
+    };
+    k.macs = [macs = logical.macs()](std::span<const ne::Binding> b) { return ne::eval(macs, b); };
     return k;
   };
   return s;
@@ -22236,10 +22581,6 @@ inline ne::Expr dense_rows(const TypeCall& c) {
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
   return ne::simplify(rows);
 }
-
-// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
-// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
-inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
@@ -22290,14 +22631,18 @@ inline AnchorStrategy dense_strategy() {
   return s;
 }
 
-// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call (dims constant).
+// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call: the batch and
+// height may be symbolic (support checked that the rest is constant).
 inline Pool2dShape pool2d_shape(const AnchorCall& a) {
-  std::vector<std::int64_t> x;
-  constant_dims(a, 0, x);
-  Pool2dShape s{.batch = x[0], .channels = x[1], .height = x[2], .width = x[3]};
+  const auto& x = a.call.type(0).shape;
+  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
+  Pool2dShape s{.batch = bounded_dim(a, 0, 0),
+                .channels = constant(x[1]),
+                .height = bounded_dim(a, 0, 2),
+                .width = constant(x[3])};
   if (a.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
-    s.window = {x[2], x[3]};
+    s.window = {constant(x[2]), constant(x[3])};
     return s;
   }
   const auto p = pool2d_params(a.call.attrs);
@@ -22316,8 +22661,11 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
-    std::vector<std::int64_t> dims;
-    if (auto why = constant_dims(a, 0, dims)) return why;
+    if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
+    // each window element's ALU instruction unrolls a row of output columns into micro-ops
+    if (auto why = constant_dim(a, 0, 3, "width")) return why;
+    if (a.op == "global_avg_pool2d")
+      if (auto why = constant_dim(a, 0, 2, "height (the window of a global pooling)")) return why;
     const auto shape = pool2d_shape(a);
     if (shape.kind == Pool2dShape::Kind::Average) {
       const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
@@ -22352,8 +22700,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
                 fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
                             t.vthreads == 1 ? "" : "s"),
                 nullptr, nullptr};
-    const auto traffic = tiling_traffic(env, shape, t);
-    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.tiling_traffic = [env, shape, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape.at(b), t);
+    };
     k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
     return k;
   };
@@ -23284,9 +23633,20 @@ class ModuleBuilder {
     const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
-    VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);
-    auto program =
-        std::make_shared<const vta::Program>(vta::build(kernel.schedule, kernel.args, env, name));
+    std::optional<VtaKernel> declared;
+    std::shared_ptr<const vta::Program> program;
+    try {
+      declared.emplace(strategy.declare(ac, env, g.epilogue, *options_.chooser, name));
+      program = std::make_shared<const vta::Program>(
+          vta::build(declared->schedule, declared->args, env, name));
+    } catch (const Error& e) {
+      // the kernel's tensors are named after it; say which call of the graph it compiles
+      std::vector<std::string> args;
+      for (const auto& t : typing.arg_types) args.push_back(shape_text(t.shape));
+      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", typing.label,
+                                          fmt::join(args, " and "), name));
+    }
+    const VtaKernel& kernel = *declared;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Vta;
     std::vector<std::string> ops;

@@ -8,6 +8,7 @@
 
 #include "../../examples/model_check.hpp"
 #include "../../examples/models.hpp"
+#include "random_graphs.hpp"
 #include <random>
 #include <set>
 
@@ -19,72 +20,9 @@ using dlavm::DType;
 
 namespace build_test {
 
-struct Rng {
-  std::mt19937_64 engine;
-  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(engine);
-  }
-  bool coin() { return (*this)(0, 1) == 1; }
-};
-
-// A random epilogue on an int32 accumulator `acc`: bias, residual sum, then requantize (and
-// maybe relu or clip) or a wrapping cast to int8. `extra` collects new inputs.
-graph::Expr random_epilogue(Rng& rng, graph::Expr acc, std::int64_t channels, std::int64_t axis,
-                            const std::vector<ne::Expr>& shape, std::vector<graph::Expr>& extra,
-                            std::uint64_t seed) {
-  if (rng.coin())
-    acc = graph::bias_add(
-        acc,
-        graph::constant("bias", te::NDArray::random(DType::int32(), {channels}, seed, -3000, 3000)),
-        {.axis = axis});
-  if (rng(0, 2) == 0) {
-    const bool int8 = rng.coin();
-    extra.push_back(graph::input("residual", shape, int8 ? DType::int8() : DType::int32()));
-    auto other = int8 ? graph::cast(extra.back(), DType::int32()) : extra.back();
-    acc = rng.coin() ? graph::add(acc, other) : graph::add(other, acc);
-  }
-  if (rng(0, 4) == 0) return graph::cast(acc, DType::int8());
-  const std::int64_t lo = rng(-128, 20), hi = rng(lo, 127);
-  auto y = graph::requantize(acc, {.shift = rng(0, 12),
-                                   .lo = lo,
-                                   .hi = hi,
-                                   .rounding = rng.coin() ? dlavm::host::Rounding::Nearest
-                                                          : dlavm::host::Rounding::Floor});
-  if (rng(0, 2) == 0) y = graph::relu(y);
-  if (rng(0, 3) == 0) y = graph::clip(y, {.lo = static_cast<double>(rng(-50, 0)), .hi = 60.5});
-  return y;
-}
-
-// Random arrays for the function's params under the bindings.
-std::vector<te::NDArray> random_inputs(const graph::Function& fn,
-                                       std::span<const ne::Binding> bindings, std::uint64_t seed) {
-  std::vector<te::NDArray> out;
-  for (const auto& p : fn.params()) {
-    std::vector<std::int64_t> shape;
-    for (const auto& d : p.type().shape) shape.push_back(ne::eval(d, bindings));
-    out.push_back(te::NDArray::random(p.type().dtype, shape, seed++));
-  }
-  return out;
-}
-
-// Builds fn, runs it on the simulator and checks it against evaluate; returns the number of
-// VTA steps.
-int check_on_vta(const graph::Function& fn, std::span<const ne::Binding> bindings,
-                 std::uint64_t seed) {
-  const graph::Target target;
-  auto mod = graph::build(fn, target);
-  const auto arrays = random_inputs(fn, bindings, seed);
-  std::vector<graph::NamedArray> inputs;
-  for (std::size_t i = 0; i < arrays.size(); ++i)
-    inputs.push_back({fn.params()[i].name(), arrays[i]});
-  vta::SimDevice dev(target.env.config);
-  const auto check =
-      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, bindings);
-  INFO(fmt::format("{}", mod));
-  CHECK(check.mismatches == 0);
-  CHECK(check.outputs_equal);
-  return check.layers;
-}
+using random_graphs::check_on_vta;
+using random_graphs::random_epilogue;
+using random_graphs::Rng;
 
 // A Device that forwards to a simulator and counts the streams it runs.
 class CountingDevice final : public vta::Device {
@@ -481,4 +419,144 @@ TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") 
   CHECK(mod.value_of("%1") == out[0]);
   CHECK_THROWS_WITH_AS(mod.value_of("%7"), "module 'fc': no value holds node %7",
                        dlavm::ValueError);
+}
+
+TEST_CASE("build: convolutions whose padding overflowed a merged load run on VTA") {
+  // A window spanning whole rows merged them into one run, its row padding then counted in
+  // tiles of the whole row: these failed to build with pads of 20 to 72.
+  struct Case {
+    std::int64_t c, o, h, w, k, s;
+    std::array<std::int64_t, 4> pad;
+  };
+  const Case cases[] = {{24, 40, 27, 22, 5, 2, {2, 1, 2, 1}},
+                        {4, 39, 7, 14, 5, 2, {4, 4, 3, 3}},
+                        {4, 16, 4, 19, 2, 1, {0, 0, 1, 0}},
+                        {34, 11, 10, 20, 5, 1, {4, 0, 1, 2}},
+                        {9, 26, 16, 18, 5, 1, {1, 2, 3, 3}},
+                        {25, 31, 2, 16, 7, 1, {1, 3, 5, 0}},
+                        // a ResNet-18 stem at 33x33 (width unfolded, rows padded only)
+                        {3, 64, 33, 33, 7, 2, {3, 3, 3, 3}},
+                        // the unfolded stem with asymmetric column padding
+                        {3, 32, 20, 17, 7, 2, {3, 1, 2, 5}}};
+  int seed = 0;
+  for (const auto& k : cases) {
+    INFO(k.c, " -> ", k.o, " over ", k.h, "x", k.w, ", kernel ", k.k, ", stride ", k.s,
+         ", padding ", fmt::join(k.pad, " "));
+    auto x = graph::input("x", {1, k.c, k.h, k.w}, DType::int8());
+    auto w = graph::constant("w", te::NDArray::random(DType::int8(), {k.o, k.c, k.k, k.k},
+                                                      static_cast<std::uint64_t>(++seed), -8, 8));
+    auto b = graph::constant("b", te::NDArray::random(DType::int32(), {k.o}, 3, -500, 500));
+    auto y = graph::requantize(
+        graph::bias_add(graph::conv2d(x, w, {.strides = {k.s, k.s}, .padding = k.pad}), b),
+        {.shift = 6});
+    CHECK(check_on_vta(graph::function({x}, {graph::clip(y, {.lo = -100, .hi = 100})}), {},
+                       static_cast<std::uint64_t>(seed)) == 1);
+  }
+}
+
+TEST_CASE("build: symbolic batch, height and width run on VTA, one build for every binding") {
+  auto batch = ne::var("batch", 1, 8), h = ne::var("h", 8, 64), wd = ne::var("w", 5, 40);
+  const auto weight = [](std::int64_t o, std::int64_t c) {
+    return graph::constant("w", te::NDArray::random(DType::int8(), {o, c, 3, 3}, 2, -8, 8));
+  };
+  struct Case {
+    std::vector<ne::Expr> shape;
+    std::string var;
+    std::vector<std::int64_t> values;
+  };
+  const Case cases[] = {{{batch, 32, 28, 28}, "batch", {1, 3, 8}},
+                        {{1, 32, h, 28}, "h", {8, 9, 37, 64}},
+                        {{2, 20, 9, wd}, "w", {5, 6, 23, 40}}};
+  for (const auto& k : cases) {
+    CAPTURE(k.var);
+    auto x = graph::input("x", k.shape, DType::int8());
+    const std::int64_t c = *k.shape[1].as_int();
+    auto y = graph::requantize(
+        graph::conv2d(x, weight(40, c), {.strides = {2, 1}, .padding = {1, 0, 2, 1}}),
+        {.shift = 6});
+    if (k.var != "w")  // a pooling's columns unroll into micro-ops: a symbolic width stays host
+      y = graph::max_pool2d(y, {.pool_size = {3, 2}, .strides = {2, 1}, .padding = {1, 0, 1, 1}});
+    const auto fn = graph::function({x}, {y});
+    const auto printed = fmt::format("{}", graph::infer_type(fn, graph::Target{}));
+    CHECK(printed.find("vta.conv2d") != std::string::npos);
+    CHECK(printed.find("host.") == std::string::npos);
+    auto mod = graph::build(fn, graph::Target{});
+    for (const auto v : k.values) {
+      CAPTURE(v);
+      const ne::Binding b[] = {{k.var, v}};
+      CHECK(random_graphs::check_module(mod, fn, b, static_cast<std::uint64_t>(v)) ==
+            (k.var == "w" ? 1 : 2));
+    }
+  }
+}
+
+TEST_CASE("build: an add whose other operand broadcasts (dims of 1) is not fused") {
+  auto x = graph::input("x", {1, 16, 4, 8}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 4, -8, 8));
+  auto conv = graph::conv2d(x, w);
+  SUBCASE("an int32 operand") {
+    auto s = graph::input("s", {1, 16, 1, 8}, DType::int32());
+    const auto fn = graph::function({x, s}, {graph::requantize(graph::add(conv, s), {.shift = 4})});
+    CHECK(check_on_vta(fn, {}, 9) == 0);
+    const auto part =
+        graph::partition(graph::infer_type(fn, graph::default_ops()), graph::Target{});
+    CHECK(part.describe(part.groups[0]).starts_with("host: %0 conv2d (its int32 result"));
+  }
+  SUBCASE("an int8 operand cast to int32") {
+    auto r = graph::input("r", {1, 1, 4, 8}, DType::int8());
+    auto y = graph::requantize(graph::add(graph::cast(r, DType::int32()), conv), {.shift = 4});
+    CHECK(check_on_vta(graph::function({x, r}, {y}), {}, 10) == 0);
+  }
+}
+
+TEST_CASE("build: an error from lowering a kernel names the graph call and its shapes") {
+  // A chooser that returns a tiling the kernel cannot take: the error reaches the user with the
+  // node's label and shapes, not only the kernel's buffer names.
+  struct Bad final : graph::ScheduleChooser {
+    graph::Conv2dTiling conv2d(const vta::Env&, const graph::Conv2dShape&,
+                               const graph::Epilogue&) const override {
+      return {.oc_block = 3};
+    }
+  };
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {32, 16, 3, 3}, 4, -8, 8));
+  const auto fn = graph::function({x}, {graph::requantize(graph::conv2d(x, w), {.shift = 4})});
+  CHECK_THROWS_WITH_AS(
+      graph::build(fn, graph::Target{}, {.chooser = std::make_shared<const Bad>()}),
+      doctest::Contains("%0 (conv2d) on VTA, of (1, 16, 4, 4) and (32, 16, 3, 3) (kernel "
+                        "'conv2d0'): conv2d 'conv2d0': tiling 3x1x1 (ic 1, 1 threads): a block "
+                        "of 3 does not divide the 2 output channel tiles"),
+      dlavm::ScheduleError);
+}
+
+TEST_CASE("epilogue: merged add immediates compute what the separate adds do, on VTA") {
+  // x + 100 - 300 merges into one ADD of -200; 20000 + 20000 does not fit the 16-bit immediate
+  // and stays two ADDs; each checked on the simulator against the steps applied one by one.
+  const vta::Env env;
+  const std::vector<std::vector<std::int64_t>> chains{{100, -300}, {20000, 20000}, {-7, -9, 4}};
+  for (const auto& adds : chains) {
+    CAPTURE(adds.size());
+    graph::Epilogue e;
+    for (auto a : adds) e.imm(graph::EpilogueStep::Kind::Add, a);
+    e.imm(graph::EpilogueStep::Kind::Shr, 4);
+    const std::size_t merged = adds[0] == 20000 ? 2 : 1;
+    CHECK(e.steps.size() == merged + 1);
+    const graph::DenseShape shape{2, 32, 16};
+    const graph::DenseKernel kernel(env, shape, e, "fc");
+    auto s = kernel.schedule(graph::default_dense_tiling(env, shape, e));
+    const auto prog = vta::build(s, kernel.args(), env, "fc");
+    auto xa = te::NDArray::random(DType::int8(), {2, 2, 1, 16}, 1);
+    auto wa = te::NDArray::random(DType::int8(), {1, 2, 16, 16}, 2);
+    te::NDArray ya(DType::int8(), {2, 1, 1, 16});
+    vta::SimDevice dev(env.config);
+    prog.run(dev, {&xa, &wa, &ya});
+    for (std::int64_t m = 0; m < 2; ++m)
+      for (std::int64_t n = 0; n < 16; ++n) {
+        std::int64_t acc = 0;
+        for (std::int64_t k = 0; k < 32; ++k)
+          acc += xa.at({m, k / 16, 0, k % 16}) * wa.at({0, k / 16, n, k % 16});
+        for (auto a : adds) acc += a;
+        CHECK(ya.at({m, 0, 0, n}) == static_cast<std::int8_t>(acc >> 4));
+      }
+  }
 }

@@ -82,6 +82,25 @@ TEST_CASE("layout: unfolding a convolution's kernel width into the channels") {
           CHECK(p.at({0, ch / 4, y, j, 0, ch % 4}) == want);
         }
   CHECK(graph::shape_text(graph::packed_shape(act, {1, 3, 2, 7})) == "(1, 3, 2, 4, 1, 4)");
+  // asymmetric padding (as TensorFlow's SAME gives): the left pad shifts the columns, the
+  // right one only extends the output
+  for (const auto& [kw, sw, pl, pr, width] :
+       {std::array<std::int64_t, 5>{4, 1, 2, 0, 5}, std::array<std::int64_t, 5>{5, 2, 0, 3, 6},
+        std::array<std::int64_t, 5>{3, 1, 0, 2, 4}}) {
+    CAPTURE(kw);
+    const graph::Layout a{Kind::UnfoldedActivation, 1, 4, {kw, sw, pl, pr}};
+    const auto xa = te::NDArray::random(DType::int8(), {1, 2, 1, width}, 7);
+    const auto pa = graph::pack(xa, a);
+    const std::int64_t out_w = (width + pl + pr - kw) / sw + 1;
+    REQUIRE(pa.shape()[3] == out_w);
+    for (std::int64_t c = 0; c < 2; ++c)
+      for (std::int64_t dx = 0; dx < kw; ++dx)
+        for (std::int64_t j = 0; j < out_w; ++j) {
+          const std::int64_t col = j * sw + dx - pl, ch = c * kw + dx;
+          const std::int64_t want = col < 0 || col >= width ? 0 : xa.at({0, c, 0, col});
+          CHECK(pa.at({0, ch / 4, 0, j, 0, ch % 4}) == want);
+        }
+  }
   // the weights: w[o, c*KW + dx, dy, 0] = w[o, c, dy, dx]
   const graph::Layout wl{Kind::UnfoldedConvWeight, 2, 4, u};
   const auto w = te::NDArray::random(DType::int8(), {2, 3, 2, 3}, 4);

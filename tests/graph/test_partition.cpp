@@ -87,12 +87,26 @@ TEST_CASE("partition: what VTA cannot store or compute stays on the host, with t
     CHECK(groups({f}, {graph::softmax(f)}) ==
           std::vector<std::string>{"host: %0 softmax (no VTA strategy for 'softmax')"});
   }
-  SUBCASE("a convolution over a symbolic height") {
-    auto h = ne::var("h", 3, 64);
-    auto xs = graph::input("x", {1, 16, h, 8}, DType::int8());
-    CHECK(groups({xs}, {graph::requantize(graph::conv2d(xs, w), {.shift = 4})})[0] ==
-          "host: %0 conv2d (the VTA %0 (conv2d) strategy needs constant dims; input 0 (%x) dim 2 "
-          "is `h`)");
+  SUBCASE("a convolution over a symbolic batch, height and width runs on VTA") {
+    auto n = ne::var("n", 1, 4), h = ne::var("h", 3, 64), wd = ne::var("w", 3, 64);
+    auto xs = graph::input("x", {n, 16, h, wd}, DType::int8());
+    CHECK(groups({xs}, {graph::requantize(graph::conv2d(xs, w), {.shift = 4})}) ==
+          std::vector<std::string>{"vta: %0 conv2d, %1 requantize"});
+  }
+  SUBCASE("a convolution over a symbolic channel count") {
+    auto c = ne::var("c", 1, 16);
+    auto xs = graph::input("x", {1, c, 8, 8}, DType::int8());
+    auto wc = graph::input("wc", {32, c, 3, 3}, DType::int8());
+    CHECK(groups({xs, wc}, {graph::requantize(graph::conv2d(xs, wc), {.shift = 4})})[0] ==
+          "host: %0 conv2d (the VTA conv2d strategy needs a constant channel count; input 0 (%x) "
+          "dim 1 is `c`)");
+  }
+  SUBCASE("a pooling over a symbolic width") {
+    auto wd = ne::var("w", 3, 64);
+    auto xs = graph::input("x", {1, 16, 8, wd}, DType::int8());
+    CHECK(groups({xs}, {graph::max_pool2d(xs, {.pool_size = {2, 2}})})[0] ==
+          "host: %0 max_pool2d (the VTA max_pool2d strategy needs a constant width; input 0 (%x) "
+          "dim 3 is `w`)");
   }
   SUBCASE("float operands") {
     auto f = graph::input("f", {1, 16, 8, 8}, DType::float32());

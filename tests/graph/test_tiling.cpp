@@ -68,3 +68,95 @@ TEST_CASE("tiling: least_cost is the first cheapest candidate that fits, as a sc
       graph::combinations<Knobs>(one, one, one), [](const Knobs&) { return false; },
       [](const Knobs&) { return 0.0; }));
 }
+
+namespace tiling_test {
+
+// The SRAM entries a lowered program allocates, per memory.
+graph::SramFootprint allocated(const dlavm::vta::Program& prog) {
+  graph::SramFootprint f;
+  for (const auto& [buffer, slot] : prog.sram()) {
+    if (slot.memory == dlavm::runtime::MemId::Acc) f.acc += slot.entries;
+    if (slot.memory == dlavm::runtime::MemId::Inp) f.inp += slot.entries;
+    if (slot.memory == dlavm::runtime::MemId::Wgt) f.wgt += slot.entries;
+  }
+  return f;
+}
+
+graph::Epilogue random_epilogue(std::mt19937_64& rng) {
+  graph::Epilogue e;
+  if (rng() % 2) e.add_channel();
+  if (rng() % 3 == 0) e.add_tensor(rng() % 2 ? DType::int8() : DType::int32());
+  e.imm(graph::EpilogueStep::Kind::Shr, 4);
+  if (rng() % 2) e.imm(graph::EpilogueStep::Kind::Max, 0);
+  return e;
+}
+
+}  // namespace tiling_test
+
+TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footprint says") {
+  // check_tiling decides on the footprint: if it undercounted (a window a row short), the
+  // default tiling would overflow an SRAM in lowering; if it overcounted, tilings that fit
+  // would be refused. Both are caught here, over random shapes of each strategy.
+  using tiling_test::allocated;
+  std::mt19937_64 rng(13);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const dlavm::vta::Env env;
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    const auto e = tiling_test::random_epilogue(rng);
+    {
+      const std::int64_t kh = pick(1, 7), kw = pick(1, 7);
+      const graph::Conv2dShape shape = graph::vta_conv2d_shape(
+          env, {.batch = pick(1, 2),
+                .in_channels = pick(1, 64),
+                .height = pick(kh, 60),
+                .width = pick(kw, 60),
+                .out_channels = pick(1, 64),
+                .kernel = {kh, kw},
+                .strides = {pick(1, 3), pick(1, 3)},
+                .padding = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)}});
+      const auto t = graph::default_conv2d_tiling(env, shape, e);
+      const graph::Conv2dKernel k(env, shape, e, "conv");
+      auto s = k.schedule(t);
+      const auto f = graph::footprint(env, shape, e, t);
+      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "conv"));
+      CHECK(got.acc == f.acc);
+      CHECK(got.inp == f.inp);
+      CHECK(got.wgt == f.wgt);
+    }
+    {
+      const graph::DenseShape shape{pick(1, 40), pick(1, 300), pick(1, 300)};
+      const auto t = graph::default_dense_tiling(env, shape, e);
+      const graph::DenseKernel k(env, shape, e, "fc");
+      auto s = k.schedule(t);
+      const auto f = graph::footprint(env, shape, e, t);
+      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "fc"));
+      CHECK(got.acc == f.acc);
+      CHECK(got.inp == f.inp);
+      CHECK(got.wgt == f.wgt);
+    }
+    {
+      const std::int64_t kh = pick(1, 3), kw = pick(1, 3);
+      graph::Epilogue pe;
+      if (rng() % 2) pe.imm(graph::EpilogueStep::Kind::Max, 0);
+      const graph::Pool2dShape shape{
+          .batch = pick(1, 2),
+          .channels = pick(1, 64),
+          .height = pick(kh, 40),
+          .width = pick(kw, 40),
+          .window = {kh, kw},
+          .strides = {pick(1, 2), pick(1, 2)},
+          .padding = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)}};
+      const auto t = graph::default_pool2d_tiling(env, shape, pe);
+      const graph::Pool2dKernel k(env, shape, pe, "pool");
+      auto s = k.schedule(t);
+      const auto f = graph::footprint(env, shape, pe, t);
+      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "pool"));
+      CHECK(got.acc == f.acc);
+      CHECK(got.inp == 0);
+      CHECK(got.wgt == 0);
+    }
+  }
+}

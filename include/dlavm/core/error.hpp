@@ -73,6 +73,24 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// Throws a copy of `e` (the same class) whose message is "context: " followed by e's message:
+// for a layer that catches an error from below and adds the object the user knows it by
+// (graph::build adds "%3 (conv2d) over ..." to an error of the kernel's lowering).
+[[noreturn]] inline void rethrow_with_context(const Error& e, std::string_view context) {
+  const std::string m = std::string(context) + ": " + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(m);
+  if (dynamic_cast<const ScheduleError*>(&e)) throw ScheduleError(m);
+  if (dynamic_cast<const CapacityError*>(&e)) throw CapacityError(m);
+  if (dynamic_cast<const EncodingError*>(&e)) throw EncodingError(m);
+  if (dynamic_cast<const DeviceError*>(&e)) throw DeviceError(m);
+  if (dynamic_cast<const ParseError*>(&e)) throw ParseError(m);
+  if (dynamic_cast<const ArithmeticError*>(&e)) throw ArithmeticError(m);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(m);
+  if (dynamic_cast<const TypeError*>(&e)) throw TypeError(m);
+  if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(m);
+  throw Error(m);
+}
+
 namespace detail {
 
 // Reached only while checking a format string at compile time: the call makes the constant

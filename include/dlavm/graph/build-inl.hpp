@@ -169,9 +169,20 @@ class ModuleBuilder {
     const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
-    VtaKernel kernel = strategy.declare(ac, env, g.epilogue, *options_.chooser, name);
-    auto program =
-        std::make_shared<const vta::Program>(vta::build(kernel.schedule, kernel.args, env, name));
+    std::optional<VtaKernel> declared;
+    std::shared_ptr<const vta::Program> program;
+    try {
+      declared.emplace(strategy.declare(ac, env, g.epilogue, *options_.chooser, name));
+      program = std::make_shared<const vta::Program>(
+          vta::build(declared->schedule, declared->args, env, name));
+    } catch (const Error& e) {
+      // the kernel's tensors are named after it; say which call of the graph it compiles
+      std::vector<std::string> args;
+      for (const auto& t : typing.arg_types) args.push_back(shape_text(t.shape));
+      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", typing.label,
+                                          fmt::join(args, " and "), name));
+    }
+    const VtaKernel& kernel = *declared;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Vta;
     std::vector<std::string> ops;

@@ -80,17 +80,42 @@ inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t
   return std::nullopt;
 }
 
+// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
+// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
+inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
+
+// Dim k of argument i: ShapeError when it is symbolic without a usable maximum (VTA's buffers
+// are sized for the maximum).
+inline ne::Expr bounded_dim(const AnchorCall& a, std::size_t i, std::size_t k) {
+  const auto d = ne::simplify(a.call.type(i).shape[k]);
+  if (const auto max = ne::bounds(d).max; max > kMaxRows)
+    raise<ShapeError>(
+        "{}: {} dim {} is `{}`, at most {}: a symbolic dim without a usable maximum; VTA's "
+        "buffers are sized for the maximum, so declare the dim with one "
+        "(ne::var(\"batch\", 1, 64))",
+        a.call.label, a.call.arg(i), k, d, max);
+  return d;
+}
+
+// Why a dim that the strategy needs constant (channels, kernel) is symbolic.
+inline std::optional<std::string> constant_dim(const AnchorCall& a, std::size_t i, std::size_t k,
+                                               std::string_view what) {
+  if (ne::simplify(a.call.type(i).shape[k]).is_const()) return std::nullopt;
+  return fmt::format("the VTA {} strategy needs a constant {}; {} dim {} is `{}`", a.op, what,
+                     a.call.arg(i), k, a.call.type(i).shape[k]);
+}
+
+// The call's convolution; the batch, height and width may be symbolic (their maxima bounded).
 inline Conv2dShape conv2d_shape(const AnchorCall& a) {
-  std::vector<std::int64_t> x, w;
-  constant_dims(a, 0, x);
-  constant_dims(a, 1, w);
+  const auto& w = a.call.type(1).shape;
+  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
   const auto p = conv2d_params(a.call.attrs);
-  return {.batch = x[0],
-          .in_channels = x[1],
-          .height = x[2],
-          .width = x[3],
-          .out_channels = w[0],
-          .kernel = {w[2], w[3]},
+  return {.batch = bounded_dim(a, 0, 0),
+          .in_channels = constant(a.call.type(0).shape[1]),
+          .height = bounded_dim(a, 0, 2),
+          .width = bounded_dim(a, 0, 3),
+          .out_channels = constant(w[0]),
+          .kernel = {constant(w[2]), constant(w[3])},
           .strides = p.strides,
           .padding = p.padding};
 }
@@ -101,9 +126,9 @@ inline AnchorStrategy conv2d_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
-    std::vector<std::int64_t> dims;
-    for (std::size_t i = 0; i < 2; ++i)
-      if (auto why = constant_dims(a, i, dims)) return why;
+    if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
+    for (std::size_t k = 0; k < 4; ++k)
+      if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
     const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
       if (p > 15)
@@ -137,9 +162,10 @@ inline AnchorStrategy conv2d_strategy() {
                             t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
                             shape.kernel == logical.kernel ? "" : ", width unfolded"),
                 nullptr, nullptr};
-    const auto traffic = tiling_traffic(env, shape, e, t);
-    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
-    k.macs = [macs = logical.macs()](std::span<const ne::Binding>) { return macs; };
+    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape.at(b), e, t);
+    };
+    k.macs = [macs = logical.macs()](std::span<const ne::Binding> b) { return ne::eval(macs, b); };
     return k;
   };
   return s;
@@ -152,10 +178,6 @@ inline ne::Expr dense_rows(const TypeCall& c) {
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
   return ne::simplify(rows);
 }
-
-// Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
-// a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
-inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
@@ -206,14 +228,18 @@ inline AnchorStrategy dense_strategy() {
   return s;
 }
 
-// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call (dims constant).
+// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call: the batch and
+// height may be symbolic (support checked that the rest is constant).
 inline Pool2dShape pool2d_shape(const AnchorCall& a) {
-  std::vector<std::int64_t> x;
-  constant_dims(a, 0, x);
-  Pool2dShape s{.batch = x[0], .channels = x[1], .height = x[2], .width = x[3]};
+  const auto& x = a.call.type(0).shape;
+  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
+  Pool2dShape s{.batch = bounded_dim(a, 0, 0),
+                .channels = constant(x[1]),
+                .height = bounded_dim(a, 0, 2),
+                .width = constant(x[3])};
   if (a.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
-    s.window = {x[2], x[3]};
+    s.window = {constant(x[2]), constant(x[3])};
     return s;
   }
   const auto p = pool2d_params(a.call.attrs);
@@ -232,8 +258,11 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
-    std::vector<std::int64_t> dims;
-    if (auto why = constant_dims(a, 0, dims)) return why;
+    if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
+    // each window element's ALU instruction unrolls a row of output columns into micro-ops
+    if (auto why = constant_dim(a, 0, 3, "width")) return why;
+    if (a.op == "global_avg_pool2d")
+      if (auto why = constant_dim(a, 0, 2, "height (the window of a global pooling)")) return why;
     const auto shape = pool2d_shape(a);
     if (shape.kind == Pool2dShape::Kind::Average) {
       const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
@@ -268,8 +297,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
                 fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
                             t.vthreads == 1 ? "" : "s"),
                 nullptr, nullptr};
-    const auto traffic = tiling_traffic(env, shape, t);
-    k.tiling_traffic = [traffic](std::span<const ne::Binding>) { return traffic; };
+    k.tiling_traffic = [env, shape, t](std::span<const ne::Binding> b) {
+      return tiling_traffic(env, shape.at(b), t);
+    };
     k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
     return k;
   };

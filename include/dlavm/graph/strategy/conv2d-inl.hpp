@@ -5,6 +5,10 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/conv2d.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/pad.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
@@ -16,12 +20,43 @@
 
 namespace dlavm::graph {
 
+DLAVM_INLINE ne::Expr Conv2dShape::out_h() const {
+  return detail::window_out(height, padding[0] + padding[2], kernel[0], strides[0]);
+}
+
+DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
+  return detail::window_out(width, padding[1] + padding[3], kernel[1], strides[1]);
+}
+
+DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
+  return ne::simplify(batch * out_channels * out_h() * out_w() * in_channels * kernel[0] *
+                      kernel[1]);
+}
+
+DLAVM_INLINE Conv2dShape Conv2dShape::at(std::span<const ne::Binding> bindings) const {
+  Conv2dShape c = *this;
+  c.batch = detail::bound_dim(batch, bindings);
+  c.height = detail::bound_dim(height, bindings);
+  c.width = detail::bound_dim(width, bindings);
+  return c;
+}
+
+DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
+  Conv2dShape c = *this;
+  c.batch = detail::max_of(batch);
+  c.height = detail::max_of(height);
+  c.width = detail::max_of(width);
+  return c;
+}
+
 DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
-    : n(ceil_div(c.batch, env.batch)),
+    : n(ceil_div(detail::max_of(c.batch), env.batch)),
       ic(ceil_div(c.in_channels, env.block_in)),
       oc(ceil_div(c.out_channels, env.block_out)),
-      oh(c.out_h()),
-      ow(c.out_w()) {}
+      oh(detail::max_of(c.out_h())),
+      ow(detail::max_of(c.out_w())),
+      rows_symbolic(!c.out_h().is_const()),
+      cols_symbolic(!c.out_w().is_const()) {}
 
 namespace detail {
 
@@ -38,10 +73,11 @@ inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int 
   return (block - 1) * c.strides[dim] + c.kernel[dim];
 }
 
-// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`.
+// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`
+// (the shape's dims constant).
 inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
                                 int dim) {
-  const std::int64_t extent = dim == 0 ? c.height : c.width;
+  const std::int64_t extent = *(dim == 0 ? c.height : c.width).as_int();
   if (strided_window(c)) return block;
   const std::int64_t pad = c.padding[dim];
   const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
@@ -76,17 +112,19 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
       epilogue_spec_(epilogue),
       strided_window_(detail::strided_window(shape)) {
   const Conv2dTiles t(env, shape);
+  const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
+  const ne::Expr oh = shape.out_h(), ow = shape.out_w();
   const auto [kh, kw] = shape.kernel;
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
-  data_ = te::placeholder({t.n, t.ic, shape.height, shape.width, env.batch, env.block_in},
+  data_ = te::placeholder({batch_tiles, t.ic, shape.height, shape.width, env.batch, env.block_in},
                           env.inp_dtype, name + "_data");
   weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
                             name + "_weight");
   const auto& data = data_;
   if (strided_window_) {
     data_buf_ = te::compute(
-        te::shape(t.n, t.ic, t.oh, t.ow, env.batch, env.block_in),
+        te::shape(batch_tiles, t.ic, oh, ow, env.batch, env.block_in),
         [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
           return data(n, c, y * sh, x * sw, b, ci);
         },
@@ -106,7 +144,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const auto& data_buf = data_buf_;
   const auto& weight_buf = weight_buf_;
   acc_ = te::compute(
-      te::shape(t.n, t.oc, t.oh, t.ow, env.batch, env.block_out),
+      te::shape(batch_tiles, t.oc, oh, ow, env.batch, env.block_out),
       [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
         return te::sum(
             te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
@@ -158,41 +196,55 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
-  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
-  if (auto why = check_block("output columns", n.ow, t.w_block)) return why;
+  if (n.rows_symbolic) {
+    if (t.h_block < 1 || t.h_block > n.oh)
+      return fmt::format("a block of {} output rows is outside [1, {}]", t.h_block, n.oh);
+  } else if (auto why = check_block("output rows", n.oh, t.h_block)) {
+    return why;
+  }
+  if (n.cols_symbolic) {
+    // a block's columns are unrolled into the micro-op kernel, which cannot be partial
+    if (t.w_block != 1)
+      return fmt::format(
+          "a block of {} output columns over a symbolic width; its blocks hold one column",
+          t.w_block);
+  } else if (auto why = check_block("output columns", n.ow, t.w_block)) {
+    return why;
+  }
   if (auto why = check_block("input channel tiles", n.ic, t.ic_block)) return why;
   if (t.vthreads < 1 || (n.oc / t.oc_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} output channel blocks", t.vthreads,
                        n.oc / t.oc_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape,
+                                     const Epilogue& epilogue, const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
   const std::int64_t block = t.oc_block * t.h_block * t.w_block;
-  const std::int64_t acc =
-      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
-  const std::int64_t inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
-                           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
-  const std::int64_t wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", wgt, cfg.wgt_depth())) return why;
-  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops; keep it within a quarter
-  // of the micro-op buffer so that every thread's kernels stay resident
-  const std::int64_t uops = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block;
-  if (auto why = check_fits("micro-op kernel", uops * t.vthreads, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
+  SramFootprint f;
+  f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
+  f.inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
+          detail::window_extent(shape, t.w_block, 1) * t.vthreads;
+  f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
+  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops per thread
+  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block * t.vthreads;
+  return f;
 }
 
 namespace detail {
 
 // Bytes of the input windows the blocks load: per batch tile, output channel block and
-// spatial block, the real rows x columns of every input channel tile.
+// spatial block, the real rows x columns of every input channel tile (a partial last block
+// reads what its outputs read). The shape's dims are constant.
 inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
                                        const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
   std::int64_t rows = 0, cols = 0;
   for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
-    rows += real_extent(shape, y0, t.h_block, 0);
+    rows += real_extent(shape, y0, std::min(t.h_block, n.oh - y0), 0);
   for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
-    cols += real_extent(shape, x0, t.w_block, 1);
+    cols += real_extent(shape, x0, std::min(t.w_block, n.ow - x0), 1);
   const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
   return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
 }
@@ -202,10 +254,11 @@ struct Conv2dCounts {
   std::int64_t blocks, steps;
 };
 
+// The shape's dims are constant.
 inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
                                   const Epilogue& epilogue, const Conv2dTiling& t) {
   const Conv2dTiles n(env, shape);
-  const std::int64_t spatial = (n.oh / t.h_block) * (n.ow / t.w_block);
+  const std::int64_t spatial = ceil_div(n.oh, t.h_block) * ceil_div(n.ow, t.w_block);
   const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
   Conv2dCounts c{};
   c.inp_bytes = conv2d_input_bytes(env, shape, t);
@@ -225,7 +278,7 @@ inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
 
 DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
                                          const Epilogue& epilogue, const Conv2dTiling& t) {
-  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
   return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
 }
 
@@ -233,7 +286,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
                                     const Epilogue& epilogue, const Conv2dTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const Conv2dTiles n(env, shape);
-  const auto c = detail::conv2d_counts(env, shape, epilogue, t);
+  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   // load module: per step, ic_block input windows and one weight block
@@ -261,7 +314,9 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
   const Conv2dTiles n(env, shape);
-  const auto oc = divisors(n.oc), oh = divisors(n.oh), ow = divisors(n.ow), ic = divisors(n.ic);
+  const auto oc = divisors(n.oc), ic = divisors(n.ic);
+  const auto oh = block_candidates(n.oh, n.rows_symbolic);
+  const auto ow = n.cols_symbolic ? std::vector<std::int64_t>{1} : divisors(n.ow);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),

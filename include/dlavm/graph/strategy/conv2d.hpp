@@ -23,6 +23,9 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/vta/lower/env.hpp>
@@ -30,26 +33,30 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
-// A convolution in NCHW x OIHW terms (unpacked sizes).
+// A convolution in NCHW x OIHW terms (unpacked sizes). The batch, height and width may be
+// symbolic dims with a maximum: the tiling is chosen for the maxima, a partial last block of
+// rows runs with the rows left, and one program serves every binding.
 struct Conv2dShape {
-  std::int64_t batch = 1, in_channels = 0, height = 0, width = 0, out_channels = 0;
+  ne::Expr batch = 1;
+  std::int64_t in_channels = 0;
+  ne::Expr height = 0, width = 0;
+  std::int64_t out_channels = 0;
   std::array<std::int64_t, 2> kernel{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
-  std::int64_t out_h() const {
-    return (height + padding[0] + padding[2] - kernel[0]) / strides[0] + 1;
-  }
-  std::int64_t out_w() const {
-    return (width + padding[1] + padding[3] - kernel[1]) / strides[1] + 1;
-  }
-  std::int64_t macs() const {
-    return batch * out_channels * out_h() * out_w() * in_channels * kernel[0] * kernel[1];
-  }
+  ne::Expr out_h() const;
+  ne::Expr out_w() const;
+  // Multiply-accumulates of the convolution (padding excluded).
+  ne::Expr macs() const;
+  // The shape with its symbolic dims at their values / at their maxima (every dim constant).
+  Conv2dShape at(std::span<const ne::Binding> bindings) const;
+  Conv2dShape at_max() const;
 };
 
 struct Conv2dTiling {
@@ -61,9 +68,10 @@ struct Conv2dTiling {
   friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
 };
 
-// Tiles of the packed layouts.
+// Tiles of the packed layouts, at the dims' maxima.
 struct Conv2dTiles {
-  std::int64_t n, ic, oc, oh, ow;  // batch tiles, input / output channel tiles, output size
+  std::int64_t n, ic, oc, oh, ow;     // batch tiles, input / output channel tiles, output size
+  bool rows_symbolic, cols_symbolic;  // whether the output height / width is symbolic
   Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
 };
 
@@ -95,10 +103,15 @@ bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
 // KH x 1 kernel over the OW unfolded columns with column stride 1 and no column padding.
 Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
 
-// Why `t` cannot run `shape` (a block that does not divide the output, SRAM that does not
-// hold a block with its double buffer), or nullopt.
+// Why `t` cannot run `shape` (a block that does not divide a constant output extent or exceeds
+// a symbolic one's maximum, more than one column per block over a symbolic width, SRAM that
+// does not hold a block with its double buffer), or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const Conv2dTiling& t);
+
+// The SRAM entries the tiling's kernel allocates (graph/strategy/tiling.hpp).
+SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                        const Conv2dTiling& t);
 
 // The cost the default tiling minimizes: an estimate of the cycles on VTA (the slowest of the
 // load, compute and store modules, with their DRAM bytes, instruction overheads and the part
@@ -113,7 +126,8 @@ Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape
 
 // DRAM bytes a tiling must move: for each output channel block and spatial block, the input
 // rows and columns its window covers (padding excluded); the weights once per spatial block;
-// the epilogue's tensor operands and the result once; the channel operands once.
+// the epilogue's tensor operands and the result once; the channel operands once. Symbolic
+// dims count at their maxima (pass shape.at(bindings) for a binding).
 std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                             const Conv2dTiling& t);
 

@@ -102,18 +102,19 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
   if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
                        n.n / t.n_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shape,
+                                     const Epilogue& epilogue, const DenseTiling& t) {
+  const detail::DenseTiles n(env, shape);
   const std::int64_t block = t.row_block * t.n_block;
-  const std::int64_t acc =
-      block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", t.row_block * t.k_block * t.vthreads, cfg.inp_depth()))
-    return why;
-  if (auto why = check_fits("weight buffer", t.n_block * t.k_block * t.vthreads, cfg.wgt_depth()))
-    return why;
-  if (auto why = check_fits("micro-op kernel", t.k_block * t.vthreads, cfg.uop_depth() / 2))
-    return why;
-  return std::nullopt;
+  SramFootprint f;
+  f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
+  f.inp = t.row_block * t.k_block * t.vthreads;
+  f.wgt = t.n_block * t.k_block * t.vthreads;
+  f.uop_kernel = t.k_block * t.vthreads;
+  return f;
 }
 
 namespace detail {

@@ -19,6 +19,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/sram.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
@@ -64,6 +65,9 @@ class DenseKernel {
 // Why `t` cannot run `shape`, or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
                                         const Epilogue& epilogue, const DenseTiling& t);
+// The SRAM entries the tiling's kernel allocates (graph/strategy/sram.hpp).
+SramFootprint footprint(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                        const DenseTiling& t);
 // Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
 double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                        const DenseTiling& t);

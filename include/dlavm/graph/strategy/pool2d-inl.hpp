@@ -5,6 +5,9 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/pool2d.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/pad.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
@@ -35,23 +38,49 @@ inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
   return e;
 }
 
+// Tiles of the packed layouts, at the dims' maxima.
 struct PoolTiles {
   std::int64_t n, c, oh, ow;
+  bool rows_symbolic;
   PoolTiles(const vta::Env& env, const Pool2dShape& s)
-      : n(ceil_div(s.batch, env.batch)),
+      : n(ceil_div(max_of(s.batch), env.batch)),
         c(ceil_div(s.channels, env.block_out)),
-        oh(s.out_h()),
-        ow(s.out_w()) {}
+        oh(max_of(s.out_h())),
+        ow(s.out_w()),
+        rows_symbolic(!s.out_h().is_const()) {}
 };
 
 }  // namespace detail
+
+DLAVM_INLINE ne::Expr Pool2dShape::out_h() const {
+  return detail::window_out(height, padding[0] + padding[2], window[0], strides[0]);
+}
+
+DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
+  return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+}
+
+DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
+  Pool2dShape s = *this;
+  s.batch = detail::bound_dim(batch, bindings);
+  s.height = detail::bound_dim(height, bindings);
+  return s;
+}
+
+DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
+  Pool2dShape s = *this;
+  s.batch = detail::max_of(batch);
+  s.height = detail::max_of(height);
+  return s;
+}
 
 DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
   const detail::PoolTiles t(env, shape);
+  const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
-  data_ = te::placeholder({t.n, t.c, shape.height, shape.width, env.batch, env.block_out},
+  data_ = te::placeholder({batch_tiles, t.c, shape.height, shape.width, env.batch, env.block_out},
                           env.inp_dtype, name + "_data");
   // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
   // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
@@ -68,7 +97,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& data_buf = data_buf_;
   const bool max = shape.kind == Pool2dShape::Kind::Max;
-  acc_ = te::compute(te::shape(t.n, t.c, t.oh, t.ow, env.batch, env.block_out),
+  acc_ = te::compute(te::shape(batch_tiles, t.c, shape.out_h(), t.ow, env.batch, env.block_out),
                      [&](auto n, auto c, auto i, auto j, auto b, auto l) {
                        const auto e =
                            te::cast(env.acc_dtype, data_buf(n, c, i * sh + dy, j * sw + dx, b, l));
@@ -113,12 +142,13 @@ DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {
 
 namespace detail {
 
-// Input rows of `block` output rows (padded rows included), and the padded width.
+// Input rows of `block` output rows, and the columns of a whole output row (padding
+// included; a stride that does not divide the padded width leaves its last columns unread).
 inline std::int64_t pool_rows(const Pool2dShape& s, std::int64_t block) {
   return (block - 1) * s.strides[0] + s.window[0];
 }
 inline std::int64_t pool_cols(const Pool2dShape& s) {
-  return s.width + s.padding[1] + s.padding[3];
+  return (s.out_w() - 1) * s.strides[1] + s.window[1];
 }
 
 }  // namespace detail
@@ -128,32 +158,42 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Pool2dTiling& t) {
   const detail::PoolTiles n(env, shape);
   if (auto why = check_block("channel tiles", n.c, t.c_block)) return why;
-  if (auto why = check_block("output rows", n.oh, t.h_block)) return why;
+  if (n.rows_symbolic) {
+    if (t.h_block < 1 || t.h_block > n.oh)
+      return fmt::format("a block of {} output rows is outside [1, {}]", t.h_block, n.oh);
+  } else if (auto why = check_block("output rows", n.oh, t.h_block)) {
+    return why;
+  }
   if (t.vthreads < 1 || (n.c / t.c_block) % t.vthreads != 0)
     return fmt::format("{} virtual threads do not divide the {} channel blocks", t.vthreads,
                        n.c / t.c_block);
-  const auto& cfg = env.config;
+  return check_footprint(env.config, footprint(env, shape, epilogue, t));
+}
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape,
+                                     const Epilogue& epilogue, const Pool2dTiling& t) {
+  const detail::PoolTiles n(env, shape);
   const std::int64_t out = t.c_block * t.h_block * n.ow;
   const std::int64_t in =
       t.c_block * detail::pool_rows(shape, t.h_block) * detail::pool_cols(shape);
-  const std::int64_t acc =
-      (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
-  if (auto why = check_fits("accumulator", acc, cfg.acc_depth())) return why;
+  SramFootprint f;
+  f.acc = (in + out) * t.vthreads + EpilogueStages::acc_entries(epilogue, out, n.c, t.vthreads);
   // each window element's ALU instruction unrolls a row of output tiles
-  const std::int64_t uops = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
-  if (auto why = check_fits("micro-op buffer", uops, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
+  f.uop_kernel = (shape.window[0] * shape.window[1] + 2) * n.ow * t.vthreads;
+  return f;
 }
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& symbolic,
                                          const Pool2dTiling& t) {
+  const Pool2dShape shape = symbolic.at_max();
   const detail::PoolTiles n(env, shape);
+  const std::int64_t height = *shape.height.as_int();
   std::int64_t rows = 0;
   for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
+    const std::int64_t block = std::min(t.h_block, n.oh - y0);
     const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
-    const std::int64_t hi =
-        std::min((y0 + t.h_block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1,
-                 shape.height - 1);
+    const std::int64_t hi = std::min(
+        (y0 + block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1, height - 1);
     rows += std::max<std::int64_t>(hi - lo + 1, 0);
   }
   const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
@@ -165,7 +205,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::PoolTiles n(env, shape);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
-  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * (n.oh / t.h_block));
+  const double blocks = static_cast<double>(n.n * (n.c / t.c_block) * ceil_div(n.oh, t.h_block));
   const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
   const double passes =
       static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
@@ -187,7 +227,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
   const detail::PoolTiles n(env, shape);
-  const auto cb = divisors(n.c), hb = divisors(n.oh);
+  const auto cb = divisors(n.c), hb = block_candidates(n.oh, n.rows_symbolic);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Pool2dTiling>(cb, hb, vthreads),

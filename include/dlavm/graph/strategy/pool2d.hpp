@@ -21,6 +21,9 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/vta/lower/env.hpp>
@@ -28,24 +31,29 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
+// A pooling in NCHW terms. The batch and height may be symbolic dims with a maximum (the
+// tiling is chosen for the maxima; a partial last block of rows runs with the rows left).
 struct Pool2dShape {
   enum class Kind : std::uint8_t { Max, Average };
   Kind kind = Kind::Max;
-  std::int64_t batch = 1, channels = 0, height = 0, width = 0;
+  ne::Expr batch = 1;
+  std::int64_t channels = 0;
+  ne::Expr height = 0;
+  std::int64_t width = 0;
   std::array<std::int64_t, 2> window{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
-  std::int64_t out_h() const {
-    return (height + padding[0] + padding[2] - window[0]) / strides[0] + 1;
-  }
-  std::int64_t out_w() const {
-    return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
-  }
+  ne::Expr out_h() const;
+  std::int64_t out_w() const;
+  // The shape with its symbolic dims at their values / at their maxima.
+  Pool2dShape at(std::span<const ne::Binding> bindings) const;
+  Pool2dShape at_max() const;
 };
 
 struct Pool2dTiling {
@@ -74,13 +82,16 @@ class Pool2dKernel {
 // Why `t` cannot run `shape`, or nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const Pool2dTiling& t);
+// The SRAM entries the tiling's kernel allocates (graph/strategy/sram.hpp).
+SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
+                        const Pool2dTiling& t);
 double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
                        const Pool2dTiling& t);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                    const Epilogue& epilogue);
 // DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
-// the result once.
+// the result once. Symbolic dims count at their maxima (pass shape.at(bindings) for a binding).
 std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
 
 }  // namespace dlavm::graph

@@ -13,15 +13,23 @@
 //                                 fits, cost);       // std::optional of the tiling
 #pragma once
 
+#include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/int_math.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
 #include <range/v3/view/cartesian_product.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/transform.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -44,18 +52,40 @@ inline std::vector<std::int64_t> divisors(std::int64_t n) {
   return lo;
 }
 
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The output extent of a sliding window over a possibly symbolic extent.
+inline ne::Expr window_out(const ne::Expr& extent, std::int64_t pads, std::int64_t window,
+                           std::int64_t stride) {
+  return ne::simplify(ne::floordiv(extent + pads - window, stride) + 1);
+}
+
+// A dim at the bindings' values (a constant stays as it is).
+inline ne::Expr bound_dim(const ne::Expr& e, std::span<const ne::Binding> bindings) {
+  return e.is_const() ? e : ne::Expr(ne::eval(e, bindings));
+}
+
+}  // namespace detail
+
 // Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
 inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
                                               std::int64_t block) {
   if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
   return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
 }
 
 // Every combination of one value from each list, as a Tiling built from the values in order

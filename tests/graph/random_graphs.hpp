@@ -1,0 +1,110 @@
+// Shared by the graph tests: random epilogues, random inputs, and the check that a function
+// built for VTA and run on the simulator equals the reference executor, layer by layer.
+#pragma once
+
+#include <dlavm/graph.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <doctest/doctest.h>
+
+#include "../../examples/model_check.hpp"
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace random_graphs {
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+using dlavm::DType;
+
+struct Rng {
+  std::mt19937_64 engine;
+  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(engine);
+  }
+  bool coin() { return (*this)(0, 1) == 1; }
+};
+
+// A random epilogue on an int32 accumulator `acc`: bias, residual sum, then requantize (and
+// maybe relu or clip) or a wrapping cast to int8. `extra` collects new inputs.
+inline graph::Expr random_epilogue(Rng& rng, graph::Expr acc, std::int64_t channels,
+                                   std::int64_t axis, const std::vector<ne::Expr>& shape,
+                                   std::vector<graph::Expr>& extra, std::uint64_t seed) {
+  if (rng.coin())
+    acc = graph::bias_add(
+        acc,
+        graph::constant("bias", te::NDArray::random(DType::int32(), {channels}, seed, -3000, 3000)),
+        {.axis = axis});
+  if (rng(0, 2) == 0) {
+    const bool int8 = rng.coin();
+    extra.push_back(graph::input("residual", shape, int8 ? DType::int8() : DType::int32()));
+    auto other = int8 ? graph::cast(extra.back(), DType::int32()) : extra.back();
+    acc = rng.coin() ? graph::add(acc, other) : graph::add(other, acc);
+  }
+  if (rng(0, 4) == 0) return graph::cast(acc, DType::int8());
+  const std::int64_t lo = rng(-128, 20), hi = rng(lo, 127);
+  auto y = graph::requantize(acc, {.shift = rng(0, 12),
+                                   .lo = lo,
+                                   .hi = hi,
+                                   .rounding = rng.coin() ? dlavm::host::Rounding::Nearest
+                                                          : dlavm::host::Rounding::Floor});
+  if (rng(0, 2) == 0) y = graph::relu(y);
+  if (rng(0, 3) == 0) y = graph::clip(y, {.lo = static_cast<double>(rng(-50, 0)), .hi = 60.5});
+  return y;
+}
+
+// Random arrays for the function's params under the bindings.
+inline std::vector<te::NDArray> random_inputs(const graph::Function& fn,
+                                              std::span<const ne::Binding> bindings,
+                                              std::uint64_t seed) {
+  std::vector<te::NDArray> out;
+  for (const auto& p : fn.params()) {
+    std::vector<std::int64_t> shape;
+    for (const auto& d : p.type().shape) shape.push_back(ne::eval(d, bindings));
+    out.push_back(te::NDArray::random(p.type().dtype, shape, seed++));
+  }
+  return out;
+}
+
+// The cycle model's figures of the VTA steps of the runs checked.
+struct VtaCycles {
+  std::uint64_t cycles = 0, roofline = 0;
+};
+
+// Runs a built module on the simulator with random inputs under `bindings` and checks every
+// VTA layer and the results against the reference executor; returns the number of VTA steps.
+inline int check_module(graph::Module& mod, const graph::Function& fn,
+                        std::span<const ne::Binding> bindings, std::uint64_t seed,
+                        VtaCycles* cycles = nullptr) {
+  const graph::Target target;
+  const auto arrays = random_inputs(fn, bindings, seed);
+  std::vector<graph::NamedArray> inputs;
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    inputs.push_back({fn.params()[i].name(), arrays[i]});
+  vta::SimDevice dev(target.env.config);
+  const auto check =
+      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, bindings);
+  INFO(fmt::format("{}", mod));
+  CHECK(check.mismatches == 0);
+  CHECK(check.outputs_equal);
+  if (cycles != nullptr)
+    for (const auto& s : mod.last_run().steps) {
+      cycles->cycles += s.cycles;
+      cycles->roofline += s.roofline_cycles;
+    }
+  return check.layers;
+}
+
+// Builds fn, runs it on the simulator and checks it against evaluate; returns the number of
+// VTA steps.
+inline int check_on_vta(const graph::Function& fn, std::span<const ne::Binding> bindings,
+                        std::uint64_t seed) {
+  auto mod = graph::build(fn, graph::Target{});
+  return check_module(mod, fn, bindings, seed);
+}
+
+}  // namespace random_graphs

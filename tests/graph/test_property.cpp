@@ -1,0 +1,227 @@
+// Property tests of graph::build over random programs, each built for VTA, run on the
+// simulator and compared with the reference executor layer by layer:
+//   - single convolutions: every kernel shape up to 7x7, strides 1-3 per axis, each side's
+//     padding 0..kernel-1, 1-48 channels in and out, batch 1-4, images up to 64x64, with
+//     random epilogues (bias, residual sum, requantize with either rounding, relu, clip); a
+//     fifth with a symbolic batch, height or width, run at several bindings from one build.
+//     At least 95% of them must run on VTA;
+//   - multi-layer graphs: convolutions with random padding and strides, poolings, residual
+//     sums of earlier values, and dense heads, some over a symbolic batch.
+// The cases of the "long" suite are the same with ten times the trials: `make test` skips
+// them, CI runs them (ctest -L long).
+#include <dlavm/graph.hpp>
+
+#include <doctest/doctest.h>
+
+#include "random_graphs.hpp"
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace property_test {
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+using dlavm::DType;
+using random_graphs::Rng;
+using random_graphs::VtaCycles;
+
+enum class Symbolic { None, Batch, Height, Width };
+
+struct ConvCase {
+  std::int64_t n, c, o, h, w, kh, kw, sh, sw;
+  std::array<std::int64_t, 4> pad;
+  Symbolic symbolic = Symbolic::None;
+};
+
+ConvCase random_conv(Rng& rng) {
+  ConvCase k{};
+  k.n = rng(1, 4);
+  k.c = rng(1, 48);
+  k.o = rng(1, 48);
+  k.kh = rng(1, 7);
+  k.kw = rng(1, 7);
+  k.sh = rng(1, 3);
+  k.sw = rng(1, 3);
+  k.pad = {rng(0, k.kh - 1), rng(0, k.kw - 1), rng(0, k.kh - 1), rng(0, k.kw - 1)};
+  // at least one window fits the padded image
+  k.h = rng(std::max<std::int64_t>(1, k.kh - k.pad[0] - k.pad[2]), 64);
+  k.w = rng(std::max<std::int64_t>(1, k.kw - k.pad[1] - k.pad[3]), 64);
+  if (rng(0, 4) == 0) k.symbolic = static_cast<Symbolic>(rng(1, 3));
+  return k;
+}
+
+std::string describe(const ConvCase& k) {
+  static constexpr const char* kinds[] = {"", ", batch symbolic", ", height symbolic",
+                                          ", width symbolic"};
+  return fmt::format("{}x{}x{}x{} -> {}, kernel {}x{}, stride {}x{}, padding {} {} {} {}{}", k.n,
+                     k.c, k.h, k.w, k.o, k.kh, k.kw, k.sh, k.sw, k.pad[0], k.pad[1], k.pad[2],
+                     k.pad[3], kinds[static_cast<int>(k.symbolic)]);
+}
+
+struct ConvStats {
+  int cases = 0, on_vta = 0, runs = 0;
+  VtaCycles cycles;
+};
+
+// One random convolution with a random epilogue: built once, checked at each binding.
+void check_conv(Rng& rng, const ConvCase& k, std::uint64_t seed, ConvStats& stats) {
+  // the symbolic dim ranges from the smallest legal value to the drawn one
+  const std::int64_t h_min = std::max<std::int64_t>(1, k.kh - k.pad[0] - k.pad[2]);
+  const std::int64_t w_min = std::max<std::int64_t>(1, k.kw - k.pad[1] - k.pad[3]);
+  ne::Expr n = k.n, h = k.h, w = k.w;
+  std::vector<std::vector<ne::Binding>> bindings{{}};
+  const auto sweep = [&](const char* name, std::int64_t lo, std::int64_t hi, ne::Expr& dim) {
+    dim = ne::var(name, lo, hi);
+    bindings = {{{name, lo}}, {{name, hi}}, {{name, rng(lo, hi)}}};
+  };
+  if (k.symbolic == Symbolic::Batch) sweep("batch", 1, k.n, n);
+  if (k.symbolic == Symbolic::Height) sweep("height", h_min, k.h, h);
+  if (k.symbolic == Symbolic::Width) sweep("width", w_min, k.w, w);
+  auto x = graph::input("x", {n, k.c, h, w}, DType::int8());
+  auto wt = graph::constant(
+      "w", te::NDArray::random(DType::int8(), {k.o, k.c, k.kh, k.kw}, seed, -20, 20));
+  auto acc = graph::conv2d(x, wt, {.strides = {k.sh, k.sw}, .padding = k.pad});
+  const auto shape = graph::infer_type(graph::function({x}, {acc}), graph::default_ops())
+                         .results()[0]
+                         .type()
+                         .shape;
+  std::vector<graph::Expr> params{x};
+  auto y = random_graphs::random_epilogue(rng, acc, k.o, 1, shape, params, seed);
+  const auto fn = graph::function(params, {y});
+  std::optional<graph::Module> built;
+  try {
+    built.emplace(graph::build(fn, graph::Target{}));
+  } catch (const dlavm::Error& e) {
+    FAIL(describe(k), ": ", std::string(e.what()), "\n",
+         fmt::format("{}", graph::infer_type(fn, graph::default_ops())));
+  }
+  auto& mod = *built;
+  int steps = 0;
+  for (const auto& b : bindings) {
+    INFO(describe(k), fmt::format(" at {}", b.empty() ? 0 : b[0].value));
+    steps = random_graphs::check_module(mod, fn, b, seed, &stats.cycles);
+    ++stats.runs;
+  }
+  ++stats.cases;
+  if (steps == 1)
+    ++stats.on_vta;
+  else
+    MESSAGE("on the host: ", describe(k), "\n",
+            fmt::format("{}", graph::infer_type(fn, graph::Target{})));
+}
+
+void conv_property(int trials, std::uint64_t seed) {
+  Rng rng{std::mt19937_64(seed)};
+  ConvStats stats;
+  for (int trial = 0; trial < trials; ++trial)
+    check_conv(rng, random_conv(rng), static_cast<std::uint64_t>(trial), stats);
+  const double share = static_cast<double>(stats.on_vta) / static_cast<double>(stats.cases);
+  MESSAGE(fmt::format(
+      "{} random convolutions ({} runs): {:.1f}% on VTA, the VTA steps at {:.1f}% of their "
+      "roofline bound",
+      stats.cases, stats.runs, 100 * share,
+      100.0 * static_cast<double>(stats.cycles.roofline) /
+          static_cast<double>(stats.cycles.cycles)));
+  CHECK(share >= 0.95);
+}
+
+// A random multi-layer network over a [batch, C, H, W] image: convolutions (random kernel,
+// strides and per-side padding) with requantizing epilogues and residual sums of earlier
+// values of the same shape, max and average poolings, and a dense head over the flattened
+// map, the earlier feature maps sometimes results too.
+void check_network(Rng& rng, std::uint64_t seed) {
+  const bool symbolic = rng.coin();
+  const ne::Expr batch = symbolic ? ne::Expr(ne::var("batch", 1, 3)) : ne::Expr(rng(1, 2));
+  const std::int64_t c0 = rng(1, 24);
+  ne::Expr h = rng(8, 24), w = rng(8, 24);
+  auto x = graph::input("x", {batch, c0, h, w}, DType::int8());
+  struct Value {
+    graph::Expr e;
+    std::int64_t c;
+    ne::Expr h, w;
+  };
+  std::vector<Value> values{{x, c0, h, w}};
+  std::vector<graph::Expr> results;
+  const auto window = [](const ne::Expr& e, std::int64_t pads, std::int64_t k, std::int64_t s) {
+    return ne::simplify(ne::floordiv(e + pads - k, s) + 1);
+  };
+  std::string layers;
+  for (int layer = 0; layer < 6; ++layer) {
+    const Value v = values.back();
+    const std::int64_t hv = ne::bounds(v.h).min, wv = ne::bounds(v.w).min;
+    if (rng(0, 3) > 0) {  // a convolution
+      const std::int64_t k = std::min({rng(1, 5), hv, wv}), s = rng(1, 2);
+      const std::array<std::int64_t, 4> pad{rng(0, k - 1), rng(0, k - 1), rng(0, k - 1),
+                                            rng(0, k - 1)};
+      const std::int64_t out = rng(4, 40);
+      auto wt = graph::constant(
+          fmt::format("w{}", layer),
+          te::NDArray::random(DType::int8(), {out, v.c, k, k}, seed * 10 + layer, -8, 8));
+      auto acc = graph::conv2d(v.e, wt, {.strides = {s, s}, .padding = pad});
+      const Value next{
+          {}, out, window(v.h, pad[0] + pad[2], k, s), window(v.w, pad[1] + pad[3], k, s)};
+      for (const auto& r : values)
+        if (r.c == out && ne::equal(r.h, next.h) && ne::equal(r.w, next.w) && rng.coin()) {
+          acc = graph::add(acc, graph::cast(r.e, DType::int32()));
+          break;
+        }
+      auto y =
+          graph::requantize(acc, {.shift = rng(4, 8), .rounding = dlavm::host::Rounding::Nearest});
+      values.push_back({rng.coin() ? graph::relu(y) : y, next.c, next.h, next.w});
+      layers += fmt::format(" conv{}x{}/{} pad {}", k, k, s, fmt::join(pad, ","));
+    } else {  // a pooling
+      const std::int64_t k = std::min({rng(1, 3), hv, wv}), s = rng(1, 2);
+      const std::array<std::int64_t, 4> pad{rng(0, k - 1), rng(0, k - 1), rng(0, k - 1),
+                                            rng(0, k - 1)};
+      const dlavm::host::Pool2dParams p{.pool_size = {k, k}, .strides = {s, s}, .padding = pad};
+      const bool max = rng.coin();
+      values.push_back({max ? graph::max_pool2d(v.e, p) : graph::avg_pool2d(v.e, p), v.c,
+                        window(v.h, pad[0] + pad[2], k, s), window(v.w, pad[1] + pad[3], k, s)});
+      layers += fmt::format(" {}pool{}/{} pad {}", max ? "max" : "avg", k, s, fmt::join(pad, ","));
+    }
+    if (rng(0, 4) == 0) results.push_back(values.back().e);
+  }
+  const Value& last = values.back();
+  const std::int64_t features = last.c * *ne::simplify(last.h * last.w).as_int();
+  auto head = graph::dense(
+      graph::flatten(last.e),
+      graph::constant("fc", te::NDArray::random(DType::int8(), {10, features}, seed, -8, 8)));
+  results.push_back(graph::requantize(head, {.shift = 6}));
+  INFO("network", symbolic ? " over a symbolic batch:" : ":", layers);
+  const auto fn = graph::function({x}, results);
+  auto mod = graph::build(fn, graph::Target{});
+  int steps = 0;
+  for (const std::int64_t b : {std::int64_t{1}, ne::bounds(batch).max}) {
+    const ne::Binding binding[] = {{"batch", b}};
+    steps = random_graphs::check_module(mod, fn,
+                                        symbolic ? binding : std::span<const ne::Binding>{}, seed);
+  }
+  CHECK(steps >= 1);
+}
+
+void network_property(int trials, std::uint64_t seed) {
+  Rng rng{std::mt19937_64(seed)};
+  for (int trial = 0; trial < trials; ++trial)
+    check_network(rng, static_cast<std::uint64_t>(trial));
+}
+
+}  // namespace property_test
+
+TEST_CASE("property: random single convolutions run on VTA and equal the reference") {
+  property_test::conv_property(120, 25);
+}
+
+TEST_CASE("property: random multi-layer networks equal the reference") {
+  property_test::network_property(6, 26);
+}
+
+TEST_SUITE("long") {
+  TEST_CASE("property (long): 1200 random single convolutions") {
+    property_test::conv_property(1200, 2025);
+  }
+  TEST_CASE("property (long): 60 random multi-layer networks") {
+    property_test::network_property(60, 2026);
+  }
+}
