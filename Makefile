@@ -1,6 +1,7 @@
 # Entry points. Every target first installs missing Debian packages (tools/setup.sh).
 #   make demo           build and run the examples gallery (only the gallery is built)
-#   make test           build and run the whole test suite through CTest
+#   make test           build and run the test suite through CTest (without the long tests)
+#   make test-long      the long tests: property tests at full size (ctest label "long"; CI)
 #   make bench          build and run the Google Benchmark suites (Release)
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz           build the libFuzzer targets in fuzz/ with clang and run each for
@@ -18,7 +19,7 @@ FUZZ_TARGETS = config dtype manifest stream
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
 
-.PHONY: all setup configure build demo test bench sanitize fuzz format lint single-include \
+.PHONY: all setup configure build demo test test-long bench sanitize fuzz format lint single-include \
 	compile-times clean
 
 all: build
@@ -37,7 +38,10 @@ demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target demo
 
 test: build
-	@ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure
+	@ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure -LE long
+
+test-long: build
+	@ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure -L long
 
 bench: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target run_bench
@@ -48,7 +52,7 @@ sanitize: setup
 	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) -j $(JOBS) --output-on-failure
+	  ctest --test-dir $(ASAN_BUILD) -j $(JOBS) --output-on-failure -LE long
 
 fuzz:
 	@tools/setup.sh --minimal --fuzz

@@ -20986,7 +20986,10 @@ DLAVM_INLINE std::string Module::to_string() const {
 // Schedule: output blocks of oc_block channel tiles x h_block rows x w_block columns; per
 // block, the input channels are reduced ic_block tiles at a time, each step loading its input
 // window and weights; the output channel blocks alternate between `vthreads` virtual threads
-// (double buffering: one thread's loads overlap the other's GEMMs).
+// (double buffering: one thread's loads overlap the other's GEMMs). The GEMM instructions
+// loop over the block's rows and kernel rows, their micro-ops over the kernel columns and the
+// block's columns; over a symbolic width (a partial last column block) they loop over the
+// block's rows and columns and the micro-ops over the reduction only.
 //
 //   graph::Conv2dShape shape{.batch = 1, .in_channels = 64, .height = 56, .width = 56,
 //                            .out_channels = 64, .kernel = {3, 3}, .padding = {1, 1, 1, 1}};
@@ -21067,7 +21070,7 @@ namespace dlavm::graph {
 
 // A convolution in NCHW x OIHW terms (unpacked sizes). The batch, height and width may be
 // symbolic dims with a maximum: the tiling is chosen for the maxima, a partial last block of
-// rows runs with the rows left, and one program serves every binding.
+// rows or columns runs with what is left, and one program serves every binding.
 struct Conv2dShape {
   ne::Expr batch = 1;
   std::int64_t in_channels = 0;
@@ -21130,8 +21133,8 @@ bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
 Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
 
 // Why `t` cannot run `shape` (a block that does not divide a constant output extent or exceeds
-// a symbolic one's maximum, more than one column per block over a symbolic width, SRAM that
-// does not hold a block with its double buffer), or nullopt.
+// a symbolic one's maximum, SRAM that does not hold a block with its double buffer), or
+// nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const Conv2dTiling& t);
 
@@ -21474,7 +21477,13 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
   epilogue_.schedule(s, env_, x_out);
   const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
   auto [ic_out, ic_inn] = s[acc_].split(ic_, t.ic_block);
-  s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
+  // Over a symbolic width the last column block is partial: the block's rows and columns are
+  // then the GEMM's two loops (symbolic extents an instruction field holds) and the micro-ops
+  // unroll the reduction only. Otherwise the columns unroll with the kernel width.
+  if (Conv2dTiles(env_, shape_).cols_symbolic)
+    s[acc_].reorder({ic_out, c[0], c[1], c[2], c[3], ic_inn, dy_, dx_, c[4], c[5], ic_tns_});
+  else
+    s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
   if (t.vthreads > 1) {
     auto [oc_o, tx] = s[res].split(oc_out, t.vthreads);
     s[res].reorder({tx, b_out});
@@ -21498,11 +21507,8 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
     return why;
   }
   if (n.cols_symbolic) {
-    // a block's columns are unrolled into the micro-op kernel, which cannot be partial
-    if (t.w_block != 1)
-      return fmt::format(
-          "a block of {} output columns over a symbolic width; its blocks hold one column",
-          t.w_block);
+    if (t.w_block < 1 || t.w_block > n.ow)
+      return fmt::format("a block of {} output columns is outside [1, {}]", t.w_block, n.ow);
   } else if (auto why = check_block("output columns", n.ow, t.w_block)) {
     return why;
   }
@@ -21522,8 +21528,10 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
   f.inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
   f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
-  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops per thread
-  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block * t.vthreads;
+  // the GEMM kernel unrolls ic_block x KH x KW micro-ops per thread, times the block's
+  // columns unless a symbolic width makes them a loop of the GEMM instruction
+  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads *
+                 (n.cols_symbolic ? 1 : t.w_block);
   return f;
 }
 
@@ -21611,7 +21619,7 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
   const Conv2dTiles n(env, shape);
   const auto oc = divisors(n.oc), ic = divisors(n.ic);
   const auto oh = block_candidates(n.oh, n.rows_symbolic);
-  const auto ow = n.cols_symbolic ? std::vector<std::int64_t>{1} : divisors(n.ow);
+  const auto ow = block_candidates(n.ow, n.cols_symbolic);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),

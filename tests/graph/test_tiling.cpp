@@ -1,6 +1,9 @@
 // The tiling search's helpers (graph/strategy/tiling.hpp) against plain loops: the divisors of
-// n by trial division, the combinations against nested loops, least_cost against a scan.
+// n by trial division, the combinations against nested loops, least_cost against a scan; and
+// each strategy's SRAM footprint against what lowering its default tiling allocates.
+#include <dlavm/graph.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/vta/program.hpp>
 
 #include <doctest/doctest.h>
 
@@ -10,6 +13,8 @@
 #include <vector>
 
 namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+using dlavm::DType;
 
 namespace {
 
@@ -107,12 +112,14 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
     CAPTURE(trial);
     const auto e = tiling_test::random_epilogue(rng);
     {
-      const std::int64_t kh = pick(1, 7), kw = pick(1, 7);
+      // a third of them over a symbolic height or width (SRAM sized for its maximum)
+      const std::int64_t kh = pick(1, 7), kw = pick(1, 7), sym = pick(0, 5);
+      const std::int64_t h = pick(kh, 60), w = pick(kw, 60);
       const graph::Conv2dShape shape = graph::vta_conv2d_shape(
           env, {.batch = pick(1, 2),
                 .in_channels = pick(1, 64),
-                .height = pick(kh, 60),
-                .width = pick(kw, 60),
+                .height = sym == 0 ? ne::Expr(ne::var("h", kh, h)) : ne::Expr(h),
+                .width = sym == 1 ? ne::Expr(ne::var("w", kw, w)) : ne::Expr(w),
                 .out_channels = pick(1, 64),
                 .kernel = {kh, kw},
                 .strides = {pick(1, 3), pick(1, 3)},

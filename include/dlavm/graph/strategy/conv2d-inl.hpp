@@ -179,7 +179,13 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
   epilogue_.schedule(s, env_, x_out);
   const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
   auto [ic_out, ic_inn] = s[acc_].split(ic_, t.ic_block);
-  s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
+  // Over a symbolic width the last column block is partial: the block's rows and columns are
+  // then the GEMM's two loops (symbolic extents an instruction field holds) and the micro-ops
+  // unroll the reduction only. Otherwise the columns unroll with the kernel width.
+  if (Conv2dTiles(env_, shape_).cols_symbolic)
+    s[acc_].reorder({ic_out, c[0], c[1], c[2], c[3], ic_inn, dy_, dx_, c[4], c[5], ic_tns_});
+  else
+    s[acc_].reorder({ic_out, c[0], c[1], c[2], ic_inn, dy_, dx_, c[3], c[4], c[5], ic_tns_});
   if (t.vthreads > 1) {
     auto [oc_o, tx] = s[res].split(oc_out, t.vthreads);
     s[res].reorder({tx, b_out});
@@ -203,11 +209,8 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
     return why;
   }
   if (n.cols_symbolic) {
-    // a block's columns are unrolled into the micro-op kernel, which cannot be partial
-    if (t.w_block != 1)
-      return fmt::format(
-          "a block of {} output columns over a symbolic width; its blocks hold one column",
-          t.w_block);
+    if (t.w_block < 1 || t.w_block > n.ow)
+      return fmt::format("a block of {} output columns is outside [1, {}]", t.w_block, n.ow);
   } else if (auto why = check_block("output columns", n.ow, t.w_block)) {
     return why;
   }
@@ -227,8 +230,10 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
   f.inp = t.ic_block * detail::window_extent(shape, t.h_block, 0) *
           detail::window_extent(shape, t.w_block, 1) * t.vthreads;
   f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
-  // the GEMM kernel unrolls ic_block x KH x KW x w_block micro-ops per thread
-  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.w_block * t.vthreads;
+  // the GEMM kernel unrolls ic_block x KH x KW micro-ops per thread, times the block's
+  // columns unless a symbolic width makes them a loop of the GEMM instruction
+  f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads *
+                 (n.cols_symbolic ? 1 : t.w_block);
   return f;
 }
 
@@ -316,7 +321,7 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
   const Conv2dTiles n(env, shape);
   const auto oc = divisors(n.oc), ic = divisors(n.ic);
   const auto oh = block_candidates(n.oh, n.rows_symbolic);
-  const auto ow = n.cols_symbolic ? std::vector<std::int64_t>{1} : divisors(n.ow);
+  const auto ow = block_candidates(n.ow, n.cols_symbolic);
   const std::vector<std::int64_t> vthreads{2, 1};
   const auto best = least_cost(
       combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),

@@ -12,7 +12,10 @@
 // Schedule: output blocks of oc_block channel tiles x h_block rows x w_block columns; per
 // block, the input channels are reduced ic_block tiles at a time, each step loading its input
 // window and weights; the output channel blocks alternate between `vthreads` virtual threads
-// (double buffering: one thread's loads overlap the other's GEMMs).
+// (double buffering: one thread's loads overlap the other's GEMMs). The GEMM instructions
+// loop over the block's rows and kernel rows, their micro-ops over the kernel columns and the
+// block's columns; over a symbolic width (a partial last column block) they loop over the
+// block's rows and columns and the micro-ops over the reduction only.
 //
 //   graph::Conv2dShape shape{.batch = 1, .in_channels = 64, .height = 56, .width = 56,
 //                            .out_channels = 64, .kernel = {3, 3}, .padding = {1, 1, 1, 1}};
@@ -41,7 +44,7 @@ namespace dlavm::graph {
 
 // A convolution in NCHW x OIHW terms (unpacked sizes). The batch, height and width may be
 // symbolic dims with a maximum: the tiling is chosen for the maxima, a partial last block of
-// rows runs with the rows left, and one program serves every binding.
+// rows or columns runs with what is left, and one program serves every binding.
 struct Conv2dShape {
   ne::Expr batch = 1;
   std::int64_t in_channels = 0;
@@ -104,8 +107,8 @@ bool unfolds_width(const vta::Env& env, const Conv2dShape& c);
 Conv2dShape vta_conv2d_shape(const vta::Env& env, const Conv2dShape& c);
 
 // Why `t` cannot run `shape` (a block that does not divide a constant output extent or exceeds
-// a symbolic one's maximum, more than one column per block over a symbolic width, SRAM that
-// does not hold a block with its double buffer), or nullopt.
+// a symbolic one's maximum, SRAM that does not hold a block with its double buffer), or
+// nullopt.
 std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                         const Epilogue& epilogue, const Conv2dTiling& t);
 
