@@ -5,6 +5,8 @@
 //     random epilogues (bias, residual sum, requantize with either rounding, relu, clip); a
 //     fifth with a symbolic batch, height or width, run at several bindings from one build.
 //     At least 95% of them must run on VTA;
+//   - poolings (max, and averages over power-of-two windows) and dense layers with random
+//     epilogues, a third over a symbolic batch, height or row count;
 //   - multi-layer graphs: convolutions with random padding and strides, poolings, residual
 //     sums of earlier values, and dense heads, some over a symbolic batch.
 // The cases of the "long" suite are the same with ten times the trials: `make test` skips
@@ -207,6 +209,69 @@ void network_property(int trials, std::uint64_t seed) {
     check_network(rng, static_cast<std::uint64_t>(trial));
 }
 
+// Random poolings (max, and averages over power-of-two windows that VTA divides by shifting)
+// and dense layers with random epilogues, a third over a symbolic batch, height or row count.
+void pool_and_dense_property(int trials, std::uint64_t seed) {
+  Rng rng{std::mt19937_64(seed)};
+  int on_vta = 0, cases = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const auto s = static_cast<std::uint64_t>(trial);
+    const bool symbolic = rng(0, 2) == 0;
+    std::vector<std::vector<ne::Binding>> bindings{{}};
+    graph::Expr y;
+    std::vector<graph::Expr> params;
+    std::string what;
+    if (trial % 2 == 0) {  // a pooling
+      const bool max = rng.coin();
+      const std::int64_t kh = max ? rng(1, 5) : std::int64_t{1} << rng(0, 2);
+      const std::int64_t kw = max ? rng(1, 5) : std::int64_t{1} << rng(0, 2);
+      const std::array<std::int64_t, 4> pad{rng(0, kh - 1), rng(0, kw - 1), rng(0, kh - 1),
+                                            rng(0, kw - 1)};
+      const std::int64_t n = rng(1, 3), c = rng(1, 48), w = rng(kw, 40), h = rng(kh, 40);
+      ne::Expr nd = n, hd = h;
+      if (symbolic && rng.coin()) {
+        nd = ne::var("batch", 1, n);
+        bindings = {{{"batch", 1}}, {{"batch", n}}};
+      } else if (symbolic) {
+        hd = ne::var("height", kh, h);
+        bindings = {{{"height", kh}}, {{"height", h}}, {{"height", rng(kh, h)}}};
+      }
+      auto x = graph::input("x", {nd, c, hd, w}, DType::int8());
+      params.push_back(x);
+      const dlavm::host::Pool2dParams p{
+          .pool_size = {kh, kw}, .strides = {rng(1, 3), rng(1, 3)}, .padding = pad};
+      y = max ? graph::max_pool2d(x, p) : graph::avg_pool2d(x, p);
+      if (rng.coin()) y = graph::relu(y);
+      if (rng.coin()) y = graph::clip(y, {.lo = -40, .hi = static_cast<double>(rng(0, 90))});
+      what = fmt::format("{} pool {}x{}x{}x{}, window {}x{}, padding {}", max ? "max" : "avg", n, c,
+                         h, w, kh, kw, fmt::join(pad, " "));
+    } else {  // a dense layer
+      const std::int64_t m = rng(1, 40), k = rng(1, 300), out = rng(1, 300);
+      ne::Expr rows = m;
+      if (symbolic) {
+        rows = ne::var("rows", 1, m);
+        bindings = {{{"rows", 1}}, {{"rows", m}}, {{"rows", rng(1, m)}}};
+      }
+      auto x = graph::input("x", {rows, k}, DType::int8());
+      params.push_back(x);
+      auto acc = graph::dense(
+          x, graph::constant("w", te::NDArray::random(DType::int8(), {out, k}, s, -20, 20)));
+      y = random_graphs::random_epilogue(rng, acc, out, -1, {rows, out}, params, s);
+      what = fmt::format("dense {} x {} -> {}", m, k, out);
+    }
+    INFO(what, symbolic ? " (symbolic)" : "");
+    const auto fn = graph::function(params, {y});
+    auto mod = graph::build(fn, graph::Target{});
+    int steps = 0;
+    for (const auto& b : bindings) steps = random_graphs::check_module(mod, fn, b, s);
+    ++cases;
+    on_vta += steps > 0 ? 1 : 0;
+  }
+  MESSAGE(fmt::format("{} random poolings and dense layers: {:.1f}% on VTA", cases,
+                      100.0 * on_vta / cases));
+  CHECK(on_vta == cases);
+}
+
 }  // namespace property_test
 
 TEST_CASE("property: random single convolutions run on VTA and equal the reference") {
@@ -217,7 +282,14 @@ TEST_CASE("property: random multi-layer networks equal the reference") {
   property_test::network_property(6, 26);
 }
 
+TEST_CASE("property: random poolings and dense layers run on VTA and equal the reference") {
+  property_test::pool_and_dense_property(40, 27);
+}
+
 TEST_SUITE("long") {
+  TEST_CASE("property (long): 400 random poolings and dense layers") {
+    property_test::pool_and_dense_property(400, 2027);
+  }
   TEST_CASE("property (long): 1200 random single convolutions") {
     property_test::conv_property(1200, 2025);
   }
