@@ -3675,6 +3675,10 @@ DLAVM_INLINE std::string to_string(const Expr& e) {
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
@@ -3694,6 +3698,23 @@ using Shape = std::vector<std::int64_t>;
 //   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
 // nullopt for any other pair (mixed types need a cast first).
 std::optional<DType> accumulate_dtype(DType a, DType b);
+// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
+DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                             std::string_view what_b, DType b);
+
+namespace detail {
+inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
+}  // namespace detail
+
+// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
+// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
+// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
+template <class Extent>
+Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
+                     std::int64_t stride) {
+  return detail::floor_div(extent + pads - window, stride) + 1;
+}
 
 // axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
 // when outside.
@@ -3729,8 +3750,6 @@ void require_same_dtype(std::string_view who, const te::NDArray& a, const te::ND
 // The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
 std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
                           std::size_t rank);
-// The dtype of a product-sum of a and b (accumulate_dtype), or TypeError.
-DType product_dtype_or_raise(std::string_view who, const te::NDArray& a, const te::NDArray& b);
 // The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
 // stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
 std::vector<std::uint32_t> to_u32(const te::NDArray& a);
@@ -3776,6 +3795,17 @@ DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
   if (a == DType::int8() || a == DType::int32()) return DType::int32();
   if (a == DType::float32()) return DType::float32();
   return std::nullopt;
+}
+
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                                          std::string_view what_b, DType b) {
+  const auto t = accumulate_dtype(a, b);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, what_a, a, what_b, b);
+  return *t;
 }
 
 DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
@@ -3859,17 +3889,6 @@ DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view na
     raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
                       -static_cast<std::int64_t>(rank), rank, rank);
   return *k;
-}
-
-DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, const te::NDArray& a,
-                                          const te::NDArray& b) {
-  const auto t = accumulate_dtype(a.dtype(), b.dtype());
-  if (!t)
-    raise<TypeError>(
-        "{}: operands are {} and {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        who, a.dtype(), b.dtype());
-  return *t;
 }
 
 DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
@@ -4569,7 +4588,7 @@ DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
 DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
   constexpr std::string_view who = "host::conv2d";
   validate(p, who);
-  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
   detail::require_rank(who, "x", x, 4);
   detail::require_rank(who, "w", w, 4);
   const auto& xs = x.shape();
@@ -4584,8 +4603,8 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
   if (padded_h < d.kh || padded_w < d.kw)
     raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
                       padded_h, padded_w);
-  d.oh = (padded_h - d.kh) / d.sh + 1;
-  d.ow = (padded_w - d.kw) / d.sw + 1;
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
   te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
   if (out_dtype.is_float()) {
     detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
@@ -4710,13 +4729,8 @@ std::optional<std::string> host_float32_only(const TypeCall& c);
 namespace dlavm::graph::detail {
 
 DLAVM_INLINE DType product_dtype(const TypeCall& c) {
-  const auto t = host::accumulate_dtype(c.type(0).dtype, c.type(1).dtype);
-  if (!t)
-    raise<TypeError>(
-        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        c.label, c.arg(0), c.type(0).dtype, c.arg(1), c.type(1).dtype);
-  return *t;
+  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
+                                      c.type(1).dtype);
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
@@ -4760,7 +4774,7 @@ DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, s
   if (!ne::can_prove(padded >= window))
     raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
                       c.label, window, what, padded, ne::bounds(padded).min);
-  return ne::simplify(ne::floordiv(padded - window, stride) + 1);
+  return ne::simplify(host::window_output(extent, pads, window, stride));
 }
 
 DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
@@ -5507,7 +5521,7 @@ namespace detail {
 
 // y[m, n] = sum_k x[m, k] * w[n, k] over contiguous rows (T: uint32_t wraps, float).
 template <class T>
-void dense_rows(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
+void dense_gemm(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
                 std::int64_t k_in) {
   for (std::int64_t m = 0; m < rows; ++m) {
     const T* xr = x + m * k_in;
@@ -5538,7 +5552,7 @@ void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t
 
 DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   constexpr std::string_view who = "host::dense";
-  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
   detail::require_min_rank(who, "x", x, 1);
   detail::require_rank(who, "w", w, 2);
   const std::int64_t k_in = x.shape().back();
@@ -5552,11 +5566,11 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   const std::int64_t rows =
       element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
   if (out_dtype.is_float()) {
-    detail::dense_rows(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+    detail::dense_gemm(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
   } else {
     const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
     std::vector<std::uint32_t> ys(y.size());
-    detail::dense_rows(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    detail::dense_gemm(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
     detail::store_i32(ys, y);
   }
   return y;
@@ -5564,7 +5578,7 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
 
 DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
   constexpr std::string_view who = "host::matmul";
-  const DType out_dtype = detail::product_dtype_or_raise(who, a, b);
+  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
   detail::require_min_rank(who, "a", a, 2);
   detail::require_min_rank(who, "b", b, 2);
   const auto& as = a.shape();
@@ -5779,8 +5793,8 @@ inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool
   if (padded_h < d.kh || padded_w < d.kw)
     raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
                       padded_h, padded_w);
-  d.oh = (padded_h - d.kh) / d.sh + 1;
-  d.ow = (padded_w - d.kw) / d.sw + 1;
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
   return d;
 }
 
@@ -11989,6 +12003,7 @@ constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dlavm::vta {
 
@@ -12093,6 +12108,13 @@ struct Config {
   std::string to_json() const;
   void save(const std::string& path) const;
 };
+
+// What the hardware accepts as an ALU immediate for `op`: [lo, hi]. The field is 16 bits
+// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH.
+std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// The most rows or columns of zeros an INP load pads a side with (its 4-bit pad fields).
+inline constexpr std::int64_t kMaxLoadPad = (std::int64_t{1} << runtime::kPadBits) - 1;
 
 }  // namespace dlavm::vta
 
@@ -12477,6 +12499,21 @@ DLAVM_INLINE void Config::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out << to_json();
   if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
+                                                                 const Config& c) {
+  const auto signed_range = [](int bits) {
+    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+  };
+  switch (op) {
+    case runtime::AluOp::Mul:
+      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+    case runtime::AluOp::Shr:
+      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
+    default:
+      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
+  }
 }
 
 }  // namespace dlavm::vta
@@ -13066,9 +13103,9 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 //
 //   graph::Epilogue ep;
 //   ep.add_channel(DType::int32());        // + bias[c]
-//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
-//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
-//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
 //   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
 
 // begin dlavm/core/api.hpp
@@ -13084,6 +13121,7 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -13110,10 +13148,11 @@ struct Epilogue {
   std::vector<EpilogueInput> inputs;
 
   // Appends an immediate step, merging it into an earlier step where that is exact:
-  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits 16 bits;
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
+  // immediate of `config` (vta::alu_imm_range);
   // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
   // for c <= b), so requantize's clip and a following relu cost two passes, not three.
-  void imm(EpilogueStep::Kind kind, std::int64_t value);
+  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
@@ -13133,6 +13172,10 @@ struct EpilogueStages {
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
   te::Tensor res;                    // the int8 result (the stored stage)
+
+  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
+  // the result (what vta::build takes, and what graph::build hands the program).
+  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
 
   // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
   // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.
@@ -13185,7 +13228,8 @@ EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const E
 
 namespace dlavm::graph {
 
-DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
+                                const vta::Config& config) {
   using K = EpilogueStep::Kind;
   // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
   // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
@@ -13211,13 +13255,15 @@ DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
       case K::Min:
         last.imm = std::min(last.imm, value);
         return;
-      case K::Add:
-        // the ALU's immediate is 16 bits: merge only while the sum still fits
-        if (const auto sum = last.imm + value; sum >= -32768 && sum <= 32767) {
+      case K::Add: {
+        // merge only while the sum still fits the ALU's immediate
+        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
+        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
           last.imm = sum;
           return;
         }
         break;
+      }
       default:
         break;
     }
@@ -13374,6 +13420,14 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
     s[a].compute_at(s[res], attach);
     s[a].pragma(s[a].axis(0), env.alu);
   }
+}
+
+DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
+    std::initializer_list<te::Tensor> anchor_args) const {
+  std::vector<te::Tensor> out(anchor_args);
+  out.insert(out.end(), inputs.begin(), inputs.end());
+  out.push_back(res);
+  return out;
 }
 
 DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
@@ -18803,9 +18857,6 @@ DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
 
 namespace dlavm::vta {
 
-// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
-std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
-
 // Nests under `pragma_alu` become vta.alu calls (see above).
 tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
 
@@ -18845,21 +18896,6 @@ void check_alu(const tir::Stmt& body, const Env& env);
 #include <vector>
 
 namespace dlavm::vta {
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
-                                                                 const Config& c) {
-  const auto signed_range = [](int bits) {
-    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
-  };
-  switch (op) {
-    case runtime::AluOp::Mul:
-      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
-    case runtime::AluOp::Shr:
-      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
-    default:
-      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
-  }
-}
 
 namespace detail {
 
@@ -21249,12 +21285,6 @@ namespace detail {
 // The largest value of a dim (its maximum when symbolic).
 inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
 
-// The output extent of a sliding window over a possibly symbolic extent.
-inline ne::Expr window_out(const ne::Expr& extent, std::int64_t pads, std::int64_t window,
-                           std::int64_t stride) {
-  return ne::simplify(ne::floordiv(extent + pads - window, stride) + 1);
-}
-
 // A dim at the bindings' values (a constant stays as it is).
 inline ne::Expr bound_dim(const ne::Expr& e, std::span<const ne::Binding> bindings) {
   return e.is_const() ? e : ne::Expr(ne::eval(e, bindings));
@@ -21296,6 +21326,8 @@ auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
 
 }  // namespace dlavm::graph
 // end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
 // begin dlavm/ne/bounds.hpp
 // end dlavm/ne/bounds.hpp
 // begin dlavm/ne/eval.hpp
@@ -21319,11 +21351,11 @@ auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
 namespace dlavm::graph {
 
 DLAVM_INLINE ne::Expr Conv2dShape::out_h() const {
-  return detail::window_out(height, padding[0] + padding[2], kernel[0], strides[0]);
+  return ne::simplify(host::window_output(height, padding[0] + padding[2], kernel[0], strides[0]));
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
-  return detail::window_out(width, padding[1] + padding[3], kernel[1], strides[1]);
+  return ne::simplify(host::window_output(width, padding[1] + padding[3], kernel[1], strides[1]));
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
@@ -21454,10 +21486,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
 }
 
 DLAVM_INLINE std::vector<te::Tensor> Conv2dKernel::args() const {
-  std::vector<te::Tensor> out{data_, weight_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({data_, weight_});
 }
 
 DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
@@ -21796,10 +21825,7 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
 }
 
 DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
-  std::vector<te::Tensor> out{x_, w_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({x_, w_});
 }
 
 DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
@@ -22065,6 +22091,8 @@ std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const
 // end dlavm/graph/strategy/pool2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
 // end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
 // begin dlavm/ne/bounds.hpp
 // end dlavm/ne/bounds.hpp
 // begin dlavm/ne/ops.hpp
@@ -22089,16 +22117,17 @@ namespace dlavm::graph {
 namespace detail {
 
 // The kernel's epilogue: an average's shift by log2(window elements), then the fused steps.
-inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
+inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused,
+                              const vta::Config& config) {
   Epilogue e;
   const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
   if (shape.kind == Pool2dShape::Kind::Average && count > 1)
-    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count));
+    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count), config);
   for (const auto& s : fused.steps) {
     if (s.kind == EpilogueStep::Kind::AddChannel || s.kind == EpilogueStep::Kind::AddTensor)
       e.steps.push_back(s);
     else
-      e.imm(s.kind, s.imm);
+      e.imm(s.kind, s.imm, config);
   }
   e.inputs = fused.inputs;
   return e;
@@ -22119,11 +22148,11 @@ struct PoolTiles {
 }  // namespace detail
 
 DLAVM_INLINE ne::Expr Pool2dShape::out_h() const {
-  return detail::window_out(height, padding[0] + padding[2], window[0], strides[0]);
+  return ne::simplify(host::window_output(height, padding[0] + padding[2], window[0], strides[0]));
 }
 
 DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
-  return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+  return host::window_output(width, padding[1] + padding[3], window[1], strides[1]);
 }
 
 DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
@@ -22142,7 +22171,7 @@ DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
 
 DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
-    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
+    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue, env.config)) {
   const detail::PoolTiles t(env, shape);
   const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
@@ -22174,10 +22203,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
 }
 
 DLAVM_INLINE std::vector<te::Tensor> Pool2dKernel::args() const {
-  std::vector<te::Tensor> out{data_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({data_});
 }
 
 DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {
@@ -22542,8 +22568,9 @@ inline AnchorStrategy conv2d_strategy() {
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
     const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
-      if (p > 15)
-        return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
+      if (p > vta::kMaxLoadPad)
+        return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
+                           vta::kMaxLoadPad);
     if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
@@ -22583,7 +22610,7 @@ inline AnchorStrategy conv2d_strategy() {
 }
 
 // Rows of a dense call: the product of x's leading dims.
-inline ne::Expr dense_rows(const TypeCall& c) {
+inline ne::Expr dense_row_count(const TypeCall& c) {
   ne::Expr rows = 1;
   const auto& x = c.type(0).shape;
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
@@ -22598,7 +22625,7 @@ inline AnchorStrategy dense_strategy() {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> w;
     if (auto why = constant_dims(a, 1, w)) return why;
-    const auto rows = dense_rows(a.call);
+    const auto rows = dense_row_count(a.call);
     if (const auto max = ne::bounds(rows).max; max > kMaxRows)
       raise<ShapeError>(
           "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
@@ -22620,7 +22647,7 @@ inline AnchorStrategy dense_strategy() {
   s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
                  const ScheduleChooser& chooser, const std::string& name) {
     const auto& w = a.call.type(1).shape;
-    const DenseShape shape{dense_rows(a.call), *ne::simplify(w[1]).as_int(),
+    const DenseShape shape{dense_row_count(a.call), *ne::simplify(w[1]).as_int(),
                            *ne::simplify(w[0]).as_int()};
     const auto t = chooser.dense(env, shape, e);
     const DenseKernel kernel(env, shape, e, name);
@@ -23257,16 +23284,16 @@ class Partitioner {
         !fits_imm(p.lo) || !fits_imm(p.hi))
       return false;
     if (p.rounding == host::Rounding::Nearest && p.shift > 0)
-      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1));
-    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift);
-    next.epilogue.imm(K::Max, p.lo);
-    next.epilogue.imm(K::Min, p.hi);
+      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1), target_.env.config);
+    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift, target_.env.config);
+    next.epilogue.imm(K::Max, p.lo, target_.env.config);
+    next.epilogue.imm(K::Min, p.hi, target_.env.config);
     next.logical = p.out_dtype;
     return true;
   }
 
-  static bool fuse_relu(Growth& next) {
-    next.epilogue.imm(K::Max, 0);
+  bool fuse_relu(Growth& next) const {
+    next.epilogue.imm(K::Max, 0, target_.env.config);
     return true;
   }
 
@@ -23274,8 +23301,8 @@ class Partitioner {
     const auto [lo, hi] = host::clip_int_bounds(
         {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
     if (!fits_imm(lo) || !fits_imm(hi)) return false;
-    next.epilogue.imm(K::Max, lo);
-    next.epilogue.imm(K::Min, hi);
+    next.epilogue.imm(K::Max, lo, target_.env.config);
+    next.epilogue.imm(K::Min, hi, target_.env.config);
     return true;
   }
 

@@ -537,8 +537,8 @@ TEST_CASE("epilogue: merged add immediates compute what the separate adds do, on
   for (const auto& adds : chains) {
     CAPTURE(adds.size());
     graph::Epilogue e;
-    for (auto a : adds) e.imm(graph::EpilogueStep::Kind::Add, a);
-    e.imm(graph::EpilogueStep::Kind::Shr, 4);
+    for (auto a : adds) e.imm(graph::EpilogueStep::Kind::Add, a, dlavm::vta::Config{});
+    e.imm(graph::EpilogueStep::Kind::Shr, 4, dlavm::vta::Config{});
     const std::size_t merged = adds[0] == 20000 ? 2 : 1;
     CHECK(e.steps.size() == merged + 1);
     const graph::DenseShape shape{2, 32, 16};

@@ -273,21 +273,21 @@ TEST_CASE("partition: a symbolic dim without a usable maximum is an error naming
 TEST_CASE("epilogue: immediates merge only where that is exact") {
   using K = graph::EpilogueStep::Kind;
   graph::Epilogue e;
-  e.imm(K::Add, 3);
-  e.imm(K::Add, 4);
+  e.imm(K::Add, 3, dlavm::vta::Config{});
+  e.imm(K::Add, 4, dlavm::vta::Config{});
   CHECK(graph::to_string(e) == "+7");
-  e.imm(K::Add, 32767);  // the sum would not fit the 16-bit immediate
+  e.imm(K::Add, 32767, dlavm::vta::Config{});  // the sum would not fit the 16-bit immediate
   CHECK(graph::to_string(e) == "+7, +32767");
-  e.imm(K::Shr, 2);
-  e.imm(K::Max, -5);
-  e.imm(K::Min, 9);
-  e.imm(K::Max, 0);   // into the clamp: max(-5, 0)
-  e.imm(K::Max, 12);  // above the clamp's upper bound: kept
+  e.imm(K::Shr, 2, dlavm::vta::Config{});
+  e.imm(K::Max, -5, dlavm::vta::Config{});
+  e.imm(K::Min, 9, dlavm::vta::Config{});
+  e.imm(K::Max, 0, dlavm::vta::Config{});   // into the clamp: max(-5, 0)
+  e.imm(K::Max, 12, dlavm::vta::Config{});  // above the clamp's upper bound: kept
   CHECK(graph::to_string(e) == "+7, +32767, >>2, max 0, min 9, max 12");
   graph::Epilogue f;
-  f.imm(K::Min, 9);
-  f.imm(K::Max, -5);
-  f.imm(K::Min, 4);  // into the clamp: min(9, 4)
+  f.imm(K::Min, 9, dlavm::vta::Config{});
+  f.imm(K::Max, -5, dlavm::vta::Config{});
+  f.imm(K::Min, 4, dlavm::vta::Config{});  // into the clamp: min(9, 4)
   CHECK(graph::to_string(f) == "min 4, max -5");
   CHECK(f.alu_passes() == 2);
 }

@@ -91,8 +91,8 @@ graph::Epilogue random_epilogue(std::mt19937_64& rng) {
   graph::Epilogue e;
   if (rng() % 2) e.add_channel();
   if (rng() % 3 == 0) e.add_tensor(rng() % 2 ? DType::int8() : DType::int32());
-  e.imm(graph::EpilogueStep::Kind::Shr, 4);
-  if (rng() % 2) e.imm(graph::EpilogueStep::Kind::Max, 0);
+  e.imm(graph::EpilogueStep::Kind::Shr, 4, dlavm::vta::Config{});
+  if (rng() % 2) e.imm(graph::EpilogueStep::Kind::Max, 0, dlavm::vta::Config{});
   return e;
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
     {
       const std::int64_t kh = pick(1, 3), kw = pick(1, 3);
       graph::Epilogue pe;
-      if (rng() % 2) pe.imm(graph::EpilogueStep::Kind::Max, 0);
+      if (rng() % 2) pe.imm(graph::EpilogueStep::Kind::Max, 0, dlavm::vta::Config{});
       const graph::Pool2dShape shape{
           .batch = pick(1, 2),
           .channels = pick(1, 64),

@@ -119,5 +119,5 @@ TEST_CASE("host conv2d: mistakes name the attribute or operand and the numbers")
                        doctest::Contains("the 3x3 kernel is larger than the padded 2x2 input"),
                        dlavm::ShapeError);
   CHECK_THROWS_WITH_AS(host::conv2d(te::NDArray(DType::float32(), {1, 3, 5, 5}), w),
-                       doctest::Contains("operands are float32 and int8"), dlavm::TypeError);
+                       doctest::Contains("x is float32 and w is int8"), dlavm::TypeError);
 }

@@ -212,16 +212,16 @@ class Partitioner {
         !fits_imm(p.lo) || !fits_imm(p.hi))
       return false;
     if (p.rounding == host::Rounding::Nearest && p.shift > 0)
-      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1));
-    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift);
-    next.epilogue.imm(K::Max, p.lo);
-    next.epilogue.imm(K::Min, p.hi);
+      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1), target_.env.config);
+    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift, target_.env.config);
+    next.epilogue.imm(K::Max, p.lo, target_.env.config);
+    next.epilogue.imm(K::Min, p.hi, target_.env.config);
     next.logical = p.out_dtype;
     return true;
   }
 
-  static bool fuse_relu(Growth& next) {
-    next.epilogue.imm(K::Max, 0);
+  bool fuse_relu(Growth& next) const {
+    next.epilogue.imm(K::Max, 0, target_.env.config);
     return true;
   }
 
@@ -229,8 +229,8 @@ class Partitioner {
     const auto [lo, hi] = host::clip_int_bounds(
         {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
     if (!fits_imm(lo) || !fits_imm(hi)) return false;
-    next.epilogue.imm(K::Max, lo);
-    next.epilogue.imm(K::Min, hi);
+    next.epilogue.imm(K::Max, lo, target_.env.config);
+    next.epilogue.imm(K::Min, hi, target_.env.config);
     return true;
   }
 

@@ -131,8 +131,9 @@ inline AnchorStrategy conv2d_strategy() {
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
     const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
     for (auto p : shape.padding)
-      if (p > 15)
-        return fmt::format("padding {} exceeds the 15 rows or columns VTA's loads pad a side", p);
+      if (p > vta::kMaxLoadPad)
+        return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
+                           vta::kMaxLoadPad);
     if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
@@ -172,7 +173,7 @@ inline AnchorStrategy conv2d_strategy() {
 }
 
 // Rows of a dense call: the product of x's leading dims.
-inline ne::Expr dense_rows(const TypeCall& c) {
+inline ne::Expr dense_row_count(const TypeCall& c) {
   ne::Expr rows = 1;
   const auto& x = c.type(0).shape;
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
@@ -187,7 +188,7 @@ inline AnchorStrategy dense_strategy() {
     if (auto why = vta_operand_types(a, env)) return why;
     std::vector<std::int64_t> w;
     if (auto why = constant_dims(a, 1, w)) return why;
-    const auto rows = dense_rows(a.call);
+    const auto rows = dense_row_count(a.call);
     if (const auto max = ne::bounds(rows).max; max > kMaxRows)
       raise<ShapeError>(
           "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
@@ -209,7 +210,7 @@ inline AnchorStrategy dense_strategy() {
   s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
                  const ScheduleChooser& chooser, const std::string& name) {
     const auto& w = a.call.type(1).shape;
-    const DenseShape shape{dense_rows(a.call), *ne::simplify(w[1]).as_int(),
+    const DenseShape shape{dense_row_count(a.call), *ne::simplify(w[1]).as_int(),
                            *ne::simplify(w[0]).as_int()};
     const auto t = chooser.dense(env, shape, e);
     const DenseKernel kernel(env, shape, e, name);

@@ -20,6 +20,17 @@ DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
   return std::nullopt;
 }
 
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                                          std::string_view what_b, DType b) {
+  const auto t = accumulate_dtype(a, b);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, what_a, a, what_b, b);
+  return *t;
+}
+
 DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
   const auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r) return std::nullopt;
@@ -101,17 +112,6 @@ DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view na
     raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
                       -static_cast<std::int64_t>(rank), rank, rank);
   return *k;
-}
-
-DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, const te::NDArray& a,
-                                          const te::NDArray& b) {
-  const auto t = accumulate_dtype(a.dtype(), b.dtype());
-  if (!t)
-    raise<TypeError>(
-        "{}: operands are {} and {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        who, a.dtype(), b.dtype());
-  return *t;
 }
 
 DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {

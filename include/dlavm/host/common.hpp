@@ -9,6 +9,8 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
+#include <dlavm/ne/expr.hpp>
+#include <dlavm/ne/ops.hpp>
 #include <dlavm/te/ndarray.hpp>
 
 #include <cstddef>
@@ -27,6 +29,23 @@ using Shape = std::vector<std::int64_t>;
 //   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
 // nullopt for any other pair (mixed types need a cast first).
 std::optional<DType> accumulate_dtype(DType a, DType b);
+// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
+DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                             std::string_view what_b, DType b);
+
+namespace detail {
+inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
+}  // namespace detail
+
+// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
+// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
+// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
+template <class Extent>
+Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
+                     std::int64_t stride) {
+  return detail::floor_div(extent + pads - window, stride) + 1;
+}
 
 // axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
 // when outside.
@@ -62,8 +81,6 @@ void require_same_dtype(std::string_view who, const te::NDArray& a, const te::ND
 // The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
 std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
                           std::size_t rank);
-// The dtype of a product-sum of a and b (accumulate_dtype), or TypeError.
-DType product_dtype_or_raise(std::string_view who, const te::NDArray& a, const te::NDArray& b);
 // The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
 // stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
 std::vector<std::uint32_t> to_u32(const te::NDArray& a);

@@ -88,7 +88,7 @@ DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
 DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
   constexpr std::string_view who = "host::conv2d";
   validate(p, who);
-  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
   detail::require_rank(who, "x", x, 4);
   detail::require_rank(who, "w", w, 4);
   const auto& xs = x.shape();
@@ -103,8 +103,8 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
   if (padded_h < d.kh || padded_w < d.kw)
     raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
                       padded_h, padded_w);
-  d.oh = (padded_h - d.kh) / d.sh + 1;
-  d.ow = (padded_w - d.kw) / d.sw + 1;
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
   te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
   if (out_dtype.is_float()) {
     detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);

@@ -15,7 +15,7 @@ namespace detail {
 
 // y[m, n] = sum_k x[m, k] * w[n, k] over contiguous rows (T: uint32_t wraps, float).
 template <class T>
-void dense_rows(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
+void dense_gemm(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
                 std::int64_t k_in) {
   for (std::int64_t m = 0; m < rows; ++m) {
     const T* xr = x + m * k_in;
@@ -46,7 +46,7 @@ void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t
 
 DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   constexpr std::string_view who = "host::dense";
-  const DType out_dtype = detail::product_dtype_or_raise(who, x, w);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
   detail::require_min_rank(who, "x", x, 1);
   detail::require_rank(who, "w", w, 2);
   const std::int64_t k_in = x.shape().back();
@@ -60,11 +60,11 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   const std::int64_t rows =
       element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
   if (out_dtype.is_float()) {
-    detail::dense_rows(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+    detail::dense_gemm(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
   } else {
     const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
     std::vector<std::uint32_t> ys(y.size());
-    detail::dense_rows(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    detail::dense_gemm(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
     detail::store_i32(ys, y);
   }
   return y;
@@ -72,7 +72,7 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
 
 DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
   constexpr std::string_view who = "host::matmul";
-  const DType out_dtype = detail::product_dtype_or_raise(who, a, b);
+  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
   detail::require_min_rank(who, "a", a, 2);
   detail::require_min_rank(who, "b", b, 2);
   const auto& as = a.shape();

@@ -33,8 +33,8 @@ inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool
   if (padded_h < d.kh || padded_w < d.kw)
     raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
                       padded_h, padded_w);
-  d.oh = (padded_h - d.kh) / d.sh + 1;
-  d.ow = (padded_w - d.kw) / d.sw + 1;
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
   return d;
 }
 

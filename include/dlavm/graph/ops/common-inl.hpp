@@ -18,13 +18,8 @@
 namespace dlavm::graph::detail {
 
 DLAVM_INLINE DType product_dtype(const TypeCall& c) {
-  const auto t = host::accumulate_dtype(c.type(0).dtype, c.type(1).dtype);
-  if (!t)
-    raise<TypeError>(
-        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        c.label, c.arg(0), c.type(0).dtype, c.arg(1), c.type(1).dtype);
-  return *t;
+  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
+                                      c.type(1).dtype);
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
@@ -68,7 +63,7 @@ DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, s
   if (!ne::can_prove(padded >= window))
     raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
                       c.label, window, what, padded, ne::bounds(padded).min);
-  return ne::simplify(ne::floordiv(padded - window, stride) + 1);
+  return ne::simplify(host::window_output(extent, pads, window, stride));
 }
 
 DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {

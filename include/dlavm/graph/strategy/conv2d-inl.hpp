@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/conv2d.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/host/common.hpp>
 #include <dlavm/ne/bounds.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/ops.hpp>
@@ -21,11 +22,11 @@
 namespace dlavm::graph {
 
 DLAVM_INLINE ne::Expr Conv2dShape::out_h() const {
-  return detail::window_out(height, padding[0] + padding[2], kernel[0], strides[0]);
+  return ne::simplify(host::window_output(height, padding[0] + padding[2], kernel[0], strides[0]));
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
-  return detail::window_out(width, padding[1] + padding[3], kernel[1], strides[1]);
+  return ne::simplify(host::window_output(width, padding[1] + padding[3], kernel[1], strides[1]));
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
@@ -156,10 +157,7 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
 }
 
 DLAVM_INLINE std::vector<te::Tensor> Conv2dKernel::args() const {
-  std::vector<te::Tensor> out{data_, weight_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({data_, weight_});
 }
 
 DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {

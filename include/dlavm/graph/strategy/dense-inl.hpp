@@ -55,10 +55,7 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
 }
 
 DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
-  std::vector<te::Tensor> out{x_, w_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({x_, w_});
 }
 
 DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {

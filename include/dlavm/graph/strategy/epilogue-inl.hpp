@@ -13,7 +13,8 @@
 
 namespace dlavm::graph {
 
-DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
+                                const vta::Config& config) {
   using K = EpilogueStep::Kind;
   // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
   // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
@@ -39,13 +40,15 @@ DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value) {
       case K::Min:
         last.imm = std::min(last.imm, value);
         return;
-      case K::Add:
-        // the ALU's immediate is 16 bits: merge only while the sum still fits
-        if (const auto sum = last.imm + value; sum >= -32768 && sum <= 32767) {
+      case K::Add: {
+        // merge only while the sum still fits the ALU's immediate
+        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
+        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
           last.imm = sum;
           return;
         }
         break;
+      }
       default:
         break;
     }
@@ -202,6 +205,14 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
     s[a].compute_at(s[res], attach);
     s[a].pragma(s[a].axis(0), env.alu);
   }
+}
+
+DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
+    std::initializer_list<te::Tensor> anchor_args) const {
+  std::vector<te::Tensor> out(anchor_args);
+  out.insert(out.end(), inputs.begin(), inputs.end());
+  out.push_back(res);
+  return out;
 }
 
 DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,

@@ -12,9 +12,9 @@
 //
 //   graph::Epilogue ep;
 //   ep.add_channel(DType::int32());        // + bias[c]
-//   ep.imm(graph::EpilogueStep::Kind::Shr, 8);
-//   ep.imm(graph::EpilogueStep::Kind::Max, 0);
-//   ep.imm(graph::EpilogueStep::Kind::Min, 127);
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
 //   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
 #pragma once
 
@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -52,10 +53,11 @@ struct Epilogue {
   std::vector<EpilogueInput> inputs;
 
   // Appends an immediate step, merging it into an earlier step where that is exact:
-  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits 16 bits;
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
+  // immediate of `config` (vta::alu_imm_range);
   // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
   // for c <= b), so requantize's clip and a following relu cost two passes, not three.
-  void imm(EpilogueStep::Kind kind, std::int64_t value);
+  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
@@ -75,6 +77,10 @@ struct EpilogueStages {
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
   te::Tensor res;                    // the int8 result (the stored stage)
+
+  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
+  // the result (what vta::build takes, and what graph::build hands the program).
+  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
 
   // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
   // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.

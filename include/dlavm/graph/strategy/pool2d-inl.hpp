@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/pool2d.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/host/common.hpp>
 #include <dlavm/ne/bounds.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
@@ -23,16 +24,17 @@ namespace dlavm::graph {
 namespace detail {
 
 // The kernel's epilogue: an average's shift by log2(window elements), then the fused steps.
-inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused) {
+inline Epilogue pool_epilogue(const Pool2dShape& shape, const Epilogue& fused,
+                              const vta::Config& config) {
   Epilogue e;
   const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
   if (shape.kind == Pool2dShape::Kind::Average && count > 1)
-    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count));
+    e.imm(EpilogueStep::Kind::Shr, std::countr_zero(count), config);
   for (const auto& s : fused.steps) {
     if (s.kind == EpilogueStep::Kind::AddChannel || s.kind == EpilogueStep::Kind::AddTensor)
       e.steps.push_back(s);
     else
-      e.imm(s.kind, s.imm);
+      e.imm(s.kind, s.imm, config);
   }
   e.inputs = fused.inputs;
   return e;
@@ -53,11 +55,11 @@ struct PoolTiles {
 }  // namespace detail
 
 DLAVM_INLINE ne::Expr Pool2dShape::out_h() const {
-  return detail::window_out(height, padding[0] + padding[2], window[0], strides[0]);
+  return ne::simplify(host::window_output(height, padding[0] + padding[2], window[0], strides[0]));
 }
 
 DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
-  return (width + padding[1] + padding[3] - window[1]) / strides[1] + 1;
+  return host::window_output(width, padding[1] + padding[3], window[1], strides[1]);
 }
 
 DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
@@ -76,7 +78,7 @@ DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
 
 DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& shape,
                                         const Epilogue& epilogue, const std::string& name)
-    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue)) {
+    : env_(env), shape_(shape), epilogue_spec_(detail::pool_epilogue(shape, epilogue, env.config)) {
   const detail::PoolTiles t(env, shape);
   const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
@@ -108,10 +110,7 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
 }
 
 DLAVM_INLINE std::vector<te::Tensor> Pool2dKernel::args() const {
-  std::vector<te::Tensor> out{data_};
-  out.insert(out.end(), epilogue_.inputs.begin(), epilogue_.inputs.end());
-  out.push_back(epilogue_.res);
-  return out;
+  return epilogue_.kernel_args({data_});
 }
 
 DLAVM_INLINE te::Schedule Pool2dKernel::schedule(const Pool2dTiling& t) const {

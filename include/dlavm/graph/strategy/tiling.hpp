@@ -68,12 +68,6 @@ namespace detail {
 // The largest value of a dim (its maximum when symbolic).
 inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
 
-// The output extent of a sliding window over a possibly symbolic extent.
-inline ne::Expr window_out(const ne::Expr& extent, std::int64_t pads, std::int64_t window,
-                           std::int64_t stride) {
-  return ne::simplify(ne::floordiv(extent + pads - window, stride) + 1);
-}
-
 // A dim at the bindings' values (a constant stays as it is).
 inline ne::Expr bound_dim(const ne::Expr& e, std::span<const ne::Binding> bindings) {
   return e.is_const() ? e : ne::Expr(ne::eval(e, bindings));

@@ -163,6 +163,21 @@ DLAVM_INLINE void Config::save(const std::string& path) const {
   if (!out) raise<ParseError>("cannot write VTA configuration '{}'", path);
 }
 
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
+                                                                 const Config& c) {
+  const auto signed_range = [](int bits) {
+    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+  };
+  switch (op) {
+    case runtime::AluOp::Mul:
+      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+    case runtime::AluOp::Shr:
+      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
+    default:
+      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
+  }
+}
+
 }  // namespace dlavm::vta
 
 DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::format(

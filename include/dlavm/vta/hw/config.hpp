@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dlavm::vta {
 
@@ -117,6 +118,13 @@ struct Config {
   std::string to_json() const;
   void save(const std::string& path) const;
 };
+
+// What the hardware accepts as an ALU immediate for `op`: [lo, hi]. The field is 16 bits
+// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH.
+std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// The most rows or columns of zeros an INP load pads a side with (its 4-bit pad fields).
+inline constexpr std::int64_t kMaxLoadPad = (std::int64_t{1} << runtime::kPadBits) - 1;
 
 }  // namespace dlavm::vta
 

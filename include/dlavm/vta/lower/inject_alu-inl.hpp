@@ -20,21 +20,6 @@
 
 namespace dlavm::vta {
 
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op,
-                                                                 const Config& c) {
-  const auto signed_range = [](int bits) {
-    return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
-  };
-  switch (op) {
-    case runtime::AluOp::Mul:
-      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
-    case runtime::AluOp::Shr:
-      return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
-    default:
-      return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
-  }
-}
-
 namespace detail {
 
 // What VTA's ALU runs, for messages.

@@ -45,9 +45,6 @@
 
 namespace dlavm::vta {
 
-// What the hardware accepts as an ALU immediate for `op`: [lo, hi].
-std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
-
 // Nests under `pragma_alu` become vta.alu calls (see above).
 tir::Stmt inject_alu(const tir::Stmt& body, const Env& env);
 
