@@ -14,6 +14,7 @@
 //   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
 #pragma once
 
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/build.hpp>
 #include <dlavm/graph/builder.hpp>

@@ -533,15 +533,37 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 //   auto mod = g::build(fn, g::Target{});
 //   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
 
+// begin dlavm/graph/attr_schema.hpp
+// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
+// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
+// names of its values. Everything that handles an op's attributes reads the schema:
+//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
+//                    struct, required keys, allowed strings, descriptions)
+//   to_attrs(p)      a call's attributes from the struct (the typed builders)
+//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
+//                    strategies), raising ValueError naming the key for a value outside the
+//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
+// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
+// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
+// an enumeration given its names (String).
+//
+//   AttrSchema<host::Conv2dParams> s;
+//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
+//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
+//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
 // begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of five kinds (an integer, a
-// float, a string, a list of integers, a dtype), as ONNX attributes and TVM's attrs carry
-// them. Typed getters raise naming the key; op records (graph/op.hpp) declare which keys an
-// op takes, with their kinds and defaults.
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
 //
 //   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
 //   a.get_ints("strides");          // {2, 2}
 //   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
 //   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
 //   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
 
@@ -580,15 +602,16 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 
 namespace dlavm::graph {
 
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType>;
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
 
 // The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType };
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
 
 inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype"
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
 std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8.
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
 std::string to_string(const AttrValue& v);
 
 class Attrs {
@@ -623,6 +646,8 @@ class Attrs {
   const std::string& get_string(std::string_view key) const;
   const std::vector<std::int64_t>& get_ints(std::string_view key) const;
   DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
 
   std::size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
@@ -682,21 +707,30 @@ DLAVM_INLINE std::string_view describe(AttrKind kind) {
       return "a list of integers";
     case AttrKind::DType:
       return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
   }
   raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
 }
 
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
   switch (kind_of(v)) {
     case AttrKind::Int:
       return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float: {
-      // shortest round-trip text, with a decimal point so that 2.0 does not read as 2
-      const double d = std::get<double>(v);
-      std::string s = fmt::format("{}", d);
-      if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-      return s;
-    }
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
     case AttrKind::String: {
       std::string s = "\"";
       for (char c : std::get<std::string>(v)) {
@@ -709,6 +743,11 @@ DLAVM_INLINE std::string to_string(const AttrValue& v) {
       return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
     case AttrKind::DType:
       return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
   }
   raise<ValueError>("internal: unknown attribute kind, please report");
 }
@@ -768,67 +807,43 @@ DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
   return std::get<DType>(get(key, AttrKind::DType));
 }
 
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
+}
+
 }  // namespace dlavm::graph
 // end dlavm/graph/attrs-inl.hpp
 #endif
 // end dlavm/graph/attrs.hpp
-// begin dlavm/graph/build.hpp
-// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
-// step its own entry point:
-//   infer_type(fn, target)   types and places every call (graph/target.hpp)
-//   partition(typed, target) fuses VTA groups: anchor + epilogue (graph/partition.hpp)
-//   per VTA group            the anchor's strategy declares the kernel and its schedule, with
-//                            knobs from the ScheduleChooser; vta::build compiles it
-//   layouts                  each value a VTA group reads is packed for it (constants now,
-//                            at build time; others by a pack step on the host), and each
-//                            value a host call or the caller reads is unpacked after VTA:
-//                            conversions are inserted only at the boundaries, so consecutive
-//                            VTA groups pass packed values to each other
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
-//   auto mod = graph::build(fn, target, {.name = "resnet18"});
-//   auto out = mod.run(dev, {{"data", image}});
-//
-// Errors are those of infer_type and the strategies (a symbolic dim without a usable
-// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/module.hpp
-// graph::Module: a built model (graph::build). It holds values (the params, the constants,
-// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
-// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
-// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
-// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
-//
-//   auto mod = graph::build(fn, target, {.name = "mlp"});
-//   vta::SimDevice dev(target.env.config);
-//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
-//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
-//   fmt::print("{}", mod);                                   // the steps
-//
-// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
-// build's VTA: dlavm::Errors naming the input, dim or configuration.
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/graph/attrs.hpp
 // end dlavm/graph/attrs.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
 // begin dlavm/graph/node.hpp
 // The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
 //
@@ -3320,31 +3335,6 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
 // end dlavm/graph/node-inl.hpp
 #endif
 // end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// Op records and the registry that maps op names to them. An op is plain data, built by an
-// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
-//   name                  "conv2d"
-//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
-//   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute
-//   type_rule             the result type from the argument types and attributes
-//   host_kernel           the CPU implementation (host/), the fallback and the reference
-//   host_support          why the host kernel cannot run a call (empty: it runs every call the
-//                         type rule accepts)
-// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
-// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
-//
-//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
-//               .type_rule = [](const TypeCall& c) { return c.type(0); },
-//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
-//   registry.add(std::move(op));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
@@ -3366,6 +3356,7 @@ struct AttrSpec {
   AttrKind kind = AttrKind::Int;
   std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
   std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+  std::string description{};                 // what it means, for messages and docs
 };
 
 // What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
@@ -4053,12 +4044,18 @@ DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs&
     const AttrValue* v = given.find(s.name);
     if (v == nullptr) {
       if (!s.default_value)
-        raise<ValueError>("{}: attribute '{}' ({}) is required", label, s.name, describe(s.kind));
+        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
+                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
       out.set(s.name, *s.default_value);
       continue;
     }
     if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
       out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
+      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
       continue;
     }
     if (kind_of(*v) != s.kind)
@@ -4080,6 +4077,245 @@ DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs&
 }  // namespace dlavm::graph
 // end dlavm/graph/op-inl.hpp
 #endif
+// end dlavm/graph/op.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// How a member type maps to an attribute value and back. from() raises ValueError naming the
+// key when the value is outside the member's domain.
+template <class T>
+struct AttrCodec;
+
+template <>
+struct AttrCodec<std::int64_t> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(std::int64_t v) { return v; }
+  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
+};
+
+template <>
+struct AttrCodec<bool> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
+  static bool from(const Attrs& a, std::string_view key) {
+    const std::int64_t v = a.get_int(key);
+    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
+    return v == 1;
+  }
+};
+
+template <>
+struct AttrCodec<double> {
+  static constexpr AttrKind kind = AttrKind::Float;
+  static AttrValue to(double v) { return v; }
+  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
+};
+
+template <>
+struct AttrCodec<DType> {
+  static constexpr AttrKind kind = AttrKind::DType;
+  static AttrValue to(DType v) { return v; }
+  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
+};
+
+template <>
+struct AttrCodec<std::vector<std::int64_t>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
+  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
+    return a.get_ints(key);
+  }
+};
+
+template <>
+struct AttrCodec<std::vector<double>> {
+  static constexpr AttrKind kind = AttrKind::Floats;
+  static AttrValue to(const std::vector<double>& v) { return v; }
+  static std::vector<double> from(const Attrs& a, std::string_view key) {
+    return a.get_floats(key);
+  }
+};
+
+template <std::size_t N>
+struct AttrCodec<std::array<std::int64_t, N>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::array<std::int64_t, N>& v) {
+    return std::vector<std::int64_t>(v.begin(), v.end());
+  }
+  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
+    const auto& v = a.get_ints(key);
+    if (v.size() != N)
+      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
+                        v.size(), N);
+    std::array<std::int64_t, N> out{};
+    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+    return out;
+  }
+};
+
+}  // namespace detail
+
+template <class P>
+class AttrSchema {
+ public:
+  // An attribute for member `m`; `required`: no default (the call must give it).
+  template <class T>
+  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
+    using Codec = detail::AttrCodec<T>;
+    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
+    if (!required) spec.default_value = Codec::to(P{}.*m);
+    fields_.push_back(
+        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
+         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
+    return *this;
+  }
+
+  // An enumeration member, as a string among `names`.
+  template <class E>
+  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
+                                               std::vector<std::pair<std::string, E>> names) {
+    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
+    for (const auto& [name, value] : names) spec.choices.push_back(name);
+    const auto name_of = [names](E v) {
+      for (const auto& [name, value] : names)
+        if (value == v) return name;
+      raise<ValueError>("internal: an enumeration value has no name, please report");
+    };
+    spec.default_value = AttrValue(name_of(P{}.*m));
+    fields_.push_back({std::move(spec),
+                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
+                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
+                         const std::string& s = a.get_string(k);
+                         for (const auto& [name, value] : names)
+                           if (name == s) {
+                             p.*m = value;
+                             return;
+                           }
+                         std::vector<std::string> allowed;
+                         for (const auto& n : names) allowed.push_back(n.first);
+                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
+                                           fmt::join(allowed, ", "));
+                       }});
+    return *this;
+  }
+
+  std::vector<AttrSpec> specs() const {
+    std::vector<AttrSpec> out;
+    for (const auto& f : fields_) out.push_back(f.spec);
+    return out;
+  }
+
+  Attrs to_attrs(const P& p) const {
+    Attrs out;
+    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
+    return out;
+  }
+
+  // The struct from normalized attributes (every key present, of its kind).
+  P from_attrs(const Attrs& a) const {
+    P p{};
+    for (const auto& f : fields_) f.set(p, a);
+    return p;
+  }
+
+ private:
+  struct Field {
+    AttrSpec spec;
+    std::function<AttrValue(const P&)> get;
+    std::function<void(P&, const Attrs&)> set;
+  };
+  std::vector<Field> fields_;
+};
+
+// The parameters of a call being typed: schema.from_attrs, its errors starting with the
+// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
+template <class P>
+P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
+  try {
+    return schema.from_attrs(c.attrs);
+  } catch (const Error& e) {
+    rethrow_with_context(e, c.label);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/build.hpp
+// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
+// step its own entry point:
+//   infer_type(fn, target)   types and places every call (graph/target.hpp)
+//   partition(typed, target) fuses VTA groups: anchor + epilogue (graph/partition.hpp)
+//   per VTA group            the anchor's strategy declares the kernel and its schedule, with
+//                            knobs from the ScheduleChooser; vta::build compiles it
+//   layouts                  each value a VTA group reads is packed for it (constants now,
+//                            at build time; others by a pack step on the host), and each
+//                            value a host call or the caller reads is unpacked after VTA:
+//                            conversions are inserted only at the boundaries, so consecutive
+//                            VTA groups pass packed values to each other
+//
+//   auto mod = graph::build(fn, target, {.name = "resnet18"});
+//   auto out = mod.run(dev, {{"data", image}});
+//
+// Errors are those of infer_type and the strategies (a symbolic dim without a usable
+// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/module.hpp
+// graph::Module: a built model (graph::build). It holds values (the params, the constants,
+// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
+// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
+// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
+// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   vta::SimDevice dev(target.env.config);
+//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
+//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
+//   fmt::print("{}", mod);                                   // the steps
+//
+// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
+// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
+// build's VTA: dlavm::Errors naming the input, dim or configuration.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/ne/eval.hpp
 // ne::eval: the value of an expression for given variable values, by walking the tree.
@@ -4466,7 +4702,7 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
 // One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
 // int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
 // float32 over c, then ky, then kx ascending, padding positions skipped.
-// strides >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
+// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
 //
 //   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
 
@@ -4484,6 +4720,7 @@ namespace dlavm::host {
 struct Conv2dParams {
   std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  std::int64_t groups = 1;                          // 1 only
 };
 
 // ValueError naming `who` and the attribute when a parameter is out of its domain.
@@ -4583,6 +4820,8 @@ DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
     if (v < 0)
       raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
                         fmt::join(p.padding, ", "));
+  if (p.groups != 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
 }
 
 DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
@@ -4640,10 +4879,12 @@ void add_conv_ops(OpRegistry& ops);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
-// Helpers the op families share: attribute conversions to host parameter structs, and the
-// pieces of type rules that recur (the product dtype, numpy broadcasting of symbolic shapes,
-// sliding-window output sizes). Used by the definitions in graph/ops/*-inl.hpp.
+// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
+// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
+// graph/ops/*-inl.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -4666,22 +4907,6 @@ void add_conv_ops(OpRegistry& ops);
 #include <vector>
 
 namespace dlavm::graph::detail {
-
-template <std::size_t N>
-std::vector<std::int64_t> ints_of(const std::array<std::int64_t, N>& a) {
-  return {a.begin(), a.end()};
-}
-
-// The Ints attribute `name` as an array of N; ValueError when it has another length.
-template <std::size_t N>
-std::array<std::int64_t, N> array_attr(const Attrs& attrs, std::string_view name) {
-  const auto& v = attrs.get_ints(name);
-  if (v.size() != N)
-    raise<ValueError>("attribute '{}' has {} values, expected {}", name, v.size(), N);
-  std::array<std::int64_t, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
-  return out;
-}
 
 // The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
 DType product_dtype(const TypeCall& c);
@@ -4798,13 +5023,18 @@ namespace dlavm::graph {
 
 namespace detail {
 
+inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
+  using P = host::Conv2dParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("strides", &P::strides, "steps of the window: (height, width)")
+          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
+          .field("groups", &P::groups, "channel groups (1 only)");
+  return schema;
+}
+
 inline TensorType conv2d_type(const TypeCall& c) {
-  if (const std::int64_t groups = c.attrs.get_int("groups"); groups != 1)
-    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", c.label,
-                      groups);
-  c.ints("strides", 2);
-  c.ints("padding", 4);
-  const host::Conv2dParams p = conv2d_params(c.attrs);
+  const host::Conv2dParams p = params_of(c, conv2d_schema());
   host::validate(p, c.label);
   c.require_rank(0, 4);
   c.require_rank(1, 4);
@@ -4823,23 +5053,18 @@ inline TensorType conv2d_type(const TypeCall& c) {
 }  // namespace detail
 
 DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
-  return {.strides = detail::array_attr<2>(attrs, "strides"),
-          .padding = detail::array_attr<4>(attrs, "padding")};
+  return detail::conv2d_schema().from_attrs(attrs);
 }
 
 DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
-  return call("conv2d", {std::move(x), std::move(w)},
-              {{"strides", detail::ints_of(p.strides)}, {"padding", detail::ints_of(p.padding)}});
+  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
-  const host::Conv2dParams defaults;
   ops.add({.name = "conv2d",
            .min_args = 2,
            .max_args = 2,
-           .attrs = {{"strides", AttrKind::Ints, detail::ints_of(defaults.strides)},
-                     {"padding", AttrKind::Ints, detail::ints_of(defaults.padding)},
-                     {"groups", AttrKind::Int, std::int64_t{1}}},
+           .attrs = detail::conv2d_schema().specs(),
            .type_rule = detail::conv2d_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
@@ -5083,6 +5308,9 @@ Expr mul(Expr a, Expr b);
 Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
 Expr relu(Expr x);
 Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
 
 void add_elementwise_ops(OpRegistry& ops);
 
@@ -5094,6 +5322,8 @@ void add_elementwise_ops(OpRegistry& ops);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/elementwise.hpp
@@ -5119,12 +5349,22 @@ inline TensorType bias_add_type(const TypeCall& c) {
   return c.type(0);
 }
 
-inline host::ClipParams clip_params(const Attrs& attrs) {
-  return {.lo = attrs.get_float("lo"), .hi = attrs.get_float("hi")};
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
 }
 
 inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = clip_params(c.attrs);
+  const host::ClipParams p = params_of(c, clip_schema());
   if (c.type(0).dtype.is_integral())
     host::clip_int_bounds(p, c.type(0).dtype, c.label);
   else
@@ -5136,14 +5376,22 @@ inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
 
 }  // namespace detail
 
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
 DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
 DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, {{"axis", p.axis}});
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
 DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, {{"lo", p.lo}, {"hi", p.hi}});
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
@@ -5160,19 +5408,19 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
   ops.add({.name = "bias_add",
            .min_args = 2,
            .max_args = 2,
-           .attrs = {{"axis", AttrKind::Int, host::BiasAddParams{}.axis}},
+           .attrs = detail::bias_add_schema().specs(),
            .type_rule = detail::bias_add_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], {.axis = attrs.get_int("axis")});
+             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
            }});
   ops.add({.name = "relu",
            .type_rule = detail::same_type_as_input,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
   ops.add({.name = "clip",
-           .attrs = {{"lo", AttrKind::Float, std::nullopt}, {"hi", AttrKind::Float, std::nullopt}},
+           .attrs = detail::clip_schema().specs(),
            .type_rule = detail::clip_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], detail::clip_params(attrs));
+             return host::clip(*a[0], clip_params(attrs));
            }});
 }
 
@@ -5358,6 +5606,8 @@ void add_float_ops(OpRegistry& ops);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/float_ops.hpp
@@ -5389,37 +5639,50 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
+  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
+      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
+  using P = host::LayerNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the first of the trailing dims normalized over")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
-  return call("softmax", {std::move(x)}, {{"axis", p.axis}});
+  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
   return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
-              {{"axis", p.axis}, {"epsilon", p.epsilon}});
+              detail::layer_norm_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
-  const host::LayerNormParams ln;
   ops.add({.name = "softmax",
-           .attrs = {{"axis", AttrKind::Int, host::SoftmaxParams{}.axis}},
+           .attrs = detail::softmax_schema().specs(),
            .type_rule = detail::softmax_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
-                 return host::softmax(*a[0], {.axis = attrs.get_int("axis")});
+                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
-           .attrs = {{"axis", AttrKind::Int, ln.axis}, {"epsilon", AttrKind::Float, ln.epsilon}},
+           .attrs = detail::layer_norm_schema().specs(),
            .type_rule = detail::layer_norm_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
-                 return host::layer_norm(
-                     *a[0], *a[1], *a[2],
-                     {.axis = attrs.get_int("axis"), .epsilon = attrs.get_float("epsilon")});
+                 return host::layer_norm(*a[0], *a[1], *a[2],
+                                         detail::layer_norm_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only});
   ops.add({.name = "gelu",
@@ -5943,6 +6206,8 @@ void add_pool_ops(OpRegistry& ops);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/pool.hpp
@@ -5954,16 +6219,25 @@ namespace dlavm::graph {
 
 namespace detail {
 
+// max_pool2d's attributes; avg_pool2d's add count_include_pad.
+inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
+  using P = host::Pool2dParams;
+  const auto make = [](bool avg) {
+    AttrSchema<P> s;
+    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
+        .field("strides", &P::strides, "steps of the window: (height, width)")
+        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
+    if (avg)
+      s.field("count_include_pad", &P::count_include_pad,
+              "1: divide by the window's size; 0: by the elements inside the input");
+    return s;
+  };
+  static const auto max = make(false), avg = make(true);
+  return average ? avg : max;
+}
+
 inline TensorType pool2d_type(const TypeCall& c) {
-  c.ints("pool_size", 2);
-  c.ints("strides", 2);
-  c.ints("padding", 4);
-  if (const AttrValue* v = c.attrs.find("count_include_pad")) {
-    const std::int64_t flag = std::get<std::int64_t>(*v);
-    if (flag != 0 && flag != 1)
-      raise<ValueError>("{}: attribute 'count_include_pad' is {}; it is 0 or 1", c.label, flag);
-  }
-  const host::Pool2dParams p = pool2d_params(c.attrs);
+  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
   host::validate(p, c.label);
   c.require_rank(0, 4);
   const auto& x = c.type(0).shape;
@@ -5988,54 +6262,31 @@ inline std::optional<std::string> host_average_support(const TypeCall& c) {
   return std::nullopt;
 }
 
-inline std::vector<AttrSpec> pool_attr_specs(bool average) {
-  const host::Pool2dParams d;
-  std::vector<AttrSpec> specs{{"pool_size", AttrKind::Ints, std::nullopt},
-                              {"strides", AttrKind::Ints, ints_of(d.strides)},
-                              {"padding", AttrKind::Ints, ints_of(d.padding)}};
-  if (average)
-    specs.push_back({"count_include_pad", AttrKind::Int, std::int64_t{d.count_include_pad}});
-  return specs;
-}
-
-inline Attrs pool_attrs(const host::Pool2dParams& p, bool average) {
-  Attrs a{{"pool_size", ints_of(p.pool_size)},
-          {"strides", ints_of(p.strides)},
-          {"padding", ints_of(p.padding)}};
-  if (average) a.set("count_include_pad", std::int64_t{p.count_include_pad});
-  return a;
-}
-
 }  // namespace detail
 
 DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
-  host::Pool2dParams p{.pool_size = detail::array_attr<2>(attrs, "pool_size"),
-                       .strides = detail::array_attr<2>(attrs, "strides"),
-                       .padding = detail::array_attr<4>(attrs, "padding")};
-  if (attrs.contains("count_include_pad"))
-    p.count_include_pad = attrs.get_int("count_include_pad") != 0;
-  return p;
+  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
 }
 
 DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("max_pool2d", {std::move(x)}, detail::pool_attrs(p, false));
+  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
 }
 
 DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("avg_pool2d", {std::move(x)}, detail::pool_attrs(p, true));
+  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
 }
 
 DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
 
 DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
   ops.add({.name = "max_pool2d",
-           .attrs = detail::pool_attr_specs(false),
+           .attrs = detail::pool2d_schema(false).specs(),
            .type_rule = detail::pool2d_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::max_pool2d(*a[0], pool2d_params(attrs));
            }});
   ops.add({.name = "avg_pool2d",
-           .attrs = detail::pool_attr_specs(true),
+           .attrs = detail::pool2d_schema(true).specs(),
            .type_rule = detail::pool2d_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
@@ -6241,8 +6492,9 @@ namespace dlavm::graph {
 
 Expr requantize(Expr x, const host::RequantizeParams& p);
 Expr cast(Expr x, DType dtype);
-// The parameters in a requantize call's (normalized) attributes.
+// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
 host::RequantizeParams requantize_params(const Attrs& attrs);
+DType cast_dtype(const Attrs& attrs);
 
 void add_quantize_ops(OpRegistry& ops);
 
@@ -6256,6 +6508,8 @@ void add_quantize_ops(OpRegistry& ops);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/quantize.hpp
@@ -6267,18 +6521,43 @@ namespace dlavm::graph {
 
 namespace detail {
 
+inline const AttrSchema<host::RequantizeParams>& requantize_schema() {
+  using P = host::RequantizeParams;
+  using host::Rounding;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("shift", &P::shift, "the right shift after the rounding constant", true)
+          .field("lo", &P::lo, "the lower bound of the clamp")
+          .field("hi", &P::hi, "the upper bound of the clamp")
+          .field("rounding", &P::rounding, "floor, or to nearest with ties upward",
+                 {{"floor", Rounding::Floor}, {"nearest", Rounding::Nearest}})
+          .field("out_dtype", &P::out_dtype, "the result's integer type");
+  return schema;
+}
+
+// The target type of a cast.
+struct CastParams {
+  DType dtype = DType::int32();
+};
+
+inline const AttrSchema<CastParams>& cast_schema() {
+  static const auto schema = AttrSchema<CastParams>().field("dtype", &CastParams::dtype,
+                                                            "the element type to cast to", true);
+  return schema;
+}
+
 inline TensorType requantize_type(const TypeCall& c) {
   const DType in = c.type(0).dtype;
   if (!in.is_int())
     raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
                      c.label, c.arg(0), in);
-  const host::RequantizeParams p = requantize_params(c.attrs);
+  const host::RequantizeParams p = params_of(c, requantize_schema());
   host::validate(p, in, c.label);
   return {c.type(0).shape, p.out_dtype};
 }
 
 inline TensorType cast_type(const TypeCall& c) {
-  const DType to = c.attrs.get_dtype("dtype");
+  const DType to = params_of(c, cast_schema()).dtype;
   if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
     raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
                      to);
@@ -6288,49 +6567,33 @@ inline TensorType cast_type(const TypeCall& c) {
 }  // namespace detail
 
 DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
-  const std::string& rounding = attrs.get_string("rounding");
-  const auto r = host::parse_rounding(rounding);
-  if (!r) raise<ValueError>("attribute 'rounding' is \"{}\"; allowed: floor, nearest", rounding);
-  return {.shift = attrs.get_int("shift"),
-          .lo = attrs.get_int("lo"),
-          .hi = attrs.get_int("hi"),
-          .rounding = *r,
-          .out_dtype = attrs.get_dtype("out_dtype")};
+  return detail::requantize_schema().from_attrs(attrs);
 }
 
 DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
-  return call("requantize", {std::move(x)},
-              {{"shift", p.shift},
-               {"lo", p.lo},
-               {"hi", p.hi},
-               {"rounding", std::string(host::rounding_name(p.rounding))},
-               {"out_dtype", p.out_dtype}});
+  return call("requantize", {std::move(x)}, detail::requantize_schema().to_attrs(p));
+}
+
+DLAVM_INLINE DType cast_dtype(const Attrs& attrs) {
+  return detail::cast_schema().from_attrs(attrs).dtype;
 }
 
 DLAVM_INLINE Expr cast(Expr x, DType dtype) {
-  return call("cast", {std::move(x)}, {{"dtype", dtype}});
+  return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
 }
 
 DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
-  const host::RequantizeParams d;
   ops.add({.name = "requantize",
-           .attrs = {{"shift", AttrKind::Int, std::nullopt},
-                     {"lo", AttrKind::Int, d.lo},
-                     {"hi", AttrKind::Int, d.hi},
-                     {"rounding",
-                      AttrKind::String,
-                      std::string(host::rounding_name(d.rounding)),
-                      {"floor", "nearest"}},
-                     {"out_dtype", AttrKind::DType, d.out_dtype}},
+           .attrs = detail::requantize_schema().specs(),
            .type_rule = detail::requantize_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::requantize(*a[0], requantize_params(attrs));
            }});
   ops.add({.name = "cast",
-           .attrs = {{"dtype", AttrKind::DType, std::nullopt}},
+           .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::cast(*a[0], attrs.get_dtype("dtype"));
+             return host::cast(*a[0], cast_dtype(attrs));
            }});
 }
 
@@ -6715,6 +6978,8 @@ void add_transform_ops(OpRegistry& ops);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/transform.hpp
@@ -6736,10 +7001,47 @@ namespace dlavm::graph {
 
 namespace detail {
 
+inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
+  static const auto schema = AttrSchema<host::ReshapeParams>().field(
+      "newshape", &host::ReshapeParams::newshape,
+      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TransposeParams>& transpose_schema() {
+  static const auto schema = AttrSchema<host::TransposeParams>().field(
+      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
+  return schema;
+}
+
+inline const AttrSchema<host::FlattenParams>& flatten_schema() {
+  static const auto schema = AttrSchema<host::FlattenParams>().field(
+      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
+  return schema;
+}
+
+inline const AttrSchema<host::ConcatParams>& concat_schema() {
+  static const auto schema = AttrSchema<host::ConcatParams>().field(
+      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
+  return schema;
+}
+
+inline const AttrSchema<host::PadParams>& pad_schema() {
+  using P = host::PadParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("pad_before", &P::pad_before, "elements before, per dim", true)
+          .field("pad_after", &P::pad_after, "elements after, per dim", true)
+          .field("value", &P::value, "the value padded with");
+  return schema;
+}
+
+inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
 // Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
 // only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
 inline TensorType reshape_type(const TypeCall& c) {
-  const auto& newshape = c.attrs.get_ints("newshape");
+  const auto newshape = params_of(c, reshape_schema()).newshape;
   const auto& x = c.type(0).shape;
   host::check_newshape(newshape, x.size(), c.label);
   std::vector<ne::Expr> out(newshape.size());
@@ -6780,7 +7082,7 @@ inline TensorType reshape_type(const TypeCall& c) {
 
 inline TensorType transpose_type(const TypeCall& c) {
   const auto& x = c.type(0).shape;
-  const auto perm = host::transpose_perm(c.attrs.get_ints("perm"), x.size(), c.label);
+  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
   std::vector<ne::Expr> out(x.size());
   for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
   return {std::move(out), c.type(0).dtype};
@@ -6788,7 +7090,8 @@ inline TensorType transpose_type(const TypeCall& c) {
 
 inline TensorType flatten_type(const TypeCall& c) {
   const std::span<const ne::Expr> x = c.type(0).shape;
-  const std::size_t axis = host::flatten_axis(c.attrs.get_int("axis"), x.size(), c.label);
+  const std::size_t axis =
+      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
   return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
 }
 
@@ -6810,12 +7113,6 @@ inline TensorType concat_type(const TypeCall& c) {
   return {std::move(out), c.type(0).dtype};
 }
 
-inline host::PadParams pad_params(const Attrs& attrs) {
-  return {.pad_before = attrs.get_ints("pad_before"),
-          .pad_after = attrs.get_ints("pad_after"),
-          .value = attrs.get_float("value")};
-}
-
 inline TensorType pad_type(const TypeCall& c) {
   const host::PadParams p = pad_params(c.attrs);
   const auto& x = c.type(0).shape;
@@ -6830,53 +7127,50 @@ inline TensorType pad_type(const TypeCall& c) {
 }  // namespace detail
 
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
-  return call("reshape", {std::move(x)}, {{"newshape", p.newshape}});
+  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
-  return call("transpose", {std::move(x)}, {{"perm", p.perm}});
+  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
-  return call("flatten", {std::move(x)}, {{"axis", p.axis}});
+  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
-  return call("concat", std::move(xs), {{"axis", p.axis}});
+  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
-  return call("pad", {std::move(x)},
-              {{"pad_before", p.pad_before}, {"pad_after", p.pad_after}, {"value", p.value}});
+  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "reshape",
-           .attrs = {{"newshape", AttrKind::Ints, std::nullopt}},
+           .attrs = detail::reshape_schema().specs(),
            .type_rule = detail::reshape_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], {.newshape = attrs.get_ints("newshape")});
+             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
            }});
   ops.add({.name = "transpose",
-           .attrs = {{"perm", AttrKind::Ints, std::vector<std::int64_t>{}}},
+           .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], {.perm = attrs.get_ints("perm")});
+             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
            }});
   ops.add({.name = "flatten",
-           .attrs = {{"axis", AttrKind::Int, host::FlattenParams{}.axis}},
+           .attrs = detail::flatten_schema().specs(),
            .type_rule = detail::flatten_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], {.axis = attrs.get_int("axis")});
+             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
            }});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,
-           .attrs = {{"axis", AttrKind::Int, std::nullopt}},
+           .attrs = detail::concat_schema().specs(),
            .type_rule = detail::concat_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, {.axis = attrs.get_int("axis")});
+             return host::concat(a, detail::concat_schema().from_attrs(attrs));
            }});
   ops.add({.name = "pad",
-           .attrs = {{"pad_before", AttrKind::Ints, std::nullopt},
-                     {"pad_after", AttrKind::Ints, std::nullopt},
-                     {"value", AttrKind::Float, host::PadParams{}.value}},
+           .attrs = detail::pad_schema().specs(),
            .type_rule = detail::pad_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::pad(*a[0], detail::pad_params(attrs));
@@ -22709,8 +23003,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
             "an average over {} elements divides by {}, which is not a power of "
             "two (VTA's ALU has no divide, only shifts)",
             count, count);
-      if (a.call.attrs.contains("count_include_pad") &&
-          a.call.attrs.get_int("count_include_pad") == 0 &&
+      if (a.op == "avg_pool2d" && !pool2d_params(a.call.attrs).count_include_pad &&
           shape.padding != std::array<std::int64_t, 4>{0, 0, 0, 0})
         return std::string(
             "an average that does not count its padding divides each window by "
@@ -23245,7 +23538,7 @@ class Partitioner {
   // + b[c], an int32 vector along the result's channel axis.
   bool fuse_bias_add(Growth& next, const OpenGroup& g, const Expr& e, const CallNode& call) const {
     const auto& b = call.args[1];
-    const auto axis = call.attrs.get_int("axis");
+    const auto axis = bias_add_params(call.attrs).axis;
     const auto rank = static_cast<std::int64_t>(e.type().ndim());
     if (!accumulating(next) || b.type().dtype != target_.env.acc_dtype ||
         (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
@@ -23298,8 +23591,8 @@ class Partitioner {
   }
 
   bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
-    const auto [lo, hi] = host::clip_int_bounds(
-        {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
+    const auto [lo, hi] =
+        host::clip_int_bounds(clip_params(call.attrs), next.logical, names_.label(e));
     if (!fits_imm(lo) || !fits_imm(hi)) return false;
     next.epilogue.imm(K::Max, lo, target_.env.config);
     next.epilogue.imm(K::Min, hi, target_.env.config);
@@ -23309,7 +23602,7 @@ class Partitioner {
   // To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
   // only the store does, so nothing may follow.
   bool fuse_cast(Growth& next, const CallNode& call) const {
-    const DType to = call.attrs.get_dtype("dtype");
+    const DType to = cast_dtype(call.attrs);
     if (to != target_.env.out_dtype) return false;
     next.wrapped = next.logical != to;
     next.logical = to;

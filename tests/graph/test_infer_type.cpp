@@ -202,9 +202,11 @@ TEST_CASE("infer_type: mistakes are named at the node with the numbers") {
       graph::call("conv2d", {first, w}, {{"strides", 2}}),
       "%1 (conv2d): attribute 'strides' is an integer (2), expected a list of integers",
       dlavm::TypeError);
-  CHECK_NODE_ERROR(graph::call("requantize", {first}),
-                   "%1 (requantize): attribute 'shift' (an integer) is required",
-                   dlavm::ValueError);
+  CHECK_NODE_ERROR(
+      graph::call("requantize", {first}),
+      "%1 (requantize): attribute 'shift' (an integer: the right shift after the rounding "
+      "constant) is required",
+      dlavm::ValueError);
   CHECK_NODE_ERROR(graph::call("requantize", {first}, {{"shift", 2}, {"rounding", "round"}}),
                    "%1 (requantize): attribute 'rounding' is \"round\"; allowed: floor, nearest",
                    dlavm::ValueError);

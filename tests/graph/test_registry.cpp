@@ -1,6 +1,7 @@
 // Op records and registries: default_ops' contents, adding a custom op (as importers and
 // later layers will), its type rule, placement rule and kernel in infer_type and evaluate,
 // and the registry's own checks.
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/op.hpp>
@@ -127,4 +128,100 @@ TEST_CASE("registry: attributes as an importer writes them are normalized") {
                        dlavm::TypeError);
   CHECK(graph::normalize_attrs(specs, {{"a", {1, 2}}}, "here").get_ints("a") ==
         std::vector<std::int64_t>{1, 2});
+}
+
+namespace registry_test {
+
+enum class Mode : std::uint8_t { Fast, Exact };
+
+// One member of every kind an AttrSchema maps.
+struct Params {
+  std::int64_t count = 3;
+  bool flag = true;
+  double scale = 0.5;
+  std::array<std::int64_t, 2> pair{1, 2};
+  std::vector<std::int64_t> ints{};
+  std::vector<double> scales{0.25};
+  dlavm::DType dtype = dlavm::DType::int8();
+  Mode mode = Mode::Exact;
+  std::int64_t needed = 0;
+};
+
+const graph::AttrSchema<Params>& schema() {
+  static const auto s =
+      graph::AttrSchema<Params>()
+          .field("count", &Params::count, "how many")
+          .field("flag", &Params::flag, "on or off")
+          .field("scale", &Params::scale, "a factor")
+          .field("pair", &Params::pair, "two numbers")
+          .field("ints", &Params::ints, "any numbers")
+          .field("scales", &Params::scales, "per-channel factors")
+          .field("dtype", &Params::dtype, "an element type")
+          .field("mode", &Params::mode, "how", {{"fast", Mode::Fast}, {"exact", Mode::Exact}})
+          .field("needed", &Params::needed, "must be given", true);
+  return s;
+}
+
+}  // namespace registry_test
+
+TEST_CASE("attr schema: one declaration gives the specs, the builder's attributes and the params") {
+  using registry_test::Mode;
+  using registry_test::Params;
+  const auto& s = registry_test::schema();
+  const auto specs = s.specs();
+  REQUIRE(specs.size() == 9);
+  CHECK(specs[0].kind == graph::AttrKind::Int);
+  CHECK(specs[1].kind == graph::AttrKind::Int);  // a flag is 0 or 1
+  CHECK(specs[2].kind == graph::AttrKind::Float);
+  CHECK(specs[3].kind == graph::AttrKind::Ints);
+  CHECK(specs[5].kind == graph::AttrKind::Floats);
+  CHECK(specs[6].kind == graph::AttrKind::DType);
+  CHECK(specs[7].kind == graph::AttrKind::String);
+  CHECK(specs[7].choices == std::vector<std::string>{"fast", "exact"});
+  CHECK(specs[7].default_value == graph::AttrValue(std::string("exact")));
+  CHECK(specs[0].default_value == graph::AttrValue(std::int64_t{3}));
+  CHECK(specs[5].default_value == graph::AttrValue(std::vector<double>{0.25}));
+  CHECK_FALSE(specs[8].default_value.has_value());
+  CHECK(specs[4].description == "any numbers");
+  // to_attrs and from_attrs round-trip every member
+  Params p{.count = 7,
+           .flag = false,
+           .scale = -2,
+           .pair = {5, 6},
+           .ints = {1, 2, 3},
+           .scales = {0.5, 1.5},
+           .dtype = DType::int32(),
+           .mode = Mode::Fast,
+           .needed = 9};
+  const auto attrs = s.to_attrs(p);
+  CHECK(fmt::format("{}", attrs) ==
+        "count=7, dtype=int32, flag=0, ints=[1, 2, 3], mode=\"fast\", needed=9, pair=[5, 6], "
+        "scale=-2.0, scales=[0.5, 1.5]");
+  const auto back = s.from_attrs(graph::normalize_attrs(specs, attrs, "here"));
+  CHECK(back.count == 7);
+  CHECK_FALSE(back.flag);
+  CHECK(back.pair == std::array<std::int64_t, 2>{5, 6});
+  CHECK(back.scales == std::vector<double>{0.5, 1.5});
+  CHECK(back.dtype == DType::int32());
+  CHECK(back.mode == Mode::Fast);
+  // defaults fill what is not given; a list of integers reads as floats
+  graph::Attrs given{{"needed", 1}, {"scales", {2, 4}}};
+  const auto filled = s.from_attrs(graph::normalize_attrs(specs, given, "here"));
+  CHECK(filled.count == 3);
+  CHECK(filled.scales == std::vector<double>{2.0, 4.0});
+  // values outside a member's domain, and the required attribute with its description
+  const auto bad = [&](graph::Attrs a) {
+    a.set("needed", std::int64_t{1});
+    return s.from_attrs(graph::normalize_attrs(specs, a, "here"));
+  };
+  CHECK_THROWS_WITH_AS(bad({{"flag", 2}}), "attribute 'flag' is 2; it is 0 or 1",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(bad({{"pair", {1, 2, 3}}}),
+                       "attribute 'pair' is [1, 2, 3] (3 values); it takes 2", dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(bad({{"mode", "slow"}}),
+                       "here: attribute 'mode' is \"slow\"; allowed: fast, exact",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(graph::normalize_attrs(specs, {}, "here"),
+                       "here: attribute 'needed' (an integer: must be given) is required",
+                       dlavm::ValueError);
 }

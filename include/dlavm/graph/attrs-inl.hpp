@@ -24,21 +24,30 @@ DLAVM_INLINE std::string_view describe(AttrKind kind) {
       return "a list of integers";
     case AttrKind::DType:
       return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
   }
   raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
 }
 
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
   switch (kind_of(v)) {
     case AttrKind::Int:
       return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float: {
-      // shortest round-trip text, with a decimal point so that 2.0 does not read as 2
-      const double d = std::get<double>(v);
-      std::string s = fmt::format("{}", d);
-      if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-      return s;
-    }
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
     case AttrKind::String: {
       std::string s = "\"";
       for (char c : std::get<std::string>(v)) {
@@ -51,6 +60,11 @@ DLAVM_INLINE std::string to_string(const AttrValue& v) {
       return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
     case AttrKind::DType:
       return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
   }
   raise<ValueError>("internal: unknown attribute kind, please report");
 }
@@ -108,6 +122,15 @@ DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view k
 
 DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
   return std::get<DType>(get(key, AttrKind::DType));
+}
+
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
 }
 
 }  // namespace dlavm::graph

@@ -1,11 +1,12 @@
-// Attributes of graph calls: a sorted map from names to values of five kinds (an integer, a
-// float, a string, a list of integers, a dtype), as ONNX attributes and TVM's attrs carry
-// them. Typed getters raise naming the key; op records (graph/op.hpp) declare which keys an
-// op takes, with their kinds and defaults.
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
 //
 //   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
 //   a.get_ints("strides");          // {2, 2}
 //   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
 //   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
 //   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
 #pragma once
@@ -26,15 +27,16 @@
 
 namespace dlavm::graph {
 
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType>;
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
 
 // The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType };
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
 
 inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype"
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
 std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8.
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
 std::string to_string(const AttrValue& v);
 
 class Attrs {
@@ -69,6 +71,8 @@ class Attrs {
   const std::string& get_string(std::string_view key) const;
   const std::vector<std::int64_t>& get_ints(std::string_view key) const;
   DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
 
   std::size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }

@@ -120,12 +120,18 @@ DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs&
     const AttrValue* v = given.find(s.name);
     if (v == nullptr) {
       if (!s.default_value)
-        raise<ValueError>("{}: attribute '{}' ({}) is required", label, s.name, describe(s.kind));
+        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
+                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
       out.set(s.name, *s.default_value);
       continue;
     }
     if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
       out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
+      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
       continue;
     }
     if (kind_of(*v) != s.kind)

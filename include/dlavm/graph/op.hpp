@@ -3,7 +3,8 @@
 //   name                  "conv2d"
 //   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
 //   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
 //   type_rule             the result type from the argument types and attributes
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
@@ -40,6 +41,7 @@ struct AttrSpec {
   AttrKind kind = AttrKind::Int;
   std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
   std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+  std::string description{};                 // what it means, for messages and docs
 };
 
 // What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the

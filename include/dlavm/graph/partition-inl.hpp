@@ -173,7 +173,7 @@ class Partitioner {
   // + b[c], an int32 vector along the result's channel axis.
   bool fuse_bias_add(Growth& next, const OpenGroup& g, const Expr& e, const CallNode& call) const {
     const auto& b = call.args[1];
-    const auto axis = call.attrs.get_int("axis");
+    const auto axis = bias_add_params(call.attrs).axis;
     const auto rank = static_cast<std::int64_t>(e.type().ndim());
     if (!accumulating(next) || b.type().dtype != target_.env.acc_dtype ||
         (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
@@ -226,8 +226,8 @@ class Partitioner {
   }
 
   bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
-    const auto [lo, hi] = host::clip_int_bounds(
-        {call.attrs.get_float("lo"), call.attrs.get_float("hi")}, next.logical, names_.label(e));
+    const auto [lo, hi] =
+        host::clip_int_bounds(clip_params(call.attrs), next.logical, names_.label(e));
     if (!fits_imm(lo) || !fits_imm(hi)) return false;
     next.epilogue.imm(K::Max, lo, target_.env.config);
     next.epilogue.imm(K::Min, hi, target_.env.config);
@@ -237,7 +237,7 @@ class Partitioner {
   // To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
   // only the store does, so nothing may follow.
   bool fuse_cast(Growth& next, const CallNode& call) const {
-    const DType to = call.attrs.get_dtype("dtype");
+    const DType to = cast_dtype(call.attrs);
     if (to != target_.env.out_dtype) return false;
     next.wrapped = next.logical != to;
     next.logical = to;

@@ -272,8 +272,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
             "an average over {} elements divides by {}, which is not a power of "
             "two (VTA's ALU has no divide, only shifts)",
             count, count);
-      if (a.call.attrs.contains("count_include_pad") &&
-          a.call.attrs.get_int("count_include_pad") == 0 &&
+      if (a.op == "avg_pool2d" && !pool2d_params(a.call.attrs).count_include_pad &&
           shape.padding != std::array<std::int64_t, 4>{0, 0, 0, 0})
         return std::string(
             "an average that does not count its padding divides each window by "

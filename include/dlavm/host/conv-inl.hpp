@@ -83,6 +83,8 @@ DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
     if (v < 0)
       raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
                         fmt::join(p.padding, ", "));
+  if (p.groups != 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
 }
 
 DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {

@@ -9,7 +9,7 @@
 // One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
 // int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
 // float32 over c, then ky, then kx ascending, padding positions skipped.
-// strides >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
+// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
 //
 //   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
 #pragma once
@@ -26,6 +26,7 @@ namespace dlavm::host {
 struct Conv2dParams {
   std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  std::int64_t groups = 1;                          // 1 only
 };
 
 // ValueError naming `who` and the attribute when a parameter is out of its domain.

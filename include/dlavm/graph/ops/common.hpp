@@ -1,6 +1,6 @@
-// Helpers the op families share: attribute conversions to host parameter structs, and the
-// pieces of type rules that recur (the product dtype, numpy broadcasting of symbolic shapes,
-// sliding-window output sizes). Used by the definitions in graph/ops/*-inl.hpp.
+// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
+// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
+// graph/ops/*-inl.hpp.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -19,22 +19,6 @@
 #include <vector>
 
 namespace dlavm::graph::detail {
-
-template <std::size_t N>
-std::vector<std::int64_t> ints_of(const std::array<std::int64_t, N>& a) {
-  return {a.begin(), a.end()};
-}
-
-// The Ints attribute `name` as an array of N; ValueError when it has another length.
-template <std::size_t N>
-std::array<std::int64_t, N> array_attr(const Attrs& attrs, std::string_view name) {
-  const auto& v = attrs.get_ints(name);
-  if (v.size() != N)
-    raise<ValueError>("attribute '{}' has {} values, expected {}", name, v.size(), N);
-  std::array<std::int64_t, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
-  return out;
-}
 
 // The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
 DType product_dtype(const TypeCall& c);

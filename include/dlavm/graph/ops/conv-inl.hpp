@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/conv.hpp>
 
@@ -12,13 +13,18 @@ namespace dlavm::graph {
 
 namespace detail {
 
+inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
+  using P = host::Conv2dParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("strides", &P::strides, "steps of the window: (height, width)")
+          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
+          .field("groups", &P::groups, "channel groups (1 only)");
+  return schema;
+}
+
 inline TensorType conv2d_type(const TypeCall& c) {
-  if (const std::int64_t groups = c.attrs.get_int("groups"); groups != 1)
-    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", c.label,
-                      groups);
-  c.ints("strides", 2);
-  c.ints("padding", 4);
-  const host::Conv2dParams p = conv2d_params(c.attrs);
+  const host::Conv2dParams p = params_of(c, conv2d_schema());
   host::validate(p, c.label);
   c.require_rank(0, 4);
   c.require_rank(1, 4);
@@ -37,23 +43,18 @@ inline TensorType conv2d_type(const TypeCall& c) {
 }  // namespace detail
 
 DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
-  return {.strides = detail::array_attr<2>(attrs, "strides"),
-          .padding = detail::array_attr<4>(attrs, "padding")};
+  return detail::conv2d_schema().from_attrs(attrs);
 }
 
 DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
-  return call("conv2d", {std::move(x), std::move(w)},
-              {{"strides", detail::ints_of(p.strides)}, {"padding", detail::ints_of(p.padding)}});
+  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
-  const host::Conv2dParams defaults;
   ops.add({.name = "conv2d",
            .min_args = 2,
            .max_args = 2,
-           .attrs = {{"strides", AttrKind::Ints, detail::ints_of(defaults.strides)},
-                     {"padding", AttrKind::Ints, detail::ints_of(defaults.padding)},
-                     {"groups", AttrKind::Int, std::int64_t{1}}},
+           .attrs = detail::conv2d_schema().specs(),
            .type_rule = detail::conv2d_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::conv2d(*a[0], *a[1], conv2d_params(attrs));

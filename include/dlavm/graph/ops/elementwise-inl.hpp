@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/elementwise.hpp>
 
@@ -25,12 +26,22 @@ inline TensorType bias_add_type(const TypeCall& c) {
   return c.type(0);
 }
 
-inline host::ClipParams clip_params(const Attrs& attrs) {
-  return {.lo = attrs.get_float("lo"), .hi = attrs.get_float("hi")};
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
 }
 
 inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = clip_params(c.attrs);
+  const host::ClipParams p = params_of(c, clip_schema());
   if (c.type(0).dtype.is_integral())
     host::clip_int_bounds(p, c.type(0).dtype, c.label);
   else
@@ -42,14 +53,22 @@ inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
 
 }  // namespace detail
 
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
 DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
 DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, {{"axis", p.axis}});
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
 DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, {{"lo", p.lo}, {"hi", p.hi}});
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
@@ -66,19 +85,19 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
   ops.add({.name = "bias_add",
            .min_args = 2,
            .max_args = 2,
-           .attrs = {{"axis", AttrKind::Int, host::BiasAddParams{}.axis}},
+           .attrs = detail::bias_add_schema().specs(),
            .type_rule = detail::bias_add_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], {.axis = attrs.get_int("axis")});
+             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
            }});
   ops.add({.name = "relu",
            .type_rule = detail::same_type_as_input,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
   ops.add({.name = "clip",
-           .attrs = {{"lo", AttrKind::Float, std::nullopt}, {"hi", AttrKind::Float, std::nullopt}},
+           .attrs = detail::clip_schema().specs(),
            .type_rule = detail::clip_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], detail::clip_params(attrs));
+             return host::clip(*a[0], clip_params(attrs));
            }});
 }
 

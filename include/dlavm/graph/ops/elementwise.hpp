@@ -21,6 +21,9 @@ Expr mul(Expr a, Expr b);
 Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
 Expr relu(Expr x);
 Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
 
 void add_elementwise_ops(OpRegistry& ops);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/float_ops.hpp>
 
@@ -31,37 +32,50 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
+  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
+      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
+  using P = host::LayerNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the first of the trailing dims normalized over")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
-  return call("softmax", {std::move(x)}, {{"axis", p.axis}});
+  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
   return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
-              {{"axis", p.axis}, {"epsilon", p.epsilon}});
+              detail::layer_norm_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
-  const host::LayerNormParams ln;
   ops.add({.name = "softmax",
-           .attrs = {{"axis", AttrKind::Int, host::SoftmaxParams{}.axis}},
+           .attrs = detail::softmax_schema().specs(),
            .type_rule = detail::softmax_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
-                 return host::softmax(*a[0], {.axis = attrs.get_int("axis")});
+                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
-           .attrs = {{"axis", AttrKind::Int, ln.axis}, {"epsilon", AttrKind::Float, ln.epsilon}},
+           .attrs = detail::layer_norm_schema().specs(),
            .type_rule = detail::layer_norm_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
-                 return host::layer_norm(
-                     *a[0], *a[1], *a[2],
-                     {.axis = attrs.get_int("axis"), .epsilon = attrs.get_float("epsilon")});
+                 return host::layer_norm(*a[0], *a[1], *a[2],
+                                         detail::layer_norm_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only});
   ops.add({.name = "gelu",

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 
@@ -12,16 +13,25 @@ namespace dlavm::graph {
 
 namespace detail {
 
+// max_pool2d's attributes; avg_pool2d's add count_include_pad.
+inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
+  using P = host::Pool2dParams;
+  const auto make = [](bool avg) {
+    AttrSchema<P> s;
+    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
+        .field("strides", &P::strides, "steps of the window: (height, width)")
+        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
+    if (avg)
+      s.field("count_include_pad", &P::count_include_pad,
+              "1: divide by the window's size; 0: by the elements inside the input");
+    return s;
+  };
+  static const auto max = make(false), avg = make(true);
+  return average ? avg : max;
+}
+
 inline TensorType pool2d_type(const TypeCall& c) {
-  c.ints("pool_size", 2);
-  c.ints("strides", 2);
-  c.ints("padding", 4);
-  if (const AttrValue* v = c.attrs.find("count_include_pad")) {
-    const std::int64_t flag = std::get<std::int64_t>(*v);
-    if (flag != 0 && flag != 1)
-      raise<ValueError>("{}: attribute 'count_include_pad' is {}; it is 0 or 1", c.label, flag);
-  }
-  const host::Pool2dParams p = pool2d_params(c.attrs);
+  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
   host::validate(p, c.label);
   c.require_rank(0, 4);
   const auto& x = c.type(0).shape;
@@ -46,54 +56,31 @@ inline std::optional<std::string> host_average_support(const TypeCall& c) {
   return std::nullopt;
 }
 
-inline std::vector<AttrSpec> pool_attr_specs(bool average) {
-  const host::Pool2dParams d;
-  std::vector<AttrSpec> specs{{"pool_size", AttrKind::Ints, std::nullopt},
-                              {"strides", AttrKind::Ints, ints_of(d.strides)},
-                              {"padding", AttrKind::Ints, ints_of(d.padding)}};
-  if (average)
-    specs.push_back({"count_include_pad", AttrKind::Int, std::int64_t{d.count_include_pad}});
-  return specs;
-}
-
-inline Attrs pool_attrs(const host::Pool2dParams& p, bool average) {
-  Attrs a{{"pool_size", ints_of(p.pool_size)},
-          {"strides", ints_of(p.strides)},
-          {"padding", ints_of(p.padding)}};
-  if (average) a.set("count_include_pad", std::int64_t{p.count_include_pad});
-  return a;
-}
-
 }  // namespace detail
 
 DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
-  host::Pool2dParams p{.pool_size = detail::array_attr<2>(attrs, "pool_size"),
-                       .strides = detail::array_attr<2>(attrs, "strides"),
-                       .padding = detail::array_attr<4>(attrs, "padding")};
-  if (attrs.contains("count_include_pad"))
-    p.count_include_pad = attrs.get_int("count_include_pad") != 0;
-  return p;
+  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
 }
 
 DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("max_pool2d", {std::move(x)}, detail::pool_attrs(p, false));
+  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
 }
 
 DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("avg_pool2d", {std::move(x)}, detail::pool_attrs(p, true));
+  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
 }
 
 DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
 
 DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
   ops.add({.name = "max_pool2d",
-           .attrs = detail::pool_attr_specs(false),
+           .attrs = detail::pool2d_schema(false).specs(),
            .type_rule = detail::pool2d_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::max_pool2d(*a[0], pool2d_params(attrs));
            }});
   ops.add({.name = "avg_pool2d",
-           .attrs = detail::pool_attr_specs(true),
+           .attrs = detail::pool2d_schema(true).specs(),
            .type_rule = detail::pool2d_type,
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {

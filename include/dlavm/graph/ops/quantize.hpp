@@ -18,8 +18,9 @@ namespace dlavm::graph {
 
 Expr requantize(Expr x, const host::RequantizeParams& p);
 Expr cast(Expr x, DType dtype);
-// The parameters in a requantize call's (normalized) attributes.
+// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
 host::RequantizeParams requantize_params(const Attrs& attrs);
+DType cast_dtype(const Attrs& attrs);
 
 void add_quantize_ops(OpRegistry& ops);
 

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/transform.hpp>
 #include <dlavm/graph/printer.hpp>
@@ -18,10 +19,47 @@ namespace dlavm::graph {
 
 namespace detail {
 
+inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
+  static const auto schema = AttrSchema<host::ReshapeParams>().field(
+      "newshape", &host::ReshapeParams::newshape,
+      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TransposeParams>& transpose_schema() {
+  static const auto schema = AttrSchema<host::TransposeParams>().field(
+      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
+  return schema;
+}
+
+inline const AttrSchema<host::FlattenParams>& flatten_schema() {
+  static const auto schema = AttrSchema<host::FlattenParams>().field(
+      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
+  return schema;
+}
+
+inline const AttrSchema<host::ConcatParams>& concat_schema() {
+  static const auto schema = AttrSchema<host::ConcatParams>().field(
+      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
+  return schema;
+}
+
+inline const AttrSchema<host::PadParams>& pad_schema() {
+  using P = host::PadParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("pad_before", &P::pad_before, "elements before, per dim", true)
+          .field("pad_after", &P::pad_after, "elements after, per dim", true)
+          .field("value", &P::value, "the value padded with");
+  return schema;
+}
+
+inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
 // Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
 // only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
 inline TensorType reshape_type(const TypeCall& c) {
-  const auto& newshape = c.attrs.get_ints("newshape");
+  const auto newshape = params_of(c, reshape_schema()).newshape;
   const auto& x = c.type(0).shape;
   host::check_newshape(newshape, x.size(), c.label);
   std::vector<ne::Expr> out(newshape.size());
@@ -62,7 +100,7 @@ inline TensorType reshape_type(const TypeCall& c) {
 
 inline TensorType transpose_type(const TypeCall& c) {
   const auto& x = c.type(0).shape;
-  const auto perm = host::transpose_perm(c.attrs.get_ints("perm"), x.size(), c.label);
+  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
   std::vector<ne::Expr> out(x.size());
   for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
   return {std::move(out), c.type(0).dtype};
@@ -70,7 +108,8 @@ inline TensorType transpose_type(const TypeCall& c) {
 
 inline TensorType flatten_type(const TypeCall& c) {
   const std::span<const ne::Expr> x = c.type(0).shape;
-  const std::size_t axis = host::flatten_axis(c.attrs.get_int("axis"), x.size(), c.label);
+  const std::size_t axis =
+      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
   return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
 }
 
@@ -92,12 +131,6 @@ inline TensorType concat_type(const TypeCall& c) {
   return {std::move(out), c.type(0).dtype};
 }
 
-inline host::PadParams pad_params(const Attrs& attrs) {
-  return {.pad_before = attrs.get_ints("pad_before"),
-          .pad_after = attrs.get_ints("pad_after"),
-          .value = attrs.get_float("value")};
-}
-
 inline TensorType pad_type(const TypeCall& c) {
   const host::PadParams p = pad_params(c.attrs);
   const auto& x = c.type(0).shape;
@@ -112,53 +145,50 @@ inline TensorType pad_type(const TypeCall& c) {
 }  // namespace detail
 
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
-  return call("reshape", {std::move(x)}, {{"newshape", p.newshape}});
+  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
-  return call("transpose", {std::move(x)}, {{"perm", p.perm}});
+  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
-  return call("flatten", {std::move(x)}, {{"axis", p.axis}});
+  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
-  return call("concat", std::move(xs), {{"axis", p.axis}});
+  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
-  return call("pad", {std::move(x)},
-              {{"pad_before", p.pad_before}, {"pad_after", p.pad_after}, {"value", p.value}});
+  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "reshape",
-           .attrs = {{"newshape", AttrKind::Ints, std::nullopt}},
+           .attrs = detail::reshape_schema().specs(),
            .type_rule = detail::reshape_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], {.newshape = attrs.get_ints("newshape")});
+             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
            }});
   ops.add({.name = "transpose",
-           .attrs = {{"perm", AttrKind::Ints, std::vector<std::int64_t>{}}},
+           .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], {.perm = attrs.get_ints("perm")});
+             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
            }});
   ops.add({.name = "flatten",
-           .attrs = {{"axis", AttrKind::Int, host::FlattenParams{}.axis}},
+           .attrs = detail::flatten_schema().specs(),
            .type_rule = detail::flatten_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], {.axis = attrs.get_int("axis")});
+             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
            }});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,
-           .attrs = {{"axis", AttrKind::Int, std::nullopt}},
+           .attrs = detail::concat_schema().specs(),
            .type_rule = detail::concat_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, {.axis = attrs.get_int("axis")});
+             return host::concat(a, detail::concat_schema().from_attrs(attrs));
            }});
   ops.add({.name = "pad",
-           .attrs = {{"pad_before", AttrKind::Ints, std::nullopt},
-                     {"pad_after", AttrKind::Ints, std::nullopt},
-                     {"value", AttrKind::Float, host::PadParams{}.value}},
+           .attrs = detail::pad_schema().specs(),
            .type_rule = detail::pad_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::pad(*a[0], detail::pad_params(attrs));
