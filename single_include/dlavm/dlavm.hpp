@@ -850,7 +850,10 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 // The node set is small and closed (NodeKind):
 //   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
 //   Constant   a named tensor with its value (weights), held by a shared te::NDArray
-//   Call       an op applied to argument nodes, with attributes (op name = the node's name)
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
+//              and optionally the name of the value it produces (`result_name`: from
+//              GraphBuilder, an importer's node names, or graph::named), which the printer,
+//              error messages and a built Module's values go by
 // Every node has an optional TensorType (inputs and constants always; calls once
 // graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
 // passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
@@ -1443,10 +1446,12 @@ struct ConstantNode final : Node {
 };
 
 struct CallNode final : Node {
-  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d)
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
+           std::string result)
       : Node(NodeKind::Call, std::move(op), std::move(t), d),
         args(std::move(a)),
-        attrs(std::move(at)) {}
+        attrs(std::move(at)),
+        result_name(std::move(result)) {}
   // Releases the arguments iteratively: destroying the last handle of a graph thousands of
   // calls deep must not nest a destructor per call.
   DLAVM_INLINE ~CallNode() override;
@@ -1456,6 +1461,7 @@ struct CallNode final : Node {
   // non-const (make_shared<CallNode>) and only ever handed out as const.
   std::vector<Expr> args;
   const Attrs attrs;
+  const std::string result_name;  // empty: unnamed (printed by its post-order number)
 };
 
 template <class T>
@@ -1471,14 +1477,18 @@ Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
 // A constant holding `value` (shared, never copied again); its type comes from the array.
 Expr constant(std::string name, te::NDArray value);
 Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
-// A call of op `op`: untyped and unplaced, as users and importers write it. The op name and
-// attributes are checked against an op registry by graph::infer_type, not here.
-Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {});
+// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
+// the value it produces. The op name and attributes are checked against an op registry by
+// graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
 // A call with its type and device: what passes (infer_type, placement) build.
-Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                Device device);
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
+                std::string result_name = {});
+// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
+//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
+Expr named(const Expr& e, std::string name);
 
-// A call rebuilt with other arguments (as many), keeping op, attrs, type and device.
+// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
 Expr with_args(const CallNode& call, std::vector<Expr> args);
 
 // Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
@@ -1488,8 +1498,8 @@ std::vector<Expr> post_order(std::span<const Expr> roots);
 
 // A graph with named parameters (inputs) and results. Invariants, checked on construction
 // (ValueError naming the node): every param is an Input, param names are unique, every Input
-// reachable from the results is a param, two different leaves (inputs, constants) never
-// share a name, at least one result.
+// reachable from the results is a param, two different nodes (inputs, constants, named calls)
+// never share a name, at least one result.
 class Function {
  public:
   Function(std::vector<Expr> params, std::vector<Expr> results);
@@ -3245,17 +3255,30 @@ inline void check_call(std::string_view op, const std::vector<Expr>& args) {
 }
 }  // namespace detail
 
-DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs) {
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
+                       std::string result_name) {
   detail::check_call(op, args);
   return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::nullopt, Device::Any));
+                                         std::nullopt, Device::Any, std::move(result_name)));
 }
 
 DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                             Device device) {
+                             Device device, std::string result_name) {
   detail::check_call(op, args);
   return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::move(type), device));
+                                         std::move(type), device, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr named(const Expr& e, std::string name) {
+  const auto* c = e.as<CallNode>();
+  if (c == nullptr)
+    raise<ValueError>(
+        "graph::named: '{}' is {}; only calls are named this way (inputs and "
+        "constants have their names)",
+        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
+  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
+  return Expr(
+      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
 }
 
 DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
@@ -3263,8 +3286,8 @@ DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
     raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
                       args.size(), call.op(), call.args.size());
   detail::check_call(call.op(), args);
-  return Expr(
-      std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type, call.device));
+  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
+                                         call.device, call.result_name));
 }
 
 DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
@@ -3317,8 +3340,12 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
   // the leaves the results use: one node per name, and every input a param
   std::unordered_map<std::string_view, const Node*> leaf_by_name;
   for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  std::unordered_map<std::string_view, const Node*> call_by_name;
   for (const Expr& e : post_order(results_)) {
-    if (e.kind() == NodeKind::Call) continue;
+    if (const auto* c = e.as<CallNode>()) {
+      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
+      continue;
+    }
     const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
     if (it->second != e.get())
       raise<ValueError>(
@@ -3328,6 +3355,21 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
     if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
       raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
                         e.name());
+  }
+  // named calls: one node per name, no name shared with a leaf
+  for (const Expr& e : post_order(results_)) {
+    const auto* c = e.as<CallNode>();
+    if (c == nullptr || c->result_name.empty()) continue;
+    if (call_by_name.at(c->result_name) != c)
+      raise<ValueError>(
+          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
+          "a name must identify one value",
+          c->op(), c->result_name);
+    if (leaf_by_name.contains(c->result_name))
+      raise<ValueError>(
+          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
+          "named; a name must identify one value",
+          c->op(), c->result_name);
   }
 }
 
@@ -3443,7 +3485,8 @@ Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::
 // begin dlavm/graph/printer.hpp
 // Text form of graphs, through fmt, stable for tests. A function prints as its params with
 // their types, then one line per constant and per call in post-order (calls numbered %0, %1,
-// ...), attributes after the arguments in key order, and the results:
+// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
+// in key order, and the results:
 //
 //   fn (%x: Tensor[(1, token, 512), int8]) {
 //     %w = constant Tensor[(256, 512), int8]
@@ -3478,8 +3521,13 @@ std::string shape_text(const std::vector<ne::Expr>& shape);
 // "Tensor[(1, token, 256), int8]"
 std::string type_text(const TensorType& type);
 
-// The printed names of the nodes under some roots: %name for leaves, %N for calls numbered in
-// post-order. infer_type and evaluate name nodes in messages with it, as the printer does.
+// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
+std::string printed_name(std::string_view name);
+
+// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
+// the other calls numbered in post-order (every call counts, so naming one call does not
+// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
+// does.
 class NodeNames {
  public:
   explicit NodeNames(std::span<const Expr> roots);
@@ -3555,6 +3603,12 @@ inline std::string leaf_name(std::string_view name) {
   return s + "\"";
 }
 
+}  // namespace detail
+
+DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
+
+namespace detail {
+
 // One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
 inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
                        const Expr& e) {
@@ -3629,6 +3683,8 @@ DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
 
 DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
   if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
+    return detail::leaf_name(named);
   auto it = call_number_.find(e.get());
   return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
 }
@@ -20903,9 +20959,10 @@ class Module {
   }
   // The last run's statistics; ValueError before the first run.
   const ModuleRun& last_run() const;
-  // The value of graph node `node` ("%3", as graph::NodeNames prints it) in the last run, in
-  // its logical layout (unpacked if VTA left it packed). ValueError when the last run did not
-  // keep values, or no value holds that node.
+  // The value of graph node `node` in the last run, in its logical layout (unpacked if VTA left
+  // it packed): its printed name ("%3", "%fc1", as graph::NodeNames prints it) or the name of a
+  // named call or leaf ("fc1"). ValueError when the last run did not keep values, or no value
+  // holds that node.
   te::NDArray value_of(std::string_view node) const;
 
   // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
@@ -21140,9 +21197,12 @@ DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
   if (run.values.empty())
     raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
                       name_);
+  // "%3", "%fc1", or the bare name "fc1"
+  const std::string printed =
+      !node.empty() && node.front() == '%' ? std::string(node) : printed_name(node);
   std::optional<std::size_t> found;
   for (std::size_t v = 0; v < values_.size(); ++v)
-    if (values_[v].node == node && run.values[v] &&
+    if (values_[v].node == printed && run.values[v] &&
         (!found || values_[v].layout.kind == Layout::Kind::Plain))
       found = v;
   if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
@@ -23161,7 +23221,7 @@ class TypeInferer : public ExprMutator<TypeInferer> {
     check_result(type, label);
     const Device device = place(*op, typing);
     return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
-                      device);
+                      device, call.result_name);
   }
 
  private:
@@ -23713,7 +23773,8 @@ class Placer : public ExprMutator<Placer> {
     const Device device = g != nullptr ? g->device : Device::Host;
     std::vector<Expr> new_args;
     for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
+                      call.result_name);
   }
 
  private:
@@ -24192,7 +24253,7 @@ DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_valu
       }
       std::vector<Expr> args;
       for (const std::string& a : d.args) args.push_back(built.at(a));
-      built.emplace(name, graph::call(d.op, std::move(args), d.attrs));
+      built.emplace(name, graph::call(d.op, std::move(args), d.attrs, std::string(name)));
       on_path.erase(name);
       path.pop_back();
     }

@@ -560,3 +560,22 @@ TEST_CASE("epilogue: merged add immediates compute what the separate adds do, on
       }
   }
 }
+
+TEST_CASE("module: values keep the names of named calls; value_of takes the name") {
+  auto x = graph::input("x", {2, 32}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 32}, 3, -8, 8));
+  auto fc = graph::named(graph::requantize(graph::dense(x, w), {.shift = 5}), "fc1");
+  auto y = graph::named(graph::relu(graph::cast(fc, DType::int32())), "onnx::Relu_7");
+  auto mod = graph::build(graph::function({x}, {y}), graph::Target{});
+  const auto text = fmt::format("{}", mod);
+  CHECK(text.find("%fc1:matrix[1x16] = vta.dense+requantize(") != std::string::npos);
+  CHECK(text.find("%\"onnx::Relu_7\" = host.relu(") != std::string::npos);
+  vta::SimDevice dev;
+  const auto a = te::NDArray::random(DType::int8(), {2, 32}, 4);
+  const auto out = mod.run(dev, {{"x", a}}, {}, {.keep_values = true});
+  CHECK(mod.value_of("onnx::Relu_7") == out[0]);
+  CHECK(mod.value_of("%\"onnx::Relu_7\"") == out[0]);
+  const auto fc_value = mod.value_of("fc1");
+  CHECK(fc_value.shape() == std::vector<std::int64_t>{2, 16});
+  CHECK(fc_value == mod.value_of("%fc1"));
+}

@@ -28,14 +28,16 @@ TEST_CASE("graph builder: forward references resolve, shared values stay shared"
   CHECK(y.op() == "add");
   const auto& h2 = *y.args[1].as<graph::CallNode>();
   CHECK(h2.args[0].same_as(y.args[0]));  // "h" is one node
+  // the calls keep the names they were defined by
   CHECK(fmt::format("{}", fn) ==
         "fn (%x: Tensor[(token, 8), int8]) {\n"
         "  %w = constant Tensor[(4, 8), int8]\n"
-        "  %0 = dense(%x, %w)\n"
-        "  %1 = relu(%0)\n"
-        "  %2 = add(%0, %1)\n"
-        "  return %2\n"
+        "  %h = dense(%x, %w)\n"
+        "  %h2 = relu(%h)\n"
+        "  %y = add(%h, %h2)\n"
+        "  return %y\n"
         "}");
+  CHECK(y.result_name == "y");
   // several results, one of them a leaf
   auto fn2 = b.build({"x"}, {"h", "x"});
   CHECK(fn2.results()[1].kind() == graph::NodeKind::Input);
@@ -102,4 +104,38 @@ TEST_CASE("graph builder: deep chains and wide fan-in build without recursion") 
     e = e.as<graph::CallNode>()->args[0];
   }
   CHECK(calls == depth);
+}
+
+TEST_CASE("named calls: printed and reported by name, unnamed ones keep their numbers") {
+  auto x = graph::input("x", {2, 8}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {4, 8}, 1));
+  auto fc = graph::named(graph::call("dense", {x, w}), "fc1");
+  auto r = graph::call("relu", {fc});
+  auto out = graph::named(graph::call("add", {fc, r}), "onnx::Add_3");
+  const auto fn = graph::function({x}, {out});
+  CHECK(fmt::format("{}", fn) ==
+        "fn (%x: Tensor[(2, 8), int8]) {\n"
+        "  %w = constant Tensor[(4, 8), int8]\n"
+        "  %fc1 = dense(%x, %w)\n"
+        "  %1 = relu(%fc1)\n"
+        "  %\"onnx::Add_3\" = add(%fc1, %1)\n"
+        "  return %\"onnx::Add_3\"\n"
+        "}");
+  CHECK(graph::printed_name("fc1") == "%fc1");
+  CHECK(graph::NodeNames(fn).label(fc) == "%fc1 (dense)");
+  // a name identifies one value
+  CHECK_THROWS_WITH_AS(graph::function({x}, {graph::named(graph::call("relu", {x}), "x")}),
+                       "graph::function: a call 'relu' produces a value named 'x', as an input or "
+                       "constant is named; a name must identify one value",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      graph::function({x}, {graph::call("add", {graph::named(graph::call("relu", {x}), "a"),
+                                                graph::named(graph::call("relu", {x}), "a")})}),
+      "graph::function: two different calls ('relu' and another) produce a value named 'a'; a "
+      "name must identify one value",
+      dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(graph::named(x, "y"),
+                       "graph::named: 'x' is an input; only calls are named this way (inputs and "
+                       "constants have their names)",
+                       dlavm::ValueError);
 }

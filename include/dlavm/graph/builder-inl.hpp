@@ -81,7 +81,7 @@ DLAVM_INLINE std::unordered_map<std::string_view, Expr> GraphBuilder::build_valu
       }
       std::vector<Expr> args;
       for (const std::string& a : d.args) args.push_back(built.at(a));
-      built.emplace(name, graph::call(d.op, std::move(args), d.attrs));
+      built.emplace(name, graph::call(d.op, std::move(args), d.attrs, std::string(name)));
       on_path.erase(name);
       path.pop_back();
     }

@@ -39,7 +39,7 @@ class TypeInferer : public ExprMutator<TypeInferer> {
     check_result(type, label);
     const Device device = place(*op, typing);
     return typed_call(call.op(), std::move(new_args), std::move(typing.attrs), std::move(type),
-                      device);
+                      device, call.result_name);
   }
 
  private:

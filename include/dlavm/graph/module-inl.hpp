@@ -190,9 +190,12 @@ DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
   if (run.values.empty())
     raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
                       name_);
+  // "%3", "%fc1", or the bare name "fc1"
+  const std::string printed =
+      !node.empty() && node.front() == '%' ? std::string(node) : printed_name(node);
   std::optional<std::size_t> found;
   for (std::size_t v = 0; v < values_.size(); ++v)
-    if (values_[v].node == node && run.values[v] &&
+    if (values_[v].node == printed && run.values[v] &&
         (!found || values_[v].layout.kind == Layout::Kind::Plain))
       found = v;
   if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);

@@ -121,9 +121,10 @@ class Module {
   }
   // The last run's statistics; ValueError before the first run.
   const ModuleRun& last_run() const;
-  // The value of graph node `node` ("%3", as graph::NodeNames prints it) in the last run, in
-  // its logical layout (unpacked if VTA left it packed). ValueError when the last run did not
-  // keep values, or no value holds that node.
+  // The value of graph node `node` in the last run, in its logical layout (unpacked if VTA left
+  // it packed): its printed name ("%3", "%fc1", as graph::NodeNames prints it) or the name of a
+  // named call or leaf ("fc1"). ValueError when the last run did not keep values, or no value
+  // holds that node.
   te::NDArray value_of(std::string_view node) const;
 
   // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share

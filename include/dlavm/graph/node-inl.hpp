@@ -116,17 +116,30 @@ inline void check_call(std::string_view op, const std::vector<Expr>& args) {
 }
 }  // namespace detail
 
-DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs) {
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
+                       std::string result_name) {
   detail::check_call(op, args);
   return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::nullopt, Device::Any));
+                                         std::nullopt, Device::Any, std::move(result_name)));
 }
 
 DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                             Device device) {
+                             Device device, std::string result_name) {
   detail::check_call(op, args);
   return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::move(type), device));
+                                         std::move(type), device, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr named(const Expr& e, std::string name) {
+  const auto* c = e.as<CallNode>();
+  if (c == nullptr)
+    raise<ValueError>(
+        "graph::named: '{}' is {}; only calls are named this way (inputs and "
+        "constants have their names)",
+        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
+  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
+  return Expr(
+      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
 }
 
 DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
@@ -134,8 +147,8 @@ DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
     raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
                       args.size(), call.op(), call.args.size());
   detail::check_call(call.op(), args);
-  return Expr(
-      std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type, call.device));
+  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
+                                         call.device, call.result_name));
 }
 
 DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
@@ -188,8 +201,12 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
   // the leaves the results use: one node per name, and every input a param
   std::unordered_map<std::string_view, const Node*> leaf_by_name;
   for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  std::unordered_map<std::string_view, const Node*> call_by_name;
   for (const Expr& e : post_order(results_)) {
-    if (e.kind() == NodeKind::Call) continue;
+    if (const auto* c = e.as<CallNode>()) {
+      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
+      continue;
+    }
     const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
     if (it->second != e.get())
       raise<ValueError>(
@@ -199,6 +216,21 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
     if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
       raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
                         e.name());
+  }
+  // named calls: one node per name, no name shared with a leaf
+  for (const Expr& e : post_order(results_)) {
+    const auto* c = e.as<CallNode>();
+    if (c == nullptr || c->result_name.empty()) continue;
+    if (call_by_name.at(c->result_name) != c)
+      raise<ValueError>(
+          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
+          "a name must identify one value",
+          c->op(), c->result_name);
+    if (leaf_by_name.contains(c->result_name))
+      raise<ValueError>(
+          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
+          "named; a name must identify one value",
+          c->op(), c->result_name);
   }
 }
 

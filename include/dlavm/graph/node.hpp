@@ -3,7 +3,10 @@
 // The node set is small and closed (NodeKind):
 //   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
 //   Constant   a named tensor with its value (weights), held by a shared te::NDArray
-//   Call       an op applied to argument nodes, with attributes (op name = the node's name)
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
+//              and optionally the name of the value it produces (`result_name`: from
+//              GraphBuilder, an importer's node names, or graph::named), which the printer,
+//              error messages and a built Module's values go by
 // Every node has an optional TensorType (inputs and constants always; calls once
 // graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
 // passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
@@ -109,10 +112,12 @@ struct ConstantNode final : Node {
 };
 
 struct CallNode final : Node {
-  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d)
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
+           std::string result)
       : Node(NodeKind::Call, std::move(op), std::move(t), d),
         args(std::move(a)),
-        attrs(std::move(at)) {}
+        attrs(std::move(at)),
+        result_name(std::move(result)) {}
   // Releases the arguments iteratively: destroying the last handle of a graph thousands of
   // calls deep must not nest a destructor per call.
   DLAVM_INLINE ~CallNode() override;
@@ -122,6 +127,7 @@ struct CallNode final : Node {
   // non-const (make_shared<CallNode>) and only ever handed out as const.
   std::vector<Expr> args;
   const Attrs attrs;
+  const std::string result_name;  // empty: unnamed (printed by its post-order number)
 };
 
 template <class T>
@@ -137,14 +143,18 @@ Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
 // A constant holding `value` (shared, never copied again); its type comes from the array.
 Expr constant(std::string name, te::NDArray value);
 Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
-// A call of op `op`: untyped and unplaced, as users and importers write it. The op name and
-// attributes are checked against an op registry by graph::infer_type, not here.
-Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {});
+// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
+// the value it produces. The op name and attributes are checked against an op registry by
+// graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
 // A call with its type and device: what passes (infer_type, placement) build.
-Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                Device device);
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
+                std::string result_name = {});
+// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
+//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
+Expr named(const Expr& e, std::string name);
 
-// A call rebuilt with other arguments (as many), keeping op, attrs, type and device.
+// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
 Expr with_args(const CallNode& call, std::vector<Expr> args);
 
 // Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
@@ -154,8 +164,8 @@ std::vector<Expr> post_order(std::span<const Expr> roots);
 
 // A graph with named parameters (inputs) and results. Invariants, checked on construction
 // (ValueError naming the node): every param is an Input, param names are unique, every Input
-// reachable from the results is a param, two different leaves (inputs, constants) never
-// share a name, at least one result.
+// reachable from the results is a param, two different nodes (inputs, constants, named calls)
+// never share a name, at least one result.
 class Function {
  public:
   Function(std::vector<Expr> params, std::vector<Expr> results);

@@ -348,7 +348,8 @@ class Placer : public ExprMutator<Placer> {
     const Device device = g != nullptr ? g->device : Device::Host;
     std::vector<Expr> new_args;
     for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
+                      call.result_name);
   }
 
  private:

@@ -30,6 +30,12 @@ inline std::string leaf_name(std::string_view name) {
   return s + "\"";
 }
 
+}  // namespace detail
+
+DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
+
+namespace detail {
+
 // One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
 inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
                        const Expr& e) {
@@ -104,6 +110,8 @@ DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
 
 DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
   if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
+    return detail::leaf_name(named);
   auto it = call_number_.find(e.get());
   return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
 }

@@ -1,6 +1,7 @@
 // Text form of graphs, through fmt, stable for tests. A function prints as its params with
 // their types, then one line per constant and per call in post-order (calls numbered %0, %1,
-// ...), attributes after the arguments in key order, and the results:
+// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
+// in key order, and the results:
 //
 //   fn (%x: Tensor[(1, token, 512), int8]) {
 //     %w = constant Tensor[(256, 512), int8]
@@ -34,8 +35,13 @@ std::string shape_text(const std::vector<ne::Expr>& shape);
 // "Tensor[(1, token, 256), int8]"
 std::string type_text(const TensorType& type);
 
-// The printed names of the nodes under some roots: %name for leaves, %N for calls numbered in
-// post-order. infer_type and evaluate name nodes in messages with it, as the printer does.
+// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
+std::string printed_name(std::string_view name);
+
+// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
+// the other calls numbered in post-order (every call counts, so naming one call does not
+// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
+// does.
 class NodeNames {
  public:
   explicit NodeNames(std::span<const Expr> roots);
