@@ -27,6 +27,7 @@
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>

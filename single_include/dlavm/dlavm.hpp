@@ -1387,6 +1387,7 @@ struct TensorType {
 bool same_type(const TensorType& a, const TensorType& b);
 
 class Node;
+class Partition;
 
 // A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
 class Expr {
@@ -1506,9 +1507,20 @@ class Function {
   const std::vector<Expr>& params() const { return params_; }
   const std::vector<Expr>& results() const { return results_; }
 
+  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
+  // function's nodes), which graph::build then uses; null for a function not placed.
+  const std::shared_ptr<const Partition>& placement() const { return placement_; }
+  // This function with a placement attached (its groups must refer to this function's nodes).
+  Function with_placement(std::shared_ptr<const Partition> p) const {
+    Function f = *this;
+    f.placement_ = std::move(p);
+    return f;
+  }
+
  private:
   std::vector<Expr> params_;
   std::vector<Expr> results_;
+  std::shared_ptr<const Partition> placement_;
 };
 
 inline Function function(std::vector<Expr> params, std::vector<Expr> results) {
@@ -4315,10 +4327,12 @@ P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
 // begin dlavm/graph/build.hpp
 // graph::build: a function compiled for a target into a graph::Module. The pipeline, each
 // step its own entry point:
-//   infer_type(fn, target)   types and places every call (graph/target.hpp)
-//   partition(typed, target) fuses VTA groups: anchor + epilogue (graph/partition.hpp)
-//   per VTA group            the anchor's strategy declares the kernel and its schedule, with
-//                            knobs from the ScheduleChooser; vta::build compiles it
+//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
+//                            call (graph/place.hpp); a function it returned is built with the
+//                            placement it carries, so what was printed is what is built
+//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
+//                            Chooser picks the knobs, the strategy declares the kernel and
+//                            its schedule; vta::build compiles it
 //   layouts                  each value a VTA group reads is packed for it (constants now,
 //                            at build time; others by a pack step on the host), and each
 //                            value a host call or the caller reads is unpacked after VTA:
@@ -13792,6 +13806,440 @@ DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::in
 // end dlavm/graph/strategy/epilogue-inl.hpp
 #endif
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// Workloads and knob spaces: the plain data between fusion, the schedule choice and a
+// strategy's kernel, as TVM's tuning tasks and configuration spaces are.
+//
+//   Workload    one VTA kernel to build: the anchor op, its argument and result types, its
+//               normalized attributes and the fused epilogue. Compared and hashed by value,
+//               so a model's workloads can be listed once each (graph::workloads) and keyed
+//               in a tuning log (to_string is stable text).
+//   KnobSpace   the knobs a strategy's schedule takes for a workload (each a name and its
+//               candidate values), a check saying why a point cannot run (the SRAMs, the
+//               instruction fields) and the analytic cost the default choice minimizes.
+//   Knobs       one point of a space: the values in knob order, with their names.
+//   Chooser     the one interface through which knobs are chosen: choose(workload, space).
+//               The default takes the point of least estimated cost that passes the check
+//               (the first of equals in enumeration order, the last knob varying fastest); a
+//               tuner derives from it (a tuning log's best, falling back to the default).
+//
+//   const auto& s = *target.strategies.find(w.op);
+//   KnobSpace space = s.space(w, target.env);
+//   Knobs knobs = graph::Chooser().choose(w, space);      // "oc 2, h 7, w 14, ic 1, threads 2"
+//   VtaKernel k = s.declare(w, target.env, knobs, "conv2d0");
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Workload {
+  std::string op{};                // the anchor op ("conv2d")
+  std::vector<TensorType> args{};  // the anchor's argument types
+  TensorType result{};             // the anchor's result type (before the epilogue)
+  Attrs attrs{};                   // the anchor's normalized attributes
+  Epilogue epilogue{};             // the fused element-wise steps
+  friend bool operator==(const Workload& a, const Workload& b);
+};
+
+// "conv2d((1, 64, 56, 56) int8, (64, 64, 3, 3) int8; groups=1, padding=[1, 1, 1, 1],
+// strides=[1, 1]; +channel#0, >>8, max 0, min 127)": one line, stable across runs.
+std::string to_string(const Workload& w);
+std::size_t hash_value(const Workload& w);
+
+struct Knob {
+  std::string name;
+  std::vector<std::int64_t> values;  // the candidates, in enumeration order
+};
+
+// One point of a knob space.
+struct Knobs {
+  std::vector<std::string> names;
+  std::vector<std::int64_t> values;  // aligned with names
+  // The value of knob `name`; ValueError listing the knobs when there is none.
+  std::int64_t at(std::string_view name) const;
+  friend bool operator==(const Knobs&, const Knobs&) = default;
+};
+
+// "oc 2, h 7, w 14, ic 1, threads 2"
+std::string to_string(const Knobs& k);
+
+struct KnobSpace {
+  std::vector<Knob> knobs;
+  // Why the point (values in knob order) cannot run, or nullopt.
+  std::function<std::optional<std::string>(std::span<const std::int64_t>)> check;
+  // The analytic cost of a point that passes the check (estimated cycles).
+  std::function<double(std::span<const std::int64_t>)> estimate;
+
+  // The number of points (the product of the knobs' value counts).
+  std::size_t size() const;
+  // Point `index` of the enumeration, the last knob varying fastest.
+  std::vector<std::int64_t> point(std::size_t index) const;
+  // The point with its knobs' names.
+  Knobs knobs_of(std::span<const std::int64_t> values) const;
+};
+
+// The point of least estimate among those that pass the check (the first of equals in
+// enumeration order), or nullopt: the search the default Chooser runs.
+std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space);
+
+// Declared DLAVM_INLINE: an undeclared-inline virtual function would be the class's key
+// function, and every header-only unit would emit the vtable and the search behind it.
+class Chooser {
+ public:
+  virtual ~Chooser() = default;
+  // The default: the point of least estimate among those that pass the check. CapacityError
+  // naming the workload and the first point's reason when none passes.
+  DLAVM_INLINE virtual Knobs choose(const Workload& w, const KnobSpace& space) const;
+};
+
+}  // namespace dlavm::graph
+
+template <>
+struct std::hash<dlavm::graph::Workload> {
+  std::size_t operator()(const dlavm::graph::Workload& w) const {
+    return dlavm::graph::hash_value(w);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/workload-inl.hpp
+// Definitions for graph/strategy/workload.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
+// size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
+// every default tiling runs: the least estimated cost among the candidates that fit, the
+// candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
+// product of the value lists, each tuple made a tiling, filtered by the checks).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
+//
+//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
+//   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
+//   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
+//                                 fits, cost);       // std::optional of the tiling
+
+// begin dlavm/graph/strategy/sram.hpp
+// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
+// included) and the micro-ops of its largest kernel, with the check that they fit a
+// configuration. Each strategy computes its footprint in one function (`footprint`), which
+// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
+// must match (a test holds the two equal for every default tiling).
+//
+//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
+//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlavm::graph {
+
+struct SramFootprint {
+  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
+  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
+  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
+};
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
+// micro-op buffer (so that every thread's kernels stay resident).
+inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
+  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
+  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/cartesian_product.hpp>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+using ne::ceil_div;
+
+// The divisors of n >= 1, ascending.
+inline std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
+// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
+// module's traffic figures, evaluated per binding), so that each count has one formula.
+inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
+inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
+inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
+inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
+inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
+inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
+// `value` where `a >= b`, else 0.
+inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
+  return a >= b ? value : 0;
+}
+inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
+  return ne::select(a >= b, value, 0);
+}
+
+// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
+// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
+// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
+// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
+// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
+// kernel that reads only its outputs' rows.
+template <class Int>
+Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
+                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
+                 bool strided) {
+  if (strided) return outputs;
+  const Int blocks = vceil_div(outputs, block);
+  const auto reads = [&](const Int& j) {
+    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
+    const Int last_out = vmin((j + 1) * block, outputs) - 1;
+    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
+    return vmax(hi - lo + 1, Int(0));
+  };
+  const std::int64_t span = block * stride;
+  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
+  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
+  Int total = 0;
+  for (std::int64_t j = 0; j < first; ++j)
+    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
+  for (std::int64_t i = 0; i < last; ++i) {
+    const Int j = blocks - 1 - i;
+    total = total + when_at_least(j, Int(first), reads(j));
+  }
+  const Int middle = vmax(blocks - first - last, Int(0));
+  return total + middle * ((block - 1) * stride + kernel);
+}
+
+}  // namespace detail
+
+// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
+inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
+                                              std::int64_t block) {
+  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
+  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
+}
+
+// Every combination of one value from each list, as a Tiling built from the values in order
+// ({a, b, c} for values a, b, c), the last list varying fastest. The view refers to the lists:
+// they must outlive it, and a temporary container does not compile.
+template <class Tiling, class... Lists>
+auto combinations(Lists&&... lists) {
+  return ranges::views::cartesian_product(std::forward<Lists>(lists)...) |
+         ranges::views::transform([](const auto& values) {
+           return std::apply([](auto... v) { return Tiling{v...}; }, values);
+         });
+}
+
+// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
+// checked by check(t) and costed by estimate(t).
+template <class Tiling, class Check, class Estimate>
+KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
+  const auto tiling = [](std::span<const std::int64_t> v) {
+    Tiling t{};
+    auto fields = t.fields();
+    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
+    return t;
+  };
+  KnobSpace s;
+  s.knobs = std::move(knobs);
+  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
+  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
+  return s;
+}
+
+// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
+// none fits. fits runs once per candidate and cost once per fitting one.
+template <class Candidates, class Fits, class Cost>
+auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
+  using Tiling = ranges::range_value_t<Candidates>;
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/iota.hpp>
+
+#include <functional>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE bool operator==(const Workload& a, const Workload& b) {
+  if (a.op != b.op || a.args.size() != b.args.size() || !same_type(a.result, b.result) ||
+      !(a.attrs == b.attrs) || !(a.epilogue == b.epilogue))
+    return false;
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (!same_type(a.args[i], b.args[i])) return false;
+  return true;
+}
+
+DLAVM_INLINE std::string to_string(const Workload& w) {
+  std::vector<std::string> args;
+  for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
+  return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
+                     w.epilogue.steps.empty() ? std::string("no epilogue") : to_string(w.epilogue));
+}
+
+DLAVM_INLINE std::size_t hash_value(const Workload& w) {
+  return std::hash<std::string>{}(to_string(w));
+}
+
+DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return values.at(i);
+  raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
+}
+
+DLAVM_INLINE std::string to_string(const Knobs& k) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)
+    parts.push_back(fmt::format("{} {}", k.names[i], k.values[i]));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+DLAVM_INLINE std::size_t KnobSpace::size() const {
+  std::size_t n = 1;
+  for (const auto& k : knobs) n *= k.values.size();
+  return n;
+}
+
+DLAVM_INLINE std::vector<std::int64_t> KnobSpace::point(std::size_t index) const {
+  std::vector<std::int64_t> values(knobs.size());
+  for (std::size_t i = knobs.size(); i-- > 0;) {
+    const std::size_t n = knobs[i].values.size();
+    values[i] = knobs[i].values[index % n];
+    index /= n;
+  }
+  return values;
+}
+
+DLAVM_INLINE Knobs KnobSpace::knobs_of(std::span<const std::int64_t> values) const {
+  Knobs k;
+  for (const auto& knob : knobs) k.names.push_back(knob.name);
+  k.values.assign(values.begin(), values.end());
+  return k;
+}
+
+DLAVM_INLINE std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space) {
+  const auto points = ranges::views::iota(std::size_t{0}, space.size()) |
+                      ranges::views::transform([&](std::size_t i) { return space.point(i); });
+  return least_cost(
+      points, [&](const std::vector<std::int64_t>& p) { return !space.check(p); },
+      [&](const std::vector<std::int64_t>& p) { return space.estimate(p); });
+}
+
+DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) const {
+  if (auto best = least_cost_point(space)) return space.knobs_of(*best);
+  if (space.size() == 0) raise<CapacityError>("{}: its knob space is empty", to_string(w));
+  const auto first = space.point(0);
+  raise<CapacityError>("{}: none of the {} schedules of its knob space fits (the first, {}: {})",
+                       to_string(w), space.size(), to_string(space.knobs_of(first)),
+                       space.check(first).value_or("?"));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/workload-inl.hpp
+#endif
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
@@ -20904,11 +21352,13 @@ struct ModuleStep {
   HostKernel kernel;
   // VTA
   std::shared_ptr<const vta::Program> program;
-  std::string tiling;
+  Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
+  Knobs knobs;         // the schedule's chosen knobs
+  std::string tiling;  // the knobs as the strategy prints them
   std::string epilogue;
   // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
-  // for the dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> macs, tiling_traffic;
+  // in the symbolic dims
+  ne::Expr macs = 0, traffic = 0;
 };
 
 // What one step did in a run.
@@ -21130,8 +21580,8 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   s.dram_bytes = result.timing.counters.memory_bytes();
   s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
   s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
-  if (step.tiling_traffic) s.tiling_bytes = step.tiling_traffic(bindings);
-  if (step.macs) s.macs = step.macs(bindings);
+  s.tiling_bytes = ne::eval(step.traffic, bindings);
+  s.macs = ne::eval(step.macs, bindings);
   return s;
 }
 
@@ -21330,28 +21780,97 @@ DLAVM_INLINE std::string Module::to_string() const {
 // end dlavm/graph/module.hpp
 // begin dlavm/graph/node.hpp
 // end dlavm/graph/node.hpp
+// begin dlavm/graph/place.hpp
+// Placement for a target: graph::infer_type(fn, target) types every call (infer_type with
+// target.ops), fuses VTA groups (graph::partition), folds what the groups' ALU would compute
+// twice, and places each call: on VTA when it belongs to a VTA group, else on the host. The
+// function it returns carries that placement (Function::placement), and graph::build uses it,
+// so the placement printed is the one built; the printed calls are those that run:
+//
+//   fold: a rounding constant added after a constant bias (requantize to nearest, with only
+//   additions between them) joins the bias, once, at placement: bias_add(x, b) ... requantize
+//   (rounding="nearest", shift=s) becomes bias_add(x, %"b+2^(s-1)") ... requantize(rounding=
+//   "floor"), the same values (the int32 additions commute) with an ALU pass fewer per tile.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
+//   for (const auto& w : graph::workloads(fn, target)) fmt::print("{}\n", graph::to_string(w));
+//
+// A call neither device runs is a TypeError giving each device's reason.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/partition.hpp
+// Fusion and placement: splits a typed function into groups of calls that run as one unit,
+// in an order that respects every dependency. A VTA group is one kernel: an anchor call that
+// has a VTA strategy (conv2d, dense, the poolings) followed by the element-wise calls VTA's
+// ALU applies to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue).
+// Which calls may join, and as which ALU steps, is not decided here: the pass asks the
+// target's epilogue rules by op name (graph/strategy/fusion.hpp), and the anchor's strategy
+// whether it supports the call with the epilogue grown so far.
+//
+// A call joins the group of its argument when that argument is the group's last call and has
+// no other user (nor is a result), and its rule accepts it. A group whose last call is not
+// int8 cannot be stored by VTA, and one whose epilogue operands leave no room in the
+// accumulator cannot be tiled: it runs on the host, call by call; so does every call without
+// a strategy or whose strategy refuses it (the group's `note` says why). Each host group
+// holds one call.
+//
+//   auto part = graph::partition(typed_fn, target);
+//   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
+//   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
+//
+// graph::infer_type(fn, target) (graph/place.hpp) runs this pass and attaches its result to
+// the function it returns (Function::placement), so that build uses the placement printed.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/target.hpp
+// graph::Target: what infer_type and build compile for: the VTA configuration, the op
+// registry, and the VTA strategies with the epilogue rules. graph::infer_type(fn, target)
+// (graph/place.hpp) types and places a function for it.
+//
+//   graph::Target target;                          // default VTA config, ops, strategies
+//   target.ops.add(my_custom_op);
+//   auto typed = graph::infer_type(fn, target);
+
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
 // begin dlavm/graph/strategy.hpp
 // VTA strategies: how a fused group of graph calls (an anchor such as conv2d or dense, and an
 // epilogue of element-wise calls, graph/partition.hpp) becomes a scheduled te program for
 // VTA, as TVM's topi computes and VTA schedules do for Relay.
 //
 //   AnchorStrategy    per anchor op: whether a call can run on VTA (`support`), the packed
-//                     layout of each argument, and `declare`, which builds the compute in
-//                     packed layouts with the epilogue and a schedule whose knobs come from
-//                     the ScheduleChooser
-//   ScheduleChooser   the one interface through which tilings are chosen: the default picks
-//                     each strategy's default tiling from the shape and the SRAM sizes; a
-//                     tuner overrides it with tuned ones
-//   VtaStrategies     the anchor strategies by op name (default_vta_strategies(): conv2d,
-//                     dense, max_pool2d, avg_pool2d, global_avg_pool2d), in graph::Target
-//                     next to the op registry
+//                     layout of each argument, the knob space of its schedule for a workload
+//                     (graph/strategy/workload.hpp), and `declare`, which builds the compute
+//                     in packed layouts with the epilogue and the schedule for chosen knobs
+//   EpilogueRule      per element-wise op: how it joins a group's epilogue
+//                     (graph/strategy/fusion.hpp)
+//   VtaStrategies     both tables by op name (default_vta_strategies()), in graph::Target next
+//                     to the op registry; the fusion pass asks them, so it holds no VTA rules
 //
 // The strategies are kept apart from the op records (graph/op.hpp) so that typing a graph
 // does not include the VTA layer; a custom op gets a VTA strategy with strategies.add().
 //
-//   graph::Target target;                            // default ops and strategies
-//   const auto* s = target.strategies.find("conv2d");
-//   if (auto why = s->support(call, target.env, epilogue)) ...  // the host runs it, says why
+//   graph::Target target;                              // default ops and strategies
+//   const auto* s = target.strategies.find(w.op);
+//   auto knobs = graph::Chooser().choose(w, s->space(w, target.env));
+//   auto kernel = s->declare(w, target.env, knobs, "conv2d0");
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -21392,52 +21911,9 @@ DLAVM_INLINE std::string Module::to_string() const {
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
 // begin dlavm/graph/strategy/sram.hpp
-// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
-// included) and the micro-ops of its largest kernel, with the check that they fit a
-// configuration. Each strategy computes its footprint in one function (`footprint`), which
-// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
-// must match (a test holds the two equal for every default tiling).
-//
-//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
-//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
-
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-
-namespace dlavm::graph {
-
-struct SramFootprint {
-  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
-  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
-  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
-};
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
-}
-
-// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
-// micro-op buffer (so that every thread's kernels stay resident).
-inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
-  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
-  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph
 // end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
@@ -21473,8 +21949,7 @@ struct Conv2dShape {
   ne::Expr out_w() const;
   // Multiply-accumulates of the convolution (padding excluded).
   ne::Expr macs() const;
-  // The shape with its symbolic dims at their values / at their maxima (every dim constant).
-  Conv2dShape at(std::span<const ne::Binding> bindings) const;
+  // The shape with its symbolic dims at their maxima (every dim constant).
   Conv2dShape at_max() const;
 };
 
@@ -21484,6 +21959,13 @@ struct Conv2dTiling {
   std::int64_t w_block = 1;   // output columns per block
   std::int64_t ic_block = 1;  // input channel tiles per reduction step
   std::int64_t vthreads = 1;  // virtual threads over the output channel blocks
+  // The knobs, in the order of the knob space (oc, h, w, ic, threads).
+  std::array<std::int64_t*, 5> fields() {
+    return {&oc_block, &h_block, &w_block, &ic_block, &vthreads};
+  }
+  static Conv2dTiling of(const Knobs& k) {
+    return {k.at("oc"), k.at("h"), k.at("w"), k.at("ic"), k.at("threads")};
+  }
   friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
 };
 
@@ -21538,6 +22020,11 @@ SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape, const Epi
 double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                        const Conv2dTiling& t);
 
+// The knobs of the schedule: oc, h, w, ic (block sizes: the divisors of each tile count, and
+// the powers of two of a symbolic output extent) and threads (2, 1); a point is checked by
+// check_tiling and costed by estimate_cycles.
+KnobSpace knob_space(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue);
+
 // The valid tiling of least estimated cycles (ties: the first in knob order). CapacityError when
 // no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
 Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
@@ -21545,10 +22032,10 @@ Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape
 
 // DRAM bytes a tiling must move: for each output channel block and spatial block, the input
 // rows and columns its window covers (padding excluded); the weights once per spatial block;
-// the epilogue's tensor operands and the result once; the channel operands once. Symbolic
-// dims count at their maxima (pass shape.at(bindings) for a binding).
-std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
-                            const Conv2dTiling& t);
+// the epilogue's tensor operands and the result once; the channel operands once. An
+// expression in the shape's symbolic dims (a constant when there are none).
+ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                        const Conv2dTiling& t);
 
 }  // namespace dlavm::graph
 
@@ -21563,122 +22050,6 @@ std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const
 // begin dlavm/graph/strategy/conv2d.hpp
 // end dlavm/graph/strategy/conv2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
-// size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit, the
-// candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
-// product of the value lists, each tuple made a tiling, filtered by the checks).
-//
-// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
-// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
-//
-//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
-//   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
-//   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
-//                                 fits, cost);       // std::optional of the tiling
-
-// begin dlavm/graph/strategy/sram.hpp
-// end dlavm/graph/strategy/sram.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-#include <range/v3/view/cartesian_product.hpp>
-#include <range/v3/view/filter.hpp>
-#include <range/v3/view/transform.hpp>
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-using ne::ceil_div;
-
-// The divisors of n >= 1, ascending.
-inline std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> lo, hi;
-  for (std::int64_t d = 1; d * d <= n; ++d)
-    if (n % d == 0) {
-      lo.push_back(d);
-      if (d != n / d) hi.push_back(n / d);
-    }
-  lo.insert(lo.end(), hi.rbegin(), hi.rend());
-  return lo;
-}
-
-// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
-// when symbolic (the last block may be partial), also the powers of two below it.
-inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
-  auto out = divisors(max);
-  if (!symbolic) return out;
-  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-namespace detail {
-
-// The largest value of a dim (its maximum when symbolic).
-inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
-
-// A dim at the bindings' values (a constant stays as it is).
-inline ne::Expr bound_dim(const ne::Expr& e, std::span<const ne::Binding> bindings) {
-  return e.is_const() ? e : ne::Expr(ne::eval(e, bindings));
-}
-
-}  // namespace detail
-
-// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
-inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
-                                              std::int64_t block) {
-  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
-  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// Every combination of one value from each list, as a Tiling built from the values in order
-// ({a, b, c} for values a, b, c), the last list varying fastest. The view refers to the lists:
-// they must outlive it, and a temporary container does not compile.
-template <class Tiling, class... Lists>
-auto combinations(Lists&&... lists) {
-  return ranges::views::cartesian_product(std::forward<Lists>(lists)...) |
-         ranges::views::transform([](const auto& values) {
-           return std::apply([](auto... v) { return Tiling{v...}; }, values);
-         });
-}
-
-// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. fits runs once per candidate and cost once per fitting one.
-template <class Candidates, class Fits, class Cost>
-auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  using Tiling = ranges::range_value_t<Candidates>;
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
-}
-
-}  // namespace dlavm::graph
 // end dlavm/graph/strategy/tiling.hpp
 // begin dlavm/host/common.hpp
 // end dlavm/host/common.hpp
@@ -21717,14 +22088,6 @@ DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
                       kernel[1]);
 }
 
-DLAVM_INLINE Conv2dShape Conv2dShape::at(std::span<const ne::Binding> bindings) const {
-  Conv2dShape c = *this;
-  c.batch = detail::bound_dim(batch, bindings);
-  c.height = detail::bound_dim(height, bindings);
-  c.width = detail::bound_dim(width, bindings);
-  return c;
-}
-
 DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
   Conv2dShape c = *this;
   c.batch = detail::max_of(batch);
@@ -21755,19 +22118,6 @@ inline bool strided_window(const Conv2dShape& c) {
 inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int dim) {
   if (strided_window(c)) return block;
   return (block - 1) * c.strides[dim] + c.kernel[dim];
-}
-
-// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`
-// (the shape's dims constant).
-inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
-                                int dim) {
-  const std::int64_t extent = *(dim == 0 ? c.height : c.width).as_int();
-  if (strided_window(c)) return block;
-  const std::int64_t pad = c.padding[dim];
-  const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
-  const std::int64_t hi =
-      std::min((o0 + block - 1) * c.strides[dim] - pad + c.kernel[dim] - 1, extent - 1);
-  return std::max<std::int64_t>(hi - lo + 1, 0);
 }
 
 }  // namespace detail
@@ -21920,59 +22270,71 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
 
 namespace detail {
 
-// Bytes of the input windows the blocks load: per batch tile, output channel block and
-// spatial block, the real rows x columns of every input channel tile (a partial last block
-// reads what its outputs read). The shape's dims are constant.
-inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
-                                       const Conv2dTiling& t) {
-  const Conv2dTiles n(env, shape);
-  std::int64_t rows = 0, cols = 0;
-  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
-    rows += real_extent(shape, y0, std::min(t.h_block, n.oh - y0), 0);
-  for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
-    cols += real_extent(shape, x0, std::min(t.w_block, n.ow - x0), 1);
-  const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
-  return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
-}
-
+// The DRAM bytes and block counts of a tiling, over the batch tiles `n`, the input extent and
+// the output rows and columns, constant (int64, the estimates) or symbolic (ne::Expr, the
+// traffic per binding): per batch tile, output channel block and spatial block, the real
+// input rows x columns of every input channel tile (a partial last block reads what its
+// outputs read); the weights once per spatial block; the result, the Tensor operands once;
+// the Channel operands once.
+template <class Int>
 struct Conv2dCounts {
-  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes;
-  std::int64_t blocks, steps;
+  Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
-// The shape's dims are constant.
-inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
-                                  const Epilogue& epilogue, const Conv2dTiling& t) {
-  const Conv2dTiles n(env, shape);
-  const std::int64_t spatial = ceil_div(n.oh, t.h_block) * ceil_div(n.ow, t.w_block);
-  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
-  Conv2dCounts c{};
-  c.inp_bytes = conv2d_input_bytes(env, shape, t);
-  c.wgt_bytes = n.n * spatial * n.oc * n.ic * shape.kernel[0] * shape.kernel[1] * env.wgt_tile() *
-                env.wgt_dtype.bytes();
-  c.out_bytes = out_tiles * env.acc_tile() * env.out_dtype.bytes();
+template <class Int>
+Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
+                                const Epilogue& epilogue, const Conv2dTiling& t, const Int& n,
+                                const Int& height, const Int& width) {
+  const Conv2dTiles tiles(env, shape);
+  const auto& k = shape.kernel;
+  const auto& s = shape.strides;
+  const auto& p = shape.padding;
+  const bool strided = strided_window(shape);
+  const Int oh = host::window_output(height, p[0] + p[2], k[0], s[0]);
+  const Int ow = host::window_output(width, p[1] + p[3], k[1], s[1]);
+  const Int rows = window_reads(height, oh, t.h_block, s[0], k[0], p[0], p[2], strided);
+  const Int cols = window_reads(width, ow, t.w_block, s[1], k[1], p[1], p[3], strided);
+  const Int spatial = vceil_div(oh, t.h_block) * vceil_div(ow, t.w_block);
+  const Int out_tiles = n * tiles.oc * oh * ow;
+  const std::int64_t inp_tile = env.batch * env.block_in * env.inp_dtype.bytes();
+  Conv2dCounts<Int> c{0, 0, 0, 0, 0, 0};
+  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
+  c.wgt_bytes =
+      n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
+  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes());
   for (const auto& in : epilogue.inputs)
-    c.acc_bytes += in.kind == EpilogueInput::Kind::Channel
-                       ? n.oc * env.acc_tile() * in.dtype.bytes()
-                       : out_tiles * env.acc_tile() * in.dtype.bytes();
-  c.blocks = n.n * (n.oc / t.oc_block) * spatial;
-  c.steps = c.blocks * (n.ic / t.ic_block);
+    c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
+                                     ? Int(tiles.oc * env.acc_tile() * in.dtype.bytes())
+                                     : out_tiles * (env.acc_tile() * in.dtype.bytes()));
+  c.blocks = n * (tiles.oc / t.oc_block) * spatial;
+  c.steps = c.blocks * (tiles.ic / t.ic_block);
   return c;
+}
+
+// The counts at the shape's maxima.
+inline Conv2dCounts<std::int64_t> conv2d_counts_at_max(const vta::Env& env,
+                                                       const Conv2dShape& shape,
+                                                       const Epilogue& epilogue,
+                                                       const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  return conv2d_counts<std::int64_t>(env, shape, epilogue, t, n.n, max_of(shape.height),
+                                     max_of(shape.width));
 }
 
 }  // namespace detail
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
-                                         const Epilogue& epilogue, const Conv2dTiling& t) {
-  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
-  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
+                                     const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto c = detail::conv2d_counts<ne::Expr>(
+      env, shape, epilogue, t, ne::ceildiv(shape.batch, env.batch), shape.height, shape.width);
+  return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shape,
                                     const Epilogue& epilogue, const Conv2dTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const Conv2dTiles n(env, shape);
-  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
+  const auto c = detail::conv2d_counts_at_max(env, shape, epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   // load module: per step, ic_block input windows and one weight block
@@ -21997,25 +22359,32 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
          store / static_cast<double>(c.blocks);
 }
 
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const Conv2dShape& shape,
+                                  const Epilogue& epilogue) {
+  const Conv2dTiles n(env, shape);
+  return tiling_space<Conv2dTiling>(
+      {{"oc", divisors(n.oc)},
+       {"h", block_candidates(n.oh, n.rows_symbolic)},
+       {"w", block_candidates(n.ow, n.cols_symbolic)},
+       {"ic", divisors(n.ic)},
+       {"threads", {2, 1}}},
+      [env, shape, epilogue](const Conv2dTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const Conv2dTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
-  const Conv2dTiles n(env, shape);
-  const auto oc = divisors(n.oc), ic = divisors(n.ic);
-  const auto oh = block_candidates(n.oh, n.rows_symbolic);
-  const auto ow = block_candidates(n.ow, n.cols_symbolic);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),
-      [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
-        "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
-        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
-        shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1],
-        env.config.wgt_depth());
-  return *best;
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return Conv2dTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
+      "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
+      shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
+      shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1], env.config.wgt_depth());
 }
 
 }  // namespace dlavm::graph
@@ -22047,6 +22416,8 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
 // end dlavm/graph/strategy/epilogue.hpp
 // begin dlavm/graph/strategy/sram.hpp
 // end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/schedule/schedule.hpp
@@ -22073,6 +22444,11 @@ struct DenseTiling {
   std::int64_t n_block = 1;    // output column tiles per block
   std::int64_t k_block = 1;    // K tiles per reduction step
   std::int64_t vthreads = 1;   // virtual threads over the column blocks
+  // The knobs, in the order of the knob space (rows, n, k, threads).
+  std::array<std::int64_t*, 4> fields() { return {&row_block, &n_block, &k_block, &vthreads}; }
+  static DenseTiling of(const Knobs& k) {
+    return {k.at("rows"), k.at("n"), k.at("k"), k.at("threads")};
+  }
   friend bool operator==(const DenseTiling&, const DenseTiling&) = default;
 };
 
@@ -22102,13 +22478,16 @@ SramFootprint footprint(const vta::Env& env, const DenseShape& shape, const Epil
 // Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
 double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                        const DenseTiling& t);
+// The knobs of the schedule: rows (the divisors of a constant row tile count, the powers of
+// two up to a symbolic one's maximum), n, k (divisors) and threads (2, 1).
+KnobSpace knob_space(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
                                  const Epilogue& epilogue);
-// DRAM bytes the tiling must move at `rows` rows: x once per column block, w once per row
-// block, the result and the epilogue's operands once.
-std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
-                            const DenseTiling& t, std::int64_t rows);
+// DRAM bytes the tiling must move: x once per column block, w once per row block, the result
+// and the epilogue's operands once. An expression in the row count.
+ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                        const DenseTiling& t);
 
 }  // namespace dlavm::graph
 
@@ -22240,22 +22619,29 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shap
 
 namespace detail {
 
+// The DRAM bytes and block counts of a tiling at `rows` rows (int64, the estimates, or the
+// shape's symbolic row count, the traffic per binding): x once per column block, w once per
+// row block, the result and the epilogue's operands once.
+template <class Int>
 struct DenseCounts {
-  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
+  Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
-inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
-                                const Epilogue& epilogue, const DenseTiling& t, std::int64_t rows) {
+template <class Int>
+DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
+                              const Epilogue& epilogue, const DenseTiling& t, const Int& rows) {
   const DenseTiles n(env, shape);
-  const std::int64_t m = ceil_div(rows, env.batch);
-  const std::int64_t row_blocks = ceil_div(m, t.row_block), col_blocks = n.n / t.n_block;
-  DenseCounts c{};
-  c.inp_bytes = m * n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks;
-  c.wgt_bytes = n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes() * row_blocks;
-  c.out_bytes = m * n.n * env.acc_tile() * env.out_dtype.bytes();
+  const Int m = vceil_div(rows, env.batch);
+  const Int row_blocks = vceil_div(m, t.row_block);
+  const std::int64_t col_blocks = n.n / t.n_block;
+  DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
+  c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
+  c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
+  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes());
   for (const auto& in : epilogue.inputs)
-    c.acc_bytes += (in.kind == EpilogueInput::Kind::Channel ? n.n : m * n.n) * env.acc_tile() *
-                   in.dtype.bytes();
+    c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
+                                     ? Int(n.n * env.acc_tile() * in.dtype.bytes())
+                                     : m * (n.n * env.acc_tile() * in.dtype.bytes()));
   c.blocks = row_blocks * col_blocks;
   c.steps = c.blocks * (n.k / t.k_block);
   return c;
@@ -22263,11 +22649,10 @@ inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
 
 }  // namespace detail
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape,
-                                         const Epilogue& epilogue, const DenseTiling& t,
-                                         std::int64_t rows) {
-  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
-  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape,
+                                     const Epilogue& epilogue, const DenseTiling& t) {
+  const auto c = detail::dense_counts<ne::Expr>(env, shape, epilogue, t, shape.rows);
+  return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape,
@@ -22275,7 +22660,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::DenseTiles n(env, shape);
   const std::int64_t rows = ne::bounds(shape.rows).max;
-  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, rows);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
@@ -22294,8 +22679,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
          store / static_cast<double>(c.blocks);
 }
 
-DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
-                                              const Epilogue& epilogue) {
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
+                                  const Epilogue& epilogue) {
   const detail::DenseTiles n(env, shape);
   // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
   // maximum (the last block runs partially)
@@ -22306,19 +22691,25 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  const auto nb = divisors(n.n), kb = divisors(n.k);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<DenseTiling>(row_blocks, nb, kb, vthreads),
-      [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
-        "input buffer {}, the weight buffer {})",
-        shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
-        env.config.inp_depth(), env.config.wgt_depth());
-  return *best;
+  return tiling_space<DenseTiling>(
+      {{"rows", row_blocks}, {"n", divisors(n.n)}, {"k", divisors(n.k)}, {"threads", {2, 1}}},
+      [env, shape, epilogue](const DenseTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const DenseTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
+DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
+                                              const Epilogue& epilogue) {
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return DenseTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
+      "input buffer {}, the weight buffer {})",
+      shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
+      env.config.inp_depth(), env.config.wgt_depth());
 }
 
 }  // namespace dlavm::graph
@@ -22327,6 +22718,206 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
 // end dlavm/graph/strategy/dense.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/fusion.hpp
+// Epilogue rules: how an element-wise call joins a VTA group, as data the fusion pass
+// (graph/partition.hpp) looks up by op name in graph::VtaStrategies, next to the anchors'
+// strategies. A rule sees the group's state (its epilogue so far, the operands it reads, the
+// dtype its value has in the graph) and the call, and either appends the call's ALU steps
+// and operands or refuses, leaving the state as it was. What VTA's ALU can do (immediate
+// ranges, shift widths) is decided here, from the configuration, not in the fusion pass.
+//
+//   bias_add(x, b)         b per output channel (int32), along the group's channel axis
+//   add(x, y)              y of x's shape: int32, or cast(r, int32) of an int8 r, which is
+//                          then loaded through VTA's ACC_8BIT path (the cast joins the group)
+//   requantize(x, ...)     to int8, shift within the ALU's shift argument
+//   relu(x), clip(x, ...)  bounds within the ALU's immediate
+//   cast(x, int8)          the store's wrap-around; nothing may follow it in the group
+//
+//   for (const auto& [op, rule] : graph::default_epilogue_rules()) strategies.add_epilogue(op,
+//   rule);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// A VTA group's value as its epilogue grows.
+struct FusionState {
+  Epilogue epilogue;
+  std::vector<Expr> operands;    // the values the epilogue reads, aligned with epilogue.inputs
+  std::vector<Expr> absorbed;    // calls that join with the last one (a residual's cast)
+  DType logical;                 // the dtype the group's value has in the graph
+  bool wrapped = false;          // after cast(x, int8): the store's wrap must come last
+  std::size_t channel_axis = 1;  // the result's axis of output channels
+};
+
+// The call a rule is asked about.
+struct FusionCall {
+  const CallNode& call;
+  const Expr& expr;
+  std::size_t chain;       // which argument is the group's value
+  std::string_view label;  // "%3 (clip)", for messages
+  const vta::Env& env;
+  // Whether a call outside every group has `call` as its only user (so it may join with it).
+  std::function<bool(const Expr&)> absorbable;
+};
+
+// Appends the call's steps to `state` and returns true, or returns false leaving it as it was.
+using EpilogueRule = std::function<bool(FusionState& state, const FusionCall& call)>;
+
+// bias_add, add, requantize, relu, clip and cast, as the header describes.
+std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_rules();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/fusion-inl.hpp
+// Definitions for graph/strategy/fusion.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/strategy/fusion.hpp
+// end dlavm/graph/strategy/fusion.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+namespace dlavm::graph {
+
+namespace detail {
+
+using K = EpilogueStep::Kind;
+
+inline bool accumulating(const FusionState& s, const vta::Env& env) {
+  return s.logical == env.acc_dtype;
+}
+
+// Within the ALU's immediate for MAX and MIN (and ADD).
+inline bool fits_alu_imm(std::int64_t v, const vta::Env& env) {
+  const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Max, env.config);
+  return v >= lo && v <= hi;
+}
+
+// Same rank and provably equal dims (no broadcasting: the ALU adds tile by tile).
+inline bool same_shape(const TensorType& a, const TensorType& b) {
+  if (a.ndim() != b.ndim()) return false;
+  for (std::size_t k = 0; k < a.ndim(); ++k)
+    if (!ne::can_prove(a.shape[k] == b.shape[k])) return false;
+  return true;
+}
+
+// + b[c], an int32 vector along the group's channel axis.
+inline bool fuse_bias_add(FusionState& s, const FusionCall& c) {
+  const auto& b = c.call.args[1];
+  const auto axis = bias_add_params(c.call.attrs).axis;
+  const auto rank = static_cast<std::int64_t>(c.expr.type().ndim());
+  if (c.chain != 0 || !accumulating(s, c.env) || b.type().dtype != c.env.acc_dtype ||
+      (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(s.channel_axis))
+    return false;
+  s.epilogue.add_channel(c.env.acc_dtype);
+  s.operands.push_back(b);
+  return true;
+}
+
+// + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
+// is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
+inline bool fuse_add(FusionState& s, const FusionCall& c) {
+  const auto& env = c.env;
+  const Expr& other = c.call.args[1 - c.chain];
+  if (!accumulating(s, env) || !same_shape(c.call.args[c.chain].type(), c.expr.type()) ||
+      !same_shape(other.type(), c.expr.type()))
+    return false;
+  const auto* cast = other.as<CallNode>();
+  if (cast != nullptr && cast->op() == "cast" && c.absorbable(other) &&
+      cast->args[0].type().dtype == env.inp_dtype && other.type().dtype == env.acc_dtype) {
+    s.epilogue.add_tensor(env.inp_dtype);
+    s.operands.push_back(cast->args[0]);
+    s.absorbed.push_back(other);
+    return true;
+  }
+  if (other.type().dtype != env.acc_dtype) return false;
+  s.epilogue.add_tensor(env.acc_dtype);
+  s.operands.push_back(other);
+  return true;
+}
+
+// (x + r) >> shift, clamped: the ALU's shift argument and immediates bound it.
+inline bool fuse_requantize(FusionState& s, const FusionCall& c) {
+  const auto& env = c.env;
+  const auto p = requantize_params(c.call.attrs);
+  const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
+  if (!accumulating(s, env) || p.out_dtype != env.out_dtype || p.shift > shr.second ||
+      !fits_alu_imm(p.lo, env) || !fits_alu_imm(p.hi, env))
+    return false;
+  if (p.rounding == host::Rounding::Nearest && p.shift > 0)
+    s.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1), env.config);
+  if (p.shift > 0) s.epilogue.imm(K::Shr, p.shift, env.config);
+  s.epilogue.imm(K::Max, p.lo, env.config);
+  s.epilogue.imm(K::Min, p.hi, env.config);
+  s.logical = p.out_dtype;
+  return true;
+}
+
+inline bool fuse_relu(FusionState& s, const FusionCall& c) {
+  s.epilogue.imm(K::Max, 0, c.env.config);
+  return true;
+}
+
+inline bool fuse_clip(FusionState& s, const FusionCall& c) {
+  const auto [lo, hi] = host::clip_int_bounds(clip_params(c.call.attrs), s.logical, c.label);
+  if (!fits_alu_imm(lo, c.env) || !fits_alu_imm(hi, c.env)) return false;
+  s.epilogue.imm(K::Max, lo, c.env.config);
+  s.epilogue.imm(K::Min, hi, c.env.config);
+  return true;
+}
+
+// To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
+// only the store does, so nothing may follow.
+inline bool fuse_cast(FusionState& s, const FusionCall& c) {
+  const DType to = cast_dtype(c.call.attrs);
+  if (to != c.env.out_dtype) return false;
+  s.wrapped = s.logical != to;
+  s.logical = to;
+  return true;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_rules() {
+  return {{"bias_add", detail::fuse_bias_add},
+          {"add", detail::fuse_add},
+          {"requantize", detail::fuse_requantize},
+          {"relu", detail::fuse_relu},
+          {"clip", detail::fuse_clip},
+          {"cast", detail::fuse_cast}};
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/fusion-inl.hpp
+#endif
+// end dlavm/graph/strategy/fusion.hpp
 // begin dlavm/graph/strategy/pool2d.hpp
 // The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
 // global_avg_pool2d when the window's element count is a power of two (the average is then a
@@ -22354,6 +22945,8 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
 // end dlavm/graph/strategy/epilogue.hpp
 // begin dlavm/graph/strategy/sram.hpp
 // end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
@@ -22388,8 +22981,7 @@ struct Pool2dShape {
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
   ne::Expr out_h() const;
   std::int64_t out_w() const;
-  // The shape with its symbolic dims at their values / at their maxima.
-  Pool2dShape at(std::span<const ne::Binding> bindings) const;
+  // The shape with its symbolic dims at their maxima.
   Pool2dShape at_max() const;
 };
 
@@ -22397,6 +22989,9 @@ struct Pool2dTiling {
   std::int64_t c_block = 1;   // channel tiles per block
   std::int64_t h_block = 1;   // output rows per block
   std::int64_t vthreads = 1;  // virtual threads over the channel blocks
+  // The knobs, in the order of the knob space (c, h, threads).
+  std::array<std::int64_t*, 3> fields() { return {&c_block, &h_block, &vthreads}; }
+  static Pool2dTiling of(const Knobs& k) { return {k.at("c"), k.at("h"), k.at("threads")}; }
   friend bool operator==(const Pool2dTiling&, const Pool2dTiling&) = default;
 };
 
@@ -22424,12 +23019,15 @@ SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape, const Epi
                         const Pool2dTiling& t);
 double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
                        const Pool2dTiling& t);
+// The knobs of the schedule: c (divisors of the channel tiles), h (divisors of the output rows,
+// and powers of two of a symbolic count) and threads (2, 1).
+KnobSpace knob_space(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                    const Epilogue& epilogue);
 // DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
-// the result once. Symbolic dims count at their maxima (pass shape.at(bindings) for a binding).
-std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
+// the result once. An expression in the shape's symbolic dims.
+ne::Expr tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
 
 }  // namespace dlavm::graph
 
@@ -22507,13 +23105,6 @@ DLAVM_INLINE ne::Expr Pool2dShape::out_h() const {
 
 DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
   return host::window_output(width, padding[1] + padding[3], window[1], strides[1]);
-}
-
-DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
-  Pool2dShape s = *this;
-  s.batch = detail::bound_dim(batch, bindings);
-  s.height = detail::bound_dim(height, bindings);
-  return s;
 }
 
 DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
@@ -22629,21 +23220,28 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Pool2dShape& sha
   return f;
 }
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& symbolic,
-                                         const Pool2dTiling& t) {
-  const Pool2dShape shape = symbolic.at_max();
-  const detail::PoolTiles n(env, shape);
-  const std::int64_t height = *shape.height.as_int();
-  std::int64_t rows = 0;
-  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
-    const std::int64_t block = std::min(t.h_block, n.oh - y0);
-    const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
-    const std::int64_t hi = std::min(
-        (y0 + block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1, height - 1);
-    rows += std::max<std::int64_t>(hi - lo + 1, 0);
-  }
+namespace detail {
+
+// DRAM bytes of a tiling over the batch tiles `n` and the input height (int64 or ne::Expr):
+// each block's input rows (halo included, padding excluded) and the result.
+template <class Int>
+Int pool2d_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t,
+                   const Int& n, const Int& height) {
+  const Int oh = host::window_output(height, shape.padding[0] + shape.padding[2], shape.window[0],
+                                     shape.strides[0]);
+  const Int rows = window_reads(height, oh, t.h_block, shape.strides[0], shape.window[0],
+                                shape.padding[0], shape.padding[2], false);
+  const std::int64_t c = ceil_div(shape.channels, env.block_out);
   const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
-  return n.n * n.c * (rows * shape.width + n.oh * n.ow) * tile;
+  return n * (rows * shape.width + oh * shape.out_w()) * (c * tile);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+                                     const Pool2dTiling& t) {
+  return ne::simplify(detail::pool2d_traffic<ne::Expr>(
+      env, shape, t, ne::ceildiv(shape.batch, env.batch), shape.height));
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shape,
@@ -22655,7 +23253,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
   const double passes =
       static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
-  const double bytes = static_cast<double>(tiling_traffic(env, shape, t));
+  const double bytes = static_cast<double>(
+      detail::pool2d_traffic<std::int64_t>(env, shape, t, n.n, detail::max_of(shape.height)));
   const double out_bytes = out_tiles * static_cast<double>(env.acc_tile());
   // the compute module loads the input (ACC_8BIT, one load per row) and runs the ALU
   const double loads =
@@ -22670,28 +23269,36 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   return std::max(compute, store) + (compute + store) / blocks;
 }
 
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const Pool2dShape& shape,
+                                  const Epilogue& epilogue) {
+  const detail::PoolTiles n(env, shape);
+  return tiling_space<Pool2dTiling>(
+      {{"c", divisors(n.c)}, {"h", block_candidates(n.oh, n.rows_symbolic)}, {"threads", {2, 1}}},
+      [env, shape, epilogue](const Pool2dTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const Pool2dTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
-  const detail::PoolTiles n(env, shape);
-  const auto cb = divisors(n.c), hb = block_candidates(n.oh, n.rows_symbolic);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<Pool2dTiling>(cb, hb, vthreads),
-      [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
-        "columns must fit the accumulator's {} entries)",
-        shape.window[0], shape.window[1], shape.channels, shape.height, shape.width,
-        shape.window[0], detail::pool_cols(shape), env.config.acc_depth());
-  return *best;
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return Pool2dTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
+      "columns must fit the accumulator's {} entries)",
+      shape.window[0], shape.window[1], shape.channels, shape.height, shape.width, shape.window[0],
+      detail::pool_cols(shape), env.config.acc_depth());
 }
 
 }  // namespace dlavm::graph
 // end dlavm/graph/strategy/pool2d-inl.hpp
 #endif
 // end dlavm/graph/strategy/pool2d.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/schedule/schedule.hpp
 // end dlavm/schedule/schedule.hpp
 // begin dlavm/te/tensor.hpp
@@ -22710,56 +23317,42 @@ DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2
 
 namespace dlavm::graph {
 
-// The knobs of every strategy's schedule. The default implementation returns the default
-// tiling of each (graph/strategy/*.hpp); a tuner derives from it.
-//
-// The methods are declared DLAVM_INLINE: a virtual function declared without `inline` is the
-// class's key function, and in header-only mode every unit that includes its definition would
-// then emit the vtable and, through it, the whole tiling search, used or not.
-class ScheduleChooser {
- public:
-  virtual ~ScheduleChooser() = default;
-  DLAVM_INLINE virtual Conv2dTiling conv2d(const vta::Env& env, const Conv2dShape& shape,
-                                           const Epilogue& epilogue) const;
-  DLAVM_INLINE virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
-                                         const Epilogue& epilogue) const;
-  DLAVM_INLINE virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
-                                           const Epilogue& epilogue) const;
-};
-
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
 // arguments in order, then the epilogue's operands, then the result.
 struct VtaKernel {
   te::Schedule schedule;
   std::vector<te::Tensor> args;
-  std::string tiling;  // the chosen knobs, printable ("oc 2, h 7, w 14, ic 1, 2 threads")
-  // DRAM bytes the tiling must move, as a function of the symbolic dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
-  // Multiply-accumulates of the operation (unpadded), as a function of the dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> macs;
+  std::string tiling;  // the chosen knobs as the strategy prints them ("oc 2, h 7, ..., 2 threads")
+  ne::Expr traffic;    // DRAM bytes the tiling must move, in the symbolic dims
+  ne::Expr macs;       // multiply-accumulates of the operation (padding excluded)
 };
 
-// What a strategy sees of the anchor call: its type rule's view (argument types, normalized
-// attributes, the label naming the node) and its result type.
+// What a strategy's support rule sees of the anchor call: its type rule's view (argument types
+// and names, normalized attributes, the label naming the node) and its result type.
 struct AnchorCall {
   std::string_view op;  // the op's name
   const TypeCall& call;
   const TensorType& result;
 };
 
+// The workload of an anchor call with an epilogue.
+Workload workload_of(const AnchorCall& a, const Epilogue& epilogue);
+
 struct AnchorStrategy {
   std::string op{};
   // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
-  // Partition asks with an empty epilogue, then again with the group's final one.
+  // Partition asks with an empty epilogue, then again with the group's final one. Raises for
+  // a call no device can run as written (a symbolic dim without a usable maximum).
   std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&, const Epilogue&)>
       support{};
   // The packed layout of argument i.
-  std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
+  std::function<Layout(const Workload&, const vta::Env&, std::size_t i)> arg_layout{};
   // The layout of the result (and of the epilogue's Tensor operands).
-  std::function<Layout(const AnchorCall&, const vta::Env&)> result_layout{};
-  // Declares the kernel (`name` prefixes its tensors).
-  std::function<VtaKernel(const AnchorCall&, const vta::Env&, const Epilogue&,
-                          const ScheduleChooser&, const std::string& name)>
+  std::function<Layout(const Workload&, const vta::Env&)> result_layout{};
+  // The knobs of the kernel's schedule for a workload, with their check and estimate.
+  std::function<KnobSpace(const Workload&, const vta::Env&)> space{};
+  // Declares the kernel with chosen knobs (`name` prefixes its tensors).
+  std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
 };
 
@@ -22769,12 +23362,18 @@ class VtaStrategies {
   void add(AnchorStrategy s);
   const AnchorStrategy* find(std::string_view op) const;
   std::vector<std::string> names() const;
+  // How an element-wise op joins a group's epilogue (graph/strategy/fusion.hpp); ValueError
+  // when the op has a rule already.
+  void add_epilogue(std::string op, EpilogueRule rule);
+  const EpilogueRule* epilogue_rule(std::string_view op) const;
 
  private:
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
+  std::map<std::string, EpilogueRule, std::less<>> epilogue_rules_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, and the epilogue rules of
+// bias_add, add, requantize, relu, clip and cast.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph
@@ -22801,6 +23400,8 @@ VtaStrategies default_vta_strategies();
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
 
 #include <fmt/format.h>
 
@@ -22808,26 +23409,15 @@ VtaStrategies default_vta_strategies();
 
 namespace dlavm::graph {
 
-DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Conv2dShape& shape,
-                                                  const Epilogue& epilogue) const {
-  return default_conv2d_tiling(env, shape, epilogue);
-}
-
-DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
-                                                const Epilogue& epilogue) const {
-  return default_dense_tiling(env, shape, epilogue);
-}
-
-DLAVM_INLINE Pool2dTiling ScheduleChooser::pool2d(const vta::Env& env, const Pool2dShape& shape,
-                                                  const Epilogue& epilogue) const {
-  return default_pool2d_tiling(env, shape, epilogue);
+DLAVM_INLINE Workload workload_of(const AnchorCall& a, const Epilogue& epilogue) {
+  return {std::string(a.op), a.call.arg_types, a.result, a.call.attrs, epilogue};
 }
 
 DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
   if (s.op.empty()) raise<ValueError>("VTA strategy: the op name is empty");
-  if (!s.support || !s.arg_layout || !s.result_layout || !s.declare)
+  if (!s.support || !s.arg_layout || !s.result_layout || !s.space || !s.declare)
     raise<ValueError>(
-        "VTA strategy '{}': support, arg_layout, result_layout and declare are all "
+        "VTA strategy '{}': support, arg_layout, result_layout, space and declare are all "
         "required",
         s.op);
   const std::string name = s.op;
@@ -22846,6 +23436,18 @@ DLAVM_INLINE std::vector<std::string> VtaStrategies::names() const {
   return out;
 }
 
+DLAVM_INLINE void VtaStrategies::add_epilogue(std::string op, EpilogueRule rule) {
+  if (op.empty() || !rule) raise<ValueError>("epilogue rule: an op name and a rule are required");
+  const std::string name = op;
+  if (!epilogue_rules_.emplace(std::move(op), std::move(rule)).second)
+    raise<ValueError>("epilogue rule for '{}' is already registered", name);
+}
+
+DLAVM_INLINE const EpilogueRule* VtaStrategies::epilogue_rule(std::string_view op) const {
+  auto it = epilogue_rules_.find(op);
+  return it == epilogue_rules_.end() ? nullptr : &it->second;
+}
+
 namespace detail {
 
 // Why the arguments' element types are not VTA's int8 inputs and weights.
@@ -22857,35 +23459,19 @@ inline std::optional<std::string> vta_operand_types(const AnchorCall& a, const v
   return std::nullopt;
 }
 
-// Dim k of argument i as a constant, or why it is not one.
-inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t i,
-                                                std::vector<std::int64_t>& out) {
-  out.clear();
-  for (std::size_t k = 0; k < a.call.type(i).ndim(); ++k) {
-    const auto d = ne::simplify(a.call.type(i).shape[k]);
-    if (!d.is_const())
-      return fmt::format("the VTA {} strategy needs constant dims; {} dim {} is `{}`", a.call.label,
-                         a.call.arg(i), k, a.call.type(i).shape[k]);
-    out.push_back(*d.as_int());
-  }
-  return std::nullopt;
-}
-
 // Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
 // a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
 inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 
-// Dim k of argument i: ShapeError when it is symbolic without a usable maximum (VTA's buffers
+// ShapeError when `dim`, of argument i, is symbolic without a usable maximum (VTA's buffers
 // are sized for the maximum).
-inline ne::Expr bounded_dim(const AnchorCall& a, std::size_t i, std::size_t k) {
-  const auto d = ne::simplify(a.call.type(i).shape[k]);
-  if (const auto max = ne::bounds(d).max; max > kMaxRows)
+inline void require_bounded(const AnchorCall& a, std::size_t i, const ne::Expr& dim,
+                            std::string_view what) {
+  if (const auto max = ne::bounds(dim).max; max > kMaxRows)
     raise<ShapeError>(
-        "{}: {} dim {} is `{}`, at most {}: a symbolic dim without a usable maximum; VTA's "
-        "buffers are sized for the maximum, so declare the dim with one "
-        "(ne::var(\"batch\", 1, 64))",
-        a.call.label, a.call.arg(i), k, d, max);
-  return d;
+        "{}: {} has {} {}, at most {}: a symbolic dim without a usable maximum; VTA's buffers "
+        "are sized for the maximum, so declare the dim with one (ne::var(\"token\", 1, 2048))",
+        a.call.label, a.call.arg(i), ne::simplify(dim), what, max);
 }
 
 // Why a dim that the strategy needs constant (channels, kernel) is symbolic.
@@ -22896,17 +23482,25 @@ inline std::optional<std::string> constant_dim(const AnchorCall& a, std::size_t 
                      a.call.arg(i), k, a.call.type(i).shape[k]);
 }
 
-// The call's convolution; the batch, height and width may be symbolic (their maxima bounded).
-inline Conv2dShape conv2d_shape(const AnchorCall& a) {
-  const auto& w = a.call.type(1).shape;
-  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
-  const auto p = conv2d_params(a.call.attrs);
-  return {.batch = bounded_dim(a, 0, 0),
-          .in_channels = constant(a.call.type(0).shape[1]),
-          .height = bounded_dim(a, 0, 2),
-          .width = bounded_dim(a, 0, 3),
-          .out_channels = constant(w[0]),
-          .kernel = {constant(w[2]), constant(w[3])},
+inline std::int64_t constant_of(const ne::Expr& d) { return *ne::simplify(d).as_int(); }
+
+// "2 threads", "1 thread"
+inline std::string threads_text(std::int64_t n) {
+  return fmt::format("{} thread{}", n, n == 1 ? "" : "s");
+}
+
+// The workload's convolution; the batch, height and width may be symbolic (support checked
+// that the channels and the kernel are constant).
+inline Conv2dShape conv2d_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  const auto& k = w.args[1].shape;
+  const auto p = conv2d_params(w.attrs);
+  return {.batch = ne::simplify(x[0]),
+          .in_channels = constant_of(x[1]),
+          .height = ne::simplify(x[2]),
+          .width = ne::simplify(x[3]),
+          .out_channels = constant_of(k[0]),
+          .kernel = {constant_of(k[2]), constant_of(k[3])},
           .strides = p.strides,
           .padding = p.padding};
 }
@@ -22920,7 +23514,9 @@ inline AnchorStrategy conv2d_strategy() {
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     for (std::size_t k = 0; k < 4; ++k)
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
-    const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
+    for (std::size_t k : {0, 2, 3})
+      require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
+    const auto shape = vta_conv2d_shape(env, conv2d_shape(workload_of(a, e)));
     for (auto p : shape.padding)
       if (p > vta::kMaxLoadPad)
         return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
@@ -22930,8 +23526,8 @@ inline AnchorStrategy conv2d_strategy() {
     return std::nullopt;
   };
   // An RGB-like input unfolds its kernel width into the channels (layout.hpp)
-  s.arg_layout = [](const AnchorCall& a, const vta::Env& env, std::size_t i) {
-    const auto shape = conv2d_shape(a);
+  s.arg_layout = [](const Workload& w, const vta::Env& env, std::size_t i) {
+    const auto shape = conv2d_shape(w);
     if (unfolds_width(env, shape)) {
       const Layout::Unfold u{shape.kernel[1], shape.strides[1], shape.padding[1], shape.padding[3]};
       return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
@@ -22940,35 +23536,33 @@ inline AnchorStrategy conv2d_strategy() {
     return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
                   : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto logical = conv2d_shape(a);
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, vta_conv2d_shape(env, conv2d_shape(w)), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto logical = conv2d_shape(w);
     const auto shape = vta_conv2d_shape(env, logical);
-    const auto t = chooser.conv2d(env, shape, e);
-    const Conv2dKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}{}", t.oc_block, t.h_block,
-                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
-                            shape.kernel == logical.kernel ? "" : ", width unfolded"),
-                nullptr, nullptr};
-    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape.at(b), e, t);
-    };
-    k.macs = [macs = logical.macs()](std::span<const ne::Binding> b) { return ne::eval(macs, b); };
-    return k;
+    const auto t = Conv2dTiling::of(knobs);
+    const Conv2dKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("oc {}, h {}, w {}, ic {}, {}{}", t.oc_block, t.h_block, t.w_block,
+                                 t.ic_block, threads_text(t.vthreads),
+                                 shape.kernel == logical.kernel ? "" : ", width unfolded"),
+                     tiling_traffic(env, shape, w.epilogue, t), logical.macs()};
   };
   return s;
 }
 
-// Rows of a dense call: the product of x's leading dims.
-inline ne::Expr dense_row_count(const TypeCall& c) {
+// The dense layer of a workload: rows the product of x's leading dims.
+inline DenseShape dense_shape(std::span<const TensorType> args) {
   ne::Expr rows = 1;
-  const auto& x = c.type(0).shape;
+  const auto& x = args[0].shape;
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
-  return ne::simplify(rows);
+  return {ne::simplify(rows), constant_of(args[1].shape[1]), constant_of(args[1].shape[0])};
 }
 
 inline AnchorStrategy dense_strategy() {
@@ -22977,65 +23571,53 @@ inline AnchorStrategy dense_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
-    std::vector<std::int64_t> w;
-    if (auto why = constant_dims(a, 1, w)) return why;
-    const auto rows = dense_row_count(a.call);
-    if (const auto max = ne::bounds(rows).max; max > kMaxRows)
-      raise<ShapeError>(
-          "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
-          "buffers are sized for the maximum, so declare the dim with one "
-          "(ne::var(\"token\", 1, 2048))",
-          a.call.label, a.call.arg(0), rows, max);
-    const DenseShape shape{rows, w[1], w[0]};
+    for (std::size_t k = 0; k < 2; ++k)
+      if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
+    const DenseShape shape = dense_shape(a.call.arg_types);
+    require_bounded(a, 0, shape.rows, "rows");
     if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t i) {
     return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
                   : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto& w = a.call.type(1).shape;
-    const DenseShape shape{dense_row_count(a.call), *ne::simplify(w[1]).as_int(),
-                           *ne::simplify(w[0]).as_int()};
-    const auto t = chooser.dense(env, shape, e);
-    const DenseKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("rows {}, n {}, k {}, {} thread{}", t.row_block, t.n_block, t.k_block,
-                            t.vthreads, t.vthreads == 1 ? "" : "s"),
-                nullptr, nullptr};
-    k.macs = [shape](std::span<const ne::Binding> b) {
-      return ne::eval(shape.rows, b) * shape.in_features * shape.out_features;
-    };
-    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape, e, t, ne::eval(shape.rows, b));
-    };
-    return k;
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, dense_shape(w.args), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const DenseShape shape = dense_shape(w.args);
+    const auto t = DenseTiling::of(knobs);
+    const DenseKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
+                                 threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, w.epilogue, t),
+                     ne::simplify(shape.rows * (shape.in_features * shape.out_features))};
   };
   return s;
 }
 
-// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call: the batch and
-// height may be symbolic (support checked that the rest is constant).
-inline Pool2dShape pool2d_shape(const AnchorCall& a) {
-  const auto& x = a.call.type(0).shape;
-  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
-  Pool2dShape s{.batch = bounded_dim(a, 0, 0),
-                .channels = constant(x[1]),
-                .height = bounded_dim(a, 0, 2),
-                .width = constant(x[3])};
-  if (a.op == "global_avg_pool2d") {
+// The pooling of a max_pool2d, avg_pool2d or global_avg_pool2d workload: the batch and height
+// may be symbolic (support checked that the rest is constant).
+inline Pool2dShape pool2d_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  Pool2dShape s{.batch = ne::simplify(x[0]),
+                .channels = constant_of(x[1]),
+                .height = ne::simplify(x[2]),
+                .width = constant_of(x[3])};
+  if (w.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
-    s.window = {constant(x[2]), constant(x[3])};
+    s.window = {constant_of(x[2]), constant_of(x[3])};
     return s;
   }
-  const auto p = pool2d_params(a.call.attrs);
-  s.kind = a.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
+  const auto p = pool2d_params(w.attrs);
+  s.kind = w.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
   s.window = p.pool_size;
   s.strides = p.strides;
   s.padding = p.padding;
@@ -23055,7 +23637,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (auto why = constant_dim(a, 0, 3, "width")) return why;
     if (a.op == "global_avg_pool2d")
       if (auto why = constant_dim(a, 0, 2, "height (the window of a global pooling)")) return why;
-    const auto shape = pool2d_shape(a);
+    for (std::size_t k : {0, 2})
+      require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
+    const auto shape = pool2d_shape(workload_of(a, e));
     if (shape.kind == Pool2dShape::Kind::Average) {
       const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
       if (!std::has_single_bit(count))
@@ -23073,26 +23657,23 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
       return fmt::format("even one output row does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t) {
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto shape = pool2d_shape(a);
-    const auto t = chooser.pool2d(env, shape, e);
-    const Pool2dKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
-                            t.vthreads == 1 ? "" : "s"),
-                nullptr, nullptr};
-    k.tiling_traffic = [env, shape, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape.at(b), t);
-    };
-    k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
-    return k;
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, pool2d_shape(w), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto shape = pool2d_shape(w);
+    const auto t = Pool2dTiling::of(knobs);
+    const Pool2dKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("c {}, h {}, {}", t.c_block, t.h_block, threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, t), ne::Expr(0)};
   };
   return s;
 }
@@ -23105,6 +23686,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::dense_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
+  for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   return s;
 }
 
@@ -23112,20 +23694,332 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
 // end dlavm/graph/strategy-inl.hpp
 #endif
 // end dlavm/graph/strategy.hpp
-// begin dlavm/graph/target.hpp
-// graph::Target: what infer_type and build compile for: the VTA configuration, the op
-// registry and the VTA strategies. With a target, infer_type also places every call: on VTA
-// when it belongs to a VTA group (graph/partition.hpp), else on the host.
-//
-//   graph::Target target;                          // default VTA config, ops, strategies
-//   target.ops.add(my_custom_op);
-//   auto typed = graph::infer_type(fn, target);
-//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+namespace dlavm::graph {
+
+struct Target {
+  vta::Env env{};
+  OpRegistry ops = default_ops();
+  VtaStrategies strategies = default_vta_strategies();
+};
+
+}  // namespace dlavm::graph
+// end dlavm/graph/target.hpp
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Group {
+  Device device = Device::Host;
+  // The calls, in an order that respects their dependencies; for VTA, calls[0] is the anchor
+  // and the last call is the group's result.
+  std::vector<Expr> calls;
+  // VTA: the fused epilogue and, aligned with epilogue.inputs, the values it reads.
+  Epilogue epilogue;
+  std::vector<Expr> operands;
+  // Host: why the call does not run on VTA ("no VTA strategy for 'softmax'", a strategy's
+  // reason). Empty for VTA groups.
+  std::string note;
+
+  const Expr& output() const { return calls.back(); }
+  const Expr& anchor() const { return calls.front(); }
+};
+
+class Partition {
+ public:
+  std::vector<Group> groups;  // execution order
+  vta::Config config;         // the VTA configuration it was made for
+
+  // The group holding call `e`; nullptr for leaves and calls outside the function.
+  const Group* group_of(const Expr& e) const;
+  // "vta: %0 conv2d, %1 bias_add, ..." or "host: %5 softmax (no VTA strategy for 'softmax')".
+  std::string describe(const Group& g) const;
+
+  // Filled by partition(): the printed names of the function's nodes, and the group index
+  // of every call.
+  NodeNames names{std::span<const Expr>{}};
+  std::unordered_map<const Node*, std::size_t> group_index;
+};
+
+// What a typed call's op sees (its label, argument names and types, attributes), as its type
+// rule saw it: strategies decide on it.
+TypeCall typing_of(const Expr& call, const NodeNames& names);
+
+// `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
+// symbolic dim without a usable maximum).
+Partition partition(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/partition-inl.hpp
+// Definitions for graph/partition.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE const Group* Partition::group_of(const Expr& e) const {
+  auto it = group_index.find(e.get());
+  return it == group_index.end() ? nullptr : &groups[it->second];
+}
+
+DLAVM_INLINE std::string Partition::describe(const Group& g) const {
+  std::vector<std::string> calls;
+  for (const auto& c : g.calls) calls.push_back(fmt::format("{} {}", names.name(c), c.name()));
+  std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
+  if (!g.note.empty()) out += fmt::format(" ({})", g.note);
+  return out;
+}
+
+DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
+  const auto& c = *call.as<CallNode>();
+  TypeCall t;
+  t.label = names.label(call);
+  t.attrs = c.attrs;
+  for (const auto& a : c.args) {
+    t.arg_names.push_back(names.name(a));
+    t.arg_types.push_back(a.type());
+  }
+  return t;
+}
+
+namespace detail {
+
+// A VTA group while it is being grown: its calls, and its value's state in the accumulator.
+struct OpenGroup {
+  Group group;
+  const AnchorStrategy* strategy = nullptr;
+  FusionState state;
+};
+
+class Partitioner {
+ public:
+  Partitioner(const Function& fn, const Target& target)
+      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
+    for (const auto& e : order_)
+      if (const auto* c = e.as<CallNode>())
+        for (const auto& a : c->args) ++users_[a.get()];
+    for (const auto& r : fn.results()) ++users_[r.get()];
+  }
+
+  Partition run() {
+    for (const auto& e : order_)
+      if (e.kind() == NodeKind::Call && !member_.contains(e.get())) visit_call(e);
+    return finish();
+  }
+
+ private:
+  void visit_call(const Expr& e) {
+    const auto& call = *e.as<CallNode>();
+    if (extend(e, call)) return;
+    const auto* strategy = target_.strategies.find(call.op());
+    if (strategy == nullptr) {
+      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
+      return;
+    }
+    const TypeCall typing = typing_of(e, names_);
+    const AnchorCall anchor{call.op(), typing, e.type()};
+    if (auto why = strategy->support(anchor, target_.env, Epilogue{})) {
+      host_note_[e.get()] = *why;
+      return;
+    }
+    OpenGroup g;
+    g.group.device = Device::Vta;
+    g.group.calls.push_back(e);
+    g.strategy = strategy;
+    const Layout result = strategy->result_layout(workload_of(anchor, {}), target_.env);
+    g.state.channel_axis = result.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
+    g.state.logical = e.type().dtype;
+    open_.push_back(std::move(g));
+    const std::size_t index = open_.size() - 1;
+    tail_[e.get()] = index;
+    member_[e.get()] = index;
+  }
+
+  // Whether argument a of some call is the last call of an open VTA group that may grow.
+  std::optional<std::size_t> growable(const Expr& a) const {
+    auto it = tail_.find(a.get());
+    if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
+    for (const auto& r : fn_.results())
+      if (r.same_as(a)) return std::nullopt;
+    if (open_[it->second].state.wrapped) return std::nullopt;
+    return it->second;
+  }
+
+  // Joins call `e` to the group of one of its arguments, if that group's epilogue rule for
+  // the op accepts it.
+  bool extend(const Expr& e, const CallNode& call) {
+    const EpilogueRule* rule = target_.strategies.epilogue_rule(call.op());
+    if (rule == nullptr) return false;
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const auto g = growable(call.args[i]);
+      if (!g) continue;
+      if (!fuse(open_[*g], e, call, i, *rule)) continue;
+      tail_.erase(call.args[i].get());
+      tail_[e.get()] = *g;
+      member_[e.get()] = *g;
+      open_[*g].group.calls.push_back(e);
+      return true;
+    }
+    return false;
+  }
+
+  // Applies the rule to a copy of the group's state and commits it when the call fuses.
+  bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain,
+            const EpilogueRule& rule) {
+    FusionState next = g.state;
+    next.absorbed.clear();
+    next.wrapped = false;
+    const std::string label = names_.label(e);
+    const FusionCall fc{call, e, chain, label, target_.env, [this](const Expr& c) {
+                          return !member_.contains(c.get()) && users_.at(c.get()) == 1;
+                        }};
+    if (!rule(next, fc)) return false;
+    for (const auto& a : next.absorbed) {
+      member_[a.get()] = index_of(g);
+      g.group.calls.push_back(a);
+    }
+    g.state = std::move(next);
+    return true;
+  }
+
+  std::size_t index_of(const OpenGroup& g) const {
+    return static_cast<std::size_t>(&g - open_.data());
+  }
+
+  // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
+  // epilogue whose operands no longer fit the accumulator next to one output tile.
+  std::optional<std::string> why_not_stored(const OpenGroup& g) const {
+    if (g.state.logical != target_.env.out_dtype)
+      return fmt::format(
+          "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
+          "epilogue",
+          g.state.logical, target_.env.out_dtype);
+    const Expr& anchor = g.group.calls.front();
+    const TypeCall typing = typing_of(anchor, names_);
+    const AnchorCall call{anchor.name(), typing, anchor.type()};
+    if (auto why = g.strategy->support(call, target_.env, g.state.epilogue))
+      return fmt::format("with its fused epilogue: {}", *why);
+    return std::nullopt;
+  }
+
+  // Dissolves the groups VTA cannot run, then orders every group by its last call.
+  Partition finish() {
+    Partition part;
+    part.names = names_;
+    part.config = target_.env.config;
+    std::vector<bool> valid(open_.size());
+    for (std::size_t g = 0; g < open_.size(); ++g) {
+      const auto why = why_not_stored(open_[g]);
+      valid[g] = !why;
+      if (why)
+        for (const auto& c : open_[g].group.calls) host_note_[c.get()] = *why;
+    }
+    for (const auto& e : order_) {
+      if (e.kind() != NodeKind::Call) continue;
+      auto m = member_.find(e.get());
+      if (m != member_.end() && valid[m->second]) {
+        auto& g = open_[m->second];
+        if (!e.same_as(g.group.calls.back())) continue;  // the group runs at its result
+        g.group.epilogue = std::move(g.state.epilogue);
+        g.group.operands = std::move(g.state.operands);
+        for (const auto& c : g.group.calls) part.group_index[c.get()] = part.groups.size();
+        part.groups.push_back(sorted(std::move(g.group)));
+        continue;
+      }
+      Group h;
+      h.device = Device::Host;
+      h.calls.push_back(e);
+      if (auto n = host_note_.find(e.get()); n != host_note_.end()) h.note = n->second;
+      part.group_index[e.get()] = part.groups.size();
+      part.groups.push_back(std::move(h));
+    }
+    return part;
+  }
+
+  // The anchor first, then the other calls in post-order (an absorbed cast before its add,
+  // even when post-order puts it before the anchor), the result last.
+  Group sorted(Group g) const {
+    std::unordered_set<const Node*> in;
+    for (std::size_t i = 1; i < g.calls.size(); ++i) in.insert(g.calls[i].get());
+    std::vector<Expr> calls{g.calls.front()};
+    for (const auto& e : order_)
+      if (in.contains(e.get())) calls.push_back(e);
+    g.calls = std::move(calls);
+    return g;
+  }
+
+  const Function& fn_;
+  const Target& target_;
+  NodeNames names_;
+  std::vector<Expr> order_;
+  std::unordered_map<const Node*, int> users_;
+  std::vector<OpenGroup> open_;
+  std::unordered_map<const Node*, std::size_t> tail_;    // last call of an open group
+  std::unordered_map<const Node*, std::size_t> member_;  // every call of a group
+  std::unordered_map<const Node*, std::string> host_note_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
+  return detail::Partitioner(fn, target).run();
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/partition-inl.hpp
+#endif
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+#include <vector>
+
+namespace dlavm::graph {
+
+Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
+
+// The workload of each VTA group of a placed function, in execution order.
+std::vector<Workload> group_workloads(const Function& placed);
+// The distinct workloads of a model's VTA kernels (each once, in the order they first run):
+// what a tuner searches.
+std::vector<Workload> workloads(const Function& fn, const Target& target);
+
+// The workload of a VTA group.
+Workload workload_of(const Group& g, const NodeNames& names);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/place-inl.hpp
+// Definitions for graph/place.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
 // begin dlavm/graph/infer_type.hpp
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
@@ -23282,488 +24176,89 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 // end dlavm/graph/infer_type-inl.hpp
 #endif
 // end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-// begin dlavm/graph/strategy.hpp
-// end dlavm/graph/strategy.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-namespace dlavm::graph {
-
-struct Target {
-  vta::Env env{};
-  OpRegistry ops = default_ops();
-  VtaStrategies strategies = default_vta_strategies();
-};
-
-// Types every call (infer_type with target.ops), then places it (graph::partition, graph::place).
-// A call neither device runs is a TypeError giving each device's reason.
-Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/target-inl.hpp
-// Definitions for graph/target.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/partition.hpp
-// Fusion and placement: splits a typed function into groups of calls that run as one unit,
-// in an order that respects every dependency. A VTA group is one kernel: an anchor call that
-// has a VTA strategy (conv2d, dense) followed by the element-wise calls VTA's ALU can apply
-// to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue):
-//
-//   bias_add(x, b)         b per output channel (int32), along the channel axis
-//   add(x, y)              y of x's shape: int32, or cast(r, int32) of an int8 r, which is
-//                          then loaded through VTA's ACC_8BIT path (the cast joins the group)
-//   requantize(x, ...)     to int8, shift at most 15 (the ALU's shift argument)
-//   relu(x), clip(x, ...)  bounds within the ALU's 16-bit immediate
-//   cast(x, int8)          the store's wrap-around; nothing may follow it in the group
-//
-// A call joins the group of its argument when that argument is the group's last call and has
-// no other user (nor is a result). A group whose last call is not int8 cannot be stored by
-// VTA, and one whose epilogue operands leave no room in the accumulator cannot be tiled: it
-// runs on the host, call by call; so does every call without a strategy or whose
-// strategy refuses it (the group's `note` says why). Each host group holds one call.
-//
-//   auto part = graph::partition(typed_fn, target);
-//   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
-//   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
-// begin dlavm/graph/target.hpp
-// end dlavm/graph/target.hpp
-
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct Group {
-  Device device = Device::Host;
-  // The calls, in an order that respects their dependencies; for VTA, calls[0] is the anchor
-  // and the last call is the group's result.
-  std::vector<Expr> calls;
-  // VTA: the fused epilogue and, aligned with epilogue.inputs, the values it reads.
-  Epilogue epilogue;
-  std::vector<Expr> operands;
-  // Host: why the call does not run on VTA ("no VTA strategy for 'softmax'", a strategy's
-  // reason). Empty for VTA groups.
-  std::string note;
-
-  const Expr& output() const { return calls.back(); }
-  const Expr& anchor() const { return calls.front(); }
-};
-
-class Partition {
- public:
-  std::vector<Group> groups;  // execution order
-
-  // The group holding call `e`; nullptr for leaves and calls outside the function.
-  const Group* group_of(const Expr& e) const;
-  // "vta: %0 conv2d, %1 bias_add, ..." or "host: %5 softmax (no VTA strategy for 'softmax')".
-  std::string describe(const Group& g) const;
-
-  // Filled by partition(): the printed names of the function's nodes, and the group index
-  // of every call.
-  NodeNames names{std::span<const Expr>{}};
-  std::unordered_map<const Node*, std::size_t> group_index;
-};
-
-// What a typed call's op sees (its label, argument names and types, attributes), as its type
-// rule saw it: strategies decide on it.
-TypeCall typing_of(const Expr& call, const NodeNames& names);
-
-// `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
-// symbolic dim without a usable maximum).
-Partition partition(const Function& fn, const Target& target);
-
-namespace detail {
-// A function typed for a target (host support deferred to placement) and its partition; a
-// call neither device runs is a TypeError. infer_type(fn, target) and build start here.
-struct TypedPartition {
-  Function fn;
-  Partition partition;
-};
-TypedPartition type_and_partition(const Function& fn, const Target& target, const Attrs& global);
-}  // namespace detail
-
-// The typed function with each call placed as the partition places it (Device::Vta for the
-// calls of VTA groups, Device::Host for the others). graph::infer_type(fn, target) ends with
-// this.
-Function place(const Function& fn, const Partition& part);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/partition-inl.hpp
-// Definitions for graph/partition.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/quantize.hpp
 // end dlavm/graph/ops/quantize.hpp
-// begin dlavm/graph/partition.hpp
-// end dlavm/graph/partition.hpp
+// begin dlavm/graph/place.hpp
+// end dlavm/graph/place.hpp
 // begin dlavm/graph/strategy.hpp
 // end dlavm/graph/strategy.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/vta/lower/inject_alu.hpp
-// end dlavm/vta/lower/inject_alu.hpp
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <optional>
+#include <memory>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace dlavm::graph {
 
-DLAVM_INLINE const Group* Partition::group_of(const Expr& e) const {
-  auto it = group_index.find(e.get());
-  return it == group_index.end() ? nullptr : &groups[it->second];
-}
-
-DLAVM_INLINE std::string Partition::describe(const Group& g) const {
-  std::vector<std::string> calls;
-  for (const auto& c : g.calls) calls.push_back(fmt::format("{} {}", names.name(c), c.name()));
-  std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
-  if (!g.note.empty()) out += fmt::format(" ({})", g.note);
-  return out;
-}
-
-DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
-  const auto& c = *call.as<CallNode>();
-  TypeCall t;
-  t.label = names.label(call);
-  t.attrs = c.attrs;
-  for (const auto& a : c.args) {
-    t.arg_names.push_back(names.name(a));
-    t.arg_types.push_back(a.type());
-  }
-  return t;
+DLAVM_INLINE Workload workload_of(const Group& g, const NodeNames& names) {
+  const Expr& anchor = g.anchor();
+  const TypeCall typing = typing_of(anchor, names);
+  return workload_of(AnchorCall{anchor.name(), typing, anchor.type()}, g.epilogue);
 }
 
 namespace detail {
 
-// A VTA group while it is being grown: its calls, its epilogue, and the state of the value
-// its last call produces in the accumulator.
-struct OpenGroup {
-  Group group;
-  const AnchorStrategy* strategy = nullptr;
-  Layout result_layout;
-  std::size_t channel_axis = 1;  // the result's axis of output channels
-  DType logical;                 // the dtype the last call's value has in the graph
-  bool wrapped = false;          // after cast(x, int8): the store's wrap must come last
+// The rewrites of the fold (graph/place.hpp): bias_add calls given a bias with the rounding
+// constant added, and the requantize calls whose rounding that constant was.
+struct FoldPlan {
+  std::unordered_map<const Node*, Expr> bias;  // bias_add call -> its new bias constant
+  std::unordered_set<const Node*> floor;       // requantize calls made to round down
+  bool empty() const { return bias.empty(); }
 };
 
-class Partitioner {
- public:
-  Partitioner(const Function& fn, const Target& target)
-      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
-    for (const auto& e : order_)
-      if (const auto* c = e.as<CallNode>())
-        for (const auto& a : c->args) ++users_[a.get()];
-    for (const auto& r : fn.results()) ++users_[r.get()];
+// In each VTA group, a constant bias followed, with only additions between, by the rounding
+// constant of a requantize: one fold per group.
+inline FoldPlan plan_folds(const Partition& part) {
+  using K = EpilogueStep::Kind;
+  FoldPlan plan;
+  for (const auto& g : part.groups) {
+    if (g.device != Device::Vta) continue;
+    const auto& steps = g.epilogue.steps;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].kind != K::AddChannel) continue;
+      const Expr& bias = g.operands[steps[k].input];
+      std::size_t j = k + 1;
+      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
+        ++j;
+      const auto* value = bias.as<ConstantNode>();
+      if (value == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
+      // the bias_add reading it, and the first requantize after it (whose rounding is the add)
+      std::size_t b = 0;
+      while (b < g.calls.size() &&
+             !(g.calls[b].name() == "bias_add" && g.calls[b].as<CallNode>()->args[1].same_as(bias)))
+        ++b;
+      std::size_t r = b;
+      while (r < g.calls.size() && g.calls[r].name() != "requantize") ++r;
+      if (r == g.calls.size()) continue;
+      te::NDArray folded = *value->value;
+      for (std::size_t i = 0; i < folded.size(); ++i)
+        folded.set_flat(i, folded.data()[i] + steps[j].imm);
+      plan.bias[g.calls[b].get()] =
+          constant(fmt::format("{}+{}", value->name, steps[j].imm), std::move(folded));
+      plan.floor.insert(g.calls[r].get());
+      break;
+    }
   }
+  return plan;
+}
 
-  Partition run() {
-    for (const auto& e : order_)
-      if (e.kind() == NodeKind::Call && !member_.contains(e.get())) visit_call(e);
-    return finish();
+class Folder : public ExprMutator<Folder> {
+ public:
+  explicit Folder(const FoldPlan& plan) : plan_(plan) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    Attrs attrs = call.attrs;
+    if (auto it = plan_.bias.find(e.get()); it != plan_.bias.end()) new_args[1] = it->second;
+    if (plan_.floor.contains(e.get())) attrs.set("rounding", std::string("floor"));
+    return typed_call(call.op(), std::move(new_args), std::move(attrs), e.type(), e.device(),
+                      call.result_name);
   }
 
  private:
-  void visit_call(const Expr& e) {
-    const auto& call = *e.as<CallNode>();
-    if (extend(e, call)) return;
-    const auto* strategy = target_.strategies.find(call.op());
-    if (strategy == nullptr) {
-      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
-      return;
-    }
-    const TypeCall typing = typing_of(e, names_);
-    const AnchorCall anchor{call.op(), typing, e.type()};
-    if (auto why = strategy->support(anchor, target_.env, Epilogue{})) {
-      host_note_[e.get()] = *why;
-      return;
-    }
-    OpenGroup g;
-    g.group.device = Device::Vta;
-    g.group.calls.push_back(e);
-    g.strategy = strategy;
-    g.result_layout = strategy->result_layout(anchor, target_.env);
-    g.channel_axis = g.result_layout.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
-    g.logical = e.type().dtype;
-    open_.push_back(std::move(g));
-    const std::size_t index = open_.size() - 1;
-    tail_[e.get()] = index;
-    member_[e.get()] = index;
-  }
-
-  // Whether argument a of some call is the last call of an open VTA group that may grow.
-  std::optional<std::size_t> growable(const Expr& a) const {
-    auto it = tail_.find(a.get());
-    if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
-    for (const auto& r : fn_.results())
-      if (r.same_as(a)) return std::nullopt;
-    if (open_[it->second].wrapped) return std::nullopt;
-    return it->second;
-  }
-
-  bool extend(const Expr& e, const CallNode& call) {
-    for (std::size_t i = 0; i < call.args.size(); ++i) {
-      const auto g = growable(call.args[i]);
-      if (!g) continue;
-      if (!fuse(open_[*g], e, call, i)) continue;
-      tail_.erase(call.args[i].get());
-      tail_[e.get()] = *g;
-      member_[e.get()] = *g;
-      open_[*g].group.calls.push_back(e);
-      return true;
-    }
-    return false;
-  }
-
-  // What a group becomes with one more call, built on a copy and committed when it fuses.
-  struct Growth {
-    Epilogue epilogue;
-    std::vector<Expr> operands;
-    std::vector<Expr> absorbed;  // calls that join with it (a residual operand's cast)
-    DType logical;
-    bool wrapped = false;
-  };
-  using K = EpilogueStep::Kind;
-
-  // Appends the epilogue steps of `call` (its argument `chain` is the group's value) to g, or
-  // returns false leaving g as it was.
-  bool fuse(OpenGroup& g, const Expr& e, const CallNode& call, std::size_t chain) {
-    Growth next{g.group.epilogue, g.group.operands, {}, g.logical, false};
-    const std::string& op = call.op();
-    bool fused = false;
-    if (op == "bias_add")
-      fused = chain == 0 && fuse_bias_add(next, g, e, call);
-    else if (op == "add")
-      fused =
-          same_shape(call.args[chain].type(), e.type()) && fuse_add(next, e, call.args[1 - chain]);
-    else if (op == "requantize")
-      fused = fuse_requantize(next, call);
-    else if (op == "relu")
-      fused = fuse_relu(next);
-    else if (op == "clip")
-      fused = fuse_clip(next, e, call);
-    else if (op == "cast")
-      fused = fuse_cast(next, call);
-    if (!fused) return false;
-    g.group.epilogue = std::move(next.epilogue);
-    g.group.operands = std::move(next.operands);
-    g.logical = next.logical;
-    g.wrapped = next.wrapped;
-    for (const auto& a : next.absorbed) {
-      member_[a.get()] = index_of(g);
-      g.group.calls.push_back(a);
-    }
-    return true;
-  }
-
-  bool accumulating(const Growth& next) const { return next.logical == target_.env.acc_dtype; }
-
-  // + b[c], an int32 vector along the result's channel axis.
-  bool fuse_bias_add(Growth& next, const OpenGroup& g, const Expr& e, const CallNode& call) const {
-    const auto& b = call.args[1];
-    const auto axis = bias_add_params(call.attrs).axis;
-    const auto rank = static_cast<std::int64_t>(e.type().ndim());
-    if (!accumulating(next) || b.type().dtype != target_.env.acc_dtype ||
-        (axis < 0 ? axis + rank : axis) != static_cast<std::int64_t>(g.channel_axis))
-      return false;
-    next.epilogue.add_channel(target_.env.acc_dtype);
-    next.operands.push_back(b);
-    return true;
-  }
-
-  // + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
-  // is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
-  bool fuse_add(Growth& next, const Expr& e, const Expr& other) const {
-    const auto& env = target_.env;
-    if (!accumulating(next) || !same_shape(other.type(), e.type())) return false;
-    const auto* cast = other.as<CallNode>();
-    if (cast != nullptr && cast->op() == "cast" && !member_.contains(other.get()) &&
-        users_.at(other.get()) == 1 && cast->args[0].type().dtype == env.inp_dtype &&
-        other.type().dtype == env.acc_dtype) {
-      next.epilogue.add_tensor(env.inp_dtype);
-      next.operands.push_back(cast->args[0]);
-      next.absorbed.push_back(other);
-      return true;
-    }
-    if (other.type().dtype != env.acc_dtype) return false;
-    next.epilogue.add_tensor(env.acc_dtype);
-    next.operands.push_back(other);
-    return true;
-  }
-
-  // (x + r) >> shift, clamped: the ALU's shift argument and 16-bit immediates bound it.
-  bool fuse_requantize(Growth& next, const CallNode& call) const {
-    const auto& env = target_.env;
-    const auto p = requantize_params(call.attrs);
-    const auto shr = vta::alu_imm_range(runtime::AluOp::Shr, env.config);
-    if (!accumulating(next) || p.out_dtype != env.out_dtype || p.shift > shr.second ||
-        !fits_imm(p.lo) || !fits_imm(p.hi))
-      return false;
-    if (p.rounding == host::Rounding::Nearest && p.shift > 0)
-      next.epilogue.imm(K::Add, std::int64_t{1} << (p.shift - 1), target_.env.config);
-    if (p.shift > 0) next.epilogue.imm(K::Shr, p.shift, target_.env.config);
-    next.epilogue.imm(K::Max, p.lo, target_.env.config);
-    next.epilogue.imm(K::Min, p.hi, target_.env.config);
-    next.logical = p.out_dtype;
-    return true;
-  }
-
-  bool fuse_relu(Growth& next) const {
-    next.epilogue.imm(K::Max, 0, target_.env.config);
-    return true;
-  }
-
-  bool fuse_clip(Growth& next, const Expr& e, const CallNode& call) const {
-    const auto [lo, hi] =
-        host::clip_int_bounds(clip_params(call.attrs), next.logical, names_.label(e));
-    if (!fits_imm(lo) || !fits_imm(hi)) return false;
-    next.epilogue.imm(K::Max, lo, target_.env.config);
-    next.epilogue.imm(K::Min, hi, target_.env.config);
-    return true;
-  }
-
-  // To int8 only (VTA cannot keep a value wider than it stores); from int32 it wraps, which
-  // only the store does, so nothing may follow.
-  bool fuse_cast(Growth& next, const CallNode& call) const {
-    const DType to = cast_dtype(call.attrs);
-    if (to != target_.env.out_dtype) return false;
-    next.wrapped = next.logical != to;
-    next.logical = to;
-    return true;
-  }
-
-  std::size_t index_of(const OpenGroup& g) const {
-    return static_cast<std::size_t>(&g - open_.data());
-  }
-
-  // Within the ALU's immediate for MAX and MIN (and ADD): VTA_ALUOP_IMM_BIT_WIDTH bits.
-  bool fits_imm(std::int64_t v) const {
-    const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Max, target_.env.config);
-    return v >= lo && v <= hi;
-  }
-
-  static bool same_shape(const TensorType& a, const TensorType& b) {
-    if (a.ndim() != b.ndim()) return false;
-    for (std::size_t k = 0; k < a.ndim(); ++k)
-      if (!ne::can_prove(a.shape[k] == b.shape[k])) return false;
-    return true;
-  }
-
-  // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
-  // epilogue whose operands no longer fit the accumulator next to one output tile.
-  std::optional<std::string> why_not_stored(const OpenGroup& g) const {
-    if (g.logical != target_.env.out_dtype)
-      return fmt::format(
-          "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
-          "epilogue",
-          g.logical, target_.env.out_dtype);
-    const Expr& anchor = g.group.calls.front();
-    const TypeCall typing = typing_of(anchor, names_);
-    const AnchorCall call{anchor.name(), typing, anchor.type()};
-    if (auto why = g.strategy->support(call, target_.env, g.group.epilogue))
-      return fmt::format("with its fused epilogue: {}", *why);
-    return std::nullopt;
-  }
-
-  // Dissolves the groups VTA cannot run, then orders every group by its last call.
-  Partition finish() {
-    Partition part;
-    part.names = names_;
-    std::vector<bool> valid(open_.size());
-    for (std::size_t g = 0; g < open_.size(); ++g) {
-      const auto why = why_not_stored(open_[g]);
-      valid[g] = !why;
-      if (why)
-        for (const auto& c : open_[g].group.calls) host_note_[c.get()] = *why;
-    }
-    for (const auto& e : order_) {
-      if (e.kind() != NodeKind::Call) continue;
-      auto m = member_.find(e.get());
-      if (m != member_.end() && valid[m->second]) {
-        auto& g = open_[m->second];
-        if (!e.same_as(g.group.calls.back())) continue;  // the group runs at its result
-        for (const auto& c : g.group.calls) part.group_index[c.get()] = part.groups.size();
-        part.groups.push_back(sorted(std::move(g.group)));
-        continue;
-      }
-      Group h;
-      h.device = Device::Host;
-      h.calls.push_back(e);
-      if (auto n = host_note_.find(e.get()); n != host_note_.end()) h.note = n->second;
-      part.group_index[e.get()] = part.groups.size();
-      part.groups.push_back(std::move(h));
-    }
-    return part;
-  }
-
-  // Calls in post-order (absorbed casts before their add), the result last.
-  // The anchor first, then the other calls in post-order (an absorbed cast before its add,
-  // even when post-order puts it before the anchor), the result last.
-  Group sorted(Group g) const {
-    std::unordered_set<const Node*> in;
-    for (std::size_t i = 1; i < g.calls.size(); ++i) in.insert(g.calls[i].get());
-    std::vector<Expr> calls{g.calls.front()};
-    for (const auto& e : order_)
-      if (in.contains(e.get())) calls.push_back(e);
-    g.calls = std::move(calls);
-    return g;
-  }
-
-  const Function& fn_;
-  const Target& target_;
-  NodeNames names_;
-  std::vector<Expr> order_;
-  std::unordered_map<const Node*, int> users_;
-  std::vector<OpenGroup> open_;
-  std::unordered_map<const Node*, std::size_t> tail_;    // last call of an open group
-  std::unordered_map<const Node*, std::size_t> member_;  // every call of a group
-  std::unordered_map<const Node*, std::string> host_note_;
+  const FoldPlan& plan_;
 };
-
-}  // namespace detail
-
-DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
-  return detail::Partitioner(fn, target).run();
-}
-
-namespace detail {
 
 class Placer : public ExprMutator<Placer> {
  public:
@@ -23776,55 +24271,80 @@ class Placer : public ExprMutator<Placer> {
     return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
                       call.result_name);
   }
+  // The partition over the placed function's nodes.
+  Partition moved(const Partition& part, const Function& placed) const {
+    Partition out;
+    out.config = part.config;
+    out.names = NodeNames(placed);
+    for (const auto& g : part.groups) {
+      Group h = g;
+      for (auto& c : h.calls) c = result_of(c);
+      for (auto& o : h.operands) o = result_of(o);
+      for (const auto& c : h.calls) out.group_index[c.get()] = out.groups.size();
+      out.groups.push_back(std::move(h));
+    }
+    return out;
+  }
 
  private:
   const Partition& part_;
 };
 
-}  // namespace detail
-
-DLAVM_INLINE Function place(const Function& fn, const Partition& part) {
-  return detail::Placer(part).mutate(fn);
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/partition-inl.hpp
-#endif
-// end dlavm/graph/partition.hpp
-// begin dlavm/graph/target.hpp
-// end dlavm/graph/target.hpp
-
-namespace dlavm::graph {
-
-namespace detail {
-
-DLAVM_INLINE TypedPartition type_and_partition(const Function& fn, const Target& target,
-                                               const Attrs& global) {
-  TypedPartition out{infer_types(fn, target.ops, global, HostSupport::Defer), {}};
-  out.partition = partition(out.fn, target);
-  for (const auto& g : out.partition.groups) {
+// A call neither device runs: a TypeError with each device's reason.
+inline void check_placed(const Partition& part, const Target& target) {
+  for (const auto& g : part.groups) {
     if (g.device != Device::Host) continue;
     for (const auto& c : g.calls) {
       if (c.device() != Device::Any) continue;  // the host runs it
-      const TypeCall typing = typing_of(c, out.partition.names);
+      const TypeCall typing = typing_of(c, part.names);
       const auto why = target.ops.at(c.name()).host_support(typing);
       raise<TypeError>("{}: no device supports this call; host: {}; vta: {}", typing.label,
                        why.value_or("?"), g.note);
     }
   }
-  return out;
 }
 
 }  // namespace detail
 
 DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
-  const auto typed = detail::type_and_partition(fn, target, global);
-  return place(typed.fn, typed.partition);
+  Function typed = detail::infer_types(fn, target.ops, global, detail::HostSupport::Defer);
+  Partition part = partition(typed, target);
+  if (const auto plan = detail::plan_folds(part); !plan.empty()) {
+    typed = detail::Folder(plan).mutate(typed);
+    part = partition(typed, target);
+  }
+  detail::check_placed(part, target);
+  detail::Placer placer(part);
+  const Function placed = placer.mutate(typed);
+  return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
+}
+
+DLAVM_INLINE std::vector<Workload> group_workloads(const Function& placed) {
+  if (!placed.placement())
+    raise<ValueError>(
+        "graph::group_workloads: the function is not placed; run graph::infer_type(fn, target)");
+  const Partition& part = *placed.placement();
+  std::vector<Workload> out;
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta) out.push_back(workload_of(g, part.names));
+  return out;
+}
+
+DLAVM_INLINE std::vector<Workload> workloads(const Function& fn, const Target& target) {
+  std::vector<Workload> out;
+  std::unordered_set<Workload> seen;
+  for (auto& w : group_workloads(infer_type(fn, target)))
+    if (seen.insert(w).second) out.push_back(std::move(w));
+  return out;
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/target-inl.hpp
+// end dlavm/graph/place-inl.hpp
 #endif
+// end dlavm/graph/place.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
 
 #include <memory>
@@ -23834,8 +24354,9 @@ namespace dlavm::graph {
 
 struct BuildOptions {
   std::string name = "main";
-  // The tilings of the VTA kernels; null: each strategy's default.
-  std::shared_ptr<const ScheduleChooser> chooser = nullptr;
+  // Chooses the knobs of each VTA kernel's schedule; null: the default Chooser (each
+  // strategy's least estimated cost).
+  std::shared_ptr<const Chooser> chooser = nullptr;
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
@@ -23856,6 +24377,8 @@ Module build(const Function& fn, const Target& target, const BuildOptions& optio
 // end dlavm/graph/layout.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
+// begin dlavm/graph/place.hpp
+// end dlavm/graph/place.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
 // begin dlavm/ne/bounds.hpp
@@ -23878,7 +24401,7 @@ class ModuleBuilder {
   ModuleBuilder(const Function& fn, const Partition& part, const Target& target,
                 const BuildOptions& options)
       : fn_(fn), part_(part), target_(target), options_(options), names_(fn) {
-    if (!options_.chooser) options_.chooser = std::make_shared<const ScheduleChooser>();
+    if (!options_.chooser) options_.chooser = std::make_shared<const Chooser>();
   }
 
   Module build() {
@@ -23991,48 +24514,26 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
-  // them, joins the bias at build time (exact: the adds wrap around in int32, so they
-  // commute), saving an ALU pass per output tile.
-  Group fold_rounding(Group g) {
-    using K = EpilogueStep::Kind;
-    auto& steps = g.epilogue.steps;
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      if (steps[k].kind != K::AddChannel) continue;
-      const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
-      std::size_t j = k + 1;
-      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
-        ++j;
-      if (bias == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
-      const std::int64_t r = steps[j].imm;
-      te::NDArray folded = *bias->value;
-      for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
-      g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
-    }
-    return g;
-  }
-
-  void vta_step(const Group& original) {
-    const Group g = fold_rounding(original);
+  void vta_step(const Group& g) {
     const Expr& anchor = g.anchor();
     const auto& call = *anchor.as<CallNode>();
     const AnchorStrategy& strategy = *target_.strategies.find(call.op());
-    const TypeCall typing = typing_of(anchor, names_);
-    const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
+    const Workload workload = workload_of(g, names_);
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
     std::optional<VtaKernel> declared;
     std::shared_ptr<const vta::Program> program;
+    Knobs knobs;
     try {
-      declared.emplace(strategy.declare(ac, env, g.epilogue, *options_.chooser, name));
+      knobs = options_.chooser->choose(workload, strategy.space(workload, env));
+      declared.emplace(strategy.declare(workload, env, knobs, name));
       program = std::make_shared<const vta::Program>(
           vta::build(declared->schedule, declared->args, env, name));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
-      for (const auto& t : typing.arg_types) args.push_back(shape_text(t.shape));
-      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", typing.label,
+      for (const auto& t : workload.args) args.push_back(shape_text(t.shape));
+      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", names_.label(anchor),
                                           fmt::join(args, " and "), name));
     }
     const VtaKernel& kernel = *declared;
@@ -24043,8 +24544,8 @@ class ModuleBuilder {
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
     for (std::size_t i = 0; i < call.args.size(); ++i)
-      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(ac, env, i)));
-    const Layout result = strategy.result_layout(ac, env);
+      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(workload, env, i)));
+    const Layout result = strategy.result_layout(workload, env);
     for (std::size_t k = 0; k < g.operands.size(); ++k) {
       const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
       const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
@@ -24057,7 +24558,9 @@ class ModuleBuilder {
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
     s.macs = kernel.macs;
-    s.tiling_traffic = kernel.tiling_traffic;
+    s.traffic = kernel.traffic;
+    s.knobs = std::move(knobs);
+    s.workload = workload;
     check_params(s, kernel);
     steps_.push_back(std::move(s));
   }
@@ -24094,8 +24597,10 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  const auto typed = detail::type_and_partition(fn, target, {});
-  return detail::ModuleBuilder(typed.fn, typed.partition, target, options).build();
+  // a function placed for this configuration is built as placed; any other is placed first
+  const bool placed = fn.placement() && fn.placement()->config == target.env.config;
+  const Function typed = placed ? fn : infer_type(fn, target);
+  return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
 }
 
 }  // namespace dlavm::graph
@@ -24303,6 +24808,8 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 // end dlavm/graph/ops.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
+// begin dlavm/graph/place.hpp
+// end dlavm/graph/place.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
 // begin dlavm/graph/strategy.hpp

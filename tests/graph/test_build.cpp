@@ -360,12 +360,12 @@ TEST_CASE("module: a device configured otherwise than the build's VTA is refused
       dlavm::ValueError);
 }
 
-TEST_CASE("build: a ScheduleChooser replaces the default tilings (what a tuner does)") {
+TEST_CASE("build: a Chooser replaces the default knobs (what a tuner does)") {
   // one output tile per block, one thread: a slow tiling, but a valid one
-  struct Smallest final : graph::ScheduleChooser {
-    graph::Conv2dTiling conv2d(const vta::Env&, const graph::Conv2dShape&,
-                               const graph::Epilogue&) const override {
-      return {1, 1, 1, 1, 1};
+  struct Smallest final : graph::Chooser {
+    graph::Knobs choose(const graph::Workload& w, const graph::KnobSpace& space) const override {
+      if (w.op != "conv2d") return graph::Chooser::choose(w, space);
+      return space.knobs_of(std::vector<std::int64_t>{1, 1, 1, 1, 1});
     }
   };
   auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
@@ -512,10 +512,9 @@ TEST_CASE("build: an add whose other operand broadcasts (dims of 1) is not fused
 TEST_CASE("build: an error from lowering a kernel names the graph call and its shapes") {
   // A chooser that returns a tiling the kernel cannot take: the error reaches the user with the
   // node's label and shapes, not only the kernel's buffer names.
-  struct Bad final : graph::ScheduleChooser {
-    graph::Conv2dTiling conv2d(const vta::Env&, const graph::Conv2dShape&,
-                               const graph::Epilogue&) const override {
-      return {.oc_block = 3};
+  struct Bad final : graph::Chooser {
+    graph::Knobs choose(const graph::Workload&, const graph::KnobSpace& space) const override {
+      return space.knobs_of(std::vector<std::int64_t>{3, 1, 1, 1, 1});
     }
   };
   auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());

@@ -3,9 +3,9 @@
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
-#include <dlavm/graph/target.hpp>
 #include <dlavm/vta/hw/config.hpp>
 
 #include <doctest/doctest.h>
@@ -297,8 +297,8 @@ TEST_CASE("strategies: the registry refuses duplicates and incomplete records") 
   CHECK(s.names() == std::vector<std::string>{"avg_pool2d", "conv2d", "dense", "global_avg_pool2d",
                                               "max_pool2d"});
   CHECK_THROWS_WITH_AS(s.add(graph::AnchorStrategy{.op = "pool"}),
-                       "VTA strategy 'pool': support, arg_layout, result_layout and declare are "
-                       "all required",
+                       "VTA strategy 'pool': support, arg_layout, result_layout, space and "
+                       "declare are all required",
                        dlavm::ValueError);
   auto copy = *graph::default_vta_strategies().find("dense");
   CHECK_THROWS_WITH_AS(s.add(copy), "VTA strategy 'dense' is already registered",

@@ -1,8 +1,8 @@
 // The printer: golden text before and after infer_type, names, attributes, several results.
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
-#include <dlavm/graph/target.hpp>
 #include <dlavm/ne/expr.hpp>
 
 #include <doctest/doctest.h>

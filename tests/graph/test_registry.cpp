@@ -6,8 +6,8 @@
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/ops.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
-#include <dlavm/graph/target.hpp>
 #include <dlavm/host/elementwise.hpp>
 
 #include <doctest/doctest.h>

@@ -6,6 +6,7 @@
 #include <dlavm/graph/build.hpp>
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/ne/bounds.hpp>
 #include <dlavm/vta/program.hpp>
@@ -25,7 +26,7 @@ class ModuleBuilder {
   ModuleBuilder(const Function& fn, const Partition& part, const Target& target,
                 const BuildOptions& options)
       : fn_(fn), part_(part), target_(target), options_(options), names_(fn) {
-    if (!options_.chooser) options_.chooser = std::make_shared<const ScheduleChooser>();
+    if (!options_.chooser) options_.chooser = std::make_shared<const Chooser>();
   }
 
   Module build() {
@@ -138,48 +139,26 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  // x + bias (+ t) + r: an immediate added after a constant bias, with only additions between
-  // them, joins the bias at build time (exact: the adds wrap around in int32, so they
-  // commute), saving an ALU pass per output tile.
-  Group fold_rounding(Group g) {
-    using K = EpilogueStep::Kind;
-    auto& steps = g.epilogue.steps;
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      if (steps[k].kind != K::AddChannel) continue;
-      const auto* bias = g.operands[steps[k].input].as<ConstantNode>();
-      std::size_t j = k + 1;
-      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
-        ++j;
-      if (bias == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
-      const std::int64_t r = steps[j].imm;
-      te::NDArray folded = *bias->value;
-      for (std::size_t i = 0; i < folded.size(); ++i) folded.set_flat(i, folded.data()[i] + r);
-      g.operands[steps[k].input] = constant(fmt::format("{}+{}", bias->name, r), std::move(folded));
-      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(j));
-    }
-    return g;
-  }
-
-  void vta_step(const Group& original) {
-    const Group g = fold_rounding(original);
+  void vta_step(const Group& g) {
     const Expr& anchor = g.anchor();
     const auto& call = *anchor.as<CallNode>();
     const AnchorStrategy& strategy = *target_.strategies.find(call.op());
-    const TypeCall typing = typing_of(anchor, names_);
-    const AnchorCall ac{call.op(), typing, anchor.type()};
     const auto& env = target_.env;
+    const Workload workload = workload_of(g, names_);
     const std::string name = fmt::format("{}{}", call.op(), kernels_++);
     std::optional<VtaKernel> declared;
     std::shared_ptr<const vta::Program> program;
+    Knobs knobs;
     try {
-      declared.emplace(strategy.declare(ac, env, g.epilogue, *options_.chooser, name));
+      knobs = options_.chooser->choose(workload, strategy.space(workload, env));
+      declared.emplace(strategy.declare(workload, env, knobs, name));
       program = std::make_shared<const vta::Program>(
           vta::build(declared->schedule, declared->args, env, name));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
-      for (const auto& t : typing.arg_types) args.push_back(shape_text(t.shape));
-      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", typing.label,
+      for (const auto& t : workload.args) args.push_back(shape_text(t.shape));
+      rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", names_.label(anchor),
                                           fmt::join(args, " and "), name));
     }
     const VtaKernel& kernel = *declared;
@@ -190,8 +169,8 @@ class ModuleBuilder {
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
     for (std::size_t i = 0; i < call.args.size(); ++i)
-      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(ac, env, i)));
-    const Layout result = strategy.result_layout(ac, env);
+      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(workload, env, i)));
+    const Layout result = strategy.result_layout(workload, env);
     for (std::size_t k = 0; k < g.operands.size(); ++k) {
       const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
       const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
@@ -204,7 +183,9 @@ class ModuleBuilder {
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
     s.macs = kernel.macs;
-    s.tiling_traffic = kernel.tiling_traffic;
+    s.traffic = kernel.traffic;
+    s.knobs = std::move(knobs);
+    s.workload = workload;
     check_params(s, kernel);
     steps_.push_back(std::move(s));
   }
@@ -241,8 +222,10 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  const auto typed = detail::type_and_partition(fn, target, {});
-  return detail::ModuleBuilder(typed.fn, typed.partition, target, options).build();
+  // a function placed for this configuration is built as placed; any other is placed first
+  const bool placed = fn.placement() && fn.placement()->config == target.env.config;
+  const Function typed = placed ? fn : infer_type(fn, target);
+  return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
 }
 
 }  // namespace dlavm::graph

@@ -1,9 +1,11 @@
 // graph::build: a function compiled for a target into a graph::Module. The pipeline, each
 // step its own entry point:
-//   infer_type(fn, target)   types and places every call (graph/target.hpp)
-//   partition(typed, target) fuses VTA groups: anchor + epilogue (graph/partition.hpp)
-//   per VTA group            the anchor's strategy declares the kernel and its schedule, with
-//                            knobs from the ScheduleChooser; vta::build compiles it
+//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
+//                            call (graph/place.hpp); a function it returned is built with the
+//                            placement it carries, so what was printed is what is built
+//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
+//                            Chooser picks the knobs, the strategy declares the kernel and
+//                            its schedule; vta::build compiles it
 //   layouts                  each value a VTA group reads is packed for it (constants now,
 //                            at build time; others by a pack step on the host), and each
 //                            value a host call or the caller reads is unpacked after VTA:
@@ -20,6 +22,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/module.hpp>
 #include <dlavm/graph/node.hpp>
+#include <dlavm/graph/place.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>
 
@@ -30,8 +33,9 @@ namespace dlavm::graph {
 
 struct BuildOptions {
   std::string name = "main";
-  // The tilings of the VTA kernels; null: each strategy's default.
-  std::shared_ptr<const ScheduleChooser> chooser = nullptr;
+  // Chooses the knobs of each VTA kernel's schedule; null: the default Chooser (each
+  // strategy's least estimated cost).
+  std::shared_ptr<const Chooser> chooser = nullptr;
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});

@@ -123,8 +123,8 @@ DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
   s.dram_bytes = result.timing.counters.memory_bytes();
   s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
   s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
-  if (step.tiling_traffic) s.tiling_bytes = step.tiling_traffic(bindings);
-  if (step.macs) s.macs = step.macs(bindings);
+  s.tiling_bytes = ne::eval(step.traffic, bindings);
+  s.macs = ne::eval(step.macs, bindings);
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/te/ndarray.hpp>
@@ -66,11 +67,13 @@ struct ModuleStep {
   HostKernel kernel;
   // VTA
   std::shared_ptr<const vta::Program> program;
-  std::string tiling;
+  Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
+  Knobs knobs;         // the schedule's chosen knobs
+  std::string tiling;  // the knobs as the strategy prints them
   std::string epilogue;
   // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
-  // for the dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> macs, tiling_traffic;
+  // in the symbolic dims
+  ne::Expr macs = 0, traffic = 0;
 };
 
 // What one step did in a run.

@@ -53,6 +53,7 @@ struct TensorType {
 bool same_type(const TensorType& a, const TensorType& b);
 
 class Node;
+class Partition;
 
 // A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
 class Expr {
@@ -172,9 +173,20 @@ class Function {
   const std::vector<Expr>& params() const { return params_; }
   const std::vector<Expr>& results() const { return results_; }
 
+  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
+  // function's nodes), which graph::build then uses; null for a function not placed.
+  const std::shared_ptr<const Partition>& placement() const { return placement_; }
+  // This function with a placement attached (its groups must refer to this function's nodes).
+  Function with_placement(std::shared_ptr<const Partition> p) const {
+    Function f = *this;
+    f.placement_ = std::move(p);
+    return f;
+  }
+
  private:
   std::vector<Expr> params_;
   std::vector<Expr> results_;
+  std::shared_ptr<const Partition> placement_;
 };
 
 inline Function function(std::vector<Expr> params, std::vector<Expr> results) {

@@ -1,24 +1,24 @@
 // Fusion and placement: splits a typed function into groups of calls that run as one unit,
 // in an order that respects every dependency. A VTA group is one kernel: an anchor call that
-// has a VTA strategy (conv2d, dense) followed by the element-wise calls VTA's ALU can apply
-// to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue):
-//
-//   bias_add(x, b)         b per output channel (int32), along the channel axis
-//   add(x, y)              y of x's shape: int32, or cast(r, int32) of an int8 r, which is
-//                          then loaded through VTA's ACC_8BIT path (the cast joins the group)
-//   requantize(x, ...)     to int8, shift at most 15 (the ALU's shift argument)
-//   relu(x), clip(x, ...)  bounds within the ALU's 16-bit immediate
-//   cast(x, int8)          the store's wrap-around; nothing may follow it in the group
+// has a VTA strategy (conv2d, dense, the poolings) followed by the element-wise calls VTA's
+// ALU applies to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue).
+// Which calls may join, and as which ALU steps, is not decided here: the pass asks the
+// target's epilogue rules by op name (graph/strategy/fusion.hpp), and the anchor's strategy
+// whether it supports the call with the epilogue grown so far.
 //
 // A call joins the group of its argument when that argument is the group's last call and has
-// no other user (nor is a result). A group whose last call is not int8 cannot be stored by
-// VTA, and one whose epilogue operands leave no room in the accumulator cannot be tiled: it
-// runs on the host, call by call; so does every call without a strategy or whose
-// strategy refuses it (the group's `note` says why). Each host group holds one call.
+// no other user (nor is a result), and its rule accepts it. A group whose last call is not
+// int8 cannot be stored by VTA, and one whose epilogue operands leave no room in the
+// accumulator cannot be tiled: it runs on the host, call by call; so does every call without
+// a strategy or whose strategy refuses it (the group's `note` says why). Each host group
+// holds one call.
 //
 //   auto part = graph::partition(typed_fn, target);
 //   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
 //   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
+//
+// graph::infer_type(fn, target) (graph/place.hpp) runs this pass and attaches its result to
+// the function it returns (Function::placement), so that build uses the placement printed.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -53,6 +53,7 @@ struct Group {
 class Partition {
  public:
   std::vector<Group> groups;  // execution order
+  vta::Config config;         // the VTA configuration it was made for
 
   // The group holding call `e`; nullptr for leaves and calls outside the function.
   const Group* group_of(const Expr& e) const;
@@ -72,21 +73,6 @@ TypeCall typing_of(const Expr& call, const NodeNames& names);
 // `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
 // symbolic dim without a usable maximum).
 Partition partition(const Function& fn, const Target& target);
-
-namespace detail {
-// A function typed for a target (host support deferred to placement) and its partition; a
-// call neither device runs is a TypeError. infer_type(fn, target) and build start here.
-struct TypedPartition {
-  Function fn;
-  Partition partition;
-};
-TypedPartition type_and_partition(const Function& fn, const Target& target, const Attrs& global);
-}  // namespace detail
-
-// The typed function with each call placed as the partition places it (Device::Vta for the
-// calls of VTA groups, Device::Host for the others). graph::infer_type(fn, target) ends with
-// this.
-Function place(const Function& fn, const Partition& part);
 
 }  // namespace dlavm::graph
 

@@ -10,6 +10,7 @@
 #include <dlavm/ne/bounds.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/vta/hw/config.hpp>
 
 #include <fmt/format.h>
 
@@ -17,26 +18,15 @@
 
 namespace dlavm::graph {
 
-DLAVM_INLINE Conv2dTiling ScheduleChooser::conv2d(const vta::Env& env, const Conv2dShape& shape,
-                                                  const Epilogue& epilogue) const {
-  return default_conv2d_tiling(env, shape, epilogue);
-}
-
-DLAVM_INLINE DenseTiling ScheduleChooser::dense(const vta::Env& env, const DenseShape& shape,
-                                                const Epilogue& epilogue) const {
-  return default_dense_tiling(env, shape, epilogue);
-}
-
-DLAVM_INLINE Pool2dTiling ScheduleChooser::pool2d(const vta::Env& env, const Pool2dShape& shape,
-                                                  const Epilogue& epilogue) const {
-  return default_pool2d_tiling(env, shape, epilogue);
+DLAVM_INLINE Workload workload_of(const AnchorCall& a, const Epilogue& epilogue) {
+  return {std::string(a.op), a.call.arg_types, a.result, a.call.attrs, epilogue};
 }
 
 DLAVM_INLINE void VtaStrategies::add(AnchorStrategy s) {
   if (s.op.empty()) raise<ValueError>("VTA strategy: the op name is empty");
-  if (!s.support || !s.arg_layout || !s.result_layout || !s.declare)
+  if (!s.support || !s.arg_layout || !s.result_layout || !s.space || !s.declare)
     raise<ValueError>(
-        "VTA strategy '{}': support, arg_layout, result_layout and declare are all "
+        "VTA strategy '{}': support, arg_layout, result_layout, space and declare are all "
         "required",
         s.op);
   const std::string name = s.op;
@@ -55,6 +45,18 @@ DLAVM_INLINE std::vector<std::string> VtaStrategies::names() const {
   return out;
 }
 
+DLAVM_INLINE void VtaStrategies::add_epilogue(std::string op, EpilogueRule rule) {
+  if (op.empty() || !rule) raise<ValueError>("epilogue rule: an op name and a rule are required");
+  const std::string name = op;
+  if (!epilogue_rules_.emplace(std::move(op), std::move(rule)).second)
+    raise<ValueError>("epilogue rule for '{}' is already registered", name);
+}
+
+DLAVM_INLINE const EpilogueRule* VtaStrategies::epilogue_rule(std::string_view op) const {
+  auto it = epilogue_rules_.find(op);
+  return it == epilogue_rules_.end() ? nullptr : &it->second;
+}
+
 namespace detail {
 
 // Why the arguments' element types are not VTA's int8 inputs and weights.
@@ -66,35 +68,19 @@ inline std::optional<std::string> vta_operand_types(const AnchorCall& a, const v
   return std::nullopt;
 }
 
-// Dim k of argument i as a constant, or why it is not one.
-inline std::optional<std::string> constant_dims(const AnchorCall& a, std::size_t i,
-                                                std::vector<std::int64_t>& out) {
-  out.clear();
-  for (std::size_t k = 0; k < a.call.type(i).ndim(); ++k) {
-    const auto d = ne::simplify(a.call.type(i).shape[k]);
-    if (!d.is_const())
-      return fmt::format("the VTA {} strategy needs constant dims; {} dim {} is `{}`", a.call.label,
-                         a.call.arg(i), k, a.call.type(i).shape[k]);
-    out.push_back(*d.as_int());
-  }
-  return std::nullopt;
-}
-
 // Rows beyond this are not a usable maximum for VTA buffers (a symbolic dim declared without
 // a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
 inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 
-// Dim k of argument i: ShapeError when it is symbolic without a usable maximum (VTA's buffers
+// ShapeError when `dim`, of argument i, is symbolic without a usable maximum (VTA's buffers
 // are sized for the maximum).
-inline ne::Expr bounded_dim(const AnchorCall& a, std::size_t i, std::size_t k) {
-  const auto d = ne::simplify(a.call.type(i).shape[k]);
-  if (const auto max = ne::bounds(d).max; max > kMaxRows)
+inline void require_bounded(const AnchorCall& a, std::size_t i, const ne::Expr& dim,
+                            std::string_view what) {
+  if (const auto max = ne::bounds(dim).max; max > kMaxRows)
     raise<ShapeError>(
-        "{}: {} dim {} is `{}`, at most {}: a symbolic dim without a usable maximum; VTA's "
-        "buffers are sized for the maximum, so declare the dim with one "
-        "(ne::var(\"batch\", 1, 64))",
-        a.call.label, a.call.arg(i), k, d, max);
-  return d;
+        "{}: {} has {} {}, at most {}: a symbolic dim without a usable maximum; VTA's buffers "
+        "are sized for the maximum, so declare the dim with one (ne::var(\"token\", 1, 2048))",
+        a.call.label, a.call.arg(i), ne::simplify(dim), what, max);
 }
 
 // Why a dim that the strategy needs constant (channels, kernel) is symbolic.
@@ -105,17 +91,25 @@ inline std::optional<std::string> constant_dim(const AnchorCall& a, std::size_t 
                      a.call.arg(i), k, a.call.type(i).shape[k]);
 }
 
-// The call's convolution; the batch, height and width may be symbolic (their maxima bounded).
-inline Conv2dShape conv2d_shape(const AnchorCall& a) {
-  const auto& w = a.call.type(1).shape;
-  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
-  const auto p = conv2d_params(a.call.attrs);
-  return {.batch = bounded_dim(a, 0, 0),
-          .in_channels = constant(a.call.type(0).shape[1]),
-          .height = bounded_dim(a, 0, 2),
-          .width = bounded_dim(a, 0, 3),
-          .out_channels = constant(w[0]),
-          .kernel = {constant(w[2]), constant(w[3])},
+inline std::int64_t constant_of(const ne::Expr& d) { return *ne::simplify(d).as_int(); }
+
+// "2 threads", "1 thread"
+inline std::string threads_text(std::int64_t n) {
+  return fmt::format("{} thread{}", n, n == 1 ? "" : "s");
+}
+
+// The workload's convolution; the batch, height and width may be symbolic (support checked
+// that the channels and the kernel are constant).
+inline Conv2dShape conv2d_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  const auto& k = w.args[1].shape;
+  const auto p = conv2d_params(w.attrs);
+  return {.batch = ne::simplify(x[0]),
+          .in_channels = constant_of(x[1]),
+          .height = ne::simplify(x[2]),
+          .width = ne::simplify(x[3]),
+          .out_channels = constant_of(k[0]),
+          .kernel = {constant_of(k[2]), constant_of(k[3])},
           .strides = p.strides,
           .padding = p.padding};
 }
@@ -129,7 +123,9 @@ inline AnchorStrategy conv2d_strategy() {
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     for (std::size_t k = 0; k < 4; ++k)
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
-    const auto shape = vta_conv2d_shape(env, conv2d_shape(a));
+    for (std::size_t k : {0, 2, 3})
+      require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
+    const auto shape = vta_conv2d_shape(env, conv2d_shape(workload_of(a, e)));
     for (auto p : shape.padding)
       if (p > vta::kMaxLoadPad)
         return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
@@ -139,8 +135,8 @@ inline AnchorStrategy conv2d_strategy() {
     return std::nullopt;
   };
   // An RGB-like input unfolds its kernel width into the channels (layout.hpp)
-  s.arg_layout = [](const AnchorCall& a, const vta::Env& env, std::size_t i) {
-    const auto shape = conv2d_shape(a);
+  s.arg_layout = [](const Workload& w, const vta::Env& env, std::size_t i) {
+    const auto shape = conv2d_shape(w);
     if (unfolds_width(env, shape)) {
       const Layout::Unfold u{shape.kernel[1], shape.strides[1], shape.padding[1], shape.padding[3]};
       return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
@@ -149,35 +145,33 @@ inline AnchorStrategy conv2d_strategy() {
     return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
                   : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto logical = conv2d_shape(a);
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, vta_conv2d_shape(env, conv2d_shape(w)), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto logical = conv2d_shape(w);
     const auto shape = vta_conv2d_shape(env, logical);
-    const auto t = chooser.conv2d(env, shape, e);
-    const Conv2dKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("oc {}, h {}, w {}, ic {}, {} thread{}{}", t.oc_block, t.h_block,
-                            t.w_block, t.ic_block, t.vthreads, t.vthreads == 1 ? "" : "s",
-                            shape.kernel == logical.kernel ? "" : ", width unfolded"),
-                nullptr, nullptr};
-    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape.at(b), e, t);
-    };
-    k.macs = [macs = logical.macs()](std::span<const ne::Binding> b) { return ne::eval(macs, b); };
-    return k;
+    const auto t = Conv2dTiling::of(knobs);
+    const Conv2dKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("oc {}, h {}, w {}, ic {}, {}{}", t.oc_block, t.h_block, t.w_block,
+                                 t.ic_block, threads_text(t.vthreads),
+                                 shape.kernel == logical.kernel ? "" : ", width unfolded"),
+                     tiling_traffic(env, shape, w.epilogue, t), logical.macs()};
   };
   return s;
 }
 
-// Rows of a dense call: the product of x's leading dims.
-inline ne::Expr dense_row_count(const TypeCall& c) {
+// The dense layer of a workload: rows the product of x's leading dims.
+inline DenseShape dense_shape(std::span<const TensorType> args) {
   ne::Expr rows = 1;
-  const auto& x = c.type(0).shape;
+  const auto& x = args[0].shape;
   for (std::size_t k = 0; k + 1 < x.size(); ++k) rows = rows * x[k];
-  return ne::simplify(rows);
+  return {ne::simplify(rows), constant_of(args[1].shape[1]), constant_of(args[1].shape[0])};
 }
 
 inline AnchorStrategy dense_strategy() {
@@ -186,65 +180,53 @@ inline AnchorStrategy dense_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
-    std::vector<std::int64_t> w;
-    if (auto why = constant_dims(a, 1, w)) return why;
-    const auto rows = dense_row_count(a.call);
-    if (const auto max = ne::bounds(rows).max; max > kMaxRows)
-      raise<ShapeError>(
-          "{}: {} has {} rows, at most {}: a symbolic dim without a usable maximum; VTA's "
-          "buffers are sized for the maximum, so declare the dim with one "
-          "(ne::var(\"token\", 1, 2048))",
-          a.call.label, a.call.arg(0), rows, max);
-    const DenseShape shape{rows, w[1], w[0]};
+    for (std::size_t k = 0; k < 2; ++k)
+      if (auto why = constant_dim(a, 1, k, "weight shape")) return why;
+    const DenseShape shape = dense_shape(a.call.arg_types);
+    require_bounded(a, 0, shape.rows, "rows");
     if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t i) {
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t i) {
     return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
                   : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto& w = a.call.type(1).shape;
-    const DenseShape shape{dense_row_count(a.call), *ne::simplify(w[1]).as_int(),
-                           *ne::simplify(w[0]).as_int()};
-    const auto t = chooser.dense(env, shape, e);
-    const DenseKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("rows {}, n {}, k {}, {} thread{}", t.row_block, t.n_block, t.k_block,
-                            t.vthreads, t.vthreads == 1 ? "" : "s"),
-                nullptr, nullptr};
-    k.macs = [shape](std::span<const ne::Binding> b) {
-      return ne::eval(shape.rows, b) * shape.in_features * shape.out_features;
-    };
-    k.tiling_traffic = [env, shape, e, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape, e, t, ne::eval(shape.rows, b));
-    };
-    return k;
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, dense_shape(w.args), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const DenseShape shape = dense_shape(w.args);
+    const auto t = DenseTiling::of(knobs);
+    const DenseKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
+                                 threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, w.epilogue, t),
+                     ne::simplify(shape.rows * (shape.in_features * shape.out_features))};
   };
   return s;
 }
 
-// The pooling shape of a max_pool2d, avg_pool2d or global_avg_pool2d call: the batch and
-// height may be symbolic (support checked that the rest is constant).
-inline Pool2dShape pool2d_shape(const AnchorCall& a) {
-  const auto& x = a.call.type(0).shape;
-  const auto constant = [](const ne::Expr& d) { return *ne::simplify(d).as_int(); };
-  Pool2dShape s{.batch = bounded_dim(a, 0, 0),
-                .channels = constant(x[1]),
-                .height = bounded_dim(a, 0, 2),
-                .width = constant(x[3])};
-  if (a.op == "global_avg_pool2d") {
+// The pooling of a max_pool2d, avg_pool2d or global_avg_pool2d workload: the batch and height
+// may be symbolic (support checked that the rest is constant).
+inline Pool2dShape pool2d_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  Pool2dShape s{.batch = ne::simplify(x[0]),
+                .channels = constant_of(x[1]),
+                .height = ne::simplify(x[2]),
+                .width = constant_of(x[3])};
+  if (w.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
-    s.window = {constant(x[2]), constant(x[3])};
+    s.window = {constant_of(x[2]), constant_of(x[3])};
     return s;
   }
-  const auto p = pool2d_params(a.call.attrs);
-  s.kind = a.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
+  const auto p = pool2d_params(w.attrs);
+  s.kind = w.op == "max_pool2d" ? Pool2dShape::Kind::Max : Pool2dShape::Kind::Average;
   s.window = p.pool_size;
   s.strides = p.strides;
   s.padding = p.padding;
@@ -264,7 +246,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (auto why = constant_dim(a, 0, 3, "width")) return why;
     if (a.op == "global_avg_pool2d")
       if (auto why = constant_dim(a, 0, 2, "height (the window of a global pooling)")) return why;
-    const auto shape = pool2d_shape(a);
+    for (std::size_t k : {0, 2})
+      require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
+    const auto shape = pool2d_shape(workload_of(a, e));
     if (shape.kind == Pool2dShape::Kind::Average) {
       const auto count = static_cast<std::uint64_t>(shape.window[0] * shape.window[1]);
       if (!std::has_single_bit(count))
@@ -282,26 +266,23 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
       return fmt::format("even one output row does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const AnchorCall&, const vta::Env& env, std::size_t) {
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.result_layout = [](const AnchorCall&, const vta::Env& env) {
+  s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
   };
-  s.declare = [](const AnchorCall& a, const vta::Env& env, const Epilogue& e,
-                 const ScheduleChooser& chooser, const std::string& name) {
-    const auto shape = pool2d_shape(a);
-    const auto t = chooser.pool2d(env, shape, e);
-    const Pool2dKernel kernel(env, shape, e, name);
-    VtaKernel k{kernel.schedule(t), kernel.args(),
-                fmt::format("c {}, h {}, {} thread{}", t.c_block, t.h_block, t.vthreads,
-                            t.vthreads == 1 ? "" : "s"),
-                nullptr, nullptr};
-    k.tiling_traffic = [env, shape, t](std::span<const ne::Binding> b) {
-      return tiling_traffic(env, shape.at(b), t);
-    };
-    k.macs = [](std::span<const ne::Binding>) { return std::int64_t{0}; };
-    return k;
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, pool2d_shape(w), w.epilogue);
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto shape = pool2d_shape(w);
+    const auto t = Pool2dTiling::of(knobs);
+    const Pool2dKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("c {}, h {}, {}", t.c_block, t.h_block, threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, t), ne::Expr(0)};
   };
   return s;
 }
@@ -314,6 +295,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::dense_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
+  for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   return s;
 }
 

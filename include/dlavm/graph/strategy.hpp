@@ -3,22 +3,21 @@
 // VTA, as TVM's topi computes and VTA schedules do for Relay.
 //
 //   AnchorStrategy    per anchor op: whether a call can run on VTA (`support`), the packed
-//                     layout of each argument, and `declare`, which builds the compute in
-//                     packed layouts with the epilogue and a schedule whose knobs come from
-//                     the ScheduleChooser
-//   ScheduleChooser   the one interface through which tilings are chosen: the default picks
-//                     each strategy's default tiling from the shape and the SRAM sizes; a
-//                     tuner overrides it with tuned ones
-//   VtaStrategies     the anchor strategies by op name (default_vta_strategies(): conv2d,
-//                     dense, max_pool2d, avg_pool2d, global_avg_pool2d), in graph::Target
-//                     next to the op registry
+//                     layout of each argument, the knob space of its schedule for a workload
+//                     (graph/strategy/workload.hpp), and `declare`, which builds the compute
+//                     in packed layouts with the epilogue and the schedule for chosen knobs
+//   EpilogueRule      per element-wise op: how it joins a group's epilogue
+//                     (graph/strategy/fusion.hpp)
+//   VtaStrategies     both tables by op name (default_vta_strategies()), in graph::Target next
+//                     to the op registry; the fusion pass asks them, so it holds no VTA rules
 //
 // The strategies are kept apart from the op records (graph/op.hpp) so that typing a graph
 // does not include the VTA layer; a custom op gets a VTA strategy with strategies.add().
 //
-//   graph::Target target;                            // default ops and strategies
-//   const auto* s = target.strategies.find("conv2d");
-//   if (auto why = s->support(call, target.env, epilogue)) ...  // the host runs it, says why
+//   graph::Target target;                              // default ops and strategies
+//   const auto* s = target.strategies.find(w.op);
+//   auto knobs = graph::Chooser().choose(w, s->space(w, target.env));
+//   auto kernel = s->declare(w, target.env, knobs, "conv2d0");
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -28,7 +27,9 @@
 #include <dlavm/graph/strategy/conv2d.hpp>
 #include <dlavm/graph/strategy/dense.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/fusion.hpp>
 #include <dlavm/graph/strategy/pool2d.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/vta/lower/env.hpp>
@@ -44,56 +45,42 @@
 
 namespace dlavm::graph {
 
-// The knobs of every strategy's schedule. The default implementation returns the default
-// tiling of each (graph/strategy/*.hpp); a tuner derives from it.
-//
-// The methods are declared DLAVM_INLINE: a virtual function declared without `inline` is the
-// class's key function, and in header-only mode every unit that includes its definition would
-// then emit the vtable and, through it, the whole tiling search, used or not.
-class ScheduleChooser {
- public:
-  virtual ~ScheduleChooser() = default;
-  DLAVM_INLINE virtual Conv2dTiling conv2d(const vta::Env& env, const Conv2dShape& shape,
-                                           const Epilogue& epilogue) const;
-  DLAVM_INLINE virtual DenseTiling dense(const vta::Env& env, const DenseShape& shape,
-                                         const Epilogue& epilogue) const;
-  DLAVM_INLINE virtual Pool2dTiling pool2d(const vta::Env& env, const Pool2dShape& shape,
-                                           const Epilogue& epilogue) const;
-};
-
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
 // arguments in order, then the epilogue's operands, then the result.
 struct VtaKernel {
   te::Schedule schedule;
   std::vector<te::Tensor> args;
-  std::string tiling;  // the chosen knobs, printable ("oc 2, h 7, w 14, ic 1, 2 threads")
-  // DRAM bytes the tiling must move, as a function of the symbolic dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> tiling_traffic;
-  // Multiply-accumulates of the operation (unpadded), as a function of the dims' values
-  std::function<std::int64_t(std::span<const ne::Binding>)> macs;
+  std::string tiling;  // the chosen knobs as the strategy prints them ("oc 2, h 7, ..., 2 threads")
+  ne::Expr traffic;    // DRAM bytes the tiling must move, in the symbolic dims
+  ne::Expr macs;       // multiply-accumulates of the operation (padding excluded)
 };
 
-// What a strategy sees of the anchor call: its type rule's view (argument types, normalized
-// attributes, the label naming the node) and its result type.
+// What a strategy's support rule sees of the anchor call: its type rule's view (argument types
+// and names, normalized attributes, the label naming the node) and its result type.
 struct AnchorCall {
   std::string_view op;  // the op's name
   const TypeCall& call;
   const TensorType& result;
 };
 
+// The workload of an anchor call with an epilogue.
+Workload workload_of(const AnchorCall& a, const Epilogue& epilogue);
+
 struct AnchorStrategy {
   std::string op{};
   // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
-  // Partition asks with an empty epilogue, then again with the group's final one.
+  // Partition asks with an empty epilogue, then again with the group's final one. Raises for
+  // a call no device can run as written (a symbolic dim without a usable maximum).
   std::function<std::optional<std::string>(const AnchorCall&, const vta::Env&, const Epilogue&)>
       support{};
   // The packed layout of argument i.
-  std::function<Layout(const AnchorCall&, const vta::Env&, std::size_t i)> arg_layout{};
+  std::function<Layout(const Workload&, const vta::Env&, std::size_t i)> arg_layout{};
   // The layout of the result (and of the epilogue's Tensor operands).
-  std::function<Layout(const AnchorCall&, const vta::Env&)> result_layout{};
-  // Declares the kernel (`name` prefixes its tensors).
-  std::function<VtaKernel(const AnchorCall&, const vta::Env&, const Epilogue&,
-                          const ScheduleChooser&, const std::string& name)>
+  std::function<Layout(const Workload&, const vta::Env&)> result_layout{};
+  // The knobs of the kernel's schedule for a workload, with their check and estimate.
+  std::function<KnobSpace(const Workload&, const vta::Env&)> space{};
+  // Declares the kernel with chosen knobs (`name` prefixes its tensors).
+  std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
 };
 
@@ -103,12 +90,18 @@ class VtaStrategies {
   void add(AnchorStrategy s);
   const AnchorStrategy* find(std::string_view op) const;
   std::vector<std::string> names() const;
+  // How an element-wise op joins a group's epilogue (graph/strategy/fusion.hpp); ValueError
+  // when the op has a rule already.
+  void add_epilogue(std::string op, EpilogueRule rule);
+  const EpilogueRule* epilogue_rule(std::string_view op) const;
 
  private:
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
+  std::map<std::string, EpilogueRule, std::less<>> epilogue_rules_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, and the epilogue rules of
+// bias_add, add, requantize, relu, clip and cast.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph

@@ -34,14 +34,6 @@ DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
                       kernel[1]);
 }
 
-DLAVM_INLINE Conv2dShape Conv2dShape::at(std::span<const ne::Binding> bindings) const {
-  Conv2dShape c = *this;
-  c.batch = detail::bound_dim(batch, bindings);
-  c.height = detail::bound_dim(height, bindings);
-  c.width = detail::bound_dim(width, bindings);
-  return c;
-}
-
 DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
   Conv2dShape c = *this;
   c.batch = detail::max_of(batch);
@@ -72,19 +64,6 @@ inline bool strided_window(const Conv2dShape& c) {
 inline std::int64_t window_extent(const Conv2dShape& c, std::int64_t block, int dim) {
   if (strided_window(c)) return block;
   return (block - 1) * c.strides[dim] + c.kernel[dim];
-}
-
-// Rows of the input (padding excluded) that the outputs [o0, o0 + block) read along `dim`
-// (the shape's dims constant).
-inline std::int64_t real_extent(const Conv2dShape& c, std::int64_t o0, std::int64_t block,
-                                int dim) {
-  const std::int64_t extent = *(dim == 0 ? c.height : c.width).as_int();
-  if (strided_window(c)) return block;
-  const std::int64_t pad = c.padding[dim];
-  const std::int64_t lo = std::max<std::int64_t>(o0 * c.strides[dim] - pad, 0);
-  const std::int64_t hi =
-      std::min((o0 + block - 1) * c.strides[dim] - pad + c.kernel[dim] - 1, extent - 1);
-  return std::max<std::int64_t>(hi - lo + 1, 0);
 }
 
 }  // namespace detail
@@ -237,59 +216,71 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
 
 namespace detail {
 
-// Bytes of the input windows the blocks load: per batch tile, output channel block and
-// spatial block, the real rows x columns of every input channel tile (a partial last block
-// reads what its outputs read). The shape's dims are constant.
-inline std::int64_t conv2d_input_bytes(const vta::Env& env, const Conv2dShape& shape,
-                                       const Conv2dTiling& t) {
-  const Conv2dTiles n(env, shape);
-  std::int64_t rows = 0, cols = 0;
-  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block)
-    rows += real_extent(shape, y0, std::min(t.h_block, n.oh - y0), 0);
-  for (std::int64_t x0 = 0; x0 < n.ow; x0 += t.w_block)
-    cols += real_extent(shape, x0, std::min(t.w_block, n.ow - x0), 1);
-  const std::int64_t tile = env.batch * env.block_in * env.inp_dtype.bytes();
-  return n.n * (n.oc / t.oc_block) * rows * cols * n.ic * tile;
-}
-
+// The DRAM bytes and block counts of a tiling, over the batch tiles `n`, the input extent and
+// the output rows and columns, constant (int64, the estimates) or symbolic (ne::Expr, the
+// traffic per binding): per batch tile, output channel block and spatial block, the real
+// input rows x columns of every input channel tile (a partial last block reads what its
+// outputs read); the weights once per spatial block; the result, the Tensor operands once;
+// the Channel operands once.
+template <class Int>
 struct Conv2dCounts {
-  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes;
-  std::int64_t blocks, steps;
+  Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
-// The shape's dims are constant.
-inline Conv2dCounts conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
-                                  const Epilogue& epilogue, const Conv2dTiling& t) {
-  const Conv2dTiles n(env, shape);
-  const std::int64_t spatial = ceil_div(n.oh, t.h_block) * ceil_div(n.ow, t.w_block);
-  const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
-  Conv2dCounts c{};
-  c.inp_bytes = conv2d_input_bytes(env, shape, t);
-  c.wgt_bytes = n.n * spatial * n.oc * n.ic * shape.kernel[0] * shape.kernel[1] * env.wgt_tile() *
-                env.wgt_dtype.bytes();
-  c.out_bytes = out_tiles * env.acc_tile() * env.out_dtype.bytes();
+template <class Int>
+Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
+                                const Epilogue& epilogue, const Conv2dTiling& t, const Int& n,
+                                const Int& height, const Int& width) {
+  const Conv2dTiles tiles(env, shape);
+  const auto& k = shape.kernel;
+  const auto& s = shape.strides;
+  const auto& p = shape.padding;
+  const bool strided = strided_window(shape);
+  const Int oh = host::window_output(height, p[0] + p[2], k[0], s[0]);
+  const Int ow = host::window_output(width, p[1] + p[3], k[1], s[1]);
+  const Int rows = window_reads(height, oh, t.h_block, s[0], k[0], p[0], p[2], strided);
+  const Int cols = window_reads(width, ow, t.w_block, s[1], k[1], p[1], p[3], strided);
+  const Int spatial = vceil_div(oh, t.h_block) * vceil_div(ow, t.w_block);
+  const Int out_tiles = n * tiles.oc * oh * ow;
+  const std::int64_t inp_tile = env.batch * env.block_in * env.inp_dtype.bytes();
+  Conv2dCounts<Int> c{0, 0, 0, 0, 0, 0};
+  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
+  c.wgt_bytes =
+      n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
+  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes());
   for (const auto& in : epilogue.inputs)
-    c.acc_bytes += in.kind == EpilogueInput::Kind::Channel
-                       ? n.oc * env.acc_tile() * in.dtype.bytes()
-                       : out_tiles * env.acc_tile() * in.dtype.bytes();
-  c.blocks = n.n * (n.oc / t.oc_block) * spatial;
-  c.steps = c.blocks * (n.ic / t.ic_block);
+    c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
+                                     ? Int(tiles.oc * env.acc_tile() * in.dtype.bytes())
+                                     : out_tiles * (env.acc_tile() * in.dtype.bytes()));
+  c.blocks = n * (tiles.oc / t.oc_block) * spatial;
+  c.steps = c.blocks * (tiles.ic / t.ic_block);
   return c;
+}
+
+// The counts at the shape's maxima.
+inline Conv2dCounts<std::int64_t> conv2d_counts_at_max(const vta::Env& env,
+                                                       const Conv2dShape& shape,
+                                                       const Epilogue& epilogue,
+                                                       const Conv2dTiling& t) {
+  const Conv2dTiles n(env, shape);
+  return conv2d_counts<std::int64_t>(env, shape, epilogue, t, n.n, max_of(shape.height),
+                                     max_of(shape.width));
 }
 
 }  // namespace detail
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
-                                         const Epilogue& epilogue, const Conv2dTiling& t) {
-  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
-  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape,
+                                     const Epilogue& epilogue, const Conv2dTiling& t) {
+  const auto c = detail::conv2d_counts<ne::Expr>(
+      env, shape, epilogue, t, ne::ceildiv(shape.batch, env.batch), shape.height, shape.width);
+  return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shape,
                                     const Epilogue& epilogue, const Conv2dTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const Conv2dTiles n(env, shape);
-  const auto c = detail::conv2d_counts(env, shape.at_max(), epilogue, t);
+  const auto c = detail::conv2d_counts_at_max(env, shape, epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   // load module: per step, ic_block input windows and one weight block
@@ -314,25 +305,32 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
          store / static_cast<double>(c.blocks);
 }
 
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const Conv2dShape& shape,
+                                  const Epilogue& epilogue) {
+  const Conv2dTiles n(env, shape);
+  return tiling_space<Conv2dTiling>(
+      {{"oc", divisors(n.oc)},
+       {"h", block_candidates(n.oh, n.rows_symbolic)},
+       {"w", block_candidates(n.ow, n.cols_symbolic)},
+       {"ic", divisors(n.ic)},
+       {"threads", {2, 1}}},
+      [env, shape, epilogue](const Conv2dTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const Conv2dTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
 DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                 const Epilogue& epilogue) {
-  const Conv2dTiles n(env, shape);
-  const auto oc = divisors(n.oc), ic = divisors(n.ic);
-  const auto oh = block_candidates(n.oh, n.rows_symbolic);
-  const auto ow = block_candidates(n.ow, n.cols_symbolic);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<Conv2dTiling>(oc, oh, ow, ic, vthreads),
-      [&](const Conv2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const Conv2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
-        "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
-        shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
-        shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1],
-        env.config.wgt_depth());
-  return *best;
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return Conv2dTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "conv2d {}x{}x{}x{} -> {} channels, kernel {}x{}: no tiling fits the SRAMs (one output "
+      "channel tile needs {} weight entries per input channel tile; the weight buffer has {})",
+      shape.batch, shape.in_channels, shape.height, shape.width, shape.out_channels,
+      shape.kernel[0], shape.kernel[1], shape.kernel[0] * shape.kernel[1], env.config.wgt_depth());
 }
 
 }  // namespace dlavm::graph

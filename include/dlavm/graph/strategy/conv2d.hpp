@@ -27,6 +27,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
@@ -57,8 +58,7 @@ struct Conv2dShape {
   ne::Expr out_w() const;
   // Multiply-accumulates of the convolution (padding excluded).
   ne::Expr macs() const;
-  // The shape with its symbolic dims at their values / at their maxima (every dim constant).
-  Conv2dShape at(std::span<const ne::Binding> bindings) const;
+  // The shape with its symbolic dims at their maxima (every dim constant).
   Conv2dShape at_max() const;
 };
 
@@ -68,6 +68,13 @@ struct Conv2dTiling {
   std::int64_t w_block = 1;   // output columns per block
   std::int64_t ic_block = 1;  // input channel tiles per reduction step
   std::int64_t vthreads = 1;  // virtual threads over the output channel blocks
+  // The knobs, in the order of the knob space (oc, h, w, ic, threads).
+  std::array<std::int64_t*, 5> fields() {
+    return {&oc_block, &h_block, &w_block, &ic_block, &vthreads};
+  }
+  static Conv2dTiling of(const Knobs& k) {
+    return {k.at("oc"), k.at("h"), k.at("w"), k.at("ic"), k.at("threads")};
+  }
   friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
 };
 
@@ -122,6 +129,11 @@ SramFootprint footprint(const vta::Env& env, const Conv2dShape& shape, const Epi
 double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
                        const Conv2dTiling& t);
 
+// The knobs of the schedule: oc, h, w, ic (block sizes: the divisors of each tile count, and
+// the powers of two of a symbolic output extent) and threads (2, 1); a point is checked by
+// check_tiling and costed by estimate_cycles.
+KnobSpace knob_space(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue);
+
 // The valid tiling of least estimated cycles (ties: the first in knob order). CapacityError when
 // no tiling fits the SRAMs (a kernel too large for the weight buffer even one tile at a time).
 Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape,
@@ -129,10 +141,10 @@ Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2dShape& shape
 
 // DRAM bytes a tiling must move: for each output channel block and spatial block, the input
 // rows and columns its window covers (padding excluded); the weights once per spatial block;
-// the epilogue's tensor operands and the result once; the channel operands once. Symbolic
-// dims count at their maxima (pass shape.at(bindings) for a binding).
-std::int64_t tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
-                            const Conv2dTiling& t);
+// the epilogue's tensor operands and the result once; the channel operands once. An
+// expression in the shape's symbolic dims (a constant when there are none).
+ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
+                        const Conv2dTiling& t);
 
 }  // namespace dlavm::graph
 

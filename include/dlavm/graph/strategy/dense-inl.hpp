@@ -116,22 +116,29 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shap
 
 namespace detail {
 
+// The DRAM bytes and block counts of a tiling at `rows` rows (int64, the estimates, or the
+// shape's symbolic row count, the traffic per binding): x once per column block, w once per
+// row block, the result and the epilogue's operands once.
+template <class Int>
 struct DenseCounts {
-  std::int64_t inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
+  Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
-inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
-                                const Epilogue& epilogue, const DenseTiling& t, std::int64_t rows) {
+template <class Int>
+DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
+                              const Epilogue& epilogue, const DenseTiling& t, const Int& rows) {
   const DenseTiles n(env, shape);
-  const std::int64_t m = ceil_div(rows, env.batch);
-  const std::int64_t row_blocks = ceil_div(m, t.row_block), col_blocks = n.n / t.n_block;
-  DenseCounts c{};
-  c.inp_bytes = m * n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks;
-  c.wgt_bytes = n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes() * row_blocks;
-  c.out_bytes = m * n.n * env.acc_tile() * env.out_dtype.bytes();
+  const Int m = vceil_div(rows, env.batch);
+  const Int row_blocks = vceil_div(m, t.row_block);
+  const std::int64_t col_blocks = n.n / t.n_block;
+  DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
+  c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
+  c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
+  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes());
   for (const auto& in : epilogue.inputs)
-    c.acc_bytes += (in.kind == EpilogueInput::Kind::Channel ? n.n : m * n.n) * env.acc_tile() *
-                   in.dtype.bytes();
+    c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
+                                     ? Int(n.n * env.acc_tile() * in.dtype.bytes())
+                                     : m * (n.n * env.acc_tile() * in.dtype.bytes()));
   c.blocks = row_blocks * col_blocks;
   c.steps = c.blocks * (n.k / t.k_block);
   return c;
@@ -139,11 +146,10 @@ inline DenseCounts dense_counts(const vta::Env& env, const DenseShape& shape,
 
 }  // namespace detail
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape,
-                                         const Epilogue& epilogue, const DenseTiling& t,
-                                         std::int64_t rows) {
-  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
-  return c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes;
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape,
+                                     const Epilogue& epilogue, const DenseTiling& t) {
+  const auto c = detail::dense_counts<ne::Expr>(env, shape, epilogue, t, shape.rows);
+  return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape,
@@ -151,7 +157,7 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::DenseTiles n(env, shape);
   const std::int64_t rows = ne::bounds(shape.rows).max;
-  const auto c = detail::dense_counts(env, shape, epilogue, t, rows);
+  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, rows);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
@@ -170,8 +176,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
          store / static_cast<double>(c.blocks);
 }
 
-DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
-                                              const Epilogue& epilogue) {
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
+                                  const Epilogue& epilogue) {
   const detail::DenseTiles n(env, shape);
   // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
   // maximum (the last block runs partially)
@@ -182,19 +188,25 @@ DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseSh
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
     row_blocks.push_back(n.m_max);
   }
-  const auto nb = divisors(n.n), kb = divisors(n.k);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<DenseTiling>(row_blocks, nb, kb, vthreads),
-      [&](const DenseTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const DenseTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
-        "input buffer {}, the weight buffer {})",
-        shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
-        env.config.inp_depth(), env.config.wgt_depth());
-  return *best;
+  return tiling_space<DenseTiling>(
+      {{"rows", row_blocks}, {"n", divisors(n.n)}, {"k", divisors(n.k)}, {"threads", {2, 1}}},
+      [env, shape, epilogue](const DenseTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const DenseTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
+DLAVM_INLINE DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
+                                              const Epilogue& epilogue) {
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return DenseTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "dense {} x {} -> {}: no tiling fits the SRAMs (the accumulator has {} entries, the "
+      "input buffer {}, the weight buffer {})",
+      shape.rows, shape.in_features, shape.out_features, env.config.acc_depth(),
+      env.config.inp_depth(), env.config.wgt_depth());
 }
 
 }  // namespace dlavm::graph

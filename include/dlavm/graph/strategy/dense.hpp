@@ -20,6 +20,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
@@ -42,6 +43,11 @@ struct DenseTiling {
   std::int64_t n_block = 1;    // output column tiles per block
   std::int64_t k_block = 1;    // K tiles per reduction step
   std::int64_t vthreads = 1;   // virtual threads over the column blocks
+  // The knobs, in the order of the knob space (rows, n, k, threads).
+  std::array<std::int64_t*, 4> fields() { return {&row_block, &n_block, &k_block, &vthreads}; }
+  static DenseTiling of(const Knobs& k) {
+    return {k.at("rows"), k.at("n"), k.at("k"), k.at("threads")};
+  }
   friend bool operator==(const DenseTiling&, const DenseTiling&) = default;
 };
 
@@ -71,13 +77,16 @@ SramFootprint footprint(const vta::Env& env, const DenseShape& shape, const Epil
 // Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
 double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                        const DenseTiling& t);
+// The knobs of the schedule: rows (the divisors of a constant row tile count, the powers of
+// two up to a symbolic one's maximum), n, k (divisors) and threads (2, 1).
+KnobSpace knob_space(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
                                  const Epilogue& epilogue);
-// DRAM bytes the tiling must move at `rows` rows: x once per column block, w once per row
-// block, the result and the epilogue's operands once.
-std::int64_t tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
-                            const DenseTiling& t, std::int64_t rows);
+// DRAM bytes the tiling must move: x once per column block, w once per row block, the result
+// and the epilogue's operands once. An expression in the row count.
+ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
+                        const DenseTiling& t);
 
 }  // namespace dlavm::graph
 

@@ -62,13 +62,6 @@ DLAVM_INLINE std::int64_t Pool2dShape::out_w() const {
   return host::window_output(width, padding[1] + padding[3], window[1], strides[1]);
 }
 
-DLAVM_INLINE Pool2dShape Pool2dShape::at(std::span<const ne::Binding> bindings) const {
-  Pool2dShape s = *this;
-  s.batch = detail::bound_dim(batch, bindings);
-  s.height = detail::bound_dim(height, bindings);
-  return s;
-}
-
 DLAVM_INLINE Pool2dShape Pool2dShape::at_max() const {
   Pool2dShape s = *this;
   s.batch = detail::max_of(batch);
@@ -182,21 +175,28 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Pool2dShape& sha
   return f;
 }
 
-DLAVM_INLINE std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& symbolic,
-                                         const Pool2dTiling& t) {
-  const Pool2dShape shape = symbolic.at_max();
-  const detail::PoolTiles n(env, shape);
-  const std::int64_t height = *shape.height.as_int();
-  std::int64_t rows = 0;
-  for (std::int64_t y0 = 0; y0 < n.oh; y0 += t.h_block) {
-    const std::int64_t block = std::min(t.h_block, n.oh - y0);
-    const std::int64_t lo = std::max<std::int64_t>(y0 * shape.strides[0] - shape.padding[0], 0);
-    const std::int64_t hi = std::min(
-        (y0 + block - 1) * shape.strides[0] - shape.padding[0] + shape.window[0] - 1, height - 1);
-    rows += std::max<std::int64_t>(hi - lo + 1, 0);
-  }
+namespace detail {
+
+// DRAM bytes of a tiling over the batch tiles `n` and the input height (int64 or ne::Expr):
+// each block's input rows (halo included, padding excluded) and the result.
+template <class Int>
+Int pool2d_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t,
+                   const Int& n, const Int& height) {
+  const Int oh = host::window_output(height, shape.padding[0] + shape.padding[2], shape.window[0],
+                                     shape.strides[0]);
+  const Int rows = window_reads(height, oh, t.h_block, shape.strides[0], shape.window[0],
+                                shape.padding[0], shape.padding[2], false);
+  const std::int64_t c = ceil_div(shape.channels, env.block_out);
   const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
-  return n.n * n.c * (rows * shape.width + n.oh * n.ow) * tile;
+  return n * (rows * shape.width + oh * shape.out_w()) * (c * tile);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const Pool2dShape& shape,
+                                     const Pool2dTiling& t) {
+  return ne::simplify(detail::pool2d_traffic<ne::Expr>(
+      env, shape, t, ne::ceildiv(shape.batch, env.batch), shape.height));
 }
 
 DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shape,
@@ -208,7 +208,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   const double out_tiles = static_cast<double>(n.n * n.c * n.oh * n.ow);
   const double passes =
       static_cast<double>(shape.window[0] * shape.window[1] + 1 + epilogue.alu_passes());
-  const double bytes = static_cast<double>(tiling_traffic(env, shape, t));
+  const double bytes = static_cast<double>(
+      detail::pool2d_traffic<std::int64_t>(env, shape, t, n.n, detail::max_of(shape.height)));
   const double out_bytes = out_tiles * static_cast<double>(env.acc_tile());
   // the compute module loads the input (ACC_8BIT, one load per row) and runs the ALU
   const double loads =
@@ -223,22 +224,28 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Pool2dShape& shap
   return std::max(compute, store) + (compute + store) / blocks;
 }
 
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const Pool2dShape& shape,
+                                  const Epilogue& epilogue) {
+  const detail::PoolTiles n(env, shape);
+  return tiling_space<Pool2dTiling>(
+      {{"c", divisors(n.c)}, {"h", block_candidates(n.oh, n.rows_symbolic)}, {"threads", {2, 1}}},
+      [env, shape, epilogue](const Pool2dTiling& t) {
+        return check_tiling(env, shape, epilogue, t);
+      },
+      [env, shape, epilogue](const Pool2dTiling& t) {
+        return estimate_cycles(env, shape, epilogue, t);
+      });
+}
+
 DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                                 const Epilogue& epilogue) {
-  const detail::PoolTiles n(env, shape);
-  const auto cb = divisors(n.c), hb = block_candidates(n.oh, n.rows_symbolic);
-  const std::vector<std::int64_t> vthreads{2, 1};
-  const auto best = least_cost(
-      combinations<Pool2dTiling>(cb, hb, vthreads),
-      [&](const Pool2dTiling& t) { return !check_tiling(env, shape, epilogue, t); },
-      [&](const Pool2dTiling& t) { return estimate_cycles(env, shape, epilogue, t); });
-  if (!best)
-    raise<CapacityError>(
-        "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
-        "columns must fit the accumulator's {} entries)",
-        shape.window[0], shape.window[1], shape.channels, shape.height, shape.width,
-        shape.window[0], detail::pool_cols(shape), env.config.acc_depth());
-  return *best;
+  const auto space = knob_space(env, shape, epilogue);
+  if (const auto best = least_cost_point(space)) return Pool2dTiling::of(space.knobs_of(*best));
+  raise<CapacityError>(
+      "pool {}x{} over {}x{}x{}: no tiling fits (one output row with its {} input rows of {} "
+      "columns must fit the accumulator's {} entries)",
+      shape.window[0], shape.window[1], shape.channels, shape.height, shape.width, shape.window[0],
+      detail::pool_cols(shape), env.config.acc_depth());
 }
 
 }  // namespace dlavm::graph

@@ -22,6 +22,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/schedule/schedule.hpp>
@@ -51,8 +52,7 @@ struct Pool2dShape {
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
   ne::Expr out_h() const;
   std::int64_t out_w() const;
-  // The shape with its symbolic dims at their values / at their maxima.
-  Pool2dShape at(std::span<const ne::Binding> bindings) const;
+  // The shape with its symbolic dims at their maxima.
   Pool2dShape at_max() const;
 };
 
@@ -60,6 +60,9 @@ struct Pool2dTiling {
   std::int64_t c_block = 1;   // channel tiles per block
   std::int64_t h_block = 1;   // output rows per block
   std::int64_t vthreads = 1;  // virtual threads over the channel blocks
+  // The knobs, in the order of the knob space (c, h, threads).
+  std::array<std::int64_t*, 3> fields() { return {&c_block, &h_block, &vthreads}; }
+  static Pool2dTiling of(const Knobs& k) { return {k.at("c"), k.at("h"), k.at("threads")}; }
   friend bool operator==(const Pool2dTiling&, const Pool2dTiling&) = default;
 };
 
@@ -87,12 +90,15 @@ SramFootprint footprint(const vta::Env& env, const Pool2dShape& shape, const Epi
                         const Pool2dTiling& t);
 double estimate_cycles(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue,
                        const Pool2dTiling& t);
+// The knobs of the schedule: c (divisors of the channel tiles), h (divisors of the output rows,
+// and powers of two of a symbolic count) and threads (2, 1).
+KnobSpace knob_space(const vta::Env& env, const Pool2dShape& shape, const Epilogue& epilogue);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2dShape& shape,
                                    const Epilogue& epilogue);
 // DRAM bytes a tiling must move: each block's input rows (halo included, padding excluded),
-// the result once. Symbolic dims count at their maxima (pass shape.at(bindings) for a binding).
-std::int64_t tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
+// the result once. An expression in the shape's symbolic dims.
+ne::Expr tiling_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTiling& t);
 
 }  // namespace dlavm::graph
 
