@@ -52,8 +52,9 @@ int main(int argc, char** argv) try {
   const auto& run = mod.last_run();
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& step = mod.steps()[i];
-    if (step.kind != graph::ModuleStep::Kind::Vta || !step.op.starts_with("conv2d")) continue;
-    const auto& weight = mod.values()[step.inputs[1]].logical;
+    // the kernel's workload says what it computes: its anchor op and shapes
+    if (step.kind != graph::ModuleStep::Kind::Vta || step.workload.op != "conv2d") continue;
+    const auto& weight = step.workload.args[1].shape;
     if (!(weight[2].as_int() == 3 && weight[3].as_int() == 3)) continue;
     const auto& s = run.steps[i];
     ++convs3x3;

@@ -4348,11 +4348,21 @@ P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/graph/module.hpp
-// graph::Module: a built model (graph::build). It holds values (the params, the constants,
-// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
-// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
-// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
-// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
+// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
+// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
+// storage slot, and steps in execution order: host op calls (by op name and attributes, run
+// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
+// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
+// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
+// instantiated for them (microseconds), never recompiled.
+//
+// Storage: the values VTA reads or writes live in device memory, in one allocation per region:
+// `weight` (the packed constants, copied to a device once, on its first run there, and kept
+// while the module and the device live) and `activation` (the packed intermediates, sized for
+// the dims' maxima); consecutive VTA steps pass values there, and a value crosses to the host
+// only where a host step, a result or keep_values reads it. The other values live on the host.
+// Each VTA step's stream is instantiated for a device and bindings once: a run with the
+// bindings of the step's previous run on that device reuses its stream.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -15112,6 +15122,7 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleRepor
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -15132,7 +15143,20 @@ struct RunResult {
 
 class Device {
  public:
-  virtual ~Device() = default;
+  Device() = default;
+  // A copy is another device: it gets its own liveness flag.
+  Device(const Device& other) : trace_(other.trace_) {}
+  Device& operator=(const Device& other) {
+    trace_ = other.trace_;
+    return *this;
+  }
+  virtual ~Device() { *alive_ = false; }
+
+  // True while this device exists. Whoever keeps buffers of the device across calls (a
+  // graph::Module keeping its weights resident) holds the flag and frees them only while it
+  // is true; its address identifies the device.
+  std::shared_ptr<const bool> alive() const { return alive_; }
+
   virtual const Config& config() const = 0;
   virtual Buffer alloc(std::size_t bytes) = 0;
   virtual void free(Buffer buffer) = 0;
@@ -15169,6 +15193,9 @@ class Device {
   static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
 
   bool trace_ = false;
+
+ private:
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace dlavm::vta
@@ -21325,6 +21352,17 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 
 namespace dlavm::graph {
 
+// Where a value lives: a region and, in device memory, its byte offset there and its size at
+// the dims' maxima.
+struct Storage {
+  enum class Region : std::uint8_t { Host, Weight, Activation };
+  Region region = Region::Host;
+  std::int64_t offset = 0, bytes = 0;
+  friend bool operator==(const Storage&, const Storage&) = default;
+};
+// "host", "weight", "activation"
+std::string_view region_name(Storage::Region r);
+
 struct ModuleValue {
   enum class Kind : std::uint8_t { Param, Constant, Temp };
   Kind kind = Kind::Temp;
@@ -21338,6 +21376,7 @@ struct ModuleValue {
   std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
   // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
   std::shared_ptr<const std::vector<std::uint8_t>> dram;
+  Storage storage;
 };
 
 struct ModuleStep {
@@ -21346,10 +21385,9 @@ struct ModuleStep {
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
   std::size_t output = 0;
-  // Host
+  // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
   std::string op;
   Attrs attrs;
-  HostKernel kernel;
   // VTA
   std::shared_ptr<const vta::Program> program;
   Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
@@ -21388,16 +21426,24 @@ struct ModuleRunOptions {
 
 class Module {
  public:
-  Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
-         std::vector<ModuleStep> steps, std::vector<std::size_t> params,
-         std::vector<std::size_t> results);
+  // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
+  // region, the intermediates VTA reads or writes in the activation region, each at an
+  // offset aligned to `kAlignment` bytes.
+  Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
+         std::vector<std::size_t> params, std::vector<std::size_t> results);
+  static constexpr std::int64_t kAlignment = 256;
 
   const std::string& name() const { return name_; }
   const vta::Env& env() const { return env_; }
   const std::vector<ModuleValue>& values() const { return values_; }
   const std::vector<ModuleStep>& steps() const { return steps_; }
+  const OpRegistry& ops() const { return *ops_; }
+  // The bytes of a region: the end of its last value.
+  std::int64_t region_bytes(Storage::Region r) const;
 
-  // Runs every step in order on `dev` (VTA programs) and the host; returns the results.
+  // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
+  // first run on a device allocates the regions there and copies the weights in.
   std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
                                std::span<const ne::Binding> bindings = {},
                                const ModuleRunOptions& options = {});
@@ -21427,15 +21473,19 @@ class Module {
                     std::vector<std::optional<te::NDArray>>& arrays) const;
   void check_input_names(std::span<const NamedArray> inputs) const;
   void check_bindings(std::span<const ne::Binding> bindings) const;
-  StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
-                    std::vector<std::optional<te::NDArray>>& arrays) const;
+  // The device memory of one device: its regions, the weights in them.
+  class Resident;
+  Resident& resident_on(vta::Device& dev);
+  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b) const;
 
   std::string name_;
   vta::Env env_;
+  std::shared_ptr<const OpRegistry> ops_;
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
   std::optional<ModuleRun> last_;
+  std::shared_ptr<Resident> resident_;  // on the device of the last run
 };
 
 }  // namespace dlavm::graph
@@ -21468,21 +21518,129 @@ struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 
 namespace dlavm::graph {
 
-DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
-                            std::vector<ModuleStep> steps, std::vector<std::size_t> params,
-                            std::vector<std::size_t> results)
+DLAVM_INLINE std::string_view region_name(Storage::Region r) {
+  switch (r) {
+    case Storage::Region::Host:
+      return "host";
+    case Storage::Region::Weight:
+      return "weight";
+    case Storage::Region::Activation:
+      return "activation";
+  }
+  return "?";
+}
+
+DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+                            std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
+                            std::vector<std::size_t> params, std::vector<std::size_t> results)
     : name_(std::move(name)),
       env_(std::move(env)),
+      ops_(std::move(ops)),
       values_(std::move(values)),
       steps_(std::move(steps)),
       params_(std::move(params)),
-      results_(std::move(results)) {}
+      results_(std::move(results)) {
+  // the values VTA reads or writes live in device memory: constants in the weight region,
+  // the others in the activation region, one after the other at aligned offsets
+  std::vector<bool> on_device(values_.size(), false);
+  for (const auto& step : steps_) {
+    if (step.kind != ModuleStep::Kind::Vta) continue;
+    for (auto in : step.inputs) on_device[in] = true;
+    on_device[step.output] = true;
+  }
+  std::int64_t end[3] = {0, 0, 0};
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (!on_device[v]) continue;
+    auto& value = values_[v];
+    std::int64_t bytes = value.dtype.bytes();
+    for (const auto& d : value.shape) bytes *= ne::bounds(d).max;
+    const auto region = value.kind == ModuleValue::Kind::Constant ? Storage::Region::Weight
+                                                                  : Storage::Region::Activation;
+    auto& at = end[static_cast<int>(region)];
+    value.storage = {region, at, bytes};
+    at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+}
+
+DLAVM_INLINE std::int64_t Module::region_bytes(Storage::Region r) const {
+  std::int64_t end = 0;
+  for (const auto& v : values_)
+    if (v.storage.region == r) end = std::max(end, v.storage.offset + v.storage.bytes);
+  return end;
+}
+
+// The regions of one device, allocated on the module's first run there, with the weights
+// copied in; freed when the module lets go of them, if the device still exists.
+class Module::Resident {
+ public:
+  Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
+    for (const auto r : {Storage::Region::Weight, Storage::Region::Activation}) {
+      const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(m.region_bytes(r), 1));
+      buffers_[static_cast<int>(r)] = dev.alloc(bytes);
+      allocated_[static_cast<int>(r)] = true;
+    }
+    for (const auto& v : m.values_)
+      if (v.storage.region == Storage::Region::Weight)
+        dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
+                    v.dram->data(), v.dram->size());
+  }
+  Resident(const Resident&) = delete;
+  Resident& operator=(const Resident&) = delete;
+  ~Resident() {
+    if (!*alive_) return;  // the device, and its memory, are gone
+    for (int r = 0; r < 3; ++r)
+      if (allocated_[r]) dev_->free(buffers_[r]);
+  }
+
+  bool on(const vta::Device& dev) const { return alive_.get() == dev.alive().get(); }
+
+  // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
+  // so the stream of the last bindings a step ran with is kept and reused.
+  const vta::Stream& stream(const Module& m, std::size_t step,
+                            std::span<const ne::Binding> bindings) {
+    if (streams_.size() <= step) streams_.resize(step + 1);
+    auto& cached = streams_[step];
+    std::vector<std::pair<std::string, std::int64_t>> key;
+    for (const auto& b : bindings) key.emplace_back(std::string(b.name), b.value);
+    if (!cached || cached->first != key) {
+      const auto& s = m.steps_[step];
+      std::vector<std::uint64_t> phys;
+      for (const auto in : s.inputs) phys.push_back(this->phys(m.values_[in].storage));
+      phys.push_back(this->phys(m.values_[s.output].storage));
+      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
+    }
+    return cached->second;
+  }
+  vta::Device& device() const { return *dev_; }
+  vta::Buffer buffer(Storage::Region r) const { return buffers_[static_cast<int>(r)]; }
+  std::uint64_t phys(const Storage& s) const {
+    return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
+  }
+
+ private:
+  vta::Device* dev_;
+  std::shared_ptr<const bool> alive_;
+  vta::Buffer buffers_[3]{};
+  bool allocated_[3]{};
+  std::vector<
+      std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
+      streams_;
+};
+
+DLAVM_INLINE Module::Resident& Module::resident_on(vta::Device& dev) {
+  if (!resident_ || !resident_->on(dev)) {
+    resident_.reset();  // the previous device's regions go first
+    resident_ = std::make_shared<Resident>(*this, dev);
+  }
+  return *resident_;
+}
 
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
@@ -21537,41 +21695,11 @@ DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) 
       }
 }
 
-DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
-                                       std::span<const ne::Binding> bindings,
-                                       std::vector<std::optional<te::NDArray>>& arrays) const {
-  std::vector<vta::Buffer> buffers;
-  struct Release {
-    vta::Device& dev;
-    std::vector<vta::Buffer>& buffers;
-    ~Release() {
-      for (const auto& b : buffers) dev.free(b);
-    }
-  } release{dev, buffers};
-  std::vector<std::uint64_t> phys;
-  for (const auto in : step.inputs) {
-    const auto& v = values_[in];
-    std::vector<std::uint8_t> serialized;
-    if (!v.dram) serialized = vta::dram_bytes(*arrays[in]);
-    const std::span<const std::uint8_t> bytes = v.dram ? *v.dram : serialized;
-    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
-    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
-    phys.push_back(buffers.back().phys);
-  }
-  const auto& out = values_[step.output];
-  auto out_shape = detail::concrete_dims(out.shape, bindings, "value " + out.name);
-  std::size_t count = 1;
-  for (auto d : out_shape) count *= static_cast<std::size_t>(d);
-  const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
-  buffers.push_back(dev.alloc(std::max<std::size_t>(out_bytes, 1)));
-  phys.push_back(buffers.back().phys);
-  const vta::Stream stream = step.program->instantiate(bindings, phys);
-  const vta::RunResult result = dev.run(stream);
-  std::vector<std::uint8_t> bytes(out_bytes);
-  dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
-  te::NDArray out_array(out.dtype, std::move(out_shape));
-  vta::from_dram_bytes(bytes, out_array);
-  arrays[step.output] = std::move(out_array);
+DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
+                                       std::span<const ne::Binding> bindings) const {
+  const ModuleStep& step = steps_[index];
+  const vta::Stream& stream = r.stream(*this, index, bindings);
+  const vta::RunResult result = r.device().run(stream);
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -21596,33 +21724,60 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
         name_, env_.batch, env_.block_in, env_.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
+  // host copies of the values; a value VTA wrote is in device memory until a reader asks
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
   check_inputs(inputs, bindings, arrays);
-  const auto array_of = [&](std::size_t v) -> const te::NDArray& {
-    return values_[v].constant ? *values_[v].constant : *arrays[v];
+  Resident& resident = resident_on(dev);
+  const auto host_array = [&](std::size_t v) -> const te::NDArray& {
+    const auto& value = values_[v];
+    if (value.constant) return *value.constant;
+    if (!arrays[v]) {  // VTA wrote it: copy it out at the bindings' shape
+      te::NDArray a(value.dtype,
+                    detail::concrete_dims(value.shape, bindings, "value " + value.name));
+      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+      dev.copy_out(resident.buffer(value.storage.region),
+                   static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+      vta::from_dram_bytes(bytes, a);
+      arrays[v] = std::move(a);
+    }
+    return *arrays[v];
   };
+  // a host result VTA reads goes to its device slot
+  const auto to_device = [&](std::size_t v) {
+    const auto& value = values_[v];
+    if (value.storage.region == Storage::Region::Host) return;
+    const auto bytes = vta::dram_bytes(*arrays[v]);
+    dev.copy_in(resident.buffer(value.storage.region),
+                static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+  };
+  for (auto p : params_) to_device(p);
   ModuleRun run;
-  for (const auto& step : steps_) {
+  std::vector<const te::NDArray*> args;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const ModuleStep& step = steps_[i];
     StepStats s;
     const auto start = std::chrono::steady_clock::now();
     switch (step.kind) {
       case ModuleStep::Kind::Vta:
-        s = run_vta(dev, step, bindings, arrays);
+        s = run_vta(resident, i, bindings);
+        arrays[step.output].reset();
         run.vta_cycles += s.cycles;
         break;
-      case ModuleStep::Kind::Host: {
-        std::vector<const te::NDArray*> args;
-        for (auto in : step.inputs) args.push_back(&array_of(in));
-        arrays[step.output] = step.kernel(args, step.attrs);
+      case ModuleStep::Kind::Host:
+        args.clear();
+        for (auto in : step.inputs) args.push_back(&host_array(in));
+        arrays[step.output] = ops_->at(step.op).host_kernel(args, step.attrs);
+        to_device(step.output);
         break;
-      }
       case ModuleStep::Kind::Pack:
-        arrays[step.output] = pack(array_of(step.inputs[0]), values_[step.output].layout);
+        arrays[step.output] = pack(host_array(step.inputs[0]), values_[step.output].layout);
+        to_device(step.output);
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = values_[step.inputs[0]];
         const auto shape = detail::concrete_dims(v.logical, bindings, "value " + v.name);
-        arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
+        arrays[step.output] = unpack(host_array(step.inputs[0]), v.layout, shape);
+        to_device(step.output);
         break;
       }
     }
@@ -21631,11 +21786,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.steps.push_back(s);
   }
-  for (auto r : results_) run.outputs.push_back(array_of(r));
+  for (auto r : results_) run.outputs.push_back(host_array(r));
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
-    for (std::size_t v = 0; v < values_.size(); ++v)
-      if (values_[v].constant) arrays[v] = *values_[v].constant;
+    for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
     run.values = std::move(arrays);
   }
   last_ = std::move(run);
@@ -22100,10 +22254,19 @@ DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
     : n(ceil_div(detail::max_of(c.batch), env.batch)),
       ic(ceil_div(c.in_channels, env.block_in)),
       oc(ceil_div(c.out_channels, env.block_out)),
-      oh(detail::max_of(c.out_h())),
-      ow(detail::max_of(c.out_w())),
-      rows_symbolic(!c.out_h().is_const()),
-      cols_symbolic(!c.out_w().is_const()) {}
+      oh(0),
+      ow(0),
+      rows_symbolic(!c.height.is_const()),
+      cols_symbolic(!c.width.is_const()) {
+  // the tiling search constructs this per candidate: constant dims stay int64 arithmetic
+  const auto& p = c.padding;
+  oh = rows_symbolic
+           ? detail::max_of(c.out_h())
+           : host::window_output(*c.height.as_int(), p[0] + p[2], c.kernel[0], c.strides[0]);
+  ow = cols_symbolic
+           ? detail::max_of(c.out_w())
+           : host::window_output(*c.width.as_int(), p[1] + p[3], c.kernel[1], c.strides[1]);
+}
 
 namespace detail {
 
@@ -22524,11 +22687,11 @@ namespace dlavm::graph {
 namespace detail {
 
 struct DenseTiles {
-  ne::Expr m;  // row tiles (symbolic when the rows are)
-  std::int64_t m_max, k, n;
+  bool rows_symbolic;        // whether the row count is symbolic
+  std::int64_t m_max, k, n;  // row tiles (at most), K and N tiles
   DenseTiles(const vta::Env& env, const DenseShape& s)
-      : m(ne::simplify(ne::ceildiv(s.rows, env.batch))),
-        m_max(ne::bounds(m).max),
+      : rows_symbolic(!s.rows.is_const()),
+        m_max(ceil_div(rows_symbolic ? ne::bounds(s.rows).max : *s.rows.as_int(), env.batch)),
         k(ceil_div(s.in_features, env.block_in)),
         n(ceil_div(s.out_features, env.block_out)) {}
 };
@@ -22539,7 +22702,8 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
                                       const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(epilogue) {
   const detail::DenseTiles t(env, shape);
-  x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
+  const ne::Expr m = ne::simplify(ne::ceildiv(shape.rows, env.batch));  // row tiles
+  x_ = te::placeholder({m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
   w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
   x_buf_ = copy_stage(x_, name + "_x_buf");
   w_buf_ = copy_stage(w_, name + "_w_buf");
@@ -22547,7 +22711,7 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
   const auto& x_buf = x_buf_;
   const auto& w_buf = w_buf_;
-  acc_ = te::compute(te::shape(t.m, t.n, env.batch, env.block_out),
+  acc_ = te::compute(te::shape(m, t.n, env.batch, env.block_out),
                      [&](auto m, auto n, auto b, auto c) {
                        return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
                                           te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
@@ -22595,7 +22759,7 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
   const detail::DenseTiles n(env, shape);
   if (t.row_block < 1 || t.row_block > n.m_max)
     return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
-  if (n.m.is_const() && n.m_max % t.row_block != 0)
+  if (!n.rows_symbolic && n.m_max % t.row_block != 0)
     return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
   if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
   if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
@@ -22685,7 +22849,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
   // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
   // maximum (the last block runs partially)
   std::vector<std::int64_t> row_blocks;
-  if (n.m.is_const()) {
+  if (!n.rows_symbolic) {
     row_blocks = divisors(n.m_max);
   } else {
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
@@ -23092,9 +23256,12 @@ struct PoolTiles {
   PoolTiles(const vta::Env& env, const Pool2dShape& s)
       : n(ceil_div(max_of(s.batch), env.batch)),
         c(ceil_div(s.channels, env.block_out)),
-        oh(max_of(s.out_h())),
+        oh(s.height.is_const()
+               ? host::window_output(*s.height.as_int(), s.padding[0] + s.padding[2], s.window[0],
+                                     s.strides[0])
+               : max_of(s.out_h())),
         ow(s.out_w()),
-        rows_symbolic(!s.out_h().is_const()) {}
+        rows_symbolic(!s.height.is_const()) {}
 };
 
 }  // namespace detail
@@ -24418,8 +24585,8 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
-    return Module(options_.name, target_.env, std::move(values_), std::move(steps_),
-                  std::move(params), std::move(results));
+    return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
+                  std::move(values_), std::move(steps_), std::move(params), std::move(results));
   }
 
  private:
@@ -24507,7 +24674,6 @@ class ModuleBuilder {
     s.label = fmt::format("{} {}", names_.name(e), call.op());
     s.op = call.op();
     s.attrs = call.attrs;
-    s.kernel = target_.ops.at(call.op()).host_kernel;
     for (const auto& a : call.args) s.inputs.push_back(plain(a));
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     forms(e).plain = s.output;

@@ -29,19 +29,28 @@ class CountingDevice final : public vta::Device {
  public:
   explicit CountingDevice(const vta::Config& c) : sim_(c) {}
   const vta::Config& config() const override { return sim_.config(); }
-  vta::Buffer alloc(std::size_t bytes) override { return sim_.alloc(bytes); }
-  void free(vta::Buffer b) override { sim_.free(b); }
+  vta::Buffer alloc(std::size_t bytes) override {
+    ++allocs;
+    return sim_.alloc(bytes);
+  }
+  void free(vta::Buffer b) override {
+    ++frees;
+    sim_.free(b);
+  }
   void copy_in(vta::Buffer dst, std::size_t offset, const void* src, std::size_t bytes) override {
+    bytes_in += bytes;
     sim_.copy_in(dst, offset, src, bytes);
   }
   void copy_out(vta::Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    bytes_out += bytes;
     sim_.copy_out(src, offset, dst, bytes);
   }
   vta::RunResult run(const vta::Stream& stream) override {
     ++runs;
     return sim_.run(stream);
   }
-  int runs = 0;
+  int runs = 0, allocs = 0, frees = 0;
+  std::size_t bytes_in = 0, bytes_out = 0;
 
  private:
   vta::SimDevice sim_;
@@ -211,7 +220,7 @@ TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer"
   std::set<std::size_t> biases;
   int convs = 0;
   for (const auto& step : mod.steps())
-    if (step.kind == graph::ModuleStep::Kind::Vta && step.op.starts_with("conv2d")) {
+    if (step.kind == graph::ModuleStep::Kind::Vta && step.workload.op == "conv2d") {
       ++convs;
       biases.insert(step.inputs.at(2));
       CHECK(mod.values()[step.inputs[2]].name.find(".bias+") != std::string::npos);
@@ -577,4 +586,77 @@ TEST_CASE("module: values keep the names of named calls; value_of takes the name
   const auto fc_value = mod.value_of("fc1");
   CHECK(fc_value.shape() == std::vector<std::int64_t>{2, 16});
   CHECK(fc_value == mod.value_of("%fc1"));
+}
+
+TEST_CASE("module: storage slots; weights copied to a device once; VTA values stay there") {
+  // conv -> conv -> max pool (all VTA), then a host dense: only the input goes in per run and
+  // only the pooled map comes out for the dense
+  auto batch = ne::var("batch", 1, 3);
+  auto x = graph::input("x", {batch, 16, 8, 8}, DType::int8());
+  auto w1 = graph::constant("w1", te::NDArray::random(DType::int8(), {32, 16, 3, 3}, 1, -8, 8));
+  auto w2 = graph::constant("w2", te::NDArray::random(DType::int8(), {32, 32, 3, 3}, 2, -8, 8));
+  auto y = graph::requantize(graph::conv2d(x, w1, {.padding = {1, 1, 1, 1}}), {.shift = 6});
+  y = graph::requantize(graph::conv2d(y, w2, {.padding = {1, 1, 1, 1}}), {.shift = 7});
+  y = graph::max_pool2d(y, {.pool_size = {2, 2}, .strides = {2, 2}});
+  auto fc = graph::constant("fc", te::NDArray::random(DType::int8(), {10, 32 * 16}, 3, -8, 8));
+  auto logits = graph::dense(graph::flatten(y), fc);
+  const auto fn = graph::function({x}, {logits});
+  auto mod = graph::build(fn, graph::Target{});
+  // slots: packed constants in the weight region, packed intermediates in the activation
+  // region at aligned, disjoint offsets sized for batch = 3; the rest on the host
+  std::int64_t weight = 0, activation = 0;
+  for (const auto& v : mod.values()) {
+    CHECK(v.storage.offset % graph::Module::kAlignment == 0);
+    if (v.storage.region == graph::Storage::Region::Weight) {
+      CHECK(v.kind == graph::ModuleValue::Kind::Constant);
+      weight += v.storage.bytes;
+    }
+    if (v.storage.region == graph::Storage::Region::Activation) {
+      CHECK(v.layout.kind != graph::Layout::Kind::Plain);
+      activation += v.storage.bytes;
+    }
+    if (v.name == "%x:activation[1x16]") CHECK(v.storage.bytes == 3 * 16 * 8 * 8);
+  }
+  CHECK(weight == 32 * 16 * 9 + 32 * 32 * 9);
+  CHECK(mod.region_bytes(graph::Storage::Region::Weight) >= weight);
+  CHECK(activation == 3 * (16 + 32 + 32) * 8 * 8 + 3 * 32 * 4 * 4);
+  CountingDevice dev(vta::Config{});
+  std::vector<te::NDArray> arrays;
+  for (const std::int64_t b : {1, 3, 2, 3}) {
+    CAPTURE(b);
+    arrays.push_back(
+        te::NDArray::random(DType::int8(), {b, 16, 8, 8}, static_cast<std::uint64_t>(b)));
+    const std::vector<graph::NamedArray> in{{"x", arrays.back()}};
+    const ne::Binding bind[] = {{"batch", b}};
+    const auto before_in = dev.bytes_in, before_out = dev.bytes_out;
+    const auto out = mod.run(dev, in, bind);
+    CHECK(out[0] == graph::evaluate(graph::infer_type(fn, graph::Target{}), in, bind)[0]);
+    // per run: the packed input in, the pooled map out (the weights went in on the first run)
+    const std::size_t input = static_cast<std::size_t>(b) * 16 * 8 * 8;
+    const std::size_t first = dev.runs == 3 ? static_cast<std::size_t>(weight) : 0;
+    CHECK(dev.bytes_in - before_in == input + first);
+    CHECK(dev.bytes_out - before_out == static_cast<std::size_t>(b) * 32 * 4 * 4);
+  }
+  CHECK(dev.runs == 12);
+  CHECK(dev.allocs == 2 * 1);  // the two regions, once (the streams' own buffers aside)
+}
+
+TEST_CASE("module: a module outlives its device, or moves between devices, without a leak") {
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 1, -8, 8));
+  const auto fn = graph::function({x}, {graph::requantize(graph::conv2d(x, w), {.shift = 4})});
+  auto mod = graph::build(fn, graph::Target{});
+  const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 2);
+  const auto reference = graph::evaluate(graph::infer_type(fn, graph::Target{}), {{"x", a}})[0];
+  CountingDevice first(vta::Config{}), second(vta::Config{});
+  CHECK(mod.run(first, {{"x", a}})[0] == reference);
+  CHECK(mod.run(second, {{"x", a}})[0] == reference);  // the first device's regions are freed
+  CHECK(first.frees == 2);
+  CHECK(mod.run(first, {{"x", a}})[0] == reference);  // and allocated again
+  CHECK(first.allocs == 4);
+  {
+    vta::SimDevice gone;
+    CHECK(mod.run(gone, {{"x", a}})[0] == reference);
+  }  // the device dies first: the module does not free into it
+  CHECK(mod.run(second, {{"x", a}})[0] == reference);
 }

@@ -43,8 +43,8 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
-    return Module(options_.name, target_.env, std::move(values_), std::move(steps_),
-                  std::move(params), std::move(results));
+    return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
+                  std::move(values_), std::move(steps_), std::move(params), std::move(results));
   }
 
  private:
@@ -132,7 +132,6 @@ class ModuleBuilder {
     s.label = fmt::format("{} {}", names_.name(e), call.op());
     s.op = call.op();
     s.attrs = call.attrs;
-    s.kernel = target_.ops.at(call.op()).host_kernel;
     for (const auto& a : call.args) s.inputs.push_back(plain(a));
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     forms(e).plain = s.output;

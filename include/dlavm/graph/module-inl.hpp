@@ -11,21 +11,129 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 
 namespace dlavm::graph {
 
-DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
-                            std::vector<ModuleStep> steps, std::vector<std::size_t> params,
-                            std::vector<std::size_t> results)
+DLAVM_INLINE std::string_view region_name(Storage::Region r) {
+  switch (r) {
+    case Storage::Region::Host:
+      return "host";
+    case Storage::Region::Weight:
+      return "weight";
+    case Storage::Region::Activation:
+      return "activation";
+  }
+  return "?";
+}
+
+DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+                            std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
+                            std::vector<std::size_t> params, std::vector<std::size_t> results)
     : name_(std::move(name)),
       env_(std::move(env)),
+      ops_(std::move(ops)),
       values_(std::move(values)),
       steps_(std::move(steps)),
       params_(std::move(params)),
-      results_(std::move(results)) {}
+      results_(std::move(results)) {
+  // the values VTA reads or writes live in device memory: constants in the weight region,
+  // the others in the activation region, one after the other at aligned offsets
+  std::vector<bool> on_device(values_.size(), false);
+  for (const auto& step : steps_) {
+    if (step.kind != ModuleStep::Kind::Vta) continue;
+    for (auto in : step.inputs) on_device[in] = true;
+    on_device[step.output] = true;
+  }
+  std::int64_t end[3] = {0, 0, 0};
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (!on_device[v]) continue;
+    auto& value = values_[v];
+    std::int64_t bytes = value.dtype.bytes();
+    for (const auto& d : value.shape) bytes *= ne::bounds(d).max;
+    const auto region = value.kind == ModuleValue::Kind::Constant ? Storage::Region::Weight
+                                                                  : Storage::Region::Activation;
+    auto& at = end[static_cast<int>(region)];
+    value.storage = {region, at, bytes};
+    at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+}
+
+DLAVM_INLINE std::int64_t Module::region_bytes(Storage::Region r) const {
+  std::int64_t end = 0;
+  for (const auto& v : values_)
+    if (v.storage.region == r) end = std::max(end, v.storage.offset + v.storage.bytes);
+  return end;
+}
+
+// The regions of one device, allocated on the module's first run there, with the weights
+// copied in; freed when the module lets go of them, if the device still exists.
+class Module::Resident {
+ public:
+  Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
+    for (const auto r : {Storage::Region::Weight, Storage::Region::Activation}) {
+      const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(m.region_bytes(r), 1));
+      buffers_[static_cast<int>(r)] = dev.alloc(bytes);
+      allocated_[static_cast<int>(r)] = true;
+    }
+    for (const auto& v : m.values_)
+      if (v.storage.region == Storage::Region::Weight)
+        dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
+                    v.dram->data(), v.dram->size());
+  }
+  Resident(const Resident&) = delete;
+  Resident& operator=(const Resident&) = delete;
+  ~Resident() {
+    if (!*alive_) return;  // the device, and its memory, are gone
+    for (int r = 0; r < 3; ++r)
+      if (allocated_[r]) dev_->free(buffers_[r]);
+  }
+
+  bool on(const vta::Device& dev) const { return alive_.get() == dev.alive().get(); }
+
+  // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
+  // so the stream of the last bindings a step ran with is kept and reused.
+  const vta::Stream& stream(const Module& m, std::size_t step,
+                            std::span<const ne::Binding> bindings) {
+    if (streams_.size() <= step) streams_.resize(step + 1);
+    auto& cached = streams_[step];
+    std::vector<std::pair<std::string, std::int64_t>> key;
+    for (const auto& b : bindings) key.emplace_back(std::string(b.name), b.value);
+    if (!cached || cached->first != key) {
+      const auto& s = m.steps_[step];
+      std::vector<std::uint64_t> phys;
+      for (const auto in : s.inputs) phys.push_back(this->phys(m.values_[in].storage));
+      phys.push_back(this->phys(m.values_[s.output].storage));
+      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
+    }
+    return cached->second;
+  }
+  vta::Device& device() const { return *dev_; }
+  vta::Buffer buffer(Storage::Region r) const { return buffers_[static_cast<int>(r)]; }
+  std::uint64_t phys(const Storage& s) const {
+    return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
+  }
+
+ private:
+  vta::Device* dev_;
+  std::shared_ptr<const bool> alive_;
+  vta::Buffer buffers_[3]{};
+  bool allocated_[3]{};
+  std::vector<
+      std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
+      streams_;
+};
+
+DLAVM_INLINE Module::Resident& Module::resident_on(vta::Device& dev) {
+  if (!resident_ || !resident_->on(dev)) {
+    resident_.reset();  // the previous device's regions go first
+    resident_ = std::make_shared<Resident>(*this, dev);
+  }
+  return *resident_;
+}
 
 DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
                                        std::span<const ne::Binding> bindings,
@@ -80,41 +188,11 @@ DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) 
       }
 }
 
-DLAVM_INLINE StepStats Module::run_vta(vta::Device& dev, const ModuleStep& step,
-                                       std::span<const ne::Binding> bindings,
-                                       std::vector<std::optional<te::NDArray>>& arrays) const {
-  std::vector<vta::Buffer> buffers;
-  struct Release {
-    vta::Device& dev;
-    std::vector<vta::Buffer>& buffers;
-    ~Release() {
-      for (const auto& b : buffers) dev.free(b);
-    }
-  } release{dev, buffers};
-  std::vector<std::uint64_t> phys;
-  for (const auto in : step.inputs) {
-    const auto& v = values_[in];
-    std::vector<std::uint8_t> serialized;
-    if (!v.dram) serialized = vta::dram_bytes(*arrays[in]);
-    const std::span<const std::uint8_t> bytes = v.dram ? *v.dram : serialized;
-    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes.size(), 1)));
-    dev.copy_in(buffers.back(), 0, bytes.data(), bytes.size());
-    phys.push_back(buffers.back().phys);
-  }
-  const auto& out = values_[step.output];
-  auto out_shape = detail::concrete_dims(out.shape, bindings, "value " + out.name);
-  std::size_t count = 1;
-  for (auto d : out_shape) count *= static_cast<std::size_t>(d);
-  const std::size_t out_bytes = count * static_cast<std::size_t>(out.dtype.bytes());
-  buffers.push_back(dev.alloc(std::max<std::size_t>(out_bytes, 1)));
-  phys.push_back(buffers.back().phys);
-  const vta::Stream stream = step.program->instantiate(bindings, phys);
-  const vta::RunResult result = dev.run(stream);
-  std::vector<std::uint8_t> bytes(out_bytes);
-  dev.copy_out(buffers.back(), 0, bytes.data(), bytes.size());
-  te::NDArray out_array(out.dtype, std::move(out_shape));
-  vta::from_dram_bytes(bytes, out_array);
-  arrays[step.output] = std::move(out_array);
+DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
+                                       std::span<const ne::Binding> bindings) const {
+  const ModuleStep& step = steps_[index];
+  const vta::Stream& stream = r.stream(*this, index, bindings);
+  const vta::RunResult result = r.device().run(stream);
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -139,33 +217,60 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
         name_, env_.batch, env_.block_in, env_.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
+  // host copies of the values; a value VTA wrote is in device memory until a reader asks
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
   check_inputs(inputs, bindings, arrays);
-  const auto array_of = [&](std::size_t v) -> const te::NDArray& {
-    return values_[v].constant ? *values_[v].constant : *arrays[v];
+  Resident& resident = resident_on(dev);
+  const auto host_array = [&](std::size_t v) -> const te::NDArray& {
+    const auto& value = values_[v];
+    if (value.constant) return *value.constant;
+    if (!arrays[v]) {  // VTA wrote it: copy it out at the bindings' shape
+      te::NDArray a(value.dtype,
+                    detail::concrete_dims(value.shape, bindings, "value " + value.name));
+      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+      dev.copy_out(resident.buffer(value.storage.region),
+                   static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+      vta::from_dram_bytes(bytes, a);
+      arrays[v] = std::move(a);
+    }
+    return *arrays[v];
   };
+  // a host result VTA reads goes to its device slot
+  const auto to_device = [&](std::size_t v) {
+    const auto& value = values_[v];
+    if (value.storage.region == Storage::Region::Host) return;
+    const auto bytes = vta::dram_bytes(*arrays[v]);
+    dev.copy_in(resident.buffer(value.storage.region),
+                static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+  };
+  for (auto p : params_) to_device(p);
   ModuleRun run;
-  for (const auto& step : steps_) {
+  std::vector<const te::NDArray*> args;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const ModuleStep& step = steps_[i];
     StepStats s;
     const auto start = std::chrono::steady_clock::now();
     switch (step.kind) {
       case ModuleStep::Kind::Vta:
-        s = run_vta(dev, step, bindings, arrays);
+        s = run_vta(resident, i, bindings);
+        arrays[step.output].reset();
         run.vta_cycles += s.cycles;
         break;
-      case ModuleStep::Kind::Host: {
-        std::vector<const te::NDArray*> args;
-        for (auto in : step.inputs) args.push_back(&array_of(in));
-        arrays[step.output] = step.kernel(args, step.attrs);
+      case ModuleStep::Kind::Host:
+        args.clear();
+        for (auto in : step.inputs) args.push_back(&host_array(in));
+        arrays[step.output] = ops_->at(step.op).host_kernel(args, step.attrs);
+        to_device(step.output);
         break;
-      }
       case ModuleStep::Kind::Pack:
-        arrays[step.output] = pack(array_of(step.inputs[0]), values_[step.output].layout);
+        arrays[step.output] = pack(host_array(step.inputs[0]), values_[step.output].layout);
+        to_device(step.output);
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = values_[step.inputs[0]];
         const auto shape = detail::concrete_dims(v.logical, bindings, "value " + v.name);
-        arrays[step.output] = unpack(array_of(step.inputs[0]), v.layout, shape);
+        arrays[step.output] = unpack(host_array(step.inputs[0]), v.layout, shape);
+        to_device(step.output);
         break;
       }
     }
@@ -174,11 +279,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.steps.push_back(s);
   }
-  for (auto r : results_) run.outputs.push_back(array_of(r));
+  for (auto r : results_) run.outputs.push_back(host_array(r));
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
-    for (std::size_t v = 0; v < values_.size(); ++v)
-      if (values_[v].constant) arrays[v] = *values_[v].constant;
+    for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
     run.values = std::move(arrays);
   }
   last_ = std::move(run);

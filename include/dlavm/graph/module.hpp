@@ -1,8 +1,18 @@
-// graph::Module: a built model (graph::build). It holds values (the params, the constants,
-// already packed for VTA where VTA reads them, and the intermediates) and steps in execution
-// order: host kernel calls, layout conversions (pack / unpack, on the host), and VTA programs
-// (vta::Program, one per fused group). Symbolic dims stay expressions: `run` takes their
-// values, and the VTA programs are instantiated for them (microseconds), never recompiled.
+// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
+// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
+// storage slot, and steps in execution order: host op calls (by op name and attributes, run
+// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
+// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
+// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
+// instantiated for them (microseconds), never recompiled.
+//
+// Storage: the values VTA reads or writes live in device memory, in one allocation per region:
+// `weight` (the packed constants, copied to a device once, on its first run there, and kept
+// while the module and the device live) and `activation` (the packed intermediates, sized for
+// the dims' maxima); consecutive VTA steps pass values there, and a value crosses to the host
+// only where a host step, a result or keep_values reads it. The other values live on the host.
+// Each VTA step's stream is instantiated for a device and bindings once: a run with the
+// bindings of the step's previous run on that device reuses its stream.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -40,6 +50,17 @@
 
 namespace dlavm::graph {
 
+// Where a value lives: a region and, in device memory, its byte offset there and its size at
+// the dims' maxima.
+struct Storage {
+  enum class Region : std::uint8_t { Host, Weight, Activation };
+  Region region = Region::Host;
+  std::int64_t offset = 0, bytes = 0;
+  friend bool operator==(const Storage&, const Storage&) = default;
+};
+// "host", "weight", "activation"
+std::string_view region_name(Storage::Region r);
+
 struct ModuleValue {
   enum class Kind : std::uint8_t { Param, Constant, Temp };
   Kind kind = Kind::Temp;
@@ -53,6 +74,7 @@ struct ModuleValue {
   std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
   // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
   std::shared_ptr<const std::vector<std::uint8_t>> dram;
+  Storage storage;
 };
 
 struct ModuleStep {
@@ -61,10 +83,9 @@ struct ModuleStep {
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
   std::size_t output = 0;
-  // Host
+  // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
   std::string op;
   Attrs attrs;
-  HostKernel kernel;
   // VTA
   std::shared_ptr<const vta::Program> program;
   Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
@@ -103,16 +124,24 @@ struct ModuleRunOptions {
 
 class Module {
  public:
-  Module(std::string name, vta::Env env, std::vector<ModuleValue> values,
-         std::vector<ModuleStep> steps, std::vector<std::size_t> params,
-         std::vector<std::size_t> results);
+  // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
+  // region, the intermediates VTA reads or writes in the activation region, each at an
+  // offset aligned to `kAlignment` bytes.
+  Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
+         std::vector<std::size_t> params, std::vector<std::size_t> results);
+  static constexpr std::int64_t kAlignment = 256;
 
   const std::string& name() const { return name_; }
   const vta::Env& env() const { return env_; }
   const std::vector<ModuleValue>& values() const { return values_; }
   const std::vector<ModuleStep>& steps() const { return steps_; }
+  const OpRegistry& ops() const { return *ops_; }
+  // The bytes of a region: the end of its last value.
+  std::int64_t region_bytes(Storage::Region r) const;
 
-  // Runs every step in order on `dev` (VTA programs) and the host; returns the results.
+  // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
+  // first run on a device allocates the regions there and copies the weights in.
   std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
                                std::span<const ne::Binding> bindings = {},
                                const ModuleRunOptions& options = {});
@@ -142,15 +171,19 @@ class Module {
                     std::vector<std::optional<te::NDArray>>& arrays) const;
   void check_input_names(std::span<const NamedArray> inputs) const;
   void check_bindings(std::span<const ne::Binding> bindings) const;
-  StepStats run_vta(vta::Device& dev, const ModuleStep& step, std::span<const ne::Binding> b,
-                    std::vector<std::optional<te::NDArray>>& arrays) const;
+  // The device memory of one device: its regions, the weights in them.
+  class Resident;
+  Resident& resident_on(vta::Device& dev);
+  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b) const;
 
   std::string name_;
   vta::Env env_;
+  std::shared_ptr<const OpRegistry> ops_;
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
   std::optional<ModuleRun> last_;
+  std::shared_ptr<Resident> resident_;  // on the device of the last run
 };
 
 }  // namespace dlavm::graph

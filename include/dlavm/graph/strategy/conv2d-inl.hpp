@@ -46,10 +46,19 @@ DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
     : n(ceil_div(detail::max_of(c.batch), env.batch)),
       ic(ceil_div(c.in_channels, env.block_in)),
       oc(ceil_div(c.out_channels, env.block_out)),
-      oh(detail::max_of(c.out_h())),
-      ow(detail::max_of(c.out_w())),
-      rows_symbolic(!c.out_h().is_const()),
-      cols_symbolic(!c.out_w().is_const()) {}
+      oh(0),
+      ow(0),
+      rows_symbolic(!c.height.is_const()),
+      cols_symbolic(!c.width.is_const()) {
+  // the tiling search constructs this per candidate: constant dims stay int64 arithmetic
+  const auto& p = c.padding;
+  oh = rows_symbolic
+           ? detail::max_of(c.out_h())
+           : host::window_output(*c.height.as_int(), p[0] + p[2], c.kernel[0], c.strides[0]);
+  ow = cols_symbolic
+           ? detail::max_of(c.out_w())
+           : host::window_output(*c.width.as_int(), p[1] + p[3], c.kernel[1], c.strides[1]);
+}
 
 namespace detail {
 

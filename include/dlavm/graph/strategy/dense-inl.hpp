@@ -21,11 +21,11 @@ namespace dlavm::graph {
 namespace detail {
 
 struct DenseTiles {
-  ne::Expr m;  // row tiles (symbolic when the rows are)
-  std::int64_t m_max, k, n;
+  bool rows_symbolic;        // whether the row count is symbolic
+  std::int64_t m_max, k, n;  // row tiles (at most), K and N tiles
   DenseTiles(const vta::Env& env, const DenseShape& s)
-      : m(ne::simplify(ne::ceildiv(s.rows, env.batch))),
-        m_max(ne::bounds(m).max),
+      : rows_symbolic(!s.rows.is_const()),
+        m_max(ceil_div(rows_symbolic ? ne::bounds(s.rows).max : *s.rows.as_int(), env.batch)),
         k(ceil_div(s.in_features, env.block_in)),
         n(ceil_div(s.out_features, env.block_out)) {}
 };
@@ -36,7 +36,8 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
                                       const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(epilogue) {
   const detail::DenseTiles t(env, shape);
-  x_ = te::placeholder({t.m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
+  const ne::Expr m = ne::simplify(ne::ceildiv(shape.rows, env.batch));  // row tiles
+  x_ = te::placeholder({m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
   w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
   x_buf_ = copy_stage(x_, name + "_x_buf");
   w_buf_ = copy_stage(w_, name + "_w_buf");
@@ -44,7 +45,7 @@ DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& sha
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
   const auto& x_buf = x_buf_;
   const auto& w_buf = w_buf_;
-  acc_ = te::compute(te::shape(t.m, t.n, env.batch, env.block_out),
+  acc_ = te::compute(te::shape(m, t.n, env.batch, env.block_out),
                      [&](auto m, auto n, auto b, auto c) {
                        return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
                                           te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
@@ -92,7 +93,7 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
   const detail::DenseTiles n(env, shape);
   if (t.row_block < 1 || t.row_block > n.m_max)
     return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
-  if (n.m.is_const() && n.m_max % t.row_block != 0)
+  if (!n.rows_symbolic && n.m_max % t.row_block != 0)
     return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
   if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
   if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
@@ -182,7 +183,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
   // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
   // maximum (the last block runs partially)
   std::vector<std::int64_t> row_blocks;
-  if (n.m.is_const()) {
+  if (!n.rows_symbolic) {
     row_blocks = divisors(n.m_max);
   } else {
     for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);

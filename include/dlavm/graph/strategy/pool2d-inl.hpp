@@ -47,9 +47,12 @@ struct PoolTiles {
   PoolTiles(const vta::Env& env, const Pool2dShape& s)
       : n(ceil_div(max_of(s.batch), env.batch)),
         c(ceil_div(s.channels, env.block_out)),
-        oh(max_of(s.out_h())),
+        oh(s.height.is_const()
+               ? host::window_output(*s.height.as_int(), s.padding[0] + s.padding[2], s.window[0],
+                                     s.strides[0])
+               : max_of(s.out_h())),
         ow(s.out_w()),
-        rows_symbolic(!s.out_h().is_const()) {}
+        rows_symbolic(!s.height.is_const()) {}
 };
 
 }  // namespace detail

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,7 +36,20 @@ struct RunResult {
 
 class Device {
  public:
-  virtual ~Device() = default;
+  Device() = default;
+  // A copy is another device: it gets its own liveness flag.
+  Device(const Device& other) : trace_(other.trace_) {}
+  Device& operator=(const Device& other) {
+    trace_ = other.trace_;
+    return *this;
+  }
+  virtual ~Device() { *alive_ = false; }
+
+  // True while this device exists. Whoever keeps buffers of the device across calls (a
+  // graph::Module keeping its weights resident) holds the flag and frees them only while it
+  // is true; its address identifies the device.
+  std::shared_ptr<const bool> alive() const { return alive_; }
+
   virtual const Config& config() const = 0;
   virtual Buffer alloc(std::size_t bytes) = 0;
   virtual void free(Buffer buffer) = 0;
@@ -72,6 +86,9 @@ class Device {
   static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
 
   bool trace_ = false;
+
+ private:
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace dlavm::vta
