@@ -1497,15 +1497,28 @@ Expr with_args(const CallNode& call, std::vector<Expr> args);
 // graph/functor.hpp builds the traversal idioms on it.
 std::vector<Expr> post_order(std::span<const Expr> roots);
 
-// A graph with named parameters (inputs) and results. Invariants, checked on construction
-// (ValueError naming the node): every param is an Input, param names are unique, every Input
-// reachable from the results is a param, two different nodes (inputs, constants, named calls)
-// never share a name, at least one result.
+// A state of a function: a value that outlives a run of the module built from it (a KV cache,
+// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
+// the module keeps it between runs); `next` is the value the state takes after the run,
+// computed by the graph, of the input's type (infer_type checks it).
+struct State {
+  Expr input;
+  Expr next;
+};
+
+// A graph with named parameters (inputs), results and states. Invariants, checked on
+// construction (ValueError naming the node): every param and state input is an Input, their
+// names are unique, every Input reachable from the results and the states' next values is a
+// param or a state input, a state's shape is constant, two different nodes (inputs,
+// constants, named calls) never share a name, at least one result.
 class Function {
  public:
-  Function(std::vector<Expr> params, std::vector<Expr> results);
+  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
   const std::vector<Expr>& params() const { return params_; }
   const std::vector<Expr>& results() const { return results_; }
+  const std::vector<State>& state() const { return state_; }
+  // The results, then the states' next values: every node the function computes is under them.
+  const std::vector<Expr>& roots() const { return roots_; }
 
   // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
   // function's nodes), which graph::build then uses; null for a function not placed.
@@ -1520,11 +1533,14 @@ class Function {
  private:
   std::vector<Expr> params_;
   std::vector<Expr> results_;
+  std::vector<State> state_;
+  std::vector<Expr> roots_;
   std::shared_ptr<const Partition> placement_;
 };
 
-inline Function function(std::vector<Expr> params, std::vector<Expr> results) {
-  return Function(std::move(params), std::move(results));
+inline Function function(std::vector<Expr> params, std::vector<Expr> results,
+                         std::vector<State> state = {}) {
+  return Function(std::move(params), std::move(results), std::move(state));
 }
 
 }  // namespace dlavm::graph
@@ -3333,9 +3349,11 @@ DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
   return order;
 }
 
-DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results)
-    : params_(std::move(params)), results_(std::move(results)) {
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
+                                std::vector<State> state)
+    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
   if (results_.empty()) raise<ValueError>("graph::function: no results");
+  // params and state inputs: uniquely named Inputs
   std::unordered_map<std::string_view, std::size_t> param_index;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Expr& p = params_[i];
@@ -3347,13 +3365,36 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
       raise<ValueError>("graph::function: params {} and {} are both named '{}'",
                         param_index[p.name()], i, p.name());
   }
+  std::unordered_set<std::string_view> state_names;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& [in, next] = state_[i];
+    if (!in.defined() || !next.defined())
+      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
+    if (in.kind() != NodeKind::Input)
+      raise<ValueError>(
+          "graph::function: state {} ('{}') is not an input; a state is an input "
+          "the module keeps",
+          i, in.name());
+    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
+      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
+    for (std::size_t k = 0; k < in.type().ndim(); ++k)
+      if (!in.type().shape[k].is_const())
+        raise<ShapeError>(
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's shape is "
+            "constant (size it for the maximum)",
+            in.name(), k, in.type().shape[k]);
+  }
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
-  // the leaves the results use: one node per name, and every input a param
+  roots_ = results_;
+  for (const auto& st : state_) roots_.push_back(st.next);
+  // the leaves the roots use: one node per name, and every input a param or a state
   std::unordered_map<std::string_view, const Node*> leaf_by_name;
   for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
   std::unordered_map<std::string_view, const Node*> call_by_name;
-  for (const Expr& e : post_order(results_)) {
+  const auto order = post_order(roots_);
+  for (const Expr& e : order) {
     if (const auto* c = e.as<CallNode>()) {
       if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
       continue;
@@ -3364,12 +3405,13 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
           "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
           "must identify one value",
           e.name());
-    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
+        !state_names.contains(e.name()))
       raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
                         e.name());
   }
   // named calls: one node per name, no name shared with a leaf
-  for (const Expr& e : post_order(results_)) {
+  for (const Expr& e : order) {
     const auto* c = e.as<CallNode>();
     if (c == nullptr || c->result_name.empty()) continue;
     if (call_by_name.at(c->result_name) != c)
@@ -3507,6 +3549,8 @@ Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::
 //     return %1
 //   }
 //
+// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
+// their next values before the results, `  next %h = %4`.
 // Once infer_type has typed and placed the calls, each call names its device and its type:
 //     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
 // Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
@@ -3543,7 +3587,7 @@ std::string printed_name(std::string_view name);
 class NodeNames {
  public:
   explicit NodeNames(std::span<const Expr> roots);
-  explicit NodeNames(const Function& fn) : NodeNames(fn.results()) {}
+  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
   // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
   std::string name(const Expr& e) const;
   // "%3 (conv2d)" for a call, the name for a leaf.
@@ -3642,17 +3686,28 @@ inline void print_call(std::string& out, const NodeNames& names, const CallNode&
   out += '\n';
 }
 
-inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results) {
-  const NodeNames names(results);
+// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
+// only when there are states.
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
+                                  std::span<const State> state = {}) {
+  std::vector<Expr> roots(results.begin(), results.end());
+  for (const auto& st : state) roots.push_back(st.next);
+  const NodeNames names(roots);
+  const auto typed = [&](const Expr& p) {
+    return fmt::format("{}: {}", names.name(p),
+                       p.has_type() ? type_text(p.type()) : std::string("?"));
+  };
   std::string out = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (i > 0) out += ", ";
-    const Expr& p = params[i];
-    out +=
-        fmt::format("{}: {}", names.name(p), p.has_type() ? type_text(p.type()) : std::string("?"));
+  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
+  out += ")";
+  if (!state.empty()) {
+    out += " state (";
+    for (std::size_t i = 0; i < state.size(); ++i)
+      out += (i > 0 ? ", " : "") + typed(state[i].input);
+    out += ")";
   }
-  out += ") {\n";
-  for (const Expr& e : post_order(results)) {
+  out += " {\n";
+  for (const Expr& e : post_order(roots)) {
     switch (e.kind()) {
       case NodeKind::Input:
         break;
@@ -3664,6 +3719,8 @@ inline std::string print_function(std::span<const Expr> params, std::span<const 
         break;
     }
   }
+  for (const auto& st : state)
+    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
   out += "  return ";
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (i > 0) out += ", ";
@@ -3707,7 +3764,7 @@ DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
 }
 
 DLAVM_INLINE std::string to_string(const Function& fn) {
-  return detail::print_function(fn.params(), fn.results());
+  return detail::print_function(fn.params(), fn.results(), fn.state());
 }
 
 DLAVM_INLINE std::string to_string(const Expr& e) {
@@ -4643,7 +4700,7 @@ void for_each_node(std::span<const Expr> roots, F&& f) {
 }
 template <class F>
 void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.results(), std::forward<F>(f));
+  for_each_node(fn.roots(), std::forward<F>(f));
 }
 
 // The results of a call's arguments, by position, without copying them.
@@ -4721,14 +4778,19 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
     return with_args(call, std::move(new_args));
   }
 
-  // The function with its results (and params) mutated. A param the results do not use is
-  // visited on its own.
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
   Function mutate(const Function& fn) {
-    std::vector<Expr> results = this->visit(fn.results());
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
     std::vector<Expr> params;
     params.reserve(fn.params().size());
     for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    return Function(std::move(params), std::move(results));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
   }
 };
 
@@ -7361,18 +7423,21 @@ class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
   }
 
  private:
+  // The params and the state inputs: the reference takes the states' values as inputs.
   void check_inputs(const Function& fn) const {
+    std::vector<Expr> leaves = fn.params();
+    for (const auto& st : fn.state()) leaves.push_back(st.input);
     for (const NamedArray& in : inputs_) {
       bool known = false;
-      for (const Expr& p : fn.params()) known = known || p.name() == in.name;
+      for (const Expr& p : leaves) known = known || p.name() == in.name;
       if (!known) {
         std::vector<std::string_view> params;
-        for (const Expr& p : fn.params()) params.push_back(p.name());
+        for (const Expr& p : leaves) params.push_back(p.name());
         raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
                           in.name, fmt::join(params, ", "));
       }
     }
-    for (const Expr& p : fn.params()) {
+    for (const Expr& p : leaves) {
       const NamedArray* given = nullptr;
       for (const NamedArray& in : inputs_)
         if (in.name == p.name()) given = &in;
@@ -7437,8 +7502,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
                                             const OpRegistry& ops) {
   detail::Evaluator ev(fn, inputs, bindings, ops);
   EvaluationTrace trace;
-  for (const auto& r : ev.visit(fn.results())) trace.results.push_back(*r);
-  trace.nodes = post_order(fn.results());
+  ev.visit(fn.roots());
+  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
+  trace.nodes = post_order(fn.roots());
   for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
   return trace;
 }
@@ -21364,11 +21430,12 @@ struct Storage {
 std::string_view region_name(Storage::Region r);
 
 struct ModuleValue {
-  enum class Kind : std::uint8_t { Param, Constant, Temp };
+  // State: a function's state (graph::State), kept by the module from one run to the next.
+  enum class Kind : std::uint8_t { Param, Constant, Temp, State };
   Kind kind = Kind::Temp;
   std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
   std::string node;               // the graph node it holds, as the printer names it: "%3"
-  std::string param;              // Param: the input's name, as run() takes it ("input:0")
+  std::string param;              // Param, State: the input's name, as run() takes it ("input:0")
   std::vector<ne::Expr> logical;  // the graph node's shape
   Layout layout;                  // how the array holds it (Plain: as the node's shape)
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
@@ -21397,6 +21464,17 @@ struct ModuleStep {
   // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
   // in the symbolic dims
   ne::Expr macs = 0, traffic = 0;
+};
+
+// A state of the module: the value holding it during a run, and the value that becomes it.
+struct ModuleState {
+  std::size_t value = 0, next = 0;
+};
+
+// The values a module is called with and returns, and its states.
+struct ModuleSignature {
+  std::vector<std::size_t> params, results;
+  std::vector<ModuleState> state;
 };
 
 // What one step did in a run.
@@ -21429,9 +21507,9 @@ class Module {
   // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
   // region, the intermediates VTA reads or writes in the activation region, each at an
   // offset aligned to `kAlignment` bytes.
+  // The states start at zero.
   Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-         std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-         std::vector<std::size_t> params, std::vector<std::size_t> results);
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature);
   static constexpr std::int64_t kAlignment = 256;
 
   const std::string& name() const { return name_; }
@@ -21461,6 +21539,13 @@ class Module {
   // holds that node.
   te::NDArray value_of(std::string_view node) const;
 
+  // The states (graph::State): what each holds now (zeros until a run or set_state), set by
+  // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
+  // them at their next values. ValueError naming the state for a name that is none.
+  const te::NDArray& state(std::string_view name) const;
+  void set_state(std::string_view name, te::NDArray value);
+  void reset_state();
+
   // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
   // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
   // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
@@ -21484,6 +21569,9 @@ class Module {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
+  std::vector<ModuleState> state_;
+  std::vector<te::NDArray> state_values_;  // aligned with state_
+  std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run
 };
@@ -21539,14 +21627,16 @@ DLAVM_INLINE std::string_view region_name(Storage::Region r) {
 
 DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
                             std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-                            std::vector<std::size_t> params, std::vector<std::size_t> results)
+                            ModuleSignature signature)
     : name_(std::move(name)),
       env_(std::move(env)),
       ops_(std::move(ops)),
       values_(std::move(values)),
       steps_(std::move(steps)),
-      params_(std::move(params)),
-      results_(std::move(results)) {
+      params_(std::move(signature.params)),
+      results_(std::move(signature.results)),
+      state_(std::move(signature.state)) {
+  reset_state();
   // the values VTA reads or writes live in device memory: constants in the weight region,
   // the others in the activation region, one after the other at aligned offsets
   std::vector<bool> on_device(values_.size(), false);
@@ -21566,6 +21656,40 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
     auto& at = end[static_cast<int>(region)];
     value.storage = {region, at, bytes};
     at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+}
+
+DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (values_[state_[i].value].param == name) return i;
+  std::vector<std::string_view> names;
+  for (const auto& s : state_) names.push_back(values_[s.value].param);
+  raise<ValueError>(
+      "module '{}': '{}' is not a state (its states: {})", name_, name,
+      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+}
+
+DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
+  return state_values_[state_index(name)];
+}
+
+DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
+  const std::size_t i = state_index(name);
+  const te::NDArray& now = state_values_[i];
+  if (value.dtype() != now.dtype() || value.shape() != now.shape())
+    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", name_, name,
+                      now.dtype(), fmt::join(now.shape(), ", "), value.dtype(),
+                      fmt::join(value.shape(), ", "));
+  state_values_[i] = std::move(value);
+}
+
+DLAVM_INLINE void Module::reset_state() {
+  state_values_.clear();
+  for (const auto& s : state_) {
+    const auto& v = values_[s.value];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : v.shape) shape.push_back(*d.as_int());  // a state's shape is constant
+    state_values_.emplace_back(v.dtype, std::move(shape));
   }
 }
 
@@ -21668,6 +21792,12 @@ DLAVM_INLINE void Module::check_input_names(std::span<const NamedArray> inputs) 
     bool found = false;
     for (auto p : params_) found = found || values_[p].param == in.name;
     if (found) continue;
+    for (const auto& s : state_)
+      if (values_[s.value].param == in.name)
+        raise<ValueError>(
+            "module '{}': '{}' is a state of the module, not an input; set it with "
+            "set_state",
+            name_, in.name);
     std::vector<std::string> known;
     for (auto p : params_) known.push_back(values_[p].name);
     raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, in.name,
@@ -21750,7 +21880,9 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
   };
+  for (std::size_t i = 0; i < state_.size(); ++i) arrays[state_[i].value] = state_values_[i];
   for (auto p : params_) to_device(p);
+  for (const auto& s : state_) to_device(s.value);
   ModuleRun run;
   std::vector<const te::NDArray*> args;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -21787,6 +21919,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     run.steps.push_back(s);
   }
   for (auto r : results_) run.outputs.push_back(host_array(r));
+  for (std::size_t i = 0; i < state_.size(); ++i) state_values_[i] = host_array(state_[i].next);
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
     for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
@@ -21898,6 +22031,8 @@ DLAVM_INLINE std::string Module::to_string() const {
   };
   for (auto p : params_)
     out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
+  for (const auto& s : state_)
+    out += fmt::format("  {} = state {}\n", values_[s.value].name, type_of(values_[s.value]));
   for (const auto& v : values_)
     if (v.kind == ModuleValue::Kind::Constant)
       out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
@@ -21922,6 +22057,8 @@ DLAVM_INLINE std::string Module::to_string() const {
         break;
     }
   }
+  for (const auto& s : state_)
+    out += fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
   std::vector<std::string> results;
   for (auto r : results_) results.push_back(values_[r].name);
   out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
@@ -23980,11 +24117,11 @@ struct OpenGroup {
 class Partitioner {
  public:
   Partitioner(const Function& fn, const Target& target)
-      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
+      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.roots())) {
     for (const auto& e : order_)
       if (const auto* c = e.as<CallNode>())
         for (const auto& a : c->args) ++users_[a.get()];
-    for (const auto& r : fn.results()) ++users_[r.get()];
+    for (const auto& r : fn.roots()) ++users_[r.get()];
   }
 
   Partition run() {
@@ -24025,7 +24162,7 @@ class Partitioner {
   std::optional<std::size_t> growable(const Expr& a) const {
     auto it = tail_.find(a.get());
     if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
-    for (const auto& r : fn_.results())
+    for (const auto& r : fn_.roots())
       if (r.same_as(a)) return std::nullopt;
     if (open_[it->second].state.wrapped) return std::nullopt;
     return it->second;
@@ -24330,7 +24467,14 @@ DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, con
                                   HostSupport host) {
   // no function-wide options are defined yet: any key is unknown
   normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn, host).mutate(fn);
+  Function typed = detail::TypeInferer(ops, fn, host).mutate(fn);
+  const NodeNames names(typed);
+  for (const auto& st : typed.state())
+    if (!same_type(st.next.type(), st.input.type()))
+      raise<TypeError>("infer_type: state {} is {} but its next value {} is {}",
+                       names.name(st.input), type_text(st.input.type()), names.label(st.next),
+                       type_text(st.next.type()));
+  return typed;
 }
 
 }  // namespace detail
@@ -24573,10 +24717,16 @@ class ModuleBuilder {
 
   Module build() {
     std::vector<std::size_t> params, results;
+    std::vector<ModuleState> state;
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
       values_.back().param = p.name();
       forms(p).plain = params.back();
+    }
+    for (const auto& st : fn_.state()) {
+      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0});
+      values_.back().param = st.input.name();
+      forms(st.input).plain = state.back().value;
     }
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
@@ -24585,8 +24735,10 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
+    for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
-                  std::move(values_), std::move(steps_), std::move(params), std::move(results));
+                  std::move(values_), std::move(steps_),
+                  {std::move(params), std::move(results), std::move(state)});
   }
 
  private:

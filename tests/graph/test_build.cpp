@@ -660,3 +660,72 @@ TEST_CASE("module: a module outlives its device, or moves between devices, witho
   }  // the device dies first: the module does not free into it
   CHECK(mod.run(second, {{"x", a}})[0] == reference);
 }
+
+TEST_CASE("module: a state outlives a run (a recurrent convolution on VTA)") {
+  // h' = relu(requantize(conv(x) + h)), h kept by the module between runs
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto h = graph::input("h", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
+  auto sum =
+      graph::add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), graph::cast(h, DType::int32()));
+  auto next = graph::relu(graph::requantize(sum, {.shift = 4}));
+  auto out = graph::cast(next, DType::int32());
+  const auto fn = graph::function({x}, {out}, {{h, next}});
+  const graph::Target target;
+  const auto placed = graph::infer_type(fn, target);
+  const auto text = fmt::format("{}", placed);
+  CHECK(
+      text.starts_with("fn (%x: Tensor[(1, 16, 4, 4), int8]) state (%h: Tensor[(1, 16, 4, 4), "
+                       "int8]) {\n"));
+  CHECK(text.find("  next %h = %4\n  return %5\n") != std::string::npos);
+  // the state's int8 residual joins the convolution's group on VTA
+  CHECK(placed.placement()->describe(placed.placement()->groups[0]) ==
+        "vta: %0 conv2d, %1 cast, %2 add, %3 requantize, %4 relu");
+  auto mod = graph::build(placed, target);
+  CHECK(fmt::format("{}", mod).find("  %h = state (1, 16, 4, 4) int8\n") != std::string::npos);
+  vta::SimDevice dev;
+  te::NDArray state(DType::int8(), {1, 16, 4, 4});  // zeros, as the module starts
+  CHECK(mod.state("h") == state);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    const auto a =
+        te::NDArray::random(DType::int8(), {1, 16, 4, 4}, static_cast<std::uint64_t>(step));
+    const std::vector<graph::NamedArray> ref_in{{"x", a}, {"h", state}};
+    const auto trace = graph::evaluate_trace(placed, ref_in);
+    const auto got = mod.run(dev, {{"x", a}});
+    CHECK(got[0] == trace.results[0]);
+    state = trace.value_of(placed.state()[0].next);
+    CHECK(mod.state("h") == state);
+  }
+  // set and reset
+  mod.set_state("h", te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
+  CHECK(mod.state("h") == te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
+  mod.reset_state();
+  CHECK(mod.state("h") == te::NDArray(DType::int8(), {1, 16, 4, 4}));
+  // mistakes
+  CHECK_THROWS_WITH_AS(mod.set_state("h", te::NDArray(DType::int8(), {1, 16, 4})),
+                       "module 'main': state 'h' is int8[1, 16, 4, 4], the array is int8[1, 16, 4]",
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(mod.state("c"), "module 'main': 'c' is not a state (its states: h)",
+                       dlavm::ValueError);
+  const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 1);
+  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", a}, {"h", a}}),
+                       "module 'main': 'h' is a state of the module, not an input; set it with "
+                       "set_state",
+                       dlavm::ValueError);
+  auto wrong = graph::cast(next, DType::int32());
+  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {out}, {{h, wrong}}), target),
+                       "infer_type: state %h is Tensor[(1, 16, 4, 4), int8] but its next value %6 "
+                       "(cast) is Tensor[(1, 16, 4, 4), int32]",
+                       dlavm::TypeError);
+  auto token = ne::var("token", 1, 8);
+  auto hs = graph::input("hs", {token, 4}, DType::int8());
+  CHECK_THROWS_WITH_AS(
+      graph::function({x}, {out}, {{hs, hs}}),
+      "graph::function: state 'hs' has the symbolic dim 0 `token`; a state's shape "
+      "is constant (size it for the maximum)",
+      dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(graph::function({x, h}, {out}, {{h, next}}),
+                       "graph::function: state 'h' is also a param or another state",
+                       dlavm::ValueError);
+}

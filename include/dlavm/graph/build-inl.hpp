@@ -31,10 +31,16 @@ class ModuleBuilder {
 
   Module build() {
     std::vector<std::size_t> params, results;
+    std::vector<ModuleState> state;
     for (const auto& p : fn_.params()) {
       params.push_back(add_value(p, ModuleValue::Kind::Param, {}, nullptr));
       values_.back().param = p.name();
       forms(p).plain = params.back();
+    }
+    for (const auto& st : fn_.state()) {
+      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0});
+      values_.back().param = st.input.name();
+      forms(st.input).plain = state.back().value;
     }
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
@@ -43,8 +49,10 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
+    for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
-                  std::move(values_), std::move(steps_), std::move(params), std::move(results));
+                  std::move(values_), std::move(steps_),
+                  {std::move(params), std::move(results), std::move(state)});
   }
 
  private:

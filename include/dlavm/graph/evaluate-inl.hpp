@@ -69,18 +69,21 @@ class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
   }
 
  private:
+  // The params and the state inputs: the reference takes the states' values as inputs.
   void check_inputs(const Function& fn) const {
+    std::vector<Expr> leaves = fn.params();
+    for (const auto& st : fn.state()) leaves.push_back(st.input);
     for (const NamedArray& in : inputs_) {
       bool known = false;
-      for (const Expr& p : fn.params()) known = known || p.name() == in.name;
+      for (const Expr& p : leaves) known = known || p.name() == in.name;
       if (!known) {
         std::vector<std::string_view> params;
-        for (const Expr& p : fn.params()) params.push_back(p.name());
+        for (const Expr& p : leaves) params.push_back(p.name());
         raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
                           in.name, fmt::join(params, ", "));
       }
     }
-    for (const Expr& p : fn.params()) {
+    for (const Expr& p : leaves) {
       const NamedArray* given = nullptr;
       for (const NamedArray& in : inputs_)
         if (in.name == p.name()) given = &in;
@@ -145,8 +148,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
                                             const OpRegistry& ops) {
   detail::Evaluator ev(fn, inputs, bindings, ops);
   EvaluationTrace trace;
-  for (const auto& r : ev.visit(fn.results())) trace.results.push_back(*r);
-  trace.nodes = post_order(fn.results());
+  ev.visit(fn.roots());
+  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
+  trace.nodes = post_order(fn.roots());
   for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
   return trace;
 }

@@ -34,7 +34,7 @@ void for_each_node(std::span<const Expr> roots, F&& f) {
 }
 template <class F>
 void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.results(), std::forward<F>(f));
+  for_each_node(fn.roots(), std::forward<F>(f));
 }
 
 // The results of a call's arguments, by position, without copying them.
@@ -112,14 +112,19 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
     return with_args(call, std::move(new_args));
   }
 
-  // The function with its results (and params) mutated. A param the results do not use is
-  // visited on its own.
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
   Function mutate(const Function& fn) {
-    std::vector<Expr> results = this->visit(fn.results());
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
     std::vector<Expr> params;
     params.reserve(fn.params().size());
     for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    return Function(std::move(params), std::move(results));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
   }
 };
 

@@ -87,7 +87,14 @@ DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, con
                                   HostSupport host) {
   // no function-wide options are defined yet: any key is unknown
   normalize_attrs({}, global, "infer_type: global attributes");
-  return detail::TypeInferer(ops, fn, host).mutate(fn);
+  Function typed = detail::TypeInferer(ops, fn, host).mutate(fn);
+  const NodeNames names(typed);
+  for (const auto& st : typed.state())
+    if (!same_type(st.next.type(), st.input.type()))
+      raise<TypeError>("infer_type: state {} is {} but its next value {} is {}",
+                       names.name(st.input), type_text(st.input.type()), names.label(st.next),
+                       type_text(st.next.type()));
+  return typed;
 }
 
 }  // namespace detail

@@ -32,14 +32,16 @@ DLAVM_INLINE std::string_view region_name(Storage::Region r) {
 
 DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
                             std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-                            std::vector<std::size_t> params, std::vector<std::size_t> results)
+                            ModuleSignature signature)
     : name_(std::move(name)),
       env_(std::move(env)),
       ops_(std::move(ops)),
       values_(std::move(values)),
       steps_(std::move(steps)),
-      params_(std::move(params)),
-      results_(std::move(results)) {
+      params_(std::move(signature.params)),
+      results_(std::move(signature.results)),
+      state_(std::move(signature.state)) {
+  reset_state();
   // the values VTA reads or writes live in device memory: constants in the weight region,
   // the others in the activation region, one after the other at aligned offsets
   std::vector<bool> on_device(values_.size(), false);
@@ -59,6 +61,40 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
     auto& at = end[static_cast<int>(region)];
     value.storage = {region, at, bytes};
     at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+}
+
+DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (values_[state_[i].value].param == name) return i;
+  std::vector<std::string_view> names;
+  for (const auto& s : state_) names.push_back(values_[s.value].param);
+  raise<ValueError>(
+      "module '{}': '{}' is not a state (its states: {})", name_, name,
+      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+}
+
+DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
+  return state_values_[state_index(name)];
+}
+
+DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
+  const std::size_t i = state_index(name);
+  const te::NDArray& now = state_values_[i];
+  if (value.dtype() != now.dtype() || value.shape() != now.shape())
+    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", name_, name,
+                      now.dtype(), fmt::join(now.shape(), ", "), value.dtype(),
+                      fmt::join(value.shape(), ", "));
+  state_values_[i] = std::move(value);
+}
+
+DLAVM_INLINE void Module::reset_state() {
+  state_values_.clear();
+  for (const auto& s : state_) {
+    const auto& v = values_[s.value];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : v.shape) shape.push_back(*d.as_int());  // a state's shape is constant
+    state_values_.emplace_back(v.dtype, std::move(shape));
   }
 }
 
@@ -161,6 +197,12 @@ DLAVM_INLINE void Module::check_input_names(std::span<const NamedArray> inputs) 
     bool found = false;
     for (auto p : params_) found = found || values_[p].param == in.name;
     if (found) continue;
+    for (const auto& s : state_)
+      if (values_[s.value].param == in.name)
+        raise<ValueError>(
+            "module '{}': '{}' is a state of the module, not an input; set it with "
+            "set_state",
+            name_, in.name);
     std::vector<std::string> known;
     for (auto p : params_) known.push_back(values_[p].name);
     raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, in.name,
@@ -243,7 +285,9 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
   };
+  for (std::size_t i = 0; i < state_.size(); ++i) arrays[state_[i].value] = state_values_[i];
   for (auto p : params_) to_device(p);
+  for (const auto& s : state_) to_device(s.value);
   ModuleRun run;
   std::vector<const te::NDArray*> args;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -280,6 +324,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     run.steps.push_back(s);
   }
   for (auto r : results_) run.outputs.push_back(host_array(r));
+  for (std::size_t i = 0; i < state_.size(); ++i) state_values_[i] = host_array(state_[i].next);
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
     for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
@@ -391,6 +436,8 @@ DLAVM_INLINE std::string Module::to_string() const {
   };
   for (auto p : params_)
     out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
+  for (const auto& s : state_)
+    out += fmt::format("  {} = state {}\n", values_[s.value].name, type_of(values_[s.value]));
   for (const auto& v : values_)
     if (v.kind == ModuleValue::Kind::Constant)
       out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
@@ -415,6 +462,8 @@ DLAVM_INLINE std::string Module::to_string() const {
         break;
     }
   }
+  for (const auto& s : state_)
+    out += fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
   std::vector<std::string> results;
   for (auto r : results_) results.push_back(values_[r].name);
   out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));

@@ -62,11 +62,12 @@ struct Storage {
 std::string_view region_name(Storage::Region r);
 
 struct ModuleValue {
-  enum class Kind : std::uint8_t { Param, Constant, Temp };
+  // State: a function's state (graph::State), kept by the module from one run to the next.
+  enum class Kind : std::uint8_t { Param, Constant, Temp, State };
   Kind kind = Kind::Temp;
   std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
   std::string node;               // the graph node it holds, as the printer names it: "%3"
-  std::string param;              // Param: the input's name, as run() takes it ("input:0")
+  std::string param;              // Param, State: the input's name, as run() takes it ("input:0")
   std::vector<ne::Expr> logical;  // the graph node's shape
   Layout layout;                  // how the array holds it (Plain: as the node's shape)
   std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
@@ -95,6 +96,17 @@ struct ModuleStep {
   // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
   // in the symbolic dims
   ne::Expr macs = 0, traffic = 0;
+};
+
+// A state of the module: the value holding it during a run, and the value that becomes it.
+struct ModuleState {
+  std::size_t value = 0, next = 0;
+};
+
+// The values a module is called with and returns, and its states.
+struct ModuleSignature {
+  std::vector<std::size_t> params, results;
+  std::vector<ModuleState> state;
 };
 
 // What one step did in a run.
@@ -127,9 +139,9 @@ class Module {
   // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
   // region, the intermediates VTA reads or writes in the activation region, each at an
   // offset aligned to `kAlignment` bytes.
+  // The states start at zero.
   Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-         std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-         std::vector<std::size_t> params, std::vector<std::size_t> results);
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature);
   static constexpr std::int64_t kAlignment = 256;
 
   const std::string& name() const { return name_; }
@@ -159,6 +171,13 @@ class Module {
   // holds that node.
   te::NDArray value_of(std::string_view node) const;
 
+  // The states (graph::State): what each holds now (zeros until a run or set_state), set by
+  // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
+  // them at their next values. ValueError naming the state for a name that is none.
+  const te::NDArray& state(std::string_view name) const;
+  void set_state(std::string_view name, te::NDArray value);
+  void reset_state();
+
   // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
   // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
   // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
@@ -182,6 +201,9 @@ class Module {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
+  std::vector<ModuleState> state_;
+  std::vector<te::NDArray> state_values_;  // aligned with state_
+  std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run
 };

@@ -182,9 +182,11 @@ DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
   return order;
 }
 
-DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results)
-    : params_(std::move(params)), results_(std::move(results)) {
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
+                                std::vector<State> state)
+    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
   if (results_.empty()) raise<ValueError>("graph::function: no results");
+  // params and state inputs: uniquely named Inputs
   std::unordered_map<std::string_view, std::size_t> param_index;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Expr& p = params_[i];
@@ -196,13 +198,36 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
       raise<ValueError>("graph::function: params {} and {} are both named '{}'",
                         param_index[p.name()], i, p.name());
   }
+  std::unordered_set<std::string_view> state_names;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& [in, next] = state_[i];
+    if (!in.defined() || !next.defined())
+      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
+    if (in.kind() != NodeKind::Input)
+      raise<ValueError>(
+          "graph::function: state {} ('{}') is not an input; a state is an input "
+          "the module keeps",
+          i, in.name());
+    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
+      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
+    for (std::size_t k = 0; k < in.type().ndim(); ++k)
+      if (!in.type().shape[k].is_const())
+        raise<ShapeError>(
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's shape is "
+            "constant (size it for the maximum)",
+            in.name(), k, in.type().shape[k]);
+  }
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
-  // the leaves the results use: one node per name, and every input a param
+  roots_ = results_;
+  for (const auto& st : state_) roots_.push_back(st.next);
+  // the leaves the roots use: one node per name, and every input a param or a state
   std::unordered_map<std::string_view, const Node*> leaf_by_name;
   for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
   std::unordered_map<std::string_view, const Node*> call_by_name;
-  for (const Expr& e : post_order(results_)) {
+  const auto order = post_order(roots_);
+  for (const Expr& e : order) {
     if (const auto* c = e.as<CallNode>()) {
       if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
       continue;
@@ -213,12 +238,13 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
           "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
           "must identify one value",
           e.name());
-    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()))
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
+        !state_names.contains(e.name()))
       raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
                         e.name());
   }
   // named calls: one node per name, no name shared with a leaf
-  for (const Expr& e : post_order(results_)) {
+  for (const Expr& e : order) {
     const auto* c = e.as<CallNode>();
     if (c == nullptr || c->result_name.empty()) continue;
     if (call_by_name.at(c->result_name) != c)

@@ -163,15 +163,28 @@ Expr with_args(const CallNode& call, std::vector<Expr> args);
 // graph/functor.hpp builds the traversal idioms on it.
 std::vector<Expr> post_order(std::span<const Expr> roots);
 
-// A graph with named parameters (inputs) and results. Invariants, checked on construction
-// (ValueError naming the node): every param is an Input, param names are unique, every Input
-// reachable from the results is a param, two different nodes (inputs, constants, named calls)
-// never share a name, at least one result.
+// A state of a function: a value that outlives a run of the module built from it (a KV cache,
+// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
+// the module keeps it between runs); `next` is the value the state takes after the run,
+// computed by the graph, of the input's type (infer_type checks it).
+struct State {
+  Expr input;
+  Expr next;
+};
+
+// A graph with named parameters (inputs), results and states. Invariants, checked on
+// construction (ValueError naming the node): every param and state input is an Input, their
+// names are unique, every Input reachable from the results and the states' next values is a
+// param or a state input, a state's shape is constant, two different nodes (inputs,
+// constants, named calls) never share a name, at least one result.
 class Function {
  public:
-  Function(std::vector<Expr> params, std::vector<Expr> results);
+  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
   const std::vector<Expr>& params() const { return params_; }
   const std::vector<Expr>& results() const { return results_; }
+  const std::vector<State>& state() const { return state_; }
+  // The results, then the states' next values: every node the function computes is under them.
+  const std::vector<Expr>& roots() const { return roots_; }
 
   // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
   // function's nodes), which graph::build then uses; null for a function not placed.
@@ -186,11 +199,14 @@ class Function {
  private:
   std::vector<Expr> params_;
   std::vector<Expr> results_;
+  std::vector<State> state_;
+  std::vector<Expr> roots_;
   std::shared_ptr<const Partition> placement_;
 };
 
-inline Function function(std::vector<Expr> params, std::vector<Expr> results) {
-  return Function(std::move(params), std::move(results));
+inline Function function(std::vector<Expr> params, std::vector<Expr> results,
+                         std::vector<State> state = {}) {
+  return Function(std::move(params), std::move(results), std::move(state));
 }
 
 }  // namespace dlavm::graph

@@ -50,11 +50,11 @@ struct OpenGroup {
 class Partitioner {
  public:
   Partitioner(const Function& fn, const Target& target)
-      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.results())) {
+      : fn_(fn), target_(target), names_(fn), order_(post_order(fn.roots())) {
     for (const auto& e : order_)
       if (const auto* c = e.as<CallNode>())
         for (const auto& a : c->args) ++users_[a.get()];
-    for (const auto& r : fn.results()) ++users_[r.get()];
+    for (const auto& r : fn.roots()) ++users_[r.get()];
   }
 
   Partition run() {
@@ -95,7 +95,7 @@ class Partitioner {
   std::optional<std::size_t> growable(const Expr& a) const {
     auto it = tail_.find(a.get());
     if (it == tail_.end() || users_.at(a.get()) != 1) return std::nullopt;
-    for (const auto& r : fn_.results())
+    for (const auto& r : fn_.roots())
       if (r.same_as(a)) return std::nullopt;
     if (open_[it->second].state.wrapped) return std::nullopt;
     return it->second;

@@ -57,17 +57,28 @@ inline void print_call(std::string& out, const NodeNames& names, const CallNode&
   out += '\n';
 }
 
-inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results) {
-  const NodeNames names(results);
+// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
+// only when there are states.
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
+                                  std::span<const State> state = {}) {
+  std::vector<Expr> roots(results.begin(), results.end());
+  for (const auto& st : state) roots.push_back(st.next);
+  const NodeNames names(roots);
+  const auto typed = [&](const Expr& p) {
+    return fmt::format("{}: {}", names.name(p),
+                       p.has_type() ? type_text(p.type()) : std::string("?"));
+  };
   std::string out = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (i > 0) out += ", ";
-    const Expr& p = params[i];
-    out +=
-        fmt::format("{}: {}", names.name(p), p.has_type() ? type_text(p.type()) : std::string("?"));
+  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
+  out += ")";
+  if (!state.empty()) {
+    out += " state (";
+    for (std::size_t i = 0; i < state.size(); ++i)
+      out += (i > 0 ? ", " : "") + typed(state[i].input);
+    out += ")";
   }
-  out += ") {\n";
-  for (const Expr& e : post_order(results)) {
+  out += " {\n";
+  for (const Expr& e : post_order(roots)) {
     switch (e.kind()) {
       case NodeKind::Input:
         break;
@@ -79,6 +90,8 @@ inline std::string print_function(std::span<const Expr> params, std::span<const 
         break;
     }
   }
+  for (const auto& st : state)
+    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
   out += "  return ";
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (i > 0) out += ", ";
@@ -122,7 +135,7 @@ DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
 }
 
 DLAVM_INLINE std::string to_string(const Function& fn) {
-  return detail::print_function(fn.params(), fn.results());
+  return detail::print_function(fn.params(), fn.results(), fn.state());
 }
 
 DLAVM_INLINE std::string to_string(const Expr& e) {

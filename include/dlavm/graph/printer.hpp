@@ -10,6 +10,8 @@
 //     return %1
 //   }
 //
+// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
+// their next values before the results, `  next %h = %4`.
 // Once infer_type has typed and placed the calls, each call names its device and its type:
 //     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
 // Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
@@ -45,7 +47,7 @@ std::string printed_name(std::string_view name);
 class NodeNames {
  public:
   explicit NodeNames(std::span<const Expr> roots);
-  explicit NodeNames(const Function& fn) : NodeNames(fn.results()) {}
+  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
   // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
   std::string name(const Expr& e) const;
   // "%3 (conv2d)" for a call, the name for a leaf.
