@@ -14004,19 +14004,20 @@ struct std::hash<dlavm::graph::Workload> {
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
 // begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count, the checks a block
-// size must pass (it divides the extent; the buffers it needs fit the SRAM), and the search
-// every default tiling runs: the least estimated cost among the candidates that fit, the
-// candidates being every combination of the knobs' values (a range-v3 pipeline: a cartesian
-// product of the value lists, each tuple made a tiling, filtered by the checks).
+// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
+// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
+// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
+// symbolic dims, and the search every default choice runs: the least estimated cost among
+// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
+// fitting one costed once).
 //
 // Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
 // units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
 //
 //   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
-//   if (auto why = graph::check_fits("input buffer", entries, cfg.inp_depth())) ...
-//   auto best = graph::least_cost(graph::combinations<Pool2dTiling>(blocks, rows, threads),
-//                                 fits, cost);       // std::optional of the tiling
+//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
+//                                                  check, estimate);
+//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
 
 // begin dlavm/graph/strategy/sram.hpp
 // What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
@@ -14081,7 +14082,6 @@ inline std::optional<std::string> check_footprint(const vta::Config& cfg, const 
 // end dlavm/ne/simplify.hpp
 
 #include <fmt/format.h>
-#include <range/v3/view/cartesian_product.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/transform.hpp>
 
@@ -14183,17 +14183,6 @@ inline std::optional<std::string> check_block(std::string_view what, std::int64_
                                               std::int64_t block) {
   if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
   return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// Every combination of one value from each list, as a Tiling built from the values in order
-// ({a, b, c} for values a, b, c), the last list varying fastest. The view refers to the lists:
-// they must outlive it, and a temporary container does not compile.
-template <class Tiling, class... Lists>
-auto combinations(Lists&&... lists) {
-  return ranges::views::cartesian_product(std::forward<Lists>(lists)...) |
-         ranges::views::transform([](const auto& values) {
-           return std::apply([](auto... v) { return Tiling{v...}; }, values);
-         });
 }
 
 // A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),

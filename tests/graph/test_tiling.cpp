@@ -35,17 +35,33 @@ TEST_CASE("tiling: divisors are every d dividing n, ascending") {
   }
 }
 
-TEST_CASE("tiling: combinations enumerate the product, the last list fastest") {
+namespace tiling_test {
+
+// The points of a space over the knobs a, b, c, as Knobs.
+std::vector<Knobs> points(const graph::KnobSpace& s) {
+  std::vector<Knobs> out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto p = s.point(i);
+    out.push_back({p[0], p[1], p[2]});
+  }
+  return out;
+}
+
+graph::KnobSpace space(std::vector<std::int64_t> as, std::vector<std::int64_t> bs,
+                       std::vector<std::int64_t> cs) {
+  return {{{"a", std::move(as)}, {"b", std::move(bs)}, {"c", std::move(cs)}}, {}, {}};
+}
+
+}  // namespace tiling_test
+
+TEST_CASE("tiling: a knob space enumerates the product, the last knob fastest") {
   const std::vector<std::int64_t> as{1, 2, 7}, bs{4}, cs{2, 1};
   std::vector<Knobs> want;
   for (auto a : as)
     for (auto b : bs)
       for (auto c : cs) want.push_back({a, b, c});
-  std::vector<Knobs> got;
-  for (const Knobs k : graph::combinations<Knobs>(as, bs, cs)) got.push_back(k);
-  CHECK(got == want);
-  const std::vector<std::int64_t> none;
-  CHECK(graph::combinations<Knobs>(as, none, cs).empty());
+  CHECK(tiling_test::points(tiling_test::space(as, bs, cs)) == want);
+  CHECK(tiling_test::space(as, {}, cs).size() == 0);
 }
 
 TEST_CASE("tiling: least_cost is the first cheapest candidate that fits, as a scan finds it") {
@@ -66,12 +82,22 @@ TEST_CASE("tiling: least_cost is the first cheapest candidate that fits, as a sc
           if (fits(k) && (!want || cost(k) < cost(*want))) want = k;
         }
     CAPTURE(trial);
-    CHECK(graph::least_cost(graph::combinations<Knobs>(as, bs, cs), fits, cost) == want);
+    const auto candidates = tiling_test::points(tiling_test::space(as, bs, cs));
+    CHECK(graph::least_cost(candidates, fits, cost) == want);
+    // the same search over the knob space's values
+    auto s = tiling_test::space(as, bs, cs);
+    const auto knobs = [](std::span<const std::int64_t> v) { return Knobs{v[0], v[1], v[2]}; };
+    s.check = [&](std::span<const std::int64_t> v) {
+      return fits(knobs(v)) ? std::nullopt : std::optional<std::string>("no");
+    };
+    s.estimate = [&](std::span<const std::int64_t> v) { return cost(knobs(v)); };
+    const auto best = graph::least_cost_point(s);
+    CHECK(best.has_value() == want.has_value());
+    if (best) CHECK(knobs(*best) == *want);
   }
-  const std::vector<std::int64_t> one{1};
+  const std::vector<Knobs> one{{1, 1, 1}};
   CHECK(!graph::least_cost(
-      graph::combinations<Knobs>(one, one, one), [](const Knobs&) { return false; },
-      [](const Knobs&) { return 0.0; }));
+      one, [](const Knobs&) { return false; }, [](const Knobs&) { return 0.0; }));
 }
 
 namespace tiling_test {
