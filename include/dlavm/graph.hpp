@@ -22,6 +22,7 @@
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/module.hpp>
 #include <dlavm/graph/node.hpp>
 #include <dlavm/graph/op.hpp>

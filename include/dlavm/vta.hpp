@@ -3,6 +3,7 @@
 // guide.
 #pragma once
 
+#include <dlavm/vta/codegen.hpp>
 #include <dlavm/vta/hw.hpp>
 #include <dlavm/vta/layout.hpp>
 #include <dlavm/vta/lower.hpp>

@@ -4413,13 +4413,15 @@ P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
 // Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
 // instantiated for them (microseconds), never recompiled.
 //
-// Storage: the values VTA reads or writes live in device memory, in one allocation per region:
-// `weight` (the packed constants, copied to a device once, on its first run there, and kept
-// while the module and the device live) and `activation` (the packed intermediates, sized for
-// the dims' maxima); consecutive VTA steps pass values there, and a value crosses to the host
-// only where a host step, a result or keep_values reads it. The other values live on the host.
-// Each VTA step's stream is instantiated for a device and bindings once: a run with the
-// bindings of the step's previous run on that device reuses its stream.
+// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
+// region, the params, intermediates and results in the `runtime` region, where a value's
+// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
+// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
+// region once there and copies the weights VTA reads once; the values VTA reads or writes
+// stay in device memory between VTA steps and cross to the host only where a host step, a
+// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
+// bindings once: a run with the bindings of the step's previous run on that device reuses its
+// stream, copied to the insts and uop regions.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -12013,13 +12015,19 @@ inline constexpr int kUopBits = 32;
 struct FieldPos {
   std::uint8_t offset = 0;
   std::uint8_t width = 0;
-  friend constexpr bool operator==(FieldPos, FieldPos) = default;
+  friend constexpr bool operator==(FieldPos a, FieldPos b) {
+    return a.offset == b.offset && a.width == b.width;
+  }
+  friend constexpr bool operator!=(FieldPos a, FieldPos b) { return !(a == b); }
 };
 
 // One 128-bit instruction: two little-endian 64-bit words, word[0] holding bits 0-63.
 struct InsnWord {
   std::array<std::uint64_t, 2> word{};
-  friend constexpr bool operator==(const InsnWord&, const InsnWord&) = default;
+  friend constexpr bool operator==(const InsnWord& a, const InsnWord& b) {
+    return a.word[0] == b.word[0] && a.word[1] == b.word[1];
+  }
+  friend constexpr bool operator!=(const InsnWord& a, const InsnWord& b) { return !(a == b); }
 };
 
 // A micro-op: indices into the accumulator, input (or accumulator, for ALU) and weight SRAMs.
@@ -12027,7 +12035,10 @@ struct Uop {
   std::uint32_t dst = 0;
   std::uint32_t src = 0;
   std::uint32_t wgt = 0;
-  friend constexpr bool operator==(const Uop&, const Uop&) = default;
+  friend constexpr bool operator==(const Uop& a, const Uop& b) {
+    return a.dst == b.dst && a.src == b.src && a.wgt == b.wgt;
+  }
+  friend constexpr bool operator!=(const Uop& a, const Uop& b) { return !(a == b); }
 };
 
 // The value of every field of one instruction, whatever its form (fields outside the form are
@@ -12047,7 +12058,12 @@ struct InsnFields {
   bool use_imm = false;
   std::int32_t imm = 0;  // 16-bit signed field, sign-extended
 
-  friend constexpr bool operator==(const InsnFields&, const InsnFields&) = default;
+  friend constexpr bool operator==(const InsnFields& a, const InsnFields& b) {
+    for (int i = 0; i < static_cast<int>(Field::count); ++i)
+      if (a.get(static_cast<Field>(i)) != b.get(static_cast<Field>(i))) return false;
+    return true;
+  }
+  friend constexpr bool operator!=(const InsnFields& a, const InsnFields& b) { return !(a == b); }
 
   // Field value as an unsigned bit pattern of at most 64 bits (imm: two's complement).
   constexpr std::uint64_t get(Field f) const {
@@ -13526,6 +13542,117 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 // end dlavm/graph/layout-inl.hpp
 #endif
 // end dlavm/graph/layout.hpp
+// begin dlavm/graph/memory_plan.hpp
+// The memory plan of a built model: where every value and stream lives in device memory, as
+// the earlier Python design laid a model out for firmware. Five regions:
+//
+//   weight   the constants (VTA's packed, the host steps' plain), written once
+//   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
+//            later values once its last reader has run (liveness), every buffer sized at the
+//            maxima of its symbolic dims
+//   cache    the states (graph::State), which outlive a run
+//   insts    the VTA steps' instruction streams
+//   uop      their micro-op buffers
+//
+// laid out from a region map: each region at a base address or right after another region
+// (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
+// anchor), every offset and region aligned to `alignment` bytes. graph::Module plans itself
+// with the defaults and runs on the plan (one device allocation per region); deploy::emit
+// plans with the firmware's sizes of the stream regions.
+//
+//   graph::PlanOptions opt;
+//   opt.regions = {{"global", 0x10000000}, {"weight", "global"}, {"runtime", "weight"},
+//                  {"cache", "runtime"}, {"insts", "cache"}, {"uop", "insts"}};
+//   auto plan = graph::plan_memory(mod, opt);
+//   fmt::print("{}", plan.report());        // per buffer: region, offset, size, lifetime
+//
+// Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
+// unknown region, two regions that overlap, an alignment that is not a power of two
+// (ConfigError); a plan past the address space (CapacityError); each names the region and
+// the addresses.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+class Module;
+
+enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
+inline constexpr std::size_t kRegionCount = 5;
+// "weight", "runtime", "cache", "insts", "uop"
+std::string_view region_name(RegionKind r);
+
+// One entry of a region map: a region at a base address, or right after another region.
+struct RegionPlace {
+  std::string name;
+  std::variant<std::uint64_t, std::string> at;
+};
+
+struct PlanOptions {
+  // Every region, each once; "global" may anchor the others (a region of no bytes).
+  std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
+                                      {"runtime", "weight"},        {"cache", "runtime"},
+                                      {"insts", "cache"},           {"uop", "insts"}};
+  std::int64_t alignment = 256;  // bytes, a power of two (at least VTA's largest element)
+  bool reuse = true;             // runtime buffers share bytes when their lifetimes do not meet
+  std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
+  // The stream regions' bytes; unset: one stream at a time, the largest any step can write
+  // (Program::stream_bound), which is how graph::Module runs.
+  std::optional<std::int64_t> insts_bytes, uop_bytes;
+};
+
+// Where one value lives. Lifetime: from the step that writes it (-1: before the first step,
+// a param or constant) to its last reader (steps().size(): a result, read after the run).
+struct BufferPlan {
+  std::size_t value = 0;
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t offset = 0, bytes = 0;
+  std::int64_t first = 0, last = 0;
+};
+
+struct RegionPlan {
+  RegionKind kind = RegionKind::Weight;
+  std::uint64_t base = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t end() const { return base + static_cast<std::uint64_t>(bytes); }
+};
+
+class MemoryPlan {
+ public:
+  std::vector<RegionPlan> regions;  // by RegionKind
+  std::vector<BufferPlan> buffers;  // one per module value, by value index
+  std::int64_t alignment = 256;
+  // The runtime region's lower bound: the most bytes (aligned) live at once.
+  std::int64_t live_peak = 0;
+
+  const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
+  // A value's absolute address.
+  std::uint64_t address(std::size_t value) const {
+    const auto& b = buffers[value];
+    return region(b.region).base + static_cast<std::uint64_t>(b.offset);
+  }
+  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, value name.
+  std::string report(const Module& m) const;
+};
+
+MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
+
+}  // namespace dlavm::graph
+
+// The definitions need graph::Module, whose header includes them (memory_plan-inl.hpp).
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// end dlavm/graph/memory_plan.hpp
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/graph/strategy/epilogue.hpp
@@ -14542,7 +14669,12 @@ struct Stream {
 };
 
 // LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
-static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9).mem);
+constexpr bool same_mem_layout(const IsaLayout& a, const IsaLayout& b) {
+  for (std::size_t i = 0; i < a.mem.size(); ++i)
+    if (a.mem[i] != b.mem[i]) return false;
+  return true;
+}
+static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8, 6, 4, 9)));
 
 }  // namespace dlavm::runtime
 // end dlavm/runtime/stream.hpp
@@ -15190,6 +15322,15 @@ struct Buffer {
   friend bool operator==(const Buffer&, const Buffer&) = default;
 };
 
+// Where a stream goes in device memory: a buffer and byte offset for its instructions, and
+// for its micro-ops.
+struct StreamPlacement {
+  Buffer insns;
+  std::size_t insn_offset = 0;
+  Buffer uops;
+  std::size_t uop_offset = 0;
+};
+
 struct RunResult {
   Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
   CycleReport timing;  // the cycle model's estimate for the stream
@@ -15217,8 +15358,13 @@ class Device {
   virtual void free(Buffer buffer) = 0;
   virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
   virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  // Runs a stream to completion; raises DeviceError on failure.
-  virtual RunResult run(const Stream& stream) = 0;
+  // Runs a stream to completion, placed in buffers allocated for the run and freed after it;
+  // raises DeviceError on failure.
+  RunResult run(const Stream& stream);
+  // Runs a stream placed where the caller says: its instructions at `insns`, its micro-ops at
+  // `uops`, in buffers the caller owns (a graph::Module's insts and uop regions). ValueError
+  // when the stream does not fit them.
+  virtual RunResult run_at(const Stream& stream, const StreamPlacement& at) = 0;
 
   template <class T>
   void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
@@ -15244,6 +15390,9 @@ class Device {
 
   // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
   static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  // Copies the stream to its placement (checked) and returns the relocated instruction words
+  // and the instructions' physical address.
+  std::vector<InsnWord> place(const Stream& s, const StreamPlacement& at, std::uint64_t& insn_phys);
   static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
   static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
 
@@ -15275,6 +15424,41 @@ DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64
   std::vector<InsnWord> words(s.insns.size());
   if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
     raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
+  return words;
+}
+
+DLAVM_INLINE RunResult Device::run(const Stream& stream) {
+  struct Scoped {
+    Device& d;
+    Buffer b;
+    ~Scoped() {
+      try {
+        d.free(b);
+      } catch (...) {  // freeing what this run allocated cannot fail unless the device is broken
+      }
+    }
+  };
+  Scoped uops{*this, alloc(std::max<std::size_t>(stream.uop_bytes(), 1))};
+  Scoped insns{*this, alloc(std::max<std::size_t>(stream.insn_bytes(), 1))};
+  return run_at(stream, {insns.b, 0, uops.b, 0});
+}
+
+DLAVM_INLINE std::vector<InsnWord> Device::place(const Stream& s, const StreamPlacement& at,
+                                                 std::uint64_t& insn_phys) {
+  check_range("stream instructions", at.insns, at.insn_offset, s.insn_bytes());
+  check_range("stream micro-ops", at.uops, at.uop_offset, s.uop_bytes());
+  if ((at.uops.phys + at.uop_offset) % Config::uop_elem_bytes() != 0 ||
+      (at.insns.phys + at.insn_offset) % sizeof(InsnWord) != 0)
+    raise<ValueError>(
+        "stream placement: instructions at 0x{:x} or micro-ops at 0x{:x} are not "
+        "aligned to their words",
+        at.insns.phys + at.insn_offset, at.uops.phys + at.uop_offset);
+  const auto words = relocate(s, at.uops.phys + at.uop_offset);
+  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(s.uops));
+  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+  if (!uop_bytes.empty()) copy_in(at.uops, at.uop_offset, uop_bytes.data(), uop_bytes.size());
+  if (!insn_bytes.empty()) copy_in(at.insns, at.insn_offset, insn_bytes.data(), insn_bytes.size());
+  insn_phys = at.insns.phys + at.insn_offset;
   return words;
 }
 
@@ -15315,6 +15499,759 @@ DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32
 // end dlavm/core/error.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp
+// begin dlavm/runtime/replay.hpp
+// Replay of a lowered VTA program's intrinsics: what vta::Program::instantiate runs on the host
+// (evaluating the program's loops and fields) and what the C++ that deploy::emit generates
+// runs in firmware (the same loops and fields, compiled), so that both write the same words.
+// Each intrinsic orders itself after its data hazards (dependency tokens), checks its sizes,
+// turns DRAM byte addresses into element addresses and writes its instruction:
+//
+//   load(mem, region, sram, param, offset, y, x, stride, pads)   vta.load
+//   store(region, sram, param, offset, y, x, stride)             vta.store
+//   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
+//   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
+//
+// `param` indexes the program's parameters, whose byte addresses the replay is given; a region
+// indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
+// A kernel with a loop of no iterations (the last block of a symbolic dim) or no micro-op
+// writes nothing. The writer is the caller's: several programs may write one stream, joined
+// by StreamWriter::barrier. Standard library only, no exceptions, no heap, C++17.
+
+// begin dlavm/runtime/writer.hpp
+// The instruction stream writer: what VTA's runtime API does (VTALoadBuffer2D,
+// VTAStoreBuffer2D, micro-op kernels, VTADepPush / VTADepPop, VTASynchronize), as one
+// implementation for the host (vta::Builder wraps it, throwing dlavm::Errors) and for firmware
+// (the code graph::Module::emit generates), so both produce the same words. Standard library
+// only: no exceptions, no heap, usable in constant expressions, C++17.
+//
+//   StreamWriter  appends checked instructions; pops requested for a module go on its next
+//                 instruction; a GEMM/ALU kernel's micro-ops are stored once in the micro-op
+//                 buffer (an identical kernel reuses them) and loaded into the micro-op SRAM
+//                 when not resident (a LOAD UOP, relocatable); the first failure stops it and
+//                 is kept in error() (a status and the instruction, field and value involved).
+//   DepTracker    dependency tokens from data hazards on on-chip regions: before an
+//                 instruction, a push on the latest conflicting instruction of each other
+//                 module and a pop on this one (see vta/hw/dep_tracker.hpp for the argument
+//                 that the k-th pop meets the k-th push and nothing deadlocks).
+//
+// Storage holds what grows: the instruction words, the micro-op words, the relocations, the
+// table of stored kernels and of resident ones, and a scratch buffer for the kernel being
+// encoded. It is a template parameter: vectors and maps on the host, fixed arrays in firmware
+// (FixedStorage below), whose exhaustion is a status, never a write past the end.
+//
+//   FixedStorage<64, 256, 16> st;                 // 64 instructions, 256 micro-ops, 16 kernels
+//   StreamWriter<FixedStorage<64, 256, 16>> w(IsaLayout::default_layout(), 8192, st);
+//   w.load(MemId::Acc, 0, 0x100, 1, 4, 4, 0, 0, 0, 0);
+//   const KernelLoop loops[] = {{4, 1, 1, 0}};
+//   const UopOp ops[] = {{0, 4, 0}};
+//   w.alu(loops, 1, ops, 1, AluOp::Add, false, 0);
+//   w.finish();                                    // w.ok(), st.insn_count() == ...
+
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+// Why a write failed: an error code in firmware; the host turns it into a message.
+enum class Status : std::uint8_t {
+  Ok = 0,
+  FieldRange,      // `field` of instruction `index` cannot hold `value`
+  BadMemory,       // a LOAD of OUT (or of UOP, which the writer loads itself)
+  KernelEmpty,     // a GEMM/ALU kernel without micro-ops
+  KernelTooLarge,  // `value` micro-ops, more than the micro-op SRAM holds
+  UopRange,        // micro-op `uop`'s `field` (dst 0, src 1, wgt 2) cannot hold `value`
+  NotNeighbours,   // tokens between modules `from` and `to`, which share no queue
+  NoInstruction,   // set_push on instruction `value`, which does not exist
+  Misaligned,      // DRAM address `value` not aligned to its element
+  EmptyTransfer,   // `field` (y_size / x_size) is `value`: no data to move
+  InsnsFull,       // the storage holds no more instructions
+  UopsFull,        // ... micro-ops
+  KernelsFull,     // ... distinct kernels
+  LoopShape,       // a kernel with more than two loop levels
+};
+
+struct WriterError {
+  Status status = Status::Ok;
+  std::uint64_t index = 0;  // the instruction (about to be) written
+  Opcode opcode = Opcode::Finish;
+  Field field = Field::count;
+  std::int64_t value = 0;
+  std::uint64_t uop = 0;                       // UopRange: the micro-op's position in its kernel
+  Queue from = Queue::Load, to = Queue::Load;  // NotNeighbours
+};
+
+// x_stride = kDenseStride: dense rows (x_stride = x_size).
+inline constexpr std::int64_t kDenseStride = -1;
+
+// A loop level of a micro-op kernel and a micro-op, before encoding.
+struct KernelLoop {
+  std::int64_t extent = 1, dst = 0, src = 0, wgt = 0;
+};
+struct UopOp {
+  std::int64_t dst = 0, src = 0, wgt = 0;
+};
+
+// An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
+// accumulator's memory.
+struct SramRegion {
+  MemId memory = MemId::Inp;
+  std::int64_t begin = 0, end = 0;
+  constexpr bool overlaps(const SramRegion& o) const {
+    const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
+    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
+  }
+};
+
+// One access of an instruction: a region (an index into the tracker's table), read or written.
+struct RegionAccess {
+  std::uint32_t region = 0;
+  bool write = false;
+};
+
+template <class Storage>
+class StreamWriter {
+ public:
+  constexpr StreamWriter(const IsaLayout& layout, std::uint32_t uop_depth, Storage& storage)
+      : layout_(layout), uop_depth_(uop_depth), s_(storage) {}
+
+  constexpr bool ok() const { return error_.status == Status::Ok; }
+  constexpr const WriterError& error() const { return error_; }
+  // Forgets the failure (the failing instruction was not written): the host, having reported
+  // it, may go on.
+  constexpr void clear_error() { error_ = WriterError{}; }
+  constexpr const IsaLayout& layout() const { return layout_; }
+  constexpr std::size_t size() const { return s_.insn_count(); }
+  constexpr Storage& storage() { return s_; }
+
+  // LOAD of y rows of x elements, `stride` apart, from element address `dram` into SRAM at
+  // `sram`, with zero padding.
+  constexpr bool load(MemId memory, std::int64_t sram, std::int64_t dram, std::int64_t y,
+                      std::int64_t x, std::int64_t stride, std::int64_t y_pad_0,
+                      std::int64_t y_pad_1, std::int64_t x_pad_0, std::int64_t x_pad_1) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = memory;
+    if (memory == MemId::Out || memory == MemId::Uop)
+      return fail(Status::BadMemory, f, Field::memory_type, static_cast<std::int64_t>(memory));
+    return set_mem(f, sram, dram, y, x, stride) && set(f, Field::y_pad_0, y_pad_0) &&
+           set(f, Field::y_pad_1, y_pad_1) && set(f, Field::x_pad_0, x_pad_0) &&
+           set(f, Field::x_pad_1, x_pad_1) && append(f);
+  }
+
+  // STORE of accumulator rows (cut to the output width) to DRAM.
+  constexpr bool store(std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
+                       std::int64_t stride) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Store;
+    f.memory_type = MemId::Out;
+    return set_mem(f, sram, dram, y, x, stride) && append(f);
+  }
+
+  // GEMM over a kernel (acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset).
+  constexpr bool gemm(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
+                      std::size_t nops, bool reset) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Gemm;
+    f.reset_reg = reset;
+    return push_kernel(f, loops, nloops, ops, nops, true);
+  }
+
+  // ALU over a kernel: acc[dst] = op(acc[dst], acc[src]), or op(acc[dst], imm).
+  constexpr bool alu(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
+                     std::size_t nops, AluOp op, bool use_imm, std::int64_t imm) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    f.use_imm = use_imm;
+    if (use_imm) {
+      if (!fits(f, Field::imm, imm)) return fail(Status::FieldRange, f, Field::imm, imm);
+      f.imm = static_cast<std::int32_t>(imm);
+    }
+    return push_kernel(f, loops, nloops, ops, nops, false);
+  }
+
+  // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
+  constexpr bool dep_push(Queue from, Queue to) {
+    if (!ok()) return false;
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    if (!commit_pending_pop(from)) return false;
+    const bool next = from < to;
+    if (s_.insn_count() > 0 && queue_of(last_) == from) {
+      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
+      if (!flag) {
+        flag = true;
+        s_.insn(s_.insn_count() - 1) = pack(layout_, last_);
+        return true;
+      }
+    }
+    InsnFields nop = make_nop(from);
+    (next ? nop.push_next_dep : nop.push_prev_dep) = true;
+    return append(nop);
+  }
+
+  // Sets the push flag toward `to` on instruction `index`, already written: the dependency
+  // tracker attaches a token to the producer of a hazard after the fact.
+  constexpr bool set_push(std::size_t index, Queue to) {
+    if (!ok()) return false;
+    if (index >= s_.insn_count()) {
+      InsnFields none;
+      return fail(Status::NoInstruction, none, Field::count, static_cast<std::int64_t>(index));
+    }
+    InsnWord& word = s_.insn(index);
+    InsnFields head;
+    head.opcode = static_cast<Opcode>(get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+    const Queue from = queue_of(head);
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
+    put_field(word, layout_.pos(Form::Mem, flag), 1);
+    if (index + 1 == s_.insn_count()) last_.set(flag, 1);
+    return true;
+  }
+
+  // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
+  constexpr bool dep_pop(Queue from, Queue to) {
+    if (!ok()) return false;
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    bool* pending = from < to ? pending_pop_prev_.data() : pending_pop_next_.data();
+    if (pending[index(to)] && !commit_pending_pop(to)) return false;
+    pending[index(to)] = true;
+    return true;
+  }
+
+  // Orders everything after this point behind everything before it, without ending the
+  // stream: compute waits for the last load and store, the next load waits for compute (the
+  // next stores follow their own computation, as always). Two
+  // programs written one after the other into one stream (graph::Module's lite firmware) are
+  // joined this way, so that the second reads what the first stored to DRAM.
+  constexpr bool barrier() {
+    return dep_push(Queue::Store, Queue::Compute) && dep_push(Queue::Load, Queue::Compute) &&
+           dep_pop(Queue::Store, Queue::Compute) && dep_pop(Queue::Load, Queue::Compute) &&
+           commit_pending_pop(Queue::Compute) && dep_push(Queue::Compute, Queue::Load) &&
+           dep_pop(Queue::Compute, Queue::Load);
+  }
+
+  // VTASynchronize: FINISH after every load and store has completed.
+  constexpr bool finish() {
+    if (!dep_push(Queue::Store, Queue::Compute) || !dep_push(Queue::Load, Queue::Compute) ||
+        !dep_pop(Queue::Store, Queue::Compute) || !dep_pop(Queue::Load, Queue::Compute) ||
+        !commit_pending_pop(Queue::Compute))
+      return false;
+    InsnFields f;
+    f.opcode = Opcode::Finish;
+    return append(f);
+  }
+
+  // Appends an instruction given by its fields, every field of its form checked.
+  constexpr bool emit(const InsnFields& f) {
+    if (!ok()) return false;
+    if (!valid_enums(f)) return fail(Status::FieldRange, f, Field::opcode, 0);
+    const Form form = form_of(f.opcode);
+    Field bad = Field::count;
+    for_each_field(form, [&](Field x) {
+      if (bad != Field::count) return;
+      const auto v =
+          x == Field::imm ? static_cast<std::int64_t>(f.imm) : static_cast<std::int64_t>(f.get(x));
+      if (!fits(f, x, v)) bad = x;
+    });
+    if (bad != Field::count)
+      return fail(Status::FieldRange, f, bad,
+                  bad == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(bad)));
+    return append(f);
+  }
+
+  // The element address of byte address `phys` for memory `m` (false: not aligned).
+  static constexpr bool dram_elem(std::uint64_t phys, std::uint64_t elem_bytes, std::int64_t& out) {
+    if (elem_bytes == 0 || phys % elem_bytes != 0) return false;
+    out = static_cast<std::int64_t>(phys / elem_bytes);
+    return true;
+  }
+
+  // Fails the writer from outside (a replay's own checks), keeping the first failure.
+  constexpr bool fail(Status status, const InsnFields& f, Field field, std::int64_t value) {
+    if (ok()) error_ = {status, s_.insn_count(), f.opcode, field, value, 0};
+    return false;
+  }
+
+ private:
+  static constexpr std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+  static constexpr bool neighbours(Queue from, Queue to) {
+    const int a = static_cast<int>(from), b = static_cast<int>(to);
+    return a >= 1 && a <= 3 && b >= 1 && b <= 3 && (a - b == 1 || b - a == 1);
+  }
+  constexpr bool fail_pair(Queue from, Queue to) {
+    InsnFields none;
+    fail(Status::NotNeighbours, none, Field::count, 0);
+    error_.from = from;
+    error_.to = to;
+    return false;
+  }
+  static constexpr bool valid_enums(const InsnFields& f) {
+    if (static_cast<unsigned>(f.opcode) >= static_cast<unsigned>(kOpcodeCount)) return false;
+    if ((f.opcode == Opcode::Load || f.opcode == Opcode::Store) &&
+        static_cast<unsigned>(f.memory_type) >= static_cast<unsigned>(kMemIdCount))
+      return false;
+    return f.opcode != Opcode::Alu ||
+           static_cast<unsigned>(f.alu_opcode) < static_cast<unsigned>(kAluOpCount);
+  }
+
+  // Whether `value` fits `field` in f's form (imm: signed).
+  constexpr bool fits(const InsnFields& f, Field field, std::int64_t value) const {
+    const FieldPos p = layout_.pos(form_of(f.opcode), field);
+    if (p.width == 0) return false;
+    if (field == Field::imm) {
+      const std::int64_t hi = (std::int64_t{1} << (p.width - 1)) - 1;
+      return value >= -hi - 1 && value <= hi;
+    }
+    return value >= 0 && static_cast<std::uint64_t>(value) <= low_mask(p.width);
+  }
+  constexpr bool set(InsnFields& f, Field field, std::int64_t value) {
+    if (!fits(f, field, value)) return fail(Status::FieldRange, f, field, value);
+    f.set(field, static_cast<std::uint64_t>(value));
+    return true;
+  }
+  constexpr bool set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y,
+                         std::int64_t x, std::int64_t stride) {
+    return set(f, Field::sram_base, sram) && set(f, Field::dram_base, dram) &&
+           set(f, Field::y_size, y) && set(f, Field::x_size, x) &&
+           set(f, Field::x_stride, stride == kDenseStride ? x : stride);
+  }
+
+  static constexpr InsnFields make_nop(Queue q) {
+    InsnFields f;
+    f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
+    f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
+    return f;
+  }
+  constexpr bool commit_pending_pop(Queue q) {
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) return append(make_nop(q));
+    return true;
+  }
+  constexpr bool append(InsnFields f) {
+    const Queue q = queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    if (!s_.push_insn(pack(layout_, f))) return fail(Status::InsnsFull, f, Field::count, 0);
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    last_ = f;
+    return true;
+  }
+
+  constexpr bool push_kernel(InsnFields f, const KernelLoop* loops, std::size_t nloops,
+                             const UopOp* ops, std::size_t nops, bool gemm) {
+    if (nloops > 2) return fail(Status::LoopShape, f, Field::count, static_cast<int>(nloops));
+    if (nops == 0) return fail(Status::KernelEmpty, f, Field::count, 0);
+    if (nops > uop_depth_)
+      return fail(Status::KernelTooLarge, f, Field::count, static_cast<std::int64_t>(nops));
+    std::uint32_t* words = s_.kernel_scratch(nops);
+    if (words == nullptr) return fail(Status::UopsFull, f, Field::count, 0);
+    const FieldPos pos[3] = {layout_.uop_dst, layout_.uop_src, layout_.uop_wgt};
+    for (std::size_t i = 0; i < nops; ++i) {
+      const std::int64_t v[3] = {ops[i].dst, ops[i].src, gemm ? ops[i].wgt : 0};
+      for (int k = 0; k < 3; ++k)
+        if (v[k] < 0 || static_cast<std::uint64_t>(v[k]) > low_mask(pos[k].width)) {
+          fail(Status::UopRange, f, static_cast<Field>(k), v[k]);
+          error_.uop = i;
+          return false;
+        }
+      words[i] =
+          pack_uop(layout_, {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+                             static_cast<std::uint32_t>(v[2])});
+    }
+    const KernelLoop none{};
+    const KernelLoop& outer = nloops > 0 ? loops[0] : none;
+    const KernelLoop& inner = nloops > 1 ? loops[1] : none;
+    if (!set(f, Field::iter_out, outer.extent) || !set(f, Field::iter_in, inner.extent) ||
+        !set(f, Field::dst_factor_out, outer.dst) || !set(f, Field::dst_factor_in, inner.dst) ||
+        !set(f, Field::src_factor_out, outer.src) || !set(f, Field::src_factor_in, inner.src))
+      return false;
+    if (gemm &&
+        (!set(f, Field::wgt_factor_out, outer.wgt) || !set(f, Field::wgt_factor_in, inner.wgt)))
+      return false;
+    // every loop field is checked before the kernel may emit its LOAD UOP
+    std::uint32_t begin = 0;
+    if (!place_kernel(f, words, nops, begin)) return false;
+    return set(f, Field::uop_bgn, begin) &&
+           set(f, Field::uop_end, static_cast<std::int64_t>(begin + nops)) && append(f);
+  }
+
+  // Stores a kernel's micro-ops once in the micro-op buffer and makes them resident in the
+  // micro-op SRAM (a LOAD UOP when they are not, starting over when it is full); `begin` is
+  // the first SRAM entry.
+  constexpr bool place_kernel(const InsnFields& f, const std::uint32_t* words, std::size_t n,
+                              std::uint32_t& begin) {
+    std::uint32_t dram = 0;
+    if (!s_.find_kernel(words, n, dram)) {
+      dram = static_cast<std::uint32_t>(s_.uop_count());
+      if (!s_.push_uops(words, n)) return fail(Status::UopsFull, f, Field::count, 0);
+      if (!s_.add_kernel(dram, n)) return fail(Status::KernelsFull, f, Field::count, 0);
+    }
+    if (s_.find_resident(dram, begin)) return true;
+    if (uop_next_ + n > uop_depth_) {
+      s_.clear_resident();
+      uop_next_ = 0;
+    }
+    InsnFields load;
+    load.opcode = Opcode::Load;
+    load.memory_type = MemId::Uop;
+    if (!set_mem(load, uop_next_, dram, 1, static_cast<std::int64_t>(n),
+                 static_cast<std::int64_t>(n)))
+      return false;
+    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count())))
+      return fail(Status::InsnsFull, load, Field::count, 0);
+    if (!append(load)) return false;
+    if (!s_.add_resident(dram, uop_next_)) return fail(Status::KernelsFull, f, Field::count, 0);
+    begin = uop_next_;
+    uop_next_ += static_cast<std::uint32_t>(n);
+    return true;
+  }
+
+  IsaLayout layout_;
+  std::uint32_t uop_depth_;
+  Storage& s_;
+  InsnFields last_{};
+  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
+  std::uint32_t uop_next_ = 0;
+  WriterError error_{};
+};
+
+// The hazard state of one region: its last writer and, per module, its last reader (stream
+// indices, -1: none).
+struct RegionState {
+  std::int64_t writer = -1;
+  Queue writer_queue = Queue::Compute;
+  std::int64_t reader[3] = {-1, -1, -1};
+};
+
+// Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
+// regions and their states are the caller's arrays (`count` of each).
+class DepTracker {
+ public:
+  constexpr DepTracker(const SramRegion* regions, RegionState* states, std::size_t count)
+      : regions_(regions), states_(states), count_(count) {
+    reset();
+  }
+
+  constexpr void reset() {
+    for (std::size_t r = 0; r < count_; ++r) states_[r] = RegionState{};
+    for (auto& c : covered_) c = -1;
+  }
+
+  // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
+  // its hazards, a pop pending on the writer for q's next instruction.
+  template <class Storage>
+  constexpr bool before(StreamWriter<Storage>& w, Queue q, const RegionAccess* accesses,
+                        std::size_t n) {
+    std::int64_t need[3] = {-1, -1, -1};
+    for (std::size_t i = 0; i < n; ++i) {
+      const SramRegion& mine = regions_[accesses[i].region];
+      for (std::size_t r = 0; r < count_; ++r) {
+        if (!regions_[r].overlaps(mine)) continue;
+        const RegionState& s = states_[r];
+        if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
+        if (accesses[i].write)
+          for (int m = 0; m < 3; ++m)
+            if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
+              raise(need, static_cast<Queue>(m + 1), s.reader[m]);
+      }
+    }
+    for (int m = 0; m < 3; ++m) {
+      if (need[m] < 0) continue;
+      const auto from = static_cast<Queue>(m + 1);
+      // load and store never share a memory, so no hazard joins them; one would be a bug
+      if ((from == Queue::Load && q == Queue::Store) ||
+          (from == Queue::Store && q == Queue::Load)) {
+        unordered_ = need[m];
+        return w.dep_pop(from, q);  // fails: NotNeighbours
+      }
+      std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
+      if (need[m] <= covered) continue;
+      if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
+      covered = need[m];
+    }
+    return true;
+  }
+
+  // The conflicting instruction when before() failed on modules that share no token queue.
+  constexpr std::int64_t unordered() const { return unordered_; }
+
+  // After writing: instruction `index`, of module q, performed `accesses`.
+  constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      RegionState& s = states_[accesses[i].region];
+      if (accesses[i].write) {
+        // later accesses wait for this write, which itself waited for the earlier readers
+        s = RegionState{};
+        s.writer = index;
+        s.writer_queue = q;
+      } else {
+        s.reader[static_cast<int>(q) - 1] = index;
+      }
+    }
+  }
+
+ private:
+  static constexpr void raise(std::int64_t* need, Queue from, std::int64_t at) {
+    auto& n = need[static_cast<int>(from) - 1];
+    if (at > n) n = at;
+  }
+
+  const SramRegion* regions_;
+  RegionState* states_;
+  std::size_t count_;
+  std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+  std::int64_t unordered_ = -1;
+};
+
+// Storage of fixed capacity for firmware: at most Insns instructions, Uops micro-op words
+// (the kernels stored, and one kernel being encoded) and Kernels distinct kernels.
+template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
+class FixedStorage {
+ public:
+  constexpr std::size_t insn_count() const { return insns_n_; }
+  constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
+  constexpr const InsnWord* insns() const { return insns_.data(); }
+  constexpr bool push_insn(const InsnWord& w) {
+    if (insns_n_ == Insns) return false;
+    insns_[insns_n_++] = w;
+    return true;
+  }
+  constexpr std::size_t uop_count() const { return uops_n_; }
+  constexpr const std::uint32_t* uops() const { return uops_.data(); }
+  constexpr bool push_uops(const std::uint32_t* w, std::size_t n) {
+    if (n > Uops - uops_n_) return false;
+    for (std::size_t i = 0; i < n; ++i) uops_[uops_n_ + i] = w[i];
+    uops_n_ += n;
+    return true;
+  }
+  constexpr std::size_t reloc_count() const { return relocs_n_; }
+  constexpr const std::uint32_t* relocs() const { return relocs_.data(); }
+  constexpr bool push_reloc(std::uint32_t index) {
+    if (relocs_n_ == Insns) return false;
+    relocs_[relocs_n_++] = index;
+    return true;
+  }
+  // The kernel being encoded goes after the stored ones.
+  constexpr std::uint32_t* kernel_scratch(std::size_t n) {
+    return n > Uops - uops_n_ ? nullptr : uops_.data() + uops_n_;
+  }
+  constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
+    for (std::size_t k = 0; k < kernels_n_; ++k) {
+      if (kernels_[k].size != n) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < n && same; ++i) same = uops_[kernels_[k].at + i] == w[i];
+      if (same) {
+        at = kernels_[k].at;
+        return true;
+      }
+    }
+    return false;
+  }
+  constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
+    if (kernels_n_ == Kernels) return false;
+    kernels_[kernels_n_++] = {at, static_cast<std::uint32_t>(n)};
+    return true;
+  }
+  constexpr bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
+    for (std::size_t k = 0; k < resident_n_; ++k)
+      if (resident_[k].at == dram) {
+        sram = resident_[k].size;
+        return true;
+      }
+    return false;
+  }
+  constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
+    if (resident_n_ == Kernels) return false;
+    resident_[resident_n_++] = {dram, sram};
+    return true;
+  }
+  constexpr void clear_resident() { resident_n_ = 0; }
+  constexpr void clear() { insns_n_ = uops_n_ = relocs_n_ = kernels_n_ = resident_n_ = 0; }
+
+ private:
+  struct Pair {
+    std::uint32_t at = 0, size = 0;
+  };
+  std::array<InsnWord, Insns> insns_{};
+  std::array<std::uint32_t, Uops> uops_{};
+  std::array<std::uint32_t, Insns> relocs_{};
+  std::array<Pair, Kernels> kernels_{}, resident_{};
+  std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0, kernels_n_ = 0, resident_n_ = 0;
+};
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/writer.hpp
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+// The integer operations of the index expressions the generated replays compute (ne's
+// FloorDiv, FloorMod, Min, Max), for divisors the generator has checked are nonzero constants.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b, r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? q - 1 : q;
+}
+constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  const std::int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+constexpr std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+constexpr std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
+
+// The bytes of one element of each memory (UOP, WGT, INP, ACC, OUT, ACC_8BIT), by MemId.
+struct ElemBytes {
+  std::uint64_t of[kMemIdCount] = {};
+};
+
+// The micro-ops of the kernel being replayed, in the caller's array of `capacity` entries
+// (the program's largest kernel, which the host computes).
+struct OpBuffer {
+  UopOp* data = nullptr;
+  std::size_t capacity = 0;
+};
+
+template <class Storage>
+class Replay {
+ public:
+  constexpr Replay(StreamWriter<Storage>& writer, std::uint32_t uop_depth, const ElemBytes& elem,
+                   const SramRegion* regions, RegionState* states, std::size_t region_count,
+                   const std::uint64_t* param_phys, OpBuffer ops)
+      : w_(writer),
+        uop_depth_(uop_depth),
+        deps_(regions, states, region_count),
+        elem_(elem),
+        phys_(param_phys),
+        ops_(ops) {}
+
+  constexpr bool ok() const { return w_.ok(); }
+  constexpr StreamWriter<Storage>& writer() { return w_; }
+  constexpr const DepTracker& deps() const { return deps_; }
+
+  constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
+                      std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,
+                      std::int64_t y_pad_0, std::int64_t y_pad_1, std::int64_t x_pad_0,
+                      std::int64_t x_pad_1) {
+    const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+    const RegionAccess access{region, true};
+    std::int64_t dram = 0;
+    // a block of padding rows only reads no DRAM: its address is the tensor's start
+    return sizes(Opcode::Load, mem, y, x) && element(Opcode::Load, param, mem, dram) &&
+           deps_.before(w_, q, &access, 1) &&
+           w_.load(mem, sram, dram + (y > 0 ? offset : 0), y, x, stride, y_pad_0, y_pad_1, x_pad_0,
+                   x_pad_1) &&
+           after(q, &access, 1);
+  }
+
+  constexpr bool store(std::uint32_t region, std::int64_t sram, std::size_t param,
+                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride) {
+    const RegionAccess access{region, false};
+    std::int64_t dram = 0;
+    return sizes(Opcode::Store, MemId::Out, y, x) &&
+           element(Opcode::Store, param, MemId::Out, dram) &&
+           deps_.before(w_, Queue::Store, &access, 1) &&
+           w_.store(sram, dram + offset, y, x, stride) && after(Queue::Store, &access, 1);
+  }
+
+  constexpr void kernel_begin() {
+    nloops_ = 0;
+    nops_ = 0;
+    empty_ = false;
+  }
+  constexpr void loop_begin(std::int64_t extent, std::int64_t dst, std::int64_t src,
+                            std::int64_t wgt) {
+    if (empty_) return;
+    if (extent < 1) {
+      empty_ = true;  // no iterations: the kernel writes nothing
+      return;
+    }
+    if (nloops_ == 2) {
+      InsnFields none;
+      w_.fail(Status::LoopShape, none, Field::count, 3);
+      return;
+    }
+    loops_[nloops_++] = {extent, dst, src, wgt};
+  }
+  constexpr void push(std::int64_t dst, std::int64_t src, std::int64_t wgt) {
+    if (empty_) return;
+    if (nops_ < ops_.capacity) ops_.data[nops_] = {dst, src, wgt};
+    ++nops_;  // counted past the capacity, so that a kernel too large names its size
+  }
+
+  // A GEMM kernel (acc += inp x wgt), or with reset (acc = 0, inp and wgt unused).
+  constexpr bool gemm(bool reset, std::uint32_t acc, std::uint32_t inp, std::uint32_t wgt) {
+    if (empty_ || nops_ == 0) return ok();
+    const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
+    const std::size_t n = reset ? 1 : 3;
+    return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
+           w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
+  }
+
+  // An ALU kernel: dst = op(dst, src), or op(dst, imm).
+  constexpr bool alu(AluOp op, bool use_imm, std::int64_t imm, std::uint32_t dst,
+                     std::uint32_t src) {
+    if (empty_ || nops_ == 0) return ok();
+    const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    return fits(Opcode::Alu) && deps_.before(w_, Queue::Compute, accesses, 2) &&
+           w_.alu(loops_, nloops_, ops_.data, nops_, op, use_imm, imm) &&
+           after(Queue::Compute, accesses, 2);
+  }
+
+ private:
+  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+  // padding, so an empty row is an error, not a silent no-op (rows of padding only, with
+  // y_size = 0, are what input loads write).
+  constexpr bool sizes(Opcode op, MemId mem, std::int64_t y, std::int64_t x) {
+    InsnFields f;
+    f.opcode = op;
+    f.memory_type = mem;
+    if (y < 0) return w_.fail(Status::EmptyTransfer, f, Field::y_size, y);
+    if (x < 1) return w_.fail(Status::EmptyTransfer, f, Field::x_size, x);
+    return true;
+  }
+  constexpr bool element(Opcode op, std::size_t param, MemId mem, std::int64_t& out) {
+    const std::uint64_t phys = phys_[param];
+    if (StreamWriter<Storage>::dram_elem(phys, elem_.of[static_cast<int>(mem)], out)) return true;
+    InsnFields f;
+    f.opcode = op;
+    f.memory_type = mem;
+    return w_.fail(Status::Misaligned, f, Field::dram_base, static_cast<std::int64_t>(phys));
+  }
+  constexpr bool fits(Opcode op) {
+    if (nops_ <= ops_.capacity) return true;
+    InsnFields f;
+    f.opcode = op;
+    return w_.fail(nops_ > uop_depth_ ? Status::KernelTooLarge : Status::UopsFull, f, Field::count,
+                   static_cast<std::int64_t>(nops_));
+  }
+  constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
+    deps_.after(q, static_cast<std::int64_t>(w_.size()) - 1, accesses, n);
+    return true;
+  }
+
+  StreamWriter<Storage>& w_;
+  std::uint32_t uop_depth_;
+  DepTracker deps_;
+  ElemBytes elem_;
+  const std::uint64_t* phys_;
+  OpBuffer ops_;
+  KernelLoop loops_[2] = {};
+  std::size_t nloops_ = 0, nops_ = 0;
+  bool empty_ = false;
+};
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/replay.hpp
 // begin dlavm/schedule.hpp
 // end dlavm/schedule.hpp
 // begin dlavm/te.hpp
@@ -17826,7 +18763,8 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 // Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
 // VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
 // VTASynchronize): builds a vta::Stream by hand. Every value is checked against its field:
-// an overflow raises EncodingError naming the instruction, field, value and limit.
+// an overflow raises EncodingError naming the instruction, field, value and limit. The work is
+// runtime::StreamWriter's (runtime/writer.hpp), the one writer the host and firmware share.
 //
 //   vta::Builder b(config);
 //   b.load({.memory = vta::MemId::Acc, .sram = 0, .dram = a, .x_size = 4});
@@ -17843,22 +18781,26 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/runtime/writer.hpp
+// end dlavm/runtime/writer.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/isa.hpp
 // end dlavm/vta/hw/isa.hpp
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
 
 // x_stride = -1 means dense rows (x_stride = x_size).
-inline constexpr std::int64_t kDenseStride = -1;
+using runtime::kDenseStride;
 
 // LOAD: y_size rows of x_size elements, x_stride elements apart in DRAM starting at element
 // address `dram` (byte address / element bytes), into SRAM at `sram` with zero padding.
@@ -17911,20 +18853,94 @@ class UopKernel {
   std::size_t open_ = 0;
 };
 
+// What the host Builder stores: the stream, the kernels stored (words -> offset in the
+// micro-op buffer) and resident (offset -> micro-op SRAM entry), and the kernel being encoded.
+// The storage of runtime::StreamWriter on the host (see runtime/writer.hpp).
+class HostStreamStorage {
+ public:
+  std::size_t insn_count() const { return stream.insns.size(); }
+  InsnWord& insn(std::size_t i) { return stream.insns[i]; }
+  bool push_insn(const InsnWord& w) {
+    stream.insns.push_back(w);
+    return true;
+  }
+  std::size_t uop_count() const { return stream.uops.size(); }
+  bool push_uops(const std::uint32_t* w, std::size_t n) {
+    stream.uops.insert(stream.uops.end(), w, w + n);
+    return true;
+  }
+  bool push_reloc(std::uint32_t index) {
+    stream.uop_relocs.push_back(index);
+    return true;
+  }
+  std::uint32_t* kernel_scratch(std::size_t n) {
+    scratch_.resize(n);
+    return scratch_.data();
+  }
+  bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
+    const auto it = kernels_.find(std::span<const std::uint32_t>(w, n));
+    if (it == kernels_.end()) return false;
+    at = it->second;
+    return true;
+  }
+  bool add_kernel(std::uint32_t at, std::size_t n) {
+    const auto* w = stream.uops.data() + at;
+    kernels_.emplace(std::vector<std::uint32_t>(w, w + n), at);
+    return true;
+  }
+  bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
+    const auto it = resident_.find(dram);
+    if (it == resident_.end()) return false;
+    sram = it->second;
+    return true;
+  }
+  bool add_resident(std::uint32_t dram, std::uint32_t sram) {
+    resident_[dram] = sram;
+    return true;
+  }
+  void clear_resident() { resident_.clear(); }
+  std::size_t kernel_count() const { return kernels_.size(); }
+
+  Stream stream;
+
+ private:
+  // Kernels ordered by their words; looked up by a view of the words (no copy).
+  struct WordsLess {
+    using is_transparent = void;
+    static std::span<const std::uint32_t> view(const std::vector<std::uint32_t>& v) { return v; }
+    static std::span<const std::uint32_t> view(std::span<const std::uint32_t> s) { return s; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const auto x = view(a), y = view(b);
+      return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
+    }
+  };
+  std::map<std::vector<std::uint32_t>, std::uint32_t, WordsLess> kernels_;
+  std::map<std::uint32_t, std::uint32_t> resident_;
+  std::vector<std::uint32_t> scratch_;
+};
+
+// The host's runtime::StreamWriter: every failure raises a dlavm::Error naming the
+// instruction, the field and the numbers. A Builder stays where it was made (the writer holds
+// its storage): it is neither copied nor moved.
 class Builder {
  public:
-  explicit Builder(const Config& config) : config_(config) {
-    config_.validate();
-    layout_ = config_.layout();
-  }
+  explicit Builder(const Config& config);
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
 
   const Config& config() const { return config_; }
   const IsaLayout& layout() const { return layout_; }
-  std::size_t size() const { return stream_.insns.size(); }
+  std::size_t size() const { return storage_.insn_count(); }
   // Distinct micro-op kernels stored in the micro-op buffer.
-  std::size_t kernel_count() const { return kernels_.size(); }
-  const Stream& stream() const { return stream_; }
-  Stream take() { return std::exchange(stream_, Stream{}); }
+  std::size_t kernel_count() const { return storage_.kernel_count(); }
+  const Stream& stream() const { return storage_.stream; }
+  Stream take() { return std::exchange(storage_.stream, Stream{}); }
+  // The writer itself, for code that drives it directly (vta::Program's replay); check() turns
+  // its failure into the Builder's error.
+  runtime::StreamWriter<HostStreamStorage>& writer() { return writer_; }
+  // Raises the writer's failure, if any, and clears it (the Builder stays usable).
+  void check(const char* what = "");
 
   // The element address of byte address `phys` + `offset` elements for memory type `m`;
   // ValueError when `phys` is not a multiple of the element size.
@@ -17950,6 +18966,9 @@ class Builder {
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
   void dep_pop(Queue from, Queue to);
 
+  // Orders what follows behind everything before (runtime::StreamWriter::barrier).
+  void barrier();
+
   // VTASynchronize: FINISH after every load and store has completed.
   void finish();
 
@@ -17957,37 +18976,15 @@ class Builder {
   void emit(InsnFields f);
 
  private:
-  static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
-
-  // Appends an instruction whose fields were checked as they were set (`set`); only the
-  // enumerations, which callers pass through, are checked again.
-  void append(InsnFields f);
-
-  static void check_neighbours(const char* what, Queue from, Queue to);
-
-  static InsnFields make_nop(Queue q);
-
-  void commit_pending_pop(Queue q);
-
-  // Sets a field after checking the value against its width for this instruction.
-  void set(InsnFields& f, Field field, std::int64_t v) const;
-  void set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
-               std::int64_t stride) const;
-
-  void push_kernel(InsnFields f, const UopKernel& k, bool gemm);
-
-  // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
-  // micro-op SRAM (emitting a LOAD UOP when they are not); returns [begin, end) in SRAM.
-  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words);
+  // The kernel's loops and micro-ops, as the writer takes them.
+  static void kernel_parts(const UopKernel& k, std::vector<runtime::KernelLoop>& loops,
+                           std::vector<runtime::UopOp>& ops);
+  void check_kernel(const UopKernel& k, const char* what) const;
 
   Config config_;
   IsaLayout layout_;
-  Stream stream_;
-  InsnFields last_;
-  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
-  std::map<std::vector<std::uint32_t>, std::uint32_t> kernels_;  // words -> DRAM offset
-  std::map<std::uint32_t, std::uint32_t> resident_;              // DRAM offset -> SRAM offset
-  std::uint32_t uop_next_ = 0;
+  HostStreamStorage storage_;
+  runtime::StreamWriter<HostStreamStorage> writer_;
 };
 
 }  // namespace dlavm::vta
@@ -18022,6 +19019,18 @@ DLAVM_INLINE void UopKernel::push(std::int64_t dst, std::int64_t src, std::int64
   ops_.push_back({dst, src, wgt});
 }
 
+namespace detail {
+inline const Config& validated(const Config& c) {
+  c.validate();
+  return c;
+}
+}  // namespace detail
+
+DLAVM_INLINE Builder::Builder(const Config& config)
+    : config_(detail::validated(config)),
+      layout_(config_.layout()),
+      writer_(layout_, config_.uop_depth(), storage_) {}
+
 DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
                                              std::int64_t offset) const {
   const auto bytes = config_.elem_bytes(m);
@@ -18031,218 +19040,143 @@ DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
   return static_cast<std::int64_t>(phys / bytes) + offset;
 }
 
-DLAVM_INLINE void Builder::load(const Load2D& a) {
-  if (a.memory == MemId::Out)
-    raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
-  if (a.memory == MemId::Uop)
-    raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
+// The writer's failure as the error a host caller gets: the messages name the instruction,
+// the field and the numbers, as vta::encode's checks do. `what`: the method of a token error.
+DLAVM_INLINE void Builder::check(const char* what) {
+  if (writer_.ok()) return;
+  const runtime::WriterError e = writer_.error();
+  writer_.clear_error();
+  const std::size_t index = e.index;
   InsnFields f;
-  f.opcode = Opcode::Load;
-  f.memory_type = a.memory;
-  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-  set(f, Field::y_pad_0, a.y_pad_0);
-  set(f, Field::y_pad_1, a.y_pad_1);
-  set(f, Field::x_pad_0, a.x_pad_0);
-  set(f, Field::x_pad_1, a.x_pad_1);
-  append(f);
+  f.opcode = e.opcode;
+  const char* kind = e.opcode == Opcode::Gemm ? "GEMM" : "ALU";
+  using runtime::Status;
+  switch (e.status) {
+    case Status::Ok:
+      return;
+    case Status::FieldRange:
+      check_field(layout_, f, e.field, e.value, index);  // raises with the field's message
+      break;
+    case Status::BadMemory:
+      if (static_cast<MemId>(e.value) == MemId::Out)
+        raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", index);
+      raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", index);
+    case Status::KernelEmpty:
+      raise<ValueError>("{} #{}: micro-op kernel is empty", kind, index);
+    case Status::KernelTooLarge:
+      raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer",
+                           e.value, config_.uop_depth());
+    case Status::UopRange: {
+      static constexpr const char* names[] = {"dst_idx", "src_idx", "wgt_idx"};
+      const auto k = static_cast<std::size_t>(e.field);
+      if (e.value < 0 || e.value > 0xFFFFFFFF)
+        raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", e.uop, kind,
+                             index, names[k], e.value);
+      runtime::Uop u;
+      (k == 0 ? u.dst : k == 1 ? u.src : u.wgt) = static_cast<std::uint32_t>(e.value);
+      encode_uop(layout_, u, e.uop);  // raises with the field's message
+      break;
+    }
+    case Status::NotNeighbours:
+      raise<ValueError>(
+          "{}({}, {}): tokens only flow between neighbouring modules "
+          "(load<->compute, compute<->store)",
+          what, runtime::queue_name(e.from), runtime::queue_name(e.to));
+    case Status::NoInstruction:
+      raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", e.value, index);
+    case Status::LoopShape:
+      raise<ValueError>("micro-op kernel: at most two loop levels");
+    case Status::Misaligned:
+    case Status::EmptyTransfer:
+    case Status::InsnsFull:
+    case Status::UopsFull:
+    case Status::KernelsFull:
+      break;
+  }
+  raise<ValueError>(
+      "internal: stream writer failed with status {} at instruction #{}, please "
+      "report",
+      static_cast<int>(e.status), index);
+}
+
+DLAVM_INLINE void Builder::load(const Load2D& a) {
+  writer_.load(a.memory, a.sram, a.dram, a.y_size, a.x_size, a.x_stride, a.y_pad_0, a.y_pad_1,
+               a.x_pad_0, a.x_pad_1);
+  check();
 }
 
 DLAVM_INLINE void Builder::store(const Store2D& a) {
-  InsnFields f;
-  f.opcode = Opcode::Store;
-  f.memory_type = MemId::Out;
-  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-  append(f);
+  writer_.store(a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+  check();
+}
+
+DLAVM_INLINE void Builder::kernel_parts(const UopKernel& k, std::vector<runtime::KernelLoop>& loops,
+                                        std::vector<runtime::UopOp>& ops) {
+  for (const auto& l : k.loops())
+    loops.push_back({l.extent, l.dst_factor, l.src_factor, l.wgt_factor});
+  for (const auto& o : k.ops()) ops.push_back({o.dst, o.src, o.wgt});
+}
+
+DLAVM_INLINE void Builder::check_kernel(const UopKernel& k, const char* what) const {
+  if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
 }
 
 DLAVM_INLINE void Builder::gemm(const UopKernel& k, bool reset) {
-  InsnFields f;
-  f.opcode = Opcode::Gemm;
-  f.reset_reg = reset;
-  push_kernel(f, k, true);
+  check_kernel(k, "GEMM");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.gemm(loops.data(), loops.size(), ops.data(), ops.size(), reset);
+  check();
 }
 
 DLAVM_INLINE void Builder::alu(const UopKernel& k, AluOp op) {
-  InsnFields f;
-  f.opcode = Opcode::Alu;
-  f.alu_opcode = op;
-  push_kernel(f, k, false);
+  check_kernel(k, "ALU");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.alu(loops.data(), loops.size(), ops.data(), ops.size(), op, false, 0);
+  check();
 }
 
 DLAVM_INLINE void Builder::alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
-  InsnFields f;
-  f.opcode = Opcode::Alu;
-  f.alu_opcode = op;
-  f.use_imm = true;
-  runtime::InsnFields probe = f;
-  check_field(layout_, probe, Field::imm, imm, size());
-  f.imm = static_cast<std::int32_t>(imm);
-  push_kernel(f, k, false);
+  check_kernel(k, "ALU");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.alu(loops.data(), loops.size(), ops.data(), ops.size(), op, true, imm);
+  check();
 }
 
 DLAVM_INLINE void Builder::dep_push(Queue from, Queue to) {
-  check_neighbours("dep_push", from, to);
-  commit_pending_pop(from);
-  const bool next = from < to;
-  if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
-    bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
-    if (!flag) {
-      flag = true;
-      stream_.insns.back() = runtime::pack(layout_, last_);
-      return;
-    }
-  }
-  InsnFields nop = make_nop(from);
-  (next ? nop.push_next_dep : nop.push_prev_dep) = true;
-  append(nop);
+  writer_.dep_push(from, to);
+  check("dep_push");
 }
 
 DLAVM_INLINE void Builder::set_push(std::size_t index, Queue to) {
-  if (index >= stream_.insns.size())
-    raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
-  // Only the header is needed: the module (opcode, memory type) and the flag's bit.
-  auto& word = stream_.insns[index];
-  InsnFields head;
-  head.opcode =
-      static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
-  head.memory_type =
-      static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
-  const Queue from = runtime::queue_of(head);
-  check_neighbours("set_push", from, to);
-  const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-  runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
-  if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
+  writer_.set_push(index, to);
+  check("set_push");
 }
 
 DLAVM_INLINE void Builder::dep_pop(Queue from, Queue to) {
-  check_neighbours("dep_pop", from, to);
-  auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
-  if (pending[index(to)]) commit_pending_pop(to);
-  pending[index(to)] = true;
+  writer_.dep_pop(from, to);
+  check("dep_pop");
+}
+
+DLAVM_INLINE void Builder::barrier() {
+  writer_.barrier();
+  check("barrier");
 }
 
 DLAVM_INLINE void Builder::finish() {
-  dep_push(Queue::Store, Queue::Compute);
-  dep_push(Queue::Load, Queue::Compute);
-  dep_pop(Queue::Store, Queue::Compute);
-  dep_pop(Queue::Load, Queue::Compute);
-  commit_pending_pop(Queue::Compute);
-  InsnFields f;
-  f.opcode = Opcode::Finish;
-  append(f);
+  writer_.finish();
+  check("finish");
 }
 
 DLAVM_INLINE void Builder::emit(InsnFields f) {
-  encode(layout_, f, size());  // raises on a field that does not fit
-  append(f);
-}
-
-DLAVM_INLINE void Builder::append(InsnFields f) {
-  check_enums(f, size());
-  const auto q = runtime::queue_of(f);
-  if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-  if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-  stream_.insns.push_back(runtime::pack(layout_, f));
-  pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-  last_ = f;
-}
-
-DLAVM_INLINE void Builder::check_neighbours(const char* what, Queue from, Queue to) {
-  const int a = static_cast<int>(from), b = static_cast<int>(to);
-  if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
-    raise<ValueError>(
-        "{}({}, {}): tokens only flow between neighbouring modules "
-        "(load<->compute, compute<->store)",
-        what, runtime::queue_name(from), runtime::queue_name(to));
-}
-
-DLAVM_INLINE InsnFields Builder::make_nop(Queue q) {
-  InsnFields f;
-  f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
-  f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
-  return f;
-}
-
-DLAVM_INLINE void Builder::commit_pending_pop(Queue q) {
-  if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
-}
-
-DLAVM_INLINE void Builder::set(InsnFields& f, Field field, std::int64_t v) const {
-  check_field(layout_, f, field, v, size());
-  f.set(field, static_cast<std::uint64_t>(v));
-}
-
-DLAVM_INLINE void Builder::set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram,
-                                   std::int64_t y, std::int64_t x, std::int64_t stride) const {
-  set(f, Field::sram_base, sram);
-  set(f, Field::dram_base, dram);
-  set(f, Field::y_size, y);
-  set(f, Field::x_size, x);
-  set(f, Field::x_stride, stride == kDenseStride ? x : stride);
-}
-
-DLAVM_INLINE void Builder::push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
-  const char* what = gemm ? "GEMM" : "ALU";
-  if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
-  if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
-  std::vector<std::uint32_t> words;
-  words.reserve(k.ops().size());
-  for (std::size_t i = 0; i < k.ops().size(); ++i) {
-    const auto& op = k.ops()[i];
-    auto narrow = [&](const char* name, std::int64_t v) {
-      if (v < 0 || v > 0xFFFFFFFF)
-        raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
-                             size(), name, v);
-      return static_cast<std::uint32_t>(v);
-    };
-    const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
-                gemm ? narrow("wgt_idx", op.wgt) : 0u};
-    words.push_back(encode_uop(layout_, u, i));
-  }
-  const UopKernel::Loop none{};
-  const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
-  const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
-  set(f, Field::iter_out, outer.extent);
-  set(f, Field::iter_in, inner.extent);
-  set(f, Field::dst_factor_out, outer.dst_factor);
-  set(f, Field::dst_factor_in, inner.dst_factor);
-  set(f, Field::src_factor_out, outer.src_factor);
-  set(f, Field::src_factor_in, inner.src_factor);
-  if (gemm) {
-    set(f, Field::wgt_factor_out, outer.wgt_factor);
-    set(f, Field::wgt_factor_in, inner.wgt_factor);
-  }
-  // Every loop field is checked before the kernel may emit its LOAD UOP.
-  const auto sram = place_kernel(std::move(words));
-  set(f, Field::uop_bgn, sram.first);
-  set(f, Field::uop_end, sram.second);
-  append(f);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> Builder::place_kernel(
-    std::vector<std::uint32_t> words) {
-  const auto n = static_cast<std::uint32_t>(words.size());
-  if (n > config_.uop_depth())
-    raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
-                         config_.uop_depth());
-  auto [it, inserted] =
-      kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
-  if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
-  const std::uint32_t dram = it->second;
-  if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
-  if (uop_next_ + n > config_.uop_depth()) {
-    resident_.clear();
-    uop_next_ = 0;
-  }
-  InsnFields f;
-  f.opcode = Opcode::Load;
-  f.memory_type = MemId::Uop;
-  set_mem(f, uop_next_, dram, 1, n, n);
-  stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
-  append(f);
-  resident_[dram] = uop_next_;
-  uop_next_ += n;
-  return {resident_[dram], resident_[dram] + n};
+  encode(layout_, f, size());  // raises on a field that does not fit, with its message
+  writer_.emit(f);
+  check();
 }
 
 }  // namespace dlavm::vta
@@ -18285,34 +19219,22 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> Builder::place_kernel(
 
 namespace dlavm::vta {
 
-// An on-chip region: a memory and a range of entries [begin, end).
-struct SramRegion {
-  MemId memory = MemId::Inp;
-  std::int64_t begin = 0, end = 0;
-  bool overlaps(const SramRegion& o) const {
-    const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
-    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
-  }
-};
+using runtime::RegionAccess;
+using runtime::SramRegion;
 
-// One access of an instruction: a region (by index in the tracker's table), read or written.
-struct RegionAccess {
-  std::uint32_t region = 0;
-  bool write = false;
-};
-
+// The host's runtime::DepTracker (runtime/writer.hpp) over a vector of regions; a hazard
+// between modules that share no token queue raises ScheduleError.
 class DepTracker {
  public:
-  DepTracker() = default;
-  explicit DepTracker(const std::vector<SramRegion>& regions) : regions_(regions) {
-    overlaps_.resize(regions.size());
-    for (std::uint32_t a = 0; a < regions.size(); ++a)
-      for (std::uint32_t b = 0; b < regions.size(); ++b)
-        if (regions[a].overlaps(regions[b])) overlaps_[a].push_back(b);
-    reset();
-  }
+  DepTracker() : tracker_(nullptr, nullptr, 0) {}
+  explicit DepTracker(std::vector<SramRegion> regions)
+      : regions_(std::move(regions)),
+        states_(regions_.size()),
+        tracker_(regions_.data(), states_.data(), regions_.size()) {}
+  DepTracker(const DepTracker&) = delete;
+  DepTracker& operator=(const DepTracker&) = delete;
 
-  void reset();
+  void reset() { tracker_.reset(); }
 
   // Before emitting the instructions of module `q` that perform `accesses`: requests the
   // tokens that order them after their hazards (pushes on the producers, pops pending on the
@@ -18320,27 +19242,17 @@ class DepTracker {
   void before(Builder& b, Queue q, std::span<const RegionAccess> accesses);
 
   // After emitting: instruction `index` (of module q) performed `accesses`.
-  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses);
+  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses) {
+    tracker_.after(q, index, accesses.data(), accesses.size());
+  }
 
   const std::vector<SramRegion>& regions() const { return regions_; }
+  runtime::DepTracker& tracker() { return tracker_; }
 
  private:
-  struct State {
-    std::int64_t writer = -1;
-    Queue writer_queue = Queue::Compute;
-    std::array<std::int64_t, 3> reader{-1, -1, -1};
-  };
-
-  static int index(Queue q) { return static_cast<int>(q) - 1; }
-  static std::size_t index_of(Queue q) { return static_cast<std::size_t>(q) - 1; }
-  // Slot of the directed neighbour pair (from -> to) in covered_.
-  static std::size_t pair(Queue from, Queue to);
-  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at);
-
   std::vector<SramRegion> regions_;
-  std::vector<std::vector<std::uint32_t>> overlaps_;
-  std::vector<State> state_;
-  std::array<std::int64_t, 9> covered_{};
+  std::vector<runtime::RegionState> states_;
+  runtime::DepTracker tracker_;
 };
 
 }  // namespace dlavm::vta
@@ -18354,61 +19266,16 @@ class DepTracker {
 
 namespace dlavm::vta {
 
-DLAVM_INLINE void DepTracker::reset() {
-  state_.assign(regions_.size(), State{});
-  covered_.fill(-1);
-}
-
 DLAVM_INLINE void DepTracker::before(Builder& b, Queue q, std::span<const RegionAccess> accesses) {
-  std::array<std::int64_t, 3> need{-1, -1, -1};
-  for (const auto& acc : accesses) {
-    for (const auto r : overlaps_[acc.region]) {
-      const auto& s = state_[r];
-      if (s.writer >= 0 && s.writer_queue != q) raise_need(need, s.writer_queue, s.writer);
-      if (acc.write)
-        for (int m = 0; m < 3; ++m)
-          if (s.reader[m] >= 0 && m != index(q))
-            raise_need(need, static_cast<Queue>(m + 1), s.reader[m]);
-    }
+  if (tracker_.before(b.writer(), q, accesses.data(), accesses.size())) return;
+  if (tracker_.unordered() >= 0) {
+    const auto& e = b.writer().error();
+    raise<ScheduleError>(
+        "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+        "module, which share no token queue",
+        b.size(), runtime::queue_name(q), tracker_.unordered(), runtime::queue_name(e.from));
   }
-  for (int m = 0; m < 3; ++m) {
-    if (need[m] < 0) continue;
-    const auto from = static_cast<Queue>(m + 1);
-    if ((from == Queue::Load && q == Queue::Store) || (from == Queue::Store && q == Queue::Load))
-      raise<ScheduleError>(
-          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-          "module, which share no token queue",
-          b.size(), runtime::queue_name(q), need[m], runtime::queue_name(from));
-    auto& covered = covered_[pair(from, q)];
-    if (need[m] <= covered) continue;
-    b.set_push(static_cast<std::size_t>(need[m]), q);
-    b.dep_pop(from, q);
-    covered = need[m];
-  }
-}
-
-DLAVM_INLINE void DepTracker::after(Queue q, std::int64_t index,
-                                    std::span<const RegionAccess> accesses) {
-  for (const auto& acc : accesses) {
-    auto& s = state_[acc.region];
-    if (acc.write) {
-      // Later accesses wait for this write, which itself waited for the earlier readers.
-      s = State{};
-      s.writer = index;
-      s.writer_queue = q;
-    } else {
-      s.reader[index_of(q)] = index;
-    }
-  }
-}
-
-DLAVM_INLINE std::size_t DepTracker::pair(Queue from, Queue to) {
-  return static_cast<std::size_t>(index(from) * 3 + index(to));
-}
-
-DLAVM_INLINE void DepTracker::raise_need(std::array<std::int64_t, 3>& need, Queue from,
-                                         std::int64_t at) {
-  need[index_of(from)] = std::max(need[index_of(from)], at);
+  b.check("dep_pop");
 }
 
 }  // namespace dlavm::vta
@@ -20962,6 +21829,11 @@ struct SramSlot {
   std::int64_t entries = 0;
 };
 
+// An upper bound on the words of a program's streams: instructions and micro-ops.
+struct StreamBound {
+  std::int64_t insns = 0, uops = 0;
+};
+
 class Program {
  public:
   Program(Env env, tir::PrimFunc func);
@@ -20978,6 +21850,21 @@ class Program {
   // DRAM address param_phys[k].
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
+  // The same instructions written to `b`, without the closing FINISH: several programs can
+  // share one stream (Builder::barrier between them).
+  void write(Builder& b, std::span<const ne::Binding> bindings,
+             std::span<const std::uint64_t> param_phys) const;
+
+  // The program's on-chip regions (one per SRAM buffer, as its replay indexes them), the
+  // micro-op buffer its largest kernel needs, and each memory's element bytes.
+  const std::vector<SramRegion>& regions() const { return regions_; }
+  std::size_t max_kernel_ops() const { return max_kernel_ops_; }
+  // At most how many instructions and micro-ops an instantiation writes, for any values of
+  // the symbolic dims within their ranges (what a firmware's stream buffers must hold).
+  StreamBound stream_bound() const { return bound_; }
+  runtime::ElemBytes elem_bytes() const;
+  std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
+  std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
 
   // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
   ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -20997,6 +21884,8 @@ class Program {
   std::vector<SramRegion> regions_;
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
+  std::size_t max_kernel_ops_ = 0;
+  StreamBound bound_;
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
@@ -21027,6 +21916,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
  public:
   explicit SramAllocator(const Env& env) : env_(env) {}
   std::unordered_map<const te::BufferNode*, SramSlot> slots;
+  std::vector<const te::BufferNode*> order;  // the buffers in program order
 
   void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
     const auto& b = n.buffer;
@@ -21047,6 +21937,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
           "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
           b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
           depth * bytes_per);
+    if (slots.count(b.get()) == 0) order.push_back(b.get());
     slots[b.get()] = {*mem, top, entries};
     top += entries;
     visit(n.body);
@@ -21087,55 +21978,92 @@ class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
   const tir::Stmt& root_;
 };
 
+// An upper bound on the words any instantiation writes, from the loops' largest extents: a
+// transfer writes one instruction, a kernel at most two (a LOAD UOP and itself) and its
+// micro-ops; the dependency tokens a hazard needs ride on those instructions (a pop is
+// pending only until its module's next instruction, which the same intrinsic writes), and
+// FINISH with the token NOPs before it adds at most kFinish. Saturates at kLimit.
+class StreamBounds : public tir::StmtVisitor<StreamBounds> {
+ public:
+  static constexpr std::int64_t kFinish = 8, kLimit = std::int64_t{1} << 40;
+  explicit StreamBounds(std::size_t kernel_ops)
+      : kernel_ops_(static_cast<std::int64_t>(kernel_ops)) {}
+
+  StreamBound of(const tir::Stmt& body) {
+    visit(body);
+    return {std::min(insns_ + kFinish, kLimit), uops_};
+  }
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto before_i = insns_, before_u = uops_;
+    insns_ = uops_ = 0;
+    visit(n.body);
+    const auto extent = std::max<std::int64_t>(ne::bounds(n.extent).max, 0);
+    insns_ = before_i + times(insns_, extent);
+    uops_ = before_u + times(uops_, extent);
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    const auto before_i = insns_, before_u = uops_;
+    insns_ = uops_ = 0;
+    visit(n.then_case);
+    const auto then_i = insns_, then_u = uops_;
+    insns_ = uops_ = 0;
+    if (n.else_case.defined()) visit(n.else_case);
+    insns_ = before_i + std::max(then_i, insns_);
+    uops_ = before_u + std::max(then_u, uops_);
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<StreamBounds>::visit_attr(n, s);
+    insns_ = std::min(insns_ + 2, kLimit);
+    uops_ = std::min(uops_ + kernel_ops_, kLimit);
+  }
+  void visit_evaluate(const tir::EvaluateNode&, const tir::Stmt&) {
+    insns_ = std::min(insns_ + 1, kLimit);
+  }
+
+ private:
+  static std::int64_t times(std::int64_t a, std::int64_t b) {
+    return a == 0 || b <= kLimit / a ? std::min(a * b, kLimit) : kLimit;
+  }
+  std::int64_t kernel_ops_;
+  std::int64_t insns_ = 0, uops_ = 0;
+};
+
 }  // namespace detail
 
-// Replays the host loops and encodes each intrinsic through the Builder, with the
-// dependency tokens its data hazards need (DepTracker).
+// Replays the host loops, evaluates each intrinsic's fields and hands it to runtime::Replay,
+// the replay firmware runs too; a failure becomes a dlavm::Error naming the program and the
+// buffers (the Builder's messages for the encoding itself).
 class Program::Emitter : public tir::LoopReplay<Emitter> {
  public:
   Emitter(const Program& p, std::span<const ne::Binding> bindings,
-          std::span<const std::uint64_t> phys)
+          std::span<const std::uint64_t> phys, Builder& builder)
       : tir::LoopReplay<Emitter>(bindings),
-        builder(p.env_.config),
+        builder_(builder),
         prog_(p),
-        phys_(phys),
-        deps_(p.regions_) {}
-  Builder builder;
+        states_(p.regions_.size()),
+        ops_(p.max_kernel_ops_),
+        replay_(builder.writer(), p.env_.config.uop_depth(), p.elem_bytes(), p.regions_.data(),
+                states_.data(), p.regions_.size(), phys.data(), {ops_.data(), ops_.size()}) {}
 
   void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-    // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
-    kernel_ = UopKernel{};
+    // One GEMM or ALU instruction: its loop levels and micro-ops, then the instruction.
+    replay_.kernel_begin();
     kernel_call_ = nullptr;
-    kernel_empty_ = false;
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
-    // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
-    // nothing to compute.
-    if (kernel_empty_ || kernel_call_ == nullptr) return;
+    if (kernel_call_ == nullptr) return;
     const auto& c = *kernel_call_;
-    accesses_.clear();
-    if (c.name == intrin::gemm) {
-      accesses_ = {{region(c.buffers[0]), true},
-                   {region(c.buffers[1]), false},
-                   {region(c.buffers[2]), false}};
-    } else if (c.name == intrin::gemm_reset) {
-      accesses_ = {{region(c.buffers[0]), true}};
-    } else {
-      accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
-    }
-    deps_.before(builder, Queue::Compute, accesses_);
     if (c.name == intrin::alu) {
-      const auto op = static_cast<AluOp>(value(c.args[0]));
-      if (value(c.args[1]) != 0)
-        builder.alu_imm(kernel_, op, value(c.args[2]));
-      else
-        builder.alu(kernel_, op);
+      replay_.alu(static_cast<AluOp>(value(c.args[0])), value(c.args[1]) != 0, value(c.args[2]),
+                  region(c.buffers[0]), region(c.buffers[1]));
     } else {
-      builder.gemm(kernel_, c.name == intrin::gemm_reset);
+      const bool reset = c.name == intrin::gemm_reset;
+      replay_.gemm(reset, region(c.buffers[0]), reset ? 0 : region(c.buffers[1]),
+                   reset ? 0 : region(c.buffers[2]));
     }
-    deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    check(c);
   }
 
   void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
@@ -21144,65 +22072,43 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
       raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
     const std::string& name = call->name;
     if (in_kernel_) {
-      if (kernel_empty_) return;
       if (name == intrin::uop_loop_begin) {
-        const auto extent = value(call->args[0]);
-        if (extent < 1) {
-          kernel_empty_ = true;
-          return;
-        }
-        kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+        replay_.loop_begin(value(call->args[0]), value(call->args[1]), value(call->args[2]),
                            value(call->args[3]));
       } else if (name == intrin::uop_loop_end) {
-        kernel_.loop_end();
       } else if (name == intrin::gemm) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+        replay_.push(sram(call->buffers[0]) + value(call->args[0]),
                      sram(call->buffers[1]) + value(call->args[1]),
                      sram(call->buffers[2]) + value(call->args[2]));
       } else if (name == intrin::gemm_reset) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+        replay_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
       } else if (name == intrin::alu) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
-                     sram(call->buffers[1]) + value(call->args[4]));
+        replay_.push(sram(call->buffers[0]) + value(call->args[3]),
+                     sram(call->buffers[1]) + value(call->args[4]), 0);
       } else {
         raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
+      check(*call);
       return;
     }
     if (name == intrin::load) {
-      const auto mem = static_cast<MemId>(value(call->args[0]));
-      const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
-      accesses_ = {{region(call->buffers[0]), true}};
-      deps_.before(builder, q, accesses_);
-      // A block of padding rows only reads no DRAM: its address is the tensor's start.
-      const auto y_size = non_negative(value(call->args[3]), call, "y_size");
-      builder.load({.memory = mem,
-                    .sram = sram(call->buffers[0]) + value(call->args[1]),
-                    .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
-                    .y_size = y_size,
-                    .x_size = positive(value(call->args[4]), call, "x_size"),
-                    .x_stride = value(call->args[5]),
-                    .y_pad_0 = value(call->args[6]),
-                    .y_pad_1 = value(call->args[7]),
-                    .x_pad_0 = value(call->args[8]),
-                    .x_pad_1 = value(call->args[9])});
-      deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+      replay_.load(static_cast<MemId>(value(call->args[0])), region(call->buffers[0]),
+                   sram(call->buffers[0]) + value(call->args[1]), param(call->buffers[1]),
+                   value(call->args[2]), value(call->args[3]), value(call->args[4]),
+                   value(call->args[5]), value(call->args[6]), value(call->args[7]),
+                   value(call->args[8]), value(call->args[9]));
     } else if (name == intrin::store) {
-      accesses_ = {{region(call->buffers[0]), false}};
-      deps_.before(builder, Queue::Store, accesses_);
-      builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
-                     .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                     .y_size = non_negative(value(call->args[3]), call, "y_size"),
-                     .x_size = positive(value(call->args[4]), call, "x_size"),
-                     .x_stride = value(call->args[5])});
-      deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+      replay_.store(region(call->buffers[0]), sram(call->buffers[0]) + value(call->args[1]),
+                    param(call->buffers[1]), value(call->args[2]), value(call->args[3]),
+                    value(call->args[4]), value(call->args[5]));
     } else {
       raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
                            name);
     }
+    check(*call);
   }
 
  private:
@@ -21211,22 +22117,32 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
     if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
     raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
   }
-  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
-  // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
-  // y_size = 0, are what VTA's input loads write.)
-  std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 1 ? empty(v, call, field) : v;
-  }
-  std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 0 ? empty(v, call, field) : v;
-  }
-  [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
-                                  const char* field) const {
-    raise<ValueError>(
-        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-        "(all padding or empty), which a VTA transfer cannot express",
-        prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-        call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+
+  // The replay's failure, if any, as the error the host raises.
+  void check(const te::CallNode& call) {
+    if (replay_.ok()) return;
+    const runtime::WriterError e = builder_.writer().error();
+    if (e.status == runtime::Status::EmptyTransfer) {
+      const bool load = call.name == intrin::load;
+      raise<ValueError>(
+          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+          "(all padding or empty), which a VTA transfer cannot express",
+          prog_.name(), e.field == Field::y_size ? "y_size" : "x_size",
+          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
+    }
+    if (e.status == runtime::Status::Misaligned) {
+      const auto mem =
+          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(call.args[0]));
+      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
+                        prog_.env_.config.elem_bytes(mem), runtime::mem_name(mem));
+    }
+    if (e.status == runtime::Status::NotNeighbours && replay_.deps().unordered() >= 0)
+      raise<ScheduleError>(
+          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+          "module, which share no token queue",
+          e.index, runtime::queue_name(e.to), replay_.deps().unordered(),
+          runtime::queue_name(e.from));
+    builder_.check("dep_pop");
   }
   std::int64_t sram(const te::Buffer& b) const {
     auto it = prog_.sram_.find(b.get());
@@ -21242,22 +22158,21 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
                            b.name());
     return it->second;
   }
-  std::int64_t dram(const te::Buffer& b, MemId mem) const {
+  std::size_t param(const te::Buffer& b) const {
     auto it = prog_.param_index_.find(b.get());
     if (it == prog_.param_index_.end())
       raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
                            b.name());
-    return builder.dram_elem(phys_[it->second], mem);
+    return it->second;
   }
 
+  Builder& builder_;
   const Program& prog_;
-  std::span<const std::uint64_t> phys_;
-  DepTracker deps_;
-  std::vector<RegionAccess> accesses_;
-  UopKernel kernel_;
+  std::vector<runtime::RegionState> states_;
+  std::vector<runtime::UopOp> ops_;
+  runtime::Replay<HostStreamStorage> replay_;
   const te::CallNode* kernel_call_ = nullptr;
   bool in_kernel_ = false;
-  bool kernel_empty_ = false;
 };
 
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
@@ -21266,8 +22181,10 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   detail::SramAllocator alloc(env_);
   alloc.visit(func_.body);
   sram_ = std::move(alloc.slots);
+  // regions in program order: the same indices in every process (generated replays use them)
   std::vector<SramRegion> regions;
-  for (const auto& [buf, slot] : sram_) {
+  for (const auto* buf : alloc.order) {
+    const SramSlot& slot = sram_.at(buf);
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
     regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
   }
@@ -21283,6 +22200,55 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   } outputs;
   outputs.visit(func_.body);
   for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
+  // The micro-op buffer a replay needs: the largest kernel at the dims' maxima, or past the
+  // micro-op SRAM (a kernel that large fails either way).
+  const auto cap = static_cast<std::int64_t>(env_.config.uop_depth()) + 1;
+  struct KernelOps : tir::StmtVisitor<KernelOps> {
+    std::int64_t cap = 0, count = 0, most = 0;
+    bool inside = false;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != intrin::uop_kernel) return tir::StmtVisitor<KernelOps>::visit_attr(n, s);
+      count = 0;
+      inside = true;
+      visit(n.body);
+      inside = false;
+      most = std::max(most, count);
+    }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      if (!inside) return visit(n.body);
+      const auto before = count;
+      count = 0;
+      visit(n.body);
+      const auto extent = std::max<std::int64_t>(ne::bounds(n.extent).max, 0);
+      count = before + (count == 0 || extent <= cap / count ? count * extent : cap);
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+      const auto before = count;
+      count = 0;
+      visit(n.then_case);
+      const auto then_count = count;
+      count = 0;
+      if (n.else_case.defined()) visit(n.else_case);
+      count = before + std::max(then_count, count);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (inside && c != nullptr &&
+          (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+        ++count;
+    }
+  } kernel_ops;
+  kernel_ops.cap = cap;
+  kernel_ops.visit(func_.body);
+  max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
+  bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
+}
+
+DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
+  runtime::ElemBytes e;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    e.of[m] = env_.config.elem_bytes(static_cast<runtime::MemId>(m));
+  return e;
 }
 
 DLAVM_INLINE Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args,
@@ -21296,13 +22262,19 @@ namespace dlavm::vta {
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
+  Builder b(env_.config);
+  write(b, bindings, param_phys);
+  b.finish();
+  return b.take();
+}
+
+DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
+                                 std::span<const std::uint64_t> param_phys) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  Emitter e(*this, bindings, param_phys);
+  Emitter e(*this, bindings, param_phys, b);
   e.visit(func_.body);
-  e.builder.finish();
-  return e.builder.take();
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -21407,16 +22379,15 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 
 namespace dlavm::graph {
 
-// Where a value lives: a region and, in device memory, its byte offset there and its size at
-// the dims' maxima.
+// Where a value lives in the module's memory plan: its region, its byte offset there and its
+// size at the dims' maxima; `vta`: VTA reads or writes it, so a run on the host keeps it in
+// device memory (the firmware keeps every value there).
 struct Storage {
-  enum class Region : std::uint8_t { Host, Weight, Activation };
-  Region region = Region::Host;
+  RegionKind region = RegionKind::Runtime;
   std::int64_t offset = 0, bytes = 0;
+  bool vta = false;
   friend bool operator==(const Storage&, const Storage&) = default;
 };
-// "host", "weight", "activation"
-std::string_view region_name(Storage::Region r);
 
 struct ModuleValue {
   // State: a function's state (graph::State), kept by the module from one run to the next.
@@ -21493,21 +22464,20 @@ struct ModuleRunOptions {
 
 class Module {
  public:
-  // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
-  // region, the intermediates VTA reads or writes in the activation region, each at an
-  // offset aligned to `kAlignment` bytes.
+  // Plans the memory (graph::plan_memory with `plan`) and fills each value's storage.
   // The states start at zero.
   Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature);
-  static constexpr std::int64_t kAlignment = 256;
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature,
+         const PlanOptions& plan = {});
 
   const std::string& name() const { return name_; }
   const vta::Env& env() const { return env_; }
   const std::vector<ModuleValue>& values() const { return values_; }
   const std::vector<ModuleStep>& steps() const { return steps_; }
   const OpRegistry& ops() const { return *ops_; }
-  // The bytes of a region: the end of its last value.
-  std::int64_t region_bytes(Storage::Region r) const;
+  ModuleSignature signature() const { return {params_, results_, state_}; }
+  // Where the values and streams live (Module::run allocates each region once per device).
+  const MemoryPlan& plan() const { return plan_; }
 
   // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
   // first run on a device allocates the regions there and copies the weights in.
@@ -21563,6 +22533,7 @@ class Module {
   std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run
+  MemoryPlan plan_;
 };
 
 }  // namespace dlavm::graph
@@ -21575,6 +22546,258 @@ struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
 };
 
 #ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/memory_plan-inl.hpp
+// Definitions for dlavm/graph/memory_plan.hpp (see core/api.hpp).
+
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view region_name(RegionKind r) {
+  switch (r) {
+    case RegionKind::Weight:
+      return "weight";
+    case RegionKind::Runtime:
+      return "runtime";
+    case RegionKind::Cache:
+      return "cache";
+    case RegionKind::Insts:
+      return "insts";
+    case RegionKind::Uop:
+      return "uop";
+  }
+  return "?";
+}
+
+namespace detail {
+
+inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
+
+// The bytes of a value at the maxima of its dims (saturating far past any address space).
+inline std::int64_t max_bytes(const ModuleValue& v) {
+  std::int64_t bytes = v.dtype.bytes();
+  for (const auto& d : v.shape) {
+    const auto n = std::max<std::int64_t>(ne::bounds(d).max, 0);
+    bytes = n != 0 && bytes > (std::int64_t{1} << 50) / n ? std::int64_t{1} << 50 : bytes * n;
+  }
+  return bytes;
+}
+
+// Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
+// at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
+// TensorFlow Lite's arena planner). Without reuse, one after the other.
+inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_t alignment,
+                                  bool reuse) {
+  std::stable_sort(buffers.begin(), buffers.end(), [](const BufferPlan* a, const BufferPlan* b) {
+    return a->bytes > b->bytes || (a->bytes == b->bytes && a->first < b->first);
+  });
+  std::int64_t end = 0;
+  std::vector<const BufferPlan*> placed;
+  for (BufferPlan* b : buffers) {
+    const auto size = align_up(std::max<std::int64_t>(b->bytes, 1), alignment);
+    std::int64_t at = 0;
+    if (reuse) {
+      std::vector<const BufferPlan*> live;
+      for (const auto* p : placed)
+        if (p->first <= b->last && b->first <= p->last) live.push_back(p);
+      std::sort(live.begin(), live.end(),
+                [](const BufferPlan* x, const BufferPlan* y) { return x->offset < y->offset; });
+      for (const auto* p : live) {
+        if (p->offset >= at + size) break;  // the gap before p holds b
+        at = std::max(at, align_up(p->offset + std::max<std::int64_t>(p->bytes, 1), alignment));
+      }
+    } else {
+      at = end;
+    }
+    b->offset = at;
+    end = std::max(end, at + size);
+    placed.push_back(b);
+  }
+  return end;
+}
+
+// The regions' bases from the map: a number, or the aligned end of the region named.
+inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::int64_t* sizes) {
+  const auto a = static_cast<std::uint64_t>(o.alignment);
+  constexpr std::string_view anchor = "global";
+  std::vector<std::string> names = {std::string(anchor)};
+  for (std::size_t r = 0; r < kRegionCount; ++r)
+    names.emplace_back(region_name(static_cast<RegionKind>(r)));
+  const auto known = fmt::format("{}", fmt::join(names, ", "));
+  std::map<std::string, const RegionPlace*, std::less<>> entry;
+  for (const auto& p : o.regions) {
+    if (std::find(names.begin(), names.end(), p.name) == names.end())
+      raise<ConfigError>("memory plan: region map names '{}', which is no region (regions: {})",
+                         p.name, known);
+    if (!entry.emplace(p.name, &p).second)
+      raise<ConfigError>("memory plan: region map places '{}' twice", p.name);
+  }
+  for (std::size_t k = 1; k < names.size(); ++k)
+    if (entry.count(names[k]) == 0)
+      raise<ConfigError>(
+          "memory plan: region map does not place '{}' (give a base address or "
+          "the region it follows)",
+          names[k]);
+  const auto size_of = [&](std::string_view name) -> std::uint64_t {
+    for (std::size_t r = 0; r < kRegionCount; ++r)
+      if (name == region_name(static_cast<RegionKind>(r)))
+        return static_cast<std::uint64_t>(sizes[r]);
+    return 0;  // the anchor
+  };
+  std::map<std::string, std::uint64_t, std::less<>> base;
+  std::vector<std::string> resolving;
+  const std::function<std::uint64_t(const std::string&)> base_of =
+      [&](const std::string& name) -> std::uint64_t {
+    if (const auto it = base.find(name); it != base.end()) return it->second;
+    const auto e = entry.find(name);
+    if (e == entry.end())
+      raise<ConfigError>(
+          "memory plan: a region follows '{}', which the map does not place "
+          "(regions: {})",
+          name, known);
+    if (std::find(resolving.begin(), resolving.end(), name) != resolving.end())
+      raise<ConfigError>("memory plan: region '{}' is placed after itself ({} -> {})", name,
+                         fmt::join(resolving, " -> "), name);
+    resolving.push_back(name);
+    std::uint64_t b = 0;
+    if (const auto* addr = std::get_if<std::uint64_t>(&e->second->at)) {
+      b = *addr;
+      if (b % a != 0)
+        raise<ConfigError>("memory plan: region '{}' at 0x{:x} is not aligned to {} bytes", name, b,
+                           a);
+    } else {
+      const auto& prev = std::get<std::string>(e->second->at);
+      b = (base_of(prev) + size_of(prev) + a - 1) / a * a;
+    }
+    resolving.pop_back();
+    base.emplace(name, b);
+    return b;
+  };
+  std::vector<RegionPlan> out;
+  for (std::size_t r = 0; r < kRegionCount; ++r) {
+    const auto kind = static_cast<RegionKind>(r);
+    out.push_back({kind, base_of(std::string(region_name(kind))), sizes[r]});
+    if (out.back().end() > o.address_limit || out.back().end() < out.back().base)
+      raise<CapacityError>(
+          "memory plan: region '{}' of {} bytes at 0x{:x} ends at 0x{:x}, past the address "
+          "space (0x{:x})",
+          region_name(kind), sizes[r], out.back().base, out.back().end(), o.address_limit);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (std::size_t j = i + 1; j < out.size(); ++j) {
+      const auto &x = out[i], &y = out[j];
+      if (x.bytes > 0 && y.bytes > 0 && x.base < y.end() && y.base < x.end())
+        raise<ConfigError>(
+            "memory plan: regions '{}' [0x{:x}, 0x{:x}) and '{}' [0x{:x}, 0x{:x}) overlap",
+            region_name(x.kind), x.base, x.end(), region_name(y.kind), y.base, y.end());
+    }
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string MemoryPlan::report(const Module& m) const {
+  std::string s = fmt::format("memory plan of '{}' (alignment {} bytes)\n", m.name(), alignment);
+  for (const auto& r : regions)
+    s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
+                     r.base, r.end(), r.bytes);
+  s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
+                   region(RegionKind::Runtime).bytes, live_peak);
+  s += "  buffer   region    offset      bytes  lifetime  value\n";
+  const auto step = [&](std::int64_t t) {
+    return t < 0                                              ? std::string("in")
+           : t >= static_cast<std::int64_t>(m.steps().size()) ? std::string("out")
+                                                              : std::to_string(t);
+  };
+  for (const auto& b : buffers)
+    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", b.value,
+                     region_name(b.region), b.offset, b.bytes, step(b.first), step(b.last),
+                     m.values()[b.value].name);
+  return s;
+}
+
+DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
+  const auto a = options.alignment;
+  if (a < 1 || (a & (a - 1)) != 0)
+    raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  const auto& values = m.values();
+  const auto& steps = m.steps();
+  MemoryPlan plan;
+  plan.alignment = a;
+  plan.buffers.resize(values.size());
+  // lifetimes: written by a step (params and constants before the first), read by steps,
+  // results and the states' next values read after the last
+  const auto after_run = static_cast<std::int64_t>(steps.size());
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    auto& b = plan.buffers[v];
+    b.value = v;
+    b.bytes = detail::max_bytes(values[v]);
+    b.first = b.last = -1;
+    switch (values[v].kind) {
+      case ModuleValue::Kind::Constant:
+        b.region = RegionKind::Weight;
+        break;
+      case ModuleValue::Kind::State:
+        b.region = RegionKind::Cache;
+        break;
+      default:
+        b.region = RegionKind::Runtime;
+    }
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto t = static_cast<std::int64_t>(i);
+    for (auto in : steps[i].inputs) plan.buffers[in].last = std::max(plan.buffers[in].last, t);
+    plan.buffers[steps[i].output].first = t;
+    plan.buffers[steps[i].output].last = std::max(plan.buffers[steps[i].output].last, t);
+  }
+  for (auto r : m.signature().results) plan.buffers[r].last = after_run;
+  for (const auto& s : m.signature().state) plan.buffers[s.next].last = after_run;
+
+  std::int64_t sizes[kRegionCount] = {};
+  for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
+    std::vector<BufferPlan*> in_region;
+    for (auto& b : plan.buffers)
+      if (b.region == r) in_region.push_back(&b);
+    sizes[static_cast<int>(r)] =
+        detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
+  }
+  // the lower bound: the most runtime bytes live during one step
+  for (std::int64_t t = -1; t <= after_run; ++t) {
+    std::int64_t live = 0;
+    for (const auto& b : plan.buffers)
+      if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
+        live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
+    plan.live_peak = std::max(plan.live_peak, live);
+  }
+  vta::StreamBound streams;
+  for (const auto& s : steps)
+    if (s.kind == ModuleStep::Kind::Vta) {
+      const auto bound = s.program->stream_bound();
+      streams.insns = std::max(streams.insns, bound.insns);
+      streams.uops = std::max(streams.uops, bound.uops);
+    }
+  sizes[static_cast<int>(RegionKind::Insts)] =
+      detail::align_up(options.insts_bytes.value_or(streams.insns * 16), a);
+  sizes[static_cast<int>(RegionKind::Uop)] =
+      detail::align_up(options.uop_bytes.value_or(streams.uops * 4), a);
+  plan.regions = detail::lay_out_regions(options, sizes);
+  return plan;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/memory_plan-inl.hpp
 // begin dlavm/graph/module-inl.hpp
 // Definitions for graph/module.hpp.
 
@@ -21602,21 +22825,9 @@ struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
 
 namespace dlavm::graph {
 
-DLAVM_INLINE std::string_view region_name(Storage::Region r) {
-  switch (r) {
-    case Storage::Region::Host:
-      return "host";
-    case Storage::Region::Weight:
-      return "weight";
-    case Storage::Region::Activation:
-      return "activation";
-  }
-  return "?";
-}
-
 DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
                             std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-                            ModuleSignature signature)
+                            ModuleSignature signature, const PlanOptions& plan)
     : name_(std::move(name)),
       env_(std::move(env)),
       ops_(std::move(ops)),
@@ -21626,25 +22837,16 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
       results_(std::move(signature.results)),
       state_(std::move(signature.state)) {
   reset_state();
-  // the values VTA reads or writes live in device memory: constants in the weight region,
-  // the others in the activation region, one after the other at aligned offsets
-  std::vector<bool> on_device(values_.size(), false);
+  plan_ = plan_memory(*this, plan);
+  std::vector<bool> vta(values_.size(), false);
   for (const auto& step : steps_) {
     if (step.kind != ModuleStep::Kind::Vta) continue;
-    for (auto in : step.inputs) on_device[in] = true;
-    on_device[step.output] = true;
+    for (auto in : step.inputs) vta[in] = true;
+    vta[step.output] = true;
   }
-  std::int64_t end[3] = {0, 0, 0};
   for (std::size_t v = 0; v < values_.size(); ++v) {
-    if (!on_device[v]) continue;
-    auto& value = values_[v];
-    std::int64_t bytes = value.dtype.bytes();
-    for (const auto& d : value.shape) bytes *= ne::bounds(d).max;
-    const auto region = value.kind == ModuleValue::Kind::Constant ? Storage::Region::Weight
-                                                                  : Storage::Region::Activation;
-    auto& at = end[static_cast<int>(region)];
-    value.storage = {region, at, bytes};
-    at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const auto& b = plan_.buffers[v];
+    values_[v].storage = {b.region, b.offset, b.bytes, vta[v]};
   }
 }
 
@@ -21682,25 +22884,19 @@ DLAVM_INLINE void Module::reset_state() {
   }
 }
 
-DLAVM_INLINE std::int64_t Module::region_bytes(Storage::Region r) const {
-  std::int64_t end = 0;
-  for (const auto& v : values_)
-    if (v.storage.region == r) end = std::max(end, v.storage.offset + v.storage.bytes);
-  return end;
-}
-
 // The regions of one device, allocated on the module's first run there, with the weights
 // copied in; freed when the module lets go of them, if the device still exists.
 class Module::Resident {
  public:
   Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
-    for (const auto r : {Storage::Region::Weight, Storage::Region::Activation}) {
-      const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(m.region_bytes(r), 1));
-      buffers_[static_cast<int>(r)] = dev.alloc(bytes);
-      allocated_[static_cast<int>(r)] = true;
+    for (std::size_t r = 0; r < kRegionCount; ++r) {
+      const auto bytes = static_cast<std::size_t>(
+          std::max<std::int64_t>(m.plan_.region(static_cast<RegionKind>(r)).bytes, 1));
+      buffers_[r] = dev.alloc(bytes);
+      allocated_[r] = true;
     }
     for (const auto& v : m.values_)
-      if (v.storage.region == Storage::Region::Weight)
+      if (v.storage.vta && v.storage.region == RegionKind::Weight)
         dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
                     v.dram->data(), v.dram->size());
   }
@@ -21708,7 +22904,7 @@ class Module::Resident {
   Resident& operator=(const Resident&) = delete;
   ~Resident() {
     if (!*alive_) return;  // the device, and its memory, are gone
-    for (int r = 0; r < 3; ++r)
+    for (std::size_t r = 0; r < kRegionCount; ++r)
       if (allocated_[r]) dev_->free(buffers_[r]);
   }
 
@@ -21732,7 +22928,11 @@ class Module::Resident {
     return cached->second;
   }
   vta::Device& device() const { return *dev_; }
-  vta::Buffer buffer(Storage::Region r) const { return buffers_[static_cast<int>(r)]; }
+  vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
+  // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
+  vta::StreamPlacement streams() const {
+    return {buffer(RegionKind::Insts), 0, buffer(RegionKind::Uop), 0};
+  }
   std::uint64_t phys(const Storage& s) const {
     return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
   }
@@ -21740,8 +22940,8 @@ class Module::Resident {
  private:
   vta::Device* dev_;
   std::shared_ptr<const bool> alive_;
-  vta::Buffer buffers_[3]{};
-  bool allocated_[3]{};
+  vta::Buffer buffers_[kRegionCount]{};
+  bool allocated_[kRegionCount]{};
   std::vector<
       std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
       streams_;
@@ -21818,7 +23018,7 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
                                        std::span<const ne::Binding> bindings) const {
   const ModuleStep& step = steps_[index];
   const vta::Stream& stream = r.stream(*this, index, bindings);
-  const vta::RunResult result = r.device().run(stream);
+  const vta::RunResult result = r.device().run_at(stream, r.streams());
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -21864,7 +23064,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
   // a host result VTA reads goes to its device slot
   const auto to_device = [&](std::size_t v) {
     const auto& value = values_[v];
-    if (value.storage.region == Storage::Region::Host) return;
+    if (!value.storage.vta) return;
     const auto bytes = vta::dram_bytes(*arrays[v]);
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
@@ -21882,6 +23082,8 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
       case ModuleStep::Kind::Vta:
         s = run_vta(resident, i, bindings);
         arrays[step.output].reset();
+        // the plan gives its bytes to later values after its last reader: keep it now
+        if (options.keep_values) host_array(step.output);
         run.vta_cycles += s.cycles;
         break;
       case ModuleStep::Kind::Host:
@@ -24657,6 +25859,8 @@ struct BuildOptions {
   // Chooses the knobs of each VTA kernel's schedule; null: the default Chooser (each
   // strategy's least estimated cost).
   std::shared_ptr<const Chooser> chooser = nullptr;
+  // How the module lays out its memory (graph::plan_memory).
+  PlanOptions plan = {};
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
@@ -24727,7 +25931,7 @@ class ModuleBuilder {
     for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
-                  {std::move(params), std::move(results), std::move(state)});
+                  {std::move(params), std::move(results), std::move(state)}, options_.plan);
   }
 
  private:
@@ -25105,6 +26309,8 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 // end dlavm/graph/infer_type.hpp
 // begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
 // begin dlavm/graph/module.hpp
 // end dlavm/graph/module.hpp
 // begin dlavm/graph/node.hpp
@@ -25160,6 +26366,356 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 // of both vta::Program (build, instantiate, run) and the layout helpers. docs/vta.md is the
 // guide.
 
+// begin dlavm/vta/codegen.hpp
+// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
+// printed as code that firmware compiles. The function it writes,
+//
+//   template <class Storage>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
+//
+// calls the same runtime::Replay methods with the same values the host computes, the index
+// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
+// same words (tests/deploy checks them for many dim values). It needs only
+// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// expression: a program without symbolic dims is a constant stream.
+//
+//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
+//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
+//
+// A symbolic dim the program reads that `dims` does not name, or a division by anything but
+// a positive constant, is a ValueError naming the program and the expression.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+std::string replay_source(const Program& p, std::string_view function,
+                          std::span<const std::string> dims);
+
+// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
+// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+std::string regions_source(const Program& p);
+
+// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
+// layout), `kUopDepth` and `kElemBytes`.
+std::string config_source(const Config& c);
+
+// An index expression as C++ over the given names of its variables (runtime's floor_div,
+// floor_mod, min and max): what replay_source writes for each field.
+std::string cpp_expr(const ne::Expr& e,
+                     const std::function<std::string(const ne::VarNode&)>& name_of);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/codegen-inl.hpp
+// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
+
+// begin dlavm/vta/codegen.hpp
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
+                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
+  using ne::Kind;
+  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
+  switch (e.kind()) {
+    case Kind::IntImm: {
+      const auto v = e.as<ne::IntImmNode>()->value;
+      // INT64_MIN has no literal; every other value is a literal of the right type
+      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+      // ne folds constant subexpressions, so no two literals meet in an int operation; a
+      // literal past int's range is a long by itself
+      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
+    }
+    case Kind::Var:
+      return name_of(*e.as<ne::VarNode>());
+    case Kind::Not:
+      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
+    case Kind::Select: {
+      const auto* s = e.as<ne::SelectNode>();
+      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
+    }
+    default:
+      break;
+  }
+  const auto* b = e.as<ne::BinaryNode>();
+  const auto a = sub(b->a), c = sub(b->b);
+  const auto divisor = [&](const char* op) {
+    const auto* k = b->b.as<ne::IntImmNode>();
+    if (k == nullptr || k->value < 1)
+      raise<ValueError>(
+          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
+          "constants",
+          e, op, b->b);
+  };
+  switch (e.kind()) {
+    case Kind::Add:
+      return fmt::format("({} + {})", a, c);
+    case Kind::Sub:
+      return fmt::format("({} - {})", a, c);
+    case Kind::Mul:
+      return fmt::format("({} * {})", a, c);
+    case Kind::FloorDiv:
+      divisor("divides");
+      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
+    case Kind::FloorMod:
+      divisor("takes a modulo");
+      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
+    case Kind::Min:
+      return fmt::format("dlavm::runtime::min({}, {})", a, c);
+    case Kind::Max:
+      return fmt::format("dlavm::runtime::max({}, {})", a, c);
+    case Kind::EQ:
+      return fmt::format("std::int64_t({} == {})", a, c);
+    case Kind::NE:
+      return fmt::format("std::int64_t({} != {})", a, c);
+    case Kind::LT:
+      return fmt::format("std::int64_t({} < {})", a, c);
+    case Kind::LE:
+      return fmt::format("std::int64_t({} <= {})", a, c);
+    case Kind::GT:
+      return fmt::format("std::int64_t({} > {})", a, c);
+    case Kind::GE:
+      return fmt::format("std::int64_t({} >= {})", a, c);
+    case Kind::And:
+      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
+    case Kind::Or:
+      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
+    default:
+      raise<ValueError>("replay_source: unexpected expression `{}`", e);
+  }
+}
+
+namespace detail {
+
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host
+// Emitter (vta/program-inl.hpp) evaluates them.
+class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
+ public:
+  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
+
+  fmt::memory_buffer out;
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    visit(n.body);
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    line("if ({} != 0) {{", index(n.cond));
+    ++depth_;
+    visit(n.then_case);
+    --depth_;
+    if (n.else_case.defined()) {
+      line("}} else {{");
+      ++depth_;
+      visit(n.else_case);
+      --depth_;
+    }
+    line("}}");
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
+    const te::CallNode* call = kernel_call(n.body);
+    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    const auto& c = *call;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const auto& name = call->name;
+    const auto& a = call->args;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
+      } else if (name == intrin::uop_loop_end) {
+      } else if (name == intrin::gemm) {
+        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
+             offset(call->buffers[2], a[2]));
+      } else if (name == intrin::gemm_reset) {
+        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
+      } else if (name == intrin::alu) {
+        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+      return;
+    }
+    if (name == intrin::load) {
+      line(
+          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
+          "return false;",
+          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
+          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          value(a[7]), value(a[8]), value(a[9]));
+    } else if (name == intrin::store) {
+      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
+           value(a[4]), value(a[5]));
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+  }
+
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  std::string prologue() const {
+    std::string s;
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      if (used_[k])
+        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
+    return s;
+  }
+
+ private:
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) {
+    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out.push_back('\n');
+  }
+
+  std::string index(const ne::Expr& e) {
+    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+      for (std::size_t k = 0; k < dims_.size(); ++k)
+        if (dims_[k] == v.name) {
+          used_.resize(dims_.size());
+          used_[k] = true;
+          return fmt::format("d{}", k);
+        }
+      raise<ValueError>(
+          "program '{}': reads the symbolic dim '{}', which the replay is not given "
+          "(given: {})",
+          prog_.name(), v.name, fmt::join(dims_, ", "));
+    });
+  }
+  std::string value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
+    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
+  }
+  // An SRAM buffer's base plus an offset.
+  std::string offset(const te::Buffer& b, const te::Expr& e) {
+    const auto it = prog_.sram().find(b.get());
+    if (it == prog_.sram().end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    if (const auto* c = e.as<te::IntImmNode>())
+      return fmt::format("{}", it->second.base + c->value);
+    return fmt::format("{} + {}", it->second.base, value(e));
+  }
+  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
+  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
+
+  static const te::CallNode* kernel_call(const tir::Stmt& body) {
+    struct Find : tir::StmtVisitor<Find> {
+      const te::CallNode* call = nullptr;
+      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto* c = n.value.as<te::CallNode>();
+        if (c != nullptr &&
+            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+          call = c;
+      }
+    } find;
+    find.visit(body);
+    return find.call;
+  }
+
+  const Program& prog_;
+  std::span<const std::string> dims_;
+  std::vector<bool> used_;
+  std::unordered_map<std::uint64_t, std::string> names_;
+  int loops_ = 0, depth_ = 1;
+  bool in_kernel_ = false;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE std::string regions_source(const Program& p) {
+  std::string s = "{";
+  for (const auto& r : p.regions())
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}}}", s.size() > 1 ? ", " : "",
+                     static_cast<int>(r.memory), r.begin, r.end);
+  return s + "}";
+}
+
+DLAVM_INLINE std::string config_source(const Config& c) {
+  std::string elem;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
+  return fmt::format(
+      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
+      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "inline constexpr std::uint32_t kUopDepth = {};\n"
+      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
+      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
+      elem);
+}
+
+DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
+                                       std::span<const std::string> dims) {
+  detail::ReplayPrinter printer(p, dims);
+  printer.visit(p.func().body);
+  return fmt::format(
+      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
+      "template <class Storage>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
+      "  (void)dims;\n"
+      "{}{}"
+      "  return r.ok();\n"
+      "}}\n",
+      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
+      fmt::to_string(printer.out));
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/codegen-inl.hpp
+#endif
+// end dlavm/vta/codegen.hpp
 // begin dlavm/vta/hw.hpp
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
 // disassembly, the command builder, dependency tokens from data hazards, the functional
@@ -25318,26 +26874,12 @@ class DriverDevice : public Device {
     Api::copy_to_host(dst, v, bytes);
   }
 
-  RunResult run(const Stream& stream) override {
-    struct Scoped {
-      DriverDevice& d;
-      Buffer b;
-      ~Scoped() {
-        const auto it = d.buffers_.find(b.phys);
-        if (it == d.buffers_.end()) return;
-        Api::mem_free(it->second.virt);
-        d.buffers_.erase(it);
-      }
-    };
-    Scoped uops{*this, alloc(stream.uop_bytes())};
-    const auto words = relocate(stream, uops.b.phys);
-    Scoped insns{*this, alloc(stream.insn_bytes())};
-    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+  using Device::run;
+  RunResult run_at(const Stream& stream, const StreamPlacement& at) override {
+    std::uint64_t insn_phys = 0;
+    const auto words = place(stream, at, insn_phys);
     const auto decoded = decode_all(config_.layout(), words);
-    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
+    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insn_phys),
                                    static_cast<std::uint32_t>(words.size()), wait_cycles_);
     if (rc != 0)
       raise<DeviceError>(
@@ -27081,7 +28623,8 @@ class SimDevice : public Device {
   void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
   std::uint64_t work_budget() const { return sim_.work_budget(); }
 
-  DLAVM_INLINE RunResult run(const Stream& stream) override;
+  using Device::run;
+  DLAVM_INLINE RunResult run_at(const Stream& stream, const StreamPlacement& at) override;
 
  private:
   Simulator sim_;
@@ -27116,22 +28659,12 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
   if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
 }
 
-DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
+DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   if (check_hazards_) check_hazards(sim_.config(), stream);
-  struct Scoped {
-    SimDevice& d;
-    Buffer b;
-    ~Scoped() { d.sim_.dram().free_noexcept(b.phys); }
-  };
-  Scoped uops{*this, alloc(stream.uop_bytes())};
-  const auto words = relocate(stream, uops.b.phys);
-  Scoped insns{*this, alloc(stream.insn_bytes())};
-  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-  copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-  copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+  std::uint64_t insn_phys = 0;
+  const auto words = place(stream, at, insn_phys);
   RunResult r;
-  const auto info = sim_.run(insns.b.phys, static_cast<std::uint32_t>(words.size()));
+  const auto info = sim_.run(insn_phys, static_cast<std::uint32_t>(words.size()));
   r.counters = info.counters;
   r.finished = info.finished;
   r.timing = model_.run(decode_all(sim_.layout(), words), trace_);

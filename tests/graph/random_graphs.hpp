@@ -75,6 +75,35 @@ struct VtaCycles {
   std::uint64_t cycles = 0, roofline = 0;
 };
 
+// The memory plan's invariants: regions disjoint and aligned, every buffer aligned and inside
+// its region, no two buffers of a region sharing a byte while both are live, the runtime
+// region at least its live peak.
+inline void check_plan(const graph::Module& mod) {
+  const auto& plan = mod.plan();
+  const auto a = plan.alignment;
+  for (const auto& r : plan.regions) {
+    CHECK(r.base % static_cast<std::uint64_t>(a) == 0);
+    for (const auto& o : plan.regions)
+      if (&o != &r && r.bytes > 0 && o.bytes > 0) CHECK((r.end() <= o.base || o.end() <= r.base));
+  }
+  CHECK(plan.region(graph::RegionKind::Runtime).bytes >= plan.live_peak);
+  const auto& bufs = plan.buffers;
+  REQUIRE(bufs.size() == mod.values().size());
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    const auto& b = bufs[i];
+    CHECK(b.offset % a == 0);
+    CHECK(b.offset + b.bytes <= plan.region(b.region).bytes);
+    CHECK(b.first <= b.last);
+    for (std::size_t j = i + 1; j < bufs.size(); ++j) {
+      const auto& c = bufs[j];
+      if (c.region != b.region || c.last < b.first || b.last < c.first) continue;
+      INFO("values ", mod.values()[i].name, " and ", mod.values()[j].name);
+      CHECK((b.offset + std::max<std::int64_t>(b.bytes, 1) <= c.offset ||
+             c.offset + std::max<std::int64_t>(c.bytes, 1) <= b.offset));
+    }
+  }
+}
+
 // Runs a built module on the simulator with random inputs under `bindings` and checks every
 // VTA layer and the results against the reference executor; returns the number of VTA steps.
 inline int check_module(graph::Module& mod, const graph::Function& fn,

@@ -45,9 +45,9 @@ class CountingDevice final : public vta::Device {
     bytes_out += bytes;
     sim_.copy_out(src, offset, dst, bytes);
   }
-  vta::RunResult run(const vta::Stream& stream) override {
+  vta::RunResult run_at(const vta::Stream& stream, const vta::StreamPlacement& at) override {
     ++runs;
-    return sim_.run(stream);
+    return sim_.run_at(stream, at);
   }
   int runs = 0, allocs = 0, frees = 0;
   std::size_t bytes_in = 0, bytes_out = 0;
@@ -602,24 +602,23 @@ TEST_CASE("module: storage slots; weights copied to a device once; VTA values st
   auto logits = graph::dense(graph::flatten(y), fc);
   const auto fn = graph::function({x}, {logits});
   auto mod = graph::build(fn, graph::Target{});
-  // slots: packed constants in the weight region, packed intermediates in the activation
-  // region at aligned, disjoint offsets sized for batch = 3; the rest on the host
-  std::int64_t weight = 0, activation = 0;
+  // slots: the constants in the weight region, the values of a run in the runtime region at
+  // aligned offsets sized for batch = 3, the packed input among them
+  const auto& plan = mod.plan();
+  std::int64_t weight = 0;
   for (const auto& v : mod.values()) {
-    CHECK(v.storage.offset % graph::Module::kAlignment == 0);
-    if (v.storage.region == graph::Storage::Region::Weight) {
+    CHECK(v.storage.offset % plan.alignment == 0);
+    if (v.storage.region == graph::RegionKind::Weight) {
       CHECK(v.kind == graph::ModuleValue::Kind::Constant);
-      weight += v.storage.bytes;
-    }
-    if (v.storage.region == graph::Storage::Region::Activation) {
-      CHECK(v.layout.kind != graph::Layout::Kind::Plain);
-      activation += v.storage.bytes;
+      if (v.storage.vta) weight += v.storage.bytes;
+    } else {
+      CHECK(v.storage.region == graph::RegionKind::Runtime);
+      CHECK(v.storage.offset + v.storage.bytes <= plan.region(graph::RegionKind::Runtime).bytes);
     }
     if (v.name == "%x:activation[1x16]") CHECK(v.storage.bytes == 3 * 16 * 8 * 8);
   }
   CHECK(weight == 32 * 16 * 9 + 32 * 32 * 9);
-  CHECK(mod.region_bytes(graph::Storage::Region::Weight) >= weight);
-  CHECK(activation == 3 * (16 + 32 + 32) * 8 * 8 + 3 * 32 * 4 * 4);
+  CHECK(plan.region(graph::RegionKind::Weight).bytes >= weight);
   CountingDevice dev(vta::Config{});
   std::vector<te::NDArray> arrays;
   for (const std::int64_t b : {1, 3, 2, 3}) {
@@ -638,7 +637,7 @@ TEST_CASE("module: storage slots; weights copied to a device once; VTA values st
     CHECK(dev.bytes_out - before_out == static_cast<std::size_t>(b) * 32 * 4 * 4);
   }
   CHECK(dev.runs == 12);
-  CHECK(dev.allocs == 2 * 1);  // the two regions, once (the streams' own buffers aside)
+  CHECK(dev.allocs == 5);  // the plan's five regions, once
 }
 
 TEST_CASE("module: a module outlives its device, or moves between devices, without a leak") {
@@ -651,9 +650,9 @@ TEST_CASE("module: a module outlives its device, or moves between devices, witho
   CountingDevice first(vta::Config{}), second(vta::Config{});
   CHECK(mod.run(first, {{"x", a}})[0] == reference);
   CHECK(mod.run(second, {{"x", a}})[0] == reference);  // the first device's regions are freed
-  CHECK(first.frees == 2);
+  CHECK(first.frees == 5);
   CHECK(mod.run(first, {{"x", a}})[0] == reference);  // and allocated again
-  CHECK(first.allocs == 4);
+  CHECK(first.allocs == 10);
   {
     vta::SimDevice gone;
     CHECK(mod.run(gone, {{"x", a}})[0] == reference);

@@ -194,6 +194,7 @@ void check_network(Rng& rng, std::uint64_t seed) {
   INFO("network", symbolic ? " over a symbolic batch:" : ":", layers);
   const auto fn = graph::function({x}, results);
   auto mod = graph::build(fn, graph::Target{});
+  random_graphs::check_plan(mod);  // and the runs below on it equal the reference
   int steps = 0;
   for (const std::int64_t b : {std::int64_t{1}, ne::bounds(batch).max}) {
     const ne::Binding binding[] = {{"batch", b}};

@@ -52,7 +52,7 @@ class ModuleBuilder {
     for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
-                  {std::move(params), std::move(results), std::move(state)});
+                  {std::move(params), std::move(results), std::move(state)}, options_.plan);
   }
 
  private:

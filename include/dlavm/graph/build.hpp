@@ -36,6 +36,8 @@ struct BuildOptions {
   // Chooses the knobs of each VTA kernel's schedule; null: the default Chooser (each
   // strategy's least estimated cost).
   std::shared_ptr<const Chooser> chooser = nullptr;
+  // How the module lays out its memory (graph::plan_memory).
+  PlanOptions plan = {};
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});

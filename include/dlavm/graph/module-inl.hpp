@@ -18,21 +18,9 @@
 
 namespace dlavm::graph {
 
-DLAVM_INLINE std::string_view region_name(Storage::Region r) {
-  switch (r) {
-    case Storage::Region::Host:
-      return "host";
-    case Storage::Region::Weight:
-      return "weight";
-    case Storage::Region::Activation:
-      return "activation";
-  }
-  return "?";
-}
-
 DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
                             std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-                            ModuleSignature signature)
+                            ModuleSignature signature, const PlanOptions& plan)
     : name_(std::move(name)),
       env_(std::move(env)),
       ops_(std::move(ops)),
@@ -42,25 +30,16 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
       results_(std::move(signature.results)),
       state_(std::move(signature.state)) {
   reset_state();
-  // the values VTA reads or writes live in device memory: constants in the weight region,
-  // the others in the activation region, one after the other at aligned offsets
-  std::vector<bool> on_device(values_.size(), false);
+  plan_ = plan_memory(*this, plan);
+  std::vector<bool> vta(values_.size(), false);
   for (const auto& step : steps_) {
     if (step.kind != ModuleStep::Kind::Vta) continue;
-    for (auto in : step.inputs) on_device[in] = true;
-    on_device[step.output] = true;
+    for (auto in : step.inputs) vta[in] = true;
+    vta[step.output] = true;
   }
-  std::int64_t end[3] = {0, 0, 0};
   for (std::size_t v = 0; v < values_.size(); ++v) {
-    if (!on_device[v]) continue;
-    auto& value = values_[v];
-    std::int64_t bytes = value.dtype.bytes();
-    for (const auto& d : value.shape) bytes *= ne::bounds(d).max;
-    const auto region = value.kind == ModuleValue::Kind::Constant ? Storage::Region::Weight
-                                                                  : Storage::Region::Activation;
-    auto& at = end[static_cast<int>(region)];
-    value.storage = {region, at, bytes};
-    at = (at + bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const auto& b = plan_.buffers[v];
+    values_[v].storage = {b.region, b.offset, b.bytes, vta[v]};
   }
 }
 
@@ -98,25 +77,19 @@ DLAVM_INLINE void Module::reset_state() {
   }
 }
 
-DLAVM_INLINE std::int64_t Module::region_bytes(Storage::Region r) const {
-  std::int64_t end = 0;
-  for (const auto& v : values_)
-    if (v.storage.region == r) end = std::max(end, v.storage.offset + v.storage.bytes);
-  return end;
-}
-
 // The regions of one device, allocated on the module's first run there, with the weights
 // copied in; freed when the module lets go of them, if the device still exists.
 class Module::Resident {
  public:
   Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
-    for (const auto r : {Storage::Region::Weight, Storage::Region::Activation}) {
-      const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(m.region_bytes(r), 1));
-      buffers_[static_cast<int>(r)] = dev.alloc(bytes);
-      allocated_[static_cast<int>(r)] = true;
+    for (std::size_t r = 0; r < kRegionCount; ++r) {
+      const auto bytes = static_cast<std::size_t>(
+          std::max<std::int64_t>(m.plan_.region(static_cast<RegionKind>(r)).bytes, 1));
+      buffers_[r] = dev.alloc(bytes);
+      allocated_[r] = true;
     }
     for (const auto& v : m.values_)
-      if (v.storage.region == Storage::Region::Weight)
+      if (v.storage.vta && v.storage.region == RegionKind::Weight)
         dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
                     v.dram->data(), v.dram->size());
   }
@@ -124,7 +97,7 @@ class Module::Resident {
   Resident& operator=(const Resident&) = delete;
   ~Resident() {
     if (!*alive_) return;  // the device, and its memory, are gone
-    for (int r = 0; r < 3; ++r)
+    for (std::size_t r = 0; r < kRegionCount; ++r)
       if (allocated_[r]) dev_->free(buffers_[r]);
   }
 
@@ -148,7 +121,11 @@ class Module::Resident {
     return cached->second;
   }
   vta::Device& device() const { return *dev_; }
-  vta::Buffer buffer(Storage::Region r) const { return buffers_[static_cast<int>(r)]; }
+  vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
+  // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
+  vta::StreamPlacement streams() const {
+    return {buffer(RegionKind::Insts), 0, buffer(RegionKind::Uop), 0};
+  }
   std::uint64_t phys(const Storage& s) const {
     return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
   }
@@ -156,8 +133,8 @@ class Module::Resident {
  private:
   vta::Device* dev_;
   std::shared_ptr<const bool> alive_;
-  vta::Buffer buffers_[3]{};
-  bool allocated_[3]{};
+  vta::Buffer buffers_[kRegionCount]{};
+  bool allocated_[kRegionCount]{};
   std::vector<
       std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
       streams_;
@@ -234,7 +211,7 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
                                        std::span<const ne::Binding> bindings) const {
   const ModuleStep& step = steps_[index];
   const vta::Stream& stream = r.stream(*this, index, bindings);
-  const vta::RunResult result = r.device().run(stream);
+  const vta::RunResult result = r.device().run_at(stream, r.streams());
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -280,7 +257,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
   // a host result VTA reads goes to its device slot
   const auto to_device = [&](std::size_t v) {
     const auto& value = values_[v];
-    if (value.storage.region == Storage::Region::Host) return;
+    if (!value.storage.vta) return;
     const auto bytes = vta::dram_bytes(*arrays[v]);
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
@@ -298,6 +275,8 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
       case ModuleStep::Kind::Vta:
         s = run_vta(resident, i, bindings);
         arrays[step.output].reset();
+        // the plan gives its bytes to later values after its last reader: keep it now
+        if (options.keep_values) host_array(step.output);
         run.vta_cycles += s.cycles;
         break;
       case ModuleStep::Kind::Host:

@@ -6,13 +6,15 @@
 // Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
 // instantiated for them (microseconds), never recompiled.
 //
-// Storage: the values VTA reads or writes live in device memory, in one allocation per region:
-// `weight` (the packed constants, copied to a device once, on its first run there, and kept
-// while the module and the device live) and `activation` (the packed intermediates, sized for
-// the dims' maxima); consecutive VTA steps pass values there, and a value crosses to the host
-// only where a host step, a result or keep_values reads it. The other values live on the host.
-// Each VTA step's stream is instantiated for a device and bindings once: a run with the
-// bindings of the step's previous run on that device reuses its stream.
+// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
+// region, the params, intermediates and results in the `runtime` region, where a value's
+// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
+// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
+// region once there and copies the weights VTA reads once; the values VTA reads or writes
+// stay in device memory between VTA steps and cross to the host only where a host step, a
+// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
+// bindings once: a run with the bindings of the step's previous run on that device reuses its
+// stream, copied to the insts and uop regions.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -29,6 +31,7 @@
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/strategy/workload.hpp>
@@ -50,16 +53,15 @@
 
 namespace dlavm::graph {
 
-// Where a value lives: a region and, in device memory, its byte offset there and its size at
-// the dims' maxima.
+// Where a value lives in the module's memory plan: its region, its byte offset there and its
+// size at the dims' maxima; `vta`: VTA reads or writes it, so a run on the host keeps it in
+// device memory (the firmware keeps every value there).
 struct Storage {
-  enum class Region : std::uint8_t { Host, Weight, Activation };
-  Region region = Region::Host;
+  RegionKind region = RegionKind::Runtime;
   std::int64_t offset = 0, bytes = 0;
+  bool vta = false;
   friend bool operator==(const Storage&, const Storage&) = default;
 };
-// "host", "weight", "activation"
-std::string_view region_name(Storage::Region r);
 
 struct ModuleValue {
   // State: a function's state (graph::State), kept by the module from one run to the next.
@@ -136,21 +138,20 @@ struct ModuleRunOptions {
 
 class Module {
  public:
-  // Lays out the values' storage (graph::Storage): the constants VTA reads in the weight
-  // region, the intermediates VTA reads or writes in the activation region, each at an
-  // offset aligned to `kAlignment` bytes.
+  // Plans the memory (graph::plan_memory with `plan`) and fills each value's storage.
   // The states start at zero.
   Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature);
-  static constexpr std::int64_t kAlignment = 256;
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature,
+         const PlanOptions& plan = {});
 
   const std::string& name() const { return name_; }
   const vta::Env& env() const { return env_; }
   const std::vector<ModuleValue>& values() const { return values_; }
   const std::vector<ModuleStep>& steps() const { return steps_; }
   const OpRegistry& ops() const { return *ops_; }
-  // The bytes of a region: the end of its last value.
-  std::int64_t region_bytes(Storage::Region r) const;
+  ModuleSignature signature() const { return {params_, results_, state_}; }
+  // Where the values and streams live (Module::run allocates each region once per device).
+  const MemoryPlan& plan() const { return plan_; }
 
   // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
   // first run on a device allocates the regions there and copies the weights in.
@@ -206,6 +207,7 @@ class Module {
   std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run
+  MemoryPlan plan_;
 };
 
 }  // namespace dlavm::graph
@@ -218,5 +220,6 @@ struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
 };
 
 #ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/memory_plan-inl.hpp>
 #include <dlavm/graph/module-inl.hpp>
 #endif

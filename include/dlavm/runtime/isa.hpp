@@ -179,13 +179,19 @@ inline constexpr int kUopBits = 32;
 struct FieldPos {
   std::uint8_t offset = 0;
   std::uint8_t width = 0;
-  friend constexpr bool operator==(FieldPos, FieldPos) = default;
+  friend constexpr bool operator==(FieldPos a, FieldPos b) {
+    return a.offset == b.offset && a.width == b.width;
+  }
+  friend constexpr bool operator!=(FieldPos a, FieldPos b) { return !(a == b); }
 };
 
 // One 128-bit instruction: two little-endian 64-bit words, word[0] holding bits 0-63.
 struct InsnWord {
   std::array<std::uint64_t, 2> word{};
-  friend constexpr bool operator==(const InsnWord&, const InsnWord&) = default;
+  friend constexpr bool operator==(const InsnWord& a, const InsnWord& b) {
+    return a.word[0] == b.word[0] && a.word[1] == b.word[1];
+  }
+  friend constexpr bool operator!=(const InsnWord& a, const InsnWord& b) { return !(a == b); }
 };
 
 // A micro-op: indices into the accumulator, input (or accumulator, for ALU) and weight SRAMs.
@@ -193,7 +199,10 @@ struct Uop {
   std::uint32_t dst = 0;
   std::uint32_t src = 0;
   std::uint32_t wgt = 0;
-  friend constexpr bool operator==(const Uop&, const Uop&) = default;
+  friend constexpr bool operator==(const Uop& a, const Uop& b) {
+    return a.dst == b.dst && a.src == b.src && a.wgt == b.wgt;
+  }
+  friend constexpr bool operator!=(const Uop& a, const Uop& b) { return !(a == b); }
 };
 
 // The value of every field of one instruction, whatever its form (fields outside the form are
@@ -213,7 +222,12 @@ struct InsnFields {
   bool use_imm = false;
   std::int32_t imm = 0;  // 16-bit signed field, sign-extended
 
-  friend constexpr bool operator==(const InsnFields&, const InsnFields&) = default;
+  friend constexpr bool operator==(const InsnFields& a, const InsnFields& b) {
+    for (int i = 0; i < static_cast<int>(Field::count); ++i)
+      if (a.get(static_cast<Field>(i)) != b.get(static_cast<Field>(i))) return false;
+    return true;
+  }
+  friend constexpr bool operator!=(const InsnFields& a, const InsnFields& b) { return !(a == b); }
 
   // Field value as an unsigned bit pattern of at most 64 bits (imm: two's complement).
   constexpr std::uint64_t get(Field f) const {

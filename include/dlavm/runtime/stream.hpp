@@ -41,6 +41,11 @@ struct Stream {
 };
 
 // LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
-static_assert(IsaLayout::make(13, 11, 10, 11).mem == IsaLayout::make(8, 6, 4, 9).mem);
+constexpr bool same_mem_layout(const IsaLayout& a, const IsaLayout& b) {
+  for (std::size_t i = 0; i < a.mem.size(); ++i)
+    if (a.mem[i] != b.mem[i]) return false;
+  return true;
+}
+static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8, 6, 4, 9)));
 
 }  // namespace dlavm::runtime

@@ -13,6 +13,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
  public:
   explicit SramAllocator(const Env& env) : env_(env) {}
   std::unordered_map<const te::BufferNode*, SramSlot> slots;
+  std::vector<const te::BufferNode*> order;  // the buffers in program order
 
   void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
     const auto& b = n.buffer;
@@ -33,6 +34,7 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
           "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
           b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
           depth * bytes_per);
+    if (slots.count(b.get()) == 0) order.push_back(b.get());
     slots[b.get()] = {*mem, top, entries};
     top += entries;
     visit(n.body);
@@ -73,55 +75,92 @@ class CheckNoStores : public tir::StmtVisitor<CheckNoStores> {
   const tir::Stmt& root_;
 };
 
+// An upper bound on the words any instantiation writes, from the loops' largest extents: a
+// transfer writes one instruction, a kernel at most two (a LOAD UOP and itself) and its
+// micro-ops; the dependency tokens a hazard needs ride on those instructions (a pop is
+// pending only until its module's next instruction, which the same intrinsic writes), and
+// FINISH with the token NOPs before it adds at most kFinish. Saturates at kLimit.
+class StreamBounds : public tir::StmtVisitor<StreamBounds> {
+ public:
+  static constexpr std::int64_t kFinish = 8, kLimit = std::int64_t{1} << 40;
+  explicit StreamBounds(std::size_t kernel_ops)
+      : kernel_ops_(static_cast<std::int64_t>(kernel_ops)) {}
+
+  StreamBound of(const tir::Stmt& body) {
+    visit(body);
+    return {std::min(insns_ + kFinish, kLimit), uops_};
+  }
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto before_i = insns_, before_u = uops_;
+    insns_ = uops_ = 0;
+    visit(n.body);
+    const auto extent = std::max<std::int64_t>(ne::bounds(n.extent).max, 0);
+    insns_ = before_i + times(insns_, extent);
+    uops_ = before_u + times(uops_, extent);
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    const auto before_i = insns_, before_u = uops_;
+    insns_ = uops_ = 0;
+    visit(n.then_case);
+    const auto then_i = insns_, then_u = uops_;
+    insns_ = uops_ = 0;
+    if (n.else_case.defined()) visit(n.else_case);
+    insns_ = before_i + std::max(then_i, insns_);
+    uops_ = before_u + std::max(then_u, uops_);
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<StreamBounds>::visit_attr(n, s);
+    insns_ = std::min(insns_ + 2, kLimit);
+    uops_ = std::min(uops_ + kernel_ops_, kLimit);
+  }
+  void visit_evaluate(const tir::EvaluateNode&, const tir::Stmt&) {
+    insns_ = std::min(insns_ + 1, kLimit);
+  }
+
+ private:
+  static std::int64_t times(std::int64_t a, std::int64_t b) {
+    return a == 0 || b <= kLimit / a ? std::min(a * b, kLimit) : kLimit;
+  }
+  std::int64_t kernel_ops_;
+  std::int64_t insns_ = 0, uops_ = 0;
+};
+
 }  // namespace detail
 
-// Replays the host loops and encodes each intrinsic through the Builder, with the
-// dependency tokens its data hazards need (DepTracker).
+// Replays the host loops, evaluates each intrinsic's fields and hands it to runtime::Replay,
+// the replay firmware runs too; a failure becomes a dlavm::Error naming the program and the
+// buffers (the Builder's messages for the encoding itself).
 class Program::Emitter : public tir::LoopReplay<Emitter> {
  public:
   Emitter(const Program& p, std::span<const ne::Binding> bindings,
-          std::span<const std::uint64_t> phys)
+          std::span<const std::uint64_t> phys, Builder& builder)
       : tir::LoopReplay<Emitter>(bindings),
-        builder(p.env_.config),
+        builder_(builder),
         prog_(p),
-        phys_(phys),
-        deps_(p.regions_) {}
-  Builder builder;
+        states_(p.regions_.size()),
+        ops_(p.max_kernel_ops_),
+        replay_(builder.writer(), p.env_.config.uop_depth(), p.elem_bytes(), p.regions_.data(),
+                states_.data(), p.regions_.size(), phys.data(), {ops_.data(), ops_.size()}) {}
 
   void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-    // One GEMM or ALU instruction: collect its loop levels and micro-ops, then emit.
-    kernel_ = UopKernel{};
+    // One GEMM or ALU instruction: its loop levels and micro-ops, then the instruction.
+    replay_.kernel_begin();
     kernel_call_ = nullptr;
-    kernel_empty_ = false;
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
-    // A loop level or unrolled loop of no iterations (the last block of a symbolic dim):
-    // nothing to compute.
-    if (kernel_empty_ || kernel_call_ == nullptr) return;
+    if (kernel_call_ == nullptr) return;
     const auto& c = *kernel_call_;
-    accesses_.clear();
-    if (c.name == intrin::gemm) {
-      accesses_ = {{region(c.buffers[0]), true},
-                   {region(c.buffers[1]), false},
-                   {region(c.buffers[2]), false}};
-    } else if (c.name == intrin::gemm_reset) {
-      accesses_ = {{region(c.buffers[0]), true}};
-    } else {
-      accesses_ = {{region(c.buffers[0]), true}, {region(c.buffers[1]), false}};
-    }
-    deps_.before(builder, Queue::Compute, accesses_);
     if (c.name == intrin::alu) {
-      const auto op = static_cast<AluOp>(value(c.args[0]));
-      if (value(c.args[1]) != 0)
-        builder.alu_imm(kernel_, op, value(c.args[2]));
-      else
-        builder.alu(kernel_, op);
+      replay_.alu(static_cast<AluOp>(value(c.args[0])), value(c.args[1]) != 0, value(c.args[2]),
+                  region(c.buffers[0]), region(c.buffers[1]));
     } else {
-      builder.gemm(kernel_, c.name == intrin::gemm_reset);
+      const bool reset = c.name == intrin::gemm_reset;
+      replay_.gemm(reset, region(c.buffers[0]), reset ? 0 : region(c.buffers[1]),
+                   reset ? 0 : region(c.buffers[2]));
     }
-    deps_.after(Queue::Compute, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+    check(c);
   }
 
   void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
@@ -130,65 +169,43 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
       raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
     const std::string& name = call->name;
     if (in_kernel_) {
-      if (kernel_empty_) return;
       if (name == intrin::uop_loop_begin) {
-        const auto extent = value(call->args[0]);
-        if (extent < 1) {
-          kernel_empty_ = true;
-          return;
-        }
-        kernel_.loop_begin(extent, value(call->args[1]), value(call->args[2]),
+        replay_.loop_begin(value(call->args[0]), value(call->args[1]), value(call->args[2]),
                            value(call->args[3]));
       } else if (name == intrin::uop_loop_end) {
-        kernel_.loop_end();
       } else if (name == intrin::gemm) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]),
+        replay_.push(sram(call->buffers[0]) + value(call->args[0]),
                      sram(call->buffers[1]) + value(call->args[1]),
                      sram(call->buffers[2]) + value(call->args[2]));
       } else if (name == intrin::gemm_reset) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
+        replay_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
       } else if (name == intrin::alu) {
         kernel_call_ = call;
-        kernel_.push(sram(call->buffers[0]) + value(call->args[3]),
-                     sram(call->buffers[1]) + value(call->args[4]));
+        replay_.push(sram(call->buffers[0]) + value(call->args[3]),
+                     sram(call->buffers[1]) + value(call->args[4]), 0);
       } else {
         raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
+      check(*call);
       return;
     }
     if (name == intrin::load) {
-      const auto mem = static_cast<MemId>(value(call->args[0]));
-      const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
-      accesses_ = {{region(call->buffers[0]), true}};
-      deps_.before(builder, q, accesses_);
-      // A block of padding rows only reads no DRAM: its address is the tensor's start.
-      const auto y_size = non_negative(value(call->args[3]), call, "y_size");
-      builder.load({.memory = mem,
-                    .sram = sram(call->buffers[0]) + value(call->args[1]),
-                    .dram = dram(call->buffers[1], mem) + (y_size ? value(call->args[2]) : 0),
-                    .y_size = y_size,
-                    .x_size = positive(value(call->args[4]), call, "x_size"),
-                    .x_stride = value(call->args[5]),
-                    .y_pad_0 = value(call->args[6]),
-                    .y_pad_1 = value(call->args[7]),
-                    .x_pad_0 = value(call->args[8]),
-                    .x_pad_1 = value(call->args[9])});
-      deps_.after(q, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+      replay_.load(static_cast<MemId>(value(call->args[0])), region(call->buffers[0]),
+                   sram(call->buffers[0]) + value(call->args[1]), param(call->buffers[1]),
+                   value(call->args[2]), value(call->args[3]), value(call->args[4]),
+                   value(call->args[5]), value(call->args[6]), value(call->args[7]),
+                   value(call->args[8]), value(call->args[9]));
     } else if (name == intrin::store) {
-      accesses_ = {{region(call->buffers[0]), false}};
-      deps_.before(builder, Queue::Store, accesses_);
-      builder.store({.sram = sram(call->buffers[0]) + value(call->args[1]),
-                     .dram = dram(call->buffers[1], MemId::Out) + value(call->args[2]),
-                     .y_size = non_negative(value(call->args[3]), call, "y_size"),
-                     .x_size = positive(value(call->args[4]), call, "x_size"),
-                     .x_stride = value(call->args[5])});
-      deps_.after(Queue::Store, static_cast<std::int64_t>(builder.size()) - 1, accesses_);
+      replay_.store(region(call->buffers[0]), sram(call->buffers[0]) + value(call->args[1]),
+                    param(call->buffers[1]), value(call->args[2]), value(call->args[3]),
+                    value(call->args[4]), value(call->args[5]));
     } else {
       raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
                            name);
     }
+    check(*call);
   }
 
  private:
@@ -197,22 +214,32 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
     if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
     raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
   }
-  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
-  // padding, so an empty row is an error, not a silent no-op. (Rows of padding only, with
-  // y_size = 0, are what VTA's input loads write.)
-  std::int64_t positive(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 1 ? empty(v, call, field) : v;
-  }
-  std::int64_t non_negative(std::int64_t v, const te::CallNode* call, const char* field) const {
-    return v < 0 ? empty(v, call, field) : v;
-  }
-  [[noreturn]] std::int64_t empty(std::int64_t v, const te::CallNode* call,
-                                  const char* field) const {
-    raise<ValueError>(
-        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-        "(all padding or empty), which a VTA transfer cannot express",
-        prog_.name(), field, call->buffers[call->name == intrin::load ? 1 : 0].name(),
-        call->buffers[call->name == intrin::load ? 0 : 1].name(), v);
+
+  // The replay's failure, if any, as the error the host raises.
+  void check(const te::CallNode& call) {
+    if (replay_.ok()) return;
+    const runtime::WriterError e = builder_.writer().error();
+    if (e.status == runtime::Status::EmptyTransfer) {
+      const bool load = call.name == intrin::load;
+      raise<ValueError>(
+          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+          "(all padding or empty), which a VTA transfer cannot express",
+          prog_.name(), e.field == Field::y_size ? "y_size" : "x_size",
+          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
+    }
+    if (e.status == runtime::Status::Misaligned) {
+      const auto mem =
+          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(call.args[0]));
+      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
+                        prog_.env_.config.elem_bytes(mem), runtime::mem_name(mem));
+    }
+    if (e.status == runtime::Status::NotNeighbours && replay_.deps().unordered() >= 0)
+      raise<ScheduleError>(
+          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+          "module, which share no token queue",
+          e.index, runtime::queue_name(e.to), replay_.deps().unordered(),
+          runtime::queue_name(e.from));
+    builder_.check("dep_pop");
   }
   std::int64_t sram(const te::Buffer& b) const {
     auto it = prog_.sram_.find(b.get());
@@ -228,22 +255,21 @@ class Program::Emitter : public tir::LoopReplay<Emitter> {
                            b.name());
     return it->second;
   }
-  std::int64_t dram(const te::Buffer& b, MemId mem) const {
+  std::size_t param(const te::Buffer& b) const {
     auto it = prog_.param_index_.find(b.get());
     if (it == prog_.param_index_.end())
       raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
                            b.name());
-    return builder.dram_elem(phys_[it->second], mem);
+    return it->second;
   }
 
+  Builder& builder_;
   const Program& prog_;
-  std::span<const std::uint64_t> phys_;
-  DepTracker deps_;
-  std::vector<RegionAccess> accesses_;
-  UopKernel kernel_;
+  std::vector<runtime::RegionState> states_;
+  std::vector<runtime::UopOp> ops_;
+  runtime::Replay<HostStreamStorage> replay_;
   const te::CallNode* kernel_call_ = nullptr;
   bool in_kernel_ = false;
-  bool kernel_empty_ = false;
 };
 
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
@@ -252,8 +278,10 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   detail::SramAllocator alloc(env_);
   alloc.visit(func_.body);
   sram_ = std::move(alloc.slots);
+  // regions in program order: the same indices in every process (generated replays use them)
   std::vector<SramRegion> regions;
-  for (const auto& [buf, slot] : sram_) {
+  for (const auto* buf : alloc.order) {
+    const SramSlot& slot = sram_.at(buf);
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
     regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
   }
@@ -269,6 +297,55 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   } outputs;
   outputs.visit(func_.body);
   for (const auto* b : outputs.written) is_output_.insert(param_index_.at(b));
+  // The micro-op buffer a replay needs: the largest kernel at the dims' maxima, or past the
+  // micro-op SRAM (a kernel that large fails either way).
+  const auto cap = static_cast<std::int64_t>(env_.config.uop_depth()) + 1;
+  struct KernelOps : tir::StmtVisitor<KernelOps> {
+    std::int64_t cap = 0, count = 0, most = 0;
+    bool inside = false;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != intrin::uop_kernel) return tir::StmtVisitor<KernelOps>::visit_attr(n, s);
+      count = 0;
+      inside = true;
+      visit(n.body);
+      inside = false;
+      most = std::max(most, count);
+    }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      if (!inside) return visit(n.body);
+      const auto before = count;
+      count = 0;
+      visit(n.body);
+      const auto extent = std::max<std::int64_t>(ne::bounds(n.extent).max, 0);
+      count = before + (count == 0 || extent <= cap / count ? count * extent : cap);
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+      const auto before = count;
+      count = 0;
+      visit(n.then_case);
+      const auto then_count = count;
+      count = 0;
+      if (n.else_case.defined()) visit(n.else_case);
+      count = before + std::max(then_count, count);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (inside && c != nullptr &&
+          (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+        ++count;
+    }
+  } kernel_ops;
+  kernel_ops.cap = cap;
+  kernel_ops.visit(func_.body);
+  max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
+  bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
+}
+
+DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
+  runtime::ElemBytes e;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    e.of[m] = env_.config.elem_bytes(static_cast<runtime::MemId>(m));
+  return e;
 }
 
 DLAVM_INLINE Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args,
@@ -282,13 +359,19 @@ namespace dlavm::vta {
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
+  Builder b(env_.config);
+  write(b, bindings, param_phys);
+  b.finish();
+  return b.take();
+}
+
+DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
+                                 std::span<const std::uint64_t> param_phys) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  Emitter e(*this, bindings, param_phys);
+  Emitter e(*this, bindings, param_phys, b);
   e.visit(func_.body);
-  e.builder.finish();
-  return e.builder.take();
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,

@@ -11,6 +11,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/ne.hpp>
+#include <dlavm/runtime/replay.hpp>
 #include <dlavm/schedule.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
@@ -52,6 +53,11 @@ struct SramSlot {
   std::int64_t entries = 0;
 };
 
+// An upper bound on the words of a program's streams: instructions and micro-ops.
+struct StreamBound {
+  std::int64_t insns = 0, uops = 0;
+};
+
 class Program {
  public:
   Program(Env env, tir::PrimFunc func);
@@ -68,6 +74,21 @@ class Program {
   // DRAM address param_phys[k].
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
+  // The same instructions written to `b`, without the closing FINISH: several programs can
+  // share one stream (Builder::barrier between them).
+  void write(Builder& b, std::span<const ne::Binding> bindings,
+             std::span<const std::uint64_t> param_phys) const;
+
+  // The program's on-chip regions (one per SRAM buffer, as its replay indexes them), the
+  // micro-op buffer its largest kernel needs, and each memory's element bytes.
+  const std::vector<SramRegion>& regions() const { return regions_; }
+  std::size_t max_kernel_ops() const { return max_kernel_ops_; }
+  // At most how many instructions and micro-ops an instantiation writes, for any values of
+  // the symbolic dims within their ranges (what a firmware's stream buffers must hold).
+  StreamBound stream_bound() const { return bound_; }
+  runtime::ElemBytes elem_bytes() const;
+  std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
+  std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
 
   // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
   ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -87,6 +108,8 @@ class Program {
   std::vector<SramRegion> regions_;
   std::unordered_map<const te::BufferNode*, std::size_t> param_index_;
   std::unordered_set<std::size_t> is_output_;
+  std::size_t max_kernel_ops_ = 0;
+  StreamBound bound_;
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back

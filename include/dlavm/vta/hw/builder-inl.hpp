@@ -26,6 +26,18 @@ DLAVM_INLINE void UopKernel::push(std::int64_t dst, std::int64_t src, std::int64
   ops_.push_back({dst, src, wgt});
 }
 
+namespace detail {
+inline const Config& validated(const Config& c) {
+  c.validate();
+  return c;
+}
+}  // namespace detail
+
+DLAVM_INLINE Builder::Builder(const Config& config)
+    : config_(detail::validated(config)),
+      layout_(config_.layout()),
+      writer_(layout_, config_.uop_depth(), storage_) {}
+
 DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
                                              std::int64_t offset) const {
   const auto bytes = config_.elem_bytes(m);
@@ -35,218 +47,143 @@ DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
   return static_cast<std::int64_t>(phys / bytes) + offset;
 }
 
-DLAVM_INLINE void Builder::load(const Load2D& a) {
-  if (a.memory == MemId::Out)
-    raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", size());
-  if (a.memory == MemId::Uop)
-    raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", size());
+// The writer's failure as the error a host caller gets: the messages name the instruction,
+// the field and the numbers, as vta::encode's checks do. `what`: the method of a token error.
+DLAVM_INLINE void Builder::check(const char* what) {
+  if (writer_.ok()) return;
+  const runtime::WriterError e = writer_.error();
+  writer_.clear_error();
+  const std::size_t index = e.index;
   InsnFields f;
-  f.opcode = Opcode::Load;
-  f.memory_type = a.memory;
-  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-  set(f, Field::y_pad_0, a.y_pad_0);
-  set(f, Field::y_pad_1, a.y_pad_1);
-  set(f, Field::x_pad_0, a.x_pad_0);
-  set(f, Field::x_pad_1, a.x_pad_1);
-  append(f);
+  f.opcode = e.opcode;
+  const char* kind = e.opcode == Opcode::Gemm ? "GEMM" : "ALU";
+  using runtime::Status;
+  switch (e.status) {
+    case Status::Ok:
+      return;
+    case Status::FieldRange:
+      check_field(layout_, f, e.field, e.value, index);  // raises with the field's message
+      break;
+    case Status::BadMemory:
+      if (static_cast<MemId>(e.value) == MemId::Out)
+        raise<ValueError>("LOAD #{}: memory type OUT cannot be loaded", index);
+      raise<ValueError>("LOAD #{}: micro-ops are loaded by the builder itself", index);
+    case Status::KernelEmpty:
+      raise<ValueError>("{} #{}: micro-op kernel is empty", kind, index);
+    case Status::KernelTooLarge:
+      raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer",
+                           e.value, config_.uop_depth());
+    case Status::UopRange: {
+      static constexpr const char* names[] = {"dst_idx", "src_idx", "wgt_idx"};
+      const auto k = static_cast<std::size_t>(e.field);
+      if (e.value < 0 || e.value > 0xFFFFFFFF)
+        raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", e.uop, kind,
+                             index, names[k], e.value);
+      runtime::Uop u;
+      (k == 0 ? u.dst : k == 1 ? u.src : u.wgt) = static_cast<std::uint32_t>(e.value);
+      encode_uop(layout_, u, e.uop);  // raises with the field's message
+      break;
+    }
+    case Status::NotNeighbours:
+      raise<ValueError>(
+          "{}({}, {}): tokens only flow between neighbouring modules "
+          "(load<->compute, compute<->store)",
+          what, runtime::queue_name(e.from), runtime::queue_name(e.to));
+    case Status::NoInstruction:
+      raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", e.value, index);
+    case Status::LoopShape:
+      raise<ValueError>("micro-op kernel: at most two loop levels");
+    case Status::Misaligned:
+    case Status::EmptyTransfer:
+    case Status::InsnsFull:
+    case Status::UopsFull:
+    case Status::KernelsFull:
+      break;
+  }
+  raise<ValueError>(
+      "internal: stream writer failed with status {} at instruction #{}, please "
+      "report",
+      static_cast<int>(e.status), index);
+}
+
+DLAVM_INLINE void Builder::load(const Load2D& a) {
+  writer_.load(a.memory, a.sram, a.dram, a.y_size, a.x_size, a.x_stride, a.y_pad_0, a.y_pad_1,
+               a.x_pad_0, a.x_pad_1);
+  check();
 }
 
 DLAVM_INLINE void Builder::store(const Store2D& a) {
-  InsnFields f;
-  f.opcode = Opcode::Store;
-  f.memory_type = MemId::Out;
-  set_mem(f, a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
-  append(f);
+  writer_.store(a.sram, a.dram, a.y_size, a.x_size, a.x_stride);
+  check();
+}
+
+DLAVM_INLINE void Builder::kernel_parts(const UopKernel& k, std::vector<runtime::KernelLoop>& loops,
+                                        std::vector<runtime::UopOp>& ops) {
+  for (const auto& l : k.loops())
+    loops.push_back({l.extent, l.dst_factor, l.src_factor, l.wgt_factor});
+  for (const auto& o : k.ops()) ops.push_back({o.dst, o.src, o.wgt});
+}
+
+DLAVM_INLINE void Builder::check_kernel(const UopKernel& k, const char* what) const {
+  if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
 }
 
 DLAVM_INLINE void Builder::gemm(const UopKernel& k, bool reset) {
-  InsnFields f;
-  f.opcode = Opcode::Gemm;
-  f.reset_reg = reset;
-  push_kernel(f, k, true);
+  check_kernel(k, "GEMM");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.gemm(loops.data(), loops.size(), ops.data(), ops.size(), reset);
+  check();
 }
 
 DLAVM_INLINE void Builder::alu(const UopKernel& k, AluOp op) {
-  InsnFields f;
-  f.opcode = Opcode::Alu;
-  f.alu_opcode = op;
-  push_kernel(f, k, false);
+  check_kernel(k, "ALU");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.alu(loops.data(), loops.size(), ops.data(), ops.size(), op, false, 0);
+  check();
 }
 
 DLAVM_INLINE void Builder::alu_imm(const UopKernel& k, AluOp op, std::int64_t imm) {
-  InsnFields f;
-  f.opcode = Opcode::Alu;
-  f.alu_opcode = op;
-  f.use_imm = true;
-  runtime::InsnFields probe = f;
-  check_field(layout_, probe, Field::imm, imm, size());
-  f.imm = static_cast<std::int32_t>(imm);
-  push_kernel(f, k, false);
+  check_kernel(k, "ALU");
+  std::vector<runtime::KernelLoop> loops;
+  std::vector<runtime::UopOp> ops;
+  kernel_parts(k, loops, ops);
+  writer_.alu(loops.data(), loops.size(), ops.data(), ops.size(), op, true, imm);
+  check();
 }
 
 DLAVM_INLINE void Builder::dep_push(Queue from, Queue to) {
-  check_neighbours("dep_push", from, to);
-  commit_pending_pop(from);
-  const bool next = from < to;
-  if (!stream_.insns.empty() && runtime::queue_of(last_) == from) {
-    bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
-    if (!flag) {
-      flag = true;
-      stream_.insns.back() = runtime::pack(layout_, last_);
-      return;
-    }
-  }
-  InsnFields nop = make_nop(from);
-  (next ? nop.push_next_dep : nop.push_prev_dep) = true;
-  append(nop);
+  writer_.dep_push(from, to);
+  check("dep_push");
 }
 
 DLAVM_INLINE void Builder::set_push(std::size_t index, Queue to) {
-  if (index >= stream_.insns.size())
-    raise<ValueError>("set_push: instruction #{} does not exist ({} emitted)", index, size());
-  // Only the header is needed: the module (opcode, memory type) and the flag's bit.
-  auto& word = stream_.insns[index];
-  InsnFields head;
-  head.opcode =
-      static_cast<Opcode>(runtime::get_field(word, layout_.pos(Form::Mem, Field::opcode)));
-  head.memory_type =
-      static_cast<MemId>(runtime::get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
-  const Queue from = runtime::queue_of(head);
-  check_neighbours("set_push", from, to);
-  const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-  runtime::put_field(word, layout_.pos(Form::Mem, flag), 1);
-  if (index + 1 == stream_.insns.size()) last_.set(flag, 1);
+  writer_.set_push(index, to);
+  check("set_push");
 }
 
 DLAVM_INLINE void Builder::dep_pop(Queue from, Queue to) {
-  check_neighbours("dep_pop", from, to);
-  auto& pending = from < to ? pending_pop_prev_ : pending_pop_next_;
-  if (pending[index(to)]) commit_pending_pop(to);
-  pending[index(to)] = true;
+  writer_.dep_pop(from, to);
+  check("dep_pop");
+}
+
+DLAVM_INLINE void Builder::barrier() {
+  writer_.barrier();
+  check("barrier");
 }
 
 DLAVM_INLINE void Builder::finish() {
-  dep_push(Queue::Store, Queue::Compute);
-  dep_push(Queue::Load, Queue::Compute);
-  dep_pop(Queue::Store, Queue::Compute);
-  dep_pop(Queue::Load, Queue::Compute);
-  commit_pending_pop(Queue::Compute);
-  InsnFields f;
-  f.opcode = Opcode::Finish;
-  append(f);
+  writer_.finish();
+  check("finish");
 }
 
 DLAVM_INLINE void Builder::emit(InsnFields f) {
-  encode(layout_, f, size());  // raises on a field that does not fit
-  append(f);
-}
-
-DLAVM_INLINE void Builder::append(InsnFields f) {
-  check_enums(f, size());
-  const auto q = runtime::queue_of(f);
-  if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-  if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-  stream_.insns.push_back(runtime::pack(layout_, f));
-  pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-  last_ = f;
-}
-
-DLAVM_INLINE void Builder::check_neighbours(const char* what, Queue from, Queue to) {
-  const int a = static_cast<int>(from), b = static_cast<int>(to);
-  if (a < 1 || a > 3 || b < 1 || b > 3 || (a - b != 1 && b - a != 1))
-    raise<ValueError>(
-        "{}({}, {}): tokens only flow between neighbouring modules "
-        "(load<->compute, compute<->store)",
-        what, runtime::queue_name(from), runtime::queue_name(to));
-}
-
-DLAVM_INLINE InsnFields Builder::make_nop(Queue q) {
-  InsnFields f;
-  f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
-  f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
-  return f;
-}
-
-DLAVM_INLINE void Builder::commit_pending_pop(Queue q) {
-  if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) append(make_nop(q));
-}
-
-DLAVM_INLINE void Builder::set(InsnFields& f, Field field, std::int64_t v) const {
-  check_field(layout_, f, field, v, size());
-  f.set(field, static_cast<std::uint64_t>(v));
-}
-
-DLAVM_INLINE void Builder::set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram,
-                                   std::int64_t y, std::int64_t x, std::int64_t stride) const {
-  set(f, Field::sram_base, sram);
-  set(f, Field::dram_base, dram);
-  set(f, Field::y_size, y);
-  set(f, Field::x_size, x);
-  set(f, Field::x_stride, stride == kDenseStride ? x : stride);
-}
-
-DLAVM_INLINE void Builder::push_kernel(InsnFields f, const UopKernel& k, bool gemm) {
-  const char* what = gemm ? "GEMM" : "ALU";
-  if (!k.closed()) raise<ValueError>("{} #{}: micro-op kernel has an open loop", what, size());
-  if (k.ops().empty()) raise<ValueError>("{} #{}: micro-op kernel is empty", what, size());
-  std::vector<std::uint32_t> words;
-  words.reserve(k.ops().size());
-  for (std::size_t i = 0; i < k.ops().size(); ++i) {
-    const auto& op = k.ops()[i];
-    auto narrow = [&](const char* name, std::int64_t v) {
-      if (v < 0 || v > 0xFFFFFFFF)
-        raise<EncodingError>("micro-op #{} of {} #{} field {} = {} is out of range", i, what,
-                             size(), name, v);
-      return static_cast<std::uint32_t>(v);
-    };
-    const Uop u{narrow("dst_idx", op.dst), narrow("src_idx", op.src),
-                gemm ? narrow("wgt_idx", op.wgt) : 0u};
-    words.push_back(encode_uop(layout_, u, i));
-  }
-  const UopKernel::Loop none{};
-  const auto& outer = k.loops().size() > 0 ? k.loops()[0] : none;
-  const auto& inner = k.loops().size() > 1 ? k.loops()[1] : none;
-  set(f, Field::iter_out, outer.extent);
-  set(f, Field::iter_in, inner.extent);
-  set(f, Field::dst_factor_out, outer.dst_factor);
-  set(f, Field::dst_factor_in, inner.dst_factor);
-  set(f, Field::src_factor_out, outer.src_factor);
-  set(f, Field::src_factor_in, inner.src_factor);
-  if (gemm) {
-    set(f, Field::wgt_factor_out, outer.wgt_factor);
-    set(f, Field::wgt_factor_in, inner.wgt_factor);
-  }
-  // Every loop field is checked before the kernel may emit its LOAD UOP.
-  const auto sram = place_kernel(std::move(words));
-  set(f, Field::uop_bgn, sram.first);
-  set(f, Field::uop_end, sram.second);
-  append(f);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> Builder::place_kernel(
-    std::vector<std::uint32_t> words) {
-  const auto n = static_cast<std::uint32_t>(words.size());
-  if (n > config_.uop_depth())
-    raise<CapacityError>("micro-op kernel of {} ops does not fit the {}-entry micro-op buffer", n,
-                         config_.uop_depth());
-  auto [it, inserted] =
-      kernels_.try_emplace(std::move(words), static_cast<std::uint32_t>(stream_.uops.size()));
-  if (inserted) stream_.uops.insert(stream_.uops.end(), it->first.begin(), it->first.end());
-  const std::uint32_t dram = it->second;
-  if (auto r = resident_.find(dram); r != resident_.end()) return {r->second, r->second + n};
-  if (uop_next_ + n > config_.uop_depth()) {
-    resident_.clear();
-    uop_next_ = 0;
-  }
-  InsnFields f;
-  f.opcode = Opcode::Load;
-  f.memory_type = MemId::Uop;
-  set_mem(f, uop_next_, dram, 1, n, n);
-  stream_.uop_relocs.push_back(static_cast<std::uint32_t>(size()));
-  append(f);
-  resident_[dram] = uop_next_;
-  uop_next_ += n;
-  return {resident_[dram], resident_[dram] + n};
+  encode(layout_, f, size());  // raises on a field that does not fit, with its message
+  writer_.emit(f);
+  check();
 }
 
 }  // namespace dlavm::vta

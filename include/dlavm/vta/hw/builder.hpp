@@ -1,7 +1,8 @@
 // Command builder modelled on VTA's runtime API (VTALoadBuffer2D, VTAStoreBuffer2D,
 // VTAUopLoopBegin/End, VTAUopPush, VTAPushGEMMOp, VTAPushALUOp, VTADepPush, VTADepPop,
 // VTASynchronize): builds a vta::Stream by hand. Every value is checked against its field:
-// an overflow raises EncodingError naming the instruction, field, value and limit.
+// an overflow raises EncodingError naming the instruction, field, value and limit. The work is
+// runtime::StreamWriter's (runtime/writer.hpp), the one writer the host and firmware share.
 //
 //   vta::Builder b(config);
 //   b.load({.memory = vta::MemId::Acc, .sram = 0, .dram = a, .x_size = 4});
@@ -17,20 +18,23 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/runtime/writer.hpp>
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/isa.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
 
 // x_stride = -1 means dense rows (x_stride = x_size).
-inline constexpr std::int64_t kDenseStride = -1;
+using runtime::kDenseStride;
 
 // LOAD: y_size rows of x_size elements, x_stride elements apart in DRAM starting at element
 // address `dram` (byte address / element bytes), into SRAM at `sram` with zero padding.
@@ -83,20 +87,94 @@ class UopKernel {
   std::size_t open_ = 0;
 };
 
+// What the host Builder stores: the stream, the kernels stored (words -> offset in the
+// micro-op buffer) and resident (offset -> micro-op SRAM entry), and the kernel being encoded.
+// The storage of runtime::StreamWriter on the host (see runtime/writer.hpp).
+class HostStreamStorage {
+ public:
+  std::size_t insn_count() const { return stream.insns.size(); }
+  InsnWord& insn(std::size_t i) { return stream.insns[i]; }
+  bool push_insn(const InsnWord& w) {
+    stream.insns.push_back(w);
+    return true;
+  }
+  std::size_t uop_count() const { return stream.uops.size(); }
+  bool push_uops(const std::uint32_t* w, std::size_t n) {
+    stream.uops.insert(stream.uops.end(), w, w + n);
+    return true;
+  }
+  bool push_reloc(std::uint32_t index) {
+    stream.uop_relocs.push_back(index);
+    return true;
+  }
+  std::uint32_t* kernel_scratch(std::size_t n) {
+    scratch_.resize(n);
+    return scratch_.data();
+  }
+  bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
+    const auto it = kernels_.find(std::span<const std::uint32_t>(w, n));
+    if (it == kernels_.end()) return false;
+    at = it->second;
+    return true;
+  }
+  bool add_kernel(std::uint32_t at, std::size_t n) {
+    const auto* w = stream.uops.data() + at;
+    kernels_.emplace(std::vector<std::uint32_t>(w, w + n), at);
+    return true;
+  }
+  bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
+    const auto it = resident_.find(dram);
+    if (it == resident_.end()) return false;
+    sram = it->second;
+    return true;
+  }
+  bool add_resident(std::uint32_t dram, std::uint32_t sram) {
+    resident_[dram] = sram;
+    return true;
+  }
+  void clear_resident() { resident_.clear(); }
+  std::size_t kernel_count() const { return kernels_.size(); }
+
+  Stream stream;
+
+ private:
+  // Kernels ordered by their words; looked up by a view of the words (no copy).
+  struct WordsLess {
+    using is_transparent = void;
+    static std::span<const std::uint32_t> view(const std::vector<std::uint32_t>& v) { return v; }
+    static std::span<const std::uint32_t> view(std::span<const std::uint32_t> s) { return s; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const auto x = view(a), y = view(b);
+      return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
+    }
+  };
+  std::map<std::vector<std::uint32_t>, std::uint32_t, WordsLess> kernels_;
+  std::map<std::uint32_t, std::uint32_t> resident_;
+  std::vector<std::uint32_t> scratch_;
+};
+
+// The host's runtime::StreamWriter: every failure raises a dlavm::Error naming the
+// instruction, the field and the numbers. A Builder stays where it was made (the writer holds
+// its storage): it is neither copied nor moved.
 class Builder {
  public:
-  explicit Builder(const Config& config) : config_(config) {
-    config_.validate();
-    layout_ = config_.layout();
-  }
+  explicit Builder(const Config& config);
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
 
   const Config& config() const { return config_; }
   const IsaLayout& layout() const { return layout_; }
-  std::size_t size() const { return stream_.insns.size(); }
+  std::size_t size() const { return storage_.insn_count(); }
   // Distinct micro-op kernels stored in the micro-op buffer.
-  std::size_t kernel_count() const { return kernels_.size(); }
-  const Stream& stream() const { return stream_; }
-  Stream take() { return std::exchange(stream_, Stream{}); }
+  std::size_t kernel_count() const { return storage_.kernel_count(); }
+  const Stream& stream() const { return storage_.stream; }
+  Stream take() { return std::exchange(storage_.stream, Stream{}); }
+  // The writer itself, for code that drives it directly (vta::Program's replay); check() turns
+  // its failure into the Builder's error.
+  runtime::StreamWriter<HostStreamStorage>& writer() { return writer_; }
+  // Raises the writer's failure, if any, and clears it (the Builder stays usable).
+  void check(const char* what = "");
 
   // The element address of byte address `phys` + `offset` elements for memory type `m`;
   // ValueError when `phys` is not a multiple of the element size.
@@ -122,6 +200,9 @@ class Builder {
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
   void dep_pop(Queue from, Queue to);
 
+  // Orders what follows behind everything before (runtime::StreamWriter::barrier).
+  void barrier();
+
   // VTASynchronize: FINISH after every load and store has completed.
   void finish();
 
@@ -129,37 +210,15 @@ class Builder {
   void emit(InsnFields f);
 
  private:
-  static std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
-
-  // Appends an instruction whose fields were checked as they were set (`set`); only the
-  // enumerations, which callers pass through, are checked again.
-  void append(InsnFields f);
-
-  static void check_neighbours(const char* what, Queue from, Queue to);
-
-  static InsnFields make_nop(Queue q);
-
-  void commit_pending_pop(Queue q);
-
-  // Sets a field after checking the value against its width for this instruction.
-  void set(InsnFields& f, Field field, std::int64_t v) const;
-  void set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
-               std::int64_t stride) const;
-
-  void push_kernel(InsnFields f, const UopKernel& k, bool gemm);
-
-  // Stores a kernel's micro-ops once in the DRAM buffer and makes them resident in the
-  // micro-op SRAM (emitting a LOAD UOP when they are not); returns [begin, end) in SRAM.
-  std::pair<std::int64_t, std::int64_t> place_kernel(std::vector<std::uint32_t> words);
+  // The kernel's loops and micro-ops, as the writer takes them.
+  static void kernel_parts(const UopKernel& k, std::vector<runtime::KernelLoop>& loops,
+                           std::vector<runtime::UopOp>& ops);
+  void check_kernel(const UopKernel& k, const char* what) const;
 
   Config config_;
   IsaLayout layout_;
-  Stream stream_;
-  InsnFields last_;
-  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
-  std::map<std::vector<std::uint32_t>, std::uint32_t> kernels_;  // words -> DRAM offset
-  std::map<std::uint32_t, std::uint32_t> resident_;              // DRAM offset -> SRAM offset
-  std::uint32_t uop_next_ = 0;
+  HostStreamStorage storage_;
+  runtime::StreamWriter<HostStreamStorage> writer_;
 };
 
 }  // namespace dlavm::vta

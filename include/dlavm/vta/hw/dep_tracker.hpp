@@ -30,34 +30,22 @@
 
 namespace dlavm::vta {
 
-// An on-chip region: a memory and a range of entries [begin, end).
-struct SramRegion {
-  MemId memory = MemId::Inp;
-  std::int64_t begin = 0, end = 0;
-  bool overlaps(const SramRegion& o) const {
-    const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
-    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
-  }
-};
+using runtime::RegionAccess;
+using runtime::SramRegion;
 
-// One access of an instruction: a region (by index in the tracker's table), read or written.
-struct RegionAccess {
-  std::uint32_t region = 0;
-  bool write = false;
-};
-
+// The host's runtime::DepTracker (runtime/writer.hpp) over a vector of regions; a hazard
+// between modules that share no token queue raises ScheduleError.
 class DepTracker {
  public:
-  DepTracker() = default;
-  explicit DepTracker(const std::vector<SramRegion>& regions) : regions_(regions) {
-    overlaps_.resize(regions.size());
-    for (std::uint32_t a = 0; a < regions.size(); ++a)
-      for (std::uint32_t b = 0; b < regions.size(); ++b)
-        if (regions[a].overlaps(regions[b])) overlaps_[a].push_back(b);
-    reset();
-  }
+  DepTracker() : tracker_(nullptr, nullptr, 0) {}
+  explicit DepTracker(std::vector<SramRegion> regions)
+      : regions_(std::move(regions)),
+        states_(regions_.size()),
+        tracker_(regions_.data(), states_.data(), regions_.size()) {}
+  DepTracker(const DepTracker&) = delete;
+  DepTracker& operator=(const DepTracker&) = delete;
 
-  void reset();
+  void reset() { tracker_.reset(); }
 
   // Before emitting the instructions of module `q` that perform `accesses`: requests the
   // tokens that order them after their hazards (pushes on the producers, pops pending on the
@@ -65,27 +53,17 @@ class DepTracker {
   void before(Builder& b, Queue q, std::span<const RegionAccess> accesses);
 
   // After emitting: instruction `index` (of module q) performed `accesses`.
-  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses);
+  void after(Queue q, std::int64_t index, std::span<const RegionAccess> accesses) {
+    tracker_.after(q, index, accesses.data(), accesses.size());
+  }
 
   const std::vector<SramRegion>& regions() const { return regions_; }
+  runtime::DepTracker& tracker() { return tracker_; }
 
  private:
-  struct State {
-    std::int64_t writer = -1;
-    Queue writer_queue = Queue::Compute;
-    std::array<std::int64_t, 3> reader{-1, -1, -1};
-  };
-
-  static int index(Queue q) { return static_cast<int>(q) - 1; }
-  static std::size_t index_of(Queue q) { return static_cast<std::size_t>(q) - 1; }
-  // Slot of the directed neighbour pair (from -> to) in covered_.
-  static std::size_t pair(Queue from, Queue to);
-  static void raise_need(std::array<std::int64_t, 3>& need, Queue from, std::int64_t at);
-
   std::vector<SramRegion> regions_;
-  std::vector<std::vector<std::uint32_t>> overlaps_;
-  std::vector<State> state_;
-  std::array<std::int64_t, 9> covered_{};
+  std::vector<runtime::RegionState> states_;
+  runtime::DepTracker tracker_;
 };
 
 }  // namespace dlavm::vta

@@ -28,6 +28,15 @@ struct Buffer {
   friend bool operator==(const Buffer&, const Buffer&) = default;
 };
 
+// Where a stream goes in device memory: a buffer and byte offset for its instructions, and
+// for its micro-ops.
+struct StreamPlacement {
+  Buffer insns;
+  std::size_t insn_offset = 0;
+  Buffer uops;
+  std::size_t uop_offset = 0;
+};
+
 struct RunResult {
   Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
   CycleReport timing;  // the cycle model's estimate for the stream
@@ -55,8 +64,13 @@ class Device {
   virtual void free(Buffer buffer) = 0;
   virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
   virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  // Runs a stream to completion; raises DeviceError on failure.
-  virtual RunResult run(const Stream& stream) = 0;
+  // Runs a stream to completion, placed in buffers allocated for the run and freed after it;
+  // raises DeviceError on failure.
+  RunResult run(const Stream& stream);
+  // Runs a stream placed where the caller says: its instructions at `insns`, its micro-ops at
+  // `uops`, in buffers the caller owns (a graph::Module's insts and uop regions). ValueError
+  // when the stream does not fit them.
+  virtual RunResult run_at(const Stream& stream, const StreamPlacement& at) = 0;
 
   template <class T>
   void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
@@ -82,6 +96,9 @@ class Device {
 
   // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
   static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  // Copies the stream to its placement (checked) and returns the relocated instruction words
+  // and the instructions' physical address.
+  std::vector<InsnWord> place(const Stream& s, const StreamPlacement& at, std::uint64_t& insn_phys);
   static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
   static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
 

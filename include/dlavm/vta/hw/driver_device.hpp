@@ -61,26 +61,12 @@ class DriverDevice : public Device {
     Api::copy_to_host(dst, v, bytes);
   }
 
-  RunResult run(const Stream& stream) override {
-    struct Scoped {
-      DriverDevice& d;
-      Buffer b;
-      ~Scoped() {
-        const auto it = d.buffers_.find(b.phys);
-        if (it == d.buffers_.end()) return;
-        Api::mem_free(it->second.virt);
-        d.buffers_.erase(it);
-      }
-    };
-    Scoped uops{*this, alloc(stream.uop_bytes())};
-    const auto words = relocate(stream, uops.b.phys);
-    Scoped insns{*this, alloc(stream.insn_bytes())};
-    const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-    const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-    copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-    copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+  using Device::run;
+  RunResult run_at(const Stream& stream, const StreamPlacement& at) override {
+    std::uint64_t insn_phys = 0;
+    const auto words = place(stream, at, insn_phys);
     const auto decoded = decode_all(config_.layout(), words);
-    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insns.b.phys),
+    const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insn_phys),
                                    static_cast<std::uint32_t>(words.size()), wait_cycles_);
     if (rc != 0)
       raise<DeviceError>(

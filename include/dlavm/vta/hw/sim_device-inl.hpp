@@ -20,22 +20,12 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
   if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
 }
 
-DLAVM_INLINE RunResult SimDevice::run(const Stream& stream) {
+DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   if (check_hazards_) check_hazards(sim_.config(), stream);
-  struct Scoped {
-    SimDevice& d;
-    Buffer b;
-    ~Scoped() { d.sim_.dram().free_noexcept(b.phys); }
-  };
-  Scoped uops{*this, alloc(stream.uop_bytes())};
-  const auto words = relocate(stream, uops.b.phys);
-  Scoped insns{*this, alloc(stream.insn_bytes())};
-  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(stream.uops));
-  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-  copy_in(uops.b, 0, uop_bytes.data(), uop_bytes.size());
-  copy_in(insns.b, 0, insn_bytes.data(), insn_bytes.size());
+  std::uint64_t insn_phys = 0;
+  const auto words = place(stream, at, insn_phys);
   RunResult r;
-  const auto info = sim_.run(insns.b.phys, static_cast<std::uint32_t>(words.size()));
+  const auto info = sim_.run(insn_phys, static_cast<std::uint32_t>(words.size()));
   r.counters = info.counters;
   r.finished = info.finished;
   r.timing = model_.run(decode_all(sim_.layout(), words), trace_);

@@ -51,7 +51,8 @@ class SimDevice : public Device {
   void set_work_budget(std::uint64_t units) { sim_.set_work_budget(units); }
   std::uint64_t work_budget() const { return sim_.work_budget(); }
 
-  DLAVM_INLINE RunResult run(const Stream& stream) override;
+  using Device::run;
+  DLAVM_INLINE RunResult run_at(const Stream& stream, const StreamPlacement& at) override;
 
  private:
   Simulator sim_;

@@ -1,0 +1,180 @@
+// Replay of a lowered VTA program's intrinsics: what vta::Program::instantiate runs on the host
+// (evaluating the program's loops and fields) and what the C++ that deploy::emit generates
+// runs in firmware (the same loops and fields, compiled), so that both write the same words.
+// Each intrinsic orders itself after its data hazards (dependency tokens), checks its sizes,
+// turns DRAM byte addresses into element addresses and writes its instruction:
+//
+//   load(mem, region, sram, param, offset, y, x, stride, pads)   vta.load
+//   store(region, sram, param, offset, y, x, stride)             vta.store
+//   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
+//   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
+//
+// `param` indexes the program's parameters, whose byte addresses the replay is given; a region
+// indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
+// A kernel with a loop of no iterations (the last block of a symbolic dim) or no micro-op
+// writes nothing. The writer is the caller's: several programs may write one stream, joined
+// by StreamWriter::barrier. Standard library only, no exceptions, no heap, C++17.
+#pragma once
+
+#include <dlavm/runtime/writer.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+// The integer operations of the index expressions the generated replays compute (ne's
+// FloorDiv, FloorMod, Min, Max), for divisors the generator has checked are nonzero constants.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b, r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? q - 1 : q;
+}
+constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  const std::int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+constexpr std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+constexpr std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
+
+// The bytes of one element of each memory (UOP, WGT, INP, ACC, OUT, ACC_8BIT), by MemId.
+struct ElemBytes {
+  std::uint64_t of[kMemIdCount] = {};
+};
+
+// The micro-ops of the kernel being replayed, in the caller's array of `capacity` entries
+// (the program's largest kernel, which the host computes).
+struct OpBuffer {
+  UopOp* data = nullptr;
+  std::size_t capacity = 0;
+};
+
+template <class Storage>
+class Replay {
+ public:
+  constexpr Replay(StreamWriter<Storage>& writer, std::uint32_t uop_depth, const ElemBytes& elem,
+                   const SramRegion* regions, RegionState* states, std::size_t region_count,
+                   const std::uint64_t* param_phys, OpBuffer ops)
+      : w_(writer),
+        uop_depth_(uop_depth),
+        deps_(regions, states, region_count),
+        elem_(elem),
+        phys_(param_phys),
+        ops_(ops) {}
+
+  constexpr bool ok() const { return w_.ok(); }
+  constexpr StreamWriter<Storage>& writer() { return w_; }
+  constexpr const DepTracker& deps() const { return deps_; }
+
+  constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
+                      std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,
+                      std::int64_t y_pad_0, std::int64_t y_pad_1, std::int64_t x_pad_0,
+                      std::int64_t x_pad_1) {
+    const Queue q = mem == MemId::Inp || mem == MemId::Wgt ? Queue::Load : Queue::Compute;
+    const RegionAccess access{region, true};
+    std::int64_t dram = 0;
+    // a block of padding rows only reads no DRAM: its address is the tensor's start
+    return sizes(Opcode::Load, mem, y, x) && element(Opcode::Load, param, mem, dram) &&
+           deps_.before(w_, q, &access, 1) &&
+           w_.load(mem, sram, dram + (y > 0 ? offset : 0), y, x, stride, y_pad_0, y_pad_1, x_pad_0,
+                   x_pad_1) &&
+           after(q, &access, 1);
+  }
+
+  constexpr bool store(std::uint32_t region, std::int64_t sram, std::size_t param,
+                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride) {
+    const RegionAccess access{region, false};
+    std::int64_t dram = 0;
+    return sizes(Opcode::Store, MemId::Out, y, x) &&
+           element(Opcode::Store, param, MemId::Out, dram) &&
+           deps_.before(w_, Queue::Store, &access, 1) &&
+           w_.store(sram, dram + offset, y, x, stride) && after(Queue::Store, &access, 1);
+  }
+
+  constexpr void kernel_begin() {
+    nloops_ = 0;
+    nops_ = 0;
+    empty_ = false;
+  }
+  constexpr void loop_begin(std::int64_t extent, std::int64_t dst, std::int64_t src,
+                            std::int64_t wgt) {
+    if (empty_) return;
+    if (extent < 1) {
+      empty_ = true;  // no iterations: the kernel writes nothing
+      return;
+    }
+    if (nloops_ == 2) {
+      InsnFields none;
+      w_.fail(Status::LoopShape, none, Field::count, 3);
+      return;
+    }
+    loops_[nloops_++] = {extent, dst, src, wgt};
+  }
+  constexpr void push(std::int64_t dst, std::int64_t src, std::int64_t wgt) {
+    if (empty_) return;
+    if (nops_ < ops_.capacity) ops_.data[nops_] = {dst, src, wgt};
+    ++nops_;  // counted past the capacity, so that a kernel too large names its size
+  }
+
+  // A GEMM kernel (acc += inp x wgt), or with reset (acc = 0, inp and wgt unused).
+  constexpr bool gemm(bool reset, std::uint32_t acc, std::uint32_t inp, std::uint32_t wgt) {
+    if (empty_ || nops_ == 0) return ok();
+    const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
+    const std::size_t n = reset ? 1 : 3;
+    return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
+           w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
+  }
+
+  // An ALU kernel: dst = op(dst, src), or op(dst, imm).
+  constexpr bool alu(AluOp op, bool use_imm, std::int64_t imm, std::uint32_t dst,
+                     std::uint32_t src) {
+    if (empty_ || nops_ == 0) return ok();
+    const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    return fits(Opcode::Alu) && deps_.before(w_, Queue::Compute, accesses, 2) &&
+           w_.alu(loops_, nloops_, ops_.data, nops_, op, use_imm, imm) &&
+           after(Queue::Compute, accesses, 2);
+  }
+
+ private:
+  // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
+  // padding, so an empty row is an error, not a silent no-op (rows of padding only, with
+  // y_size = 0, are what input loads write).
+  constexpr bool sizes(Opcode op, MemId mem, std::int64_t y, std::int64_t x) {
+    InsnFields f;
+    f.opcode = op;
+    f.memory_type = mem;
+    if (y < 0) return w_.fail(Status::EmptyTransfer, f, Field::y_size, y);
+    if (x < 1) return w_.fail(Status::EmptyTransfer, f, Field::x_size, x);
+    return true;
+  }
+  constexpr bool element(Opcode op, std::size_t param, MemId mem, std::int64_t& out) {
+    const std::uint64_t phys = phys_[param];
+    if (StreamWriter<Storage>::dram_elem(phys, elem_.of[static_cast<int>(mem)], out)) return true;
+    InsnFields f;
+    f.opcode = op;
+    f.memory_type = mem;
+    return w_.fail(Status::Misaligned, f, Field::dram_base, static_cast<std::int64_t>(phys));
+  }
+  constexpr bool fits(Opcode op) {
+    if (nops_ <= ops_.capacity) return true;
+    InsnFields f;
+    f.opcode = op;
+    return w_.fail(nops_ > uop_depth_ ? Status::KernelTooLarge : Status::UopsFull, f, Field::count,
+                   static_cast<std::int64_t>(nops_));
+  }
+  constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
+    deps_.after(q, static_cast<std::int64_t>(w_.size()) - 1, accesses, n);
+    return true;
+  }
+
+  StreamWriter<Storage>& w_;
+  std::uint32_t uop_depth_;
+  DepTracker deps_;
+  ElemBytes elem_;
+  const std::uint64_t* phys_;
+  OpBuffer ops_;
+  KernelLoop loops_[2] = {};
+  std::size_t nloops_ = 0, nops_ = 0;
+  bool empty_ = false;
+};
+
+}  // namespace dlavm::runtime

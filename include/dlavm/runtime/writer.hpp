@@ -1,0 +1,571 @@
+// The instruction stream writer: what VTA's runtime API does (VTALoadBuffer2D,
+// VTAStoreBuffer2D, micro-op kernels, VTADepPush / VTADepPop, VTASynchronize), as one
+// implementation for the host (vta::Builder wraps it, throwing dlavm::Errors) and for firmware
+// (the code graph::Module::emit generates), so both produce the same words. Standard library
+// only: no exceptions, no heap, usable in constant expressions, C++17.
+//
+//   StreamWriter  appends checked instructions; pops requested for a module go on its next
+//                 instruction; a GEMM/ALU kernel's micro-ops are stored once in the micro-op
+//                 buffer (an identical kernel reuses them) and loaded into the micro-op SRAM
+//                 when not resident (a LOAD UOP, relocatable); the first failure stops it and
+//                 is kept in error() (a status and the instruction, field and value involved).
+//   DepTracker    dependency tokens from data hazards on on-chip regions: before an
+//                 instruction, a push on the latest conflicting instruction of each other
+//                 module and a pop on this one (see vta/hw/dep_tracker.hpp for the argument
+//                 that the k-th pop meets the k-th push and nothing deadlocks).
+//
+// Storage holds what grows: the instruction words, the micro-op words, the relocations, the
+// table of stored kernels and of resident ones, and a scratch buffer for the kernel being
+// encoded. It is a template parameter: vectors and maps on the host, fixed arrays in firmware
+// (FixedStorage below), whose exhaustion is a status, never a write past the end.
+//
+//   FixedStorage<64, 256, 16> st;                 // 64 instructions, 256 micro-ops, 16 kernels
+//   StreamWriter<FixedStorage<64, 256, 16>> w(IsaLayout::default_layout(), 8192, st);
+//   w.load(MemId::Acc, 0, 0x100, 1, 4, 4, 0, 0, 0, 0);
+//   const KernelLoop loops[] = {{4, 1, 1, 0}};
+//   const UopOp ops[] = {{0, 4, 0}};
+//   w.alu(loops, 1, ops, 1, AluOp::Add, false, 0);
+//   w.finish();                                    // w.ok(), st.insn_count() == ...
+#pragma once
+
+#include <dlavm/runtime/isa.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+// Why a write failed: an error code in firmware; the host turns it into a message.
+enum class Status : std::uint8_t {
+  Ok = 0,
+  FieldRange,      // `field` of instruction `index` cannot hold `value`
+  BadMemory,       // a LOAD of OUT (or of UOP, which the writer loads itself)
+  KernelEmpty,     // a GEMM/ALU kernel without micro-ops
+  KernelTooLarge,  // `value` micro-ops, more than the micro-op SRAM holds
+  UopRange,        // micro-op `uop`'s `field` (dst 0, src 1, wgt 2) cannot hold `value`
+  NotNeighbours,   // tokens between modules `from` and `to`, which share no queue
+  NoInstruction,   // set_push on instruction `value`, which does not exist
+  Misaligned,      // DRAM address `value` not aligned to its element
+  EmptyTransfer,   // `field` (y_size / x_size) is `value`: no data to move
+  InsnsFull,       // the storage holds no more instructions
+  UopsFull,        // ... micro-ops
+  KernelsFull,     // ... distinct kernels
+  LoopShape,       // a kernel with more than two loop levels
+};
+
+struct WriterError {
+  Status status = Status::Ok;
+  std::uint64_t index = 0;  // the instruction (about to be) written
+  Opcode opcode = Opcode::Finish;
+  Field field = Field::count;
+  std::int64_t value = 0;
+  std::uint64_t uop = 0;                       // UopRange: the micro-op's position in its kernel
+  Queue from = Queue::Load, to = Queue::Load;  // NotNeighbours
+};
+
+// x_stride = kDenseStride: dense rows (x_stride = x_size).
+inline constexpr std::int64_t kDenseStride = -1;
+
+// A loop level of a micro-op kernel and a micro-op, before encoding.
+struct KernelLoop {
+  std::int64_t extent = 1, dst = 0, src = 0, wgt = 0;
+};
+struct UopOp {
+  std::int64_t dst = 0, src = 0, wgt = 0;
+};
+
+// An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
+// accumulator's memory.
+struct SramRegion {
+  MemId memory = MemId::Inp;
+  std::int64_t begin = 0, end = 0;
+  constexpr bool overlaps(const SramRegion& o) const {
+    const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
+    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
+  }
+};
+
+// One access of an instruction: a region (an index into the tracker's table), read or written.
+struct RegionAccess {
+  std::uint32_t region = 0;
+  bool write = false;
+};
+
+template <class Storage>
+class StreamWriter {
+ public:
+  constexpr StreamWriter(const IsaLayout& layout, std::uint32_t uop_depth, Storage& storage)
+      : layout_(layout), uop_depth_(uop_depth), s_(storage) {}
+
+  constexpr bool ok() const { return error_.status == Status::Ok; }
+  constexpr const WriterError& error() const { return error_; }
+  // Forgets the failure (the failing instruction was not written): the host, having reported
+  // it, may go on.
+  constexpr void clear_error() { error_ = WriterError{}; }
+  constexpr const IsaLayout& layout() const { return layout_; }
+  constexpr std::size_t size() const { return s_.insn_count(); }
+  constexpr Storage& storage() { return s_; }
+
+  // LOAD of y rows of x elements, `stride` apart, from element address `dram` into SRAM at
+  // `sram`, with zero padding.
+  constexpr bool load(MemId memory, std::int64_t sram, std::int64_t dram, std::int64_t y,
+                      std::int64_t x, std::int64_t stride, std::int64_t y_pad_0,
+                      std::int64_t y_pad_1, std::int64_t x_pad_0, std::int64_t x_pad_1) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Load;
+    f.memory_type = memory;
+    if (memory == MemId::Out || memory == MemId::Uop)
+      return fail(Status::BadMemory, f, Field::memory_type, static_cast<std::int64_t>(memory));
+    return set_mem(f, sram, dram, y, x, stride) && set(f, Field::y_pad_0, y_pad_0) &&
+           set(f, Field::y_pad_1, y_pad_1) && set(f, Field::x_pad_0, x_pad_0) &&
+           set(f, Field::x_pad_1, x_pad_1) && append(f);
+  }
+
+  // STORE of accumulator rows (cut to the output width) to DRAM.
+  constexpr bool store(std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
+                       std::int64_t stride) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Store;
+    f.memory_type = MemId::Out;
+    return set_mem(f, sram, dram, y, x, stride) && append(f);
+  }
+
+  // GEMM over a kernel (acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset).
+  constexpr bool gemm(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
+                      std::size_t nops, bool reset) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Gemm;
+    f.reset_reg = reset;
+    return push_kernel(f, loops, nloops, ops, nops, true);
+  }
+
+  // ALU over a kernel: acc[dst] = op(acc[dst], acc[src]), or op(acc[dst], imm).
+  constexpr bool alu(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
+                     std::size_t nops, AluOp op, bool use_imm, std::int64_t imm) {
+    if (!ok()) return false;
+    InsnFields f;
+    f.opcode = Opcode::Alu;
+    f.alu_opcode = op;
+    f.use_imm = use_imm;
+    if (use_imm) {
+      if (!fits(f, Field::imm, imm)) return fail(Status::FieldRange, f, Field::imm, imm);
+      f.imm = static_cast<std::int32_t>(imm);
+    }
+    return push_kernel(f, loops, nloops, ops, nops, false);
+  }
+
+  // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
+  constexpr bool dep_push(Queue from, Queue to) {
+    if (!ok()) return false;
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    if (!commit_pending_pop(from)) return false;
+    const bool next = from < to;
+    if (s_.insn_count() > 0 && queue_of(last_) == from) {
+      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
+      if (!flag) {
+        flag = true;
+        s_.insn(s_.insn_count() - 1) = pack(layout_, last_);
+        return true;
+      }
+    }
+    InsnFields nop = make_nop(from);
+    (next ? nop.push_next_dep : nop.push_prev_dep) = true;
+    return append(nop);
+  }
+
+  // Sets the push flag toward `to` on instruction `index`, already written: the dependency
+  // tracker attaches a token to the producer of a hazard after the fact.
+  constexpr bool set_push(std::size_t index, Queue to) {
+    if (!ok()) return false;
+    if (index >= s_.insn_count()) {
+      InsnFields none;
+      return fail(Status::NoInstruction, none, Field::count, static_cast<std::int64_t>(index));
+    }
+    InsnWord& word = s_.insn(index);
+    InsnFields head;
+    head.opcode = static_cast<Opcode>(get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+    const Queue from = queue_of(head);
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
+    put_field(word, layout_.pos(Form::Mem, flag), 1);
+    if (index + 1 == s_.insn_count()) last_.set(flag, 1);
+    return true;
+  }
+
+  // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
+  constexpr bool dep_pop(Queue from, Queue to) {
+    if (!ok()) return false;
+    if (!neighbours(from, to)) return fail_pair(from, to);
+    bool* pending = from < to ? pending_pop_prev_.data() : pending_pop_next_.data();
+    if (pending[index(to)] && !commit_pending_pop(to)) return false;
+    pending[index(to)] = true;
+    return true;
+  }
+
+  // Orders everything after this point behind everything before it, without ending the
+  // stream: compute waits for the last load and store, the next load waits for compute (the
+  // next stores follow their own computation, as always). Two
+  // programs written one after the other into one stream (graph::Module's lite firmware) are
+  // joined this way, so that the second reads what the first stored to DRAM.
+  constexpr bool barrier() {
+    return dep_push(Queue::Store, Queue::Compute) && dep_push(Queue::Load, Queue::Compute) &&
+           dep_pop(Queue::Store, Queue::Compute) && dep_pop(Queue::Load, Queue::Compute) &&
+           commit_pending_pop(Queue::Compute) && dep_push(Queue::Compute, Queue::Load) &&
+           dep_pop(Queue::Compute, Queue::Load);
+  }
+
+  // VTASynchronize: FINISH after every load and store has completed.
+  constexpr bool finish() {
+    if (!dep_push(Queue::Store, Queue::Compute) || !dep_push(Queue::Load, Queue::Compute) ||
+        !dep_pop(Queue::Store, Queue::Compute) || !dep_pop(Queue::Load, Queue::Compute) ||
+        !commit_pending_pop(Queue::Compute))
+      return false;
+    InsnFields f;
+    f.opcode = Opcode::Finish;
+    return append(f);
+  }
+
+  // Appends an instruction given by its fields, every field of its form checked.
+  constexpr bool emit(const InsnFields& f) {
+    if (!ok()) return false;
+    if (!valid_enums(f)) return fail(Status::FieldRange, f, Field::opcode, 0);
+    const Form form = form_of(f.opcode);
+    Field bad = Field::count;
+    for_each_field(form, [&](Field x) {
+      if (bad != Field::count) return;
+      const auto v =
+          x == Field::imm ? static_cast<std::int64_t>(f.imm) : static_cast<std::int64_t>(f.get(x));
+      if (!fits(f, x, v)) bad = x;
+    });
+    if (bad != Field::count)
+      return fail(Status::FieldRange, f, bad,
+                  bad == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(bad)));
+    return append(f);
+  }
+
+  // The element address of byte address `phys` for memory `m` (false: not aligned).
+  static constexpr bool dram_elem(std::uint64_t phys, std::uint64_t elem_bytes, std::int64_t& out) {
+    if (elem_bytes == 0 || phys % elem_bytes != 0) return false;
+    out = static_cast<std::int64_t>(phys / elem_bytes);
+    return true;
+  }
+
+  // Fails the writer from outside (a replay's own checks), keeping the first failure.
+  constexpr bool fail(Status status, const InsnFields& f, Field field, std::int64_t value) {
+    if (ok()) error_ = {status, s_.insn_count(), f.opcode, field, value, 0};
+    return false;
+  }
+
+ private:
+  static constexpr std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
+  static constexpr bool neighbours(Queue from, Queue to) {
+    const int a = static_cast<int>(from), b = static_cast<int>(to);
+    return a >= 1 && a <= 3 && b >= 1 && b <= 3 && (a - b == 1 || b - a == 1);
+  }
+  constexpr bool fail_pair(Queue from, Queue to) {
+    InsnFields none;
+    fail(Status::NotNeighbours, none, Field::count, 0);
+    error_.from = from;
+    error_.to = to;
+    return false;
+  }
+  static constexpr bool valid_enums(const InsnFields& f) {
+    if (static_cast<unsigned>(f.opcode) >= static_cast<unsigned>(kOpcodeCount)) return false;
+    if ((f.opcode == Opcode::Load || f.opcode == Opcode::Store) &&
+        static_cast<unsigned>(f.memory_type) >= static_cast<unsigned>(kMemIdCount))
+      return false;
+    return f.opcode != Opcode::Alu ||
+           static_cast<unsigned>(f.alu_opcode) < static_cast<unsigned>(kAluOpCount);
+  }
+
+  // Whether `value` fits `field` in f's form (imm: signed).
+  constexpr bool fits(const InsnFields& f, Field field, std::int64_t value) const {
+    const FieldPos p = layout_.pos(form_of(f.opcode), field);
+    if (p.width == 0) return false;
+    if (field == Field::imm) {
+      const std::int64_t hi = (std::int64_t{1} << (p.width - 1)) - 1;
+      return value >= -hi - 1 && value <= hi;
+    }
+    return value >= 0 && static_cast<std::uint64_t>(value) <= low_mask(p.width);
+  }
+  constexpr bool set(InsnFields& f, Field field, std::int64_t value) {
+    if (!fits(f, field, value)) return fail(Status::FieldRange, f, field, value);
+    f.set(field, static_cast<std::uint64_t>(value));
+    return true;
+  }
+  constexpr bool set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y,
+                         std::int64_t x, std::int64_t stride) {
+    return set(f, Field::sram_base, sram) && set(f, Field::dram_base, dram) &&
+           set(f, Field::y_size, y) && set(f, Field::x_size, x) &&
+           set(f, Field::x_stride, stride == kDenseStride ? x : stride);
+  }
+
+  static constexpr InsnFields make_nop(Queue q) {
+    InsnFields f;
+    f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
+    f.memory_type = q == Queue::Load ? MemId::Inp : q == Queue::Store ? MemId::Out : MemId::Uop;
+    return f;
+  }
+  constexpr bool commit_pending_pop(Queue q) {
+    if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) return append(make_nop(q));
+    return true;
+  }
+  constexpr bool append(InsnFields f) {
+    const Queue q = queue_of(f);
+    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
+    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
+    if (!s_.push_insn(pack(layout_, f))) return fail(Status::InsnsFull, f, Field::count, 0);
+    pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
+    last_ = f;
+    return true;
+  }
+
+  constexpr bool push_kernel(InsnFields f, const KernelLoop* loops, std::size_t nloops,
+                             const UopOp* ops, std::size_t nops, bool gemm) {
+    if (nloops > 2) return fail(Status::LoopShape, f, Field::count, static_cast<int>(nloops));
+    if (nops == 0) return fail(Status::KernelEmpty, f, Field::count, 0);
+    if (nops > uop_depth_)
+      return fail(Status::KernelTooLarge, f, Field::count, static_cast<std::int64_t>(nops));
+    std::uint32_t* words = s_.kernel_scratch(nops);
+    if (words == nullptr) return fail(Status::UopsFull, f, Field::count, 0);
+    const FieldPos pos[3] = {layout_.uop_dst, layout_.uop_src, layout_.uop_wgt};
+    for (std::size_t i = 0; i < nops; ++i) {
+      const std::int64_t v[3] = {ops[i].dst, ops[i].src, gemm ? ops[i].wgt : 0};
+      for (int k = 0; k < 3; ++k)
+        if (v[k] < 0 || static_cast<std::uint64_t>(v[k]) > low_mask(pos[k].width)) {
+          fail(Status::UopRange, f, static_cast<Field>(k), v[k]);
+          error_.uop = i;
+          return false;
+        }
+      words[i] =
+          pack_uop(layout_, {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+                             static_cast<std::uint32_t>(v[2])});
+    }
+    const KernelLoop none{};
+    const KernelLoop& outer = nloops > 0 ? loops[0] : none;
+    const KernelLoop& inner = nloops > 1 ? loops[1] : none;
+    if (!set(f, Field::iter_out, outer.extent) || !set(f, Field::iter_in, inner.extent) ||
+        !set(f, Field::dst_factor_out, outer.dst) || !set(f, Field::dst_factor_in, inner.dst) ||
+        !set(f, Field::src_factor_out, outer.src) || !set(f, Field::src_factor_in, inner.src))
+      return false;
+    if (gemm &&
+        (!set(f, Field::wgt_factor_out, outer.wgt) || !set(f, Field::wgt_factor_in, inner.wgt)))
+      return false;
+    // every loop field is checked before the kernel may emit its LOAD UOP
+    std::uint32_t begin = 0;
+    if (!place_kernel(f, words, nops, begin)) return false;
+    return set(f, Field::uop_bgn, begin) &&
+           set(f, Field::uop_end, static_cast<std::int64_t>(begin + nops)) && append(f);
+  }
+
+  // Stores a kernel's micro-ops once in the micro-op buffer and makes them resident in the
+  // micro-op SRAM (a LOAD UOP when they are not, starting over when it is full); `begin` is
+  // the first SRAM entry.
+  constexpr bool place_kernel(const InsnFields& f, const std::uint32_t* words, std::size_t n,
+                              std::uint32_t& begin) {
+    std::uint32_t dram = 0;
+    if (!s_.find_kernel(words, n, dram)) {
+      dram = static_cast<std::uint32_t>(s_.uop_count());
+      if (!s_.push_uops(words, n)) return fail(Status::UopsFull, f, Field::count, 0);
+      if (!s_.add_kernel(dram, n)) return fail(Status::KernelsFull, f, Field::count, 0);
+    }
+    if (s_.find_resident(dram, begin)) return true;
+    if (uop_next_ + n > uop_depth_) {
+      s_.clear_resident();
+      uop_next_ = 0;
+    }
+    InsnFields load;
+    load.opcode = Opcode::Load;
+    load.memory_type = MemId::Uop;
+    if (!set_mem(load, uop_next_, dram, 1, static_cast<std::int64_t>(n),
+                 static_cast<std::int64_t>(n)))
+      return false;
+    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count())))
+      return fail(Status::InsnsFull, load, Field::count, 0);
+    if (!append(load)) return false;
+    if (!s_.add_resident(dram, uop_next_)) return fail(Status::KernelsFull, f, Field::count, 0);
+    begin = uop_next_;
+    uop_next_ += static_cast<std::uint32_t>(n);
+    return true;
+  }
+
+  IsaLayout layout_;
+  std::uint32_t uop_depth_;
+  Storage& s_;
+  InsnFields last_{};
+  std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
+  std::uint32_t uop_next_ = 0;
+  WriterError error_{};
+};
+
+// The hazard state of one region: its last writer and, per module, its last reader (stream
+// indices, -1: none).
+struct RegionState {
+  std::int64_t writer = -1;
+  Queue writer_queue = Queue::Compute;
+  std::int64_t reader[3] = {-1, -1, -1};
+};
+
+// Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
+// regions and their states are the caller's arrays (`count` of each).
+class DepTracker {
+ public:
+  constexpr DepTracker(const SramRegion* regions, RegionState* states, std::size_t count)
+      : regions_(regions), states_(states), count_(count) {
+    reset();
+  }
+
+  constexpr void reset() {
+    for (std::size_t r = 0; r < count_; ++r) states_[r] = RegionState{};
+    for (auto& c : covered_) c = -1;
+  }
+
+  // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
+  // its hazards, a pop pending on the writer for q's next instruction.
+  template <class Storage>
+  constexpr bool before(StreamWriter<Storage>& w, Queue q, const RegionAccess* accesses,
+                        std::size_t n) {
+    std::int64_t need[3] = {-1, -1, -1};
+    for (std::size_t i = 0; i < n; ++i) {
+      const SramRegion& mine = regions_[accesses[i].region];
+      for (std::size_t r = 0; r < count_; ++r) {
+        if (!regions_[r].overlaps(mine)) continue;
+        const RegionState& s = states_[r];
+        if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
+        if (accesses[i].write)
+          for (int m = 0; m < 3; ++m)
+            if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
+              raise(need, static_cast<Queue>(m + 1), s.reader[m]);
+      }
+    }
+    for (int m = 0; m < 3; ++m) {
+      if (need[m] < 0) continue;
+      const auto from = static_cast<Queue>(m + 1);
+      // load and store never share a memory, so no hazard joins them; one would be a bug
+      if ((from == Queue::Load && q == Queue::Store) ||
+          (from == Queue::Store && q == Queue::Load)) {
+        unordered_ = need[m];
+        return w.dep_pop(from, q);  // fails: NotNeighbours
+      }
+      std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
+      if (need[m] <= covered) continue;
+      if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
+      covered = need[m];
+    }
+    return true;
+  }
+
+  // The conflicting instruction when before() failed on modules that share no token queue.
+  constexpr std::int64_t unordered() const { return unordered_; }
+
+  // After writing: instruction `index`, of module q, performed `accesses`.
+  constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      RegionState& s = states_[accesses[i].region];
+      if (accesses[i].write) {
+        // later accesses wait for this write, which itself waited for the earlier readers
+        s = RegionState{};
+        s.writer = index;
+        s.writer_queue = q;
+      } else {
+        s.reader[static_cast<int>(q) - 1] = index;
+      }
+    }
+  }
+
+ private:
+  static constexpr void raise(std::int64_t* need, Queue from, std::int64_t at) {
+    auto& n = need[static_cast<int>(from) - 1];
+    if (at > n) n = at;
+  }
+
+  const SramRegion* regions_;
+  RegionState* states_;
+  std::size_t count_;
+  std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+  std::int64_t unordered_ = -1;
+};
+
+// Storage of fixed capacity for firmware: at most Insns instructions, Uops micro-op words
+// (the kernels stored, and one kernel being encoded) and Kernels distinct kernels.
+template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
+class FixedStorage {
+ public:
+  constexpr std::size_t insn_count() const { return insns_n_; }
+  constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
+  constexpr const InsnWord* insns() const { return insns_.data(); }
+  constexpr bool push_insn(const InsnWord& w) {
+    if (insns_n_ == Insns) return false;
+    insns_[insns_n_++] = w;
+    return true;
+  }
+  constexpr std::size_t uop_count() const { return uops_n_; }
+  constexpr const std::uint32_t* uops() const { return uops_.data(); }
+  constexpr bool push_uops(const std::uint32_t* w, std::size_t n) {
+    if (n > Uops - uops_n_) return false;
+    for (std::size_t i = 0; i < n; ++i) uops_[uops_n_ + i] = w[i];
+    uops_n_ += n;
+    return true;
+  }
+  constexpr std::size_t reloc_count() const { return relocs_n_; }
+  constexpr const std::uint32_t* relocs() const { return relocs_.data(); }
+  constexpr bool push_reloc(std::uint32_t index) {
+    if (relocs_n_ == Insns) return false;
+    relocs_[relocs_n_++] = index;
+    return true;
+  }
+  // The kernel being encoded goes after the stored ones.
+  constexpr std::uint32_t* kernel_scratch(std::size_t n) {
+    return n > Uops - uops_n_ ? nullptr : uops_.data() + uops_n_;
+  }
+  constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
+    for (std::size_t k = 0; k < kernels_n_; ++k) {
+      if (kernels_[k].size != n) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < n && same; ++i) same = uops_[kernels_[k].at + i] == w[i];
+      if (same) {
+        at = kernels_[k].at;
+        return true;
+      }
+    }
+    return false;
+  }
+  constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
+    if (kernels_n_ == Kernels) return false;
+    kernels_[kernels_n_++] = {at, static_cast<std::uint32_t>(n)};
+    return true;
+  }
+  constexpr bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
+    for (std::size_t k = 0; k < resident_n_; ++k)
+      if (resident_[k].at == dram) {
+        sram = resident_[k].size;
+        return true;
+      }
+    return false;
+  }
+  constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
+    if (resident_n_ == Kernels) return false;
+    resident_[resident_n_++] = {dram, sram};
+    return true;
+  }
+  constexpr void clear_resident() { resident_n_ = 0; }
+  constexpr void clear() { insns_n_ = uops_n_ = relocs_n_ = kernels_n_ = resident_n_ = 0; }
+
+ private:
+  struct Pair {
+    std::uint32_t at = 0, size = 0;
+  };
+  std::array<InsnWord, Insns> insns_{};
+  std::array<std::uint32_t, Uops> uops_{};
+  std::array<std::uint32_t, Insns> relocs_{};
+  std::array<Pair, Kernels> kernels_{}, resident_{};
+  std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0, kernels_n_ = 0, resident_n_ = 0;
+};
+
+}  // namespace dlavm::runtime

@@ -1,0 +1,296 @@
+// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
+#pragma once
+
+#include <dlavm/vta/codegen.hpp>
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
+                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
+  using ne::Kind;
+  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
+  switch (e.kind()) {
+    case Kind::IntImm: {
+      const auto v = e.as<ne::IntImmNode>()->value;
+      // INT64_MIN has no literal; every other value is a literal of the right type
+      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+      // ne folds constant subexpressions, so no two literals meet in an int operation; a
+      // literal past int's range is a long by itself
+      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
+    }
+    case Kind::Var:
+      return name_of(*e.as<ne::VarNode>());
+    case Kind::Not:
+      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
+    case Kind::Select: {
+      const auto* s = e.as<ne::SelectNode>();
+      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
+    }
+    default:
+      break;
+  }
+  const auto* b = e.as<ne::BinaryNode>();
+  const auto a = sub(b->a), c = sub(b->b);
+  const auto divisor = [&](const char* op) {
+    const auto* k = b->b.as<ne::IntImmNode>();
+    if (k == nullptr || k->value < 1)
+      raise<ValueError>(
+          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
+          "constants",
+          e, op, b->b);
+  };
+  switch (e.kind()) {
+    case Kind::Add:
+      return fmt::format("({} + {})", a, c);
+    case Kind::Sub:
+      return fmt::format("({} - {})", a, c);
+    case Kind::Mul:
+      return fmt::format("({} * {})", a, c);
+    case Kind::FloorDiv:
+      divisor("divides");
+      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
+    case Kind::FloorMod:
+      divisor("takes a modulo");
+      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
+    case Kind::Min:
+      return fmt::format("dlavm::runtime::min({}, {})", a, c);
+    case Kind::Max:
+      return fmt::format("dlavm::runtime::max({}, {})", a, c);
+    case Kind::EQ:
+      return fmt::format("std::int64_t({} == {})", a, c);
+    case Kind::NE:
+      return fmt::format("std::int64_t({} != {})", a, c);
+    case Kind::LT:
+      return fmt::format("std::int64_t({} < {})", a, c);
+    case Kind::LE:
+      return fmt::format("std::int64_t({} <= {})", a, c);
+    case Kind::GT:
+      return fmt::format("std::int64_t({} > {})", a, c);
+    case Kind::GE:
+      return fmt::format("std::int64_t({} >= {})", a, c);
+    case Kind::And:
+      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
+    case Kind::Or:
+      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
+    default:
+      raise<ValueError>("replay_source: unexpected expression `{}`", e);
+  }
+}
+
+namespace detail {
+
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host
+// Emitter (vta/program-inl.hpp) evaluates them.
+class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
+ public:
+  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
+
+  fmt::memory_buffer out;
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    visit(n.body);
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    line("if ({} != 0) {{", index(n.cond));
+    ++depth_;
+    visit(n.then_case);
+    --depth_;
+    if (n.else_case.defined()) {
+      line("}} else {{");
+      ++depth_;
+      visit(n.else_case);
+      --depth_;
+    }
+    line("}}");
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
+    const te::CallNode* call = kernel_call(n.body);
+    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    const auto& c = *call;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const auto& name = call->name;
+    const auto& a = call->args;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
+      } else if (name == intrin::uop_loop_end) {
+      } else if (name == intrin::gemm) {
+        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
+             offset(call->buffers[2], a[2]));
+      } else if (name == intrin::gemm_reset) {
+        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
+      } else if (name == intrin::alu) {
+        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+      return;
+    }
+    if (name == intrin::load) {
+      line(
+          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
+          "return false;",
+          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
+          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          value(a[7]), value(a[8]), value(a[9]));
+    } else if (name == intrin::store) {
+      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
+           value(a[4]), value(a[5]));
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+  }
+
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  std::string prologue() const {
+    std::string s;
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      if (used_[k])
+        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
+    return s;
+  }
+
+ private:
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) {
+    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out.push_back('\n');
+  }
+
+  std::string index(const ne::Expr& e) {
+    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+      for (std::size_t k = 0; k < dims_.size(); ++k)
+        if (dims_[k] == v.name) {
+          used_.resize(dims_.size());
+          used_[k] = true;
+          return fmt::format("d{}", k);
+        }
+      raise<ValueError>(
+          "program '{}': reads the symbolic dim '{}', which the replay is not given "
+          "(given: {})",
+          prog_.name(), v.name, fmt::join(dims_, ", "));
+    });
+  }
+  std::string value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
+    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
+  }
+  // An SRAM buffer's base plus an offset.
+  std::string offset(const te::Buffer& b, const te::Expr& e) {
+    const auto it = prog_.sram().find(b.get());
+    if (it == prog_.sram().end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    if (const auto* c = e.as<te::IntImmNode>())
+      return fmt::format("{}", it->second.base + c->value);
+    return fmt::format("{} + {}", it->second.base, value(e));
+  }
+  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
+  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
+
+  static const te::CallNode* kernel_call(const tir::Stmt& body) {
+    struct Find : tir::StmtVisitor<Find> {
+      const te::CallNode* call = nullptr;
+      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto* c = n.value.as<te::CallNode>();
+        if (c != nullptr &&
+            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+          call = c;
+      }
+    } find;
+    find.visit(body);
+    return find.call;
+  }
+
+  const Program& prog_;
+  std::span<const std::string> dims_;
+  std::vector<bool> used_;
+  std::unordered_map<std::uint64_t, std::string> names_;
+  int loops_ = 0, depth_ = 1;
+  bool in_kernel_ = false;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE std::string regions_source(const Program& p) {
+  std::string s = "{";
+  for (const auto& r : p.regions())
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}}}", s.size() > 1 ? ", " : "",
+                     static_cast<int>(r.memory), r.begin, r.end);
+  return s + "}";
+}
+
+DLAVM_INLINE std::string config_source(const Config& c) {
+  std::string elem;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
+  return fmt::format(
+      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
+      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "inline constexpr std::uint32_t kUopDepth = {};\n"
+      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
+      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
+      elem);
+}
+
+DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
+                                       std::span<const std::string> dims) {
+  detail::ReplayPrinter printer(p, dims);
+  printer.visit(p.func().body);
+  return fmt::format(
+      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
+      "template <class Storage>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
+      "  (void)dims;\n"
+      "{}{}"
+      "  return r.ok();\n"
+      "}}\n",
+      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
+      fmt::to_string(printer.out));
+}
+
+}  // namespace dlavm::vta

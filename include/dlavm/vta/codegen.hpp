@@ -1,0 +1,50 @@
+// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
+// printed as code that firmware compiles. The function it writes,
+//
+//   template <class Storage>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
+//
+// calls the same runtime::Replay methods with the same values the host computes, the index
+// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
+// same words (tests/deploy checks them for many dim values). It needs only
+// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// expression: a program without symbolic dims is a constant stream.
+//
+//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
+//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
+//
+// A symbolic dim the program reads that `dims` does not name, or a division by anything but
+// a positive constant, is a ValueError naming the program and the expression.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/vta/program.hpp>
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+std::string replay_source(const Program& p, std::string_view function,
+                          std::span<const std::string> dims);
+
+// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
+// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+std::string regions_source(const Program& p);
+
+// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
+// layout), `kUopDepth` and `kElemBytes`.
+std::string config_source(const Config& c);
+
+// An index expression as C++ over the given names of its variables (runtime's floor_div,
+// floor_mod, min and max): what replay_source writes for each field.
+std::string cpp_expr(const ne::Expr& e,
+                     const std::function<std::string(const ne::VarNode&)>& name_of);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/codegen-inl.hpp>
+#endif

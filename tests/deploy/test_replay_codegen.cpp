@@ -1,0 +1,138 @@
+// The replays vta::replay_source generates (compiled here from gen/gen_replays.cpp's output)
+// write the same words as vta::Program::instantiate, for every dim value of each case, and
+// fail where it fails; a static program's replay runs in a constant expression.
+#include <doctest/doctest.h>
+
+#include "cases.hpp"
+#include "replays.hpp"
+#include <iterator>
+#include <vector>
+
+namespace replay_codegen {
+
+using namespace dlavm;
+using runtime::Replay;
+using Storage = vta::HostStreamStorage;
+
+struct Entry {
+  const char* name;
+  bool (*replay)(Replay<Storage>&, const std::int64_t*);
+  const runtime::SramRegion* regions;
+  std::size_t region_count, max_ops, params;
+};
+
+#define REPLAY_ENTRY(n)                  \
+  Entry{#n,                              \
+        &replays::n::replay<Storage>,    \
+        replays::n::kRegions,            \
+        std::size(replays::n::kRegions), \
+        replays::n::kMaxOps,             \
+        replays::n::kParams},
+const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
+#undef REPLAY_ENTRY
+
+// The compiled replay's stream, or nothing where it fails.
+std::optional<runtime::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims) {
+  Storage st;
+  runtime::StreamWriter<Storage> w(replays::kLayout, replays::kUopDepth, st);
+  std::vector<runtime::RegionState> states(e.region_count);
+  std::vector<runtime::UopOp> ops(e.max_ops);
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < e.params; ++k) phys.push_back(deploy_cases::param_phys(k));
+  Replay<Storage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions, states.data(),
+                    e.region_count, phys.data(), {ops.data(), ops.size()});
+  if (!e.replay(r, dims.data()) || !w.finish()) return std::nullopt;
+  return st.stream;
+}
+
+void check_case(const deploy_cases::Case& c, const Entry& e) {
+  REQUIRE(c.name == e.name);
+  const auto& p = *c.program;
+  REQUIRE(e.regions != nullptr);
+  CHECK(e.region_count == p.regions().size());
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < p.func().params.size(); ++k)
+    phys.push_back(deploy_cases::param_phys(k));
+  int compared = 0, refused = 0;
+  for (const auto& values : c.values) {
+    std::vector<ne::Binding> bindings;
+    for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});
+    std::optional<runtime::Stream> host;
+    try {
+      host = p.instantiate(bindings, phys);
+    } catch (const dlavm::Error&) {
+    }
+    const auto mine = compiled(e, values);
+    INFO(c.name, " at ", fmt::format("{}", fmt::join(values, ", ")));
+    REQUIRE(host.has_value() == mine.has_value());
+    if (!host) {
+      ++refused;
+      continue;
+    }
+    // the bound a firmware's stream buffers are sized by holds
+    CHECK(static_cast<std::int64_t>(host->insns.size()) <= p.stream_bound().insns);
+    CHECK(static_cast<std::int64_t>(host->uops.size()) <= p.stream_bound().uops);
+    REQUIRE(host->insns.size() == mine->insns.size());
+    CHECK(host->insns == mine->insns);
+    CHECK(host->uops == mine->uops);
+    CHECK(host->uop_relocs == mine->uop_relocs);
+    ++compared;
+  }
+  MESSAGE(c.name, ": ", compared, " dim values equal word for word, ", refused, " refused by both");
+  CHECK(compared > 0);
+}
+
+TEST_CASE("generated replays write Program::instantiate's words for every dim value") {
+  const auto cases = deploy_cases::cases();
+  const auto statics = deploy_cases::static_cases();
+  REQUIRE(cases.size() + statics.size() == std::size(entries));
+  std::size_t k = 0;
+  for (const auto& c : cases) check_case(c, entries[k++]);
+  for (const auto& c : statics) check_case(c, entries[k++]);
+}
+
+// A static program's stream built in a constant expression by its generated replay, with
+// storage of exactly the host stream's size.
+template <std::size_t Insns, std::size_t Uops, std::size_t Regions, std::size_t Params,
+          std::size_t Ops, class Fn>
+constexpr bool constant_stream_equals(Fn replay, const runtime::SramRegion (&regions)[Regions],
+                                      const runtime::InsnWord (&insns)[Insns],
+                                      const std::uint32_t (&uops)[Uops]) {
+  runtime::FixedStorage<Insns, Uops + Ops, 16> st;
+  runtime::StreamWriter<runtime::FixedStorage<Insns, Uops + Ops, 16>> w(replays::kLayout,
+                                                                        replays::kUopDepth, st);
+  runtime::RegionState states[Regions] = {};
+  runtime::UopOp ops[Ops + 1] = {};
+  std::uint64_t phys[Params] = {};
+  for (std::size_t k = 0; k < Params; ++k) phys[k] = deploy_cases::param_phys(k);
+  Replay<runtime::FixedStorage<Insns, Uops + Ops, 16>> r(
+      w, replays::kUopDepth, replays::kElemBytes, regions, states, Regions, phys, {ops, Ops});
+  if (!replay(r, nullptr) || !w.finish() || st.insn_count() != Insns || st.uop_count() != Uops)
+    return false;
+  for (std::size_t i = 0; i < Insns; ++i)
+    if (st.insns()[i] != insns[i]) return false;
+  for (std::size_t i = 0; i < Uops; ++i)
+    if (st.uops()[i] != uops[i]) return false;
+  return true;
+}
+
+#define CONSTANT_STREAM(n)                                                            \
+  constant_stream_equals<std::size(replays::n::kInsns), std::size(replays::n::kUops), \
+                         std::size(replays::n::kRegions), replays::n::kParams,        \
+                         replays::n::kMaxOps>(                                        \
+      [](auto& r, const std::int64_t* d) { return replays::n::replay(r, d); },        \
+      replays::n::kRegions, replays::n::kInsns, replays::n::kUops)
+
+static_assert(CONSTANT_STREAM(vadd), "the vector add's constant stream differs from the host's");
+static_assert(CONSTANT_STREAM(gemm), "the GEMM's constant stream differs from the host's");
+
+TEST_CASE("a static program's stream is a constant expression equal to the host encoder's") {
+  // the static_asserts above are the test; this states what they compared
+  constexpr bool vadd = CONSTANT_STREAM(vadd), gemm = CONSTANT_STREAM(gemm);
+  CHECK(vadd);
+  CHECK(gemm);
+  CHECK(std::size(replays::vadd::kInsns) > 4);
+  CHECK(std::size(replays::gemm::kUops) > 0);
+}
+
+}  // namespace replay_codegen

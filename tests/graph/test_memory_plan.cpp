@@ -1,0 +1,156 @@
+// graph::plan_memory: the regions laid out from the map, liveness reuse in the runtime region
+// within 1.1x of its lower bound on ResNet-18, a module that runs on its plan, and every bad
+// plan option refused with the region named.
+#include <doctest/doctest.h>
+
+#include "../../examples/models.hpp"
+#include "random_graphs.hpp"
+
+namespace memory_plan_test {
+
+using namespace dlavm;
+using graph::RegionKind;
+
+// A small network: two convolutions, a residual sum, a pool and a dense head over a symbolic
+// batch, so that some values die early.
+graph::Function small_network() {
+  const auto n = ne::var("batch", 1, 4);
+  auto x = graph::input("x", {n, 16, 8, 8}, DType::int8());
+  auto w0 = graph::constant("w0", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
+  auto w1 = graph::constant("w1", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 2, -8, 8));
+  auto y =
+      graph::relu(graph::requantize(graph::conv2d(x, w0, {.padding = {1, 1, 1, 1}}), {.shift = 6}));
+  auto z = graph::requantize(
+      graph::add(graph::conv2d(y, w1, {.padding = {1, 1, 1, 1}}), graph::cast(x, DType::int32())),
+      {.shift = 6});
+  auto p = graph::max_pool2d(z, {.pool_size = {2, 2}, .strides = {2, 2}});
+  auto fc = graph::constant("fc", te::NDArray::random(DType::int8(), {10, 16 * 16}, 3, -8, 8));
+  return graph::function({x}, {graph::dense(graph::flatten(p), fc)});
+}
+
+TEST_CASE("memory plan: default regions follow each other, aligned, and every buffer fits") {
+  const auto mod = graph::build(small_network(), graph::Target{});
+  random_graphs::check_plan(mod);
+  const auto& plan = mod.plan();
+  CHECK(plan.region(RegionKind::Weight).base == 0);
+  for (std::size_t r = 1; r < graph::kRegionCount; ++r) {
+    const auto& prev = plan.regions[r - 1];
+    CHECK(plan.regions[r].base == (prev.end() + 255) / 256 * 256);
+  }
+  // the streams' regions hold any step's stream at any batch
+  vta::SimDevice dev;
+  for (std::int64_t b = 1; b <= 4; ++b) {
+    const auto arrays = random_graphs::random_inputs(small_network(), {{{"batch", b}}}, 5);
+    auto m = graph::build(small_network(), graph::Target{});
+    const ne::Binding bind[] = {{"batch", b}};
+    const graph::NamedArray in[] = {{"x", arrays[0]}};
+    CHECK(m.run(dev, in, bind)[0] ==
+          graph::evaluate(graph::infer_type(small_network(), graph::Target{}), in, bind)[0]);
+    for (const auto& s : m.steps())
+      if (s.kind == graph::ModuleStep::Kind::Vta) {
+        std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0);
+        const auto stream = s.program->instantiate(bind, phys);
+        CHECK(static_cast<std::int64_t>(stream.insns.size()) <= s.program->stream_bound().insns);
+        CHECK(static_cast<std::int64_t>(stream.uops.size()) <= s.program->stream_bound().uops);
+        CHECK(static_cast<std::int64_t>(stream.insn_bytes()) <=
+              m.plan().region(RegionKind::Insts).bytes);
+      }
+  }
+}
+
+TEST_CASE("memory plan: ResNet-18's activations within 1.1x of the largest live set") {
+  const models::ResNet18 net(224);
+  const auto mod = graph::build(net.function(), graph::Target{});
+  random_graphs::check_plan(mod);
+  const auto& plan = mod.plan();
+  std::int64_t sum = 0;
+  for (const auto& b : plan.buffers)
+    if (b.region == RegionKind::Runtime) sum += (b.bytes + 255) / 256 * 256;
+  const auto runtime = plan.region(RegionKind::Runtime).bytes;
+  MESSAGE("ResNet-18 runtime region: ", runtime, " bytes planned, live peak ", plan.live_peak, " (",
+          static_cast<double>(runtime) / static_cast<double>(plan.live_peak), "x), without reuse ",
+          sum);
+  CHECK(runtime <= plan.live_peak * 11 / 10);
+  CHECK(runtime * 2 < sum);  // reuse: most bytes serve several values
+  // without reuse: every buffer its own bytes
+  graph::PlanOptions no_reuse;
+  no_reuse.reuse = false;
+  const auto flat = graph::plan_memory(mod, no_reuse);
+  CHECK(flat.region(RegionKind::Runtime).bytes == sum);
+  const auto report = plan.report(mod);
+  CHECK(report.find("region runtime") != std::string::npos);
+  CHECK(report.find("%data") != std::string::npos);
+}
+
+TEST_CASE("memory plan: a module planned without reuse or at a base address runs the same") {
+  const auto fn = small_network();
+  const ne::Binding bind[] = {{"batch", 3}};
+  const auto arrays = random_graphs::random_inputs(fn, bind, 9);
+  const graph::NamedArray in[] = {{"x", arrays[0]}};
+  const auto expected = graph::evaluate(graph::infer_type(fn, graph::Target{}), in, bind)[0];
+  graph::PlanOptions opt;
+  opt.reuse = false;
+  opt.alignment = 4096;
+  opt.regions = {{"weight", std::uint64_t{0x10000000}},
+                 {"insts", std::uint64_t{0x1000}},
+                 {"uop", "insts"},
+                 {"runtime", "weight"},
+                 {"cache", "runtime"}};
+  auto mod = graph::build(fn, graph::Target{}, {.plan = opt});
+  random_graphs::check_plan(mod);
+  CHECK(mod.plan().region(RegionKind::Weight).base == 0x10000000);
+  CHECK(mod.plan().region(RegionKind::Insts).base == 0x1000);
+  CHECK(mod.plan().region(RegionKind::Runtime).base % 4096 == 0);
+  vta::SimDevice dev;
+  CHECK(mod.run(dev, in, bind)[0] == expected);
+}
+
+TEST_CASE("memory plan: bad maps and options name the region") {
+  const auto mod = graph::build(small_network(), graph::Target{});
+  const auto fails = [&](graph::PlanOptions o, const std::string& what) {
+    try {
+      graph::plan_memory(mod, o);
+      FAIL("no error for ", what);
+    } catch (const dlavm::Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  graph::PlanOptions o;
+  o.alignment = 48;
+  fails(o, "alignment 48 is not a power of two");
+  o = {};
+  o.regions.pop_back();
+  fails(o, "does not place 'uop'");
+  o = {};
+  o.regions.push_back({"scratch", std::uint64_t{0}});
+  fails(o, "names 'scratch', which is no region");
+  o = {};
+  o.regions[1] = {"weight", "uop"};
+  fails(o, "region 'weight' is placed after itself");
+  o = {};
+  o.regions[2] = {"runtime", "heap"};
+  fails(o, "follows 'heap'");
+  o = {};
+  o.regions[3] = {"cache", std::uint64_t{0}};  // on top of the weights
+  fails(o, "regions 'weight' [0x0");
+  o = {};
+  o.regions[0] = {"global", std::uint64_t{0x100}};
+  o.alignment = 4096;
+  fails(o, "region 'global' at 0x100 is not aligned");
+  o = {};
+  o.address_limit = 4096;
+  fails(o, "past the address space (0x1000)");
+  o = {};
+  o.regions.push_back({"uop", "insts"});
+  fails(o, "places 'uop' twice");
+  CHECK_THROWS_AS(graph::plan_memory(mod,
+                                     [] {
+                                       graph::PlanOptions p;
+                                       p.address_limit = 1;
+                                       return p;
+                                     }()),
+                  dlavm::CapacityError);
+}
+
+}  // namespace memory_plan_test
