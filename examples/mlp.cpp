@@ -3,11 +3,23 @@
 // then a softmax over the float logits on the host. Each batch size instantiates the same
 // programs (no recompilation); every run is checked against the host reference end to end
 // and layer by layer.
-//   mlp
+//   mlp [--dump DIR]
+//     DIR: every VTA step's stream, micro-ops and DRAM images with a manifest of their
+//     addresses, one folder per batch and step (replayable by VTA's functional simulator)
 #include "model_check.hpp"
 #include "models.hpp"
+#include <string>
 
-int main() try {
+int main(int argc, char** argv) try {
+  std::string dump;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--dump" && i + 1 < argc) {
+      dump = argv[++i];
+    } else {
+      fmt::print(stderr, "usage: {} [--dump DIR]\n", argv[0]);
+      return 2;
+    }
+  }
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
@@ -24,7 +36,9 @@ int main() try {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {batch, 64}, 100 + batch);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"batch", batch}};
-    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings);
+    const auto check =
+        models::run_and_check(mod, typed, dev, inputs, bindings,
+                              dump.empty() ? dump : fmt::format("{}/batch{}", dump, batch));
     fmt::print("batch {:>3}: {} VTA cycles, {} VTA layers checked, {} differ, outputs {}\n", batch,
                mod.last_run().vta_cycles, check.layers, check.mismatches,
                check.outputs_equal ? "equal" : "DIFFERENT");

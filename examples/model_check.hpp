@@ -26,12 +26,13 @@ struct CheckResult {
 inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::Function& typed,
                                  dlavm::vta::Device& dev,
                                  std::span<const dlavm::graph::NamedArray> inputs,
-                                 std::span<const dlavm::ne::Binding> bindings = {}) {
+                                 std::span<const dlavm::ne::Binding> bindings = {},
+                                 const std::string& dump_dir = "") {
   namespace graph = dlavm::graph;
   using clock = std::chrono::steady_clock;
   CheckResult r;
   const auto t0 = clock::now();
-  const auto out = mod.run(dev, inputs, bindings, {.keep_values = true});
+  const auto out = mod.run(dev, inputs, bindings, {.keep_values = true, .dump_dir = dump_dir});
   const auto t1 = clock::now();
   const auto trace = graph::evaluate_trace(typed, inputs, bindings);
   const auto t2 = clock::now();

@@ -5,7 +5,10 @@
 // boundaries), run on the simulator,
 // and checked against the host reference end to end and layer by layer. Prints the module,
 // the per-step table of the cycle model and the whole model's cycles against its MACs / 256.
-//   resnet18 [--image N]   (N: the image size, 224 by default; at least 32)
+//   resnet18 [--image N] [--dump DIR]
+//     N: the image size, 224 by default (at least 32); DIR: every VTA step's stream, micro-ops
+//     and DRAM images with a manifest of their addresses, one folder per step (replayable by
+//     VTA's functional simulator: vta::load_dump and vta::replay)
 #include "model_check.hpp"
 #include "models.hpp"
 #include <algorithm>
@@ -17,11 +20,14 @@ int main(int argc, char** argv) try {
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
   std::int64_t image = 224;
+  std::string dump;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--image" && i + 1 < argc) {
       image = std::atoll(argv[++i]);
+    } else if (std::string(argv[i]) == "--dump" && i + 1 < argc) {
+      dump = argv[++i];
     } else {
-      fmt::print(stderr, "usage: {} [--image N]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--image N] [--dump DIR]\n", argv[0]);
       return 2;
     }
   }
@@ -37,7 +43,8 @@ int main(int argc, char** argv) try {
   const auto data = te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
   vta::SimDevice dev(target.env.config);
   const graph::NamedArray inputs[] = {{"data", data}};
-  const auto check = models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs);
+  const auto check =
+      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, {}, dump);
   fmt::print("{}\n", mod.summary());
   fmt::print("build {:.1f} ms; run on the simulator {:.1f} ms; host reference {:.1f} ms\n",
              build_ms, check.run_ms, check.reference_ms);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlavm needs, only those missing. Idempotent and quiet when all
 # is present. Without root (and without passwordless sudo) it prints the command to run.
-#   tools/setup.sh            build, test and benchmark dependencies + the ONNX importer's
-#   tools/setup.sh --minimal  without the ONNX importer's packages
+#   tools/setup.sh            build, test and benchmark dependencies, the ONNX importer's, and
+#                             the 32-bit ARM cross compiler and qemu-arm (examples/firmware)
+#   tools/setup.sh --minimal  without the ONNX importer's and the cross build's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
 #                             replays the fuzz corpora without them)
 set -euo pipefail
@@ -10,6 +11,7 @@ set -euo pipefail
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
           libhwy-dev libbenchmark-dev clang-format clang-tidy)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 fuzz_packages=(clang libclang-rt-dev)
 minimal=0
 for arg in "$@"; do
@@ -20,7 +22,7 @@ for arg in "$@"; do
   esac
 done
 if [[ $minimal -eq 0 ]]; then
-  packages+=("${onnx_packages[@]}")
+  packages+=("${onnx_packages[@]}" "${cross_packages[@]}")
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlavm/core.hpp>
+#include <dlavm/deploy.hpp>
 #include <dlavm/graph.hpp>
 #include <dlavm/host.hpp>
 #include <dlavm/ne.hpp>

@@ -517,55 +517,33 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 }  // namespace dlavm
 // end dlavm/core/version.hpp
 // end dlavm/core.hpp
-// begin dlavm/graph.hpp
-// graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
-// the op records and typed builders, type inference and placement, the printer, name-based
-// construction for importers, the reference executor on the host kernels, and the build for
-// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
-// runs host and VTA steps.
-//
-//   namespace g = dlavm::graph;
-//   auto token = ne::var("token", 1, 2048);
-//   auto x = g::input("x", {1, token, 512}, DType::int8());
-//   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
-//   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
-//   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
-//   auto mod = g::build(fn, g::Target{});
-//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
+// begin dlavm/deploy.hpp
+// Deployment layer: a built graph::Module handed to firmware as a generated C++ header and
+// model files (deploy::emit).
 
-// begin dlavm/graph/attr_schema.hpp
-// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
-// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
-// names of its values. Everything that handles an op's attributes reads the schema:
-//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
-//                    struct, required keys, allowed strings, descriptions)
-//   to_attrs(p)      a call's attributes from the struct (the typed builders)
-//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
-//                    strategies), raising ValueError naming the key for a value outside the
-//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
-// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
-// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
-// an enumeration given its names (String).
+// begin dlavm/deploy/emit.hpp
+// deploy::emit: a built model handed to firmware. It writes three files:
 //
-//   AttrSchema<host::Conv2dParams> s;
-//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
-//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
-//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
-// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
-// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
-// keys an op takes, with their kinds and defaults.
+//   <name>.hpp          C++17 for firmware: the memory plan's regions and value addresses, the
+//                       static VTA streams as constant data (static_assert-ed sizes), the
+//                       replays of the symbolic ones (vta::replay_source), and the functions
+//                       open, load_params, prepare, run(dims...) and the inputs' and outputs'
+//                       addresses; it includes only <dlavm/runtime/...> and builds with
+//                       -fno-exceptions -fno-rtti and no heap
+//   <name>.weights.bin  the weight region's image (runtime/model_file.hpp's header, then bytes)
+//   <name>.insts.bin    the static streams' words, for firmware that loads them from a file
 //
-//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
-//   a.get_ints("strides");          // {2, 2}
-//   a.get_float("shift");           // 8.0: an integer reads as a float
-//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
-//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
-//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+//   deploy::emit(mod, "out", {.ns = "mlp", .lite = true});
+//
+// Options: `ns`, the header's namespace (several models in one firmware); `debug`, a log line
+// per step and per transfer of each stream (through Session::set_log); `lite`, consecutive
+// VTA steps whose dims are all static written as one stream (one device run); `plan`, the
+// region map and alignment (the insts and uop regions are sized here: each static stream its
+// slot, one shared slot for the replayed ones, as large as their bound).
+//
+// A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
+// the op; so are dtypes firmware does not hold (only 8, 16, 32 and 64-bit integers and
+// float32) and unwritable files.
 
 // begin dlavm/core/api.hpp
 // How dlavm's non-template code is compiled. Header-only (the default): every header brings its
@@ -585,6 +563,161 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 #else
 #define DLAVM_INLINE inline
 #endif
+// end dlavm/core/api.hpp
+// begin dlavm/graph/memory_plan.hpp
+// The memory plan of a built model: where every value and stream lives in device memory, as
+// the earlier Python design laid a model out for firmware. Five regions:
+//
+//   weight   the constants (VTA's packed, the host steps' plain), written once
+//   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
+//            later values once its last reader has run (liveness), every buffer sized at the
+//            maxima of its symbolic dims
+//   cache    the states (graph::State), which outlive a run
+//   insts    the VTA steps' instruction streams
+//   uop      their micro-op buffers
+//
+// laid out from a region map: each region at a base address or right after another region
+// (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
+// anchor), every offset and region aligned to `alignment` bytes. graph::Module plans itself
+// with the defaults and runs on the plan (one device allocation per region); deploy::emit
+// plans with the firmware's sizes of the stream regions.
+//
+//   graph::PlanOptions opt;
+//   opt.regions = {{"global", 0x10000000}, {"weight", "global"}, {"runtime", "weight"},
+//                  {"cache", "runtime"}, {"insts", "cache"}, {"uop", "insts"}};
+//   auto plan = graph::plan_memory(mod, opt);
+//   fmt::print("{}", plan.report());        // per buffer: region, offset, size, lifetime
+//
+// Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
+// unknown region, two regions that overlap, an alignment that is not a power of two
+// (ConfigError); a plan past the address space (CapacityError); each names the region and
+// the addresses.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+class Module;
+
+enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
+inline constexpr std::size_t kRegionCount = 5;
+// "weight", "runtime", "cache", "insts", "uop"
+std::string_view region_name(RegionKind r);
+
+// One entry of a region map: a region at a base address, or right after another region.
+struct RegionPlace {
+  std::string name;
+  std::variant<std::uint64_t, std::string> at;
+};
+
+struct PlanOptions {
+  // Every region, each once; "global" may anchor the others (a region of no bytes).
+  std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
+                                      {"runtime", "weight"},        {"cache", "runtime"},
+                                      {"insts", "cache"},           {"uop", "insts"}};
+  // bytes, a power of two; the plan aligns to VTA's largest element where that is larger
+  std::int64_t alignment = 256;
+  bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
+  std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
+  // The stream regions' bytes; unset: one stream at a time, the largest any step can write
+  // (Program::stream_bound), which is how graph::Module runs.
+  std::optional<std::int64_t> insts_bytes, uop_bytes;
+};
+
+// Where one value lives. Lifetime: from the step that writes it (-1: before the first step,
+// a param or constant) to its last reader (steps().size(): a result, read after the run).
+struct BufferPlan {
+  std::size_t value = 0;
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t offset = 0, bytes = 0;
+  std::int64_t first = 0, last = 0;
+};
+
+struct RegionPlan {
+  RegionKind kind = RegionKind::Weight;
+  std::uint64_t base = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t end() const { return base + static_cast<std::uint64_t>(bytes); }
+};
+
+class MemoryPlan {
+ public:
+  std::vector<RegionPlan> regions;  // by RegionKind
+  std::vector<BufferPlan> buffers;  // one per module value, by value index
+  std::int64_t alignment = 256;
+  // The runtime region's lower bound: the most bytes (aligned) live at once.
+  std::int64_t live_peak = 0;
+
+  const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
+  // A value's absolute address.
+  std::uint64_t address(std::size_t value) const {
+    const auto& b = buffers[value];
+    return region(b.region).base + static_cast<std::uint64_t>(b.offset);
+  }
+  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, value name.
+  std::string report(const Module& m) const;
+};
+
+MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
+
+}  // namespace dlavm::graph
+
+// The definitions need graph::Module, whose header includes them (memory_plan-inl.hpp).
+// begin dlavm/graph/module.hpp
+// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
+// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
+// storage slot, and steps in execution order: host op calls (by op name and attributes, run
+// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
+// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
+// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
+// instantiated for them (microseconds), never recompiled.
+//
+// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
+// region, the params, intermediates and results in the `runtime` region, where a value's
+// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
+// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
+// region once there and copies the weights VTA reads once; the values VTA reads or writes
+// stay in device memory between VTA steps and cross to the host only where a host step, a
+// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
+// bindings once: a run with the bindings of the step's previous run on that device reuses its
+// stream, copied to the insts and uop regions.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   vta::SimDevice dev(target.env.config);
+//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
+//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
+//   fmt::print("{}", mod);                                   // the steps
+//
+// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
+// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
+// build's VTA: dlavm::Errors naming the input, dim or configuration.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
+//
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+
+// begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
@@ -820,30 +953,21 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 // end dlavm/graph/attrs-inl.hpp
 #endif
 // end dlavm/graph/attrs.hpp
-// begin dlavm/graph/op.hpp
-// Op records and the registry that maps op names to them. An op is plain data, built by an
-// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
-//   name                  "conv2d"
-//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
-//   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute, a description; the op
-//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
-//   type_rule             the result type from the argument types and attributes
-//   host_kernel           the CPU implementation (host/), the fallback and the reference
-//   host_support          why the host kernel cannot run a call (empty: it runs every call the
-//                         type rule accepts)
-// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
-// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
 //
-//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
-//               .type_rule = [](const TypeCall& c) { return c.type(0); },
-//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
-//   registry.add(std::move(op));
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
 // begin dlavm/graph/node.hpp
 // The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
 //
@@ -3431,6 +3555,32 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
 // end dlavm/graph/node-inl.hpp
 #endif
 // end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
+//
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
@@ -4203,259 +4353,6 @@ DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs&
 // end dlavm/graph/op-inl.hpp
 #endif
 // end dlavm/graph/op.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// How a member type maps to an attribute value and back. from() raises ValueError naming the
-// key when the value is outside the member's domain.
-template <class T>
-struct AttrCodec;
-
-template <>
-struct AttrCodec<std::int64_t> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(std::int64_t v) { return v; }
-  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
-};
-
-template <>
-struct AttrCodec<bool> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
-  static bool from(const Attrs& a, std::string_view key) {
-    const std::int64_t v = a.get_int(key);
-    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
-    return v == 1;
-  }
-};
-
-template <>
-struct AttrCodec<double> {
-  static constexpr AttrKind kind = AttrKind::Float;
-  static AttrValue to(double v) { return v; }
-  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
-};
-
-template <>
-struct AttrCodec<DType> {
-  static constexpr AttrKind kind = AttrKind::DType;
-  static AttrValue to(DType v) { return v; }
-  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
-};
-
-template <>
-struct AttrCodec<std::vector<std::int64_t>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
-  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
-    return a.get_ints(key);
-  }
-};
-
-template <>
-struct AttrCodec<std::vector<double>> {
-  static constexpr AttrKind kind = AttrKind::Floats;
-  static AttrValue to(const std::vector<double>& v) { return v; }
-  static std::vector<double> from(const Attrs& a, std::string_view key) {
-    return a.get_floats(key);
-  }
-};
-
-template <std::size_t N>
-struct AttrCodec<std::array<std::int64_t, N>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::array<std::int64_t, N>& v) {
-    return std::vector<std::int64_t>(v.begin(), v.end());
-  }
-  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
-    const auto& v = a.get_ints(key);
-    if (v.size() != N)
-      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
-                        v.size(), N);
-    std::array<std::int64_t, N> out{};
-    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
-    return out;
-  }
-};
-
-}  // namespace detail
-
-template <class P>
-class AttrSchema {
- public:
-  // An attribute for member `m`; `required`: no default (the call must give it).
-  template <class T>
-  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
-    using Codec = detail::AttrCodec<T>;
-    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
-    if (!required) spec.default_value = Codec::to(P{}.*m);
-    fields_.push_back(
-        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
-         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
-    return *this;
-  }
-
-  // An enumeration member, as a string among `names`.
-  template <class E>
-  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
-                                               std::vector<std::pair<std::string, E>> names) {
-    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
-    for (const auto& [name, value] : names) spec.choices.push_back(name);
-    const auto name_of = [names](E v) {
-      for (const auto& [name, value] : names)
-        if (value == v) return name;
-      raise<ValueError>("internal: an enumeration value has no name, please report");
-    };
-    spec.default_value = AttrValue(name_of(P{}.*m));
-    fields_.push_back({std::move(spec),
-                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
-                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
-                         const std::string& s = a.get_string(k);
-                         for (const auto& [name, value] : names)
-                           if (name == s) {
-                             p.*m = value;
-                             return;
-                           }
-                         std::vector<std::string> allowed;
-                         for (const auto& n : names) allowed.push_back(n.first);
-                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
-                                           fmt::join(allowed, ", "));
-                       }});
-    return *this;
-  }
-
-  std::vector<AttrSpec> specs() const {
-    std::vector<AttrSpec> out;
-    for (const auto& f : fields_) out.push_back(f.spec);
-    return out;
-  }
-
-  Attrs to_attrs(const P& p) const {
-    Attrs out;
-    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
-    return out;
-  }
-
-  // The struct from normalized attributes (every key present, of its kind).
-  P from_attrs(const Attrs& a) const {
-    P p{};
-    for (const auto& f : fields_) f.set(p, a);
-    return p;
-  }
-
- private:
-  struct Field {
-    AttrSpec spec;
-    std::function<AttrValue(const P&)> get;
-    std::function<void(P&, const Attrs&)> set;
-  };
-  std::vector<Field> fields_;
-};
-
-// The parameters of a call being typed: schema.from_attrs, its errors starting with the
-// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
-template <class P>
-P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
-  try {
-    return schema.from_attrs(c.attrs);
-  } catch (const Error& e) {
-    rethrow_with_context(e, c.label);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/build.hpp
-// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
-// step its own entry point:
-//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
-//                            call (graph/place.hpp); a function it returned is built with the
-//                            placement it carries, so what was printed is what is built
-//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
-//                            Chooser picks the knobs, the strategy declares the kernel and
-//                            its schedule; vta::build compiles it
-//   layouts                  each value a VTA group reads is packed for it (constants now,
-//                            at build time; others by a pack step on the host), and each
-//                            value a host call or the caller reads is unpacked after VTA:
-//                            conversions are inserted only at the boundaries, so consecutive
-//                            VTA groups pass packed values to each other
-//
-//   auto mod = graph::build(fn, target, {.name = "resnet18"});
-//   auto out = mod.run(dev, {{"data", image}});
-//
-// Errors are those of infer_type and the strategies (a symbolic dim without a usable
-// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/module.hpp
-// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
-// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
-// storage slot, and steps in execution order: host op calls (by op name and attributes, run
-// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
-// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
-// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
-// instantiated for them (microseconds), never recompiled.
-//
-// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
-// region, the params, intermediates and results in the `runtime` region, where a value's
-// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
-// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
-// region once there and copies the weights VTA reads once; the values VTA reads or writes
-// stay in device memory between VTA steps and cross to the host only where a host step, a
-// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
-// bindings once: a run with the bindings of the step's previous run on that device reuses its
-// stream, copied to the insts and uop regions.
-//
-//   auto mod = graph::build(fn, target, {.name = "mlp"});
-//   vta::SimDevice dev(target.env.config);
-//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
-//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
-//   fmt::print("{}", mod);                                   // the steps
-//
-// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
-// build's VTA: dlavm::Errors naming the input, dim or configuration.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
 // begin dlavm/ne/eval.hpp
 // ne::eval: the value of an expression for given variable values, by walking the tree.
 // For repeated evaluation use ne::compile (ne/compile.hpp), which does the same checks
@@ -5024,6 +4921,205 @@ void add_conv_ops(OpRegistry& ops);
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/graph/attr_schema.hpp
+// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
+// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
+// names of its values. Everything that handles an op's attributes reads the schema:
+//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
+//                    struct, required keys, allowed strings, descriptions)
+//   to_attrs(p)      a call's attributes from the struct (the typed builders)
+//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
+//                    strategies), raising ValueError naming the key for a value outside the
+//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
+// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
+// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
+// an enumeration given its names (String).
+//
+//   AttrSchema<host::Conv2dParams> s;
+//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
+//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
+//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// How a member type maps to an attribute value and back. from() raises ValueError naming the
+// key when the value is outside the member's domain.
+template <class T>
+struct AttrCodec;
+
+template <>
+struct AttrCodec<std::int64_t> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(std::int64_t v) { return v; }
+  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
+};
+
+template <>
+struct AttrCodec<bool> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
+  static bool from(const Attrs& a, std::string_view key) {
+    const std::int64_t v = a.get_int(key);
+    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
+    return v == 1;
+  }
+};
+
+template <>
+struct AttrCodec<double> {
+  static constexpr AttrKind kind = AttrKind::Float;
+  static AttrValue to(double v) { return v; }
+  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
+};
+
+template <>
+struct AttrCodec<DType> {
+  static constexpr AttrKind kind = AttrKind::DType;
+  static AttrValue to(DType v) { return v; }
+  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
+};
+
+template <>
+struct AttrCodec<std::vector<std::int64_t>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
+  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
+    return a.get_ints(key);
+  }
+};
+
+template <>
+struct AttrCodec<std::vector<double>> {
+  static constexpr AttrKind kind = AttrKind::Floats;
+  static AttrValue to(const std::vector<double>& v) { return v; }
+  static std::vector<double> from(const Attrs& a, std::string_view key) {
+    return a.get_floats(key);
+  }
+};
+
+template <std::size_t N>
+struct AttrCodec<std::array<std::int64_t, N>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::array<std::int64_t, N>& v) {
+    return std::vector<std::int64_t>(v.begin(), v.end());
+  }
+  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
+    const auto& v = a.get_ints(key);
+    if (v.size() != N)
+      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
+                        v.size(), N);
+    std::array<std::int64_t, N> out{};
+    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+    return out;
+  }
+};
+
+}  // namespace detail
+
+template <class P>
+class AttrSchema {
+ public:
+  // An attribute for member `m`; `required`: no default (the call must give it).
+  template <class T>
+  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
+    using Codec = detail::AttrCodec<T>;
+    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
+    if (!required) spec.default_value = Codec::to(P{}.*m);
+    fields_.push_back(
+        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
+         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
+    return *this;
+  }
+
+  // An enumeration member, as a string among `names`.
+  template <class E>
+  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
+                                               std::vector<std::pair<std::string, E>> names) {
+    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
+    for (const auto& [name, value] : names) spec.choices.push_back(name);
+    const auto name_of = [names](E v) {
+      for (const auto& [name, value] : names)
+        if (value == v) return name;
+      raise<ValueError>("internal: an enumeration value has no name, please report");
+    };
+    spec.default_value = AttrValue(name_of(P{}.*m));
+    fields_.push_back({std::move(spec),
+                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
+                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
+                         const std::string& s = a.get_string(k);
+                         for (const auto& [name, value] : names)
+                           if (name == s) {
+                             p.*m = value;
+                             return;
+                           }
+                         std::vector<std::string> allowed;
+                         for (const auto& n : names) allowed.push_back(n.first);
+                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
+                                           fmt::join(allowed, ", "));
+                       }});
+    return *this;
+  }
+
+  std::vector<AttrSpec> specs() const {
+    std::vector<AttrSpec> out;
+    for (const auto& f : fields_) out.push_back(f.spec);
+    return out;
+  }
+
+  Attrs to_attrs(const P& p) const {
+    Attrs out;
+    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
+    return out;
+  }
+
+  // The struct from normalized attributes (every key present, of its kind).
+  P from_attrs(const Attrs& a) const {
+    P p{};
+    for (const auto& f : fields_) f.set(p, a);
+    return p;
+  }
+
+ private:
+  struct Field {
+    AttrSpec spec;
+    std::function<AttrValue(const P&)> get;
+    std::function<void(P&, const Attrs&)> set;
+  };
+  std::vector<Field> fields_;
+};
+
+// The parameters of a call being typed: schema.from_attrs, its errors starting with the
+// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
+template <class P>
+P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
+  try {
+    return schema.from_attrs(c.attrs);
+  } catch (const Error& e) {
+    rethrow_with_context(e, c.label);
+  }
+}
+
+}  // namespace dlavm::graph
 // end dlavm/graph/attr_schema.hpp
 // begin dlavm/graph/ops/common.hpp
 // Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
@@ -5645,6 +5741,304 @@ te::NDArray gelu(const te::NDArray& x);
 // end dlavm/host/common.hpp
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
+// begin dlavm/runtime/kernels.hpp
+// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
+// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
+// pack and unpack) run inside their checks, so that both compute the same values. Elements
+// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
+// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
+// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
+// shapes (the generator did, at emit time).
+//
+//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
+//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
+//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace dlavm::runtime {
+
+// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
+
+// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
+template <class T, class Read>
+void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
+                     std::int64_t rows, std::int64_t cols, Read&& read) {
+  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < at; ++i)
+    for (std::int64_t j = 0; j < bt; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c, ++o) {
+              const std::int64_t ai = i * rows + r, bj = j * cols + c;
+              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
+            }
+}
+
+template <class T>
+void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, a, b, h, w, rows, cols,
+                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
+                    return src[((i * b + j) * h + y) * w + x];
+                  });
+}
+
+template <class T>
+void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bt = (b + cols - 1) / cols;
+  for (std::int64_t ai = 0; ai < a; ++ai)
+    for (std::int64_t bj = 0; bj < b; ++bj)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          dst[((ai * b + bj) * h + y) * w + x] =
+              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
+                  (ai % rows) * cols + bj % cols];
+}
+
+// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
+// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
+// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+template <class T>
+void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
+                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
+                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
+                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
+                    const std::int64_t x = j * stride + ch % kw - pad_left;
+                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
+                  });
+}
+
+// ---- pooling windows over [planes, h, w] -----------------------------------------------
+
+struct PoolShape {
+  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
+// of its window that lie inside the input plane.
+template <class T, class U, class Reduce>
+void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    U* out = y + p * d.oh * d.ow;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
+      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
+        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
+        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
+        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
+      }
+    }
+  }
+}
+
+// The window's maximum; a NaN wins (float).
+template <class T>
+void pool_window_max(const T* x, T* y, const PoolShape& d) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        T m = plane[y0 * d.w + x0];
+        for (std::int64_t iy = y0; iy < y1; ++iy)
+          for (std::int64_t ix = x0; ix < x1; ++ix) {
+            const T v = plane[iy * d.w + ix];
+            if constexpr (std::is_floating_point_v<T>) {
+              if (v > m || std::isnan(v)) m = v;
+              if (std::isnan(m)) return m;
+            } else {
+              m = v > m ? v : m;
+            }
+          }
+        return m;
+      });
+}
+
+constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// The window's average: integers summed in int64 and divided rounding down, floats summed in
+// row-major order; divided by the window's size, or by its part inside the input.
+template <class T>
+void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
+        if constexpr (std::is_floating_point_v<T>) {
+          float s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(s / static_cast<float>(n));
+        } else {
+          std::int64_t s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(floor_div_pos(s, n));
+        }
+      });
+}
+
+// ---- linear ------------------------------------------------------------------------------
+
+// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
+// int32 accumulator does), floats in order.
+template <class X, class W, class Y>
+void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
+  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
+  for (std::int64_t m = 0; m < rows; ++m) {
+    const X* xr = x + m * k_in;
+    for (std::int64_t n = 0; n < n_out; ++n) {
+      const W* wr = w + n * k_in;
+      Acc acc = 0;
+      for (std::int64_t k = 0; k < k_in; ++k)
+        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
+      y[m * n_out + n] = static_cast<Y>(acc);
+    }
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
+constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
+  if (bits >= 64) return static_cast<std::int64_t>(v);
+  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
+  v &= m;
+  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
+}
+
+// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
+template <class In, class Out>
+void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
+                std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t s =
+        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
+        shift;
+    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
+  }
+}
+
+template <class T>
+void relu(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
+}
+
+template <class T>
+void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+}
+
+// y = a + b (or a * b) of one shape, wrapped to T's width.
+template <class T>
+void add(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] + b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+  }
+}
+template <class T>
+void mul(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] * b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+  }
+}
+
+// y = x + b for a scalar b, wrapped to T's width.
+template <class T>
+void add_scalar(const T* x, T b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = x[i] + b;
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
+  }
+}
+
+// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
+template <class T>
+void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
+              std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const std::int64_t base = (o * channels + c) * inner;
+      add_scalar(x + base, b[c], y + base, inner);
+    }
+}
+// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
+inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
+  if (std::isnan(v)) return 0;
+  const double x = v;
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: x has 24 significant bits
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<std::int64_t>(r);
+}
+
+// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
+// [lo, hi] (Out's range).
+template <class In, class Out>
+void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
+    else if constexpr (std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(x[i]);
+    else
+      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
+  }
+}
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      float m = src[base];
+      for (std::int64_t j = 1; j < extent; ++j) {
+        const float v = src[base + j * inner];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < extent; ++j) {
+        const float e = std::exp(src[base + j * inner] - m);
+        dst[base + j * inner] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+    }
+}
+
+// y = x, for reshape and flatten (the same elements in row-major order).
+template <class T>
+void copy(const T* x, T* y, std::int64_t n) {
+  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/kernels.hpp
 
 #include <algorithm>
 #include <cmath>
@@ -5661,27 +6055,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   const auto split = detail::split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
-  const float* src = x.fdata().data();
-  float* dst = y.fdata().data();
-  for (std::int64_t o = 0; o < split.outer; ++o)
-    for (std::int64_t i = 0; i < split.inner; ++i) {
-      // one row along the axis: elements base + j * inner
-      const std::int64_t base = o * split.extent * split.inner + i;
-      const std::int64_t step = split.inner;
-      float m = src[base];
-      for (std::int64_t j = 1; j < split.extent; ++j) {
-        const float v = src[base + j * step];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < split.extent; ++j) {
-        const float e = std::exp(src[base + j * step] - m);
-        dst[base + j * step] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < split.extent; ++j) dst[base + j * step] /= s;
-    }
+  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
   return y;
 }
 
@@ -5918,6 +6292,8 @@ te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
 // end dlavm/host/common.hpp
 // begin dlavm/host/linear.hpp
 // end dlavm/host/linear.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
 
 #include <cstdint>
 #include <vector>
@@ -5925,21 +6301,6 @@ te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
 namespace dlavm::host {
 
 namespace detail {
-
-// y[m, n] = sum_k x[m, k] * w[n, k] over contiguous rows (T: uint32_t wraps, float).
-template <class T>
-void dense_gemm(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
-                std::int64_t k_in) {
-  for (std::int64_t m = 0; m < rows; ++m) {
-    const T* xr = x + m * k_in;
-    for (std::int64_t n = 0; n < n_out; ++n) {
-      const T* wr = w + n * k_in;
-      T acc = 0;
-      for (std::int64_t k = 0; k < k_in; ++k) acc += xr[k] * wr[k];
-      y[m * n_out + n] = acc;
-    }
-  }
-}
 
 // y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
 template <class T>
@@ -5973,11 +6334,11 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   const std::int64_t rows =
       element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
   if (out_dtype.is_float()) {
-    detail::dense_gemm(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
   } else {
     const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
     std::vector<std::uint32_t> ys(y.size());
-    detail::dense_gemm(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
     detail::store_i32(ys, y);
   }
   return y;
@@ -6172,6 +6533,8 @@ te::NDArray global_avg_pool2d(const te::NDArray& x);
 // end dlavm/host/common.hpp
 // begin dlavm/host/pool.hpp
 // end dlavm/host/pool.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
 
 #include <fmt/format.h>
 
@@ -6184,9 +6547,7 @@ namespace dlavm::host {
 
 namespace detail {
 
-struct PoolDims {
-  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
-};
+using PoolDims = runtime::PoolShape;
 
 inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
   validate(p, who);
@@ -6205,76 +6566,16 @@ inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool
   return d;
 }
 
-// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
-// of its window that lie inside the input plane.
-template <class T, class Reduce>
-void for_each_window(const T* x, T* y, const PoolDims& d, Reduce&& reduce) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
-    T* out = y + p * d.oh * d.ow;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const std::int64_t y0 = std::max<std::int64_t>(0, oy * d.sh - d.pt);
-      const std::int64_t y1 = std::min(d.h, oy * d.sh - d.pt + d.kh);
-      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
-        const std::int64_t x0 = std::max<std::int64_t>(0, ox * d.sw - d.pl);
-        const std::int64_t x1 = std::min(d.w, ox * d.sw - d.pl + d.kw);
-        out[oy * d.ow + ox] = reduce(plane, y0, y1, x0, x1);
-      }
-    }
-  }
-}
-
-template <class T>
-T window_max(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
-             std::int64_t x1) {
-  T m = plane[y0 * w + x0];
-  for (std::int64_t iy = y0; iy < y1; ++iy)
-    for (std::int64_t ix = x0; ix < x1; ++ix) {
-      const T v = plane[iy * w + ix];
-      if constexpr (std::is_floating_point_v<T>) {
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) return m;
-      } else {
-        m = std::max(m, v);
-      }
-    }
-  return m;
-}
-
-// Sum of the window: int64 for integers (exact for inputs of at most 32 bits), float32 in
-// row-major order for floats.
-template <class T, class Acc>
-Acc window_sum(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
-               std::int64_t x1) {
-  Acc s = 0;
-  for (std::int64_t iy = y0; iy < y1; ++iy)
-    for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * w + ix];
-  return s;
-}
-
 inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
                             bool count_include_pad) {
   if (x.dtype().is_integral() && x.dtype().bits() > 32)
     raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
                      x.dtype());
   te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  auto count = [&](std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-    return count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
-  };
-  if (x.dtype().is_float()) {
-    for_each_window(x.fdata().data(), y.fdata().data(), d,
-                    [&](const float* plane, auto y0, auto y1, auto x0, auto x1) {
-                      const float s = window_sum<float, float>(plane, d.w, y0, y1, x0, x1);
-                      return s / static_cast<float>(count(y0, y1, x0, x1));
-                    });
-  } else {
-    for_each_window(x.data().data(), y.data().data(), d,
-                    [&](const std::int64_t* plane, auto y0, auto y1, auto x0, auto x1) {
-                      const auto s =
-                          window_sum<std::int64_t, std::int64_t>(plane, d.w, y0, y1, x0, x1);
-                      return floor_div(s, count(y0, y1, x0, x1));
-                    });
-  }
+  if (x.dtype().is_float())
+    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
+  else
+    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
   return y;
 }
 
@@ -6302,13 +6603,10 @@ DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
 DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
   const auto d = detail::pool_dims("host::max_pool2d", x, p);
   te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  auto reduce = [&](const auto* plane, auto y0, auto y1, auto x0, auto x1) {
-    return detail::window_max(plane, d.w, y0, y1, x0, x1);
-  };
   if (x.dtype().is_float())
-    detail::for_each_window(x.fdata().data(), y.fdata().data(), d, reduce);
+    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
   else
-    detail::for_each_window(x.data().data(), y.data().data(), d, reduce);
+    runtime::pool_window_max(x.data().data(), y.data().data(), d);
   return y;
 }
 
@@ -6536,6 +6834,8 @@ std::int64_t float_to_int(float v, DType dtype);
 // end dlavm/host/common.hpp
 // begin dlavm/host/quantize.hpp
 // end dlavm/host/quantize.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
 
 #include <algorithm>
 #include <cmath>
@@ -6593,17 +6893,7 @@ DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams
 }
 
 DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
-  if (std::isnan(v)) return 0;
-  // round half to even, independent of the floating-point environment
-  const double x = v;
-  double r = std::floor(x);
-  const double frac = x - r;  // exact: x has 24 significant bits
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  const auto lo = static_cast<double>(dtype.min_value());
-  const auto hi = static_cast<double>(dtype.max_value());
-  if (r <= lo) return dtype.min_value();
-  if (r >= hi) return dtype.max_value();
-  return static_cast<std::int64_t>(r);
+  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
 }
 
 DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
@@ -12396,7 +12686,7 @@ constexpr std::uint64_t low_mask(int width) {
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
 constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
   if (p.width == 0) return;
-  w.word[p.offset / 64] |= (value & low_mask(p.width)) << (p.offset % 64);
+  w.word[p.offset / 64] |= (value & (~std::uint64_t{0} >> (64 - p.width))) << (p.offset % 64);
 }
 constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
   if (p.width == 0) return 0;
@@ -12417,12 +12707,50 @@ constexpr void for_each_field(Form form, Fn&& fn) {
 }
 
 // Unchecked: values wider than their field are masked. Use vta::encode to check them.
+// Writes each field of the form straight from its member (the encoder's hot path: a replay
+// packs every instruction it writes).
 constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
   InsnWord w;
   const Form form = form_of(f.opcode);
-  const auto& table = layout.form(form);
-  for_each_field(form,
-                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
+  const auto& t = layout.form(form);
+  const auto put = [&](Field x, std::uint64_t v) {
+    if (v != 0) put_field(w, t[static_cast<std::size_t>(x)], v);  // most fields are zero
+  };
+  put(Field::opcode, static_cast<std::uint64_t>(f.opcode));
+  put(Field::pop_prev_dep, f.pop_prev_dep);
+  put(Field::pop_next_dep, f.pop_next_dep);
+  put(Field::push_prev_dep, f.push_prev_dep);
+  put(Field::push_next_dep, f.push_next_dep);
+  if (form == Form::Mem) {
+    put(Field::memory_type, static_cast<std::uint64_t>(f.memory_type));
+    put(Field::sram_base, f.sram_base);
+    put(Field::dram_base, f.dram_base);
+    put(Field::y_size, f.y_size);
+    put(Field::x_size, f.x_size);
+    put(Field::x_stride, f.x_stride);
+    put(Field::y_pad_0, f.y_pad_0);
+    put(Field::y_pad_1, f.y_pad_1);
+    put(Field::x_pad_0, f.x_pad_0);
+    put(Field::x_pad_1, f.x_pad_1);
+    return w;
+  }
+  put(Field::reset_reg, f.reset_reg);
+  put(Field::uop_bgn, f.uop_bgn);
+  put(Field::uop_end, f.uop_end);
+  put(Field::iter_out, f.iter_out);
+  put(Field::iter_in, f.iter_in);
+  put(Field::dst_factor_out, f.dst_factor_out);
+  put(Field::dst_factor_in, f.dst_factor_in);
+  put(Field::src_factor_out, f.src_factor_out);
+  put(Field::src_factor_in, f.src_factor_in);
+  if (form == Form::Gemm) {
+    put(Field::wgt_factor_out, f.wgt_factor_out);
+    put(Field::wgt_factor_in, f.wgt_factor_in);
+  } else {
+    put(Field::alu_opcode, static_cast<std::uint64_t>(f.alu_opcode));
+    put(Field::use_imm, f.use_imm);
+    put(Field::imm, static_cast<std::uint64_t>(static_cast<std::int64_t>(f.imm)));
+  }
   return w;
 }
 
@@ -13543,115 +13871,6 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 #endif
 // end dlavm/graph/layout.hpp
 // begin dlavm/graph/memory_plan.hpp
-// The memory plan of a built model: where every value and stream lives in device memory, as
-// the earlier Python design laid a model out for firmware. Five regions:
-//
-//   weight   the constants (VTA's packed, the host steps' plain), written once
-//   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
-//            later values once its last reader has run (liveness), every buffer sized at the
-//            maxima of its symbolic dims
-//   cache    the states (graph::State), which outlive a run
-//   insts    the VTA steps' instruction streams
-//   uop      their micro-op buffers
-//
-// laid out from a region map: each region at a base address or right after another region
-// (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
-// anchor), every offset and region aligned to `alignment` bytes. graph::Module plans itself
-// with the defaults and runs on the plan (one device allocation per region); deploy::emit
-// plans with the firmware's sizes of the stream regions.
-//
-//   graph::PlanOptions opt;
-//   opt.regions = {{"global", 0x10000000}, {"weight", "global"}, {"runtime", "weight"},
-//                  {"cache", "runtime"}, {"insts", "cache"}, {"uop", "insts"}};
-//   auto plan = graph::plan_memory(mod, opt);
-//   fmt::print("{}", plan.report());        // per buffer: region, offset, size, lifetime
-//
-// Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
-// unknown region, two regions that overlap, an alignment that is not a power of two
-// (ConfigError); a plan past the address space (CapacityError); each names the region and
-// the addresses.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-class Module;
-
-enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
-inline constexpr std::size_t kRegionCount = 5;
-// "weight", "runtime", "cache", "insts", "uop"
-std::string_view region_name(RegionKind r);
-
-// One entry of a region map: a region at a base address, or right after another region.
-struct RegionPlace {
-  std::string name;
-  std::variant<std::uint64_t, std::string> at;
-};
-
-struct PlanOptions {
-  // Every region, each once; "global" may anchor the others (a region of no bytes).
-  std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
-                                      {"runtime", "weight"},        {"cache", "runtime"},
-                                      {"insts", "cache"},           {"uop", "insts"}};
-  std::int64_t alignment = 256;  // bytes, a power of two (at least VTA's largest element)
-  bool reuse = true;             // runtime buffers share bytes when their lifetimes do not meet
-  std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
-  // The stream regions' bytes; unset: one stream at a time, the largest any step can write
-  // (Program::stream_bound), which is how graph::Module runs.
-  std::optional<std::int64_t> insts_bytes, uop_bytes;
-};
-
-// Where one value lives. Lifetime: from the step that writes it (-1: before the first step,
-// a param or constant) to its last reader (steps().size(): a result, read after the run).
-struct BufferPlan {
-  std::size_t value = 0;
-  RegionKind region = RegionKind::Runtime;
-  std::int64_t offset = 0, bytes = 0;
-  std::int64_t first = 0, last = 0;
-};
-
-struct RegionPlan {
-  RegionKind kind = RegionKind::Weight;
-  std::uint64_t base = 0;
-  std::int64_t bytes = 0;
-  std::uint64_t end() const { return base + static_cast<std::uint64_t>(bytes); }
-};
-
-class MemoryPlan {
- public:
-  std::vector<RegionPlan> regions;  // by RegionKind
-  std::vector<BufferPlan> buffers;  // one per module value, by value index
-  std::int64_t alignment = 256;
-  // The runtime region's lower bound: the most bytes (aligned) live at once.
-  std::int64_t live_peak = 0;
-
-  const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
-  // A value's absolute address.
-  std::uint64_t address(std::size_t value) const {
-    const auto& b = buffers[value];
-    return region(b.region).base + static_cast<std::uint64_t>(b.offset);
-  }
-  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, value name.
-  std::string report(const Module& m) const;
-};
-
-MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
-
-}  // namespace dlavm::graph
-
-// The definitions need graph::Module, whose header includes them (memory_plan-inl.hpp).
-// begin dlavm/graph/module.hpp
-// end dlavm/graph/module.hpp
 // end dlavm/graph/memory_plan.hpp
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
@@ -15537,7 +15756,8 @@ DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32
 // Storage holds what grows: the instruction words, the micro-op words, the relocations, the
 // table of stored kernels and of resident ones, and a scratch buffer for the kernel being
 // encoded. It is a template parameter: vectors and maps on the host, fixed arrays in firmware
-// (FixedStorage below), whose exhaustion is a status, never a write past the end.
+// (SpanStorage and FixedStorage below), whose exhaustion is a status, never a write past the
+// end.
 //
 //   FixedStorage<64, 256, 16> st;                 // 64 instructions, 256 micro-ops, 16 kernels
 //   StreamWriter<FixedStorage<64, 256, 16>> w(IsaLayout::default_layout(), 8192, st);
@@ -15930,6 +16150,7 @@ struct RegionState {
   std::int64_t writer = -1;
   Queue writer_queue = Queue::Compute;
   std::int64_t reader[3] = {-1, -1, -1};
+  std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
 
 // Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
@@ -15942,7 +16163,12 @@ class DepTracker {
   }
 
   constexpr void reset() {
-    for (std::size_t r = 0; r < count_; ++r) states_[r] = RegionState{};
+    for (std::size_t r = 0; r < count_; ++r) {
+      states_[r] = RegionState{};
+      if (count_ <= 64)
+        for (std::size_t o = 0; o < count_; ++o)
+          if (regions_[r].overlaps(regions_[o])) states_[r].overlaps |= std::uint64_t{1} << o;
+    }
     for (auto& c : covered_) c = -1;
   }
 
@@ -15953,15 +16179,20 @@ class DepTracker {
                         std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
     for (std::size_t i = 0; i < n; ++i) {
-      const SramRegion& mine = regions_[accesses[i].region];
-      for (std::size_t r = 0; r < count_; ++r) {
-        if (!regions_[r].overlaps(mine)) continue;
-        const RegionState& s = states_[r];
+      const auto hazard = [&](const RegionState& s) {
         if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
         if (accesses[i].write)
           for (int m = 0; m < 3; ++m)
             if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
               raise(need, static_cast<Queue>(m + 1), s.reader[m]);
+      };
+      if (count_ <= 64) {  // the overlapping regions, from the bit set
+        for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
+          hazard(states_[__builtin_ctzll(m)]);
+      } else {
+        const SramRegion& mine = regions_[accesses[i].region];
+        for (std::size_t r = 0; r < count_; ++r)
+          if (regions_[r].overlaps(mine)) hazard(states_[r]);
       }
     }
     for (int m = 0; m < 3; ++m) {
@@ -15990,9 +16221,9 @@ class DepTracker {
       RegionState& s = states_[accesses[i].region];
       if (accesses[i].write) {
         // later accesses wait for this write, which itself waited for the earlier readers
-        s = RegionState{};
         s.writer = index;
         s.writer_queue = q;
+        s.reader[0] = s.reader[1] = s.reader[2] = -1;
       } else {
         s.reader[static_cast<int>(q) - 1] = index;
       }
@@ -16012,37 +16243,55 @@ class DepTracker {
   std::int64_t unordered_ = -1;
 };
 
-// Storage of fixed capacity for firmware: at most Insns instructions, Uops micro-op words
-// (the kernels stored, and one kernel being encoded) and Kernels distinct kernels.
-template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
-class FixedStorage {
+// A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
+// offset and SRAM entry).
+struct KernelSlot {
+  std::uint32_t at = 0, size = 0;
+};
+
+// Storage in the caller's arrays, for firmware: instructions, micro-op words (the kernels
+// stored, then the kernel being encoded), relocations (one per instruction at most) and the
+// kernel tables; running out of any is a status (InsnsFull, UopsFull, KernelsFull).
+class SpanStorage {
  public:
+  constexpr SpanStorage(InsnWord* insns, std::size_t insn_capacity, std::uint32_t* uops,
+                        std::size_t uop_capacity, std::uint32_t* relocs, KernelSlot* kernels,
+                        KernelSlot* resident, std::size_t kernel_capacity)
+      : insns_(insns),
+        uops_(uops),
+        relocs_(relocs),
+        kernels_(kernels),
+        resident_(resident),
+        insn_cap_(insn_capacity),
+        uop_cap_(uop_capacity),
+        kernel_cap_(kernel_capacity) {}
+
   constexpr std::size_t insn_count() const { return insns_n_; }
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
-  constexpr const InsnWord* insns() const { return insns_.data(); }
+  constexpr const InsnWord* insns() const { return insns_; }
   constexpr bool push_insn(const InsnWord& w) {
-    if (insns_n_ == Insns) return false;
+    if (insns_n_ == insn_cap_) return false;
     insns_[insns_n_++] = w;
     return true;
   }
   constexpr std::size_t uop_count() const { return uops_n_; }
-  constexpr const std::uint32_t* uops() const { return uops_.data(); }
+  constexpr const std::uint32_t* uops() const { return uops_; }
   constexpr bool push_uops(const std::uint32_t* w, std::size_t n) {
-    if (n > Uops - uops_n_) return false;
+    if (n > uop_cap_ - uops_n_) return false;
     for (std::size_t i = 0; i < n; ++i) uops_[uops_n_ + i] = w[i];
     uops_n_ += n;
     return true;
   }
   constexpr std::size_t reloc_count() const { return relocs_n_; }
-  constexpr const std::uint32_t* relocs() const { return relocs_.data(); }
+  constexpr const std::uint32_t* relocs() const { return relocs_; }
   constexpr bool push_reloc(std::uint32_t index) {
-    if (relocs_n_ == Insns) return false;
+    if (relocs_n_ == insn_cap_) return false;
     relocs_[relocs_n_++] = index;
     return true;
   }
   // The kernel being encoded goes after the stored ones.
   constexpr std::uint32_t* kernel_scratch(std::size_t n) {
-    return n > Uops - uops_n_ ? nullptr : uops_.data() + uops_n_;
+    return n > uop_cap_ - uops_n_ ? nullptr : uops_ + uops_n_;
   }
   constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
     for (std::size_t k = 0; k < kernels_n_; ++k) {
@@ -16057,7 +16306,7 @@ class FixedStorage {
     return false;
   }
   constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
-    if (kernels_n_ == Kernels) return false;
+    if (kernels_n_ == kernel_cap_) return false;
     kernels_[kernels_n_++] = {at, static_cast<std::uint32_t>(n)};
     return true;
   }
@@ -16070,7 +16319,7 @@ class FixedStorage {
     return false;
   }
   constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    if (resident_n_ == Kernels) return false;
+    if (resident_n_ == kernel_cap_) return false;
     resident_[resident_n_++] = {dram, sram};
     return true;
   }
@@ -16078,14 +16327,31 @@ class FixedStorage {
   constexpr void clear() { insns_n_ = uops_n_ = relocs_n_ = kernels_n_ = resident_n_ = 0; }
 
  private:
-  struct Pair {
-    std::uint32_t at = 0, size = 0;
-  };
-  std::array<InsnWord, Insns> insns_{};
-  std::array<std::uint32_t, Uops> uops_{};
-  std::array<std::uint32_t, Insns> relocs_{};
-  std::array<Pair, Kernels> kernels_{}, resident_{};
+  InsnWord* insns_;
+  std::uint32_t* uops_;
+  std::uint32_t* relocs_;
+  KernelSlot* kernels_;
+  KernelSlot* resident_;
+  std::size_t insn_cap_, uop_cap_, kernel_cap_;
   std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0, kernels_n_ = 0, resident_n_ = 0;
+};
+
+// SpanStorage over arrays of its own: at most Insns instructions, Uops micro-op words and
+// Kernels distinct kernels. It points into itself, so it is neither copied nor moved.
+template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
+class FixedStorage : public SpanStorage {
+ public:
+  constexpr FixedStorage()
+      : SpanStorage(insn_array_, Insns, uop_array_, Uops, reloc_array_, kernel_array_,
+                    resident_array_, Kernels) {}
+  FixedStorage(const FixedStorage&) = delete;
+  FixedStorage& operator=(const FixedStorage&) = delete;
+
+ private:
+  InsnWord insn_array_[Insns] = {};
+  std::uint32_t uop_array_[Uops] = {};
+  std::uint32_t reloc_array_[Insns] = {};
+  KernelSlot kernel_array_[Kernels] = {}, resident_array_[Kernels] = {};
 };
 
 }  // namespace dlavm::runtime
@@ -22460,6 +22726,11 @@ struct ModuleRun {
 
 struct ModuleRunOptions {
   bool keep_values = false;  // keep every intermediate array (Module::value_of)
+  // When set: each VTA step's stream, micro-ops and DRAM images (its parameters' slots before
+  // the run, its output's after) with a manifest of their device addresses, in
+  // <dump_dir>/step<NN>_<program>/, so that VTA's functional simulator can replay the model
+  // step by step (vta::load_dump, vta::replay).
+  std::string dump_dir = {};
 };
 
 class Module {
@@ -22520,7 +22791,8 @@ class Module {
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
-  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b) const;
+  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b,
+                    const std::string& dump_dir) const;
 
   std::string name_;
   vta::Env env_;
@@ -22729,9 +23001,13 @@ DLAVM_INLINE std::string MemoryPlan::report(const Module& m) const {
 }
 
 DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
-  const auto a = options.alignment;
-  if (a < 1 || (a & (a - 1)) != 0)
-    raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0)
+    raise<ConfigError>("memory plan: alignment {} is not a power of two", options.alignment);
+  // every DRAM address VTA reads is a whole number of its elements
+  std::int64_t a = options.alignment;
+  for (int mem = 0; mem < runtime::kMemIdCount; ++mem)
+    a = std::max<std::int64_t>(
+        a, static_cast<std::int64_t>(m.env().config.elem_bytes(static_cast<runtime::MemId>(mem))));
   const auto& values = m.values();
   const auto& steps = m.steps();
   MemoryPlan plan;
@@ -22819,8 +23095,10 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 namespace dlavm::graph {
@@ -23015,10 +23293,34 @@ DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) 
 }
 
 DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
-                                       std::span<const ne::Binding> bindings) const {
+                                       std::span<const ne::Binding> bindings,
+                                       const std::string& dump_dir) const {
   const ModuleStep& step = steps_[index];
   const vta::Stream& stream = r.stream(*this, index, bindings);
+  // a dump: the parameters' slots as VTA reads them, the output's as it leaves it
+  std::string dir;
+  std::vector<vta::ManifestBuffer> dumped;
+  const auto dump = [&](std::size_t v, bool output) {
+    const auto& value = values_[v];
+    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
+    r.device().copy_out(r.buffer(value.storage.region),
+                        static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+    std::string name = fmt::format("v{}", v);
+    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
+    dumped.push_back(
+        {name, r.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
+  };
+  if (!dump_dir.empty()) {
+    dir = fmt::format("{}/step{:02}_{}", dump_dir, index, step.program->name());
+    std::filesystem::create_directories(dir);
+    for (auto in : step.inputs) dump(in, false);
+  }
   const vta::RunResult result = r.device().run_at(stream, r.streams());
+  if (!dump_dir.empty()) {
+    dump(step.output, true);
+    vta::dump_stream(dir, env_.config, stream, r.buffer(RegionKind::Uop).phys, std::move(dumped));
+  }
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -23080,7 +23382,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     const auto start = std::chrono::steady_clock::now();
     switch (step.kind) {
       case ModuleStep::Kind::Vta:
-        s = run_vta(resident, i, bindings);
+        s = run_vta(resident, i, bindings, options.dump_dir);
         arrays[step.output].reset();
         // the plan gives its bytes to later values after its last reader: keep it now
         if (options.keep_values) host_array(step.output);
@@ -23259,6 +23561,1374 @@ DLAVM_INLINE std::string Module::to_string() const {
 }  // namespace dlavm::graph
 // end dlavm/graph/module-inl.hpp
 #endif
+// end dlavm/graph/module.hpp
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+
+#include <cstddef>
+#include <string>
+
+namespace dlavm::deploy {
+
+struct EmitOptions {
+  std::string ns = {};  // the header's namespace; empty: the module's name
+  bool debug = false;
+  bool lite = false;
+  graph::PlanOptions plan = {};
+};
+
+struct EmitResult {
+  std::string header, weights, insts;  // the paths written
+  graph::MemoryPlan plan;
+  std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
+  std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
+  std::size_t static_instructions = 0;
+  std::size_t header_bytes = 0;
+};
+
+EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
+
+}  // namespace dlavm::deploy
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/deploy/emit-inl.hpp
+// Definitions for dlavm/deploy/emit.hpp (see core/api.hpp).
+
+// begin dlavm/deploy/emit.hpp
+// end dlavm/deploy/emit.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/runtime/model_file.hpp
+// The model files deploy::emit writes beside a generated header: <name>.weights.bin (the
+// weight region's image) and <name>.insts.bin (the static instruction and micro-op streams).
+// Each is a 96-byte header, then the payload:
+//
+//   offset  size  field
+//        0     8  magic: "DLAVMWGT" (weights) or "DLAVMINS" (instructions)
+//        8     4  format version (kFormatVersion)
+//       12     4  header bytes (96)
+//       16    12  the VTA configuration built for: its 12 log2 parameters, one byte each
+//               (ConfigId: inp, wgt, acc, out widths, batch, block in, block out, uop, inp,
+//               wgt, acc buffer sizes, bus width)
+//       28     4  reserved, 0
+//       32    12  instructions per queue (load, compute, store); 0 for weights
+//       44     4  micro-op words; 0 for weights
+//       48     8  payload bytes
+//       56     8  payload checksum (FNV-1a, 64 bits)
+//       64    32  model name, NUL-padded
+//
+// all little-endian. check_model_file refuses a wrong magic or version, another
+// configuration, a truncated file and a payload whose checksum differs (tampered, or another
+// build: the generated header holds the checksum it was built with). Standard library only,
+// no exceptions, C++17.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::size_t kFileHeaderBytes = 96;
+inline constexpr std::size_t kModelNameBytes = 32;
+
+// What went wrong, in firmware: every runtime entry point returns one.
+enum class ModelStatus : std::int32_t {
+  Ok = 0,
+  BadMagic,       // not a dlavm model file of this kind
+  BadVersion,     // a file format version this runtime does not read
+  WrongConfig,    // built for another VTA configuration
+  Truncated,      // shorter than its header says
+  BadChecksum,    // the payload's checksum differs from the header's
+  WrongModel,     // a valid file of another model or build (checksum or size differs)
+  DimOutOfRange,  // a symbolic dim outside its range
+  NoMemory,       // the driver could not allocate the model's memory
+  Misaligned,     // the memory the driver gave is not aligned to VTA's elements
+  NotOpen,        // the session has no memory (open failed or was not called)
+  NotLoaded,      // run before load_params / prepare
+  StreamError,    // encoding an instruction stream failed (error() holds the writer's)
+  DeviceError,    // VTADeviceRun failed or timed out
+};
+
+constexpr const char* status_name(ModelStatus s) {
+  switch (s) {
+    case ModelStatus::Ok:
+      return "ok";
+    case ModelStatus::BadMagic:
+      return "not a model file of this kind (bad magic)";
+    case ModelStatus::BadVersion:
+      return "unsupported file format version";
+    case ModelStatus::WrongConfig:
+      return "built for another VTA configuration";
+    case ModelStatus::Truncated:
+      return "truncated file";
+    case ModelStatus::BadChecksum:
+      return "payload checksum mismatch (tampered or corrupted)";
+    case ModelStatus::WrongModel:
+      return "file of another model or build";
+    case ModelStatus::DimOutOfRange:
+      return "symbolic dim out of range";
+    case ModelStatus::NoMemory:
+      return "device memory allocation failed";
+    case ModelStatus::Misaligned:
+      return "device memory not aligned to VTA's elements";
+    case ModelStatus::NotOpen:
+      return "session not open";
+    case ModelStatus::NotLoaded:
+      return "weights or streams not loaded";
+    case ModelStatus::StreamError:
+      return "instruction stream encoding failed";
+    case ModelStatus::DeviceError:
+      return "VTA device run failed";
+  }
+  return "unknown status";
+}
+
+// A VTA configuration's 12 log2 parameters (the order of the file header).
+struct ConfigId {
+  std::uint8_t logs[12] = {};
+  constexpr bool operator==(const ConfigId& o) const {
+    for (int i = 0; i < 12; ++i)
+      if (logs[i] != o.logs[i]) return false;
+    return true;
+  }
+  constexpr bool operator!=(const ConfigId& o) const { return !(*this == o); }
+};
+
+enum class FileKind : std::uint8_t { Weights, Insts };
+
+struct FileHeader {
+  FileKind kind = FileKind::Weights;
+  std::uint32_t version = kFormatVersion;
+  ConfigId config;
+  std::uint32_t queue_insns[3] = {};
+  std::uint32_t uop_words = 0;
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t checksum = 0;
+  char name[kModelNameBytes] = {};
+};
+
+constexpr std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n,
+                              std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+namespace file_detail {
+constexpr const char* magic(FileKind k) { return k == FileKind::Weights ? "DLAVMWGT" : "DLAVMINS"; }
+constexpr void put(std::uint8_t* p, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+constexpr std::uint64_t get(const std::uint8_t* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+  return v;
+}
+}  // namespace file_detail
+
+// Writes the 96 header bytes.
+constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
+  using namespace file_detail;
+  for (std::size_t i = 0; i < kFileHeaderBytes; ++i) out[i] = 0;
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(magic(h.kind)[i]);
+  put(out + 8, h.version, 4);
+  put(out + 12, kFileHeaderBytes, 4);
+  for (int i = 0; i < 12; ++i) out[16 + i] = h.config.logs[i];
+  for (int q = 0; q < 3; ++q) put(out + 32 + 4 * q, h.queue_insns[q], 4);
+  put(out + 44, h.uop_words, 4);
+  put(out + 48, h.payload_bytes, 8);
+  put(out + 56, h.checksum, 8);
+  for (std::size_t i = 0; i < kModelNameBytes && h.name[i] != 0; ++i)
+    out[64 + i] = static_cast<std::uint8_t>(h.name[i]);
+}
+
+// Checks a file of `size` bytes: its kind, version, configuration, size and checksum; on Ok,
+// `header` holds its fields and the payload follows the header.
+constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t size, FileKind kind,
+                                       const ConfigId& config, FileHeader& header) {
+  using namespace file_detail;
+  if (file == nullptr || size < 16) return ModelStatus::Truncated;
+  for (int i = 0; i < 8; ++i)
+    if (file[i] != static_cast<std::uint8_t>(magic(kind)[i])) return ModelStatus::BadMagic;
+  header.kind = kind;
+  header.version = static_cast<std::uint32_t>(get(file + 8, 4));
+  if (header.version != kFormatVersion) return ModelStatus::BadVersion;
+  if (size < kFileHeaderBytes || get(file + 12, 4) != kFileHeaderBytes)
+    return ModelStatus::Truncated;
+  for (int i = 0; i < 12; ++i) header.config.logs[i] = file[16 + i];
+  if (header.config != config) return ModelStatus::WrongConfig;
+  for (int q = 0; q < 3; ++q)
+    header.queue_insns[q] = static_cast<std::uint32_t>(get(file + 32 + 4 * q, 4));
+  header.uop_words = static_cast<std::uint32_t>(get(file + 44, 4));
+  header.payload_bytes = get(file + 48, 8);
+  header.checksum = get(file + 56, 8);
+  for (std::size_t i = 0; i < kModelNameBytes; ++i)
+    header.name[i] = static_cast<char>(file[64 + i]);
+  if (header.payload_bytes > size - kFileHeaderBytes) return ModelStatus::Truncated;
+  if (fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(header.payload_bytes)) !=
+      header.checksum)
+    return ModelStatus::BadChecksum;
+  return ModelStatus::Ok;
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/model_file.hpp
+// begin dlavm/vta/codegen.hpp
+// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
+// printed as code that firmware compiles. The function it writes,
+//
+//   template <class Storage>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
+//
+// calls the same runtime::Replay methods with the same values the host computes, the index
+// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
+// same words (tests/deploy checks them for many dim values). It needs only
+// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// expression: a program without symbolic dims is a constant stream.
+//
+//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
+//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
+//
+// A symbolic dim the program reads that `dims` does not name, or a division by anything but
+// a positive constant, is a ValueError naming the program and the expression.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta {
+
+std::string replay_source(const Program& p, std::string_view function,
+                          std::span<const std::string> dims);
+
+// The symbolic dims a program's loops and fields read (by name, in order of first use): none
+// for a program whose stream is the same for every run.
+std::vector<std::string> dims_read(const Program& p);
+
+// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
+// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+std::string regions_source(const Program& p);
+
+// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
+// layout), `kUopDepth` and `kElemBytes`.
+std::string config_source(const Config& c);
+
+// An index expression as C++ over the given names of its variables (runtime's floor_div,
+// floor_mod, min and max): what replay_source writes for each field.
+std::string cpp_expr(const ne::Expr& e,
+                     const std::function<std::string(const ne::VarNode&)>& name_of);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/codegen-inl.hpp
+// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
+
+// begin dlavm/vta/codegen.hpp
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
+                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
+  using ne::Kind;
+  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
+  switch (e.kind()) {
+    case Kind::IntImm: {
+      const auto v = e.as<ne::IntImmNode>()->value;
+      // INT64_MIN has no literal; every other value is a literal of the right type
+      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+      // ne folds constant subexpressions, so no two literals meet in an int operation; a
+      // literal past int's range is a long by itself
+      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
+    }
+    case Kind::Var:
+      return name_of(*e.as<ne::VarNode>());
+    case Kind::Not:
+      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
+    case Kind::Select: {
+      const auto* s = e.as<ne::SelectNode>();
+      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
+    }
+    default:
+      break;
+  }
+  const auto* b = e.as<ne::BinaryNode>();
+  const auto a = sub(b->a), c = sub(b->b);
+  const auto divisor = [&](const char* op) {
+    const auto* k = b->b.as<ne::IntImmNode>();
+    if (k == nullptr || k->value < 1)
+      raise<ValueError>(
+          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
+          "constants",
+          e, op, b->b);
+  };
+  switch (e.kind()) {
+    case Kind::Add:
+      return fmt::format("({} + {})", a, c);
+    case Kind::Sub:
+      return fmt::format("({} - {})", a, c);
+    case Kind::Mul:
+      return fmt::format("({} * {})", a, c);
+    case Kind::FloorDiv:
+      divisor("divides");
+      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
+    case Kind::FloorMod:
+      divisor("takes a modulo");
+      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
+    case Kind::Min:
+      return fmt::format("dlavm::runtime::min({}, {})", a, c);
+    case Kind::Max:
+      return fmt::format("dlavm::runtime::max({}, {})", a, c);
+    case Kind::EQ:
+      return fmt::format("std::int64_t({} == {})", a, c);
+    case Kind::NE:
+      return fmt::format("std::int64_t({} != {})", a, c);
+    case Kind::LT:
+      return fmt::format("std::int64_t({} < {})", a, c);
+    case Kind::LE:
+      return fmt::format("std::int64_t({} <= {})", a, c);
+    case Kind::GT:
+      return fmt::format("std::int64_t({} > {})", a, c);
+    case Kind::GE:
+      return fmt::format("std::int64_t({} >= {})", a, c);
+    case Kind::And:
+      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
+    case Kind::Or:
+      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
+    default:
+      raise<ValueError>("replay_source: unexpected expression `{}`", e);
+  }
+}
+
+namespace detail {
+
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host
+// Emitter (vta/program-inl.hpp) evaluates them.
+class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
+ public:
+  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
+
+  fmt::memory_buffer out;
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    visit(n.body);
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    line("if ({} != 0) {{", index(n.cond));
+    ++depth_;
+    visit(n.then_case);
+    --depth_;
+    if (n.else_case.defined()) {
+      line("}} else {{");
+      ++depth_;
+      visit(n.else_case);
+      --depth_;
+    }
+    line("}}");
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
+    const te::CallNode* call = kernel_call(n.body);
+    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    const auto& c = *call;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const auto& name = call->name;
+    const auto& a = call->args;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
+      } else if (name == intrin::uop_loop_end) {
+      } else if (name == intrin::gemm) {
+        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
+             offset(call->buffers[2], a[2]));
+      } else if (name == intrin::gemm_reset) {
+        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
+      } else if (name == intrin::alu) {
+        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+      return;
+    }
+    if (name == intrin::load) {
+      line(
+          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
+          "return false;",
+          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
+          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          value(a[7]), value(a[8]), value(a[9]));
+    } else if (name == intrin::store) {
+      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
+           value(a[4]), value(a[5]));
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+  }
+
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  std::string prologue() const {
+    std::string s;
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      if (used_[k])
+        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
+    return s;
+  }
+
+ private:
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) {
+    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out.push_back('\n');
+  }
+
+  std::string index(const ne::Expr& e) {
+    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+      for (std::size_t k = 0; k < dims_.size(); ++k)
+        if (dims_[k] == v.name) {
+          used_.resize(dims_.size());
+          used_[k] = true;
+          return fmt::format("d{}", k);
+        }
+      raise<ValueError>(
+          "program '{}': reads the symbolic dim '{}', which the replay is not given "
+          "(given: {})",
+          prog_.name(), v.name, fmt::join(dims_, ", "));
+    });
+  }
+  std::string value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
+    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
+  }
+  // An SRAM buffer's base plus an offset.
+  std::string offset(const te::Buffer& b, const te::Expr& e) {
+    const auto it = prog_.sram().find(b.get());
+    if (it == prog_.sram().end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    if (const auto* c = e.as<te::IntImmNode>())
+      return fmt::format("{}", it->second.base + c->value);
+    return fmt::format("{} + {}", it->second.base, value(e));
+  }
+  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
+  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
+
+  static const te::CallNode* kernel_call(const tir::Stmt& body) {
+    struct Find : tir::StmtVisitor<Find> {
+      const te::CallNode* call = nullptr;
+      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto* c = n.value.as<te::CallNode>();
+        if (c != nullptr &&
+            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+          call = c;
+      }
+    } find;
+    find.visit(body);
+    return find.call;
+  }
+
+  const Program& prog_;
+  std::span<const std::string> dims_;
+  std::vector<bool> used_;
+  std::unordered_map<std::uint64_t, std::string> names_;
+  int loops_ = 0, depth_ = 1;
+  bool in_kernel_ = false;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
+  struct Reads : tir::StmtVisitor<Reads> {
+    std::vector<std::string> dims;
+    std::vector<std::uint64_t> loops;
+    void index(const ne::Expr& e) {
+      for (const auto& v : ne::free_vars(e)) {
+        const auto& var = *v.as<ne::VarNode>();
+        if (std::find(loops.begin(), loops.end(), var.id) == loops.end() &&
+            std::find(dims.begin(), dims.end(), var.name) == dims.end())
+          dims.push_back(var.name);
+      }
+    }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      index(n.min);
+      index(n.extent);
+      loops.push_back(n.var.id());
+      visit(n.body);
+      loops.pop_back();
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
+      index(n.cond);
+      tir::StmtVisitor<Reads>::visit_if(n, s);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>())
+        for (const auto& a : c->args)
+          if (const auto* i = a.as<te::IndexNode>()) index(i->index);
+    }
+  } reads;
+  reads.visit(p.func().body);
+  return reads.dims;
+}
+
+DLAVM_INLINE std::string regions_source(const Program& p) {
+  std::string s = "{";
+  for (const auto& r : p.regions())
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}}}", s.size() > 1 ? ", " : "",
+                     static_cast<int>(r.memory), r.begin, r.end);
+  return s + "}";
+}
+
+DLAVM_INLINE std::string config_source(const Config& c) {
+  std::string elem;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
+  return fmt::format(
+      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
+      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "inline constexpr std::uint32_t kUopDepth = {};\n"
+      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
+      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
+      elem);
+}
+
+DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
+                                       std::span<const std::string> dims) {
+  detail::ReplayPrinter printer(p, dims);
+  printer.visit(p.func().body);
+  return fmt::format(
+      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
+      "template <class Storage>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
+      "  (void)dims;\n"
+      "{}{}"
+      "  return r.ok();\n"
+      "}}\n",
+      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
+      fmt::to_string(printer.out));
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/codegen-inl.hpp
+#endif
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace dlavm::deploy {
+
+namespace detail {
+
+// The C++ type firmware holds a dtype in.
+inline std::optional<std::string> ctype(DType t) {
+  if (t == DType::float32()) return "float";
+  if (t.lanes() != 1 || t.is_float()) return std::nullopt;
+  if (t.bits() != 8 && t.bits() != 16 && t.bits() != 32 && t.bits() != 64) return std::nullopt;
+  return fmt::format("std::{}int{}_t", t.is_uint() ? "u" : "", t.bits());
+}
+
+inline std::string identifier(std::string_view name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  return s;
+}
+
+template <class... Args>
+void put(fmt::memory_buffer& out, fmt::format_string<Args...> f, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+}
+
+// A float as a C++ expression of exactly its value (a hexadecimal literal).
+inline std::string float_literal(float v) {
+  if (std::isnan(v)) return "(0.0f / 0.0f)";
+  if (std::isinf(v)) return v > 0 ? "(1.0f / 0.0f)" : "(-1.0f / 0.0f)";
+  return fmt::format("{:a}f", v);
+}
+
+// A string as the inside of a C++ string literal.
+inline std::string escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+inline void write_file(const std::string& path, const void* data, std::size_t n) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) raise<ValueError>("deploy::emit: cannot write '{}'", path);
+  const bool ok = std::fwrite(data, 1, n, f) == n;
+  if (std::fclose(f) != 0 || !ok) raise<ValueError>("deploy::emit: writing '{}' failed", path);
+}
+
+// One stream the firmware places once: VTA steps whose dims are all static (one, or with lite
+// a run of them joined by barriers).
+struct StaticGroup {
+  std::vector<std::size_t> steps;
+  runtime::Stream stream;
+  std::vector<std::uint32_t> relocs;
+  std::int64_t insn_at = 0, uop_at = 0;  // offsets in the insts and uop regions
+};
+
+class Emitter {
+ public:
+  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o) {
+    ns_ = identifier(o.ns.empty() ? m.name() : o.ns);
+    collect_dims();
+    check_steps();
+  }
+
+  EmitResult run(const std::string& dir) {
+    group_steps();
+    size_streams();
+    auto opt = o_.plan;
+    opt.insts_bytes = insts_bytes_;
+    opt.uop_bytes = uop_bytes_;
+    plan_ = graph::plan_memory(m_, opt);
+    encode_static();
+    const auto weights = weights_file();
+    const auto insts = insts_file();
+    const auto header = header_text();
+    EmitResult r;
+    const std::string stem = dir + "/" + m_.name();
+    r.header = stem + ".hpp";
+    r.weights = stem + ".weights.bin";
+    r.insts = stem + ".insts.bin";
+    write_file(r.header, header.data(), header.size());
+    write_file(r.weights, weights.data(), weights.size());
+    write_file(r.insts, insts.data(), insts.size());
+    r.plan = plan_;
+    r.static_streams = groups_.size();
+    r.replayed_steps = replayed_.size();
+    for (const auto& g : groups_) r.static_instructions += g.stream.insns.size();
+    r.header_bytes = header.size();
+    return r;
+  }
+
+ private:
+  // ---- what the module needs ------------------------------------------------------------
+
+  void collect_dims() {
+    for (auto p : m_.signature().params)
+      for (const auto& d : m_.values()[p].logical)
+        for (const auto& v : ne::free_vars(d))
+          if (std::none_of(dims_.begin(), dims_.end(),
+                           [&](const ne::Var& x) { return x.id() == v.id(); }))
+            dims_.push_back(v);
+  }
+  std::string dim_name(const ne::VarNode& v) const {
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      if (dims_[k].name() == v.name) return fmt::format("d{}", k);
+    raise<ValueError>("deploy::emit: module '{}' reads the dim '{}', which no input has", m_.name(),
+                      v.name);
+  }
+  std::string expr(const ne::Expr& e) const {
+    return vta::cpp_expr(ne::simplify(e), [&](const ne::VarNode& v) { return dim_name(v); });
+  }
+  std::string count(const std::vector<ne::Expr>& shape) const {
+    ne::Expr n = 1;
+    for (const auto& d : shape) n = n * d;
+    return expr(n);
+  }
+  std::string type_of(std::size_t v) const {
+    const auto& value = m_.values()[v];
+    const auto t = ctype(value.dtype);
+    if (!t)
+      raise<TypeError>(
+          "deploy::emit: value {} is {}, which firmware does not hold (8 to 64-bit "
+          "integers and float32)",
+          value.name, value.dtype);
+    return *t;
+  }
+  std::string ptr(std::size_t v) const {
+    return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), plan_.address(v));
+  }
+
+  [[noreturn]] void refuse(const graph::ModuleStep& s, std::string_view why) const {
+    raise<ValueError>("deploy::emit: module '{}', step {}: {}", m_.name(), s.label, why);
+  }
+
+  // Every host step has a firmware kernel for its dtypes and shapes.
+  void check_steps() const {
+    for (const auto& s : m_.steps()) {
+      for (auto in : s.inputs) type_of(in);
+      type_of(s.output);
+      const auto& in = m_.values()[s.inputs.empty() ? s.output : s.inputs[0]];
+      const auto& out = m_.values()[s.output];
+      using K = graph::Layout::Kind;
+      switch (s.kind) {
+        case graph::ModuleStep::Kind::Vta:
+          break;
+        case graph::ModuleStep::Kind::Pack:
+          if (out.layout.kind != K::Activation && out.layout.kind != K::Matrix &&
+              out.layout.kind != K::UnfoldedActivation)
+            refuse(s, fmt::format("packing into layout {} has no firmware kernel",
+                                  graph::to_string(out.layout)));
+          break;
+        case graph::ModuleStep::Kind::Unpack:
+          if (in.layout.kind != K::Activation && in.layout.kind != K::Matrix)
+            refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
+                                  graph::to_string(in.layout)));
+          break;
+        case graph::ModuleStep::Kind::Host:
+          check_host(s);
+          break;
+      }
+    }
+  }
+  void check_host(const graph::ModuleStep& s) const {
+    static constexpr std::string_view supported[] = {"global_avg_pool2d",
+                                                     "max_pool2d",
+                                                     "avg_pool2d",
+                                                     "flatten",
+                                                     "reshape",
+                                                     "dense",
+                                                     "cast",
+                                                     "softmax",
+                                                     "relu",
+                                                     "clip",
+                                                     "requantize",
+                                                     "add",
+                                                     "mul",
+                                                     "bias_add"};
+    if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
+      refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
+                            fmt::join(supported, ", ")));
+    const auto& x = m_.values()[s.inputs[0]];
+    if ((s.op == "add" || s.op == "mul") &&
+        (x.logical.size() != m_.values()[s.inputs[1]].logical.size() ||
+         !std::equal(x.logical.begin(), x.logical.end(), m_.values()[s.inputs[1]].logical.begin(),
+                     [](const ne::Expr& a, const ne::Expr& b) { return ne::equal(a, b); })))
+      refuse(s,
+             fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", s.op));
+    if (s.op == "requantize" && !x.dtype.is_int())
+      refuse(s, fmt::format("requantize of {} has no firmware kernel (signed integers only)",
+                            x.dtype));
+    if (s.op == "softmax" && x.dtype != DType::float32())
+      refuse(s, fmt::format("softmax of {} has no firmware kernel", x.dtype));
+  }
+
+  // ---- streams --------------------------------------------------------------------------
+
+  bool is_static(std::size_t step) const {
+    const auto& s = m_.steps()[step];
+    return s.kind == graph::ModuleStep::Kind::Vta && vta::dims_read(*s.program).empty();
+  }
+  void group_steps() {
+    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
+      const auto& s = m_.steps()[i];
+      if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+      if (!is_static(i)) {
+        replayed_.push_back(i);
+        continue;
+      }
+      const bool join = o_.lite && !groups_.empty() && groups_.back().steps.back() + 1 == i;
+      if (!join) groups_.emplace_back();
+      groups_.back().steps.push_back(i);
+    }
+  }
+  std::vector<std::uint64_t> phys_of(const graph::ModuleStep& s, bool planned) const {
+    std::vector<std::uint64_t> phys;
+    for (auto in : s.inputs) phys.push_back(planned ? plan_.address(in) : 0);
+    phys.push_back(planned ? plan_.address(s.output) : 0);
+    return phys;
+  }
+  runtime::Stream group_stream(const StaticGroup& g, bool planned) const {
+    vta::Builder b(m_.env().config);
+    for (std::size_t k = 0; k < g.steps.size(); ++k) {
+      const auto& s = m_.steps()[g.steps[k]];
+      if (k > 0) b.barrier();
+      s.program->write(b, {}, phys_of(s, planned));
+    }
+    b.finish();
+    return b.take();
+  }
+  // The insts and uop regions: a slot per static stream, then one for the replayed steps.
+  void size_streams() {
+    for (auto& g : groups_) {
+      const auto s = group_stream(g, false);
+      g.insn_at = insts_bytes_;
+      g.uop_at = uop_bytes_;
+      insts_bytes_ += static_cast<std::int64_t>(s.insn_bytes());
+      uop_bytes_ += static_cast<std::int64_t>(s.uop_bytes());
+    }
+    replay_insn_at_ = insts_bytes_;
+    replay_uop_at_ = uop_bytes_;
+    for (auto i : replayed_) {
+      const auto& p = *m_.steps()[i].program;
+      replay_insns_ = std::max(replay_insns_, p.stream_bound().insns);
+      replay_uops_ = std::max(replay_uops_, p.stream_bound().uops);
+      replay_ops_ = std::max(replay_ops_, p.max_kernel_ops());
+      replay_regions_ = std::max(replay_regions_, p.regions().size());
+      replay_params_ = std::max(replay_params_, p.func().params.size());
+    }
+    insts_bytes_ += replay_insns_ * 16;
+    uop_bytes_ += replay_uops_ * 4;
+  }
+  // The static streams at their planned addresses, LOAD UOPs pointing at their slots.
+  void encode_static() {
+    const auto& layout = m_.env().config.layout();
+    const auto uops = plan_.region(graph::RegionKind::Uop).base;
+    for (auto& g : groups_) {
+      g.stream = group_stream(g, true);
+      std::vector<runtime::InsnWord> words(g.stream.insns.size());
+      if (!g.stream.relocate((uops + static_cast<std::uint64_t>(g.uop_at)) / 4, words.data()))
+        raise<CapacityError>(
+            "deploy::emit: module '{}': a micro-op address past 0x{:x} does not "
+            "fit a LOAD's dram_base",
+            m_.name(), uops + static_cast<std::uint64_t>(g.uop_at));
+      g.stream.insns = std::move(words);
+      g.stream.uop_relocs.clear();
+      for (std::size_t i = 0; i < g.stream.insns.size(); ++i) {
+        const auto f = runtime::unpack(layout, g.stream.insns[i]);
+        if ((f.opcode == runtime::Opcode::Load || f.opcode == runtime::Opcode::Store) &&
+            f.x_size > 0)
+          g.relocs.push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+  }
+
+  // ---- files ------------------------------------------------------------------------------
+
+  runtime::ConfigId config_id() const {
+    const auto& c = m_.env().config;
+    const int logs[12] = {c.log_inp_width,     c.log_wgt_width,     c.log_acc_width,
+                          c.log_out_width,     c.log_batch,         c.log_block_in,
+                          c.log_block_out,     c.log_uop_buff_size, c.log_inp_buff_size,
+                          c.log_wgt_buff_size, c.log_acc_buff_size, c.log_bus_width};
+    runtime::ConfigId id;
+    for (int i = 0; i < 12; ++i) id.logs[i] = static_cast<std::uint8_t>(logs[i]);
+    return id;
+  }
+  std::vector<std::uint8_t> file(runtime::FileKind kind, std::vector<std::uint8_t> payload,
+                                 const std::uint32_t* queues, std::uint32_t uop_words) const {
+    runtime::FileHeader h;
+    h.kind = kind;
+    h.config = config_id();
+    for (int q = 0; q < 3; ++q) h.queue_insns[q] = queues != nullptr ? queues[q] : 0;
+    h.uop_words = uop_words;
+    h.payload_bytes = payload.size();
+    h.checksum = runtime::fnv1a(payload.data(), payload.size());
+    std::snprintf(h.name, sizeof h.name, "%s", m_.name().c_str());
+    std::vector<std::uint8_t> out(runtime::kFileHeaderBytes + payload.size());
+    runtime::write_file_header(h, out.data());
+    if (!payload.empty())
+      std::memcpy(out.data() + runtime::kFileHeaderBytes, payload.data(), payload.size());
+    return out;
+  }
+  std::vector<std::uint8_t> weights_file() {
+    const auto& region = plan_.region(graph::RegionKind::Weight);
+    std::vector<std::uint8_t> image(static_cast<std::size_t>(region.bytes), 0);
+    for (std::size_t v = 0; v < m_.values().size(); ++v) {
+      const auto& value = m_.values()[v];
+      if (value.kind != graph::ModuleValue::Kind::Constant) continue;
+      const auto offset = static_cast<std::size_t>(plan_.buffers[v].offset);
+      if (value.dram) {
+        std::copy(value.dram->begin(), value.dram->end(), image.begin() + offset);
+      } else if (value.dtype.is_float()) {
+        const auto f = value.constant->fdata();
+        std::memcpy(image.data() + offset, f.data(), f.size() * sizeof(float));
+      } else {
+        const auto bytes = vta::dram_bytes(*value.constant);
+        std::copy(bytes.begin(), bytes.end(), image.begin() + offset);
+      }
+    }
+    weights_checksum_ = runtime::fnv1a(image.data(), image.size());
+    weights_bytes_ = image.size();
+    return file(runtime::FileKind::Weights, std::move(image), nullptr, 0);
+  }
+  std::vector<std::uint8_t> insts_file() {
+    std::vector<std::uint8_t> payload;
+    std::uint32_t queues[3] = {}, uops = 0;
+    const auto& layout = m_.env().config.layout();
+    for (const auto& g : groups_) {
+      for (const auto& w : g.stream.insns) {
+        for (int h = 0; h < 2; ++h)
+          for (int b = 0; b < 8; ++b)
+            payload.push_back(static_cast<std::uint8_t>(w.word[h] >> (8 * b)));
+        ++queues[static_cast<int>(runtime::queue_of(runtime::unpack(layout, w))) - 1];
+      }
+      for (auto u : g.stream.uops)
+        for (int b = 0; b < 4; ++b) payload.push_back(static_cast<std::uint8_t>(u >> (8 * b)));
+      uops += static_cast<std::uint32_t>(g.stream.uops.size());
+    }
+    insts_checksum_ = runtime::fnv1a(payload.data(), payload.size());
+    insts_payload_ = payload.size();
+    return file(runtime::FileKind::Insts, std::move(payload), queues, uops);
+  }
+
+  // ---- the header -------------------------------------------------------------------------
+
+  std::string header_text() const {
+    fmt::memory_buffer out;
+    const auto& c = m_.env().config;
+    put(out,
+        "// Generated by dlavm::deploy::emit: model '{}' for a VTA of BATCH {}, BLOCK_IN {}, "
+        "BLOCK_OUT {}. Do not edit.\n",
+        m_.name(), c.batch(), c.block_in(), c.block_out());
+    put(out, "// Needs only <dlavm/runtime/...> (C++17, no exceptions, no RTTI, no heap).\n");
+    put(out,
+        "//\n//   {0}::Session s;\n//   {0}::open(s); {0}::load_params(s, weights, size); "
+        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s{1});"
+        "\n#pragma once\n\n",
+        ns_, dims_.empty() ? "" : ", dims...");
+    put(out, "#include <dlavm/runtime/kernels.hpp>\n#include <dlavm/runtime/session.hpp>\n\n");
+    put(out, "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <iterator>\n\n");
+    put(out,
+        "#ifndef DLAVM_MODEL_DRIVER_API\n#define DLAVM_MODEL_DRIVER_API "
+        "dlavm::runtime::VtaDriverApi\n"
+        "#endif\n\n");
+    put(out,
+        "namespace {} {{\n\nusing Session = dlavm::runtime::Session<DLAVM_MODEL_DRIVER_API>;\n\n",
+        ns_);
+    put(out, "{}", vta::config_source(c));
+    const auto id = config_id();
+    put(out, "inline constexpr dlavm::runtime::ConfigId kConfig = {{{{{}}}}};\n",
+        fmt::join(id.logs, ", "));
+    region_table(out);
+    values_table(out);
+    static_streams(out);
+    replays(out);
+    functions(out);
+    put(out, "\n}}  // namespace {}\n", ns_);
+    return fmt::to_string(out);
+  }
+
+  void region_table(fmt::memory_buffer& out) const {
+    put(out, "\n// The memory plan: regions [base, base + bytes) at planned addresses.\n");
+    const auto span = [&](graph::RegionKind r) {
+      const auto& x = plan_.region(r);
+      return fmt::format("{{{:#x}ULL, {}ULL}}", x.base, x.bytes);
+    };
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& r : plan_.regions) {
+      lo = std::min(lo, r.base);
+      hi = std::max(hi, r.end());
+    }
+    put(out,
+        "inline constexpr dlavm::runtime::ModelInfo kInfo = {{\n    \"{}\", kConfig, {:#x}ULL, "
+        "{:#x}ULL,\n    {}, {}, {},\n    {}, {},\n    {}ULL, {}ULL, {:#x}ULL, {}ULL, {:#x}ULL}};\n",
+        m_.name(), lo, hi, span(graph::RegionKind::Weight), span(graph::RegionKind::Runtime),
+        span(graph::RegionKind::Cache), span(graph::RegionKind::Insts),
+        span(graph::RegionKind::Uop), plan_.alignment, weights_bytes_, weights_checksum_,
+        insts_payload_, insts_checksum_);
+  }
+
+  void values_table(fmt::memory_buffer& out) const {
+    put(out, "\n// Dims: {}\n", dims_.empty() ? std::string("none (every dim is static)") : "");
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      put(out, "//   d{} = {} in [{}, {}]\n", k, dims_[k].name(), dims_[k].min(), dims_[k].max());
+    put(out, "\n// Inputs, outputs and states: row-major arrays in the runtime (cache) region.\n");
+    const auto sig = m_.signature();
+    const auto describe = [&](std::size_t v) {
+      const auto& value = m_.values()[v];
+      std::vector<std::string> dims;
+      for (const auto& d : value.logical) dims.push_back(fmt::format("{}", d));
+      return fmt::format("{} {}[{}] at {:#x}, at most {} bytes", value.name, value.dtype,
+                         fmt::join(dims, ", "), plan_.address(v), plan_.buffers[v].bytes);
+    };
+    for (auto p : sig.params)
+      put(out, "// {}\ninline {}* input_{}(Session& s) {{ return {}; }}\n", describe(p), type_of(p),
+          identifier(m_.values()[p].param), ptr(p));
+    for (std::size_t k = 0; k < sig.results.size(); ++k)
+      put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
+          describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
+    for (const auto& st : sig.state)
+      put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
+          type_of(st.value), identifier(m_.values()[st.value].param), ptr(st.value));
+  }
+
+  void static_streams(fmt::memory_buffer& out) const {
+    if (groups_.empty()) return;
+    put(out, "\n// The static streams: words at planned addresses, placed once by prepare().\n");
+    const auto insts = plan_.region(graph::RegionKind::Insts).base;
+    const auto uops = plan_.region(graph::RegionKind::Uop).base;
+    for (std::size_t k = 0; k < groups_.size(); ++k) {
+      const auto& g = groups_[k];
+      std::vector<std::string> labels;
+      for (auto i : g.steps) labels.push_back(fmt::format("step {} ({})", i, m_.steps()[i].label));
+      put(out, "namespace stream{} {{  // {}\n", k, fmt::join(labels, ", "));
+      put(out, "inline constexpr dlavm::runtime::InsnWord kInsns[] = {{\n");
+      for (const auto& w : g.stream.insns)
+        put(out, "    {{{{{:#x}ULL, {:#x}ULL}}}},\n", w.word[0], w.word[1]);
+      put(out, "}};\nstatic_assert(std::size(kInsns) == {});\n", g.stream.insns.size());
+      put(out, "inline constexpr std::uint32_t kUops[] = {{{:#x}}};\n",
+          fmt::join(g.stream.uops, ", "));
+      put(out, "static_assert(std::size(kUops) == {});\n", g.stream.uops.size());
+      put(out, "inline constexpr std::uint32_t kRelocs[] = {{{}}};\n}}  // namespace stream{}\n",
+          fmt::join(g.relocs, ", "), k);
+    }
+    put(out, "inline constexpr dlavm::runtime::StaticStream kStreams[] = {{\n");
+    for (std::size_t k = 0; k < groups_.size(); ++k) {
+      const auto& g = groups_[k];
+      put(out,
+          "    {{stream{0}::kInsns, {1}, stream{0}::kUops, {2}, {3:#x}ULL, {4:#x}ULL, "
+          "stream{0}::kRelocs, {5}}},\n",
+          k, g.stream.insns.size(), g.stream.uops.size(),
+          insts + static_cast<std::uint64_t>(g.insn_at),
+          uops + static_cast<std::uint64_t>(g.uop_at), g.relocs.size());
+    }
+    put(out, "}};\n");
+  }
+
+  void replays(fmt::memory_buffer& out) const {
+    if (replayed_.empty()) return;
+    std::vector<std::string> dim_names;
+    for (const auto& d : dims_) dim_names.push_back(d.name());
+    put(out,
+        "\n// The replayed steps: their loops for the dims of each run (vta::replay_source).\n");
+    for (auto i : replayed_) {
+      const auto& s = m_.steps()[i];
+      put(out, "namespace step{} {{  // {}\n", i, s.label);
+      put(out, "inline constexpr dlavm::runtime::SramRegion kRegions[] = {};\n",
+          vta::regions_source(*s.program));
+      std::vector<std::string> params;
+      for (auto in : s.inputs) params.push_back(fmt::format("{:#x}ULL", plan_.address(in)));
+      params.push_back(fmt::format("{:#x}ULL", plan_.address(s.output)));
+      put(out, "inline constexpr std::uint64_t kParams[] = {{{}}};\n", fmt::join(params, ", "));
+      put(out, "{}", vta::replay_source(*s.program, "replay", dim_names));
+      put(out, "}}  // namespace step{}\n", i);
+    }
+    const auto slot_insts =
+        plan_.region(graph::RegionKind::Insts).base + static_cast<std::uint64_t>(replay_insn_at_);
+    const auto slot_uops =
+        plan_.region(graph::RegionKind::Uop).base + static_cast<std::uint64_t>(replay_uop_at_);
+    const auto kernels = std::max<std::int64_t>(replay_insns_, 1);
+    put(out,
+        "\n// What a replay works in: the largest step's tables (static storage: one run at a "
+        "time).\nstruct Workspace {{\n"
+        "  std::uint32_t relocs[{0}];\n"
+        "  dlavm::runtime::KernelSlot kernels[{0}], resident[{0}];\n"
+        "  dlavm::runtime::UopOp ops[{1}];\n"
+        "  dlavm::runtime::RegionState states[{2}];\n"
+        "  std::uint64_t params[{3}];\n"
+        "}};\n"
+        "inline dlavm::runtime::ReplaySlots replay_slots(Workspace& w) {{\n"
+        "  return {{{4:#x}ULL, {5}ULL, {6:#x}ULL, {7}ULL, w.relocs, w.kernels, w.resident, {0}, "
+        "w.ops, {1}, w.states}};\n}}\n",
+        kernels, std::max<std::size_t>(replay_ops_, 1), std::max<std::size_t>(replay_regions_, 1),
+        std::max<std::size_t>(replay_params_, 1), slot_insts, replay_insns_, slot_uops,
+        replay_uops_);
+  }
+
+  void functions(fmt::memory_buffer& out) const {
+    put(out,
+        "\n// Allocates the model's memory on the device (one block) and zeroes the states.\n"
+        "inline dlavm::runtime::ModelStatus open(Session& s) {{\n"
+        "  s.set_target(kLayout, kUopDepth, kElemBytes);\n"
+        "  const auto st = s.open(kInfo);\n"
+        "  if (st == dlavm::runtime::ModelStatus::Ok && kInfo.cache.bytes > 0)\n"
+        "    std::memset(s.template at<std::uint8_t>(kInfo.cache.base), 0, "
+        "static_cast<std::size_t>(kInfo.cache.bytes));\n"
+        "  return st;\n}}\n");
+    put(out,
+        "// Checks the weights file and copies it to the weight region.\n"
+        "inline dlavm::runtime::ModelStatus load_params(Session& s, const std::uint8_t* file, "
+        "std::size_t size) {{\n  return s.load_params(file, size);\n}}\n");
+    const auto n = groups_.size();
+    put(out,
+        "// Places the static streams: from the words above, or from the insts file.\n"
+        "inline dlavm::runtime::ModelStatus prepare(Session& s) {{\n  return s.place({}, {});\n}}\n"
+        "inline dlavm::runtime::ModelStatus prepare(Session& s, const std::uint8_t* file, "
+        "std::size_t size) {{\n  return s.place({}, {}, file, size);\n}}\n",
+        n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
+    // run
+    std::vector<std::string> args = {"Session& s"};
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      args.push_back(fmt::format("std::int64_t {}", identifier(dims_[k].name())));
+    put(out,
+        "\n// Runs the model for the dims given: every step in order.\n"
+        "inline dlavm::runtime::ModelStatus run({}) {{\n"
+        "  using dlavm::runtime::ModelStatus;\n"
+        "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
+        fmt::join(args, ", "));
+    for (std::size_t k = 0; k < dims_.size(); ++k) {
+      const auto name = identifier(dims_[k].name());
+      put(out,
+          "  if ({0} < {1} || {0} > {2}) return ModelStatus::DimOutOfRange;\n"
+          "  const std::int64_t d{3} = {0};\n",
+          name, dims_[k].min(), dims_[k].max(), k);
+    }
+    if (!dims_.empty()) {
+      std::vector<std::string> ds;
+      for (std::size_t k = 0; k < dims_.size(); ++k) ds.push_back(fmt::format("d{}", k));
+      put(out, "  const std::int64_t dims[] = {{{}}};\n", fmt::join(ds, ", "));
+    }
+    if (!replayed_.empty()) put(out, "  static Workspace workspace;\n");
+    put(out, "  ModelStatus st = ModelStatus::Ok;\n");
+    std::size_t group = 0;
+    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
+      const auto& s = m_.steps()[i];
+      if (o_.debug) put(out, "  s.log(\"step {}: {}\");\n", i, escaped(s.label));
+      if (s.kind == graph::ModuleStep::Kind::Vta) {
+        if (!is_static(i)) {
+          put(out,
+              "  st = s.replay([](auto& r, const std::int64_t* d) {{ return step{0}::replay(r, d); "
+              "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
+              "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
+              "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",
+              i);
+        } else if (groups_[group].steps.front() == i) {
+          put(out, "  st = s.run(kStreams[{}]);\n  if (st != ModelStatus::Ok) return st;\n", group);
+        }
+        if (group < groups_.size() && groups_[group].steps.back() == i) ++group;
+        continue;
+      }
+      put(out, "  {}\n", host_call(s));
+    }
+    for (const auto& st : m_.signature().state)
+      put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
+          plan_.buffers[st.value].bytes);
+    put(out, "  return st;\n}}\n");
+  }
+
+  // The firmware call of one host step.
+  std::string host_call(const graph::ModuleStep& s) const {
+    const auto& x = m_.values()[s.inputs[0]];
+    const auto& y = m_.values()[s.output];
+    const auto& xs = x.logical;
+    using K = graph::Layout::Kind;
+    if (s.kind == graph::ModuleStep::Kind::Pack) {
+      const auto& l = y.layout;
+      if (l.kind == K::UnfoldedActivation) {
+        const auto ow = ne::floordiv(xs[3] + l.unfold.pad_left + l.unfold.pad_right - l.unfold.kw,
+                                     l.unfold.stride) +
+                        1;
+        return fmt::format(
+            "dlavm::runtime::pack_unfolded({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+            "{}, {});",
+            ptr(s.inputs[0]), ptr(s.output), expr(xs[0]), expr(xs[1]), expr(xs[2]), expr(xs[3]),
+            l.unfold.kw, l.unfold.stride, l.unfold.pad_left, expr(ow), l.rows, l.cols);
+      }
+      const auto [a, b, h, w] = tiled4(l, xs);
+      return fmt::format("dlavm::runtime::pack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
+                         ptr(s.inputs[0]), ptr(s.output), a, b, h, w, l.rows, l.cols);
+    }
+    if (s.kind == graph::ModuleStep::Kind::Unpack) {
+      const auto [a, b, h, w] = tiled4(x.layout, xs);
+      return fmt::format("dlavm::runtime::unpack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
+                         ptr(s.inputs[0]), ptr(s.output), a, b, h, w, x.layout.rows, x.layout.cols);
+    }
+    const auto in = [&](std::size_t k) { return ptr(s.inputs[k]); };
+    const auto out = ptr(s.output);
+    const auto& op = s.op;
+    if (op == "global_avg_pool2d" || op == "max_pool2d" || op == "avg_pool2d") {
+      host::Pool2dParams p;
+      if (op == "global_avg_pool2d") {
+        p.count_include_pad = true;
+      } else {
+        p = graph::pool2d_params(s.attrs);
+      }
+      const auto kh = op == "global_avg_pool2d" ? expr(xs[2]) : std::to_string(p.pool_size[0]);
+      const auto kw = op == "global_avg_pool2d" ? expr(xs[3]) : std::to_string(p.pool_size[1]);
+      const auto shape =
+          fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", expr(xs[0] * xs[1]),
+                      expr(xs[2]), expr(xs[3]), expr(y.logical[2]), expr(y.logical[3]), kh, kw,
+                      p.strides[0], p.strides[1], p.padding[0], p.padding[1]);
+      if (op == "max_pool2d")
+        return fmt::format("dlavm::runtime::pool_window_max({}, {}, dlavm::runtime::PoolShape{});",
+                           in(0), out, shape);
+      return fmt::format(
+          "dlavm::runtime::pool_window_avg({}, {}, dlavm::runtime::PoolShape{}, {});", in(0), out,
+          shape, p.count_include_pad ? "true" : "false");
+    }
+    if (op == "flatten" || op == "reshape")
+      return fmt::format("dlavm::runtime::copy({}, {}, {});", in(0), out, count(xs));
+    if (op == "dense") {
+      std::vector<ne::Expr> rows(xs.begin(), xs.end() - 1);
+      return fmt::format("dlavm::runtime::dense({}, {}, {}, {}, {}, {});", in(0), in(1), out,
+                         count(rows), expr(m_.values()[s.inputs[1]].logical[0]), expr(xs.back()));
+    }
+    if (op == "cast") {
+      const auto t = y.dtype;
+      const auto lo = t.is_float() ? 0 : t.min_value(), hi = t.is_float() ? 0 : t.max_value();
+      return fmt::format("dlavm::runtime::cast({}, {}, {}, {}LL, {}LL);", in(0), out, count(xs),
+                         lo == INT64_MIN ? INT64_MIN + 1 : lo, hi);
+    }
+    if (op == "softmax") {
+      const auto axis = static_cast<std::size_t>(
+          host::normalize_axis(s.attrs.get_int("axis"), xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
+      return fmt::format("dlavm::runtime::softmax({}, {}, {}, {}, {});", in(0), out, count(outer),
+                         expr(xs[axis]), count(inner));
+    }
+    if (op == "relu")
+      return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));
+    if (op == "clip") {
+      const auto p = graph::clip_params(s.attrs);
+      if (x.dtype.is_float())
+        return fmt::format("dlavm::runtime::clip({}, {}, {}, {}, {});", in(0), out, count(xs),
+                           float_literal(static_cast<float>(p.lo)),
+                           float_literal(static_cast<float>(p.hi)));
+      const auto [lo, hi] = host::clip_int_bounds(p, x.dtype, "clip");
+      return fmt::format("dlavm::runtime::clip({0}, {1}, {2}, {3}({4}LL), {3}({5}LL));", in(0), out,
+                         count(xs), type_of(s.inputs[0]), lo, hi);
+    }
+    if (op == "requantize") {
+      const auto p = graph::requantize_params(s.attrs);
+      const std::uint64_t round = p.rounding == host::Rounding::Nearest && p.shift > 0
+                                      ? std::uint64_t{1} << (p.shift - 1)
+                                      : 0;
+      return fmt::format("dlavm::runtime::requantize({}, {}, {}, {}, {}, {}ULL, {}LL, {}LL);",
+                         in(0), out, count(xs), x.dtype.bits(), p.shift, round, p.lo, p.hi);
+    }
+    if (op == "add" || op == "mul")
+      return fmt::format("dlavm::runtime::{}({}, {}, {}, {});", op, in(0), in(1), out, count(xs));
+    if (op == "bias_add") {
+      const auto axis = static_cast<std::size_t>(
+          host::normalize_axis(graph::bias_add_params(s.attrs).axis, xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
+      return fmt::format("dlavm::runtime::bias_add({}, {}, {}, {}, {}, {});", in(0), in(1), out,
+                         count(outer), expr(xs[axis]), count(inner));
+    }
+    refuse(s, fmt::format("op '{}' has no firmware kernel", op));
+  }
+  // A value seen as [A, B, H, W] for a tiled layout (graph/layout.hpp).
+  std::array<std::string, 4> tiled4(const graph::Layout& l, const std::vector<ne::Expr>& s) const {
+    if (l.kind == graph::Layout::Kind::Matrix) {
+      std::vector<ne::Expr> rows(s.begin(), s.end() - 1);
+      return {count(rows), expr(s.back()), "1", "1"};
+    }
+    return {expr(s[0]), expr(s[1]), expr(s[2]), expr(s[3])};
+  }
+
+  const graph::Module& m_;
+  EmitOptions o_;
+  std::string ns_;
+  std::vector<ne::Var> dims_;
+  graph::MemoryPlan plan_;
+  std::vector<StaticGroup> groups_;
+  std::vector<std::size_t> replayed_;
+  std::int64_t insts_bytes_ = 0, uop_bytes_ = 0, replay_insn_at_ = 0, replay_uop_at_ = 0;
+  std::int64_t replay_insns_ = 0, replay_uops_ = 0;
+  std::size_t replay_ops_ = 0, replay_regions_ = 0, replay_params_ = 0;
+  std::uint64_t weights_checksum_ = 0, weights_bytes_ = 0, insts_checksum_ = 0, insts_payload_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
+                             const EmitOptions& options) {
+  return detail::Emitter(m, options).run(dir);
+}
+
+}  // namespace dlavm::deploy
+// end dlavm/deploy/emit-inl.hpp
+#endif
+// end dlavm/deploy/emit.hpp
+// end dlavm/deploy.hpp
+// begin dlavm/graph.hpp
+// graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
+// the op records and typed builders, type inference and placement, the printer, name-based
+// construction for importers, the reference executor on the host kernels, and the build for
+// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
+// runs host and VTA steps.
+//
+//   namespace g = dlavm::graph;
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = g::input("x", {1, token, 512}, DType::int8());
+//   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
+//   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
+//   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
+//   auto mod = g::build(fn, g::Target{});
+//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
+
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/build.hpp
+// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
+// step its own entry point:
+//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
+//                            call (graph/place.hpp); a function it returned is built with the
+//                            placement it carries, so what was printed is what is built
+//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
+//                            Chooser picks the knobs, the strategy declares the kernel and
+//                            its schedule; vta::build compiles it
+//   layouts                  each value a VTA group reads is packed for it (constants now,
+//                            at build time; others by a pack step on the host), and each
+//                            value a host call or the caller reads is unpacked after VTA:
+//                            conversions are inserted only at the boundaries, so consecutive
+//                            VTA groups pass packed values to each other
+//
+//   auto mod = graph::build(fn, target, {.name = "resnet18"});
+//   auto out = mod.run(dev, {{"data", image}});
+//
+// Errors are those of infer_type and the strategies (a symbolic dim without a usable
+// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/module.hpp
 // end dlavm/graph/module.hpp
 // begin dlavm/graph/node.hpp
 // end dlavm/graph/node.hpp
@@ -26367,354 +28037,6 @@ DLAVM_INLINE Function GraphBuilder::build(const std::vector<std::string>& params
 // guide.
 
 // begin dlavm/vta/codegen.hpp
-// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
-// printed as code that firmware compiles. The function it writes,
-//
-//   template <class Storage>
-//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
-//
-// calls the same runtime::Replay methods with the same values the host computes, the index
-// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
-// same words (tests/deploy checks them for many dim values). It needs only
-// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
-// expression: a program without symbolic dims is a constant stream.
-//
-//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
-//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
-//
-// A symbolic dim the program reads that `dims` does not name, or a division by anything but
-// a positive constant, is a ValueError naming the program and the expression.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/vta/program.hpp
-// end dlavm/vta/program.hpp
-
-#include <functional>
-#include <span>
-#include <string>
-#include <string_view>
-
-namespace dlavm::vta {
-
-std::string replay_source(const Program& p, std::string_view function,
-                          std::span<const std::string> dims);
-
-// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
-// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
-std::string regions_source(const Program& p);
-
-// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
-// layout), `kUopDepth` and `kElemBytes`.
-std::string config_source(const Config& c);
-
-// An index expression as C++ over the given names of its variables (runtime's floor_div,
-// floor_mod, min and max): what replay_source writes for each field.
-std::string cpp_expr(const ne::Expr& e,
-                     const std::function<std::string(const ne::VarNode&)>& name_of);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/codegen-inl.hpp
-// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
-
-// begin dlavm/vta/codegen.hpp
-// end dlavm/vta/codegen.hpp
-
-#include <fmt/format.h>
-
-#include <iterator>
-#include <limits>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
-                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
-  using ne::Kind;
-  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
-  switch (e.kind()) {
-    case Kind::IntImm: {
-      const auto v = e.as<ne::IntImmNode>()->value;
-      // INT64_MIN has no literal; every other value is a literal of the right type
-      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
-      // ne folds constant subexpressions, so no two literals meet in an int operation; a
-      // literal past int's range is a long by itself
-      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
-    }
-    case Kind::Var:
-      return name_of(*e.as<ne::VarNode>());
-    case Kind::Not:
-      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
-    case Kind::Select: {
-      const auto* s = e.as<ne::SelectNode>();
-      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
-    }
-    default:
-      break;
-  }
-  const auto* b = e.as<ne::BinaryNode>();
-  const auto a = sub(b->a), c = sub(b->b);
-  const auto divisor = [&](const char* op) {
-    const auto* k = b->b.as<ne::IntImmNode>();
-    if (k == nullptr || k->value < 1)
-      raise<ValueError>(
-          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
-          "constants",
-          e, op, b->b);
-  };
-  switch (e.kind()) {
-    case Kind::Add:
-      return fmt::format("({} + {})", a, c);
-    case Kind::Sub:
-      return fmt::format("({} - {})", a, c);
-    case Kind::Mul:
-      return fmt::format("({} * {})", a, c);
-    case Kind::FloorDiv:
-      divisor("divides");
-      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
-    case Kind::FloorMod:
-      divisor("takes a modulo");
-      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
-    case Kind::Min:
-      return fmt::format("dlavm::runtime::min({}, {})", a, c);
-    case Kind::Max:
-      return fmt::format("dlavm::runtime::max({}, {})", a, c);
-    case Kind::EQ:
-      return fmt::format("std::int64_t({} == {})", a, c);
-    case Kind::NE:
-      return fmt::format("std::int64_t({} != {})", a, c);
-    case Kind::LT:
-      return fmt::format("std::int64_t({} < {})", a, c);
-    case Kind::LE:
-      return fmt::format("std::int64_t({} <= {})", a, c);
-    case Kind::GT:
-      return fmt::format("std::int64_t({} > {})", a, c);
-    case Kind::GE:
-      return fmt::format("std::int64_t({} >= {})", a, c);
-    case Kind::And:
-      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
-    case Kind::Or:
-      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
-    default:
-      raise<ValueError>("replay_source: unexpected expression `{}`", e);
-  }
-}
-
-namespace detail {
-
-// Prints the program's statements as C++, one Replay call per intrinsic, as the host
-// Emitter (vta/program-inl.hpp) evaluates them.
-class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
- public:
-  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
-
-  fmt::memory_buffer out;
-
-  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    const auto name = fmt::format("i{}", loops_++);
-    const auto lo = index(n.min), extent = index(n.extent);
-    names_[n.var.id()] = name;
-    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
-         extent);
-    ++depth_;
-    visit(n.body);
-    --depth_;
-    line("}}");
-    names_.erase(n.var.id());
-  }
-  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-    line("if ({} != 0) {{", index(n.cond));
-    ++depth_;
-    visit(n.then_case);
-    --depth_;
-    if (n.else_case.defined()) {
-      line("}} else {{");
-      ++depth_;
-      visit(n.else_case);
-      --depth_;
-    }
-    line("}}");
-  }
-  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
-                         n.buffer.name());
-  }
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
-    const te::CallNode* call = kernel_call(n.body);
-    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
-    line("r.kernel_begin();");
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    const auto& c = *call;
-    if (c.name == intrin::alu) {
-      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
-           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
-           region(c.buffers[1]));
-    } else if (c.name == intrin::gemm_reset) {
-      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
-    } else {
-      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
-           region(c.buffers[1]), region(c.buffers[2]));
-    }
-  }
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const auto& name = call->name;
-    const auto& a = call->args;
-    if (in_kernel_) {
-      if (name == intrin::uop_loop_begin) {
-        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
-      } else if (name == intrin::uop_loop_end) {
-      } else if (name == intrin::gemm) {
-        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
-             offset(call->buffers[2], a[2]));
-      } else if (name == intrin::gemm_reset) {
-        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
-      } else if (name == intrin::alu) {
-        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-      return;
-    }
-    if (name == intrin::load) {
-      line(
-          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
-          "return false;",
-          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
-          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
-          value(a[7]), value(a[8]), value(a[9]));
-    } else if (name == intrin::store) {
-      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
-           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
-           value(a[4]), value(a[5]));
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-  }
-
-  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
-  std::string prologue() const {
-    std::string s;
-    for (std::size_t k = 0; k < dims_.size(); ++k)
-      if (used_[k])
-        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
-    return s;
-  }
-
- private:
-  template <class... Args>
-  void line(fmt::format_string<Args...> f, Args&&... args) {
-    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
-    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-    out.push_back('\n');
-  }
-
-  std::string index(const ne::Expr& e) {
-    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
-      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
-      for (std::size_t k = 0; k < dims_.size(); ++k)
-        if (dims_[k] == v.name) {
-          used_.resize(dims_.size());
-          used_[k] = true;
-          return fmt::format("d{}", k);
-        }
-      raise<ValueError>(
-          "program '{}': reads the symbolic dim '{}', which the replay is not given "
-          "(given: {})",
-          prog_.name(), v.name, fmt::join(dims_, ", "));
-    });
-  }
-  std::string value(const te::Expr& e) {
-    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
-    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
-    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
-  }
-  // An SRAM buffer's base plus an offset.
-  std::string offset(const te::Buffer& b, const te::Expr& e) {
-    const auto it = prog_.sram().find(b.get());
-    if (it == prog_.sram().end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    if (const auto* c = e.as<te::IntImmNode>())
-      return fmt::format("{}", it->second.base + c->value);
-    return fmt::format("{} + {}", it->second.base, value(e));
-  }
-  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
-  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
-
-  static const te::CallNode* kernel_call(const tir::Stmt& body) {
-    struct Find : tir::StmtVisitor<Find> {
-      const te::CallNode* call = nullptr;
-      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        const auto* c = n.value.as<te::CallNode>();
-        if (c != nullptr &&
-            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
-          call = c;
-      }
-    } find;
-    find.visit(body);
-    return find.call;
-  }
-
-  const Program& prog_;
-  std::span<const std::string> dims_;
-  std::vector<bool> used_;
-  std::unordered_map<std::uint64_t, std::string> names_;
-  int loops_ = 0, depth_ = 1;
-  bool in_kernel_ = false;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE std::string regions_source(const Program& p) {
-  std::string s = "{";
-  for (const auto& r : p.regions())
-    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}}}", s.size() > 1 ? ", " : "",
-                     static_cast<int>(r.memory), r.begin, r.end);
-  return s + "}";
-}
-
-DLAVM_INLINE std::string config_source(const Config& c) {
-  std::string elem;
-  for (int m = 0; m < runtime::kMemIdCount; ++m)
-    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
-  return fmt::format(
-      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
-      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
-      "inline constexpr std::uint32_t kUopDepth = {};\n"
-      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
-      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
-      elem);
-}
-
-DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
-                                       std::span<const std::string> dims) {
-  detail::ReplayPrinter printer(p, dims);
-  printer.visit(p.func().body);
-  return fmt::format(
-      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
-      "template <class Storage>\n"
-      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
-      "  (void)dims;\n"
-      "{}{}"
-      "  return r.ok();\n"
-      "}}\n",
-      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
-      fmt::to_string(printer.out));
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/codegen-inl.hpp
-#endif
 // end dlavm/vta/codegen.hpp
 // begin dlavm/vta/hw.hpp
 // The VTA hardware model: configuration (vta_config.json), checked ISA encoding and
@@ -26725,7 +28047,9 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
 
 // begin dlavm/runtime.hpp
 // Runtime layer: the firmware-sized part (standard library only, builds with -fno-exceptions
-// -fno-rtti): the VTA bit layout and raw pack/unpack, encoded streams, the VTA driver API.
+// -fno-rtti, no heap): the VTA bit layout, the stream writer and the replay of lowered
+// programs, the host steps' kernels, the model files and a model's session over the VTA
+// driver API.
 
 // begin dlavm/runtime/driver_api.hpp
 // The C interface of the public VTA driver (vta/driver.h in TVM): memory allocation with
@@ -26791,8 +28115,316 @@ struct VtaDriverApi {
 // end dlavm/runtime/driver_api.hpp
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/runtime/model_file.hpp
+// end dlavm/runtime/model_file.hpp
+// begin dlavm/runtime/replay.hpp
+// end dlavm/runtime/replay.hpp
+// begin dlavm/runtime/session.hpp
+// A model's session in firmware: the memory of its plan (one block from the VTA driver, the
+// plan's regions at their offsets), its weights and static streams loaded and checked, and
+// the steps the generated code runs: static streams placed once, symbolic streams replayed
+// into the insts and uop regions for the dims of a run, both run through VTADeviceRun; host
+// steps run between them on the block's memory (runtime/kernels.hpp). The generated header
+// (deploy::emit) drives it:
+//
+//   mlp::Session s;                                     // dlavm::runtime::Session<Api>
+//   if (s.open(mlp::kInfo) != Ok || mlp::load_params(s, weights, n) != Ok ||
+//       mlp::prepare(s) != Ok) ...
+//   std::memcpy(mlp::input_x(s), x, 37 * 64);
+//   mlp::run(s, 37);                                    // batch = 37
+//
+// The plan's addresses are absolute (the region map's bases); the block the driver returns
+// may sit elsewhere, so every static stream's DRAM fields are moved by the difference when it
+// is placed (`relocs`: the instructions that carry an address). Standard library only, no
+// exceptions, no heap, C++17.
+
+// begin dlavm/runtime/driver_api.hpp
+// end dlavm/runtime/driver_api.hpp
+// begin dlavm/runtime/model_file.hpp
+// end dlavm/runtime/model_file.hpp
+// begin dlavm/runtime/replay.hpp
+// end dlavm/runtime/replay.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace dlavm::runtime {
+
+struct RegionSpan {
+  std::uint64_t base = 0, bytes = 0;
+};
+
+// What the generated header says of a model.
+struct ModelInfo {
+  const char* name = "";
+  ConfigId config;
+  std::uint64_t base = 0, end = 0;  // the plan's addresses [base, end)
+  RegionSpan weight, runtime, cache, insts, uop;
+  std::uint64_t alignment = 256;
+  std::uint64_t weights_bytes = 0, weights_checksum = 0;
+  std::uint64_t insts_bytes = 0, insts_checksum = 0;  // the insts file's payload
+};
+
+// A stream whose words the generator wrote (all dims static): planned addresses, placed at
+// its slots in the insts and uop regions; `relocs` lists the instructions with DRAM addresses.
+struct StaticStream {
+  const InsnWord* insns = nullptr;
+  std::uint32_t insn_count = 0;
+  const std::uint32_t* uops = nullptr;
+  std::uint32_t uop_count = 0;
+  std::uint64_t insn_addr = 0, uop_addr = 0;
+  const std::uint32_t* relocs = nullptr;
+  std::uint32_t reloc_count = 0;
+};
+
+// Where a replayed stream goes and what it needs: its slots and the caller's work arrays.
+struct ReplaySlots {
+  std::uint64_t insn_addr = 0, insn_capacity = 0;
+  std::uint64_t uop_addr = 0, uop_capacity = 0;
+  std::uint32_t* relocs = nullptr;
+  KernelSlot* kernels = nullptr;
+  KernelSlot* resident = nullptr;
+  std::size_t kernel_capacity = 0;
+  UopOp* ops = nullptr;
+  std::size_t op_capacity = 0;
+  RegionState* states = nullptr;
+};
+
+template <class Api = VtaDriverApi>
+class Session {
+ public:
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() { close(); }
+
+  // Allocates the plan's memory (one block) and the device.
+  ModelStatus open(const ModelInfo& info) {
+    close();
+    info_ = &info;
+    const auto bytes = static_cast<std::size_t>(info.end - info.base);
+    block_ = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
+    if (block_ == nullptr) return fail(ModelStatus::NoMemory);
+    phys_ = Api::phy_addr(block_);
+    // every planned offset keeps its alignment only if the block keeps the plan's
+    if ((phys_ - info.base) % info.alignment != 0) return fail(ModelStatus::Misaligned);
+    device_ = Api::device_alloc();
+    if (device_ == nullptr) return fail(ModelStatus::NoMemory);
+    return ModelStatus::Ok;
+  }
+  void close() {
+    if (device_ != nullptr) Api::device_free(device_);
+    if (block_ != nullptr) Api::mem_free(block_);
+    device_ = nullptr;
+    block_ = nullptr;
+    weights_ = streams_ = false;
+  }
+  bool is_open() const { return block_ != nullptr && device_ != nullptr; }
+  // Open, its weights loaded and its static streams placed: runs may start.
+  bool ready() const { return is_open() && weights_ && streams_; }
+  const ModelInfo& info() const { return *info_; }
+
+  // The bytes at planned address `addr` (the CPU's view) and its physical address.
+  template <class T>
+  T* at(std::uint64_t addr) {
+    return reinterpret_cast<T*>(static_cast<std::uint8_t*>(block_) + (addr - info_->base));
+  }
+  std::uint64_t phys(std::uint64_t addr) const { return phys_ + (addr - info_->base); }
+
+  // The weights file: checked (kind, version, configuration, size, checksum, this model's)
+  // and copied to the weight region.
+  ModelStatus load_params(const std::uint8_t* file, std::size_t size) {
+    if (!is_open()) return fail(ModelStatus::NotOpen);
+    FileHeader h;
+    const ModelStatus st = check_model_file(file, size, FileKind::Weights, info_->config, h);
+    if (st != ModelStatus::Ok) return fail(st);
+    if (h.payload_bytes != info_->weights_bytes || h.checksum != info_->weights_checksum)
+      return fail(ModelStatus::WrongModel);
+    copy_in(info_->weight.base, file + kFileHeaderBytes, static_cast<std::size_t>(h.payload_bytes));
+    weights_ = true;
+    return ModelStatus::Ok;
+  }
+
+  // Places the static streams, from the header's words.
+  ModelStatus place(const StaticStream* streams, std::size_t n) {
+    if (!is_open()) return fail(ModelStatus::NotOpen);
+    for (std::size_t k = 0; k < n; ++k) place_one(streams[k], streams[k].insns, nullptr);
+    streams_ = true;
+    return ModelStatus::Ok;
+  }
+  // ... or from the insts file (checked as the weights are): the same words, for firmware that
+  // keeps them out of its image. `streams` gives their slots and relocations.
+  ModelStatus place(const StaticStream* streams, std::size_t n, const std::uint8_t* file,
+                    std::size_t size) {
+    if (!is_open()) return fail(ModelStatus::NotOpen);
+    FileHeader h;
+    const ModelStatus st = check_model_file(file, size, FileKind::Insts, info_->config, h);
+    if (st != ModelStatus::Ok) return fail(st);
+    if (h.payload_bytes != info_->insts_bytes || h.checksum != info_->insts_checksum)
+      return fail(ModelStatus::WrongModel);
+    const std::uint8_t* p = file + kFileHeaderBytes;
+    for (std::size_t k = 0; k < n; ++k) {
+      place_one(streams[k], nullptr, p);
+      p += streams[k].insn_count * sizeof(InsnWord) + streams[k].uop_count * 4;
+    }
+    streams_ = true;
+    return ModelStatus::Ok;
+  }
+
+  // Runs a placed static stream.
+  ModelStatus run(const StaticStream& s) {
+    if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
+    log_stream(at<InsnWord>(s.insn_addr), s.insn_count);
+    return run_at(s.insn_addr, s.insn_count);
+  }
+
+  // Replays a symbolic program for `dims` into its slots and runs it. `replay` is the
+  // generated function; `params` the planned addresses of its parameters.
+  template <class Fn>
+  ModelStatus replay(Fn replay, const SramRegion* regions, std::size_t region_count,
+                     const std::uint64_t* params, std::uint64_t* params_phys,
+                     std::size_t param_count, const std::int64_t* dims, const ReplaySlots& slots) {
+    if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
+    for (std::size_t k = 0; k < param_count; ++k) params_phys[k] = phys(params[k]);
+    SpanStorage st(at<InsnWord>(slots.insn_addr), static_cast<std::size_t>(slots.insn_capacity),
+                   at<std::uint32_t>(slots.uop_addr), static_cast<std::size_t>(slots.uop_capacity),
+                   slots.relocs, slots.kernels, slots.resident, slots.kernel_capacity);
+    StreamWriter<SpanStorage> w(layout_, uop_depth_, st);
+    Replay<SpanStorage> r(w, uop_depth_, elem_, regions, slots.states, region_count, params_phys,
+                          {slots.ops, slots.op_capacity});
+    if (!replay(r, dims) || !w.finish()) {
+      writer_error_ = w.error();
+      return fail(ModelStatus::StreamError);
+    }
+    // the LOAD UOPs address the micro-op buffer from its start: move them to its slot
+    const std::uint64_t uop_base = phys(slots.uop_addr) / 4;
+    const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
+    for (std::size_t i = 0; i < st.reloc_count(); ++i) {
+      InsnWord& word = st.insn(st.relocs()[i]);
+      const std::uint64_t a = get_field(word, dram) + uop_base;
+      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
+      put_field(word, dram, a);
+    }
+    log_stream(st.insns(), st.insn_count());
+    return run_at(slots.insn_addr, static_cast<std::uint32_t>(st.insn_count()));
+  }
+
+  // The ISA facts replays and relocations need (the generated header's constants).
+  void set_target(const IsaLayout& layout, std::uint32_t uop_depth, const ElemBytes& elem) {
+    layout_ = layout;
+    uop_depth_ = uop_depth;
+    elem_ = elem;
+  }
+
+  // Debug: called with a line per step and per transfer (DMA) of each stream run.
+  using LogFn = void (*)(const char* line, void* context);
+  void set_log(LogFn fn, void* context) {
+    log_ = fn;
+    log_context_ = context;
+  }
+  void log(const char* line) {
+    if (log_ != nullptr) log_(line, log_context_);
+  }
+
+  ModelStatus status() const { return status_; }
+  const WriterError& writer_error() const { return writer_error_; }
+  std::uint32_t wait_cycles = 100000000;
+
+ private:
+  ModelStatus fail(ModelStatus s) {
+    status_ = s;
+    return s;
+  }
+  void copy_in(std::uint64_t addr, const void* src, std::size_t n) {
+    if (n > 0) std::memcpy(at<std::uint8_t>(addr), src, n);
+  }
+  void place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
+    InsnWord* dst = at<InsnWord>(s.insn_addr);
+    for (std::uint32_t i = 0; i < s.insn_count; ++i) {
+      if (words != nullptr) {
+        dst[i] = words[i];
+      } else {
+        for (int h = 0; h < 2; ++h) {
+          std::uint64_t v = 0;
+          for (int b = 0; b < 8; ++b) v |= std::uint64_t{bytes[i * 16 + h * 8 + b]} << (8 * b);
+          dst[i].word[h] = v;
+        }
+      }
+    }
+    std::uint32_t* uops = at<std::uint32_t>(s.uop_addr);
+    const std::uint8_t* ub = bytes != nullptr ? bytes + s.insn_count * 16 : nullptr;
+    for (std::uint32_t i = 0; i < s.uop_count; ++i)
+      uops[i] = ub != nullptr ? static_cast<std::uint32_t>(ub[4 * i]) |
+                                    static_cast<std::uint32_t>(ub[4 * i + 1]) << 8 |
+                                    static_cast<std::uint32_t>(ub[4 * i + 2]) << 16 |
+                                    static_cast<std::uint32_t>(ub[4 * i + 3]) << 24
+                              : s.uops[i];
+    // the block sits `delta` bytes from the plan: move every DRAM address by it
+    const std::uint64_t delta = phys_ - info_->base;
+    if (delta == 0) return;
+    const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
+    const FieldPos mem = layout_.pos(Form::Mem, Field::memory_type);
+    for (std::uint32_t i = 0; i < s.reloc_count; ++i) {
+      InsnWord& word = dst[s.relocs[i]];
+      const auto m = static_cast<std::size_t>(get_field(word, mem));
+      const std::uint64_t a = get_field(word, dram) + delta / elem_.of[m];
+      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
+      put_field(word, dram, a);
+    }
+  }
+  ModelStatus run_at(std::uint64_t insn_addr, std::uint32_t count) {
+    // the CPU wrote the streams and the host steps' values: VTA must see them, and the CPU
+    // what VTA stores
+    const std::uint64_t span = info_->end - info_->base;
+    Api::flush(block_, static_cast<vta_phy_addr_t>(phys_), static_cast<int>(span));
+    const int rc =
+        Api::device_run(device_, static_cast<vta_phy_addr_t>(phys(insn_addr)), count, wait_cycles);
+    Api::invalidate(block_, static_cast<vta_phy_addr_t>(phys_), static_cast<int>(span));
+    return rc == 0 ? ModelStatus::Ok : fail(ModelStatus::DeviceError);
+  }
+  void log_stream(const InsnWord* words, std::size_t n) {
+    if (log_ == nullptr) return;
+    char line[160];
+    for (std::size_t i = 0; i < n; ++i) {
+      const InsnFields f = unpack(layout_, words[i]);
+      if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) continue;
+      std::snprintf(
+          line, sizeof line, "  #%zu %s %s sram %llu dram 0x%llx rows %llu x %llu stride %llu", i,
+          opcode_name(f.opcode), mem_name(f.memory_type),
+          static_cast<unsigned long long>(f.sram_base),
+          static_cast<unsigned long long>(
+              f.dram_base *
+              (f.memory_type == MemId::Uop ? 4 : elem_.of[static_cast<int>(f.memory_type)])),
+          static_cast<unsigned long long>(f.y_size), static_cast<unsigned long long>(f.x_size),
+          static_cast<unsigned long long>(f.x_stride));
+      log(line);
+    }
+  }
+
+  const ModelInfo* info_ = nullptr;
+  void* block_ = nullptr;
+  std::uint64_t phys_ = 0;
+  VTADeviceHandle device_ = nullptr;
+  bool weights_ = false, streams_ = false;
+  IsaLayout layout_ = IsaLayout::default_layout();
+  std::uint32_t uop_depth_ = 8192;
+  ElemBytes elem_ = {{4, 256, 16, 64, 16, 16}};
+  ModelStatus status_ = ModelStatus::Ok;
+  WriterError writer_error_{};
+  LogFn log_ = nullptr;
+  void* log_context_ = nullptr;
+};
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/session.hpp
 // begin dlavm/runtime/stream.hpp
 // end dlavm/runtime/stream.hpp
+// begin dlavm/runtime/writer.hpp
+// end dlavm/runtime/writer.hpp
 // end dlavm/runtime.hpp
 // begin dlavm/vta/hw/builder.hpp
 // end dlavm/vta/hw/builder.hpp

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "../../examples/model_check.hpp"
+#include "random_networks.hpp"
 #include <cstdint>
 #include <random>
 #include <span>
@@ -20,14 +21,6 @@ namespace ne = dlavm::ne;
 namespace te = dlavm::te;
 namespace vta = dlavm::vta;
 using dlavm::DType;
-
-struct Rng {
-  std::mt19937_64 engine;
-  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(engine);
-  }
-  bool coin() { return (*this)(0, 1) == 1; }
-};
 
 // A random epilogue on an int32 accumulator `acc`: bias, residual sum, then requantize (and
 // maybe relu or clip) or a wrapping cast to int8. `extra` collects new inputs.

@@ -129,77 +129,17 @@ void conv_property(int trials, std::uint64_t seed) {
   CHECK(share >= 0.95);
 }
 
-// A random multi-layer network over a [batch, C, H, W] image: convolutions (random kernel,
-// strides and per-side padding) with requantizing epilogues and residual sums of earlier
-// values of the same shape, max and average poolings, and a dense head over the flattened
-// map, the earlier feature maps sometimes results too.
 void check_network(Rng& rng, std::uint64_t seed) {
-  const bool symbolic = rng.coin();
-  const ne::Expr batch = symbolic ? ne::Expr(ne::var("batch", 1, 3)) : ne::Expr(rng(1, 2));
-  const std::int64_t c0 = rng(1, 24);
-  ne::Expr h = rng(8, 24), w = rng(8, 24);
-  auto x = graph::input("x", {batch, c0, h, w}, DType::int8());
-  struct Value {
-    graph::Expr e;
-    std::int64_t c;
-    ne::Expr h, w;
-  };
-  std::vector<Value> values{{x, c0, h, w}};
-  std::vector<graph::Expr> results;
-  const auto window = [](const ne::Expr& e, std::int64_t pads, std::int64_t k, std::int64_t s) {
-    return ne::simplify(ne::floordiv(e + pads - k, s) + 1);
-  };
-  std::string layers;
-  for (int layer = 0; layer < 6; ++layer) {
-    const Value v = values.back();
-    const std::int64_t hv = ne::bounds(v.h).min, wv = ne::bounds(v.w).min;
-    if (rng(0, 3) > 0) {  // a convolution
-      const std::int64_t k = std::min({rng(1, 5), hv, wv}), s = rng(1, 2);
-      const std::array<std::int64_t, 4> pad{rng(0, k - 1), rng(0, k - 1), rng(0, k - 1),
-                                            rng(0, k - 1)};
-      const std::int64_t out = rng(4, 40);
-      auto wt = graph::constant(
-          fmt::format("w{}", layer),
-          te::NDArray::random(DType::int8(), {out, v.c, k, k}, seed * 10 + layer, -8, 8));
-      auto acc = graph::conv2d(v.e, wt, {.strides = {s, s}, .padding = pad});
-      const Value next{
-          {}, out, window(v.h, pad[0] + pad[2], k, s), window(v.w, pad[1] + pad[3], k, s)};
-      for (const auto& r : values)
-        if (r.c == out && ne::equal(r.h, next.h) && ne::equal(r.w, next.w) && rng.coin()) {
-          acc = graph::add(acc, graph::cast(r.e, DType::int32()));
-          break;
-        }
-      auto y =
-          graph::requantize(acc, {.shift = rng(4, 8), .rounding = dlavm::host::Rounding::Nearest});
-      values.push_back({rng.coin() ? graph::relu(y) : y, next.c, next.h, next.w});
-      layers += fmt::format(" conv{}x{}/{} pad {}", k, k, s, fmt::join(pad, ","));
-    } else {  // a pooling
-      const std::int64_t k = std::min({rng(1, 3), hv, wv}), s = rng(1, 2);
-      const std::array<std::int64_t, 4> pad{rng(0, k - 1), rng(0, k - 1), rng(0, k - 1),
-                                            rng(0, k - 1)};
-      const dlavm::host::Pool2dParams p{.pool_size = {k, k}, .strides = {s, s}, .padding = pad};
-      const bool max = rng.coin();
-      values.push_back({max ? graph::max_pool2d(v.e, p) : graph::avg_pool2d(v.e, p), v.c,
-                        window(v.h, pad[0] + pad[2], k, s), window(v.w, pad[1] + pad[3], k, s)});
-      layers += fmt::format(" {}pool{}/{} pad {}", max ? "max" : "avg", k, s, fmt::join(pad, ","));
-    }
-    if (rng(0, 4) == 0) results.push_back(values.back().e);
-  }
-  const Value& last = values.back();
-  const std::int64_t features = last.c * *ne::simplify(last.h * last.w).as_int();
-  auto head = graph::dense(
-      graph::flatten(last.e),
-      graph::constant("fc", te::NDArray::random(DType::int8(), {10, features}, seed, -8, 8)));
-  results.push_back(graph::requantize(head, {.shift = 6}));
-  INFO("network", symbolic ? " over a symbolic batch:" : ":", layers);
-  const auto fn = graph::function({x}, results);
+  const auto net = random_graphs::random_network(rng, seed);
+  INFO("network", net.symbolic ? " over a symbolic batch:" : ":", net.layers);
+  const auto& fn = net.fn;
   auto mod = graph::build(fn, graph::Target{});
   random_graphs::check_plan(mod);  // and the runs below on it equal the reference
   int steps = 0;
-  for (const std::int64_t b : {std::int64_t{1}, ne::bounds(batch).max}) {
+  for (const std::int64_t b : {std::int64_t{1}, net.max_batch}) {
     const ne::Binding binding[] = {{"batch", b}};
-    steps = random_graphs::check_module(mod, fn,
-                                        symbolic ? binding : std::span<const ne::Binding>{}, seed);
+    steps = random_graphs::check_module(
+        mod, fn, net.symbolic ? binding : std::span<const ne::Binding>{}, seed);
   }
   CHECK(steps >= 1);
 }

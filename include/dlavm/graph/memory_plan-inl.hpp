@@ -178,9 +178,13 @@ DLAVM_INLINE std::string MemoryPlan::report(const Module& m) const {
 }
 
 DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
-  const auto a = options.alignment;
-  if (a < 1 || (a & (a - 1)) != 0)
-    raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0)
+    raise<ConfigError>("memory plan: alignment {} is not a power of two", options.alignment);
+  // every DRAM address VTA reads is a whole number of its elements
+  std::int64_t a = options.alignment;
+  for (int mem = 0; mem < runtime::kMemIdCount; ++mem)
+    a = std::max<std::int64_t>(
+        a, static_cast<std::int64_t>(m.env().config.elem_bytes(static_cast<runtime::MemId>(mem))));
   const auto& values = m.values();
   const auto& steps = m.steps();
   MemoryPlan plan;

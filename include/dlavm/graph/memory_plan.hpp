@@ -57,8 +57,9 @@ struct PlanOptions {
   std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
                                       {"runtime", "weight"},        {"cache", "runtime"},
                                       {"insts", "cache"},           {"uop", "insts"}};
-  std::int64_t alignment = 256;  // bytes, a power of two (at least VTA's largest element)
-  bool reuse = true;             // runtime buffers share bytes when their lifetimes do not meet
+  // bytes, a power of two; the plan aligns to VTA's largest element where that is larger
+  std::int64_t alignment = 256;
+  bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
   std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
   // The stream regions' bytes; unset: one stream at a time, the largest any step can write
   // (Program::stream_bound), which is how graph::Module runs.

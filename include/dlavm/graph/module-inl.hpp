@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 namespace dlavm::graph {
@@ -208,10 +210,34 @@ DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) 
 }
 
 DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
-                                       std::span<const ne::Binding> bindings) const {
+                                       std::span<const ne::Binding> bindings,
+                                       const std::string& dump_dir) const {
   const ModuleStep& step = steps_[index];
   const vta::Stream& stream = r.stream(*this, index, bindings);
+  // a dump: the parameters' slots as VTA reads them, the output's as it leaves it
+  std::string dir;
+  std::vector<vta::ManifestBuffer> dumped;
+  const auto dump = [&](std::size_t v, bool output) {
+    const auto& value = values_[v];
+    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
+    r.device().copy_out(r.buffer(value.storage.region),
+                        static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
+    std::string name = fmt::format("v{}", v);
+    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
+    dumped.push_back(
+        {name, r.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
+  };
+  if (!dump_dir.empty()) {
+    dir = fmt::format("{}/step{:02}_{}", dump_dir, index, step.program->name());
+    std::filesystem::create_directories(dir);
+    for (auto in : step.inputs) dump(in, false);
+  }
   const vta::RunResult result = r.device().run_at(stream, r.streams());
+  if (!dump_dir.empty()) {
+    dump(step.output, true);
+    vta::dump_stream(dir, env_.config, stream, r.buffer(RegionKind::Uop).phys, std::move(dumped));
+  }
   StepStats s;
   s.instructions = stream.insns.size();
   s.uops = stream.uops.size();
@@ -273,7 +299,7 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     const auto start = std::chrono::steady_clock::now();
     switch (step.kind) {
       case ModuleStep::Kind::Vta:
-        s = run_vta(resident, i, bindings);
+        s = run_vta(resident, i, bindings, options.dump_dir);
         arrays[step.output].reset();
         // the plan gives its bytes to later values after its last reader: keep it now
         if (options.keep_values) host_array(step.output);

@@ -134,6 +134,11 @@ struct ModuleRun {
 
 struct ModuleRunOptions {
   bool keep_values = false;  // keep every intermediate array (Module::value_of)
+  // When set: each VTA step's stream, micro-ops and DRAM images (its parameters' slots before
+  // the run, its output's after) with a manifest of their device addresses, in
+  // <dump_dir>/step<NN>_<program>/, so that VTA's functional simulator can replay the model
+  // step by step (vta::load_dump, vta::replay).
+  std::string dump_dir = {};
 };
 
 class Module {
@@ -194,7 +199,8 @@ class Module {
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
-  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b) const;
+  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b,
+                    const std::string& dump_dir) const;
 
   std::string name_;
   vta::Env env_;

@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/float_ops.hpp>
+#include <dlavm/runtime/kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -21,27 +22,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   const auto split = detail::split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
-  const float* src = x.fdata().data();
-  float* dst = y.fdata().data();
-  for (std::int64_t o = 0; o < split.outer; ++o)
-    for (std::int64_t i = 0; i < split.inner; ++i) {
-      // one row along the axis: elements base + j * inner
-      const std::int64_t base = o * split.extent * split.inner + i;
-      const std::int64_t step = split.inner;
-      float m = src[base];
-      for (std::int64_t j = 1; j < split.extent; ++j) {
-        const float v = src[base + j * step];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < split.extent; ++j) {
-        const float e = std::exp(src[base + j * step] - m);
-        dst[base + j * step] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < split.extent; ++j) dst[base + j * step] /= s;
-    }
+  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
   return y;
 }
 

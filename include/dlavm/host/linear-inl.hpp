@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/linear.hpp>
+#include <dlavm/runtime/kernels.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -12,21 +13,6 @@
 namespace dlavm::host {
 
 namespace detail {
-
-// y[m, n] = sum_k x[m, k] * w[n, k] over contiguous rows (T: uint32_t wraps, float).
-template <class T>
-void dense_gemm(const T* x, const T* w, T* y, std::int64_t rows, std::int64_t n_out,
-                std::int64_t k_in) {
-  for (std::int64_t m = 0; m < rows; ++m) {
-    const T* xr = x + m * k_in;
-    for (std::int64_t n = 0; n < n_out; ++n) {
-      const T* wr = w + n * k_in;
-      T acc = 0;
-      for (std::int64_t k = 0; k < k_in; ++k) acc += xr[k] * wr[k];
-      y[m * n_out + n] = acc;
-    }
-  }
-}
 
 // y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
 template <class T>
@@ -60,11 +46,11 @@ DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
   const std::int64_t rows =
       element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
   if (out_dtype.is_float()) {
-    detail::dense_gemm(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
   } else {
     const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
     std::vector<std::uint32_t> ys(y.size());
-    detail::dense_gemm(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
     detail::store_i32(ys, y);
   }
   return y;

@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/pool.hpp>
+#include <dlavm/runtime/kernels.hpp>
 
 #include <fmt/format.h>
 
@@ -17,9 +18,7 @@ namespace dlavm::host {
 
 namespace detail {
 
-struct PoolDims {
-  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
-};
+using PoolDims = runtime::PoolShape;
 
 inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
   validate(p, who);
@@ -38,76 +37,16 @@ inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool
   return d;
 }
 
-// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
-// of its window that lie inside the input plane.
-template <class T, class Reduce>
-void for_each_window(const T* x, T* y, const PoolDims& d, Reduce&& reduce) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
-    T* out = y + p * d.oh * d.ow;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const std::int64_t y0 = std::max<std::int64_t>(0, oy * d.sh - d.pt);
-      const std::int64_t y1 = std::min(d.h, oy * d.sh - d.pt + d.kh);
-      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
-        const std::int64_t x0 = std::max<std::int64_t>(0, ox * d.sw - d.pl);
-        const std::int64_t x1 = std::min(d.w, ox * d.sw - d.pl + d.kw);
-        out[oy * d.ow + ox] = reduce(plane, y0, y1, x0, x1);
-      }
-    }
-  }
-}
-
-template <class T>
-T window_max(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
-             std::int64_t x1) {
-  T m = plane[y0 * w + x0];
-  for (std::int64_t iy = y0; iy < y1; ++iy)
-    for (std::int64_t ix = x0; ix < x1; ++ix) {
-      const T v = plane[iy * w + ix];
-      if constexpr (std::is_floating_point_v<T>) {
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) return m;
-      } else {
-        m = std::max(m, v);
-      }
-    }
-  return m;
-}
-
-// Sum of the window: int64 for integers (exact for inputs of at most 32 bits), float32 in
-// row-major order for floats.
-template <class T, class Acc>
-Acc window_sum(const T* plane, std::int64_t w, std::int64_t y0, std::int64_t y1, std::int64_t x0,
-               std::int64_t x1) {
-  Acc s = 0;
-  for (std::int64_t iy = y0; iy < y1; ++iy)
-    for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * w + ix];
-  return s;
-}
-
 inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
                             bool count_include_pad) {
   if (x.dtype().is_integral() && x.dtype().bits() > 32)
     raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
                      x.dtype());
   te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  auto count = [&](std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-    return count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
-  };
-  if (x.dtype().is_float()) {
-    for_each_window(x.fdata().data(), y.fdata().data(), d,
-                    [&](const float* plane, auto y0, auto y1, auto x0, auto x1) {
-                      const float s = window_sum<float, float>(plane, d.w, y0, y1, x0, x1);
-                      return s / static_cast<float>(count(y0, y1, x0, x1));
-                    });
-  } else {
-    for_each_window(x.data().data(), y.data().data(), d,
-                    [&](const std::int64_t* plane, auto y0, auto y1, auto x0, auto x1) {
-                      const auto s =
-                          window_sum<std::int64_t, std::int64_t>(plane, d.w, y0, y1, x0, x1);
-                      return floor_div(s, count(y0, y1, x0, x1));
-                    });
-  }
+  if (x.dtype().is_float())
+    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
+  else
+    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
   return y;
 }
 
@@ -135,13 +74,10 @@ DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
 DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
   const auto d = detail::pool_dims("host::max_pool2d", x, p);
   te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  auto reduce = [&](const auto* plane, auto y0, auto y1, auto x0, auto x1) {
-    return detail::window_max(plane, d.w, y0, y1, x0, x1);
-  };
   if (x.dtype().is_float())
-    detail::for_each_window(x.fdata().data(), y.fdata().data(), d, reduce);
+    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
   else
-    detail::for_each_window(x.data().data(), y.data().data(), d, reduce);
+    runtime::pool_window_max(x.data().data(), y.data().data(), d);
   return y;
 }
 

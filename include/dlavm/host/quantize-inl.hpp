@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/quantize.hpp>
+#include <dlavm/runtime/kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -62,17 +63,7 @@ DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams
 }
 
 DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
-  if (std::isnan(v)) return 0;
-  // round half to even, independent of the floating-point environment
-  const double x = v;
-  double r = std::floor(x);
-  const double frac = x - r;  // exact: x has 24 significant bits
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  const auto lo = static_cast<double>(dtype.min_value());
-  const auto hi = static_cast<double>(dtype.max_value());
-  if (r <= lo) return dtype.min_value();
-  if (r >= hi) return dtype.max_value();
-  return static_cast<std::int64_t>(r);
+  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
 }
 
 DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {

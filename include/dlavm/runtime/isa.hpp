@@ -560,7 +560,7 @@ constexpr std::uint64_t low_mask(int width) {
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
 constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
   if (p.width == 0) return;
-  w.word[p.offset / 64] |= (value & low_mask(p.width)) << (p.offset % 64);
+  w.word[p.offset / 64] |= (value & (~std::uint64_t{0} >> (64 - p.width))) << (p.offset % 64);
 }
 constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
   if (p.width == 0) return 0;
@@ -581,12 +581,50 @@ constexpr void for_each_field(Form form, Fn&& fn) {
 }
 
 // Unchecked: values wider than their field are masked. Use vta::encode to check them.
+// Writes each field of the form straight from its member (the encoder's hot path: a replay
+// packs every instruction it writes).
 constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
   InsnWord w;
   const Form form = form_of(f.opcode);
-  const auto& table = layout.form(form);
-  for_each_field(form,
-                 [&](Field x) { put_field(w, table[static_cast<std::size_t>(x)], f.get(x)); });
+  const auto& t = layout.form(form);
+  const auto put = [&](Field x, std::uint64_t v) {
+    if (v != 0) put_field(w, t[static_cast<std::size_t>(x)], v);  // most fields are zero
+  };
+  put(Field::opcode, static_cast<std::uint64_t>(f.opcode));
+  put(Field::pop_prev_dep, f.pop_prev_dep);
+  put(Field::pop_next_dep, f.pop_next_dep);
+  put(Field::push_prev_dep, f.push_prev_dep);
+  put(Field::push_next_dep, f.push_next_dep);
+  if (form == Form::Mem) {
+    put(Field::memory_type, static_cast<std::uint64_t>(f.memory_type));
+    put(Field::sram_base, f.sram_base);
+    put(Field::dram_base, f.dram_base);
+    put(Field::y_size, f.y_size);
+    put(Field::x_size, f.x_size);
+    put(Field::x_stride, f.x_stride);
+    put(Field::y_pad_0, f.y_pad_0);
+    put(Field::y_pad_1, f.y_pad_1);
+    put(Field::x_pad_0, f.x_pad_0);
+    put(Field::x_pad_1, f.x_pad_1);
+    return w;
+  }
+  put(Field::reset_reg, f.reset_reg);
+  put(Field::uop_bgn, f.uop_bgn);
+  put(Field::uop_end, f.uop_end);
+  put(Field::iter_out, f.iter_out);
+  put(Field::iter_in, f.iter_in);
+  put(Field::dst_factor_out, f.dst_factor_out);
+  put(Field::dst_factor_in, f.dst_factor_in);
+  put(Field::src_factor_out, f.src_factor_out);
+  put(Field::src_factor_in, f.src_factor_in);
+  if (form == Form::Gemm) {
+    put(Field::wgt_factor_out, f.wgt_factor_out);
+    put(Field::wgt_factor_in, f.wgt_factor_in);
+  } else {
+    put(Field::alu_opcode, static_cast<std::uint64_t>(f.alu_opcode));
+    put(Field::use_imm, f.use_imm);
+    put(Field::imm, static_cast<std::uint64_t>(static_cast<std::int64_t>(f.imm)));
+  }
   return w;
 }
 

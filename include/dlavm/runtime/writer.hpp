@@ -17,7 +17,8 @@
 // Storage holds what grows: the instruction words, the micro-op words, the relocations, the
 // table of stored kernels and of resident ones, and a scratch buffer for the kernel being
 // encoded. It is a template parameter: vectors and maps on the host, fixed arrays in firmware
-// (FixedStorage below), whose exhaustion is a status, never a write past the end.
+// (SpanStorage and FixedStorage below), whose exhaustion is a status, never a write past the
+// end.
 //
 //   FixedStorage<64, 256, 16> st;                 // 64 instructions, 256 micro-ops, 16 kernels
 //   StreamWriter<FixedStorage<64, 256, 16>> w(IsaLayout::default_layout(), 8192, st);
@@ -410,6 +411,7 @@ struct RegionState {
   std::int64_t writer = -1;
   Queue writer_queue = Queue::Compute;
   std::int64_t reader[3] = {-1, -1, -1};
+  std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
 
 // Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
@@ -422,7 +424,12 @@ class DepTracker {
   }
 
   constexpr void reset() {
-    for (std::size_t r = 0; r < count_; ++r) states_[r] = RegionState{};
+    for (std::size_t r = 0; r < count_; ++r) {
+      states_[r] = RegionState{};
+      if (count_ <= 64)
+        for (std::size_t o = 0; o < count_; ++o)
+          if (regions_[r].overlaps(regions_[o])) states_[r].overlaps |= std::uint64_t{1} << o;
+    }
     for (auto& c : covered_) c = -1;
   }
 
@@ -433,15 +440,20 @@ class DepTracker {
                         std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
     for (std::size_t i = 0; i < n; ++i) {
-      const SramRegion& mine = regions_[accesses[i].region];
-      for (std::size_t r = 0; r < count_; ++r) {
-        if (!regions_[r].overlaps(mine)) continue;
-        const RegionState& s = states_[r];
+      const auto hazard = [&](const RegionState& s) {
         if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
         if (accesses[i].write)
           for (int m = 0; m < 3; ++m)
             if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
               raise(need, static_cast<Queue>(m + 1), s.reader[m]);
+      };
+      if (count_ <= 64) {  // the overlapping regions, from the bit set
+        for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
+          hazard(states_[__builtin_ctzll(m)]);
+      } else {
+        const SramRegion& mine = regions_[accesses[i].region];
+        for (std::size_t r = 0; r < count_; ++r)
+          if (regions_[r].overlaps(mine)) hazard(states_[r]);
       }
     }
     for (int m = 0; m < 3; ++m) {
@@ -470,9 +482,9 @@ class DepTracker {
       RegionState& s = states_[accesses[i].region];
       if (accesses[i].write) {
         // later accesses wait for this write, which itself waited for the earlier readers
-        s = RegionState{};
         s.writer = index;
         s.writer_queue = q;
+        s.reader[0] = s.reader[1] = s.reader[2] = -1;
       } else {
         s.reader[static_cast<int>(q) - 1] = index;
       }
@@ -492,37 +504,55 @@ class DepTracker {
   std::int64_t unordered_ = -1;
 };
 
-// Storage of fixed capacity for firmware: at most Insns instructions, Uops micro-op words
-// (the kernels stored, and one kernel being encoded) and Kernels distinct kernels.
-template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
-class FixedStorage {
+// A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
+// offset and SRAM entry).
+struct KernelSlot {
+  std::uint32_t at = 0, size = 0;
+};
+
+// Storage in the caller's arrays, for firmware: instructions, micro-op words (the kernels
+// stored, then the kernel being encoded), relocations (one per instruction at most) and the
+// kernel tables; running out of any is a status (InsnsFull, UopsFull, KernelsFull).
+class SpanStorage {
  public:
+  constexpr SpanStorage(InsnWord* insns, std::size_t insn_capacity, std::uint32_t* uops,
+                        std::size_t uop_capacity, std::uint32_t* relocs, KernelSlot* kernels,
+                        KernelSlot* resident, std::size_t kernel_capacity)
+      : insns_(insns),
+        uops_(uops),
+        relocs_(relocs),
+        kernels_(kernels),
+        resident_(resident),
+        insn_cap_(insn_capacity),
+        uop_cap_(uop_capacity),
+        kernel_cap_(kernel_capacity) {}
+
   constexpr std::size_t insn_count() const { return insns_n_; }
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
-  constexpr const InsnWord* insns() const { return insns_.data(); }
+  constexpr const InsnWord* insns() const { return insns_; }
   constexpr bool push_insn(const InsnWord& w) {
-    if (insns_n_ == Insns) return false;
+    if (insns_n_ == insn_cap_) return false;
     insns_[insns_n_++] = w;
     return true;
   }
   constexpr std::size_t uop_count() const { return uops_n_; }
-  constexpr const std::uint32_t* uops() const { return uops_.data(); }
+  constexpr const std::uint32_t* uops() const { return uops_; }
   constexpr bool push_uops(const std::uint32_t* w, std::size_t n) {
-    if (n > Uops - uops_n_) return false;
+    if (n > uop_cap_ - uops_n_) return false;
     for (std::size_t i = 0; i < n; ++i) uops_[uops_n_ + i] = w[i];
     uops_n_ += n;
     return true;
   }
   constexpr std::size_t reloc_count() const { return relocs_n_; }
-  constexpr const std::uint32_t* relocs() const { return relocs_.data(); }
+  constexpr const std::uint32_t* relocs() const { return relocs_; }
   constexpr bool push_reloc(std::uint32_t index) {
-    if (relocs_n_ == Insns) return false;
+    if (relocs_n_ == insn_cap_) return false;
     relocs_[relocs_n_++] = index;
     return true;
   }
   // The kernel being encoded goes after the stored ones.
   constexpr std::uint32_t* kernel_scratch(std::size_t n) {
-    return n > Uops - uops_n_ ? nullptr : uops_.data() + uops_n_;
+    return n > uop_cap_ - uops_n_ ? nullptr : uops_ + uops_n_;
   }
   constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
     for (std::size_t k = 0; k < kernels_n_; ++k) {
@@ -537,7 +567,7 @@ class FixedStorage {
     return false;
   }
   constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
-    if (kernels_n_ == Kernels) return false;
+    if (kernels_n_ == kernel_cap_) return false;
     kernels_[kernels_n_++] = {at, static_cast<std::uint32_t>(n)};
     return true;
   }
@@ -550,7 +580,7 @@ class FixedStorage {
     return false;
   }
   constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    if (resident_n_ == Kernels) return false;
+    if (resident_n_ == kernel_cap_) return false;
     resident_[resident_n_++] = {dram, sram};
     return true;
   }
@@ -558,14 +588,31 @@ class FixedStorage {
   constexpr void clear() { insns_n_ = uops_n_ = relocs_n_ = kernels_n_ = resident_n_ = 0; }
 
  private:
-  struct Pair {
-    std::uint32_t at = 0, size = 0;
-  };
-  std::array<InsnWord, Insns> insns_{};
-  std::array<std::uint32_t, Uops> uops_{};
-  std::array<std::uint32_t, Insns> relocs_{};
-  std::array<Pair, Kernels> kernels_{}, resident_{};
+  InsnWord* insns_;
+  std::uint32_t* uops_;
+  std::uint32_t* relocs_;
+  KernelSlot* kernels_;
+  KernelSlot* resident_;
+  std::size_t insn_cap_, uop_cap_, kernel_cap_;
   std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0, kernels_n_ = 0, resident_n_ = 0;
+};
+
+// SpanStorage over arrays of its own: at most Insns instructions, Uops micro-op words and
+// Kernels distinct kernels. It points into itself, so it is neither copied nor moved.
+template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
+class FixedStorage : public SpanStorage {
+ public:
+  constexpr FixedStorage()
+      : SpanStorage(insn_array_, Insns, uop_array_, Uops, reloc_array_, kernel_array_,
+                    resident_array_, Kernels) {}
+  FixedStorage(const FixedStorage&) = delete;
+  FixedStorage& operator=(const FixedStorage&) = delete;
+
+ private:
+  InsnWord insn_array_[Insns] = {};
+  std::uint32_t uop_array_[Uops] = {};
+  std::uint32_t reloc_array_[Insns] = {};
+  KernelSlot kernel_array_[Kernels] = {}, resident_array_[Kernels] = {};
 };
 
 }  // namespace dlavm::runtime

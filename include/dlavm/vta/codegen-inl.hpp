@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <unordered_map>
@@ -255,6 +256,39 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
 };
 
 }  // namespace detail
+
+DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
+  struct Reads : tir::StmtVisitor<Reads> {
+    std::vector<std::string> dims;
+    std::vector<std::uint64_t> loops;
+    void index(const ne::Expr& e) {
+      for (const auto& v : ne::free_vars(e)) {
+        const auto& var = *v.as<ne::VarNode>();
+        if (std::find(loops.begin(), loops.end(), var.id) == loops.end() &&
+            std::find(dims.begin(), dims.end(), var.name) == dims.end())
+          dims.push_back(var.name);
+      }
+    }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      index(n.min);
+      index(n.extent);
+      loops.push_back(n.var.id());
+      visit(n.body);
+      loops.pop_back();
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
+      index(n.cond);
+      tir::StmtVisitor<Reads>::visit_if(n, s);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>())
+        for (const auto& a : c->args)
+          if (const auto* i = a.as<te::IndexNode>()) index(i->index);
+    }
+  } reads;
+  reads.visit(p.func().body);
+  return reads.dims;
+}
 
 DLAVM_INLINE std::string regions_source(const Program& p) {
   std::string s = "{";

@@ -24,11 +24,16 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlavm::vta {
 
 std::string replay_source(const Program& p, std::string_view function,
                           std::span<const std::string> dims);
+
+// The symbolic dims a program's loops and fields read (by name, in order of first use): none
+// for a program whose stream is the same for every run.
+std::vector<std::string> dims_read(const Program& p);
 
 // The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
 // its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".

@@ -1,7 +1,10 @@
 // An implementation of the public VTA driver C API (vta/driver.h) backed by dlavm's
-// functional simulator, so that vta::DriverDevice can be tested without a board. Like VTA's
-// own simulator drivers, VTAMemAlloc hands out host memory that the simulated DRAM uses.
-#include <dlavm/vta.hpp>
+// functional simulator: the "board" of the firmware example and of vta::DriverDevice's tests.
+// Like VTA's own simulator drivers, VTAMemAlloc hands out host memory that the simulated DRAM
+// uses. It needs only the simulator (which builds for 32-bit ARM too, without Highway: define
+// DLAVM_SIM_NO_SIMD, and FMT_HEADER_ONLY where no libfmt is installed for the target).
+#include <dlavm/runtime/driver_api.hpp>
+#include <dlavm/vta/hw/simulator.hpp>
 
 #include <cstring>
 #include <map>
@@ -17,9 +20,10 @@ struct SimDriver {
   int devices = 0;
 };
 
+// Never destroyed: a session with static storage may free its memory after main returns.
 SimDriver& driver() {
-  static SimDriver d;
-  return d;
+  static SimDriver* d = new SimDriver;
+  return *d;
 }
 
 }  // namespace

@@ -1,0 +1,123 @@
+// A firmware-style program: it includes the headers deploy::emit generated for ResNet-18 and
+// the symbolic-batch MLP (namespaces resnet18 and mlp), loads their weights, places their
+// static streams (ResNet-18's from its insts file, the MLP's from its header) and runs both
+// through the VTA driver C API, with the simulator behind it (sim_driver.cpp); each run's
+// output must equal graph::Module::run's, which gen_models recorded. Plain C++17 without
+// exceptions or RTTI, no heap: what a board's firmware would be. Built natively, and for
+// 32-bit ARM (run under qemu-arm) by the test suite.
+//   firmware MODEL_DIR [--log]
+#include "mlp.hpp"
+#include "resnet18.hpp"
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+// The files, read into static buffers (firmware has no file system to speak of; this
+// stands in for flash).
+std::uint8_t weights[16u << 20], insts[1u << 20], reference[1u << 20];
+
+std::size_t read_file(const char* dir, const char* name, std::uint8_t* buf, std::size_t cap) {
+  char path[512];
+  std::snprintf(path, sizeof path, "%s/%s", dir, name);
+  std::FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) {
+    std::printf("FAIL: cannot open %s\n", path);
+    return 0;
+  }
+  const std::size_t n = std::fread(buf, 1, cap, f);
+  std::fclose(f);
+  return n;
+}
+
+std::uint64_t u64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+void print_line(const char* line, void*) { std::printf("    %s\n", line); }
+
+bool ok(dlavm::runtime::ModelStatus st, const char* what) {
+  if (st == dlavm::runtime::ModelStatus::Ok) return true;
+  std::printf("FAIL: %s: %s\n", what, dlavm::runtime::status_name(st));
+  return false;
+}
+
+// Each reference record: the dim value, the input's bytes, the output's bytes. `run` copies
+// the input in, runs, and returns the output's address.
+template <class Run>
+bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Run run) {
+  std::size_t at = 0;
+  int runs = 0;
+  while (at + 16 <= size) {
+    const std::uint64_t dim = u64(ref + at), in_bytes = u64(ref + at + 8);
+    const std::uint8_t* in = ref + at + 16;
+    const std::uint64_t out_bytes = u64(in + in_bytes);
+    const std::uint8_t* expected = in + in_bytes + 8;
+    at += 24 + in_bytes + out_bytes;
+    const void* out = nullptr;
+    if (!run(static_cast<std::int64_t>(dim), in, in_bytes, out)) return false;
+    const bool same = std::memcmp(out, expected, out_bytes) == 0;
+    std::printf("  %s at %llu: %llu output bytes %s Module::run's\n", model,
+                static_cast<unsigned long long>(dim), static_cast<unsigned long long>(out_bytes),
+                same ? "equal" : "DIFFER from");
+    if (!same) return false;
+    ++runs;
+  }
+  return runs > 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::printf("usage: firmware MODEL_DIR [--log]\n");
+    return 2;
+  }
+  const char* dir = argv[1];
+  const bool log = argc > 2 && std::strcmp(argv[2], "--log") == 0;
+  using dlavm::runtime::ModelStatus;
+
+  resnet18::Session net;
+  std::size_t n = read_file(dir, "resnet18.weights.bin", weights, sizeof weights);
+  const std::size_t ni = read_file(dir, "resnet18.insts.bin", insts, sizeof insts);
+  if (!ok(resnet18::open(net), "resnet18 open") ||
+      !ok(resnet18::load_params(net, weights, n), "resnet18 weights") ||
+      !ok(resnet18::prepare(net, insts, ni), "resnet18 streams"))
+    return 1;
+  if (log) net.set_log(print_line, nullptr);
+  n = read_file(dir, "resnet18.reference.bin", reference, sizeof reference);
+  const bool resnet_ok =
+      check_runs("resnet18", reference, n,
+                 [&](std::int64_t, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+                   std::memcpy(resnet18::input_data(net), in, bytes);
+                   out = resnet18::output_0(net);
+                   return ok(resnet18::run(net), "resnet18 run");
+                 });
+
+  mlp::Session mlp;
+  n = read_file(dir, "mlp.weights.bin", weights, sizeof weights);
+  if (!ok(mlp::open(mlp), "mlp open") || !ok(mlp::load_params(mlp, weights, n), "mlp weights") ||
+      !ok(mlp::prepare(mlp), "mlp streams"))
+    return 1;
+  if (log) mlp.set_log(print_line, nullptr);
+  n = read_file(dir, "mlp.reference.bin", reference, sizeof reference);
+  const bool mlp_ok = check_runs(
+      "mlp", reference, n,
+      [&](std::int64_t batch, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        std::memcpy(mlp::input_x(mlp), in, bytes);
+        out = mlp::output_0(mlp);
+        return ok(mlp::run(mlp, batch), "mlp run");
+      });
+  // a batch outside the MLP's range is refused, with nothing run
+  const bool refused = mlp::run(mlp, 257) == ModelStatus::DimOutOfRange;
+  std::printf("  mlp at 257: %s\n", refused ? "refused (dim out of range)" : "NOT refused");
+  if (!resnet_ok || !mlp_ok || !refused) {
+    std::printf("FAIL: the firmware's outputs differ from the host's\n");
+    return 1;
+  }
+  std::printf("PASS: ResNet-18 and the MLP in firmware equal graph::Module::run\n");
+  return 0;
+}

@@ -1,0 +1,119 @@
+// The firmware example's model program: builds ResNet-18 and the symbolic-batch MLP, emits
+// each for firmware (deploy::emit: <name>.hpp, <name>.weights.bin, <name>.insts.bin) and
+// writes reference runs the firmware checks itself against: the inputs and the outputs of
+// graph::Module::run on the simulator (<name>.reference.bin: per run, the dim value, the
+// input's bytes, the output's bytes). dlavm_add_model runs it at build time.
+//   gen_models OUT_DIR [--image N] [--debug]
+#include <dlavm/dlavm.hpp>
+
+#include <fmt/os.h>
+
+#include "../models.hpp"
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace graph = dlavm::graph;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+
+// Appends the little-endian bytes of an array in its dtype (float32: IEEE bytes).
+void append(std::vector<std::uint8_t>& out, const te::NDArray& a) {
+  if (a.dtype().is_float()) {
+    const auto f = a.fdata();
+    const auto* p = reinterpret_cast<const std::uint8_t*>(f.data());
+    out.insert(out.end(), p, p + f.size() * sizeof(float));
+  } else {
+    const auto b = vta::dram_bytes(a);
+    out.insert(out.end(), b.begin(), b.end());
+  }
+}
+void append_u64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void write(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
+    if (f != nullptr) std::fclose(f);
+    throw dlavm::ValueError("gen_models: cannot write '" + path + "'");
+  }
+  std::fclose(f);
+}
+
+// Emits `mod` and runs it on the simulator for each dim value: one record per run.
+void emit_with_reference(graph::Module& mod, const std::string& dir, const std::string& input,
+                         const std::vector<std::int64_t>& values, const std::string& dim,
+                         const std::function<te::NDArray(std::int64_t)>& make_input,
+                         const dlavm::deploy::EmitOptions& options) {
+  const auto r = dlavm::deploy::emit(mod, dir, options);
+  fmt::print("{}: {} ({} bytes), {} static streams ({} instructions), {} replayed steps\n",
+             mod.name(), r.header, r.header_bytes, r.static_streams, r.static_instructions,
+             r.replayed_steps);
+  vta::SimDevice dev(mod.env().config);
+  std::vector<std::uint8_t> ref;
+  for (const auto v : values) {
+    const auto x = make_input(v);
+    const graph::NamedArray in[] = {{input, x}};
+    std::vector<dlavm::ne::Binding> bind;
+    if (!dim.empty()) bind.push_back({dim, v});
+    const auto out = mod.run(dev, in, bind);
+    std::vector<std::uint8_t> xb, yb;
+    append(xb, x);
+    append(yb, out[0]);
+    append_u64(ref, static_cast<std::uint64_t>(v));
+    append_u64(ref, xb.size());
+    ref.insert(ref.end(), xb.begin(), xb.end());
+    append_u64(ref, yb.size());
+    ref.insert(ref.end(), yb.begin(), yb.end());
+  }
+  write(dir + "/" + mod.name() + ".reference.bin", ref);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 2) {
+    fmt::print(stderr, "usage: {} OUT_DIR [--image N] [--debug]\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  std::int64_t image = 224;
+  bool debug = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--image" && i + 1 < argc) {
+      image = std::atoll(argv[++i]);
+    } else if (a == "--debug") {
+      debug = true;
+    } else {
+      fmt::print(stderr, "gen_models: unknown option '{}'\n", a);
+      return 2;
+    }
+  }
+  const graph::Target target;
+  {  // ResNet-18: every dim static, its VTA steps one straight-line stream (lite)
+    auto mod = graph::build(models::ResNet18(image).function(), target, {.name = "resnet18"});
+    emit_with_reference(mod, dir, "data", {1}, "",
+                        [&](std::int64_t) {
+                          return te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
+                        },
+                        {.ns = "resnet18", .debug = debug, .lite = true});
+  }
+  {  // the MLP over a symbolic batch: its dense layers replayed for each batch
+    auto mod = graph::build(models::Mlp().function(), target, {.name = "mlp"});
+    emit_with_reference(mod, dir, "x", {1, 7, 64, 256}, "batch",
+                        [](std::int64_t b) {
+                          return te::NDArray::random(dlavm::DType::int8(), {b, 64},
+                                                     100 + static_cast<std::uint64_t>(b));
+                        },
+                        {.ns = "mlp", .debug = debug});
+  }
+  return 0;
+} catch (const std::exception& e) {
+  fmt::print(stderr, "gen_models: {}\n", e.what());
+  return 1;
+}

@@ -1,0 +1,56 @@
+// deploy::emit: a built model handed to firmware. It writes three files:
+//
+//   <name>.hpp          C++17 for firmware: the memory plan's regions and value addresses, the
+//                       static VTA streams as constant data (static_assert-ed sizes), the
+//                       replays of the symbolic ones (vta::replay_source), and the functions
+//                       open, load_params, prepare, run(dims...) and the inputs' and outputs'
+//                       addresses; it includes only <dlavm/runtime/...> and builds with
+//                       -fno-exceptions -fno-rtti and no heap
+//   <name>.weights.bin  the weight region's image (runtime/model_file.hpp's header, then bytes)
+//   <name>.insts.bin    the static streams' words, for firmware that loads them from a file
+//
+//   deploy::emit(mod, "out", {.ns = "mlp", .lite = true});
+//
+// Options: `ns`, the header's namespace (several models in one firmware); `debug`, a log line
+// per step and per transfer of each stream (through Session::set_log); `lite`, consecutive
+// VTA steps whose dims are all static written as one stream (one device run); `plan`, the
+// region map and alignment (the insts and uop regions are sized here: each static stream its
+// slot, one shared slot for the replayed ones, as large as their bound).
+//
+// A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
+// the op; so are dtypes firmware does not hold (only 8, 16, 32 and 64-bit integers and
+// float32) and unwritable files.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/memory_plan.hpp>
+#include <dlavm/graph/module.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace dlavm::deploy {
+
+struct EmitOptions {
+  std::string ns = {};  // the header's namespace; empty: the module's name
+  bool debug = false;
+  bool lite = false;
+  graph::PlanOptions plan = {};
+};
+
+struct EmitResult {
+  std::string header, weights, insts;  // the paths written
+  graph::MemoryPlan plan;
+  std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
+  std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
+  std::size_t static_instructions = 0;
+  std::size_t header_bytes = 0;
+};
+
+EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
+
+}  // namespace dlavm::deploy
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/deploy/emit-inl.hpp>
+#endif

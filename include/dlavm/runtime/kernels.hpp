@@ -1,0 +1,297 @@
+// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
+// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
+// pack and unpack) run inside their checks, so that both compute the same values. Elements
+// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
+// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
+// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
+// shapes (the generator did, at emit time).
+//
+//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
+//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
+//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace dlavm::runtime {
+
+// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
+
+// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
+template <class T, class Read>
+void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
+                     std::int64_t rows, std::int64_t cols, Read&& read) {
+  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < at; ++i)
+    for (std::int64_t j = 0; j < bt; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c, ++o) {
+              const std::int64_t ai = i * rows + r, bj = j * cols + c;
+              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
+            }
+}
+
+template <class T>
+void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, a, b, h, w, rows, cols,
+                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
+                    return src[((i * b + j) * h + y) * w + x];
+                  });
+}
+
+template <class T>
+void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bt = (b + cols - 1) / cols;
+  for (std::int64_t ai = 0; ai < a; ++ai)
+    for (std::int64_t bj = 0; bj < b; ++bj)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          dst[((ai * b + bj) * h + y) * w + x] =
+              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
+                  (ai % rows) * cols + bj % cols];
+}
+
+// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
+// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
+// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+template <class T>
+void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
+                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
+                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
+                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
+                    const std::int64_t x = j * stride + ch % kw - pad_left;
+                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
+                  });
+}
+
+// ---- pooling windows over [planes, h, w] -----------------------------------------------
+
+struct PoolShape {
+  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
+// of its window that lie inside the input plane.
+template <class T, class U, class Reduce>
+void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    U* out = y + p * d.oh * d.ow;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
+      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
+        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
+        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
+        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
+      }
+    }
+  }
+}
+
+// The window's maximum; a NaN wins (float).
+template <class T>
+void pool_window_max(const T* x, T* y, const PoolShape& d) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        T m = plane[y0 * d.w + x0];
+        for (std::int64_t iy = y0; iy < y1; ++iy)
+          for (std::int64_t ix = x0; ix < x1; ++ix) {
+            const T v = plane[iy * d.w + ix];
+            if constexpr (std::is_floating_point_v<T>) {
+              if (v > m || std::isnan(v)) m = v;
+              if (std::isnan(m)) return m;
+            } else {
+              m = v > m ? v : m;
+            }
+          }
+        return m;
+      });
+}
+
+constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// The window's average: integers summed in int64 and divided rounding down, floats summed in
+// row-major order; divided by the window's size, or by its part inside the input.
+template <class T>
+void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
+        if constexpr (std::is_floating_point_v<T>) {
+          float s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(s / static_cast<float>(n));
+        } else {
+          std::int64_t s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(floor_div_pos(s, n));
+        }
+      });
+}
+
+// ---- linear ------------------------------------------------------------------------------
+
+// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
+// int32 accumulator does), floats in order.
+template <class X, class W, class Y>
+void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
+  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
+  for (std::int64_t m = 0; m < rows; ++m) {
+    const X* xr = x + m * k_in;
+    for (std::int64_t n = 0; n < n_out; ++n) {
+      const W* wr = w + n * k_in;
+      Acc acc = 0;
+      for (std::int64_t k = 0; k < k_in; ++k)
+        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
+      y[m * n_out + n] = static_cast<Y>(acc);
+    }
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
+constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
+  if (bits >= 64) return static_cast<std::int64_t>(v);
+  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
+  v &= m;
+  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
+}
+
+// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
+template <class In, class Out>
+void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
+                std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t s =
+        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
+        shift;
+    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
+  }
+}
+
+template <class T>
+void relu(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
+}
+
+template <class T>
+void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+}
+
+// y = a + b (or a * b) of one shape, wrapped to T's width.
+template <class T>
+void add(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] + b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+  }
+}
+template <class T>
+void mul(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] * b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+  }
+}
+
+// y = x + b for a scalar b, wrapped to T's width.
+template <class T>
+void add_scalar(const T* x, T b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = x[i] + b;
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
+  }
+}
+
+// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
+template <class T>
+void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
+              std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const std::int64_t base = (o * channels + c) * inner;
+      add_scalar(x + base, b[c], y + base, inner);
+    }
+}
+// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
+inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
+  if (std::isnan(v)) return 0;
+  const double x = v;
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: x has 24 significant bits
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<std::int64_t>(r);
+}
+
+// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
+// [lo, hi] (Out's range).
+template <class In, class Out>
+void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
+    else if constexpr (std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(x[i]);
+    else
+      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
+  }
+}
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      float m = src[base];
+      for (std::int64_t j = 1; j < extent; ++j) {
+        const float v = src[base + j * inner];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < extent; ++j) {
+        const float e = std::exp(src[base + j * inner] - m);
+        dst[base + j * inner] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+    }
+}
+
+// y = x, for reshape and flatten (the same elements in row-major order).
+template <class T>
+void copy(const T* x, T* y, std::int64_t n) {
+  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace dlavm::runtime

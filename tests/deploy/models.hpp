@@ -1,0 +1,87 @@
+// The models tests/deploy emits for firmware, built the same way by the generator
+// (gen/gen_firmware.cpp, at build time) and by the test (at run time): the gallery's MLP
+// (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
+// without lite), a recurrent convolution (a state in the cache region), a chain of host ops
+// (the firmware kernels), and random networks of convolutions and poolings.
+#pragma once
+
+#include <dlavm/dlavm.hpp>
+
+#include "../../examples/models.hpp"
+#include "../graph/random_networks.hpp"
+#include <string>
+#include <vector>
+
+namespace deploy_models {
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+struct Case {
+  std::string name;  // the module's name, the header's namespace and file stem
+  graph::Function fn;
+  dlavm::deploy::EmitOptions emit;
+  std::string dim;  // the symbolic dim, if any
+  std::vector<std::int64_t> values;
+};
+
+inline graph::Function recurrent() {
+  // h' = relu(requantize(conv(x) + h)), h kept between runs
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto h = graph::input("h", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
+  auto sum =
+      graph::add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), graph::cast(h, DType::int32()));
+  auto next = graph::relu(graph::requantize(sum, {.shift = 4}));
+  return graph::function({x}, {graph::cast(next, DType::int32())}, {{h, next}});
+}
+
+// Every firmware kernel on the host: integer elementwise ops, poolings, a dense layer and a
+// float tail.
+inline graph::Function host_ops() {
+  const auto n = ne::var("n", 1, 3);
+  auto x = graph::input("x", {n, 8, 6, 6}, DType::int8());
+  auto y = x;
+  auto x32 = graph::cast(y, DType::int32());
+  auto s = graph::add(x32, graph::mul(x32, x32));
+  s = graph::bias_add(s,
+                      graph::constant("b", te::NDArray::random(DType::int32(), {8}, 4, -100, 100)));
+  auto q = graph::requantize(s, {.shift = 3, .rounding = dlavm::host::Rounding::Nearest});
+  q = graph::clip(graph::relu(q), {.lo = 2, .hi = 90.5});
+  auto p = graph::max_pool2d(q, {.pool_size = {2, 2}, .strides = {2, 2}});
+  p = graph::avg_pool2d(p, {.pool_size = {2, 2},
+                            .strides = {1, 1},
+                            .padding = {1, 1, 0, 0},
+                            .count_include_pad = false});
+  auto g = graph::flatten(graph::global_avg_pool2d(p));
+  auto d = graph::dense(g, graph::constant("w", te::NDArray::random(DType::int8(), {5, 8}, 5)));
+  auto f = graph::cast(d, DType::float32());
+  f = graph::clip(graph::relu(f), {.lo = -1, .hi = 3000.5});
+  auto out = graph::softmax(
+      graph::mul(f, graph::cast(graph::cast(d, DType::int8()), DType::float32())), {.axis = -1});
+  return graph::function({x}, {out, graph::reshape(q, {.newshape = {-1}})});
+}
+
+inline std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
+  out.push_back({"resnet", models::ResNet18(32).function(), {}, "", {1}});
+  out.push_back({"resnet_lite", models::ResNet18(32).function(), {.lite = true}, "", {1}});
+  out.push_back({"recurrent", recurrent(), {.lite = true}, "", {1, 1, 1}});
+  out.push_back({"host_ops", host_ops(), {}, "n", {1, 3, 2}});
+  random_graphs::Rng rng{std::mt19937_64(77)};
+  for (int k = 0; k < 6; ++k) {
+    auto net = random_graphs::random_network(rng, static_cast<std::uint64_t>(k));
+    out.push_back(
+        {"net" + std::to_string(k),
+         net.fn,
+         {.lite = k % 2 == 0},
+         net.symbolic ? "batch" : "",
+         net.symbolic ? std::vector<std::int64_t>{1, 3, 2} : std::vector<std::int64_t>{1}});
+  }
+  return out;
+}
+
+}  // namespace deploy_models

@@ -1,0 +1,91 @@
+// deploy::emit in-process: what the files hold, the options, and what it refuses (the node and
+// the op named).
+#include <doctest/doctest.h>
+
+#include "../vta/temp_dir.hpp"
+#include "models.hpp"
+#include <fstream>
+#include <iterator>
+
+namespace emit_test {
+
+using namespace dlavm;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+TEST_CASE("emit: the files, their headers and the options") {
+  const dlavm_test::TempDir dir("dlavm_emit");
+  auto mod = graph::build(models::Mlp().function(), graph::Target{}, {.name = "mlp"});
+  const auto r = deploy::emit(mod, dir.str(), {.ns = "fw_mlp", .debug = true});
+  CHECK(r.header == dir.str() + "/mlp.hpp");
+  CHECK(r.replayed_steps == 3);
+  CHECK(r.static_streams == 0);
+  const auto header = slurp(r.header);
+  CHECK(header.find("namespace fw_mlp {") != std::string::npos);
+  CHECK(header.find("#include <dlavm/runtime/session.hpp>") != std::string::npos);
+  CHECK(header.find("#include <dlavm/graph") == std::string::npos);
+  CHECK(header.find("if (batch < 1 || batch > 256) return ModelStatus::DimOutOfRange;") !=
+        std::string::npos);
+  CHECK(header.find("s.log(\"step 1: ") != std::string::npos);  // debug
+  CHECK(header.find("dlavm::runtime::softmax(") != std::string::npos);
+  // the weights file: its header names the model, its payload is the weight region
+  const auto w = slurp(r.weights);
+  runtime::FileHeader h;
+  REQUIRE(runtime::check_model_file(reinterpret_cast<const std::uint8_t*>(w.data()), w.size(),
+                                    runtime::FileKind::Weights,
+                                    runtime::ConfigId{{3, 3, 5, 3, 0, 4, 4, 15, 15, 18, 17, 6}},
+                                    h) == runtime::ModelStatus::Ok);
+  CHECK(std::string(h.name) == "mlp");
+  CHECK(static_cast<std::int64_t>(h.payload_bytes) ==
+        r.plan.region(graph::RegionKind::Weight).bytes);
+  // without debug, no step lines; lite joins ResNet's VTA steps into one stream
+  auto net = graph::build(models::ResNet18(32).function(), graph::Target{}, {.name = "net"});
+  const auto plain = deploy::emit(net, dir.str(), {});
+  CHECK(slurp(plain.header).find("s.log(") == std::string::npos);
+  std::size_t vta_steps = 0;
+  for (const auto& s : net.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
+  CHECK(plain.static_streams == vta_steps);
+  const auto lite = deploy::emit(net, dir.str(), {.lite = true});
+  CHECK(lite.static_streams == 1);
+  // one FINISH instead of one per step: fewer instructions
+  CHECK(lite.static_instructions < plain.static_instructions);
+  const auto i = slurp(lite.insts);
+  REQUIRE(runtime::check_model_file(reinterpret_cast<const std::uint8_t*>(i.data()), i.size(),
+                                    runtime::FileKind::Insts,
+                                    runtime::ConfigId{{3, 3, 5, 3, 0, 4, 4, 15, 15, 18, 17, 6}},
+                                    h) == runtime::ModelStatus::Ok);
+  CHECK(h.queue_insns[0] + h.queue_insns[1] + h.queue_insns[2] == lite.static_instructions);
+  CHECK(h.uop_words > 0);
+}
+
+TEST_CASE("emit: ops without firmware kernels and unwritable places are refused by name") {
+  const dlavm_test::TempDir dir("dlavm_emit_refused");
+  const auto fails = [&](const graph::Function& fn, const std::string& what) {
+    auto mod = graph::build(fn, graph::Target{}, {.name = "m"});
+    try {
+      deploy::emit(mod, dir.str());
+      FAIL("emit accepted ", what);
+    } catch (const dlavm::Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  auto x = graph::input("x", {2, 3, 4}, DType::int8());
+  fails(graph::function({x}, {graph::transpose(x, {.perm = {2, 0, 1}})}),
+        "module 'm', step %0 transpose: op 'transpose' has no firmware kernel");
+  auto y = graph::input("y", {1, 3, 4}, DType::int8());
+  fails(graph::function({x, y}, {graph::add(x, y)}),
+        "'add' of different shapes (broadcasting) has no firmware kernel");
+}
+
+TEST_CASE("emit: a missing directory is an error naming the file") {
+  auto mod = graph::build(models::Mlp().function(), graph::Target{}, {.name = "mlp"});
+  CHECK_THROWS_WITH_AS(deploy::emit(mod, "/nonexistent/dir"),
+                       doctest::Contains("cannot write '/nonexistent/dir/mlp.hpp'"),
+                       dlavm::ValueError);
+}
+
+}  // namespace emit_test

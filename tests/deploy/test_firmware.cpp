@@ -1,0 +1,152 @@
+// The firmware deploy::emit generates, compiled into this test (gen/gen_firmware.cpp writes it
+// at build time) and run through the VTA driver C API over the simulator
+// (examples/firmware/sim_driver.cpp): every model's outputs equal graph::Module::run's for
+// every dim value (states carried from run to run), with the static streams placed from the
+// header or from the insts file; and every bad file or dim gets its error code.
+#include <doctest/doctest.h>
+
+#include "firmware_models.hpp"
+#include "models.hpp"
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+namespace firmware_test {
+
+using namespace dlavm;
+using firmware_models::Session;
+using firmware_models::Status;
+
+std::vector<std::uint8_t> read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(f.good());
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+std::string dir() { return DLAVM_FIRMWARE_DIR; }
+
+// An array's bytes as firmware holds it.
+std::vector<std::uint8_t> bytes_of(const te::NDArray& a) {
+  if (!a.dtype().is_float()) return vta::dram_bytes(a);
+  const auto f = a.fdata();
+  const auto* p = reinterpret_cast<const std::uint8_t*>(f.data());
+  return {p, p + f.size() * sizeof(float)};
+}
+
+const firmware_models::Entry& entry(const std::string& name) {
+  for (const auto& e : firmware_models::kModels)
+    if (name == e.name) return e;
+  FAIL("no model ", name);
+  return firmware_models::kModels[0];
+}
+
+TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
+  const auto cases = deploy_models::cases();
+  REQUIRE(cases.size() == std::size(firmware_models::kModels));
+  int compared = 0;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const auto& k = cases[c];
+    const auto& e = entry(k.name);
+    CAPTURE(k.name);
+    auto mod = graph::build(k.fn, graph::Target{}, {.name = k.name});
+    vta::SimDevice dev;
+    Session s;
+    REQUIRE(e.open(s) == Status::Ok);
+    const auto weights = read(dir() + "/" + k.name + ".weights.bin");
+    REQUIRE(e.load_params(s, weights.data(), weights.size()) == Status::Ok);
+    if (c % 2 == 0) {
+      REQUIRE(e.prepare(s) == Status::Ok);
+    } else {
+      const auto insts = read(dir() + "/" + k.name + ".insts.bin");
+      REQUIRE(e.prepare_file(s, insts.data(), insts.size()) == Status::Ok);
+    }
+    std::vector<std::string> log;
+    s.set_log([](const char* line,
+                 void* ctx) { static_cast<std::vector<std::string>*>(ctx)->push_back(line); },
+              &log);
+    for (std::size_t r = 0; r < k.values.size(); ++r) {
+      const std::int64_t v = k.values[r];
+      CAPTURE(v);
+      std::vector<ne::Binding> bind;
+      if (!k.dim.empty()) bind.push_back({k.dim, v});
+      std::vector<graph::NamedArray> in;
+      std::vector<te::NDArray> arrays;
+      for (const auto& p : k.fn.params()) {
+        std::vector<std::int64_t> shape;
+        for (const auto& d : p.type().shape) shape.push_back(ne::eval(d, bind));
+        arrays.push_back(te::NDArray::random(p.type().dtype, shape, 31 * r + c));
+      }
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        in.push_back({k.fn.params()[i].name(), arrays[i]});
+        const auto b = bytes_of(arrays[i]);
+        std::memcpy(e.input(s, i), b.data(), b.size());
+      }
+      const auto expected = mod.run(dev, in, bind);
+      const std::int64_t dims[] = {v};
+      REQUIRE(e.run(s, dims) == Status::Ok);
+      for (std::size_t o = 0; o < expected.size(); ++o) {
+        const auto b = bytes_of(expected[o]);
+        CHECK(std::memcmp(e.output(s, o), b.data(), b.size()) == 0);
+        ++compared;
+      }
+    }
+    // every stream run logs its transfers; the MLP, emitted with debug, a line per step too
+    const auto lines = [&](std::string_view what) {
+      return std::count_if(log.begin(), log.end(),
+                           [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    };
+    CHECK(lines(" LOAD ") > 0);
+    CHECK(lines(" STORE OUT ") > 0);
+    if (k.name == "mlp") {
+      CHECK(log.front() == "step 0: pack %x:matrix[1x16]");
+      CHECK(lines("step ") == static_cast<long>(mod.steps().size() * k.values.size()));
+    } else {
+      CHECK(lines("step ") == 0);
+    }
+  }
+  MESSAGE(compared, " outputs of ", cases.size(), " models equal Module::run's byte for byte");
+}
+
+TEST_CASE("firmware: bad files, dims and calls get error codes, and nothing runs") {
+  const auto& e = entry("mlp");
+  const auto good = read(dir() + "/mlp.weights.bin");
+  const auto insts = read(dir() + "/resnet.insts.bin");
+  Session s;
+  const std::int64_t batch[] = {4};
+  CHECK(e.run(s, batch) == Status::NotLoaded);  // nothing open: no memory touched
+  REQUIRE(e.open(s) == Status::Ok);
+  CHECK(e.run(s, batch) == Status::NotLoaded);
+  const auto load = [&](std::vector<std::uint8_t> f) {
+    return e.load_params(s, f.data(), f.size());
+  };
+  auto bad = good;
+  bad[200] ^= 1;  // a payload byte
+  CHECK(load(bad) == Status::BadChecksum);
+  bad = good;
+  bad.resize(good.size() - 1);
+  CHECK(load(bad) == Status::Truncated);
+  CHECK(load({good.begin(), good.begin() + 50}) == Status::Truncated);
+  bad = good;
+  bad[0] = 'X';
+  CHECK(load(bad) == Status::BadMagic);
+  bad = good;
+  bad[8] = 2;  // version
+  CHECK(load(bad) == Status::BadVersion);
+  bad = good;
+  bad[16 + 5] = 5;  // log_block_in
+  CHECK(load(bad) == Status::WrongConfig);
+  CHECK(load(read(dir() + "/resnet.weights.bin")) == Status::WrongModel);
+  CHECK(e.load_params(s, insts.data(), insts.size()) == Status::BadMagic);  // an insts file
+  CHECK(e.run(s, batch) == Status::NotLoaded);
+  REQUIRE(load(good) == Status::Ok);
+  CHECK(e.prepare_file(s, insts.data(), insts.size()) == Status::WrongModel);
+  REQUIRE(e.prepare(s) == Status::Ok);
+  const std::int64_t out_of_range[] = {257}, zero[] = {0};
+  CHECK(e.run(s, out_of_range) == Status::DimOutOfRange);
+  CHECK(e.run(s, zero) == Status::DimOutOfRange);
+  CHECK(e.run(s, batch) == Status::Ok);
+  CHECK(std::string(runtime::status_name(Status::BadChecksum)).find("checksum") !=
+        std::string::npos);
+}
+
+}  // namespace firmware_test
