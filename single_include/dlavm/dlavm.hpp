@@ -586,7 +586,7 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 //   opt.regions = {{"global", 0x10000000}, {"weight", "global"}, {"runtime", "weight"},
 //                  {"cache", "runtime"}, {"insts", "cache"}, {"uop", "insts"}};
 //   auto plan = graph::plan_memory(mod, opt);
-//   fmt::print("{}", plan.report());        // per buffer: region, offset, size, lifetime
+//   fmt::print("{}", plan.report(mod));     // per buffer: region, offset, size, lifetime
 //
 // Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
 // unknown region, two regions that overlap, an alignment that is not a power of two
