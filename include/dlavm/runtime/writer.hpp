@@ -1,7 +1,7 @@
 // The instruction stream writer: what VTA's runtime API does (VTALoadBuffer2D,
 // VTAStoreBuffer2D, micro-op kernels, VTADepPush / VTADepPop, VTASynchronize), as one
 // implementation for the host (vta::Builder wraps it, throwing dlavm::Errors) and for firmware
-// (the code graph::Module::emit generates), so both produce the same words. Standard library
+// (the code deploy::emit generates), so both produce the same words. Standard library
 // only: no exceptions, no heap, usable in constant expressions, C++17.
 //
 //   StreamWriter  appends checked instructions; pops requested for a module go on its next
@@ -34,6 +34,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace dlavm::runtime {
 
@@ -97,7 +98,18 @@ template <class Storage>
 class StreamWriter {
  public:
   constexpr StreamWriter(const IsaLayout& layout, std::uint32_t uop_depth, Storage& storage)
-      : layout_(layout), uop_depth_(uop_depth), s_(storage) {}
+      : layout_(layout), uop_depth_(uop_depth), s_(storage) {
+    for (std::size_t form = 0; form < 3; ++form)
+      for (std::size_t x = 0; x < kFieldCount; ++x) {
+        const int width = layout_.form(static_cast<Form>(form))[x].width;
+        limit_[form][x] = width == 0    ? -1  // no such field: nothing fits
+                          : width >= 63 ? std::numeric_limits<std::int64_t>::max()
+                                        : static_cast<std::int64_t>(low_mask(width));
+      }
+    const int imm = layout_.pos(Form::Alu, Field::imm).width;
+    imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
+    imm_lo_ = imm == 0 ? 0 : -imm_hi_ - 1;
+  }
 
   constexpr bool ok() const { return error_.status == Status::Ok; }
   constexpr const WriterError& error() const { return error_; }
@@ -114,49 +126,55 @@ class StreamWriter {
                       std::int64_t x, std::int64_t stride, std::int64_t y_pad_0,
                       std::int64_t y_pad_1, std::int64_t x_pad_0, std::int64_t x_pad_1) {
     if (!ok()) return false;
-    InsnFields f;
-    f.opcode = Opcode::Load;
-    f.memory_type = memory;
     if (memory == MemId::Out || memory == MemId::Uop)
-      return fail(Status::BadMemory, f, Field::memory_type, static_cast<std::int64_t>(memory));
-    return set_mem(f, sram, dram, y, x, stride) && set(f, Field::y_pad_0, y_pad_0) &&
-           set(f, Field::y_pad_1, y_pad_1) && set(f, Field::x_pad_0, x_pad_0) &&
-           set(f, Field::x_pad_1, x_pad_1) && append(f);
+      return fail_field(Status::BadMemory, Opcode::Load, Field::memory_type,
+                        static_cast<std::int64_t>(memory));
+    InsnWord w;
+    constexpr Opcode op = Opcode::Load;
+    return mem_word(w, op, memory, sram, dram, y, x, stride) &&
+           put(w, Form::Mem, op, Field::y_pad_0, y_pad_0) &&
+           put(w, Form::Mem, op, Field::y_pad_1, y_pad_1) &&
+           put(w, Form::Mem, op, Field::x_pad_0, x_pad_0) &&
+           put(w, Form::Mem, op, Field::x_pad_1, x_pad_1) &&
+           append_word(
+               w, memory == MemId::Inp || memory == MemId::Wgt ? Queue::Load : Queue::Compute, op);
   }
 
   // STORE of accumulator rows (cut to the output width) to DRAM.
   constexpr bool store(std::int64_t sram, std::int64_t dram, std::int64_t y, std::int64_t x,
                        std::int64_t stride) {
     if (!ok()) return false;
-    InsnFields f;
-    f.opcode = Opcode::Store;
-    f.memory_type = MemId::Out;
-    return set_mem(f, sram, dram, y, x, stride) && append(f);
+    InsnWord w;
+    return mem_word(w, Opcode::Store, MemId::Out, sram, dram, y, x, stride) &&
+           append_word(w, Queue::Store, Opcode::Store);
   }
 
   // GEMM over a kernel (acc[dst] += inp[src] x wgt[wgt]^T, or acc[dst] = 0 with reset).
   constexpr bool gemm(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
                       std::size_t nops, bool reset) {
     if (!ok()) return false;
-    InsnFields f;
-    f.opcode = Opcode::Gemm;
-    f.reset_reg = reset;
-    return push_kernel(f, loops, nloops, ops, nops, true);
+    InsnWord w;
+    put_field(w, layout_.pos(Form::Gemm, Field::opcode), static_cast<std::uint64_t>(Opcode::Gemm));
+    put_field(w, layout_.pos(Form::Gemm, Field::reset_reg), reset ? 1 : 0);
+    return push_kernel(w, Opcode::Gemm, loops, nloops, ops, nops);
   }
 
   // ALU over a kernel: acc[dst] = op(acc[dst], acc[src]), or op(acc[dst], imm).
   constexpr bool alu(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
                      std::size_t nops, AluOp op, bool use_imm, std::int64_t imm) {
     if (!ok()) return false;
-    InsnFields f;
-    f.opcode = Opcode::Alu;
-    f.alu_opcode = op;
-    f.use_imm = use_imm;
+    const auto& t = layout_.form(Form::Alu);
+    InsnWord w;
+    put_field(w, t[static_cast<std::size_t>(Field::opcode)],
+              static_cast<std::uint64_t>(Opcode::Alu));
+    put_field(w, t[static_cast<std::size_t>(Field::alu_opcode)], static_cast<std::uint64_t>(op));
     if (use_imm) {
-      if (!fits(f, Field::imm, imm)) return fail(Status::FieldRange, f, Field::imm, imm);
-      f.imm = static_cast<std::int32_t>(imm);
+      if (imm < imm_lo_ || imm > imm_hi_)
+        return fail_field(Status::FieldRange, Opcode::Alu, Field::imm, imm);
+      put_field(w, t[static_cast<std::size_t>(Field::use_imm)], 1);
+      put_field(w, t[static_cast<std::size_t>(Field::imm)], static_cast<std::uint64_t>(imm));
     }
-    return push_kernel(f, loops, nloops, ops, nops, false);
+    return push_kernel(w, Opcode::Alu, loops, nloops, ops, nops);
   }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
@@ -165,11 +183,13 @@ class StreamWriter {
     if (!neighbours(from, to)) return fail_pair(from, to);
     if (!commit_pending_pop(from)) return false;
     const bool next = from < to;
-    if (s_.insn_count() > 0 && queue_of(last_) == from) {
-      bool& flag = next ? last_.push_next_dep : last_.push_prev_dep;
-      if (!flag) {
-        flag = true;
-        s_.insn(s_.insn_count() - 1) = pack(layout_, last_);
+    if (s_.insn_count() > 0 && last_queue_ == from) {
+      // the dependency flags sit at the same bits in every form
+      const FieldPos flag =
+          layout_.pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
+      InsnWord& last = s_.insn(s_.insn_count() - 1);
+      if (get_field(last, flag) == 0) {
+        put_field(last, flag, 1);
         return true;
       }
     }
@@ -195,7 +215,6 @@ class StreamWriter {
     if (!neighbours(from, to)) return fail_pair(from, to);
     const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
     put_field(word, layout_.pos(Form::Mem, flag), 1);
-    if (index + 1 == s_.insn_count()) last_.set(flag, 1);
     return true;
   }
 
@@ -295,18 +314,6 @@ class StreamWriter {
     }
     return value >= 0 && static_cast<std::uint64_t>(value) <= low_mask(p.width);
   }
-  constexpr bool set(InsnFields& f, Field field, std::int64_t value) {
-    if (!fits(f, field, value)) return fail(Status::FieldRange, f, field, value);
-    f.set(field, static_cast<std::uint64_t>(value));
-    return true;
-  }
-  constexpr bool set_mem(InsnFields& f, std::int64_t sram, std::int64_t dram, std::int64_t y,
-                         std::int64_t x, std::int64_t stride) {
-    return set(f, Field::sram_base, sram) && set(f, Field::dram_base, dram) &&
-           set(f, Field::y_size, y) && set(f, Field::x_size, x) &&
-           set(f, Field::x_stride, stride == kDenseStride ? x : stride);
-  }
-
   static constexpr InsnFields make_nop(Queue q) {
     InsnFields f;
     f.opcode = q == Queue::Store ? Opcode::Store : Opcode::Load;
@@ -317,30 +324,68 @@ class StreamWriter {
     if (pending_pop_prev_[index(q)] || pending_pop_next_[index(q)]) return append(make_nop(q));
     return true;
   }
-  constexpr bool append(InsnFields f) {
-    const Queue q = queue_of(f);
-    if (pending_pop_prev_[index(q)]) f.pop_prev_dep = true;
-    if (pending_pop_next_[index(q)]) f.pop_next_dep = true;
-    if (!s_.push_insn(pack(layout_, f))) return fail(Status::InsnsFull, f, Field::count, 0);
+  constexpr bool append(const InsnFields& f) {
+    return append_word(pack(layout_, f), queue_of(f), f.opcode);
+  }
+  // Appends a word of module q, with the pops pending for q.
+  constexpr bool append_word(InsnWord w, Queue q, Opcode op) {
+    if (pending_pop_prev_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_prev_dep), 1);
+    if (pending_pop_next_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_next_dep), 1);
+    if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
     pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
-    last_ = f;
+    last_queue_ = q;
     return true;
   }
 
-  constexpr bool push_kernel(InsnFields f, const KernelLoop* loops, std::size_t nloops,
-                             const UopOp* ops, std::size_t nops, bool gemm) {
-    if (nloops > 2) return fail(Status::LoopShape, f, Field::count, static_cast<int>(nloops));
-    if (nops == 0) return fail(Status::KernelEmpty, f, Field::count, 0);
+  // The encoder's hot path builds each word directly: a field checked against its width
+  // (limit_, from the layout) and put at its place, without InsnFields and pack.
+#if defined(__GNUC__)
+  __attribute__((always_inline))
+#endif
+  constexpr bool
+  put(InsnWord& w, Form form, Opcode op, Field x, std::int64_t v) {
+    const auto i = static_cast<std::size_t>(x);
+    if (v < 0 || v > limit_[static_cast<std::size_t>(form)][i])
+      return fail_field(Status::FieldRange, op, x, v);
+    put_field(w, layout_.form(form)[i], static_cast<std::uint64_t>(v));
+    return true;
+  }
+  constexpr bool mem_word(InsnWord& w, Opcode op, MemId memory, std::int64_t sram,
+                          std::int64_t dram, std::int64_t y, std::int64_t x, std::int64_t stride) {
+    const auto& t = layout_.form(Form::Mem);
+    put_field(w, t[static_cast<std::size_t>(Field::opcode)], static_cast<std::uint64_t>(op));
+    put_field(w, t[static_cast<std::size_t>(Field::memory_type)],
+              static_cast<std::uint64_t>(memory));
+    return put(w, Form::Mem, op, Field::sram_base, sram) &&
+           put(w, Form::Mem, op, Field::dram_base, dram) &&
+           put(w, Form::Mem, op, Field::y_size, y) && put(w, Form::Mem, op, Field::x_size, x) &&
+           put(w, Form::Mem, op, Field::x_stride, stride == kDenseStride ? x : stride);
+  }
+  constexpr bool fail_field(Status status, Opcode op, Field field, std::int64_t value) {
+    InsnFields f;
+    f.opcode = op;
+    return fail(status, f, field, value);
+  }
+
+  // A GEMM or ALU kernel: `w` holds the opcode and the op's own fields; the loops and the
+  // micro-op range go in here.
+  constexpr bool push_kernel(InsnWord w, Opcode op, const KernelLoop* loops, std::size_t nloops,
+                             const UopOp* ops, std::size_t nops) {
+    const bool gemm = op == Opcode::Gemm;
+    const Form form = gemm ? Form::Gemm : Form::Alu;
+    if (nloops > 2)
+      return fail_field(Status::LoopShape, op, Field::count, static_cast<int>(nloops));
+    if (nops == 0) return fail_field(Status::KernelEmpty, op, Field::count, 0);
     if (nops > uop_depth_)
-      return fail(Status::KernelTooLarge, f, Field::count, static_cast<std::int64_t>(nops));
+      return fail_field(Status::KernelTooLarge, op, Field::count, static_cast<std::int64_t>(nops));
     std::uint32_t* words = s_.kernel_scratch(nops);
-    if (words == nullptr) return fail(Status::UopsFull, f, Field::count, 0);
+    if (words == nullptr) return fail_field(Status::UopsFull, op, Field::count, 0);
     const FieldPos pos[3] = {layout_.uop_dst, layout_.uop_src, layout_.uop_wgt};
     for (std::size_t i = 0; i < nops; ++i) {
       const std::int64_t v[3] = {ops[i].dst, ops[i].src, gemm ? ops[i].wgt : 0};
       for (int k = 0; k < 3; ++k)
         if (v[k] < 0 || static_cast<std::uint64_t>(v[k]) > low_mask(pos[k].width)) {
-          fail(Status::UopRange, f, static_cast<Field>(k), v[k]);
+          fail_field(Status::UopRange, op, static_cast<Field>(k), v[k]);
           error_.uop = i;
           return false;
         }
@@ -351,46 +396,49 @@ class StreamWriter {
     const KernelLoop none{};
     const KernelLoop& outer = nloops > 0 ? loops[0] : none;
     const KernelLoop& inner = nloops > 1 ? loops[1] : none;
-    if (!set(f, Field::iter_out, outer.extent) || !set(f, Field::iter_in, inner.extent) ||
-        !set(f, Field::dst_factor_out, outer.dst) || !set(f, Field::dst_factor_in, inner.dst) ||
-        !set(f, Field::src_factor_out, outer.src) || !set(f, Field::src_factor_in, inner.src))
+    if (!put(w, form, op, Field::iter_out, outer.extent) ||
+        !put(w, form, op, Field::iter_in, inner.extent) ||
+        !put(w, form, op, Field::dst_factor_out, outer.dst) ||
+        !put(w, form, op, Field::dst_factor_in, inner.dst) ||
+        !put(w, form, op, Field::src_factor_out, outer.src) ||
+        !put(w, form, op, Field::src_factor_in, inner.src))
       return false;
-    if (gemm &&
-        (!set(f, Field::wgt_factor_out, outer.wgt) || !set(f, Field::wgt_factor_in, inner.wgt)))
+    if (gemm && (!put(w, form, op, Field::wgt_factor_out, outer.wgt) ||
+                 !put(w, form, op, Field::wgt_factor_in, inner.wgt)))
       return false;
     // every loop field is checked before the kernel may emit its LOAD UOP
     std::uint32_t begin = 0;
-    if (!place_kernel(f, words, nops, begin)) return false;
-    return set(f, Field::uop_bgn, begin) &&
-           set(f, Field::uop_end, static_cast<std::int64_t>(begin + nops)) && append(f);
+    if (!place_kernel(op, words, nops, begin)) return false;
+    return put(w, form, op, Field::uop_bgn, begin) &&
+           put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
+           append_word(w, Queue::Compute, op);
   }
 
   // Stores a kernel's micro-ops once in the micro-op buffer and makes them resident in the
   // micro-op SRAM (a LOAD UOP when they are not, starting over when it is full); `begin` is
   // the first SRAM entry.
-  constexpr bool place_kernel(const InsnFields& f, const std::uint32_t* words, std::size_t n,
+  constexpr bool place_kernel(Opcode op, const std::uint32_t* words, std::size_t n,
                               std::uint32_t& begin) {
     std::uint32_t dram = 0;
     if (!s_.find_kernel(words, n, dram)) {
       dram = static_cast<std::uint32_t>(s_.uop_count());
-      if (!s_.push_uops(words, n)) return fail(Status::UopsFull, f, Field::count, 0);
-      if (!s_.add_kernel(dram, n)) return fail(Status::KernelsFull, f, Field::count, 0);
+      if (!s_.push_uops(words, n)) return fail_field(Status::UopsFull, op, Field::count, 0);
+      if (!s_.add_kernel(dram, n)) return fail_field(Status::KernelsFull, op, Field::count, 0);
     }
     if (s_.find_resident(dram, begin)) return true;
     if (uop_next_ + n > uop_depth_) {
       s_.clear_resident();
       uop_next_ = 0;
     }
-    InsnFields load;
-    load.opcode = Opcode::Load;
-    load.memory_type = MemId::Uop;
-    if (!set_mem(load, uop_next_, dram, 1, static_cast<std::int64_t>(n),
-                 static_cast<std::int64_t>(n)))
+    InsnWord load;
+    if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
+                  static_cast<std::int64_t>(n)))
       return false;
     if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count())))
-      return fail(Status::InsnsFull, load, Field::count, 0);
-    if (!append(load)) return false;
-    if (!s_.add_resident(dram, uop_next_)) return fail(Status::KernelsFull, f, Field::count, 0);
+      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
+    if (!append_word(load, Queue::Compute, Opcode::Load)) return false;
+    if (!s_.add_resident(dram, uop_next_))
+      return fail_field(Status::KernelsFull, op, Field::count, 0);
     begin = uop_next_;
     uop_next_ += static_cast<std::uint32_t>(n);
     return true;
@@ -399,7 +447,9 @@ class StreamWriter {
   IsaLayout layout_;
   std::uint32_t uop_depth_;
   Storage& s_;
-  InsnFields last_{};
+  Queue last_queue_ = Queue::Compute;        // the module of the last instruction written
+  std::int64_t limit_[3][kFieldCount] = {};  // per form and field: the largest value (-1: none)
+  std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
   WriterError error_{};
