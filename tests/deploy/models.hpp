@@ -27,17 +27,6 @@ struct Case {
   std::vector<std::int64_t> values;
 };
 
-inline graph::Function recurrent() {
-  // h' = relu(requantize(conv(x) + h)), h kept between runs
-  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
-  auto h = graph::input("h", {1, 16, 4, 4}, DType::int8());
-  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
-  auto sum =
-      graph::add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), graph::cast(h, DType::int32()));
-  auto next = graph::relu(graph::requantize(sum, {.shift = 4}));
-  return graph::function({x}, {graph::cast(next, DType::int32())}, {{h, next}});
-}
-
 // Every firmware kernel on the host: integer elementwise ops, poolings, a dense layer and a
 // float tail.
 inline graph::Function host_ops() {
@@ -69,7 +58,8 @@ inline std::vector<Case> cases() {
   out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
   out.push_back({"resnet", models::ResNet18(32).function(), {}, "", {1}});
   out.push_back({"resnet_lite", models::ResNet18(32).function(), {.lite = true}, "", {1}});
-  out.push_back({"recurrent", recurrent(), {.lite = true}, "", {1, 1, 1}});
+  out.push_back(
+      {"recurrent", random_graphs::recurrent_convolution(), {.lite = true}, "", {1, 1, 1}});
   out.push_back({"host_ops", host_ops(), {}, "n", {1, 3, 2}});
   random_graphs::Rng rng{std::mt19937_64(77)};
   for (int k = 0; k < 6; ++k) {

@@ -20,6 +20,18 @@ namespace ne = dlavm::ne;
 namespace te = dlavm::te;
 using dlavm::DType;
 
+// A recurrent convolution, h' = relu(requantize(conv(x) + h)), h a state the module keeps
+// between runs (the graph tests check it runs; tests/deploy emits it with h in the cache region).
+inline graph::Function recurrent_convolution() {
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto h = graph::input("h", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
+  auto sum =
+      graph::add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), graph::cast(h, DType::int32()));
+  auto next = graph::relu(graph::requantize(sum, {.shift = 4}));
+  return graph::function({x}, {graph::cast(next, DType::int32())}, {{h, next}});
+}
+
 struct Rng {
   std::mt19937_64 engine;
   std::int64_t operator()(std::int64_t lo, std::int64_t hi) {

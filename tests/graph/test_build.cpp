@@ -9,6 +9,7 @@
 #include "../../examples/model_check.hpp"
 #include "../../examples/models.hpp"
 #include "random_graphs.hpp"
+#include "random_networks.hpp"
 #include <random>
 #include <set>
 
@@ -662,14 +663,9 @@ TEST_CASE("module: a module outlives its device, or moves between devices, witho
 
 TEST_CASE("module: a state outlives a run (a recurrent convolution on VTA)") {
   // h' = relu(requantize(conv(x) + h)), h kept by the module between runs
-  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
-  auto h = graph::input("h", {1, 16, 4, 4}, DType::int8());
-  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1, -8, 8));
-  auto sum =
-      graph::add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), graph::cast(h, DType::int32()));
-  auto next = graph::relu(graph::requantize(sum, {.shift = 4}));
-  auto out = graph::cast(next, DType::int32());
-  const auto fn = graph::function({x}, {out}, {{h, next}});
+  const auto fn = random_graphs::recurrent_convolution();
+  const auto &x = fn.params()[0], &out = fn.results()[0];
+  const auto &h = fn.state()[0].input, &next = fn.state()[0].next;
   const graph::Target target;
   const auto placed = graph::infer_type(fn, target);
   const auto text = fmt::format("{}", placed);
