@@ -30,16 +30,16 @@ struct Buffers {
         states(regions) {}
 };
 
-template <class Fn>
+// `Layout`: the generated header's WriterLayout, as the firmware's session uses it.
+template <class Layout, class Fn>
 std::size_t replay_once(Fn fn, Buffers& b, const rt::SramRegion* regions, std::size_t nregions,
-                        const std::uint64_t* phys, const std::int64_t* dims,
-                        const rt::IsaLayout& layout, std::uint32_t depth,
+                        const std::uint64_t* phys, const std::int64_t* dims, std::uint32_t depth,
                         const rt::ElemBytes& elem) {
   rt::SpanStorage st(b.insns.data(), b.insns.size(), b.uops.data(), b.uops.size(), b.relocs.data(),
                      b.kernels.data(), b.resident.data(), b.kernels.size());
-  rt::StreamWriter<rt::SpanStorage> w(layout, depth, st);
-  rt::Replay<rt::SpanStorage> r(w, depth, elem, regions, b.states.data(), nregions, phys,
-                                {b.ops.data(), b.ops.size()});
+  rt::StreamWriter<rt::SpanStorage, Layout> w({}, depth, st);
+  rt::Replay<rt::SpanStorage, Layout> r(w, depth, elem, regions, b.states.data(), nregions, phys,
+                                        {b.ops.data(), b.ops.size()});
   if (!fn(r, dims) || !w.finish()) return 0;
   return st.insn_count();
 }
@@ -53,9 +53,9 @@ void BM_FirmwareTokenGemm(benchmark::State& state) {
   const std::int64_t dims[] = {state.range(0)};
   std::size_t insns = 0;
   for (auto _ : state) {
-    insns = replay_once([](auto& r, const std::int64_t* d) { return Program::replay(r, d); }, b,
-                        Program::kRegions, std::size(Program::kRegions), phys, dims, g::kLayout,
-                        g::kUopDepth, g::kElemBytes);
+    insns = replay_once<g::WriterLayout>(
+        [](auto& r, const std::int64_t* d) { return Program::replay(r, d); }, b, Program::kRegions,
+        std::size(Program::kRegions), phys, dims, g::kUopDepth, g::kElemBytes);
     benchmark::DoNotOptimize(b.insns.data());
   }
   if (insns == 0) state.SkipWithError("replay failed");
@@ -99,11 +99,11 @@ void BM_FirmwareMlp(benchmark::State& state) {
   std::size_t insns = 0;
   for (auto _ : state) {
     insns = 0;
-#define BENCH_REPLAY(step)                                                                      \
-  for (std::size_t k = 0; k < std::size(m::step::kParams); ++k) phys[k] = m::step::kParams[k];  \
-  insns += replay_once([](auto& r, const std::int64_t* d) { return m::step::replay(r, d); }, b, \
-                       m::step::kRegions, std::size(m::step::kRegions), phys, dims, m::kLayout, \
-                       m::kUopDepth, m::kElemBytes);
+#define BENCH_REPLAY(step)                                                                        \
+  for (std::size_t k = 0; k < std::size(m::step::kParams); ++k) phys[k] = m::step::kParams[k];    \
+  insns += replay_once<m::WriterLayout>(                                                          \
+      [](auto& r, const std::int64_t* d) { return m::step::replay(r, d); }, b, m::step::kRegions, \
+      std::size(m::step::kRegions), phys, dims, m::kUopDepth, m::kElemBytes);
     BENCH_MLP_STEPS(BENCH_REPLAY)
 #undef BENCH_REPLAY
     benchmark::DoNotOptimize(b.insns.data());

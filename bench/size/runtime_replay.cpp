@@ -10,12 +10,14 @@
 
 namespace rt = dlavm::runtime;
 
-using ReplayFn = bool (*)(rt::Replay<rt::SpanStorage>&, const std::int64_t*);
+// the generated header's layout, a constant of the code
+inline constexpr rt::IsaLayout kLayout = rt::IsaLayout::default_layout();
+using WriterLayout = rt::StaticLayout<kLayout>;
+using ReplayFn = bool (*)(rt::Replay<rt::SpanStorage, WriterLayout>&, const std::int64_t*);
 
-template class rt::StreamWriter<rt::SpanStorage>;
-template class rt::Replay<rt::SpanStorage>;
+template class rt::StreamWriter<rt::SpanStorage, WriterLayout>;
+template class rt::Replay<rt::SpanStorage, WriterLayout>;
 template class rt::Session<rt::VtaDriverApi>;
-template rt::ModelStatus rt::Session<rt::VtaDriverApi>::replay<ReplayFn>(
-    ReplayFn, const rt::SramRegion*, std::size_t, const std::uint64_t*, std::uint64_t*,
-    std::size_t, const std::int64_t*, const rt::ReplaySlots&);
-
+template rt::ModelStatus rt::Session<rt::VtaDriverApi>::replay<WriterLayout, ReplayFn>(
+    WriterLayout, ReplayFn, const rt::SramRegion*, std::size_t, const std::uint64_t*,
+    std::uint64_t*, std::size_t, const std::int64_t*, const rt::ReplaySlots&);

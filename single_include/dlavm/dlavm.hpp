@@ -12683,12 +12683,20 @@ constexpr std::uint64_t low_mask(int width) {
   return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
 }
 
+// The encoders' few-instruction helpers, inlined even where a caller is large (a replay's
+// encoder): a call costs more than the shift and mask it wraps.
+#if defined(__GNUC__)
+#define DLAVM_RUNTIME_INLINE __attribute__((always_inline)) inline
+#else
+#define DLAVM_RUNTIME_INLINE inline
+#endif
+
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
-constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
+DLAVM_RUNTIME_INLINE constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
   if (p.width == 0) return;
   w.word[p.offset / 64] |= (value & (~std::uint64_t{0} >> (64 - p.width))) << (p.offset % 64);
 }
-constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
+DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
   if (p.width == 0) return 0;
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }
@@ -15833,19 +15841,34 @@ struct RegionAccess {
   bool write = false;
 };
 
-template <class Storage>
+// Where a writer finds the instruction layout. The host knows it only at run time (a VTA
+// configuration): DynamicLayout holds it. The code deploy::emit generates knows it when the
+// firmware compiles (its kLayout): StaticLayout names it as a template argument, so every
+// field's place folds into a constant shift and mask (a third less time per instruction,
+// docs/performance.md), and both write the same words.
+struct DynamicLayout {
+  IsaLayout value;
+  constexpr DynamicLayout(const IsaLayout& layout) : value(layout) {}  // NOLINT: implicit
+  constexpr const IsaLayout& get() const { return value; }
+};
+template <const IsaLayout& Layout>
+struct StaticLayout {
+  static constexpr const IsaLayout& get() { return Layout; }
+};
+
+template <class Storage, class Layout = DynamicLayout>
 class StreamWriter {
  public:
-  constexpr StreamWriter(const IsaLayout& layout, std::uint32_t uop_depth, Storage& storage)
-      : layout_(layout), uop_depth_(uop_depth), s_(storage) {
+  constexpr StreamWriter(Layout source, std::uint32_t uop_depth, Storage& storage)
+      : layout_(source), uop_depth_(uop_depth), s_(storage) {
     for (std::size_t form = 0; form < 3; ++form)
       for (std::size_t x = 0; x < kFieldCount; ++x) {
-        const int width = layout_.form(static_cast<Form>(form))[x].width;
+        const int width = layout().form(static_cast<Form>(form))[x].width;
         limit_[form][x] = width == 0    ? -1  // no such field: nothing fits
                           : width >= 63 ? std::numeric_limits<std::int64_t>::max()
                                         : static_cast<std::int64_t>(low_mask(width));
       }
-    const int imm = layout_.pos(Form::Alu, Field::imm).width;
+    const int imm = layout().pos(Form::Alu, Field::imm).width;
     imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
     imm_lo_ = imm == 0 ? 0 : -imm_hi_ - 1;
   }
@@ -15855,7 +15878,7 @@ class StreamWriter {
   // Forgets the failure (the failing instruction was not written): the host, having reported
   // it, may go on.
   constexpr void clear_error() { error_ = WriterError{}; }
-  constexpr const IsaLayout& layout() const { return layout_; }
+  constexpr const IsaLayout& layout() const { return layout_.get(); }
   constexpr std::size_t size() const { return s_.insn_count(); }
   constexpr Storage& storage() { return s_; }
 
@@ -15893,8 +15916,8 @@ class StreamWriter {
                       std::size_t nops, bool reset) {
     if (!ok()) return false;
     InsnWord w;
-    put_field(w, layout_.pos(Form::Gemm, Field::opcode), static_cast<std::uint64_t>(Opcode::Gemm));
-    put_field(w, layout_.pos(Form::Gemm, Field::reset_reg), reset ? 1 : 0);
+    put_field(w, layout().pos(Form::Gemm, Field::opcode), static_cast<std::uint64_t>(Opcode::Gemm));
+    put_field(w, layout().pos(Form::Gemm, Field::reset_reg), reset ? 1 : 0);
     return push_kernel(w, Opcode::Gemm, loops, nloops, ops, nops);
   }
 
@@ -15902,7 +15925,7 @@ class StreamWriter {
   constexpr bool alu(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
                      std::size_t nops, AluOp op, bool use_imm, std::int64_t imm) {
     if (!ok()) return false;
-    const auto& t = layout_.form(Form::Alu);
+    const auto& t = layout().form(Form::Alu);
     InsnWord w;
     put_field(w, t[static_cast<std::size_t>(Field::opcode)],
               static_cast<std::uint64_t>(Opcode::Alu));
@@ -15925,7 +15948,7 @@ class StreamWriter {
     if (s_.insn_count() > 0 && last_queue_ == from) {
       // the dependency flags sit at the same bits in every form
       const FieldPos flag =
-          layout_.pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
+          layout().pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
       InsnWord& last = s_.insn(s_.insn_count() - 1);
       if (get_field(last, flag) == 0) {
         put_field(last, flag, 1);
@@ -15947,13 +15970,13 @@ class StreamWriter {
     }
     InsnWord& word = s_.insn(index);
     InsnFields head;
-    head.opcode = static_cast<Opcode>(get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
     head.memory_type =
-        static_cast<MemId>(get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
     const Queue from = queue_of(head);
     if (!neighbours(from, to)) return fail_pair(from, to);
     const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-    put_field(word, layout_.pos(Form::Mem, flag), 1);
+    put_field(word, layout().pos(Form::Mem, flag), 1);
     return true;
   }
 
@@ -16045,7 +16068,7 @@ class StreamWriter {
 
   // Whether `value` fits `field` in f's form (imm: signed).
   constexpr bool fits(const InsnFields& f, Field field, std::int64_t value) const {
-    const FieldPos p = layout_.pos(form_of(f.opcode), field);
+    const FieldPos p = layout().pos(form_of(f.opcode), field);
     if (p.width == 0) return false;
     if (field == Field::imm) {
       const std::int64_t hi = (std::int64_t{1} << (p.width - 1)) - 1;
@@ -16064,12 +16087,12 @@ class StreamWriter {
     return true;
   }
   constexpr bool append(const InsnFields& f) {
-    return append_word(pack(layout_, f), queue_of(f), f.opcode);
+    return append_word(pack(layout(), f), queue_of(f), f.opcode);
   }
   // Appends a word of module q, with the pops pending for q.
   constexpr bool append_word(InsnWord w, Queue q, Opcode op) {
-    if (pending_pop_prev_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_prev_dep), 1);
-    if (pending_pop_next_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_next_dep), 1);
+    if (pending_pop_prev_[index(q)]) put_field(w, layout().pos(Form::Mem, Field::pop_prev_dep), 1);
+    if (pending_pop_next_[index(q)]) put_field(w, layout().pos(Form::Mem, Field::pop_next_dep), 1);
     if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
     pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
     last_queue_ = q;
@@ -16078,20 +16101,17 @@ class StreamWriter {
 
   // The encoder's hot path builds each word directly: a field checked against its width
   // (limit_, from the layout) and put at its place, without InsnFields and pack.
-#if defined(__GNUC__)
-  __attribute__((always_inline))
-#endif
-  constexpr bool
-  put(InsnWord& w, Form form, Opcode op, Field x, std::int64_t v) {
+  DLAVM_RUNTIME_INLINE constexpr bool put(InsnWord& w, Form form, Opcode op, Field x,
+                                          std::int64_t v) {
     const auto i = static_cast<std::size_t>(x);
     if (v < 0 || v > limit_[static_cast<std::size_t>(form)][i])
       return fail_field(Status::FieldRange, op, x, v);
-    put_field(w, layout_.form(form)[i], static_cast<std::uint64_t>(v));
+    put_field(w, layout().form(form)[i], static_cast<std::uint64_t>(v));
     return true;
   }
   constexpr bool mem_word(InsnWord& w, Opcode op, MemId memory, std::int64_t sram,
                           std::int64_t dram, std::int64_t y, std::int64_t x, std::int64_t stride) {
-    const auto& t = layout_.form(Form::Mem);
+    const auto& t = layout().form(Form::Mem);
     put_field(w, t[static_cast<std::size_t>(Field::opcode)], static_cast<std::uint64_t>(op));
     put_field(w, t[static_cast<std::size_t>(Field::memory_type)],
               static_cast<std::uint64_t>(memory));
@@ -16119,7 +16139,7 @@ class StreamWriter {
       return fail_field(Status::KernelTooLarge, op, Field::count, static_cast<std::int64_t>(nops));
     std::uint32_t* words = s_.kernel_scratch(nops);
     if (words == nullptr) return fail_field(Status::UopsFull, op, Field::count, 0);
-    const FieldPos pos[3] = {layout_.uop_dst, layout_.uop_src, layout_.uop_wgt};
+    const FieldPos pos[3] = {layout().uop_dst, layout().uop_src, layout().uop_wgt};
     for (std::size_t i = 0; i < nops; ++i) {
       const std::int64_t v[3] = {ops[i].dst, ops[i].src, gemm ? ops[i].wgt : 0};
       for (int k = 0; k < 3; ++k)
@@ -16129,8 +16149,8 @@ class StreamWriter {
           return false;
         }
       words[i] =
-          pack_uop(layout_, {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
-                             static_cast<std::uint32_t>(v[2])});
+          pack_uop(layout(), {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+                              static_cast<std::uint32_t>(v[2])});
     }
     const KernelLoop none{};
     const KernelLoop& outer = nloops > 0 ? loops[0] : none;
@@ -16183,7 +16203,7 @@ class StreamWriter {
     return true;
   }
 
-  IsaLayout layout_;
+  Layout layout_;
   std::uint32_t uop_depth_;
   Storage& s_;
   Queue last_queue_ = Queue::Compute;        // the module of the last instruction written
@@ -16224,9 +16244,8 @@ class DepTracker {
 
   // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
   // its hazards, a pop pending on the writer for q's next instruction.
-  template <class Storage>
-  constexpr bool before(StreamWriter<Storage>& w, Queue q, const RegionAccess* accesses,
-                        std::size_t n) {
+  template <class Writer>
+  constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
     for (std::size_t i = 0; i < n; ++i) {
       const auto hazard = [&](const RegionState& s) {
@@ -16437,12 +16456,12 @@ struct OpBuffer {
   std::size_t capacity = 0;
 };
 
-template <class Storage>
+template <class Storage, class Layout = DynamicLayout>
 class Replay {
  public:
-  constexpr Replay(StreamWriter<Storage>& writer, std::uint32_t uop_depth, const ElemBytes& elem,
-                   const SramRegion* regions, RegionState* states, std::size_t region_count,
-                   const std::uint64_t* param_phys, OpBuffer ops)
+  constexpr Replay(StreamWriter<Storage, Layout>& writer, std::uint32_t uop_depth,
+                   const ElemBytes& elem, const SramRegion* regions, RegionState* states,
+                   std::size_t region_count, const std::uint64_t* param_phys, OpBuffer ops)
       : w_(writer),
         uop_depth_(uop_depth),
         deps_(regions, states, region_count),
@@ -16460,7 +16479,7 @@ class Replay {
   }
 
   constexpr bool ok() const { return w_.ok(); }
-  constexpr StreamWriter<Storage>& writer() { return w_; }
+  constexpr StreamWriter<Storage, Layout>& writer() { return w_; }
   constexpr const DepTracker& deps() const { return deps_; }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
@@ -16552,7 +16571,7 @@ class Replay {
         out = static_cast<std::int64_t>(phys >> elem_shift_[m]);
         return true;
       }
-    } else if (StreamWriter<Storage>::dram_elem(phys, elem_.of[m], out)) {
+    } else if (StreamWriter<Storage, Layout>::dram_elem(phys, elem_.of[m], out)) {
       return true;
     }
     InsnFields f;
@@ -16572,7 +16591,7 @@ class Replay {
     return true;
   }
 
-  StreamWriter<Storage>& w_;
+  StreamWriter<Storage, Layout>& w_;
   std::uint32_t uop_depth_;
   DepTracker deps_;
   ElemBytes elem_;
@@ -23850,14 +23869,15 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
 // printed as code that firmware compiles. The function it writes,
 //
-//   template <class Storage>
-//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
+//   template <class Storage, class Layout>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims)
 //
-// calls the same runtime::Replay methods with the same values the host computes, the index
-// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
-// same words (tests/deploy checks them for many dim values). It needs only
-// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
-// expression: a program without symbolic dims is a constant stream.
+// (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
+// same runtime::Replay methods with the same values the host computes, the index expressions of
+// symbolic fields compiled by the firmware's own compiler, so it writes the same words
+// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
+// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
+// is a constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);
@@ -24209,6 +24229,7 @@ DLAVM_INLINE std::string config_source(const Config& c) {
   return fmt::format(
       "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
       "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "using WriterLayout = dlavm::runtime::StaticLayout<kLayout>;  // fields at constant places\n"
       "inline constexpr std::uint32_t kUopDepth = {};\n"
       "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
       c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
@@ -24221,8 +24242,9 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
   printer.visit(p.func().body);
   return fmt::format(
       "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
-      "template <class Storage>\n"
-      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
+      "template <class Storage, class Layout>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims) "
+      "{{\n"
       "  (void)dims;\n"
       "{}{}"
       "  return r.ok();\n"
@@ -24797,7 +24819,8 @@ class Emitter {
       if (s.kind == graph::ModuleStep::Kind::Vta) {
         if (!is_static(i)) {
           put(out,
-              "  st = s.replay([](auto& r, const std::int64_t* d) {{ return step{0}::replay(r, d); "
+              "  st = s.replay(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
+              "step{0}::replay(r, d); "
               "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
               "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
               "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",
@@ -28351,9 +28374,11 @@ class Session {
   }
 
   // Replays a symbolic program for `dims` into its slots and runs it. `replay` is the
-  // generated function; `params` the planned addresses of its parameters.
-  template <class Fn>
-  ModelStatus replay(Fn replay, const SramRegion* regions, std::size_t region_count,
+  // generated function; `params` the planned addresses of its parameters; `layout` the
+  // writer's (StaticLayout<kLayout> in the generated code: the same as set_target's, folded
+  // into the code).
+  template <class Layout, class Fn>
+  ModelStatus replay(Layout layout, Fn replay, const SramRegion* regions, std::size_t region_count,
                      const std::uint64_t* params, std::uint64_t* params_phys,
                      std::size_t param_count, const std::int64_t* dims, const ReplaySlots& slots) {
     if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
@@ -28361,16 +28386,16 @@ class Session {
     SpanStorage st(at<InsnWord>(slots.insn_addr), static_cast<std::size_t>(slots.insn_capacity),
                    at<std::uint32_t>(slots.uop_addr), static_cast<std::size_t>(slots.uop_capacity),
                    slots.relocs, slots.kernels, slots.resident, slots.kernel_capacity);
-    StreamWriter<SpanStorage> w(layout_, uop_depth_, st);
-    Replay<SpanStorage> r(w, uop_depth_, elem_, regions, slots.states, region_count, params_phys,
-                          {slots.ops, slots.op_capacity});
+    StreamWriter<SpanStorage, Layout> w(layout, uop_depth_, st);
+    Replay<SpanStorage, Layout> r(w, uop_depth_, elem_, regions, slots.states, region_count,
+                                  params_phys, {slots.ops, slots.op_capacity});
     if (!replay(r, dims) || !w.finish()) {
       writer_error_ = w.error();
       return fail(ModelStatus::StreamError);
     }
     // the LOAD UOPs address the micro-op buffer from its start: move them to its slot
     const std::uint64_t uop_base = phys(slots.uop_addr) / 4;
-    const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
+    const FieldPos dram = w.layout().pos(Form::Mem, Field::dram_base);
     for (std::size_t i = 0; i < st.reloc_count(); ++i) {
       InsnWord& word = st.insn(st.relocs()[i]);
       const std::uint64_t a = get_field(word, dram) + uop_base;

@@ -11,8 +11,14 @@
 namespace replay_codegen {
 
 using namespace dlavm;
-using runtime::Replay;
 using Storage = vta::HostStreamStorage;
+// the generated code's writer: the layout a constant (the host's Program::instantiate, which
+// these replays are compared with, reads it at run time)
+using Layout = replays::WriterLayout;
+template <class S>
+using Replay = runtime::Replay<S, Layout>;
+template <class S>
+using StreamWriter = runtime::StreamWriter<S, Layout>;
 
 struct Entry {
   const char* name;
@@ -21,12 +27,12 @@ struct Entry {
   std::size_t region_count, max_ops, params;
 };
 
-#define REPLAY_ENTRY(n)                  \
-  Entry{#n,                              \
-        &replays::n::replay<Storage>,    \
-        replays::n::kRegions,            \
-        std::size(replays::n::kRegions), \
-        replays::n::kMaxOps,             \
+#define REPLAY_ENTRY(n)                       \
+  Entry{#n,                                   \
+        &replays::n::replay<Storage, Layout>, \
+        replays::n::kRegions,                 \
+        std::size(replays::n::kRegions),      \
+        replays::n::kMaxOps,                  \
         replays::n::kParams},
 const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 #undef REPLAY_ENTRY
@@ -34,7 +40,7 @@ const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 // The compiled replay's stream, or nothing where it fails.
 std::optional<runtime::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims) {
   Storage st;
-  runtime::StreamWriter<Storage> w(replays::kLayout, replays::kUopDepth, st);
+  StreamWriter<Storage> w({}, replays::kUopDepth, st);
   std::vector<runtime::RegionState> states(e.region_count);
   std::vector<runtime::UopOp> ops(e.max_ops);
   std::vector<std::uint64_t> phys;
@@ -99,8 +105,7 @@ constexpr bool constant_stream_equals(Fn replay, const runtime::SramRegion (&reg
                                       const runtime::InsnWord (&insns)[Insns],
                                       const std::uint32_t (&uops)[Uops]) {
   runtime::FixedStorage<Insns, Uops + Ops, 16> st;
-  runtime::StreamWriter<runtime::FixedStorage<Insns, Uops + Ops, 16>> w(replays::kLayout,
-                                                                        replays::kUopDepth, st);
+  StreamWriter<runtime::FixedStorage<Insns, Uops + Ops, 16>> w({}, replays::kUopDepth, st);
   runtime::RegionState states[Regions] = {};
   runtime::UopOp ops[Ops + 1] = {};
   std::uint64_t phys[Params] = {};

@@ -568,7 +568,8 @@ class Emitter {
       if (s.kind == graph::ModuleStep::Kind::Vta) {
         if (!is_static(i)) {
           put(out,
-              "  st = s.replay([](auto& r, const std::int64_t* d) {{ return step{0}::replay(r, d); "
+              "  st = s.replay(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
+              "step{0}::replay(r, d); "
               "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
               "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
               "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",

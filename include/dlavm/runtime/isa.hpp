@@ -557,12 +557,20 @@ constexpr std::uint64_t low_mask(int width) {
   return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
 }
 
+// The encoders' few-instruction helpers, inlined even where a caller is large (a replay's
+// encoder): a call costs more than the shift and mask it wraps.
+#if defined(__GNUC__)
+#define DLAVM_RUNTIME_INLINE __attribute__((always_inline)) inline
+#else
+#define DLAVM_RUNTIME_INLINE inline
+#endif
+
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
-constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
+DLAVM_RUNTIME_INLINE constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
   if (p.width == 0) return;
   w.word[p.offset / 64] |= (value & (~std::uint64_t{0} >> (64 - p.width))) << (p.offset % 64);
 }
-constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
+DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldPos p) {
   if (p.width == 0) return 0;
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }

@@ -48,12 +48,12 @@ struct OpBuffer {
   std::size_t capacity = 0;
 };
 
-template <class Storage>
+template <class Storage, class Layout = DynamicLayout>
 class Replay {
  public:
-  constexpr Replay(StreamWriter<Storage>& writer, std::uint32_t uop_depth, const ElemBytes& elem,
-                   const SramRegion* regions, RegionState* states, std::size_t region_count,
-                   const std::uint64_t* param_phys, OpBuffer ops)
+  constexpr Replay(StreamWriter<Storage, Layout>& writer, std::uint32_t uop_depth,
+                   const ElemBytes& elem, const SramRegion* regions, RegionState* states,
+                   std::size_t region_count, const std::uint64_t* param_phys, OpBuffer ops)
       : w_(writer),
         uop_depth_(uop_depth),
         deps_(regions, states, region_count),
@@ -71,7 +71,7 @@ class Replay {
   }
 
   constexpr bool ok() const { return w_.ok(); }
-  constexpr StreamWriter<Storage>& writer() { return w_; }
+  constexpr StreamWriter<Storage, Layout>& writer() { return w_; }
   constexpr const DepTracker& deps() const { return deps_; }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
@@ -163,7 +163,7 @@ class Replay {
         out = static_cast<std::int64_t>(phys >> elem_shift_[m]);
         return true;
       }
-    } else if (StreamWriter<Storage>::dram_elem(phys, elem_.of[m], out)) {
+    } else if (StreamWriter<Storage, Layout>::dram_elem(phys, elem_.of[m], out)) {
       return true;
     }
     InsnFields f;
@@ -183,7 +183,7 @@ class Replay {
     return true;
   }
 
-  StreamWriter<Storage>& w_;
+  StreamWriter<Storage, Layout>& w_;
   std::uint32_t uop_depth_;
   DepTracker deps_;
   ElemBytes elem_;

@@ -157,9 +157,11 @@ class Session {
   }
 
   // Replays a symbolic program for `dims` into its slots and runs it. `replay` is the
-  // generated function; `params` the planned addresses of its parameters.
-  template <class Fn>
-  ModelStatus replay(Fn replay, const SramRegion* regions, std::size_t region_count,
+  // generated function; `params` the planned addresses of its parameters; `layout` the
+  // writer's (StaticLayout<kLayout> in the generated code: the same as set_target's, folded
+  // into the code).
+  template <class Layout, class Fn>
+  ModelStatus replay(Layout layout, Fn replay, const SramRegion* regions, std::size_t region_count,
                      const std::uint64_t* params, std::uint64_t* params_phys,
                      std::size_t param_count, const std::int64_t* dims, const ReplaySlots& slots) {
     if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
@@ -167,16 +169,16 @@ class Session {
     SpanStorage st(at<InsnWord>(slots.insn_addr), static_cast<std::size_t>(slots.insn_capacity),
                    at<std::uint32_t>(slots.uop_addr), static_cast<std::size_t>(slots.uop_capacity),
                    slots.relocs, slots.kernels, slots.resident, slots.kernel_capacity);
-    StreamWriter<SpanStorage> w(layout_, uop_depth_, st);
-    Replay<SpanStorage> r(w, uop_depth_, elem_, regions, slots.states, region_count, params_phys,
-                          {slots.ops, slots.op_capacity});
+    StreamWriter<SpanStorage, Layout> w(layout, uop_depth_, st);
+    Replay<SpanStorage, Layout> r(w, uop_depth_, elem_, regions, slots.states, region_count,
+                                  params_phys, {slots.ops, slots.op_capacity});
     if (!replay(r, dims) || !w.finish()) {
       writer_error_ = w.error();
       return fail(ModelStatus::StreamError);
     }
     // the LOAD UOPs address the micro-op buffer from its start: move them to its slot
     const std::uint64_t uop_base = phys(slots.uop_addr) / 4;
-    const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
+    const FieldPos dram = w.layout().pos(Form::Mem, Field::dram_base);
     for (std::size_t i = 0; i < st.reloc_count(); ++i) {
       InsnWord& word = st.insn(st.relocs()[i]);
       const std::uint64_t a = get_field(word, dram) + uop_base;

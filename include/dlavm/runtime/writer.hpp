@@ -94,19 +94,34 @@ struct RegionAccess {
   bool write = false;
 };
 
-template <class Storage>
+// Where a writer finds the instruction layout. The host knows it only at run time (a VTA
+// configuration): DynamicLayout holds it. The code deploy::emit generates knows it when the
+// firmware compiles (its kLayout): StaticLayout names it as a template argument, so every
+// field's place folds into a constant shift and mask (a third less time per instruction,
+// docs/performance.md), and both write the same words.
+struct DynamicLayout {
+  IsaLayout value;
+  constexpr DynamicLayout(const IsaLayout& layout) : value(layout) {}  // NOLINT: implicit
+  constexpr const IsaLayout& get() const { return value; }
+};
+template <const IsaLayout& Layout>
+struct StaticLayout {
+  static constexpr const IsaLayout& get() { return Layout; }
+};
+
+template <class Storage, class Layout = DynamicLayout>
 class StreamWriter {
  public:
-  constexpr StreamWriter(const IsaLayout& layout, std::uint32_t uop_depth, Storage& storage)
-      : layout_(layout), uop_depth_(uop_depth), s_(storage) {
+  constexpr StreamWriter(Layout source, std::uint32_t uop_depth, Storage& storage)
+      : layout_(source), uop_depth_(uop_depth), s_(storage) {
     for (std::size_t form = 0; form < 3; ++form)
       for (std::size_t x = 0; x < kFieldCount; ++x) {
-        const int width = layout_.form(static_cast<Form>(form))[x].width;
+        const int width = layout().form(static_cast<Form>(form))[x].width;
         limit_[form][x] = width == 0    ? -1  // no such field: nothing fits
                           : width >= 63 ? std::numeric_limits<std::int64_t>::max()
                                         : static_cast<std::int64_t>(low_mask(width));
       }
-    const int imm = layout_.pos(Form::Alu, Field::imm).width;
+    const int imm = layout().pos(Form::Alu, Field::imm).width;
     imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
     imm_lo_ = imm == 0 ? 0 : -imm_hi_ - 1;
   }
@@ -116,7 +131,7 @@ class StreamWriter {
   // Forgets the failure (the failing instruction was not written): the host, having reported
   // it, may go on.
   constexpr void clear_error() { error_ = WriterError{}; }
-  constexpr const IsaLayout& layout() const { return layout_; }
+  constexpr const IsaLayout& layout() const { return layout_.get(); }
   constexpr std::size_t size() const { return s_.insn_count(); }
   constexpr Storage& storage() { return s_; }
 
@@ -154,8 +169,8 @@ class StreamWriter {
                       std::size_t nops, bool reset) {
     if (!ok()) return false;
     InsnWord w;
-    put_field(w, layout_.pos(Form::Gemm, Field::opcode), static_cast<std::uint64_t>(Opcode::Gemm));
-    put_field(w, layout_.pos(Form::Gemm, Field::reset_reg), reset ? 1 : 0);
+    put_field(w, layout().pos(Form::Gemm, Field::opcode), static_cast<std::uint64_t>(Opcode::Gemm));
+    put_field(w, layout().pos(Form::Gemm, Field::reset_reg), reset ? 1 : 0);
     return push_kernel(w, Opcode::Gemm, loops, nloops, ops, nops);
   }
 
@@ -163,7 +178,7 @@ class StreamWriter {
   constexpr bool alu(const KernelLoop* loops, std::size_t nloops, const UopOp* ops,
                      std::size_t nops, AluOp op, bool use_imm, std::int64_t imm) {
     if (!ok()) return false;
-    const auto& t = layout_.form(Form::Alu);
+    const auto& t = layout().form(Form::Alu);
     InsnWord w;
     put_field(w, t[static_cast<std::size_t>(Field::opcode)],
               static_cast<std::uint64_t>(Opcode::Alu));
@@ -186,7 +201,7 @@ class StreamWriter {
     if (s_.insn_count() > 0 && last_queue_ == from) {
       // the dependency flags sit at the same bits in every form
       const FieldPos flag =
-          layout_.pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
+          layout().pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
       InsnWord& last = s_.insn(s_.insn_count() - 1);
       if (get_field(last, flag) == 0) {
         put_field(last, flag, 1);
@@ -208,13 +223,13 @@ class StreamWriter {
     }
     InsnWord& word = s_.insn(index);
     InsnFields head;
-    head.opcode = static_cast<Opcode>(get_field(word, layout_.pos(Form::Mem, Field::opcode)));
+    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
     head.memory_type =
-        static_cast<MemId>(get_field(word, layout_.pos(Form::Mem, Field::memory_type)));
+        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
     const Queue from = queue_of(head);
     if (!neighbours(from, to)) return fail_pair(from, to);
     const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-    put_field(word, layout_.pos(Form::Mem, flag), 1);
+    put_field(word, layout().pos(Form::Mem, flag), 1);
     return true;
   }
 
@@ -306,7 +321,7 @@ class StreamWriter {
 
   // Whether `value` fits `field` in f's form (imm: signed).
   constexpr bool fits(const InsnFields& f, Field field, std::int64_t value) const {
-    const FieldPos p = layout_.pos(form_of(f.opcode), field);
+    const FieldPos p = layout().pos(form_of(f.opcode), field);
     if (p.width == 0) return false;
     if (field == Field::imm) {
       const std::int64_t hi = (std::int64_t{1} << (p.width - 1)) - 1;
@@ -325,12 +340,12 @@ class StreamWriter {
     return true;
   }
   constexpr bool append(const InsnFields& f) {
-    return append_word(pack(layout_, f), queue_of(f), f.opcode);
+    return append_word(pack(layout(), f), queue_of(f), f.opcode);
   }
   // Appends a word of module q, with the pops pending for q.
   constexpr bool append_word(InsnWord w, Queue q, Opcode op) {
-    if (pending_pop_prev_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_prev_dep), 1);
-    if (pending_pop_next_[index(q)]) put_field(w, layout_.pos(Form::Mem, Field::pop_next_dep), 1);
+    if (pending_pop_prev_[index(q)]) put_field(w, layout().pos(Form::Mem, Field::pop_prev_dep), 1);
+    if (pending_pop_next_[index(q)]) put_field(w, layout().pos(Form::Mem, Field::pop_next_dep), 1);
     if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
     pending_pop_prev_[index(q)] = pending_pop_next_[index(q)] = false;
     last_queue_ = q;
@@ -339,20 +354,17 @@ class StreamWriter {
 
   // The encoder's hot path builds each word directly: a field checked against its width
   // (limit_, from the layout) and put at its place, without InsnFields and pack.
-#if defined(__GNUC__)
-  __attribute__((always_inline))
-#endif
-  constexpr bool
-  put(InsnWord& w, Form form, Opcode op, Field x, std::int64_t v) {
+  DLAVM_RUNTIME_INLINE constexpr bool put(InsnWord& w, Form form, Opcode op, Field x,
+                                          std::int64_t v) {
     const auto i = static_cast<std::size_t>(x);
     if (v < 0 || v > limit_[static_cast<std::size_t>(form)][i])
       return fail_field(Status::FieldRange, op, x, v);
-    put_field(w, layout_.form(form)[i], static_cast<std::uint64_t>(v));
+    put_field(w, layout().form(form)[i], static_cast<std::uint64_t>(v));
     return true;
   }
   constexpr bool mem_word(InsnWord& w, Opcode op, MemId memory, std::int64_t sram,
                           std::int64_t dram, std::int64_t y, std::int64_t x, std::int64_t stride) {
-    const auto& t = layout_.form(Form::Mem);
+    const auto& t = layout().form(Form::Mem);
     put_field(w, t[static_cast<std::size_t>(Field::opcode)], static_cast<std::uint64_t>(op));
     put_field(w, t[static_cast<std::size_t>(Field::memory_type)],
               static_cast<std::uint64_t>(memory));
@@ -380,7 +392,7 @@ class StreamWriter {
       return fail_field(Status::KernelTooLarge, op, Field::count, static_cast<std::int64_t>(nops));
     std::uint32_t* words = s_.kernel_scratch(nops);
     if (words == nullptr) return fail_field(Status::UopsFull, op, Field::count, 0);
-    const FieldPos pos[3] = {layout_.uop_dst, layout_.uop_src, layout_.uop_wgt};
+    const FieldPos pos[3] = {layout().uop_dst, layout().uop_src, layout().uop_wgt};
     for (std::size_t i = 0; i < nops; ++i) {
       const std::int64_t v[3] = {ops[i].dst, ops[i].src, gemm ? ops[i].wgt : 0};
       for (int k = 0; k < 3; ++k)
@@ -390,8 +402,8 @@ class StreamWriter {
           return false;
         }
       words[i] =
-          pack_uop(layout_, {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
-                             static_cast<std::uint32_t>(v[2])});
+          pack_uop(layout(), {static_cast<std::uint32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+                              static_cast<std::uint32_t>(v[2])});
     }
     const KernelLoop none{};
     const KernelLoop& outer = nloops > 0 ? loops[0] : none;
@@ -444,7 +456,7 @@ class StreamWriter {
     return true;
   }
 
-  IsaLayout layout_;
+  Layout layout_;
   std::uint32_t uop_depth_;
   Storage& s_;
   Queue last_queue_ = Queue::Compute;        // the module of the last instruction written
@@ -485,9 +497,8 @@ class DepTracker {
 
   // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
   // its hazards, a pop pending on the writer for q's next instruction.
-  template <class Storage>
-  constexpr bool before(StreamWriter<Storage>& w, Queue q, const RegionAccess* accesses,
-                        std::size_t n) {
+  template <class Writer>
+  constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
     for (std::size_t i = 0; i < n; ++i) {
       const auto hazard = [&](const RegionState& s) {

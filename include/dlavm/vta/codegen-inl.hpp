@@ -305,6 +305,7 @@ DLAVM_INLINE std::string config_source(const Config& c) {
   return fmt::format(
       "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
       "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "using WriterLayout = dlavm::runtime::StaticLayout<kLayout>;  // fields at constant places\n"
       "inline constexpr std::uint32_t kUopDepth = {};\n"
       "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
       c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
@@ -317,8 +318,9 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
   printer.visit(p.func().body);
   return fmt::format(
       "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
-      "template <class Storage>\n"
-      "constexpr bool {}(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims) {{\n"
+      "template <class Storage, class Layout>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims) "
+      "{{\n"
       "  (void)dims;\n"
       "{}{}"
       "  return r.ok();\n"

@@ -1,14 +1,15 @@
 // C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
 // printed as code that firmware compiles. The function it writes,
 //
-//   template <class Storage>
-//   constexpr bool <name>(dlavm::runtime::Replay<Storage>& r, const std::int64_t* dims)
+//   template <class Storage, class Layout>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims)
 //
-// calls the same runtime::Replay methods with the same values the host computes, the index
-// expressions of symbolic fields compiled by the firmware's own compiler, so it writes the
-// same words (tests/deploy checks them for many dim values). It needs only
-// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
-// expression: a program without symbolic dims is a constant stream.
+// (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
+// same runtime::Replay methods with the same values the host computes, the index expressions of
+// symbolic fields compiled by the firmware's own compiler, so it writes the same words
+// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
+// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
+// is a constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);
