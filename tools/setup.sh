@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlavm needs, only those missing. Idempotent and quiet when all
 # is present. Without root (and without passwordless sudo) it prints the command to run.
-#   tools/setup.sh            build, test and benchmark dependencies, the ONNX importer's, and
-#                             the 32-bit ARM cross compiler and qemu-arm (examples/firmware)
+#   tools/setup.sh            build, test and benchmark dependencies (graphviz: the test that
+#                             renders graph::to_dot's text, skipped without it), the ONNX
+#                             importer's, and the 32-bit ARM cross compiler and qemu-arm
+#                             (examples/firmware)
 #   tools/setup.sh --minimal  without the ONNX importer's and the cross build's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
 #                             replays the fuzz corpora without them)
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libhwy-dev libbenchmark-dev clang-format clang-tidy)
+          libhwy-dev libbenchmark-dev clang-format clang-tidy graphviz)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 fuzz_packages=(clang libclang-rt-dev)

@@ -2,7 +2,7 @@
 // the op records and typed builders, type inference and placement, the printer, name-based
 // construction for importers, the reference executor on the host kernels, and the build for
 // a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
-// runs host and VTA steps.
+// runs host and VTA steps; graph::to_dot draws a function for Graphviz.
 //
 //   namespace g = dlavm::graph;
 //   auto token = ne::var("token", 1, 2048);
@@ -18,6 +18,7 @@
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/build.hpp>
 #include <dlavm/graph/builder.hpp>
+#include <dlavm/graph/dot.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
