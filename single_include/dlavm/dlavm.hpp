@@ -6752,6 +6752,11 @@ DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
 //   requantize(x (signed int), shift (required), lo = -128, hi = 127,
 //              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
 //   cast(x, dtype (required)) -> dtype, x's shape
+//   quantize_linear(x float32, scale, zero_point, axis = 1) -> zero_point's dtype
+//   dequantize_linear(x, scale, zero_point, axis = 1) -> float32
+//   rescale(acc int32, multiplier, zero_point, axis = 1) -> zero_point's dtype
+//       ONNX's linear quantization (host/quantize.hpp): scale / multiplier float32 and
+//       zero_point integer, both of shape [] (per tensor) or [C] (C = x's dim at axis)
 //
 //   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
 
@@ -6780,6 +6785,19 @@ DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
 //       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
 //       limits (1e10 -> int32 2147483647), NaN -> 0;
 //       float32 -> float32: unchanged.
+//
+// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
+// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
+//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
+//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
+//       in zero_point's dtype (QuantizeLinear)
+//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
+//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
+//       (DequantizeLinear)
+//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
+//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
+//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
+//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
 //
 //   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
 
@@ -6815,6 +6833,21 @@ struct RequantizeParams {
 void validate(const RequantizeParams& p, DType in, std::string_view who);
 
 te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+
+struct LinearQuantParams {
+  std::int64_t axis = 1;  // the channel axis of a per-channel scale
+};
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
+void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                           const te::NDArray& zero_point, const LinearQuantParams& p,
+                           std::string_view who);
+te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
 te::NDArray cast(const te::NDArray& x, DType dtype);
 
 // The cast of one float32 value to an integer dtype, as `cast` defines it.
@@ -6836,6 +6869,8 @@ std::int64_t float_to_int(float v, DType dtype);
 // end dlavm/host/quantize.hpp
 // begin dlavm/runtime/kernels.hpp
 // end dlavm/runtime/kernels.hpp
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -6917,6 +6952,120 @@ DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
   return y;
 }
 
+namespace detail {
+
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+struct ChannelIndex {
+  std::size_t inner = 1, channels = 1;
+  bool per_channel = false;
+  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+};
+
+inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
+                                  const LinearQuantParams& p) {
+  ChannelIndex c;
+  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
+  const auto rank = static_cast<std::int64_t>(x.ndim());
+  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+  c.per_channel = true;
+  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
+  for (std::int64_t k = axis + 1; k < rank; ++k)
+    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                                        const te::NDArray& zero_point, const LinearQuantParams& p,
+                                        std::string_view who) {
+  if (scale.dtype() != DType::float32())
+    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
+  if (!zero_point.dtype().is_integral())
+    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
+                     zero_point.dtype());
+  if (scale.shape() != zero_point.shape())
+    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
+                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
+  if (scale.ndim() > 1)
+    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
+                      scale.ndim());
+  if (scale.ndim() == 1) {
+    const auto rank = static_cast<std::int64_t>(x.ndim());
+    if (p.axis < -rank || p.axis >= rank)
+      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
+                        rank, rank);
+    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
+      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
+                        x.shape()[static_cast<std::size_t>(axis)]);
+  }
+}
+
+DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                         const te::NDArray& zero_point,
+                                         const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
+  if (!x.dtype().is_float())
+    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(t, x.shape());
+  const auto src = x.fdata();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float q = src[i] / scale.fdata()[c];
+    // rounded in a wide range first, so that the zero point moves the value before saturating
+    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
+    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                           const te::NDArray& zero_point,
+                                           const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
+  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
+    raise<TypeError>(
+        "host::dequantize_linear: x is {} and the zero point {}; both are one "
+        "integer type",
+        x.dtype(), zero_point.dtype());
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(DType::float32(), x.shape());
+  const auto src = x.data();
+  auto dst = y.fdata();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
+    dst[i] = d * scale.fdata()[c];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
+  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
+  if (acc.dtype() != DType::int32())
+    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(acc, multiplier, p);
+  te::NDArray y(t, acc.shape());
+  const auto src = acc.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
+    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
+    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
+    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
+                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
+    dst[i] = static_cast<std::int64_t>(r);
+  }
+  return y;
+}
+
 }  // namespace dlavm::host
 // end dlavm/host/quantize-inl.hpp
 #endif
@@ -6928,6 +7077,9 @@ Expr requantize(Expr x, const host::RequantizeParams& p);
 Expr cast(Expr x, DType dtype);
 // The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
 host::RequantizeParams requantize_params(const Attrs& attrs);
+Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
 DType cast_dtype(const Attrs& attrs);
 
 void add_quantize_ops(OpRegistry& ops);
@@ -6998,7 +7150,69 @@ inline TensorType cast_type(const TypeCall& c) {
   return {c.type(0).shape, to};
 }
 
+inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
+  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
+      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
+  return schema;
+}
+
+// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
+inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
+  if (!x_ok)
+    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
+  if (c.type(1).dtype != DType::float32())
+    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
+  if (!c.type(2).dtype.is_integral())
+    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
+                     c.type(2).dtype);
+  if (c.type(1).ndim() > 1)
+    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
+                      c.arg(1), c.type(1).ndim());
+  c.require_rank(2, c.type(1).ndim());
+  if (c.type(1).ndim() == 1) {
+    const std::size_t axis = c.axis("axis", c.type(0).ndim());
+    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+  }
+}
+
+inline TensorType quantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+inline TensorType dequantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
+  c.require_same_dtype(0, 2);
+  return {c.type(0).shape, DType::float32()};
+}
+
+inline TensorType rescale_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
 }  // namespace detail
+
+DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
+                                  const host::LinearQuantParams& p) {
+  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
+                                    const host::LinearQuantParams& p) {
+  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
+                          const host::LinearQuantParams& p) {
+  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
 
 DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
   return detail::requantize_schema().from_attrs(attrs);
@@ -7023,6 +7237,25 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::requantize(*a[0], requantize_params(attrs));
            }});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+    ops.add({.name = std::move(name),
+             .min_args = 3,
+             .max_args = 3,
+             .attrs = detail::linear_quant_schema().specs(),
+             .type_rule = std::move(rule),
+             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
+               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
+             }});
+  };
+  linear("quantize_linear", detail::quantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+  linear("dequantize_linear", detail::dequantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+  linear("rescale", detail::rescale_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,

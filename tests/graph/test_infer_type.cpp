@@ -184,8 +184,9 @@ TEST_CASE("infer_type: mistakes are named at the node with the numbers") {
   CHECK_NODE_ERROR(
       graph::call("densee", {first, w}),
       "%1 (densee): unknown op 'densee'; known ops: add, avg_pool2d, bias_add, cast, clip, concat, "
-      "conv2d, dense, flatten, gelu, global_avg_pool2d, layer_norm, matmul, max_pool2d, mul, pad, "
-      "relu, requantize, reshape, softmax, transpose",
+      "conv2d, dense, dequantize_linear, flatten, gelu, global_avg_pool2d, layer_norm, matmul, "
+      "max_pool2d, mul, pad, quantize_linear, relu, requantize, rescale, reshape, softmax, "
+      "transpose",
       dlavm::ValueError);
   CHECK_NODE_ERROR(graph::call("dense", {first}), "%1 (dense): takes 2 inputs, given 1",
                    dlavm::ValueError);

@@ -7,6 +7,8 @@
 #include <dlavm/host/quantize.hpp>
 #include <dlavm/runtime/kernels.hpp>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -83,6 +85,120 @@ DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
     const auto src = x.data();
     auto dst = y.data();
     for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
+  }
+  return y;
+}
+
+namespace detail {
+
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+struct ChannelIndex {
+  std::size_t inner = 1, channels = 1;
+  bool per_channel = false;
+  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+};
+
+inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
+                                  const LinearQuantParams& p) {
+  ChannelIndex c;
+  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
+  const auto rank = static_cast<std::int64_t>(x.ndim());
+  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+  c.per_channel = true;
+  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
+  for (std::int64_t k = axis + 1; k < rank; ++k)
+    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                                        const te::NDArray& zero_point, const LinearQuantParams& p,
+                                        std::string_view who) {
+  if (scale.dtype() != DType::float32())
+    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
+  if (!zero_point.dtype().is_integral())
+    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
+                     zero_point.dtype());
+  if (scale.shape() != zero_point.shape())
+    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
+                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
+  if (scale.ndim() > 1)
+    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
+                      scale.ndim());
+  if (scale.ndim() == 1) {
+    const auto rank = static_cast<std::int64_t>(x.ndim());
+    if (p.axis < -rank || p.axis >= rank)
+      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
+                        rank, rank);
+    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
+      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
+                        x.shape()[static_cast<std::size_t>(axis)]);
+  }
+}
+
+DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                         const te::NDArray& zero_point,
+                                         const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
+  if (!x.dtype().is_float())
+    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(t, x.shape());
+  const auto src = x.fdata();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float q = src[i] / scale.fdata()[c];
+    // rounded in a wide range first, so that the zero point moves the value before saturating
+    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
+    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                           const te::NDArray& zero_point,
+                                           const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
+  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
+    raise<TypeError>(
+        "host::dequantize_linear: x is {} and the zero point {}; both are one "
+        "integer type",
+        x.dtype(), zero_point.dtype());
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(DType::float32(), x.shape());
+  const auto src = x.data();
+  auto dst = y.fdata();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
+    dst[i] = d * scale.fdata()[c];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
+  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
+  if (acc.dtype() != DType::int32())
+    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(acc, multiplier, p);
+  te::NDArray y(t, acc.shape());
+  const auto src = acc.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
+    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
+    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
+    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
+                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
+    dst[i] = static_cast<std::int64_t>(r);
   }
   return y;
 }

@@ -15,6 +15,19 @@
 //       limits (1e10 -> int32 2147483647), NaN -> 0;
 //       float32 -> float32: unchanged.
 //
+// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
+// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
+//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
+//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
+//       in zero_point's dtype (QuantizeLinear)
+//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
+//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
+//       (DequantizeLinear)
+//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
+//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
+//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
+//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
+//
 //   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
 #pragma once
 
@@ -47,6 +60,21 @@ struct RequantizeParams {
 void validate(const RequantizeParams& p, DType in, std::string_view who);
 
 te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+
+struct LinearQuantParams {
+  std::int64_t axis = 1;  // the channel axis of a per-channel scale
+};
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
+void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                           const te::NDArray& zero_point, const LinearQuantParams& p,
+                           std::string_view who);
+te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
 te::NDArray cast(const te::NDArray& x, DType dtype);
 
 // The cast of one float32 value to an integer dtype, as `cast` defines it.

@@ -56,7 +56,69 @@ inline TensorType cast_type(const TypeCall& c) {
   return {c.type(0).shape, to};
 }
 
+inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
+  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
+      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
+  return schema;
+}
+
+// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
+inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
+  if (!x_ok)
+    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
+  if (c.type(1).dtype != DType::float32())
+    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
+  if (!c.type(2).dtype.is_integral())
+    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
+                     c.type(2).dtype);
+  if (c.type(1).ndim() > 1)
+    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
+                      c.arg(1), c.type(1).ndim());
+  c.require_rank(2, c.type(1).ndim());
+  if (c.type(1).ndim() == 1) {
+    const std::size_t axis = c.axis("axis", c.type(0).ndim());
+    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+  }
+}
+
+inline TensorType quantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+inline TensorType dequantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
+  c.require_same_dtype(0, 2);
+  return {c.type(0).shape, DType::float32()};
+}
+
+inline TensorType rescale_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
 }  // namespace detail
+
+DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
+                                  const host::LinearQuantParams& p) {
+  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
+                                    const host::LinearQuantParams& p) {
+  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
+                          const host::LinearQuantParams& p) {
+  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
 
 DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
   return detail::requantize_schema().from_attrs(attrs);
@@ -81,6 +143,25 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::requantize(*a[0], requantize_params(attrs));
            }});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+    ops.add({.name = std::move(name),
+             .min_args = 3,
+             .max_args = 3,
+             .attrs = detail::linear_quant_schema().specs(),
+             .type_rule = std::move(rule),
+             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
+               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
+             }});
+  };
+  linear("quantize_linear", detail::quantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+  linear("dequantize_linear", detail::dequantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+  linear("rescale", detail::rescale_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,

@@ -1,0 +1,381 @@
+// The model walk: opsets, initializers, inputs, a checked topological order of the nodes, one
+// NotSupported for every node the converters refuse, then the conversion itself.
+#include "importer.hpp"
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/ops.hpp>
+#include <dlavm/ne/expr.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+namespace dlavm::onnx {
+
+namespace detail {
+
+std::string Importer::label(const ::onnx::NodeProto& n) const {
+  if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), n.op_type());
+  const auto it = n.output_size() > 0 ? node_index_.find(n.output(0)) : node_index_.end();
+  return fmt::format("node #{} ({})", it != node_index_.end() ? it->second : current_node_,
+                     n.op_type());
+}
+
+const Value& Importer::input(const ::onnx::NodeProto& n, int k) {
+  if (!has_input(n, k)) raise<ValueError>("{}: {}: input {} is missing", source_, label(n), k);
+  const auto it = values_.find(n.input(k));
+  if (it == values_.end())
+    raise<ValueError>(
+        "{}: {}: input {} '{}' is not an input, an initializer or an earlier "
+        "node's output",
+        source_, label(n), k, n.input(k));
+  return it->second;
+}
+
+const te::NDArray& Importer::constant(const ::onnx::NodeProto& n, int k, std::string_view role) {
+  const Value& v = input(n, k);
+  if (v.constant == nullptr)
+    throw Unsupported{
+        fmt::format("its {} (input {} '{}') is not a constant; give it as an "
+                    "initializer, or in ImportOptions::constants",
+                    role, k, n.input(k))};
+  return *v.constant;
+}
+
+graph::Expr Importer::make_constant(const ::onnx::NodeProto& n, std::string_view suffix,
+                                    te::NDArray a) {
+  std::string name = fmt::format("{}.{}", n.output_size() > 0 ? n.output(0) : n.name(), suffix);
+  while (values_.count(name) > 0) name += "_";
+  auto arr = std::make_shared<const te::NDArray>(std::move(a));
+  auto e = graph::constant(name, arr);
+  values_[name] = Value{e, arr};
+  return e;
+}
+
+graph::TensorType Importer::type_of(const graph::Expr& e) {
+  if (e.has_type()) return e.type();
+  std::vector<graph::Expr> params;
+  for (const auto& node : graph::post_order(std::span(&e, 1)))
+    if (node.kind() == graph::NodeKind::Input) params.push_back(node);
+  const auto typed = graph::infer_type(graph::function(params, {e}), graph::default_ops());
+  return typed.results().front().type();
+}
+
+void Importer::read_opset(const ::onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      opset_ = o.version();
+    } else if (o.domain() != "ai.onnx.ml") {
+      // operators of other domains are refused per node; the import itself is fine
+      continue;
+    }
+  }
+  if (opset_ == 0)
+    raise<ValueError>("{}: the model imports no opset of the default ONNX domain", source_);
+  if (opset_ < kMinOpset || opset_ > kMaxOpset)
+    raise<NotSupported>("{}: opset {} of the default domain; the importer reads opsets {} to {}",
+                        source_, opset_, kMinOpset, kMaxOpset);
+}
+
+void Importer::add_initializers(const ::onnx::GraphProto& g) {
+  for (const auto& t : g.initializer()) {
+    if (t.name().empty()) raise<ValueError>("{}: an initializer has no name", source_);
+    if (values_.count(t.name()) > 0)
+      raise<ValueError>("{}: initializer '{}' is defined twice", source_, t.name());
+    auto arr = std::make_shared<const te::NDArray>(
+        to_array(t, fmt::format("{}: initializer '{}'", source_, t.name())));
+    values_[t.name()] = Value{graph::constant(t.name(), arr), arr};
+  }
+  if (g.sparse_initializer_size() > 0)
+    raise<NotSupported>("{}: sparse initializers ('{}')", source_,
+                        g.sparse_initializer(0).values().name());
+}
+
+graph::Expr Importer::input_of(const ::onnx::ValueInfoProto& v) {
+  const std::string where = fmt::format("{}: input '{}'", source_, v.name());
+  if (!v.type().has_tensor_type())
+    raise<NotSupported>("{} is not a tensor (sequences, maps and optionals are not handled)",
+                        where);
+  const auto& tt = v.type().tensor_type();
+  const auto dtype = dtype_of(tt.elem_type());
+  if (!dtype)
+    raise<TypeError>(
+        "{} has element type {}; dlavm computes on float32, int8, uint8, int32 and "
+        "int64",
+        where, onnx_type_name(tt.elem_type()));
+  if (!tt.has_shape()) raise<NotSupported>("{} has no shape (unknown rank)", where);
+  std::vector<ne::Expr> shape;
+  for (int k = 0; k < tt.shape().dim_size(); ++k) {
+    const auto& d = tt.shape().dim(k);
+    if (d.has_dim_value()) {
+      if (d.dim_value() == 0)
+        raise<NotSupported>("{}: dim {} is 0 (empty tensors are not handled)", where, k);
+      if (d.dim_value() < 0)
+        raise<ShapeError>("{}: dim {} is {}; dims must be >= 0", where, k, d.dim_value());
+      shape.push_back(ne::Expr(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      const auto r = options_.dims.find(d.dim_param());
+      if (r == options_.dims.end())
+        raise<ValueError>(
+            "{}: dim {} is '{}', which has no range: give it in "
+            "ImportOptions::dims (e.g. {{\"{}\", {{1, 64}}}})",
+            where, k, d.dim_param(), d.dim_param());
+      if (r->second.min < 1 || r->second.min > r->second.max)
+        raise<ValueError>("{}: dim '{}' has range [{}, {}]; a range is 1 <= min <= max", where,
+                          d.dim_param(), r->second.min, r->second.max);
+      shape.push_back(r->second.min == r->second.max
+                          ? ne::Expr(r->second.min)
+                          : ne::var(d.dim_param(), r->second.min, r->second.max));
+    } else {
+      raise<NotSupported>("{}: dim {} has neither a value nor a name", where, k);
+    }
+  }
+  return graph::input(v.name(), std::move(shape), *dtype);
+}
+
+std::vector<graph::Expr> Importer::add_inputs(const ::onnx::GraphProto& g) {
+  for (const auto& [name, value] : options_.constants)
+    if (std::none_of(g.input().begin(), g.input().end(),
+                     [&](const auto& v) { return v.name() == name; }))
+      raise<ValueError>("{}: ImportOptions::constants names '{}', which is not a graph input",
+                        source_, name);
+  std::vector<graph::Expr> params;
+  for (const auto& v : g.input()) {
+    if (values_.count(v.name()) > 0) continue;  // an initializer with a default value
+    const auto frozen = options_.constants.find(v.name());
+    if (frozen != options_.constants.end()) {
+      const auto want = dtype_of(v.type().tensor_type().elem_type());
+      if (want && frozen->second.dtype() != *want)
+        raise<TypeError>("{}: ImportOptions::constants gives input '{}' as {}; the model says {}",
+                         source_, v.name(), frozen->second.dtype(), *want);
+      auto arr = std::make_shared<const te::NDArray>(frozen->second);
+      values_[v.name()] = Value{graph::constant(v.name(), arr), arr};
+      continue;
+    }
+    auto e = input_of(v);
+    values_[v.name()] = Value{e, nullptr};
+    params.push_back(e);
+  }
+  return params;
+}
+
+// Kahn's algorithm over the values the nodes read and write: ONNX requires the nodes in
+// topological order, but exporters do not always keep it, so the order is computed, and a
+// cycle (or an input nobody makes) is an error naming the nodes.
+std::vector<int> Importer::node_order(const ::onnx::GraphProto& g) {
+  const int n = g.node_size();
+  std::map<std::string, int, std::less<>> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto& out : g.node(i).output()) {
+      if (out.empty()) continue;
+      if (values_.count(out) > 0 || !producer.emplace(out, i).second)
+        raise<ValueError>("{}: value '{}' is defined twice (node #{} ({}) and before)", source_,
+                          out, i, g.node(i).op_type());
+      node_index_.emplace(out, i);
+    }
+  std::vector<std::vector<int>> users(static_cast<std::size_t>(n));
+  std::vector<int> waiting(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    current_node_ = i;
+    std::set<int> deps;
+    for (const auto& in : g.node(i).input()) {
+      if (in.empty() || values_.count(in) > 0) continue;
+      const auto p = producer.find(in);
+      if (p == producer.end())
+        raise<ValueError>("{}: {}: input '{}' is not an input, an initializer or a node's output",
+                          source_, label(g.node(i)), in);
+      deps.insert(p->second);
+    }
+    waiting[static_cast<std::size_t>(i)] = static_cast<int>(deps.size());
+    for (int d : deps) users[static_cast<std::size_t>(d)].push_back(i);
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < n; ++i)
+    if (waiting[static_cast<std::size_t>(i)] == 0) ready.push_back(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.front();
+    ready.pop_front();
+    order.push_back(i);
+    for (int u : users[static_cast<std::size_t>(i)])
+      if (--waiting[static_cast<std::size_t>(u)] == 0) ready.push_back(u);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    std::vector<std::string> stuck;
+    for (int i = 0; i < n; ++i)
+      if (waiting[static_cast<std::size_t>(i)] > 0) {
+        current_node_ = i;
+        stuck.push_back(label(g.node(i)));
+      }
+    raise<ValueError>("{}: the graph has a cycle through {}", source_, fmt::join(stuck, ", "));
+  }
+  return order;
+}
+
+void Importer::check_supported(const ::onnx::GraphProto& g, const std::vector<int>& order) {
+  std::vector<std::string> refused;
+  for (int i : order) {
+    const auto& node = g.node(i);
+    current_node_ = i;
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      refused.push_back(fmt::format("{} of domain '{}'", label(node), node.domain()));
+    else if (converter_of(node.op_type()) == nullptr)
+      refused.push_back(label(node));
+  }
+  if (!refused.empty())
+    raise<NotSupported>("{}: {} node{} with operators the importer does not handle: {}", source_,
+                        refused.size(), refused.size() == 1 ? "" : "s", fmt::join(refused, ", "));
+}
+
+graph::Function Importer::run(const ::onnx::ModelProto& model) {
+  if (!model.has_graph()) raise<ValueError>("{}: the model has no graph", source_);
+  read_opset(model);
+  const auto& g = model.graph();
+  add_initializers(g);
+  auto params = add_inputs(g);
+  const auto order = node_order(g);
+  check_supported(g, order);
+  std::vector<std::string> refused;
+  for (int i : order) {
+    const auto& node = g.node(i);
+    current_node_ = i;
+    std::vector<graph::Expr> outs;
+    try {
+      outs = converter_of(node.op_type())(*this, node);
+    } catch (const Unsupported& u) {
+      refused.push_back(fmt::format("{}: {}", label(node), u.reason));
+      // the outputs stand for themselves, so that later nodes still import and report
+      for (const auto& out : node.output())
+        if (!out.empty())
+          values_[out] = Value{graph::input(out, {ne::Expr(1)}, DType::float32()), nullptr};
+      continue;
+    } catch (const Error& e) {
+      rethrow_with_context(e, fmt::format("{}: {}", source_, label(node)));
+    }
+    int k = 0;
+    for (const auto& out : node.output()) {
+      if (k >= static_cast<int>(outs.size())) {
+        if (!out.empty())
+          refused.push_back(fmt::format("{}: output {} '{}' is not produced by the importer",
+                                        label(node), k, out));
+        ++k;
+        continue;
+      }
+      graph::Expr e = outs[static_cast<std::size_t>(k)];
+      std::shared_ptr<const te::NDArray> value;
+      if (e.kind() == graph::NodeKind::Call) {
+        // the value keeps the model's name, unless the call is one of an earlier node's
+        if (e.as<graph::CallNode>()->result_name.empty()) e = graph::named(e, out);
+      } else if (const auto* c = e.as<graph::ConstantNode>()) {
+        value = c->value;
+      }
+      if (!out.empty()) values_[out] = Value{e, value};
+      ++k;
+    }
+  }
+  if (!refused.empty())
+    raise<NotSupported>("{}: {} node{} the importer does not handle as written: {}", source_,
+                        refused.size(), refused.size() == 1 ? "" : "s", fmt::join(refused, "; "));
+  std::vector<graph::Expr> results;
+  for (const auto& out : g.output()) {
+    const auto it = values_.find(out.name());
+    if (it == values_.end())
+      raise<ValueError>("{}: graph output '{}' is not made by any node", source_, out.name());
+    results.push_back(it->second.expr);
+  }
+  if (results.empty()) raise<ValueError>("{}: the graph has no outputs", source_);
+  return graph::function(std::move(params), std::move(results));
+}
+
+const ::onnx::AttributeProto* find_attr(const ::onnx::NodeProto& n, std::string_view name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+namespace {
+const ::onnx::AttributeProto* typed_attr(const Importer& im, const ::onnx::NodeProto& n,
+                                         std::string_view name,
+                                         ::onnx::AttributeProto::AttributeType type,
+                                         std::string_view kind) {
+  const auto* a = find_attr(n, name);
+  if (a != nullptr && a->type() != type)
+    raise<ValueError>("{}: {}: attribute '{}' is not {}", im.source(), im.label(n), name, kind);
+  return a;
+}
+}  // namespace
+
+std::int64_t attr_int(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                      std::int64_t fallback) {
+  const auto* a = typed_attr(im, n, name, ::onnx::AttributeProto::INT, "an integer");
+  return a != nullptr ? a->i() : fallback;
+}
+
+float attr_float(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                 float fallback) {
+  const auto* a = typed_attr(im, n, name, ::onnx::AttributeProto::FLOAT, "a float");
+  return a != nullptr ? a->f() : fallback;
+}
+
+std::string attr_string(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                        std::string_view fallback) {
+  const auto* a = typed_attr(im, n, name, ::onnx::AttributeProto::STRING, "a string");
+  return a != nullptr ? a->s() : std::string(fallback);
+}
+
+std::vector<std::int64_t> attr_ints(const Importer& im, const ::onnx::NodeProto& n,
+                                    std::string_view name, std::vector<std::int64_t> fallback) {
+  const auto* a = typed_attr(im, n, name, ::onnx::AttributeProto::INTS, "a list of integers");
+  return a != nullptr ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end())
+                      : std::move(fallback);
+}
+
+namespace {
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ValueError>("{} '{}' cannot be opened", what, path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+}  // namespace
+
+}  // namespace detail
+
+graph::Function import(std::span<const std::uint8_t> bytes, const ImportOptions& options,
+                       std::string_view source) {
+  ::onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    raise<ParseError>("{}: {} bytes; protobuf reads at most 2 GiB", source, bytes.size());
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    raise<ParseError>("{}: {} bytes that are not an ONNX model (protobuf parse failed)", source,
+                      bytes.size());
+  if (!model.has_ir_version() || !model.has_graph())
+    raise<ParseError>("{}: {} bytes that are not an ONNX model (no ir_version or graph)", source,
+                      bytes.size());
+  return detail::Importer(options, std::string(source)).run(model);
+}
+
+graph::Function import(const std::filesystem::path& path, const ImportOptions& options) {
+  const auto bytes = detail::read_file(path, "ONNX model");
+  return import(std::span<const std::uint8_t>(bytes), options, path.string());
+}
+
+te::NDArray read_tensor(std::span<const std::uint8_t> bytes, std::string_view source) {
+  ::onnx::TensorProto t;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    raise<ParseError>("{}: {} bytes that are not an ONNX tensor", source, bytes.size());
+  return detail::to_array(t, fmt::format("{}: tensor '{}'", source, t.name()));
+}
+
+te::NDArray read_tensor(const std::filesystem::path& path) {
+  const auto bytes = detail::read_file(path, "ONNX tensor");
+  return read_tensor(std::span<const std::uint8_t>(bytes), path.string());
+}
+
+}  // namespace dlavm::onnx

@@ -1,0 +1,103 @@
+// The importer's internals: the ONNX protobuf classes on one side, the graph on the other.
+// An Importer walks a model's nodes in a checked topological order and asks the converter of
+// each op type (ops.cpp) for the graph values of its outputs. A converter reads its inputs
+// through Importer (optional ones, ones that must be constants) and raises Unsupported for
+// an attribute it does not handle; the importer collects those from every node into one
+// NotSupported.
+#pragma once
+
+#include <dlavm/graph/node.hpp>
+#include <dlavm/onnx/import.hpp>
+#include <dlavm/te/ndarray.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::onnx::detail {
+
+// A converter cannot handle a node (an attribute value, a rank, an element type): the reason,
+// collected with the other nodes' into one NotSupported.
+struct Unsupported {
+  std::string reason;
+};
+
+// A value of the graph being built: its node, and its contents when known at import time
+// (initializers, Constant nodes, frozen inputs).
+struct Value {
+  graph::Expr expr;
+  std::shared_ptr<const te::NDArray> constant;
+};
+
+// An ONNX element type as a DType; nullopt for the types dlavm does not compute on.
+std::optional<DType> dtype_of(std::int32_t onnx_type);
+std::string_view onnx_type_name(std::int32_t onnx_type);
+// A TensorProto's contents (raw_data or the typed fields), checked against its dims.
+te::NDArray to_array(const ::onnx::TensorProto& t, std::string_view what);
+
+class Importer;
+using Converter = std::vector<graph::Expr> (*)(Importer&, const ::onnx::NodeProto&);
+// The converter of an op type of the default domain, or nullptr.
+Converter converter_of(std::string_view op_type);
+
+class Importer {
+ public:
+  Importer(const ImportOptions& options, std::string source)
+      : options_(options), source_(std::move(source)) {}
+
+  graph::Function run(const ::onnx::ModelProto& model);
+
+  // --- for converters ---
+  std::int64_t opset() const { return opset_; }
+  const std::string& source() const { return source_; }
+  // "node 'conv1' (Conv)", or "node #3 (Conv)" for a node without a name.
+  std::string label(const ::onnx::NodeProto& n) const;
+  // Whether input k is present (ONNX leaves optional inputs out, or names them "").
+  static bool has_input(const ::onnx::NodeProto& n, int k) {
+    return k < n.input_size() && !n.input(k).empty();
+  }
+  const Value& input(const ::onnx::NodeProto& n, int k);
+  graph::Expr expr(const ::onnx::NodeProto& n, int k) { return input(n, k).expr; }
+  // Input k's value, which must be known at import time (an Unsupported otherwise).
+  const te::NDArray& constant(const ::onnx::NodeProto& n, int k, std::string_view role);
+  // A constant node the converter adds, named after the node's first output and `suffix`.
+  graph::Expr make_constant(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a);
+  // The graph type of a value (inputs and constants are typed; calls are typed on demand by
+  // graph::infer_type in the converters that need a shape).
+  graph::TensorType type_of(const graph::Expr& e);
+
+ private:
+  void read_opset(const ::onnx::ModelProto& model);
+  void add_initializers(const ::onnx::GraphProto& g);
+  std::vector<graph::Expr> add_inputs(const ::onnx::GraphProto& g);
+  std::vector<int> node_order(const ::onnx::GraphProto& g);
+  void check_supported(const ::onnx::GraphProto& g, const std::vector<int>& order);
+  graph::Expr input_of(const ::onnx::ValueInfoProto& v);
+
+  const ImportOptions& options_;
+  std::string source_;
+  std::int64_t opset_ = 0;
+  std::map<std::string, Value, std::less<>> values_;
+  std::map<std::string, int, std::less<>> node_index_;  // by first output, for labels
+  int current_node_ = -1;
+};
+
+// Attribute readers: the attribute's value, or `fallback` when absent; an attribute of the
+// wrong kind is a ValueError naming the node.
+std::int64_t attr_int(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                      std::int64_t fallback);
+float attr_float(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                 float fallback);
+std::string attr_string(const Importer& im, const ::onnx::NodeProto& n, std::string_view name,
+                        std::string_view fallback);
+std::vector<std::int64_t> attr_ints(const Importer& im, const ::onnx::NodeProto& n,
+                                    std::string_view name, std::vector<std::int64_t> fallback);
+const ::onnx::AttributeProto* find_attr(const ::onnx::NodeProto& n, std::string_view name);
+
+}  // namespace dlavm::onnx::detail

@@ -1,0 +1,117 @@
+// TensorProto <-> te::NDArray: element types, raw_data (little-endian) and the typed fields.
+#include <dlavm/core/error.hpp>
+
+#include <fmt/format.h>
+
+#include "importer.hpp"
+#include <cstring>
+#include <limits>
+
+namespace dlavm::onnx::detail {
+
+namespace {
+using TP = ::onnx::TensorProto;
+}
+
+std::optional<DType> dtype_of(std::int32_t onnx_type) {
+  switch (onnx_type) {
+    case TP::FLOAT:
+      return DType::float32();
+    case TP::INT8:
+      return DType::int8();
+    case TP::UINT8:
+      return DType::uint8();
+    case TP::INT32:
+      return DType::int32();
+    case TP::INT64:
+      return DType::int64();
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string_view onnx_type_name(std::int32_t onnx_type) {
+  if (!TP::DataType_IsValid(onnx_type)) return "an unknown type";
+  return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
+}
+
+namespace {
+
+// Reads element i of raw little-endian data of `bytes` per element.
+std::int64_t raw_int(const std::string& raw, std::size_t i, int bytes, bool is_signed) {
+  std::uint64_t v = 0;
+  for (int b = 0; b < bytes; ++b)
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(raw[i * bytes + b])) << (8 * b);
+  if (is_signed && bytes < 8 && (v >> (8 * bytes - 1)) != 0) v |= ~std::uint64_t{0} << (8 * bytes);
+  return static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+te::NDArray to_array(const TP& t, std::string_view what) {
+  if (t.has_data_location() && t.data_location() == TP::EXTERNAL)
+    raise<NotSupported>("{} keeps its data in an external file", what);
+  const auto dtype = dtype_of(t.data_type());
+  if (!dtype)
+    raise<TypeError>(
+        "{} has element type {}; dlavm computes on float32, int8, uint8, int32 and "
+        "int64",
+        what, onnx_type_name(t.data_type()));
+  std::vector<std::int64_t> shape(t.dims().begin(), t.dims().end());
+  std::int64_t count = 1;
+  for (auto d : shape) {
+    if (d < 0) raise<ShapeError>("{} has a negative dim {}", what, d);
+    if (d != 0 && count > (std::int64_t{1} << 40) / d)
+      raise<ShapeError>("{} is too large ({} dims)", what, shape.size());
+    count *= d;
+  }
+  te::NDArray a(*dtype, shape);
+  const auto n = static_cast<std::size_t>(count);
+  const int bytes = dtype->bits() / 8;
+  const auto mismatch = [&](std::size_t have, std::string_view field) {
+    raise<ValueError>("{} has {} values in {} for shape [{}] ({} elements)", what, have, field,
+                      fmt::join(shape, ", "), count);
+  };
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != n * static_cast<std::size_t>(bytes))
+      raise<ValueError>("{} has {} bytes of raw data for shape [{}] of {} ({} bytes)", what,
+                        raw.size(), fmt::join(shape, ", "), *dtype, n * bytes);
+    if (dtype->is_float()) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto bits = static_cast<std::uint32_t>(raw_int(raw, i, 4, false));
+        float f;
+        std::memcpy(&f, &bits, 4);
+        a.fdata()[i] = f;
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) a.set_flat(i, raw_int(raw, i, bytes, dtype->is_int()));
+    }
+    return a;
+  }
+  switch (t.data_type()) {
+    case TP::FLOAT:
+      if (static_cast<std::size_t>(t.float_data_size()) != n)
+        mismatch(static_cast<std::size_t>(t.float_data_size()), "float_data");
+      for (std::size_t i = 0; i < n; ++i) a.fdata()[i] = t.float_data(static_cast<int>(i));
+      break;
+    case TP::INT64:
+      if (static_cast<std::size_t>(t.int64_data_size()) != n)
+        mismatch(static_cast<std::size_t>(t.int64_data_size()), "int64_data");
+      for (std::size_t i = 0; i < n; ++i) a.set_flat(i, t.int64_data(static_cast<int>(i)));
+      break;
+    default:  // int8, uint8, int32: int32_data, one value per element
+      if (static_cast<std::size_t>(t.int32_data_size()) != n)
+        mismatch(static_cast<std::size_t>(t.int32_data_size()), "int32_data");
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t v = t.int32_data(static_cast<int>(i));
+        if (v < dtype->min_value() || v > dtype->max_value())
+          raise<ValueError>("{}: value {} at {} is outside {}", what, v, i, *dtype);
+        a.set_flat(i, v);
+      }
+      break;
+  }
+  return a;
+}
+
+}  // namespace dlavm::onnx::detail

@@ -1,0 +1,250 @@
+// The importer on models written here with ONNX's protobuf classes: names, symbolic dims,
+// constants, and every kind of bad input it must refuse with a dlavm::Error naming the
+// object (never a crash).
+#include <dlavm/graph.hpp>
+#include <dlavm/onnx/import.hpp>
+
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+namespace onnx_import {
+
+using namespace dlavm;
+namespace importer = dlavm::onnx;
+using TP = ::onnx::TensorProto;
+
+// A model builder for the tests: opset 13, float inputs.
+struct ModelBuilder {
+  ::onnx::ModelProto m;
+  ModelBuilder(std::int64_t opset = 13) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("test");
+  }
+  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
+  void input(const std::string& name, std::vector<std::variant<std::int64_t, std::string>> dims,
+             int type = TP::FLOAT) {
+    auto* v = g().add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* s = t->mutable_shape();
+    for (const auto& d : dims) {
+      auto* dim = s->add_dim();
+      if (std::holds_alternative<std::int64_t>(d))
+        dim->set_dim_value(std::get<std::int64_t>(d));
+      else
+        dim->set_dim_param(std::get<std::string>(d));
+    }
+  }
+  void output(const std::string& name) { g().add_output()->set_name(name); }
+  ::onnx::NodeProto& node(const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : in) n->add_input(i);
+    for (auto& o : out) n->add_output(o);
+    return *n;
+  }
+  TP& initializer(const std::string& name, std::vector<std::int64_t> dims, std::vector<float> v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(TP::FLOAT);
+    for (auto d : dims) t->add_dims(d);
+    for (auto x : v) t->add_float_data(x);
+    return *t;
+  }
+  std::vector<std::uint8_t> bytes() const {
+    std::string s;
+    REQUIRE(m.SerializeToString(&s));
+    return {s.begin(), s.end()};
+  }
+  graph::Function import(const importer::ImportOptions& o = {}) const {
+    const auto b = bytes();
+    return importer::import(std::span<const std::uint8_t>(b), o, "test.onnx");
+  }
+};
+
+void set_ints(::onnx::NodeProto& n, const std::string& name, std::vector<std::int64_t> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (auto x : v) a->add_ints(x);
+}
+
+TEST_CASE("a small model imports with its names, weights and a symbolic batch") {
+  ModelBuilder mb;
+  mb.input("x", {std::string("batch"), 4});
+  mb.initializer("w", {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  mb.node("MatMul", {"x", "w"}, {"h"}, "fc");
+  mb.node("Relu", {"h"}, {"y"}, "act");
+  mb.output("y");
+  const auto fn = mb.import({.dims = {{"batch", {1, 64}}}});
+  REQUIRE(fn.params().size() == 1);
+  CHECK(fn.params()[0].name() == "x");
+  const auto* relu = fn.results()[0].as<graph::CallNode>();
+  REQUIRE(relu != nullptr);
+  CHECK(relu->op() == "relu");
+  CHECK(relu->result_name == "y");
+  const auto typed = graph::infer_type(fn, graph::default_ops());
+  CHECK(fmt::format("{}", typed.results()[0].type().shape[0]) == "batch");
+  // evaluated at two batches: rows of x times w, negatives cut
+  for (std::int64_t batch : {1, 5}) {
+    auto x = te::NDArray::random_float({batch, 4}, 3, -1.0, 1.0);
+    const auto y = graph::evaluate(typed, {{"x", x}}, {{"batch", batch}});
+    REQUIRE(y.size() == 1);
+    for (std::int64_t r = 0; r < batch; ++r)
+      for (std::int64_t c = 0; c < 3; ++c) {
+        float s = 0;
+        for (std::int64_t k = 0; k < 4; ++k)
+          s += x.at_float({r, k}) * static_cast<float>(k * 3 + c + 1);
+        CHECK(y[0].at_float({r, c}) == doctest::Approx(std::max(s, 0.0f)));
+      }
+  }
+}
+
+TEST_CASE("bytes that are not an ONNX model are a ParseError") {
+  const std::vector<std::uint8_t> junk = {0xff, 0xff, 0xff, 0xff, 0x07, 0x01};
+  CHECK_THROWS_AS(importer::import(std::span<const std::uint8_t>(junk)), ParseError);
+  CHECK_THROWS_AS(importer::import(std::span<const std::uint8_t>()), ParseError);
+  // every truncation of a valid model: an error, never a crash
+  ModelBuilder mb;
+  mb.input("x", {2, 3});
+  mb.initializer("b", {3}, {1, 2, 3});
+  mb.node("Add", {"x", "b"}, {"y"});
+  mb.output("y");
+  const auto bytes = mb.bytes();
+  int errors = 0;
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      importer::import(std::span<const std::uint8_t>(bytes.data(), n));
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  CHECK(errors == static_cast<int>(bytes.size()));
+  CHECK_THROWS_WITH_AS(importer::import(std::filesystem::path("/nonexistent/model.onnx")),
+                       doctest::Contains("/nonexistent/model.onnx"), ValueError);
+}
+
+TEST_CASE("unsupported opsets, unknown ops and attributes are refused, all nodes at once") {
+  ModelBuilder old(0);
+  old.m.mutable_opset_import(0)->set_version(99);
+  old.input("x", {1});
+  old.node("Relu", {"x"}, {"y"});
+  old.output("y");
+  CHECK_THROWS_WITH_AS(old.import(), doctest::Contains("opset 99"), importer::NotSupported);
+
+  ModelBuilder mb;
+  mb.input("x", {1, 4});
+  mb.node("Sin", {"x"}, {"a"}, "sine");
+  mb.node("Relu", {"a"}, {"b"});
+  mb.node("Celu", {"b"}, {"y"}, "celu");
+  mb.output("y");
+  try {
+    mb.import();
+    FAIL("imported");
+  } catch (const importer::NotSupported& e) {
+    const std::string m = e.what();
+    CHECK(m.find("2 nodes") != std::string::npos);
+    CHECK(m.find("node 'sine' (Sin)") != std::string::npos);
+    CHECK(m.find("node 'celu' (Celu)") != std::string::npos);
+  }
+
+  ModelBuilder attrs;
+  attrs.input("x", {1, 1, 8, 8});
+  attrs.input("w", {2, 1, 3, 3});
+  set_ints(attrs.node("Conv", {"x", "w"}, {"y"}, "dilated"), "dilations", {2, 2});
+  attrs.node("MaxPool", {"y"}, {"z"}, "pool");  // no kernel_shape: refused too
+  attrs.output("z");
+  CHECK_THROWS_WITH_AS(attrs.import(),
+                       doctest::Contains("node 'dilated' (Conv): dilations = [2, 2]"),
+                       importer::NotSupported);
+}
+
+TEST_CASE("a dim_param needs a range; bad ranges and frozen names are ValueErrors") {
+  ModelBuilder mb;
+  mb.input("x", {std::string("tokens"), 8});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y");
+  CHECK_THROWS_WITH_AS(mb.import(), doctest::Contains("'tokens', which has no range"), ValueError);
+  CHECK_THROWS_WITH_AS(mb.import({.dims = {{"tokens", {5, 2}}}}), doctest::Contains("range [5, 2]"),
+                       ValueError);
+  importer::ImportOptions frozen;
+  frozen.constants.emplace("nope", te::NDArray(DType::int8(), {1}));
+  CHECK_THROWS_WITH_AS(mb.import(frozen), doctest::Contains("'nope'"), ValueError);
+}
+
+TEST_CASE("initializers that disagree with their shape, and unknown element types") {
+  ModelBuilder mb;
+  mb.input("x", {2, 3});
+  mb.initializer("b", {3}, {1, 2});  // 2 values for 3 elements
+  mb.node("Add", {"x", "b"}, {"y"});
+  mb.output("y");
+  CHECK_THROWS_WITH_AS(mb.import(), doctest::Contains("initializer 'b' has 2 values"), ValueError);
+
+  ModelBuilder raw;
+  raw.input("x", {2});
+  auto& t = raw.initializer("b", {2}, {});
+  t.set_raw_data(std::string(7, '\0'));  // 7 bytes for two floats
+  raw.node("Add", {"x", "b"}, {"y"});
+  raw.output("y");
+  CHECK_THROWS_WITH_AS(raw.import(), doctest::Contains("7 bytes of raw data"), ValueError);
+
+  ModelBuilder dbl;
+  dbl.input("x", {2}, TP::DOUBLE);
+  dbl.node("Relu", {"x"}, {"y"});
+  dbl.output("y");
+  CHECK_THROWS_WITH_AS(dbl.import(), doctest::Contains("DOUBLE"), TypeError);
+}
+
+TEST_CASE("a cycle, a value nobody makes, and a value made twice are ValueErrors") {
+  ModelBuilder cyc;
+  cyc.input("x", {2});
+  cyc.node("Add", {"x", "b"}, {"a"}, "first");
+  cyc.node("Relu", {"a"}, {"b"}, "second");
+  cyc.output("b");
+  CHECK_THROWS_WITH_AS(cyc.import(),
+                       doctest::Contains("cycle through node 'first' (Add), node 'second' (Relu)"),
+                       ValueError);
+
+  ModelBuilder dangling;
+  dangling.input("x", {2});
+  dangling.node("Add", {"x", "ghost"}, {"y"}, "add");
+  dangling.output("y");
+  CHECK_THROWS_WITH_AS(dangling.import(), doctest::Contains("'ghost'"), ValueError);
+
+  ModelBuilder twice;
+  twice.input("x", {2});
+  twice.node("Relu", {"x"}, {"y"});
+  twice.node("Relu", {"x"}, {"y"});
+  twice.output("y");
+  CHECK_THROWS_WITH_AS(twice.import(), doctest::Contains("'y' is defined twice"), ValueError);
+}
+
+TEST_CASE("nodes out of order are sorted; an op's type error names the node") {
+  ModelBuilder mb;
+  mb.input("x", {2, 2});
+  mb.node("Relu", {"h"}, {"y"}, "second");
+  mb.node("Relu", {"x"}, {"h"}, "first");
+  mb.output("y");
+  const auto fn = mb.import();
+  CHECK(fn.results()[0].as<graph::CallNode>()->result_name == "y");
+
+  ModelBuilder bad;
+  bad.input("a", {2, 3});
+  bad.input("b", {4, 5});
+  bad.node("MatMul", {"a", "b"}, {"y"}, "mm");
+  bad.output("y");
+  const auto fn2 = bad.import();
+  CHECK_THROWS_WITH_AS(graph::infer_type(fn2, graph::default_ops()), doctest::Contains("%y"),
+                       ShapeError);
+}
+
+}  // namespace onnx_import
