@@ -236,7 +236,7 @@ void Importer::check_supported(const ::onnx::GraphProto& g, const std::vector<in
 graph::Function Importer::run(const ::onnx::ModelProto& model) {
   if (!model.has_graph()) raise<ValueError>("{}: the model has no graph", source_);
   read_opset(model);
-  const auto& g = model.graph();
+  const ::onnx::GraphProto g = options_.fold_qdq ? fold_qdq(model.graph()) : model.graph();
   add_initializers(g);
   auto params = add_inputs(g);
   const auto order = node_order(g);

@@ -41,6 +41,10 @@ std::string_view onnx_type_name(std::int32_t onnx_type);
 // A TensorProto's contents (raw_data or the typed fields), checked against its dims.
 te::NDArray to_array(const ::onnx::TensorProto& t, std::string_view what);
 
+// The graph with QDQ-wrapped Conv and MatMul nodes replaced by QLinearConv / QLinearMatMul
+// (qdq.cpp).
+::onnx::GraphProto fold_qdq(const ::onnx::GraphProto& g);
+
 class Importer;
 using Converter = std::vector<graph::Expr> (*)(Importer&, const ::onnx::NodeProto&);
 // The converter of an op type of the default domain, or nullptr.

@@ -410,7 +410,9 @@ graph::Expr requantize_linear(Importer& im, const Node& n, const graph::Expr& ac
   const te::NDArray& sx = im.constant(n, xs, "input scale");
   const te::NDArray& sw = im.constant(n, ws, "weight scale");
   const te::NDArray& sy = im.constant(n, ys, "output scale");
-  const te::NDArray& zy = im.constant(n, yz, "output zero point");
+  const te::NDArray zy = Importer::has_input(n, yz)
+                             ? im.constant(n, yz, "output zero point")
+                             : te::NDArray(DType::uint8(), {});  // ONNX's default: uint8 0
   if (sx.size() != 1 || sy.size() != 1 || zy.size() != 1)
     unsupported("a per-channel input or output scale");
   if (!sw.dtype().is_float() || !sx.dtype().is_float() || !sy.dtype().is_float())

@@ -85,7 +85,17 @@ te::NDArray to_array(const TP& t, std::string_view what) {
         a.fdata()[i] = f;
       }
     } else {
-      for (std::size_t i = 0; i < n; ++i) a.set_flat(i, raw_int(raw, i, bytes, dtype->is_int()));
+      // whole arrays of weights: one read per element and no range check (every value of the
+      // width is a value of the type)
+      auto out = a.data();
+      const auto* p = reinterpret_cast<const unsigned char*>(raw.data());
+      if (bytes == 1 && dtype->is_int()) {
+        for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int8_t>(p[i]);
+      } else if (bytes == 1) {
+        for (std::size_t i = 0; i < n; ++i) out[i] = p[i];
+      } else {
+        for (std::size_t i = 0; i < n; ++i) out[i] = raw_int(raw, i, bytes, dtype->is_int());
+      }
     }
     return a;
   }

@@ -56,6 +56,9 @@ struct DimRange {
 struct ImportOptions {
   std::map<std::string, DimRange, std::less<>> dims = {};          // by dim_param
   std::map<std::string, te::NDArray, std::less<>> constants = {};  // inputs known at import
+  // QDQ-wrapped Conv and MatMul nodes as the QLinearConv / QLinearMatMul they stand for
+  // (docs/onnx.md): exact integer sums, as ONNX Runtime runs QDQ models
+  bool fold_qdq = true;
 };
 
 // The opsets of the default domain ("" / "ai.onnx") the importer reads.

@@ -1,0 +1,68 @@
+// The ONNX importer: a ResNet-18-sized quantized model (its twenty convolutions in QDQ form,
+// 224 x 224, examples/onnx_import/qdq_models.hpp) imported (QDQ folding included) and built,
+// and the share of its MACs that runs on VTA.
+#include <dlavm/graph.hpp>
+#include <dlavm/onnx/import.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include "../../examples/onnx_import/qdq_models.hpp"
+#include <string>
+
+namespace {
+
+const std::string& resnet18_sized_bytes() {
+  static const std::string bytes =
+      qdq_models::cnn(qdq_models::resnet18_sized(), 5).SerializeAsString();
+  return bytes;
+}
+
+dlavm::graph::Function import_model() {
+  const auto& b = resnet18_sized_bytes();
+  dlavm::onnx::ImportOptions options;
+  options.dims = {{"batch", {1, 1}}};
+  return dlavm::onnx::import(std::span(reinterpret_cast<const std::uint8_t*>(b.data()), b.size()),
+                             options, "resnet18_sized.onnx");
+}
+
+void BM_ImportResNet18Sized(benchmark::State& state) {
+  resnet18_sized_bytes();  // written once, outside the timing
+  for (auto _ : state) benchmark::DoNotOptimize(import_model());
+  state.counters["model_bytes"] = static_cast<double>(resnet18_sized_bytes().size());
+}
+BENCHMARK(BM_ImportResNet18Sized)->Unit(benchmark::kMillisecond);
+
+// MACs of the convolutions and dense layers of a typed function, and those placed on VTA.
+std::pair<double, double> mac_split(const dlavm::graph::Function& typed) {
+  double all = 0, vta = 0;
+  for (const auto& e : dlavm::graph::post_order(typed.results())) {
+    const auto* c = e.as<dlavm::graph::CallNode>();
+    if (c == nullptr || (c->op() != "conv2d" && c->op() != "dense")) continue;
+    const auto& w = c->args[1].type().shape;
+    double m = 1;
+    for (const auto& d : e.type().shape) m *= static_cast<double>(d.as_int().value_or(1));
+    for (std::size_t k = 1; k < w.size(); ++k) m *= static_cast<double>(w[k].as_int().value_or(1));
+    all += m;
+    if (e.device() == dlavm::graph::Device::Vta) vta += m;
+  }
+  return {all, vta};
+}
+
+void BM_ImportBuildResNet18Sized(benchmark::State& state) {
+  resnet18_sized_bytes();
+  const dlavm::graph::Target target;
+  std::pair<double, double> macs;
+  for (auto _ : state) {
+    const auto typed = dlavm::graph::infer_type(import_model(), target);
+    auto mod = dlavm::graph::build(typed, target, {.name = "resnet18_sized"});
+    benchmark::DoNotOptimize(mod);
+    state.PauseTiming();
+    macs = mac_split(typed);
+    state.ResumeTiming();
+  }
+  state.counters["macs"] = macs.first;
+  state.counters["vta_mac_share"] = macs.first > 0 ? macs.second / macs.first : 0;
+}
+BENCHMARK(BM_ImportBuildResNet18Sized)->Unit(benchmark::kMillisecond);
+
+}  // namespace
