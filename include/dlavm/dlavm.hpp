@@ -10,4 +10,5 @@
 #include <dlavm/schedule.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
+#include <dlavm/tune.hpp>
 #include <dlavm/vta.hpp>

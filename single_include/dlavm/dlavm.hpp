@@ -28638,6 +28638,373 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // end dlavm/te.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
+// begin dlavm/tune.hpp
+// tune layer: the data of schedule search on top of the graph layer's workloads and knob
+// spaces: tuning records as JSON lines (logs that survive a killed run, read back with bad
+// lines reported), shards of a run for a cluster's job array and their merge, and applying a
+// log to graph::build through a Chooser.
+//
+//   auto log = dlavm::tune::read_log("model.log");
+//   auto mod = graph::build(fn, target,
+//                           {.chooser = std::make_shared<dlavm::tune::LogChooser>(log.records)});
+
+// begin dlavm/tune/apply.hpp
+// Applying a tuning log: a graph::Chooser that takes each workload's best record (AutoTVM's
+// apply_history_best) and falls back to the default choice for workloads the log lacks.
+//
+//   auto log = tune::read_log("resnet18.log");
+//   auto mod = graph::build(fn, target,
+//                           {.chooser = std::make_shared<tune::LogChooser>(log.records)});
+//
+// A best record that does not fit the workload's space now (other knob names, a value outside
+// its knob's domain, a point the space's check refuses) is a ValueError naming the workload,
+// the knob and the value: the log was made for another version of the strategy.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/tune/record.hpp
+// Tuning records and logs: one JSON line per evaluated candidate (TVM's tuning records, one
+// per line so that a killed run loses at most the line it was writing), read back with every
+// unreadable line skipped and reported, merged across shards, and reduced to the best
+// candidates of each workload.
+//
+//   {"workload": "conv2d((1, 64, 56, 56) int8, ...)", "knobs": {"oc": 2, "h": 7, ...},
+//    "cycles": 123456, "dram_bytes": 802816, "build_seconds": 0.004, "error": ""}
+//
+//   std::ofstream log("conv.log", std::ios::app);
+//   tune::append(log, {.workload = to_string(w), .knobs = knobs, .cycles = 123456});
+//   tune::Log l = tune::read_log("conv.log");      // l.warnings: "conv.log:7: ..." per bad line
+//   auto top = tune::best(l.records, 3);           // per workload, least cycles first
+//
+// A record whose candidate failed has no cycles and says why in `error`; best() never picks it.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::tune {
+
+struct Record {
+  std::string workload{};                // graph::to_string(Workload): the key
+  graph::Knobs knobs{};                  // the candidate
+  std::optional<std::int64_t> cycles{};  // on the cycle model; nullopt when it failed
+  std::int64_t dram_bytes = 0;
+  double build_seconds = 0;
+  std::string error{};  // why the candidate failed (empty when it ran)
+  friend bool operator==(const Record&, const Record&) = default;
+};
+
+// One JSON object on one line, without the newline.
+std::string to_json_line(const Record& r);
+// A line back as a record; ParseError saying what is wrong (not JSON, a missing or mistyped
+// field, knob values that are not integers).
+Record parse_record(std::string_view line);
+
+// Appends the record as a line and flushes it: what was appended survives the process.
+void append(std::ostream& out, const Record& r);
+
+struct Log {
+  std::vector<Record> records;
+  std::vector<std::string> warnings;  // "<source>:<line>: <what is wrong>", one per skipped line
+};
+// Every readable line of a log (blank lines ignored); ValueError when the file cannot be
+// opened.
+Log read_log(const std::filesystem::path& path);
+Log read_log(std::istream& in, std::string_view source);
+
+// The records of several logs as one run's: a candidate (workload and knobs) evaluated in more
+// than one keeps its first record.
+std::vector<Record> merge(std::span<const Log> logs);
+
+// Per workload, its `k` best records that ran: least cycles first, ties in log order.
+std::map<std::string, std::vector<Record>> best(std::span<const Record> records, std::size_t k);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/record-inl.hpp
+// Definitions for tune/record.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tune/record.hpp
+// end dlavm/tune/record.hpp
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <set>
+#include <utility>
+
+namespace dlavm::tune {
+
+namespace detail {
+
+inline nlohmann::ordered_json record_json(const Record& r) {
+  nlohmann::ordered_json j;
+  j["workload"] = r.workload;
+  nlohmann::ordered_json knobs = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < r.knobs.names.size(); ++k)
+    knobs[r.knobs.names[k]] = r.knobs.values[k];
+  j["knobs"] = std::move(knobs);
+  j["cycles"] = r.cycles ? nlohmann::ordered_json(*r.cycles) : nlohmann::ordered_json(nullptr);
+  j["dram_bytes"] = r.dram_bytes;
+  j["build_seconds"] = r.build_seconds;
+  j["error"] = r.error;
+  return j;
+}
+
+template <class T, class Check>
+T field(const nlohmann::ordered_json& j, const char* name, Check is, const char* kind) {
+  const auto it = j.find(name);
+  if (it == j.end()) raise<ParseError>("field '{}' is missing", name);
+  if (!is(*it)) raise<ParseError>("field '{}' is not {}", name, kind);
+  return it->template get<T>();
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string to_json_line(const Record& r) { return detail::record_json(r).dump(); }
+
+DLAVM_INLINE Record parse_record(std::string_view line) {
+  const auto j = nlohmann::ordered_json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) raise<ParseError>("not a JSON object");
+  using J = nlohmann::ordered_json;
+  Record r;
+  r.workload = detail::field<std::string>(
+      j, "workload", [](const J& v) { return v.is_string(); }, "a string");
+  const auto knobs = j.find("knobs");
+  if (knobs == j.end() || !knobs->is_object()) raise<ParseError>("field 'knobs' is not an object");
+  for (const auto& [name, value] : knobs->items()) {
+    if (!value.is_number_integer())
+      raise<ParseError>("knob '{}' is {}, not an integer", name, value.dump());
+    r.knobs.names.push_back(name);
+    r.knobs.values.push_back(value.get<std::int64_t>());
+  }
+  const auto cycles = j.find("cycles");
+  if (cycles == j.end()) raise<ParseError>("field 'cycles' is missing");
+  if (!cycles->is_null()) {
+    if (!cycles->is_number_integer() || cycles->get<std::int64_t>() < 0)
+      raise<ParseError>("field 'cycles' is {}, not a count or null", cycles->dump());
+    r.cycles = cycles->get<std::int64_t>();
+  }
+  r.dram_bytes = detail::field<std::int64_t>(
+      j, "dram_bytes", [](const J& v) { return v.is_number_integer(); }, "an integer");
+  r.build_seconds = detail::field<double>(
+      j, "build_seconds", [](const J& v) { return v.is_number(); }, "a number");
+  r.error = detail::field<std::string>(
+      j, "error", [](const J& v) { return v.is_string(); }, "a string");
+  if (!r.cycles && r.error.empty())
+    raise<ParseError>("a record without cycles must say why in 'error'");
+  return r;
+}
+
+DLAVM_INLINE void append(std::ostream& out, const Record& r) {
+  out << to_json_line(r) << '\n';
+  out.flush();
+}
+
+DLAVM_INLINE Log read_log(std::istream& in, std::string_view source) {
+  Log log;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      log.records.push_back(parse_record(line));
+    } catch (const ParseError& e) {
+      log.warnings.push_back(fmt::format("{}:{}: {}; line skipped", source, number, e.what()));
+    }
+  }
+  return log;
+}
+
+DLAVM_INLINE Log read_log(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) raise<ValueError>("tuning log '{}' cannot be opened", path.string());
+  return read_log(in, path.string());
+}
+
+DLAVM_INLINE std::vector<Record> merge(std::span<const Log> logs) {
+  std::vector<Record> out;
+  std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
+  for (const auto& l : logs)
+    for (const auto& r : l.records)
+      if (seen.emplace(r.workload + '\n' + to_string(r.knobs), r.knobs.values).second)
+        out.push_back(r);
+  return out;
+}
+
+DLAVM_INLINE std::map<std::string, std::vector<Record>> best(std::span<const Record> records,
+                                                             std::size_t k) {
+  std::map<std::string, std::vector<Record>> out;
+  for (const auto& r : records)
+    if (r.cycles) out[r.workload].push_back(r);
+  for (auto& [w, rs] : out) {
+    std::stable_sort(rs.begin(), rs.end(),
+                     [](const Record& a, const Record& b) { return *a.cycles < *b.cycles; });
+    if (rs.size() > k) rs.resize(k);
+  }
+  return out;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/record-inl.hpp
+#endif
+// end dlavm/tune/record.hpp
+
+#include <map>
+#include <span>
+#include <string>
+
+namespace dlavm::tune {
+
+class LogChooser : public graph::Chooser {
+ public:
+  explicit LogChooser(std::span<const Record> records);
+  DLAVM_INLINE graph::Knobs choose(const graph::Workload& w,
+                                   const graph::KnobSpace& space) const override;
+  // Whether the log has a record that ran for the workload.
+  bool has(const graph::Workload& w) const { return best_.count(graph::to_string(w)) > 0; }
+
+ private:
+  std::map<std::string, Record, std::less<>> best_;
+};
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/apply-inl.hpp
+// Definitions for tune/apply.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tune/apply.hpp
+// end dlavm/tune/apply.hpp
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace dlavm::tune {
+
+DLAVM_INLINE LogChooser::LogChooser(std::span<const Record> records) {
+  for (auto& [w, rs] : best(records, 1)) best_.emplace(w, rs.front());
+}
+
+DLAVM_INLINE graph::Knobs LogChooser::choose(const graph::Workload& w,
+                                             const graph::KnobSpace& space) const {
+  const auto it = best_.find(graph::to_string(w));
+  if (it == best_.end()) return graph::Chooser::choose(w, space);
+  const graph::Knobs& k = it->second.knobs;
+  std::vector<std::string> names;
+  for (const auto& knob : space.knobs) names.push_back(knob.name);
+  if (k.names != names)
+    raise<ValueError>("tuning log, {}: the record's knobs are [{}], the space's [{}]", it->first,
+                      fmt::join(k.names, ", "), fmt::join(names, ", "));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& domain = space.knobs[i].values;
+    if (std::find(domain.begin(), domain.end(), k.values[i]) == domain.end())
+      raise<ValueError>("tuning log, {}: knob '{}' is {}, outside its domain [{}]", it->first,
+                        names[i], k.values[i], fmt::join(domain, ", "));
+  }
+  if (auto why = space.check(k.values))
+    raise<ValueError>("tuning log, {}: the record's knobs ({}) do not fit: {}", it->first,
+                      graph::to_string(k), *why);
+  return space.knobs_of(k.values);
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/apply-inl.hpp
+#endif
+// end dlavm/tune/apply.hpp
+// begin dlavm/tune/record.hpp
+// end dlavm/tune/record.hpp
+// begin dlavm/tune/shard.hpp
+// Shards: a deterministic slice of a tuning run for one of several ordinary processes (a
+// Slurm job array, Kubernetes indexed jobs, GNU parallel), each writing its own log; merging
+// the logs (tune::merge) gives the single run's records.
+//
+//   tune::Shard s = tune::parse_shard("3/8");       // the fourth of eight
+//   if (s.contains(candidate_index)) ...           // index % 8 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+
+#include <cstddef>
+#include <string_view>
+
+namespace dlavm::tune {
+
+struct Shard {
+  std::size_t index = 0, count = 1;
+  // Candidate `i` of the enumeration belongs to this shard: round robin, so that every shard
+  // gets its share of each workload.
+  bool contains(std::size_t i) const { return i % count == index; }
+};
+
+// "i/n" with 0 <= i < n (decimal); ValueError naming the spec otherwise ("3/2", "a/b", "1").
+Shard parse_shard(std::string_view spec);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/shard-inl.hpp
+// Definitions for tune/shard.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tune/shard.hpp
+// end dlavm/tune/shard.hpp
+
+#include <charconv>
+#include <cstdint>
+
+namespace dlavm::tune {
+
+DLAVM_INLINE Shard parse_shard(std::string_view spec) {
+  const auto slash = spec.find('/');
+  const auto number = [&](std::string_view text, std::size_t& out) {
+    const auto* end = text.data() + text.size();
+    const auto r = std::from_chars(text.data(), end, out);
+    return !text.empty() && r.ec == std::errc() && r.ptr == end;
+  };
+  Shard s;
+  if (slash == std::string_view::npos || !number(spec.substr(0, slash), s.index) ||
+      !number(spec.substr(slash + 1), s.count))
+    raise<ValueError>("shard '{}' is not i/n (two decimal numbers, e.g. 0/4)", spec);
+  if (s.count == 0 || s.index >= s.count)
+    raise<ValueError>("shard '{}': the index must be in [0, {}), the number of shards", spec,
+                      s.count);
+  return s;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/shard-inl.hpp
+#endif
+// end dlavm/tune/shard.hpp
+// end dlavm/tune.hpp
 // begin dlavm/vta.hpp
 // VTA layer: the hardware model (vta/hw.hpp), the lowering passes (vta/lower.hpp), and on top
 // of both vta::Program (build, instantiate, run) and the layout helpers. docs/vta.md is the

@@ -1,0 +1,13 @@
+// tune layer: the data of schedule search on top of the graph layer's workloads and knob
+// spaces: tuning records as JSON lines (logs that survive a killed run, read back with bad
+// lines reported), shards of a run for a cluster's job array and their merge, and applying a
+// log to graph::build through a Chooser.
+//
+//   auto log = dlavm::tune::read_log("model.log");
+//   auto mod = graph::build(fn, target,
+//                           {.chooser = std::make_shared<dlavm::tune::LogChooser>(log.records)});
+#pragma once
+
+#include <dlavm/tune/apply.hpp>
+#include <dlavm/tune/record.hpp>
+#include <dlavm/tune/shard.hpp>
