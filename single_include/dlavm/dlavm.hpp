@@ -7277,7 +7277,8 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //   transpose(x, perm = [] (reverse))
 //   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
 //   concat(x0, x1, ..., axis (required)), at least one input
-//   pad(x, pad_before (required), pad_after (required), value = 0.0)
+//   pad(x, pad_before (required), pad_after (required), value = 0.0,
+//       mode = "constant" | "edge" | "reflect")
 //
 //   // [1, token, 512] -> [1, token, 8, 64]
 //   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
@@ -7302,10 +7303,14 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //                              [-rank, rank] (rank gives [all, 1]).
 //   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
 //                              dims must match.
-//   pad(x, {pad_before, pad_after, value = 0})
-//                              one entry per dim, each >= 0; new positions hold value (integers:
-//                              it must be an integer inside the dtype's range; float32: it is
-//                              rounded to float).
+//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
+//                              one entry per dim, each >= 0; new positions hold, by mode:
+//                              constant: value (integers: it must be an integer inside the
+//                              dtype's range; float32: it is rounded to float);
+//                              edge: the nearest element of x along each padded dim (x's dims
+//                              >= 1); reflect: x mirrored at its first and last element, which
+//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
+//                              dim - 1), as numpy's and ONNX's modes of those names.
 //
 //   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
 
@@ -7317,6 +7322,7 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // end dlavm/te/ndarray.hpp
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -7335,10 +7341,12 @@ struct FlattenParams {
 struct ConcatParams {
   std::int64_t axis = 0;
 };
+enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
 struct PadParams {
   std::vector<std::int64_t> pad_before;
   std::vector<std::int64_t> pad_after;
   double value = 0;
+  PadMode mode = PadMode::Constant;
 };
 
 // The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
@@ -7354,6 +7362,10 @@ std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std:
 std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
 // The pad lists checked against `rank` (ValueError naming `who`).
 void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
+// the dim and the pad); dims that are not constants (nullopt) are checked when run.
+void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
+                      std::string_view who);
 // ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
 void check_pad_value(double value, DType dtype, std::string_view who);
 
@@ -7514,6 +7526,23 @@ DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_vie
                         fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
 }
 
+DLAVM_INLINE void check_pad_extent(const PadParams& p,
+                                   std::span<const std::optional<std::int64_t>> dims,
+                                   std::string_view who) {
+  if (p.mode == PadMode::Constant) return;
+  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
+    if (!dims[k]) continue;
+    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
+    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
+      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
+    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
+      raise<ShapeError>(
+          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
+          "most the dim - 1",
+          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
+  }
+}
+
 DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
   const auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis > r)
@@ -7590,6 +7619,36 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
   for (std::size_t k = 0; k < x.ndim(); ++k)
     out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
   te::NDArray y(t, out_shape);
+  if (p.mode != PadMode::Constant) {
+    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
+    check_pad_extent(p, dims, who);
+    // each element of y from the element of x its index maps to, dim by dim
+    const std::size_t rank = x.ndim();
+    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      for (std::size_t k = 0; k < rank; ++k) {
+        const std::int64_t n = x.shape()[k];
+        std::int64_t v = index[k] - p.pad_before[k];
+        if (p.mode == PadMode::Edge)
+          v = std::clamp<std::int64_t>(v, 0, n - 1);
+        else if (v < 0)
+          v = -v;
+        else if (v >= n)
+          v = 2 * (n - 1) - v;
+        from[k] = v;
+      }
+      const std::size_t src = x.offset(from, who);
+      if (t.is_float())
+        y.fdata()[i] = x.fdata()[src];
+      else
+        y.data()[i] = x.data()[src];
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++index[d] < out_shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return y;
+  }
   if (t.is_float())
     std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
   else
@@ -7699,7 +7758,11 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
       AttrSchema<P>()
           .field("pad_before", &P::pad_before, "elements before, per dim", true)
           .field("pad_after", &P::pad_after, "elements after, per dim", true)
-          .field("value", &P::value, "the value padded with");
+          .field("value", &P::value, "the value padded with (mode constant)")
+          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
+                 {{"constant", host::PadMode::Constant},
+                  {"edge", host::PadMode::Edge},
+                  {"reflect", host::PadMode::Reflect}});
   return schema;
 }
 
@@ -7785,6 +7848,9 @@ inline TensorType pad_type(const TypeCall& c) {
   const auto& x = c.type(0).shape;
   host::validate(p, x.size(), c.label);
   host::check_pad_value(p.value, c.type(0).dtype, c.label);
+  std::vector<std::optional<std::int64_t>> dims;
+  for (const auto& d : x) dims.push_back(d.as_int());
+  host::check_pad_extent(p, dims, c.label);
   std::vector<ne::Expr> out(x.size());
   for (std::size_t k = 0; k < x.size(); ++k)
     out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));

@@ -55,15 +55,21 @@ double scalar_of(const te::NDArray& a, std::string_view what) {
 
 // Pads of a 2-D window op: ONNX's `pads` ([top, left, bottom, right]) or auto_pad, as the
 // host ops' (top, left, bottom, right).
+// `one_d`: a 1-D window (its pads [begin, end]) on x viewed as a height-1 image.
 std::array<std::int64_t, 4> window_pads(Importer& im, const Node& n, const graph::Expr& x,
                                         std::array<std::int64_t, 2> kernel,
-                                        std::array<std::int64_t, 2> strides) {
+                                        std::array<std::int64_t, 2> strides, bool one_d = false) {
   const std::string auto_pad = attr_string(im, n, "auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
-    const auto pads = attr_ints(im, n, "pads", {0, 0, 0, 0});
-    if (pads.size() != 4) unsupported(fmt::format("pads of {} entries (2-D: 4)", pads.size()));
+    auto pads =
+        attr_ints(im, n, "pads",
+                  one_d ? std::vector<std::int64_t>{0, 0} : std::vector<std::int64_t>{0, 0, 0, 0});
+    if (pads.size() != (one_d ? 2u : 4u))
+      unsupported(fmt::format("pads of {} entries ({}: {})", pads.size(), one_d ? "1-D" : "2-D",
+                              one_d ? 2 : 4));
     for (auto p : pads)
       if (p < 0) unsupported(fmt::format("a negative pad {}", p));
+    if (one_d) pads = {0, pads[0], 0, pads[1]};
     return {pads[0], pads[1], pads[2], pads[3]};
   }
   if (auto_pad == "VALID") return {0, 0, 0, 0};
@@ -84,12 +90,17 @@ std::array<std::int64_t, 4> window_pads(Importer& im, const Node& n, const graph
   return out;
 }
 
+// A window attribute of a 2-D node, or of a 1-D one (`one_d`: one entry, returned as the
+// width of a height-1 window).
 std::array<std::int64_t, 2> pair_attr(Importer& im, const Node& n, std::string_view name,
-                                      std::array<std::int64_t, 2> fallback) {
-  const auto v = attr_ints(im, n, name, {fallback[0], fallback[1]});
-  if (v.size() != 2)
-    unsupported(fmt::format("{} of {} entries: only 2-D windows are handled", name, v.size()));
-  return {v[0], v[1]};
+                                      std::array<std::int64_t, 2> fallback, bool one_d = false) {
+  const auto v = attr_ints(im, n, name,
+                           one_d ? std::vector<std::int64_t>{fallback[1]}
+                                 : std::vector<std::int64_t>{fallback[0], fallback[1]});
+  if (v.size() != (one_d ? 1u : 2u))
+    unsupported(
+        fmt::format("{} of {} entries for a {} window", name, v.size(), one_d ? "1-D" : "2-D"));
+  return one_d ? std::array<std::int64_t, 2>{1, v[0]} : std::array<std::int64_t, 2>{v[0], v[1]};
 }
 
 void require_unit(Importer& im, const Node& n, std::string_view name) {
@@ -189,17 +200,20 @@ Outs matmul(Importer& im, const Node& n) {
   return {graph::matmul(a, b)};
 }
 
+// A 1-D pool runs as a 2-D one over its input viewed as [N, C, 1, L].
 Outs pool(Importer& im, const Node& n, bool max) {
-  const auto x = im.expr(n, 0);
-  if (im.type_of(x).ndim() != 4)
-    unsupported(
-        fmt::format("an input of rank {}: only 2-D pooling is handled", im.type_of(x).ndim()));
+  auto x = im.expr(n, 0);
+  const std::size_t rank = im.type_of(x).ndim();
+  if (rank != 3 && rank != 4)
+    unsupported(fmt::format("an input of rank {}: only 1-D and 2-D pooling are handled", rank));
+  const bool one_d = rank == 3;
+  if (one_d) x = graph::reshape(x, {.newshape = {0, 0, 1, -1}});
   if (n.output_size() > 1 && !n.output(1).empty()) unsupported("the Indices output");
   if (attr_int(im, n, "storage_order", 0) != 0) unsupported("storage_order = 1");
   require_unit(im, n, "dilations");
-  const auto kernel = pair_attr(im, n, "kernel_shape", {0, 0});
-  const auto strides = pair_attr(im, n, "strides", {1, 1});
-  auto pads = window_pads(im, n, x, kernel, strides);
+  const auto kernel = pair_attr(im, n, "kernel_shape", {0, 0}, one_d);
+  const auto strides = pair_attr(im, n, "strides", {1, 1}, one_d);
+  auto pads = window_pads(im, n, x, kernel, strides, one_d);
   const bool include_pad = !max && attr_int(im, n, "count_include_pad", 0) != 0;
   if (attr_int(im, n, "ceil_mode", 0) != 0) {
     // ceil: the last window may overhang the padded input; padding that the window does not
@@ -215,7 +229,9 @@ Outs pool(Importer& im, const Node& n, bool max) {
   }
   const host::Pool2dParams p{
       .pool_size = kernel, .strides = strides, .padding = pads, .count_include_pad = include_pad};
-  return {max ? graph::max_pool2d(x, p) : graph::avg_pool2d(x, p)};
+  auto y = max ? graph::max_pool2d(x, p) : graph::avg_pool2d(x, p);
+  if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
+  return {y};
 }
 Outs max_pool(Importer& im, const Node& n) { return pool(im, n, true); }
 Outs average_pool(Importer& im, const Node& n) { return pool(im, n, false); }
@@ -257,8 +273,12 @@ Outs concat(Importer& im, const Node& n) {
 
 Outs pad(Importer& im, const Node& n) {
   const auto x = im.expr(n, 0);
-  const std::string mode = attr_string(im, n, "mode", "constant");
-  if (mode != "constant") unsupported(fmt::format("mode '{}'", mode));
+  const std::string mode_name = attr_string(im, n, "mode", "constant");
+  const auto mode = mode_name == "constant"  ? host::PadMode::Constant
+                    : mode_name == "edge"    ? host::PadMode::Edge
+                    : mode_name == "reflect" ? host::PadMode::Reflect
+                                             : (unsupported(fmt::format("mode '{}'", mode_name)),
+                                                host::PadMode::Constant);
   std::vector<std::int64_t> pads;
   double value = 0;
   if (im.opset() < 2) unsupported("opset 1's 'paddings' attribute");
@@ -278,7 +298,8 @@ Outs pad(Importer& im, const Node& n) {
   const auto half = static_cast<std::ptrdiff_t>(rank);
   return {graph::pad(x, {.pad_before = {pads.begin(), pads.begin() + half},
                          .pad_after = {pads.begin() + half, pads.end()},
-                         .value = value})};
+                         .value = value,
+                         .mode = mode})};
 }
 
 Outs softmax(Importer& im, const Node& n) {

@@ -142,6 +142,23 @@ DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_vie
                         fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
 }
 
+DLAVM_INLINE void check_pad_extent(const PadParams& p,
+                                   std::span<const std::optional<std::int64_t>> dims,
+                                   std::string_view who) {
+  if (p.mode == PadMode::Constant) return;
+  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
+    if (!dims[k]) continue;
+    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
+    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
+      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
+    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
+      raise<ShapeError>(
+          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
+          "most the dim - 1",
+          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
+  }
+}
+
 DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
   const auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis > r)
@@ -218,6 +235,36 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
   for (std::size_t k = 0; k < x.ndim(); ++k)
     out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
   te::NDArray y(t, out_shape);
+  if (p.mode != PadMode::Constant) {
+    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
+    check_pad_extent(p, dims, who);
+    // each element of y from the element of x its index maps to, dim by dim
+    const std::size_t rank = x.ndim();
+    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      for (std::size_t k = 0; k < rank; ++k) {
+        const std::int64_t n = x.shape()[k];
+        std::int64_t v = index[k] - p.pad_before[k];
+        if (p.mode == PadMode::Edge)
+          v = std::clamp<std::int64_t>(v, 0, n - 1);
+        else if (v < 0)
+          v = -v;
+        else if (v >= n)
+          v = 2 * (n - 1) - v;
+        from[k] = v;
+      }
+      const std::size_t src = x.offset(from, who);
+      if (t.is_float())
+        y.fdata()[i] = x.fdata()[src];
+      else
+        y.data()[i] = x.data()[src];
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++index[d] < out_shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return y;
+  }
   if (t.is_float())
     std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
   else

@@ -11,10 +11,14 @@
 //                              [-rank, rank] (rank gives [all, 1]).
 //   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
 //                              dims must match.
-//   pad(x, {pad_before, pad_after, value = 0})
-//                              one entry per dim, each >= 0; new positions hold value (integers:
-//                              it must be an integer inside the dtype's range; float32: it is
-//                              rounded to float).
+//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
+//                              one entry per dim, each >= 0; new positions hold, by mode:
+//                              constant: value (integers: it must be an integer inside the
+//                              dtype's range; float32: it is rounded to float);
+//                              edge: the nearest element of x along each padded dim (x's dims
+//                              >= 1); reflect: x mirrored at its first and last element, which
+//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
+//                              dim - 1), as numpy's and ONNX's modes of those names.
 //
 //   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
 #pragma once
@@ -24,6 +28,7 @@
 #include <dlavm/te/ndarray.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -42,10 +47,12 @@ struct FlattenParams {
 struct ConcatParams {
   std::int64_t axis = 0;
 };
+enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
 struct PadParams {
   std::vector<std::int64_t> pad_before;
   std::vector<std::int64_t> pad_after;
   double value = 0;
+  PadMode mode = PadMode::Constant;
 };
 
 // The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
@@ -61,6 +68,10 @@ std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std:
 std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
 // The pad lists checked against `rank` (ValueError naming `who`).
 void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
+// the dim and the pad); dims that are not constants (nullopt) are checked when run.
+void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
+                      std::string_view who);
 // ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
 void check_pad_value(double value, DType dtype, std::string_view who);
 

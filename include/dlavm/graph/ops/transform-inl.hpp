@@ -50,7 +50,11 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
       AttrSchema<P>()
           .field("pad_before", &P::pad_before, "elements before, per dim", true)
           .field("pad_after", &P::pad_after, "elements after, per dim", true)
-          .field("value", &P::value, "the value padded with");
+          .field("value", &P::value, "the value padded with (mode constant)")
+          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
+                 {{"constant", host::PadMode::Constant},
+                  {"edge", host::PadMode::Edge},
+                  {"reflect", host::PadMode::Reflect}});
   return schema;
 }
 
@@ -136,6 +140,9 @@ inline TensorType pad_type(const TypeCall& c) {
   const auto& x = c.type(0).shape;
   host::validate(p, x.size(), c.label);
   host::check_pad_value(p.value, c.type(0).dtype, c.label);
+  std::vector<std::optional<std::int64_t>> dims;
+  for (const auto& d : x) dims.push_back(d.as_int());
+  host::check_pad_extent(p, dims, c.label);
   std::vector<ne::Expr> out(x.size());
   for (std::size_t k = 0; k < x.size(); ++k)
     out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));

@@ -6,7 +6,8 @@
 //   transpose(x, perm = [] (reverse))
 //   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
 //   concat(x0, x1, ..., axis (required)), at least one input
-//   pad(x, pad_before (required), pad_after (required), value = 0.0)
+//   pad(x, pad_before (required), pad_after (required), value = 0.0,
+//       mode = "constant" | "edge" | "reflect")
 //
 //   // [1, token, 512] -> [1, token, 8, 64]
 //   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
