@@ -228,6 +228,18 @@ TEST_CASE("a cycle, a value nobody makes, and a value made twice are ValueErrors
   CHECK_THROWS_WITH_AS(twice.import(), doctest::Contains("'y' is defined twice"), ValueError);
 }
 
+TEST_CASE("a dead node, QDQ-wrapped or not, imports and is left out of the function") {
+  ModelBuilder mb;
+  mb.input("x", {1, 1, 4, 4});
+  mb.initializer("w", {1, 1, 1, 1}, {2});
+  mb.node("Conv", {"x", "w"}, {"unused"}, "dead_conv");  // nobody reads it
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y");
+  const auto fn = mb.import();
+  for (const auto& e : graph::post_order(fn.results()))
+    CHECK((e.kind() != graph::NodeKind::Call || e.as<graph::CallNode>()->op() != "conv2d"));
+}
+
 TEST_CASE("nodes out of order are sorted; an op's type error names the node") {
   ModelBuilder mb;
   mb.input("x", {2, 2});

@@ -97,7 +97,8 @@ Graph fold_qdq(const Graph& g) {
     const bool conv = n.op_type() == "Conv", matmul = n.op_type() == "MatMul";
     if ((!conv && !matmul) || n.output_size() != 1 || n.input_size() < 2) continue;
     const std::string& out = n.output(0);
-    if (u.outputs.count(out) > 0 || u.users.find(out)->second != 1) continue;
+    const auto users = u.users.find(out);  // a dead node's output has none
+    if (u.outputs.count(out) > 0 || users == u.users.end() || users->second != 1) continue;
     const Node* q = nullptr;
     for (const auto& m : g.node())
       if (m.input_size() > 0 && m.input(0) == out) q = &m;
