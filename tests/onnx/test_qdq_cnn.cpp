@@ -174,3 +174,33 @@ TEST_CASE("without QDQ folding the same model runs its convolutions in float") {
 }
 
 }  // namespace onnx_qdq_cnn
+
+namespace onnx_qdq_cnn {
+
+// Counts the rescale calls (folded convolutions) and the float convolutions of an import.
+std::pair<int, int> folded_and_float(const ::onnx::ModelProto& model) {
+  const std::string bytes = model.SerializeAsString();
+  const auto fn =
+      importer::import(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+                       {.dims = {{"batch", {1, 4}}}}, "qdq_cnn.onnx");
+  const auto typed = graph::infer_type(fn, graph::default_ops());
+  int rescales = 0, float_convs = 0;
+  for (const auto& node : graph::post_order(typed.results()))
+    if (const auto* c = node.as<graph::CallNode>()) {
+      rescales += c->op() == "rescale";
+      float_convs += c->op() == "conv2d" && node.type().dtype.is_float();
+    }
+  return {rescales, float_convs};
+}
+
+TEST_CASE("a bias whose scale is not x_scale * w_scale keeps its convolution in float") {
+  auto model = qdq_models::cnn(qdq_models::small_cnn(), 11);
+  CHECK(folded_and_float(model) == std::pair{3, 0});
+  // conv1's bias at another scale: dequantized, it is not the int32 sum's bias
+  for (auto& t : *model.mutable_graph()->mutable_initializer())
+    if (t.name() == "conv1_bs")
+      for (int i = 0; i < t.float_data_size(); ++i) t.set_float_data(i, t.float_data(i) * 1.5f);
+  CHECK(folded_and_float(model) == std::pair{2, 1});
+}
+
+}  // namespace onnx_qdq_cnn
