@@ -271,14 +271,16 @@ Outs concat(Importer& im, const Node& n) {
   return {graph::concat(std::move(xs), {.axis = axis})};
 }
 
+host::PadMode pad_mode(const std::string& name) {
+  if (name == "constant") return host::PadMode::Constant;
+  if (name == "edge") return host::PadMode::Edge;
+  if (name == "reflect") return host::PadMode::Reflect;
+  unsupported(fmt::format("mode '{}'", name));
+}
+
 Outs pad(Importer& im, const Node& n) {
   const auto x = im.expr(n, 0);
-  const std::string mode_name = attr_string(im, n, "mode", "constant");
-  const auto mode = mode_name == "constant"  ? host::PadMode::Constant
-                    : mode_name == "edge"    ? host::PadMode::Edge
-                    : mode_name == "reflect" ? host::PadMode::Reflect
-                                             : (unsupported(fmt::format("mode '{}'", mode_name)),
-                                                host::PadMode::Constant);
+  const host::PadMode mode = pad_mode(attr_string(im, n, "mode", "constant"));
   std::vector<std::int64_t> pads;
   double value = 0;
   if (im.opset() < 2) unsupported("opset 1's 'paddings' attribute");

@@ -18,7 +18,7 @@ using Node = ::onnx::NodeProto;
 
 struct Uses {
   std::map<std::string, const Node*, std::less<>> producer;
-  std::map<std::string, int, std::less<>> users;
+  std::map<std::string, std::vector<const Node*>, std::less<>> users;  // one entry per use
   std::set<std::string, std::less<>> outputs;
 };
 
@@ -26,7 +26,7 @@ Uses uses_of(const Graph& g) {
   Uses u;
   for (const auto& n : g.node()) {
     for (const auto& o : n.output()) u.producer[o] = &n;
-    for (const auto& i : n.input()) ++u.users[i];
+    for (const auto& i : n.input()) u.users[i].push_back(&n);
   }
   for (const auto& o : g.output()) u.outputs.insert(o.name());
   return u;
@@ -97,12 +97,11 @@ Graph fold_qdq(const Graph& g) {
     const bool conv = n.op_type() == "Conv", matmul = n.op_type() == "MatMul";
     if ((!conv && !matmul) || n.output_size() != 1 || n.input_size() < 2) continue;
     const std::string& out = n.output(0);
-    const auto users = u.users.find(out);  // a dead node's output has none
-    if (u.outputs.count(out) > 0 || users == u.users.end() || users->second != 1) continue;
-    const Node* q = nullptr;
-    for (const auto& m : g.node())
-      if (m.input_size() > 0 && m.input(0) == out) q = &m;
-    if (q == nullptr || q->op_type() != "QuantizeLinear" || q->input_size() < 2) continue;
+    // its only use: input 0 of a QuantizeLinear (a dead node's output has no use)
+    const auto users = u.users.find(out);
+    if (u.outputs.count(out) > 0 || users == u.users.end() || users->second.size() != 1) continue;
+    const Node* q = users->second.front();
+    if (q->op_type() != "QuantizeLinear" || q->input_size() < 2 || q->input(0) != out) continue;
     const Node* dx = dequantize_of(u, n.input(0));
     const Node* dw = dequantize_of(u, n.input(1));
     if (dx == nullptr || dw == nullptr) continue;
