@@ -10,4 +10,5 @@
 #include <dlavm/tir/rewrite.hpp>
 #include <dlavm/tir/stmt.hpp>
 #include <dlavm/tir/storage_rewrite.hpp>
+#include <dlavm/tir/unroll.hpp>
 #include <dlavm/tir/vthread.hpp>

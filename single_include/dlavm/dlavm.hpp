@@ -8129,6 +8129,11 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
+// Byte planes (`planes` P > 1, Activation and Matrix only): an int32 value VTA computed and
+// stored as P int8 planes, the least significant byte first, VTA's STORE keeping the low 8
+// bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T] or [M/R, C/T, P, R, T]. Unpack
+// reassembles the value (the top plane carries the sign); nothing packs into them.
+//   P = 4 returns the full int32 accumulator to the host.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
 // VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
 //
@@ -8170,10 +8175,12 @@ struct Layout {
   std::int64_t rows = 1;  // tile rows (R)
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
+  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-// "plain", "activation[1x16]", "matrix[1x16]", "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
+// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
+// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
@@ -13946,6 +13953,13 @@ DLAVM_INLINE te::NDArray unpack_matrix(const te::NDArray& packed, std::int64_t m
 namespace dlavm::graph {
 
 DLAVM_INLINE std::string to_string(const Layout& l) {
+  if (l.planes != 1) {
+    Layout value = l;
+    value.planes = 1;
+    auto text = to_string(value);
+    text.insert(text.size() - 1, fmt::format(", {} planes", l.planes));
+    return text;
+  }
   switch (l.kind) {
     case Layout::Kind::Plain:
       return "plain";
@@ -13986,6 +14000,10 @@ inline void require_tile(const Layout& l) {
 
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
   require_tile(l);
+  if (l.planes != 1 && (l.planes < 1 || l.planes > 4 ||
+                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix)))
+    raise<ValueError>("layout {}: byte planes are 1 to 4, of an activation or a matrix",
+                      to_string(l));
   const auto want = [&]() -> std::size_t {
     switch (l.kind) {
       case Layout::Kind::Activation:
@@ -14051,9 +14069,12 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
   }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
-  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
-    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
-  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
+  std::vector<ne::Expr> packed{tiles(d.a, l.rows), tiles(d.b, l.cols)};
+  if (l.planes != 1) packed.emplace_back(l.planes);
+  if (l.kind != Layout::Kind::Matrix && l.kind != Layout::Kind::DenseWeight)
+    packed.insert(packed.end(), {d.h, d.w});
+  packed.insert(packed.end(), {ne::Expr(l.rows), ne::Expr(l.cols)});
+  return packed;
 }
 
 namespace detail {
@@ -14104,9 +14125,42 @@ inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The int32 value of byte planes [outer..., P, inner...] (`plane_dim` = P's position):
+// sum over p of plane p << 8p, the low planes unsigned and the top one signed.
+inline te::NDArray join_planes(const te::NDArray& a, std::size_t plane_dim) {
+  std::vector<std::int64_t> shape = a.shape();
+  const std::int64_t planes = shape[plane_dim];
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(plane_dim));
+  const auto span = [&](std::size_t from, std::size_t to) {
+    return std::accumulate(shape.begin() + static_cast<std::ptrdiff_t>(from),
+                           shape.begin() + static_cast<std::ptrdiff_t>(to), std::int64_t{1},
+                           std::multiplies<>{});
+  };
+  const std::int64_t outer = span(0, plane_dim), inner = span(plane_dim, shape.size());
+  te::NDArray out(DType::int32(), std::move(shape));
+  const auto src = a.data();
+  auto dst = out.data();
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      std::int64_t v = 0;
+      for (std::int64_t p = 0; p < planes; ++p) {
+        const std::int64_t byte = src[static_cast<std::size_t>((o * planes + p) * inner + i)];
+        v += (p + 1 == planes ? byte : byte & 0xff) * (std::int64_t{1} << (8 * p));
+      }
+      dst[static_cast<std::size_t>(o * inner + i)] = v;
+    }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
+  if (l.planes != 1)
+    raise<ValueError>("pack into layout {}: only VTA writes byte planes", to_string(l));
   if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
     detail::require_layout_rank(l, logical.ndim());
     const bool act = l.kind == Layout::Kind::UnfoldedActivation;
@@ -14168,7 +14222,15 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  const auto& p = packed.shape();
+  const auto p = packed.shape();
+  if (l.planes != 1) {
+    if (packed.dtype().bytes() != 1)
+      raise<TypeError>("unpack from layout {}: byte planes are 8-bit, the array is {}",
+                       to_string(l), packed.dtype());
+    Layout value = l;
+    value.planes = 1;
+    return unpack(detail::join_planes(packed, 2), value, shape);
+  }
   const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
   return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
 }
@@ -14191,7 +14253,11 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 //     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
 //     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
 //   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
-//     two's-complement wrap that graph::cast defines).
+//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
+//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
+//     plane into a block of its own, stored with the plane dim after the channel tiles
+//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
+//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
 // Immediates are checked by the VTA passes against the hardware's argument widths.
 //
 //   graph::Epilogue ep;
@@ -14239,6 +14305,8 @@ struct EpilogueInput {
 struct Epilogue {
   std::vector<EpilogueStep> steps;
   std::vector<EpilogueInput> inputs;
+  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
+  static constexpr std::int64_t kPlanes = 4;
 
   // Appends an immediate step, merging it into an earlier step where that is exact:
   // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
@@ -14249,12 +14317,16 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
-  // How many ALU passes the epilogue costs per output tile.
-  std::size_t alu_passes() const { return steps.size(); }
+  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
+  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
+  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
+  // The stored bytes per element of the result.
+  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
   friend bool operator==(const Epilogue&, const Epilogue&) = default;
 };
 
-// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages.
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
+// planes" last for an int32 result.
 std::string to_string(const Epilogue& e);
 
 // The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
@@ -14264,18 +14336,26 @@ struct EpilogueStages {
   std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor planes;                 // int32_result: the shifted copies, [.., P, ..] at dim 2
   te::Tensor res;                    // the int8 result (the stored stage)
+
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (dim 2 of
+  // res) for an int32 result, to be placed inside the loop the stages attach to; none else.
+  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The res axis that is dim `d` of the value without planes.
+  std::size_t res_dim(std::size_t d) const { return planes.defined() && d >= 2 ? d + 1 : d; }
 
   // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
   // the result (what vta::build takes, and what graph::build hands the program).
   std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
 
   // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
-  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
+  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
   void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
   // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
-  // `block_tiles`: a block per virtual thread for each Tensor operand, `channel_tiles` once
-  // for each Channel operand.
+  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
+  // `channel_tiles` once for each Channel operand.
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };
@@ -14400,6 +14480,7 @@ DLAVM_INLINE std::string to_string(const Epilogue& e) {
         break;
     }
   }
+  if (e.int32_result) parts.emplace_back("int32 planes");
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -14491,8 +14572,28 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
     prev = st.alu.back();
   }
+  if (e.int32_result) {
+    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
+    std::vector<ne::Expr> planes_shape = shape;
+    planes_shape.insert(planes_shape.begin() + 2, ne::Expr(Epilogue::kPlanes));
+    st.planes = te::compute_dynamic(
+        planes_shape,
+        [&](std::span<const ne::Var> i) {
+          std::vector<ne::Expr> idx(i.begin(), i.end());
+          const ne::Expr plane = idx[2];
+          idx.erase(idx.begin() + 2);
+          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
+        },
+        name + "_planes");
+    prev = st.planes;
+  }
   st.res = copy_stage(prev, env.out_dtype, name);
   return st;
+}
+
+DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
+  if (!planes.defined()) return {};
+  return {s[res].axis(2)};
 }
 
 DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
@@ -14513,6 +14614,14 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
     s[a].compute_at(s[res], attach);
     s[a].pragma(s[a].axis(0), env.alu);
   }
+  if (planes.defined()) {
+    // one plane at a time, its shift an immediate once the plane loop is unrolled
+    const auto plane = s[res].axis(2);
+    s[planes].set_scope(env.acc_scope);
+    s[planes].compute_at(s[res], plane);
+    s[planes].pragma(s[planes].axis(0), env.alu);
+    s[res].unroll(plane);
+  }
 }
 
 DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
@@ -14525,7 +14634,7 @@ DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
 
 DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                                       std::int64_t channel_tiles, int vthreads) {
-  std::int64_t entries = 0;
+  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
   for (const auto& in : e.inputs)
     entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
   return entries;
@@ -14894,7 +15003,7 @@ DLAVM_INLINE std::string to_string(const Workload& w) {
   std::vector<std::string> args;
   for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
   return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
-                     w.epilogue.steps.empty() ? std::string("no epilogue") : to_string(w.epilogue));
+                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
 }
 
 DLAVM_INLINE std::size_t hash_value(const Workload& w) {
@@ -19196,6 +19305,44 @@ DLAVM_INLINE Stmt reuse_inplace(const Stmt& s) { return detail::InplaceReuse().v
 // end dlavm/tir/storage_rewrite-inl.hpp
 #endif
 // end dlavm/tir/storage_rewrite.hpp
+// begin dlavm/tir/unroll.hpp
+// Unrolling: a loop the schedule marks unrolled (Stage::unroll) whose bounds are constants
+// becomes its body once per iteration, with the loop variable replaced by the iteration's
+// value; index values that become constants fold into literals. An accelerator pass needs
+// this where an operand depends on the loop but an instruction holds it as a constant: the
+// shift `x >> 8p` of a byte plane p is one ALU immediate per plane. A loop with a symbolic
+// bound stays a loop (unrolled only as far as the code generator can).
+//
+//   for (p, 0, 2) unroll { W[p] = a >> p * 8 }   ->   W[0] = a >> 0; W[1] = a >> 8
+
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <vector>
+
+namespace dlavm::tir {
+
+inline Stmt unroll_loops(const Stmt& s) {
+  struct Unroller : StmtMutator<Unroller> {
+    Stmt visit_for(const ForNode& n, const Stmt& s) {
+      const auto lo = n.min.as_int();
+      const auto extent = n.extent.as_int();
+      if (n.for_kind != ForKind::Unrolled || !lo || !extent) return rebuild(n, s);
+      const Stmt body = visit(n.body);
+      std::vector<Stmt> copies;
+      copies.reserve(static_cast<std::size_t>(*extent));
+      for (std::int64_t i = 0; i < *extent; ++i)
+        copies.push_back(rewrite(body, {{n.var, ne::Expr(*lo + i)}}));
+      return make_seq(copies);
+    }
+  };
+  return Unroller().visit(s);
+}
+
+}  // namespace dlavm::tir
+// end dlavm/tir/unroll.hpp
 // begin dlavm/tir/vthread.hpp
 // Virtual threads: a `vthread (tx, 0, n)` loop (Stage::bind to a thread axis) runs its body
 // n times as independent threads whose statements are interleaved, each thread with its own
@@ -20476,6 +20623,8 @@ tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Tensor>& args, 
 // end dlavm/tir/lower.hpp
 // begin dlavm/tir/storage_rewrite.hpp
 // end dlavm/tir/storage_rewrite.hpp
+// begin dlavm/tir/unroll.hpp
+// end dlavm/tir/unroll.hpp
 // begin dlavm/tir/vthread.hpp
 // end dlavm/tir/vthread.hpp
 // begin dlavm/vta/lower/fold_uop.hpp
@@ -21234,10 +21383,11 @@ DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
 //     pass of one cycle per tile;
 //   - a guard from a split whose factor does not divide the extent, when it bounds single
 //     loops: the loops are clipped to the iterations it keeps.
-// Immediates are checked against what the hardware takes: the 16-bit immediate field, the
-// 8-bit multiplier argument and the 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH,
-// VTA_SHR_ARG_BIT_WIDTH). Messages name the stage (the buffer the nest stores into before
-// the storage pass renames it: check_alu runs then).
+// Immediates are checked against what the hardware takes: the 16-bit immediate field and the
+// 8-bit multiplier argument (VTA_MUL_ARG_BIT_WIDTH); a shift by up to 31 wider than the shift
+// argument (VTA_SHR_ARG_BIT_WIDTH, [-16, 15] for 32-bit accumulators) becomes several shifts,
+// exact for an arithmetic shift: x >> 24 is (x >> 15) >> 9. Messages name the stage (the buffer the
+// nest stores into before the storage pass renames it: check_alu runs then).
 //
 // Intrinsics: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile),
 // vta.gemm_reset(dst_buf; dst_tile).
@@ -21457,8 +21607,24 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         lacks();
     }
     if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
-    if (o.use_imm) check_imm(store.buffer.name(), o.op, o.imm, v);
+    // a shift wider than the argument field is split into several (shift_steps)
+    const bool split_shift =
+        o.op == runtime::AluOp::Shr && o.imm >= -kMaxShift && o.imm <= kMaxShift;
+    if (o.use_imm && !split_shift) check_imm(store.buffer.name(), o.op, o.imm, v);
     return o;
+  }
+
+  // An arithmetic shift by `amount` (negative: left) as shifts the SHR argument holds:
+  // (x >> a) >> b == x >> (a + b) while a + b < 32.
+  static constexpr std::int64_t kMaxShift = 31;
+  std::vector<std::int64_t> shift_steps(std::int64_t amount) const {
+    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Shr, env_.config);
+    std::vector<std::int64_t> steps;
+    do {
+      steps.push_back(std::clamp(amount, lo, hi));
+      amount -= steps.back();
+    } while (amount != 0);
+    return steps;
   }
 
   void check_imm(const std::string& stage, runtime::AluOp op, std::int64_t imm,
@@ -21590,10 +21756,15 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       parts.push_back(reset(tiles(stage, loops, {store.indices[0]}), dst));
       parts.push_back(alu(t, runtime::AluOp::Add, false, 0, dst, o.lhs->buffer, t.index[1]));
     }
-    if (o.rhs)
+    if (o.rhs) {
       parts.push_back(alu(t, o.op, false, 0, dst, o.rhs->buffer, t.index[2]));
-    else
+    } else if (o.op == runtime::AluOp::Shr) {
+      // a copied operand shifted by 0 is the copy
+      if (o.imm != 0 || parts.empty())
+        for (const auto step : shift_steps(o.imm)) parts.push_back(alu_imm(t, o.op, step, dst));
+    } else {
       parts.push_back(alu_imm(t, o.op, o.imm, dst));
+    }
     return tir::make_seq(parts);
   }
 
@@ -22424,9 +22595,12 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
                                                     const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
+  steps.push_back({"te.lower", f});
+  // unrolled first: an ALU immediate may depend on an unrolled loop (a byte plane's shift)
+  f.body = tir::unroll_loops(f.body);
+  steps.push_back({"unroll_loops", f});
   detail::CheckMapped(env, f.body).visit(f.body);
   check_alu(f.body, env);
-  steps.push_back({"te.lower", f});
   const auto step = [&](const char* pass, auto&& fn) {
     f.body = fn(f.body);
     steps.push_back({pass, f});
@@ -24721,7 +24895,8 @@ class Emitter {
                                   graph::to_string(out.layout)));
           break;
         case graph::ModuleStep::Kind::Unpack:
-          if (in.layout.kind != K::Activation && in.layout.kind != K::Matrix)
+          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix) ||
+              in.layout.planes != 1)
             refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
                                   graph::to_string(in.layout)));
           break;
@@ -25753,10 +25928,14 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
   auto s = te::create_schedule(res);
   auto [b_out, b_inn] = s[res].split(s[res].axis(0), 1);
   auto [oc_out, oc_inn] = s[res].split(s[res].axis(1), t.oc_block);
-  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
-  auto [x_out, x_inn] = s[res].split(s[res].axis(3), t.w_block);
-  s[res].reorder(
-      {b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, s[res].axis(4), s[res].axis(5)});
+  const auto& ep = epilogue_;
+  auto [y_out, y_inn] = s[res].split(s[res].axis(ep.res_dim(2)), t.h_block);
+  auto [x_out, x_inn] = s[res].split(s[res].axis(ep.res_dim(3)), t.w_block);
+  std::vector<te::IterVar> order{b_out, oc_out, y_out, x_out};
+  for (const auto& p : ep.plane_axes(s)) order.push_back(p);
+  order.insert(order.end(), {b_inn, oc_inn, y_inn, x_inn, s[res].axis(ep.res_dim(4)),
+                             s[res].axis(ep.res_dim(5))});
+  s[res].reorder(order);
   s[acc_].compute_at(s[res], x_out);
   epilogue_.schedule(s, env_, x_out);
   const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
@@ -25852,7 +26031,7 @@ Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
   c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
   c.wgt_bytes =
       n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes());
+  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? Int(tiles.oc * env.acc_tile() * in.dtype.bytes())
@@ -25899,9 +26078,10 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;
-  // store module: one 2D store per output channel tile of a block
-  const double store = static_cast<double>(c.out_bytes) / bus +
-                       static_cast<double>(c.blocks * t.oc_block) * transfer;
+  // store module: one 2D store per output channel tile (and byte plane) of a block
+  const double store =
+      static_cast<double>(c.out_bytes) / bus +
+      static_cast<double>(c.blocks * t.oc_block * epilogue.result_bytes()) * transfer;
   const double busiest = std::max({load, compute, store});
   // one thread: a step's loads wait for the previous step's GEMMs (one buffer); two: only the
   // first step's loads and the last block's store are not hidden
@@ -26123,13 +26303,19 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
   // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
   te::IterVar attach = n_out;
+  const auto planes = epilogue_.plane_axes(s);
+  const auto order = [&](std::vector<te::IterVar> outer) {
+    outer.insert(outer.end(), planes.begin(), planes.end());
+    outer.insert(outer.end(), {m_inn, n_inn});
+    return outer;
+  };
   if (t.vthreads > 1) {
     auto [n_o, tx] = s[res].split(n_out, t.vthreads);
-    s[res].reorder({tx, m_out, n_o, m_inn, n_inn});
+    s[res].reorder(order({tx, m_out, n_o}));
     s[res].bind(tx, te::thread_axis("cthread"));
     attach = n_o;
   } else {
-    s[res].reorder({m_out, n_out, m_inn, n_inn});
+    s[res].reorder(order({m_out, n_out}));
   }
   s[acc_].compute_at(s[res], attach);
   epilogue_.schedule(s, env_, attach);
@@ -26189,7 +26375,7 @@ DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
   DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
   c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
   c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes());
+  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? Int(n.n * env.acc_tile() * in.dtype.bytes())
@@ -26224,8 +26410,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;
-  const double store =
-      static_cast<double>(c.out_bytes) / bus + static_cast<double>(c.blocks) * transfer;
+  const double store = static_cast<double>(c.out_bytes) / bus +
+                       static_cast<double>(c.blocks * epilogue.result_bytes()) * transfer;
   if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
   return std::max({load, compute, store}) + (load + compute) / static_cast<double>(c.steps) +
          store / static_cast<double>(c.blocks);
@@ -26909,6 +27095,9 @@ struct AnchorStrategy {
   // Declares the kernel with chosen knobs (`name` prefixes its tensors).
   std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
+  // Whether `declare` handles Epilogue::int32_result (orders the planes' axis, EpilogueStages::
+  // plane_axes): only then does Target::int32_results give its groups an int32 result.
+  bool int32_results = false;
 };
 
 class VtaStrategies {
@@ -27063,6 +27252,7 @@ inline Conv2dShape conv2d_shape(const Workload& w) {
 inline AnchorStrategy conv2d_strategy() {
   AnchorStrategy s;
   s.op = "conv2d";
+  s.int32_results = true;
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -27123,6 +27313,7 @@ inline DenseShape dense_shape(std::span<const TensorType> args) {
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
   s.op = "dense";
+  s.int32_results = true;
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -27187,6 +27378,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
+    if (e.int32_result)
+      return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
+                         env.out_dtype);
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     // each window element's ALU instruction unrolls a row of output columns into micro-ops
     if (auto why = constant_dim(a, 0, 3, "width")) return why;
@@ -27258,6 +27452,11 @@ struct Target {
   vta::Env env{};
   OpRegistry ops = default_ops();
   VtaStrategies strategies = default_vta_strategies();
+  // Whether a VTA kernel may return an int32 value (a convolution's or a dense layer's sums
+  // that the host rescales, as an ONNX QLinearConv needs) as four byte planes
+  // (graph/strategy/epilogue.hpp); off, such a group runs on the host. Four planes store four
+  // times the bytes of an int8 result, and the host reassembles them.
+  bool int32_results = false;
 };
 
 }  // namespace dlavm::graph
@@ -27287,8 +27486,9 @@ struct Group {
 
 class Partition {
  public:
-  std::vector<Group> groups;  // execution order
-  vta::Config config;         // the VTA configuration it was made for
+  std::vector<Group> groups;   // execution order
+  vta::Config config;          // the VTA configuration it was made for
+  bool int32_results = false;  // and its Target::int32_results
 
   // The group holding call `e`; nullptr for leaves and calls outside the function.
   const Group* group_of(const Expr& e) const;
@@ -27463,11 +27663,14 @@ class Partitioner {
   // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
   // epilogue whose operands no longer fit the accumulator next to one output tile.
   std::optional<std::string> why_not_stored(const OpenGroup& g) const {
-    if (g.state.logical != target_.env.out_dtype)
+    if (g.state.logical != target_.env.out_dtype && !g.state.epilogue.int32_result)
       return fmt::format(
           "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
-          "epilogue",
-          g.state.logical, target_.env.out_dtype);
+          "epilogue{}",
+          g.state.logical, target_.env.out_dtype,
+          g.state.logical == target_.env.acc_dtype && g.strategy->int32_results
+              ? ", or build with Target::int32_results"
+              : "");
     const Expr& anchor = g.group.calls.front();
     const TypeCall typing = typing_of(anchor, names_);
     const AnchorCall call{anchor.name(), typing, anchor.type()};
@@ -27481,7 +27684,11 @@ class Partitioner {
     Partition part;
     part.names = names_;
     part.config = target_.env.config;
+    part.int32_results = target_.int32_results;
     std::vector<bool> valid(open_.size());
+    for (auto& g : open_)
+      g.state.epilogue.int32_result = target_.int32_results && g.strategy->int32_results &&
+                                      g.state.logical == target_.env.acc_dtype;
     for (std::size_t g = 0; g < open_.size(); ++g) {
       const auto why = why_not_stored(open_[g]);
       valid[g] = !why;
@@ -28122,9 +28329,11 @@ class ModuleBuilder {
       const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
       s.inputs.push_back(packed(g.operands[k], l));
     }
-    s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
+    Layout stored = result;
+    if (g.epilogue.int32_result) stored.planes = Epilogue::kPlanes;
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, stored, nullptr);
     values_[s.output].dtype = env.out_dtype;
-    forms(g.output()).packed.emplace_back(result, s.output);
+    forms(g.output()).packed.emplace_back(stored, s.output);
     s.program = std::move(program);
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
@@ -28168,8 +28377,9 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  // a function placed for this configuration is built as placed; any other is placed first
-  const bool placed = fn.placement() && fn.placement()->config == target.env.config;
+  // a function placed for this target is built as placed; any other is placed first
+  const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
+                      fn.placement()->int32_results == target.int32_results;
   const Function typed = placed ? fn : infer_type(fn, target);
   return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
 }

@@ -63,8 +63,9 @@ TEST_CASE("emit: the files, their headers and the options") {
 
 TEST_CASE("emit: ops without firmware kernels and unwritable places are refused by name") {
   const dlavm_test::TempDir dir("dlavm_emit_refused");
-  const auto fails = [&](const graph::Function& fn, const std::string& what) {
-    auto mod = graph::build(fn, graph::Target{}, {.name = "m"});
+  const auto fails = [&](const graph::Function& fn, const std::string& what,
+                         const graph::Target& target = {}) {
+    auto mod = graph::build(fn, target, {.name = "m"});
     try {
       deploy::emit(mod, dir.str());
       FAIL("emit accepted ", what);
@@ -79,6 +80,13 @@ TEST_CASE("emit: ops without firmware kernels and unwritable places are refused 
   auto y = graph::input("y", {1, 3, 4}, DType::int8());
   fails(graph::function({x, y}, {graph::add(x, y)}),
         "'add' of different shapes (broadcasting) has no firmware kernel");
+  // an int32 result VTA stores as byte planes: the host's unpack has no firmware kernel yet
+  graph::Target int32_results;
+  int32_results.int32_results = true;
+  auto rows = graph::input("rows", {4, 16}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16}, 3));
+  fails(graph::function({rows}, {graph::dense(rows, w)}),
+        "unpacking layout matrix[1x16, 4 planes] has no firmware kernel", int32_results);
 }
 
 TEST_CASE("emit: a missing directory is an error naming the file") {

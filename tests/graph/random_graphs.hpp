@@ -101,8 +101,7 @@ inline void check_plan(const graph::Module& mod) {
 // VTA layer and the results against the reference executor; returns the number of VTA steps.
 inline int check_module(graph::Module& mod, const graph::Function& fn,
                         std::span<const ne::Binding> bindings, std::uint64_t seed,
-                        VtaCycles* cycles = nullptr) {
-  const graph::Target target;
+                        VtaCycles* cycles = nullptr, const graph::Target& target = {}) {
   const auto arrays = random_inputs(fn, bindings, seed);
   std::vector<graph::NamedArray> inputs;
   for (std::size_t i = 0; i < arrays.size(); ++i)
@@ -124,9 +123,9 @@ inline int check_module(graph::Module& mod, const graph::Function& fn,
 // Builds fn, runs it on the simulator and checks it against evaluate; returns the number of
 // VTA steps.
 inline int check_on_vta(const graph::Function& fn, std::span<const ne::Binding> bindings,
-                        std::uint64_t seed) {
-  auto mod = graph::build(fn, graph::Target{});
-  return check_module(mod, fn, bindings, seed);
+                        std::uint64_t seed, const graph::Target& target = {}) {
+  auto mod = graph::build(fn, target);
+  return check_module(mod, fn, bindings, seed, nullptr, target);
 }
 
 }  // namespace random_graphs

@@ -321,12 +321,19 @@ TEST_CASE("build: a call the host refuses runs on VTA when a strategy takes it")
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 5);
   const std::vector<graph::NamedArray> inputs{{"x", a}};
   CHECK(mod.run(dev, inputs)[0] == graph::evaluate(typed, inputs, {}, target.ops)[0]);
-  // alone, its int32 result cannot leave VTA either
-  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {conv}), target),
+  // alone, its int32 result cannot leave VTA either, unless the target lets it out as planes
+  const auto alone = graph::function({x}, {conv});
+  CHECK_THROWS_WITH_AS(graph::infer_type(alone, target),
                        "%0 (vta_conv): no device supports this call; host: no host kernel for "
                        "vta_conv; vta: its int32 result would leave VTA, which stores only int8: "
-                       "requantize or cast it in a fused epilogue",
+                       "requantize or cast it in a fused epilogue, or build with "
+                       "Target::int32_results",
                        dlavm::TypeError);
+  target.int32_results = true;
+  auto wide = graph::build(alone, target);
+  const auto sums = wide.run(dev, inputs)[0];
+  CHECK(sums.dtype() == DType::int32());
+  CHECK(sums == graph::evaluate(graph::infer_type(alone, target), inputs, {}, target.ops)[0]);
 }
 
 TEST_CASE("build: an add that broadcasts the accumulator is not fused") {

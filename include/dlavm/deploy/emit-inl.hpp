@@ -171,7 +171,8 @@ class Emitter {
                                   graph::to_string(out.layout)));
           break;
         case graph::ModuleStep::Kind::Unpack:
-          if (in.layout.kind != K::Activation && in.layout.kind != K::Matrix)
+          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix) ||
+              in.layout.planes != 1)
             refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
                                   graph::to_string(in.layout)));
           break;

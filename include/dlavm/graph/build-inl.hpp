@@ -183,9 +183,11 @@ class ModuleBuilder {
       const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
       s.inputs.push_back(packed(g.operands[k], l));
     }
-    s.output = add_value(g.output(), ModuleValue::Kind::Temp, result, nullptr);
+    Layout stored = result;
+    if (g.epilogue.int32_result) stored.planes = Epilogue::kPlanes;
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, stored, nullptr);
     values_[s.output].dtype = env.out_dtype;
-    forms(g.output()).packed.emplace_back(result, s.output);
+    forms(g.output()).packed.emplace_back(stored, s.output);
     s.program = std::move(program);
     s.tiling = kernel.tiling;
     s.epilogue = to_string(g.epilogue);
@@ -229,8 +231,9 @@ class ModuleBuilder {
 }  // namespace detail
 
 DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildOptions& options) {
-  // a function placed for this configuration is built as placed; any other is placed first
-  const bool placed = fn.placement() && fn.placement()->config == target.env.config;
+  // a function placed for this target is built as placed; any other is placed first
+  const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
+                      fn.placement()->int32_results == target.int32_results;
   const Function typed = placed ? fn : infer_type(fn, target);
   return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
 }

@@ -19,6 +19,13 @@
 namespace dlavm::graph {
 
 DLAVM_INLINE std::string to_string(const Layout& l) {
+  if (l.planes != 1) {
+    Layout value = l;
+    value.planes = 1;
+    auto text = to_string(value);
+    text.insert(text.size() - 1, fmt::format(", {} planes", l.planes));
+    return text;
+  }
   switch (l.kind) {
     case Layout::Kind::Plain:
       return "plain";
@@ -59,6 +66,10 @@ inline void require_tile(const Layout& l) {
 
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
   require_tile(l);
+  if (l.planes != 1 && (l.planes < 1 || l.planes > 4 ||
+                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix)))
+    raise<ValueError>("layout {}: byte planes are 1 to 4, of an activation or a matrix",
+                      to_string(l));
   const auto want = [&]() -> std::size_t {
     switch (l.kind) {
       case Layout::Kind::Activation:
@@ -124,9 +135,12 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
   }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
-  if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
-    return {tiles(d.a, l.rows), tiles(d.b, l.cols), l.rows, l.cols};
-  return {tiles(d.a, l.rows), tiles(d.b, l.cols), d.h, d.w, l.rows, l.cols};
+  std::vector<ne::Expr> packed{tiles(d.a, l.rows), tiles(d.b, l.cols)};
+  if (l.planes != 1) packed.emplace_back(l.planes);
+  if (l.kind != Layout::Kind::Matrix && l.kind != Layout::Kind::DenseWeight)
+    packed.insert(packed.end(), {d.h, d.w});
+  packed.insert(packed.end(), {ne::Expr(l.rows), ne::Expr(l.cols)});
+  return packed;
 }
 
 namespace detail {
@@ -177,9 +191,42 @@ inline te::NDArray unfold_width(const te::NDArray& a, const Layout& l) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The int32 value of byte planes [outer..., P, inner...] (`plane_dim` = P's position):
+// sum over p of plane p << 8p, the low planes unsigned and the top one signed.
+inline te::NDArray join_planes(const te::NDArray& a, std::size_t plane_dim) {
+  std::vector<std::int64_t> shape = a.shape();
+  const std::int64_t planes = shape[plane_dim];
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(plane_dim));
+  const auto span = [&](std::size_t from, std::size_t to) {
+    return std::accumulate(shape.begin() + static_cast<std::ptrdiff_t>(from),
+                           shape.begin() + static_cast<std::ptrdiff_t>(to), std::int64_t{1},
+                           std::multiplies<>{});
+  };
+  const std::int64_t outer = span(0, plane_dim), inner = span(plane_dim, shape.size());
+  te::NDArray out(DType::int32(), std::move(shape));
+  const auto src = a.data();
+  auto dst = out.data();
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      std::int64_t v = 0;
+      for (std::int64_t p = 0; p < planes; ++p) {
+        const std::int64_t byte = src[static_cast<std::size_t>((o * planes + p) * inner + i)];
+        v += (p + 1 == planes ? byte : byte & 0xff) * (std::int64_t{1} << (8 * p));
+      }
+      dst[static_cast<std::size_t>(o * inner + i)] = v;
+    }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
+  if (l.planes != 1)
+    raise<ValueError>("pack into layout {}: only VTA writes byte planes", to_string(l));
   if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
     detail::require_layout_rank(l, logical.ndim());
     const bool act = l.kind == Layout::Kind::UnfoldedActivation;
@@ -241,7 +288,15 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  const auto& p = packed.shape();
+  const auto p = packed.shape();
+  if (l.planes != 1) {
+    if (packed.dtype().bytes() != 1)
+      raise<TypeError>("unpack from layout {}: byte planes are 8-bit, the array is {}",
+                       to_string(l), packed.dtype());
+    Layout value = l;
+    value.planes = 1;
+    return unpack(detail::join_planes(packed, 2), value, shape);
+  }
   const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
   return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
 }

@@ -17,6 +17,11 @@
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
+// Byte planes (`planes` P > 1, Activation and Matrix only): an int32 value VTA computed and
+// stored as P int8 planes, the least significant byte first, VTA's STORE keeping the low 8
+// bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T] or [M/R, C/T, P, R, T]. Unpack
+// reassembles the value (the top plane carries the sign); nothing packs into them.
+//   P = 4 returns the full int32 accumulator to the host.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
 // VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
 //
@@ -56,10 +61,12 @@ struct Layout {
   std::int64_t rows = 1;  // tile rows (R)
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
+  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-// "plain", "activation[1x16]", "matrix[1x16]", "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
+// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
+// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does

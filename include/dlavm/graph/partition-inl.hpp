@@ -145,11 +145,14 @@ class Partitioner {
   // Why a grown group cannot run as one VTA kernel: a result VTA does not store, or an
   // epilogue whose operands no longer fit the accumulator next to one output tile.
   std::optional<std::string> why_not_stored(const OpenGroup& g) const {
-    if (g.state.logical != target_.env.out_dtype)
+    if (g.state.logical != target_.env.out_dtype && !g.state.epilogue.int32_result)
       return fmt::format(
           "its {} result would leave VTA, which stores only {}: requantize or cast it in a fused "
-          "epilogue",
-          g.state.logical, target_.env.out_dtype);
+          "epilogue{}",
+          g.state.logical, target_.env.out_dtype,
+          g.state.logical == target_.env.acc_dtype && g.strategy->int32_results
+              ? ", or build with Target::int32_results"
+              : "");
     const Expr& anchor = g.group.calls.front();
     const TypeCall typing = typing_of(anchor, names_);
     const AnchorCall call{anchor.name(), typing, anchor.type()};
@@ -163,7 +166,11 @@ class Partitioner {
     Partition part;
     part.names = names_;
     part.config = target_.env.config;
+    part.int32_results = target_.int32_results;
     std::vector<bool> valid(open_.size());
+    for (auto& g : open_)
+      g.state.epilogue.int32_result = target_.int32_results && g.strategy->int32_results &&
+                                      g.state.logical == target_.env.acc_dtype;
     for (std::size_t g = 0; g < open_.size(); ++g) {
       const auto why = why_not_stored(open_[g]);
       valid[g] = !why;

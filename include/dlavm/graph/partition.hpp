@@ -52,8 +52,9 @@ struct Group {
 
 class Partition {
  public:
-  std::vector<Group> groups;  // execution order
-  vta::Config config;         // the VTA configuration it was made for
+  std::vector<Group> groups;   // execution order
+  vta::Config config;          // the VTA configuration it was made for
+  bool int32_results = false;  // and its Target::int32_results
 
   // The group holding call `e`; nullptr for leaves and calls outside the function.
   const Group* group_of(const Expr& e) const;

@@ -117,6 +117,7 @@ inline Conv2dShape conv2d_shape(const Workload& w) {
 inline AnchorStrategy conv2d_strategy() {
   AnchorStrategy s;
   s.op = "conv2d";
+  s.int32_results = true;
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -177,6 +178,7 @@ inline DenseShape dense_shape(std::span<const TensorType> args) {
 inline AnchorStrategy dense_strategy() {
   AnchorStrategy s;
   s.op = "dense";
+  s.int32_results = true;
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -241,6 +243,9 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
     if (a.call.type(0).dtype != env.inp_dtype)
       return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
                          env.inp_dtype, a.call.type(0).dtype);
+    if (e.int32_result)
+      return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
+                         env.out_dtype);
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     // each window element's ALU instruction unrolls a row of output columns into micro-ops
     if (auto why = constant_dim(a, 0, 3, "width")) return why;

@@ -82,6 +82,9 @@ struct AnchorStrategy {
   // Declares the kernel with chosen knobs (`name` prefixes its tensors).
   std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
+  // Whether `declare` handles Epilogue::int32_result (orders the planes' axis, EpilogueStages::
+  // plane_axes): only then does Target::int32_results give its groups an int32 result.
+  bool int32_results = false;
 };
 
 class VtaStrategies {

@@ -18,6 +18,11 @@ struct Target {
   vta::Env env{};
   OpRegistry ops = default_ops();
   VtaStrategies strategies = default_vta_strategies();
+  // Whether a VTA kernel may return an int32 value (a convolution's or a dense layer's sums
+  // that the host rescales, as an ONNX QLinearConv needs) as four byte planes
+  // (graph/strategy/epilogue.hpp); off, such a group runs on the host. Four planes store four
+  // times the bytes of an int8 result, and the host reassembles them.
+  bool int32_results = false;
 };
 
 }  // namespace dlavm::graph

@@ -157,10 +157,14 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule(const Conv2dTiling& t) const {
   auto s = te::create_schedule(res);
   auto [b_out, b_inn] = s[res].split(s[res].axis(0), 1);
   auto [oc_out, oc_inn] = s[res].split(s[res].axis(1), t.oc_block);
-  auto [y_out, y_inn] = s[res].split(s[res].axis(2), t.h_block);
-  auto [x_out, x_inn] = s[res].split(s[res].axis(3), t.w_block);
-  s[res].reorder(
-      {b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, s[res].axis(4), s[res].axis(5)});
+  const auto& ep = epilogue_;
+  auto [y_out, y_inn] = s[res].split(s[res].axis(ep.res_dim(2)), t.h_block);
+  auto [x_out, x_inn] = s[res].split(s[res].axis(ep.res_dim(3)), t.w_block);
+  std::vector<te::IterVar> order{b_out, oc_out, y_out, x_out};
+  for (const auto& p : ep.plane_axes(s)) order.push_back(p);
+  order.insert(order.end(), {b_inn, oc_inn, y_inn, x_inn, s[res].axis(ep.res_dim(4)),
+                             s[res].axis(ep.res_dim(5))});
+  s[res].reorder(order);
   s[acc_].compute_at(s[res], x_out);
   epilogue_.schedule(s, env_, x_out);
   const auto c = s[acc_].node()->root;  // bo, co, i, j, bi, ci
@@ -256,7 +260,7 @@ Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
   c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
   c.wgt_bytes =
       n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes());
+  c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? Int(tiles.oc * env.acc_tile() * in.dtype.bytes())
@@ -303,9 +307,10 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;
-  // store module: one 2D store per output channel tile of a block
-  const double store = static_cast<double>(c.out_bytes) / bus +
-                       static_cast<double>(c.blocks * t.oc_block) * transfer;
+  // store module: one 2D store per output channel tile (and byte plane) of a block
+  const double store =
+      static_cast<double>(c.out_bytes) / bus +
+      static_cast<double>(c.blocks * t.oc_block * epilogue.result_bytes()) * transfer;
   const double busiest = std::max({load, compute, store});
   // one thread: a step's loads wait for the previous step's GEMMs (one buffer); two: only the
   // first step's loads and the last block's store are not hidden

@@ -69,13 +69,19 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
   // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
   te::IterVar attach = n_out;
+  const auto planes = epilogue_.plane_axes(s);
+  const auto order = [&](std::vector<te::IterVar> outer) {
+    outer.insert(outer.end(), planes.begin(), planes.end());
+    outer.insert(outer.end(), {m_inn, n_inn});
+    return outer;
+  };
   if (t.vthreads > 1) {
     auto [n_o, tx] = s[res].split(n_out, t.vthreads);
-    s[res].reorder({tx, m_out, n_o, m_inn, n_inn});
+    s[res].reorder(order({tx, m_out, n_o}));
     s[res].bind(tx, te::thread_axis("cthread"));
     attach = n_o;
   } else {
-    s[res].reorder({m_out, n_out, m_inn, n_inn});
+    s[res].reorder(order({m_out, n_out}));
   }
   s[acc_].compute_at(s[res], attach);
   epilogue_.schedule(s, env_, attach);
@@ -135,7 +141,7 @@ DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
   DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
   c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
   c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes());
+  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? Int(n.n * env.acc_tile() * in.dtype.bytes())
@@ -170,8 +176,8 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;
-  const double store =
-      static_cast<double>(c.out_bytes) / bus + static_cast<double>(c.blocks) * transfer;
+  const double store = static_cast<double>(c.out_bytes) / bus +
+                       static_cast<double>(c.blocks * epilogue.result_bytes()) * transfer;
   if (t.vthreads == 1) return load + compute + store / static_cast<double>(c.blocks);
   return std::max({load, compute, store}) + (load + compute) / static_cast<double>(c.steps) +
          store / static_cast<double>(c.blocks);

@@ -92,6 +92,7 @@ DLAVM_INLINE std::string to_string(const Epilogue& e) {
         break;
     }
   }
+  if (e.int32_result) parts.emplace_back("int32 planes");
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -183,8 +184,28 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
     prev = st.alu.back();
   }
+  if (e.int32_result) {
+    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
+    std::vector<ne::Expr> planes_shape = shape;
+    planes_shape.insert(planes_shape.begin() + 2, ne::Expr(Epilogue::kPlanes));
+    st.planes = te::compute_dynamic(
+        planes_shape,
+        [&](std::span<const ne::Var> i) {
+          std::vector<ne::Expr> idx(i.begin(), i.end());
+          const ne::Expr plane = idx[2];
+          idx.erase(idx.begin() + 2);
+          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
+        },
+        name + "_planes");
+    prev = st.planes;
+  }
   st.res = copy_stage(prev, env.out_dtype, name);
   return st;
+}
+
+DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
+  if (!planes.defined()) return {};
+  return {s[res].axis(2)};
 }
 
 DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
@@ -205,6 +226,14 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
     s[a].compute_at(s[res], attach);
     s[a].pragma(s[a].axis(0), env.alu);
   }
+  if (planes.defined()) {
+    // one plane at a time, its shift an immediate once the plane loop is unrolled
+    const auto plane = s[res].axis(2);
+    s[planes].set_scope(env.acc_scope);
+    s[planes].compute_at(s[res], plane);
+    s[planes].pragma(s[planes].axis(0), env.alu);
+    s[res].unroll(plane);
+  }
 }
 
 DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
@@ -217,7 +246,7 @@ DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
 
 DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                                       std::int64_t channel_tiles, int vthreads) {
-  std::int64_t entries = 0;
+  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
   for (const auto& in : e.inputs)
     entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
   return entries;

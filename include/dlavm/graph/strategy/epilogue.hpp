@@ -7,7 +7,11 @@
 //     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
 //     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
 //   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
-//     two's-complement wrap that graph::cast defines).
+//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
+//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
+//     plane into a block of its own, stored with the plane dim after the channel tiles
+//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
+//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
 // Immediates are checked by the VTA passes against the hardware's argument widths.
 //
 //   graph::Epilogue ep;
@@ -51,6 +55,8 @@ struct EpilogueInput {
 struct Epilogue {
   std::vector<EpilogueStep> steps;
   std::vector<EpilogueInput> inputs;
+  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
+  static constexpr std::int64_t kPlanes = 4;
 
   // Appends an immediate step, merging it into an earlier step where that is exact:
   // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
@@ -61,12 +67,16 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
-  // How many ALU passes the epilogue costs per output tile.
-  std::size_t alu_passes() const { return steps.size(); }
+  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
+  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
+  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
+  // The stored bytes per element of the result.
+  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
   friend bool operator==(const Epilogue&, const Epilogue&) = default;
 };
 
-// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages.
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
+// planes" last for an int32 result.
 std::string to_string(const Epilogue& e);
 
 // The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
@@ -76,18 +86,26 @@ struct EpilogueStages {
   std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor planes;                 // int32_result: the shifted copies, [.., P, ..] at dim 2
   te::Tensor res;                    // the int8 result (the stored stage)
+
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (dim 2 of
+  // res) for an int32 result, to be placed inside the loop the stages attach to; none else.
+  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The res axis that is dim `d` of the value without planes.
+  std::size_t res_dim(std::size_t d) const { return planes.defined() && d >= 2 ? d + 1 : d; }
 
   // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
   // the result (what vta::build takes, and what graph::build hands the program).
   std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
 
   // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
-  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root.
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
+  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
   void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
   // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
-  // `block_tiles`: a block per virtual thread for each Tensor operand, `channel_tiles` once
-  // for each Channel operand.
+  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
+  // `channel_tiles` once for each Channel operand.
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };

@@ -27,7 +27,7 @@ DLAVM_INLINE std::string to_string(const Workload& w) {
   std::vector<std::string> args;
   for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
   return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
-                     w.epilogue.steps.empty() ? std::string("no epilogue") : to_string(w.epilogue));
+                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
 }
 
 DLAVM_INLINE std::size_t hash_value(const Workload& w) {

@@ -181,8 +181,24 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         lacks();
     }
     if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
-    if (o.use_imm) check_imm(store.buffer.name(), o.op, o.imm, v);
+    // a shift wider than the argument field is split into several (shift_steps)
+    const bool split_shift =
+        o.op == runtime::AluOp::Shr && o.imm >= -kMaxShift && o.imm <= kMaxShift;
+    if (o.use_imm && !split_shift) check_imm(store.buffer.name(), o.op, o.imm, v);
     return o;
+  }
+
+  // An arithmetic shift by `amount` (negative: left) as shifts the SHR argument holds:
+  // (x >> a) >> b == x >> (a + b) while a + b < 32.
+  static constexpr std::int64_t kMaxShift = 31;
+  std::vector<std::int64_t> shift_steps(std::int64_t amount) const {
+    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Shr, env_.config);
+    std::vector<std::int64_t> steps;
+    do {
+      steps.push_back(std::clamp(amount, lo, hi));
+      amount -= steps.back();
+    } while (amount != 0);
+    return steps;
   }
 
   void check_imm(const std::string& stage, runtime::AluOp op, std::int64_t imm,
@@ -314,10 +330,15 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       parts.push_back(reset(tiles(stage, loops, {store.indices[0]}), dst));
       parts.push_back(alu(t, runtime::AluOp::Add, false, 0, dst, o.lhs->buffer, t.index[1]));
     }
-    if (o.rhs)
+    if (o.rhs) {
       parts.push_back(alu(t, o.op, false, 0, dst, o.rhs->buffer, t.index[2]));
-    else
+    } else if (o.op == runtime::AluOp::Shr) {
+      // a copied operand shifted by 0 is the copy
+      if (o.imm != 0 || parts.empty())
+        for (const auto step : shift_steps(o.imm)) parts.push_back(alu_imm(t, o.op, step, dst));
+    } else {
       parts.push_back(alu_imm(t, o.op, o.imm, dst));
+    }
     return tir::make_seq(parts);
   }
 

@@ -26,10 +26,11 @@
 //     pass of one cycle per tile;
 //   - a guard from a split whose factor does not divide the extent, when it bounds single
 //     loops: the loops are clipped to the iterations it keeps.
-// Immediates are checked against what the hardware takes: the 16-bit immediate field, the
-// 8-bit multiplier argument and the 5-bit shift argument (VTA_MUL_ARG_BIT_WIDTH,
-// VTA_SHR_ARG_BIT_WIDTH). Messages name the stage (the buffer the nest stores into before
-// the storage pass renames it: check_alu runs then).
+// Immediates are checked against what the hardware takes: the 16-bit immediate field and the
+// 8-bit multiplier argument (VTA_MUL_ARG_BIT_WIDTH); a shift by up to 31 wider than the shift
+// argument (VTA_SHR_ARG_BIT_WIDTH, [-16, 15] for 32-bit accumulators) becomes several shifts,
+// exact for an arithmetic shift: x >> 24 is (x >> 15) >> 9. Messages name the stage (the buffer the
+// nest stores into before the storage pass renames it: check_alu runs then).
 //
 // Intrinsics: vta.alu(dst_buf, src_buf; op, use_imm, imm, dst_tile, src_tile),
 // vta.gemm_reset(dst_buf; dst_tile).

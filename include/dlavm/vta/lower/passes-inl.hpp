@@ -8,6 +8,7 @@
 #include <dlavm/tir.hpp>
 #include <dlavm/tir/lower.hpp>
 #include <dlavm/tir/storage_rewrite.hpp>
+#include <dlavm/tir/unroll.hpp>
 #include <dlavm/tir/vthread.hpp>
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
@@ -185,9 +186,12 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
                                                     const Env& env, std::string name) {
   std::vector<LoweringStep> steps;
   tir::PrimFunc f = te::lower(s, args, std::move(name));
+  steps.push_back({"te.lower", f});
+  // unrolled first: an ALU immediate may depend on an unrolled loop (a byte plane's shift)
+  f.body = tir::unroll_loops(f.body);
+  steps.push_back({"unroll_loops", f});
   detail::CheckMapped(env, f.body).visit(f.body);
   check_alu(f.body, env);
-  steps.push_back({"te.lower", f});
   const auto step = [&](const char* pass, auto&& fn) {
     f.body = fn(f.body);
     steps.push_back({pass, f});
