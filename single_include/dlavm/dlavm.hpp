@@ -27110,14 +27110,20 @@ class VtaStrategies {
   // when the op has a rule already.
   void add_epilogue(std::string op, EpilogueRule rule);
   const EpilogueRule* epilogue_rule(std::string_view op) const;
+  // Why an op without a strategy stays on the host, for the placement's note in place of "no
+  // VTA strategy" (rescale: its multiplier is not one VTA's ALU can apply exactly).
+  void set_host_reason(std::string op, std::string why);
+  const std::string* host_reason(std::string_view op) const;
 
  private:
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
   std::map<std::string, EpilogueRule, std::less<>> epilogue_rules_;
+  std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, and the epilogue rules of
-// bias_add, add, requantize, relu, clip and cast.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
+// quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph
@@ -27190,6 +27196,15 @@ DLAVM_INLINE void VtaStrategies::add_epilogue(std::string op, EpilogueRule rule)
 DLAVM_INLINE const EpilogueRule* VtaStrategies::epilogue_rule(std::string_view op) const {
   auto it = epilogue_rules_.find(op);
   return it == epilogue_rules_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE void VtaStrategies::set_host_reason(std::string op, std::string why) {
+  host_reasons_[std::move(op)] = std::move(why);
+}
+
+DLAVM_INLINE const std::string* VtaStrategies::host_reason(std::string_view op) const {
+  auto it = host_reasons_.find(op);
+  return it == host_reasons_.end() ? nullptr : &it->second;
 }
 
 namespace detail {
@@ -27436,6 +27451,11 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
+  s.set_host_reason("rescale",
+                    "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "
+                    "kept exact on the host");
+  for (const char* op : {"quantize_linear", "dequantize_linear"})
+    s.set_host_reason(op, "float32 arithmetic, which VTA does not have");
   return s;
 }
 
@@ -27587,7 +27607,8 @@ class Partitioner {
     if (extend(e, call)) return;
     const auto* strategy = target_.strategies.find(call.op());
     if (strategy == nullptr) {
-      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
+      const std::string* why = target_.strategies.host_reason(call.op());
+      host_note_[e.get()] = why ? *why : fmt::format("no VTA strategy for '{}'", call.op());
       return;
     }
     const TypeCall typing = typing_of(e, names_);

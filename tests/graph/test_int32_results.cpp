@@ -130,3 +130,18 @@ TEST_CASE("int32 results: byte planes unpack to the int32 values they hold") {
                        doctest::Contains("byte planes are 1 to 4, of an activation or a matrix"),
                        dlavm::ValueError);
 }
+
+TEST_CASE("int32 results: the host's rescale after a VTA convolution says why it stays there") {
+  auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 2));
+  auto y = graph::rescale(graph::conv2d(x, w),
+                          graph::constant("m", te::NDArray::from_floats({}, {0.0037f})),
+                          graph::constant("zp", te::NDArray(DType::uint8(), {})));
+  const auto placed = graph::infer_type(graph::function({x}, {y}), int32_target());
+  const auto& groups = placed.placement()->groups;
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].device == graph::Device::Vta);
+  CHECK(groups[1].note ==
+        "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: kept exact on "
+        "the host");
+}

@@ -69,7 +69,8 @@ class Partitioner {
     if (extend(e, call)) return;
     const auto* strategy = target_.strategies.find(call.op());
     if (strategy == nullptr) {
-      host_note_[e.get()] = fmt::format("no VTA strategy for '{}'", call.op());
+      const std::string* why = target_.strategies.host_reason(call.op());
+      host_note_[e.get()] = why ? *why : fmt::format("no VTA strategy for '{}'", call.op());
       return;
     }
     const TypeCall typing = typing_of(e, names_);

@@ -57,6 +57,15 @@ DLAVM_INLINE const EpilogueRule* VtaStrategies::epilogue_rule(std::string_view o
   return it == epilogue_rules_.end() ? nullptr : &it->second;
 }
 
+DLAVM_INLINE void VtaStrategies::set_host_reason(std::string op, std::string why) {
+  host_reasons_[std::move(op)] = std::move(why);
+}
+
+DLAVM_INLINE const std::string* VtaStrategies::host_reason(std::string_view op) const {
+  auto it = host_reasons_.find(op);
+  return it == host_reasons_.end() ? nullptr : &it->second;
+}
+
 namespace detail {
 
 // Why the arguments' element types are not VTA's int8 inputs and weights.
@@ -301,6 +310,11 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
+  s.set_host_reason("rescale",
+                    "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "
+                    "kept exact on the host");
+  for (const char* op : {"quantize_linear", "dequantize_linear"})
+    s.set_host_reason(op, "float32 arithmetic, which VTA does not have");
   return s;
 }
 

@@ -97,14 +97,20 @@ class VtaStrategies {
   // when the op has a rule already.
   void add_epilogue(std::string op, EpilogueRule rule);
   const EpilogueRule* epilogue_rule(std::string_view op) const;
+  // Why an op without a strategy stays on the host, for the placement's note in place of "no
+  // VTA strategy" (rescale: its multiplier is not one VTA's ALU can apply exactly).
+  void set_host_reason(std::string op, std::string why);
+  const std::string* host_reason(std::string_view op) const;
 
  private:
   std::map<std::string, AnchorStrategy, std::less<>> strategies_;
   std::map<std::string, EpilogueRule, std::less<>> epilogue_rules_;
+  std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, and the epilogue rules of
-// bias_add, add, requantize, relu, clip and cast.
+// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
+// quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();
 
 }  // namespace dlavm::graph
