@@ -28936,10 +28936,11 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
 // begin dlavm/tune.hpp
-// tune layer: the data of schedule search on top of the graph layer's workloads and knob
-// spaces: tuning records as JSON lines (logs that survive a killed run, read back with bad
-// lines reported), shards of a run for a cluster's job array and their merge, and applying a
-// log to graph::build through a Chooser.
+// tune layer: schedule search on top of the graph layer's workloads and knob spaces: tasks
+// and their candidates (pruned by the space's check, ranked by its estimate), evaluated on the
+// cycle model by a pool of threads; tuning records as JSON lines (logs that survive a killed
+// run, read back with bad lines reported, resumed), shards of a run for a cluster's job array
+// and their merge, and applying a log to graph::build through a Chooser.
 //
 //   auto log = dlavm::tune::read_log("model.log");
 //   auto mod = graph::build(fn, target,
@@ -29301,6 +29302,362 @@ DLAVM_INLINE Shard parse_shard(std::string_view spec) {
 // end dlavm/tune/shard-inl.hpp
 #endif
 // end dlavm/tune/shard.hpp
+// begin dlavm/tune/task.hpp
+// Tuning tasks: a workload of a model with its strategy's knob space, the candidates worth
+// evaluating (the points that pass the space's check, ranked by its analytic estimate), and
+// the evaluation of one candidate: declare the kernel, build it, instantiate it at the
+// workload's maximal dims and time the stream on the cycle model.
+//
+//   for (const auto& task : tune::tasks(fn, target)) {
+//     for (const auto& point : tune::candidates(task.space, 16))     // the 16 best estimates
+//       tune::Record r = tune::evaluate(task, task.space.knobs_of(point), target.env);
+//   }
+//
+// A candidate that fails to build (a strategy or lowering error the check did not foresee) is
+// a record with its error, not an exception: the search goes on.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy.hpp
+// end dlavm/graph/strategy.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+// begin dlavm/tune/record.hpp
+// end dlavm/tune/record.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::tune {
+
+struct Task {
+  graph::Workload workload;
+  std::string key;  // graph::to_string(workload): the log's key
+  graph::KnobSpace space;
+  const graph::AnchorStrategy* strategy = nullptr;  // in the Target the task was made from
+};
+
+// One task per distinct VTA workload of fn placed for target, in the order they first run.
+// The tasks point into target.strategies: the target must outlive them.
+std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
+
+// The points of `space` that pass its check, the `top` of least estimate (all when top is 0),
+// in order of estimate (ties in enumeration order). CapacityError naming the constraint when
+// no point passes: the reason of the space's first point.
+std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
+                                                  std::size_t top = 0);
+
+// Builds and times one candidate (see above); never raises for a candidate that fails to
+// build. ValueError when `knobs` is not a point of the task's space (other names, a value
+// outside its knob's domain).
+Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/task-inl.hpp
+// Definitions for tune/task.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/place.hpp
+// end dlavm/graph/place.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/tune/task.hpp
+// end dlavm/tune/task.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/iota.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace dlavm::tune {
+
+DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target) {
+  std::vector<Task> out;
+  for (auto& w : graph::workloads(fn, target)) {
+    const auto* strategy = target.strategies.find(w.op);
+    Task t{w, graph::to_string(w), strategy->space(w, target.env), strategy};
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
+                                                               std::size_t top) {
+  // lazily: a point is made and checked only as the pipeline reaches it, and estimated only
+  // when it passes
+  struct Ranked {
+    std::size_t index;
+    double estimate;
+  };
+  auto passing = ranges::views::iota(std::size_t{0}, space.size()) |
+                 ranges::views::filter([&](std::size_t i) { return !space.check(space.point(i)); });
+  std::vector<Ranked> ranked;
+  for (const std::size_t i : passing) ranked.push_back({i, space.estimate(space.point(i))});
+  if (ranked.empty()) {
+    if (space.size() == 0) raise<CapacityError>("tune: the knob space is empty");
+    const auto first = space.point(0);
+    raise<CapacityError>(
+        "tune: none of the {} points of the knob space passes its check (the "
+        "first, {}: {})",
+        space.size(), graph::to_string(space.knobs_of(first)), space.check(first).value_or("?"));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
+  if (top != 0 && ranked.size() > top) ranked.resize(top);
+  std::vector<std::vector<std::int64_t>> out;
+  out.reserve(ranked.size());
+  for (const auto& r : ranked) out.push_back(space.point(r.index));
+  return out;
+}
+
+namespace detail {
+
+// The maximum of every symbolic dim of the kernel's parameters: what the candidate is timed at.
+// The names are the kernel's variables': valid while the kernel is.
+inline std::vector<ne::Binding> maximal_bindings(const graph::VtaKernel& k) {
+  std::map<std::string_view, std::int64_t> seen;
+  for (const auto& t : k.args)
+    for (const auto& d : t.shape())
+      for (const auto& v : ne::free_vars(d)) seen.emplace(v.name(), v.max());
+  std::vector<ne::Binding> out;
+  for (const auto& [name, value] : seen) out.push_back({name, value});
+  return out;
+}
+
+// Parameters placed one after another from 1 MiB, each aligned to 4 KiB: addresses the
+// instruction fields take, as a device would hand out.
+inline std::vector<std::uint64_t> placed_params(const graph::VtaKernel& k,
+                                                std::span<const ne::Binding> bindings) {
+  std::vector<std::uint64_t> phys;
+  std::uint64_t next = std::uint64_t{1} << 20;
+  for (const auto& t : k.args) {
+    phys.push_back(next);
+    std::uint64_t bytes = static_cast<std::uint64_t>(t.dtype().bytes());
+    for (const auto& d : t.shape()) bytes *= static_cast<std::uint64_t>(ne::eval(d, bindings));
+    next += (bytes + 4095) / 4096 * 4096;
+  }
+  return phys;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env) {
+  const auto& space = task.space.knobs;
+  bool fits = knobs.names.size() == space.size() && knobs.values.size() == space.size();
+  for (std::size_t i = 0; fits && i < space.size(); ++i)
+    fits = knobs.names[i] == space[i].name &&
+           std::find(space[i].values.begin(), space[i].values.end(), knobs.values[i]) !=
+               space[i].values.end();
+  if (!fits)
+    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.key,
+                      graph::to_string(knobs));
+  Record r{.workload = task.key, .knobs = knobs};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto kernel = task.strategy->declare(task.workload, env, knobs, "tune");
+    const auto program = vta::build(kernel.schedule, kernel.args, env, "tune");
+    const auto bindings = detail::maximal_bindings(kernel);
+    const auto stream = program.instantiate(bindings, detail::placed_params(kernel, bindings));
+    const auto report =
+        vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
+    r.cycles = static_cast<std::int64_t>(report.total_cycles);
+    r.dram_bytes = static_cast<std::int64_t>(report.counters.memory_bytes());
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/task-inl.hpp
+#endif
+// end dlavm/tune/task.hpp
+// begin dlavm/tune/tuner.hpp
+// The search: every candidate of a model's tasks (each task's points that pass the check,
+// ranked by the analytic estimate: tune/task.hpp) evaluated on a pool of threads, each record
+// appended to a log as one JSON line. Records are written in candidate order whatever the
+// number of threads, so a run's log, and the best schedules read from it, do not depend on it.
+// A resumed run skips the candidates its log already holds (none evaluated twice; a killed run
+// loses at most the candidates in flight, which the resumed run evaluates); a shard evaluates
+// its round-robin slice of the candidates (tune/shard.hpp).
+//
+//   auto tasks = tune::tasks(fn, target);
+//   std::ofstream log("model.log", std::ios::app);
+//   auto done = tune::read_log("model.log").records;          // resume
+//   tune::tune(tasks, target.env, log, done, {.top = 64, .shard = tune::parse_shard("0/4")});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/tune/record.hpp
+// end dlavm/tune/record.hpp
+// begin dlavm/tune/shard.hpp
+// end dlavm/tune/shard.hpp
+// begin dlavm/tune/task.hpp
+// end dlavm/tune/task.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <vector>
+
+namespace dlavm::tune {
+
+struct Progress {
+  std::size_t done = 0;                     // candidates evaluated by this run
+  std::size_t total = 0;                    // candidates this run has to evaluate
+  double seconds = 0;                       // since the run started
+  std::optional<std::int64_t> best_cycles;  // of the task of the last record, so far
+};
+
+struct TuneOptions {
+  std::size_t top = 0;        // per task, the candidates of least estimate (0: every one)
+  unsigned threads = 0;       // 0: every core (std::thread::hardware_concurrency)
+  Shard shard{};              // the slice of the candidates this process evaluates
+  double budget_seconds = 0;  // > 0: no candidate is started after this many seconds
+  std::function<void(const Progress&)> progress{};  // after each record written
+};
+
+// Evaluates the candidates (see above) and returns the records it appended to `log`.
+// `done`: records of earlier runs whose candidates are skipped.
+std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env, std::ostream& log,
+                         std::span<const Record> done, const TuneOptions& options = {});
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/tuner-inl.hpp
+// Definitions for tune/tuner.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/tune/tuner.hpp
+// end dlavm/tune/tuner.hpp
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace dlavm::tune {
+
+namespace detail {
+
+// A candidate of the run: task and point.
+struct Candidate {
+  std::size_t task;
+  graph::Knobs knobs;
+};
+
+inline std::string candidate_key(const std::string& workload, const graph::Knobs& k) {
+  return workload + '\n' + graph::to_string(k);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env,
+                                      std::ostream& log, std::span<const Record> done,
+                                      const TuneOptions& options) {
+  using clock = std::chrono::steady_clock;
+  std::set<std::string> seen;
+  for (const auto& r : done) seen.insert(detail::candidate_key(r.workload, r.knobs));
+  // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
+  std::vector<detail::Candidate> todo;
+  std::size_t index = 0;
+  for (std::size_t t = 0; t < tasks.size(); ++t)
+    for (const auto& p : candidates(tasks[t].space, options.top)) {
+      auto knobs = tasks[t].space.knobs_of(p);
+      if (options.shard.contains(index++) &&
+          !seen.contains(detail::candidate_key(tasks[t].key, knobs)))
+        todo.push_back({t, std::move(knobs)});
+    }
+  std::vector<std::optional<Record>> results(todo.size());
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<std::size_t> next{0};
+  std::size_t finished_workers = 0;
+  const auto start = clock::now();
+  const auto over_budget = [&] {
+    return options.budget_seconds > 0 &&
+           std::chrono::duration<double>(clock::now() - start).count() > options.budget_seconds;
+  };
+  const unsigned threads =
+      std::max(1u, options.threads != 0 ? options.threads : std::thread::hardware_concurrency());
+  std::vector<Record> written;
+  {
+    std::vector<std::jthread> workers;
+    for (unsigned w = 0; w < std::min<std::size_t>(threads, std::max<std::size_t>(todo.size(), 1));
+         ++w)
+      workers.emplace_back([&] {
+        for (;;) {
+          const std::size_t i = next.fetch_add(1);
+          if (i >= todo.size() || over_budget()) break;
+          Record r = evaluate(tasks[todo[i].task], todo[i].knobs, env);
+          std::lock_guard lock(mutex);
+          results[i] = std::move(r);
+          ready.notify_one();
+        }
+        std::lock_guard lock(mutex);
+        ++finished_workers;
+        ready.notify_one();
+      });
+    // this thread writes the records in candidate order as they complete
+    std::map<std::string, std::int64_t> best;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      std::unique_lock lock(mutex);
+      ready.wait(lock,
+                 [&] { return results[i].has_value() || finished_workers == workers.size(); });
+      if (!results[i]) break;  // the budget stopped the workers before this candidate
+      Record r = std::move(*results[i]);
+      results[i].reset();
+      lock.unlock();
+      append(log, r);
+      if (r.cycles) {
+        auto [it, inserted] = best.emplace(r.workload, *r.cycles);
+        if (!inserted) it->second = std::min(it->second, *r.cycles);
+      }
+      if (options.progress) {
+        const auto b = best.find(r.workload);
+        options.progress({i + 1, todo.size(),
+                          std::chrono::duration<double>(clock::now() - start).count(),
+                          b == best.end() ? std::nullopt : std::optional(b->second)});
+      }
+      written.push_back(std::move(r));
+    }
+  }
+  return written;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/tuner-inl.hpp
+#endif
+// end dlavm/tune/tuner.hpp
 // end dlavm/tune.hpp
 // begin dlavm/vta.hpp
 // VTA layer: the hardware model (vta/hw.hpp), the lowering passes (vta/lower.hpp), and on top

@@ -1,0 +1,121 @@
+// Definitions for tune/task.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/place.hpp>
+#include <dlavm/ne/functor.hpp>
+#include <dlavm/tune/task.hpp>
+#include <dlavm/vta/hw/cycle_model.hpp>
+#include <dlavm/vta/hw/isa.hpp>
+#include <dlavm/vta/program.hpp>
+
+#include <fmt/format.h>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/iota.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace dlavm::tune {
+
+DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target) {
+  std::vector<Task> out;
+  for (auto& w : graph::workloads(fn, target)) {
+    const auto* strategy = target.strategies.find(w.op);
+    Task t{w, graph::to_string(w), strategy->space(w, target.env), strategy};
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
+                                                               std::size_t top) {
+  // lazily: a point is made and checked only as the pipeline reaches it, and estimated only
+  // when it passes
+  struct Ranked {
+    std::size_t index;
+    double estimate;
+  };
+  auto passing = ranges::views::iota(std::size_t{0}, space.size()) |
+                 ranges::views::filter([&](std::size_t i) { return !space.check(space.point(i)); });
+  std::vector<Ranked> ranked;
+  for (const std::size_t i : passing) ranked.push_back({i, space.estimate(space.point(i))});
+  if (ranked.empty()) {
+    if (space.size() == 0) raise<CapacityError>("tune: the knob space is empty");
+    const auto first = space.point(0);
+    raise<CapacityError>(
+        "tune: none of the {} points of the knob space passes its check (the "
+        "first, {}: {})",
+        space.size(), graph::to_string(space.knobs_of(first)), space.check(first).value_or("?"));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
+  if (top != 0 && ranked.size() > top) ranked.resize(top);
+  std::vector<std::vector<std::int64_t>> out;
+  out.reserve(ranked.size());
+  for (const auto& r : ranked) out.push_back(space.point(r.index));
+  return out;
+}
+
+namespace detail {
+
+// The maximum of every symbolic dim of the kernel's parameters: what the candidate is timed at.
+// The names are the kernel's variables': valid while the kernel is.
+inline std::vector<ne::Binding> maximal_bindings(const graph::VtaKernel& k) {
+  std::map<std::string_view, std::int64_t> seen;
+  for (const auto& t : k.args)
+    for (const auto& d : t.shape())
+      for (const auto& v : ne::free_vars(d)) seen.emplace(v.name(), v.max());
+  std::vector<ne::Binding> out;
+  for (const auto& [name, value] : seen) out.push_back({name, value});
+  return out;
+}
+
+// Parameters placed one after another from 1 MiB, each aligned to 4 KiB: addresses the
+// instruction fields take, as a device would hand out.
+inline std::vector<std::uint64_t> placed_params(const graph::VtaKernel& k,
+                                                std::span<const ne::Binding> bindings) {
+  std::vector<std::uint64_t> phys;
+  std::uint64_t next = std::uint64_t{1} << 20;
+  for (const auto& t : k.args) {
+    phys.push_back(next);
+    std::uint64_t bytes = static_cast<std::uint64_t>(t.dtype().bytes());
+    for (const auto& d : t.shape()) bytes *= static_cast<std::uint64_t>(ne::eval(d, bindings));
+    next += (bytes + 4095) / 4096 * 4096;
+  }
+  return phys;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env) {
+  const auto& space = task.space.knobs;
+  bool fits = knobs.names.size() == space.size() && knobs.values.size() == space.size();
+  for (std::size_t i = 0; fits && i < space.size(); ++i)
+    fits = knobs.names[i] == space[i].name &&
+           std::find(space[i].values.begin(), space[i].values.end(), knobs.values[i]) !=
+               space[i].values.end();
+  if (!fits)
+    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.key,
+                      graph::to_string(knobs));
+  Record r{.workload = task.key, .knobs = knobs};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto kernel = task.strategy->declare(task.workload, env, knobs, "tune");
+    const auto program = vta::build(kernel.schedule, kernel.args, env, "tune");
+    const auto bindings = detail::maximal_bindings(kernel);
+    const auto stream = program.instantiate(bindings, detail::placed_params(kernel, bindings));
+    const auto report =
+        vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
+    r.cycles = static_cast<std::int64_t>(report.total_cycles);
+    r.dram_bytes = static_cast<std::int64_t>(report.counters.memory_bytes());
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace dlavm::tune

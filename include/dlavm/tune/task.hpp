@@ -1,0 +1,54 @@
+// Tuning tasks: a workload of a model with its strategy's knob space, the candidates worth
+// evaluating (the points that pass the space's check, ranked by its analytic estimate), and
+// the evaluation of one candidate: declare the kernel, build it, instantiate it at the
+// workload's maximal dims and time the stream on the cycle model.
+//
+//   for (const auto& task : tune::tasks(fn, target)) {
+//     for (const auto& point : tune::candidates(task.space, 16))     // the 16 best estimates
+//       tune::Record r = tune::evaluate(task, task.space.knobs_of(point), target.env);
+//   }
+//
+// A candidate that fails to build (a strategy or lowering error the check did not foresee) is
+// a record with its error, not an exception: the search goes on.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/node.hpp>
+#include <dlavm/graph/strategy.hpp>
+#include <dlavm/graph/target.hpp>
+#include <dlavm/tune/record.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::tune {
+
+struct Task {
+  graph::Workload workload;
+  std::string key;  // graph::to_string(workload): the log's key
+  graph::KnobSpace space;
+  const graph::AnchorStrategy* strategy = nullptr;  // in the Target the task was made from
+};
+
+// One task per distinct VTA workload of fn placed for target, in the order they first run.
+// The tasks point into target.strategies: the target must outlive them.
+std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
+
+// The points of `space` that pass its check, the `top` of least estimate (all when top is 0),
+// in order of estimate (ties in enumeration order). CapacityError naming the constraint when
+// no point passes: the reason of the space's first point.
+std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
+                                                  std::size_t top = 0);
+
+// Builds and times one candidate (see above); never raises for a candidate that fails to
+// build. ValueError when `knobs` is not a point of the task's space (other names, a value
+// outside its knob's domain).
+Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/tune/task-inl.hpp>
+#endif

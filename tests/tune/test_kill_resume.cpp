@@ -1,0 +1,101 @@
+// dlavm-tune as a process: a tuning run killed with SIGKILL in the middle and resumed from its
+// log evaluates every candidate exactly once, and its records equal an uninterrupted run's; a
+// log is not overwritten without --resume; merge and best read what tune wrote.
+#include <dlavm/tune.hpp>
+
+#include <doctest/doctest.h>
+
+#include "../vta/temp_dir.hpp"
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <signal.h>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+#ifdef DLAVM_TUNE_EXE
+namespace tune_kill {
+
+using namespace dlavm;
+
+pid_t spawn(std::vector<std::string> args) {
+  args.insert(args.begin(), DLAVM_TUNE_EXE);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, DLAVM_TUNE_EXE, nullptr, nullptr, argv.data(), environ) == 0);
+  return pid;
+}
+
+// The process's exit status, or -signal when a signal ended it.
+int wait_for(pid_t pid) {
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+std::size_t lines(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+std::map<std::string, std::optional<std::int64_t>> cycles_by_candidate(const tune::Log& log) {
+  std::map<std::string, std::optional<std::int64_t>> out;
+  for (const auto& r : log.records) out[r.workload + " | " + graph::to_string(r.knobs)] = r.cycles;
+  return out;
+}
+
+TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats nothing") {
+  const dlavm_test::TempDir dir("dlavm_tune_kill");
+  const std::vector<std::string> run = {"tune", "resnet18", "--image", "32", "--top", "6"};
+  const auto with = [&](std::vector<std::string> extra) {
+    auto a = run;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string reference = dir.str() + "/reference.log", killed = dir.str() + "/killed.log";
+  REQUIRE(wait_for(spawn(with({"--log", reference, "--threads", "2"}))) == 0);
+  const std::size_t total = lines(reference);
+  REQUIRE(total >= 40);
+  // killed once a quarter of the records are written
+  const pid_t pid = spawn(with({"--log", killed, "--threads", "2"}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (lines(killed) < total / 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGKILL);
+  REQUIRE(wait_for(pid) == -SIGKILL);
+  const std::size_t before = lines(killed);
+  CHECK(before >= total / 4);
+  CHECK(before < total);
+  // without --resume the log is refused, not overwritten
+  CHECK(wait_for(spawn(with({"--log", killed}))) == 1);
+  CHECK(lines(killed) == before);
+  REQUIRE(wait_for(spawn(with({"--log", killed, "--threads", "2", "--resume"}))) == 0);
+  const auto resumed = tune::read_log(killed);
+  // a line cut by the kill is skipped with a warning; every candidate is there exactly once
+  CHECK(resumed.warnings.size() <= 1);
+  std::set<std::string> seen;
+  for (const auto& r : resumed.records)
+    CHECK(seen.insert(r.workload + " | " + graph::to_string(r.knobs)).second);
+  CHECK(cycles_by_candidate(resumed) == cycles_by_candidate(tune::read_log(reference)));
+  // merge and best read it
+  const std::string merged = dir.str() + "/merged.log";
+  REQUIRE(wait_for(spawn({"merge", merged, killed, reference})) == 0);
+  CHECK(lines(merged) == total);
+  CHECK(wait_for(spawn({"best", merged})) == 0);
+  CHECK(wait_for(spawn({"tune", "nosuchmodel", "--log", merged + ".x"})) == 1);
+  CHECK(wait_for(spawn({"tune", "mlp", "--log", merged + ".y", "--shard", "3/2"})) == 1);
+}
+
+}  // namespace tune_kill
+#endif  // DLAVM_TUNE_EXE

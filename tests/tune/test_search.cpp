@@ -1,0 +1,153 @@
+// The search: candidates pruned by the space's check and ranked by its estimate; a run's
+// records the same for one thread or two, for one process or three shards merged, and for a
+// run resumed from half its log; every tuned schedule at least as fast as the default choice;
+// and the log's cycles equal to what the built module's steps take on the simulator.
+#include <dlavm/graph.hpp>
+#include <dlavm/tune.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace tune_search {
+
+using namespace dlavm;
+
+// Two convolutions and a dense layer, each with a requantizing epilogue.
+graph::Function small_model() {
+  auto x = graph::input("x", {1, 32, 14, 14}, DType::int8());
+  auto w0 = graph::constant("w0", te::NDArray::random(DType::int8(), {32, 32, 3, 3}, 1, -8, 8));
+  auto w1 = graph::constant("w1", te::NDArray::random(DType::int8(), {64, 32, 1, 1}, 2, -8, 8));
+  auto y = graph::requantize(graph::conv2d(x, w0, {.padding = {1, 1, 1, 1}}), {.shift = 6});
+  y = graph::requantize(graph::conv2d(y, w1, {.strides = {2, 2}}), {.shift = 5});
+  auto w2 = graph::constant("w2", te::NDArray::random(DType::int8(), {16, 64 * 7 * 7}, 3, -4, 4));
+  auto z = graph::requantize(graph::dense(graph::flatten(y), w2), {.shift = 8});
+  return graph::function({x}, {z});
+}
+
+// The records without their build times, keyed by candidate.
+std::map<std::string, std::pair<std::optional<std::int64_t>, std::int64_t>> by_candidate(
+    std::span<const tune::Record> rs) {
+  std::map<std::string, std::pair<std::optional<std::int64_t>, std::int64_t>> out;
+  for (const auto& r : rs)
+    out.emplace(r.workload + " | " + graph::to_string(r.knobs), std::pair{r.cycles, r.dram_bytes});
+  return out;
+}
+
+TEST_CASE("tune candidates: the points that pass the check, least estimate first") {
+  const graph::Target target;
+  const auto tasks = tune::tasks(small_model(), target);
+  REQUIRE(tasks.size() == 3);
+  for (const auto& t : tasks) {
+    const auto all = tune::candidates(t.space);
+    std::size_t passing = 0;
+    for (std::size_t i = 0; i < t.space.size(); ++i) passing += !t.space.check(t.space.point(i));
+    CHECK(all.size() == passing);
+    for (const auto& p : all) {
+      REQUIRE(p.size() == t.space.knobs.size());
+      CHECK(!t.space.check(p));
+    }
+    for (std::size_t i = 1; i < all.size(); ++i)
+      CHECK(t.space.estimate(all[i - 1]) <= t.space.estimate(all[i]));
+    // the default choice is the first candidate
+    CHECK(t.space.knobs_of(all.front()) == graph::Chooser().choose(t.workload, t.space));
+    CHECK(tune::candidates(t.space, 3).size() == std::min<std::size_t>(3, all.size()));
+  }
+  // a point from elsewhere is a user error naming the workload, not a failed candidate
+  auto wrong = tasks[0].space.knobs_of(tune::candidates(tasks[0].space).front());
+  wrong.values[0] = 1000;
+  CHECK_THROWS_WITH_AS(tune::evaluate(tasks[0], wrong, target.env),
+                       doctest::Contains("are not a point of its space"), ValueError);
+  wrong.names.pop_back();
+  CHECK_THROWS_AS(tune::evaluate(tasks[0], wrong, target.env), ValueError);
+  graph::KnobSpace none = tasks[0].space;
+  none.check = [](std::span<const std::int64_t>) -> std::optional<std::string> {
+    return "the accumulator holds 2048 tiles, the block needs 4096";
+  };
+  CHECK_THROWS_WITH_AS(tune::candidates(none),
+                       doctest::Contains("the accumulator holds 2048 tiles, the block needs 4096"),
+                       CapacityError);
+}
+
+TEST_CASE("tune: threads, shards and a resumed run give the same records") {
+  const graph::Target target;
+  const auto tasks = tune::tasks(small_model(), target);
+  std::ostringstream one_log;
+  const auto one = tune::tune(tasks, target.env, one_log, {}, {.top = 12, .threads = 1});
+  CHECK(one.size() >= 24);
+  std::istringstream one_in(one_log.str());
+  CHECK(tune::read_log(one_in, "one").records.size() == one.size());
+  std::ostringstream two_log;
+  const auto two = tune::tune(tasks, target.env, two_log, {}, {.top = 12, .threads = 2});
+  REQUIRE(two.size() == one.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    // the same candidates in the same order
+    CHECK(two[i].workload == one[i].workload);
+    CHECK(two[i].knobs == one[i].knobs);
+    CHECK(two[i].cycles == one[i].cycles);
+  }
+  std::vector<tune::Log> shards;
+  for (std::size_t s = 0; s < 3; ++s) {
+    std::ostringstream log;
+    tune::tune(tasks, target.env, log, {}, {.top = 12, .threads = 2, .shard = {s, 3}});
+    std::istringstream in(log.str());
+    shards.push_back(tune::read_log(in, "shard"));
+  }
+  CHECK(by_candidate(tune::merge(shards)) == by_candidate(one));
+  // resumed from the first half: only the second half is evaluated
+  const std::span<const tune::Record> half(one.data(), one.size() / 2);
+  std::ostringstream rest_log;
+  const auto rest = tune::tune(tasks, target.env, rest_log, half, {.top = 12, .threads = 2});
+  CHECK(rest.size() == one.size() - half.size());
+  std::vector<tune::Record> joined(half.begin(), half.end());
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  CHECK(by_candidate(joined) == by_candidate(one));
+  // progress: one call per record, the last says all are done
+  std::size_t calls = 0;
+  tune::Progress last;
+  std::ostringstream log;
+  tune::tune(tasks, target.env, log, {},
+             {.top = 2, .threads = 2, .progress = [&](const tune::Progress& p) {
+                ++calls;
+                last = p;
+              }});
+  CHECK(calls == 6);
+  CHECK(last.done == last.total);
+  CHECK(last.best_cycles.has_value());
+}
+
+TEST_CASE("tune: the best schedules beat or equal the default, and build what the log says") {
+  const graph::Target target;
+  const auto fn = small_model();
+  const auto tasks = tune::tasks(fn, target);
+  std::ostringstream log;
+  const auto records = tune::tune(tasks, target.env, log, {}, {.threads = 2});
+  const auto top = tune::best(records, 1);
+  REQUIRE(top.size() == tasks.size());
+  for (const auto& t : tasks) {
+    const auto first = tune::evaluate(t, graph::Chooser().choose(t.workload, t.space), target.env);
+    REQUIRE(first.cycles.has_value());
+    CHECK(*top.at(t.key).front().cycles <= *first.cycles);
+  }
+  // the module built with the log runs each step in the cycles the log recorded
+  auto mod = graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(records)});
+  vta::SimDevice dev(target.env.config);
+  const auto x = te::NDArray::random(DType::int8(), {1, 32, 14, 14}, 9);
+  mod.run(dev, {{"x", x}});
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < mod.steps().size(); ++i) {
+    const auto& step = mod.steps()[i];
+    if (step.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& s = mod.last_run().steps[i];
+    const auto& best = top.at(graph::to_string(step.workload)).front();
+    CHECK(step.knobs == best.knobs);
+    CHECK(static_cast<std::int64_t>(s.cycles) == *best.cycles);
+    seen.insert(graph::to_string(step.workload));
+  }
+  CHECK(seen.size() == tasks.size());
+}
+
+}  // namespace tune_search

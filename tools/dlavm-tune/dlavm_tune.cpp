@@ -1,0 +1,163 @@
+// dlavm-tune: searches the schedules of a model's VTA kernels on the cycle model, writing one
+// JSON line per candidate (tune/tuner.hpp); merges the logs of a run's shards; prints a log's
+// best schedules. A log is only ever appended to: a killed run is continued with --resume.
+//
+//   dlavm-tune tune resnet18 --log r18.log [--top 32] [--threads 2] [--shard 0/4]
+//                            [--budget 600] [--resume] [--image 224]
+//   dlavm-tune merge all.log shard0.log shard1.log ...
+//   dlavm-tune best all.log
+//
+// Models: resnet18 (examples/models.hpp; --image sets its size) and mlp. A progress line
+// (candidates done, rate, best so far, time left) goes to standard error when it is a terminal.
+#include <dlavm/graph.hpp>
+#include <dlavm/tune.hpp>
+
+#include <fmt/format.h>
+
+#include "models.hpp"
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using namespace dlavm;
+
+constexpr std::string_view kUsage =
+    "usage: dlavm-tune tune MODEL --log FILE [--top K] [--threads N] [--shard I/N]\n"
+    "                       [--budget SECONDS] [--resume] [--image SIZE]\n"
+    "       dlavm-tune merge OUT LOG...\n"
+    "       dlavm-tune best LOG\n"
+    "MODEL: resnet18 | mlp\n";
+
+std::int64_t integer(std::string_view flag, std::string_view text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0)
+    throw ValueError(
+        fmt::format("dlavm-tune: {} takes a non-negative integer, not '{}'", flag, text));
+  return v;
+}
+
+graph::Function model(std::string_view name, std::int64_t image) {
+  if (name == "resnet18") return models::ResNet18(image).function();
+  if (name == "mlp") return models::Mlp().function();
+  throw ValueError(fmt::format("dlavm-tune: no model '{}' (resnet18, mlp)", name));
+}
+
+void print_warnings(const tune::Log& log) {
+  for (const auto& w : log.warnings) fmt::print(stderr, "warning: {}\n", w);
+}
+
+// "  120/5000 candidates  340/s  best 1234567 cycles  00:14 left", rewritten in place.
+void progress_line(const tune::Progress& p) {
+  const double rate = p.seconds > 0 ? static_cast<double>(p.done) / p.seconds : 0;
+  const auto left = rate > 0 ? static_cast<long>(static_cast<double>(p.total - p.done) / rate) : 0;
+  fmt::print(stderr, "\r{:>7}/{} candidates  {:.0f}/s  best {} cycles  {:02}:{:02} left   ", p.done,
+             p.total, rate, p.best_cycles ? fmt::format("{}", *p.best_cycles) : "-", left / 60,
+             left % 60);
+  if (p.done == p.total) fmt::print(stderr, "\n");
+}
+
+int run_tune(const std::vector<std::string_view>& args) {
+  if (args.empty()) throw ValueError("dlavm-tune tune: which model?");
+  std::string log_path;
+  tune::TuneOptions options;
+  bool resume = false;
+  std::int64_t image = 224;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto flag = args[i];
+    if (flag == "--resume") {
+      resume = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) throw ValueError(fmt::format("dlavm-tune: {} needs a value", flag));
+    const auto value = args[++i];
+    if (flag == "--log") {
+      log_path = value;
+    } else if (flag == "--top") {
+      options.top = static_cast<std::size_t>(integer(flag, value));
+    } else if (flag == "--threads") {
+      options.threads = static_cast<unsigned>(integer(flag, value));
+    } else if (flag == "--shard") {
+      options.shard = tune::parse_shard(value);
+    } else if (flag == "--budget") {
+      options.budget_seconds = static_cast<double>(integer(flag, value));
+    } else if (flag == "--image") {
+      image = integer(flag, value);
+    } else {
+      throw ValueError(fmt::format("dlavm-tune tune: unknown option '{}'", flag));
+    }
+  }
+  if (log_path.empty()) throw ValueError("dlavm-tune tune: --log FILE is required");
+  std::vector<tune::Record> done;
+  if (std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0) {
+    if (!resume)
+      throw ValueError(fmt::format(
+          "dlavm-tune: '{}' holds records already: --resume continues it, or remove it", log_path));
+    auto log = tune::read_log(log_path);
+    print_warnings(log);
+    done = std::move(log.records);
+  }
+  const graph::Target target;
+  const auto tasks = tune::tasks(model(args[0], image), target);
+  std::ofstream out(log_path, std::ios::app);
+  if (!out) throw ValueError(fmt::format("dlavm-tune: cannot write '{}'", log_path));
+  if (isatty(STDERR_FILENO)) options.progress = progress_line;
+  const auto written = tune::tune(tasks, target.env, out, done, options);
+  fmt::print("{}: {} workloads, {} candidates evaluated ({} in the log before)\n", args[0],
+             tasks.size(), written.size(), done.size());
+  return 0;
+}
+
+int run_merge(const std::vector<std::string_view>& args) {
+  if (args.size() < 2) throw ValueError("dlavm-tune merge: OUT and at least one LOG are needed");
+  std::vector<tune::Log> logs;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    logs.push_back(tune::read_log(std::filesystem::path(args[i])));
+    print_warnings(logs.back());
+  }
+  const auto merged = tune::merge(logs);
+  std::ofstream out{std::string(args[0])};
+  if (!out) throw ValueError(fmt::format("dlavm-tune: cannot write '{}'", args[0]));
+  for (const auto& r : merged) tune::append(out, r);
+  fmt::print("{} records from {} logs into {}\n", merged.size(), logs.size(), args[0]);
+  return 0;
+}
+
+int run_best(const std::vector<std::string_view>& args) {
+  if (args.size() != 1) throw ValueError("dlavm-tune best: one LOG");
+  const auto log = tune::read_log(std::filesystem::path(args[0]));
+  print_warnings(log);
+  for (const auto& [workload, records] : tune::best(log.records, 1))
+    fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
+               graph::to_string(records.front().knobs), workload);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    fmt::print(stderr, "{}", kUsage);
+    return 2;
+  }
+  const auto command = args.front();
+  args.erase(args.begin());
+  try {
+    if (command == "tune") return run_tune(args);
+    if (command == "merge") return run_merge(args);
+    if (command == "best") return run_best(args);
+    fmt::print(stderr, "dlavm-tune: unknown command '{}'\n{}", command, kUsage);
+    return 2;
+  } catch (const dlavm::Error& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
+  }
+}
