@@ -3,9 +3,10 @@
 # is present. Without root (and without passwordless sudo) it prints the command to run.
 #   tools/setup.sh            build, test and benchmark dependencies (graphviz: the test that
 #                             renders graph::to_dot's text, skipped without it), the ONNX
-#                             importer's, and the 32-bit ARM cross compiler and qemu-arm
-#                             (examples/firmware)
-#   tools/setup.sh --minimal  without the ONNX importer's and the cross build's packages
+#                             importer's, the 32-bit ARM cross compiler and qemu-arm
+#                             (examples/firmware), and Slurm with munge (the tuner's job-array
+#                             test, tests/tune/slurm_shards.sh)
+#   tools/setup.sh --minimal  without the ONNX importer's, the cross build's and Slurm's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
 #                             replays the fuzz corpora without them)
 set -euo pipefail
@@ -14,6 +15,7 @@ packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlo
           libhwy-dev libbenchmark-dev clang-format clang-tidy graphviz)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
+cluster_packages=(slurm-wlm munge)
 fuzz_packages=(clang libclang-rt-dev)
 minimal=0
 for arg in "$@"; do
@@ -24,7 +26,7 @@ for arg in "$@"; do
   esac
 done
 if [[ $minimal -eq 0 ]]; then
-  packages+=("${onnx_packages[@]}" "${cross_packages[@]}")
+  packages+=("${onnx_packages[@]}" "${cross_packages[@]}" "${cluster_packages[@]}")
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
