@@ -17,8 +17,9 @@
 //             micro-ops and 16-byte instruction words. Decoded, disassembled, timed by the cycle
 //             model (never faster than its roofline bound), and run on a SimDevice whose first
 //             buffer, 64 KiB at 0x10000, holds data for the loads.
-// The ONNX importer joins as a target when it arrives. Streams and dumps whose simulation would
-// take more than kWorkBudget lane operations are only decoded and timed, not simulated.
+// Streams and dumps whose simulation would take more than kWorkBudget lane operations are only
+// decoded and timed, not simulated. The ONNX importer's target, onnx (model bytes), is in
+// fuzz/onnx_target.hpp: it needs the importer library, and this header stays free of protobuf.
 #pragma once
 
 #include <dlavm/core/dtype.hpp>
@@ -214,14 +215,16 @@ using Entry = void (*)(std::span<const std::uint8_t>);
 inline constexpr std::size_t kMaxMessage = 1024;
 
 // Runs one input: true when `entry` accepted it, false when it raised a dlavm::Error (whose
-// message is checked); PropertyViolation and foreign exceptions pass through.
-inline bool run(Entry entry, std::span<const std::uint8_t> data) {
+// message is checked: printable, at most `max_message` bytes); PropertyViolation and foreign
+// exceptions pass through.
+inline bool run(Entry entry, std::span<const std::uint8_t> data,
+                std::size_t max_message = kMaxMessage) {
   try {
     entry(data);
     return true;
   } catch (const dlavm::Error& e) {
     const std::string_view m = e.what();
-    require(m.size() <= kMaxMessage,
+    require(m.size() <= max_message,
             fmt::format("a message of {} bytes: {}...", m.size(), m.substr(0, 200)));
     require(std::none_of(m.begin(), m.end(),
                          [](char c) {

@@ -6,6 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "../../examples/onnx_import/mac_split.hpp"
 #include "../../examples/onnx_import/qdq_models.hpp"
 #include <string>
 
@@ -32,36 +33,21 @@ void BM_ImportResNet18Sized(benchmark::State& state) {
 }
 BENCHMARK(BM_ImportResNet18Sized)->Unit(benchmark::kMillisecond);
 
-// MACs of the convolutions and dense layers of a typed function, and those placed on VTA.
-std::pair<double, double> mac_split(const dlavm::graph::Function& typed) {
-  double all = 0, vta = 0;
-  for (const auto& e : dlavm::graph::post_order(typed.results())) {
-    const auto* c = e.as<dlavm::graph::CallNode>();
-    if (c == nullptr || (c->op() != "conv2d" && c->op() != "dense")) continue;
-    const auto& w = c->args[1].type().shape;
-    double m = 1;
-    for (const auto& d : e.type().shape) m *= static_cast<double>(d.as_int().value_or(1));
-    for (std::size_t k = 1; k < w.size(); ++k) m *= static_cast<double>(w[k].as_int().value_or(1));
-    all += m;
-    if (e.device() == dlavm::graph::Device::Vta) vta += m;
-  }
-  return {all, vta};
-}
-
 void BM_ImportBuildResNet18Sized(benchmark::State& state) {
   resnet18_sized_bytes();
-  const dlavm::graph::Target target;
-  std::pair<double, double> macs;
+  dlavm::graph::Target target;
+  target.int32_results = true;  // the integer sums leave VTA whole for the host's rescale
+  qdq_models::MacSplit macs;
   for (auto _ : state) {
     const auto typed = dlavm::graph::infer_type(import_model(), target);
     auto mod = dlavm::graph::build(typed, target, {.name = "resnet18_sized"});
     benchmark::DoNotOptimize(mod);
     state.PauseTiming();
-    macs = mac_split(typed);
+    macs = qdq_models::mac_split(typed);
     state.ResumeTiming();
   }
-  state.counters["macs"] = macs.first;
-  state.counters["vta_mac_share"] = macs.first > 0 ? macs.second / macs.first : 0;
+  state.counters["macs"] = macs.all;
+  state.counters["vta_mac_share"] = macs.vta_share();
 }
 BENCHMARK(BM_ImportBuildResNet18Sized)->Unit(benchmark::kMillisecond);
 

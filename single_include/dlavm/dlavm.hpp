@@ -21086,7 +21086,7 @@ namespace detail {
 
 class FoldUops : public tir::StmtMutator<FoldUops> {
  public:
-  explicit FoldUops(const Env& env) : env_(env) {
+  explicit FoldUops(const Env& env) {
     const auto layout = env.config.layout();
     const auto max_of = [&](runtime::Form f, runtime::Field field) {
       return (std::int64_t{1} << layout.pos(f, field).width) - 1;
@@ -21338,7 +21338,6 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     return flat;
   }
 
-  const Env& env_;
   std::int64_t max_iter_ = 0;
   std::vector<std::int64_t> max_factor_;
   std::int64_t max_uops_ = 0;
@@ -26304,7 +26303,8 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
   te::IterVar attach = n_out;
   const auto planes = epilogue_.plane_axes(s);
-  const auto order = [&](std::vector<te::IterVar> outer) {
+  // (the block axes copied: clang 14 cannot capture structured bindings)
+  const auto order = [&planes, m_inn = m_inn, n_inn = n_inn](std::vector<te::IterVar> outer) {
     outer.insert(outer.end(), planes.begin(), planes.end());
     outer.insert(outer.end(), {m_inn, n_inn});
     return outer;

@@ -257,6 +257,14 @@ TEST_CASE("nodes out of order are sorted; an op's type error names the node") {
   const auto fn2 = bad.import();
   CHECK_THROWS_WITH_AS(graph::infer_type(fn2, graph::default_ops()), doctest::Contains("%y"),
                        ShapeError);
+
+  // a node's error names the file and the node once
+  ModelBuilder one;
+  one.input("x", {2, 2}, TP::INT8);
+  one.node("DequantizeLinear", {"x"}, {"y"});
+  one.output("y");
+  CHECK_THROWS_WITH_AS(one.import(), "test.onnx: node #0 (DequantizeLinear): input 1 is missing",
+                       ValueError);
 }
 
 }  // namespace onnx_import

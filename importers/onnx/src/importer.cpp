@@ -27,14 +27,14 @@ std::string Importer::label(const ::onnx::NodeProto& n) const {
                      n.op_type());
 }
 
+// (Converters call it: the import loop puts the file and the node in front of its messages.)
 const Value& Importer::input(const ::onnx::NodeProto& n, int k) {
-  if (!has_input(n, k)) raise<ValueError>("{}: {}: input {} is missing", source_, label(n), k);
+  if (!has_input(n, k)) raise<ValueError>("input {} is missing", k);
   const auto it = values_.find(n.input(k));
   if (it == values_.end())
     raise<ValueError>(
-        "{}: {}: input {} '{}' is not an input, an initializer or an earlier "
-        "node's output",
-        source_, label(n), k, n.input(k));
+        "input {} '{}' is not an input, an initializer or an earlier node's output", k,
+        n.input(k));
   return it->second;
 }
 
@@ -140,11 +140,14 @@ graph::Expr Importer::input_of(const ::onnx::ValueInfoProto& v) {
 }
 
 std::vector<graph::Expr> Importer::add_inputs(const ::onnx::GraphProto& g) {
-  for (const auto& [name, value] : options_.constants)
+  // (not a structured binding: clang 14 cannot capture one in a lambda)
+  for (const auto& frozen : options_.constants) {
+    const std::string& name = frozen.first;
     if (std::none_of(g.input().begin(), g.input().end(),
                      [&](const auto& v) { return v.name() == name; }))
       raise<ValueError>("{}: ImportOptions::constants names '{}', which is not a graph input",
                         source_, name);
+  }
   std::vector<graph::Expr> params;
   for (const auto& v : g.input()) {
     if (values_.count(v.name()) > 0) continue;  // an initializer with a default value
@@ -233,8 +236,56 @@ void Importer::check_supported(const ::onnx::GraphProto& g, const std::vector<in
                         refused.size(), refused.size() == 1 ? "" : "s", fmt::join(refused, ", "));
 }
 
+namespace {
+
+// The model's names and string attributes are quoted in messages, and its names become the
+// graph's: one holding a control character (ONNX names are identifiers, string attributes of
+// its operators are words) is a ValueError giving where, without quoting it.
+void check_text(std::string_view source, const std::string& text, std::string_view owner, int k,
+                std::string_view field) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F)
+      raise<ValueError>(
+          "{}: {} #{}: its {} holds the control character {:#04x} at byte {} (a model's names "
+          "and string attributes are printable)",
+          source, owner, k, field, static_cast<unsigned>(c), i);
+  }
+}
+
+void check_names(std::string_view source, const ::onnx::GraphProto& g) {
+  for (int k = 0; k < g.input_size(); ++k) {
+    const auto& v = g.input(k);
+    check_text(source, v.name(), "graph input", k, "name");
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      for (const auto& d : v.type().tensor_type().shape().dim())
+        check_text(source, d.dim_param(), "graph input", k, "dim_param");
+  }
+  for (int k = 0; k < g.output_size(); ++k)
+    check_text(source, g.output(k).name(), "graph output", k, "name");
+  for (int k = 0; k < g.initializer_size(); ++k)
+    check_text(source, g.initializer(k).name(), "initializer", k, "name");
+  for (int k = 0; k < g.sparse_initializer_size(); ++k)
+    check_text(source, g.sparse_initializer(k).values().name(), "sparse initializer", k, "name");
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& n = g.node(k);
+    check_text(source, n.name(), "node", k, "name");
+    check_text(source, n.op_type(), "node", k, "op_type");
+    check_text(source, n.domain(), "node", k, "domain");
+    for (const auto& in : n.input()) check_text(source, in, "node", k, "input");
+    for (const auto& out : n.output()) check_text(source, out, "node", k, "output");
+    for (const auto& a : n.attribute()) {
+      check_text(source, a.name(), "node", k, "attribute name");
+      check_text(source, a.s(), "node", k, "string attribute");
+    }
+  }
+}
+
+}  // namespace
+
 graph::Function Importer::run(const ::onnx::ModelProto& model) {
   if (!model.has_graph()) raise<ValueError>("{}: the model has no graph", source_);
+  check_names(source_, model.graph());
   read_opset(model);
   const ::onnx::GraphProto g = options_.fold_qdq ? fold_qdq(model.graph()) : model.graph();
   add_initializers(g);
@@ -300,13 +351,14 @@ const ::onnx::AttributeProto* find_attr(const ::onnx::NodeProto& n, std::string_
 }
 
 namespace {
-const ::onnx::AttributeProto* typed_attr(const Importer& im, const ::onnx::NodeProto& n,
+// (Converters call it: the import loop puts the file and the node in front of its messages.)
+const ::onnx::AttributeProto* typed_attr(const Importer&, const ::onnx::NodeProto& n,
                                          std::string_view name,
                                          ::onnx::AttributeProto::AttributeType type,
                                          std::string_view kind) {
   const auto* a = find_attr(n, name);
   if (a != nullptr && a->type() != type)
-    raise<ValueError>("{}: {}: attribute '{}' is not {}", im.source(), im.label(n), name, kind);
+    raise<ValueError>("attribute '{}' is not {}", name, kind);
   return a;
 }
 }  // namespace

@@ -4,6 +4,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/ne/expr.hpp>
+#include <dlavm/ne/int_math.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,7 +12,11 @@
 #include "importer.hpp"
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -29,6 +34,18 @@ std::int64_t static_dim(const ne::Expr& d, std::string_view what) {
   const auto v = d.as_int();
   if (!v) unsupported(fmt::format("{} needs a static dim, and it is {}", what, d));
   return *v;
+}
+
+// A sum of the model's dims, pads and window sizes, each as large as the model says: an
+// Unsupported naming `what` when it leaves int64.
+std::int64_t window_sum(std::initializer_list<std::int64_t> terms, std::string_view what) {
+  std::int64_t sum = 0;
+  for (auto t : terms) {
+    const auto next = ne::detail::checked_add(sum, t);
+    if (!next) unsupported(fmt::format("{} overflows int64", what));
+    sum = *next;
+  }
+  return sum;
 }
 
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view what) {
@@ -78,11 +95,16 @@ std::array<std::int64_t, 4> window_pads(Importer& im, const Node& n, const graph
   // SAME: the output has ceil(in / stride) positions, the pad split evenly, the odd one at
   // the end (UPPER) or the start (LOWER)
   const auto type = im.type_of(x);
+  if (type.ndim() != 4)
+    unsupported(fmt::format("auto_pad {} on an input of rank {}: only 2-D windows are handled",
+                            auto_pad, type.ndim()));
   std::array<std::int64_t, 4> out{};
   for (int k = 0; k < 2; ++k) {
+    // (strides are at least 1: pair_attr; (o - 1) * stride - in is in [-stride, 0), so no
+    // step overflows)
     const std::int64_t in = static_dim(type.shape[2 + k], "auto_pad " + auto_pad);
-    const std::int64_t o = (in + strides[k] - 1) / strides[k];
-    const std::int64_t total = std::max<std::int64_t>((o - 1) * strides[k] + kernel[k] - in, 0);
+    const std::int64_t o = in / strides[k] + (in % strides[k] != 0 ? 1 : 0);
+    const std::int64_t total = std::max<std::int64_t>((o - 1) * strides[k] - in + kernel[k], 0);
     const std::int64_t small = total / 2, large = total - small;
     out[k] = auto_pad == "SAME_UPPER" ? small : large;
     out[2 + k] = auto_pad == "SAME_UPPER" ? large : small;
@@ -100,6 +122,10 @@ std::array<std::int64_t, 2> pair_attr(Importer& im, const Node& n, std::string_v
   if (v.size() != (one_d ? 1u : 2u))
     unsupported(
         fmt::format("{} of {} entries for a {} window", name, v.size(), one_d ? "1-D" : "2-D"));
+  for (auto x : v)
+    if (x < 1 && find_attr(n, name) != nullptr)
+      raise<ValueError>("{} = [{}]: window sizes and strides are at least 1", name,
+                        fmt::join(v, ", "));
   return one_d ? std::array<std::int64_t, 2>{1, v[0]} : std::array<std::int64_t, 2>{v[0], v[1]};
 }
 
@@ -222,9 +248,12 @@ Outs pool(Importer& im, const Node& n, bool max) {
     const auto type = im.type_of(x);
     for (int k = 0; k < 2; ++k) {
       const std::int64_t span =
-          static_dim(type.shape[2 + k], "ceil_mode") + pads[k] + pads[2 + k] - kernel[k];
-      const std::int64_t out = (span + strides[k] - 1) / strides[k] + 1;
-      pads[2 + k] += (out - 1) * strides[k] - span;
+          window_sum({static_dim(type.shape[2 + k], "ceil_mode"), pads[k], pads[2 + k], -kernel[k]},
+                     "ceil_mode's window");
+      // the last window's index, out - 1: ceil(span / stride)
+      const std::int64_t last =
+          window_sum({span, strides[k], -1}, "ceil_mode's window") / strides[k];
+      pads[2 + k] = window_sum({pads[2 + k], last * strides[k], -span}, "ceil_mode's pad");
     }
   }
   const host::Pool2dParams p{
@@ -262,6 +291,7 @@ Outs transpose(Importer& im, const Node& n) {
 }
 
 Outs concat(Importer& im, const Node& n) {
+  if (n.input_size() == 0) raise<ValueError>("Concat has no inputs");
   std::vector<graph::Expr> xs;
   for (int k = 0; k < n.input_size(); ++k) xs.push_back(im.expr(n, k));
   const auto rank = static_cast<std::int64_t>(im.type_of(xs.front()).ndim());
@@ -358,9 +388,19 @@ Outs constant(Importer& im, const Node& n) {
 graph::Expr zero_point(Importer& im, const Node& n, int k, int like, DType dtype,
                        std::string_view name) {
   if (Importer::has_input(n, k)) return im.expr(n, k);
+  // a scale holds a value per tensor or per channel: a zero point larger than any would be is
+  // not allocated
+  constexpr std::int64_t max_count = std::int64_t{1} << 20;
   std::vector<std::int64_t> shape;
   for (const auto& d : im.type_of(im.expr(n, like)).shape)
     shape.push_back(static_dim(d, "a default zero point"));
+  std::int64_t count = 1;
+  for (auto d : shape) {
+    if (d > 0 && count > max_count / d)
+      unsupported(fmt::format("a default zero point of shape [{}] (at most {} elements)",
+                              fmt::join(shape, ", "), max_count));
+    count *= d;
+  }
   return im.make_constant(n, name, te::NDArray(dtype, shape));
 }
 
@@ -389,6 +429,8 @@ graph::Expr minus_zero_point(Importer& im, const Node& n, const graph::Expr& x, 
   if (zp.dtype() != im.type_of(x).dtype)
     raise<TypeError>("{} is {} and its input {}; they must agree", role, zp.dtype(),
                      im.type_of(x).dtype);
+  if (zp.dtype() != DType::int8() && zp.dtype() != DType::uint8())
+    raise<TypeError>("{} is {}; zero points are int8 or uint8", role, zp.dtype());
   bool zero = true;
   for (auto v : zp.data()) zero = zero && v == 0;
   if (zero) return x32;
@@ -403,25 +445,150 @@ graph::Expr minus_zero_point(Importer& im, const Node& n, const graph::Expr& x, 
                     im.make_constant(n, role, te::NDArray::from_ints(DType::int32(), shape, neg)));
 }
 
+// ---- the int8 x int8 form VTA runs
+// VTA multiplies int8 by int8 into int32. A product with zero points, sum of (x - zx)(w - zw),
+// takes that form exactly when w is a constant whose w' = w - zw fits int8: with the input
+// shifted into int8, x' = x - c (c = 128 for uint8, 0 for int8),
+//   sum of (x - zx) w'  =  sum of x' w'  +  (c - zx) sum of w'
+// where the second term is a constant per output channel: a bias, added in the accumulator.
+// Anything else (a weight computed at run time, a per-row input zero point, a w' outside int8)
+// keeps the int32 form, which runs on the host.
+
+// Input wi minus its zero point wz (per tensor, or per slice along `axis`) as an int8
+// array: the input's own when it is int8 with zero points 0 (a quantizer's symmetric weights:
+// no copy of a model's largest arrays); nullopt when w is not a constant or w - zw leaves int8.
+std::optional<std::shared_ptr<const te::NDArray>> int8_weight(Importer& im, const Node& n, int wi,
+                                                              int wz, std::size_t axis) {
+  const auto& given = im.input(n, wi).constant;
+  if (given == nullptr) return std::nullopt;
+  const te::NDArray& w = *given;
+  const te::NDArray* zp =
+      Importer::has_input(n, wz) ? &im.constant(n, wz, "w_zero_point") : nullptr;
+  if (zp != nullptr && zp->dtype() != w.dtype())
+    raise<TypeError>("w_zero_point is {} and its input {}; they must agree", zp->dtype(),
+                     w.dtype());
+  const auto& shape = w.shape();
+  if (w.size() == 0 || axis >= shape.size() ||
+      (zp != nullptr && zp->size() != 1 && static_cast<std::int64_t>(zp->size()) != shape[axis]))
+    return std::nullopt;
+  bool zero = true;
+  if (zp != nullptr)
+    for (const auto z : zp->data()) zero = zero && z == 0;
+  if (zero && w.dtype() == DType::int8()) return given;
+  std::size_t inner = 1;
+  for (std::size_t d = axis + 1; d < shape.size(); ++d) inner *= static_cast<std::size_t>(shape[d]);
+  const auto slices = static_cast<std::size_t>(shape[axis]);
+  auto out = std::make_shared<te::NDArray>(DType::int8(), shape);
+  const auto src = w.data();
+  auto dst = out->data();
+  for (std::size_t base = 0; base < src.size(); base += inner * slices)
+    for (std::size_t c = 0; c < slices; ++c) {
+      const std::int64_t z = zp == nullptr ? 0 : zp->data()[zp->size() == 1 ? 0 : c];
+      for (std::size_t i = base + c * inner; i < base + (c + 1) * inner; ++i) {
+        dst[i] = src[i] - z;
+        if (dst[i] < -128 || dst[i] > 127) return std::nullopt;
+      }
+    }
+  return std::shared_ptr<const te::NDArray>(std::move(out));
+}
+
+// Input xi shifted into int8 (x - c) and c - zx; nullopt for a zero point that is not one
+// constant.
+struct Int8Input {
+  graph::Expr x;
+  std::int64_t delta;  // c - zx
+};
+std::optional<Int8Input> int8_input(Importer& im, const Node& n, int xi, int xz) {
+  const auto x = im.expr(n, xi);
+  const DType dt = im.type_of(x).dtype;
+  if (dt != DType::int8() && dt != DType::uint8()) return std::nullopt;
+  std::int64_t zx = 0;
+  if (Importer::has_input(n, xz)) {
+    const te::NDArray& zp = im.constant(n, xz, "x_zero_point");
+    if (zp.size() != 1 || zp.dtype() != dt) return std::nullopt;
+    zx = zp.data()[0];
+  }
+  if (dt == DType::int8()) return Int8Input{x, -zx};
+  const auto shifted = graph::add(
+      graph::cast(x, DType::int32()),
+      im.make_constant(n, "minus_128", te::NDArray::from_ints(DType::int32(), {}, {-128})));
+  return Int8Input{graph::cast(shifted, DType::int8()), 128 - zx};
+}
+
+// delta times the sum of w' over every dim but `axis`, as an int32 constant per slice of
+// `axis`; nullopt when a sum leaves int32.
+std::optional<te::NDArray> zero_point_bias(const te::NDArray& w8, std::size_t axis,
+                                           std::int64_t delta) {
+  const auto& shape = w8.shape();
+  std::size_t inner = 1;
+  for (std::size_t d = axis + 1; d < shape.size(); ++d) inner *= static_cast<std::size_t>(shape[d]);
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(shape[axis]), 0);
+  const auto w = w8.data();
+  for (std::size_t base = 0; base < w.size(); base += inner * sums.size())
+    for (std::size_t c = 0; c < sums.size(); ++c)
+      for (std::size_t i = base + c * inner; i < base + (c + 1) * inner; ++i) sums[c] += w[i];
+  for (auto& v : sums) {
+    v *= delta;
+    if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+  }
+  return te::NDArray::from_ints(DType::int32(), {shape[axis]}, sums);
+}
+
 // The int32 convolution of ConvInteger and QLinearConv: inputs x, w, and their zero points at
-// positions xz, wz (absent: 0). The padding ONNX adds holds x's zero point, which is 0 once
-// it is subtracted.
+// positions xz, wz (absent: 0). The padding ONNX adds holds x's zero point: 0 once it is
+// subtracted, zx - c in the shifted input (a Pad on the host unless that is 0).
 graph::Expr conv_integer(Importer& im, const Node& n, int xi, int wi, int xz, int wz) {
   const auto x = im.expr(n, xi), w = im.expr(n, wi);
-  const auto params = conv_params(im, n, x, w);
-  return graph::conv2d(minus_zero_point(im, n, x, xz, "x_zero_point", 4, 1),
-                       minus_zero_point(im, n, w, wz, "w_zero_point", 4, 0), params);
+  auto params = conv_params(im, n, x, w);
+  const auto w8 = int8_weight(im, n, wi, wz, 0);
+  const auto x8 = w8 ? int8_input(im, n, xi, xz) : std::nullopt;
+  const auto bias = x8 ? zero_point_bias(**w8, 0, x8->delta) : std::nullopt;
+  if (!bias)
+    return graph::conv2d(minus_zero_point(im, n, x, xz, "x_zero_point", 4, 1),
+                         minus_zero_point(im, n, w, wz, "w_zero_point", 4, 0), params);
+  graph::Expr input = x8->x;
+  const auto& p = params.padding;
+  if (x8->delta != 0 && (p[0] != 0 || p[1] != 0 || p[2] != 0 || p[3] != 0)) {
+    input = graph::pad(input, {.pad_before = {0, 0, p[0], p[1]},
+                               .pad_after = {0, 0, p[2], p[3]},
+                               .value = static_cast<double>(-x8->delta)});
+    params.padding = {0, 0, 0, 0};
+  }
+  const auto weight = *w8 == im.input(n, wi).constant ? w : im.make_constant(n, "w_int8", **w8);
+  auto y = graph::conv2d(input, weight, params);
+  if (x8->delta != 0)
+    y = graph::bias_add(y, im.make_constant(n, "zero_point_bias", *bias), {.axis = 1});
+  return y;
 }
 
 Outs conv_integer_op(Importer& im, const Node& n) { return {conv_integer(im, n, 0, 1, 2, 3)}; }
 
 // The int32 product of MatMulInteger and QLinearMatMul: a's zero point per row, b's per column.
+// With a constant 2-D b, the int8 form is a dense layer over b' transposed.
 graph::Expr matmul_integer(Importer& im, const Node& n, int ai, int bi, int az, int bz) {
   const auto a = im.expr(n, ai), b = im.expr(n, bi);
   const std::size_t ra = im.type_of(a).ndim(), rb = im.type_of(b).ndim();
   if (ra < 2 || rb < 2) unsupported("a 1-D operand (MatMul of vectors)");
-  return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2),
-                       minus_zero_point(im, n, b, bz, "b_zero_point", rb, rb - 1));
+  const auto b8 = rb == 2 ? int8_weight(im, n, bi, bz, 1) : std::nullopt;
+  const auto a8 = b8 ? int8_input(im, n, ai, az) : std::nullopt;
+  if (!a8)
+    return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2),
+                         minus_zero_point(im, n, b, bz, "b_zero_point", rb, rb - 1));
+  const te::NDArray& bv = **b8;
+  const std::int64_t k = bv.shape()[0], cols = bv.shape()[1];
+  te::NDArray w8(DType::int8(), {cols, k});
+  for (std::int64_t i = 0; i < k; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      w8.set_flat(static_cast<std::size_t>(j * k + i),
+                  bv.data()[static_cast<std::size_t>(i * cols + j)]);
+  const auto bias = zero_point_bias(w8, 0, a8->delta);
+  if (!bias)
+    return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2),
+                         minus_zero_point(im, n, b, bz, "b_zero_point", rb, rb - 1));
+  auto y = graph::dense(a8->x, im.make_constant(n, "b_int8_transposed", std::move(w8)));
+  if (a8->delta != 0)
+    y = graph::bias_add(y, im.make_constant(n, "zero_point_bias", *bias), {.axis = -1});
+  return y;
 }
 
 Outs matmul_integer_op(Importer& im, const Node& n) { return {matmul_integer(im, n, 0, 1, 2, 3)}; }

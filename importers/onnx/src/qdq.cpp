@@ -32,9 +32,13 @@ Uses uses_of(const Graph& g) {
   return u;
 }
 
+// The DequantizeLinear node making `value`, with its value and scale inputs (one without them
+// does not fold: its converter reports it).
 const Node* dequantize_of(const Uses& u, const std::string& value) {
   const auto it = u.producer.find(value);
-  if (it == u.producer.end() || it->second->op_type() != "DequantizeLinear") return nullptr;
+  if (it == u.producer.end() || it->second->op_type() != "DequantizeLinear" ||
+      it->second->input_size() < 2)
+    return nullptr;
   return it->second;
 }
 
@@ -101,7 +105,9 @@ Graph fold_qdq(const Graph& g) {
     const auto users = u.users.find(out);
     if (u.outputs.count(out) > 0 || users == u.users.end() || users->second.size() != 1) continue;
     const Node* q = users->second.front();
-    if (q->op_type() != "QuantizeLinear" || q->input_size() < 2 || q->input(0) != out) continue;
+    if (q->op_type() != "QuantizeLinear" || q->input_size() < 2 || q->input(0) != out ||
+        q->output_size() < 1)
+      continue;
     const Node* dx = dequantize_of(u, n.input(0));
     const Node* dw = dequantize_of(u, n.input(1));
     if (dx == nullptr || dw == nullptr) continue;

@@ -65,18 +65,29 @@ te::NDArray to_array(const TP& t, std::string_view what) {
       raise<ShapeError>("{} is too large ({} dims)", what, shape.size());
     count *= d;
   }
-  te::NDArray a(*dtype, shape);
   const auto n = static_cast<std::size_t>(count);
   const int bytes = dtype->bits() / 8;
   const auto mismatch = [&](std::size_t have, std::string_view field) {
     raise<ValueError>("{} has {} values in {} for shape [{}] ({} elements)", what, have, field,
                       fmt::join(shape, ", "), count);
   };
+  // the data is counted before the array is allocated: the dims alone may claim terabytes
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != n * static_cast<std::size_t>(bytes))
+      raise<ValueError>("{} has {} bytes of raw data for shape [{}] of {} ({} bytes)", what,
+                        t.raw_data().size(), fmt::join(shape, ", "), *dtype, n * bytes);
+  } else if (t.data_type() == TP::FLOAT) {
+    if (static_cast<std::size_t>(t.float_data_size()) != n)
+      mismatch(static_cast<std::size_t>(t.float_data_size()), "float_data");
+  } else if (t.data_type() == TP::INT64) {
+    if (static_cast<std::size_t>(t.int64_data_size()) != n)
+      mismatch(static_cast<std::size_t>(t.int64_data_size()), "int64_data");
+  } else if (static_cast<std::size_t>(t.int32_data_size()) != n) {
+    mismatch(static_cast<std::size_t>(t.int32_data_size()), "int32_data");
+  }
+  te::NDArray a(*dtype, shape);
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
-    if (raw.size() != n * static_cast<std::size_t>(bytes))
-      raise<ValueError>("{} has {} bytes of raw data for shape [{}] of {} ({} bytes)", what,
-                        raw.size(), fmt::join(shape, ", "), *dtype, n * bytes);
     if (dtype->is_float()) {
       for (std::size_t i = 0; i < n; ++i) {
         const auto bits = static_cast<std::uint32_t>(raw_int(raw, i, 4, false));
@@ -101,18 +112,12 @@ te::NDArray to_array(const TP& t, std::string_view what) {
   }
   switch (t.data_type()) {
     case TP::FLOAT:
-      if (static_cast<std::size_t>(t.float_data_size()) != n)
-        mismatch(static_cast<std::size_t>(t.float_data_size()), "float_data");
       for (std::size_t i = 0; i < n; ++i) a.fdata()[i] = t.float_data(static_cast<int>(i));
       break;
     case TP::INT64:
-      if (static_cast<std::size_t>(t.int64_data_size()) != n)
-        mismatch(static_cast<std::size_t>(t.int64_data_size()), "int64_data");
       for (std::size_t i = 0; i < n; ++i) a.set_flat(i, t.int64_data(static_cast<int>(i)));
       break;
     default:  // int8, uint8, int32: int32_data, one value per element
-      if (static_cast<std::size_t>(t.int32_data_size()) != n)
-        mismatch(static_cast<std::size_t>(t.int32_data_size()), "int32_data");
       for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t v = t.int32_data(static_cast<int>(i));
         if (v < dtype->min_value() || v > dtype->max_value())

@@ -70,7 +70,8 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
   // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
   te::IterVar attach = n_out;
   const auto planes = epilogue_.plane_axes(s);
-  const auto order = [&](std::vector<te::IterVar> outer) {
+  // (the block axes copied: clang 14 cannot capture structured bindings)
+  const auto order = [&planes, m_inn = m_inn, n_inn = n_inn](std::vector<te::IterVar> outer) {
     outer.insert(outer.end(), planes.begin(), planes.end());
     outer.insert(outer.end(), {m_inn, n_inn});
     return outer;

@@ -69,7 +69,7 @@ namespace detail {
 
 class FoldUops : public tir::StmtMutator<FoldUops> {
  public:
-  explicit FoldUops(const Env& env) : env_(env) {
+  explicit FoldUops(const Env& env) {
     const auto layout = env.config.layout();
     const auto max_of = [&](runtime::Form f, runtime::Field field) {
       return (std::int64_t{1} << layout.pos(f, field).width) - 1;
@@ -321,7 +321,6 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
     return flat;
   }
 
-  const Env& env_;
   std::int64_t max_iter_ = 0;
   std::vector<std::int64_t> max_factor_;
   std::int64_t max_uops_ = 0;
