@@ -1341,6 +1341,22 @@ class NDArray {
     return a;
   }
 
+  // The same elements in `shape`, which must hold as many (ShapeError otherwise): the
+  // elements move, nothing is copied.
+  NDArray reshape(std::vector<std::int64_t> shape) && {
+    std::size_t n = 1;
+    for (const auto d : shape) n *= d < 0 ? 0 : static_cast<std::size_t>(d);
+    if (n != size())
+      raise<ShapeError>("NDArray::reshape: {} elements cannot take the shape [{}]", size(),
+                        fmt::join(shape, ", "));
+    NDArray out;
+    out.dtype_ = dtype_;
+    out.shape_ = std::move(shape);
+    out.data_ = std::move(data_);
+    out.fdata_ = std::move(fdata_);
+    return out;
+  }
+
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
   std::size_t ndim() const { return shape_.size(); }
@@ -14079,12 +14095,10 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
 
 namespace detail {
 
-// The array with the same elements in another shape of the same size.
-inline te::NDArray reshaped(const te::NDArray& a, std::vector<std::int64_t> shape) {
+// The array with the same elements in another shape of the same size (moved, not copied).
+inline te::NDArray reshaped(te::NDArray a, std::vector<std::int64_t> shape) {
   if (a.shape() == shape) return a;
-  te::NDArray out(a.dtype(), std::move(shape));
-  std::copy(a.data().begin(), a.data().end(), out.data().begin());
-  return out;
+  return std::move(a).reshape(std::move(shape));
 }
 
 inline void require_integral(const te::NDArray& a, const Layout& l, const char* what) {
@@ -14181,11 +14195,14 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   }
   // the tiling vta::pack_tiled does, on the value seen as [A, B, H, W]
   const auto d = detail::as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
-  const auto tiled =
-      vta::pack_tiled(detail::reshaped(logical, {d.a, d.b, d.h, d.w}), l.rows, l.cols);
-  const auto& t = tiled.shape();
+  // a model's weights are its largest arrays: packed from where they are, without a copy
+  std::vector<std::int64_t> four{d.a, d.b, d.h, d.w};
+  auto tiled = s == four
+                   ? vta::pack_tiled(logical, l.rows, l.cols)
+                   : vta::pack_tiled(detail::reshaped(logical, std::move(four)), l.rows, l.cols);
+  const auto t = tiled.shape();
   if (l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::DenseWeight)
-    return detail::reshaped(tiled, {t[0], t[1], t[4], t[5]});
+    return detail::reshaped(std::move(tiled), {t[0], t[1], t[4], t[5]});
   return tiled;
 }
 

@@ -105,3 +105,15 @@ TEST_CASE("ndarray: == is exact, NaN equals NaN; allclose follows numpy") {
   auto i = te::NDArray::from_ints(DType::int32(), {2}, {1, 100});
   CHECK(te::allclose(i, x));
 }
+
+TEST_CASE("NDArray::reshape moves the elements into another shape of the same size") {
+  auto a = dlavm::te::NDArray::from_ints(dlavm::DType::int8(), {2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto* before = a.data().data();
+  auto b = std::move(a).reshape({3, 1, 2});
+  CHECK(b.shape() == std::vector<std::int64_t>{3, 1, 2});
+  CHECK(b.data().data() == before);  // not copied
+  CHECK(b.data()[5] == 6);
+  CHECK_THROWS_WITH_AS(std::move(b).reshape({4}),
+                       "NDArray::reshape: 6 elements cannot take the shape [4]",
+                       dlavm::ShapeError);
+}

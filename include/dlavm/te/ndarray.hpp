@@ -99,6 +99,22 @@ class NDArray {
     return a;
   }
 
+  // The same elements in `shape`, which must hold as many (ShapeError otherwise): the
+  // elements move, nothing is copied.
+  NDArray reshape(std::vector<std::int64_t> shape) && {
+    std::size_t n = 1;
+    for (const auto d : shape) n *= d < 0 ? 0 : static_cast<std::size_t>(d);
+    if (n != size())
+      raise<ShapeError>("NDArray::reshape: {} elements cannot take the shape [{}]", size(),
+                        fmt::join(shape, ", "));
+    NDArray out;
+    out.dtype_ = dtype_;
+    out.shape_ = std::move(shape);
+    out.data_ = std::move(data_);
+    out.fdata_ = std::move(fdata_);
+    return out;
+  }
+
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
   std::size_t ndim() const { return shape_.size(); }

@@ -1,0 +1,128 @@
+// Tuning ResNet-18: every distinct VTA workload of the network searched on the cycle model
+// (tune::tune on every core, the `--top` best estimates of each space, within `--budget`
+// seconds), then the network built twice, with the default schedules and with the log's best,
+// and both run on the simulator: per layer, default vs tuned cycles, the share of the roofline
+// bound and of the MACs / 256 a cycle VTA's GEMM core can do; the four stages after the max
+// pool and the whole model. The tuned network must compute what the default one does.
+//   tune_resnet18 [--image N] [--top K] [--budget SECONDS] [--log FILE]
+//     N 64 (224: ImageNet's size), K 6 (0: every candidate), no budget, the log in memory
+#include <dlavm/tune.hpp>
+
+#include "models.hpp"
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace graph = dlavm::graph;
+namespace tune = dlavm::tune;
+namespace vta = dlavm::vta;
+
+// The cycles of a module's VTA steps: all of them, and those after its max pooling.
+struct Totals {
+  std::uint64_t all = 0, after_pool = 0;
+  std::int64_t macs = 0;
+};
+
+Totals totals(const graph::Module& m) {
+  Totals t;
+  bool after = false;
+  for (std::size_t i = 0; i < m.steps().size(); ++i) {
+    const auto& s = m.steps()[i];
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& r = m.last_run().steps[i];
+    t.all += r.cycles;
+    t.macs += r.macs;
+    if (after) t.after_pool += r.cycles;
+    after = after || s.op.starts_with("max_pool2d");
+  }
+  return t;
+}
+
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::int64_t image = 64;
+  tune::TuneOptions options{.top = 6};
+  std::string log_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "usage: {} [--image N] [--top K] [--budget SECONDS] [--log FILE]\n",
+                 argv[0]);
+      return 2;
+    }
+    const char* value = argv[++i];
+    if (flag == "--image") {
+      image = std::atoll(value);
+    } else if (flag == "--top") {
+      options.top = static_cast<std::size_t>(std::atoll(value));
+    } else if (flag == "--budget") {
+      options.budget_seconds = std::atof(value);
+    } else if (flag == "--log") {
+      log_path = value;
+    } else {
+      fmt::print(stderr, "usage: {} [--image N] [--top K] [--budget SECONDS] [--log FILE]\n",
+                 argv[0]);
+      return 2;
+    }
+  }
+  const models::ResNet18 net(image);
+  const graph::Target target;
+  const auto fn = net.function();
+  const auto tasks = tune::tasks(fn, target);
+  std::ofstream file;
+  std::ostringstream memory;
+  if (!log_path.empty()) file.open(log_path);
+  std::ostream& log = log_path.empty() ? static_cast<std::ostream&>(memory) : file;
+  const auto start = std::chrono::steady_clock::now();
+  const auto records = tune::tune(tasks, target.env, log, {}, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("ResNet-18 at {} x {}: {} workloads, {} candidates in {:.1f} s\n\n", image, image,
+             tasks.size(), records.size(), seconds);
+
+  auto plain = graph::build(fn, target, {.name = "default"});
+  auto tuned = graph::build(
+      fn, target, {.name = "tuned", .chooser = std::make_shared<tune::LogChooser>(records)});
+  const auto data = dlavm::te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
+  const graph::NamedArray inputs[] = {{"data", data}};
+  vta::SimDevice dev(target.env.config);
+  const auto want = plain.run(dev, inputs);
+  const auto got = tuned.run(dev, inputs);
+
+  fmt::print("{:<34} {:>10} {:>10} {:>7} {:>9} {:>9}  {}\n", "layer", "default", "tuned", "gain",
+             "roofline", "MACs/256", "tuned schedule");
+  for (std::size_t i = 0; i < tuned.steps().size(); ++i) {
+    const auto& s = tuned.steps()[i];
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& a = plain.last_run().steps[i];
+    const auto& b = tuned.last_run().steps[i];
+    fmt::print("{:<34} {:>10} {:>10} {:>6.1f}% {:>8.1f}% {:>8.1f}%  {}\n", s.label.substr(0, 34),
+               a.cycles, b.cycles,
+               percent(static_cast<double>(a.cycles) - static_cast<double>(b.cycles),
+                       static_cast<double>(a.cycles)),
+               percent(static_cast<double>(b.roofline_cycles), static_cast<double>(b.cycles)),
+               percent(static_cast<double>(b.macs) / 256.0, static_cast<double>(b.cycles)),
+               s.tiling);
+  }
+  const auto d = totals(plain), t = totals(tuned);
+  fmt::print("\nthe four stages after the max pool: {} -> {} cycles\n", d.after_pool, t.after_pool);
+  fmt::print("the whole model: {} -> {} cycles, {:.1f}% -> {:.1f}% of its MACs / 256\n", d.all,
+             t.all, percent(static_cast<double>(d.macs) / 256.0, static_cast<double>(d.all)),
+             percent(static_cast<double>(t.macs) / 256.0, static_cast<double>(t.all)));
+  bool ok = got.size() == want.size() && t.all <= d.all;
+  for (std::size_t k = 0; ok && k < got.size(); ++k) ok = got[k] == want[k];
+  fmt::print("{}: the tuned network computes what the default one does{}\n", ok ? "PASS" : "FAIL",
+             t.all <= d.all ? ", in no more cycles" : ", but slower");
+  return ok ? 0 : 1;
+} catch (const dlavm::Error& e) {
+  fmt::print(stderr, "FAIL: {}\n", e.what());
+  return 1;
+}
