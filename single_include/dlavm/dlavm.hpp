@@ -29040,6 +29040,9 @@ struct Log {
 Log read_log(const std::filesystem::path& path);
 Log read_log(std::istream& in, std::string_view source);
 
+// What identifies a candidate across logs and runs: its workload and its knobs, as text.
+std::string candidate_key(std::string_view workload, const graph::Knobs& knobs);
+
 // The records of several logs as one run's: a candidate (workload and knobs) evaluated in more
 // than one keeps its first record.
 std::vector<Record> merge(std::span<const Log> logs);
@@ -29060,6 +29063,7 @@ std::map<std::string, std::vector<Record>> best(std::span<const Record> records,
 // begin dlavm/tune/record.hpp
 // end dlavm/tune/record.hpp
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -29157,13 +29161,16 @@ DLAVM_INLINE Log read_log(const std::filesystem::path& path) {
   return read_log(in, path.string());
 }
 
+DLAVM_INLINE std::string candidate_key(std::string_view workload, const graph::Knobs& knobs) {
+  return fmt::format("{}\n{}", workload, to_string(knobs));
+}
+
 DLAVM_INLINE std::vector<Record> merge(std::span<const Log> logs) {
   std::vector<Record> out;
-  std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
+  std::set<std::string> seen;
   for (const auto& l : logs)
     for (const auto& r : l.records)
-      if (seen.emplace(r.workload + '\n' + to_string(r.knobs), r.knobs.values).second)
-        out.push_back(r);
+      if (seen.insert(candidate_key(r.workload, r.knobs)).second) out.push_back(r);
   return out;
 }
 
@@ -29592,10 +29599,6 @@ struct Candidate {
   graph::Knobs knobs;
 };
 
-inline std::string candidate_key(const std::string& workload, const graph::Knobs& k) {
-  return workload + '\n' + graph::to_string(k);
-}
-
 }  // namespace detail
 
 DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env,
@@ -29603,15 +29606,14 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
                                       const TuneOptions& options) {
   using clock = std::chrono::steady_clock;
   std::set<std::string> seen;
-  for (const auto& r : done) seen.insert(detail::candidate_key(r.workload, r.knobs));
+  for (const auto& r : done) seen.insert(candidate_key(r.workload, r.knobs));
   // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
   std::vector<detail::Candidate> todo;
   std::size_t index = 0;
   for (std::size_t t = 0; t < tasks.size(); ++t)
     for (const auto& p : candidates(tasks[t].space, options.top)) {
       auto knobs = tasks[t].space.knobs_of(p);
-      if (options.shard.contains(index++) &&
-          !seen.contains(detail::candidate_key(tasks[t].key, knobs)))
+      if (options.shard.contains(index++) && !seen.contains(candidate_key(tasks[t].key, knobs)))
         todo.push_back({t, std::move(knobs)});
     }
   std::vector<std::optional<Record>> results(todo.size());

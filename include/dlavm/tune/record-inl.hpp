@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/tune/record.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -102,13 +103,16 @@ DLAVM_INLINE Log read_log(const std::filesystem::path& path) {
   return read_log(in, path.string());
 }
 
+DLAVM_INLINE std::string candidate_key(std::string_view workload, const graph::Knobs& knobs) {
+  return fmt::format("{}\n{}", workload, to_string(knobs));
+}
+
 DLAVM_INLINE std::vector<Record> merge(std::span<const Log> logs) {
   std::vector<Record> out;
-  std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
+  std::set<std::string> seen;
   for (const auto& l : logs)
     for (const auto& r : l.records)
-      if (seen.emplace(r.workload + '\n' + to_string(r.knobs), r.knobs.values).second)
-        out.push_back(r);
+      if (seen.insert(candidate_key(r.workload, r.knobs)).second) out.push_back(r);
   return out;
 }
 

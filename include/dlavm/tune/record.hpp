@@ -57,6 +57,9 @@ struct Log {
 Log read_log(const std::filesystem::path& path);
 Log read_log(std::istream& in, std::string_view source);
 
+// What identifies a candidate across logs and runs: its workload and its knobs, as text.
+std::string candidate_key(std::string_view workload, const graph::Knobs& knobs);
+
 // The records of several logs as one run's: a candidate (workload and knobs) evaluated in more
 // than one keeps its first record.
 std::vector<Record> merge(std::span<const Log> logs);

@@ -24,10 +24,6 @@ struct Candidate {
   graph::Knobs knobs;
 };
 
-inline std::string candidate_key(const std::string& workload, const graph::Knobs& k) {
-  return workload + '\n' + graph::to_string(k);
-}
-
 }  // namespace detail
 
 DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env,
@@ -35,15 +31,14 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
                                       const TuneOptions& options) {
   using clock = std::chrono::steady_clock;
   std::set<std::string> seen;
-  for (const auto& r : done) seen.insert(detail::candidate_key(r.workload, r.knobs));
+  for (const auto& r : done) seen.insert(candidate_key(r.workload, r.knobs));
   // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
   std::vector<detail::Candidate> todo;
   std::size_t index = 0;
   for (std::size_t t = 0; t < tasks.size(); ++t)
     for (const auto& p : candidates(tasks[t].space, options.top)) {
       auto knobs = tasks[t].space.knobs_of(p);
-      if (options.shard.contains(index++) &&
-          !seen.contains(detail::candidate_key(tasks[t].key, knobs)))
+      if (options.shard.contains(index++) && !seen.contains(candidate_key(tasks[t].key, knobs)))
         todo.push_back({t, std::move(knobs)});
     }
   std::vector<std::optional<Record>> results(todo.size());
