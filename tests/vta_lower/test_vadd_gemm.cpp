@@ -113,6 +113,15 @@ TEST_CASE("vta: a GEMM whose row count is a token count, built once, run for sev
                          doctest::Contains("needs 262144 bytes of local.acc_buffer"),
                          dlavm::CapacityError);
   }
+  // The inputs and te::evaluate's results once per token count: both schedules must give them.
+  const std::vector<std::int64_t> tokens{1, 3, 37, 511, 512, 513, 2047, 2048};
+  auto b = te::NDArray::random(env.wgt_dtype, {2, 4, 16, 16}, 5);
+  std::vector<te::NDArray> inputs, expected;
+  for (const std::int64_t t : tokens) {
+    inputs.push_back(
+        te::NDArray::random(env.inp_dtype, {t, 4, 1, 16}, static_cast<std::uint64_t>(t)));
+    expected.push_back(te::evaluate(g.C, {{g.A, inputs.back()}, {g.B, b}}, {{"token", t}}));
+  }
   // Row blocks of 64 and of 512 (the benchmark's schedule: fewer, longer instructions).
   for (const std::int64_t row_block : {64, 512}) {
     CAPTURE(row_block);
@@ -123,14 +132,13 @@ TEST_CASE("vta: a GEMM whose row count is a token count, built once, run for sev
     auto prog = vta::build(s, {g.A, g.B, g.C}, env, "gemm_token");
     if (row_block == 64) MESSAGE(tir::to_string(prog.func()));
     vta::SimDevice dev(env.config);
-    for (std::int64_t t : {1, 3, 37, 511, 512, 513, 2047, 2048}) {
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const std::int64_t t = tokens[i];
       CAPTURE(t);
-      auto a = te::NDArray::random(env.inp_dtype, {t, 4, 1, 16}, static_cast<std::uint64_t>(t));
-      auto b = te::NDArray::random(env.wgt_dtype, {2, 4, 16, 16}, 5);
       te::NDArray c(env.inp_dtype, {t, 2, 1, 16});
-      auto r = prog.run(dev, {&a, &b, &c}, {{"token", t}});
+      auto r = prog.run(dev, {&inputs[i], &b, &c}, {{"token", t}});
       CHECK(r.result.finished);
-      CHECK(c == te::evaluate(g.C, {{g.A, a}, {g.B, b}}, {{"token", t}}));
+      CHECK(c == expected[i]);
       // One row block = one reset, 4 x (two loads, one GEMM), one store, plus micro-op loads
       // and token NOPs: the stream grows with the number of blocks, not with the rows.
       const auto blocks = (t + row_block - 1) / row_block;
