@@ -28957,7 +28957,8 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // and their candidates (pruned by the space's check, ranked by its estimate), evaluated on the
 // cycle model by a pool of threads; tuning records as JSON lines (logs that survive a killed
 // run, read back with bad lines reported, resumed), shards of a run for a cluster's job array
-// and their merge, and applying a log to graph::build through a Chooser.
+// and their merge, tuning configs (knob spaces as JSON, to narrow a search), and applying a
+// log to graph::build through a Chooser.
 //
 //   auto log = dlavm::tune::read_log("model.log");
 //   auto mod = graph::build(fn, target,
@@ -29259,73 +29260,32 @@ DLAVM_INLINE graph::Knobs LogChooser::choose(const graph::Workload& w,
 // end dlavm/tune/apply-inl.hpp
 #endif
 // end dlavm/tune/apply.hpp
-// begin dlavm/tune/record.hpp
-// end dlavm/tune/record.hpp
-// begin dlavm/tune/shard.hpp
-// Shards: a deterministic slice of a tuning run for one of several ordinary processes (a
-// Slurm job array, Kubernetes indexed jobs, GNU parallel), each writing its own log; merging
-// the logs (tune::merge) gives the single run's records.
+// begin dlavm/tune/config.hpp
+// Tuning configs: a search's knob spaces as JSON, written out to be edited and read back (the
+// configuration files of seed 003's kernel tuner, AutoTVM's config spaces as data). A config
+// narrows the spaces the strategies give: for every workload of an op, or for one workload
+// (its key, graph::to_string), each listed knob keeps only the listed values of its domain;
+// knobs not listed keep all of theirs.
 //
-//   tune::Shard s = tune::parse_shard("3/8");       // the fourth of eight
-//   if (s.contains(candidate_index)) ...           // index % 8 == 3
+//   {
+//     "ops": {"conv2d": {"threads": [2]}},
+//     "workloads": {"conv2d((1, 64, 56, 56) int8, ...)": {"h": [7, 14, 28, 56]}}
+//   }
+//
+//   auto tasks = tune::tasks(fn, target);
+//   std::ofstream("spaces.json") << tune::to_json(tune::config_of(tasks));   // every space
+//   ... edit ...
+//   auto unused = tune::restrict(tasks, tune::read_config("spaces.json"));
+//
+// An op's entry applies to workloads whose domains differ (a 7-row layer has no 14-row
+// block): its values are intersected with each domain, and only a value no workload of the op
+// has, or a knob left with no value, is an error. A workload's entry must name values of that
+// workload's domain. Every error names the file, the line and the knob.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-
-#include <cstddef>
-#include <string_view>
-
-namespace dlavm::tune {
-
-struct Shard {
-  std::size_t index = 0, count = 1;
-  // Candidate `i` of the enumeration belongs to this shard: round robin, so that every shard
-  // gets its share of each workload.
-  bool contains(std::size_t i) const { return i % count == index; }
-};
-
-// "i/n" with 0 <= i < n (decimal); ValueError naming the spec otherwise ("3/2", "a/b", "1").
-Shard parse_shard(std::string_view spec);
-
-}  // namespace dlavm::tune
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/tune/shard-inl.hpp
-// Definitions for tune/shard.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/tune/shard.hpp
-// end dlavm/tune/shard.hpp
-
-#include <charconv>
-#include <cstdint>
-
-namespace dlavm::tune {
-
-DLAVM_INLINE Shard parse_shard(std::string_view spec) {
-  const auto slash = spec.find('/');
-  const auto number = [&](std::string_view text, std::size_t& out) {
-    const auto* end = text.data() + text.size();
-    const auto r = std::from_chars(text.data(), end, out);
-    return !text.empty() && r.ec == std::errc() && r.ptr == end;
-  };
-  Shard s;
-  if (slash == std::string_view::npos || !number(spec.substr(0, slash), s.index) ||
-      !number(spec.substr(slash + 1), s.count))
-    raise<ValueError>("shard '{}' is not i/n (two decimal numbers, e.g. 0/4)", spec);
-  if (s.count == 0 || s.index >= s.count)
-    raise<ValueError>("shard '{}': the index must be in [0, {}), the number of shards", spec,
-                      s.count);
-  return s;
-}
-
-}  // namespace dlavm::tune
-// end dlavm/tune/shard-inl.hpp
-#endif
-// end dlavm/tune/shard.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
 // begin dlavm/tune/task.hpp
 // Tuning tasks: a workload of a model with its strategy's knob space, the candidates worth
 // evaluating (the points that pass the space's check, ranked by its analytic estimate), and
@@ -29370,8 +29330,8 @@ struct Task {
 std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
 
 // The points of `space` that pass its check, the `top` of least estimate (all when top is 0),
-// in order of estimate (ties in enumeration order). CapacityError naming the constraint when
-// no point passes: the reason of the space's first point.
+// in order of estimate (ties in enumeration order). CapacityError when no point passes, naming
+// the constraints that removed them (most points first, each with one point's reason).
 std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                   std::size_t top = 0);
 
@@ -29408,6 +29368,7 @@ Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env
 #include <range/v3/view/iota.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 
@@ -29423,6 +29384,47 @@ DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Tar
   return out;
 }
 
+namespace detail {
+
+// Why no point of the space passes its check: the constraints that removed them, most points
+// first, each with how many it removed and one point's own reason. Reasons are grouped by
+// their text with the numbers taken out ("a block of 5 does not divide the 56 output rows"
+// and "... of 3 ... the 56 ..." are one constraint).
+inline std::string why_empty(const graph::KnobSpace& space) {
+  if (space.size() == 0) return "the knob space is empty (a knob has no values)";
+  struct Constraint {
+    std::size_t points = 0;
+    std::string example;
+  };
+  std::map<std::string, Constraint> constraints;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    const auto point = space.point(i);
+    const auto why = space.check(point).value_or("?");
+    std::string shape;
+    for (std::size_t c = 0; c < why.size(); ++c)
+      if (!std::isdigit(static_cast<unsigned char>(why[c])))
+        shape += why[c];
+      else if (shape.empty() || shape.back() != '#')
+        shape += '#';
+    auto& k = constraints[shape];
+    if (k.points++ == 0)
+      k.example = fmt::format("{}: {}", graph::to_string(space.knobs_of(point)), why);
+  }
+  std::vector<const Constraint*> order;
+  for (const auto& [shape, k] : constraints) order.push_back(&k);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Constraint* a, const Constraint* b) { return a->points > b->points; });
+  std::string out =
+      fmt::format("none of the {} points of the knob space passes its check:", space.size());
+  for (std::size_t i = 0; i < order.size() && i < 3; ++i)
+    out += fmt::format("{} {} removed by the constraint of ({})", i ? ";" : "", order[i]->points,
+                       order[i]->example);
+  if (order.size() > 3) out += fmt::format("; and {} more constraints", order.size() - 3);
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                                std::size_t top) {
   // lazily: a point is made and checked only as the pipeline reaches it, and estimated only
@@ -29435,14 +29437,7 @@ DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::Knob
                  ranges::views::filter([&](std::size_t i) { return !space.check(space.point(i)); });
   std::vector<Ranked> ranked;
   for (const std::size_t i : passing) ranked.push_back({i, space.estimate(space.point(i))});
-  if (ranked.empty()) {
-    if (space.size() == 0) raise<CapacityError>("tune: the knob space is empty");
-    const auto first = space.point(0);
-    raise<CapacityError>(
-        "tune: none of the {} points of the knob space passes its check (the "
-        "first, {}: {})",
-        space.size(), graph::to_string(space.knobs_of(first)), space.check(first).value_or("?"));
-  }
+  if (ranked.empty()) raise<CapacityError>("tune: {}", detail::why_empty(space));
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
   if (top != 0 && ranked.size() > top) ranked.resize(top);
@@ -29514,6 +29509,436 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
 }  // namespace dlavm::tune
 // end dlavm/tune/task-inl.hpp
 #endif
+// end dlavm/tune/task.hpp
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::tune {
+
+struct ConfigEntry {
+  std::string key{};                 // an op ("conv2d") or a workload's key
+  std::vector<graph::Knob> knobs{};  // the values each listed knob keeps, in the config's order
+  std::size_t line = 0;              // where the entry's key is in its file (0: not read)
+  std::vector<std::size_t> knob_lines{};  // where each knob's key is (empty: not read)
+};
+
+struct TuningConfig {
+  std::string source = "<config>";  // the file it was read from, for messages
+  std::vector<ConfigEntry> ops{};
+  std::vector<ConfigEntry> workloads{};
+};
+
+// A config from JSON text; ParseError "<source>:<line>: <what is wrong>" for text that is not
+// JSON, an unknown field, a knob whose values are not a non-empty array of integers.
+TuningConfig parse_config(std::string_view text, std::string_view source = "<config>");
+// The same from a file; ValueError when it cannot be opened.
+TuningConfig read_config(const std::filesystem::path& path);
+
+// Pretty JSON, one knob per line: what parse_config reads back equal (lines aside).
+std::string to_json(const TuningConfig& config);
+
+// The whole space of every task, by workload: a starting point to edit.
+TuningConfig config_of(std::span<const Task> tasks);
+
+// Narrows each task's space by the config (see above). Returns "<source>:<line>: ..." for
+// each entry that matched no task (a config written for another model); ValueError naming
+// the file, line, workload and knob for a knob the space does not have or a value outside
+// its domain.
+std::vector<std::string> restrict(std::span<Task> tasks, const TuningConfig& config);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/config-inl.hpp
+// Definitions for tune/config.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tune/config.hpp
+// end dlavm/tune/config.hpp
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace dlavm::tune {
+
+namespace detail {
+
+// A char iterator over the config's text that counts the newlines it has passed: JSON's
+// parser reads through it, so when the parser reports a key, *line is the key's line (the
+// lexer has just read the key's closing quote and nothing past it).
+struct LineCountingIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  const char* at = nullptr;
+  std::size_t* line = nullptr;
+  reference operator*() const { return *at; }
+  LineCountingIterator& operator++() {
+    if (*at == '\n') ++*line;
+    ++at;
+    return *this;
+  }
+  LineCountingIterator operator++(int) {
+    auto old = *this;
+    ++*this;
+    return old;
+  }
+  friend bool operator==(const LineCountingIterator& a, const LineCountingIterator& b) {
+    return a.at == b.at;
+  }
+};
+
+// The line of every object key, by its path (keys joined with '\x1f'), from a SAX pass.
+class KeyLines : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit KeyLines(const std::size_t* line) : line_(line) {}
+  std::map<std::string, std::size_t> lines;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    path_.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    path_.back() = k;
+    std::string p;
+    for (const auto& part : path_) p += part + '\x1f';
+    lines.emplace(std::move(p), *line_);
+    return true;
+  }
+  bool end_object() override {
+    path_.pop_back();
+    return true;
+  }
+  // arrays hold knob values only: they need no lines of their own
+  bool start_array(std::size_t) override {
+    path_.emplace_back();
+    return true;
+  }
+  bool end_array() override {
+    path_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  const std::size_t* line_;
+  std::vector<std::string> path_;
+};
+
+inline std::size_t line_of_byte(std::string_view text, std::size_t byte) {
+  const auto end = text.begin() + static_cast<std::ptrdiff_t>(std::min(byte, text.size()));
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), end, '\n'));
+}
+
+// The entries of "ops" or "workloads": each key an op or workload, each value an object of
+// knobs, each knob a non-empty array of integers.
+inline std::vector<ConfigEntry> config_entries(const nlohmann::ordered_json& section,
+                                               std::string_view field,
+                                               const std::map<std::string, std::size_t>& lines,
+                                               std::string_view source) {
+  const auto line = [&](std::initializer_list<std::string_view> path) -> std::size_t {
+    std::string p;
+    for (const auto part : path) p += std::string(part) + '\x1f';
+    const auto it = lines.find(p);
+    return it == lines.end() ? 0 : it->second;
+  };
+  if (!section.is_object())
+    raise<ParseError>("{}:{}: '{}' is {}, not an object", source, line({field}), field,
+                      section.type_name());
+  std::vector<ConfigEntry> out;
+  for (const auto& [key, knobs] : section.items()) {
+    ConfigEntry e{.key = key, .line = line({field, key})};
+    if (!knobs.is_object())
+      raise<ParseError>("{}:{}: {}: its knobs are {}, not an object", source, e.line, key,
+                        knobs.type_name());
+    for (const auto& [name, values] : knobs.items()) {
+      const std::size_t at = line({field, key, name});
+      const bool integers = values.is_array() && !values.empty() &&
+                            std::all_of(values.begin(), values.end(),
+                                        [](const auto& v) { return v.is_number_integer(); });
+      if (!integers)
+        raise<ParseError>("{}:{}: {}: knob '{}' is {}, not a non-empty array of integers", source,
+                          at, key, name, values.dump());
+      e.knobs.push_back({name, values.get<std::vector<std::int64_t>>()});
+      e.knob_lines.push_back(at);
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+inline std::string where(const TuningConfig& c, std::size_t line) {
+  return line ? fmt::format("{}:{}", c.source, line) : c.source;
+}
+
+inline std::string knob_where(const TuningConfig& c, const ConfigEntry& e, std::size_t k) {
+  return where(c, k < e.knob_lines.size() ? e.knob_lines[k] : e.line);
+}
+
+// The index of the entry's knob k in the task's space; ValueError listing the space's knobs.
+inline std::size_t knob_index(const TuningConfig& c, const ConfigEntry& e, std::size_t k,
+                              const Task& task) {
+  const auto& knobs = task.space.knobs;
+  for (std::size_t i = 0; i < knobs.size(); ++i)
+    if (knobs[i].name == e.knobs[k].name) return i;
+  std::vector<std::string_view> names;
+  for (const auto& knob : knobs) names.push_back(knob.name);
+  raise<ValueError>("{}: {}: '{}' is not a knob of {}'s space ({})", knob_where(c, e, k), e.key,
+                    e.knobs[k].name, task.workload.op, fmt::join(names, ", "));
+}
+
+// The values of `domain` that `wanted` lists, in the domain's order.
+inline std::vector<std::int64_t> kept_values(std::span<const std::int64_t> domain,
+                                             std::span<const std::int64_t> wanted) {
+  std::vector<std::int64_t> out;
+  for (const auto v : domain)
+    if (std::find(wanted.begin(), wanted.end(), v) != wanted.end()) out.push_back(v);
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE TuningConfig parse_config(std::string_view text, std::string_view source) {
+  TuningConfig c{.source = std::string(source)};
+  const auto root = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (root.is_discarded()) {
+    // parse again for the position and the parser's own account of what is wrong
+    try {
+      const auto again = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      std::string what = e.what();
+      if (const auto colon = what.find(": "); colon != std::string::npos) what.erase(0, colon + 2);
+      raise<ParseError>("{}:{}: not JSON: {}", source, detail::line_of_byte(text, e.byte), what);
+    }
+  }
+  std::size_t line = 1;
+  detail::KeyLines key_lines(&line);
+  nlohmann::json::sax_parse(detail::LineCountingIterator{text.data(), &line},
+                            detail::LineCountingIterator{text.data() + text.size(), &line},
+                            &key_lines);
+  if (!root.is_object())
+    raise<ParseError>("{}:1: a tuning config is an object with 'ops' and 'workloads', not {}",
+                      source, root.type_name());
+  for (const auto& [field, section] : root.items()) {
+    if (field == "ops") {
+      c.ops = detail::config_entries(section, field, key_lines.lines, source);
+    } else if (field == "workloads") {
+      c.workloads = detail::config_entries(section, field, key_lines.lines, source);
+    } else {
+      raise<ParseError>("{}:{}: unknown field '{}' (a tuning config has 'ops' and 'workloads')",
+                        source, key_lines.lines[field + '\x1f'], field);
+    }
+  }
+  return c;
+}
+
+DLAVM_INLINE TuningConfig read_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) raise<ValueError>("tuning config '{}' cannot be opened", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path.string());
+}
+
+DLAVM_INLINE std::string to_json(const TuningConfig& config) {
+  const auto section = [](std::string& out, std::string_view field,
+                          const std::vector<ConfigEntry>& entries) {
+    out += fmt::format("  \"{}\": {{", field);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      out += fmt::format("{}\n    {}: {{", i ? "," : "", nlohmann::json(entries[i].key).dump());
+      const auto& knobs = entries[i].knobs;
+      for (std::size_t k = 0; k < knobs.size(); ++k)
+        out += fmt::format("{}\n      {}: [{}]", k ? "," : "", nlohmann::json(knobs[k].name).dump(),
+                           fmt::join(knobs[k].values, ", "));
+      out += knobs.empty() ? "}" : "\n    }";
+    }
+    out += entries.empty() ? "}" : "\n  }";
+  };
+  std::string out = "{\n";
+  section(out, "ops", config.ops);
+  out += ",\n";
+  section(out, "workloads", config.workloads);
+  out += "\n}\n";
+  return out;
+}
+
+DLAVM_INLINE TuningConfig config_of(std::span<const Task> tasks) {
+  TuningConfig c;
+  for (const auto& t : tasks) c.workloads.push_back({.key = t.key, .knobs = t.space.knobs});
+  return c;
+}
+
+DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const TuningConfig& config) {
+  // every value is checked against the strategy's own domain, whatever entries narrowed first
+  std::vector<std::vector<graph::Knob>> domains;
+  for (const auto& t : tasks) domains.push_back(t.space.knobs);
+  const auto contains = [](std::span<const std::int64_t> values, std::int64_t v) {
+    return std::find(values.begin(), values.end(), v) != values.end();
+  };
+  std::vector<std::string> unused;
+  // an op's entry: intersected with each workload's domain; a value no workload has is a typo
+  for (const auto& e : config.ops) {
+    const auto of_op = [&](const Task& t) { return t.workload.op == e.key; };
+    if (std::none_of(tasks.begin(), tasks.end(), of_op)) {
+      unused.push_back(
+          fmt::format("{}: op '{}' has no workload here", detail::where(config, e.line), e.key));
+      continue;
+    }
+    for (std::size_t k = 0; k < e.knobs.size(); ++k) {
+      const auto& wanted = e.knobs[k].values;
+      // a value in no workload's own domain first: the message for a typo
+      for (const auto v : wanted) {
+        bool somewhere = false;
+        for (std::size_t t = 0; t < tasks.size(); ++t)
+          if (of_op(tasks[t]))
+            somewhere = somewhere ||
+                        contains(domains[t][detail::knob_index(config, e, k, tasks[t])].values, v);
+        if (!somewhere)
+          raise<ValueError>("{}: {}: knob '{}' = {} is in the domain of none of its workloads",
+                            detail::knob_where(config, e, k), e.key, e.knobs[k].name, v);
+      }
+      for (auto& task : tasks) {
+        if (!of_op(task)) continue;
+        auto& knob = task.space.knobs[detail::knob_index(config, e, k, task)];
+        auto kept = detail::kept_values(knob.values, wanted);
+        if (kept.empty())
+          raise<ValueError>("{}: {}: knob '{}' keeps none of [{}] for {} (its values: {})",
+                            detail::knob_where(config, e, k), e.key, knob.name,
+                            fmt::join(wanted, ", "), task.key, fmt::join(knob.values, ", "));
+        knob.values = std::move(kept);
+      }
+    }
+  }
+  // a workload's entry: every value must be of that workload's domain
+  for (const auto& e : config.workloads) {
+    const auto task =
+        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.key == e.key; });
+    if (task == tasks.end()) {
+      unused.push_back(
+          fmt::format("{}: no workload '{}' here", detail::where(config, e.line), e.key));
+      continue;
+    }
+    const auto t = static_cast<std::size_t>(task - tasks.begin());
+    for (std::size_t k = 0; k < e.knobs.size(); ++k) {
+      const std::size_t i = detail::knob_index(config, e, k, *task);
+      const auto& domain = domains[t][i].values;
+      for (const auto v : e.knobs[k].values)
+        if (!contains(domain, v))
+          raise<ValueError>("{}: {}: knob '{}' = {} is outside its domain ({})",
+                            detail::knob_where(config, e, k), e.key, e.knobs[k].name, v,
+                            fmt::join(domain, ", "));
+      auto& knob = task->space.knobs[i];
+      auto kept = detail::kept_values(knob.values, e.knobs[k].values);
+      if (kept.empty())
+        raise<ValueError>("{}: {}: knob '{}' keeps none of [{}] (the op's entry left {})",
+                          detail::knob_where(config, e, k), e.key, knob.name,
+                          fmt::join(e.knobs[k].values, ", "), fmt::join(knob.values, ", "));
+      knob.values = std::move(kept);
+    }
+  }
+  return unused;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/config-inl.hpp
+#endif
+// end dlavm/tune/config.hpp
+// begin dlavm/tune/record.hpp
+// end dlavm/tune/record.hpp
+// begin dlavm/tune/shard.hpp
+// Shards: a deterministic slice of a tuning run for one of several ordinary processes (a
+// Slurm job array, Kubernetes indexed jobs, GNU parallel), each writing its own log; merging
+// the logs (tune::merge) gives the single run's records.
+//
+//   tune::Shard s = tune::parse_shard("3/8");       // the fourth of eight
+//   if (s.contains(candidate_index)) ...           // index % 8 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+
+#include <cstddef>
+#include <string_view>
+
+namespace dlavm::tune {
+
+struct Shard {
+  std::size_t index = 0, count = 1;
+  // Candidate `i` of the enumeration belongs to this shard: round robin, so that every shard
+  // gets its share of each workload.
+  bool contains(std::size_t i) const { return i % count == index; }
+};
+
+// "i/n" with 0 <= i < n (decimal); ValueError naming the spec otherwise ("3/2", "a/b", "1").
+Shard parse_shard(std::string_view spec);
+
+}  // namespace dlavm::tune
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/tune/shard-inl.hpp
+// Definitions for tune/shard.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/tune/shard.hpp
+// end dlavm/tune/shard.hpp
+
+#include <charconv>
+#include <cstdint>
+
+namespace dlavm::tune {
+
+DLAVM_INLINE Shard parse_shard(std::string_view spec) {
+  const auto slash = spec.find('/');
+  const auto number = [&](std::string_view text, std::size_t& out) {
+    const auto* end = text.data() + text.size();
+    const auto r = std::from_chars(text.data(), end, out);
+    return !text.empty() && r.ec == std::errc() && r.ptr == end;
+  };
+  Shard s;
+  if (slash == std::string_view::npos || !number(spec.substr(0, slash), s.index) ||
+      !number(spec.substr(slash + 1), s.count))
+    raise<ValueError>("shard '{}' is not i/n (two decimal numbers, e.g. 0/4)", spec);
+  if (s.count == 0 || s.index >= s.count)
+    raise<ValueError>("shard '{}': the index must be in [0, {}), the number of shards", spec,
+                      s.count);
+  return s;
+}
+
+}  // namespace dlavm::tune
+// end dlavm/tune/shard-inl.hpp
+#endif
+// end dlavm/tune/shard.hpp
+// begin dlavm/tune/task.hpp
 // end dlavm/tune/task.hpp
 // begin dlavm/tune/tuner.hpp
 // The search: every candidate of a model's tasks (each task's points that pass the check,

@@ -7,6 +7,7 @@
 
 #include "../vta/temp_dir.hpp"
 #include <chrono>
+#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,6 +34,25 @@ pid_t spawn(std::vector<std::string> args) {
   pid_t pid = 0;
   REQUIRE(posix_spawn(&pid, DLAVM_TUNE_EXE, nullptr, nullptr, argv.data(), environ) == 0);
   return pid;
+}
+
+// dlavm-tune with its standard output written to `out`; its exit status.
+int run_to_file(std::vector<std::string> args, const std::string& out) {
+  args.insert(args.begin(), DLAVM_TUNE_EXE);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, DLAVM_TUNE_EXE, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(spawned == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // The process's exit status, or -signal when a signal ended it.
@@ -95,6 +115,34 @@ TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats n
   CHECK(wait_for(spawn({"best", merged})) == 0);
   CHECK(wait_for(spawn({"tune", "nosuchmodel", "--log", merged + ".x"})) == 1);
   CHECK(wait_for(spawn({"tune", "mlp", "--log", merged + ".y", "--shard", "3/2"})) == 1);
+}
+
+TEST_CASE("dlavm-tune: space writes the spaces, and tune --config searches the edited ones") {
+  const dlavm_test::TempDir dir("dlavm_tune_space");
+  const std::string spaces = dir.str() + "/spaces.json", narrowed = dir.str() + "/narrowed.json";
+  REQUIRE(run_to_file({"space", "mlp"}, spaces) == 0);
+  auto config = tune::read_config(spaces);
+  REQUIRE(!config.workloads.empty());
+  // every workload's last knob (threads: 2, 1) narrowed to its last value
+  std::map<std::string, std::pair<std::string, std::int64_t>> kept;
+  for (auto& e : config.workloads) {
+    auto& k = e.knobs.back();
+    k.values = {k.values.back()};
+    kept[e.key] = {k.name, k.values[0]};
+  }
+  std::ofstream(narrowed) << tune::to_json(config);
+  const std::string log = dir.str() + "/narrowed.log";
+  REQUIRE(wait_for(spawn({"tune", "mlp", "--log", log, "--config", narrowed})) == 0);
+  const auto records = tune::read_log(log).records;
+  CHECK(!records.empty());
+  for (const auto& r : records)
+    CHECK(r.knobs.at(kept.at(r.workload).first) == kept.at(r.workload).second);
+  // a malformed config is an error, and no log is written
+  std::ofstream(dir.str() + "/bad.json") << "{\n  \"ops\": {\"dense\": {\"x\": 1}}\n}\n";
+  CHECK(run_to_file(
+            {"tune", "mlp", "--log", dir.str() + "/bad.log", "--config", dir.str() + "/bad.json"},
+            dir.str() + "/bad.out") == 1);
+  CHECK(lines(dir.str() + "/bad.log") == 0);
 }
 
 }  // namespace tune_kill

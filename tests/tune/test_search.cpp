@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "small_model.hpp"
 #include <map>
 #include <set>
 #include <sstream>
@@ -16,17 +17,7 @@ namespace tune_search {
 
 using namespace dlavm;
 
-// Two convolutions and a dense layer, each with a requantizing epilogue.
-graph::Function small_model() {
-  auto x = graph::input("x", {1, 32, 14, 14}, DType::int8());
-  auto w0 = graph::constant("w0", te::NDArray::random(DType::int8(), {32, 32, 3, 3}, 1, -8, 8));
-  auto w1 = graph::constant("w1", te::NDArray::random(DType::int8(), {64, 32, 1, 1}, 2, -8, 8));
-  auto y = graph::requantize(graph::conv2d(x, w0, {.padding = {1, 1, 1, 1}}), {.shift = 6});
-  y = graph::requantize(graph::conv2d(y, w1, {.strides = {2, 2}}), {.shift = 5});
-  auto w2 = graph::constant("w2", te::NDArray::random(DType::int8(), {16, 64 * 7 * 7}, 3, -4, 4));
-  auto z = graph::requantize(graph::dense(graph::flatten(y), w2), {.shift = 8});
-  return graph::function({x}, {z});
-}
+using tune_test::small_model;
 
 // The records without their build times, keyed by candidate.
 std::map<std::string, std::pair<std::optional<std::int64_t>, std::int64_t>> by_candidate(

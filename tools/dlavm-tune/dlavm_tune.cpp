@@ -3,7 +3,8 @@
 // best schedules. A log is only ever appended to: a killed run is continued with --resume.
 //
 //   dlavm-tune tune resnet18 --log r18.log [--top 32] [--threads 2] [--shard 0/4]
-//                            [--budget 600] [--resume] [--image 224]
+//                            [--budget 600] [--resume] [--image 224] [--config spaces.json]
+//   dlavm-tune space resnet18 [--image 224] > spaces.json   (every knob space, to edit)
 //   dlavm-tune merge all.log shard0.log shard1.log ...
 //   dlavm-tune best all.log
 //
@@ -30,7 +31,8 @@ using namespace dlavm;
 
 constexpr std::string_view kUsage =
     "usage: dlavm-tune tune MODEL --log FILE [--top K] [--threads N] [--shard I/N]\n"
-    "                       [--budget SECONDS] [--resume] [--image SIZE]\n"
+    "                       [--budget SECONDS] [--resume] [--image SIZE] [--config FILE]\n"
+    "       dlavm-tune space MODEL [--image SIZE]\n"
     "       dlavm-tune merge OUT LOG...\n"
     "       dlavm-tune best LOG\n"
     "MODEL: resnet18 | mlp\n";
@@ -70,6 +72,7 @@ int run_tune(const std::vector<std::string_view>& args) {
   tune::TuneOptions options;
   bool resume = false;
   std::int64_t image = 224;
+  std::string config_path;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto flag = args[i];
     if (flag == "--resume") {
@@ -90,6 +93,8 @@ int run_tune(const std::vector<std::string_view>& args) {
       options.budget_seconds = static_cast<double>(integer(flag, value));
     } else if (flag == "--image") {
       image = integer(flag, value);
+    } else if (flag == "--config") {
+      config_path = value;
     } else {
       throw ValueError(fmt::format("dlavm-tune tune: unknown option '{}'", flag));
     }
@@ -105,13 +110,29 @@ int run_tune(const std::vector<std::string_view>& args) {
     done = std::move(log.records);
   }
   const graph::Target target;
-  const auto tasks = tune::tasks(model(args[0], image), target);
+  auto tasks = tune::tasks(model(args[0], image), target);
+  if (!config_path.empty())
+    for (const auto& w : tune::restrict(tasks, tune::read_config(config_path)))
+      fmt::print(stderr, "warning: {}\n", w);
   std::ofstream out(log_path, std::ios::app);
   if (!out) throw ValueError(fmt::format("dlavm-tune: cannot write '{}'", log_path));
   if (isatty(STDERR_FILENO)) options.progress = progress_line;
   const auto written = tune::tune(tasks, target.env, out, done, options);
   fmt::print("{}: {} workloads, {} candidates evaluated ({} in the log before)\n", args[0],
              tasks.size(), written.size(), done.size());
+  return 0;
+}
+
+int run_space(const std::vector<std::string_view>& args) {
+  if (args.empty()) throw ValueError("dlavm-tune space: which model?");
+  std::int64_t image = 224;
+  for (std::size_t i = 1; i < args.size(); i += 2) {
+    if (args[i] != "--image" || i + 1 >= args.size())
+      throw ValueError(fmt::format("dlavm-tune space: unknown option '{}'", args[i]));
+    image = integer(args[i], args[i + 1]);
+  }
+  const graph::Target target;
+  fmt::print("{}", tune::to_json(tune::config_of(tune::tasks(model(args[0], image), target))));
   return 0;
 }
 
@@ -152,6 +173,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (command == "tune") return run_tune(args);
+    if (command == "space") return run_space(args);
     if (command == "merge") return run_merge(args);
     if (command == "best") return run_best(args);
     fmt::print(stderr, "dlavm-tune: unknown command '{}'\n{}", command, kUsage);

@@ -15,6 +15,7 @@
 #include <range/v3/view/iota.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 
@@ -30,6 +31,47 @@ DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Tar
   return out;
 }
 
+namespace detail {
+
+// Why no point of the space passes its check: the constraints that removed them, most points
+// first, each with how many it removed and one point's own reason. Reasons are grouped by
+// their text with the numbers taken out ("a block of 5 does not divide the 56 output rows"
+// and "... of 3 ... the 56 ..." are one constraint).
+inline std::string why_empty(const graph::KnobSpace& space) {
+  if (space.size() == 0) return "the knob space is empty (a knob has no values)";
+  struct Constraint {
+    std::size_t points = 0;
+    std::string example;
+  };
+  std::map<std::string, Constraint> constraints;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    const auto point = space.point(i);
+    const auto why = space.check(point).value_or("?");
+    std::string shape;
+    for (std::size_t c = 0; c < why.size(); ++c)
+      if (!std::isdigit(static_cast<unsigned char>(why[c])))
+        shape += why[c];
+      else if (shape.empty() || shape.back() != '#')
+        shape += '#';
+    auto& k = constraints[shape];
+    if (k.points++ == 0)
+      k.example = fmt::format("{}: {}", graph::to_string(space.knobs_of(point)), why);
+  }
+  std::vector<const Constraint*> order;
+  for (const auto& [shape, k] : constraints) order.push_back(&k);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Constraint* a, const Constraint* b) { return a->points > b->points; });
+  std::string out =
+      fmt::format("none of the {} points of the knob space passes its check:", space.size());
+  for (std::size_t i = 0; i < order.size() && i < 3; ++i)
+    out += fmt::format("{} {} removed by the constraint of ({})", i ? ";" : "", order[i]->points,
+                       order[i]->example);
+  if (order.size() > 3) out += fmt::format("; and {} more constraints", order.size() - 3);
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                                std::size_t top) {
   // lazily: a point is made and checked only as the pipeline reaches it, and estimated only
@@ -42,14 +84,7 @@ DLAVM_INLINE std::vector<std::vector<std::int64_t>> candidates(const graph::Knob
                  ranges::views::filter([&](std::size_t i) { return !space.check(space.point(i)); });
   std::vector<Ranked> ranked;
   for (const std::size_t i : passing) ranked.push_back({i, space.estimate(space.point(i))});
-  if (ranked.empty()) {
-    if (space.size() == 0) raise<CapacityError>("tune: the knob space is empty");
-    const auto first = space.point(0);
-    raise<CapacityError>(
-        "tune: none of the {} points of the knob space passes its check (the "
-        "first, {}: {})",
-        space.size(), graph::to_string(space.knobs_of(first)), space.check(first).value_or("?"));
-  }
+  if (ranked.empty()) raise<CapacityError>("tune: {}", detail::why_empty(space));
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
   if (top != 0 && ranked.size() > top) ranked.resize(top);

@@ -37,8 +37,8 @@ struct Task {
 std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
 
 // The points of `space` that pass its check, the `top` of least estimate (all when top is 0),
-// in order of estimate (ties in enumeration order). CapacityError naming the constraint when
-// no point passes: the reason of the space's first point.
+// in order of estimate (ties in enumeration order). CapacityError when no point passes, naming
+// the constraints that removed them (most points first, each with one point's reason).
 std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                   std::size_t top = 0);
 
