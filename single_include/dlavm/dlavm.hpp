@@ -26083,9 +26083,12 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
   const auto c = detail::conv2d_counts_at_max(env, shape, epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
-  // load module: per step, ic_block input windows and one weight block
+  // load module: per step, ic_block input windows and one weight block. A strided window's
+  // columns are no DMA row (the DMA strides rows only): each of its rows is a load of its own.
+  const std::int64_t window_loads =
+      t.ic_block * (detail::strided_window(shape) ? t.h_block : std::int64_t{1});
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
-                      static_cast<double>(c.steps * (t.ic_block + 1)) * transfer;
+                      static_cast<double>(c.steps * (window_loads + 1)) * transfer;
   // compute module: the GEMM micro-ops, the epilogue's ALU passes, per-instruction costs
   const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
   const double gemm = static_cast<double>(out_tiles * n.ic * shape.kernel[0] * shape.kernel[1]);
@@ -28987,7 +28990,8 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // candidates of each workload.
 //
 //   {"workload": "conv2d((1, 64, 56, 56) int8, ...)", "knobs": {"oc": 2, "h": 7, ...},
-//    "cycles": 123456, "dram_bytes": 802816, "build_seconds": 0.004, "error": ""}
+//    "cycles": 123456, "bound_cycles": 120000, "dram_bytes": 802816, "build_seconds": 0.004,
+//    "error": ""}
 //
 //   std::ofstream log("conv.log", std::ios::app);
 //   tune::append(log, {.workload = to_string(w), .knobs = knobs, .cycles = 123456});
@@ -29017,6 +29021,9 @@ struct Record {
   std::string workload{};                // graph::to_string(Workload): the key
   graph::Knobs knobs{};                  // the candidate
   std::optional<std::int64_t> cycles{};  // on the cycle model; nullopt when it failed
+  // The cycle model's roofline bound of the candidate's stream (no schedule of it runs in
+  // fewer cycles): what the search could still gain. 0 in logs written before it was recorded.
+  std::int64_t bound_cycles = 0;
   std::int64_t dram_bytes = 0;
   double build_seconds = 0;
   std::string error{};  // why the candidate failed (empty when it ran)
@@ -29086,6 +29093,7 @@ inline nlohmann::ordered_json record_json(const Record& r) {
     knobs[r.knobs.names[k]] = r.knobs.values[k];
   j["knobs"] = std::move(knobs);
   j["cycles"] = r.cycles ? nlohmann::ordered_json(*r.cycles) : nlohmann::ordered_json(nullptr);
+  j["bound_cycles"] = r.bound_cycles;
   j["dram_bytes"] = r.dram_bytes;
   j["build_seconds"] = r.build_seconds;
   j["error"] = r.error;
@@ -29125,6 +29133,11 @@ DLAVM_INLINE Record parse_record(std::string_view line) {
     if (!cycles->is_number_integer() || cycles->get<std::int64_t>() < 0)
       raise<ParseError>("field 'cycles' is {}, not a count or null", cycles->dump());
     r.cycles = cycles->get<std::int64_t>();
+  }
+  if (const auto bound = j.find("bound_cycles"); bound != j.end()) {
+    if (!bound->is_number_integer() || bound->get<std::int64_t>() < 0)
+      raise<ParseError>("field 'bound_cycles' is {}, not a count", bound->dump());
+    r.bound_cycles = bound->get<std::int64_t>();
   }
   r.dram_bytes = detail::field<std::int64_t>(
       j, "dram_bytes", [](const J& v) { return v.is_number_integer(); }, "an integer");
@@ -29498,6 +29511,7 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
     const auto report =
         vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
     r.cycles = static_cast<std::int64_t>(report.total_cycles);
+    r.bound_cycles = static_cast<std::int64_t>(report.roofline_cycles);
     r.dram_bytes = static_cast<std::int64_t>(report.counters.memory_bytes());
   } catch (const Error& e) {
     r.error = e.what();

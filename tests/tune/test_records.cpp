@@ -21,6 +21,7 @@ tune::Record record(std::string w, std::vector<std::int64_t> values,
   r.knobs.names = {"oc", "h"};
   r.knobs.values = std::move(values);
   r.cycles = cycles;
+  if (cycles) r.bound_cycles = *cycles - 34;
   r.dram_bytes = 4096;
   r.build_seconds = 0.25;
   if (!cycles) r.error = "CapacityError: too large";
@@ -45,6 +46,15 @@ TEST_CASE("a record survives its JSON line; wrong lines say what is wrong") {
       tune::parse_record(
           R"({"workload": "w", "knobs": {}, "cycles": null, "dram_bytes": 0, "build_seconds": 0, "error": ""})"),
       "a record without cycles must say why in 'error'", ParseError);
+  CHECK_THROWS_WITH_AS(
+      tune::parse_record(
+          R"({"workload": "w", "knobs": {}, "cycles": 9, "bound_cycles": -1, "dram_bytes": 0, "build_seconds": 0, "error": ""})"),
+      "field 'bound_cycles' is -1, not a count", ParseError);
+  // a line written before the bound was recorded reads with bound 0
+  CHECK(
+      tune::parse_record(
+          R"({"workload": "w", "knobs": {}, "cycles": 9, "dram_bytes": 0, "build_seconds": 0, "error": ""})")
+          .bound_cycles == 0);
 }
 
 TEST_CASE("a log keeps its good lines and names each bad one; best() ranks by cycles") {

@@ -1,16 +1,19 @@
 // The search: candidates pruned by the space's check and ranked by its estimate; a run's
 // records the same for one thread or two, for one process or three shards merged, and for a
 // run resumed from half its log; every tuned schedule at least as fast as the default choice;
-// and the log's cycles equal to what the built module's steps take on the simulator.
+// and the log's cycles and bounds equal to what the built module's steps take on the simulator.
 #include <dlavm/graph.hpp>
 #include <dlavm/tune.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include "../../examples/models.hpp"
 #include "small_model.hpp"
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 
 namespace tune_search {
@@ -136,9 +139,48 @@ TEST_CASE("tune: the best schedules beat or equal the default, and build what th
     const auto& best = top.at(graph::to_string(step.workload)).front();
     CHECK(step.knobs == best.knobs);
     CHECK(static_cast<std::int64_t>(s.cycles) == *best.cycles);
+    CHECK(static_cast<std::int64_t>(s.roofline_cycles) == best.bound_cycles);
+    CHECK(best.bound_cycles <= *best.cycles);
     seen.insert(graph::to_string(step.workload));
   }
   CHECK(seen.size() == tasks.size());
+}
+
+// Per workload, the best of a search of the `top` best estimates over the best of every
+// candidate: a line per workload worse than 1% (its ratio and key), or nothing.
+std::string worse_than_exhaustive(std::span<const tune::Task> tasks, const vta::Env& env,
+                                  std::size_t top) {
+  std::ostringstream all_log, top_log;
+  const auto all = tune::best(tune::tune(tasks, env, all_log, {}, {.threads = 2}), 1);
+  const auto some = tune::best(tune::tune(tasks, env, top_log, {}, {.top = top, .threads = 2}), 1);
+  std::string out;
+  for (const auto& t : tasks) {
+    const double ratio = static_cast<double>(*some.at(t.key).front().cycles) /
+                         static_cast<double>(*all.at(t.key).front().cycles);
+    if (ratio > 1.01) out += fmt::format("{:.4f} {}\n", ratio, t.key);
+  }
+  return out;
+}
+
+TEST_CASE("tune: the 32 best estimates hold each workload's best within 1% (ResNet-18, 32 x 32)") {
+  const graph::Target target;
+  const auto tasks = tune::tasks(models::ResNet18(32).function(), target);
+  REQUIRE(tasks.size() >= 10);
+  CHECK(worse_than_exhaustive(tasks, target.env, 32) == "");
+}
+
+TEST_SUITE("long") {
+  TEST_CASE("tune (long): the 32 best estimates within 1% on ResNet-18's smaller layers at 224") {
+    const graph::Target target;
+    // the layers of the last three stages (28 x 28 to 7 x 7 outputs): every candidate of each
+    std::vector<tune::Task> small;
+    for (auto& t : tune::tasks(models::ResNet18(224).function(), target))
+      if (t.workload.result.shape.size() == 4 && t.workload.result.shape[2].as_int() &&
+          *t.workload.result.shape[2].as_int() <= 28)
+        small.push_back(std::move(t));
+    REQUIRE(small.size() >= 6);
+    CHECK(worse_than_exhaustive(small, target.env, 32) == "");
+  }
 }
 
 }  // namespace tune_search

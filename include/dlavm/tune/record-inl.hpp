@@ -27,6 +27,7 @@ inline nlohmann::ordered_json record_json(const Record& r) {
     knobs[r.knobs.names[k]] = r.knobs.values[k];
   j["knobs"] = std::move(knobs);
   j["cycles"] = r.cycles ? nlohmann::ordered_json(*r.cycles) : nlohmann::ordered_json(nullptr);
+  j["bound_cycles"] = r.bound_cycles;
   j["dram_bytes"] = r.dram_bytes;
   j["build_seconds"] = r.build_seconds;
   j["error"] = r.error;
@@ -66,6 +67,11 @@ DLAVM_INLINE Record parse_record(std::string_view line) {
     if (!cycles->is_number_integer() || cycles->get<std::int64_t>() < 0)
       raise<ParseError>("field 'cycles' is {}, not a count or null", cycles->dump());
     r.cycles = cycles->get<std::int64_t>();
+  }
+  if (const auto bound = j.find("bound_cycles"); bound != j.end()) {
+    if (!bound->is_number_integer() || bound->get<std::int64_t>() < 0)
+      raise<ParseError>("field 'bound_cycles' is {}, not a count", bound->dump());
+    r.bound_cycles = bound->get<std::int64_t>();
   }
   r.dram_bytes = detail::field<std::int64_t>(
       j, "dram_bytes", [](const J& v) { return v.is_number_integer(); }, "an integer");

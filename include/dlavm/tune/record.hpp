@@ -4,7 +4,8 @@
 // candidates of each workload.
 //
 //   {"workload": "conv2d((1, 64, 56, 56) int8, ...)", "knobs": {"oc": 2, "h": 7, ...},
-//    "cycles": 123456, "dram_bytes": 802816, "build_seconds": 0.004, "error": ""}
+//    "cycles": 123456, "bound_cycles": 120000, "dram_bytes": 802816, "build_seconds": 0.004,
+//    "error": ""}
 //
 //   std::ofstream log("conv.log", std::ios::app);
 //   tune::append(log, {.workload = to_string(w), .knobs = knobs, .cycles = 123456});
@@ -33,6 +34,9 @@ struct Record {
   std::string workload{};                // graph::to_string(Workload): the key
   graph::Knobs knobs{};                  // the candidate
   std::optional<std::int64_t> cycles{};  // on the cycle model; nullopt when it failed
+  // The cycle model's roofline bound of the candidate's stream (no schedule of it runs in
+  // fewer cycles): what the search could still gain. 0 in logs written before it was recorded.
+  std::int64_t bound_cycles = 0;
   std::int64_t dram_bytes = 0;
   double build_seconds = 0;
   std::string error{};  // why the candidate failed (empty when it ran)

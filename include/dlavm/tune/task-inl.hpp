@@ -145,6 +145,7 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
     const auto report =
         vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
     r.cycles = static_cast<std::int64_t>(report.total_cycles);
+    r.bound_cycles = static_cast<std::int64_t>(report.roofline_cycles);
     r.dram_bytes = static_cast<std::int64_t>(report.counters.memory_bytes());
   } catch (const Error& e) {
     r.error = e.what();

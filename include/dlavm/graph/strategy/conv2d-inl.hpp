@@ -296,9 +296,12 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
   const auto c = detail::conv2d_counts_at_max(env, shape, epilogue, t);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
-  // load module: per step, ic_block input windows and one weight block
+  // load module: per step, ic_block input windows and one weight block. A strided window's
+  // columns are no DMA row (the DMA strides rows only): each of its rows is a load of its own.
+  const std::int64_t window_loads =
+      t.ic_block * (detail::strided_window(shape) ? t.h_block : std::int64_t{1});
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
-                      static_cast<double>(c.steps * (t.ic_block + 1)) * transfer;
+                      static_cast<double>(c.steps * (window_loads + 1)) * transfer;
   // compute module: the GEMM micro-ops, the epilogue's ALU passes, per-instruction costs
   const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
   const double gemm = static_cast<double>(out_tiles * n.ic * shape.kernel[0] * shape.kernel[1]);
