@@ -29323,9 +29323,12 @@ DLAVM_INLINE graph::Knobs LogChooser::choose(const graph::Workload& w,
 // end dlavm/graph/target.hpp
 // begin dlavm/tune/record.hpp
 // end dlavm/tune/record.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29353,6 +29356,13 @@ std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
 // outside its knob's domain).
 Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
 
+// Runs the candidate on `device` at the workload's maximal dims, its inputs random (from
+// `seed`), and compares its result with te::evaluate of the kernel's compute: why they differ
+// (the first element that does), or nullopt. Errors of the build raise as they would in
+// evaluate's; the search calls it on a sample of the candidates that ran (TuneOptions).
+std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs, const vta::Env& env,
+                                  vta::Device& device, std::uint64_t seed);
+
 }  // namespace dlavm::tune
 
 #ifndef DLAVM_COMPILED_LIB
@@ -29367,6 +29377,8 @@ Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env
 // end dlavm/graph/place.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
+// begin dlavm/te/evaluate.hpp
+// end dlavm/te/evaluate.hpp
 // begin dlavm/tune/task.hpp
 // end dlavm/tune/task.hpp
 // begin dlavm/vta/hw/cycle_model.hpp
@@ -29518,6 +29530,40 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
   }
   r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs,
+                                               const vta::Env& env, vta::Device& device,
+                                               std::uint64_t seed) {
+  auto kernel = task.strategy->declare(task.workload, env, knobs, "verify");
+  const auto program = vta::build(kernel.schedule, kernel.args, env, "verify");
+  const auto bindings = detail::maximal_bindings(kernel);
+  std::vector<te::NDArray> arrays;
+  std::vector<te::TensorBinding> inputs;
+  for (std::size_t a = 0; a < kernel.args.size(); ++a) {
+    const auto& t = kernel.args[a];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : t.shape()) shape.push_back(ne::eval(d, bindings));
+    // int32 operands (biases, residuals) small enough that no sum wraps
+    const std::int64_t bound = t.dtype().bits() > 8 ? std::int64_t{1} << 16 : 127;
+    arrays.push_back(a + 1 == kernel.args.size()
+                         ? te::NDArray(t.dtype(), shape)
+                         : te::NDArray::random(t.dtype(), shape, seed + a, -bound, bound));
+  }
+  for (std::size_t a = 0; a + 1 < kernel.args.size(); ++a)
+    inputs.push_back({kernel.args[a], arrays[a]});
+  std::vector<te::NDArray*> pointers;
+  for (auto& a : arrays) pointers.push_back(&a);
+  program.run(device, pointers, bindings);
+  const auto want = te::evaluate(kernel.args.back(), inputs, bindings);
+  const std::span<const std::int64_t> got = arrays.back().data(), expected = want.data();
+  const auto [g, w] = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
+  if (g == got.end() && w == expected.end()) return std::nullopt;
+  if (g == got.end() || w == expected.end())
+    return fmt::format("on the device, {} elements, te::evaluate gives {}", got.size(),
+                       expected.size());
+  return fmt::format("on the device, element {} of {} is {}, te::evaluate gives {}",
+                     g - got.begin(), got.size(), *g, *w);
 }
 
 }  // namespace dlavm::tune
@@ -29961,7 +30007,8 @@ DLAVM_INLINE Shard parse_shard(std::string_view spec) {
 // number of threads, so a run's log, and the best schedules read from it, do not depend on it.
 // A resumed run skips the candidates its log already holds (none evaluated twice; a killed run
 // loses at most the candidates in flight, which the resumed run evaluates); a shard evaluates
-// its round-robin slice of the candidates (tune/shard.hpp).
+// its round-robin slice of the candidates (tune/shard.hpp). A sample of the candidates can be
+// checked on a device as well as timed.
 //
 //   auto tasks = tune::tasks(fn, target);
 //   std::ofstream log("model.log", std::ios::app);
@@ -30000,6 +30047,12 @@ struct TuneOptions {
   Shard shard{};              // the slice of the candidates this process evaluates
   double budget_seconds = 0;  // > 0: no candidate is started after this many seconds
   std::function<void(const Progress&)> progress{};  // after each record written
+  // > 0 with a device: every verify_every-th candidate of the enumeration (the same in every
+  // shard) that ran is also run on `device` and compared with te::evaluate (tune::verify); one
+  // that differs is a record with no cycles and the difference as its error. The device runs
+  // one candidate at a time.
+  std::size_t verify_every = 0;
+  vta::Device* device = nullptr;
 };
 
 // Evaluates the candidates (see above) and returns the records it appended to `log`.
@@ -30036,6 +30089,7 @@ namespace detail {
 struct Candidate {
   std::size_t task;
   graph::Knobs knobs;
+  std::size_t index;  // in the enumeration every shard sees alike
 };
 
 }  // namespace detail
@@ -30052,12 +30106,17 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
   for (std::size_t t = 0; t < tasks.size(); ++t)
     for (const auto& p : candidates(tasks[t].space, options.top)) {
       auto knobs = tasks[t].space.knobs_of(p);
-      if (options.shard.contains(index++) && !seen.contains(candidate_key(tasks[t].key, knobs)))
-        todo.push_back({t, std::move(knobs)});
+      if (options.shard.contains(index) && !seen.contains(candidate_key(tasks[t].key, knobs)))
+        todo.push_back({t, std::move(knobs), index});
+      ++index;
     }
   std::vector<std::optional<Record>> results(todo.size());
-  std::mutex mutex;
+  std::mutex mutex, device_mutex;
   std::condition_variable ready;
+  const auto verified = [&](const detail::Candidate& c) {
+    return options.device != nullptr && options.verify_every > 0 &&
+           c.index % options.verify_every == 0;
+  };
   std::atomic<std::size_t> next{0};
   std::size_t finished_workers = 0;
   const auto start = clock::now();
@@ -30077,6 +30136,16 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
           const std::size_t i = next.fetch_add(1);
           if (i >= todo.size() || over_budget()) break;
           Record r = evaluate(tasks[todo[i].task], todo[i].knobs, env);
+          if (r.cycles && verified(todo[i])) {
+            std::lock_guard device_lock(device_mutex);
+            std::optional<std::string> why;
+            try {
+              why = verify(tasks[todo[i].task], todo[i].knobs, env, *options.device, todo[i].index);
+            } catch (const Error& e) {
+              why = e.what();
+            }
+            if (why) r.cycles.reset(), r.bound_cycles = 0, r.error = std::move(*why);
+          }
           std::lock_guard lock(mutex);
           results[i] = std::move(r);
           ready.notify_one();

@@ -117,7 +117,7 @@ TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats n
   CHECK(wait_for(spawn({"tune", "mlp", "--log", merged + ".y", "--shard", "3/2"})) == 1);
 }
 
-TEST_CASE("dlavm-tune: space writes the spaces, and tune --config searches the edited ones") {
+TEST_CASE("dlavm-tune: space writes the spaces, tune --config searches the edited ones") {
   const dlavm_test::TempDir dir("dlavm_tune_space");
   const std::string spaces = dir.str() + "/spaces.json", narrowed = dir.str() + "/narrowed.json";
   REQUIRE(run_to_file({"space", "mlp"}, spaces) == 0);
@@ -132,9 +132,12 @@ TEST_CASE("dlavm-tune: space writes the spaces, and tune --config searches the e
   }
   std::ofstream(narrowed) << tune::to_json(config);
   const std::string log = dir.str() + "/narrowed.log";
-  REQUIRE(wait_for(spawn({"tune", "mlp", "--log", log, "--config", narrowed})) == 0);
+  REQUIRE(wait_for(spawn({"tune", "mlp", "--log", log, "--config", narrowed, "--verify", "1"})) ==
+          0);
   const auto records = tune::read_log(log).records;
   CHECK(!records.empty());
+  // every candidate also ran on the simulator, equal to te::evaluate
+  for (const auto& r : records) CHECK(r.error == "");
   for (const auto& r : records)
     CHECK(r.knobs.at(kept.at(r.workload).first) == kept.at(r.workload).second);
   // a malformed config is an error, and no log is written

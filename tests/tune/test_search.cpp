@@ -146,6 +146,54 @@ TEST_CASE("tune: the best schedules beat or equal the default, and build what th
   CHECK(seen.size() == tasks.size());
 }
 
+// A simulator whose buffers come back with their first byte's low bit flipped: what
+// verification must catch.
+class FlippingDevice : public vta::SimDevice {
+ public:
+  using vta::SimDevice::copy_out;
+  using vta::SimDevice::SimDevice;
+  void copy_out(vta::Buffer src, std::size_t offset, void* dst, std::size_t bytes) override {
+    vta::SimDevice::copy_out(src, offset, dst, bytes);
+    if (bytes > 0) static_cast<unsigned char*>(dst)[0] ^= 1;
+  }
+};
+
+TEST_CASE("tune: a sample of the candidates runs on a device, equal to te::evaluate") {
+  const graph::Target target;
+  const auto tasks = tune::tasks(small_model(), target);
+  // every candidate checked on the simulator: all equal, the records as without checks
+  vta::SimDevice sim(target.env.config);
+  std::ostringstream checked_log, plain_log;
+  const auto checked = tune::tune(tasks, target.env, checked_log, {},
+                                  {.top = 6, .threads = 2, .verify_every = 1, .device = &sim});
+  const auto plain = tune::tune(tasks, target.env, plain_log, {}, {.top = 6, .threads = 2});
+  REQUIRE(checked.size() == plain.size());
+  for (std::size_t i = 0; i < checked.size(); ++i) {
+    CHECK(checked[i].error == "");
+    CHECK(checked[i].cycles == plain[i].cycles);
+  }
+  // a device that returns wrong results: every third candidate is checked and fails
+  FlippingDevice flipping(target.env.config);
+  std::ostringstream log;
+  const auto records = tune::tune(tasks, target.env, log, {},
+                                  {.top = 6, .threads = 2, .verify_every = 3, .device = &flipping});
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CAPTURE(i);
+    if (i % 3 == 0) {
+      CHECK(!records[i].cycles);
+      CHECK(records[i].error.find("te::evaluate gives") != std::string::npos);
+      ++failed;
+    } else {
+      CHECK(records[i].cycles == plain[i].cycles);
+    }
+  }
+  CHECK(failed == (records.size() + 2) / 3);
+  // a failed check is never the best
+  for (const auto& [workload, best] : tune::best(records, 3))
+    for (const auto& r : best) CHECK(r.cycles.has_value());
+}
+
 // Per workload, the best of a search of the `top` best estimates over the best of every
 // candidate: a line per workload worse than 1% (its ratio and key), or nothing.
 std::string worse_than_exhaustive(std::span<const tune::Task> tasks, const vta::Env& env,

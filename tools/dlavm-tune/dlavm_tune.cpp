@@ -4,6 +4,7 @@
 //
 //   dlavm-tune tune resnet18 --log r18.log [--top 32] [--threads 2] [--shard 0/4]
 //                            [--budget 600] [--resume] [--image 224] [--config spaces.json]
+//                            [--verify 50]   (every 50th candidate also run on the simulator)
 //   dlavm-tune space resnet18 [--image 224] > spaces.json   (every knob space, to edit)
 //   dlavm-tune merge all.log shard0.log shard1.log ...
 //   dlavm-tune best all.log
@@ -12,10 +13,12 @@
 // (candidates done, rate, best so far, time left) goes to standard error when it is a terminal.
 #include <dlavm/graph.hpp>
 #include <dlavm/tune.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
 
 #include <fmt/format.h>
 
 #include "models.hpp"
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +35,7 @@ using namespace dlavm;
 constexpr std::string_view kUsage =
     "usage: dlavm-tune tune MODEL --log FILE [--top K] [--threads N] [--shard I/N]\n"
     "                       [--budget SECONDS] [--resume] [--image SIZE] [--config FILE]\n"
+    "                       [--verify N]\n"
     "       dlavm-tune space MODEL [--image SIZE]\n"
     "       dlavm-tune merge OUT LOG...\n"
     "       dlavm-tune best LOG\n"
@@ -95,6 +99,8 @@ int run_tune(const std::vector<std::string_view>& args) {
       image = integer(flag, value);
     } else if (flag == "--config") {
       config_path = value;
+    } else if (flag == "--verify") {
+      options.verify_every = static_cast<std::size_t>(integer(flag, value));
     } else {
       throw ValueError(fmt::format("dlavm-tune tune: unknown option '{}'", flag));
     }
@@ -117,9 +123,13 @@ int run_tune(const std::vector<std::string_view>& args) {
   std::ofstream out(log_path, std::ios::app);
   if (!out) throw ValueError(fmt::format("dlavm-tune: cannot write '{}'", log_path));
   if (isatty(STDERR_FILENO)) options.progress = progress_line;
+  vta::SimDevice simulator(target.env.config);
+  options.device = &simulator;
   const auto written = tune::tune(tasks, target.env, out, done, options);
-  fmt::print("{}: {} workloads, {} candidates evaluated ({} in the log before)\n", args[0],
-             tasks.size(), written.size(), done.size());
+  const auto failed = std::count_if(written.begin(), written.end(),
+                                    [](const tune::Record& r) { return !r.cycles; });
+  fmt::print("{}: {} workloads, {} candidates evaluated, {} failed ({} in the log before)\n",
+             args[0], tasks.size(), written.size(), failed, done.size());
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/place.hpp>
 #include <dlavm/ne/functor.hpp>
+#include <dlavm/te/evaluate.hpp>
 #include <dlavm/tune/task.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
 #include <dlavm/vta/hw/isa.hpp>
@@ -152,6 +153,40 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
   }
   r.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs,
+                                               const vta::Env& env, vta::Device& device,
+                                               std::uint64_t seed) {
+  auto kernel = task.strategy->declare(task.workload, env, knobs, "verify");
+  const auto program = vta::build(kernel.schedule, kernel.args, env, "verify");
+  const auto bindings = detail::maximal_bindings(kernel);
+  std::vector<te::NDArray> arrays;
+  std::vector<te::TensorBinding> inputs;
+  for (std::size_t a = 0; a < kernel.args.size(); ++a) {
+    const auto& t = kernel.args[a];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : t.shape()) shape.push_back(ne::eval(d, bindings));
+    // int32 operands (biases, residuals) small enough that no sum wraps
+    const std::int64_t bound = t.dtype().bits() > 8 ? std::int64_t{1} << 16 : 127;
+    arrays.push_back(a + 1 == kernel.args.size()
+                         ? te::NDArray(t.dtype(), shape)
+                         : te::NDArray::random(t.dtype(), shape, seed + a, -bound, bound));
+  }
+  for (std::size_t a = 0; a + 1 < kernel.args.size(); ++a)
+    inputs.push_back({kernel.args[a], arrays[a]});
+  std::vector<te::NDArray*> pointers;
+  for (auto& a : arrays) pointers.push_back(&a);
+  program.run(device, pointers, bindings);
+  const auto want = te::evaluate(kernel.args.back(), inputs, bindings);
+  const std::span<const std::int64_t> got = arrays.back().data(), expected = want.data();
+  const auto [g, w] = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
+  if (g == got.end() && w == expected.end()) return std::nullopt;
+  if (g == got.end() || w == expected.end())
+    return fmt::format("on the device, {} elements, te::evaluate gives {}", got.size(),
+                       expected.size());
+  return fmt::format("on the device, element {} of {} is {}, te::evaluate gives {}",
+                     g - got.begin(), got.size(), *g, *w);
 }
 
 }  // namespace dlavm::tune

@@ -17,9 +17,11 @@
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>
 #include <dlavm/tune/record.hpp>
+#include <dlavm/vta/hw/device.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,13 @@ std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
 // build. ValueError when `knobs` is not a point of the task's space (other names, a value
 // outside its knob's domain).
 Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
+
+// Runs the candidate on `device` at the workload's maximal dims, its inputs random (from
+// `seed`), and compares its result with te::evaluate of the kernel's compute: why they differ
+// (the first element that does), or nullopt. Errors of the build raise as they would in
+// evaluate's; the search calls it on a sample of the candidates that ran (TuneOptions).
+std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs, const vta::Env& env,
+                                  vta::Device& device, std::uint64_t seed);
 
 }  // namespace dlavm::tune
 

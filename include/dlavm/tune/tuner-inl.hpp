@@ -22,6 +22,7 @@ namespace detail {
 struct Candidate {
   std::size_t task;
   graph::Knobs knobs;
+  std::size_t index;  // in the enumeration every shard sees alike
 };
 
 }  // namespace detail
@@ -38,12 +39,17 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
   for (std::size_t t = 0; t < tasks.size(); ++t)
     for (const auto& p : candidates(tasks[t].space, options.top)) {
       auto knobs = tasks[t].space.knobs_of(p);
-      if (options.shard.contains(index++) && !seen.contains(candidate_key(tasks[t].key, knobs)))
-        todo.push_back({t, std::move(knobs)});
+      if (options.shard.contains(index) && !seen.contains(candidate_key(tasks[t].key, knobs)))
+        todo.push_back({t, std::move(knobs), index});
+      ++index;
     }
   std::vector<std::optional<Record>> results(todo.size());
-  std::mutex mutex;
+  std::mutex mutex, device_mutex;
   std::condition_variable ready;
+  const auto verified = [&](const detail::Candidate& c) {
+    return options.device != nullptr && options.verify_every > 0 &&
+           c.index % options.verify_every == 0;
+  };
   std::atomic<std::size_t> next{0};
   std::size_t finished_workers = 0;
   const auto start = clock::now();
@@ -63,6 +69,16 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
           const std::size_t i = next.fetch_add(1);
           if (i >= todo.size() || over_budget()) break;
           Record r = evaluate(tasks[todo[i].task], todo[i].knobs, env);
+          if (r.cycles && verified(todo[i])) {
+            std::lock_guard device_lock(device_mutex);
+            std::optional<std::string> why;
+            try {
+              why = verify(tasks[todo[i].task], todo[i].knobs, env, *options.device, todo[i].index);
+            } catch (const Error& e) {
+              why = e.what();
+            }
+            if (why) r.cycles.reset(), r.bound_cycles = 0, r.error = std::move(*why);
+          }
           std::lock_guard lock(mutex);
           results[i] = std::move(r);
           ready.notify_one();

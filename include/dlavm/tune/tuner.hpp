@@ -4,7 +4,8 @@
 // number of threads, so a run's log, and the best schedules read from it, do not depend on it.
 // A resumed run skips the candidates its log already holds (none evaluated twice; a killed run
 // loses at most the candidates in flight, which the resumed run evaluates); a shard evaluates
-// its round-robin slice of the candidates (tune/shard.hpp).
+// its round-robin slice of the candidates (tune/shard.hpp). A sample of the candidates can be
+// checked on a device as well as timed.
 //
 //   auto tasks = tune::tasks(fn, target);
 //   std::ofstream log("model.log", std::ios::app);
@@ -40,6 +41,12 @@ struct TuneOptions {
   Shard shard{};              // the slice of the candidates this process evaluates
   double budget_seconds = 0;  // > 0: no candidate is started after this many seconds
   std::function<void(const Progress&)> progress{};  // after each record written
+  // > 0 with a device: every verify_every-th candidate of the enumeration (the same in every
+  // shard) that ran is also run on `device` and compared with te::evaluate (tune::verify); one
+  // that differs is a record with no cycles and the difference as its error. The device runs
+  // one candidate at a time.
+  std::size_t verify_every = 0;
+  vta::Device* device = nullptr;
 };
 
 // Evaluates the candidates (see above) and returns the records it appended to `log`.
