@@ -175,25 +175,28 @@ TEST_CASE("knob spaces: enumeration, names, and the default choice equals the de
   e.add_channel();
   e.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
   const auto space = graph::knob_space(env, shape, e);
-  REQUIRE(space.knobs.size() == 5);
+  REQUIRE(space.knobs.size() == 6);
   CHECK(space.knobs[0].name == "oc");
   CHECK(space.knobs[4].values == std::vector<std::int64_t>{2, 1});
+  CHECK(space.knobs[5].values == std::vector<std::int64_t>{0, 1});
   // the last knob varies fastest
-  CHECK(space.point(0) == std::vector<std::int64_t>{1, 1, 1, 1, 2});
-  CHECK(space.point(1) == std::vector<std::int64_t>{1, 1, 1, 1, 1});
-  CHECK(space.size() == 3 * 4 * 4 * 3 * 2);  // divisors of 4, 14, 14, 4 tiles; 2 threads
+  CHECK(space.point(0) == std::vector<std::int64_t>{1, 1, 1, 1, 2, 0});
+  CHECK(space.point(1) == std::vector<std::int64_t>{1, 1, 1, 1, 2, 1});
+  // divisors of 4, 14, 14, 4 tiles; 2 threads; 2 splits
+  CHECK(space.size() == 3 * 4 * 4 * 3 * 2 * 2);
   const auto knobs = graph::Chooser().choose(graph::Workload{.op = "conv2d"}, space);
   CHECK(graph::Conv2dTiling::of(knobs) == graph::default_conv2d_tiling(env, shape, e));
   CHECK(graph::to_string(knobs).starts_with("oc "));
   CHECK_THROWS_WITH_AS(knobs.at("rows"),
                        "knobs: there is no knob 'rows' (the knobs: oc, h, w, "
-                       "ic, threads)",
+                       "ic, threads, split)",
                        dlavm::ValueError);
   // a space where nothing fits
   graph::KnobSpace none = space;
   none.check = [](std::span<const std::int64_t>) { return std::optional<std::string>("too big"); };
   CHECK_THROWS_WITH_AS(graph::Chooser().choose(graph::Workload{.op = "conv2d"}, none),
-                       doctest::Contains("none of the 288 schedules of its knob space fits (the "
-                                         "first, oc 1, h 1, w 1, ic 1, threads 2: too big)"),
+                       doctest::Contains("none of the 576 schedules of its knob space fits (the "
+                                         "first, oc 1, h 1, w 1, ic 1, threads 2, split 0: too "
+                                         "big)"),
                        dlavm::CapacityError);
 }

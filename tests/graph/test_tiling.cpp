@@ -151,8 +151,8 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
                 .strides = {pick(1, 3), pick(1, 3)},
                 .padding = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)}});
       const auto t = graph::default_conv2d_tiling(env, shape, e);
-      const graph::Conv2dKernel k(env, shape, e, "conv");
-      auto s = k.schedule(t);
+      const graph::Conv2dKernel k(env, shape, e, "conv", t);
+      auto s = k.schedule();
       const auto f = graph::footprint(env, shape, e, t);
       const auto got = allocated(dlavm::vta::build(s, k.args(), env, "conv"));
       CHECK(got.acc == f.acc);

@@ -126,7 +126,8 @@ TEST_CASE("tuning config: malformed text, unknown knobs and values outside a dom
     return std::string("no error");
   };
   CHECK(restrict_error("{\n  \"ops\": {\"conv2d\": {\n    \"hh\": [1]}}}") ==
-        "cfg.json:3: conv2d: 'hh' is not a knob of conv2d's space (oc, h, w, ic, threads)");
+        "cfg.json:3: conv2d: 'hh' is not a knob of conv2d's space (oc, h, w, ic, threads, "
+        "split)");
   CHECK(restrict_error("{\"ops\": {\"conv2d\": {\n\"threads\": [3, 2]}}}") ==
         "cfg.json:2: conv2d: knob 'threads' = 3 is in the domain of none of its workloads");
   // 14-row blocks: conv0 has them, conv1 (7 rows) keeps nothing
@@ -144,13 +145,13 @@ TEST_CASE("tune candidates: a space nothing passes names the constraints that re
   const graph::Target target;
   auto tasks = tune::tasks(small_model(), target);
   // conv0 has two output channel tiles: one block of both leaves one block for two threads
-  tune::restrict(tasks, tune::parse_config(R"({"ops": {"conv2d": {"oc": [2], "threads": [2]}}})"));
+  tune::restrict(tasks, tune::parse_config(
+                            R"({"ops": {"conv2d": {"oc": [2], "threads": [2], "split": [0]}}})"));
   const auto points = tasks[0].space.size();
   const auto expected = fmt::format(
       "none of the {} points of the knob space passes its check: {} "
-      "removed by the constraint of (oc 2, h 1, w 1, ic 1, threads "
-      "2: 2 virtual threads do not divide the 1 output channel "
-      "blocks)",
+      "removed by the constraint of (oc 2, h 1, w 1, ic 1, threads 2, split 0: 2 virtual threads "
+      "do not divide the 1 output channel blocks)",
       points, points);
   CHECK_THROWS_WITH_AS(tune::candidates(tasks[0].space), doctest::Contains(expected.c_str()),
                        CapacityError);

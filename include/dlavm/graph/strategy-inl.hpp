@@ -140,7 +140,7 @@ inline AnchorStrategy conv2d_strategy() {
       if (p > vta::kMaxLoadPad)
         return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
                            vta::kMaxLoadPad);
-    if (auto why = check_tiling(env, shape, e, {1, 1, 1, 1, 1}))
+    if (auto why = check_tiling(env, shape, e, {.oc_block = 1, .h_block = 1, .w_block = 1}))
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
@@ -166,12 +166,14 @@ inline AnchorStrategy conv2d_strategy() {
     const auto logical = conv2d_shape(w);
     const auto shape = vta_conv2d_shape(env, logical);
     const auto t = Conv2dTiling::of(knobs);
-    const Conv2dKernel kernel(env, shape, w.epilogue, name);
-    return VtaKernel{kernel.schedule(t), kernel.args(),
-                     fmt::format("oc {}, h {}, w {}, ic {}, {}{}", t.oc_block, t.h_block, t.w_block,
-                                 t.ic_block, threads_text(t.vthreads),
-                                 shape.kernel == logical.kernel ? "" : ", width unfolded"),
-                     tiling_traffic(env, shape, w.epilogue, t), logical.macs()};
+    const Conv2dKernel kernel(env, shape, w.epilogue, name, t);
+    return VtaKernel{
+        kernel.schedule(), kernel.args(),
+        fmt::format("oc {}, h {}, w {}, ic {}, {}{}{}{}", t.oc_block, t.h_block, t.w_block,
+                    t.ic_block, threads_text(t.vthreads), t.split == 1 ? " over rows" : "",
+                    shape.kernel == logical.kernel ? "" : ", width unfolded",
+                    knobs.get("strided", 1) == 0 ? ", whole window loaded" : ""),
+        tiling_traffic(env, shape, w.epilogue, t), logical.macs()};
   };
   return s;
 }

@@ -7,20 +7,23 @@
 //   data   [N/B, C/BI, H, W, B, BI]  int8      weight [O/BO, C/BI, KH, KW, BO, BI] int8
 //   result [N/B, O/BO, OH, OW, B, BO] int8, the epilogue applied to the int32 sum
 // Padding is done by the input DMA (VTA pads INP loads with zeros, at most 15 rows or
-// columns a side). A 1x1 convolution with strides loads only the rows and columns it reads.
+// columns a side). A 1x1 convolution with strides loads only the rows and columns it reads, or
+// (the tiling's choice) its whole window.
 //
 // Schedule: output blocks of oc_block channel tiles x h_block rows x w_block columns; per
 // block, the input channels are reduced ic_block tiles at a time, each step loading its input
-// window and weights; the output channel blocks alternate between `vthreads` virtual threads
-// (double buffering: one thread's loads overlap the other's GEMMs). The GEMM instructions
+// window and weights; the output channel blocks, or (the tiling's split) the row blocks,
+// alternate between `vthreads` virtual threads (double buffering: one thread's loads overlap
+// the other's GEMMs). The GEMM instructions
 // loop over the block's rows and kernel rows, their micro-ops over the kernel columns and the
 // block's columns; over a symbolic width (a partial last column block) they loop over the
 // block's rows and columns and the micro-ops over the reduction only.
 //
 //   graph::Conv2dShape shape{.batch = 1, .in_channels = 64, .height = 56, .width = 56,
 //                            .out_channels = 64, .kernel = {3, 3}, .padding = {1, 1, 1, 1}};
-//   graph::Conv2dKernel k(env, shape, epilogue, "conv");
-//   auto s = k.schedule(graph::default_conv2d_tiling(env, shape, epilogue));
+//   graph::Conv2dKernel k(env, shape, epilogue, "conv",
+//                         graph::default_conv2d_tiling(env, shape, epilogue));
+//   auto s = k.schedule();
 //   auto prog = vta::build(s, k.args(), env, "conv");
 #pragma once
 
@@ -67,13 +70,18 @@ struct Conv2dTiling {
   std::int64_t h_block = 1;   // output rows per block
   std::int64_t w_block = 1;   // output columns per block
   std::int64_t ic_block = 1;  // input channel tiles per reduction step
-  std::int64_t vthreads = 1;  // virtual threads over the output channel blocks
-  // The knobs, in the order of the knob space (oc, h, w, ic, threads).
-  std::array<std::int64_t*, 5> fields() {
-    return {&oc_block, &h_block, &w_block, &ic_block, &vthreads};
+  std::int64_t vthreads = 1;  // virtual threads
+  std::int64_t split = 0;     // what the threads alternate over: 0 output channel blocks, 1 rows
+  // A 1x1 kernel with strides: 1 loads only the rows and columns it reads (a load per row: the
+  // DMA strides rows, not columns), 0 its whole window (one load, stride x the bytes).
+  std::int64_t strided = 1;
+  // The knobs, in the order of the knob space (oc, h, w, ic, threads, split[, strided]).
+  std::array<std::int64_t*, 7> fields() {
+    return {&oc_block, &h_block, &w_block, &ic_block, &vthreads, &split, &strided};
   }
   static Conv2dTiling of(const Knobs& k) {
-    return {k.at("oc"), k.at("h"), k.at("w"), k.at("ic"), k.at("threads")};
+    return {k.at("oc"),      k.at("h"),         k.at("w"),          k.at("ic"),
+            k.at("threads"), k.get("split", 0), k.get("strided", 1)};
   }
   friend bool operator==(const Conv2dTiling&, const Conv2dTiling&) = default;
 };
@@ -87,18 +95,21 @@ struct Conv2dTiles {
 
 class Conv2dKernel {
  public:
+  // The kernel of one tiling: its `strided` decides what a strided 1x1 kernel's input buffer
+  // holds. ScheduleError when the tiling cannot run the shape (check_tiling).
   Conv2dKernel(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue,
-               const std::string& name);
+               const std::string& name, const Conv2dTiling& tiling);
 
   // data, weight, the epilogue's inputs in order, result.
   std::vector<te::Tensor> args() const;
-  te::Schedule schedule(const Conv2dTiling& t) const;
+  te::Schedule schedule() const;
   const EpilogueStages& epilogue() const { return epilogue_; }
 
  private:
   vta::Env env_;
   Conv2dShape shape_;
   Epilogue epilogue_spec_;
+  Conv2dTiling tiling_;
   te::Tensor data_, weight_, data_buf_, weight_buf_, acc_;
   te::IterVar ic_, dy_, dx_, ic_tns_;
   EpilogueStages epilogue_;
@@ -130,8 +141,9 @@ double estimate_cycles(const vta::Env& env, const Conv2dShape& shape, const Epil
                        const Conv2dTiling& t);
 
 // The knobs of the schedule: oc, h, w, ic (block sizes: the divisors of each tile count, and
-// the powers of two of a symbolic output extent) and threads (2, 1); a point is checked by
-// check_tiling and costed by estimate_cycles.
+// the powers of two of a symbolic output extent), threads (2, 1), split (0 output channel
+// blocks, 1 row blocks) and, for a 1x1 kernel with strides, strided (1, 0); a point is checked
+// by check_tiling and costed by estimate_cycles.
 KnobSpace knob_space(const vta::Env& env, const Conv2dShape& shape, const Epilogue& epilogue);
 
 // The valid tiling of least estimated cycles (ties: the first in knob order). CapacityError when

@@ -40,6 +40,12 @@ DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
   raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
 }
 
+DLAVM_INLINE std::int64_t Knobs::get(std::string_view name, std::int64_t fallback) const {
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == name) return values[i];
+  return fallback;
+}
+
 DLAVM_INLINE std::string to_string(const Knobs& k) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)

@@ -61,6 +61,9 @@ struct Knobs {
   std::vector<std::int64_t> values;  // aligned with names
   // The value of knob `name`; ValueError listing the knobs when there is none.
   std::int64_t at(std::string_view name) const;
+  // The value of knob `name`, or `fallback` when the space has no such knob (a knob a
+  // strategy offers only for some workloads).
+  std::int64_t get(std::string_view name, std::int64_t fallback) const;
   friend bool operator==(const Knobs&, const Knobs&) = default;
 };
 
