@@ -30198,7 +30198,11 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
             } catch (const Error& e) {
               why = e.what();
             }
-            if (why) r.cycles.reset(), r.bound_cycles = 0, r.error = std::move(*why);
+            if (why) {  // a schedule that computes something else is no candidate
+              r.cycles.reset();
+              r.bound_cycles = 0;
+              r.error = std::move(*why);
+            }
           }
           std::lock_guard lock(mutex);
           results[i] = std::move(r);
