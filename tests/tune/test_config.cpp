@@ -56,7 +56,7 @@ TEST_CASE("tuning config: an op's entry and a workload's entry narrow the candid
   auto tasks = tune::tasks(small_model(), target);
   const auto conv0 = tasks[0].key;
   const auto config = tune::parse_config(fmt::format(R"({{
-  "ops": {{"conv2d": {{"threads": [2], "h": [7, 2, 1]}}}},
+  "ops": {{"conv2d": {{"threads": [2], "h": [7, 2, 1], "strided": [0]}}}},
   "workloads": {{{}: {{"h": [7, 14], "ic": [1]}}}}
 }})",
                                                      nlohmann::json(conv0).dump()));
@@ -66,7 +66,8 @@ TEST_CASE("tuning config: an op's entry and a workload's entry narrow the candid
   CHECK(knob(tasks[0], "threads").values == std::vector<std::int64_t>{2});
   CHECK(knob(tasks[0], "h").values == std::vector<std::int64_t>{7});
   CHECK(knob(tasks[0], "ic").values == std::vector<std::int64_t>{1});
-  // conv1 (7 rows): h 1 and 7, in the domain's order
+  // conv1 (7 rows): h 1 and 7, in the domain's order; conv0 has no `strided` knob
+  CHECK(knob(tasks[1], "strided").values == std::vector<std::int64_t>{0});
   CHECK(knob(tasks[1], "h").values == std::vector<std::int64_t>{1, 7});
   CHECK(knob(tasks[1], "threads").values == std::vector<std::int64_t>{2});
   // the dense layer is another op

@@ -144,12 +144,19 @@ inline std::string knob_where(const TuningConfig& c, const ConfigEntry& e, std::
   return where(c, k < e.knob_lines.size() ? e.knob_lines[k] : e.line);
 }
 
+// The index of knob `name` in the task's space, or nullopt.
+inline std::optional<std::size_t> find_knob(const Task& task, std::string_view name) {
+  const auto& knobs = task.space.knobs;
+  for (std::size_t i = 0; i < knobs.size(); ++i)
+    if (knobs[i].name == name) return i;
+  return std::nullopt;
+}
+
 // The index of the entry's knob k in the task's space; ValueError listing the space's knobs.
 inline std::size_t knob_index(const TuningConfig& c, const ConfigEntry& e, std::size_t k,
                               const Task& task) {
+  if (const auto i = find_knob(task, e.knobs[k].name)) return *i;
   const auto& knobs = task.space.knobs;
-  for (std::size_t i = 0; i < knobs.size(); ++i)
-    if (knobs[i].name == e.knobs[k].name) return i;
   std::vector<std::string_view> names;
   for (const auto& knob : knobs) names.push_back(knob.name);
   raise<ValueError>("{}: {}: '{}' is not a knob of {}'s space ({})", knob_where(c, e, k), e.key,
@@ -255,20 +262,28 @@ DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const Tuni
     }
     for (std::size_t k = 0; k < e.knobs.size(); ++k) {
       const auto& wanted = e.knobs[k].values;
+      // the op's workloads whose spaces have the knob (conv2d's `strided`: 1x1 kernels with
+      // strides only); none is an unknown knob
+      const auto with_knob = [&](const Task& t) {
+        return of_op(t) && detail::find_knob(t, e.knobs[k].name).has_value();
+      };
+      if (std::none_of(tasks.begin(), tasks.end(), with_knob))
+        (void)detail::knob_index(config, e, k, *std::find_if(tasks.begin(), tasks.end(), of_op));
       // a value in no workload's own domain first: the message for a typo
       for (const auto v : wanted) {
         bool somewhere = false;
         for (std::size_t t = 0; t < tasks.size(); ++t)
-          if (of_op(tasks[t]))
-            somewhere = somewhere ||
-                        contains(domains[t][detail::knob_index(config, e, k, tasks[t])].values, v);
+          if (with_knob(tasks[t]))
+            somewhere =
+                somewhere ||
+                contains(domains[t][*detail::find_knob(tasks[t], e.knobs[k].name)].values, v);
         if (!somewhere)
           raise<ValueError>("{}: {}: knob '{}' = {} is in the domain of none of its workloads",
                             detail::knob_where(config, e, k), e.key, e.knobs[k].name, v);
       }
       for (auto& task : tasks) {
-        if (!of_op(task)) continue;
-        auto& knob = task.space.knobs[detail::knob_index(config, e, k, task)];
+        if (!with_knob(task)) continue;
+        auto& knob = task.space.knobs[*detail::find_knob(task, e.knobs[k].name)];
         auto kept = detail::kept_values(knob.values, wanted);
         if (kept.empty())
           raise<ValueError>("{}: {}: knob '{}' keeps none of [{}] for {} (its values: {})",

@@ -15,9 +15,10 @@
 //   auto unused = tune::restrict(tasks, tune::read_config("spaces.json"));
 //
 // An op's entry applies to workloads whose domains differ (a 7-row layer has no 14-row
-// block): its values are intersected with each domain, and only a value no workload of the op
-// has, or a knob left with no value, is an error. A workload's entry must name values of that
-// workload's domain. Every error names the file, the line and the knob.
+// block) and whose knobs may too (conv2d's `strided`): its values are intersected with each
+// domain of the workloads that have the knob, and only a knob none has, a value no workload of
+// the op has, or a knob left with no value, is an error. A workload's entry must name values of
+// that workload's domain. Every error names the file, the line and the knob.
 #pragma once
 
 #include <dlavm/core/api.hpp>
