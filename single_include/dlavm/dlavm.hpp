@@ -29556,6 +29556,22 @@ inline std::vector<std::uint64_t> placed_params(const graph::VtaKernel& k,
   return phys;
 }
 
+// A candidate declared and built, and the maximal dims it runs at: what evaluate times and
+// verify runs. The bindings name the kernel's variables, which the kernel keeps alive.
+struct BuiltCandidate {
+  graph::VtaKernel kernel;
+  vta::Program program;
+  std::vector<ne::Binding> bindings;
+};
+
+inline BuiltCandidate build_candidate(const Task& task, const graph::Knobs& knobs,
+                                      const vta::Env& env, const std::string& name) {
+  auto kernel = task.strategy->declare(task.workload, env, knobs, name);
+  auto program = vta::build(kernel.schedule, kernel.args, env, name);
+  auto bindings = maximal_bindings(kernel);
+  return {std::move(kernel), std::move(program), std::move(bindings)};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env) {
@@ -29571,10 +29587,9 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
   Record r{.workload = task.key, .knobs = knobs};
   const auto start = std::chrono::steady_clock::now();
   try {
-    auto kernel = task.strategy->declare(task.workload, env, knobs, "tune");
-    const auto program = vta::build(kernel.schedule, kernel.args, env, "tune");
-    const auto bindings = detail::maximal_bindings(kernel);
-    const auto stream = program.instantiate(bindings, detail::placed_params(kernel, bindings));
+    const auto c = detail::build_candidate(task, knobs, env, "tune");
+    const auto stream =
+        c.program.instantiate(c.bindings, detail::placed_params(c.kernel, c.bindings));
     const auto report =
         vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
     r.cycles = static_cast<std::int64_t>(report.total_cycles);
@@ -29590,9 +29605,9 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
 DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs,
                                                const vta::Env& env, vta::Device& device,
                                                std::uint64_t seed) {
-  auto kernel = task.strategy->declare(task.workload, env, knobs, "verify");
-  const auto program = vta::build(kernel.schedule, kernel.args, env, "verify");
-  const auto bindings = detail::maximal_bindings(kernel);
+  const auto c = detail::build_candidate(task, knobs, env, "verify");
+  const auto& kernel = c.kernel;
+  const auto& bindings = c.bindings;
   std::vector<te::NDArray> arrays;
   std::vector<te::TensorBinding> inputs;
   for (std::size_t a = 0; a < kernel.args.size(); ++a) {
@@ -29609,7 +29624,7 @@ DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Kn
     inputs.push_back({kernel.args[a], arrays[a]});
   std::vector<te::NDArray*> pointers;
   for (auto& a : arrays) pointers.push_back(&a);
-  program.run(device, pointers, bindings);
+  c.program.run(device, pointers, bindings);
   const auto want = te::evaluate(kernel.args.back(), inputs, bindings);
   const std::span<const std::int64_t> got = arrays.back().data(), expected = want.data();
   const auto [g, w] = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
@@ -29722,7 +29737,15 @@ struct LineCountingIterator {
   }
 };
 
-// The line of every object key, by its path (keys joined with '\x1f'), from a SAX pass.
+// A key's path as one string: its keys from the root, each followed by '\x1f'.
+template <class Keys>
+std::string key_path(const Keys& keys) {
+  std::string out;
+  for (const auto& k : keys) out.append(k).push_back('\x1f');
+  return out;
+}
+
+// The line of every object key, by its path (key_path), from a SAX pass.
 class KeyLines : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit KeyLines(const std::size_t* line) : line_(line) {}
@@ -29741,9 +29764,7 @@ class KeyLines : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& k) override {
     path_.back() = k;
-    std::string p;
-    for (const auto& part : path_) p += part + '\x1f';
-    lines.emplace(std::move(p), *line_);
+    lines.emplace(key_path(path_), *line_);
     return true;
   }
   bool end_object() override {
@@ -29780,9 +29801,7 @@ inline std::vector<ConfigEntry> config_entries(const nlohmann::ordered_json& sec
                                                const std::map<std::string, std::size_t>& lines,
                                                std::string_view source) {
   const auto line = [&](std::initializer_list<std::string_view> path) -> std::size_t {
-    std::string p;
-    for (const auto part : path) p += std::string(part) + '\x1f';
-    const auto it = lines.find(p);
+    const auto it = lines.find(key_path(path));
     return it == lines.end() ? 0 : it->second;
   };
   if (!section.is_object())
@@ -29875,8 +29894,9 @@ DLAVM_INLINE TuningConfig parse_config(std::string_view text, std::string_view s
     } else if (field == "workloads") {
       c.workloads = detail::config_entries(section, field, key_lines.lines, source);
     } else {
-      raise<ParseError>("{}:{}: unknown field '{}' (a tuning config has 'ops' and 'workloads')",
-                        source, key_lines.lines[field + '\x1f'], field);
+      raise<ParseError>(
+          "{}:{}: unknown field '{}' (a tuning config has 'ops' and 'workloads')", source,
+          key_lines.lines[detail::key_path(std::initializer_list<std::string_view>{field})], field);
     }
   }
   return c;

@@ -75,31 +75,25 @@ TEST_CASE("conv2d knobs: the space prunes what the knobs make meaningless") {
                                  .kernel = {3, 3},
                                  .padding = {1, 1, 1, 1}};
   const graph::Epilogue e;
-  const auto check = [&](graph::Conv2dTiling t) {
+  // blocks of 8 columns and 1 input tile throughout
+  const auto check = [&](std::int64_t oc, std::int64_t h, std::int64_t threads,
+                         std::int64_t split) {
+    const graph::Conv2dTiling t{.oc_block = oc,
+                                .h_block = h,
+                                .w_block = 8,
+                                .ic_block = 1,
+                                .vthreads = threads,
+                                .split = split};
     return graph::check_tiling(env, shape, e, t).value_or("fits");
   };
-  CHECK(
-      check(
-          {.oc_block = 1, .h_block = 4, .w_block = 8, .ic_block = 1, .vthreads = 1, .split = 1}) ==
-      "one thread splits nothing");
+  CHECK(check(1, 4, 1, 1) == "one thread splits nothing");
   // two channel blocks: the threads split them, not the rows
-  CHECK(
-      check(
-          {.oc_block = 2, .h_block = 4, .w_block = 8, .ic_block = 1, .vthreads = 2, .split = 1}) ==
-      "the 2 output channel blocks split between the 2 threads: rows only where they cannot");
+  CHECK(check(2, 4, 2, 1) ==
+        "the 2 output channel blocks split between the 2 threads: rows only where they cannot");
   // 8 rows in blocks of 4: 2 row blocks for 2 threads; in blocks of 8, one
-  CHECK(
-      check(
-          {.oc_block = 4, .h_block = 4, .w_block = 8, .ic_block = 1, .vthreads = 2, .split = 1}) ==
-      "fits");
-  CHECK(
-      check(
-          {.oc_block = 4, .h_block = 8, .w_block = 8, .ic_block = 1, .vthreads = 2, .split = 1}) ==
-      "2 virtual threads do not divide the 1 row blocks");
-  CHECK(
-      check(
-          {.oc_block = 1, .h_block = 8, .w_block = 8, .ic_block = 1, .vthreads = 1, .split = 2}) ==
-      "split 2 is neither 0 (output channel blocks) nor 1 (rows)");
+  CHECK(check(4, 4, 2, 1) == "fits");
+  CHECK(check(4, 8, 2, 1) == "2 virtual threads do not divide the 1 row blocks");
+  CHECK(check(1, 8, 1, 2) == "split 2 is neither 0 (output channel blocks) nor 1 (rows)");
   // a symbolic height: its row blocks are not a count threads can divide
   auto symbolic = shape;
   symbolic.height = ne::var("h", 1, 8);

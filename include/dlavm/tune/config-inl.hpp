@@ -48,7 +48,15 @@ struct LineCountingIterator {
   }
 };
 
-// The line of every object key, by its path (keys joined with '\x1f'), from a SAX pass.
+// A key's path as one string: its keys from the root, each followed by '\x1f'.
+template <class Keys>
+std::string key_path(const Keys& keys) {
+  std::string out;
+  for (const auto& k : keys) out.append(k).push_back('\x1f');
+  return out;
+}
+
+// The line of every object key, by its path (key_path), from a SAX pass.
 class KeyLines : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit KeyLines(const std::size_t* line) : line_(line) {}
@@ -67,9 +75,7 @@ class KeyLines : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& k) override {
     path_.back() = k;
-    std::string p;
-    for (const auto& part : path_) p += part + '\x1f';
-    lines.emplace(std::move(p), *line_);
+    lines.emplace(key_path(path_), *line_);
     return true;
   }
   bool end_object() override {
@@ -106,9 +112,7 @@ inline std::vector<ConfigEntry> config_entries(const nlohmann::ordered_json& sec
                                                const std::map<std::string, std::size_t>& lines,
                                                std::string_view source) {
   const auto line = [&](std::initializer_list<std::string_view> path) -> std::size_t {
-    std::string p;
-    for (const auto part : path) p += std::string(part) + '\x1f';
-    const auto it = lines.find(p);
+    const auto it = lines.find(key_path(path));
     return it == lines.end() ? 0 : it->second;
   };
   if (!section.is_object())
@@ -201,8 +205,9 @@ DLAVM_INLINE TuningConfig parse_config(std::string_view text, std::string_view s
     } else if (field == "workloads") {
       c.workloads = detail::config_entries(section, field, key_lines.lines, source);
     } else {
-      raise<ParseError>("{}:{}: unknown field '{}' (a tuning config has 'ops' and 'workloads')",
-                        source, key_lines.lines[field + '\x1f'], field);
+      raise<ParseError>(
+          "{}:{}: unknown field '{}' (a tuning config has 'ops' and 'workloads')", source,
+          key_lines.lines[detail::key_path(std::initializer_list<std::string_view>{field})], field);
     }
   }
   return c;

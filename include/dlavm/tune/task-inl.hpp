@@ -124,6 +124,22 @@ inline std::vector<std::uint64_t> placed_params(const graph::VtaKernel& k,
   return phys;
 }
 
+// A candidate declared and built, and the maximal dims it runs at: what evaluate times and
+// verify runs. The bindings name the kernel's variables, which the kernel keeps alive.
+struct BuiltCandidate {
+  graph::VtaKernel kernel;
+  vta::Program program;
+  std::vector<ne::Binding> bindings;
+};
+
+inline BuiltCandidate build_candidate(const Task& task, const graph::Knobs& knobs,
+                                      const vta::Env& env, const std::string& name) {
+  auto kernel = task.strategy->declare(task.workload, env, knobs, name);
+  auto program = vta::build(kernel.schedule, kernel.args, env, name);
+  auto bindings = maximal_bindings(kernel);
+  return {std::move(kernel), std::move(program), std::move(bindings)};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env) {
@@ -139,10 +155,9 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
   Record r{.workload = task.key, .knobs = knobs};
   const auto start = std::chrono::steady_clock::now();
   try {
-    auto kernel = task.strategy->declare(task.workload, env, knobs, "tune");
-    const auto program = vta::build(kernel.schedule, kernel.args, env, "tune");
-    const auto bindings = detail::maximal_bindings(kernel);
-    const auto stream = program.instantiate(bindings, detail::placed_params(kernel, bindings));
+    const auto c = detail::build_candidate(task, knobs, env, "tune");
+    const auto stream =
+        c.program.instantiate(c.bindings, detail::placed_params(c.kernel, c.bindings));
     const auto report =
         vta::CycleModel(env.config).run(vta::decode_all(env.config.layout(), stream.insns));
     r.cycles = static_cast<std::int64_t>(report.total_cycles);
@@ -158,9 +173,9 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
 DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Knobs& knobs,
                                                const vta::Env& env, vta::Device& device,
                                                std::uint64_t seed) {
-  auto kernel = task.strategy->declare(task.workload, env, knobs, "verify");
-  const auto program = vta::build(kernel.schedule, kernel.args, env, "verify");
-  const auto bindings = detail::maximal_bindings(kernel);
+  const auto c = detail::build_candidate(task, knobs, env, "verify");
+  const auto& kernel = c.kernel;
+  const auto& bindings = c.bindings;
   std::vector<te::NDArray> arrays;
   std::vector<te::TensorBinding> inputs;
   for (std::size_t a = 0; a < kernel.args.size(); ++a) {
@@ -177,7 +192,7 @@ DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Kn
     inputs.push_back({kernel.args[a], arrays[a]});
   std::vector<te::NDArray*> pointers;
   for (auto& a : arrays) pointers.push_back(&a);
-  program.run(device, pointers, bindings);
+  c.program.run(device, pointers, bindings);
   const auto want = te::evaluate(kernel.args.back(), inputs, bindings);
   const std::span<const std::int64_t> got = arrays.back().data(), expected = want.data();
   const auto [g, w] = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
