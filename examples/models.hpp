@@ -111,4 +111,77 @@ class Mlp {
   graph::Expr x_, probs_;
 };
 
+// One causal self-attention block in int8 over a symbolic token count (1 to `max_tokens`):
+// x [1, token, d_model] -> Q, K, V projections (dense + bias + requantize, on VTA) -> `heads`
+// heads of d_model / heads dims -> scores Q.K^T (a batched matmul on VTA, requantized to int8)
+// -> dequantized, causally masked and softmaxed in float32 on the host, quantized back to int8
+// (scale 1/127) -> probabilities . V (a batched matmul on VTA) -> heads merged -> the output
+// projection (on VTA). The host steps between the VTA ones reorder the heads (reshape,
+// transpose) and pack the right operand of each matmul into VTA's weight layout.
+class Attention {
+ public:
+  // The quantization steps: every dense and matmul is requantized by a shift (rounding to
+  // nearest), the int8 scores dequantized by `score_scale` (1/8: the 1/sqrt(64) of attention
+  // over 64-dim heads), the probabilities quantized by 1/127.
+  static constexpr std::int64_t kProjShift = 8, kScoreShift = 8, kContextShift = 7;
+  static constexpr float kScoreScale = 0.125f, kProbScale = 1.0f / 127.0f;
+
+  explicit Attention(std::int64_t d_model = 512, std::int64_t heads = 8,
+                     std::int64_t max_tokens = 2048, std::uint64_t seed = 11)
+      : d_model_(d_model), heads_(heads), token_(ne::var("token", 1, max_tokens)) {
+    x_ = graph::input("x", {1, token_, d_model}, DType::int8());
+    auto q = split_heads(projection(x_, "q", seed));
+    auto k = split_heads(projection(x_, "k", seed + 1));
+    auto v = split_heads(projection(x_, "v", seed + 2));
+    auto scores = graph::named(
+        graph::requantize(graph::matmul(q, graph::transpose(k, {.perm = {0, 1, 3, 2}})),
+                          {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
+        "scores");
+    auto probs =
+        graph::named(graph::quantize_linear(
+                         graph::softmax(graph::causal_mask(graph::dequantize_linear(
+                             scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
+                         scalar("prob_scale", kProbScale), zero("prob_zero")),
+                     "probs");
+    auto context =
+        graph::requantize(graph::matmul(probs, v),
+                          {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
+    auto merged = graph::reshape(graph::transpose(context, {.perm = {0, 2, 1, 3}}),
+                                 {.newshape = {0, 0, d_model}});
+    out_ = graph::named(projection(merged, "o", seed + 3), "out");
+  }
+  graph::Function function() const { return graph::function({x_}, {out_}); }
+  const ne::Var& token() const { return token_; }
+  std::int64_t d_model() const { return d_model_; }
+  std::int64_t heads() const { return heads_; }
+
+ private:
+  graph::Expr projection(graph::Expr x, const char* name, std::uint64_t seed) const {
+    auto w =
+        graph::constant(fmt::format("w{}", name),
+                        te::NDArray::random(DType::int8(), {d_model_, d_model_}, seed, -16, 16));
+    auto b = graph::constant(fmt::format("b{}", name),
+                             te::NDArray::random(DType::int32(), {d_model_}, seed + 50, -512, 512));
+    return graph::named(
+        graph::requantize(graph::bias_add(graph::dense(std::move(x), w), b, {.axis = -1}),
+                          {.shift = kProjShift, .rounding = dlavm::host::Rounding::Nearest}),
+        name);
+  }
+  // [1, token, d_model] -> [1, heads, token, d_model / heads]
+  graph::Expr split_heads(graph::Expr x) const {
+    return graph::transpose(graph::reshape(std::move(x), {.newshape = {0, 0, heads_, -1}}),
+                            {.perm = {0, 2, 1, 3}});
+  }
+  static graph::Expr scalar(const char* name, float value) {
+    return graph::constant(name, te::NDArray::from_floats({}, {value}));
+  }
+  static graph::Expr zero(const char* name) {
+    return graph::constant(name, te::NDArray(DType::int8(), {}));
+  }
+
+  std::int64_t d_model_, heads_;
+  ne::Var token_;
+  graph::Expr x_, out_;
+};
+
 }  // namespace models

@@ -5685,7 +5685,7 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 #endif
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm and gelu: typed builders and op records. Semantics:
+// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
@@ -5693,6 +5693,7 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //   softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
 //
 //   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
 
@@ -5703,7 +5704,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm and gelu.
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
+// causal_mask.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
@@ -5718,6 +5720,10 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //                             (epsilon rounded to float32).
 //   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
 //                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
 //
 //   auto p = host::softmax(scores);                  // float32 [heads, token, token]
 
@@ -5742,6 +5748,7 @@ te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
 
 }  // namespace dlavm::host
 
@@ -6059,6 +6066,7 @@ void copy(const T* x, T* y, std::int64_t n) {
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -6119,6 +6127,28 @@ DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
   return y;
 }
 
+DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
+  constexpr std::string_view who = "host::causal_mask";
+  detail::require_float32(who, "x", x);
+  const auto& s = x.shape();
+  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
+    raise<ShapeError>(
+        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
+        "last of N positions)",
+        who, detail::shape_str(s));
+  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
+  te::NDArray y = x;
+  auto dst = y.fdata();
+  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t i = static_cast<std::int64_t>(r) % m;
+    for (std::int64_t j = i + n - m + 1; j < n; ++j)
+      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
+          -std::numeric_limits<float>::infinity();
+  }
+  return y;
+}
+
 }  // namespace dlavm::host
 // end dlavm/host/float_ops-inl.hpp
 #endif
@@ -6129,6 +6159,7 @@ namespace dlavm::graph {
 Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
+Expr causal_mask(Expr x);
 
 void add_float_ops(OpRegistry& ops);
 
@@ -6173,6 +6204,19 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline TensorType causal_mask_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  const auto& x = c.type(0).shape;
+  const auto& m = x[x.size() - 2];
+  const auto& n = x.back();
+  if (!ne::can_prove(ne::simplify(n - m) >= 0))
+    raise<ShapeError>(
+        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
+        "many keys as queries (the queries are the last positions)",
+        c.label, c.arg(0), n, m);
+  return c.type(0);
+}
+
 inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
   static const auto schema = AttrSchema<host::SoftmaxParams>().field(
       "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
@@ -6198,6 +6242,7 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
               detail::layer_norm_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
+DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "softmax",
@@ -6222,6 +6267,10 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "gelu",
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "causal_mask",
+           .type_rule = detail::causal_mask_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
            .host_support = detail::host_float32_only});
 }
 
@@ -8137,6 +8186,13 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 //   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
 //   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
 //                                                                   for every batch row)
+//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
+//                                                                   operand and result: each
+//                                                                   product a Matrix)
+//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
+//                                                                   activation: each product
+//                                                                   transposed into a
+//                                                                   DenseWeight)
 //   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
 //   width folded into the channels (im2col along the width), for a convolution whose few
 //   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
@@ -8145,9 +8201,10 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
-// Byte planes (`planes` P > 1, Activation and Matrix only): an int32 value VTA computed and
-// stored as P int8 planes, the least significant byte first, VTA's STORE keeping the low 8
-// bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T] or [M/R, C/T, P, R, T]. Unpack
+// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
+// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
+// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
+// [prod(B), M/R, C/T, P, R, T]. Unpack
 // reassembles the value (the top plane carries the sign); nothing packs into them.
 //   P = 4 returns the full int32 accumulator to the host.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
@@ -8180,7 +8237,9 @@ struct Layout {
     DenseWeight,
     Channel,
     UnfoldedActivation,
-    UnfoldedConvWeight
+    UnfoldedConvWeight,
+    BatchedMatrix,
+    MatmulWeight
   };
   // The unfolded layouts' convolution: kernel width, column stride and padding.
   struct Unfold {
@@ -13989,6 +14048,10 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
       return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::BatchedMatrix:
+      return fmt::format("batched_matrix[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::MatmulWeight:
+      return fmt::format("matmul_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::UnfoldedActivation:
     case Layout::Kind::UnfoldedConvWeight:
       return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
@@ -14014,10 +14077,16 @@ inline void require_tile(const Layout& l) {
                       to_string(l), l.rows, l.cols);
 }
 
+// Whether the layout keeps a leading dim of batched products (graph/layout.hpp).
+inline bool batched(const Layout& l) {
+  return l.kind == Layout::Kind::BatchedMatrix || l.kind == Layout::Kind::MatmulWeight;
+}
+
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
   require_tile(l);
   if (l.planes != 1 && (l.planes < 1 || l.planes > 4 ||
-                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix)))
+                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix &&
+                         l.kind != Layout::Kind::BatchedMatrix)))
     raise<ValueError>("layout {}: byte planes are 1 to 4, of an activation or a matrix",
                       to_string(l));
   const auto want = [&]() -> std::size_t {
@@ -14035,10 +14104,10 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
         return 0;
     }
   }();
-  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
+  const bool matrix = l.kind == Layout::Kind::Matrix || batched(l);
+  if (matrix ? rank < 2 : rank != want)
     raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
-                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
-                      l.kind == Layout::Kind::Matrix ? " or more" : "");
+                      to_string(l), rank, matrix ? 2 : want, matrix ? " or more" : "");
 }
 
 template <class Dim, class Mul>
@@ -14082,6 +14151,18 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
             : ne::Expr(1);
     const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
     return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
+  if (detail::batched(l)) {
+    detail::require_layout_rank(l, shape.size());
+    ne::Expr products = 1;
+    for (std::size_t k = 0; k + 2 < shape.size(); ++k) products = products * shape[k];
+    const bool weight = l.kind == Layout::Kind::MatmulWeight;
+    const auto& rows = shape[shape.size() - (weight ? 1 : 2)];
+    const auto& cols = shape[shape.size() - (weight ? 2 : 1)];
+    std::vector<ne::Expr> packed{ne::simplify(products), tiles(rows, l.rows), tiles(cols, l.cols)};
+    if (l.planes != 1) packed.emplace_back(l.planes);
+    packed.insert(packed.end(), {ne::Expr(l.rows), ne::Expr(l.cols)});
+    return packed;
   }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
@@ -14170,6 +14251,56 @@ inline te::NDArray join_planes(const te::NDArray& a, std::size_t plane_dim) {
 
 }  // namespace detail
 
+namespace detail {
+
+// A batched layout's value seen as [products, M, C] (or [products, K, N]).
+inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) {
+  const auto products =
+      std::accumulate(s.begin(), s.end() - 2, std::int64_t{1}, std::multiplies<>{});
+  return {products, s[s.size() - 2], s[s.size() - 1]};
+}
+
+// Packs each product of a BatchedMatrix or MatmulWeight value as a Matrix or (transposed) a
+// DenseWeight, one after the other.
+inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
+  require_layout_rank(l, logical.ndim());
+  const auto [products, m, c] = as_products(logical.shape());
+  const bool weight = l.kind == Layout::Kind::MatmulWeight;
+  const Layout each{weight ? Layout::Kind::DenseWeight : Layout::Kind::Matrix, l.rows, l.cols};
+  const auto src = logical.data();
+  te::NDArray out;
+  std::size_t at = 0;
+  for (std::int64_t b = 0; b < products; ++b) {
+    te::NDArray product(logical.dtype(), weight ? std::vector{c, m} : std::vector{m, c});
+    auto dst = product.data();
+    const std::size_t base = static_cast<std::size_t>(b * m * c);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < c; ++j) {
+        const auto from = base + static_cast<std::size_t>(i * c + j);
+        dst[static_cast<std::size_t>(weight ? j * m + i : i * c + j)] = src[from];
+      }
+    const auto packed = pack(product, each);
+    if (b == 0) {
+      std::vector<std::int64_t> shape{products};
+      shape.insert(shape.end(), packed.shape().begin(), packed.shape().end());
+      out = te::NDArray(logical.dtype(), std::move(shape));
+    }
+    std::copy(packed.data().begin(), packed.data().end(),
+              out.data().begin() + static_cast<std::ptrdiff_t>(at));
+    at += packed.size();
+  }
+  if (products == 0) {
+    std::vector<ne::Expr> dims;
+    for (auto v : logical.shape()) dims.emplace_back(v);
+    std::vector<std::int64_t> shape;
+    for (const auto& e : packed_shape(l, dims)) shape.push_back(ne::simplify(e).as_int().value());
+    out = te::NDArray(logical.dtype(), std::move(shape));
+  }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
@@ -14181,6 +14312,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return pack(detail::unfold_width(logical, l),
                 {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (detail::batched(l)) return detail::pack_products(logical, l);
   const auto& s = logical.shape();
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
@@ -14213,6 +14345,8 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
         "unpack from layout {}: it packs one convolution's operands and is never "
         "read back",
         to_string(l));
+  if (l.kind == Layout::Kind::MatmulWeight)
+    raise<ValueError>("unpack from layout {}: VTA only reads it", to_string(l));
   if (l.kind == Layout::Kind::Plain) {
     if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
       raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
@@ -14238,16 +14372,35 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
           src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
     return out;
   }
-  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  const auto p = packed.shape();
   if (l.planes != 1) {
     if (packed.dtype().bytes() != 1)
       raise<TypeError>("unpack from layout {}: byte planes are 8-bit, the array is {}",
                        to_string(l), packed.dtype());
     Layout value = l;
     value.planes = 1;
-    return unpack(detail::join_planes(packed, 2), value, shape);
+    return unpack(detail::join_planes(packed, detail::batched(l) ? 3 : 2), value, shape);
   }
+  if (l.kind == Layout::Kind::BatchedMatrix) {
+    // each product unpacked as a Matrix, one after the other
+    const auto [products, m, c] = detail::as_products(shape);
+    const Layout each{Layout::Kind::Matrix, l.rows, l.cols};
+    te::NDArray out(packed.dtype(), logical_shape);
+    const std::size_t in_step =
+        packed.size() / static_cast<std::size_t>(std::max<std::int64_t>(products, 1));
+    std::vector<std::int64_t> product_shape(packed.shape().begin() + 1, packed.shape().end());
+    for (std::int64_t b = 0; b < products; ++b) {
+      te::NDArray product(packed.dtype(), product_shape);
+      const auto from = packed.data().begin() +
+                        static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * in_step);
+      std::copy(from, from + static_cast<std::ptrdiff_t>(in_step), product.data().begin());
+      const auto logical = unpack(product, each, std::array{m, c});
+      std::copy(logical.data().begin(), logical.data().end(),
+                out.data().begin() + static_cast<std::ptrdiff_t>(b * m * c));
+    }
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
+  const auto p = packed.shape();
   const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
   return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
 }
@@ -14346,21 +14499,28 @@ struct Epilogue {
 // planes" last for an int32 result.
 std::string to_string(const Epilogue& e);
 
-// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
-// counts channel tiles and whose last two dims are the tile (BATCH, BLOCK_OUT).
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
+// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
+// whose last two dims are the tile (BATCH, BLOCK_OUT).
 struct EpilogueStages {
   std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
   std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
-  te::Tensor planes;                 // int32_result: the shifted copies, [.., P, ..] at dim 2
-  te::Tensor res;                    // the int8 result (the stored stage)
+  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
+  te::Tensor res;     // the int8 result (the stored stage)
+  std::size_t channel_dim = 1;
 
-  // The result's axes a strategy's schedule orders besides its own: the plane axis (dim 2 of
-  // res) for an int32 result, to be placed inside the loop the stages attach to; none else.
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
+  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
+  // attach to; none else.
   std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The dim of res that holds the planes.
+  std::size_t plane_dim() const { return channel_dim + 1; }
   // The res axis that is dim `d` of the value without planes.
-  std::size_t res_dim(std::size_t d) const { return planes.defined() && d >= 2 ? d + 1 : d; }
+  std::size_t res_dim(std::size_t d) const {
+    return planes.defined() && d >= plane_dim() ? d + 1 : d;
+  }
 
   // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
   // the result (what vta::build takes, and what graph::build hands the program).
@@ -14392,9 +14552,9 @@ void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_b
                    const te::IterVar& gemm_at);
 
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
-// [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
-                             const std::string& name);
+                             const std::string& name, std::size_t channel_dim = 1);
 
 }  // namespace dlavm::graph
 
@@ -14546,7 +14706,7 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
             return te::min(x, te::make_const(step.imm, x.dtype()));
           case K::AddChannel: {
             const std::size_t r = idx.size();
-            return x + st.channels[step.input].read({idx[1], idx[r - 2], idx[r - 1]});
+            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
           }
           case K::AddTensor:
             return x + st.tensors[step.input].read(idx);
@@ -14559,11 +14719,13 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
 }  // namespace detail
 
 DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
-                                          const Epilogue& e, const std::string& name) {
+                                          const Epilogue& e, const std::string& name,
+                                          std::size_t channel_dim) {
   EpilogueStages st;
+  st.channel_dim = channel_dim;
   const auto& shape = acc.shape();
   const std::size_t rank = shape.size();
-  if (rank < 3 || acc.dtype() != env.acc_dtype)
+  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
     raise<ValueError>(
         "internal: epilogue '{}' needs a packed {} accumulator of rank >= 3, got {} of rank {}, "
         "please report",
@@ -14576,7 +14738,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     const auto& in = e.inputs[k];
     const auto in_name = fmt::format("{}_in{}", name, k);
     if (in.kind == EpilogueInput::Kind::Channel) {
-      const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
+      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
       st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
       st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     } else {
@@ -14592,13 +14754,14 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
   if (e.int32_result) {
     // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
     std::vector<ne::Expr> planes_shape = shape;
-    planes_shape.insert(planes_shape.begin() + 2, ne::Expr(Epilogue::kPlanes));
+    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
+    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
     st.planes = te::compute_dynamic(
         planes_shape,
         [&](std::span<const ne::Var> i) {
           std::vector<ne::Expr> idx(i.begin(), i.end());
-          const ne::Expr plane = idx[2];
-          idx.erase(idx.begin() + 2);
+          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
+          idx.erase(idx.begin() + at);
           return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
         },
         name + "_planes");
@@ -14610,7 +14773,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
 
 DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
   if (!planes.defined()) return {};
-  return {s[res].axis(2)};
+  return {s[res].axis(plane_dim())};
 }
 
 DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
@@ -14633,7 +14796,7 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
   }
   if (planes.defined()) {
     // one plane at a time, its shift an immediate once the plane loop is unrolled
-    const auto plane = s[res].axis(2);
+    const auto plane = s[res].axis(plane_dim());
     s[planes].set_scope(env.acc_scope);
     s[planes].compute_at(s[res], plane);
     s[planes].pragma(s[planes].axis(0), env.alu);
@@ -26194,19 +26357,23 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
 #endif
 // end dlavm/graph/strategy/conv2d.hpp
 // begin dlavm/graph/strategy/dense.hpp
-// The VTA strategy of dense (y[M, N] = x[M, K] . w[N, K]^T, int8 x int8 -> int32): its
-// compute in VTA's packed layouts with a fused epilogue, and the default schedule (the
-// blocked GEMM tutorial's) with a tiling chosen from the shape and the SRAM sizes. The row
-// count M may be symbolic (a token count); the tiling is chosen for its maximum, and a
-// partial last row block runs with the rows left.
+// The VTA strategy of dense (y[M, N] = x[M, K] . w[N, K]^T, int8 x int8 -> int32) and of a
+// batched matmul whose operands are both activations (attention's Q.K^T and scores.V, one
+// product per head): its compute in VTA's packed layouts with a fused epilogue, and the
+// default schedule (the blocked GEMM tutorial's) with a tiling chosen from the shape and the
+// SRAM sizes. M, K and N may be symbolic (a token count, the positions attended over); the
+// tiling is chosen for their maxima, and a partial last block (of rows, columns or the
+// reduction) runs with what is left. The zero padding of the last tiles makes a partial
+// K tile exact.
 //
 // Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; rows, K and N zero-padded to whole tiles
-// by graph::pack):
+// by graph::pack; a batched matmul has a leading dim of `batch` products on each):
 //   x [M/B, K/BI, B, BI] int8    w [N/BO, K/BI, BO, BI] int8    y [M/B, N/BO, B, BO] int8
 //
-// Schedule: output blocks of row_block row tiles x n_block column tiles; per block, K is
-// reduced k_block tiles at a time (the reduction outermost, as the tutorials put it); the
-// column blocks alternate between `vthreads` virtual threads.
+// Schedule: output blocks of row_block row tiles x n_block column tiles (per product); per
+// block, K is reduced k_block tiles at a time (the reduction outermost, as the tutorials put
+// it); the column blocks alternate between `vthreads` virtual threads, or, where the column
+// count is symbolic, the products do.
 //
 //   graph::DenseShape shape{.rows = token, .in_features = 512, .out_features = 256};
 //   graph::DenseKernel k(env, shape, epilogue, "fc");
@@ -26237,8 +26404,12 @@ DLAVM_INLINE Conv2dTiling default_conv2d_tiling(const vta::Env& env, const Conv2
 namespace dlavm::graph {
 
 struct DenseShape {
-  ne::Expr rows = 1;  // M: may be symbolic, with a maximum
-  std::int64_t in_features = 0, out_features = 0;
+  ne::Expr rows = 1;          // M: may be symbolic, with a maximum
+  ne::Expr in_features = 0;   // K: may be symbolic (the positions scores.V sums over)
+  ne::Expr out_features = 0;  // N: may be symbolic (the positions Q.K^T scores)
+  // A batched matmul's independent products (heads x batch), each with its own x and w;
+  // dense has none (no batch dim in its layouts).
+  std::optional<std::int64_t> batch{};
 };
 
 struct DenseTiling {
@@ -26277,17 +26448,17 @@ std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& s
 // The SRAM entries the tiling's kernel allocates (graph/strategy/sram.hpp).
 SramFootprint footprint(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                         const DenseTiling& t);
-// Estimated cycles at the shape's maximum row count (see estimate_cycles for conv2d).
+// Estimated cycles at the shape's maxima (see estimate_cycles for conv2d).
 double estimate_cycles(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                        const DenseTiling& t);
-// The knobs of the schedule: rows (the divisors of a constant row tile count, the powers of
-// two up to a symbolic one's maximum), n, k (divisors) and threads (2, 1).
+// The knobs of the schedule: rows, n and k (the divisors of a constant tile count, and the
+// powers of two below a symbolic one's maximum) and threads (2, 1).
 KnobSpace knob_space(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue);
 // The valid tiling of least estimated cycles; CapacityError when none fits.
 DenseTiling default_dense_tiling(const vta::Env& env, const DenseShape& shape,
                                  const Epilogue& epilogue);
 // DRAM bytes the tiling must move: x once per column block, w once per row block, the result
-// and the epilogue's operands once. An expression in the row count.
+// and the epilogue's operands once. An expression in the symbolic dims.
 ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape, const Epilogue& epilogue,
                         const DenseTiling& t);
 
@@ -26325,39 +26496,65 @@ namespace dlavm::graph {
 
 namespace detail {
 
+// A dense shape's tile counts: exact where the dim is constant, the maximum where symbolic.
 struct DenseTiles {
-  bool rows_symbolic;        // whether the row count is symbolic
-  std::int64_t m_max, k, n;  // row tiles (at most), K and N tiles
+  bool rows_symbolic, k_symbolic, n_symbolic;
+  std::int64_t m_max, k, n;  // row, K and N tiles (at most)
+  std::int64_t batch;        // products (1 for dense)
   DenseTiles(const vta::Env& env, const DenseShape& s)
       : rows_symbolic(!s.rows.is_const()),
-        m_max(ceil_div(rows_symbolic ? ne::bounds(s.rows).max : *s.rows.as_int(), env.batch)),
-        k(ceil_div(s.in_features, env.block_in)),
-        n(ceil_div(s.out_features, env.block_out)) {}
+        k_symbolic(!s.in_features.is_const()),
+        n_symbolic(!s.out_features.is_const()),
+        m_max(ceil_div(max_of(s.rows), env.batch)),
+        k(ceil_div(max_of(s.in_features), env.block_in)),
+        n(ceil_div(max_of(s.out_features), env.block_out)),
+        batch(s.batch.value_or(1)) {}
+  // Whether the virtual threads alternate over the products rather than the column blocks:
+  // a symbolic column count has a partial last block, which a thread split cannot take.
+  bool threads_over_batch() const { return n_symbolic; }
 };
+
+// The tiles of a symbolic or constant dim, as an expression.
+inline ne::Expr tiles_of(const ne::Expr& dim, std::int64_t tile) {
+  return ne::simplify(ne::ceildiv(dim, tile));
+}
 
 }  // namespace detail
 
 DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& shape,
                                       const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(epilogue) {
-  const detail::DenseTiles t(env, shape);
-  const ne::Expr m = ne::simplify(ne::ceildiv(shape.rows, env.batch));  // row tiles
-  x_ = te::placeholder({m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
-  w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
+  const ne::Expr m = detail::tiles_of(shape.rows, env.batch);
+  const ne::Expr k = detail::tiles_of(shape.in_features, env.block_in);
+  const ne::Expr n = detail::tiles_of(shape.out_features, env.block_out);
+  // a batched matmul's products are a leading dim of every operand
+  std::vector<ne::Expr> lead;
+  if (shape.batch) lead.emplace_back(*shape.batch);
+  const auto with_lead = [&lead](std::initializer_list<ne::Expr> dims) {
+    std::vector<ne::Expr> out = lead;
+    out.insert(out.end(), dims);
+    return out;
+  };
+  x_ = te::placeholder(with_lead({m, k, env.batch, env.block_in}), env.inp_dtype, name + "_x");
+  w_ = te::placeholder(with_lead({n, k, env.block_out, env.block_in}), env.wgt_dtype, name + "_w");
   x_buf_ = copy_stage(x_, name + "_x_buf");
   w_buf_ = copy_stage(w_, name + "_w_buf");
-  ko_ = te::reduce_axis({0, t.k}, "ko");
+  ko_ = te::reduce_axis({0, k}, "ko");
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
-  const auto& x_buf = x_buf_;
-  const auto& w_buf = w_buf_;
-  acc_ = te::compute(te::shape(m, t.n, env.batch, env.block_out),
-                     [&](auto m, auto n, auto b, auto c) {
-                       return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
-                                          te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
-                                      {ko_, ki_});
-                     },
-                     name + "_acc", {"m", "n", "b", "c"});
-  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+  const std::size_t l = lead.size();
+  acc_ = te::compute_dynamic(
+      with_lead({m, n, env.batch, env.block_out}),
+      [&](std::span<const ne::Var> i) {
+        std::vector<ne::Expr> xi(i.begin(), i.begin() + static_cast<std::ptrdiff_t>(l));
+        std::vector<ne::Expr> wi = xi;
+        xi.insert(xi.end(), {i[l], ko_.var(), i[l + 2], ki_.var()});
+        wi.insert(wi.end(), {i[l + 1], ko_.var(), i[l + 3], ki_.var()});
+        return te::sum(
+            te::cast(env_.acc_dtype, x_buf_.read(xi)) * te::cast(env_.acc_dtype, w_buf_.read(wi)),
+            {ko_, ki_});
+      },
+      name + "_acc");
+  epilogue_ = make_epilogue(env, acc_, epilogue, name, l + 1);
 }
 
 DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
@@ -26369,11 +26566,10 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
     raise<ScheduleError>("dense '{}': tiling {}x{} (k {}, {} threads): {}", epilogue_.res.name(),
                          t.row_block, t.n_block, t.k_block, t.vthreads, *why);
   const auto& res = epilogue_.res;
+  const std::size_t l = shape_.batch ? 1 : 0;
   auto s = te::create_schedule(res);
-  auto [m_out, m_inn] = s[res].split(s[res].axis(0), t.row_block);
-  auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
-  // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
-  te::IterVar attach = n_out;
+  auto [m_out, m_inn] = s[res].split(s[res].axis(l), t.row_block);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(l + 1), t.n_block);
   const auto planes = epilogue_.plane_axes(s);
   // (the block axes copied: clang 14 cannot capture structured bindings)
   const auto order = [&planes, m_inn = m_inn, n_inn = n_inn](std::vector<te::IterVar> outer) {
@@ -26381,20 +26577,33 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
     outer.insert(outer.end(), {m_inn, n_inn});
     return outer;
   };
-  if (t.vthreads > 1) {
-    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
-    s[res].reorder(order({tx, m_out, n_o}));
+  // the column blocks (or the products) alternate between the threads: tx outermost, a
+  // thread's blocks inside
+  std::vector<te::IterVar> outer;
+  if (t.vthreads > 1 && detail::DenseTiles(env_, shape_).threads_over_batch()) {
+    auto [b_o, tx] = s[res].split(s[res].axis(0), t.vthreads);
     s[res].bind(tx, te::thread_axis("cthread"));
-    attach = n_o;
+    outer = {tx, b_o, m_out, n_out};
+  } else if (t.vthreads > 1) {
+    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
+    s[res].bind(tx, te::thread_axis("cthread"));
+    outer = {tx, m_out, n_o};
+    if (l == 1) outer.insert(outer.begin() + 1, s[res].axis(0));
   } else {
-    s[res].reorder(order({m_out, n_out}));
+    outer = {m_out, n_out};
+    if (l == 1) outer.insert(outer.begin(), s[res].axis(0));
   }
+  const te::IterVar attach = outer.back();
+  s[res].reorder(order(outer));
   s[acc_].compute_at(s[res], attach);
   epilogue_.schedule(s, env_, attach);
-  const auto c = s[acc_].node()->root;  // m, n, b, c
+  const auto c = s[acc_].node()->root;  // [product,] m, n, b, c
   auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
-  s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
-  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[2]);
+  std::vector<te::IterVar> acc_order{ko_out};
+  acc_order.insert(acc_order.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(l + 2));
+  acc_order.insert(acc_order.end(), {ko_inn, c[l + 2], c[l + 3], ki_});
+  s[acc_].reorder(acc_order);
+  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[l + 2]);
   s[res].pragma(m_inn, env_.dma_copy);
   return s;
 }
@@ -26403,15 +26612,29 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Epilogue& epilogue,
                                                      const DenseTiling& t) {
   const detail::DenseTiles n(env, shape);
-  if (t.row_block < 1 || t.row_block > n.m_max)
-    return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
-  if (!n.rows_symbolic && n.m_max % t.row_block != 0)
-    return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
-  if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
-  if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
-  if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
+  // a constant tile count is blocked by its divisors; a symbolic one by any block up to its
+  // maximum (the last block partial)
+  const auto check_dim = [](const char* what, std::int64_t tiles, bool symbolic,
+                            std::int64_t block) -> std::optional<std::string> {
+    if (!symbolic) return check_block(what, tiles, block);
+    if (block < 1 || block > tiles)
+      return fmt::format("a block of {} {} is outside [1, {}]", block, what, tiles);
+    return std::nullopt;
+  };
+  if (auto why = check_dim("row tiles", n.m_max, n.rows_symbolic, t.row_block)) return why;
+  if (auto why = check_dim("output column tiles", n.n, n.n_symbolic, t.n_block)) return why;
+  if (auto why = check_dim("K tiles", n.k, n.k_symbolic, t.k_block)) return why;
+  if (t.vthreads < 1) return fmt::format("{} virtual threads", t.vthreads);
+  if (n.threads_over_batch()) {
+    if (n.batch % t.vthreads != 0)
+      return fmt::format(
+          "{} virtual threads do not divide the {} products (the column count "
+          "is symbolic, so the threads alternate over the products)",
+          t.vthreads, n.batch);
+  } else if ((n.n / t.n_block) % t.vthreads != 0) {
     return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
                        n.n / t.n_block);
+  }
   return check_footprint(env.config, footprint(env, shape, epilogue, t));
 }
 
@@ -26429,31 +26652,33 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shap
 
 namespace detail {
 
-// The DRAM bytes and block counts of a tiling at `rows` rows (int64, the estimates, or the
-// shape's symbolic row count, the traffic per binding): x once per column block, w once per
-// row block, the result and the epilogue's operands once.
+// The DRAM bytes and block counts of a tiling (int64 at the shape's maxima, for the estimates;
+// ne::Expr in its symbolic dims, the traffic per binding), over all products: x once per
+// column block, w once per row block, the result and the epilogue's operands once.
 template <class Int>
 struct DenseCounts {
   Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
+// `m`, `k`, `n`: the row, K and N tile counts.
 template <class Int>
 DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
-                              const Epilogue& epilogue, const DenseTiling& t, const Int& rows) {
-  const DenseTiles n(env, shape);
-  const Int m = vceil_div(rows, env.batch);
+                              const Epilogue& epilogue, const DenseTiling& t, const Int& m,
+                              const Int& k, const Int& n) {
+  const std::int64_t batch = shape.batch.value_or(1);
   const Int row_blocks = vceil_div(m, t.row_block);
-  const std::int64_t col_blocks = n.n / t.n_block;
+  const Int col_blocks = vceil_div(n, t.n_block);
   DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
-  c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
-  c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
+  c.inp_bytes = batch * (m * k * col_blocks * (env.inp_tile() * env.inp_dtype.bytes()));
+  c.wgt_bytes = batch * (row_blocks * n * k * (env.wgt_tile() * env.wgt_dtype.bytes()));
+  c.out_bytes =
+      batch * (m * n * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes()));
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
-                                     ? Int(n.n * env.acc_tile() * in.dtype.bytes())
-                                     : m * (n.n * env.acc_tile() * in.dtype.bytes()));
-  c.blocks = row_blocks * col_blocks;
-  c.steps = c.blocks * (n.k / t.k_block);
+                                     ? n * (env.acc_tile() * in.dtype.bytes())
+                                     : batch * (m * n * (env.acc_tile() * in.dtype.bytes())));
+  c.blocks = batch * (row_blocks * col_blocks);
+  c.steps = c.blocks * vceil_div(k, t.k_block);
   return c;
 }
 
@@ -26461,7 +26686,10 @@ DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
 
 DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape,
                                      const Epilogue& epilogue, const DenseTiling& t) {
-  const auto c = detail::dense_counts<ne::Expr>(env, shape, epilogue, t, shape.rows);
+  const auto c = detail::dense_counts<ne::Expr>(
+      env, shape, epilogue, t, detail::tiles_of(shape.rows, env.batch),
+      detail::tiles_of(shape.in_features, env.block_in),
+      detail::tiles_of(shape.out_features, env.block_out));
   return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
@@ -26469,13 +26697,12 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
                                     const Epilogue& epilogue, const DenseTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::DenseTiles n(env, shape);
-  const std::int64_t rows = ne::bounds(shape.rows).max;
-  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, rows);
+  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, n.m_max, n.k, n.n);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
                       static_cast<double>(c.steps * 2) * transfer;
-  const std::int64_t out_tiles = ceil_div(rows, env.batch) * n.n;
+  const std::int64_t out_tiles = n.batch * n.m_max * n.n;
   const double gemm = static_cast<double>(out_tiles * n.k);
   const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
   const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
@@ -26492,17 +26719,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
 DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
                                   const Epilogue& epilogue) {
   const detail::DenseTiles n(env, shape);
-  // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
-  // maximum (the last block runs partially)
-  std::vector<std::int64_t> row_blocks;
-  if (!n.rows_symbolic) {
-    row_blocks = divisors(n.m_max);
-  } else {
-    for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
-    row_blocks.push_back(n.m_max);
-  }
   return tiling_space<DenseTiling>(
-      {{"rows", row_blocks}, {"n", divisors(n.n)}, {"k", divisors(n.k)}, {"threads", {2, 1}}},
+      {{"rows", block_candidates(n.m_max, n.rows_symbolic)},
+       {"n", block_candidates(n.n, n.n_symbolic)},
+       {"k", block_candidates(n.k, n.k_symbolic)},
+       {"threads", {2, 1}}},
       [env, shape, epilogue](const DenseTiling& t) {
         return check_tiling(env, shape, epilogue, t);
       },
@@ -27193,7 +27414,7 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();
@@ -27399,10 +27620,42 @@ inline DenseShape dense_shape(std::span<const TensorType> args) {
   return {ne::simplify(rows), constant_of(args[1].shape[1]), constant_of(args[1].shape[0])};
 }
 
-inline AnchorStrategy dense_strategy() {
+// What dense and matmul share: DenseKernel over the workload's shape (`shape_of`), the left
+// operand and the result in layout `rows`, the right operand in `weight`.
+inline AnchorStrategy gemm_strategy(std::string op,
+                                    DenseShape (*shape_of)(std::span<const TensorType>),
+                                    Layout::Kind rows, Layout::Kind weight) {
   AnchorStrategy s;
-  s.op = "dense";
+  s.op = std::move(op);
   s.int32_results = true;
+  s.arg_layout = [rows, weight](const Workload&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{rows, env.batch, env.block_in}
+                  : Layout{weight, env.block_out, env.block_in};
+  };
+  s.result_layout = [rows](const Workload&, const vta::Env& env) {
+    return Layout{rows, env.batch, env.block_out};
+  };
+  s.space = [shape_of](const Workload& w, const vta::Env& env) {
+    return knob_space(env, shape_of(w.args), w.epilogue);
+  };
+  s.declare = [shape_of](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                         const std::string& name) {
+    const DenseShape shape = shape_of(w.args);
+    const auto t = DenseTiling::of(knobs);
+    const DenseKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
+                                 threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, w.epilogue, t),
+                     ne::simplify(shape.batch.value_or(1) * shape.rows * shape.in_features *
+                                  shape.out_features)};
+  };
+  return s;
+}
+
+inline AnchorStrategy dense_strategy() {
+  AnchorStrategy s =
+      gemm_strategy("dense", dense_shape, Layout::Kind::Matrix, Layout::Kind::DenseWeight);
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -27414,26 +27667,47 @@ inline AnchorStrategy dense_strategy() {
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t i) {
-    return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
-                  : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
-  };
-  s.result_layout = [](const Workload&, const vta::Env& env) {
-    return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
-  };
-  s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, dense_shape(w.args), w.epilogue);
-  };
-  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
-                 const std::string& name) {
-    const DenseShape shape = dense_shape(w.args);
-    const auto t = DenseTiling::of(knobs);
-    const DenseKernel kernel(env, shape, w.epilogue, name);
-    return VtaKernel{kernel.schedule(t), kernel.args(),
-                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
-                                 threads_text(t.vthreads)),
-                     tiling_traffic(env, shape, w.epilogue, t),
-                     ne::simplify(shape.rows * (shape.in_features * shape.out_features))};
+  return s;
+}
+
+// The batched products of a matmul workload a[B..., M, K] . b[B..., K, N]: M, K and N may be
+// symbolic (support checked that the batch dims are constant and agree).
+inline DenseShape matmul_shape(std::span<const TensorType> args) {
+  const auto& a = args[0].shape;
+  const auto& b = args[1].shape;
+  std::int64_t products = 1;
+  for (std::size_t k = 0; k + 2 < a.size(); ++k) products *= constant_of(a[k]);
+  return {.rows = ne::simplify(a[a.size() - 2]),
+          .in_features = ne::simplify(a.back()),
+          .out_features = ne::simplify(b.back()),
+          .batch = products};
+}
+
+inline AnchorStrategy matmul_strategy() {
+  AnchorStrategy s = gemm_strategy("matmul", matmul_shape, Layout::Kind::BatchedMatrix,
+                                   Layout::Kind::MatmulWeight);
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    const auto& x = a.call.type(0).shape;
+    const auto& y = a.call.type(1).shape;
+    // one product per batch index: a broadcast batch (a shared right operand) stays on the host
+    if (x.size() != y.size())
+      return fmt::format("VTA multiplies one pair per batch index; {} has rank {} and {} rank {}",
+                         a.call.arg(0), x.size(), a.call.arg(1), y.size());
+    for (std::size_t k = 0; k + 2 < x.size(); ++k) {
+      if (auto why = constant_dim(a, 0, k, "batch")) return why;
+      if (!ne::can_prove(ne::simplify(x[k] - y[k]) == 0))
+        return fmt::format(
+            "VTA multiplies one pair per batch index; batch dim {} is {} in {} and {} in {}", k,
+            x[k], a.call.arg(0), y[k], a.call.arg(1));
+    }
+    require_bounded(a, 0, x[x.size() - 2], "rows");
+    require_bounded(a, 0, x.back(), "columns (K)");
+    require_bounded(a, 1, y.back(), "columns (N)");
+    if (auto why = check_tiling(env, matmul_shape(a.call.arg_types), e, {1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
   };
   return s;
 }
@@ -27522,6 +27796,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;
   s.add(detail::conv2d_strategy());
   s.add(detail::dense_strategy());
+  s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
@@ -27696,7 +27971,10 @@ class Partitioner {
     g.group.calls.push_back(e);
     g.strategy = strategy;
     const Layout result = strategy->result_layout(workload_of(anchor, {}), target_.env);
-    g.state.channel_axis = result.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
+    g.state.channel_axis =
+        result.kind == Layout::Kind::Matrix || result.kind == Layout::Kind::BatchedMatrix
+            ? e.type().ndim() - 1
+            : 1;
     g.state.logical = e.type().dtype;
     open_.push_back(std::move(g));
     const std::size_t index = open_.size() - 1;

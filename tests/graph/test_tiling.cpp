@@ -160,6 +160,22 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
       CHECK(got.wgt == f.wgt);
     }
     {
+      // a batched matmul over symbolic rows, K and N (attention's), tiled for their maxima
+      const auto dim = [&](const char* name, std::int64_t max) -> ne::Expr {
+        return pick(0, 1) ? ne::Expr(ne::var(name, 1, max)) : ne::Expr(max);
+      };
+      const graph::DenseShape shape{dim("m", pick(1, 40)), dim("k", pick(1, 300)),
+                                    dim("n", pick(1, 300)), pick(1, 4)};
+      const auto t = graph::default_dense_tiling(env, shape, e);
+      const graph::DenseKernel k(env, shape, e, "bmm");
+      auto s = k.schedule(t);
+      const auto f = graph::footprint(env, shape, e, t);
+      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "bmm"));
+      CHECK(got.acc == f.acc);
+      CHECK(got.inp == f.inp);
+      CHECK(got.wgt == f.wgt);
+    }
+    {
       const graph::DenseShape shape{pick(1, 40), pick(1, 300), pick(1, 300)};
       const auto t = graph::default_dense_tiling(env, shape, e);
       const graph::DenseKernel k(env, shape, e, "fc");

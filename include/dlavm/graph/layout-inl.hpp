@@ -39,6 +39,10 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
       return fmt::format("dense_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::BatchedMatrix:
+      return fmt::format("batched_matrix[{}x{}]", l.rows, l.cols);
+    case Layout::Kind::MatmulWeight:
+      return fmt::format("matmul_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::UnfoldedActivation:
     case Layout::Kind::UnfoldedConvWeight:
       return fmt::format("{}[{}x{}, kw {} stride {} pad {} {}]",
@@ -64,10 +68,16 @@ inline void require_tile(const Layout& l) {
                       to_string(l), l.rows, l.cols);
 }
 
+// Whether the layout keeps a leading dim of batched products (graph/layout.hpp).
+inline bool batched(const Layout& l) {
+  return l.kind == Layout::Kind::BatchedMatrix || l.kind == Layout::Kind::MatmulWeight;
+}
+
 inline void require_layout_rank(const Layout& l, std::size_t rank) {
   require_tile(l);
   if (l.planes != 1 && (l.planes < 1 || l.planes > 4 ||
-                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix)))
+                        (l.kind != Layout::Kind::Activation && l.kind != Layout::Kind::Matrix &&
+                         l.kind != Layout::Kind::BatchedMatrix)))
     raise<ValueError>("layout {}: byte planes are 1 to 4, of an activation or a matrix",
                       to_string(l));
   const auto want = [&]() -> std::size_t {
@@ -85,10 +95,10 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
         return 0;
     }
   }();
-  if (l.kind == Layout::Kind::Matrix ? rank < 2 : rank != want)
+  const bool matrix = l.kind == Layout::Kind::Matrix || batched(l);
+  if (matrix ? rank < 2 : rank != want)
     raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
-                      to_string(l), rank, l.kind == Layout::Kind::Matrix ? 2 : want,
-                      l.kind == Layout::Kind::Matrix ? " or more" : "");
+                      to_string(l), rank, matrix ? 2 : want, matrix ? " or more" : "");
 }
 
 template <class Dim, class Mul>
@@ -132,6 +142,18 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
             : ne::Expr(1);
     const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
     return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
+  if (detail::batched(l)) {
+    detail::require_layout_rank(l, shape.size());
+    ne::Expr products = 1;
+    for (std::size_t k = 0; k + 2 < shape.size(); ++k) products = products * shape[k];
+    const bool weight = l.kind == Layout::Kind::MatmulWeight;
+    const auto& rows = shape[shape.size() - (weight ? 1 : 2)];
+    const auto& cols = shape[shape.size() - (weight ? 2 : 1)];
+    std::vector<ne::Expr> packed{ne::simplify(products), tiles(rows, l.rows), tiles(cols, l.cols)};
+    if (l.planes != 1) packed.emplace_back(l.planes);
+    packed.insert(packed.end(), {ne::Expr(l.rows), ne::Expr(l.cols)});
+    return packed;
   }
   const auto d = detail::as_tiled4<ne::Expr>(
       l, shape, [](const ne::Expr& a, const ne::Expr& b) { return ne::simplify(a * b); });
@@ -220,6 +242,56 @@ inline te::NDArray join_planes(const te::NDArray& a, std::size_t plane_dim) {
 
 }  // namespace detail
 
+namespace detail {
+
+// A batched layout's value seen as [products, M, C] (or [products, K, N]).
+inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) {
+  const auto products =
+      std::accumulate(s.begin(), s.end() - 2, std::int64_t{1}, std::multiplies<>{});
+  return {products, s[s.size() - 2], s[s.size() - 1]};
+}
+
+// Packs each product of a BatchedMatrix or MatmulWeight value as a Matrix or (transposed) a
+// DenseWeight, one after the other.
+inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
+  require_layout_rank(l, logical.ndim());
+  const auto [products, m, c] = as_products(logical.shape());
+  const bool weight = l.kind == Layout::Kind::MatmulWeight;
+  const Layout each{weight ? Layout::Kind::DenseWeight : Layout::Kind::Matrix, l.rows, l.cols};
+  const auto src = logical.data();
+  te::NDArray out;
+  std::size_t at = 0;
+  for (std::int64_t b = 0; b < products; ++b) {
+    te::NDArray product(logical.dtype(), weight ? std::vector{c, m} : std::vector{m, c});
+    auto dst = product.data();
+    const std::size_t base = static_cast<std::size_t>(b * m * c);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < c; ++j) {
+        const auto from = base + static_cast<std::size_t>(i * c + j);
+        dst[static_cast<std::size_t>(weight ? j * m + i : i * c + j)] = src[from];
+      }
+    const auto packed = pack(product, each);
+    if (b == 0) {
+      std::vector<std::int64_t> shape{products};
+      shape.insert(shape.end(), packed.shape().begin(), packed.shape().end());
+      out = te::NDArray(logical.dtype(), std::move(shape));
+    }
+    std::copy(packed.data().begin(), packed.data().end(),
+              out.data().begin() + static_cast<std::ptrdiff_t>(at));
+    at += packed.size();
+  }
+  if (products == 0) {
+    std::vector<ne::Expr> dims;
+    for (auto v : logical.shape()) dims.emplace_back(v);
+    std::vector<std::int64_t> shape;
+    for (const auto& e : packed_shape(l, dims)) shape.push_back(ne::simplify(e).as_int().value());
+    out = te::NDArray(logical.dtype(), std::move(shape));
+  }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");
@@ -231,6 +303,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return pack(detail::unfold_width(logical, l),
                 {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (detail::batched(l)) return detail::pack_products(logical, l);
   const auto& s = logical.shape();
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
@@ -263,6 +336,8 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
         "unpack from layout {}: it packs one convolution's operands and is never "
         "read back",
         to_string(l));
+  if (l.kind == Layout::Kind::MatmulWeight)
+    raise<ValueError>("unpack from layout {}: VTA only reads it", to_string(l));
   if (l.kind == Layout::Kind::Plain) {
     if (!std::equal(shape.begin(), shape.end(), packed.shape().begin(), packed.shape().end()))
       raise<ShapeError>("unpack from layout plain: the array is [{}], the shape asked [{}]",
@@ -288,16 +363,35 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
           src[static_cast<std::size_t>((c / l.cols) * l.rows * l.cols + c % l.cols)];
     return out;
   }
-  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
-  const auto p = packed.shape();
   if (l.planes != 1) {
     if (packed.dtype().bytes() != 1)
       raise<TypeError>("unpack from layout {}: byte planes are 8-bit, the array is {}",
                        to_string(l), packed.dtype());
     Layout value = l;
     value.planes = 1;
-    return unpack(detail::join_planes(packed, 2), value, shape);
+    return unpack(detail::join_planes(packed, detail::batched(l) ? 3 : 2), value, shape);
   }
+  if (l.kind == Layout::Kind::BatchedMatrix) {
+    // each product unpacked as a Matrix, one after the other
+    const auto [products, m, c] = detail::as_products(shape);
+    const Layout each{Layout::Kind::Matrix, l.rows, l.cols};
+    te::NDArray out(packed.dtype(), logical_shape);
+    const std::size_t in_step =
+        packed.size() / static_cast<std::size_t>(std::max<std::int64_t>(products, 1));
+    std::vector<std::int64_t> product_shape(packed.shape().begin() + 1, packed.shape().end());
+    for (std::int64_t b = 0; b < products; ++b) {
+      te::NDArray product(packed.dtype(), product_shape);
+      const auto from = packed.data().begin() +
+                        static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * in_step);
+      std::copy(from, from + static_cast<std::ptrdiff_t>(in_step), product.data().begin());
+      const auto logical = unpack(product, each, std::array{m, c});
+      std::copy(logical.data().begin(), logical.data().end(),
+                out.data().begin() + static_cast<std::ptrdiff_t>(b * m * c));
+    }
+    return out;
+  }
+  const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
+  const auto p = packed.shape();
   const auto tiled = detail::reshaped(packed, {p[0], p[1], d.h, d.w, l.rows, l.cols});
   return detail::reshaped(vta::unpack_tiled(tiled, d.a, d.b), logical_shape);
 }

@@ -9,6 +9,13 @@
 //   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
 //   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
 //                                                                   for every batch row)
+//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
+//                                                                   operand and result: each
+//                                                                   product a Matrix)
+//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
+//                                                                   activation: each product
+//                                                                   transposed into a
+//                                                                   DenseWeight)
 //   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
 //   width folded into the channels (im2col along the width), for a convolution whose few
 //   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
@@ -17,9 +24,10 @@
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
-// Byte planes (`planes` P > 1, Activation and Matrix only): an int32 value VTA computed and
-// stored as P int8 planes, the least significant byte first, VTA's STORE keeping the low 8
-// bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T] or [M/R, C/T, P, R, T]. Unpack
+// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
+// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
+// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
+// [prod(B), M/R, C/T, P, R, T]. Unpack
 // reassembles the value (the top plane carries the sign); nothing packs into them.
 //   P = 4 returns the full int32 accumulator to the host.
 // R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
@@ -50,7 +58,9 @@ struct Layout {
     DenseWeight,
     Channel,
     UnfoldedActivation,
-    UnfoldedConvWeight
+    UnfoldedConvWeight,
+    BatchedMatrix,
+    MatmulWeight
   };
   // The unfolded layouts' convolution: kernel width, column stride and padding.
   struct Unfold {

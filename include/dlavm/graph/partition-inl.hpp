@@ -84,7 +84,10 @@ class Partitioner {
     g.group.calls.push_back(e);
     g.strategy = strategy;
     const Layout result = strategy->result_layout(workload_of(anchor, {}), target_.env);
-    g.state.channel_axis = result.kind == Layout::Kind::Matrix ? e.type().ndim() - 1 : 1;
+    g.state.channel_axis =
+        result.kind == Layout::Kind::Matrix || result.kind == Layout::Kind::BatchedMatrix
+            ? e.type().ndim() - 1
+            : 1;
     g.state.logical = e.type().dtype;
     open_.push_back(std::move(g));
     const std::size_t index = open_.size() - 1;

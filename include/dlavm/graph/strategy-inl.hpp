@@ -186,10 +186,42 @@ inline DenseShape dense_shape(std::span<const TensorType> args) {
   return {ne::simplify(rows), constant_of(args[1].shape[1]), constant_of(args[1].shape[0])};
 }
 
-inline AnchorStrategy dense_strategy() {
+// What dense and matmul share: DenseKernel over the workload's shape (`shape_of`), the left
+// operand and the result in layout `rows`, the right operand in `weight`.
+inline AnchorStrategy gemm_strategy(std::string op,
+                                    DenseShape (*shape_of)(std::span<const TensorType>),
+                                    Layout::Kind rows, Layout::Kind weight) {
   AnchorStrategy s;
-  s.op = "dense";
+  s.op = std::move(op);
   s.int32_results = true;
+  s.arg_layout = [rows, weight](const Workload&, const vta::Env& env, std::size_t i) {
+    return i == 0 ? Layout{rows, env.batch, env.block_in}
+                  : Layout{weight, env.block_out, env.block_in};
+  };
+  s.result_layout = [rows](const Workload&, const vta::Env& env) {
+    return Layout{rows, env.batch, env.block_out};
+  };
+  s.space = [shape_of](const Workload& w, const vta::Env& env) {
+    return knob_space(env, shape_of(w.args), w.epilogue);
+  };
+  s.declare = [shape_of](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                         const std::string& name) {
+    const DenseShape shape = shape_of(w.args);
+    const auto t = DenseTiling::of(knobs);
+    const DenseKernel kernel(env, shape, w.epilogue, name);
+    return VtaKernel{kernel.schedule(t), kernel.args(),
+                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
+                                 threads_text(t.vthreads)),
+                     tiling_traffic(env, shape, w.epilogue, t),
+                     ne::simplify(shape.batch.value_or(1) * shape.rows * shape.in_features *
+                                  shape.out_features)};
+  };
+  return s;
+}
+
+inline AnchorStrategy dense_strategy() {
+  AnchorStrategy s =
+      gemm_strategy("dense", dense_shape, Layout::Kind::Matrix, Layout::Kind::DenseWeight);
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -201,26 +233,47 @@ inline AnchorStrategy dense_strategy() {
       return fmt::format("even one output tile does not fit: {}", *why);
     return std::nullopt;
   };
-  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t i) {
-    return i == 0 ? Layout{Layout::Kind::Matrix, env.batch, env.block_in}
-                  : Layout{Layout::Kind::DenseWeight, env.block_out, env.block_in};
-  };
-  s.result_layout = [](const Workload&, const vta::Env& env) {
-    return Layout{Layout::Kind::Matrix, env.batch, env.block_out};
-  };
-  s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, dense_shape(w.args), w.epilogue);
-  };
-  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
-                 const std::string& name) {
-    const DenseShape shape = dense_shape(w.args);
-    const auto t = DenseTiling::of(knobs);
-    const DenseKernel kernel(env, shape, w.epilogue, name);
-    return VtaKernel{kernel.schedule(t), kernel.args(),
-                     fmt::format("rows {}, n {}, k {}, {}", t.row_block, t.n_block, t.k_block,
-                                 threads_text(t.vthreads)),
-                     tiling_traffic(env, shape, w.epilogue, t),
-                     ne::simplify(shape.rows * (shape.in_features * shape.out_features))};
+  return s;
+}
+
+// The batched products of a matmul workload a[B..., M, K] . b[B..., K, N]: M, K and N may be
+// symbolic (support checked that the batch dims are constant and agree).
+inline DenseShape matmul_shape(std::span<const TensorType> args) {
+  const auto& a = args[0].shape;
+  const auto& b = args[1].shape;
+  std::int64_t products = 1;
+  for (std::size_t k = 0; k + 2 < a.size(); ++k) products *= constant_of(a[k]);
+  return {.rows = ne::simplify(a[a.size() - 2]),
+          .in_features = ne::simplify(a.back()),
+          .out_features = ne::simplify(b.back()),
+          .batch = products};
+}
+
+inline AnchorStrategy matmul_strategy() {
+  AnchorStrategy s = gemm_strategy("matmul", matmul_shape, Layout::Kind::BatchedMatrix,
+                                   Layout::Kind::MatmulWeight);
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
+    if (auto why = vta_operand_types(a, env)) return why;
+    const auto& x = a.call.type(0).shape;
+    const auto& y = a.call.type(1).shape;
+    // one product per batch index: a broadcast batch (a shared right operand) stays on the host
+    if (x.size() != y.size())
+      return fmt::format("VTA multiplies one pair per batch index; {} has rank {} and {} rank {}",
+                         a.call.arg(0), x.size(), a.call.arg(1), y.size());
+    for (std::size_t k = 0; k + 2 < x.size(); ++k) {
+      if (auto why = constant_dim(a, 0, k, "batch")) return why;
+      if (!ne::can_prove(ne::simplify(x[k] - y[k]) == 0))
+        return fmt::format(
+            "VTA multiplies one pair per batch index; batch dim {} is {} in {} and {} in {}", k,
+            x[k], a.call.arg(0), y[k], a.call.arg(1));
+    }
+    require_bounded(a, 0, x[x.size() - 2], "rows");
+    require_bounded(a, 0, x.back(), "columns (K)");
+    require_bounded(a, 1, y.back(), "columns (N)");
+    if (auto why = check_tiling(env, matmul_shape(a.call.arg_types), e, {1, 1, 1, 1}))
+      return fmt::format("even one output tile does not fit: {}", *why);
+    return std::nullopt;
   };
   return s;
 }
@@ -309,6 +362,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;
   s.add(detail::conv2d_strategy());
   s.add(detail::dense_strategy());
+  s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));

@@ -108,7 +108,7 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,28 @@ DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
   constexpr float inv_sqrt2 = 0.70710678118654752440f;
   te::NDArray y = x;
   for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
+  constexpr std::string_view who = "host::causal_mask";
+  detail::require_float32(who, "x", x);
+  const auto& s = x.shape();
+  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
+    raise<ShapeError>(
+        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
+        "last of N positions)",
+        who, detail::shape_str(s));
+  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
+  te::NDArray y = x;
+  auto dst = y.fdata();
+  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t i = static_cast<std::int64_t>(r) % m;
+    for (std::int64_t j = i + n - m + 1; j < n; ++j)
+      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
+          -std::numeric_limits<float>::infinity();
+  }
   return y;
 }
 

@@ -1,4 +1,5 @@
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm and gelu.
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
+// causal_mask.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
@@ -13,6 +14,10 @@
 //                             (epsilon rounded to float32).
 //   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
 //                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
 //
 //   auto p = host::softmax(scores);                  // float32 [heads, token, token]
 #pragma once
@@ -36,6 +41,7 @@ te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
 
 }  // namespace dlavm::host
 

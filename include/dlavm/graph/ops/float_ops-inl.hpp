@@ -32,6 +32,19 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline TensorType causal_mask_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  const auto& x = c.type(0).shape;
+  const auto& m = x[x.size() - 2];
+  const auto& n = x.back();
+  if (!ne::can_prove(ne::simplify(n - m) >= 0))
+    raise<ShapeError>(
+        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
+        "many keys as queries (the queries are the last positions)",
+        c.label, c.arg(0), n, m);
+  return c.type(0);
+}
+
 inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
   static const auto schema = AttrSchema<host::SoftmaxParams>().field(
       "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
@@ -57,6 +70,7 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
               detail::layer_norm_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
+DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "softmax",
@@ -81,6 +95,10 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "gelu",
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "causal_mask",
+           .type_rule = detail::causal_mask_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
            .host_support = detail::host_float32_only});
 }
 

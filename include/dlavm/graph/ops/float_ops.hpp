@@ -1,4 +1,4 @@
-// Graph ops softmax, layer_norm and gelu: typed builders and op records. Semantics:
+// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
@@ -6,6 +6,7 @@
 //   softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
 //
 //   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
 #pragma once
@@ -20,6 +21,7 @@ namespace dlavm::graph {
 Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
+Expr causal_mask(Expr x);
 
 void add_float_ops(OpRegistry& ops);
 

@@ -20,39 +20,65 @@ namespace dlavm::graph {
 
 namespace detail {
 
+// A dense shape's tile counts: exact where the dim is constant, the maximum where symbolic.
 struct DenseTiles {
-  bool rows_symbolic;        // whether the row count is symbolic
-  std::int64_t m_max, k, n;  // row tiles (at most), K and N tiles
+  bool rows_symbolic, k_symbolic, n_symbolic;
+  std::int64_t m_max, k, n;  // row, K and N tiles (at most)
+  std::int64_t batch;        // products (1 for dense)
   DenseTiles(const vta::Env& env, const DenseShape& s)
       : rows_symbolic(!s.rows.is_const()),
-        m_max(ceil_div(rows_symbolic ? ne::bounds(s.rows).max : *s.rows.as_int(), env.batch)),
-        k(ceil_div(s.in_features, env.block_in)),
-        n(ceil_div(s.out_features, env.block_out)) {}
+        k_symbolic(!s.in_features.is_const()),
+        n_symbolic(!s.out_features.is_const()),
+        m_max(ceil_div(max_of(s.rows), env.batch)),
+        k(ceil_div(max_of(s.in_features), env.block_in)),
+        n(ceil_div(max_of(s.out_features), env.block_out)),
+        batch(s.batch.value_or(1)) {}
+  // Whether the virtual threads alternate over the products rather than the column blocks:
+  // a symbolic column count has a partial last block, which a thread split cannot take.
+  bool threads_over_batch() const { return n_symbolic; }
 };
+
+// The tiles of a symbolic or constant dim, as an expression.
+inline ne::Expr tiles_of(const ne::Expr& dim, std::int64_t tile) {
+  return ne::simplify(ne::ceildiv(dim, tile));
+}
 
 }  // namespace detail
 
 DLAVM_INLINE DenseKernel::DenseKernel(const vta::Env& env, const DenseShape& shape,
                                       const Epilogue& epilogue, const std::string& name)
     : env_(env), shape_(shape), epilogue_spec_(epilogue) {
-  const detail::DenseTiles t(env, shape);
-  const ne::Expr m = ne::simplify(ne::ceildiv(shape.rows, env.batch));  // row tiles
-  x_ = te::placeholder({m, t.k, env.batch, env.block_in}, env.inp_dtype, name + "_x");
-  w_ = te::placeholder({t.n, t.k, env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
+  const ne::Expr m = detail::tiles_of(shape.rows, env.batch);
+  const ne::Expr k = detail::tiles_of(shape.in_features, env.block_in);
+  const ne::Expr n = detail::tiles_of(shape.out_features, env.block_out);
+  // a batched matmul's products are a leading dim of every operand
+  std::vector<ne::Expr> lead;
+  if (shape.batch) lead.emplace_back(*shape.batch);
+  const auto with_lead = [&lead](std::initializer_list<ne::Expr> dims) {
+    std::vector<ne::Expr> out = lead;
+    out.insert(out.end(), dims);
+    return out;
+  };
+  x_ = te::placeholder(with_lead({m, k, env.batch, env.block_in}), env.inp_dtype, name + "_x");
+  w_ = te::placeholder(with_lead({n, k, env.block_out, env.block_in}), env.wgt_dtype, name + "_w");
   x_buf_ = copy_stage(x_, name + "_x_buf");
   w_buf_ = copy_stage(w_, name + "_w_buf");
-  ko_ = te::reduce_axis({0, t.k}, "ko");
+  ko_ = te::reduce_axis({0, k}, "ko");
   ki_ = te::reduce_axis({0, env.block_in}, "ki");
-  const auto& x_buf = x_buf_;
-  const auto& w_buf = w_buf_;
-  acc_ = te::compute(te::shape(m, t.n, env.batch, env.block_out),
-                     [&](auto m, auto n, auto b, auto c) {
-                       return te::sum(te::cast(env.acc_dtype, x_buf(m, ko_, b, ki_)) *
-                                          te::cast(env.acc_dtype, w_buf(n, ko_, c, ki_)),
-                                      {ko_, ki_});
-                     },
-                     name + "_acc", {"m", "n", "b", "c"});
-  epilogue_ = make_epilogue(env, acc_, epilogue, name);
+  const std::size_t l = lead.size();
+  acc_ = te::compute_dynamic(
+      with_lead({m, n, env.batch, env.block_out}),
+      [&](std::span<const ne::Var> i) {
+        std::vector<ne::Expr> xi(i.begin(), i.begin() + static_cast<std::ptrdiff_t>(l));
+        std::vector<ne::Expr> wi = xi;
+        xi.insert(xi.end(), {i[l], ko_.var(), i[l + 2], ki_.var()});
+        wi.insert(wi.end(), {i[l + 1], ko_.var(), i[l + 3], ki_.var()});
+        return te::sum(
+            te::cast(env_.acc_dtype, x_buf_.read(xi)) * te::cast(env_.acc_dtype, w_buf_.read(wi)),
+            {ko_, ki_});
+      },
+      name + "_acc");
+  epilogue_ = make_epilogue(env, acc_, epilogue, name, l + 1);
 }
 
 DLAVM_INLINE std::vector<te::Tensor> DenseKernel::args() const {
@@ -64,11 +90,10 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
     raise<ScheduleError>("dense '{}': tiling {}x{} (k {}, {} threads): {}", epilogue_.res.name(),
                          t.row_block, t.n_block, t.k_block, t.vthreads, *why);
   const auto& res = epilogue_.res;
+  const std::size_t l = shape_.batch ? 1 : 0;
   auto s = te::create_schedule(res);
-  auto [m_out, m_inn] = s[res].split(s[res].axis(0), t.row_block);
-  auto [n_out, n_inn] = s[res].split(s[res].axis(1), t.n_block);
-  // the column blocks alternate between the threads: tx outermost, a thread's blocks inside
-  te::IterVar attach = n_out;
+  auto [m_out, m_inn] = s[res].split(s[res].axis(l), t.row_block);
+  auto [n_out, n_inn] = s[res].split(s[res].axis(l + 1), t.n_block);
   const auto planes = epilogue_.plane_axes(s);
   // (the block axes copied: clang 14 cannot capture structured bindings)
   const auto order = [&planes, m_inn = m_inn, n_inn = n_inn](std::vector<te::IterVar> outer) {
@@ -76,20 +101,33 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
     outer.insert(outer.end(), {m_inn, n_inn});
     return outer;
   };
-  if (t.vthreads > 1) {
-    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
-    s[res].reorder(order({tx, m_out, n_o}));
+  // the column blocks (or the products) alternate between the threads: tx outermost, a
+  // thread's blocks inside
+  std::vector<te::IterVar> outer;
+  if (t.vthreads > 1 && detail::DenseTiles(env_, shape_).threads_over_batch()) {
+    auto [b_o, tx] = s[res].split(s[res].axis(0), t.vthreads);
     s[res].bind(tx, te::thread_axis("cthread"));
-    attach = n_o;
+    outer = {tx, b_o, m_out, n_out};
+  } else if (t.vthreads > 1) {
+    auto [n_o, tx] = s[res].split(n_out, t.vthreads);
+    s[res].bind(tx, te::thread_axis("cthread"));
+    outer = {tx, m_out, n_o};
+    if (l == 1) outer.insert(outer.begin() + 1, s[res].axis(0));
   } else {
-    s[res].reorder(order({m_out, n_out}));
+    outer = {m_out, n_out};
+    if (l == 1) outer.insert(outer.begin(), s[res].axis(0));
   }
+  const te::IterVar attach = outer.back();
+  s[res].reorder(order(outer));
   s[acc_].compute_at(s[res], attach);
   epilogue_.schedule(s, env_, attach);
-  const auto c = s[acc_].node()->root;  // m, n, b, c
+  const auto c = s[acc_].node()->root;  // [product,] m, n, b, c
   auto [ko_out, ko_inn] = s[acc_].split(ko_, t.k_block);
-  s[acc_].reorder({ko_out, c[0], c[1], ko_inn, c[2], c[3], ki_});
-  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[2]);
+  std::vector<te::IterVar> acc_order{ko_out};
+  acc_order.insert(acc_order.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(l + 2));
+  acc_order.insert(acc_order.end(), {ko_inn, c[l + 2], c[l + 3], ki_});
+  s[acc_].reorder(acc_order);
+  schedule_gemm(s, env_, x_buf_, w_buf_, acc_, ko_out, c[l + 2]);
   s[res].pragma(m_inn, env_.dma_copy);
   return s;
 }
@@ -98,15 +136,29 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Epilogue& epilogue,
                                                      const DenseTiling& t) {
   const detail::DenseTiles n(env, shape);
-  if (t.row_block < 1 || t.row_block > n.m_max)
-    return fmt::format("a block of {} row tiles is outside [1, {}]", t.row_block, n.m_max);
-  if (!n.rows_symbolic && n.m_max % t.row_block != 0)
-    return fmt::format("a block of {} does not divide the {} row tiles", t.row_block, n.m_max);
-  if (auto why = check_block("output column tiles", n.n, t.n_block)) return why;
-  if (auto why = check_block("K tiles", n.k, t.k_block)) return why;
-  if (t.vthreads < 1 || (n.n / t.n_block) % t.vthreads != 0)
+  // a constant tile count is blocked by its divisors; a symbolic one by any block up to its
+  // maximum (the last block partial)
+  const auto check_dim = [](const char* what, std::int64_t tiles, bool symbolic,
+                            std::int64_t block) -> std::optional<std::string> {
+    if (!symbolic) return check_block(what, tiles, block);
+    if (block < 1 || block > tiles)
+      return fmt::format("a block of {} {} is outside [1, {}]", block, what, tiles);
+    return std::nullopt;
+  };
+  if (auto why = check_dim("row tiles", n.m_max, n.rows_symbolic, t.row_block)) return why;
+  if (auto why = check_dim("output column tiles", n.n, n.n_symbolic, t.n_block)) return why;
+  if (auto why = check_dim("K tiles", n.k, n.k_symbolic, t.k_block)) return why;
+  if (t.vthreads < 1) return fmt::format("{} virtual threads", t.vthreads);
+  if (n.threads_over_batch()) {
+    if (n.batch % t.vthreads != 0)
+      return fmt::format(
+          "{} virtual threads do not divide the {} products (the column count "
+          "is symbolic, so the threads alternate over the products)",
+          t.vthreads, n.batch);
+  } else if ((n.n / t.n_block) % t.vthreads != 0) {
     return fmt::format("{} virtual threads do not divide the {} column blocks", t.vthreads,
                        n.n / t.n_block);
+  }
   return check_footprint(env.config, footprint(env, shape, epilogue, t));
 }
 
@@ -124,31 +176,33 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shap
 
 namespace detail {
 
-// The DRAM bytes and block counts of a tiling at `rows` rows (int64, the estimates, or the
-// shape's symbolic row count, the traffic per binding): x once per column block, w once per
-// row block, the result and the epilogue's operands once.
+// The DRAM bytes and block counts of a tiling (int64 at the shape's maxima, for the estimates;
+// ne::Expr in its symbolic dims, the traffic per binding), over all products: x once per
+// column block, w once per row block, the result and the epilogue's operands once.
 template <class Int>
 struct DenseCounts {
   Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
 };
 
+// `m`, `k`, `n`: the row, K and N tile counts.
 template <class Int>
 DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
-                              const Epilogue& epilogue, const DenseTiling& t, const Int& rows) {
-  const DenseTiles n(env, shape);
-  const Int m = vceil_div(rows, env.batch);
+                              const Epilogue& epilogue, const DenseTiling& t, const Int& m,
+                              const Int& k, const Int& n) {
+  const std::int64_t batch = shape.batch.value_or(1);
   const Int row_blocks = vceil_div(m, t.row_block);
-  const std::int64_t col_blocks = n.n / t.n_block;
+  const Int col_blocks = vceil_div(n, t.n_block);
   DenseCounts<Int> c{0, 0, 0, 0, 0, 0};
-  c.inp_bytes = m * (n.k * env.inp_tile() * env.inp_dtype.bytes() * col_blocks);
-  c.wgt_bytes = row_blocks * (n.n * n.k * env.wgt_tile() * env.wgt_dtype.bytes());
-  c.out_bytes = m * (n.n * env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
+  c.inp_bytes = batch * (m * k * col_blocks * (env.inp_tile() * env.inp_dtype.bytes()));
+  c.wgt_bytes = batch * (row_blocks * n * k * (env.wgt_tile() * env.wgt_dtype.bytes()));
+  c.out_bytes =
+      batch * (m * n * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes()));
   for (const auto& in : epilogue.inputs)
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
-                                     ? Int(n.n * env.acc_tile() * in.dtype.bytes())
-                                     : m * (n.n * env.acc_tile() * in.dtype.bytes()));
-  c.blocks = row_blocks * col_blocks;
-  c.steps = c.blocks * (n.k / t.k_block);
+                                     ? n * (env.acc_tile() * in.dtype.bytes())
+                                     : batch * (m * n * (env.acc_tile() * in.dtype.bytes())));
+  c.blocks = batch * (row_blocks * col_blocks);
+  c.steps = c.blocks * vceil_div(k, t.k_block);
   return c;
 }
 
@@ -156,7 +210,10 @@ DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
 
 DLAVM_INLINE ne::Expr tiling_traffic(const vta::Env& env, const DenseShape& shape,
                                      const Epilogue& epilogue, const DenseTiling& t) {
-  const auto c = detail::dense_counts<ne::Expr>(env, shape, epilogue, t, shape.rows);
+  const auto c = detail::dense_counts<ne::Expr>(
+      env, shape, epilogue, t, detail::tiles_of(shape.rows, env.batch),
+      detail::tiles_of(shape.in_features, env.block_in),
+      detail::tiles_of(shape.out_features, env.block_out));
   return ne::simplify(c.inp_bytes + c.wgt_bytes + c.out_bytes + c.acc_bytes);
 }
 
@@ -164,13 +221,12 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
                                     const Epilogue& epilogue, const DenseTiling& t) {
   const auto p = vta::CycleParams::for_config(env.config);
   const detail::DenseTiles n(env, shape);
-  const std::int64_t rows = ne::bounds(shape.rows).max;
-  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, rows);
+  const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, n.m_max, n.k, n.n);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
                       static_cast<double>(c.steps * 2) * transfer;
-  const std::int64_t out_tiles = ceil_div(rows, env.batch) * n.n;
+  const std::int64_t out_tiles = n.batch * n.m_max * n.n;
   const double gemm = static_cast<double>(out_tiles * n.k);
   const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
   const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
@@ -187,17 +243,11 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
 DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const DenseShape& shape,
                                   const Epilogue& epilogue) {
   const detail::DenseTiles n(env, shape);
-  // a constant row count is tiled by its divisors; a symbolic one by powers of two up to its
-  // maximum (the last block runs partially)
-  std::vector<std::int64_t> row_blocks;
-  if (!n.rows_symbolic) {
-    row_blocks = divisors(n.m_max);
-  } else {
-    for (std::int64_t r = 1; r < n.m_max; r *= 2) row_blocks.push_back(r);
-    row_blocks.push_back(n.m_max);
-  }
   return tiling_space<DenseTiling>(
-      {{"rows", row_blocks}, {"n", divisors(n.n)}, {"k", divisors(n.k)}, {"threads", {2, 1}}},
+      {{"rows", block_candidates(n.m_max, n.rows_symbolic)},
+       {"n", block_candidates(n.n, n.n_symbolic)},
+       {"k", block_candidates(n.k, n.k_symbolic)},
+       {"threads", {2, 1}}},
       [env, shape, epilogue](const DenseTiling& t) {
         return check_tiling(env, shape, epilogue, t);
       },

@@ -141,7 +141,7 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
             return te::min(x, te::make_const(step.imm, x.dtype()));
           case K::AddChannel: {
             const std::size_t r = idx.size();
-            return x + st.channels[step.input].read({idx[1], idx[r - 2], idx[r - 1]});
+            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
           }
           case K::AddTensor:
             return x + st.tensors[step.input].read(idx);
@@ -154,11 +154,13 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
 }  // namespace detail
 
 DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
-                                          const Epilogue& e, const std::string& name) {
+                                          const Epilogue& e, const std::string& name,
+                                          std::size_t channel_dim) {
   EpilogueStages st;
+  st.channel_dim = channel_dim;
   const auto& shape = acc.shape();
   const std::size_t rank = shape.size();
-  if (rank < 3 || acc.dtype() != env.acc_dtype)
+  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
     raise<ValueError>(
         "internal: epilogue '{}' needs a packed {} accumulator of rank >= 3, got {} of rank {}, "
         "please report",
@@ -171,7 +173,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
     const auto& in = e.inputs[k];
     const auto in_name = fmt::format("{}_in{}", name, k);
     if (in.kind == EpilogueInput::Kind::Channel) {
-      const std::vector<ne::Expr> cshape{shape[1], shape[rank - 2], shape[rank - 1]};
+      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
       st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
       st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
     } else {
@@ -187,13 +189,14 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
   if (e.int32_result) {
     // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
     std::vector<ne::Expr> planes_shape = shape;
-    planes_shape.insert(planes_shape.begin() + 2, ne::Expr(Epilogue::kPlanes));
+    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
+    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
     st.planes = te::compute_dynamic(
         planes_shape,
         [&](std::span<const ne::Var> i) {
           std::vector<ne::Expr> idx(i.begin(), i.end());
-          const ne::Expr plane = idx[2];
-          idx.erase(idx.begin() + 2);
+          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
+          idx.erase(idx.begin() + at);
           return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
         },
         name + "_planes");
@@ -205,7 +208,7 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
 
 DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
   if (!planes.defined()) return {};
-  return {s[res].axis(2)};
+  return {s[res].axis(plane_dim())};
 }
 
 DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
@@ -228,7 +231,7 @@ DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
   }
   if (planes.defined()) {
     // one plane at a time, its shift an immediate once the plane loop is unrolled
-    const auto plane = s[res].axis(2);
+    const auto plane = s[res].axis(plane_dim());
     s[planes].set_scope(env.acc_scope);
     s[planes].compute_at(s[res], plane);
     s[planes].pragma(s[planes].axis(0), env.alu);

@@ -79,21 +79,28 @@ struct Epilogue {
 // planes" last for an int32 result.
 std::string to_string(const Epilogue& e);
 
-// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim 1
-// counts channel tiles and whose last two dims are the tile (BATCH, BLOCK_OUT).
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
+// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
+// whose last two dims are the tile (BATCH, BLOCK_OUT).
 struct EpilogueStages {
   std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
   std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
   std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
   std::vector<te::Tensor> alu;       // one stage per step
-  te::Tensor planes;                 // int32_result: the shifted copies, [.., P, ..] at dim 2
-  te::Tensor res;                    // the int8 result (the stored stage)
+  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
+  te::Tensor res;     // the int8 result (the stored stage)
+  std::size_t channel_dim = 1;
 
-  // The result's axes a strategy's schedule orders besides its own: the plane axis (dim 2 of
-  // res) for an int32 result, to be placed inside the loop the stages attach to; none else.
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
+  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
+  // attach to; none else.
   std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The dim of res that holds the planes.
+  std::size_t plane_dim() const { return channel_dim + 1; }
   // The res axis that is dim `d` of the value without planes.
-  std::size_t res_dim(std::size_t d) const { return planes.defined() && d >= 2 ? d + 1 : d; }
+  std::size_t res_dim(std::size_t d) const {
+    return planes.defined() && d >= plane_dim() ? d + 1 : d;
+  }
 
   // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
   // the result (what vta::build takes, and what graph::build hands the program).
@@ -125,9 +132,9 @@ void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_b
                    const te::IterVar& gemm_at);
 
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
-// [acc dim 1, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
-                             const std::string& name);
+                             const std::string& name, std::size_t channel_dim = 1);
 
 }  // namespace dlavm::graph
 
