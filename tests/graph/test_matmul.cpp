@@ -157,3 +157,37 @@ TEST_CASE("placement: a broadcast or float matmul stays on the host, saying why"
       doctest::Contains("%0 (matmul): input 1 (%f) has n columns (N), at most 1099511627776"),
       dlavm::ShapeError);
 }
+
+TEST_CASE("lowering: a symbolic reduction's partial last step loads each block in one transfer") {
+  // x's rows are kt tiles apart in DRAM (kt symbolic) and the last step is shorter than the
+  // SRAM row: the input load pads each row's tail with zeros instead of one LOAD per row
+  const vta::Env env;
+  graph::Epilogue e;
+  e.imm(graph::EpilogueStep::Kind::Shr, 7, dlavm::vta::Config{});
+  const graph::DenseShape shape{ne::var("m", 1, 2048), ne::var("k", 1, 4095), 64, 8};
+  const graph::DenseKernel kernel(env, shape, e, "pv");
+  auto s = kernel.schedule({128, 2, 8, 2});
+  const auto prog = vta::build(s, kernel.args(), env, "pv");
+  vta::SimDevice dev(env.config);
+  const std::int64_t m = 256, k = 200;  // 13 K tiles: steps of 8 and 5
+  auto x = te::NDArray::random(DType::int8(), {8, m, 13, 1, 16}, 3);
+  auto w = te::NDArray::random(DType::int8(), {8, 4, 13, 16, 16}, 4);
+  for (auto* a : {&x, &w})  // the zero padding of K that graph::pack writes
+    for (std::size_t i = 0; i < a->size(); ++i)
+      if (static_cast<std::int64_t>(i) % 16 >= k % 16 &&
+          (static_cast<std::int64_t>(i) / (a == &x ? 16 : 256)) % 13 == 12)
+        a->data()[i] = 0;
+  te::NDArray y(DType::int8(), {8, m, 4, 1, 16});
+  const auto run = prog.run(dev, {&x, &w, &y}, {{"m", m}, {"k", k}});
+  // 8 products x 2 row blocks x 2 column blocks x 2 steps: 64 steps of 2 input and 2 weight
+  // loads and a GEMM, plus resets, ALU passes and stores; one LOAD per row would be 8192
+  CHECK(run.instructions < 500);
+  for (std::int64_t b = 0; b < 8; ++b)
+    for (std::int64_t i = 0; i < m; i += 17)
+      for (std::int64_t n = 0; n < 64; ++n) {
+        std::int64_t acc = 0;
+        for (std::int64_t kk = 0; kk < k; ++kk)
+          acc += x.at({b, i, kk / 16, 0, kk % 16}) * w.at({b, n / 16, kk / 16, n % 16, kk % 16});
+        CHECK(y.at({b, i, n / 16, 0, n % 16}) == static_cast<std::int8_t>(acc >> 7));
+      }
+}

@@ -347,13 +347,27 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
       // number of tiles apart, a stride and a row count the fields hold.
       const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
+      // A partial block's rows (x shorter than the SRAM row, a symbolic reduction's last
+      // step) are still one transfer where the input load pads each row's tail with zeros,
+      // which nothing reads.
+      // (The SRAM row is a constant number of tiles, and x, at least a tile, fits in it: rows
+      // that overlapped would be a broken schedule.)
+      const auto row = ne::simplify(y.strides[0]).as_int();
+      const auto tail = ne::simplify(ne::floordiv(y.strides[0] - x.extent, tile));
+      const bool padded_rows = !dense && copy.to_sram && copy.mem == runtime::MemId::Inp &&
+                               !f.xp.loop && row && *row % tile == 0 &&
+                               *row / tile - 1 <= max_pad_ && divisible(y.strides[1], tile);
       const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
-      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
-          ne::bounds(y.extent).max <= max_size_) {
+      if ((dense || padded_rows) && ne::bounds(stride).max <= max_stride_ &&
+          ne::bounds(stride).min >= 0 && ne::bounds(y.extent).max <= max_size_) {
         f.yp = dim_pad(loops, pad, y, 1, "y", what);
         f.y_rows = y.extent;
         f.x_stride = stride;
         f.folded.insert(f.folded.end(), y.merged.begin(), y.merged.end());
+        if (padded_rows) {
+          f.x_tiles = ne::simplify(ne::floordiv(y.strides[0], tile));
+          f.xp.after = tail;
+        }
       }
     }
     return f;
