@@ -721,11 +721,12 @@ TEST_CASE("module: a state outlives a run (a recurrent convolution on VTA)") {
                        "(cast) is Tensor[(1, 16, 4, 4), int32]",
                        dlavm::TypeError);
   auto token = ne::var("token", 1, 8);
-  auto hs = graph::input("hs", {token, 4}, DType::int8());
+  auto hs = graph::input("hs", {token * 2, 4}, DType::int8());
   CHECK_THROWS_WITH_AS(
       graph::function({x}, {out}, {{hs, hs}}),
-      "graph::function: state 'hs' has the symbolic dim 0 `token`; a state's shape "
-      "is constant (size it for the maximum)",
+      "graph::function: state 'hs' has the symbolic dim 0 `token*2`; a state's dim is a "
+      "constant or one variable of range [0, max] (a length that grows from run to run, such as "
+      "a KV cache's last_token)",
       dlavm::ShapeError);
   CHECK_THROWS_WITH_AS(graph::function({x, h}, {out}, {{h, next}}),
                        "graph::function: state 'h' is also a param or another state",

@@ -70,7 +70,17 @@ TEST_CASE("graph nodes: builders check what a user can get wrong") {
                        dlavm::ValueError);
   auto n = ne::var("n", 0, 4);
   CHECK_THROWS_WITH_AS(graph::input("x", {n}, DType::int8()),
-                       "graph::input 'x': dim 0 is n, which can be 0 (dims must be >= 1)",
+                       "graph::input 'x': dim 0 is n, which can be 0 (dims must be >= 1; a "
+                       "state's may be 0: graph::state_input)",
+                       dlavm::ShapeError);
+  // a state's length may start at 0, but no param may be empty
+  auto cache = graph::state_input("cache", {n, 4}, DType::int8());
+  CHECK_THROWS_WITH_AS(graph::state_input("c2", {n + 1 - 1 - 1, 4}, DType::int8()),
+                       doctest::Contains("(dims must be >= 1, or one variable of minimum 0)"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(graph::function({cache}, {cache}),
+                       "graph::function: param 'cache' can be empty along dim 0 (`n`); only a "
+                       "state may be (graph::state_input)",
                        dlavm::ShapeError);
   CHECK_THROWS_WITH_AS(graph::input("", {1}, DType::int8()), doctest::Contains("the name is empty"),
                        dlavm::ValueError);

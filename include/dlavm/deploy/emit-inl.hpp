@@ -153,8 +153,16 @@ class Emitter {
     raise<ValueError>("deploy::emit: module '{}', step {}: {}", m_.name(), s.label, why);
   }
 
-  // Every host step has a firmware kernel for its dtypes and shapes.
+  // Every host step has a firmware kernel for its dtypes and shapes; every state has a
+  // constant shape (the firmware copies a state's whole buffer after a run).
   void check_steps() const {
+    for (const auto& st : m_.signature().state)
+      for (const auto& d : m_.values()[st.value].shape)
+        if (!d.is_const())
+          raise<ValueError>(
+              "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
+              "states of constant shape only",
+              m_.name(), m_.values()[st.value].name, d);
     for (const auto& s : m_.steps()) {
       for (auto in : s.inputs) type_of(in);
       type_of(s.output);

@@ -7,6 +7,7 @@
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/bounds.hpp>
 
 #include <fmt/format.h>
 
@@ -89,8 +90,17 @@ DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, con
   normalize_attrs({}, global, "infer_type: global attributes");
   Function typed = detail::TypeInferer(ops, fn, host).mutate(fn);
   const NodeNames names(typed);
+  // a state's next value has its type, longer where the state grows (a variable dim)
+  const auto fits = [](const TensorType& next, const TensorType& state) {
+    if (next.dtype != state.dtype || next.ndim() != state.ndim()) return false;
+    for (std::size_t k = 0; k < state.ndim(); ++k)
+      if (state.shape[k].is_const() ? !ne::can_prove(next.shape[k] == state.shape[k])
+                                    : !ne::can_prove(next.shape[k] >= state.shape[k]))
+        return false;
+    return true;
+  };
   for (const auto& st : typed.state())
-    if (!same_type(st.next.type(), st.input.type()))
+    if (!fits(st.next.type(), st.input.type()))
       raise<TypeError>("infer_type: state {} is {} but its next value {} is {}",
                        names.name(st.input), type_text(st.input.type()), names.label(st.next),
                        type_text(st.next.type()));

@@ -59,13 +59,35 @@ DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
   return state_values_[state_index(name)];
 }
 
+namespace detail {
+
+// The most a state's dim holds: a constant, or a growing dim's maximum + 1.
+inline std::int64_t state_capacity(const ne::Expr& dim) {
+  if (const auto* v = dim.as<ne::VarNode>()) return v->max + 1;
+  return *dim.as_int();
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
   const std::size_t i = state_index(name);
-  const te::NDArray& now = state_values_[i];
-  if (value.dtype() != now.dtype() || value.shape() != now.shape())
+  const auto& v = values_[state_[i].value];
+  bool fits = value.dtype() == v.dtype && value.ndim() == v.shape.size();
+  for (std::size_t k = 0; fits && k < v.shape.size(); ++k) {
+    const auto* var = v.shape[k].as<ne::VarNode>();
+    const auto n = value.shape()[k];
+    fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
+  }
+  if (!fits) {
+    std::vector<std::string> dims;
+    for (const auto& d : v.shape)
+      dims.push_back(d.is_const() ? fmt::format("{}", d)
+                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
+                                                detail::state_capacity(d)));
     raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", name_, name,
-                      now.dtype(), fmt::join(now.shape(), ", "), value.dtype(),
+                      v.dtype, fmt::join(dims, ", "), value.dtype(),
                       fmt::join(value.shape(), ", "));
+  }
   state_values_[i] = std::move(value);
 }
 
@@ -74,8 +96,60 @@ DLAVM_INLINE void Module::reset_state() {
   for (const auto& s : state_) {
     const auto& v = values_[s.value];
     std::vector<std::int64_t> shape;
-    for (const auto& d : v.shape) shape.push_back(*d.as_int());  // a state's shape is constant
+    // a growing dim starts at its minimum
+    for (const auto& d : v.shape)
+      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
     state_values_.emplace_back(v.dtype, std::move(shape));
+  }
+}
+
+DLAVM_INLINE std::vector<ne::Binding> Module::bind_states(
+    std::span<const ne::Binding> bindings) const {
+  std::vector<ne::Binding> all(bindings.begin(), bindings.end());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      if (var == nullptr) continue;
+      const std::int64_t held = state_values_[i].shape()[k];
+      const auto given = std::find_if(all.begin(), all.end(),
+                                      [&](const ne::Binding& b) { return b.name == var->name; });
+      if (given == all.end()) {
+        all.push_back({var->name, held});
+      } else if (given->value != held) {
+        raise<ValueError>(
+            "module '{}': state '{}' holds {} along dim {} (`{}`), but the bindings give {} = "
+            "{}; leave {} out (the state gives it), or set_state / reset_state first",
+            name_, v.param, held, k, var->name, var->name, given->value, var->name);
+      }
+    }
+  }
+  return all;
+}
+
+DLAVM_INLINE void Module::check_states_fit(std::span<const ne::Binding> all) const {
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
+    const auto& next = values_[state_[i].next];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      if (v.shape[k].is_const()) continue;
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      const std::int64_t held = state_values_[i].shape()[k];
+      if (held > var->max)
+        raise<CapacityError>(
+            "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
+            "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
+            "maximum",
+            name_, v.param, held, k, var->max, var->name);
+      const std::int64_t length = ne::eval(next.logical[k], all);
+      if (length > detail::state_capacity(v.shape[k]))
+        raise<CapacityError>(
+            "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
+            "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
+            "reset_state() to start over, or build with a larger maximum",
+            name_, v.param, length, k, next.logical[k], detail::state_capacity(v.shape[k]),
+            v.shape[k], detail::state_capacity(v.shape[k]) - 1);
+    }
   }
 }
 
@@ -106,15 +180,20 @@ class Module::Resident {
   bool on(const vta::Device& dev) const { return alive_.get() == dev.alive().get(); }
 
   // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
-  // so the stream of the last bindings a step ran with is kept and reused.
+  // and the program sees the symbolic dims only through its operands' packed shapes, so the
+  // stream of the last shapes a step ran with is kept and reused (a decode step whose new
+  // position stays within the last tile of keys instantiates nothing).
   const vta::Stream& stream(const Module& m, std::size_t step,
-                            std::span<const ne::Binding> bindings) {
+                            std::span<const ne::Binding> bindings, bool& instantiated) {
     if (streams_.size() <= step) streams_.resize(step + 1);
     auto& cached = streams_[step];
-    std::vector<std::pair<std::string, std::int64_t>> key;
-    for (const auto& b : bindings) key.emplace_back(std::string(b.name), b.value);
-    if (!cached || cached->first != key) {
-      const auto& s = m.steps_[step];
+    const auto& s = m.steps_[step];
+    std::vector<std::int64_t> key;
+    for (std::size_t i = 0; i <= s.inputs.size(); ++i)
+      for (const auto& d : m.values_[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
+        key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
+    instantiated = !cached || cached->first != key;
+    if (instantiated) {
       std::vector<std::uint64_t> phys;
       for (const auto in : s.inputs) phys.push_back(this->phys(m.values_[in].storage));
       phys.push_back(this->phys(m.values_[s.output].storage));
@@ -137,9 +216,7 @@ class Module::Resident {
   std::shared_ptr<const bool> alive_;
   vta::Buffer buffers_[kRegionCount]{};
   bool allocated_[kRegionCount]{};
-  std::vector<
-      std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
-      streams_;
+  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
 };
 
 DLAVM_INLINE Module::Resident& Module::resident_on(vta::Device& dev) {
@@ -213,7 +290,8 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
                                        std::span<const ne::Binding> bindings,
                                        const std::string& dump_dir) const {
   const ModuleStep& step = steps_[index];
-  const vta::Stream& stream = r.stream(*this, index, bindings);
+  bool instantiated = false;
+  const vta::Stream& stream = r.stream(*this, index, bindings, instantiated);
   // a dump: the parameters' slots as VTA reads them, the output's as it leaves it
   std::string dir;
   std::vector<vta::ManifestBuffer> dumped;
@@ -248,12 +326,13 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
   s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
   s.tiling_bytes = ne::eval(step.traffic, bindings);
   s.macs = ne::eval(step.macs, bindings);
+  s.instantiated = instantiated;
   return s;
 }
 
 DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
                                                   std::span<const NamedArray> inputs,
-                                                  std::span<const ne::Binding> bindings,
+                                                  std::span<const ne::Binding> given_bindings,
                                                   const ModuleRunOptions& options) {
   if (dev.config() != env_.config)
     raise<ValueError>(
@@ -264,7 +343,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         dev.config().block_in(), dev.config().block_out());
   // host copies of the values; a value VTA wrote is in device memory until a reader asks
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
+  const std::vector<ne::Binding> with_states = bind_states(given_bindings);
+  const std::span<const ne::Binding> bindings = with_states;
   check_inputs(inputs, bindings, arrays);
+  check_states_fit(bindings);
   Resident& resident = resident_on(dev);
   const auto host_array = [&](std::size_t v) -> const te::NDArray& {
     const auto& value = values_[v];

@@ -121,6 +121,9 @@ struct StepStats {
   std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
   std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
   double host_seconds = 0;        // host steps: wall time of the kernel
+  // VTA: whether this run instantiated the step's stream (the first run on a device, or new
+  // packed shapes of its operands), rather than reusing it
+  bool instantiated = false;
 };
 
 struct ModuleRun {
@@ -180,6 +183,10 @@ class Module {
   // The states (graph::State): what each holds now (zeros until a run or set_state), set by
   // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
   // them at their next values. ValueError naming the state for a name that is none.
+  // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
+  // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
+  // naming both), and one that would leave it longer than v's maximum + 1 is refused before
+  // it runs (CapacityError naming the state and the lengths): reset_state() starts over.
   const te::NDArray& state(std::string_view name) const;
   void set_state(std::string_view name, te::NDArray value);
   void reset_state();
@@ -196,6 +203,10 @@ class Module {
                     std::vector<std::optional<te::NDArray>>& arrays) const;
   void check_input_names(std::span<const NamedArray> inputs) const;
   void check_bindings(std::span<const ne::Binding> bindings) const;
+  // The bindings with each growing state's variable bound to the length it holds.
+  std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
+  // CapacityError unless each growing state can take its next value (module.hpp, state()).
+  void check_states_fit(std::span<const ne::Binding> bindings) const;
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);

@@ -73,20 +73,37 @@ DLAVM_INLINE CallNode::~CallNode() {
   }
 }
 
-DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  if (name.empty()) raise<ValueError>("graph::input: the name is empty");
+namespace detail {
+
+// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
+inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
+  const char* who = state ? "graph::state_input" : "graph::input";
+  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
   if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
-    raise<TypeError>("graph::input '{}': dtype {} is not supported (scalar integers or float32)",
-                     name, dtype);
+    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
+                     dtype);
   for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("graph::input '{}': dim {} is undefined", name, k);
+    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
     const auto b = ne::bounds(shape[k]);
-    if (b.min < 1)
-      raise<ShapeError>("graph::input '{}': dim {} is {}, which can be {} (dims must be >= 1)",
-                        name, k, shape[k], b.min);
+    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
+    if (b.min < 1 && !may_be_empty)
+      raise<ShapeError>(
+          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
+          b.min,
+          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
   }
   return Expr(
       std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, false);
+}
+
+DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, true);
 }
 
 DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
@@ -197,6 +214,12 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
     if (!param_index.emplace(p.name(), i).second)
       raise<ValueError>("graph::function: params {} and {} are both named '{}'",
                         param_index[p.name()], i, p.name());
+    for (std::size_t k = 0; k < p.type().ndim(); ++k)
+      if (ne::bounds(p.type().shape[k]).min < 1)
+        raise<ShapeError>(
+            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
+            "(graph::state_input)",
+            p.name(), k, p.type().shape[k]);
   }
   std::unordered_set<std::string_view> state_names;
   for (std::size_t i = 0; i < state_.size(); ++i) {
@@ -210,12 +233,16 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
           i, in.name());
     if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
       raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
-    for (std::size_t k = 0; k < in.type().ndim(); ++k)
-      if (!in.type().shape[k].is_const())
+    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
+      const auto& d = in.type().shape[k];
+      const auto* v = d.as<ne::VarNode>();
+      if (!d.is_const() && (v == nullptr || v->min < 0))
         raise<ShapeError>(
-            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's shape is "
-            "constant (size it for the maximum)",
-            in.name(), k, in.type().shape[k]);
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
+            "constant or one variable of range [0, max] (a length that grows from run to run, "
+            "such as a KV cache's last_token)",
+            in.name(), k, d);
+    }
   }
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);

@@ -141,6 +141,10 @@ const T* Expr::as() const {
 // (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
 // other than float32, vector lanes: TypeError).
 Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// The input of a growing state (graph::State): like input(), but a dim that is one variable of
+// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
+// graph::function refuses a param that can be empty.
+Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
 // A constant holding `value` (shared, never copied again); its type comes from the array.
 Expr constant(std::string name, te::NDArray value);
 Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
@@ -167,6 +171,10 @@ std::vector<Expr> post_order(std::span<const Expr> roots);
 // a running statistic). `input` is an Input leaf holding the state before a run (not a param:
 // the module keeps it between runs); `next` is the value the state takes after the run,
 // computed by the graph, of the input's type (infer_type checks it).
+// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
+// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
+// then holds the state at its current length, binds v to that length in a run, and keeps at
+// most max + 1 along that dim (the longest run from max with one new position).
 struct State {
   Expr input;
   Expr next;
@@ -175,7 +183,7 @@ struct State {
 // A graph with named parameters (inputs), results and states. Invariants, checked on
 // construction (ValueError naming the node): every param and state input is an Input, their
 // names are unique, every Input reachable from the results and the states' next values is a
-// param or a state input, a state's shape is constant, two different nodes (inputs,
+// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
 // constants, named calls) never share a name, at least one result.
 class Function {
  public:

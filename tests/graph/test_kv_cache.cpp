@@ -1,0 +1,127 @@
+// Growing states (a KV cache): a state whose length is the variable last_token, appended to by
+// each run and attended over on VTA (Q.K^T with N = last_token + token); the module binds
+// last_token to what it holds, refuses a binding that disagrees and a run the cache is too
+// small for, and starts over on reset_state.
+#include <dlavm/graph.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <doctest/doctest.h>
+
+namespace graph = dlavm::graph;
+namespace ne = dlavm::ne;
+namespace te = dlavm::te;
+namespace vta = dlavm::vta;
+using dlavm::DType;
+
+namespace {
+
+// scores[h, i, j] = (q wq)[h, i, :] . keys[h, j, :] over the cache and the new keys; the cache
+// grows by the new keys.
+struct CacheModel {
+  ne::Var token = ne::var("token", 1, 6);
+  ne::Var last = ne::var("last_token", 0, 9);
+  graph::Expr q = graph::input("q", {2, token, 20}, DType::int8());
+  graph::Expr k = graph::input("k", {2, token, 20}, DType::int8());
+  graph::Expr cache = graph::state_input("k_cache", {2, last, 20}, DType::int8());
+  graph::Expr keys = graph::concat({cache, k}, {.axis = 1});
+  graph::Expr wq = graph::constant("wq", te::NDArray::random(DType::int8(), {20, 20}, 8));
+  graph::Expr scores = graph::matmul(graph::requantize(graph::dense(q, wq), {.shift = 5}),
+                                     graph::transpose(keys, {.perm = {0, 2, 1}}));
+  graph::Function fn = graph::function({q, k}, {scores}, {{cache, keys}});
+};
+
+}  // namespace
+
+TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") {
+  const CacheModel m;
+  graph::Target target;
+  target.int32_results = true;
+  const auto typed = graph::infer_type(m.fn, target);
+  auto mod = graph::build(m.fn, target, {.name = "cache"});
+  std::int64_t vta_steps = 0;
+  for (const auto& s : mod.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
+  CHECK(vta_steps == 2);  // the projection of q, and Q.K^T
+  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
+  vta::SimDevice dev;
+  // prefill 4 tokens, then decode 1 at a time up to the capacity, last_token's maximum + 1
+  std::vector<te::NDArray> keys_so_far;
+  std::int64_t held = 0;
+  std::uint64_t seed = 1;
+  for (const std::int64_t tokens : {4, 1, 1, 1, 1, 1, 1}) {
+    CAPTURE(held);
+    const auto q = te::NDArray::random(DType::int8(), {2, tokens, 20}, seed++);
+    const auto k = te::NDArray::random(DType::int8(), {2, tokens, 20}, seed++);
+    const te::NDArray before = mod.state("k_cache");
+    const graph::NamedArray inputs[] = {{"q", q}, {"k", k}};
+    const ne::Binding b[] = {{"token", tokens}};  // last_token: the state gives it
+    const auto out = mod.run(dev, inputs, b).at(0);
+    // the reference executor takes the state as an input
+    const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", k}, {"k_cache", before}};
+    const ne::Binding rb[] = {{"token", tokens}, {"last_token", held}};
+    const auto ref = graph::evaluate(typed, ref_inputs, rb);
+    CHECK(out == ref.at(0));
+    CHECK(out.shape() == std::vector<std::int64_t>{2, tokens, held + tokens});
+    held += tokens;
+    // the state is every key so far, in order
+    const auto& now = mod.state("k_cache");
+    REQUIRE(now.shape() == std::vector<std::int64_t>{2, held, 20});
+    for (std::int64_t h = 0; h < 2; ++h)
+      for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t d = 0; d < 20; ++d)
+          CHECK(now.at({h, held - tokens + t, d}) == k.at({h, t, d}));
+    // a stream depends on the packed shapes of its operands: the projection's on token, Q.K^T's
+    // on token and the tiles of keys (one for any last_token here); a decode step after another
+    // reuses both
+    for (std::size_t i = 0; i < mod.steps().size(); ++i)
+      if (mod.steps()[i].kind == graph::ModuleStep::Kind::Vta)
+        CHECK(mod.last_run().steps[i].instantiated == (held - tokens <= 4));
+    const auto& binding = mod.last_run().bindings;
+    CHECK(std::find(binding.begin(), binding.end(),
+                    std::pair<std::string, std::int64_t>{"last_token", held - tokens}) !=
+          binding.end());
+  }
+  CHECK(held == 10);  // full: last_token's maximum 9, plus one
+  const auto q = te::NDArray::random(DType::int8(), {2, 1, 20}, 99);
+  const graph::NamedArray inputs[] = {{"q", q}, {"k", q}};
+  const ne::Binding one[] = {{"token", 1}};
+  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, one),
+                       "module 'cache': state 'k_cache' is full: it holds 10 along dim 1, and a "
+                       "run starts from at most 9 (`last_token`'s maximum); reset_state() to "
+                       "start over, or build with a larger maximum",
+                       dlavm::CapacityError);
+  mod.reset_state();
+  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
+  const ne::Binding wrong[] = {{"token", 1}, {"last_token", 3}};
+  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, wrong),
+                       "module 'cache': state 'k_cache' holds 0 along dim 1 (`last_token`), but "
+                       "the bindings give last_token = 3; leave last_token out (the state gives "
+                       "it), or set_state / reset_state first",
+                       dlavm::ValueError);
+  // a prefill too long for the cache is refused before it runs; the state is untouched
+  mod.set_state("k_cache", te::NDArray::random(DType::int8(), {2, 8, 20}, 5));
+  const auto q3 = te::NDArray::random(DType::int8(), {2, 3, 20}, 6);
+  const graph::NamedArray inputs3[] = {{"q", q3}, {"k", q3}};
+  const ne::Binding three[] = {{"token", 3}};
+  CHECK_THROWS_WITH_AS(mod.run(dev, inputs3, three),
+                       "module 'cache': state 'k_cache' would hold 11 along dim 1 (`token + "
+                       "last_token`) after this run, and it holds at most 10 (last_token's "
+                       "maximum 9 + 1): a cache too small for this run; reset_state() to start "
+                       "over, or build with a larger maximum",
+                       dlavm::CapacityError);
+  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 8, 20});
+  CHECK_THROWS_WITH_AS(
+      mod.set_state("k_cache", te::NDArray(DType::int8(), {2, 11, 20})),
+      "module 'cache': state 'k_cache' is int8[2, last_token in [0, 10], 20], the array is "
+      "int8[2, 11, 20]",
+      dlavm::ShapeError);
+}
+
+TEST_CASE("kv cache: a next value shorter than its growing state is a type error") {
+  auto last = ne::var("last_token", 0, 9);
+  auto cache = graph::state_input("c", {last, 4}, DType::int8());
+  auto x = graph::input("x", {3, 4}, DType::int8());
+  CHECK_THROWS_WITH_AS(graph::infer_type(graph::function({x}, {x}, {{cache, x}}), graph::Target{}),
+                       "infer_type: state %c is Tensor[(last_token, 4), int8] but its next value "
+                       "%x is Tensor[(3, 4), int8]",
+                       dlavm::TypeError);
+}
