@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace models {
 
@@ -31,10 +32,20 @@ inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::
   namespace graph = dlavm::graph;
   using clock = std::chrono::steady_clock;
   CheckResult r;
+  // the reference takes the module's states (a KV cache) as inputs, as they were before the
+  // run, and the bindings the run used (a growing state binds its length)
+  std::vector<graph::NamedArray> ref_inputs(inputs.begin(), inputs.end());
+  std::vector<dlavm::te::NDArray> states;
+  for (const auto& st : mod.signature().state)
+    states.push_back(mod.state(mod.values()[st.value].param));
+  for (std::size_t i = 0; i < states.size(); ++i)
+    ref_inputs.push_back({mod.values()[mod.signature().state[i].value].param, states[i]});
   const auto t0 = clock::now();
   const auto out = mod.run(dev, inputs, bindings, {.keep_values = true, .dump_dir = dump_dir});
   const auto t1 = clock::now();
-  const auto trace = graph::evaluate_trace(typed, inputs, bindings);
+  std::vector<dlavm::ne::Binding> ref_bindings;
+  for (const auto& [name, value] : mod.last_run().bindings) ref_bindings.push_back({name, value});
+  const auto trace = graph::evaluate_trace(typed, ref_inputs, ref_bindings);
   const auto t2 = clock::now();
   r.run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   r.reference_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();

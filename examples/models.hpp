@@ -111,77 +111,154 @@ class Mlp {
   graph::Expr x_, probs_;
 };
 
+// The pieces of the attention models below, in int8 with the quantization steps they share:
+// every dense and matmul is requantized by a shift (rounding to nearest), the int8 scores
+// dequantized by 1/8 (the 1/sqrt(64) of attention over 64-dim heads), the probabilities
+// quantized by 1/127.
+namespace attention {
+
+inline constexpr std::int64_t kProjShift = 8, kScoreShift = 8, kContextShift = 7;
+inline constexpr float kScoreScale = 0.125f, kProbScale = 1.0f / 127.0f;
+
+inline graph::Expr scalar(const std::string& name, float value) {
+  return graph::constant(name, te::NDArray::from_floats({}, {value}));
+}
+inline graph::Expr zero(const std::string& name) {
+  return graph::constant(name, te::NDArray(DType::int8(), {}));
+}
+
+// dense(x, w[d_out, d_in]) + b, then `residual` (int8, added to the accumulator) if given,
+// requantized by `shift`: one VTA kernel.
+inline graph::Expr projection(graph::Expr x, const std::string& name, std::int64_t d_in,
+                              std::int64_t d_out, std::uint64_t seed,
+                              std::int64_t shift = kProjShift, graph::Expr residual = {}) {
+  auto w =
+      graph::constant("w" + name, te::NDArray::random(DType::int8(), {d_out, d_in}, seed, -16, 16));
+  auto b = graph::constant("b" + name,
+                           te::NDArray::random(DType::int32(), {d_out}, seed + 50, -512, 512));
+  auto acc = graph::bias_add(graph::dense(std::move(x), w), b, {.axis = -1});
+  if (residual.defined()) acc = graph::add(acc, graph::cast(residual, DType::int32()));
+  return graph::named(
+      graph::requantize(acc, {.shift = shift, .rounding = dlavm::host::Rounding::Nearest}), name);
+}
+
+// [1, token, d_model] -> [1, heads, token, d_model / heads], and back
+inline graph::Expr split_heads(graph::Expr x, std::int64_t heads) {
+  return graph::transpose(graph::reshape(std::move(x), {.newshape = {0, 0, heads, -1}}),
+                          {.perm = {0, 2, 1, 3}});
+}
+inline graph::Expr merge_heads(graph::Expr x, std::int64_t d_model) {
+  return graph::reshape(graph::transpose(std::move(x), {.perm = {0, 2, 1, 3}}),
+                        {.newshape = {0, 0, d_model}});
+}
+
+// Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
+// (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
+// softmax on the host in float32 between exact dequantize and quantize steps; the weighted
+// sum of the values on VTA.
+inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values) {
+  auto scores = graph::named(
+      graph::requantize(graph::matmul(std::move(q), graph::transpose(keys, {.perm = {0, 1, 3, 2}})),
+                        {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
+      "scores");
+  auto probs = graph::named(
+      graph::quantize_linear(graph::softmax(graph::causal_mask(graph::dequantize_linear(
+                                 scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
+                             scalar("prob_scale", kProbScale), zero("prob_zero")),
+      "probs");
+  return graph::requantize(graph::matmul(probs, std::move(values)),
+                           {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
+}
+
+}  // namespace attention
+
 // One causal self-attention block in int8 over a symbolic token count (1 to `max_tokens`):
 // x [1, token, d_model] -> Q, K, V projections (dense + bias + requantize, on VTA) -> `heads`
-// heads of d_model / heads dims -> scores Q.K^T (a batched matmul on VTA, requantized to int8)
-// -> dequantized, causally masked and softmaxed in float32 on the host, quantized back to int8
-// (scale 1/127) -> probabilities . V (a batched matmul on VTA) -> heads merged -> the output
-// projection (on VTA). The host steps between the VTA ones reorder the heads (reshape,
-// transpose) and pack the right operand of each matmul into VTA's weight layout.
+// heads -> attention::attend (Q.K^T and probabilities.V as batched matmuls on VTA, the
+// softmax on the host) -> heads merged -> the output projection (on VTA). The host steps
+// between the VTA ones reorder the heads (reshape, transpose) and pack the right operand of
+// each matmul into VTA's weight layout.
 class Attention {
  public:
-  // The quantization steps: every dense and matmul is requantized by a shift (rounding to
-  // nearest), the int8 scores dequantized by `score_scale` (1/8: the 1/sqrt(64) of attention
-  // over 64-dim heads), the probabilities quantized by 1/127.
-  static constexpr std::int64_t kProjShift = 8, kScoreShift = 8, kContextShift = 7;
-  static constexpr float kScoreScale = 0.125f, kProbScale = 1.0f / 127.0f;
-
   explicit Attention(std::int64_t d_model = 512, std::int64_t heads = 8,
                      std::int64_t max_tokens = 2048, std::uint64_t seed = 11)
-      : d_model_(d_model), heads_(heads), token_(ne::var("token", 1, max_tokens)) {
+      : token_(ne::var("token", 1, max_tokens)) {
+    using namespace attention;
     x_ = graph::input("x", {1, token_, d_model}, DType::int8());
-    auto q = split_heads(projection(x_, "q", seed));
-    auto k = split_heads(projection(x_, "k", seed + 1));
-    auto v = split_heads(projection(x_, "v", seed + 2));
-    auto scores = graph::named(
-        graph::requantize(graph::matmul(q, graph::transpose(k, {.perm = {0, 1, 3, 2}})),
-                          {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
-        "scores");
-    auto probs =
-        graph::named(graph::quantize_linear(
-                         graph::softmax(graph::causal_mask(graph::dequantize_linear(
-                             scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
-                         scalar("prob_scale", kProbScale), zero("prob_zero")),
-                     "probs");
-    auto context =
-        graph::requantize(graph::matmul(probs, v),
-                          {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
-    auto merged = graph::reshape(graph::transpose(context, {.perm = {0, 2, 1, 3}}),
-                                 {.newshape = {0, 0, d_model}});
-    out_ = graph::named(projection(merged, "o", seed + 3), "out");
+    auto q = split_heads(projection(x_, "q", d_model, d_model, seed), heads);
+    auto k = split_heads(projection(x_, "k", d_model, d_model, seed + 1), heads);
+    auto v = split_heads(projection(x_, "v", d_model, d_model, seed + 2), heads);
+    out_ = projection(merge_heads(attend(q, k, v), d_model), "o", d_model, d_model, seed + 3);
   }
   graph::Function function() const { return graph::function({x_}, {out_}); }
   const ne::Var& token() const { return token_; }
-  std::int64_t d_model() const { return d_model_; }
-  std::int64_t heads() const { return heads_; }
 
  private:
-  graph::Expr projection(graph::Expr x, const char* name, std::uint64_t seed) const {
-    auto w =
-        graph::constant(fmt::format("w{}", name),
-                        te::NDArray::random(DType::int8(), {d_model_, d_model_}, seed, -16, 16));
-    auto b = graph::constant(fmt::format("b{}", name),
-                             te::NDArray::random(DType::int32(), {d_model_}, seed + 50, -512, 512));
-    return graph::named(
-        graph::requantize(graph::bias_add(graph::dense(std::move(x), w), b, {.axis = -1}),
-                          {.shift = kProjShift, .rounding = dlavm::host::Rounding::Nearest}),
-        name);
-  }
-  // [1, token, d_model] -> [1, heads, token, d_model / heads]
-  graph::Expr split_heads(graph::Expr x) const {
-    return graph::transpose(graph::reshape(std::move(x), {.newshape = {0, 0, heads_, -1}}),
-                            {.perm = {0, 2, 1, 3}});
-  }
-  static graph::Expr scalar(const char* name, float value) {
-    return graph::constant(name, te::NDArray::from_floats({}, {value}));
-  }
-  static graph::Expr zero(const char* name) {
-    return graph::constant(name, te::NDArray(DType::int8(), {}));
-  }
-
-  std::int64_t d_model_, heads_;
   ne::Var token_;
   graph::Expr x_, out_;
+};
+
+// One pre-norm decoder layer of an LLM in int8 with a KV cache:
+//   h = x + attention(layer_norm(x)),  y = h + ffn(layer_norm(h)),  ffn = dense, ReLU, dense
+// over `token` new positions (1 to max_context) after `last_token` cached ones (0 to
+// max_context - 1). The cached keys and values are two states of the module (graph::State,
+// [1, heads, last_token, dh] each): a run appends the new tokens' K and V and attends over
+// last_token + token positions, so the same build serves a prefill and every decode step.
+// The layer norms run on the host in float32 (dequantized by 1/32, quantized back by 1/32);
+// the projections, the FFN and both attention matmuls run on VTA; the residual sums are added
+// to the accumulators of the output projection and of the FFN's second dense (VTA's fused
+// residual, as in ResNet).
+class LlmLayer {
+ public:
+  static constexpr float kNormScale = 1.0f / 32.0f;
+
+  explicit LlmLayer(std::int64_t d_model = 512, std::int64_t heads = 8, std::int64_t ffn = 2048,
+                    std::int64_t max_context = 2048, std::uint64_t seed = 21)
+      : token_(ne::var("token", 1, max_context)),
+        last_token_(ne::var("last_token", 0, max_context - 1)) {
+    using namespace attention;
+    const std::int64_t dh = d_model / heads;
+    x_ = graph::input("x", {1, token_, d_model}, DType::int8());
+    k_cache_ = graph::state_input("k_cache", {1, heads, last_token_, dh}, DType::int8());
+    v_cache_ = graph::state_input("v_cache", {1, heads, last_token_, dh}, DType::int8());
+    auto n1 = norm(x_, "ln1", d_model, seed);
+    auto q = split_heads(projection(n1, "q", d_model, d_model, seed + 1), heads);
+    keys_ = graph::concat(
+        {k_cache_, split_heads(projection(n1, "k", d_model, d_model, seed + 2), heads)},
+        {.axis = 2});
+    values_ = graph::concat(
+        {v_cache_, split_heads(projection(n1, "v", d_model, d_model, seed + 3), heads)},
+        {.axis = 2});
+    auto h = projection(merge_heads(attend(q, keys_, values_), d_model), "o", d_model, d_model,
+                        seed + 4, kProjShift, x_);
+    auto n2 = norm(h, "ln2", d_model, seed + 5);
+    auto up = graph::relu(projection(n2, "up", d_model, ffn, seed + 6));
+    out_ = projection(up, "down", ffn, d_model, seed + 7, kProjShift + 1, h);
+  }
+  graph::Function function() const {
+    return graph::function({x_}, {out_}, {{k_cache_, keys_}, {v_cache_, values_}});
+  }
+  const ne::Var& token() const { return token_; }
+  const ne::Var& last_token() const { return last_token_; }
+
+ private:
+  // int8 -> float32 -> layer norm (gamma near 1, beta near 0, from the seed) -> int8
+  static graph::Expr norm(graph::Expr x, const std::string& name, std::int64_t d_model,
+                          std::uint64_t seed) {
+    using namespace attention;
+    const auto gamma = te::NDArray::random_float({d_model}, seed, 0.5, 1.5);
+    const auto beta = te::NDArray::random_float({d_model}, seed + 50, -0.5, 0.5);
+    auto y = graph::layer_norm(
+        graph::dequantize_linear(std::move(x), scalar(name + ".in_scale", kNormScale),
+                                 zero(name + ".in_zero")),
+        graph::constant(name + ".gamma", gamma), graph::constant(name + ".beta", beta));
+    return graph::named(graph::quantize_linear(y, scalar(name + ".out_scale", kNormScale),
+                                               zero(name + ".out_zero")),
+                        name);
+  }
+
+  ne::Var token_, last_token_;
+  graph::Expr x_, k_cache_, v_cache_, keys_, values_, out_;
 };
 
 }  // namespace models

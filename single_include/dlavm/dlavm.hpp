@@ -1615,6 +1615,10 @@ const T* Expr::as() const {
 // (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
 // other than float32, vector lanes: TypeError).
 Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// The input of a growing state (graph::State): like input(), but a dim that is one variable of
+// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
+// graph::function refuses a param that can be empty.
+Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
 // A constant holding `value` (shared, never copied again); its type comes from the array.
 Expr constant(std::string name, te::NDArray value);
 Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
@@ -1641,6 +1645,10 @@ std::vector<Expr> post_order(std::span<const Expr> roots);
 // a running statistic). `input` is an Input leaf holding the state before a run (not a param:
 // the module keeps it between runs); `next` is the value the state takes after the run,
 // computed by the graph, of the input's type (infer_type checks it).
+// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
+// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
+// then holds the state at its current length, binds v to that length in a run, and keeps at
+// most max + 1 along that dim (the longest run from max with one new position).
 struct State {
   Expr input;
   Expr next;
@@ -1649,7 +1657,7 @@ struct State {
 // A graph with named parameters (inputs), results and states. Invariants, checked on
 // construction (ValueError naming the node): every param and state input is an Input, their
 // names are unique, every Input reachable from the results and the states' next values is a
-// param or a state input, a state's shape is constant, two different nodes (inputs,
+// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
 // constants, named calls) never share a name, at least one result.
 class Function {
  public:
@@ -3380,20 +3388,37 @@ DLAVM_INLINE CallNode::~CallNode() {
   }
 }
 
-DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  if (name.empty()) raise<ValueError>("graph::input: the name is empty");
+namespace detail {
+
+// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
+inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
+  const char* who = state ? "graph::state_input" : "graph::input";
+  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
   if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
-    raise<TypeError>("graph::input '{}': dtype {} is not supported (scalar integers or float32)",
-                     name, dtype);
+    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
+                     dtype);
   for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("graph::input '{}': dim {} is undefined", name, k);
+    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
     const auto b = ne::bounds(shape[k]);
-    if (b.min < 1)
-      raise<ShapeError>("graph::input '{}': dim {} is {}, which can be {} (dims must be >= 1)",
-                        name, k, shape[k], b.min);
+    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
+    if (b.min < 1 && !may_be_empty)
+      raise<ShapeError>(
+          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
+          b.min,
+          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
   }
   return Expr(
       std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, false);
+}
+
+DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, true);
 }
 
 DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
@@ -3504,6 +3529,12 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
     if (!param_index.emplace(p.name(), i).second)
       raise<ValueError>("graph::function: params {} and {} are both named '{}'",
                         param_index[p.name()], i, p.name());
+    for (std::size_t k = 0; k < p.type().ndim(); ++k)
+      if (ne::bounds(p.type().shape[k]).min < 1)
+        raise<ShapeError>(
+            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
+            "(graph::state_input)",
+            p.name(), k, p.type().shape[k]);
   }
   std::unordered_set<std::string_view> state_names;
   for (std::size_t i = 0; i < state_.size(); ++i) {
@@ -3517,12 +3548,16 @@ DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> resu
           i, in.name());
     if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
       raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
-    for (std::size_t k = 0; k < in.type().ndim(); ++k)
-      if (!in.type().shape[k].is_const())
+    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
+      const auto& d = in.type().shape[k];
+      const auto* v = d.as<ne::VarNode>();
+      if (!d.is_const() && (v == nullptr || v->min < 0))
         raise<ShapeError>(
-            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's shape is "
-            "constant (size it for the maximum)",
-            in.name(), k, in.type().shape[k]);
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
+            "constant or one variable of range [0, max] (a length that grows from run to run, "
+            "such as a KV cache's last_token)",
+            in.name(), k, d);
+    }
   }
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
@@ -22498,13 +22533,27 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       // A y dimension: SRAM rows back to back (padded rows included), DRAM rows a whole
       // number of tiles apart, a stride and a row count the fields hold.
       const bool dense = same(y.strides[0], x.extent) && divisible(y.strides[1], tile);
+      // A partial block's rows (x shorter than the SRAM row, a symbolic reduction's last
+      // step) are still one transfer where the input load pads each row's tail with zeros,
+      // which nothing reads.
+      // (The SRAM row is a constant number of tiles, and x, at least a tile, fits in it: rows
+      // that overlapped would be a broken schedule.)
+      const auto row = ne::simplify(y.strides[0]).as_int();
+      const auto tail = ne::simplify(ne::floordiv(y.strides[0] - x.extent, tile));
+      const bool padded_rows = !dense && copy.to_sram && copy.mem == runtime::MemId::Inp &&
+                               !f.xp.loop && row && *row % tile == 0 &&
+                               *row / tile - 1 <= max_pad_ && divisible(y.strides[1], tile);
       const auto stride = ne::simplify(ne::floordiv(y.strides[1], tile));
-      if (dense && ne::bounds(stride).max <= max_stride_ && ne::bounds(stride).min >= 0 &&
-          ne::bounds(y.extent).max <= max_size_) {
+      if ((dense || padded_rows) && ne::bounds(stride).max <= max_stride_ &&
+          ne::bounds(stride).min >= 0 && ne::bounds(y.extent).max <= max_size_) {
         f.yp = dim_pad(loops, pad, y, 1, "y", what);
         f.y_rows = y.extent;
         f.x_stride = stride;
         f.folded.insert(f.folded.end(), y.merged.begin(), y.merged.end());
+        if (padded_rows) {
+          f.x_tiles = ne::simplify(ne::floordiv(y.strides[0], tile));
+          f.xp.after = tail;
+        }
       }
     }
     return f;
@@ -23461,6 +23510,9 @@ struct StepStats {
   std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
   std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
   double host_seconds = 0;        // host steps: wall time of the kernel
+  // VTA: whether this run instantiated the step's stream (the first run on a device, or new
+  // packed shapes of its operands), rather than reusing it
+  bool instantiated = false;
 };
 
 struct ModuleRun {
@@ -23520,6 +23572,10 @@ class Module {
   // The states (graph::State): what each holds now (zeros until a run or set_state), set by
   // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
   // them at their next values. ValueError naming the state for a name that is none.
+  // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
+  // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
+  // naming both), and one that would leave it longer than v's maximum + 1 is refused before
+  // it runs (CapacityError naming the state and the lengths): reset_state() starts over.
   const te::NDArray& state(std::string_view name) const;
   void set_state(std::string_view name, te::NDArray value);
   void reset_state();
@@ -23536,6 +23592,10 @@ class Module {
                     std::vector<std::optional<te::NDArray>>& arrays) const;
   void check_input_names(std::span<const NamedArray> inputs) const;
   void check_bindings(std::span<const ne::Binding> bindings) const;
+  // The bindings with each growing state's variable bound to the length it holds.
+  std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
+  // CapacityError unless each growing state can take its next value (module.hpp, state()).
+  void check_states_fit(std::span<const ne::Binding> bindings) const;
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
@@ -23890,13 +23950,35 @@ DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
   return state_values_[state_index(name)];
 }
 
+namespace detail {
+
+// The most a state's dim holds: a constant, or a growing dim's maximum + 1.
+inline std::int64_t state_capacity(const ne::Expr& dim) {
+  if (const auto* v = dim.as<ne::VarNode>()) return v->max + 1;
+  return *dim.as_int();
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
   const std::size_t i = state_index(name);
-  const te::NDArray& now = state_values_[i];
-  if (value.dtype() != now.dtype() || value.shape() != now.shape())
+  const auto& v = values_[state_[i].value];
+  bool fits = value.dtype() == v.dtype && value.ndim() == v.shape.size();
+  for (std::size_t k = 0; fits && k < v.shape.size(); ++k) {
+    const auto* var = v.shape[k].as<ne::VarNode>();
+    const auto n = value.shape()[k];
+    fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
+  }
+  if (!fits) {
+    std::vector<std::string> dims;
+    for (const auto& d : v.shape)
+      dims.push_back(d.is_const() ? fmt::format("{}", d)
+                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
+                                                detail::state_capacity(d)));
     raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", name_, name,
-                      now.dtype(), fmt::join(now.shape(), ", "), value.dtype(),
+                      v.dtype, fmt::join(dims, ", "), value.dtype(),
                       fmt::join(value.shape(), ", "));
+  }
   state_values_[i] = std::move(value);
 }
 
@@ -23905,8 +23987,60 @@ DLAVM_INLINE void Module::reset_state() {
   for (const auto& s : state_) {
     const auto& v = values_[s.value];
     std::vector<std::int64_t> shape;
-    for (const auto& d : v.shape) shape.push_back(*d.as_int());  // a state's shape is constant
+    // a growing dim starts at its minimum
+    for (const auto& d : v.shape)
+      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
     state_values_.emplace_back(v.dtype, std::move(shape));
+  }
+}
+
+DLAVM_INLINE std::vector<ne::Binding> Module::bind_states(
+    std::span<const ne::Binding> bindings) const {
+  std::vector<ne::Binding> all(bindings.begin(), bindings.end());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      if (var == nullptr) continue;
+      const std::int64_t held = state_values_[i].shape()[k];
+      const auto given = std::find_if(all.begin(), all.end(),
+                                      [&](const ne::Binding& b) { return b.name == var->name; });
+      if (given == all.end()) {
+        all.push_back({var->name, held});
+      } else if (given->value != held) {
+        raise<ValueError>(
+            "module '{}': state '{}' holds {} along dim {} (`{}`), but the bindings give {} = "
+            "{}; leave {} out (the state gives it), or set_state / reset_state first",
+            name_, v.param, held, k, var->name, var->name, given->value, var->name);
+      }
+    }
+  }
+  return all;
+}
+
+DLAVM_INLINE void Module::check_states_fit(std::span<const ne::Binding> all) const {
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
+    const auto& next = values_[state_[i].next];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      if (v.shape[k].is_const()) continue;
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      const std::int64_t held = state_values_[i].shape()[k];
+      if (held > var->max)
+        raise<CapacityError>(
+            "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
+            "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
+            "maximum",
+            name_, v.param, held, k, var->max, var->name);
+      const std::int64_t length = ne::eval(next.logical[k], all);
+      if (length > detail::state_capacity(v.shape[k]))
+        raise<CapacityError>(
+            "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
+            "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
+            "reset_state() to start over, or build with a larger maximum",
+            name_, v.param, length, k, next.logical[k], detail::state_capacity(v.shape[k]),
+            v.shape[k], detail::state_capacity(v.shape[k]) - 1);
+    }
   }
 }
 
@@ -23937,15 +24071,20 @@ class Module::Resident {
   bool on(const vta::Device& dev) const { return alive_.get() == dev.alive().get(); }
 
   // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
-  // so the stream of the last bindings a step ran with is kept and reused.
+  // and the program sees the symbolic dims only through its operands' packed shapes, so the
+  // stream of the last shapes a step ran with is kept and reused (a decode step whose new
+  // position stays within the last tile of keys instantiates nothing).
   const vta::Stream& stream(const Module& m, std::size_t step,
-                            std::span<const ne::Binding> bindings) {
+                            std::span<const ne::Binding> bindings, bool& instantiated) {
     if (streams_.size() <= step) streams_.resize(step + 1);
     auto& cached = streams_[step];
-    std::vector<std::pair<std::string, std::int64_t>> key;
-    for (const auto& b : bindings) key.emplace_back(std::string(b.name), b.value);
-    if (!cached || cached->first != key) {
-      const auto& s = m.steps_[step];
+    const auto& s = m.steps_[step];
+    std::vector<std::int64_t> key;
+    for (std::size_t i = 0; i <= s.inputs.size(); ++i)
+      for (const auto& d : m.values_[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
+        key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
+    instantiated = !cached || cached->first != key;
+    if (instantiated) {
       std::vector<std::uint64_t> phys;
       for (const auto in : s.inputs) phys.push_back(this->phys(m.values_[in].storage));
       phys.push_back(this->phys(m.values_[s.output].storage));
@@ -23968,9 +24107,7 @@ class Module::Resident {
   std::shared_ptr<const bool> alive_;
   vta::Buffer buffers_[kRegionCount]{};
   bool allocated_[kRegionCount]{};
-  std::vector<
-      std::optional<std::pair<std::vector<std::pair<std::string, std::int64_t>>, vta::Stream>>>
-      streams_;
+  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
 };
 
 DLAVM_INLINE Module::Resident& Module::resident_on(vta::Device& dev) {
@@ -24044,7 +24181,8 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
                                        std::span<const ne::Binding> bindings,
                                        const std::string& dump_dir) const {
   const ModuleStep& step = steps_[index];
-  const vta::Stream& stream = r.stream(*this, index, bindings);
+  bool instantiated = false;
+  const vta::Stream& stream = r.stream(*this, index, bindings, instantiated);
   // a dump: the parameters' slots as VTA reads them, the output's as it leaves it
   std::string dir;
   std::vector<vta::ManifestBuffer> dumped;
@@ -24079,12 +24217,13 @@ DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
   s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
   s.tiling_bytes = ne::eval(step.traffic, bindings);
   s.macs = ne::eval(step.macs, bindings);
+  s.instantiated = instantiated;
   return s;
 }
 
 DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
                                                   std::span<const NamedArray> inputs,
-                                                  std::span<const ne::Binding> bindings,
+                                                  std::span<const ne::Binding> given_bindings,
                                                   const ModuleRunOptions& options) {
   if (dev.config() != env_.config)
     raise<ValueError>(
@@ -24095,7 +24234,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         dev.config().block_in(), dev.config().block_out());
   // host copies of the values; a value VTA wrote is in device memory until a reader asks
   std::vector<std::optional<te::NDArray>> arrays(values_.size());
+  const std::vector<ne::Binding> with_states = bind_states(given_bindings);
+  const std::span<const ne::Binding> bindings = with_states;
   check_inputs(inputs, bindings, arrays);
+  check_states_fit(bindings);
   Resident& resident = resident_on(dev);
   const auto host_array = [&](std::size_t v) -> const te::NDArray& {
     const auto& value = values_[v];
@@ -25065,8 +25207,16 @@ class Emitter {
     raise<ValueError>("deploy::emit: module '{}', step {}: {}", m_.name(), s.label, why);
   }
 
-  // Every host step has a firmware kernel for its dtypes and shapes.
+  // Every host step has a firmware kernel for its dtypes and shapes; every state has a
+  // constant shape (the firmware copies a state's whole buffer after a run).
   void check_steps() const {
+    for (const auto& st : m_.signature().state)
+      for (const auto& d : m_.values()[st.value].shape)
+        if (!d.is_const())
+          raise<ValueError>(
+              "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
+              "states of constant shape only",
+              m_.name(), m_.values()[st.value].name, d);
     for (const auto& s : m_.steps()) {
       for (auto in : s.inputs) type_of(in);
       type_of(s.output);
@@ -28218,6 +28368,8 @@ Function infer_types(const Function& fn, const OpRegistry& ops, const Attrs& glo
 // end dlavm/graph/op.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
 
 #include <fmt/format.h>
 
@@ -28300,8 +28452,17 @@ DLAVM_INLINE Function infer_types(const Function& fn, const OpRegistry& ops, con
   normalize_attrs({}, global, "infer_type: global attributes");
   Function typed = detail::TypeInferer(ops, fn, host).mutate(fn);
   const NodeNames names(typed);
+  // a state's next value has its type, longer where the state grows (a variable dim)
+  const auto fits = [](const TensorType& next, const TensorType& state) {
+    if (next.dtype != state.dtype || next.ndim() != state.ndim()) return false;
+    for (std::size_t k = 0; k < state.ndim(); ++k)
+      if (state.shape[k].is_const() ? !ne::can_prove(next.shape[k] == state.shape[k])
+                                    : !ne::can_prove(next.shape[k] >= state.shape[k]))
+        return false;
+    return true;
+  };
   for (const auto& st : typed.state())
-    if (!same_type(st.next.type(), st.input.type()))
+    if (!fits(st.next.type(), st.input.type()))
       raise<TypeError>("infer_type: state {} is {} but its next value {} is {}",
                        names.name(st.input), type_text(st.input.type()), names.label(st.next),
                        type_text(st.next.type()));

@@ -1,7 +1,8 @@
-// The gallery's attention block (examples/models.hpp) built once for VTA and run on the
-// simulator at several token counts, against a reference written here: the same integer and
-// float32 arithmetic computed directly with loops over the block's weights, not through
-// graph::evaluate or the host kernels. Also: the causal mask's definition and its errors.
+// The gallery's attention block and LLM decoder layer (examples/models.hpp) built once for VTA
+// and run on the simulator at several token counts (the layer through prefills and decode
+// steps with its KV cache), against a reference written here: the same integer and float32
+// arithmetic computed directly with loops over the weights, not through graph::evaluate or
+// the host kernels. Also: the causal mask's definition, and the errors of bad input.
 #include <dlavm/graph.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
@@ -38,36 +39,42 @@ std::int64_t requant(std::int64_t x, std::int64_t shift) {
   return std::clamp<std::int64_t>((x + r) >> shift, -128, 127);
 }
 
-// y[t, n] = requant(sum_k x[t, k] w[n, k] + b[n])
-Mat projection(const Mat& x, const te::NDArray& w, const te::NDArray& b) {
+using Constants = std::map<std::string, te::NDArray>;
+
+// y[t, n] = requant(sum_k x[t, k] w[n, k] + b[n] (+ residual[t, n]))
+Mat projection(const Mat& x, const Constants& c, const std::string& name,
+               std::int64_t shift = models::attention::kProjShift, const Mat* residual = nullptr) {
+  const auto& w = c.at("w" + name);
+  const auto& b = c.at("b" + name);
   const std::int64_t n_out = w.shape()[0];
   Mat y(x.rows, n_out);
   for (std::int64_t t = 0; t < x.rows; ++t)
     for (std::int64_t n = 0; n < n_out; ++n) {
       std::int64_t acc = b.at({n});
       for (std::int64_t k = 0; k < x.cols; ++k) acc += x.at(t, k) * w.at({n, k});
-      y.at(t, n) = requant(acc, models::Attention::kProjShift);
+      if (residual != nullptr) acc += residual->at(t, n);
+      y.at(t, n) = requant(acc, shift);
     }
   return y;
 }
 
-// The attention block on x [token, d_model], head h using columns [h*dh, (h+1)*dh).
-Mat reference(const Mat& x, const std::map<std::string, te::NDArray>& c, std::int64_t heads) {
-  using A = models::Attention;
-  const Mat q = projection(x, c.at("wq"), c.at("bq"));
-  const Mat k = projection(x, c.at("wk"), c.at("bk"));
-  const Mat v = projection(x, c.at("wv"), c.at("bv"));
-  const std::int64_t tokens = x.rows, dh = x.cols / heads;
-  Mat context(tokens, x.cols);
+// Causal attention of q [token, d_model] over the keys and values of every position so far
+// (the queries are the last `token` of k.rows positions); head h uses columns [h*dh, (h+1)*dh).
+Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads) {
+  namespace A = models::attention;
+  const std::int64_t tokens = q.rows, positions = k.rows, past = positions - tokens;
+  const std::int64_t dh = q.cols / heads;
+  Mat context(tokens, q.cols);
   for (std::int64_t h = 0; h < heads; ++h)
     for (std::int64_t i = 0; i < tokens; ++i) {
-      // scores of query i over every key, dequantized and masked after i
-      std::vector<float> s(static_cast<std::size_t>(tokens));
-      for (std::int64_t j = 0; j < tokens; ++j) {
+      // scores of query i over every key, dequantized and masked after its own position
+      std::vector<float> s(static_cast<std::size_t>(positions));
+      for (std::int64_t j = 0; j < positions; ++j) {
         std::int64_t acc = 0;
         for (std::int64_t d = 0; d < dh; ++d) acc += q.at(i, h * dh + d) * k.at(j, h * dh + d);
         s[static_cast<std::size_t>(j)] =
-            j > i ? -INFINITY : static_cast<float>(requant(acc, A::kScoreShift)) * A::kScoreScale;
+            j > past + i ? -INFINITY
+                         : static_cast<float>(requant(acc, A::kScoreShift)) * A::kScoreScale;
       }
       // float32 softmax: the row's maximum, exp of the differences, their sum in order
       float m = s[0];
@@ -83,12 +90,87 @@ Mat reference(const Mat& x, const std::map<std::string, te::NDArray>& c, std::in
             static_cast<std::int64_t>(std::nearbyint((s[j] / sum) / A::kProbScale)), -128, 127);
       for (std::int64_t d = 0; d < dh; ++d) {
         std::int64_t acc = 0;
-        for (std::int64_t j = 0; j < tokens; ++j)
+        for (std::int64_t j = 0; j < positions; ++j)
           acc += p[static_cast<std::size_t>(j)] * v.at(j, h * dh + d);
         context.at(i, h * dh + d) = requant(acc, A::kContextShift);
       }
     }
-  return projection(context, c.at("wo"), c.at("bo"));
+  return context;
+}
+
+// The attention block on x [token, d_model].
+Mat reference(const Mat& x, const Constants& c, std::int64_t heads) {
+  const Mat q = projection(x, c, "q"), k = projection(x, c, "k"), v = projection(x, c, "v");
+  return projection(attend(q, k, v, heads), c, "o");
+}
+
+// int8 -> float32 (x / 32) -> layer norm over each row, in float32 with the host's order of
+// operations -> int8 (round half to even of y * 32, saturated)
+Mat norm(const Mat& x, const Constants& c, const std::string& name) {
+  const float scale = models::LlmLayer::kNormScale;
+  const auto& gamma = c.at(name + ".gamma");
+  const auto& beta = c.at(name + ".beta");
+  Mat y(x.rows, x.cols);
+  const float count = static_cast<float>(x.cols);
+  std::vector<float> row(static_cast<std::size_t>(x.cols));
+  for (std::int64_t t = 0; t < x.rows; ++t) {
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < x.cols; ++j) {
+      row[static_cast<std::size_t>(j)] = (static_cast<float>(x.at(t, j)) - 0.0f) * scale;
+      sum += row[static_cast<std::size_t>(j)];
+    }
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (float e : row) sq += (e - mean) * (e - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + static_cast<float>(1e-5));
+    for (std::int64_t j = 0; j < x.cols; ++j) {
+      const float n = (row[static_cast<std::size_t>(j)] - mean) * inv *
+                          gamma.fdata()[static_cast<std::size_t>(j)] +
+                      beta.fdata()[static_cast<std::size_t>(j)];
+      y.at(t, j) =
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(std::nearbyint(n / scale)), -128, 127);
+    }
+  }
+  return y;
+}
+
+// The decoder layer with its own cache of every position's keys and values.
+struct LlmReference {
+  Constants c;
+  std::int64_t heads;
+  Mat keys{0, 0}, values{0, 0};
+
+  Mat step(const Mat& x) {
+    const Mat n1 = norm(x, c, "ln1");
+    const Mat q = projection(n1, c, "q");
+    append(keys, projection(n1, c, "k"));
+    append(values, projection(n1, c, "v"));
+    const Mat h =
+        projection(attend(q, keys, values, heads), c, "o", models::attention::kProjShift, &x);
+    Mat up = projection(norm(h, c, "ln2"), c, "up");
+    for (auto& e : up.v) e = std::max<std::int64_t>(e, 0);
+    return projection(up, c, "down", models::attention::kProjShift + 1, &h);
+  }
+  static void append(Mat& cache, const Mat& rows) {
+    if (cache.cols == 0) cache = Mat(0, rows.cols);
+    cache.v.insert(cache.v.end(), rows.v.begin(), rows.v.end());
+    cache.rows += rows.rows;
+  }
+};
+
+Constants constants_of(const graph::Function& fn) {
+  Constants out;
+  graph::for_each_node(fn, [&](const graph::Expr& e) {
+    if (const auto* c = e.as<graph::ConstantNode>()) out.emplace(c->name, *c->value);
+  });
+  return out;
+}
+
+Mat rows_of(const te::NDArray& x) {
+  Mat m(x.shape()[1], x.shape()[2]);
+  for (std::int64_t t = 0; t < m.rows; ++t)
+    for (std::int64_t d = 0; d < m.cols; ++d) m.at(t, d) = x.at({0, t, d});
+  return m;
 }
 
 }  // namespace
@@ -96,10 +178,7 @@ Mat reference(const Mat& x, const std::map<std::string, te::NDArray>& c, std::in
 TEST_CASE("attention: the block on VTA equals a reference written out with loops") {
   const models::Attention net(128, 4, 64);  // 4 heads of 32 dims, up to 64 tokens
   const auto fn = net.function();
-  std::map<std::string, te::NDArray> constants;
-  graph::for_each_node(fn, [&](const graph::Expr& e) {
-    if (const auto* c = e.as<graph::ConstantNode>()) constants.emplace(c->name, *c->value);
-  });
+  const Constants constants = constants_of(fn);
   const graph::Target target;
   auto mod = graph::build(fn, target, {.name = "attention"});
   vta::SimDevice dev(target.env.config);
@@ -108,9 +187,7 @@ TEST_CASE("attention: the block on VTA equals a reference written out with loops
     CAPTURE(tokens);
     const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128},
                                        40 + static_cast<std::uint64_t>(tokens));
-    Mat xm(tokens, 128);
-    for (std::int64_t t = 0; t < tokens; ++t)
-      for (std::int64_t d = 0; d < 128; ++d) xm.at(t, d) = x.at({0, t, d});
+    const Mat xm = rows_of(x);
     const graph::NamedArray inputs[] = {{"x", x}};
     const ne::Binding bindings[] = {{"token", tokens}};
     const auto out = mod.run(dev, inputs, bindings).at(0);
@@ -162,4 +239,86 @@ TEST_CASE("causal_mask: -infinity after each query's own position; its shape err
             .results()[0]
             .type()
             .shape.size() == 2);
+}
+
+TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the reference") {
+  // d_model 128, 4 heads, FFN 256, a context of 64 positions
+  const models::LlmLayer net(128, 4, 256, 64);
+  const auto fn = net.function();
+  const graph::Target target;
+  auto mod = graph::build(fn, target, {.name = "llm"});
+  vta::SimDevice dev(target.env.config);
+  std::uint64_t seed = 70;
+  std::int64_t runs = 0, nonzero = 0, vta_steps = 0, reused = 0;
+  std::int64_t prev_tokens = 0, prev_tiles = 0;  // of the previous run
+  for (const auto& s : mod.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
+  CHECK(vta_steps == 8);  // the 6 projections and FFN denses, the 2 attention matmuls
+  for (const std::vector<std::int64_t>& schedule :
+       {std::vector<std::int64_t>{5, 1, 1, 1}, {1, 1, 1}, {14, 1, 1, 1}, {17, 1}, {63, 1}}) {
+    mod.reset_state();
+    LlmReference ref{constants_of(fn), 4};
+    for (const std::int64_t tokens : schedule) {
+      const auto past = mod.state("k_cache").shape()[2];
+      CAPTURE(past);
+      CAPTURE(tokens);
+      const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
+      const graph::NamedArray inputs[] = {{"x", x}};
+      const ne::Binding bindings[] = {{"token", tokens}};
+      const auto out = mod.run(dev, inputs, bindings).at(0);
+      const Mat want = ref.step(rows_of(x));
+      std::int64_t differ = 0;
+      for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t d = 0; d < 128; ++d) {
+          differ += out.at({0, t, d}) != want.at(t, d);
+          nonzero += want.at(t, d) != 0;
+        }
+      CHECK(differ == 0);
+      // the cache holds every position's keys, head by head
+      const auto& k = mod.state("k_cache");
+      REQUIRE(k.shape() == std::vector<std::int64_t>{1, 4, past + tokens, 32});
+      std::int64_t cache_differ = 0;
+      for (std::int64_t h = 0; h < 4; ++h)
+        for (std::int64_t p = 0; p < past + tokens; ++p)
+          for (std::int64_t d = 0; d < 32; ++d)
+            cache_differ += k.at({0, h, p, d}) != ref.keys.at(p, h * 32 + d);
+      CHECK(cache_differ == 0);
+      // a step's stream is instantiated only when the dims of its packed operands change:
+      // token for the projections and the FFN, token and the tiles of positions for the
+      // attention matmuls
+      const std::int64_t tiles = (past + tokens + 15) / 16;
+      for (std::size_t i = 0; i < mod.steps().size(); ++i) {
+        const auto& s = mod.steps()[i];
+        if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+        const bool changed =
+            tokens != prev_tokens || (s.op.starts_with("matmul") && tiles != prev_tiles);
+        CHECK(mod.last_run().steps[i].instantiated == changed);
+        reused += !mod.last_run().steps[i].instantiated;
+      }
+      prev_tokens = tokens;
+      prev_tiles = tiles;
+      ++runs;
+    }
+  }
+  CHECK(runs == 15);
+  CHECK(reused >= 30);
+  CHECK(nonzero > 5000);
+  // full: 64 positions held; the next step is refused before it runs
+  const auto x = te::NDArray::random(DType::int8(), {1, 1, 128}, 1);
+  const graph::NamedArray inputs[] = {{"x", x}};
+  const ne::Binding one[] = {{"token", 1}};
+  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, one),
+                       "module 'llm': state 'k_cache' is full: it holds 64 along dim 2, and a run "
+                       "starts from at most 63 (`last_token`'s maximum); reset_state() to start "
+                       "over, or build with a larger maximum",
+                       dlavm::CapacityError);
+  mod.reset_state();
+  const auto big = te::NDArray::random(DType::int8(), {1, 65, 128}, 2);
+  const graph::NamedArray big_inputs[] = {{"x", big}};
+  const ne::Binding too_many[] = {{"token", 65}};
+  CHECK_THROWS_WITH_AS(mod.run(dev, big_inputs, too_many),
+                       doctest::Contains("symbolic dim 'token' = 65 is outside its range [1, 64]"),
+                       dlavm::Error);
+  // heads that do not divide d_model: the head split names its node and the numbers
+  CHECK_THROWS_WITH_AS(graph::infer_type(models::LlmLayer(120, 7, 256, 64).function(), target),
+                       doctest::Contains("(reshape)"), dlavm::ShapeError);
 }
