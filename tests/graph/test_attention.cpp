@@ -320,5 +320,8 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
                        dlavm::Error);
   // heads that do not divide d_model: the head split names its node and the numbers
   CHECK_THROWS_WITH_AS(graph::infer_type(models::LlmLayer(120, 7, 256, 64).function(), target),
-                       doctest::Contains("(reshape)"), dlavm::ShapeError);
+                       doctest::Contains("(reshape): cannot reshape input 0 (%q) (1, token, "
+                                         "120) to [0, 0, 7, -1]: the dims not copied hold `120` "
+                                         "elements, which is not provably a multiple of 7"),
+                       dlavm::ShapeError);
 }

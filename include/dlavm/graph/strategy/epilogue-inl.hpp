@@ -162,9 +162,9 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
   const std::size_t rank = shape.size();
   if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
     raise<ValueError>(
-        "internal: epilogue '{}' needs a packed {} accumulator of rank >= 3, got {} of rank {}, "
+        "internal: epilogue '{}' needs a packed {} accumulator of rank >= {}, got {} of rank {}, "
         "please report",
-        name, env.acc_dtype, acc.dtype(), rank);
+        name, env.acc_dtype, channel_dim + 3, acc.dtype(), rank);
   // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
   // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
   st.channels.resize(e.inputs.size());
