@@ -689,8 +689,9 @@ MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
 // region once there and copies the weights VTA reads once; the values VTA reads or writes
 // stay in device memory between VTA steps and cross to the host only where a host step, a
 // result or keep_values reads them. Each VTA step's stream is instantiated for a device and
-// bindings once: a run with the bindings of the step's previous run on that device reuses its
-// stream, copied to the insts and uop regions.
+// the packed shapes of its operands once (the program sees the symbolic dims only through
+// them): a run whose bindings give the shapes of the step's previous run on that device reuses
+// its stream, copied to the insts and uop regions (StepStats::instantiated says which).
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
