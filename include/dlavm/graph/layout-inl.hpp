@@ -251,42 +251,33 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
-// Packs each product of a BatchedMatrix or MatmulWeight value as a Matrix or (transposed) a
-// DenseWeight, one after the other.
+// The flat index of element (r, c) of product b in a batched layout's packed array of
+// `row_tiles` x `col_tiles` tiles per product: [products, row tiles, col tiles, R, T].
+inline std::size_t batched_index(const Layout& l, std::int64_t row_tiles, std::int64_t col_tiles,
+                                 std::int64_t b, std::int64_t r, std::int64_t c) {
+  return static_cast<std::size_t>(
+      (((b * row_tiles + r / l.rows) * col_tiles + c / l.cols) * l.rows + r % l.rows) * l.cols +
+      c % l.cols);
+}
+
+// Packs a BatchedMatrix value [.., M, C] (rows M) or a MatmulWeight value [.., K, N] (rows N,
+// transposed) in one pass: each product tiled, zero-padded, one after the other.
 inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
   require_layout_rank(l, logical.ndim());
   const auto [products, m, c] = as_products(logical.shape());
   const bool weight = l.kind == Layout::Kind::MatmulWeight;
-  const Layout each{weight ? Layout::Kind::DenseWeight : Layout::Kind::Matrix, l.rows, l.cols};
+  const std::int64_t rows = weight ? c : m, cols = weight ? m : c;
+  const std::int64_t row_tiles = ne::ceil_div(rows, l.rows), col_tiles = ne::ceil_div(cols, l.cols);
+  te::NDArray out(logical.dtype(), {products, row_tiles, col_tiles, l.rows, l.cols});
   const auto src = logical.data();
-  te::NDArray out;
-  std::size_t at = 0;
-  for (std::int64_t b = 0; b < products; ++b) {
-    te::NDArray product(logical.dtype(), weight ? std::vector{c, m} : std::vector{m, c});
-    auto dst = product.data();
-    const std::size_t base = static_cast<std::size_t>(b * m * c);
+  auto dst = out.data();
+  // the source read in order: element (i, j) of product b is row i, column j of [M, C]
+  std::size_t from = 0;
+  for (std::int64_t b = 0; b < products; ++b)
     for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < c; ++j) {
-        const auto from = base + static_cast<std::size_t>(i * c + j);
-        dst[static_cast<std::size_t>(weight ? j * m + i : i * c + j)] = src[from];
-      }
-    const auto packed = pack(product, each);
-    if (b == 0) {
-      std::vector<std::int64_t> shape{products};
-      shape.insert(shape.end(), packed.shape().begin(), packed.shape().end());
-      out = te::NDArray(logical.dtype(), std::move(shape));
-    }
-    std::copy(packed.data().begin(), packed.data().end(),
-              out.data().begin() + static_cast<std::ptrdiff_t>(at));
-    at += packed.size();
-  }
-  if (products == 0) {
-    std::vector<ne::Expr> dims;
-    for (auto v : logical.shape()) dims.emplace_back(v);
-    std::vector<std::int64_t> shape;
-    for (const auto& e : packed_shape(l, dims)) shape.push_back(ne::simplify(e).as_int().value());
-    out = te::NDArray(logical.dtype(), std::move(shape));
-  }
+      for (std::int64_t j = 0; j < c; ++j, ++from)
+        dst[weight ? batched_index(l, row_tiles, col_tiles, b, j, i)
+                   : batched_index(l, row_tiles, col_tiles, b, i, j)] = src[from];
   return out;
 }
 
@@ -372,22 +363,16 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     return unpack(detail::join_planes(packed, detail::batched(l) ? 3 : 2), value, shape);
   }
   if (l.kind == Layout::Kind::BatchedMatrix) {
-    // each product unpacked as a Matrix, one after the other
     const auto [products, m, c] = detail::as_products(shape);
-    const Layout each{Layout::Kind::Matrix, l.rows, l.cols};
+    const auto& p = packed.shape();
     te::NDArray out(packed.dtype(), logical_shape);
-    const std::size_t in_step =
-        packed.size() / static_cast<std::size_t>(std::max<std::int64_t>(products, 1));
-    std::vector<std::int64_t> product_shape(packed.shape().begin() + 1, packed.shape().end());
-    for (std::int64_t b = 0; b < products; ++b) {
-      te::NDArray product(packed.dtype(), product_shape);
-      const auto from = packed.data().begin() +
-                        static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b) * in_step);
-      std::copy(from, from + static_cast<std::ptrdiff_t>(in_step), product.data().begin());
-      const auto logical = unpack(product, each, std::array{m, c});
-      std::copy(logical.data().begin(), logical.data().end(),
-                out.data().begin() + static_cast<std::ptrdiff_t>(b * m * c));
-    }
+    const auto src = packed.data();
+    auto dst = out.data();
+    std::size_t to = 0;
+    for (std::int64_t b = 0; b < products; ++b)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < c; ++j, ++to)
+          dst[to] = src[detail::batched_index(l, p[1], p[2], b, i, j)];
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
