@@ -12,15 +12,9 @@
 #include <string>
 
 int main(int argc, char** argv) try {
-  std::string dump;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--dump" && i + 1 < argc) {
-      dump = argv[++i];
-    } else {
-      fmt::print(stderr, "usage: {} [--dump DIR]\n", argv[0]);
-      return 2;
-    }
-  }
+  const auto dump_arg = models::dump_option(argc, argv);
+  if (!dump_arg) return 2;
+  const std::string& dump = *dump_arg;
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
@@ -37,9 +31,8 @@ int main(int argc, char** argv) try {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {1, token, 512}, 300 + token);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"token", token}};
-    const auto check =
-        models::run_and_check(mod, typed, dev, inputs, bindings,
-                              dump.empty() ? dump : fmt::format("{}/token{}", dump, token));
+    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings,
+                                             models::dump_dir(dump, fmt::format("token{}", token)));
     fmt::print("token {:>2}: {} VTA cycles, {} VTA layers checked, {} differ, outputs {}\n", token,
                mod.last_run().vta_cycles, check.layers, check.mismatches,
                check.outputs_equal ? "equal" : "DIFFERENT");

@@ -57,7 +57,7 @@ int main(int argc, char** argv) try {
     const auto last = mod.state("k_cache").shape()[2];
     const auto check =
         models::run_and_check(mod, typed, dev, inputs, bindings,
-                              dump.empty() ? dump : fmt::format("{}/{}_{}", dump, what, last));
+                              models::dump_dir(dump, fmt::format("{}_{}", what, last)));
     std::uint64_t dram = 0;
     for (const auto& s : mod.last_run().steps) dram += s.dram_bytes;
     fmt::print(

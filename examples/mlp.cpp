@@ -11,15 +11,9 @@
 #include <string>
 
 int main(int argc, char** argv) try {
-  std::string dump;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--dump" && i + 1 < argc) {
-      dump = argv[++i];
-    } else {
-      fmt::print(stderr, "usage: {} [--dump DIR]\n", argv[0]);
-      return 2;
-    }
-  }
+  const auto dump_arg = models::dump_option(argc, argv);
+  if (!dump_arg) return 2;
+  const std::string& dump = *dump_arg;
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
@@ -36,9 +30,8 @@ int main(int argc, char** argv) try {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {batch, 64}, 100 + batch);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"batch", batch}};
-    const auto check =
-        models::run_and_check(mod, typed, dev, inputs, bindings,
-                              dump.empty() ? dump : fmt::format("{}/batch{}", dump, batch));
+    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings,
+                                             models::dump_dir(dump, fmt::format("batch{}", batch)));
     fmt::print("batch {:>3}: {} VTA cycles, {} VTA layers checked, {} differ, outputs {}\n", batch,
                mod.last_run().vta_cycles, check.layers, check.mismatches,
                check.outputs_equal ? "equal" : "DIFFERENT");

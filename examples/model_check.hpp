@@ -9,10 +9,30 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace models {
+
+// The `--dump DIR` option of a model example that takes no other: DIR ("" without it), or
+// nullopt after printing the usage for any other argument.
+inline std::optional<std::string> dump_option(int argc, char** argv) {
+  std::string dump;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--dump" || i + 1 >= argc) {
+      fmt::print(stderr, "usage: {} [--dump DIR]\n", argv[0]);
+      return std::nullopt;
+    }
+    dump = argv[++i];
+  }
+  return dump;
+}
+
+// The folder of one run's dumps under `dump` ("" when the example does not dump).
+inline std::string dump_dir(const std::string& dump, const std::string& run) {
+  return dump.empty() ? dump : dump + "/" + run;
+}
 
 struct CheckResult {
   int layers = 0;      // VTA results compared

@@ -134,6 +134,18 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
   const dlavm::vta::Env env;
+  // a dense layer or batched matmul: the footprint of its default tiling as lowering allocates
+  const auto check_dense = [&](const graph::DenseShape& shape, const graph::Epilogue& e,
+                               const std::string& name) {
+    const auto t = graph::default_dense_tiling(env, shape, e);
+    const graph::DenseKernel k(env, shape, e, name);
+    auto s = k.schedule(t);
+    const auto f = graph::footprint(env, shape, e, t);
+    const auto got = allocated(dlavm::vta::build(s, k.args(), env, name));
+    CHECK(got.acc == f.acc);
+    CHECK(got.inp == f.inp);
+    CHECK(got.wgt == f.wgt);
+  };
   for (int trial = 0; trial < 40; ++trial) {
     CAPTURE(trial);
     const auto e = tiling_test::random_epilogue(rng);
@@ -166,26 +178,9 @@ TEST_CASE("tiling: every default tiling lowers, and allocates the SRAM its footp
       };
       const graph::DenseShape shape{dim("m", pick(1, 40)), dim("k", pick(1, 300)),
                                     dim("n", pick(1, 300)), pick(1, 4)};
-      const auto t = graph::default_dense_tiling(env, shape, e);
-      const graph::DenseKernel k(env, shape, e, "bmm");
-      auto s = k.schedule(t);
-      const auto f = graph::footprint(env, shape, e, t);
-      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "bmm"));
-      CHECK(got.acc == f.acc);
-      CHECK(got.inp == f.inp);
-      CHECK(got.wgt == f.wgt);
+      check_dense(shape, e, "bmm");
     }
-    {
-      const graph::DenseShape shape{pick(1, 40), pick(1, 300), pick(1, 300)};
-      const auto t = graph::default_dense_tiling(env, shape, e);
-      const graph::DenseKernel k(env, shape, e, "fc");
-      auto s = k.schedule(t);
-      const auto f = graph::footprint(env, shape, e, t);
-      const auto got = allocated(dlavm::vta::build(s, k.args(), env, "fc"));
-      CHECK(got.acc == f.acc);
-      CHECK(got.inp == f.inp);
-      CHECK(got.wgt == f.wgt);
-    }
+    check_dense({pick(1, 40), pick(1, 300), pick(1, 300)}, e, "fc");
     {
       const std::int64_t kh = pick(1, 3), kw = pick(1, 3);
       graph::Epilogue pe;

@@ -353,7 +353,6 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       // (The SRAM row is a constant number of tiles, and x, at least a tile, fits in it: rows
       // that overlapped would be a broken schedule.)
       const auto row = ne::simplify(y.strides[0]).as_int();
-      const auto tail = ne::simplify(ne::floordiv(y.strides[0] - x.extent, tile));
       const bool padded_rows = !dense && copy.to_sram && copy.mem == runtime::MemId::Inp &&
                                !f.xp.loop && row && *row % tile == 0 &&
                                *row / tile - 1 <= max_pad_ && divisible(y.strides[1], tile);
@@ -365,8 +364,8 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         f.x_stride = stride;
         f.folded.insert(f.folded.end(), y.merged.begin(), y.merged.end());
         if (padded_rows) {
-          f.x_tiles = ne::simplify(ne::floordiv(y.strides[0], tile));
-          f.xp.after = tail;
+          f.x_tiles = *row / tile;
+          f.xp.after = ne::simplify(ne::floordiv(y.strides[0] - x.extent, tile));
         }
       }
     }
