@@ -705,299 +705,70 @@ MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
-// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
-// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
-// keys an op takes, with their kinds and defaults.
+// begin dlavm/graph/appended_state.hpp
+// graph::AppendedState: a growing state (a KV cache) held as the DRAM bytes of the packed
+// array VTA reads, so that a run appends its new positions in place rather than concatenating
+// the whole state on the host and packing it again (graph::Module, Kind::Append steps).
 //
-//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
-//   a.get_ints("strides");          // {2, 2}
-//   a.get_float("shift");           // 8.0: an integer reads as a float
-//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
-//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
-//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+// The packed array is the state with its dims permuted (`perm[i]`: the state's dim that is
+// the array's dim i; a transpose between the cache and the matmul that reads it), in
+// matmul_weight layout: [B..., K, N] -> [prod(B), N/R, K/T, R, T]. The growing dim must be K
+// or N. When a run's positions need another tile along it, the held tiles move to their new
+// places in the same buffer (once every R or T positions), and the new tiles start at zero.
+//
+//   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
+//                              {graph::Layout::Kind::MatmulWeight, 16, 16});
+//   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
+//   cache.commit();          // and length() is T
+//
+// Errors: rows of another dtype or shape than the state's (ShapeError naming both).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
-
-#include <fmt/format.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
-                               std::vector<double>>;
-
-// The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
-
-inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
-std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
-std::string to_string(const AttrValue& v);
-
-class Attrs {
- public:
-  struct Entry {
-    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
-    // {"strides", {2, 2}}: a braced list of integers.
-    Entry(std::string k, std::initializer_list<std::int64_t> v)
-        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
-    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
-    template <std::size_t N>
-    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
-    friend bool operator==(const Entry&, const Entry&) = default;
-    std::string key;
-    AttrValue value;
-  };
-
-  Attrs() = default;
-  // ValueError when a key appears twice.
-  Attrs(std::initializer_list<Entry> entries);
-
-  // Inserts or replaces.
-  Attrs& set(std::string key, AttrValue value);
-  // The value, or nullptr.
-  const AttrValue* find(std::string_view key) const;
-  bool contains(std::string_view key) const { return find(key) != nullptr; }
-
-  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
-  // when it holds another kind. get_float also reads an integer.
-  std::int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;
-  const std::string& get_string(std::string_view key) const;
-  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
-  DType get_dtype(std::string_view key) const;
-  // A list of floats; a list of integers reads as one too.
-  std::vector<double> get_floats(std::string_view key) const;
-
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-  friend bool operator==(const Attrs&, const Attrs&) = default;
-
- private:
-  const AttrValue& get(std::string_view key, AttrKind want) const;
-  std::vector<Entry> entries_;  // sorted by key, keys unique
-};
-
-}  // namespace dlavm::graph
-
-// key=value pairs in key order, separated by ", ".
-template <>
-struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
-    std::string out;
-    for (const auto& e : a) {
-      if (!out.empty()) out += ", ";
-      out += e.key;
-      out += '=';
-      out += dlavm::graph::to_string(e.value);
-    }
-    return fmt::formatter<std::string_view>::format(out, ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/attrs-inl.hpp
-// Definitions for graph/attrs.hpp.
+// begin dlavm/graph/layout.hpp
+// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
+// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
+// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
+//
+//   Plain        the logical array
+//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
+//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
+//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
+//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
+//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
+//                                                                   for every batch row)
+//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
+//                                                                   operand and result: each
+//                                                                   product a Matrix)
+//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
+//                                                                   activation: each product
+//                                                                   transposed into a
+//                                                                   DenseWeight)
+//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
+//   width folded into the channels (im2col along the width), for a convolution whose few
+//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
+//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
+//                         channel c*KW + dx; then as Activation
+//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
+//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
+//   padding. Packing only: nothing reads these layouts back.
+// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
+// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
+// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
+// [prod(B), M/R, C/T, P, R, T]. Unpack
+// reassembles the value (the top plane carries the sign); nothing packs into them.
+//   P = 4 returns the full int32 accumulator to the host.
+// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
+// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
+//
+//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
+//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
+//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view describe(AttrKind kind) {
-  switch (kind) {
-    case AttrKind::Int:
-      return "an integer";
-    case AttrKind::Float:
-      return "a float";
-    case AttrKind::String:
-      return "a string";
-    case AttrKind::Ints:
-      return "a list of integers";
-    case AttrKind::DType:
-      return "a dtype";
-    case AttrKind::Floats:
-      return "a list of floats";
-  }
-  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
-}
-
-namespace detail {
-
-// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
-inline std::string float_text(double d) {
-  std::string s = fmt::format("{}", d);
-  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string to_string(const AttrValue& v) {
-  using detail::float_text;
-  switch (kind_of(v)) {
-    case AttrKind::Int:
-      return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float:
-      return float_text(std::get<double>(v));
-    case AttrKind::String: {
-      std::string s = "\"";
-      for (char c : std::get<std::string>(v)) {
-        if (c == '"' || c == '\\') s += '\\';
-        s += c;
-      }
-      return s + "\"";
-    }
-    case AttrKind::Ints:
-      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
-    case AttrKind::DType:
-      return std::get<DType>(v).str();
-    case AttrKind::Floats: {
-      std::vector<std::string> items;
-      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
-      return fmt::format("[{}]", fmt::join(items, ", "));
-    }
-  }
-  raise<ValueError>("internal: unknown attribute kind, please report");
-}
-
-DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
-  for (const Entry& e : entries) {
-    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
-    set(e.key, e.value);
-  }
-}
-
-DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, const std::string& k) { return e.key < k; });
-  if (it != entries_.end() && it->key == key)
-    it->value = std::move(value);
-  else
-    entries_.emplace(it, std::move(key), std::move(value));
-  return *this;
-}
-
-DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, std::string_view k) { return e.key < k; });
-  return it != entries_.end() && it->key == key ? &it->value : nullptr;
-}
-
-DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
-  const AttrValue* v = find(key);
-  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
-  if (kind_of(*v) != want)
-    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
-                     to_string(*v), describe(want));
-  return *v;
-}
-
-DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
-  return std::get<std::int64_t>(get(key, AttrKind::Int));
-}
-
-DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Int)
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return std::get<double>(get(key, AttrKind::Float));
-}
-
-DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
-  return std::get<std::string>(get(key, AttrKind::String));
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
-  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
-}
-
-DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
-  return std::get<DType>(get(key, AttrKind::DType));
-}
-
-DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
-    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-    return {ints.begin(), ints.end()};
-  }
-  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attrs-inl.hpp
-#endif
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
-//
-// The node set is small and closed (NodeKind):
-//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
-//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
-//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
-//              and optionally the name of the value it produces (`result_name`: from
-//              GraphBuilder, an importer's node names, or graph::named), which the printer,
-//              error messages and a built Module's values go by
-// Every node has an optional TensorType (inputs and constants always; calls once
-// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
-// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
-// a graph is always acyclic.
-//
-//   auto token = ne::var("token", 1, 2048);
-//   auto x = graph::input("x", {1, token, 512}, DType::int8());
-//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
-//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
-//   auto fn = graph::function({x}, {y});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
 // begin dlavm/ne/expr.hpp
 // ne expressions: the node set, the `Expr` value type and symbolic variables.
 //
@@ -1502,223 +1273,176 @@ DLAVM_INLINE bool allclose(const NDArray& a, const NDArray& b, double rtol, doub
 // end dlavm/te/ndarray.hpp
 
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <span>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 namespace dlavm::graph {
 
-enum class NodeKind : std::uint8_t { Input, Constant, Call };
-
-// Where a call runs. Any: not placed yet (before infer_type).
-enum class Device : std::uint8_t { Any, Host, Vta };
-// "any", "host", "vta"
-std::string_view device_name(Device d);
-
-struct TensorType {
-  std::vector<ne::Expr> shape;
-  DType dtype;
-  std::size_t ndim() const { return shape.size(); }
-};
-// Same dtype and structurally equal dims (ne::equal, no simplification).
-bool same_type(const TensorType& a, const TensorType& b);
-
-class Node;
-class Partition;
-
-// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
-class Expr {
- public:
-  Expr() = default;
-  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
-
-  bool defined() const { return node_ != nullptr; }
-  const Node* get() const { return node_.get(); }
-  const Node* operator->() const { return node_.get(); }
-  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
-  template <class T>
-  const T* as() const;
-  bool same_as(const Expr& other) const { return node_ == other.node_; }
-  // How many handles share the node (0 for an undefined Expr).
-  long use_count() const { return node_.use_count(); }
-
-  // Shorthands for the node's fields; ValueError on an undefined Expr.
-  NodeKind kind() const;
-  const std::string& name() const;
-  bool has_type() const;
-  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
-  const TensorType& type() const;
-  Device device() const;
-
- private:
-  std::shared_ptr<const Node> node_;
+struct Layout {
+  enum class Kind : std::uint8_t {
+    Plain,
+    Activation,
+    Matrix,
+    ConvWeight,
+    DenseWeight,
+    Channel,
+    UnfoldedActivation,
+    UnfoldedConvWeight,
+    BatchedMatrix,
+    MatmulWeight
+  };
+  // The unfolded layouts' convolution: kernel width, column stride and padding.
+  struct Unfold {
+    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
+    friend bool operator==(const Unfold&, const Unfold&) = default;
+  };
+  Kind kind = Kind::Plain;
+  std::int64_t rows = 1;  // tile rows (R)
+  std::int64_t cols = 1;  // tile columns (T)
+  Unfold unfold{};
+  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
+  friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-class Node {
- public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
+// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
+// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
+std::string to_string(const Layout& l);
 
-  const NodeKind kind;
-  const std::string name;  // input / constant name; the op name of a call
-  const std::optional<TensorType> type;
-  const Device device;
+// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
+// not take; symbolic dims stay expressions).
+std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
 
- protected:
-  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
-      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
-};
-
-struct InputNode final : Node {
-  InputNode(std::string n, TensorType t)
-      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
-};
-
-struct ConstantNode final : Node {
-  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
-      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
-  const std::shared_ptr<const te::NDArray> value;
-};
-
-struct CallNode final : Node {
-  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
-           std::string result)
-      : Node(NodeKind::Call, std::move(op), std::move(t), d),
-        args(std::move(a)),
-        attrs(std::move(at)),
-        result_name(std::move(result)) {}
-  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
-  // calls deep must not nest a destructor per call.
-  DLAVM_INLINE ~CallNode() override;
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
-  const std::string& op() const { return name; }
-  // Not const only so that the destructor can take the arguments apart; nodes are created
-  // non-const (make_shared<CallNode>) and only ever handed out as const.
-  std::vector<Expr> args;
-  const Attrs attrs;
-  const std::string result_name;  // empty: unnamed (printed by its post-order number)
-};
-
-template <class T>
-const T* Expr::as() const {
-  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
-  return nullptr;
-}
-
-// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
-// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
-// other than float32, vector lanes: TypeError).
-Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// The input of a growing state (graph::State): like input(), but a dim that is one variable of
-// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
-// graph::function refuses a param that can be empty.
-Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// A constant holding `value` (shared, never copied again); its type comes from the array.
-Expr constant(std::string name, te::NDArray value);
-Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
-// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
-// the value it produces. The op name and attributes are checked against an op registry by
-// graph::infer_type, not here.
-Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
-// A call with its type and device: what passes (infer_type, placement) build.
-Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
-                std::string result_name = {});
-// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
-//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
-Expr named(const Expr& e, std::string name);
-
-// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
-Expr with_args(const CallNode& call, std::vector<Expr> args);
-
-// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
-// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
-// graph/functor.hpp builds the traversal idioms on it.
-std::vector<Expr> post_order(std::span<const Expr> roots);
-
-// A state of a function: a value that outlives a run of the module built from it (a KV cache,
-// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
-// the module keeps it between runs); `next` is the value the state takes after the run,
-// computed by the graph, of the input's type (infer_type checks it).
-// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
-// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
-// then holds the state at its current length, binds v to that length in a run, and keeps at
-// most max + 1 along that dim (the longest run from max with one new position).
-struct State {
-  Expr input;
-  Expr next;
-};
-
-// A graph with named parameters (inputs), results and states. Invariants, checked on
-// construction (ValueError naming the node): every param and state input is an Input, their
-// names are unique, every Input reachable from the results and the states' next values is a
-// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
-// constants, named calls) never share a name, at least one result.
-class Function {
- public:
-  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
-  const std::vector<Expr>& params() const { return params_; }
-  const std::vector<Expr>& results() const { return results_; }
-  const std::vector<State>& state() const { return state_; }
-  // The results, then the states' next values: every node the function computes is under them.
-  const std::vector<Expr>& roots() const { return roots_; }
-
-  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
-  // function's nodes), which graph::build then uses; null for a function not placed.
-  const std::shared_ptr<const Partition>& placement() const { return placement_; }
-  // This function with a placement attached (its groups must refer to this function's nodes).
-  Function with_placement(std::shared_ptr<const Partition> p) const {
-    Function f = *this;
-    f.placement_ = std::move(p);
-    return f;
-  }
-
- private:
-  std::vector<Expr> params_;
-  std::vector<Expr> results_;
-  std::vector<State> state_;
-  std::vector<Expr> roots_;
-  std::shared_ptr<const Partition> placement_;
-};
-
-inline Function function(std::vector<Expr> params, std::vector<Expr> results,
-                         std::vector<State> state = {}) {
-  return Function(std::move(params), std::move(results), std::move(state));
-}
+te::NDArray pack(const te::NDArray& logical, const Layout& l);
+// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
+te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/node-inl.hpp
-// Definitions for graph/node.hpp.
+// begin dlavm/graph/layout-inl.hpp
+// Definitions for graph/layout.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/ne/bounds.hpp
-// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/ne/int_math.hpp
+// Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
+// checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
 
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace dlavm::ne::detail {
+
+__extension__ using int128 = __int128;
+
+inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+// floor(a / b). Requires b != 0 and not (a == INT64_MIN && b == -1).
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// a - b * floor(a / b): the result has the sign of b. Requires b != 0.
+constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == -1) return 0;  // a % -1 overflows for INT64_MIN
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+constexpr int128 floor_div128(int128 a, int128 b) {
+  const int128 q = a / b;
+  const int128 r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Checked arithmetic: nullopt when the exact result does not fit in int64 (or b == 0 for the
+// divisions).
+constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_floor_div(std::int64_t a, std::int64_t b) {
+  if (b == 0 || (a == int64_min && b == -1)) return std::nullopt;
+  return floor_div(a, b);
+}
+constexpr std::optional<std::int64_t> checked_floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  return floor_mod(a, b);
+}
+
+// Clamps a 128-bit value into int64.
+constexpr std::int64_t saturate(int128 v) {
+  if (v > int64_max) return int64_max;
+  if (v < int64_min) return int64_min;
+  return static_cast<std::int64_t>(v);
+}
+
+constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
+  // Works on magnitudes in uint64 so that INT64_MIN does not overflow.
+  std::uint64_t x = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+  std::uint64_t y = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+  while (y != 0) {
+    const std::uint64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  // gcd(INT64_MIN, INT64_MIN) = 2^63 does not fit; 1 is still a common divisor.
+  return x > static_cast<std::uint64_t>(int64_max) ? 1 : static_cast<std::int64_t>(x);
+}
+
+}  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -detail::floor_div(-a, b);
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
+// the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
+// a constant zero raises ArithmeticError here, when the expression is written.
+//
+// floordiv/floormod follow Python: floordiv(-7, 2) == -4, floormod(-7, 2) == 1. Conditions
+// (comparisons, &&, ||, !) have the value 0 or 1; any nonzero value counts as true.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
-// begin dlavm/ne/interval.hpp
-// Inclusive integer intervals and the interval analysis of an expression as written (no
-// rewriting). ne::bounds (ne/bounds.hpp) combines this with the simplifier for tighter results;
-// the simplifier itself uses this analysis on the canonical pieces it builds.
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/printer.hpp
+// Text form of ne expressions, through fmt: `fmt::format("{}", e)` or `ne::to_string(e)`.
 //
-// Endpoint arithmetic runs in 128 bits and saturates into int64, so the analysis never
-// overflows. An interval is sound for every assignment of in-range values under which the
-// expression evaluates without an error.
+// Infix operators print with their usual C++ spelling (`*` without spaces, the others with),
+// floordiv/floormod/min/max/select as calls. Every infix operand that is itself infix is
+// parenthesised, except the left operand of the same operator family, so that left-leaning
+// chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
+// depends only on structure and names, so it is stable across runs.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -1826,371 +1550,6 @@ DLAVM_INLINE std::vector<Var> free_vars(const Expr& e) {
 }  // namespace dlavm::ne
 // end dlavm/ne/functor-inl.hpp
 #endif
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/int_math.hpp
-// Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
-// checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
-
-#include <cstdint>
-#include <limits>
-#include <optional>
-
-namespace dlavm::ne::detail {
-
-__extension__ using int128 = __int128;
-
-inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
-inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-
-// floor(a / b). Requires b != 0 and not (a == INT64_MIN && b == -1).
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  const std::int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-
-// a - b * floor(a / b): the result has the sign of b. Requires b != 0.
-constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
-  if (b == -1) return 0;  // a % -1 overflows for INT64_MIN
-  const std::int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
-constexpr int128 floor_div128(int128 a, int128 b) {
-  const int128 q = a / b;
-  const int128 r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-
-// Checked arithmetic: nullopt when the exact result does not fit in int64 (or b == 0 for the
-// divisions).
-constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_floor_div(std::int64_t a, std::int64_t b) {
-  if (b == 0 || (a == int64_min && b == -1)) return std::nullopt;
-  return floor_div(a, b);
-}
-constexpr std::optional<std::int64_t> checked_floor_mod(std::int64_t a, std::int64_t b) {
-  if (b == 0) return std::nullopt;
-  return floor_mod(a, b);
-}
-
-// Clamps a 128-bit value into int64.
-constexpr std::int64_t saturate(int128 v) {
-  if (v > int64_max) return int64_max;
-  if (v < int64_min) return int64_min;
-  return static_cast<std::int64_t>(v);
-}
-
-constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
-  // Works on magnitudes in uint64 so that INT64_MIN does not overflow.
-  std::uint64_t x = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
-  std::uint64_t y = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
-  while (y != 0) {
-    const std::uint64_t t = x % y;
-    x = y;
-    y = t;
-  }
-  // gcd(INT64_MIN, INT64_MIN) = 2^63 does not fit; 1 is still a common divisor.
-  return x > static_cast<std::uint64_t>(int64_max) ? 1 : static_cast<std::int64_t>(x);
-}
-
-}  // namespace dlavm::ne::detail
-
-namespace dlavm::ne {
-
-// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return -detail::floor_div(-a, b);
-}
-
-}  // namespace dlavm::ne
-// end dlavm/ne/int_math.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <initializer_list>
-
-namespace dlavm::ne {
-
-struct Interval {
-  std::int64_t min = detail::int64_min;
-  std::int64_t max = detail::int64_max;
-
-  static constexpr Interval point(std::int64_t v) { return {v, v}; }
-  static constexpr Interval everything() { return {}; }
-
-  constexpr bool is_point() const { return min == max; }
-  constexpr bool contains(std::int64_t v) const { return min <= v && v <= max; }
-  constexpr bool excludes_zero() const { return min > 0 || max < 0; }
-  constexpr bool is_zero() const { return min == 0 && max == 0; }
-  friend constexpr bool operator==(Interval, Interval) = default;
-};
-
-// The smallest interval holding both.
-constexpr Interval hull(Interval a, Interval b) {
-  return {std::min(a.min, b.min), std::max(a.max, b.max)};
-}
-// The overlap of two intervals that both hold the value (an empty overlap cannot happen for
-// sound inputs; it is resolved towards `a`).
-constexpr Interval intersect(Interval a, Interval b) {
-  const Interval r{std::max(a.min, b.min), std::min(a.max, b.max)};
-  return r.min <= r.max ? r : a;
-}
-
-namespace detail {
-
-constexpr Interval interval_from(std::initializer_list<int128> corners) {
-  const auto [lo, hi] = std::minmax(corners);
-  return {saturate(lo), saturate(hi)};
-}
-
-constexpr Interval interval_add(Interval a, Interval b) {
-  return {saturate(int128{a.min} + b.min), saturate(int128{a.max} + b.max)};
-}
-constexpr Interval interval_sub(Interval a, Interval b) {
-  return {saturate(int128{a.min} - b.max), saturate(int128{a.max} - b.min)};
-}
-constexpr Interval interval_mul(Interval a, Interval b) {
-  return interval_from(
-      {int128{a.min} * b.min, int128{a.min} * b.max, int128{a.max} * b.min, int128{a.max} * b.max});
-}
-constexpr Interval interval_scale(Interval a, std::int64_t c) {
-  return interval_from({int128{a.min} * c, int128{a.max} * c});
-}
-
-// floor(a / b) over the nonzero values of b. floor(x / y) is monotone in x for a fixed y and
-// in y on each side of zero, so the extremes are at the corners of each sign part.
-constexpr Interval interval_floordiv(Interval a, Interval b) {
-  bool any = false;
-  Interval r{};
-  auto part = [&](std::int64_t lo, std::int64_t hi) {
-    const Interval p = interval_from({floor_div128(a.min, lo), floor_div128(a.min, hi),
-                                      floor_div128(a.max, lo), floor_div128(a.max, hi)});
-    r = any ? hull(r, p) : p;
-    any = true;
-  };
-  if (b.min < 0) part(b.min, std::min<std::int64_t>(b.max, -1));
-  if (b.max > 0) part(std::max<std::int64_t>(b.min, 1), b.max);
-  return any ? r : Interval::everything();  // b == 0: never evaluates without an error
-}
-
-constexpr Interval interval_floormod(Interval a, Interval b) {
-  if (b.is_point() && b.min != 0) {
-    const std::int64_t d = b.min;
-    const int128 k = floor_div128(a.min, d);
-    if (k == floor_div128(a.max, d))  // a lies in one period: floormod(x, d) = x - k*d
-      return {saturate(a.min - k * d), saturate(a.max - k * d)};
-  }
-  if (b.min > 0 && a.min >= 0) return {0, std::min<std::int64_t>(a.max, b.max - 1)};
-  bool any = false;
-  Interval r{};
-  if (b.max > 0) {
-    r = {0, b.max - 1};
-    any = true;
-  }
-  if (b.min < 0) {
-    const Interval n{b.min + 1, 0};
-    r = any ? hull(r, n) : n;
-    any = true;
-  }
-  return any ? r : Interval::everything();
-}
-
-constexpr Interval interval_truth(bool known_true, bool known_false) {
-  if (known_true) return Interval::point(1);
-  if (known_false) return Interval::point(0);
-  return {0, 1};
-}
-
-constexpr Interval interval_compare(Kind k, Interval a, Interval b) {
-  switch (k) {
-    case Kind::LT:
-      return interval_truth(a.max < b.min, a.min >= b.max);
-    case Kind::LE:
-      return interval_truth(a.max <= b.min, a.min > b.max);
-    case Kind::GT:
-      return interval_truth(a.min > b.max, a.max <= b.min);
-    case Kind::GE:
-      return interval_truth(a.min >= b.max, a.max < b.min);
-    case Kind::EQ:
-      return interval_truth(a.is_point() && a == b, a.max < b.min || b.max < a.min);
-    case Kind::NE:
-      return interval_truth(a.max < b.min || b.max < a.min, a.is_point() && a == b);
-    default:
-      return {0, 1};
-  }
-}
-
-// The interval of k(a, b) from the intervals of its operands.
-constexpr Interval interval_binary(Kind k, Interval a, Interval b) {
-  switch (k) {
-    case Kind::Add:
-      return interval_add(a, b);
-    case Kind::Sub:
-      return interval_sub(a, b);
-    case Kind::Mul:
-      return interval_mul(a, b);
-    case Kind::FloorDiv:
-      return interval_floordiv(a, b);
-    case Kind::FloorMod:
-      return interval_floormod(a, b);
-    case Kind::Min:
-      return {std::min(a.min, b.min), std::min(a.max, b.max)};
-    case Kind::Max:
-      return {std::max(a.min, b.min), std::max(a.max, b.max)};
-    case Kind::And:
-      return interval_truth(a.excludes_zero() && b.excludes_zero(), a.is_zero() || b.is_zero());
-    case Kind::Or:
-      return interval_truth(a.excludes_zero() || b.excludes_zero(), a.is_zero() && b.is_zero());
-    default:
-      return interval_compare(k, a, b);
-  }
-}
-
-// The interval of e as written, from its variables' ranges.
-Interval interval_of(const Expr& e);
-
-}  // namespace detail
-}  // namespace dlavm::ne
-
-template <>
-struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::ne::Interval& i, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/interval-inl.hpp
-// Definitions for dlavm/ne/interval.hpp (see core/api.hpp).
-
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/interval.hpp
-// end dlavm/ne/interval.hpp
-
-namespace dlavm::ne::detail {
-
-class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
- public:
-  Interval visit_int(const IntImmNode& n, const Expr&) { return Interval::point(n.value); }
-  Interval visit_var(const VarNode& n, const Expr&) { return {n.min, n.max}; }
-  Interval visit_binary(const BinaryNode& n, const Expr&) {
-    return interval_binary(n.kind(), visit(n.a), visit(n.b));
-  }
-  Interval visit_not(const NotNode& n, const Expr&) {
-    const Interval a = visit(n.a);
-    return interval_truth(a.is_zero(), a.excludes_zero());
-  }
-  Interval visit_select(const SelectNode& n, const Expr&) {
-    const Interval c = visit(n.cond);
-    if (c.excludes_zero()) return visit(n.t);
-    if (c.is_zero()) return visit(n.f);
-    return hull(visit(n.t), visit(n.f));
-  }
-};
-
-DLAVM_INLINE Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
-
-}  // namespace dlavm::ne::detail
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::format(
-    const dlavm::ne::Interval& i, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(fmt::format("[{}, {}]", i.min, i.max), ctx);
-}
-// end dlavm/ne/interval-inl.hpp
-#endif
-// end dlavm/ne/interval.hpp
-// begin dlavm/ne/simplify.hpp
-// ne::simplify: rewrites an expression into a canonical form with the same value.
-//
-// Arithmetic (+, -, * and what they reach) becomes a linear sum
-//     constant + c1*m1 + c2*m2 + ...
-// whose monomials m_i (a variable, a product of factors, or any non-arithmetic node, itself
-// simplified) are sorted by ne::compare and distinct, with nonzero coefficients. Building the
-// sum flattens the whole +,-,* tree once and sorts once, so an n-term sum costs O(n log n).
-// Products of sums are distributed while the result stays small (kMaxDistributedTerms).
-//
-// On top of the sums, using the variables' ranges (interval analysis, ne/interval.hpp):
-//   floordiv(c*x + r, d) -> (c/d)*x + floordiv(r, d)  when d divides c, and the remaining
-//       floordiv folds to a constant when r provably stays within one multiple of d;
-//       common factors of r and d cancel; floordiv(floordiv(x, a), b) -> floordiv(x, a*b)
-//   floormod(c*x + r, d) -> floormod(r, d), -> r - k*d when r stays within [k*d, (k+1)*d);
-//       floormod(g*r, g*d) -> g*floormod(r, d); floormod(floormod(x, k*d), d) -> floormod(x, d)
-//   floordiv(x, d)*d + floormod(x, d) -> x (with any common coefficient)
-//   min/max, comparisons, &&, ||, !, select fold when the interval of the difference of the
-//       operands (or of the condition) decides them; !(a < b) -> a >= b, and so on.
-// A variable whose range is a single value becomes that constant. Rewrites never change the
-// value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
-// If a coefficient would overflow int64, that part of the expression is left as written.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-namespace dlavm::ne {
-
-// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
-// expression.
-Expr simplify(const Expr& e);
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/simplify-inl.hpp
-// Definitions for dlavm/ne/simplify.hpp (see core/api.hpp).
-
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/interval.hpp
-// end dlavm/ne/interval.hpp
-// begin dlavm/ne/ops.hpp
-// Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
-// the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
-// a constant zero raises ArithmeticError here, when the expression is written.
-//
-// floordiv/floormod follow Python: floordiv(-7, 2) == -4, floormod(-7, 2) == 1. Conditions
-// (comparisons, &&, ||, !) have the value 0 or 1; any nonzero value counts as true.
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/printer.hpp
-// Text form of ne expressions, through fmt: `fmt::format("{}", e)` or `ne::to_string(e)`.
-//
-// Infix operators print with their usual C++ spelling (`*` without spaces, the others with),
-// floordiv/floormod/min/max/select as calls. Every infix operand that is itself infix is
-// parenthesised, except the left operand of the same operator family, so that left-leaning
-// chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
-// depends only on structure and names, so it is stable across runs.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
 
 #include <fmt/format.h>
@@ -2534,6 +1893,267 @@ Expr& operator-=(Var&, const Expr&) = delete;
 Expr& operator*=(Var&, const Expr&) = delete;
 
 }  // namespace dlavm::ne
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// ne::simplify: rewrites an expression into a canonical form with the same value.
+//
+// Arithmetic (+, -, * and what they reach) becomes a linear sum
+//     constant + c1*m1 + c2*m2 + ...
+// whose monomials m_i (a variable, a product of factors, or any non-arithmetic node, itself
+// simplified) are sorted by ne::compare and distinct, with nonzero coefficients. Building the
+// sum flattens the whole +,-,* tree once and sorts once, so an n-term sum costs O(n log n).
+// Products of sums are distributed while the result stays small (kMaxDistributedTerms).
+//
+// On top of the sums, using the variables' ranges (interval analysis, ne/interval.hpp):
+//   floordiv(c*x + r, d) -> (c/d)*x + floordiv(r, d)  when d divides c, and the remaining
+//       floordiv folds to a constant when r provably stays within one multiple of d;
+//       common factors of r and d cancel; floordiv(floordiv(x, a), b) -> floordiv(x, a*b)
+//   floormod(c*x + r, d) -> floormod(r, d), -> r - k*d when r stays within [k*d, (k+1)*d);
+//       floormod(g*r, g*d) -> g*floormod(r, d); floormod(floormod(x, k*d), d) -> floormod(x, d)
+//   floordiv(x, d)*d + floormod(x, d) -> x (with any common coefficient)
+//   min/max, comparisons, &&, ||, !, select fold when the interval of the difference of the
+//       operands (or of the condition) decides them; !(a < b) -> a >= b, and so on.
+// A variable whose range is a single value becomes that constant. Rewrites never change the
+// value of an expression that evaluates without error; they may remove an error (x*0 -> 0).
+// If a coefficient would overflow int64, that part of the expression is left as written.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+namespace dlavm::ne {
+
+// The canonical form of e (see the top of this file). Idempotent; never raises for a defined
+// expression.
+Expr simplify(const Expr& e);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/simplify-inl.hpp
+// Definitions for dlavm/ne/simplify.hpp (see core/api.hpp).
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/interval.hpp
+// Inclusive integer intervals and the interval analysis of an expression as written (no
+// rewriting). ne::bounds (ne/bounds.hpp) combines this with the simplifier for tighter results;
+// the simplifier itself uses this analysis on the canonical pieces it builds.
+//
+// Endpoint arithmetic runs in 128 bits and saturates into int64, so the analysis never
+// overflows. An interval is sound for every assignment of in-range values under which the
+// expression evaluates without an error.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
+namespace dlavm::ne {
+
+struct Interval {
+  std::int64_t min = detail::int64_min;
+  std::int64_t max = detail::int64_max;
+
+  static constexpr Interval point(std::int64_t v) { return {v, v}; }
+  static constexpr Interval everything() { return {}; }
+
+  constexpr bool is_point() const { return min == max; }
+  constexpr bool contains(std::int64_t v) const { return min <= v && v <= max; }
+  constexpr bool excludes_zero() const { return min > 0 || max < 0; }
+  constexpr bool is_zero() const { return min == 0 && max == 0; }
+  friend constexpr bool operator==(Interval, Interval) = default;
+};
+
+// The smallest interval holding both.
+constexpr Interval hull(Interval a, Interval b) {
+  return {std::min(a.min, b.min), std::max(a.max, b.max)};
+}
+// The overlap of two intervals that both hold the value (an empty overlap cannot happen for
+// sound inputs; it is resolved towards `a`).
+constexpr Interval intersect(Interval a, Interval b) {
+  const Interval r{std::max(a.min, b.min), std::min(a.max, b.max)};
+  return r.min <= r.max ? r : a;
+}
+
+namespace detail {
+
+constexpr Interval interval_from(std::initializer_list<int128> corners) {
+  const auto [lo, hi] = std::minmax(corners);
+  return {saturate(lo), saturate(hi)};
+}
+
+constexpr Interval interval_add(Interval a, Interval b) {
+  return {saturate(int128{a.min} + b.min), saturate(int128{a.max} + b.max)};
+}
+constexpr Interval interval_sub(Interval a, Interval b) {
+  return {saturate(int128{a.min} - b.max), saturate(int128{a.max} - b.min)};
+}
+constexpr Interval interval_mul(Interval a, Interval b) {
+  return interval_from(
+      {int128{a.min} * b.min, int128{a.min} * b.max, int128{a.max} * b.min, int128{a.max} * b.max});
+}
+constexpr Interval interval_scale(Interval a, std::int64_t c) {
+  return interval_from({int128{a.min} * c, int128{a.max} * c});
+}
+
+// floor(a / b) over the nonzero values of b. floor(x / y) is monotone in x for a fixed y and
+// in y on each side of zero, so the extremes are at the corners of each sign part.
+constexpr Interval interval_floordiv(Interval a, Interval b) {
+  bool any = false;
+  Interval r{};
+  auto part = [&](std::int64_t lo, std::int64_t hi) {
+    const Interval p = interval_from({floor_div128(a.min, lo), floor_div128(a.min, hi),
+                                      floor_div128(a.max, lo), floor_div128(a.max, hi)});
+    r = any ? hull(r, p) : p;
+    any = true;
+  };
+  if (b.min < 0) part(b.min, std::min<std::int64_t>(b.max, -1));
+  if (b.max > 0) part(std::max<std::int64_t>(b.min, 1), b.max);
+  return any ? r : Interval::everything();  // b == 0: never evaluates without an error
+}
+
+constexpr Interval interval_floormod(Interval a, Interval b) {
+  if (b.is_point() && b.min != 0) {
+    const std::int64_t d = b.min;
+    const int128 k = floor_div128(a.min, d);
+    if (k == floor_div128(a.max, d))  // a lies in one period: floormod(x, d) = x - k*d
+      return {saturate(a.min - k * d), saturate(a.max - k * d)};
+  }
+  if (b.min > 0 && a.min >= 0) return {0, std::min<std::int64_t>(a.max, b.max - 1)};
+  bool any = false;
+  Interval r{};
+  if (b.max > 0) {
+    r = {0, b.max - 1};
+    any = true;
+  }
+  if (b.min < 0) {
+    const Interval n{b.min + 1, 0};
+    r = any ? hull(r, n) : n;
+    any = true;
+  }
+  return any ? r : Interval::everything();
+}
+
+constexpr Interval interval_truth(bool known_true, bool known_false) {
+  if (known_true) return Interval::point(1);
+  if (known_false) return Interval::point(0);
+  return {0, 1};
+}
+
+constexpr Interval interval_compare(Kind k, Interval a, Interval b) {
+  switch (k) {
+    case Kind::LT:
+      return interval_truth(a.max < b.min, a.min >= b.max);
+    case Kind::LE:
+      return interval_truth(a.max <= b.min, a.min > b.max);
+    case Kind::GT:
+      return interval_truth(a.min > b.max, a.max <= b.min);
+    case Kind::GE:
+      return interval_truth(a.min >= b.max, a.max < b.min);
+    case Kind::EQ:
+      return interval_truth(a.is_point() && a == b, a.max < b.min || b.max < a.min);
+    case Kind::NE:
+      return interval_truth(a.max < b.min || b.max < a.min, a.is_point() && a == b);
+    default:
+      return {0, 1};
+  }
+}
+
+// The interval of k(a, b) from the intervals of its operands.
+constexpr Interval interval_binary(Kind k, Interval a, Interval b) {
+  switch (k) {
+    case Kind::Add:
+      return interval_add(a, b);
+    case Kind::Sub:
+      return interval_sub(a, b);
+    case Kind::Mul:
+      return interval_mul(a, b);
+    case Kind::FloorDiv:
+      return interval_floordiv(a, b);
+    case Kind::FloorMod:
+      return interval_floormod(a, b);
+    case Kind::Min:
+      return {std::min(a.min, b.min), std::min(a.max, b.max)};
+    case Kind::Max:
+      return {std::max(a.min, b.min), std::max(a.max, b.max)};
+    case Kind::And:
+      return interval_truth(a.excludes_zero() && b.excludes_zero(), a.is_zero() || b.is_zero());
+    case Kind::Or:
+      return interval_truth(a.excludes_zero() || b.excludes_zero(), a.is_zero() && b.is_zero());
+    default:
+      return interval_compare(k, a, b);
+  }
+}
+
+// The interval of e as written, from its variables' ranges.
+Interval interval_of(const Expr& e);
+
+}  // namespace detail
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Interval> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::ne::Interval& i, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/interval-inl.hpp
+// Definitions for dlavm/ne/interval.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/interval.hpp
+// end dlavm/ne/interval.hpp
+
+namespace dlavm::ne::detail {
+
+class IntervalAnalysis : public ExprFunctor<IntervalAnalysis, Interval> {
+ public:
+  Interval visit_int(const IntImmNode& n, const Expr&) { return Interval::point(n.value); }
+  Interval visit_var(const VarNode& n, const Expr&) { return {n.min, n.max}; }
+  Interval visit_binary(const BinaryNode& n, const Expr&) {
+    return interval_binary(n.kind(), visit(n.a), visit(n.b));
+  }
+  Interval visit_not(const NotNode& n, const Expr&) {
+    const Interval a = visit(n.a);
+    return interval_truth(a.is_zero(), a.excludes_zero());
+  }
+  Interval visit_select(const SelectNode& n, const Expr&) {
+    const Interval c = visit(n.cond);
+    if (c.excludes_zero()) return visit(n.t);
+    if (c.is_zero()) return visit(n.f);
+    return hull(visit(n.t), visit(n.f));
+  }
+};
+
+DLAVM_INLINE Interval interval_of(const Expr& e) { return IntervalAnalysis().visit(e); }
+
+}  // namespace dlavm::ne::detail
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Interval>::format(
+    const dlavm::ne::Interval& i, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(fmt::format("[{}, {}]", i.min, i.max), ctx);
+}
+// end dlavm/ne/interval-inl.hpp
+#endif
+// end dlavm/ne/interval.hpp
+// begin dlavm/ne/ops.hpp
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
@@ -3213,5113 +2833,6 @@ DLAVM_INLINE Expr simplify(const Expr& e) { return detail::Simplifier().visit(e)
 // end dlavm/ne/simplify-inl.hpp
 #endif
 // end dlavm/ne/simplify.hpp
-
-namespace dlavm::ne {
-
-// An inclusive interval holding every value e takes when its variables range over their
-// [min, max] (for assignments under which e evaluates without error). Interval arithmetic on
-// e and on simplify(e), intersected: cancellation (`x - x`) and divisibility
-// (`floormod(i*16 + j, 16)`) are seen through. Endpoints saturate at the int64 limits.
-Interval bounds(const Expr& e);
-
-// True when cond is nonzero for every in-range assignment of its variables. False means "not
-// proven", not "false".
-bool can_prove(const Expr& cond);
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/bounds-inl.hpp
-// Definitions for dlavm/ne/bounds.hpp (see core/api.hpp).
-
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-
-#include <algorithm>
-#include <cstdlib>
-#include <optional>
-#include <vector>
-
-namespace dlavm::ne {
-
-namespace detail {
-
-// The terms of a sum with their coefficients, through Add, Sub and products with a constant
-// (3 * min(a, b) is the term min(a, b) with coefficient 3).
-inline void sum_terms(const Expr& e, std::int64_t coef,
-                      std::vector<std::pair<Expr, std::int64_t>>& out) {
-  if (const auto* b = e.as<BinaryNode>()) {
-    if (e.kind() == Kind::Add || e.kind() == Kind::Sub) {
-      sum_terms(b->a, coef, out);
-      sum_terms(b->b, e.kind() == Kind::Add ? coef : -coef, out);
-      return;
-    }
-    if (e.kind() == Kind::Mul) {
-      const Expr& c = b->a.is_const() ? b->a : b->b;
-      const Expr& x = b->a.is_const() ? b->b : b->a;
-      std::int64_t scaled = 0;
-      if (c.is_const() && std::llabs(*c.as_int()) < (std::int64_t{1} << 20) &&
-          std::llabs(coef) < (std::int64_t{1} << 20)) {
-        scaled = coef * *c.as_int();
-        sum_terms(x, scaled, out);
-        return;
-      }
-    }
-  }
-  out.emplace_back(e, coef);
-}
-
-// How deep distributed_bounds recurses: each level removes one min or max.
-inline constexpr int kMaxDistribution = 4;
-
-Interval bounds_at(const Expr& e, int depth);
-
-// r + c * min(p, q) = min(r + c*p, r + c*q) for c > 0 (max for c < 0, and likewise for max): a
-// sum whose min or max terms clip the rest, as a split's guarded extent
-// `1 - 3x + min(w + 5, 3 * min(x, f) + 4)`, bounded with the rest cancelled inside each branch
-// (each branch bounded the same way, one min or max fewer): at most 5 there, not w + 6.
-// nullopt when the sum has no such term.
-inline std::optional<Interval> distributed_bounds(const Expr& e, int depth) {
-  std::vector<std::pair<Expr, std::int64_t>> terms;
-  sum_terms(e, 1, terms);
-  std::optional<std::size_t> clip;
-  for (std::size_t k = 0; k < terms.size() && !clip; ++k)
-    if (terms[k].first.kind() == Kind::Min || terms[k].first.kind() == Kind::Max) clip = k;
-  if (!clip || terms.size() < 2) return std::nullopt;
-  Expr rest = 0;
-  for (std::size_t k = 0; k < terms.size(); ++k)
-    if (k != *clip) rest = rest + terms[k].first * terms[k].second;
-  const auto* mm = terms[*clip].first.as<BinaryNode>();
-  const std::int64_t coef = terms[*clip].second;
-  const Interval p = bounds_at(simplify(rest + mm->a * coef), depth + 1);
-  const Interval q = bounds_at(simplify(rest + mm->b * coef), depth + 1);
-  // c * min(a, b) = max(c*a, c*b) for c < 0
-  const bool is_min = (terms[*clip].first.kind() == Kind::Min) == (coef > 0);
-  if (is_min) return Interval{std::min(p.min, q.min), std::min(p.max, q.max)};
-  return Interval{std::max(p.min, q.min), std::max(p.max, q.max)};
-}
-
-inline Interval bounds_at(const Expr& e, int depth) {
-  const Expr s = simplify(e);
-  Interval out = intersect(interval_of(e), interval_of(s));
-  if (depth < kMaxDistribution)
-    if (auto d = distributed_bounds(s, depth)) out = intersect(out, *d);
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Interval bounds(const Expr& e) { return detail::bounds_at(e, 0); }
-
-DLAVM_INLINE bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
-
-}  // namespace dlavm::ne
-// end dlavm/ne/bounds-inl.hpp
-#endif
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-
-#include <fmt/format.h>
-
-#include <unordered_map>
-#include <unordered_set>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view device_name(Device d) {
-  switch (d) {
-    case Device::Any:
-      return "any";
-    case Device::Host:
-      return "host";
-    case Device::Vta:
-      return "vta";
-  }
-  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
-}
-
-DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
-  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
-  for (std::size_t k = 0; k < a.shape.size(); ++k)
-    if (!ne::equal(a.shape[k], b.shape[k])) return false;
-  return true;
-}
-
-namespace detail {
-inline const Node& node_of(const Expr& e) {
-  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
-  return *e.get();
-}
-}  // namespace detail
-
-DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
-DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
-DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
-DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
-
-DLAVM_INLINE const TensorType& Expr::type() const {
-  const Node& n = detail::node_of(*this);
-  if (!n.type)
-    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
-  return *n.type;
-}
-
-DLAVM_INLINE CallNode::~CallNode() {
-  // Arguments only this node holds are moved to a work list and taken apart there, one level
-  // at a time, so each destructor runs with its arguments already gone.
-  std::vector<Expr> pending;
-  auto take_args = [&pending](CallNode& call) {
-    for (Expr& a : call.args)
-      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
-        pending.push_back(std::move(a));
-    call.args.clear();
-  };
-  take_args(*this);
-  while (!pending.empty()) {
-    Expr e = std::move(pending.back());
-    pending.pop_back();
-    // the only handle: the node dies with `e`, so take its arguments first (it was created
-    // non-const, see make_shared<CallNode> below)
-    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
-  }
-}
-
-namespace detail {
-
-// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
-inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
-  const char* who = state ? "graph::state_input" : "graph::input";
-  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
-  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
-    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
-                     dtype);
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
-    const auto b = ne::bounds(shape[k]);
-    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
-    if (b.min < 1 && !may_be_empty)
-      raise<ShapeError>(
-          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
-          b.min,
-          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
-  }
-  return Expr(
-      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, false);
-}
-
-DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, true);
-}
-
-DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
-  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
-  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
-  std::vector<ne::Expr> shape;
-  for (std::int64_t d : value->shape()) {
-    if (d < 1)
-      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
-                        fmt::join(value->shape(), ", "));
-    shape.emplace_back(d);
-  }
-  TensorType type{std::move(shape), value->dtype()};
-  return Expr(
-      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
-}
-
-DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
-  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
-}
-
-namespace detail {
-inline void check_call(std::string_view op, const std::vector<Expr>& args) {
-  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
-  for (std::size_t i = 0; i < args.size(); ++i)
-    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
-}
-}  // namespace detail
-
-DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
-                       std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::nullopt, Device::Any, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                             Device device, std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::move(type), device, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr named(const Expr& e, std::string name) {
-  const auto* c = e.as<CallNode>();
-  if (c == nullptr)
-    raise<ValueError>(
-        "graph::named: '{}' is {}; only calls are named this way (inputs and "
-        "constants have their names)",
-        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
-  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
-  return Expr(
-      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
-}
-
-DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
-  if (args.size() != call.args.size())
-    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
-                      args.size(), call.op(), call.args.size());
-  detail::check_call(call.op(), args);
-  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
-                                         call.device, call.result_name));
-}
-
-DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
-  std::vector<Expr> order;
-  std::unordered_set<const Node*> done;
-  struct Frame {
-    const Expr* expr;
-    std::size_t next_arg;
-  };
-  std::vector<Frame> stack;
-  for (const Expr& root : roots) {
-    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
-    if (done.contains(root.get())) continue;
-    stack.push_back({&root, 0});
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      if (const auto* call = top.expr->as<CallNode>()) {
-        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
-          ++top.next_arg;
-        if (top.next_arg < call->args.size()) {
-          const Expr* arg = &call->args[top.next_arg];
-          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
-          continue;
-        }
-      }
-      done.insert(top.expr->get());
-      order.push_back(*top.expr);
-      stack.pop_back();
-    }
-  }
-  return order;
-}
-
-DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
-                                std::vector<State> state)
-    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
-  if (results_.empty()) raise<ValueError>("graph::function: no results");
-  // params and state inputs: uniquely named Inputs
-  std::unordered_map<std::string_view, std::size_t> param_index;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Expr& p = params_[i];
-    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
-    if (p.kind() != NodeKind::Input)
-      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
-                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
-    if (!param_index.emplace(p.name(), i).second)
-      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
-                        param_index[p.name()], i, p.name());
-    for (std::size_t k = 0; k < p.type().ndim(); ++k)
-      if (ne::bounds(p.type().shape[k]).min < 1)
-        raise<ShapeError>(
-            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
-            "(graph::state_input)",
-            p.name(), k, p.type().shape[k]);
-  }
-  std::unordered_set<std::string_view> state_names;
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& [in, next] = state_[i];
-    if (!in.defined() || !next.defined())
-      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
-    if (in.kind() != NodeKind::Input)
-      raise<ValueError>(
-          "graph::function: state {} ('{}') is not an input; a state is an input "
-          "the module keeps",
-          i, in.name());
-    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
-      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
-    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
-      const auto& d = in.type().shape[k];
-      const auto* v = d.as<ne::VarNode>();
-      if (!d.is_const() && (v == nullptr || v->min < 0))
-        raise<ShapeError>(
-            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
-            "constant or one variable of range [0, max] (a length that grows from run to run, "
-            "such as a KV cache's last_token)",
-            in.name(), k, d);
-    }
-  }
-  for (std::size_t i = 0; i < results_.size(); ++i)
-    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
-  roots_ = results_;
-  for (const auto& st : state_) roots_.push_back(st.next);
-  // the leaves the roots use: one node per name, and every input a param or a state
-  std::unordered_map<std::string_view, const Node*> leaf_by_name;
-  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
-  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
-  std::unordered_map<std::string_view, const Node*> call_by_name;
-  const auto order = post_order(roots_);
-  for (const Expr& e : order) {
-    if (const auto* c = e.as<CallNode>()) {
-      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
-      continue;
-    }
-    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
-    if (it->second != e.get())
-      raise<ValueError>(
-          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
-          "must identify one value",
-          e.name());
-    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
-        !state_names.contains(e.name()))
-      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
-                        e.name());
-  }
-  // named calls: one node per name, no name shared with a leaf
-  for (const Expr& e : order) {
-    const auto* c = e.as<CallNode>();
-    if (c == nullptr || c->result_name.empty()) continue;
-    if (call_by_name.at(c->result_name) != c)
-      raise<ValueError>(
-          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
-          "a name must identify one value",
-          c->op(), c->result_name);
-    if (leaf_by_name.contains(c->result_name))
-      raise<ValueError>(
-          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
-          "named; a name must identify one value",
-          c->op(), c->result_name);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/node-inl.hpp
-#endif
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// Op records and the registry that maps op names to them. An op is plain data, built by an
-// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
-//   name                  "conv2d"
-//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
-//   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute, a description; the op
-//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
-//   type_rule             the result type from the argument types and attributes
-//   host_kernel           the CPU implementation (host/), the fallback and the reference
-//   host_support          why the host kernel cannot run a call (empty: it runs every call the
-//                         type rule accepts)
-// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
-// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
-//
-//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
-//               .type_rule = [](const TypeCall& c) { return c.type(0); },
-//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
-//   registry.add(std::move(op));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <limits>
-#include <map>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct AttrSpec {
-  std::string name{};
-  AttrKind kind = AttrKind::Int;
-  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
-  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
-  std::string description{};                 // what it means, for messages and docs
-};
-
-// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
-// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
-struct TypeCall {
-  std::string label;                   // "%3 (conv2d)"
-  std::vector<std::string> arg_names;  // "%x", "%0"
-  std::vector<TensorType> arg_types;
-  Attrs attrs;  // checked against the op's specs, defaults filled
-
-  std::size_t size() const { return arg_types.size(); }
-  const TensorType& type(std::size_t i) const { return arg_types[i]; }
-  // "input 1 (%w)"
-  std::string arg(std::size_t i) const;
-
-  // ShapeError unless input i has exactly / at least `rank` dims.
-  void require_rank(std::size_t i, std::size_t rank) const;
-  void require_min_rank(std::size_t i, std::size_t rank) const;
-  // TypeError unless inputs i and j have one dtype.
-  void require_same_dtype(std::size_t i, std::size_t j) const;
-  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
-  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
-                     std::string_view what_b) const;
-  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
-  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
-  // An Ints attribute of exactly `count` values; ValueError otherwise.
-  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
-  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
-  std::size_t axis(std::string_view name, std::size_t rank) const;
-};
-
-using TypeRule = std::function<TensorType(const TypeCall&)>;
-using HostArgs = std::span<const te::NDArray* const>;
-using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
-using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
-
-struct OpRecord {
-  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
-
-  std::string name{};
-  std::size_t min_args = 1;
-  std::size_t max_args = 1;
-  std::vector<AttrSpec> attrs{};
-  TypeRule type_rule{};
-  HostKernel host_kernel{};
-  SupportRule host_support{};
-
-  const AttrSpec* find_attr(std::string_view key) const;
-};
-
-class OpRegistry {
- public:
-  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
-  void add(OpRecord op);
-  const OpRecord* find(std::string_view name) const;
-  // ValueError listing the known ops when there is no such op.
-  const OpRecord& at(std::string_view name) const;
-  // Sorted.
-  std::vector<std::string> names() const;
-  std::size_t size() const { return ops_.size(); }
-
- private:
-  std::map<std::string, OpRecord, std::less<>> ops_;
-};
-
-// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
-// the known ones), a missing required attribute (ValueError), a value of another kind
-// (TypeError; an integer is accepted for a Float and converted), a string outside the
-// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
-Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/op-inl.hpp
-// Definitions for graph/op.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/printer.hpp
-// Text form of graphs, through fmt, stable for tests. A function prints as its params with
-// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
-// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
-// in key order, and the results:
-//
-//   fn (%x: Tensor[(1, token, 512), int8]) {
-//     %w = constant Tensor[(256, 512), int8]
-//     %0 = dense(%x, %w)
-//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
-//     return %1
-//   }
-//
-// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
-// their next values before the results, `  next %h = %4`.
-// Once infer_type has typed and placed the calls, each call names its device and its type:
-//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
-// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
-// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
-// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <fmt/format.h>
-
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// "(1, token, 256)"
-std::string shape_text(const std::vector<ne::Expr>& shape);
-// "Tensor[(1, token, 256), int8]"
-std::string type_text(const TensorType& type);
-
-// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
-std::string printed_name(std::string_view name);
-
-// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
-// the other calls numbered in post-order (every call counts, so naming one call does not
-// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
-// does.
-class NodeNames {
- public:
-  explicit NodeNames(std::span<const Expr> roots);
-  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
-  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
-  std::string name(const Expr& e) const;
-  // "%3 (conv2d)" for a call, the name for a leaf.
-  std::string label(const Expr& e) const;
-
- private:
-  std::unordered_map<const Node*, std::size_t> call_number_;
-};
-
-std::string to_string(const Function& fn);
-std::string to_string(const Expr& e);
-
-}  // namespace dlavm::graph
-
-template <>
-struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/printer-inl.hpp
-// Definitions for graph/printer.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline bool is_identifier(std::string_view name) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (name.empty() || !alpha(name.front())) return false;
-  for (char c : name)
-    if (!alpha(c) && !digit(c) && c != '.') return false;
-  return true;
-}
-
-inline std::string leaf_name(std::string_view name) {
-  if (is_identifier(name)) return fmt::format("%{}", name);
-  std::string s = "%\"";
-  for (char c : name) {
-    if (c == '"' || c == '\\') s += '\\';
-    s += c;
-  }
-  return s + "\"";
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
-
-namespace detail {
-
-// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
-inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
-                       const Expr& e) {
-  out += fmt::format("  {} = ", names.name(e));
-  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
-  out += call.op();
-  out += '(';
-  for (std::size_t i = 0; i < call.args.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(call.args[i]);
-  }
-  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
-  out += ')';
-  if (call.type) {
-    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
-    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
-    out += " */";
-  }
-  out += '\n';
-}
-
-// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
-// only when there are states.
-inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
-                                  std::span<const State> state = {}) {
-  std::vector<Expr> roots(results.begin(), results.end());
-  for (const auto& st : state) roots.push_back(st.next);
-  const NodeNames names(roots);
-  const auto typed = [&](const Expr& p) {
-    return fmt::format("{}: {}", names.name(p),
-                       p.has_type() ? type_text(p.type()) : std::string("?"));
-  };
-  std::string out = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
-  out += ")";
-  if (!state.empty()) {
-    out += " state (";
-    for (std::size_t i = 0; i < state.size(); ++i)
-      out += (i > 0 ? ", " : "") + typed(state[i].input);
-    out += ")";
-  }
-  out += " {\n";
-  for (const Expr& e : post_order(roots)) {
-    switch (e.kind()) {
-      case NodeKind::Input:
-        break;
-      case NodeKind::Constant:
-        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
-        break;
-      case NodeKind::Call:
-        print_call(out, names, *e.as<CallNode>(), e);
-        break;
-    }
-  }
-  for (const auto& st : state)
-    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
-  out += "  return ";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(results[i]);
-  }
-  out += "\n}";
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
-  std::string out = "(";
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (k > 0) out += ", ";
-    out += ne::to_string(shape[k]);
-  }
-  return out + ")";
-}
-
-DLAVM_INLINE std::string type_text(const TensorType& type) {
-  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
-}
-
-DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
-  for (const Expr& e : post_order(roots))
-    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
-}
-
-DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
-  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
-    return detail::leaf_name(named);
-  auto it = call_number_.find(e.get());
-  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
-}
-
-DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return name(e);
-  return fmt::format("{} ({})", name(e), e.name());
-}
-
-DLAVM_INLINE std::string to_string(const Function& fn) {
-  return detail::print_function(fn.params(), fn.results(), fn.state());
-}
-
-DLAVM_INLINE std::string to_string(const Expr& e) {
-  std::vector<Expr> inputs;
-  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
-    if (n.kind() == NodeKind::Input) inputs.push_back(n);
-  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/printer-inl.hpp
-#endif
-// end dlavm/graph/printer.hpp
-// begin dlavm/host/common.hpp
-// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
-// axis normalization and the checks every kernel makes on its arguments. The graph layer's
-// type rules call the same functions, so the host and the graph never disagree on a rule.
-//
-//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
-//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
-//   host::normalize_axis(-1, 4)                                 == 3
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-using Shape = std::vector<std::int64_t>;
-
-// The element type of a sum of products (dense, matmul, conv2d) of a and b:
-//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
-// nullopt for any other pair (mixed types need a cast first).
-std::optional<DType> accumulate_dtype(DType a, DType b);
-// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
-DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                             std::string_view what_b, DType b);
-
-namespace detail {
-inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
-}  // namespace detail
-
-// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
-// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
-// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
-template <class Extent>
-Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
-                     std::int64_t stride) {
-  return detail::floor_div(extent + pads - window, stride) + 1;
-}
-
-// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
-// when outside.
-std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
-
-// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
-// them 1; nullopt when a pair is neither.
-std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                      std::span<const std::int64_t> b);
-
-// Product of the dims (1 for a scalar).
-std::int64_t element_count(std::span<const std::int64_t> shape);
-
-namespace detail {
-
-// An array viewed as [outer, extent, inner] around one axis.
-struct AxisSplit {
-  std::int64_t outer = 1, extent = 1, inner = 1;
-};
-AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
-
-// "[1, 3, 224, 224]"
-std::string shape_str(std::span<const std::int64_t> shape);
-
-// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
-void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                  std::size_t rank);
-void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                      std::size_t rank);
-void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
-// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
-std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
-                          std::size_t rank);
-// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
-// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
-std::vector<std::uint32_t> to_u32(const te::NDArray& a);
-void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
-// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
-// an operand with batch dims `in` reads under numpy broadcasting.
-std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                            std::span<const std::int64_t> in, std::int64_t block);
-// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
-inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
-  return t.wrap(static_cast<std::int64_t>(v));
-}
-// floor(a / b) and ceil(a / b) for b > 0.
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
-
-}  // namespace detail
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/common-inl.hpp
-// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
-  if (a != b) return std::nullopt;
-  if (a == DType::int8() || a == DType::int32()) return DType::int32();
-  if (a == DType::float32()) return DType::float32();
-  return std::nullopt;
-}
-
-DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                                          std::string_view what_b, DType b) {
-  const auto t = accumulate_dtype(a, b);
-  if (!t)
-    raise<TypeError>(
-        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        who, what_a, a, what_b, b);
-  return *t;
-}
-
-DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r) return std::nullopt;
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                                   std::span<const std::int64_t> b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    // dims counted from the end; a missing dim acts as 1
-    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
-    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[rank - 1 - k] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
-namespace detail {
-
-DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
-  s.extent = shape[axis];
-  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
-  return s;
-}
-
-DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                               std::size_t rank) {
-  if (a.ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
-                                   const te::NDArray& a, std::size_t rank) {
-  if (a.ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (a.dtype() != DType::float32())
-    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
-                     a.dtype());
-}
-
-DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (!a.dtype().is_integral())
-    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
-}
-
-DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
-                                     const te::NDArray& b) {
-  if (a.dtype() != b.dtype())
-    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
-                     a.dtype(), b.dtype());
-}
-
-DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
-                                       std::int64_t axis, std::size_t rank) {
-  const auto k = normalize_axis(axis, rank);
-  if (!k)
-    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
-                      -static_cast<std::int64_t>(rank), rank, rank);
-  return *k;
-}
-
-DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
-  const auto src = a.data();
-  std::vector<std::uint32_t> out(src.size());
-  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
-  return out;
-}
-
-DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
-  auto dst = out.data();
-  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
-}
-
-DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                                         std::span<const std::int64_t> in,
-                                                         std::int64_t block) {
-  // stride of each out dim in the operand (0 where it is stretched or missing)
-  std::vector<std::int64_t> stride(out.size(), 0);
-  std::int64_t s = block;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
-    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
-    s *= in[in_dim];
-  }
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
-  std::vector<std::int64_t> index(out.size(), 0);
-  std::int64_t offset = 0;
-  for (auto& o : offsets) {
-    o = offset;
-    // odometer step over `out`, keeping `offset` in sync
-    for (std::size_t d = out.size(); d-- > 0;) {
-      offset += stride[d];
-      if (++index[d] < out[d]) break;
-      offset -= stride[d] * out[d];
-      index[d] = 0;
-    }
-  }
-  return offsets;
-}
-
-}  // namespace detail
-}  // namespace dlavm::host
-// end dlavm/host/common-inl.hpp
-#endif
-// end dlavm/host/common.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
-  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
-}
-
-DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
-}
-
-DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
-                      type_text(type(i)));
-}
-
-DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
-  if (type(i).dtype != type(j).dtype)
-    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
-                     arg(i), type(i).dtype, arg(j), type(j).dtype);
-}
-
-DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
-                                          const ne::Expr& b, std::string_view what_b) const {
-  if (ne::can_prove(a == b)) return;
-  const bool differ = ne::can_prove(a != b);
-  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
-                    differ ? "" : " (they may differ for some values of the symbolic dims)");
-}
-
-DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
-                                                 std::string_view why) const {
-  const ne::Expr d = ne::simplify(type(i).shape[k]);
-  if (auto v = d.as_int()) return *v;
-  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
-                    why);
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
-                                                             std::size_t count) const {
-  const auto& v = attrs.get_ints(name);
-  if (v.size() != count)
-    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
-                      fmt::join(v, ", "), v.size(), count);
-  return v;
-}
-
-DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
-  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
-}
-
-DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
-  for (const AttrSpec& s : attrs)
-    if (s.name == key) return &s;
-  return nullptr;
-}
-
-DLAVM_INLINE void OpRegistry::add(OpRecord op) {
-  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
-  if (!op.type_rule || !op.host_kernel)
-    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
-  if (op.min_args > op.max_args)
-    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
-                      op.min_args, op.max_args);
-  if (ops_.contains(op.name))
-    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
-  std::string name = op.name;
-  ops_.emplace(std::move(name), std::move(op));
-}
-
-DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
-  auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : &it->second;
-}
-
-DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
-  if (const OpRecord* op = find(name)) return *op;
-  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
-}
-
-DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
-  std::vector<std::string> out;
-  out.reserve(ops_.size());
-  for (const auto& [name, op] : ops_) out.push_back(name);
-  return out;
-}
-
-DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
-                                   std::string_view label) {
-  auto known = [&] {
-    std::vector<std::string_view> names;
-    for (const AttrSpec& s : specs) names.push_back(s.name);
-    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
-  };
-  for (const auto& entry : given) {
-    bool found = false;
-    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
-    if (!found)
-      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
-                        known());
-  }
-  Attrs out;
-  for (const AttrSpec& s : specs) {
-    const AttrValue* v = given.find(s.name);
-    if (v == nullptr) {
-      if (!s.default_value)
-        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
-                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
-      out.set(s.name, *s.default_value);
-      continue;
-    }
-    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
-      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
-      continue;
-    }
-    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
-      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
-      continue;
-    }
-    if (kind_of(*v) != s.kind)
-      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
-                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
-    if (s.kind == AttrKind::String && !s.choices.empty()) {
-      const auto& str = std::get<std::string>(*v);
-      bool allowed = false;
-      for (const auto& c : s.choices) allowed = allowed || c == str;
-      if (!allowed)
-        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
-                          fmt::join(s.choices, ", "));
-    }
-    out.set(s.name, *v);
-  }
-  return out;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/op-inl.hpp
-#endif
-// end dlavm/graph/op.hpp
-// begin dlavm/ne/eval.hpp
-// ne::eval: the value of an expression for given variable values, by walking the tree.
-// For repeated evaluation use ne::compile (ne/compile.hpp), which does the same checks
-// without the tree walk.
-//
-// Arithmetic is checked: int64 overflow and division or modulo by zero raise
-// ArithmeticError naming the subexpression and its operand values. A variable without a
-// value raises ValueError listing every unbound name; a value outside the variable's range
-// raises ValueError too (bounds, simplification and buffer sizes rely on the ranges).
-// Conditions are 0 or 1; both branches of a select are evaluated.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-#include <cstdint>
-#include <initializer_list>
-#include <span>
-#include <string_view>
-
-namespace dlavm::ne {
-
-// A value for the variables named `name`.
-struct Binding {
-  std::string_view name;
-  std::int64_t value;
-};
-
-// The value of e with each variable bound by name.
-std::int64_t eval(const Expr& e, std::span<const Binding> bindings);
-inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings = {}) {
-  return eval(e, std::span<const Binding>(bindings.begin(), bindings.size()));
-}
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/eval-inl.hpp
-// Definitions for dlavm/ne/eval.hpp (see core/api.hpp).
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-
-#include <fmt/format.h>
-
-#include <string>
-#include <vector>
-
-namespace dlavm::ne {
-
-namespace detail {
-
-[[noreturn]] inline void raise_unbound(const Expr& root, std::span<const Binding> bindings) {
-  std::vector<std::string_view> missing;
-  for (const Var& v : free_vars(root)) {
-    bool bound = false;
-    for (const Binding& b : bindings) bound = bound || b.name == v.name();
-    bool listed = false;
-    for (auto name : missing) listed = listed || name == v.name();
-    if (!bound && !listed) missing.push_back(v.name());
-  }
-  raise<ValueError>("ne::eval of `{}`: no value for variable{} {}", root,
-                    missing.size() == 1 ? "" : "s", fmt::join(missing, ", "));
-}
-
-inline void check_in_range(const VarNode& v, std::int64_t value, std::string_view who,
-                           const Expr& root) {
-  if (value < v.min || value > v.max) [[unlikely]]
-    raise<ValueError>("{} of `{}`: variable '{}' = {} is outside its range [{}, {}]", who, root,
-                      v.name, value, v.min, v.max);
-}
-
-[[noreturn]] inline void raise_arithmetic(std::string_view who, const Expr& root, const Expr& node,
-                                          const Expr& a, std::int64_t va, const Expr& b,
-                                          std::int64_t vb) {
-  const bool by_zero = (node.kind() == Kind::FloorDiv || node.kind() == Kind::FloorMod) && vb == 0;
-  raise<ArithmeticError>(
-      "{} of `{}`: `{}` {} with `{}` = {} and `{}` = {}", who, root, node,
-      by_zero ? (node.kind() == Kind::FloorDiv ? "divides by zero" : "takes a modulo by zero")
-              : "overflows int64",
-      a, va, b, vb);
-}
-
-class Evaluator : public ExprFunctor<Evaluator, std::int64_t> {
- public:
-  Evaluator(const Expr& root, std::span<const Binding> bindings)
-      : root_(root), bindings_(bindings) {}
-
-  std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
-  std::int64_t visit_var(const VarNode& n, const Expr&) {
-    for (const Binding& b : bindings_) {
-      if (b.name == n.name) {
-        check_in_range(n, b.value, "ne::eval", root_);
-        return b.value;
-      }
-    }
-    raise_unbound(root_, bindings_);
-  }
-  std::int64_t visit_binary(const BinaryNode& n, const Expr& e) {
-    const std::int64_t a = visit(n.a);
-    const std::int64_t b = visit(n.b);
-    if (const auto r = fold(n.kind(), a, b)) return *r;
-    raise_arithmetic("ne::eval", root_, e, n.a, a, n.b, b);
-  }
-  std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }
-  std::int64_t visit_select(const SelectNode& n, const Expr&) {
-    const std::int64_t c = visit(n.cond);
-    const std::int64_t t = visit(n.t);
-    const std::int64_t f = visit(n.f);
-    return c != 0 ? t : f;
-  }
-
- private:
-  const Expr& root_;
-  std::span<const Binding> bindings_;
-};
-
-}  // namespace detail
-
-// eval(token*4096 + 16, {{"token", 37}}) == 151568
-DLAVM_INLINE std::int64_t eval(const Expr& e, std::span<const Binding> bindings) {
-  return detail::Evaluator(e, bindings).visit(e);
-}
-
-}  // namespace dlavm::ne
-// end dlavm/ne/eval-inl.hpp
-#endif
-// end dlavm/ne/eval.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <functional>
-#include <initializer_list>
-#include <memory>
-#include <span>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// An input array by param name (the array is not copied).
-struct NamedArray {
-  std::string_view name;
-  std::reference_wrapper<const te::NDArray> value;
-};
-
-// Every node's value, in post-order (shared: a constant's value is the constant's array).
-struct EvaluationTrace {
-  std::vector<Expr> nodes;
-  std::vector<std::shared_ptr<const te::NDArray>> values;
-  std::vector<te::NDArray> results;
-
-  // ValueError when the node is not part of the evaluated graph.
-  const te::NDArray& value_of(const Expr& e) const;
-};
-
-// `ops` supplies the host kernels (the registry infer_type used).
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings = {});
-inline std::vector<te::NDArray> evaluate(const Function& fn,
-                                         std::initializer_list<NamedArray> inputs,
-                                         std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
-                  std::span(bindings.begin(), bindings.size()));
-}
-
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings = {});
-inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
-                                      std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
-                        std::span(bindings.begin(), bindings.size()));
-}
-
-namespace detail {
-// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
-// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
-std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                        std::span<const ne::Binding> bindings,
-                                        std::string_view what);
-}  // namespace detail
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/evaluate-inl.hpp
-// Definitions for graph/evaluate.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/evaluate.hpp
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/functor.hpp
-// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
-// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
-// each node to a method of the derived class (CRTP), memoizing its result:
-//   R visit_input(const InputNode&, const Expr&)
-//   R visit_constant(const ConstantNode&, const Expr&)
-//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
-//                                                                    // the call's arguments
-// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
-// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
-// reference executor are written this way; for_each_node serves read-only walks.
-//
-//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
-//     int visit_input(const InputNode&, const Expr&) { return 0; }
-//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
-//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
-//     int calls = 0;
-//   };
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <span>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-// Calls f(const Expr&) on every node under `roots`, in post-order.
-template <class F>
-void for_each_node(std::span<const Expr> roots, F&& f) {
-  for (const Expr& e : post_order(roots)) f(e);
-}
-template <class F>
-void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.roots(), std::forward<F>(f));
-}
-
-// The results of a call's arguments, by position, without copying them.
-template <class R>
-class ArgResults {
- public:
-  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
-  const R& operator[](std::size_t i) const { return *results_[i]; }
-  std::size_t size() const { return results_.size(); }
-
- private:
-  std::span<const R* const> results_;
-};
-
-template <class Derived, class R>
-class ExprFunctor {
- public:
-  // Visits every node under `roots` not visited before; returns the roots' results.
-  std::vector<R> visit(std::span<const Expr> roots) {
-    auto& self = static_cast<Derived&>(*this);
-    std::vector<const R*> arg_results;
-    for (const Expr& e : post_order(roots)) {
-      if (memo_.contains(e.get())) continue;
-      switch (e.kind()) {
-        case NodeKind::Input:
-          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
-          break;
-        case NodeKind::Constant:
-          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
-          break;
-        case NodeKind::Call: {
-          const CallNode& call = *e.as<CallNode>();
-          arg_results.clear();
-          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
-          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
-          memo_.emplace(e.get(), std::move(r));
-          break;
-        }
-      }
-    }
-    std::vector<R> out;
-    out.reserve(roots.size());
-    for (const Expr& root : roots) out.push_back(result_of(root));
-    return out;
-  }
-  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
-
-  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
-  // The memoized result of a visited node.
-  const R& result_of(const Expr& e) const {
-    auto it = memo_.find(e.get());
-    if (it == memo_.end())
-      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
-                        e.name());
-    return it->second;
-  }
-
- protected:
-  std::unordered_map<const Node*, R> memo_;
-};
-
-template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
- public:
-  Expr visit_input(const InputNode&, const Expr& e) { return e; }
-  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    bool changed = false;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      changed = changed || !args[i].same_as(call.args[i]);
-    if (!changed) return e;
-    std::vector<Expr> new_args;
-    new_args.reserve(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return with_args(call, std::move(new_args));
-  }
-
-  // The function with its results, states and params mutated. A param or state input the
-  // roots do not use is visited on its own.
-  Function mutate(const Function& fn) {
-    std::vector<Expr> roots = this->visit(fn.roots());
-    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
-    std::vector<Expr> results(roots.begin(), roots.begin() + n);
-    std::vector<Expr> params;
-    params.reserve(fn.params().size());
-    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    std::vector<State> state;
-    for (std::size_t i = 0; i < fn.state().size(); ++i)
-      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
-    return Function(std::move(params), std::move(results), std::move(state));
-  }
-};
-
-}  // namespace dlavm::graph
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/ops.hpp
-// The graph's op set: the typed builder functions of every family, and default_ops(), the
-// registry holding their records. Each family header lists its ops with their shapes and
-// attributes; host/ defines their exact semantics.
-//
-//   linear       dense, matmul                              graph/ops/linear.hpp
-//   conv         conv2d                                     graph/ops/conv.hpp
-//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
-//   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
-//
-//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
-//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops/conv.hpp
-// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
-// host/conv.hpp.
-//
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
-//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
-//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
-//
-//   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/conv.hpp
-// Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
-// the definition the graph's conv2d and every accelerator strategy must reproduce.
-//
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
-//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
-//                          OW = floor((W + pl + pr - KW) / sw) + 1
-//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
-//     ky, kx] where positions outside x (the zero padding) contribute nothing.
-// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
-// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
-// float32 over c, then ky, then kx ascending, padding positions skipped.
-// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
-//
-//   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <array>
-#include <cstdint>
-#include <string_view>
-
-namespace dlavm::host {
-
-struct Conv2dParams {
-  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
-  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
-  std::int64_t groups = 1;                          // 1 only
-};
-
-// ValueError naming `who` and the attribute when a parameter is out of its domain.
-void validate(const Conv2dParams& p, std::string_view who);
-
-te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/conv-inl.hpp
-// Definitions for host/conv.hpp. The loops keep one weight in a register and sweep a row of
-// outputs with it (contiguous when the stride is 1), so the inner loop vectorizes; the order
-// of the sum for each output is still c, ky, kx ascending.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/conv.hpp
-// end dlavm/host/conv.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-struct Conv2dDims {
-  std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
-};
-
-// The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
-// [0, extent).
-inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, std::int64_t out,
-                                                           std::int64_t stride, std::int64_t pad,
-                                                           std::int64_t k) {
-  const std::int64_t first = std::max<std::int64_t>(0, ceil_div(pad - k, stride));
-  const std::int64_t last = std::min(out, floor_div(extent - 1 + pad - k, stride) + 1);
-  return {first, std::max(first, last)};
-}
-
-// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
-// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
-template <class T>
-inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
-  const std::int64_t body = count - count % 8;
-  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
-  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
-}
-
-// y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
-template <class T>
-void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
-  for (std::int64_t n = 0; n < d.n; ++n)
-    for (std::int64_t o = 0; o < d.o; ++o) {
-      T* out = y + (n * d.o + o) * d.oh * d.ow;
-      for (std::int64_t c = 0; c < d.c; ++c) {
-        const T* plane = x + (n * d.c + c) * d.h * d.w;
-        const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
-        for (std::int64_t ky = 0; ky < d.kh; ++ky) {
-          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
-          for (std::int64_t kx = 0; kx < d.kw; ++kx) {
-            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
-            const T wv = kernel[ky * d.kw + kx];
-            const std::int64_t count = x1 - x0;
-            if (count == 0) continue;
-            for (std::int64_t oy = y0; oy < y1; ++oy) {
-              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
-              T* dst = out + oy * d.ow + x0;
-              if (d.sw == 1) {
-                axpy(dst, src, wv, count);
-              } else {
-                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
-              }
-            }
-          }
-        }
-      }
-    }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
-  for (auto s : p.strides)
-    if (s < 1)
-      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
-                        fmt::join(p.strides, ", "));
-  for (auto v : p.padding)
-    if (v < 0)
-      raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
-                        fmt::join(p.padding, ", "));
-  if (p.groups != 1)
-    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
-}
-
-DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
-  constexpr std::string_view who = "host::conv2d";
-  validate(p, who);
-  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
-  detail::require_rank(who, "x", x, 4);
-  detail::require_rank(who, "w", w, 4);
-  const auto& xs = x.shape();
-  const auto& ws = w.shape();
-  if (ws[1] != xs[1])
-    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
-                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
-  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
-                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
-  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
-  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
-  if (padded_h < d.kh || padded_w < d.kw)
-    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
-                      padded_h, padded_w);
-  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
-  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
-  te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
-  if (out_dtype.is_float()) {
-    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
-  } else {
-    const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
-    std::vector<std::uint32_t> yd(y.size(), 0);
-    detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
-    detail::store_i32(yd, y);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/conv-inl.hpp
-#endif
-// end dlavm/host/conv.hpp
-
-namespace dlavm::graph {
-
-Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
-// The parameters in a conv2d call's (normalized) attributes.
-host::Conv2dParams conv2d_params(const Attrs& attrs);
-
-void add_conv_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/conv-inl.hpp
-// Definitions for graph/ops/conv.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
-// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
-// names of its values. Everything that handles an op's attributes reads the schema:
-//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
-//                    struct, required keys, allowed strings, descriptions)
-//   to_attrs(p)      a call's attributes from the struct (the typed builders)
-//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
-//                    strategies), raising ValueError naming the key for a value outside the
-//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
-// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
-// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
-// an enumeration given its names (String).
-//
-//   AttrSchema<host::Conv2dParams> s;
-//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
-//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
-//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// How a member type maps to an attribute value and back. from() raises ValueError naming the
-// key when the value is outside the member's domain.
-template <class T>
-struct AttrCodec;
-
-template <>
-struct AttrCodec<std::int64_t> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(std::int64_t v) { return v; }
-  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
-};
-
-template <>
-struct AttrCodec<bool> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
-  static bool from(const Attrs& a, std::string_view key) {
-    const std::int64_t v = a.get_int(key);
-    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
-    return v == 1;
-  }
-};
-
-template <>
-struct AttrCodec<double> {
-  static constexpr AttrKind kind = AttrKind::Float;
-  static AttrValue to(double v) { return v; }
-  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
-};
-
-template <>
-struct AttrCodec<DType> {
-  static constexpr AttrKind kind = AttrKind::DType;
-  static AttrValue to(DType v) { return v; }
-  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
-};
-
-template <>
-struct AttrCodec<std::vector<std::int64_t>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
-  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
-    return a.get_ints(key);
-  }
-};
-
-template <>
-struct AttrCodec<std::vector<double>> {
-  static constexpr AttrKind kind = AttrKind::Floats;
-  static AttrValue to(const std::vector<double>& v) { return v; }
-  static std::vector<double> from(const Attrs& a, std::string_view key) {
-    return a.get_floats(key);
-  }
-};
-
-template <std::size_t N>
-struct AttrCodec<std::array<std::int64_t, N>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::array<std::int64_t, N>& v) {
-    return std::vector<std::int64_t>(v.begin(), v.end());
-  }
-  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
-    const auto& v = a.get_ints(key);
-    if (v.size() != N)
-      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
-                        v.size(), N);
-    std::array<std::int64_t, N> out{};
-    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
-    return out;
-  }
-};
-
-}  // namespace detail
-
-template <class P>
-class AttrSchema {
- public:
-  // An attribute for member `m`; `required`: no default (the call must give it).
-  template <class T>
-  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
-    using Codec = detail::AttrCodec<T>;
-    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
-    if (!required) spec.default_value = Codec::to(P{}.*m);
-    fields_.push_back(
-        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
-         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
-    return *this;
-  }
-
-  // An enumeration member, as a string among `names`.
-  template <class E>
-  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
-                                               std::vector<std::pair<std::string, E>> names) {
-    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
-    for (const auto& [name, value] : names) spec.choices.push_back(name);
-    const auto name_of = [names](E v) {
-      for (const auto& [name, value] : names)
-        if (value == v) return name;
-      raise<ValueError>("internal: an enumeration value has no name, please report");
-    };
-    spec.default_value = AttrValue(name_of(P{}.*m));
-    fields_.push_back({std::move(spec),
-                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
-                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
-                         const std::string& s = a.get_string(k);
-                         for (const auto& [name, value] : names)
-                           if (name == s) {
-                             p.*m = value;
-                             return;
-                           }
-                         std::vector<std::string> allowed;
-                         for (const auto& n : names) allowed.push_back(n.first);
-                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
-                                           fmt::join(allowed, ", "));
-                       }});
-    return *this;
-  }
-
-  std::vector<AttrSpec> specs() const {
-    std::vector<AttrSpec> out;
-    for (const auto& f : fields_) out.push_back(f.spec);
-    return out;
-  }
-
-  Attrs to_attrs(const P& p) const {
-    Attrs out;
-    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
-    return out;
-  }
-
-  // The struct from normalized attributes (every key present, of its kind).
-  P from_attrs(const Attrs& a) const {
-    P p{};
-    for (const auto& f : fields_) f.set(p, a);
-    return p;
-  }
-
- private:
-  struct Field {
-    AttrSpec spec;
-    std::function<AttrValue(const P&)> get;
-    std::function<void(P&, const Attrs&)> set;
-  };
-  std::vector<Field> fields_;
-};
-
-// The parameters of a call being typed: schema.from_attrs, its errors starting with the
-// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
-template <class P>
-P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
-  try {
-    return schema.from_attrs(c.attrs);
-  } catch (const Error& e) {
-    rethrow_with_context(e, c.label);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
-// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
-// graph/ops/*-inl.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph::detail {
-
-// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
-DType product_dtype(const TypeCall& c);
-// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
-// must be provably equal or one of them the constant 1; ShapeError otherwise.
-std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
-// The simplified product of dims (1 for none).
-ne::Expr product(std::span<const ne::Expr> dims);
-// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
-// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
-ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
-                       std::int64_t window, std::int64_t stride, std::string_view what);
-// A host support rule: the host kernel computes in float32 only.
-std::optional<std::string> host_float32_only(const TypeCall& c);
-
-}  // namespace dlavm::graph::detail
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/common-inl.hpp
-// Definitions for graph/ops/common.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-
-namespace dlavm::graph::detail {
-
-DLAVM_INLINE DType product_dtype(const TypeCall& c) {
-  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
-                                      c.type(1).dtype);
-}
-
-DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  const auto& a = c.type(i).shape;
-  const auto& b = c.type(j).shape;
-  const std::size_t rank = std::max(a.size(), b.size());
-  std::vector<ne::Expr> out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    const std::size_t from_end = rank - 1 - k;
-    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
-    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
-    if (pa == nullptr || pb == nullptr) {
-      out[k] = pa != nullptr ? *pa : *pb;
-      continue;
-    }
-    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
-    if (ne::can_prove(da == db) || db.as_int() == 1) {
-      out[k] = *pa;
-    } else if (da.as_int() == 1) {
-      out[k] = *pb;
-    } else {
-      raise<ShapeError>(
-          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
-          "be provably equal, or one of them 1)",
-          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
-    }
-  }
-  return out;
-}
-
-DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
-  ne::Expr p = 1;
-  for (const ne::Expr& d : dims) p = p * d;
-  return ne::simplify(p);
-}
-
-DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
-                                    std::int64_t window, std::int64_t stride,
-                                    std::string_view what) {
-  const ne::Expr padded = ne::simplify(extent + pads);
-  if (!ne::can_prove(padded >= window))
-    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
-                      c.label, window, what, padded, ne::bounds(padded).min);
-  return ne::simplify(host::window_output(extent, pads, window, stride));
-}
-
-DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
-  for (std::size_t i = 0; i < c.size(); ++i)
-    if (c.type(i).dtype != DType::float32())
-      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
-                         c.arg(i), c.type(i).dtype);
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph::detail
-// end dlavm/graph/ops/common-inl.hpp
-#endif
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/conv.hpp
-// end dlavm/graph/ops/conv.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
-  using P = host::Conv2dParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("strides", &P::strides, "steps of the window: (height, width)")
-          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
-          .field("groups", &P::groups, "channel groups (1 only)");
-  return schema;
-}
-
-inline TensorType conv2d_type(const TypeCall& c) {
-  const host::Conv2dParams p = params_of(c, conv2d_schema());
-  host::validate(p, c.label);
-  c.require_rank(0, 4);
-  c.require_rank(1, 4);
-  const DType dtype = product_dtype(c);
-  const auto& x = c.type(0).shape;
-  const auto& w = c.type(1).shape;
-  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
-                  fmt::format("{} dim 1 (channels)", c.arg(1)));
-  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
-  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
-  ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
-  ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
-  return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
-  return detail::conv2d_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
-  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
-  ops.add({.name = "conv2d",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::conv2d_schema().specs(),
-           .type_rule = detail::conv2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/conv-inl.hpp
-#endif
-// end dlavm/graph/ops/conv.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
-//
-//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
-//                                one dtype, integers wrap around
-//   bias_add(x, b[C], axis = 1)  b along axis of x
-//   relu(x)
-//   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
-//
-//   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/elementwise.hpp
-// Host kernels for element-wise ops. The semantics below are the definition the graph ops and
-// every accelerator strategy must reproduce.
-//
-//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
-//                          one dtype for both; integers wrap around (two's complement: the
-//                          exact result modulo 2^bits), float32 rounds as C++ float does.
-//   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
-//                          (negative counts from the end); same dtype, wraps like add.
-//   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
-//   clip(x, {lo, hi})      min(max(x, lo), hi) with lo <= hi. Integers: the bounds are
-//                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
-//                          taken within the dtype's range; float32: the bounds rounded to float,
-//                          NaN stays NaN.
-//
-//   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <utility>
-
-namespace dlavm::host {
-
-struct BiasAddParams {
-  std::int64_t axis = 1;
-};
-
-struct ClipParams {
-  double lo = 0;
-  double hi = 0;
-};
-
-// ValueError naming `who` when lo > hi.
-void validate(const ClipParams& p, std::string_view who);
-// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
-// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
-std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
-                                                      std::string_view who);
-
-te::NDArray add(const te::NDArray& a, const te::NDArray& b);
-te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
-te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
-te::NDArray relu(const te::NDArray& x);
-te::NDArray clip(const te::NDArray& x, const ClipParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/elementwise-inl.hpp
-// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
-// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
-void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
-                     F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
-}
-
-template <class IntOp, class FloatOp>
-te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
-                             IntOp int_op, FloatOp float_op) {
-  require_same_dtype(who, a, b);
-  const auto shape = broadcast_shapes(a.shape(), b.shape());
-  if (!shape)
-    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
-                      shape_str(a.shape()), shape_str(b.shape()));
-  te::NDArray y(a.dtype(), *shape);
-  if (a.dtype().is_float()) {
-    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, float_op);
-  } else {
-    const DType t = a.dtype();
-    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
-                    [&](std::int64_t x, std::int64_t z) {
-                      return wrap_u64(
-                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
-                    });
-  }
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
-  if (!(p.lo <= p.hi))
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
-                                                                   std::string_view who) {
-  validate(p, who);
-  // bounds within the dtype's range (doubles beyond it saturate)
-  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
-  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
-  if (lo_d > hi_d)
-    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
-  const auto lo =
-      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
-  const auto hi =
-      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
-  return {lo, hi};
-}
-
-DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
-      [](float x, float y) { return x + y; });
-}
-
-DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
-      [](float x, float y) { return x * y; });
-}
-
-DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
-                                  const BiasAddParams& p) {
-  constexpr std::string_view who = "host::bias_add";
-  detail::require_same_dtype(who, x, b);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
-    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
-                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
-  // b as [C, 1, ..., 1] broadcasts along the axis
-  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
-  b_shape[0] = b.shape()[0];
-  te::NDArray b_view(b.dtype(), b_shape);
-  if (b.dtype().is_float())
-    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
-  else
-    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
-  return detail::binary_broadcast(
-      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
-      [](float u, float v) { return u + v; });
-}
-
-DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
-  } else {
-    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
-  constexpr std::string_view who = "host::clip";
-  validate(p, who);
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
-    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
-    return y;
-  }
-  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
-  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/elementwise-inl.hpp
-#endif
-// end dlavm/host/elementwise.hpp
-
-namespace dlavm::graph {
-
-Expr add(Expr a, Expr b);
-Expr mul(Expr a, Expr b);
-Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
-Expr relu(Expr x);
-Expr clip(Expr x, const host::ClipParams& p);
-// The parameters in a bias_add / clip call's (normalized) attributes.
-host::BiasAddParams bias_add_params(const Attrs& attrs);
-host::ClipParams clip_params(const Attrs& attrs);
-
-void add_elementwise_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/elementwise-inl.hpp
-// Definitions for graph/ops/elementwise.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType broadcast_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  return {broadcast(c, 0, 1), c.type(0).dtype};
-}
-
-inline TensorType bias_add_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  c.require_rank(1, 1);
-  const std::size_t axis = c.axis("axis", c.type(0).ndim());
-  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
-                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
-  return c.type(0);
-}
-
-inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
-  static const auto schema = AttrSchema<host::BiasAddParams>().field(
-      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::ClipParams>& clip_schema() {
-  using P = host::ClipParams;
-  static const auto schema = AttrSchema<P>()
-                                 .field("lo", &P::lo, "the lower bound", true)
-                                 .field("hi", &P::hi, "the upper bound", true);
-  return schema;
-}
-
-inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = params_of(c, clip_schema());
-  if (c.type(0).dtype.is_integral())
-    host::clip_int_bounds(p, c.type(0).dtype, c.label);
-  else
-    host::validate(p, c.label);
-  return c.type(0);
-}
-
-inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
-
-}  // namespace detail
-
-DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
-  return detail::bias_add_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
-  return detail::clip_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
-DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
-  ops.add({.name = "add",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
-  ops.add({.name = "mul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
-  ops.add({.name = "bias_add",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::bias_add_schema().specs(),
-           .type_rule = detail::bias_add_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-           }});
-  ops.add({.name = "relu",
-           .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
-  ops.add({.name = "clip",
-           .attrs = detail::clip_schema().specs(),
-           .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], clip_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/elementwise-inl.hpp
-#endif
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
-// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
-//
-//   softmax(x, axis = -1)
-//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
-//   gelu(x)
-//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
-//
-//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
-// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
-// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
-//
-//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
-//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
-//                             NaN.
-//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
-//                             normalizes over the dims from axis to the last (D elements per
-//                             group); gamma and beta have exactly those dims:
-//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
-//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
-//                             (epsilon rounded to float32).
-//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
-//                             1 / sqrt(2) rounded to float32.
-//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
-//                             the N positions) over N keys; y = -infinity where key j lies after
-//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
-//                             softmax after it has no empty row.
-//
-//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-
-namespace dlavm::host {
-
-struct SoftmaxParams {
-  std::int64_t axis = -1;
-};
-struct LayerNormParams {
-  std::int64_t axis = -1;
-  double epsilon = 1e-5;
-};
-
-te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
-te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
-                       const LayerNormParams& p = {});
-te::NDArray gelu(const te::NDArray& x);
-te::NDArray causal_mask(const te::NDArray& x);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/float_ops-inl.hpp
-// Definitions for host/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/float_ops.hpp
-// end dlavm/host/float_ops.hpp
-// begin dlavm/runtime/kernels.hpp
-// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
-// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
-// pack and unpack) run inside their checks, so that both compute the same values. Elements
-// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
-// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
-// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
-// shapes (the generator did, at emit time).
-//
-//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
-//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
-//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
-
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-namespace dlavm::runtime {
-
-// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
-
-// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
-template <class T, class Read>
-void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
-                     std::int64_t rows, std::int64_t cols, Read&& read) {
-  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
-  std::int64_t o = 0;
-  for (std::int64_t i = 0; i < at; ++i)
-    for (std::int64_t j = 0; j < bt; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < cols; ++c, ++o) {
-              const std::int64_t ai = i * rows + r, bj = j * cols + c;
-              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
-            }
-}
-
-template <class T>
-void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
-                std::int64_t w, std::int64_t rows, std::int64_t cols) {
-  pack_tiled_with(dst, a, b, h, w, rows, cols,
-                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
-                    return src[((i * b + j) * h + y) * w + x];
-                  });
-}
-
-template <class T>
-void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
-                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t bt = (b + cols - 1) / cols;
-  for (std::int64_t ai = 0; ai < a; ++ai)
-    for (std::int64_t bj = 0; bj < b; ++bj)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          dst[((ai * b + bj) * h + y) * w + x] =
-              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
-                  (ai % rows) * cols + bj % cols];
-}
-
-// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
-// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
-// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
-template <class T>
-void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
-                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
-                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
-  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
-                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
-                    const std::int64_t x = j * stride + ch % kw - pad_left;
-                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
-                  });
-}
-
-// ---- pooling windows over [planes, h, w] -----------------------------------------------
-
-struct PoolShape {
-  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
-};
-
-// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
-// of its window that lie inside the input plane.
-template <class T, class U, class Reduce>
-void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
-    U* out = y + p * d.oh * d.ow;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
-      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
-      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
-        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
-        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
-        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
-      }
-    }
-  }
-}
-
-// The window's maximum; a NaN wins (float).
-template <class T>
-void pool_window_max(const T* x, T* y, const PoolShape& d) {
-  for_each_window(
-      x, y, d,
-      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-        T m = plane[y0 * d.w + x0];
-        for (std::int64_t iy = y0; iy < y1; ++iy)
-          for (std::int64_t ix = x0; ix < x1; ++ix) {
-            const T v = plane[iy * d.w + ix];
-            if constexpr (std::is_floating_point_v<T>) {
-              if (v > m || std::isnan(v)) m = v;
-              if (std::isnan(m)) return m;
-            } else {
-              m = v > m ? v : m;
-            }
-          }
-        return m;
-      });
-}
-
-constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-// The window's average: integers summed in int64 and divided rounding down, floats summed in
-// row-major order; divided by the window's size, or by its part inside the input.
-template <class T>
-void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
-  for_each_window(
-      x, y, d,
-      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
-        if constexpr (std::is_floating_point_v<T>) {
-          float s = 0;
-          for (std::int64_t iy = y0; iy < y1; ++iy)
-            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
-          return static_cast<T>(s / static_cast<float>(n));
-        } else {
-          std::int64_t s = 0;
-          for (std::int64_t iy = y0; iy < y1; ++iy)
-            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
-          return static_cast<T>(floor_div_pos(s, n));
-        }
-      });
-}
-
-// ---- linear ------------------------------------------------------------------------------
-
-// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
-// int32 accumulator does), floats in order.
-template <class X, class W, class Y>
-void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
-  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
-  for (std::int64_t m = 0; m < rows; ++m) {
-    const X* xr = x + m * k_in;
-    for (std::int64_t n = 0; n < n_out; ++n) {
-      const W* wr = w + n * k_in;
-      Acc acc = 0;
-      for (std::int64_t k = 0; k < k_in; ++k)
-        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
-      y[m * n_out + n] = static_cast<Y>(acc);
-    }
-  }
-}
-
-// ---- elementwise ---------------------------------------------------------------------------
-
-// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
-constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
-  if (bits >= 64) return static_cast<std::int64_t>(v);
-  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
-  v &= m;
-  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
-}
-
-// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
-template <class In, class Out>
-void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
-                std::int64_t lo, std::int64_t hi) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t s =
-        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
-        shift;
-    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
-  }
-}
-
-template <class T>
-void relu(const T* x, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
-}
-
-template <class T>
-void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
-}
-
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
-  }
-}
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
-  }
-}
-
-// y = x + b for a scalar b, wrapped to T's width.
-template <class T>
-void add_scalar(const T* x, T b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = x[i] + b;
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
-  }
-}
-
-// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
-template <class T>
-void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
-              std::int64_t inner) {
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const std::int64_t base = (o * channels + c) * inner;
-      add_scalar(x + base, b[c], y + base, inner);
-    }
-}
-// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
-inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
-  if (std::isnan(v)) return 0;
-  const double x = v;
-  double r = std::floor(x);
-  const double frac = x - r;  // exact: x has 24 significant bits
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  if (r <= static_cast<double>(lo)) return lo;
-  if (r >= static_cast<double>(hi)) return hi;
-  return static_cast<std::int64_t>(r);
-}
-
-// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
-// [lo, hi] (Out's range).
-template <class In, class Out>
-void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
-      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
-    else if constexpr (std::is_floating_point_v<Out>)
-      y[i] = static_cast<Out>(x[i]);
-    else
-      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
-  }
-}
-
-// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
-// wins), exponentials summed in order, each divided by the sum.
-inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
-                    std::int64_t inner) {
-  if (extent == 0) return;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      float m = src[base];
-      for (std::int64_t j = 1; j < extent; ++j) {
-        const float v = src[base + j * inner];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < extent; ++j) {
-        const float e = std::exp(src[base + j * inner] - m);
-        dst[base + j * inner] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
-    }
-}
-
-// y = x, for reshape and flatten (the same elements in row-major order).
-template <class T>
-void copy(const T* x, T* y, std::int64_t n) {
-  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
-}
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/kernels.hpp
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <span>
-#include <vector>
-
-namespace dlavm::host {
-
-DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
-  constexpr std::string_view who = "host::softmax";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = detail::split_at(x.shape(), axis);
-  te::NDArray y(x.dtype(), x.shape());
-  if (split.extent == 0) return y;  // empty rows
-  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
-                                    const te::NDArray& beta, const LayerNormParams& p) {
-  constexpr std::string_view who = "host::layer_norm";
-  detail::require_float32(who, "x", x);
-  detail::require_float32(who, "gamma", gamma);
-  detail::require_float32(who, "beta", beta);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
-  for (const te::NDArray* a : {&gamma, &beta})
-    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
-      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
-                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
-                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
-  const std::int64_t group = element_count(norm_dims);
-  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
-  const float eps = static_cast<float>(p.epsilon);
-  const float count = static_cast<float>(group);
-  te::NDArray y(x.dtype(), x.shape());
-  const float* src = x.fdata().data();
-  const float* g = gamma.fdata().data();
-  const float* b = beta.fdata().data();
-  float* dst = y.fdata().data();
-  for (std::int64_t r = 0; r < groups; ++r) {
-    const float* xr = src + r * group;
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
-    const float mean = sum / count;
-    float sq = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
-    const float inv = 1.0f / std::sqrt(sq / count + eps);
-    float* yr = dst + r * group;
-    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
-  detail::require_float32("host::gelu", "x", x);
-  constexpr float inv_sqrt2 = 0.70710678118654752440f;
-  te::NDArray y = x;
-  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
-  return y;
-}
-
-DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
-  constexpr std::string_view who = "host::causal_mask";
-  detail::require_float32(who, "x", x);
-  const auto& s = x.shape();
-  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
-    raise<ShapeError>(
-        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
-        "last of N positions)",
-        who, detail::shape_str(s));
-  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
-  te::NDArray y = x;
-  auto dst = y.fdata();
-  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::int64_t i = static_cast<std::int64_t>(r) % m;
-    for (std::int64_t j = i + n - m + 1; j < n; ++j)
-      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
-          -std::numeric_limits<float>::infinity();
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/float_ops-inl.hpp
-#endif
-// end dlavm/host/float_ops.hpp
-
-namespace dlavm::graph {
-
-Expr softmax(Expr x, const host::SoftmaxParams& p = {});
-Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
-Expr gelu(Expr x);
-Expr causal_mask(Expr x);
-
-void add_float_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/float_ops-inl.hpp
-// Definitions for graph/ops/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// end dlavm/graph/ops/float_ops.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType softmax_type(const TypeCall& c) {
-  c.axis("axis", c.type(0).ndim());
-  return c.type(0);
-}
-
-inline TensorType layer_norm_type(const TypeCall& c) {
-  const auto& x = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", x.size());
-  for (std::size_t i : {1, 2}) {
-    c.require_same_dtype(0, i);
-    c.require_rank(i, x.size() - axis);
-    for (std::size_t k = 0; k < x.size() - axis; ++k)
-      c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), x[axis + k],
-                      fmt::format("{} dim {}", c.arg(0), axis + k));
-  }
-  return c.type(0);
-}
-
-inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
-
-inline TensorType causal_mask_type(const TypeCall& c) {
-  c.require_min_rank(0, 2);
-  const auto& x = c.type(0).shape;
-  const auto& m = x[x.size() - 2];
-  const auto& n = x.back();
-  if (!ne::can_prove(ne::simplify(n - m) >= 0))
-    raise<ShapeError>(
-        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
-        "many keys as queries (the queries are the last positions)",
-        c.label, c.arg(0), n, m);
-  return c.type(0);
-}
-
-inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
-  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
-      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
-  using P = host::LayerNormParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("axis", &P::axis, "the first of the trailing dims normalized over")
-          .field("epsilon", &P::epsilon, "added to the variance before the square root");
-  return schema;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
-  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
-  return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
-              detail::layer_norm_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
-DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
-
-DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
-  ops.add({.name = "softmax",
-           .attrs = detail::softmax_schema().specs(),
-           .type_rule = detail::softmax_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
-               },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "layer_norm",
-           .min_args = 3,
-           .max_args = 3,
-           .attrs = detail::layer_norm_schema().specs(),
-           .type_rule = detail::layer_norm_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::layer_norm(*a[0], *a[1], *a[2],
-                                         detail::layer_norm_schema().from_attrs(attrs));
-               },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "gelu",
-           .type_rule = detail::gelu_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "causal_mask",
-           .type_rule = detail::causal_mask_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
-           .host_support = detail::host_float32_only});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/float_ops-inl.hpp
-#endif
-// end dlavm/graph/ops/float_ops.hpp
-// begin dlavm/graph/ops/linear.hpp
-// Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
-//
-//   dense(x[..., K], w[N, K]) -> [..., N]
-//   matmul(a[A..., M, K], b[B..., K, N]) -> [broadcast(A, B)..., M, N]
-//   int8 x int8 -> int32, int32 x int32 -> int32 (wrap-around), float32 x float32 -> float32
-//
-//   auto y = graph::dense(x, graph::constant("w", w_array));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-
-namespace dlavm::graph {
-
-Expr dense(Expr x, Expr w);
-Expr matmul(Expr a, Expr b);
-
-// Adds the records of this family to `ops`.
-void add_linear_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/linear-inl.hpp
-// Definitions for graph/ops/linear.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/linear.hpp
-// end dlavm/graph/ops/linear.hpp
-// begin dlavm/host/linear.hpp
-// Host kernels for products of matrices: dense and matmul. The semantics below are the
-// definition the graph ops and every accelerator strategy must reproduce.
-//
-//   dense(x[..., K], w[N, K]) -> y[..., N]        y[..., n] = sum_k x[..., k] * w[n, k]
-//   matmul(a[A..., M, K], b[B..., K, N]) -> y[C..., M, N]
-//       C = numpy broadcast of the batch dims A and B (aligned at the end, 1 stretches);
-//       y[c, m, n] = sum_k a[c|A, m, k] * b[c|B, k, n]   (c|A: c with stretched dims at 0)
-//
-// Element types (host::accumulate_dtype): int8 x int8 -> int32 and int32 x int32 -> int32;
-// the integer result is the exact sum of exact products reduced modulo 2^32 into int32
-// (two's-complement wrap-around, as VTA's int32 accumulator), so the order of the sum does
-// not matter. float32 x float32 -> float32: each product and partial sum is a float32, added
-// in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
-// have one; compare float results with te::allclose). Other pairs are a TypeError.
-//
-//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
-//   auto y = host::dense(x, w);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-namespace dlavm::host {
-
-te::NDArray dense(const te::NDArray& x, const te::NDArray& w);
-te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/linear-inl.hpp
-// Definitions for host/linear.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/linear.hpp
-// end dlavm/host/linear.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
-template <class T>
-void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t k_in,
-                  std::int64_t n_out) {
-  for (std::int64_t m = 0; m < m_out; ++m) {
-    T* yr = y + m * n_out;
-    for (std::int64_t k = 0; k < k_in; ++k) {
-      const T av = a[m * k_in + k];
-      const T* br = b + k * n_out;
-      for (std::int64_t n = 0; n < n_out; ++n) yr[n] += av * br[n];
-    }
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
-  constexpr std::string_view who = "host::dense";
-  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
-  detail::require_min_rank(who, "x", x, 1);
-  detail::require_rank(who, "w", w, 2);
-  const std::int64_t k_in = x.shape().back();
-  if (w.shape()[1] != k_in)
-    raise<ShapeError>("{}: x {} has K = {} but w {} has K = {}", who, detail::shape_str(x.shape()),
-                      k_in, detail::shape_str(w.shape()), w.shape()[1]);
-  const std::int64_t n_out = w.shape()[0];
-  Shape out_shape = x.shape();
-  out_shape.back() = n_out;
-  te::NDArray y(out_dtype, out_shape);
-  const std::int64_t rows =
-      element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
-  if (out_dtype.is_float()) {
-    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
-  } else {
-    const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
-    std::vector<std::uint32_t> ys(y.size());
-    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
-    detail::store_i32(ys, y);
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
-  constexpr std::string_view who = "host::matmul";
-  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
-  detail::require_min_rank(who, "a", a, 2);
-  detail::require_min_rank(who, "b", b, 2);
-  const auto& as = a.shape();
-  const auto& bs = b.shape();
-  const std::int64_t m_out = as[as.size() - 2], k_in = as.back();
-  const std::int64_t n_out = bs.back();
-  if (bs[bs.size() - 2] != k_in)
-    raise<ShapeError>("{}: a {} has K = {} (its last dim) but b {} has K = {} (its dim -2)", who,
-                      detail::shape_str(as), k_in, detail::shape_str(bs), bs[bs.size() - 2]);
-  const std::span<const std::int64_t> a_batch(as.data(), as.size() - 2);
-  const std::span<const std::int64_t> b_batch(bs.data(), bs.size() - 2);
-  const auto batch = broadcast_shapes(a_batch, b_batch);
-  if (!batch)
-    raise<ShapeError>("{}: batch dims {} of a and {} of b do not broadcast", who,
-                      detail::shape_str(a_batch), detail::shape_str(b_batch));
-  Shape out_shape = *batch;
-  out_shape.push_back(m_out);
-  out_shape.push_back(n_out);
-  te::NDArray y(out_dtype, out_shape);
-  // Offsets of each output batch in a and b (stretched dims repeat the same block).
-  const auto a_off = detail::broadcast_offsets(*batch, a_batch, m_out * k_in);
-  const auto b_off = detail::broadcast_offsets(*batch, b_batch, k_in * n_out);
-  const std::int64_t y_block = m_out * n_out;
-  if (out_dtype.is_float()) {
-    const float* ad = a.fdata().data();
-    const float* bd = b.fdata().data();
-    float* yd = y.fdata().data();
-    for (std::size_t i = 0; i < a_off.size(); ++i)
-      detail::matmul_block(ad + a_off[i], bd + b_off[i],
-                           yd + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
-  } else {
-    const auto ad = detail::to_u32(a), bd = detail::to_u32(b);
-    std::vector<std::uint32_t> yd(y.size(), 0);
-    for (std::size_t i = 0; i < a_off.size(); ++i)
-      detail::matmul_block(ad.data() + a_off[i], bd.data() + b_off[i],
-                           yd.data() + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
-    detail::store_i32(yd, y);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/linear-inl.hpp
-#endif
-// end dlavm/host/linear.hpp
-
-#include <fmt/format.h>
-
-#include <span>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType dense_type(const TypeCall& c) {
-  c.require_min_rank(0, 1);
-  c.require_rank(1, 2);
-  const DType dtype = product_dtype(c);
-  const auto& x = c.type(0).shape;
-  const auto& w = c.type(1).shape;
-  c.require_equal(x.back(), fmt::format("{} dim -1 (K)", c.arg(0)), w[1],
-                  fmt::format("{} dim 1 (K)", c.arg(1)));
-  std::vector<ne::Expr> shape(x.begin(), x.end() - 1);
-  shape.push_back(w[0]);
-  return {std::move(shape), dtype};
-}
-
-inline TensorType matmul_type(const TypeCall& c) {
-  c.require_min_rank(0, 2);
-  c.require_min_rank(1, 2);
-  const DType dtype = product_dtype(c);
-  const auto& a = c.type(0).shape;
-  const auto& b = c.type(1).shape;
-  c.require_equal(a.back(), fmt::format("{} dim -1 (K)", c.arg(0)), b[b.size() - 2],
-                  fmt::format("{} dim -2 (K)", c.arg(1)));
-  // broadcast the batch dims: a type call over the batch parts only
-  TypeCall batch = c;
-  batch.arg_types[0].shape.resize(a.size() - 2);
-  batch.arg_types[1].shape.resize(b.size() - 2);
-  std::vector<ne::Expr> shape = broadcast(batch, 0, 1);
-  shape.push_back(a[a.size() - 2]);
-  shape.push_back(b.back());
-  return {std::move(shape), dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
-DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
-
-DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
-  ops.add({.name = "dense",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::dense_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
-  ops.add({.name = "matmul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::matmul_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::matmul(*a[0], *a[1]); }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/linear-inl.hpp
-#endif
-// end dlavm/graph/ops/linear.hpp
-// begin dlavm/graph/ops/pool.hpp
-// Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
-// host/pool.hpp.
-//
-//   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
-//   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
-//     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
-//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
-//
-//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
-//                                  .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/pool.hpp
-// Host kernels for 2-D pooling over NCHW arrays. The semantics below are the definition the
-// graph's pooling ops and every accelerator strategy must reproduce.
-//
-//   max_pool2d(x[N, C, H, W], {pool_size = {kh, kw}, strides = {sh, sw},
-//              padding = {pt, pl, pb, pr}}) -> y[N, C, OH, OW]
-//       OH = floor((H + pt + pb - kh) / sh) + 1, OW likewise;
-//       y = the largest element of x in the window (rows oy*sh - pt .. +kh-1, columns
-//       ox*sw - pl .. +kw-1); padding never wins: only elements inside x compete. float32: a NaN
-//       in the window makes the result NaN.
-//   avg_pool2d(x, {..., count_include_pad}) -> y[N, C, OH, OW]
-//       sum of the elements of x in the window divided by the count: kh*kw when
-//       count_include_pad, else the number of elements inside x. Integers: the exact sum,
-//       floor-divided by the count (rounds towards minus infinity: -7 / 2 = -4), same dtype
-//       as x. float32: summed in float32 row by row, then divided by the count.
-//   global_avg_pool2d(x[N, C, H, W]) -> y[N, C, 1, 1]: avg_pool2d over the whole plane.
-// pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
-// element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
-//
-//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
-//                                 .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <array>
-#include <cstdint>
-#include <string_view>
-
-namespace dlavm::host {
-
-struct Pool2dParams {
-  std::array<std::int64_t, 2> pool_size{0, 0};      // (height, width); required
-  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
-  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
-  bool count_include_pad = true;                    // avg_pool2d only
-};
-
-// ValueError naming `who` and the attribute when a parameter is out of its domain.
-void validate(const Pool2dParams& p, std::string_view who);
-
-te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p);
-te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p);
-te::NDArray global_avg_pool2d(const te::NDArray& x);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/pool-inl.hpp
-// Definitions for host/pool.hpp: one window walk, shared by the max and the average.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/pool.hpp
-// end dlavm/host/pool.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <type_traits>
-
-namespace dlavm::host {
-
-namespace detail {
-
-using PoolDims = runtime::PoolShape;
-
-inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
-  validate(p, who);
-  require_rank(who, "x", x, 4);
-  const auto& s = x.shape();
-  PoolDims d{
-      s[0] * s[1],  s[2],         s[3],         0,           0, p.pool_size[0], p.pool_size[1],
-      p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
-  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
-  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
-  if (padded_h < d.kh || padded_w < d.kw)
-    raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
-                      padded_h, padded_w);
-  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
-  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
-  return d;
-}
-
-inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
-                            bool count_include_pad) {
-  if (x.dtype().is_integral() && x.dtype().bits() > 32)
-    raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
-                     x.dtype());
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (x.dtype().is_float())
-    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
-  else
-    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
-  for (auto k : p.pool_size)
-    if (k < 1)
-      raise<ValueError>("{}: attribute 'pool_size' is [{}]; window dims must be >= 1", who,
-                        fmt::join(p.pool_size, ", "));
-  for (auto s : p.strides)
-    if (s < 1)
-      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
-                        fmt::join(p.strides, ", "));
-  for (std::size_t k = 0; k < 4; ++k) {
-    const std::int64_t window = p.pool_size[k % 2];
-    if (p.padding[k] < 0 || p.padding[k] >= window)
-      raise<ValueError>(
-          "{}: attribute 'padding' is [{}] for pool_size [{}]; each pad must be in [0, {}) so "
-          "that every window holds an element of the input",
-          who, fmt::join(p.padding, ", "), fmt::join(p.pool_size, ", "), window);
-  }
-}
-
-DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
-  const auto d = detail::pool_dims("host::max_pool2d", x, p);
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (x.dtype().is_float())
-    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
-  else
-    runtime::pool_window_max(x.data().data(), y.data().data(), d);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p) {
-  const auto d = detail::pool_dims("host::avg_pool2d", x, p);
-  return detail::avg_pool("host::avg_pool2d", x, d, p.count_include_pad);
-}
-
-DLAVM_INLINE te::NDArray global_avg_pool2d(const te::NDArray& x) {
-  constexpr std::string_view who = "host::global_avg_pool2d";
-  detail::require_rank(who, "x", x, 4);
-  const Pool2dParams p{.pool_size = {x.shape()[2], x.shape()[3]}};
-  return detail::avg_pool(who, x, detail::pool_dims(who, x, p), true);
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/pool-inl.hpp
-#endif
-// end dlavm/host/pool.hpp
-
-namespace dlavm::graph {
-
-Expr max_pool2d(Expr x, const host::Pool2dParams& p);
-Expr avg_pool2d(Expr x, const host::Pool2dParams& p);
-Expr global_avg_pool2d(Expr x);
-// The parameters in a pooling call's (normalized) attributes; count_include_pad is read when
-// present (avg_pool2d).
-host::Pool2dParams pool2d_params(const Attrs& attrs);
-
-void add_pool_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/pool-inl.hpp
-// Definitions for graph/ops/pool.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/pool.hpp
-// end dlavm/graph/ops/pool.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// max_pool2d's attributes; avg_pool2d's add count_include_pad.
-inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
-  using P = host::Pool2dParams;
-  const auto make = [](bool avg) {
-    AttrSchema<P> s;
-    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
-        .field("strides", &P::strides, "steps of the window: (height, width)")
-        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
-    if (avg)
-      s.field("count_include_pad", &P::count_include_pad,
-              "1: divide by the window's size; 0: by the elements inside the input");
-    return s;
-  };
-  static const auto max = make(false), avg = make(true);
-  return average ? avg : max;
-}
-
-inline TensorType pool2d_type(const TypeCall& c) {
-  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
-  host::validate(p, c.label);
-  c.require_rank(0, 4);
-  const auto& x = c.type(0).shape;
-  ne::Expr oh =
-      window_output(c, x[2], p.padding[0] + p.padding[2], p.pool_size[0], p.strides[0], "height");
-  ne::Expr ow =
-      window_output(c, x[3], p.padding[1] + p.padding[3], p.pool_size[1], p.strides[1], "width");
-  return {{x[0], x[1], std::move(oh), std::move(ow)}, c.type(0).dtype};
-}
-
-inline TensorType global_pool_type(const TypeCall& c) {
-  c.require_rank(0, 4);
-  const auto& x = c.type(0).shape;
-  return {{x[0], x[1], 1, 1}, c.type(0).dtype};
-}
-
-// The host averages take integers of at most 32 bits, or float32.
-inline std::optional<std::string> host_average_support(const TypeCall& c) {
-  const DType t = c.type(0).dtype;
-  if (t.is_integral() && t.bits() > 32)
-    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
-  return std::nullopt;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
-  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
-}
-
-DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
-}
-
-DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
-
-DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
-  ops.add({.name = "max_pool2d",
-           .attrs = detail::pool2d_schema(false).specs(),
-           .type_rule = detail::pool2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::max_pool2d(*a[0], pool2d_params(attrs));
-           }});
-  ops.add({.name = "avg_pool2d",
-           .attrs = detail::pool2d_schema(true).specs(),
-           .type_rule = detail::pool2d_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::avg_pool2d(*a[0], pool2d_params(attrs));
-               },
-           .host_support = detail::host_average_support});
-  ops.add({.name = "global_avg_pool2d",
-           .type_rule = detail::global_pool_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
-           .host_support = detail::host_average_support});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/pool-inl.hpp
-#endif
-// end dlavm/graph/ops/pool.hpp
-// begin dlavm/graph/ops/quantize.hpp
-// Graph ops requantize and cast: typed builders, attribute conversion and op records.
-// Semantics: host/quantize.hpp.
-//
-//   requantize(x (signed int), shift (required), lo = -128, hi = 127,
-//              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
-//   cast(x, dtype (required)) -> dtype, x's shape
-//   quantize_linear(x float32, scale, zero_point, axis = 1) -> zero_point's dtype
-//   dequantize_linear(x, scale, zero_point, axis = 1) -> float32
-//   rescale(acc int32, multiplier, zero_point, axis = 1) -> zero_point's dtype
-//       ONNX's linear quantization (host/quantize.hpp): scale / multiplier float32 and
-//       zero_point integer, both of shape [] (per tensor) or [C] (C = x's dim at axis)
-//
-//   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/quantize.hpp
-// Host kernels that change element types: requantize (the fixed-point rescale of an
-// accumulator) and cast. The semantics below are the definition the graph ops and every
-// accelerator strategy must reproduce.
-//
-//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
-//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
-//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
-//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
-//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
-//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
-//   cast(x, dtype)
-//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
-//       int -> float32: exact when representable, else the nearest float (ties to even);
-//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
-//       limits (1e10 -> int32 2147483647), NaN -> 0;
-//       float32 -> float32: unchanged.
-//
-// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
-// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
-//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
-//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
-//       in zero_point's dtype (QuantizeLinear)
-//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
-//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
-//       (DequantizeLinear)
-//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
-//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
-//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
-//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
-//
-//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <optional>
-#include <string_view>
-
-namespace dlavm::host {
-
-enum class Rounding : std::uint8_t { Floor, Nearest };
-
-// "floor" / "nearest" (the graph attribute's spelling), and back.
-std::string_view rounding_name(Rounding r);
-std::optional<Rounding> parse_rounding(std::string_view name);
-
-struct RequantizeParams {
-  std::int64_t shift = 0;
-  std::int64_t lo = -128;
-  std::int64_t hi = 127;
-  Rounding rounding = Rounding::Floor;
-  DType out_dtype = DType::int8();
-};
-
-// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
-// attribute.
-void validate(const RequantizeParams& p, DType in, std::string_view who);
-
-te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
-
-struct LinearQuantParams {
-  std::int64_t axis = 1;  // the channel axis of a per-channel scale
-};
-// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
-// `who`).
-void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
-                           const te::NDArray& zero_point, const LinearQuantParams& p,
-                           std::string_view who);
-te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
-                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray cast(const te::NDArray& x, DType dtype);
-
-// The cast of one float32 value to an integer dtype, as `cast` defines it.
-std::int64_t float_to_int(float v, DType dtype);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/quantize-inl.hpp
-// Definitions for host/quantize.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/quantize.hpp
-// end dlavm/host/quantize.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/ranges.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-
-namespace dlavm::host {
-
-DLAVM_INLINE std::string_view rounding_name(Rounding r) {
-  switch (r) {
-    case Rounding::Floor:
-      return "floor";
-    case Rounding::Nearest:
-      return "nearest";
-  }
-  raise<ValueError>("internal: unknown Rounding {}, please report", static_cast<int>(r));
-}
-
-DLAVM_INLINE std::optional<Rounding> parse_rounding(std::string_view name) {
-  if (name == "floor") return Rounding::Floor;
-  if (name == "nearest") return Rounding::Nearest;
-  return std::nullopt;
-}
-
-DLAVM_INLINE void validate(const RequantizeParams& p, DType in, std::string_view who) {
-  if (!in.is_int())
-    raise<TypeError>("{}: x is {}; requantize takes a signed integer (an int32 accumulator)", who,
-                     in);
-  if (!p.out_dtype.is_integral() || p.out_dtype.lanes() != 1)
-    raise<TypeError>("{}: attribute 'out_dtype' is {}; requantize produces integers", who,
-                     p.out_dtype);
-  if (p.shift < 0 || p.shift >= in.bits())
-    raise<ValueError>("{}: attribute 'shift' is {}; for {} input it must be in [0, {})", who,
-                      p.shift, in, in.bits());
-  if (p.lo > p.hi)
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-  const DType t = p.out_dtype;
-  if (p.lo < t.min_value() || p.hi > t.max_value())
-    raise<ValueError>("{}: [lo, hi] = [{}, {}] does not fit out_dtype {} ([{}, {}])", who, p.lo,
-                      p.hi, t, t.min_value(), t.max_value());
-}
-
-DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p) {
-  validate(p, x.dtype(), "host::requantize");
-  const DType in = x.dtype();
-  const std::uint64_t round =
-      p.rounding == Rounding::Nearest && p.shift > 0 ? std::uint64_t{1} << (p.shift - 1) : 0;
-  te::NDArray y(p.out_dtype, x.shape());
-  const auto src = x.data();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::int64_t sum = detail::wrap_u64(in, static_cast<std::uint64_t>(src[i]) + round);
-    dst[i] = std::clamp(sum >> p.shift, p.lo, p.hi);
-  }
-  return y;
-}
-
-DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
-  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
-}
-
-DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
-  te::NDArray y(dtype, x.shape());  // raises for float types other than float32
-  const DType from = x.dtype();
-  if (from.is_float() && dtype.is_float()) {
-    y = x;
-  } else if (from.is_float()) {
-    const auto src = x.fdata();
-    auto dst = y.data();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = float_to_int(src[i], dtype);
-  } else if (dtype.is_float()) {
-    const auto src = x.data();
-    auto dst = y.fdata();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<float>(src[i]);
-  } else {
-    const auto src = x.data();
-    auto dst = y.data();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
-  }
-  return y;
-}
-
-namespace detail {
-
-// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
-struct ChannelIndex {
-  std::size_t inner = 1, channels = 1;
-  bool per_channel = false;
-  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
-};
-
-inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
-                                  const LinearQuantParams& p) {
-  ChannelIndex c;
-  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-  c.per_channel = true;
-  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
-  for (std::int64_t k = axis + 1; k < rank; ++k)
-    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
-  return c;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
-                                        const te::NDArray& zero_point, const LinearQuantParams& p,
-                                        std::string_view who) {
-  if (scale.dtype() != DType::float32())
-    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
-  if (!zero_point.dtype().is_integral())
-    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
-                     zero_point.dtype());
-  if (scale.shape() != zero_point.shape())
-    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
-                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
-  if (scale.ndim() > 1)
-    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
-                      scale.ndim());
-  if (scale.ndim() == 1) {
-    const auto rank = static_cast<std::int64_t>(x.ndim());
-    if (p.axis < -rank || p.axis >= rank)
-      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
-                        rank, rank);
-    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
-      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
-                        x.shape()[static_cast<std::size_t>(axis)]);
-  }
-}
-
-DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                                         const te::NDArray& zero_point,
-                                         const LinearQuantParams& p) {
-  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
-  if (!x.dtype().is_float())
-    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
-  const DType t = zero_point.dtype();
-  const auto ch = detail::channel_index(x, scale, p);
-  te::NDArray y(t, x.shape());
-  const auto src = x.fdata();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float q = src[i] / scale.fdata()[c];
-    // rounded in a wide range first, so that the zero point moves the value before saturating
-    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
-    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                                           const te::NDArray& zero_point,
-                                           const LinearQuantParams& p) {
-  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
-  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
-    raise<TypeError>(
-        "host::dequantize_linear: x is {} and the zero point {}; both are one "
-        "integer type",
-        x.dtype(), zero_point.dtype());
-  const auto ch = detail::channel_index(x, scale, p);
-  te::NDArray y(DType::float32(), x.shape());
-  const auto src = x.data();
-  auto dst = y.fdata();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
-    dst[i] = d * scale.fdata()[c];
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
-                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
-  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
-  if (acc.dtype() != DType::int32())
-    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
-  const DType t = zero_point.dtype();
-  const auto ch = detail::channel_index(acc, multiplier, p);
-  te::NDArray y(t, acc.shape());
-  const auto src = acc.data();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
-    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
-    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
-    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
-                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
-    dst[i] = static_cast<std::int64_t>(r);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/quantize-inl.hpp
-#endif
-// end dlavm/host/quantize.hpp
-
-namespace dlavm::graph {
-
-Expr requantize(Expr x, const host::RequantizeParams& p);
-Expr cast(Expr x, DType dtype);
-// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
-host::RequantizeParams requantize_params(const Attrs& attrs);
-Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
-Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
-Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
-DType cast_dtype(const Attrs& attrs);
-
-void add_quantize_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/quantize-inl.hpp
-// Definitions for graph/ops/quantize.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/quantize.hpp
-// end dlavm/graph/ops/quantize.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::RequantizeParams>& requantize_schema() {
-  using P = host::RequantizeParams;
-  using host::Rounding;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("shift", &P::shift, "the right shift after the rounding constant", true)
-          .field("lo", &P::lo, "the lower bound of the clamp")
-          .field("hi", &P::hi, "the upper bound of the clamp")
-          .field("rounding", &P::rounding, "floor, or to nearest with ties upward",
-                 {{"floor", Rounding::Floor}, {"nearest", Rounding::Nearest}})
-          .field("out_dtype", &P::out_dtype, "the result's integer type");
-  return schema;
-}
-
-// The target type of a cast.
-struct CastParams {
-  DType dtype = DType::int32();
-};
-
-inline const AttrSchema<CastParams>& cast_schema() {
-  static const auto schema = AttrSchema<CastParams>().field("dtype", &CastParams::dtype,
-                                                            "the element type to cast to", true);
-  return schema;
-}
-
-inline TensorType requantize_type(const TypeCall& c) {
-  const DType in = c.type(0).dtype;
-  if (!in.is_int())
-    raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
-                     c.label, c.arg(0), in);
-  const host::RequantizeParams p = params_of(c, requantize_schema());
-  host::validate(p, in, c.label);
-  return {c.type(0).shape, p.out_dtype};
-}
-
-inline TensorType cast_type(const TypeCall& c) {
-  const DType to = params_of(c, cast_schema()).dtype;
-  if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
-    raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
-                     to);
-  return {c.type(0).shape, to};
-}
-
-inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
-  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
-      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
-  return schema;
-}
-
-// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
-inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
-  if (!x_ok)
-    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
-  if (c.type(1).dtype != DType::float32())
-    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
-  if (!c.type(2).dtype.is_integral())
-    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
-                     c.type(2).dtype);
-  if (c.type(1).ndim() > 1)
-    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
-                      c.arg(1), c.type(1).ndim());
-  c.require_rank(2, c.type(1).ndim());
-  if (c.type(1).ndim() == 1) {
-    const std::size_t axis = c.axis("axis", c.type(0).ndim());
-    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
-                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
-    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
-                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
-  }
-}
-
-inline TensorType quantize_linear_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
-  return {c.type(0).shape, c.type(2).dtype};
-}
-
-inline TensorType dequantize_linear_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
-  c.require_same_dtype(0, 2);
-  return {c.type(0).shape, DType::float32()};
-}
-
-inline TensorType rescale_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
-  return {c.type(0).shape, c.type(2).dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
-                                  const host::LinearQuantParams& p) {
-  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
-                                    const host::LinearQuantParams& p) {
-  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
-                          const host::LinearQuantParams& p) {
-  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
-  return detail::requantize_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
-  return call("requantize", {std::move(x)}, detail::requantize_schema().to_attrs(p));
-}
-
-DLAVM_INLINE DType cast_dtype(const Attrs& attrs) {
-  return detail::cast_schema().from_attrs(attrs).dtype;
-}
-
-DLAVM_INLINE Expr cast(Expr x, DType dtype) {
-  return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
-}
-
-DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
-  ops.add({.name = "requantize",
-           .attrs = detail::requantize_schema().specs(),
-           .type_rule = detail::requantize_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::requantize(*a[0], requantize_params(attrs));
-           }});
-  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
-    ops.add({.name = std::move(name),
-             .min_args = 3,
-             .max_args = 3,
-             .attrs = detail::linear_quant_schema().specs(),
-             .type_rule = std::move(rule),
-             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
-               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
-             }});
-  };
-  linear("quantize_linear", detail::quantize_linear_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
-  linear("dequantize_linear", detail::dequantize_linear_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
-  linear("rescale", detail::rescale_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
-  ops.add({.name = "cast",
-           .attrs = detail::cast_schema().specs(),
-           .type_rule = detail::cast_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::cast(*a[0], cast_dtype(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/quantize-inl.hpp
-#endif
-// end dlavm/graph/ops/quantize.hpp
-// begin dlavm/graph/ops/transform.hpp
-// Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
-//
-//   reshape(x, newshape (required; 0 copies a dim, one -1 is inferred))
-//       symbolic dims pass through 0 entries; a -1 is the element count of x divided by the
-//       other entries, which must be provably divisible
-//   transpose(x, perm = [] (reverse))
-//   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
-//   concat(x0, x1, ..., axis (required)), at least one input
-//   pad(x, pad_before (required), pad_after (required), value = 0.0,
-//       mode = "constant" | "edge" | "reflect")
-//
-//   // [1, token, 512] -> [1, token, 8, 64]
-//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/transform.hpp
-// Host kernels that move elements without computing on them: reshape, transpose, flatten,
-// concat and pad. The semantics below are the definition the graph ops and every accelerator
-// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
-//
-//   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
-//                              newshape, 0 copies the dim of x at the same position and one -1
-//                              takes what the element count leaves; other entries >= 1.
-//   transpose(x, {perm})       y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}], i.e.
-//                              y.shape[k] = x.shape[perm[k]]; an empty perm reverses the dims.
-//   flatten(x, {axis = 1})     [prod(dims before axis), prod(dims from axis)]; axis in
-//                              [-rank, rank] (rank gives [all, 1]).
-//   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
-//                              dims must match.
-//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
-//                              one entry per dim, each >= 0; new positions hold, by mode:
-//                              constant: value (integers: it must be an integer inside the
-//                              dtype's range; float32: it is rounded to float);
-//                              edge: the nearest element of x along each padded dim (x's dims
-//                              >= 1); reflect: x mirrored at its first and last element, which
-//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
-//                              dim - 1), as numpy's and ONNX's modes of those names.
-//
-//   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-struct ReshapeParams {
-  std::vector<std::int64_t> newshape;
-};
-struct TransposeParams {
-  std::vector<std::int64_t> perm;  // empty: reverse
-};
-struct FlattenParams {
-  std::int64_t axis = 1;
-};
-struct ConcatParams {
-  std::int64_t axis = 0;
-};
-enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
-struct PadParams {
-  std::vector<std::int64_t> pad_before;
-  std::vector<std::int64_t> pad_after;
-  double value = 0;
-  PadMode mode = PadMode::Constant;
-};
-
-// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
-// x has a dim, nothing below -1 (ValueError naming `who`).
-void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
-// The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
-Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
-                    std::string_view who);
-// perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
-std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
-                                        std::string_view who);
-// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
-std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
-// The pad lists checked against `rank` (ValueError naming `who`).
-void validate(const PadParams& p, std::size_t rank, std::string_view who);
-// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
-// the dim and the pad); dims that are not constants (nullopt) are checked when run.
-void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
-                      std::string_view who);
-// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
-void check_pad_value(double value, DType dtype, std::string_view who);
-
-te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
-te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
-te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
-te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
-te::NDArray pad(const te::NDArray& x, const PadParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/transform-inl.hpp
-// Definitions for host/transform.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/transform.hpp
-// end dlavm/host/transform.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// Copies `count` elements from one array to another at element offsets (either storage).
-inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
-                          std::int64_t to, std::int64_t count) {
-  if (src.dtype().is_float()) {
-    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
-    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
-  } else {
-    const auto s = src.data().subspan(static_cast<std::size_t>(from));
-    std::copy_n(s.begin(), count, dst.data().begin() + to);
-  }
-}
-
-// An array of the same dtype and elements under another shape.
-inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
-  te::NDArray y(x.dtype(), std::move(shape));
-  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
-  return y;
-}
-
-template <class T>
-void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
-                     std::span<const std::size_t> perm) {
-  const std::size_t rank = in_shape.size();
-  std::vector<std::int64_t> in_stride(rank, 1);
-  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
-  // walk y in row-major order; the input offset moves by the permuted strides
-  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
-  for (std::size_t k = 0; k < rank; ++k) {
-    out_shape[k] = in_shape[perm[k]];
-    stride[k] = in_stride[perm[k]];
-  }
-  const std::int64_t total = element_count(out_shape);
-  std::int64_t offset = 0;
-  for (std::int64_t i = 0; i < total; ++i) {
-    y[i] = x[offset];
-    for (std::size_t d = rank; d-- > 0;) {
-      offset += stride[d];
-      if (++index[d] < out_shape[d]) break;
-      offset -= stride[d] * out_shape[d];
-      index[d] = 0;
-    }
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
-                                 std::string_view who) {
-  bool infer = false;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    const std::int64_t d = newshape[k];
-    if (d == -1 && infer)
-      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
-                        fmt::join(newshape, ", "));
-    infer = infer || d == -1;
-    if (d == 0 && k >= rank)
-      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
-                        fmt::join(newshape, ", "), k, rank);
-    if (d < -1)
-      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
-                        fmt::join(newshape, ", "), d);
-  }
-}
-
-DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
-                                 std::span<const std::int64_t> newshape, std::string_view who) {
-  check_newshape(newshape, in.size(), who);
-  Shape out(newshape.size());
-  std::optional<std::size_t> infer;
-  std::int64_t known = 1;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    if (newshape[k] == -1) {
-      infer = k;
-      continue;
-    }
-    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
-    known *= out[k];
-  }
-  const std::int64_t total = element_count(in);
-  if (infer) {
-    if (known == 0 || total % known != 0)
-      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
-                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
-    out[*infer] = total / known;
-  } else if (known != total) {
-    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
-                      detail::shape_str(in), total, detail::shape_str(out), known);
-  }
-  return out;
-}
-
-DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
-                                                     std::size_t rank, std::string_view who) {
-  std::vector<std::size_t> out(rank);
-  if (perm.empty()) {
-    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
-    return out;
-  }
-  std::vector<bool> seen(rank, false);
-  bool ok = perm.size() == rank;
-  for (std::size_t k = 0; ok && k < rank; ++k) {
-    const auto axis = normalize_axis(perm[k], rank);
-    ok = axis && !seen[*axis];
-    if (ok) {
-      seen[*axis] = true;
-      out[k] = *axis;
-    }
-  }
-  if (!ok)
-    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
-                      fmt::join(perm, ", "), rank);
-  return out;
-}
-
-DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
-  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
-    raise<ValueError>(
-        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
-        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
-  for (std::size_t k = 0; k < rank; ++k)
-    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
-      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
-                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
-}
-
-DLAVM_INLINE void check_pad_extent(const PadParams& p,
-                                   std::span<const std::optional<std::int64_t>> dims,
-                                   std::string_view who) {
-  if (p.mode == PadMode::Constant) return;
-  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
-    if (!dims[k]) continue;
-    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
-    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
-      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
-    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
-      raise<ShapeError>(
-          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
-          "most the dim - 1",
-          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
-  }
-}
-
-DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis > r)
-    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
-                      r);
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
-  if (dtype.is_integral() &&
-      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
-       value > static_cast<double>(dtype.max_value())))
-    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
-}
-
-DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
-  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
-}
-
-DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
-  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
-  Shape out_shape(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
-  te::NDArray y(x.dtype(), out_shape);
-  if (x.dtype().is_float())
-    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
-  else
-    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
-  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
-  const std::span<const std::int64_t> s = x.shape();
-  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
-}
-
-DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
-  constexpr std::string_view who = "host::concat";
-  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
-  const te::NDArray& first = *xs[0];
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
-  Shape out_shape = first.shape();
-  out_shape[axis] = 0;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    const te::NDArray& x = *xs[i];
-    detail::require_same_dtype(who, first, x);
-    bool match = x.ndim() == first.ndim();
-    for (std::size_t k = 0; match && k < x.ndim(); ++k)
-      match = k == axis || x.shape()[k] == first.shape()[k];
-    if (!match)
-      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
-                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
-    out_shape[axis] += x.shape()[axis];
-  }
-  te::NDArray y(first.dtype(), out_shape);
-  const auto split = detail::split_at(out_shape, axis);
-  std::int64_t at = 0;  // offset within one outer slice of y
-  for (const te::NDArray* x : xs) {
-    const std::int64_t chunk = x->shape()[axis] * split.inner;
-    for (std::int64_t o = 0; o < split.outer; ++o)
-      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
-    at += chunk;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
-  constexpr std::string_view who = "host::pad";
-  validate(p, x.ndim(), who);
-  const DType t = x.dtype();
-  check_pad_value(p.value, t, who);
-  Shape out_shape(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k)
-    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
-  te::NDArray y(t, out_shape);
-  if (p.mode != PadMode::Constant) {
-    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
-    check_pad_extent(p, dims, who);
-    // each element of y from the element of x its index maps to, dim by dim
-    const std::size_t rank = x.ndim();
-    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      for (std::size_t k = 0; k < rank; ++k) {
-        const std::int64_t n = x.shape()[k];
-        std::int64_t v = index[k] - p.pad_before[k];
-        if (p.mode == PadMode::Edge)
-          v = std::clamp<std::int64_t>(v, 0, n - 1);
-        else if (v < 0)
-          v = -v;
-        else if (v >= n)
-          v = 2 * (n - 1) - v;
-        from[k] = v;
-      }
-      const std::size_t src = x.offset(from, who);
-      if (t.is_float())
-        y.fdata()[i] = x.fdata()[src];
-      else
-        y.data()[i] = x.data()[src];
-      for (std::size_t d = rank; d-- > 0;) {
-        if (++index[d] < out_shape[d]) break;
-        index[d] = 0;
-      }
-    }
-    return y;
-  }
-  if (t.is_float())
-    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
-  else
-    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
-  if (x.size() == 0) return y;
-  // copy x row by row (its last dim) into the interior of y
-  const std::size_t rank = x.ndim();
-  if (rank == 0) {
-    detail::copy_elements(x, 0, y, 0, 1);
-    return y;
-  }
-  std::vector<std::int64_t> y_stride(rank, 1);
-  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
-  const std::int64_t row = x.shape()[rank - 1];
-  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
-  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
-    std::int64_t to = 0;
-    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
-    detail::copy_elements(x, from, y, to, row);
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < x.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/transform-inl.hpp
-#endif
-// end dlavm/host/transform.hpp
-
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::graph {
-
-Expr reshape(Expr x, const host::ReshapeParams& p);
-Expr transpose(Expr x, const host::TransposeParams& p = {});
-Expr flatten(Expr x, const host::FlattenParams& p = {});
-Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
-Expr pad(Expr x, const host::PadParams& p);
-
-void add_transform_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/transform-inl.hpp
-// Definitions for graph/ops/transform.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/transform.hpp
-// end dlavm/graph/ops/transform.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <optional>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
-  static const auto schema = AttrSchema<host::ReshapeParams>().field(
-      "newshape", &host::ReshapeParams::newshape,
-      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
-  return schema;
-}
-
-inline const AttrSchema<host::TransposeParams>& transpose_schema() {
-  static const auto schema = AttrSchema<host::TransposeParams>().field(
-      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
-  return schema;
-}
-
-inline const AttrSchema<host::FlattenParams>& flatten_schema() {
-  static const auto schema = AttrSchema<host::FlattenParams>().field(
-      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
-  return schema;
-}
-
-inline const AttrSchema<host::ConcatParams>& concat_schema() {
-  static const auto schema = AttrSchema<host::ConcatParams>().field(
-      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
-  return schema;
-}
-
-inline const AttrSchema<host::PadParams>& pad_schema() {
-  using P = host::PadParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("pad_before", &P::pad_before, "elements before, per dim", true)
-          .field("pad_after", &P::pad_after, "elements after, per dim", true)
-          .field("value", &P::value, "the value padded with (mode constant)")
-          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
-                 {{"constant", host::PadMode::Constant},
-                  {"edge", host::PadMode::Edge},
-                  {"reflect", host::PadMode::Reflect}});
-  return schema;
-}
-
-inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
-
-// Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
-// only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
-inline TensorType reshape_type(const TypeCall& c) {
-  const auto newshape = params_of(c, reshape_schema()).newshape;
-  const auto& x = c.type(0).shape;
-  host::check_newshape(newshape, x.size(), c.label);
-  std::vector<ne::Expr> out(newshape.size());
-  std::vector<bool> copied(x.size(), false);
-  std::optional<std::size_t> infer;
-  ne::Expr known = 1;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    if (newshape[k] == -1) {
-      infer = k;
-    } else if (newshape[k] == 0) {
-      out[k] = x[k];
-      copied[k] = true;
-    } else {
-      out[k] = newshape[k];
-      known = known * newshape[k];
-    }
-  }
-  ne::Expr rest = 1;  // the dims of x no 0 entry copies
-  for (std::size_t k = 0; k < x.size(); ++k)
-    if (!copied[k]) rest = rest * x[k];
-  rest = ne::simplify(rest);
-  known = ne::simplify(known);
-  if (infer) {
-    const ne::Expr remainder = ne::simplify(ne::floormod(rest, known));
-    if (remainder.as_int() != 0)
-      raise<ShapeError>(
-          "{}: cannot reshape {} {} to [{}]: the dims not copied hold `{}` elements, which is "
-          "not provably a multiple of {}",
-          c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
-    out[*infer] = ne::simplify(ne::floordiv(rest, known));
-  } else if (!ne::can_prove(rest == known)) {
-    raise<ShapeError>(
-        "{}: cannot reshape {} {} to [{}]: `{}` elements of x against {} (the dims not copied)",
-        c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
-  }
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType transpose_type(const TypeCall& c) {
-  const auto& x = c.type(0).shape;
-  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
-  std::vector<ne::Expr> out(x.size());
-  for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType flatten_type(const TypeCall& c) {
-  const std::span<const ne::Expr> x = c.type(0).shape;
-  const std::size_t axis =
-      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
-  return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
-}
-
-inline TensorType concat_type(const TypeCall& c) {
-  const auto& first = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", first.size());
-  ne::Expr extent = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    c.require_same_dtype(0, i);
-    c.require_rank(i, first.size());
-    for (std::size_t k = 0; k < first.size(); ++k)
-      if (k != axis)
-        c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), first[k],
-                        fmt::format("{} dim {}", c.arg(0), k));
-    extent = extent + c.type(i).shape[axis];
-  }
-  std::vector<ne::Expr> out = first;
-  out[axis] = ne::simplify(extent);
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType pad_type(const TypeCall& c) {
-  const host::PadParams p = pad_params(c.attrs);
-  const auto& x = c.type(0).shape;
-  host::validate(p, x.size(), c.label);
-  host::check_pad_value(p.value, c.type(0).dtype, c.label);
-  std::vector<std::optional<std::int64_t>> dims;
-  for (const auto& d : x) dims.push_back(d.as_int());
-  host::check_pad_extent(p, dims, c.label);
-  std::vector<ne::Expr> out(x.size());
-  for (std::size_t k = 0; k < x.size(); ++k)
-    out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));
-  return {std::move(out), c.type(0).dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
-  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
-  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
-  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
-  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
-  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
-  ops.add({.name = "reshape",
-           .attrs = detail::reshape_schema().specs(),
-           .type_rule = detail::reshape_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "transpose",
-           .attrs = detail::transpose_schema().specs(),
-           .type_rule = detail::transpose_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "flatten",
-           .attrs = detail::flatten_schema().specs(),
-           .type_rule = detail::flatten_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "concat",
-           .min_args = 1,
-           .max_args = OpRecord::kVariadic,
-           .attrs = detail::concat_schema().specs(),
-           .type_rule = detail::concat_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, detail::concat_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "pad",
-           .attrs = detail::pad_schema().specs(),
-           .type_rule = detail::pad_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::pad(*a[0], detail::pad_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/transform-inl.hpp
-#endif
-// end dlavm/graph/ops/transform.hpp
-
-namespace dlavm::graph {
-
-// A registry with every op above; built afresh on each call (no global state).
-OpRegistry default_ops();
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops-inl.hpp
-// Definitions for graph/ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-
-namespace dlavm::graph {
-
-DLAVM_INLINE OpRegistry default_ops() {
-  OpRegistry ops;
-  add_linear_ops(ops);
-  add_conv_ops(ops);
-  add_pool_ops(ops);
-  add_elementwise_ops(ops);
-  add_quantize_ops(ops);
-  add_transform_ops(ops);
-  add_float_ops(ops);
-  return ops;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops-inl.hpp
-#endif
-// end dlavm/graph/ops.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-
-#include <fmt/format.h>
-
-#include <memory>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                                     std::span<const ne::Binding> bindings,
-                                                     std::string_view what) {
-  std::vector<std::int64_t> out;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    try {
-      out.push_back(ne::eval(shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
-    }
-  }
-  return out;
-}
-
-// The concrete shape of a type under the bindings; `what` names the node for messages.
-inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
-                                                std::span<const ne::Binding> bindings,
-                                                std::string_view what) {
-  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
-}
-
-using ArrayPtr = std::shared_ptr<const te::NDArray>;
-
-// Values are shared: constants are never copied.
-class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
- public:
-  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
-            std::span<const ne::Binding> bindings, const OpRegistry& ops)
-      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
-    check_inputs(fn);
-  }
-
-  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
-    for (const NamedArray& in : inputs_)
-      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
-    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
-  }
-  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
-  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
-    const std::string label = names_.label(e);
-    if (!call.type)
-      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
-                        label);
-    const OpRecord& op = ops_.at(call.op());
-    std::vector<const te::NDArray*> arrays;
-    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
-    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
-    check_output(*call.type, *out, label);
-    return out;
-  }
-
- private:
-  // The params and the state inputs: the reference takes the states' values as inputs.
-  void check_inputs(const Function& fn) const {
-    std::vector<Expr> leaves = fn.params();
-    for (const auto& st : fn.state()) leaves.push_back(st.input);
-    for (const NamedArray& in : inputs_) {
-      bool known = false;
-      for (const Expr& p : leaves) known = known || p.name() == in.name;
-      if (!known) {
-        std::vector<std::string_view> params;
-        for (const Expr& p : leaves) params.push_back(p.name());
-        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
-                          in.name, fmt::join(params, ", "));
-      }
-    }
-    for (const Expr& p : leaves) {
-      const NamedArray* given = nullptr;
-      for (const NamedArray& in : inputs_)
-        if (in.name == p.name()) given = &in;
-      const std::string what = fmt::format("input {}", names_.name(p));
-      if (given == nullptr)
-        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
-      const te::NDArray& a = given->value.get();
-      if (a.dtype() != p.type().dtype)
-        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
-                         a.dtype());
-      const auto want = concrete_shape(p.type(), bindings_, what);
-      if (a.shape() != want)
-        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
-                          what, type_text(p.type()), fmt::join(want, ", "),
-                          fmt::join(a.shape(), ", "));
-    }
-  }
-
-  void check_output(const TensorType& type, const te::NDArray& out,
-                    const std::string& label) const {
-    const auto want = concrete_shape(type, bindings_, label);
-    if (out.dtype() != type.dtype || out.shape() != want)
-      raise<ValueError>(
-          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
-          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
-          fmt::join(want, ", "));
-  }
-
-  NodeNames names_;
-  std::span<const NamedArray> inputs_;
-  std::span<const ne::Binding> bindings_;
-  const OpRegistry& ops_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].same_as(e)) return *values[i];
-  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
-                    e.defined() ? e.name() : std::string("<undefined>"));
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings,
-                                               const OpRegistry& ops) {
-  std::vector<te::NDArray> results;
-  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
-    results.push_back(*r);
-  return results;
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings) {
-  return evaluate(fn, inputs, bindings, default_ops());
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings,
-                                            const OpRegistry& ops) {
-  detail::Evaluator ev(fn, inputs, bindings, ops);
-  EvaluationTrace trace;
-  ev.visit(fn.roots());
-  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
-  trace.nodes = post_order(fn.roots());
-  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
-  return trace;
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings) {
-  return evaluate_trace(fn, inputs, bindings, default_ops());
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/evaluate-inl.hpp
-#endif
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/layout.hpp
-// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
-// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
-// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
-//
-//   Plain        the logical array
-//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
-//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
-//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
-//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
-//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
-//                                                                   for every batch row)
-//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
-//                                                                   operand and result: each
-//                                                                   product a Matrix)
-//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
-//                                                                   activation: each product
-//                                                                   transposed into a
-//                                                                   DenseWeight)
-//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
-//   width folded into the channels (im2col along the width), for a convolution whose few
-//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
-//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
-//                         channel c*KW + dx; then as Activation
-//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
-//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
-//   padding. Packing only: nothing reads these layouts back.
-// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
-// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
-// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
-// [prod(B), M/R, C/T, P, R, T]. Unpack
-// reassembles the value (the top plane carries the sign); nothing packs into them.
-//   P = 4 returns the full int32 accumulator to the host.
-// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
-// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
-//
-//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
-//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
-//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct Layout {
-  enum class Kind : std::uint8_t {
-    Plain,
-    Activation,
-    Matrix,
-    ConvWeight,
-    DenseWeight,
-    Channel,
-    UnfoldedActivation,
-    UnfoldedConvWeight,
-    BatchedMatrix,
-    MatmulWeight
-  };
-  // The unfolded layouts' convolution: kernel width, column stride and padding.
-  struct Unfold {
-    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
-    friend bool operator==(const Unfold&, const Unfold&) = default;
-  };
-  Kind kind = Kind::Plain;
-  std::int64_t rows = 1;  // tile rows (R)
-  std::int64_t cols = 1;  // tile columns (T)
-  Unfold unfold{};
-  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
-  friend bool operator==(const Layout&, const Layout&) = default;
-};
-
-// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
-// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
-std::string to_string(const Layout& l);
-
-// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
-// not take; symbolic dims stay expressions).
-std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
-
-te::NDArray pack(const te::NDArray& logical, const Layout& l);
-// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
-te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/layout-inl.hpp
-// Definitions for graph/layout.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
 // begin dlavm/vta/layout.hpp
 // Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
 // layouts the gallery's operators are declared in (TVM's VTA "packed" layouts):
@@ -8562,6 +3075,121 @@ DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e,
 #endif
 // end dlavm/ne/affine.hpp
 // begin dlavm/ne/bounds.hpp
+// ne::bounds and ne::can_prove: what the variables' ranges imply about an expression.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/interval.hpp
+// end dlavm/ne/interval.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+namespace dlavm::ne {
+
+// An inclusive interval holding every value e takes when its variables range over their
+// [min, max] (for assignments under which e evaluates without error). Interval arithmetic on
+// e and on simplify(e), intersected: cancellation (`x - x`) and divisibility
+// (`floormod(i*16 + j, 16)`) are seen through. Endpoints saturate at the int64 limits.
+Interval bounds(const Expr& e);
+
+// True when cond is nonzero for every in-range assignment of its variables. False means "not
+// proven", not "false".
+bool can_prove(const Expr& cond);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/bounds-inl.hpp
+// Definitions for dlavm/ne/bounds.hpp (see core/api.hpp).
+
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+namespace dlavm::ne {
+
+namespace detail {
+
+// The terms of a sum with their coefficients, through Add, Sub and products with a constant
+// (3 * min(a, b) is the term min(a, b) with coefficient 3).
+inline void sum_terms(const Expr& e, std::int64_t coef,
+                      std::vector<std::pair<Expr, std::int64_t>>& out) {
+  if (const auto* b = e.as<BinaryNode>()) {
+    if (e.kind() == Kind::Add || e.kind() == Kind::Sub) {
+      sum_terms(b->a, coef, out);
+      sum_terms(b->b, e.kind() == Kind::Add ? coef : -coef, out);
+      return;
+    }
+    if (e.kind() == Kind::Mul) {
+      const Expr& c = b->a.is_const() ? b->a : b->b;
+      const Expr& x = b->a.is_const() ? b->b : b->a;
+      std::int64_t scaled = 0;
+      if (c.is_const() && std::llabs(*c.as_int()) < (std::int64_t{1} << 20) &&
+          std::llabs(coef) < (std::int64_t{1} << 20)) {
+        scaled = coef * *c.as_int();
+        sum_terms(x, scaled, out);
+        return;
+      }
+    }
+  }
+  out.emplace_back(e, coef);
+}
+
+// How deep distributed_bounds recurses: each level removes one min or max.
+inline constexpr int kMaxDistribution = 4;
+
+Interval bounds_at(const Expr& e, int depth);
+
+// r + c * min(p, q) = min(r + c*p, r + c*q) for c > 0 (max for c < 0, and likewise for max): a
+// sum whose min or max terms clip the rest, as a split's guarded extent
+// `1 - 3x + min(w + 5, 3 * min(x, f) + 4)`, bounded with the rest cancelled inside each branch
+// (each branch bounded the same way, one min or max fewer): at most 5 there, not w + 6.
+// nullopt when the sum has no such term.
+inline std::optional<Interval> distributed_bounds(const Expr& e, int depth) {
+  std::vector<std::pair<Expr, std::int64_t>> terms;
+  sum_terms(e, 1, terms);
+  std::optional<std::size_t> clip;
+  for (std::size_t k = 0; k < terms.size() && !clip; ++k)
+    if (terms[k].first.kind() == Kind::Min || terms[k].first.kind() == Kind::Max) clip = k;
+  if (!clip || terms.size() < 2) return std::nullopt;
+  Expr rest = 0;
+  for (std::size_t k = 0; k < terms.size(); ++k)
+    if (k != *clip) rest = rest + terms[k].first * terms[k].second;
+  const auto* mm = terms[*clip].first.as<BinaryNode>();
+  const std::int64_t coef = terms[*clip].second;
+  const Interval p = bounds_at(simplify(rest + mm->a * coef), depth + 1);
+  const Interval q = bounds_at(simplify(rest + mm->b * coef), depth + 1);
+  // c * min(a, b) = max(c*a, c*b) for c < 0
+  const bool is_min = (terms[*clip].first.kind() == Kind::Min) == (coef > 0);
+  if (is_min) return Interval{std::min(p.min, q.min), std::min(p.max, q.max)};
+  return Interval{std::max(p.min, q.min), std::max(p.max, q.max)};
+}
+
+inline Interval bounds_at(const Expr& e, int depth) {
+  const Expr s = simplify(e);
+  Interval out = intersect(interval_of(e), interval_of(s));
+  if (depth < kMaxDistribution)
+    if (auto d = distributed_bounds(s, depth)) out = intersect(out, *d);
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Interval bounds(const Expr& e) { return detail::bounds_at(e, 0); }
+
+DLAVM_INLINE bool can_prove(const Expr& cond) { return bounds(cond).excludes_zero(); }
+
+}  // namespace dlavm::ne
+// end dlavm/ne/bounds-inl.hpp
+#endif
 // end dlavm/ne/bounds.hpp
 // begin dlavm/ne/compile.hpp
 // ne::compile: turns an expression into a flat evaluator for run-time instantiation.
@@ -8581,6 +3209,141 @@ DLAVM_INLINE std::optional<SweptRange> swept_range(const Expr& e,
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/ne/eval.hpp
+// ne::eval: the value of an expression for given variable values, by walking the tree.
+// For repeated evaluation use ne::compile (ne/compile.hpp), which does the same checks
+// without the tree walk.
+//
+// Arithmetic is checked: int64 overflow and division or modulo by zero raise
+// ArithmeticError naming the subexpression and its operand values. A variable without a
+// value raises ValueError listing every unbound name; a value outside the variable's range
+// raises ValueError too (bounds, simplification and buffer sizes rely on the ranges).
+// Conditions are 0 or 1; both branches of a select are evaluated.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+namespace dlavm::ne {
+
+// A value for the variables named `name`.
+struct Binding {
+  std::string_view name;
+  std::int64_t value;
+};
+
+// The value of e with each variable bound by name.
+std::int64_t eval(const Expr& e, std::span<const Binding> bindings);
+inline std::int64_t eval(const Expr& e, std::initializer_list<Binding> bindings = {}) {
+  return eval(e, std::span<const Binding>(bindings.begin(), bindings.size()));
+}
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/eval-inl.hpp
+// Definitions for dlavm/ne/eval.hpp (see core/api.hpp).
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace dlavm::ne {
+
+namespace detail {
+
+[[noreturn]] inline void raise_unbound(const Expr& root, std::span<const Binding> bindings) {
+  std::vector<std::string_view> missing;
+  for (const Var& v : free_vars(root)) {
+    bool bound = false;
+    for (const Binding& b : bindings) bound = bound || b.name == v.name();
+    bool listed = false;
+    for (auto name : missing) listed = listed || name == v.name();
+    if (!bound && !listed) missing.push_back(v.name());
+  }
+  raise<ValueError>("ne::eval of `{}`: no value for variable{} {}", root,
+                    missing.size() == 1 ? "" : "s", fmt::join(missing, ", "));
+}
+
+inline void check_in_range(const VarNode& v, std::int64_t value, std::string_view who,
+                           const Expr& root) {
+  if (value < v.min || value > v.max) [[unlikely]]
+    raise<ValueError>("{} of `{}`: variable '{}' = {} is outside its range [{}, {}]", who, root,
+                      v.name, value, v.min, v.max);
+}
+
+[[noreturn]] inline void raise_arithmetic(std::string_view who, const Expr& root, const Expr& node,
+                                          const Expr& a, std::int64_t va, const Expr& b,
+                                          std::int64_t vb) {
+  const bool by_zero = (node.kind() == Kind::FloorDiv || node.kind() == Kind::FloorMod) && vb == 0;
+  raise<ArithmeticError>(
+      "{} of `{}`: `{}` {} with `{}` = {} and `{}` = {}", who, root, node,
+      by_zero ? (node.kind() == Kind::FloorDiv ? "divides by zero" : "takes a modulo by zero")
+              : "overflows int64",
+      a, va, b, vb);
+}
+
+class Evaluator : public ExprFunctor<Evaluator, std::int64_t> {
+ public:
+  Evaluator(const Expr& root, std::span<const Binding> bindings)
+      : root_(root), bindings_(bindings) {}
+
+  std::int64_t visit_int(const IntImmNode& n, const Expr&) { return n.value; }
+  std::int64_t visit_var(const VarNode& n, const Expr&) {
+    for (const Binding& b : bindings_) {
+      if (b.name == n.name) {
+        check_in_range(n, b.value, "ne::eval", root_);
+        return b.value;
+      }
+    }
+    raise_unbound(root_, bindings_);
+  }
+  std::int64_t visit_binary(const BinaryNode& n, const Expr& e) {
+    const std::int64_t a = visit(n.a);
+    const std::int64_t b = visit(n.b);
+    if (const auto r = fold(n.kind(), a, b)) return *r;
+    raise_arithmetic("ne::eval", root_, e, n.a, a, n.b, b);
+  }
+  std::int64_t visit_not(const NotNode& n, const Expr&) { return visit(n.a) == 0; }
+  std::int64_t visit_select(const SelectNode& n, const Expr&) {
+    const std::int64_t c = visit(n.cond);
+    const std::int64_t t = visit(n.t);
+    const std::int64_t f = visit(n.f);
+    return c != 0 ? t : f;
+  }
+
+ private:
+  const Expr& root_;
+  std::span<const Binding> bindings_;
+};
+
+}  // namespace detail
+
+// eval(token*4096 + 16, {{"token", 37}}) == 151568
+DLAVM_INLINE std::int64_t eval(const Expr& e, std::span<const Binding> bindings) {
+  return detail::Evaluator(e, bindings).visit(e);
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/eval-inl.hpp
+#endif
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
@@ -14429,6 +9192,5550 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 }  // namespace dlavm::graph
 // end dlavm/graph/layout-inl.hpp
 #endif
+// end dlavm/graph/layout.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+class AppendedState {
+ public:
+  // `shape`: the state's shape, the growing dim `axis` at its held length (which it starts
+  // from); `name` for messages.
+  AppendedState(DType dtype, std::vector<std::int64_t> shape, std::size_t axis,
+                std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
+
+  // The positions the state holds.
+  std::int64_t length() const { return length_; }
+  // Writes `rows` (the state's shape, any length along the growing dim) after the held
+  // positions; bytes() then holds length() + that many, and commit() makes them the state.
+  // Until then length() is unchanged: a run that fails after its append leaves the state as
+  // it was (the next append overwrites what it wrote).
+  void append(const te::NDArray& rows);
+  void commit() { length_ = pending_; }
+  // The packed array's DRAM bytes at the pending length (the length after append).
+  std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // The state as an array, and a whole new one (its length along the growing dim, the
+  // other dims the state's).
+  te::NDArray logical() const;
+  void assign(const te::NDArray& state);
+
+ private:
+  // The packed array's leading dims at a length: products, N / R and K / T tiles.
+  struct Grid {
+    std::int64_t products = 0, n_tiles = 0, k_tiles = 0;
+  };
+  Grid grid(std::int64_t length) const;
+  // The positions the tiles of a packed array of `length` positions hold along the growing dim.
+  std::int64_t extent(std::int64_t length) const;
+  // Moves the held tiles to where a packed array of `length` positions keeps them.
+  void lay_out(std::int64_t length);
+  // Zeroes the positions [from, to) of the growing dim (the tail of the last tile).
+  void clear(std::int64_t from, std::int64_t to);
+  // The byte offset of state element `index` in the array laid out as `g`.
+  std::size_t offset(const Grid& g, std::span<const std::int64_t> index) const;
+  void check_rows(const te::NDArray& rows, std::string_view what) const;
+
+  DType dtype_;
+  std::vector<std::int64_t> shape_;  // the growing dim's entry unused
+  std::size_t axis_;
+  std::vector<std::int64_t> perm_;
+  Layout layout_;
+  std::string name_;
+  std::size_t width_;  // bytes per element
+  std::int64_t length_ = 0, pending_ = 0;
+  std::int64_t laid_ = 0;     // the length bytes_ is laid out for
+  std::int64_t written_ = 0;  // positions at or past it are zero
+  std::vector<std::uint8_t> bytes_;
+};
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/appended_state-inl.hpp
+// Definitions for graph/appended_state.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/appended_state.hpp
+// end dlavm/graph/appended_state.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// Steps a row-major multi-index over `shape` (an odometer); false after the last one.
+inline bool next_index(std::vector<std::int64_t>& index, std::span<const std::int64_t> shape) {
+  for (std::size_t k = index.size(); k-- > 0;) {
+    if (++index[k] < shape[k]) return true;
+    index[k] = 0;
+  }
+  return false;
+}
+
+inline std::int64_t element_count(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (const auto d : shape) n *= d;
+  return n;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t> shape,
+                                          std::size_t axis, std::vector<std::int64_t> perm,
+                                          Layout layout, std::string name)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      axis_(axis),
+      perm_(std::move(perm)),
+      layout_(layout),
+      name_(std::move(name)),
+      width_(static_cast<std::size_t>(dtype.bytes())) {
+  const std::size_t rank = shape_.size();
+  bool valid = layout_.kind == Layout::Kind::MatmulWeight && layout_.planes == 1 && rank >= 2 &&
+               axis_ < rank && perm_.size() == rank;
+  std::vector<bool> seen(rank, false);
+  for (std::size_t i = 0; valid && i < rank; ++i) {
+    valid = perm_[i] >= 0 && static_cast<std::size_t>(perm_[i]) < rank && !seen[perm_[i]];
+    if (valid) seen[perm_[i]] = true;
+  }
+  // the growing dim is the packed array's K or N, never one of its products
+  valid = valid && (static_cast<std::size_t>(perm_[rank - 1]) == axis_ ||
+                    static_cast<std::size_t>(perm_[rank - 2]) == axis_);
+  if (!valid)
+    raise<ValueError>(
+        "internal: appended state '{}': dim {} of a rank-{} state permuted by [{}] into {} is not "
+        "a matmul weight's K or N, please report",
+        name_, axis_, rank, fmt::join(perm_, ", "), to_string(layout_));
+  length_ = pending_ = written_ = shape_[axis_];
+  lay_out(length_);  // from no tiles: all zero
+}
+
+DLAVM_INLINE AppendedState::Grid AppendedState::grid(std::int64_t length) const {
+  const std::size_t rank = shape_.size();
+  const auto dim = [&](std::size_t i) {
+    const auto s = static_cast<std::size_t>(perm_[i]);
+    return s == axis_ ? length : shape_[s];
+  };
+  Grid g;
+  g.products = 1;
+  for (std::size_t i = 0; i + 2 < rank; ++i) g.products *= dim(i);
+  g.n_tiles = (dim(rank - 1) + layout_.rows - 1) / layout_.rows;
+  g.k_tiles = (dim(rank - 2) + layout_.cols - 1) / layout_.cols;
+  return g;
+}
+
+DLAVM_INLINE std::int64_t AppendedState::extent(std::int64_t length) const {
+  const Grid g = grid(length);
+  return static_cast<std::size_t>(perm_.back()) == axis_ ? g.n_tiles * layout_.rows
+                                                         : g.k_tiles * layout_.cols;
+}
+
+DLAVM_INLINE std::size_t AppendedState::offset(const Grid& g,
+                                               std::span<const std::int64_t> index) const {
+  const std::size_t rank = shape_.size();
+  std::int64_t product = 0;
+  for (std::size_t i = 0; i + 2 < rank; ++i)
+    product = product * shape_[static_cast<std::size_t>(perm_[i])] + index[perm_[i]];
+  const std::int64_t k = index[perm_[rank - 2]], n = index[perm_[rank - 1]];
+  const std::int64_t r = layout_.rows, t = layout_.cols;
+  const std::int64_t tile = (product * g.n_tiles + n / r) * g.k_tiles + k / t;
+  return static_cast<std::size_t>((tile * r + n % r) * t + k % t) * width_;
+}
+
+DLAVM_INLINE void AppendedState::lay_out(std::int64_t length) {
+  const Grid from = grid(laid_), to = grid(length);
+  laid_ = length;
+  const std::size_t tile = static_cast<std::size_t>(layout_.rows * layout_.cols) * width_;
+  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return static_cast<std::size_t>((p * from.n_tiles + n) * from.k_tiles + k) * tile;
+  };
+  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return static_cast<std::size_t>((p * to.n_tiles + n) * to.k_tiles + k) * tile;
+  };
+  const std::size_t size = static_cast<std::size_t>(to.products * to.n_tiles * to.k_tiles) * tile;
+  if (from.n_tiles == to.n_tiles && from.k_tiles == to.k_tiles && bytes_.size() == size) return;
+  const std::int64_t n_kept = std::min(from.n_tiles, to.n_tiles);
+  const std::int64_t k_kept = std::min(from.k_tiles, to.k_tiles);
+  if (to.n_tiles >= from.n_tiles && to.k_tiles >= from.k_tiles) {
+    // growing: every tile moves to a place at or after its old one, so moving from the last
+    // tile to the first never overwrites one still to move
+    bytes_.resize(size);
+    for (std::int64_t p = to.products; p-- > 0;)
+      for (std::int64_t n = n_kept; n-- > 0;)
+        for (std::int64_t k = k_kept; k-- > 0;)
+          if (old_at(p, n, k) != new_at(p, n, k))
+            std::memmove(bytes_.data() + new_at(p, n, k), bytes_.data() + old_at(p, n, k), tile);
+    for (std::int64_t p = 0; p < to.products; ++p)
+      for (std::int64_t n = 0; n < to.n_tiles; ++n)
+        for (std::int64_t k = 0; k < to.k_tiles; ++k)
+          if (n >= from.n_tiles || k >= from.k_tiles)
+            std::memset(bytes_.data() + new_at(p, n, k), 0, tile);
+  } else {
+    // shrinking (after a run that failed): the first tile first, each to a place at or
+    // before its old one
+    for (std::int64_t p = 0; p < to.products; ++p)
+      for (std::int64_t n = 0; n < n_kept; ++n)
+        for (std::int64_t k = 0; k < k_kept; ++k)
+          if (old_at(p, n, k) != new_at(p, n, k))
+            std::memmove(bytes_.data() + new_at(p, n, k), bytes_.data() + old_at(p, n, k), tile);
+    bytes_.resize(size);
+  }
+}
+
+DLAVM_INLINE void AppendedState::clear(std::int64_t from, std::int64_t to) {
+  if (from >= to) return;
+  const Grid g = grid(laid_);
+  std::vector<std::int64_t> shape = shape_, index(shape_.size(), 0);
+  shape[axis_] = to - from;
+  if (detail::element_count(shape) == 0) return;
+  do {
+    std::vector<std::int64_t> at = index;
+    at[axis_] += from;
+    std::memset(bytes_.data() + offset(g, at), 0, width_);
+  } while (detail::next_index(index, shape));
+}
+
+DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
+  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
+  for (std::size_t k = 0; same && k < shape_.size(); ++k)
+    same = k == axis_ || rows.shape()[k] == shape_[k];
+  if (same) return;
+  std::vector<std::string> dims;
+  for (std::size_t k = 0; k < shape_.size(); ++k)
+    dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
+  raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
+                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
+                    fmt::join(dims, ", "), axis_);
+}
+
+DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
+  check_rows(rows, "the appended rows are");
+  const std::int64_t count = rows.shape()[axis_];
+  pending_ = length_ + count;
+  lay_out(pending_);
+  // what a failed run wrote past the held positions, and this append does not overwrite
+  clear(pending_, std::min(written_, extent(pending_)));
+  written_ = pending_;
+  if (rows.size() == 0) return;
+  const Grid g = grid(pending_);
+  const auto data = rows.data();
+  std::vector<std::int64_t> index(shape_.size(), 0), at;
+  std::size_t i = 0;
+  do {
+    at = index;
+    at[axis_] += length_;
+    auto v = static_cast<std::uint64_t>(data[i++]);
+    std::uint8_t* out = bytes_.data() + offset(g, at);
+    for (std::size_t b = 0; b < width_; ++b, v >>= 8) out[b] = static_cast<std::uint8_t>(v);
+  } while (detail::next_index(index, rows.shape()));
+}
+
+DLAVM_INLINE te::NDArray AppendedState::logical() const {
+  std::vector<std::int64_t> shape = shape_;
+  shape[axis_] = length_;
+  te::NDArray out(dtype_, shape);
+  if (out.size() == 0) return out;
+  const Grid g = grid(laid_);
+  auto data = out.data();
+  std::vector<std::int64_t> index(shape.size(), 0);
+  std::size_t i = 0;
+  do {
+    const std::uint8_t* in = bytes_.data() + offset(g, index);
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width_; ++b) v |= std::uint64_t{in[b]} << (8 * b);
+    data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+  } while (detail::next_index(index, shape));
+  return out;
+}
+
+DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
+  check_rows(state, "the array is");
+  length_ = pending_ = 0;
+  laid_ = written_ = 0;
+  bytes_.clear();
+  lay_out(0);
+  append(state);
+  commit();
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/appended_state-inl.hpp
+#endif
+// end dlavm/graph/appended_state.hpp
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
+//
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
+
+// The kinds of AttrValue, in the order of its alternatives.
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
+
+inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
+std::string_view describe(AttrKind kind);
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
+std::string to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  struct Entry {
+    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
+    // {"strides", {2, 2}}: a braced list of integers.
+    Entry(std::string k, std::initializer_list<std::int64_t> v)
+        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
+    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
+    template <std::size_t N>
+    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
+    friend bool operator==(const Entry&, const Entry&) = default;
+    std::string key;
+    AttrValue value;
+  };
+
+  Attrs() = default;
+  // ValueError when a key appears twice.
+  Attrs(std::initializer_list<Entry> entries);
+
+  // Inserts or replaces.
+  Attrs& set(std::string key, AttrValue value);
+  // The value, or nullptr.
+  const AttrValue* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
+  // when it holds another kind. get_float also reads an integer.
+  std::int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  const std::string& get_string(std::string_view key) const;
+  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
+  DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+
+ private:
+  const AttrValue& get(std::string_view key, AttrKind want) const;
+  std::vector<Entry> entries_;  // sorted by key, keys unique
+};
+
+}  // namespace dlavm::graph
+
+// key=value pairs in key order, separated by ", ".
+template <>
+struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
+    std::string out;
+    for (const auto& e : a) {
+      if (!out.empty()) out += ", ";
+      out += e.key;
+      out += '=';
+      out += dlavm::graph::to_string(e.value);
+    }
+    return fmt::formatter<std::string_view>::format(out, ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/attrs-inl.hpp
+// Definitions for graph/attrs.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view describe(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::DType:
+      return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
+  }
+  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
+}
+
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
+  switch (kind_of(v)) {
+    case AttrKind::Int:
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
+    case AttrKind::String: {
+      std::string s = "\"";
+      for (char c : std::get<std::string>(v)) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
+    case AttrKind::DType:
+      return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+  }
+  raise<ValueError>("internal: unknown attribute kind, please report");
+}
+
+DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) {
+    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
+    set(e.key, e.value);
+  }
+}
+
+DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.key < k; });
+  if (it != entries_.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    entries_.emplace(it, std::move(key), std::move(value));
+  return *this;
+}
+
+DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  return it != entries_.end() && it->key == key ? &it->value : nullptr;
+}
+
+DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
+  const AttrValue* v = find(key);
+  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
+  if (kind_of(*v) != want)
+    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
+                     to_string(*v), describe(want));
+  return *v;
+}
+
+DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
+  return std::get<std::int64_t>(get(key, AttrKind::Int));
+}
+
+DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Int)
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return std::get<double>(get(key, AttrKind::Float));
+}
+
+DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
+  return std::get<std::string>(get(key, AttrKind::String));
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
+  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
+}
+
+DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
+  return std::get<DType>(get(key, AttrKind::DType));
+}
+
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attrs-inl.hpp
+#endif
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
+//
+// The node set is small and closed (NodeKind):
+//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
+//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
+//              and optionally the name of the value it produces (`result_name`: from
+//              GraphBuilder, an importer's node names, or graph::named), which the printer,
+//              error messages and a built Module's values go by
+// Every node has an optional TensorType (inputs and constants always; calls once
+// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
+// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
+// a graph is always acyclic.
+//
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = graph::input("x", {1, token, 512}, DType::int8());
+//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
+//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
+//   auto fn = graph::function({x}, {y});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+enum class NodeKind : std::uint8_t { Input, Constant, Call };
+
+// Where a call runs. Any: not placed yet (before infer_type).
+enum class Device : std::uint8_t { Any, Host, Vta };
+// "any", "host", "vta"
+std::string_view device_name(Device d);
+
+struct TensorType {
+  std::vector<ne::Expr> shape;
+  DType dtype;
+  std::size_t ndim() const { return shape.size(); }
+};
+// Same dtype and structurally equal dims (ne::equal, no simplification).
+bool same_type(const TensorType& a, const TensorType& b);
+
+class Node;
+class Partition;
+
+// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const Node* get() const { return node_.get(); }
+  const Node* operator->() const { return node_.get(); }
+  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // How many handles share the node (0 for an undefined Expr).
+  long use_count() const { return node_.use_count(); }
+
+  // Shorthands for the node's fields; ValueError on an undefined Expr.
+  NodeKind kind() const;
+  const std::string& name() const;
+  bool has_type() const;
+  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
+  const TensorType& type() const;
+  Device device() const;
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  const NodeKind kind;
+  const std::string name;  // input / constant name; the op name of a call
+  const std::optional<TensorType> type;
+  const Device device;
+
+ protected:
+  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
+      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
+};
+
+struct InputNode final : Node {
+  InputNode(std::string n, TensorType t)
+      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
+};
+
+struct ConstantNode final : Node {
+  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
+      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
+  const std::shared_ptr<const te::NDArray> value;
+};
+
+struct CallNode final : Node {
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
+           std::string result)
+      : Node(NodeKind::Call, std::move(op), std::move(t), d),
+        args(std::move(a)),
+        attrs(std::move(at)),
+        result_name(std::move(result)) {}
+  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
+  // calls deep must not nest a destructor per call.
+  DLAVM_INLINE ~CallNode() override;
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
+  const std::string& op() const { return name; }
+  // Not const only so that the destructor can take the arguments apart; nodes are created
+  // non-const (make_shared<CallNode>) and only ever handed out as const.
+  std::vector<Expr> args;
+  const Attrs attrs;
+  const std::string result_name;  // empty: unnamed (printed by its post-order number)
+};
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
+// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
+// other than float32, vector lanes: TypeError).
+Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// The input of a growing state (graph::State): like input(), but a dim that is one variable of
+// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
+// graph::function refuses a param that can be empty.
+Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// A constant holding `value` (shared, never copied again); its type comes from the array.
+Expr constant(std::string name, te::NDArray value);
+Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
+// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
+// the value it produces. The op name and attributes are checked against an op registry by
+// graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
+// A call with its type and device: what passes (infer_type, placement) build.
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
+                std::string result_name = {});
+// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
+//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
+Expr named(const Expr& e, std::string name);
+
+// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
+Expr with_args(const CallNode& call, std::vector<Expr> args);
+
+// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
+// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
+// graph/functor.hpp builds the traversal idioms on it.
+std::vector<Expr> post_order(std::span<const Expr> roots);
+
+// A state of a function: a value that outlives a run of the module built from it (a KV cache,
+// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
+// the module keeps it between runs); `next` is the value the state takes after the run,
+// computed by the graph, of the input's type (infer_type checks it).
+// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
+// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
+// then holds the state at its current length, binds v to that length in a run, and keeps at
+// most max + 1 along that dim (the longest run from max with one new position).
+struct State {
+  Expr input;
+  Expr next;
+};
+
+// A graph with named parameters (inputs), results and states. Invariants, checked on
+// construction (ValueError naming the node): every param and state input is an Input, their
+// names are unique, every Input reachable from the results and the states' next values is a
+// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
+// constants, named calls) never share a name, at least one result.
+class Function {
+ public:
+  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
+  const std::vector<Expr>& params() const { return params_; }
+  const std::vector<Expr>& results() const { return results_; }
+  const std::vector<State>& state() const { return state_; }
+  // The results, then the states' next values: every node the function computes is under them.
+  const std::vector<Expr>& roots() const { return roots_; }
+
+  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
+  // function's nodes), which graph::build then uses; null for a function not placed.
+  const std::shared_ptr<const Partition>& placement() const { return placement_; }
+  // This function with a placement attached (its groups must refer to this function's nodes).
+  Function with_placement(std::shared_ptr<const Partition> p) const {
+    Function f = *this;
+    f.placement_ = std::move(p);
+    return f;
+  }
+
+ private:
+  std::vector<Expr> params_;
+  std::vector<Expr> results_;
+  std::vector<State> state_;
+  std::vector<Expr> roots_;
+  std::shared_ptr<const Partition> placement_;
+};
+
+inline Function function(std::vector<Expr> params, std::vector<Expr> results,
+                         std::vector<State> state = {}) {
+  return Function(std::move(params), std::move(results), std::move(state));
+}
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/node-inl.hpp
+// Definitions for graph/node.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::Any:
+      return "any";
+    case Device::Host:
+      return "host";
+    case Device::Vta:
+      return "vta";
+  }
+  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
+}
+
+DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (std::size_t k = 0; k < a.shape.size(); ++k)
+    if (!ne::equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+namespace detail {
+inline const Node& node_of(const Expr& e) {
+  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
+  return *e.get();
+}
+}  // namespace detail
+
+DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
+DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
+DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
+DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
+
+DLAVM_INLINE const TensorType& Expr::type() const {
+  const Node& n = detail::node_of(*this);
+  if (!n.type)
+    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
+  return *n.type;
+}
+
+DLAVM_INLINE CallNode::~CallNode() {
+  // Arguments only this node holds are moved to a work list and taken apart there, one level
+  // at a time, so each destructor runs with its arguments already gone.
+  std::vector<Expr> pending;
+  auto take_args = [&pending](CallNode& call) {
+    for (Expr& a : call.args)
+      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
+        pending.push_back(std::move(a));
+    call.args.clear();
+  };
+  take_args(*this);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    // the only handle: the node dies with `e`, so take its arguments first (it was created
+    // non-const, see make_shared<CallNode> below)
+    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
+  }
+}
+
+namespace detail {
+
+// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
+inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
+  const char* who = state ? "graph::state_input" : "graph::input";
+  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
+  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
+    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
+                     dtype);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
+    const auto b = ne::bounds(shape[k]);
+    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
+    if (b.min < 1 && !may_be_empty)
+      raise<ShapeError>(
+          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
+          b.min,
+          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
+  }
+  return Expr(
+      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, false);
+}
+
+DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, true);
+}
+
+DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
+  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
+  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
+  std::vector<ne::Expr> shape;
+  for (std::int64_t d : value->shape()) {
+    if (d < 1)
+      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
+                        fmt::join(value->shape(), ", "));
+    shape.emplace_back(d);
+  }
+  TensorType type{std::move(shape), value->dtype()};
+  return Expr(
+      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
+}
+
+DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
+  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
+}
+
+namespace detail {
+inline void check_call(std::string_view op, const std::vector<Expr>& args) {
+  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
+}
+}  // namespace detail
+
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
+                       std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::nullopt, Device::Any, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                             Device device, std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::move(type), device, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr named(const Expr& e, std::string name) {
+  const auto* c = e.as<CallNode>();
+  if (c == nullptr)
+    raise<ValueError>(
+        "graph::named: '{}' is {}; only calls are named this way (inputs and "
+        "constants have their names)",
+        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
+  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
+  return Expr(
+      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
+}
+
+DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
+  if (args.size() != call.args.size())
+    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
+                      args.size(), call.op(), call.args.size());
+  detail::check_call(call.op(), args);
+  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
+                                         call.device, call.result_name));
+}
+
+DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
+  std::vector<Expr> order;
+  std::unordered_set<const Node*> done;
+  struct Frame {
+    const Expr* expr;
+    std::size_t next_arg;
+  };
+  std::vector<Frame> stack;
+  for (const Expr& root : roots) {
+    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
+    if (done.contains(root.get())) continue;
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (const auto* call = top.expr->as<CallNode>()) {
+        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
+          ++top.next_arg;
+        if (top.next_arg < call->args.size()) {
+          const Expr* arg = &call->args[top.next_arg];
+          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
+          continue;
+        }
+      }
+      done.insert(top.expr->get());
+      order.push_back(*top.expr);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
+                                std::vector<State> state)
+    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
+  if (results_.empty()) raise<ValueError>("graph::function: no results");
+  // params and state inputs: uniquely named Inputs
+  std::unordered_map<std::string_view, std::size_t> param_index;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Expr& p = params_[i];
+    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
+    if (p.kind() != NodeKind::Input)
+      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
+                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
+    if (!param_index.emplace(p.name(), i).second)
+      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
+                        param_index[p.name()], i, p.name());
+    for (std::size_t k = 0; k < p.type().ndim(); ++k)
+      if (ne::bounds(p.type().shape[k]).min < 1)
+        raise<ShapeError>(
+            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
+            "(graph::state_input)",
+            p.name(), k, p.type().shape[k]);
+  }
+  std::unordered_set<std::string_view> state_names;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& [in, next] = state_[i];
+    if (!in.defined() || !next.defined())
+      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
+    if (in.kind() != NodeKind::Input)
+      raise<ValueError>(
+          "graph::function: state {} ('{}') is not an input; a state is an input "
+          "the module keeps",
+          i, in.name());
+    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
+      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
+    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
+      const auto& d = in.type().shape[k];
+      const auto* v = d.as<ne::VarNode>();
+      if (!d.is_const() && (v == nullptr || v->min < 0))
+        raise<ShapeError>(
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
+            "constant or one variable of range [0, max] (a length that grows from run to run, "
+            "such as a KV cache's last_token)",
+            in.name(), k, d);
+    }
+  }
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
+  roots_ = results_;
+  for (const auto& st : state_) roots_.push_back(st.next);
+  // the leaves the roots use: one node per name, and every input a param or a state
+  std::unordered_map<std::string_view, const Node*> leaf_by_name;
+  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
+  std::unordered_map<std::string_view, const Node*> call_by_name;
+  const auto order = post_order(roots_);
+  for (const Expr& e : order) {
+    if (const auto* c = e.as<CallNode>()) {
+      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
+      continue;
+    }
+    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
+    if (it->second != e.get())
+      raise<ValueError>(
+          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
+          "must identify one value",
+          e.name());
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
+        !state_names.contains(e.name()))
+      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
+                        e.name());
+  }
+  // named calls: one node per name, no name shared with a leaf
+  for (const Expr& e : order) {
+    const auto* c = e.as<CallNode>();
+    if (c == nullptr || c->result_name.empty()) continue;
+    if (call_by_name.at(c->result_name) != c)
+      raise<ValueError>(
+          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
+          "a name must identify one value",
+          c->op(), c->result_name);
+    if (leaf_by_name.contains(c->result_name))
+      raise<ValueError>(
+          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
+          "named; a name must identify one value",
+          c->op(), c->result_name);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/node-inl.hpp
+#endif
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
+//
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct AttrSpec {
+  std::string name{};
+  AttrKind kind = AttrKind::Int;
+  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
+  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+  std::string description{};                 // what it means, for messages and docs
+};
+
+// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
+// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
+struct TypeCall {
+  std::string label;                   // "%3 (conv2d)"
+  std::vector<std::string> arg_names;  // "%x", "%0"
+  std::vector<TensorType> arg_types;
+  Attrs attrs;  // checked against the op's specs, defaults filled
+
+  std::size_t size() const { return arg_types.size(); }
+  const TensorType& type(std::size_t i) const { return arg_types[i]; }
+  // "input 1 (%w)"
+  std::string arg(std::size_t i) const;
+
+  // ShapeError unless input i has exactly / at least `rank` dims.
+  void require_rank(std::size_t i, std::size_t rank) const;
+  void require_min_rank(std::size_t i, std::size_t rank) const;
+  // TypeError unless inputs i and j have one dtype.
+  void require_same_dtype(std::size_t i, std::size_t j) const;
+  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
+  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
+                     std::string_view what_b) const;
+  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
+  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
+  // An Ints attribute of exactly `count` values; ValueError otherwise.
+  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
+  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
+  std::size_t axis(std::string_view name, std::size_t rank) const;
+};
+
+using TypeRule = std::function<TensorType(const TypeCall&)>;
+using HostArgs = std::span<const te::NDArray* const>;
+using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
+using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+
+struct OpRecord {
+  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
+
+  std::string name{};
+  std::size_t min_args = 1;
+  std::size_t max_args = 1;
+  std::vector<AttrSpec> attrs{};
+  TypeRule type_rule{};
+  HostKernel host_kernel{};
+  SupportRule host_support{};
+
+  const AttrSpec* find_attr(std::string_view key) const;
+};
+
+class OpRegistry {
+ public:
+  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
+  void add(OpRecord op);
+  const OpRecord* find(std::string_view name) const;
+  // ValueError listing the known ops when there is no such op.
+  const OpRecord& at(std::string_view name) const;
+  // Sorted.
+  std::vector<std::string> names() const;
+  std::size_t size() const { return ops_.size(); }
+
+ private:
+  std::map<std::string, OpRecord, std::less<>> ops_;
+};
+
+// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
+// the known ones), a missing required attribute (ValueError), a value of another kind
+// (TypeError; an integer is accepted for a Float and converted), a string outside the
+// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
+Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/op-inl.hpp
+// Definitions for graph/op.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// Text form of graphs, through fmt, stable for tests. A function prints as its params with
+// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
+// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
+// in key order, and the results:
+//
+//   fn (%x: Tensor[(1, token, 512), int8]) {
+//     %w = constant Tensor[(256, 512), int8]
+//     %0 = dense(%x, %w)
+//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
+//     return %1
+//   }
+//
+// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
+// their next values before the results, `  next %h = %4`.
+// Once infer_type has typed and placed the calls, each call names its device and its type:
+//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
+// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
+// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// "(1, token, 256)"
+std::string shape_text(const std::vector<ne::Expr>& shape);
+// "Tensor[(1, token, 256), int8]"
+std::string type_text(const TensorType& type);
+
+// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
+std::string printed_name(std::string_view name);
+
+// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
+// the other calls numbered in post-order (every call counts, so naming one call does not
+// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
+// does.
+class NodeNames {
+ public:
+  explicit NodeNames(std::span<const Expr> roots);
+  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
+  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
+  std::string name(const Expr& e) const;
+  // "%3 (conv2d)" for a call, the name for a leaf.
+  std::string label(const Expr& e) const;
+
+ private:
+  std::unordered_map<const Node*, std::size_t> call_number_;
+};
+
+std::string to_string(const Function& fn);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/printer-inl.hpp
+// Definitions for graph/printer.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline bool is_identifier(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !alpha(name.front())) return false;
+  for (char c : name)
+    if (!alpha(c) && !digit(c) && c != '.') return false;
+  return true;
+}
+
+inline std::string leaf_name(std::string_view name) {
+  if (is_identifier(name)) return fmt::format("%{}", name);
+  std::string s = "%\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') s += '\\';
+    s += c;
+  }
+  return s + "\"";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
+
+namespace detail {
+
+// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
+inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
+                       const Expr& e) {
+  out += fmt::format("  {} = ", names.name(e));
+  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
+  out += call.op();
+  out += '(';
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(call.args[i]);
+  }
+  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
+  out += ')';
+  if (call.type) {
+    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
+    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
+    out += " */";
+  }
+  out += '\n';
+}
+
+// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
+// only when there are states.
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
+                                  std::span<const State> state = {}) {
+  std::vector<Expr> roots(results.begin(), results.end());
+  for (const auto& st : state) roots.push_back(st.next);
+  const NodeNames names(roots);
+  const auto typed = [&](const Expr& p) {
+    return fmt::format("{}: {}", names.name(p),
+                       p.has_type() ? type_text(p.type()) : std::string("?"));
+  };
+  std::string out = "fn (";
+  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
+  out += ")";
+  if (!state.empty()) {
+    out += " state (";
+    for (std::size_t i = 0; i < state.size(); ++i)
+      out += (i > 0 ? ", " : "") + typed(state[i].input);
+    out += ")";
+  }
+  out += " {\n";
+  for (const Expr& e : post_order(roots)) {
+    switch (e.kind()) {
+      case NodeKind::Input:
+        break;
+      case NodeKind::Constant:
+        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
+        break;
+      case NodeKind::Call:
+        print_call(out, names, *e.as<CallNode>(), e);
+        break;
+    }
+  }
+  for (const auto& st : state)
+    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
+  out += "  return ";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(results[i]);
+  }
+  out += "\n}";
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (k > 0) out += ", ";
+    out += ne::to_string(shape[k]);
+  }
+  return out + ")";
+}
+
+DLAVM_INLINE std::string type_text(const TensorType& type) {
+  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
+}
+
+DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
+  for (const Expr& e : post_order(roots))
+    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
+}
+
+DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
+    return detail::leaf_name(named);
+  auto it = call_number_.find(e.get());
+  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
+}
+
+DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return name(e);
+  return fmt::format("{} ({})", name(e), e.name());
+}
+
+DLAVM_INLINE std::string to_string(const Function& fn) {
+  return detail::print_function(fn.params(), fn.results(), fn.state());
+}
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::vector<Expr> inputs;
+  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
+    if (n.kind() == NodeKind::Input) inputs.push_back(n);
+  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/printer-inl.hpp
+#endif
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
+// axis normalization and the checks every kernel makes on its arguments. The graph layer's
+// type rules call the same functions, so the host and the graph never disagree on a rule.
+//
+//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
+//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
+//   host::normalize_axis(-1, 4)                                 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+using Shape = std::vector<std::int64_t>;
+
+// The element type of a sum of products (dense, matmul, conv2d) of a and b:
+//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
+// nullopt for any other pair (mixed types need a cast first).
+std::optional<DType> accumulate_dtype(DType a, DType b);
+// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
+DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                             std::string_view what_b, DType b);
+
+namespace detail {
+inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
+}  // namespace detail
+
+// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
+// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
+// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
+template <class Extent>
+Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
+                     std::int64_t stride) {
+  return detail::floor_div(extent + pads - window, stride) + 1;
+}
+
+// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
+// when outside.
+std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
+
+// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
+// them 1; nullopt when a pair is neither.
+std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                      std::span<const std::int64_t> b);
+
+// Product of the dims (1 for a scalar).
+std::int64_t element_count(std::span<const std::int64_t> shape);
+
+namespace detail {
+
+// An array viewed as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+
+// "[1, 3, 224, 224]"
+std::string shape_str(std::span<const std::int64_t> shape);
+
+// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
+void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                  std::size_t rank);
+void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                      std::size_t rank);
+void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
+std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
+                          std::size_t rank);
+// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
+// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
+std::vector<std::uint32_t> to_u32(const te::NDArray& a);
+void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
+// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
+// an operand with batch dims `in` reads under numpy broadcasting.
+std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                            std::span<const std::int64_t> in, std::int64_t block);
+// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
+inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
+  return t.wrap(static_cast<std::int64_t>(v));
+}
+// floor(a / b) and ceil(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+}  // namespace detail
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/common-inl.hpp
+// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
+  if (a != b) return std::nullopt;
+  if (a == DType::int8() || a == DType::int32()) return DType::int32();
+  if (a == DType::float32()) return DType::float32();
+  return std::nullopt;
+}
+
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                                          std::string_view what_b, DType b) {
+  const auto t = accumulate_dtype(a, b);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, what_a, a, what_b, b);
+  return *t;
+}
+
+DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                                   std::span<const std::int64_t> b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    // dims counted from the end; a missing dim acts as 1
+    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+namespace detail {
+
+DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  AxisSplit s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
+  return s;
+}
+
+DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                               std::size_t rank) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
+                                   const te::NDArray& a, std::size_t rank) {
+  if (a.ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (a.dtype() != DType::float32())
+    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
+                     a.dtype());
+}
+
+DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
+}
+
+DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
+                                     const te::NDArray& b) {
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+}
+
+DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
+                                       std::int64_t axis, std::size_t rank) {
+  const auto k = normalize_axis(axis, rank);
+  if (!k)
+    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
+                      -static_cast<std::int64_t>(rank), rank, rank);
+  return *k;
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
+  const auto src = a.data();
+  std::vector<std::uint32_t> out(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
+  return out;
+}
+
+DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
+  auto dst = out.data();
+  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
+}
+
+DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                                         std::span<const std::int64_t> in,
+                                                         std::int64_t block) {
+  // stride of each out dim in the operand (0 where it is stretched or missing)
+  std::vector<std::int64_t> stride(out.size(), 0);
+  std::int64_t s = block;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
+    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
+    s *= in[in_dim];
+  }
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
+  std::vector<std::int64_t> index(out.size(), 0);
+  std::int64_t offset = 0;
+  for (auto& o : offsets) {
+    o = offset;
+    // odometer step over `out`, keeping `offset` in sync
+    for (std::size_t d = out.size(); d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out[d]) break;
+      offset -= stride[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace detail
+}  // namespace dlavm::host
+// end dlavm/host/common-inl.hpp
+#endif
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
+  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
+}
+
+DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
+                      type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
+  if (type(i).dtype != type(j).dtype)
+    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
+                     arg(i), type(i).dtype, arg(j), type(j).dtype);
+}
+
+DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
+                                          const ne::Expr& b, std::string_view what_b) const {
+  if (ne::can_prove(a == b)) return;
+  const bool differ = ne::can_prove(a != b);
+  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
+                    differ ? "" : " (they may differ for some values of the symbolic dims)");
+}
+
+DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
+                                                 std::string_view why) const {
+  const ne::Expr d = ne::simplify(type(i).shape[k]);
+  if (auto v = d.as_int()) return *v;
+  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
+                    why);
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
+                                                             std::size_t count) const {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != count)
+    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
+                      fmt::join(v, ", "), v.size(), count);
+  return v;
+}
+
+DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
+  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
+}
+
+DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
+  for (const AttrSpec& s : attrs)
+    if (s.name == key) return &s;
+  return nullptr;
+}
+
+DLAVM_INLINE void OpRegistry::add(OpRecord op) {
+  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
+  if (!op.type_rule || !op.host_kernel)
+    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
+  if (op.min_args > op.max_args)
+    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
+                      op.min_args, op.max_args);
+  if (ops_.contains(op.name))
+    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
+  std::string name = op.name;
+  ops_.emplace(std::move(name), std::move(op));
+}
+
+DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
+  if (const OpRecord* op = find(name)) return *op;
+  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
+}
+
+DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  out.reserve(ops_.size());
+  for (const auto& [name, op] : ops_) out.push_back(name);
+  return out;
+}
+
+DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
+                                   std::string_view label) {
+  auto known = [&] {
+    std::vector<std::string_view> names;
+    for (const AttrSpec& s : specs) names.push_back(s.name);
+    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+  };
+  for (const auto& entry : given) {
+    bool found = false;
+    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
+    if (!found)
+      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
+                        known());
+  }
+  Attrs out;
+  for (const AttrSpec& s : specs) {
+    const AttrValue* v = given.find(s.name);
+    if (v == nullptr) {
+      if (!s.default_value)
+        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
+                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
+      out.set(s.name, *s.default_value);
+      continue;
+    }
+    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
+      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
+      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
+      continue;
+    }
+    if (kind_of(*v) != s.kind)
+      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
+                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
+    if (s.kind == AttrKind::String && !s.choices.empty()) {
+      const auto& str = std::get<std::string>(*v);
+      bool allowed = false;
+      for (const auto& c : s.choices) allowed = allowed || c == str;
+      if (!allowed)
+        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
+                          fmt::join(s.choices, ", "));
+    }
+    out.set(s.name, *v);
+  }
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/op-inl.hpp
+#endif
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// An input array by param name (the array is not copied).
+struct NamedArray {
+  std::string_view name;
+  std::reference_wrapper<const te::NDArray> value;
+};
+
+// Every node's value, in post-order (shared: a constant's value is the constant's array).
+struct EvaluationTrace {
+  std::vector<Expr> nodes;
+  std::vector<std::shared_ptr<const te::NDArray>> values;
+  std::vector<te::NDArray> results;
+
+  // ValueError when the node is not part of the evaluated graph.
+  const te::NDArray& value_of(const Expr& e) const;
+};
+
+// `ops` supplies the host kernels (the registry infer_type used).
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings = {});
+inline std::vector<te::NDArray> evaluate(const Function& fn,
+                                         std::initializer_list<NamedArray> inputs,
+                                         std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
+                  std::span(bindings.begin(), bindings.size()));
+}
+
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {});
+inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
+                                      std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
+                        std::span(bindings.begin(), bindings.size()));
+}
+
+namespace detail {
+// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
+// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                        std::span<const ne::Binding> bindings,
+                                        std::string_view what);
+}  // namespace detail
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/evaluate-inl.hpp
+// Definitions for graph/evaluate.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/evaluate.hpp
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
+// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
+// each node to a method of the derived class (CRTP), memoizing its result:
+//   R visit_input(const InputNode&, const Expr&)
+//   R visit_constant(const ConstantNode&, const Expr&)
+//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
+//                                                                    // the call's arguments
+// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
+// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
+// reference executor are written this way; for_each_node serves read-only walks.
+//
+//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
+//     int visit_input(const InputNode&, const Expr&) { return 0; }
+//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
+//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
+//     int calls = 0;
+//   };
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// Calls f(const Expr&) on every node under `roots`, in post-order.
+template <class F>
+void for_each_node(std::span<const Expr> roots, F&& f) {
+  for (const Expr& e : post_order(roots)) f(e);
+}
+template <class F>
+void for_each_node(const Function& fn, F&& f) {
+  for_each_node(fn.roots(), std::forward<F>(f));
+}
+
+// The results of a call's arguments, by position, without copying them.
+template <class R>
+class ArgResults {
+ public:
+  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
+  const R& operator[](std::size_t i) const { return *results_[i]; }
+  std::size_t size() const { return results_.size(); }
+
+ private:
+  std::span<const R* const> results_;
+};
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  // Visits every node under `roots` not visited before; returns the roots' results.
+  std::vector<R> visit(std::span<const Expr> roots) {
+    auto& self = static_cast<Derived&>(*this);
+    std::vector<const R*> arg_results;
+    for (const Expr& e : post_order(roots)) {
+      if (memo_.contains(e.get())) continue;
+      switch (e.kind()) {
+        case NodeKind::Input:
+          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
+          break;
+        case NodeKind::Constant:
+          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
+          break;
+        case NodeKind::Call: {
+          const CallNode& call = *e.as<CallNode>();
+          arg_results.clear();
+          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
+          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
+          memo_.emplace(e.get(), std::move(r));
+          break;
+        }
+      }
+    }
+    std::vector<R> out;
+    out.reserve(roots.size());
+    for (const Expr& root : roots) out.push_back(result_of(root));
+    return out;
+  }
+  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
+
+  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
+  // The memoized result of a visited node.
+  const R& result_of(const Expr& e) const {
+    auto it = memo_.find(e.get());
+    if (it == memo_.end())
+      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
+                        e.name());
+    return it->second;
+  }
+
+ protected:
+  std::unordered_map<const Node*, R> memo_;
+};
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_input(const InputNode&, const Expr& e) { return e; }
+  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    bool changed = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      changed = changed || !args[i].same_as(call.args[i]);
+    if (!changed) return e;
+    std::vector<Expr> new_args;
+    new_args.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return with_args(call, std::move(new_args));
+  }
+
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
+  Function mutate(const Function& fn) {
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
+    std::vector<Expr> params;
+    params.reserve(fn.params().size());
+    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
+  }
+};
+
+}  // namespace dlavm::graph
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops.hpp
+// The graph's op set: the typed builder functions of every family, and default_ops(), the
+// registry holding their records. Each family header lists its ops with their shapes and
+// attributes; host/ defines their exact semantics.
+//
+//   linear       dense, matmul                              graph/ops/linear.hpp
+//   conv         conv2d                                     graph/ops/conv.hpp
+//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
+//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   quantize     requantize, cast                           graph/ops/quantize.hpp
+//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//
+//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
+//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops/conv.hpp
+// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
+// host/conv.hpp.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
+//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
+//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
+//
+//   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/conv.hpp
+// Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
+// the definition the graph's conv2d and every accelerator strategy must reproduce.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
+//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
+//                          OW = floor((W + pl + pr - KW) / sw) + 1
+//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
+//     ky, kx] where positions outside x (the zero padding) contribute nothing.
+// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
+// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
+// float32 over c, then ky, then kx ascending, padding positions skipped.
+// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
+//
+//   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Conv2dParams {
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  std::int64_t groups = 1;                          // 1 only
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Conv2dParams& p, std::string_view who);
+
+te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/conv-inl.hpp
+// Definitions for host/conv.hpp. The loops keep one weight in a register and sweep a row of
+// outputs with it (contiguous when the stride is 1), so the inner loop vectorizes; the order
+// of the sum for each output is still c, ky, kx ascending.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/conv.hpp
+// end dlavm/host/conv.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+struct Conv2dDims {
+  std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
+};
+
+// The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
+// [0, extent).
+inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, std::int64_t out,
+                                                           std::int64_t stride, std::int64_t pad,
+                                                           std::int64_t k) {
+  const std::int64_t first = std::max<std::int64_t>(0, ceil_div(pad - k, stride));
+  const std::int64_t last = std::min(out, floor_div(extent - 1 + pad - k, stride) + 1);
+  return {first, std::max(first, last)};
+}
+
+// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
+// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
+template <class T>
+inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
+  const std::int64_t body = count - count % 8;
+  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
+  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
+}
+
+// y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
+template <class T>
+void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
+  for (std::int64_t n = 0; n < d.n; ++n)
+    for (std::int64_t o = 0; o < d.o; ++o) {
+      T* out = y + (n * d.o + o) * d.oh * d.ow;
+      for (std::int64_t c = 0; c < d.c; ++c) {
+        const T* plane = x + (n * d.c + c) * d.h * d.w;
+        const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
+        for (std::int64_t ky = 0; ky < d.kh; ++ky) {
+          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
+          for (std::int64_t kx = 0; kx < d.kw; ++kx) {
+            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
+            const T wv = kernel[ky * d.kw + kx];
+            const std::int64_t count = x1 - x0;
+            if (count == 0) continue;
+            for (std::int64_t oy = y0; oy < y1; ++oy) {
+              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
+              T* dst = out + oy * d.ow + x0;
+              if (d.sw == 1) {
+                axpy(dst, src, wv, count);
+              } else {
+                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
+              }
+            }
+          }
+        }
+      }
+    }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (auto v : p.padding)
+    if (v < 0)
+      raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
+                        fmt::join(p.padding, ", "));
+  if (p.groups != 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
+}
+
+DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
+  constexpr std::string_view who = "host::conv2d";
+  validate(p, who);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
+  detail::require_rank(who, "x", x, 4);
+  detail::require_rank(who, "w", w, 4);
+  const auto& xs = x.shape();
+  const auto& ws = w.shape();
+  if (ws[1] != xs[1])
+    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
+                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
+  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
+                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
+  te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
+  if (out_dtype.is_float()) {
+    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
+  } else {
+    const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/conv-inl.hpp
+#endif
+// end dlavm/host/conv.hpp
+
+namespace dlavm::graph {
+
+Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
+// The parameters in a conv2d call's (normalized) attributes.
+host::Conv2dParams conv2d_params(const Attrs& attrs);
+
+void add_conv_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/conv-inl.hpp
+// Definitions for graph/ops/conv.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
+// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
+// names of its values. Everything that handles an op's attributes reads the schema:
+//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
+//                    struct, required keys, allowed strings, descriptions)
+//   to_attrs(p)      a call's attributes from the struct (the typed builders)
+//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
+//                    strategies), raising ValueError naming the key for a value outside the
+//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
+// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
+// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
+// an enumeration given its names (String).
+//
+//   AttrSchema<host::Conv2dParams> s;
+//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
+//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
+//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// How a member type maps to an attribute value and back. from() raises ValueError naming the
+// key when the value is outside the member's domain.
+template <class T>
+struct AttrCodec;
+
+template <>
+struct AttrCodec<std::int64_t> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(std::int64_t v) { return v; }
+  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
+};
+
+template <>
+struct AttrCodec<bool> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
+  static bool from(const Attrs& a, std::string_view key) {
+    const std::int64_t v = a.get_int(key);
+    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
+    return v == 1;
+  }
+};
+
+template <>
+struct AttrCodec<double> {
+  static constexpr AttrKind kind = AttrKind::Float;
+  static AttrValue to(double v) { return v; }
+  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
+};
+
+template <>
+struct AttrCodec<DType> {
+  static constexpr AttrKind kind = AttrKind::DType;
+  static AttrValue to(DType v) { return v; }
+  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
+};
+
+template <>
+struct AttrCodec<std::vector<std::int64_t>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
+  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
+    return a.get_ints(key);
+  }
+};
+
+template <>
+struct AttrCodec<std::vector<double>> {
+  static constexpr AttrKind kind = AttrKind::Floats;
+  static AttrValue to(const std::vector<double>& v) { return v; }
+  static std::vector<double> from(const Attrs& a, std::string_view key) {
+    return a.get_floats(key);
+  }
+};
+
+template <std::size_t N>
+struct AttrCodec<std::array<std::int64_t, N>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::array<std::int64_t, N>& v) {
+    return std::vector<std::int64_t>(v.begin(), v.end());
+  }
+  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
+    const auto& v = a.get_ints(key);
+    if (v.size() != N)
+      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
+                        v.size(), N);
+    std::array<std::int64_t, N> out{};
+    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+    return out;
+  }
+};
+
+}  // namespace detail
+
+template <class P>
+class AttrSchema {
+ public:
+  // An attribute for member `m`; `required`: no default (the call must give it).
+  template <class T>
+  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
+    using Codec = detail::AttrCodec<T>;
+    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
+    if (!required) spec.default_value = Codec::to(P{}.*m);
+    fields_.push_back(
+        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
+         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
+    return *this;
+  }
+
+  // An enumeration member, as a string among `names`.
+  template <class E>
+  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
+                                               std::vector<std::pair<std::string, E>> names) {
+    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
+    for (const auto& [name, value] : names) spec.choices.push_back(name);
+    const auto name_of = [names](E v) {
+      for (const auto& [name, value] : names)
+        if (value == v) return name;
+      raise<ValueError>("internal: an enumeration value has no name, please report");
+    };
+    spec.default_value = AttrValue(name_of(P{}.*m));
+    fields_.push_back({std::move(spec),
+                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
+                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
+                         const std::string& s = a.get_string(k);
+                         for (const auto& [name, value] : names)
+                           if (name == s) {
+                             p.*m = value;
+                             return;
+                           }
+                         std::vector<std::string> allowed;
+                         for (const auto& n : names) allowed.push_back(n.first);
+                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
+                                           fmt::join(allowed, ", "));
+                       }});
+    return *this;
+  }
+
+  std::vector<AttrSpec> specs() const {
+    std::vector<AttrSpec> out;
+    for (const auto& f : fields_) out.push_back(f.spec);
+    return out;
+  }
+
+  Attrs to_attrs(const P& p) const {
+    Attrs out;
+    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
+    return out;
+  }
+
+  // The struct from normalized attributes (every key present, of its kind).
+  P from_attrs(const Attrs& a) const {
+    P p{};
+    for (const auto& f : fields_) f.set(p, a);
+    return p;
+  }
+
+ private:
+  struct Field {
+    AttrSpec spec;
+    std::function<AttrValue(const P&)> get;
+    std::function<void(P&, const Attrs&)> set;
+  };
+  std::vector<Field> fields_;
+};
+
+// The parameters of a call being typed: schema.from_attrs, its errors starting with the
+// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
+template <class P>
+P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
+  try {
+    return schema.from_attrs(c.attrs);
+  } catch (const Error& e) {
+    rethrow_with_context(e, c.label);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
+// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
+// graph/ops/*-inl.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph::detail {
+
+// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
+DType product_dtype(const TypeCall& c);
+// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
+// must be provably equal or one of them the constant 1; ShapeError otherwise.
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The simplified product of dims (1 for none).
+ne::Expr product(std::span<const ne::Expr> dims);
+// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
+// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
+ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                       std::int64_t window, std::int64_t stride, std::string_view what);
+// A host support rule: the host kernel computes in float32 only.
+std::optional<std::string> host_float32_only(const TypeCall& c);
+
+}  // namespace dlavm::graph::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/common-inl.hpp
+// Definitions for graph/ops/common.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dlavm::graph::detail {
+
+DLAVM_INLINE DType product_dtype(const TypeCall& c) {
+  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
+                                      c.type(1).dtype);
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
+  const auto& a = c.type(i).shape;
+  const auto& b = c.type(j).shape;
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<ne::Expr> out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t from_end = rank - 1 - k;
+    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
+    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
+    if (pa == nullptr || pb == nullptr) {
+      out[k] = pa != nullptr ? *pa : *pb;
+      continue;
+    }
+    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
+    if (ne::can_prove(da == db) || db.as_int() == 1) {
+      out[k] = *pa;
+    } else if (da.as_int() == 1) {
+      out[k] = *pb;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
+          "be provably equal, or one of them 1)",
+          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
+  ne::Expr p = 1;
+  for (const ne::Expr& d : dims) p = p * d;
+  return ne::simplify(p);
+}
+
+DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                                    std::int64_t window, std::int64_t stride,
+                                    std::string_view what) {
+  const ne::Expr padded = ne::simplify(extent + pads);
+  if (!ne::can_prove(padded >= window))
+    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
+                      c.label, window, what, padded, ne::bounds(padded).min);
+  return ne::simplify(host::window_output(extent, pads, window, stride));
+}
+
+DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
+                         c.arg(i), c.type(i).dtype);
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph::detail
+// end dlavm/graph/ops/common-inl.hpp
+#endif
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/conv.hpp
+// end dlavm/graph/ops/conv.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
+  using P = host::Conv2dParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("strides", &P::strides, "steps of the window: (height, width)")
+          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
+          .field("groups", &P::groups, "channel groups (1 only)");
+  return schema;
+}
+
+inline TensorType conv2d_type(const TypeCall& c) {
+  const host::Conv2dParams p = params_of(c, conv2d_schema());
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  c.require_rank(1, 4);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (channels)", c.arg(1)));
+  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
+  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
+  ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
+  ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
+  return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
+  return detail::conv2d_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
+  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
+  ops.add({.name = "conv2d",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::conv2d_schema().specs(),
+           .type_rule = detail::conv2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/conv-inl.hpp
+#endif
+// end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
+//
+//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
+//                                one dtype, integers wrap around
+//   bias_add(x, b[C], axis = 1)  b along axis of x
+//   relu(x)
+//   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
+//
+//   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/elementwise.hpp
+// Host kernels for element-wise ops. The semantics below are the definition the graph ops and
+// every accelerator strategy must reproduce.
+//
+//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
+//                          one dtype for both; integers wrap around (two's complement: the
+//                          exact result modulo 2^bits), float32 rounds as C++ float does.
+//   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
+//                          (negative counts from the end); same dtype, wraps like add.
+//   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
+//   clip(x, {lo, hi})      min(max(x, lo), hi) with lo <= hi. Integers: the bounds are
+//                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
+//                          taken within the dtype's range; float32: the bounds rounded to float,
+//                          NaN stays NaN.
+//
+//   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::host {
+
+struct BiasAddParams {
+  std::int64_t axis = 1;
+};
+
+struct ClipParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+// ValueError naming `who` when lo > hi.
+void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
+
+te::NDArray add(const te::NDArray& a, const te::NDArray& b);
+te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
+te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
+te::NDArray relu(const te::NDArray& x);
+te::NDArray clip(const te::NDArray& x, const ClipParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/elementwise-inl.hpp
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+template <class IntOp, class FloatOp>
+te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                             IntOp int_op, FloatOp float_op) {
+  require_same_dtype(who, a, b);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, float_op);
+  } else {
+    const DType t = a.dtype();
+    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
+                    [&](std::int64_t x, std::int64_t z) {
+                      return wrap_u64(
+                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
+                    });
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
+      [](float x, float y) { return x + y; });
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
+      [](float x, float y) { return x * y; });
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_broadcast(
+      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
+      [](float u, float v) { return u + v; });
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/elementwise-inl.hpp
+#endif
+// end dlavm/host/elementwise.hpp
+
+namespace dlavm::graph {
+
+Expr add(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
+Expr relu(Expr x);
+Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
+
+void add_elementwise_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/elementwise-inl.hpp
+// Definitions for graph/ops/elementwise.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType broadcast_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+inline TensorType bias_add_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  c.require_rank(1, 1);
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
+                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
+  return c.type(0);
+}
+
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
+}
+
+inline TensorType clip_type(const TypeCall& c) {
+  const host::ClipParams p = params_of(c, clip_schema());
+  if (c.type(0).dtype.is_integral())
+    host::clip_int_bounds(p, c.type(0).dtype, c.label);
+  else
+    host::validate(p, c.label);
+  return c.type(0);
+}
+
+inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
+DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
+  ops.add({.name = "add",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
+  ops.add({.name = "mul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
+  ops.add({.name = "bias_add",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::bias_add_schema().specs(),
+           .type_rule = detail::bias_add_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+           }});
+  ops.add({.name = "relu",
+           .type_rule = detail::same_type_as_input,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
+  ops.add({.name = "clip",
+           .attrs = detail::clip_schema().specs(),
+           .type_rule = detail::clip_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::clip(*a[0], clip_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/elementwise-inl.hpp
+#endif
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/float_ops.hpp
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
+// causal_mask.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/float_ops-inl.hpp
+// Definitions for host/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/runtime/kernels.hpp
+// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
+// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
+// pack and unpack) run inside their checks, so that both compute the same values. Elements
+// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
+// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
+// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
+// shapes (the generator did, at emit time).
+//
+//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
+//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
+//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace dlavm::runtime {
+
+// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
+
+// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
+template <class T, class Read>
+void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
+                     std::int64_t rows, std::int64_t cols, Read&& read) {
+  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < at; ++i)
+    for (std::int64_t j = 0; j < bt; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c, ++o) {
+              const std::int64_t ai = i * rows + r, bj = j * cols + c;
+              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
+            }
+}
+
+template <class T>
+void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, a, b, h, w, rows, cols,
+                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
+                    return src[((i * b + j) * h + y) * w + x];
+                  });
+}
+
+template <class T>
+void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bt = (b + cols - 1) / cols;
+  for (std::int64_t ai = 0; ai < a; ++ai)
+    for (std::int64_t bj = 0; bj < b; ++bj)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          dst[((ai * b + bj) * h + y) * w + x] =
+              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
+                  (ai % rows) * cols + bj % cols];
+}
+
+// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
+// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
+// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+template <class T>
+void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
+                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
+                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
+                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
+                    const std::int64_t x = j * stride + ch % kw - pad_left;
+                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
+                  });
+}
+
+// ---- pooling windows over [planes, h, w] -----------------------------------------------
+
+struct PoolShape {
+  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
+// of its window that lie inside the input plane.
+template <class T, class U, class Reduce>
+void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    U* out = y + p * d.oh * d.ow;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
+      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
+        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
+        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
+        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
+      }
+    }
+  }
+}
+
+// The window's maximum; a NaN wins (float).
+template <class T>
+void pool_window_max(const T* x, T* y, const PoolShape& d) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        T m = plane[y0 * d.w + x0];
+        for (std::int64_t iy = y0; iy < y1; ++iy)
+          for (std::int64_t ix = x0; ix < x1; ++ix) {
+            const T v = plane[iy * d.w + ix];
+            if constexpr (std::is_floating_point_v<T>) {
+              if (v > m || std::isnan(v)) m = v;
+              if (std::isnan(m)) return m;
+            } else {
+              m = v > m ? v : m;
+            }
+          }
+        return m;
+      });
+}
+
+constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// The window's average: integers summed in int64 and divided rounding down, floats summed in
+// row-major order; divided by the window's size, or by its part inside the input.
+template <class T>
+void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
+        if constexpr (std::is_floating_point_v<T>) {
+          float s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(s / static_cast<float>(n));
+        } else {
+          std::int64_t s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(floor_div_pos(s, n));
+        }
+      });
+}
+
+// ---- linear ------------------------------------------------------------------------------
+
+// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
+// int32 accumulator does), floats in order.
+template <class X, class W, class Y>
+void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
+  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
+  for (std::int64_t m = 0; m < rows; ++m) {
+    const X* xr = x + m * k_in;
+    for (std::int64_t n = 0; n < n_out; ++n) {
+      const W* wr = w + n * k_in;
+      Acc acc = 0;
+      for (std::int64_t k = 0; k < k_in; ++k)
+        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
+      y[m * n_out + n] = static_cast<Y>(acc);
+    }
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
+constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
+  if (bits >= 64) return static_cast<std::int64_t>(v);
+  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
+  v &= m;
+  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
+}
+
+// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
+template <class In, class Out>
+void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
+                std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t s =
+        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
+        shift;
+    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
+  }
+}
+
+template <class T>
+void relu(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
+}
+
+template <class T>
+void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+}
+
+// y = a + b (or a * b) of one shape, wrapped to T's width.
+template <class T>
+void add(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] + b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+  }
+}
+template <class T>
+void mul(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] * b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+  }
+}
+
+// y = x + b for a scalar b, wrapped to T's width.
+template <class T>
+void add_scalar(const T* x, T b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = x[i] + b;
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
+  }
+}
+
+// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
+template <class T>
+void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
+              std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const std::int64_t base = (o * channels + c) * inner;
+      add_scalar(x + base, b[c], y + base, inner);
+    }
+}
+// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
+inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
+  if (std::isnan(v)) return 0;
+  const double x = v;
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: x has 24 significant bits
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<std::int64_t>(r);
+}
+
+// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
+// [lo, hi] (Out's range).
+template <class In, class Out>
+void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
+    else if constexpr (std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(x[i]);
+    else
+      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
+  }
+}
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      float m = src[base];
+      for (std::int64_t j = 1; j < extent; ++j) {
+        const float v = src[base + j * inner];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < extent; ++j) {
+        const float e = std::exp(src[base + j * inner] - m);
+        dst[base + j * inner] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+    }
+}
+
+// y = x, for reshape and flatten (the same elements in row-major order).
+template <class T>
+void copy(const T* x, T* y, std::int64_t n) {
+  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/kernels.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  constexpr std::string_view who = "host::softmax";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = detail::split_at(x.shape(), axis);
+  te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
+  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const LayerNormParams& p) {
+  constexpr std::string_view who = "host::layer_norm";
+  detail::require_float32(who, "x", x);
+  detail::require_float32(who, "gamma", gamma);
+  detail::require_float32(who, "beta", beta);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
+  for (const te::NDArray* a : {&gamma, &beta})
+    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
+      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
+                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
+                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
+  const std::int64_t group = element_count(norm_dims);
+  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
+  const float eps = static_cast<float>(p.epsilon);
+  const float count = static_cast<float>(group);
+  te::NDArray y(x.dtype(), x.shape());
+  const float* src = x.fdata().data();
+  const float* g = gamma.fdata().data();
+  const float* b = beta.fdata().data();
+  float* dst = y.fdata().data();
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = src + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = dst + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
+  detail::require_float32("host::gelu", "x", x);
+  constexpr float inv_sqrt2 = 0.70710678118654752440f;
+  te::NDArray y = x;
+  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
+  constexpr std::string_view who = "host::causal_mask";
+  detail::require_float32(who, "x", x);
+  const auto& s = x.shape();
+  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
+    raise<ShapeError>(
+        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
+        "last of N positions)",
+        who, detail::shape_str(s));
+  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
+  te::NDArray y = x;
+  auto dst = y.fdata();
+  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t i = static_cast<std::int64_t>(r) % m;
+    for (std::int64_t j = i + n - m + 1; j < n; ++j)
+      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
+          -std::numeric_limits<float>::infinity();
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/float_ops-inl.hpp
+#endif
+// end dlavm/host/float_ops.hpp
+
+namespace dlavm::graph {
+
+Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
+Expr gelu(Expr x);
+Expr causal_mask(Expr x);
+
+void add_float_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/float_ops-inl.hpp
+// Definitions for graph/ops/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType softmax_type(const TypeCall& c) {
+  c.axis("axis", c.type(0).ndim());
+  return c.type(0);
+}
+
+inline TensorType layer_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i : {1, 2}) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, x.size() - axis);
+    for (std::size_t k = 0; k < x.size() - axis; ++k)
+      c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), x[axis + k],
+                      fmt::format("{} dim {}", c.arg(0), axis + k));
+  }
+  return c.type(0);
+}
+
+inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
+
+inline TensorType causal_mask_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  const auto& x = c.type(0).shape;
+  const auto& m = x[x.size() - 2];
+  const auto& n = x.back();
+  if (!ne::can_prove(ne::simplify(n - m) >= 0))
+    raise<ShapeError>(
+        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
+        "many keys as queries (the queries are the last positions)",
+        c.label, c.arg(0), n, m);
+  return c.type(0);
+}
+
+inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
+  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
+      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
+  using P = host::LayerNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the first of the trailing dims normalized over")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
+  return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
+              detail::layer_norm_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
+DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
+
+DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
+  ops.add({.name = "softmax",
+           .attrs = detail::softmax_schema().specs(),
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "layer_norm",
+           .min_args = 3,
+           .max_args = 3,
+           .attrs = detail::layer_norm_schema().specs(),
+           .type_rule = detail::layer_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::layer_norm(*a[0], *a[1], *a[2],
+                                         detail::layer_norm_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "gelu",
+           .type_rule = detail::gelu_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "causal_mask",
+           .type_rule = detail::causal_mask_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
+           .host_support = detail::host_float32_only});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/float_ops-inl.hpp
+#endif
+// end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/linear.hpp
+// Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
+//
+//   dense(x[..., K], w[N, K]) -> [..., N]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> [broadcast(A, B)..., M, N]
+//   int8 x int8 -> int32, int32 x int32 -> int32 (wrap-around), float32 x float32 -> float32
+//
+//   auto y = graph::dense(x, graph::constant("w", w_array));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+Expr dense(Expr x, Expr w);
+Expr matmul(Expr a, Expr b);
+
+// Adds the records of this family to `ops`.
+void add_linear_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/linear-inl.hpp
+// Definitions for graph/ops/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/linear.hpp
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/host/linear.hpp
+// Host kernels for products of matrices: dense and matmul. The semantics below are the
+// definition the graph ops and every accelerator strategy must reproduce.
+//
+//   dense(x[..., K], w[N, K]) -> y[..., N]        y[..., n] = sum_k x[..., k] * w[n, k]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> y[C..., M, N]
+//       C = numpy broadcast of the batch dims A and B (aligned at the end, 1 stretches);
+//       y[c, m, n] = sum_k a[c|A, m, k] * b[c|B, k, n]   (c|A: c with stretched dims at 0)
+//
+// Element types (host::accumulate_dtype): int8 x int8 -> int32 and int32 x int32 -> int32;
+// the integer result is the exact sum of exact products reduced modulo 2^32 into int32
+// (two's-complement wrap-around, as VTA's int32 accumulator), so the order of the sum does
+// not matter. float32 x float32 -> float32: each product and partial sum is a float32, added
+// in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
+// have one; compare float results with te::allclose). Other pairs are a TypeError.
+//
+//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
+//   auto y = host::dense(x, w);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+namespace dlavm::host {
+
+te::NDArray dense(const te::NDArray& x, const te::NDArray& w);
+te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/linear-inl.hpp
+// Definitions for host/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/linear.hpp
+// end dlavm/host/linear.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
+template <class T>
+void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t k_in,
+                  std::int64_t n_out) {
+  for (std::int64_t m = 0; m < m_out; ++m) {
+    T* yr = y + m * n_out;
+    for (std::int64_t k = 0; k < k_in; ++k) {
+      const T av = a[m * k_in + k];
+      const T* br = b + k * n_out;
+      for (std::int64_t n = 0; n < n_out; ++n) yr[n] += av * br[n];
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
+  constexpr std::string_view who = "host::dense";
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
+  detail::require_min_rank(who, "x", x, 1);
+  detail::require_rank(who, "w", w, 2);
+  const std::int64_t k_in = x.shape().back();
+  if (w.shape()[1] != k_in)
+    raise<ShapeError>("{}: x {} has K = {} but w {} has K = {}", who, detail::shape_str(x.shape()),
+                      k_in, detail::shape_str(w.shape()), w.shape()[1]);
+  const std::int64_t n_out = w.shape()[0];
+  Shape out_shape = x.shape();
+  out_shape.back() = n_out;
+  te::NDArray y(out_dtype, out_shape);
+  const std::int64_t rows =
+      element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
+  if (out_dtype.is_float()) {
+    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+  } else {
+    const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
+    std::vector<std::uint32_t> ys(y.size());
+    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    detail::store_i32(ys, y);
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
+  constexpr std::string_view who = "host::matmul";
+  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
+  detail::require_min_rank(who, "a", a, 2);
+  detail::require_min_rank(who, "b", b, 2);
+  const auto& as = a.shape();
+  const auto& bs = b.shape();
+  const std::int64_t m_out = as[as.size() - 2], k_in = as.back();
+  const std::int64_t n_out = bs.back();
+  if (bs[bs.size() - 2] != k_in)
+    raise<ShapeError>("{}: a {} has K = {} (its last dim) but b {} has K = {} (its dim -2)", who,
+                      detail::shape_str(as), k_in, detail::shape_str(bs), bs[bs.size() - 2]);
+  const std::span<const std::int64_t> a_batch(as.data(), as.size() - 2);
+  const std::span<const std::int64_t> b_batch(bs.data(), bs.size() - 2);
+  const auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch)
+    raise<ShapeError>("{}: batch dims {} of a and {} of b do not broadcast", who,
+                      detail::shape_str(a_batch), detail::shape_str(b_batch));
+  Shape out_shape = *batch;
+  out_shape.push_back(m_out);
+  out_shape.push_back(n_out);
+  te::NDArray y(out_dtype, out_shape);
+  // Offsets of each output batch in a and b (stretched dims repeat the same block).
+  const auto a_off = detail::broadcast_offsets(*batch, a_batch, m_out * k_in);
+  const auto b_off = detail::broadcast_offsets(*batch, b_batch, k_in * n_out);
+  const std::int64_t y_block = m_out * n_out;
+  if (out_dtype.is_float()) {
+    const float* ad = a.fdata().data();
+    const float* bd = b.fdata().data();
+    float* yd = y.fdata().data();
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad + a_off[i], bd + b_off[i],
+                           yd + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+  } else {
+    const auto ad = detail::to_u32(a), bd = detail::to_u32(b);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad.data() + a_off[i], bd.data() + b_off[i],
+                           yd.data() + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/linear-inl.hpp
+#endif
+// end dlavm/host/linear.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType dense_type(const TypeCall& c) {
+  c.require_min_rank(0, 1);
+  c.require_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x.back(), fmt::format("{} dim -1 (K)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (K)", c.arg(1)));
+  std::vector<ne::Expr> shape(x.begin(), x.end() - 1);
+  shape.push_back(w[0]);
+  return {std::move(shape), dtype};
+}
+
+inline TensorType matmul_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  c.require_min_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& a = c.type(0).shape;
+  const auto& b = c.type(1).shape;
+  c.require_equal(a.back(), fmt::format("{} dim -1 (K)", c.arg(0)), b[b.size() - 2],
+                  fmt::format("{} dim -2 (K)", c.arg(1)));
+  // broadcast the batch dims: a type call over the batch parts only
+  TypeCall batch = c;
+  batch.arg_types[0].shape.resize(a.size() - 2);
+  batch.arg_types[1].shape.resize(b.size() - 2);
+  std::vector<ne::Expr> shape = broadcast(batch, 0, 1);
+  shape.push_back(a[a.size() - 2]);
+  shape.push_back(b.back());
+  return {std::move(shape), dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
+DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
+
+DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
+  ops.add({.name = "dense",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::dense_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
+  ops.add({.name = "matmul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::matmul_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::matmul(*a[0], *a[1]); }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/linear-inl.hpp
+#endif
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/graph/ops/pool.hpp
+// Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
+// host/pool.hpp.
+//
+//   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
+//   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
+//     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
+//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
+//
+//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                  .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/pool.hpp
+// Host kernels for 2-D pooling over NCHW arrays. The semantics below are the definition the
+// graph's pooling ops and every accelerator strategy must reproduce.
+//
+//   max_pool2d(x[N, C, H, W], {pool_size = {kh, kw}, strides = {sh, sw},
+//              padding = {pt, pl, pb, pr}}) -> y[N, C, OH, OW]
+//       OH = floor((H + pt + pb - kh) / sh) + 1, OW likewise;
+//       y = the largest element of x in the window (rows oy*sh - pt .. +kh-1, columns
+//       ox*sw - pl .. +kw-1); padding never wins: only elements inside x compete. float32: a NaN
+//       in the window makes the result NaN.
+//   avg_pool2d(x, {..., count_include_pad}) -> y[N, C, OH, OW]
+//       sum of the elements of x in the window divided by the count: kh*kw when
+//       count_include_pad, else the number of elements inside x. Integers: the exact sum,
+//       floor-divided by the count (rounds towards minus infinity: -7 / 2 = -4), same dtype
+//       as x. float32: summed in float32 row by row, then divided by the count.
+//   global_avg_pool2d(x[N, C, H, W]) -> y[N, C, 1, 1]: avg_pool2d over the whole plane.
+// pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
+// element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
+//
+//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                 .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Pool2dParams {
+  std::array<std::int64_t, 2> pool_size{0, 0};      // (height, width); required
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  bool count_include_pad = true;                    // avg_pool2d only
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Pool2dParams& p, std::string_view who);
+
+te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray global_avg_pool2d(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/pool-inl.hpp
+// Definitions for host/pool.hpp: one window walk, shared by the max and the average.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/pool.hpp
+// end dlavm/host/pool.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace dlavm::host {
+
+namespace detail {
+
+using PoolDims = runtime::PoolShape;
+
+inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
+  validate(p, who);
+  require_rank(who, "x", x, 4);
+  const auto& s = x.shape();
+  PoolDims d{
+      s[0] * s[1],  s[2],         s[3],         0,           0, p.pool_size[0], p.pool_size[1],
+      p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
+  return d;
+}
+
+inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
+                            bool count_include_pad) {
+  if (x.dtype().is_integral() && x.dtype().bits() > 32)
+    raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
+                     x.dtype());
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (x.dtype().is_float())
+    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
+  else
+    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
+  for (auto k : p.pool_size)
+    if (k < 1)
+      raise<ValueError>("{}: attribute 'pool_size' is [{}]; window dims must be >= 1", who,
+                        fmt::join(p.pool_size, ", "));
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (std::size_t k = 0; k < 4; ++k) {
+    const std::int64_t window = p.pool_size[k % 2];
+    if (p.padding[k] < 0 || p.padding[k] >= window)
+      raise<ValueError>(
+          "{}: attribute 'padding' is [{}] for pool_size [{}]; each pad must be in [0, {}) so "
+          "that every window holds an element of the input",
+          who, fmt::join(p.padding, ", "), fmt::join(p.pool_size, ", "), window);
+  }
+}
+
+DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::max_pool2d", x, p);
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (x.dtype().is_float())
+    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
+  else
+    runtime::pool_window_max(x.data().data(), y.data().data(), d);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::avg_pool2d", x, p);
+  return detail::avg_pool("host::avg_pool2d", x, d, p.count_include_pad);
+}
+
+DLAVM_INLINE te::NDArray global_avg_pool2d(const te::NDArray& x) {
+  constexpr std::string_view who = "host::global_avg_pool2d";
+  detail::require_rank(who, "x", x, 4);
+  const Pool2dParams p{.pool_size = {x.shape()[2], x.shape()[3]}};
+  return detail::avg_pool(who, x, detail::pool_dims(who, x, p), true);
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/pool-inl.hpp
+#endif
+// end dlavm/host/pool.hpp
+
+namespace dlavm::graph {
+
+Expr max_pool2d(Expr x, const host::Pool2dParams& p);
+Expr avg_pool2d(Expr x, const host::Pool2dParams& p);
+Expr global_avg_pool2d(Expr x);
+// The parameters in a pooling call's (normalized) attributes; count_include_pad is read when
+// present (avg_pool2d).
+host::Pool2dParams pool2d_params(const Attrs& attrs);
+
+void add_pool_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/pool-inl.hpp
+// Definitions for graph/ops/pool.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/pool.hpp
+// end dlavm/graph/ops/pool.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// max_pool2d's attributes; avg_pool2d's add count_include_pad.
+inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
+  using P = host::Pool2dParams;
+  const auto make = [](bool avg) {
+    AttrSchema<P> s;
+    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
+        .field("strides", &P::strides, "steps of the window: (height, width)")
+        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
+    if (avg)
+      s.field("count_include_pad", &P::count_include_pad,
+              "1: divide by the window's size; 0: by the elements inside the input");
+    return s;
+  };
+  static const auto max = make(false), avg = make(true);
+  return average ? avg : max;
+}
+
+inline TensorType pool2d_type(const TypeCall& c) {
+  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  ne::Expr oh =
+      window_output(c, x[2], p.padding[0] + p.padding[2], p.pool_size[0], p.strides[0], "height");
+  ne::Expr ow =
+      window_output(c, x[3], p.padding[1] + p.padding[3], p.pool_size[1], p.strides[1], "width");
+  return {{x[0], x[1], std::move(oh), std::move(ow)}, c.type(0).dtype};
+}
+
+inline TensorType global_pool_type(const TypeCall& c) {
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  return {{x[0], x[1], 1, 1}, c.type(0).dtype};
+}
+
+// The host averages take integers of at most 32 bits, or float32.
+inline std::optional<std::string> host_average_support(const TypeCall& c) {
+  const DType t = c.type(0).dtype;
+  if (t.is_integral() && t.bits() > 32)
+    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
+  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
+}
+
+DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
+}
+
+DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
+
+DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
+  ops.add({.name = "max_pool2d",
+           .attrs = detail::pool2d_schema(false).specs(),
+           .type_rule = detail::pool2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::max_pool2d(*a[0], pool2d_params(attrs));
+           }});
+  ops.add({.name = "avg_pool2d",
+           .attrs = detail::pool2d_schema(true).specs(),
+           .type_rule = detail::pool2d_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::avg_pool2d(*a[0], pool2d_params(attrs));
+               },
+           .host_support = detail::host_average_support});
+  ops.add({.name = "global_avg_pool2d",
+           .type_rule = detail::global_pool_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
+           .host_support = detail::host_average_support});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/pool-inl.hpp
+#endif
+// end dlavm/graph/ops/pool.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// Graph ops requantize and cast: typed builders, attribute conversion and op records.
+// Semantics: host/quantize.hpp.
+//
+//   requantize(x (signed int), shift (required), lo = -128, hi = 127,
+//              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
+//   cast(x, dtype (required)) -> dtype, x's shape
+//   quantize_linear(x float32, scale, zero_point, axis = 1) -> zero_point's dtype
+//   dequantize_linear(x, scale, zero_point, axis = 1) -> float32
+//   rescale(acc int32, multiplier, zero_point, axis = 1) -> zero_point's dtype
+//       ONNX's linear quantization (host/quantize.hpp): scale / multiplier float32 and
+//       zero_point integer, both of shape [] (per tensor) or [C] (C = x's dim at axis)
+//
+//   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/quantize.hpp
+// Host kernels that change element types: requantize (the fixed-point rescale of an
+// accumulator) and cast. The semantics below are the definition the graph ops and every
+// accelerator strategy must reproduce.
+//
+//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
+//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
+//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
+//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
+//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
+//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
+//   cast(x, dtype)
+//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
+//       int -> float32: exact when representable, else the nearest float (ties to even);
+//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
+//       limits (1e10 -> int32 2147483647), NaN -> 0;
+//       float32 -> float32: unchanged.
+//
+// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
+// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
+//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
+//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
+//       in zero_point's dtype (QuantizeLinear)
+//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
+//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
+//       (DequantizeLinear)
+//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
+//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
+//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
+//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
+//
+//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+enum class Rounding : std::uint8_t { Floor, Nearest };
+
+// "floor" / "nearest" (the graph attribute's spelling), and back.
+std::string_view rounding_name(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view name);
+
+struct RequantizeParams {
+  std::int64_t shift = 0;
+  std::int64_t lo = -128;
+  std::int64_t hi = 127;
+  Rounding rounding = Rounding::Floor;
+  DType out_dtype = DType::int8();
+};
+
+// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
+// attribute.
+void validate(const RequantizeParams& p, DType in, std::string_view who);
+
+te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+
+struct LinearQuantParams {
+  std::int64_t axis = 1;  // the channel axis of a per-channel scale
+};
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
+void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                           const te::NDArray& zero_point, const LinearQuantParams& p,
+                           std::string_view who);
+te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray cast(const te::NDArray& x, DType dtype);
+
+// The cast of one float32 value to an integer dtype, as `cast` defines it.
+std::int64_t float_to_int(float v, DType dtype);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/quantize-inl.hpp
+// Definitions for host/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/quantize.hpp
+// end dlavm/host/quantize.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::string_view rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::Floor:
+      return "floor";
+    case Rounding::Nearest:
+      return "nearest";
+  }
+  raise<ValueError>("internal: unknown Rounding {}, please report", static_cast<int>(r));
+}
+
+DLAVM_INLINE std::optional<Rounding> parse_rounding(std::string_view name) {
+  if (name == "floor") return Rounding::Floor;
+  if (name == "nearest") return Rounding::Nearest;
+  return std::nullopt;
+}
+
+DLAVM_INLINE void validate(const RequantizeParams& p, DType in, std::string_view who) {
+  if (!in.is_int())
+    raise<TypeError>("{}: x is {}; requantize takes a signed integer (an int32 accumulator)", who,
+                     in);
+  if (!p.out_dtype.is_integral() || p.out_dtype.lanes() != 1)
+    raise<TypeError>("{}: attribute 'out_dtype' is {}; requantize produces integers", who,
+                     p.out_dtype);
+  if (p.shift < 0 || p.shift >= in.bits())
+    raise<ValueError>("{}: attribute 'shift' is {}; for {} input it must be in [0, {})", who,
+                      p.shift, in, in.bits());
+  if (p.lo > p.hi)
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+  const DType t = p.out_dtype;
+  if (p.lo < t.min_value() || p.hi > t.max_value())
+    raise<ValueError>("{}: [lo, hi] = [{}, {}] does not fit out_dtype {} ([{}, {}])", who, p.lo,
+                      p.hi, t, t.min_value(), t.max_value());
+}
+
+DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p) {
+  validate(p, x.dtype(), "host::requantize");
+  const DType in = x.dtype();
+  const std::uint64_t round =
+      p.rounding == Rounding::Nearest && p.shift > 0 ? std::uint64_t{1} << (p.shift - 1) : 0;
+  te::NDArray y(p.out_dtype, x.shape());
+  const auto src = x.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::int64_t sum = detail::wrap_u64(in, static_cast<std::uint64_t>(src[i]) + round);
+    dst[i] = std::clamp(sum >> p.shift, p.lo, p.hi);
+  }
+  return y;
+}
+
+DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
+  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
+}
+
+DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
+  te::NDArray y(dtype, x.shape());  // raises for float types other than float32
+  const DType from = x.dtype();
+  if (from.is_float() && dtype.is_float()) {
+    y = x;
+  } else if (from.is_float()) {
+    const auto src = x.fdata();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = float_to_int(src[i], dtype);
+  } else if (dtype.is_float()) {
+    const auto src = x.data();
+    auto dst = y.fdata();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<float>(src[i]);
+  } else {
+    const auto src = x.data();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
+  }
+  return y;
+}
+
+namespace detail {
+
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+struct ChannelIndex {
+  std::size_t inner = 1, channels = 1;
+  bool per_channel = false;
+  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+};
+
+inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
+                                  const LinearQuantParams& p) {
+  ChannelIndex c;
+  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
+  const auto rank = static_cast<std::int64_t>(x.ndim());
+  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+  c.per_channel = true;
+  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
+  for (std::int64_t k = axis + 1; k < rank; ++k)
+    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                                        const te::NDArray& zero_point, const LinearQuantParams& p,
+                                        std::string_view who) {
+  if (scale.dtype() != DType::float32())
+    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
+  if (!zero_point.dtype().is_integral())
+    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
+                     zero_point.dtype());
+  if (scale.shape() != zero_point.shape())
+    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
+                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
+  if (scale.ndim() > 1)
+    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
+                      scale.ndim());
+  if (scale.ndim() == 1) {
+    const auto rank = static_cast<std::int64_t>(x.ndim());
+    if (p.axis < -rank || p.axis >= rank)
+      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
+                        rank, rank);
+    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
+      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
+                        x.shape()[static_cast<std::size_t>(axis)]);
+  }
+}
+
+DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                         const te::NDArray& zero_point,
+                                         const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
+  if (!x.dtype().is_float())
+    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(t, x.shape());
+  const auto src = x.fdata();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float q = src[i] / scale.fdata()[c];
+    // rounded in a wide range first, so that the zero point moves the value before saturating
+    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
+    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                           const te::NDArray& zero_point,
+                                           const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
+  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
+    raise<TypeError>(
+        "host::dequantize_linear: x is {} and the zero point {}; both are one "
+        "integer type",
+        x.dtype(), zero_point.dtype());
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(DType::float32(), x.shape());
+  const auto src = x.data();
+  auto dst = y.fdata();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
+    dst[i] = d * scale.fdata()[c];
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
+  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
+  if (acc.dtype() != DType::int32())
+    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(acc, multiplier, p);
+  te::NDArray y(t, acc.shape());
+  const auto src = acc.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
+    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
+    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
+    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
+                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
+    dst[i] = static_cast<std::int64_t>(r);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/quantize-inl.hpp
+#endif
+// end dlavm/host/quantize.hpp
+
+namespace dlavm::graph {
+
+Expr requantize(Expr x, const host::RequantizeParams& p);
+Expr cast(Expr x, DType dtype);
+// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
+host::RequantizeParams requantize_params(const Attrs& attrs);
+Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
+DType cast_dtype(const Attrs& attrs);
+
+void add_quantize_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/quantize-inl.hpp
+// Definitions for graph/ops/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::RequantizeParams>& requantize_schema() {
+  using P = host::RequantizeParams;
+  using host::Rounding;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("shift", &P::shift, "the right shift after the rounding constant", true)
+          .field("lo", &P::lo, "the lower bound of the clamp")
+          .field("hi", &P::hi, "the upper bound of the clamp")
+          .field("rounding", &P::rounding, "floor, or to nearest with ties upward",
+                 {{"floor", Rounding::Floor}, {"nearest", Rounding::Nearest}})
+          .field("out_dtype", &P::out_dtype, "the result's integer type");
+  return schema;
+}
+
+// The target type of a cast.
+struct CastParams {
+  DType dtype = DType::int32();
+};
+
+inline const AttrSchema<CastParams>& cast_schema() {
+  static const auto schema = AttrSchema<CastParams>().field("dtype", &CastParams::dtype,
+                                                            "the element type to cast to", true);
+  return schema;
+}
+
+inline TensorType requantize_type(const TypeCall& c) {
+  const DType in = c.type(0).dtype;
+  if (!in.is_int())
+    raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
+                     c.label, c.arg(0), in);
+  const host::RequantizeParams p = params_of(c, requantize_schema());
+  host::validate(p, in, c.label);
+  return {c.type(0).shape, p.out_dtype};
+}
+
+inline TensorType cast_type(const TypeCall& c) {
+  const DType to = params_of(c, cast_schema()).dtype;
+  if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
+    raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
+                     to);
+  return {c.type(0).shape, to};
+}
+
+inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
+  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
+      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
+  return schema;
+}
+
+// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
+inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
+  if (!x_ok)
+    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
+  if (c.type(1).dtype != DType::float32())
+    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
+  if (!c.type(2).dtype.is_integral())
+    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
+                     c.type(2).dtype);
+  if (c.type(1).ndim() > 1)
+    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
+                      c.arg(1), c.type(1).ndim());
+  c.require_rank(2, c.type(1).ndim());
+  if (c.type(1).ndim() == 1) {
+    const std::size_t axis = c.axis("axis", c.type(0).ndim());
+    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+  }
+}
+
+inline TensorType quantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+inline TensorType dequantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
+  c.require_same_dtype(0, 2);
+  return {c.type(0).shape, DType::float32()};
+}
+
+inline TensorType rescale_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
+                                  const host::LinearQuantParams& p) {
+  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
+                                    const host::LinearQuantParams& p) {
+  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
+                          const host::LinearQuantParams& p) {
+  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
+  return detail::requantize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
+  return call("requantize", {std::move(x)}, detail::requantize_schema().to_attrs(p));
+}
+
+DLAVM_INLINE DType cast_dtype(const Attrs& attrs) {
+  return detail::cast_schema().from_attrs(attrs).dtype;
+}
+
+DLAVM_INLINE Expr cast(Expr x, DType dtype) {
+  return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
+}
+
+DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
+  ops.add({.name = "requantize",
+           .attrs = detail::requantize_schema().specs(),
+           .type_rule = detail::requantize_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::requantize(*a[0], requantize_params(attrs));
+           }});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+    ops.add({.name = std::move(name),
+             .min_args = 3,
+             .max_args = 3,
+             .attrs = detail::linear_quant_schema().specs(),
+             .type_rule = std::move(rule),
+             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
+               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
+             }});
+  };
+  linear("quantize_linear", detail::quantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+  linear("dequantize_linear", detail::dequantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+  linear("rescale", detail::rescale_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
+  ops.add({.name = "cast",
+           .attrs = detail::cast_schema().specs(),
+           .type_rule = detail::cast_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::cast(*a[0], cast_dtype(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/quantize-inl.hpp
+#endif
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/transform.hpp
+// Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
+//
+//   reshape(x, newshape (required; 0 copies a dim, one -1 is inferred))
+//       symbolic dims pass through 0 entries; a -1 is the element count of x divided by the
+//       other entries, which must be provably divisible
+//   transpose(x, perm = [] (reverse))
+//   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
+//   concat(x0, x1, ..., axis (required)), at least one input
+//   pad(x, pad_before (required), pad_after (required), value = 0.0,
+//       mode = "constant" | "edge" | "reflect")
+//
+//   // [1, token, 512] -> [1, token, 8, 64]
+//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/transform.hpp
+// Host kernels that move elements without computing on them: reshape, transpose, flatten,
+// concat and pad. The semantics below are the definition the graph ops and every accelerator
+// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
+//
+//   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
+//                              newshape, 0 copies the dim of x at the same position and one -1
+//                              takes what the element count leaves; other entries >= 1.
+//   transpose(x, {perm})       y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}], i.e.
+//                              y.shape[k] = x.shape[perm[k]]; an empty perm reverses the dims.
+//   flatten(x, {axis = 1})     [prod(dims before axis), prod(dims from axis)]; axis in
+//                              [-rank, rank] (rank gives [all, 1]).
+//   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
+//                              dims must match.
+//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
+//                              one entry per dim, each >= 0; new positions hold, by mode:
+//                              constant: value (integers: it must be an integer inside the
+//                              dtype's range; float32: it is rounded to float);
+//                              edge: the nearest element of x along each padded dim (x's dims
+//                              >= 1); reflect: x mirrored at its first and last element, which
+//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
+//                              dim - 1), as numpy's and ONNX's modes of those names.
+//
+//   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+struct ReshapeParams {
+  std::vector<std::int64_t> newshape;
+};
+struct TransposeParams {
+  std::vector<std::int64_t> perm;  // empty: reverse
+};
+struct FlattenParams {
+  std::int64_t axis = 1;
+};
+struct ConcatParams {
+  std::int64_t axis = 0;
+};
+enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
+struct PadParams {
+  std::vector<std::int64_t> pad_before;
+  std::vector<std::int64_t> pad_after;
+  double value = 0;
+  PadMode mode = PadMode::Constant;
+};
+
+// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
+// x has a dim, nothing below -1 (ValueError naming `who`).
+void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
+// The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
+Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
+                    std::string_view who);
+// perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
+std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
+                                        std::string_view who);
+// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
+std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
+// The pad lists checked against `rank` (ValueError naming `who`).
+void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
+// the dim and the pad); dims that are not constants (nullopt) are checked when run.
+void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
+                      std::string_view who);
+// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
+void check_pad_value(double value, DType dtype, std::string_view who);
+
+te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
+te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
+te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
+te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
+te::NDArray pad(const te::NDArray& x, const PadParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/transform-inl.hpp
+// Definitions for host/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/transform.hpp
+// end dlavm/host/transform.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// Copies `count` elements from one array to another at element offsets (either storage).
+inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
+                          std::int64_t to, std::int64_t count) {
+  if (src.dtype().is_float()) {
+    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
+  } else {
+    const auto s = src.data().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.data().begin() + to);
+  }
+}
+
+// An array of the same dtype and elements under another shape.
+inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
+  te::NDArray y(x.dtype(), std::move(shape));
+  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+template <class T>
+void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
+                     std::span<const std::size_t> perm) {
+  const std::size_t rank = in_shape.size();
+  std::vector<std::int64_t> in_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
+  // walk y in row-major order; the input offset moves by the permuted strides
+  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  for (std::size_t k = 0; k < rank; ++k) {
+    out_shape[k] = in_shape[perm[k]];
+    stride[k] = in_stride[perm[k]];
+  }
+  const std::int64_t total = element_count(out_shape);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < total; ++i) {
+    y[i] = x[offset];
+    for (std::size_t d = rank; d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out_shape[d]) break;
+      offset -= stride[d] * out_shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
+                                 std::string_view who) {
+  bool infer = false;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    const std::int64_t d = newshape[k];
+    if (d == -1 && infer)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
+                        fmt::join(newshape, ", "));
+    infer = infer || d == -1;
+    if (d == 0 && k >= rank)
+      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
+                        fmt::join(newshape, ", "), k, rank);
+    if (d < -1)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
+                        fmt::join(newshape, ", "), d);
+  }
+}
+
+DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
+                                 std::span<const std::int64_t> newshape, std::string_view who) {
+  check_newshape(newshape, in.size(), who);
+  Shape out(newshape.size());
+  std::optional<std::size_t> infer;
+  std::int64_t known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+      continue;
+    }
+    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
+    known *= out[k];
+  }
+  const std::int64_t total = element_count(in);
+  if (infer) {
+    if (known == 0 || total % known != 0)
+      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
+                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
+    out[*infer] = total / known;
+  } else if (known != total) {
+    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
+                      detail::shape_str(in), total, detail::shape_str(out), known);
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
+                                                     std::size_t rank, std::string_view who) {
+  std::vector<std::size_t> out(rank);
+  if (perm.empty()) {
+    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
+    return out;
+  }
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (std::size_t k = 0; ok && k < rank; ++k) {
+    const auto axis = normalize_axis(perm[k], rank);
+    ok = axis && !seen[*axis];
+    if (ok) {
+      seen[*axis] = true;
+      out[k] = *axis;
+    }
+  }
+  if (!ok)
+    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
+                      fmt::join(perm, ", "), rank);
+  return out;
+}
+
+DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
+  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
+    raise<ValueError>(
+        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
+        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
+  for (std::size_t k = 0; k < rank; ++k)
+    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
+      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
+                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
+}
+
+DLAVM_INLINE void check_pad_extent(const PadParams& p,
+                                   std::span<const std::optional<std::int64_t>> dims,
+                                   std::string_view who) {
+  if (p.mode == PadMode::Constant) return;
+  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
+    if (!dims[k]) continue;
+    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
+    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
+      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
+    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
+      raise<ShapeError>(
+          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
+          "most the dim - 1",
+          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
+  }
+}
+
+DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis > r)
+    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
+                      r);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
+  if (dtype.is_integral() &&
+      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
+       value > static_cast<double>(dtype.max_value())))
+    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
+}
+
+DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
+  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
+}
+
+DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
+  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
+  te::NDArray y(x.dtype(), out_shape);
+  if (x.dtype().is_float())
+    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
+  else
+    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
+  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
+  const std::span<const std::int64_t> s = x.shape();
+  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
+}
+
+DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
+  constexpr std::string_view who = "host::concat";
+  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
+  const te::NDArray& first = *xs[0];
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
+  Shape out_shape = first.shape();
+  out_shape[axis] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const te::NDArray& x = *xs[i];
+    detail::require_same_dtype(who, first, x);
+    bool match = x.ndim() == first.ndim();
+    for (std::size_t k = 0; match && k < x.ndim(); ++k)
+      match = k == axis || x.shape()[k] == first.shape()[k];
+    if (!match)
+      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
+                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
+    out_shape[axis] += x.shape()[axis];
+  }
+  te::NDArray y(first.dtype(), out_shape);
+  const auto split = detail::split_at(out_shape, axis);
+  std::int64_t at = 0;  // offset within one outer slice of y
+  for (const te::NDArray* x : xs) {
+    const std::int64_t chunk = x->shape()[axis] * split.inner;
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
+    at += chunk;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
+  constexpr std::string_view who = "host::pad";
+  validate(p, x.ndim(), who);
+  const DType t = x.dtype();
+  check_pad_value(p.value, t, who);
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k)
+    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
+  te::NDArray y(t, out_shape);
+  if (p.mode != PadMode::Constant) {
+    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
+    check_pad_extent(p, dims, who);
+    // each element of y from the element of x its index maps to, dim by dim
+    const std::size_t rank = x.ndim();
+    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      for (std::size_t k = 0; k < rank; ++k) {
+        const std::int64_t n = x.shape()[k];
+        std::int64_t v = index[k] - p.pad_before[k];
+        if (p.mode == PadMode::Edge)
+          v = std::clamp<std::int64_t>(v, 0, n - 1);
+        else if (v < 0)
+          v = -v;
+        else if (v >= n)
+          v = 2 * (n - 1) - v;
+        from[k] = v;
+      }
+      const std::size_t src = x.offset(from, who);
+      if (t.is_float())
+        y.fdata()[i] = x.fdata()[src];
+      else
+        y.data()[i] = x.data()[src];
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++index[d] < out_shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return y;
+  }
+  if (t.is_float())
+    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
+  else
+    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
+  if (x.size() == 0) return y;
+  // copy x row by row (its last dim) into the interior of y
+  const std::size_t rank = x.ndim();
+  if (rank == 0) {
+    detail::copy_elements(x, 0, y, 0, 1);
+    return y;
+  }
+  std::vector<std::int64_t> y_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
+  const std::int64_t row = x.shape()[rank - 1];
+  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
+  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
+    std::int64_t to = 0;
+    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
+    detail::copy_elements(x, from, y, to, row);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < x.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/transform-inl.hpp
+#endif
+// end dlavm/host/transform.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::graph {
+
+Expr reshape(Expr x, const host::ReshapeParams& p);
+Expr transpose(Expr x, const host::TransposeParams& p = {});
+Expr flatten(Expr x, const host::FlattenParams& p = {});
+Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
+Expr pad(Expr x, const host::PadParams& p);
+
+void add_transform_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/transform-inl.hpp
+// Definitions for graph/ops/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/transform.hpp
+// end dlavm/graph/ops/transform.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
+  static const auto schema = AttrSchema<host::ReshapeParams>().field(
+      "newshape", &host::ReshapeParams::newshape,
+      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TransposeParams>& transpose_schema() {
+  static const auto schema = AttrSchema<host::TransposeParams>().field(
+      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
+  return schema;
+}
+
+inline const AttrSchema<host::FlattenParams>& flatten_schema() {
+  static const auto schema = AttrSchema<host::FlattenParams>().field(
+      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
+  return schema;
+}
+
+inline const AttrSchema<host::ConcatParams>& concat_schema() {
+  static const auto schema = AttrSchema<host::ConcatParams>().field(
+      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
+  return schema;
+}
+
+inline const AttrSchema<host::PadParams>& pad_schema() {
+  using P = host::PadParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("pad_before", &P::pad_before, "elements before, per dim", true)
+          .field("pad_after", &P::pad_after, "elements after, per dim", true)
+          .field("value", &P::value, "the value padded with (mode constant)")
+          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
+                 {{"constant", host::PadMode::Constant},
+                  {"edge", host::PadMode::Edge},
+                  {"reflect", host::PadMode::Reflect}});
+  return schema;
+}
+
+inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
+// Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
+// only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
+inline TensorType reshape_type(const TypeCall& c) {
+  const auto newshape = params_of(c, reshape_schema()).newshape;
+  const auto& x = c.type(0).shape;
+  host::check_newshape(newshape, x.size(), c.label);
+  std::vector<ne::Expr> out(newshape.size());
+  std::vector<bool> copied(x.size(), false);
+  std::optional<std::size_t> infer;
+  ne::Expr known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+    } else if (newshape[k] == 0) {
+      out[k] = x[k];
+      copied[k] = true;
+    } else {
+      out[k] = newshape[k];
+      known = known * newshape[k];
+    }
+  }
+  ne::Expr rest = 1;  // the dims of x no 0 entry copies
+  for (std::size_t k = 0; k < x.size(); ++k)
+    if (!copied[k]) rest = rest * x[k];
+  rest = ne::simplify(rest);
+  known = ne::simplify(known);
+  if (infer) {
+    const ne::Expr remainder = ne::simplify(ne::floormod(rest, known));
+    if (remainder.as_int() != 0)
+      raise<ShapeError>(
+          "{}: cannot reshape {} {} to [{}]: the dims not copied hold `{}` elements, which is "
+          "not provably a multiple of {}",
+          c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+    out[*infer] = ne::simplify(ne::floordiv(rest, known));
+  } else if (!ne::can_prove(rest == known)) {
+    raise<ShapeError>(
+        "{}: cannot reshape {} {} to [{}]: `{}` elements of x against {} (the dims not copied)",
+        c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+  }
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType transpose_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType flatten_type(const TypeCall& c) {
+  const std::span<const ne::Expr> x = c.type(0).shape;
+  const std::size_t axis =
+      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
+  return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
+}
+
+inline TensorType concat_type(const TypeCall& c) {
+  const auto& first = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", first.size());
+  ne::Expr extent = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, first.size());
+    for (std::size_t k = 0; k < first.size(); ++k)
+      if (k != axis)
+        c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), first[k],
+                        fmt::format("{} dim {}", c.arg(0), k));
+    extent = extent + c.type(i).shape[axis];
+  }
+  std::vector<ne::Expr> out = first;
+  out[axis] = ne::simplify(extent);
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType pad_type(const TypeCall& c) {
+  const host::PadParams p = pad_params(c.attrs);
+  const auto& x = c.type(0).shape;
+  host::validate(p, x.size(), c.label);
+  host::check_pad_value(p.value, c.type(0).dtype, c.label);
+  std::vector<std::optional<std::int64_t>> dims;
+  for (const auto& d : x) dims.push_back(d.as_int());
+  host::check_pad_extent(p, dims, c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k)
+    out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));
+  return {std::move(out), c.type(0).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
+  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
+  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
+  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
+  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
+  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
+  ops.add({.name = "reshape",
+           .attrs = detail::reshape_schema().specs(),
+           .type_rule = detail::reshape_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "transpose",
+           .attrs = detail::transpose_schema().specs(),
+           .type_rule = detail::transpose_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "flatten",
+           .attrs = detail::flatten_schema().specs(),
+           .type_rule = detail::flatten_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "concat",
+           .min_args = 1,
+           .max_args = OpRecord::kVariadic,
+           .attrs = detail::concat_schema().specs(),
+           .type_rule = detail::concat_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::concat(a, detail::concat_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "pad",
+           .attrs = detail::pad_schema().specs(),
+           .type_rule = detail::pad_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::pad(*a[0], detail::pad_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/transform-inl.hpp
+#endif
+// end dlavm/graph/ops/transform.hpp
+
+namespace dlavm::graph {
+
+// A registry with every op above; built afresh on each call (no global state).
+OpRegistry default_ops();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops-inl.hpp
+// Definitions for graph/ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE OpRegistry default_ops() {
+  OpRegistry ops;
+  add_linear_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
+  add_elementwise_ops(ops);
+  add_quantize_ops(ops);
+  add_transform_ops(ops);
+  add_float_ops(ops);
+  return ops;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops-inl.hpp
+#endif
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                                     std::span<const ne::Binding> bindings,
+                                                     std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
+// The concrete shape of a type under the bindings; `what` names the node for messages.
+inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
+                                                std::span<const ne::Binding> bindings,
+                                                std::string_view what) {
+  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
+}
+
+using ArrayPtr = std::shared_ptr<const te::NDArray>;
+
+// Values are shared: constants are never copied.
+class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
+ public:
+  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
+            std::span<const ne::Binding> bindings, const OpRegistry& ops)
+      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
+    check_inputs(fn);
+  }
+
+  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
+    for (const NamedArray& in : inputs_)
+      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
+    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
+  }
+  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
+  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
+    const std::string label = names_.label(e);
+    if (!call.type)
+      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
+                        label);
+    const OpRecord& op = ops_.at(call.op());
+    std::vector<const te::NDArray*> arrays;
+    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
+    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
+    check_output(*call.type, *out, label);
+    return out;
+  }
+
+ private:
+  // The params and the state inputs: the reference takes the states' values as inputs.
+  void check_inputs(const Function& fn) const {
+    std::vector<Expr> leaves = fn.params();
+    for (const auto& st : fn.state()) leaves.push_back(st.input);
+    for (const NamedArray& in : inputs_) {
+      bool known = false;
+      for (const Expr& p : leaves) known = known || p.name() == in.name;
+      if (!known) {
+        std::vector<std::string_view> params;
+        for (const Expr& p : leaves) params.push_back(p.name());
+        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
+                          in.name, fmt::join(params, ", "));
+      }
+    }
+    for (const Expr& p : leaves) {
+      const NamedArray* given = nullptr;
+      for (const NamedArray& in : inputs_)
+        if (in.name == p.name()) given = &in;
+      const std::string what = fmt::format("input {}", names_.name(p));
+      if (given == nullptr)
+        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
+      const te::NDArray& a = given->value.get();
+      if (a.dtype() != p.type().dtype)
+        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
+                         a.dtype());
+      const auto want = concrete_shape(p.type(), bindings_, what);
+      if (a.shape() != want)
+        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
+                          what, type_text(p.type()), fmt::join(want, ", "),
+                          fmt::join(a.shape(), ", "));
+    }
+  }
+
+  void check_output(const TensorType& type, const te::NDArray& out,
+                    const std::string& label) const {
+    const auto want = concrete_shape(type, bindings_, label);
+    if (out.dtype() != type.dtype || out.shape() != want)
+      raise<ValueError>(
+          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
+          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
+          fmt::join(want, ", "));
+  }
+
+  NodeNames names_;
+  std::span<const NamedArray> inputs_;
+  std::span<const ne::Binding> bindings_;
+  const OpRegistry& ops_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].same_as(e)) return *values[i];
+  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
+                    e.defined() ? e.name() : std::string("<undefined>"));
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings,
+                                               const OpRegistry& ops) {
+  std::vector<te::NDArray> results;
+  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
+    results.push_back(*r);
+  return results;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings) {
+  return evaluate(fn, inputs, bindings, default_ops());
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings,
+                                            const OpRegistry& ops) {
+  detail::Evaluator ev(fn, inputs, bindings, ops);
+  EvaluationTrace trace;
+  ev.visit(fn.roots());
+  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
+  trace.nodes = post_order(fn.roots());
+  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
+  return trace;
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings) {
+  return evaluate_trace(fn, inputs, bindings, default_ops());
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/evaluate-inl.hpp
+#endif
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
 // begin dlavm/graph/memory_plan.hpp
 // end dlavm/graph/memory_plan.hpp
@@ -23455,7 +23762,9 @@ struct ModuleValue {
 };
 
 struct ModuleStep {
-  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta };
+  // Append: a growing state's new positions (inputs[0]) written after the positions it holds,
+  // into the packed array VTA reads it from (output; ModuleState::packed).
+  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
   Kind kind = Kind::Host;
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
@@ -23475,8 +23784,16 @@ struct ModuleStep {
 };
 
 // A state of the module: the value holding it during a run, and the value that becomes it.
+// A growing state that VTA reads only as a matmul's weight (a KV cache: concatenated with a
+// run's new keys, perhaps transposed, then packed) is held in that packed form instead:
+// `packed` is the value VTA reads, the state's dims permuted by `perm` (packed dim i is the
+// state's dim perm[i]) in matmul_weight layout, holding the state at its length after the run;
+// an Append step writes the run's new positions there in place (graph::AppendedState), and
+// `next` is those new positions rather than the whole next value.
 struct ModuleState {
   std::size_t value = 0, next = 0;
+  std::optional<std::size_t> packed;
+  std::vector<std::int64_t> perm;
 };
 
 // The values a module is called with and returns, and its states.
@@ -23556,7 +23873,9 @@ class Module {
 
   // The states (graph::State): what each holds now (zeros until a run or set_state), set by
   // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
-  // them at their next values. ValueError naming the state for a name that is none.
+  // them at their next values. ValueError naming the state for a name that is none. A state
+  // held packed (ModuleState::packed) is unpacked by state() when asked for, and packed by
+  // set_state.
   // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
   // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
   // naming both), and one that would leave it longer than v's maximum + 1 is refused before
@@ -23581,6 +23900,11 @@ class Module {
   std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
   // CapacityError unless each growing state can take its next value (module.hpp, state()).
   void check_states_fit(std::span<const ne::Binding> bindings) const;
+  // The length state i holds along dim k.
+  std::int64_t held_length(std::size_t i, std::size_t k) const;
+  // The growing dim of state i, and the state Append step `step` writes.
+  std::size_t growing_dim(std::size_t i) const;
+  std::size_t appended_by(std::size_t step) const;
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
@@ -23594,7 +23918,11 @@ class Module {
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
   std::vector<ModuleState> state_;
-  std::vector<te::NDArray> state_values_;  // aligned with state_
+  // aligned with state_: the held arrays; for a state held packed, its packed bytes, and the
+  // array unpacked from them when state() last asked (stale after a run)
+  mutable std::vector<te::NDArray> state_values_;
+  std::vector<std::optional<AppendedState>> appended_;
+  mutable std::vector<bool> stale_;
   std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run
@@ -23649,6 +23977,21 @@ DLAVM_INLINE std::string_view region_name(RegionKind r) {
 namespace detail {
 
 inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
+
+// The bytes of a state held packed (ModuleState::packed) at its capacity: its growing dim's
+// maximum + 1 positions, permuted and packed.
+inline std::int64_t appended_bytes(const ModuleValue& state, const ModuleState& s,
+                                   const ModuleValue& packed) {
+  std::vector<ne::Expr> dims;
+  for (const auto p : s.perm) {
+    const auto& d = state.shape[static_cast<std::size_t>(p)];
+    const auto* v = d.as<ne::VarNode>();
+    dims.emplace_back(v != nullptr ? v->max + 1 : *d.as_int());
+  }
+  std::int64_t n = packed.dtype.bytes();
+  for (const auto& d : packed_shape(packed.layout, dims)) n *= ne::bounds(d).max;
+  return n;
+}
 
 // The bytes of a value at the maxima of its dims (saturating far past any address space).
 inline std::int64_t max_bytes(const ModuleValue& v) {
@@ -23832,7 +24175,15 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
     plan.buffers[steps[i].output].last = std::max(plan.buffers[steps[i].output].last, t);
   }
   for (auto r : m.signature().results) plan.buffers[r].last = after_run;
-  for (const auto& s : m.signature().state) plan.buffers[s.next].last = after_run;
+  for (const auto& s : m.signature().state) {
+    if (!s.packed) {
+      plan.buffers[s.next].last = after_run;
+      continue;
+    }
+    // held packed: the packed value, at the state's capacity, is all the cache keeps
+    plan.buffers[s.value].bytes = 0;
+    plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
+  }
 
   std::int64_t sizes[kRegionCount] = {};
   for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
@@ -23884,6 +24235,8 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
 // end dlavm/ne/eval.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
 
 #include <fmt/format.h>
 
@@ -23907,6 +24260,17 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
       params_(std::move(signature.params)),
       results_(std::move(signature.results)),
       state_(std::move(signature.state)) {
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& st = state_[i];
+    appended_.emplace_back();
+    if (!st.packed) continue;
+    const auto& v = values_[st.value];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : v.shape)
+      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
+    appended_.back().emplace(v.dtype, std::move(shape), growing_dim(i), st.perm,
+                             values_[*st.packed].layout, v.param);
+  }
   reset_state();
   plan_ = plan_memory(*this, plan);
   std::vector<bool> vta(values_.size(), false);
@@ -23932,7 +24296,31 @@ DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
 }
 
 DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
-  return state_values_[state_index(name)];
+  const std::size_t i = state_index(name);
+  if (stale_[i]) {
+    state_values_[i] = appended_[i]->logical();
+    stale_[i] = false;
+  }
+  return state_values_[i];
+}
+
+DLAVM_INLINE std::size_t Module::growing_dim(std::size_t i) const {
+  const auto& shape = values_[state_[i].value].shape;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (!shape[k].is_const()) return k;
+  raise<ValueError>("internal: module '{}': state {} held packed has no growing dim, please report",
+                    name_, values_[state_[i].value].name);
+}
+
+DLAVM_INLINE std::size_t Module::appended_by(std::size_t step) const {
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (state_[i].packed == steps_[step].output) return i;
+  raise<ValueError>("internal: module '{}': append step {} writes no state, please report", name_,
+                    step);
+}
+
+DLAVM_INLINE std::int64_t Module::held_length(std::size_t i, std::size_t k) const {
+  return appended_[i] ? appended_[i]->length() : state_values_[i].shape()[k];
 }
 
 namespace detail {
@@ -23964,18 +24352,22 @@ DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
                       v.dtype, fmt::join(dims, ", "), value.dtype(),
                       fmt::join(value.shape(), ", "));
   }
+  if (appended_[i]) appended_[i]->assign(value);
   state_values_[i] = std::move(value);
+  stale_[i] = false;
 }
 
 DLAVM_INLINE void Module::reset_state() {
   state_values_.clear();
-  for (const auto& s : state_) {
-    const auto& v = values_[s.value];
+  stale_.assign(state_.size(), false);
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
     std::vector<std::int64_t> shape;
     // a growing dim starts at its minimum
     for (const auto& d : v.shape)
       shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
     state_values_.emplace_back(v.dtype, std::move(shape));
+    if (appended_[i]) appended_[i]->assign(state_values_.back());
   }
 }
 
@@ -23987,7 +24379,7 @@ DLAVM_INLINE std::vector<ne::Binding> Module::bind_states(
     for (std::size_t k = 0; k < v.shape.size(); ++k) {
       const auto* var = v.shape[k].as<ne::VarNode>();
       if (var == nullptr) continue;
-      const std::int64_t held = state_values_[i].shape()[k];
+      const std::int64_t held = held_length(i, k);
       const auto given = std::find_if(all.begin(), all.end(),
                                       [&](const ne::Binding& b) { return b.name == var->name; });
       if (given == all.end()) {
@@ -24010,21 +24402,24 @@ DLAVM_INLINE void Module::check_states_fit(std::span<const ne::Binding> all) con
     for (std::size_t k = 0; k < v.shape.size(); ++k) {
       if (v.shape[k].is_const()) continue;
       const auto* var = v.shape[k].as<ne::VarNode>();
-      const std::int64_t held = state_values_[i].shape()[k];
+      const std::int64_t held = held_length(i, k);
       if (held > var->max)
         raise<CapacityError>(
             "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
             "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
             "maximum",
             name_, v.param, held, k, var->max, var->name);
-      const std::int64_t length = ne::eval(next.logical[k], all);
+      // a state held packed: `next` holds the new positions
+      const ne::Expr after =
+          appended_[i] ? ne::simplify(v.shape[k] + next.logical[k]) : next.logical[k];
+      const std::int64_t length = ne::eval(after, all);
       if (length > detail::state_capacity(v.shape[k]))
         raise<CapacityError>(
             "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
             "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
             "reset_state() to start over, or build with a larger maximum",
-            name_, v.param, length, k, next.logical[k], detail::state_capacity(v.shape[k]),
-            v.shape[k], detail::state_capacity(v.shape[k]) - 1);
+            name_, v.param, length, k, after, detail::state_capacity(v.shape[k]), v.shape[k],
+            detail::state_capacity(v.shape[k]) - 1);
     }
   }
 }
@@ -24246,7 +24641,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
   };
-  for (std::size_t i = 0; i < state_.size(); ++i) arrays[state_[i].value] = state_values_[i];
+  // a state held packed is read only through its packed value (unpacked here if kept)
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (!appended_[i] || options.keep_values)
+      arrays[state_[i].value] = state(values_[state_[i].value].param);
   for (auto p : params_) to_device(p);
   for (const auto& s : state_) to_device(s.value);
   ModuleRun run;
@@ -24280,6 +24678,15 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         to_device(step.output);
         break;
       }
+      case ModuleStep::Kind::Append: {
+        AppendedState& held = *appended_[appended_by(i)];
+        held.append(host_array(step.inputs[0]));
+        const auto& slot = values_[step.output].storage;
+        dev.copy_in(resident.buffer(slot.region), static_cast<std::size_t>(slot.offset),
+                    held.bytes().data(), held.bytes().size());
+        arrays[step.output].reset();  // in device memory
+        break;
+      }
     }
     if (step.kind != ModuleStep::Kind::Vta)
       s.host_seconds =
@@ -24287,7 +24694,14 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     run.steps.push_back(s);
   }
   for (auto r : results_) run.outputs.push_back(host_array(r));
-  for (std::size_t i = 0; i < state_.size(); ++i) state_values_[i] = host_array(state_[i].next);
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    if (appended_[i]) {
+      appended_[i]->commit();
+      stale_[i] = true;
+    } else {
+      state_values_[i] = host_array(state_[i].next);
+    }
+  }
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
     for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
@@ -24336,6 +24750,8 @@ inline std::string_view step_kind_name(ModuleStep::Kind k) {
       return "unpack";
     case ModuleStep::Kind::Vta:
       return "vta";
+    case ModuleStep::Kind::Append:
+      return "append";
   }
   return "?";
 }
@@ -24426,7 +24842,10 @@ DLAVM_INLINE std::string Module::to_string() const {
     }
   }
   for (const auto& s : state_)
-    out += fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
+    out += s.packed
+               ? fmt::format("  next {} = {} with {} appended, held as {}\n", values_[s.value].name,
+                             values_[s.value].name, values_[s.next].name, values_[*s.packed].name)
+               : fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
   std::vector<std::string> results;
   for (auto r : results_) results.push_back(values_[r].name);
   out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
@@ -25225,6 +25644,9 @@ class Emitter {
           break;
         case graph::ModuleStep::Kind::Host:
           check_host(s);
+          break;
+        case graph::ModuleStep::Kind::Append:
+          refuse(s, "appending to a state held packed has no firmware kernel");
           break;
       }
     }
@@ -28703,10 +29125,11 @@ class ModuleBuilder {
       forms(p).plain = params.back();
     }
     for (const auto& st : fn_.state()) {
-      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0});
+      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0, {}, {}});
       values_.back().param = st.input.name();
       forms(st.input).plain = state.back().value;
     }
+    find_appended();
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
         vta_step(g);
@@ -28714,7 +29137,19 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
-    for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      const Appended* a = appended(i);
+      if (a == nullptr) {
+        state[i].next = plain(fn_.state()[i].next);
+        continue;
+      }
+      if (!a->packed)
+        raise<ValueError>("internal: build: state {} is never read packed, please report",
+                          names_.name(fn_.state()[i].input));
+      state[i].next = plain(a->rows);
+      state[i].packed = a->packed;
+      state[i].perm = a->perm;
+    }
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
                   {std::move(params), std::move(results), std::move(state)}, options_.plan);
@@ -28785,7 +29220,21 @@ class ModuleBuilder {
     for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
-    if (const auto* c = e.as<ConstantNode>()) {
+    if (Appended* a = appended_read(e)) {
+      // the state held packed, appended to in place
+      if (l != a->layout)
+        raise<ValueError>("internal: build: {} is read as {}, not {}, please report",
+                          names_.label(e), to_string(l), to_string(a->layout));
+      const std::size_t rows = plain(a->rows);
+      id = add_value(e, ModuleValue::Kind::State, l, nullptr);
+      ModuleStep s;
+      s.kind = ModuleStep::Kind::Append;
+      s.label = fmt::format("append {} to {}", values_[rows].name, values_[id].name);
+      s.inputs = {rows};
+      s.output = id;
+      steps_.push_back(std::move(s));
+      a->packed = id;
+    } else if (const auto* c = e.as<ConstantNode>()) {
       id = add_value(e, ModuleValue::Kind::Constant, l,
                      std::make_shared<const te::NDArray>(pack(*c->value, l)));
     } else {
@@ -28799,6 +29248,9 @@ class ModuleBuilder {
 
   void host_step(const Group& g) {
     const Expr& e = g.output();
+    // a state held packed is never concatenated nor transposed as a whole
+    for (const auto& a : appended_)
+      if (e.get() == a.concat.get() || e.get() == a.read.get()) return;
     const auto& call = *e.as<CallNode>();
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
@@ -28882,6 +29334,113 @@ class ModuleBuilder {
     }
   }
 
+  // A growing state held packed (ModuleState::packed): its next value is concat(state, rows)
+  // along the growing dim, read only by VTA matmuls as their weight, through `read` (the
+  // concatenation, or one transpose of it).
+  struct Appended {
+    std::size_t state = 0;
+    Expr concat, rows, read;
+    std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
+    Layout layout;
+    std::optional<std::size_t> packed;
+  };
+
+  const Appended* appended(std::size_t state) const {
+    for (const auto& a : appended_)
+      if (a.state == state) return &a;
+    return nullptr;
+  }
+  Appended* appended_read(const Expr& e) {
+    for (auto& a : appended_)
+      if (a.read.get() == e.get()) return &a;
+    return nullptr;
+  }
+
+  // The states to hold packed: those whose only reader is their concatenation with new
+  // positions along the growing dim, which only VTA matmuls read as their weight, directly
+  // or through one transpose, each in the same layout. Any other state stays an array.
+  void find_appended() {
+    struct Use {
+      const Group* group;
+      const Expr* call;
+      std::size_t arg;
+    };
+    std::unordered_map<const Node*, std::vector<Use>> uses;
+    for (const auto& g : part_.groups)
+      for (const auto& c : g.calls)
+        for (std::size_t k = 0; k < c.as<CallNode>()->args.size(); ++k)
+          uses[c.as<CallNode>()->args[k].get()].push_back({&g, &c, k});
+    for (const auto& r : fn_.results()) uses[r.get()].push_back({nullptr, nullptr, 0});
+    for (const auto& st : fn_.state()) uses[st.next.get()].push_back({nullptr, nullptr, 0});
+    // a matmul on VTA reading e as its weight: its layout
+    const auto weight_of = [&](const Use& u) -> std::optional<Layout> {
+      if (u.group == nullptr || u.group->device != Device::Vta ||
+          u.call->get() != u.group->anchor().get() || u.arg != 1 ||
+          u.call->as<CallNode>()->op() != "matmul")
+        return std::nullopt;
+      const AnchorStrategy& strategy = *target_.strategies.find("matmul");
+      return strategy.arg_layout(workload_of(*u.group, names_), target_.env, 1);
+    };
+    const auto count = [&](const Expr& e) {
+      auto it = uses.find(e.get());
+      return it == uses.end() ? std::size_t{0} : it->second.size();
+    };
+    for (std::size_t i = 0; i < fn_.state().size(); ++i) {
+      const auto& st = fn_.state()[i];
+      const auto& shape = st.input.type().shape;
+      std::optional<std::size_t> axis;
+      for (std::size_t k = 0; k < shape.size(); ++k)
+        if (!shape[k].is_const()) axis = k;
+      const auto* concat = st.next.as<CallNode>();
+      if (!axis || concat == nullptr || concat->op() != "concat" || concat->args.size() != 2 ||
+          concat->args[0].get() != st.input.get() || count(st.input) != 1 ||
+          count(st.next) != 2)  // the concatenation reads the state; the state and one reader
+        continue;               // read the concatenation
+      auto at = concat->attrs.get_int("axis");
+      if (at < 0) at += static_cast<std::int64_t>(shape.size());
+      if (at != static_cast<std::int64_t>(*axis)) continue;
+      Appended a;
+      a.state = i;
+      a.concat = st.next;
+      a.rows = concat->args[1];
+      // the concatenation's one reader besides the state: a matmul, or a transpose that
+      // matmuls read
+      const Use& reader = uses[st.next.get()].front().group != nullptr ? uses[st.next.get()].front()
+                                                                       : uses[st.next.get()].back();
+      std::vector<const Use*> matmuls;
+      if (weight_of(reader)) {
+        a.read = st.next;
+        for (std::size_t k = 0; k < shape.size(); ++k)
+          a.perm.push_back(static_cast<std::int64_t>(k));
+        matmuls.push_back(&reader);
+      } else if (const auto* t = reader.call != nullptr ? reader.call->as<CallNode>() : nullptr;
+                 t != nullptr && t->op() == "transpose" && reader.group->device == Device::Host) {
+        a.read = *reader.call;
+        if (t->attrs.contains("perm")) a.perm = t->attrs.get_ints("perm");
+        for (auto& p : a.perm)
+          if (p < 0) p += static_cast<std::int64_t>(shape.size());
+        for (std::size_t k = a.perm.size(); k < shape.size(); ++k)  // none given: reversed
+          a.perm.push_back(static_cast<std::int64_t>(shape.size() - 1 - k));
+        for (const auto& u : uses[a.read.get()]) matmuls.push_back(&u);
+      }
+      if (matmuls.empty() || a.perm.size() != shape.size()) continue;
+      // the growing dim is the weight's K or N
+      const auto n = a.perm.size();
+      if (a.perm[n - 1] != at && a.perm[n - 2] != at) continue;
+      std::optional<Layout> layout;
+      bool all = true;
+      for (const auto* u : matmuls) {
+        const auto l = weight_of(*u);
+        all = all && l && l->kind == Layout::Kind::MatmulWeight && l->planes == 1 &&
+              (!layout || *layout == *l);
+        if (l) layout = l;
+      }
+      if (!all) continue;
+      a.layout = *layout;
+      appended_.push_back(std::move(a));
+    }
+  }
+
   const Function& fn_;
   const Partition& part_;
   const Target& target_;
@@ -28890,6 +29449,7 @@ class ModuleBuilder {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, NodeValues> values_of_;
+  std::vector<Appended> appended_;
   std::size_t kernels_ = 0;
 };
 

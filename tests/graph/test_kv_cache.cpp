@@ -3,6 +3,7 @@
 // last_token to what it holds, refuses a binding that disagrees and a run the cache is too
 // small for, and starts over on reset_state.
 #include <dlavm/graph.hpp>
+#include <dlavm/host/transform.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
@@ -124,4 +125,76 @@ TEST_CASE("kv cache: a next value shorter than its growing state is a type error
                        "infer_type: state %c is Tensor[(last_token, 4), int8] but its next value "
                        "%x is Tensor[(3, 4), int8]",
                        dlavm::TypeError);
+}
+
+TEST_CASE("kv cache: a cache only VTA matmuls read is held packed, appended to in place") {
+  const CacheModel m;
+  graph::Target target;
+  target.int32_results = true;
+  auto mod = graph::build(m.fn, target, {.name = "cache"});
+  // no step concatenates or transposes the whole cache: one append writes the new keys
+  std::size_t appends = 0;
+  for (const auto& s : mod.steps()) {
+    appends += s.kind == graph::ModuleStep::Kind::Append;
+    CHECK(s.op != "concat");
+    CHECK(s.op != "transpose");
+  }
+  CHECK(appends == 1);
+  const auto st = mod.signature().state.at(0);
+  REQUIRE(st.packed.has_value());
+  CHECK(st.perm == std::vector<std::int64_t>{0, 2, 1});
+  CHECK(mod.to_string().find("next %k_cache = %k_cache with %k appended, held as "
+                             "%3:matmul_weight[16x16]") != std::string::npos);
+  // the cache region holds the packed keys at capacity: 2 products x 1 tile of 16 positions x
+  // 2 tiles of 16 features, 256 bytes each; the array form takes none
+  CHECK(mod.plan().buffers[*st.packed].bytes == 2 * 1 * 2 * 256);
+  CHECK(mod.plan().buffers[st.value].bytes == 0);
+  // set_state packs, state() unpacks
+  const auto keys = te::NDArray::random(DType::int8(), {2, 7, 20}, 11);
+  mod.set_state("k_cache", keys);
+  CHECK(mod.state("k_cache") == keys);
+  vta::SimDevice dev;
+  const auto q = te::NDArray::random(DType::int8(), {2, 2, 20}, 12);
+  const graph::NamedArray inputs[] = {{"q", q}, {"k", q}};
+  const ne::Binding b[] = {{"token", 2}};
+  const auto out = mod.run(dev, inputs, b).at(0);
+  const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", q}, {"k_cache", keys}};
+  const ne::Binding rb[] = {{"token", 2}, {"last_token", 7}};
+  CHECK(out == graph::evaluate(graph::infer_type(m.fn, target), ref_inputs, rb).at(0));
+  const te::NDArray* parts[] = {&keys, &q};
+  CHECK(mod.state("k_cache") == dlavm::host::concat(parts, {.axis = 1}));
+}
+
+TEST_CASE("kv cache: a cache whose concatenation something else reads stays an array") {
+  // the keys so far are also a result: the whole concatenation is needed on the host
+  const CacheModel m;
+  const auto fn = graph::function({m.q, m.k}, {m.scores, m.keys}, {{m.cache, m.keys}});
+  graph::Target target;
+  target.int32_results = true;
+  auto mod = graph::build(fn, target, {.name = "cache"});
+  bool concat = false;
+  for (const auto& s : mod.steps()) {
+    CHECK(s.kind != graph::ModuleStep::Kind::Append);
+    concat = concat || s.op == "concat";
+  }
+  CHECK(concat);
+  CHECK_FALSE(mod.signature().state.at(0).packed.has_value());
+  vta::SimDevice dev;
+  te::NDArray held(DType::int8(), {2, 0, 20});
+  std::int64_t last = 0;
+  for (const std::int64_t tokens : {3, 1, 1}) {
+    const auto q = te::NDArray::random(DType::int8(), {2, tokens, 20}, 20 + tokens);
+    const auto k = te::NDArray::random(DType::int8(), {2, tokens, 20}, 30 + tokens);
+    const graph::NamedArray inputs[] = {{"q", q}, {"k", k}};
+    const ne::Binding b[] = {{"token", tokens}};
+    const auto out = mod.run(dev, inputs, b);
+    const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", k}, {"k_cache", held}};
+    const ne::Binding rb[] = {{"token", tokens}, {"last_token", last}};
+    const auto ref = graph::evaluate(graph::infer_type(fn, target), ref_inputs, rb);
+    CHECK(out.at(0) == ref.at(0));
+    CHECK(out.at(1) == ref.at(1));
+    held = ref.at(1);
+    last += tokens;
+    CHECK(mod.state("k_cache") == held);
+  }
 }

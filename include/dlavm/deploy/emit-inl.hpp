@@ -187,6 +187,9 @@ class Emitter {
         case graph::ModuleStep::Kind::Host:
           check_host(s);
           break;
+        case graph::ModuleStep::Kind::Append:
+          refuse(s, "appending to a state held packed has no firmware kernel");
+          break;
       }
     }
   }

@@ -38,10 +38,11 @@ class ModuleBuilder {
       forms(p).plain = params.back();
     }
     for (const auto& st : fn_.state()) {
-      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0});
+      state.push_back({add_value(st.input, ModuleValue::Kind::State, {}, nullptr), 0, {}, {}});
       values_.back().param = st.input.name();
       forms(st.input).plain = state.back().value;
     }
+    find_appended();
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
         vta_step(g);
@@ -49,7 +50,19 @@ class ModuleBuilder {
         host_step(g);
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
-    for (std::size_t i = 0; i < state.size(); ++i) state[i].next = plain(fn_.state()[i].next);
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      const Appended* a = appended(i);
+      if (a == nullptr) {
+        state[i].next = plain(fn_.state()[i].next);
+        continue;
+      }
+      if (!a->packed)
+        raise<ValueError>("internal: build: state {} is never read packed, please report",
+                          names_.name(fn_.state()[i].input));
+      state[i].next = plain(a->rows);
+      state[i].packed = a->packed;
+      state[i].perm = a->perm;
+    }
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
                   {std::move(params), std::move(results), std::move(state)}, options_.plan);
@@ -120,7 +133,21 @@ class ModuleBuilder {
     for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
-    if (const auto* c = e.as<ConstantNode>()) {
+    if (Appended* a = appended_read(e)) {
+      // the state held packed, appended to in place
+      if (l != a->layout)
+        raise<ValueError>("internal: build: {} is read as {}, not {}, please report",
+                          names_.label(e), to_string(l), to_string(a->layout));
+      const std::size_t rows = plain(a->rows);
+      id = add_value(e, ModuleValue::Kind::State, l, nullptr);
+      ModuleStep s;
+      s.kind = ModuleStep::Kind::Append;
+      s.label = fmt::format("append {} to {}", values_[rows].name, values_[id].name);
+      s.inputs = {rows};
+      s.output = id;
+      steps_.push_back(std::move(s));
+      a->packed = id;
+    } else if (const auto* c = e.as<ConstantNode>()) {
       id = add_value(e, ModuleValue::Kind::Constant, l,
                      std::make_shared<const te::NDArray>(pack(*c->value, l)));
     } else {
@@ -134,6 +161,9 @@ class ModuleBuilder {
 
   void host_step(const Group& g) {
     const Expr& e = g.output();
+    // a state held packed is never concatenated nor transposed as a whole
+    for (const auto& a : appended_)
+      if (e.get() == a.concat.get() || e.get() == a.read.get()) return;
     const auto& call = *e.as<CallNode>();
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
@@ -217,6 +247,113 @@ class ModuleBuilder {
     }
   }
 
+  // A growing state held packed (ModuleState::packed): its next value is concat(state, rows)
+  // along the growing dim, read only by VTA matmuls as their weight, through `read` (the
+  // concatenation, or one transpose of it).
+  struct Appended {
+    std::size_t state = 0;
+    Expr concat, rows, read;
+    std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
+    Layout layout;
+    std::optional<std::size_t> packed;
+  };
+
+  const Appended* appended(std::size_t state) const {
+    for (const auto& a : appended_)
+      if (a.state == state) return &a;
+    return nullptr;
+  }
+  Appended* appended_read(const Expr& e) {
+    for (auto& a : appended_)
+      if (a.read.get() == e.get()) return &a;
+    return nullptr;
+  }
+
+  // The states to hold packed: those whose only reader is their concatenation with new
+  // positions along the growing dim, which only VTA matmuls read as their weight, directly
+  // or through one transpose, each in the same layout. Any other state stays an array.
+  void find_appended() {
+    struct Use {
+      const Group* group;
+      const Expr* call;
+      std::size_t arg;
+    };
+    std::unordered_map<const Node*, std::vector<Use>> uses;
+    for (const auto& g : part_.groups)
+      for (const auto& c : g.calls)
+        for (std::size_t k = 0; k < c.as<CallNode>()->args.size(); ++k)
+          uses[c.as<CallNode>()->args[k].get()].push_back({&g, &c, k});
+    for (const auto& r : fn_.results()) uses[r.get()].push_back({nullptr, nullptr, 0});
+    for (const auto& st : fn_.state()) uses[st.next.get()].push_back({nullptr, nullptr, 0});
+    // a matmul on VTA reading e as its weight: its layout
+    const auto weight_of = [&](const Use& u) -> std::optional<Layout> {
+      if (u.group == nullptr || u.group->device != Device::Vta ||
+          u.call->get() != u.group->anchor().get() || u.arg != 1 ||
+          u.call->as<CallNode>()->op() != "matmul")
+        return std::nullopt;
+      const AnchorStrategy& strategy = *target_.strategies.find("matmul");
+      return strategy.arg_layout(workload_of(*u.group, names_), target_.env, 1);
+    };
+    const auto count = [&](const Expr& e) {
+      auto it = uses.find(e.get());
+      return it == uses.end() ? std::size_t{0} : it->second.size();
+    };
+    for (std::size_t i = 0; i < fn_.state().size(); ++i) {
+      const auto& st = fn_.state()[i];
+      const auto& shape = st.input.type().shape;
+      std::optional<std::size_t> axis;
+      for (std::size_t k = 0; k < shape.size(); ++k)
+        if (!shape[k].is_const()) axis = k;
+      const auto* concat = st.next.as<CallNode>();
+      if (!axis || concat == nullptr || concat->op() != "concat" || concat->args.size() != 2 ||
+          concat->args[0].get() != st.input.get() || count(st.input) != 1 ||
+          count(st.next) != 2)  // the concatenation reads the state; the state and one reader
+        continue;               // read the concatenation
+      auto at = concat->attrs.get_int("axis");
+      if (at < 0) at += static_cast<std::int64_t>(shape.size());
+      if (at != static_cast<std::int64_t>(*axis)) continue;
+      Appended a;
+      a.state = i;
+      a.concat = st.next;
+      a.rows = concat->args[1];
+      // the concatenation's one reader besides the state: a matmul, or a transpose that
+      // matmuls read
+      const Use& reader = uses[st.next.get()].front().group != nullptr ? uses[st.next.get()].front()
+                                                                       : uses[st.next.get()].back();
+      std::vector<const Use*> matmuls;
+      if (weight_of(reader)) {
+        a.read = st.next;
+        for (std::size_t k = 0; k < shape.size(); ++k)
+          a.perm.push_back(static_cast<std::int64_t>(k));
+        matmuls.push_back(&reader);
+      } else if (const auto* t = reader.call != nullptr ? reader.call->as<CallNode>() : nullptr;
+                 t != nullptr && t->op() == "transpose" && reader.group->device == Device::Host) {
+        a.read = *reader.call;
+        if (t->attrs.contains("perm")) a.perm = t->attrs.get_ints("perm");
+        for (auto& p : a.perm)
+          if (p < 0) p += static_cast<std::int64_t>(shape.size());
+        for (std::size_t k = a.perm.size(); k < shape.size(); ++k)  // none given: reversed
+          a.perm.push_back(static_cast<std::int64_t>(shape.size() - 1 - k));
+        for (const auto& u : uses[a.read.get()]) matmuls.push_back(&u);
+      }
+      if (matmuls.empty() || a.perm.size() != shape.size()) continue;
+      // the growing dim is the weight's K or N
+      const auto n = a.perm.size();
+      if (a.perm[n - 1] != at && a.perm[n - 2] != at) continue;
+      std::optional<Layout> layout;
+      bool all = true;
+      for (const auto* u : matmuls) {
+        const auto l = weight_of(*u);
+        all = all && l && l->kind == Layout::Kind::MatmulWeight && l->planes == 1 &&
+              (!layout || *layout == *l);
+        if (l) layout = l;
+      }
+      if (!all) continue;
+      a.layout = *layout;
+      appended_.push_back(std::move(a));
+    }
+  }
+
   const Function& fn_;
   const Partition& part_;
   const Target& target_;
@@ -225,6 +362,7 @@ class ModuleBuilder {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, NodeValues> values_of_;
+  std::vector<Appended> appended_;
   std::size_t kernels_ = 0;
 };
 

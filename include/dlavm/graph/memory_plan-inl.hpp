@@ -34,6 +34,21 @@ namespace detail {
 
 inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
 
+// The bytes of a state held packed (ModuleState::packed) at its capacity: its growing dim's
+// maximum + 1 positions, permuted and packed.
+inline std::int64_t appended_bytes(const ModuleValue& state, const ModuleState& s,
+                                   const ModuleValue& packed) {
+  std::vector<ne::Expr> dims;
+  for (const auto p : s.perm) {
+    const auto& d = state.shape[static_cast<std::size_t>(p)];
+    const auto* v = d.as<ne::VarNode>();
+    dims.emplace_back(v != nullptr ? v->max + 1 : *d.as_int());
+  }
+  std::int64_t n = packed.dtype.bytes();
+  for (const auto& d : packed_shape(packed.layout, dims)) n *= ne::bounds(d).max;
+  return n;
+}
+
 // The bytes of a value at the maxima of its dims (saturating far past any address space).
 inline std::int64_t max_bytes(const ModuleValue& v) {
   std::int64_t bytes = v.dtype.bytes();
@@ -216,7 +231,15 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
     plan.buffers[steps[i].output].last = std::max(plan.buffers[steps[i].output].last, t);
   }
   for (auto r : m.signature().results) plan.buffers[r].last = after_run;
-  for (const auto& s : m.signature().state) plan.buffers[s.next].last = after_run;
+  for (const auto& s : m.signature().state) {
+    if (!s.packed) {
+      plan.buffers[s.next].last = after_run;
+      continue;
+    }
+    // held packed: the packed value, at the state's capacity, is all the cache keeps
+    plan.buffers[s.value].bytes = 0;
+    plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
+  }
 
   std::int64_t sizes[kRegionCount] = {};
   for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {

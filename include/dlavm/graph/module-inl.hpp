@@ -8,6 +8,7 @@
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/functor.hpp>
+#include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,17 @@ DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<cons
       params_(std::move(signature.params)),
       results_(std::move(signature.results)),
       state_(std::move(signature.state)) {
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& st = state_[i];
+    appended_.emplace_back();
+    if (!st.packed) continue;
+    const auto& v = values_[st.value];
+    std::vector<std::int64_t> shape;
+    for (const auto& d : v.shape)
+      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
+    appended_.back().emplace(v.dtype, std::move(shape), growing_dim(i), st.perm,
+                             values_[*st.packed].layout, v.param);
+  }
   reset_state();
   plan_ = plan_memory(*this, plan);
   std::vector<bool> vta(values_.size(), false);
@@ -56,7 +68,31 @@ DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
 }
 
 DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
-  return state_values_[state_index(name)];
+  const std::size_t i = state_index(name);
+  if (stale_[i]) {
+    state_values_[i] = appended_[i]->logical();
+    stale_[i] = false;
+  }
+  return state_values_[i];
+}
+
+DLAVM_INLINE std::size_t Module::growing_dim(std::size_t i) const {
+  const auto& shape = values_[state_[i].value].shape;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (!shape[k].is_const()) return k;
+  raise<ValueError>("internal: module '{}': state {} held packed has no growing dim, please report",
+                    name_, values_[state_[i].value].name);
+}
+
+DLAVM_INLINE std::size_t Module::appended_by(std::size_t step) const {
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (state_[i].packed == steps_[step].output) return i;
+  raise<ValueError>("internal: module '{}': append step {} writes no state, please report", name_,
+                    step);
+}
+
+DLAVM_INLINE std::int64_t Module::held_length(std::size_t i, std::size_t k) const {
+  return appended_[i] ? appended_[i]->length() : state_values_[i].shape()[k];
 }
 
 namespace detail {
@@ -88,18 +124,22 @@ DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
                       v.dtype, fmt::join(dims, ", "), value.dtype(),
                       fmt::join(value.shape(), ", "));
   }
+  if (appended_[i]) appended_[i]->assign(value);
   state_values_[i] = std::move(value);
+  stale_[i] = false;
 }
 
 DLAVM_INLINE void Module::reset_state() {
   state_values_.clear();
-  for (const auto& s : state_) {
-    const auto& v = values_[s.value];
+  stale_.assign(state_.size(), false);
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& v = values_[state_[i].value];
     std::vector<std::int64_t> shape;
     // a growing dim starts at its minimum
     for (const auto& d : v.shape)
       shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
     state_values_.emplace_back(v.dtype, std::move(shape));
+    if (appended_[i]) appended_[i]->assign(state_values_.back());
   }
 }
 
@@ -111,7 +151,7 @@ DLAVM_INLINE std::vector<ne::Binding> Module::bind_states(
     for (std::size_t k = 0; k < v.shape.size(); ++k) {
       const auto* var = v.shape[k].as<ne::VarNode>();
       if (var == nullptr) continue;
-      const std::int64_t held = state_values_[i].shape()[k];
+      const std::int64_t held = held_length(i, k);
       const auto given = std::find_if(all.begin(), all.end(),
                                       [&](const ne::Binding& b) { return b.name == var->name; });
       if (given == all.end()) {
@@ -134,21 +174,24 @@ DLAVM_INLINE void Module::check_states_fit(std::span<const ne::Binding> all) con
     for (std::size_t k = 0; k < v.shape.size(); ++k) {
       if (v.shape[k].is_const()) continue;
       const auto* var = v.shape[k].as<ne::VarNode>();
-      const std::int64_t held = state_values_[i].shape()[k];
+      const std::int64_t held = held_length(i, k);
       if (held > var->max)
         raise<CapacityError>(
             "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
             "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
             "maximum",
             name_, v.param, held, k, var->max, var->name);
-      const std::int64_t length = ne::eval(next.logical[k], all);
+      // a state held packed: `next` holds the new positions
+      const ne::Expr after =
+          appended_[i] ? ne::simplify(v.shape[k] + next.logical[k]) : next.logical[k];
+      const std::int64_t length = ne::eval(after, all);
       if (length > detail::state_capacity(v.shape[k]))
         raise<CapacityError>(
             "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
             "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
             "reset_state() to start over, or build with a larger maximum",
-            name_, v.param, length, k, next.logical[k], detail::state_capacity(v.shape[k]),
-            v.shape[k], detail::state_capacity(v.shape[k]) - 1);
+            name_, v.param, length, k, after, detail::state_capacity(v.shape[k]), v.shape[k],
+            detail::state_capacity(v.shape[k]) - 1);
     }
   }
 }
@@ -370,7 +413,10 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     dev.copy_in(resident.buffer(value.storage.region),
                 static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
   };
-  for (std::size_t i = 0; i < state_.size(); ++i) arrays[state_[i].value] = state_values_[i];
+  // a state held packed is read only through its packed value (unpacked here if kept)
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (!appended_[i] || options.keep_values)
+      arrays[state_[i].value] = state(values_[state_[i].value].param);
   for (auto p : params_) to_device(p);
   for (const auto& s : state_) to_device(s.value);
   ModuleRun run;
@@ -404,6 +450,15 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
         to_device(step.output);
         break;
       }
+      case ModuleStep::Kind::Append: {
+        AppendedState& held = *appended_[appended_by(i)];
+        held.append(host_array(step.inputs[0]));
+        const auto& slot = values_[step.output].storage;
+        dev.copy_in(resident.buffer(slot.region), static_cast<std::size_t>(slot.offset),
+                    held.bytes().data(), held.bytes().size());
+        arrays[step.output].reset();  // in device memory
+        break;
+      }
     }
     if (step.kind != ModuleStep::Kind::Vta)
       s.host_seconds =
@@ -411,7 +466,14 @@ DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
     run.steps.push_back(s);
   }
   for (auto r : results_) run.outputs.push_back(host_array(r));
-  for (std::size_t i = 0; i < state_.size(); ++i) state_values_[i] = host_array(state_[i].next);
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    if (appended_[i]) {
+      appended_[i]->commit();
+      stale_[i] = true;
+    } else {
+      state_values_[i] = host_array(state_[i].next);
+    }
+  }
   for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
   if (options.keep_values) {
     for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
@@ -460,6 +522,8 @@ inline std::string_view step_kind_name(ModuleStep::Kind k) {
       return "unpack";
     case ModuleStep::Kind::Vta:
       return "vta";
+    case ModuleStep::Kind::Append:
+      return "append";
   }
   return "?";
 }
@@ -550,7 +614,10 @@ DLAVM_INLINE std::string Module::to_string() const {
     }
   }
   for (const auto& s : state_)
-    out += fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
+    out += s.packed
+               ? fmt::format("  next {} = {} with {} appended, held as {}\n", values_[s.value].name,
+                             values_[s.value].name, values_[s.next].name, values_[*s.packed].name)
+               : fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
   std::vector<std::string> results;
   for (auto r : results_) results.push_back(values_[r].name);
   out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));

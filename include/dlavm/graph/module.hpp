@@ -29,6 +29,7 @@
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/graph/appended_state.hpp>
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/layout.hpp>
@@ -82,7 +83,9 @@ struct ModuleValue {
 };
 
 struct ModuleStep {
-  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta };
+  // Append: a growing state's new positions (inputs[0]) written after the positions it holds,
+  // into the packed array VTA reads it from (output; ModuleState::packed).
+  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
   Kind kind = Kind::Host;
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
@@ -102,8 +105,16 @@ struct ModuleStep {
 };
 
 // A state of the module: the value holding it during a run, and the value that becomes it.
+// A growing state that VTA reads only as a matmul's weight (a KV cache: concatenated with a
+// run's new keys, perhaps transposed, then packed) is held in that packed form instead:
+// `packed` is the value VTA reads, the state's dims permuted by `perm` (packed dim i is the
+// state's dim perm[i]) in matmul_weight layout, holding the state at its length after the run;
+// an Append step writes the run's new positions there in place (graph::AppendedState), and
+// `next` is those new positions rather than the whole next value.
 struct ModuleState {
   std::size_t value = 0, next = 0;
+  std::optional<std::size_t> packed;
+  std::vector<std::int64_t> perm;
 };
 
 // The values a module is called with and returns, and its states.
@@ -183,7 +194,9 @@ class Module {
 
   // The states (graph::State): what each holds now (zeros until a run or set_state), set by
   // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
-  // them at their next values. ValueError naming the state for a name that is none.
+  // them at their next values. ValueError naming the state for a name that is none. A state
+  // held packed (ModuleState::packed) is unpacked by state() when asked for, and packed by
+  // set_state.
   // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
   // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
   // naming both), and one that would leave it longer than v's maximum + 1 is refused before
@@ -208,6 +221,11 @@ class Module {
   std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
   // CapacityError unless each growing state can take its next value (module.hpp, state()).
   void check_states_fit(std::span<const ne::Binding> bindings) const;
+  // The length state i holds along dim k.
+  std::int64_t held_length(std::size_t i, std::size_t k) const;
+  // The growing dim of state i, and the state Append step `step` writes.
+  std::size_t growing_dim(std::size_t i) const;
+  std::size_t appended_by(std::size_t step) const;
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
@@ -221,7 +239,11 @@ class Module {
   std::vector<ModuleStep> steps_;
   std::vector<std::size_t> params_, results_;
   std::vector<ModuleState> state_;
-  std::vector<te::NDArray> state_values_;  // aligned with state_
+  // aligned with state_: the held arrays; for a state held packed, its packed bytes, and the
+  // array unpacked from them when state() last asked (stale after a run)
+  mutable std::vector<te::NDArray> state_values_;
+  std::vector<std::optional<AppendedState>> appended_;
+  mutable std::vector<bool> stale_;
   std::size_t state_index(std::string_view name) const;
   std::optional<ModuleRun> last_;
   std::shared_ptr<Resident> resident_;  // on the device of the last run

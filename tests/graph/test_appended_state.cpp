@@ -1,0 +1,84 @@
+// graph::AppendedState against its definition: after any sequence of appends (some never
+// committed, as after a run that failed), its bytes are those of the concatenated state,
+// permuted and packed as matmul_weight (graph::pack, vta::dram_bytes), and logical() is the
+// concatenation.
+#include <dlavm/graph/appended_state.hpp>
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/host/transform.hpp>
+#include <dlavm/vta/program.hpp>
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace graph = dlavm::graph;
+namespace host = dlavm::host;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+namespace {
+
+std::vector<std::uint8_t> packed_bytes(const te::NDArray& state,
+                                       const std::vector<std::int64_t>& perm,
+                                       const graph::Layout& l) {
+  return dlavm::vta::dram_bytes(graph::pack(host::transpose(state, {.perm = perm}), l));
+}
+
+}  // namespace
+
+TEST_CASE("appended state: random appends equal packing the concatenated state") {
+  std::mt19937_64 rng(7);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto rank = static_cast<std::size_t>(pick(2, 4));
+    std::vector<std::int64_t> shape(rank);
+    for (auto& d : shape) d = pick(1, 5);
+    // the packed array's dims: a random order of the state's, with the growing dim last or
+    // second to last (the matmul weight's N or K)
+    std::vector<std::int64_t> perm(rank);
+    for (std::size_t i = 0; i < rank; ++i) perm[i] = static_cast<std::int64_t>(i);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const std::size_t axis = static_cast<std::size_t>(perm[rank - 1 - pick(0, 1)]);
+    shape[axis] = pick(0, 3);
+    const graph::Layout layout{graph::Layout::Kind::MatmulWeight, pick(1, 3), pick(1, 4)};
+    const DType dtype = trial % 3 == 0 ? DType::int32() : DType::int8();
+    CAPTURE(trial);
+    CAPTURE(shape);
+    CAPTURE(perm);
+    CAPTURE(axis);
+    CAPTURE(layout.rows);
+    CAPTURE(layout.cols);
+    te::NDArray state = te::NDArray::random(dtype, shape, 100 + trial);
+    graph::AppendedState held(dtype, shape, axis, perm, layout, "cache");
+    held.assign(state);
+    REQUIRE(held.logical() == state);
+    for (int step = 0; step < 6; ++step) {
+      std::vector<std::int64_t> rows_shape = shape;
+      rows_shape[axis] = pick(0, 7);
+      const auto rows = te::NDArray::random(dtype, rows_shape, 1000 * trial + step);
+      held.append(rows);
+      const te::NDArray* parts[] = {&state, &rows};
+      const auto longer = host::concat(parts, {.axis = static_cast<std::int64_t>(axis)});
+      const auto expected = packed_bytes(longer, perm, layout);
+      REQUIRE(std::vector<std::uint8_t>(held.bytes().begin(), held.bytes().end()) == expected);
+      if (pick(0, 3) == 0) continue;  // a run that failed after its append: nothing changes
+      held.commit();
+      state = longer;
+      REQUIRE(held.length() == state.shape()[axis]);
+      REQUIRE(held.logical() == state);
+    }
+  }
+}
+
+TEST_CASE("appended state: rows of another shape or dtype name the state") {
+  graph::AppendedState held(DType::int8(), {1, 2, 0, 4}, 2, {0, 1, 3, 2},
+                            {graph::Layout::Kind::MatmulWeight, 16, 16}, "k_cache");
+  CHECK_THROWS_WITH_AS(held.append(te::NDArray(DType::int8(), {1, 3, 1, 4})),
+                       "state 'k_cache': the appended rows are int8[1, 3, 1, 4], the state is "
+                       "int8[1, 2, *, 4] (any length along dim 2)",
+                       dlavm::ShapeError);
+  CHECK_THROWS_AS(held.assign(te::NDArray(DType::int32(), {1, 2, 1, 4})), dlavm::ShapeError);
+  CHECK(held.length() == 0);
+}
