@@ -16639,8 +16639,9 @@ DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32
 // vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
 // loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
 // may still be symbolic. `instantiate` replays those loops for given values of the symbolic
-// dims and DRAM addresses and encodes the instruction stream; `run` does that on a Device
-// with host arrays in and out.
+// dims and DRAM addresses and encodes the instruction stream (from a flat plan of the loops
+// and fields compiled when the program is built, vta/replay_plan.hpp); `run` does that on a
+// Device with host arrays in and out.
 //
 //   auto prog = vta::build(s, {A, B, C}, env, "vadd");
 //   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
@@ -20107,9 +20108,9 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20194,14 +20195,19 @@ class HostStreamStorage {
     return scratch_.data();
   }
   bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    const auto it = kernels_.find(std::span<const std::uint32_t>(w, n));
-    if (it == kernels_.end()) return false;
-    at = it->second;
-    return true;
+    const auto [first, last] = kernels_.equal_range(hash(w, n));
+    for (auto it = first; it != last; ++it) {
+      const auto [start, size] = it->second;
+      if (size == n && std::equal(w, w + n, stream.uops.data() + start)) {
+        at = start;
+        return true;
+      }
+    }
+    return false;
   }
   bool add_kernel(std::uint32_t at, std::size_t n) {
-    const auto* w = stream.uops.data() + at;
-    kernels_.emplace(std::vector<std::uint32_t>(w, w + n), at);
+    kernels_.emplace(hash(stream.uops.data() + at, n),
+                     std::pair{at, static_cast<std::uint32_t>(n)});
     return true;
   }
   bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
@@ -20220,19 +20226,16 @@ class HostStreamStorage {
   Stream stream;
 
  private:
-  // Kernels ordered by their words; looked up by a view of the words (no copy).
-  struct WordsLess {
-    using is_transparent = void;
-    static std::span<const std::uint32_t> view(const std::vector<std::uint32_t>& v) { return v; }
-    static std::span<const std::uint32_t> view(std::span<const std::uint32_t> s) { return s; }
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      const auto x = view(a), y = view(b);
-      return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
-    }
-  };
-  std::map<std::vector<std::uint32_t>, std::uint32_t, WordsLess> kernels_;
-  std::map<std::uint32_t, std::uint32_t> resident_;
+  // FNV-1a over the words
+  static std::uint64_t hash(const std::uint32_t* w, std::size_t n) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 1099511628211ull;
+    return h;
+  }
+  // Kernels by the hash of their words: where they are in stream.uops, and how many words;
+  // compared word by word there (no copy of the words).
+  std::unordered_multimap<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> kernels_;
+  std::unordered_map<std::uint32_t, std::uint32_t> resident_;
   std::vector<std::uint32_t> scratch_;
 };
 
@@ -20252,6 +20255,11 @@ class Builder {
   std::size_t kernel_count() const { return storage_.kernel_count(); }
   const Stream& stream() const { return storage_.stream; }
   Stream take() { return std::exchange(storage_.stream, Stream{}); }
+  // Room for this many instructions and micro-op words, so that writing them never regrows.
+  void reserve(std::size_t insns, std::size_t uops) {
+    storage_.stream.insns.reserve(insns);
+    storage_.stream.uops.reserve(uops);
+  }
   // The writer itself, for code that drives it directly (vta::Program's replay); check() turns
   // its failure into the Builder's error.
   runtime::StreamWriter<HostStreamStorage>& writer() { return writer_; }
@@ -23152,11 +23160,138 @@ DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Te
 // end dlavm/vta/lower/passes-inl.hpp
 #endif
 // end dlavm/vta/lower/passes.hpp
+// begin dlavm/vta/replay_plan.hpp
+// vta::detail::ReplayPlan: a program's host loops and intrinsic calls flattened once, when the
+// program is built, for instantiation (Program::instantiate, Program::write). Instantiating
+// replays them for new values of the symbolic dims; walking the loop IR for that would look up
+// every variable by name and evaluate every field as a tree, every time. The plan is a flat
+// list of operations with jumps for the loops and branches, each intrinsic's buffers resolved
+// to their SRAM base, region and parameter, and each field compiled: an affine field (most of
+// them: an offset plus constant multiples of loop variables and dims) as its terms over a
+// register file of [dims | loop variables], any other through ne::compile. An affine field is
+// used only where interval bounds over the loops' ranges show it cannot overflow; the rest
+// keep ne::eval's checks.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/compile.hpp
+// end dlavm/ne/compile.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/vta/hw/builder.hpp
+// end dlavm/vta/hw/builder.hpp
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+class Program;
+
+namespace detail {
+
+class ReplayPlan {
+ public:
+  explicit ReplayPlan(const Program& p);
+
+  // Program p's instructions (p: the program the plan was made from) for `bindings` with
+  // parameter k at DRAM address phys[k], written to b (without FINISH).
+  void write(const Program& p, Builder& b, std::span<const ne::Binding> bindings,
+             std::span<const std::uint64_t> phys) const;
+
+  // A kernel's micro-ops depend on the registers of the loops around it only through `keys`
+  // (indices into keys_): within one instantiation, a kernel entered again with the same
+  // values there repeats the loop_begin and push calls it made before, which write() then
+  // replays without evaluating their fields.
+  struct Kernel {
+    std::uint32_t first_key = 0, keys = 0;
+  };
+
+  // Fields compiled as affine terms, and through ne::compile (for tests and diagnostics).
+  // (a general field of the dims alone is read from the register it is computed into once)
+  std::size_t affine_fields() const { return fields_.size() - general_fields(); }
+  std::size_t general_fields() const { return general_.size() - invariants_.size(); }
+
+  enum class OpKind : std::uint8_t {
+    For,          // fields: min, extent; jump: past its EndFor
+    EndFor,       // jump: its body's first operation
+    If,           // field: the condition; jump: the else branch, or past the branch
+    Else,         // jump: past the else branch
+    KernelBegin,  // jump: its KernelEnd; slot: the kernel's number; keys: see Kernel
+    KernelEnd,    // the GEMM or ALU instruction of the kernel's last micro-op call
+    LoopBegin,    // fields: extent, dst, src, wgt factors
+    Push,         // a micro-op: fields dst, src, wgt offsets (ALU: op, use_imm, imm after them)
+    Load,         // fields: memory, sram offset, dram offset, y, x, stride, 4 paddings
+    Store,        // fields: sram offset, dram offset, y, x, stride
+  };
+  enum class Micro : std::uint8_t { Gemm, GemmReset, Alu };  // a Push's intrinsic
+  struct Op {
+    OpKind kind = OpKind::For;
+    Micro micro = Micro::Gemm;
+    std::uint32_t jump = 0;
+    std::uint32_t slot = 0;   // For, EndFor: the loop variable's register
+    std::uint32_t field = 0;  // the first of its fields
+    std::uint32_t regions[3] = {};
+    std::int64_t sram[3] = {};
+    std::uint32_t param = 0;
+    const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
+  };
+
+ private:
+  friend class PlanCompiler;
+  // value = constant + sum(coef * register), or general_[general] over `count` registers
+  struct Field {
+    std::int64_t constant = 0;
+    std::uint32_t first = 0, count = 0;  // into terms_ (affine) or args_ (general)
+    std::int32_t general = -1;
+  };
+  struct Term {
+    std::uint32_t slot = 0;
+    std::int64_t coef = 0;
+  };
+  struct Symbol {
+    ne::Var var;  // bound by name, checked against its range
+    std::uint32_t slot = 0;
+  };
+
+  // A field's value for the registers: affine ones inline, the others through general().
+  std::int64_t value(std::uint32_t field, const std::int64_t* regs) const {
+    const Field& f = fields_[field];
+    if (f.general >= 0) [[unlikely]]
+      return general(f, regs);
+    std::int64_t v = f.constant;
+    for (const Term *t = terms_.data() + f.first, *end = t + f.count; t != end; ++t)
+      v += t->coef * regs[t->slot];
+    return v;
+  }
+  std::int64_t general(const Field& f, const std::int64_t* regs) const;
+
+  std::vector<Op> ops_;
+  std::vector<Field> fields_;
+  std::vector<Term> terms_;
+  std::vector<std::uint32_t> args_;
+  std::vector<Kernel> kernels_;      // by kernel number
+  std::vector<std::uint32_t> keys_;  // registers
+  std::vector<ne::CompiledExpr> general_;
+  std::vector<Symbol> symbols_;
+  // general fields of the dims alone, each computed into a register once per instantiation
+  std::vector<std::pair<Field, std::uint32_t>> invariants_;
+  std::uint32_t registers_ = 0;
+};
+
+}  // namespace detail
+}  // namespace dlavm::vta
+// end dlavm/vta/replay_plan.hpp
 
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -23229,9 +23364,6 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
-  // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
-  class Emitter;
-
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
@@ -23241,6 +23373,8 @@ class Program {
   std::unordered_set<std::size_t> is_output_;
   std::size_t max_kernel_ops_ = 0;
   StreamBound bound_;
+  // the loops and intrinsics flattened for instantiation (shared by copies of the program)
+  std::shared_ptr<const detail::ReplayPlan> plan_;
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
@@ -23385,151 +23519,6 @@ class StreamBounds : public tir::StmtVisitor<StreamBounds> {
 
 }  // namespace detail
 
-// Replays the host loops, evaluates each intrinsic's fields and hands it to runtime::Replay,
-// the replay firmware runs too; a failure becomes a dlavm::Error naming the program and the
-// buffers (the Builder's messages for the encoding itself).
-class Program::Emitter : public tir::LoopReplay<Emitter> {
- public:
-  Emitter(const Program& p, std::span<const ne::Binding> bindings,
-          std::span<const std::uint64_t> phys, Builder& builder)
-      : tir::LoopReplay<Emitter>(bindings),
-        builder_(builder),
-        prog_(p),
-        states_(p.regions_.size()),
-        ops_(p.max_kernel_ops_),
-        replay_(builder.writer(), p.env_.config.uop_depth(), p.elem_bytes(), p.regions_.data(),
-                states_.data(), p.regions_.size(), phys.data(), {ops_.data(), ops_.size()}) {}
-
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-    // One GEMM or ALU instruction: its loop levels and micro-ops, then the instruction.
-    replay_.kernel_begin();
-    kernel_call_ = nullptr;
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    if (kernel_call_ == nullptr) return;
-    const auto& c = *kernel_call_;
-    if (c.name == intrin::alu) {
-      replay_.alu(static_cast<AluOp>(value(c.args[0])), value(c.args[1]) != 0, value(c.args[2]),
-                  region(c.buffers[0]), region(c.buffers[1]));
-    } else {
-      const bool reset = c.name == intrin::gemm_reset;
-      replay_.gemm(reset, region(c.buffers[0]), reset ? 0 : region(c.buffers[1]),
-                   reset ? 0 : region(c.buffers[2]));
-    }
-    check(c);
-  }
-
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const std::string& name = call->name;
-    if (in_kernel_) {
-      if (name == intrin::uop_loop_begin) {
-        replay_.loop_begin(value(call->args[0]), value(call->args[1]), value(call->args[2]),
-                           value(call->args[3]));
-      } else if (name == intrin::uop_loop_end) {
-      } else if (name == intrin::gemm) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[0]),
-                     sram(call->buffers[1]) + value(call->args[1]),
-                     sram(call->buffers[2]) + value(call->args[2]));
-      } else if (name == intrin::gemm_reset) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
-      } else if (name == intrin::alu) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[3]),
-                     sram(call->buffers[1]) + value(call->args[4]), 0);
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-      check(*call);
-      return;
-    }
-    if (name == intrin::load) {
-      replay_.load(static_cast<MemId>(value(call->args[0])), region(call->buffers[0]),
-                   sram(call->buffers[0]) + value(call->args[1]), param(call->buffers[1]),
-                   value(call->args[2]), value(call->args[3]), value(call->args[4]),
-                   value(call->args[5]), value(call->args[6]), value(call->args[7]),
-                   value(call->args[8]), value(call->args[9]));
-    } else if (name == intrin::store) {
-      replay_.store(region(call->buffers[0]), sram(call->buffers[0]) + value(call->args[1]),
-                    param(call->buffers[1]), value(call->args[2]), value(call->args[3]),
-                    value(call->args[4]), value(call->args[5]));
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-    check(*call);
-  }
-
- private:
-  std::int64_t value(const te::Expr& e) {
-    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-    if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
-    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
-  }
-
-  // The replay's failure, if any, as the error the host raises.
-  void check(const te::CallNode& call) {
-    if (replay_.ok()) return;
-    const runtime::WriterError e = builder_.writer().error();
-    if (e.status == runtime::Status::EmptyTransfer) {
-      const bool load = call.name == intrin::load;
-      raise<ValueError>(
-          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-          "(all padding or empty), which a VTA transfer cannot express",
-          prog_.name(), e.field == Field::y_size ? "y_size" : "x_size",
-          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
-    }
-    if (e.status == runtime::Status::Misaligned) {
-      const auto mem =
-          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(call.args[0]));
-      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
-                        prog_.env_.config.elem_bytes(mem), runtime::mem_name(mem));
-    }
-    if (e.status == runtime::Status::NotNeighbours && replay_.deps().unordered() >= 0)
-      raise<ScheduleError>(
-          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-          "module, which share no token queue",
-          e.index, runtime::queue_name(e.to), replay_.deps().unordered(),
-          runtime::queue_name(e.from));
-    builder_.check("dep_pop");
-  }
-  std::int64_t sram(const te::Buffer& b) const {
-    auto it = prog_.sram_.find(b.get());
-    if (it == prog_.sram_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second.base;
-  }
-  std::uint32_t region(const te::Buffer& b) const {
-    auto it = prog_.region_of_.find(b.get());
-    if (it == prog_.region_of_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second;
-  }
-  std::size_t param(const te::Buffer& b) const {
-    auto it = prog_.param_index_.find(b.get());
-    if (it == prog_.param_index_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
-                           b.name());
-    return it->second;
-  }
-
-  Builder& builder_;
-  const Program& prog_;
-  std::vector<runtime::RegionState> states_;
-  std::vector<runtime::UopOp> ops_;
-  runtime::Replay<HostStreamStorage> replay_;
-  const te::CallNode* kernel_call_ = nullptr;
-  bool in_kernel_ = false;
-};
-
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     : env_(std::move(env)), func_(std::move(func)) {
   detail::CheckNoStores(env_, func_.body).visit(func_.body);
@@ -23597,6 +23586,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   kernel_ops.visit(func_.body);
   max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
   bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
+  plan_ = std::make_shared<const detail::ReplayPlan>(*this);
 }
 
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
@@ -23618,6 +23608,10 @@ namespace dlavm::vta {
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
   Builder b(env_.config);
+  // the bound holds for any dims; past a few thousand words, let the vectors grow instead
+  constexpr std::int64_t kReserve = 4096;
+  b.reserve(static_cast<std::size_t>(std::min(bound_.insns, kReserve)),
+            static_cast<std::size_t>(std::min(bound_.uops, kReserve)));
   write(b, bindings, param_phys);
   b.finish();
   return b.take();
@@ -23628,8 +23622,7 @@ DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindin
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  Emitter e(*this, bindings, param_phys, b);
-  e.visit(func_.body);
+  plan_->write(*this, b, bindings, param_phys);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -23719,6 +23712,521 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 
 }  // namespace dlavm::vta
 // end dlavm/vta/program-inl.hpp
+// begin dlavm/vta/replay_plan-inl.hpp
+// Definitions for vta/replay_plan.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/substitute.hpp
+// end dlavm/ne/substitute.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+// begin dlavm/vta/replay_plan.hpp
+// end dlavm/vta/replay_plan.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+namespace dlavm::vta::detail {
+
+// Walks the program's statements once, in the order Program::write replays them, appending
+// their operations and compiling their fields.
+class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
+ public:
+  using OpKind = ReplayPlan::OpKind;
+  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {}
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    ReplayPlan::Op op;
+    op.kind = OpKind::For;
+    op.field = field(n.min);
+    const Interval lo = last_range_;
+    field(n.extent);
+    const Interval extent = last_range_;
+    op.slot = plan_.registers_++;
+    // the variable's values: [min, min + extent - 1], as far as the bounds know
+    ranges_.push_back(
+        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
+    const auto at = push(op);
+    loops_.push_back({n.var, op.slot});
+    visit(n.body);
+    loops_.pop_back();
+    ReplayPlan::Op end;
+    end.kind = OpKind::EndFor;
+    end.slot = op.slot;
+    end.jump = at + 1;
+    plan_.ops_[at].jump = push(end) + 1;
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    ReplayPlan::Op op;
+    op.kind = OpKind::If;
+    op.field = field(n.cond);
+    const auto at = push(op);
+    visit(n.then_case);
+    if (n.else_case.defined()) {
+      ReplayPlan::Op skip;
+      skip.kind = OpKind::Else;
+      const auto else_at = push(skip);
+      plan_.ops_[at].jump = else_at + 1;
+      visit(n.else_case);
+      plan_.ops_[else_at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
+    } else {
+      plan_.ops_[at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
+    }
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<PlanCompiler>::visit_attr(n, s);
+    ReplayPlan::Op begin;
+    begin.kind = OpKind::KernelBegin;
+    begin.slot = static_cast<std::uint32_t>(plan_.kernels_.size());
+    const auto at = push(begin);
+    const auto first_field = plan_.fields_.size();
+    const auto first_register = plan_.registers_;
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    ReplayPlan::Op end;
+    end.kind = OpKind::KernelEnd;
+    plan_.ops_[at].jump = push(end);
+    // the registers of enclosing loops its fields read (its own loops, the dims and what is
+    // computed from them alone are the same throughout an instantiation)
+    std::vector<std::uint32_t> read;
+    for (auto k = first_field; k < plan_.fields_.size(); ++k) {
+      const auto& f = plan_.fields_[k];
+      for (std::uint32_t i = 0; i < f.count; ++i)
+        read.push_back(f.general < 0 ? plan_.terms_[f.first + i].slot : plan_.args_[f.first + i]);
+    }
+    std::sort(read.begin(), read.end());
+    read.erase(std::unique(read.begin(), read.end()), read.end());
+    ReplayPlan::Kernel kernel;
+    kernel.first_key = static_cast<std::uint32_t>(plan_.keys_.size());
+    for (const auto r : read)
+      if (r < first_register && outer_loop(r)) plan_.keys_.push_back(r);
+    kernel.keys = static_cast<std::uint32_t>(plan_.keys_.size()) - kernel.first_key;
+    plan_.kernels_.push_back(kernel);
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const std::string& name = call->name;
+    const auto& a = call->args;
+    ReplayPlan::Op op;
+    op.call = call;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        op.kind = OpKind::LoopBegin;
+        op.field = fields({&a[0], &a[1], &a[2], &a[3]});
+      } else if (name == intrin::uop_loop_end) {
+        return;
+      } else if (name == intrin::gemm) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::Gemm;
+        op.field = fields({&a[0], &a[1], &a[2]});
+        for (int k = 0; k < 3; ++k) place(op, k, call->buffers[static_cast<std::size_t>(k)]);
+      } else if (name == intrin::gemm_reset) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::GemmReset;
+        op.field = fields({&a[0]});
+        place(op, 0, call->buffers[0]);
+      } else if (name == intrin::alu) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::Alu;
+        op.field = fields({&a[3], &a[4], &a[0], &a[1], &a[2]});
+        place(op, 0, call->buffers[0]);
+        place(op, 1, call->buffers[1]);
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+    } else if (name == intrin::load) {
+      op.kind = OpKind::Load;
+      op.field = fields({&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]});
+      place(op, 0, call->buffers[0]);
+      op.param = param(call->buffers[1]);
+    } else if (name == intrin::store) {
+      op.kind = OpKind::Store;
+      op.field = fields({&a[1], &a[2], &a[3], &a[4], &a[5]});
+      place(op, 0, call->buffers[0]);
+      op.param = param(call->buffers[1]);
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+    push(op);
+  }
+
+ private:
+  struct Interval {
+    std::int64_t lo = 0, hi = 0;
+  };
+  // values past this are treated as unbounded: an affine field within it cannot overflow
+  static constexpr std::int64_t kSafe = std::int64_t{1} << 61;
+  // (in double: the bounds only decide whether a field could come near int64's range)
+  static std::int64_t saturate(double v) {
+    return static_cast<std::int64_t>(
+        std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
+  }
+
+  // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).
+  bool outer_loop(std::uint32_t r) const {
+    for (const auto& op : plan_.ops_)
+      if (op.kind == OpKind::For && op.slot == r) return true;
+    return false;
+  }
+
+  std::uint32_t push(const ReplayPlan::Op& op) {
+    plan_.ops_.push_back(op);
+    return static_cast<std::uint32_t>(plan_.ops_.size() - 1);
+  }
+  void place(ReplayPlan::Op& op, int k, const te::Buffer& b) const {
+    const auto it = prog_.sram().find(b.get());
+    if (it == prog_.sram().end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    op.sram[k] = it->second.base;
+    op.regions[k] = prog_.region_of(b.get());
+  }
+  std::uint32_t param(const te::Buffer& b) const {
+    for (std::size_t k = 0; k < prog_.func().flat_params.size(); ++k)
+      if (prog_.func().flat_params[k].get() == b.get()) return static_cast<std::uint32_t>(k);
+    raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
+                         b.name());
+  }
+  std::uint32_t fields(std::initializer_list<const te::Expr*> args) {
+    const auto first = static_cast<std::uint32_t>(plan_.fields_.size());
+    for (const auto* a : args) field(*a);
+    return first;
+  }
+
+  // The register of variable v: the innermost loop binding it, or a dim.
+  std::uint32_t slot(const ne::Var& v) {
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      if (it->first.id() == v.id()) return it->second;
+    for (const auto& s : plan_.symbols_)
+      if (s.var.id() == v.id()) return s.slot;
+    const auto* node = v.as<ne::VarNode>();
+    plan_.symbols_.push_back({v, plan_.registers_++});
+    ranges_.push_back({std::max(node->min, -kSafe), std::min(node->max, kSafe)});
+    return plan_.symbols_.back().slot;
+  }
+
+  // Compiles one field; last_range_ is then its interval.
+  std::uint32_t field(const te::Expr& e) {
+    ReplayPlan::Field f;
+    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
+    if (const auto* c = e.as<te::IntImmNode>()) {
+      f.constant = c->value;
+      last_range_ = {saturate(static_cast<double>(c->value)),
+                     saturate(static_cast<double>(c->value))};
+      plan_.fields_.push_back(f);
+      return at;
+    }
+    const auto* index = e.as<te::IndexNode>();
+    if (index == nullptr)
+      raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
+                           e);
+    return field(index->index);
+  }
+  std::uint32_t field(const ne::Expr& x) {
+    ReplayPlan::Field f;
+    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
+    const std::vector<ne::Var> vars = ne::free_vars(x);
+    std::vector<std::uint32_t> slots;
+    for (const auto& v : vars) slots.push_back(slot(v));
+    if (affine(x, vars, slots, f)) {
+      plan_.fields_.push_back(f);
+      return at;
+    }
+    // anything else: ne::compile over the registers, each a variable of unbounded range (a
+    // dim's range is checked once, when it is bound), keeping eval's checks
+    std::vector<ne::Substitution> fresh;
+    std::vector<ne::Substitution> ranged;
+    std::vector<ne::Var> params;
+    for (std::size_t k = 0; k < vars.size(); ++k) {
+      const auto& name = vars[k].as<ne::VarNode>()->name;
+      params.push_back(ne::var(name, std::numeric_limits<std::int64_t>::min(),
+                               std::numeric_limits<std::int64_t>::max()));
+      fresh.emplace_back(vars[k], params.back());
+      const Interval r = ranges_[slots[k]];
+      ranged.emplace_back(vars[k], ne::var(name, r.lo, r.hi));
+    }
+    const ne::Interval b = ne::bounds(ne::substitute(x, ranged));
+    last_range_ = {saturate(static_cast<double>(b.min)), saturate(static_cast<double>(b.max))};
+    f.general = static_cast<std::int32_t>(plan_.general_.size());
+    plan_.general_.push_back(
+        ne::compile(ne::substitute(x, fresh), std::move(params), {.simplify = false}));
+    f.first = static_cast<std::uint32_t>(plan_.args_.size());
+    f.count = static_cast<std::uint32_t>(slots.size());
+    plan_.args_.insert(plan_.args_.end(), slots.begin(), slots.end());
+    const bool invariant = std::all_of(slots.begin(), slots.end(), [&](std::uint32_t r) {
+      return std::any_of(plan_.symbols_.begin(), plan_.symbols_.end(),
+                         [&](const ReplayPlan::Symbol& s) { return s.slot == r; });
+    });
+    if (invariant) {
+      // of the dims only: computed once per instantiation into a register of its own, which
+      // the field then reads
+      const std::uint32_t reg = plan_.registers_++;
+      ranges_.push_back(last_range_);
+      plan_.invariants_.push_back({f, reg});
+      const auto term = static_cast<std::uint32_t>(plan_.terms_.size());
+      plan_.terms_.push_back({reg, 1});
+      f = ReplayPlan::Field{0, term, 1, -1};
+    }
+    plan_.fields_.push_back(f);
+    return at;
+  }
+
+  // x as constant + sum(coef * register), if it is one whose terms cannot overflow.
+  bool affine(const ne::Expr& x, std::span<const ne::Var> vars,
+              std::span<const std::uint32_t> slots, ReplayPlan::Field& f) {
+    const auto form = ne::linear_form(x, vars);
+    if (!form || !form->offset.as_int()) return false;
+    std::vector<ReplayPlan::Term> terms;
+    const auto offset = static_cast<double>(*form->offset.as_int());
+    double magnitude = std::abs(offset), lo = offset, hi = offset;
+    for (std::size_t k = 0; k < vars.size(); ++k) {
+      const auto coef = form->strides[k].as_int();
+      if (!coef) return false;
+      if (*coef == 0) continue;
+      const Interval r = ranges_[slots[k]];
+      const double a = static_cast<double>(*coef) * static_cast<double>(r.lo);
+      const double b = static_cast<double>(*coef) * static_cast<double>(r.hi);
+      lo += std::min(a, b);
+      hi += std::max(a, b);
+      magnitude += std::max(std::abs(a), std::abs(b));
+      terms.push_back({slots[k], *coef});
+    }
+    if (magnitude >= static_cast<double>(kSafe)) return false;
+    f.constant = *form->offset.as_int();
+    f.first = static_cast<std::uint32_t>(plan_.terms_.size());
+    f.count = static_cast<std::uint32_t>(terms.size());
+    plan_.terms_.insert(plan_.terms_.end(), terms.begin(), terms.end());
+    last_range_ = {saturate(lo), saturate(hi)};
+    return true;
+  }
+
+  ReplayPlan& plan_;
+  const Program& prog_;
+  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;  // innermost last
+  std::vector<Interval> ranges_;                          // per register
+  Interval last_range_;
+  bool in_kernel_ = false;
+};
+
+DLAVM_INLINE ReplayPlan::ReplayPlan(const Program& p) {
+  PlanCompiler(*this, p).visit(p.func().body);
+}
+
+DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
+  std::int64_t args[16];
+  std::vector<std::int64_t> many;
+  std::int64_t* a = args;
+  if (f.count > 16) {
+    many.resize(f.count);
+    a = many.data();
+  }
+  for (std::uint32_t k = 0; k < f.count; ++k) a[k] = regs[args_[f.first + k]];
+  return general_[static_cast<std::size_t>(f.general)](std::span<const std::int64_t>(a, f.count));
+}
+
+DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
+                                    std::span<const ne::Binding> bindings,
+                                    std::span<const std::uint64_t> phys) const {
+  std::vector<std::int64_t> regs(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = regs.data();
+  std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
+  for (const auto& s : symbols_) {
+    const auto& v = *s.var.as<ne::VarNode>();
+    const ne::Binding* given = nullptr;
+    for (const auto& x : bindings)
+      if (x.name == v.name) given = &x;
+    if (given == nullptr)
+      raise<ValueError>(
+          "no value for variable '{}': no enclosing loop binds it and no symbolic dim of that "
+          "name was given (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
+          v.name, v.name);
+    if (given->value < v.min || given->value > v.max)
+      raise<ValueError>("symbolic dim '{}' = {} is outside its range [{}, {}]", v.name,
+                        given->value, v.min, v.max);
+    r[s.slot] = given->value;
+  }
+  for (const auto& [f, reg] : invariants_) r[reg] = general(f, r);
+  std::vector<runtime::RegionState> states(p.regions().size());
+  std::vector<runtime::UopOp> uops(p.max_kernel_ops());
+  runtime::Replay<HostStreamStorage> replay(b.writer(), p.env().config.uop_depth(), p.elem_bytes(),
+                                            p.regions().data(), states.data(), p.regions().size(),
+                                            phys.data(), {uops.data(), uops.size()});
+  // The replay's failure, if any, as the error the host raises.
+  const auto check = [&](const Op& op) {
+    if (replay.ok()) return;
+    const te::CallNode& call = *op.call;
+    const runtime::WriterError e = b.writer().error();
+    if (e.status == runtime::Status::EmptyTransfer) {
+      const bool load = call.name == intrin::load;
+      raise<ValueError>(
+          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+          "(all padding or empty), which a VTA transfer cannot express",
+          p.name(), e.field == vta::Field::y_size ? "y_size" : "x_size",
+          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
+    }
+    if (e.status == runtime::Status::Misaligned) {
+      const auto mem =
+          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, r));
+      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
+                        p.env().config.elem_bytes(mem), runtime::mem_name(mem));
+    }
+    if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
+      raise<ScheduleError>(
+          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+          "module, which share no token queue",
+          e.index, runtime::queue_name(e.to), replay.deps().unordered(),
+          runtime::queue_name(e.from));
+    b.check("dep_pop");
+  };
+  const Op* kernel = nullptr;  // the kernel's last micro-op call
+  // per kernel: the key it was last entered with, and the calls it made then
+  struct Call {
+    bool loop;
+    std::int64_t a, b, c, d;
+  };
+  struct Memo {
+    bool valid = false;
+    std::vector<std::int64_t> key;
+    std::vector<Call> calls;
+    const Op* last = nullptr;
+  };
+  std::vector<Memo> memo(kernels_.size());
+  Memo* recording = nullptr;
+  const auto n = static_cast<std::uint32_t>(ops_.size());
+  for (std::uint32_t pc = 0; pc < n;) {
+    const Op& op = ops_[pc];
+    const std::uint32_t f = op.field;
+    switch (op.kind) {
+      case OpKind::For: {
+        const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        if (extent <= 0) {
+          pc = op.jump;
+          continue;
+        }
+        r[op.slot] = lo;
+        ends[op.slot] = lo + extent;
+        break;
+      }
+      case OpKind::EndFor:
+        if (++r[op.slot] < ends[op.slot]) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::If:
+        if (value(f, r) == 0) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::Else:
+        pc = op.jump;
+        continue;
+      case OpKind::KernelBegin: {
+        replay.kernel_begin();
+        kernel = nullptr;
+        const Kernel& k = kernels_[op.slot];
+        Memo& m = memo[op.slot];
+        bool same = m.valid;
+        for (std::uint32_t i = 0; same && i < k.keys; ++i)
+          same = m.key[i] == r[keys_[k.first_key + i]];
+        if (same) {  // the calls it made last time, then its instruction
+          for (const Call& c : m.calls)
+            if (c.loop)
+              replay.loop_begin(c.a, c.b, c.c, c.d);
+            else
+              replay.push(c.a, c.b, c.c);
+          kernel = m.last;
+          pc = op.jump;
+          continue;
+        }
+        m.key.resize(k.keys);
+        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
+        m.calls.clear();
+        recording = &m;
+        break;
+      }
+      case OpKind::LoopBegin: {
+        const Call c{true, value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r)};
+        replay.loop_begin(c.a, c.b, c.c, c.d);
+        check(op);
+        if (recording != nullptr) recording->calls.push_back(c);
+        break;
+      }
+      case OpKind::Push: {
+        kernel = &op;
+        Call c{false, op.sram[0] + value(f, r), 0, 0, 0};
+        if (op.micro == Micro::Gemm) {
+          c.b = op.sram[1] + value(f + 1, r);
+          c.c = op.sram[2] + value(f + 2, r);
+        } else if (op.micro == Micro::Alu) {
+          c.b = op.sram[1] + value(f + 1, r);
+        }
+        replay.push(c.a, c.b, c.c);
+        check(op);
+        if (recording != nullptr) recording->calls.push_back(c);
+        break;
+      }
+      case OpKind::KernelEnd:
+        if (recording != nullptr) {
+          recording->last = kernel;
+          recording->valid = true;
+          recording = nullptr;
+        }
+        if (kernel == nullptr) break;
+        if (kernel->micro == Micro::Alu) {
+          const std::uint32_t k = kernel->field;
+          replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
+                     kernel->regions[0], kernel->regions[1]);
+        } else {
+          const bool reset = kernel->micro == Micro::GemmReset;
+          replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
+                      reset ? 0 : kernel->regions[2]);
+        }
+        check(*kernel);
+        break;
+      case OpKind::Load:
+        replay.load(static_cast<MemId>(value(f, r)), op.regions[0], op.sram[0] + value(f + 1, r),
+                    op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),
+                    value(f + 6, r), value(f + 7, r), value(f + 8, r), value(f + 9, r));
+        check(op);
+        break;
+      case OpKind::Store:
+        replay.store(op.regions[0], op.sram[0] + value(f, r), op.param, value(f + 1, r),
+                     value(f + 2, r), value(f + 3, r), value(f + 4, r));
+        check(op);
+        break;
+    }
+    ++pc;
+  }
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/replay_plan-inl.hpp
 #endif
 // end dlavm/vta/program.hpp
 
@@ -25218,8 +25726,9 @@ DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
 
 namespace detail {
 
-// Prints the program's statements as C++, one Replay call per intrinsic, as the host
-// Emitter (vta/program-inl.hpp) evaluates them.
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host's
+// replay plan (vta/replay_plan-inl.hpp) evaluates them. The two are written independently:
+// tests/deploy compares their words for every dim value of its programs.
 class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
  public:
   ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}

@@ -87,8 +87,9 @@ DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
 
 namespace detail {
 
-// Prints the program's statements as C++, one Replay call per intrinsic, as the host
-// Emitter (vta/program-inl.hpp) evaluates them.
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host's
+// replay plan (vta/replay_plan-inl.hpp) evaluates them. The two are written independently:
+// tests/deploy compares their words for every dim value of its programs.
 class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
  public:
   ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}

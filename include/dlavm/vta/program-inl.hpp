@@ -127,151 +127,6 @@ class StreamBounds : public tir::StmtVisitor<StreamBounds> {
 
 }  // namespace detail
 
-// Replays the host loops, evaluates each intrinsic's fields and hands it to runtime::Replay,
-// the replay firmware runs too; a failure becomes a dlavm::Error naming the program and the
-// buffers (the Builder's messages for the encoding itself).
-class Program::Emitter : public tir::LoopReplay<Emitter> {
- public:
-  Emitter(const Program& p, std::span<const ne::Binding> bindings,
-          std::span<const std::uint64_t> phys, Builder& builder)
-      : tir::LoopReplay<Emitter>(bindings),
-        builder_(builder),
-        prog_(p),
-        states_(p.regions_.size()),
-        ops_(p.max_kernel_ops_),
-        replay_(builder.writer(), p.env_.config.uop_depth(), p.elem_bytes(), p.regions_.data(),
-                states_.data(), p.regions_.size(), phys.data(), {ops_.data(), ops_.size()}) {}
-
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::LoopReplay<Emitter>::visit_attr(n, s);
-    // One GEMM or ALU instruction: its loop levels and micro-ops, then the instruction.
-    replay_.kernel_begin();
-    kernel_call_ = nullptr;
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    if (kernel_call_ == nullptr) return;
-    const auto& c = *kernel_call_;
-    if (c.name == intrin::alu) {
-      replay_.alu(static_cast<AluOp>(value(c.args[0])), value(c.args[1]) != 0, value(c.args[2]),
-                  region(c.buffers[0]), region(c.buffers[1]));
-    } else {
-      const bool reset = c.name == intrin::gemm_reset;
-      replay_.gemm(reset, region(c.buffers[0]), reset ? 0 : region(c.buffers[1]),
-                   reset ? 0 : region(c.buffers[2]));
-    }
-    check(c);
-  }
-
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const std::string& name = call->name;
-    if (in_kernel_) {
-      if (name == intrin::uop_loop_begin) {
-        replay_.loop_begin(value(call->args[0]), value(call->args[1]), value(call->args[2]),
-                           value(call->args[3]));
-      } else if (name == intrin::uop_loop_end) {
-      } else if (name == intrin::gemm) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[0]),
-                     sram(call->buffers[1]) + value(call->args[1]),
-                     sram(call->buffers[2]) + value(call->args[2]));
-      } else if (name == intrin::gemm_reset) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[0]), 0, 0);
-      } else if (name == intrin::alu) {
-        kernel_call_ = call;
-        replay_.push(sram(call->buffers[0]) + value(call->args[3]),
-                     sram(call->buffers[1]) + value(call->args[4]), 0);
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-      check(*call);
-      return;
-    }
-    if (name == intrin::load) {
-      replay_.load(static_cast<MemId>(value(call->args[0])), region(call->buffers[0]),
-                   sram(call->buffers[0]) + value(call->args[1]), param(call->buffers[1]),
-                   value(call->args[2]), value(call->args[3]), value(call->args[4]),
-                   value(call->args[5]), value(call->args[6]), value(call->args[7]),
-                   value(call->args[8]), value(call->args[9]));
-    } else if (name == intrin::store) {
-      replay_.store(region(call->buffers[0]), sram(call->buffers[0]) + value(call->args[1]),
-                    param(call->buffers[1]), value(call->args[2]), value(call->args[3]),
-                    value(call->args[4]), value(call->args[5]));
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-    check(*call);
-  }
-
- private:
-  std::int64_t value(const te::Expr& e) {
-    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-    if (const auto* i = e.as<te::IndexNode>()) return env_.eval(i->index);
-    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
-  }
-
-  // The replay's failure, if any, as the error the host raises.
-  void check(const te::CallNode& call) {
-    if (replay_.ok()) return;
-    const runtime::WriterError e = builder_.writer().error();
-    if (e.status == runtime::Status::EmptyTransfer) {
-      const bool load = call.name == intrin::load;
-      raise<ValueError>(
-          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-          "(all padding or empty), which a VTA transfer cannot express",
-          prog_.name(), e.field == Field::y_size ? "y_size" : "x_size",
-          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
-    }
-    if (e.status == runtime::Status::Misaligned) {
-      const auto mem =
-          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(call.args[0]));
-      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
-                        prog_.env_.config.elem_bytes(mem), runtime::mem_name(mem));
-    }
-    if (e.status == runtime::Status::NotNeighbours && replay_.deps().unordered() >= 0)
-      raise<ScheduleError>(
-          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-          "module, which share no token queue",
-          e.index, runtime::queue_name(e.to), replay_.deps().unordered(),
-          runtime::queue_name(e.from));
-    builder_.check("dep_pop");
-  }
-  std::int64_t sram(const te::Buffer& b) const {
-    auto it = prog_.sram_.find(b.get());
-    if (it == prog_.sram_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second.base;
-  }
-  std::uint32_t region(const te::Buffer& b) const {
-    auto it = prog_.region_of_.find(b.get());
-    if (it == prog_.region_of_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    return it->second;
-  }
-  std::size_t param(const te::Buffer& b) const {
-    auto it = prog_.param_index_.find(b.get());
-    if (it == prog_.param_index_.end())
-      raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
-                           b.name());
-    return it->second;
-  }
-
-  Builder& builder_;
-  const Program& prog_;
-  std::vector<runtime::RegionState> states_;
-  std::vector<runtime::UopOp> ops_;
-  runtime::Replay<HostStreamStorage> replay_;
-  const te::CallNode* kernel_call_ = nullptr;
-  bool in_kernel_ = false;
-};
-
 DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     : env_(std::move(env)), func_(std::move(func)) {
   detail::CheckNoStores(env_, func_.body).visit(func_.body);
@@ -339,6 +194,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   kernel_ops.visit(func_.body);
   max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
   bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
+  plan_ = std::make_shared<const detail::ReplayPlan>(*this);
 }
 
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
@@ -360,6 +216,10 @@ namespace dlavm::vta {
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
   Builder b(env_.config);
+  // the bound holds for any dims; past a few thousand words, let the vectors grow instead
+  constexpr std::int64_t kReserve = 4096;
+  b.reserve(static_cast<std::size_t>(std::min(bound_.insns, kReserve)),
+            static_cast<std::size_t>(std::min(bound_.uops, kReserve)));
   write(b, bindings, param_phys);
   b.finish();
   return b.take();
@@ -370,8 +230,7 @@ DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindin
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  Emitter e(*this, bindings, param_phys, b);
-  e.visit(func_.body);
+  plan_->write(*this, b, bindings, param_phys);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,

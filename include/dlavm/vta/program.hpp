@@ -1,8 +1,9 @@
 // vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
 // loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
 // may still be symbolic. `instantiate` replays those loops for given values of the symbolic
-// dims and DRAM addresses and encodes the instruction stream; `run` does that on a Device
-// with host arrays in and out.
+// dims and DRAM addresses and encodes the instruction stream (from a flat plan of the loops
+// and fields compiled when the program is built, vta/replay_plan.hpp); `run` does that on a
+// Device with host arrays in and out.
 //
 //   auto prog = vta::build(s, {A, B, C}, env, "vadd");
 //   prog.run(dev, {&a, &b, &c}, {{"token", 37}});
@@ -21,11 +22,13 @@
 #include <dlavm/vta/hw/io.hpp>
 #include <dlavm/vta/lower/env.hpp>
 #include <dlavm/vta/lower/passes.hpp>
+#include <dlavm/vta/replay_plan.hpp>
 
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -98,9 +101,6 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
-  // Replays the host loops and encodes each intrinsic (vta/program-inl.hpp).
-  class Emitter;
-
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
@@ -110,6 +110,8 @@ class Program {
   std::unordered_set<std::size_t> is_output_;
   std::size_t max_kernel_ops_ = 0;
   StreamBound bound_;
+  // the loops and intrinsics flattened for instantiation (shared by copies of the program)
+  std::shared_ptr<const detail::ReplayPlan> plan_;
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
@@ -125,4 +127,5 @@ Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const 
 
 #ifndef DLAVM_COMPILED_LIB
 #include <dlavm/vta/program-inl.hpp>
+#include <dlavm/vta/replay_plan-inl.hpp>
 #endif

@@ -25,9 +25,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -112,14 +112,19 @@ class HostStreamStorage {
     return scratch_.data();
   }
   bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    const auto it = kernels_.find(std::span<const std::uint32_t>(w, n));
-    if (it == kernels_.end()) return false;
-    at = it->second;
-    return true;
+    const auto [first, last] = kernels_.equal_range(hash(w, n));
+    for (auto it = first; it != last; ++it) {
+      const auto [start, size] = it->second;
+      if (size == n && std::equal(w, w + n, stream.uops.data() + start)) {
+        at = start;
+        return true;
+      }
+    }
+    return false;
   }
   bool add_kernel(std::uint32_t at, std::size_t n) {
-    const auto* w = stream.uops.data() + at;
-    kernels_.emplace(std::vector<std::uint32_t>(w, w + n), at);
+    kernels_.emplace(hash(stream.uops.data() + at, n),
+                     std::pair{at, static_cast<std::uint32_t>(n)});
     return true;
   }
   bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
@@ -138,19 +143,16 @@ class HostStreamStorage {
   Stream stream;
 
  private:
-  // Kernels ordered by their words; looked up by a view of the words (no copy).
-  struct WordsLess {
-    using is_transparent = void;
-    static std::span<const std::uint32_t> view(const std::vector<std::uint32_t>& v) { return v; }
-    static std::span<const std::uint32_t> view(std::span<const std::uint32_t> s) { return s; }
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const {
-      const auto x = view(a), y = view(b);
-      return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
-    }
-  };
-  std::map<std::vector<std::uint32_t>, std::uint32_t, WordsLess> kernels_;
-  std::map<std::uint32_t, std::uint32_t> resident_;
+  // FNV-1a over the words
+  static std::uint64_t hash(const std::uint32_t* w, std::size_t n) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 1099511628211ull;
+    return h;
+  }
+  // Kernels by the hash of their words: where they are in stream.uops, and how many words;
+  // compared word by word there (no copy of the words).
+  std::unordered_multimap<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> kernels_;
+  std::unordered_map<std::uint32_t, std::uint32_t> resident_;
   std::vector<std::uint32_t> scratch_;
 };
 
@@ -170,6 +172,11 @@ class Builder {
   std::size_t kernel_count() const { return storage_.kernel_count(); }
   const Stream& stream() const { return storage_.stream; }
   Stream take() { return std::exchange(storage_.stream, Stream{}); }
+  // Room for this many instructions and micro-op words, so that writing them never regrows.
+  void reserve(std::size_t insns, std::size_t uops) {
+    storage_.stream.insns.reserve(insns);
+    storage_.stream.uops.reserve(uops);
+  }
   // The writer itself, for code that drives it directly (vta::Program's replay); check() turns
   // its failure into the Builder's error.
   runtime::StreamWriter<HostStreamStorage>& writer() { return writer_; }
