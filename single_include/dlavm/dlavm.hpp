@@ -12390,6 +12390,64 @@ void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int
 // A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
 // then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
 // x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+// A batched matmul's operands and result (graph's BatchedMatrix and MatmulWeight layouts):
+// `products` matrices one after another, each [M, C] packed as pack_tiled's [M, C, 1, 1]; a
+// MatmulWeight product [K, N] is packed transposed, as the dense weight [N, K].
+template <class T>
+void pack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                  std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    pack_tiled(src + p * m * c, dst + p * packed, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                    std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_t k, std::int64_t n,
+                        std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (n + rows - 1) / rows * rows * ((k + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p) {
+    const T* b = src + p * k * n;
+    pack_tiled_with(
+        dst + p * packed, n, k, 1, 1, rows, cols,
+        [&](std::int64_t i, std::int64_t j, std::int64_t, std::int64_t) { return b[j * n + i]; });
+  }
+}
+
+// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
+template <class T>
+void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
+               std::int64_t rank) {
+  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
+  std::int64_t n = 1;
+  for (std::int64_t k = rank; k-- > 0;) {
+    stride[k] = n;
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  for (std::int64_t k = 0; k < rank; ++k) {
+    out_shape[k] = shape[perm[k]];
+    out_stride[k] = stride[perm[k]];
+  }
+  std::int64_t from = 0;
+  for (std::int64_t o = 0; o < n; ++o) {
+    y[o] = x[from];
+    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
+      from += out_stride[k];
+      if (++index[k] < out_shape[k]) break;
+      from -= out_stride[k] * out_shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
 template <class T>
 void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
                    std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
@@ -12591,6 +12649,64 @@ void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi)
   }
 }
 
+// Per channel c of x seen as [outer, channels, inner] (channels 1: one scale and zero point):
+// quantize_linear y = clamp(round_half_even(x / scale[c]) + zero[c], lo, hi), the rounding in a
+// wide range first so that the zero point moves the value before it saturates; dequantize_linear
+// y = (x - zero[c]) * scale[c].
+template <class Out>
+void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y,
+                     std::int64_t outer, std::int64_t channels, std::int64_t inner, std::int64_t lo,
+                     std::int64_t hi) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i) {
+        const std::int64_t r =
+            float_to_int(x[i] / scale[c], std::int64_t{-1} << 40, std::int64_t{1} << 40) +
+            static_cast<std::int64_t>(zero[c]);
+        y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
+      }
+}
+
+template <class In>
+void dequantize_linear(const In* x, const float* scale, const In* zero, float* y,
+                       std::int64_t outer, std::int64_t channels, std::int64_t inner) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i)
+        y[i] = (static_cast<float>(x[i]) - static_cast<float>(zero[c])) * scale[c];
+}
+
+// Layer normalization over the last `group` elements of each of `groups` rows: the mean, then
+// the mean square deviation, summed in order in float; y = (x - mean) / sqrt(var + eps) *
+// gamma + beta.
+inline void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
+                       std::int64_t groups, std::int64_t group, float eps) {
+  const float count = static_cast<float>(group);
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = x + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = y + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
+  }
+}
+
+// x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
+// the positions up to its own, N - M + i; the later ones become -infinity.
+inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
+                        std::int64_t n) {
+  if (x != y && rows * n > 0)
+    std::memmove(y, x, static_cast<std::size_t>(rows * n) * sizeof(float));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
+}
+
 // Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
 // wins), exponentials summed in order, each divided by the sum.
 inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
@@ -12659,24 +12775,9 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
                         detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
   const std::int64_t group = element_count(norm_dims);
   const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
-  const float eps = static_cast<float>(p.epsilon);
-  const float count = static_cast<float>(group);
   te::NDArray y(x.dtype(), x.shape());
-  const float* src = x.fdata().data();
-  const float* g = gamma.fdata().data();
-  const float* b = beta.fdata().data();
-  float* dst = y.fdata().data();
-  for (std::int64_t r = 0; r < groups; ++r) {
-    const float* xr = src + r * group;
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
-    const float mean = sum / count;
-    float sq = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
-    const float inv = 1.0f / std::sqrt(sq / count + eps);
-    float* yr = dst + r * group;
-    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
-  }
+  runtime::layer_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(), y.fdata().data(),
+                      groups, group, static_cast<float>(p.epsilon));
   return y;
 }
 
@@ -12698,15 +12799,9 @@ DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
         "last of N positions)",
         who, detail::shape_str(s));
   const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
-  te::NDArray y = x;
-  auto dst = y.fdata();
-  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::int64_t i = static_cast<std::int64_t>(r) % m;
-    for (std::int64_t j = i + n - m + 1; j < n; ++j)
-      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
-          -std::numeric_limits<float>::infinity();
-  }
+  te::NDArray y(x.dtype(), x.shape());
+  const std::int64_t rows = m == 0 ? 0 : static_cast<std::int64_t>(x.size()) / n;
+  runtime::causal_mask(x.fdata().data(), y.fdata().data(), rows, m, n);
   return y;
 }
 
@@ -12721,6 +12816,8 @@ Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
+// The parameters in a layer_norm call's attributes.
+host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
 void add_float_ops(OpRegistry& ops);
 
@@ -12794,6 +12891,10 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
 }
 
 }  // namespace detail
+
+DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
+  return detail::layer_norm_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
   return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
@@ -13499,6 +13600,7 @@ std::int64_t float_to_int(float v, DType dtype);
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -13585,6 +13687,13 @@ struct ChannelIndex {
   std::size_t inner = 1, channels = 1;
   bool per_channel = false;
   std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
+  std::array<std::int64_t, 3> split(std::size_t size) const {
+    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
+    const std::size_t block = channels * inner;
+    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
+            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
+  }
 };
 
 inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
@@ -13637,15 +13746,9 @@ DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray
   const DType t = zero_point.dtype();
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(t, x.shape());
-  const auto src = x.fdata();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float q = src[i] / scale.fdata()[c];
-    // rounded in a wide range first, so that the zero point moves the value before saturating
-    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
-    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
-  }
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
+                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
   return y;
 }
 
@@ -13660,13 +13763,9 @@ DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArr
         x.dtype(), zero_point.dtype());
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(DType::float32(), x.shape());
-  const auto src = x.data();
-  auto dst = y.fdata();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
-    dst[i] = d * scale.fdata()[c];
-  }
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
+                             y.fdata().data(), outer, channels, inner);
   return y;
 }
 
@@ -13706,6 +13805,8 @@ host::RequantizeParams requantize_params(const Attrs& attrs);
 Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
 Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
 Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
+// The parameters in a quantize_linear, dequantize_linear or rescale call's attributes.
+host::LinearQuantParams linear_quant_params(const Attrs& attrs);
 DType cast_dtype(const Attrs& attrs);
 
 void add_quantize_ops(OpRegistry& ops);
@@ -13838,6 +13939,10 @@ DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
                           const host::LinearQuantParams& p) {
   return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
               detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE host::LinearQuantParams linear_quant_params(const Attrs& attrs) {
+  return detail::linear_quant_schema().from_attrs(attrs);
 }
 
 DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
@@ -14317,6 +14422,8 @@ Expr transpose(Expr x, const host::TransposeParams& p = {});
 Expr flatten(Expr x, const host::FlattenParams& p = {});
 Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
 Expr pad(Expr x, const host::PadParams& p);
+// The parameters in a transpose call's attributes.
+host::TransposeParams transpose_params(const Attrs& attrs);
 
 void add_transform_ops(OpRegistry& ops);
 
@@ -14484,6 +14591,10 @@ inline TensorType pad_type(const TypeCall& c) {
 }
 
 }  // namespace detail
+
+DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
+  return detail::transpose_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
   return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
@@ -26141,12 +26252,14 @@ class Emitter {
           break;
         case graph::ModuleStep::Kind::Pack:
           if (out.layout.kind != K::Activation && out.layout.kind != K::Matrix &&
-              out.layout.kind != K::UnfoldedActivation)
+              out.layout.kind != K::UnfoldedActivation && out.layout.kind != K::BatchedMatrix &&
+              out.layout.kind != K::MatmulWeight)
             refuse(s, fmt::format("packing into layout {} has no firmware kernel",
                                   graph::to_string(out.layout)));
           break;
         case graph::ModuleStep::Kind::Unpack:
-          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix) ||
+          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix &&
+               in.layout.kind != K::BatchedMatrix) ||
               in.layout.planes != 1)
             refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
                                   graph::to_string(in.layout)));
@@ -26174,7 +26287,12 @@ class Emitter {
                                                      "requantize",
                                                      "add",
                                                      "mul",
-                                                     "bias_add"};
+                                                     "bias_add",
+                                                     "transpose",
+                                                     "quantize_linear",
+                                                     "dequantize_linear",
+                                                     "layer_norm",
+                                                     "causal_mask"};
     if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
       refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
                             fmt::join(supported, ", ")));
@@ -26190,6 +26308,9 @@ class Emitter {
                             x.dtype));
     if (s.op == "softmax" && x.dtype != DType::float32())
       refuse(s, fmt::format("softmax of {} has no firmware kernel", x.dtype));
+    if (s.op == "transpose" && x.logical.size() > 8)
+      refuse(s, fmt::format("transpose of rank {} has no firmware kernel (rank 8 at most)",
+                            x.logical.size()));
   }
 
   // ---- streams --------------------------------------------------------------------------
@@ -26533,7 +26654,7 @@ class Emitter {
           "  const std::int64_t d{3} = {0};\n",
           name, dims_[k].min(), dims_[k].max(), k);
     }
-    if (!dims_.empty()) {
+    if (!dims_.empty() && !replayed_.empty()) {  // what the replays read
       std::vector<std::string> ds;
       for (std::size_t k = 0; k < dims_.size(); ++k) ds.push_back(fmt::format("d{}", k));
       put(out, "  const std::int64_t dims[] = {{{}}};\n", fmt::join(ds, ", "));
@@ -26585,9 +26706,21 @@ class Emitter {
             ptr(s.inputs[0]), ptr(s.output), expr(xs[0]), expr(xs[1]), expr(xs[2]), expr(xs[3]),
             l.unfold.kw, l.unfold.stride, l.unfold.pad_left, expr(ow), l.rows, l.cols);
       }
+      if (l.kind == K::BatchedMatrix || l.kind == K::MatmulWeight) {
+        const auto [products, m, c] = batched3(xs);
+        return fmt::format("dlavm::runtime::{}({}, {}, {}, {}, {}, {}, {});",
+                           l.kind == K::BatchedMatrix ? "pack_batched" : "pack_matmul_weight",
+                           ptr(s.inputs[0]), ptr(s.output), products, m, c, l.rows, l.cols);
+      }
       const auto [a, b, h, w] = tiled4(l, xs);
       return fmt::format("dlavm::runtime::pack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
                          ptr(s.inputs[0]), ptr(s.output), a, b, h, w, l.rows, l.cols);
+    }
+    if (s.kind == graph::ModuleStep::Kind::Unpack && x.layout.kind == K::BatchedMatrix) {
+      const auto [products, m, c] = batched3(y.logical);
+      return fmt::format("dlavm::runtime::unpack_batched({}, {}, {}, {}, {}, {}, {});",
+                         ptr(s.inputs[0]), ptr(s.output), products, m, c, x.layout.rows,
+                         x.layout.cols);
     }
     if (s.kind == graph::ModuleStep::Kind::Unpack) {
       const auto [a, b, h, w] = tiled4(x.layout, xs);
@@ -26668,7 +26801,57 @@ class Emitter {
       return fmt::format("dlavm::runtime::bias_add({}, {}, {}, {}, {}, {});", in(0), in(1), out,
                          count(outer), expr(xs[axis]), count(inner));
     }
+    if (op == "transpose") {
+      const auto perm =
+          host::transpose_perm(graph::transpose_params(s.attrs).perm, xs.size(), "transpose");
+      std::vector<std::string> dims;
+      for (const auto& d : xs) dims.push_back(expr(d));
+      return fmt::format(
+          "{{ const std::int64_t shape[] = {{{}}}, perm[] = {{{}}}; "
+          "dlavm::runtime::transpose({}, {}, shape, perm, {}); }}",
+          fmt::join(dims, ", "), fmt::join(perm, ", "), in(0), out, xs.size());
+    }
+    if (op == "quantize_linear" || op == "dequantize_linear") {
+      const auto [outer, channels, inner] =
+          channel_split(xs, xs.empty() || m_.values()[s.inputs[1]].logical.empty(),
+                        graph::linear_quant_params(s.attrs).axis);
+      if (op == "dequantize_linear")
+        return fmt::format("dlavm::runtime::dequantize_linear({}, {}, {}, {}, {}, {}, {});", in(0),
+                           in(1), in(2), out, outer, channels, inner);
+      return fmt::format("dlavm::runtime::quantize_linear({}, {}, {}, {}, {}, {}, {}, {}LL, {}LL);",
+                         in(0), in(1), in(2), out, outer, channels, inner, y.dtype.min_value(),
+                         y.dtype.max_value());
+    }
+    if (op == "layer_norm") {
+      const auto p = graph::layer_norm_params(s.attrs);
+      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> group(xs.begin() + static_cast<std::ptrdiff_t>(axis), xs.end());
+      return fmt::format("dlavm::runtime::layer_norm({}, {}, {}, {}, {}, {}, {});", in(0), in(1),
+                         in(2), out, count(outer), count(group),
+                         float_literal(static_cast<float>(p.epsilon)));
+    }
+    if (op == "causal_mask") {
+      std::vector<ne::Expr> rows(xs.begin(), xs.end() - 1);
+      return fmt::format("dlavm::runtime::causal_mask({}, {}, {}, {}, {});", in(0), out,
+                         count(rows), expr(xs[xs.size() - 2]), expr(xs.back()));
+    }
     refuse(s, fmt::format("op '{}' has no firmware kernel", op));
+  }
+  // A batched matmul operand [B..., M, C] as products, M and C.
+  std::array<std::string, 3> batched3(const std::vector<ne::Expr>& s) const {
+    std::vector<ne::Expr> batch(s.begin(), s.end() - 2);
+    return {count(batch), expr(s[s.size() - 2]), expr(s.back())};
+  }
+  // x seen as [outer, channels, inner] for a linear (de)quantization's scale: one for all
+  // (`per_tensor`), or one per channel of dim `axis`.
+  std::array<std::string, 3> channel_split(const std::vector<ne::Expr>& xs, bool per_tensor,
+                                           std::int64_t axis) const {
+    if (per_tensor) return {"1", "1", count(xs)};
+    const auto a = static_cast<std::size_t>(host::normalize_axis(axis, xs.size()).value());
+    std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(a));
+    std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(a) + 1, xs.end());
+    return {count(outer), expr(xs[a]), count(inner)};
   }
   // A value seen as [A, B, H, W] for a tiled layout (graph/layout.hpp).
   std::array<std::string, 4> tiled4(const graph::Layout& l, const std::vector<ne::Expr>& s) const {

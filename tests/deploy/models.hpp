@@ -1,8 +1,9 @@
 // The models tests/deploy emits for firmware, built the same way by the generator
 // (gen/gen_firmware.cpp, at build time) and by the test (at run time): the gallery's MLP
 // (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
-// without lite), a recurrent convolution (a state in the cache region), a chain of host ops
-// (the firmware kernels), and random networks of convolutions and poolings.
+// without lite), a recurrent convolution (a state in the cache region), chains of host ops
+// (the firmware kernels), an attention block (VTA's batched matmuls), and random networks of
+// convolutions and poolings.
 #pragma once
 
 #include <dlavm/dlavm.hpp>
@@ -53,6 +54,25 @@ inline graph::Function host_ops() {
   return graph::function({x}, {out, graph::reshape(q, {.newshape = {-1}})});
 }
 
+// The float and quantization kernels of the attention models: a per-channel dequantization,
+// layer norm, causal mask, softmax, a per-tensor quantization and a transpose.
+inline graph::Function float_ops() {
+  const auto n = ne::var("n", 1, 3);
+  auto x = graph::input("x", {n, 6, 8}, DType::int8());
+  auto scale = graph::constant(
+      "scale", te::NDArray::from_floats({8}, {0.5f, 0.25f, 0.125f, 1.0f, 0.75f, 0.1f, 2.0f, 0.3f}));
+  auto zero = graph::constant("zero", te::NDArray::random(DType::int8(), {8}, 6, -3, 3));
+  auto f = graph::dequantize_linear(x, scale, zero, {.axis = -1});
+  f = graph::layer_norm(f, graph::constant("gamma", te::NDArray::random_float({8}, 7, 0.5, 1.5)),
+                        graph::constant("beta", te::NDArray::random_float({8}, 8, -0.5, 0.5)),
+                        {.axis = -1, .epsilon = 1e-3});
+  f = graph::softmax(graph::causal_mask(f), {.axis = -1});
+  auto q =
+      graph::quantize_linear(f, graph::constant("qs", te::NDArray::from_floats({}, {1.0f / 127})),
+                             graph::constant("qz", te::NDArray(DType::int8(), {})));
+  return graph::function({x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f});
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
@@ -61,6 +81,10 @@ inline std::vector<Case> cases() {
   out.push_back(
       {"recurrent", random_graphs::recurrent_convolution(), {.lite = true}, "", {1, 1, 1}});
   out.push_back({"host_ops", host_ops(), {}, "n", {1, 3, 2}});
+  out.push_back({"float_ops", float_ops(), {}, "n", {1, 3, 2}});
+  // one attention block: the batched matmuls' layouts and the host steps between them
+  out.push_back(
+      {"attention", models::Attention(64, 4, 32).function(), {}, "token", {1, 5, 32, 17}});
   random_graphs::Rng rng{std::mt19937_64(77)};
   for (int k = 0; k < 6; ++k) {
     auto net = random_graphs::random_network(rng, static_cast<std::uint64_t>(k));

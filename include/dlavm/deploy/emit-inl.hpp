@@ -174,12 +174,14 @@ class Emitter {
           break;
         case graph::ModuleStep::Kind::Pack:
           if (out.layout.kind != K::Activation && out.layout.kind != K::Matrix &&
-              out.layout.kind != K::UnfoldedActivation)
+              out.layout.kind != K::UnfoldedActivation && out.layout.kind != K::BatchedMatrix &&
+              out.layout.kind != K::MatmulWeight)
             refuse(s, fmt::format("packing into layout {} has no firmware kernel",
                                   graph::to_string(out.layout)));
           break;
         case graph::ModuleStep::Kind::Unpack:
-          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix) ||
+          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix &&
+               in.layout.kind != K::BatchedMatrix) ||
               in.layout.planes != 1)
             refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
                                   graph::to_string(in.layout)));
@@ -207,7 +209,12 @@ class Emitter {
                                                      "requantize",
                                                      "add",
                                                      "mul",
-                                                     "bias_add"};
+                                                     "bias_add",
+                                                     "transpose",
+                                                     "quantize_linear",
+                                                     "dequantize_linear",
+                                                     "layer_norm",
+                                                     "causal_mask"};
     if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
       refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
                             fmt::join(supported, ", ")));
@@ -223,6 +230,9 @@ class Emitter {
                             x.dtype));
     if (s.op == "softmax" && x.dtype != DType::float32())
       refuse(s, fmt::format("softmax of {} has no firmware kernel", x.dtype));
+    if (s.op == "transpose" && x.logical.size() > 8)
+      refuse(s, fmt::format("transpose of rank {} has no firmware kernel (rank 8 at most)",
+                            x.logical.size()));
   }
 
   // ---- streams --------------------------------------------------------------------------
@@ -566,7 +576,7 @@ class Emitter {
           "  const std::int64_t d{3} = {0};\n",
           name, dims_[k].min(), dims_[k].max(), k);
     }
-    if (!dims_.empty()) {
+    if (!dims_.empty() && !replayed_.empty()) {  // what the replays read
       std::vector<std::string> ds;
       for (std::size_t k = 0; k < dims_.size(); ++k) ds.push_back(fmt::format("d{}", k));
       put(out, "  const std::int64_t dims[] = {{{}}};\n", fmt::join(ds, ", "));
@@ -618,9 +628,21 @@ class Emitter {
             ptr(s.inputs[0]), ptr(s.output), expr(xs[0]), expr(xs[1]), expr(xs[2]), expr(xs[3]),
             l.unfold.kw, l.unfold.stride, l.unfold.pad_left, expr(ow), l.rows, l.cols);
       }
+      if (l.kind == K::BatchedMatrix || l.kind == K::MatmulWeight) {
+        const auto [products, m, c] = batched3(xs);
+        return fmt::format("dlavm::runtime::{}({}, {}, {}, {}, {}, {}, {});",
+                           l.kind == K::BatchedMatrix ? "pack_batched" : "pack_matmul_weight",
+                           ptr(s.inputs[0]), ptr(s.output), products, m, c, l.rows, l.cols);
+      }
       const auto [a, b, h, w] = tiled4(l, xs);
       return fmt::format("dlavm::runtime::pack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
                          ptr(s.inputs[0]), ptr(s.output), a, b, h, w, l.rows, l.cols);
+    }
+    if (s.kind == graph::ModuleStep::Kind::Unpack && x.layout.kind == K::BatchedMatrix) {
+      const auto [products, m, c] = batched3(y.logical);
+      return fmt::format("dlavm::runtime::unpack_batched({}, {}, {}, {}, {}, {}, {});",
+                         ptr(s.inputs[0]), ptr(s.output), products, m, c, x.layout.rows,
+                         x.layout.cols);
     }
     if (s.kind == graph::ModuleStep::Kind::Unpack) {
       const auto [a, b, h, w] = tiled4(x.layout, xs);
@@ -701,7 +723,57 @@ class Emitter {
       return fmt::format("dlavm::runtime::bias_add({}, {}, {}, {}, {}, {});", in(0), in(1), out,
                          count(outer), expr(xs[axis]), count(inner));
     }
+    if (op == "transpose") {
+      const auto perm =
+          host::transpose_perm(graph::transpose_params(s.attrs).perm, xs.size(), "transpose");
+      std::vector<std::string> dims;
+      for (const auto& d : xs) dims.push_back(expr(d));
+      return fmt::format(
+          "{{ const std::int64_t shape[] = {{{}}}, perm[] = {{{}}}; "
+          "dlavm::runtime::transpose({}, {}, shape, perm, {}); }}",
+          fmt::join(dims, ", "), fmt::join(perm, ", "), in(0), out, xs.size());
+    }
+    if (op == "quantize_linear" || op == "dequantize_linear") {
+      const auto [outer, channels, inner] =
+          channel_split(xs, xs.empty() || m_.values()[s.inputs[1]].logical.empty(),
+                        graph::linear_quant_params(s.attrs).axis);
+      if (op == "dequantize_linear")
+        return fmt::format("dlavm::runtime::dequantize_linear({}, {}, {}, {}, {}, {}, {});", in(0),
+                           in(1), in(2), out, outer, channels, inner);
+      return fmt::format("dlavm::runtime::quantize_linear({}, {}, {}, {}, {}, {}, {}, {}LL, {}LL);",
+                         in(0), in(1), in(2), out, outer, channels, inner, y.dtype.min_value(),
+                         y.dtype.max_value());
+    }
+    if (op == "layer_norm") {
+      const auto p = graph::layer_norm_params(s.attrs);
+      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> group(xs.begin() + static_cast<std::ptrdiff_t>(axis), xs.end());
+      return fmt::format("dlavm::runtime::layer_norm({}, {}, {}, {}, {}, {}, {});", in(0), in(1),
+                         in(2), out, count(outer), count(group),
+                         float_literal(static_cast<float>(p.epsilon)));
+    }
+    if (op == "causal_mask") {
+      std::vector<ne::Expr> rows(xs.begin(), xs.end() - 1);
+      return fmt::format("dlavm::runtime::causal_mask({}, {}, {}, {}, {});", in(0), out,
+                         count(rows), expr(xs[xs.size() - 2]), expr(xs.back()));
+    }
     refuse(s, fmt::format("op '{}' has no firmware kernel", op));
+  }
+  // A batched matmul operand [B..., M, C] as products, M and C.
+  std::array<std::string, 3> batched3(const std::vector<ne::Expr>& s) const {
+    std::vector<ne::Expr> batch(s.begin(), s.end() - 2);
+    return {count(batch), expr(s[s.size() - 2]), expr(s.back())};
+  }
+  // x seen as [outer, channels, inner] for a linear (de)quantization's scale: one for all
+  // (`per_tensor`), or one per channel of dim `axis`.
+  std::array<std::string, 3> channel_split(const std::vector<ne::Expr>& xs, bool per_tensor,
+                                           std::int64_t axis) const {
+    if (per_tensor) return {"1", "1", count(xs)};
+    const auto a = static_cast<std::size_t>(host::normalize_axis(axis, xs.size()).value());
+    std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(a));
+    std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(a) + 1, xs.end());
+    return {count(outer), expr(xs[a]), count(inner)};
   }
   // A value seen as [A, B, H, W] for a tiled layout (graph/layout.hpp).
   std::array<std::string, 4> tiled4(const graph::Layout& l, const std::vector<ne::Expr>& s) const {

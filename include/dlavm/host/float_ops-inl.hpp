@@ -42,24 +42,9 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
                         detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
   const std::int64_t group = element_count(norm_dims);
   const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
-  const float eps = static_cast<float>(p.epsilon);
-  const float count = static_cast<float>(group);
   te::NDArray y(x.dtype(), x.shape());
-  const float* src = x.fdata().data();
-  const float* g = gamma.fdata().data();
-  const float* b = beta.fdata().data();
-  float* dst = y.fdata().data();
-  for (std::int64_t r = 0; r < groups; ++r) {
-    const float* xr = src + r * group;
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
-    const float mean = sum / count;
-    float sq = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
-    const float inv = 1.0f / std::sqrt(sq / count + eps);
-    float* yr = dst + r * group;
-    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * g[j] + b[j];
-  }
+  runtime::layer_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(), y.fdata().data(),
+                      groups, group, static_cast<float>(p.epsilon));
   return y;
 }
 
@@ -81,15 +66,9 @@ DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
         "last of N positions)",
         who, detail::shape_str(s));
   const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
-  te::NDArray y = x;
-  auto dst = y.fdata();
-  const std::size_t rows = m == 0 ? 0 : dst.size() / static_cast<std::size_t>(n);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::int64_t i = static_cast<std::int64_t>(r) % m;
-    for (std::int64_t j = i + n - m + 1; j < n; ++j)
-      dst[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] =
-          -std::numeric_limits<float>::infinity();
-  }
+  te::NDArray y(x.dtype(), x.shape());
+  const std::int64_t rows = m == 0 ? 0 : static_cast<std::int64_t>(x.size()) / n;
+  runtime::causal_mask(x.fdata().data(), y.fdata().data(), rows, m, n);
   return y;
 }
 

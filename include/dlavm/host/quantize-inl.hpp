@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -96,6 +97,13 @@ struct ChannelIndex {
   std::size_t inner = 1, channels = 1;
   bool per_channel = false;
   std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
+  std::array<std::int64_t, 3> split(std::size_t size) const {
+    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
+    const std::size_t block = channels * inner;
+    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
+            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
+  }
 };
 
 inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
@@ -148,15 +156,9 @@ DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray
   const DType t = zero_point.dtype();
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(t, x.shape());
-  const auto src = x.fdata();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float q = src[i] / scale.fdata()[c];
-    // rounded in a wide range first, so that the zero point moves the value before saturating
-    const std::int64_t r = runtime::float_to_int(q, std::int64_t{-1} << 40, std::int64_t{1} << 40);
-    dst[i] = std::clamp(r + zero_point.data()[c], t.min_value(), t.max_value());
-  }
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
+                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
   return y;
 }
 
@@ -171,13 +173,9 @@ DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArr
         x.dtype(), zero_point.dtype());
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(DType::float32(), x.shape());
-  const auto src = x.data();
-  auto dst = y.fdata();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    const float d = static_cast<float>(src[i]) - static_cast<float>(zero_point.data()[c]);
-    dst[i] = d * scale.fdata()[c];
-  }
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
+                             y.fdata().data(), outer, channels, inner);
   return y;
 }
 

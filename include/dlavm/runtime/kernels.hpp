@@ -63,6 +63,64 @@ void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int
 // A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
 // then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
 // x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+// A batched matmul's operands and result (graph's BatchedMatrix and MatmulWeight layouts):
+// `products` matrices one after another, each [M, C] packed as pack_tiled's [M, C, 1, 1]; a
+// MatmulWeight product [K, N] is packed transposed, as the dense weight [N, K].
+template <class T>
+void pack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                  std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    pack_tiled(src + p * m * c, dst + p * packed, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                    std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_t k, std::int64_t n,
+                        std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (n + rows - 1) / rows * rows * ((k + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p) {
+    const T* b = src + p * k * n;
+    pack_tiled_with(
+        dst + p * packed, n, k, 1, 1, rows, cols,
+        [&](std::int64_t i, std::int64_t j, std::int64_t, std::int64_t) { return b[j * n + i]; });
+  }
+}
+
+// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
+template <class T>
+void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
+               std::int64_t rank) {
+  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
+  std::int64_t n = 1;
+  for (std::int64_t k = rank; k-- > 0;) {
+    stride[k] = n;
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  for (std::int64_t k = 0; k < rank; ++k) {
+    out_shape[k] = shape[perm[k]];
+    out_stride[k] = stride[perm[k]];
+  }
+  std::int64_t from = 0;
+  for (std::int64_t o = 0; o < n; ++o) {
+    y[o] = x[from];
+    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
+      from += out_stride[k];
+      if (++index[k] < out_shape[k]) break;
+      from -= out_stride[k] * out_shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
 template <class T>
 void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
                    std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
@@ -262,6 +320,64 @@ void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi)
     else
       y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
   }
+}
+
+// Per channel c of x seen as [outer, channels, inner] (channels 1: one scale and zero point):
+// quantize_linear y = clamp(round_half_even(x / scale[c]) + zero[c], lo, hi), the rounding in a
+// wide range first so that the zero point moves the value before it saturates; dequantize_linear
+// y = (x - zero[c]) * scale[c].
+template <class Out>
+void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y,
+                     std::int64_t outer, std::int64_t channels, std::int64_t inner, std::int64_t lo,
+                     std::int64_t hi) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i) {
+        const std::int64_t r =
+            float_to_int(x[i] / scale[c], std::int64_t{-1} << 40, std::int64_t{1} << 40) +
+            static_cast<std::int64_t>(zero[c]);
+        y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
+      }
+}
+
+template <class In>
+void dequantize_linear(const In* x, const float* scale, const In* zero, float* y,
+                       std::int64_t outer, std::int64_t channels, std::int64_t inner) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i)
+        y[i] = (static_cast<float>(x[i]) - static_cast<float>(zero[c])) * scale[c];
+}
+
+// Layer normalization over the last `group` elements of each of `groups` rows: the mean, then
+// the mean square deviation, summed in order in float; y = (x - mean) / sqrt(var + eps) *
+// gamma + beta.
+inline void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
+                       std::int64_t groups, std::int64_t group, float eps) {
+  const float count = static_cast<float>(group);
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = x + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = y + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
+  }
+}
+
+// x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
+// the positions up to its own, N - M + i; the later ones become -infinity.
+inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
+                        std::int64_t n) {
+  if (x != y && rows * n > 0)
+    std::memmove(y, x, static_cast<std::size_t>(rows * n) * sizeof(float));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
 }
 
 // Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN

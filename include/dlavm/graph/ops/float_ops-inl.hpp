@@ -62,6 +62,10 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
 
 }  // namespace detail
 
+DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
+  return detail::layer_norm_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
   return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }

@@ -22,6 +22,8 @@ Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
+// The parameters in a layer_norm call's attributes.
+host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
 void add_float_ops(OpRegistry& ops);
 

@@ -120,6 +120,10 @@ DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
               detail::linear_quant_schema().to_attrs(p));
 }
 
+DLAVM_INLINE host::LinearQuantParams linear_quant_params(const Attrs& attrs) {
+  return detail::linear_quant_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
   return detail::requantize_schema().from_attrs(attrs);
 }

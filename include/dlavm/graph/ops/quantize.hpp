@@ -28,6 +28,8 @@ host::RequantizeParams requantize_params(const Attrs& attrs);
 Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
 Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
 Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
+// The parameters in a quantize_linear, dequantize_linear or rescale call's attributes.
+host::LinearQuantParams linear_quant_params(const Attrs& attrs);
 DType cast_dtype(const Attrs& attrs);
 
 void add_quantize_ops(OpRegistry& ops);

@@ -151,6 +151,10 @@ inline TensorType pad_type(const TypeCall& c) {
 
 }  // namespace detail
 
+DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
+  return detail::transpose_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
   return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
 }

@@ -28,6 +28,8 @@ Expr transpose(Expr x, const host::TransposeParams& p = {});
 Expr flatten(Expr x, const host::FlattenParams& p = {});
 Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
 Expr pad(Expr x, const host::PadParams& p);
+// The parameters in a transpose call's attributes.
+host::TransposeParams transpose_params(const Attrs& attrs);
 
 void add_transform_ops(OpRegistry& ops);
 
