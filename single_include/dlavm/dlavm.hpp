@@ -541,9 +541,13 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // region map and alignment (the insts and uop regions are sized here: each static stream its
 // slot, one shared slot for the replayed ones, as large as their bound).
 //
+// A growing state the module holds packed (a KV cache, graph::ModuleState::packed) keeps its
+// length in the cache region: run() takes the other dims only, binds the growing one to the
+// positions held and refuses a run the cache has no room for (DimOutOfRange).
+//
 // A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
-// the op; so are dtypes firmware does not hold (only 8, 16, 32 and 64-bit integers and
-// float32) and unwritable files.
+// the op; so are any other growing state, dtypes firmware does not hold (only 8, 16, 32 and
+// 64-bit integers and float32) and unwritable files.
 
 // begin dlavm/core/api.hpp
 // How dlavm's non-template code is compiled. Header-only (the default): every header brings its
@@ -714,7 +718,8 @@ MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
 // the array's dim i; a transpose between the cache and the matmul that reads it), in
 // matmul_weight layout: [B..., K, N] -> [prod(B), N/R, K/T, R, T]. The growing dim must be K
 // or N. When a run's positions need another tile along it, the held tiles move to their new
-// places in the same buffer (once every R or T positions), and the new tiles start at zero.
+// places in the same buffer (once every R or T positions), and the new tiles start at zero:
+// runtime::append_packed, the kernel firmware runs on the same bytes.
 //
 //   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
 //                              {graph::Layout::Kind::MatmulWeight, 16, 16});
@@ -9193,3138 +9198,6 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 // end dlavm/graph/layout-inl.hpp
 #endif
 // end dlavm/graph/layout.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-class AppendedState {
- public:
-  // `shape`: the state's shape, the growing dim `axis` at its held length (which it starts
-  // from); `name` for messages.
-  AppendedState(DType dtype, std::vector<std::int64_t> shape, std::size_t axis,
-                std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
-
-  // The positions the state holds.
-  std::int64_t length() const { return length_; }
-  // Writes `rows` (the state's shape, any length along the growing dim) after the held
-  // positions; bytes() then holds length() + that many, and commit() makes them the state.
-  // Until then length() is unchanged: a run that fails after its append leaves the state as
-  // it was (the next append overwrites what it wrote).
-  void append(const te::NDArray& rows);
-  void commit() { length_ = pending_; }
-  // The packed array's DRAM bytes at the pending length (the length after append).
-  std::span<const std::uint8_t> bytes() const { return bytes_; }
-  // The state as an array, and a whole new one (its length along the growing dim, the
-  // other dims the state's).
-  te::NDArray logical() const;
-  void assign(const te::NDArray& state);
-
- private:
-  // The packed array's leading dims at a length: products, N / R and K / T tiles.
-  struct Grid {
-    std::int64_t products = 0, n_tiles = 0, k_tiles = 0;
-  };
-  Grid grid(std::int64_t length) const;
-  // The positions the tiles of a packed array of `length` positions hold along the growing dim.
-  std::int64_t extent(std::int64_t length) const;
-  // Moves the held tiles to where a packed array of `length` positions keeps them.
-  void lay_out(std::int64_t length);
-  // Zeroes the positions [from, to) of the growing dim (the tail of the last tile).
-  void clear(std::int64_t from, std::int64_t to);
-  // The byte offset of state element `index` in the array laid out as `g`.
-  std::size_t offset(const Grid& g, std::span<const std::int64_t> index) const;
-  void check_rows(const te::NDArray& rows, std::string_view what) const;
-
-  DType dtype_;
-  std::vector<std::int64_t> shape_;  // the growing dim's entry unused
-  std::size_t axis_;
-  std::vector<std::int64_t> perm_;
-  Layout layout_;
-  std::string name_;
-  std::size_t width_;  // bytes per element
-  std::int64_t length_ = 0, pending_ = 0;
-  std::int64_t laid_ = 0;     // the length bytes_ is laid out for
-  std::int64_t written_ = 0;  // positions at or past it are zero
-  std::vector<std::uint8_t> bytes_;
-};
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/appended_state-inl.hpp
-// Definitions for graph/appended_state.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/appended_state.hpp
-// end dlavm/graph/appended_state.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstring>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// Steps a row-major multi-index over `shape` (an odometer); false after the last one.
-inline bool next_index(std::vector<std::int64_t>& index, std::span<const std::int64_t> shape) {
-  for (std::size_t k = index.size(); k-- > 0;) {
-    if (++index[k] < shape[k]) return true;
-    index[k] = 0;
-  }
-  return false;
-}
-
-inline std::int64_t element_count(std::span<const std::int64_t> shape) {
-  std::int64_t n = 1;
-  for (const auto d : shape) n *= d;
-  return n;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t> shape,
-                                          std::size_t axis, std::vector<std::int64_t> perm,
-                                          Layout layout, std::string name)
-    : dtype_(dtype),
-      shape_(std::move(shape)),
-      axis_(axis),
-      perm_(std::move(perm)),
-      layout_(layout),
-      name_(std::move(name)),
-      width_(static_cast<std::size_t>(dtype.bytes())) {
-  const std::size_t rank = shape_.size();
-  bool valid = layout_.kind == Layout::Kind::MatmulWeight && layout_.planes == 1 && rank >= 2 &&
-               axis_ < rank && perm_.size() == rank;
-  std::vector<bool> seen(rank, false);
-  for (std::size_t i = 0; valid && i < rank; ++i) {
-    valid = perm_[i] >= 0 && static_cast<std::size_t>(perm_[i]) < rank && !seen[perm_[i]];
-    if (valid) seen[perm_[i]] = true;
-  }
-  // the growing dim is the packed array's K or N, never one of its products
-  valid = valid && (static_cast<std::size_t>(perm_[rank - 1]) == axis_ ||
-                    static_cast<std::size_t>(perm_[rank - 2]) == axis_);
-  if (!valid)
-    raise<ValueError>(
-        "internal: appended state '{}': dim {} of a rank-{} state permuted by [{}] into {} is not "
-        "a matmul weight's K or N, please report",
-        name_, axis_, rank, fmt::join(perm_, ", "), to_string(layout_));
-  length_ = pending_ = written_ = shape_[axis_];
-  lay_out(length_);  // from no tiles: all zero
-}
-
-DLAVM_INLINE AppendedState::Grid AppendedState::grid(std::int64_t length) const {
-  const std::size_t rank = shape_.size();
-  const auto dim = [&](std::size_t i) {
-    const auto s = static_cast<std::size_t>(perm_[i]);
-    return s == axis_ ? length : shape_[s];
-  };
-  Grid g;
-  g.products = 1;
-  for (std::size_t i = 0; i + 2 < rank; ++i) g.products *= dim(i);
-  g.n_tiles = (dim(rank - 1) + layout_.rows - 1) / layout_.rows;
-  g.k_tiles = (dim(rank - 2) + layout_.cols - 1) / layout_.cols;
-  return g;
-}
-
-DLAVM_INLINE std::int64_t AppendedState::extent(std::int64_t length) const {
-  const Grid g = grid(length);
-  return static_cast<std::size_t>(perm_.back()) == axis_ ? g.n_tiles * layout_.rows
-                                                         : g.k_tiles * layout_.cols;
-}
-
-DLAVM_INLINE std::size_t AppendedState::offset(const Grid& g,
-                                               std::span<const std::int64_t> index) const {
-  const std::size_t rank = shape_.size();
-  std::int64_t product = 0;
-  for (std::size_t i = 0; i + 2 < rank; ++i)
-    product = product * shape_[static_cast<std::size_t>(perm_[i])] + index[perm_[i]];
-  const std::int64_t k = index[perm_[rank - 2]], n = index[perm_[rank - 1]];
-  const std::int64_t r = layout_.rows, t = layout_.cols;
-  const std::int64_t tile = (product * g.n_tiles + n / r) * g.k_tiles + k / t;
-  return static_cast<std::size_t>((tile * r + n % r) * t + k % t) * width_;
-}
-
-DLAVM_INLINE void AppendedState::lay_out(std::int64_t length) {
-  const Grid from = grid(laid_), to = grid(length);
-  laid_ = length;
-  const std::size_t tile = static_cast<std::size_t>(layout_.rows * layout_.cols) * width_;
-  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
-    return static_cast<std::size_t>((p * from.n_tiles + n) * from.k_tiles + k) * tile;
-  };
-  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
-    return static_cast<std::size_t>((p * to.n_tiles + n) * to.k_tiles + k) * tile;
-  };
-  const std::size_t size = static_cast<std::size_t>(to.products * to.n_tiles * to.k_tiles) * tile;
-  if (from.n_tiles == to.n_tiles && from.k_tiles == to.k_tiles && bytes_.size() == size) return;
-  const std::int64_t n_kept = std::min(from.n_tiles, to.n_tiles);
-  const std::int64_t k_kept = std::min(from.k_tiles, to.k_tiles);
-  if (to.n_tiles >= from.n_tiles && to.k_tiles >= from.k_tiles) {
-    // growing: every tile moves to a place at or after its old one, so moving from the last
-    // tile to the first never overwrites one still to move
-    bytes_.resize(size);
-    for (std::int64_t p = to.products; p-- > 0;)
-      for (std::int64_t n = n_kept; n-- > 0;)
-        for (std::int64_t k = k_kept; k-- > 0;)
-          if (old_at(p, n, k) != new_at(p, n, k))
-            std::memmove(bytes_.data() + new_at(p, n, k), bytes_.data() + old_at(p, n, k), tile);
-    for (std::int64_t p = 0; p < to.products; ++p)
-      for (std::int64_t n = 0; n < to.n_tiles; ++n)
-        for (std::int64_t k = 0; k < to.k_tiles; ++k)
-          if (n >= from.n_tiles || k >= from.k_tiles)
-            std::memset(bytes_.data() + new_at(p, n, k), 0, tile);
-  } else {
-    // shrinking (after a run that failed): the first tile first, each to a place at or
-    // before its old one
-    for (std::int64_t p = 0; p < to.products; ++p)
-      for (std::int64_t n = 0; n < n_kept; ++n)
-        for (std::int64_t k = 0; k < k_kept; ++k)
-          if (old_at(p, n, k) != new_at(p, n, k))
-            std::memmove(bytes_.data() + new_at(p, n, k), bytes_.data() + old_at(p, n, k), tile);
-    bytes_.resize(size);
-  }
-}
-
-DLAVM_INLINE void AppendedState::clear(std::int64_t from, std::int64_t to) {
-  if (from >= to) return;
-  const Grid g = grid(laid_);
-  std::vector<std::int64_t> shape = shape_, index(shape_.size(), 0);
-  shape[axis_] = to - from;
-  if (detail::element_count(shape) == 0) return;
-  do {
-    std::vector<std::int64_t> at = index;
-    at[axis_] += from;
-    std::memset(bytes_.data() + offset(g, at), 0, width_);
-  } while (detail::next_index(index, shape));
-}
-
-DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
-  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
-  for (std::size_t k = 0; same && k < shape_.size(); ++k)
-    same = k == axis_ || rows.shape()[k] == shape_[k];
-  if (same) return;
-  std::vector<std::string> dims;
-  for (std::size_t k = 0; k < shape_.size(); ++k)
-    dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
-  raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
-                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
-                    fmt::join(dims, ", "), axis_);
-}
-
-DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
-  check_rows(rows, "the appended rows are");
-  const std::int64_t count = rows.shape()[axis_];
-  pending_ = length_ + count;
-  lay_out(pending_);
-  // what a failed run wrote past the held positions, and this append does not overwrite
-  clear(pending_, std::min(written_, extent(pending_)));
-  written_ = pending_;
-  if (rows.size() == 0) return;
-  const Grid g = grid(pending_);
-  const auto data = rows.data();
-  std::vector<std::int64_t> index(shape_.size(), 0), at;
-  std::size_t i = 0;
-  do {
-    at = index;
-    at[axis_] += length_;
-    auto v = static_cast<std::uint64_t>(data[i++]);
-    std::uint8_t* out = bytes_.data() + offset(g, at);
-    for (std::size_t b = 0; b < width_; ++b, v >>= 8) out[b] = static_cast<std::uint8_t>(v);
-  } while (detail::next_index(index, rows.shape()));
-}
-
-DLAVM_INLINE te::NDArray AppendedState::logical() const {
-  std::vector<std::int64_t> shape = shape_;
-  shape[axis_] = length_;
-  te::NDArray out(dtype_, shape);
-  if (out.size() == 0) return out;
-  const Grid g = grid(laid_);
-  auto data = out.data();
-  std::vector<std::int64_t> index(shape.size(), 0);
-  std::size_t i = 0;
-  do {
-    const std::uint8_t* in = bytes_.data() + offset(g, index);
-    std::uint64_t v = 0;
-    for (std::size_t b = 0; b < width_; ++b) v |= std::uint64_t{in[b]} << (8 * b);
-    data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
-  } while (detail::next_index(index, shape));
-  return out;
-}
-
-DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
-  check_rows(state, "the array is");
-  length_ = pending_ = 0;
-  laid_ = written_ = 0;
-  bytes_.clear();
-  lay_out(0);
-  append(state);
-  commit();
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/appended_state-inl.hpp
-#endif
-// end dlavm/graph/appended_state.hpp
-// begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
-// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
-// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
-// keys an op takes, with their kinds and defaults.
-//
-//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
-//   a.get_ints("strides");          // {2, 2}
-//   a.get_float("shift");           // 8.0: an integer reads as a float
-//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
-//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
-//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-
-#include <fmt/format.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
-                               std::vector<double>>;
-
-// The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
-
-inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
-std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
-std::string to_string(const AttrValue& v);
-
-class Attrs {
- public:
-  struct Entry {
-    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
-    // {"strides", {2, 2}}: a braced list of integers.
-    Entry(std::string k, std::initializer_list<std::int64_t> v)
-        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
-    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
-    template <std::size_t N>
-    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
-    friend bool operator==(const Entry&, const Entry&) = default;
-    std::string key;
-    AttrValue value;
-  };
-
-  Attrs() = default;
-  // ValueError when a key appears twice.
-  Attrs(std::initializer_list<Entry> entries);
-
-  // Inserts or replaces.
-  Attrs& set(std::string key, AttrValue value);
-  // The value, or nullptr.
-  const AttrValue* find(std::string_view key) const;
-  bool contains(std::string_view key) const { return find(key) != nullptr; }
-
-  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
-  // when it holds another kind. get_float also reads an integer.
-  std::int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;
-  const std::string& get_string(std::string_view key) const;
-  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
-  DType get_dtype(std::string_view key) const;
-  // A list of floats; a list of integers reads as one too.
-  std::vector<double> get_floats(std::string_view key) const;
-
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-  friend bool operator==(const Attrs&, const Attrs&) = default;
-
- private:
-  const AttrValue& get(std::string_view key, AttrKind want) const;
-  std::vector<Entry> entries_;  // sorted by key, keys unique
-};
-
-}  // namespace dlavm::graph
-
-// key=value pairs in key order, separated by ", ".
-template <>
-struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
-    std::string out;
-    for (const auto& e : a) {
-      if (!out.empty()) out += ", ";
-      out += e.key;
-      out += '=';
-      out += dlavm::graph::to_string(e.value);
-    }
-    return fmt::formatter<std::string_view>::format(out, ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/attrs-inl.hpp
-// Definitions for graph/attrs.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view describe(AttrKind kind) {
-  switch (kind) {
-    case AttrKind::Int:
-      return "an integer";
-    case AttrKind::Float:
-      return "a float";
-    case AttrKind::String:
-      return "a string";
-    case AttrKind::Ints:
-      return "a list of integers";
-    case AttrKind::DType:
-      return "a dtype";
-    case AttrKind::Floats:
-      return "a list of floats";
-  }
-  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
-}
-
-namespace detail {
-
-// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
-inline std::string float_text(double d) {
-  std::string s = fmt::format("{}", d);
-  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string to_string(const AttrValue& v) {
-  using detail::float_text;
-  switch (kind_of(v)) {
-    case AttrKind::Int:
-      return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float:
-      return float_text(std::get<double>(v));
-    case AttrKind::String: {
-      std::string s = "\"";
-      for (char c : std::get<std::string>(v)) {
-        if (c == '"' || c == '\\') s += '\\';
-        s += c;
-      }
-      return s + "\"";
-    }
-    case AttrKind::Ints:
-      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
-    case AttrKind::DType:
-      return std::get<DType>(v).str();
-    case AttrKind::Floats: {
-      std::vector<std::string> items;
-      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
-      return fmt::format("[{}]", fmt::join(items, ", "));
-    }
-  }
-  raise<ValueError>("internal: unknown attribute kind, please report");
-}
-
-DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
-  for (const Entry& e : entries) {
-    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
-    set(e.key, e.value);
-  }
-}
-
-DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, const std::string& k) { return e.key < k; });
-  if (it != entries_.end() && it->key == key)
-    it->value = std::move(value);
-  else
-    entries_.emplace(it, std::move(key), std::move(value));
-  return *this;
-}
-
-DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, std::string_view k) { return e.key < k; });
-  return it != entries_.end() && it->key == key ? &it->value : nullptr;
-}
-
-DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
-  const AttrValue* v = find(key);
-  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
-  if (kind_of(*v) != want)
-    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
-                     to_string(*v), describe(want));
-  return *v;
-}
-
-DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
-  return std::get<std::int64_t>(get(key, AttrKind::Int));
-}
-
-DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Int)
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return std::get<double>(get(key, AttrKind::Float));
-}
-
-DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
-  return std::get<std::string>(get(key, AttrKind::String));
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
-  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
-}
-
-DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
-  return std::get<DType>(get(key, AttrKind::DType));
-}
-
-DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
-    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-    return {ints.begin(), ints.end()};
-  }
-  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attrs-inl.hpp
-#endif
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
-//
-// The node set is small and closed (NodeKind):
-//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
-//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
-//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
-//              and optionally the name of the value it produces (`result_name`: from
-//              GraphBuilder, an importer's node names, or graph::named), which the printer,
-//              error messages and a built Module's values go by
-// Every node has an optional TensorType (inputs and constants always; calls once
-// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
-// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
-// a graph is always acyclic.
-//
-//   auto token = ne::var("token", 1, 2048);
-//   auto x = graph::input("x", {1, token, 512}, DType::int8());
-//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
-//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
-//   auto fn = graph::function({x}, {y});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-enum class NodeKind : std::uint8_t { Input, Constant, Call };
-
-// Where a call runs. Any: not placed yet (before infer_type).
-enum class Device : std::uint8_t { Any, Host, Vta };
-// "any", "host", "vta"
-std::string_view device_name(Device d);
-
-struct TensorType {
-  std::vector<ne::Expr> shape;
-  DType dtype;
-  std::size_t ndim() const { return shape.size(); }
-};
-// Same dtype and structurally equal dims (ne::equal, no simplification).
-bool same_type(const TensorType& a, const TensorType& b);
-
-class Node;
-class Partition;
-
-// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
-class Expr {
- public:
-  Expr() = default;
-  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
-
-  bool defined() const { return node_ != nullptr; }
-  const Node* get() const { return node_.get(); }
-  const Node* operator->() const { return node_.get(); }
-  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
-  template <class T>
-  const T* as() const;
-  bool same_as(const Expr& other) const { return node_ == other.node_; }
-  // How many handles share the node (0 for an undefined Expr).
-  long use_count() const { return node_.use_count(); }
-
-  // Shorthands for the node's fields; ValueError on an undefined Expr.
-  NodeKind kind() const;
-  const std::string& name() const;
-  bool has_type() const;
-  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
-  const TensorType& type() const;
-  Device device() const;
-
- private:
-  std::shared_ptr<const Node> node_;
-};
-
-class Node {
- public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
-
-  const NodeKind kind;
-  const std::string name;  // input / constant name; the op name of a call
-  const std::optional<TensorType> type;
-  const Device device;
-
- protected:
-  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
-      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
-};
-
-struct InputNode final : Node {
-  InputNode(std::string n, TensorType t)
-      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
-};
-
-struct ConstantNode final : Node {
-  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
-      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
-  const std::shared_ptr<const te::NDArray> value;
-};
-
-struct CallNode final : Node {
-  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
-           std::string result)
-      : Node(NodeKind::Call, std::move(op), std::move(t), d),
-        args(std::move(a)),
-        attrs(std::move(at)),
-        result_name(std::move(result)) {}
-  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
-  // calls deep must not nest a destructor per call.
-  DLAVM_INLINE ~CallNode() override;
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
-  const std::string& op() const { return name; }
-  // Not const only so that the destructor can take the arguments apart; nodes are created
-  // non-const (make_shared<CallNode>) and only ever handed out as const.
-  std::vector<Expr> args;
-  const Attrs attrs;
-  const std::string result_name;  // empty: unnamed (printed by its post-order number)
-};
-
-template <class T>
-const T* Expr::as() const {
-  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
-  return nullptr;
-}
-
-// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
-// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
-// other than float32, vector lanes: TypeError).
-Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// The input of a growing state (graph::State): like input(), but a dim that is one variable of
-// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
-// graph::function refuses a param that can be empty.
-Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// A constant holding `value` (shared, never copied again); its type comes from the array.
-Expr constant(std::string name, te::NDArray value);
-Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
-// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
-// the value it produces. The op name and attributes are checked against an op registry by
-// graph::infer_type, not here.
-Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
-// A call with its type and device: what passes (infer_type, placement) build.
-Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
-                std::string result_name = {});
-// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
-//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
-Expr named(const Expr& e, std::string name);
-
-// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
-Expr with_args(const CallNode& call, std::vector<Expr> args);
-
-// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
-// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
-// graph/functor.hpp builds the traversal idioms on it.
-std::vector<Expr> post_order(std::span<const Expr> roots);
-
-// A state of a function: a value that outlives a run of the module built from it (a KV cache,
-// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
-// the module keeps it between runs); `next` is the value the state takes after the run,
-// computed by the graph, of the input's type (infer_type checks it).
-// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
-// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
-// then holds the state at its current length, binds v to that length in a run, and keeps at
-// most max + 1 along that dim (the longest run from max with one new position).
-struct State {
-  Expr input;
-  Expr next;
-};
-
-// A graph with named parameters (inputs), results and states. Invariants, checked on
-// construction (ValueError naming the node): every param and state input is an Input, their
-// names are unique, every Input reachable from the results and the states' next values is a
-// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
-// constants, named calls) never share a name, at least one result.
-class Function {
- public:
-  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
-  const std::vector<Expr>& params() const { return params_; }
-  const std::vector<Expr>& results() const { return results_; }
-  const std::vector<State>& state() const { return state_; }
-  // The results, then the states' next values: every node the function computes is under them.
-  const std::vector<Expr>& roots() const { return roots_; }
-
-  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
-  // function's nodes), which graph::build then uses; null for a function not placed.
-  const std::shared_ptr<const Partition>& placement() const { return placement_; }
-  // This function with a placement attached (its groups must refer to this function's nodes).
-  Function with_placement(std::shared_ptr<const Partition> p) const {
-    Function f = *this;
-    f.placement_ = std::move(p);
-    return f;
-  }
-
- private:
-  std::vector<Expr> params_;
-  std::vector<Expr> results_;
-  std::vector<State> state_;
-  std::vector<Expr> roots_;
-  std::shared_ptr<const Partition> placement_;
-};
-
-inline Function function(std::vector<Expr> params, std::vector<Expr> results,
-                         std::vector<State> state = {}) {
-  return Function(std::move(params), std::move(results), std::move(state));
-}
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/node-inl.hpp
-// Definitions for graph/node.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-
-#include <fmt/format.h>
-
-#include <unordered_map>
-#include <unordered_set>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view device_name(Device d) {
-  switch (d) {
-    case Device::Any:
-      return "any";
-    case Device::Host:
-      return "host";
-    case Device::Vta:
-      return "vta";
-  }
-  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
-}
-
-DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
-  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
-  for (std::size_t k = 0; k < a.shape.size(); ++k)
-    if (!ne::equal(a.shape[k], b.shape[k])) return false;
-  return true;
-}
-
-namespace detail {
-inline const Node& node_of(const Expr& e) {
-  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
-  return *e.get();
-}
-}  // namespace detail
-
-DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
-DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
-DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
-DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
-
-DLAVM_INLINE const TensorType& Expr::type() const {
-  const Node& n = detail::node_of(*this);
-  if (!n.type)
-    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
-  return *n.type;
-}
-
-DLAVM_INLINE CallNode::~CallNode() {
-  // Arguments only this node holds are moved to a work list and taken apart there, one level
-  // at a time, so each destructor runs with its arguments already gone.
-  std::vector<Expr> pending;
-  auto take_args = [&pending](CallNode& call) {
-    for (Expr& a : call.args)
-      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
-        pending.push_back(std::move(a));
-    call.args.clear();
-  };
-  take_args(*this);
-  while (!pending.empty()) {
-    Expr e = std::move(pending.back());
-    pending.pop_back();
-    // the only handle: the node dies with `e`, so take its arguments first (it was created
-    // non-const, see make_shared<CallNode> below)
-    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
-  }
-}
-
-namespace detail {
-
-// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
-inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
-  const char* who = state ? "graph::state_input" : "graph::input";
-  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
-  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
-    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
-                     dtype);
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
-    const auto b = ne::bounds(shape[k]);
-    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
-    if (b.min < 1 && !may_be_empty)
-      raise<ShapeError>(
-          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
-          b.min,
-          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
-  }
-  return Expr(
-      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, false);
-}
-
-DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, true);
-}
-
-DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
-  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
-  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
-  std::vector<ne::Expr> shape;
-  for (std::int64_t d : value->shape()) {
-    if (d < 1)
-      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
-                        fmt::join(value->shape(), ", "));
-    shape.emplace_back(d);
-  }
-  TensorType type{std::move(shape), value->dtype()};
-  return Expr(
-      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
-}
-
-DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
-  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
-}
-
-namespace detail {
-inline void check_call(std::string_view op, const std::vector<Expr>& args) {
-  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
-  for (std::size_t i = 0; i < args.size(); ++i)
-    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
-}
-}  // namespace detail
-
-DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
-                       std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::nullopt, Device::Any, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                             Device device, std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::move(type), device, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr named(const Expr& e, std::string name) {
-  const auto* c = e.as<CallNode>();
-  if (c == nullptr)
-    raise<ValueError>(
-        "graph::named: '{}' is {}; only calls are named this way (inputs and "
-        "constants have their names)",
-        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
-  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
-  return Expr(
-      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
-}
-
-DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
-  if (args.size() != call.args.size())
-    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
-                      args.size(), call.op(), call.args.size());
-  detail::check_call(call.op(), args);
-  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
-                                         call.device, call.result_name));
-}
-
-DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
-  std::vector<Expr> order;
-  std::unordered_set<const Node*> done;
-  struct Frame {
-    const Expr* expr;
-    std::size_t next_arg;
-  };
-  std::vector<Frame> stack;
-  for (const Expr& root : roots) {
-    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
-    if (done.contains(root.get())) continue;
-    stack.push_back({&root, 0});
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      if (const auto* call = top.expr->as<CallNode>()) {
-        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
-          ++top.next_arg;
-        if (top.next_arg < call->args.size()) {
-          const Expr* arg = &call->args[top.next_arg];
-          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
-          continue;
-        }
-      }
-      done.insert(top.expr->get());
-      order.push_back(*top.expr);
-      stack.pop_back();
-    }
-  }
-  return order;
-}
-
-DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
-                                std::vector<State> state)
-    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
-  if (results_.empty()) raise<ValueError>("graph::function: no results");
-  // params and state inputs: uniquely named Inputs
-  std::unordered_map<std::string_view, std::size_t> param_index;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Expr& p = params_[i];
-    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
-    if (p.kind() != NodeKind::Input)
-      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
-                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
-    if (!param_index.emplace(p.name(), i).second)
-      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
-                        param_index[p.name()], i, p.name());
-    for (std::size_t k = 0; k < p.type().ndim(); ++k)
-      if (ne::bounds(p.type().shape[k]).min < 1)
-        raise<ShapeError>(
-            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
-            "(graph::state_input)",
-            p.name(), k, p.type().shape[k]);
-  }
-  std::unordered_set<std::string_view> state_names;
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& [in, next] = state_[i];
-    if (!in.defined() || !next.defined())
-      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
-    if (in.kind() != NodeKind::Input)
-      raise<ValueError>(
-          "graph::function: state {} ('{}') is not an input; a state is an input "
-          "the module keeps",
-          i, in.name());
-    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
-      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
-    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
-      const auto& d = in.type().shape[k];
-      const auto* v = d.as<ne::VarNode>();
-      if (!d.is_const() && (v == nullptr || v->min < 0))
-        raise<ShapeError>(
-            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
-            "constant or one variable of range [0, max] (a length that grows from run to run, "
-            "such as a KV cache's last_token)",
-            in.name(), k, d);
-    }
-  }
-  for (std::size_t i = 0; i < results_.size(); ++i)
-    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
-  roots_ = results_;
-  for (const auto& st : state_) roots_.push_back(st.next);
-  // the leaves the roots use: one node per name, and every input a param or a state
-  std::unordered_map<std::string_view, const Node*> leaf_by_name;
-  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
-  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
-  std::unordered_map<std::string_view, const Node*> call_by_name;
-  const auto order = post_order(roots_);
-  for (const Expr& e : order) {
-    if (const auto* c = e.as<CallNode>()) {
-      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
-      continue;
-    }
-    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
-    if (it->second != e.get())
-      raise<ValueError>(
-          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
-          "must identify one value",
-          e.name());
-    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
-        !state_names.contains(e.name()))
-      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
-                        e.name());
-  }
-  // named calls: one node per name, no name shared with a leaf
-  for (const Expr& e : order) {
-    const auto* c = e.as<CallNode>();
-    if (c == nullptr || c->result_name.empty()) continue;
-    if (call_by_name.at(c->result_name) != c)
-      raise<ValueError>(
-          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
-          "a name must identify one value",
-          c->op(), c->result_name);
-    if (leaf_by_name.contains(c->result_name))
-      raise<ValueError>(
-          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
-          "named; a name must identify one value",
-          c->op(), c->result_name);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/node-inl.hpp
-#endif
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// Op records and the registry that maps op names to them. An op is plain data, built by an
-// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
-//   name                  "conv2d"
-//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
-//   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute, a description; the op
-//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
-//   type_rule             the result type from the argument types and attributes
-//   host_kernel           the CPU implementation (host/), the fallback and the reference
-//   host_support          why the host kernel cannot run a call (empty: it runs every call the
-//                         type rule accepts)
-// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
-// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
-//
-//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
-//               .type_rule = [](const TypeCall& c) { return c.type(0); },
-//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
-//   registry.add(std::move(op));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <limits>
-#include <map>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct AttrSpec {
-  std::string name{};
-  AttrKind kind = AttrKind::Int;
-  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
-  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
-  std::string description{};                 // what it means, for messages and docs
-};
-
-// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
-// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
-struct TypeCall {
-  std::string label;                   // "%3 (conv2d)"
-  std::vector<std::string> arg_names;  // "%x", "%0"
-  std::vector<TensorType> arg_types;
-  Attrs attrs;  // checked against the op's specs, defaults filled
-
-  std::size_t size() const { return arg_types.size(); }
-  const TensorType& type(std::size_t i) const { return arg_types[i]; }
-  // "input 1 (%w)"
-  std::string arg(std::size_t i) const;
-
-  // ShapeError unless input i has exactly / at least `rank` dims.
-  void require_rank(std::size_t i, std::size_t rank) const;
-  void require_min_rank(std::size_t i, std::size_t rank) const;
-  // TypeError unless inputs i and j have one dtype.
-  void require_same_dtype(std::size_t i, std::size_t j) const;
-  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
-  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
-                     std::string_view what_b) const;
-  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
-  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
-  // An Ints attribute of exactly `count` values; ValueError otherwise.
-  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
-  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
-  std::size_t axis(std::string_view name, std::size_t rank) const;
-};
-
-using TypeRule = std::function<TensorType(const TypeCall&)>;
-using HostArgs = std::span<const te::NDArray* const>;
-using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
-using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
-
-struct OpRecord {
-  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
-
-  std::string name{};
-  std::size_t min_args = 1;
-  std::size_t max_args = 1;
-  std::vector<AttrSpec> attrs{};
-  TypeRule type_rule{};
-  HostKernel host_kernel{};
-  SupportRule host_support{};
-
-  const AttrSpec* find_attr(std::string_view key) const;
-};
-
-class OpRegistry {
- public:
-  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
-  void add(OpRecord op);
-  const OpRecord* find(std::string_view name) const;
-  // ValueError listing the known ops when there is no such op.
-  const OpRecord& at(std::string_view name) const;
-  // Sorted.
-  std::vector<std::string> names() const;
-  std::size_t size() const { return ops_.size(); }
-
- private:
-  std::map<std::string, OpRecord, std::less<>> ops_;
-};
-
-// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
-// the known ones), a missing required attribute (ValueError), a value of another kind
-// (TypeError; an integer is accepted for a Float and converted), a string outside the
-// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
-Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/op-inl.hpp
-// Definitions for graph/op.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/printer.hpp
-// Text form of graphs, through fmt, stable for tests. A function prints as its params with
-// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
-// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
-// in key order, and the results:
-//
-//   fn (%x: Tensor[(1, token, 512), int8]) {
-//     %w = constant Tensor[(256, 512), int8]
-//     %0 = dense(%x, %w)
-//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
-//     return %1
-//   }
-//
-// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
-// their next values before the results, `  next %h = %4`.
-// Once infer_type has typed and placed the calls, each call names its device and its type:
-//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
-// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
-// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
-// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <fmt/format.h>
-
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// "(1, token, 256)"
-std::string shape_text(const std::vector<ne::Expr>& shape);
-// "Tensor[(1, token, 256), int8]"
-std::string type_text(const TensorType& type);
-
-// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
-std::string printed_name(std::string_view name);
-
-// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
-// the other calls numbered in post-order (every call counts, so naming one call does not
-// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
-// does.
-class NodeNames {
- public:
-  explicit NodeNames(std::span<const Expr> roots);
-  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
-  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
-  std::string name(const Expr& e) const;
-  // "%3 (conv2d)" for a call, the name for a leaf.
-  std::string label(const Expr& e) const;
-
- private:
-  std::unordered_map<const Node*, std::size_t> call_number_;
-};
-
-std::string to_string(const Function& fn);
-std::string to_string(const Expr& e);
-
-}  // namespace dlavm::graph
-
-template <>
-struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/printer-inl.hpp
-// Definitions for graph/printer.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline bool is_identifier(std::string_view name) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (name.empty() || !alpha(name.front())) return false;
-  for (char c : name)
-    if (!alpha(c) && !digit(c) && c != '.') return false;
-  return true;
-}
-
-inline std::string leaf_name(std::string_view name) {
-  if (is_identifier(name)) return fmt::format("%{}", name);
-  std::string s = "%\"";
-  for (char c : name) {
-    if (c == '"' || c == '\\') s += '\\';
-    s += c;
-  }
-  return s + "\"";
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
-
-namespace detail {
-
-// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
-inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
-                       const Expr& e) {
-  out += fmt::format("  {} = ", names.name(e));
-  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
-  out += call.op();
-  out += '(';
-  for (std::size_t i = 0; i < call.args.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(call.args[i]);
-  }
-  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
-  out += ')';
-  if (call.type) {
-    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
-    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
-    out += " */";
-  }
-  out += '\n';
-}
-
-// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
-// only when there are states.
-inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
-                                  std::span<const State> state = {}) {
-  std::vector<Expr> roots(results.begin(), results.end());
-  for (const auto& st : state) roots.push_back(st.next);
-  const NodeNames names(roots);
-  const auto typed = [&](const Expr& p) {
-    return fmt::format("{}: {}", names.name(p),
-                       p.has_type() ? type_text(p.type()) : std::string("?"));
-  };
-  std::string out = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
-  out += ")";
-  if (!state.empty()) {
-    out += " state (";
-    for (std::size_t i = 0; i < state.size(); ++i)
-      out += (i > 0 ? ", " : "") + typed(state[i].input);
-    out += ")";
-  }
-  out += " {\n";
-  for (const Expr& e : post_order(roots)) {
-    switch (e.kind()) {
-      case NodeKind::Input:
-        break;
-      case NodeKind::Constant:
-        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
-        break;
-      case NodeKind::Call:
-        print_call(out, names, *e.as<CallNode>(), e);
-        break;
-    }
-  }
-  for (const auto& st : state)
-    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
-  out += "  return ";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(results[i]);
-  }
-  out += "\n}";
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
-  std::string out = "(";
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (k > 0) out += ", ";
-    out += ne::to_string(shape[k]);
-  }
-  return out + ")";
-}
-
-DLAVM_INLINE std::string type_text(const TensorType& type) {
-  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
-}
-
-DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
-  for (const Expr& e : post_order(roots))
-    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
-}
-
-DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
-  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
-    return detail::leaf_name(named);
-  auto it = call_number_.find(e.get());
-  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
-}
-
-DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return name(e);
-  return fmt::format("{} ({})", name(e), e.name());
-}
-
-DLAVM_INLINE std::string to_string(const Function& fn) {
-  return detail::print_function(fn.params(), fn.results(), fn.state());
-}
-
-DLAVM_INLINE std::string to_string(const Expr& e) {
-  std::vector<Expr> inputs;
-  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
-    if (n.kind() == NodeKind::Input) inputs.push_back(n);
-  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/printer-inl.hpp
-#endif
-// end dlavm/graph/printer.hpp
-// begin dlavm/host/common.hpp
-// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
-// axis normalization and the checks every kernel makes on its arguments. The graph layer's
-// type rules call the same functions, so the host and the graph never disagree on a rule.
-//
-//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
-//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
-//   host::normalize_axis(-1, 4)                                 == 3
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-using Shape = std::vector<std::int64_t>;
-
-// The element type of a sum of products (dense, matmul, conv2d) of a and b:
-//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
-// nullopt for any other pair (mixed types need a cast first).
-std::optional<DType> accumulate_dtype(DType a, DType b);
-// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
-DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                             std::string_view what_b, DType b);
-
-namespace detail {
-inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
-}  // namespace detail
-
-// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
-// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
-// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
-template <class Extent>
-Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
-                     std::int64_t stride) {
-  return detail::floor_div(extent + pads - window, stride) + 1;
-}
-
-// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
-// when outside.
-std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
-
-// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
-// them 1; nullopt when a pair is neither.
-std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                      std::span<const std::int64_t> b);
-
-// Product of the dims (1 for a scalar).
-std::int64_t element_count(std::span<const std::int64_t> shape);
-
-namespace detail {
-
-// An array viewed as [outer, extent, inner] around one axis.
-struct AxisSplit {
-  std::int64_t outer = 1, extent = 1, inner = 1;
-};
-AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
-
-// "[1, 3, 224, 224]"
-std::string shape_str(std::span<const std::int64_t> shape);
-
-// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
-void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                  std::size_t rank);
-void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                      std::size_t rank);
-void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
-// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
-std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
-                          std::size_t rank);
-// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
-// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
-std::vector<std::uint32_t> to_u32(const te::NDArray& a);
-void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
-// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
-// an operand with batch dims `in` reads under numpy broadcasting.
-std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                            std::span<const std::int64_t> in, std::int64_t block);
-// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
-inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
-  return t.wrap(static_cast<std::int64_t>(v));
-}
-// floor(a / b) and ceil(a / b) for b > 0.
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
-
-}  // namespace detail
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/common-inl.hpp
-// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
-  if (a != b) return std::nullopt;
-  if (a == DType::int8() || a == DType::int32()) return DType::int32();
-  if (a == DType::float32()) return DType::float32();
-  return std::nullopt;
-}
-
-DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                                          std::string_view what_b, DType b) {
-  const auto t = accumulate_dtype(a, b);
-  if (!t)
-    raise<TypeError>(
-        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        who, what_a, a, what_b, b);
-  return *t;
-}
-
-DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r) return std::nullopt;
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                                   std::span<const std::int64_t> b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    // dims counted from the end; a missing dim acts as 1
-    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
-    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[rank - 1 - k] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
-namespace detail {
-
-DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
-  s.extent = shape[axis];
-  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
-  return s;
-}
-
-DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                               std::size_t rank) {
-  if (a.ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
-                                   const te::NDArray& a, std::size_t rank) {
-  if (a.ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (a.dtype() != DType::float32())
-    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
-                     a.dtype());
-}
-
-DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (!a.dtype().is_integral())
-    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
-}
-
-DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
-                                     const te::NDArray& b) {
-  if (a.dtype() != b.dtype())
-    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
-                     a.dtype(), b.dtype());
-}
-
-DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
-                                       std::int64_t axis, std::size_t rank) {
-  const auto k = normalize_axis(axis, rank);
-  if (!k)
-    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
-                      -static_cast<std::int64_t>(rank), rank, rank);
-  return *k;
-}
-
-DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
-  const auto src = a.data();
-  std::vector<std::uint32_t> out(src.size());
-  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
-  return out;
-}
-
-DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
-  auto dst = out.data();
-  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
-}
-
-DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                                         std::span<const std::int64_t> in,
-                                                         std::int64_t block) {
-  // stride of each out dim in the operand (0 where it is stretched or missing)
-  std::vector<std::int64_t> stride(out.size(), 0);
-  std::int64_t s = block;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
-    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
-    s *= in[in_dim];
-  }
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
-  std::vector<std::int64_t> index(out.size(), 0);
-  std::int64_t offset = 0;
-  for (auto& o : offsets) {
-    o = offset;
-    // odometer step over `out`, keeping `offset` in sync
-    for (std::size_t d = out.size(); d-- > 0;) {
-      offset += stride[d];
-      if (++index[d] < out[d]) break;
-      offset -= stride[d] * out[d];
-      index[d] = 0;
-    }
-  }
-  return offsets;
-}
-
-}  // namespace detail
-}  // namespace dlavm::host
-// end dlavm/host/common-inl.hpp
-#endif
-// end dlavm/host/common.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
-  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
-}
-
-DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
-}
-
-DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
-                      type_text(type(i)));
-}
-
-DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
-  if (type(i).dtype != type(j).dtype)
-    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
-                     arg(i), type(i).dtype, arg(j), type(j).dtype);
-}
-
-DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
-                                          const ne::Expr& b, std::string_view what_b) const {
-  if (ne::can_prove(a == b)) return;
-  const bool differ = ne::can_prove(a != b);
-  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
-                    differ ? "" : " (they may differ for some values of the symbolic dims)");
-}
-
-DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
-                                                 std::string_view why) const {
-  const ne::Expr d = ne::simplify(type(i).shape[k]);
-  if (auto v = d.as_int()) return *v;
-  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
-                    why);
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
-                                                             std::size_t count) const {
-  const auto& v = attrs.get_ints(name);
-  if (v.size() != count)
-    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
-                      fmt::join(v, ", "), v.size(), count);
-  return v;
-}
-
-DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
-  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
-}
-
-DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
-  for (const AttrSpec& s : attrs)
-    if (s.name == key) return &s;
-  return nullptr;
-}
-
-DLAVM_INLINE void OpRegistry::add(OpRecord op) {
-  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
-  if (!op.type_rule || !op.host_kernel)
-    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
-  if (op.min_args > op.max_args)
-    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
-                      op.min_args, op.max_args);
-  if (ops_.contains(op.name))
-    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
-  std::string name = op.name;
-  ops_.emplace(std::move(name), std::move(op));
-}
-
-DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
-  auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : &it->second;
-}
-
-DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
-  if (const OpRecord* op = find(name)) return *op;
-  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
-}
-
-DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
-  std::vector<std::string> out;
-  out.reserve(ops_.size());
-  for (const auto& [name, op] : ops_) out.push_back(name);
-  return out;
-}
-
-DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
-                                   std::string_view label) {
-  auto known = [&] {
-    std::vector<std::string_view> names;
-    for (const AttrSpec& s : specs) names.push_back(s.name);
-    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
-  };
-  for (const auto& entry : given) {
-    bool found = false;
-    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
-    if (!found)
-      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
-                        known());
-  }
-  Attrs out;
-  for (const AttrSpec& s : specs) {
-    const AttrValue* v = given.find(s.name);
-    if (v == nullptr) {
-      if (!s.default_value)
-        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
-                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
-      out.set(s.name, *s.default_value);
-      continue;
-    }
-    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
-      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
-      continue;
-    }
-    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
-      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
-      continue;
-    }
-    if (kind_of(*v) != s.kind)
-      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
-                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
-    if (s.kind == AttrKind::String && !s.choices.empty()) {
-      const auto& str = std::get<std::string>(*v);
-      bool allowed = false;
-      for (const auto& c : s.choices) allowed = allowed || c == str;
-      if (!allowed)
-        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
-                          fmt::join(s.choices, ", "));
-    }
-    out.set(s.name, *v);
-  }
-  return out;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/op-inl.hpp
-#endif
-// end dlavm/graph/op.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <functional>
-#include <initializer_list>
-#include <memory>
-#include <span>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// An input array by param name (the array is not copied).
-struct NamedArray {
-  std::string_view name;
-  std::reference_wrapper<const te::NDArray> value;
-};
-
-// Every node's value, in post-order (shared: a constant's value is the constant's array).
-struct EvaluationTrace {
-  std::vector<Expr> nodes;
-  std::vector<std::shared_ptr<const te::NDArray>> values;
-  std::vector<te::NDArray> results;
-
-  // ValueError when the node is not part of the evaluated graph.
-  const te::NDArray& value_of(const Expr& e) const;
-};
-
-// `ops` supplies the host kernels (the registry infer_type used).
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings = {});
-inline std::vector<te::NDArray> evaluate(const Function& fn,
-                                         std::initializer_list<NamedArray> inputs,
-                                         std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
-                  std::span(bindings.begin(), bindings.size()));
-}
-
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings = {});
-inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
-                                      std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
-                        std::span(bindings.begin(), bindings.size()));
-}
-
-namespace detail {
-// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
-// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
-std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                        std::span<const ne::Binding> bindings,
-                                        std::string_view what);
-}  // namespace detail
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/evaluate-inl.hpp
-// Definitions for graph/evaluate.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/evaluate.hpp
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/functor.hpp
-// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
-// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
-// each node to a method of the derived class (CRTP), memoizing its result:
-//   R visit_input(const InputNode&, const Expr&)
-//   R visit_constant(const ConstantNode&, const Expr&)
-//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
-//                                                                    // the call's arguments
-// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
-// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
-// reference executor are written this way; for_each_node serves read-only walks.
-//
-//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
-//     int visit_input(const InputNode&, const Expr&) { return 0; }
-//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
-//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
-//     int calls = 0;
-//   };
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <span>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-// Calls f(const Expr&) on every node under `roots`, in post-order.
-template <class F>
-void for_each_node(std::span<const Expr> roots, F&& f) {
-  for (const Expr& e : post_order(roots)) f(e);
-}
-template <class F>
-void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.roots(), std::forward<F>(f));
-}
-
-// The results of a call's arguments, by position, without copying them.
-template <class R>
-class ArgResults {
- public:
-  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
-  const R& operator[](std::size_t i) const { return *results_[i]; }
-  std::size_t size() const { return results_.size(); }
-
- private:
-  std::span<const R* const> results_;
-};
-
-template <class Derived, class R>
-class ExprFunctor {
- public:
-  // Visits every node under `roots` not visited before; returns the roots' results.
-  std::vector<R> visit(std::span<const Expr> roots) {
-    auto& self = static_cast<Derived&>(*this);
-    std::vector<const R*> arg_results;
-    for (const Expr& e : post_order(roots)) {
-      if (memo_.contains(e.get())) continue;
-      switch (e.kind()) {
-        case NodeKind::Input:
-          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
-          break;
-        case NodeKind::Constant:
-          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
-          break;
-        case NodeKind::Call: {
-          const CallNode& call = *e.as<CallNode>();
-          arg_results.clear();
-          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
-          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
-          memo_.emplace(e.get(), std::move(r));
-          break;
-        }
-      }
-    }
-    std::vector<R> out;
-    out.reserve(roots.size());
-    for (const Expr& root : roots) out.push_back(result_of(root));
-    return out;
-  }
-  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
-
-  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
-  // The memoized result of a visited node.
-  const R& result_of(const Expr& e) const {
-    auto it = memo_.find(e.get());
-    if (it == memo_.end())
-      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
-                        e.name());
-    return it->second;
-  }
-
- protected:
-  std::unordered_map<const Node*, R> memo_;
-};
-
-template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
- public:
-  Expr visit_input(const InputNode&, const Expr& e) { return e; }
-  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    bool changed = false;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      changed = changed || !args[i].same_as(call.args[i]);
-    if (!changed) return e;
-    std::vector<Expr> new_args;
-    new_args.reserve(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return with_args(call, std::move(new_args));
-  }
-
-  // The function with its results, states and params mutated. A param or state input the
-  // roots do not use is visited on its own.
-  Function mutate(const Function& fn) {
-    std::vector<Expr> roots = this->visit(fn.roots());
-    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
-    std::vector<Expr> results(roots.begin(), roots.begin() + n);
-    std::vector<Expr> params;
-    params.reserve(fn.params().size());
-    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    std::vector<State> state;
-    for (std::size_t i = 0; i < fn.state().size(); ++i)
-      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
-    return Function(std::move(params), std::move(results), std::move(state));
-  }
-};
-
-}  // namespace dlavm::graph
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/ops.hpp
-// The graph's op set: the typed builder functions of every family, and default_ops(), the
-// registry holding their records. Each family header lists its ops with their shapes and
-// attributes; host/ defines their exact semantics.
-//
-//   linear       dense, matmul                              graph/ops/linear.hpp
-//   conv         conv2d                                     graph/ops/conv.hpp
-//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
-//   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
-//
-//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
-//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops/conv.hpp
-// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
-// host/conv.hpp.
-//
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
-//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
-//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
-//
-//   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/conv.hpp
-// Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
-// the definition the graph's conv2d and every accelerator strategy must reproduce.
-//
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
-//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
-//                          OW = floor((W + pl + pr - KW) / sw) + 1
-//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
-//     ky, kx] where positions outside x (the zero padding) contribute nothing.
-// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
-// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
-// float32 over c, then ky, then kx ascending, padding positions skipped.
-// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
-//
-//   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <array>
-#include <cstdint>
-#include <string_view>
-
-namespace dlavm::host {
-
-struct Conv2dParams {
-  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
-  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
-  std::int64_t groups = 1;                          // 1 only
-};
-
-// ValueError naming `who` and the attribute when a parameter is out of its domain.
-void validate(const Conv2dParams& p, std::string_view who);
-
-te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/conv-inl.hpp
-// Definitions for host/conv.hpp. The loops keep one weight in a register and sweep a row of
-// outputs with it (contiguous when the stride is 1), so the inner loop vectorizes; the order
-// of the sum for each output is still c, ky, kx ascending.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/conv.hpp
-// end dlavm/host/conv.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-struct Conv2dDims {
-  std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
-};
-
-// The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
-// [0, extent).
-inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, std::int64_t out,
-                                                           std::int64_t stride, std::int64_t pad,
-                                                           std::int64_t k) {
-  const std::int64_t first = std::max<std::int64_t>(0, ceil_div(pad - k, stride));
-  const std::int64_t last = std::min(out, floor_div(extent - 1 + pad - k, stride) + 1);
-  return {first, std::max(first, last)};
-}
-
-// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
-// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
-template <class T>
-inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
-  const std::int64_t body = count - count % 8;
-  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
-  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
-}
-
-// y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
-template <class T>
-void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
-  for (std::int64_t n = 0; n < d.n; ++n)
-    for (std::int64_t o = 0; o < d.o; ++o) {
-      T* out = y + (n * d.o + o) * d.oh * d.ow;
-      for (std::int64_t c = 0; c < d.c; ++c) {
-        const T* plane = x + (n * d.c + c) * d.h * d.w;
-        const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
-        for (std::int64_t ky = 0; ky < d.kh; ++ky) {
-          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
-          for (std::int64_t kx = 0; kx < d.kw; ++kx) {
-            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
-            const T wv = kernel[ky * d.kw + kx];
-            const std::int64_t count = x1 - x0;
-            if (count == 0) continue;
-            for (std::int64_t oy = y0; oy < y1; ++oy) {
-              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
-              T* dst = out + oy * d.ow + x0;
-              if (d.sw == 1) {
-                axpy(dst, src, wv, count);
-              } else {
-                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
-              }
-            }
-          }
-        }
-      }
-    }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
-  for (auto s : p.strides)
-    if (s < 1)
-      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
-                        fmt::join(p.strides, ", "));
-  for (auto v : p.padding)
-    if (v < 0)
-      raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
-                        fmt::join(p.padding, ", "));
-  if (p.groups != 1)
-    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
-}
-
-DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
-  constexpr std::string_view who = "host::conv2d";
-  validate(p, who);
-  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
-  detail::require_rank(who, "x", x, 4);
-  detail::require_rank(who, "w", w, 4);
-  const auto& xs = x.shape();
-  const auto& ws = w.shape();
-  if (ws[1] != xs[1])
-    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
-                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
-  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
-                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
-  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
-  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
-  if (padded_h < d.kh || padded_w < d.kw)
-    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
-                      padded_h, padded_w);
-  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
-  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
-  te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
-  if (out_dtype.is_float()) {
-    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
-  } else {
-    const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
-    std::vector<std::uint32_t> yd(y.size(), 0);
-    detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
-    detail::store_i32(yd, y);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/conv-inl.hpp
-#endif
-// end dlavm/host/conv.hpp
-
-namespace dlavm::graph {
-
-Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
-// The parameters in a conv2d call's (normalized) attributes.
-host::Conv2dParams conv2d_params(const Attrs& attrs);
-
-void add_conv_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/conv-inl.hpp
-// Definitions for graph/ops/conv.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
-// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
-// names of its values. Everything that handles an op's attributes reads the schema:
-//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
-//                    struct, required keys, allowed strings, descriptions)
-//   to_attrs(p)      a call's attributes from the struct (the typed builders)
-//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
-//                    strategies), raising ValueError naming the key for a value outside the
-//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
-// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
-// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
-// an enumeration given its names (String).
-//
-//   AttrSchema<host::Conv2dParams> s;
-//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
-//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
-//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// How a member type maps to an attribute value and back. from() raises ValueError naming the
-// key when the value is outside the member's domain.
-template <class T>
-struct AttrCodec;
-
-template <>
-struct AttrCodec<std::int64_t> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(std::int64_t v) { return v; }
-  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
-};
-
-template <>
-struct AttrCodec<bool> {
-  static constexpr AttrKind kind = AttrKind::Int;
-  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
-  static bool from(const Attrs& a, std::string_view key) {
-    const std::int64_t v = a.get_int(key);
-    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
-    return v == 1;
-  }
-};
-
-template <>
-struct AttrCodec<double> {
-  static constexpr AttrKind kind = AttrKind::Float;
-  static AttrValue to(double v) { return v; }
-  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
-};
-
-template <>
-struct AttrCodec<DType> {
-  static constexpr AttrKind kind = AttrKind::DType;
-  static AttrValue to(DType v) { return v; }
-  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
-};
-
-template <>
-struct AttrCodec<std::vector<std::int64_t>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
-  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
-    return a.get_ints(key);
-  }
-};
-
-template <>
-struct AttrCodec<std::vector<double>> {
-  static constexpr AttrKind kind = AttrKind::Floats;
-  static AttrValue to(const std::vector<double>& v) { return v; }
-  static std::vector<double> from(const Attrs& a, std::string_view key) {
-    return a.get_floats(key);
-  }
-};
-
-template <std::size_t N>
-struct AttrCodec<std::array<std::int64_t, N>> {
-  static constexpr AttrKind kind = AttrKind::Ints;
-  static AttrValue to(const std::array<std::int64_t, N>& v) {
-    return std::vector<std::int64_t>(v.begin(), v.end());
-  }
-  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
-    const auto& v = a.get_ints(key);
-    if (v.size() != N)
-      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
-                        v.size(), N);
-    std::array<std::int64_t, N> out{};
-    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
-    return out;
-  }
-};
-
-}  // namespace detail
-
-template <class P>
-class AttrSchema {
- public:
-  // An attribute for member `m`; `required`: no default (the call must give it).
-  template <class T>
-  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
-    using Codec = detail::AttrCodec<T>;
-    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
-    if (!required) spec.default_value = Codec::to(P{}.*m);
-    fields_.push_back(
-        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
-         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
-    return *this;
-  }
-
-  // An enumeration member, as a string among `names`.
-  template <class E>
-  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
-                                               std::vector<std::pair<std::string, E>> names) {
-    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
-    for (const auto& [name, value] : names) spec.choices.push_back(name);
-    const auto name_of = [names](E v) {
-      for (const auto& [name, value] : names)
-        if (value == v) return name;
-      raise<ValueError>("internal: an enumeration value has no name, please report");
-    };
-    spec.default_value = AttrValue(name_of(P{}.*m));
-    fields_.push_back({std::move(spec),
-                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
-                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
-                         const std::string& s = a.get_string(k);
-                         for (const auto& [name, value] : names)
-                           if (name == s) {
-                             p.*m = value;
-                             return;
-                           }
-                         std::vector<std::string> allowed;
-                         for (const auto& n : names) allowed.push_back(n.first);
-                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
-                                           fmt::join(allowed, ", "));
-                       }});
-    return *this;
-  }
-
-  std::vector<AttrSpec> specs() const {
-    std::vector<AttrSpec> out;
-    for (const auto& f : fields_) out.push_back(f.spec);
-    return out;
-  }
-
-  Attrs to_attrs(const P& p) const {
-    Attrs out;
-    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
-    return out;
-  }
-
-  // The struct from normalized attributes (every key present, of its kind).
-  P from_attrs(const Attrs& a) const {
-    P p{};
-    for (const auto& f : fields_) f.set(p, a);
-    return p;
-  }
-
- private:
-  struct Field {
-    AttrSpec spec;
-    std::function<AttrValue(const P&)> get;
-    std::function<void(P&, const Attrs&)> set;
-  };
-  std::vector<Field> fields_;
-};
-
-// The parameters of a call being typed: schema.from_attrs, its errors starting with the
-// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
-template <class P>
-P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
-  try {
-    return schema.from_attrs(c.attrs);
-  } catch (const Error& e) {
-    rethrow_with_context(e, c.label);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
-// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
-// graph/ops/*-inl.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph::detail {
-
-// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
-DType product_dtype(const TypeCall& c);
-// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
-// must be provably equal or one of them the constant 1; ShapeError otherwise.
-std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
-// The simplified product of dims (1 for none).
-ne::Expr product(std::span<const ne::Expr> dims);
-// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
-// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
-ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
-                       std::int64_t window, std::int64_t stride, std::string_view what);
-// A host support rule: the host kernel computes in float32 only.
-std::optional<std::string> host_float32_only(const TypeCall& c);
-
-}  // namespace dlavm::graph::detail
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/common-inl.hpp
-// Definitions for graph/ops/common.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-
-namespace dlavm::graph::detail {
-
-DLAVM_INLINE DType product_dtype(const TypeCall& c) {
-  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
-                                      c.type(1).dtype);
-}
-
-DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  const auto& a = c.type(i).shape;
-  const auto& b = c.type(j).shape;
-  const std::size_t rank = std::max(a.size(), b.size());
-  std::vector<ne::Expr> out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    const std::size_t from_end = rank - 1 - k;
-    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
-    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
-    if (pa == nullptr || pb == nullptr) {
-      out[k] = pa != nullptr ? *pa : *pb;
-      continue;
-    }
-    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
-    if (ne::can_prove(da == db) || db.as_int() == 1) {
-      out[k] = *pa;
-    } else if (da.as_int() == 1) {
-      out[k] = *pb;
-    } else {
-      raise<ShapeError>(
-          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
-          "be provably equal, or one of them 1)",
-          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
-    }
-  }
-  return out;
-}
-
-DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
-  ne::Expr p = 1;
-  for (const ne::Expr& d : dims) p = p * d;
-  return ne::simplify(p);
-}
-
-DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
-                                    std::int64_t window, std::int64_t stride,
-                                    std::string_view what) {
-  const ne::Expr padded = ne::simplify(extent + pads);
-  if (!ne::can_prove(padded >= window))
-    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
-                      c.label, window, what, padded, ne::bounds(padded).min);
-  return ne::simplify(host::window_output(extent, pads, window, stride));
-}
-
-DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
-  for (std::size_t i = 0; i < c.size(); ++i)
-    if (c.type(i).dtype != DType::float32())
-      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
-                         c.arg(i), c.type(i).dtype);
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph::detail
-// end dlavm/graph/ops/common-inl.hpp
-#endif
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/conv.hpp
-// end dlavm/graph/ops/conv.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
-  using P = host::Conv2dParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("strides", &P::strides, "steps of the window: (height, width)")
-          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
-          .field("groups", &P::groups, "channel groups (1 only)");
-  return schema;
-}
-
-inline TensorType conv2d_type(const TypeCall& c) {
-  const host::Conv2dParams p = params_of(c, conv2d_schema());
-  host::validate(p, c.label);
-  c.require_rank(0, 4);
-  c.require_rank(1, 4);
-  const DType dtype = product_dtype(c);
-  const auto& x = c.type(0).shape;
-  const auto& w = c.type(1).shape;
-  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
-                  fmt::format("{} dim 1 (channels)", c.arg(1)));
-  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
-  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
-  ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
-  ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
-  return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
-  return detail::conv2d_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
-  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
-  ops.add({.name = "conv2d",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::conv2d_schema().specs(),
-           .type_rule = detail::conv2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/conv-inl.hpp
-#endif
-// end dlavm/graph/ops/conv.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
-//
-//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
-//                                one dtype, integers wrap around
-//   bias_add(x, b[C], axis = 1)  b along axis of x
-//   relu(x)
-//   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
-//
-//   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/elementwise.hpp
-// Host kernels for element-wise ops. The semantics below are the definition the graph ops and
-// every accelerator strategy must reproduce.
-//
-//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
-//                          one dtype for both; integers wrap around (two's complement: the
-//                          exact result modulo 2^bits), float32 rounds as C++ float does.
-//   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
-//                          (negative counts from the end); same dtype, wraps like add.
-//   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
-//   clip(x, {lo, hi})      min(max(x, lo), hi) with lo <= hi. Integers: the bounds are
-//                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
-//                          taken within the dtype's range; float32: the bounds rounded to float,
-//                          NaN stays NaN.
-//
-//   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <utility>
-
-namespace dlavm::host {
-
-struct BiasAddParams {
-  std::int64_t axis = 1;
-};
-
-struct ClipParams {
-  double lo = 0;
-  double hi = 0;
-};
-
-// ValueError naming `who` when lo > hi.
-void validate(const ClipParams& p, std::string_view who);
-// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
-// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
-std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
-                                                      std::string_view who);
-
-te::NDArray add(const te::NDArray& a, const te::NDArray& b);
-te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
-te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
-te::NDArray relu(const te::NDArray& x);
-te::NDArray clip(const te::NDArray& x, const ClipParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/elementwise-inl.hpp
-// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
-// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
-void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
-                     F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
-}
-
-template <class IntOp, class FloatOp>
-te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
-                             IntOp int_op, FloatOp float_op) {
-  require_same_dtype(who, a, b);
-  const auto shape = broadcast_shapes(a.shape(), b.shape());
-  if (!shape)
-    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
-                      shape_str(a.shape()), shape_str(b.shape()));
-  te::NDArray y(a.dtype(), *shape);
-  if (a.dtype().is_float()) {
-    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, float_op);
-  } else {
-    const DType t = a.dtype();
-    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
-                    [&](std::int64_t x, std::int64_t z) {
-                      return wrap_u64(
-                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
-                    });
-  }
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
-  if (!(p.lo <= p.hi))
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
-                                                                   std::string_view who) {
-  validate(p, who);
-  // bounds within the dtype's range (doubles beyond it saturate)
-  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
-  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
-  if (lo_d > hi_d)
-    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
-  const auto lo =
-      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
-  const auto hi =
-      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
-  return {lo, hi};
-}
-
-DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
-      [](float x, float y) { return x + y; });
-}
-
-DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
-      [](float x, float y) { return x * y; });
-}
-
-DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
-                                  const BiasAddParams& p) {
-  constexpr std::string_view who = "host::bias_add";
-  detail::require_same_dtype(who, x, b);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
-    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
-                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
-  // b as [C, 1, ..., 1] broadcasts along the axis
-  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
-  b_shape[0] = b.shape()[0];
-  te::NDArray b_view(b.dtype(), b_shape);
-  if (b.dtype().is_float())
-    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
-  else
-    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
-  return detail::binary_broadcast(
-      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
-      [](float u, float v) { return u + v; });
-}
-
-DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
-  } else {
-    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
-  constexpr std::string_view who = "host::clip";
-  validate(p, who);
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
-    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
-    return y;
-  }
-  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
-  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/elementwise-inl.hpp
-#endif
-// end dlavm/host/elementwise.hpp
-
-namespace dlavm::graph {
-
-Expr add(Expr a, Expr b);
-Expr mul(Expr a, Expr b);
-Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
-Expr relu(Expr x);
-Expr clip(Expr x, const host::ClipParams& p);
-// The parameters in a bias_add / clip call's (normalized) attributes.
-host::BiasAddParams bias_add_params(const Attrs& attrs);
-host::ClipParams clip_params(const Attrs& attrs);
-
-void add_elementwise_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/elementwise-inl.hpp
-// Definitions for graph/ops/elementwise.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType broadcast_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  return {broadcast(c, 0, 1), c.type(0).dtype};
-}
-
-inline TensorType bias_add_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  c.require_rank(1, 1);
-  const std::size_t axis = c.axis("axis", c.type(0).ndim());
-  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
-                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
-  return c.type(0);
-}
-
-inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
-  static const auto schema = AttrSchema<host::BiasAddParams>().field(
-      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::ClipParams>& clip_schema() {
-  using P = host::ClipParams;
-  static const auto schema = AttrSchema<P>()
-                                 .field("lo", &P::lo, "the lower bound", true)
-                                 .field("hi", &P::hi, "the upper bound", true);
-  return schema;
-}
-
-inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = params_of(c, clip_schema());
-  if (c.type(0).dtype.is_integral())
-    host::clip_int_bounds(p, c.type(0).dtype, c.label);
-  else
-    host::validate(p, c.label);
-  return c.type(0);
-}
-
-inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
-
-}  // namespace detail
-
-DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
-  return detail::bias_add_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
-  return detail::clip_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
-DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
-  ops.add({.name = "add",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
-  ops.add({.name = "mul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
-  ops.add({.name = "bias_add",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::bias_add_schema().specs(),
-           .type_rule = detail::bias_add_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-           }});
-  ops.add({.name = "relu",
-           .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
-  ops.add({.name = "clip",
-           .attrs = detail::clip_schema().specs(),
-           .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], clip_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/elementwise-inl.hpp
-#endif
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
-// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
-//
-//   softmax(x, axis = -1)
-//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
-//   gelu(x)
-//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
-//
-//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
-// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
-// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
-//
-//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
-//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
-//                             NaN.
-//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
-//                             normalizes over the dims from axis to the last (D elements per
-//                             group); gamma and beta have exactly those dims:
-//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
-//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
-//                             (epsilon rounded to float32).
-//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
-//                             1 / sqrt(2) rounded to float32.
-//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
-//                             the N positions) over N keys; y = -infinity where key j lies after
-//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
-//                             softmax after it has no empty row.
-//
-//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-
-namespace dlavm::host {
-
-struct SoftmaxParams {
-  std::int64_t axis = -1;
-};
-struct LayerNormParams {
-  std::int64_t axis = -1;
-  double epsilon = 1e-5;
-};
-
-te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
-te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
-                       const LayerNormParams& p = {});
-te::NDArray gelu(const te::NDArray& x);
-te::NDArray causal_mask(const te::NDArray& x);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/float_ops-inl.hpp
-// Definitions for host/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/float_ops.hpp
-// end dlavm/host/float_ops.hpp
 // begin dlavm/runtime/kernels.hpp
 // The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
 // (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
@@ -12419,6 +9292,143 @@ void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_
         dst + p * packed, n, k, 1, 1, rows, cols,
         [&](std::int64_t i, std::int64_t j, std::int64_t, std::int64_t) { return b[j * n + i]; });
   }
+}
+
+// ---- a growing state held packed (a KV cache a matmul reads as its weight) ---------------
+// The state [S0, ..., S(rank-1)], its growing dim `axis` at some length, is kept with its dims
+// permuted (packed dim i is the state's dim perm[i]) as the matmul weight [B..., K, N] in
+// VTA's layout [prod(B), N/rows, K/cols, rows, cols], `width` bytes per element (DRAM's
+// little-endian bytes). The growing dim is K or N. `held` = {the positions held, the length the
+// bytes are laid out for, the positions written (the bytes past them are zero)}: what a run
+// that fails after its append leaves behind is undone by the next append.
+struct PackedStateShape {
+  std::int64_t rank = 0;
+  std::int64_t shape[8] = {};  // the growing dim's entry is not read
+  std::int64_t perm[8] = {};
+  std::int64_t axis = 0, rows = 1, cols = 1, width = 1;
+};
+
+namespace detail {
+
+struct PackedGrid {
+  std::int64_t products = 1, n_tiles = 0, k_tiles = 0;
+};
+
+inline std::int64_t packed_dim(const PackedStateShape& s, std::int64_t i, std::int64_t length) {
+  return s.perm[i] == s.axis ? length : s.shape[s.perm[i]];
+}
+
+inline PackedGrid packed_grid(const PackedStateShape& s, std::int64_t length) {
+  PackedGrid g;
+  for (std::int64_t i = 0; i + 2 < s.rank; ++i) g.products *= packed_dim(s, i, length);
+  g.n_tiles = (packed_dim(s, s.rank - 1, length) + s.rows - 1) / s.rows;
+  g.k_tiles = (packed_dim(s, s.rank - 2, length) + s.cols - 1) / s.cols;
+  return g;
+}
+
+// Moves the tiles of a layout for `from` positions to where a layout for `to` keeps them (the
+// buffer holds both); the new tiles become zero.
+inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::int64_t from,
+                           std::int64_t to) {
+  const PackedGrid a = packed_grid(s, from), b = packed_grid(s, to);
+  if (a.n_tiles == b.n_tiles && a.k_tiles == b.k_tiles) return;
+  const std::int64_t tile = s.rows * s.cols * s.width;
+  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * a.n_tiles + n) * a.k_tiles + k) * tile;
+  };
+  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * b.n_tiles + n) * b.k_tiles + k) * tile;
+  };
+  const std::int64_t n_kept = a.n_tiles < b.n_tiles ? a.n_tiles : b.n_tiles;
+  const std::int64_t k_kept = a.k_tiles < b.k_tiles ? a.k_tiles : b.k_tiles;
+  const auto move = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    if (old_at(p, n, k) != new_at(p, n, k))
+      std::memmove(bytes + new_at(p, n, k), bytes + old_at(p, n, k),
+                   static_cast<std::size_t>(tile));
+  };
+  if (b.n_tiles >= a.n_tiles && b.k_tiles >= a.k_tiles) {
+    // growing: every tile moves to a place at or after its old one, so moving the last tile
+    // first never overwrites one still to move
+    for (std::int64_t p = b.products; p-- > 0;)
+      for (std::int64_t n = n_kept; n-- > 0;)
+        for (std::int64_t k = k_kept; k-- > 0;) move(p, n, k);
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < b.n_tiles; ++n)
+        for (std::int64_t k = 0; k < b.k_tiles; ++k)
+          if (n >= a.n_tiles || k >= a.k_tiles)
+            std::memset(bytes + new_at(p, n, k), 0, static_cast<std::size_t>(tile));
+  } else {
+    // shrinking (after a run that failed): the first tile first, each to a place at or before
+    // its old one
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < n_kept; ++n)
+        for (std::int64_t k = 0; k < k_kept; ++k) move(p, n, k);
+  }
+}
+
+// Calls f(state index, packed byte offset) for every element of the state's positions
+// [from, to) along its growing dim, in row-major order of those positions, in the layout for
+// `laid` positions.
+template <class F>
+void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
+                     std::int64_t to, F&& f) {
+  if (from >= to) return;
+  std::int64_t extent[8] = {}, index[8] = {};
+  for (std::int64_t k = 0; k < s.rank; ++k) {
+    extent[k] = k == s.axis ? to - from : s.shape[k];
+    if (extent[k] == 0) return;
+  }
+  const PackedGrid g = packed_grid(s, laid);
+  for (;;) {
+    std::int64_t at[8] = {};
+    for (std::int64_t k = 0; k < s.rank; ++k) at[k] = index[k] + (k == s.axis ? from : 0);
+    std::int64_t product = 0;
+    for (std::int64_t i = 0; i + 2 < s.rank; ++i)
+      product = product * s.shape[s.perm[i]] + at[s.perm[i]];
+    const std::int64_t kk = at[s.perm[s.rank - 2]], n = at[s.perm[s.rank - 1]];
+    const std::int64_t t = (product * g.n_tiles + n / s.rows) * g.k_tiles + kk / s.cols;
+    f(at, ((t * s.rows + n % s.rows) * s.cols + kk % s.cols) * s.width);
+    std::int64_t k = s.rank;
+    while (k-- > 0) {
+      if (++index[k] < extent[k]) break;
+      index[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+}  // namespace detail
+
+// The packed bytes of `length` positions.
+inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t length) {
+  const detail::PackedGrid g = detail::packed_grid(s, length);
+  return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
+}
+
+// Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
+// row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
+// count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
+// are held[0] + count, and the caller advances held[0] once the run has succeeded.
+inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
+                          std::int64_t* held, const PackedStateShape& s) {
+  const std::int64_t length = held[0] + count;
+  detail::lay_out_packed(packed, s, held[1], length);
+  held[1] = length;
+  // what a failed run wrote past the held positions that this one does not overwrite
+  const std::int64_t extent =
+      detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
+  const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
+  const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
+  detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
+                          [&](const std::int64_t*, std::int64_t at) {
+                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
+                          });
+  held[2] = length;
+  std::int64_t i = 0;
+  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
+    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
+    ++i;
+  });
 }
 
 // y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
@@ -12739,4013 +9749,65 @@ void copy(const T* x, T* y, std::int64_t n) {
 
 }  // namespace dlavm::runtime
 // end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
 
-#include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <span>
-#include <vector>
-
-namespace dlavm::host {
-
-DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
-  constexpr std::string_view who = "host::softmax";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = detail::split_at(x.shape(), axis);
-  te::NDArray y(x.dtype(), x.shape());
-  if (split.extent == 0) return y;  // empty rows
-  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
-                                    const te::NDArray& beta, const LayerNormParams& p) {
-  constexpr std::string_view who = "host::layer_norm";
-  detail::require_float32(who, "x", x);
-  detail::require_float32(who, "gamma", gamma);
-  detail::require_float32(who, "beta", beta);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
-  for (const te::NDArray* a : {&gamma, &beta})
-    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
-      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
-                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
-                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
-  const std::int64_t group = element_count(norm_dims);
-  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
-  te::NDArray y(x.dtype(), x.shape());
-  runtime::layer_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(), y.fdata().data(),
-                      groups, group, static_cast<float>(p.epsilon));
-  return y;
-}
-
-DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
-  detail::require_float32("host::gelu", "x", x);
-  constexpr float inv_sqrt2 = 0.70710678118654752440f;
-  te::NDArray y = x;
-  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
-  return y;
-}
-
-DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
-  constexpr std::string_view who = "host::causal_mask";
-  detail::require_float32(who, "x", x);
-  const auto& s = x.shape();
-  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
-    raise<ShapeError>(
-        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
-        "last of N positions)",
-        who, detail::shape_str(s));
-  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
-  te::NDArray y(x.dtype(), x.shape());
-  const std::int64_t rows = m == 0 ? 0 : static_cast<std::int64_t>(x.size()) / n;
-  runtime::causal_mask(x.fdata().data(), y.fdata().data(), rows, m, n);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/float_ops-inl.hpp
-#endif
-// end dlavm/host/float_ops.hpp
-
-namespace dlavm::graph {
-
-Expr softmax(Expr x, const host::SoftmaxParams& p = {});
-Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
-Expr gelu(Expr x);
-Expr causal_mask(Expr x);
-// The parameters in a layer_norm call's attributes.
-host::LayerNormParams layer_norm_params(const Attrs& attrs);
-
-void add_float_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/float_ops-inl.hpp
-// Definitions for graph/ops/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// end dlavm/graph/ops/float_ops.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType softmax_type(const TypeCall& c) {
-  c.axis("axis", c.type(0).ndim());
-  return c.type(0);
-}
-
-inline TensorType layer_norm_type(const TypeCall& c) {
-  const auto& x = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", x.size());
-  for (std::size_t i : {1, 2}) {
-    c.require_same_dtype(0, i);
-    c.require_rank(i, x.size() - axis);
-    for (std::size_t k = 0; k < x.size() - axis; ++k)
-      c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), x[axis + k],
-                      fmt::format("{} dim {}", c.arg(0), axis + k));
-  }
-  return c.type(0);
-}
-
-inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
-
-inline TensorType causal_mask_type(const TypeCall& c) {
-  c.require_min_rank(0, 2);
-  const auto& x = c.type(0).shape;
-  const auto& m = x[x.size() - 2];
-  const auto& n = x.back();
-  if (!ne::can_prove(ne::simplify(n - m) >= 0))
-    raise<ShapeError>(
-        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
-        "many keys as queries (the queries are the last positions)",
-        c.label, c.arg(0), n, m);
-  return c.type(0);
-}
-
-inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
-  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
-      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
-  using P = host::LayerNormParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("axis", &P::axis, "the first of the trailing dims normalized over")
-          .field("epsilon", &P::epsilon, "added to the variance before the square root");
-  return schema;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
-  return detail::layer_norm_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
-  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
-  return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
-              detail::layer_norm_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
-DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
-
-DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
-  ops.add({.name = "softmax",
-           .attrs = detail::softmax_schema().specs(),
-           .type_rule = detail::softmax_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
-               },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "layer_norm",
-           .min_args = 3,
-           .max_args = 3,
-           .attrs = detail::layer_norm_schema().specs(),
-           .type_rule = detail::layer_norm_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::layer_norm(*a[0], *a[1], *a[2],
-                                         detail::layer_norm_schema().from_attrs(attrs));
-               },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "gelu",
-           .type_rule = detail::gelu_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
-           .host_support = detail::host_float32_only});
-  ops.add({.name = "causal_mask",
-           .type_rule = detail::causal_mask_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
-           .host_support = detail::host_float32_only});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/float_ops-inl.hpp
-#endif
-// end dlavm/graph/ops/float_ops.hpp
-// begin dlavm/graph/ops/linear.hpp
-// Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
-//
-//   dense(x[..., K], w[N, K]) -> [..., N]
-//   matmul(a[A..., M, K], b[B..., K, N]) -> [broadcast(A, B)..., M, N]
-//   int8 x int8 -> int32, int32 x int32 -> int32 (wrap-around), float32 x float32 -> float32
-//
-//   auto y = graph::dense(x, graph::constant("w", w_array));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-
-namespace dlavm::graph {
-
-Expr dense(Expr x, Expr w);
-Expr matmul(Expr a, Expr b);
-
-// Adds the records of this family to `ops`.
-void add_linear_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/linear-inl.hpp
-// Definitions for graph/ops/linear.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/linear.hpp
-// end dlavm/graph/ops/linear.hpp
-// begin dlavm/host/linear.hpp
-// Host kernels for products of matrices: dense and matmul. The semantics below are the
-// definition the graph ops and every accelerator strategy must reproduce.
-//
-//   dense(x[..., K], w[N, K]) -> y[..., N]        y[..., n] = sum_k x[..., k] * w[n, k]
-//   matmul(a[A..., M, K], b[B..., K, N]) -> y[C..., M, N]
-//       C = numpy broadcast of the batch dims A and B (aligned at the end, 1 stretches);
-//       y[c, m, n] = sum_k a[c|A, m, k] * b[c|B, k, n]   (c|A: c with stretched dims at 0)
-//
-// Element types (host::accumulate_dtype): int8 x int8 -> int32 and int32 x int32 -> int32;
-// the integer result is the exact sum of exact products reduced modulo 2^32 into int32
-// (two's-complement wrap-around, as VTA's int32 accumulator), so the order of the sum does
-// not matter. float32 x float32 -> float32: each product and partial sum is a float32, added
-// in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
-// have one; compare float results with te::allclose). Other pairs are a TypeError.
-//
-//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
-//   auto y = host::dense(x, w);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-namespace dlavm::host {
-
-te::NDArray dense(const te::NDArray& x, const te::NDArray& w);
-te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/linear-inl.hpp
-// Definitions for host/linear.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/linear.hpp
-// end dlavm/host/linear.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
-template <class T>
-void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t k_in,
-                  std::int64_t n_out) {
-  for (std::int64_t m = 0; m < m_out; ++m) {
-    T* yr = y + m * n_out;
-    for (std::int64_t k = 0; k < k_in; ++k) {
-      const T av = a[m * k_in + k];
-      const T* br = b + k * n_out;
-      for (std::int64_t n = 0; n < n_out; ++n) yr[n] += av * br[n];
-    }
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
-  constexpr std::string_view who = "host::dense";
-  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
-  detail::require_min_rank(who, "x", x, 1);
-  detail::require_rank(who, "w", w, 2);
-  const std::int64_t k_in = x.shape().back();
-  if (w.shape()[1] != k_in)
-    raise<ShapeError>("{}: x {} has K = {} but w {} has K = {}", who, detail::shape_str(x.shape()),
-                      k_in, detail::shape_str(w.shape()), w.shape()[1]);
-  const std::int64_t n_out = w.shape()[0];
-  Shape out_shape = x.shape();
-  out_shape.back() = n_out;
-  te::NDArray y(out_dtype, out_shape);
-  const std::int64_t rows =
-      element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
-  if (out_dtype.is_float()) {
-    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
-  } else {
-    const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
-    std::vector<std::uint32_t> ys(y.size());
-    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
-    detail::store_i32(ys, y);
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
-  constexpr std::string_view who = "host::matmul";
-  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
-  detail::require_min_rank(who, "a", a, 2);
-  detail::require_min_rank(who, "b", b, 2);
-  const auto& as = a.shape();
-  const auto& bs = b.shape();
-  const std::int64_t m_out = as[as.size() - 2], k_in = as.back();
-  const std::int64_t n_out = bs.back();
-  if (bs[bs.size() - 2] != k_in)
-    raise<ShapeError>("{}: a {} has K = {} (its last dim) but b {} has K = {} (its dim -2)", who,
-                      detail::shape_str(as), k_in, detail::shape_str(bs), bs[bs.size() - 2]);
-  const std::span<const std::int64_t> a_batch(as.data(), as.size() - 2);
-  const std::span<const std::int64_t> b_batch(bs.data(), bs.size() - 2);
-  const auto batch = broadcast_shapes(a_batch, b_batch);
-  if (!batch)
-    raise<ShapeError>("{}: batch dims {} of a and {} of b do not broadcast", who,
-                      detail::shape_str(a_batch), detail::shape_str(b_batch));
-  Shape out_shape = *batch;
-  out_shape.push_back(m_out);
-  out_shape.push_back(n_out);
-  te::NDArray y(out_dtype, out_shape);
-  // Offsets of each output batch in a and b (stretched dims repeat the same block).
-  const auto a_off = detail::broadcast_offsets(*batch, a_batch, m_out * k_in);
-  const auto b_off = detail::broadcast_offsets(*batch, b_batch, k_in * n_out);
-  const std::int64_t y_block = m_out * n_out;
-  if (out_dtype.is_float()) {
-    const float* ad = a.fdata().data();
-    const float* bd = b.fdata().data();
-    float* yd = y.fdata().data();
-    for (std::size_t i = 0; i < a_off.size(); ++i)
-      detail::matmul_block(ad + a_off[i], bd + b_off[i],
-                           yd + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
-  } else {
-    const auto ad = detail::to_u32(a), bd = detail::to_u32(b);
-    std::vector<std::uint32_t> yd(y.size(), 0);
-    for (std::size_t i = 0; i < a_off.size(); ++i)
-      detail::matmul_block(ad.data() + a_off[i], bd.data() + b_off[i],
-                           yd.data() + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
-    detail::store_i32(yd, y);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/linear-inl.hpp
-#endif
-// end dlavm/host/linear.hpp
-
-#include <fmt/format.h>
-
-#include <span>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType dense_type(const TypeCall& c) {
-  c.require_min_rank(0, 1);
-  c.require_rank(1, 2);
-  const DType dtype = product_dtype(c);
-  const auto& x = c.type(0).shape;
-  const auto& w = c.type(1).shape;
-  c.require_equal(x.back(), fmt::format("{} dim -1 (K)", c.arg(0)), w[1],
-                  fmt::format("{} dim 1 (K)", c.arg(1)));
-  std::vector<ne::Expr> shape(x.begin(), x.end() - 1);
-  shape.push_back(w[0]);
-  return {std::move(shape), dtype};
-}
-
-inline TensorType matmul_type(const TypeCall& c) {
-  c.require_min_rank(0, 2);
-  c.require_min_rank(1, 2);
-  const DType dtype = product_dtype(c);
-  const auto& a = c.type(0).shape;
-  const auto& b = c.type(1).shape;
-  c.require_equal(a.back(), fmt::format("{} dim -1 (K)", c.arg(0)), b[b.size() - 2],
-                  fmt::format("{} dim -2 (K)", c.arg(1)));
-  // broadcast the batch dims: a type call over the batch parts only
-  TypeCall batch = c;
-  batch.arg_types[0].shape.resize(a.size() - 2);
-  batch.arg_types[1].shape.resize(b.size() - 2);
-  std::vector<ne::Expr> shape = broadcast(batch, 0, 1);
-  shape.push_back(a[a.size() - 2]);
-  shape.push_back(b.back());
-  return {std::move(shape), dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
-DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
-
-DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
-  ops.add({.name = "dense",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::dense_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
-  ops.add({.name = "matmul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::matmul_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::matmul(*a[0], *a[1]); }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/linear-inl.hpp
-#endif
-// end dlavm/graph/ops/linear.hpp
-// begin dlavm/graph/ops/pool.hpp
-// Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
-// host/pool.hpp.
-//
-//   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
-//   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
-//     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
-//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
-//
-//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
-//                                  .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/pool.hpp
-// Host kernels for 2-D pooling over NCHW arrays. The semantics below are the definition the
-// graph's pooling ops and every accelerator strategy must reproduce.
-//
-//   max_pool2d(x[N, C, H, W], {pool_size = {kh, kw}, strides = {sh, sw},
-//              padding = {pt, pl, pb, pr}}) -> y[N, C, OH, OW]
-//       OH = floor((H + pt + pb - kh) / sh) + 1, OW likewise;
-//       y = the largest element of x in the window (rows oy*sh - pt .. +kh-1, columns
-//       ox*sw - pl .. +kw-1); padding never wins: only elements inside x compete. float32: a NaN
-//       in the window makes the result NaN.
-//   avg_pool2d(x, {..., count_include_pad}) -> y[N, C, OH, OW]
-//       sum of the elements of x in the window divided by the count: kh*kw when
-//       count_include_pad, else the number of elements inside x. Integers: the exact sum,
-//       floor-divided by the count (rounds towards minus infinity: -7 / 2 = -4), same dtype
-//       as x. float32: summed in float32 row by row, then divided by the count.
-//   global_avg_pool2d(x[N, C, H, W]) -> y[N, C, 1, 1]: avg_pool2d over the whole plane.
-// pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
-// element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
-//
-//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
-//                                 .padding = {1, 1, 1, 1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <array>
-#include <cstdint>
-#include <string_view>
-
-namespace dlavm::host {
-
-struct Pool2dParams {
-  std::array<std::int64_t, 2> pool_size{0, 0};      // (height, width); required
-  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
-  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
-  bool count_include_pad = true;                    // avg_pool2d only
-};
-
-// ValueError naming `who` and the attribute when a parameter is out of its domain.
-void validate(const Pool2dParams& p, std::string_view who);
-
-te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p);
-te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p);
-te::NDArray global_avg_pool2d(const te::NDArray& x);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/pool-inl.hpp
-// Definitions for host/pool.hpp: one window walk, shared by the max and the average.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/pool.hpp
-// end dlavm/host/pool.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <type_traits>
-
-namespace dlavm::host {
-
-namespace detail {
-
-using PoolDims = runtime::PoolShape;
-
-inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
-  validate(p, who);
-  require_rank(who, "x", x, 4);
-  const auto& s = x.shape();
-  PoolDims d{
-      s[0] * s[1],  s[2],         s[3],         0,           0, p.pool_size[0], p.pool_size[1],
-      p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
-  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
-  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
-  if (padded_h < d.kh || padded_w < d.kw)
-    raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
-                      padded_h, padded_w);
-  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
-  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
-  return d;
-}
-
-inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
-                            bool count_include_pad) {
-  if (x.dtype().is_integral() && x.dtype().bits() > 32)
-    raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
-                     x.dtype());
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (x.dtype().is_float())
-    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
-  else
-    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
-  for (auto k : p.pool_size)
-    if (k < 1)
-      raise<ValueError>("{}: attribute 'pool_size' is [{}]; window dims must be >= 1", who,
-                        fmt::join(p.pool_size, ", "));
-  for (auto s : p.strides)
-    if (s < 1)
-      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
-                        fmt::join(p.strides, ", "));
-  for (std::size_t k = 0; k < 4; ++k) {
-    const std::int64_t window = p.pool_size[k % 2];
-    if (p.padding[k] < 0 || p.padding[k] >= window)
-      raise<ValueError>(
-          "{}: attribute 'padding' is [{}] for pool_size [{}]; each pad must be in [0, {}) so "
-          "that every window holds an element of the input",
-          who, fmt::join(p.padding, ", "), fmt::join(p.pool_size, ", "), window);
-  }
-}
-
-DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
-  const auto d = detail::pool_dims("host::max_pool2d", x, p);
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (x.dtype().is_float())
-    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
-  else
-    runtime::pool_window_max(x.data().data(), y.data().data(), d);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p) {
-  const auto d = detail::pool_dims("host::avg_pool2d", x, p);
-  return detail::avg_pool("host::avg_pool2d", x, d, p.count_include_pad);
-}
-
-DLAVM_INLINE te::NDArray global_avg_pool2d(const te::NDArray& x) {
-  constexpr std::string_view who = "host::global_avg_pool2d";
-  detail::require_rank(who, "x", x, 4);
-  const Pool2dParams p{.pool_size = {x.shape()[2], x.shape()[3]}};
-  return detail::avg_pool(who, x, detail::pool_dims(who, x, p), true);
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/pool-inl.hpp
-#endif
-// end dlavm/host/pool.hpp
-
-namespace dlavm::graph {
-
-Expr max_pool2d(Expr x, const host::Pool2dParams& p);
-Expr avg_pool2d(Expr x, const host::Pool2dParams& p);
-Expr global_avg_pool2d(Expr x);
-// The parameters in a pooling call's (normalized) attributes; count_include_pad is read when
-// present (avg_pool2d).
-host::Pool2dParams pool2d_params(const Attrs& attrs);
-
-void add_pool_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/pool-inl.hpp
-// Definitions for graph/ops/pool.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/pool.hpp
-// end dlavm/graph/ops/pool.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// max_pool2d's attributes; avg_pool2d's add count_include_pad.
-inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
-  using P = host::Pool2dParams;
-  const auto make = [](bool avg) {
-    AttrSchema<P> s;
-    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
-        .field("strides", &P::strides, "steps of the window: (height, width)")
-        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
-    if (avg)
-      s.field("count_include_pad", &P::count_include_pad,
-              "1: divide by the window's size; 0: by the elements inside the input");
-    return s;
-  };
-  static const auto max = make(false), avg = make(true);
-  return average ? avg : max;
-}
-
-inline TensorType pool2d_type(const TypeCall& c) {
-  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
-  host::validate(p, c.label);
-  c.require_rank(0, 4);
-  const auto& x = c.type(0).shape;
-  ne::Expr oh =
-      window_output(c, x[2], p.padding[0] + p.padding[2], p.pool_size[0], p.strides[0], "height");
-  ne::Expr ow =
-      window_output(c, x[3], p.padding[1] + p.padding[3], p.pool_size[1], p.strides[1], "width");
-  return {{x[0], x[1], std::move(oh), std::move(ow)}, c.type(0).dtype};
-}
-
-inline TensorType global_pool_type(const TypeCall& c) {
-  c.require_rank(0, 4);
-  const auto& x = c.type(0).shape;
-  return {{x[0], x[1], 1, 1}, c.type(0).dtype};
-}
-
-// The host averages take integers of at most 32 bits, or float32.
-inline std::optional<std::string> host_average_support(const TypeCall& c) {
-  const DType t = c.type(0).dtype;
-  if (t.is_integral() && t.bits() > 32)
-    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
-  return std::nullopt;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
-  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
-}
-
-DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
-  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
-}
-
-DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
-
-DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
-  ops.add({.name = "max_pool2d",
-           .attrs = detail::pool2d_schema(false).specs(),
-           .type_rule = detail::pool2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::max_pool2d(*a[0], pool2d_params(attrs));
-           }});
-  ops.add({.name = "avg_pool2d",
-           .attrs = detail::pool2d_schema(true).specs(),
-           .type_rule = detail::pool2d_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::avg_pool2d(*a[0], pool2d_params(attrs));
-               },
-           .host_support = detail::host_average_support});
-  ops.add({.name = "global_avg_pool2d",
-           .type_rule = detail::global_pool_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
-           .host_support = detail::host_average_support});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/pool-inl.hpp
-#endif
-// end dlavm/graph/ops/pool.hpp
-// begin dlavm/graph/ops/quantize.hpp
-// Graph ops requantize and cast: typed builders, attribute conversion and op records.
-// Semantics: host/quantize.hpp.
-//
-//   requantize(x (signed int), shift (required), lo = -128, hi = 127,
-//              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
-//   cast(x, dtype (required)) -> dtype, x's shape
-//   quantize_linear(x float32, scale, zero_point, axis = 1) -> zero_point's dtype
-//   dequantize_linear(x, scale, zero_point, axis = 1) -> float32
-//   rescale(acc int32, multiplier, zero_point, axis = 1) -> zero_point's dtype
-//       ONNX's linear quantization (host/quantize.hpp): scale / multiplier float32 and
-//       zero_point integer, both of shape [] (per tensor) or [C] (C = x's dim at axis)
-//
-//   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/quantize.hpp
-// Host kernels that change element types: requantize (the fixed-point rescale of an
-// accumulator) and cast. The semantics below are the definition the graph ops and every
-// accelerator strategy must reproduce.
-//
-//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
-//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
-//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
-//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
-//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
-//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
-//   cast(x, dtype)
-//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
-//       int -> float32: exact when representable, else the nearest float (ties to even);
-//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
-//       limits (1e10 -> int32 2147483647), NaN -> 0;
-//       float32 -> float32: unchanged.
-//
-// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
-// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
-//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
-//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
-//       in zero_point's dtype (QuantizeLinear)
-//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
-//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
-//       (DequantizeLinear)
-//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
-//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
-//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
-//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
-//
-//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <optional>
-#include <string_view>
-
-namespace dlavm::host {
-
-enum class Rounding : std::uint8_t { Floor, Nearest };
-
-// "floor" / "nearest" (the graph attribute's spelling), and back.
-std::string_view rounding_name(Rounding r);
-std::optional<Rounding> parse_rounding(std::string_view name);
-
-struct RequantizeParams {
-  std::int64_t shift = 0;
-  std::int64_t lo = -128;
-  std::int64_t hi = 127;
-  Rounding rounding = Rounding::Floor;
-  DType out_dtype = DType::int8();
-};
-
-// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
-// attribute.
-void validate(const RequantizeParams& p, DType in, std::string_view who);
-
-te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
-
-struct LinearQuantParams {
-  std::int64_t axis = 1;  // the channel axis of a per-channel scale
-};
-// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
-// `who`).
-void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
-                           const te::NDArray& zero_point, const LinearQuantParams& p,
-                           std::string_view who);
-te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
-                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
-te::NDArray cast(const te::NDArray& x, DType dtype);
-
-// The cast of one float32 value to an integer dtype, as `cast` defines it.
-std::int64_t float_to_int(float v, DType dtype);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/quantize-inl.hpp
-// Definitions for host/quantize.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/quantize.hpp
-// end dlavm/host/quantize.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/ranges.h>
-
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdint>
-
-namespace dlavm::host {
-
-DLAVM_INLINE std::string_view rounding_name(Rounding r) {
-  switch (r) {
-    case Rounding::Floor:
-      return "floor";
-    case Rounding::Nearest:
-      return "nearest";
-  }
-  raise<ValueError>("internal: unknown Rounding {}, please report", static_cast<int>(r));
-}
-
-DLAVM_INLINE std::optional<Rounding> parse_rounding(std::string_view name) {
-  if (name == "floor") return Rounding::Floor;
-  if (name == "nearest") return Rounding::Nearest;
-  return std::nullopt;
-}
-
-DLAVM_INLINE void validate(const RequantizeParams& p, DType in, std::string_view who) {
-  if (!in.is_int())
-    raise<TypeError>("{}: x is {}; requantize takes a signed integer (an int32 accumulator)", who,
-                     in);
-  if (!p.out_dtype.is_integral() || p.out_dtype.lanes() != 1)
-    raise<TypeError>("{}: attribute 'out_dtype' is {}; requantize produces integers", who,
-                     p.out_dtype);
-  if (p.shift < 0 || p.shift >= in.bits())
-    raise<ValueError>("{}: attribute 'shift' is {}; for {} input it must be in [0, {})", who,
-                      p.shift, in, in.bits());
-  if (p.lo > p.hi)
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-  const DType t = p.out_dtype;
-  if (p.lo < t.min_value() || p.hi > t.max_value())
-    raise<ValueError>("{}: [lo, hi] = [{}, {}] does not fit out_dtype {} ([{}, {}])", who, p.lo,
-                      p.hi, t, t.min_value(), t.max_value());
-}
-
-DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p) {
-  validate(p, x.dtype(), "host::requantize");
-  const DType in = x.dtype();
-  const std::uint64_t round =
-      p.rounding == Rounding::Nearest && p.shift > 0 ? std::uint64_t{1} << (p.shift - 1) : 0;
-  te::NDArray y(p.out_dtype, x.shape());
-  const auto src = x.data();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::int64_t sum = detail::wrap_u64(in, static_cast<std::uint64_t>(src[i]) + round);
-    dst[i] = std::clamp(sum >> p.shift, p.lo, p.hi);
-  }
-  return y;
-}
-
-DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
-  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
-}
-
-DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
-  te::NDArray y(dtype, x.shape());  // raises for float types other than float32
-  const DType from = x.dtype();
-  if (from.is_float() && dtype.is_float()) {
-    y = x;
-  } else if (from.is_float()) {
-    const auto src = x.fdata();
-    auto dst = y.data();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = float_to_int(src[i], dtype);
-  } else if (dtype.is_float()) {
-    const auto src = x.data();
-    auto dst = y.fdata();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<float>(src[i]);
-  } else {
-    const auto src = x.data();
-    auto dst = y.data();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
-  }
-  return y;
-}
-
-namespace detail {
-
-// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
-struct ChannelIndex {
-  std::size_t inner = 1, channels = 1;
-  bool per_channel = false;
-  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
-  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
-  std::array<std::int64_t, 3> split(std::size_t size) const {
-    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
-    const std::size_t block = channels * inner;
-    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
-            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
-  }
-};
-
-inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
-                                  const LinearQuantParams& p) {
-  ChannelIndex c;
-  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-  c.per_channel = true;
-  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
-  for (std::int64_t k = axis + 1; k < rank; ++k)
-    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
-  return c;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
-                                        const te::NDArray& zero_point, const LinearQuantParams& p,
-                                        std::string_view who) {
-  if (scale.dtype() != DType::float32())
-    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
-  if (!zero_point.dtype().is_integral())
-    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
-                     zero_point.dtype());
-  if (scale.shape() != zero_point.shape())
-    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
-                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
-  if (scale.ndim() > 1)
-    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
-                      scale.ndim());
-  if (scale.ndim() == 1) {
-    const auto rank = static_cast<std::int64_t>(x.ndim());
-    if (p.axis < -rank || p.axis >= rank)
-      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
-                        rank, rank);
-    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
-      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
-                        x.shape()[static_cast<std::size_t>(axis)]);
-  }
-}
-
-DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                                         const te::NDArray& zero_point,
-                                         const LinearQuantParams& p) {
-  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
-  if (!x.dtype().is_float())
-    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
-  const DType t = zero_point.dtype();
-  const auto ch = detail::channel_index(x, scale, p);
-  te::NDArray y(t, x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
-  runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
-                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
-  return y;
-}
-
-DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
-                                           const te::NDArray& zero_point,
-                                           const LinearQuantParams& p) {
-  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
-  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
-    raise<TypeError>(
-        "host::dequantize_linear: x is {} and the zero point {}; both are one "
-        "integer type",
-        x.dtype(), zero_point.dtype());
-  const auto ch = detail::channel_index(x, scale, p);
-  te::NDArray y(DType::float32(), x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
-  runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
-                             y.fdata().data(), outer, channels, inner);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
-                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
-  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
-  if (acc.dtype() != DType::int32())
-    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
-  const DType t = zero_point.dtype();
-  const auto ch = detail::channel_index(acc, multiplier, p);
-  te::NDArray y(t, acc.shape());
-  const auto src = acc.data();
-  auto dst = y.data();
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const std::size_t c = ch(i);
-    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
-    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
-    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
-    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
-                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
-    dst[i] = static_cast<std::int64_t>(r);
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/quantize-inl.hpp
-#endif
-// end dlavm/host/quantize.hpp
-
-namespace dlavm::graph {
-
-Expr requantize(Expr x, const host::RequantizeParams& p);
-Expr cast(Expr x, DType dtype);
-// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
-host::RequantizeParams requantize_params(const Attrs& attrs);
-Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
-Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
-Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
-// The parameters in a quantize_linear, dequantize_linear or rescale call's attributes.
-host::LinearQuantParams linear_quant_params(const Attrs& attrs);
-DType cast_dtype(const Attrs& attrs);
-
-void add_quantize_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/quantize-inl.hpp
-// Definitions for graph/ops/quantize.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/quantize.hpp
-// end dlavm/graph/ops/quantize.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::RequantizeParams>& requantize_schema() {
-  using P = host::RequantizeParams;
-  using host::Rounding;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("shift", &P::shift, "the right shift after the rounding constant", true)
-          .field("lo", &P::lo, "the lower bound of the clamp")
-          .field("hi", &P::hi, "the upper bound of the clamp")
-          .field("rounding", &P::rounding, "floor, or to nearest with ties upward",
-                 {{"floor", Rounding::Floor}, {"nearest", Rounding::Nearest}})
-          .field("out_dtype", &P::out_dtype, "the result's integer type");
-  return schema;
-}
-
-// The target type of a cast.
-struct CastParams {
-  DType dtype = DType::int32();
-};
-
-inline const AttrSchema<CastParams>& cast_schema() {
-  static const auto schema = AttrSchema<CastParams>().field("dtype", &CastParams::dtype,
-                                                            "the element type to cast to", true);
-  return schema;
-}
-
-inline TensorType requantize_type(const TypeCall& c) {
-  const DType in = c.type(0).dtype;
-  if (!in.is_int())
-    raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
-                     c.label, c.arg(0), in);
-  const host::RequantizeParams p = params_of(c, requantize_schema());
-  host::validate(p, in, c.label);
-  return {c.type(0).shape, p.out_dtype};
-}
-
-inline TensorType cast_type(const TypeCall& c) {
-  const DType to = params_of(c, cast_schema()).dtype;
-  if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
-    raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
-                     to);
-  return {c.type(0).shape, to};
-}
-
-inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
-  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
-      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
-  return schema;
-}
-
-// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
-inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
-  if (!x_ok)
-    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
-  if (c.type(1).dtype != DType::float32())
-    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
-  if (!c.type(2).dtype.is_integral())
-    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
-                     c.type(2).dtype);
-  if (c.type(1).ndim() > 1)
-    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
-                      c.arg(1), c.type(1).ndim());
-  c.require_rank(2, c.type(1).ndim());
-  if (c.type(1).ndim() == 1) {
-    const std::size_t axis = c.axis("axis", c.type(0).ndim());
-    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
-                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
-    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
-                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
-  }
-}
-
-inline TensorType quantize_linear_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
-  return {c.type(0).shape, c.type(2).dtype};
-}
-
-inline TensorType dequantize_linear_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
-  c.require_same_dtype(0, 2);
-  return {c.type(0).shape, DType::float32()};
-}
-
-inline TensorType rescale_type(const TypeCall& c) {
-  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
-  return {c.type(0).shape, c.type(2).dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
-                                  const host::LinearQuantParams& p) {
-  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
-                                    const host::LinearQuantParams& p) {
-  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
-                          const host::LinearQuantParams& p) {
-  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
-              detail::linear_quant_schema().to_attrs(p));
-}
-
-DLAVM_INLINE host::LinearQuantParams linear_quant_params(const Attrs& attrs) {
-  return detail::linear_quant_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
-  return detail::requantize_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
-  return call("requantize", {std::move(x)}, detail::requantize_schema().to_attrs(p));
-}
-
-DLAVM_INLINE DType cast_dtype(const Attrs& attrs) {
-  return detail::cast_schema().from_attrs(attrs).dtype;
-}
-
-DLAVM_INLINE Expr cast(Expr x, DType dtype) {
-  return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
-}
-
-DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
-  ops.add({.name = "requantize",
-           .attrs = detail::requantize_schema().specs(),
-           .type_rule = detail::requantize_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::requantize(*a[0], requantize_params(attrs));
-           }});
-  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
-    ops.add({.name = std::move(name),
-             .min_args = 3,
-             .max_args = 3,
-             .attrs = detail::linear_quant_schema().specs(),
-             .type_rule = std::move(rule),
-             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
-               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
-             }});
-  };
-  linear("quantize_linear", detail::quantize_linear_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
-  linear("dequantize_linear", detail::dequantize_linear_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
-  linear("rescale", detail::rescale_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
-  ops.add({.name = "cast",
-           .attrs = detail::cast_schema().specs(),
-           .type_rule = detail::cast_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::cast(*a[0], cast_dtype(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/quantize-inl.hpp
-#endif
-// end dlavm/graph/ops/quantize.hpp
-// begin dlavm/graph/ops/transform.hpp
-// Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
-//
-//   reshape(x, newshape (required; 0 copies a dim, one -1 is inferred))
-//       symbolic dims pass through 0 entries; a -1 is the element count of x divided by the
-//       other entries, which must be provably divisible
-//   transpose(x, perm = [] (reverse))
-//   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
-//   concat(x0, x1, ..., axis (required)), at least one input
-//   pad(x, pad_before (required), pad_after (required), value = 0.0,
-//       mode = "constant" | "edge" | "reflect")
-//
-//   // [1, token, 512] -> [1, token, 8, 64]
-//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/transform.hpp
-// Host kernels that move elements without computing on them: reshape, transpose, flatten,
-// concat and pad. The semantics below are the definition the graph ops and every accelerator
-// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
-//
-//   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
-//                              newshape, 0 copies the dim of x at the same position and one -1
-//                              takes what the element count leaves; other entries >= 1.
-//   transpose(x, {perm})       y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}], i.e.
-//                              y.shape[k] = x.shape[perm[k]]; an empty perm reverses the dims.
-//   flatten(x, {axis = 1})     [prod(dims before axis), prod(dims from axis)]; axis in
-//                              [-rank, rank] (rank gives [all, 1]).
-//   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
-//                              dims must match.
-//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
-//                              one entry per dim, each >= 0; new positions hold, by mode:
-//                              constant: value (integers: it must be an integer inside the
-//                              dtype's range; float32: it is rounded to float);
-//                              edge: the nearest element of x along each padded dim (x's dims
-//                              >= 1); reflect: x mirrored at its first and last element, which
-//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
-//                              dim - 1), as numpy's and ONNX's modes of those names.
-//
-//   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-struct ReshapeParams {
-  std::vector<std::int64_t> newshape;
-};
-struct TransposeParams {
-  std::vector<std::int64_t> perm;  // empty: reverse
-};
-struct FlattenParams {
-  std::int64_t axis = 1;
-};
-struct ConcatParams {
-  std::int64_t axis = 0;
-};
-enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
-struct PadParams {
-  std::vector<std::int64_t> pad_before;
-  std::vector<std::int64_t> pad_after;
-  double value = 0;
-  PadMode mode = PadMode::Constant;
-};
-
-// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
-// x has a dim, nothing below -1 (ValueError naming `who`).
-void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
-// The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
-Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
-                    std::string_view who);
-// perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
-std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
-                                        std::string_view who);
-// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
-std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
-// The pad lists checked against `rank` (ValueError naming `who`).
-void validate(const PadParams& p, std::size_t rank, std::string_view who);
-// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
-// the dim and the pad); dims that are not constants (nullopt) are checked when run.
-void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
-                      std::string_view who);
-// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
-void check_pad_value(double value, DType dtype, std::string_view who);
-
-te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
-te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
-te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
-te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
-te::NDArray pad(const te::NDArray& x, const PadParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/transform-inl.hpp
-// Definitions for host/transform.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/transform.hpp
-// end dlavm/host/transform.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// Copies `count` elements from one array to another at element offsets (either storage).
-inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
-                          std::int64_t to, std::int64_t count) {
-  if (src.dtype().is_float()) {
-    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
-    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
-  } else {
-    const auto s = src.data().subspan(static_cast<std::size_t>(from));
-    std::copy_n(s.begin(), count, dst.data().begin() + to);
-  }
-}
-
-// An array of the same dtype and elements under another shape.
-inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
-  te::NDArray y(x.dtype(), std::move(shape));
-  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
-  return y;
-}
-
-template <class T>
-void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
-                     std::span<const std::size_t> perm) {
-  const std::size_t rank = in_shape.size();
-  std::vector<std::int64_t> in_stride(rank, 1);
-  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
-  // walk y in row-major order; the input offset moves by the permuted strides
-  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
-  for (std::size_t k = 0; k < rank; ++k) {
-    out_shape[k] = in_shape[perm[k]];
-    stride[k] = in_stride[perm[k]];
-  }
-  const std::int64_t total = element_count(out_shape);
-  std::int64_t offset = 0;
-  for (std::int64_t i = 0; i < total; ++i) {
-    y[i] = x[offset];
-    for (std::size_t d = rank; d-- > 0;) {
-      offset += stride[d];
-      if (++index[d] < out_shape[d]) break;
-      offset -= stride[d] * out_shape[d];
-      index[d] = 0;
-    }
-  }
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
-                                 std::string_view who) {
-  bool infer = false;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    const std::int64_t d = newshape[k];
-    if (d == -1 && infer)
-      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
-                        fmt::join(newshape, ", "));
-    infer = infer || d == -1;
-    if (d == 0 && k >= rank)
-      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
-                        fmt::join(newshape, ", "), k, rank);
-    if (d < -1)
-      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
-                        fmt::join(newshape, ", "), d);
-  }
-}
-
-DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
-                                 std::span<const std::int64_t> newshape, std::string_view who) {
-  check_newshape(newshape, in.size(), who);
-  Shape out(newshape.size());
-  std::optional<std::size_t> infer;
-  std::int64_t known = 1;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    if (newshape[k] == -1) {
-      infer = k;
-      continue;
-    }
-    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
-    known *= out[k];
-  }
-  const std::int64_t total = element_count(in);
-  if (infer) {
-    if (known == 0 || total % known != 0)
-      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
-                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
-    out[*infer] = total / known;
-  } else if (known != total) {
-    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
-                      detail::shape_str(in), total, detail::shape_str(out), known);
-  }
-  return out;
-}
-
-DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
-                                                     std::size_t rank, std::string_view who) {
-  std::vector<std::size_t> out(rank);
-  if (perm.empty()) {
-    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
-    return out;
-  }
-  std::vector<bool> seen(rank, false);
-  bool ok = perm.size() == rank;
-  for (std::size_t k = 0; ok && k < rank; ++k) {
-    const auto axis = normalize_axis(perm[k], rank);
-    ok = axis && !seen[*axis];
-    if (ok) {
-      seen[*axis] = true;
-      out[k] = *axis;
-    }
-  }
-  if (!ok)
-    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
-                      fmt::join(perm, ", "), rank);
-  return out;
-}
-
-DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
-  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
-    raise<ValueError>(
-        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
-        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
-  for (std::size_t k = 0; k < rank; ++k)
-    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
-      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
-                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
-}
-
-DLAVM_INLINE void check_pad_extent(const PadParams& p,
-                                   std::span<const std::optional<std::int64_t>> dims,
-                                   std::string_view who) {
-  if (p.mode == PadMode::Constant) return;
-  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
-    if (!dims[k]) continue;
-    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
-    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
-      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
-    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
-      raise<ShapeError>(
-          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
-          "most the dim - 1",
-          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
-  }
-}
-
-DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis > r)
-    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
-                      r);
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
-  if (dtype.is_integral() &&
-      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
-       value > static_cast<double>(dtype.max_value())))
-    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
-}
-
-DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
-  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
-}
-
-DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
-  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
-  Shape out_shape(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
-  te::NDArray y(x.dtype(), out_shape);
-  if (x.dtype().is_float())
-    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
-  else
-    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
-  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
-  const std::span<const std::int64_t> s = x.shape();
-  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
-}
-
-DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
-  constexpr std::string_view who = "host::concat";
-  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
-  const te::NDArray& first = *xs[0];
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
-  Shape out_shape = first.shape();
-  out_shape[axis] = 0;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    const te::NDArray& x = *xs[i];
-    detail::require_same_dtype(who, first, x);
-    bool match = x.ndim() == first.ndim();
-    for (std::size_t k = 0; match && k < x.ndim(); ++k)
-      match = k == axis || x.shape()[k] == first.shape()[k];
-    if (!match)
-      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
-                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
-    out_shape[axis] += x.shape()[axis];
-  }
-  te::NDArray y(first.dtype(), out_shape);
-  const auto split = detail::split_at(out_shape, axis);
-  std::int64_t at = 0;  // offset within one outer slice of y
-  for (const te::NDArray* x : xs) {
-    const std::int64_t chunk = x->shape()[axis] * split.inner;
-    for (std::int64_t o = 0; o < split.outer; ++o)
-      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
-    at += chunk;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
-  constexpr std::string_view who = "host::pad";
-  validate(p, x.ndim(), who);
-  const DType t = x.dtype();
-  check_pad_value(p.value, t, who);
-  Shape out_shape(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k)
-    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
-  te::NDArray y(t, out_shape);
-  if (p.mode != PadMode::Constant) {
-    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
-    check_pad_extent(p, dims, who);
-    // each element of y from the element of x its index maps to, dim by dim
-    const std::size_t rank = x.ndim();
-    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      for (std::size_t k = 0; k < rank; ++k) {
-        const std::int64_t n = x.shape()[k];
-        std::int64_t v = index[k] - p.pad_before[k];
-        if (p.mode == PadMode::Edge)
-          v = std::clamp<std::int64_t>(v, 0, n - 1);
-        else if (v < 0)
-          v = -v;
-        else if (v >= n)
-          v = 2 * (n - 1) - v;
-        from[k] = v;
-      }
-      const std::size_t src = x.offset(from, who);
-      if (t.is_float())
-        y.fdata()[i] = x.fdata()[src];
-      else
-        y.data()[i] = x.data()[src];
-      for (std::size_t d = rank; d-- > 0;) {
-        if (++index[d] < out_shape[d]) break;
-        index[d] = 0;
-      }
-    }
-    return y;
-  }
-  if (t.is_float())
-    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
-  else
-    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
-  if (x.size() == 0) return y;
-  // copy x row by row (its last dim) into the interior of y
-  const std::size_t rank = x.ndim();
-  if (rank == 0) {
-    detail::copy_elements(x, 0, y, 0, 1);
-    return y;
-  }
-  std::vector<std::int64_t> y_stride(rank, 1);
-  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
-  const std::int64_t row = x.shape()[rank - 1];
-  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
-  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
-    std::int64_t to = 0;
-    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
-    detail::copy_elements(x, from, y, to, row);
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < x.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/transform-inl.hpp
-#endif
-// end dlavm/host/transform.hpp
-
-#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
-Expr reshape(Expr x, const host::ReshapeParams& p);
-Expr transpose(Expr x, const host::TransposeParams& p = {});
-Expr flatten(Expr x, const host::FlattenParams& p = {});
-Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
-Expr pad(Expr x, const host::PadParams& p);
-// The parameters in a transpose call's attributes.
-host::TransposeParams transpose_params(const Attrs& attrs);
-
-void add_transform_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/transform-inl.hpp
-// Definitions for graph/ops/transform.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/transform.hpp
-// end dlavm/graph/ops/transform.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <optional>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
-  static const auto schema = AttrSchema<host::ReshapeParams>().field(
-      "newshape", &host::ReshapeParams::newshape,
-      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
-  return schema;
-}
-
-inline const AttrSchema<host::TransposeParams>& transpose_schema() {
-  static const auto schema = AttrSchema<host::TransposeParams>().field(
-      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
-  return schema;
-}
-
-inline const AttrSchema<host::FlattenParams>& flatten_schema() {
-  static const auto schema = AttrSchema<host::FlattenParams>().field(
-      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
-  return schema;
-}
-
-inline const AttrSchema<host::ConcatParams>& concat_schema() {
-  static const auto schema = AttrSchema<host::ConcatParams>().field(
-      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
-  return schema;
-}
-
-inline const AttrSchema<host::PadParams>& pad_schema() {
-  using P = host::PadParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("pad_before", &P::pad_before, "elements before, per dim", true)
-          .field("pad_after", &P::pad_after, "elements after, per dim", true)
-          .field("value", &P::value, "the value padded with (mode constant)")
-          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
-                 {{"constant", host::PadMode::Constant},
-                  {"edge", host::PadMode::Edge},
-                  {"reflect", host::PadMode::Reflect}});
-  return schema;
-}
-
-inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
-
-// Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
-// only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
-inline TensorType reshape_type(const TypeCall& c) {
-  const auto newshape = params_of(c, reshape_schema()).newshape;
-  const auto& x = c.type(0).shape;
-  host::check_newshape(newshape, x.size(), c.label);
-  std::vector<ne::Expr> out(newshape.size());
-  std::vector<bool> copied(x.size(), false);
-  std::optional<std::size_t> infer;
-  ne::Expr known = 1;
-  for (std::size_t k = 0; k < newshape.size(); ++k) {
-    if (newshape[k] == -1) {
-      infer = k;
-    } else if (newshape[k] == 0) {
-      out[k] = x[k];
-      copied[k] = true;
-    } else {
-      out[k] = newshape[k];
-      known = known * newshape[k];
-    }
-  }
-  ne::Expr rest = 1;  // the dims of x no 0 entry copies
-  for (std::size_t k = 0; k < x.size(); ++k)
-    if (!copied[k]) rest = rest * x[k];
-  rest = ne::simplify(rest);
-  known = ne::simplify(known);
-  if (infer) {
-    const ne::Expr remainder = ne::simplify(ne::floormod(rest, known));
-    if (remainder.as_int() != 0)
-      raise<ShapeError>(
-          "{}: cannot reshape {} {} to [{}]: the dims not copied hold `{}` elements, which is "
-          "not provably a multiple of {}",
-          c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
-    out[*infer] = ne::simplify(ne::floordiv(rest, known));
-  } else if (!ne::can_prove(rest == known)) {
-    raise<ShapeError>(
-        "{}: cannot reshape {} {} to [{}]: `{}` elements of x against {} (the dims not copied)",
-        c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
-  }
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType transpose_type(const TypeCall& c) {
-  const auto& x = c.type(0).shape;
-  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
-  std::vector<ne::Expr> out(x.size());
-  for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType flatten_type(const TypeCall& c) {
-  const std::span<const ne::Expr> x = c.type(0).shape;
-  const std::size_t axis =
-      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
-  return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
-}
-
-inline TensorType concat_type(const TypeCall& c) {
-  const auto& first = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", first.size());
-  ne::Expr extent = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    c.require_same_dtype(0, i);
-    c.require_rank(i, first.size());
-    for (std::size_t k = 0; k < first.size(); ++k)
-      if (k != axis)
-        c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), first[k],
-                        fmt::format("{} dim {}", c.arg(0), k));
-    extent = extent + c.type(i).shape[axis];
-  }
-  std::vector<ne::Expr> out = first;
-  out[axis] = ne::simplify(extent);
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType pad_type(const TypeCall& c) {
-  const host::PadParams p = pad_params(c.attrs);
-  const auto& x = c.type(0).shape;
-  host::validate(p, x.size(), c.label);
-  host::check_pad_value(p.value, c.type(0).dtype, c.label);
-  std::vector<std::optional<std::int64_t>> dims;
-  for (const auto& d : x) dims.push_back(d.as_int());
-  host::check_pad_extent(p, dims, c.label);
-  std::vector<ne::Expr> out(x.size());
-  for (std::size_t k = 0; k < x.size(); ++k)
-    out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));
-  return {std::move(out), c.type(0).dtype};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
-  return detail::transpose_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
-  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
-  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
-  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
-  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
-  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
-  ops.add({.name = "reshape",
-           .attrs = detail::reshape_schema().specs(),
-           .type_rule = detail::reshape_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "transpose",
-           .attrs = detail::transpose_schema().specs(),
-           .type_rule = detail::transpose_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "flatten",
-           .attrs = detail::flatten_schema().specs(),
-           .type_rule = detail::flatten_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "concat",
-           .min_args = 1,
-           .max_args = OpRecord::kVariadic,
-           .attrs = detail::concat_schema().specs(),
-           .type_rule = detail::concat_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, detail::concat_schema().from_attrs(attrs));
-           }});
-  ops.add({.name = "pad",
-           .attrs = detail::pad_schema().specs(),
-           .type_rule = detail::pad_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::pad(*a[0], detail::pad_params(attrs));
-           }});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/transform-inl.hpp
-#endif
-// end dlavm/graph/ops/transform.hpp
-
-namespace dlavm::graph {
-
-// A registry with every op above; built afresh on each call (no global state).
-OpRegistry default_ops();
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops-inl.hpp
-// Definitions for graph/ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
-
-namespace dlavm::graph {
-
-DLAVM_INLINE OpRegistry default_ops() {
-  OpRegistry ops;
-  add_linear_ops(ops);
-  add_conv_ops(ops);
-  add_pool_ops(ops);
-  add_elementwise_ops(ops);
-  add_quantize_ops(ops);
-  add_transform_ops(ops);
-  add_float_ops(ops);
-  return ops;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops-inl.hpp
-#endif
-// end dlavm/graph/ops.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-
-#include <fmt/format.h>
-
-#include <memory>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                                     std::span<const ne::Binding> bindings,
-                                                     std::string_view what) {
-  std::vector<std::int64_t> out;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    try {
-      out.push_back(ne::eval(shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
-    }
-  }
-  return out;
-}
-
-// The concrete shape of a type under the bindings; `what` names the node for messages.
-inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
-                                                std::span<const ne::Binding> bindings,
-                                                std::string_view what) {
-  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
-}
-
-using ArrayPtr = std::shared_ptr<const te::NDArray>;
-
-// Values are shared: constants are never copied.
-class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
+class AppendedState {
  public:
-  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
-            std::span<const ne::Binding> bindings, const OpRegistry& ops)
-      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
-    check_inputs(fn);
-  }
+  // `shape`: the state's shape, the growing dim `axis` at its held length (which it starts
+  // from); `name` for messages.
+  AppendedState(DType dtype, std::vector<std::int64_t> shape, std::size_t axis,
+                std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
 
-  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
-    for (const NamedArray& in : inputs_)
-      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
-    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
-  }
-  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
-  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
-    const std::string label = names_.label(e);
-    if (!call.type)
-      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
-                        label);
-    const OpRecord& op = ops_.at(call.op());
-    std::vector<const te::NDArray*> arrays;
-    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
-    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
-    check_output(*call.type, *out, label);
-    return out;
-  }
+  // The positions the state holds.
+  std::int64_t length() const { return held_[0]; }
+  // Writes `rows` (the state's shape, any length along the growing dim) after the held
+  // positions; bytes() then holds length() + that many, and commit() makes them the state.
+  // Until then length() is unchanged: a run that fails after its append leaves the state as
+  // it was (the next append overwrites what it wrote).
+  void append(const te::NDArray& rows);
+  void commit() { held_[0] = pending_; }
+  // The packed array's DRAM bytes at the pending length (the length after append).
+  std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // The state as an array, and a whole new one (its length along the growing dim, the
+  // other dims the state's).
+  te::NDArray logical() const;
+  void assign(const te::NDArray& state);
 
  private:
-  // The params and the state inputs: the reference takes the states' values as inputs.
-  void check_inputs(const Function& fn) const {
-    std::vector<Expr> leaves = fn.params();
-    for (const auto& st : fn.state()) leaves.push_back(st.input);
-    for (const NamedArray& in : inputs_) {
-      bool known = false;
-      for (const Expr& p : leaves) known = known || p.name() == in.name;
-      if (!known) {
-        std::vector<std::string_view> params;
-        for (const Expr& p : leaves) params.push_back(p.name());
-        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
-                          in.name, fmt::join(params, ", "));
-      }
-    }
-    for (const Expr& p : leaves) {
-      const NamedArray* given = nullptr;
-      for (const NamedArray& in : inputs_)
-        if (in.name == p.name()) given = &in;
-      const std::string what = fmt::format("input {}", names_.name(p));
-      if (given == nullptr)
-        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
-      const te::NDArray& a = given->value.get();
-      if (a.dtype() != p.type().dtype)
-        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
-                         a.dtype());
-      const auto want = concrete_shape(p.type(), bindings_, what);
-      if (a.shape() != want)
-        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
-                          what, type_text(p.type()), fmt::join(want, ", "),
-                          fmt::join(a.shape(), ", "));
-    }
-  }
+  void check_rows(const te::NDArray& rows, std::string_view what) const;
 
-  void check_output(const TensorType& type, const te::NDArray& out,
-                    const std::string& label) const {
-    const auto want = concrete_shape(type, bindings_, label);
-    if (out.dtype() != type.dtype || out.shape() != want)
-      raise<ValueError>(
-          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
-          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
-          fmt::join(want, ", "));
-  }
-
-  NodeNames names_;
-  std::span<const NamedArray> inputs_;
-  std::span<const ne::Binding> bindings_;
-  const OpRegistry& ops_;
+  DType dtype_;
+  std::vector<std::int64_t> shape_;  // the growing dim's entry unused
+  std::size_t axis_;
+  std::string name_;
+  runtime::PackedStateShape packed_;
+  // {positions held, the length bytes_ is laid out for, positions written} (runtime kernel)
+  std::int64_t held_[3] = {};
+  std::int64_t pending_ = 0;
+  std::vector<std::uint8_t> bytes_;
 };
-
-}  // namespace detail
-
-DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].same_as(e)) return *values[i];
-  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
-                    e.defined() ? e.name() : std::string("<undefined>"));
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings,
-                                               const OpRegistry& ops) {
-  std::vector<te::NDArray> results;
-  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
-    results.push_back(*r);
-  return results;
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings) {
-  return evaluate(fn, inputs, bindings, default_ops());
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings,
-                                            const OpRegistry& ops) {
-  detail::Evaluator ev(fn, inputs, bindings, ops);
-  EvaluationTrace trace;
-  ev.visit(fn.roots());
-  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
-  trace.nodes = post_order(fn.roots());
-  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
-  return trace;
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings) {
-  return evaluate_trace(fn, inputs, bindings, default_ops());
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/evaluate-inl.hpp
-#endif
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/memory_plan.hpp
-// end dlavm/graph/memory_plan.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
-// requantize, relu, clip) become once they run in the accumulator after a convolution or a
-// dense layer, and the te stages that compute them. Invariants of an Epilogue:
-//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
-//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
-//   packed as
-//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
-//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
-//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
-//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
-//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
-//     plane into a block of its own, stored with the plane dim after the channel tiles
-//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
-//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
-// Immediates are checked by the VTA passes against the hardware's argument widths.
-//
-//   graph::Epilogue ep;
-//   ep.add_channel(DType::int32());        // + bias[c]
-//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
-//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
-//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
-//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/schedule/schedule.hpp
-// end dlavm/schedule/schedule.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct EpilogueStep {
-  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
-  Kind kind = Kind::Add;
-  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
-  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
-  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
-};
-
-// An operand the epilogue reads from DRAM.
-struct EpilogueInput {
-  enum class Kind : std::uint8_t { Channel, Tensor };
-  Kind kind = Kind::Channel;
-  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
-  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
-};
-
-struct Epilogue {
-  std::vector<EpilogueStep> steps;
-  std::vector<EpilogueInput> inputs;
-  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
-  static constexpr std::int64_t kPlanes = 4;
-
-  // Appends an immediate step, merging it into an earlier step where that is exact:
-  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
-  // immediate of `config` (vta::alu_imm_range);
-  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
-  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
-  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
-  // Appends `+ operand` for a new input; returns the input's index.
-  std::size_t add_channel(DType dtype = DType::int32());
-  std::size_t add_tensor(DType dtype);
-  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
-  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
-  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
-  // The stored bytes per element of the result.
-  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
-  friend bool operator==(const Epilogue&, const Epilogue&) = default;
-};
-
-// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
-// planes" last for an int32 result.
-std::string to_string(const Epilogue& e);
-
-// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
-// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
-// whose last two dims are the tile (BATCH, BLOCK_OUT).
-struct EpilogueStages {
-  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
-  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
-  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
-  std::vector<te::Tensor> alu;       // one stage per step
-  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
-  te::Tensor res;     // the int8 result (the stored stage)
-  std::size_t channel_dim = 1;
-
-  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
-  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
-  // attach to; none else.
-  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
-  // The dim of res that holds the planes.
-  std::size_t plane_dim() const { return channel_dim + 1; }
-  // The res axis that is dim `d` of the value without planes.
-  std::size_t res_dim(std::size_t d) const {
-    return planes.defined() && d >= plane_dim() ? d + 1 : d;
-  }
-
-  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
-  // the result (what vta::build takes, and what graph::build hands the program).
-  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
-
-  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
-  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
-  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
-  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
-  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
-  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
-  // `channel_tiles` once for each Channel operand.
-  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
-                                  std::int64_t channel_tiles, int vthreads);
-};
-
-// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
-// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
-te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
-inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
-  return copy_stage(t, t.dtype(), std::move(name));
-}
-
-// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
-// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
-// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
-void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
-                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
-                   const te::IterVar& gemm_at);
-
-// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
-// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
-EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
-                             const std::string& name, std::size_t channel_dim = 1);
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/strategy/epilogue-inl.hpp
-// Definitions for graph/strategy/epilogue.hpp.
+// begin dlavm/graph/appended_state-inl.hpp
+// Definitions for graph/appended_state.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
-// begin dlavm/te/ops.hpp
-// end dlavm/te/ops.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <span>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
-                                const vta::Config& config) {
-  using K = EpilogueStep::Kind;
-  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
-  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
-  // likewise for min after [min, max].
-  if (steps.size() >= 2) {
-    auto& prev = steps[steps.size() - 2];
-    const auto& last = steps.back();
-    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
-      prev.imm = std::max(prev.imm, value);
-      return;
-    }
-    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
-      prev.imm = std::min(prev.imm, value);
-      return;
-    }
-  }
-  if (!steps.empty() && steps.back().kind == kind) {
-    auto& last = steps.back();
-    switch (kind) {
-      case K::Max:
-        last.imm = std::max(last.imm, value);
-        return;
-      case K::Min:
-        last.imm = std::min(last.imm, value);
-        return;
-      case K::Add: {
-        // merge only while the sum still fits the ALU's immediate
-        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
-        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
-          last.imm = sum;
-          return;
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  steps.push_back({kind, value, 0});
-}
-
-DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
-  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
-  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
-  return inputs.size() - 1;
-}
-
-DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
-  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
-  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
-  return inputs.size() - 1;
-}
-
-DLAVM_INLINE std::string to_string(const Epilogue& e) {
-  std::vector<std::string> parts;
-  for (const auto& s : e.steps) {
-    switch (s.kind) {
-      case EpilogueStep::Kind::Add:
-        parts.push_back(fmt::format("+{}", s.imm));
-        break;
-      case EpilogueStep::Kind::Shr:
-        parts.push_back(fmt::format(">>{}", s.imm));
-        break;
-      case EpilogueStep::Kind::Max:
-        parts.push_back(fmt::format("max {}", s.imm));
-        break;
-      case EpilogueStep::Kind::Min:
-        parts.push_back(fmt::format("min {}", s.imm));
-        break;
-      case EpilogueStep::Kind::AddChannel:
-        parts.push_back(fmt::format("+channel#{}", s.input));
-        break;
-      case EpilogueStep::Kind::AddTensor:
-        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
-        break;
-    }
-  }
-  if (e.int32_result) parts.emplace_back("int32 planes");
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
-  return te::compute_dynamic(
-      t.shape(),
-      [&](std::span<const ne::Var> i) {
-        te::Expr x = t.read({i.begin(), i.end()});
-        return dtype == t.dtype() ? x : te::cast(dtype, x);
-      },
-      std::move(name));
-}
-
-DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
-                                const te::Tensor& wgt_buf, const te::Tensor& acc,
-                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
-  s[inp_buf].set_scope(env.inp_scope);
-  s[wgt_buf].set_scope(env.wgt_scope);
-  s[acc].set_scope(env.acc_scope);
-  for (const auto& t : {inp_buf, wgt_buf}) {
-    s[t].compute_at(s[acc], reduce_step);
-    s[t].pragma(s[t].axis(0), env.dma_copy);
-  }
-  s[acc].tensorize(gemm_at, env.gemm);
-}
-
-namespace detail {
-
-// acc(i...) op operand, one ALU stage.
-inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
-                                 const EpilogueStages& st, const std::string& name) {
-  using K = EpilogueStep::Kind;
-  return te::compute_dynamic(
-      prev.shape(),
-      [&](std::span<const ne::Var> i) -> te::Expr {
-        const std::vector<ne::Expr> idx(i.begin(), i.end());
-        const te::Expr x = prev.read(idx);
-        switch (step.kind) {
-          case K::Add:
-            return x + step.imm;
-          case K::Shr:
-            return x >> step.imm;
-          case K::Max:
-            return te::max(x, te::make_const(step.imm, x.dtype()));
-          case K::Min:
-            return te::min(x, te::make_const(step.imm, x.dtype()));
-          case K::AddChannel: {
-            const std::size_t r = idx.size();
-            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
-          }
-          case K::AddTensor:
-            return x + st.tensors[step.input].read(idx);
-        }
-        return x;
-      },
-      name);
-}
-
-}  // namespace detail
-
-DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
-                                          const Epilogue& e, const std::string& name,
-                                          std::size_t channel_dim) {
-  EpilogueStages st;
-  st.channel_dim = channel_dim;
-  const auto& shape = acc.shape();
-  const std::size_t rank = shape.size();
-  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
-    raise<ValueError>(
-        "internal: epilogue '{}' needs a packed {} accumulator of rank >= {}, got {} of rank {}, "
-        "please report",
-        name, env.acc_dtype, channel_dim + 3, acc.dtype(), rank);
-  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
-  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
-  st.channels.resize(e.inputs.size());
-  st.tensors.resize(e.inputs.size());
-  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-    const auto& in = e.inputs[k];
-    const auto in_name = fmt::format("{}_in{}", name, k);
-    if (in.kind == EpilogueInput::Kind::Channel) {
-      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
-      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
-      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
-    } else {
-      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
-      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
-    }
-  }
-  te::Tensor prev = acc;
-  for (std::size_t k = 0; k < e.steps.size(); ++k) {
-    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
-    prev = st.alu.back();
-  }
-  if (e.int32_result) {
-    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
-    std::vector<ne::Expr> planes_shape = shape;
-    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
-    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
-    st.planes = te::compute_dynamic(
-        planes_shape,
-        [&](std::span<const ne::Var> i) {
-          std::vector<ne::Expr> idx(i.begin(), i.end());
-          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
-          idx.erase(idx.begin() + at);
-          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
-        },
-        name + "_planes");
-    prev = st.planes;
-  }
-  st.res = copy_stage(prev, env.out_dtype, name);
-  return st;
-}
-
-DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
-  if (!planes.defined()) return {};
-  return {s[res].axis(plane_dim())};
-}
-
-DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
-                                           const te::IterVar& attach) const {
-  for (const auto& c : channels) {
-    if (!c.defined()) continue;
-    s[c].set_scope(env.acc_scope);
-    s[c].pragma(s[c].axis(0), env.dma_copy);
-  }
-  for (const auto& t : tensors) {
-    if (!t.defined()) continue;
-    s[t].set_scope(env.acc_scope);
-    s[t].compute_at(s[res], attach);
-    s[t].pragma(s[t].axis(0), env.dma_copy);
-  }
-  for (const auto& a : alu) {
-    s[a].set_scope(env.acc_scope);
-    s[a].compute_at(s[res], attach);
-    s[a].pragma(s[a].axis(0), env.alu);
-  }
-  if (planes.defined()) {
-    // one plane at a time, its shift an immediate once the plane loop is unrolled
-    const auto plane = s[res].axis(plane_dim());
-    s[planes].set_scope(env.acc_scope);
-    s[planes].compute_at(s[res], plane);
-    s[planes].pragma(s[planes].axis(0), env.alu);
-    s[res].unroll(plane);
-  }
-}
-
-DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
-    std::initializer_list<te::Tensor> anchor_args) const {
-  std::vector<te::Tensor> out(anchor_args);
-  out.insert(out.end(), inputs.begin(), inputs.end());
-  out.push_back(res);
-  return out;
-}
-
-DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
-                                                      std::int64_t channel_tiles, int vthreads) {
-  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
-  for (const auto& in : e.inputs)
-    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
-  return entries;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/epilogue-inl.hpp
-#endif
-// end dlavm/graph/strategy/epilogue.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// Workloads and knob spaces: the plain data between fusion, the schedule choice and a
-// strategy's kernel, as TVM's tuning tasks and configuration spaces are.
-//
-//   Workload    one VTA kernel to build: the anchor op, its argument and result types, its
-//               normalized attributes and the fused epilogue. Compared and hashed by value,
-//               so a model's workloads can be listed once each (graph::workloads) and keyed
-//               in a tuning log (to_string is stable text).
-//   KnobSpace   the knobs a strategy's schedule takes for a workload (each a name and its
-//               candidate values), a check saying why a point cannot run (the SRAMs, the
-//               instruction fields) and the analytic cost the default choice minimizes.
-//   Knobs       one point of a space: the values in knob order, with their names.
-//   Chooser     the one interface through which knobs are chosen: choose(workload, space).
-//               The default takes the point of least estimated cost that passes the check
-//               (the first of equals in enumeration order, the last knob varying fastest); a
-//               tuner derives from it (a tuning log's best, falling back to the default).
-//
-//   const auto& s = *target.strategies.find(w.op);
-//   KnobSpace space = s.space(w, target.env);
-//   Knobs knobs = graph::Chooser().choose(w, space);      // "oc 2, h 7, w 14, ic 1, threads 2"
-//   VtaKernel k = s.declare(w, target.env, knobs, "conv2d0");
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct Workload {
-  std::string op{};                // the anchor op ("conv2d")
-  std::vector<TensorType> args{};  // the anchor's argument types
-  TensorType result{};             // the anchor's result type (before the epilogue)
-  Attrs attrs{};                   // the anchor's normalized attributes
-  Epilogue epilogue{};             // the fused element-wise steps
-  friend bool operator==(const Workload& a, const Workload& b);
-};
-
-// "conv2d((1, 64, 56, 56) int8, (64, 64, 3, 3) int8; groups=1, padding=[1, 1, 1, 1],
-// strides=[1, 1]; +channel#0, >>8, max 0, min 127)": one line, stable across runs.
-std::string to_string(const Workload& w);
-std::size_t hash_value(const Workload& w);
-
-struct Knob {
-  std::string name;
-  std::vector<std::int64_t> values;  // the candidates, in enumeration order
-};
-
-// One point of a knob space.
-struct Knobs {
-  std::vector<std::string> names;
-  std::vector<std::int64_t> values;  // aligned with names
-  // The value of knob `name`; ValueError listing the knobs when there is none.
-  std::int64_t at(std::string_view name) const;
-  // The value of knob `name`, or `fallback` when the space has no such knob (a knob a
-  // strategy offers only for some workloads).
-  std::int64_t get(std::string_view name, std::int64_t fallback) const;
-  friend bool operator==(const Knobs&, const Knobs&) = default;
-};
-
-// "oc 2, h 7, w 14, ic 1, threads 2"
-std::string to_string(const Knobs& k);
-
-struct KnobSpace {
-  std::vector<Knob> knobs;
-  // Why the point (values in knob order) cannot run, or nullopt.
-  std::function<std::optional<std::string>(std::span<const std::int64_t>)> check;
-  // The analytic cost of a point that passes the check (estimated cycles).
-  std::function<double(std::span<const std::int64_t>)> estimate;
-
-  // The number of points (the product of the knobs' value counts).
-  std::size_t size() const;
-  // Point `index` of the enumeration, the last knob varying fastest.
-  std::vector<std::int64_t> point(std::size_t index) const;
-  // The point with its knobs' names.
-  Knobs knobs_of(std::span<const std::int64_t> values) const;
-};
-
-// The point of least estimate among those that pass the check (the first of equals in
-// enumeration order), or nullopt: the search the default Chooser runs.
-std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space);
-
-// Declared DLAVM_INLINE: an undeclared-inline virtual function would be the class's key
-// function, and every header-only unit would emit the vtable and the search behind it.
-class Chooser {
- public:
-  virtual ~Chooser() = default;
-  // The default: the point of least estimate among those that pass the check. CapacityError
-  // naming the workload and the first point's reason when none passes.
-  DLAVM_INLINE virtual Knobs choose(const Workload& w, const KnobSpace& space) const;
-};
-
-}  // namespace dlavm::graph
-
-template <>
-struct std::hash<dlavm::graph::Workload> {
-  std::size_t operator()(const dlavm::graph::Workload& w) const {
-    return dlavm::graph::hash_value(w);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/strategy/workload-inl.hpp
-// Definitions for graph/strategy/workload.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
-// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
-// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
-// symbolic dims, and the search every default choice runs: the least estimated cost among
-// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
-// fitting one costed once).
-//
-// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
-// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
-//
-//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
-//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
-//                                                  check, estimate);
-//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
-
-// begin dlavm/graph/strategy/sram.hpp
-// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
-// included) and the micro-ops of its largest kernel, with the check that they fit a
-// configuration. Each strategy computes its footprint in one function (`footprint`), which
-// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
-// must match (a test holds the two equal for every default tiling).
-//
-//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
-//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
-
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-
-namespace dlavm::graph {
-
-struct SramFootprint {
-  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
-  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
-  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
-};
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
-}
-
-// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
-// micro-op buffer (so that every thread's kernels stay resident).
-inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
-  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
-  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/sram.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-#include <range/v3/view/filter.hpp>
-#include <range/v3/view/transform.hpp>
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-using ne::ceil_div;
-
-// The divisors of n >= 1, ascending.
-inline std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> lo, hi;
-  for (std::int64_t d = 1; d * d <= n; ++d)
-    if (n % d == 0) {
-      lo.push_back(d);
-      if (d != n / d) hi.push_back(n / d);
-    }
-  lo.insert(lo.end(), hi.rbegin(), hi.rend());
-  return lo;
-}
-
-// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
-// when symbolic (the last block may be partial), also the powers of two below it.
-inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
-  auto out = divisors(max);
-  if (!symbolic) return out;
-  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-namespace detail {
-
-// The largest value of a dim (its maximum when symbolic).
-inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
-
-// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
-// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
-// module's traffic figures, evaluated per binding), so that each count has one formula.
-inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
-inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
-inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
-inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
-inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
-inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
-// `value` where `a >= b`, else 0.
-inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
-  return a >= b ? value : 0;
-}
-inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
-  return ne::select(a >= b, value, 0);
-}
-
-// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
-// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
-// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
-// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
-// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
-// kernel that reads only its outputs' rows.
-template <class Int>
-Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
-                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
-                 bool strided) {
-  if (strided) return outputs;
-  const Int blocks = vceil_div(outputs, block);
-  const auto reads = [&](const Int& j) {
-    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
-    const Int last_out = vmin((j + 1) * block, outputs) - 1;
-    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
-    return vmax(hi - lo + 1, Int(0));
-  };
-  const std::int64_t span = block * stride;
-  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
-  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
-  Int total = 0;
-  for (std::int64_t j = 0; j < first; ++j)
-    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
-  for (std::int64_t i = 0; i < last; ++i) {
-    const Int j = blocks - 1 - i;
-    total = total + when_at_least(j, Int(first), reads(j));
-  }
-  const Int middle = vmax(blocks - first - last, Int(0));
-  return total + middle * ((block - 1) * stride + kernel);
-}
-
-}  // namespace detail
-
-// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
-inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
-                                              std::int64_t block) {
-  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
-  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
-// checked by check(t) and costed by estimate(t).
-template <class Tiling, class Check, class Estimate>
-KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
-  const auto tiling = [](std::span<const std::int64_t> v) {
-    Tiling t{};
-    auto fields = t.fields();
-    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
-    return t;
-  };
-  KnobSpace s;
-  s.knobs = std::move(knobs);
-  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
-  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
-  return s;
-}
-
-// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. fits runs once per candidate and cost once per fitting one.
-template <class Candidates, class Fits, class Cost>
-auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  using Tiling = ranges::range_value_t<Candidates>;
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/tiling.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-
-#include <fmt/format.h>
-#include <range/v3/view/iota.hpp>
-
-#include <functional>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE bool operator==(const Workload& a, const Workload& b) {
-  if (a.op != b.op || a.args.size() != b.args.size() || !same_type(a.result, b.result) ||
-      !(a.attrs == b.attrs) || !(a.epilogue == b.epilogue))
-    return false;
-  for (std::size_t i = 0; i < a.args.size(); ++i)
-    if (!same_type(a.args[i], b.args[i])) return false;
-  return true;
-}
-
-DLAVM_INLINE std::string to_string(const Workload& w) {
-  std::vector<std::string> args;
-  for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
-  return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
-                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
-}
-
-DLAVM_INLINE std::size_t hash_value(const Workload& w) {
-  return std::hash<std::string>{}(to_string(w));
-}
-
-DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return values.at(i);
-  raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
-}
-
-DLAVM_INLINE std::int64_t Knobs::get(std::string_view name, std::int64_t fallback) const {
-  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
-    if (names[i] == name) return values[i];
-  return fallback;
-}
-
-DLAVM_INLINE std::string to_string(const Knobs& k) {
-  std::vector<std::string> parts;
-  for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)
-    parts.push_back(fmt::format("{} {}", k.names[i], k.values[i]));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-DLAVM_INLINE std::size_t KnobSpace::size() const {
-  std::size_t n = 1;
-  for (const auto& k : knobs) n *= k.values.size();
-  return n;
-}
-
-DLAVM_INLINE std::vector<std::int64_t> KnobSpace::point(std::size_t index) const {
-  std::vector<std::int64_t> values(knobs.size());
-  for (std::size_t i = knobs.size(); i-- > 0;) {
-    const std::size_t n = knobs[i].values.size();
-    values[i] = knobs[i].values[index % n];
-    index /= n;
-  }
-  return values;
-}
-
-DLAVM_INLINE Knobs KnobSpace::knobs_of(std::span<const std::int64_t> values) const {
-  Knobs k;
-  for (const auto& knob : knobs) k.names.push_back(knob.name);
-  k.values.assign(values.begin(), values.end());
-  return k;
-}
-
-DLAVM_INLINE std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space) {
-  const auto points = ranges::views::iota(std::size_t{0}, space.size()) |
-                      ranges::views::transform([&](std::size_t i) { return space.point(i); });
-  return least_cost(
-      points, [&](const std::vector<std::int64_t>& p) { return !space.check(p); },
-      [&](const std::vector<std::int64_t>& p) { return space.estimate(p); });
-}
-
-DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) const {
-  if (auto best = least_cost_point(space)) return space.knobs_of(*best);
-  if (space.size() == 0) raise<CapacityError>("{}: its knob space is empty", to_string(w));
-  const auto first = space.point(0);
-  raise<CapacityError>("{}: none of the {} schedules of its knob space fits (the first, {}: {})",
-                       to_string(w), space.size(), to_string(space.knobs_of(first)),
-                       space.check(first).value_or("?"));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/workload-inl.hpp
-#endif
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-// begin dlavm/vta/hw/device.hpp
-// The device interface: DRAM allocation with physical addresses, host copies, and running a
-// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
-// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
-// implements the public VTA driver C API (a board, VTA's simulators, or
-// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
-// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/counters.hpp
-// The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
-// and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
-// counted, as in the reference).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-
-namespace dlavm::vta {
-
-struct Counters {
-  std::uint64_t inp_load_bytes = 0;
-  std::uint64_t wgt_load_bytes = 0;
-  std::uint64_t acc_load_bytes = 0;  // ACC and ACC_8BIT loads (DRAM bytes read)
-  std::uint64_t uop_load_bytes = 0;
-  std::uint64_t out_store_bytes = 0;
-  std::uint64_t gemm_uops = 0;
-  std::uint64_t alu_uops = 0;
-
-  std::uint64_t load_bytes() const;
-  std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
-  // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
-  std::uint64_t gemm_macs(const Config& c) const;
-  Counters& operator+=(const Counters& o);
-  friend bool operator==(const Counters&, const Counters&) = default;
-
-  // Adds what one instruction contributes (counters are a function of the stream alone).
-  void count(const Config& c, const InsnFields& f);
-};
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::vta::Counters& c, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/counters-inl.hpp
-// Definitions for dlavm/vta/hw/counters.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/counters.hpp
-// end dlavm/vta/hw/counters.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::uint64_t Counters::load_bytes() const {
-  return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
-}
-
-DLAVM_INLINE std::uint64_t Counters::gemm_macs(const Config& c) const {
-  return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
-}
-
-DLAVM_INLINE Counters& Counters::operator+=(const Counters& o) {
-  inp_load_bytes += o.inp_load_bytes;
-  wgt_load_bytes += o.wgt_load_bytes;
-  acc_load_bytes += o.acc_load_bytes;
-  uop_load_bytes += o.uop_load_bytes;
-  out_store_bytes += o.out_store_bytes;
-  gemm_uops += o.gemm_uops;
-  alu_uops += o.alu_uops;
-  return *this;
-}
-
-DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
-  if (f.opcode == Opcode::Load && f.x_size != 0) {
-    const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
-    switch (f.memory_type) {
-      case MemId::Inp:
-        inp_load_bytes += bytes;
-        break;
-      case MemId::Wgt:
-        wgt_load_bytes += bytes;
-        break;
-      case MemId::Acc:
-      case MemId::Acc8:
-        acc_load_bytes += bytes;
-        break;
-      case MemId::Uop:
-        uop_load_bytes += bytes;
-        break;
-      default:
-        break;
-    }
-  } else if (f.opcode == Opcode::Store && f.x_size != 0) {
-    out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
-  } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
-    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-    const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
-    if (f.opcode == Opcode::Alu) {
-      alu_uops += uops;
-    } else if (!f.reset_reg) {
-      gemm_uops += uops;
-    }
-  }
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
-    const dlavm::vta::Counters& c, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(
-      fmt::format("inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
-                  "out_store {} B, gemm {} uops, alu {} uops",
-                  c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
-                  c.out_store_bytes, c.gemm_uops, c.alu_uops),
-      ctx);
-}
-// end dlavm/vta/hw/counters-inl.hpp
-#endif
-// end dlavm/vta/hw/counters.hpp
-// begin dlavm/vta/hw/cycle_model.hpp
-// Cycle model: the load, compute and store modules each run their instruction queue in order,
-// concurrently, synchronised only by the dependency tokens between them (a discrete-event
-// model: an instruction starts when its module is free and the tokens it pops have been
-// pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
-// cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
-//
-// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
-// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
-// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
-// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
-// follow each other. The roofline bound uses the same memory system, so it is a true lower
-// bound of the model (total_cycles >= roofline_cycles for every stream):
-//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
-//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
-//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
-//   memory_cycles   = the busiest port's port_cycles;
-//   roofline_cycles = max(compute_cycles, memory_cycles).
-// Each term is at most one module's busy time in the model, hence at most total_cycles.
-//
-// Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
-// design at the default configuration):
-//   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
-//                        2^LOG_BUS_WIDTH / 8 = 8 for VTA's 64-bit bus.
-//   dram_latency         cycles from a LOAD/STORE request to its first data beat (32).
-//   insn_overhead        fetch/decode/issue cycles every instruction pays on its module (4).
-//   gemm_uops_per_cycle  GEMM micro-ops (one BATCH x BLOCK_IN x BLOCK_OUT tile each) retired
-//                        per cycle once the pipeline is full: 1, VTA's fully pipelined core.
-//   gemm_latency         pipeline fill/drain per GEMM instruction (4).
-//   alu_cycles_per_uop   cycles per ALU micro-op: 2 (VTA's ALU loop reads two accumulator
-//                        tiles per micro-op, initiation interval 2).
-//   alu_latency          pipeline fill/drain per ALU instruction (4).
-//   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
-// Modules are modelled with unbounded command queues and a DRAM port each (above).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/counters.hpp
-// end dlavm/vta/hw/counters.hpp
-// begin dlavm/vta/hw/isa.hpp
-// Checked VTA encoding: every field value is checked against its width for the configuration
-// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
-// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
-// readable line per instruction.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-// begin dlavm/runtime/stream.hpp
-// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
-// and which instructions those are. Standard library only, exception-free.
-//
-// The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
-// relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
-// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
-
-// begin dlavm/runtime/isa.hpp
-// end dlavm/runtime/isa.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::runtime {
-
-struct Stream {
-  std::vector<InsnWord> insns;
-  std::vector<std::uint32_t> uops;
-  std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
-
-  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
-  std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
-
-  // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
-  // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
-  // leaving `out` partly written, if a relocated address no longer fits dram_base.
-  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
-    for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
-    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
-    for (std::uint32_t index : uop_relocs) {
-      if (index >= insns.size()) return false;
-      InsnWord& w = out[index];
-      const std::uint64_t addr = get_field(w, dram) + uop_base;
-      if (addr > low_mask(dram.width)) return false;
-      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(w, dram, addr);
-    }
-    return true;
-  }
-};
-
-// LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
-constexpr bool same_mem_layout(const IsaLayout& a, const IsaLayout& b) {
-  for (std::size_t i = 0; i < a.mem.size(); ++i)
-    if (a.mem[i] != b.mem[i]) return false;
-  return true;
-}
-static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8, 6, 4, 9)));
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/stream.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <iterator>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-using Stream = runtime::Stream;
-
-// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
-std::string insn_name(const InsnFields& f);
-
-// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
-// instruction's position in its stream, for the message.
-void check_field(const IsaLayout& layout, const InsnFields& insn, Field field, std::int64_t value,
-                 std::size_t index);
-
-// Checks the enumerated fields of a decoded or hand-filled instruction.
-void check_enums(const InsnFields& f, std::size_t index);
-
-// Checked encoding: every field of the instruction's form must fit its width.
-InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0);
-
-// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
-// or ALU opcode.
-InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0);
-
-std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws);
-
-std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0);
-
-// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
-// | pop_next push_next".
-std::string disassemble(const InsnFields& f);
-
-// A whole stream, one numbered line per instruction, then the micro-op buffer.
-std::string disassemble(const IsaLayout& layout, const Stream& stream);
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::InsnFields& f, format_context& ctx) const;
-};
-template <>
-struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::InsnWord& w, format_context& ctx) const;
-};
-template <>
-struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::runtime::Uop& u, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/isa-inl.hpp
-// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string insn_name(const InsnFields& f) {
-  const auto op = static_cast<unsigned>(f.opcode);
-  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
-  return runtime::opcode_name(f.opcode);
-}
-
-DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
-                              std::int64_t value, std::size_t index) {
-  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
-  if (pos.width == 0)
-    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
-                         runtime::field_name(field));
-  if (field == Field::imm) {
-    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
-    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
-    if (value < lo || value > hi)
-      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
-                           insn_name(insn), index, value, pos.width, lo, hi);
-    return;
-  }
-  const auto limit = runtime::low_mask(pos.width);
-  if (value < 0)
-    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
-                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
-  if (static_cast<std::uint64_t>(value) > limit)
-    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
-                         runtime::field_name(field), value, pos.width, limit);
-}
-
-DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
-  const auto op = static_cast<unsigned>(f.opcode);
-  if (op >= runtime::kOpcodeCount)
-    raise<EncodingError>(
-        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
-        "ALU 4)",
-        index, op);
-  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
-    const auto m = static_cast<unsigned>(f.memory_type);
-    if (m >= runtime::kMemIdCount)
-      raise<EncodingError>(
-          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
-          "ACC_8BIT 5)",
-          insn_name(f), index, m);
-  }
-  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
-    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
-                         index, static_cast<unsigned>(f.alu_opcode));
-}
-
-DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
-  check_enums(f, index);
-  const auto form = runtime::form_of(f.opcode);
-  const auto& table = layout.form(form);
-  bool fits = true;
-  runtime::for_each_field(form, [&](Field x) {
-    const auto width = table[static_cast<std::size_t>(x)].width;
-    if (x == Field::imm) {
-      const std::int64_t half = std::int64_t{1} << (width - 1);
-      fits &= f.imm >= -half && f.imm < half;
-    } else {
-      fits &= f.get(x) <= runtime::low_mask(width);
-    }
-  });
-  if (!fits) {  // find the first offending field for the message
-    runtime::for_each_field(form, [&](Field x) {
-      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
-      check_field(layout, f, x, v, index);
-    });
-  }
-  return runtime::pack(layout, f);
-}
-
-DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
-  auto f = runtime::unpack(layout, w);
-  check_enums(f, index);
-  return f;
-}
-
-DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
-                                                std::span<const InsnWord> ws) {
-  std::vector<InsnFields> out;
-  out.reserve(ws.size());
-  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
-  return out;
-}
-
-DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
-  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
-    if (v > runtime::low_mask(p.width))
-      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
-                           p.width, runtime::low_mask(p.width));
-  };
-  check("dst_idx", u.dst, layout.uop_dst);
-  check("src_idx", u.src, layout.uop_src);
-  check("wgt_idx", u.wgt, layout.uop_wgt);
-  return runtime::pack_uop(layout, u);
-}
-
-DLAVM_INLINE std::string disassemble(const InsnFields& f) {
-  std::string s;
-  switch (f.opcode) {
-    case Opcode::Load:
-    case Opcode::Store:
-      s += fmt::format("{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
-                       runtime::opcode_name(f.opcode),
-                       static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
-                           ? runtime::mem_name(f.memory_type)
-                           : "MEM?",
-                       f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
-      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
-        s += fmt::format(" pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
-      break;
-    case Opcode::Gemm:
-      s += fmt::format("GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
-                       f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
-                       f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
-                       f.wgt_factor_out, f.wgt_factor_in);
-      break;
-    case Opcode::Alu:
-      s += fmt::format("ALU {}", static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
-                                     ? runtime::alu_name(f.alu_opcode)
-                                     : "OP?");
-      if (f.use_imm) s += fmt::format(" imm={}", f.imm);
-      if (f.reset_reg) s += fmt::format(" reset");
-      s += fmt::format(" uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
-                       f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
-                       f.src_factor_in);
-      break;
-    case Opcode::Finish:
-      s += "FINISH";
-      break;
-    default:
-      s += fmt::format("UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
-      break;
-  }
-  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
-    s += " |";
-    if (f.pop_prev_dep) s += " pop_prev";
-    if (f.pop_next_dep) s += " pop_next";
-    if (f.push_prev_dep) s += " push_prev";
-    if (f.push_next_dep) s += " push_next";
-  }
-  return s;
-}
-
-DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
-  std::string s;
-  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
-    const auto f = decode(layout, stream.insns[i], i);
-    s += fmt::format("{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
-                     disassemble(f));
-  }
-  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
-    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
-    s += fmt::format("uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
-  }
-  return s;
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
-    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
-}
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
-    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(
-      fmt::format("{:016x}{:016x}", w.word[1], w.word[0]), ctx);
-}
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
-    const dlavm::runtime::Uop& u, format_context& ctx) const {
-  return fmt::formatter<std::string_view>::format(
-      fmt::format("uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt), ctx);
-}
-// end dlavm/vta/hw/isa-inl.hpp
-#endif
-// end dlavm/vta/hw/isa.hpp
-
-#include <fmt/format.h>
-
-#include <array>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta {
-
-struct CycleParams {
-  std::uint64_t bus_bytes_per_cycle = 8;
-  std::uint64_t dram_latency = 32;
-  std::uint64_t insn_overhead = 4;
-  std::uint64_t gemm_uops_per_cycle = 1;
-  std::uint64_t gemm_latency = 4;
-  std::uint64_t alu_cycles_per_uop = 2;
-  std::uint64_t alu_latency = 4;
-  std::uint64_t pad_elems_per_cycle = 1;
-
-  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
-  static CycleParams for_config(const Config& c) {
-    CycleParams p;
-    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
-    return p;
-  }
-};
-
-struct ModuleTime {
-  std::uint64_t busy = 0;   // cycles executing instructions
-  std::uint64_t stall = 0;  // cycles waiting for a dependency token
-  std::uint64_t end = 0;    // when its last instruction finished
-  std::uint64_t instructions = 0;
-};
-
-struct TraceEvent {
-  std::uint32_t index = 0;
-  Queue queue = Queue::Compute;
-  std::uint64_t start = 0;
-  std::uint64_t duration = 0;
-};
-
-struct CycleReport {
-  std::uint64_t total_cycles = 0;
-  std::array<ModuleTime, 3> modules{};         // load, compute, store
-  Counters counters;                           // bytes per memory type, micro-ops
-  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
-  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
-  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
-  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
-  std::vector<TraceEvent> trace;               // filled when asked for
-  std::vector<std::string> names;              // one-line disassembly per traced instruction
-
-  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
-  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
-
-  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
-  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
-  std::string chrome_trace() const;
-  void write_chrome_trace(const std::string& path) const;
-};
-
-class CycleModel {
- public:
-  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
-  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
-    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
-        params_.pad_elems_per_cycle == 0)
-      raise<ValueError>(
-          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
-          "pad_elems_per_cycle must be positive");
-  }
-
-  const CycleParams& params() const { return params_; }
-
-  // Cycles one instruction occupies its module.
-  std::uint64_t duration(const InsnFields& f) const;
-  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
-  std::uint64_t transfer_bytes(const InsnFields& f) const;
-
-  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
-
- private:
-  static std::uint64_t uops(const InsnFields& f);
-
-  Config config_;
-  CycleParams params_;
-};
-
-}  // namespace dlavm::vta
-
-template <>
-struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::vta::CycleReport& r, format_context& ctx) const;
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/cycle_model-inl.hpp
-// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
-
-// begin dlavm/core/json_writer.hpp
-// end dlavm/core/json_writer.hpp
-// begin dlavm/vta/hw/cycle_model.hpp
-// end dlavm/vta/hw/cycle_model.hpp
-// begin dlavm/vta/hw/dispatch.hpp
-// The three modules and the four token queues between them, shared by the functional
-// simulator and the cycle model. Instructions are dispatched in order to their module;
-// `dispatch` calls back every instruction in an order that each module's program order and
-// the dependency tokens allow, and reports a deadlock naming the stuck instructions.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <array>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-struct TokenQueue {
-  std::vector<std::uint64_t> time;  // when each token was pushed
-  std::size_t head = 0;
-  bool empty() const { return head == time.size(); }
-  std::uint64_t pop() { return time[head++]; }
-  void push(std::uint64_t t) { time.push_back(t); }
-};
-
-// Raises DeviceError for dependency flags a module cannot have (load has no previous module,
-// store no next one).
-void check_dep_flags(const InsnFields& f, std::size_t i);
-
-// exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
-// (the latest of them, 0 if none), and returns the time at which its own pushes happen.
-template <class Exec>
-void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
-  std::array<std::vector<std::uint32_t>, 3> queue;
-  for (std::size_t i = 0; i < prog.size(); ++i) {
-    check_dep_flags(prog[i], i);
-    queue[static_cast<std::size_t>(runtime::queue_of(prog[i])) - 1].push_back(
-        static_cast<std::uint32_t>(i));
-  }
-  TokenQueue l2c, c2l, c2s, s2c;
-  // The queue module m pops from for its prev / next neighbour, and pushes to.
-  auto pop_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
-    if (m == 0) return prev ? nullptr : &c2l;
-    if (m == 1) return prev ? &l2c : &s2c;
-    return prev ? &c2s : nullptr;
-  };
-  auto push_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
-    if (m == 0) return prev ? nullptr : &l2c;
-    if (m == 1) return prev ? &c2l : &c2s;
-    return prev ? &s2c : nullptr;
-  };
-  std::array<std::size_t, 3> pos{};
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (std::size_t m = 0; m < 3; ++m) {
-      while (pos[m] < queue[m].size()) {
-        const auto i = queue[m][pos[m]];
-        const auto& f = prog[i];
-        TokenQueue* pp = f.pop_prev_dep ? pop_queue(m, true) : nullptr;
-        TokenQueue* pn = f.pop_next_dep ? pop_queue(m, false) : nullptr;
-        if ((pp && pp->empty()) || (pn && pn->empty())) break;
-        std::uint64_t ready = 0;
-        if (pp) ready = std::max(ready, pp->pop());
-        if (pn) ready = std::max(ready, pn->pop());
-        const std::uint64_t done = exec(i, ready);
-        if (f.push_prev_dep) push_queue(m, true)->push(done);
-        if (f.push_next_dep) push_queue(m, false)->push(done);
-        ++pos[m];
-        progress = true;
-      }
-    }
-  }
-  std::string stuck;
-  for (std::size_t m = 0; m < 3; ++m) {
-    if (pos[m] == queue[m].size()) continue;
-    const auto i = queue[m][pos[m]];
-    const auto& f = prog[i];
-    const auto q = static_cast<Queue>(m + 1);
-    std::string waits;
-    auto need = [&](bool flag, bool prev) {
-      if (!flag || !pop_queue(m, prev)->empty()) return;
-      const auto from = static_cast<Queue>(prev ? m : m + 2);
-      waits +=
-          fmt::format("{}a token from {}", waits.empty() ? "" : " and ", runtime::queue_name(from));
-    };
-    need(f.pop_prev_dep, true);
-    need(f.pop_next_dep, false);
-    stuck += fmt::format("{}{} module stuck at {} #{} waiting for {}", stuck.empty() ? "" : "; ",
-                         runtime::queue_name(q), insn_name(f), i, waits);
-  }
-  if (!stuck.empty()) raise<DeviceError>("deadlock on dependency tokens: {}", stuck);
-}
-
-}  // namespace dlavm::vta::detail
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/dispatch-inl.hpp
-// Definitions for dlavm/vta/hw/dispatch.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/dispatch.hpp
-// end dlavm/vta/hw/dispatch.hpp
-
-#include <algorithm>
-
-namespace dlavm::vta::detail {
-
-DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
-  const auto q = runtime::queue_of(f);
-  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the load module, which has no previous module: "
-        "pop_prev_dep / push_prev_dep must be 0",
-        insn_name(f), i);
-  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
-    raise<DeviceError>(
-        "{} #{} runs on the store module, which has no next module: "
-        "pop_next_dep / push_next_dep must be 0",
-        insn_name(f), i);
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/dispatch-inl.hpp
-#endif
-// end dlavm/vta/hw/dispatch.hpp
-
-#include <fstream>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string CycleReport::chrome_trace() const {
-  // Chrome's trace event format: one complete ("X") event per instruction on its module's
-  // thread, and metadata ("M") events naming the three threads.
-  dlavm::detail::JsonWriter w(1);
-  w.begin_object();
-  w.key("traceEvents");
-  w.begin_array();
-  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
-    w.begin_object();
-    w.field("name", "thread_name");
-    w.field("ph", "M");
-    w.field("pid", 0);
-    w.field("tid", static_cast<int>(q));
-    w.key("args");
-    w.begin_object();
-    w.field("name", std::string(runtime::queue_name(q)) + " module");
-    w.end_object();
-    w.end_object();
-  }
-  for (std::size_t k = 0; k < trace.size(); ++k) {
-    const auto& e = trace[k];
-    w.begin_object();
-    w.field("name", k < names.size() ? names[k] : std::to_string(e.index));
-    w.field("cat", runtime::queue_name(e.queue));
-    w.field("ph", "X");
-    w.field("ts", e.start);
-    w.field("dur", e.duration);
-    w.field("pid", 0);
-    w.field("tid", static_cast<int>(e.queue));
-    w.key("args");
-    w.begin_object();
-    w.field("index", e.index);
-    w.end_object();
-    w.end_object();
-  }
-  w.end_array();
-  w.field("displayTimeUnit", "ns");
-  w.key("otherData");
-  w.begin_object();
-  w.field("time_unit", "cycles");
-  w.field("total_cycles", total_cycles);
-  w.end_object();
-  w.end_object();
-  return std::move(w).str();
-}
-
-DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  out << chrome_trace();
-  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
-  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
-  const std::size_t eb =
-      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
-  return std::uint64_t{f.y_size} * f.x_size * eb;
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
-  const auto& p = params_;
-  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
-  switch (f.opcode) {
-    case Opcode::Load:
-    case Opcode::Store: {
-      if (f.x_size == 0) return p.insn_overhead;
-      const std::uint64_t bytes = transfer_bytes(f);
-      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
-                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
-                                   std::uint64_t{f.y_size} * f.x_size;
-      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
-             ceil_div(padded, p.pad_elems_per_cycle);
-    }
-    case Opcode::Gemm:
-      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
-    case Opcode::Alu:
-      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
-    default:
-      return p.insn_overhead;
-  }
-}
-
-DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
-  CycleReport r;
-  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
-  std::uint64_t gemm_all = 0, alu_all = 0;
-  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
-    const auto& f = prog[i];
-    const auto q = runtime::queue_of(f);
-    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
-    auto& at = free_at[static_cast<std::size_t>(q) - 1];
-    const std::uint64_t start = std::max(at, ready);
-    const std::uint64_t d = duration(f);
-    m.stall += start - at;
-    m.busy += d;
-    ++m.instructions;
-    at = start + d;
-    m.end = at;
-    r.counters.count(config_, f);
-    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
-    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
-    if (f.opcode == Opcode::Alu) alu_all += uops(f);
-    if (trace) {
-      r.trace.push_back({i, q, start, d});
-      r.names.push_back(disassemble(f));
-    }
-    return at;
-  });
-  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
-  const auto& p = params_;
-  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
-                     alu_all * p.alu_cycles_per_uop;
-  for (std::size_t m = 0; m < 3; ++m) {
-    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
-    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
-  }
-  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
-  return r;
-}
-
-DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
-  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
-  return std::uint64_t{f.iter_out} * f.iter_in * n;
-}
-
-}  // namespace dlavm::vta
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
-    const dlavm::vta::CycleReport& r, format_context& ctx) const {
-  auto text = fmt::format(
-      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
-      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
-      r.port_cycles[1], r.port_cycles[2]);
-  const char* names[] = {"load", "compute", "store"};
-  for (int m = 0; m < 3; ++m)
-    text += fmt::format("; {} busy {} stall {}", names[m], r.modules[m].busy, r.modules[m].stall);
-  return fmt::formatter<std::string_view>::format(text, ctx);
-}
-// end dlavm/vta/hw/cycle_model-inl.hpp
-#endif
-// end dlavm/vta/hw/cycle_model.hpp
-// begin dlavm/vta/hw/isa.hpp
-// end dlavm/vta/hw/isa.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <span>
-#include <vector>
-
-namespace dlavm::vta {
-
-// A DRAM buffer: its physical (byte) address and size.
-struct Buffer {
-  std::uint64_t phys = 0;
-  std::size_t bytes = 0;
-  friend bool operator==(const Buffer&, const Buffer&) = default;
-};
-
-// Where a stream goes in device memory: a buffer and byte offset for its instructions, and
-// for its micro-ops.
-struct StreamPlacement {
-  Buffer insns;
-  std::size_t insn_offset = 0;
-  Buffer uops;
-  std::size_t uop_offset = 0;
-};
-
-struct RunResult {
-  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
-  CycleReport timing;  // the cycle model's estimate for the stream
-  bool finished = false;
-};
-
-class Device {
- public:
-  Device() = default;
-  // A copy is another device: it gets its own liveness flag.
-  Device(const Device& other) : trace_(other.trace_) {}
-  Device& operator=(const Device& other) {
-    trace_ = other.trace_;
-    return *this;
-  }
-  virtual ~Device() { *alive_ = false; }
-
-  // True while this device exists. Whoever keeps buffers of the device across calls (a
-  // graph::Module keeping its weights resident) holds the flag and frees them only while it
-  // is true; its address identifies the device.
-  std::shared_ptr<const bool> alive() const { return alive_; }
-
-  virtual const Config& config() const = 0;
-  virtual Buffer alloc(std::size_t bytes) = 0;
-  virtual void free(Buffer buffer) = 0;
-  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
-  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-  // Runs a stream to completion, placed in buffers allocated for the run and freed after it;
-  // raises DeviceError on failure.
-  RunResult run(const Stream& stream);
-  // Runs a stream placed where the caller says: its instructions at `insns`, its micro-ops at
-  // `uops`, in buffers the caller owns (a graph::Module's insts and uop regions). ValueError
-  // when the stream does not fit them.
-  virtual RunResult run_at(const Stream& stream, const StreamPlacement& at) = 0;
-
-  template <class T>
-  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
-    copy_in(dst, offset, data.data(), data.size_bytes());
-  }
-  template <class T>
-  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
-    copy_out(src, offset, data.data(), data.size_bytes());
-  }
-  // A buffer of `count` elements of type T, filled from `data` when given.
-  template <class T>
-  Buffer alloc_for(std::span<const T> data) {
-    const Buffer b = alloc(data.size_bytes());
-    copy_in(b, data);
-    return b;
-  }
-
-  // Records a chrome trace (RunResult::timing.trace) on every run.
-  void set_trace(bool on) { trace_ = on; }
-
- protected:
-  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
-
-  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
-  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
-  // Copies the stream to its placement (checked) and returns the relocated instruction words
-  // and the instructions' physical address.
-  std::vector<InsnWord> place(const Stream& s, const StreamPlacement& at, std::uint64_t& insn_phys);
-  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
-  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
-
-  bool trace_ = false;
-
- private:
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-};
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/device-inl.hpp
-// Definitions for dlavm/vta/hw/device.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-
-namespace dlavm::vta {
-
-DLAVM_INLINE void Device::check_range(const char* what, Buffer b, std::size_t offset,
-                                      std::size_t bytes) {
-  if (offset > b.bytes || bytes > b.bytes - offset)
-    raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
-                      offset + bytes, b.bytes, b.phys);
-}
-
-DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64_t uop_phys) {
-  std::vector<InsnWord> words(s.insns.size());
-  if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
-    raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
-  return words;
-}
-
-DLAVM_INLINE RunResult Device::run(const Stream& stream) {
-  struct Scoped {
-    Device& d;
-    Buffer b;
-    ~Scoped() {
-      try {
-        d.free(b);
-      } catch (...) {  // freeing what this run allocated cannot fail unless the device is broken
-      }
-    }
-  };
-  Scoped uops{*this, alloc(std::max<std::size_t>(stream.uop_bytes(), 1))};
-  Scoped insns{*this, alloc(std::max<std::size_t>(stream.insn_bytes(), 1))};
-  return run_at(stream, {insns.b, 0, uops.b, 0});
-}
-
-DLAVM_INLINE std::vector<InsnWord> Device::place(const Stream& s, const StreamPlacement& at,
-                                                 std::uint64_t& insn_phys) {
-  check_range("stream instructions", at.insns, at.insn_offset, s.insn_bytes());
-  check_range("stream micro-ops", at.uops, at.uop_offset, s.uop_bytes());
-  if ((at.uops.phys + at.uop_offset) % Config::uop_elem_bytes() != 0 ||
-      (at.insns.phys + at.insn_offset) % sizeof(InsnWord) != 0)
-    raise<ValueError>(
-        "stream placement: instructions at 0x{:x} or micro-ops at 0x{:x} are not "
-        "aligned to their words",
-        at.insns.phys + at.insn_offset, at.uops.phys + at.uop_offset);
-  const auto words = relocate(s, at.uops.phys + at.uop_offset);
-  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(s.uops));
-  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
-  if (!uop_bytes.empty()) copy_in(at.uops, at.uop_offset, uop_bytes.data(), uop_bytes.size());
-  if (!insn_bytes.empty()) copy_in(at.insns, at.insn_offset, insn_bytes.data(), insn_bytes.size());
-  insn_phys = at.insns.phys + at.insn_offset;
-  return words;
-}
-
-DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const InsnWord> words) {
-  std::vector<std::byte> out(words.size() * 16);
-  for (std::size_t i = 0; i < words.size(); ++i)
-    for (int h = 0; h < 2; ++h)
-      for (int b = 0; b < 8; ++b)
-        out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
-  return out;
-}
-
-DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32_t> uops) {
-  std::vector<std::byte> out(uops.size() * 4);
-  for (std::size_t i = 0; i < uops.size(); ++i)
-    for (int b = 0; b < 4; ++b)
-      out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
-  return out;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/device-inl.hpp
-#endif
-// end dlavm/vta/hw/device.hpp
+// begin dlavm/graph/appended_state.hpp
+// end dlavm/graph/appended_state.hpp
 // begin dlavm/vta/program.hpp
 // vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
 // loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
@@ -20214,6 +13276,315 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/isa.hpp
+// Checked VTA encoding: every field value is checked against its width for the configuration
+// (EncodingError naming the instruction, the field, the value and the limit), decoding rejects
+// words with an unknown opcode, memory type or ALU opcode, and a disassembler prints one
+// readable line per instruction.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/runtime/stream.hpp
+// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
+// and which instructions those are. Standard library only, exception-free.
+//
+// The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
+// relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
+// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
+
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::runtime {
+
+struct Stream {
+  std::vector<InsnWord> insns;
+  std::vector<std::uint32_t> uops;
+  std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
+
+  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
+  std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
+
+  // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
+  // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
+  // leaving `out` partly written, if a relocated address no longer fits dram_base.
+  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
+    for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
+    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
+    for (std::uint32_t index : uop_relocs) {
+      if (index >= insns.size()) return false;
+      InsnWord& w = out[index];
+      const std::uint64_t addr = get_field(w, dram) + uop_base;
+      if (addr > low_mask(dram.width)) return false;
+      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
+      put_field(w, dram, addr);
+    }
+    return true;
+  }
+};
+
+// LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
+constexpr bool same_mem_layout(const IsaLayout& a, const IsaLayout& b) {
+  for (std::size_t i = 0; i < a.mem.size(); ++i)
+    if (a.mem[i] != b.mem[i]) return false;
+  return true;
+}
+static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8, 6, 4, 9)));
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/stream.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+using Stream = runtime::Stream;
+
+// The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
+std::string insn_name(const InsnFields& f);
+
+// Raises EncodingError unless `value` fits field `field` of `form` in `layout`. `index` is the
+// instruction's position in its stream, for the message.
+void check_field(const IsaLayout& layout, const InsnFields& insn, Field field, std::int64_t value,
+                 std::size_t index);
+
+// Checks the enumerated fields of a decoded or hand-filled instruction.
+void check_enums(const InsnFields& f, std::size_t index);
+
+// Checked encoding: every field of the instruction's form must fit its width.
+InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index = 0);
+
+// Decodes one word; raises EncodingError naming `index` for an unknown opcode, memory type
+// or ALU opcode.
+InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index = 0);
+
+std::vector<InsnFields> decode_all(const IsaLayout& layout, std::span<const InsnWord> ws);
+
+std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index = 0);
+
+// One line, e.g. "LOAD INP sram=0x0010 dram=0x00000100 y=1 x=16 stride=16 pad=(0,0,0,0)
+// | pop_next push_next".
+std::string disassemble(const InsnFields& f);
+
+// A whole stream, one numbered line per instruction, then the micro-op buffer.
+std::string disassemble(const IsaLayout& layout, const Stream& stream);
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::runtime::InsnFields> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnFields& f, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::InsnWord> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::InsnWord& w, format_context& ctx) const;
+};
+template <>
+struct fmt::formatter<dlavm::runtime::Uop> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::runtime::Uop& u, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/isa-inl.hpp
+// Definitions for dlavm/vta/hw/isa.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string insn_name(const InsnFields& f) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount) return fmt::format("opcode {}", op);
+  return runtime::opcode_name(f.opcode);
+}
+
+DLAVM_INLINE void check_field(const IsaLayout& layout, const InsnFields& insn, Field field,
+                              std::int64_t value, std::size_t index) {
+  const auto pos = layout.pos(runtime::form_of(insn.opcode), field);
+  if (pos.width == 0)
+    raise<EncodingError>("{} #{} has no field {}", insn_name(insn), index,
+                         runtime::field_name(field));
+  if (field == Field::imm) {
+    const std::int64_t lo = -(std::int64_t{1} << (pos.width - 1));
+    const std::int64_t hi = (std::int64_t{1} << (pos.width - 1)) - 1;
+    if (value < lo || value > hi)
+      raise<EncodingError>("{} #{} field imm = {} is outside its {}-bit signed range {}..{}",
+                           insn_name(insn), index, value, pos.width, lo, hi);
+    return;
+  }
+  const auto limit = runtime::low_mask(pos.width);
+  if (value < 0)
+    raise<EncodingError>("{} #{} field {} = {} is negative; it is a {}-bit unsigned field",
+                         insn_name(insn), index, runtime::field_name(field), value, pos.width);
+  if (static_cast<std::uint64_t>(value) > limit)
+    raise<EncodingError>("{} #{} field {} = {} exceeds its {}-bit limit {}", insn_name(insn), index,
+                         runtime::field_name(field), value, pos.width, limit);
+}
+
+DLAVM_INLINE void check_enums(const InsnFields& f, std::size_t index) {
+  const auto op = static_cast<unsigned>(f.opcode);
+  if (op >= runtime::kOpcodeCount)
+    raise<EncodingError>(
+        "instruction #{}: unknown opcode {} (LOAD 0, STORE 1, GEMM 2, FINISH 3, "
+        "ALU 4)",
+        index, op);
+  if (f.opcode == Opcode::Load || f.opcode == Opcode::Store) {
+    const auto m = static_cast<unsigned>(f.memory_type);
+    if (m >= runtime::kMemIdCount)
+      raise<EncodingError>(
+          "{} #{}: unknown memory type {} (UOP 0, WGT 1, INP 2, ACC 3, OUT 4, "
+          "ACC_8BIT 5)",
+          insn_name(f), index, m);
+  }
+  if (f.opcode == Opcode::Alu && static_cast<unsigned>(f.alu_opcode) >= runtime::kAluOpCount)
+    raise<EncodingError>("ALU #{}: unknown ALU opcode {} (MIN 0, MAX 1, ADD 2, SHR 3, MUL 4)",
+                         index, static_cast<unsigned>(f.alu_opcode));
+}
+
+DLAVM_INLINE InsnWord encode(const IsaLayout& layout, const InsnFields& f, std::size_t index) {
+  check_enums(f, index);
+  const auto form = runtime::form_of(f.opcode);
+  const auto& table = layout.form(form);
+  bool fits = true;
+  runtime::for_each_field(form, [&](Field x) {
+    const auto width = table[static_cast<std::size_t>(x)].width;
+    if (x == Field::imm) {
+      const std::int64_t half = std::int64_t{1} << (width - 1);
+      fits &= f.imm >= -half && f.imm < half;
+    } else {
+      fits &= f.get(x) <= runtime::low_mask(width);
+    }
+  });
+  if (!fits) {  // find the first offending field for the message
+    runtime::for_each_field(form, [&](Field x) {
+      const std::int64_t v = x == Field::imm ? f.imm : static_cast<std::int64_t>(f.get(x));
+      check_field(layout, f, x, v, index);
+    });
+  }
+  return runtime::pack(layout, f);
+}
+
+DLAVM_INLINE InsnFields decode(const IsaLayout& layout, const InsnWord& w, std::size_t index) {
+  auto f = runtime::unpack(layout, w);
+  check_enums(f, index);
+  return f;
+}
+
+DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
+                                                std::span<const InsnWord> ws) {
+  std::vector<InsnFields> out;
+  out.reserve(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  return out;
+}
+
+DLAVM_INLINE std::uint32_t encode_uop(const IsaLayout& layout, const Uop& u, std::size_t index) {
+  auto check = [&](const char* name, std::uint32_t v, runtime::FieldPos p) {
+    if (v > runtime::low_mask(p.width))
+      raise<EncodingError>("micro-op #{} field {} = {} exceeds its {}-bit limit {}", index, name, v,
+                           p.width, runtime::low_mask(p.width));
+  };
+  check("dst_idx", u.dst, layout.uop_dst);
+  check("src_idx", u.src, layout.uop_src);
+  check("wgt_idx", u.wgt, layout.uop_wgt);
+  return runtime::pack_uop(layout, u);
+}
+
+DLAVM_INLINE std::string disassemble(const InsnFields& f) {
+  std::string s;
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store:
+      s += fmt::format("{} {} sram=0x{:04x} dram=0x{:08x} y={} x={} stride={}",
+                       runtime::opcode_name(f.opcode),
+                       static_cast<unsigned>(f.memory_type) < runtime::kMemIdCount
+                           ? runtime::mem_name(f.memory_type)
+                           : "MEM?",
+                       f.sram_base, f.dram_base, f.y_size, f.x_size, f.x_stride);
+      if (f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1)
+        s += fmt::format(" pad=(y {},{} x {},{})", f.y_pad_0, f.y_pad_1, f.x_pad_0, f.x_pad_1);
+      break;
+    case Opcode::Gemm:
+      s += fmt::format("GEMM{} uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{}) wgt=({},{})",
+                       f.reset_reg ? " reset" : "", f.uop_bgn, f.uop_end, f.iter_out, f.iter_in,
+                       f.dst_factor_out, f.dst_factor_in, f.src_factor_out, f.src_factor_in,
+                       f.wgt_factor_out, f.wgt_factor_in);
+      break;
+    case Opcode::Alu:
+      s += fmt::format("ALU {}", static_cast<unsigned>(f.alu_opcode) < runtime::kAluOpCount
+                                     ? runtime::alu_name(f.alu_opcode)
+                                     : "OP?");
+      if (f.use_imm) s += fmt::format(" imm={}", f.imm);
+      if (f.reset_reg) s += fmt::format(" reset");
+      s += fmt::format(" uop=[{},{}) iter=({},{}) dst=({},{}) src=({},{})", f.uop_bgn, f.uop_end,
+                       f.iter_out, f.iter_in, f.dst_factor_out, f.dst_factor_in, f.src_factor_out,
+                       f.src_factor_in);
+      break;
+    case Opcode::Finish:
+      s += "FINISH";
+      break;
+    default:
+      s += fmt::format("UNKNOWN opcode {}", static_cast<unsigned>(f.opcode));
+      break;
+  }
+  if (f.pop_prev_dep || f.pop_next_dep || f.push_prev_dep || f.push_next_dep) {
+    s += " |";
+    if (f.pop_prev_dep) s += " pop_prev";
+    if (f.pop_next_dep) s += " pop_next";
+    if (f.push_prev_dep) s += " push_prev";
+    if (f.push_next_dep) s += " push_next";
+  }
+  return s;
+}
+
+DLAVM_INLINE std::string disassemble(const IsaLayout& layout, const Stream& stream) {
+  std::string s;
+  for (std::size_t i = 0; i < stream.insns.size(); ++i) {
+    const auto f = decode(layout, stream.insns[i], i);
+    s += fmt::format("{:4}  {:7}  {}\n", i, runtime::queue_name(runtime::queue_of(f)),
+                     disassemble(f));
+  }
+  for (std::size_t i = 0; i < stream.uops.size(); ++i) {
+    const auto u = runtime::unpack_uop(layout, stream.uops[i]);
+    s += fmt::format("uop {:4}  dst={} src={} wgt={}\n", i, u.dst, u.src, u.wgt);
+  }
+  return s;
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnFields>::format(
+    const dlavm::runtime::InsnFields& f, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(dlavm::vta::disassemble(f), ctx);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::InsnWord>::format(
+    const dlavm::runtime::InsnWord& w, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("{:016x}{:016x}", w.word[1], w.word[0]), ctx);
+}
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::format(
+    const dlavm::runtime::Uop& u, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("uop(dst={}, src={}, wgt={})", u.dst, u.src, u.wgt), ctx);
+}
+// end dlavm/vta/hw/isa-inl.hpp
+#endif
 // end dlavm/vta/hw/isa.hpp
 
 #include <algorithm>
@@ -20718,6 +14089,740 @@ DLAVM_INLINE void DepTracker::before(Builder& b, Queue q, std::span<const Region
 #endif
 // end dlavm/vta/hw/dep_tracker.hpp
 // begin dlavm/vta/hw/device.hpp
+// The device interface: DRAM allocation with physical addresses, host copies, and running a
+// stream. Implementations: SimDevice (vta/hw/sim_device.hpp) runs on the functional simulator
+// plus the cycle model; DriverDevice (vta/hw/driver_device.hpp) runs on anything that
+// implements the public VTA driver C API (a board, VTA's simulators, or
+// tests/vta/sim_driver.cpp). Both place the stream in DRAM the way VTA's runtime does: the
+// micro-op buffer and the instruction words in device memory, LOAD UOPs relocated to it.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// The counters VTA's reference simulator keeps: bytes loaded per memory type, bytes stored,
+// and GEMM / ALU micro-op executions (iter_out x iter_in x micro-ops; resetting GEMMs are not
+// counted, as in the reference).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace dlavm::vta {
+
+struct Counters {
+  std::uint64_t inp_load_bytes = 0;
+  std::uint64_t wgt_load_bytes = 0;
+  std::uint64_t acc_load_bytes = 0;  // ACC and ACC_8BIT loads (DRAM bytes read)
+  std::uint64_t uop_load_bytes = 0;
+  std::uint64_t out_store_bytes = 0;
+  std::uint64_t gemm_uops = 0;
+  std::uint64_t alu_uops = 0;
+
+  std::uint64_t load_bytes() const;
+  std::uint64_t memory_bytes() const { return load_bytes() + out_store_bytes; }
+  // Multiply-accumulates the GEMM micro-ops performed: uops x BATCH x BLOCK_IN x BLOCK_OUT.
+  std::uint64_t gemm_macs(const Config& c) const;
+  Counters& operator+=(const Counters& o);
+  friend bool operator==(const Counters&, const Counters&) = default;
+
+  // Adds what one instruction contributes (counters are a function of the stream alone).
+  void count(const Config& c, const InsnFields& f);
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::Counters> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::Counters& c, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/counters-inl.hpp
+// Definitions for dlavm/vta/hw/counters.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::uint64_t Counters::load_bytes() const {
+  return inp_load_bytes + wgt_load_bytes + acc_load_bytes + uop_load_bytes;
+}
+
+DLAVM_INLINE std::uint64_t Counters::gemm_macs(const Config& c) const {
+  return gemm_uops * static_cast<std::uint64_t>(c.batch() * c.block_in() * c.block_out());
+}
+
+DLAVM_INLINE Counters& Counters::operator+=(const Counters& o) {
+  inp_load_bytes += o.inp_load_bytes;
+  wgt_load_bytes += o.wgt_load_bytes;
+  acc_load_bytes += o.acc_load_bytes;
+  uop_load_bytes += o.uop_load_bytes;
+  out_store_bytes += o.out_store_bytes;
+  gemm_uops += o.gemm_uops;
+  alu_uops += o.alu_uops;
+  return *this;
+}
+
+DLAVM_INLINE void Counters::count(const Config& c, const InsnFields& f) {
+  if (f.opcode == Opcode::Load && f.x_size != 0) {
+    const std::uint64_t bytes = std::uint64_t{f.y_size} * f.x_size * c.elem_bytes(f.memory_type);
+    switch (f.memory_type) {
+      case MemId::Inp:
+        inp_load_bytes += bytes;
+        break;
+      case MemId::Wgt:
+        wgt_load_bytes += bytes;
+        break;
+      case MemId::Acc:
+      case MemId::Acc8:
+        acc_load_bytes += bytes;
+        break;
+      case MemId::Uop:
+        uop_load_bytes += bytes;
+        break;
+      default:
+        break;
+    }
+  } else if (f.opcode == Opcode::Store && f.x_size != 0) {
+    out_store_bytes += std::uint64_t{f.y_size} * f.x_size * c.out_elem_bytes();
+  } else if (f.opcode == Opcode::Gemm || f.opcode == Opcode::Alu) {
+    const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+    const std::uint64_t uops = std::uint64_t{f.iter_out} * f.iter_in * n;
+    if (f.opcode == Opcode::Alu) {
+      alu_uops += uops;
+    } else if (!f.reset_reg) {
+      gemm_uops += uops;
+    }
+  }
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>::format(
+    const dlavm::vta::Counters& c, format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(
+      fmt::format("inp_load {} B, wgt_load {} B, acc_load {} B, uop_load {} B, "
+                  "out_store {} B, gemm {} uops, alu {} uops",
+                  c.inp_load_bytes, c.wgt_load_bytes, c.acc_load_bytes, c.uop_load_bytes,
+                  c.out_store_bytes, c.gemm_uops, c.alu_uops),
+      ctx);
+}
+// end dlavm/vta/hw/counters-inl.hpp
+#endif
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// Cycle model: the load, compute and store modules each run their instruction queue in order,
+// concurrently, synchronised only by the dependency tokens between them (a discrete-event
+// model: an instruction starts when its module is free and the tokens it pops have been
+// pushed, and pushes its own tokens when it ends). Reports total cycles, busy and stall
+// cycles per module, bytes per memory type, the roofline bound, and a Chrome-trace timeline.
+//
+// Memory system: as in VTA's hardware, where the load, compute and store modules are separate
+// blocks each with its own AXI master port to DRAM, every module moves its own bytes on its
+// own port at bus_bytes_per_cycle: the load module INP and WGT, the compute module UOP, ACC and
+// ACC_8BIT, the store module OUT. Transfers of different modules overlap; those of one module
+// follow each other. The roofline bound uses the same memory system, so it is a true lower
+// bound of the model (total_cycles >= roofline_cycles for every stream):
+//   compute_cycles  = ceil(GEMM micro-ops / gemm_uops_per_cycle) + ALU micro-ops x
+//                     alu_cycles_per_uop (resetting GEMMs included: they occupy the core);
+//   port_cycles[m]  = ceil(bytes module m moves / bus_bytes_per_cycle);
+//   memory_cycles   = the busiest port's port_cycles;
+//   roofline_cycles = max(compute_cycles, memory_cycles).
+// Each term is at most one module's busy time in the model, hence at most total_cycles.
+//
+// Parameters (CycleParams, all in cycles of the accelerator clock; defaults follow VTA's
+// design at the default configuration):
+//   bus_bytes_per_cycle  DRAM bytes per cycle on a load or store: the AXI bus width,
+//                        2^LOG_BUS_WIDTH / 8 = 8 for VTA's 64-bit bus.
+//   dram_latency         cycles from a LOAD/STORE request to its first data beat (32).
+//   insn_overhead        fetch/decode/issue cycles every instruction pays on its module (4).
+//   gemm_uops_per_cycle  GEMM micro-ops (one BATCH x BLOCK_IN x BLOCK_OUT tile each) retired
+//                        per cycle once the pipeline is full: 1, VTA's fully pipelined core.
+//   gemm_latency         pipeline fill/drain per GEMM instruction (4).
+//   alu_cycles_per_uop   cycles per ALU micro-op: 2 (VTA's ALU loop reads two accumulator
+//                        tiles per micro-op, initiation interval 2).
+//   alu_latency          pipeline fill/drain per ALU instruction (4).
+//   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
+// Modules are modelled with unbounded command queues and a DRAM port each (above).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/counters.hpp
+// end dlavm/vta/hw/counters.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta {
+
+struct CycleParams {
+  std::uint64_t bus_bytes_per_cycle = 8;
+  std::uint64_t dram_latency = 32;
+  std::uint64_t insn_overhead = 4;
+  std::uint64_t gemm_uops_per_cycle = 1;
+  std::uint64_t gemm_latency = 4;
+  std::uint64_t alu_cycles_per_uop = 2;
+  std::uint64_t alu_latency = 4;
+  std::uint64_t pad_elems_per_cycle = 1;
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
+  static CycleParams for_config(const Config& c) {
+    CycleParams p;
+    p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
+    return p;
+  }
+};
+
+struct ModuleTime {
+  std::uint64_t busy = 0;   // cycles executing instructions
+  std::uint64_t stall = 0;  // cycles waiting for a dependency token
+  std::uint64_t end = 0;    // when its last instruction finished
+  std::uint64_t instructions = 0;
+};
+
+struct TraceEvent {
+  std::uint32_t index = 0;
+  Queue queue = Queue::Compute;
+  std::uint64_t start = 0;
+  std::uint64_t duration = 0;
+};
+
+struct CycleReport {
+  std::uint64_t total_cycles = 0;
+  std::array<ModuleTime, 3> modules{};         // load, compute, store
+  Counters counters;                           // bytes per memory type, micro-ops
+  std::uint64_t compute_cycles = 0;            // GEMM and ALU micro-op cycles
+  std::array<std::uint64_t, 3> port_cycles{};  // DRAM bytes of each module's port / bus bytes
+  std::uint64_t memory_cycles = 0;             // the busiest port: max(port_cycles)
+  std::uint64_t roofline_cycles = 0;           // max(compute_cycles, memory_cycles)
+  std::vector<TraceEvent> trace;               // filled when asked for
+  std::vector<std::string> names;              // one-line disassembly per traced instruction
+
+  const ModuleTime& module(Queue q) const { return modules[static_cast<std::size_t>(q) - 1]; }
+  std::uint64_t port(Queue q) const { return port_cycles[static_cast<std::size_t>(q) - 1]; }
+
+  // Chrome trace / Perfetto JSON: {"traceEvents": [...]} with one "X" event per instruction,
+  // one thread per module; timestamps are cycles (shown as microseconds by the viewers).
+  std::string chrome_trace() const;
+  void write_chrome_trace(const std::string& path) const;
+};
+
+class CycleModel {
+ public:
+  explicit CycleModel(const Config& config) : CycleModel(config, CycleParams::for_config(config)) {}
+  CycleModel(const Config& config, const CycleParams& params) : config_(config), params_(params) {
+    if (params_.bus_bytes_per_cycle == 0 || params_.gemm_uops_per_cycle == 0 ||
+        params_.pad_elems_per_cycle == 0)
+      raise<ValueError>(
+          "cycle model: bus_bytes_per_cycle, gemm_uops_per_cycle and "
+          "pad_elems_per_cycle must be positive");
+  }
+
+  const CycleParams& params() const { return params_; }
+
+  // Cycles one instruction occupies its module.
+  std::uint64_t duration(const InsnFields& f) const;
+  // DRAM bytes a LOAD or STORE moves on its module's port (0 for other instructions).
+  std::uint64_t transfer_bytes(const InsnFields& f) const;
+
+  CycleReport run(std::span<const InsnFields> prog, bool trace = false) const;
+
+ private:
+  static std::uint64_t uops(const InsnFields& f);
+
+  Config config_;
+  CycleParams params_;
+};
+
+}  // namespace dlavm::vta
+
+template <>
+struct fmt::formatter<dlavm::vta::CycleReport> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::vta::CycleReport& r, format_context& ctx) const;
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/cycle_model-inl.hpp
+// Definitions for dlavm/vta/hw/cycle_model.hpp (see core/api.hpp).
+
+// begin dlavm/core/json_writer.hpp
+// end dlavm/core/json_writer.hpp
+// begin dlavm/vta/hw/cycle_model.hpp
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/dispatch.hpp
+// The three modules and the four token queues between them, shared by the functional
+// simulator and the cycle model. Instructions are dispatched in order to their module;
+// `dispatch` calls back every instruction in an order that each module's program order and
+// the dependency tokens allow, and reports a deadlock naming the stuck instructions.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+struct TokenQueue {
+  std::vector<std::uint64_t> time;  // when each token was pushed
+  std::size_t head = 0;
+  bool empty() const { return head == time.size(); }
+  std::uint64_t pop() { return time[head++]; }
+  void push(std::uint64_t t) { time.push_back(t); }
+};
+
+// Raises DeviceError for dependency flags a module cannot have (load has no previous module,
+// store no next one).
+void check_dep_flags(const InsnFields& f, std::size_t i);
+
+// exec(index, ready) runs instruction `index`, whose popped tokens were pushed at time `ready`
+// (the latest of them, 0 if none), and returns the time at which its own pushes happen.
+template <class Exec>
+void dispatch(std::span<const InsnFields> prog, Exec&& exec) {
+  std::array<std::vector<std::uint32_t>, 3> queue;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    check_dep_flags(prog[i], i);
+    queue[static_cast<std::size_t>(runtime::queue_of(prog[i])) - 1].push_back(
+        static_cast<std::uint32_t>(i));
+  }
+  TokenQueue l2c, c2l, c2s, s2c;
+  // The queue module m pops from for its prev / next neighbour, and pushes to.
+  auto pop_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &c2l;
+    if (m == 1) return prev ? &l2c : &s2c;
+    return prev ? &c2s : nullptr;
+  };
+  auto push_queue = [&](std::size_t m, bool prev) -> TokenQueue* {
+    if (m == 0) return prev ? nullptr : &l2c;
+    if (m == 1) return prev ? &c2l : &c2s;
+    return prev ? &s2c : nullptr;
+  };
+  std::array<std::size_t, 3> pos{};
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::size_t m = 0; m < 3; ++m) {
+      while (pos[m] < queue[m].size()) {
+        const auto i = queue[m][pos[m]];
+        const auto& f = prog[i];
+        TokenQueue* pp = f.pop_prev_dep ? pop_queue(m, true) : nullptr;
+        TokenQueue* pn = f.pop_next_dep ? pop_queue(m, false) : nullptr;
+        if ((pp && pp->empty()) || (pn && pn->empty())) break;
+        std::uint64_t ready = 0;
+        if (pp) ready = std::max(ready, pp->pop());
+        if (pn) ready = std::max(ready, pn->pop());
+        const std::uint64_t done = exec(i, ready);
+        if (f.push_prev_dep) push_queue(m, true)->push(done);
+        if (f.push_next_dep) push_queue(m, false)->push(done);
+        ++pos[m];
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (std::size_t m = 0; m < 3; ++m) {
+    if (pos[m] == queue[m].size()) continue;
+    const auto i = queue[m][pos[m]];
+    const auto& f = prog[i];
+    const auto q = static_cast<Queue>(m + 1);
+    std::string waits;
+    auto need = [&](bool flag, bool prev) {
+      if (!flag || !pop_queue(m, prev)->empty()) return;
+      const auto from = static_cast<Queue>(prev ? m : m + 2);
+      waits +=
+          fmt::format("{}a token from {}", waits.empty() ? "" : " and ", runtime::queue_name(from));
+    };
+    need(f.pop_prev_dep, true);
+    need(f.pop_next_dep, false);
+    stuck += fmt::format("{}{} module stuck at {} #{} waiting for {}", stuck.empty() ? "" : "; ",
+                         runtime::queue_name(q), insn_name(f), i, waits);
+  }
+  if (!stuck.empty()) raise<DeviceError>("deadlock on dependency tokens: {}", stuck);
+}
+
+}  // namespace dlavm::vta::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dispatch-inl.hpp
+// Definitions for dlavm/vta/hw/dispatch.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dispatch.hpp
+// end dlavm/vta/hw/dispatch.hpp
+
+#include <algorithm>
+
+namespace dlavm::vta::detail {
+
+DLAVM_INLINE void check_dep_flags(const InsnFields& f, std::size_t i) {
+  const auto q = runtime::queue_of(f);
+  if (q == Queue::Load && (f.pop_prev_dep || f.push_prev_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the load module, which has no previous module: "
+        "pop_prev_dep / push_prev_dep must be 0",
+        insn_name(f), i);
+  if (q == Queue::Store && (f.pop_next_dep || f.push_next_dep))
+    raise<DeviceError>(
+        "{} #{} runs on the store module, which has no next module: "
+        "pop_next_dep / push_next_dep must be 0",
+        insn_name(f), i);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/dispatch-inl.hpp
+#endif
+// end dlavm/vta/hw/dispatch.hpp
+
+#include <fstream>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string CycleReport::chrome_trace() const {
+  // Chrome's trace event format: one complete ("X") event per instruction on its module's
+  // thread, and metadata ("M") events naming the three threads.
+  dlavm::detail::JsonWriter w(1);
+  w.begin_object();
+  w.key("traceEvents");
+  w.begin_array();
+  for (Queue q : {Queue::Load, Queue::Compute, Queue::Store}) {
+    w.begin_object();
+    w.field("name", "thread_name");
+    w.field("ph", "M");
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(q));
+    w.key("args");
+    w.begin_object();
+    w.field("name", std::string(runtime::queue_name(q)) + " module");
+    w.end_object();
+    w.end_object();
+  }
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    const auto& e = trace[k];
+    w.begin_object();
+    w.field("name", k < names.size() ? names[k] : std::to_string(e.index));
+    w.field("cat", runtime::queue_name(e.queue));
+    w.field("ph", "X");
+    w.field("ts", e.start);
+    w.field("dur", e.duration);
+    w.field("pid", 0);
+    w.field("tid", static_cast<int>(e.queue));
+    w.key("args");
+    w.begin_object();
+    w.field("index", e.index);
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.field("displayTimeUnit", "ns");
+  w.key("otherData");
+  w.begin_object();
+  w.field("time_unit", "cycles");
+  w.field("total_cycles", total_cycles);
+  w.end_object();
+  w.end_object();
+  return std::move(w).str();
+}
+
+DLAVM_INLINE void CycleReport::write_chrome_trace(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  out << chrome_trace();
+  if (!out) raise<ValueError>("cannot write trace file '{}'", path);
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::transfer_bytes(const InsnFields& f) const {
+  if ((f.opcode != Opcode::Load && f.opcode != Opcode::Store) || f.x_size == 0) return 0;
+  const std::size_t eb =
+      f.opcode == Opcode::Store ? config_.out_elem_bytes() : config_.elem_bytes(f.memory_type);
+  return std::uint64_t{f.y_size} * f.x_size * eb;
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
+  const auto& p = params_;
+  auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+  switch (f.opcode) {
+    case Opcode::Load:
+    case Opcode::Store: {
+      if (f.x_size == 0) return p.insn_overhead;
+      const std::uint64_t bytes = transfer_bytes(f);
+      const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                                       (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
+                                   std::uint64_t{f.y_size} * f.x_size;
+      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
+             ceil_div(padded, p.pad_elems_per_cycle);
+    }
+    case Opcode::Gemm:
+      return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
+    case Opcode::Alu:
+      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+    default:
+      return p.insn_overhead;
+  }
+}
+
+DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
+  CycleReport r;
+  std::array<std::uint64_t, 3> free_at{}, port_bytes{};
+  std::uint64_t gemm_all = 0, alu_all = 0;
+  detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
+    const auto& f = prog[i];
+    const auto q = runtime::queue_of(f);
+    auto& m = r.modules[static_cast<std::size_t>(q) - 1];
+    auto& at = free_at[static_cast<std::size_t>(q) - 1];
+    const std::uint64_t start = std::max(at, ready);
+    const std::uint64_t d = duration(f);
+    m.stall += start - at;
+    m.busy += d;
+    ++m.instructions;
+    at = start + d;
+    m.end = at;
+    r.counters.count(config_, f);
+    port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
+    if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
+    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (trace) {
+      r.trace.push_back({i, q, start, d});
+      r.names.push_back(disassemble(f));
+    }
+    return at;
+  });
+  for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  const auto& p = params_;
+  r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
+                     alu_all * p.alu_cycles_per_uop;
+  for (std::size_t m = 0; m < 3; ++m) {
+    r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
+    r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
+  }
+  r.roofline_cycles = std::max(r.compute_cycles, r.memory_cycles);
+  return r;
+}
+
+DLAVM_INLINE std::uint64_t CycleModel::uops(const InsnFields& f) {
+  const std::uint64_t n = f.uop_end > f.uop_bgn ? f.uop_end - f.uop_bgn : 0;
+  return std::uint64_t{f.iter_out} * f.iter_in * n;
+}
+
+}  // namespace dlavm::vta
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::CycleReport>::format(
+    const dlavm::vta::CycleReport& r, format_context& ctx) const {
+  auto text = fmt::format(
+      "{} cycles (roofline {}: compute {}, memory {}: ports load {} compute {} store {})",
+      r.total_cycles, r.roofline_cycles, r.compute_cycles, r.memory_cycles, r.port_cycles[0],
+      r.port_cycles[1], r.port_cycles[2]);
+  const char* names[] = {"load", "compute", "store"};
+  for (int m = 0; m < 3; ++m)
+    text += fmt::format("; {} busy {} stall {}", names[m], r.modules[m].busy, r.modules[m].stall);
+  return fmt::formatter<std::string_view>::format(text, ctx);
+}
+// end dlavm/vta/hw/cycle_model-inl.hpp
+#endif
+// end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace dlavm::vta {
+
+// A DRAM buffer: its physical (byte) address and size.
+struct Buffer {
+  std::uint64_t phys = 0;
+  std::size_t bytes = 0;
+  friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+// Where a stream goes in device memory: a buffer and byte offset for its instructions, and
+// for its micro-ops.
+struct StreamPlacement {
+  Buffer insns;
+  std::size_t insn_offset = 0;
+  Buffer uops;
+  std::size_t uop_offset = 0;
+};
+
+struct RunResult {
+  Counters counters;   // SimDevice: measured; DriverDevice: derived from the stream
+  CycleReport timing;  // the cycle model's estimate for the stream
+  bool finished = false;
+};
+
+class Device {
+ public:
+  Device() = default;
+  // A copy is another device: it gets its own liveness flag.
+  Device(const Device& other) : trace_(other.trace_) {}
+  Device& operator=(const Device& other) {
+    trace_ = other.trace_;
+    return *this;
+  }
+  virtual ~Device() { *alive_ = false; }
+
+  // True while this device exists. Whoever keeps buffers of the device across calls (a
+  // graph::Module keeping its weights resident) holds the flag and frees them only while it
+  // is true; its address identifies the device.
+  std::shared_ptr<const bool> alive() const { return alive_; }
+
+  virtual const Config& config() const = 0;
+  virtual Buffer alloc(std::size_t bytes) = 0;
+  virtual void free(Buffer buffer) = 0;
+  virtual void copy_in(Buffer dst, std::size_t offset, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) = 0;
+  // Runs a stream to completion, placed in buffers allocated for the run and freed after it;
+  // raises DeviceError on failure.
+  RunResult run(const Stream& stream);
+  // Runs a stream placed where the caller says: its instructions at `insns`, its micro-ops at
+  // `uops`, in buffers the caller owns (a graph::Module's insts and uop regions). ValueError
+  // when the stream does not fit them.
+  virtual RunResult run_at(const Stream& stream, const StreamPlacement& at) = 0;
+
+  template <class T>
+  void copy_in(Buffer dst, std::span<const T> data, std::size_t offset = 0) {
+    copy_in(dst, offset, data.data(), data.size_bytes());
+  }
+  template <class T>
+  void copy_out(Buffer src, std::span<T> data, std::size_t offset = 0) {
+    copy_out(src, offset, data.data(), data.size_bytes());
+  }
+  // A buffer of `count` elements of type T, filled from `data` when given.
+  template <class T>
+  Buffer alloc_for(std::span<const T> data) {
+    const Buffer b = alloc(data.size_bytes());
+    copy_in(b, data);
+    return b;
+  }
+
+  // Records a chrome trace (RunResult::timing.trace) on every run.
+  void set_trace(bool on) { trace_ = on; }
+
+ protected:
+  static void check_range(const char* what, Buffer b, std::size_t offset, std::size_t bytes);
+
+  // Places the micro-op buffer at `uop_phys` and returns the relocated instruction words.
+  static std::vector<InsnWord> relocate(const Stream& s, std::uint64_t uop_phys);
+  // Copies the stream to its placement (checked) and returns the relocated instruction words
+  // and the instructions' physical address.
+  std::vector<InsnWord> place(const Stream& s, const StreamPlacement& at, std::uint64_t& insn_phys);
+  static std::vector<std::byte> to_bytes(std::span<const InsnWord> words);
+  static std::vector<std::byte> to_bytes(std::span<const std::uint32_t> uops);
+
+  bool trace_ = false;
+
+ private:
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/device-inl.hpp
+// Definitions for dlavm/vta/hw/device.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+namespace dlavm::vta {
+
+DLAVM_INLINE void Device::check_range(const char* what, Buffer b, std::size_t offset,
+                                      std::size_t bytes) {
+  if (offset > b.bytes || bytes > b.bytes - offset)
+    raise<ValueError>("{}: bytes [{}, {}) outside the {}-byte buffer at 0x{:x}", what, offset,
+                      offset + bytes, b.bytes, b.phys);
+}
+
+DLAVM_INLINE std::vector<InsnWord> Device::relocate(const Stream& s, std::uint64_t uop_phys) {
+  std::vector<InsnWord> words(s.insns.size());
+  if (!s.relocate(uop_phys / Config::uop_elem_bytes(), words.data()))
+    raise<DeviceError>("stream relocation failed: a LOAD UOP address does not fit dram_base");
+  return words;
+}
+
+DLAVM_INLINE RunResult Device::run(const Stream& stream) {
+  struct Scoped {
+    Device& d;
+    Buffer b;
+    ~Scoped() {
+      try {
+        d.free(b);
+      } catch (...) {  // freeing what this run allocated cannot fail unless the device is broken
+      }
+    }
+  };
+  Scoped uops{*this, alloc(std::max<std::size_t>(stream.uop_bytes(), 1))};
+  Scoped insns{*this, alloc(std::max<std::size_t>(stream.insn_bytes(), 1))};
+  return run_at(stream, {insns.b, 0, uops.b, 0});
+}
+
+DLAVM_INLINE std::vector<InsnWord> Device::place(const Stream& s, const StreamPlacement& at,
+                                                 std::uint64_t& insn_phys) {
+  check_range("stream instructions", at.insns, at.insn_offset, s.insn_bytes());
+  check_range("stream micro-ops", at.uops, at.uop_offset, s.uop_bytes());
+  if ((at.uops.phys + at.uop_offset) % Config::uop_elem_bytes() != 0 ||
+      (at.insns.phys + at.insn_offset) % sizeof(InsnWord) != 0)
+    raise<ValueError>(
+        "stream placement: instructions at 0x{:x} or micro-ops at 0x{:x} are not "
+        "aligned to their words",
+        at.insns.phys + at.insn_offset, at.uops.phys + at.uop_offset);
+  const auto words = relocate(s, at.uops.phys + at.uop_offset);
+  const auto uop_bytes = to_bytes(std::span<const std::uint32_t>(s.uops));
+  const auto insn_bytes = to_bytes(std::span<const InsnWord>(words));
+  if (!uop_bytes.empty()) copy_in(at.uops, at.uop_offset, uop_bytes.data(), uop_bytes.size());
+  if (!insn_bytes.empty()) copy_in(at.insns, at.insn_offset, insn_bytes.data(), insn_bytes.size());
+  insn_phys = at.insns.phys + at.insn_offset;
+  return words;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const InsnWord> words) {
+  std::vector<std::byte> out(words.size() * 16);
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int h = 0; h < 2; ++h)
+      for (int b = 0; b < 8; ++b)
+        out[i * 16 + h * 8 + b] = static_cast<std::byte>((words[i].word[h] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::byte> Device::to_bytes(std::span<const std::uint32_t> uops) {
+  std::vector<std::byte> out(uops.size() * 4);
+  for (std::size_t i = 0; i < uops.size(); ++i)
+    for (int b = 0; b < 4; ++b)
+      out[i * 4 + b] = static_cast<std::byte>((uops[i] >> (8 * b)) & 0xFF);
+  return out;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/device-inl.hpp
+#endif
 // end dlavm/vta/hw/device.hpp
 // begin dlavm/vta/hw/io.hpp
 // Raw binary files in the formats VTA's tools exchange, plus a JSON manifest:
@@ -24343,6 +18448,5918 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t> shape,
+                                          std::size_t axis, std::vector<std::int64_t> perm,
+                                          Layout layout, std::string name)
+    : dtype_(dtype), shape_(std::move(shape)), axis_(axis), name_(std::move(name)) {
+  const std::size_t rank = shape_.size();
+  bool valid = layout.kind == Layout::Kind::MatmulWeight && layout.planes == 1 && rank >= 2 &&
+               rank <= 8 && axis_ < rank && perm.size() == rank;
+  std::vector<bool> seen(rank, false);
+  for (std::size_t i = 0; valid && i < rank; ++i) {
+    valid = perm[i] >= 0 && static_cast<std::size_t>(perm[i]) < rank && !seen[perm[i]];
+    if (valid) seen[perm[i]] = true;
+  }
+  // the growing dim is the packed array's K or N, never one of its products
+  valid = valid && (static_cast<std::size_t>(perm[rank - 1]) == axis_ ||
+                    static_cast<std::size_t>(perm[rank - 2]) == axis_);
+  if (!valid)
+    raise<ValueError>(
+        "internal: appended state '{}': dim {} of a rank-{} state permuted by [{}] into {} is not "
+        "a matmul weight's K or N, please report",
+        name_, axis_, rank, fmt::join(perm, ", "), to_string(layout));
+  packed_.rank = static_cast<std::int64_t>(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    packed_.shape[k] = shape_[k];
+    packed_.perm[k] = perm[k];
+  }
+  packed_.axis = static_cast<std::int64_t>(axis_);
+  packed_.rows = layout.rows;
+  packed_.cols = layout.cols;
+  packed_.width = dtype.bytes();
+  // the held positions, all zero
+  held_[0] = held_[1] = held_[2] = pending_ = shape_[axis_];
+  bytes_.assign(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0])), 0);
+}
+
+DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
+  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
+  for (std::size_t k = 0; same && k < shape_.size(); ++k)
+    same = k == axis_ || rows.shape()[k] == shape_[k];
+  if (same) return;
+  std::vector<std::string> dims;
+  for (std::size_t k = 0; k < shape_.size(); ++k)
+    dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
+  raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
+                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
+                    fmt::join(dims, ", "), axis_);
+}
+
+DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
+  check_rows(rows, "the appended rows are");
+  const std::int64_t count = rows.shape()[axis_];
+  const auto need =
+      static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
+  if (bytes_.size() < need) bytes_.resize(need);
+  const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
+  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_);
+  bytes_.resize(need);
+  pending_ = held_[0] + count;
+}
+
+DLAVM_INLINE te::NDArray AppendedState::logical() const {
+  std::vector<std::int64_t> shape = shape_;
+  shape[axis_] = held_[0];
+  te::NDArray out(dtype_, shape);
+  auto data = out.data();
+  std::size_t i = 0;
+  runtime::detail::for_each_packed(
+      packed_, held_[1], 0, held_[0], [&](const std::int64_t*, std::int64_t at) {
+        std::uint64_t v = 0;
+        for (std::int64_t b = 0; b < packed_.width; ++b)
+          v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
+        data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+      });
+  return out;
+}
+
+DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
+  check_rows(state, "the array is");
+  held_[0] = held_[1] = held_[2] = pending_ = 0;
+  bytes_.clear();
+  append(state);
+  commit();
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/appended_state-inl.hpp
+#endif
+// end dlavm/graph/appended_state.hpp
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
+//
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
+
+// The kinds of AttrValue, in the order of its alternatives.
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
+
+inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
+std::string_view describe(AttrKind kind);
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
+std::string to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  struct Entry {
+    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
+    // {"strides", {2, 2}}: a braced list of integers.
+    Entry(std::string k, std::initializer_list<std::int64_t> v)
+        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
+    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
+    template <std::size_t N>
+    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
+    friend bool operator==(const Entry&, const Entry&) = default;
+    std::string key;
+    AttrValue value;
+  };
+
+  Attrs() = default;
+  // ValueError when a key appears twice.
+  Attrs(std::initializer_list<Entry> entries);
+
+  // Inserts or replaces.
+  Attrs& set(std::string key, AttrValue value);
+  // The value, or nullptr.
+  const AttrValue* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
+  // when it holds another kind. get_float also reads an integer.
+  std::int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  const std::string& get_string(std::string_view key) const;
+  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
+  DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+
+ private:
+  const AttrValue& get(std::string_view key, AttrKind want) const;
+  std::vector<Entry> entries_;  // sorted by key, keys unique
+};
+
+}  // namespace dlavm::graph
+
+// key=value pairs in key order, separated by ", ".
+template <>
+struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
+    std::string out;
+    for (const auto& e : a) {
+      if (!out.empty()) out += ", ";
+      out += e.key;
+      out += '=';
+      out += dlavm::graph::to_string(e.value);
+    }
+    return fmt::formatter<std::string_view>::format(out, ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/attrs-inl.hpp
+// Definitions for graph/attrs.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view describe(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::DType:
+      return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
+  }
+  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
+}
+
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
+  switch (kind_of(v)) {
+    case AttrKind::Int:
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
+    case AttrKind::String: {
+      std::string s = "\"";
+      for (char c : std::get<std::string>(v)) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
+    case AttrKind::DType:
+      return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+  }
+  raise<ValueError>("internal: unknown attribute kind, please report");
+}
+
+DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) {
+    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
+    set(e.key, e.value);
+  }
+}
+
+DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.key < k; });
+  if (it != entries_.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    entries_.emplace(it, std::move(key), std::move(value));
+  return *this;
+}
+
+DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  return it != entries_.end() && it->key == key ? &it->value : nullptr;
+}
+
+DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
+  const AttrValue* v = find(key);
+  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
+  if (kind_of(*v) != want)
+    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
+                     to_string(*v), describe(want));
+  return *v;
+}
+
+DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
+  return std::get<std::int64_t>(get(key, AttrKind::Int));
+}
+
+DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Int)
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return std::get<double>(get(key, AttrKind::Float));
+}
+
+DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
+  return std::get<std::string>(get(key, AttrKind::String));
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
+  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
+}
+
+DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
+  return std::get<DType>(get(key, AttrKind::DType));
+}
+
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attrs-inl.hpp
+#endif
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
+//
+// The node set is small and closed (NodeKind):
+//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
+//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
+//              and optionally the name of the value it produces (`result_name`: from
+//              GraphBuilder, an importer's node names, or graph::named), which the printer,
+//              error messages and a built Module's values go by
+// Every node has an optional TensorType (inputs and constants always; calls once
+// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
+// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
+// a graph is always acyclic.
+//
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = graph::input("x", {1, token, 512}, DType::int8());
+//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
+//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
+//   auto fn = graph::function({x}, {y});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+enum class NodeKind : std::uint8_t { Input, Constant, Call };
+
+// Where a call runs. Any: not placed yet (before infer_type).
+enum class Device : std::uint8_t { Any, Host, Vta };
+// "any", "host", "vta"
+std::string_view device_name(Device d);
+
+struct TensorType {
+  std::vector<ne::Expr> shape;
+  DType dtype;
+  std::size_t ndim() const { return shape.size(); }
+};
+// Same dtype and structurally equal dims (ne::equal, no simplification).
+bool same_type(const TensorType& a, const TensorType& b);
+
+class Node;
+class Partition;
+
+// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const Node* get() const { return node_.get(); }
+  const Node* operator->() const { return node_.get(); }
+  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // How many handles share the node (0 for an undefined Expr).
+  long use_count() const { return node_.use_count(); }
+
+  // Shorthands for the node's fields; ValueError on an undefined Expr.
+  NodeKind kind() const;
+  const std::string& name() const;
+  bool has_type() const;
+  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
+  const TensorType& type() const;
+  Device device() const;
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  const NodeKind kind;
+  const std::string name;  // input / constant name; the op name of a call
+  const std::optional<TensorType> type;
+  const Device device;
+
+ protected:
+  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
+      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
+};
+
+struct InputNode final : Node {
+  InputNode(std::string n, TensorType t)
+      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
+};
+
+struct ConstantNode final : Node {
+  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
+      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
+  const std::shared_ptr<const te::NDArray> value;
+};
+
+struct CallNode final : Node {
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
+           std::string result)
+      : Node(NodeKind::Call, std::move(op), std::move(t), d),
+        args(std::move(a)),
+        attrs(std::move(at)),
+        result_name(std::move(result)) {}
+  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
+  // calls deep must not nest a destructor per call.
+  DLAVM_INLINE ~CallNode() override;
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
+  const std::string& op() const { return name; }
+  // Not const only so that the destructor can take the arguments apart; nodes are created
+  // non-const (make_shared<CallNode>) and only ever handed out as const.
+  std::vector<Expr> args;
+  const Attrs attrs;
+  const std::string result_name;  // empty: unnamed (printed by its post-order number)
+};
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
+// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
+// other than float32, vector lanes: TypeError).
+Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// The input of a growing state (graph::State): like input(), but a dim that is one variable of
+// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
+// graph::function refuses a param that can be empty.
+Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// A constant holding `value` (shared, never copied again); its type comes from the array.
+Expr constant(std::string name, te::NDArray value);
+Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
+// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
+// the value it produces. The op name and attributes are checked against an op registry by
+// graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
+// A call with its type and device: what passes (infer_type, placement) build.
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
+                std::string result_name = {});
+// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
+//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
+Expr named(const Expr& e, std::string name);
+
+// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
+Expr with_args(const CallNode& call, std::vector<Expr> args);
+
+// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
+// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
+// graph/functor.hpp builds the traversal idioms on it.
+std::vector<Expr> post_order(std::span<const Expr> roots);
+
+// A state of a function: a value that outlives a run of the module built from it (a KV cache,
+// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
+// the module keeps it between runs); `next` is the value the state takes after the run,
+// computed by the graph, of the input's type (infer_type checks it).
+// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
+// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
+// then holds the state at its current length, binds v to that length in a run, and keeps at
+// most max + 1 along that dim (the longest run from max with one new position).
+struct State {
+  Expr input;
+  Expr next;
+};
+
+// A graph with named parameters (inputs), results and states. Invariants, checked on
+// construction (ValueError naming the node): every param and state input is an Input, their
+// names are unique, every Input reachable from the results and the states' next values is a
+// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
+// constants, named calls) never share a name, at least one result.
+class Function {
+ public:
+  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
+  const std::vector<Expr>& params() const { return params_; }
+  const std::vector<Expr>& results() const { return results_; }
+  const std::vector<State>& state() const { return state_; }
+  // The results, then the states' next values: every node the function computes is under them.
+  const std::vector<Expr>& roots() const { return roots_; }
+
+  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
+  // function's nodes), which graph::build then uses; null for a function not placed.
+  const std::shared_ptr<const Partition>& placement() const { return placement_; }
+  // This function with a placement attached (its groups must refer to this function's nodes).
+  Function with_placement(std::shared_ptr<const Partition> p) const {
+    Function f = *this;
+    f.placement_ = std::move(p);
+    return f;
+  }
+
+ private:
+  std::vector<Expr> params_;
+  std::vector<Expr> results_;
+  std::vector<State> state_;
+  std::vector<Expr> roots_;
+  std::shared_ptr<const Partition> placement_;
+};
+
+inline Function function(std::vector<Expr> params, std::vector<Expr> results,
+                         std::vector<State> state = {}) {
+  return Function(std::move(params), std::move(results), std::move(state));
+}
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/node-inl.hpp
+// Definitions for graph/node.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::Any:
+      return "any";
+    case Device::Host:
+      return "host";
+    case Device::Vta:
+      return "vta";
+  }
+  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
+}
+
+DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (std::size_t k = 0; k < a.shape.size(); ++k)
+    if (!ne::equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+namespace detail {
+inline const Node& node_of(const Expr& e) {
+  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
+  return *e.get();
+}
+}  // namespace detail
+
+DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
+DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
+DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
+DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
+
+DLAVM_INLINE const TensorType& Expr::type() const {
+  const Node& n = detail::node_of(*this);
+  if (!n.type)
+    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
+  return *n.type;
+}
+
+DLAVM_INLINE CallNode::~CallNode() {
+  // Arguments only this node holds are moved to a work list and taken apart there, one level
+  // at a time, so each destructor runs with its arguments already gone.
+  std::vector<Expr> pending;
+  auto take_args = [&pending](CallNode& call) {
+    for (Expr& a : call.args)
+      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
+        pending.push_back(std::move(a));
+    call.args.clear();
+  };
+  take_args(*this);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    // the only handle: the node dies with `e`, so take its arguments first (it was created
+    // non-const, see make_shared<CallNode> below)
+    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
+  }
+}
+
+namespace detail {
+
+// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
+inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
+  const char* who = state ? "graph::state_input" : "graph::input";
+  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
+  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
+    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
+                     dtype);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
+    const auto b = ne::bounds(shape[k]);
+    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
+    if (b.min < 1 && !may_be_empty)
+      raise<ShapeError>(
+          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
+          b.min,
+          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
+  }
+  return Expr(
+      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, false);
+}
+
+DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, true);
+}
+
+DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
+  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
+  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
+  std::vector<ne::Expr> shape;
+  for (std::int64_t d : value->shape()) {
+    if (d < 1)
+      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
+                        fmt::join(value->shape(), ", "));
+    shape.emplace_back(d);
+  }
+  TensorType type{std::move(shape), value->dtype()};
+  return Expr(
+      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
+}
+
+DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
+  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
+}
+
+namespace detail {
+inline void check_call(std::string_view op, const std::vector<Expr>& args) {
+  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
+}
+}  // namespace detail
+
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
+                       std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::nullopt, Device::Any, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                             Device device, std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::move(type), device, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr named(const Expr& e, std::string name) {
+  const auto* c = e.as<CallNode>();
+  if (c == nullptr)
+    raise<ValueError>(
+        "graph::named: '{}' is {}; only calls are named this way (inputs and "
+        "constants have their names)",
+        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
+  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
+  return Expr(
+      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
+}
+
+DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
+  if (args.size() != call.args.size())
+    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
+                      args.size(), call.op(), call.args.size());
+  detail::check_call(call.op(), args);
+  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
+                                         call.device, call.result_name));
+}
+
+DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
+  std::vector<Expr> order;
+  std::unordered_set<const Node*> done;
+  struct Frame {
+    const Expr* expr;
+    std::size_t next_arg;
+  };
+  std::vector<Frame> stack;
+  for (const Expr& root : roots) {
+    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
+    if (done.contains(root.get())) continue;
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (const auto* call = top.expr->as<CallNode>()) {
+        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
+          ++top.next_arg;
+        if (top.next_arg < call->args.size()) {
+          const Expr* arg = &call->args[top.next_arg];
+          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
+          continue;
+        }
+      }
+      done.insert(top.expr->get());
+      order.push_back(*top.expr);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
+                                std::vector<State> state)
+    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
+  if (results_.empty()) raise<ValueError>("graph::function: no results");
+  // params and state inputs: uniquely named Inputs
+  std::unordered_map<std::string_view, std::size_t> param_index;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Expr& p = params_[i];
+    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
+    if (p.kind() != NodeKind::Input)
+      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
+                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
+    if (!param_index.emplace(p.name(), i).second)
+      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
+                        param_index[p.name()], i, p.name());
+    for (std::size_t k = 0; k < p.type().ndim(); ++k)
+      if (ne::bounds(p.type().shape[k]).min < 1)
+        raise<ShapeError>(
+            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
+            "(graph::state_input)",
+            p.name(), k, p.type().shape[k]);
+  }
+  std::unordered_set<std::string_view> state_names;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& [in, next] = state_[i];
+    if (!in.defined() || !next.defined())
+      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
+    if (in.kind() != NodeKind::Input)
+      raise<ValueError>(
+          "graph::function: state {} ('{}') is not an input; a state is an input "
+          "the module keeps",
+          i, in.name());
+    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
+      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
+    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
+      const auto& d = in.type().shape[k];
+      const auto* v = d.as<ne::VarNode>();
+      if (!d.is_const() && (v == nullptr || v->min < 0))
+        raise<ShapeError>(
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
+            "constant or one variable of range [0, max] (a length that grows from run to run, "
+            "such as a KV cache's last_token)",
+            in.name(), k, d);
+    }
+  }
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
+  roots_ = results_;
+  for (const auto& st : state_) roots_.push_back(st.next);
+  // the leaves the roots use: one node per name, and every input a param or a state
+  std::unordered_map<std::string_view, const Node*> leaf_by_name;
+  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
+  std::unordered_map<std::string_view, const Node*> call_by_name;
+  const auto order = post_order(roots_);
+  for (const Expr& e : order) {
+    if (const auto* c = e.as<CallNode>()) {
+      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
+      continue;
+    }
+    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
+    if (it->second != e.get())
+      raise<ValueError>(
+          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
+          "must identify one value",
+          e.name());
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
+        !state_names.contains(e.name()))
+      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
+                        e.name());
+  }
+  // named calls: one node per name, no name shared with a leaf
+  for (const Expr& e : order) {
+    const auto* c = e.as<CallNode>();
+    if (c == nullptr || c->result_name.empty()) continue;
+    if (call_by_name.at(c->result_name) != c)
+      raise<ValueError>(
+          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
+          "a name must identify one value",
+          c->op(), c->result_name);
+    if (leaf_by_name.contains(c->result_name))
+      raise<ValueError>(
+          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
+          "named; a name must identify one value",
+          c->op(), c->result_name);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/node-inl.hpp
+#endif
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
+//
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct AttrSpec {
+  std::string name{};
+  AttrKind kind = AttrKind::Int;
+  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
+  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+  std::string description{};                 // what it means, for messages and docs
+};
+
+// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
+// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
+struct TypeCall {
+  std::string label;                   // "%3 (conv2d)"
+  std::vector<std::string> arg_names;  // "%x", "%0"
+  std::vector<TensorType> arg_types;
+  Attrs attrs;  // checked against the op's specs, defaults filled
+
+  std::size_t size() const { return arg_types.size(); }
+  const TensorType& type(std::size_t i) const { return arg_types[i]; }
+  // "input 1 (%w)"
+  std::string arg(std::size_t i) const;
+
+  // ShapeError unless input i has exactly / at least `rank` dims.
+  void require_rank(std::size_t i, std::size_t rank) const;
+  void require_min_rank(std::size_t i, std::size_t rank) const;
+  // TypeError unless inputs i and j have one dtype.
+  void require_same_dtype(std::size_t i, std::size_t j) const;
+  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
+  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
+                     std::string_view what_b) const;
+  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
+  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
+  // An Ints attribute of exactly `count` values; ValueError otherwise.
+  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
+  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
+  std::size_t axis(std::string_view name, std::size_t rank) const;
+};
+
+using TypeRule = std::function<TensorType(const TypeCall&)>;
+using HostArgs = std::span<const te::NDArray* const>;
+using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
+using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+
+struct OpRecord {
+  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
+
+  std::string name{};
+  std::size_t min_args = 1;
+  std::size_t max_args = 1;
+  std::vector<AttrSpec> attrs{};
+  TypeRule type_rule{};
+  HostKernel host_kernel{};
+  SupportRule host_support{};
+
+  const AttrSpec* find_attr(std::string_view key) const;
+};
+
+class OpRegistry {
+ public:
+  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
+  void add(OpRecord op);
+  const OpRecord* find(std::string_view name) const;
+  // ValueError listing the known ops when there is no such op.
+  const OpRecord& at(std::string_view name) const;
+  // Sorted.
+  std::vector<std::string> names() const;
+  std::size_t size() const { return ops_.size(); }
+
+ private:
+  std::map<std::string, OpRecord, std::less<>> ops_;
+};
+
+// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
+// the known ones), a missing required attribute (ValueError), a value of another kind
+// (TypeError; an integer is accepted for a Float and converted), a string outside the
+// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
+Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/op-inl.hpp
+// Definitions for graph/op.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// Text form of graphs, through fmt, stable for tests. A function prints as its params with
+// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
+// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
+// in key order, and the results:
+//
+//   fn (%x: Tensor[(1, token, 512), int8]) {
+//     %w = constant Tensor[(256, 512), int8]
+//     %0 = dense(%x, %w)
+//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
+//     return %1
+//   }
+//
+// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
+// their next values before the results, `  next %h = %4`.
+// Once infer_type has typed and placed the calls, each call names its device and its type:
+//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
+// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
+// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// "(1, token, 256)"
+std::string shape_text(const std::vector<ne::Expr>& shape);
+// "Tensor[(1, token, 256), int8]"
+std::string type_text(const TensorType& type);
+
+// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
+std::string printed_name(std::string_view name);
+
+// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
+// the other calls numbered in post-order (every call counts, so naming one call does not
+// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
+// does.
+class NodeNames {
+ public:
+  explicit NodeNames(std::span<const Expr> roots);
+  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
+  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
+  std::string name(const Expr& e) const;
+  // "%3 (conv2d)" for a call, the name for a leaf.
+  std::string label(const Expr& e) const;
+
+ private:
+  std::unordered_map<const Node*, std::size_t> call_number_;
+};
+
+std::string to_string(const Function& fn);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/printer-inl.hpp
+// Definitions for graph/printer.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline bool is_identifier(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !alpha(name.front())) return false;
+  for (char c : name)
+    if (!alpha(c) && !digit(c) && c != '.') return false;
+  return true;
+}
+
+inline std::string leaf_name(std::string_view name) {
+  if (is_identifier(name)) return fmt::format("%{}", name);
+  std::string s = "%\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') s += '\\';
+    s += c;
+  }
+  return s + "\"";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
+
+namespace detail {
+
+// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
+inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
+                       const Expr& e) {
+  out += fmt::format("  {} = ", names.name(e));
+  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
+  out += call.op();
+  out += '(';
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(call.args[i]);
+  }
+  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
+  out += ')';
+  if (call.type) {
+    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
+    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
+    out += " */";
+  }
+  out += '\n';
+}
+
+// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
+// only when there are states.
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
+                                  std::span<const State> state = {}) {
+  std::vector<Expr> roots(results.begin(), results.end());
+  for (const auto& st : state) roots.push_back(st.next);
+  const NodeNames names(roots);
+  const auto typed = [&](const Expr& p) {
+    return fmt::format("{}: {}", names.name(p),
+                       p.has_type() ? type_text(p.type()) : std::string("?"));
+  };
+  std::string out = "fn (";
+  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
+  out += ")";
+  if (!state.empty()) {
+    out += " state (";
+    for (std::size_t i = 0; i < state.size(); ++i)
+      out += (i > 0 ? ", " : "") + typed(state[i].input);
+    out += ")";
+  }
+  out += " {\n";
+  for (const Expr& e : post_order(roots)) {
+    switch (e.kind()) {
+      case NodeKind::Input:
+        break;
+      case NodeKind::Constant:
+        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
+        break;
+      case NodeKind::Call:
+        print_call(out, names, *e.as<CallNode>(), e);
+        break;
+    }
+  }
+  for (const auto& st : state)
+    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
+  out += "  return ";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(results[i]);
+  }
+  out += "\n}";
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (k > 0) out += ", ";
+    out += ne::to_string(shape[k]);
+  }
+  return out + ")";
+}
+
+DLAVM_INLINE std::string type_text(const TensorType& type) {
+  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
+}
+
+DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
+  for (const Expr& e : post_order(roots))
+    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
+}
+
+DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
+    return detail::leaf_name(named);
+  auto it = call_number_.find(e.get());
+  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
+}
+
+DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return name(e);
+  return fmt::format("{} ({})", name(e), e.name());
+}
+
+DLAVM_INLINE std::string to_string(const Function& fn) {
+  return detail::print_function(fn.params(), fn.results(), fn.state());
+}
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::vector<Expr> inputs;
+  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
+    if (n.kind() == NodeKind::Input) inputs.push_back(n);
+  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/printer-inl.hpp
+#endif
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
+// axis normalization and the checks every kernel makes on its arguments. The graph layer's
+// type rules call the same functions, so the host and the graph never disagree on a rule.
+//
+//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
+//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
+//   host::normalize_axis(-1, 4)                                 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+using Shape = std::vector<std::int64_t>;
+
+// The element type of a sum of products (dense, matmul, conv2d) of a and b:
+//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
+// nullopt for any other pair (mixed types need a cast first).
+std::optional<DType> accumulate_dtype(DType a, DType b);
+// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
+DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                             std::string_view what_b, DType b);
+
+namespace detail {
+inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
+}  // namespace detail
+
+// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
+// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
+// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
+template <class Extent>
+Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
+                     std::int64_t stride) {
+  return detail::floor_div(extent + pads - window, stride) + 1;
+}
+
+// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
+// when outside.
+std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
+
+// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
+// them 1; nullopt when a pair is neither.
+std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                      std::span<const std::int64_t> b);
+
+// Product of the dims (1 for a scalar).
+std::int64_t element_count(std::span<const std::int64_t> shape);
+
+namespace detail {
+
+// An array viewed as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+
+// "[1, 3, 224, 224]"
+std::string shape_str(std::span<const std::int64_t> shape);
+
+// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
+void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                  std::size_t rank);
+void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                      std::size_t rank);
+void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
+std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
+                          std::size_t rank);
+// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
+// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
+std::vector<std::uint32_t> to_u32(const te::NDArray& a);
+void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
+// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
+// an operand with batch dims `in` reads under numpy broadcasting.
+std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                            std::span<const std::int64_t> in, std::int64_t block);
+// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
+inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
+  return t.wrap(static_cast<std::int64_t>(v));
+}
+// floor(a / b) and ceil(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+}  // namespace detail
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/common-inl.hpp
+// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
+  if (a != b) return std::nullopt;
+  if (a == DType::int8() || a == DType::int32()) return DType::int32();
+  if (a == DType::float32()) return DType::float32();
+  return std::nullopt;
+}
+
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                                          std::string_view what_b, DType b) {
+  const auto t = accumulate_dtype(a, b);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, what_a, a, what_b, b);
+  return *t;
+}
+
+DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                                   std::span<const std::int64_t> b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    // dims counted from the end; a missing dim acts as 1
+    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+namespace detail {
+
+DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  AxisSplit s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
+  return s;
+}
+
+DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                               std::size_t rank) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
+                                   const te::NDArray& a, std::size_t rank) {
+  if (a.ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (a.dtype() != DType::float32())
+    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
+                     a.dtype());
+}
+
+DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
+}
+
+DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
+                                     const te::NDArray& b) {
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+}
+
+DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
+                                       std::int64_t axis, std::size_t rank) {
+  const auto k = normalize_axis(axis, rank);
+  if (!k)
+    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
+                      -static_cast<std::int64_t>(rank), rank, rank);
+  return *k;
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
+  const auto src = a.data();
+  std::vector<std::uint32_t> out(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
+  return out;
+}
+
+DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
+  auto dst = out.data();
+  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
+}
+
+DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                                         std::span<const std::int64_t> in,
+                                                         std::int64_t block) {
+  // stride of each out dim in the operand (0 where it is stretched or missing)
+  std::vector<std::int64_t> stride(out.size(), 0);
+  std::int64_t s = block;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
+    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
+    s *= in[in_dim];
+  }
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
+  std::vector<std::int64_t> index(out.size(), 0);
+  std::int64_t offset = 0;
+  for (auto& o : offsets) {
+    o = offset;
+    // odometer step over `out`, keeping `offset` in sync
+    for (std::size_t d = out.size(); d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out[d]) break;
+      offset -= stride[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace detail
+}  // namespace dlavm::host
+// end dlavm/host/common-inl.hpp
+#endif
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
+  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
+}
+
+DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
+                      type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
+  if (type(i).dtype != type(j).dtype)
+    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
+                     arg(i), type(i).dtype, arg(j), type(j).dtype);
+}
+
+DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
+                                          const ne::Expr& b, std::string_view what_b) const {
+  if (ne::can_prove(a == b)) return;
+  const bool differ = ne::can_prove(a != b);
+  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
+                    differ ? "" : " (they may differ for some values of the symbolic dims)");
+}
+
+DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
+                                                 std::string_view why) const {
+  const ne::Expr d = ne::simplify(type(i).shape[k]);
+  if (auto v = d.as_int()) return *v;
+  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
+                    why);
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
+                                                             std::size_t count) const {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != count)
+    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
+                      fmt::join(v, ", "), v.size(), count);
+  return v;
+}
+
+DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
+  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
+}
+
+DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
+  for (const AttrSpec& s : attrs)
+    if (s.name == key) return &s;
+  return nullptr;
+}
+
+DLAVM_INLINE void OpRegistry::add(OpRecord op) {
+  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
+  if (!op.type_rule || !op.host_kernel)
+    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
+  if (op.min_args > op.max_args)
+    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
+                      op.min_args, op.max_args);
+  if (ops_.contains(op.name))
+    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
+  std::string name = op.name;
+  ops_.emplace(std::move(name), std::move(op));
+}
+
+DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
+  if (const OpRecord* op = find(name)) return *op;
+  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
+}
+
+DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  out.reserve(ops_.size());
+  for (const auto& [name, op] : ops_) out.push_back(name);
+  return out;
+}
+
+DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
+                                   std::string_view label) {
+  auto known = [&] {
+    std::vector<std::string_view> names;
+    for (const AttrSpec& s : specs) names.push_back(s.name);
+    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+  };
+  for (const auto& entry : given) {
+    bool found = false;
+    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
+    if (!found)
+      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
+                        known());
+  }
+  Attrs out;
+  for (const AttrSpec& s : specs) {
+    const AttrValue* v = given.find(s.name);
+    if (v == nullptr) {
+      if (!s.default_value)
+        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
+                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
+      out.set(s.name, *s.default_value);
+      continue;
+    }
+    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
+      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
+      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
+      continue;
+    }
+    if (kind_of(*v) != s.kind)
+      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
+                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
+    if (s.kind == AttrKind::String && !s.choices.empty()) {
+      const auto& str = std::get<std::string>(*v);
+      bool allowed = false;
+      for (const auto& c : s.choices) allowed = allowed || c == str;
+      if (!allowed)
+        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
+                          fmt::join(s.choices, ", "));
+    }
+    out.set(s.name, *v);
+  }
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/op-inl.hpp
+#endif
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// An input array by param name (the array is not copied).
+struct NamedArray {
+  std::string_view name;
+  std::reference_wrapper<const te::NDArray> value;
+};
+
+// Every node's value, in post-order (shared: a constant's value is the constant's array).
+struct EvaluationTrace {
+  std::vector<Expr> nodes;
+  std::vector<std::shared_ptr<const te::NDArray>> values;
+  std::vector<te::NDArray> results;
+
+  // ValueError when the node is not part of the evaluated graph.
+  const te::NDArray& value_of(const Expr& e) const;
+};
+
+// `ops` supplies the host kernels (the registry infer_type used).
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings = {});
+inline std::vector<te::NDArray> evaluate(const Function& fn,
+                                         std::initializer_list<NamedArray> inputs,
+                                         std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
+                  std::span(bindings.begin(), bindings.size()));
+}
+
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {});
+inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
+                                      std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
+                        std::span(bindings.begin(), bindings.size()));
+}
+
+namespace detail {
+// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
+// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                        std::span<const ne::Binding> bindings,
+                                        std::string_view what);
+}  // namespace detail
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/evaluate-inl.hpp
+// Definitions for graph/evaluate.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/evaluate.hpp
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
+// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
+// each node to a method of the derived class (CRTP), memoizing its result:
+//   R visit_input(const InputNode&, const Expr&)
+//   R visit_constant(const ConstantNode&, const Expr&)
+//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
+//                                                                    // the call's arguments
+// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
+// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
+// reference executor are written this way; for_each_node serves read-only walks.
+//
+//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
+//     int visit_input(const InputNode&, const Expr&) { return 0; }
+//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
+//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
+//     int calls = 0;
+//   };
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// Calls f(const Expr&) on every node under `roots`, in post-order.
+template <class F>
+void for_each_node(std::span<const Expr> roots, F&& f) {
+  for (const Expr& e : post_order(roots)) f(e);
+}
+template <class F>
+void for_each_node(const Function& fn, F&& f) {
+  for_each_node(fn.roots(), std::forward<F>(f));
+}
+
+// The results of a call's arguments, by position, without copying them.
+template <class R>
+class ArgResults {
+ public:
+  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
+  const R& operator[](std::size_t i) const { return *results_[i]; }
+  std::size_t size() const { return results_.size(); }
+
+ private:
+  std::span<const R* const> results_;
+};
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  // Visits every node under `roots` not visited before; returns the roots' results.
+  std::vector<R> visit(std::span<const Expr> roots) {
+    auto& self = static_cast<Derived&>(*this);
+    std::vector<const R*> arg_results;
+    for (const Expr& e : post_order(roots)) {
+      if (memo_.contains(e.get())) continue;
+      switch (e.kind()) {
+        case NodeKind::Input:
+          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
+          break;
+        case NodeKind::Constant:
+          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
+          break;
+        case NodeKind::Call: {
+          const CallNode& call = *e.as<CallNode>();
+          arg_results.clear();
+          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
+          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
+          memo_.emplace(e.get(), std::move(r));
+          break;
+        }
+      }
+    }
+    std::vector<R> out;
+    out.reserve(roots.size());
+    for (const Expr& root : roots) out.push_back(result_of(root));
+    return out;
+  }
+  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
+
+  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
+  // The memoized result of a visited node.
+  const R& result_of(const Expr& e) const {
+    auto it = memo_.find(e.get());
+    if (it == memo_.end())
+      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
+                        e.name());
+    return it->second;
+  }
+
+ protected:
+  std::unordered_map<const Node*, R> memo_;
+};
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_input(const InputNode&, const Expr& e) { return e; }
+  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    bool changed = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      changed = changed || !args[i].same_as(call.args[i]);
+    if (!changed) return e;
+    std::vector<Expr> new_args;
+    new_args.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return with_args(call, std::move(new_args));
+  }
+
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
+  Function mutate(const Function& fn) {
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
+    std::vector<Expr> params;
+    params.reserve(fn.params().size());
+    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
+  }
+};
+
+}  // namespace dlavm::graph
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops.hpp
+// The graph's op set: the typed builder functions of every family, and default_ops(), the
+// registry holding their records. Each family header lists its ops with their shapes and
+// attributes; host/ defines their exact semantics.
+//
+//   linear       dense, matmul                              graph/ops/linear.hpp
+//   conv         conv2d                                     graph/ops/conv.hpp
+//   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
+//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   quantize     requantize, cast                           graph/ops/quantize.hpp
+//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//
+//   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
+//   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/ops/conv.hpp
+// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
+// host/conv.hpp.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
+//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
+//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
+//
+//   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/conv.hpp
+// Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
+// the definition the graph's conv2d and every accelerator strategy must reproduce.
+//
+//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
+//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
+//                          OW = floor((W + pl + pr - KW) / sw) + 1
+//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
+//     ky, kx] where positions outside x (the zero padding) contribute nothing.
+// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
+// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
+// float32 over c, then ky, then kx ascending, padding positions skipped.
+// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
+//
+//   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Conv2dParams {
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  std::int64_t groups = 1;                          // 1 only
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Conv2dParams& p, std::string_view who);
+
+te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/conv-inl.hpp
+// Definitions for host/conv.hpp. The loops keep one weight in a register and sweep a row of
+// outputs with it (contiguous when the stride is 1), so the inner loop vectorizes; the order
+// of the sum for each output is still c, ky, kx ascending.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/conv.hpp
+// end dlavm/host/conv.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+struct Conv2dDims {
+  std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
+};
+
+// The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
+// [0, extent).
+inline std::pair<std::int64_t, std::int64_t> valid_outputs(std::int64_t extent, std::int64_t out,
+                                                           std::int64_t stride, std::int64_t pad,
+                                                           std::int64_t k) {
+  const std::int64_t first = std::max<std::int64_t>(0, ceil_div(pad - k, stride));
+  const std::int64_t last = std::min(out, floor_div(extent - 1 + pad - k, stride) + 1);
+  return {first, std::max(first, last)};
+}
+
+// dst[i] += w * src[i] for i < count. The main loop's trip count is a multiple of 8 and the
+// pointers do not alias, so compilers vectorize it even under GCC's -O2 cost model.
+template <class T>
+inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t count) {
+  const std::int64_t body = count - count % 8;
+  for (std::int64_t i = 0; i < body; ++i) dst[i] += w * src[i];
+  for (std::int64_t i = body; i < count; ++i) dst[i] += w * src[i];
+}
+
+// y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
+template <class T>
+void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
+  for (std::int64_t n = 0; n < d.n; ++n)
+    for (std::int64_t o = 0; o < d.o; ++o) {
+      T* out = y + (n * d.o + o) * d.oh * d.ow;
+      for (std::int64_t c = 0; c < d.c; ++c) {
+        const T* plane = x + (n * d.c + c) * d.h * d.w;
+        const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
+        for (std::int64_t ky = 0; ky < d.kh; ++ky) {
+          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
+          for (std::int64_t kx = 0; kx < d.kw; ++kx) {
+            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
+            const T wv = kernel[ky * d.kw + kx];
+            const std::int64_t count = x1 - x0;
+            if (count == 0) continue;
+            for (std::int64_t oy = y0; oy < y1; ++oy) {
+              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
+              T* dst = out + oy * d.ow + x0;
+              if (d.sw == 1) {
+                axpy(dst, src, wv, count);
+              } else {
+                for (std::int64_t i = 0; i < count; ++i) dst[i] += wv * src[i * d.sw];
+              }
+            }
+          }
+        }
+      }
+    }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (auto v : p.padding)
+    if (v < 0)
+      raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
+                        fmt::join(p.padding, ", "));
+  if (p.groups != 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
+}
+
+DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
+  constexpr std::string_view who = "host::conv2d";
+  validate(p, who);
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
+  detail::require_rank(who, "x", x, 4);
+  detail::require_rank(who, "w", w, 4);
+  const auto& xs = x.shape();
+  const auto& ws = w.shape();
+  if (ws[1] != xs[1])
+    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
+                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
+  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
+                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
+  te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
+  if (out_dtype.is_float()) {
+    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
+  } else {
+    const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/conv-inl.hpp
+#endif
+// end dlavm/host/conv.hpp
+
+namespace dlavm::graph {
+
+Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
+// The parameters in a conv2d call's (normalized) attributes.
+host::Conv2dParams conv2d_params(const Attrs& attrs);
+
+void add_conv_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/conv-inl.hpp
+// Definitions for graph/ops/conv.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// Attributes declared once per op: an AttrSchema binds each attribute key to a member of the
+// op's parameter struct (host::Conv2dParams), with a description and, for an enumeration, the
+// names of its values. Everything that handles an op's attributes reads the schema:
+//   specs()          the op record's AttrSpecs (kinds, defaults from a default-constructed
+//                    struct, required keys, allowed strings, descriptions)
+//   to_attrs(p)      a call's attributes from the struct (the typed builders)
+//   from_attrs(a)    the struct from a call's normalized attributes (type rules, host kernels,
+//                    strategies), raising ValueError naming the key for a value outside the
+//                    member's domain (a list of the wrong length, a flag that is not 0 or 1)
+// Member types and their attribute kinds: int64 (Int), bool (Int, 0 or 1), double (Float),
+// std::array<int64, N> and std::vector<int64> (Ints), std::vector<double> (Floats), DType, and
+// an enumeration given its names (String).
+//
+//   AttrSchema<host::Conv2dParams> s;
+//   s.field("strides", &host::Conv2dParams::strides, "steps of the window (height, width)")
+//    .field("padding", &host::Conv2dParams::padding, "zeros before/after (top, left, ...)");
+//   auto attrs = s.to_attrs({.strides = {2, 2}});   // padding=[0, 0, 0, 0], strides=[2, 2]
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// How a member type maps to an attribute value and back. from() raises ValueError naming the
+// key when the value is outside the member's domain.
+template <class T>
+struct AttrCodec;
+
+template <>
+struct AttrCodec<std::int64_t> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(std::int64_t v) { return v; }
+  static std::int64_t from(const Attrs& a, std::string_view key) { return a.get_int(key); }
+};
+
+template <>
+struct AttrCodec<bool> {
+  static constexpr AttrKind kind = AttrKind::Int;
+  static AttrValue to(bool v) { return std::int64_t{v ? 1 : 0}; }
+  static bool from(const Attrs& a, std::string_view key) {
+    const std::int64_t v = a.get_int(key);
+    if (v != 0 && v != 1) raise<ValueError>("attribute '{}' is {}; it is 0 or 1", key, v);
+    return v == 1;
+  }
+};
+
+template <>
+struct AttrCodec<double> {
+  static constexpr AttrKind kind = AttrKind::Float;
+  static AttrValue to(double v) { return v; }
+  static double from(const Attrs& a, std::string_view key) { return a.get_float(key); }
+};
+
+template <>
+struct AttrCodec<DType> {
+  static constexpr AttrKind kind = AttrKind::DType;
+  static AttrValue to(DType v) { return v; }
+  static DType from(const Attrs& a, std::string_view key) { return a.get_dtype(key); }
+};
+
+template <>
+struct AttrCodec<std::vector<std::int64_t>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::vector<std::int64_t>& v) { return v; }
+  static std::vector<std::int64_t> from(const Attrs& a, std::string_view key) {
+    return a.get_ints(key);
+  }
+};
+
+template <>
+struct AttrCodec<std::vector<double>> {
+  static constexpr AttrKind kind = AttrKind::Floats;
+  static AttrValue to(const std::vector<double>& v) { return v; }
+  static std::vector<double> from(const Attrs& a, std::string_view key) {
+    return a.get_floats(key);
+  }
+};
+
+template <std::size_t N>
+struct AttrCodec<std::array<std::int64_t, N>> {
+  static constexpr AttrKind kind = AttrKind::Ints;
+  static AttrValue to(const std::array<std::int64_t, N>& v) {
+    return std::vector<std::int64_t>(v.begin(), v.end());
+  }
+  static std::array<std::int64_t, N> from(const Attrs& a, std::string_view key) {
+    const auto& v = a.get_ints(key);
+    if (v.size() != N)
+      raise<ValueError>("attribute '{}' is [{}] ({} values); it takes {}", key, fmt::join(v, ", "),
+                        v.size(), N);
+    std::array<std::int64_t, N> out{};
+    for (std::size_t i = 0; i < N; ++i) out[i] = v[i];
+    return out;
+  }
+};
+
+}  // namespace detail
+
+template <class P>
+class AttrSchema {
+ public:
+  // An attribute for member `m`; `required`: no default (the call must give it).
+  template <class T>
+  AttrSchema& field(std::string key, T P::*m, std::string description, bool required = false) {
+    using Codec = detail::AttrCodec<T>;
+    AttrSpec spec{key, Codec::kind, std::nullopt, {}, std::move(description)};
+    if (!required) spec.default_value = Codec::to(P{}.*m);
+    fields_.push_back(
+        {std::move(spec), [m](const P& p) { return Codec::to(p.*m); },
+         [m, k = std::move(key)](P& p, const Attrs& a) { p.*m = Codec::from(a, k); }});
+    return *this;
+  }
+
+  // An enumeration member, as a string among `names`.
+  template <class E>
+  requires std::is_enum_v<E> AttrSchema& field(std::string key, E P::*m, std::string description,
+                                               std::vector<std::pair<std::string, E>> names) {
+    AttrSpec spec{key, AttrKind::String, std::nullopt, {}, std::move(description)};
+    for (const auto& [name, value] : names) spec.choices.push_back(name);
+    const auto name_of = [names](E v) {
+      for (const auto& [name, value] : names)
+        if (value == v) return name;
+      raise<ValueError>("internal: an enumeration value has no name, please report");
+    };
+    spec.default_value = AttrValue(name_of(P{}.*m));
+    fields_.push_back({std::move(spec),
+                       [m, name_of](const P& p) { return AttrValue(name_of(p.*m)); },
+                       [m, names, k = std::move(key)](P& p, const Attrs& a) {
+                         const std::string& s = a.get_string(k);
+                         for (const auto& [name, value] : names)
+                           if (name == s) {
+                             p.*m = value;
+                             return;
+                           }
+                         std::vector<std::string> allowed;
+                         for (const auto& n : names) allowed.push_back(n.first);
+                         raise<ValueError>("attribute '{}' is \"{}\"; allowed: {}", k, s,
+                                           fmt::join(allowed, ", "));
+                       }});
+    return *this;
+  }
+
+  std::vector<AttrSpec> specs() const {
+    std::vector<AttrSpec> out;
+    for (const auto& f : fields_) out.push_back(f.spec);
+    return out;
+  }
+
+  Attrs to_attrs(const P& p) const {
+    Attrs out;
+    for (const auto& f : fields_) out.set(f.spec.name, f.get(p));
+    return out;
+  }
+
+  // The struct from normalized attributes (every key present, of its kind).
+  P from_attrs(const Attrs& a) const {
+    P p{};
+    for (const auto& f : fields_) f.set(p, a);
+    return p;
+  }
+
+ private:
+  struct Field {
+    AttrSpec spec;
+    std::function<AttrValue(const P&)> get;
+    std::function<void(P&, const Attrs&)> set;
+  };
+  std::vector<Field> fields_;
+};
+
+// The parameters of a call being typed: schema.from_attrs, its errors starting with the
+// call's label ("%1 (conv2d): attribute 'strides' is [1, 1, 1] (3 values); it takes 2").
+template <class P>
+P params_of(const TypeCall& c, const AttrSchema<P>& schema) {
+  try {
+    return schema.from_attrs(c.attrs);
+  } catch (const Error& e) {
+    rethrow_with_context(e, c.label);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// Helpers the op families share: the pieces of type rules that recur (the product dtype, numpy
+// broadcasting of symbolic shapes, sliding-window output sizes). Used by the definitions in
+// graph/ops/*-inl.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph::detail {
+
+// The dtype of the product-sum of inputs 0 and 1 (host::accumulate_dtype), or TypeError.
+DType product_dtype(const TypeCall& c);
+// The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
+// must be provably equal or one of them the constant 1; ShapeError otherwise.
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The simplified product of dims (1 for none).
+ne::Expr product(std::span<const ne::Expr> dims);
+// The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
+// proving that the padded extent holds one window (ShapeError naming `what` otherwise).
+ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                       std::int64_t window, std::int64_t stride, std::string_view what);
+// A host support rule: the host kernel computes in float32 only.
+std::optional<std::string> host_float32_only(const TypeCall& c);
+
+}  // namespace dlavm::graph::detail
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/common-inl.hpp
+// Definitions for graph/ops/common.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dlavm::graph::detail {
+
+DLAVM_INLINE DType product_dtype(const TypeCall& c) {
+  return host::product_dtype_or_raise(c.label, c.arg(0), c.type(0).dtype, c.arg(1),
+                                      c.type(1).dtype);
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
+  const auto& a = c.type(i).shape;
+  const auto& b = c.type(j).shape;
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<ne::Expr> out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t from_end = rank - 1 - k;
+    const ne::Expr* pa = from_end < a.size() ? &a[a.size() - 1 - from_end] : nullptr;
+    const ne::Expr* pb = from_end < b.size() ? &b[b.size() - 1 - from_end] : nullptr;
+    if (pa == nullptr || pb == nullptr) {
+      out[k] = pa != nullptr ? *pa : *pb;
+      continue;
+    }
+    const ne::Expr da = ne::simplify(*pa), db = ne::simplify(*pb);
+    if (ne::can_prove(da == db) || db.as_int() == 1) {
+      out[k] = *pa;
+    } else if (da.as_int() == 1) {
+      out[k] = *pb;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
+          "be provably equal, or one of them 1)",
+          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+    }
+  }
+  return out;
+}
+
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
+  ne::Expr p = 1;
+  for (const ne::Expr& d : dims) p = p * d;
+  return ne::simplify(p);
+}
+
+DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
+                                    std::int64_t window, std::int64_t stride,
+                                    std::string_view what) {
+  const ne::Expr padded = ne::simplify(extent + pads);
+  if (!ne::can_prove(padded >= window))
+    raise<ShapeError>("{}: the window of {} is larger than the padded {} `{}` (which can be {})",
+                      c.label, window, what, padded, ne::bounds(padded).min);
+  return ne::simplify(host::window_output(extent, pads, window, stride));
+}
+
+DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
+                         c.arg(i), c.type(i).dtype);
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph::detail
+// end dlavm/graph/ops/common-inl.hpp
+#endif
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/conv.hpp
+// end dlavm/graph/ops/conv.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
+  using P = host::Conv2dParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("strides", &P::strides, "steps of the window: (height, width)")
+          .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
+          .field("groups", &P::groups, "channel groups (1 only)");
+  return schema;
+}
+
+inline TensorType conv2d_type(const TypeCall& c) {
+  const host::Conv2dParams p = params_of(c, conv2d_schema());
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  c.require_rank(1, 4);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (channels)", c.arg(1)));
+  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
+  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
+  ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
+  ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
+  return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
+  return detail::conv2d_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p) {
+  return call("conv2d", {std::move(x), std::move(w)}, detail::conv2d_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
+  ops.add({.name = "conv2d",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::conv2d_schema().specs(),
+           .type_rule = detail::conv2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/conv-inl.hpp
+#endif
+// end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
+//
+//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
+//                                one dtype, integers wrap around
+//   bias_add(x, b[C], axis = 1)  b along axis of x
+//   relu(x)
+//   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
+//
+//   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/elementwise.hpp
+// Host kernels for element-wise ops. The semantics below are the definition the graph ops and
+// every accelerator strategy must reproduce.
+//
+//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
+//                          one dtype for both; integers wrap around (two's complement: the
+//                          exact result modulo 2^bits), float32 rounds as C++ float does.
+//   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
+//                          (negative counts from the end); same dtype, wraps like add.
+//   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
+//   clip(x, {lo, hi})      min(max(x, lo), hi) with lo <= hi. Integers: the bounds are
+//                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
+//                          taken within the dtype's range; float32: the bounds rounded to float,
+//                          NaN stays NaN.
+//
+//   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::host {
+
+struct BiasAddParams {
+  std::int64_t axis = 1;
+};
+
+struct ClipParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+// ValueError naming `who` when lo > hi.
+void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
+
+te::NDArray add(const te::NDArray& a, const te::NDArray& b);
+te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
+te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
+te::NDArray relu(const te::NDArray& x);
+te::NDArray clip(const te::NDArray& x, const ClipParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/elementwise-inl.hpp
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+template <class IntOp, class FloatOp>
+te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                             IntOp int_op, FloatOp float_op) {
+  require_same_dtype(who, a, b);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, float_op);
+  } else {
+    const DType t = a.dtype();
+    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
+                    [&](std::int64_t x, std::int64_t z) {
+                      return wrap_u64(
+                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
+                    });
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
+      [](float x, float y) { return x + y; });
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return detail::binary_broadcast(
+      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
+      [](float x, float y) { return x * y; });
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_broadcast(
+      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
+      [](float u, float v) { return u + v; });
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/elementwise-inl.hpp
+#endif
+// end dlavm/host/elementwise.hpp
+
+namespace dlavm::graph {
+
+Expr add(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
+Expr relu(Expr x);
+Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
+
+void add_elementwise_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/elementwise-inl.hpp
+// Definitions for graph/ops/elementwise.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType broadcast_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+inline TensorType bias_add_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  c.require_rank(1, 1);
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
+                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
+  return c.type(0);
+}
+
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
+}
+
+inline TensorType clip_type(const TypeCall& c) {
+  const host::ClipParams p = params_of(c, clip_schema());
+  if (c.type(0).dtype.is_integral())
+    host::clip_int_bounds(p, c.type(0).dtype, c.label);
+  else
+    host::validate(p, c.label);
+  return c.type(0);
+}
+
+inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
+DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
+  ops.add({.name = "add",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
+  ops.add({.name = "mul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::broadcast_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
+  ops.add({.name = "bias_add",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::bias_add_schema().specs(),
+           .type_rule = detail::bias_add_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+           }});
+  ops.add({.name = "relu",
+           .type_rule = detail::same_type_as_input,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
+  ops.add({.name = "clip",
+           .attrs = detail::clip_schema().specs(),
+           .type_rule = detail::clip_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::clip(*a[0], clip_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/elementwise-inl.hpp
+#endif
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/float_ops.hpp
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
+// causal_mask.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/float_ops-inl.hpp
+// Definitions for host/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  constexpr std::string_view who = "host::softmax";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = detail::split_at(x.shape(), axis);
+  te::NDArray y(x.dtype(), x.shape());
+  if (split.extent == 0) return y;  // empty rows
+  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const LayerNormParams& p) {
+  constexpr std::string_view who = "host::layer_norm";
+  detail::require_float32(who, "x", x);
+  detail::require_float32(who, "gamma", gamma);
+  detail::require_float32(who, "beta", beta);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const std::span<const std::int64_t> norm_dims = std::span(x.shape()).subspan(axis);
+  for (const te::NDArray* a : {&gamma, &beta})
+    if (!std::equal(a->shape().begin(), a->shape().end(), norm_dims.begin(), norm_dims.end()))
+      raise<ShapeError>("{}: {} has shape {}, expected {} (the dims of x {} from axis {})", who,
+                        a == &gamma ? "gamma" : "beta", detail::shape_str(a->shape()),
+                        detail::shape_str(norm_dims), detail::shape_str(x.shape()), axis);
+  const std::int64_t group = element_count(norm_dims);
+  const std::int64_t groups = group == 0 ? 0 : static_cast<std::int64_t>(x.size()) / group;
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::layer_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(), y.fdata().data(),
+                      groups, group, static_cast<float>(p.epsilon));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
+  detail::require_float32("host::gelu", "x", x);
+  constexpr float inv_sqrt2 = 0.70710678118654752440f;
+  te::NDArray y = x;
+  for (float& v : y.fdata()) v = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
+  constexpr std::string_view who = "host::causal_mask";
+  detail::require_float32(who, "x", x);
+  const auto& s = x.shape();
+  if (s.size() < 2 || s[s.size() - 1] < s[s.size() - 2])
+    raise<ShapeError>(
+        "{}: x has shape {}; it needs [..., M, N] with N >= M (M queries, the "
+        "last of N positions)",
+        who, detail::shape_str(s));
+  const std::int64_t m = s[s.size() - 2], n = s[s.size() - 1];
+  te::NDArray y(x.dtype(), x.shape());
+  const std::int64_t rows = m == 0 ? 0 : static_cast<std::int64_t>(x.size()) / n;
+  runtime::causal_mask(x.fdata().data(), y.fdata().data(), rows, m, n);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/float_ops-inl.hpp
+#endif
+// end dlavm/host/float_ops.hpp
+
+namespace dlavm::graph {
+
+Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
+Expr gelu(Expr x);
+Expr causal_mask(Expr x);
+// The parameters in a layer_norm call's attributes.
+host::LayerNormParams layer_norm_params(const Attrs& attrs);
+
+void add_float_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/float_ops-inl.hpp
+// Definitions for graph/ops/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType softmax_type(const TypeCall& c) {
+  c.axis("axis", c.type(0).ndim());
+  return c.type(0);
+}
+
+inline TensorType layer_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i : {1, 2}) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, x.size() - axis);
+    for (std::size_t k = 0; k < x.size() - axis; ++k)
+      c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), x[axis + k],
+                      fmt::format("{} dim {}", c.arg(0), axis + k));
+  }
+  return c.type(0);
+}
+
+inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
+
+inline TensorType causal_mask_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  const auto& x = c.type(0).shape;
+  const auto& m = x[x.size() - 2];
+  const auto& n = x.back();
+  if (!ne::can_prove(ne::simplify(n - m) >= 0))
+    raise<ShapeError>(
+        "{}: {} has {} keys (dim -1) and {} queries (dim -2); a causal mask needs at least as "
+        "many keys as queries (the queries are the last positions)",
+        c.label, c.arg(0), n, m);
+  return c.type(0);
+}
+
+inline const AttrSchema<host::SoftmaxParams>& softmax_schema() {
+  static const auto schema = AttrSchema<host::SoftmaxParams>().field(
+      "axis", &host::SoftmaxParams::axis, "the dim normalized over (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
+  using P = host::LayerNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the first of the trailing dims normalized over")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
+  return detail::layer_norm_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
+  return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
+              detail::layer_norm_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
+DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
+
+DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
+  ops.add({.name = "softmax",
+           .attrs = detail::softmax_schema().specs(),
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "layer_norm",
+           .min_args = 3,
+           .max_args = 3,
+           .attrs = detail::layer_norm_schema().specs(),
+           .type_rule = detail::layer_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::layer_norm(*a[0], *a[1], *a[2],
+                                         detail::layer_norm_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "gelu",
+           .type_rule = detail::gelu_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
+           .host_support = detail::host_float32_only});
+  ops.add({.name = "causal_mask",
+           .type_rule = detail::causal_mask_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
+           .host_support = detail::host_float32_only});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/float_ops-inl.hpp
+#endif
+// end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/linear.hpp
+// Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
+//
+//   dense(x[..., K], w[N, K]) -> [..., N]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> [broadcast(A, B)..., M, N]
+//   int8 x int8 -> int32, int32 x int32 -> int32 (wrap-around), float32 x float32 -> float32
+//
+//   auto y = graph::dense(x, graph::constant("w", w_array));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+
+namespace dlavm::graph {
+
+Expr dense(Expr x, Expr w);
+Expr matmul(Expr a, Expr b);
+
+// Adds the records of this family to `ops`.
+void add_linear_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/linear-inl.hpp
+// Definitions for graph/ops/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/linear.hpp
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/host/linear.hpp
+// Host kernels for products of matrices: dense and matmul. The semantics below are the
+// definition the graph ops and every accelerator strategy must reproduce.
+//
+//   dense(x[..., K], w[N, K]) -> y[..., N]        y[..., n] = sum_k x[..., k] * w[n, k]
+//   matmul(a[A..., M, K], b[B..., K, N]) -> y[C..., M, N]
+//       C = numpy broadcast of the batch dims A and B (aligned at the end, 1 stretches);
+//       y[c, m, n] = sum_k a[c|A, m, k] * b[c|B, k, n]   (c|A: c with stretched dims at 0)
+//
+// Element types (host::accumulate_dtype): int8 x int8 -> int32 and int32 x int32 -> int32;
+// the integer result is the exact sum of exact products reduced modulo 2^32 into int32
+// (two's-complement wrap-around, as VTA's int32 accumulator), so the order of the sum does
+// not matter. float32 x float32 -> float32: each product and partial sum is a float32, added
+// in ascending k (a compiler may contract a multiply and an add into an FMA on targets that
+// have one; compare float results with te::allclose). Other pairs are a TypeError.
+//
+//   // x int8 [1, 16, 64], w int8 [32, 64] -> int32 [1, 16, 32]
+//   auto y = host::dense(x, w);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+namespace dlavm::host {
+
+te::NDArray dense(const te::NDArray& x, const te::NDArray& w);
+te::NDArray matmul(const te::NDArray& a, const te::NDArray& b);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/linear-inl.hpp
+// Definitions for host/linear.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/linear.hpp
+// end dlavm/host/linear.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// y[m, :] += a[m, k] * b[k, :] for ascending k: one [M, K] x [K, N] product into zeroed y.
+template <class T>
+void matmul_block(const T* a, const T* b, T* y, std::int64_t m_out, std::int64_t k_in,
+                  std::int64_t n_out) {
+  for (std::int64_t m = 0; m < m_out; ++m) {
+    T* yr = y + m * n_out;
+    for (std::int64_t k = 0; k < k_in; ++k) {
+      const T av = a[m * k_in + k];
+      const T* br = b + k * n_out;
+      for (std::int64_t n = 0; n < n_out; ++n) yr[n] += av * br[n];
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray dense(const te::NDArray& x, const te::NDArray& w) {
+  constexpr std::string_view who = "host::dense";
+  const DType out_dtype = product_dtype_or_raise(who, "x", x.dtype(), "w", w.dtype());
+  detail::require_min_rank(who, "x", x, 1);
+  detail::require_rank(who, "w", w, 2);
+  const std::int64_t k_in = x.shape().back();
+  if (w.shape()[1] != k_in)
+    raise<ShapeError>("{}: x {} has K = {} but w {} has K = {}", who, detail::shape_str(x.shape()),
+                      k_in, detail::shape_str(w.shape()), w.shape()[1]);
+  const std::int64_t n_out = w.shape()[0];
+  Shape out_shape = x.shape();
+  out_shape.back() = n_out;
+  te::NDArray y(out_dtype, out_shape);
+  const std::int64_t rows =
+      element_count(std::span<const std::int64_t>(x.shape().data(), x.ndim() - 1));
+  if (out_dtype.is_float()) {
+    runtime::dense(x.fdata().data(), w.fdata().data(), y.fdata().data(), rows, n_out, k_in);
+  } else {
+    const auto xs = detail::to_u32(x), ws = detail::to_u32(w);
+    std::vector<std::uint32_t> ys(y.size());
+    runtime::dense(xs.data(), ws.data(), ys.data(), rows, n_out, k_in);
+    detail::store_i32(ys, y);
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray matmul(const te::NDArray& a, const te::NDArray& b) {
+  constexpr std::string_view who = "host::matmul";
+  const DType out_dtype = product_dtype_or_raise(who, "a", a.dtype(), "b", b.dtype());
+  detail::require_min_rank(who, "a", a, 2);
+  detail::require_min_rank(who, "b", b, 2);
+  const auto& as = a.shape();
+  const auto& bs = b.shape();
+  const std::int64_t m_out = as[as.size() - 2], k_in = as.back();
+  const std::int64_t n_out = bs.back();
+  if (bs[bs.size() - 2] != k_in)
+    raise<ShapeError>("{}: a {} has K = {} (its last dim) but b {} has K = {} (its dim -2)", who,
+                      detail::shape_str(as), k_in, detail::shape_str(bs), bs[bs.size() - 2]);
+  const std::span<const std::int64_t> a_batch(as.data(), as.size() - 2);
+  const std::span<const std::int64_t> b_batch(bs.data(), bs.size() - 2);
+  const auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch)
+    raise<ShapeError>("{}: batch dims {} of a and {} of b do not broadcast", who,
+                      detail::shape_str(a_batch), detail::shape_str(b_batch));
+  Shape out_shape = *batch;
+  out_shape.push_back(m_out);
+  out_shape.push_back(n_out);
+  te::NDArray y(out_dtype, out_shape);
+  // Offsets of each output batch in a and b (stretched dims repeat the same block).
+  const auto a_off = detail::broadcast_offsets(*batch, a_batch, m_out * k_in);
+  const auto b_off = detail::broadcast_offsets(*batch, b_batch, k_in * n_out);
+  const std::int64_t y_block = m_out * n_out;
+  if (out_dtype.is_float()) {
+    const float* ad = a.fdata().data();
+    const float* bd = b.fdata().data();
+    float* yd = y.fdata().data();
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad + a_off[i], bd + b_off[i],
+                           yd + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+  } else {
+    const auto ad = detail::to_u32(a), bd = detail::to_u32(b);
+    std::vector<std::uint32_t> yd(y.size(), 0);
+    for (std::size_t i = 0; i < a_off.size(); ++i)
+      detail::matmul_block(ad.data() + a_off[i], bd.data() + b_off[i],
+                           yd.data() + static_cast<std::int64_t>(i) * y_block, m_out, k_in, n_out);
+    detail::store_i32(yd, y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/linear-inl.hpp
+#endif
+// end dlavm/host/linear.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType dense_type(const TypeCall& c) {
+  c.require_min_rank(0, 1);
+  c.require_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x.back(), fmt::format("{} dim -1 (K)", c.arg(0)), w[1],
+                  fmt::format("{} dim 1 (K)", c.arg(1)));
+  std::vector<ne::Expr> shape(x.begin(), x.end() - 1);
+  shape.push_back(w[0]);
+  return {std::move(shape), dtype};
+}
+
+inline TensorType matmul_type(const TypeCall& c) {
+  c.require_min_rank(0, 2);
+  c.require_min_rank(1, 2);
+  const DType dtype = product_dtype(c);
+  const auto& a = c.type(0).shape;
+  const auto& b = c.type(1).shape;
+  c.require_equal(a.back(), fmt::format("{} dim -1 (K)", c.arg(0)), b[b.size() - 2],
+                  fmt::format("{} dim -2 (K)", c.arg(1)));
+  // broadcast the batch dims: a type call over the batch parts only
+  TypeCall batch = c;
+  batch.arg_types[0].shape.resize(a.size() - 2);
+  batch.arg_types[1].shape.resize(b.size() - 2);
+  std::vector<ne::Expr> shape = broadcast(batch, 0, 1);
+  shape.push_back(a[a.size() - 2]);
+  shape.push_back(b.back());
+  return {std::move(shape), dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
+DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
+
+DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
+  ops.add({.name = "dense",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::dense_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
+  ops.add({.name = "matmul",
+           .min_args = 2,
+           .max_args = 2,
+           .type_rule = detail::matmul_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::matmul(*a[0], *a[1]); }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/linear-inl.hpp
+#endif
+// end dlavm/graph/ops/linear.hpp
+// begin dlavm/graph/ops/pool.hpp
+// Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
+// host/pool.hpp.
+//
+//   max_pool2d(x[N, C, H, W], pool_size (required), strides = [1, 1], padding = [0, 0, 0, 0])
+//   avg_pool2d(x, pool_size, strides, padding, count_include_pad = 1)
+//     -> [N, C, (H + pt + pb - kh) / sh + 1, (W + pl + pr - kw) / sw + 1]   (floor division)
+//   global_avg_pool2d(x[N, C, H, W]) -> [N, C, 1, 1]
+//
+//   auto y = graph::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                  .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/pool.hpp
+// Host kernels for 2-D pooling over NCHW arrays. The semantics below are the definition the
+// graph's pooling ops and every accelerator strategy must reproduce.
+//
+//   max_pool2d(x[N, C, H, W], {pool_size = {kh, kw}, strides = {sh, sw},
+//              padding = {pt, pl, pb, pr}}) -> y[N, C, OH, OW]
+//       OH = floor((H + pt + pb - kh) / sh) + 1, OW likewise;
+//       y = the largest element of x in the window (rows oy*sh - pt .. +kh-1, columns
+//       ox*sw - pl .. +kw-1); padding never wins: only elements inside x compete. float32: a NaN
+//       in the window makes the result NaN.
+//   avg_pool2d(x, {..., count_include_pad}) -> y[N, C, OH, OW]
+//       sum of the elements of x in the window divided by the count: kh*kw when
+//       count_include_pad, else the number of elements inside x. Integers: the exact sum,
+//       floor-divided by the count (rounds towards minus infinity: -7 / 2 = -4), same dtype
+//       as x. float32: summed in float32 row by row, then divided by the count.
+//   global_avg_pool2d(x[N, C, H, W]) -> y[N, C, 1, 1]: avg_pool2d over the whole plane.
+// pool_size >= 1, strides >= 1, 0 <= padding < pool_size (so every window holds at least one
+// element of x), or ValueError. Integer inputs of at most 32 bits for the averages.
+//
+//   auto y = host::max_pool2d(x, {.pool_size = {3, 3}, .strides = {2, 2},
+//                                 .padding = {1, 1, 1, 1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct Pool2dParams {
+  std::array<std::int64_t, 2> pool_size{0, 0};      // (height, width); required
+  std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
+  bool count_include_pad = true;                    // avg_pool2d only
+};
+
+// ValueError naming `who` and the attribute when a parameter is out of its domain.
+void validate(const Pool2dParams& p, std::string_view who);
+
+te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p);
+te::NDArray global_avg_pool2d(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/pool-inl.hpp
+// Definitions for host/pool.hpp: one window walk, shared by the max and the average.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/pool.hpp
+// end dlavm/host/pool.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace dlavm::host {
+
+namespace detail {
+
+using PoolDims = runtime::PoolShape;
+
+inline PoolDims pool_dims(std::string_view who, const te::NDArray& x, const Pool2dParams& p) {
+  validate(p, who);
+  require_rank(who, "x", x, 4);
+  const auto& s = x.shape();
+  PoolDims d{
+      s[0] * s[1],  s[2],         s[3],         0,           0, p.pool_size[0], p.pool_size[1],
+      p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
+  const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
+  if (padded_h < d.kh || padded_w < d.kw)
+    raise<ShapeError>("{}: the {}x{} window is larger than the padded {}x{} input", who, d.kh, d.kw,
+                      padded_h, padded_w);
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
+  return d;
+}
+
+inline te::NDArray avg_pool(std::string_view who, const te::NDArray& x, const PoolDims& d,
+                            bool count_include_pad) {
+  if (x.dtype().is_integral() && x.dtype().bits() > 32)
+    raise<TypeError>("{}: x is {}; averages take integers of at most 32 bits or float32", who,
+                     x.dtype());
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (x.dtype().is_float())
+    runtime::pool_window_avg(x.fdata().data(), y.fdata().data(), d, count_include_pad);
+  else
+    runtime::pool_window_avg(x.data().data(), y.data().data(), d, count_include_pad);
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const Pool2dParams& p, std::string_view who) {
+  for (auto k : p.pool_size)
+    if (k < 1)
+      raise<ValueError>("{}: attribute 'pool_size' is [{}]; window dims must be >= 1", who,
+                        fmt::join(p.pool_size, ", "));
+  for (auto s : p.strides)
+    if (s < 1)
+      raise<ValueError>("{}: attribute 'strides' is [{}]; strides must be >= 1", who,
+                        fmt::join(p.strides, ", "));
+  for (std::size_t k = 0; k < 4; ++k) {
+    const std::int64_t window = p.pool_size[k % 2];
+    if (p.padding[k] < 0 || p.padding[k] >= window)
+      raise<ValueError>(
+          "{}: attribute 'padding' is [{}] for pool_size [{}]; each pad must be in [0, {}) so "
+          "that every window holds an element of the input",
+          who, fmt::join(p.padding, ", "), fmt::join(p.pool_size, ", "), window);
+  }
+}
+
+DLAVM_INLINE te::NDArray max_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::max_pool2d", x, p);
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (x.dtype().is_float())
+    runtime::pool_window_max(x.fdata().data(), y.fdata().data(), d);
+  else
+    runtime::pool_window_max(x.data().data(), y.data().data(), d);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray avg_pool2d(const te::NDArray& x, const Pool2dParams& p) {
+  const auto d = detail::pool_dims("host::avg_pool2d", x, p);
+  return detail::avg_pool("host::avg_pool2d", x, d, p.count_include_pad);
+}
+
+DLAVM_INLINE te::NDArray global_avg_pool2d(const te::NDArray& x) {
+  constexpr std::string_view who = "host::global_avg_pool2d";
+  detail::require_rank(who, "x", x, 4);
+  const Pool2dParams p{.pool_size = {x.shape()[2], x.shape()[3]}};
+  return detail::avg_pool(who, x, detail::pool_dims(who, x, p), true);
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/pool-inl.hpp
+#endif
+// end dlavm/host/pool.hpp
+
+namespace dlavm::graph {
+
+Expr max_pool2d(Expr x, const host::Pool2dParams& p);
+Expr avg_pool2d(Expr x, const host::Pool2dParams& p);
+Expr global_avg_pool2d(Expr x);
+// The parameters in a pooling call's (normalized) attributes; count_include_pad is read when
+// present (avg_pool2d).
+host::Pool2dParams pool2d_params(const Attrs& attrs);
+
+void add_pool_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/pool-inl.hpp
+// Definitions for graph/ops/pool.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/pool.hpp
+// end dlavm/graph/ops/pool.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// max_pool2d's attributes; avg_pool2d's add count_include_pad.
+inline const AttrSchema<host::Pool2dParams>& pool2d_schema(bool average) {
+  using P = host::Pool2dParams;
+  const auto make = [](bool avg) {
+    AttrSchema<P> s;
+    s.field("pool_size", &P::pool_size, "the window: (height, width)", true)
+        .field("strides", &P::strides, "steps of the window: (height, width)")
+        .field("padding", &P::padding, "padded rows and columns: (top, left, bottom, right)");
+    if (avg)
+      s.field("count_include_pad", &P::count_include_pad,
+              "1: divide by the window's size; 0: by the elements inside the input");
+    return s;
+  };
+  static const auto max = make(false), avg = make(true);
+  return average ? avg : max;
+}
+
+inline TensorType pool2d_type(const TypeCall& c) {
+  const host::Pool2dParams p = params_of(c, pool2d_schema(c.attrs.contains("count_include_pad")));
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  ne::Expr oh =
+      window_output(c, x[2], p.padding[0] + p.padding[2], p.pool_size[0], p.strides[0], "height");
+  ne::Expr ow =
+      window_output(c, x[3], p.padding[1] + p.padding[3], p.pool_size[1], p.strides[1], "width");
+  return {{x[0], x[1], std::move(oh), std::move(ow)}, c.type(0).dtype};
+}
+
+inline TensorType global_pool_type(const TypeCall& c) {
+  c.require_rank(0, 4);
+  const auto& x = c.type(0).shape;
+  return {{x[0], x[1], 1, 1}, c.type(0).dtype};
+}
+
+// The host averages take integers of at most 32 bits, or float32.
+inline std::optional<std::string> host_average_support(const TypeCall& c) {
+  const DType t = c.type(0).dtype;
+  if (t.is_integral() && t.bits() > 32)
+    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Pool2dParams pool2d_params(const Attrs& attrs) {
+  return detail::pool2d_schema(attrs.contains("count_include_pad")).from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr max_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("max_pool2d", {std::move(x)}, detail::pool2d_schema(false).to_attrs(p));
+}
+
+DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
+  return call("avg_pool2d", {std::move(x)}, detail::pool2d_schema(true).to_attrs(p));
+}
+
+DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
+
+DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
+  ops.add({.name = "max_pool2d",
+           .attrs = detail::pool2d_schema(false).specs(),
+           .type_rule = detail::pool2d_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::max_pool2d(*a[0], pool2d_params(attrs));
+           }});
+  ops.add({.name = "avg_pool2d",
+           .attrs = detail::pool2d_schema(true).specs(),
+           .type_rule = detail::pool2d_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::avg_pool2d(*a[0], pool2d_params(attrs));
+               },
+           .host_support = detail::host_average_support});
+  ops.add({.name = "global_avg_pool2d",
+           .type_rule = detail::global_pool_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
+           .host_support = detail::host_average_support});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/pool-inl.hpp
+#endif
+// end dlavm/graph/ops/pool.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// Graph ops requantize and cast: typed builders, attribute conversion and op records.
+// Semantics: host/quantize.hpp.
+//
+//   requantize(x (signed int), shift (required), lo = -128, hi = 127,
+//              rounding = "floor" | "nearest", out_dtype = int8) -> out_dtype, x's shape
+//   cast(x, dtype (required)) -> dtype, x's shape
+//   quantize_linear(x float32, scale, zero_point, axis = 1) -> zero_point's dtype
+//   dequantize_linear(x, scale, zero_point, axis = 1) -> float32
+//   rescale(acc int32, multiplier, zero_point, axis = 1) -> zero_point's dtype
+//       ONNX's linear quantization (host/quantize.hpp): scale / multiplier float32 and
+//       zero_point integer, both of shape [] (per tensor) or [C] (C = x's dim at axis)
+//
+//   auto q = graph::requantize(graph::dense(x, w), {.shift = 8});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/quantize.hpp
+// Host kernels that change element types: requantize (the fixed-point rescale of an
+// accumulator) and cast. The semantics below are the definition the graph ops and every
+// accelerator strategy must reproduce.
+//
+//   requantize(x, {shift, lo = -128, hi = 127, rounding = floor, out_dtype = int8})
+//       x: a signed integer array (typically int32, VTA's accumulator), shift in [0, bits):
+//       y = clamp((x + r) >> shift, lo, hi) converted to out_dtype, where
+//         r = 1 << (shift - 1) for Rounding::Nearest with shift > 0 (ties round up), else 0,
+//         x + r wraps around in x's dtype (as VTA's ALU adds), >> is arithmetic (rounds
+//         towards minus infinity), and lo <= hi both lie in out_dtype's range.
+//   cast(x, dtype)
+//       int -> int: two's-complement wrap-around (int32 300 -> int8 44);
+//       int -> float32: exact when representable, else the nearest float (ties to even);
+//       float32 -> int: rounds half to even (2.5 -> 2, -1.5 -> -2), saturates at the dtype's
+//       limits (1e10 -> int32 2147483647), NaN -> 0;
+//       float32 -> float32: unchanged.
+//
+// ONNX's linear quantization, per tensor (a scale and zero point of shape []) or per channel
+// (shape [C], C = the dim of x at `axis`; c below is the element's index along it):
+//   quantize_linear(x float32, scale float32, zero_point int8 | uint8, {axis = 1})
+//       y = saturate(round_half_even(x / scale[c]) + zero_point[c]), the division in float32,
+//       in zero_point's dtype (QuantizeLinear)
+//   dequantize_linear(x int8 | uint8 | int32, scale float32, zero_point of x's dtype, {axis})
+//       y = (float32(x) - float32(zero_point[c])) * scale[c], each step in float32
+//       (DequantizeLinear)
+//   rescale(acc int32, multiplier float32, zero_point int8 | uint8, {axis})
+//       y = saturate(round_half_even(acc * multiplier[c]) + zero_point[c]), the product exact
+//       (in double: 31 bits times 24), in zero_point's dtype: the output step of QLinearConv
+//       and QLinearMatMul, whose multiplier is float32(float32(x_scale * w_scale) / y_scale)
+//
+//   auto y = host::requantize(acc, {.shift = 8, .rounding = host::Rounding::Nearest});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+enum class Rounding : std::uint8_t { Floor, Nearest };
+
+// "floor" / "nearest" (the graph attribute's spelling), and back.
+std::string_view rounding_name(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view name);
+
+struct RequantizeParams {
+  std::int64_t shift = 0;
+  std::int64_t lo = -128;
+  std::int64_t hi = 127;
+  Rounding rounding = Rounding::Floor;
+  DType out_dtype = DType::int8();
+};
+
+// Checks the parameters for an input of dtype `in`; ValueError/TypeError naming `who` and the
+// attribute.
+void validate(const RequantizeParams& p, DType in, std::string_view who);
+
+te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
+
+struct LinearQuantParams {
+  std::int64_t axis = 1;  // the channel axis of a per-channel scale
+};
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
+void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                           const te::NDArray& zero_point, const LinearQuantParams& p,
+                           std::string_view who);
+te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                            const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                              const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                    const te::NDArray& zero_point, const LinearQuantParams& p = {});
+te::NDArray cast(const te::NDArray& x, DType dtype);
+
+// The cast of one float32 value to an integer dtype, as `cast` defines it.
+std::int64_t float_to_int(float v, DType dtype);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/quantize-inl.hpp
+// Definitions for host/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/quantize.hpp
+// end dlavm/host/quantize.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::string_view rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::Floor:
+      return "floor";
+    case Rounding::Nearest:
+      return "nearest";
+  }
+  raise<ValueError>("internal: unknown Rounding {}, please report", static_cast<int>(r));
+}
+
+DLAVM_INLINE std::optional<Rounding> parse_rounding(std::string_view name) {
+  if (name == "floor") return Rounding::Floor;
+  if (name == "nearest") return Rounding::Nearest;
+  return std::nullopt;
+}
+
+DLAVM_INLINE void validate(const RequantizeParams& p, DType in, std::string_view who) {
+  if (!in.is_int())
+    raise<TypeError>("{}: x is {}; requantize takes a signed integer (an int32 accumulator)", who,
+                     in);
+  if (!p.out_dtype.is_integral() || p.out_dtype.lanes() != 1)
+    raise<TypeError>("{}: attribute 'out_dtype' is {}; requantize produces integers", who,
+                     p.out_dtype);
+  if (p.shift < 0 || p.shift >= in.bits())
+    raise<ValueError>("{}: attribute 'shift' is {}; for {} input it must be in [0, {})", who,
+                      p.shift, in, in.bits());
+  if (p.lo > p.hi)
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+  const DType t = p.out_dtype;
+  if (p.lo < t.min_value() || p.hi > t.max_value())
+    raise<ValueError>("{}: [lo, hi] = [{}, {}] does not fit out_dtype {} ([{}, {}])", who, p.lo,
+                      p.hi, t, t.min_value(), t.max_value());
+}
+
+DLAVM_INLINE te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p) {
+  validate(p, x.dtype(), "host::requantize");
+  const DType in = x.dtype();
+  const std::uint64_t round =
+      p.rounding == Rounding::Nearest && p.shift > 0 ? std::uint64_t{1} << (p.shift - 1) : 0;
+  te::NDArray y(p.out_dtype, x.shape());
+  const auto src = x.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::int64_t sum = detail::wrap_u64(in, static_cast<std::uint64_t>(src[i]) + round);
+    dst[i] = std::clamp(sum >> p.shift, p.lo, p.hi);
+  }
+  return y;
+}
+
+DLAVM_INLINE std::int64_t float_to_int(float v, DType dtype) {
+  return runtime::float_to_int(v, dtype.min_value(), dtype.max_value());
+}
+
+DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
+  te::NDArray y(dtype, x.shape());  // raises for float types other than float32
+  const DType from = x.dtype();
+  if (from.is_float() && dtype.is_float()) {
+    y = x;
+  } else if (from.is_float()) {
+    const auto src = x.fdata();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = float_to_int(src[i], dtype);
+  } else if (dtype.is_float()) {
+    const auto src = x.data();
+    auto dst = y.fdata();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = static_cast<float>(src[i]);
+  } else {
+    const auto src = x.data();
+    auto dst = y.data();
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = dtype.wrap(src[i]);
+  }
+  return y;
+}
+
+namespace detail {
+
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+struct ChannelIndex {
+  std::size_t inner = 1, channels = 1;
+  bool per_channel = false;
+  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
+  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
+  std::array<std::int64_t, 3> split(std::size_t size) const {
+    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
+    const std::size_t block = channels * inner;
+    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
+            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
+  }
+};
+
+inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
+                                  const LinearQuantParams& p) {
+  ChannelIndex c;
+  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
+  const auto rank = static_cast<std::int64_t>(x.ndim());
+  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+  c.per_channel = true;
+  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
+  for (std::int64_t k = axis + 1; k < rank; ++k)
+    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
+                                        const te::NDArray& zero_point, const LinearQuantParams& p,
+                                        std::string_view who) {
+  if (scale.dtype() != DType::float32())
+    raise<TypeError>("{}: the scale is {}; it must be float32", who, scale.dtype());
+  if (!zero_point.dtype().is_integral())
+    raise<TypeError>("{}: the zero point is {}; it must be an integer type", who,
+                     zero_point.dtype());
+  if (scale.shape() != zero_point.shape())
+    raise<ShapeError>("{}: the scale has shape [{}] and the zero point [{}]; they must agree", who,
+                      fmt::join(scale.shape(), ", "), fmt::join(zero_point.shape(), ", "));
+  if (scale.ndim() > 1)
+    raise<ShapeError>("{}: the scale has rank {}; it is a scalar or one value per channel", who,
+                      scale.ndim());
+  if (scale.ndim() == 1) {
+    const auto rank = static_cast<std::int64_t>(x.ndim());
+    if (p.axis < -rank || p.axis >= rank)
+      raise<ValueError>("{}: axis {} is outside [-{}, {}) for x of rank {}", who, p.axis, rank,
+                        rank, rank);
+    const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
+    if (scale.shape()[0] != x.shape()[static_cast<std::size_t>(axis)])
+      raise<ShapeError>("{}: {} scales for dim {} of x, which is {}", who, scale.shape()[0], axis,
+                        x.shape()[static_cast<std::size_t>(axis)]);
+  }
+}
+
+DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                         const te::NDArray& zero_point,
+                                         const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::quantize_linear");
+  if (!x.dtype().is_float())
+    raise<TypeError>("host::quantize_linear: x is {}; it must be float32", x.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(t, x.shape());
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
+                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
+  return y;
+}
+
+DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArray& scale,
+                                           const te::NDArray& zero_point,
+                                           const LinearQuantParams& p) {
+  validate_linear_quant(x, scale, zero_point, p, "host::dequantize_linear");
+  if (x.dtype().is_float() || x.dtype() != zero_point.dtype())
+    raise<TypeError>(
+        "host::dequantize_linear: x is {} and the zero point {}; both are one "
+        "integer type",
+        x.dtype(), zero_point.dtype());
+  const auto ch = detail::channel_index(x, scale, p);
+  te::NDArray y(DType::float32(), x.shape());
+  const auto [outer, channels, inner] = ch.split(x.size());
+  runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
+                             y.fdata().data(), outer, channels, inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray rescale(const te::NDArray& acc, const te::NDArray& multiplier,
+                                 const te::NDArray& zero_point, const LinearQuantParams& p) {
+  validate_linear_quant(acc, multiplier, zero_point, p, "host::rescale");
+  if (acc.dtype() != DType::int32())
+    raise<TypeError>("host::rescale: the accumulator is {}; it must be int32", acc.dtype());
+  const DType t = zero_point.dtype();
+  const auto ch = detail::channel_index(acc, multiplier, p);
+  te::NDArray y(t, acc.shape());
+  const auto src = acc.data();
+  auto dst = y.data();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const std::size_t c = ch(i);
+    // exact: |acc| < 2^31 times a 24-bit significand fits double's 53 bits
+    const double v = static_cast<double>(src[i]) * static_cast<double>(multiplier.fdata()[c]);
+    double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
+    r = std::clamp(r + static_cast<double>(zero_point.data()[c]),
+                   static_cast<double>(t.min_value()), static_cast<double>(t.max_value()));
+    dst[i] = static_cast<std::int64_t>(r);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/quantize-inl.hpp
+#endif
+// end dlavm/host/quantize.hpp
+
+namespace dlavm::graph {
+
+Expr requantize(Expr x, const host::RequantizeParams& p);
+Expr cast(Expr x, DType dtype);
+// The parameters in a requantize call's (normalized) attributes; a cast's target dtype.
+host::RequantizeParams requantize_params(const Attrs& attrs);
+Expr quantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr dequantize_linear(Expr x, Expr scale, Expr zero_point, const host::LinearQuantParams& p = {});
+Expr rescale(Expr acc, Expr multiplier, Expr zero_point, const host::LinearQuantParams& p = {});
+// The parameters in a quantize_linear, dequantize_linear or rescale call's attributes.
+host::LinearQuantParams linear_quant_params(const Attrs& attrs);
+DType cast_dtype(const Attrs& attrs);
+
+void add_quantize_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/quantize-inl.hpp
+// Definitions for graph/ops/quantize.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::RequantizeParams>& requantize_schema() {
+  using P = host::RequantizeParams;
+  using host::Rounding;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("shift", &P::shift, "the right shift after the rounding constant", true)
+          .field("lo", &P::lo, "the lower bound of the clamp")
+          .field("hi", &P::hi, "the upper bound of the clamp")
+          .field("rounding", &P::rounding, "floor, or to nearest with ties upward",
+                 {{"floor", Rounding::Floor}, {"nearest", Rounding::Nearest}})
+          .field("out_dtype", &P::out_dtype, "the result's integer type");
+  return schema;
+}
+
+// The target type of a cast.
+struct CastParams {
+  DType dtype = DType::int32();
+};
+
+inline const AttrSchema<CastParams>& cast_schema() {
+  static const auto schema = AttrSchema<CastParams>().field("dtype", &CastParams::dtype,
+                                                            "the element type to cast to", true);
+  return schema;
+}
+
+inline TensorType requantize_type(const TypeCall& c) {
+  const DType in = c.type(0).dtype;
+  if (!in.is_int())
+    raise<TypeError>("{}: {} is {}; requantize takes a signed integer (an int32 accumulator)",
+                     c.label, c.arg(0), in);
+  const host::RequantizeParams p = params_of(c, requantize_schema());
+  host::validate(p, in, c.label);
+  return {c.type(0).shape, p.out_dtype};
+}
+
+inline TensorType cast_type(const TypeCall& c) {
+  const DType to = params_of(c, cast_schema()).dtype;
+  if (to.lanes() != 1 || (to.is_float() && to != DType::float32()))
+    raise<TypeError>("{}: attribute 'dtype' is {}; casts go to scalar integers or float32", c.label,
+                     to);
+  return {c.type(0).shape, to};
+}
+
+inline const AttrSchema<host::LinearQuantParams>& linear_quant_schema() {
+  static const auto schema = AttrSchema<host::LinearQuantParams>().field(
+      "axis", &host::LinearQuantParams::axis, "the channel axis of per-channel parameters");
+  return schema;
+}
+
+// The checks of host::validate_linear_quant on types; `x_ok` says whether x's dtype fits.
+inline void linear_quant_args(const TypeCall& c, bool x_ok, std::string_view x_needs) {
+  if (!x_ok)
+    raise<TypeError>("{}: {} is {}; it must be {}", c.label, c.arg(0), c.type(0).dtype, x_needs);
+  if (c.type(1).dtype != DType::float32())
+    raise<TypeError>("{}: {} is {}; the scale is float32", c.label, c.arg(1), c.type(1).dtype);
+  if (!c.type(2).dtype.is_integral())
+    raise<TypeError>("{}: {} is {}; the zero point is an integer type", c.label, c.arg(2),
+                     c.type(2).dtype);
+  if (c.type(1).ndim() > 1)
+    raise<ShapeError>("{}: {} has rank {}; a scale is a scalar or one value per channel", c.label,
+                      c.arg(1), c.type(1).ndim());
+  c.require_rank(2, c.type(1).ndim());
+  if (c.type(1).ndim() == 1) {
+    const std::size_t axis = c.axis("axis", c.type(0).ndim());
+    c.require_equal(c.type(1).shape[0], fmt::format("the scales of {}", c.arg(1)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+    c.require_equal(c.type(2).shape[0], fmt::format("the zero points of {}", c.arg(2)),
+                    c.type(0).shape[axis], fmt::format("dim {} of {}", axis, c.arg(0)));
+  }
+}
+
+inline TensorType quantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::float32(), "float32");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+inline TensorType dequantize_linear_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype.is_integral(), "an integer type");
+  c.require_same_dtype(0, 2);
+  return {c.type(0).shape, DType::float32()};
+}
+
+inline TensorType rescale_type(const TypeCall& c) {
+  linear_quant_args(c, c.type(0).dtype == DType::int32(), "int32 (an accumulator)");
+  return {c.type(0).shape, c.type(2).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr quantize_linear(Expr x, Expr scale, Expr zero_point,
+                                  const host::LinearQuantParams& p) {
+  return call("quantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr dequantize_linear(Expr x, Expr scale, Expr zero_point,
+                                    const host::LinearQuantParams& p) {
+  return call("dequantize_linear", {std::move(x), std::move(scale), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr rescale(Expr acc, Expr multiplier, Expr zero_point,
+                          const host::LinearQuantParams& p) {
+  return call("rescale", {std::move(acc), std::move(multiplier), std::move(zero_point)},
+              detail::linear_quant_schema().to_attrs(p));
+}
+
+DLAVM_INLINE host::LinearQuantParams linear_quant_params(const Attrs& attrs) {
+  return detail::linear_quant_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::RequantizeParams requantize_params(const Attrs& attrs) {
+  return detail::requantize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr requantize(Expr x, const host::RequantizeParams& p) {
+  return call("requantize", {std::move(x)}, detail::requantize_schema().to_attrs(p));
+}
+
+DLAVM_INLINE DType cast_dtype(const Attrs& attrs) {
+  return detail::cast_schema().from_attrs(attrs).dtype;
+}
+
+DLAVM_INLINE Expr cast(Expr x, DType dtype) {
+  return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
+}
+
+DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
+  ops.add({.name = "requantize",
+           .attrs = detail::requantize_schema().specs(),
+           .type_rule = detail::requantize_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::requantize(*a[0], requantize_params(attrs));
+           }});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+    ops.add({.name = std::move(name),
+             .min_args = 3,
+             .max_args = 3,
+             .attrs = detail::linear_quant_schema().specs(),
+             .type_rule = std::move(rule),
+             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
+               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
+             }});
+  };
+  linear("quantize_linear", detail::quantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+  linear("dequantize_linear", detail::dequantize_linear_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+  linear("rescale", detail::rescale_type,
+         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
+  ops.add({.name = "cast",
+           .attrs = detail::cast_schema().specs(),
+           .type_rule = detail::cast_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::cast(*a[0], cast_dtype(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/quantize-inl.hpp
+#endif
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/transform.hpp
+// Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
+//
+//   reshape(x, newshape (required; 0 copies a dim, one -1 is inferred))
+//       symbolic dims pass through 0 entries; a -1 is the element count of x divided by the
+//       other entries, which must be provably divisible
+//   transpose(x, perm = [] (reverse))
+//   flatten(x, axis = 1) -> [prod(dims before axis), prod(dims from axis)]
+//   concat(x0, x1, ..., axis (required)), at least one input
+//   pad(x, pad_before (required), pad_after (required), value = 0.0,
+//       mode = "constant" | "edge" | "reflect")
+//
+//   // [1, token, 512] -> [1, token, 8, 64]
+//   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/transform.hpp
+// Host kernels that move elements without computing on them: reshape, transpose, flatten,
+// concat and pad. The semantics below are the definition the graph ops and every accelerator
+// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
+//
+//   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
+//                              newshape, 0 copies the dim of x at the same position and one -1
+//                              takes what the element count leaves; other entries >= 1.
+//   transpose(x, {perm})       y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}], i.e.
+//                              y.shape[k] = x.shape[perm[k]]; an empty perm reverses the dims.
+//   flatten(x, {axis = 1})     [prod(dims before axis), prod(dims from axis)]; axis in
+//                              [-rank, rank] (rank gives [all, 1]).
+//   concat(xs, {axis})         joins >= 1 arrays of one dtype and rank along axis; the other
+//                              dims must match.
+//   pad(x, {pad_before, pad_after, value = 0, mode = constant})
+//                              one entry per dim, each >= 0; new positions hold, by mode:
+//                              constant: value (integers: it must be an integer inside the
+//                              dtype's range; float32: it is rounded to float);
+//                              edge: the nearest element of x along each padded dim (x's dims
+//                              >= 1); reflect: x mirrored at its first and last element, which
+//                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
+//                              dim - 1), as numpy's and ONNX's modes of those names.
+//
+//   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+struct ReshapeParams {
+  std::vector<std::int64_t> newshape;
+};
+struct TransposeParams {
+  std::vector<std::int64_t> perm;  // empty: reverse
+};
+struct FlattenParams {
+  std::int64_t axis = 1;
+};
+struct ConcatParams {
+  std::int64_t axis = 0;
+};
+enum class PadMode : std::uint8_t { Constant, Edge, Reflect };
+struct PadParams {
+  std::vector<std::int64_t> pad_before;
+  std::vector<std::int64_t> pad_after;
+  double value = 0;
+  PadMode mode = PadMode::Constant;
+};
+
+// The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
+// x has a dim, nothing below -1 (ValueError naming `who`).
+void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank, std::string_view who);
+// The shape reshape produces for an input of shape `in` (ShapeError/ValueError naming `who`).
+Shape reshape_shape(std::span<const std::int64_t> in, std::span<const std::int64_t> newshape,
+                    std::string_view who);
+// perm checked against `rank` (a permutation of 0..rank-1), the empty perm expanded.
+std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm, std::size_t rank,
+                                        std::string_view who);
+// flatten's axis in [-rank, rank] as an index in [0, rank] (ValueError naming `who`).
+std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who);
+// The pad lists checked against `rank` (ValueError naming `who`).
+void validate(const PadParams& p, std::size_t rank, std::string_view who);
+// The pads checked against x's dims for the edge and reflect modes (ShapeError naming `who`,
+// the dim and the pad); dims that are not constants (nullopt) are checked when run.
+void check_pad_extent(const PadParams& p, std::span<const std::optional<std::int64_t>> dims,
+                      std::string_view who);
+// ValueError unless the pad value is a value of `dtype` (an integer in range for integers).
+void check_pad_value(double value, DType dtype, std::string_view who);
+
+te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p);
+te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
+te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
+te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
+te::NDArray pad(const te::NDArray& x, const PadParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/transform-inl.hpp
+// Definitions for host/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/transform.hpp
+// end dlavm/host/transform.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// Copies `count` elements from one array to another at element offsets (either storage).
+inline void copy_elements(const te::NDArray& src, std::int64_t from, te::NDArray& dst,
+                          std::int64_t to, std::int64_t count) {
+  if (src.dtype().is_float()) {
+    const auto s = src.fdata().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.fdata().begin() + to);
+  } else {
+    const auto s = src.data().subspan(static_cast<std::size_t>(from));
+    std::copy_n(s.begin(), count, dst.data().begin() + to);
+  }
+}
+
+// An array of the same dtype and elements under another shape.
+inline te::NDArray with_shape(const te::NDArray& x, Shape shape) {
+  te::NDArray y(x.dtype(), std::move(shape));
+  copy_elements(x, 0, y, 0, static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+template <class T>
+void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
+                     std::span<const std::size_t> perm) {
+  const std::size_t rank = in_shape.size();
+  std::vector<std::int64_t> in_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
+  // walk y in row-major order; the input offset moves by the permuted strides
+  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  for (std::size_t k = 0; k < rank; ++k) {
+    out_shape[k] = in_shape[perm[k]];
+    stride[k] = in_stride[perm[k]];
+  }
+  const std::int64_t total = element_count(out_shape);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < total; ++i) {
+    y[i] = x[offset];
+    for (std::size_t d = rank; d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out_shape[d]) break;
+      offset -= stride[d] * out_shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void check_newshape(std::span<const std::int64_t> newshape, std::size_t rank,
+                                 std::string_view who) {
+  bool infer = false;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    const std::int64_t d = newshape[k];
+    if (d == -1 && infer)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has more than one -1", who,
+                        fmt::join(newshape, ", "));
+    infer = infer || d == -1;
+    if (d == 0 && k >= rank)
+      raise<ValueError>("{}: attribute 'newshape' [{}] copies dim {} (0) but x has {} dims", who,
+                        fmt::join(newshape, ", "), k, rank);
+    if (d < -1)
+      raise<ValueError>("{}: attribute 'newshape' [{}] has {}; entries are >= 1, 0 or -1", who,
+                        fmt::join(newshape, ", "), d);
+  }
+}
+
+DLAVM_INLINE Shape reshape_shape(std::span<const std::int64_t> in,
+                                 std::span<const std::int64_t> newshape, std::string_view who) {
+  check_newshape(newshape, in.size(), who);
+  Shape out(newshape.size());
+  std::optional<std::size_t> infer;
+  std::int64_t known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+      continue;
+    }
+    out[k] = newshape[k] == 0 ? in[k] : newshape[k];
+    known *= out[k];
+  }
+  const std::int64_t total = element_count(in);
+  if (infer) {
+    if (known == 0 || total % known != 0)
+      raise<ShapeError>("{}: cannot reshape {} ({} elements) to [{}]: {} is not a multiple of {}",
+                        who, detail::shape_str(in), total, fmt::join(newshape, ", "), total, known);
+    out[*infer] = total / known;
+  } else if (known != total) {
+    raise<ShapeError>("{}: cannot reshape {} ({} elements) to {} ({} elements)", who,
+                      detail::shape_str(in), total, detail::shape_str(out), known);
+  }
+  return out;
+}
+
+DLAVM_INLINE std::vector<std::size_t> transpose_perm(std::span<const std::int64_t> perm,
+                                                     std::size_t rank, std::string_view who) {
+  std::vector<std::size_t> out(rank);
+  if (perm.empty()) {
+    for (std::size_t k = 0; k < rank; ++k) out[k] = rank - 1 - k;
+    return out;
+  }
+  std::vector<bool> seen(rank, false);
+  bool ok = perm.size() == rank;
+  for (std::size_t k = 0; ok && k < rank; ++k) {
+    const auto axis = normalize_axis(perm[k], rank);
+    ok = axis && !seen[*axis];
+    if (ok) {
+      seen[*axis] = true;
+      out[k] = *axis;
+    }
+  }
+  if (!ok)
+    raise<ValueError>("{}: attribute 'perm' [{}] is not a permutation of the {} dims", who,
+                      fmt::join(perm, ", "), rank);
+  return out;
+}
+
+DLAVM_INLINE void validate(const PadParams& p, std::size_t rank, std::string_view who) {
+  if (p.pad_before.size() != rank || p.pad_after.size() != rank)
+    raise<ValueError>(
+        "{}: attributes 'pad_before' [{}] and 'pad_after' [{}] need one entry per dim ({})", who,
+        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "), rank);
+  for (std::size_t k = 0; k < rank; ++k)
+    if (p.pad_before[k] < 0 || p.pad_after[k] < 0)
+      raise<ValueError>("{}: pads must be >= 0, got pad_before [{}], pad_after [{}]", who,
+                        fmt::join(p.pad_before, ", "), fmt::join(p.pad_after, ", "));
+}
+
+DLAVM_INLINE void check_pad_extent(const PadParams& p,
+                                   std::span<const std::optional<std::int64_t>> dims,
+                                   std::string_view who) {
+  if (p.mode == PadMode::Constant) return;
+  for (std::size_t k = 0; k < dims.size() && k < p.pad_before.size(); ++k) {
+    if (!dims[k]) continue;
+    const std::int64_t most = p.mode == PadMode::Reflect ? *dims[k] - 1 : *dims[k] > 0 ? -1 : 0;
+    if (p.mode == PadMode::Edge && *dims[k] < 1 && (p.pad_before[k] > 0 || p.pad_after[k] > 0))
+      raise<ShapeError>("{}: edge padding of dim {}, which is empty", who, k);
+    if (p.mode == PadMode::Reflect && (p.pad_before[k] > most || p.pad_after[k] > most))
+      raise<ShapeError>(
+          "{}: reflect padding of dim {} ({} elements) by {} and {}: each pad is at "
+          "most the dim - 1",
+          who, k, *dims[k], p.pad_before[k], p.pad_after[k]);
+  }
+}
+
+DLAVM_INLINE std::size_t flatten_axis(std::int64_t axis, std::size_t rank, std::string_view who) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis > r)
+    raise<ValueError>("{}: attribute 'axis' is {}, outside [{}, {}] for {} dims", who, axis, -r, r,
+                      r);
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE void check_pad_value(double value, DType dtype, std::string_view who) {
+  if (dtype.is_integral() &&
+      (std::floor(value) != value || value < static_cast<double>(dtype.min_value()) ||
+       value > static_cast<double>(dtype.max_value())))
+    raise<ValueError>("{}: attribute 'value' {} is not a {} value", who, value, dtype);
+}
+
+DLAVM_INLINE te::NDArray reshape(const te::NDArray& x, const ReshapeParams& p) {
+  return detail::with_shape(x, reshape_shape(x.shape(), p.newshape, "host::reshape"));
+}
+
+DLAVM_INLINE te::NDArray transpose(const te::NDArray& x, const TransposeParams& p) {
+  const auto perm = transpose_perm(p.perm, x.ndim(), "host::transpose");
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) out_shape[k] = x.shape()[perm[k]];
+  te::NDArray y(x.dtype(), out_shape);
+  if (x.dtype().is_float())
+    detail::transpose_loops(x.fdata().data(), y.fdata().data(), x.shape(), perm);
+  else
+    detail::transpose_loops(x.data().data(), y.data().data(), x.shape(), perm);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray flatten(const te::NDArray& x, const FlattenParams& p) {
+  const std::size_t axis = flatten_axis(p.axis, x.ndim(), "host::flatten");
+  const std::span<const std::int64_t> s = x.shape();
+  return detail::with_shape(x, {element_count(s.first(axis)), element_count(s.subspan(axis))});
+}
+
+DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p) {
+  constexpr std::string_view who = "host::concat";
+  if (xs.empty()) raise<ValueError>("{}: needs at least one input", who);
+  const te::NDArray& first = *xs[0];
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, first.ndim());
+  Shape out_shape = first.shape();
+  out_shape[axis] = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const te::NDArray& x = *xs[i];
+    detail::require_same_dtype(who, first, x);
+    bool match = x.ndim() == first.ndim();
+    for (std::size_t k = 0; match && k < x.ndim(); ++k)
+      match = k == axis || x.shape()[k] == first.shape()[k];
+    if (!match)
+      raise<ShapeError>("{}: input {} has shape {}, input 0 has {}; only dim {} may differ", who, i,
+                        detail::shape_str(x.shape()), detail::shape_str(first.shape()), axis);
+    out_shape[axis] += x.shape()[axis];
+  }
+  te::NDArray y(first.dtype(), out_shape);
+  const auto split = detail::split_at(out_shape, axis);
+  std::int64_t at = 0;  // offset within one outer slice of y
+  for (const te::NDArray* x : xs) {
+    const std::int64_t chunk = x->shape()[axis] * split.inner;
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      detail::copy_elements(*x, o * chunk, y, o * split.extent * split.inner + at, chunk);
+    at += chunk;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
+  constexpr std::string_view who = "host::pad";
+  validate(p, x.ndim(), who);
+  const DType t = x.dtype();
+  check_pad_value(p.value, t, who);
+  Shape out_shape(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k)
+    out_shape[k] = x.shape()[k] + p.pad_before[k] + p.pad_after[k];
+  te::NDArray y(t, out_shape);
+  if (p.mode != PadMode::Constant) {
+    std::vector<std::optional<std::int64_t>> dims(x.shape().begin(), x.shape().end());
+    check_pad_extent(p, dims, who);
+    // each element of y from the element of x its index maps to, dim by dim
+    const std::size_t rank = x.ndim();
+    std::vector<std::int64_t> index(rank, 0), from(rank, 0);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      for (std::size_t k = 0; k < rank; ++k) {
+        const std::int64_t n = x.shape()[k];
+        std::int64_t v = index[k] - p.pad_before[k];
+        if (p.mode == PadMode::Edge)
+          v = std::clamp<std::int64_t>(v, 0, n - 1);
+        else if (v < 0)
+          v = -v;
+        else if (v >= n)
+          v = 2 * (n - 1) - v;
+        from[k] = v;
+      }
+      const std::size_t src = x.offset(from, who);
+      if (t.is_float())
+        y.fdata()[i] = x.fdata()[src];
+      else
+        y.data()[i] = x.data()[src];
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++index[d] < out_shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return y;
+  }
+  if (t.is_float())
+    std::fill(y.fdata().begin(), y.fdata().end(), static_cast<float>(p.value));
+  else
+    std::fill(y.data().begin(), y.data().end(), static_cast<std::int64_t>(p.value));
+  if (x.size() == 0) return y;
+  // copy x row by row (its last dim) into the interior of y
+  const std::size_t rank = x.ndim();
+  if (rank == 0) {
+    detail::copy_elements(x, 0, y, 0, 1);
+    return y;
+  }
+  std::vector<std::int64_t> y_stride(rank, 1);
+  for (std::size_t k = rank; k-- > 1;) y_stride[k - 1] = y_stride[k] * out_shape[k];
+  const std::int64_t row = x.shape()[rank - 1];
+  std::vector<std::int64_t> index(rank, 0);  // index of the current row of x (last dim 0)
+  for (std::int64_t from = 0; from < static_cast<std::int64_t>(x.size()); from += row) {
+    std::int64_t to = 0;
+    for (std::size_t k = 0; k < rank; ++k) to += (index[k] + p.pad_before[k]) * y_stride[k];
+    detail::copy_elements(x, from, y, to, row);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < x.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/transform-inl.hpp
+#endif
+// end dlavm/host/transform.hpp
+
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::graph {
+
+Expr reshape(Expr x, const host::ReshapeParams& p);
+Expr transpose(Expr x, const host::TransposeParams& p = {});
+Expr flatten(Expr x, const host::FlattenParams& p = {});
+Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
+Expr pad(Expr x, const host::PadParams& p);
+// The parameters in a transpose call's attributes.
+host::TransposeParams transpose_params(const Attrs& attrs);
+
+void add_transform_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/transform-inl.hpp
+// Definitions for graph/ops/transform.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/transform.hpp
+// end dlavm/graph/ops/transform.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::ReshapeParams>& reshape_schema() {
+  static const auto schema = AttrSchema<host::ReshapeParams>().field(
+      "newshape", &host::ReshapeParams::newshape,
+      "the new dims: 0 keeps the input's dim, -1 takes what is left", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TransposeParams>& transpose_schema() {
+  static const auto schema = AttrSchema<host::TransposeParams>().field(
+      "perm", &host::TransposeParams::perm, "the input dim of each output dim (empty: reversed)");
+  return schema;
+}
+
+inline const AttrSchema<host::FlattenParams>& flatten_schema() {
+  static const auto schema = AttrSchema<host::FlattenParams>().field(
+      "axis", &host::FlattenParams::axis, "the dims before it make the rows, the rest the columns");
+  return schema;
+}
+
+inline const AttrSchema<host::ConcatParams>& concat_schema() {
+  static const auto schema = AttrSchema<host::ConcatParams>().field(
+      "axis", &host::ConcatParams::axis, "the dim the inputs are joined along", true);
+  return schema;
+}
+
+inline const AttrSchema<host::PadParams>& pad_schema() {
+  using P = host::PadParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("pad_before", &P::pad_before, "elements before, per dim", true)
+          .field("pad_after", &P::pad_after, "elements after, per dim", true)
+          .field("value", &P::value, "the value padded with (mode constant)")
+          .field("mode", &P::mode, "constant, edge (the nearest element) or reflect (mirrored)",
+                 {{"constant", host::PadMode::Constant},
+                  {"edge", host::PadMode::Edge},
+                  {"reflect", host::PadMode::Reflect}});
+  return schema;
+}
+
+inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
+// Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
+// only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
+inline TensorType reshape_type(const TypeCall& c) {
+  const auto newshape = params_of(c, reshape_schema()).newshape;
+  const auto& x = c.type(0).shape;
+  host::check_newshape(newshape, x.size(), c.label);
+  std::vector<ne::Expr> out(newshape.size());
+  std::vector<bool> copied(x.size(), false);
+  std::optional<std::size_t> infer;
+  ne::Expr known = 1;
+  for (std::size_t k = 0; k < newshape.size(); ++k) {
+    if (newshape[k] == -1) {
+      infer = k;
+    } else if (newshape[k] == 0) {
+      out[k] = x[k];
+      copied[k] = true;
+    } else {
+      out[k] = newshape[k];
+      known = known * newshape[k];
+    }
+  }
+  ne::Expr rest = 1;  // the dims of x no 0 entry copies
+  for (std::size_t k = 0; k < x.size(); ++k)
+    if (!copied[k]) rest = rest * x[k];
+  rest = ne::simplify(rest);
+  known = ne::simplify(known);
+  if (infer) {
+    const ne::Expr remainder = ne::simplify(ne::floormod(rest, known));
+    if (remainder.as_int() != 0)
+      raise<ShapeError>(
+          "{}: cannot reshape {} {} to [{}]: the dims not copied hold `{}` elements, which is "
+          "not provably a multiple of {}",
+          c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+    out[*infer] = ne::simplify(ne::floordiv(rest, known));
+  } else if (!ne::can_prove(rest == known)) {
+    raise<ShapeError>(
+        "{}: cannot reshape {} {} to [{}]: `{}` elements of x against {} (the dims not copied)",
+        c.label, c.arg(0), shape_text(x), fmt::join(newshape, ", "), rest, known);
+  }
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType transpose_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const auto perm = host::transpose_perm(params_of(c, transpose_schema()).perm, x.size(), c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = x[perm[k]];
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType flatten_type(const TypeCall& c) {
+  const std::span<const ne::Expr> x = c.type(0).shape;
+  const std::size_t axis =
+      host::flatten_axis(params_of(c, flatten_schema()).axis, x.size(), c.label);
+  return {{product(x.first(axis)), product(x.subspan(axis))}, c.type(0).dtype};
+}
+
+inline TensorType concat_type(const TypeCall& c) {
+  const auto& first = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", first.size());
+  ne::Expr extent = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, first.size());
+    for (std::size_t k = 0; k < first.size(); ++k)
+      if (k != axis)
+        c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), first[k],
+                        fmt::format("{} dim {}", c.arg(0), k));
+    extent = extent + c.type(i).shape[axis];
+  }
+  std::vector<ne::Expr> out = first;
+  out[axis] = ne::simplify(extent);
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType pad_type(const TypeCall& c) {
+  const host::PadParams p = pad_params(c.attrs);
+  const auto& x = c.type(0).shape;
+  host::validate(p, x.size(), c.label);
+  host::check_pad_value(p.value, c.type(0).dtype, c.label);
+  std::vector<std::optional<std::int64_t>> dims;
+  for (const auto& d : x) dims.push_back(d.as_int());
+  host::check_pad_extent(p, dims, c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k)
+    out[k] = ne::simplify(x[k] + (p.pad_before[k] + p.pad_after[k]));
+  return {std::move(out), c.type(0).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
+  return detail::transpose_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
+  return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr transpose(Expr x, const host::TransposeParams& p) {
+  return call("transpose", {std::move(x)}, detail::transpose_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr flatten(Expr x, const host::FlattenParams& p) {
+  return call("flatten", {std::move(x)}, detail::flatten_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
+  return call("concat", std::move(xs), detail::concat_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
+  return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
+  ops.add({.name = "reshape",
+           .attrs = detail::reshape_schema().specs(),
+           .type_rule = detail::reshape_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "transpose",
+           .attrs = detail::transpose_schema().specs(),
+           .type_rule = detail::transpose_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "flatten",
+           .attrs = detail::flatten_schema().specs(),
+           .type_rule = detail::flatten_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "concat",
+           .min_args = 1,
+           .max_args = OpRecord::kVariadic,
+           .attrs = detail::concat_schema().specs(),
+           .type_rule = detail::concat_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::concat(a, detail::concat_schema().from_attrs(attrs));
+           }});
+  ops.add({.name = "pad",
+           .attrs = detail::pad_schema().specs(),
+           .type_rule = detail::pad_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::pad(*a[0], detail::pad_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/transform-inl.hpp
+#endif
+// end dlavm/graph/ops/transform.hpp
+
+namespace dlavm::graph {
+
+// A registry with every op above; built afresh on each call (no global state).
+OpRegistry default_ops();
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops-inl.hpp
+// Definitions for graph/ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE OpRegistry default_ops() {
+  OpRegistry ops;
+  add_linear_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
+  add_elementwise_ops(ops);
+  add_quantize_ops(ops);
+  add_transform_ops(ops);
+  add_float_ops(ops);
+  return ops;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops-inl.hpp
+#endif
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                                     std::span<const ne::Binding> bindings,
+                                                     std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
+// The concrete shape of a type under the bindings; `what` names the node for messages.
+inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
+                                                std::span<const ne::Binding> bindings,
+                                                std::string_view what) {
+  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
+}
+
+using ArrayPtr = std::shared_ptr<const te::NDArray>;
+
+// Values are shared: constants are never copied.
+class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
+ public:
+  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
+            std::span<const ne::Binding> bindings, const OpRegistry& ops)
+      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
+    check_inputs(fn);
+  }
+
+  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
+    for (const NamedArray& in : inputs_)
+      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
+    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
+  }
+  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
+  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
+    const std::string label = names_.label(e);
+    if (!call.type)
+      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
+                        label);
+    const OpRecord& op = ops_.at(call.op());
+    std::vector<const te::NDArray*> arrays;
+    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
+    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
+    check_output(*call.type, *out, label);
+    return out;
+  }
+
+ private:
+  // The params and the state inputs: the reference takes the states' values as inputs.
+  void check_inputs(const Function& fn) const {
+    std::vector<Expr> leaves = fn.params();
+    for (const auto& st : fn.state()) leaves.push_back(st.input);
+    for (const NamedArray& in : inputs_) {
+      bool known = false;
+      for (const Expr& p : leaves) known = known || p.name() == in.name;
+      if (!known) {
+        std::vector<std::string_view> params;
+        for (const Expr& p : leaves) params.push_back(p.name());
+        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
+                          in.name, fmt::join(params, ", "));
+      }
+    }
+    for (const Expr& p : leaves) {
+      const NamedArray* given = nullptr;
+      for (const NamedArray& in : inputs_)
+        if (in.name == p.name()) given = &in;
+      const std::string what = fmt::format("input {}", names_.name(p));
+      if (given == nullptr)
+        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
+      const te::NDArray& a = given->value.get();
+      if (a.dtype() != p.type().dtype)
+        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
+                         a.dtype());
+      const auto want = concrete_shape(p.type(), bindings_, what);
+      if (a.shape() != want)
+        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
+                          what, type_text(p.type()), fmt::join(want, ", "),
+                          fmt::join(a.shape(), ", "));
+    }
+  }
+
+  void check_output(const TensorType& type, const te::NDArray& out,
+                    const std::string& label) const {
+    const auto want = concrete_shape(type, bindings_, label);
+    if (out.dtype() != type.dtype || out.shape() != want)
+      raise<ValueError>(
+          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
+          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
+          fmt::join(want, ", "));
+  }
+
+  NodeNames names_;
+  std::span<const NamedArray> inputs_;
+  std::span<const ne::Binding> bindings_;
+  const OpRegistry& ops_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].same_as(e)) return *values[i];
+  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
+                    e.defined() ? e.name() : std::string("<undefined>"));
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings,
+                                               const OpRegistry& ops) {
+  std::vector<te::NDArray> results;
+  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
+    results.push_back(*r);
+  return results;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings) {
+  return evaluate(fn, inputs, bindings, default_ops());
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings,
+                                            const OpRegistry& ops) {
+  detail::Evaluator ev(fn, inputs, bindings, ops);
+  EvaluationTrace trace;
+  ev.visit(fn.roots());
+  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
+  trace.nodes = post_order(fn.roots());
+  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
+  return trace;
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings) {
+  return evaluate_trace(fn, inputs, bindings, default_ops());
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/evaluate-inl.hpp
+#endif
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
+// requantize, relu, clip) become once they run in the accumulator after a convolution or a
+// dense layer, and the te stages that compute them. Invariants of an Epilogue:
+//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
+//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
+//   packed as
+//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
+//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
+//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
+//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
+//     plane into a block of its own, stored with the plane dim after the channel tiles
+//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
+//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
+// Immediates are checked by the VTA passes against the hardware's argument widths.
+//
+//   graph::Epilogue ep;
+//   ep.add_channel(DType::int32());        // + bias[c]
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
+//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct EpilogueStep {
+  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
+  Kind kind = Kind::Add;
+  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
+  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
+  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
+};
+
+// An operand the epilogue reads from DRAM.
+struct EpilogueInput {
+  enum class Kind : std::uint8_t { Channel, Tensor };
+  Kind kind = Kind::Channel;
+  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
+  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  std::vector<EpilogueInput> inputs;
+  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
+  static constexpr std::int64_t kPlanes = 4;
+
+  // Appends an immediate step, merging it into an earlier step where that is exact:
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
+  // immediate of `config` (vta::alu_imm_range);
+  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
+  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
+  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
+  // Appends `+ operand` for a new input; returns the input's index.
+  std::size_t add_channel(DType dtype = DType::int32());
+  std::size_t add_tensor(DType dtype);
+  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
+  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
+  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
+  // The stored bytes per element of the result.
+  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
+  friend bool operator==(const Epilogue&, const Epilogue&) = default;
+};
+
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
+// planes" last for an int32 result.
+std::string to_string(const Epilogue& e);
+
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
+// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
+// whose last two dims are the tile (BATCH, BLOCK_OUT).
+struct EpilogueStages {
+  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
+  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
+  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
+  std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
+  te::Tensor res;     // the int8 result (the stored stage)
+  std::size_t channel_dim = 1;
+
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
+  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
+  // attach to; none else.
+  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The dim of res that holds the planes.
+  std::size_t plane_dim() const { return channel_dim + 1; }
+  // The res axis that is dim `d` of the value without planes.
+  std::size_t res_dim(std::size_t d) const {
+    return planes.defined() && d >= plane_dim() ? d + 1 : d;
+  }
+
+  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
+  // the result (what vta::build takes, and what graph::build hands the program).
+  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
+
+  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
+  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
+  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
+  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
+  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
+  // `channel_tiles` once for each Channel operand.
+  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                  std::int64_t channel_tiles, int vthreads);
+};
+
+// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
+// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
+te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
+inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
+  return copy_stage(t, t.dtype(), std::move(name));
+}
+
+// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
+// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
+// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
+void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
+                   const te::IterVar& gemm_at);
+
+// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
+// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
+                             const std::string& name, std::size_t channel_dim = 1);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/epilogue-inl.hpp
+// Definitions for graph/strategy/epilogue.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
+                                const vta::Config& config) {
+  using K = EpilogueStep::Kind;
+  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
+  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
+  // likewise for min after [min, max].
+  if (steps.size() >= 2) {
+    auto& prev = steps[steps.size() - 2];
+    const auto& last = steps.back();
+    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
+      prev.imm = std::max(prev.imm, value);
+      return;
+    }
+    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
+      prev.imm = std::min(prev.imm, value);
+      return;
+    }
+  }
+  if (!steps.empty() && steps.back().kind == kind) {
+    auto& last = steps.back();
+    switch (kind) {
+      case K::Max:
+        last.imm = std::max(last.imm, value);
+        return;
+      case K::Min:
+        last.imm = std::min(last.imm, value);
+        return;
+      case K::Add: {
+        // merge only while the sum still fits the ALU's immediate
+        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
+        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
+          last.imm = sum;
+          return;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  steps.push_back({kind, value, 0});
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
+  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
+  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::string to_string(const Epilogue& e) {
+  std::vector<std::string> parts;
+  for (const auto& s : e.steps) {
+    switch (s.kind) {
+      case EpilogueStep::Kind::Add:
+        parts.push_back(fmt::format("+{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Shr:
+        parts.push_back(fmt::format(">>{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Max:
+        parts.push_back(fmt::format("max {}", s.imm));
+        break;
+      case EpilogueStep::Kind::Min:
+        parts.push_back(fmt::format("min {}", s.imm));
+        break;
+      case EpilogueStep::Kind::AddChannel:
+        parts.push_back(fmt::format("+channel#{}", s.input));
+        break;
+      case EpilogueStep::Kind::AddTensor:
+        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
+        break;
+    }
+  }
+  if (e.int32_result) parts.emplace_back("int32 planes");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
+  return te::compute_dynamic(
+      t.shape(),
+      [&](std::span<const ne::Var> i) {
+        te::Expr x = t.read({i.begin(), i.end()});
+        return dtype == t.dtype() ? x : te::cast(dtype, x);
+      },
+      std::move(name));
+}
+
+DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                                const te::Tensor& wgt_buf, const te::Tensor& acc,
+                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
+  s[inp_buf].set_scope(env.inp_scope);
+  s[wgt_buf].set_scope(env.wgt_scope);
+  s[acc].set_scope(env.acc_scope);
+  for (const auto& t : {inp_buf, wgt_buf}) {
+    s[t].compute_at(s[acc], reduce_step);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  s[acc].tensorize(gemm_at, env.gemm);
+}
+
+namespace detail {
+
+// acc(i...) op operand, one ALU stage.
+inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
+                                 const EpilogueStages& st, const std::string& name) {
+  using K = EpilogueStep::Kind;
+  return te::compute_dynamic(
+      prev.shape(),
+      [&](std::span<const ne::Var> i) -> te::Expr {
+        const std::vector<ne::Expr> idx(i.begin(), i.end());
+        const te::Expr x = prev.read(idx);
+        switch (step.kind) {
+          case K::Add:
+            return x + step.imm;
+          case K::Shr:
+            return x >> step.imm;
+          case K::Max:
+            return te::max(x, te::make_const(step.imm, x.dtype()));
+          case K::Min:
+            return te::min(x, te::make_const(step.imm, x.dtype()));
+          case K::AddChannel: {
+            const std::size_t r = idx.size();
+            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
+          }
+          case K::AddTensor:
+            return x + st.tensors[step.input].read(idx);
+        }
+        return x;
+      },
+      name);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
+                                          const Epilogue& e, const std::string& name,
+                                          std::size_t channel_dim) {
+  EpilogueStages st;
+  st.channel_dim = channel_dim;
+  const auto& shape = acc.shape();
+  const std::size_t rank = shape.size();
+  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
+    raise<ValueError>(
+        "internal: epilogue '{}' needs a packed {} accumulator of rank >= {}, got {} of rank {}, "
+        "please report",
+        name, env.acc_dtype, channel_dim + 3, acc.dtype(), rank);
+  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
+  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
+  st.channels.resize(e.inputs.size());
+  st.tensors.resize(e.inputs.size());
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const auto& in = e.inputs[k];
+    const auto in_name = fmt::format("{}_in{}", name, k);
+    if (in.kind == EpilogueInput::Kind::Channel) {
+      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
+      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
+      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
+    } else {
+      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
+      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
+    }
+  }
+  te::Tensor prev = acc;
+  for (std::size_t k = 0; k < e.steps.size(); ++k) {
+    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
+    prev = st.alu.back();
+  }
+  if (e.int32_result) {
+    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
+    std::vector<ne::Expr> planes_shape = shape;
+    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
+    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
+    st.planes = te::compute_dynamic(
+        planes_shape,
+        [&](std::span<const ne::Var> i) {
+          std::vector<ne::Expr> idx(i.begin(), i.end());
+          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
+          idx.erase(idx.begin() + at);
+          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
+        },
+        name + "_planes");
+    prev = st.planes;
+  }
+  st.res = copy_stage(prev, env.out_dtype, name);
+  return st;
+}
+
+DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
+  if (!planes.defined()) return {};
+  return {s[res].axis(plane_dim())};
+}
+
+DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
+                                           const te::IterVar& attach) const {
+  for (const auto& c : channels) {
+    if (!c.defined()) continue;
+    s[c].set_scope(env.acc_scope);
+    s[c].pragma(s[c].axis(0), env.dma_copy);
+  }
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    s[t].set_scope(env.acc_scope);
+    s[t].compute_at(s[res], attach);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  for (const auto& a : alu) {
+    s[a].set_scope(env.acc_scope);
+    s[a].compute_at(s[res], attach);
+    s[a].pragma(s[a].axis(0), env.alu);
+  }
+  if (planes.defined()) {
+    // one plane at a time, its shift an immediate once the plane loop is unrolled
+    const auto plane = s[res].axis(plane_dim());
+    s[planes].set_scope(env.acc_scope);
+    s[planes].compute_at(s[res], plane);
+    s[planes].pragma(s[planes].axis(0), env.alu);
+    s[res].unroll(plane);
+  }
+}
+
+DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
+    std::initializer_list<te::Tensor> anchor_args) const {
+  std::vector<te::Tensor> out(anchor_args);
+  out.insert(out.end(), inputs.begin(), inputs.end());
+  out.push_back(res);
+  return out;
+}
+
+DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                                      std::int64_t channel_tiles, int vthreads) {
+  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
+  for (const auto& in : e.inputs)
+    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
+  return entries;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/epilogue-inl.hpp
+#endif
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// Workloads and knob spaces: the plain data between fusion, the schedule choice and a
+// strategy's kernel, as TVM's tuning tasks and configuration spaces are.
+//
+//   Workload    one VTA kernel to build: the anchor op, its argument and result types, its
+//               normalized attributes and the fused epilogue. Compared and hashed by value,
+//               so a model's workloads can be listed once each (graph::workloads) and keyed
+//               in a tuning log (to_string is stable text).
+//   KnobSpace   the knobs a strategy's schedule takes for a workload (each a name and its
+//               candidate values), a check saying why a point cannot run (the SRAMs, the
+//               instruction fields) and the analytic cost the default choice minimizes.
+//   Knobs       one point of a space: the values in knob order, with their names.
+//   Chooser     the one interface through which knobs are chosen: choose(workload, space).
+//               The default takes the point of least estimated cost that passes the check
+//               (the first of equals in enumeration order, the last knob varying fastest); a
+//               tuner derives from it (a tuning log's best, falling back to the default).
+//
+//   const auto& s = *target.strategies.find(w.op);
+//   KnobSpace space = s.space(w, target.env);
+//   Knobs knobs = graph::Chooser().choose(w, space);      // "oc 2, h 7, w 14, ic 1, threads 2"
+//   VtaKernel k = s.declare(w, target.env, knobs, "conv2d0");
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Workload {
+  std::string op{};                // the anchor op ("conv2d")
+  std::vector<TensorType> args{};  // the anchor's argument types
+  TensorType result{};             // the anchor's result type (before the epilogue)
+  Attrs attrs{};                   // the anchor's normalized attributes
+  Epilogue epilogue{};             // the fused element-wise steps
+  friend bool operator==(const Workload& a, const Workload& b);
+};
+
+// "conv2d((1, 64, 56, 56) int8, (64, 64, 3, 3) int8; groups=1, padding=[1, 1, 1, 1],
+// strides=[1, 1]; +channel#0, >>8, max 0, min 127)": one line, stable across runs.
+std::string to_string(const Workload& w);
+std::size_t hash_value(const Workload& w);
+
+struct Knob {
+  std::string name;
+  std::vector<std::int64_t> values;  // the candidates, in enumeration order
+};
+
+// One point of a knob space.
+struct Knobs {
+  std::vector<std::string> names;
+  std::vector<std::int64_t> values;  // aligned with names
+  // The value of knob `name`; ValueError listing the knobs when there is none.
+  std::int64_t at(std::string_view name) const;
+  // The value of knob `name`, or `fallback` when the space has no such knob (a knob a
+  // strategy offers only for some workloads).
+  std::int64_t get(std::string_view name, std::int64_t fallback) const;
+  friend bool operator==(const Knobs&, const Knobs&) = default;
+};
+
+// "oc 2, h 7, w 14, ic 1, threads 2"
+std::string to_string(const Knobs& k);
+
+struct KnobSpace {
+  std::vector<Knob> knobs;
+  // Why the point (values in knob order) cannot run, or nullopt.
+  std::function<std::optional<std::string>(std::span<const std::int64_t>)> check;
+  // The analytic cost of a point that passes the check (estimated cycles).
+  std::function<double(std::span<const std::int64_t>)> estimate;
+
+  // The number of points (the product of the knobs' value counts).
+  std::size_t size() const;
+  // Point `index` of the enumeration, the last knob varying fastest.
+  std::vector<std::int64_t> point(std::size_t index) const;
+  // The point with its knobs' names.
+  Knobs knobs_of(std::span<const std::int64_t> values) const;
+};
+
+// The point of least estimate among those that pass the check (the first of equals in
+// enumeration order), or nullopt: the search the default Chooser runs.
+std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space);
+
+// Declared DLAVM_INLINE: an undeclared-inline virtual function would be the class's key
+// function, and every header-only unit would emit the vtable and the search behind it.
+class Chooser {
+ public:
+  virtual ~Chooser() = default;
+  // The default: the point of least estimate among those that pass the check. CapacityError
+  // naming the workload and the first point's reason when none passes.
+  DLAVM_INLINE virtual Knobs choose(const Workload& w, const KnobSpace& space) const;
+};
+
+}  // namespace dlavm::graph
+
+template <>
+struct std::hash<dlavm::graph::Workload> {
+  std::size_t operator()(const dlavm::graph::Workload& w) const {
+    return dlavm::graph::hash_value(w);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/workload-inl.hpp
+// Definitions for graph/strategy/workload.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
+// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
+// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
+// symbolic dims, and the search every default choice runs: the least estimated cost among
+// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
+// fitting one costed once).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
+//
+//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
+//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
+//                                                  check, estimate);
+//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
+
+// begin dlavm/graph/strategy/sram.hpp
+// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
+// included) and the micro-ops of its largest kernel, with the check that they fit a
+// configuration. Each strategy computes its footprint in one function (`footprint`), which
+// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
+// must match (a test holds the two equal for every default tiling).
+//
+//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
+//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlavm::graph {
+
+struct SramFootprint {
+  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
+  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
+  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
+};
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
+// micro-op buffer (so that every thread's kernels stay resident).
+inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
+  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
+  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+using ne::ceil_div;
+
+// The divisors of n >= 1, ascending.
+inline std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
+// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
+// module's traffic figures, evaluated per binding), so that each count has one formula.
+inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
+inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
+inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
+inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
+inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
+inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
+// `value` where `a >= b`, else 0.
+inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
+  return a >= b ? value : 0;
+}
+inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
+  return ne::select(a >= b, value, 0);
+}
+
+// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
+// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
+// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
+// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
+// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
+// kernel that reads only its outputs' rows.
+template <class Int>
+Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
+                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
+                 bool strided) {
+  if (strided) return outputs;
+  const Int blocks = vceil_div(outputs, block);
+  const auto reads = [&](const Int& j) {
+    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
+    const Int last_out = vmin((j + 1) * block, outputs) - 1;
+    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
+    return vmax(hi - lo + 1, Int(0));
+  };
+  const std::int64_t span = block * stride;
+  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
+  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
+  Int total = 0;
+  for (std::int64_t j = 0; j < first; ++j)
+    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
+  for (std::int64_t i = 0; i < last; ++i) {
+    const Int j = blocks - 1 - i;
+    total = total + when_at_least(j, Int(first), reads(j));
+  }
+  const Int middle = vmax(blocks - first - last, Int(0));
+  return total + middle * ((block - 1) * stride + kernel);
+}
+
+}  // namespace detail
+
+// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
+inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
+                                              std::int64_t block) {
+  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
+  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
+}
+
+// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
+// checked by check(t) and costed by estimate(t).
+template <class Tiling, class Check, class Estimate>
+KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
+  const auto tiling = [](std::span<const std::int64_t> v) {
+    Tiling t{};
+    auto fields = t.fields();
+    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
+    return t;
+  };
+  KnobSpace s;
+  s.knobs = std::move(knobs);
+  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
+  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
+  return s;
+}
+
+// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
+// none fits. fits runs once per candidate and cost once per fitting one.
+template <class Candidates, class Fits, class Cost>
+auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
+  using Tiling = ranges::range_value_t<Candidates>;
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/iota.hpp>
+
+#include <functional>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE bool operator==(const Workload& a, const Workload& b) {
+  if (a.op != b.op || a.args.size() != b.args.size() || !same_type(a.result, b.result) ||
+      !(a.attrs == b.attrs) || !(a.epilogue == b.epilogue))
+    return false;
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (!same_type(a.args[i], b.args[i])) return false;
+  return true;
+}
+
+DLAVM_INLINE std::string to_string(const Workload& w) {
+  std::vector<std::string> args;
+  for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
+  return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
+                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
+}
+
+DLAVM_INLINE std::size_t hash_value(const Workload& w) {
+  return std::hash<std::string>{}(to_string(w));
+}
+
+DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return values.at(i);
+  raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
+}
+
+DLAVM_INLINE std::int64_t Knobs::get(std::string_view name, std::int64_t fallback) const {
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == name) return values[i];
+  return fallback;
+}
+
+DLAVM_INLINE std::string to_string(const Knobs& k) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)
+    parts.push_back(fmt::format("{} {}", k.names[i], k.values[i]));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+DLAVM_INLINE std::size_t KnobSpace::size() const {
+  std::size_t n = 1;
+  for (const auto& k : knobs) n *= k.values.size();
+  return n;
+}
+
+DLAVM_INLINE std::vector<std::int64_t> KnobSpace::point(std::size_t index) const {
+  std::vector<std::int64_t> values(knobs.size());
+  for (std::size_t i = knobs.size(); i-- > 0;) {
+    const std::size_t n = knobs[i].values.size();
+    values[i] = knobs[i].values[index % n];
+    index /= n;
+  }
+  return values;
+}
+
+DLAVM_INLINE Knobs KnobSpace::knobs_of(std::span<const std::int64_t> values) const {
+  Knobs k;
+  for (const auto& knob : knobs) k.names.push_back(knob.name);
+  k.values.assign(values.begin(), values.end());
+  return k;
+}
+
+DLAVM_INLINE std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space) {
+  const auto points = ranges::views::iota(std::size_t{0}, space.size()) |
+                      ranges::views::transform([&](std::size_t i) { return space.point(i); });
+  return least_cost(
+      points, [&](const std::vector<std::int64_t>& p) { return !space.check(p); },
+      [&](const std::vector<std::int64_t>& p) { return space.estimate(p); });
+}
+
+DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) const {
+  if (auto best = least_cost_point(space)) return space.knobs_of(*best);
+  if (space.size() == 0) raise<CapacityError>("{}: its knob space is empty", to_string(w));
+  const auto first = space.point(0);
+  raise<CapacityError>("{}: none of the {} schedules of its knob space fits (the first, {}: {})",
+                       to_string(w), space.size(), to_string(space.knobs_of(first)),
+                       space.check(first).value_or("?"));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/workload-inl.hpp
+#endif
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24799,8 +24816,9 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
       plan.buffers[s.next].last = after_run;
       continue;
     }
-    // held packed: the packed value, at the state's capacity, is all the cache keeps
-    plan.buffers[s.value].bytes = 0;
+    // held packed: the packed value at the state's capacity, and in the state's own slot its
+    // counters (positions held, laid out for, written: runtime::append_packed's `held`)
+    plan.buffers[s.value].bytes = 3 * 8;
     plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
   }
 
@@ -26155,7 +26173,7 @@ struct StaticGroup {
 
 class Emitter {
  public:
-  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o) {
+  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o), sig_(m.signature()) {
     ns_ = identifier(o.ns.empty() ? m.name() : o.ns);
     collect_dims();
     check_steps();
@@ -26198,6 +26216,37 @@ class Emitter {
           if (std::none_of(dims_.begin(), dims_.end(),
                            [&](const ne::Var& x) { return x.id() == v.id(); }))
             dims_.push_back(v);
+    params_dims_ = dims_.size();
+    // after them, the growing dims of the states held packed: what each holds, not arguments
+    const auto sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      if (!sig.state[i].packed) continue;
+      for (const auto& d : m_.values()[sig.state[i].value].shape)
+        if (const auto* v = d.as<ne::VarNode>()) {
+          dims_.push_back(ne::Var(d));
+          held_by_.push_back(i);
+          (void)v;
+        }
+    }
+  }
+  // The growing dim k of state i held packed, and its length after a run (the state's
+  // variable plus the new positions).
+  std::size_t growing_dim(std::size_t i) const {
+    const auto& shape = m_.values()[sig_.state[i].value].shape;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (!shape[k].is_const()) return k;
+    return 0;
+  }
+  // The counters of state i held packed: {positions held, laid out for, written}.
+  std::string held(std::size_t i) const {
+    return fmt::format("s.template at<std::int64_t>({:#x}ULL)", plan_.address(sig_.state[i].value));
+  }
+  std::size_t appended_state(std::size_t step) const {
+    const auto sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i)
+      if (sig.state[i].packed == m_.steps()[step].output) return i;
+    raise<ValueError>("internal: deploy::emit: append step {} writes no state, please report",
+                      step);
   }
   std::string dim_name(const ne::VarNode& v) const {
     for (std::size_t k = 0; k < dims_.size(); ++k)
@@ -26236,10 +26285,11 @@ class Emitter {
   void check_steps() const {
     for (const auto& st : m_.signature().state)
       for (const auto& d : m_.values()[st.value].shape)
-        if (!d.is_const())
+        if (!d.is_const() && !st.packed)
           raise<ValueError>(
               "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
-              "states of constant shape only",
+              "states of constant shape, or a growing state that only VTA matmuls read (held "
+              "packed, appended to in place)",
               m_.name(), m_.values()[st.value].name, d);
     for (const auto& s : m_.steps()) {
       for (auto in : s.inputs) type_of(in);
@@ -26268,7 +26318,8 @@ class Emitter {
           check_host(s);
           break;
         case graph::ModuleStep::Kind::Append:
-          refuse(s, "appending to a state held packed has no firmware kernel");
+          if (m_.values()[s.output].shape.size() > 8)
+            refuse(s, "appending to a state of rank over 8 has no firmware kernel");
           break;
       }
     }
@@ -26538,9 +26589,20 @@ class Emitter {
     for (std::size_t k = 0; k < sig.results.size(); ++k)
       put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
           describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
-    for (const auto& st : sig.state)
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      const auto name = identifier(m_.values()[st.value].param);
+      if (st.packed) {
+        put(out,
+            "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
+            "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
+            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
+            name, ptr(*st.packed));
+        continue;
+      }
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
-          type_of(st.value), identifier(m_.values()[st.value].param), ptr(st.value));
+          type_of(st.value), name, ptr(st.value));
+    }
   }
 
   void static_streams(fmt::memory_buffer& out) const {
@@ -26639,7 +26701,7 @@ class Emitter {
         n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
     // run
     std::vector<std::string> args = {"Session& s"};
-    for (std::size_t k = 0; k < dims_.size(); ++k)
+    for (std::size_t k = 0; k < params_dims_; ++k)
       args.push_back(fmt::format("std::int64_t {}", identifier(dims_[k].name())));
     put(out,
         "\n// Runs the model for the dims given: every step in order.\n"
@@ -26647,12 +26709,23 @@ class Emitter {
         "  using dlavm::runtime::ModelStatus;\n"
         "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
         fmt::join(args, ", "));
-    for (std::size_t k = 0; k < dims_.size(); ++k) {
+    for (std::size_t k = 0; k < params_dims_; ++k) {
       const auto name = identifier(dims_[k].name());
       put(out,
           "  if ({0} < {1} || {0} > {2}) return ModelStatus::DimOutOfRange;\n"
           "  const std::int64_t d{3} = {0};\n",
           name, dims_[k].min(), dims_[k].max(), k);
+    }
+    for (std::size_t k = params_dims_; k < dims_.size(); ++k) {
+      // a growing dim: the positions its state holds, and room for this run's
+      const std::size_t i = held_by_[k - params_dims_];
+      const auto& st = sig_.state[i];
+      const auto& rows = m_.values()[st.next].logical[growing_dim(i)];
+      put(out,
+          "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
+          "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
+          k, held(i), dims_[k].name(), m_.values()[st.value].param, dims_[k].max(), expr(rows),
+          dims_[k].max() + 1);
     }
     if (!dims_.empty() && !replayed_.empty()) {  // what the replays read
       std::vector<std::string> ds;
@@ -26682,9 +26755,14 @@ class Emitter {
       }
       put(out, "  {}\n", host_call(s));
     }
-    for (const auto& st : m_.signature().state)
-      put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
-          plan_.buffers[st.value].bytes);
+    for (std::size_t i = 0; i < sig_.state.size(); ++i) {
+      const auto& st = sig_.state[i];
+      if (st.packed)  // the run succeeded: the appended positions are held
+        put(out, "  {}[0] += {};\n", held(i), expr(m_.values()[st.next].logical[growing_dim(i)]));
+      else
+        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
+            plan_.buffers[st.value].bytes);
+    }
     put(out, "  return st;\n}}\n");
   }
 
@@ -26694,6 +26772,21 @@ class Emitter {
     const auto& y = m_.values()[s.output];
     const auto& xs = x.logical;
     using K = graph::Layout::Kind;
+    if (s.kind == graph::ModuleStep::Kind::Append) {
+      const std::size_t i = appended_state(static_cast<std::size_t>(&s - m_.steps().data()));
+      const auto& st = sig_.state[i];
+      const auto& state = m_.values()[st.value];
+      const std::size_t axis = growing_dim(i);
+      std::vector<std::int64_t> shape;
+      for (const auto& d : state.shape) shape.push_back(d.is_const() ? *d.as_int() : 0);
+      return fmt::format(
+          "{{ static constexpr dlavm::runtime::PackedStateShape shape{{{}, {{{}}}, {{{}}}, {}, {}, "
+          "{}, {}}};\n    dlavm::runtime::append_packed(reinterpret_cast<std::uint8_t*>({}), "
+          "reinterpret_cast<const std::uint8_t*>({}), {}, {}, shape); }}",
+          shape.size(), fmt::join(shape, ", "), fmt::join(st.perm, ", "), axis, y.layout.rows,
+          y.layout.cols, state.dtype.bytes(), ptr(s.output), ptr(s.inputs[0]), expr(xs[axis]),
+          held(i));
+    }
     if (s.kind == graph::ModuleStep::Kind::Pack) {
       const auto& l = y.layout;
       if (l.kind == K::UnfoldedActivation) {
@@ -26864,8 +26957,11 @@ class Emitter {
 
   const graph::Module& m_;
   EmitOptions o_;
+  graph::ModuleSignature sig_;
   std::string ns_;
-  std::vector<ne::Var> dims_;
+  std::vector<ne::Var> dims_;  // the params' dims, then the growing dims of states held packed
+  std::size_t params_dims_ = 0;
+  std::vector<std::size_t> held_by_;  // the state of each growing dim
   graph::MemoryPlan plan_;
   std::vector<StaticGroup> groups_;
   std::vector<std::size_t> replayed_;

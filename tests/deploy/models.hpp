@@ -85,6 +85,13 @@ inline std::vector<Case> cases() {
   // one attention block: the batched matmuls' layouts and the host steps between them
   out.push_back(
       {"attention", models::Attention(64, 4, 32).function(), {}, "token", {1, 5, 32, 17}});
+  // an LLM decoder layer with its KV cache: a prefill, decode steps, a prefill past a tile of
+  // 16 positions (the cache's tiles move), decode again
+  out.push_back({"llm_layer",
+                 models::LlmLayer(64, 4, 128, 32).function(),
+                 {},
+                 "token",
+                 {5, 1, 1, 3, 1, 16, 1}});
   random_graphs::Rng rng{std::mt19937_64(77)};
   for (int k = 0; k < 6; ++k) {
     auto net = random_graphs::random_network(rng, static_cast<std::uint64_t>(k));

@@ -87,13 +87,15 @@ TEST_CASE("emit: ops without firmware kernels and unwritable places are refused 
   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16}, 3));
   fails(graph::function({rows}, {graph::dense(rows, w)}),
         "unpacking layout matrix[1x16, 4 planes] has no firmware kernel", int32_results);
-  // a growing state (a KV cache): the firmware copies whole state buffers
+  // a growing state (a KV cache) something besides a matmul reads: the firmware copies whole
+  // state buffers, and appends only to a cache held packed
   auto last = ne::var("last_token", 0, 9);
   auto cache = graph::state_input("k_cache", {last, 16}, DType::int8());
   auto keys = graph::concat({cache, rows}, {.axis = 0});
   fails(graph::function({rows}, {graph::cast(keys, DType::int32())}, {{cache, keys}}),
         "state %k_cache grows along `last_token`; the firmware header keeps states of constant "
-        "shape only");
+        "shape, or a growing state that only VTA matmuls read (held packed, appended to in "
+        "place)");
 }
 
 TEST_CASE("emit: a missing directory is an error naming the file") {

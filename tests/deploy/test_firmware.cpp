@@ -153,4 +153,23 @@ TEST_CASE("firmware: bad files, dims and calls get error codes, and nothing runs
         std::string::npos);
 }
 
+TEST_CASE("firmware: a KV cache too small for a run is refused, and the cache is unchanged") {
+  // llm_layer holds at most 32 positions (last_token in [0, 31]); the cache starts empty
+  const auto& e = entry("llm_layer");
+  Session s;
+  REQUIRE(e.open(s) == Status::Ok);
+  const auto weights = read(dir() + "/llm_layer.weights.bin");
+  REQUIRE(e.load_params(s, weights.data(), weights.size()) == Status::Ok);
+  REQUIRE(e.prepare(s) == Status::Ok);
+  const std::int64_t thirty[] = {30}, three[] = {3}, two[] = {2}, one[] = {1};
+  REQUIRE(e.run(s, thirty) == Status::Ok);
+  CHECK(llm_layer::state_k_cache_length(s) == 30);
+  CHECK(e.run(s, three) == Status::DimOutOfRange);  // 33 positions
+  CHECK(llm_layer::state_k_cache_length(s) == 30);
+  CHECK(e.run(s, two) == Status::Ok);  // 32: full
+  CHECK(llm_layer::state_v_cache_length(s) == 32);
+  CHECK(e.run(s, one) == Status::DimOutOfRange);
+  CHECK(llm_layer::state_k_cache_length(s) == 32);
+}
+
 }  // namespace firmware_test

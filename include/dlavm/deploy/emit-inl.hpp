@@ -77,7 +77,7 @@ struct StaticGroup {
 
 class Emitter {
  public:
-  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o) {
+  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o), sig_(m.signature()) {
     ns_ = identifier(o.ns.empty() ? m.name() : o.ns);
     collect_dims();
     check_steps();
@@ -120,6 +120,37 @@ class Emitter {
           if (std::none_of(dims_.begin(), dims_.end(),
                            [&](const ne::Var& x) { return x.id() == v.id(); }))
             dims_.push_back(v);
+    params_dims_ = dims_.size();
+    // after them, the growing dims of the states held packed: what each holds, not arguments
+    const auto sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      if (!sig.state[i].packed) continue;
+      for (const auto& d : m_.values()[sig.state[i].value].shape)
+        if (const auto* v = d.as<ne::VarNode>()) {
+          dims_.push_back(ne::Var(d));
+          held_by_.push_back(i);
+          (void)v;
+        }
+    }
+  }
+  // The growing dim k of state i held packed, and its length after a run (the state's
+  // variable plus the new positions).
+  std::size_t growing_dim(std::size_t i) const {
+    const auto& shape = m_.values()[sig_.state[i].value].shape;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (!shape[k].is_const()) return k;
+    return 0;
+  }
+  // The counters of state i held packed: {positions held, laid out for, written}.
+  std::string held(std::size_t i) const {
+    return fmt::format("s.template at<std::int64_t>({:#x}ULL)", plan_.address(sig_.state[i].value));
+  }
+  std::size_t appended_state(std::size_t step) const {
+    const auto sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i)
+      if (sig.state[i].packed == m_.steps()[step].output) return i;
+    raise<ValueError>("internal: deploy::emit: append step {} writes no state, please report",
+                      step);
   }
   std::string dim_name(const ne::VarNode& v) const {
     for (std::size_t k = 0; k < dims_.size(); ++k)
@@ -158,10 +189,11 @@ class Emitter {
   void check_steps() const {
     for (const auto& st : m_.signature().state)
       for (const auto& d : m_.values()[st.value].shape)
-        if (!d.is_const())
+        if (!d.is_const() && !st.packed)
           raise<ValueError>(
               "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
-              "states of constant shape only",
+              "states of constant shape, or a growing state that only VTA matmuls read (held "
+              "packed, appended to in place)",
               m_.name(), m_.values()[st.value].name, d);
     for (const auto& s : m_.steps()) {
       for (auto in : s.inputs) type_of(in);
@@ -190,7 +222,8 @@ class Emitter {
           check_host(s);
           break;
         case graph::ModuleStep::Kind::Append:
-          refuse(s, "appending to a state held packed has no firmware kernel");
+          if (m_.values()[s.output].shape.size() > 8)
+            refuse(s, "appending to a state of rank over 8 has no firmware kernel");
           break;
       }
     }
@@ -460,9 +493,20 @@ class Emitter {
     for (std::size_t k = 0; k < sig.results.size(); ++k)
       put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
           describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
-    for (const auto& st : sig.state)
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      const auto name = identifier(m_.values()[st.value].param);
+      if (st.packed) {
+        put(out,
+            "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
+            "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
+            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
+            name, ptr(*st.packed));
+        continue;
+      }
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
-          type_of(st.value), identifier(m_.values()[st.value].param), ptr(st.value));
+          type_of(st.value), name, ptr(st.value));
+    }
   }
 
   void static_streams(fmt::memory_buffer& out) const {
@@ -561,7 +605,7 @@ class Emitter {
         n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
     // run
     std::vector<std::string> args = {"Session& s"};
-    for (std::size_t k = 0; k < dims_.size(); ++k)
+    for (std::size_t k = 0; k < params_dims_; ++k)
       args.push_back(fmt::format("std::int64_t {}", identifier(dims_[k].name())));
     put(out,
         "\n// Runs the model for the dims given: every step in order.\n"
@@ -569,12 +613,23 @@ class Emitter {
         "  using dlavm::runtime::ModelStatus;\n"
         "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
         fmt::join(args, ", "));
-    for (std::size_t k = 0; k < dims_.size(); ++k) {
+    for (std::size_t k = 0; k < params_dims_; ++k) {
       const auto name = identifier(dims_[k].name());
       put(out,
           "  if ({0} < {1} || {0} > {2}) return ModelStatus::DimOutOfRange;\n"
           "  const std::int64_t d{3} = {0};\n",
           name, dims_[k].min(), dims_[k].max(), k);
+    }
+    for (std::size_t k = params_dims_; k < dims_.size(); ++k) {
+      // a growing dim: the positions its state holds, and room for this run's
+      const std::size_t i = held_by_[k - params_dims_];
+      const auto& st = sig_.state[i];
+      const auto& rows = m_.values()[st.next].logical[growing_dim(i)];
+      put(out,
+          "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
+          "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
+          k, held(i), dims_[k].name(), m_.values()[st.value].param, dims_[k].max(), expr(rows),
+          dims_[k].max() + 1);
     }
     if (!dims_.empty() && !replayed_.empty()) {  // what the replays read
       std::vector<std::string> ds;
@@ -604,9 +659,14 @@ class Emitter {
       }
       put(out, "  {}\n", host_call(s));
     }
-    for (const auto& st : m_.signature().state)
-      put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
-          plan_.buffers[st.value].bytes);
+    for (std::size_t i = 0; i < sig_.state.size(); ++i) {
+      const auto& st = sig_.state[i];
+      if (st.packed)  // the run succeeded: the appended positions are held
+        put(out, "  {}[0] += {};\n", held(i), expr(m_.values()[st.next].logical[growing_dim(i)]));
+      else
+        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
+            plan_.buffers[st.value].bytes);
+    }
     put(out, "  return st;\n}}\n");
   }
 
@@ -616,6 +676,21 @@ class Emitter {
     const auto& y = m_.values()[s.output];
     const auto& xs = x.logical;
     using K = graph::Layout::Kind;
+    if (s.kind == graph::ModuleStep::Kind::Append) {
+      const std::size_t i = appended_state(static_cast<std::size_t>(&s - m_.steps().data()));
+      const auto& st = sig_.state[i];
+      const auto& state = m_.values()[st.value];
+      const std::size_t axis = growing_dim(i);
+      std::vector<std::int64_t> shape;
+      for (const auto& d : state.shape) shape.push_back(d.is_const() ? *d.as_int() : 0);
+      return fmt::format(
+          "{{ static constexpr dlavm::runtime::PackedStateShape shape{{{}, {{{}}}, {{{}}}, {}, {}, "
+          "{}, {}}};\n    dlavm::runtime::append_packed(reinterpret_cast<std::uint8_t*>({}), "
+          "reinterpret_cast<const std::uint8_t*>({}), {}, {}, shape); }}",
+          shape.size(), fmt::join(shape, ", "), fmt::join(st.perm, ", "), axis, y.layout.rows,
+          y.layout.cols, state.dtype.bytes(), ptr(s.output), ptr(s.inputs[0]), expr(xs[axis]),
+          held(i));
+    }
     if (s.kind == graph::ModuleStep::Kind::Pack) {
       const auto& l = y.layout;
       if (l.kind == K::UnfoldedActivation) {
@@ -786,8 +861,11 @@ class Emitter {
 
   const graph::Module& m_;
   EmitOptions o_;
+  graph::ModuleSignature sig_;
   std::string ns_;
-  std::vector<ne::Var> dims_;
+  std::vector<ne::Var> dims_;  // the params' dims, then the growing dims of states held packed
+  std::size_t params_dims_ = 0;
+  std::vector<std::size_t> held_by_;  // the state of each growing dim
   graph::MemoryPlan plan_;
   std::vector<StaticGroup> groups_;
   std::vector<std::size_t> replayed_;

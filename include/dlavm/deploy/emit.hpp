@@ -17,9 +17,13 @@
 // region map and alignment (the insts and uop regions are sized here: each static stream its
 // slot, one shared slot for the replayed ones, as large as their bound).
 //
+// A growing state the module holds packed (a KV cache, graph::ModuleState::packed) keeps its
+// length in the cache region: run() takes the other dims only, binds the growing one to the
+// positions held and refuses a run the cache has no room for (DimOutOfRange).
+//
 // A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
-// the op; so are dtypes firmware does not hold (only 8, 16, 32 and 64-bit integers and
-// float32) and unwritable files.
+// the op; so are any other growing state, dtypes firmware does not hold (only 8, 16, 32 and
+// 64-bit integers and float32) and unwritable files.
 #pragma once
 
 #include <dlavm/core/api.hpp>

@@ -6,7 +6,8 @@
 // the array's dim i; a transpose between the cache and the matmul that reads it), in
 // matmul_weight layout: [B..., K, N] -> [prod(B), N/R, K/T, R, T]. The growing dim must be K
 // or N. When a run's positions need another tile along it, the held tiles move to their new
-// places in the same buffer (once every R or T positions), and the new tiles start at zero.
+// places in the same buffer (once every R or T positions), and the new tiles start at zero:
+// runtime::append_packed, the kernel firmware runs on the same bytes.
 //
 //   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
 //                              {graph::Layout::Kind::MatmulWeight, 16, 16});
@@ -19,6 +20,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/runtime/kernels.hpp>
 #include <dlavm/te/ndarray.hpp>
 
 #include <cstddef>
@@ -37,13 +39,13 @@ class AppendedState {
                 std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
 
   // The positions the state holds.
-  std::int64_t length() const { return length_; }
+  std::int64_t length() const { return held_[0]; }
   // Writes `rows` (the state's shape, any length along the growing dim) after the held
   // positions; bytes() then holds length() + that many, and commit() makes them the state.
   // Until then length() is unchanged: a run that fails after its append leaves the state as
   // it was (the next append overwrites what it wrote).
   void append(const te::NDArray& rows);
-  void commit() { length_ = pending_; }
+  void commit() { held_[0] = pending_; }
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
   // The state as an array, and a whole new one (its length along the growing dim, the
@@ -52,31 +54,16 @@ class AppendedState {
   void assign(const te::NDArray& state);
 
  private:
-  // The packed array's leading dims at a length: products, N / R and K / T tiles.
-  struct Grid {
-    std::int64_t products = 0, n_tiles = 0, k_tiles = 0;
-  };
-  Grid grid(std::int64_t length) const;
-  // The positions the tiles of a packed array of `length` positions hold along the growing dim.
-  std::int64_t extent(std::int64_t length) const;
-  // Moves the held tiles to where a packed array of `length` positions keeps them.
-  void lay_out(std::int64_t length);
-  // Zeroes the positions [from, to) of the growing dim (the tail of the last tile).
-  void clear(std::int64_t from, std::int64_t to);
-  // The byte offset of state element `index` in the array laid out as `g`.
-  std::size_t offset(const Grid& g, std::span<const std::int64_t> index) const;
   void check_rows(const te::NDArray& rows, std::string_view what) const;
 
   DType dtype_;
   std::vector<std::int64_t> shape_;  // the growing dim's entry unused
   std::size_t axis_;
-  std::vector<std::int64_t> perm_;
-  Layout layout_;
   std::string name_;
-  std::size_t width_;  // bytes per element
-  std::int64_t length_ = 0, pending_ = 0;
-  std::int64_t laid_ = 0;     // the length bytes_ is laid out for
-  std::int64_t written_ = 0;  // positions at or past it are zero
+  runtime::PackedStateShape packed_;
+  // {positions held, the length bytes_ is laid out for, positions written} (runtime kernel)
+  std::int64_t held_[3] = {};
+  std::int64_t pending_ = 0;
   std::vector<std::uint8_t> bytes_;
 };
 

@@ -236,8 +236,9 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
       plan.buffers[s.next].last = after_run;
       continue;
     }
-    // held packed: the packed value, at the state's capacity, is all the cache keeps
-    plan.buffers[s.value].bytes = 0;
+    // held packed: the packed value at the state's capacity, and in the state's own slot its
+    // counters (positions held, laid out for, written: runtime::append_packed's `held`)
+    plan.buffers[s.value].bytes = 3 * 8;
     plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
   }
 

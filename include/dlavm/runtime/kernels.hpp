@@ -94,6 +94,143 @@ void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_
   }
 }
 
+// ---- a growing state held packed (a KV cache a matmul reads as its weight) ---------------
+// The state [S0, ..., S(rank-1)], its growing dim `axis` at some length, is kept with its dims
+// permuted (packed dim i is the state's dim perm[i]) as the matmul weight [B..., K, N] in
+// VTA's layout [prod(B), N/rows, K/cols, rows, cols], `width` bytes per element (DRAM's
+// little-endian bytes). The growing dim is K or N. `held` = {the positions held, the length the
+// bytes are laid out for, the positions written (the bytes past them are zero)}: what a run
+// that fails after its append leaves behind is undone by the next append.
+struct PackedStateShape {
+  std::int64_t rank = 0;
+  std::int64_t shape[8] = {};  // the growing dim's entry is not read
+  std::int64_t perm[8] = {};
+  std::int64_t axis = 0, rows = 1, cols = 1, width = 1;
+};
+
+namespace detail {
+
+struct PackedGrid {
+  std::int64_t products = 1, n_tiles = 0, k_tiles = 0;
+};
+
+inline std::int64_t packed_dim(const PackedStateShape& s, std::int64_t i, std::int64_t length) {
+  return s.perm[i] == s.axis ? length : s.shape[s.perm[i]];
+}
+
+inline PackedGrid packed_grid(const PackedStateShape& s, std::int64_t length) {
+  PackedGrid g;
+  for (std::int64_t i = 0; i + 2 < s.rank; ++i) g.products *= packed_dim(s, i, length);
+  g.n_tiles = (packed_dim(s, s.rank - 1, length) + s.rows - 1) / s.rows;
+  g.k_tiles = (packed_dim(s, s.rank - 2, length) + s.cols - 1) / s.cols;
+  return g;
+}
+
+// Moves the tiles of a layout for `from` positions to where a layout for `to` keeps them (the
+// buffer holds both); the new tiles become zero.
+inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::int64_t from,
+                           std::int64_t to) {
+  const PackedGrid a = packed_grid(s, from), b = packed_grid(s, to);
+  if (a.n_tiles == b.n_tiles && a.k_tiles == b.k_tiles) return;
+  const std::int64_t tile = s.rows * s.cols * s.width;
+  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * a.n_tiles + n) * a.k_tiles + k) * tile;
+  };
+  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * b.n_tiles + n) * b.k_tiles + k) * tile;
+  };
+  const std::int64_t n_kept = a.n_tiles < b.n_tiles ? a.n_tiles : b.n_tiles;
+  const std::int64_t k_kept = a.k_tiles < b.k_tiles ? a.k_tiles : b.k_tiles;
+  const auto move = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    if (old_at(p, n, k) != new_at(p, n, k))
+      std::memmove(bytes + new_at(p, n, k), bytes + old_at(p, n, k),
+                   static_cast<std::size_t>(tile));
+  };
+  if (b.n_tiles >= a.n_tiles && b.k_tiles >= a.k_tiles) {
+    // growing: every tile moves to a place at or after its old one, so moving the last tile
+    // first never overwrites one still to move
+    for (std::int64_t p = b.products; p-- > 0;)
+      for (std::int64_t n = n_kept; n-- > 0;)
+        for (std::int64_t k = k_kept; k-- > 0;) move(p, n, k);
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < b.n_tiles; ++n)
+        for (std::int64_t k = 0; k < b.k_tiles; ++k)
+          if (n >= a.n_tiles || k >= a.k_tiles)
+            std::memset(bytes + new_at(p, n, k), 0, static_cast<std::size_t>(tile));
+  } else {
+    // shrinking (after a run that failed): the first tile first, each to a place at or before
+    // its old one
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < n_kept; ++n)
+        for (std::int64_t k = 0; k < k_kept; ++k) move(p, n, k);
+  }
+}
+
+// Calls f(state index, packed byte offset) for every element of the state's positions
+// [from, to) along its growing dim, in row-major order of those positions, in the layout for
+// `laid` positions.
+template <class F>
+void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
+                     std::int64_t to, F&& f) {
+  if (from >= to) return;
+  std::int64_t extent[8] = {}, index[8] = {};
+  for (std::int64_t k = 0; k < s.rank; ++k) {
+    extent[k] = k == s.axis ? to - from : s.shape[k];
+    if (extent[k] == 0) return;
+  }
+  const PackedGrid g = packed_grid(s, laid);
+  for (;;) {
+    std::int64_t at[8] = {};
+    for (std::int64_t k = 0; k < s.rank; ++k) at[k] = index[k] + (k == s.axis ? from : 0);
+    std::int64_t product = 0;
+    for (std::int64_t i = 0; i + 2 < s.rank; ++i)
+      product = product * s.shape[s.perm[i]] + at[s.perm[i]];
+    const std::int64_t kk = at[s.perm[s.rank - 2]], n = at[s.perm[s.rank - 1]];
+    const std::int64_t t = (product * g.n_tiles + n / s.rows) * g.k_tiles + kk / s.cols;
+    f(at, ((t * s.rows + n % s.rows) * s.cols + kk % s.cols) * s.width);
+    std::int64_t k = s.rank;
+    while (k-- > 0) {
+      if (++index[k] < extent[k]) break;
+      index[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+}  // namespace detail
+
+// The packed bytes of `length` positions.
+inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t length) {
+  const detail::PackedGrid g = detail::packed_grid(s, length);
+  return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
+}
+
+// Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
+// row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
+// count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
+// are held[0] + count, and the caller advances held[0] once the run has succeeded.
+inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
+                          std::int64_t* held, const PackedStateShape& s) {
+  const std::int64_t length = held[0] + count;
+  detail::lay_out_packed(packed, s, held[1], length);
+  held[1] = length;
+  // what a failed run wrote past the held positions that this one does not overwrite
+  const std::int64_t extent =
+      detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
+  const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
+  const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
+  detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
+                          [&](const std::int64_t*, std::int64_t at) {
+                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
+                          });
+  held[2] = length;
+  std::int64_t i = 0;
+  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
+    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
+    ++i;
+  });
+}
+
 // y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
 template <class T>
 void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
