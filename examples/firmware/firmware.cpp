@@ -1,11 +1,14 @@
-// A firmware-style program: it includes the headers deploy::emit generated for ResNet-18 and
-// the symbolic-batch MLP (namespaces resnet18 and mlp), loads their weights, places their
-// static streams (ResNet-18's from its insts file, the MLP's from its header) and runs both
-// through the VTA driver C API, with the simulator behind it (sim_driver.cpp); each run's
-// output must equal graph::Module::run's, which gen_models recorded. Plain C++17 without
+// A firmware-style program: it includes the headers deploy::emit generated for ResNet-18, the
+// symbolic-batch MLP and the LLM decoder layer (namespaces resnet18, mlp and llm_layer), loads
+// their weights, places their static streams (ResNet-18's from its insts file, the others' from
+// their headers) and runs them through the VTA driver C API, with the simulator behind it
+// (sim_driver.cpp); each run's output must equal graph::Module::run's, which gen_models
+// recorded. The LLM layer runs a decode loop: its KV cache stays in the model's memory from
+// one run to the next, as in the host module. Plain C++17 without
 // exceptions or RTTI, no heap: what a board's firmware would be. Built natively, and for
 // 32-bit ARM (run under qemu-arm) by the test suite.
 //   firmware MODEL_DIR [--log]
+#include "llm_layer.hpp"
 #include "mlp.hpp"
 #include "resnet18.hpp"
 #include <cstdint>
@@ -114,10 +117,41 @@ int main(int argc, char** argv) {
   // a batch outside the MLP's range is refused, with nothing run
   const bool refused = mlp::run(mlp, 257) == ModelStatus::DimOutOfRange;
   std::printf("  mlp at 257: %s\n", refused ? "refused (dim out of range)" : "NOT refused");
-  if (!resnet_ok || !mlp_ok || !refused) {
+
+  // the LLM layer: a prefill, then decode steps, one token per run, the cache growing in the
+  // model's memory
+  llm_layer::Session llm;
+  n = read_file(dir, "llm_layer.weights.bin", weights, sizeof weights);
+  if (!ok(llm_layer::open(llm), "llm_layer open") ||
+      !ok(llm_layer::load_params(llm, weights, n), "llm_layer weights") ||
+      !ok(llm_layer::prepare(llm), "llm_layer streams"))
+    return 1;
+  if (log) llm.set_log(print_line, nullptr);
+  n = read_file(dir, "llm_layer.reference.bin", reference, sizeof reference);
+  const bool llm_ok = check_runs(
+      "llm_layer", reference, n,
+      [&](std::int64_t token, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        std::memcpy(llm_layer::input_x(llm), in, bytes);
+        out = llm_layer::output_0(llm);
+        const std::int64_t held = llm_layer::state_k_cache_length(llm);
+        const bool ran = ok(llm_layer::run(llm, token), "llm_layer run");
+        std::printf("  llm_layer: %lld cached positions + %lld -> %lld\n",
+                    static_cast<long long>(held), static_cast<long long>(token),
+                    static_cast<long long>(llm_layer::state_k_cache_length(llm)));
+        return ran;
+      });
+  // a run past the cache's 128 positions is refused, with nothing run and the cache kept
+  const std::int64_t held = llm_layer::state_k_cache_length(llm);
+  const bool full = llm_layer::run(llm, 128) == ModelStatus::DimOutOfRange &&
+                    llm_layer::state_k_cache_length(llm) == held;
+  std::printf("  llm_layer at %lld + 128: %s\n", static_cast<long long>(held),
+              full ? "refused (the cache holds 128 positions)" : "NOT refused");
+  if (!resnet_ok || !mlp_ok || !refused || !llm_ok || !full) {
     std::printf("FAIL: the firmware's outputs differ from the host's\n");
     return 1;
   }
-  std::printf("PASS: ResNet-18 and the MLP in firmware equal graph::Module::run\n");
+  std::printf(
+      "PASS: ResNet-18, the MLP and the LLM layer's decode loop in firmware equal "
+      "graph::Module::run\n");
   return 0;
 }

@@ -1,8 +1,9 @@
-// The firmware example's model program: builds ResNet-18 and the symbolic-batch MLP, emits
-// each for firmware (deploy::emit: <name>.hpp, <name>.weights.bin, <name>.insts.bin) and
-// writes reference runs the firmware checks itself against: the inputs and the outputs of
-// graph::Module::run on the simulator (<name>.reference.bin: per run, the dim value, the
-// input's bytes, the output's bytes). dlavm_add_model runs it at build time.
+// The firmware example's model program: builds ResNet-18, the symbolic-batch MLP and the LLM
+// decoder layer with its KV cache, emits each for firmware (deploy::emit: <name>.hpp,
+// <name>.weights.bin, <name>.insts.bin) and writes reference runs the firmware checks itself
+// against: the inputs and the outputs of graph::Module::run on the simulator (<name>.reference.bin:
+// per run, the dim value, the input's bytes, the output's bytes). dlavm_add_model runs it at build
+// time.
 //   gen_models OUT_DIR [--image N] [--debug]
 #include <dlavm/dlavm.hpp>
 
@@ -44,7 +45,8 @@ void write(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::fclose(f);
 }
 
-// Emits `mod` and runs it on the simulator for each dim value: one record per run.
+// Emits `mod` and runs it on the simulator for each dim value, in order (a state carried from
+// run to run, as the firmware carries it): one record per run.
 void emit_with_reference(graph::Module& mod, const std::string& dir, const std::string& input,
                          const std::vector<std::int64_t>& values, const std::string& dim,
                          const std::function<te::NDArray(std::int64_t)>& make_input,
@@ -111,6 +113,19 @@ int main(int argc, char** argv) try {
                                                      100 + static_cast<std::uint64_t>(b));
                         },
                         {.ns = "mlp", .debug = debug});
+  }
+  {  // the gallery's LLM decoder layer (d_model 512, 8 heads, FFN 2048) with its KV cache, for
+     // a context of 128 positions (the memory plan sizes every buffer for the longest run: at
+     // 2048 its float scores alone would take 128 MB): a prefill of 8 tokens, decode steps, a
+     // prefill of 9 that moves the cache's tiles past 16 positions, and decode again
+    const models::LlmLayer net(512, 8, 2048, 128);
+    auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
+    emit_with_reference(mod, dir, "x", {8, 1, 1, 1, 1, 9, 1, 1}, "token",
+                        [](std::int64_t t) {
+                          return te::NDArray::random(dlavm::DType::int8(), {1, t, 512},
+                                                     300 + static_cast<std::uint64_t>(t));
+                        },
+                        {.ns = "llm_layer", .debug = debug});
   }
   return 0;
 } catch (const std::exception& e) {

@@ -9672,7 +9672,7 @@ void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y
     for (std::int64_t c = 0; c < channels; ++c)
       for (std::int64_t k = 0; k < inner; ++k, ++i) {
         const std::int64_t r =
-            float_to_int(x[i] / scale[c], std::int64_t{-1} << 40, std::int64_t{1} << 40) +
+            float_to_int(x[i] / scale[c], -(std::int64_t{1} << 40), std::int64_t{1} << 40) +
             static_cast<std::int64_t>(zero[c]);
         y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
       }
