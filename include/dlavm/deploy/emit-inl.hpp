@@ -670,8 +670,9 @@ class Emitter {
     put(out, "  return st;\n}}\n");
   }
 
-  // The firmware call of one host step.
-  std::string host_call(const graph::ModuleStep& s) const {
+  // The firmware call of a step that converts a layout: pack, unpack, or an append to a state
+  // held packed.
+  std::string layout_call(const graph::ModuleStep& s) const {
     const auto& x = m_.values()[s.inputs[0]];
     const auto& y = m_.values()[s.output];
     const auto& xs = x.logical;
@@ -719,11 +720,17 @@ class Emitter {
                          ptr(s.inputs[0]), ptr(s.output), products, m, c, x.layout.rows,
                          x.layout.cols);
     }
-    if (s.kind == graph::ModuleStep::Kind::Unpack) {
-      const auto [a, b, h, w] = tiled4(x.layout, xs);
-      return fmt::format("dlavm::runtime::unpack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
-                         ptr(s.inputs[0]), ptr(s.output), a, b, h, w, x.layout.rows, x.layout.cols);
-    }
+    const auto [a, b, h, w] = tiled4(x.layout, xs);
+    return fmt::format("dlavm::runtime::unpack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
+                       ptr(s.inputs[0]), ptr(s.output), a, b, h, w, x.layout.rows, x.layout.cols);
+  }
+
+  // The firmware call of one host step.
+  std::string host_call(const graph::ModuleStep& s) const {
+    if (s.kind != graph::ModuleStep::Kind::Host) return layout_call(s);
+    const auto& x = m_.values()[s.inputs[0]];
+    const auto& y = m_.values()[s.output];
+    const auto& xs = x.logical;
     const auto in = [&](std::size_t k) { return ptr(s.inputs[k]); };
     const auto out = ptr(s.output);
     const auto& op = s.op;

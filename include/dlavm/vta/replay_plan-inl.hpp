@@ -325,12 +325,8 @@ DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t
   return general_[static_cast<std::size_t>(f.general)](std::span<const std::int64_t>(a, f.count));
 }
 
-DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
-                                    std::span<const ne::Binding> bindings,
-                                    std::span<const std::uint64_t> phys) const {
-  std::vector<std::int64_t> regs(2 * static_cast<std::size_t>(registers_));
-  std::int64_t* const r = regs.data();
-  std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
+DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
+                                   std::int64_t* regs) const {
   for (const auto& s : symbols_) {
     const auto& v = *s.var.as<ne::VarNode>();
     const ne::Binding* given = nullptr;
@@ -344,40 +340,52 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
     if (given->value < v.min || given->value > v.max)
       raise<ValueError>("symbolic dim '{}' = {} is outside its range [{}, {}]", v.name,
                         given->value, v.min, v.max);
-    r[s.slot] = given->value;
+    regs[s.slot] = given->value;
   }
-  for (const auto& [f, reg] : invariants_) r[reg] = general(f, r);
+  for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
+}
+
+DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
+                                            const runtime::Replay<HostStreamStorage>& replay,
+                                            const Op& op, const std::int64_t* regs) const {
+  const te::CallNode& call = *op.call;
+  const runtime::WriterError e = b.writer().error();
+  if (e.status == runtime::Status::EmptyTransfer) {
+    const bool load = call.name == intrin::load;
+    raise<ValueError>(
+        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+        "(all padding or empty), which a VTA transfer cannot express",
+        p.name(), e.field == vta::Field::y_size ? "y_size" : "x_size",
+        call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
+  }
+  if (e.status == runtime::Status::Misaligned) {
+    const auto mem =
+        e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, regs));
+    raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
+                      p.env().config.elem_bytes(mem), runtime::mem_name(mem));
+  }
+  if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
+    raise<ScheduleError>(
+        "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+        "module, which share no token queue",
+        e.index, runtime::queue_name(e.to), replay.deps().unordered(), runtime::queue_name(e.from));
+  b.check("dep_pop");
+}
+
+DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
+                                    std::span<const ne::Binding> bindings,
+                                    std::span<const std::uint64_t> phys) const {
+  std::vector<std::int64_t> regs(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = regs.data();
+  std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
+  bind(bindings, r);
   std::vector<runtime::RegionState> states(p.regions().size());
   std::vector<runtime::UopOp> uops(p.max_kernel_ops());
   runtime::Replay<HostStreamStorage> replay(b.writer(), p.env().config.uop_depth(), p.elem_bytes(),
                                             p.regions().data(), states.data(), p.regions().size(),
                                             phys.data(), {uops.data(), uops.size()});
-  // The replay's failure, if any, as the error the host raises.
   const auto check = [&](const Op& op) {
-    if (replay.ok()) return;
-    const te::CallNode& call = *op.call;
-    const runtime::WriterError e = b.writer().error();
-    if (e.status == runtime::Status::EmptyTransfer) {
-      const bool load = call.name == intrin::load;
-      raise<ValueError>(
-          "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-          "(all padding or empty), which a VTA transfer cannot express",
-          p.name(), e.field == vta::Field::y_size ? "y_size" : "x_size",
-          call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
-    }
-    if (e.status == runtime::Status::Misaligned) {
-      const auto mem =
-          e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, r));
-      raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
-                        p.env().config.elem_bytes(mem), runtime::mem_name(mem));
-    }
-    if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
-      raise<ScheduleError>(
-          "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-          "module, which share no token queue",
-          e.index, runtime::queue_name(e.to), replay.deps().unordered(),
-          runtime::queue_name(e.from));
-    b.check("dep_pop");
+    if (!replay.ok()) raise_failure(p, b, replay, op, r);
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   // per kernel: the key it was last entered with, and the calls it made then

@@ -13,6 +13,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/ne/compile.hpp>
 #include <dlavm/ne/expr.hpp>
+#include <dlavm/runtime/replay.hpp>
 #include <dlavm/te/expr.hpp>
 #include <dlavm/vta/hw/builder.hpp>
 
@@ -102,6 +103,13 @@ class ReplayPlan {
     return v;
   }
   std::int64_t general(const Field& f, const std::int64_t* regs) const;
+  // The dims' registers from the bindings (ValueError for one missing or out of its range),
+  // then the registers computed from them alone.
+  void bind(std::span<const ne::Binding> bindings, std::int64_t* regs) const;
+  // The replay's failure at `op` as the error the host raises (naming the program, the buffers
+  // and the numbers).
+  void raise_failure(const Program& p, Builder& b, const runtime::Replay<HostStreamStorage>& replay,
+                     const Op& op, const std::int64_t* regs) const;
 
   std::vector<Op> ops_;
   std::vector<Field> fields_;
