@@ -126,31 +126,15 @@ class Emitter {
     for (std::size_t i = 0; i < sig.state.size(); ++i) {
       if (!sig.state[i].packed) continue;
       for (const auto& d : m_.values()[sig.state[i].value].shape)
-        if (const auto* v = d.as<ne::VarNode>()) {
+        if (d.as<ne::VarNode>() != nullptr) {
           dims_.push_back(ne::Var(d));
           held_by_.push_back(i);
-          (void)v;
         }
     }
-  }
-  // The growing dim k of state i held packed, and its length after a run (the state's
-  // variable plus the new positions).
-  std::size_t growing_dim(std::size_t i) const {
-    const auto& shape = m_.values()[sig_.state[i].value].shape;
-    for (std::size_t k = 0; k < shape.size(); ++k)
-      if (!shape[k].is_const()) return k;
-    return 0;
   }
   // The counters of state i held packed: {positions held, laid out for, written}.
   std::string held(std::size_t i) const {
     return fmt::format("s.template at<std::int64_t>({:#x}ULL)", plan_.address(sig_.state[i].value));
-  }
-  std::size_t appended_state(std::size_t step) const {
-    const auto sig = m_.signature();
-    for (std::size_t i = 0; i < sig.state.size(); ++i)
-      if (sig.state[i].packed == m_.steps()[step].output) return i;
-    raise<ValueError>("internal: deploy::emit: append step {} writes no state, please report",
-                      step);
   }
   std::string dim_name(const ne::VarNode& v) const {
     for (std::size_t k = 0; k < dims_.size(); ++k)
@@ -624,7 +608,7 @@ class Emitter {
       // a growing dim: the positions its state holds, and room for this run's
       const std::size_t i = held_by_[k - params_dims_];
       const auto& st = sig_.state[i];
-      const auto& rows = m_.values()[st.next].logical[growing_dim(i)];
+      const auto& rows = m_.values()[st.next].logical[m_.growing_dim(i)];
       put(out,
           "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
           "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
@@ -662,7 +646,8 @@ class Emitter {
     for (std::size_t i = 0; i < sig_.state.size(); ++i) {
       const auto& st = sig_.state[i];
       if (st.packed)  // the run succeeded: the appended positions are held
-        put(out, "  {}[0] += {};\n", held(i), expr(m_.values()[st.next].logical[growing_dim(i)]));
+        put(out, "  {}[0] += {};\n", held(i),
+            expr(m_.values()[st.next].logical[m_.growing_dim(i)]));
       else
         put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
             plan_.buffers[st.value].bytes);
@@ -678,10 +663,10 @@ class Emitter {
     const auto& xs = x.logical;
     using K = graph::Layout::Kind;
     if (s.kind == graph::ModuleStep::Kind::Append) {
-      const std::size_t i = appended_state(static_cast<std::size_t>(&s - m_.steps().data()));
+      const std::size_t i = m_.appended_by(static_cast<std::size_t>(&s - m_.steps().data()));
       const auto& st = sig_.state[i];
       const auto& state = m_.values()[st.value];
-      const std::size_t axis = growing_dim(i);
+      const std::size_t axis = m_.growing_dim(i);
       std::vector<std::int64_t> shape;
       for (const auto& d : state.shape) shape.push_back(d.is_const() ? *d.as_int() : 0);
       return fmt::format(

@@ -205,6 +205,11 @@ class Module {
   void set_state(std::string_view name, te::NDArray value);
   void reset_state();
 
+  // The growing dim of state i (held packed: ModuleState::packed), and the state an Append
+  // step writes (ValueError for a state without a variable dim, or a step that is no append).
+  std::size_t growing_dim(std::size_t i) const;
+  std::size_t appended_by(std::size_t step) const;
+
   // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
   // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
   // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
@@ -223,9 +228,6 @@ class Module {
   void check_states_fit(std::span<const ne::Binding> bindings) const;
   // The length state i holds along dim k.
   std::int64_t held_length(std::size_t i, std::size_t k) const;
-  // The growing dim of state i, and the state Append step `step` writes.
-  std::size_t growing_dim(std::size_t i) const;
-  std::size_t appended_by(std::size_t step) const;
   // The device memory of one device: its regions, the weights in them.
   class Resident;
   Resident& resident_on(vta::Device& dev);
