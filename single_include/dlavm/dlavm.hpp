@@ -8074,7 +8074,15 @@ struct Config {
   // The bit layout of this configuration's instructions (call validate() first for a
   // configuration that did not come from vta::read_config).
   IsaLayout layout() const {
-    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+    // the default configuration's, computed when the library compiles (a Builder, made per
+    // instantiation, asks for it)
+    static constexpr IsaLayout kDefault = IsaLayout::default_layout();
+    const int uop = log_uop_depth(), inp = log_inp_depth(), wgt = log_wgt_depth(),
+              acc = log_acc_depth();
+    if (uop == kDefault.log_uop_depth && inp == kDefault.log_inp_depth &&
+        wgt == kDefault.log_wgt_depth && acc == kDefault.log_acc_depth)
+      return kDefault;
+    return IsaLayout::make(uop, inp, wgt, acc);
   }
 
   // Raises ConfigError naming the first field that is out of range or cannot be encoded.
@@ -9836,6 +9844,7 @@ class AppendedState {
 //   store(region, sram, param, offset, y, x, stride)             vta.store
 //   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
+//   again(kernel, accesses)                                      a kernel written before
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -9921,6 +9930,16 @@ struct KernelLoop {
 };
 struct UopOp {
   std::int64_t dst = 0, src = 0, wgt = 0;
+};
+
+// A GEMM or ALU instruction as its kernel made it, before its micro-op range and dependency
+// flags: what StreamWriter::again needs to write the same kernel again without encoding and
+// looking up its micro-ops (a replay that enters a kernel with the same values as before).
+struct WrittenKernel {
+  InsnWord word{};  // the opcode, the op's own fields and the loops
+  Opcode opcode = Opcode::Gemm;
+  std::uint32_t dram = 0;  // its micro-ops' offset in the micro-op buffer
+  std::uint32_t size = 0;  // how many
 };
 
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
@@ -10036,6 +10055,22 @@ class StreamWriter {
       put_field(w, t[static_cast<std::size_t>(Field::imm)], static_cast<std::uint64_t>(imm));
     }
     return push_kernel(w, Opcode::Alu, loops, nloops, ops, nops);
+  }
+
+  // The last GEMM or ALU kernel written (once one was).
+  constexpr const WrittenKernel& last_kernel() const { return last_kernel_; }
+
+  // Kernel k (a last_kernel() of this stream) again: the same micro-ops, loops and fields,
+  // made resident in the micro-op SRAM if they no longer are.
+  constexpr bool again(const WrittenKernel& k) {
+    if (!ok()) return false;
+    const Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
+    InsnWord w = k.word;
+    std::uint32_t begin = 0;
+    return make_resident(k.opcode, k.dram, k.size, begin) &&
+           put(w, form, k.opcode, Field::uop_bgn, begin) &&
+           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
+           append_word(w, Queue::Compute, k.opcode);
   }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
@@ -10265,24 +10300,28 @@ class StreamWriter {
                  !put(w, form, op, Field::wgt_factor_in, inner.wgt)))
       return false;
     // every loop field is checked before the kernel may emit its LOAD UOP
-    std::uint32_t begin = 0;
-    if (!place_kernel(op, words, nops, begin)) return false;
-    return put(w, form, op, Field::uop_bgn, begin) &&
+    std::uint32_t dram = 0, begin = 0;
+    if (!store_kernel(op, words, nops, dram)) return false;
+    last_kernel_ = {w, op, dram, static_cast<std::uint32_t>(nops)};
+    return make_resident(op, dram, nops, begin) && put(w, form, op, Field::uop_bgn, begin) &&
            put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
            append_word(w, Queue::Compute, op);
   }
 
-  // Stores a kernel's micro-ops once in the micro-op buffer and makes them resident in the
-  // micro-op SRAM (a LOAD UOP when they are not, starting over when it is full); `begin` is
-  // the first SRAM entry.
-  constexpr bool place_kernel(Opcode op, const std::uint32_t* words, std::size_t n,
-                              std::uint32_t& begin) {
-    std::uint32_t dram = 0;
-    if (!s_.find_kernel(words, n, dram)) {
-      dram = static_cast<std::uint32_t>(s_.uop_count());
-      if (!s_.push_uops(words, n)) return fail_field(Status::UopsFull, op, Field::count, 0);
-      if (!s_.add_kernel(dram, n)) return fail_field(Status::KernelsFull, op, Field::count, 0);
-    }
+  // Stores a kernel's micro-ops once in the micro-op buffer (an identical kernel's are reused);
+  // `dram` is their offset there.
+  constexpr bool store_kernel(Opcode op, const std::uint32_t* words, std::size_t n,
+                              std::uint32_t& dram) {
+    if (s_.find_kernel(words, n, dram)) return true;
+    dram = static_cast<std::uint32_t>(s_.uop_count());
+    if (!s_.push_uops(words, n)) return fail_field(Status::UopsFull, op, Field::count, 0);
+    if (!s_.add_kernel(dram, n)) return fail_field(Status::KernelsFull, op, Field::count, 0);
+    return true;
+  }
+
+  // Makes the n micro-ops at `dram` resident in the micro-op SRAM (a LOAD UOP when they are
+  // not, starting over when it is full); `begin` is their first SRAM entry.
+  constexpr bool make_resident(Opcode op, std::uint32_t dram, std::size_t n, std::uint32_t& begin) {
     if (s_.find_resident(dram, begin)) return true;
     if (uop_next_ + n > uop_depth_) {
       s_.clear_resident();
@@ -10310,6 +10349,7 @@ class StreamWriter {
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
+  WrittenKernel last_kernel_{};
   WriterError error_{};
 };
 
@@ -10638,6 +10678,15 @@ class Replay {
     const std::size_t n = reset ? 1 : 3;
     return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
            w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
+  }
+
+  // A kernel written before in this stream (its writer's last_kernel() then), again, with
+  // the accesses it made then (GEMM: acc written, inp and wgt read; reset: acc; ALU: dst
+  // written, src read): what a replay that enters a kernel with the same values writes,
+  // without collecting and encoding its micro-ops.
+  constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
+    return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
+           after(Queue::Compute, accesses, n);
   }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).
@@ -13592,7 +13641,6 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::runtime::Uop>::
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13677,33 +13725,36 @@ class HostStreamStorage {
     return scratch_.data();
   }
   bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    const auto [first, last] = kernels_.equal_range(hash(w, n));
-    for (auto it = first; it != last; ++it) {
-      const auto [start, size] = it->second;
-      if (size == n && std::equal(w, w + n, stream.uops.data() + start)) {
-        at = start;
+    if (kernels_.empty()) return false;
+    const std::uint64_t h = hash(w, n);
+    const std::size_t mask = kernels_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const KernelEntry& e = kernels_[i];
+      if (e.size == 0) return false;
+      if (e.hash == h && e.size == n && std::equal(w, w + n, stream.uops.data() + e.at)) {
+        at = e.at;
         return true;
       }
     }
-    return false;
   }
   bool add_kernel(std::uint32_t at, std::size_t n) {
-    kernels_.emplace(hash(stream.uops.data() + at, n),
-                     std::pair{at, static_cast<std::uint32_t>(n)});
+    if (2 * (kernel_count_ + 1) > kernels_.size()) grow();
+    insert({hash(stream.uops.data() + at, n), at, static_cast<std::uint32_t>(n)});
+    ++kernel_count_;
     return true;
   }
   bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
-    const auto it = resident_.find(dram);
-    if (it == resident_.end()) return false;
-    sram = it->second;
+    if (dram >= resident_.size() || resident_[dram].epoch != epoch_) return false;
+    sram = resident_[dram].sram;
     return true;
   }
   bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    resident_[dram] = sram;
+    if (dram >= resident_.size()) resident_.resize(dram + 1);
+    resident_[dram] = {epoch_, sram};
     return true;
   }
-  void clear_resident() { resident_.clear(); }
-  std::size_t kernel_count() const { return kernels_.size(); }
+  void clear_resident() { ++epoch_; }
+  std::size_t kernel_count() const { return kernel_count_; }
 
   Stream stream;
 
@@ -13714,10 +13765,35 @@ class HostStreamStorage {
     for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 1099511628211ull;
     return h;
   }
-  // Kernels by the hash of their words: where they are in stream.uops, and how many words;
-  // compared word by word there (no copy of the words).
-  std::unordered_multimap<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> kernels_;
-  std::unordered_map<std::uint32_t, std::uint32_t> resident_;
+  // The kernels stored: an open-addressing table (a power of two, at most half full, size 0
+  // marks a free entry: no kernel is empty) of the hash of their words, where they are in
+  // stream.uops and how many; compared word by word there (no copy of the words).
+  struct KernelEntry {
+    std::uint64_t hash = 0;
+    std::uint32_t at = 0, size = 0;
+  };
+  void insert(const KernelEntry& k) {
+    const std::size_t mask = kernels_.size() - 1;
+    std::size_t i = k.hash & mask;
+    while (kernels_[i].size != 0) i = (i + 1) & mask;
+    kernels_[i] = k;
+  }
+  void grow() {
+    std::vector<KernelEntry> old(kernels_.empty() ? 32 : 2 * kernels_.size());
+    old.swap(kernels_);
+    for (const auto& k : old)
+      if (k.size != 0) insert(k);
+  }
+  std::vector<KernelEntry> kernels_;
+  std::size_t kernel_count_ = 0;
+  // The kernels resident in the micro-op SRAM, by their offset in stream.uops: their first
+  // entry there, valid while `epoch` is the current one (the SRAM starting over clears them
+  // all at once).
+  struct Resident {
+    std::uint32_t epoch = 0, sram = 0;
+  };
+  std::vector<Resident> resident_;
+  std::uint32_t epoch_ = 1;
   std::vector<std::uint32_t> scratch_;
 };
 
@@ -13731,7 +13807,7 @@ class Builder {
   Builder& operator=(const Builder&) = delete;
 
   const Config& config() const { return config_; }
-  const IsaLayout& layout() const { return layout_; }
+  const IsaLayout& layout() const { return writer_.layout(); }
   std::size_t size() const { return storage_.insn_count(); }
   // Distinct micro-op kernels stored in the micro-op buffer.
   std::size_t kernel_count() const { return storage_.kernel_count(); }
@@ -13788,7 +13864,6 @@ class Builder {
   void check_kernel(const UopKernel& k, const char* what) const;
 
   Config config_;
-  IsaLayout layout_;
   HostStreamStorage storage_;
   runtime::StreamWriter<HostStreamStorage> writer_;
 };
@@ -13834,8 +13909,7 @@ inline const Config& validated(const Config& c) {
 
 DLAVM_INLINE Builder::Builder(const Config& config)
     : config_(detail::validated(config)),
-      layout_(config_.layout()),
-      writer_(layout_, config_.uop_depth(), storage_) {}
+      writer_(config_.layout(), config_.uop_depth(), storage_) {}
 
 DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
                                              std::int64_t offset) const {
@@ -13861,7 +13935,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::Ok:
       return;
     case Status::FieldRange:
-      check_field(layout_, f, e.field, e.value, index);  // raises with the field's message
+      check_field(layout(), f, e.field, e.value, index);  // raises with the field's message
       break;
     case Status::BadMemory:
       if (static_cast<MemId>(e.value) == MemId::Out)
@@ -13880,7 +13954,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
                              index, names[k], e.value);
       runtime::Uop u;
       (k == 0 ? u.dst : k == 1 ? u.src : u.wgt) = static_cast<std::uint32_t>(e.value);
-      encode_uop(layout_, u, e.uop);  // raises with the field's message
+      encode_uop(layout(), u, e.uop);  // raises with the field's message
       break;
     }
     case Status::NotNeighbours:
@@ -13980,7 +14054,7 @@ DLAVM_INLINE void Builder::finish() {
 }
 
 DLAVM_INLINE void Builder::emit(InsnFields f) {
-  encode(layout_, f, size());  // raises on a field that does not fit, with its message
+  encode(layout(), f, size());  // raises on a field that does not fit, with its message
   writer_.emit(f);
   check();
 }
@@ -17382,11 +17456,13 @@ DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Te
 // replays them for new values of the symbolic dims; walking the loop IR for that would look up
 // every variable by name and evaluate every field as a tree, every time. The plan is a flat
 // list of operations with jumps for the loops and branches, each intrinsic's buffers resolved
-// to their SRAM base, region and parameter, and each field compiled: an affine field (most of
-// them: an offset plus constant multiples of loop variables and dims) as its terms over a
-// register file of [dims | loop variables], any other through ne::compile. An affine field is
-// used only where interval bounds over the loops' ranges show it cannot overflow; the rest
-// keep ne::eval's checks.
+// to their SRAM base, region and parameter, and each field compiled over a register file of
+// [1 | dims | loop variables | values of the dims alone]: an affine field (an offset plus
+// multiples of loop variables, whose coefficients may be dims or values of them) as its terms,
+// a block's extent (min(token - i*64, 64), times a constant or subtracted from one) as an
+// affine field clamped, any other through ne::compile. The first two are used only where
+// interval bounds over the registers' ranges show they cannot overflow; the rest keep
+// ne::eval's checks.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -17401,9 +17477,11 @@ DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Te
 // begin dlavm/vta/hw/builder.hpp
 // end dlavm/vta/hw/builder.hpp
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlavm::vta {
@@ -17421,13 +17499,26 @@ class ReplayPlan {
   void write(const Program& p, Builder& b, std::span<const ne::Binding> bindings,
              std::span<const std::uint64_t> phys) const;
 
-  // A kernel's micro-ops depend on the registers of the loops around it only through `keys`
-  // (indices into keys_): within one instantiation, a kernel entered again with the same
-  // values there repeats the loop_begin and push calls it made before, which write() then
-  // replays without evaluating their fields.
+  // A kernel's instruction depends on the registers of the loops around it only through
+  // `keys` (indices into keys_): within one instantiation, a kernel entered again with the same
+  // values there writes the instruction it wrote before (runtime::StreamWriter::again), which
+  // write() then does without evaluating its fields or encoding its micro-ops.
   struct Kernel {
     std::uint32_t first_key = 0, keys = 0;
   };
+
+  // The words of the last stream instantiated from the plan, by any thread: what the next
+  // instantiation reserves. (Reserving the bound for any dims instead costs more than the
+  // words: a stream far smaller than it leaves most of a large block untouched, whose fresh
+  // pages the allocator may return to the system and take back on every instantiation.)
+  std::pair<std::size_t, std::size_t> last_size() const {
+    return {last_insns_.load(std::memory_order_relaxed),
+            last_uops_.load(std::memory_order_relaxed)};
+  }
+  void set_last_size(std::size_t insns, std::size_t uops) const {
+    last_insns_.store(insns, std::memory_order_relaxed);
+    last_uops_.store(uops, std::memory_order_relaxed);
+  }
 
   // Fields compiled as affine terms, and through ne::compile (for tests and diagnostics).
   // (a general field of the dims alone is read from the register it is computed into once)
@@ -17461,14 +17552,19 @@ class ReplayPlan {
 
  private:
   friend class PlanCompiler;
-  // value = constant + sum(coef * register), or general_[general] over `count` registers
+  // value = constant + sum(coef * register a * register b) (b: a dim, a value computed from
+  // dims alone, or the register holding 1), then, when clamped, post + scale * (that value
+  // clamped to [lo, hi]) (the min(token - i*64, 64) of a block's rows); or general_[general]
+  // over `count` registers.
   struct Field {
     std::int64_t constant = 0;
     std::uint32_t first = 0, count = 0;  // into terms_ (affine) or args_ (general)
     std::int32_t general = -1;
+    bool clamped = false;
+    std::int64_t lo = 0, hi = 0, scale = 1, post = 0;
   };
   struct Term {
-    std::uint32_t slot = 0;
+    std::uint32_t a = 0, b = 0;
     std::int64_t coef = 0;
   };
   struct Symbol {
@@ -17477,13 +17573,14 @@ class ReplayPlan {
   };
 
   // A field's value for the registers: affine ones inline, the others through general().
-  std::int64_t value(std::uint32_t field, const std::int64_t* regs) const {
+  [[gnu::always_inline]] std::int64_t value(std::uint32_t field, const std::int64_t* regs) const {
     const Field& f = fields_[field];
     if (f.general >= 0) [[unlikely]]
       return general(f, regs);
     std::int64_t v = f.constant;
     for (const Term *t = terms_.data() + f.first, *end = t + f.count; t != end; ++t)
-      v += t->coef * regs[t->slot];
+      v += t->coef * regs[t->a] * regs[t->b];
+    if (f.clamped) v = f.post + (f.scale * (v < f.lo ? f.lo : v > f.hi ? f.hi : v));
     return v;
   }
   std::int64_t general(const Field& f, const std::int64_t* regs) const;
@@ -17506,6 +17603,8 @@ class ReplayPlan {
   // general fields of the dims alone, each computed into a register once per instantiation
   std::vector<std::pair<Field, std::uint32_t>> invariants_;
   std::uint32_t registers_ = 0;
+  mutable std::atomic<std::size_t> last_insns_{0}, last_uops_{0};
+  static constexpr std::uint32_t kOne = 0;  // the register holding 1
 };
 
 }  // namespace detail
@@ -17577,6 +17676,10 @@ class Program {
   // At most how many instructions and micro-ops an instantiation writes, for any values of
   // the symbolic dims within their ranges (what a firmware's stream buffers must hold).
   StreamBound stream_bound() const { return bound_; }
+  // How many of the intrinsics' fields an instantiation evaluates through ne::compile, the
+  // rest being affine sums over the loop variables and dims, clamped for a block's extent
+  // (a diagnostic of instantiation speed).
+  std::size_t general_fields() const { return plan_->general_fields(); }
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
@@ -17833,12 +17936,11 @@ namespace dlavm::vta {
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
   Builder b(env_.config);
-  // the bound holds for any dims; past a few thousand words, let the vectors grow instead
-  constexpr std::int64_t kReserve = 4096;
-  b.reserve(static_cast<std::size_t>(std::min(bound_.insns, kReserve)),
-            static_cast<std::size_t>(std::min(bound_.uops, kReserve)));
+  const auto [insns, uops] = plan_->last_size();
+  b.reserve(insns, uops);
   write(b, bindings, param_phys);
   b.finish();
+  plan_->set_last_size(b.size(), b.stream().uops.size());
   return b.take();
 }
 
@@ -17950,6 +18052,8 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 // end dlavm/ne/bounds.hpp
 // begin dlavm/ne/functor.hpp
 // end dlavm/ne/functor.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
 // begin dlavm/ne/substitute.hpp
 // end dlavm/ne/substitute.hpp
 // begin dlavm/tir/functor.hpp
@@ -17964,6 +18068,7 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -17974,7 +18079,10 @@ namespace dlavm::vta::detail {
 class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
  public:
   using OpKind = ReplayPlan::OpKind;
-  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {}
+  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {
+    plan_.registers_ = ReplayPlan::kOne + 1;
+    ranges_.push_back({1, 1});
+  }
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
     ReplayPlan::Op op;
@@ -18038,7 +18146,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     for (auto k = first_field; k < plan_.fields_.size(); ++k) {
       const auto& f = plan_.fields_[k];
       for (std::uint32_t i = 0; i < f.count; ++i)
-        read.push_back(f.general < 0 ? plan_.terms_[f.first + i].slot : plan_.args_[f.first + i]);
+        if (f.general < 0) {
+          read.push_back(plan_.terms_[f.first + i].a);
+          read.push_back(plan_.terms_[f.first + i].b);
+        } else {
+          read.push_back(plan_.args_[f.first + i]);
+        }
     }
     std::sort(read.begin(), read.end());
     read.erase(std::unique(read.begin(), read.end()), read.end());
@@ -18144,14 +18257,18 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
   // The register of variable v: the innermost loop binding it, or a dim.
   std::uint32_t slot(const ne::Var& v) {
-    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
-      if (it->first.id() == v.id()) return it->second;
+    if (const auto loop = loop_slot(v)) return *loop;
     for (const auto& s : plan_.symbols_)
       if (s.var.id() == v.id()) return s.slot;
     const auto* node = v.as<ne::VarNode>();
     plan_.symbols_.push_back({v, plan_.registers_++});
     ranges_.push_back({std::max(node->min, -kSafe), std::min(node->max, kSafe)});
     return plan_.symbols_.back().slot;
+  }
+  std::optional<std::uint32_t> loop_slot(const ne::Var& v) const {
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      if (it->first.id() == v.id()) return it->second;
+    return std::nullopt;
   }
 
   // Compiles one field; last_range_ is then its interval.
@@ -18173,75 +18290,118 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
   std::uint32_t field(const ne::Expr& x) {
     ReplayPlan::Field f;
-    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
+    if (!linear(x, f) && !clamped(x, f)) f = compiled(x);
+    plan_.fields_.push_back(f);
+    return static_cast<std::uint32_t>(plan_.fields_.size() - 1);
+  }
+
+  // x through ne::compile over its variables' registers, each a variable of unbounded range (a
+  // dim's range is checked once, when it is bound), keeping eval's checks.
+  ReplayPlan::Field compiled(const ne::Expr& x) {
     const std::vector<ne::Var> vars = ne::free_vars(x);
-    std::vector<std::uint32_t> slots;
-    for (const auto& v : vars) slots.push_back(slot(v));
-    if (affine(x, vars, slots, f)) {
-      plan_.fields_.push_back(f);
-      return at;
-    }
-    // anything else: ne::compile over the registers, each a variable of unbounded range (a
-    // dim's range is checked once, when it is bound), keeping eval's checks
     std::vector<ne::Substitution> fresh;
     std::vector<ne::Substitution> ranged;
     std::vector<ne::Var> params;
-    for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto& name = vars[k].as<ne::VarNode>()->name;
+    ReplayPlan::Field f;
+    f.first = static_cast<std::uint32_t>(plan_.args_.size());
+    f.count = static_cast<std::uint32_t>(vars.size());
+    for (const auto& v : vars) {
+      const auto& name = v.as<ne::VarNode>()->name;
       params.push_back(ne::var(name, std::numeric_limits<std::int64_t>::min(),
                                std::numeric_limits<std::int64_t>::max()));
-      fresh.emplace_back(vars[k], params.back());
-      const Interval r = ranges_[slots[k]];
-      ranged.emplace_back(vars[k], ne::var(name, r.lo, r.hi));
+      fresh.emplace_back(v, params.back());
+      const std::uint32_t reg = slot(v);
+      plan_.args_.push_back(reg);
+      ranged.emplace_back(v, ne::var(name, ranges_[reg].lo, ranges_[reg].hi));
     }
     const ne::Interval b = ne::bounds(ne::substitute(x, ranged));
     last_range_ = {saturate(static_cast<double>(b.min)), saturate(static_cast<double>(b.max))};
     f.general = static_cast<std::int32_t>(plan_.general_.size());
     plan_.general_.push_back(
         ne::compile(ne::substitute(x, fresh), std::move(params), {.simplify = false}));
-    f.first = static_cast<std::uint32_t>(plan_.args_.size());
-    f.count = static_cast<std::uint32_t>(slots.size());
-    plan_.args_.insert(plan_.args_.end(), slots.begin(), slots.end());
-    const bool invariant = std::all_of(slots.begin(), slots.end(), [&](std::uint32_t r) {
-      return std::any_of(plan_.symbols_.begin(), plan_.symbols_.end(),
-                         [&](const ReplayPlan::Symbol& s) { return s.slot == r; });
-    });
-    if (invariant) {
-      // of the dims only: computed once per instantiation into a register of its own, which
-      // the field then reads
-      const std::uint32_t reg = plan_.registers_++;
-      ranges_.push_back(last_range_);
-      plan_.invariants_.push_back({f, reg});
-      const auto term = static_cast<std::uint32_t>(plan_.terms_.size());
-      plan_.terms_.push_back({reg, 1});
-      f = ReplayPlan::Field{0, term, 1, -1};
-    }
-    plan_.fields_.push_back(f);
-    return at;
+    return f;
   }
 
-  // x as constant + sum(coef * register), if it is one whose terms cannot overflow.
-  bool affine(const ne::Expr& x, std::span<const ne::Var> vars,
-              std::span<const std::uint32_t> slots, ReplayPlan::Field& f) {
-    const auto form = ne::linear_form(x, vars);
-    if (!form || !form->offset.as_int()) return false;
+  // The register holding x, an expression of the dims alone: a dim's own, or one computed once
+  // per instantiation (one register per distinct expression); last_range_ is its interval.
+  std::uint32_t invariant(const ne::Expr& x) {
+    if (x.as<ne::VarNode>() != nullptr) {
+      const std::uint32_t reg = slot(ne::free_vars(x).front());
+      last_range_ = ranges_[reg];
+      return reg;
+    }
+    for (const auto& [e, reg] : invariant_exprs_)
+      if (ne::equal(e, x)) {
+        last_range_ = ranges_[reg];
+        return reg;
+      }
+    const ReplayPlan::Field f = compiled(x);
+    const std::uint32_t reg = plan_.registers_++;
+    ranges_.push_back(last_range_);
+    plan_.invariants_.push_back({f, reg});
+    invariant_exprs_.emplace_back(x, reg);
+    return reg;
+  }
+
+  // x as constant + sum(coef * a * b), linear in the loop variables with coefficients of the
+  // dims alone (a dim, or a register computed from them: token * floordiv(token + 15, 16)
+  // times a loop variable is one term), if its terms cannot overflow.
+  bool linear(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::vector<ne::Var> loop_vars;
+    std::vector<std::uint32_t> loop_slots;
+    for (const auto& v : ne::free_vars(x))
+      if (const auto s = loop_slot(v)) {
+        loop_vars.push_back(v);
+        loop_slots.push_back(*s);
+      }
+    const auto form = ne::linear_form(x, loop_vars);
+    if (!form) return false;
     std::vector<ReplayPlan::Term> terms;
-    const auto offset = static_cast<double>(*form->offset.as_int());
-    double magnitude = std::abs(offset), lo = offset, hi = offset;
-    for (std::size_t k = 0; k < vars.size(); ++k) {
+    for (std::size_t k = 0; k < loop_vars.size(); ++k) {
       const auto coef = form->strides[k].as_int();
-      if (!coef) return false;
-      if (*coef == 0) continue;
-      const Interval r = ranges_[slots[k]];
-      const double a = static_cast<double>(*coef) * static_cast<double>(r.lo);
-      const double b = static_cast<double>(*coef) * static_cast<double>(r.hi);
-      lo += std::min(a, b);
-      hi += std::max(a, b);
-      magnitude += std::max(std::abs(a), std::abs(b));
-      terms.push_back({slots[k], *coef});
+      if (coef && *coef == 0) continue;
+      terms.push_back(coef ? ReplayPlan::Term{loop_slots[k], ReplayPlan::kOne, *coef}
+                           : ReplayPlan::Term{loop_slots[k], invariant(form->strides[k]), 1});
+    }
+    std::int64_t constant = 0;
+    if (const auto c = form->offset.as_int()) {
+      constant = *c;
+    } else {
+      // the dims' part: affine in them, or one register
+      const std::vector<ne::Var> dims = ne::free_vars(form->offset);
+      const auto dim_form = ne::linear_form(form->offset, dims);
+      const bool affine = dim_form && dim_form->offset.as_int() &&
+                          std::all_of(dim_form->strides.begin(), dim_form->strides.end(),
+                                      [](const ne::Expr& e) { return e.as_int().has_value(); });
+      if (affine) {
+        constant = *dim_form->offset.as_int();
+        for (std::size_t k = 0; k < dims.size(); ++k)
+          if (const auto c = *dim_form->strides[k].as_int(); c != 0)
+            terms.push_back({slot(dims[k]), ReplayPlan::kOne, c});
+      } else {
+        terms.push_back({invariant(form->offset), ReplayPlan::kOne, 1});
+      }
+    }
+    // the bounds of each term over the registers' ranges (in double: they only decide whether
+    // a field could come near int64's range)
+    double magnitude = std::abs(static_cast<double>(constant));
+    double lo = static_cast<double>(constant), hi = lo;
+    for (const auto& t : terms) {
+      const Interval a = ranges_[t.a], b = ranges_[t.b];
+      const double c = static_cast<double>(t.coef);
+      double tlo = std::numeric_limits<double>::infinity(), thi = -tlo;
+      for (const auto u : {a.lo, a.hi})
+        for (const auto v : {b.lo, b.hi}) {
+          const double p = c * static_cast<double>(u) * static_cast<double>(v);
+          tlo = std::min(tlo, p);
+          thi = std::max(thi, p);
+        }
+      lo += tlo;
+      hi += thi;
+      magnitude += std::max(std::abs(tlo), std::abs(thi));
     }
     if (magnitude >= static_cast<double>(kSafe)) return false;
-    f.constant = *form->offset.as_int();
+    f.constant = constant;
     f.first = static_cast<std::uint32_t>(plan_.terms_.size());
     f.count = static_cast<std::uint32_t>(terms.size());
     plan_.terms_.insert(plan_.terms_.end(), terms.begin(), terms.end());
@@ -18249,10 +18409,71 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     return true;
   }
 
+  // x as post + scale * (a linear field clamped by a constant): the rows of a block,
+  // min(token - i*64, 64), times a stride, or subtracted from the block's size.
+  bool clamped(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::int64_t post = 0, scale = 1;
+    ne::Expr e = x;
+    for (;;) {
+      const auto* n = e.as<ne::BinaryNode>();
+      if (n == nullptr) return false;
+      const auto ca = n->a.as_int(), cb = n->b.as_int();
+      const ne::Kind k = e.kind();
+      if (k == ne::Kind::Min || k == ne::Kind::Max) {
+        if (!ca && !cb) return false;
+        const std::int64_t bound = ca ? *ca : *cb;
+        if (!linear(ca ? n->b : n->a, f)) return false;
+        f.clamped = true;
+        f.lo = k == ne::Kind::Max ? bound : std::numeric_limits<std::int64_t>::min();
+        f.hi = k == ne::Kind::Min ? bound : std::numeric_limits<std::int64_t>::max();
+        f.scale = scale;
+        f.post = post;
+        const auto clamp = [&](std::int64_t v) {
+          return static_cast<double>(std::clamp(v, f.lo, f.hi));
+        };
+        const double a =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.lo));
+        const double b =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.hi));
+        if (std::max(std::abs(a), std::abs(b)) >= static_cast<double>(kSafe) ||
+            std::abs(static_cast<double>(scale)) *
+                    std::max(std::abs(clamp(last_range_.lo)), std::abs(clamp(last_range_.hi))) >=
+                static_cast<double>(kSafe))
+          return false;
+        last_range_ = {saturate(std::min(a, b)), saturate(std::max(a, b))};
+        return true;
+      }
+      if (!ca && !cb) return false;
+      const std::int64_t c = ca ? *ca : *cb;
+      const ne::Expr rest = ca ? n->b : n->a;
+      bool overflow = false;
+      if (k == ne::Kind::Add || (k == ne::Kind::Sub && cb)) {
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, k == ne::Kind::Add ? c : -c, &term) ||
+                   __builtin_add_overflow(post, term, &post);
+      } else if (k == ne::Kind::Sub) {  // c - rest
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, c, &term) ||
+                   __builtin_add_overflow(post, term, &post) ||
+                   scale == std::numeric_limits<std::int64_t>::min();
+        scale = -scale;
+      } else if (k == ne::Kind::Mul) {
+        overflow = __builtin_mul_overflow(scale, c, &scale);
+      } else {
+        return false;
+      }
+      if (overflow || std::abs(static_cast<double>(post)) >= static_cast<double>(kSafe) ||
+          std::abs(static_cast<double>(scale)) >= static_cast<double>(kSafe))
+        return false;
+      e = rest;
+    }
+  }
+
   ReplayPlan& plan_;
   const Program& prog_;
-  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;  // innermost last
-  std::vector<Interval> ranges_;                          // per register
+  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;             // innermost last
+  std::vector<Interval> ranges_;                                     // per register
+  std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
   Interval last_range_;
   bool in_kernel_ = false;
 };
@@ -18290,6 +18511,7 @@ DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
                         given->value, v.min, v.max);
     regs[s.slot] = given->value;
   }
+  regs[kOne] = 1;
   for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
 }
 
@@ -18320,34 +18542,50 @@ DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
   b.check("dep_pop");
 }
 
+// What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
+// next so that, once warm, an instantiation allocates nothing but the stream it returns.
+struct ReplayWorkspace {
+  // per kernel: the key it was last entered with, and what it wrote then (written, when it
+  // wrote an instruction; last: its last micro-op call)
+  struct Memo {
+    bool valid = false;
+    std::vector<std::int64_t> key;
+    bool wrote = false;
+    runtime::WrittenKernel written;
+    const ReplayPlan::Op* last = nullptr;
+  };
+  std::vector<std::int64_t> regs;
+  std::vector<runtime::RegionState> states;
+  std::vector<runtime::UopOp> uops;
+  std::vector<Memo> memo;
+};
+
+DLAVM_INLINE ReplayWorkspace& replay_workspace() {
+  thread_local ReplayWorkspace ws;
+  return ws;
+}
+
 DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
                                     std::span<const std::uint64_t> phys) const {
-  std::vector<std::int64_t> regs(2 * static_cast<std::size_t>(registers_));
-  std::int64_t* const r = regs.data();
+  ReplayWorkspace& ws = replay_workspace();
+  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = ws.regs.data();
   std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
   bind(bindings, r);
-  std::vector<runtime::RegionState> states(p.regions().size());
-  std::vector<runtime::UopOp> uops(p.max_kernel_ops());
-  runtime::Replay<HostStreamStorage> replay(b.writer(), p.env().config.uop_depth(), p.elem_bytes(),
-                                            p.regions().data(), states.data(), p.regions().size(),
-                                            phys.data(), {uops.data(), uops.size()});
+  ws.states.resize(p.regions().size());
+  ws.uops.resize(p.max_kernel_ops());
+  runtime::Replay<HostStreamStorage> replay(
+      b.writer(), p.env().config.uop_depth(), p.elem_bytes(), p.regions().data(), ws.states.data(),
+      p.regions().size(), phys.data(), {ws.uops.data(), ws.uops.size()});
   const auto check = [&](const Op& op) {
     if (!replay.ok()) raise_failure(p, b, replay, op, r);
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
-  // per kernel: the key it was last entered with, and the calls it made then
-  struct Call {
-    bool loop;
-    std::int64_t a, b, c, d;
-  };
-  struct Memo {
-    bool valid = false;
-    std::vector<std::int64_t> key;
-    std::vector<Call> calls;
-    const Op* last = nullptr;
-  };
-  std::vector<Memo> memo(kernels_.size());
+  using Memo = ReplayWorkspace::Memo;
+  std::vector<Memo>& memo = ws.memo;
+  if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
+  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
   Memo* recording = nullptr;
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
@@ -18387,61 +18625,63 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
         bool same = m.valid;
         for (std::uint32_t i = 0; same && i < k.keys; ++i)
           same = m.key[i] == r[keys_[k.first_key + i]];
-        if (same) {  // the calls it made last time, then its instruction
-          for (const Call& c : m.calls)
-            if (c.loop)
-              replay.loop_begin(c.a, c.b, c.c, c.d);
-            else
-              replay.push(c.a, c.b, c.c);
-          kernel = m.last;
-          pc = op.jump;
+        if (same) {  // the instruction it wrote last time (if any), again
+          if (m.wrote) {
+            const Op& last = *m.last;
+            const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
+            const runtime::RegionAccess accesses[] = {
+                {last.regions[0], true}, {last.regions[1], false}, {last.regions[2], false}};
+            replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
+            check(last);
+          }
+          pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
         m.key.resize(k.keys);
         for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
-        m.calls.clear();
         recording = &m;
         break;
       }
       case OpKind::LoopBegin: {
-        const Call c{true, value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r)};
-        replay.loop_begin(c.a, c.b, c.c, c.d);
+        replay.loop_begin(value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r));
         check(op);
-        if (recording != nullptr) recording->calls.push_back(c);
         break;
       }
       case OpKind::Push: {
         kernel = &op;
-        Call c{false, op.sram[0] + value(f, r), 0, 0, 0};
-        if (op.micro == Micro::Gemm) {
-          c.b = op.sram[1] + value(f + 1, r);
-          c.c = op.sram[2] + value(f + 2, r);
-        } else if (op.micro == Micro::Alu) {
-          c.b = op.sram[1] + value(f + 1, r);
-        }
-        replay.push(c.a, c.b, c.c);
+        const std::int64_t dst = op.sram[0] + value(f, r);
+        if (op.micro == Micro::Gemm)
+          replay.push(dst, op.sram[1] + value(f + 1, r), op.sram[2] + value(f + 2, r));
+        else if (op.micro == Micro::Alu)
+          replay.push(dst, op.sram[1] + value(f + 1, r), 0);
+        else
+          replay.push(dst, 0, 0);
         check(op);
-        if (recording != nullptr) recording->calls.push_back(c);
         break;
       }
-      case OpKind::KernelEnd:
+      case OpKind::KernelEnd: {
+        const std::size_t size = b.writer().size();
+        if (kernel != nullptr) {
+          if (kernel->micro == Micro::Alu) {
+            const std::uint32_t k = kernel->field;
+            replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
+                       kernel->regions[0], kernel->regions[1]);
+          } else {
+            const bool reset = kernel->micro == Micro::GemmReset;
+            replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
+                        reset ? 0 : kernel->regions[2]);
+          }
+          check(*kernel);
+        }
         if (recording != nullptr) {
           recording->last = kernel;
+          recording->wrote = b.writer().size() != size;  // not when it had no iterations
+          if (recording->wrote) recording->written = b.writer().last_kernel();
           recording->valid = true;
           recording = nullptr;
         }
-        if (kernel == nullptr) break;
-        if (kernel->micro == Micro::Alu) {
-          const std::uint32_t k = kernel->field;
-          replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
-                     kernel->regions[0], kernel->regions[1]);
-        } else {
-          const bool reset = kernel->micro == Micro::GemmReset;
-          replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
-                      reset ? 0 : kernel->regions[2]);
-        }
-        check(*kernel);
         break;
+      }
       case OpKind::Load:
         replay.load(static_cast<MemId>(value(f, r)), op.regions[0], op.sram[0] + value(f + 1, r),
                     op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),

@@ -51,6 +51,35 @@ TEST_CASE("vta builder: kernels are stored once and loaded when not resident") {
   CHECK(b.stream().uop_relocs == std::vector<std::uint32_t>{0, 3});
 }
 
+TEST_CASE("vta builder: a full micro-op SRAM starts over and reloads what it dropped") {
+  vta::Config c;
+  c.log_uop_buff_size = 2 + 2;  // four micro-ops
+  vta::Builder b{c};
+  vta::UopKernel three, two;
+  for (int i = 0; i < 3; ++i) three.push(i, i, i);
+  two.push(5, 5, 5);
+  two.push(6, 6, 6);
+  b.gemm(three);  // SRAM [0, 3)
+  b.gemm(two);    // 3 + 2 > 4: starts over at 0, dropping `three`
+  b.gemm(three);  // no longer resident: loaded again, starting over
+  b.gemm(three);  // resident
+  const auto p = decoded(b);
+  REQUIRE(p.size() == 7);
+  for (const std::size_t i : {0, 2, 4}) {
+    CAPTURE(i);
+    CHECK(p[i].memory_type == vta::MemId::Uop);
+    CHECK(p[i].sram_base == 0);
+  }
+  CHECK(p[0].dram_base == 0);
+  CHECK(p[2].dram_base == 3);
+  CHECK(p[4].dram_base == 0);
+  CHECK(p[5].uop_bgn == 0);
+  CHECK(p[5].uop_end == 3);
+  CHECK(p[6].opcode == vta::Opcode::Gemm);
+  CHECK(b.kernel_count() == 2);
+  CHECK(b.stream().uops.size() == 5);
+}
+
 TEST_CASE("vta builder: dependency push/pop follow VTA's runtime") {
   vta::Builder b{vta::Config{}};
   b.load({.memory = vta::MemId::Inp, .x_size = 1});

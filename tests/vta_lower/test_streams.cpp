@@ -101,6 +101,9 @@ TEST_CASE("streams: a 262144x27 by 27x32 GEMM with ReLU needs thousands of instr
   CHECK(full.insns.size() <= 12 * blocks);
   CHECK(full.insns.size() < 10000);
   CHECK(full.uops.size() <= 8);
+  // Every field, the last block's rows min(rows - i*512, 512) among them, is an affine sum
+  // (clamped for the rows): none goes through ne::compile.
+  CHECK(prog.general_fields() == 0);
 
   // The same program, instantiated for row counts the simulator runs quickly; the last block
   // is partial, values wrap around int8.

@@ -8,6 +8,7 @@
 //   store(region, sram, param, offset, y, x, stride)             vta.store
 //   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
+//   again(kernel, accesses)                                      a kernel written before
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -131,6 +132,15 @@ class Replay {
     const std::size_t n = reset ? 1 : 3;
     return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
            w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
+  }
+
+  // A kernel written before in this stream (its writer's last_kernel() then), again, with
+  // the accesses it made then (GEMM: acc written, inp and wgt read; reset: acc; ALU: dst
+  // written, src read): what a replay that enters a kernel with the same values writes,
+  // without collecting and encoding its micro-ops.
+  constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
+    return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
+           after(Queue::Compute, accesses, n);
   }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).

@@ -77,6 +77,16 @@ struct UopOp {
   std::int64_t dst = 0, src = 0, wgt = 0;
 };
 
+// A GEMM or ALU instruction as its kernel made it, before its micro-op range and dependency
+// flags: what StreamWriter::again needs to write the same kernel again without encoding and
+// looking up its micro-ops (a replay that enters a kernel with the same values as before).
+struct WrittenKernel {
+  InsnWord word{};  // the opcode, the op's own fields and the loops
+  Opcode opcode = Opcode::Gemm;
+  std::uint32_t dram = 0;  // its micro-ops' offset in the micro-op buffer
+  std::uint32_t size = 0;  // how many
+};
+
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
 // accumulator's memory.
 struct SramRegion {
@@ -190,6 +200,22 @@ class StreamWriter {
       put_field(w, t[static_cast<std::size_t>(Field::imm)], static_cast<std::uint64_t>(imm));
     }
     return push_kernel(w, Opcode::Alu, loops, nloops, ops, nops);
+  }
+
+  // The last GEMM or ALU kernel written (once one was).
+  constexpr const WrittenKernel& last_kernel() const { return last_kernel_; }
+
+  // Kernel k (a last_kernel() of this stream) again: the same micro-ops, loops and fields,
+  // made resident in the micro-op SRAM if they no longer are.
+  constexpr bool again(const WrittenKernel& k) {
+    if (!ok()) return false;
+    const Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
+    InsnWord w = k.word;
+    std::uint32_t begin = 0;
+    return make_resident(k.opcode, k.dram, k.size, begin) &&
+           put(w, form, k.opcode, Field::uop_bgn, begin) &&
+           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
+           append_word(w, Queue::Compute, k.opcode);
   }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
@@ -419,24 +445,28 @@ class StreamWriter {
                  !put(w, form, op, Field::wgt_factor_in, inner.wgt)))
       return false;
     // every loop field is checked before the kernel may emit its LOAD UOP
-    std::uint32_t begin = 0;
-    if (!place_kernel(op, words, nops, begin)) return false;
-    return put(w, form, op, Field::uop_bgn, begin) &&
+    std::uint32_t dram = 0, begin = 0;
+    if (!store_kernel(op, words, nops, dram)) return false;
+    last_kernel_ = {w, op, dram, static_cast<std::uint32_t>(nops)};
+    return make_resident(op, dram, nops, begin) && put(w, form, op, Field::uop_bgn, begin) &&
            put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
            append_word(w, Queue::Compute, op);
   }
 
-  // Stores a kernel's micro-ops once in the micro-op buffer and makes them resident in the
-  // micro-op SRAM (a LOAD UOP when they are not, starting over when it is full); `begin` is
-  // the first SRAM entry.
-  constexpr bool place_kernel(Opcode op, const std::uint32_t* words, std::size_t n,
-                              std::uint32_t& begin) {
-    std::uint32_t dram = 0;
-    if (!s_.find_kernel(words, n, dram)) {
-      dram = static_cast<std::uint32_t>(s_.uop_count());
-      if (!s_.push_uops(words, n)) return fail_field(Status::UopsFull, op, Field::count, 0);
-      if (!s_.add_kernel(dram, n)) return fail_field(Status::KernelsFull, op, Field::count, 0);
-    }
+  // Stores a kernel's micro-ops once in the micro-op buffer (an identical kernel's are reused);
+  // `dram` is their offset there.
+  constexpr bool store_kernel(Opcode op, const std::uint32_t* words, std::size_t n,
+                              std::uint32_t& dram) {
+    if (s_.find_kernel(words, n, dram)) return true;
+    dram = static_cast<std::uint32_t>(s_.uop_count());
+    if (!s_.push_uops(words, n)) return fail_field(Status::UopsFull, op, Field::count, 0);
+    if (!s_.add_kernel(dram, n)) return fail_field(Status::KernelsFull, op, Field::count, 0);
+    return true;
+  }
+
+  // Makes the n micro-ops at `dram` resident in the micro-op SRAM (a LOAD UOP when they are
+  // not, starting over when it is full); `begin` is their first SRAM entry.
+  constexpr bool make_resident(Opcode op, std::uint32_t dram, std::size_t n, std::uint32_t& begin) {
     if (s_.find_resident(dram, begin)) return true;
     if (uop_next_ + n > uop_depth_) {
       s_.clear_resident();
@@ -464,6 +494,7 @@ class StreamWriter {
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
+  WrittenKernel last_kernel_{};
   WriterError error_{};
 };
 

@@ -216,12 +216,11 @@ namespace dlavm::vta {
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
   Builder b(env_.config);
-  // the bound holds for any dims; past a few thousand words, let the vectors grow instead
-  constexpr std::int64_t kReserve = 4096;
-  b.reserve(static_cast<std::size_t>(std::min(bound_.insns, kReserve)),
-            static_cast<std::size_t>(std::min(bound_.uops, kReserve)));
+  const auto [insns, uops] = plan_->last_size();
+  b.reserve(insns, uops);
   write(b, bindings, param_phys);
   b.finish();
+  plan_->set_last_size(b.size(), b.stream().uops.size());
   return b.take();
 }
 

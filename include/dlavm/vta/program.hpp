@@ -89,6 +89,10 @@ class Program {
   // At most how many instructions and micro-ops an instantiation writes, for any values of
   // the symbolic dims within their ranges (what a firmware's stream buffers must hold).
   StreamBound stream_bound() const { return bound_; }
+  // How many of the intrinsics' fields an instantiation evaluates through ne::compile, the
+  // rest being affine sums over the loop variables and dims, clamped for a block's extent
+  // (a diagnostic of instantiation speed).
+  std::size_t general_fields() const { return plan_->general_fields(); }
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }

@@ -6,6 +6,7 @@
 #include <dlavm/ne/affine.hpp>
 #include <dlavm/ne/bounds.hpp>
 #include <dlavm/ne/functor.hpp>
+#include <dlavm/ne/structural.hpp>
 #include <dlavm/ne/substitute.hpp>
 #include <dlavm/tir/functor.hpp>
 #include <dlavm/vta/program.hpp>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -26,7 +28,10 @@ namespace dlavm::vta::detail {
 class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
  public:
   using OpKind = ReplayPlan::OpKind;
-  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {}
+  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {
+    plan_.registers_ = ReplayPlan::kOne + 1;
+    ranges_.push_back({1, 1});
+  }
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
     ReplayPlan::Op op;
@@ -90,7 +95,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     for (auto k = first_field; k < plan_.fields_.size(); ++k) {
       const auto& f = plan_.fields_[k];
       for (std::uint32_t i = 0; i < f.count; ++i)
-        read.push_back(f.general < 0 ? plan_.terms_[f.first + i].slot : plan_.args_[f.first + i]);
+        if (f.general < 0) {
+          read.push_back(plan_.terms_[f.first + i].a);
+          read.push_back(plan_.terms_[f.first + i].b);
+        } else {
+          read.push_back(plan_.args_[f.first + i]);
+        }
     }
     std::sort(read.begin(), read.end());
     read.erase(std::unique(read.begin(), read.end()), read.end());
@@ -196,14 +206,18 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
   // The register of variable v: the innermost loop binding it, or a dim.
   std::uint32_t slot(const ne::Var& v) {
-    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
-      if (it->first.id() == v.id()) return it->second;
+    if (const auto loop = loop_slot(v)) return *loop;
     for (const auto& s : plan_.symbols_)
       if (s.var.id() == v.id()) return s.slot;
     const auto* node = v.as<ne::VarNode>();
     plan_.symbols_.push_back({v, plan_.registers_++});
     ranges_.push_back({std::max(node->min, -kSafe), std::min(node->max, kSafe)});
     return plan_.symbols_.back().slot;
+  }
+  std::optional<std::uint32_t> loop_slot(const ne::Var& v) const {
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      if (it->first.id() == v.id()) return it->second;
+    return std::nullopt;
   }
 
   // Compiles one field; last_range_ is then its interval.
@@ -225,75 +239,118 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
   std::uint32_t field(const ne::Expr& x) {
     ReplayPlan::Field f;
-    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
+    if (!linear(x, f) && !clamped(x, f)) f = compiled(x);
+    plan_.fields_.push_back(f);
+    return static_cast<std::uint32_t>(plan_.fields_.size() - 1);
+  }
+
+  // x through ne::compile over its variables' registers, each a variable of unbounded range (a
+  // dim's range is checked once, when it is bound), keeping eval's checks.
+  ReplayPlan::Field compiled(const ne::Expr& x) {
     const std::vector<ne::Var> vars = ne::free_vars(x);
-    std::vector<std::uint32_t> slots;
-    for (const auto& v : vars) slots.push_back(slot(v));
-    if (affine(x, vars, slots, f)) {
-      plan_.fields_.push_back(f);
-      return at;
-    }
-    // anything else: ne::compile over the registers, each a variable of unbounded range (a
-    // dim's range is checked once, when it is bound), keeping eval's checks
     std::vector<ne::Substitution> fresh;
     std::vector<ne::Substitution> ranged;
     std::vector<ne::Var> params;
-    for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto& name = vars[k].as<ne::VarNode>()->name;
+    ReplayPlan::Field f;
+    f.first = static_cast<std::uint32_t>(plan_.args_.size());
+    f.count = static_cast<std::uint32_t>(vars.size());
+    for (const auto& v : vars) {
+      const auto& name = v.as<ne::VarNode>()->name;
       params.push_back(ne::var(name, std::numeric_limits<std::int64_t>::min(),
                                std::numeric_limits<std::int64_t>::max()));
-      fresh.emplace_back(vars[k], params.back());
-      const Interval r = ranges_[slots[k]];
-      ranged.emplace_back(vars[k], ne::var(name, r.lo, r.hi));
+      fresh.emplace_back(v, params.back());
+      const std::uint32_t reg = slot(v);
+      plan_.args_.push_back(reg);
+      ranged.emplace_back(v, ne::var(name, ranges_[reg].lo, ranges_[reg].hi));
     }
     const ne::Interval b = ne::bounds(ne::substitute(x, ranged));
     last_range_ = {saturate(static_cast<double>(b.min)), saturate(static_cast<double>(b.max))};
     f.general = static_cast<std::int32_t>(plan_.general_.size());
     plan_.general_.push_back(
         ne::compile(ne::substitute(x, fresh), std::move(params), {.simplify = false}));
-    f.first = static_cast<std::uint32_t>(plan_.args_.size());
-    f.count = static_cast<std::uint32_t>(slots.size());
-    plan_.args_.insert(plan_.args_.end(), slots.begin(), slots.end());
-    const bool invariant = std::all_of(slots.begin(), slots.end(), [&](std::uint32_t r) {
-      return std::any_of(plan_.symbols_.begin(), plan_.symbols_.end(),
-                         [&](const ReplayPlan::Symbol& s) { return s.slot == r; });
-    });
-    if (invariant) {
-      // of the dims only: computed once per instantiation into a register of its own, which
-      // the field then reads
-      const std::uint32_t reg = plan_.registers_++;
-      ranges_.push_back(last_range_);
-      plan_.invariants_.push_back({f, reg});
-      const auto term = static_cast<std::uint32_t>(plan_.terms_.size());
-      plan_.terms_.push_back({reg, 1});
-      f = ReplayPlan::Field{0, term, 1, -1};
-    }
-    plan_.fields_.push_back(f);
-    return at;
+    return f;
   }
 
-  // x as constant + sum(coef * register), if it is one whose terms cannot overflow.
-  bool affine(const ne::Expr& x, std::span<const ne::Var> vars,
-              std::span<const std::uint32_t> slots, ReplayPlan::Field& f) {
-    const auto form = ne::linear_form(x, vars);
-    if (!form || !form->offset.as_int()) return false;
+  // The register holding x, an expression of the dims alone: a dim's own, or one computed once
+  // per instantiation (one register per distinct expression); last_range_ is its interval.
+  std::uint32_t invariant(const ne::Expr& x) {
+    if (x.as<ne::VarNode>() != nullptr) {
+      const std::uint32_t reg = slot(ne::free_vars(x).front());
+      last_range_ = ranges_[reg];
+      return reg;
+    }
+    for (const auto& [e, reg] : invariant_exprs_)
+      if (ne::equal(e, x)) {
+        last_range_ = ranges_[reg];
+        return reg;
+      }
+    const ReplayPlan::Field f = compiled(x);
+    const std::uint32_t reg = plan_.registers_++;
+    ranges_.push_back(last_range_);
+    plan_.invariants_.push_back({f, reg});
+    invariant_exprs_.emplace_back(x, reg);
+    return reg;
+  }
+
+  // x as constant + sum(coef * a * b), linear in the loop variables with coefficients of the
+  // dims alone (a dim, or a register computed from them: token * floordiv(token + 15, 16)
+  // times a loop variable is one term), if its terms cannot overflow.
+  bool linear(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::vector<ne::Var> loop_vars;
+    std::vector<std::uint32_t> loop_slots;
+    for (const auto& v : ne::free_vars(x))
+      if (const auto s = loop_slot(v)) {
+        loop_vars.push_back(v);
+        loop_slots.push_back(*s);
+      }
+    const auto form = ne::linear_form(x, loop_vars);
+    if (!form) return false;
     std::vector<ReplayPlan::Term> terms;
-    const auto offset = static_cast<double>(*form->offset.as_int());
-    double magnitude = std::abs(offset), lo = offset, hi = offset;
-    for (std::size_t k = 0; k < vars.size(); ++k) {
+    for (std::size_t k = 0; k < loop_vars.size(); ++k) {
       const auto coef = form->strides[k].as_int();
-      if (!coef) return false;
-      if (*coef == 0) continue;
-      const Interval r = ranges_[slots[k]];
-      const double a = static_cast<double>(*coef) * static_cast<double>(r.lo);
-      const double b = static_cast<double>(*coef) * static_cast<double>(r.hi);
-      lo += std::min(a, b);
-      hi += std::max(a, b);
-      magnitude += std::max(std::abs(a), std::abs(b));
-      terms.push_back({slots[k], *coef});
+      if (coef && *coef == 0) continue;
+      terms.push_back(coef ? ReplayPlan::Term{loop_slots[k], ReplayPlan::kOne, *coef}
+                           : ReplayPlan::Term{loop_slots[k], invariant(form->strides[k]), 1});
+    }
+    std::int64_t constant = 0;
+    if (const auto c = form->offset.as_int()) {
+      constant = *c;
+    } else {
+      // the dims' part: affine in them, or one register
+      const std::vector<ne::Var> dims = ne::free_vars(form->offset);
+      const auto dim_form = ne::linear_form(form->offset, dims);
+      const bool affine = dim_form && dim_form->offset.as_int() &&
+                          std::all_of(dim_form->strides.begin(), dim_form->strides.end(),
+                                      [](const ne::Expr& e) { return e.as_int().has_value(); });
+      if (affine) {
+        constant = *dim_form->offset.as_int();
+        for (std::size_t k = 0; k < dims.size(); ++k)
+          if (const auto c = *dim_form->strides[k].as_int(); c != 0)
+            terms.push_back({slot(dims[k]), ReplayPlan::kOne, c});
+      } else {
+        terms.push_back({invariant(form->offset), ReplayPlan::kOne, 1});
+      }
+    }
+    // the bounds of each term over the registers' ranges (in double: they only decide whether
+    // a field could come near int64's range)
+    double magnitude = std::abs(static_cast<double>(constant));
+    double lo = static_cast<double>(constant), hi = lo;
+    for (const auto& t : terms) {
+      const Interval a = ranges_[t.a], b = ranges_[t.b];
+      const double c = static_cast<double>(t.coef);
+      double tlo = std::numeric_limits<double>::infinity(), thi = -tlo;
+      for (const auto u : {a.lo, a.hi})
+        for (const auto v : {b.lo, b.hi}) {
+          const double p = c * static_cast<double>(u) * static_cast<double>(v);
+          tlo = std::min(tlo, p);
+          thi = std::max(thi, p);
+        }
+      lo += tlo;
+      hi += thi;
+      magnitude += std::max(std::abs(tlo), std::abs(thi));
     }
     if (magnitude >= static_cast<double>(kSafe)) return false;
-    f.constant = *form->offset.as_int();
+    f.constant = constant;
     f.first = static_cast<std::uint32_t>(plan_.terms_.size());
     f.count = static_cast<std::uint32_t>(terms.size());
     plan_.terms_.insert(plan_.terms_.end(), terms.begin(), terms.end());
@@ -301,10 +358,71 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     return true;
   }
 
+  // x as post + scale * (a linear field clamped by a constant): the rows of a block,
+  // min(token - i*64, 64), times a stride, or subtracted from the block's size.
+  bool clamped(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::int64_t post = 0, scale = 1;
+    ne::Expr e = x;
+    for (;;) {
+      const auto* n = e.as<ne::BinaryNode>();
+      if (n == nullptr) return false;
+      const auto ca = n->a.as_int(), cb = n->b.as_int();
+      const ne::Kind k = e.kind();
+      if (k == ne::Kind::Min || k == ne::Kind::Max) {
+        if (!ca && !cb) return false;
+        const std::int64_t bound = ca ? *ca : *cb;
+        if (!linear(ca ? n->b : n->a, f)) return false;
+        f.clamped = true;
+        f.lo = k == ne::Kind::Max ? bound : std::numeric_limits<std::int64_t>::min();
+        f.hi = k == ne::Kind::Min ? bound : std::numeric_limits<std::int64_t>::max();
+        f.scale = scale;
+        f.post = post;
+        const auto clamp = [&](std::int64_t v) {
+          return static_cast<double>(std::clamp(v, f.lo, f.hi));
+        };
+        const double a =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.lo));
+        const double b =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.hi));
+        if (std::max(std::abs(a), std::abs(b)) >= static_cast<double>(kSafe) ||
+            std::abs(static_cast<double>(scale)) *
+                    std::max(std::abs(clamp(last_range_.lo)), std::abs(clamp(last_range_.hi))) >=
+                static_cast<double>(kSafe))
+          return false;
+        last_range_ = {saturate(std::min(a, b)), saturate(std::max(a, b))};
+        return true;
+      }
+      if (!ca && !cb) return false;
+      const std::int64_t c = ca ? *ca : *cb;
+      const ne::Expr rest = ca ? n->b : n->a;
+      bool overflow = false;
+      if (k == ne::Kind::Add || (k == ne::Kind::Sub && cb)) {
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, k == ne::Kind::Add ? c : -c, &term) ||
+                   __builtin_add_overflow(post, term, &post);
+      } else if (k == ne::Kind::Sub) {  // c - rest
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, c, &term) ||
+                   __builtin_add_overflow(post, term, &post) ||
+                   scale == std::numeric_limits<std::int64_t>::min();
+        scale = -scale;
+      } else if (k == ne::Kind::Mul) {
+        overflow = __builtin_mul_overflow(scale, c, &scale);
+      } else {
+        return false;
+      }
+      if (overflow || std::abs(static_cast<double>(post)) >= static_cast<double>(kSafe) ||
+          std::abs(static_cast<double>(scale)) >= static_cast<double>(kSafe))
+        return false;
+      e = rest;
+    }
+  }
+
   ReplayPlan& plan_;
   const Program& prog_;
-  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;  // innermost last
-  std::vector<Interval> ranges_;                          // per register
+  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;             // innermost last
+  std::vector<Interval> ranges_;                                     // per register
+  std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
   Interval last_range_;
   bool in_kernel_ = false;
 };
@@ -342,6 +460,7 @@ DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
                         given->value, v.min, v.max);
     regs[s.slot] = given->value;
   }
+  regs[kOne] = 1;
   for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
 }
 
@@ -372,34 +491,50 @@ DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
   b.check("dep_pop");
 }
 
+// What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
+// next so that, once warm, an instantiation allocates nothing but the stream it returns.
+struct ReplayWorkspace {
+  // per kernel: the key it was last entered with, and what it wrote then (written, when it
+  // wrote an instruction; last: its last micro-op call)
+  struct Memo {
+    bool valid = false;
+    std::vector<std::int64_t> key;
+    bool wrote = false;
+    runtime::WrittenKernel written;
+    const ReplayPlan::Op* last = nullptr;
+  };
+  std::vector<std::int64_t> regs;
+  std::vector<runtime::RegionState> states;
+  std::vector<runtime::UopOp> uops;
+  std::vector<Memo> memo;
+};
+
+DLAVM_INLINE ReplayWorkspace& replay_workspace() {
+  thread_local ReplayWorkspace ws;
+  return ws;
+}
+
 DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
                                     std::span<const std::uint64_t> phys) const {
-  std::vector<std::int64_t> regs(2 * static_cast<std::size_t>(registers_));
-  std::int64_t* const r = regs.data();
+  ReplayWorkspace& ws = replay_workspace();
+  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = ws.regs.data();
   std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
   bind(bindings, r);
-  std::vector<runtime::RegionState> states(p.regions().size());
-  std::vector<runtime::UopOp> uops(p.max_kernel_ops());
-  runtime::Replay<HostStreamStorage> replay(b.writer(), p.env().config.uop_depth(), p.elem_bytes(),
-                                            p.regions().data(), states.data(), p.regions().size(),
-                                            phys.data(), {uops.data(), uops.size()});
+  ws.states.resize(p.regions().size());
+  ws.uops.resize(p.max_kernel_ops());
+  runtime::Replay<HostStreamStorage> replay(
+      b.writer(), p.env().config.uop_depth(), p.elem_bytes(), p.regions().data(), ws.states.data(),
+      p.regions().size(), phys.data(), {ws.uops.data(), ws.uops.size()});
   const auto check = [&](const Op& op) {
     if (!replay.ok()) raise_failure(p, b, replay, op, r);
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
-  // per kernel: the key it was last entered with, and the calls it made then
-  struct Call {
-    bool loop;
-    std::int64_t a, b, c, d;
-  };
-  struct Memo {
-    bool valid = false;
-    std::vector<std::int64_t> key;
-    std::vector<Call> calls;
-    const Op* last = nullptr;
-  };
-  std::vector<Memo> memo(kernels_.size());
+  using Memo = ReplayWorkspace::Memo;
+  std::vector<Memo>& memo = ws.memo;
+  if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
+  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
   Memo* recording = nullptr;
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
@@ -439,61 +574,63 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
         bool same = m.valid;
         for (std::uint32_t i = 0; same && i < k.keys; ++i)
           same = m.key[i] == r[keys_[k.first_key + i]];
-        if (same) {  // the calls it made last time, then its instruction
-          for (const Call& c : m.calls)
-            if (c.loop)
-              replay.loop_begin(c.a, c.b, c.c, c.d);
-            else
-              replay.push(c.a, c.b, c.c);
-          kernel = m.last;
-          pc = op.jump;
+        if (same) {  // the instruction it wrote last time (if any), again
+          if (m.wrote) {
+            const Op& last = *m.last;
+            const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
+            const runtime::RegionAccess accesses[] = {
+                {last.regions[0], true}, {last.regions[1], false}, {last.regions[2], false}};
+            replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
+            check(last);
+          }
+          pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
         m.key.resize(k.keys);
         for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
-        m.calls.clear();
         recording = &m;
         break;
       }
       case OpKind::LoopBegin: {
-        const Call c{true, value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r)};
-        replay.loop_begin(c.a, c.b, c.c, c.d);
+        replay.loop_begin(value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r));
         check(op);
-        if (recording != nullptr) recording->calls.push_back(c);
         break;
       }
       case OpKind::Push: {
         kernel = &op;
-        Call c{false, op.sram[0] + value(f, r), 0, 0, 0};
-        if (op.micro == Micro::Gemm) {
-          c.b = op.sram[1] + value(f + 1, r);
-          c.c = op.sram[2] + value(f + 2, r);
-        } else if (op.micro == Micro::Alu) {
-          c.b = op.sram[1] + value(f + 1, r);
-        }
-        replay.push(c.a, c.b, c.c);
+        const std::int64_t dst = op.sram[0] + value(f, r);
+        if (op.micro == Micro::Gemm)
+          replay.push(dst, op.sram[1] + value(f + 1, r), op.sram[2] + value(f + 2, r));
+        else if (op.micro == Micro::Alu)
+          replay.push(dst, op.sram[1] + value(f + 1, r), 0);
+        else
+          replay.push(dst, 0, 0);
         check(op);
-        if (recording != nullptr) recording->calls.push_back(c);
         break;
       }
-      case OpKind::KernelEnd:
+      case OpKind::KernelEnd: {
+        const std::size_t size = b.writer().size();
+        if (kernel != nullptr) {
+          if (kernel->micro == Micro::Alu) {
+            const std::uint32_t k = kernel->field;
+            replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
+                       kernel->regions[0], kernel->regions[1]);
+          } else {
+            const bool reset = kernel->micro == Micro::GemmReset;
+            replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
+                        reset ? 0 : kernel->regions[2]);
+          }
+          check(*kernel);
+        }
         if (recording != nullptr) {
           recording->last = kernel;
+          recording->wrote = b.writer().size() != size;  // not when it had no iterations
+          if (recording->wrote) recording->written = b.writer().last_kernel();
           recording->valid = true;
           recording = nullptr;
         }
-        if (kernel == nullptr) break;
-        if (kernel->micro == Micro::Alu) {
-          const std::uint32_t k = kernel->field;
-          replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
-                     kernel->regions[0], kernel->regions[1]);
-        } else {
-          const bool reset = kernel->micro == Micro::GemmReset;
-          replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
-                      reset ? 0 : kernel->regions[2]);
-        }
-        check(*kernel);
         break;
+      }
       case OpKind::Load:
         replay.load(static_cast<MemId>(value(f, r)), op.regions[0], op.sram[0] + value(f + 1, r),
                     op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),

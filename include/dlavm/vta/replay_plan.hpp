@@ -3,11 +3,13 @@
 // replays them for new values of the symbolic dims; walking the loop IR for that would look up
 // every variable by name and evaluate every field as a tree, every time. The plan is a flat
 // list of operations with jumps for the loops and branches, each intrinsic's buffers resolved
-// to their SRAM base, region and parameter, and each field compiled: an affine field (most of
-// them: an offset plus constant multiples of loop variables and dims) as its terms over a
-// register file of [dims | loop variables], any other through ne::compile. An affine field is
-// used only where interval bounds over the loops' ranges show it cannot overflow; the rest
-// keep ne::eval's checks.
+// to their SRAM base, region and parameter, and each field compiled over a register file of
+// [1 | dims | loop variables | values of the dims alone]: an affine field (an offset plus
+// multiples of loop variables, whose coefficients may be dims or values of them) as its terms,
+// a block's extent (min(token - i*64, 64), times a constant or subtracted from one) as an
+// affine field clamped, any other through ne::compile. The first two are used only where
+// interval bounds over the registers' ranges show they cannot overflow; the rest keep
+// ne::eval's checks.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -17,9 +19,11 @@
 #include <dlavm/te/expr.hpp>
 #include <dlavm/vta/hw/builder.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlavm::vta {
@@ -37,13 +41,26 @@ class ReplayPlan {
   void write(const Program& p, Builder& b, std::span<const ne::Binding> bindings,
              std::span<const std::uint64_t> phys) const;
 
-  // A kernel's micro-ops depend on the registers of the loops around it only through `keys`
-  // (indices into keys_): within one instantiation, a kernel entered again with the same
-  // values there repeats the loop_begin and push calls it made before, which write() then
-  // replays without evaluating their fields.
+  // A kernel's instruction depends on the registers of the loops around it only through
+  // `keys` (indices into keys_): within one instantiation, a kernel entered again with the same
+  // values there writes the instruction it wrote before (runtime::StreamWriter::again), which
+  // write() then does without evaluating its fields or encoding its micro-ops.
   struct Kernel {
     std::uint32_t first_key = 0, keys = 0;
   };
+
+  // The words of the last stream instantiated from the plan, by any thread: what the next
+  // instantiation reserves. (Reserving the bound for any dims instead costs more than the
+  // words: a stream far smaller than it leaves most of a large block untouched, whose fresh
+  // pages the allocator may return to the system and take back on every instantiation.)
+  std::pair<std::size_t, std::size_t> last_size() const {
+    return {last_insns_.load(std::memory_order_relaxed),
+            last_uops_.load(std::memory_order_relaxed)};
+  }
+  void set_last_size(std::size_t insns, std::size_t uops) const {
+    last_insns_.store(insns, std::memory_order_relaxed);
+    last_uops_.store(uops, std::memory_order_relaxed);
+  }
 
   // Fields compiled as affine terms, and through ne::compile (for tests and diagnostics).
   // (a general field of the dims alone is read from the register it is computed into once)
@@ -77,14 +94,19 @@ class ReplayPlan {
 
  private:
   friend class PlanCompiler;
-  // value = constant + sum(coef * register), or general_[general] over `count` registers
+  // value = constant + sum(coef * register a * register b) (b: a dim, a value computed from
+  // dims alone, or the register holding 1), then, when clamped, post + scale * (that value
+  // clamped to [lo, hi]) (the min(token - i*64, 64) of a block's rows); or general_[general]
+  // over `count` registers.
   struct Field {
     std::int64_t constant = 0;
     std::uint32_t first = 0, count = 0;  // into terms_ (affine) or args_ (general)
     std::int32_t general = -1;
+    bool clamped = false;
+    std::int64_t lo = 0, hi = 0, scale = 1, post = 0;
   };
   struct Term {
-    std::uint32_t slot = 0;
+    std::uint32_t a = 0, b = 0;
     std::int64_t coef = 0;
   };
   struct Symbol {
@@ -93,13 +115,14 @@ class ReplayPlan {
   };
 
   // A field's value for the registers: affine ones inline, the others through general().
-  std::int64_t value(std::uint32_t field, const std::int64_t* regs) const {
+  [[gnu::always_inline]] std::int64_t value(std::uint32_t field, const std::int64_t* regs) const {
     const Field& f = fields_[field];
     if (f.general >= 0) [[unlikely]]
       return general(f, regs);
     std::int64_t v = f.constant;
     for (const Term *t = terms_.data() + f.first, *end = t + f.count; t != end; ++t)
-      v += t->coef * regs[t->slot];
+      v += t->coef * regs[t->a] * regs[t->b];
+    if (f.clamped) v = f.post + (f.scale * (v < f.lo ? f.lo : v > f.hi ? f.hi : v));
     return v;
   }
   std::int64_t general(const Field& f, const std::int64_t* regs) const;
@@ -122,6 +145,8 @@ class ReplayPlan {
   // general fields of the dims alone, each computed into a register once per instantiation
   std::vector<std::pair<Field, std::uint32_t>> invariants_;
   std::uint32_t registers_ = 0;
+  mutable std::atomic<std::size_t> last_insns_{0}, last_uops_{0};
+  static constexpr std::uint32_t kOne = 0;  // the register holding 1
 };
 
 }  // namespace detail

@@ -35,8 +35,7 @@ inline const Config& validated(const Config& c) {
 
 DLAVM_INLINE Builder::Builder(const Config& config)
     : config_(detail::validated(config)),
-      layout_(config_.layout()),
-      writer_(layout_, config_.uop_depth(), storage_) {}
+      writer_(config_.layout(), config_.uop_depth(), storage_) {}
 
 DLAVM_INLINE std::int64_t Builder::dram_elem(std::uint64_t phys, MemId m,
                                              std::int64_t offset) const {
@@ -62,7 +61,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::Ok:
       return;
     case Status::FieldRange:
-      check_field(layout_, f, e.field, e.value, index);  // raises with the field's message
+      check_field(layout(), f, e.field, e.value, index);  // raises with the field's message
       break;
     case Status::BadMemory:
       if (static_cast<MemId>(e.value) == MemId::Out)
@@ -81,7 +80,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
                              index, names[k], e.value);
       runtime::Uop u;
       (k == 0 ? u.dst : k == 1 ? u.src : u.wgt) = static_cast<std::uint32_t>(e.value);
-      encode_uop(layout_, u, e.uop);  // raises with the field's message
+      encode_uop(layout(), u, e.uop);  // raises with the field's message
       break;
     }
     case Status::NotNeighbours:
@@ -181,7 +180,7 @@ DLAVM_INLINE void Builder::finish() {
 }
 
 DLAVM_INLINE void Builder::emit(InsnFields f) {
-  encode(layout_, f, size());  // raises on a field that does not fit, with its message
+  encode(layout(), f, size());  // raises on a field that does not fit, with its message
   writer_.emit(f);
   check();
 }

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -112,33 +111,36 @@ class HostStreamStorage {
     return scratch_.data();
   }
   bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    const auto [first, last] = kernels_.equal_range(hash(w, n));
-    for (auto it = first; it != last; ++it) {
-      const auto [start, size] = it->second;
-      if (size == n && std::equal(w, w + n, stream.uops.data() + start)) {
-        at = start;
+    if (kernels_.empty()) return false;
+    const std::uint64_t h = hash(w, n);
+    const std::size_t mask = kernels_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const KernelEntry& e = kernels_[i];
+      if (e.size == 0) return false;
+      if (e.hash == h && e.size == n && std::equal(w, w + n, stream.uops.data() + e.at)) {
+        at = e.at;
         return true;
       }
     }
-    return false;
   }
   bool add_kernel(std::uint32_t at, std::size_t n) {
-    kernels_.emplace(hash(stream.uops.data() + at, n),
-                     std::pair{at, static_cast<std::uint32_t>(n)});
+    if (2 * (kernel_count_ + 1) > kernels_.size()) grow();
+    insert({hash(stream.uops.data() + at, n), at, static_cast<std::uint32_t>(n)});
+    ++kernel_count_;
     return true;
   }
   bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
-    const auto it = resident_.find(dram);
-    if (it == resident_.end()) return false;
-    sram = it->second;
+    if (dram >= resident_.size() || resident_[dram].epoch != epoch_) return false;
+    sram = resident_[dram].sram;
     return true;
   }
   bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    resident_[dram] = sram;
+    if (dram >= resident_.size()) resident_.resize(dram + 1);
+    resident_[dram] = {epoch_, sram};
     return true;
   }
-  void clear_resident() { resident_.clear(); }
-  std::size_t kernel_count() const { return kernels_.size(); }
+  void clear_resident() { ++epoch_; }
+  std::size_t kernel_count() const { return kernel_count_; }
 
   Stream stream;
 
@@ -149,10 +151,35 @@ class HostStreamStorage {
     for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 1099511628211ull;
     return h;
   }
-  // Kernels by the hash of their words: where they are in stream.uops, and how many words;
-  // compared word by word there (no copy of the words).
-  std::unordered_multimap<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> kernels_;
-  std::unordered_map<std::uint32_t, std::uint32_t> resident_;
+  // The kernels stored: an open-addressing table (a power of two, at most half full, size 0
+  // marks a free entry: no kernel is empty) of the hash of their words, where they are in
+  // stream.uops and how many; compared word by word there (no copy of the words).
+  struct KernelEntry {
+    std::uint64_t hash = 0;
+    std::uint32_t at = 0, size = 0;
+  };
+  void insert(const KernelEntry& k) {
+    const std::size_t mask = kernels_.size() - 1;
+    std::size_t i = k.hash & mask;
+    while (kernels_[i].size != 0) i = (i + 1) & mask;
+    kernels_[i] = k;
+  }
+  void grow() {
+    std::vector<KernelEntry> old(kernels_.empty() ? 32 : 2 * kernels_.size());
+    old.swap(kernels_);
+    for (const auto& k : old)
+      if (k.size != 0) insert(k);
+  }
+  std::vector<KernelEntry> kernels_;
+  std::size_t kernel_count_ = 0;
+  // The kernels resident in the micro-op SRAM, by their offset in stream.uops: their first
+  // entry there, valid while `epoch` is the current one (the SRAM starting over clears them
+  // all at once).
+  struct Resident {
+    std::uint32_t epoch = 0, sram = 0;
+  };
+  std::vector<Resident> resident_;
+  std::uint32_t epoch_ = 1;
   std::vector<std::uint32_t> scratch_;
 };
 
@@ -166,7 +193,7 @@ class Builder {
   Builder& operator=(const Builder&) = delete;
 
   const Config& config() const { return config_; }
-  const IsaLayout& layout() const { return layout_; }
+  const IsaLayout& layout() const { return writer_.layout(); }
   std::size_t size() const { return storage_.insn_count(); }
   // Distinct micro-op kernels stored in the micro-op buffer.
   std::size_t kernel_count() const { return storage_.kernel_count(); }
@@ -223,7 +250,6 @@ class Builder {
   void check_kernel(const UopKernel& k, const char* what) const;
 
   Config config_;
-  IsaLayout layout_;
   HostStreamStorage storage_;
   runtime::StreamWriter<HostStreamStorage> writer_;
 };

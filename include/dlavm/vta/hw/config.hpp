@@ -107,7 +107,15 @@ struct Config {
   // The bit layout of this configuration's instructions (call validate() first for a
   // configuration that did not come from vta::read_config).
   IsaLayout layout() const {
-    return IsaLayout::make(log_uop_depth(), log_inp_depth(), log_wgt_depth(), log_acc_depth());
+    // the default configuration's, computed when the library compiles (a Builder, made per
+    // instantiation, asks for it)
+    static constexpr IsaLayout kDefault = IsaLayout::default_layout();
+    const int uop = log_uop_depth(), inp = log_inp_depth(), wgt = log_wgt_depth(),
+              acc = log_acc_depth();
+    if (uop == kDefault.log_uop_depth && inp == kDefault.log_inp_depth &&
+        wgt == kDefault.log_wgt_depth && acc == kDefault.log_acc_depth)
+      return kDefault;
+    return IsaLayout::make(uop, inp, wgt, acc);
   }
 
   // Raises ConfigError naming the first field that is out of range or cannot be encoded.
