@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -441,4 +442,36 @@ TEST_CASE("vta errors: ALU nests under a split guard") {
       "subtraction by an immediate, constant fills) and reductions of accumulator tiles with max, "
       "min or sum over a window (te::max / te::min / te::sum), one instruction per window element",
       dlavm::ScheduleError);
+}
+
+TEST_CASE("vta errors: a field that could overflow int64 for its dims' range keeps its checks") {
+  // The last row of A[n, 64, 1, 16]: its DRAM offset, n*64 - 64 elements, overflows int64 for
+  // n past 2^57, and at n = 2^58 + 1 wraps to 0, an offset the instruction could hold. The
+  // plan's affine sums are used only where the bounds rule that out; this field keeps ne::eval's
+  // checks, and the instantiation raises instead of loading row 0.
+  const vta::Env env;
+  const std::int64_t max_rows = (std::int64_t{1} << 58) + 1;
+  const auto n = ne::var("n", 1, max_rows);
+  const auto A = te::placeholder(te::shape(n, 64, 1, 16), env.acc_dtype, "A");
+  const auto A_buf = te::compute(
+      te::shape(1, 64, 1, 16),
+      [&](auto i, auto j, auto k, auto l) { return A(i + n - 1, j, k, l); }, "A_buf");
+  const auto B = te::compute(
+      te::shape(1, 64, 1, 16), [&](auto... i) { return te::cast(env.inp_dtype, A_buf(i...)); },
+      "B");
+  auto s = te::create_schedule(B);
+  s[A_buf].set_scope(env.acc_scope);
+  s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
+  s[B].pragma(s[B].axis(0), env.dma_copy);
+  const auto prog = vta::build(s, {A, B}, env, "last_row");
+  CHECK(prog.general_fields() == 1);
+  const std::vector<std::uint64_t> phys{0x100000, 0x200000};
+  const auto load_dram = [&](std::int64_t rows) {
+    const auto stream = prog.instantiate(std::vector<ne::Binding>{{"n", rows}}, phys);
+    return vta::decode_all(env.config.layout(), stream.insns).front().dram_base;
+  };
+  // the ACC element is 64 bytes: 0x100000 is element 0x4000
+  CHECK(load_dram(5) == 0x4000 + (4 * 64));
+  CHECK(load_dram(std::int64_t{1} << 20) == 0x4000 + (((std::int64_t{1} << 20) - 1) * 64));
+  CHECK_THROWS_WITH_AS(load_dram(max_rows), doctest::Contains("overflows int64"), dlavm::Error);
 }
