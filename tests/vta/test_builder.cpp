@@ -80,6 +80,22 @@ TEST_CASE("vta builder: a full micro-op SRAM starts over and reloads what it dro
   CHECK(b.stream().uops.size() == 5);
 }
 
+TEST_CASE("vta builder: after take(), kernels are stored and loaded anew") {
+  vta::Builder b{vta::Config{}};
+  vta::UopKernel k;
+  k.push(1, 2, 3);
+  b.gemm(k);
+  const vta::Stream first = b.take();
+  CHECK(first.insns.size() == 2);
+  b.gemm(k);  // its micro-ops were in the stream taken: stored and loaded again
+  const auto p = decoded(b);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].memory_type == vta::MemId::Uop);
+  CHECK(p[0].dram_base == 0);
+  CHECK(b.stream().uops == first.uops);
+  CHECK(b.kernel_count() == 1);
+}
+
 TEST_CASE("vta builder: dependency push/pop follow VTA's runtime") {
   vta::Builder b{vta::Config{}};
   b.load({.memory = vta::MemId::Inp, .x_size = 1});

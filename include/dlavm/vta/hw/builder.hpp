@@ -140,6 +140,12 @@ class HostStreamStorage {
     return true;
   }
   void clear_resident() { ++epoch_; }
+  // Forgets the kernels stored and resident (the stream they are in is being taken away).
+  void forget_kernels() {
+    kernels_.clear();
+    kernel_count_ = 0;
+    clear_resident();
+  }
   std::size_t kernel_count() const { return kernel_count_; }
 
   Stream stream;
@@ -198,7 +204,12 @@ class Builder {
   // Distinct micro-op kernels stored in the micro-op buffer.
   std::size_t kernel_count() const { return storage_.kernel_count(); }
   const Stream& stream() const { return storage_.stream; }
-  Stream take() { return std::exchange(storage_.stream, Stream{}); }
+  // The stream written so far; the Builder goes on with an empty one (whose kernels are
+  // stored and loaded anew).
+  Stream take() {
+    storage_.forget_kernels();
+    return std::exchange(storage_.stream, Stream{});
+  }
   // Room for this many instructions and micro-op words, so that writing them never regrows.
   void reserve(std::size_t insns, std::size_t uops) {
     storage_.stream.insns.reserve(insns);
