@@ -17531,9 +17531,8 @@ class ReplayPlan {
     last_uops_.store(uops, std::memory_order_relaxed);
   }
 
-  // Fields compiled as affine terms, and through ne::compile (for tests and diagnostics).
-  // (a general field of the dims alone is read from the register it is computed into once)
-  std::size_t affine_fields() const { return fields_.size() - general_fields(); }
+  // Fields compiled through ne::compile (Program::general_fields); a general value of the
+  // dims alone, computed once into a register, is not one.
   std::size_t general_fields() const { return general_.size() - invariants_.size(); }
 
   enum class OpKind : std::uint8_t {
@@ -18080,7 +18079,6 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 
 namespace dlavm::vta::detail {

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 
 namespace dlavm::vta::detail {
