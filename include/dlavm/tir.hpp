@@ -8,6 +8,7 @@
 #include <dlavm/tir/printer.hpp>
 #include <dlavm/tir/replay.hpp>
 #include <dlavm/tir/rewrite.hpp>
+#include <dlavm/tir/specialize.hpp>
 #include <dlavm/tir/stmt.hpp>
 #include <dlavm/tir/storage_rewrite.hpp>
 #include <dlavm/tir/unroll.hpp>

@@ -9943,13 +9943,18 @@ struct WrittenKernel {
 };
 
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
-// accumulator's memory.
+// accumulator's memory. `arm`: 0, or the arm of a condition on the dims alone that the region
+// lives in (2k - 1 the then arm of the program's k-th such condition, 2k its else arm). The
+// two arms of one condition never run in the same instantiation, so their regions share SRAM
+// without ever meeting: the hazards between them are none to track.
 struct SramRegion {
   MemId memory = MemId::Inp;
   std::int64_t begin = 0, end = 0;
+  std::uint32_t arm = 0;
   constexpr bool overlaps(const SramRegion& o) const {
     const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
-    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
+    const bool apart = arm != 0 && o.arm != 0 && arm != o.arm && (arm + 1) / 2 == (o.arm + 1) / 2;
+    return !apart && bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
   }
 };
 
@@ -12834,6 +12839,82 @@ inline bool uses_buffer(const Stmt& s, const te::BufferNode* b) {
 
 }  // namespace dlavm::tir
 // end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/specialize.hpp
+// tir::specialize: one function that runs `special` when its dims take given values and
+// `general` otherwise. Both are lowerings of the same computation (two schedules of it, say a
+// tiling for many rows and one for a single row), so their parameters agree in dtype and
+// shape; each lowering made its own parameter buffers, and `special`'s are renamed to
+// `general`'s. In `special` the dims are replaced by their values, so that its loop bounds
+// and intrinsic fields fold to what they are there. Each branch keeps its own on-chip
+// buffers, which may share storage: only one branch runs.
+//
+//   tir::PrimFunc f = tir::specialize(many_rows, {{token, 1}}, one_row);  // if (token == 1)
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/tir/rewrite.hpp
+// end dlavm/tir/rewrite.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dlavm::tir {
+
+// The condition under which a specialization runs: every dim equal to its value.
+inline ne::Expr specialized_when(std::span<const ne::Substitution> values) {
+  std::optional<ne::Expr> when;
+  for (const auto& [dim, value] : values) {
+    const ne::Expr eq = dim == value;
+    when = when ? (*when && eq) : eq;
+  }
+  if (!when) raise<ValueError>("tir::specialize: no dims to specialize for");
+  return *when;
+}
+
+// ValueError naming the function and the parameter when the two disagree in their parameters.
+inline PrimFunc specialize(const PrimFunc& general, std::span<const ne::Substitution> values,
+                           const PrimFunc& special) {
+  const ne::Expr when = specialized_when(values);
+  if (general.params.size() != special.params.size() ||
+      general.flat_params.size() != special.flat_params.size())
+    raise<ValueError>("tir::specialize: '{}' has {} parameters, its specialization {}",
+                      general.name, general.params.size(), special.params.size());
+  BufferMap renamed;
+  const auto rename = [&](const std::vector<Buffer>& from, const std::vector<Buffer>& to) {
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      const Buffer& a = to[k];
+      const Buffer& b = from[k];
+      bool same = a.dtype() == b.dtype() && a.shape().size() == b.shape().size();
+      for (std::size_t d = 0; same && d < a.shape().size(); ++d)
+        same = ne::can_prove(a.shape()[d] == b.shape()[d]);
+      if (!same)
+        raise<ValueError>(
+            "tir::specialize: '{}' parameter {} ('{}') is {}[{}], its specialization's ('{}') "
+            "{}[{}]",
+            general.name, k, a.name(), a.dtype(), fmt::join(a.shape(), ", "), b.name(), b.dtype(),
+            fmt::join(b.shape(), ", "));
+      renamed[b.get()] = a;
+    }
+  };
+  rename(special.params, general.params);
+  rename(special.flat_params, general.flat_params);
+  PrimFunc f = general;
+  f.body = make_if(when, rewrite(special.body, {values.begin(), values.end()}, std::move(renamed)),
+                   general.body);
+  return f;
+}
+
+}  // namespace dlavm::tir
+// end dlavm/tir/specialize.hpp
 // begin dlavm/tir/stmt.hpp
 // end dlavm/tir/stmt.hpp
 // begin dlavm/tir/storage_rewrite.hpp
@@ -17651,6 +17732,7 @@ struct SramSlot {
   runtime::MemId memory;
   std::int64_t base = 0;  // entries
   std::int64_t entries = 0;
+  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
 };
 
 // An upper bound on the words of a program's streams: instructions and micro-ops.
@@ -17765,10 +17847,26 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
           b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
           depth * bytes_per);
     if (slots.count(b.get()) == 0) order.push_back(b.get());
-    slots[b.get()] = {*mem, top, entries};
+    slots[b.get()] = {*mem, top, entries, arm_};
     top += entries;
     visit(n.body);
     top -= entries;
+  }
+  // A condition outside every loop and every other condition (tir::specialize's) is on the
+  // dims alone: one of its arms runs, and each arm's buffers start where the other's do.
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
+    if (loops_ > 0 || arm_ != 0) return tir::StmtVisitor<SramAllocator>::visit_if(n, s);
+    const std::uint32_t k = ++conditions_;
+    arm_ = 2 * k - 1;
+    visit(n.then_case);
+    arm_ = 2 * k;
+    if (n.else_case.defined()) visit(n.else_case);
+    arm_ = 0;
+  }
+  void visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+    ++loops_;
+    tir::StmtVisitor<SramAllocator>::visit_for(n, s);
+    --loops_;
   }
 
  private:
@@ -17790,6 +17888,8 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
   }
   const Env& env_;
   std::int64_t top_[8] = {};
+  int loops_ = 0;
+  std::uint32_t conditions_ = 0, arm_ = 0;
 };
 
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
@@ -17868,7 +17968,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   for (const auto* buf : alloc.order) {
     const SramSlot& slot = sram_.at(buf);
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
-    regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+    regions.push_back({slot.memory, slot.base, slot.base + slot.entries, slot.arm});
   }
   regions_ = std::move(regions);
   for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
@@ -26330,8 +26430,8 @@ DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
 DLAVM_INLINE std::string regions_source(const Program& p) {
   std::string s = "{";
   for (const auto& r : p.regions())
-    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}}}", s.size() > 1 ? ", " : "",
-                     static_cast<int>(r.memory), r.begin, r.end);
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}}}", s.size() > 1 ? ", " : "",
+                     static_cast<int>(r.memory), r.begin, r.end, r.arm);
   return s + "}";
 }
 
@@ -27271,7 +27371,8 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //                            placement it carries, so what was printed is what is built
 //   per VTA group            its Workload; the anchor's strategy gives the knob space, the
 //                            Chooser picks the knobs, the strategy declares the kernel and
-//                            its schedule; vta::build compiles it
+//                            its schedule; vta::build compiles it (with a second tiling
+//                            for the rows' minimum, BuildOptions::specialize_min_rows)
 //   layouts                  each value a VTA group reads is packed for it (constants now,
 //                            at build time; others by a pack step on the host), and each
 //                            value a host call or the caller reads is unpacked after VTA:
@@ -28993,6 +29094,11 @@ struct AnchorStrategy {
   // Declares the kernel with chosen knobs (`name` prefixes its tensors).
   std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
+  // The symbolic dims of the workload's rows (dense, matmul: the left operand's rows, a token
+  // count), or none. build chooses a second tiling for the workload with those dims at their
+  // minima (one token: a decode step), which runs when they take those values; any tiling
+  // `declare` accepts is correct for every value, the second is only faster there.
+  std::function<std::vector<ne::Var>(const Workload&)> row_dims{};
   // Whether `declare` handles Epilogue::int32_result (orders the planes' axis, EpilogueStages::
   // plane_axes): only then does Target::int32_results give its groups an int32 result.
   bool int32_results = false;
@@ -29243,6 +29349,7 @@ inline AnchorStrategy gemm_strategy(std::string op,
   s.space = [shape_of](const Workload& w, const vta::Env& env) {
     return knob_space(env, shape_of(w.args), w.epilogue);
   };
+  s.row_dims = [shape_of](const Workload& w) { return ne::free_vars(shape_of(w.args).rows); };
   s.declare = [shape_of](const Workload& w, const vta::Env& env, const Knobs& knobs,
                          const std::string& name) {
     const DenseShape shape = shape_of(w.args);
@@ -30117,6 +30224,10 @@ struct BuildOptions {
   std::shared_ptr<const Chooser> chooser = nullptr;
   // How the module lays out its memory (graph::plan_memory).
   PlanOptions plan = {};
+  // For a VTA kernel whose rows are symbolic (AnchorStrategy::row_dims), a program with two
+  // tilings: the chosen one, and one chosen for the rows' dims at their minima (a decode
+  // step's one token), used when the dims take those values. False: one tiling serves all.
+  bool specialize_min_rows = true;
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
@@ -30143,12 +30254,15 @@ Module build(const Function& fn, const Target& target, const BuildOptions& optio
 // end dlavm/graph/printer.hpp
 // begin dlavm/ne/bounds.hpp
 // end dlavm/ne/bounds.hpp
+// begin dlavm/tir/specialize.hpp
+// end dlavm/tir/specialize.hpp
 // begin dlavm/vta/program.hpp
 // end dlavm/vta/program.hpp
 
 #include <fmt/format.h>
 
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -30321,11 +30435,23 @@ class ModuleBuilder {
     std::optional<VtaKernel> declared;
     std::shared_ptr<const vta::Program> program;
     Knobs knobs;
+    std::string tiling;
+    ne::Expr traffic;
     try {
-      knobs = options_.chooser->choose(workload, strategy.space(workload, env));
+      const KnobSpace space = strategy.space(workload, env);
+      knobs = options_.chooser->choose(workload, space);
       declared.emplace(strategy.declare(workload, env, knobs, name));
-      program = std::make_shared<const vta::Program>(
-          vta::build(declared->schedule, declared->args, env, name));
+      tir::PrimFunc func = vta::lower(declared->schedule, declared->args, env, name);
+      tiling = declared->tiling;
+      traffic = declared->traffic;
+      if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
+        VtaKernel second = strategy.declare(workload, env, few->knobs, name);
+        func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
+        const ne::Expr when = tir::specialized_when(few->at);
+        tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
+        traffic = ne::simplify(ne::select(when, second.traffic, traffic));
+      }
+      program = std::make_shared<const vta::Program>(env, std::move(func));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
@@ -30354,14 +30480,44 @@ class ModuleBuilder {
     values_[s.output].dtype = env.out_dtype;
     forms(g.output()).packed.emplace_back(stored, s.output);
     s.program = std::move(program);
-    s.tiling = kernel.tiling;
+    s.tiling = std::move(tiling);
     s.epilogue = to_string(g.epilogue);
     s.macs = kernel.macs;
-    s.traffic = kernel.traffic;
+    s.traffic = std::move(traffic);
     s.knobs = std::move(knobs);
     s.workload = workload;
     check_params(s, kernel);
     steps_.push_back(std::move(s));
+  }
+
+  // The second tiling of a workload whose rows are symbolic (AnchorStrategy::row_dims): the
+  // knobs the chooser picks with the rows' dims at their minima (`at`), where they run. None
+  // when the option is off, or when they are the knobs already chosen or ones the symbolic
+  // workload does not accept.
+  struct MinRowsTiling {
+    std::vector<ne::Substitution> at;
+    Knobs knobs;
+  };
+  std::optional<MinRowsTiling> min_rows_tiling(const AnchorStrategy& strategy, const Workload& w,
+                                               const KnobSpace& space, const Knobs& chosen) const {
+    if (!options_.specialize_min_rows || !strategy.row_dims) return std::nullopt;
+    const std::vector<ne::Var> dims = strategy.row_dims(w);
+    if (dims.empty()) return std::nullopt;
+    std::vector<ne::Substitution> at_min;
+    for (const ne::Var& v : dims) at_min.emplace_back(v, ne::Expr(v.node().min));
+    Workload few = w;
+    few.result.shape = substituted(few.result.shape, at_min);
+    for (auto& t : few.args) t.shape = substituted(t.shape, at_min);
+    Knobs knobs = options_.chooser->choose(few, strategy.space(few, target_.env));
+    if (knobs == chosen || knobs.names != chosen.names || space.check(knobs.values))
+      return std::nullopt;
+    return MinRowsTiling{std::move(at_min), std::move(knobs)};
+  }
+  static std::vector<ne::Expr> substituted(const std::vector<ne::Expr>& shape,
+                                           std::span<const ne::Substitution> map) {
+    std::vector<ne::Expr> out;
+    for (const auto& d : shape) out.push_back(ne::simplify(ne::substitute(d, map)));
+    return out;
   }
 
   // The program's parameters are the arrays the step hands it: same dtype and shape.

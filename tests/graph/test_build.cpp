@@ -115,6 +115,65 @@ TEST_CASE("build: random dense layers over a symbolic row count equal the refere
   CHECK(vta_steps >= 16);
 }
 
+// A decode step multiplies one token by the weights: the tiling chosen for 2048 tokens (a few
+// K tiles per step, so that many rows fit) takes many small steps for it. build adds the tiling
+// chosen for one row, used only there.
+TEST_CASE("build: a symbolic row count gets a second tiling at its minimum, used only there") {
+  auto token = ne::var("token", 1, 256);
+  auto x = graph::input("x", {token, 512}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {512, 512}, 5));
+  auto b = graph::constant("b", te::NDArray::random(DType::int32(), {512}, 6, -500, 500));
+  auto y = graph::requantize(graph::bias_add(graph::dense(x, w), b, {.axis = -1}),
+                             {.shift = 9, .rounding = dlavm::host::Rounding::Nearest});
+  const auto fn = graph::function({x}, {y});
+  auto two = graph::build(fn, graph::Target{}, {.name = "fc"});
+  auto one = graph::build(fn, graph::Target{}, {.name = "fc", .specialize_min_rows = false});
+  const auto vta_step = [](const graph::Module& m) -> const graph::ModuleStep& {
+    for (const auto& s : m.steps())
+      if (s.kind == graph::ModuleStep::Kind::Vta) return s;
+    FAIL("no VTA step");
+    return m.steps().front();
+  };
+  const auto& special = vta_step(two);
+  const auto& general = vta_step(one);
+  INFO(special.tiling);
+  CHECK(special.tiling.starts_with(general.tiling + "; token == 1: rows 1,"));
+  CHECK(special.knobs == general.knobs);
+  CHECK(special.program->stream_bound().insns == general.program->stream_bound().insns);
+  // each tiling's buffers in an arm of its own, which never meet the other's
+  std::size_t arms[3] = {};
+  for (const auto& r : special.program->regions()) ++arms[std::min<std::uint32_t>(r.arm, 2)];
+  CHECK(arms[0] == 0);
+  CHECK(arms[1] > 0);
+  CHECK(arms[2] == general.program->regions().size());
+  const std::uint64_t phys[] = {0x100000, 0x200000, 0x300000, 0x400000};
+  for (const std::int64_t t : {1, 2, 17, 256}) {
+    INFO("token = ", t);
+    const ne::Binding at[] = {{"token", t}};
+    const auto a = special.program->instantiate(at, phys);
+    const auto g = general.program->instantiate(at, phys);
+    if (t == 1) {  // one K step per column block where the general tiling takes 32
+      CHECK(a.insns.size() * 4 < g.insns.size());
+    } else {  // elsewhere, the general tiling's stream word for word
+      CHECK(a.insns == g.insns);
+      CHECK(a.uops == g.uops);
+    }
+    // the traffic the summary reports is that of the tiling that runs
+    const auto traffic = ne::eval(special.traffic, at),
+               traffic_general = ne::eval(general.traffic, at);
+    if (t == 1)
+      CHECK(traffic < traffic_general);
+    else
+      CHECK(traffic == traffic_general);
+    const auto input = te::NDArray::random(DType::int8(), {t, 512}, static_cast<std::uint64_t>(t));
+    const graph::NamedArray inputs[] = {{"x", input}};
+    vta::SimDevice dev(graph::Target{}.env.config);
+    const auto reference = graph::evaluate(graph::infer_type(fn, graph::Target{}), inputs, at);
+    CHECK(two.run(dev, inputs, at)[0] == reference[0]);
+    CHECK(one.run(dev, inputs, at)[0] == reference[0]);
+  }
+}
+
 TEST_CASE("build: random max and average poolings with their epilogues equal the reference") {
   Rng rng{std::mt19937_64(99)};
   int vta_steps = 0;

@@ -9,11 +9,13 @@
 #include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/ne/bounds.hpp>
+#include <dlavm/tir/specialize.hpp>
 #include <dlavm/vta/program.hpp>
 
 #include <fmt/format.h>
 
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -186,11 +188,23 @@ class ModuleBuilder {
     std::optional<VtaKernel> declared;
     std::shared_ptr<const vta::Program> program;
     Knobs knobs;
+    std::string tiling;
+    ne::Expr traffic;
     try {
-      knobs = options_.chooser->choose(workload, strategy.space(workload, env));
+      const KnobSpace space = strategy.space(workload, env);
+      knobs = options_.chooser->choose(workload, space);
       declared.emplace(strategy.declare(workload, env, knobs, name));
-      program = std::make_shared<const vta::Program>(
-          vta::build(declared->schedule, declared->args, env, name));
+      tir::PrimFunc func = vta::lower(declared->schedule, declared->args, env, name);
+      tiling = declared->tiling;
+      traffic = declared->traffic;
+      if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
+        VtaKernel second = strategy.declare(workload, env, few->knobs, name);
+        func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
+        const ne::Expr when = tir::specialized_when(few->at);
+        tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
+        traffic = ne::simplify(ne::select(when, second.traffic, traffic));
+      }
+      program = std::make_shared<const vta::Program>(env, std::move(func));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
@@ -219,14 +233,44 @@ class ModuleBuilder {
     values_[s.output].dtype = env.out_dtype;
     forms(g.output()).packed.emplace_back(stored, s.output);
     s.program = std::move(program);
-    s.tiling = kernel.tiling;
+    s.tiling = std::move(tiling);
     s.epilogue = to_string(g.epilogue);
     s.macs = kernel.macs;
-    s.traffic = kernel.traffic;
+    s.traffic = std::move(traffic);
     s.knobs = std::move(knobs);
     s.workload = workload;
     check_params(s, kernel);
     steps_.push_back(std::move(s));
+  }
+
+  // The second tiling of a workload whose rows are symbolic (AnchorStrategy::row_dims): the
+  // knobs the chooser picks with the rows' dims at their minima (`at`), where they run. None
+  // when the option is off, or when they are the knobs already chosen or ones the symbolic
+  // workload does not accept.
+  struct MinRowsTiling {
+    std::vector<ne::Substitution> at;
+    Knobs knobs;
+  };
+  std::optional<MinRowsTiling> min_rows_tiling(const AnchorStrategy& strategy, const Workload& w,
+                                               const KnobSpace& space, const Knobs& chosen) const {
+    if (!options_.specialize_min_rows || !strategy.row_dims) return std::nullopt;
+    const std::vector<ne::Var> dims = strategy.row_dims(w);
+    if (dims.empty()) return std::nullopt;
+    std::vector<ne::Substitution> at_min;
+    for (const ne::Var& v : dims) at_min.emplace_back(v, ne::Expr(v.node().min));
+    Workload few = w;
+    few.result.shape = substituted(few.result.shape, at_min);
+    for (auto& t : few.args) t.shape = substituted(t.shape, at_min);
+    Knobs knobs = options_.chooser->choose(few, strategy.space(few, target_.env));
+    if (knobs == chosen || knobs.names != chosen.names || space.check(knobs.values))
+      return std::nullopt;
+    return MinRowsTiling{std::move(at_min), std::move(knobs)};
+  }
+  static std::vector<ne::Expr> substituted(const std::vector<ne::Expr>& shape,
+                                           std::span<const ne::Substitution> map) {
+    std::vector<ne::Expr> out;
+    for (const auto& d : shape) out.push_back(ne::simplify(ne::substitute(d, map)));
+    return out;
   }
 
   // The program's parameters are the arrays the step hands it: same dtype and shape.

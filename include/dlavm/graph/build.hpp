@@ -5,7 +5,8 @@
 //                            placement it carries, so what was printed is what is built
 //   per VTA group            its Workload; the anchor's strategy gives the knob space, the
 //                            Chooser picks the knobs, the strategy declares the kernel and
-//                            its schedule; vta::build compiles it
+//                            its schedule; vta::build compiles it (with a second tiling
+//                            for the rows' minimum, BuildOptions::specialize_min_rows)
 //   layouts                  each value a VTA group reads is packed for it (constants now,
 //                            at build time; others by a pack step on the host), and each
 //                            value a host call or the caller reads is unpacked after VTA:
@@ -38,6 +39,10 @@ struct BuildOptions {
   std::shared_ptr<const Chooser> chooser = nullptr;
   // How the module lays out its memory (graph::plan_memory).
   PlanOptions plan = {};
+  // For a VTA kernel whose rows are symbolic (AnchorStrategy::row_dims), a program with two
+  // tilings: the chosen one, and one chosen for the rows' dims at their minima (a decode
+  // step's one token), used when the dims take those values. False: one tiling serves all.
+  bool specialize_min_rows = true;
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});

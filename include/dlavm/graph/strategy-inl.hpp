@@ -204,6 +204,7 @@ inline AnchorStrategy gemm_strategy(std::string op,
   s.space = [shape_of](const Workload& w, const vta::Env& env) {
     return knob_space(env, shape_of(w.args), w.epilogue);
   };
+  s.row_dims = [shape_of](const Workload& w) { return ne::free_vars(shape_of(w.args).rows); };
   s.declare = [shape_of](const Workload& w, const vta::Env& env, const Knobs& knobs,
                          const std::string& name) {
     const DenseShape shape = shape_of(w.args);

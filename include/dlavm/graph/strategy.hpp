@@ -82,6 +82,11 @@ struct AnchorStrategy {
   // Declares the kernel with chosen knobs (`name` prefixes its tensors).
   std::function<VtaKernel(const Workload&, const vta::Env&, const Knobs&, const std::string& name)>
       declare{};
+  // The symbolic dims of the workload's rows (dense, matmul: the left operand's rows, a token
+  // count), or none. build chooses a second tiling for the workload with those dims at their
+  // minima (one token: a decode step), which runs when they take those values; any tiling
+  // `declare` accepts is correct for every value, the second is only faster there.
+  std::function<std::vector<ne::Var>(const Workload&)> row_dims{};
   // Whether `declare` handles Epilogue::int32_result (orders the planes' axis, EpilogueStages::
   // plane_axes): only then does Target::int32_results give its groups an int32 result.
   bool int32_results = false;

@@ -88,13 +88,18 @@ struct WrittenKernel {
 };
 
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
-// accumulator's memory.
+// accumulator's memory. `arm`: 0, or the arm of a condition on the dims alone that the region
+// lives in (2k - 1 the then arm of the program's k-th such condition, 2k its else arm). The
+// two arms of one condition never run in the same instantiation, so their regions share SRAM
+// without ever meeting: the hazards between them are none to track.
 struct SramRegion {
   MemId memory = MemId::Inp;
   std::int64_t begin = 0, end = 0;
+  std::uint32_t arm = 0;
   constexpr bool overlaps(const SramRegion& o) const {
     const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
-    return bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
+    const bool apart = arm != 0 && o.arm != 0 && arm != o.arm && (arm + 1) / 2 == (o.arm + 1) / 2;
+    return !apart && bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
   }
 };
 

@@ -35,10 +35,26 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
           b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
           depth * bytes_per);
     if (slots.count(b.get()) == 0) order.push_back(b.get());
-    slots[b.get()] = {*mem, top, entries};
+    slots[b.get()] = {*mem, top, entries, arm_};
     top += entries;
     visit(n.body);
     top -= entries;
+  }
+  // A condition outside every loop and every other condition (tir::specialize's) is on the
+  // dims alone: one of its arms runs, and each arm's buffers start where the other's do.
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
+    if (loops_ > 0 || arm_ != 0) return tir::StmtVisitor<SramAllocator>::visit_if(n, s);
+    const std::uint32_t k = ++conditions_;
+    arm_ = 2 * k - 1;
+    visit(n.then_case);
+    arm_ = 2 * k;
+    if (n.else_case.defined()) visit(n.else_case);
+    arm_ = 0;
+  }
+  void visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+    ++loops_;
+    tir::StmtVisitor<SramAllocator>::visit_for(n, s);
+    --loops_;
   }
 
  private:
@@ -60,6 +76,8 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
   }
   const Env& env_;
   std::int64_t top_[8] = {};
+  int loops_ = 0;
+  std::uint32_t conditions_ = 0, arm_ = 0;
 };
 
 // Rejects computation left for the host: every store must have become a VTA intrinsic.
@@ -138,7 +156,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   for (const auto* buf : alloc.order) {
     const SramSlot& slot = sram_.at(buf);
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
-    regions.push_back({slot.memory, slot.base, slot.base + slot.entries});
+    regions.push_back({slot.memory, slot.base, slot.base + slot.entries, slot.arm});
   }
   regions_ = std::move(regions);
   for (std::size_t k = 0; k < func_.flat_params.size(); ++k)

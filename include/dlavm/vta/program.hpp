@@ -54,6 +54,7 @@ struct SramSlot {
   runtime::MemId memory;
   std::int64_t base = 0;  // entries
   std::int64_t entries = 0;
+  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
 };
 
 // An upper bound on the words of a program's streams: instructions and micro-ops.
