@@ -200,11 +200,11 @@ class Attention {
 
 // One pre-norm decoder layer of an LLM in int8 with a KV cache:
 //   h = x + attention(layer_norm(x)),  y = h + ffn(layer_norm(h)),  ffn = dense, ReLU, dense
-// over `token` new positions (1 to max_context) after `last_token` cached ones (0 to
-// max_context - 1). The cached keys and values are two states of the module (graph::State,
-// [1, heads, last_token, dh] each): a run appends the new tokens' K and V and attends over
-// last_token + token positions, so the same build serves a prefill and every decode step.
-// The layer norms run on the host in float32 (dequantized by 1/32, quantized back by 1/32);
+// over `token` new positions (1 to max_tokens, at most max_context) after `last_token` cached
+// ones (0 to max_context - 1). The cached keys and values are two states of the module
+// (graph::State, [1, heads, last_token, dh] each): a run appends the new tokens' K and V and
+// attends over last_token + token positions, so the same build serves a prefill and every decode
+// step. The layer norms run on the host in float32 (dequantized by 1/32, quantized back by 1/32);
 // the projections, the FFN and both attention matmuls run on VTA; the residual sums are added
 // to the accumulators of the output projection and of the FFN's second dense (VTA's fused
 // residual, as in ResNet).
@@ -212,9 +212,12 @@ class LlmLayer {
  public:
   static constexpr float kNormScale = 1.0f / 32.0f;
 
+  // A run takes at most max_tokens positions: a longer prompt runs in chunks (a firmware's
+  // memory plan holds the scores of max_tokens queries, not of a whole context's).
   explicit LlmLayer(std::int64_t d_model = 512, std::int64_t heads = 8, std::int64_t ffn = 2048,
-                    std::int64_t max_context = 2048, std::uint64_t seed = 21)
-      : token_(ne::var("token", 1, max_context)),
+                    std::int64_t max_context = 2048, std::int64_t max_tokens = 2048,
+                    std::uint64_t seed = 21)
+      : token_(ne::var("token", 1, std::min(max_tokens, max_context))),
         last_token_(ne::var("last_token", 0, max_context - 1)) {
     using namespace attention;
     const std::int64_t dh = d_model / heads;

@@ -7,19 +7,20 @@
 // one run to the next, as in the host module. Plain C++17 without
 // exceptions or RTTI, no heap: what a board's firmware would be. Built natively, and for
 // 32-bit ARM (run under qemu-arm) by the test suite.
-//   firmware MODEL_DIR [--log]
+//   firmware MODEL_DIR [--log] [--llm-runs N]   (N: the LLM layer's first N recorded runs)
 #include "llm_layer.hpp"
 #include "mlp.hpp"
 #include "resnet18.hpp"
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
 
 // The files, read into static buffers (firmware has no file system to speak of; this
 // stands in for flash).
-std::uint8_t weights[16u << 20], insts[1u << 20], reference[1u << 20];
+std::uint8_t weights[16u << 20], insts[1u << 20], reference[4u << 20];
 
 std::size_t read_file(const char* dir, const char* name, std::uint8_t* buf, std::size_t cap) {
   char path[512];
@@ -49,12 +50,13 @@ bool ok(dlavm::runtime::ModelStatus st, const char* what) {
 }
 
 // Each reference record: the dim value, the input's bytes, the output's bytes. `run` copies
-// the input in, runs, and returns the output's address.
+// the input in, runs, and returns the output's address. At most `most` records are run.
 template <class Run>
-bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Run run) {
+bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Run run,
+                long most = -1) {
   std::size_t at = 0;
-  int runs = 0;
-  while (at + 16 <= size) {
+  long runs = 0;
+  while (at + 16 <= size && runs != most) {
     const std::uint64_t dim = u64(ref + at), in_bytes = u64(ref + at + 8);
     const std::uint8_t* in = ref + at + 16;
     const std::uint64_t out_bytes = u64(in + in_bytes);
@@ -76,11 +78,22 @@ bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Ru
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::printf("usage: firmware MODEL_DIR [--log]\n");
+    std::printf("usage: firmware MODEL_DIR [--log] [--llm-runs N]\n");
     return 2;
   }
   const char* dir = argv[1];
-  const bool log = argc > 2 && std::strcmp(argv[2], "--log") == 0;
+  bool log = false;
+  long llm_runs = -1;  // all
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--log") == 0) {
+      log = true;
+    } else if (std::strcmp(argv[i], "--llm-runs") == 0 && i + 1 < argc) {
+      llm_runs = std::atol(argv[++i]);
+    } else {
+      std::printf("usage: firmware MODEL_DIR [--log] [--llm-runs N]\n");
+      return 2;
+    }
+  }
   using dlavm::runtime::ModelStatus;
 
   resnet18::Session net;
@@ -139,13 +152,21 @@ int main(int argc, char** argv) {
                     static_cast<long long>(held), static_cast<long long>(token),
                     static_cast<long long>(llm_layer::state_k_cache_length(llm)));
         return ran;
-      });
-  // a run past the cache's 128 positions is refused, with nothing run and the cache kept
+      },
+      llm_runs);
+  // more tokens than a run takes, and (after every recorded run) a position past the cache's
+  // 2048, are refused, with nothing run and the cache kept
   const std::int64_t held = llm_layer::state_k_cache_length(llm);
-  const bool full = llm_layer::run(llm, 128) == ModelStatus::DimOutOfRange &&
-                    llm_layer::state_k_cache_length(llm) == held;
-  std::printf("  llm_layer at %lld + 128: %s\n", static_cast<long long>(held),
-              full ? "refused (the cache holds 128 positions)" : "NOT refused");
+  bool full = llm_layer::run(llm, 17) == ModelStatus::DimOutOfRange &&
+              llm_layer::state_k_cache_length(llm) == held;
+  std::printf("  llm_layer at %lld + 17: %s\n", static_cast<long long>(held),
+              full ? "refused (a run takes at most 16 tokens)" : "NOT refused");
+  if (llm_runs < 0) {
+    full = full && held == 2048 && llm_layer::run(llm, 1) == ModelStatus::DimOutOfRange &&
+           llm_layer::state_k_cache_length(llm) == held;
+    std::printf("  llm_layer at %lld + 1: %s\n", static_cast<long long>(held),
+                full ? "refused (the cache holds 2048 positions)" : "NOT refused");
+  }
   if (!resnet_ok || !mlp_ok || !refused || !llm_ok || !full) {
     std::printf("FAIL: the firmware's outputs differ from the host's\n");
     return 1;

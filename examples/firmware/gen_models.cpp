@@ -114,13 +114,19 @@ int main(int argc, char** argv) try {
                         },
                         {.ns = "mlp", .debug = debug});
   }
-  {  // the gallery's LLM decoder layer (d_model 512, 8 heads, FFN 2048) with its KV cache, for
-     // a context of 128 positions (the memory plan sizes every buffer for the longest run: at
-     // 2048 its float scores alone would take 128 MB): a prefill of 8 tokens, decode steps, a
-     // prefill of 9 that moves the cache's tiles past 16 positions, and decode again
-    const models::LlmLayer net(512, 8, 2048, 128);
+  {  // the gallery's LLM decoder layer (d_model 512, 8 heads, FFN 2048) with its KV cache of
+     // 2048 positions, taking at most 16 tokens a run (the memory plan sizes every buffer for
+     // the longest run: for 2048 queries the float scores alone would take 128 MB): a prefill
+     // of 8 tokens, decode steps, a prefill of 9 that moves the cache's tiles past 16
+     // positions, decode again, then a prompt in chunks of 16 up to 2047 positions and the
+     // decode step that fills the cache
+    const models::LlmLayer net(512, 8, 2048, 2048, 16);
     auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
-    emit_with_reference(mod, dir, "x", {8, 1, 1, 1, 1, 9, 1, 1}, "token",
+    std::vector<std::int64_t> tokens{8, 1, 1, 1, 1, 9, 1, 1};
+    for (std::int64_t held = 23; held + 16 <= 2047; held += 16) tokens.push_back(16);
+    tokens.push_back(2047 - 23 - (2047 - 23) / 16 * 16);
+    tokens.push_back(1);
+    emit_with_reference(mod, dir, "x", tokens, "token",
                         [](std::int64_t t) {
                           return te::NDArray::random(dlavm::DType::int8(), {1, t, 512},
                                                      300 + static_cast<std::uint64_t>(t));
