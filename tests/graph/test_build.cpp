@@ -146,6 +146,25 @@ TEST_CASE("build: a symbolic row count gets a second tiling at its minimum, used
   CHECK(arms[0] == 0);
   CHECK(arms[1] > 0);
   CHECK(arms[2] == general.program->regions().size());
+  // inside a loop, a condition may take one arm in one iteration and the other in the next:
+  // its buffers then belong to no arm, and their hazards are tracked
+  dlavm::tir::PrimFunc looped = special.program->func();
+  looped.body =
+      dlavm::tir::make_for(ne::var("rep", 0, 1), 0, 2, dlavm::tir::ForKind::Serial, looped.body);
+  const vta::Program in_loop(special.program->env(), looped);
+  CHECK(in_loop.regions().size() == special.program->regions().size());
+  for (const auto& r : in_loop.regions()) CHECK(r.arm == 0);
+  // where the chooser picks the same knobs for one row, one tiling serves
+  struct Ones final : graph::Chooser {
+    graph::Knobs choose(const graph::Workload&, const graph::KnobSpace& space) const override {
+      return space.knobs_of(std::vector<std::int64_t>(space.knobs.size(), 1));
+    }
+  };
+  const auto single =
+      graph::build(fn, graph::Target{}, {.name = "fc", .chooser = std::make_shared<const Ones>()});
+  const std::string single_tiling = vta_step(single).tiling;
+  INFO(single_tiling);
+  CHECK(single_tiling == "rows 1, n 1, k 1, 1 thread");
   const std::uint64_t phys[] = {0x100000, 0x200000, 0x300000, 0x400000};
   for (const std::int64_t t : {1, 2, 17, 256}) {
     INFO("token = ", t);
