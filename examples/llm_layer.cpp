@@ -4,7 +4,9 @@
 // followed by decode steps of one token while the cache grows. The projections, the FFN and
 // the attention matmuls (over last_token + token positions) run on VTA; the layer norms and the
 // softmax run in float32 on the host. Every run is checked against the host reference end to
-// end and layer by layer (the reference takes the cache as it was before the run).
+// end and layer by layer (the reference takes the cache as it was before the run). Last, the
+// same layer with the integer-only softmax (models::attention::Softmax::Integer) runs a prefill
+// and decode steps next to the float32 one: how far its probabilities and outputs move.
 //   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR]
 //     --prefill: the prefill lengths (default 1 17 2048); --decode: decode steps after each
 //     prefill that leaves room (default 3)
@@ -12,9 +14,61 @@
 //     addresses, one folder per run and step (replayable by VTA's functional simulator)
 #include "model_check.hpp"
 #include "models.hpp"
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+namespace {
+
+// The layer with the integer-only softmax (graph::integer_softmax: I-BERT's exponential by
+// shifts and a polynomial) against the float32 one, on the same weights and inputs: a prefill of
+// 17 tokens and 3 decode steps. Prints how many probabilities and outputs differ and by how much;
+// false when a run of the integer layer differs from its own host reference.
+bool compare_softmax(dlavm::graph::Module& float_mod, const dlavm::graph::Target& target,
+                     dlavm::vta::Device& dev) {
+  namespace graph = dlavm::graph;
+  namespace te = dlavm::te;
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::attention::Softmax::Integer);
+  const auto typed = graph::infer_type(net.function(), target);
+  auto mod = graph::build(typed, target, {.name = "llm_layer_int"});
+  float_mod.reset_state();
+  std::int64_t probs = 0, probs_differ = 0, probs_max = 0, outs = 0, outs_differ = 0, outs_max = 0;
+  bool ok = true;
+  std::uint64_t seed = 900;
+  for (const std::int64_t tokens : {17, 1, 1, 1}) {
+    const auto x = te::NDArray::random(dlavm::DType::int8(), {1, tokens, 512}, seed++);
+    const graph::NamedArray inputs[] = {{"x", x}};
+    const dlavm::ne::Binding bindings[] = {{"token", tokens}};
+    const auto want = float_mod.run(dev, inputs, bindings, {.keep_values = true}).at(0);
+    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings);
+    ok = ok && check.mismatches == 0 && check.outputs_equal;
+    const auto count = [](const te::NDArray& a, const te::NDArray& b, std::int64_t& n,
+                          std::int64_t& differ, std::int64_t& largest) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const auto d = std::abs(a.data()[i] - b.data()[i]);
+        n += 1;
+        differ += d != 0;
+        largest = std::max(largest, d);
+      }
+    };
+    count(mod.value_of("probs"), float_mod.value_of("probs"), probs, probs_differ, probs_max);
+    count(mod.value_of("down"), want, outs, outs_differ, outs_max);  // the layer's output
+  }
+  fmt::print(
+      "\nthe integer-only softmax against the float32 one (a prefill of 17 tokens, 3 decode "
+      "steps):\n  probabilities (int8, units of 1/127): {} of {} differ ({:.2f}%), by at most {}\n"
+      "  layer outputs (int8): {} of {} differ ({:.2f}%), by at most {}\n  integer layer runs "
+      "{} its host reference\n",
+      probs_differ, probs, 100.0 * static_cast<double>(probs_differ) / static_cast<double>(probs),
+      probs_max, outs_differ, outs,
+      100.0 * static_cast<double>(outs_differ) / static_cast<double>(outs), outs_max,
+      ok ? "equal" : "DIFFERENT from");
+  return ok;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) try {
   std::string dump;
@@ -73,6 +127,7 @@ int main(int argc, char** argv) try {
     for (std::int64_t d = 0; d < decode_steps && prefill + d < 2048; ++d) step(1, "decode");
   }
   fmt::print("\nthe last run:\n{}\n", mod.summary());
+  ok = compare_softmax(mod, target, dev) && ok;
   if (!ok) {
     fmt::print("FAIL: llm_layer differs from the host reference\n");
     return 1;

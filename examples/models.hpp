@@ -152,19 +152,28 @@ inline graph::Expr merge_heads(graph::Expr x, std::int64_t d_model) {
                         {.newshape = {0, 0, d_model}});
 }
 
+// How attention's softmax computes: in float32 (dequantized from the int8 scores, quantized
+// back to int8 probabilities, each step exact), or in integers only (graph::integer_softmax,
+// I-BERT's shift-and-polynomial exponential: the same int8 in and out, no float step).
+enum class Softmax : std::uint8_t { Float, Integer };
+
 // Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
 // (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
-// softmax on the host in float32 between exact dequantize and quantize steps; the weighted
-// sum of the values on VTA.
-inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values) {
+// softmax on the host (`softmax`: in float32 between exact dequantize and quantize steps, or in
+// integers); the weighted sum of the values on VTA.
+inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values,
+                          Softmax softmax = Softmax::Float) {
   auto scores = graph::named(
       graph::requantize(graph::matmul(std::move(q), graph::transpose(keys, {.perm = {0, 1, 3, 2}})),
                         {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
       "scores");
   auto probs = graph::named(
-      graph::quantize_linear(graph::softmax(graph::causal_mask(graph::dequantize_linear(
-                                 scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
-                             scalar("prob_scale", kProbScale), zero("prob_zero")),
+      softmax == Softmax::Integer
+          ? graph::integer_softmax(scores, {.axis = -1, .scale = kScoreScale, .causal = true})
+          : graph::quantize_linear(
+                graph::softmax(graph::causal_mask(graph::dequantize_linear(
+                    scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
+                scalar("prob_scale", kProbScale), zero("prob_zero")),
       "probs");
   return graph::requantize(graph::matmul(probs, std::move(values)),
                            {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
@@ -181,14 +190,16 @@ inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values) {
 class Attention {
  public:
   explicit Attention(std::int64_t d_model = 512, std::int64_t heads = 8,
-                     std::int64_t max_tokens = 2048, std::uint64_t seed = 11)
+                     std::int64_t max_tokens = 2048, std::uint64_t seed = 11,
+                     attention::Softmax softmax = attention::Softmax::Float)
       : token_(ne::var("token", 1, max_tokens)) {
     using namespace attention;
     x_ = graph::input("x", {1, token_, d_model}, DType::int8());
     auto q = split_heads(projection(x_, "q", d_model, d_model, seed), heads);
     auto k = split_heads(projection(x_, "k", d_model, d_model, seed + 1), heads);
     auto v = split_heads(projection(x_, "v", d_model, d_model, seed + 2), heads);
-    out_ = projection(merge_heads(attend(q, k, v), d_model), "o", d_model, d_model, seed + 3);
+    out_ =
+        projection(merge_heads(attend(q, k, v, softmax), d_model), "o", d_model, d_model, seed + 3);
   }
   graph::Function function() const { return graph::function({x_}, {out_}); }
   const ne::Var& token() const { return token_; }
@@ -207,7 +218,7 @@ class Attention {
 // step. The layer norms run on the host in float32 (dequantized by 1/32, quantized back by 1/32);
 // the projections, the FFN and both attention matmuls run on VTA; the residual sums are added
 // to the accumulators of the output projection and of the FFN's second dense (VTA's fused
-// residual, as in ResNet).
+// residual, as in ResNet). The softmax is float32 or integer-only (`softmax`, attention::attend).
 class LlmLayer {
  public:
   static constexpr float kNormScale = 1.0f / 32.0f;
@@ -216,7 +227,7 @@ class LlmLayer {
   // memory plan holds the scores of max_tokens queries, not of a whole context's).
   explicit LlmLayer(std::int64_t d_model = 512, std::int64_t heads = 8, std::int64_t ffn = 2048,
                     std::int64_t max_context = 2048, std::int64_t max_tokens = 2048,
-                    std::uint64_t seed = 21)
+                    std::uint64_t seed = 21, attention::Softmax softmax = attention::Softmax::Float)
       : token_(ne::var("token", 1, std::min(max_tokens, max_context))),
         last_token_(ne::var("last_token", 0, max_context - 1)) {
     using namespace attention;
@@ -232,8 +243,8 @@ class LlmLayer {
     values_ = graph::concat(
         {v_cache_, split_heads(projection(n1, "v", d_model, d_model, seed + 3), heads)},
         {.axis = 2});
-    auto h = projection(merge_heads(attend(q, keys_, values_), d_model), "o", d_model, d_model,
-                        seed + 4, kProjShift, x_);
+    auto h = projection(merge_heads(attend(q, keys_, values_, softmax), d_model), "o", d_model,
+                        d_model, seed + 4, kProjShift, x_);
     auto n2 = norm(h, "ln2", d_model, seed + 5);
     auto up = graph::relu(projection(n2, "up", d_model, ffn, seed + 6));
     out_ = projection(up, "down", ffn, d_model, seed + 7, kProjShift + 1, h);

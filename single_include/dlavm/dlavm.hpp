@@ -9749,6 +9749,71 @@ inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64
     }
 }
 
+// ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
+//
+// Softmax of int8 scores s (real value s * scale) into int8 probabilities in units of 1/127,
+// in 32-bit integers only. Every step is an operation VTA's ALU has (add, min, max, multiply by
+// a factor of at most 8 bits, arithmetic shift by at most 15), so the device's bits are these:
+//   x = s - max <= 0 (max over the row's visible keys)
+//   t = x * multiplier: x * scale * log2(e) in units of 2^-frac_bits (host::integer_exp_for)
+//   z = -(t >> frac_bits) >= 0, r = (t + (z << frac_bits)) >> (frac_bits - 7) in [0, 127]:
+//       2^(t / 2^frac_bits) = 2^-z * 2^(r / 128), the fraction truncated to 1/128
+//   p = (((84 r + 21864) r) >> 4) + 2^18: 2^(r / 128) in units of 2^-18 (the quadratic fitted
+//       to integer coefficients; relative error at most 0.21%)
+//   e = p >> z when z < 19, else 0. The maximum's e is 2^18, every other e is at most that.
+//   S = the sum of the row's e (visible keys only; at most extent * 2^18 < 2^31)
+//   R = floor(127 * 2^23 / S) <= 4064, y = (e * R + 2^22) >> 23 in [0, 127].
+// Masked keys (a causal row) get y = 0 and take no part in max and S.
+struct IntegerExp {
+  std::int32_t multiplier = 92;  // round(scale * log2(e) * 2^frac_bits), in [32, 127]
+  std::int32_t frac_bits = 9;    // in [7, 15]
+};
+inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
+
+// e of one visible element, x = s - max (<= 0).
+inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
+  const std::int32_t t = x * c.multiplier;
+  const std::int32_t z = -(t >> c.frac_bits);
+  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
+  const std::int32_t p = (((84 * r + 21864) * r) >> 4) + (std::int32_t{1} << 18);
+  return z < 19 ? p >> z : 0;
+}
+
+// The probability of an element of exponential e in a row of sum S (S >= 2^18).
+inline std::int8_t integer_softmax_output(std::int32_t e, std::int32_t sum) {
+  const std::int32_t r = static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
+  return static_cast<std::int8_t>((e * r + (std::int32_t{1} << 22)) >> 23);
+}
+
+// The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
+// kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
+// of which the last `queries` are queries, the query index the inner index (keys along dim -2)
+// or the outer index modulo `queries` (keys along dim -1, inner 1); query q sees the keys up
+// to N - queries + q.
+template <class In, class Out>
+void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
+                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      std::int64_t visible = extent;
+      if (queries > 0) visible = extent - queries + 1 + (inner > 1 ? i : o % queries);
+      const auto at = [&](std::int64_t j) {
+        return static_cast<std::int32_t>(src[base + j * inner]);
+      };
+      std::int32_t m = at(0);
+      for (std::int64_t j = 1; j < visible; ++j)
+        if (at(j) > m) m = at(j);
+      std::int32_t sum = 0;
+      for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+      for (std::int64_t j = 0; j < extent; ++j)
+        dst[base + j * inner] =
+            j < visible ? static_cast<Out>(integer_softmax_output(integer_exp(at(j) - m, c), sum))
+                        : Out(0);
+    }
+}
+
 // y = x, for reshape and flatten (the same elements in row-major order).
 template <class T>
 void copy(const T* x, T* y, std::int64_t n) {
@@ -20713,7 +20778,8 @@ class ExprMutator : public ExprFunctor<Derived, Expr> {
 //   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
 //   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
@@ -21958,6 +22024,244 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/float_ops-inl.hpp
 #endif
 // end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/integer_ops.hpp
+// Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
+// arithmetic step by step: runtime/kernels.hpp).
+//
+//   integer_softmax(s int8, axis = -1, scale = 0.125, causal = false) -> int8, s's shape
+//       probabilities in units of 1/127; at most 8191 keys along axis (its maximum, for a
+//       symbolic dim); causal: axis one of the last two dims, the other the queries, and the
+//       keys provably at least as many as the queries
+//
+//   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/integer_ops.hpp
+// Host kernels for integer-only versions of transformer float ops, as an accelerator without
+// floating point computes them (I-BERT's approach): integer_softmax. The arithmetic is
+// runtime::integer_softmax's (runtime/kernels.hpp), which defines it step by step; this header
+// adds the checks and the fixed point derived from the scores' scale.
+//
+//   integer_softmax(s int8, {axis = -1, scale = 0.125, causal = false}) -> int8, s's shape
+//       probabilities in units of 1/127 of the scores s * scale along `axis` (at most 8191
+//       keys); `causal`: the keys are dim `axis`, one of the last two, and the queries the
+//       other, the last of the key positions (as causal_mask): query q of M sees keys up to
+//       N - M + q, the others get 0.
+//   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
+//       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
+//       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
+//
+//   auto p = host::integer_softmax(scores, {.axis = -1, .scale = 0.125});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct IntegerSoftmaxParams {
+  std::int64_t axis = -1;
+  double scale = 0.125;
+  bool causal = false;
+};
+
+// The scales integer_exp_for accepts: the multiplier round(scale * log2(e) * 2^frac_bits) is
+// in [32, 127] for some frac_bits in [7, 15].
+inline constexpr double kMinIntegerSoftmaxScale = 31.5 / 32768 / 1.4426950408889634;
+inline constexpr double kMaxIntegerSoftmaxScale = 127.5 / 128 / 1.4426950408889634;
+
+// `who` starts the message ("%7 (integer_softmax)").
+runtime::IntegerExp integer_exp_for(double scale, std::string_view who = "integer_softmax");
+te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/integer_ops-inl.hpp
+// Definitions for host/integer_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/integer_ops.hpp
+// end dlavm/host/integer_ops.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view who) {
+  if (!(scale >= kMinIntegerSoftmaxScale && scale < kMaxIntegerSoftmaxScale))
+    raise<ValueError>(
+        "{}: scale {} is outside [{:.6g}, {:.6g}): the exponent's multiplier "
+        "round(scale * log2(e) * 2^frac_bits) must lie in [32, 127] for some frac_bits in [7, "
+        "15] (VTA's ALU multiplies by at most 8 signed bits)",
+        who, scale, kMinIntegerSoftmaxScale, kMaxIntegerSoftmaxScale);
+  const double c = scale * 1.4426950408889634;
+  for (std::int32_t bits = 15; bits >= 7; --bits) {
+    const auto m = static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
+    if (m <= 127) return {m, bits};
+  }
+  return {static_cast<std::int32_t>(std::lround(std::ldexp(c, 7))), 7};  // unreachable: checked
+}
+
+DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax";
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
+  const auto fixed = integer_exp_for(p.scale, who);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
+  const auto& shape = s.shape();
+  const auto split = detail::split_at(shape, axis);
+  if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
+                      split.extent, axis, detail::shape_str(shape),
+                      runtime::kIntegerSoftmaxMaxExtent);
+  std::int64_t queries = 0;
+  if (p.causal) {
+    if (shape.size() < 2 || axis + 2 < shape.size())
+      raise<ValueError>(
+          "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
+          "queries in the other; axis {} of s {} is not",
+          who, axis, detail::shape_str(shape));
+    queries = axis + 1 == shape.size() ? shape[shape.size() - 2] : shape.back();
+    if (queries > split.extent)
+      raise<ShapeError>(
+          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "(the queries are the last positions)",
+          who, detail::shape_str(shape), queries, split.extent);
+  }
+  te::NDArray y(s.dtype(), shape);
+  if (y.size() == 0) return y;  // no rows, empty rows, or no queries
+  runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
+                           fixed, queries);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/integer_ops-inl.hpp
+#endif
+// end dlavm/host/integer_ops.hpp
+
+namespace dlavm::graph {
+
+Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p = {});
+// The parameters in an integer_softmax call's attributes.
+host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs);
+
+void add_integer_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/integer_ops-inl.hpp
+// Definitions for graph/ops/integer_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/integer_ops.hpp
+// end dlavm/graph/ops/integer_ops.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
+  using P = host::IntegerSoftmaxParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
+          .field("scale", &P::scale, "the real value of one unit of the int8 scores")
+          .field("causal", &P::causal,
+                 "mask the keys after each query (the queries: the other of the last two dims)");
+  return schema;
+}
+
+inline TensorType integer_softmax_type(const TypeCall& c) {
+  const auto& s = c.type(0);
+  if (s.dtype != DType::int8())
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 scores", c.label, c.arg(0),
+                     s.dtype);
+  const auto p = params_of(c, integer_softmax_schema());
+  (void)host::integer_exp_for(p.scale, c.label);
+  const std::size_t axis = c.axis("axis", s.ndim());
+  const auto& keys = s.shape[axis];
+  if (ne::bounds(keys).max > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>(
+        "{}: {} has {} keys along axis {} (at most {}); at most {} keep the sum of the "
+        "exponentials in 32 bits",
+        c.label, c.arg(0), keys, axis, ne::bounds(keys).max, runtime::kIntegerSoftmaxMaxExtent);
+  if (p.causal) {
+    if (s.ndim() < 2 || axis + 2 < s.ndim())
+      raise<ValueError>(
+          "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
+          "in the other; axis {} of {} (rank {}) is not",
+          c.label, axis, c.arg(0), s.ndim());
+    const auto& queries = axis + 1 == s.ndim() ? s.shape[s.ndim() - 2] : s.shape.back();
+    if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
+      raise<ShapeError>(
+          "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
+          "keys as queries (the queries are the last positions)",
+          c.label, c.arg(0), keys, axis, queries);
+  }
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs) {
+  return detail::integer_softmax_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
+  ops.add({.name = "integer_softmax",
+           .attrs = detail::integer_softmax_schema().specs(),
+           .type_rule = detail::integer_softmax_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::integer_softmax(*a[0], integer_softmax_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/integer_ops-inl.hpp
+#endif
+// end dlavm/graph/ops/integer_ops.hpp
 // begin dlavm/graph/ops/linear.hpp
 // Graph ops dense and matmul: typed builders and their op records. Semantics: host/linear.hpp.
 //
@@ -23697,6 +24001,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_quantize_ops(ops);
   add_transform_ops(ops);
   add_float_ops(ops);
+  add_integer_ops(ops);
   return ops;
 }
 
@@ -26695,7 +27000,8 @@ class Emitter {
                                                      "quantize_linear",
                                                      "dequantize_linear",
                                                      "layer_norm",
-                                                     "causal_mask"};
+                                                     "causal_mask",
+                                                     "integer_softmax"};
     if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
       refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
                             fmt::join(supported, ", ")));
@@ -27223,6 +27529,22 @@ class Emitter {
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
       return fmt::format("dlavm::runtime::softmax({}, {}, {}, {}, {});", in(0), out, count(outer),
                          expr(xs[axis]), count(inner));
+    }
+    if (op == "integer_softmax") {
+      const auto p = graph::integer_softmax_params(s.attrs);
+      const auto fixed = host::integer_exp_for(p.scale);
+      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
+      // causal: the queries are the other of the last two dims
+      const ne::Expr queries = !p.causal               ? ne::Expr(0)
+                               : axis + 1 == xs.size() ? xs[xs.size() - 2]
+                                                       : xs.back();
+      return fmt::format(
+          "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
+          "{}}}, {});",
+          in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
+          expr(queries));
     }
     if (op == "relu")
       return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));
@@ -31180,6 +31502,8 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // end dlavm/host/elementwise.hpp
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
+// begin dlavm/host/integer_ops.hpp
+// end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
 // end dlavm/host/linear.hpp
 // begin dlavm/host/pool.hpp

@@ -55,7 +55,8 @@ inline graph::Function host_ops() {
 }
 
 // The float and quantization kernels of the attention models: a per-channel dequantization,
-// layer norm, causal mask, softmax, a per-tensor quantization and a transpose.
+// layer norm, causal mask, softmax, a per-tensor quantization and a transpose; the integer
+// softmax, causal over the last dim and plain over the symbolic first.
 inline graph::Function float_ops() {
   const auto n = ne::var("n", 1, 3);
   auto x = graph::input("x", {n, 6, 8}, DType::int8());
@@ -70,7 +71,9 @@ inline graph::Function float_ops() {
   auto q =
       graph::quantize_linear(f, graph::constant("qs", te::NDArray::from_floats({}, {1.0f / 127})),
                              graph::constant("qz", te::NDArray(DType::int8(), {})));
-  return graph::function({x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f});
+  return graph::function({x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f,
+                               graph::integer_softmax(x, {.axis = -1, .causal = true}),
+                               graph::integer_softmax(x, {.axis = 0, .scale = 0.05})});
 }
 
 inline std::vector<Case> cases() {

@@ -2,7 +2,9 @@
 // and run on the simulator at several token counts (the layer through prefills and decode
 // steps with its KV cache), against a reference written here: the same integer and float32
 // arithmetic computed directly with loops over the weights, not through graph::evaluate or
-// the host kernels. Also: the causal mask's definition, and the errors of bad input.
+// the host kernels (the integer-only softmax option takes runtime::integer_softmax, which
+// tests/host checks against rows worked out by hand). Also: the causal mask's definition, and
+// the errors of bad input.
 #include <dlavm/graph.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
@@ -13,6 +15,8 @@
 #include <map>
 
 namespace graph = dlavm::graph;
+namespace host = dlavm::host;
+namespace runtime = dlavm::runtime;
 namespace ne = dlavm::ne;
 namespace te = dlavm::te;
 namespace vta = dlavm::vta;
@@ -60,7 +64,10 @@ Mat projection(const Mat& x, const Constants& c, const std::string& name,
 
 // Causal attention of q [token, d_model] over the keys and values of every position so far
 // (the queries are the last `token` of k.rows positions); head h uses columns [h*dh, (h+1)*dh).
-Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads) {
+// `softmax`: float32 as written below, or integer-only (runtime::integer_softmax over the
+// visible keys, the host's reference of graph::integer_softmax).
+Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
+           models::attention::Softmax softmax = models::attention::Softmax::Float) {
   namespace A = models::attention;
   const std::int64_t tokens = q.rows, positions = k.rows, past = positions - tokens;
   const std::int64_t dh = q.cols / heads;
@@ -69,12 +76,20 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads) {
     for (std::int64_t i = 0; i < tokens; ++i) {
       // scores of query i over every key, dequantized and masked after its own position
       std::vector<float> s(static_cast<std::size_t>(positions));
+      std::vector<std::int64_t> p(s.size());
       for (std::int64_t j = 0; j < positions; ++j) {
         std::int64_t acc = 0;
         for (std::int64_t d = 0; d < dh; ++d) acc += q.at(i, h * dh + d) * k.at(j, h * dh + d);
+        p[static_cast<std::size_t>(j)] = requant(acc, A::kScoreShift);
         s[static_cast<std::size_t>(j)] =
             j > past + i ? -INFINITY
                          : static_cast<float>(requant(acc, A::kScoreShift)) * A::kScoreScale;
+      }
+      if (softmax == A::Softmax::Integer) {
+        const std::int64_t visible = past + i + 1;
+        runtime::integer_softmax(p.data(), p.data(), 1, visible, 1,
+                                 host::integer_exp_for(A::kScoreScale));
+        std::fill(p.begin() + visible, p.end(), 0);
       }
       // float32 softmax: the row's maximum, exp of the differences, their sum in order
       float m = s[0];
@@ -84,10 +99,10 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads) {
         e = std::exp(e - m);
         sum += e;
       }
-      std::vector<std::int64_t> p(s.size());
-      for (std::size_t j = 0; j < s.size(); ++j)
-        p[j] = std::clamp<std::int64_t>(
-            static_cast<std::int64_t>(std::nearbyint((s[j] / sum) / A::kProbScale)), -128, 127);
+      if (softmax == A::Softmax::Float)
+        for (std::size_t j = 0; j < s.size(); ++j)
+          p[j] = std::clamp<std::int64_t>(
+              static_cast<std::int64_t>(std::nearbyint((s[j] / sum) / A::kProbScale)), -128, 127);
       for (std::int64_t d = 0; d < dh; ++d) {
         std::int64_t acc = 0;
         for (std::int64_t j = 0; j < positions; ++j)
@@ -138,6 +153,7 @@ Mat norm(const Mat& x, const Constants& c, const std::string& name) {
 struct LlmReference {
   Constants c;
   std::int64_t heads;
+  models::attention::Softmax softmax = models::attention::Softmax::Float;
   Mat keys{0, 0}, values{0, 0};
 
   Mat step(const Mat& x) {
@@ -145,8 +161,8 @@ struct LlmReference {
     const Mat q = projection(n1, c, "q");
     append(keys, projection(n1, c, "k"));
     append(values, projection(n1, c, "v"));
-    const Mat h =
-        projection(attend(q, keys, values, heads), c, "o", models::attention::kProjShift, &x);
+    const Mat h = projection(attend(q, keys, values, heads, softmax), c, "o",
+                             models::attention::kProjShift, &x);
     Mat up = projection(norm(h, c, "ln2"), c, "up");
     for (auto& e : up.v) e = std::max<std::int64_t>(e, 0);
     return projection(up, c, "down", models::attention::kProjShift + 1, &h);
@@ -324,4 +340,48 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
                                          "120) to [0, 0, 7, -1]: the dims not copied hold `120` "
                                          "elements, which is not provably a multiple of 7"),
                        dlavm::ShapeError);
+}
+
+TEST_CASE("llm layer: the integer-only softmax option equals its reference, near the float one") {
+  // d_model 128, 4 heads, FFN 256, a context of 64 positions; the same weights in both layers
+  namespace A = models::attention;
+  const models::LlmLayer net(128, 4, 256, 64, 64, 21, A::Softmax::Integer);
+  const models::LlmLayer float_net(128, 4, 256, 64, 64, 21, A::Softmax::Float);
+  const graph::Target target;
+  auto mod = graph::build(net.function(), target, {.name = "llm_int"});
+  auto float_mod = graph::build(float_net.function(), target, {.name = "llm_float"});
+  // the softmax is one host step, int8 in and out: no dequantize, mask or quantize steps
+  std::int64_t softmax_steps = 0, float_steps = 0;
+  for (const auto& s : mod.steps()) {
+    softmax_steps += s.op == "integer_softmax";
+    float_steps += s.op == "softmax" || s.op == "causal_mask" || s.op == "quantize_linear";
+  }
+  CHECK(softmax_steps == 1);
+  CHECK(float_steps == 2);  // the two layer norms' quantize_linear
+  vta::SimDevice dev(target.env.config);
+  LlmReference ref{constants_of(net.function()), 4, A::Softmax::Integer};
+  std::uint64_t seed = 90;
+  std::int64_t differ = 0, from_float = 0, largest = 0, compared = 0;
+  for (const std::int64_t tokens : {9, 1, 1, 20, 1}) {
+    const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
+    const graph::NamedArray inputs[] = {{"x", x}};
+    const ne::Binding bindings[] = {{"token", tokens}};
+    const auto out = mod.run(dev, inputs, bindings).at(0);
+    const auto float_out = float_mod.run(dev, inputs, bindings).at(0);
+    const Mat want = ref.step(rows_of(x));
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t d = 0; d < 128; ++d) {
+        differ += out.at({0, t, d}) != want.at(t, d);
+        const auto delta = std::abs(out.at({0, t, d}) - float_out.at({0, t, d}));
+        from_float += delta != 0;
+        largest = std::max(largest, delta);
+        ++compared;
+      }
+  }
+  CHECK(differ == 0);
+  // the integer softmax moves some outputs by a unit or two (579 of 4096, by at most 2, when
+  // written), most not at all
+  CHECK(from_float > 0);
+  CHECK(from_float * 5 < compared);
+  CHECK(largest <= 3);
 }

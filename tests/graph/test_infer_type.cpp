@@ -107,6 +107,42 @@ TEST_CASE("infer_type: shape ops with symbolic dims") {
         "(1, token + 3, 515)");
 }
 
+TEST_CASE("infer_type: integer_softmax, its attributes and shapes checked at the call") {
+  auto token = ne::var("token", 1, 64);
+  auto last = ne::var("last", 0, 100);
+  auto s = graph::input("s", {8, token, ne::Expr(last) + token}, DType::int8());
+  CHECK(shape_of(typed({s}, graph::integer_softmax(s, {.causal = true}))) ==
+        "(8, token, last + token)");
+  auto st = graph::input("st", {8, ne::Expr(last) + token, token}, DType::int8());
+  CHECK(shape_of(typed({st}, graph::integer_softmax(st, {.axis = -2, .causal = true}))) ==
+        "(8, last + token, token)");
+  CHECK_THROWS_WITH_AS(typed({s}, graph::integer_softmax(s, {.axis = 0, .causal = true})),
+                       "%0 (integer_softmax): a causal softmax normalizes over one of the last two "
+                       "dims (the keys), the queries in the other; axis 0 of input 0 (%s) (rank "
+                       "3) is not",
+                       dlavm::ValueError);
+  auto few = graph::input("few", {token, 4}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({few}, graph::integer_softmax(few, {.causal = true})),
+                       "%0 (integer_softmax): input 0 (%few) has 4 keys (dim 1) and token "
+                       "queries; a causal mask needs at least as many keys as queries (the "
+                       "queries are the last positions)",
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(typed({s}, graph::integer_softmax(s, {.scale = 2.0})),
+                       doctest::Contains("%0 (integer_softmax): scale 2 is outside [0.000666"),
+                       dlavm::ValueError);
+  auto f = graph::input("f", {4, 4}, DType::float32());
+  CHECK_THROWS_WITH_AS(typed({f}, graph::integer_softmax(f)),
+                       "%0 (integer_softmax): input 0 (%f) is float32; the integer softmax takes "
+                       "int8 scores",
+                       dlavm::TypeError);
+  auto many = ne::var("many", 1, 9000);
+  auto wide = graph::input("wide", {2, many}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({wide}, graph::integer_softmax(wide)),
+                       "%0 (integer_softmax): input 0 (%wide) has many keys along axis 1 (at most "
+                       "9000); at most 8191 keep the sum of the exponentials in 32 bits",
+                       dlavm::ShapeError);
+}
+
 TEST_CASE("infer_type: float ops, and the host's float32-only rule as a placement error") {
   auto token = ne::var("token", 1, 64);
   auto x = graph::input("x", {token, 16}, DType::float32());
@@ -185,7 +221,8 @@ TEST_CASE("infer_type: mistakes are named at the node with the numbers") {
       graph::call("densee", {first, w}),
       "%1 (densee): unknown op 'densee'; known ops: add, avg_pool2d, bias_add, cast, causal_mask, "
       "clip, concat, "
-      "conv2d, dense, dequantize_linear, flatten, gelu, global_avg_pool2d, layer_norm, matmul, "
+      "conv2d, dense, dequantize_linear, flatten, gelu, global_avg_pool2d, integer_softmax, "
+      "layer_norm, matmul, "
       "max_pool2d, mul, pad, quantize_linear, relu, requantize, rescale, reshape, softmax, "
       "transpose",
       dlavm::ValueError);

@@ -231,7 +231,8 @@ class Emitter {
                                                      "quantize_linear",
                                                      "dequantize_linear",
                                                      "layer_norm",
-                                                     "causal_mask"};
+                                                     "causal_mask",
+                                                     "integer_softmax"};
     if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
       refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
                             fmt::join(supported, ", ")));
@@ -759,6 +760,22 @@ class Emitter {
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
       return fmt::format("dlavm::runtime::softmax({}, {}, {}, {}, {});", in(0), out, count(outer),
                          expr(xs[axis]), count(inner));
+    }
+    if (op == "integer_softmax") {
+      const auto p = graph::integer_softmax_params(s.attrs);
+      const auto fixed = host::integer_exp_for(p.scale);
+      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
+      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
+      // causal: the queries are the other of the last two dims
+      const ne::Expr queries = !p.causal               ? ne::Expr(0)
+                               : axis + 1 == xs.size() ? xs[xs.size() - 2]
+                                                       : xs.back();
+      return fmt::format(
+          "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
+          "{}}}, {});",
+          in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
+          expr(queries));
     }
     if (op == "relu")
       return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));

@@ -8,7 +8,8 @@
 //   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu                  graph/ops/float_ops.hpp
+//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
 //   graph::OpRegistry ops = graph::default_ops();    // then ops.add(...) for custom ops
@@ -19,6 +20,7 @@
 #include <dlavm/graph/ops/conv.hpp>
 #include <dlavm/graph/ops/elementwise.hpp>
 #include <dlavm/graph/ops/float_ops.hpp>
+#include <dlavm/graph/ops/integer_ops.hpp>
 #include <dlavm/graph/ops/linear.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>

@@ -541,6 +541,71 @@ inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64
     }
 }
 
+// ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
+//
+// Softmax of int8 scores s (real value s * scale) into int8 probabilities in units of 1/127,
+// in 32-bit integers only. Every step is an operation VTA's ALU has (add, min, max, multiply by
+// a factor of at most 8 bits, arithmetic shift by at most 15), so the device's bits are these:
+//   x = s - max <= 0 (max over the row's visible keys)
+//   t = x * multiplier: x * scale * log2(e) in units of 2^-frac_bits (host::integer_exp_for)
+//   z = -(t >> frac_bits) >= 0, r = (t + (z << frac_bits)) >> (frac_bits - 7) in [0, 127]:
+//       2^(t / 2^frac_bits) = 2^-z * 2^(r / 128), the fraction truncated to 1/128
+//   p = (((84 r + 21864) r) >> 4) + 2^18: 2^(r / 128) in units of 2^-18 (the quadratic fitted
+//       to integer coefficients; relative error at most 0.21%)
+//   e = p >> z when z < 19, else 0. The maximum's e is 2^18, every other e is at most that.
+//   S = the sum of the row's e (visible keys only; at most extent * 2^18 < 2^31)
+//   R = floor(127 * 2^23 / S) <= 4064, y = (e * R + 2^22) >> 23 in [0, 127].
+// Masked keys (a causal row) get y = 0 and take no part in max and S.
+struct IntegerExp {
+  std::int32_t multiplier = 92;  // round(scale * log2(e) * 2^frac_bits), in [32, 127]
+  std::int32_t frac_bits = 9;    // in [7, 15]
+};
+inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
+
+// e of one visible element, x = s - max (<= 0).
+inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
+  const std::int32_t t = x * c.multiplier;
+  const std::int32_t z = -(t >> c.frac_bits);
+  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
+  const std::int32_t p = (((84 * r + 21864) * r) >> 4) + (std::int32_t{1} << 18);
+  return z < 19 ? p >> z : 0;
+}
+
+// The probability of an element of exponential e in a row of sum S (S >= 2^18).
+inline std::int8_t integer_softmax_output(std::int32_t e, std::int32_t sum) {
+  const std::int32_t r = static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
+  return static_cast<std::int8_t>((e * r + (std::int32_t{1} << 22)) >> 23);
+}
+
+// The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
+// kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
+// of which the last `queries` are queries, the query index the inner index (keys along dim -2)
+// or the outer index modulo `queries` (keys along dim -1, inner 1); query q sees the keys up
+// to N - queries + q.
+template <class In, class Out>
+void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
+                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      std::int64_t visible = extent;
+      if (queries > 0) visible = extent - queries + 1 + (inner > 1 ? i : o % queries);
+      const auto at = [&](std::int64_t j) {
+        return static_cast<std::int32_t>(src[base + j * inner]);
+      };
+      std::int32_t m = at(0);
+      for (std::int64_t j = 1; j < visible; ++j)
+        if (at(j) > m) m = at(j);
+      std::int32_t sum = 0;
+      for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+      for (std::int64_t j = 0; j < extent; ++j)
+        dst[base + j * inner] =
+            j < visible ? static_cast<Out>(integer_softmax_output(integer_exp(at(j) - m, c), sum))
+                        : Out(0);
+    }
+}
+
 // y = x, for reshape and flatten (the same elements in row-major order).
 template <class T>
 void copy(const T* x, T* y, std::int64_t n) {

@@ -1,0 +1,78 @@
+// Definitions for graph/ops/integer_ops.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/attr_schema.hpp>
+#include <dlavm/graph/ops/common.hpp>
+#include <dlavm/graph/ops/integer_ops.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/runtime/kernels.hpp>
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
+  using P = host::IntegerSoftmaxParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
+          .field("scale", &P::scale, "the real value of one unit of the int8 scores")
+          .field("causal", &P::causal,
+                 "mask the keys after each query (the queries: the other of the last two dims)");
+  return schema;
+}
+
+inline TensorType integer_softmax_type(const TypeCall& c) {
+  const auto& s = c.type(0);
+  if (s.dtype != DType::int8())
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 scores", c.label, c.arg(0),
+                     s.dtype);
+  const auto p = params_of(c, integer_softmax_schema());
+  (void)host::integer_exp_for(p.scale, c.label);
+  const std::size_t axis = c.axis("axis", s.ndim());
+  const auto& keys = s.shape[axis];
+  if (ne::bounds(keys).max > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>(
+        "{}: {} has {} keys along axis {} (at most {}); at most {} keep the sum of the "
+        "exponentials in 32 bits",
+        c.label, c.arg(0), keys, axis, ne::bounds(keys).max, runtime::kIntegerSoftmaxMaxExtent);
+  if (p.causal) {
+    if (s.ndim() < 2 || axis + 2 < s.ndim())
+      raise<ValueError>(
+          "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
+          "in the other; axis {} of {} (rank {}) is not",
+          c.label, axis, c.arg(0), s.ndim());
+    const auto& queries = axis + 1 == s.ndim() ? s.shape[s.ndim() - 2] : s.shape.back();
+    if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
+      raise<ShapeError>(
+          "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
+          "keys as queries (the queries are the last positions)",
+          c.label, c.arg(0), keys, axis, queries);
+  }
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs) {
+  return detail::integer_softmax_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
+  ops.add({.name = "integer_softmax",
+           .attrs = detail::integer_softmax_schema().specs(),
+           .type_rule = detail::integer_softmax_type,
+           .host_kernel = [](HostArgs a, const Attrs& attrs) {
+             return host::integer_softmax(*a[0], integer_softmax_params(attrs));
+           }});
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,65 @@
+// Definitions for host/integer_ops.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/host/common.hpp>
+#include <dlavm/host/integer_ops.hpp>
+#include <dlavm/runtime/kernels.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view who) {
+  if (!(scale >= kMinIntegerSoftmaxScale && scale < kMaxIntegerSoftmaxScale))
+    raise<ValueError>(
+        "{}: scale {} is outside [{:.6g}, {:.6g}): the exponent's multiplier "
+        "round(scale * log2(e) * 2^frac_bits) must lie in [32, 127] for some frac_bits in [7, "
+        "15] (VTA's ALU multiplies by at most 8 signed bits)",
+        who, scale, kMinIntegerSoftmaxScale, kMaxIntegerSoftmaxScale);
+  const double c = scale * 1.4426950408889634;
+  for (std::int32_t bits = 15; bits >= 7; --bits) {
+    const auto m = static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
+    if (m <= 127) return {m, bits};
+  }
+  return {static_cast<std::int32_t>(std::lround(std::ldexp(c, 7))), 7};  // unreachable: checked
+}
+
+DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax";
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
+  const auto fixed = integer_exp_for(p.scale, who);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
+  const auto& shape = s.shape();
+  const auto split = detail::split_at(shape, axis);
+  if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
+                      split.extent, axis, detail::shape_str(shape),
+                      runtime::kIntegerSoftmaxMaxExtent);
+  std::int64_t queries = 0;
+  if (p.causal) {
+    if (shape.size() < 2 || axis + 2 < shape.size())
+      raise<ValueError>(
+          "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
+          "queries in the other; axis {} of s {} is not",
+          who, axis, detail::shape_str(shape));
+    queries = axis + 1 == shape.size() ? shape[shape.size() - 2] : shape.back();
+    if (queries > split.extent)
+      raise<ShapeError>(
+          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "(the queries are the last positions)",
+          who, detail::shape_str(shape), queries, split.extent);
+  }
+  te::NDArray y(s.dtype(), shape);
+  if (y.size() == 0) return y;  // no rows, empty rows, or no queries
+  runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
+                           fixed, queries);
+  return y;
+}
+
+}  // namespace dlavm::host

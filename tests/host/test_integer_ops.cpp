@@ -1,0 +1,158 @@
+// host integer_softmax: hand-derived rows, the exponential against 2^(x * scale * log2 e), the
+// probabilities against a double softmax quantized to 1/127, causal rows against the softmax of
+// their visible prefix, both key axes, and the errors.
+#include <dlavm/host/float_ops.hpp>
+#include <dlavm/host/integer_ops.hpp>
+#include <dlavm/host/transform.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace host = dlavm::host;
+namespace runtime = dlavm::runtime;
+namespace te = dlavm::te;
+using dlavm::DType;
+
+namespace integer_ops_test {
+
+te::NDArray int8_row(const std::vector<std::int64_t>& v) {
+  te::NDArray a(DType::int8(), {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) a.set_flat(i, v[i]);
+  return a;
+}
+
+std::vector<std::int64_t> values(const te::NDArray& a) {
+  return {a.data().begin(), a.data().end()};
+}
+
+// softmax of s * scale in double, rounded to units of 1/127
+std::vector<double> float_probs(const std::vector<std::int64_t>& s, double scale) {
+  const auto m = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (auto v : s) sum += std::exp(double(v - m) * scale);
+  std::vector<double> p;
+  for (auto v : s) p.push_back(std::exp(double(v - m) * scale) / sum * 127.0);
+  return p;
+}
+
+}  // namespace integer_ops_test
+
+using namespace integer_ops_test;
+
+TEST_CASE("host integer_softmax: rows worked out by hand") {
+  // scale 1/8: multiplier round(0.125 * log2(e) * 2^9) = 92 with 9 fraction bits
+  const auto fixed = host::integer_exp_for(0.125);
+  CHECK(fixed.multiplier == 92);
+  CHECK(fixed.frac_bits == 9);
+  // equal scores: e = 2^18 each, S = 2^19, R = floor(127 * 2^23 / 2^19) = 2032,
+  // y = (2^18 * 2032 + 2^22) >> 23 = 64
+  CHECK(values(host::integer_softmax(int8_row({5, 5}))) == std::vector<std::int64_t>{64, 64});
+  CHECK(values(host::integer_softmax(int8_row({-7}))) == std::vector<std::int64_t>{127});
+  // x = -255: t = -23460, z = 46 >= 19, e = 0
+  CHECK(values(host::integer_softmax(int8_row({127, -128}))) == std::vector<std::int64_t>{127, 0});
+  // x = -8 (e^-1): t = -736, z = 2, r = (-736 + 1024) >> 2 = 72,
+  // p = ((84 * 72 + 21864) * 72 >> 4) + 2^18 = 387748, e = p >> 2 = 96937; S = 2^18 + 96937,
+  // R = floor(127 * 2^23 / 359081) = 2966, y = (96937 * 2966 + 2^22) >> 23 = 34 and
+  // (2^18 * 2966 + 2^22) >> 23 = 93 (the float softmax: 34.15 and 92.85)
+  CHECK(runtime::integer_exp(-8, fixed) == 96937);
+  CHECK(values(host::integer_softmax(int8_row({0, -8}))) == std::vector<std::int64_t>{93, 34});
+  // empty rows
+  CHECK(host::integer_softmax(te::NDArray(DType::int8(), {3, 0})).shape() ==
+        std::vector<std::int64_t>{3, 0});
+}
+
+TEST_CASE("host integer_softmax: the exponential within 2.1% of 2^(x * scale * log2 e)") {
+  for (double scale : {0.125, 0.05, 0.3, 0.01}) {
+    const auto fixed = host::integer_exp_for(scale);
+    CHECK(fixed.multiplier >= 32);
+    CHECK(fixed.multiplier <= 127);
+    std::int32_t last = 0;
+    for (std::int32_t x = -255; x <= 0; ++x) {
+      const std::int32_t e = runtime::integer_exp(x, fixed);
+      CHECK(e >= last);  // monotonic in x
+      last = e;
+      const double ideal = std::exp(x * scale) * (1 << 18);
+      // the multiplier's rounding (at most 0.5 / 64 of the exponent) and the fraction's
+      // truncation dominate; below 2^10 units the shift's truncation does
+      if (ideal > 1024) CHECK(std::abs(e / ideal - 1) < 0.021);
+      if (ideal <= 1024) CHECK(std::abs(e - ideal) < 0.021 * 1024 + 1);
+    }
+    CHECK(runtime::integer_exp(0, fixed) == 1 << 18);
+  }
+}
+
+TEST_CASE("host integer_softmax: within one unit of the float softmax rounded to 1/127") {
+  std::mt19937_64 rng(7);
+  for (std::int64_t n : {1, 2, 3, 16, 100, 777, 2048, 8191}) {
+    for (int trial = 0; trial < (n > 1000 ? 3 : 20); ++trial) {
+      std::uniform_int_distribution<std::int64_t> lo_d(-128, 100);
+      const auto lo = lo_d(rng);
+      std::uniform_int_distribution<std::int64_t> hi_d(lo, 127);
+      const auto hi = hi_d(rng);
+      std::uniform_int_distribution<std::int64_t> v(lo, hi);
+      std::vector<std::int64_t> s(static_cast<std::size_t>(n));
+      for (auto& x : s) x = v(rng);
+      const auto y = values(host::integer_softmax(int8_row(s)));
+      const auto f = float_probs(s, 0.125);
+      std::int64_t sum = 0;
+      for (std::size_t j = 0; j < s.size(); ++j) {
+        CHECK(y[j] >= 0);
+        CHECK(std::abs(double(y[j]) - f[j]) <= 1.0);
+        sum += y[j];
+      }
+      CHECK(sum <= 127 + n / 2 + 1);
+    }
+  }
+  // adding a constant to every score changes nothing
+  const std::vector<std::int64_t> a{-20, 3, 3, 50, -100}, b{-30, -7, -7, 40, -110};
+  CHECK(values(host::integer_softmax(int8_row(a))) == values(host::integer_softmax(int8_row(b))));
+}
+
+TEST_CASE("host integer_softmax: causal rows are the softmax of their visible keys") {
+  // 3 queries, the last of 5 positions; keys along dim -1
+  auto s = te::NDArray::random(DType::int8(), {2, 3, 5}, 3);
+  const auto y = host::integer_softmax(s, {.axis = -1, .causal = true});
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t q = 0; q < 3; ++q) {
+      const std::int64_t visible = 5 - 3 + q + 1;
+      std::vector<std::int64_t> row;
+      for (std::int64_t j = 0; j < visible; ++j) row.push_back(s.at({b, q, j}));
+      const auto expect = values(host::integer_softmax(int8_row(row)));
+      for (std::int64_t j = 0; j < 5; ++j)
+        CHECK(y.at({b, q, j}) == (j < visible ? expect[static_cast<std::size_t>(j)] : 0));
+    }
+  // keys along dim -2, queries along dim -1: the transposed problem
+  const auto t = host::transpose(s, {.perm = {0, 2, 1}});
+  const auto yt = host::integer_softmax(t, {.axis = -2, .causal = true});
+  CHECK(values(yt) == values(host::transpose(y, {.perm = {0, 2, 1}})));
+  // without the mask, every key counts
+  CHECK(values(host::integer_softmax(s)) !=
+        values(host::integer_softmax(s, {.axis = -1, .causal = true})));
+}
+
+TEST_CASE("host integer_softmax: errors name the argument and the numbers") {
+  CHECK_THROWS_WITH_AS(host::integer_softmax(te::NDArray(DType::float32(), {2})),
+                       doctest::Contains("host::integer_softmax: s is float32; the integer "
+                                         "softmax takes int8 scores"),
+                       dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(host::integer_softmax(int8_row({1, 2}), {.scale = 1.0}),
+                       doctest::Contains("host::integer_softmax: scale 1 is outside [0.000666"),
+                       dlavm::ValueError);
+  CHECK_THROWS_AS(host::integer_softmax(int8_row({1, 2}), {.scale = 0.0005}), dlavm::ValueError);
+  CHECK_THROWS_AS(host::integer_softmax(int8_row({1, 2}), {.scale = -0.125}), dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(host::integer_softmax(te::NDArray(DType::int8(), {2, 8192})),
+                       doctest::Contains("8192 keys along axis 1 of s [2, 8192]; at most 8191"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      host::integer_softmax(te::NDArray(DType::int8(), {4, 3, 5}), {.axis = 0, .causal = true}),
+      doctest::Contains("axis 0 of s [4, 3, 5] is not"), dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      host::integer_softmax(te::NDArray(DType::int8(), {5, 3}), {.axis = -1, .causal = true}),
+      doctest::Contains("s [5, 3] has 5 queries and 3 keys"), dlavm::ShapeError);
+  CHECK_THROWS_AS(host::integer_softmax(int8_row({1}), {.axis = 1}), dlavm::ValueError);
+}
