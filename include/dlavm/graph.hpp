@@ -32,4 +32,5 @@
 #include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
+#include <dlavm/graph/strategy/integer_softmax.hpp>
 #include <dlavm/graph/target.hpp>

@@ -13116,6 +13116,14 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
     return true;
   }
 
+  // Whether a vector unit that updates its destination in place (dst = dst op src) may take
+  // either operand as the destination. A shift's amount and a multiplier are its second
+  // operand (VTA's ALU reads only their low bits), so those results live in the first
+  // operand's storage only, as do a subtraction's and a division's.
+  static bool symmetric(te::ExprKind k) {
+    return k == te::ExprKind::Add || k == te::ExprKind::Min || k == te::ExprKind::Max;
+  }
+
   // Loads of `b` in e: their indices.
   static std::vector<std::vector<ne::Expr>> loads_of(const te::Expr& e, const te::BufferNode* b) {
     struct V : te::ExprVisitor<V> {
@@ -13162,6 +13170,9 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
               return same_indices(idx, store->indices);
             }))
+          continue;
+        if (const auto* bin = store->value.as<te::BinaryNode>();
+            bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
@@ -16343,7 +16354,10 @@ DLAVM_INLINE tir::Stmt fold_uops(const tir::Stmt& body, const Env& env) {
 // the storage-reuse pass makes most element-wise stages in place so that this is rare.
 // Supported:
 //   - element-wise: min, max, add, shift right and multiply, of a tile by a tile or an
-//     immediate; subtraction and shift left of an immediate map onto add and shift right;
+//     immediate; subtraction and shift left of an immediate map onto add and shift right. A
+//     multiply or shift by a tile takes each lane's multiplier or amount from the second
+//     operand: VTA's compute module reads only its low 8 bits (signed) or low LOG_ACC_WIDTH
+//     bits ([-16, 15]), the simulators the whole value, so keep those lanes in range;
 //   - constant fills `dst[i] = c`: a reset, then ADD c (c outside the 16-bit immediate is
 //     built as (hi << 16) + lo: two to five ALU passes);
 //   - reductions te::max / te::min / te::sum of an accumulator tile over window loops whose
@@ -16421,8 +16435,8 @@ namespace detail {
 
 // What VTA's ALU runs, for messages.
 inline constexpr const char* kAluCan =
-    "VTA's ALU runs element-wise nests (min, max, add and multiply of an accumulator tile by a "
-    "tile or an immediate, shifts and subtraction by an immediate, constant fills) and "
+    "VTA's ALU runs element-wise nests (min, max, add, multiply and shift of an accumulator "
+    "tile by a tile or an immediate, subtraction by an immediate, constant fills) and "
     "reductions of accumulator tiles with max, min or sum over a window (te::max / te::min / "
     "te::sum), one instruction per window element";
 
@@ -16577,7 +16591,6 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       default:
         lacks();
     }
-    if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
     // a shift wider than the argument field is split into several (shift_steps)
     const bool split_shift =
         o.op == runtime::AluOp::Shr && o.imm >= -kMaxShift && o.imm <= kMaxShift;
@@ -16713,8 +16726,16 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const auto in_place = [&](const te::LoadNode* l) {
       return l->buffer.same_as(dst) && same(l->indices[0], store.indices[0]);
     };
-    // Every tensor-tensor operation VTA has is commutative: read the in-place operand first.
-    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) std::swap(o.lhs, o.rhs);
+    // Add, min and max are commutative: read the in-place operand first. A multiply and a shift
+    // take their multiplier and amount from the source operand (the storage pass keeps the
+    // result out of its storage).
+    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) {
+      if (o.op == runtime::AluOp::Mul || o.op == runtime::AluOp::Shr)
+        raise<ScheduleError>(
+            "internal: stage '{}' is stored where its {} operand `{}` lives, please report", stage,
+            o.op == runtime::AluOp::Mul ? "multiplier" : "shift amount", store.value);
+      std::swap(o.lhs, o.rhs);
+    }
     if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
@@ -31485,6 +31506,200 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // end dlavm/graph/printer.hpp
 // begin dlavm/graph/strategy.hpp
 // end dlavm/graph/strategy.hpp
+// begin dlavm/graph/strategy/integer_softmax.hpp
+// The integer softmax (host/integer_ops.hpp, runtime::integer_softmax) as te stages that VTA's
+// ALU computes: a block of int32 scores in the accumulator with the keys along dim 0 and the
+// rows being normalized along the lanes (dim 1, whole tiles), so that the max and the sum over
+// keys combine accumulator tiles lane by lane. The arithmetic is runtime::integer_softmax's,
+// stage for stage:
+//   max over keys; t = (s - max) * multiplier; z = -(t >> frac_bits) and the fraction r;
+//   p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
+//   (the second shift clears what the first leaves when z >= 19: p < 2^19); sum over keys;
+//   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
+//   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
+//   halves.
+// Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
+// what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
+// and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
+// multipliers r in [0, 127], a quotient bit, R's halves in [0, 63]; shift amounts in [0, 15].
+// No masking: every key of the block counts (a causal block leaves this to the caller).
+//
+//   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
+//   for (const auto& t : st.alu) { s[t].set_scope(env.acc_scope); s[t].pragma(...); }
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct IntegerSoftmaxStages {
+  te::Tensor result;            // int32 [keys, lanes]: the probabilities in units of 1/127
+  std::vector<te::Tensor> alu;  // every stage, in order (the ALU computes each; result last)
+};
+
+// The stages over `scores` (int32 [keys, lanes], a stage in the accumulator); their tensors'
+// names start with `name`.
+IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::IntegerExp fixed,
+                                            const std::string& name);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/integer_softmax-inl.hpp
+// Definitions for graph/strategy/integer_softmax.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/strategy/integer_softmax.hpp
+// end dlavm/graph/strategy/integer_softmax.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// Builds the stages, each recorded in `out`.
+class SoftmaxStageWriter {
+ public:
+  SoftmaxStageWriter(const te::Tensor& scores, const std::string& name,
+                     std::vector<te::Tensor>& out)
+      : keys_(scores.shape()[0]), lanes_(scores.shape()[1]), name_(name), out_(out) {}
+
+  static te::Expr c(std::int64_t v) { return te::make_const(v, DType::int32()); }
+
+  // A [keys, lanes] stage of f(key, lane).
+  te::Tensor block(const std::string& what,
+                   const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    return add(te::compute(
+        te::shape(keys_, lanes_), [&](const ne::Var& k, const ne::Var& l) { return f(k, l); },
+        stage_name(what)));
+  }
+  // A [1, lanes] stage of f(lane): one value per row.
+  te::Tensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
+    return add(te::compute(
+        te::shape(1, lanes_), [&](const ne::Var&, const ne::Var& l) { return f(l); },
+        stage_name(what)));
+  }
+  // A [1, lanes] reduction over the keys: te::max or te::sum of t.
+  te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
+    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
+    return add(te::compute(
+        te::shape(1, lanes_),
+        [&](const ne::Var&, const ne::Var& l) {
+          return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
+        },
+        stage_name(what)));
+  }
+
+ private:
+  te::Tensor add(te::Tensor t) {
+    out_.push_back(t);
+    return t;
+  }
+  std::string stage_name(const std::string& what) const {
+    return fmt::format("{}.{}", name_, what);
+  }
+
+  ne::Expr keys_, lanes_;
+  std::string name_;
+  std::vector<te::Tensor>& out_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
+                                                         runtime::IntegerExp fixed,
+                                                         const std::string& name) {
+  IntegerSoftmaxStages st;
+  detail::SoftmaxStageWriter w(scores, name, st.alu);
+  using detail::SoftmaxStageWriter;
+  const auto c = SoftmaxStageWriter::c;
+  using V = const ne::Var&;
+  const auto& s = scores;
+  const std::int64_t bits = fixed.frac_bits;
+
+  // t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >> (bits - 7)
+  const auto m = w.reduce("max", s, true);
+  const auto neg_m = w.row("neg_max", [&](V l) { return m(0, l) * c(-1); });
+  const auto x = w.block("x", [&](V k, V l) { return s(k, l) + neg_m(0, l); });
+  const auto t = w.block("t", [&](V k, V l) { return x(k, l) * c(fixed.multiplier); });
+  const auto zq = w.block("zq", [&](V k, V l) { return t(k, l) >> c(bits); });
+  const auto z = w.block("z", [&](V k, V l) { return zq(k, l) * c(-1); });
+  const auto z_up = w.block("z_up", [&](V k, V l) { return z(k, l) << c(bits); });
+  const auto frac = w.block("frac", [&](V k, V l) { return t(k, l) + z_up(k, l); });
+  const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
+  // p = (((84 r + 21864) r) >> 4) + 2^18
+  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
+  const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
+  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
+  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
+  const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
+  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
+  // e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
+  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return p(k, l) >> z1(k, l); });
+  const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
+  const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
+  const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
+  const auto e = w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
+  // R = floor(127 * 2^23 / sum), one quotient bit at a time from bit 11: bit = (rem >> b) >=
+  // sum, then rem -= (sum * bit) << b (sum << b fits only where the bit is 1)
+  const auto sum = w.reduce("sum", e, false);
+  const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
+  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
+  auto q = w.row("q", [&](V) { return c(0); });
+  for (std::int64_t b = 11; b >= 0; --b) {
+    const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
+    const auto a = w.row(tag("cmp"), [&](V l) { return rem(0, l) >> c(b); });
+    const auto d = w.row(tag("diff"), [&](V l) { return a(0, l) + neg_sum(0, l); });
+    const auto d1 = w.row(tag("diff1"), [&](V l) { return d(0, l) + c(1); });
+    const auto d2 = w.row(tag("pos"), [&](V l) { return te::max(d1(0, l), c(0)); });
+    const auto bit = w.row(tag("bit"), [&](V l) { return te::min(d2(0, l), c(1)); });
+    const auto q2 = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
+    q = w.row(tag("q"), [&](V l) { return q2(0, l) + bit(0, l); });
+    if (b == 0) break;  // the last remainder is not needed
+    const auto u = w.row(tag("take"), [&](V l) { return sum(0, l) * bit(0, l); });
+    const auto u2 = w.row(tag("take_up"), [&](V l) { return u(0, l) << c(b); });
+    const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
+    rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
+  }
+  // y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6))
+  const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
+  const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
+  const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
+  const auto rl = w.row("r_lo", [&](V l) { return q(0, l) + rh_neg(0, l); });
+  const auto eh = w.block("e_hi", [&](V k, V l) { return e(k, l) * rh(0, l); });
+  const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
+  const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
+  const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
+  const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
+  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
+  st.result = w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
+  return st;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/integer_softmax-inl.hpp
+#endif
+// end dlavm/graph/strategy/integer_softmax.hpp
 // begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
 // end dlavm/graph.hpp

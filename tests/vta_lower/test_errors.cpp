@@ -48,9 +48,13 @@ TEST_CASE("vta errors: ALU operations VTA lacks and immediates too wide") {
                          doctest::Contains("not an operation VTA's ALU has"), dlavm::ScheduleError);
   }
   {
-    Elementwise e([](te::Expr x) { return x >> x; });
+    // A shift left by a tile: VTA shifts by a tile only right (a negative amount shifts left).
+    Elementwise e([](te::Expr x) { return x << x; });
     auto s = e.schedule();
-    CHECK_THROWS_AS(vta::build(s, {e.A, e.R}, e.env), dlavm::ScheduleError);
+    CHECK_THROWS_WITH_AS(vta::build(s, {e.A, e.R}, e.env),
+                         doctest::Contains("`(A_buf[(i1*16) + i3] << A_buf[(i1*16) + i3])` is not "
+                                           "an operation VTA's ALU has"),
+                         dlavm::ScheduleError);
   }
   {
     // The multiplier takes an 8-bit argument (VTA_MUL_ARG_BIT_WIDTH): caught when building.
@@ -330,8 +334,8 @@ TEST_CASE("vta errors: reductions VTA's ALU cannot run say what it can") {
         "stage 'red': a reduction of `(A_buf[(k*32) + (i0*64) + (i1*16) + i3]*3)`, "
         "which is not an accumulator tile read as it is; compute `(A_buf[(k*32) "
         "+ (i0*64) + (i1*16) + i3]*3)` in a stage of its own first; VTA's ALU runs "
-        "element-wise nests (min, max, add and multiply of an accumulator tile by "
-        "a tile or an immediate, shifts and subtraction by an immediate, constant "
+        "element-wise nests (min, max, add, multiply and shift of an accumulator "
+        "tile by a tile or an immediate, subtraction by an immediate, constant "
         "fills) and reductions of accumulator tiles with max, min or sum over a "
         "window (te::max / te::min / te::sum), one instruction per window element",
         dlavm::ScheduleError);
@@ -438,7 +442,7 @@ TEST_CASE("vta errors: ALU nests under a split guard") {
       "split "
       "by 4 (loop 'i') of an axis of extent 10, which 4 does not divide, which no ALU instruction "
       "can skip; split by a factor that divides the extent; VTA's ALU runs element-wise nests "
-      "(min, max, add and multiply of an accumulator tile by a tile or an immediate, shifts and "
+      "(min, max, add, multiply and shift of an accumulator tile by a tile or an immediate, "
       "subtraction by an immediate, constant fills) and reductions of accumulator tiles with max, "
       "min or sum over a window (te::max / te::min / te::sum), one instruction per window element",
       dlavm::ScheduleError);

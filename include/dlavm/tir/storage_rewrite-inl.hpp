@@ -86,6 +86,14 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
     return true;
   }
 
+  // Whether a vector unit that updates its destination in place (dst = dst op src) may take
+  // either operand as the destination. A shift's amount and a multiplier are its second
+  // operand (VTA's ALU reads only their low bits), so those results live in the first
+  // operand's storage only, as do a subtraction's and a division's.
+  static bool symmetric(te::ExprKind k) {
+    return k == te::ExprKind::Add || k == te::ExprKind::Min || k == te::ExprKind::Max;
+  }
+
   // Loads of `b` in e: their indices.
   static std::vector<std::vector<ne::Expr>> loads_of(const te::Expr& e, const te::BufferNode* b) {
     struct V : te::ExprVisitor<V> {
@@ -132,6 +140,9 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
         if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
               return same_indices(idx, store->indices);
             }))
+          continue;
+        if (const auto* bin = store->value.as<te::BinaryNode>();
+            bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());

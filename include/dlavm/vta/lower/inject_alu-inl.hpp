@@ -24,8 +24,8 @@ namespace detail {
 
 // What VTA's ALU runs, for messages.
 inline constexpr const char* kAluCan =
-    "VTA's ALU runs element-wise nests (min, max, add and multiply of an accumulator tile by a "
-    "tile or an immediate, shifts and subtraction by an immediate, constant fills) and "
+    "VTA's ALU runs element-wise nests (min, max, add, multiply and shift of an accumulator "
+    "tile by a tile or an immediate, subtraction by an immediate, constant fills) and "
     "reductions of accumulator tiles with max, min or sum over a window (te::max / te::min / "
     "te::sum), one instruction per window element";
 
@@ -180,7 +180,6 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       default:
         lacks();
     }
-    if (o.op == runtime::AluOp::Shr && !o.use_imm) lacks();
     // a shift wider than the argument field is split into several (shift_steps)
     const bool split_shift =
         o.op == runtime::AluOp::Shr && o.imm >= -kMaxShift && o.imm <= kMaxShift;
@@ -316,8 +315,16 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const auto in_place = [&](const te::LoadNode* l) {
       return l->buffer.same_as(dst) && same(l->indices[0], store.indices[0]);
     };
-    // Every tensor-tensor operation VTA has is commutative: read the in-place operand first.
-    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) std::swap(o.lhs, o.rhs);
+    // Add, min and max are commutative: read the in-place operand first. A multiply and a shift
+    // take their multiplier and amount from the source operand (the storage pass keeps the
+    // result out of its storage).
+    if (o.rhs && !in_place(o.lhs) && in_place(o.rhs)) {
+      if (o.op == runtime::AluOp::Mul || o.op == runtime::AluOp::Shr)
+        raise<ScheduleError>(
+            "internal: stage '{}' is stored where its {} operand `{}` lives, please report", stage,
+            o.op == runtime::AluOp::Mul ? "multiplier" : "shift amount", store.value);
+      std::swap(o.lhs, o.rhs);
+    }
     if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,

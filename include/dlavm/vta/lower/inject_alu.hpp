@@ -15,7 +15,10 @@
 // the storage-reuse pass makes most element-wise stages in place so that this is rare.
 // Supported:
 //   - element-wise: min, max, add, shift right and multiply, of a tile by a tile or an
-//     immediate; subtraction and shift left of an immediate map onto add and shift right;
+//     immediate; subtraction and shift left of an immediate map onto add and shift right. A
+//     multiply or shift by a tile takes each lane's multiplier or amount from the second
+//     operand: VTA's compute module reads only its low 8 bits (signed) or low LOG_ACC_WIDTH
+//     bits ([-16, 15]), the simulators the whole value, so keep those lanes in range;
 //   - constant fills `dst[i] = c`: a reset, then ADD c (c outside the 16-bit immediate is
 //     built as (hi << 16) + lo: two to five ALU passes);
 //   - reductions te::max / te::min / te::sum of an accumulator tile over window loops whose
