@@ -9779,10 +9779,12 @@ inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
   return z < 19 ? p >> z : 0;
 }
 
-// The probability of an element of exponential e in a row of sum S (S >= 2^18).
-inline std::int8_t integer_softmax_output(std::int32_t e, std::int32_t sum) {
-  const std::int32_t r = static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
-  return static_cast<std::int8_t>((e * r + (std::int32_t{1} << 22)) >> 23);
+// R of a row of sum S (S >= 2^18), and the probability of an element of exponential e.
+inline std::int32_t integer_reciprocal(std::int32_t sum) {
+  return static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
+}
+inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) {
+  return static_cast<std::int8_t>((e * reciprocal + (std::int32_t{1} << 22)) >> 23);
 }
 
 // The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
@@ -9807,9 +9809,10 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
         if (at(j) > m) m = at(j);
       std::int32_t sum = 0;
       for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+      const std::int32_t r = integer_reciprocal(sum);
       for (std::int64_t j = 0; j < extent; ++j)
         dst[base + j * inner] =
-            j < visible ? static_cast<Out>(integer_softmax_output(integer_exp(at(j) - m, c), sum))
+            j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
                         : Out(0);
     }
 }
@@ -22138,12 +22141,15 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
         "round(scale * log2(e) * 2^frac_bits) must lie in [32, 127] for some frac_bits in [7, "
         "15] (VTA's ALU multiplies by at most 8 signed bits)",
         who, scale, kMinIntegerSoftmaxScale, kMaxIntegerSoftmaxScale);
+  // the most fraction bits that keep the multiplier within 7 bits; the range checked above
+  // makes it at least 32 (64 when a wider one did not fit)
   const double c = scale * 1.4426950408889634;
-  for (std::int32_t bits = 15; bits >= 7; --bits) {
-    const auto m = static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
-    if (m <= 127) return {m, bits};
-  }
-  return {static_cast<std::int32_t>(std::lround(std::ldexp(c, 7))), 7};  // unreachable: checked
+  const auto multiplier = [&](std::int32_t bits) {
+    return static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
+  };
+  std::int32_t bits = 15;
+  while (bits > 7 && multiplier(bits) > 127) --bits;
+  return {multiplier(bits), bits};
 }
 
 DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {

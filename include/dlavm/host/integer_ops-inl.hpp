@@ -21,12 +21,15 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
         "round(scale * log2(e) * 2^frac_bits) must lie in [32, 127] for some frac_bits in [7, "
         "15] (VTA's ALU multiplies by at most 8 signed bits)",
         who, scale, kMinIntegerSoftmaxScale, kMaxIntegerSoftmaxScale);
+  // the most fraction bits that keep the multiplier within 7 bits; the range checked above
+  // makes it at least 32 (64 when a wider one did not fit)
   const double c = scale * 1.4426950408889634;
-  for (std::int32_t bits = 15; bits >= 7; --bits) {
-    const auto m = static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
-    if (m <= 127) return {m, bits};
-  }
-  return {static_cast<std::int32_t>(std::lround(std::ldexp(c, 7))), 7};  // unreachable: checked
+  const auto multiplier = [&](std::int32_t bits) {
+    return static_cast<std::int32_t>(std::lround(std::ldexp(c, bits)));
+  };
+  std::int32_t bits = 15;
+  while (bits > 7 && multiplier(bits) > 127) --bits;
+  return {multiplier(bits), bits};
 }
 
 DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {

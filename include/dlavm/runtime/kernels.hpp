@@ -571,10 +571,12 @@ inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
   return z < 19 ? p >> z : 0;
 }
 
-// The probability of an element of exponential e in a row of sum S (S >= 2^18).
-inline std::int8_t integer_softmax_output(std::int32_t e, std::int32_t sum) {
-  const std::int32_t r = static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
-  return static_cast<std::int8_t>((e * r + (std::int32_t{1} << 22)) >> 23);
+// R of a row of sum S (S >= 2^18), and the probability of an element of exponential e.
+inline std::int32_t integer_reciprocal(std::int32_t sum) {
+  return static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
+}
+inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) {
+  return static_cast<std::int8_t>((e * reciprocal + (std::int32_t{1} << 22)) >> 23);
 }
 
 // The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
@@ -599,9 +601,10 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
         if (at(j) > m) m = at(j);
       std::int32_t sum = 0;
       for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+      const std::int32_t r = integer_reciprocal(sum);
       for (std::int64_t j = 0; j < extent; ++j)
         dst[base + j * inner] =
-            j < visible ? static_cast<Out>(integer_softmax_output(integer_exp(at(j) - m, c), sum))
+            j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
                         : Out(0);
     }
 }
