@@ -22089,6 +22089,7 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -22107,6 +22108,10 @@ inline constexpr double kMaxIntegerSoftmaxScale = 127.5 / 128 / 1.44269504088896
 
 // `who` starts the message ("%7 (integer_softmax)").
 runtime::IntegerExp integer_exp_for(double scale, std::string_view who = "integer_softmax");
+// The dim of a causal softmax's queries: the other of the last two dims than the keys' `axis`.
+constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank) {
+  return axis + 1 == rank ? rank - 2 : rank - 1;
+}
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 
 }  // namespace dlavm::host
@@ -22171,7 +22176,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
           "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
           "queries in the other; axis {} of s {} is not",
           who, axis, detail::shape_str(shape));
-    queries = axis + 1 == shape.size() ? shape[shape.size() - 2] : shape.back();
+    queries = shape[integer_softmax_query_axis(axis, shape.size())];
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
@@ -22256,7 +22261,7 @@ inline TensorType integer_softmax_type(const TypeCall& c) {
           "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
           "in the other; axis {} of {} (rank {}) is not",
           c.label, axis, c.arg(0), s.ndim());
-    const auto& queries = axis + 1 == s.ndim() ? s.shape[s.ndim() - 2] : s.shape.back();
+    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim())];
     if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
       raise<ShapeError>(
           "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
@@ -27563,10 +27568,8 @@ class Emitter {
       const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
       std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      // causal: the queries are the other of the last two dims
-      const ne::Expr queries = !p.causal               ? ne::Expr(0)
-                               : axis + 1 == xs.size() ? xs[xs.size() - 2]
-                                                       : xs.back();
+      const ne::Expr queries =
+          p.causal ? xs[host::integer_softmax_query_axis(axis, xs.size())] : ne::Expr(0);
       return fmt::format(
           "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
           "{}}}, {});",

@@ -767,10 +767,8 @@ class Emitter {
       const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
       std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      // causal: the queries are the other of the last two dims
-      const ne::Expr queries = !p.causal               ? ne::Expr(0)
-                               : axis + 1 == xs.size() ? xs[xs.size() - 2]
-                                                       : xs.back();
+      const ne::Expr queries =
+          p.causal ? xs[host::integer_softmax_query_axis(axis, xs.size())] : ne::Expr(0);
       return fmt::format(
           "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
           "{}}}, {});",

@@ -51,7 +51,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
           "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
           "queries in the other; axis {} of s {} is not",
           who, axis, detail::shape_str(shape));
-    queries = axis + 1 == shape.size() ? shape[shape.size() - 2] : shape.back();
+    queries = shape[integer_softmax_query_axis(axis, shape.size())];
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "

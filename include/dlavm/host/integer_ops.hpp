@@ -19,6 +19,7 @@
 #include <dlavm/runtime/kernels.hpp>
 #include <dlavm/te/ndarray.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -37,6 +38,10 @@ inline constexpr double kMaxIntegerSoftmaxScale = 127.5 / 128 / 1.44269504088896
 
 // `who` starts the message ("%7 (integer_softmax)").
 runtime::IntegerExp integer_exp_for(double scale, std::string_view who = "integer_softmax");
+// The dim of a causal softmax's queries: the other of the last two dims than the keys' `axis`.
+constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank) {
+  return axis + 1 == rank ? rank - 2 : rank - 1;
+}
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 
 }  // namespace dlavm::host

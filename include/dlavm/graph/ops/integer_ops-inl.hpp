@@ -46,7 +46,7 @@ inline TensorType integer_softmax_type(const TypeCall& c) {
           "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
           "in the other; axis {} of {} (rank {}) is not",
           c.label, axis, c.arg(0), s.ndim());
-    const auto& queries = axis + 1 == s.ndim() ? s.shape[s.ndim() - 2] : s.shape.back();
+    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim())];
     if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
       raise<ShapeError>(
           "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
