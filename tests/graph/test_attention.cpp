@@ -83,7 +83,7 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
         p[static_cast<std::size_t>(j)] = requant(acc, A::kScoreShift);
         s[static_cast<std::size_t>(j)] =
             j > past + i ? -INFINITY
-                         : static_cast<float>(requant(acc, A::kScoreShift)) * A::kScoreScale;
+                         : static_cast<float>(p[static_cast<std::size_t>(j)]) * A::kScoreScale;
       }
       if (softmax == A::Softmax::Integer) {
         const std::int64_t visible = past + i + 1;
