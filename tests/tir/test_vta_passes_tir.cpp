@@ -474,6 +474,53 @@ TEST_CASE("reuse_inplace: buffers of another dtype, scope or size are not shared
   }
 }
 
+TEST_CASE("reuse_inplace: a halving stage that reads ahead of its stores lives in its input") {
+  // A = In (8); B[j] = A[j] op A[j + d] over j < n (B of n elements); Out = B: the halving
+  // levels of a reduction. In place B[j] = B[j] op B[j + d] reads each element ahead of the
+  // iteration that writes it.
+  struct Case {
+    std::string what;
+    std::int64_t n, d;
+    bool reversed;     // the loop visits j from n - 1 down
+    bool first_ahead;  // the first operand is the element ahead
+    bool reused;
+  };
+  for (const auto& c : {Case{"half", 4, 4, false, false, true},
+                        Case{"odd count, overlapping halves", 4, 3, false, false, true},
+                        Case{"one element ahead", 7, 1, false, false, true},
+                        Case{"stores moving backward", 4, 3, true, false, false},
+                        Case{"the element ahead as the first operand", 4, 4, false, true, false}}) {
+    CAPTURE(c.what);
+    Ewise e;
+    e.B = buffer("B", {c.n}, i32, kAcc);
+    e.Out = buffer("Out", {c.n});
+    const auto index = [&](ne::Expr j) { return c.reversed ? (c.n - 1) - j : j; };
+    const auto halving = loop("j", c.n, [&](ne::Expr j) {
+      const auto k = index(j);
+      const auto here = ld(e.A, k), ahead = ld(e.A, k + c.d);
+      return st(e.B, k, c.first_ahead ? te::max(ahead, here) : te::max(here, ahead));
+    });
+    const auto out = loop("k", c.n, [&](ne::Expr k) { return st(e.Out, k, ld(e.B, k)); });
+    const auto f = e.program({e.fill_a(), tir::make_attr("pragma_alu", "j", 1, halving), out});
+    const auto r = tir::reuse_inplace(f.body);
+    CHECK(allocations(r) ==
+          (c.reused ? std::vector<std::string>{"A"} : std::vector<std::string>{"A", "B"}));
+    const auto got = check_same(f, r);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(c.n); ++k)
+      CHECK(at(got[1], k) ==
+            std::max(at(got[0], k), at(got[0], k + static_cast<std::size_t>(c.d))));
+  }
+  // B larger than A: not a prefix
+  Ewise e;
+  e.A = buffer("A", {8}, i32, kAcc);
+  e.B = buffer("B", {9}, i32, kAcc);
+  const auto f =
+      e.program({e.fill_a(),
+                 loop("j", 4, [&](ne::Expr j) { return st(e.B, j, ld(e.A, j) + ld(e.A, j + 4)); }),
+                 e.copy_out()});
+  CHECK(allocations(tir::reuse_inplace(f.body)) == std::vector<std::string>{"A", "B"});
+}
+
 TEST_CASE("reuse_inplace: a stage that is not element-wise in its input keeps its own buffer") {
   Ewise e;
   const auto rejected = [&](const tir::PrimFunc& f, bool run_it = true) {

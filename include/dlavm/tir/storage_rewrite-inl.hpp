@@ -5,6 +5,10 @@
 #include <dlavm/tir/rewrite.hpp>
 #include <dlavm/tir/storage_rewrite.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 namespace dlavm::tir {
 
 namespace detail {
@@ -121,6 +125,52 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
     return true;
   }
 
+  // Whether the nest stores in `b` at increasing flat indices, iteration after iteration: the
+  // store's flat index is affine in the loops with positive strides, each loop's stride
+  // exceeding the span of the loops inside it (the outermost loop moves furthest).
+  static bool stores_in_order(const Nest& nest, const Buffer& b) {
+    std::vector<ne::Var> vars;
+    for (const auto* f : nest.loops) vars.push_back(f->var);
+    const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
+    if (!form) return false;
+    ne::Expr span = 0;  // largest offset difference of the loops inside
+    for (std::size_t k = vars.size(); k-- > 0;) {
+      const auto& extent = nest.loops[k]->extent;
+      if (ne::bounds(extent).max <= 1) continue;
+      const auto stride = ne::simplify(form->strides[k]);
+      if (!ne::can_prove(stride > span)) return false;
+      span = ne::simplify(span + stride * (extent - 1));
+    }
+    return true;
+  }
+
+  // Whether `dst` may live in `src` when the stage reads `src` ahead of where it writes, as a
+  // halving reduction does: dst[k] = src[k] op src[k + d] over the first part of src. In place
+  // the stage is the vector unit's dst = dst op src: its first operand is src at the store's
+  // index, every other load of src reads a constant d > 0 entries further (an entry that a
+  // later iteration writes, the stores moving forward), and dst's elements are a prefix of
+  // src's (same addressing, no larger).
+  static bool reads_ahead(const Nest& nest, const Buffer& src, const Buffer& dst) {
+    const auto* store = nest.store;
+    const auto* bin = store->value.as<te::BinaryNode>();
+    if (bin == nullptr) return false;
+    const auto* first = bin->a.as<te::LoadNode>();
+    if (first == nullptr || first->buffer.get() != src.get() ||
+        !same_indices(first->indices, store->indices))
+      return false;
+    const auto at = ne::simplify(src.flat_index(store->indices));
+    if (!ne::equal(at, ne::simplify(dst.flat_index(store->indices))) ||
+        !ne::can_prove(dst.size() <= src.size()))
+      return false;
+    const auto ahead = loads_of(bin->b, src.get());
+    return !ahead.empty() && stores_in_order(nest, dst) &&
+           std::all_of(ahead.begin(), ahead.end(), [&](const auto& idx) {
+             if (idx.empty()) return false;
+             const auto d = ne::simplify(src.flat_index(idx) - at).as_int();
+             return d && *d > 0;
+           });
+  }
+
   bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
     const auto in_run = [&](const te::BufferNode* b) {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
@@ -133,16 +183,15 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       if (!loads_of(store->value, dst.get()).empty()) continue;
       for (std::size_t r = 0; r < run.size(); ++r) {
         const Buffer src = run[r];  // a copy: run changes below
-        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype() ||
-            !ne::equal(src.size(), dst.size()))
-          continue;
+        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype()) continue;
         const auto loads = loads_of(store->value, src.get());
-        if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
-              return same_indices(idx, store->indices);
-            }))
-          continue;
+        const bool element_wise = ne::equal(src.size(), dst.size()) && !loads.empty() &&
+                                  std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
+                                    return same_indices(idx, store->indices);
+                                  });
+        if (!element_wise && !reads_ahead(nest, src, dst)) continue;
         if (const auto* bin = store->value.as<te::BinaryNode>();
-            bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
+            element_wise && bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());

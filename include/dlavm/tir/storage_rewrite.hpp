@@ -15,6 +15,11 @@
 //     strides that separate every iteration (otherwise a second write would read A's new
 //     value, not the old one);
 //   - nothing before the statement touches B, nothing after it touches A.
+// A stage that reads A ahead of where it writes, as a halving reduction's level does,
+//   B[k] = A[k] op A[k + d]   (k < n, d > 0 constant, B no larger than A)
+// lives in A too: every element it reads ahead is one a later iteration writes, so in place
+// it is dst = dst op src with each read before the write (the stores must move forward: the
+// outermost loop furthest), and B's elements are a prefix of A's, addressed as A's are.
 #pragma once
 
 #include <dlavm/core/api.hpp>

@@ -325,7 +325,14 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
             o.op == runtime::AluOp::Mul ? "multiplier" : "shift amount", store.value);
       std::swap(o.lhs, o.rhs);
     }
-    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
+    // The storage pass puts a stage in its own operand's buffer read at another index only
+    // when that operand is read ahead of the stores (a halving reduction's level: every entry
+    // is read before the micro-op that overwrites it), with the first operand in place.
+    const auto reads_ahead = [&](const te::LoadNode* l) {
+      const auto d = ne::simplify(l->indices[0] - store.indices[0]).as_int();
+      return in_place(o.lhs) && d && *d > 0;
+    };
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
           store.value);
