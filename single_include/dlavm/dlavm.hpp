@@ -13003,6 +13003,11 @@ inline PrimFunc specialize(const PrimFunc& general, std::span<const ne::Substitu
 //     strides that separate every iteration (otherwise a second write would read A's new
 //     value, not the old one);
 //   - nothing before the statement touches B, nothing after it touches A.
+// A stage that reads A ahead of where it writes, as a halving reduction's level does,
+//   B[k] = A[k] op A[k + d]   (k < n, d > 0 constant, B no larger than A)
+// lives in A too: every element it reads ahead is one a later iteration writes, so in place
+// it is dst = dst op src with each read before the write (the stores must move forward: the
+// outermost loop furthest), and B's elements are a prefix of A's, addressed as A's are.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -13037,6 +13042,10 @@ Stmt reuse_inplace(const Stmt& s);
 // end dlavm/tir/rewrite.hpp
 // begin dlavm/tir/storage_rewrite.hpp
 // end dlavm/tir/storage_rewrite.hpp
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 namespace dlavm::tir {
 
@@ -13154,6 +13163,52 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
     return true;
   }
 
+  // Whether the nest stores in `b` at increasing flat indices, iteration after iteration: the
+  // store's flat index is affine in the loops with positive strides, each loop's stride
+  // exceeding the span of the loops inside it (the outermost loop moves furthest).
+  static bool stores_in_order(const Nest& nest, const Buffer& b) {
+    std::vector<ne::Var> vars;
+    for (const auto* f : nest.loops) vars.push_back(f->var);
+    const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
+    if (!form) return false;
+    ne::Expr span = 0;  // largest offset difference of the loops inside
+    for (std::size_t k = vars.size(); k-- > 0;) {
+      const auto& extent = nest.loops[k]->extent;
+      if (ne::bounds(extent).max <= 1) continue;
+      const auto stride = ne::simplify(form->strides[k]);
+      if (!ne::can_prove(stride > span)) return false;
+      span = ne::simplify(span + stride * (extent - 1));
+    }
+    return true;
+  }
+
+  // Whether `dst` may live in `src` when the stage reads `src` ahead of where it writes, as a
+  // halving reduction does: dst[k] = src[k] op src[k + d] over the first part of src. In place
+  // the stage is the vector unit's dst = dst op src: its first operand is src at the store's
+  // index, every other load of src reads a constant d > 0 entries further (an entry that a
+  // later iteration writes, the stores moving forward), and dst's elements are a prefix of
+  // src's (same addressing, no larger).
+  static bool reads_ahead(const Nest& nest, const Buffer& src, const Buffer& dst) {
+    const auto* store = nest.store;
+    const auto* bin = store->value.as<te::BinaryNode>();
+    if (bin == nullptr) return false;
+    const auto* first = bin->a.as<te::LoadNode>();
+    if (first == nullptr || first->buffer.get() != src.get() ||
+        !same_indices(first->indices, store->indices))
+      return false;
+    const auto at = ne::simplify(src.flat_index(store->indices));
+    if (!ne::equal(at, ne::simplify(dst.flat_index(store->indices))) ||
+        !ne::can_prove(dst.size() <= src.size()))
+      return false;
+    const auto ahead = loads_of(bin->b, src.get());
+    return !ahead.empty() && stores_in_order(nest, dst) &&
+           std::all_of(ahead.begin(), ahead.end(), [&](const auto& idx) {
+             if (idx.empty()) return false;
+             const auto d = ne::simplify(src.flat_index(idx) - at).as_int();
+             return d && *d > 0;
+           });
+  }
+
   bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
     const auto in_run = [&](const te::BufferNode* b) {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
@@ -13166,16 +13221,15 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       if (!loads_of(store->value, dst.get()).empty()) continue;
       for (std::size_t r = 0; r < run.size(); ++r) {
         const Buffer src = run[r];  // a copy: run changes below
-        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype() ||
-            !ne::equal(src.size(), dst.size()))
-          continue;
+        if (src.same_as(dst) || src.scope() != dst.scope() || src.dtype() != dst.dtype()) continue;
         const auto loads = loads_of(store->value, src.get());
-        if (loads.empty() || !std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
-              return same_indices(idx, store->indices);
-            }))
-          continue;
+        const bool element_wise = ne::equal(src.size(), dst.size()) && !loads.empty() &&
+                                  std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
+                                    return same_indices(idx, store->indices);
+                                  });
+        if (!element_wise && !reads_ahead(nest, src, dst)) continue;
         if (const auto* bin = store->value.as<te::BinaryNode>();
-            bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
+            element_wise && bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;
         bool ok = true;
         for (std::size_t j = 0; j < i && ok; ++j) ok = !uses_buffer(seq[j], dst.get());
@@ -16739,7 +16793,14 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
             o.op == runtime::AluOp::Mul ? "multiplier" : "shift amount", store.value);
       std::swap(o.lhs, o.rhs);
     }
-    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs))
+    // The storage pass puts a stage in its own operand's buffer read at another index only
+    // when that operand is read ahead of the stores (a halving reduction's level: every entry
+    // is read before the micro-op that overwrites it), with the first operand in place.
+    const auto reads_ahead = [&](const te::LoadNode* l) {
+      const auto d = ne::simplify(l->indices[0] - store.indices[0]).as_int();
+      return in_place(o.lhs) && d && *d > 0;
+    };
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
           store.value);
@@ -31531,6 +31592,10 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
 // multipliers r in [0, 127], a quotient bit, R's halves in [0, 63]; shift amounts in [0, 15].
+// The max and the sum over a constant number of keys halve the block level by level, one ALU
+// instruction per level over the entries that remain (its micro-ops write distinct entries, so
+// no micro-op reads an entry the one before it wrote); over a symbolic number they are window
+// reductions, one instruction per key.
 // No masking: every key of the block counts (a causal block leaves this to the caller).
 //
 //   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
@@ -31580,6 +31645,8 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -31607,8 +31674,45 @@ class SoftmaxStageWriter {
         te::shape(1, lanes_), [&](const ne::Var&, const ne::Var& l) { return f(l); },
         stage_name(what)));
   }
-  // A [1, lanes] reduction over the keys: te::max or te::sum of t.
+  // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
+  // by halving: each level combines the first half of the entries with the second, one ALU
+  // instruction over the half (a max overlaps the halves of an odd count, a sum carries the
+  // odd entry into a row of its own), log2(keys) instructions in place of one per key.
+  // A symbolic count is a window reduction, one instruction per key.
   te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
+    if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
+    return window(what, t, max);
+  }
+
+ private:
+  te::Tensor halving(const std::string& what, te::Tensor t, std::int64_t n, bool max) {
+    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
+    // move, so they are read where they are)
+    std::vector<std::pair<te::Tensor, std::int64_t>> odd;
+    for (int level = 1; n > 1; ++level) {
+      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
+      const std::int64_t half = (n + 1) / 2, shift = n - half;
+      const te::Tensor cur = t;
+      t = add(te::compute(
+          te::shape(half, lanes_),
+          [&](const ne::Var& k, const ne::Var& l) {
+            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
+          },
+          stage_name(fmt::format("{}.half{}", what, level))));
+      n = half;
+    }
+    for (std::size_t i = 0; i < odd.size(); ++i) {
+      const te::Tensor total = t;
+      const auto& [from, at] = odd[i];
+      t = add(te::compute(
+          te::shape(1, lanes_),
+          [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); },
+          stage_name(fmt::format("{}.odd{}", what, i + 1))));
+    }
+    return t;
+  }
+
+  te::Tensor window(const std::string& what, const te::Tensor& t, bool max) {
     const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
     return add(te::compute(
         te::shape(1, lanes_),
@@ -31618,7 +31722,6 @@ class SoftmaxStageWriter {
         stage_name(what)));
   }
 
- private:
   te::Tensor add(te::Tensor t) {
     out_.push_back(t);
     return t;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -39,8 +41,45 @@ class SoftmaxStageWriter {
         te::shape(1, lanes_), [&](const ne::Var&, const ne::Var& l) { return f(l); },
         stage_name(what)));
   }
-  // A [1, lanes] reduction over the keys: te::max or te::sum of t.
+  // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
+  // by halving: each level combines the first half of the entries with the second, one ALU
+  // instruction over the half (a max overlaps the halves of an odd count, a sum carries the
+  // odd entry into a row of its own), log2(keys) instructions in place of one per key.
+  // A symbolic count is a window reduction, one instruction per key.
   te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
+    if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
+    return window(what, t, max);
+  }
+
+ private:
+  te::Tensor halving(const std::string& what, te::Tensor t, std::int64_t n, bool max) {
+    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
+    // move, so they are read where they are)
+    std::vector<std::pair<te::Tensor, std::int64_t>> odd;
+    for (int level = 1; n > 1; ++level) {
+      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
+      const std::int64_t half = (n + 1) / 2, shift = n - half;
+      const te::Tensor cur = t;
+      t = add(te::compute(
+          te::shape(half, lanes_),
+          [&](const ne::Var& k, const ne::Var& l) {
+            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
+          },
+          stage_name(fmt::format("{}.half{}", what, level))));
+      n = half;
+    }
+    for (std::size_t i = 0; i < odd.size(); ++i) {
+      const te::Tensor total = t;
+      const auto& [from, at] = odd[i];
+      t = add(te::compute(
+          te::shape(1, lanes_),
+          [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); },
+          stage_name(fmt::format("{}.odd{}", what, i + 1))));
+    }
+    return t;
+  }
+
+  te::Tensor window(const std::string& what, const te::Tensor& t, bool max) {
     const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
     return add(te::compute(
         te::shape(1, lanes_),
@@ -50,7 +89,6 @@ class SoftmaxStageWriter {
         stage_name(what)));
   }
 
- private:
   te::Tensor add(te::Tensor t) {
     out_.push_back(t);
     return t;
