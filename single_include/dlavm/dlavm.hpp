@@ -13005,9 +13005,10 @@ inline PrimFunc specialize(const PrimFunc& general, std::span<const ne::Substitu
 //   - nothing before the statement touches B, nothing after it touches A.
 // A stage that reads A ahead of where it writes, as a halving reduction's level does,
 //   B[k] = A[k] op A[k + d]   (k < n, d > 0 constant, B no larger than A)
-// lives in A too: every element it reads ahead is one a later iteration writes, so in place
-// it is dst = dst op src with each read before the write (the stores must move forward: the
-// outermost loop furthest), and B's elements are a prefix of A's, addressed as A's are.
+// lives in A too: no earlier iteration has written an element it reads ahead (the stores move
+// forward, the outermost loop furthest, and the element ahead is past every store so far), so
+// in place it is dst = dst op src reading only old values; B's elements are a prefix of A's,
+// addressed as A's are.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -13185,8 +13186,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
   // Whether `dst` may live in `src` when the stage reads `src` ahead of where it writes, as a
   // halving reduction does: dst[k] = src[k] op src[k + d] over the first part of src. In place
   // the stage is the vector unit's dst = dst op src: its first operand is src at the store's
-  // index, every other load of src reads a constant d > 0 entries further (an entry that a
-  // later iteration writes, the stores moving forward), and dst's elements are a prefix of
+  // index, every other load of src reads a constant d > 0 entries further (an entry no earlier
+  // iteration has written, the stores moving forward), and dst's elements are a prefix of
   // src's (same addressing, no larger).
   static bool reads_ahead(const Nest& nest, const Buffer& src, const Buffer& dst) {
     const auto* store = nest.store;
@@ -31676,9 +31677,10 @@ class SoftmaxStageWriter {
   }
   // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
   // by halving: each level combines the first half of the entries with the second, one ALU
-  // instruction over the half (a max overlaps the halves of an odd count, a sum carries the
-  // odd entry into a row of its own), log2(keys) instructions in place of one per key.
-  // A symbolic count is a window reduction, one instruction per key.
+  // instruction over the half (a max overlaps the halves of an odd count; a sum leaves the odd
+  // entry out and adds it at the end, one stage per odd level), ceil(log2(keys)) levels in
+  // place of one instruction per key. A symbolic count is a window reduction, one instruction
+  // per key.
   te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
     if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
     return window(what, t, max);

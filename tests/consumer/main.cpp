@@ -24,7 +24,7 @@
 #else
 #include <dlavm/dlavm.hpp>
 #endif
-#if defined(DLAVM_CONSUMER_RUNS_VTA) && __has_include(<dlavm/vta/hw/read.hpp>)
+#if defined(DLAVM_CONSUMER_RUNS_VTA) && !defined(DLAVM_CONSUMER_SINGLE_HEADER)
 #include <dlavm/vta/hw/read.hpp>  // the single header has the file readers already
 #endif
 

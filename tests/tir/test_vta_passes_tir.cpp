@@ -510,6 +510,38 @@ TEST_CASE("reuse_inplace: a halving stage that reads ahead of its stores lives i
       CHECK(at(got[1], k) ==
             std::max(at(got[0], k), at(got[0], k + static_cast<std::size_t>(c.d))));
   }
+  // The softmax block's form: A [4 rows, 4 lanes], B[k][l] = A[k][l] + A[k + 2][l] over k < 2
+  // (flat index 4k + l, a read 8 entries ahead) inside a loop of one iteration; with the lanes
+  // outside the rows the stores do not move forward, and B keeps its own buffer.
+  for (const bool lanes_outside : {false, true}) {
+    CAPTURE(lanes_outside);
+    const auto In = buffer("In", {16}), Out = buffer("Out", {8});
+    const auto A = buffer("A", {16}, i32, kAcc), B = buffer("B", {8}, i32, kAcc);
+    const auto half = [&](ne::Expr k, ne::Expr l) {
+      return st(B, k * 4 + l, ld(A, k * 4 + l) + ld(A, (k + 2) * 4 + l));
+    };
+    const auto rows_then_lanes = [&](ne::Expr) {
+      return loop("k", 2,
+                  [&](ne::Expr k) { return loop("l", 4, [&](ne::Expr l) { return half(k, l); }); });
+    };
+    const auto lanes_then_rows = [&](ne::Expr) {
+      return loop("l", 4,
+                  [&](ne::Expr l) { return loop("k", 2, [&](ne::Expr k) { return half(k, l); }); });
+    };
+    const auto nest =
+        lanes_outside ? loop("one", 1, lanes_then_rows) : loop("one", 1, rows_then_lanes);
+    const auto f = func(
+        {In, Out},
+        allocate({A, B},
+                 tir::make_seq({loop("i", 16, [&](ne::Expr i) { return st(A, i, ld(In, i)); }),
+                                tir::make_attr("pragma_alu", "one", 1, nest),
+                                loop("o", 8, [&](ne::Expr o) { return st(Out, o, ld(B, o)); })})));
+    const auto r = tir::reuse_inplace(f.body);
+    CHECK(allocations(r) ==
+          (lanes_outside ? std::vector<std::string>{"A", "B"} : std::vector<std::string>{"A"}));
+    const auto got = check_same(f, r);
+    for (std::size_t k = 0; k < 8; ++k) CHECK(at(got[1], k) == at(got[0], k) + at(got[0], k + 8));
+  }
   // B larger than A: not a prefix
   Ewise e;
   e.A = buffer("A", {8}, i32, kAcc);

@@ -147,8 +147,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
   // Whether `dst` may live in `src` when the stage reads `src` ahead of where it writes, as a
   // halving reduction does: dst[k] = src[k] op src[k + d] over the first part of src. In place
   // the stage is the vector unit's dst = dst op src: its first operand is src at the store's
-  // index, every other load of src reads a constant d > 0 entries further (an entry that a
-  // later iteration writes, the stores moving forward), and dst's elements are a prefix of
+  // index, every other load of src reads a constant d > 0 entries further (an entry no earlier
+  // iteration has written, the stores moving forward), and dst's elements are a prefix of
   // src's (same addressing, no larger).
   static bool reads_ahead(const Nest& nest, const Buffer& src, const Buffer& dst) {
     const auto* store = nest.store;

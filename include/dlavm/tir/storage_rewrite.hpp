@@ -17,9 +17,10 @@
 //   - nothing before the statement touches B, nothing after it touches A.
 // A stage that reads A ahead of where it writes, as a halving reduction's level does,
 //   B[k] = A[k] op A[k + d]   (k < n, d > 0 constant, B no larger than A)
-// lives in A too: every element it reads ahead is one a later iteration writes, so in place
-// it is dst = dst op src with each read before the write (the stores must move forward: the
-// outermost loop furthest), and B's elements are a prefix of A's, addressed as A's are.
+// lives in A too: no earlier iteration has written an element it reads ahead (the stores move
+// forward, the outermost loop furthest, and the element ahead is past every store so far), so
+// in place it is dst = dst op src reading only old values; B's elements are a prefix of A's,
+// addressed as A's are.
 #pragma once
 
 #include <dlavm/core/api.hpp>

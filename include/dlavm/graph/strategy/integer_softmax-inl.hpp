@@ -43,9 +43,10 @@ class SoftmaxStageWriter {
   }
   // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
   // by halving: each level combines the first half of the entries with the second, one ALU
-  // instruction over the half (a max overlaps the halves of an odd count, a sum carries the
-  // odd entry into a row of its own), log2(keys) instructions in place of one per key.
-  // A symbolic count is a window reduction, one instruction per key.
+  // instruction over the half (a max overlaps the halves of an odd count; a sum leaves the odd
+  // entry out and adds it at the end, one stage per odd level), ceil(log2(keys)) levels in
+  // place of one instruction per key. A symbolic count is a window reduction, one instruction
+  // per key.
   te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
     if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
     return window(what, t, max);
