@@ -96,3 +96,49 @@ TEST_CASE("integer softmax on VTA's ALU: every probability equals the host refer
     CHECK(te::evaluate(b.res, {{b.data, a}}) == want);
   }
 }
+
+TEST_CASE(
+    "integer softmax on VTA's ALU: blocks of a leading dim, one block in the accumulator at "
+    "a time") {
+  // 8 blocks of 64 keys: every stage computed at the block loop, so that one block's buffers
+  // are live at a time (all eight at once would not fit the accumulator)
+  const std::int64_t blocks = 8, keys = 64, lanes = 16;
+  const double scale = 0.125;
+  const vta::Env env;
+  const auto data = te::placeholder(te::shape(blocks, keys, lanes), DType::int8(), "data");
+  const auto scores = te::compute(
+      te::shape(blocks, keys, lanes),
+      [&](auto b, auto k, auto l) { return te::cast(env.acc_dtype, data(b, k, l)); }, "scores");
+  const auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(scale), "sm");
+  REQUIRE(st.result.shape().size() == 3);
+  const auto res = te::compute(
+      te::shape(blocks, keys, lanes),
+      [&](auto b, auto k, auto l) { return te::cast(env.out_dtype, st.result(b, k, l)); }, "res");
+  auto s = te::create_schedule(res);
+  const auto block = s[res].axis(0);
+  s[scores].set_scope(env.acc_scope);
+  s[scores].compute_at(s[res], block);
+  s[scores].pragma(s[scores].axis(0), env.dma_copy);
+  for (const auto& t : st.alu) {
+    s[t].set_scope(env.acc_scope);
+    s[t].compute_at(s[res], block);
+    s[t].pragma(s[t].axis(0), env.alu);
+  }
+  s[res].pragma(s[res].axis(1), env.dma_copy);
+  const auto prog = vta::build(s, {data, res}, env, "integer_softmax_blocks");
+  vta::SimDevice dev(env.config);
+  auto a = te::NDArray::random(DType::int8(), {blocks, keys, lanes}, 91);
+  te::NDArray want(DType::int8(), {blocks, keys, lanes});
+  runtime::integer_softmax(a.data().data(), want.data().data(), blocks, keys, lanes,
+                           host::integer_exp_for(scale));
+  te::NDArray r(DType::int8(), {blocks, keys, lanes});
+  const auto run = prog.run(dev, {&a, &r});
+  CHECK(run.result.finished);
+  CHECK(r == want);
+  CHECK(te::evaluate(res, {{data, a}}) == want);
+  // the stages need a block of keys and lanes
+  CHECK_THROWS_WITH_AS(
+      graph::integer_softmax_stages(te::placeholder(te::shape(16), DType::int32(), "flat"),
+                                    host::integer_exp_for(scale), "sm"),
+      doctest::Contains("scores 'flat' have 1 dims"), dlavm::ShapeError);
+}

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
+#include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/integer_softmax.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,27 +21,52 @@ namespace dlavm::graph {
 
 namespace detail {
 
-// Builds the stages, each recorded in `out`.
+class SoftmaxStageWriter;
+
+// A stage of the writer indexed by (key, lane) alone: the block's leading indices are those
+// of the stage being written.
+class BlockTensor {
+ public:
+  BlockTensor(te::Tensor t, const SoftmaxStageWriter& w) : tensor(std::move(t)), w_(&w) {}
+  inline te::Expr operator()(const ne::Expr& key, const ne::Expr& lane) const;
+  te::Tensor tensor;
+
+ private:
+  const SoftmaxStageWriter* w_;
+};
+
+// Builds the stages, each recorded in `out`, over the blocks of `scores` [lead..., keys, lanes]
+// (every stage has the same leading dims).
 class SoftmaxStageWriter {
  public:
   SoftmaxStageWriter(const te::Tensor& scores, const std::string& name,
                      std::vector<te::Tensor>& out)
-      : keys_(scores.shape()[0]), lanes_(scores.shape()[1]), name_(name), out_(out) {}
+      : lead_(scores.shape().begin(), scores.shape().end() - 2),
+        keys_(scores.shape().end()[-2]),
+        lanes_(scores.shape().back()),
+        name_(name),
+        out_(out) {}
 
   static te::Expr c(std::int64_t v) { return te::make_const(v, DType::int32()); }
 
+  BlockTensor wrap(const te::Tensor& t) const { return {t, *this}; }
+
+  // The element (key, lane) of t in the block of the stage being written.
+  te::Expr read(const te::Tensor& t, const ne::Expr& key, const ne::Expr& lane) const {
+    std::vector<ne::Expr> index(at_.begin(), at_.end());
+    index.push_back(key);
+    index.push_back(lane);
+    return t.read(std::move(index));
+  }
+
   // A [keys, lanes] stage of f(key, lane).
-  te::Tensor block(const std::string& what,
-                   const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
-    return add(te::compute(
-        te::shape(keys_, lanes_), [&](const ne::Var& k, const ne::Var& l) { return f(k, l); },
-        stage_name(what)));
+  BlockTensor block(const std::string& what,
+                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    return stage(what, keys_, f);
   }
   // A [1, lanes] stage of f(lane): one value per row.
-  te::Tensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
-    return add(te::compute(
-        te::shape(1, lanes_), [&](const ne::Var&, const ne::Var& l) { return f(l); },
-        stage_name(what)));
+  BlockTensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
+    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
   }
   // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
   // by halving: each level combines the first half of the entries with the second, one ALU
@@ -47,73 +74,92 @@ class SoftmaxStageWriter {
   // entry out and adds it at the end, one stage per odd level), ceil(log2(keys)) levels in
   // place of one instruction per key. A symbolic count is a window reduction, one instruction
   // per key.
-  te::Tensor reduce(const std::string& what, const te::Tensor& t, bool max) {
+  BlockTensor reduce(const std::string& what, const BlockTensor& t, bool max) {
     if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
     return window(what, t, max);
   }
 
  private:
-  te::Tensor halving(const std::string& what, te::Tensor t, std::int64_t n, bool max) {
-    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
-    // move, so they are read where they are)
-    std::vector<std::pair<te::Tensor, std::int64_t>> odd;
-    for (int level = 1; n > 1; ++level) {
-      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
-      const std::int64_t half = (n + 1) / 2, shift = n - half;
-      const te::Tensor cur = t;
-      t = add(te::compute(
-          te::shape(half, lanes_),
-          [&](const ne::Var& k, const ne::Var& l) {
-            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
-          },
-          stage_name(fmt::format("{}.half{}", what, level))));
-      n = half;
-    }
-    for (std::size_t i = 0; i < odd.size(); ++i) {
-      const te::Tensor total = t;
-      const auto& [from, at] = odd[i];
-      t = add(te::compute(
-          te::shape(1, lanes_),
-          [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); },
-          stage_name(fmt::format("{}.odd{}", what, i + 1))));
-    }
-    return t;
-  }
-
-  te::Tensor window(const std::string& what, const te::Tensor& t, bool max) {
-    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
-    return add(te::compute(
-        te::shape(1, lanes_),
-        [&](const ne::Var&, const ne::Var& l) {
-          return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
+  // A [rows, lanes] stage of f(key, lane) in every block.
+  BlockTensor stage(const std::string& what, const ne::Expr& rows,
+                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    std::vector<ne::Expr> shape = lead_;
+    shape.push_back(rows);
+    shape.push_back(lanes_);
+    return add(te::compute_dynamic(
+        std::move(shape),
+        [&](std::span<const ne::Var> i) {
+          at_.assign(i.begin(), i.end() - 2);
+          return f(i.end()[-2], i.back());
         },
         stage_name(what)));
   }
 
-  te::Tensor add(te::Tensor t) {
-    out_.push_back(t);
+  BlockTensor halving(const std::string& what, BlockTensor t, std::int64_t n, bool max) {
+    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
+    // move, so they are read where they are)
+    std::vector<std::pair<BlockTensor, std::int64_t>> odd;
+    for (int level = 1; n > 1; ++level) {
+      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
+      const std::int64_t half = (n + 1) / 2, shift = n - half;
+      const BlockTensor cur = t;
+      t = stage(
+          fmt::format("{}.half{}", what, level), half, [&](const ne::Var& k, const ne::Var& l) {
+            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
+          });
+      n = half;
+    }
+    for (std::size_t i = 0; i < odd.size(); ++i) {
+      const BlockTensor total = t;
+      const auto& [from, at] = odd[i];
+      t = stage(fmt::format("{}.odd{}", what, i + 1), 1,
+                [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); });
+    }
     return t;
+  }
+
+  BlockTensor window(const std::string& what, const BlockTensor& t, bool max) {
+    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
+    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) {
+      return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
+    });
+  }
+
+  BlockTensor add(te::Tensor t) {
+    out_.push_back(t);
+    return wrap(t);
   }
   std::string stage_name(const std::string& what) const {
     return fmt::format("{}.{}", name_, what);
   }
 
+  std::vector<ne::Expr> lead_;
   ne::Expr keys_, lanes_;
   std::string name_;
   std::vector<te::Tensor>& out_;
+  std::vector<ne::Var> at_;  // the leading indices of the stage being written
 };
+
+inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lane) const {
+  return w_->read(tensor, key, lane);
+}
 
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
                                                          runtime::IntegerExp fixed,
                                                          const std::string& name) {
+  if (scores.ndim() < 2)
+    raise<ShapeError>(
+        "integer_softmax_stages: scores '{}' have {} dims; they are [lead..., keys, "
+        "lanes]",
+        scores.name(), scores.ndim());
   IntegerSoftmaxStages st;
   detail::SoftmaxStageWriter w(scores, name, st.alu);
   using detail::SoftmaxStageWriter;
   const auto c = SoftmaxStageWriter::c;
   using V = const ne::Var&;
-  const auto& s = scores;
+  const auto s = w.wrap(scores);
   const std::int64_t bits = fixed.frac_bits;
 
   // t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >> (bits - 7)
@@ -172,7 +218,7 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
   const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
   const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
-  st.result = w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
+  st.result = w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); }).tensor;
   return st;
 }
 

@@ -20,6 +20,7 @@
 // No masking: every key of the block counts (a causal block leaves this to the caller).
 //
 //   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
+//   // a [blocks, keys, lanes] scores: s[t].compute_at(s[res], block_axis) for each stage
 //   for (const auto& t : st.alu) { s[t].set_scope(env.acc_scope); s[t].pragma(...); }
 #pragma once
 
@@ -33,12 +34,14 @@
 namespace dlavm::graph {
 
 struct IntegerSoftmaxStages {
-  te::Tensor result;            // int32 [keys, lanes]: the probabilities in units of 1/127
+  te::Tensor result;            // int32 [lead..., keys, lanes]: probabilities in units of 1/127
   std::vector<te::Tensor> alu;  // every stage, in order (the ALU computes each; result last)
 };
 
-// The stages over `scores` (int32 [keys, lanes], a stage in the accumulator); their tensors'
-// names start with `name`.
+// The stages over `scores` (int32 [lead..., keys, lanes], a stage in the accumulator): each
+// block of the leading dims normalized on its own, every stage with the same leading dims (a
+// kernel computes them at its block loop, so that one block's buffers are live at a time).
+// Their tensors' names start with `name`. ShapeError for scores of rank below 2.
 IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::IntegerExp fixed,
                                             const std::string& name);
 
