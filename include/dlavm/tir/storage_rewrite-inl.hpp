@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace dlavm::tir {
@@ -55,39 +58,55 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
     }
   }
 
-  // Whether the nest writes each element of `b` at most once: the store's flat index is affine
-  // in the loops with strides that, sorted by size, each exceed the span of the smaller ones
-  // (a mixed-radix numbering). Strides and extents may be symbolic (a block of a symbolic
-  // extent): each comparison must then be provable for every value of the dims.
-  static bool writes_each_once(const Nest& nest, const Buffer& b) {
+  // The store's flat index in `b` as stride and extent per loop of more than one iteration
+  // (outermost first), or nullopt when it is not affine in the loops.
+  struct Term {
+    ne::Expr stride, extent;
+  };
+  static std::optional<std::vector<Term>> index_terms(const Nest& nest, const Buffer& b) {
     std::vector<ne::Var> vars;
     for (const auto* f : nest.loops) vars.push_back(f->var);
     const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
-    if (!form) return false;
-    struct Term {
-      ne::Expr stride, extent;
-      std::int64_t order;  // the stride's largest value, to sort by
-    };
+    if (!form) return std::nullopt;
     std::vector<Term> terms;
-    for (std::size_t k = 0; k < vars.size(); ++k) {
-      const auto& extent = nest.loops[k]->extent;
-      if (ne::bounds(extent).max <= 1) continue;
-      auto stride = ne::simplify(form->strides[k]);
-      if (ne::can_prove(stride < 0)) stride = ne::simplify(0 - stride);
-      const auto sb = ne::bounds(stride);
-      if (sb.min < 1 || sb.max > (std::int64_t{1} << 30) ||
-          ne::bounds(extent).max > (std::int64_t{1} << 30))
-        return false;
-      terms.push_back({stride, extent, sb.max});
-    }
-    std::stable_sort(terms.begin(), terms.end(),
-                     [](const Term& x, const Term& y) { return x.order < y.order; });
+    for (std::size_t k = 0; k < vars.size(); ++k)
+      if (ne::bounds(nest.loops[k]->extent).max > 1)
+        terms.push_back({ne::simplify(form->strides[k]), nest.loops[k]->extent});
+    return terms;
+  }
+
+  // Whether each stride, taken in this order, provably exceeds the span of the ones before it
+  // (a mixed-radix numbering of the iterations).
+  static bool mixed_radix(std::span<const Term> terms) {
     ne::Expr span = 0;  // largest offset difference of the loops taken so far
     for (const auto& t : terms) {
       if (!ne::can_prove(t.stride > span)) return false;
       span = ne::simplify(span + t.stride * (t.extent - 1));
     }
     return true;
+  }
+
+  // Whether the nest writes each element of `b` at most once: the store's flat index is affine
+  // in the loops with strides that, sorted by size, each exceed the span of the smaller ones.
+  // Strides and extents may be symbolic (a block of a symbolic extent): each comparison must
+  // then be provable for every value of the dims.
+  static bool writes_each_once(const Nest& nest, const Buffer& b) {
+    auto terms = index_terms(nest, b);
+    if (!terms) return false;
+    std::vector<std::pair<std::int64_t, Term>> sorted;  // by the stride's largest value
+    for (auto& t : *terms) {
+      if (ne::can_prove(t.stride < 0)) t.stride = ne::simplify(0 - t.stride);
+      const auto sb = ne::bounds(t.stride);
+      if (sb.min < 1 || sb.max > (std::int64_t{1} << 30) ||
+          ne::bounds(t.extent).max > (std::int64_t{1} << 30))
+        return false;
+      sorted.emplace_back(sb.max, t);
+    }
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<Term> ordered;
+    for (const auto& [order, t] : sorted) ordered.push_back(t);
+    return mixed_radix(ordered);
   }
 
   // Whether a vector unit that updates its destination in place (dst = dst op src) may take
@@ -129,19 +148,10 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
   // store's flat index is affine in the loops with positive strides, each loop's stride
   // exceeding the span of the loops inside it (the outermost loop moves furthest).
   static bool stores_in_order(const Nest& nest, const Buffer& b) {
-    std::vector<ne::Var> vars;
-    for (const auto* f : nest.loops) vars.push_back(f->var);
-    const auto form = ne::linear_form(b.flat_index(nest.store->indices), vars);
-    if (!form) return false;
-    ne::Expr span = 0;  // largest offset difference of the loops inside
-    for (std::size_t k = vars.size(); k-- > 0;) {
-      const auto& extent = nest.loops[k]->extent;
-      if (ne::bounds(extent).max <= 1) continue;
-      const auto stride = ne::simplify(form->strides[k]);
-      if (!ne::can_prove(stride > span)) return false;
-      span = ne::simplify(span + stride * (extent - 1));
-    }
-    return true;
+    auto terms = index_terms(nest, b);
+    if (!terms) return false;
+    std::reverse(terms->begin(), terms->end());  // innermost first
+    return mixed_radix(*terms);
   }
 
   // Whether `dst` may live in `src` when the stage reads `src` ahead of where it writes, as a
