@@ -9789,18 +9789,19 @@ inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) 
 
 // The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
 // kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
-// of which the last `queries` are queries, the query index the inner index (keys along dim -2)
-// or the outer index modulo `queries` (keys along dim -1, inner 1); query q sees the keys up
-// to N - queries + q.
+// of which the last `queries` are queries, the query index the inner index (`query_inner`: the
+// queries the dim after the keys, the last) or the outer index modulo `queries` (the queries
+// the dim before the keys); query q sees the keys up to N - queries + q.
 template <class In, class Out>
 void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
-                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0) {
+                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
+                     bool query_inner = false) {
   if (extent == 0) return;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
       const std::int64_t base = o * extent * inner + i;
       std::int64_t visible = extent;
-      if (queries > 0) visible = extent - queries + 1 + (inner > 1 ? i : o % queries);
+      if (queries > 0) visible = extent - queries + 1 + (query_inner ? i : o % queries);
       const auto at = [&](std::int64_t j) {
         return static_cast<std::int32_t>(src[base + j * inner]);
       };
@@ -22147,7 +22148,9 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 //       probabilities in units of 1/127 of the scores s * scale along `axis` (at most 8191
 //       keys); `causal`: the keys are dim `axis`, one of the last two, and the queries the
 //       other, the last of the key positions (as causal_mask): query q of M sees keys up to
-//       N - M + q, the others get 0.
+//       N - M + q, the others get 0. `queries = Before` puts the queries in the dim just before
+//       the keys instead (any axis but the first): scores [.., M, N, H] with keys along -2 and
+//       independent rows (heads) in the last dim, the layout VTA's ALU normalizes.
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -22167,10 +22170,15 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 
 namespace dlavm::host {
 
+// Where a causal softmax's queries are: the other of the last two dims than the keys, or the
+// dim just before the keys.
+enum class CausalQueries : std::uint8_t { Other, Before };
+
 struct IntegerSoftmaxParams {
   std::int64_t axis = -1;
   double scale = 0.125;
   bool causal = false;
+  CausalQueries queries = CausalQueries::Other;
 };
 
 // The scales integer_exp_for accepts: the multiplier round(scale * log2(e) * 2^frac_bits) is
@@ -22180,9 +22188,24 @@ inline constexpr double kMaxIntegerSoftmaxScale = 127.5 / 128 / 1.44269504088896
 
 // `who` starts the message ("%7 (integer_softmax)").
 runtime::IntegerExp integer_exp_for(double scale, std::string_view who = "integer_softmax");
-// The dim of a causal softmax's queries: the other of the last two dims than the keys' `axis`.
-constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank) {
+// The dim of a causal softmax's queries (`axis` the keys' dim, valid for `where`: one of the
+// last two dims for Other, not the first for Before): the other of the last two dims, or the
+// dim before the keys.
+constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank,
+                                                 CausalQueries where = CausalQueries::Other) {
+  if (where == CausalQueries::Before) return axis - 1;
   return axis + 1 == rank ? rank - 2 : rank - 1;
+}
+// Why a causal softmax cannot put its keys along `axis` of a rank-`rank` value with its queries
+// `where`, or nullptr.
+constexpr const char* integer_softmax_causal_axis_error(std::size_t axis, std::size_t rank,
+                                                        CausalQueries where) {
+  if (where == CausalQueries::Before)
+    return axis == 0 ? "the queries are the dim before the keys, and the keys are the first dim"
+                     : nullptr;
+  return rank < 2 || axis + 2 < rank
+             ? "the keys are one of the last two dims, the queries the other"
+             : nullptr;
 }
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 
@@ -22242,13 +22265,14 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
                       split.extent, axis, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   std::int64_t queries = 0;
+  bool query_inner = false;
   if (p.causal) {
-    if (shape.size() < 2 || axis + 2 < shape.size())
-      raise<ValueError>(
-          "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
-          "queries in the other; axis {} of s {} is not",
-          who, axis, detail::shape_str(shape));
-    queries = shape[integer_softmax_query_axis(axis, shape.size())];
+    if (const char* why = integer_softmax_causal_axis_error(axis, shape.size(), p.queries))
+      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                        detail::shape_str(shape), why);
+    const std::size_t query_axis = integer_softmax_query_axis(axis, shape.size(), p.queries);
+    queries = shape[query_axis];
+    query_inner = query_axis > axis;
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
@@ -22258,7 +22282,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   te::NDArray y(s.dtype(), shape);
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries);
+                           fixed, queries, query_inner);
   return y;
 }
 
@@ -22308,8 +22332,11 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
       AttrSchema<P>()
           .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
           .field("scale", &P::scale, "the real value of one unit of the int8 scores")
-          .field("causal", &P::causal,
-                 "mask the keys after each query (the queries: the other of the last two dims)");
+          .field("causal", &P::causal, "mask the keys after each query")
+          .field("queries", &P::queries,
+                 "a causal softmax's queries: the other of the last two dims, or the dim before "
+                 "the keys",
+                 {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
   return schema;
 }
 
@@ -22328,12 +22355,10 @@ inline TensorType integer_softmax_type(const TypeCall& c) {
         "exponentials in 32 bits",
         c.label, c.arg(0), keys, axis, ne::bounds(keys).max, runtime::kIntegerSoftmaxMaxExtent);
   if (p.causal) {
-    if (s.ndim() < 2 || axis + 2 < s.ndim())
-      raise<ValueError>(
-          "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
-          "in the other; axis {} of {} (rank {}) is not",
-          c.label, axis, c.arg(0), s.ndim());
-    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim())];
+    if (const char* why = host::integer_softmax_causal_axis_error(axis, s.ndim(), p.queries))
+      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of {} (rank {}): {}",
+                        c.label, axis, c.arg(0), s.ndim(), why);
+    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim(), p.queries)];
     if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
       raise<ShapeError>(
           "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
@@ -27640,13 +27665,13 @@ class Emitter {
       const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
       std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      const ne::Expr queries =
-          p.causal ? xs[host::integer_softmax_query_axis(axis, xs.size())] : ne::Expr(0);
+      const std::size_t query_axis = host::integer_softmax_query_axis(axis, xs.size(), p.queries);
+      const ne::Expr queries = p.causal ? xs[query_axis] : ne::Expr(0);
       return fmt::format(
           "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
-          "{}}}, {});",
+          "{}}}, {}, {});",
           in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
-          expr(queries));
+          expr(queries), p.causal && query_axis > axis);
     }
     if (op == "relu")
       return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));

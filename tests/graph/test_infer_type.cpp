@@ -14,6 +14,7 @@
 #include <string>
 
 namespace graph = dlavm::graph;
+namespace host = dlavm::host;
 namespace ne = dlavm::ne;
 namespace te = dlavm::te;
 using dlavm::DType;
@@ -117,10 +118,27 @@ TEST_CASE("infer_type: integer_softmax, its attributes and shapes checked at the
   CHECK(shape_of(typed({st}, graph::integer_softmax(st, {.axis = -2, .causal = true}))) ==
         "(8, last + token, token)");
   CHECK_THROWS_WITH_AS(typed({s}, graph::integer_softmax(s, {.axis = 0, .causal = true})),
-                       "%0 (integer_softmax): a causal softmax normalizes over one of the last two "
-                       "dims (the keys), the queries in the other; axis 0 of input 0 (%s) (rank "
-                       "3) is not",
+                       "%0 (integer_softmax): a causal softmax's keys cannot be axis 0 of input 0 "
+                       "(%s) (rank 3): the keys are one of the last two dims, the queries the "
+                       "other",
                        dlavm::ValueError);
+  // the queries before the keys, the heads last: [1, token, last + token, 8]
+  auto sh = graph::input("sh", {1, token, ne::Expr(last) + token, 8}, DType::int8());
+  const host::IntegerSoftmaxParams before{
+      .axis = -2, .causal = true, .queries = host::CausalQueries::Before};
+  CHECK(shape_of(typed({sh}, graph::integer_softmax(sh, before))) == "(1, token, last + token, 8)");
+  CHECK_THROWS_WITH_AS(
+      typed({sh}, graph::integer_softmax(
+                      sh, {.axis = 0, .causal = true, .queries = host::CausalQueries::Before})),
+      "%0 (integer_softmax): a causal softmax's keys cannot be axis 0 of input 0 (%sh) (rank 4): "
+      "the queries are the dim before the keys, and the keys are the first dim",
+      dlavm::ValueError);
+  auto hq = graph::input("hq", {token, 4, 8}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({hq}, graph::integer_softmax(hq, before)),
+                       "%0 (integer_softmax): input 0 (%hq) has 4 keys (dim 1) and token "
+                       "queries; a causal mask needs at least as many keys as queries (the "
+                       "queries are the last positions)",
+                       dlavm::ShapeError);
   auto few = graph::input("few", {token, 4}, DType::int8());
   CHECK_THROWS_WITH_AS(typed({few}, graph::integer_softmax(few, {.causal = true})),
                        "%0 (integer_softmax): input 0 (%few) has 4 keys (dim 1) and token "

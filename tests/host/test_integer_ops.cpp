@@ -130,6 +130,32 @@ TEST_CASE("host integer_softmax: causal rows are the softmax of their visible ke
   const auto t = host::transpose(s, {.perm = {0, 2, 1}});
   const auto yt = host::integer_softmax(t, {.axis = -2, .causal = true});
   CHECK(values(yt) == values(host::transpose(y, {.perm = {0, 2, 1}})));
+  // keys along dim -2, queries before them, a last dim of independent rows (heads):
+  // [2, 3, 5] -> [2, 3, 5, 4] with head h of query q the row (b, q) shifted by h
+  te::NDArray sh(DType::int8(), {2, 3, 5, 4});
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t q = 0; q < 3; ++q)
+      for (std::int64_t j = 0; j < 5; ++j)
+        for (std::int64_t h = 0; h < 4; ++h) sh.set({b, q, j, h}, s.at({b, q, j}) / (h + 1));
+  const auto yh = host::integer_softmax(
+      sh, {.axis = -2, .causal = true, .queries = host::CausalQueries::Before});
+  for (std::int64_t h = 0; h < 4; ++h) {
+    te::NDArray one(DType::int8(), {2, 3, 5});
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t q = 0; q < 3; ++q)
+        for (std::int64_t j = 0; j < 5; ++j) one.set({b, q, j}, sh.at({b, q, j, h}));
+    const auto want = host::integer_softmax(one, {.axis = -1, .causal = true});
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t q = 0; q < 3; ++q)
+        for (std::int64_t j = 0; j < 5; ++j) CHECK(yh.at({b, q, j, h}) == want.at({b, q, j}));
+  }
+  // with the keys last, Before is the other of the last two dims
+  CHECK(values(host::integer_softmax(
+            s, {.axis = -1, .causal = true, .queries = host::CausalQueries::Before})) == values(y));
+  CHECK_THROWS_WITH_AS(
+      host::integer_softmax(s, {.axis = 0, .causal = true, .queries = host::CausalQueries::Before}),
+      doctest::Contains("keys cannot be axis 0 of s [2, 3, 5]: the queries are the dim before"),
+      dlavm::ValueError);
   // without the mask, every key counts
   CHECK(values(host::integer_softmax(s)) !=
         values(host::integer_softmax(s, {.axis = -1, .causal = true})));
@@ -150,7 +176,9 @@ TEST_CASE("host integer_softmax: errors name the argument and the numbers") {
                        dlavm::ShapeError);
   CHECK_THROWS_WITH_AS(
       host::integer_softmax(te::NDArray(DType::int8(), {4, 3, 5}), {.axis = 0, .causal = true}),
-      doctest::Contains("axis 0 of s [4, 3, 5] is not"), dlavm::ValueError);
+      doctest::Contains("keys cannot be axis 0 of s [4, 3, 5]: the keys are one of the last two "
+                        "dims, the queries the other"),
+      dlavm::ValueError);
   CHECK_THROWS_WITH_AS(
       host::integer_softmax(te::NDArray(DType::int8(), {5, 3}), {.axis = -1, .causal = true}),
       doctest::Contains("s [5, 3] has 5 queries and 3 keys"), dlavm::ShapeError);

@@ -45,13 +45,14 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
                       split.extent, axis, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   std::int64_t queries = 0;
+  bool query_inner = false;
   if (p.causal) {
-    if (shape.size() < 2 || axis + 2 < shape.size())
-      raise<ValueError>(
-          "{}: a causal softmax normalizes over one of the last two dims (keys) with the "
-          "queries in the other; axis {} of s {} is not",
-          who, axis, detail::shape_str(shape));
-    queries = shape[integer_softmax_query_axis(axis, shape.size())];
+    if (const char* why = integer_softmax_causal_axis_error(axis, shape.size(), p.queries))
+      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                        detail::shape_str(shape), why);
+    const std::size_t query_axis = integer_softmax_query_axis(axis, shape.size(), p.queries);
+    queries = shape[query_axis];
+    query_inner = query_axis > axis;
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
@@ -61,7 +62,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   te::NDArray y(s.dtype(), shape);
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries);
+                           fixed, queries, query_inner);
   return y;
 }
 

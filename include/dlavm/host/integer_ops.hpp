@@ -7,7 +7,9 @@
 //       probabilities in units of 1/127 of the scores s * scale along `axis` (at most 8191
 //       keys); `causal`: the keys are dim `axis`, one of the last two, and the queries the
 //       other, the last of the key positions (as causal_mask): query q of M sees keys up to
-//       N - M + q, the others get 0.
+//       N - M + q, the others get 0. `queries = Before` puts the queries in the dim just before
+//       the keys instead (any axis but the first): scores [.., M, N, H] with keys along -2 and
+//       independent rows (heads) in the last dim, the layout VTA's ALU normalizes.
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -25,10 +27,15 @@
 
 namespace dlavm::host {
 
+// Where a causal softmax's queries are: the other of the last two dims than the keys, or the
+// dim just before the keys.
+enum class CausalQueries : std::uint8_t { Other, Before };
+
 struct IntegerSoftmaxParams {
   std::int64_t axis = -1;
   double scale = 0.125;
   bool causal = false;
+  CausalQueries queries = CausalQueries::Other;
 };
 
 // The scales integer_exp_for accepts: the multiplier round(scale * log2(e) * 2^frac_bits) is
@@ -38,9 +45,24 @@ inline constexpr double kMaxIntegerSoftmaxScale = 127.5 / 128 / 1.44269504088896
 
 // `who` starts the message ("%7 (integer_softmax)").
 runtime::IntegerExp integer_exp_for(double scale, std::string_view who = "integer_softmax");
-// The dim of a causal softmax's queries: the other of the last two dims than the keys' `axis`.
-constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank) {
+// The dim of a causal softmax's queries (`axis` the keys' dim, valid for `where`: one of the
+// last two dims for Other, not the first for Before): the other of the last two dims, or the
+// dim before the keys.
+constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t rank,
+                                                 CausalQueries where = CausalQueries::Other) {
+  if (where == CausalQueries::Before) return axis - 1;
   return axis + 1 == rank ? rank - 2 : rank - 1;
+}
+// Why a causal softmax cannot put its keys along `axis` of a rank-`rank` value with its queries
+// `where`, or nullptr.
+constexpr const char* integer_softmax_causal_axis_error(std::size_t axis, std::size_t rank,
+                                                        CausalQueries where) {
+  if (where == CausalQueries::Before)
+    return axis == 0 ? "the queries are the dim before the keys, and the keys are the first dim"
+                     : nullptr;
+  return rank < 2 || axis + 2 < rank
+             ? "the keys are one of the last two dims, the queries the other"
+             : nullptr;
 }
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 

@@ -581,18 +581,19 @@ inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) 
 
 // The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
 // kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
-// of which the last `queries` are queries, the query index the inner index (keys along dim -2)
-// or the outer index modulo `queries` (keys along dim -1, inner 1); query q sees the keys up
-// to N - queries + q.
+// of which the last `queries` are queries, the query index the inner index (`query_inner`: the
+// queries the dim after the keys, the last) or the outer index modulo `queries` (the queries
+// the dim before the keys); query q sees the keys up to N - queries + q.
 template <class In, class Out>
 void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
-                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0) {
+                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
+                     bool query_inner = false) {
   if (extent == 0) return;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
       const std::int64_t base = o * extent * inner + i;
       std::int64_t visible = extent;
-      if (queries > 0) visible = extent - queries + 1 + (inner > 1 ? i : o % queries);
+      if (queries > 0) visible = extent - queries + 1 + (query_inner ? i : o % queries);
       const auto at = [&](std::int64_t j) {
         return static_cast<std::int32_t>(src[base + j * inner]);
       };

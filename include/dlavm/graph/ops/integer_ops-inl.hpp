@@ -21,8 +21,11 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
       AttrSchema<P>()
           .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
           .field("scale", &P::scale, "the real value of one unit of the int8 scores")
-          .field("causal", &P::causal,
-                 "mask the keys after each query (the queries: the other of the last two dims)");
+          .field("causal", &P::causal, "mask the keys after each query")
+          .field("queries", &P::queries,
+                 "a causal softmax's queries: the other of the last two dims, or the dim before "
+                 "the keys",
+                 {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
   return schema;
 }
 
@@ -41,12 +44,10 @@ inline TensorType integer_softmax_type(const TypeCall& c) {
         "exponentials in 32 bits",
         c.label, c.arg(0), keys, axis, ne::bounds(keys).max, runtime::kIntegerSoftmaxMaxExtent);
   if (p.causal) {
-    if (s.ndim() < 2 || axis + 2 < s.ndim())
-      raise<ValueError>(
-          "{}: a causal softmax normalizes over one of the last two dims (the keys), the queries "
-          "in the other; axis {} of {} (rank {}) is not",
-          c.label, axis, c.arg(0), s.ndim());
-    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim())];
+    if (const char* why = host::integer_softmax_causal_axis_error(axis, s.ndim(), p.queries))
+      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of {} (rank {}): {}",
+                        c.label, axis, c.arg(0), s.ndim(), why);
+    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim(), p.queries)];
     if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
       raise<ShapeError>(
           "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "
