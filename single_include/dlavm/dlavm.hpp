@@ -12022,12 +12022,15 @@ class Lowerer {
   void infer_region(const StageNode& st, StagePlan& plan) {
     std::unordered_set<std::uint64_t> fixed;
     for (const auto& v : plan.enclosing) fixed.insert(v.id());
-    schedule::SweepMap sweep;
+    // `sweep`: the loops inside the attach point; `every`: all loops, the enclosing ones too
+    schedule::SweepMap sweep, every;
     for (const auto& [node, p] : plans_) {
       if (node == &st || p.extent.empty()) continue;
-      for (const auto& v : node->leaf)
-        if (fixed.count(loop_var(v).id()) == 0)
-          sweep[loop_var(v).id()] = {0, ne::simplify(p.extent.at(v.get()) - 1)};
+      for (const auto& v : node->leaf) {
+        const schedule::IntSet range{0, ne::simplify(p.extent.at(v.get()) - 1)};
+        every[loop_var(v).id()] = range;
+        if (fixed.count(loop_var(v).id()) == 0) sweep[loop_var(v).id()] = range;
+      }
     }
     const auto reads = reads_of(&st);
     // Every reader must run inside the attach scope, after the producer: the attach target
@@ -12066,8 +12069,16 @@ class Lowerer {
       raise<ScheduleError>("stage '{}' is attached but nothing computed reads it", st.name());
     for (std::size_t k = 0; k < ndim; ++k) {
       const auto& dim = st.op->shape[k];
-      const auto lo = ne::simplify(ne::max(region[k].lo, 0));
-      const auto hi = ne::simplify(ne::min(region[k].hi, dim - 1));
+      // Clipped only where the region can leave the tensor for some value of the loops: one
+      // index i of a symbolic dim n keeps the extent 1, not min(i, n - 1) - i + 1, which is 1
+      // only knowing i < n (and which a copy nest would keep as a loop of its own).
+      const bool inside_lo = ne::can_prove(sweep_until_fixed(region[k].lo, every, {}).lo >= 0);
+      const bool inside_hi =
+          ne::can_prove(sweep_until_fixed(region[k].hi, every, {}).hi <= dim - 1);
+      const auto lo =
+          inside_lo ? ne::simplify(region[k].lo) : ne::simplify(ne::max(region[k].lo, 0));
+      const auto hi =
+          inside_hi ? ne::simplify(region[k].hi) : ne::simplify(ne::min(region[k].hi, dim - 1));
       plan.region_min.push_back(lo);
       // On an iteration a guard of the consumer skips, the region can lie outside the tensor
       // and this extent is negative: its loops do not run (a fuse counts it as 0).

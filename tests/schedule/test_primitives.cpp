@@ -186,6 +186,38 @@ TEST_CASE("primitives: symbolic extents stay symbolic through split and lowering
   }
 }
 
+TEST_CASE("primitives: a stage computed at a row of a symbolic dim is that row, unclipped") {
+  // B at C's row i (i < token): B's region is the one row [i, i], which no value of the loops
+  // takes outside B, so it stays unclipped and B's loop over it disappears; B2, read one row
+  // ahead (i + 1), can leave B2 at the last row and keeps its clip
+  auto token = ne::var("token", 1, 64);
+  auto A = te::placeholder(te::shape(ne::Expr(token) + 1, 16), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(token, 16), [&](auto i, auto j) { return A(i, j) * 3; }, "B");
+  auto B2 = te::compute(
+      te::shape(token, 16), [&](auto i, auto j) { return A(i, j) + 1; }, "B2");
+  auto C = te::compute(
+      te::shape(token, 16),
+      [&](auto i, auto j) {
+        return B(i, j) + te::select(ne::Expr(i) + 1 < ne::Expr(token), B2(i + 1, j), B2(i, j));
+      },
+      "C");
+  auto s = te::create_schedule(C);
+  s[B].compute_at(s[C], s[C].axis(0));
+  s[B2].compute_at(s[C], s[C].axis(0));
+  auto f = te::lower(s, {A, C});
+  const auto text = tir::to_string(f);
+  CAPTURE(text);
+  CHECK(text.find("    for (i1, 0, 16) {\n      B[i1] = ") != std::string::npos);  // no row loop
+  CHECK(text.find("min(i0 + 1, token - 1)") != std::string::npos);                 // B2's clip
+  for (std::int64_t t : {1, 2, 37}) {
+    auto a = te::NDArray::random(DType::int32(), {t + 1, 16}, static_cast<std::uint64_t>(t));
+    te::NDArray c(DType::int32(), {t, 16});
+    tir::run(f, {&a, &c}, {{"token", t}});
+    CHECK(c == te::evaluate(C, {{A, a}}, {{"token", t}}));
+  }
+}
+
 TEST_CASE("primitives: split_nparts names itself, and splits loops that can be empty") {
   auto n = ne::var("n", 1, 100);
   auto A = te::placeholder(te::shape(4, n), DType::int32(), "A");
