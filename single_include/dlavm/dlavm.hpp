@@ -29115,6 +29115,629 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 // end dlavm/graph/strategy/fusion-inl.hpp
 #endif
 // end dlavm/graph/strategy/fusion.hpp
+// begin dlavm/graph/strategy/integer_softmax.hpp
+// The integer softmax (host/integer_ops.hpp, runtime::integer_softmax) as te stages that VTA's
+// ALU computes: a block of int32 scores in the accumulator with the keys along dim 0 and the
+// rows being normalized along the lanes (dim 1, whole tiles), so that the max and the sum over
+// keys combine accumulator tiles lane by lane. The arithmetic is runtime::integer_softmax's,
+// stage for stage:
+//   max over keys; t = (s - max) * multiplier; z = -(t >> frac_bits) and the fraction r;
+//   p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
+//   (the second shift clears what the first leaves when z >= 19: p < 2^19); sum over keys;
+//   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
+//   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
+//   halves.
+// Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
+// what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
+// and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
+// multipliers r in [0, 127], a quotient bit, R's halves in [0, 63]; shift amounts in [0, 15].
+// The max and the sum over a constant number of keys halve the block level by level, one ALU
+// instruction per level over the entries that remain (its micro-ops write distinct entries, so
+// no micro-op reads an entry the one before it wrote); over a symbolic number they are window
+// reductions, one instruction per key.
+// integer_softmax_stages normalizes whole blocks, every key counted; IntegerSoftmaxKernel, the
+// graph strategy's kernel, runs the same stages over chunks of a block's keys, masking keys.
+//
+//   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
+//   // a [blocks, keys, lanes] scores: s[t].compute_at(s[res], block_axis) for each stage
+//   for (const auto& t : st.alu) { s[t].set_scope(env.acc_scope); s[t].pragma(...); }
+//
+//   graph::IntegerSoftmaxKernel k(env, {.products = token, .keys = n, .lanes = 8,
+//                                       .queries = token, .fixed = host::integer_exp_for(0.125)},
+//                                 256, "sm");
+//   auto s = k.schedule();
+//   auto prog = vta::build(s, k.args(), env, "sm");
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/sram.hpp
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct IntegerSoftmaxStages {
+  te::Tensor result;            // int32 [lead..., keys, lanes]: probabilities in units of 1/127
+  std::vector<te::Tensor> alu;  // every stage, in order (the ALU computes each; result last)
+};
+
+// The stages over `scores` (int32 [lead..., keys, lanes], a stage in the accumulator): each
+// block of the leading dims normalized on its own, every stage with the same leading dims (a
+// kernel computes them at its block loop, so that one block's buffers are live at a time).
+// Their tensors' names start with `name`. ShapeError for scores of rank below 2.
+IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::IntegerExp fixed,
+                                            const std::string& name);
+
+// The VTA kernel of a graph integer_softmax whose keys are the rows of a BatchedMatrix value
+// [B..., N, C] (packed [prod(B), N, C/BO, 1, BO]): every product and lane tile a block of N
+// keys, normalized lane by lane, in chunks of `chunk` keys so that any N fits the accumulator.
+// Three passes over a block's chunks, each loading them again:
+//   1. the max: each chunk halved to one row, then one ALU max per chunk;
+//   2. the sum of the exponentials, likewise (one ALU add per chunk);
+//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored.
+// Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
+// index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
+// padded copy (an ALU fill and a clipped load), no mask in DRAM.
+struct IntegerSoftmaxShape {
+  ne::Expr products = 1;   // prod(B): may be symbolic
+  ne::Expr keys = 1;       // N: may be symbolic
+  std::int64_t lanes = 1;  // C
+  ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
+  runtime::IntegerExp fixed{};
+};
+
+class IntegerSoftmaxKernel {
+ public:
+  // `chunk`: keys per step of a pass, a power of two of at least 2 (check_chunk). `epilogue`:
+  // immediate steps (add, shift, max, min) applied to the probabilities before the int8 store;
+  // ValueError for an operand step or an int32 result.
+  IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
+                       const std::string& name, const Epilogue& epilogue = {});
+  // The scores and the probabilities, both int8 in the packed layout.
+  std::vector<te::Tensor> args() const { return {data_, res_}; }
+  te::Schedule schedule() const;
+
+ private:
+  vta::Env env_;
+  std::int64_t chunk_;
+  te::Tensor data_, res_;
+  // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
+  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
+  std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
+  te::Tensor max_rows_, sum_rows_;
+};
+
+// Why the kernel cannot apply `epilogue`, or nullopt: an operand step (a bias, a residual) or
+// an int32 result.
+std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
+// Why `chunk` cannot run `shape`, or nullopt: not a power of two of at least 2, or a pass's
+// buffers that do not fit the accumulator (footprint).
+std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                       std::int64_t chunk);
+// The accumulator entries the kernel allocates: the rows of a block, and the largest pass's
+// buffers for one chunk. Exact where the keys' maximum is at least a chunk (the lowering then
+// allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
+SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
+// One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up);
+// the estimate counts ALU instructions and tiles, so the largest chunk that fits wins.
+KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
+// DRAM bytes the kernel moves: the scores three times, the probabilities once.
+ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/integer_softmax-inl.hpp
+// Definitions for graph/strategy/integer_softmax.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/integer_softmax.hpp
+// end dlavm/graph/strategy/integer_softmax.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class SoftmaxStageWriter;
+
+// A stage of the writer read by (key, lane) alone: its leading indices are a prefix of those of
+// the stage being written (a row of a whole block read by the stages of one of its chunks).
+class BlockTensor {
+ public:
+  BlockTensor(te::Tensor t, const SoftmaxStageWriter& w) : tensor(std::move(t)), w_(&w) {}
+  inline te::Expr operator()(const ne::Expr& key, const ne::Expr& lane) const;
+  te::Tensor tensor;
+
+ private:
+  const SoftmaxStageWriter* w_;
+};
+
+// Builds stages, each recorded in `out`, over blocks of `keys` entries of `lanes` with leading
+// dims `lead` (blocks()); every stage has the leading dims of the blocks it was written for.
+class SoftmaxStageWriter {
+ public:
+  SoftmaxStageWriter(std::string name, std::vector<te::Tensor>& out)
+      : name_(std::move(name)), out_(out) {}
+
+  // The blocks of the stages written next.
+  void blocks(std::vector<ne::Expr> lead, ne::Expr keys, ne::Expr lanes) {
+    lead_ = std::move(lead);
+    keys_ = std::move(keys);
+    lanes_ = std::move(lanes);
+  }
+
+  static te::Expr c(std::int64_t v) { return te::make_const(v, DType::int32()); }
+
+  BlockTensor wrap(const te::Tensor& t) const { return {t, *this}; }
+
+  // The element (key, lane) of t in the block of the stage being written (t's leading indices
+  // the first of that stage's).
+  te::Expr read(const te::Tensor& t, const ne::Expr& key, const ne::Expr& lane) const {
+    const auto lead = static_cast<std::ptrdiff_t>(t.ndim() - 2);
+    std::vector<ne::Expr> index(at_.begin(), at_.begin() + lead);
+    index.push_back(key);
+    index.push_back(lane);
+    return t.read(std::move(index));
+  }
+
+  // A [keys, lanes] stage of f(key, lane).
+  BlockTensor block(const std::string& what,
+                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    return stage(what, lead_, keys_, f);
+  }
+  // A [1, lanes] stage of f(lane): one value per row.
+  BlockTensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
+    return stage(what, lead_, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
+  }
+  // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
+  // by halving: each level combines the first half of the entries with the second, one ALU
+  // instruction over the half (a max overlaps the halves of an odd count; a sum leaves the odd
+  // entry out and adds it at the end, one stage per odd level), ceil(log2(keys)) levels in
+  // place of one instruction per key. A symbolic count is a window reduction, one instruction
+  // per key.
+  BlockTensor reduce(const std::string& what, const BlockTensor& t, bool max) {
+    if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
+    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
+    return stage(what, lead_, 1, [&](const ne::Var&, const ne::Var& l) {
+      return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
+    });
+  }
+  // The max or the sum of rows t [lead..., 1, lanes] over the last leading dim (`extent`
+  // blocks): a [lead[:-1]..., 1, lanes] window reduction, one instruction per block.
+  BlockTensor reduce_blocks(const std::string& what, const te::Tensor& t, const ne::Expr& extent,
+                            bool max) {
+    const auto b = te::reduce_axis({0, extent}, fmt::format("{}.{}.b", name_, what));
+    std::vector<ne::Expr> lead(lead_.begin(), lead_.end() - 1);
+    return stage(what, std::move(lead), 1, [&](const ne::Var&, const ne::Var& l) {
+      std::vector<ne::Expr> index(at_.begin(), at_.end());
+      index.insert(index.end(), {b.var(), 0, l});
+      const te::Expr v = t.read(std::move(index));
+      return max ? te::max(v, {b}) : te::sum(v, {b});
+    });
+  }
+
+ private:
+  // A [rows, lanes] stage of f(key, lane) in every block of `lead`.
+  BlockTensor stage(const std::string& what, std::vector<ne::Expr> shape, const ne::Expr& rows,
+                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    shape.push_back(rows);
+    shape.push_back(lanes_);
+    return add(te::compute_dynamic(
+        std::move(shape),
+        [&](std::span<const ne::Var> i) {
+          at_.assign(i.begin(), i.end() - 2);
+          return f(i.end()[-2], i.back());
+        },
+        fmt::format("{}.{}", name_, what)));
+  }
+
+  BlockTensor halving(const std::string& what, BlockTensor t, std::int64_t n, bool max) {
+    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
+    // move, so they are read where they are)
+    std::vector<std::pair<BlockTensor, std::int64_t>> odd;
+    for (int level = 1; n > 1; ++level) {
+      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
+      const std::int64_t half = (n + 1) / 2, shift = n - half;
+      const BlockTensor cur = t;
+      t = stage(fmt::format("{}.half{}", what, level), lead_, half,
+                [&](const ne::Var& k, const ne::Var& l) {
+                  return max ? te::max(cur(k, l), cur(k + shift, l))
+                             : cur(k, l) + cur(k + shift, l);
+                });
+      n = half;
+    }
+    for (std::size_t i = 0; i < odd.size(); ++i) {
+      const BlockTensor total = t;
+      const auto& [from, at] = odd[i];
+      t = stage(fmt::format("{}.odd{}", what, i + 1), lead_, 1,
+                [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); });
+    }
+    return t;
+  }
+
+  BlockTensor add(te::Tensor t) {
+    out_.push_back(t);
+    return wrap(t);
+  }
+
+  std::string name_;
+  std::vector<te::Tensor>& out_;
+  std::vector<ne::Expr> lead_;
+  ne::Expr keys_ = 1, lanes_ = 1;
+  std::vector<ne::Var> at_;  // the leading indices of the stage being written
+};
+
+inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lane) const {
+  return w_->read(tensor, key, lane);
+}
+
+using V = const ne::Var&;
+
+// e of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >>
+// (bits - 7); p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15,
+// 0), 15). `m` the rows' max.
+inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                      const BlockTensor& m, runtime::IntegerExp fixed) {
+  const auto c = SoftmaxStageWriter::c;
+  const std::int64_t bits = fixed.frac_bits;
+  const auto neg_m = w.row("neg_max", [&](V l) { return m(0, l) * c(-1); });
+  const auto x = w.block("x", [&](V k, V l) { return s(k, l) + neg_m(0, l); });
+  const auto t = w.block("t", [&](V k, V l) { return x(k, l) * c(fixed.multiplier); });
+  const auto zq = w.block("zq", [&](V k, V l) { return t(k, l) >> c(bits); });
+  const auto z = w.block("z", [&](V k, V l) { return zq(k, l) * c(-1); });
+  const auto z_up = w.block("z_up", [&](V k, V l) { return z(k, l) << c(bits); });
+  const auto frac = w.block("frac", [&](V k, V l) { return t(k, l) + z_up(k, l); });
+  const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
+  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
+  const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
+  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
+  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
+  const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
+  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
+  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return p(k, l) >> z1(k, l); });
+  const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
+  const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
+  const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
+  return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
+}
+
+// R = floor(127 * 2^23 / sum) of every row, as its two 6-bit halves (high, low): one quotient
+// bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b (sum << b
+// fits only where the bit is 1).
+inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter& w,
+                                                             const BlockTensor& sum) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
+  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
+  auto q = w.row("q", [&](V) { return c(0); });
+  for (std::int64_t b = 11; b >= 0; --b) {
+    const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
+    const auto a = w.row(tag("cmp"), [&](V l) { return rem(0, l) >> c(b); });
+    const auto d = w.row(tag("diff"), [&](V l) { return a(0, l) + neg_sum(0, l); });
+    const auto d1 = w.row(tag("diff1"), [&](V l) { return d(0, l) + c(1); });
+    const auto d2 = w.row(tag("pos"), [&](V l) { return te::max(d1(0, l), c(0)); });
+    const auto bit = w.row(tag("bit"), [&](V l) { return te::min(d2(0, l), c(1)); });
+    const auto q2 = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
+    q = w.row(tag("q"), [&](V l) { return q2(0, l) + bit(0, l); });
+    if (b == 0) break;  // the last remainder is not needed
+    const auto u = w.row(tag("take"), [&](V l) { return sum(0, l) * bit(0, l); });
+    const auto u2 = w.row(tag("take_up"), [&](V l) { return u(0, l) << c(b); });
+    const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
+    rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
+  }
+  const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
+  const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
+  const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
+  const auto rl = w.row("r_lo", [&](V l) { return q(0, l) + rh_neg(0, l); });
+  return {rh, rl};
+}
+
+// y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6)).
+inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& e,
+                                      const std::pair<BlockTensor, BlockTensor>& reciprocal) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto& [rh, rl] = reciprocal;
+  const auto eh = w.block("e_hi", [&](V k, V l) { return e(k, l) * rh(0, l); });
+  const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
+  const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
+  const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
+  const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
+  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
+  return w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
+}
+
+}  // namespace detail
+
+DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
+                                                         runtime::IntegerExp fixed,
+                                                         const std::string& name) {
+  if (scores.ndim() < 2)
+    raise<ShapeError>(
+        "integer_softmax_stages: scores '{}' have {} dims; they are [lead..., keys, "
+        "lanes]",
+        scores.name(), scores.ndim());
+  IntegerSoftmaxStages st;
+  detail::SoftmaxStageWriter w(name, st.alu);
+  const auto& shape = scores.shape();
+  w.blocks({shape.begin(), shape.end() - 2}, shape.end()[-2], shape.back());
+  const auto s = w.wrap(scores);
+  const auto m = w.reduce("max", s, true);
+  const auto e = detail::exponential_stages(w, s, m, fixed);
+  const auto reciprocal = detail::reciprocal_stages(w, w.reduce("sum", e, false));
+  st.result = detail::probability_stages(w, e, reciprocal).tensor;
+  return st;
+}
+
+DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
+                                                        const IntegerSoftmaxShape& shape,
+                                                        std::int64_t chunk, const std::string& name,
+                                                        const Epilogue& epilogue)
+    : env_(env), chunk_(chunk) {
+  if (auto why = check_softmax_epilogue(epilogue))
+    raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
+  if (auto why = check_chunk(env, shape, chunk))
+    raise<ScheduleError>("integer_softmax '{}': a chunk of {} keys: {}", name, chunk, *why);
+  if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
+    raise<ShapeError>(
+        "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
+        "keys as queries",
+        name, shape.keys, shape.queries);
+  using detail::SoftmaxStageWriter;
+  const ne::Expr& products = shape.products;
+  const ne::Expr& keys = shape.keys;
+  const ne::Expr tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  const ne::Expr chunks = ne::simplify(ne::ceildiv(keys, chunk));
+  const ne::Expr lanes = env.block_out;
+  data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
+                          name + "_s");
+  // the keys query `p` sees: all N, or N - M + q + 1 (q = p: the products are the queries)
+  const auto visible = [&](const ne::Var& p) -> ne::Expr {
+    if (!shape.queries.defined() || ne::can_prove(shape.queries <= 1)) return keys;
+    const ne::Expr q = ne::can_prove(ne::simplify(products - shape.queries) == 0)
+                           ? ne::Expr(p)
+                           : ne::floormod(p, shape.queries);
+    return ne::simplify(keys - shape.queries + q + 1);
+  };
+  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
+  const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
+                         const ne::Var& l) {
+    return te::select(key < visible(p), te::cast(env.acc_dtype, data_.read({p, key, t, 0, l})),
+                      te::make_const(-32768, env.acc_dtype));
+  };
+  // a pass's load of one chunk: [products, tiles, chunks, chunk, lanes]
+  const auto load = [&](const std::string& what) {
+    return te::compute_dynamic(
+        {products, tiles, chunks, chunk, lanes},
+        [&](std::span<const ne::Var> i) { return score(i[0], i[2] * chunk + i[3], i[1], i[4]); },
+        fmt::format("{}.{}", name, what));
+  };
+
+  // pass 1: the max of each chunk, then of the block
+  SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
+  max_pass.blocks({products, tiles, chunks}, chunk, lanes);
+  const auto s1 = load("max.s");
+  max_chunk_.insert(max_chunk_.begin(), s1);
+  const auto chunk_max = max_pass.reduce("chunk", max_pass.wrap(s1), true);
+  max_rows_ = chunk_max.tensor;
+  max_chunk_.pop_back();
+  SoftmaxStageWriter rows(name, rows_);
+  rows.blocks({products, tiles, chunks}, 1, lanes);
+  const auto m = rows.reduce_blocks("max", max_rows_, chunks, true);
+
+  // pass 2: the sum of each chunk's exponentials, then of the block's
+  SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
+  sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
+  const auto s2 = load("sum.s");
+  sum_chunk_.insert(sum_chunk_.begin(), s2);
+  const auto e2 =
+      detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
+  sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
+  sum_chunk_.pop_back();
+  const auto total = rows.reduce_blocks("sum", sum_rows_, chunks, false);
+  rows.blocks({products, tiles}, 1, lanes);
+  const auto reciprocal = detail::reciprocal_stages(rows, total);
+
+  // pass 3: the probabilities of each chunk, keys flat ([products, tiles, keys, lanes]) so that
+  // the stored result reads them by key
+  SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
+  out_pass.blocks({products, tiles}, keys, lanes);
+  const auto s3 = te::compute_dynamic(
+      {products, tiles, keys, lanes},
+      [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s");
+  out_chunk_.insert(out_chunk_.begin(), s3);
+  const auto e3 =
+      detail::exponential_stages(out_pass, out_pass.wrap(s3), out_pass.wrap(m.tensor), shape.fixed);
+  auto y = detail::probability_stages(
+      out_pass, e3,
+      {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
+  // the epilogue's immediate steps, each an ALU pass over the chunk
+  for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
+    const auto step = epilogue.steps[i];
+    const auto imm = SoftmaxStageWriter::c(step.imm);
+    const auto prev = y;
+    y = out_pass.block(fmt::format("step{}", i + 1), [&](const ne::Var& k, const ne::Var& l) {
+      const te::Expr v = prev(k, l);
+      switch (step.kind) {
+        case EpilogueStep::Kind::Add:
+          return v + imm;
+        case EpilogueStep::Kind::Shr:
+          return v >> imm;
+        case EpilogueStep::Kind::Max:
+          return te::max(v, imm);
+        default:
+          return te::min(v, imm);  // Min: check_softmax_epilogue took no other kind
+      }
+    });
+  }
+  res_ = te::compute_dynamic(
+      {products, keys, tiles, env.batch, env.block_out},
+      [&](std::span<const ne::Var> i) {
+        return te::cast(env.out_dtype, y.tensor.read({i[0], i[2], i[1], i[4]}));
+      },
+      name + "_res");
+}
+
+DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
+  auto s = te::create_schedule(res_);
+  const auto axes = s[res_].node()->root;  // product, key, tile, batch, lane
+  auto [c, k] = s[res_].split(axes[1], chunk_);
+  s[res_].reorder({axes[0], axes[2], c, k, axes[3], axes[4]});
+  const te::IterVar block = axes[2];
+  const auto on_alu = [&](const te::Tensor& t, std::size_t axis) {
+    s[t].set_scope(env_.acc_scope);
+    s[t].pragma(s[t].axis(axis), env_.alu);
+  };
+  // the chunk stages of passes 1 and 2 at their chunk row's chunk axis, the load first (a copy)
+  for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
+    s[rows].compute_at(s[res_], block);
+    on_alu(rows, 3);
+    for (const auto& t : *stages) {
+      s[t].compute_at(s[rows], s[rows].axis(2));
+      if (t == stages->front()) {
+        s[t].set_scope(env_.acc_scope);
+        s[t].pragma(s[t].axis(0), env_.dma_copy);
+      } else {
+        on_alu(t, 0);
+      }
+    }
+  }
+  for (const auto& t : rows_) {
+    s[t].compute_at(s[res_], block);
+    on_alu(t, 0);
+  }
+  for (const auto& t : out_chunk_) {
+    s[t].compute_at(s[res_], c);
+    if (t == out_chunk_.front()) {
+      s[t].set_scope(env_.acc_scope);
+      s[t].pragma(s[t].axis(0), env_.dma_copy);
+    } else {
+      on_alu(t, 0);
+    }
+  }
+  s[res_].pragma(k, env_.dma_copy);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
+  if (epilogue.int32_result)
+    return std::string("the probabilities are stored as int8; an int32 result is not");
+  for (const auto& step : epilogue.steps)
+    if (step.kind == EpilogueStep::Kind::AddChannel || step.kind == EpilogueStep::Kind::AddTensor)
+      return std::string(
+          "VTA applies immediate steps (add, shift, max, min) to the probabilities; an operand "
+          "read from DRAM (a bias, a residual) is not");
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
+                                                    const IntegerSoftmaxShape& shape,
+                                                    std::int64_t chunk) {
+  if (chunk < 2 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
+    return fmt::format("a chunk of {} keys is not a power of two of at least 2", chunk);
+  return check_footprint(env.config, footprint(env, shape, chunk));
+}
+
+namespace detail {
+
+// The chunks of the keys' maximum.
+inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
+                                     std::int64_t chunk) {
+  // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
+  // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
+  // Inside, the largest pass is the third: the load and five more chunk buffers (the others
+  // computed in place, tir::reuse_inplace) and three rows.
+  constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
+  SramFootprint f;
+  f.acc =
+      2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  return f;
+}
+
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  std::vector<std::int64_t> chunks;
+  const auto most = std::bit_ceil(
+      static_cast<std::uint64_t>(std::max<std::int64_t>(ne::bounds(shape.keys).max, 2)));
+  for (std::uint64_t c = 2; c <= most; c *= 2) chunks.push_back(static_cast<std::int64_t>(c));
+  KnobSpace space;
+  space.knobs = {{"keys", std::move(chunks)}};
+  space.check = [env, shape](std::span<const std::int64_t> v) {
+    return check_chunk(env, shape, v[0]);
+  };
+  // Per chunk about 50 instructions besides the two halvings' log2(chunk) levels each (8 cycles
+  // of overhead apiece), and about 45 ALU tile operations per key of the chunk (2 cycles each):
+  // fewer, larger chunks win until the last one pads too many keys.
+  space.estimate = [shape](std::span<const std::int64_t> v) {
+    const auto chunk = v[0];
+    const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
+    const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
+    return chunks * ((50.0 + 2.0 * levels) * 8.0 + 45.0 * 2.0 * static_cast<double>(chunk));
+  };
+  return space;
+}
+
+DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  const std::int64_t tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  return ne::simplify(shape.products * shape.keys * (4 * tiles * env.batch * env.block_out));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/integer_softmax-inl.hpp
+#endif
+// end dlavm/graph/strategy/integer_softmax.hpp
 // begin dlavm/graph/strategy/pool2d.hpp
 // The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
 // global_avg_pool2d when the window's element count is a power of two (the average is then a
@@ -29585,7 +30208,8 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, matmul, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d and integer_softmax (keys
+// along dim -2: graph/strategy/integer_softmax.hpp), the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();
@@ -29602,6 +30226,8 @@ VtaStrategies default_vta_strategies();
 // end dlavm/core/error.hpp
 // begin dlavm/graph/ops/conv.hpp
 // end dlavm/graph/ops/conv.hpp
+// begin dlavm/graph/ops/integer_ops.hpp
+// end dlavm/graph/ops/integer_ops.hpp
 // begin dlavm/graph/ops/pool.hpp
 // end dlavm/graph/ops/pool.hpp
 // begin dlavm/graph/printer.hpp
@@ -29962,6 +30588,78 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   return s;
 }
 
+// The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
+// before the keys its products (the last of them a causal softmax's queries).
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  const auto p = integer_softmax_params(w.attrs);
+  ne::Expr products = 1;
+  for (std::size_t k = 0; k + 2 < x.size(); ++k) products = products * x[k];
+  return {.products = ne::simplify(products),
+          .keys = ne::simplify(x[x.size() - 2]),
+          .lanes = constant_of(x.back()),
+          .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
+          .fixed = host::integer_exp_for(p.scale)};
+}
+
+inline AnchorStrategy integer_softmax_strategy() {
+  AnchorStrategy s;
+  s.op = "integer_softmax";
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
+    const auto& x = a.call.type(0);
+    if (x.dtype != env.inp_dtype)
+      return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
+                         x.dtype);
+    if (auto why = check_softmax_epilogue(e)) return why;
+    if (env.batch != 1)
+      return fmt::format(
+          "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "
+          "{} puts {} keys in each",
+          env.batch, env.batch);
+    const auto p = integer_softmax_params(a.call.attrs);
+    const std::size_t rank = x.ndim();
+    const std::size_t axis = a.call.axis("axis", rank);
+    if (rank < 2 || axis + 2 != rank)
+      return fmt::format(
+          "VTA's ALU combines the lanes of a tile only one by one, so the keys must be dim -2 "
+          "(the rows) and the last dim the lanes; axis {} of {} (rank {}) is not (transpose the "
+          "keys to dim -2)",
+          axis, a.call.arg(0), rank);
+    if (p.causal && p.queries != host::CausalQueries::Before)
+      return std::string(
+          "the queries of this causal softmax are the last dim (the lanes), whose visible keys "
+          "differ lane by lane; VTA masks the keys of a whole row (put the queries before the "
+          "keys: queries = before)");
+    if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
+    for (std::size_t k = 0; k + 1 < rank; ++k)
+      require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
+    const auto space = knob_space(env, integer_softmax_shape(workload_of(a, e)));
+    if (!least_cost_point(space))
+      return fmt::format("no chunk of keys fits: with {} keys, {}", space.knobs[0].values.back(),
+                         *space.check(space.point(space.size() - 1)));
+    return std::nullopt;
+  };
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
+    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  };
+  s.result_layout = [](const Workload&, const vta::Env& env) {
+    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  };
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, integer_softmax_shape(w));
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto shape = integer_softmax_shape(w);
+    const std::int64_t chunk = knobs.at("keys");
+    const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
+    return VtaKernel{kernel.schedule(), kernel.args(), fmt::format("keys {}", chunk),
+                     softmax_traffic(env, shape), ne::Expr(0)};
+  };
+  return s;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
@@ -29971,6 +30669,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
+  s.add(detail::integer_softmax_strategy());
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "
@@ -31624,291 +32323,6 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 // begin dlavm/graph/strategy.hpp
 // end dlavm/graph/strategy.hpp
 // begin dlavm/graph/strategy/integer_softmax.hpp
-// The integer softmax (host/integer_ops.hpp, runtime::integer_softmax) as te stages that VTA's
-// ALU computes: a block of int32 scores in the accumulator with the keys along dim 0 and the
-// rows being normalized along the lanes (dim 1, whole tiles), so that the max and the sum over
-// keys combine accumulator tiles lane by lane. The arithmetic is runtime::integer_softmax's,
-// stage for stage:
-//   max over keys; t = (s - max) * multiplier; z = -(t >> frac_bits) and the fraction r;
-//   p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
-//   (the second shift clears what the first leaves when z >= 19: p < 2^19); sum over keys;
-//   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
-//   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
-//   halves.
-// Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
-// what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
-// and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
-// multipliers r in [0, 127], a quotient bit, R's halves in [0, 63]; shift amounts in [0, 15].
-// The max and the sum over a constant number of keys halve the block level by level, one ALU
-// instruction per level over the entries that remain (its micro-ops write distinct entries, so
-// no micro-op reads an entry the one before it wrote); over a symbolic number they are window
-// reductions, one instruction per key.
-// No masking: every key of the block counts (a causal block leaves this to the caller).
-//
-//   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
-//   // a [blocks, keys, lanes] scores: s[t].compute_at(s[res], block_axis) for each stage
-//   for (const auto& t : st.alu) { s[t].set_scope(env.acc_scope); s[t].pragma(...); }
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct IntegerSoftmaxStages {
-  te::Tensor result;            // int32 [lead..., keys, lanes]: probabilities in units of 1/127
-  std::vector<te::Tensor> alu;  // every stage, in order (the ALU computes each; result last)
-};
-
-// The stages over `scores` (int32 [lead..., keys, lanes], a stage in the accumulator): each
-// block of the leading dims normalized on its own, every stage with the same leading dims (a
-// kernel computes them at its block loop, so that one block's buffers are live at a time).
-// Their tensors' names start with `name`. ShapeError for scores of rank below 2.
-IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::IntegerExp fixed,
-                                            const std::string& name);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/strategy/integer_softmax-inl.hpp
-// Definitions for graph/strategy/integer_softmax.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/strategy/integer_softmax.hpp
-// end dlavm/graph/strategy/integer_softmax.hpp
-// begin dlavm/te/ops.hpp
-// end dlavm/te/ops.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <functional>
-#include <span>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-class SoftmaxStageWriter;
-
-// A stage of the writer indexed by (key, lane) alone: the block's leading indices are those
-// of the stage being written.
-class BlockTensor {
- public:
-  BlockTensor(te::Tensor t, const SoftmaxStageWriter& w) : tensor(std::move(t)), w_(&w) {}
-  inline te::Expr operator()(const ne::Expr& key, const ne::Expr& lane) const;
-  te::Tensor tensor;
-
- private:
-  const SoftmaxStageWriter* w_;
-};
-
-// Builds the stages, each recorded in `out`, over the blocks of `scores` [lead..., keys, lanes]
-// (every stage has the same leading dims).
-class SoftmaxStageWriter {
- public:
-  SoftmaxStageWriter(const te::Tensor& scores, const std::string& name,
-                     std::vector<te::Tensor>& out)
-      : lead_(scores.shape().begin(), scores.shape().end() - 2),
-        keys_(scores.shape().end()[-2]),
-        lanes_(scores.shape().back()),
-        name_(name),
-        out_(out) {}
-
-  static te::Expr c(std::int64_t v) { return te::make_const(v, DType::int32()); }
-
-  BlockTensor wrap(const te::Tensor& t) const { return {t, *this}; }
-
-  // The element (key, lane) of t in the block of the stage being written.
-  te::Expr read(const te::Tensor& t, const ne::Expr& key, const ne::Expr& lane) const {
-    std::vector<ne::Expr> index(at_.begin(), at_.end());
-    index.push_back(key);
-    index.push_back(lane);
-    return t.read(std::move(index));
-  }
-
-  // A [keys, lanes] stage of f(key, lane).
-  BlockTensor block(const std::string& what,
-                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
-    return stage(what, keys_, f);
-  }
-  // A [1, lanes] stage of f(lane): one value per row.
-  BlockTensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
-    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
-  }
-  // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
-  // by halving: each level combines the first half of the entries with the second, one ALU
-  // instruction over the half (a max overlaps the halves of an odd count; a sum leaves the odd
-  // entry out and adds it at the end, one stage per odd level), ceil(log2(keys)) levels in
-  // place of one instruction per key. A symbolic count is a window reduction, one instruction
-  // per key.
-  BlockTensor reduce(const std::string& what, const BlockTensor& t, bool max) {
-    if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
-    return window(what, t, max);
-  }
-
- private:
-  // A [rows, lanes] stage of f(key, lane) in every block.
-  BlockTensor stage(const std::string& what, const ne::Expr& rows,
-                    const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
-    std::vector<ne::Expr> shape = lead_;
-    shape.push_back(rows);
-    shape.push_back(lanes_);
-    return add(te::compute_dynamic(
-        std::move(shape),
-        [&](std::span<const ne::Var> i) {
-          at_.assign(i.begin(), i.end() - 2);
-          return f(i.end()[-2], i.back());
-        },
-        stage_name(what)));
-  }
-
-  BlockTensor halving(const std::string& what, BlockTensor t, std::int64_t n, bool max) {
-    // the entries an odd count leaves out of a sum's halving, added at the end (the ALU has no
-    // move, so they are read where they are)
-    std::vector<std::pair<BlockTensor, std::int64_t>> odd;
-    for (int level = 1; n > 1; ++level) {
-      if (!max && n % 2 == 1) odd.emplace_back(t, --n);
-      const std::int64_t half = (n + 1) / 2, shift = n - half;
-      const BlockTensor cur = t;
-      t = stage(
-          fmt::format("{}.half{}", what, level), half, [&](const ne::Var& k, const ne::Var& l) {
-            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
-          });
-      n = half;
-    }
-    for (std::size_t i = 0; i < odd.size(); ++i) {
-      const BlockTensor total = t;
-      const auto& [from, at] = odd[i];
-      t = stage(fmt::format("{}.odd{}", what, i + 1), 1,
-                [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); });
-    }
-    return t;
-  }
-
-  BlockTensor window(const std::string& what, const BlockTensor& t, bool max) {
-    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
-    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) {
-      return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
-    });
-  }
-
-  BlockTensor add(te::Tensor t) {
-    out_.push_back(t);
-    return wrap(t);
-  }
-  std::string stage_name(const std::string& what) const {
-    return fmt::format("{}.{}", name_, what);
-  }
-
-  std::vector<ne::Expr> lead_;
-  ne::Expr keys_, lanes_;
-  std::string name_;
-  std::vector<te::Tensor>& out_;
-  std::vector<ne::Var> at_;  // the leading indices of the stage being written
-};
-
-inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lane) const {
-  return w_->read(tensor, key, lane);
-}
-
-}  // namespace detail
-
-DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
-                                                         runtime::IntegerExp fixed,
-                                                         const std::string& name) {
-  if (scores.ndim() < 2)
-    raise<ShapeError>(
-        "integer_softmax_stages: scores '{}' have {} dims; they are [lead..., keys, "
-        "lanes]",
-        scores.name(), scores.ndim());
-  IntegerSoftmaxStages st;
-  detail::SoftmaxStageWriter w(scores, name, st.alu);
-  using detail::SoftmaxStageWriter;
-  const auto c = SoftmaxStageWriter::c;
-  using V = const ne::Var&;
-  const auto s = w.wrap(scores);
-  const std::int64_t bits = fixed.frac_bits;
-
-  // t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >> (bits - 7)
-  const auto m = w.reduce("max", s, true);
-  const auto neg_m = w.row("neg_max", [&](V l) { return m(0, l) * c(-1); });
-  const auto x = w.block("x", [&](V k, V l) { return s(k, l) + neg_m(0, l); });
-  const auto t = w.block("t", [&](V k, V l) { return x(k, l) * c(fixed.multiplier); });
-  const auto zq = w.block("zq", [&](V k, V l) { return t(k, l) >> c(bits); });
-  const auto z = w.block("z", [&](V k, V l) { return zq(k, l) * c(-1); });
-  const auto z_up = w.block("z_up", [&](V k, V l) { return z(k, l) << c(bits); });
-  const auto frac = w.block("frac", [&](V k, V l) { return t(k, l) + z_up(k, l); });
-  const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
-  // p = (((84 r + 21864) r) >> 4) + 2^18
-  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
-  const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
-  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
-  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
-  const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
-  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
-  // e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
-  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
-  const auto e1 = w.block("e1", [&](V k, V l) { return p(k, l) >> z1(k, l); });
-  const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
-  const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
-  const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
-  const auto e = w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
-  // R = floor(127 * 2^23 / sum), one quotient bit at a time from bit 11: bit = (rem >> b) >=
-  // sum, then rem -= (sum * bit) << b (sum << b fits only where the bit is 1)
-  const auto sum = w.reduce("sum", e, false);
-  const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
-  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
-  auto q = w.row("q", [&](V) { return c(0); });
-  for (std::int64_t b = 11; b >= 0; --b) {
-    const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
-    const auto a = w.row(tag("cmp"), [&](V l) { return rem(0, l) >> c(b); });
-    const auto d = w.row(tag("diff"), [&](V l) { return a(0, l) + neg_sum(0, l); });
-    const auto d1 = w.row(tag("diff1"), [&](V l) { return d(0, l) + c(1); });
-    const auto d2 = w.row(tag("pos"), [&](V l) { return te::max(d1(0, l), c(0)); });
-    const auto bit = w.row(tag("bit"), [&](V l) { return te::min(d2(0, l), c(1)); });
-    const auto q2 = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
-    q = w.row(tag("q"), [&](V l) { return q2(0, l) + bit(0, l); });
-    if (b == 0) break;  // the last remainder is not needed
-    const auto u = w.row(tag("take"), [&](V l) { return sum(0, l) * bit(0, l); });
-    const auto u2 = w.row(tag("take_up"), [&](V l) { return u(0, l) << c(b); });
-    const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
-    rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
-  }
-  // y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6))
-  const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
-  const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
-  const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
-  const auto rl = w.row("r_lo", [&](V l) { return q(0, l) + rh_neg(0, l); });
-  const auto eh = w.block("e_hi", [&](V k, V l) { return e(k, l) * rh(0, l); });
-  const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
-  const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
-  const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
-  const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
-  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
-  st.result = w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); }).tensor;
-  return st;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/integer_softmax-inl.hpp
-#endif
 // end dlavm/graph/strategy/integer_softmax.hpp
 // begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp

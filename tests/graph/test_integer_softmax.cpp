@@ -6,12 +6,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace graph = dlavm::graph;
 namespace host = dlavm::host;
 namespace runtime = dlavm::runtime;
+namespace ne = dlavm::ne;
 namespace te = dlavm::te;
 namespace vta = dlavm::vta;
 using dlavm::DType;
@@ -141,4 +143,176 @@ TEST_CASE(
       graph::integer_softmax_stages(te::placeholder(te::shape(16), DType::int32(), "flat"),
                                     host::integer_exp_for(scale), "sm"),
       doctest::Contains("scores 'flat' have 1 dims"), dlavm::ShapeError);
+}
+
+TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims symbolic") {
+  // one build per (lanes, causal, chunk) over a symbolic product and key count; the values
+  // drawn at random, the last chunk partial or whole, the causal keys masked per product
+  const vta::Env env;
+  const auto fixed = host::integer_exp_for(0.125);
+  std::uint64_t seed = 7;
+  for (const bool causal : {false, true})
+    for (const std::int64_t lanes : {16, 20})
+      for (const std::int64_t chunk : {2, 16, 64}) {
+        CAPTURE(causal);
+        CAPTURE(lanes);
+        CAPTURE(chunk);
+        const auto products = ne::var("products", 1, 6);
+        const auto keys = ne::var("keys", 0, 200);
+        const graph::IntegerSoftmaxShape shape{.products = products,
+                                               .keys = ne::Expr(keys) + products,
+                                               .lanes = lanes,
+                                               .queries = causal ? ne::Expr(products) : 0,
+                                               .fixed = fixed};
+        const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+        auto s = kernel.schedule();
+        const auto prog = vta::build(s, kernel.args(), env, "sm");
+        vta::SimDevice dev(env.config);
+        const std::int64_t tiles = (lanes + 15) / 16;
+        for (const auto& [p, k] : {std::pair{1, 0}, {3, 61}, {6, 128 - 6}, {2, 195}}) {
+          CAPTURE(p);
+          CAPTURE(k);
+          const std::int64_t n = k + p;
+          auto a = te::NDArray::random(DType::int8(), {p, n, tiles, 1, 16}, seed++);
+          te::NDArray r(DType::int8(), {p, n, tiles, 1, 16});
+          const ne::Binding bindings[] = {{"products", p}, {"keys", k}};
+          te::NDArray* arrays[] = {&a, &r};
+          const auto run = prog.run(dev, arrays, bindings);
+          CHECK(run.result.finished);
+          te::NDArray want(DType::int8(), {p, n, tiles, 1, 16});
+          runtime::integer_softmax(a.data().data(), want.data().data(), p, n, tiles * 16, fixed,
+                                   causal ? p : 0, false);
+          CHECK(r == want);
+        }
+      }
+}
+
+TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering allocates") {
+  const vta::Env env;
+  for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
+    CAPTURE(keys);
+    CAPTURE(chunk);
+    const graph::IntegerSoftmaxShape shape{
+        .products = 2, .keys = keys, .lanes = 16, .queries = 2, .fixed = {}};
+    const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+    auto s = kernel.schedule();
+    const auto prog = vta::build(s, kernel.args(), env, "sm");
+    std::int64_t peak = 0;
+    for (const auto& [buffer, slot] : prog.sram()) peak = std::max(peak, slot.base + slot.entries);
+    CHECK(graph::footprint(env, shape, chunk).acc == peak);
+  }
+  // the default chunk for 2048 keys: the largest that fits (512 keys would need 3,111 entries)
+  const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
+  const auto space = graph::knob_space(env, wide);
+  CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{256});
+  CHECK(*space.check(std::vector<std::int64_t>{512}) ==
+        "the accumulator needs 3111 entries, it has 2048");
+  CHECK(*space.check(std::vector<std::int64_t>{24}) ==
+        "a chunk of 24 keys is not a power of two of at least 2");
+  CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
+                           env, {.products = 4, .keys = 3, .lanes = 16, .queries = 4}, 2, "sm"),
+                       "integer_softmax 'sm': 3 keys and 4 queries; a causal softmax needs at "
+                       "least as many keys as queries",
+                       dlavm::ShapeError);
+}
+
+TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the host kernel") {
+  // attention's scores with the heads last: [1, token, last + token, 8], the queries before the
+  // keys; and a plain [2, 3, 50, 20] block (two lane tiles, not causal)
+  const auto token = ne::var("token", 1, 40);
+  const auto last = ne::var("last", 0, 60);
+  const auto s = graph::input("s", {1, token, ne::Expr(last) + token, 8}, DType::int8());
+  const host::IntegerSoftmaxParams causal{
+      .axis = -2, .scale = 0.1, .causal = true, .queries = host::CausalQueries::Before};
+  const auto u = graph::input("u", {2, 3, 50, 20}, DType::int8());
+  const host::IntegerSoftmaxParams plain{.axis = 2, .scale = 0.125};
+  const graph::Target target;
+  // a clip after the plain one joins its kernel: two immediate steps before the store
+  auto mod = graph::build(
+      graph::function({s, u}, {graph::integer_softmax(s, causal),
+                               graph::clip(graph::integer_softmax(u, plain), {.lo = 5, .hi = 90})}),
+      target, {.name = "sm"});
+  std::vector<std::string> tilings, epilogues;
+  for (const auto& st : mod.steps())
+    if (st.kind == graph::ModuleStep::Kind::Vta) {
+      tilings.push_back(st.tiling);
+      epilogues.push_back(st.epilogue);
+    }
+  CHECK(epilogues == std::vector<std::string>{"", "max 5, min 90"});
+  CHECK(tilings == std::vector<std::string>{"keys 128", "keys 64"});
+  vta::SimDevice dev(target.env.config);
+  std::uint64_t seed = 40;
+  for (const auto& [t, l] : {std::pair{1, 0}, {1, 60}, {17, 3}, {40, 60}}) {
+    CAPTURE(t);
+    CAPTURE(l);
+    const auto x = te::NDArray::random(DType::int8(), {1, t, l + t, 8}, seed++);
+    const auto y = te::NDArray::random(DType::int8(), {2, 3, 50, 20}, seed++);
+    const graph::NamedArray inputs[] = {{"s", x}, {"u", y}};
+    const ne::Binding bindings[] = {{"token", t}, {"last", l}};
+    const auto out = mod.run(dev, inputs, bindings);
+    CHECK(out.at(0) == host::integer_softmax(x, causal));
+    auto clipped = host::integer_softmax(y, plain);
+    for (std::size_t i = 0; i < clipped.size(); ++i)
+      clipped.set_flat(i, std::clamp<std::int64_t>(clipped.data()[i], 5, 90));
+    CHECK(out.at(1) == clipped);
+  }
+}
+
+TEST_CASE("integer softmax placement: what stays on the host says why") {
+  const auto note_of = [](const graph::Expr& x, const graph::Expr& y) {
+    const auto placed = graph::infer_type(graph::function({x}, {y}), graph::Target{});
+    const auto& groups = placed.placement()->groups;
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].device == graph::Device::Host);
+    return groups[0].note;
+  };
+  // the keys along the lanes
+  const auto s = graph::input("s", {2, 40, 16}, DType::int8());
+  CHECK(note_of(s, graph::integer_softmax(s)) ==
+        "VTA's ALU combines the lanes of a tile only one by one, so the keys must be dim -2 (the "
+        "rows) and the last dim the lanes; axis 2 of input 0 (%s) (rank 3) is not (transpose the "
+        "keys to dim -2)");
+  // causal with the queries in the lanes
+  CHECK(note_of(s, graph::integer_softmax(s, {.axis = -2, .causal = true})) ==
+        "the queries of this causal softmax are the last dim (the lanes), whose visible keys "
+        "differ lane by lane; VTA masks the keys of a whole row (put the queries before the "
+        "keys: queries = before)");
+  // symbolic lanes
+  const auto heads = ne::var("heads", 1, 32);
+  const auto h = graph::input("h", {2, 40, heads}, DType::int8());
+  CHECK(note_of(h, graph::integer_softmax(h, {.axis = -2})) ==
+        "the VTA integer_softmax strategy needs a constant lane count (the last dim); input 0 "
+        "(%h) dim 2 is `heads`");
+}
+
+TEST_CASE("integer softmax placement: immediate steps after it join its kernel, operands do not") {
+  const auto u = graph::input("u", {2, 40, 16}, DType::int8());
+  const auto place = [&](const graph::Expr& y) {
+    return graph::infer_type(graph::function({u}, {y}), graph::Target{}).placement()->groups;
+  };
+  const auto relu = place(graph::relu(graph::integer_softmax(u, {.axis = -2})));
+  REQUIRE(relu.size() == 1);
+  CHECK(relu[0].device == graph::Device::Vta);
+  CHECK(relu[0].calls.size() == 2);
+  // an int8 sum does not join (VTA adds operands to an int32 accumulator): its own host step
+  const auto sum = place(graph::add(graph::integer_softmax(u, {.axis = -2}), u));
+  REQUIRE(sum.size() == 2);
+  CHECK(sum[0].device == graph::Device::Vta);
+  CHECK(sum[1].device == graph::Device::Host);
+  // the kernel itself takes no operand step and no int32 result
+  graph::Epilogue residual;
+  residual.add_tensor(DType::int8());
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(vta::Env{}, {.products = 1, .keys = 4, .lanes = 16}, 4, "sm",
+                                  residual),
+      "integer_softmax 'sm': epilogue +tensor#0(int8): VTA applies immediate steps (add, shift, "
+      "max, "
+      "min) to the probabilities; an operand read from DRAM (a bias, a residual) is not",
+      dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(vta::Env{}, {.products = 1, .keys = 4, .lanes = 16}, 4, "sm",
+                                  {.steps = {}, .inputs = {}, .int32_result = true}),
+      "integer_softmax 'sm': epilogue int32 planes: the probabilities are stored as int8; an "
+      "int32 result is not",
+      dlavm::ValueError);
 }

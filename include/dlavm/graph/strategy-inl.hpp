@@ -4,6 +4,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/ops/conv.hpp>
+#include <dlavm/graph/ops/integer_ops.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>
@@ -357,6 +358,78 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   return s;
 }
 
+// The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
+// before the keys its products (the last of them a causal softmax's queries).
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w) {
+  const auto& x = w.args[0].shape;
+  const auto p = integer_softmax_params(w.attrs);
+  ne::Expr products = 1;
+  for (std::size_t k = 0; k + 2 < x.size(); ++k) products = products * x[k];
+  return {.products = ne::simplify(products),
+          .keys = ne::simplify(x[x.size() - 2]),
+          .lanes = constant_of(x.back()),
+          .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
+          .fixed = host::integer_exp_for(p.scale)};
+}
+
+inline AnchorStrategy integer_softmax_strategy() {
+  AnchorStrategy s;
+  s.op = "integer_softmax";
+  s.support = [](const AnchorCall& a, const vta::Env& env,
+                 const Epilogue& e) -> std::optional<std::string> {
+    const auto& x = a.call.type(0);
+    if (x.dtype != env.inp_dtype)
+      return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
+                         x.dtype);
+    if (auto why = check_softmax_epilogue(e)) return why;
+    if (env.batch != 1)
+      return fmt::format(
+          "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "
+          "{} puts {} keys in each",
+          env.batch, env.batch);
+    const auto p = integer_softmax_params(a.call.attrs);
+    const std::size_t rank = x.ndim();
+    const std::size_t axis = a.call.axis("axis", rank);
+    if (rank < 2 || axis + 2 != rank)
+      return fmt::format(
+          "VTA's ALU combines the lanes of a tile only one by one, so the keys must be dim -2 "
+          "(the rows) and the last dim the lanes; axis {} of {} (rank {}) is not (transpose the "
+          "keys to dim -2)",
+          axis, a.call.arg(0), rank);
+    if (p.causal && p.queries != host::CausalQueries::Before)
+      return std::string(
+          "the queries of this causal softmax are the last dim (the lanes), whose visible keys "
+          "differ lane by lane; VTA masks the keys of a whole row (put the queries before the "
+          "keys: queries = before)");
+    if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
+    for (std::size_t k = 0; k + 1 < rank; ++k)
+      require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
+    const auto space = knob_space(env, integer_softmax_shape(workload_of(a, e)));
+    if (!least_cost_point(space))
+      return fmt::format("no chunk of keys fits: with {} keys, {}", space.knobs[0].values.back(),
+                         *space.check(space.point(space.size() - 1)));
+    return std::nullopt;
+  };
+  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
+    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  };
+  s.result_layout = [](const Workload&, const vta::Env& env) {
+    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  };
+  s.space = [](const Workload& w, const vta::Env& env) {
+    return knob_space(env, integer_softmax_shape(w));
+  };
+  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                 const std::string& name) {
+    const auto shape = integer_softmax_shape(w);
+    const std::int64_t chunk = knobs.at("keys");
+    const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
+    return VtaKernel{kernel.schedule(), kernel.args(), fmt::format("keys {}", chunk),
+                     softmax_traffic(env, shape), ne::Expr(0)};
+  };
+  return s;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
@@ -366,6 +439,7 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
+  s.add(detail::integer_softmax_strategy());
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "

@@ -28,6 +28,7 @@
 #include <dlavm/graph/strategy/dense.hpp>
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/strategy/fusion.hpp>
+#include <dlavm/graph/strategy/integer_softmax.hpp>
 #include <dlavm/graph/strategy/pool2d.hpp>
 #include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/schedule/schedule.hpp>
@@ -113,7 +114,8 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, matmul, max_pool2d, avg_pool2d and global_avg_pool2d, the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d and integer_softmax (keys
+// along dim -2: graph/strategy/integer_softmax.hpp), the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();

@@ -5,11 +5,18 @@
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/strategy/integer_softmax.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/int_math.hpp>
+#include <dlavm/ne/ops.hpp>
+#include <dlavm/ne/simplify.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -23,8 +30,8 @@ namespace detail {
 
 class SoftmaxStageWriter;
 
-// A stage of the writer indexed by (key, lane) alone: the block's leading indices are those
-// of the stage being written.
+// A stage of the writer read by (key, lane) alone: its leading indices are a prefix of those of
+// the stage being written (a row of a whole block read by the stages of one of its chunks).
 class BlockTensor {
  public:
   BlockTensor(te::Tensor t, const SoftmaxStageWriter& w) : tensor(std::move(t)), w_(&w) {}
@@ -35,25 +42,29 @@ class BlockTensor {
   const SoftmaxStageWriter* w_;
 };
 
-// Builds the stages, each recorded in `out`, over the blocks of `scores` [lead..., keys, lanes]
-// (every stage has the same leading dims).
+// Builds stages, each recorded in `out`, over blocks of `keys` entries of `lanes` with leading
+// dims `lead` (blocks()); every stage has the leading dims of the blocks it was written for.
 class SoftmaxStageWriter {
  public:
-  SoftmaxStageWriter(const te::Tensor& scores, const std::string& name,
-                     std::vector<te::Tensor>& out)
-      : lead_(scores.shape().begin(), scores.shape().end() - 2),
-        keys_(scores.shape().end()[-2]),
-        lanes_(scores.shape().back()),
-        name_(name),
-        out_(out) {}
+  SoftmaxStageWriter(std::string name, std::vector<te::Tensor>& out)
+      : name_(std::move(name)), out_(out) {}
+
+  // The blocks of the stages written next.
+  void blocks(std::vector<ne::Expr> lead, ne::Expr keys, ne::Expr lanes) {
+    lead_ = std::move(lead);
+    keys_ = std::move(keys);
+    lanes_ = std::move(lanes);
+  }
 
   static te::Expr c(std::int64_t v) { return te::make_const(v, DType::int32()); }
 
   BlockTensor wrap(const te::Tensor& t) const { return {t, *this}; }
 
-  // The element (key, lane) of t in the block of the stage being written.
+  // The element (key, lane) of t in the block of the stage being written (t's leading indices
+  // the first of that stage's).
   te::Expr read(const te::Tensor& t, const ne::Expr& key, const ne::Expr& lane) const {
-    std::vector<ne::Expr> index(at_.begin(), at_.end());
+    const auto lead = static_cast<std::ptrdiff_t>(t.ndim() - 2);
+    std::vector<ne::Expr> index(at_.begin(), at_.begin() + lead);
     index.push_back(key);
     index.push_back(lane);
     return t.read(std::move(index));
@@ -62,11 +73,11 @@ class SoftmaxStageWriter {
   // A [keys, lanes] stage of f(key, lane).
   BlockTensor block(const std::string& what,
                     const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
-    return stage(what, keys_, f);
+    return stage(what, lead_, keys_, f);
   }
   // A [1, lanes] stage of f(lane): one value per row.
   BlockTensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
-    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
+    return stage(what, lead_, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
   }
   // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
   // by halving: each level combines the first half of the entries with the second, one ALU
@@ -76,14 +87,29 @@ class SoftmaxStageWriter {
   // per key.
   BlockTensor reduce(const std::string& what, const BlockTensor& t, bool max) {
     if (const auto n = keys_.as_int()) return halving(what, t, *n, max);
-    return window(what, t, max);
+    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
+    return stage(what, lead_, 1, [&](const ne::Var&, const ne::Var& l) {
+      return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
+    });
+  }
+  // The max or the sum of rows t [lead..., 1, lanes] over the last leading dim (`extent`
+  // blocks): a [lead[:-1]..., 1, lanes] window reduction, one instruction per block.
+  BlockTensor reduce_blocks(const std::string& what, const te::Tensor& t, const ne::Expr& extent,
+                            bool max) {
+    const auto b = te::reduce_axis({0, extent}, fmt::format("{}.{}.b", name_, what));
+    std::vector<ne::Expr> lead(lead_.begin(), lead_.end() - 1);
+    return stage(what, std::move(lead), 1, [&](const ne::Var&, const ne::Var& l) {
+      std::vector<ne::Expr> index(at_.begin(), at_.end());
+      index.insert(index.end(), {b.var(), 0, l});
+      const te::Expr v = t.read(std::move(index));
+      return max ? te::max(v, {b}) : te::sum(v, {b});
+    });
   }
 
  private:
-  // A [rows, lanes] stage of f(key, lane) in every block.
-  BlockTensor stage(const std::string& what, const ne::Expr& rows,
+  // A [rows, lanes] stage of f(key, lane) in every block of `lead`.
+  BlockTensor stage(const std::string& what, std::vector<ne::Expr> shape, const ne::Expr& rows,
                     const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
-    std::vector<ne::Expr> shape = lead_;
     shape.push_back(rows);
     shape.push_back(lanes_);
     return add(te::compute_dynamic(
@@ -92,7 +118,7 @@ class SoftmaxStageWriter {
           at_.assign(i.begin(), i.end() - 2);
           return f(i.end()[-2], i.back());
         },
-        stage_name(what)));
+        fmt::format("{}.{}", name_, what)));
   }
 
   BlockTensor halving(const std::string& what, BlockTensor t, std::int64_t n, bool max) {
@@ -103,40 +129,31 @@ class SoftmaxStageWriter {
       if (!max && n % 2 == 1) odd.emplace_back(t, --n);
       const std::int64_t half = (n + 1) / 2, shift = n - half;
       const BlockTensor cur = t;
-      t = stage(
-          fmt::format("{}.half{}", what, level), half, [&](const ne::Var& k, const ne::Var& l) {
-            return max ? te::max(cur(k, l), cur(k + shift, l)) : cur(k, l) + cur(k + shift, l);
-          });
+      t = stage(fmt::format("{}.half{}", what, level), lead_, half,
+                [&](const ne::Var& k, const ne::Var& l) {
+                  return max ? te::max(cur(k, l), cur(k + shift, l))
+                             : cur(k, l) + cur(k + shift, l);
+                });
       n = half;
     }
     for (std::size_t i = 0; i < odd.size(); ++i) {
       const BlockTensor total = t;
       const auto& [from, at] = odd[i];
-      t = stage(fmt::format("{}.odd{}", what, i + 1), 1,
+      t = stage(fmt::format("{}.odd{}", what, i + 1), lead_, 1,
                 [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); });
     }
     return t;
-  }
-
-  BlockTensor window(const std::string& what, const BlockTensor& t, bool max) {
-    const auto k = te::reduce_axis({0, keys_}, fmt::format("{}.{}.k", name_, what));
-    return stage(what, 1, [&](const ne::Var&, const ne::Var& l) {
-      return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
-    });
   }
 
   BlockTensor add(te::Tensor t) {
     out_.push_back(t);
     return wrap(t);
   }
-  std::string stage_name(const std::string& what) const {
-    return fmt::format("{}.{}", name_, what);
-  }
 
-  std::vector<ne::Expr> lead_;
-  ne::Expr keys_, lanes_;
   std::string name_;
   std::vector<te::Tensor>& out_;
+  std::vector<ne::Expr> lead_;
+  ne::Expr keys_ = 1, lanes_ = 1;
   std::vector<ne::Var> at_;  // the leading indices of the stage being written
 };
 
@@ -144,26 +161,15 @@ inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lan
   return w_->read(tensor, key, lane);
 }
 
-}  // namespace detail
+using V = const ne::Var&;
 
-DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
-                                                         runtime::IntegerExp fixed,
-                                                         const std::string& name) {
-  if (scores.ndim() < 2)
-    raise<ShapeError>(
-        "integer_softmax_stages: scores '{}' have {} dims; they are [lead..., keys, "
-        "lanes]",
-        scores.name(), scores.ndim());
-  IntegerSoftmaxStages st;
-  detail::SoftmaxStageWriter w(scores, name, st.alu);
-  using detail::SoftmaxStageWriter;
+// e of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >>
+// (bits - 7); p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15,
+// 0), 15). `m` the rows' max.
+inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                      const BlockTensor& m, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
-  using V = const ne::Var&;
-  const auto s = w.wrap(scores);
   const std::int64_t bits = fixed.frac_bits;
-
-  // t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >> (bits - 7)
-  const auto m = w.reduce("max", s, true);
   const auto neg_m = w.row("neg_max", [&](V l) { return m(0, l) * c(-1); });
   const auto x = w.block("x", [&](V k, V l) { return s(k, l) + neg_m(0, l); });
   const auto t = w.block("t", [&](V k, V l) { return x(k, l) * c(fixed.multiplier); });
@@ -172,23 +178,26 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   const auto z_up = w.block("z_up", [&](V k, V l) { return z(k, l) << c(bits); });
   const auto frac = w.block("frac", [&](V k, V l) { return t(k, l) + z_up(k, l); });
   const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
-  // p = (((84 r + 21864) r) >> 4) + 2^18
   const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
   const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
   const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
   const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
   const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
   const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
-  // e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
   const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
   const auto e1 = w.block("e1", [&](V k, V l) { return p(k, l) >> z1(k, l); });
   const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
   const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
   const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
-  const auto e = w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
-  // R = floor(127 * 2^23 / sum), one quotient bit at a time from bit 11: bit = (rem >> b) >=
-  // sum, then rem -= (sum * bit) << b (sum << b fits only where the bit is 1)
-  const auto sum = w.reduce("sum", e, false);
+  return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
+}
+
+// R = floor(127 * 2^23 / sum) of every row, as its two 6-bit halves (high, low): one quotient
+// bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b (sum << b
+// fits only where the bit is 1).
+inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter& w,
+                                                             const BlockTensor& sum) {
+  const auto c = SoftmaxStageWriter::c;
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
   auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
   auto q = w.row("q", [&](V) { return c(0); });
@@ -207,19 +216,265 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
     const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
     rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
   }
-  // y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6))
   const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
   const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
   const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
   const auto rl = w.row("r_lo", [&](V l) { return q(0, l) + rh_neg(0, l); });
+  return {rh, rl};
+}
+
+// y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6)).
+inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& e,
+                                      const std::pair<BlockTensor, BlockTensor>& reciprocal) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto& [rh, rl] = reciprocal;
   const auto eh = w.block("e_hi", [&](V k, V l) { return e(k, l) * rh(0, l); });
   const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
   const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
   const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
   const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
   const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
-  st.result = w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); }).tensor;
+  return w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
+}
+
+}  // namespace detail
+
+DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
+                                                         runtime::IntegerExp fixed,
+                                                         const std::string& name) {
+  if (scores.ndim() < 2)
+    raise<ShapeError>(
+        "integer_softmax_stages: scores '{}' have {} dims; they are [lead..., keys, "
+        "lanes]",
+        scores.name(), scores.ndim());
+  IntegerSoftmaxStages st;
+  detail::SoftmaxStageWriter w(name, st.alu);
+  const auto& shape = scores.shape();
+  w.blocks({shape.begin(), shape.end() - 2}, shape.end()[-2], shape.back());
+  const auto s = w.wrap(scores);
+  const auto m = w.reduce("max", s, true);
+  const auto e = detail::exponential_stages(w, s, m, fixed);
+  const auto reciprocal = detail::reciprocal_stages(w, w.reduce("sum", e, false));
+  st.result = detail::probability_stages(w, e, reciprocal).tensor;
   return st;
+}
+
+DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
+                                                        const IntegerSoftmaxShape& shape,
+                                                        std::int64_t chunk, const std::string& name,
+                                                        const Epilogue& epilogue)
+    : env_(env), chunk_(chunk) {
+  if (auto why = check_softmax_epilogue(epilogue))
+    raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
+  if (auto why = check_chunk(env, shape, chunk))
+    raise<ScheduleError>("integer_softmax '{}': a chunk of {} keys: {}", name, chunk, *why);
+  if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
+    raise<ShapeError>(
+        "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
+        "keys as queries",
+        name, shape.keys, shape.queries);
+  using detail::SoftmaxStageWriter;
+  const ne::Expr& products = shape.products;
+  const ne::Expr& keys = shape.keys;
+  const ne::Expr tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  const ne::Expr chunks = ne::simplify(ne::ceildiv(keys, chunk));
+  const ne::Expr lanes = env.block_out;
+  data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
+                          name + "_s");
+  // the keys query `p` sees: all N, or N - M + q + 1 (q = p: the products are the queries)
+  const auto visible = [&](const ne::Var& p) -> ne::Expr {
+    if (!shape.queries.defined() || ne::can_prove(shape.queries <= 1)) return keys;
+    const ne::Expr q = ne::can_prove(ne::simplify(products - shape.queries) == 0)
+                           ? ne::Expr(p)
+                           : ne::floormod(p, shape.queries);
+    return ne::simplify(keys - shape.queries + q + 1);
+  };
+  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
+  const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
+                         const ne::Var& l) {
+    return te::select(key < visible(p), te::cast(env.acc_dtype, data_.read({p, key, t, 0, l})),
+                      te::make_const(-32768, env.acc_dtype));
+  };
+  // a pass's load of one chunk: [products, tiles, chunks, chunk, lanes]
+  const auto load = [&](const std::string& what) {
+    return te::compute_dynamic(
+        {products, tiles, chunks, chunk, lanes},
+        [&](std::span<const ne::Var> i) { return score(i[0], i[2] * chunk + i[3], i[1], i[4]); },
+        fmt::format("{}.{}", name, what));
+  };
+
+  // pass 1: the max of each chunk, then of the block
+  SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
+  max_pass.blocks({products, tiles, chunks}, chunk, lanes);
+  const auto s1 = load("max.s");
+  max_chunk_.insert(max_chunk_.begin(), s1);
+  const auto chunk_max = max_pass.reduce("chunk", max_pass.wrap(s1), true);
+  max_rows_ = chunk_max.tensor;
+  max_chunk_.pop_back();
+  SoftmaxStageWriter rows(name, rows_);
+  rows.blocks({products, tiles, chunks}, 1, lanes);
+  const auto m = rows.reduce_blocks("max", max_rows_, chunks, true);
+
+  // pass 2: the sum of each chunk's exponentials, then of the block's
+  SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
+  sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
+  const auto s2 = load("sum.s");
+  sum_chunk_.insert(sum_chunk_.begin(), s2);
+  const auto e2 =
+      detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
+  sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
+  sum_chunk_.pop_back();
+  const auto total = rows.reduce_blocks("sum", sum_rows_, chunks, false);
+  rows.blocks({products, tiles}, 1, lanes);
+  const auto reciprocal = detail::reciprocal_stages(rows, total);
+
+  // pass 3: the probabilities of each chunk, keys flat ([products, tiles, keys, lanes]) so that
+  // the stored result reads them by key
+  SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
+  out_pass.blocks({products, tiles}, keys, lanes);
+  const auto s3 = te::compute_dynamic(
+      {products, tiles, keys, lanes},
+      [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s");
+  out_chunk_.insert(out_chunk_.begin(), s3);
+  const auto e3 =
+      detail::exponential_stages(out_pass, out_pass.wrap(s3), out_pass.wrap(m.tensor), shape.fixed);
+  auto y = detail::probability_stages(
+      out_pass, e3,
+      {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
+  // the epilogue's immediate steps, each an ALU pass over the chunk
+  for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
+    const auto step = epilogue.steps[i];
+    const auto imm = SoftmaxStageWriter::c(step.imm);
+    const auto prev = y;
+    y = out_pass.block(fmt::format("step{}", i + 1), [&](const ne::Var& k, const ne::Var& l) {
+      const te::Expr v = prev(k, l);
+      switch (step.kind) {
+        case EpilogueStep::Kind::Add:
+          return v + imm;
+        case EpilogueStep::Kind::Shr:
+          return v >> imm;
+        case EpilogueStep::Kind::Max:
+          return te::max(v, imm);
+        default:
+          return te::min(v, imm);  // Min: check_softmax_epilogue took no other kind
+      }
+    });
+  }
+  res_ = te::compute_dynamic(
+      {products, keys, tiles, env.batch, env.block_out},
+      [&](std::span<const ne::Var> i) {
+        return te::cast(env.out_dtype, y.tensor.read({i[0], i[2], i[1], i[4]}));
+      },
+      name + "_res");
+}
+
+DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
+  auto s = te::create_schedule(res_);
+  const auto axes = s[res_].node()->root;  // product, key, tile, batch, lane
+  auto [c, k] = s[res_].split(axes[1], chunk_);
+  s[res_].reorder({axes[0], axes[2], c, k, axes[3], axes[4]});
+  const te::IterVar block = axes[2];
+  const auto on_alu = [&](const te::Tensor& t, std::size_t axis) {
+    s[t].set_scope(env_.acc_scope);
+    s[t].pragma(s[t].axis(axis), env_.alu);
+  };
+  // the chunk stages of passes 1 and 2 at their chunk row's chunk axis, the load first (a copy)
+  for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
+    s[rows].compute_at(s[res_], block);
+    on_alu(rows, 3);
+    for (const auto& t : *stages) {
+      s[t].compute_at(s[rows], s[rows].axis(2));
+      if (t == stages->front()) {
+        s[t].set_scope(env_.acc_scope);
+        s[t].pragma(s[t].axis(0), env_.dma_copy);
+      } else {
+        on_alu(t, 0);
+      }
+    }
+  }
+  for (const auto& t : rows_) {
+    s[t].compute_at(s[res_], block);
+    on_alu(t, 0);
+  }
+  for (const auto& t : out_chunk_) {
+    s[t].compute_at(s[res_], c);
+    if (t == out_chunk_.front()) {
+      s[t].set_scope(env_.acc_scope);
+      s[t].pragma(s[t].axis(0), env_.dma_copy);
+    } else {
+      on_alu(t, 0);
+    }
+  }
+  s[res_].pragma(k, env_.dma_copy);
+  return s;
+}
+
+DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
+  if (epilogue.int32_result)
+    return std::string("the probabilities are stored as int8; an int32 result is not");
+  for (const auto& step : epilogue.steps)
+    if (step.kind == EpilogueStep::Kind::AddChannel || step.kind == EpilogueStep::Kind::AddTensor)
+      return std::string(
+          "VTA applies immediate steps (add, shift, max, min) to the probabilities; an operand "
+          "read from DRAM (a bias, a residual) is not");
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
+                                                    const IntegerSoftmaxShape& shape,
+                                                    std::int64_t chunk) {
+  if (chunk < 2 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
+    return fmt::format("a chunk of {} keys is not a power of two of at least 2", chunk);
+  return check_footprint(env.config, footprint(env, shape, chunk));
+}
+
+namespace detail {
+
+// The chunks of the keys' maximum.
+inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
+                                     std::int64_t chunk) {
+  // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
+  // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
+  // Inside, the largest pass is the third: the load and five more chunk buffers (the others
+  // computed in place, tir::reuse_inplace) and three rows.
+  constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
+  SramFootprint f;
+  f.acc =
+      2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  return f;
+}
+
+DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  std::vector<std::int64_t> chunks;
+  const auto most = std::bit_ceil(
+      static_cast<std::uint64_t>(std::max<std::int64_t>(ne::bounds(shape.keys).max, 2)));
+  for (std::uint64_t c = 2; c <= most; c *= 2) chunks.push_back(static_cast<std::int64_t>(c));
+  KnobSpace space;
+  space.knobs = {{"keys", std::move(chunks)}};
+  space.check = [env, shape](std::span<const std::int64_t> v) {
+    return check_chunk(env, shape, v[0]);
+  };
+  // Per chunk about 50 instructions besides the two halvings' log2(chunk) levels each (8 cycles
+  // of overhead apiece), and about 45 ALU tile operations per key of the chunk (2 cycles each):
+  // fewer, larger chunks win until the last one pads too many keys.
+  space.estimate = [shape](std::span<const std::int64_t> v) {
+    const auto chunk = v[0];
+    const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
+    const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
+    return chunks * ((50.0 + 2.0 * levels) * 8.0 + 45.0 * 2.0 * static_cast<double>(chunk));
+  };
+  return space;
+}
+
+DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  const std::int64_t tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  return ne::simplify(shape.products * shape.keys * (4 * tiles * env.batch * env.block_out));
 }
 
 }  // namespace dlavm::graph

@@ -17,17 +17,32 @@
 // instruction per level over the entries that remain (its micro-ops write distinct entries, so
 // no micro-op reads an entry the one before it wrote); over a symbolic number they are window
 // reductions, one instruction per key.
-// No masking: every key of the block counts (a causal block leaves this to the caller).
+// integer_softmax_stages normalizes whole blocks, every key counted; IntegerSoftmaxKernel, the
+// graph strategy's kernel, runs the same stages over chunks of a block's keys, masking keys.
 //
 //   auto st = graph::integer_softmax_stages(scores, host::integer_exp_for(0.125), "sm");
 //   // a [blocks, keys, lanes] scores: s[t].compute_at(s[res], block_axis) for each stage
 //   for (const auto& t : st.alu) { s[t].set_scope(env.acc_scope); s[t].pragma(...); }
+//
+//   graph::IntegerSoftmaxKernel k(env, {.products = token, .keys = n, .lanes = 8,
+//                                       .queries = token, .fixed = host::integer_exp_for(0.125)},
+//                                 256, "sm");
+//   auto s = k.schedule();
+//   auto prog = vta::build(s, k.args(), env, "sm");
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/graph/strategy/epilogue.hpp>
+#include <dlavm/graph/strategy/sram.hpp>
+#include <dlavm/graph/strategy/workload.hpp>
+#include <dlavm/ne/expr.hpp>
 #include <dlavm/runtime/kernels.hpp>
+#include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
+#include <dlavm/vta/lower/env.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +59,62 @@ struct IntegerSoftmaxStages {
 // Their tensors' names start with `name`. ShapeError for scores of rank below 2.
 IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::IntegerExp fixed,
                                             const std::string& name);
+
+// The VTA kernel of a graph integer_softmax whose keys are the rows of a BatchedMatrix value
+// [B..., N, C] (packed [prod(B), N, C/BO, 1, BO]): every product and lane tile a block of N
+// keys, normalized lane by lane, in chunks of `chunk` keys so that any N fits the accumulator.
+// Three passes over a block's chunks, each loading them again:
+//   1. the max: each chunk halved to one row, then one ALU max per chunk;
+//   2. the sum of the exponentials, likewise (one ALU add per chunk);
+//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored.
+// Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
+// index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
+// padded copy (an ALU fill and a clipped load), no mask in DRAM.
+struct IntegerSoftmaxShape {
+  ne::Expr products = 1;   // prod(B): may be symbolic
+  ne::Expr keys = 1;       // N: may be symbolic
+  std::int64_t lanes = 1;  // C
+  ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
+  runtime::IntegerExp fixed{};
+};
+
+class IntegerSoftmaxKernel {
+ public:
+  // `chunk`: keys per step of a pass, a power of two of at least 2 (check_chunk). `epilogue`:
+  // immediate steps (add, shift, max, min) applied to the probabilities before the int8 store;
+  // ValueError for an operand step or an int32 result.
+  IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
+                       const std::string& name, const Epilogue& epilogue = {});
+  // The scores and the probabilities, both int8 in the packed layout.
+  std::vector<te::Tensor> args() const { return {data_, res_}; }
+  te::Schedule schedule() const;
+
+ private:
+  vta::Env env_;
+  std::int64_t chunk_;
+  te::Tensor data_, res_;
+  // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
+  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
+  std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
+  te::Tensor max_rows_, sum_rows_;
+};
+
+// Why the kernel cannot apply `epilogue`, or nullopt: an operand step (a bias, a residual) or
+// an int32 result.
+std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
+// Why `chunk` cannot run `shape`, or nullopt: not a power of two of at least 2, or a pass's
+// buffers that do not fit the accumulator (footprint).
+std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                       std::int64_t chunk);
+// The accumulator entries the kernel allocates: the rows of a block, and the largest pass's
+// buffers for one chunk. Exact where the keys' maximum is at least a chunk (the lowering then
+// allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
+SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
+// One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up);
+// the estimate counts ALU instructions and tiles, so the largest chunk that fits wins.
+KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
+// DRAM bytes the kernel moves: the scores three times, the probabilities once.
+ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 
 }  // namespace dlavm::graph
 
