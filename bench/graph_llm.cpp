@@ -18,13 +18,15 @@ namespace te = dlavm::te;
 namespace vta = dlavm::vta;
 using dlavm::DType;
 
+// range 0: the softmax (models::attention::Softmax: float32 on the host, integers on VTA)
 void BM_BuildLlmLayer(benchmark::State& state) {
-  const models::LlmLayer net;
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::attention::Softmax>(state.range(0)));
   const graph::Target target;
   const auto fn = net.function();
   for (auto _ : state) benchmark::DoNotOptimize(graph::build(fn, target, {.name = "llm_layer"}));
 }
-BENCHMARK(BM_BuildLlmLayer)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BuildLlmLayer)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // Instantiates the streams of the VTA steps `which` takes, at fixed DRAM addresses; returns
 // their instructions.
@@ -43,9 +45,10 @@ std::size_t instantiate(const graph::Module& mod, std::span<const dlavm::ne::Bin
 }
 
 // Every VTA step's stream for (token, last_token): what a run does before its first step when
-// every dim is new.
+// every dim is new. Range 2: the softmax (1: integers, on VTA).
 void BM_InstantiateLlmLayer(benchmark::State& state) {
-  const models::LlmLayer net;
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::attention::Softmax>(state.range(2)));
   const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_layer"});
   const dlavm::ne::Binding bindings[] = {{"token", state.range(0)}, {"last_token", state.range(1)}};
   std::size_t insns = 0;
@@ -53,11 +56,14 @@ void BM_InstantiateLlmLayer(benchmark::State& state) {
   state.counters["instructions"] = static_cast<double>(insns);
 }
 BENCHMARK(BM_InstantiateLlmLayer)
-    ->Args({1, 0})
-    ->Args({1, 17})
-    ->Args({1, 2047})
-    ->Args({17, 0})
-    ->Args({2048, 0})
+    ->Args({1, 0, 0})
+    ->Args({1, 17, 0})
+    ->Args({1, 2047, 0})
+    ->Args({17, 0, 0})
+    ->Args({2048, 0, 0})
+    ->Args({1, 0, 1})
+    ->Args({1, 2047, 1})
+    ->Args({17, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 
 // What a decode step instantiates when its new position starts a new tile of keys: the two
@@ -74,10 +80,14 @@ void BM_InstantiateDecodeMatmuls(benchmark::State& state) {
 }
 BENCHMARK(BM_InstantiateDecodeMatmuls)->Arg(16)->Arg(256)->Arg(2047)->Unit(benchmark::kMicrosecond);
 
-// One decode step after last_token cached positions. The DRAM minimum: the constants VTA reads
-// (packed weights and biases) once, and the keys and values of every position once.
+// One decode step after last_token cached positions (range 0), the softmax in float32 on the
+// host or in integers on VTA (range 1: models::attention::Softmax). The DRAM minimum: the
+// constants VTA reads (packed weights and biases) once, and the keys and values of every
+// position once (the integer softmax adds its own traffic: the scores read three times, the
+// probabilities written, counted apart as softmax_dram_bytes).
 void BM_DecodeStepLlmLayer(benchmark::State& state) {
-  const models::LlmLayer net;
+  const auto softmax = static_cast<models::attention::Softmax>(state.range(1));
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, softmax);
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const std::int64_t last = state.range(0);
@@ -101,35 +111,54 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
     if (s.kind == graph::ModuleStep::Kind::Vta)
       for (const auto in : s.inputs)
         if (mod.values()[in].constant) minimum += mod.values()[in].storage.bytes;
-  std::uint64_t data = 0, cycles = 0;
-  for (std::size_t i = 0; i < mod.steps().size(); ++i)
-    if (mod.steps()[i].kind == graph::ModuleStep::Kind::Vta) {
-      data += mod.last_run().steps[i].data_bytes;
-      cycles += mod.last_run().steps[i].cycles;
-    }
-  state.counters["vta_cycles"] = static_cast<double>(cycles);
+  std::uint64_t data = 0, cycles = 0, softmax_data = 0, softmax_cycles = 0;
+  for (std::size_t i = 0; i < mod.steps().size(); ++i) {
+    const auto& s = mod.steps()[i];
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& r = mod.last_run().steps[i];
+    const bool is_softmax = s.workload.op == "integer_softmax";
+    (is_softmax ? softmax_data : data) += r.data_bytes;
+    (is_softmax ? softmax_cycles : cycles) += r.cycles;
+  }
+  state.counters["vta_cycles"] = static_cast<double>(cycles + softmax_cycles);
   state.counters["dram_bytes"] = static_cast<double>(data);
   state.counters["dram_vs_minimum"] = static_cast<double>(data) / static_cast<double>(minimum);
+  if (softmax == models::attention::Softmax::Integer) {
+    state.counters["softmax_cycles"] = static_cast<double>(softmax_cycles);
+    state.counters["softmax_dram_bytes"] = static_cast<double>(softmax_data);
+  }
 }
-BENCHMARK(BM_DecodeStepLlmLayer)->Arg(0)->Arg(17)->Arg(2047)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeStepLlmLayer)
+    ->ArgsProduct({{0, 17, 2047}, {0, 1}})
+    ->ArgNames({"last_token", "integer_softmax"})
+    ->Unit(benchmark::kMillisecond);
 
 // A prefill of 2048 tokens on the simulator (one run): the least share of its roofline bound
-// over the VTA matmuls (Q.K^T, probabilities.V) and over all VTA steps.
+// over the VTA matmuls (Q.K^T, probabilities.V) and over all VTA steps. Range 0: the softmax
+// (1: integers, on VTA; its cycles counted apart as softmax_cycles).
 void BM_PrefillLlmLayer(benchmark::State& state) {
-  const models::LlmLayer net;
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::attention::Softmax>(state.range(0)));
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const auto x = te::NDArray::random(DType::int8(), {1, 2048, 512}, 5);
   vta::SimDevice dev(target.env.config);
+  // the integer softmax's step alone runs about 2^28 ALU micro-ops: 2048 queries x 2048 keys
+  dev.set_work_budget(std::uint64_t{1} << 32);
   for (auto _ : state) {
     mod.reset_state();
     benchmark::DoNotOptimize(mod.run(dev, {{"x", x}}, {{"token", 2048}}));
   }
   double matmul = 1, all = 1;
+  std::uint64_t softmax_cycles = 0;
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& s = mod.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
     const auto& r = mod.last_run().steps[i];
+    if (s.workload.op == "integer_softmax") {
+      softmax_cycles += r.cycles;
+      continue;  // ALU-bound: no GEMM roofline
+    }
     const double share = static_cast<double>(r.roofline_cycles) / static_cast<double>(r.cycles);
     all = std::min(all, share);
     if (s.op.starts_with("matmul")) matmul = std::min(matmul, share);
@@ -137,7 +166,8 @@ void BM_PrefillLlmLayer(benchmark::State& state) {
   state.counters["matmul_roofline_min"] = matmul;
   state.counters["vta_roofline_min"] = all;
   state.counters["vta_cycles"] = static_cast<double>(mod.last_run().vta_cycles);
+  if (softmax_cycles > 0) state.counters["softmax_cycles"] = static_cast<double>(softmax_cycles);
 }
-BENCHMARK(BM_PrefillLlmLayer)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_PrefillLlmLayer)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace

@@ -5,8 +5,9 @@
 // the attention matmuls (over last_token + token positions) run on VTA; the layer norms and the
 // softmax run in float32 on the host. Every run is checked against the host reference end to
 // end and layer by layer (the reference takes the cache as it was before the run). Last, the
-// same layer with the integer-only softmax (models::attention::Softmax::Integer) runs a prefill
-// and decode steps next to the float32 one: how far its probabilities and outputs move.
+// same layer with the integer-only softmax (models::attention::Softmax::Integer, on VTA's ALU)
+// runs a prefill and decode steps next to the float32 one: how far its probabilities and
+// outputs move.
 //   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR]
 //     --prefill: the prefill lengths (default 1 17 2048); --decode: decode steps after each
 //     prefill that leaves room (default 3)
@@ -55,6 +56,16 @@ bool compare_softmax(dlavm::graph::Module& float_mod, const dlavm::graph::Target
     };
     count(mod.value_of("probs"), float_mod.value_of("probs"), probs, probs_differ, probs_max);
     count(mod.value_of("down"), want, outs, outs_differ, outs_max);  // the layer's output
+  }
+  // where the softmax ran: the VTA step of the last decode step
+  for (std::size_t i = 0; i < mod.steps().size(); ++i) {
+    const auto& s = mod.steps()[i];
+    if (s.kind != graph::ModuleStep::Kind::Vta || s.workload.op != "integer_softmax") continue;
+    const auto& r = mod.last_run().steps[i];
+    fmt::print(
+        "\nthe integer softmax runs on VTA's ALU ({}: {} per chunk): {} instructions, {} "
+        "cycles at the last decode step ({} positions)\n",
+        s.label, s.tiling, r.instructions, r.cycles, 17 + 3);
   }
   fmt::print(
       "\nthe integer-only softmax against the float32 one (a prefill of 17 tokens, 3 decode "

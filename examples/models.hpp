@@ -152,29 +152,43 @@ inline graph::Expr merge_heads(graph::Expr x, std::int64_t d_model) {
                         {.newshape = {0, 0, d_model}});
 }
 
-// How attention's softmax computes: in float32 (dequantized from the int8 scores, quantized
-// back to int8 probabilities, each step exact), or in integers only (graph::integer_softmax,
-// I-BERT's shift-and-polynomial exponential: the same int8 in and out, no float step).
+// How attention's softmax computes: in float32 on the host (dequantized from the int8 scores,
+// quantized back to int8 probabilities, each step exact), or in integers only on VTA's ALU
+// (graph::integer_softmax, I-BERT's shift-and-polynomial exponential: the same int8 in and out,
+// no float step).
 enum class Softmax : std::uint8_t { Float, Integer };
+
+// The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
+// the lanes of a tile only one by one, so the keys go to dim -2 (the accumulator's rows) and the
+// heads to the last dim (the lanes), with the queries before the keys, where a query's visible
+// keys are a bound on the rows; then back.
+inline graph::Expr integer_probabilities(graph::Expr scores) {
+  auto by_key = graph::transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
+  auto p = graph::integer_softmax(by_key, {.axis = -2,
+                                           .scale = kScoreScale,
+                                           .causal = true,
+                                           .queries = dlavm::host::CausalQueries::Before});
+  return graph::transpose(p, {.perm = {0, 3, 1, 2}});
+}
 
 // Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
 // (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
-// softmax on the host (`softmax`: in float32 between exact dequantize and quantize steps, or in
-// integers); the weighted sum of the values on VTA.
+// softmax (`softmax`: in float32 on the host between exact dequantize and quantize steps, or in
+// integers on VTA); the weighted sum of the values on VTA.
 inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values,
                           Softmax softmax = Softmax::Float) {
   auto scores = graph::named(
       graph::requantize(graph::matmul(std::move(q), graph::transpose(keys, {.perm = {0, 1, 3, 2}})),
                         {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
       "scores");
-  auto probs = graph::named(
-      softmax == Softmax::Integer
-          ? graph::integer_softmax(scores, {.axis = -1, .scale = kScoreScale, .causal = true})
-          : graph::quantize_linear(
-                graph::softmax(graph::causal_mask(graph::dequantize_linear(
-                    scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
-                scalar("prob_scale", kProbScale), zero("prob_zero")),
-      "probs");
+  auto probs =
+      graph::named(softmax == Softmax::Integer
+                       ? integer_probabilities(scores)
+                       : graph::quantize_linear(
+                             graph::softmax(graph::causal_mask(graph::dequantize_linear(
+                                 scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
+                             scalar("prob_scale", kProbScale), zero("prob_zero")),
+                   "probs");
   return graph::requantize(graph::matmul(probs, std::move(values)),
                            {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
 }
@@ -184,9 +198,9 @@ inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values,
 // One causal self-attention block in int8 over a symbolic token count (1 to `max_tokens`):
 // x [1, token, d_model] -> Q, K, V projections (dense + bias + requantize, on VTA) -> `heads`
 // heads -> attention::attend (Q.K^T and probabilities.V as batched matmuls on VTA, the
-// softmax on the host) -> heads merged -> the output projection (on VTA). The host steps
-// between the VTA ones reorder the heads (reshape, transpose) and pack the right operand of
-// each matmul into VTA's weight layout.
+// softmax on the host, or with Softmax::Integer on VTA) -> heads merged -> the output projection
+// (on VTA). The host steps between the VTA ones reorder the heads (reshape, transpose) and pack the
+// right operand of each matmul into VTA's weight layout.
 class Attention {
  public:
   explicit Attention(std::int64_t d_model = 512, std::int64_t heads = 8,

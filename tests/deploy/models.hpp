@@ -71,9 +71,16 @@ inline graph::Function float_ops() {
   auto q =
       graph::quantize_linear(f, graph::constant("qs", te::NDArray::from_floats({}, {1.0f / 127})),
                              graph::constant("qz", te::NDArray(DType::int8(), {})));
-  return graph::function({x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f,
-                               graph::integer_softmax(x, {.axis = -1, .causal = true}),
-                               graph::integer_softmax(x, {.axis = 0, .scale = 0.05})});
+  return graph::function(
+      {x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f,
+            graph::integer_softmax(x, {.axis = -1, .causal = true}),
+            graph::integer_softmax(x, {.axis = 0, .scale = 0.05}),
+            // on the host, the queries the last dim
+            graph::integer_softmax(graph::transpose(x, {.perm = {0, 2, 1}}),
+                                   {.axis = -2, .causal = true}),
+            // on VTA, the queries before the keys
+            graph::integer_softmax(
+                x, {.axis = -2, .causal = true, .queries = dlavm::host::CausalQueries::Before})});
 }
 
 inline std::vector<Case> cases() {
@@ -95,6 +102,13 @@ inline std::vector<Case> cases() {
                  {},
                  "token",
                  {5, 1, 1, 3, 1, 16, 1}});
+  // the same with the integer softmax on VTA's ALU
+  out.push_back(
+      {"llm_layer_int",
+       models::LlmLayer(64, 4, 128, 32, 32, 21, models::attention::Softmax::Integer).function(),
+       {},
+       "token",
+       {5, 1, 1, 3, 1, 16, 1}});
   random_graphs::Rng rng{std::mt19937_64(77)};
   for (int k = 0; k < 6; ++k) {
     auto net = random_graphs::random_network(rng, static_cast<std::uint64_t>(k));

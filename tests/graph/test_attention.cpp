@@ -350,13 +350,16 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_int"});
   auto float_mod = graph::build(float_net.function(), target, {.name = "llm_float"});
-  // the softmax is one host step, int8 in and out: no dequantize, mask or quantize steps
-  std::int64_t softmax_steps = 0, float_steps = 0;
+  // the softmax is one VTA step, int8 in and out: no dequantize, mask or quantize steps, and
+  // no host softmax
+  std::int64_t softmax_steps = 0, host_softmax = 0, float_steps = 0;
   for (const auto& s : mod.steps()) {
-    softmax_steps += s.op == "integer_softmax";
+    softmax_steps += s.kind == graph::ModuleStep::Kind::Vta && s.workload.op == "integer_softmax";
+    host_softmax += s.kind == graph::ModuleStep::Kind::Host && s.op == "integer_softmax";
     float_steps += s.op == "softmax" || s.op == "causal_mask" || s.op == "quantize_linear";
   }
   CHECK(softmax_steps == 1);
+  CHECK(host_softmax == 0);
   CHECK(float_steps == 2);  // the two layer norms' quantize_linear
   vta::SimDevice dev(target.env.config);
   LlmReference ref{constants_of(net.function()), 4, A::Softmax::Integer};
