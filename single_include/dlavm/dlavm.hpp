@@ -12018,7 +12018,8 @@ class Lowerer {
   }
 
   // The region of an attached stage: what its consumers read while the loops inside its
-  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape.
+  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape unless it
+  // provably stays inside.
   void infer_region(const StageNode& st, StagePlan& plan) {
     std::unordered_set<std::uint64_t> fixed;
     for (const auto& v : plan.enclosing) fixed.insert(v.id());
@@ -12069,9 +12070,10 @@ class Lowerer {
       raise<ScheduleError>("stage '{}' is attached but nothing computed reads it", st.name());
     for (std::size_t k = 0; k < ndim; ++k) {
       const auto& dim = st.op->shape[k];
-      // Clipped only where the region can leave the tensor for some value of the loops: one
-      // index i of a symbolic dim n keeps the extent 1, not min(i, n - 1) - i + 1, which is 1
-      // only knowing i < n (and which a copy nest would keep as a loop of its own).
+      // Clipped unless the region provably stays inside the tensor with every loop swept over
+      // its whole range: one index i of a symbolic dim n keeps the extent 1, not
+      // min(i, n - 1) - i + 1, which is 1 only knowing i < n (and which a copy nest would keep
+      // as a loop of its own).
       const bool inside_lo = ne::can_prove(sweep_until_fixed(region[k].lo, every, {}).lo >= 0);
       const bool inside_hi =
           ne::can_prove(sweep_until_fixed(region[k].hi, every, {}).hi <= dim - 1);
@@ -22136,10 +22138,12 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
 // arithmetic step by step: runtime/kernels.hpp).
 //
-//   integer_softmax(s int8, axis = -1, scale = 0.125, causal = false) -> int8, s's shape
+//   integer_softmax(s int8, axis = -1, scale = 0.125, causal = false, queries = "other")
+//       -> int8, s's shape
 //       probabilities in units of 1/127; at most 8191 keys along axis (its maximum, for a
-//       symbolic dim); causal: axis one of the last two dims, the other the queries, and the
-//       keys provably at least as many as the queries
+//       symbolic dim); causal: the keys provably at least as many as the queries, which are
+//       the other of the last two dims ("other", axis one of them) or the dim before the keys
+//       ("before", any axis but the first)
 //
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 
@@ -22177,6 +22181,7 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace dlavm::host {
@@ -22206,6 +22211,19 @@ constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t r
                                                  CausalQueries where = CausalQueries::Other) {
   if (where == CausalQueries::Before) return axis - 1;
   return axis + 1 == rank ? rank - 2 : rank - 1;
+}
+// Where runtime::integer_softmax finds a causal softmax's query index: the dim of the queries
+// and whether it is the inner index (the queries after the keys); nullopt when not causal. The
+// axis must be valid for p.queries (integer_softmax_causal_axis_error).
+struct CausalQueryDim {
+  std::size_t axis;
+  bool inner;
+};
+constexpr std::optional<CausalQueryDim> integer_softmax_causal_queries(
+    const IntegerSoftmaxParams& p, std::size_t axis, std::size_t rank) {
+  if (!p.causal) return std::nullopt;
+  const std::size_t q = integer_softmax_query_axis(axis, rank, p.queries);
+  return CausalQueryDim{q, q > axis};
 }
 // Why a causal softmax cannot put its keys along `axis` of a rank-`rank` value with its queries
 // `where`, or nullptr.
@@ -22276,14 +22294,13 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
                       split.extent, axis, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   std::int64_t queries = 0;
-  bool query_inner = false;
-  if (p.causal) {
-    if (const char* why = integer_softmax_causal_axis_error(axis, shape.size(), p.queries))
-      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
-                        detail::shape_str(shape), why);
-    const std::size_t query_axis = integer_softmax_query_axis(axis, shape.size(), p.queries);
-    queries = shape[query_axis];
-    query_inner = query_axis > axis;
+  if (const char* why =
+          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                      detail::shape_str(shape), why);
+  const auto query = integer_softmax_causal_queries(p, axis, shape.size());
+  if (query) {
+    queries = shape[query->axis];
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
@@ -22293,7 +22310,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   te::NDArray y(s.dtype(), shape);
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries, query_inner);
+                           fixed, queries, query && query->inner);
   return y;
 }
 
@@ -24439,6 +24456,10 @@ struct EpilogueStages {
                                   std::int64_t channel_tiles, int vthreads);
 };
 
+// x op imm for an immediate step (add, shift right, max, min): the element-wise operation the
+// ALU applies; ValueError for a step that reads an operand.
+te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step);
+
 // A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
 // (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
 te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
@@ -24586,6 +24607,25 @@ DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::
   s[acc].tensorize(gemm_at, env.gemm);
 }
 
+DLAVM_INLINE te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step) {
+  using K = EpilogueStep::Kind;
+  switch (step.kind) {
+    case K::Add:
+      return x + step.imm;
+    case K::Shr:
+      return x >> step.imm;
+    case K::Max:
+      return te::max(x, te::make_const(step.imm, x.dtype()));
+    case K::Min:
+      return te::min(x, te::make_const(step.imm, x.dtype()));
+    case K::AddChannel:
+    case K::AddTensor:
+      break;
+  }
+  raise<ValueError>("apply_immediate: epilogue step {} reads an operand, not an immediate",
+                    static_cast<int>(step.kind));
+}
+
 namespace detail {
 
 // acc(i...) op operand, one ALU stage.
@@ -24599,13 +24639,10 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
         const te::Expr x = prev.read(idx);
         switch (step.kind) {
           case K::Add:
-            return x + step.imm;
           case K::Shr:
-            return x >> step.imm;
           case K::Max:
-            return te::max(x, te::make_const(step.imm, x.dtype()));
           case K::Min:
-            return te::min(x, te::make_const(step.imm, x.dtype()));
+            return apply_immediate(x, step);
           case K::AddChannel: {
             const std::size_t r = idx.size();
             return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
@@ -27676,13 +27713,13 @@ class Emitter {
       const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
       std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      const std::size_t query_axis = host::integer_softmax_query_axis(axis, xs.size(), p.queries);
-      const ne::Expr queries = p.causal ? xs[query_axis] : ne::Expr(0);
+      const auto query = host::integer_softmax_causal_queries(p, axis, xs.size());
+      const ne::Expr queries = query ? xs[query->axis] : ne::Expr(0);
       return fmt::format(
           "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
           "{}}}, {}, {});",
           in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
-          expr(queries), p.causal && query_axis > axis);
+          expr(queries), query && query->inner);
     }
     if (op == "relu")
       return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));
@@ -29273,7 +29310,6 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -29516,6 +29552,20 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   return st;
 }
 
+namespace detail {
+
+// The chunks of the keys' maximum.
+inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
+}
+
+// The tiles of BLOCK_OUT lanes the last dim fills.
+inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  return ne::ceil_div(shape.lanes, env.block_out);
+}
+
+}  // namespace detail
+
 DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
                                                         const IntegerSoftmaxShape& shape,
                                                         std::int64_t chunk, const std::string& name,
@@ -29523,8 +29573,24 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     : env_(env), chunk_(chunk) {
   if (auto why = check_softmax_epilogue(epilogue))
     raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
+  if (env.batch != 1)
+    raise<ValueError>(
+        "integer_softmax '{}': VTA's BATCH is {}; the kernel puts one key in each accumulator "
+        "row (BATCH 1)",
+        name, env.batch);
+  if (const auto most = ne::bounds(shape.keys).max; most > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>(
+        "integer_softmax '{}': {} keys (at most {}); at most {} keep the sum of the exponentials "
+        "in 32 bits",
+        name, shape.keys, most, runtime::kIntegerSoftmaxMaxExtent);
+  if (shape.fixed.multiplier < 32 || shape.fixed.multiplier > 127 || shape.fixed.frac_bits < 7 ||
+      shape.fixed.frac_bits > 15)
+    raise<ValueError>(
+        "integer_softmax '{}': the exponent's fixed point has multiplier {} and {} fraction bits; "
+        "host::integer_exp_for gives a multiplier in [32, 127] and 7 to 15 bits",
+        name, shape.fixed.multiplier, shape.fixed.frac_bits);
   if (auto why = check_chunk(env, shape, chunk))
-    raise<ScheduleError>("integer_softmax '{}': a chunk of {} keys: {}", name, chunk, *why);
+    raise<ScheduleError>("integer_softmax '{}': {}", name, *why);
   if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
     raise<ShapeError>(
         "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
@@ -29533,7 +29599,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   using detail::SoftmaxStageWriter;
   const ne::Expr& products = shape.products;
   const ne::Expr& keys = shape.keys;
-  const ne::Expr tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  const ne::Expr tiles = detail::lane_tiles(env, shape);
   const ne::Expr chunks = ne::simplify(ne::ceildiv(keys, chunk));
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
@@ -29600,21 +29666,9 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
       {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
-    const auto step = epilogue.steps[i];
-    const auto imm = SoftmaxStageWriter::c(step.imm);
     const auto prev = y;
     y = out_pass.block(fmt::format("step{}", i + 1), [&](const ne::Var& k, const ne::Var& l) {
-      const te::Expr v = prev(k, l);
-      switch (step.kind) {
-        case EpilogueStep::Kind::Add:
-          return v + imm;
-        case EpilogueStep::Kind::Shr:
-          return v >> imm;
-        case EpilogueStep::Kind::Max:
-          return te::max(v, imm);
-        default:
-          return te::min(v, imm);  // Min: check_softmax_epilogue took no other kind
-      }
+      return apply_immediate(prev(k, l), epilogue.steps[i]);
     });
   }
   res_ = te::compute_dynamic(
@@ -29682,17 +29736,17 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
                                                     std::int64_t chunk) {
   if (chunk < 2 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
     return fmt::format("a chunk of {} keys is not a power of two of at least 2", chunk);
-  return check_footprint(env.config, footprint(env, shape, chunk));
+  const auto keys = ne::bounds(shape.keys).max;
+  if (keys > runtime::kIntegerSoftmaxMaxExtent)
+    return fmt::format("{} keys (at most {}); the sum of the exponentials holds at most {}",
+                       shape.keys, keys, runtime::kIntegerSoftmaxMaxExtent);
+  const auto f = footprint(env, shape, chunk);
+  if (f.acc > env.config.acc_depth())
+    return fmt::format(
+        "a chunk of {} keys needs {} accumulator entries (with {} chunks for {} keys), it has {}",
+        chunk, f.acc, detail::softmax_chunks(shape, chunk), keys, env.config.acc_depth());
+  return std::nullopt;
 }
-
-namespace detail {
-
-// The chunks of the keys' maximum.
-inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
-}
-
-}  // namespace detail
 
 DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
                                      std::int64_t chunk) {
@@ -29709,29 +29763,31 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
 
 DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   std::vector<std::int64_t> chunks;
-  const auto most = std::bit_ceil(
-      static_cast<std::uint64_t>(std::max<std::int64_t>(ne::bounds(shape.keys).max, 2)));
+  // (a key count beyond what the sum holds fails every chunk's check)
+  const auto most = std::bit_ceil(static_cast<std::uint64_t>(
+      std::clamp<std::int64_t>(ne::bounds(shape.keys).max, 2, runtime::kIntegerSoftmaxMaxExtent)));
   for (std::uint64_t c = 2; c <= most; c *= 2) chunks.push_back(static_cast<std::int64_t>(c));
   KnobSpace space;
   space.knobs = {{"keys", std::move(chunks)}};
   space.check = [env, shape](std::span<const std::int64_t> v) {
     return check_chunk(env, shape, v[0]);
   };
-  // Per chunk about 50 instructions besides the two halvings' log2(chunk) levels each (8 cycles
-  // of overhead apiece), and about 45 ALU tile operations per key of the chunk (2 cycles each):
-  // fewer, larger chunks win until the last one pads too many keys.
+  // Measured on the gallery's layer (docs/performance.md): per chunk 100 instructions besides
+  // the two halvings' log2(chunk) levels each (8 cycles of overhead apiece), and 57 ALU
+  // micro-ops per key (2 cycles each): fewer, larger chunks win until the last one pads too many
+  // keys.
   space.estimate = [shape](std::span<const std::int64_t> v) {
     const auto chunk = v[0];
     const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
     const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
-    return chunks * ((50.0 + 2.0 * levels) * 8.0 + 45.0 * 2.0 * static_cast<double>(chunk));
+    return chunks * ((100.0 + 2.0 * levels) * 8.0 + 57.0 * 2.0 * static_cast<double>(chunk));
   };
   return space;
 }
 
 DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
-  const std::int64_t tiles = (shape.lanes + env.block_out - 1) / env.block_out;
-  return ne::simplify(shape.products * shape.keys * (4 * tiles * env.batch * env.block_out));
+  return ne::simplify(shape.products * shape.keys *
+                      (4 * detail::lane_tiles(env, shape) * env.batch * env.block_out));
 }
 
 }  // namespace dlavm::graph
@@ -30634,11 +30690,14 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto space = knob_space(env, integer_softmax_shape(workload_of(a, e)));
-    if (!least_cost_point(space))
-      return fmt::format("no chunk of keys fits: with {} keys, {}", space.knobs[0].values.back(),
-                         *space.check(space.point(space.size() - 1)));
-    return std::nullopt;
+    const auto shape = integer_softmax_shape(workload_of(a, e));
+    const auto space = knob_space(env, shape);
+    if (least_cost_point(space)) return std::nullopt;
+    // the reason of the chunk that comes nearest to fitting
+    std::int64_t nearest = 2;
+    for (const auto c : space.knobs[0].values)
+      if (footprint(env, shape, c).acc < footprint(env, shape, nearest).acc) nearest = c;
+    return fmt::format("no chunk of keys fits: {}", *check_chunk(env, shape, nearest));
   };
   s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
     return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};

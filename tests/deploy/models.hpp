@@ -56,7 +56,8 @@ inline graph::Function host_ops() {
 
 // The float and quantization kernels of the attention models: a per-channel dequantization,
 // layer norm, causal mask, softmax, a per-tensor quantization and a transpose; the integer
-// softmax, causal over the last dim and plain over the symbolic first.
+// softmax, causal over the last dim, plain over the symbolic first, causal over dim -2 with the
+// queries last (on the host) and with the queries before the keys (on VTA).
 inline graph::Function float_ops() {
   const auto n = ne::var("n", 1, 3);
   auto x = graph::input("x", {n, 6, 8}, DType::int8());

@@ -187,6 +187,72 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
       }
 }
 
+TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
+  // [2, M, N, 16] scores: 2 M products, query q = product % M (the floormod in the mask)
+  const vta::Env env;
+  const auto fixed = host::integer_exp_for(0.125);
+  const auto m = ne::var("m", 1, 5);
+  const auto last = ne::var("last", 0, 30);
+  const graph::IntegerSoftmaxShape shape{.products = 2 * ne::Expr(m),
+                                         .keys = ne::Expr(last) + m,
+                                         .lanes = 16,
+                                         .queries = m,
+                                         .fixed = fixed};
+  const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
+  auto s = kernel.schedule();
+  const auto prog = vta::build(s, kernel.args(), env, "sm");
+  vta::SimDevice dev(env.config);
+  std::uint64_t seed = 70;
+  for (const auto& [q, l] : {std::pair{1, 0}, {3, 5}, {5, 30}, {4, 12}}) {
+    CAPTURE(q);
+    CAPTURE(l);
+    const std::int64_t n = l + q;
+    auto a = te::NDArray::random(DType::int8(), {2 * q, n, 1, 1, 16}, seed++);
+    te::NDArray r(DType::int8(), {2 * q, n, 1, 1, 16});
+    te::NDArray* arrays[] = {&a, &r};
+    const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+    CHECK(prog.run(dev, arrays, bindings).result.finished);
+    te::NDArray want(DType::int8(), {2 * q, n, 1, 1, 16});
+    runtime::integer_softmax(a.data().data(), want.data().data(), 2 * q, n, 16, fixed, q, false);
+    CHECK(r == want);
+  }
+}
+
+TEST_CASE("integer softmax kernel: what it cannot run is an error naming the kernel") {
+  const vta::Env env;
+  const auto fixed = host::integer_exp_for(0.125);
+  vta::Config two_rows;
+  two_rows.log_batch = 1;
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(vta::Env(two_rows),
+                                  {.products = 1, .keys = 4, .lanes = 16, .fixed = fixed}, 4, "sm"),
+      "integer_softmax 'sm': VTA's BATCH is 2; the kernel puts one key in each accumulator row "
+      "(BATCH 1)",
+      dlavm::ValueError);
+  const auto many = ne::var("many", 1, 9000);
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(env, {.products = 1, .keys = many, .lanes = 16, .fixed = fixed},
+                                  256, "sm"),
+      "integer_softmax 'sm': many keys (at most 9000); at most 8191 keep the sum of the "
+      "exponentials in 32 bits",
+      dlavm::ShapeError);
+  // the knob space stops at the most keys the sum holds, and no chunk passes
+  const auto space = graph::knob_space(env, {.products = 1, .keys = many, .lanes = 16});
+  CHECK(space.knobs[0].values.back() == 8192);
+  CHECK(!graph::least_cost_point(space));
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(env, {.products = 1, .keys = 4, .lanes = 16, .fixed = {200, 9}},
+                                  4, "sm"),
+      "integer_softmax 'sm': the exponent's fixed point has multiplier 200 and 9 fraction bits; "
+      "host::integer_exp_for gives a multiplier in [32, 127] and 7 to 15 bits",
+      dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      graph::IntegerSoftmaxKernel(env, {.products = 1, .keys = 4, .lanes = 16, .fixed = fixed}, 6,
+                                  "sm"),
+      "integer_softmax 'sm': a chunk of 6 keys is not a power of two of at least 2",
+      dlavm::ScheduleError);
+}
+
 TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering allocates") {
   const vta::Env env;
   for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
@@ -206,7 +272,8 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
   const auto space = graph::knob_space(env, wide);
   CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{256});
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
-        "the accumulator needs 3111 entries, it has 2048");
+        "a chunk of 512 keys needs 3111 accumulator entries (with 4 chunks for 2048 keys), it "
+        "has 2048");
   CHECK(*space.check(std::vector<std::int64_t>{24}) ==
         "a chunk of 24 keys is not a power of two of at least 2");
   CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
@@ -226,20 +293,23 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
       .axis = -2, .scale = 0.1, .causal = true, .queries = host::CausalQueries::Before};
   const auto u = graph::input("u", {2, 3, 50, 20}, DType::int8());
   const host::IntegerSoftmaxParams plain{.axis = 2, .scale = 0.125};
+  // two sequences of scores: the query the product index modulo token
+  const auto w = graph::input("w", {2, token, ne::Expr(last) + token, 8}, DType::int8());
   const graph::Target target;
   // a clip after the plain one joins its kernel: two immediate steps before the store
-  auto mod = graph::build(
-      graph::function({s, u}, {graph::integer_softmax(s, causal),
-                               graph::clip(graph::integer_softmax(u, plain), {.lo = 5, .hi = 90})}),
-      target, {.name = "sm"});
+  auto mod = graph::build(graph::function({s, u, w}, {graph::integer_softmax(s, causal),
+                                                      graph::clip(graph::integer_softmax(u, plain),
+                                                                  {.lo = 5, .hi = 90}),
+                                                      graph::integer_softmax(w, causal)}),
+                          target, {.name = "sm"});
   std::vector<std::string> tilings, epilogues;
   for (const auto& st : mod.steps())
     if (st.kind == graph::ModuleStep::Kind::Vta) {
       tilings.push_back(st.tiling);
       epilogues.push_back(st.epilogue);
     }
-  CHECK(epilogues == std::vector<std::string>{"", "max 5, min 90"});
-  CHECK(tilings == std::vector<std::string>{"keys 128", "keys 64"});
+  CHECK(epilogues == std::vector<std::string>{"", "max 5, min 90", ""});
+  CHECK(tilings == std::vector<std::string>{"keys 128", "keys 64", "keys 128"});
   vta::SimDevice dev(target.env.config);
   std::uint64_t seed = 40;
   for (const auto& [t, l] : {std::pair{1, 0}, {1, 60}, {17, 3}, {40, 60}}) {
@@ -247,7 +317,8 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
     CAPTURE(l);
     const auto x = te::NDArray::random(DType::int8(), {1, t, l + t, 8}, seed++);
     const auto y = te::NDArray::random(DType::int8(), {2, 3, 50, 20}, seed++);
-    const graph::NamedArray inputs[] = {{"s", x}, {"u", y}};
+    const auto z = te::NDArray::random(DType::int8(), {2, t, l + t, 8}, seed++);
+    const graph::NamedArray inputs[] = {{"s", x}, {"u", y}, {"w", z}};
     const ne::Binding bindings[] = {{"token", t}, {"last", l}};
     const auto out = mod.run(dev, inputs, bindings);
     CHECK(out.at(0) == host::integer_softmax(x, causal));
@@ -255,6 +326,7 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
     for (std::size_t i = 0; i < clipped.size(); ++i)
       clipped.set_flat(i, std::clamp<std::int64_t>(clipped.data()[i], 5, 90));
     CHECK(out.at(1) == clipped);
+    CHECK(out.at(2) == host::integer_softmax(z, causal));
   }
 }
 
@@ -283,6 +355,18 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
   CHECK(note_of(h, graph::integer_softmax(h, {.axis = -2})) ==
         "the VTA integer_softmax strategy needs a constant lane count (the last dim); input 0 "
         "(%h) dim 2 is `heads`");
+  // an accumulator of 32 entries: no chunk fits; the reason is the nearest chunk's
+  vta::Config small;
+  small.log_acc_buff_size = 11;
+  const graph::Target tiny{.env = vta::Env(small)};
+  const auto few =
+      graph::infer_type(graph::function({s}, {graph::integer_softmax(s, {.axis = -2})}), tiny)
+          .placement()
+          ->groups;
+  REQUIRE(few.size() == 1);
+  CHECK(few[0].note ==
+        "no chunk of keys fits: a chunk of 4 keys needs 75 accumulator entries (with 10 chunks "
+        "for 40 keys), it has 32");
 }
 
 TEST_CASE("integer softmax placement: immediate steps after it join its kernel, operands do not") {

@@ -218,6 +218,37 @@ TEST_CASE("primitives: a stage computed at a row of a symbolic dim is that row, 
   }
 }
 
+TEST_CASE("primitives: a region that can leave the stage keeps its clip, one that cannot none") {
+  // B read one row behind (i - 1) keeps max(.., 0); B2 computed at the outer loop of a split
+  // of a symbolic dim by 8 reads the block's rows, min(n - 8 io, 8) of them (the last block
+  // partial), which never leave B2: no clip
+  auto n = ne::var("n", 1, 40);
+  auto A = te::placeholder(te::shape(n, 4), DType::int32(), "A");
+  auto B = te::compute(
+      te::shape(n, 4), [&](auto i, auto j) { return A(i, j) - 2; }, "B");
+  auto B2 = te::compute(
+      te::shape(n, 4), [&](auto i, auto j) { return A(i, j) * 5; }, "B2");
+  auto C = te::compute(
+      te::shape(n, 4),
+      [&](auto i, auto j) { return te::select(ne::Expr(i) > 0, B(i - 1, j), B(i, j)) + B2(i, j); },
+      "C");
+  auto s = te::create_schedule(C);
+  auto [io, ii] = s[C].split(s[C].axis(0), 8);
+  s[B].compute_at(s[C], ii);
+  s[B2].compute_at(s[C], io);
+  auto f = te::lower(s, {A, C});
+  const auto text = tir::to_string(f);
+  CAPTURE(text);
+  CHECK(text.find("max((i0.outer*8) + i0.inner - 1, 0)") != std::string::npos);
+  CHECK(text.find("for (i0, 0, min(n - (i0.outer*8), 8)) {") != std::string::npos);
+  for (std::int64_t t : {1, 7, 8, 13, 40}) {
+    auto a = te::NDArray::random(DType::int32(), {t, 4}, static_cast<std::uint64_t>(t));
+    te::NDArray c(DType::int32(), {t, 4});
+    tir::run(f, {&a, &c}, {{"n", t}});
+    CHECK(c == te::evaluate(C, {{A, a}}, {{"n", t}}));
+  }
+}
+
 TEST_CASE("primitives: split_nparts names itself, and splits loops that can be empty") {
   auto n = ne::var("n", 1, 100);
   auto A = te::placeholder(te::shape(4, n), DType::int32(), "A");

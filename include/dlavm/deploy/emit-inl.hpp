@@ -767,13 +767,13 @@ class Emitter {
       const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
       std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
       std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      const std::size_t query_axis = host::integer_softmax_query_axis(axis, xs.size(), p.queries);
-      const ne::Expr queries = p.causal ? xs[query_axis] : ne::Expr(0);
+      const auto query = host::integer_softmax_causal_queries(p, axis, xs.size());
+      const ne::Expr queries = query ? xs[query->axis] : ne::Expr(0);
       return fmt::format(
           "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
           "{}}}, {}, {});",
           in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
-          expr(queries), p.causal && query_axis > axis);
+          expr(queries), query && query->inner);
     }
     if (op == "relu")
       return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));

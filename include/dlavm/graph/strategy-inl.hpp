@@ -404,11 +404,14 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto space = knob_space(env, integer_softmax_shape(workload_of(a, e)));
-    if (!least_cost_point(space))
-      return fmt::format("no chunk of keys fits: with {} keys, {}", space.knobs[0].values.back(),
-                         *space.check(space.point(space.size() - 1)));
-    return std::nullopt;
+    const auto shape = integer_softmax_shape(workload_of(a, e));
+    const auto space = knob_space(env, shape);
+    if (least_cost_point(space)) return std::nullopt;
+    // the reason of the chunk that comes nearest to fitting
+    std::int64_t nearest = 2;
+    for (const auto c : space.knobs[0].values)
+      if (footprint(env, shape, c).acc < footprint(env, shape, nearest).acc) nearest = c;
+    return fmt::format("no chunk of keys fits: {}", *check_chunk(env, shape, nearest));
   };
   s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
     return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};

@@ -45,14 +45,13 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
                       split.extent, axis, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   std::int64_t queries = 0;
-  bool query_inner = false;
-  if (p.causal) {
-    if (const char* why = integer_softmax_causal_axis_error(axis, shape.size(), p.queries))
-      raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
-                        detail::shape_str(shape), why);
-    const std::size_t query_axis = integer_softmax_query_axis(axis, shape.size(), p.queries);
-    queries = shape[query_axis];
-    query_inner = query_axis > axis;
+  if (const char* why =
+          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                      detail::shape_str(shape), why);
+  const auto query = integer_softmax_causal_queries(p, axis, shape.size());
+  if (query) {
+    queries = shape[query->axis];
     if (queries > split.extent)
       raise<ShapeError>(
           "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
@@ -62,7 +61,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   te::NDArray y(s.dtype(), shape);
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries, query_inner);
+                           fixed, queries, query && query->inner);
   return y;
 }
 

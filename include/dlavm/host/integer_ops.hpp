@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace dlavm::host {
@@ -52,6 +53,19 @@ constexpr std::size_t integer_softmax_query_axis(std::size_t axis, std::size_t r
                                                  CausalQueries where = CausalQueries::Other) {
   if (where == CausalQueries::Before) return axis - 1;
   return axis + 1 == rank ? rank - 2 : rank - 1;
+}
+// Where runtime::integer_softmax finds a causal softmax's query index: the dim of the queries
+// and whether it is the inner index (the queries after the keys); nullopt when not causal. The
+// axis must be valid for p.queries (integer_softmax_causal_axis_error).
+struct CausalQueryDim {
+  std::size_t axis;
+  bool inner;
+};
+constexpr std::optional<CausalQueryDim> integer_softmax_causal_queries(
+    const IntegerSoftmaxParams& p, std::size_t axis, std::size_t rank) {
+  if (!p.causal) return std::nullopt;
+  const std::size_t q = integer_softmax_query_axis(axis, rank, p.queries);
+  return CausalQueryDim{q, q > axis};
 }
 // Why a causal softmax cannot put its keys along `axis` of a rank-`rank` value with its queries
 // `where`, or nullptr.

@@ -456,7 +456,8 @@ class Lowerer {
   }
 
   // The region of an attached stage: what its consumers read while the loops inside its
-  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape.
+  // attach point sweep, the enclosing loops held fixed; clipped to the tensor's shape unless it
+  // provably stays inside.
   void infer_region(const StageNode& st, StagePlan& plan) {
     std::unordered_set<std::uint64_t> fixed;
     for (const auto& v : plan.enclosing) fixed.insert(v.id());
@@ -507,9 +508,10 @@ class Lowerer {
       raise<ScheduleError>("stage '{}' is attached but nothing computed reads it", st.name());
     for (std::size_t k = 0; k < ndim; ++k) {
       const auto& dim = st.op->shape[k];
-      // Clipped only where the region can leave the tensor for some value of the loops: one
-      // index i of a symbolic dim n keeps the extent 1, not min(i, n - 1) - i + 1, which is 1
-      // only knowing i < n (and which a copy nest would keep as a loop of its own).
+      // Clipped unless the region provably stays inside the tensor with every loop swept over
+      // its whole range: one index i of a symbolic dim n keeps the extent 1, not
+      // min(i, n - 1) - i + 1, which is 1 only knowing i < n (and which a copy nest would keep
+      // as a loop of its own).
       const bool inside_lo = ne::can_prove(sweep_until_fixed(region[k].lo, every, {}).lo >= 0);
       const bool inside_hi =
           ne::can_prove(sweep_until_fixed(region[k].hi, every, {}).hi <= dim - 1);

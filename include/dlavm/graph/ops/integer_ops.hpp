@@ -1,10 +1,12 @@
 // Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
 // arithmetic step by step: runtime/kernels.hpp).
 //
-//   integer_softmax(s int8, axis = -1, scale = 0.125, causal = false) -> int8, s's shape
+//   integer_softmax(s int8, axis = -1, scale = 0.125, causal = false, queries = "other")
+//       -> int8, s's shape
 //       probabilities in units of 1/127; at most 8191 keys along axis (its maximum, for a
-//       symbolic dim); causal: axis one of the last two dims, the other the queries, and the
-//       keys provably at least as many as the queries
+//       symbolic dim); causal: the keys provably at least as many as the queries, which are
+//       the other of the last two dims ("other", axis one of them) or the dim before the keys
+//       ("before", any axis but the first)
 //
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 #pragma once

@@ -119,6 +119,25 @@ DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::
   s[acc].tensorize(gemm_at, env.gemm);
 }
 
+DLAVM_INLINE te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step) {
+  using K = EpilogueStep::Kind;
+  switch (step.kind) {
+    case K::Add:
+      return x + step.imm;
+    case K::Shr:
+      return x >> step.imm;
+    case K::Max:
+      return te::max(x, te::make_const(step.imm, x.dtype()));
+    case K::Min:
+      return te::min(x, te::make_const(step.imm, x.dtype()));
+    case K::AddChannel:
+    case K::AddTensor:
+      break;
+  }
+  raise<ValueError>("apply_immediate: epilogue step {} reads an operand, not an immediate",
+                    static_cast<int>(step.kind));
+}
+
 namespace detail {
 
 // acc(i...) op operand, one ALU stage.
@@ -132,13 +151,10 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
         const te::Expr x = prev.read(idx);
         switch (step.kind) {
           case K::Add:
-            return x + step.imm;
           case K::Shr:
-            return x >> step.imm;
           case K::Max:
-            return te::max(x, te::make_const(step.imm, x.dtype()));
           case K::Min:
-            return te::min(x, te::make_const(step.imm, x.dtype()));
+            return apply_immediate(x, step);
           case K::AddChannel: {
             const std::size_t r = idx.size();
             return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});

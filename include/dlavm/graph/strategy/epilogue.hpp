@@ -117,6 +117,10 @@ struct EpilogueStages {
                                   std::int64_t channel_tiles, int vthreads);
 };
 
+// x op imm for an immediate step (add, shift right, max, min): the element-wise operation the
+// ALU applies; ValueError for a step that reads an operand.
+te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step);
+
 // A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
 // (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
 te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -259,6 +258,20 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   return st;
 }
 
+namespace detail {
+
+// The chunks of the keys' maximum.
+inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
+}
+
+// The tiles of BLOCK_OUT lanes the last dim fills.
+inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  return ne::ceil_div(shape.lanes, env.block_out);
+}
+
+}  // namespace detail
+
 DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
                                                         const IntegerSoftmaxShape& shape,
                                                         std::int64_t chunk, const std::string& name,
@@ -266,8 +279,24 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     : env_(env), chunk_(chunk) {
   if (auto why = check_softmax_epilogue(epilogue))
     raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
+  if (env.batch != 1)
+    raise<ValueError>(
+        "integer_softmax '{}': VTA's BATCH is {}; the kernel puts one key in each accumulator "
+        "row (BATCH 1)",
+        name, env.batch);
+  if (const auto most = ne::bounds(shape.keys).max; most > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>(
+        "integer_softmax '{}': {} keys (at most {}); at most {} keep the sum of the exponentials "
+        "in 32 bits",
+        name, shape.keys, most, runtime::kIntegerSoftmaxMaxExtent);
+  if (shape.fixed.multiplier < 32 || shape.fixed.multiplier > 127 || shape.fixed.frac_bits < 7 ||
+      shape.fixed.frac_bits > 15)
+    raise<ValueError>(
+        "integer_softmax '{}': the exponent's fixed point has multiplier {} and {} fraction bits; "
+        "host::integer_exp_for gives a multiplier in [32, 127] and 7 to 15 bits",
+        name, shape.fixed.multiplier, shape.fixed.frac_bits);
   if (auto why = check_chunk(env, shape, chunk))
-    raise<ScheduleError>("integer_softmax '{}': a chunk of {} keys: {}", name, chunk, *why);
+    raise<ScheduleError>("integer_softmax '{}': {}", name, *why);
   if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
     raise<ShapeError>(
         "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
@@ -276,7 +305,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   using detail::SoftmaxStageWriter;
   const ne::Expr& products = shape.products;
   const ne::Expr& keys = shape.keys;
-  const ne::Expr tiles = (shape.lanes + env.block_out - 1) / env.block_out;
+  const ne::Expr tiles = detail::lane_tiles(env, shape);
   const ne::Expr chunks = ne::simplify(ne::ceildiv(keys, chunk));
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
@@ -343,21 +372,9 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
       {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
-    const auto step = epilogue.steps[i];
-    const auto imm = SoftmaxStageWriter::c(step.imm);
     const auto prev = y;
     y = out_pass.block(fmt::format("step{}", i + 1), [&](const ne::Var& k, const ne::Var& l) {
-      const te::Expr v = prev(k, l);
-      switch (step.kind) {
-        case EpilogueStep::Kind::Add:
-          return v + imm;
-        case EpilogueStep::Kind::Shr:
-          return v >> imm;
-        case EpilogueStep::Kind::Max:
-          return te::max(v, imm);
-        default:
-          return te::min(v, imm);  // Min: check_softmax_epilogue took no other kind
-      }
+      return apply_immediate(prev(k, l), epilogue.steps[i]);
     });
   }
   res_ = te::compute_dynamic(
@@ -425,17 +442,17 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
                                                     std::int64_t chunk) {
   if (chunk < 2 || !std::has_single_bit(static_cast<std::uint64_t>(chunk)))
     return fmt::format("a chunk of {} keys is not a power of two of at least 2", chunk);
-  return check_footprint(env.config, footprint(env, shape, chunk));
+  const auto keys = ne::bounds(shape.keys).max;
+  if (keys > runtime::kIntegerSoftmaxMaxExtent)
+    return fmt::format("{} keys (at most {}); the sum of the exponentials holds at most {}",
+                       shape.keys, keys, runtime::kIntegerSoftmaxMaxExtent);
+  const auto f = footprint(env, shape, chunk);
+  if (f.acc > env.config.acc_depth())
+    return fmt::format(
+        "a chunk of {} keys needs {} accumulator entries (with {} chunks for {} keys), it has {}",
+        chunk, f.acc, detail::softmax_chunks(shape, chunk), keys, env.config.acc_depth());
+  return std::nullopt;
 }
-
-namespace detail {
-
-// The chunks of the keys' maximum.
-inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
-}
-
-}  // namespace detail
 
 DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
                                      std::int64_t chunk) {
@@ -452,29 +469,31 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
 
 DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   std::vector<std::int64_t> chunks;
-  const auto most = std::bit_ceil(
-      static_cast<std::uint64_t>(std::max<std::int64_t>(ne::bounds(shape.keys).max, 2)));
+  // (a key count beyond what the sum holds fails every chunk's check)
+  const auto most = std::bit_ceil(static_cast<std::uint64_t>(
+      std::clamp<std::int64_t>(ne::bounds(shape.keys).max, 2, runtime::kIntegerSoftmaxMaxExtent)));
   for (std::uint64_t c = 2; c <= most; c *= 2) chunks.push_back(static_cast<std::int64_t>(c));
   KnobSpace space;
   space.knobs = {{"keys", std::move(chunks)}};
   space.check = [env, shape](std::span<const std::int64_t> v) {
     return check_chunk(env, shape, v[0]);
   };
-  // Per chunk about 50 instructions besides the two halvings' log2(chunk) levels each (8 cycles
-  // of overhead apiece), and about 45 ALU tile operations per key of the chunk (2 cycles each):
-  // fewer, larger chunks win until the last one pads too many keys.
+  // Measured on the gallery's layer (docs/performance.md): per chunk 100 instructions besides
+  // the two halvings' log2(chunk) levels each (8 cycles of overhead apiece), and 57 ALU
+  // micro-ops per key (2 cycles each): fewer, larger chunks win until the last one pads too many
+  // keys.
   space.estimate = [shape](std::span<const std::int64_t> v) {
     const auto chunk = v[0];
     const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
     const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
-    return chunks * ((50.0 + 2.0 * levels) * 8.0 + 45.0 * 2.0 * static_cast<double>(chunk));
+    return chunks * ((100.0 + 2.0 * levels) * 8.0 + 57.0 * 2.0 * static_cast<double>(chunk));
   };
   return space;
 }
 
 DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
-  const std::int64_t tiles = (shape.lanes + env.block_out - 1) / env.block_out;
-  return ne::simplify(shape.products * shape.keys * (4 * tiles * env.batch * env.block_out));
+  return ne::simplify(shape.products * shape.keys *
+                      (4 * detail::lane_tiles(env, shape) * env.batch * env.block_out));
 }
 
 }  // namespace dlavm::graph
