@@ -47,7 +47,7 @@ inline TensorType integer_softmax_type(const TypeCall& c) {
     if (const char* why = host::integer_softmax_causal_axis_error(axis, s.ndim(), p.queries))
       raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of {} (rank {}): {}",
                         c.label, axis, c.arg(0), s.ndim(), why);
-    const auto& queries = s.shape[host::integer_softmax_query_axis(axis, s.ndim(), p.queries)];
+    const auto& queries = s.shape[host::integer_softmax_causal_queries(p, axis, s.ndim())->axis];
     if (!ne::can_prove(ne::simplify(keys - queries) >= 0))
       raise<ShapeError>(
           "{}: {} has {} keys (dim {}) and {} queries; a causal mask needs at least as many "

@@ -336,7 +336,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
   max_pass.blocks({products, tiles, chunks}, chunk, lanes);
   const auto s1 = load("max.s");
-  max_chunk_.insert(max_chunk_.begin(), s1);
+  max_chunk_.push_back(s1);
   const auto chunk_max = max_pass.reduce("chunk", max_pass.wrap(s1), true);
   max_rows_ = chunk_max.tensor;
   max_chunk_.pop_back();
@@ -348,7 +348,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
   sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
   const auto s2 = load("sum.s");
-  sum_chunk_.insert(sum_chunk_.begin(), s2);
+  sum_chunk_.push_back(s2);
   const auto e2 =
       detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
   sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
@@ -364,7 +364,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   const auto s3 = te::compute_dynamic(
       {products, tiles, keys, lanes},
       [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s");
-  out_chunk_.insert(out_chunk_.begin(), s3);
+  out_chunk_.push_back(s3);
   const auto e3 =
       detail::exponential_stages(out_pass, out_pass.wrap(s3), out_pass.wrap(m.tensor), shape.fixed);
   auto y = detail::probability_stages(
@@ -391,37 +391,21 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   auto [c, k] = s[res_].split(axes[1], chunk_);
   s[res_].reorder({axes[0], axes[2], c, k, axes[3], axes[4]});
   const te::IterVar block = axes[2];
-  const auto on_alu = [&](const te::Tensor& t, std::size_t axis) {
+  // every stage in the accumulator at `at` of `consumer`, a copy (the first of a pass's chunk
+  // stages, its load) or on the ALU from loop `axis` inward
+  const auto place = [&](const te::Tensor& t, const te::Tensor& consumer, const te::IterVar& at,
+                         bool copy, std::size_t axis = 0) {
     s[t].set_scope(env_.acc_scope);
-    s[t].pragma(s[t].axis(axis), env_.alu);
+    s[t].compute_at(s[consumer], at);
+    s[t].pragma(s[t].axis(axis), copy ? env_.dma_copy : env_.alu);
   };
-  // the chunk stages of passes 1 and 2 at their chunk row's chunk axis, the load first (a copy)
+  // passes 1 and 2: the chunk stages at their chunk row's chunk axis
   for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
-    s[rows].compute_at(s[res_], block);
-    on_alu(rows, 3);
-    for (const auto& t : *stages) {
-      s[t].compute_at(s[rows], s[rows].axis(2));
-      if (t == stages->front()) {
-        s[t].set_scope(env_.acc_scope);
-        s[t].pragma(s[t].axis(0), env_.dma_copy);
-      } else {
-        on_alu(t, 0);
-      }
-    }
+    place(rows, res_, block, false, 3);
+    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), t == stages->front());
   }
-  for (const auto& t : rows_) {
-    s[t].compute_at(s[res_], block);
-    on_alu(t, 0);
-  }
-  for (const auto& t : out_chunk_) {
-    s[t].compute_at(s[res_], c);
-    if (t == out_chunk_.front()) {
-      s[t].set_scope(env_.acc_scope);
-      s[t].pragma(s[t].axis(0), env_.dma_copy);
-    } else {
-      on_alu(t, 0);
-    }
-  }
+  for (const auto& t : rows_) place(t, res_, block, false);
+  for (const auto& t : out_chunk_) place(t, res_, c, t == out_chunk_.front());
   s[res_].pragma(k, env_.dma_copy);
   return s;
 }
