@@ -94,17 +94,18 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
   const auto cache = te::NDArray::random(DType::int8(), {1, 8, last, 64}, 3);
   const auto x = te::NDArray::random(DType::int8(), {1, 1, 512}, 4);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   const auto reset = [&] {
-    mod.set_state("k_cache", cache);
-    mod.set_state("v_cache", cache);
+    exec.set_state("k_cache", cache);
+    exec.set_state("v_cache", cache);
   };
   reset();
-  mod.run(dev, {{"x", x}}, {{"token", 1}});  // the streams for these bindings, once
+  exec.run({{"x", x}}, {{"token", 1}});  // the streams for these bindings, once
   for (auto _ : state) {
     state.PauseTiming();  // back to last_token cached positions
     reset();
     state.ResumeTiming();
-    benchmark::DoNotOptimize(mod.run(dev, {{"x", x}}, {{"token", 1}}));
+    benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
   }
   std::int64_t minimum = 2 * 8 * (last + 1) * 64;
   for (const auto& s : mod.steps())
@@ -115,7 +116,7 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& s = mod.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
-    const auto& r = mod.last_run().steps[i];
+    const auto& r = exec.last_run().steps[i];
     const bool is_softmax = s.workload.op == "integer_softmax";
     (is_softmax ? softmax_data : data) += r.data_bytes;
     (is_softmax ? softmax_cycles : cycles) += r.cycles;
@@ -143,18 +144,19 @@ void BM_PrefillLlmLayer(benchmark::State& state) {
   auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const auto x = te::NDArray::random(DType::int8(), {1, 2048, 512}, 5);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   // the integer softmax's step alone runs about 2^28 ALU micro-ops: 2048 queries x 2048 keys
   dev.set_work_budget(std::uint64_t{1} << 32);
   for (auto _ : state) {
-    mod.reset_state();
-    benchmark::DoNotOptimize(mod.run(dev, {{"x", x}}, {{"token", 2048}}));
+    exec.reset_state();
+    benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 2048}}));
   }
   double matmul = 1, all = 1;
   std::uint64_t softmax_cycles = 0;
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& s = mod.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
-    const auto& r = mod.last_run().steps[i];
+    const auto& r = exec.last_run().steps[i];
     if (s.workload.op == "integer_softmax") {
       softmax_cycles += r.cycles;
       continue;  // ALU-bound: no GEMM roofline
@@ -165,7 +167,7 @@ void BM_PrefillLlmLayer(benchmark::State& state) {
   }
   state.counters["matmul_roofline_min"] = matmul;
   state.counters["vta_roofline_min"] = all;
-  state.counters["vta_cycles"] = static_cast<double>(mod.last_run().vta_cycles);
+  state.counters["vta_cycles"] = static_cast<double>(exec.last_run().vta_cycles);
   if (softmax_cycles > 0) state.counters["softmax_cycles"] = static_cast<double>(softmax_cycles);
 }
 BENCHMARK(BM_PrefillLlmLayer)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond);

@@ -66,15 +66,16 @@ void run(const Conv& k, std::vector<ne::Expr> shape, std::span<const ne::Binding
   for (const auto& d : shape) dims.push_back(ne::eval(d, bindings));
   const auto a = te::NDArray::random(DType::int8(), dims, 3);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   const std::vector<graph::NamedArray> inputs{{"x", a}};
-  mod.run(dev, inputs, bindings);
+  exec.run(inputs, bindings);
   ++f.convs;
   bool vta_step = false;
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     if (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta) continue;
     vta_step = true;
-    f.cycles += mod.last_run().steps[i].cycles;
-    f.roofline += mod.last_run().steps[i].roofline_cycles;
+    f.cycles += exec.last_run().steps[i].cycles;
+    f.roofline += exec.last_run().steps[i].roofline_cycles;
   }
   f.on_vta += vta_step ? 1 : 0;
 }

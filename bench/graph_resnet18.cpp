@@ -33,8 +33,9 @@ void BM_RunResNet18(benchmark::State& state) {
   auto mod = graph::build(net.function(), target, {.name = "resnet18"});
   const auto data = te::NDArray::random(dlavm::DType::int8(), {1, 3, 224, 224}, 1);
   vta::SimDevice dev(target.env.config);
-  for (auto _ : state) benchmark::DoNotOptimize(mod.run(dev, {{"data", data}}));
-  state.counters["vta_cycles"] = static_cast<double>(mod.last_run().vta_cycles);
+  graph::Executor exec(mod, dev);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.run({{"data", data}}));
+  state.counters["vta_cycles"] = static_cast<double>(exec.last_run().vta_cycles);
 }
 BENCHMARK(BM_RunResNet18)->Unit(benchmark::kMillisecond);
 
@@ -45,7 +46,8 @@ void BM_RunMlp(benchmark::State& state) {
   const auto batch = state.range(0);
   const auto x = te::NDArray::random(dlavm::DType::int8(), {batch, 64}, 1);
   vta::SimDevice dev(target.env.config);
-  for (auto _ : state) benchmark::DoNotOptimize(mod.run(dev, {{"x", x}}, {{"batch", batch}}));
+  graph::Executor exec(mod, dev);
+  for (auto _ : state) benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"batch", batch}}));
 }
 BENCHMARK(BM_RunMlp)->Arg(1)->Arg(256)->Unit(benchmark::kMicrosecond);
 

@@ -26,19 +26,20 @@ int main(int argc, char** argv) try {
   auto mod = graph::build(fn, target, {.name = "attention"});
   fmt::print("{}\n", mod);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   bool ok = true;
   for (const std::int64_t token : {1, 17, 64}) {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {1, token, 512}, 300 + token);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"token", token}};
-    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings,
+    const auto check = models::run_and_check(exec, typed, inputs, bindings,
                                              models::dump_dir(dump, fmt::format("token{}", token)));
     fmt::print("token {:>2}: {} VTA cycles, {} VTA layers checked, {} differ, outputs {}\n", token,
-               mod.last_run().vta_cycles, check.layers, check.mismatches,
+               exec.last_run().vta_cycles, check.layers, check.mismatches,
                check.outputs_equal ? "equal" : "DIFFERENT");
     ok = ok && check.layers == 6 && check.mismatches == 0 && check.outputs_equal;
   }
-  fmt::print("{}\n", mod.summary());
+  fmt::print("{}\n", exec.summary());
   if (!ok) {
     fmt::print("FAIL: attention differs from the host reference\n");
     return 1;

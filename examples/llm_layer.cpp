@@ -27,14 +27,14 @@ namespace {
 // shifts and a polynomial) against the float32 one, on the same weights and inputs: a prefill of
 // 17 tokens and 3 decode steps. Prints how many probabilities and outputs differ and by how much;
 // false when a run of the integer layer differs from its own host reference.
-bool compare_softmax(dlavm::graph::Module& float_mod, const dlavm::graph::Target& target,
-                     dlavm::vta::Device& dev) {
+bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Target& target) {
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::attention::Softmax::Integer);
   const auto typed = graph::infer_type(net.function(), target);
-  auto mod = graph::build(typed, target, {.name = "llm_layer_int"});
-  float_mod.reset_state();
+  const auto mod = graph::build(typed, target, {.name = "llm_layer_int"});
+  graph::Executor exec(mod, float_exec.device());
+  float_exec.reset_state();
   std::int64_t probs = 0, probs_differ = 0, probs_max = 0, outs = 0, outs_differ = 0, outs_max = 0;
   bool ok = true;
   std::uint64_t seed = 900;
@@ -44,8 +44,8 @@ bool compare_softmax(dlavm::graph::Module& float_mod, const dlavm::graph::Target
     const auto x = te::NDArray::random(dlavm::DType::int8(), {1, tokens, 512}, seed++);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"token", tokens}};
-    const auto want = float_mod.run(dev, inputs, bindings, {.keep_values = true}).at(0);
-    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings);
+    const auto want = float_exec.run(inputs, bindings, {.keep_values = true}).at(0);
+    const auto check = models::run_and_check(exec, typed, inputs, bindings);
     ok = ok && check.mismatches == 0 && check.outputs_equal;
     const auto count = [](const te::NDArray& a, const te::NDArray& b, std::int64_t& n,
                           std::int64_t& differ, std::int64_t& largest) {
@@ -56,14 +56,14 @@ bool compare_softmax(dlavm::graph::Module& float_mod, const dlavm::graph::Target
         largest = std::max(largest, d);
       }
     };
-    count(mod.value_of("probs"), float_mod.value_of("probs"), probs, probs_differ, probs_max);
-    count(mod.value_of("down"), want, outs, outs_differ, outs_max);  // the layer's output
+    count(exec.value_of("probs"), float_exec.value_of("probs"), probs, probs_differ, probs_max);
+    count(exec.value_of("down"), want, outs, outs_differ, outs_max);  // the layer's output
   }
   // where the softmax ran: the VTA step of the last decode step
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& s = mod.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta || s.workload.op != "integer_softmax") continue;
-    const auto& r = mod.last_run().steps[i];
+    const auto& r = exec.last_run().steps[i];
     fmt::print(
         "\nthe integer softmax runs on VTA's ALU ({}: {} per chunk): {} instructions, {} "
         "cycles at the last decode step ({} positions)\n",
@@ -115,32 +115,32 @@ int main(int argc, char** argv) try {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}\nbuilt once in {:.0f} ms\n\n", mod, build_ms);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   bool ok = true;
   std::uint64_t seed = 500;
   const auto step = [&](std::int64_t tokens, const std::string& what) {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {1, tokens, 512}, seed++);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"token", tokens}};  // last_token: the cache's length
-    const auto last = mod.state("k_cache").shape()[2];
-    const auto check =
-        models::run_and_check(mod, typed, dev, inputs, bindings,
-                              models::dump_dir(dump, fmt::format("{}_{}", what, last)));
+    const auto last = exec.state("k_cache").shape()[2];
+    const auto check = models::run_and_check(
+        exec, typed, inputs, bindings, models::dump_dir(dump, fmt::format("{}_{}", what, last)));
     std::uint64_t dram = 0;
-    for (const auto& s : mod.last_run().steps) dram += s.dram_bytes;
+    for (const auto& s : exec.last_run().steps) dram += s.dram_bytes;
     fmt::print(
         "{:<8} token {:>4}, last_token {:>4}: {:>9} VTA cycles, {:>9} DRAM bytes, {} VTA layers "
         "checked, {} differ, outputs {}, run {:.1f} ms\n",
-        what, tokens, last, mod.last_run().vta_cycles, dram, check.layers, check.mismatches,
+        what, tokens, last, exec.last_run().vta_cycles, dram, check.layers, check.mismatches,
         check.outputs_equal ? "equal" : "DIFFERENT", check.run_ms);
     ok = ok && check.layers == 8 && check.mismatches == 0 && check.outputs_equal;
   };
   for (const std::int64_t prefill : prefills) {
-    mod.reset_state();
+    exec.reset_state();
     step(prefill, "prefill");
     for (std::int64_t d = 0; d < decode_steps && prefill + d < 2048; ++d) step(1, "decode");
   }
-  fmt::print("\nthe last run:\n{}\n", mod.summary());
-  ok = compare_softmax(mod, target, dev) && ok;
+  fmt::print("\nthe last run:\n{}\n", exec.summary());
+  ok = compare_softmax(exec, target) && ok;
   if (!ok) {
     fmt::print("FAIL: llm_layer differs from the host reference\n");
     return 1;

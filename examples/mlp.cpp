@@ -25,19 +25,20 @@ int main(int argc, char** argv) try {
   auto mod = graph::build(fn, target, {.name = "mlp"});
   fmt::print("{}\n", mod);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   bool ok = true;
   for (const std::int64_t batch : {1, 7, 64, 256}) {
     const auto x = te::NDArray::random(dlavm::DType::int8(), {batch, 64}, 100 + batch);
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"batch", batch}};
-    const auto check = models::run_and_check(mod, typed, dev, inputs, bindings,
+    const auto check = models::run_and_check(exec, typed, inputs, bindings,
                                              models::dump_dir(dump, fmt::format("batch{}", batch)));
     fmt::print("batch {:>3}: {} VTA cycles, {} VTA layers checked, {} differ, outputs {}\n", batch,
-               mod.last_run().vta_cycles, check.layers, check.mismatches,
+               exec.last_run().vta_cycles, check.layers, check.mismatches,
                check.outputs_equal ? "equal" : "DIFFERENT");
     ok = ok && check.layers == 3 && check.mismatches == 0 && check.outputs_equal;
   }
-  fmt::print("{}\n", mod.summary());
+  fmt::print("{}\n", exec.summary());
   if (!ok) {
     fmt::print("FAIL: mlp differs from the host reference\n");
     return 1;

@@ -1,4 +1,4 @@
-// Shared by the model examples: runs a built module on the simulator and checks it against
+// Shared by the model examples: runs a built module (its executor) and checks it against
 // the reference executor (graph::evaluate_trace on the host kernels), end to end and per
 // layer: every value a VTA step produced, unpacked, against the host's value of that node.
 #pragma once
@@ -44,8 +44,7 @@ struct CheckResult {
   double run_ms = 0, reference_ms = 0;
 };
 
-inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::Function& typed,
-                                 dlavm::vta::Device& dev,
+inline CheckResult run_and_check(dlavm::graph::Executor& exec, const dlavm::graph::Function& typed,
                                  std::span<const dlavm::graph::NamedArray> inputs,
                                  std::span<const dlavm::ne::Binding> bindings = {},
                                  const std::string& dump_dir = "") {
@@ -55,16 +54,17 @@ inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::
   // the reference takes the module's states (a KV cache) as inputs, as they were before the
   // run, and the bindings the run used (a growing state binds its length)
   std::vector<graph::NamedArray> ref_inputs(inputs.begin(), inputs.end());
+  const auto& mod = exec.module();
   std::vector<dlavm::te::NDArray> states;
   for (const auto& st : mod.signature().state)
-    states.push_back(mod.state(mod.values()[st.value].param));
+    states.push_back(exec.state(mod.values()[st.value].param));
   for (std::size_t i = 0; i < states.size(); ++i)
     ref_inputs.push_back({mod.values()[mod.signature().state[i].value].param, states[i]});
   const auto t0 = clock::now();
-  const auto out = mod.run(dev, inputs, bindings, {.keep_values = true, .dump_dir = dump_dir});
+  const auto out = exec.run(inputs, bindings, {.keep_values = true, .dump_dir = dump_dir});
   const auto t1 = clock::now();
   std::vector<dlavm::ne::Binding> ref_bindings;
-  for (const auto& [name, value] : mod.last_run().bindings) ref_bindings.push_back({name, value});
+  for (const auto& [name, value] : exec.last_run().bindings) ref_bindings.push_back({name, value});
   const auto trace = graph::evaluate_trace(typed, ref_inputs, ref_bindings);
   const auto t2 = clock::now();
   r.run_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
@@ -77,7 +77,7 @@ inline CheckResult run_and_check(dlavm::graph::Module& mod, const dlavm::graph::
     if (step.kind != graph::ModuleStep::Kind::Vta) continue;
     const auto& node = mod.values()[step.output].node;
     ++r.layers;
-    const auto value = mod.value_of(node);
+    const auto value = exec.value_of(node);
     std::size_t zeros = 0, saturated = 0;
     for (const auto v : value.data()) {
       zeros += v == 0;

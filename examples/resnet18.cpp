@@ -42,10 +42,10 @@ int main(int argc, char** argv) try {
 
   const auto data = te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   const graph::NamedArray inputs[] = {{"data", data}};
-  const auto check =
-      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, {}, dump);
-  fmt::print("{}\n", mod.summary());
+  const auto check = models::run_and_check(exec, graph::infer_type(fn, target), inputs, {}, dump);
+  fmt::print("{}\n", exec.summary());
   fmt::print("build {:.1f} ms; run on the simulator {:.1f} ms; host reference {:.1f} ms\n",
              build_ms, check.run_ms, check.reference_ms);
   fmt::print(
@@ -56,7 +56,7 @@ int main(int argc, char** argv) try {
   // DRAM traffic within 1.2x of what the tiling must move.
   double worst_share = 1, worst_traffic = 0;
   int convs3x3 = 0;
-  const auto& run = mod.last_run();
+  const auto& run = exec.last_run();
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& step = mod.steps()[i];
     // the kernel's workload says what it computes: its anchor op and shapes

@@ -34,7 +34,8 @@ struct Totals {
 
 // cycles(step index) summed over the VTA steps, and over those after the max pool
 template <class Cycles>
-Totals totals(const graph::Module& m, Cycles cycles) {
+Totals totals(const graph::Executor& e, Cycles cycles) {
+  const graph::Module& m = e.module();
   Totals t;
   bool after = false;
   for (std::size_t i = 0; i < m.steps().size(); ++i) {
@@ -42,7 +43,7 @@ Totals totals(const graph::Module& m, Cycles cycles) {
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
     const std::uint64_t c = cycles(i);
     t.all += c;
-    t.macs += m.last_run().steps[i].macs;
+    t.macs += e.last_run().steps[i].macs;
     if (after) t.after_pool += c;
     after = after || s.op.starts_with("max_pool2d");
   }
@@ -100,8 +101,9 @@ int main(int argc, char** argv) try {
   const auto data = dlavm::te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
   const graph::NamedArray inputs[] = {{"data", data}};
   vta::SimDevice dev(target.env.config);
-  const auto want = plain.run(dev, inputs);
-  const auto got = tuned.run(dev, inputs);
+  graph::Executor plain_exec(plain, dev), tuned_exec(tuned, dev);
+  const auto want = plain_exec.run(inputs);
+  const auto got = tuned_exec.run(inputs);
 
   // per workload, the least roofline bound of its candidates
   std::map<std::string, std::int64_t> floor;
@@ -118,8 +120,8 @@ int main(int argc, char** argv) try {
   for (std::size_t i = 0; i < tuned.steps().size(); ++i) {
     const auto& s = tuned.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
-    const auto& a = plain.last_run().steps[i];
-    const auto& b = tuned.last_run().steps[i];
+    const auto& a = plain_exec.last_run().steps[i];
+    const auto& b = tuned_exec.last_run().steps[i];
     fmt::print("{:<34} {:>10} {:>10} {:>6.1f}% {:>8.1f}% {:>8.1f}% {:>10}  {}\n",
                s.label.substr(0, 34), a.cycles, b.cycles,
                percent(static_cast<double>(a.cycles) - static_cast<double>(b.cycles),
@@ -128,9 +130,11 @@ int main(int argc, char** argv) try {
                percent(static_cast<double>(b.macs) / 256.0, static_cast<double>(b.cycles)),
                floor_of(i), s.tiling);
   }
-  const auto d = totals(plain, [&](std::size_t i) { return plain.last_run().steps[i].cycles; });
-  const auto t = totals(tuned, [&](std::size_t i) { return tuned.last_run().steps[i].cycles; });
-  const auto f = totals(tuned, floor_of);
+  const auto d =
+      totals(plain_exec, [&](std::size_t i) { return plain_exec.last_run().steps[i].cycles; });
+  const auto t =
+      totals(tuned_exec, [&](std::size_t i) { return tuned_exec.last_run().steps[i].cycles; });
+  const auto f = totals(tuned_exec, floor_of);
   fmt::print("\nthe four stages after the max pool: {} -> {} cycles\n", d.after_pool, t.after_pool);
   fmt::print("the whole model: {} -> {} cycles, {:.1f}% -> {:.1f}% of its MACs / 256\n", d.all,
              t.all, percent(static_cast<double>(d.macs) / 256.0, static_cast<double>(d.all)),

@@ -2,7 +2,7 @@
 // symbolic-batch MLP and the LLM decoder layer (namespaces resnet18, mlp and llm_layer), loads
 // their weights, places their static streams (ResNet-18's from its insts file, the others' from
 // their headers) and runs them through the VTA driver C API, with the simulator behind it
-// (sim_driver.cpp); each run's output must equal graph::Module::run's, which gen_models
+// (sim_driver.cpp); each run's output must equal graph::Executor::run's, which gen_models
 // recorded. The LLM layer runs a decode loop: its KV cache stays in the model's memory from
 // one run to the next, as in the host module. Plain C++17 without
 // exceptions or RTTI, no heap: what a board's firmware would be. Built natively, and for
@@ -65,7 +65,7 @@ bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Ru
     const void* out = nullptr;
     if (!run(static_cast<std::int64_t>(dim), in, in_bytes, out)) return false;
     const bool same = std::memcmp(out, expected, out_bytes) == 0;
-    std::printf("  %s at %llu: %llu output bytes %s Module::run's\n", model,
+    std::printf("  %s at %llu: %llu output bytes %s Executor::run's\n", model,
                 static_cast<unsigned long long>(dim), static_cast<unsigned long long>(out_bytes),
                 same ? "equal" : "DIFFER from");
     if (!same) return false;
@@ -173,6 +173,6 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "PASS: ResNet-18, the MLP and the LLM layer's decode loop in firmware equal "
-      "graph::Module::run\n");
+      "graph::Executor::run\n");
   return 0;
 }

@@ -1,9 +1,9 @@
 // The firmware example's model program: builds ResNet-18, the symbolic-batch MLP and the LLM
 // decoder layer with its KV cache, emits each for firmware (deploy::emit: <name>.hpp,
 // <name>.weights.bin, <name>.insts.bin) and writes reference runs the firmware checks itself
-// against: the inputs and the outputs of graph::Module::run on the simulator (<name>.reference.bin:
-// per run, the dim value, the input's bytes, the output's bytes). dlavm_add_model runs it at build
-// time.
+// against: the inputs and the outputs of graph::Executor::run on the simulator
+// (<name>.reference.bin: per run, the dim value, the input's bytes, the output's bytes).
+// dlavm_add_model runs it at build time.
 //   gen_models OUT_DIR [--image N] [--debug]
 #include <dlavm/dlavm.hpp>
 
@@ -56,13 +56,14 @@ void emit_with_reference(graph::Module& mod, const std::string& dir, const std::
              mod.name(), r.header, r.header_bytes, r.static_streams, r.static_instructions,
              r.replayed_steps);
   vta::SimDevice dev(mod.env().config);
+  graph::Executor exec(mod, dev);
   std::vector<std::uint8_t> ref;
   for (const auto v : values) {
     const auto x = make_input(v);
     const graph::NamedArray in[] = {{input, x}};
     std::vector<dlavm::ne::Binding> bind;
     if (!dim.empty()) bind.push_back({dim, v});
-    const auto out = mod.run(dev, in, bind);
+    const auto out = exec.run(in, bind);
     std::vector<std::uint8_t> xb, yb;
     append(xb, x);
     append(yb, out[0]);

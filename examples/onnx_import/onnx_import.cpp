@@ -47,17 +47,18 @@ int main(int argc, char** argv) try {
   fmt::print("\nthe placed graph for Graphviz: {} (dot -Tsvg {} -o qdq_cnn.svg)\n\n", dot, dot);
   auto mod = graph::build(typed, target, {.name = "qdq_cnn"});
   dlavm::vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   bool ok = true;
   for (const std::int64_t batch : {1, 4}) {
     const auto image = te::NDArray::random_float({batch, 3, 32, 32}, 40 + batch, -1.0, 1.0);
-    const auto out = mod.run(dev, {{"image", image}}, {{"batch", batch}});
+    const auto out = exec.run({{"image", image}}, {{"batch", batch}});
     const auto want = graph::evaluate(typed, {{"image", image}}, {{"batch", batch}});
     const bool same = out.at(0) == want.at(0) && te::allclose(out.at(1), want.at(1), 1e-5, 1e-6);
     fmt::print("batch {}: features {} x uint8, logits {} floats, {} the host reference\n", batch,
                out.at(0).size(), out.at(1).size(), same ? "equal to" : "DIFFERENT from");
     ok = ok && same;
   }
-  fmt::print("\n{}\n", mod.summary());
+  fmt::print("\n{}\n", exec.summary());
   if (!ok) {
     fmt::print("FAIL: onnx_import differs from the host reference\n");
     return 1;

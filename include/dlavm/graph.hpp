@@ -1,8 +1,9 @@
 // graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
 // the op records and typed builders, type inference and placement, the printer, name-based
 // construction for importers, the reference executor on the host kernels, and the build for
-// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
-// runs host and VTA steps; graph::to_dot draws a function for Graphviz.
+// a target: fusion into VTA groups, the VTA strategies, layout packing, the Module (the built
+// model, immutable) and the Executor that runs its host and VTA steps on a device;
+// graph::to_dot draws a function for Graphviz.
 //
 //   namespace g = dlavm::graph;
 //   auto token = ne::var("token", 1, 2048);
@@ -11,7 +12,8 @@
 //   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
 //   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
 //   auto mod = g::build(fn, g::Target{});
-//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
+//   g::Executor exec(mod, dev);
+//   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
 #pragma once
 
 #include <dlavm/graph/attr_schema.hpp>
@@ -20,6 +22,7 @@
 #include <dlavm/graph/builder.hpp>
 #include <dlavm/graph/dot.hpp>
 #include <dlavm/graph/evaluate.hpp>
+#include <dlavm/graph/executor.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/layout.hpp>

@@ -569,12 +569,15 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 #endif
 // end dlavm/core/api.hpp
 // begin dlavm/graph/memory_plan.hpp
-// The memory plan of a built model: where every value and stream lives in device memory, as
-// the earlier Python design laid a model out for firmware. Five regions:
+// The memory plan of a built model: where every buffer and stream lives in device memory, as
+// the earlier Python design laid a model out for firmware. The planner knows no model: it
+// takes plain requests (a region, a size, the first and last step that use the buffer), as
+// TensorFlow Lite Micro's planner takes (size, first use, last use); graph::Module makes the
+// requests of its values (graph::memory_request, graph/module.hpp). Five regions:
 //
 //   weight   the constants (VTA's packed, the host steps' plain), written once
 //   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
-//            later values once its last reader has run (liveness), every buffer sized at the
+//            later buffers once its last user has run (liveness), every buffer sized at the
 //            maxima of its symbolic dims
 //   cache    the states (graph::State), which outlive a run
 //   insts    the VTA steps' instruction streams
@@ -582,15 +585,16 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 //
 // laid out from a region map: each region at a base address or right after another region
 // (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
-// anchor), every offset and region aligned to `alignment` bytes. graph::Module plans itself
-// with the defaults and runs on the plan (one device allocation per region); deploy::emit
-// plans with the firmware's sizes of the stream regions.
+// anchor), every offset and region aligned to `alignment` bytes.
 //
-//   graph::PlanOptions opt;
-//   opt.regions = {{"global", 0x10000000}, {"weight", "global"}, {"runtime", "weight"},
-//                  {"cache", "runtime"}, {"insts", "cache"}, {"uop", "insts"}};
-//   auto plan = graph::plan_memory(mod, opt);
-//   fmt::print("{}", plan.report(mod));     // per buffer: region, offset, size, lifetime
+//   graph::PlanRequest req;
+//   req.buffers = {{.name = "%x", .region = graph::RegionKind::Runtime, .bytes = 4096,
+//                   .first = -1, .last = 0},
+//                  {.name = "%0", .region = graph::RegionKind::Runtime, .bytes = 4096,
+//                   .first = 0, .last = 1}};
+//   req.steps = 1;
+//   auto plan = graph::plan_memory(req, {.alignment = 256});
+//   fmt::print("{}", plan.report());     // per buffer: region, offset, size, lifetime
 //
 // Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
 // unknown region, two regions that overlap, an alignment that is not a power of two
@@ -604,14 +608,12 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 namespace dlavm::graph {
-
-class Module;
 
 enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
 inline constexpr std::size_t kRegionCount = 5;
@@ -624,24 +626,40 @@ struct RegionPlace {
   std::variant<std::uint64_t, std::string> at;
 };
 
+// How the plan lays out its regions and buffers.
 struct PlanOptions {
   // Every region, each once; "global" may anchor the others (a region of no bytes).
   std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
                                       {"runtime", "weight"},        {"cache", "runtime"},
                                       {"insts", "cache"},           {"uop", "insts"}};
-  // bytes, a power of two; the plan aligns to VTA's largest element where that is larger
+  // bytes, a power of two; the plan aligns to the request's min_alignment where that is larger
   std::int64_t alignment = 256;
   bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
   std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
-  // The stream regions' bytes; unset: one stream at a time, the largest any step can write
-  // (Program::stream_bound), which is how graph::Module runs.
-  std::optional<std::int64_t> insts_bytes, uop_bytes;
 };
 
-// Where one value lives. Lifetime: from the step that writes it (-1: before the first step,
-// a param or constant) to its last reader (steps().size(): a result, read after the run).
+// One buffer to place. Lifetime: from the step that writes it (-1: before the first step, a
+// param or a constant) to its last user (PlanRequest::steps: read after the run). Insts and
+// Uop buffers are not requested: those regions are sized by the request as a whole.
+struct BufferRequest {
+  std::string name{};  // for the report: "%x", "%3:activation[1x16]"
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t bytes = 0;
+  std::int64_t first = -1, last = -1;
+};
+
+struct PlanRequest {
+  std::vector<BufferRequest> buffers;
+  std::int64_t steps = 0;  // the steps of a run: a lifetime ending here lasts past the run
+  // the stream regions' bytes
+  std::int64_t insts_bytes = 0, uop_bytes = 0;
+  // the least alignment every buffer needs (VTA's largest DRAM element), a power of two
+  std::int64_t min_alignment = 1;
+};
+
+// Where one buffer lives, aligned with the request's buffers.
 struct BufferPlan {
-  std::size_t value = 0;
+  std::string name;
   RegionKind region = RegionKind::Runtime;
   std::int64_t offset = 0, bytes = 0;
   std::int64_t first = 0, last = 0;
@@ -657,81 +675,510 @@ struct RegionPlan {
 class MemoryPlan {
  public:
   std::vector<RegionPlan> regions;  // by RegionKind
-  std::vector<BufferPlan> buffers;  // one per module value, by value index
+  std::vector<BufferPlan> buffers;  // by request index (a module's: by value index)
   std::int64_t alignment = 256;
+  std::int64_t steps = 0;  // the request's
   // The runtime region's lower bound: the most bytes (aligned) live at once.
   std::int64_t live_peak = 0;
 
   const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
-  // A value's absolute address.
-  std::uint64_t address(std::size_t value) const {
-    const auto& b = buffers[value];
+  // A buffer's absolute address.
+  std::uint64_t address(std::size_t buffer) const {
+    const auto& b = buffers[buffer];
     return region(b.region).base + static_cast<std::uint64_t>(b.offset);
   }
-  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, value name.
-  std::string report(const Module& m) const;
+  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, name.
+  std::string report(std::string_view title = "") const;
 };
 
-MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
+MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options = {});
 
 }  // namespace dlavm::graph
 
-// The definitions need graph::Module, whose header includes them (memory_plan-inl.hpp).
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/memory_plan-inl.hpp
+// Definitions for dlavm/graph/memory_plan.hpp (see core/api.hpp).
+
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view region_name(RegionKind r) {
+  switch (r) {
+    case RegionKind::Weight:
+      return "weight";
+    case RegionKind::Runtime:
+      return "runtime";
+    case RegionKind::Cache:
+      return "cache";
+    case RegionKind::Insts:
+      return "insts";
+    case RegionKind::Uop:
+      return "uop";
+  }
+  return "?";
+}
+
+namespace detail {
+
+inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
+
+// Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
+// at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
+// TensorFlow Lite's arena planner). Without reuse, one after the other.
+inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_t alignment,
+                                  bool reuse) {
+  std::stable_sort(buffers.begin(), buffers.end(), [](const BufferPlan* a, const BufferPlan* b) {
+    return a->bytes > b->bytes || (a->bytes == b->bytes && a->first < b->first);
+  });
+  std::int64_t end = 0;
+  std::vector<const BufferPlan*> placed;
+  for (BufferPlan* b : buffers) {
+    const auto size = align_up(std::max<std::int64_t>(b->bytes, 1), alignment);
+    std::int64_t at = 0;
+    if (reuse) {
+      std::vector<const BufferPlan*> live;
+      for (const auto* p : placed)
+        if (p->first <= b->last && b->first <= p->last) live.push_back(p);
+      std::sort(live.begin(), live.end(),
+                [](const BufferPlan* x, const BufferPlan* y) { return x->offset < y->offset; });
+      for (const auto* p : live) {
+        if (p->offset >= at + size) break;  // the gap before p holds b
+        at = std::max(at, align_up(p->offset + std::max<std::int64_t>(p->bytes, 1), alignment));
+      }
+    } else {
+      at = end;
+    }
+    b->offset = at;
+    end = std::max(end, at + size);
+    placed.push_back(b);
+  }
+  return end;
+}
+
+// The regions' bases from the map: a number, or the aligned end of the region named.
+inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::int64_t* sizes) {
+  const auto a = static_cast<std::uint64_t>(o.alignment);
+  constexpr std::string_view anchor = "global";
+  std::vector<std::string> names = {std::string(anchor)};
+  for (std::size_t r = 0; r < kRegionCount; ++r)
+    names.emplace_back(region_name(static_cast<RegionKind>(r)));
+  const auto known = fmt::format("{}", fmt::join(names, ", "));
+  std::map<std::string, const RegionPlace*, std::less<>> entry;
+  for (const auto& p : o.regions) {
+    if (std::find(names.begin(), names.end(), p.name) == names.end())
+      raise<ConfigError>("memory plan: region map names '{}', which is no region (regions: {})",
+                         p.name, known);
+    if (!entry.emplace(p.name, &p).second)
+      raise<ConfigError>("memory plan: region map places '{}' twice", p.name);
+  }
+  for (std::size_t k = 1; k < names.size(); ++k)
+    if (entry.count(names[k]) == 0)
+      raise<ConfigError>(
+          "memory plan: region map does not place '{}' (give a base address or "
+          "the region it follows)",
+          names[k]);
+  const auto size_of = [&](std::string_view name) -> std::uint64_t {
+    for (std::size_t r = 0; r < kRegionCount; ++r)
+      if (name == region_name(static_cast<RegionKind>(r)))
+        return static_cast<std::uint64_t>(sizes[r]);
+    return 0;  // the anchor
+  };
+  std::map<std::string, std::uint64_t, std::less<>> base;
+  std::vector<std::string> resolving;
+  const std::function<std::uint64_t(const std::string&)> base_of =
+      [&](const std::string& name) -> std::uint64_t {
+    if (const auto it = base.find(name); it != base.end()) return it->second;
+    const auto e = entry.find(name);
+    if (e == entry.end())
+      raise<ConfigError>(
+          "memory plan: a region follows '{}', which the map does not place "
+          "(regions: {})",
+          name, known);
+    if (std::find(resolving.begin(), resolving.end(), name) != resolving.end())
+      raise<ConfigError>("memory plan: region '{}' is placed after itself ({} -> {})", name,
+                         fmt::join(resolving, " -> "), name);
+    resolving.push_back(name);
+    std::uint64_t b = 0;
+    if (const auto* addr = std::get_if<std::uint64_t>(&e->second->at)) {
+      b = *addr;
+      if (b % a != 0)
+        raise<ConfigError>("memory plan: region '{}' at 0x{:x} is not aligned to {} bytes", name, b,
+                           a);
+    } else {
+      const auto& prev = std::get<std::string>(e->second->at);
+      b = (base_of(prev) + size_of(prev) + a - 1) / a * a;
+    }
+    resolving.pop_back();
+    base.emplace(name, b);
+    return b;
+  };
+  std::vector<RegionPlan> out;
+  for (std::size_t r = 0; r < kRegionCount; ++r) {
+    const auto kind = static_cast<RegionKind>(r);
+    out.push_back({kind, base_of(std::string(region_name(kind))), sizes[r]});
+    if (out.back().end() > o.address_limit || out.back().end() < out.back().base)
+      raise<CapacityError>(
+          "memory plan: region '{}' of {} bytes at 0x{:x} ends at 0x{:x}, past the address "
+          "space (0x{:x})",
+          region_name(kind), sizes[r], out.back().base, out.back().end(), o.address_limit);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (std::size_t j = i + 1; j < out.size(); ++j) {
+      const auto &x = out[i], &y = out[j];
+      if (x.bytes > 0 && y.bytes > 0 && x.base < y.end() && y.base < x.end())
+        raise<ConfigError>(
+            "memory plan: regions '{}' [0x{:x}, 0x{:x}) and '{}' [0x{:x}, 0x{:x}) overlap",
+            region_name(x.kind), x.base, x.end(), region_name(y.kind), y.base, y.end());
+    }
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string MemoryPlan::report(std::string_view title) const {
+  std::string s = fmt::format("memory plan{}{} (alignment {} bytes)\n", title.empty() ? "" : " of ",
+                              title, alignment);
+  for (const auto& r : regions)
+    s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
+                     r.base, r.end(), r.bytes);
+  s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
+                   region(RegionKind::Runtime).bytes, live_peak);
+  s += "  buffer   region    offset      bytes  lifetime  name\n";
+  const auto step = [&](std::int64_t t) {
+    return t < 0 ? std::string("in") : t >= steps ? std::string("out") : std::to_string(t);
+  };
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const auto& b = buffers[i];
+    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", i, region_name(b.region),
+                     b.offset, b.bytes, step(b.first), step(b.last), b.name);
+  }
+  return s;
+}
+
+DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options) {
+  for (const std::int64_t a : {options.alignment, request.min_alignment})
+    if (a < 1 || (a & (a - 1)) != 0)
+      raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  const std::int64_t a = std::max(options.alignment, request.min_alignment);
+  MemoryPlan plan;
+  plan.alignment = a;
+  plan.steps = request.steps;
+  for (const auto& r : request.buffers) {
+    if (r.region == RegionKind::Insts || r.region == RegionKind::Uop)
+      raise<ConfigError>(
+          "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
+          "with PlanRequest::{}_bytes",
+          r.name, region_name(r.region), region_name(r.region));
+    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
+  }
+  std::int64_t sizes[kRegionCount] = {};
+  for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
+    std::vector<BufferPlan*> in_region;
+    for (auto& b : plan.buffers)
+      if (b.region == r) in_region.push_back(&b);
+    sizes[static_cast<int>(r)] =
+        detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
+  }
+  // the lower bound: the most runtime bytes live during one step
+  for (std::int64_t t = -1; t <= request.steps; ++t) {
+    std::int64_t live = 0;
+    for (const auto& b : plan.buffers)
+      if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
+        live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
+    plan.live_peak = std::max(plan.live_peak, live);
+  }
+  sizes[static_cast<int>(RegionKind::Insts)] = detail::align_up(request.insts_bytes, a);
+  sizes[static_cast<int>(RegionKind::Uop)] = detail::align_up(request.uop_bytes, a);
+  plan.regions = detail::lay_out_regions(options, sizes);
+  return plan;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/memory_plan-inl.hpp
+#endif
+// end dlavm/graph/memory_plan.hpp
 // begin dlavm/graph/module.hpp
-// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
-// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
-// storage slot, and steps in execution order: host op calls (by op name and attributes, run
-// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
-// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
-// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
-// instantiated for them (microseconds), never recompiled.
+// graph::Module: a built model (graph::build), as immutable plain data. It holds values (the
+// params, the constants, already packed for VTA where VTA reads them, and the intermediates),
+// each with a storage slot, and steps in execution order: host op calls (by op name and
+// attributes, run with the target's op registry), layout conversions (pack / unpack, on the
+// host), appends to a growing state held packed, and VTA programs (vta::Program, one per fused
+// group, with its workload, knobs, MACs and traffic). Symbolic dims stay expressions. A module
+// never changes once built: graph::Executor (graph/executor.hpp) runs it on a device, holding
+// the states, the device memory and the last run, as runtime::Session does in firmware; and
+// deploy::emit writes it for firmware.
 //
-// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
-// region, the params, intermediates and results in the `runtime` region, where a value's
-// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
-// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
-// region once there and copies the weights VTA reads once; the values VTA reads or writes
-// stay in device memory between VTA steps and cross to the host only where a host step, a
-// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
-// the packed shapes of its operands once (the program sees the symbolic dims only through
-// them): a run whose bindings give the shapes of the step's previous run on that device reuses
-// its stream, copied to the insts and uop regions (StepStats::instantiated says which).
+// Storage: the module plans its memory (graph::plan_memory over memory_request(module)): the
+// constants in the `weight` region, the params, intermediates and results in the `runtime`
+// region, where a value's bytes go to a later one once its last reader has run, the states in
+// `cache`, the streams in `insts` and `uop` (one stream at a time, the largest any step
+// writes); every slot sized for the dims' maxima.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
-//   vta::SimDevice dev(target.env.config);
-//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
-//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
-//   fmt::print("{}", mod);                                   // the steps
-//
-// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
-// build's VTA: dlavm::Errors naming the input, dim or configuration.
+//   fmt::print("{}", mod);                                   // the values and steps
+//   fmt::print("{}", mod.plan().report(mod.name()));         // where each value lives
+//   graph::Executor exec(mod, dev);                          // graph/executor.hpp
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/appended_state.hpp
-// graph::AppendedState: a growing state (a KV cache) held as the DRAM bytes of the packed
-// array VTA reads, so that a run appends its new positions in place rather than concatenating
-// the whole state on the host and packing it again (graph::Module, Kind::Append steps).
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
 //
-// The packed array is the state with its dims permuted (`perm[i]`: the state's dim that is
-// the array's dim i; a transpose between the cache and the matmul that reads it), in
-// matmul_weight layout: [B..., K, N] -> [prod(B), N/R, K/T, R, T]. The growing dim must be K
-// or N. When a run's positions need another tile along it, the held tiles move to their new
-// places in the same buffer (once every R or T positions), and the new tiles start at zero:
-// runtime::append_packed, the kernel firmware runs on the same bytes.
-//
-//   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
-//                              {graph::Layout::Kind::MatmulWeight, 16, 16});
-//   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
-//   cache.commit();          // and length() is T
-//
-// Errors: rows of another dtype or shape than the state's (ShapeError naming both).
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
+
+// The kinds of AttrValue, in the order of its alternatives.
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
+
+inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
+std::string_view describe(AttrKind kind);
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
+std::string to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  struct Entry {
+    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
+    // {"strides", {2, 2}}: a braced list of integers.
+    Entry(std::string k, std::initializer_list<std::int64_t> v)
+        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
+    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
+    template <std::size_t N>
+    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
+    friend bool operator==(const Entry&, const Entry&) = default;
+    std::string key;
+    AttrValue value;
+  };
+
+  Attrs() = default;
+  // ValueError when a key appears twice.
+  Attrs(std::initializer_list<Entry> entries);
+
+  // Inserts or replaces.
+  Attrs& set(std::string key, AttrValue value);
+  // The value, or nullptr.
+  const AttrValue* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
+  // when it holds another kind. get_float also reads an integer.
+  std::int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  const std::string& get_string(std::string_view key) const;
+  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
+  DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+
+ private:
+  const AttrValue& get(std::string_view key, AttrKind want) const;
+  std::vector<Entry> entries_;  // sorted by key, keys unique
+};
+
+}  // namespace dlavm::graph
+
+// key=value pairs in key order, separated by ", ".
+template <>
+struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
+    std::string out;
+    for (const auto& e : a) {
+      if (!out.empty()) out += ", ";
+      out += e.key;
+      out += '=';
+      out += dlavm::graph::to_string(e.value);
+    }
+    return fmt::formatter<std::string_view>::format(out, ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/attrs-inl.hpp
+// Definitions for graph/attrs.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view describe(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::DType:
+      return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
+  }
+  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
+}
+
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
+  switch (kind_of(v)) {
+    case AttrKind::Int:
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
+    case AttrKind::String: {
+      std::string s = "\"";
+      for (char c : std::get<std::string>(v)) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
+    case AttrKind::DType:
+      return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+  }
+  raise<ValueError>("internal: unknown attribute kind, please report");
+}
+
+DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) {
+    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
+    set(e.key, e.value);
+  }
+}
+
+DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.key < k; });
+  if (it != entries_.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    entries_.emplace(it, std::move(key), std::move(value));
+  return *this;
+}
+
+DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  return it != entries_.end() && it->key == key ? &it->value : nullptr;
+}
+
+DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
+  const AttrValue* v = find(key);
+  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
+  if (kind_of(*v) != want)
+    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
+                     to_string(*v), describe(want));
+  return *v;
+}
+
+DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
+  return std::get<std::int64_t>(get(key, AttrKind::Int));
+}
+
+DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Int)
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return std::get<double>(get(key, AttrKind::Float));
+}
+
+DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
+  return std::get<std::string>(get(key, AttrKind::String));
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
+  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
+}
+
+DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
+  return std::get<DType>(get(key, AttrKind::DType));
+}
+
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attrs-inl.hpp
+#endif
+// end dlavm/graph/attrs.hpp
 // begin dlavm/graph/layout.hpp
 // Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
 // row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
@@ -9206,685 +9653,2200 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 // end dlavm/graph/layout-inl.hpp
 #endif
 // end dlavm/graph/layout.hpp
-// begin dlavm/runtime/kernels.hpp
-// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
-// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
-// pack and unpack) run inside their checks, so that both compute the same values. Elements
-// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
-// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
-// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
-// shapes (the generator did, at emit time).
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/op.hpp
+// Op records and the registry that maps op names to them. An op is plain data, built by an
+// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
+//   name                  "conv2d"
+//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
+//   attrs                 the attributes it accepts: name, kind, default (none: required),
+//                         the allowed strings for a String attribute, a description; the op
+//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
+//   type_rule             the result type from the argument types and attributes
+//   host_kernel           the CPU implementation (host/), the fallback and the reference
+//   host_support          why the host kernel cannot run a call (empty: it runs every call the
+//                         type rule accepts)
+// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
+// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
-//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
-//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
-//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
+//               .type_rule = [](const TypeCall& c) { return c.type(0); },
+//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
+//   registry.add(std::move(op));
 
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-namespace dlavm::runtime {
-
-// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
-
-// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
-template <class T, class Read>
-void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
-                     std::int64_t rows, std::int64_t cols, Read&& read) {
-  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
-  std::int64_t o = 0;
-  for (std::int64_t i = 0; i < at; ++i)
-    for (std::int64_t j = 0; j < bt; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < cols; ++c, ++o) {
-              const std::int64_t ai = i * rows + r, bj = j * cols + c;
-              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
-            }
-}
-
-template <class T>
-void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
-                std::int64_t w, std::int64_t rows, std::int64_t cols) {
-  pack_tiled_with(dst, a, b, h, w, rows, cols,
-                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
-                    return src[((i * b + j) * h + y) * w + x];
-                  });
-}
-
-template <class T>
-void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
-                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t bt = (b + cols - 1) / cols;
-  for (std::int64_t ai = 0; ai < a; ++ai)
-    for (std::int64_t bj = 0; bj < b; ++bj)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          dst[((ai * b + bj) * h + y) * w + x] =
-              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
-                  (ai % rows) * cols + bj % cols];
-}
-
-// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
-// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
-// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
-// A batched matmul's operands and result (graph's BatchedMatrix and MatmulWeight layouts):
-// `products` matrices one after another, each [M, C] packed as pack_tiled's [M, C, 1, 1]; a
-// MatmulWeight product [K, N] is packed transposed, as the dense weight [N, K].
-template <class T>
-void pack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
-                  std::int64_t rows, std::int64_t cols) {
-  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
-  for (std::int64_t p = 0; p < products; ++p)
-    pack_tiled(src + p * m * c, dst + p * packed, m, c, 1, 1, rows, cols);
-}
-
-template <class T>
-void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
-                    std::int64_t rows, std::int64_t cols) {
-  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
-  for (std::int64_t p = 0; p < products; ++p)
-    unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
-}
-
-template <class T>
-void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_t k, std::int64_t n,
-                        std::int64_t rows, std::int64_t cols) {
-  const std::int64_t packed = (n + rows - 1) / rows * rows * ((k + cols - 1) / cols) * cols;
-  for (std::int64_t p = 0; p < products; ++p) {
-    const T* b = src + p * k * n;
-    pack_tiled_with(
-        dst + p * packed, n, k, 1, 1, rows, cols,
-        [&](std::int64_t i, std::int64_t j, std::int64_t, std::int64_t) { return b[j * n + i]; });
-  }
-}
-
-// ---- a growing state held packed (a KV cache a matmul reads as its weight) ---------------
-// The state [S0, ..., S(rank-1)], its growing dim `axis` at some length, is kept with its dims
-// permuted (packed dim i is the state's dim perm[i]) as the matmul weight [B..., K, N] in
-// VTA's layout [prod(B), N/rows, K/cols, rows, cols], `width` bytes per element (DRAM's
-// little-endian bytes). The growing dim is K or N. `held` = {the positions held, the length the
-// bytes are laid out for, the positions written (the bytes past them are zero)}: what a run
-// that fails after its append leaves behind is undone by the next append.
-struct PackedStateShape {
-  std::int64_t rank = 0;
-  std::int64_t shape[8] = {};  // the growing dim's entry is not read
-  std::int64_t perm[8] = {};
-  std::int64_t axis = 0, rows = 1, cols = 1, width = 1;
-};
-
-namespace detail {
-
-struct PackedGrid {
-  std::int64_t products = 1, n_tiles = 0, k_tiles = 0;
-};
-
-inline std::int64_t packed_dim(const PackedStateShape& s, std::int64_t i, std::int64_t length) {
-  return s.perm[i] == s.axis ? length : s.shape[s.perm[i]];
-}
-
-inline PackedGrid packed_grid(const PackedStateShape& s, std::int64_t length) {
-  PackedGrid g;
-  for (std::int64_t i = 0; i + 2 < s.rank; ++i) g.products *= packed_dim(s, i, length);
-  g.n_tiles = (packed_dim(s, s.rank - 1, length) + s.rows - 1) / s.rows;
-  g.k_tiles = (packed_dim(s, s.rank - 2, length) + s.cols - 1) / s.cols;
-  return g;
-}
-
-// Moves the tiles of a layout for `from` positions to where a layout for `to` keeps them (the
-// buffer holds both); the new tiles become zero.
-inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::int64_t from,
-                           std::int64_t to) {
-  const PackedGrid a = packed_grid(s, from), b = packed_grid(s, to);
-  if (a.n_tiles == b.n_tiles && a.k_tiles == b.k_tiles) return;
-  const std::int64_t tile = s.rows * s.cols * s.width;
-  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
-    return ((p * a.n_tiles + n) * a.k_tiles + k) * tile;
-  };
-  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
-    return ((p * b.n_tiles + n) * b.k_tiles + k) * tile;
-  };
-  const std::int64_t n_kept = a.n_tiles < b.n_tiles ? a.n_tiles : b.n_tiles;
-  const std::int64_t k_kept = a.k_tiles < b.k_tiles ? a.k_tiles : b.k_tiles;
-  const auto move = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
-    if (old_at(p, n, k) != new_at(p, n, k))
-      std::memmove(bytes + new_at(p, n, k), bytes + old_at(p, n, k),
-                   static_cast<std::size_t>(tile));
-  };
-  if (b.n_tiles >= a.n_tiles && b.k_tiles >= a.k_tiles) {
-    // growing: every tile moves to a place at or after its old one, so moving the last tile
-    // first never overwrites one still to move
-    for (std::int64_t p = b.products; p-- > 0;)
-      for (std::int64_t n = n_kept; n-- > 0;)
-        for (std::int64_t k = k_kept; k-- > 0;) move(p, n, k);
-    for (std::int64_t p = 0; p < b.products; ++p)
-      for (std::int64_t n = 0; n < b.n_tiles; ++n)
-        for (std::int64_t k = 0; k < b.k_tiles; ++k)
-          if (n >= a.n_tiles || k >= a.k_tiles)
-            std::memset(bytes + new_at(p, n, k), 0, static_cast<std::size_t>(tile));
-  } else {
-    // shrinking (after a run that failed): the first tile first, each to a place at or before
-    // its old one
-    for (std::int64_t p = 0; p < b.products; ++p)
-      for (std::int64_t n = 0; n < n_kept; ++n)
-        for (std::int64_t k = 0; k < k_kept; ++k) move(p, n, k);
-  }
-}
-
-// Calls f(state index, packed byte offset) for every element of the state's positions
-// [from, to) along its growing dim, in row-major order of those positions, in the layout for
-// `laid` positions.
-template <class F>
-void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
-                     std::int64_t to, F&& f) {
-  if (from >= to) return;
-  std::int64_t extent[8] = {}, index[8] = {};
-  for (std::int64_t k = 0; k < s.rank; ++k) {
-    extent[k] = k == s.axis ? to - from : s.shape[k];
-    if (extent[k] == 0) return;
-  }
-  const PackedGrid g = packed_grid(s, laid);
-  for (;;) {
-    std::int64_t at[8] = {};
-    for (std::int64_t k = 0; k < s.rank; ++k) at[k] = index[k] + (k == s.axis ? from : 0);
-    std::int64_t product = 0;
-    for (std::int64_t i = 0; i + 2 < s.rank; ++i)
-      product = product * s.shape[s.perm[i]] + at[s.perm[i]];
-    const std::int64_t kk = at[s.perm[s.rank - 2]], n = at[s.perm[s.rank - 1]];
-    const std::int64_t t = (product * g.n_tiles + n / s.rows) * g.k_tiles + kk / s.cols;
-    f(at, ((t * s.rows + n % s.rows) * s.cols + kk % s.cols) * s.width);
-    std::int64_t k = s.rank;
-    while (k-- > 0) {
-      if (++index[k] < extent[k]) break;
-      index[k] = 0;
-    }
-    if (k < 0) return;
-  }
-}
-
-}  // namespace detail
-
-// The packed bytes of `length` positions.
-inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t length) {
-  const detail::PackedGrid g = detail::packed_grid(s, length);
-  return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
-}
-
-// Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
-// row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
-// count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
-// are held[0] + count, and the caller advances held[0] once the run has succeeded.
-inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
-                          std::int64_t* held, const PackedStateShape& s) {
-  const std::int64_t length = held[0] + count;
-  detail::lay_out_packed(packed, s, held[1], length);
-  held[1] = length;
-  // what a failed run wrote past the held positions that this one does not overwrite
-  const std::int64_t extent =
-      detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
-  const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
-  const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
-  detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
-                          [&](const std::int64_t*, std::int64_t at) {
-                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
-                          });
-  held[2] = length;
-  std::int64_t i = 0;
-  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
-    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
-    ++i;
-  });
-}
-
-// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
-template <class T>
-void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
-               std::int64_t rank) {
-  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
-  std::int64_t n = 1;
-  for (std::int64_t k = rank; k-- > 0;) {
-    stride[k] = n;
-    n *= shape[k];
-  }
-  if (n == 0) return;
-  for (std::int64_t k = 0; k < rank; ++k) {
-    out_shape[k] = shape[perm[k]];
-    out_stride[k] = stride[perm[k]];
-  }
-  std::int64_t from = 0;
-  for (std::int64_t o = 0; o < n; ++o) {
-    y[o] = x[from];
-    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
-      from += out_stride[k];
-      if (++index[k] < out_shape[k]) break;
-      from -= out_stride[k] * out_shape[k];
-      index[k] = 0;
-    }
-  }
-}
-
-template <class T>
-void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
-                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
-                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
-  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
-                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
-                    const std::int64_t x = j * stride + ch % kw - pad_left;
-                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
-                  });
-}
-
-// ---- pooling windows over [planes, h, w] -----------------------------------------------
-
-struct PoolShape {
-  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
-};
-
-// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
-// of its window that lie inside the input plane.
-template <class T, class U, class Reduce>
-void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
-    U* out = y + p * d.oh * d.ow;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
-      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
-      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
-        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
-        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
-        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
-      }
-    }
-  }
-}
-
-// The window's maximum; a NaN wins (float).
-template <class T>
-void pool_window_max(const T* x, T* y, const PoolShape& d) {
-  for_each_window(
-      x, y, d,
-      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-        T m = plane[y0 * d.w + x0];
-        for (std::int64_t iy = y0; iy < y1; ++iy)
-          for (std::int64_t ix = x0; ix < x1; ++ix) {
-            const T v = plane[iy * d.w + ix];
-            if constexpr (std::is_floating_point_v<T>) {
-              if (v > m || std::isnan(v)) m = v;
-              if (std::isnan(m)) return m;
-            } else {
-              m = v > m ? v : m;
-            }
-          }
-        return m;
-      });
-}
-
-constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-// The window's average: integers summed in int64 and divided rounding down, floats summed in
-// row-major order; divided by the window's size, or by its part inside the input.
-template <class T>
-void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
-  for_each_window(
-      x, y, d,
-      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
-        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
-        if constexpr (std::is_floating_point_v<T>) {
-          float s = 0;
-          for (std::int64_t iy = y0; iy < y1; ++iy)
-            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
-          return static_cast<T>(s / static_cast<float>(n));
-        } else {
-          std::int64_t s = 0;
-          for (std::int64_t iy = y0; iy < y1; ++iy)
-            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
-          return static_cast<T>(floor_div_pos(s, n));
-        }
-      });
-}
-
-// ---- linear ------------------------------------------------------------------------------
-
-// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
-// int32 accumulator does), floats in order.
-template <class X, class W, class Y>
-void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
-  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
-  for (std::int64_t m = 0; m < rows; ++m) {
-    const X* xr = x + m * k_in;
-    for (std::int64_t n = 0; n < n_out; ++n) {
-      const W* wr = w + n * k_in;
-      Acc acc = 0;
-      for (std::int64_t k = 0; k < k_in; ++k)
-        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
-      y[m * n_out + n] = static_cast<Y>(acc);
-    }
-  }
-}
-
-// ---- elementwise ---------------------------------------------------------------------------
-
-// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
-constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
-  if (bits >= 64) return static_cast<std::int64_t>(v);
-  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
-  v &= m;
-  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
-}
-
-// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
-template <class In, class Out>
-void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
-                std::int64_t lo, std::int64_t hi) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t s =
-        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
-        shift;
-    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
-  }
-}
-
-template <class T>
-void relu(const T* x, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
-}
-
-template <class T>
-void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
-}
-
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
-  }
-}
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
-  }
-}
-
-// y = x + b for a scalar b, wrapped to T's width.
-template <class T>
-void add_scalar(const T* x, T b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = x[i] + b;
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
-  }
-}
-
-// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
-template <class T>
-void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
-              std::int64_t inner) {
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const std::int64_t base = (o * channels + c) * inner;
-      add_scalar(x + base, b[c], y + base, inner);
-    }
-}
-// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
-inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
-  if (std::isnan(v)) return 0;
-  const double x = v;
-  double r = std::floor(x);
-  const double frac = x - r;  // exact: x has 24 significant bits
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  if (r <= static_cast<double>(lo)) return lo;
-  if (r >= static_cast<double>(hi)) return hi;
-  return static_cast<std::int64_t>(r);
-}
-
-// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
-// [lo, hi] (Out's range).
-template <class In, class Out>
-void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
-      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
-    else if constexpr (std::is_floating_point_v<Out>)
-      y[i] = static_cast<Out>(x[i]);
-    else
-      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
-  }
-}
-
-// Per channel c of x seen as [outer, channels, inner] (channels 1: one scale and zero point):
-// quantize_linear y = clamp(round_half_even(x / scale[c]) + zero[c], lo, hi), the rounding in a
-// wide range first so that the zero point moves the value before it saturates; dequantize_linear
-// y = (x - zero[c]) * scale[c].
-template <class Out>
-void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y,
-                     std::int64_t outer, std::int64_t channels, std::int64_t inner, std::int64_t lo,
-                     std::int64_t hi) {
-  std::int64_t i = 0;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t c = 0; c < channels; ++c)
-      for (std::int64_t k = 0; k < inner; ++k, ++i) {
-        const std::int64_t r =
-            float_to_int(x[i] / scale[c], -(std::int64_t{1} << 40), std::int64_t{1} << 40) +
-            static_cast<std::int64_t>(zero[c]);
-        y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
-      }
-}
-
-template <class In>
-void dequantize_linear(const In* x, const float* scale, const In* zero, float* y,
-                       std::int64_t outer, std::int64_t channels, std::int64_t inner) {
-  std::int64_t i = 0;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t c = 0; c < channels; ++c)
-      for (std::int64_t k = 0; k < inner; ++k, ++i)
-        y[i] = (static_cast<float>(x[i]) - static_cast<float>(zero[c])) * scale[c];
-}
-
-// Layer normalization over the last `group` elements of each of `groups` rows: the mean, then
-// the mean square deviation, summed in order in float; y = (x - mean) / sqrt(var + eps) *
-// gamma + beta.
-inline void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
-                       std::int64_t groups, std::int64_t group, float eps) {
-  const float count = static_cast<float>(group);
-  for (std::int64_t r = 0; r < groups; ++r) {
-    const float* xr = x + r * group;
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
-    const float mean = sum / count;
-    float sq = 0.0f;
-    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
-    const float inv = 1.0f / std::sqrt(sq / count + eps);
-    float* yr = y + r * group;
-    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
-  }
-}
-
-// x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
-// the positions up to its own, N - M + i; the later ones become -infinity.
-inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
-                        std::int64_t n) {
-  if (x != y && rows * n > 0)
-    std::memmove(y, x, static_cast<std::size_t>(rows * n) * sizeof(float));
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
-}
-
-// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
-// wins), exponentials summed in order, each divided by the sum.
-inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
-                    std::int64_t inner) {
-  if (extent == 0) return;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      float m = src[base];
-      for (std::int64_t j = 1; j < extent; ++j) {
-        const float v = src[base + j * inner];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < extent; ++j) {
-        const float e = std::exp(src[base + j * inner] - m);
-        dst[base + j * inner] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
-    }
-}
-
-// ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
 //
-// Softmax of int8 scores s (real value s * scale) into int8 probabilities in units of 1/127,
-// in 32-bit integers only. Every step is an operation VTA's ALU has (add, min, max, multiply by
-// a factor of at most 8 bits, arithmetic shift by at most 15), so the device's bits are these:
-//   x = s - max <= 0 (max over the row's visible keys)
-//   t = x * multiplier: x * scale * log2(e) in units of 2^-frac_bits (host::integer_exp_for)
-//   z = -(t >> frac_bits) >= 0, r = (t + (z << frac_bits)) >> (frac_bits - 7) in [0, 127]:
-//       2^(t / 2^frac_bits) = 2^-z * 2^(r / 128), the fraction truncated to 1/128
-//   p = (((84 r + 21864) r) >> 4) + 2^18: 2^(r / 128) in units of 2^-18 (the quadratic fitted
-//       to integer coefficients; relative error at most 0.21%)
-//   e = p >> z when z < 19, else 0. The maximum's e is 2^18, every other e is at most that.
-//   S = the sum of the row's e (visible keys only; at most extent * 2^18 < 2^31)
-//   R = floor(127 * 2^23 / S) <= 4064, y = (e * R + 2^22) >> 23 in [0, 127].
-// Masked keys (a causal row) get y = 0 and take no part in max and S.
-struct IntegerExp {
-  std::int32_t multiplier = 92;  // round(scale * log2(e) * 2^frac_bits), in [32, 127]
-  std::int32_t frac_bits = 9;    // in [7, 15]
-};
-inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
+// The node set is small and closed (NodeKind):
+//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
+//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
+//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
+//              and optionally the name of the value it produces (`result_name`: from
+//              GraphBuilder, an importer's node names, or graph::named), which the printer,
+//              error messages and a built Module's values go by
+// Every node has an optional TensorType (inputs and constants always; calls once
+// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
+// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
+// a graph is always acyclic.
+//
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = graph::input("x", {1, token, 512}, DType::int8());
+//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
+//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
+//   auto fn = graph::function({x}, {y});
 
-// e of one visible element, x = s - max (<= 0).
-inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
-  const std::int32_t t = x * c.multiplier;
-  const std::int32_t z = -(t >> c.frac_bits);
-  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
-  const std::int32_t p = (((84 * r + 21864) * r) >> 4) + (std::int32_t{1} << 18);
-  return z < 19 ? p >> z : 0;
-}
-
-// R of a row of sum S (S >= 2^18), and the probability of an element of exponential e.
-inline std::int32_t integer_reciprocal(std::int32_t sum) {
-  return static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
-}
-inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) {
-  return static_cast<std::int8_t>((e * reciprocal + (std::int32_t{1} << 22)) >> 23);
-}
-
-// The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
-// kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
-// of which the last `queries` are queries, the query index the inner index (`query_inner`: the
-// queries the dim after the keys, the last) or the outer index modulo `queries` (the queries
-// the dim before the keys); query q sees the keys up to N - queries + q.
-template <class In, class Out>
-void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
-                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
-                     bool query_inner = false) {
-  if (extent == 0) return;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      std::int64_t visible = extent;
-      if (queries > 0) visible = extent - queries + 1 + (query_inner ? i : o % queries);
-      const auto at = [&](std::int64_t j) {
-        return static_cast<std::int32_t>(src[base + j * inner]);
-      };
-      std::int32_t m = at(0);
-      for (std::int64_t j = 1; j < visible; ++j)
-        if (at(j) > m) m = at(j);
-      std::int32_t sum = 0;
-      for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
-      const std::int32_t r = integer_reciprocal(sum);
-      for (std::int64_t j = 0; j < extent; ++j)
-        dst[base + j * inner] =
-            j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
-                        : Out(0);
-    }
-}
-
-// y = x, for reshape and flatten (the same elements in row-major order).
-template <class T>
-void copy(const T* x, T* y, std::int64_t n) {
-  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
-}
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/kernels.hpp
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
-#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dlavm::graph {
 
-class AppendedState {
- public:
-  // `shape`: the state's shape, the growing dim `axis` at its held length (which it starts
-  // from); `name` for messages.
-  AppendedState(DType dtype, std::vector<std::int64_t> shape, std::size_t axis,
-                std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
+enum class NodeKind : std::uint8_t { Input, Constant, Call };
 
-  // The positions the state holds.
-  std::int64_t length() const { return held_[0]; }
-  // Writes `rows` (the state's shape, any length along the growing dim) after the held
-  // positions; bytes() then holds length() + that many, and commit() makes them the state.
-  // Until then length() is unchanged: a run that fails after its append leaves the state as
-  // it was (the next append overwrites what it wrote).
-  void append(const te::NDArray& rows);
-  void commit() { held_[0] = pending_; }
-  // The packed array's DRAM bytes at the pending length (the length after append).
-  std::span<const std::uint8_t> bytes() const { return bytes_; }
-  // The state as an array, and a whole new one (its length along the growing dim, the
-  // other dims the state's).
-  te::NDArray logical() const;
-  void assign(const te::NDArray& state);
+// Where a call runs. Any: not placed yet (before infer_type).
+enum class Device : std::uint8_t { Any, Host, Vta };
+// "any", "host", "vta"
+std::string_view device_name(Device d);
+
+struct TensorType {
+  std::vector<ne::Expr> shape;
+  DType dtype;
+  std::size_t ndim() const { return shape.size(); }
+};
+// Same dtype and structurally equal dims (ne::equal, no simplification).
+bool same_type(const TensorType& a, const TensorType& b);
+
+class Node;
+class Partition;
+
+// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const Node* get() const { return node_.get(); }
+  const Node* operator->() const { return node_.get(); }
+  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
+  template <class T>
+  const T* as() const;
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // How many handles share the node (0 for an undefined Expr).
+  long use_count() const { return node_.use_count(); }
+
+  // Shorthands for the node's fields; ValueError on an undefined Expr.
+  NodeKind kind() const;
+  const std::string& name() const;
+  bool has_type() const;
+  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
+  const TensorType& type() const;
+  Device device() const;
 
  private:
-  void check_rows(const te::NDArray& rows, std::string_view what) const;
-
-  DType dtype_;
-  std::vector<std::int64_t> shape_;  // the growing dim's entry unused
-  std::size_t axis_;
-  std::string name_;
-  runtime::PackedStateShape packed_;
-  // {positions held, the length bytes_ is laid out for, positions written} (runtime kernel)
-  std::int64_t held_[3] = {};
-  std::int64_t pending_ = 0;
-  std::vector<std::uint8_t> bytes_;
+  std::shared_ptr<const Node> node_;
 };
+
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  virtual ~Node() = default;
+
+  const NodeKind kind;
+  const std::string name;  // input / constant name; the op name of a call
+  const std::optional<TensorType> type;
+  const Device device;
+
+ protected:
+  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
+      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
+};
+
+struct InputNode final : Node {
+  InputNode(std::string n, TensorType t)
+      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
+};
+
+struct ConstantNode final : Node {
+  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
+      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
+  const std::shared_ptr<const te::NDArray> value;
+};
+
+struct CallNode final : Node {
+  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
+           std::string result)
+      : Node(NodeKind::Call, std::move(op), std::move(t), d),
+        args(std::move(a)),
+        attrs(std::move(at)),
+        result_name(std::move(result)) {}
+  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
+  // calls deep must not nest a destructor per call.
+  DLAVM_INLINE ~CallNode() override;
+  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
+  const std::string& op() const { return name; }
+  // Not const only so that the destructor can take the arguments apart; nodes are created
+  // non-const (make_shared<CallNode>) and only ever handed out as const.
+  std::vector<Expr> args;
+  const Attrs attrs;
+  const std::string result_name;  // empty: unnamed (printed by its post-order number)
+};
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
+// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
+// other than float32, vector lanes: TypeError).
+Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// The input of a growing state (graph::State): like input(), but a dim that is one variable of
+// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
+// graph::function refuses a param that can be empty.
+Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
+// A constant holding `value` (shared, never copied again); its type comes from the array.
+Expr constant(std::string name, te::NDArray value);
+Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
+// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
+// the value it produces. The op name and attributes are checked against an op registry by
+// graph::infer_type, not here.
+Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
+// A call with its type and device: what passes (infer_type, placement) build.
+Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
+                std::string result_name = {});
+// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
+//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
+Expr named(const Expr& e, std::string name);
+
+// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
+Expr with_args(const CallNode& call, std::vector<Expr> args);
+
+// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
+// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
+// graph/functor.hpp builds the traversal idioms on it.
+std::vector<Expr> post_order(std::span<const Expr> roots);
+
+// A state of a function: a value that outlives a run of the module built from it (a KV cache,
+// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
+// the module keeps it between runs); `next` is the value the state takes after the run,
+// computed by the graph, of the input's type (infer_type checks it).
+// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
+// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
+// then holds the state at its current length, binds v to that length in a run, and keeps at
+// most max + 1 along that dim (the longest run from max with one new position).
+struct State {
+  Expr input;
+  Expr next;
+};
+
+// A graph with named parameters (inputs), results and states. Invariants, checked on
+// construction (ValueError naming the node): every param and state input is an Input, their
+// names are unique, every Input reachable from the results and the states' next values is a
+// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
+// constants, named calls) never share a name, at least one result.
+class Function {
+ public:
+  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
+  const std::vector<Expr>& params() const { return params_; }
+  const std::vector<Expr>& results() const { return results_; }
+  const std::vector<State>& state() const { return state_; }
+  // The results, then the states' next values: every node the function computes is under them.
+  const std::vector<Expr>& roots() const { return roots_; }
+
+  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
+  // function's nodes), which graph::build then uses; null for a function not placed.
+  const std::shared_ptr<const Partition>& placement() const { return placement_; }
+  // This function with a placement attached (its groups must refer to this function's nodes).
+  Function with_placement(std::shared_ptr<const Partition> p) const {
+    Function f = *this;
+    f.placement_ = std::move(p);
+    return f;
+  }
+
+ private:
+  std::vector<Expr> params_;
+  std::vector<Expr> results_;
+  std::vector<State> state_;
+  std::vector<Expr> roots_;
+  std::shared_ptr<const Partition> placement_;
+};
+
+inline Function function(std::vector<Expr> params, std::vector<Expr> results,
+                         std::vector<State> state = {}) {
+  return Function(std::move(params), std::move(results), std::move(state));
+}
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/appended_state-inl.hpp
-// Definitions for graph/appended_state.hpp.
+// begin dlavm/graph/node-inl.hpp
+// Definitions for graph/node.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/appended_state.hpp
-// end dlavm/graph/appended_state.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::Any:
+      return "any";
+    case Device::Host:
+      return "host";
+    case Device::Vta:
+      return "vta";
+  }
+  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
+}
+
+DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (std::size_t k = 0; k < a.shape.size(); ++k)
+    if (!ne::equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+namespace detail {
+inline const Node& node_of(const Expr& e) {
+  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
+  return *e.get();
+}
+}  // namespace detail
+
+DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
+DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
+DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
+DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
+
+DLAVM_INLINE const TensorType& Expr::type() const {
+  const Node& n = detail::node_of(*this);
+  if (!n.type)
+    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
+  return *n.type;
+}
+
+DLAVM_INLINE CallNode::~CallNode() {
+  // Arguments only this node holds are moved to a work list and taken apart there, one level
+  // at a time, so each destructor runs with its arguments already gone.
+  std::vector<Expr> pending;
+  auto take_args = [&pending](CallNode& call) {
+    for (Expr& a : call.args)
+      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
+        pending.push_back(std::move(a));
+    call.args.clear();
+  };
+  take_args(*this);
+  while (!pending.empty()) {
+    Expr e = std::move(pending.back());
+    pending.pop_back();
+    // the only handle: the node dies with `e`, so take its arguments first (it was created
+    // non-const, see make_shared<CallNode> below)
+    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
+  }
+}
+
+namespace detail {
+
+// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
+inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
+  const char* who = state ? "graph::state_input" : "graph::input";
+  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
+  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
+    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
+                     dtype);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
+    const auto b = ne::bounds(shape[k]);
+    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
+    if (b.min < 1 && !may_be_empty)
+      raise<ShapeError>(
+          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
+          b.min,
+          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
+  }
+  return Expr(
+      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, false);
+}
+
+DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
+  return detail::make_input(std::move(name), std::move(shape), dtype, true);
+}
+
+DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
+  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
+  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
+  std::vector<ne::Expr> shape;
+  for (std::int64_t d : value->shape()) {
+    if (d < 1)
+      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
+                        fmt::join(value->shape(), ", "));
+    shape.emplace_back(d);
+  }
+  TensorType type{std::move(shape), value->dtype()};
+  return Expr(
+      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
+}
+
+DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
+  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
+}
+
+namespace detail {
+inline void check_call(std::string_view op, const std::vector<Expr>& args) {
+  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
+}
+}  // namespace detail
+
+DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
+                       std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::nullopt, Device::Any, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
+                             Device device, std::string result_name) {
+  detail::check_call(op, args);
+  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
+                                         std::move(type), device, std::move(result_name)));
+}
+
+DLAVM_INLINE Expr named(const Expr& e, std::string name) {
+  const auto* c = e.as<CallNode>();
+  if (c == nullptr)
+    raise<ValueError>(
+        "graph::named: '{}' is {}; only calls are named this way (inputs and "
+        "constants have their names)",
+        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
+  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
+  return Expr(
+      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
+}
+
+DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
+  if (args.size() != call.args.size())
+    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
+                      args.size(), call.op(), call.args.size());
+  detail::check_call(call.op(), args);
+  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
+                                         call.device, call.result_name));
+}
+
+DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
+  std::vector<Expr> order;
+  std::unordered_set<const Node*> done;
+  struct Frame {
+    const Expr* expr;
+    std::size_t next_arg;
+  };
+  std::vector<Frame> stack;
+  for (const Expr& root : roots) {
+    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
+    if (done.contains(root.get())) continue;
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (const auto* call = top.expr->as<CallNode>()) {
+        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
+          ++top.next_arg;
+        if (top.next_arg < call->args.size()) {
+          const Expr* arg = &call->args[top.next_arg];
+          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
+          continue;
+        }
+      }
+      done.insert(top.expr->get());
+      order.push_back(*top.expr);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
+                                std::vector<State> state)
+    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
+  if (results_.empty()) raise<ValueError>("graph::function: no results");
+  // params and state inputs: uniquely named Inputs
+  std::unordered_map<std::string_view, std::size_t> param_index;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Expr& p = params_[i];
+    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
+    if (p.kind() != NodeKind::Input)
+      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
+                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
+    if (!param_index.emplace(p.name(), i).second)
+      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
+                        param_index[p.name()], i, p.name());
+    for (std::size_t k = 0; k < p.type().ndim(); ++k)
+      if (ne::bounds(p.type().shape[k]).min < 1)
+        raise<ShapeError>(
+            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
+            "(graph::state_input)",
+            p.name(), k, p.type().shape[k]);
+  }
+  std::unordered_set<std::string_view> state_names;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const auto& [in, next] = state_[i];
+    if (!in.defined() || !next.defined())
+      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
+    if (in.kind() != NodeKind::Input)
+      raise<ValueError>(
+          "graph::function: state {} ('{}') is not an input; a state is an input "
+          "the module keeps",
+          i, in.name());
+    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
+      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
+    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
+      const auto& d = in.type().shape[k];
+      const auto* v = d.as<ne::VarNode>();
+      if (!d.is_const() && (v == nullptr || v->min < 0))
+        raise<ShapeError>(
+            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
+            "constant or one variable of range [0, max] (a length that grows from run to run, "
+            "such as a KV cache's last_token)",
+            in.name(), k, d);
+    }
+  }
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
+  roots_ = results_;
+  for (const auto& st : state_) roots_.push_back(st.next);
+  // the leaves the roots use: one node per name, and every input a param or a state
+  std::unordered_map<std::string_view, const Node*> leaf_by_name;
+  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
+  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
+  std::unordered_map<std::string_view, const Node*> call_by_name;
+  const auto order = post_order(roots_);
+  for (const Expr& e : order) {
+    if (const auto* c = e.as<CallNode>()) {
+      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
+      continue;
+    }
+    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
+    if (it->second != e.get())
+      raise<ValueError>(
+          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
+          "must identify one value",
+          e.name());
+    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
+        !state_names.contains(e.name()))
+      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
+                        e.name());
+  }
+  // named calls: one node per name, no name shared with a leaf
+  for (const Expr& e : order) {
+    const auto* c = e.as<CallNode>();
+    if (c == nullptr || c->result_name.empty()) continue;
+    if (call_by_name.at(c->result_name) != c)
+      raise<ValueError>(
+          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
+          "a name must identify one value",
+          c->op(), c->result_name);
+    if (leaf_by_name.contains(c->result_name))
+      raise<ValueError>(
+          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
+          "named; a name must identify one value",
+          c->op(), c->result_name);
+  }
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/node-inl.hpp
+#endif
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct AttrSpec {
+  std::string name{};
+  AttrKind kind = AttrKind::Int;
+  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
+  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
+  std::string description{};                 // what it means, for messages and docs
+};
+
+// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
+// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
+struct TypeCall {
+  std::string label;                   // "%3 (conv2d)"
+  std::vector<std::string> arg_names;  // "%x", "%0"
+  std::vector<TensorType> arg_types;
+  Attrs attrs;  // checked against the op's specs, defaults filled
+
+  std::size_t size() const { return arg_types.size(); }
+  const TensorType& type(std::size_t i) const { return arg_types[i]; }
+  // "input 1 (%w)"
+  std::string arg(std::size_t i) const;
+
+  // ShapeError unless input i has exactly / at least `rank` dims.
+  void require_rank(std::size_t i, std::size_t rank) const;
+  void require_min_rank(std::size_t i, std::size_t rank) const;
+  // TypeError unless inputs i and j have one dtype.
+  void require_same_dtype(std::size_t i, std::size_t j) const;
+  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
+  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
+                     std::string_view what_b) const;
+  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
+  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
+  // An Ints attribute of exactly `count` values; ValueError otherwise.
+  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
+  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
+  std::size_t axis(std::string_view name, std::size_t rank) const;
+};
+
+using TypeRule = std::function<TensorType(const TypeCall&)>;
+using HostArgs = std::span<const te::NDArray* const>;
+using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
+using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+
+struct OpRecord {
+  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
+
+  std::string name{};
+  std::size_t min_args = 1;
+  std::size_t max_args = 1;
+  std::vector<AttrSpec> attrs{};
+  TypeRule type_rule{};
+  HostKernel host_kernel{};
+  SupportRule host_support{};
+
+  const AttrSpec* find_attr(std::string_view key) const;
+};
+
+class OpRegistry {
+ public:
+  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
+  void add(OpRecord op);
+  const OpRecord* find(std::string_view name) const;
+  // ValueError listing the known ops when there is no such op.
+  const OpRecord& at(std::string_view name) const;
+  // Sorted.
+  std::vector<std::string> names() const;
+  std::size_t size() const { return ops_.size(); }
+
+ private:
+  std::map<std::string, OpRecord, std::less<>> ops_;
+};
+
+// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
+// the known ones), a missing required attribute (ValueError), a value of another kind
+// (TypeError; an integer is accepted for a Float and converted), a string outside the
+// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
+Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/op-inl.hpp
+// Definitions for graph/op.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/printer.hpp
+// Text form of graphs, through fmt, stable for tests. A function prints as its params with
+// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
+// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
+// in key order, and the results:
+//
+//   fn (%x: Tensor[(1, token, 512), int8]) {
+//     %w = constant Tensor[(256, 512), int8]
+//     %0 = dense(%x, %w)
+//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
+//     return %1
+//   }
+//
+// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
+// their next values before the results, `  next %h = %4`.
+// Once infer_type has typed and placed the calls, each call names its device and its type:
+//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
+// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
+// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
+// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <fmt/format.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// "(1, token, 256)"
+std::string shape_text(const std::vector<ne::Expr>& shape);
+// "Tensor[(1, token, 256), int8]"
+std::string type_text(const TensorType& type);
+
+// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
+std::string printed_name(std::string_view name);
+
+// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
+// the other calls numbered in post-order (every call counts, so naming one call does not
+// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
+// does.
+class NodeNames {
+ public:
+  explicit NodeNames(std::span<const Expr> roots);
+  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
+  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
+  std::string name(const Expr& e) const;
+  // "%3 (conv2d)" for a call, the name for a leaf.
+  std::string label(const Expr& e) const;
+
+ private:
+  std::unordered_map<const Node*, std::size_t> call_number_;
+};
+
+std::string to_string(const Function& fn);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::graph
+
+template <>
+struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/printer-inl.hpp
+// Definitions for graph/printer.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline bool is_identifier(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !alpha(name.front())) return false;
+  for (char c : name)
+    if (!alpha(c) && !digit(c) && c != '.') return false;
+  return true;
+}
+
+inline std::string leaf_name(std::string_view name) {
+  if (is_identifier(name)) return fmt::format("%{}", name);
+  std::string s = "%\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') s += '\\';
+    s += c;
+  }
+  return s + "\"";
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
+
+namespace detail {
+
+// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
+inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
+                       const Expr& e) {
+  out += fmt::format("  {} = ", names.name(e));
+  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
+  out += call.op();
+  out += '(';
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(call.args[i]);
+  }
+  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
+  out += ')';
+  if (call.type) {
+    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
+    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
+    out += " */";
+  }
+  out += '\n';
+}
+
+// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
+// only when there are states.
+inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
+                                  std::span<const State> state = {}) {
+  std::vector<Expr> roots(results.begin(), results.end());
+  for (const auto& st : state) roots.push_back(st.next);
+  const NodeNames names(roots);
+  const auto typed = [&](const Expr& p) {
+    return fmt::format("{}: {}", names.name(p),
+                       p.has_type() ? type_text(p.type()) : std::string("?"));
+  };
+  std::string out = "fn (";
+  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
+  out += ")";
+  if (!state.empty()) {
+    out += " state (";
+    for (std::size_t i = 0; i < state.size(); ++i)
+      out += (i > 0 ? ", " : "") + typed(state[i].input);
+    out += ")";
+  }
+  out += " {\n";
+  for (const Expr& e : post_order(roots)) {
+    switch (e.kind()) {
+      case NodeKind::Input:
+        break;
+      case NodeKind::Constant:
+        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
+        break;
+      case NodeKind::Call:
+        print_call(out, names, *e.as<CallNode>(), e);
+        break;
+    }
+  }
+  for (const auto& st : state)
+    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
+  out += "  return ";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names.name(results[i]);
+  }
+  out += "\n}";
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (k > 0) out += ", ";
+    out += ne::to_string(shape[k]);
+  }
+  return out + ")";
+}
+
+DLAVM_INLINE std::string type_text(const TensorType& type) {
+  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
+}
+
+DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
+  for (const Expr& e : post_order(roots))
+    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
+}
+
+DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
+  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
+    return detail::leaf_name(named);
+  auto it = call_number_.find(e.get());
+  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
+}
+
+DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
+  if (e.kind() != NodeKind::Call) return name(e);
+  return fmt::format("{} ({})", name(e), e.name());
+}
+
+DLAVM_INLINE std::string to_string(const Function& fn) {
+  return detail::print_function(fn.params(), fn.results(), fn.state());
+}
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  std::vector<Expr> inputs;
+  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
+    if (n.kind() == NodeKind::Input) inputs.push_back(n);
+  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/printer-inl.hpp
+#endif
+// end dlavm/graph/printer.hpp
+// begin dlavm/host/common.hpp
+// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
+// axis normalization and the checks every kernel makes on its arguments. The graph layer's
+// type rules call the same functions, so the host and the graph never disagree on a rule.
+//
+//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
+//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
+//   host::normalize_axis(-1, 4)                                 == 3
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+using Shape = std::vector<std::int64_t>;
+
+// The element type of a sum of products (dense, matmul, conv2d) of a and b:
+//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
+// nullopt for any other pair (mixed types need a cast first).
+std::optional<DType> accumulate_dtype(DType a, DType b);
+// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
+DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                             std::string_view what_b, DType b);
+
+namespace detail {
+inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
+}  // namespace detail
+
+// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
+// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
+// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
+template <class Extent>
+Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
+                     std::int64_t stride) {
+  return detail::floor_div(extent + pads - window, stride) + 1;
+}
+
+// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
+// when outside.
+std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
+
+// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
+// them 1; nullopt when a pair is neither.
+std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                      std::span<const std::int64_t> b);
+
+// Product of the dims (1 for a scalar).
+std::int64_t element_count(std::span<const std::int64_t> shape);
+
+namespace detail {
+
+// An array viewed as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+
+// "[1, 3, 224, 224]"
+std::string shape_str(std::span<const std::int64_t> shape);
+
+// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
+void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                  std::size_t rank);
+void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                      std::size_t rank);
+void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
+void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
+// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
+std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
+                          std::size_t rank);
+// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
+// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
+std::vector<std::uint32_t> to_u32(const te::NDArray& a);
+void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
+// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
+// an operand with batch dims `in` reads under numpy broadcasting.
+std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                            std::span<const std::int64_t> in, std::int64_t block);
+// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
+inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
+  return t.wrap(static_cast<std::int64_t>(v));
+}
+// floor(a / b) and ceil(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+}  // namespace detail
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/common-inl.hpp
+// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
+  if (a != b) return std::nullopt;
+  if (a == DType::int8() || a == DType::int32()) return DType::int32();
+  if (a == DType::float32()) return DType::float32();
+  return std::nullopt;
+}
+
+DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
+                                          std::string_view what_b, DType b) {
+  const auto t = accumulate_dtype(a, b);
+  if (!t)
+    raise<TypeError>(
+        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
+        "and float32 x float32 -> float32",
+        who, what_a, a, what_b, b);
+  return *t;
+}
+
+DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) return std::nullopt;
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
+                                                   std::span<const std::int64_t> b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    // dims counted from the end; a missing dim acts as 1
+    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+namespace detail {
+
+DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  AxisSplit s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
+  return s;
+}
+
+DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
+                               std::size_t rank) {
+  if (a.ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
+                                   const te::NDArray& a, std::size_t rank) {
+  if (a.ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
+                      shape_str(a.shape()));
+}
+
+DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (a.dtype() != DType::float32())
+    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
+                     a.dtype());
+}
+
+DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
+                                  const te::NDArray& a) {
+  if (!a.dtype().is_integral())
+    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
+}
+
+DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
+                                     const te::NDArray& b) {
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+}
+
+DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
+                                       std::int64_t axis, std::size_t rank) {
+  const auto k = normalize_axis(axis, rank);
+  if (!k)
+    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
+                      -static_cast<std::int64_t>(rank), rank, rank);
+  return *k;
+}
+
+DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
+  const auto src = a.data();
+  std::vector<std::uint32_t> out(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
+  return out;
+}
+
+DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
+  auto dst = out.data();
+  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
+}
+
+DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
+                                                         std::span<const std::int64_t> in,
+                                                         std::int64_t block) {
+  // stride of each out dim in the operand (0 where it is stretched or missing)
+  std::vector<std::int64_t> stride(out.size(), 0);
+  std::int64_t s = block;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
+    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
+    s *= in[in_dim];
+  }
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
+  std::vector<std::int64_t> index(out.size(), 0);
+  std::int64_t offset = 0;
+  for (auto& o : offsets) {
+    o = offset;
+    // odometer step over `out`, keeping `offset` in sync
+    for (std::size_t d = out.size(); d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out[d]) break;
+      offset -= stride[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace detail
+}  // namespace dlavm::host
+// end dlavm/host/common-inl.hpp
+#endif
+// end dlavm/host/common.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
+  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
+}
+
+DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() != rank)
+    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
+  if (type(i).ndim() < rank)
+    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
+                      type_text(type(i)));
+}
+
+DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
+  if (type(i).dtype != type(j).dtype)
+    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
+                     arg(i), type(i).dtype, arg(j), type(j).dtype);
+}
+
+DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
+                                          const ne::Expr& b, std::string_view what_b) const {
+  if (ne::can_prove(a == b)) return;
+  const bool differ = ne::can_prove(a != b);
+  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
+                    differ ? "" : " (they may differ for some values of the symbolic dims)");
+}
+
+DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
+                                                 std::string_view why) const {
+  const ne::Expr d = ne::simplify(type(i).shape[k]);
+  if (auto v = d.as_int()) return *v;
+  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
+                    why);
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
+                                                             std::size_t count) const {
+  const auto& v = attrs.get_ints(name);
+  if (v.size() != count)
+    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
+                      fmt::join(v, ", "), v.size(), count);
+  return v;
+}
+
+DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
+  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
+}
+
+DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
+  for (const AttrSpec& s : attrs)
+    if (s.name == key) return &s;
+  return nullptr;
+}
+
+DLAVM_INLINE void OpRegistry::add(OpRecord op) {
+  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
+  if (!op.type_rule || !op.host_kernel)
+    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
+  if (op.min_args > op.max_args)
+    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
+                      op.min_args, op.max_args);
+  if (ops_.contains(op.name))
+    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
+  std::string name = op.name;
+  ops_.emplace(std::move(name), std::move(op));
+}
+
+DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
+  if (const OpRecord* op = find(name)) return *op;
+  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
+}
+
+DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  out.reserve(ops_.size());
+  for (const auto& [name, op] : ops_) out.push_back(name);
+  return out;
+}
+
+DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
+                                   std::string_view label) {
+  auto known = [&] {
+    std::vector<std::string_view> names;
+    for (const AttrSpec& s : specs) names.push_back(s.name);
+    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+  };
+  for (const auto& entry : given) {
+    bool found = false;
+    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
+    if (!found)
+      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
+                        known());
+  }
+  Attrs out;
+  for (const AttrSpec& s : specs) {
+    const AttrValue* v = given.find(s.name);
+    if (v == nullptr) {
+      if (!s.default_value)
+        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
+                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
+      out.set(s.name, *s.default_value);
+      continue;
+    }
+    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
+      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
+      continue;
+    }
+    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
+      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
+      continue;
+    }
+    if (kind_of(*v) != s.kind)
+      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
+                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
+    if (s.kind == AttrKind::String && !s.choices.empty()) {
+      const auto& str = std::get<std::string>(*v);
+      bool allowed = false;
+      for (const auto& c : s.choices) allowed = allowed || c == str;
+      if (!allowed)
+        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
+                          fmt::join(s.choices, ", "));
+    }
+    out.set(s.name, *v);
+  }
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/op-inl.hpp
+#endif
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
+// requantize, relu, clip) become once they run in the accumulator after a convolution or a
+// dense layer, and the te stages that compute them. Invariants of an Epilogue:
+//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
+//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
+//   packed as
+//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
+//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
+//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
+//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
+//     plane into a block of its own, stored with the plane dim after the channel tiles
+//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
+//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
+// Immediates are checked by the VTA passes against the hardware's argument widths.
+//
+//   graph::Epilogue ep;
+//   ep.add_channel(DType::int32());        // + bias[c]
+//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
+//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
+//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/schedule/schedule.hpp
+// end dlavm/schedule/schedule.hpp
+// begin dlavm/te/tensor.hpp
+// end dlavm/te/tensor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct EpilogueStep {
+  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
+  Kind kind = Kind::Add;
+  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
+  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
+  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
+};
+
+// An operand the epilogue reads from DRAM.
+struct EpilogueInput {
+  enum class Kind : std::uint8_t { Channel, Tensor };
+  Kind kind = Kind::Channel;
+  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
+  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  std::vector<EpilogueInput> inputs;
+  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
+  static constexpr std::int64_t kPlanes = 4;
+
+  // Appends an immediate step, merging it into an earlier step where that is exact:
+  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
+  // immediate of `config` (vta::alu_imm_range);
+  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
+  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
+  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
+  // Appends `+ operand` for a new input; returns the input's index.
+  std::size_t add_channel(DType dtype = DType::int32());
+  std::size_t add_tensor(DType dtype);
+  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
+  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
+  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
+  // The stored bytes per element of the result.
+  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
+  friend bool operator==(const Epilogue&, const Epilogue&) = default;
+};
+
+// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
+// planes" last for an int32 result.
+std::string to_string(const Epilogue& e);
+
+// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
+// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
+// whose last two dims are the tile (BATCH, BLOCK_OUT).
+struct EpilogueStages {
+  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
+  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
+  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
+  std::vector<te::Tensor> alu;       // one stage per step
+  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
+  te::Tensor res;     // the int8 result (the stored stage)
+  std::size_t channel_dim = 1;
+
+  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
+  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
+  // attach to; none else.
+  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
+  // The dim of res that holds the planes.
+  std::size_t plane_dim() const { return channel_dim + 1; }
+  // The res axis that is dim `d` of the value without planes.
+  std::size_t res_dim(std::size_t d) const {
+    return planes.defined() && d >= plane_dim() ? d + 1 : d;
+  }
+
+  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
+  // the result (what vta::build takes, and what graph::build hands the program).
+  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
+
+  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
+  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
+  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
+  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
+  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
+  // `channel_tiles` once for each Channel operand.
+  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                  std::int64_t channel_tiles, int vthreads);
+};
+
+// x op imm for an immediate step (add, shift right, max, min): the element-wise operation the
+// ALU applies; ValueError for a step that reads an operand.
+te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step);
+
+// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
+// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
+te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
+inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
+  return copy_stage(t, t.dtype(), std::move(name));
+}
+
+// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
+// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
+// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
+void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
+                   const te::IterVar& gemm_at);
+
+// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
+// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
+                             const std::string& name, std::size_t channel_dim = 1);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/epilogue-inl.hpp
+// Definitions for graph/strategy/epilogue.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
+                                const vta::Config& config) {
+  using K = EpilogueStep::Kind;
+  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
+  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
+  // likewise for min after [min, max].
+  if (steps.size() >= 2) {
+    auto& prev = steps[steps.size() - 2];
+    const auto& last = steps.back();
+    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
+      prev.imm = std::max(prev.imm, value);
+      return;
+    }
+    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
+      prev.imm = std::min(prev.imm, value);
+      return;
+    }
+  }
+  if (!steps.empty() && steps.back().kind == kind) {
+    auto& last = steps.back();
+    switch (kind) {
+      case K::Max:
+        last.imm = std::max(last.imm, value);
+        return;
+      case K::Min:
+        last.imm = std::min(last.imm, value);
+        return;
+      case K::Add: {
+        // merge only while the sum still fits the ALU's immediate
+        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
+        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
+          last.imm = sum;
+          return;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  steps.push_back({kind, value, 0});
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
+  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
+  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
+  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
+  return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::string to_string(const Epilogue& e) {
+  std::vector<std::string> parts;
+  for (const auto& s : e.steps) {
+    switch (s.kind) {
+      case EpilogueStep::Kind::Add:
+        parts.push_back(fmt::format("+{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Shr:
+        parts.push_back(fmt::format(">>{}", s.imm));
+        break;
+      case EpilogueStep::Kind::Max:
+        parts.push_back(fmt::format("max {}", s.imm));
+        break;
+      case EpilogueStep::Kind::Min:
+        parts.push_back(fmt::format("min {}", s.imm));
+        break;
+      case EpilogueStep::Kind::AddChannel:
+        parts.push_back(fmt::format("+channel#{}", s.input));
+        break;
+      case EpilogueStep::Kind::AddTensor:
+        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
+        break;
+    }
+  }
+  if (e.int32_result) parts.emplace_back("int32 planes");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
+  return te::compute_dynamic(
+      t.shape(),
+      [&](std::span<const ne::Var> i) {
+        te::Expr x = t.read({i.begin(), i.end()});
+        return dtype == t.dtype() ? x : te::cast(dtype, x);
+      },
+      std::move(name));
+}
+
+DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
+                                const te::Tensor& wgt_buf, const te::Tensor& acc,
+                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
+  s[inp_buf].set_scope(env.inp_scope);
+  s[wgt_buf].set_scope(env.wgt_scope);
+  s[acc].set_scope(env.acc_scope);
+  for (const auto& t : {inp_buf, wgt_buf}) {
+    s[t].compute_at(s[acc], reduce_step);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  s[acc].tensorize(gemm_at, env.gemm);
+}
+
+DLAVM_INLINE te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step) {
+  using K = EpilogueStep::Kind;
+  switch (step.kind) {
+    case K::Add:
+      return x + step.imm;
+    case K::Shr:
+      return x >> step.imm;
+    case K::Max:
+      return te::max(x, te::make_const(step.imm, x.dtype()));
+    case K::Min:
+      return te::min(x, te::make_const(step.imm, x.dtype()));
+    case K::AddChannel:
+    case K::AddTensor:
+      break;
+  }
+  raise<ValueError>("apply_immediate: epilogue step {} reads an operand, not an immediate",
+                    static_cast<int>(step.kind));
+}
+
+namespace detail {
+
+// acc(i...) op operand, one ALU stage.
+inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
+                                 const EpilogueStages& st, const std::string& name) {
+  using K = EpilogueStep::Kind;
+  return te::compute_dynamic(
+      prev.shape(),
+      [&](std::span<const ne::Var> i) -> te::Expr {
+        const std::vector<ne::Expr> idx(i.begin(), i.end());
+        const te::Expr x = prev.read(idx);
+        switch (step.kind) {
+          case K::Add:
+          case K::Shr:
+          case K::Max:
+          case K::Min:
+            return apply_immediate(x, step);
+          case K::AddChannel: {
+            const std::size_t r = idx.size();
+            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
+          }
+          case K::AddTensor:
+            return x + st.tensors[step.input].read(idx);
+        }
+        return x;
+      },
+      name);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
+                                          const Epilogue& e, const std::string& name,
+                                          std::size_t channel_dim) {
+  EpilogueStages st;
+  st.channel_dim = channel_dim;
+  const auto& shape = acc.shape();
+  const std::size_t rank = shape.size();
+  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
+    raise<ValueError>(
+        "internal: epilogue '{}' needs a packed {} accumulator of rank >= {}, got {} of rank {}, "
+        "please report",
+        name, env.acc_dtype, channel_dim + 3, acc.dtype(), rank);
+  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
+  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
+  st.channels.resize(e.inputs.size());
+  st.tensors.resize(e.inputs.size());
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const auto& in = e.inputs[k];
+    const auto in_name = fmt::format("{}_in{}", name, k);
+    if (in.kind == EpilogueInput::Kind::Channel) {
+      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
+      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
+      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
+    } else {
+      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
+      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
+    }
+  }
+  te::Tensor prev = acc;
+  for (std::size_t k = 0; k < e.steps.size(); ++k) {
+    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
+    prev = st.alu.back();
+  }
+  if (e.int32_result) {
+    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
+    std::vector<ne::Expr> planes_shape = shape;
+    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
+    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
+    st.planes = te::compute_dynamic(
+        planes_shape,
+        [&](std::span<const ne::Var> i) {
+          std::vector<ne::Expr> idx(i.begin(), i.end());
+          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
+          idx.erase(idx.begin() + at);
+          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
+        },
+        name + "_planes");
+    prev = st.planes;
+  }
+  st.res = copy_stage(prev, env.out_dtype, name);
+  return st;
+}
+
+DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
+  if (!planes.defined()) return {};
+  return {s[res].axis(plane_dim())};
+}
+
+DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
+                                           const te::IterVar& attach) const {
+  for (const auto& c : channels) {
+    if (!c.defined()) continue;
+    s[c].set_scope(env.acc_scope);
+    s[c].pragma(s[c].axis(0), env.dma_copy);
+  }
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    s[t].set_scope(env.acc_scope);
+    s[t].compute_at(s[res], attach);
+    s[t].pragma(s[t].axis(0), env.dma_copy);
+  }
+  for (const auto& a : alu) {
+    s[a].set_scope(env.acc_scope);
+    s[a].compute_at(s[res], attach);
+    s[a].pragma(s[a].axis(0), env.alu);
+  }
+  if (planes.defined()) {
+    // one plane at a time, its shift an immediate once the plane loop is unrolled
+    const auto plane = s[res].axis(plane_dim());
+    s[planes].set_scope(env.acc_scope);
+    s[planes].compute_at(s[res], plane);
+    s[planes].pragma(s[planes].axis(0), env.alu);
+    s[res].unroll(plane);
+  }
+}
+
+DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
+    std::initializer_list<te::Tensor> anchor_args) const {
+  std::vector<te::Tensor> out(anchor_args);
+  out.insert(out.end(), inputs.begin(), inputs.end());
+  out.push_back(res);
+  return out;
+}
+
+DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
+                                                      std::int64_t channel_tiles, int vthreads) {
+  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
+  for (const auto& in : e.inputs)
+    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
+  return entries;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/epilogue-inl.hpp
+#endif
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// Workloads and knob spaces: the plain data between fusion, the schedule choice and a
+// strategy's kernel, as TVM's tuning tasks and configuration spaces are.
+//
+//   Workload    one VTA kernel to build: the anchor op, its argument and result types, its
+//               normalized attributes and the fused epilogue. Compared and hashed by value,
+//               so a model's workloads can be listed once each (graph::workloads) and keyed
+//               in a tuning log (to_string is stable text).
+//   KnobSpace   the knobs a strategy's schedule takes for a workload (each a name and its
+//               candidate values), a check saying why a point cannot run (the SRAMs, the
+//               instruction fields) and the analytic cost the default choice minimizes.
+//   Knobs       one point of a space: the values in knob order, with their names.
+//   Chooser     the one interface through which knobs are chosen: choose(workload, space).
+//               The default takes the point of least estimated cost that passes the check
+//               (the first of equals in enumeration order, the last knob varying fastest); a
+//               tuner derives from it (a tuning log's best, falling back to the default).
+//
+//   const auto& s = *target.strategies.find(w.op);
+//   KnobSpace space = s.space(w, target.env);
+//   Knobs knobs = graph::Chooser().choose(w, space);      // "oc 2, h 7, w 14, ic 1, threads 2"
+//   VtaKernel k = s.declare(w, target.env, knobs, "conv2d0");
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Workload {
+  std::string op{};                // the anchor op ("conv2d")
+  std::vector<TensorType> args{};  // the anchor's argument types
+  TensorType result{};             // the anchor's result type (before the epilogue)
+  Attrs attrs{};                   // the anchor's normalized attributes
+  Epilogue epilogue{};             // the fused element-wise steps
+  friend bool operator==(const Workload& a, const Workload& b);
+};
+
+// "conv2d((1, 64, 56, 56) int8, (64, 64, 3, 3) int8; groups=1, padding=[1, 1, 1, 1],
+// strides=[1, 1]; +channel#0, >>8, max 0, min 127)": one line, stable across runs.
+std::string to_string(const Workload& w);
+std::size_t hash_value(const Workload& w);
+
+struct Knob {
+  std::string name;
+  std::vector<std::int64_t> values;  // the candidates, in enumeration order
+};
+
+// One point of a knob space.
+struct Knobs {
+  std::vector<std::string> names;
+  std::vector<std::int64_t> values;  // aligned with names
+  // The value of knob `name`; ValueError listing the knobs when there is none.
+  std::int64_t at(std::string_view name) const;
+  // The value of knob `name`, or `fallback` when the space has no such knob (a knob a
+  // strategy offers only for some workloads).
+  std::int64_t get(std::string_view name, std::int64_t fallback) const;
+  friend bool operator==(const Knobs&, const Knobs&) = default;
+};
+
+// "oc 2, h 7, w 14, ic 1, threads 2"
+std::string to_string(const Knobs& k);
+
+struct KnobSpace {
+  std::vector<Knob> knobs;
+  // Why the point (values in knob order) cannot run, or nullopt.
+  std::function<std::optional<std::string>(std::span<const std::int64_t>)> check;
+  // The analytic cost of a point that passes the check (estimated cycles).
+  std::function<double(std::span<const std::int64_t>)> estimate;
+
+  // The number of points (the product of the knobs' value counts).
+  std::size_t size() const;
+  // Point `index` of the enumeration, the last knob varying fastest.
+  std::vector<std::int64_t> point(std::size_t index) const;
+  // The point with its knobs' names.
+  Knobs knobs_of(std::span<const std::int64_t> values) const;
+};
+
+// The point of least estimate among those that pass the check (the first of equals in
+// enumeration order), or nullopt: the search the default Chooser runs.
+std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space);
+
+// Declared DLAVM_INLINE: an undeclared-inline virtual function would be the class's key
+// function, and every header-only unit would emit the vtable and the search behind it.
+class Chooser {
+ public:
+  virtual ~Chooser() = default;
+  // The default: the point of least estimate among those that pass the check. CapacityError
+  // naming the workload and the first point's reason when none passes.
+  DLAVM_INLINE virtual Knobs choose(const Workload& w, const KnobSpace& space) const;
+};
+
+}  // namespace dlavm::graph
+
+template <>
+struct std::hash<dlavm::graph::Workload> {
+  std::size_t operator()(const dlavm::graph::Workload& w) const {
+    return dlavm::graph::hash_value(w);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/strategy/workload-inl.hpp
+// Definitions for graph/strategy/workload.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/tiling.hpp
+// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
+// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
+// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
+// symbolic dims, and the search every default choice runs: the least estimated cost among
+// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
+// fitting one costed once).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
+//
+//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
+//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
+//                                                  check, estimate);
+//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
+
+// begin dlavm/graph/strategy/sram.hpp
+// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
+// included) and the micro-ops of its largest kernel, with the check that they fit a
+// configuration. Each strategy computes its footprint in one function (`footprint`), which
+// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
+// must match (a test holds the two equal for every default tiling).
+//
+//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
+//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlavm::graph {
+
+struct SramFootprint {
+  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
+  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
+  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
+};
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
+// micro-op buffer (so that every thread's kernels stay resident).
+inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
+  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
+  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+using ne::ceil_div;
+
+// The divisors of n >= 1, ascending.
+inline std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
+// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
+// module's traffic figures, evaluated per binding), so that each count has one formula.
+inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
+inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
+inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
+inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
+inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
+inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
+// `value` where `a >= b`, else 0.
+inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
+  return a >= b ? value : 0;
+}
+inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
+  return ne::select(a >= b, value, 0);
+}
+
+// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
+// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
+// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
+// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
+// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
+// kernel that reads only its outputs' rows.
+template <class Int>
+Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
+                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
+                 bool strided) {
+  if (strided) return outputs;
+  const Int blocks = vceil_div(outputs, block);
+  const auto reads = [&](const Int& j) {
+    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
+    const Int last_out = vmin((j + 1) * block, outputs) - 1;
+    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
+    return vmax(hi - lo + 1, Int(0));
+  };
+  const std::int64_t span = block * stride;
+  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
+  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
+  Int total = 0;
+  for (std::int64_t j = 0; j < first; ++j)
+    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
+  for (std::int64_t i = 0; i < last; ++i) {
+    const Int j = blocks - 1 - i;
+    total = total + when_at_least(j, Int(first), reads(j));
+  }
+  const Int middle = vmax(blocks - first - last, Int(0));
+  return total + middle * ((block - 1) * stride + kernel);
+}
+
+}  // namespace detail
+
+// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
+inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
+                                              std::int64_t block) {
+  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
+  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
+}
+
+// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
+// checked by check(t) and costed by estimate(t).
+template <class Tiling, class Check, class Estimate>
+KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
+  const auto tiling = [](std::span<const std::int64_t> v) {
+    Tiling t{};
+    auto fields = t.fields();
+    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
+    return t;
+  };
+  KnobSpace s;
+  s.knobs = std::move(knobs);
+  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
+  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
+  return s;
+}
+
+// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
+// none fits. fits runs once per candidate and cost once per fitting one.
+template <class Candidates, class Fits, class Cost>
+auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
+  using Tiling = ranges::range_value_t<Candidates>;
+  std::optional<Tiling> best;
+  double best_cost = 0;
+  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
+    const double c = cost(t);
+    if (!best || c < best_cost) best = t, best_cost = c;
+  }
+  return best;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/tiling.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/iota.hpp>
+
+#include <functional>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE bool operator==(const Workload& a, const Workload& b) {
+  if (a.op != b.op || a.args.size() != b.args.size() || !same_type(a.result, b.result) ||
+      !(a.attrs == b.attrs) || !(a.epilogue == b.epilogue))
+    return false;
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (!same_type(a.args[i], b.args[i])) return false;
+  return true;
+}
+
+DLAVM_INLINE std::string to_string(const Workload& w) {
+  std::vector<std::string> args;
+  for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
+  return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
+                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
+}
+
+DLAVM_INLINE std::size_t hash_value(const Workload& w) {
+  return std::hash<std::string>{}(to_string(w));
+}
+
+DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return values.at(i);
+  raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
+}
+
+DLAVM_INLINE std::int64_t Knobs::get(std::string_view name, std::int64_t fallback) const {
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == name) return values[i];
+  return fallback;
+}
+
+DLAVM_INLINE std::string to_string(const Knobs& k) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)
+    parts.push_back(fmt::format("{} {}", k.names[i], k.values[i]));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+DLAVM_INLINE std::size_t KnobSpace::size() const {
+  std::size_t n = 1;
+  for (const auto& k : knobs) n *= k.values.size();
+  return n;
+}
+
+DLAVM_INLINE std::vector<std::int64_t> KnobSpace::point(std::size_t index) const {
+  std::vector<std::int64_t> values(knobs.size());
+  for (std::size_t i = knobs.size(); i-- > 0;) {
+    const std::size_t n = knobs[i].values.size();
+    values[i] = knobs[i].values[index % n];
+    index /= n;
+  }
+  return values;
+}
+
+DLAVM_INLINE Knobs KnobSpace::knobs_of(std::span<const std::int64_t> values) const {
+  Knobs k;
+  for (const auto& knob : knobs) k.names.push_back(knob.name);
+  k.values.assign(values.begin(), values.end());
+  return k;
+}
+
+DLAVM_INLINE std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space) {
+  const auto points = ranges::views::iota(std::size_t{0}, space.size()) |
+                      ranges::views::transform([&](std::size_t i) { return space.point(i); });
+  return least_cost(
+      points, [&](const std::vector<std::int64_t>& p) { return !space.check(p); },
+      [&](const std::vector<std::int64_t>& p) { return space.estimate(p); });
+}
+
+DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) const {
+  if (auto best = least_cost_point(space)) return space.knobs_of(*best);
+  if (space.size() == 0) raise<CapacityError>("{}: its knob space is empty", to_string(w));
+  const auto first = space.point(0);
+  raise<CapacityError>("{}: none of the {} schedules of its knob space fits (the first, {}: {})",
+                       to_string(w), space.size(), to_string(space.knobs_of(first)),
+                       space.check(first).value_or("?"));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/strategy/workload-inl.hpp
+#endif
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
 // begin dlavm/vta/program.hpp
 // vta::Program: a schedule compiled for VTA. It holds what TVM's VTA flow leaves as host code:
 // loops the passes could not fold into instructions, around VTA intrinsic calls whose fields
@@ -18989,1894 +20951,420 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstring>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t> shape,
-                                          std::size_t axis, std::vector<std::int64_t> perm,
-                                          Layout layout, std::string name)
-    : dtype_(dtype), shape_(std::move(shape)), axis_(axis), name_(std::move(name)) {
-  const std::size_t rank = shape_.size();
-  bool valid = layout.kind == Layout::Kind::MatmulWeight && layout.planes == 1 && rank >= 2 &&
-               rank <= 8 && axis_ < rank && perm.size() == rank;
-  std::vector<bool> seen(rank, false);
-  for (std::size_t i = 0; valid && i < rank; ++i) {
-    valid = perm[i] >= 0 && static_cast<std::size_t>(perm[i]) < rank && !seen[perm[i]];
-    if (valid) seen[perm[i]] = true;
-  }
-  // the growing dim is the packed array's K or N, never one of its products
-  valid = valid && (static_cast<std::size_t>(perm[rank - 1]) == axis_ ||
-                    static_cast<std::size_t>(perm[rank - 2]) == axis_);
-  if (!valid)
-    raise<ValueError>(
-        "internal: appended state '{}': dim {} of a rank-{} state permuted by [{}] into {} is not "
-        "a matmul weight's K or N, please report",
-        name_, axis_, rank, fmt::join(perm, ", "), to_string(layout));
-  packed_.rank = static_cast<std::int64_t>(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    packed_.shape[k] = shape_[k];
-    packed_.perm[k] = perm[k];
-  }
-  packed_.axis = static_cast<std::int64_t>(axis_);
-  packed_.rows = layout.rows;
-  packed_.cols = layout.cols;
-  packed_.width = dtype.bytes();
-  // the held positions, all zero
-  held_[0] = held_[1] = held_[2] = pending_ = shape_[axis_];
-  bytes_.assign(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0])), 0);
-}
-
-DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
-  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
-  for (std::size_t k = 0; same && k < shape_.size(); ++k)
-    same = k == axis_ || rows.shape()[k] == shape_[k];
-  if (same) return;
-  std::vector<std::string> dims;
-  for (std::size_t k = 0; k < shape_.size(); ++k)
-    dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
-  raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
-                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
-                    fmt::join(dims, ", "), axis_);
-}
-
-DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
-  check_rows(rows, "the appended rows are");
-  const std::int64_t count = rows.shape()[axis_];
-  const auto need =
-      static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
-  if (bytes_.size() < need) bytes_.resize(need);
-  const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
-  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_);
-  bytes_.resize(need);
-  pending_ = held_[0] + count;
-}
-
-DLAVM_INLINE te::NDArray AppendedState::logical() const {
-  std::vector<std::int64_t> shape = shape_;
-  shape[axis_] = held_[0];
-  te::NDArray out(dtype_, shape);
-  auto data = out.data();
-  std::size_t i = 0;
-  runtime::detail::for_each_packed(
-      packed_, held_[1], 0, held_[0], [&](const std::int64_t*, std::int64_t at) {
-        std::uint64_t v = 0;
-        for (std::int64_t b = 0; b < packed_.width; ++b)
-          v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
-        data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
-      });
-  return out;
-}
-
-DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
-  check_rows(state, "the array is");
-  held_[0] = held_[1] = held_[2] = pending_ = 0;
-  bytes_.clear();
-  append(state);
-  commit();
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/appended_state-inl.hpp
-#endif
-// end dlavm/graph/appended_state.hpp
-// begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
-// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
-// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
-// keys an op takes, with their kinds and defaults.
-//
-//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
-//   a.get_ints("strides");          // {2, 2}
-//   a.get_float("shift");           // 8.0: an integer reads as a float
-//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
-//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
-//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-
-#include <fmt/format.h>
-
-#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
-                               std::vector<double>>;
-
-// The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
-
-inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
-std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
-std::string to_string(const AttrValue& v);
-
-class Attrs {
- public:
-  struct Entry {
-    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
-    // {"strides", {2, 2}}: a braced list of integers.
-    Entry(std::string k, std::initializer_list<std::int64_t> v)
-        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
-    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
-    template <std::size_t N>
-    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
-    friend bool operator==(const Entry&, const Entry&) = default;
-    std::string key;
-    AttrValue value;
-  };
-
-  Attrs() = default;
-  // ValueError when a key appears twice.
-  Attrs(std::initializer_list<Entry> entries);
-
-  // Inserts or replaces.
-  Attrs& set(std::string key, AttrValue value);
-  // The value, or nullptr.
-  const AttrValue* find(std::string_view key) const;
-  bool contains(std::string_view key) const { return find(key) != nullptr; }
-
-  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
-  // when it holds another kind. get_float also reads an integer.
-  std::int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;
-  const std::string& get_string(std::string_view key) const;
-  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
-  DType get_dtype(std::string_view key) const;
-  // A list of floats; a list of integers reads as one too.
-  std::vector<double> get_floats(std::string_view key) const;
-
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-  friend bool operator==(const Attrs&, const Attrs&) = default;
-
- private:
-  const AttrValue& get(std::string_view key, AttrKind want) const;
-  std::vector<Entry> entries_;  // sorted by key, keys unique
-};
-
-}  // namespace dlavm::graph
-
-// key=value pairs in key order, separated by ", ".
-template <>
-struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
-    std::string out;
-    for (const auto& e : a) {
-      if (!out.empty()) out += ", ";
-      out += e.key;
-      out += '=';
-      out += dlavm::graph::to_string(e.value);
-    }
-    return fmt::formatter<std::string_view>::format(out, ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/attrs-inl.hpp
-// Definitions for graph/attrs.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view describe(AttrKind kind) {
-  switch (kind) {
-    case AttrKind::Int:
-      return "an integer";
-    case AttrKind::Float:
-      return "a float";
-    case AttrKind::String:
-      return "a string";
-    case AttrKind::Ints:
-      return "a list of integers";
-    case AttrKind::DType:
-      return "a dtype";
-    case AttrKind::Floats:
-      return "a list of floats";
-  }
-  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
-}
-
-namespace detail {
-
-// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
-inline std::string float_text(double d) {
-  std::string s = fmt::format("{}", d);
-  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string to_string(const AttrValue& v) {
-  using detail::float_text;
-  switch (kind_of(v)) {
-    case AttrKind::Int:
-      return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float:
-      return float_text(std::get<double>(v));
-    case AttrKind::String: {
-      std::string s = "\"";
-      for (char c : std::get<std::string>(v)) {
-        if (c == '"' || c == '\\') s += '\\';
-        s += c;
-      }
-      return s + "\"";
-    }
-    case AttrKind::Ints:
-      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
-    case AttrKind::DType:
-      return std::get<DType>(v).str();
-    case AttrKind::Floats: {
-      std::vector<std::string> items;
-      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
-      return fmt::format("[{}]", fmt::join(items, ", "));
-    }
-  }
-  raise<ValueError>("internal: unknown attribute kind, please report");
-}
-
-DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
-  for (const Entry& e : entries) {
-    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
-    set(e.key, e.value);
-  }
-}
-
-DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, const std::string& k) { return e.key < k; });
-  if (it != entries_.end() && it->key == key)
-    it->value = std::move(value);
-  else
-    entries_.emplace(it, std::move(key), std::move(value));
-  return *this;
-}
-
-DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, std::string_view k) { return e.key < k; });
-  return it != entries_.end() && it->key == key ? &it->value : nullptr;
-}
-
-DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
-  const AttrValue* v = find(key);
-  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
-  if (kind_of(*v) != want)
-    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
-                     to_string(*v), describe(want));
-  return *v;
-}
-
-DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
-  return std::get<std::int64_t>(get(key, AttrKind::Int));
-}
-
-DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Int)
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return std::get<double>(get(key, AttrKind::Float));
-}
-
-DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
-  return std::get<std::string>(get(key, AttrKind::String));
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
-  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
-}
-
-DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
-  return std::get<DType>(get(key, AttrKind::DType));
-}
-
-DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
-    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-    return {ints.begin(), ints.end()};
-  }
-  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attrs-inl.hpp
-#endif
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/evaluate.hpp
-// The reference executor: runs a typed function (graph::infer_type's result) on the host,
-// every call with its op's host kernel, in post-order. It checks each input array against its
-// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
-// input and the numbers), and every value a kernel produces against the call's type (a
-// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
-// node's value, for per-layer comparisons.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
-//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
-//   trace.value_of(some_node);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
-//
-// The node set is small and closed (NodeKind):
-//   Input      a named tensor the caller provides (shape of ne::Expr dims, dtype)
-//   Constant   a named tensor with its value (weights), held by a shared te::NDArray
-//   Call       an op applied to argument nodes, with attributes (op name = the node's name),
-//              and optionally the name of the value it produces (`result_name`: from
-//              GraphBuilder, an importer's node names, or graph::named), which the printer,
-//              error messages and a built Module's values go by
-// Every node has an optional TensorType (inputs and constants always; calls once
-// graph::infer_type has typed them) and a Device (Any until placed). A node never changes:
-// passes build new nodes (graph/functor.hpp). Nodes only point at nodes built before them, so
-// a graph is always acyclic.
-//
-//   auto token = ne::var("token", 1, 2048);
-//   auto x = graph::input("x", {1, token, 512}, DType::int8());
-//   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {256, 512}, 1));
-//   auto y = graph::call("dense", {x, w});          // or graph::dense(x, w) (graph/ops.hpp)
-//   auto fn = graph::function({x}, {y});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 namespace dlavm::graph {
 
-enum class NodeKind : std::uint8_t { Input, Constant, Call };
+// Where a value lives in the module's memory plan: its region, its byte offset there and its
+// size at the dims' maxima; `vta`: VTA reads or writes it, so a run on the host keeps it in
+// device memory (the firmware keeps every value there).
+struct Storage {
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t offset = 0, bytes = 0;
+  bool vta = false;
+  friend bool operator==(const Storage&, const Storage&) = default;
+};
 
-// Where a call runs. Any: not placed yet (before infer_type).
-enum class Device : std::uint8_t { Any, Host, Vta };
-// "any", "host", "vta"
-std::string_view device_name(Device d);
-
-struct TensorType {
-  std::vector<ne::Expr> shape;
+struct ModuleValue {
+  // State: a function's state (graph::State), kept by the module from one run to the next.
+  enum class Kind : std::uint8_t { Param, Constant, Temp, State };
+  Kind kind = Kind::Temp;
+  std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
+  std::string node;               // the graph node it holds, as the printer names it: "%3"
+  std::string param;              // Param, State: the input's name, as run() takes it ("input:0")
+  std::vector<ne::Expr> logical;  // the graph node's shape
+  Layout layout;                  // how the array holds it (Plain: as the node's shape)
+  std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
   DType dtype;
-  std::size_t ndim() const { return shape.size(); }
+  std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
+  // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
+  std::shared_ptr<const std::vector<std::uint8_t>> dram;
+  Storage storage;
 };
-// Same dtype and structurally equal dims (ne::equal, no simplification).
-bool same_type(const TensorType& a, const TensorType& b);
 
-class Node;
-class Partition;
+struct ModuleStep {
+  // Append: a growing state's new positions (inputs[0]) written after the positions it holds,
+  // into the packed array VTA reads it from (output; ModuleState::packed).
+  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
+  Kind kind = Kind::Host;
+  std::string label;                // "%3 conv2d, bias_add, requantize, relu"
+  std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
+  std::size_t output = 0;
+  // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
+  std::string op;
+  Attrs attrs;
+  // VTA
+  std::shared_ptr<const vta::Program> program;
+  Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
+  Knobs knobs;         // the schedule's chosen knobs
+  std::string tiling;  // the knobs as the strategy prints them
+  std::string epilogue;
+  // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
+  // in the symbolic dims
+  ne::Expr macs = 0, traffic = 0;
+};
 
-// A handle to a node: cheap to copy, never mutated. A default-constructed Expr is undefined.
-class Expr {
+// A state of the module: the value holding it during a run, and the value that becomes it.
+// A growing state that VTA reads only as a matmul's weight (a KV cache: concatenated with a
+// run's new keys, perhaps transposed, then packed) is held in that packed form instead:
+// `packed` is the value VTA reads, the state's dims permuted by `perm` (packed dim i is the
+// state's dim perm[i]) in matmul_weight layout, holding the state at its length after the run;
+// an Append step writes the run's new positions there in place (graph::AppendedState), and
+// `next` is those new positions rather than the whole next value.
+struct ModuleState {
+  std::size_t value = 0, next = 0;
+  std::optional<std::size_t> packed;
+  std::vector<std::int64_t> perm;
+};
+
+// The values a module is called with and returns, and its states.
+struct ModuleSignature {
+  std::vector<std::size_t> params, results;
+  std::vector<ModuleState> state;
+};
+
+class Module {
  public:
-  Expr() = default;
-  explicit Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  // Plans the memory (graph::plan_memory with `plan`) and fills each value's storage.
+  Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature,
+         const PlanOptions& plan = {});
 
-  bool defined() const { return node_ != nullptr; }
-  const Node* get() const { return node_.get(); }
-  const Node* operator->() const { return node_.get(); }
-  // The node as T (InputNode, ConstantNode, CallNode), or nullptr.
-  template <class T>
-  const T* as() const;
-  bool same_as(const Expr& other) const { return node_ == other.node_; }
-  // How many handles share the node (0 for an undefined Expr).
-  long use_count() const { return node_.use_count(); }
+  const std::string& name() const { return name_; }
+  const vta::Env& env() const { return env_; }
+  const std::vector<ModuleValue>& values() const { return values_; }
+  const std::vector<ModuleStep>& steps() const { return steps_; }
+  const OpRegistry& ops() const { return *ops_; }
+  const ModuleSignature& signature() const { return signature_; }
+  // Where the values and streams live.
+  const MemoryPlan& plan() const { return plan_; }
 
-  // Shorthands for the node's fields; ValueError on an undefined Expr.
-  NodeKind kind() const;
-  const std::string& name() const;
-  bool has_type() const;
-  // The node's type; ValueError when a call has not been typed (run graph::infer_type).
-  const TensorType& type() const;
-  Device device() const;
+  // The state named `name` (the input's name, as Executor::state takes it): its index in
+  // signature().state; ValueError listing the states for a name that is none.
+  std::size_t state_index(std::string_view name) const;
+  // The growing dim of state i held packed (ModuleState::packed), and the state an Append
+  // step writes (ValueError for a state without a variable dim, or a step that is no append).
+  std::size_t growing_dim(std::size_t i) const;
+  std::size_t appended_by(std::size_t step) const;
+  // The value holding graph node `node` (its printed name "%3", "%fc1", as graph::NodeNames
+  // prints it, or the name of a named call or leaf, "fc1"), its plain form where there is one;
+  // ValueError when no value holds it.
+  std::size_t value_of(std::string_view node) const;
+
+  // The values and steps, one line each.
+  std::string to_string() const;
 
  private:
-  std::shared_ptr<const Node> node_;
+  std::string name_;
+  vta::Env env_;
+  std::shared_ptr<const OpRegistry> ops_;
+  std::vector<ModuleValue> values_;
+  std::vector<ModuleStep> steps_;
+  ModuleSignature signature_;
+  MemoryPlan plan_;
 };
 
-class Node {
- public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
-
-  const NodeKind kind;
-  const std::string name;  // input / constant name; the op name of a call
-  const std::optional<TensorType> type;
-  const Device device;
-
- protected:
-  Node(NodeKind k, std::string n, std::optional<TensorType> t, Device d)
-      : kind(k), name(std::move(n)), type(std::move(t)), device(d) {}
-};
-
-struct InputNode final : Node {
-  InputNode(std::string n, TensorType t)
-      : Node(NodeKind::Input, std::move(n), std::move(t), Device::Any) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Input; }
-};
-
-struct ConstantNode final : Node {
-  ConstantNode(std::string n, TensorType t, std::shared_ptr<const te::NDArray> v)
-      : Node(NodeKind::Constant, std::move(n), std::move(t), Device::Any), value(std::move(v)) {}
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Constant; }
-  const std::shared_ptr<const te::NDArray> value;
-};
-
-struct CallNode final : Node {
-  CallNode(std::string op, std::vector<Expr> a, Attrs at, std::optional<TensorType> t, Device d,
-           std::string result)
-      : Node(NodeKind::Call, std::move(op), std::move(t), d),
-        args(std::move(a)),
-        attrs(std::move(at)),
-        result_name(std::move(result)) {}
-  // Releases the arguments iteratively: destroying the last handle of a graph thousands of
-  // calls deep must not nest a destructor per call.
-  DLAVM_INLINE ~CallNode() override;
-  static constexpr bool classof(NodeKind k) { return k == NodeKind::Call; }
-  const std::string& op() const { return name; }
-  // Not const only so that the destructor can take the arguments apart; nodes are created
-  // non-const (make_shared<CallNode>) and only ever handed out as const.
-  std::vector<Expr> args;
-  const Attrs attrs;
-  const std::string result_name;  // empty: unnamed (printed by its post-order number)
-};
-
-template <class T>
-const T* Expr::as() const {
-  if (node_ && T::classof(node_->kind)) return static_cast<const T*>(node_.get());
-  return nullptr;
-}
-
-// An input named `name`. Raises for an empty name, an undefined dim, a dim that can be < 1
-// (ShapeError naming the dim and its bounds), and dtypes the host cannot hold (float types
-// other than float32, vector lanes: TypeError).
-Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// The input of a growing state (graph::State): like input(), but a dim that is one variable of
-// range [0, max] may be empty (a KV cache of last_token positions, empty before the first run).
-// graph::function refuses a param that can be empty.
-Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype);
-// A constant holding `value` (shared, never copied again); its type comes from the array.
-Expr constant(std::string name, te::NDArray value);
-Expr constant(std::string name, std::shared_ptr<const te::NDArray> value);
-// A call of op `op`: untyped and unplaced, as users and importers write it, optionally naming
-// the value it produces. The op name and attributes are checked against an op registry by
-// graph::infer_type, not here.
-Expr call(std::string op, std::vector<Expr> args, Attrs attrs = {}, std::string result_name = {});
-// A call with its type and device: what passes (infer_type, placement) build.
-Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type, Device device,
-                std::string result_name = {});
-// The call `e` with its value named `name` (ValueError for a leaf or an empty name):
-//   auto y = graph::named(graph::conv2d(x, w), "layer1.conv1");   // printed %layer1.conv1
-Expr named(const Expr& e, std::string name);
-
-// A call rebuilt with other arguments (as many), keeping op, attrs, type, device and name.
-Expr with_args(const CallNode& call, std::vector<Expr> args);
-
-// Every node of the DAG under `roots`, each once, arguments before their users: a depth-first
-// post-order, arguments left to right, roots in order. Iterative, so any depth is fine.
-// graph/functor.hpp builds the traversal idioms on it.
-std::vector<Expr> post_order(std::span<const Expr> roots);
-
-// A state of a function: a value that outlives a run of the module built from it (a KV cache,
-// a running statistic). `input` is an Input leaf holding the state before a run (not a param:
-// the module keeps it between runs); `next` is the value the state takes after the run,
-// computed by the graph, of the input's type (infer_type checks it).
-// A state may grow: a dim of its input may be one variable v of range [0, max] (a KV cache's
-// `last_token`), and next may be longer along it (`last_token + token`, a concat). The module
-// then holds the state at its current length, binds v to that length in a run, and keeps at
-// most max + 1 along that dim (the longest run from max with one new position).
-struct State {
-  Expr input;
-  Expr next;
-};
-
-// A graph with named parameters (inputs), results and states. Invariants, checked on
-// construction (ValueError naming the node): every param and state input is an Input, their
-// names are unique, every Input reachable from the results and the states' next values is a
-// param or a state input, a state's dims are constants or variables, two different nodes (inputs,
-// constants, named calls) never share a name, at least one result.
-class Function {
- public:
-  Function(std::vector<Expr> params, std::vector<Expr> results, std::vector<State> state = {});
-  const std::vector<Expr>& params() const { return params_; }
-  const std::vector<Expr>& results() const { return results_; }
-  const std::vector<State>& state() const { return state_; }
-  // The results, then the states' next values: every node the function computes is under them.
-  const std::vector<Expr>& roots() const { return roots_; }
-
-  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
-  // function's nodes), which graph::build then uses; null for a function not placed.
-  const std::shared_ptr<const Partition>& placement() const { return placement_; }
-  // This function with a placement attached (its groups must refer to this function's nodes).
-  Function with_placement(std::shared_ptr<const Partition> p) const {
-    Function f = *this;
-    f.placement_ = std::move(p);
-    return f;
-  }
-
- private:
-  std::vector<Expr> params_;
-  std::vector<Expr> results_;
-  std::vector<State> state_;
-  std::vector<Expr> roots_;
-  std::shared_ptr<const Partition> placement_;
-};
-
-inline Function function(std::vector<Expr> params, std::vector<Expr> results,
-                         std::vector<State> state = {}) {
-  return Function(std::move(params), std::move(results), std::move(state));
-}
+// The memory requests of a module's values (by value index, graph/memory_plan.hpp), with its
+// stream regions sized for one stream at a time, the largest any step writes
+// (vta::Program::stream_bound); and the plan they give.
+PlanRequest memory_request(const Module& m);
+MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
 
 }  // namespace dlavm::graph
 
+template <>
+struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Module& m, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(m.to_string(), ctx);
+  }
+};
+
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/node-inl.hpp
-// Definitions for graph/node.hpp.
+// begin dlavm/graph/module-inl.hpp
+// Definitions for graph/module.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
 // begin dlavm/ne/bounds.hpp
 // end dlavm/ne/bounds.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-
-#include <fmt/format.h>
-
-#include <unordered_map>
-#include <unordered_set>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view device_name(Device d) {
-  switch (d) {
-    case Device::Any:
-      return "any";
-    case Device::Host:
-      return "host";
-    case Device::Vta:
-      return "vta";
-  }
-  raise<ValueError>("internal: unknown Device {}, please report", static_cast<int>(d));
-}
-
-DLAVM_INLINE bool same_type(const TensorType& a, const TensorType& b) {
-  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
-  for (std::size_t k = 0; k < a.shape.size(); ++k)
-    if (!ne::equal(a.shape[k], b.shape[k])) return false;
-  return true;
-}
-
-namespace detail {
-inline const Node& node_of(const Expr& e) {
-  if (!e.defined()) raise<ValueError>("graph: use of an undefined Expr");
-  return *e.get();
-}
-}  // namespace detail
-
-DLAVM_INLINE NodeKind Expr::kind() const { return detail::node_of(*this).kind; }
-DLAVM_INLINE const std::string& Expr::name() const { return detail::node_of(*this).name; }
-DLAVM_INLINE bool Expr::has_type() const { return detail::node_of(*this).type.has_value(); }
-DLAVM_INLINE Device Expr::device() const { return detail::node_of(*this).device; }
-
-DLAVM_INLINE const TensorType& Expr::type() const {
-  const Node& n = detail::node_of(*this);
-  if (!n.type)
-    raise<ValueError>("graph: call '{}' has no type yet; run graph::infer_type first", n.name);
-  return *n.type;
-}
-
-DLAVM_INLINE CallNode::~CallNode() {
-  // Arguments only this node holds are moved to a work list and taken apart there, one level
-  // at a time, so each destructor runs with its arguments already gone.
-  std::vector<Expr> pending;
-  auto take_args = [&pending](CallNode& call) {
-    for (Expr& a : call.args)
-      if (a.get() != nullptr && a.as<CallNode>() != nullptr && a.use_count() == 1)
-        pending.push_back(std::move(a));
-    call.args.clear();
-  };
-  take_args(*this);
-  while (!pending.empty()) {
-    Expr e = std::move(pending.back());
-    pending.pop_back();
-    // the only handle: the node dies with `e`, so take its arguments first (it was created
-    // non-const, see make_shared<CallNode> below)
-    if (e.use_count() == 1) take_args(const_cast<CallNode&>(*e.as<CallNode>()));
-  }
-}
-
-namespace detail {
-
-// An input; `state`: a variable dim of minimum 0 may be empty (state_input).
-inline Expr make_input(std::string name, std::vector<ne::Expr> shape, DType dtype, bool state) {
-  const char* who = state ? "graph::state_input" : "graph::input";
-  if (name.empty()) raise<ValueError>("{}: the name is empty", who);
-  if (dtype.lanes() != 1 || (dtype.is_float() && dtype != DType::float32()))
-    raise<TypeError>("{} '{}': dtype {} is not supported (scalar integers or float32)", who, name,
-                     dtype);
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (!shape[k].defined()) raise<ShapeError>("{} '{}': dim {} is undefined", who, name, k);
-    const auto b = ne::bounds(shape[k]);
-    const bool may_be_empty = state && b.min == 0 && shape[k].as<ne::VarNode>() != nullptr;
-    if (b.min < 1 && !may_be_empty)
-      raise<ShapeError>(
-          "{} '{}': dim {} is {}, which can be {} (dims must be >= 1{})", who, name, k, shape[k],
-          b.min,
-          state ? ", or one variable of minimum 0" : "; a state's may be 0: graph::state_input");
-  }
-  return Expr(
-      std::make_shared<const InputNode>(std::move(name), TensorType{std::move(shape), dtype}));
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Expr input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, false);
-}
-
-DLAVM_INLINE Expr state_input(std::string name, std::vector<ne::Expr> shape, DType dtype) {
-  return detail::make_input(std::move(name), std::move(shape), dtype, true);
-}
-
-DLAVM_INLINE Expr constant(std::string name, std::shared_ptr<const te::NDArray> value) {
-  if (name.empty()) raise<ValueError>("graph::constant: the name is empty");
-  if (!value) raise<ValueError>("graph::constant '{}': no value", name);
-  std::vector<ne::Expr> shape;
-  for (std::int64_t d : value->shape()) {
-    if (d < 1)
-      raise<ShapeError>("graph::constant '{}': shape [{}] has a dim < 1", name,
-                        fmt::join(value->shape(), ", "));
-    shape.emplace_back(d);
-  }
-  TensorType type{std::move(shape), value->dtype()};
-  return Expr(
-      std::make_shared<const ConstantNode>(std::move(name), std::move(type), std::move(value)));
-}
-
-DLAVM_INLINE Expr constant(std::string name, te::NDArray value) {
-  return constant(std::move(name), std::make_shared<const te::NDArray>(std::move(value)));
-}
-
-namespace detail {
-inline void check_call(std::string_view op, const std::vector<Expr>& args) {
-  if (op.empty()) raise<ValueError>("graph::call: the op name is empty");
-  for (std::size_t i = 0; i < args.size(); ++i)
-    if (!args[i].defined()) raise<ValueError>("graph::call '{}': argument {} is undefined", op, i);
-}
-}  // namespace detail
-
-DLAVM_INLINE Expr call(std::string op, std::vector<Expr> args, Attrs attrs,
-                       std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::nullopt, Device::Any, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr typed_call(std::string op, std::vector<Expr> args, Attrs attrs, TensorType type,
-                             Device device, std::string result_name) {
-  detail::check_call(op, args);
-  return Expr(std::make_shared<CallNode>(std::move(op), std::move(args), std::move(attrs),
-                                         std::move(type), device, std::move(result_name)));
-}
-
-DLAVM_INLINE Expr named(const Expr& e, std::string name) {
-  const auto* c = e.as<CallNode>();
-  if (c == nullptr)
-    raise<ValueError>(
-        "graph::named: '{}' is {}; only calls are named this way (inputs and "
-        "constants have their names)",
-        detail::node_of(e).name, e.kind() == NodeKind::Input ? "an input" : "a constant");
-  if (name.empty()) raise<ValueError>("graph::named: the name for a call '{}' is empty", c->op());
-  return Expr(
-      std::make_shared<CallNode>(c->op(), c->args, c->attrs, c->type, c->device, std::move(name)));
-}
-
-DLAVM_INLINE Expr with_args(const CallNode& call, std::vector<Expr> args) {
-  if (args.size() != call.args.size())
-    raise<ValueError>("internal: with_args: {} arguments for a call '{}' of {}, please report",
-                      args.size(), call.op(), call.args.size());
-  detail::check_call(call.op(), args);
-  return Expr(std::make_shared<CallNode>(call.op(), std::move(args), call.attrs, call.type,
-                                         call.device, call.result_name));
-}
-
-DLAVM_INLINE std::vector<Expr> post_order(std::span<const Expr> roots) {
-  std::vector<Expr> order;
-  std::unordered_set<const Node*> done;
-  struct Frame {
-    const Expr* expr;
-    std::size_t next_arg;
-  };
-  std::vector<Frame> stack;
-  for (const Expr& root : roots) {
-    if (!root.defined()) raise<ValueError>("graph: traversal of an undefined Expr");
-    if (done.contains(root.get())) continue;
-    stack.push_back({&root, 0});
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      if (const auto* call = top.expr->as<CallNode>()) {
-        while (top.next_arg < call->args.size() && done.contains(call->args[top.next_arg].get()))
-          ++top.next_arg;
-        if (top.next_arg < call->args.size()) {
-          const Expr* arg = &call->args[top.next_arg];
-          stack.push_back({arg, 0});  // invalidates `top`; the loop starts over
-          continue;
-        }
-      }
-      done.insert(top.expr->get());
-      order.push_back(*top.expr);
-      stack.pop_back();
-    }
-  }
-  return order;
-}
-
-DLAVM_INLINE Function::Function(std::vector<Expr> params, std::vector<Expr> results,
-                                std::vector<State> state)
-    : params_(std::move(params)), results_(std::move(results)), state_(std::move(state)) {
-  if (results_.empty()) raise<ValueError>("graph::function: no results");
-  // params and state inputs: uniquely named Inputs
-  std::unordered_map<std::string_view, std::size_t> param_index;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Expr& p = params_[i];
-    if (!p.defined()) raise<ValueError>("graph::function: param {} is undefined", i);
-    if (p.kind() != NodeKind::Input)
-      raise<ValueError>("graph::function: param {} ('{}') is a {}; params must be inputs", i,
-                        p.name(), p.kind() == NodeKind::Constant ? "constant" : "call");
-    if (!param_index.emplace(p.name(), i).second)
-      raise<ValueError>("graph::function: params {} and {} are both named '{}'",
-                        param_index[p.name()], i, p.name());
-    for (std::size_t k = 0; k < p.type().ndim(); ++k)
-      if (ne::bounds(p.type().shape[k]).min < 1)
-        raise<ShapeError>(
-            "graph::function: param '{}' can be empty along dim {} (`{}`); only a state may be "
-            "(graph::state_input)",
-            p.name(), k, p.type().shape[k]);
-  }
-  std::unordered_set<std::string_view> state_names;
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& [in, next] = state_[i];
-    if (!in.defined() || !next.defined())
-      raise<ValueError>("graph::function: state {} has an undefined input or next value", i);
-    if (in.kind() != NodeKind::Input)
-      raise<ValueError>(
-          "graph::function: state {} ('{}') is not an input; a state is an input "
-          "the module keeps",
-          i, in.name());
-    if (param_index.contains(in.name()) || !state_names.insert(in.name()).second)
-      raise<ValueError>("graph::function: state '{}' is also a param or another state", in.name());
-    for (std::size_t k = 0; k < in.type().ndim(); ++k) {
-      const auto& d = in.type().shape[k];
-      const auto* v = d.as<ne::VarNode>();
-      if (!d.is_const() && (v == nullptr || v->min < 0))
-        raise<ShapeError>(
-            "graph::function: state '{}' has the symbolic dim {} `{}`; a state's dim is a "
-            "constant or one variable of range [0, max] (a length that grows from run to run, "
-            "such as a KV cache's last_token)",
-            in.name(), k, d);
-    }
-  }
-  for (std::size_t i = 0; i < results_.size(); ++i)
-    if (!results_[i].defined()) raise<ValueError>("graph::function: result {} is undefined", i);
-  roots_ = results_;
-  for (const auto& st : state_) roots_.push_back(st.next);
-  // the leaves the roots use: one node per name, and every input a param or a state
-  std::unordered_map<std::string_view, const Node*> leaf_by_name;
-  for (const Expr& p : params_) leaf_by_name.emplace(p.name(), p.get());
-  for (const auto& st : state_) leaf_by_name.emplace(st.input.name(), st.input.get());
-  std::unordered_map<std::string_view, const Node*> call_by_name;
-  const auto order = post_order(roots_);
-  for (const Expr& e : order) {
-    if (const auto* c = e.as<CallNode>()) {
-      if (!c->result_name.empty()) call_by_name.emplace(c->result_name, c);
-      continue;
-    }
-    const auto it = leaf_by_name.emplace(e.name(), e.get()).first;
-    if (it->second != e.get())
-      raise<ValueError>(
-          "graph::function: two different leaves (inputs or constants) are named '{}'; a name "
-          "must identify one value",
-          e.name());
-    if (e.kind() == NodeKind::Input && !param_index.contains(e.name()) &&
-        !state_names.contains(e.name()))
-      raise<ValueError>("graph::function: input '{}' is used by the results but is not a param",
-                        e.name());
-  }
-  // named calls: one node per name, no name shared with a leaf
-  for (const Expr& e : order) {
-    const auto* c = e.as<CallNode>();
-    if (c == nullptr || c->result_name.empty()) continue;
-    if (call_by_name.at(c->result_name) != c)
-      raise<ValueError>(
-          "graph::function: two different calls ('{}' and another) produce a value named '{}'; "
-          "a name must identify one value",
-          c->op(), c->result_name);
-    if (leaf_by_name.contains(c->result_name))
-      raise<ValueError>(
-          "graph::function: a call '{}' produces a value named '{}', as an input or constant is "
-          "named; a name must identify one value",
-          c->op(), c->result_name);
-  }
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/node-inl.hpp
-#endif
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// Op records and the registry that maps op names to them. An op is plain data, built by an
-// explicit function (graph::default_ops() in graph/ops.hpp), never by static registration:
-//   name                  "conv2d"
-//   args                  how many inputs it takes ([min_args, max_args], kVariadic: no max)
-//   attrs                 the attributes it accepts: name, kind, default (none: required),
-//                         the allowed strings for a String attribute, a description; the op
-//                         families declare them once, in an AttrSchema (graph/attr_schema.hpp)
-//   type_rule             the result type from the argument types and attributes
-//   host_kernel           the CPU implementation (host/), the fallback and the reference
-//   host_support          why the host kernel cannot run a call (empty: it runs every call the
-//                         type rule accepts)
-// The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
-// graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
-//
-//   OpRecord op{.name = "relu", .min_args = 1, .max_args = 1,
-//               .type_rule = [](const TypeCall& c) { return c.type(0); },
-//               .host_kernel = [](HostArgs args, const Attrs&) { return host::relu(*args[0]); }};
-//   registry.add(std::move(op));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <limits>
-#include <map>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct AttrSpec {
-  std::string name{};
-  AttrKind kind = AttrKind::Int;
-  std::optional<AttrValue> default_value{};  // nullopt: the attribute is required
-  std::vector<std::string> choices{};        // String: the allowed values (empty: any)
-  std::string description{};                 // what it means, for messages and docs
-};
-
-// What a type rule sees of one call. Its helpers raise dlavm::Errors that start with the
-// call's label and name the input ("%3 (conv2d): input 1 (%w) ...").
-struct TypeCall {
-  std::string label;                   // "%3 (conv2d)"
-  std::vector<std::string> arg_names;  // "%x", "%0"
-  std::vector<TensorType> arg_types;
-  Attrs attrs;  // checked against the op's specs, defaults filled
-
-  std::size_t size() const { return arg_types.size(); }
-  const TensorType& type(std::size_t i) const { return arg_types[i]; }
-  // "input 1 (%w)"
-  std::string arg(std::size_t i) const;
-
-  // ShapeError unless input i has exactly / at least `rank` dims.
-  void require_rank(std::size_t i, std::size_t rank) const;
-  void require_min_rank(std::size_t i, std::size_t rank) const;
-  // TypeError unless inputs i and j have one dtype.
-  void require_same_dtype(std::size_t i, std::size_t j) const;
-  // ShapeError unless `a` (described as what_a) provably equals `b` (ne::can_prove).
-  void require_equal(const ne::Expr& a, std::string_view what_a, const ne::Expr& b,
-                     std::string_view what_b) const;
-  // Dim k of input i as a constant; ShapeError saying `why` when it is symbolic.
-  std::int64_t constant_dim(std::size_t i, std::size_t k, std::string_view why) const;
-  // An Ints attribute of exactly `count` values; ValueError otherwise.
-  const std::vector<std::int64_t>& ints(std::string_view name, std::size_t count) const;
-  // An axis attribute normalized for `rank` dims; ValueError when outside [-rank, rank).
-  std::size_t axis(std::string_view name, std::size_t rank) const;
-};
-
-using TypeRule = std::function<TensorType(const TypeCall&)>;
-using HostArgs = std::span<const te::NDArray* const>;
-using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
-using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
-
-struct OpRecord {
-  static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
-
-  std::string name{};
-  std::size_t min_args = 1;
-  std::size_t max_args = 1;
-  std::vector<AttrSpec> attrs{};
-  TypeRule type_rule{};
-  HostKernel host_kernel{};
-  SupportRule host_support{};
-
-  const AttrSpec* find_attr(std::string_view key) const;
-};
-
-class OpRegistry {
- public:
-  // ValueError when the name is taken, empty, or the record lacks a type rule or host kernel.
-  void add(OpRecord op);
-  const OpRecord* find(std::string_view name) const;
-  // ValueError listing the known ops when there is no such op.
-  const OpRecord& at(std::string_view name) const;
-  // Sorted.
-  std::vector<std::string> names() const;
-  std::size_t size() const { return ops_.size(); }
-
- private:
-  std::map<std::string, OpRecord, std::less<>> ops_;
-};
-
-// The attributes of a call checked against its op's specs: an unknown key (ValueError listing
-// the known ones), a missing required attribute (ValueError), a value of another kind
-// (TypeError; an integer is accepted for a Float and converted), a string outside the
-// choices (ValueError). Returns them with the defaults filled in. `label` starts messages.
-Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given, std::string_view label);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/op-inl.hpp
-// Definitions for graph/op.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/printer.hpp
-// Text form of graphs, through fmt, stable for tests. A function prints as its params with
-// their types, then one line per constant and per call in post-order (calls numbered %0, %1,
-// ...; a call whose value is named prints by its name: %fc1), attributes after the arguments
-// in key order, and the results:
-//
-//   fn (%x: Tensor[(1, token, 512), int8]) {
-//     %w = constant Tensor[(256, 512), int8]
-//     %0 = dense(%x, %w)
-//     %1 = requantize(%0, hi=127, lo=-128, out_dtype=int8, rounding="floor", shift=8)
-//     return %1
-//   }
-//
-// A function with states prints them after its params, `fn (%x: ...) state (%h: ...) {`, and
-// their next values before the results, `  next %h = %4`.
-// Once infer_type has typed and placed the calls, each call names its device and its type:
-//     %0 = host.dense(%x, %w) /* ret=(1, token, 256), dtype=int32, device=host */
-// Leaf names print as %name when they are identifiers ([A-Za-z_][A-Za-z0-9_.]*), else quoted
-// (%"0", %"onnx::Conv_3") so that they never read as a call number. An Expr prints as the
-// function of the inputs it uses. Error messages name nodes the same way: `%3 (conv2d)`.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <fmt/format.h>
-
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// "(1, token, 256)"
-std::string shape_text(const std::vector<ne::Expr>& shape);
-// "Tensor[(1, token, 256), int8]"
-std::string type_text(const TensorType& type);
-
-// How a name prints: %name when it is an identifier, else quoted (%"onnx::Conv_3").
-std::string printed_name(std::string_view name);
-
-// The printed names of the nodes under some roots: %name for leaves and named calls, %N for
-// the other calls numbered in post-order (every call counts, so naming one call does not
-// renumber the others). infer_type and evaluate name nodes in messages with it, as the printer
-// does.
-class NodeNames {
- public:
-  explicit NodeNames(std::span<const Expr> roots);
-  explicit NodeNames(const Function& fn) : NodeNames(fn.roots()) {}
-  // "%x", "%\"0\"", "%3"; a node outside the roots gets its leaf name or "%?".
-  std::string name(const Expr& e) const;
-  // "%3 (conv2d)" for a call, the name for a leaf.
-  std::string label(const Expr& e) const;
-
- private:
-  std::unordered_map<const Node*, std::size_t> call_number_;
-};
-
-std::string to_string(const Function& fn);
-std::string to_string(const Expr& e);
-
-}  // namespace dlavm::graph
-
-template <>
-struct fmt::formatter<dlavm::graph::TensorType> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::TensorType& t, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::type_text(t), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Function> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Function& f, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(f), ctx);
-  }
-};
-
-template <>
-struct fmt::formatter<dlavm::graph::Expr> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Expr& e, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(dlavm::graph::to_string(e), ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/printer-inl.hpp
-// Definitions for graph/printer.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline bool is_identifier(std::string_view name) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (name.empty() || !alpha(name.front())) return false;
-  for (char c : name)
-    if (!alpha(c) && !digit(c) && c != '.') return false;
-  return true;
-}
-
-inline std::string leaf_name(std::string_view name) {
-  if (is_identifier(name)) return fmt::format("%{}", name);
-  std::string s = "%\"";
-  for (char c : name) {
-    if (c == '"' || c == '\\') s += '\\';
-    s += c;
-  }
-  return s + "\"";
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string printed_name(std::string_view name) { return detail::leaf_name(name); }
-
-namespace detail {
-
-// One line of a call: `%0 = host.dense(%x, %w) /* ret=..., dtype=..., device=host */`.
-inline void print_call(std::string& out, const NodeNames& names, const CallNode& call,
-                       const Expr& e) {
-  out += fmt::format("  {} = ", names.name(e));
-  if (call.device != Device::Any) out += fmt::format("{}.", device_name(call.device));
-  out += call.op();
-  out += '(';
-  for (std::size_t i = 0; i < call.args.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(call.args[i]);
-  }
-  if (!call.attrs.empty()) out += fmt::format("{}{}", call.args.empty() ? "" : ", ", call.attrs);
-  out += ')';
-  if (call.type) {
-    out += fmt::format(" /* ret={}, dtype={}", shape_text(call.type->shape), call.type->dtype);
-    if (call.device != Device::Any) out += fmt::format(", device={}", device_name(call.device));
-    out += " */";
-  }
-  out += '\n';
-}
-
-// `fn (%x: T) state (%h: T) {` ... `  next %h = %3` ... `  return %4` `}`: the state part
-// only when there are states.
-inline std::string print_function(std::span<const Expr> params, std::span<const Expr> results,
-                                  std::span<const State> state = {}) {
-  std::vector<Expr> roots(results.begin(), results.end());
-  for (const auto& st : state) roots.push_back(st.next);
-  const NodeNames names(roots);
-  const auto typed = [&](const Expr& p) {
-    return fmt::format("{}: {}", names.name(p),
-                       p.has_type() ? type_text(p.type()) : std::string("?"));
-  };
-  std::string out = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) out += (i > 0 ? ", " : "") + typed(params[i]);
-  out += ")";
-  if (!state.empty()) {
-    out += " state (";
-    for (std::size_t i = 0; i < state.size(); ++i)
-      out += (i > 0 ? ", " : "") + typed(state[i].input);
-    out += ")";
-  }
-  out += " {\n";
-  for (const Expr& e : post_order(roots)) {
-    switch (e.kind()) {
-      case NodeKind::Input:
-        break;
-      case NodeKind::Constant:
-        out += fmt::format("  {} = constant {}\n", names.name(e), type_text(e.type()));
-        break;
-      case NodeKind::Call:
-        print_call(out, names, *e.as<CallNode>(), e);
-        break;
-    }
-  }
-  for (const auto& st : state)
-    out += fmt::format("  next {} = {}\n", names.name(st.input), names.name(st.next));
-  out += "  return ";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += names.name(results[i]);
-  }
-  out += "\n}";
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string shape_text(const std::vector<ne::Expr>& shape) {
-  std::string out = "(";
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (k > 0) out += ", ";
-    out += ne::to_string(shape[k]);
-  }
-  return out + ")";
-}
-
-DLAVM_INLINE std::string type_text(const TensorType& type) {
-  return fmt::format("Tensor[{}, {}]", shape_text(type.shape), type.dtype);
-}
-
-DLAVM_INLINE NodeNames::NodeNames(std::span<const Expr> roots) {
-  for (const Expr& e : post_order(roots))
-    if (e.kind() == NodeKind::Call) call_number_.emplace(e.get(), call_number_.size());
-}
-
-DLAVM_INLINE std::string NodeNames::name(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return detail::leaf_name(e.name());
-  if (const auto& named = e.as<CallNode>()->result_name; !named.empty())
-    return detail::leaf_name(named);
-  auto it = call_number_.find(e.get());
-  return it == call_number_.end() ? std::string("%?") : fmt::format("%{}", it->second);
-}
-
-DLAVM_INLINE std::string NodeNames::label(const Expr& e) const {
-  if (e.kind() != NodeKind::Call) return name(e);
-  return fmt::format("{} ({})", name(e), e.name());
-}
-
-DLAVM_INLINE std::string to_string(const Function& fn) {
-  return detail::print_function(fn.params(), fn.results(), fn.state());
-}
-
-DLAVM_INLINE std::string to_string(const Expr& e) {
-  std::vector<Expr> inputs;
-  for (const Expr& n : post_order(std::span<const Expr>(&e, 1)))
-    if (n.kind() == NodeKind::Input) inputs.push_back(n);
-  return detail::print_function(inputs, std::span<const Expr>(&e, 1));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/printer-inl.hpp
-#endif
-// end dlavm/graph/printer.hpp
-// begin dlavm/host/common.hpp
-// What the host kernels share: the element-type rule of product-sums, numpy broadcasting,
-// axis normalization and the checks every kernel makes on its arguments. The graph layer's
-// type rules call the same functions, so the host and the graph never disagree on a rule.
-//
-//   host::accumulate_dtype(DType::int8(), DType::int8())       == DType::int32()
-//   host::broadcast_shapes({4, 1, 3}, {5, 1})                   == Shape{4, 5, 3}
-//   host::normalize_axis(-1, 4)                                 == 3
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-using Shape = std::vector<std::int64_t>;
-
-// The element type of a sum of products (dense, matmul, conv2d) of a and b:
-//   int8 x int8 -> int32, int32 x int32 -> int32, float32 x float32 -> float32,
-// nullopt for any other pair (mixed types need a cast first).
-std::optional<DType> accumulate_dtype(DType a, DType b);
-// accumulate_dtype, or TypeError naming `who` and the operands `what_a`, `what_b`.
-DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                             std::string_view what_b, DType b);
-
-namespace detail {
-inline ne::Expr floor_div(const ne::Expr& a, std::int64_t b) { return ne::floordiv(a, b); }
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b);
-}  // namespace detail
-
-// The output extent of a sliding window (convolution, pooling) over `extent` elements padded
-// by `pads` in all: floor((extent + pads - window) / stride) + 1. The one definition, for the
-// host kernels (int64) and for type rules and strategies (ne::Expr, where dims are symbolic).
-template <class Extent>
-Extent window_output(const Extent& extent, std::int64_t pads, std::int64_t window,
-                     std::int64_t stride) {
-  return detail::floor_div(extent + pads - window, stride) + 1;
-}
-
-// axis in [-rank, rank) (negative counts from the end) as an index in [0, rank); nullopt
-// when outside.
-std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank);
-
-// The numpy broadcast of two shapes: aligned at their last dims, each pair equal or one of
-// them 1; nullopt when a pair is neither.
-std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                      std::span<const std::int64_t> b);
-
-// Product of the dims (1 for a scalar).
-std::int64_t element_count(std::span<const std::int64_t> shape);
-
-namespace detail {
-
-// An array viewed as [outer, extent, inner] around one axis.
-struct AxisSplit {
-  std::int64_t outer = 1, extent = 1, inner = 1;
-};
-AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
-
-// "[1, 3, 224, 224]"
-std::string shape_str(std::span<const std::int64_t> shape);
-
-// Checks a kernel's arguments; `who` names the kernel ("host::dense"), `what` the argument.
-void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                  std::size_t rank);
-void require_min_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                      std::size_t rank);
-void require_float32(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_integer(std::string_view who, std::string_view what, const te::NDArray& a);
-void require_same_dtype(std::string_view who, const te::NDArray& a, const te::NDArray& b);
-// The axis attribute `name` normalized for an array of `rank` dims, or ValueError.
-std::size_t axis_or_raise(std::string_view who, std::string_view name, std::int64_t axis,
-                          std::size_t rank);
-// The elements of an integer array as uint32 (modulo 2^32), and their int32 reinterpretation
-// stored into `out`: wrapping uint32 arithmetic gives int32 wrap-around without signed overflow.
-std::vector<std::uint32_t> to_u32(const te::NDArray& a);
-void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
-// For each index of the batch shape `out` (row-major), the offset of the `block`-element block
-// an operand with batch dims `in` reads under numpy broadcasting.
-std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                            std::span<const std::int64_t> in, std::int64_t block);
-// DType::wrap on an int64 computed with wrapping uint64 arithmetic.
-inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
-  return t.wrap(static_cast<std::int64_t>(v));
-}
-// floor(a / b) and ceil(a / b) for b > 0.
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
-
-}  // namespace detail
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/common-inl.hpp
-// Definitions for host/common.hpp (compiled once in compiled mode, inline otherwise).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <vector>
 
-namespace dlavm::host {
+namespace dlavm::graph {
 
-DLAVM_INLINE std::optional<DType> accumulate_dtype(DType a, DType b) {
-  if (a != b) return std::nullopt;
-  if (a == DType::int8() || a == DType::int32()) return DType::int32();
-  if (a == DType::float32()) return DType::float32();
-  return std::nullopt;
-}
+namespace detail {
 
-DLAVM_INLINE DType product_dtype_or_raise(std::string_view who, std::string_view what_a, DType a,
-                                          std::string_view what_b, DType b) {
-  const auto t = accumulate_dtype(a, b);
-  if (!t)
-    raise<TypeError>(
-        "{}: {} is {} and {} is {}; supported are int8 x int8 -> int32, int32 x int32 -> int32 "
-        "and float32 x float32 -> float32",
-        who, what_a, a, what_b, b);
-  return *t;
-}
-
-DLAVM_INLINE std::optional<std::size_t> normalize_axis(std::int64_t axis, std::size_t rank) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r) return std::nullopt;
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
-}
-
-DLAVM_INLINE std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
-                                                   std::span<const std::int64_t> b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (std::size_t k = 0; k < rank; ++k) {
-    // dims counted from the end; a missing dim acts as 1
-    const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
-    const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[rank - 1 - k] = da == 1 ? db : da;
+// The bytes of a value at the maxima of its dims (saturating far past any address space).
+inline std::int64_t max_bytes(const ModuleValue& v) {
+  std::int64_t bytes = v.dtype.bytes();
+  for (const auto& d : v.shape) {
+    const auto n = std::max<std::int64_t>(ne::bounds(d).max, 0);
+    bytes = n != 0 && bytes > (std::int64_t{1} << 50) / n ? std::int64_t{1} << 50 : bytes * n;
   }
-  return out;
+  return bytes;
 }
 
-DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+// The bytes of a state held packed (ModuleState::packed) at its capacity: its growing dim's
+// maximum + 1 positions, permuted and packed.
+inline std::int64_t appended_bytes(const ModuleValue& state, const ModuleState& s,
+                                   const ModuleValue& packed) {
+  std::vector<ne::Expr> dims;
+  for (const auto p : s.perm) {
+    const auto& d = state.shape[static_cast<std::size_t>(p)];
+    const auto* v = d.as<ne::VarNode>();
+    dims.emplace_back(v != nullptr ? v->max + 1 : *d.as_int());
+  }
+  std::int64_t n = packed.dtype.bytes();
+  for (const auto& d : packed_shape(packed.layout, dims)) n *= ne::bounds(d).max;
   return n;
 }
 
-namespace detail {
-
-DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
-  s.extent = shape[axis];
-  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
-  return s;
-}
-
-DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-DLAVM_INLINE void require_rank(std::string_view who, std::string_view what, const te::NDArray& a,
-                               std::size_t rank) {
-  if (a.ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_min_rank(std::string_view who, std::string_view what,
-                                   const te::NDArray& a, std::size_t rank) {
-  if (a.ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got shape {}", who, what, rank,
-                      shape_str(a.shape()));
-}
-
-DLAVM_INLINE void require_float32(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (a.dtype() != DType::float32())
-    raise<TypeError>("{}: {} is {}; this op computes in float32 only (cast it first)", who, what,
-                     a.dtype());
-}
-
-DLAVM_INLINE void require_integer(std::string_view who, std::string_view what,
-                                  const te::NDArray& a) {
-  if (!a.dtype().is_integral())
-    raise<TypeError>("{}: {} is {}; this op takes integers only", who, what, a.dtype());
-}
-
-DLAVM_INLINE void require_same_dtype(std::string_view who, const te::NDArray& a,
-                                     const te::NDArray& b) {
-  if (a.dtype() != b.dtype())
-    raise<TypeError>("{}: operands are {} and {}; they must have one dtype (cast one first)", who,
-                     a.dtype(), b.dtype());
-}
-
-DLAVM_INLINE std::size_t axis_or_raise(std::string_view who, std::string_view name,
-                                       std::int64_t axis, std::size_t rank) {
-  const auto k = normalize_axis(axis, rank);
-  if (!k)
-    raise<ValueError>("{}: attribute '{}' is {}, outside [{}, {}) for {} dims", who, name, axis,
-                      -static_cast<std::int64_t>(rank), rank, rank);
-  return *k;
-}
-
-DLAVM_INLINE std::vector<std::uint32_t> to_u32(const te::NDArray& a) {
-  const auto src = a.data();
-  std::vector<std::uint32_t> out(src.size());
-  for (std::size_t i = 0; i < src.size(); ++i) out[i] = static_cast<std::uint32_t>(src[i]);
-  return out;
-}
-
-DLAVM_INLINE void store_i32(std::span<const std::uint32_t> values, te::NDArray& out) {
-  auto dst = out.data();
-  for (std::size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<std::int32_t>(values[i]);
-}
-
-DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
-                                                         std::span<const std::int64_t> in,
-                                                         std::int64_t block) {
-  // stride of each out dim in the operand (0 where it is stretched or missing)
-  std::vector<std::int64_t> stride(out.size(), 0);
-  std::int64_t s = block;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const std::size_t in_dim = in.size() - 1 - k, out_dim = out.size() - 1 - k;
-    stride[out_dim] = in[in_dim] == 1 ? 0 : s;
-    s *= in[in_dim];
+inline RegionKind region_of(ModuleValue::Kind k) {
+  switch (k) {
+    case ModuleValue::Kind::Constant:
+      return RegionKind::Weight;
+    case ModuleValue::Kind::State:
+      return RegionKind::Cache;
+    case ModuleValue::Kind::Param:
+    case ModuleValue::Kind::Temp:
+      return RegionKind::Runtime;
   }
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(element_count(out)));
-  std::vector<std::int64_t> index(out.size(), 0);
-  std::int64_t offset = 0;
-  for (auto& o : offsets) {
-    o = offset;
-    // odometer step over `out`, keeping `offset` in sync
-    for (std::size_t d = out.size(); d-- > 0;) {
-      offset += stride[d];
-      if (++index[d] < out[d]) break;
-      offset -= stride[d] * out[d];
-      index[d] = 0;
+  return RegionKind::Runtime;
+}
+
+// One request per value: its region, its bytes at the dims' maxima, its lifetime (written by a
+// step, params and constants before the first; read by steps, results and the states' next
+// values after the last).
+inline PlanRequest memory_request(const vta::Env& env, const std::vector<ModuleValue>& values,
+                                  const std::vector<ModuleStep>& steps,
+                                  const ModuleSignature& sig) {
+  PlanRequest req;
+  req.steps = static_cast<std::int64_t>(steps.size());
+  for (const auto& v : values)
+    req.buffers.push_back({v.name, region_of(v.kind), max_bytes(v), -1, -1});
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto t = static_cast<std::int64_t>(i);
+    for (auto in : steps[i].inputs) req.buffers[in].last = std::max(req.buffers[in].last, t);
+    auto& out = req.buffers[steps[i].output];
+    out.first = t;
+    out.last = std::max(out.last, t);
+  }
+  for (auto r : sig.results) req.buffers[r].last = req.steps;
+  for (const auto& s : sig.state) {
+    if (!s.packed) {
+      req.buffers[s.next].last = req.steps;
+      continue;
     }
+    // held packed: the packed value at the state's capacity, and in the state's own slot its
+    // counters (positions held, laid out for, written: runtime::append_packed's `held`)
+    req.buffers[s.value].bytes = 3 * 8;
+    req.buffers[*s.packed].bytes = appended_bytes(values[s.value], s, values[*s.packed]);
   }
-  return offsets;
+  vta::StreamBound streams;
+  for (const auto& s : steps)
+    if (s.kind == ModuleStep::Kind::Vta) {
+      const auto bound = s.program->stream_bound();
+      streams.insns = std::max(streams.insns, bound.insns);
+      streams.uops = std::max(streams.uops, bound.uops);
+    }
+  req.insts_bytes = streams.insns * 16;
+  req.uop_bytes = streams.uops * 4;
+  // every DRAM address VTA reads is a whole number of its elements
+  for (int mem = 0; mem < runtime::kMemIdCount; ++mem)
+    req.min_alignment = std::max<std::int64_t>(
+        req.min_alignment,
+        static_cast<std::int64_t>(env.config.elem_bytes(static_cast<runtime::MemId>(mem))));
+  return req;
 }
 
 }  // namespace detail
-}  // namespace dlavm::host
-// end dlavm/host/common-inl.hpp
-#endif
-// end dlavm/host/common.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
 
-#include <fmt/format.h>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string TypeCall::arg(std::size_t i) const {
-  return fmt::format("input {} ({})", i, i < arg_names.size() ? arg_names[i] : "?");
+DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
+                            std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
+                            ModuleSignature signature, const PlanOptions& plan)
+    : name_(std::move(name)),
+      env_(std::move(env)),
+      ops_(std::move(ops)),
+      values_(std::move(values)),
+      steps_(std::move(steps)),
+      signature_(std::move(signature)) {
+  plan_ = plan_memory(detail::memory_request(env_, values_, steps_, signature_), plan);
+  std::vector<bool> vta(values_.size(), false);
+  for (const auto& step : steps_) {
+    if (step.kind != ModuleStep::Kind::Vta) continue;
+    for (auto in : step.inputs) vta[in] = true;
+    vta[step.output] = true;
+  }
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    const auto& b = plan_.buffers[v];
+    values_[v].storage = {b.region, b.offset, b.bytes, vta[v]};
+  }
 }
 
-DLAVM_INLINE void TypeCall::require_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() != rank)
-    raise<ShapeError>("{}: {} must have {} dims, got {}", label, arg(i), rank, type_text(type(i)));
+DLAVM_INLINE PlanRequest memory_request(const Module& m) {
+  return detail::memory_request(m.env(), m.values(), m.steps(), m.signature());
 }
 
-DLAVM_INLINE void TypeCall::require_min_rank(std::size_t i, std::size_t rank) const {
-  if (type(i).ndim() < rank)
-    raise<ShapeError>("{}: {} must have at least {} dims, got {}", label, arg(i), rank,
-                      type_text(type(i)));
+DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
+  return plan_memory(memory_request(m), options);
 }
 
-DLAVM_INLINE void TypeCall::require_same_dtype(std::size_t i, std::size_t j) const {
-  if (type(i).dtype != type(j).dtype)
-    raise<TypeError>("{}: {} is {} but {} is {}; they must have one dtype (cast one first)", label,
-                     arg(i), type(i).dtype, arg(j), type(j).dtype);
+DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
+  const auto& states = signature_.state;
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (values_[states[i].value].param == name) return i;
+  std::vector<std::string_view> names;
+  for (const auto& s : states) names.push_back(values_[s.value].param);
+  raise<ValueError>(
+      "module '{}': '{}' is not a state (its states: {})", name_, name,
+      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
-DLAVM_INLINE void TypeCall::require_equal(const ne::Expr& a, std::string_view what_a,
-                                          const ne::Expr& b, std::string_view what_b) const {
-  if (ne::can_prove(a == b)) return;
-  const bool differ = ne::can_prove(a != b);
-  raise<ShapeError>("{}: {} is {} but {} is {}{}", label, what_a, a, what_b, b,
-                    differ ? "" : " (they may differ for some values of the symbolic dims)");
+DLAVM_INLINE std::size_t Module::growing_dim(std::size_t i) const {
+  const auto& shape = values_[signature_.state[i].value].shape;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (!shape[k].is_const()) return k;
+  raise<ValueError>("internal: module '{}': state {} held packed has no growing dim, please report",
+                    name_, values_[signature_.state[i].value].name);
 }
 
-DLAVM_INLINE std::int64_t TypeCall::constant_dim(std::size_t i, std::size_t k,
-                                                 std::string_view why) const {
-  const ne::Expr d = ne::simplify(type(i).shape[k]);
-  if (auto v = d.as_int()) return *v;
-  raise<ShapeError>("{}: {} dim {} is `{}`, a symbolic dim; {}", label, arg(i), k, type(i).shape[k],
-                    why);
+DLAVM_INLINE std::size_t Module::appended_by(std::size_t step) const {
+  const auto& states = signature_.state;
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (states[i].packed == steps_[step].output) return i;
+  raise<ValueError>("internal: module '{}': append step {} writes no state, please report", name_,
+                    step);
 }
 
-DLAVM_INLINE const std::vector<std::int64_t>& TypeCall::ints(std::string_view name,
-                                                             std::size_t count) const {
-  const auto& v = attrs.get_ints(name);
-  if (v.size() != count)
-    raise<ValueError>("{}: attribute '{}' is [{}] ({} values); it takes {}", label, name,
-                      fmt::join(v, ", "), v.size(), count);
-  return v;
+DLAVM_INLINE std::size_t Module::value_of(std::string_view node) const {
+  // "%3", "%fc1", or the bare name "fc1"
+  const std::string printed =
+      !node.empty() && node.front() == '%' ? std::string(node) : printed_name(node);
+  std::optional<std::size_t> found;
+  for (std::size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].node == printed &&
+        (!found || values_[*found].layout.kind != Layout::Kind::Plain))
+      found = v;
+  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  return *found;
 }
 
-DLAVM_INLINE std::size_t TypeCall::axis(std::string_view name, std::size_t rank) const {
-  return host::detail::axis_or_raise(label, name, attrs.get_int(name), rank);
+namespace detail {
+
+inline std::string_view step_kind_name(ModuleStep::Kind k) {
+  switch (k) {
+    case ModuleStep::Kind::Host:
+      return "host";
+    case ModuleStep::Kind::Pack:
+      return "pack";
+    case ModuleStep::Kind::Unpack:
+      return "unpack";
+    case ModuleStep::Kind::Vta:
+      return "vta";
+    case ModuleStep::Kind::Append:
+      return "append";
+  }
+  return "?";
 }
 
-DLAVM_INLINE const AttrSpec* OpRecord::find_attr(std::string_view key) const {
-  for (const AttrSpec& s : attrs)
-    if (s.name == key) return &s;
-  return nullptr;
-}
+}  // namespace detail
 
-DLAVM_INLINE void OpRegistry::add(OpRecord op) {
-  if (op.name.empty()) raise<ValueError>("OpRegistry::add: the op name is empty");
-  if (!op.type_rule || !op.host_kernel)
-    raise<ValueError>("OpRegistry::add: op '{}' needs a type rule and a host kernel", op.name);
-  if (op.min_args > op.max_args)
-    raise<ValueError>("OpRegistry::add: op '{}' takes at least {} and at most {} inputs", op.name,
-                      op.min_args, op.max_args);
-  if (ops_.contains(op.name))
-    raise<ValueError>("OpRegistry::add: op '{}' is already registered", op.name);
-  std::string name = op.name;
-  ops_.emplace(std::move(name), std::move(op));
-}
-
-DLAVM_INLINE const OpRecord* OpRegistry::find(std::string_view name) const {
-  auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : &it->second;
-}
-
-DLAVM_INLINE const OpRecord& OpRegistry::at(std::string_view name) const {
-  if (const OpRecord* op = find(name)) return *op;
-  raise<ValueError>("unknown op '{}'; known ops: {}", name, fmt::join(names(), ", "));
-}
-
-DLAVM_INLINE std::vector<std::string> OpRegistry::names() const {
-  std::vector<std::string> out;
-  out.reserve(ops_.size());
-  for (const auto& [name, op] : ops_) out.push_back(name);
-  return out;
-}
-
-DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs& given,
-                                   std::string_view label) {
-  auto known = [&] {
-    std::vector<std::string_view> names;
-    for (const AttrSpec& s : specs) names.push_back(s.name);
-    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+DLAVM_INLINE std::string Module::to_string() const {
+  std::string out = fmt::format("module {} {{\n", name_);
+  const auto type_of = [&](const ModuleValue& v) {
+    return fmt::format("{} {}", shape_text(v.shape), v.dtype);
   };
-  for (const auto& entry : given) {
-    bool found = false;
-    for (const AttrSpec& s : specs) found = found || s.name == entry.key;
-    if (!found)
-      raise<ValueError>("{}: unknown attribute '{}'; known attributes: {}", label, entry.key,
-                        known());
+  for (auto p : signature_.params)
+    out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
+  for (const auto& s : signature_.state)
+    out += fmt::format("  {} = state {}\n", values_[s.value].name, type_of(values_[s.value]));
+  for (const auto& v : values_)
+    if (v.kind == ModuleValue::Kind::Constant)
+      out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
+  for (const auto& step : steps_) {
+    std::vector<std::string> args;
+    for (auto in : step.inputs) args.push_back(values_[in].name);
+    const auto& o = values_[step.output];
+    switch (step.kind) {
+      case ModuleStep::Kind::Vta:
+        out += fmt::format("  {} = vta.{}({}) /* {}; {}; tiling {} */\n", o.name, step.op,
+                           fmt::join(args, ", "), type_of(o),
+                           step.epilogue.empty() ? "no epilogue" : step.epilogue, step.tiling);
+        break;
+      case ModuleStep::Kind::Host:
+        out +=
+            fmt::format("  {} = host.{}({}{}{}) /* {} */\n", o.name, step.op, fmt::join(args, ", "),
+                        step.attrs.empty() ? "" : ", ", step.attrs, type_of(o));
+        break;
+      default:
+        out += fmt::format("  {} = host.{}({}) /* {} */\n", o.name,
+                           detail::step_kind_name(step.kind), fmt::join(args, ", "), type_of(o));
+        break;
+    }
   }
-  Attrs out;
-  for (const AttrSpec& s : specs) {
-    const AttrValue* v = given.find(s.name);
-    if (v == nullptr) {
-      if (!s.default_value)
-        raise<ValueError>("{}: attribute '{}' ({}{}{}) is required", label, s.name,
-                          describe(s.kind), s.description.empty() ? "" : ": ", s.description);
-      out.set(s.name, *s.default_value);
-      continue;
-    }
-    if (s.kind == AttrKind::Float && kind_of(*v) == AttrKind::Int) {
-      out.set(s.name, static_cast<double>(std::get<std::int64_t>(*v)));
-      continue;
-    }
-    if (s.kind == AttrKind::Floats && kind_of(*v) == AttrKind::Ints) {
-      const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-      out.set(s.name, std::vector<double>(ints.begin(), ints.end()));
-      continue;
-    }
-    if (kind_of(*v) != s.kind)
-      raise<TypeError>("{}: attribute '{}' is {} ({}), expected {}", label, s.name,
-                       describe(kind_of(*v)), to_string(*v), describe(s.kind));
-    if (s.kind == AttrKind::String && !s.choices.empty()) {
-      const auto& str = std::get<std::string>(*v);
-      bool allowed = false;
-      for (const auto& c : s.choices) allowed = allowed || c == str;
-      if (!allowed)
-        raise<ValueError>("{}: attribute '{}' is \"{}\"; allowed: {}", label, s.name, str,
-                          fmt::join(s.choices, ", "));
-    }
-    out.set(s.name, *v);
-  }
+  for (const auto& s : signature_.state)
+    out += s.packed
+               ? fmt::format("  next {} = {} with {} appended, held as {}\n", values_[s.value].name,
+                             values_[s.value].name, values_[s.next].name, values_[*s.packed].name)
+               : fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
+  std::vector<std::string> results;
+  for (auto r : signature_.results) results.push_back(values_[r].name);
+  out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
   return out;
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/op-inl.hpp
+// end dlavm/graph/module-inl.hpp
 #endif
-// end dlavm/graph/op.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
+// end dlavm/graph/module.hpp
 
-#include <functional>
-#include <initializer_list>
-#include <memory>
-#include <span>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
+#include <cstddef>
+#include <string>
 
-namespace dlavm::graph {
+namespace dlavm::deploy {
 
-// An input array by param name (the array is not copied).
-struct NamedArray {
-  std::string_view name;
-  std::reference_wrapper<const te::NDArray> value;
+struct EmitOptions {
+  std::string ns = {};  // the header's namespace; empty: the module's name
+  bool debug = false;
+  bool lite = false;
+  graph::PlanOptions plan = {};
 };
 
-// Every node's value, in post-order (shared: a constant's value is the constant's array).
-struct EvaluationTrace {
-  std::vector<Expr> nodes;
-  std::vector<std::shared_ptr<const te::NDArray>> values;
-  std::vector<te::NDArray> results;
-
-  // ValueError when the node is not part of the evaluated graph.
-  const te::NDArray& value_of(const Expr& e) const;
+struct EmitResult {
+  std::string header, weights, insts;  // the paths written
+  graph::MemoryPlan plan;
+  std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
+  std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
+  std::size_t static_instructions = 0;
+  std::size_t header_bytes = 0;
 };
 
-// `ops` supplies the host kernels (the registry infer_type used).
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
-std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
-                                  std::span<const ne::Binding> bindings = {});
-inline std::vector<te::NDArray> evaluate(const Function& fn,
-                                         std::initializer_list<NamedArray> inputs,
-                                         std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
-                  std::span(bindings.begin(), bindings.size()));
-}
+EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
 
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
-EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings = {});
-inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
-                                      std::initializer_list<ne::Binding> bindings = {}) {
-  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
-                        std::span(bindings.begin(), bindings.size()));
-}
-
-namespace detail {
-// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
-// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
-std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                        std::span<const ne::Binding> bindings,
-                                        std::string_view what);
-}  // namespace detail
-
-}  // namespace dlavm::graph
+}  // namespace dlavm::deploy
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/evaluate-inl.hpp
-// Definitions for graph/evaluate.hpp.
+// begin dlavm/deploy/emit-inl.hpp
+// Definitions for dlavm/deploy/emit.hpp (see core/api.hpp).
 
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/evaluate.hpp
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/functor.hpp
-// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
-// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
-// each node to a method of the derived class (CRTP), memoizing its result:
-//   R visit_input(const InputNode&, const Expr&)
-//   R visit_constant(const ConstantNode&, const Expr&)
-//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
-//                                                                    // the call's arguments
-// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
-// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
-// reference executor are written this way; for_each_node serves read-only walks.
-//
-//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
-//     int visit_input(const InputNode&, const Expr&) { return 0; }
-//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
-//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
-//     int calls = 0;
-//   };
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <span>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-// Calls f(const Expr&) on every node under `roots`, in post-order.
-template <class F>
-void for_each_node(std::span<const Expr> roots, F&& f) {
-  for (const Expr& e : post_order(roots)) f(e);
-}
-template <class F>
-void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.roots(), std::forward<F>(f));
-}
-
-// The results of a call's arguments, by position, without copying them.
-template <class R>
-class ArgResults {
- public:
-  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
-  const R& operator[](std::size_t i) const { return *results_[i]; }
-  std::size_t size() const { return results_.size(); }
-
- private:
-  std::span<const R* const> results_;
-};
-
-template <class Derived, class R>
-class ExprFunctor {
- public:
-  // Visits every node under `roots` not visited before; returns the roots' results.
-  std::vector<R> visit(std::span<const Expr> roots) {
-    auto& self = static_cast<Derived&>(*this);
-    std::vector<const R*> arg_results;
-    for (const Expr& e : post_order(roots)) {
-      if (memo_.contains(e.get())) continue;
-      switch (e.kind()) {
-        case NodeKind::Input:
-          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
-          break;
-        case NodeKind::Constant:
-          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
-          break;
-        case NodeKind::Call: {
-          const CallNode& call = *e.as<CallNode>();
-          arg_results.clear();
-          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
-          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
-          memo_.emplace(e.get(), std::move(r));
-          break;
-        }
-      }
-    }
-    std::vector<R> out;
-    out.reserve(roots.size());
-    for (const Expr& root : roots) out.push_back(result_of(root));
-    return out;
-  }
-  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
-
-  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
-  // The memoized result of a visited node.
-  const R& result_of(const Expr& e) const {
-    auto it = memo_.find(e.get());
-    if (it == memo_.end())
-      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
-                        e.name());
-    return it->second;
-  }
-
- protected:
-  std::unordered_map<const Node*, R> memo_;
-};
-
-template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
- public:
-  Expr visit_input(const InputNode&, const Expr& e) { return e; }
-  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    bool changed = false;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      changed = changed || !args[i].same_as(call.args[i]);
-    if (!changed) return e;
-    std::vector<Expr> new_args;
-    new_args.reserve(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return with_args(call, std::move(new_args));
-  }
-
-  // The function with its results, states and params mutated. A param or state input the
-  // roots do not use is visited on its own.
-  Function mutate(const Function& fn) {
-    std::vector<Expr> roots = this->visit(fn.roots());
-    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
-    std::vector<Expr> results(roots.begin(), roots.begin() + n);
-    std::vector<Expr> params;
-    params.reserve(fn.params().size());
-    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    std::vector<State> state;
-    for (std::size_t i = 0; i < fn.state().size(); ++i)
-      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
-    return Function(std::move(params), std::move(results), std::move(state));
-  }
-};
-
-}  // namespace dlavm::graph
-// end dlavm/graph/functor.hpp
+// begin dlavm/deploy/emit.hpp
+// end dlavm/deploy/emit.hpp
 // begin dlavm/graph/ops.hpp
 // The graph's op set: the typed builder functions of every family, and default_ops(), the
 // registry holding their records. Each family header lists its ops with their shapes and
@@ -21932,6 +22420,624 @@ te::NDArray causal_mask(const te::NDArray& x);
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
 // begin dlavm/runtime/kernels.hpp
+// The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
+// (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
+// pack and unpack) run inside their checks, so that both compute the same values. Elements
+// are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
+// the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
+// output type. Standard library only, no exceptions, no heap, C++17; the caller checks
+// shapes (the generator did, at emit time).
+//
+//   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
+//   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
+//   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace dlavm::runtime {
+
+// ---- layouts: VTA's tiles ([A, B, H, W] -> [A/R, B/C, H, W, R, C], zero-padded) ----------
+
+// Tiles of the value read(a, b, y, x) of logical shape [A, B, H, W].
+template <class T, class Read>
+void pack_tiled_with(T* dst, std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w,
+                     std::int64_t rows, std::int64_t cols, Read&& read) {
+  const std::int64_t at = (a + rows - 1) / rows, bt = (b + cols - 1) / cols;
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < at; ++i)
+    for (std::int64_t j = 0; j < bt; ++j)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c, ++o) {
+              const std::int64_t ai = i * rows + r, bj = j * cols + c;
+              dst[o] = ai < a && bj < b ? read(ai, bj, y, x) : T(0);
+            }
+}
+
+template <class T>
+void pack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, a, b, h, w, rows, cols,
+                  [&](std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) {
+                    return src[((i * b + j) * h + y) * w + x];
+                  });
+}
+
+template <class T>
+void unpack_tiled(const T* src, T* dst, std::int64_t a, std::int64_t b, std::int64_t h,
+                  std::int64_t w, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bt = (b + cols - 1) / cols;
+  for (std::int64_t ai = 0; ai < a; ++ai)
+    for (std::int64_t bj = 0; bj < b; ++bj)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          dst[((ai * b + bj) * h + y) * w + x] =
+              src[((((ai / rows) * bt + bj / cols) * h + y) * w + x) * rows * cols +
+                  (ai % rows) * cols + bj % cols];
+}
+
+// A convolution's input with its kernel width folded into the channels (graph/layout.hpp),
+// then tiled: x [N, C, H, W] -> x' [N, C*KW, H, OW], x'[n, c*KW + dx, y, j] =
+// x[n, c, y, j*stride + dx - pad_left] (0 outside x), packed as [N, C*KW, H, OW].
+// A batched matmul's operands and result (graph's BatchedMatrix and MatmulWeight layouts):
+// `products` matrices one after another, each [M, C] packed as pack_tiled's [M, C, 1, 1]; a
+// MatmulWeight product [K, N] is packed transposed, as the dense weight [N, K].
+template <class T>
+void pack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                  std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    pack_tiled(src + p * m * c, dst + p * packed, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m, std::int64_t c,
+                    std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p)
+    unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
+}
+
+template <class T>
+void pack_matmul_weight(const T* src, T* dst, std::int64_t products, std::int64_t k, std::int64_t n,
+                        std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed = (n + rows - 1) / rows * rows * ((k + cols - 1) / cols) * cols;
+  for (std::int64_t p = 0; p < products; ++p) {
+    const T* b = src + p * k * n;
+    pack_tiled_with(
+        dst + p * packed, n, k, 1, 1, rows, cols,
+        [&](std::int64_t i, std::int64_t j, std::int64_t, std::int64_t) { return b[j * n + i]; });
+  }
+}
+
+// ---- a growing state held packed (a KV cache a matmul reads as its weight) ---------------
+// The state [S0, ..., S(rank-1)], its growing dim `axis` at some length, is kept with its dims
+// permuted (packed dim i is the state's dim perm[i]) as the matmul weight [B..., K, N] in
+// VTA's layout [prod(B), N/rows, K/cols, rows, cols], `width` bytes per element (DRAM's
+// little-endian bytes). The growing dim is K or N. `held` = {the positions held, the length the
+// bytes are laid out for, the positions written (the bytes past them are zero)}: what a run
+// that fails after its append leaves behind is undone by the next append.
+struct PackedStateShape {
+  std::int64_t rank = 0;
+  std::int64_t shape[8] = {};  // the growing dim's entry is not read
+  std::int64_t perm[8] = {};
+  std::int64_t axis = 0, rows = 1, cols = 1, width = 1;
+};
+
+namespace detail {
+
+struct PackedGrid {
+  std::int64_t products = 1, n_tiles = 0, k_tiles = 0;
+};
+
+inline std::int64_t packed_dim(const PackedStateShape& s, std::int64_t i, std::int64_t length) {
+  return s.perm[i] == s.axis ? length : s.shape[s.perm[i]];
+}
+
+inline PackedGrid packed_grid(const PackedStateShape& s, std::int64_t length) {
+  PackedGrid g;
+  for (std::int64_t i = 0; i + 2 < s.rank; ++i) g.products *= packed_dim(s, i, length);
+  g.n_tiles = (packed_dim(s, s.rank - 1, length) + s.rows - 1) / s.rows;
+  g.k_tiles = (packed_dim(s, s.rank - 2, length) + s.cols - 1) / s.cols;
+  return g;
+}
+
+// Moves the tiles of a layout for `from` positions to where a layout for `to` keeps them (the
+// buffer holds both); the new tiles become zero.
+inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::int64_t from,
+                           std::int64_t to) {
+  const PackedGrid a = packed_grid(s, from), b = packed_grid(s, to);
+  if (a.n_tiles == b.n_tiles && a.k_tiles == b.k_tiles) return;
+  const std::int64_t tile = s.rows * s.cols * s.width;
+  const auto old_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * a.n_tiles + n) * a.k_tiles + k) * tile;
+  };
+  const auto new_at = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    return ((p * b.n_tiles + n) * b.k_tiles + k) * tile;
+  };
+  const std::int64_t n_kept = a.n_tiles < b.n_tiles ? a.n_tiles : b.n_tiles;
+  const std::int64_t k_kept = a.k_tiles < b.k_tiles ? a.k_tiles : b.k_tiles;
+  const auto move = [&](std::int64_t p, std::int64_t n, std::int64_t k) {
+    if (old_at(p, n, k) != new_at(p, n, k))
+      std::memmove(bytes + new_at(p, n, k), bytes + old_at(p, n, k),
+                   static_cast<std::size_t>(tile));
+  };
+  if (b.n_tiles >= a.n_tiles && b.k_tiles >= a.k_tiles) {
+    // growing: every tile moves to a place at or after its old one, so moving the last tile
+    // first never overwrites one still to move
+    for (std::int64_t p = b.products; p-- > 0;)
+      for (std::int64_t n = n_kept; n-- > 0;)
+        for (std::int64_t k = k_kept; k-- > 0;) move(p, n, k);
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < b.n_tiles; ++n)
+        for (std::int64_t k = 0; k < b.k_tiles; ++k)
+          if (n >= a.n_tiles || k >= a.k_tiles)
+            std::memset(bytes + new_at(p, n, k), 0, static_cast<std::size_t>(tile));
+  } else {
+    // shrinking (after a run that failed): the first tile first, each to a place at or before
+    // its old one
+    for (std::int64_t p = 0; p < b.products; ++p)
+      for (std::int64_t n = 0; n < n_kept; ++n)
+        for (std::int64_t k = 0; k < k_kept; ++k) move(p, n, k);
+  }
+}
+
+// Calls f(state index, packed byte offset) for every element of the state's positions
+// [from, to) along its growing dim, in row-major order of those positions, in the layout for
+// `laid` positions.
+template <class F>
+void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
+                     std::int64_t to, F&& f) {
+  if (from >= to) return;
+  std::int64_t extent[8] = {}, index[8] = {};
+  for (std::int64_t k = 0; k < s.rank; ++k) {
+    extent[k] = k == s.axis ? to - from : s.shape[k];
+    if (extent[k] == 0) return;
+  }
+  const PackedGrid g = packed_grid(s, laid);
+  for (;;) {
+    std::int64_t at[8] = {};
+    for (std::int64_t k = 0; k < s.rank; ++k) at[k] = index[k] + (k == s.axis ? from : 0);
+    std::int64_t product = 0;
+    for (std::int64_t i = 0; i + 2 < s.rank; ++i)
+      product = product * s.shape[s.perm[i]] + at[s.perm[i]];
+    const std::int64_t kk = at[s.perm[s.rank - 2]], n = at[s.perm[s.rank - 1]];
+    const std::int64_t t = (product * g.n_tiles + n / s.rows) * g.k_tiles + kk / s.cols;
+    f(at, ((t * s.rows + n % s.rows) * s.cols + kk % s.cols) * s.width);
+    std::int64_t k = s.rank;
+    while (k-- > 0) {
+      if (++index[k] < extent[k]) break;
+      index[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+}  // namespace detail
+
+// The packed bytes of `length` positions.
+inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t length) {
+  const detail::PackedGrid g = detail::packed_grid(s, length);
+  return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
+}
+
+// Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
+// row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
+// count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
+// are held[0] + count, and the caller advances held[0] once the run has succeeded.
+inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
+                          std::int64_t* held, const PackedStateShape& s) {
+  const std::int64_t length = held[0] + count;
+  detail::lay_out_packed(packed, s, held[1], length);
+  held[1] = length;
+  // what a failed run wrote past the held positions that this one does not overwrite
+  const std::int64_t extent =
+      detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
+  const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
+  const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
+  detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
+                          [&](const std::int64_t*, std::int64_t at) {
+                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
+                          });
+  held[2] = length;
+  std::int64_t i = 0;
+  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
+    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
+    ++i;
+  });
+}
+
+// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
+template <class T>
+void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
+               std::int64_t rank) {
+  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
+  std::int64_t n = 1;
+  for (std::int64_t k = rank; k-- > 0;) {
+    stride[k] = n;
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  for (std::int64_t k = 0; k < rank; ++k) {
+    out_shape[k] = shape[perm[k]];
+    out_stride[k] = stride[perm[k]];
+  }
+  std::int64_t from = 0;
+  for (std::int64_t o = 0; o < n; ++o) {
+    y[o] = x[from];
+    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
+      from += out_stride[k];
+      if (++index[k] < out_shape[k]) break;
+      from -= out_stride[k] * out_shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
+template <class T>
+void pack_unfolded(const T* src, T* dst, std::int64_t n, std::int64_t c, std::int64_t h,
+                   std::int64_t w, std::int64_t kw, std::int64_t stride, std::int64_t pad_left,
+                   std::int64_t ow, std::int64_t rows, std::int64_t cols) {
+  pack_tiled_with(dst, n, c * kw, h, ow, rows, cols,
+                  [&](std::int64_t i, std::int64_t ch, std::int64_t y, std::int64_t j) {
+                    const std::int64_t x = j * stride + ch % kw - pad_left;
+                    return x < 0 || x >= w ? T(0) : src[((i * c + ch / kw) * h + y) * w + x];
+                  });
+}
+
+// ---- pooling windows over [planes, h, w] -----------------------------------------------
+
+struct PoolShape {
+  std::int64_t planes, h, w, oh, ow, kh, kw, sh, sw, pt, pl;
+};
+
+// Sets every output to reduce(plane, y0, y1, x0, x1): the rows [y0, y1) and columns [x0, x1)
+// of its window that lie inside the input plane.
+template <class T, class U, class Reduce>
+void for_each_window(const T* x, U* y, const PoolShape& d, Reduce&& reduce) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    U* out = y + p * d.oh * d.ow;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t y0 = oy * d.sh - d.pt < 0 ? 0 : oy * d.sh - d.pt;
+      const std::int64_t y1 = oy * d.sh - d.pt + d.kh < d.h ? oy * d.sh - d.pt + d.kh : d.h;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox) {
+        const std::int64_t x0 = ox * d.sw - d.pl < 0 ? 0 : ox * d.sw - d.pl;
+        const std::int64_t x1 = ox * d.sw - d.pl + d.kw < d.w ? ox * d.sw - d.pl + d.kw : d.w;
+        out[oy * d.ow + ox] = static_cast<U>(reduce(plane, y0, y1, x0, x1));
+      }
+    }
+  }
+}
+
+// The window's maximum; a NaN wins (float).
+template <class T>
+void pool_window_max(const T* x, T* y, const PoolShape& d) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        T m = plane[y0 * d.w + x0];
+        for (std::int64_t iy = y0; iy < y1; ++iy)
+          for (std::int64_t ix = x0; ix < x1; ++ix) {
+            const T v = plane[iy * d.w + ix];
+            if constexpr (std::is_floating_point_v<T>) {
+              if (v > m || std::isnan(v)) m = v;
+              if (std::isnan(m)) return m;
+            } else {
+              m = v > m ? v : m;
+            }
+          }
+        return m;
+      });
+}
+
+constexpr std::int64_t floor_div_pos(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// The window's average: integers summed in int64 and divided rounding down, floats summed in
+// row-major order; divided by the window's size, or by its part inside the input.
+template <class T>
+void pool_window_avg(const T* x, T* y, const PoolShape& d, bool count_include_pad) {
+  for_each_window(
+      x, y, d,
+      [&](const T* plane, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t n = count_include_pad ? d.kh * d.kw : (y1 - y0) * (x1 - x0);
+        if constexpr (std::is_floating_point_v<T>) {
+          float s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(s / static_cast<float>(n));
+        } else {
+          std::int64_t s = 0;
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) s += plane[iy * d.w + ix];
+          return static_cast<T>(floor_div_pos(s, n));
+        }
+      });
+}
+
+// ---- linear ------------------------------------------------------------------------------
+
+// y[m, n] = sum_k x[m, k] * w[n, k]: integers as uint32 products and sums (wrapping, as an
+// int32 accumulator does), floats in order.
+template <class X, class W, class Y>
+void dense(const X* x, const W* w, Y* y, std::int64_t rows, std::int64_t n_out, std::int64_t k_in) {
+  using Acc = std::conditional_t<std::is_floating_point_v<Y>, float, std::uint32_t>;
+  for (std::int64_t m = 0; m < rows; ++m) {
+    const X* xr = x + m * k_in;
+    for (std::int64_t n = 0; n < n_out; ++n) {
+      const W* wr = w + n * k_in;
+      Acc acc = 0;
+      for (std::int64_t k = 0; k < k_in; ++k)
+        acc += static_cast<Acc>(xr[k]) * static_cast<Acc>(wr[k]);
+      y[m * n_out + n] = static_cast<Y>(acc);
+    }
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+// Two's-complement wrap of v to `bits` bits (1..64), sign-extended.
+constexpr std::int64_t wrap_bits(std::uint64_t v, int bits) {
+  if (bits >= 64) return static_cast<std::int64_t>(v);
+  const std::uint64_t m = (std::uint64_t{1} << bits) - 1, sign = std::uint64_t{1} << (bits - 1);
+  v &= m;
+  return (v & sign) != 0 ? static_cast<std::int64_t>(v | ~m) : static_cast<std::int64_t>(v);
+}
+
+// y = clamp((x + round) >> shift, lo, hi), the sum wrapped to the input's `in_bits`.
+template <class In, class Out>
+void requantize(const In* x, Out* y, std::int64_t n, int in_bits, int shift, std::uint64_t round,
+                std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t s =
+        wrap_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])) + round, in_bits) >>
+        shift;
+    y[i] = static_cast<Out>(s < lo ? lo : (s > hi ? hi : s));
+  }
+}
+
+template <class T>
+void relu(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
+}
+
+template <class T>
+void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+}
+
+// y = a + b (or a * b) of one shape, wrapped to T's width.
+template <class T>
+void add(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] + b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+  }
+}
+template <class T>
+void mul(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = a[i] * b[i];
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+  }
+}
+
+// y = x + b for a scalar b, wrapped to T's width.
+template <class T>
+void add_scalar(const T* x, T b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      y[i] = x[i] + b;
+    else
+      y[i] = static_cast<T>(static_cast<std::uint64_t>(x[i]) + static_cast<std::uint64_t>(b));
+  }
+}
+
+// y[o, c, i] = x[o, c, i] + b[c] over x seen as [outer, channels, inner].
+template <class T>
+void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t channels,
+              std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const std::int64_t base = (o * channels + c) * inner;
+      add_scalar(x + base, b[c], y + base, inner);
+    }
+}
+// A float rounded half to even and saturated to [lo, hi]; NaN is 0.
+inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
+  if (std::isnan(v)) return 0;
+  const double x = v;
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: x has 24 significant bits
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<std::int64_t>(r);
+}
+
+// y = x converted: integers wrap to Out's width, floats round half to even and saturate to
+// [lo, hi] (Out's range).
+template <class In, class Out>
+void cast(const In* x, Out* y, std::int64_t n, std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<In> && !std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(float_to_int(x[i], lo, hi));
+    else if constexpr (std::is_floating_point_v<Out>)
+      y[i] = static_cast<Out>(x[i]);
+    else
+      y[i] = static_cast<Out>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x[i])));
+  }
+}
+
+// Per channel c of x seen as [outer, channels, inner] (channels 1: one scale and zero point):
+// quantize_linear y = clamp(round_half_even(x / scale[c]) + zero[c], lo, hi), the rounding in a
+// wide range first so that the zero point moves the value before it saturates; dequantize_linear
+// y = (x - zero[c]) * scale[c].
+template <class Out>
+void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y,
+                     std::int64_t outer, std::int64_t channels, std::int64_t inner, std::int64_t lo,
+                     std::int64_t hi) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i) {
+        const std::int64_t r =
+            float_to_int(x[i] / scale[c], -(std::int64_t{1} << 40), std::int64_t{1} << 40) +
+            static_cast<std::int64_t>(zero[c]);
+        y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
+      }
+}
+
+template <class In>
+void dequantize_linear(const In* x, const float* scale, const In* zero, float* y,
+                       std::int64_t outer, std::int64_t channels, std::int64_t inner) {
+  std::int64_t i = 0;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < inner; ++k, ++i)
+        y[i] = (static_cast<float>(x[i]) - static_cast<float>(zero[c])) * scale[c];
+}
+
+// Layer normalization over the last `group` elements of each of `groups` rows: the mean, then
+// the mean square deviation, summed in order in float; y = (x - mean) / sqrt(var + eps) *
+// gamma + beta.
+inline void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
+                       std::int64_t groups, std::int64_t group, float eps) {
+  const float count = static_cast<float>(group);
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const float* xr = x + r * group;
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sum += xr[j];
+    const float mean = sum / count;
+    float sq = 0.0f;
+    for (std::int64_t j = 0; j < group; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq / count + eps);
+    float* yr = y + r * group;
+    for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
+  }
+}
+
+// x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
+// the positions up to its own, N - M + i; the later ones become -infinity.
+inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
+                        std::int64_t n) {
+  if (x != y && rows * n > 0)
+    std::memmove(y, x, static_cast<std::size_t>(rows * n) * sizeof(float));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
+}
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      float m = src[base];
+      for (std::int64_t j = 1; j < extent; ++j) {
+        const float v = src[base + j * inner];
+        if (v > m || std::isnan(v)) m = v;
+        if (std::isnan(m)) break;
+      }
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < extent; ++j) {
+        const float e = std::exp(src[base + j * inner] - m);
+        dst[base + j * inner] = e;
+        s += e;
+      }
+      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+    }
+}
+
+// ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
+//
+// Softmax of int8 scores s (real value s * scale) into int8 probabilities in units of 1/127,
+// in 32-bit integers only. Every step is an operation VTA's ALU has (add, min, max, multiply by
+// a factor of at most 8 bits, arithmetic shift by at most 15), so the device's bits are these:
+//   x = s - max <= 0 (max over the row's visible keys)
+//   t = x * multiplier: x * scale * log2(e) in units of 2^-frac_bits (host::integer_exp_for)
+//   z = -(t >> frac_bits) >= 0, r = (t + (z << frac_bits)) >> (frac_bits - 7) in [0, 127]:
+//       2^(t / 2^frac_bits) = 2^-z * 2^(r / 128), the fraction truncated to 1/128
+//   p = (((84 r + 21864) r) >> 4) + 2^18: 2^(r / 128) in units of 2^-18 (the quadratic fitted
+//       to integer coefficients; relative error at most 0.21%)
+//   e = p >> z when z < 19, else 0. The maximum's e is 2^18, every other e is at most that.
+//   S = the sum of the row's e (visible keys only; at most extent * 2^18 < 2^31)
+//   R = floor(127 * 2^23 / S) <= 4064, y = (e * R + 2^22) >> 23 in [0, 127].
+// Masked keys (a causal row) get y = 0 and take no part in max and S.
+struct IntegerExp {
+  std::int32_t multiplier = 92;  // round(scale * log2(e) * 2^frac_bits), in [32, 127]
+  std::int32_t frac_bits = 9;    // in [7, 15]
+};
+inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
+
+// e of one visible element, x = s - max (<= 0).
+inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
+  const std::int32_t t = x * c.multiplier;
+  const std::int32_t z = -(t >> c.frac_bits);
+  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
+  const std::int32_t p = (((84 * r + 21864) * r) >> 4) + (std::int32_t{1} << 18);
+  return z < 19 ? p >> z : 0;
+}
+
+// R of a row of sum S (S >= 2^18), and the probability of an element of exponential e.
+inline std::int32_t integer_reciprocal(std::int32_t sum) {
+  return static_cast<std::int32_t>((std::int64_t{127} << 23) / sum);
+}
+inline std::int8_t integer_probability(std::int32_t e, std::int32_t reciprocal) {
+  return static_cast<std::int8_t>((e * reciprocal + (std::int32_t{1} << 22)) >> 23);
+}
+
+// The softmax above along an axis of x seen as [outer, extent, inner] (extent at most
+// kIntegerSoftmaxMaxExtent). `queries` > 0 makes it causal: the extent's keys are N positions
+// of which the last `queries` are queries, the query index the inner index (`query_inner`: the
+// queries the dim after the keys, the last) or the outer index modulo `queries` (the queries
+// the dim before the keys); query q sees the keys up to N - queries + q.
+template <class In, class Out>
+void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
+                     std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
+                     bool query_inner = false) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      std::int64_t visible = extent;
+      if (queries > 0) visible = extent - queries + 1 + (query_inner ? i : o % queries);
+      const auto at = [&](std::int64_t j) {
+        return static_cast<std::int32_t>(src[base + j * inner]);
+      };
+      std::int32_t m = at(0);
+      for (std::int64_t j = 1; j < visible; ++j)
+        if (at(j) > m) m = at(j);
+      std::int32_t sum = 0;
+      for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+      const std::int32_t r = integer_reciprocal(sum);
+      for (std::int64_t j = 0; j < extent; ++j)
+        dst[base + j * inner] =
+            j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
+                        : Out(0);
+    }
+}
+
+// y = x, for reshape and flatten (the same elements in row-major order).
+template <class T>
+void copy(const T* x, T* y, std::int64_t n) {
+  if (n > 0 && x != y) std::memmove(y, x, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace dlavm::runtime
 // end dlavm/runtime/kernels.hpp
 
 #include <algorithm>
@@ -24166,2220 +25272,6 @@ DLAVM_INLINE OpRegistry default_ops() {
 // end dlavm/graph/ops-inl.hpp
 #endif
 // end dlavm/graph/ops.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-
-#include <fmt/format.h>
-
-#include <memory>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
-                                                     std::span<const ne::Binding> bindings,
-                                                     std::string_view what) {
-  std::vector<std::int64_t> out;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    try {
-      out.push_back(ne::eval(shape[k], bindings));
-    } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
-    }
-  }
-  return out;
-}
-
-// The concrete shape of a type under the bindings; `what` names the node for messages.
-inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
-                                                std::span<const ne::Binding> bindings,
-                                                std::string_view what) {
-  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
-}
-
-using ArrayPtr = std::shared_ptr<const te::NDArray>;
-
-// Values are shared: constants are never copied.
-class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
- public:
-  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
-            std::span<const ne::Binding> bindings, const OpRegistry& ops)
-      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
-    check_inputs(fn);
-  }
-
-  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
-    for (const NamedArray& in : inputs_)
-      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
-    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
-  }
-  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
-  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
-    const std::string label = names_.label(e);
-    if (!call.type)
-      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
-                        label);
-    const OpRecord& op = ops_.at(call.op());
-    std::vector<const te::NDArray*> arrays;
-    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
-    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
-    check_output(*call.type, *out, label);
-    return out;
-  }
-
- private:
-  // The params and the state inputs: the reference takes the states' values as inputs.
-  void check_inputs(const Function& fn) const {
-    std::vector<Expr> leaves = fn.params();
-    for (const auto& st : fn.state()) leaves.push_back(st.input);
-    for (const NamedArray& in : inputs_) {
-      bool known = false;
-      for (const Expr& p : leaves) known = known || p.name() == in.name;
-      if (!known) {
-        std::vector<std::string_view> params;
-        for (const Expr& p : leaves) params.push_back(p.name());
-        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
-                          in.name, fmt::join(params, ", "));
-      }
-    }
-    for (const Expr& p : leaves) {
-      const NamedArray* given = nullptr;
-      for (const NamedArray& in : inputs_)
-        if (in.name == p.name()) given = &in;
-      const std::string what = fmt::format("input {}", names_.name(p));
-      if (given == nullptr)
-        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
-      const te::NDArray& a = given->value.get();
-      if (a.dtype() != p.type().dtype)
-        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
-                         a.dtype());
-      const auto want = concrete_shape(p.type(), bindings_, what);
-      if (a.shape() != want)
-        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
-                          what, type_text(p.type()), fmt::join(want, ", "),
-                          fmt::join(a.shape(), ", "));
-    }
-  }
-
-  void check_output(const TensorType& type, const te::NDArray& out,
-                    const std::string& label) const {
-    const auto want = concrete_shape(type, bindings_, label);
-    if (out.dtype() != type.dtype || out.shape() != want)
-      raise<ValueError>(
-          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
-          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
-          fmt::join(want, ", "));
-  }
-
-  NodeNames names_;
-  std::span<const NamedArray> inputs_;
-  std::span<const ne::Binding> bindings_;
-  const OpRegistry& ops_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].same_as(e)) return *values[i];
-  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
-                    e.defined() ? e.name() : std::string("<undefined>"));
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings,
-                                               const OpRegistry& ops) {
-  std::vector<te::NDArray> results;
-  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
-    results.push_back(*r);
-  return results;
-}
-
-DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
-                                               std::span<const NamedArray> inputs,
-                                               std::span<const ne::Binding> bindings) {
-  return evaluate(fn, inputs, bindings, default_ops());
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings,
-                                            const OpRegistry& ops) {
-  detail::Evaluator ev(fn, inputs, bindings, ops);
-  EvaluationTrace trace;
-  ev.visit(fn.roots());
-  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
-  trace.nodes = post_order(fn.roots());
-  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
-  return trace;
-}
-
-DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
-                                            std::span<const ne::Binding> bindings) {
-  return evaluate_trace(fn, inputs, bindings, default_ops());
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/evaluate-inl.hpp
-#endif
-// end dlavm/graph/evaluate.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/memory_plan.hpp
-// end dlavm/graph/memory_plan.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// The element-wise tail of a VTA kernel: what fused graph ops (bias_add, a residual add,
-// requantize, relu, clip) become once they run in the accumulator after a convolution or a
-// dense layer, and the te stages that compute them. Invariants of an Epilogue:
-//   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
-//   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
-//   packed as
-//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
-//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
-//   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
-//     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
-//     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
-//     plane into a block of its own, stored with the plane dim after the channel tiles
-//     (graph/layout.hpp's byte planes), so that a value VTA cannot requantize exactly (an
-//     ONNX rescale, scores for a float softmax) still leaves VTA whole.
-// Immediates are checked by the VTA passes against the hardware's argument widths.
-//
-//   graph::Epilogue ep;
-//   ep.add_channel(DType::int32());        // + bias[c]
-//   ep.imm(graph::EpilogueStep::Kind::Shr, 8, env.config);
-//   ep.imm(graph::EpilogueStep::Kind::Max, 0, env.config);
-//   ep.imm(graph::EpilogueStep::Kind::Min, 127, env.config);
-//   auto st = graph::make_epilogue(env, acc, ep);    // st.res: the int8 result
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/schedule/schedule.hpp
-// end dlavm/schedule/schedule.hpp
-// begin dlavm/te/tensor.hpp
-// end dlavm/te/tensor.hpp
-// begin dlavm/vta/lower/env.hpp
-// end dlavm/vta/lower/env.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct EpilogueStep {
-  enum class Kind : std::uint8_t { Add, Shr, Max, Min, AddChannel, AddTensor };
-  Kind kind = Kind::Add;
-  std::int64_t imm = 0;   // Add, Shr, Max, Min: the immediate operand
-  std::size_t input = 0;  // AddChannel, AddTensor: index into Epilogue::inputs
-  friend bool operator==(const EpilogueStep&, const EpilogueStep&) = default;
-};
-
-// An operand the epilogue reads from DRAM.
-struct EpilogueInput {
-  enum class Kind : std::uint8_t { Channel, Tensor };
-  Kind kind = Kind::Channel;
-  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
-  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
-};
-
-struct Epilogue {
-  std::vector<EpilogueStep> steps;
-  std::vector<EpilogueInput> inputs;
-  bool int32_result = false;  // the result is the int32 value as byte planes, not its int8 cast
-  static constexpr std::int64_t kPlanes = 4;
-
-  // Appends an immediate step, merging it into an earlier step where that is exact:
-  // max(max(x, a), b) = max(x, max(a, b)), likewise min; x + a + b when the sum fits the ADD
-  // immediate of `config` (vta::alu_imm_range);
-  // a bound after a clamp moves into it (max(min(max(x, a), b), c) = min(max(x, max(a, c)), b)
-  // for c <= b), so requantize's clip and a following relu cost two passes, not three.
-  void imm(EpilogueStep::Kind kind, std::int64_t value, const vta::Config& config);
-  // Appends `+ operand` for a new input; returns the input's index.
-  std::size_t add_channel(DType dtype = DType::int32());
-  std::size_t add_tensor(DType dtype);
-  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
-  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
-  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
-  // The stored bytes per element of the result.
-  std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
-  friend bool operator==(const Epilogue&, const Epilogue&) = default;
-};
-
-// "+bias, >>8, max 0, min 127": the steps in order, for summaries and messages; "int32
-// planes" last for an int32 result.
-std::string to_string(const Epilogue& e);
-
-// The te stages of an epilogue over an accumulator tensor `acc` in a packed layout whose dim
-// `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
-// whose last two dims are the tile (BATCH, BLOCK_OUT).
-struct EpilogueStages {
-  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
-  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
-  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
-  std::vector<te::Tensor> alu;       // one stage per step
-  te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
-  te::Tensor res;     // the int8 result (the stored stage)
-  std::size_t channel_dim = 1;
-
-  // The result's axes a strategy's schedule orders besides its own: the plane axis (the dim
-  // after the channel tiles) for an int32 result, to be placed inside the loop the stages
-  // attach to; none else.
-  std::vector<te::IterVar> plane_axes(te::Schedule& s) const;
-  // The dim of res that holds the planes.
-  std::size_t plane_dim() const { return channel_dim + 1; }
-  // The res axis that is dim `d` of the value without planes.
-  std::size_t res_dim(std::size_t d) const {
-    return planes.defined() && d >= plane_dim() ? d + 1 : d;
-  }
-
-  // A kernel's parameters: the anchor's arguments, then the epilogue's inputs in order, then
-  // the result (what vta::build takes, and what graph::build hands the program).
-  std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
-
-  // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
-  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
-  // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
-  void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
-  // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
-  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
-  // `channel_tiles` once for each Channel operand.
-  static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
-                                  std::int64_t channel_tiles, int vthreads);
-};
-
-// x op imm for an immediate step (add, shift right, max, min): the element-wise operation the
-// ALU applies; ValueError for a step that reads an operand.
-te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step);
-
-// A stage that copies tensor t element by element, cast to `dtype` when that differs from t's
-// (the copies strategies stage into SRAM: a DMA load, or ACC_8BIT's widening one).
-te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name);
-inline te::Tensor copy_stage(const te::Tensor& t, std::string name) {
-  return copy_stage(t, t.dtype(), std::move(name));
-}
-
-// The schedule of a tensorized GEMM stage `acc` and its operands, as conv2d and dense share it:
-// the input and weight copies staged in their SRAMs and loaded (dma_copy) at each step
-// `reduce_step` of the reduction, acc in the accumulator and tensorized from `gemm_at` inward.
-void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
-                   const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
-                   const te::IterVar& gemm_at);
-
-// Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
-// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
-EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
-                             const std::string& name, std::size_t channel_dim = 1);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/strategy/epilogue-inl.hpp
-// Definitions for graph/strategy/epilogue.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
-// begin dlavm/te/ops.hpp
-// end dlavm/te/ops.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <span>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE void Epilogue::imm(EpilogueStep::Kind kind, std::int64_t value,
-                                const vta::Config& config) {
-  using K = EpilogueStep::Kind;
-  // A clamp absorbs a bound inside it: max(min(max(x, a), b), c) with c <= b is
-  // min(max(x, max(a, c)), b) (clamps commute while the lower bound is at most the upper), and
-  // likewise for min after [min, max].
-  if (steps.size() >= 2) {
-    auto& prev = steps[steps.size() - 2];
-    const auto& last = steps.back();
-    if (kind == K::Max && prev.kind == K::Max && last.kind == K::Min && value <= last.imm) {
-      prev.imm = std::max(prev.imm, value);
-      return;
-    }
-    if (kind == K::Min && prev.kind == K::Min && last.kind == K::Max && value >= last.imm) {
-      prev.imm = std::min(prev.imm, value);
-      return;
-    }
-  }
-  if (!steps.empty() && steps.back().kind == kind) {
-    auto& last = steps.back();
-    switch (kind) {
-      case K::Max:
-        last.imm = std::max(last.imm, value);
-        return;
-      case K::Min:
-        last.imm = std::min(last.imm, value);
-        return;
-      case K::Add: {
-        // merge only while the sum still fits the ALU's immediate
-        const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
-        if (const auto sum = last.imm + value; sum >= lo && sum <= hi) {
-          last.imm = sum;
-          return;
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  steps.push_back({kind, value, 0});
-}
-
-DLAVM_INLINE std::size_t Epilogue::add_channel(DType dtype) {
-  inputs.push_back({EpilogueInput::Kind::Channel, dtype});
-  steps.push_back({EpilogueStep::Kind::AddChannel, 0, inputs.size() - 1});
-  return inputs.size() - 1;
-}
-
-DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
-  inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
-  steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
-  return inputs.size() - 1;
-}
-
-DLAVM_INLINE std::string to_string(const Epilogue& e) {
-  std::vector<std::string> parts;
-  for (const auto& s : e.steps) {
-    switch (s.kind) {
-      case EpilogueStep::Kind::Add:
-        parts.push_back(fmt::format("+{}", s.imm));
-        break;
-      case EpilogueStep::Kind::Shr:
-        parts.push_back(fmt::format(">>{}", s.imm));
-        break;
-      case EpilogueStep::Kind::Max:
-        parts.push_back(fmt::format("max {}", s.imm));
-        break;
-      case EpilogueStep::Kind::Min:
-        parts.push_back(fmt::format("min {}", s.imm));
-        break;
-      case EpilogueStep::Kind::AddChannel:
-        parts.push_back(fmt::format("+channel#{}", s.input));
-        break;
-      case EpilogueStep::Kind::AddTensor:
-        parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
-        break;
-    }
-  }
-  if (e.int32_result) parts.emplace_back("int32 planes");
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-DLAVM_INLINE te::Tensor copy_stage(const te::Tensor& t, DType dtype, std::string name) {
-  return te::compute_dynamic(
-      t.shape(),
-      [&](std::span<const ne::Var> i) {
-        te::Expr x = t.read({i.begin(), i.end()});
-        return dtype == t.dtype() ? x : te::cast(dtype, x);
-      },
-      std::move(name));
-}
-
-DLAVM_INLINE void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_buf,
-                                const te::Tensor& wgt_buf, const te::Tensor& acc,
-                                const te::IterVar& reduce_step, const te::IterVar& gemm_at) {
-  s[inp_buf].set_scope(env.inp_scope);
-  s[wgt_buf].set_scope(env.wgt_scope);
-  s[acc].set_scope(env.acc_scope);
-  for (const auto& t : {inp_buf, wgt_buf}) {
-    s[t].compute_at(s[acc], reduce_step);
-    s[t].pragma(s[t].axis(0), env.dma_copy);
-  }
-  s[acc].tensorize(gemm_at, env.gemm);
-}
-
-DLAVM_INLINE te::Expr apply_immediate(const te::Expr& x, const EpilogueStep& step) {
-  using K = EpilogueStep::Kind;
-  switch (step.kind) {
-    case K::Add:
-      return x + step.imm;
-    case K::Shr:
-      return x >> step.imm;
-    case K::Max:
-      return te::max(x, te::make_const(step.imm, x.dtype()));
-    case K::Min:
-      return te::min(x, te::make_const(step.imm, x.dtype()));
-    case K::AddChannel:
-    case K::AddTensor:
-      break;
-  }
-  raise<ValueError>("apply_immediate: epilogue step {} reads an operand, not an immediate",
-                    static_cast<int>(step.kind));
-}
-
-namespace detail {
-
-// acc(i...) op operand, one ALU stage.
-inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& step,
-                                 const EpilogueStages& st, const std::string& name) {
-  using K = EpilogueStep::Kind;
-  return te::compute_dynamic(
-      prev.shape(),
-      [&](std::span<const ne::Var> i) -> te::Expr {
-        const std::vector<ne::Expr> idx(i.begin(), i.end());
-        const te::Expr x = prev.read(idx);
-        switch (step.kind) {
-          case K::Add:
-          case K::Shr:
-          case K::Max:
-          case K::Min:
-            return apply_immediate(x, step);
-          case K::AddChannel: {
-            const std::size_t r = idx.size();
-            return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
-          }
-          case K::AddTensor:
-            return x + st.tensors[step.input].read(idx);
-        }
-        return x;
-      },
-      name);
-}
-
-}  // namespace detail
-
-DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc,
-                                          const Epilogue& e, const std::string& name,
-                                          std::size_t channel_dim) {
-  EpilogueStages st;
-  st.channel_dim = channel_dim;
-  const auto& shape = acc.shape();
-  const std::size_t rank = shape.size();
-  if (rank < channel_dim + 3 || acc.dtype() != env.acc_dtype)
-    raise<ValueError>(
-        "internal: epilogue '{}' needs a packed {} accumulator of rank >= {}, got {} of rank {}, "
-        "please report",
-        name, env.acc_dtype, channel_dim + 3, acc.dtype(), rank);
-  // Operands: placeholders in DRAM, then their copies into the accumulator. Indices into
-  // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
-  st.channels.resize(e.inputs.size());
-  st.tensors.resize(e.inputs.size());
-  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
-    const auto& in = e.inputs[k];
-    const auto in_name = fmt::format("{}_in{}", name, k);
-    if (in.kind == EpilogueInput::Kind::Channel) {
-      const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
-      st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
-      st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
-    } else {
-      st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
-      st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
-    }
-  }
-  te::Tensor prev = acc;
-  for (std::size_t k = 0; k < e.steps.size(); ++k) {
-    st.alu.push_back(detail::epilogue_stage(prev, e.steps[k], st, fmt::format("{}_e{}", name, k)));
-    prev = st.alu.back();
-  }
-  if (e.int32_result) {
-    // plane p holds the value's byte p in its low 8 bits, which is what STORE keeps
-    std::vector<ne::Expr> planes_shape = shape;
-    const auto at = static_cast<std::ptrdiff_t>(st.plane_dim());
-    planes_shape.insert(planes_shape.begin() + at, ne::Expr(Epilogue::kPlanes));
-    st.planes = te::compute_dynamic(
-        planes_shape,
-        [&](std::span<const ne::Var> i) {
-          std::vector<ne::Expr> idx(i.begin(), i.end());
-          const ne::Expr plane = idx[static_cast<std::size_t>(at)];
-          idx.erase(idx.begin() + at);
-          return prev.read(idx) >> te::index_value(plane * 8, env.acc_dtype);
-        },
-        name + "_planes");
-    prev = st.planes;
-  }
-  st.res = copy_stage(prev, env.out_dtype, name);
-  return st;
-}
-
-DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s) const {
-  if (!planes.defined()) return {};
-  return {s[res].axis(plane_dim())};
-}
-
-DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
-                                           const te::IterVar& attach) const {
-  for (const auto& c : channels) {
-    if (!c.defined()) continue;
-    s[c].set_scope(env.acc_scope);
-    s[c].pragma(s[c].axis(0), env.dma_copy);
-  }
-  for (const auto& t : tensors) {
-    if (!t.defined()) continue;
-    s[t].set_scope(env.acc_scope);
-    s[t].compute_at(s[res], attach);
-    s[t].pragma(s[t].axis(0), env.dma_copy);
-  }
-  for (const auto& a : alu) {
-    s[a].set_scope(env.acc_scope);
-    s[a].compute_at(s[res], attach);
-    s[a].pragma(s[a].axis(0), env.alu);
-  }
-  if (planes.defined()) {
-    // one plane at a time, its shift an immediate once the plane loop is unrolled
-    const auto plane = s[res].axis(plane_dim());
-    s[planes].set_scope(env.acc_scope);
-    s[planes].compute_at(s[res], plane);
-    s[planes].pragma(s[planes].axis(0), env.alu);
-    s[res].unroll(plane);
-  }
-}
-
-DLAVM_INLINE std::vector<te::Tensor> EpilogueStages::kernel_args(
-    std::initializer_list<te::Tensor> anchor_args) const {
-  std::vector<te::Tensor> out(anchor_args);
-  out.insert(out.end(), inputs.begin(), inputs.end());
-  out.push_back(res);
-  return out;
-}
-
-DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::int64_t block_tiles,
-                                                      std::int64_t channel_tiles, int vthreads) {
-  std::int64_t entries = e.int32_result ? block_tiles * vthreads : 0;
-  for (const auto& in : e.inputs)
-    entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
-  return entries;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/epilogue-inl.hpp
-#endif
-// end dlavm/graph/strategy/epilogue.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// Workloads and knob spaces: the plain data between fusion, the schedule choice and a
-// strategy's kernel, as TVM's tuning tasks and configuration spaces are.
-//
-//   Workload    one VTA kernel to build: the anchor op, its argument and result types, its
-//               normalized attributes and the fused epilogue. Compared and hashed by value,
-//               so a model's workloads can be listed once each (graph::workloads) and keyed
-//               in a tuning log (to_string is stable text).
-//   KnobSpace   the knobs a strategy's schedule takes for a workload (each a name and its
-//               candidate values), a check saying why a point cannot run (the SRAMs, the
-//               instruction fields) and the analytic cost the default choice minimizes.
-//   Knobs       one point of a space: the values in knob order, with their names.
-//   Chooser     the one interface through which knobs are chosen: choose(workload, space).
-//               The default takes the point of least estimated cost that passes the check
-//               (the first of equals in enumeration order, the last knob varying fastest); a
-//               tuner derives from it (a tuning log's best, falling back to the default).
-//
-//   const auto& s = *target.strategies.find(w.op);
-//   KnobSpace space = s.space(w, target.env);
-//   Knobs knobs = graph::Chooser().choose(w, space);      // "oc 2, h 7, w 14, ic 1, threads 2"
-//   VtaKernel k = s.declare(w, target.env, knobs, "conv2d0");
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct Workload {
-  std::string op{};                // the anchor op ("conv2d")
-  std::vector<TensorType> args{};  // the anchor's argument types
-  TensorType result{};             // the anchor's result type (before the epilogue)
-  Attrs attrs{};                   // the anchor's normalized attributes
-  Epilogue epilogue{};             // the fused element-wise steps
-  friend bool operator==(const Workload& a, const Workload& b);
-};
-
-// "conv2d((1, 64, 56, 56) int8, (64, 64, 3, 3) int8; groups=1, padding=[1, 1, 1, 1],
-// strides=[1, 1]; +channel#0, >>8, max 0, min 127)": one line, stable across runs.
-std::string to_string(const Workload& w);
-std::size_t hash_value(const Workload& w);
-
-struct Knob {
-  std::string name;
-  std::vector<std::int64_t> values;  // the candidates, in enumeration order
-};
-
-// One point of a knob space.
-struct Knobs {
-  std::vector<std::string> names;
-  std::vector<std::int64_t> values;  // aligned with names
-  // The value of knob `name`; ValueError listing the knobs when there is none.
-  std::int64_t at(std::string_view name) const;
-  // The value of knob `name`, or `fallback` when the space has no such knob (a knob a
-  // strategy offers only for some workloads).
-  std::int64_t get(std::string_view name, std::int64_t fallback) const;
-  friend bool operator==(const Knobs&, const Knobs&) = default;
-};
-
-// "oc 2, h 7, w 14, ic 1, threads 2"
-std::string to_string(const Knobs& k);
-
-struct KnobSpace {
-  std::vector<Knob> knobs;
-  // Why the point (values in knob order) cannot run, or nullopt.
-  std::function<std::optional<std::string>(std::span<const std::int64_t>)> check;
-  // The analytic cost of a point that passes the check (estimated cycles).
-  std::function<double(std::span<const std::int64_t>)> estimate;
-
-  // The number of points (the product of the knobs' value counts).
-  std::size_t size() const;
-  // Point `index` of the enumeration, the last knob varying fastest.
-  std::vector<std::int64_t> point(std::size_t index) const;
-  // The point with its knobs' names.
-  Knobs knobs_of(std::span<const std::int64_t> values) const;
-};
-
-// The point of least estimate among those that pass the check (the first of equals in
-// enumeration order), or nullopt: the search the default Chooser runs.
-std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space);
-
-// Declared DLAVM_INLINE: an undeclared-inline virtual function would be the class's key
-// function, and every header-only unit would emit the vtable and the search behind it.
-class Chooser {
- public:
-  virtual ~Chooser() = default;
-  // The default: the point of least estimate among those that pass the check. CapacityError
-  // naming the workload and the first point's reason when none passes.
-  DLAVM_INLINE virtual Knobs choose(const Workload& w, const KnobSpace& space) const;
-};
-
-}  // namespace dlavm::graph
-
-template <>
-struct std::hash<dlavm::graph::Workload> {
-  std::size_t operator()(const dlavm::graph::Workload& w) const {
-    return dlavm::graph::hash_value(w);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/strategy/workload-inl.hpp
-// Definitions for graph/strategy/workload.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
-// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
-// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
-// symbolic dims, and the search every default choice runs: the least estimated cost among
-// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
-// fitting one costed once).
-//
-// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
-// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
-//
-//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
-//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
-//                                                  check, estimate);
-//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
-
-// begin dlavm/graph/strategy/sram.hpp
-// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
-// included) and the micro-ops of its largest kernel, with the check that they fit a
-// configuration. Each strategy computes its footprint in one function (`footprint`), which
-// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
-// must match (a test holds the two equal for every default tiling).
-//
-//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
-//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
-
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-
-namespace dlavm::graph {
-
-struct SramFootprint {
-  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
-  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
-  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
-};
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
-}
-
-// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
-// micro-op buffer (so that every thread's kernels stay resident).
-inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
-  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
-  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/sram.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-#include <range/v3/view/filter.hpp>
-#include <range/v3/view/transform.hpp>
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
-#include <utility>
-#include <vector>
-
-namespace dlavm::graph {
-
-using ne::ceil_div;
-
-// The divisors of n >= 1, ascending.
-inline std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> lo, hi;
-  for (std::int64_t d = 1; d * d <= n; ++d)
-    if (n % d == 0) {
-      lo.push_back(d);
-      if (d != n / d) hi.push_back(n / d);
-    }
-  lo.insert(lo.end(), hi.rbegin(), hi.rend());
-  return lo;
-}
-
-// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
-// when symbolic (the last block may be partial), also the powers of two below it.
-inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
-  auto out = divisors(max);
-  if (!symbolic) return out;
-  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-namespace detail {
-
-// The largest value of a dim (its maximum when symbolic).
-inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
-
-// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
-// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
-// module's traffic figures, evaluated per binding), so that each count has one formula.
-inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
-inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
-inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
-inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
-inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
-inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
-// `value` where `a >= b`, else 0.
-inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
-  return a >= b ? value : 0;
-}
-inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
-  return ne::select(a >= b, value, 0);
-}
-
-// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
-// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
-// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
-// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
-// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
-// kernel that reads only its outputs' rows.
-template <class Int>
-Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
-                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
-                 bool strided) {
-  if (strided) return outputs;
-  const Int blocks = vceil_div(outputs, block);
-  const auto reads = [&](const Int& j) {
-    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
-    const Int last_out = vmin((j + 1) * block, outputs) - 1;
-    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
-    return vmax(hi - lo + 1, Int(0));
-  };
-  const std::int64_t span = block * stride;
-  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
-  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
-  Int total = 0;
-  for (std::int64_t j = 0; j < first; ++j)
-    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
-  for (std::int64_t i = 0; i < last; ++i) {
-    const Int j = blocks - 1 - i;
-    total = total + when_at_least(j, Int(first), reads(j));
-  }
-  const Int middle = vmax(blocks - first - last, Int(0));
-  return total + middle * ((block - 1) * stride + kernel);
-}
-
-}  // namespace detail
-
-// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
-inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
-                                              std::int64_t block) {
-  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
-  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
-// checked by check(t) and costed by estimate(t).
-template <class Tiling, class Check, class Estimate>
-KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
-  const auto tiling = [](std::span<const std::int64_t> v) {
-    Tiling t{};
-    auto fields = t.fields();
-    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
-    return t;
-  };
-  KnobSpace s;
-  s.knobs = std::move(knobs);
-  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
-  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
-  return s;
-}
-
-// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. fits runs once per candidate and cost once per fitting one.
-template <class Candidates, class Fits, class Cost>
-auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  using Tiling = ranges::range_value_t<Candidates>;
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/tiling.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-
-#include <fmt/format.h>
-#include <range/v3/view/iota.hpp>
-
-#include <functional>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE bool operator==(const Workload& a, const Workload& b) {
-  if (a.op != b.op || a.args.size() != b.args.size() || !same_type(a.result, b.result) ||
-      !(a.attrs == b.attrs) || !(a.epilogue == b.epilogue))
-    return false;
-  for (std::size_t i = 0; i < a.args.size(); ++i)
-    if (!same_type(a.args[i], b.args[i])) return false;
-  return true;
-}
-
-DLAVM_INLINE std::string to_string(const Workload& w) {
-  std::vector<std::string> args;
-  for (const auto& t : w.args) args.push_back(fmt::format("{} {}", shape_text(t.shape), t.dtype));
-  return fmt::format("{}({}; {}; {})", w.op, fmt::join(args, ", "), w.attrs,
-                     w.epilogue == Epilogue{} ? std::string("no epilogue") : to_string(w.epilogue));
-}
-
-DLAVM_INLINE std::size_t hash_value(const Workload& w) {
-  return std::hash<std::string>{}(to_string(w));
-}
-
-DLAVM_INLINE std::int64_t Knobs::at(std::string_view name) const {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return values.at(i);
-  raise<ValueError>("knobs: there is no knob '{}' (the knobs: {})", name, fmt::join(names, ", "));
-}
-
-DLAVM_INLINE std::int64_t Knobs::get(std::string_view name, std::int64_t fallback) const {
-  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
-    if (names[i] == name) return values[i];
-  return fallback;
-}
-
-DLAVM_INLINE std::string to_string(const Knobs& k) {
-  std::vector<std::string> parts;
-  for (std::size_t i = 0; i < k.names.size() && i < k.values.size(); ++i)
-    parts.push_back(fmt::format("{} {}", k.names[i], k.values[i]));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-DLAVM_INLINE std::size_t KnobSpace::size() const {
-  std::size_t n = 1;
-  for (const auto& k : knobs) n *= k.values.size();
-  return n;
-}
-
-DLAVM_INLINE std::vector<std::int64_t> KnobSpace::point(std::size_t index) const {
-  std::vector<std::int64_t> values(knobs.size());
-  for (std::size_t i = knobs.size(); i-- > 0;) {
-    const std::size_t n = knobs[i].values.size();
-    values[i] = knobs[i].values[index % n];
-    index /= n;
-  }
-  return values;
-}
-
-DLAVM_INLINE Knobs KnobSpace::knobs_of(std::span<const std::int64_t> values) const {
-  Knobs k;
-  for (const auto& knob : knobs) k.names.push_back(knob.name);
-  k.values.assign(values.begin(), values.end());
-  return k;
-}
-
-DLAVM_INLINE std::optional<std::vector<std::int64_t>> least_cost_point(const KnobSpace& space) {
-  const auto points = ranges::views::iota(std::size_t{0}, space.size()) |
-                      ranges::views::transform([&](std::size_t i) { return space.point(i); });
-  return least_cost(
-      points, [&](const std::vector<std::int64_t>& p) { return !space.check(p); },
-      [&](const std::vector<std::int64_t>& p) { return space.estimate(p); });
-}
-
-DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) const {
-  if (auto best = least_cost_point(space)) return space.knobs_of(*best);
-  if (space.size() == 0) raise<CapacityError>("{}: its knob space is empty", to_string(w));
-  const auto first = space.point(0);
-  raise<CapacityError>("{}: none of the {} schedules of its knob space fits (the first, {}: {})",
-                       to_string(w), space.size(), to_string(space.knobs_of(first)),
-                       space.check(first).value_or("?"));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/workload-inl.hpp
-#endif
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-// begin dlavm/vta/program.hpp
-// end dlavm/vta/program.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-// Where a value lives in the module's memory plan: its region, its byte offset there and its
-// size at the dims' maxima; `vta`: VTA reads or writes it, so a run on the host keeps it in
-// device memory (the firmware keeps every value there).
-struct Storage {
-  RegionKind region = RegionKind::Runtime;
-  std::int64_t offset = 0, bytes = 0;
-  bool vta = false;
-  friend bool operator==(const Storage&, const Storage&) = default;
-};
-
-struct ModuleValue {
-  // State: a function's state (graph::State), kept by the module from one run to the next.
-  enum class Kind : std::uint8_t { Param, Constant, Temp, State };
-  Kind kind = Kind::Temp;
-  std::string name;               // "%x", "%w0", "%3", "%3:activation[1x16]"
-  std::string node;               // the graph node it holds, as the printer names it: "%3"
-  std::string param;              // Param, State: the input's name, as run() takes it ("input:0")
-  std::vector<ne::Expr> logical;  // the graph node's shape
-  Layout layout;                  // how the array holds it (Plain: as the node's shape)
-  std::vector<ne::Expr> shape;    // the array's shape: packed_shape(layout, logical)
-  DType dtype;
-  std::shared_ptr<const te::NDArray> constant;  // Constant: the (packed) data
-  // A constant VTA reads: its DRAM bytes, serialized once at build time, not on every run
-  std::shared_ptr<const std::vector<std::uint8_t>> dram;
-  Storage storage;
-};
-
-struct ModuleStep {
-  // Append: a growing state's new positions (inputs[0]) written after the positions it holds,
-  // into the packed array VTA reads it from (output; ModuleState::packed).
-  enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
-  Kind kind = Kind::Host;
-  std::string label;                // "%3 conv2d, bias_add, requantize, relu"
-  std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
-  std::size_t output = 0;
-  // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
-  std::string op;
-  Attrs attrs;
-  // VTA
-  std::shared_ptr<const vta::Program> program;
-  Workload workload;   // the kernel's anchor, shapes, attributes and epilogue
-  Knobs knobs;         // the schedule's chosen knobs
-  std::string tiling;  // the knobs as the strategy prints them
-  std::string epilogue;
-  // multiply-accumulates of the unpadded operation, and the DRAM bytes its tiling must move,
-  // in the symbolic dims
-  ne::Expr macs = 0, traffic = 0;
-};
-
-// A state of the module: the value holding it during a run, and the value that becomes it.
-// A growing state that VTA reads only as a matmul's weight (a KV cache: concatenated with a
-// run's new keys, perhaps transposed, then packed) is held in that packed form instead:
-// `packed` is the value VTA reads, the state's dims permuted by `perm` (packed dim i is the
-// state's dim perm[i]) in matmul_weight layout, holding the state at its length after the run;
-// an Append step writes the run's new positions there in place (graph::AppendedState), and
-// `next` is those new positions rather than the whole next value.
-struct ModuleState {
-  std::size_t value = 0, next = 0;
-  std::optional<std::size_t> packed;
-  std::vector<std::int64_t> perm;
-};
-
-// The values a module is called with and returns, and its states.
-struct ModuleSignature {
-  std::vector<std::size_t> params, results;
-  std::vector<ModuleState> state;
-};
-
-// What one step did in a run.
-struct StepStats {
-  std::size_t instructions = 0, uops = 0;
-  std::uint64_t cycles = 0, roofline_cycles = 0;
-  std::uint64_t dram_bytes = 0;   // bytes the stream moved (loads, micro-ops, stores)
-  std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
-  std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
-  std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
-  std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
-  double host_seconds = 0;        // host steps: wall time of the kernel
-  // VTA: whether this run instantiated the step's stream (the first run on a device, or new
-  // packed shapes of its operands), rather than reusing it
-  bool instantiated = false;
-};
-
-struct ModuleRun {
-  std::vector<te::NDArray> outputs;
-  std::vector<StepStats> steps;  // one per Module::steps()
-  std::uint64_t vta_cycles = 0;  // the VTA steps' cycles, in sequence
-  // With RunOptions::keep_values: every value's array, by value index; and the bindings.
-  std::vector<std::optional<te::NDArray>> values;
-  std::vector<std::pair<std::string, std::int64_t>> bindings;
-};
-
-struct ModuleRunOptions {
-  bool keep_values = false;  // keep every intermediate array (Module::value_of)
-  // When set: each VTA step's stream, micro-ops and DRAM images (its parameters' slots before
-  // the run, its output's after) with a manifest of their device addresses, in
-  // <dump_dir>/step<NN>_<program>/, so that VTA's functional simulator can replay the model
-  // step by step (vta::load_dump, vta::replay).
-  std::string dump_dir = {};
-};
-
-class Module {
- public:
-  // Plans the memory (graph::plan_memory with `plan`) and fills each value's storage.
-  // The states start at zero.
-  Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-         std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature,
-         const PlanOptions& plan = {});
-
-  const std::string& name() const { return name_; }
-  const vta::Env& env() const { return env_; }
-  const std::vector<ModuleValue>& values() const { return values_; }
-  const std::vector<ModuleStep>& steps() const { return steps_; }
-  const OpRegistry& ops() const { return *ops_; }
-  ModuleSignature signature() const { return {params_, results_, state_}; }
-  // Where the values and streams live (Module::run allocates each region once per device).
-  const MemoryPlan& plan() const { return plan_; }
-
-  // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
-  // first run on a device allocates the regions there and copies the weights in.
-  std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings = {},
-                               const ModuleRunOptions& options = {});
-  std::vector<te::NDArray> run(vta::Device& dev, std::initializer_list<NamedArray> inputs,
-                               std::initializer_list<ne::Binding> bindings = {},
-                               const ModuleRunOptions& options = {}) {
-    return run(dev, std::span(inputs.begin(), inputs.size()),
-               std::span(bindings.begin(), bindings.size()), options);
-  }
-  // The last run's statistics; ValueError before the first run.
-  const ModuleRun& last_run() const;
-  // The value of graph node `node` in the last run, in its logical layout (unpacked if VTA left
-  // it packed): its printed name ("%3", "%fc1", as graph::NodeNames prints it) or the name of a
-  // named call or leaf ("fc1"). ValueError when the last run did not keep values, or no value
-  // holds that node.
-  te::NDArray value_of(std::string_view node) const;
-
-  // The states (graph::State): what each holds now (zeros until a run or set_state), set by
-  // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
-  // them at their next values. ValueError naming the state for a name that is none. A state
-  // held packed (ModuleState::packed) is unpacked by state() when asked for, and packed by
-  // set_state.
-  // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
-  // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
-  // naming both), and one that would leave it longer than v's maximum + 1 is refused before
-  // it runs (CapacityError naming the state and the lengths): reset_state() starts over.
-  const te::NDArray& state(std::string_view name) const;
-  void set_state(std::string_view name, te::NDArray value);
-  void reset_state();
-
-  // The growing dim of state i (held packed: ModuleState::packed), and the state an Append
-  // step writes (ValueError for a state without a variable dim, or a step that is no append).
-  std::size_t growing_dim(std::size_t i) const;
-  std::size_t appended_by(std::size_t step) const;
-
-  // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
-  // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
-  // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
-  std::string summary() const;
-  // The values and steps, one line each.
-  std::string to_string() const;
-
- private:
-  void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
-                    std::vector<std::optional<te::NDArray>>& arrays) const;
-  void check_input_names(std::span<const NamedArray> inputs) const;
-  void check_bindings(std::span<const ne::Binding> bindings) const;
-  // The bindings with each growing state's variable bound to the length it holds.
-  std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
-  // CapacityError unless each growing state can take its next value (module.hpp, state()).
-  void check_states_fit(std::span<const ne::Binding> bindings) const;
-  // The length state i holds along dim k.
-  std::int64_t held_length(std::size_t i, std::size_t k) const;
-  // The device memory of one device: its regions, the weights in them.
-  class Resident;
-  Resident& resident_on(vta::Device& dev);
-  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b,
-                    const std::string& dump_dir) const;
-
-  std::string name_;
-  vta::Env env_;
-  std::shared_ptr<const OpRegistry> ops_;
-  std::vector<ModuleValue> values_;
-  std::vector<ModuleStep> steps_;
-  std::vector<std::size_t> params_, results_;
-  std::vector<ModuleState> state_;
-  // aligned with state_: the held arrays; for a state held packed, its packed bytes, and the
-  // array unpacked from them when state() last asked (stale after a run)
-  mutable std::vector<te::NDArray> state_values_;
-  std::vector<std::optional<AppendedState>> appended_;
-  mutable std::vector<bool> stale_;
-  std::size_t state_index(std::string_view name) const;
-  std::optional<ModuleRun> last_;
-  std::shared_ptr<Resident> resident_;  // on the device of the last run
-  MemoryPlan plan_;
-};
-
-}  // namespace dlavm::graph
-
-template <>
-struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Module& m, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(m.to_string(), ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/memory_plan-inl.hpp
-// Definitions for dlavm/graph/memory_plan.hpp (see core/api.hpp).
-
-// begin dlavm/graph/memory_plan.hpp
-// end dlavm/graph/memory_plan.hpp
-// begin dlavm/graph/module.hpp
-// end dlavm/graph/module.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <functional>
-#include <map>
-#include <numeric>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view region_name(RegionKind r) {
-  switch (r) {
-    case RegionKind::Weight:
-      return "weight";
-    case RegionKind::Runtime:
-      return "runtime";
-    case RegionKind::Cache:
-      return "cache";
-    case RegionKind::Insts:
-      return "insts";
-    case RegionKind::Uop:
-      return "uop";
-  }
-  return "?";
-}
-
-namespace detail {
-
-inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
-
-// The bytes of a state held packed (ModuleState::packed) at its capacity: its growing dim's
-// maximum + 1 positions, permuted and packed.
-inline std::int64_t appended_bytes(const ModuleValue& state, const ModuleState& s,
-                                   const ModuleValue& packed) {
-  std::vector<ne::Expr> dims;
-  for (const auto p : s.perm) {
-    const auto& d = state.shape[static_cast<std::size_t>(p)];
-    const auto* v = d.as<ne::VarNode>();
-    dims.emplace_back(v != nullptr ? v->max + 1 : *d.as_int());
-  }
-  std::int64_t n = packed.dtype.bytes();
-  for (const auto& d : packed_shape(packed.layout, dims)) n *= ne::bounds(d).max;
-  return n;
-}
-
-// The bytes of a value at the maxima of its dims (saturating far past any address space).
-inline std::int64_t max_bytes(const ModuleValue& v) {
-  std::int64_t bytes = v.dtype.bytes();
-  for (const auto& d : v.shape) {
-    const auto n = std::max<std::int64_t>(ne::bounds(d).max, 0);
-    bytes = n != 0 && bytes > (std::int64_t{1} << 50) / n ? std::int64_t{1} << 50 : bytes * n;
-  }
-  return bytes;
-}
-
-// Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
-// at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
-// TensorFlow Lite's arena planner). Without reuse, one after the other.
-inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_t alignment,
-                                  bool reuse) {
-  std::stable_sort(buffers.begin(), buffers.end(), [](const BufferPlan* a, const BufferPlan* b) {
-    return a->bytes > b->bytes || (a->bytes == b->bytes && a->first < b->first);
-  });
-  std::int64_t end = 0;
-  std::vector<const BufferPlan*> placed;
-  for (BufferPlan* b : buffers) {
-    const auto size = align_up(std::max<std::int64_t>(b->bytes, 1), alignment);
-    std::int64_t at = 0;
-    if (reuse) {
-      std::vector<const BufferPlan*> live;
-      for (const auto* p : placed)
-        if (p->first <= b->last && b->first <= p->last) live.push_back(p);
-      std::sort(live.begin(), live.end(),
-                [](const BufferPlan* x, const BufferPlan* y) { return x->offset < y->offset; });
-      for (const auto* p : live) {
-        if (p->offset >= at + size) break;  // the gap before p holds b
-        at = std::max(at, align_up(p->offset + std::max<std::int64_t>(p->bytes, 1), alignment));
-      }
-    } else {
-      at = end;
-    }
-    b->offset = at;
-    end = std::max(end, at + size);
-    placed.push_back(b);
-  }
-  return end;
-}
-
-// The regions' bases from the map: a number, or the aligned end of the region named.
-inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::int64_t* sizes) {
-  const auto a = static_cast<std::uint64_t>(o.alignment);
-  constexpr std::string_view anchor = "global";
-  std::vector<std::string> names = {std::string(anchor)};
-  for (std::size_t r = 0; r < kRegionCount; ++r)
-    names.emplace_back(region_name(static_cast<RegionKind>(r)));
-  const auto known = fmt::format("{}", fmt::join(names, ", "));
-  std::map<std::string, const RegionPlace*, std::less<>> entry;
-  for (const auto& p : o.regions) {
-    if (std::find(names.begin(), names.end(), p.name) == names.end())
-      raise<ConfigError>("memory plan: region map names '{}', which is no region (regions: {})",
-                         p.name, known);
-    if (!entry.emplace(p.name, &p).second)
-      raise<ConfigError>("memory plan: region map places '{}' twice", p.name);
-  }
-  for (std::size_t k = 1; k < names.size(); ++k)
-    if (entry.count(names[k]) == 0)
-      raise<ConfigError>(
-          "memory plan: region map does not place '{}' (give a base address or "
-          "the region it follows)",
-          names[k]);
-  const auto size_of = [&](std::string_view name) -> std::uint64_t {
-    for (std::size_t r = 0; r < kRegionCount; ++r)
-      if (name == region_name(static_cast<RegionKind>(r)))
-        return static_cast<std::uint64_t>(sizes[r]);
-    return 0;  // the anchor
-  };
-  std::map<std::string, std::uint64_t, std::less<>> base;
-  std::vector<std::string> resolving;
-  const std::function<std::uint64_t(const std::string&)> base_of =
-      [&](const std::string& name) -> std::uint64_t {
-    if (const auto it = base.find(name); it != base.end()) return it->second;
-    const auto e = entry.find(name);
-    if (e == entry.end())
-      raise<ConfigError>(
-          "memory plan: a region follows '{}', which the map does not place "
-          "(regions: {})",
-          name, known);
-    if (std::find(resolving.begin(), resolving.end(), name) != resolving.end())
-      raise<ConfigError>("memory plan: region '{}' is placed after itself ({} -> {})", name,
-                         fmt::join(resolving, " -> "), name);
-    resolving.push_back(name);
-    std::uint64_t b = 0;
-    if (const auto* addr = std::get_if<std::uint64_t>(&e->second->at)) {
-      b = *addr;
-      if (b % a != 0)
-        raise<ConfigError>("memory plan: region '{}' at 0x{:x} is not aligned to {} bytes", name, b,
-                           a);
-    } else {
-      const auto& prev = std::get<std::string>(e->second->at);
-      b = (base_of(prev) + size_of(prev) + a - 1) / a * a;
-    }
-    resolving.pop_back();
-    base.emplace(name, b);
-    return b;
-  };
-  std::vector<RegionPlan> out;
-  for (std::size_t r = 0; r < kRegionCount; ++r) {
-    const auto kind = static_cast<RegionKind>(r);
-    out.push_back({kind, base_of(std::string(region_name(kind))), sizes[r]});
-    if (out.back().end() > o.address_limit || out.back().end() < out.back().base)
-      raise<CapacityError>(
-          "memory plan: region '{}' of {} bytes at 0x{:x} ends at 0x{:x}, past the address "
-          "space (0x{:x})",
-          region_name(kind), sizes[r], out.back().base, out.back().end(), o.address_limit);
-  }
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (std::size_t j = i + 1; j < out.size(); ++j) {
-      const auto &x = out[i], &y = out[j];
-      if (x.bytes > 0 && y.bytes > 0 && x.base < y.end() && y.base < x.end())
-        raise<ConfigError>(
-            "memory plan: regions '{}' [0x{:x}, 0x{:x}) and '{}' [0x{:x}, 0x{:x}) overlap",
-            region_name(x.kind), x.base, x.end(), region_name(y.kind), y.base, y.end());
-    }
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string MemoryPlan::report(const Module& m) const {
-  std::string s = fmt::format("memory plan of '{}' (alignment {} bytes)\n", m.name(), alignment);
-  for (const auto& r : regions)
-    s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
-                     r.base, r.end(), r.bytes);
-  s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
-                   region(RegionKind::Runtime).bytes, live_peak);
-  s += "  buffer   region    offset      bytes  lifetime  value\n";
-  const auto step = [&](std::int64_t t) {
-    return t < 0                                              ? std::string("in")
-           : t >= static_cast<std::int64_t>(m.steps().size()) ? std::string("out")
-                                                              : std::to_string(t);
-  };
-  for (const auto& b : buffers)
-    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", b.value,
-                     region_name(b.region), b.offset, b.bytes, step(b.first), step(b.last),
-                     m.values()[b.value].name);
-  return s;
-}
-
-DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
-  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0)
-    raise<ConfigError>("memory plan: alignment {} is not a power of two", options.alignment);
-  // every DRAM address VTA reads is a whole number of its elements
-  std::int64_t a = options.alignment;
-  for (int mem = 0; mem < runtime::kMemIdCount; ++mem)
-    a = std::max<std::int64_t>(
-        a, static_cast<std::int64_t>(m.env().config.elem_bytes(static_cast<runtime::MemId>(mem))));
-  const auto& values = m.values();
-  const auto& steps = m.steps();
-  MemoryPlan plan;
-  plan.alignment = a;
-  plan.buffers.resize(values.size());
-  // lifetimes: written by a step (params and constants before the first), read by steps,
-  // results and the states' next values read after the last
-  const auto after_run = static_cast<std::int64_t>(steps.size());
-  for (std::size_t v = 0; v < values.size(); ++v) {
-    auto& b = plan.buffers[v];
-    b.value = v;
-    b.bytes = detail::max_bytes(values[v]);
-    b.first = b.last = -1;
-    switch (values[v].kind) {
-      case ModuleValue::Kind::Constant:
-        b.region = RegionKind::Weight;
-        break;
-      case ModuleValue::Kind::State:
-        b.region = RegionKind::Cache;
-        break;
-      default:
-        b.region = RegionKind::Runtime;
-    }
-  }
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const auto t = static_cast<std::int64_t>(i);
-    for (auto in : steps[i].inputs) plan.buffers[in].last = std::max(plan.buffers[in].last, t);
-    plan.buffers[steps[i].output].first = t;
-    plan.buffers[steps[i].output].last = std::max(plan.buffers[steps[i].output].last, t);
-  }
-  for (auto r : m.signature().results) plan.buffers[r].last = after_run;
-  for (const auto& s : m.signature().state) {
-    if (!s.packed) {
-      plan.buffers[s.next].last = after_run;
-      continue;
-    }
-    // held packed: the packed value at the state's capacity, and in the state's own slot its
-    // counters (positions held, laid out for, written: runtime::append_packed's `held`)
-    plan.buffers[s.value].bytes = 3 * 8;
-    plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
-  }
-
-  std::int64_t sizes[kRegionCount] = {};
-  for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
-    std::vector<BufferPlan*> in_region;
-    for (auto& b : plan.buffers)
-      if (b.region == r) in_region.push_back(&b);
-    sizes[static_cast<int>(r)] =
-        detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
-  }
-  // the lower bound: the most runtime bytes live during one step
-  for (std::int64_t t = -1; t <= after_run; ++t) {
-    std::int64_t live = 0;
-    for (const auto& b : plan.buffers)
-      if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
-        live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
-    plan.live_peak = std::max(plan.live_peak, live);
-  }
-  vta::StreamBound streams;
-  for (const auto& s : steps)
-    if (s.kind == ModuleStep::Kind::Vta) {
-      const auto bound = s.program->stream_bound();
-      streams.insns = std::max(streams.insns, bound.insns);
-      streams.uops = std::max(streams.uops, bound.uops);
-    }
-  sizes[static_cast<int>(RegionKind::Insts)] =
-      detail::align_up(options.insts_bytes.value_or(streams.insns * 16), a);
-  sizes[static_cast<int>(RegionKind::Uop)] =
-      detail::align_up(options.uop_bytes.value_or(streams.uops * 4), a);
-  plan.regions = detail::lay_out_regions(options, sizes);
-  return plan;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/memory_plan-inl.hpp
-// begin dlavm/graph/module-inl.hpp
-// Definitions for graph/module.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/module.hpp
-// end dlavm/graph/module.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <map>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE Module::Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
-                            std::vector<ModuleValue> values, std::vector<ModuleStep> steps,
-                            ModuleSignature signature, const PlanOptions& plan)
-    : name_(std::move(name)),
-      env_(std::move(env)),
-      ops_(std::move(ops)),
-      values_(std::move(values)),
-      steps_(std::move(steps)),
-      params_(std::move(signature.params)),
-      results_(std::move(signature.results)),
-      state_(std::move(signature.state)) {
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& st = state_[i];
-    appended_.emplace_back();
-    if (!st.packed) continue;
-    const auto& v = values_[st.value];
-    std::vector<std::int64_t> shape;
-    for (const auto& d : v.shape)
-      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
-    appended_.back().emplace(v.dtype, std::move(shape), growing_dim(i), st.perm,
-                             values_[*st.packed].layout, v.param);
-  }
-  reset_state();
-  plan_ = plan_memory(*this, plan);
-  std::vector<bool> vta(values_.size(), false);
-  for (const auto& step : steps_) {
-    if (step.kind != ModuleStep::Kind::Vta) continue;
-    for (auto in : step.inputs) vta[in] = true;
-    vta[step.output] = true;
-  }
-  for (std::size_t v = 0; v < values_.size(); ++v) {
-    const auto& b = plan_.buffers[v];
-    values_[v].storage = {b.region, b.offset, b.bytes, vta[v]};
-  }
-}
-
-DLAVM_INLINE std::size_t Module::state_index(std::string_view name) const {
-  for (std::size_t i = 0; i < state_.size(); ++i)
-    if (values_[state_[i].value].param == name) return i;
-  std::vector<std::string_view> names;
-  for (const auto& s : state_) names.push_back(values_[s.value].param);
-  raise<ValueError>(
-      "module '{}': '{}' is not a state (its states: {})", name_, name,
-      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
-}
-
-DLAVM_INLINE const te::NDArray& Module::state(std::string_view name) const {
-  const std::size_t i = state_index(name);
-  if (stale_[i]) {
-    state_values_[i] = appended_[i]->logical();
-    stale_[i] = false;
-  }
-  return state_values_[i];
-}
-
-DLAVM_INLINE std::size_t Module::growing_dim(std::size_t i) const {
-  const auto& shape = values_[state_[i].value].shape;
-  for (std::size_t k = 0; k < shape.size(); ++k)
-    if (!shape[k].is_const()) return k;
-  raise<ValueError>("internal: module '{}': state {} held packed has no growing dim, please report",
-                    name_, values_[state_[i].value].name);
-}
-
-DLAVM_INLINE std::size_t Module::appended_by(std::size_t step) const {
-  for (std::size_t i = 0; i < state_.size(); ++i)
-    if (state_[i].packed == steps_[step].output) return i;
-  raise<ValueError>("internal: module '{}': append step {} writes no state, please report", name_,
-                    step);
-}
-
-DLAVM_INLINE std::int64_t Module::held_length(std::size_t i, std::size_t k) const {
-  return appended_[i] ? appended_[i]->length() : state_values_[i].shape()[k];
-}
-
-namespace detail {
-
-// The most a state's dim holds: a constant, or a growing dim's maximum + 1.
-inline std::int64_t state_capacity(const ne::Expr& dim) {
-  if (const auto* v = dim.as<ne::VarNode>()) return v->max + 1;
-  return *dim.as_int();
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void Module::set_state(std::string_view name, te::NDArray value) {
-  const std::size_t i = state_index(name);
-  const auto& v = values_[state_[i].value];
-  bool fits = value.dtype() == v.dtype && value.ndim() == v.shape.size();
-  for (std::size_t k = 0; fits && k < v.shape.size(); ++k) {
-    const auto* var = v.shape[k].as<ne::VarNode>();
-    const auto n = value.shape()[k];
-    fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
-  }
-  if (!fits) {
-    std::vector<std::string> dims;
-    for (const auto& d : v.shape)
-      dims.push_back(d.is_const() ? fmt::format("{}", d)
-                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
-                                                detail::state_capacity(d)));
-    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", name_, name,
-                      v.dtype, fmt::join(dims, ", "), value.dtype(),
-                      fmt::join(value.shape(), ", "));
-  }
-  if (appended_[i]) appended_[i]->assign(value);
-  state_values_[i] = std::move(value);
-  stale_[i] = false;
-}
-
-DLAVM_INLINE void Module::reset_state() {
-  state_values_.clear();
-  stale_.assign(state_.size(), false);
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& v = values_[state_[i].value];
-    std::vector<std::int64_t> shape;
-    // a growing dim starts at its minimum
-    for (const auto& d : v.shape)
-      shape.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
-    state_values_.emplace_back(v.dtype, std::move(shape));
-    if (appended_[i]) appended_[i]->assign(state_values_.back());
-  }
-}
-
-DLAVM_INLINE std::vector<ne::Binding> Module::bind_states(
-    std::span<const ne::Binding> bindings) const {
-  std::vector<ne::Binding> all(bindings.begin(), bindings.end());
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& v = values_[state_[i].value];
-    for (std::size_t k = 0; k < v.shape.size(); ++k) {
-      const auto* var = v.shape[k].as<ne::VarNode>();
-      if (var == nullptr) continue;
-      const std::int64_t held = held_length(i, k);
-      const auto given = std::find_if(all.begin(), all.end(),
-                                      [&](const ne::Binding& b) { return b.name == var->name; });
-      if (given == all.end()) {
-        all.push_back({var->name, held});
-      } else if (given->value != held) {
-        raise<ValueError>(
-            "module '{}': state '{}' holds {} along dim {} (`{}`), but the bindings give {} = "
-            "{}; leave {} out (the state gives it), or set_state / reset_state first",
-            name_, v.param, held, k, var->name, var->name, given->value, var->name);
-      }
-    }
-  }
-  return all;
-}
-
-DLAVM_INLINE void Module::check_states_fit(std::span<const ne::Binding> all) const {
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const auto& v = values_[state_[i].value];
-    const auto& next = values_[state_[i].next];
-    for (std::size_t k = 0; k < v.shape.size(); ++k) {
-      if (v.shape[k].is_const()) continue;
-      const auto* var = v.shape[k].as<ne::VarNode>();
-      const std::int64_t held = held_length(i, k);
-      if (held > var->max)
-        raise<CapacityError>(
-            "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
-            "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
-            "maximum",
-            name_, v.param, held, k, var->max, var->name);
-      // a state held packed: `next` holds the new positions
-      const ne::Expr after =
-          appended_[i] ? ne::simplify(v.shape[k] + next.logical[k]) : next.logical[k];
-      const std::int64_t length = ne::eval(after, all);
-      if (length > detail::state_capacity(v.shape[k]))
-        raise<CapacityError>(
-            "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
-            "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
-            "reset_state() to start over, or build with a larger maximum",
-            name_, v.param, length, k, after, detail::state_capacity(v.shape[k]), v.shape[k],
-            detail::state_capacity(v.shape[k]) - 1);
-    }
-  }
-}
-
-// The regions of one device, allocated on the module's first run there, with the weights
-// copied in; freed when the module lets go of them, if the device still exists.
-class Module::Resident {
- public:
-  Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
-    for (std::size_t r = 0; r < kRegionCount; ++r) {
-      const auto bytes = static_cast<std::size_t>(
-          std::max<std::int64_t>(m.plan_.region(static_cast<RegionKind>(r)).bytes, 1));
-      buffers_[r] = dev.alloc(bytes);
-      allocated_[r] = true;
-    }
-    for (const auto& v : m.values_)
-      if (v.storage.vta && v.storage.region == RegionKind::Weight)
-        dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
-                    v.dram->data(), v.dram->size());
-  }
-  Resident(const Resident&) = delete;
-  Resident& operator=(const Resident&) = delete;
-  ~Resident() {
-    if (!*alive_) return;  // the device, and its memory, are gone
-    for (std::size_t r = 0; r < kRegionCount; ++r)
-      if (allocated_[r]) dev_->free(buffers_[r]);
-  }
-
-  bool on(const vta::Device& dev) const { return alive_.get() == dev.alive().get(); }
-
-  // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
-  // and the program sees the symbolic dims only through its operands' packed shapes, so the
-  // stream of the last shapes a step ran with is kept and reused (a decode step whose new
-  // position stays within the last tile of keys instantiates nothing).
-  const vta::Stream& stream(const Module& m, std::size_t step,
-                            std::span<const ne::Binding> bindings, bool& instantiated) {
-    if (streams_.size() <= step) streams_.resize(step + 1);
-    auto& cached = streams_[step];
-    const auto& s = m.steps_[step];
-    std::vector<std::int64_t> key;
-    for (std::size_t i = 0; i <= s.inputs.size(); ++i)
-      for (const auto& d : m.values_[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
-        key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
-    instantiated = !cached || cached->first != key;
-    if (instantiated) {
-      std::vector<std::uint64_t> phys;
-      for (const auto in : s.inputs) phys.push_back(this->phys(m.values_[in].storage));
-      phys.push_back(this->phys(m.values_[s.output].storage));
-      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
-    }
-    return cached->second;
-  }
-  vta::Device& device() const { return *dev_; }
-  vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
-  // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
-  vta::StreamPlacement streams() const {
-    return {buffer(RegionKind::Insts), 0, buffer(RegionKind::Uop), 0};
-  }
-  std::uint64_t phys(const Storage& s) const {
-    return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
-  }
-
- private:
-  vta::Device* dev_;
-  std::shared_ptr<const bool> alive_;
-  vta::Buffer buffers_[kRegionCount]{};
-  bool allocated_[kRegionCount]{};
-  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
-};
-
-DLAVM_INLINE Module::Resident& Module::resident_on(vta::Device& dev) {
-  if (!resident_ || !resident_->on(dev)) {
-    resident_.reset();  // the previous device's regions go first
-    resident_ = std::make_shared<Resident>(*this, dev);
-  }
-  return *resident_;
-}
-
-DLAVM_INLINE void Module::check_inputs(std::span<const NamedArray> inputs,
-                                       std::span<const ne::Binding> bindings,
-                                       std::vector<std::optional<te::NDArray>>& arrays) const {
-  check_input_names(inputs);
-  check_bindings(bindings);
-  for (auto p : params_) {
-    const auto& v = values_[p];
-    const NamedArray* given = nullptr;
-    for (const auto& in : inputs)
-      if (in.name == v.param) given = &in;
-    if (given == nullptr) raise<ValueError>("module '{}': no array for input {}", name_, v.name);
-    const auto& a = given->value.get();
-    const auto shape = detail::concrete_dims(v.shape, bindings, "input " + v.name);
-    if (a.dtype() != v.dtype || a.shape() != shape)
-      raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", name_, v.name,
-                        a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
-    arrays[p] = a;
-  }
-}
-
-// Every array names an input.
-DLAVM_INLINE void Module::check_input_names(std::span<const NamedArray> inputs) const {
-  for (const auto& in : inputs) {
-    bool found = false;
-    for (auto p : params_) found = found || values_[p].param == in.name;
-    if (found) continue;
-    for (const auto& s : state_)
-      if (values_[s.value].param == in.name)
-        raise<ValueError>(
-            "module '{}': '{}' is a state of the module, not an input; set it with "
-            "set_state",
-            name_, in.name);
-    std::vector<std::string> known;
-    for (auto p : params_) known.push_back(values_[p].name);
-    raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", name_, in.name,
-                      fmt::join(known, ", "));
-  }
-}
-
-// Every symbolic dim of the inputs is bound, within its range.
-DLAVM_INLINE void Module::check_bindings(std::span<const ne::Binding> bindings) const {
-  for (auto p : params_)
-    for (const auto& d : values_[p].logical)
-      for (const auto& v : ne::free_vars(d)) {
-        const auto* var = v.as<ne::VarNode>();
-        const ne::Binding* b = nullptr;
-        for (const auto& x : bindings)
-          if (x.name == var->name) b = &x;
-        if (b == nullptr)
-          raise<ValueError>(
-              "module '{}': symbolic dim '{}' of input {} has no value; pass "
-              "{{\"{}\", value}} in the bindings",
-              name_, var->name, values_[p].name, var->name);
-        if (b->value < var->min || b->value > var->max)
-          raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
-                            name_, var->name, b->value, var->min, var->max);
-      }
-}
-
-DLAVM_INLINE StepStats Module::run_vta(Resident& r, std::size_t index,
-                                       std::span<const ne::Binding> bindings,
-                                       const std::string& dump_dir) const {
-  const ModuleStep& step = steps_[index];
-  bool instantiated = false;
-  const vta::Stream& stream = r.stream(*this, index, bindings, instantiated);
-  // a dump: the parameters' slots as VTA reads them, the output's as it leaves it
-  std::string dir;
-  std::vector<vta::ManifestBuffer> dumped;
-  const auto dump = [&](std::size_t v, bool output) {
-    const auto& value = values_[v];
-    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
-    r.device().copy_out(r.buffer(value.storage.region),
-                        static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
-    std::string name = fmt::format("v{}", v);
-    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
-    dumped.push_back(
-        {name, r.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
-  };
-  if (!dump_dir.empty()) {
-    dir = fmt::format("{}/step{:02}_{}", dump_dir, index, step.program->name());
-    std::filesystem::create_directories(dir);
-    for (auto in : step.inputs) dump(in, false);
-  }
-  const vta::RunResult result = r.device().run_at(stream, r.streams());
-  if (!dump_dir.empty()) {
-    dump(step.output, true);
-    vta::dump_stream(dir, env_.config, stream, r.buffer(RegionKind::Uop).phys, std::move(dumped));
-  }
-  StepStats s;
-  s.instructions = stream.insns.size();
-  s.uops = stream.uops.size();
-  s.cycles = result.timing.total_cycles;
-  s.roofline_cycles = result.timing.roofline_cycles;
-  s.dram_bytes = result.timing.counters.memory_bytes();
-  s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
-  s.gemm_macs = result.timing.counters.gemm_macs(env_.config);
-  s.tiling_bytes = ne::eval(step.traffic, bindings);
-  s.macs = ne::eval(step.macs, bindings);
-  s.instantiated = instantiated;
-  return s;
-}
-
-DLAVM_INLINE std::vector<te::NDArray> Module::run(vta::Device& dev,
-                                                  std::span<const NamedArray> inputs,
-                                                  std::span<const ne::Binding> given_bindings,
-                                                  const ModuleRunOptions& options) {
-  if (dev.config() != env_.config)
-    raise<ValueError>(
-        "module '{}': built for a VTA of BATCH {}, BLOCK_IN {}, BLOCK_OUT {} and its SRAM sizes; "
-        "the device is configured otherwise (BATCH {}, BLOCK_IN {}, BLOCK_OUT {}, or other "
-        "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
-        name_, env_.batch, env_.block_in, env_.block_out, dev.config().batch(),
-        dev.config().block_in(), dev.config().block_out());
-  // host copies of the values; a value VTA wrote is in device memory until a reader asks
-  std::vector<std::optional<te::NDArray>> arrays(values_.size());
-  const std::vector<ne::Binding> with_states = bind_states(given_bindings);
-  const std::span<const ne::Binding> bindings = with_states;
-  check_inputs(inputs, bindings, arrays);
-  check_states_fit(bindings);
-  Resident& resident = resident_on(dev);
-  const auto host_array = [&](std::size_t v) -> const te::NDArray& {
-    const auto& value = values_[v];
-    if (value.constant) return *value.constant;
-    if (!arrays[v]) {  // VTA wrote it: copy it out at the bindings' shape
-      te::NDArray a(value.dtype,
-                    detail::concrete_dims(value.shape, bindings, "value " + value.name));
-      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
-      dev.copy_out(resident.buffer(value.storage.region),
-                   static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
-      vta::from_dram_bytes(bytes, a);
-      arrays[v] = std::move(a);
-    }
-    return *arrays[v];
-  };
-  // a host result VTA reads goes to its device slot
-  const auto to_device = [&](std::size_t v) {
-    const auto& value = values_[v];
-    if (!value.storage.vta) return;
-    const auto bytes = vta::dram_bytes(*arrays[v]);
-    dev.copy_in(resident.buffer(value.storage.region),
-                static_cast<std::size_t>(value.storage.offset), bytes.data(), bytes.size());
-  };
-  // a state held packed is read only through its packed value (unpacked here if kept)
-  for (std::size_t i = 0; i < state_.size(); ++i)
-    if (!appended_[i] || options.keep_values)
-      arrays[state_[i].value] = state(values_[state_[i].value].param);
-  for (auto p : params_) to_device(p);
-  for (const auto& s : state_) to_device(s.value);
-  ModuleRun run;
-  std::vector<const te::NDArray*> args;
-  for (std::size_t i = 0; i < steps_.size(); ++i) {
-    const ModuleStep& step = steps_[i];
-    StepStats s;
-    const auto start = std::chrono::steady_clock::now();
-    switch (step.kind) {
-      case ModuleStep::Kind::Vta:
-        s = run_vta(resident, i, bindings, options.dump_dir);
-        arrays[step.output].reset();
-        // the plan gives its bytes to later values after its last reader: keep it now
-        if (options.keep_values) host_array(step.output);
-        run.vta_cycles += s.cycles;
-        break;
-      case ModuleStep::Kind::Host:
-        args.clear();
-        for (auto in : step.inputs) args.push_back(&host_array(in));
-        arrays[step.output] = ops_->at(step.op).host_kernel(args, step.attrs);
-        to_device(step.output);
-        break;
-      case ModuleStep::Kind::Pack:
-        arrays[step.output] = pack(host_array(step.inputs[0]), values_[step.output].layout);
-        to_device(step.output);
-        break;
-      case ModuleStep::Kind::Unpack: {
-        const auto& v = values_[step.inputs[0]];
-        const auto shape = detail::concrete_dims(v.logical, bindings, "value " + v.name);
-        arrays[step.output] = unpack(host_array(step.inputs[0]), v.layout, shape);
-        to_device(step.output);
-        break;
-      }
-      case ModuleStep::Kind::Append: {
-        AppendedState& held = *appended_[appended_by(i)];
-        held.append(host_array(step.inputs[0]));
-        const auto& slot = values_[step.output].storage;
-        dev.copy_in(resident.buffer(slot.region), static_cast<std::size_t>(slot.offset),
-                    held.bytes().data(), held.bytes().size());
-        arrays[step.output].reset();  // in device memory
-        break;
-      }
-    }
-    if (step.kind != ModuleStep::Kind::Vta)
-      s.host_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    run.steps.push_back(s);
-  }
-  for (auto r : results_) run.outputs.push_back(host_array(r));
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (appended_[i]) {
-      appended_[i]->commit();
-      stale_[i] = true;
-    } else {
-      state_values_[i] = host_array(state_[i].next);
-    }
-  }
-  for (const auto& b : bindings) run.bindings.emplace_back(std::string(b.name), b.value);
-  if (options.keep_values) {
-    for (std::size_t v = 0; v < values_.size(); ++v) arrays[v] = host_array(v);
-    run.values = std::move(arrays);
-  }
-  last_ = std::move(run);
-  return last_->outputs;
-}
-
-DLAVM_INLINE te::NDArray Module::value_of(std::string_view node) const {
-  const ModuleRun& run = last_run();
-  if (run.values.empty())
-    raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
-                      name_);
-  // "%3", "%fc1", or the bare name "fc1"
-  const std::string printed =
-      !node.empty() && node.front() == '%' ? std::string(node) : printed_name(node);
-  std::optional<std::size_t> found;
-  for (std::size_t v = 0; v < values_.size(); ++v)
-    if (values_[v].node == printed && run.values[v] &&
-        (!found || values_[v].layout.kind == Layout::Kind::Plain))
-      found = v;
-  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
-  const auto& v = values_[*found];
-  if (v.layout.kind == Layout::Kind::Plain) return *run.values[*found];
-  std::vector<ne::Binding> b;
-  for (const auto& [name, value] : run.bindings) b.push_back({name, value});
-  return unpack(*run.values[*found], v.layout,
-                detail::concrete_dims(v.logical, b, "value " + v.name));
-}
-
-DLAVM_INLINE const ModuleRun& Module::last_run() const {
-  if (!last_) raise<ValueError>("module '{}': not run yet; call run() first", name_);
-  return *last_;
-}
-
-namespace detail {
-
-inline std::string_view step_kind_name(ModuleStep::Kind k) {
-  switch (k) {
-    case ModuleStep::Kind::Host:
-      return "host";
-    case ModuleStep::Kind::Pack:
-      return "pack";
-    case ModuleStep::Kind::Unpack:
-      return "unpack";
-    case ModuleStep::Kind::Vta:
-      return "vta";
-    case ModuleStep::Kind::Append:
-      return "append";
-  }
-  return "?";
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string Module::summary() const {
-  const ModuleRun& run = last_run();
-  std::string out = fmt::format("module '{}': {} steps\n", name_, steps_.size());
-  out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", "#", "step",
-                     "device", "insns", "uops", "cycles", "roofline", "DRAM bytes", "/tiling");
-  std::uint64_t roofline = 0, gemm_macs = 0;
-  std::int64_t macs = 0;
-  double host = 0;
-  for (std::size_t i = 0; i < steps_.size(); ++i) {
-    const auto& step = steps_[i];
-    const auto& s = run.steps[i];
-    std::string label = step.label;
-    if (label.size() > 48) label = label.substr(0, 45) + "...";
-    if (step.kind == ModuleStep::Kind::Vta) {
-      roofline += s.roofline_cycles;
-      gemm_macs += s.gemm_macs;
-      macs += s.macs;
-      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>8.1f}% {:>11} {:>6.2f}x\n", i,
-                         label, "vta", s.instructions, s.uops, s.cycles,
-                         s.cycles == 0 ? 0.0
-                                       : 100.0 * static_cast<double>(s.roofline_cycles) /
-                                             static_cast<double>(s.cycles),
-                         s.dram_bytes,
-                         s.tiling_bytes == 0 ? 0.0
-                                             : static_cast<double>(s.data_bytes) /
-                                                   static_cast<double>(s.tiling_bytes));
-    } else {
-      host += s.host_seconds;
-      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", i, label,
-                         detail::step_kind_name(step.kind) == "host" ? "host" : "host*", "-", "-",
-                         fmt::format("{:.2f}ms", s.host_seconds * 1e3), "-", "-", "-");
-    }
-  }
-  const double per_cycle = static_cast<double>(env_.batch * env_.block_in * env_.block_out);
-  out += fmt::format(
-      "VTA: {} cycles (roofline bound {}, {:.1f}%); {} MACs of the model / {} per cycle = {:.0f} "
-      "cycles ({:.1f}% of the VTA cycles); the GEMM core ran {} MACs (tile padding included)\n",
-      run.vta_cycles, roofline,
-      run.vta_cycles == 0
-          ? 0.0
-          : 100.0 * static_cast<double>(roofline) / static_cast<double>(run.vta_cycles),
-      macs, per_cycle, static_cast<double>(macs) / per_cycle,
-      run.vta_cycles == 0
-          ? 0.0
-          : 100.0 * static_cast<double>(macs) / per_cycle / static_cast<double>(run.vta_cycles),
-      gemm_macs);
-  out += fmt::format("host: {:.2f} ms (host* = layout conversions)\n", host * 1e3);
-  return out;
-}
-
-DLAVM_INLINE std::string Module::to_string() const {
-  std::string out = fmt::format("module {} {{\n", name_);
-  const auto type_of = [&](const ModuleValue& v) {
-    return fmt::format("{} {}", shape_text(v.shape), v.dtype);
-  };
-  for (auto p : params_)
-    out += fmt::format("  {} = param {}\n", values_[p].name, type_of(values_[p]));
-  for (const auto& s : state_)
-    out += fmt::format("  {} = state {}\n", values_[s.value].name, type_of(values_[s.value]));
-  for (const auto& v : values_)
-    if (v.kind == ModuleValue::Kind::Constant)
-      out += fmt::format("  {} = constant {}\n", v.name, type_of(v));
-  for (const auto& step : steps_) {
-    std::vector<std::string> args;
-    for (auto in : step.inputs) args.push_back(values_[in].name);
-    const auto& o = values_[step.output];
-    switch (step.kind) {
-      case ModuleStep::Kind::Vta:
-        out += fmt::format("  {} = vta.{}({}) /* {}; {}; tiling {} */\n", o.name, step.op,
-                           fmt::join(args, ", "), type_of(o),
-                           step.epilogue.empty() ? "no epilogue" : step.epilogue, step.tiling);
-        break;
-      case ModuleStep::Kind::Host:
-        out +=
-            fmt::format("  {} = host.{}({}{}{}) /* {} */\n", o.name, step.op, fmt::join(args, ", "),
-                        step.attrs.empty() ? "" : ", ", step.attrs, type_of(o));
-        break;
-      default:
-        out += fmt::format("  {} = host.{}({}) /* {} */\n", o.name,
-                           detail::step_kind_name(step.kind), fmt::join(args, ", "), type_of(o));
-        break;
-    }
-  }
-  for (const auto& s : state_)
-    out += s.packed
-               ? fmt::format("  next {} = {} with {} appended, held as {}\n", values_[s.value].name,
-                             values_[s.value].name, values_[s.next].name, values_[*s.packed].name)
-               : fmt::format("  next {} = {}\n", values_[s.value].name, values_[s.next].name);
-  std::vector<std::string> results;
-  for (auto r : results_) results.push_back(values_[r].name);
-  out += fmt::format("  return {}\n}}\n", fmt::join(results, ", "));
-  return out;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/module-inl.hpp
-#endif
-// end dlavm/graph/module.hpp
-// end dlavm/graph/memory_plan.hpp
-// begin dlavm/graph/module.hpp
-// end dlavm/graph/module.hpp
-
-#include <cstddef>
-#include <string>
-
-namespace dlavm::deploy {
-
-struct EmitOptions {
-  std::string ns = {};  // the header's namespace; empty: the module's name
-  bool debug = false;
-  bool lite = false;
-  graph::PlanOptions plan = {};
-};
-
-struct EmitResult {
-  std::string header, weights, insts;  // the paths written
-  graph::MemoryPlan plan;
-  std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
-  std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
-  std::size_t static_instructions = 0;
-  std::size_t header_bytes = 0;
-};
-
-EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
-
-}  // namespace dlavm::deploy
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/deploy/emit-inl.hpp
-// Definitions for dlavm/deploy/emit.hpp (see core/api.hpp).
-
-// begin dlavm/deploy/emit.hpp
-// end dlavm/deploy/emit.hpp
-// begin dlavm/graph/ops.hpp
-// end dlavm/graph/ops.hpp
 // begin dlavm/host/elementwise.hpp
 // end dlavm/host/elementwise.hpp
 // begin dlavm/runtime/model_file.hpp
@@ -27032,10 +25924,10 @@ class Emitter {
   EmitResult run(const std::string& dir) {
     group_steps();
     size_streams();
-    auto opt = o_.plan;
-    opt.insts_bytes = insts_bytes_;
-    opt.uop_bytes = uop_bytes_;
-    plan_ = graph::plan_memory(m_, opt);
+    auto request = graph::memory_request(m_);
+    request.insts_bytes = insts_bytes_;
+    request.uop_bytes = uop_bytes_;
+    plan_ = graph::plan_memory(request, o_.plan);
     encode_static();
     const auto weights = weights_file();
     const auto insts = insts_file();
@@ -27844,8 +26736,9 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 // graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
 // the op records and typed builders, type inference and placement, the printer, name-based
 // construction for importers, the reference executor on the host kernels, and the build for
-// a target: fusion into VTA groups, the VTA strategies, layout packing, and the Module that
-// runs host and VTA steps; graph::to_dot draws a function for Graphviz.
+// a target: fusion into VTA groups, the VTA strategies, layout packing, the Module (the built
+// model, immutable) and the Executor that runs its host and VTA steps on a device;
+// graph::to_dot draws a function for Graphviz.
 //
 //   namespace g = dlavm::graph;
 //   auto token = ne::var("token", 1, 2048);
@@ -27854,7 +26747,8 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
 //   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
 //   auto mod = g::build(fn, g::Target{});
-//   auto on_vta = mod.run(dev, {{"x", x_data}}, {{"token", 37}});
+//   g::Executor exec(mod, dev);
+//   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
 
 // begin dlavm/graph/attr_schema.hpp
 // end dlavm/graph/attr_schema.hpp
@@ -27877,7 +26771,7 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //                            VTA groups pass packed values to each other
 //
 //   auto mod = graph::build(fn, target, {.name = "resnet18"});
-//   auto out = mod.run(dev, {{"data", image}});
+//   auto out = graph::Executor(mod, dev).run({{"data", image}});
 //
 // Errors are those of infer_type and the strategies (a symbolic dim without a usable
 // maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
@@ -31068,6 +29962,138 @@ Workload workload_of(const Group& g, const NodeNames& names);
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/graph/functor.hpp
+// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
+// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
+// each node to a method of the derived class (CRTP), memoizing its result:
+//   R visit_input(const InputNode&, const Expr&)
+//   R visit_constant(const ConstantNode&, const Expr&)
+//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
+//                                                                    // the call's arguments
+// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
+// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
+// reference executor are written this way; for_each_node serves read-only walks.
+//
+//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
+//     int visit_input(const InputNode&, const Expr&) { return 0; }
+//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
+//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
+//     int calls = 0;
+//   };
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// Calls f(const Expr&) on every node under `roots`, in post-order.
+template <class F>
+void for_each_node(std::span<const Expr> roots, F&& f) {
+  for (const Expr& e : post_order(roots)) f(e);
+}
+template <class F>
+void for_each_node(const Function& fn, F&& f) {
+  for_each_node(fn.roots(), std::forward<F>(f));
+}
+
+// The results of a call's arguments, by position, without copying them.
+template <class R>
+class ArgResults {
+ public:
+  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
+  const R& operator[](std::size_t i) const { return *results_[i]; }
+  std::size_t size() const { return results_.size(); }
+
+ private:
+  std::span<const R* const> results_;
+};
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  // Visits every node under `roots` not visited before; returns the roots' results.
+  std::vector<R> visit(std::span<const Expr> roots) {
+    auto& self = static_cast<Derived&>(*this);
+    std::vector<const R*> arg_results;
+    for (const Expr& e : post_order(roots)) {
+      if (memo_.contains(e.get())) continue;
+      switch (e.kind()) {
+        case NodeKind::Input:
+          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
+          break;
+        case NodeKind::Constant:
+          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
+          break;
+        case NodeKind::Call: {
+          const CallNode& call = *e.as<CallNode>();
+          arg_results.clear();
+          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
+          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
+          memo_.emplace(e.get(), std::move(r));
+          break;
+        }
+      }
+    }
+    std::vector<R> out;
+    out.reserve(roots.size());
+    for (const Expr& root : roots) out.push_back(result_of(root));
+    return out;
+  }
+  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
+
+  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
+  // The memoized result of a visited node.
+  const R& result_of(const Expr& e) const {
+    auto it = memo_.find(e.get());
+    if (it == memo_.end())
+      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
+                        e.name());
+    return it->second;
+  }
+
+ protected:
+  std::unordered_map<const Node*, R> memo_;
+};
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_input(const InputNode&, const Expr& e) { return e; }
+  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    bool changed = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      changed = changed || !args[i].same_as(call.args[i]);
+    if (!changed) return e;
+    std::vector<Expr> new_args;
+    new_args.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return with_args(call, std::move(new_args));
+  }
+
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
+  Function mutate(const Function& fn) {
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
+    std::vector<Expr> params;
+    params.reserve(fn.params().size());
+    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
+  }
+};
+
+}  // namespace dlavm::graph
 // end dlavm/graph/functor.hpp
 // begin dlavm/graph/infer_type.hpp
 // infer_type: types and places every call of a function. For each call in post-order it
@@ -32340,7 +31366,1436 @@ DLAVM_INLINE std::string to_dot(const Function& fn, const DotOptions& options) {
 #endif
 // end dlavm/graph/dot.hpp
 // begin dlavm/graph/evaluate.hpp
+// The reference executor: runs a typed function (graph::infer_type's result) on the host,
+// every call with its op's host kernel, in post-order. It checks each input array against its
+// param's type under the bindings of the symbolic dims (TypeError / ShapeError naming the
+// input and the numbers), and every value a kernel produces against the call's type (a
+// mismatch is an internal error). evaluate returns the results; evaluate_trace keeps every
+// node's value, for per-layer comparisons.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   auto out = graph::evaluate(typed, {{"x", x_array}}, {{"token", 37}});
+//   auto trace = graph::evaluate_trace(typed, {{"x", x_array}}, {{"token", 37}});
+//   trace.value_of(some_node);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// An input array by param name (the array is not copied).
+struct NamedArray {
+  std::string_view name;
+  std::reference_wrapper<const te::NDArray> value;
+};
+
+// Every node's value, in post-order (shared: a constant's value is the constant's array).
+struct EvaluationTrace {
+  std::vector<Expr> nodes;
+  std::vector<std::shared_ptr<const te::NDArray>> values;
+  std::vector<te::NDArray> results;
+
+  // ValueError when the node is not part of the evaluated graph.
+  const te::NDArray& value_of(const Expr& e) const;
+};
+
+// `ops` supplies the host kernels (the registry infer_type used).
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings, const OpRegistry& ops);
+std::vector<te::NDArray> evaluate(const Function& fn, std::span<const NamedArray> inputs,
+                                  std::span<const ne::Binding> bindings = {});
+inline std::vector<te::NDArray> evaluate(const Function& fn,
+                                         std::initializer_list<NamedArray> inputs,
+                                         std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate(fn, std::span(inputs.begin(), inputs.size()),
+                  std::span(bindings.begin(), bindings.size()));
+}
+
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings, const OpRegistry& ops);
+EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {});
+inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<NamedArray> inputs,
+                                      std::initializer_list<ne::Binding> bindings = {}) {
+  return evaluate_trace(fn, std::span(inputs.begin(), inputs.size()),
+                        std::span(bindings.begin(), bindings.size()));
+}
+
+namespace detail {
+// The dims under the bindings; a dim that does not evaluate is a ValueError starting with
+// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                        std::span<const ne::Binding> bindings,
+                                        std::string_view what);
+}  // namespace detail
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/evaluate-inl.hpp
+// Definitions for graph/evaluate.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/evaluate.hpp
 // end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
+                                                     std::span<const ne::Binding> bindings,
+                                                     std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    try {
+      out.push_back(ne::eval(shape[k], bindings));
+    } catch (const ValueError& e) {
+      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+    }
+  }
+  return out;
+}
+
+// The concrete shape of a type under the bindings; `what` names the node for messages.
+inline std::vector<std::int64_t> concrete_shape(const TensorType& t,
+                                                std::span<const ne::Binding> bindings,
+                                                std::string_view what) {
+  return concrete_dims(t.shape, bindings, fmt::format("evaluate: {}", what));
+}
+
+using ArrayPtr = std::shared_ptr<const te::NDArray>;
+
+// Values are shared: constants are never copied.
+class Evaluator : public ExprFunctor<Evaluator, ArrayPtr> {
+ public:
+  Evaluator(const Function& fn, std::span<const NamedArray> inputs,
+            std::span<const ne::Binding> bindings, const OpRegistry& ops)
+      : names_(fn), inputs_(inputs), bindings_(bindings), ops_(ops) {
+    check_inputs(fn);
+  }
+
+  ArrayPtr visit_input(const InputNode& n, const Expr& e) {
+    for (const NamedArray& in : inputs_)
+      if (in.name == n.name) return std::make_shared<const te::NDArray>(in.value.get());
+    raise<ValueError>("evaluate: no array for input {}", names_.name(e));
+  }
+  ArrayPtr visit_constant(const ConstantNode& n, const Expr&) { return n.value; }
+  ArrayPtr visit_call(const CallNode& call, const Expr& e, ArgResults<ArrayPtr> args) {
+    const std::string label = names_.label(e);
+    if (!call.type)
+      raise<ValueError>("evaluate: {} has no type; run graph::infer_type on the function first",
+                        label);
+    const OpRecord& op = ops_.at(call.op());
+    std::vector<const te::NDArray*> arrays;
+    for (std::size_t i = 0; i < args.size(); ++i) arrays.push_back(args[i].get());
+    auto out = std::make_shared<const te::NDArray>(op.host_kernel(arrays, call.attrs));
+    check_output(*call.type, *out, label);
+    return out;
+  }
+
+ private:
+  // The params and the state inputs: the reference takes the states' values as inputs.
+  void check_inputs(const Function& fn) const {
+    std::vector<Expr> leaves = fn.params();
+    for (const auto& st : fn.state()) leaves.push_back(st.input);
+    for (const NamedArray& in : inputs_) {
+      bool known = false;
+      for (const Expr& p : leaves) known = known || p.name() == in.name;
+      if (!known) {
+        std::vector<std::string_view> params;
+        for (const Expr& p : leaves) params.push_back(p.name());
+        raise<ValueError>("evaluate: '{}' is not an input of the function (its inputs: {})",
+                          in.name, fmt::join(params, ", "));
+      }
+    }
+    for (const Expr& p : leaves) {
+      const NamedArray* given = nullptr;
+      for (const NamedArray& in : inputs_)
+        if (in.name == p.name()) given = &in;
+      const std::string what = fmt::format("input {}", names_.name(p));
+      if (given == nullptr)
+        raise<ValueError>("evaluate: no array for {} ({})", what, type_text(p.type()));
+      const te::NDArray& a = given->value.get();
+      if (a.dtype() != p.type().dtype)
+        raise<TypeError>("evaluate: {} is {} but its array is {}", what, type_text(p.type()),
+                         a.dtype());
+      const auto want = concrete_shape(p.type(), bindings_, what);
+      if (a.shape() != want)
+        raise<ShapeError>("evaluate: {} is {}, [{}] under the bindings, but its array is [{}]",
+                          what, type_text(p.type()), fmt::join(want, ", "),
+                          fmt::join(a.shape(), ", "));
+    }
+  }
+
+  void check_output(const TensorType& type, const te::NDArray& out,
+                    const std::string& label) const {
+    const auto want = concrete_shape(type, bindings_, label);
+    if (out.dtype() != type.dtype || out.shape() != want)
+      raise<ValueError>(
+          "internal: evaluate: {} produced {}[{}] but its type is {} = {}[{}], please report",
+          label, out.dtype(), fmt::join(out.shape(), ", "), type_text(type), type.dtype,
+          fmt::join(want, ", "));
+  }
+
+  NodeNames names_;
+  std::span<const NamedArray> inputs_;
+  std::span<const ne::Binding> bindings_;
+  const OpRegistry& ops_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE const te::NDArray& EvaluationTrace::value_of(const Expr& e) const {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].same_as(e)) return *values[i];
+  raise<ValueError>("EvaluationTrace: node '{}' is not part of the evaluated graph",
+                    e.defined() ? e.name() : std::string("<undefined>"));
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings,
+                                               const OpRegistry& ops) {
+  std::vector<te::NDArray> results;
+  for (const auto& r : detail::Evaluator(fn, inputs, bindings, ops).visit(fn.results()))
+    results.push_back(*r);
+  return results;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> evaluate(const Function& fn,
+                                               std::span<const NamedArray> inputs,
+                                               std::span<const ne::Binding> bindings) {
+  return evaluate(fn, inputs, bindings, default_ops());
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings,
+                                            const OpRegistry& ops) {
+  detail::Evaluator ev(fn, inputs, bindings, ops);
+  EvaluationTrace trace;
+  ev.visit(fn.roots());
+  for (const auto& r : fn.results()) trace.results.push_back(*ev.result_of(r));
+  trace.nodes = post_order(fn.roots());
+  for (const Expr& e : trace.nodes) trace.values.push_back(ev.result_of(e));
+  return trace;
+}
+
+DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const NamedArray> inputs,
+                                            std::span<const ne::Binding> bindings) {
+  return evaluate_trace(fn, inputs, bindings, default_ops());
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/evaluate-inl.hpp
+#endif
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/executor.hpp
+// graph::Executor: runs a built graph::Module on a vta::Device, step by step: VTA programs on
+// the device, host op calls with the module's op registry, layout conversions and appends on
+// the host. The module is immutable and may be shared by several executors; what changes from
+// run to run lives here, as runtime::Session holds it in firmware: the device memory of the
+// module's plan (one allocation per region, the weights VTA reads copied once), the states
+// (zeros, or empty for a growing one, until a run or set_state), each VTA step's instantiated
+// stream, and the last run's statistics.
+//
+// Symbolic dims stay expressions in the module: `run` takes their values, and each VTA program
+// is instantiated for a device and the packed shapes of its operands once (the program sees
+// the symbolic dims only through them): a run whose bindings give the shapes of the step's
+// previous run reuses its stream (StepStats::instantiated says which). Values VTA reads or
+// writes stay in device memory between VTA steps and cross to the host only where a host
+// step, a result or keep_values reads them.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   vta::SimDevice dev(target.env.config);
+//   graph::Executor exec(mod, dev);
+//   auto out = exec.run({{"x", x}}, {{"batch", 37}});        // host and VTA steps in order
+//   fmt::print("{}", exec.summary());                        // per step: device, insns, cycles
+//
+// Errors: a device configured otherwise than the build's VTA (at construction); an input
+// missing, unknown, or of the wrong dtype or shape (under the bindings), a binding outside
+// its dim's range, a dim left unbound, a state that is full or too small for a run: dlavm::
+// Errors naming the input, dim, state or configuration.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/appended_state.hpp
+// graph::AppendedState: a growing state (a KV cache) held as the DRAM bytes of the packed
+// array VTA reads, so that a run appends its new positions in place rather than concatenating
+// the whole state on the host and packing it again (graph::Module, Kind::Append steps).
+//
+// The packed array is the state with its dims permuted (`perm[i]`: the state's dim that is
+// the array's dim i; a transpose between the cache and the matmul that reads it), in
+// matmul_weight layout: [B..., K, N] -> [prod(B), N/R, K/T, R, T]. The growing dim must be K
+// or N. When a run's positions need another tile along it, the held tiles move to their new
+// places in the same buffer (once every R or T positions), and the new tiles start at zero:
+// runtime::append_packed, the kernel firmware runs on the same bytes.
+//
+//   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
+//                              {graph::Layout::Kind::MatmulWeight, 16, 16});
+//   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
+//   cache.commit();          // and length() is T
+//
+// Errors: rows of another dtype or shape than the state's (ShapeError naming both).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+class AppendedState {
+ public:
+  // `shape`: the state's shape, the growing dim `axis` at its held length (which it starts
+  // from); `name` for messages.
+  AppendedState(DType dtype, std::vector<std::int64_t> shape, std::size_t axis,
+                std::vector<std::int64_t> perm, Layout layout, std::string name = "state");
+
+  // The positions the state holds.
+  std::int64_t length() const { return held_[0]; }
+  // Writes `rows` (the state's shape, any length along the growing dim) after the held
+  // positions; bytes() then holds length() + that many, and commit() makes them the state.
+  // Until then length() is unchanged: a run that fails after its append leaves the state as
+  // it was (the next append overwrites what it wrote).
+  void append(const te::NDArray& rows);
+  void commit() { held_[0] = pending_; }
+  // The packed array's DRAM bytes at the pending length (the length after append).
+  std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // The state as an array, and a whole new one (its length along the growing dim, the
+  // other dims the state's).
+  te::NDArray logical() const;
+  void assign(const te::NDArray& state);
+
+ private:
+  void check_rows(const te::NDArray& rows, std::string_view what) const;
+
+  DType dtype_;
+  std::vector<std::int64_t> shape_;  // the growing dim's entry unused
+  std::size_t axis_;
+  std::string name_;
+  runtime::PackedStateShape packed_;
+  // {positions held, the length bytes_ is laid out for, positions written} (runtime kernel)
+  std::int64_t held_[3] = {};
+  std::int64_t pending_ = 0;
+  std::vector<std::uint8_t> bytes_;
+};
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/appended_state-inl.hpp
+// Definitions for graph/appended_state.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/appended_state.hpp
+// end dlavm/graph/appended_state.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t> shape,
+                                          std::size_t axis, std::vector<std::int64_t> perm,
+                                          Layout layout, std::string name)
+    : dtype_(dtype), shape_(std::move(shape)), axis_(axis), name_(std::move(name)) {
+  const std::size_t rank = shape_.size();
+  bool valid = layout.kind == Layout::Kind::MatmulWeight && layout.planes == 1 && rank >= 2 &&
+               rank <= 8 && axis_ < rank && perm.size() == rank;
+  std::vector<bool> seen(rank, false);
+  for (std::size_t i = 0; valid && i < rank; ++i) {
+    valid = perm[i] >= 0 && static_cast<std::size_t>(perm[i]) < rank && !seen[perm[i]];
+    if (valid) seen[perm[i]] = true;
+  }
+  // the growing dim is the packed array's K or N, never one of its products
+  valid = valid && (static_cast<std::size_t>(perm[rank - 1]) == axis_ ||
+                    static_cast<std::size_t>(perm[rank - 2]) == axis_);
+  if (!valid)
+    raise<ValueError>(
+        "internal: appended state '{}': dim {} of a rank-{} state permuted by [{}] into {} is not "
+        "a matmul weight's K or N, please report",
+        name_, axis_, rank, fmt::join(perm, ", "), to_string(layout));
+  packed_.rank = static_cast<std::int64_t>(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    packed_.shape[k] = shape_[k];
+    packed_.perm[k] = perm[k];
+  }
+  packed_.axis = static_cast<std::int64_t>(axis_);
+  packed_.rows = layout.rows;
+  packed_.cols = layout.cols;
+  packed_.width = dtype.bytes();
+  // the held positions, all zero
+  held_[0] = held_[1] = held_[2] = pending_ = shape_[axis_];
+  bytes_.assign(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0])), 0);
+}
+
+DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
+  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
+  for (std::size_t k = 0; same && k < shape_.size(); ++k)
+    same = k == axis_ || rows.shape()[k] == shape_[k];
+  if (same) return;
+  std::vector<std::string> dims;
+  for (std::size_t k = 0; k < shape_.size(); ++k)
+    dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
+  raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
+                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
+                    fmt::join(dims, ", "), axis_);
+}
+
+DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
+  check_rows(rows, "the appended rows are");
+  const std::int64_t count = rows.shape()[axis_];
+  const auto need =
+      static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
+  if (bytes_.size() < need) bytes_.resize(need);
+  const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
+  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_);
+  bytes_.resize(need);
+  pending_ = held_[0] + count;
+}
+
+DLAVM_INLINE te::NDArray AppendedState::logical() const {
+  std::vector<std::int64_t> shape = shape_;
+  shape[axis_] = held_[0];
+  te::NDArray out(dtype_, shape);
+  auto data = out.data();
+  std::size_t i = 0;
+  runtime::detail::for_each_packed(
+      packed_, held_[1], 0, held_[0], [&](const std::int64_t*, std::int64_t at) {
+        std::uint64_t v = 0;
+        for (std::int64_t b = 0; b < packed_.width; ++b)
+          v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
+        data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+      });
+  return out;
+}
+
+DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
+  check_rows(state, "the array is");
+  held_[0] = held_[1] = held_[2] = pending_ = 0;
+  bytes_.clear();
+  append(state);
+  commit();
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/appended_state-inl.hpp
+#endif
+// end dlavm/graph/appended_state.hpp
+// begin dlavm/graph/evaluate.hpp
+// end dlavm/graph/evaluate.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// What one step did in a run.
+struct StepStats {
+  std::size_t instructions = 0, uops = 0;
+  std::uint64_t cycles = 0, roofline_cycles = 0;
+  std::uint64_t dram_bytes = 0;   // bytes the stream moved (loads, micro-ops, stores)
+  std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
+  std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
+  std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
+  std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
+  double host_seconds = 0;        // host steps: wall time of the kernel
+  // VTA: whether this run instantiated the step's stream (the first run, or new packed shapes
+  // of its operands), rather than reusing it
+  bool instantiated = false;
+};
+
+struct ModuleRun {
+  std::vector<te::NDArray> outputs;
+  std::vector<StepStats> steps;  // one per Module::steps()
+  std::uint64_t vta_cycles = 0;  // the VTA steps' cycles, in sequence
+  // With RunOptions::keep_values: every value's array, by value index; and the bindings.
+  std::vector<std::optional<te::NDArray>> values;
+  std::vector<std::pair<std::string, std::int64_t>> bindings;
+};
+
+struct RunOptions {
+  bool keep_values = false;  // keep every intermediate array (Executor::value_of)
+  // When set: each VTA step's stream, micro-ops and DRAM images (its parameters' slots before
+  // the run, its output's after) with a manifest of their device addresses, in
+  // <dump_dir>/step<NN>_<program>/, so that VTA's functional simulator can replay the model
+  // step by step (vta::load_dump, vta::replay).
+  std::string dump_dir = {};
+};
+
+class Executor {
+ public:
+  // Allocates the module's regions on `dev` and copies the weights VTA reads; the states start
+  // at zero (a growing state empty). The device must outlive the executor, or die first (then
+  // its memory is not freed twice). ValueError for a device configured otherwise.
+  Executor(Module module, vta::Device& dev);
+  Executor(std::shared_ptr<const Module> module, vta::Device& dev);
+  ~Executor();
+  Executor(Executor&&) noexcept;
+  Executor& operator=(Executor&&) noexcept;
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  const Module& module() const { return *module_; }
+  vta::Device& device() const { return *dev_; }
+
+  // Runs every step in order; returns the results.
+  std::vector<te::NDArray> run(std::span<const NamedArray> inputs,
+                               std::span<const ne::Binding> bindings = {},
+                               const RunOptions& options = {});
+  std::vector<te::NDArray> run(std::initializer_list<NamedArray> inputs,
+                               std::initializer_list<ne::Binding> bindings = {},
+                               const RunOptions& options = {}) {
+    return run(std::span(inputs.begin(), inputs.size()),
+               std::span(bindings.begin(), bindings.size()), options);
+  }
+
+  // The last run's statistics; ValueError before the first run.
+  const ModuleRun& last_run() const;
+  // The value of graph node `node` in the last run, in its logical layout (unpacked if VTA left
+  // it packed): its printed name ("%3", "%fc1") or the name of a named call or leaf ("fc1").
+  // ValueError when the last run did not keep values, or no value holds that node.
+  te::NDArray value_of(std::string_view node) const;
+
+  // The states (graph::State): what each holds now (zeros until a run or set_state), set by
+  // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
+  // them at their next values. ValueError naming the state for a name that is none. A state
+  // held packed (ModuleState::packed) is unpacked by state() when asked for, and packed by
+  // set_state.
+  // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
+  // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
+  // naming both), and one that would leave it longer than v's maximum + 1 is refused before
+  // it runs (CapacityError naming the state and the lengths): reset_state() starts over.
+  const te::NDArray& state(std::string_view name) const;
+  void set_state(std::string_view name, te::NDArray value);
+  void reset_state();
+
+  // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
+  // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
+  // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
+  std::string summary() const;
+
+ private:
+  class Resident;
+  class Run;
+  // The states' arrays: for a state held packed, its packed bytes (AppendedState), and the
+  // array unpacked from them when state() last asked (stale after a run).
+  struct States {
+    std::vector<te::NDArray> arrays;
+    std::vector<std::optional<AppendedState>> appended;
+    std::vector<bool> stale;
+  };
+
+  // The bindings with each growing state's variable bound to the length it holds.
+  std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
+  // CapacityError unless each growing state can take its next value (state() above).
+  void check_states_fit(std::span<const ne::Binding> bindings) const;
+  // The length state i holds along dim k.
+  std::int64_t held_length(std::size_t i, std::size_t k) const;
+
+  std::shared_ptr<const Module> module_;
+  vta::Device* dev_;
+  std::unique_ptr<Resident> resident_;
+  mutable States states_;
+  std::optional<ModuleRun> last_;
+};
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/executor-inl.hpp
+// Definitions for graph/executor.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/executor.hpp
+// end dlavm/graph/executor.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/vta/hw/dump.hpp
+// Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
+// dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
+// micro-op files, and one DRAM image per buffer. load_dump checks the files against the
+// manifest (counts against file sizes, every DRAM transfer inside one of its buffers) and gives
+// a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
+// Device places it; replay runs a dump on a device wherever that device puts the buffers.
+//
+//   const auto dump = vta::load_dump("out/");     // <dlavm/vta/hw/read.hpp>
+//   vta::SimDevice dev(dump.manifest.config);
+//   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/device.hpp
+// end dlavm/vta/hw/device.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta {
+
+// One DRAM transfer of a dump's stream: instruction `insn` reads or writes buffer `buffer`
+// (an index into Manifest::buffers).
+struct DumpTransfer {
+  std::uint32_t insn = 0;
+  std::uint32_t buffer = 0;
+  friend bool operator==(const DumpTransfer&, const DumpTransfer&) = default;
+};
+
+struct Dump {
+  Manifest manifest;
+  // The instructions as dumped, but with the LOAD UOPs that read the micro-op buffer relative
+  // to `stream.uops` again and listed in uop_relocs (Device::run places the buffer itself).
+  // Data transfers keep the dumped addresses: run as is, the buffers must be where they were.
+  Stream stream;
+  std::vector<std::vector<std::byte>> images;  // per manifest buffer; empty when it has no file
+  std::vector<DumpTransfer> transfers;         // every LOAD/STORE that moves data of a buffer
+
+  // The stream with buffer k moved to physical address phys[k]: every transfer's dram_base
+  // rebased. ValueError when an address does not keep a transfer's elements aligned, or no
+  // longer fits the 32-bit dram_base field.
+  Stream stream_at(std::span<const std::uint64_t> phys) const;
+};
+
+// A dump in memory: "manifest.json" and every path the manifest names, mapped to their bytes.
+using DumpFiles = std::map<std::string, std::span<const std::byte>, std::less<>>;
+
+// A dump is read back by vta::load_dump (<dlavm/vta/hw/read.hpp>).
+
+struct ReplayResult {
+  RunResult result;
+  std::vector<std::vector<std::byte>> images;  // every buffer after the run, in manifest order
+};
+
+// Allocates every buffer of the dump on `dev`, copies the input images in (output buffers and
+// buffers without a file start zeroed), runs the stream rebased to those buffers, copies every
+// buffer out and frees them. ConfigError when the device's configuration is not the dump's.
+ReplayResult replay(Device& dev, const Dump& dump);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/dump-inl.hpp
+// Definitions for dlavm/vta/hw/dump.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/dump.hpp
+// end dlavm/vta/hw/dump.hpp
+// begin dlavm/vta/hw/excerpt.hpp
+// end dlavm/vta/hw/excerpt.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <utility>
+
+namespace dlavm::vta::detail {
+
+// The DRAM bytes [first, end) a LOAD or STORE moves, in elements of `elem_bytes`; nothing for
+// an instruction that moves none (another opcode, x_size or y_size 0) or that every device
+// rejects anyway (a LOAD of OUT, a STORE of another memory type).
+struct DramSpan {
+  std::uint64_t first = 0, end = 0, elem_bytes = 1;
+};
+inline std::optional<DramSpan> dram_span(const Config& c, const InsnFields& f) {
+  std::uint64_t eb = 0;
+  if (f.opcode == Opcode::Load && f.memory_type != MemId::Out) {
+    eb = c.elem_bytes(f.memory_type);
+  } else if (f.opcode == Opcode::Store && f.memory_type == MemId::Out) {
+    eb = c.out_elem_bytes();
+  } else {
+    return std::nullopt;
+  }
+  if (f.x_size == 0 || f.y_size == 0) return std::nullopt;
+  // Fields are at most 32 bits and elements at most 2^18 bytes: no overflow in 64 bits.
+  const std::uint64_t last_end =
+      std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size;
+  return DramSpan{std::uint64_t{f.dram_base} * eb, last_end * eb, eb};
+}
+
+// Rewrites the dram_base field of a LOAD/STORE word, leaving every other bit as it was.
+inline void set_dram_base(InsnWord& w, std::uint64_t elem) {
+  const auto pos = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
+  w.word[pos.offset / 64] &= ~(runtime::low_mask(pos.width) << (pos.offset % 64));
+  runtime::put_field(w, pos, elem);
+}
+
+inline std::span<const std::byte> dump_file(const DumpFiles& files, const std::string& name,
+                                            std::string_view source, std::string_view what) {
+  const auto it = files.find(name);
+  if (it == files.end())
+    raise<ParseError>("{}: file \"{}\" ({}) is missing", source, excerpt(name), what);
+  return it->second;
+}
+
+// Checks the files of a validated manifest and decodes the stream (see load_dump).
+inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view source) {
+  Dump d;
+  const auto insn_bytes = dump_file(files, m.insn_file, source, "instructions");
+  if (insn_bytes.size() != m.insn_count * 16)
+    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} instructions ({} bytes)",
+                      source, excerpt(m.insn_file), insn_bytes.size(), m.insn_count,
+                      m.insn_count * 16);
+  const auto uop_bytes = dump_file(files, m.uop_file, source, "uops");
+  if (uop_bytes.size() != m.uop_count * 4)
+    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} micro-ops ({} bytes)",
+                      source, excerpt(m.uop_file), uop_bytes.size(), m.uop_count, m.uop_count * 4);
+  d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
+  d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
+  const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
+  for (const auto& b : m.buffers) {
+    if (b.file.empty()) {
+      d.images.emplace_back();
+      continue;
+    }
+    const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
+    d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
+                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
+  }
+  // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;
+  for (std::size_t k = 0; k < m.buffers.size(); ++k)
+    by_phys.emplace_back(m.buffers[k].phys_addr, static_cast<std::uint32_t>(k));
+  std::sort(by_phys.begin(), by_phys.end());
+  const std::uint64_t uop_end = m.uop_phys + m.uop_count * 4;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    const auto span = dram_span(m.config, prog[i]);
+    if (!span) continue;
+    const auto index = static_cast<std::uint32_t>(i);
+    if (prog[i].opcode == Opcode::Load && prog[i].memory_type == MemId::Uop &&
+        span->first >= m.uop_phys && span->end <= uop_end) {
+      set_dram_base(d.stream.insns[i], prog[i].dram_base - m.uop_phys / 4);
+      d.stream.uop_relocs.push_back(index);
+      continue;
+    }
+    auto it = std::upper_bound(by_phys.begin(), by_phys.end(),
+                               std::pair{span->first, std::uint32_t{0xFFFFFFFF}});
+    const bool inside = it != by_phys.begin() && [&] {
+      const auto& b = m.buffers[std::prev(it)->second];
+      return span->end <= b.phys_addr + b.bytes;
+    }();
+    if (!inside)
+      raise<ParseError>(
+          "{}: instruction #{} ({}) moves DRAM bytes [0x{:x}, 0x{:x}), which lie in no buffer "
+          "of the manifest{}",
+          source, i, disassemble(prog[i]), span->first, span->end,
+          prog[i].memory_type == MemId::Uop ? " nor in its micro-op buffer" : "");
+    d.transfers.push_back({index, std::prev(it)->second});
+  }
+  d.manifest = std::move(m);
+  return d;
+}
+
+}  // namespace dlavm::vta::detail
+
+namespace dlavm::vta {
+
+DLAVM_INLINE Stream Dump::stream_at(std::span<const std::uint64_t> phys) const {
+  if (phys.size() != manifest.buffers.size())
+    raise<ValueError>("dump: {} addresses given for {} buffers", phys.size(),
+                      manifest.buffers.size());
+  Stream s = stream;
+  const auto layout = manifest.config.layout();
+  for (const auto& t : transfers) {
+    const auto f = runtime::unpack(layout, s.insns[t.insn]);
+    const auto span = detail::dram_span(manifest.config, f);
+    const auto& b = manifest.buffers[t.buffer];
+    if (!span || span->first < b.phys_addr)
+      raise<ValueError>("internal: dump transfer #{} is not inside buffer '{}', please report",
+                        t.insn, detail::excerpt(b.name));
+    const std::uint64_t to = phys[t.buffer] + (span->first - b.phys_addr);
+    if (to % span->elem_bytes != 0 || to / span->elem_bytes > runtime::low_mask(32))
+      raise<ValueError>(
+          "dump: buffer '{}' at 0x{:x}: instruction #{} ({}) would address byte 0x{:x}, which "
+          "is not a {}-byte element address that dram_base holds; align the buffer to {} bytes",
+          detail::excerpt(b.name), phys[t.buffer], t.insn, disassemble(f), to, span->elem_bytes,
+          span->elem_bytes);
+    detail::set_dram_base(s.insns[t.insn], to / span->elem_bytes);
+  }
+  return s;
+}
+
+DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
+  const auto& m = dump.manifest;
+  if (dev.config() != m.config)
+    raise<ConfigError>("replay: the device is configured as {}, the dump as {}", dev.config(),
+                       m.config);
+  std::vector<Buffer> buffers;
+  struct Release {
+    Device& dev;
+    std::vector<Buffer>& buffers;
+    ~Release() {
+      for (const auto& b : buffers) dev.free(b);
+    }
+  } release{dev, buffers};
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < m.buffers.size(); ++k) {
+    const auto& b = m.buffers[k];
+    const auto bytes = static_cast<std::size_t>(b.bytes);
+    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes, 1)));
+    phys.push_back(buffers.back().phys);
+    const bool image = !b.output && !dump.images[k].empty();
+    const std::vector<std::byte> zeros(image ? 0 : bytes);
+    dev.copy_in(buffers.back(), 0, image ? dump.images[k].data() : zeros.data(), bytes);
+  }
+  ReplayResult r;
+  r.result = dev.run(dump.stream_at(phys));
+  for (std::size_t k = 0; k < buffers.size(); ++k) {
+    r.images.emplace_back(static_cast<std::size_t>(m.buffers[k].bytes));
+    dev.copy_out(buffers[k], 0, r.images.back().data(), r.images.back().size());
+  }
+  return r;
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/dump-inl.hpp
+#endif
+// end dlavm/vta/hw/dump.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The most a state's dim holds: a constant, or a growing dim's maximum + 1.
+inline std::int64_t state_capacity(const ne::Expr& dim) {
+  if (const auto* v = dim.as<ne::VarNode>()) return v->max + 1;
+  return *dim.as_int();
+}
+
+// A shape with each growing dim at its minimum (where a state starts).
+inline std::vector<std::int64_t> initial_shape(const std::vector<ne::Expr>& shape) {
+  std::vector<std::int64_t> out;
+  for (const auto& d : shape) out.push_back(d.is_const() ? *d.as_int() : d.as<ne::VarNode>()->min);
+  return out;
+}
+
+}  // namespace detail
+
+// The regions of the executor's device, allocated once with the weights copied in, and each
+// VTA step's last stream; freed with the executor, if the device still exists.
+class Executor::Resident {
+ public:
+  Resident(const Module& m, vta::Device& dev) : dev_(&dev), alive_(dev.alive()) {
+    for (std::size_t r = 0; r < kRegionCount; ++r) {
+      const auto bytes = static_cast<std::size_t>(
+          std::max<std::int64_t>(m.plan().region(static_cast<RegionKind>(r)).bytes, 1));
+      buffers_[r] = dev.alloc(bytes);
+      allocated_[r] = true;
+    }
+    for (const auto& v : m.values())
+      if (v.storage.vta && v.storage.region == RegionKind::Weight)
+        dev.copy_in(buffer(v.storage.region), static_cast<std::size_t>(v.storage.offset),
+                    v.dram->data(), v.dram->size());
+  }
+  Resident(const Resident&) = delete;
+  Resident& operator=(const Resident&) = delete;
+  ~Resident() {
+    if (!*alive_) return;  // the device, and its memory, are gone
+    for (std::size_t r = 0; r < kRegionCount; ++r)
+      if (allocated_[r]) dev_->free(buffers_[r]);
+  }
+
+  // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
+  // and the program sees the symbolic dims only through its operands' packed shapes, so the
+  // stream of the last shapes a step ran with is kept and reused (a decode step whose new
+  // position stays within the last tile of keys instantiates nothing).
+  const vta::Stream& stream(const Module& m, std::size_t step,
+                            std::span<const ne::Binding> bindings, bool& instantiated) {
+    if (streams_.size() <= step) streams_.resize(step + 1);
+    auto& cached = streams_[step];
+    const auto& s = m.steps()[step];
+    std::vector<std::int64_t> key;
+    for (std::size_t i = 0; i <= s.inputs.size(); ++i)
+      for (const auto& d : m.values()[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
+        key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
+    instantiated = !cached || cached->first != key;
+    if (instantiated) {
+      std::vector<std::uint64_t> phys;
+      for (const auto in : s.inputs) phys.push_back(this->phys(m.values()[in].storage));
+      phys.push_back(this->phys(m.values()[s.output].storage));
+      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
+    }
+    return cached->second;
+  }
+  vta::Device& device() const { return *dev_; }
+  vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
+  // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
+  vta::StreamPlacement streams() const {
+    return {buffer(RegionKind::Insts), 0, buffer(RegionKind::Uop), 0};
+  }
+  std::uint64_t phys(const Storage& s) const {
+    return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
+  }
+  void copy_in(const Storage& s, const void* data, std::size_t bytes) const {
+    dev_->copy_in(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
+  }
+  void copy_out(const Storage& s, void* data, std::size_t bytes) const {
+    dev_->copy_out(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
+  }
+
+ private:
+  vta::Device* dev_;
+  std::shared_ptr<const bool> alive_;
+  vta::Buffer buffers_[kRegionCount]{};
+  bool allocated_[kRegionCount]{};
+  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
+};
+
+// One run: the host copies of the values (a value VTA wrote stays in device memory until a
+// reader asks for it), and a function per kind of step.
+class Executor::Run {
+ public:
+  Run(Executor& e, std::span<const ne::Binding> bindings, const RunOptions& options)
+      : e_(e),
+        m_(*e.module_),
+        r_(*e.resident_),
+        bindings_(bindings),
+        options_(options),
+        arrays_(m_.values().size()) {}
+
+  void check_inputs(std::span<const NamedArray> inputs) {
+    check_input_names(inputs);
+    check_bindings();
+    for (auto p : m_.signature().params) {
+      const auto& v = m_.values()[p];
+      const NamedArray* given = nullptr;
+      for (const auto& in : inputs)
+        if (in.name == v.param) given = &in;
+      if (given == nullptr)
+        raise<ValueError>("module '{}': no array for input {}", m_.name(), v.name);
+      const auto& a = given->value.get();
+      const auto shape = detail::concrete_dims(v.shape, bindings_, "input " + v.name);
+      if (a.dtype() != v.dtype || a.shape() != shape)
+        raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
+                          a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+      arrays_[p] = a;
+    }
+  }
+
+  ModuleRun run() {
+    load_states();
+    ModuleRun run;
+    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      StepStats s = step(i);
+      if (m_.steps()[i].kind != ModuleStep::Kind::Vta)
+        s.host_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      else
+        run.vta_cycles += s.cycles;
+      run.steps.push_back(s);
+    }
+    for (auto r : m_.signature().results) run.outputs.push_back(host_array(r));
+    save_states();
+    for (const auto& b : bindings_) run.bindings.emplace_back(std::string(b.name), b.value);
+    if (options_.keep_values) {
+      for (std::size_t v = 0; v < arrays_.size(); ++v) host_array(v);
+      run.values = std::move(arrays_);
+    }
+    return run;
+  }
+
+ private:
+  // Every array names an input.
+  void check_input_names(std::span<const NamedArray> inputs) const {
+    const auto& sig = m_.signature();
+    for (const auto& in : inputs) {
+      bool found = false;
+      for (auto p : sig.params) found = found || m_.values()[p].param == in.name;
+      if (found) continue;
+      for (const auto& s : sig.state)
+        if (m_.values()[s.value].param == in.name)
+          raise<ValueError>(
+              "module '{}': '{}' is a state of the module, not an input; set it with "
+              "set_state",
+              m_.name(), in.name);
+      std::vector<std::string> known;
+      for (auto p : sig.params) known.push_back(m_.values()[p].name);
+      raise<ValueError>("module '{}': '{}' is not an input (its inputs: {})", m_.name(), in.name,
+                        fmt::join(known, ", "));
+    }
+  }
+
+  // Every symbolic dim of the inputs is bound, within its range.
+  void check_bindings() const {
+    for (auto p : m_.signature().params)
+      for (const auto& d : m_.values()[p].logical)
+        for (const auto& v : ne::free_vars(d)) {
+          const auto* var = v.as<ne::VarNode>();
+          const ne::Binding* b = nullptr;
+          for (const auto& x : bindings_)
+            if (x.name == var->name) b = &x;
+          if (b == nullptr)
+            raise<ValueError>(
+                "module '{}': symbolic dim '{}' of input {} has no value; pass "
+                "{{\"{}\", value}} in the bindings",
+                m_.name(), var->name, m_.values()[p].name, var->name);
+          if (b->value < var->min || b->value > var->max)
+            raise<ValueError>("module '{}': symbolic dim '{}' = {} is outside its range [{}, {}]",
+                              m_.name(), var->name, b->value, var->min, var->max);
+        }
+  }
+
+  // The host array of value v: a constant, one the host computed, or one VTA wrote, copied out
+  // of device memory at the bindings' shape.
+  const te::NDArray& host_array(std::size_t v) {
+    const auto& value = m_.values()[v];
+    if (value.constant) return *value.constant;
+    if (!arrays_[v]) {
+      te::NDArray a(value.dtype,
+                    detail::concrete_dims(value.shape, bindings_, "value " + value.name));
+      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+      r_.copy_out(value.storage, bytes.data(), bytes.size());
+      vta::from_dram_bytes(bytes, a);
+      arrays_[v] = std::move(a);
+    }
+    return *arrays_[v];
+  }
+
+  // A host result VTA reads goes to its device slot.
+  void to_device(std::size_t v) {
+    const auto& value = m_.values()[v];
+    if (!value.storage.vta) return;
+    const auto bytes = vta::dram_bytes(*arrays_[v]);
+    r_.copy_in(value.storage, bytes.data(), bytes.size());
+  }
+
+  // The states before the run: a state held packed is read only through its packed value
+  // (unpacked here if the run keeps values); the others as arrays.
+  void load_states() {
+    const auto& sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i)
+      if (!e_.states_.appended[i] || options_.keep_values)
+        arrays_[sig.state[i].value] = e_.state(m_.values()[sig.state[i].value].param);
+    for (auto p : sig.params) to_device(p);
+    for (const auto& s : sig.state) to_device(s.value);
+  }
+
+  // The states after the run: the appended positions committed, the others their next values.
+  void save_states() {
+    const auto& sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      if (auto& appended = e_.states_.appended[i]) {
+        appended->commit();
+        e_.states_.stale[i] = true;
+      } else {
+        e_.states_.arrays[i] = host_array(sig.state[i].next);
+      }
+    }
+  }
+
+  StepStats step(std::size_t i) {
+    const ModuleStep& s = m_.steps()[i];
+    switch (s.kind) {
+      case ModuleStep::Kind::Vta:
+        return vta_step(i);
+      case ModuleStep::Kind::Host:
+        host_step(s);
+        break;
+      case ModuleStep::Kind::Pack:
+        arrays_[s.output] = pack(host_array(s.inputs[0]), m_.values()[s.output].layout);
+        to_device(s.output);
+        break;
+      case ModuleStep::Kind::Unpack: {
+        const auto& v = m_.values()[s.inputs[0]];
+        const auto shape = detail::concrete_dims(v.logical, bindings_, "value " + v.name);
+        arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
+        to_device(s.output);
+        break;
+      }
+      case ModuleStep::Kind::Append:
+        append_step(i);
+        break;
+    }
+    return {};
+  }
+
+  void host_step(const ModuleStep& s) {
+    std::vector<const te::NDArray*> args;
+    for (auto in : s.inputs) args.push_back(&host_array(in));
+    arrays_[s.output] = m_.ops().at(s.op).host_kernel(args, s.attrs);
+    to_device(s.output);
+  }
+
+  // A run's new positions written into the packed bytes of a growing state, in device memory.
+  void append_step(std::size_t i) {
+    const ModuleStep& s = m_.steps()[i];
+    AppendedState& held = *e_.states_.appended[m_.appended_by(i)];
+    held.append(host_array(s.inputs[0]));
+    r_.copy_in(m_.values()[s.output].storage, held.bytes().data(), held.bytes().size());
+    arrays_[s.output].reset();  // in device memory
+  }
+
+  StepStats vta_step(std::size_t index) {
+    const ModuleStep& step = m_.steps()[index];
+    bool instantiated = false;
+    const vta::Stream& stream = r_.stream(m_, index, bindings_, instantiated);
+    const std::string dir =
+        options_.dump_dir.empty()
+            ? std::string()
+            : fmt::format("{}/step{:02}_{}", options_.dump_dir, index, step.program->name());
+    std::vector<vta::ManifestBuffer> dumped;
+    if (!dir.empty()) {
+      std::filesystem::create_directories(dir);
+      for (auto in : step.inputs) dump(dir, in, false, dumped);
+    }
+    const vta::RunResult result = r_.device().run_at(stream, r_.streams());
+    if (!dir.empty()) {
+      dump(dir, step.output, true, dumped);
+      vta::dump_stream(dir, m_.env().config, stream, r_.buffer(RegionKind::Uop).phys,
+                       std::move(dumped));
+    }
+    // the plan gives its bytes to later values after its last reader: keep it now
+    arrays_[step.output].reset();
+    if (options_.keep_values) host_array(step.output);
+    return vta_stats(step, stream, result, instantiated);
+  }
+
+  // A dump of value v's slot: the parameters' as VTA reads them, the output's as it leaves it.
+  void dump(const std::string& dir, std::size_t v, bool output,
+            std::vector<vta::ManifestBuffer>& dumped) const {
+    const auto& value = m_.values()[v];
+    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
+    r_.copy_out(value.storage, bytes.data(), bytes.size());
+    std::string name = fmt::format("v{}", v);
+    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
+    dumped.push_back(
+        {name, r_.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
+  }
+
+  StepStats vta_stats(const ModuleStep& step, const vta::Stream& stream,
+                      const vta::RunResult& result, bool instantiated) const {
+    StepStats s;
+    s.instructions = stream.insns.size();
+    s.uops = stream.uops.size();
+    s.cycles = result.timing.total_cycles;
+    s.roofline_cycles = result.timing.roofline_cycles;
+    s.dram_bytes = result.timing.counters.memory_bytes();
+    s.data_bytes = s.dram_bytes - result.timing.counters.uop_load_bytes;
+    s.gemm_macs = result.timing.counters.gemm_macs(m_.env().config);
+    s.tiling_bytes = ne::eval(step.traffic, bindings_);
+    s.macs = ne::eval(step.macs, bindings_);
+    s.instantiated = instantiated;
+    return s;
+  }
+
+  Executor& e_;
+  const Module& m_;
+  Resident& r_;
+  std::span<const ne::Binding> bindings_;
+  const RunOptions& options_;
+  std::vector<std::optional<te::NDArray>> arrays_;
+};
+
+DLAVM_INLINE Executor::Executor(Module module, vta::Device& dev)
+    : Executor(std::make_shared<const Module>(std::move(module)), dev) {}
+
+DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Device& dev)
+    : module_(std::move(module)), dev_(&dev) {
+  const Module& m = *module_;
+  const auto& env = m.env();
+  if (dev.config() != env.config)
+    raise<ValueError>(
+        "module '{}': built for a VTA of BATCH {}, BLOCK_IN {}, BLOCK_OUT {} and its SRAM sizes; "
+        "the device is configured otherwise (BATCH {}, BLOCK_IN {}, BLOCK_OUT {}, or other "
+        "sizes): build with graph::Target{{.env = vta::Env(device config)}}",
+        m.name(), env.batch, env.block_in, env.block_out, dev.config().batch(),
+        dev.config().block_in(), dev.config().block_out());
+  resident_ = std::make_unique<Resident>(m, dev);
+  const auto& states = m.signature().state;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const auto& st = states[i];
+    states_.appended.emplace_back();
+    if (!st.packed) continue;
+    const auto& v = m.values()[st.value];
+    states_.appended.back().emplace(v.dtype, detail::initial_shape(v.shape), m.growing_dim(i),
+                                    st.perm, m.values()[*st.packed].layout, v.param);
+  }
+  reset_state();
+}
+
+DLAVM_INLINE Executor::~Executor() = default;
+DLAVM_INLINE Executor::Executor(Executor&&) noexcept = default;
+DLAVM_INLINE Executor& Executor::operator=(Executor&&) noexcept = default;
+
+DLAVM_INLINE const te::NDArray& Executor::state(std::string_view name) const {
+  const std::size_t i = module_->state_index(name);
+  if (states_.stale[i]) {
+    states_.arrays[i] = states_.appended[i]->logical();
+    states_.stale[i] = false;
+  }
+  return states_.arrays[i];
+}
+
+DLAVM_INLINE void Executor::set_state(std::string_view name, te::NDArray value) {
+  const Module& m = *module_;
+  const std::size_t i = m.state_index(name);
+  const auto& v = m.values()[m.signature().state[i].value];
+  bool fits = value.dtype() == v.dtype && value.ndim() == v.shape.size();
+  for (std::size_t k = 0; fits && k < v.shape.size(); ++k) {
+    const auto* var = v.shape[k].as<ne::VarNode>();
+    const auto n = value.shape()[k];
+    fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
+  }
+  if (!fits) {
+    std::vector<std::string> dims;
+    for (const auto& d : v.shape)
+      dims.push_back(d.is_const() ? fmt::format("{}", d)
+                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
+                                                detail::state_capacity(d)));
+    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", m.name(), name,
+                      v.dtype, fmt::join(dims, ", "), value.dtype(),
+                      fmt::join(value.shape(), ", "));
+  }
+  if (states_.appended[i]) states_.appended[i]->assign(value);
+  states_.arrays[i] = std::move(value);
+  states_.stale[i] = false;
+}
+
+DLAVM_INLINE void Executor::reset_state() {
+  const Module& m = *module_;
+  const auto& states = m.signature().state;
+  states_.arrays.clear();
+  states_.stale.assign(states.size(), false);
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const auto& v = m.values()[states[i].value];
+    states_.arrays.emplace_back(v.dtype, detail::initial_shape(v.shape));
+    if (states_.appended[i]) states_.appended[i]->assign(states_.arrays.back());
+  }
+}
+
+DLAVM_INLINE std::int64_t Executor::held_length(std::size_t i, std::size_t k) const {
+  return states_.appended[i] ? states_.appended[i]->length() : states_.arrays[i].shape()[k];
+}
+
+DLAVM_INLINE std::vector<ne::Binding> Executor::bind_states(
+    std::span<const ne::Binding> bindings) const {
+  const Module& m = *module_;
+  std::vector<ne::Binding> all(bindings.begin(), bindings.end());
+  const auto& states = m.signature().state;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const auto& v = m.values()[states[i].value];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      if (var == nullptr) continue;
+      const std::int64_t held = held_length(i, k);
+      const auto given = std::find_if(all.begin(), all.end(),
+                                      [&](const ne::Binding& b) { return b.name == var->name; });
+      if (given == all.end()) {
+        all.push_back({var->name, held});
+      } else if (given->value != held) {
+        raise<ValueError>(
+            "module '{}': state '{}' holds {} along dim {} (`{}`), but the bindings give {} = "
+            "{}; leave {} out (the state gives it), or set_state / reset_state first",
+            m.name(), v.param, held, k, var->name, var->name, given->value, var->name);
+      }
+    }
+  }
+  return all;
+}
+
+DLAVM_INLINE void Executor::check_states_fit(std::span<const ne::Binding> all) const {
+  const Module& m = *module_;
+  const auto& states = m.signature().state;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const auto& v = m.values()[states[i].value];
+    const auto& next = m.values()[states[i].next];
+    for (std::size_t k = 0; k < v.shape.size(); ++k) {
+      if (v.shape[k].is_const()) continue;
+      const auto* var = v.shape[k].as<ne::VarNode>();
+      const std::int64_t held = held_length(i, k);
+      if (held > var->max)
+        raise<CapacityError>(
+            "module '{}': state '{}' is full: it holds {} along dim {}, and a run starts from at "
+            "most {} (`{}`'s maximum); reset_state() to start over, or build with a larger "
+            "maximum",
+            m.name(), v.param, held, k, var->max, var->name);
+      // a state held packed: `next` holds the new positions
+      const ne::Expr after =
+          states_.appended[i] ? ne::simplify(v.shape[k] + next.logical[k]) : next.logical[k];
+      const std::int64_t length = ne::eval(after, all);
+      if (length > detail::state_capacity(v.shape[k]))
+        raise<CapacityError>(
+            "module '{}': state '{}' would hold {} along dim {} (`{}`) after this run, and it "
+            "holds at most {} ({}'s maximum {} + 1): a cache too small for this run; "
+            "reset_state() to start over, or build with a larger maximum",
+            m.name(), v.param, length, k, after, detail::state_capacity(v.shape[k]), v.shape[k],
+            detail::state_capacity(v.shape[k]) - 1);
+    }
+  }
+}
+
+DLAVM_INLINE std::vector<te::NDArray> Executor::run(std::span<const NamedArray> inputs,
+                                                    std::span<const ne::Binding> given,
+                                                    const RunOptions& options) {
+  const std::vector<ne::Binding> bindings = bind_states(given);
+  Run r(*this, bindings, options);
+  r.check_inputs(inputs);
+  check_states_fit(bindings);
+  last_ = r.run();
+  return last_->outputs;
+}
+
+DLAVM_INLINE const ModuleRun& Executor::last_run() const {
+  if (!last_) raise<ValueError>("module '{}': not run yet; call run() first", module_->name());
+  return *last_;
+}
+
+DLAVM_INLINE te::NDArray Executor::value_of(std::string_view node) const {
+  const ModuleRun& run = last_run();
+  const Module& m = *module_;
+  if (run.values.empty())
+    raise<ValueError>("module '{}': the last run kept no values; run with {{.keep_values = true}}",
+                      m.name());
+  const std::size_t found = m.value_of(node);
+  const auto& v = m.values()[found];
+  if (v.layout.kind == Layout::Kind::Plain) return *run.values[found];
+  std::vector<ne::Binding> b;
+  for (const auto& [name, value] : run.bindings) b.push_back({name, value});
+  return unpack(*run.values[found], v.layout,
+                detail::concrete_dims(v.logical, b, "value " + v.name));
+}
+
+DLAVM_INLINE std::string Executor::summary() const {
+  const ModuleRun& run = last_run();
+  const Module& m = *module_;
+  const auto& env = m.env();
+  std::string out = fmt::format("module '{}': {} steps\n", m.name(), m.steps().size());
+  out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", "#", "step",
+                     "device", "insns", "uops", "cycles", "roofline", "DRAM bytes", "/tiling");
+  std::uint64_t roofline = 0, gemm_macs = 0;
+  std::int64_t macs = 0;
+  double host = 0;
+  const auto share = [](double part, double whole) { return whole == 0 ? 0.0 : part / whole; };
+  for (std::size_t i = 0; i < m.steps().size(); ++i) {
+    const auto& step = m.steps()[i];
+    const auto& s = run.steps[i];
+    std::string label = step.label;
+    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    if (step.kind == ModuleStep::Kind::Vta) {
+      roofline += s.roofline_cycles;
+      gemm_macs += s.gemm_macs;
+      macs += s.macs;
+      out += fmt::format(
+          "{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>8.1f}% {:>11} {:>6.2f}x\n", i, label, "vta",
+          s.instructions, s.uops, s.cycles,
+          100.0 * share(static_cast<double>(s.roofline_cycles), static_cast<double>(s.cycles)),
+          s.dram_bytes,
+          share(static_cast<double>(s.data_bytes), static_cast<double>(s.tiling_bytes)));
+    } else {
+      host += s.host_seconds;
+      out += fmt::format("{:>3}  {:<48} {:<6} {:>7} {:>6} {:>10} {:>9} {:>11} {:>7}\n", i, label,
+                         step.kind == ModuleStep::Kind::Host ? "host" : "host*", "-", "-",
+                         fmt::format("{:.2f}ms", s.host_seconds * 1e3), "-", "-", "-");
+    }
+  }
+  const double per_cycle = static_cast<double>(env.batch * env.block_in * env.block_out);
+  const auto cycles = static_cast<double>(run.vta_cycles);
+  out += fmt::format(
+      "VTA: {} cycles (roofline bound {}, {:.1f}%); {} MACs of the model / {} per cycle = {:.0f} "
+      "cycles ({:.1f}% of the VTA cycles); the GEMM core ran {} MACs (tile padding included)\n",
+      run.vta_cycles, roofline, 100.0 * share(static_cast<double>(roofline), cycles), macs,
+      per_cycle, static_cast<double>(macs) / per_cycle,
+      100.0 * share(static_cast<double>(macs) / per_cycle, cycles), gemm_macs);
+  out += fmt::format("host: {:.2f} ms (host* = layout conversions)\n", host * 1e3);
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/executor-inl.hpp
+#endif
+// end dlavm/graph/executor.hpp
 // begin dlavm/graph/functor.hpp
 // end dlavm/graph/functor.hpp
 // begin dlavm/graph/infer_type.hpp
@@ -34192,254 +34647,6 @@ class DriverDevice : public Device {
 }  // namespace dlavm::vta
 // end dlavm/vta/hw/driver_device.hpp
 // begin dlavm/vta/hw/dump.hpp
-// Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
-// dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
-// micro-op files, and one DRAM image per buffer. load_dump checks the files against the
-// manifest (counts against file sizes, every DRAM transfer inside one of its buffers) and gives
-// a runnable stream: the LOAD UOPs point into the micro-op buffer again relocatably, so any
-// Device places it; replay runs a dump on a device wherever that device puts the buffers.
-//
-//   const auto dump = vta::load_dump("out/");     // <dlavm/vta/hw/read.hpp>
-//   vta::SimDevice dev(dump.manifest.config);
-//   const auto r = vta::replay(dev, dump);        // r.images[k]: buffer k after the run
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/device.hpp
-// end dlavm/vta/hw/device.hpp
-// begin dlavm/vta/hw/io.hpp
-// end dlavm/vta/hw/io.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <map>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::vta {
-
-// One DRAM transfer of a dump's stream: instruction `insn` reads or writes buffer `buffer`
-// (an index into Manifest::buffers).
-struct DumpTransfer {
-  std::uint32_t insn = 0;
-  std::uint32_t buffer = 0;
-  friend bool operator==(const DumpTransfer&, const DumpTransfer&) = default;
-};
-
-struct Dump {
-  Manifest manifest;
-  // The instructions as dumped, but with the LOAD UOPs that read the micro-op buffer relative
-  // to `stream.uops` again and listed in uop_relocs (Device::run places the buffer itself).
-  // Data transfers keep the dumped addresses: run as is, the buffers must be where they were.
-  Stream stream;
-  std::vector<std::vector<std::byte>> images;  // per manifest buffer; empty when it has no file
-  std::vector<DumpTransfer> transfers;         // every LOAD/STORE that moves data of a buffer
-
-  // The stream with buffer k moved to physical address phys[k]: every transfer's dram_base
-  // rebased. ValueError when an address does not keep a transfer's elements aligned, or no
-  // longer fits the 32-bit dram_base field.
-  Stream stream_at(std::span<const std::uint64_t> phys) const;
-};
-
-// A dump in memory: "manifest.json" and every path the manifest names, mapped to their bytes.
-using DumpFiles = std::map<std::string, std::span<const std::byte>, std::less<>>;
-
-// A dump is read back by vta::load_dump (<dlavm/vta/hw/read.hpp>).
-
-struct ReplayResult {
-  RunResult result;
-  std::vector<std::vector<std::byte>> images;  // every buffer after the run, in manifest order
-};
-
-// Allocates every buffer of the dump on `dev`, copies the input images in (output buffers and
-// buffers without a file start zeroed), runs the stream rebased to those buffers, copies every
-// buffer out and frees them. ConfigError when the device's configuration is not the dump's.
-ReplayResult replay(Device& dev, const Dump& dump);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/dump-inl.hpp
-// Definitions for dlavm/vta/hw/dump.hpp (see core/api.hpp).
-
-// begin dlavm/vta/hw/dump.hpp
-// end dlavm/vta/hw/dump.hpp
-// begin dlavm/vta/hw/excerpt.hpp
-// end dlavm/vta/hw/excerpt.hpp
-// begin dlavm/vta/hw/io.hpp
-// end dlavm/vta/hw/io.hpp
-
-#include <algorithm>
-#include <iterator>
-#include <optional>
-#include <utility>
-
-namespace dlavm::vta::detail {
-
-// The DRAM bytes [first, end) a LOAD or STORE moves, in elements of `elem_bytes`; nothing for
-// an instruction that moves none (another opcode, x_size or y_size 0) or that every device
-// rejects anyway (a LOAD of OUT, a STORE of another memory type).
-struct DramSpan {
-  std::uint64_t first = 0, end = 0, elem_bytes = 1;
-};
-inline std::optional<DramSpan> dram_span(const Config& c, const InsnFields& f) {
-  std::uint64_t eb = 0;
-  if (f.opcode == Opcode::Load && f.memory_type != MemId::Out) {
-    eb = c.elem_bytes(f.memory_type);
-  } else if (f.opcode == Opcode::Store && f.memory_type == MemId::Out) {
-    eb = c.out_elem_bytes();
-  } else {
-    return std::nullopt;
-  }
-  if (f.x_size == 0 || f.y_size == 0) return std::nullopt;
-  // Fields are at most 32 bits and elements at most 2^18 bytes: no overflow in 64 bits.
-  const std::uint64_t last_end =
-      std::uint64_t{f.dram_base} + std::uint64_t{f.y_size - 1} * f.x_stride + f.x_size;
-  return DramSpan{std::uint64_t{f.dram_base} * eb, last_end * eb, eb};
-}
-
-// Rewrites the dram_base field of a LOAD/STORE word, leaving every other bit as it was.
-inline void set_dram_base(InsnWord& w, std::uint64_t elem) {
-  const auto pos = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
-  w.word[pos.offset / 64] &= ~(runtime::low_mask(pos.width) << (pos.offset % 64));
-  runtime::put_field(w, pos, elem);
-}
-
-inline std::span<const std::byte> dump_file(const DumpFiles& files, const std::string& name,
-                                            std::string_view source, std::string_view what) {
-  const auto it = files.find(name);
-  if (it == files.end())
-    raise<ParseError>("{}: file \"{}\" ({}) is missing", source, excerpt(name), what);
-  return it->second;
-}
-
-// Checks the files of a validated manifest and decodes the stream (see load_dump).
-inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view source) {
-  Dump d;
-  const auto insn_bytes = dump_file(files, m.insn_file, source, "instructions");
-  if (insn_bytes.size() != m.insn_count * 16)
-    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} instructions ({} bytes)",
-                      source, excerpt(m.insn_file), insn_bytes.size(), m.insn_count,
-                      m.insn_count * 16);
-  const auto uop_bytes = dump_file(files, m.uop_file, source, "uops");
-  if (uop_bytes.size() != m.uop_count * 4)
-    raise<ParseError>("{}: \"{}\" holds {} bytes; the manifest counts {} micro-ops ({} bytes)",
-                      source, excerpt(m.uop_file), uop_bytes.size(), m.uop_count, m.uop_count * 4);
-  d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
-  d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
-  const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
-  for (const auto& b : m.buffers) {
-    if (b.file.empty()) {
-      d.images.emplace_back();
-      continue;
-    }
-    const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
-    d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
-                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
-  }
-  // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;
-  for (std::size_t k = 0; k < m.buffers.size(); ++k)
-    by_phys.emplace_back(m.buffers[k].phys_addr, static_cast<std::uint32_t>(k));
-  std::sort(by_phys.begin(), by_phys.end());
-  const std::uint64_t uop_end = m.uop_phys + m.uop_count * 4;
-  for (std::size_t i = 0; i < prog.size(); ++i) {
-    const auto span = dram_span(m.config, prog[i]);
-    if (!span) continue;
-    const auto index = static_cast<std::uint32_t>(i);
-    if (prog[i].opcode == Opcode::Load && prog[i].memory_type == MemId::Uop &&
-        span->first >= m.uop_phys && span->end <= uop_end) {
-      set_dram_base(d.stream.insns[i], prog[i].dram_base - m.uop_phys / 4);
-      d.stream.uop_relocs.push_back(index);
-      continue;
-    }
-    auto it = std::upper_bound(by_phys.begin(), by_phys.end(),
-                               std::pair{span->first, std::uint32_t{0xFFFFFFFF}});
-    const bool inside = it != by_phys.begin() && [&] {
-      const auto& b = m.buffers[std::prev(it)->second];
-      return span->end <= b.phys_addr + b.bytes;
-    }();
-    if (!inside)
-      raise<ParseError>(
-          "{}: instruction #{} ({}) moves DRAM bytes [0x{:x}, 0x{:x}), which lie in no buffer "
-          "of the manifest{}",
-          source, i, disassemble(prog[i]), span->first, span->end,
-          prog[i].memory_type == MemId::Uop ? " nor in its micro-op buffer" : "");
-    d.transfers.push_back({index, std::prev(it)->second});
-  }
-  d.manifest = std::move(m);
-  return d;
-}
-
-}  // namespace dlavm::vta::detail
-
-namespace dlavm::vta {
-
-DLAVM_INLINE Stream Dump::stream_at(std::span<const std::uint64_t> phys) const {
-  if (phys.size() != manifest.buffers.size())
-    raise<ValueError>("dump: {} addresses given for {} buffers", phys.size(),
-                      manifest.buffers.size());
-  Stream s = stream;
-  const auto layout = manifest.config.layout();
-  for (const auto& t : transfers) {
-    const auto f = runtime::unpack(layout, s.insns[t.insn]);
-    const auto span = detail::dram_span(manifest.config, f);
-    const auto& b = manifest.buffers[t.buffer];
-    if (!span || span->first < b.phys_addr)
-      raise<ValueError>("internal: dump transfer #{} is not inside buffer '{}', please report",
-                        t.insn, detail::excerpt(b.name));
-    const std::uint64_t to = phys[t.buffer] + (span->first - b.phys_addr);
-    if (to % span->elem_bytes != 0 || to / span->elem_bytes > runtime::low_mask(32))
-      raise<ValueError>(
-          "dump: buffer '{}' at 0x{:x}: instruction #{} ({}) would address byte 0x{:x}, which "
-          "is not a {}-byte element address that dram_base holds; align the buffer to {} bytes",
-          detail::excerpt(b.name), phys[t.buffer], t.insn, disassemble(f), to, span->elem_bytes,
-          span->elem_bytes);
-    detail::set_dram_base(s.insns[t.insn], to / span->elem_bytes);
-  }
-  return s;
-}
-
-DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
-  const auto& m = dump.manifest;
-  if (dev.config() != m.config)
-    raise<ConfigError>("replay: the device is configured as {}, the dump as {}", dev.config(),
-                       m.config);
-  std::vector<Buffer> buffers;
-  struct Release {
-    Device& dev;
-    std::vector<Buffer>& buffers;
-    ~Release() {
-      for (const auto& b : buffers) dev.free(b);
-    }
-  } release{dev, buffers};
-  std::vector<std::uint64_t> phys;
-  for (std::size_t k = 0; k < m.buffers.size(); ++k) {
-    const auto& b = m.buffers[k];
-    const auto bytes = static_cast<std::size_t>(b.bytes);
-    buffers.push_back(dev.alloc(std::max<std::size_t>(bytes, 1)));
-    phys.push_back(buffers.back().phys);
-    const bool image = !b.output && !dump.images[k].empty();
-    const std::vector<std::byte> zeros(image ? 0 : bytes);
-    dev.copy_in(buffers.back(), 0, image ? dump.images[k].data() : zeros.data(), bytes);
-  }
-  ReplayResult r;
-  r.result = dev.run(dump.stream_at(phys));
-  for (std::size_t k = 0; k < buffers.size(); ++k) {
-    r.images.emplace_back(static_cast<std::size_t>(m.buffers[k].bytes));
-    dev.copy_out(buffers[k], 0, r.images.back().data(), r.images.back().size());
-  }
-  return r;
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/dump-inl.hpp
-#endif
 // end dlavm/vta/hw/dump.hpp
 // begin dlavm/vta/hw/hazards.hpp
 // A race detector for instruction streams: proves that the dependency tokens order every pair

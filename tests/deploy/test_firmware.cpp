@@ -48,8 +48,9 @@ TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
     const auto& k = cases[c];
     const auto& e = entry(k.name);
     CAPTURE(k.name);
-    auto mod = graph::build(k.fn, graph::Target{}, {.name = k.name});
+    const auto mod = graph::build(k.fn, graph::Target{}, {.name = k.name});
     vta::SimDevice dev;
+    graph::Executor exec(mod, dev);
     Session s;
     REQUIRE(e.open(s) == Status::Ok);
     const auto weights = read(dir() + "/" + k.name + ".weights.bin");
@@ -81,7 +82,7 @@ TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
         const auto b = bytes_of(arrays[i]);
         std::memcpy(e.input(s, i), b.data(), b.size());
       }
-      const auto expected = mod.run(dev, in, bind);
+      const auto expected = exec.run(in, bind);
       const std::int64_t dims[] = {v};
       REQUIRE(e.run(s, dims) == Status::Ok);
       for (std::size_t o = 0; o < expected.size(); ++o) {

@@ -107,13 +107,13 @@ inline int check_module(graph::Module& mod, const graph::Function& fn,
   for (std::size_t i = 0; i < arrays.size(); ++i)
     inputs.push_back({fn.params()[i].name(), arrays[i]});
   vta::SimDevice dev(target.env.config);
-  const auto check =
-      models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs, bindings);
+  graph::Executor exec(mod, dev);
+  const auto check = models::run_and_check(exec, graph::infer_type(fn, target), inputs, bindings);
   INFO(fmt::format("{}", mod));
   CHECK(check.mismatches == 0);
   CHECK(check.outputs_equal);
   if (cycles != nullptr)
-    for (const auto& s : mod.last_run().steps) {
+    for (const auto& s : exec.last_run().steps) {
       cycles->cycles += s.cycles;
       cycles->roofline += s.roofline_cycles;
     }

@@ -198,6 +198,7 @@ TEST_CASE("attention: the block on VTA equals a reference written out with loops
   const graph::Target target;
   auto mod = graph::build(fn, target, {.name = "attention"});
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   std::int64_t nonzero = 0, saturated = 0;
   for (const std::int64_t tokens : {1, 5, 33, 64}) {
     CAPTURE(tokens);
@@ -206,7 +207,7 @@ TEST_CASE("attention: the block on VTA equals a reference written out with loops
     const Mat xm = rows_of(x);
     const graph::NamedArray inputs[] = {{"x", x}};
     const ne::Binding bindings[] = {{"token", tokens}};
-    const auto out = mod.run(dev, inputs, bindings).at(0);
+    const auto out = exec.run(inputs, bindings).at(0);
     const Mat want = reference(xm, constants, 4);
     REQUIRE(out.shape() == std::vector<std::int64_t>{1, tokens, 128});
     std::int64_t differ = 0;
@@ -222,7 +223,7 @@ TEST_CASE("attention: the block on VTA equals a reference written out with loops
     for (std::size_t i = 0; i < mod.steps().size(); ++i)
       if (mod.steps()[i].kind == graph::ModuleStep::Kind::Vta) {
         ++vta_steps;
-        macs += mod.last_run().steps[i].macs;
+        macs += exec.last_run().steps[i].macs;
       }
     CHECK(vta_steps == 6);
     CHECK(macs == 4 * tokens * 128 * 128 + 2 * tokens * tokens * 128);
@@ -264,6 +265,7 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
   const graph::Target target;
   auto mod = graph::build(fn, target, {.name = "llm"});
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   std::uint64_t seed = 70;
   std::int64_t runs = 0, nonzero = 0, vta_steps = 0, reused = 0;
   std::int64_t prev_tokens = 0, prev_tiles = 0;  // of the previous run
@@ -271,16 +273,16 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
   CHECK(vta_steps == 8);  // the 6 projections and FFN denses, the 2 attention matmuls
   for (const std::vector<std::int64_t>& schedule :
        {std::vector<std::int64_t>{5, 1, 1, 1}, {1, 1, 1}, {14, 1, 1, 1}, {17, 1}, {63, 1}}) {
-    mod.reset_state();
+    exec.reset_state();
     LlmReference ref{constants_of(fn), 4};
     for (const std::int64_t tokens : schedule) {
-      const auto past = mod.state("k_cache").shape()[2];
+      const auto past = exec.state("k_cache").shape()[2];
       CAPTURE(past);
       CAPTURE(tokens);
       const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
       const graph::NamedArray inputs[] = {{"x", x}};
       const ne::Binding bindings[] = {{"token", tokens}};
-      const auto out = mod.run(dev, inputs, bindings).at(0);
+      const auto out = exec.run(inputs, bindings).at(0);
       const Mat want = ref.step(rows_of(x));
       std::int64_t differ = 0;
       for (std::int64_t t = 0; t < tokens; ++t)
@@ -290,7 +292,7 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
         }
       CHECK(differ == 0);
       // the cache holds every position's keys, head by head
-      const auto& k = mod.state("k_cache");
+      const auto& k = exec.state("k_cache");
       REQUIRE(k.shape() == std::vector<std::int64_t>{1, 4, past + tokens, 32});
       std::int64_t cache_differ = 0;
       for (std::int64_t h = 0; h < 4; ++h)
@@ -307,8 +309,8 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
         if (s.kind != graph::ModuleStep::Kind::Vta) continue;
         const bool changed =
             tokens != prev_tokens || (s.op.starts_with("matmul") && tiles != prev_tiles);
-        CHECK(mod.last_run().steps[i].instantiated == changed);
-        reused += !mod.last_run().steps[i].instantiated;
+        CHECK(exec.last_run().steps[i].instantiated == changed);
+        reused += !exec.last_run().steps[i].instantiated;
       }
       prev_tokens = tokens;
       prev_tiles = tiles;
@@ -322,16 +324,16 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
   const auto x = te::NDArray::random(DType::int8(), {1, 1, 128}, 1);
   const graph::NamedArray inputs[] = {{"x", x}};
   const ne::Binding one[] = {{"token", 1}};
-  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, one),
+  CHECK_THROWS_WITH_AS(exec.run(inputs, one),
                        "module 'llm': state 'k_cache' is full: it holds 64 along dim 2, and a run "
                        "starts from at most 63 (`last_token`'s maximum); reset_state() to start "
                        "over, or build with a larger maximum",
                        dlavm::CapacityError);
-  mod.reset_state();
+  exec.reset_state();
   const auto big = te::NDArray::random(DType::int8(), {1, 65, 128}, 2);
   const graph::NamedArray big_inputs[] = {{"x", big}};
   const ne::Binding too_many[] = {{"token", 65}};
-  CHECK_THROWS_WITH_AS(mod.run(dev, big_inputs, too_many),
+  CHECK_THROWS_WITH_AS(exec.run(big_inputs, too_many),
                        doctest::Contains("symbolic dim 'token' = 65 is outside its range [1, 64]"),
                        dlavm::Error);
   // heads that do not divide d_model: the head split names its node and the numbers
@@ -362,6 +364,7 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   CHECK(host_softmax == 0);
   CHECK(float_steps == 2);  // the two layer norms' quantize_linear
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev), float_exec(float_mod, dev);
   LlmReference ref{constants_of(net.function()), 4, A::Softmax::Integer};
   std::uint64_t seed = 90;
   std::int64_t differ = 0, from_float = 0, largest = 0, compared = 0;
@@ -369,8 +372,8 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
     const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
     const graph::NamedArray inputs[] = {{"x", x}};
     const ne::Binding bindings[] = {{"token", tokens}};
-    const auto out = mod.run(dev, inputs, bindings).at(0);
-    const auto float_out = float_mod.run(dev, inputs, bindings).at(0);
+    const auto out = exec.run(inputs, bindings).at(0);
+    const auto float_out = float_exec.run(inputs, bindings).at(0);
     const Mat want = ref.step(rows_of(x));
     for (std::int64_t t = 0; t < tokens; ++t)
       for (std::int64_t d = 0; d < 128; ++d) {

@@ -188,8 +188,8 @@ TEST_CASE("build: a symbolic row count gets a second tiling at its minimum, used
     const graph::NamedArray inputs[] = {{"x", input}};
     vta::SimDevice dev(graph::Target{}.env.config);
     const auto reference = graph::evaluate(graph::infer_type(fn, graph::Target{}), inputs, at);
-    CHECK(two.run(dev, inputs, at)[0] == reference[0]);
-    CHECK(one.run(dev, inputs, at)[0] == reference[0]);
+    CHECK(graph::Executor(two, dev).run(inputs, at)[0] == reference[0]);
+    CHECK(graph::Executor(one, dev).run(inputs, at)[0] == reference[0]);
   }
 }
 
@@ -285,7 +285,8 @@ TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer"
   const auto data = te::NDArray::random(DType::int8(), {1, 3, 32, 32}, 1);
   const graph::NamedArray inputs[] = {{"data", data}};
   CountingDevice dev(target.env.config);
-  const auto check = models::run_and_check(mod, graph::infer_type(fn, target), dev, inputs);
+  graph::Executor exec(mod, dev);
+  const auto check = models::run_and_check(exec, graph::infer_type(fn, target), inputs);
   // every convolution, each fused with its epilogue, the max pooling, and the global average
   // pooling (over the last 1x1 feature map: a count of 1, a power of two)
   CHECK(check.layers == 22);
@@ -306,11 +307,11 @@ TEST_CASE("build: a ResNet-18 at 32x32 equals the host reference layer by layer"
     }
   CHECK(convs == 20);
   CHECK(biases.size() == 20);
-  const auto& run = mod.last_run();
+  const auto& run = exec.last_run();
   std::uint64_t cycles = 0;
   for (const auto& s : run.steps) cycles += s.cycles;
   CHECK(run.vta_cycles == cycles);
-  const auto summary = mod.summary();
+  const auto summary = exec.summary();
   CHECK(summary.find("%3 conv2d+bias_add+requantize+relu") != std::string::npos);
   CHECK(summary.find("VTA: ") != std::string::npos);
 }
@@ -371,8 +372,8 @@ TEST_CASE("build: a 3-channel 7x7 convolution runs with its kernel width unfolde
   // 21 channels in 2 tiles, 7 kernel rows: 14 GEMM micro-ops per output tile, not 49
   vta::SimDevice dev;
   const auto a = te::NDArray::random(DType::int8(), {1, 3, 20, 20}, 6);
-  auto m = graph::build(fn, graph::Target{});
-  m.run(dev, {{"x", a}});
+  graph::Executor m(graph::build(fn, graph::Target{}), dev);
+  m.run({{"x", a}});
   CHECK(m.last_run().steps[1].gemm_macs == std::uint64_t{2 * 2 * 10 * 10 * 7} * 256);
 }
 
@@ -398,7 +399,8 @@ TEST_CASE("build: a call the host refuses runs on VTA when a strategy takes it")
   vta::SimDevice dev;
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 5);
   const std::vector<graph::NamedArray> inputs{{"x", a}};
-  CHECK(mod.run(dev, inputs)[0] == graph::evaluate(typed, inputs, {}, target.ops)[0]);
+  CHECK(graph::Executor(mod, dev).run(inputs)[0] ==
+        graph::evaluate(typed, inputs, {}, target.ops)[0]);
   // alone, its int32 result cannot leave VTA either, unless the target lets it out as planes
   const auto alone = graph::function({x}, {conv});
   CHECK_THROWS_WITH_AS(graph::infer_type(alone, target),
@@ -409,7 +411,7 @@ TEST_CASE("build: a call the host refuses runs on VTA when a strategy takes it")
                        dlavm::TypeError);
   target.int32_results = true;
   auto wide = graph::build(alone, target);
-  const auto sums = wide.run(dev, inputs)[0];
+  const auto sums = graph::Executor(wide, dev).run(inputs)[0];
   CHECK(sums.dtype() == DType::int32());
   CHECK(sums == graph::evaluate(graph::infer_type(alone, target), inputs, {}, target.ops)[0]);
 }
@@ -429,9 +431,10 @@ TEST_CASE("module: inputs are passed by their graph names, whatever characters t
   auto mod = graph::build(
       graph::function({x}, {graph::requantize(graph::dense(x, w), {.shift = 3})}), graph::Target{});
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
   const auto a = te::NDArray::random(DType::int8(), {1, 16}, 2);
-  CHECK(mod.run(dev, {{"input:0", a}})[0].shape() == std::vector<std::int64_t>{1, 16});
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"%\"input:0\"", a}}),
+  CHECK(exec.run({{"input:0", a}})[0].shape() == std::vector<std::int64_t>{1, 16});
+  CHECK_THROWS_WITH_AS(exec.run({{"%\"input:0\"", a}}),
                        "module 'main': '%\"input:0\"' is not an input (its inputs: %\"input:0\")",
                        dlavm::ValueError);
 }
@@ -445,9 +448,8 @@ TEST_CASE("module: a device configured otherwise than the build's VTA is refused
   wide.log_block_in = 5;
   wide.log_block_out = 5;
   vta::SimDevice dev(wide);
-  const auto a = te::NDArray::random(DType::int8(), {1, 32}, 2);
   CHECK_THROWS_WITH_AS(
-      mod.run(dev, {{"x", a}}),
+      graph::Executor(mod, dev),
       "module 'main': built for a VTA of BATCH 1, BLOCK_IN 16, BLOCK_OUT 16 and its SRAM sizes; "
       "the "
       "device is configured otherwise (BATCH 1, BLOCK_IN 32, BLOCK_OUT 32, or other sizes): build "
@@ -475,9 +477,10 @@ TEST_CASE("build: a Chooser replaces the default knobs (what a tuner does)") {
   vta::SimDevice dev;
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 5);
   const auto reference = graph::evaluate(graph::infer_type(fn, target), {{"x", a}});
-  CHECK(tuned.run(dev, {{"x", a}})[0] == reference[0]);
-  CHECK(plain.run(dev, {{"x", a}})[0] == reference[0]);
-  CHECK(tuned.last_run().steps[1].instructions != 0);
+  graph::Executor tuned_exec(tuned, dev);
+  CHECK(tuned_exec.run({{"x", a}})[0] == reference[0]);
+  CHECK(graph::Executor(plain, dev).run({{"x", a}})[0] == reference[0]);
+  CHECK(tuned_exec.last_run().steps[1].instructions != 0);
 }
 
 TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") {
@@ -488,31 +491,32 @@ TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") 
       graph::build(graph::function({x}, {graph::requantize(graph::dense(x, w), {.shift = 3})}),
                    graph::Target{}, {.name = "fc"});
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
   const auto good = te::NDArray::random(DType::int8(), {3, 32}, 2);
-  CHECK_THROWS_WITH_AS(mod.last_run(), "module 'fc': not run yet; call run() first",
+  CHECK_THROWS_WITH_AS(exec.last_run(), "module 'fc': not run yet; call run() first",
                        dlavm::ValueError);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"y", good}}, {{"batch", 3}}),
+  CHECK_THROWS_WITH_AS(exec.run({{"y", good}}, {{"batch", 3}}),
                        "module 'fc': 'y' is not an input (its inputs: %x)", dlavm::ValueError);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {}, {{"batch", 3}}), "module 'fc': no array for input %x",
+  CHECK_THROWS_WITH_AS(exec.run({}, {{"batch", 3}}), "module 'fc': no array for input %x",
                        dlavm::ValueError);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}),
+  CHECK_THROWS_WITH_AS(exec.run({{"x", good}}),
                        "module 'fc': symbolic dim 'batch' of input %x has no value; pass "
                        "{\"batch\", value} in the bindings",
                        dlavm::ValueError);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}, {{"batch", 9}}),
+  CHECK_THROWS_WITH_AS(exec.run({{"x", good}}, {{"batch", 9}}),
                        "module 'fc': symbolic dim 'batch' = 9 is outside its range [1, 8]",
                        dlavm::ValueError);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", good}}, {{"batch", 4}}),
+  CHECK_THROWS_WITH_AS(exec.run({{"x", good}}, {{"batch", 4}}),
                        "module 'fc': input %x is int8[3, 32], expected int8[4, 32]",
                        dlavm::ShapeError);
-  const auto out = mod.run(dev, {{"x", good}}, {{"batch", 3}});
+  const auto out = exec.run({{"x", good}}, {{"batch", 3}});
   CHECK(out[0].shape() == std::vector<std::int64_t>{3, 16});
-  CHECK_THROWS_WITH_AS(mod.value_of("%0"),
+  CHECK_THROWS_WITH_AS(exec.value_of("%0"),
                        "module 'fc': the last run kept no values; run with {.keep_values = true}",
                        dlavm::ValueError);
-  mod.run(dev, {{"x", good}}, {{"batch", 3}}, {.keep_values = true});
-  CHECK(mod.value_of("%1") == out[0]);
-  CHECK_THROWS_WITH_AS(mod.value_of("%7"), "module 'fc': no value holds node %7",
+  exec.run({{"x", good}}, {{"batch", 3}}, {.keep_values = true});
+  CHECK(exec.value_of("%1") == out[0]);
+  CHECK_THROWS_WITH_AS(exec.value_of("%7"), "module 'fc': no value holds node %7",
                        dlavm::ValueError);
 }
 
@@ -665,13 +669,14 @@ TEST_CASE("module: values keep the names of named calls; value_of takes the name
   CHECK(text.find("%fc1:matrix[1x16] = vta.dense+requantize(") != std::string::npos);
   CHECK(text.find("%\"onnx::Relu_7\" = host.relu(") != std::string::npos);
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
   const auto a = te::NDArray::random(DType::int8(), {2, 32}, 4);
-  const auto out = mod.run(dev, {{"x", a}}, {}, {.keep_values = true});
-  CHECK(mod.value_of("onnx::Relu_7") == out[0]);
-  CHECK(mod.value_of("%\"onnx::Relu_7\"") == out[0]);
-  const auto fc_value = mod.value_of("fc1");
+  const auto out = exec.run({{"x", a}}, {}, {.keep_values = true});
+  CHECK(exec.value_of("onnx::Relu_7") == out[0]);
+  CHECK(exec.value_of("%\"onnx::Relu_7\"") == out[0]);
+  const auto fc_value = exec.value_of("fc1");
   CHECK(fc_value.shape() == std::vector<std::int64_t>{2, 16});
-  CHECK(fc_value == mod.value_of("%fc1"));
+  CHECK(fc_value == exec.value_of("%fc1"));
 }
 
 TEST_CASE("module: storage slots; weights copied to a device once; VTA values stay there") {
@@ -706,6 +711,8 @@ TEST_CASE("module: storage slots; weights copied to a device once; VTA values st
   CHECK(weight == 32 * 16 * 9 + 32 * 32 * 9);
   CHECK(plan.region(graph::RegionKind::Weight).bytes >= weight);
   CountingDevice dev(vta::Config{});
+  graph::Executor exec(mod, dev);
+  CHECK(dev.bytes_in == static_cast<std::size_t>(weight));  // the weights VTA reads, once
   std::vector<te::NDArray> arrays;
   for (const std::int64_t b : {1, 3, 2, 3}) {
     CAPTURE(b);
@@ -714,36 +721,44 @@ TEST_CASE("module: storage slots; weights copied to a device once; VTA values st
     const std::vector<graph::NamedArray> in{{"x", arrays.back()}};
     const ne::Binding bind[] = {{"batch", b}};
     const auto before_in = dev.bytes_in, before_out = dev.bytes_out;
-    const auto out = mod.run(dev, in, bind);
+    const auto out = exec.run(in, bind);
     CHECK(out[0] == graph::evaluate(graph::infer_type(fn, graph::Target{}), in, bind)[0]);
-    // per run: the packed input in, the pooled map out (the weights went in on the first run)
+    // per run: the packed input in, the pooled map out (the weights went in with the executor)
     const std::size_t input = static_cast<std::size_t>(b) * 16 * 8 * 8;
-    const std::size_t first = dev.runs == 3 ? static_cast<std::size_t>(weight) : 0;
-    CHECK(dev.bytes_in - before_in == input + first);
+    CHECK(dev.bytes_in - before_in == input);
     CHECK(dev.bytes_out - before_out == static_cast<std::size_t>(b) * 32 * 4 * 4);
   }
   CHECK(dev.runs == 12);
   CHECK(dev.allocs == 5);  // the plan's five regions, once
 }
 
-TEST_CASE("module: a module outlives its device, or moves between devices, without a leak") {
+TEST_CASE("executor: frees its regions when it dies, not when its device died first") {
   auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 1, 1}, 1, -8, 8));
   const auto fn = graph::function({x}, {graph::requantize(graph::conv2d(x, w), {.shift = 4})});
-  auto mod = graph::build(fn, graph::Target{});
+  const auto mod = graph::build(fn, graph::Target{});
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 2);
   const auto reference = graph::evaluate(graph::infer_type(fn, graph::Target{}), {{"x", a}})[0];
   CountingDevice first(vta::Config{}), second(vta::Config{});
-  CHECK(mod.run(first, {{"x", a}})[0] == reference);
-  CHECK(mod.run(second, {{"x", a}})[0] == reference);  // the first device's regions are freed
+  {
+    // one module, two executors on two devices at once
+    graph::Executor on_first(mod, first), on_second(mod, second);
+    CHECK(first.allocs == 5);  // the plan's five regions, at construction
+    CHECK(on_first.run({{"x", a}})[0] == reference);
+    CHECK(on_second.run({{"x", a}})[0] == reference);
+    graph::Executor moved = std::move(on_first);  // moving hands the regions over
+    CHECK(moved.run({{"x", a}})[0] == reference);
+    CHECK(first.frees == 0);
+  }
   CHECK(first.frees == 5);
-  CHECK(mod.run(first, {{"x", a}})[0] == reference);  // and allocated again
-  CHECK(first.allocs == 10);
+  CHECK(second.frees == 5);
+  std::optional<graph::Executor> outlives;
   {
     vta::SimDevice gone;
-    CHECK(mod.run(gone, {{"x", a}})[0] == reference);
-  }  // the device dies first: the module does not free into it
-  CHECK(mod.run(second, {{"x", a}})[0] == reference);
+    outlives.emplace(mod, gone);
+    CHECK(outlives->run({{"x", a}})[0] == reference);
+  }
+  outlives.reset();  // the device died first: the executor does not free into it
 }
 
 TEST_CASE("module: a state outlives a run (a recurrent convolution on VTA)") {
@@ -764,32 +779,33 @@ TEST_CASE("module: a state outlives a run (a recurrent convolution on VTA)") {
   auto mod = graph::build(placed, target);
   CHECK(fmt::format("{}", mod).find("  %h = state (1, 16, 4, 4) int8\n") != std::string::npos);
   vta::SimDevice dev;
-  te::NDArray state(DType::int8(), {1, 16, 4, 4});  // zeros, as the module starts
-  CHECK(mod.state("h") == state);
+  graph::Executor exec(mod, dev);
+  te::NDArray state(DType::int8(), {1, 16, 4, 4});  // zeros, as the executor starts
+  CHECK(exec.state("h") == state);
   for (int step = 0; step < 3; ++step) {
     CAPTURE(step);
     const auto a =
         te::NDArray::random(DType::int8(), {1, 16, 4, 4}, static_cast<std::uint64_t>(step));
     const std::vector<graph::NamedArray> ref_in{{"x", a}, {"h", state}};
     const auto trace = graph::evaluate_trace(placed, ref_in);
-    const auto got = mod.run(dev, {{"x", a}});
+    const auto got = exec.run({{"x", a}});
     CHECK(got[0] == trace.results[0]);
     state = trace.value_of(placed.state()[0].next);
-    CHECK(mod.state("h") == state);
+    CHECK(exec.state("h") == state);
   }
   // set and reset
-  mod.set_state("h", te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
-  CHECK(mod.state("h") == te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
-  mod.reset_state();
-  CHECK(mod.state("h") == te::NDArray(DType::int8(), {1, 16, 4, 4}));
+  exec.set_state("h", te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
+  CHECK(exec.state("h") == te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 9));
+  exec.reset_state();
+  CHECK(exec.state("h") == te::NDArray(DType::int8(), {1, 16, 4, 4}));
   // mistakes
-  CHECK_THROWS_WITH_AS(mod.set_state("h", te::NDArray(DType::int8(), {1, 16, 4})),
+  CHECK_THROWS_WITH_AS(exec.set_state("h", te::NDArray(DType::int8(), {1, 16, 4})),
                        "module 'main': state 'h' is int8[1, 16, 4, 4], the array is int8[1, 16, 4]",
                        dlavm::ShapeError);
-  CHECK_THROWS_WITH_AS(mod.state("c"), "module 'main': 'c' is not a state (its states: h)",
+  CHECK_THROWS_WITH_AS(exec.state("c"), "module 'main': 'c' is not a state (its states: h)",
                        dlavm::ValueError);
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 1);
-  CHECK_THROWS_WITH_AS(mod.run(dev, {{"x", a}, {"h", a}}),
+  CHECK_THROWS_WITH_AS(exec.run({{"x", a}, {"h", a}}),
                        "module 'main': 'h' is a state of the module, not an input; set it with "
                        "set_state",
                        dlavm::ValueError);

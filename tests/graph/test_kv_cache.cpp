@@ -42,8 +42,9 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
   std::int64_t vta_steps = 0;
   for (const auto& s : mod.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
   CHECK(vta_steps == 2);  // the projection of q, and Q.K^T
-  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
+  CHECK(exec.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
   // prefill 4 tokens, then decode 1 at a time up to the capacity, last_token's maximum + 1
   std::vector<te::NDArray> keys_so_far;
   std::int64_t held = 0;
@@ -52,10 +53,10 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
     CAPTURE(held);
     const auto q = te::NDArray::random(DType::int8(), {2, tokens, 20}, seed++);
     const auto k = te::NDArray::random(DType::int8(), {2, tokens, 20}, seed++);
-    const te::NDArray before = mod.state("k_cache");
+    const te::NDArray before = exec.state("k_cache");
     const graph::NamedArray inputs[] = {{"q", q}, {"k", k}};
     const ne::Binding b[] = {{"token", tokens}};  // last_token: the state gives it
-    const auto out = mod.run(dev, inputs, b).at(0);
+    const auto out = exec.run(inputs, b).at(0);
     // the reference executor takes the state as an input
     const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", k}, {"k_cache", before}};
     const ne::Binding rb[] = {{"token", tokens}, {"last_token", held}};
@@ -64,7 +65,7 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
     CHECK(out.shape() == std::vector<std::int64_t>{2, tokens, held + tokens});
     held += tokens;
     // the state is every key so far, in order
-    const auto& now = mod.state("k_cache");
+    const auto& now = exec.state("k_cache");
     REQUIRE(now.shape() == std::vector<std::int64_t>{2, held, 20});
     for (std::int64_t h = 0; h < 2; ++h)
       for (std::int64_t t = 0; t < tokens; ++t)
@@ -75,8 +76,8 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
     // reuses both
     for (std::size_t i = 0; i < mod.steps().size(); ++i)
       if (mod.steps()[i].kind == graph::ModuleStep::Kind::Vta)
-        CHECK(mod.last_run().steps[i].instantiated == (held - tokens <= 4));
-    const auto& binding = mod.last_run().bindings;
+        CHECK(exec.last_run().steps[i].instantiated == (held - tokens <= 4));
+    const auto& binding = exec.last_run().bindings;
     CHECK(std::find(binding.begin(), binding.end(),
                     std::pair<std::string, std::int64_t>{"last_token", held - tokens}) !=
           binding.end());
@@ -85,33 +86,33 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
   const auto q = te::NDArray::random(DType::int8(), {2, 1, 20}, 99);
   const graph::NamedArray inputs[] = {{"q", q}, {"k", q}};
   const ne::Binding one[] = {{"token", 1}};
-  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, one),
+  CHECK_THROWS_WITH_AS(exec.run(inputs, one),
                        "module 'cache': state 'k_cache' is full: it holds 10 along dim 1, and a "
                        "run starts from at most 9 (`last_token`'s maximum); reset_state() to "
                        "start over, or build with a larger maximum",
                        dlavm::CapacityError);
-  mod.reset_state();
-  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
+  exec.reset_state();
+  CHECK(exec.state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
   const ne::Binding wrong[] = {{"token", 1}, {"last_token", 3}};
-  CHECK_THROWS_WITH_AS(mod.run(dev, inputs, wrong),
+  CHECK_THROWS_WITH_AS(exec.run(inputs, wrong),
                        "module 'cache': state 'k_cache' holds 0 along dim 1 (`last_token`), but "
                        "the bindings give last_token = 3; leave last_token out (the state gives "
                        "it), or set_state / reset_state first",
                        dlavm::ValueError);
   // a prefill too long for the cache is refused before it runs; the state is untouched
-  mod.set_state("k_cache", te::NDArray::random(DType::int8(), {2, 8, 20}, 5));
+  exec.set_state("k_cache", te::NDArray::random(DType::int8(), {2, 8, 20}, 5));
   const auto q3 = te::NDArray::random(DType::int8(), {2, 3, 20}, 6);
   const graph::NamedArray inputs3[] = {{"q", q3}, {"k", q3}};
   const ne::Binding three[] = {{"token", 3}};
-  CHECK_THROWS_WITH_AS(mod.run(dev, inputs3, three),
+  CHECK_THROWS_WITH_AS(exec.run(inputs3, three),
                        "module 'cache': state 'k_cache' would hold 11 along dim 1 (`token + "
                        "last_token`) after this run, and it holds at most 10 (last_token's "
                        "maximum 9 + 1): a cache too small for this run; reset_state() to start "
                        "over, or build with a larger maximum",
                        dlavm::CapacityError);
-  CHECK(mod.state("k_cache").shape() == std::vector<std::int64_t>{2, 8, 20});
+  CHECK(exec.state("k_cache").shape() == std::vector<std::int64_t>{2, 8, 20});
   CHECK_THROWS_WITH_AS(
-      mod.set_state("k_cache", te::NDArray(DType::int8(), {2, 11, 20})),
+      exec.set_state("k_cache", te::NDArray(DType::int8(), {2, 11, 20})),
       "module 'cache': state 'k_cache' is int8[2, last_token in [0, 10], 20], the array is "
       "int8[2, 11, 20]",
       dlavm::ShapeError);
@@ -150,19 +151,20 @@ TEST_CASE("kv cache: a cache only VTA matmuls read is held packed, appended to i
   CHECK(mod.plan().buffers[*st.packed].bytes == 2 * 1 * 2 * 256);
   CHECK(mod.plan().buffers[st.value].bytes == 24);
   // set_state packs, state() unpacks
-  const auto keys = te::NDArray::random(DType::int8(), {2, 7, 20}, 11);
-  mod.set_state("k_cache", keys);
-  CHECK(mod.state("k_cache") == keys);
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
+  const auto keys = te::NDArray::random(DType::int8(), {2, 7, 20}, 11);
+  exec.set_state("k_cache", keys);
+  CHECK(exec.state("k_cache") == keys);
   const auto q = te::NDArray::random(DType::int8(), {2, 2, 20}, 12);
   const graph::NamedArray inputs[] = {{"q", q}, {"k", q}};
   const ne::Binding b[] = {{"token", 2}};
-  const auto out = mod.run(dev, inputs, b).at(0);
+  const auto out = exec.run(inputs, b).at(0);
   const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", q}, {"k_cache", keys}};
   const ne::Binding rb[] = {{"token", 2}, {"last_token", 7}};
   CHECK(out == graph::evaluate(graph::infer_type(m.fn, target), ref_inputs, rb).at(0));
   const te::NDArray* parts[] = {&keys, &q};
-  CHECK(mod.state("k_cache") == dlavm::host::concat(parts, {.axis = 1}));
+  CHECK(exec.state("k_cache") == dlavm::host::concat(parts, {.axis = 1}));
 }
 
 TEST_CASE("kv cache: a cache whose concatenation something else reads stays an array") {
@@ -180,6 +182,7 @@ TEST_CASE("kv cache: a cache whose concatenation something else reads stays an a
   CHECK(concat);
   CHECK_FALSE(mod.signature().state.at(0).packed.has_value());
   vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
   te::NDArray held(DType::int8(), {2, 0, 20});
   std::int64_t last = 0;
   for (const std::int64_t tokens : {3, 1, 1}) {
@@ -187,7 +190,7 @@ TEST_CASE("kv cache: a cache whose concatenation something else reads stays an a
     const auto k = te::NDArray::random(DType::int8(), {2, tokens, 20}, 30 + tokens);
     const graph::NamedArray inputs[] = {{"q", q}, {"k", k}};
     const ne::Binding b[] = {{"token", tokens}};
-    const auto out = mod.run(dev, inputs, b);
+    const auto out = exec.run(inputs, b);
     const graph::NamedArray ref_inputs[] = {{"q", q}, {"k", k}, {"k_cache", held}};
     const ne::Binding rb[] = {{"token", tokens}, {"last_token", last}};
     const auto ref = graph::evaluate(graph::infer_type(fn, target), ref_inputs, rb);
@@ -195,6 +198,6 @@ TEST_CASE("kv cache: a cache whose concatenation something else reads stays an a
     CHECK(out.at(1) == ref.at(1));
     held = ref.at(1);
     last += tokens;
-    CHECK(mod.state("k_cache") == held);
+    CHECK(exec.state("k_cache") == held);
   }
 }

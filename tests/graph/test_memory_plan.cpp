@@ -28,6 +28,46 @@ graph::Function small_network() {
   return graph::function({x}, {graph::dense(graph::flatten(p), fc)});
 }
 
+TEST_CASE("memory plan: plain requests, placed by hand-derived offsets") {
+  // a -> b -> c, then d read with c: a's bytes go to c once b has read a
+  graph::PlanRequest req;
+  req.steps = 3;
+  req.buffers = {
+      {"a", RegionKind::Runtime, 1000, -1, 0},  // a param, read by step 0
+      {"b", RegionKind::Runtime, 300, 0, 1},   {"c", RegionKind::Runtime, 900, 1, 3},  // a result
+      {"d", RegionKind::Runtime, 200, -1, 2},  {"w", RegionKind::Weight, 10, -1, 1},
+      {"s", RegionKind::Cache, 24, -1, 3}};
+  req.insts_bytes = 160;
+  req.uop_bytes = 40;
+  const auto plan = graph::plan_memory(req, {.alignment = 256});
+  // largest first, each at the lowest offset free for its lifetime: a at 0; c at 0 too (a is
+  // dead once c is written); b after a's and c's 1024 aligned bytes; d, alive with all
+  // three, after b's 512
+  CHECK(plan.buffers[0].offset == 0);
+  CHECK(plan.buffers[2].offset == 0);
+  CHECK(plan.buffers[1].offset == 1024);
+  CHECK(plan.buffers[3].offset == 1536);
+  CHECK(plan.region(RegionKind::Runtime).bytes == 1792);
+  CHECK(plan.live_peak == 1792);  // step 0: a, b and d; step 1: b, c and d
+  CHECK(plan.region(RegionKind::Weight).bytes == 256);
+  CHECK(plan.region(RegionKind::Insts).bytes == 256);
+  CHECK(plan.region(RegionKind::Uop).bytes == 256);
+  CHECK(plan.address(4) == 0);
+  CHECK(plan.address(0) == 256);  // runtime follows weight
+  const auto report = plan.report("hand");
+  CHECK(report.starts_with("memory plan of hand (alignment 256 bytes)\n"));
+  CHECK(report.find("     2   runtime         0        900    1..out  c\n") != std::string::npos);
+  // a target's element size raises the alignment: b's 300 bytes take 1024
+  req.min_alignment = 1024;
+  CHECK(graph::plan_memory(req, {.alignment = 256}).buffers[3].offset == 2048);
+  // the stream regions are not requested buffer by buffer
+  req.buffers.push_back({"stream", RegionKind::Insts, 16, 0, 0});
+  CHECK_THROWS_WITH_AS(graph::plan_memory(req),
+                       "memory plan: buffer 'stream' asks for the insts region, which holds the "
+                       "streams; size it with PlanRequest::insts_bytes",
+                       dlavm::ConfigError);
+}
+
 TEST_CASE("memory plan: default regions follow each other, aligned, and every buffer fits") {
   const auto mod = graph::build(small_network(), graph::Target{});
   random_graphs::check_plan(mod);
@@ -41,19 +81,19 @@ TEST_CASE("memory plan: default regions follow each other, aligned, and every bu
   vta::SimDevice dev;
   for (std::int64_t b = 1; b <= 4; ++b) {
     const auto arrays = random_graphs::random_inputs(small_network(), {{{"batch", b}}}, 5);
-    auto m = graph::build(small_network(), graph::Target{});
+    graph::Executor m(graph::build(small_network(), graph::Target{}), dev);
     const ne::Binding bind[] = {{"batch", b}};
     const graph::NamedArray in[] = {{"x", arrays[0]}};
-    CHECK(m.run(dev, in, bind)[0] ==
+    CHECK(m.run(in, bind)[0] ==
           graph::evaluate(graph::infer_type(small_network(), graph::Target{}), in, bind)[0]);
-    for (const auto& s : m.steps())
+    for (const auto& s : m.module().steps())
       if (s.kind == graph::ModuleStep::Kind::Vta) {
         std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0);
         const auto stream = s.program->instantiate(bind, phys);
         CHECK(static_cast<std::int64_t>(stream.insns.size()) <= s.program->stream_bound().insns);
         CHECK(static_cast<std::int64_t>(stream.uops.size()) <= s.program->stream_bound().uops);
         CHECK(static_cast<std::int64_t>(stream.insn_bytes()) <=
-              m.plan().region(RegionKind::Insts).bytes);
+              m.module().plan().region(RegionKind::Insts).bytes);
       }
   }
 }
@@ -77,7 +117,7 @@ TEST_CASE("memory plan: ResNet-18's activations within 1.1x of the largest live 
   no_reuse.reuse = false;
   const auto flat = graph::plan_memory(mod, no_reuse);
   CHECK(flat.region(RegionKind::Runtime).bytes == sum);
-  const auto report = plan.report(mod);
+  const auto report = plan.report(mod.name());
   CHECK(report.find("region runtime") != std::string::npos);
   CHECK(report.find("%data") != std::string::npos);
 }
@@ -102,7 +142,7 @@ TEST_CASE("memory plan: a module planned without reuse or at a base address runs
   CHECK(mod.plan().region(RegionKind::Insts).base == 0x1000);
   CHECK(mod.plan().region(RegionKind::Runtime).base % 4096 == 0);
   vta::SimDevice dev;
-  CHECK(mod.run(dev, in, bind)[0] == expected);
+  CHECK(graph::Executor(mod, dev).run(in, bind)[0] == expected);
 }
 
 TEST_CASE("memory plan: bad maps and options name the region") {

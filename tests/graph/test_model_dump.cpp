@@ -25,7 +25,7 @@ TEST_CASE("module dump: every VTA step replays on a fresh simulator to the same 
   auto mod = graph::build(fn, graph::Target{});
   vta::SimDevice dev;
   const auto a = te::NDArray::random(DType::int8(), {3, 16, 8, 8}, 4);
-  mod.run(dev, {{"x", a}}, {{"batch", 3}}, {.dump_dir = dir.str()});
+  graph::Executor(mod, dev).run({{"x", a}}, {{"batch", 3}}, {.dump_dir = dir.str()});
   int steps = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
     CAPTURE(entry.path().string());

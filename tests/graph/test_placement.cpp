@@ -66,7 +66,7 @@ TEST_CASE("placement: the printed function carries its partition, with the round
   auto mod = graph::build(placed, target);
   CHECK(mod.steps()[1].epilogue == "+channel#0, >>6, max 0, min 127");
   vta::SimDevice dev;
-  CHECK(mod.run(dev, {{"x", a}})[0] == graph::evaluate(placed, {{"x", a}})[0]);
+  CHECK(graph::Executor(mod, dev).run({{"x", a}})[0] == graph::evaluate(placed, {{"x", a}})[0]);
 }
 
 TEST_CASE("placement: build uses the placement the function carries, not a second one") {
@@ -123,7 +123,8 @@ TEST_CASE("placement: fusion asks the target's epilogue rules by op name") {
   vta::SimDevice dev;
   const auto a = te::NDArray::random(DType::int8(), {1, 16, 4, 4}, 2);
   const std::vector<graph::NamedArray> inputs{{"x", a}};
-  CHECK(mod.run(dev, inputs)[0] == graph::evaluate(placed, inputs, {}, target.ops)[0]);
+  CHECK(graph::Executor(mod, dev).run(inputs)[0] ==
+        graph::evaluate(placed, inputs, {}, target.ops)[0]);
   CHECK_THROWS_WITH_AS(
       target.strategies.add_epilogue("shr2", graph::default_epilogue_rules()[0].second),
       "epilogue rule for 'shr2' is already registered", dlavm::ValueError);

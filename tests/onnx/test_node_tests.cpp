@@ -153,7 +153,7 @@ Outcome run_test(const fs::path& dir) {
       vta::SimDevice dev;
       std::vector<graph::NamedArray> named;
       if (!inputs.empty() && !input_names.empty()) named.push_back({input_names[0], inputs[0]});
-      const auto got = mod.run(dev, named);
+      const auto got = graph::Executor(mod, dev).run(named);
       if (got.size() != outputs.size()) {
         o.failed = true;
         o.reason = fmt::format("{} outputs, expected {}", got.size(), outputs.size());

@@ -139,10 +139,11 @@ TEST_CASE("a QDQ CNN imports, builds and runs equal to its reference at several 
   auto mod = graph::build(typed, target, {.name = "qdq_cnn"});
   const Reference ref(model);
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   for (std::int64_t batch : {1, 3}) {
     const auto image = NDArray::random_float({batch, spec.channels, spec.height, spec.width},
                                              static_cast<std::uint64_t>(batch), -1.0, 1.0);
-    const auto out = mod.run(dev, {{"image", image}}, {{"batch", batch}});
+    const auto out = exec.run({{"image", image}}, {{"batch", batch}});
     REQUIRE(out.size() == 2);
     CHECK(out[0].dtype() == DType::uint8());
     const std::size_t per = out[0].size() / static_cast<std::size_t>(batch);

@@ -154,7 +154,8 @@ TEST_CASE("LogChooser builds the logged schedule, falls back to the default, ref
   CHECK(vta_step(plain).knobs == chosen);
   vta::SimDevice d1(target.env.config), d2(target.env.config);
   const auto x = te::NDArray::random(DType::int8(), {1, 32, 14, 14}, 3);
-  CHECK(logged.run(d1, {{"x", x}}).at(0) == plain.run(d2, {{"x", x}}).at(0));
+  CHECK(graph::Executor(logged, d1).run({{"x", x}}).at(0) ==
+        graph::Executor(plain, d2).run({{"x", x}}).at(0));
   // a workload the log lacks: the default
   const tune::LogChooser empty(std::vector<tune::Record>{});
   CHECK_FALSE(empty.has(ws[0]));

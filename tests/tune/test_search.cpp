@@ -129,13 +129,14 @@ TEST_CASE("tune: the best schedules beat or equal the default, and build what th
   // the module built with the log runs each step in the cycles the log recorded
   auto mod = graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(records)});
   vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
   const auto x = te::NDArray::random(DType::int8(), {1, 32, 14, 14}, 9);
-  mod.run(dev, {{"x", x}});
+  exec.run({{"x", x}});
   std::set<std::string> seen;
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& step = mod.steps()[i];
     if (step.kind != graph::ModuleStep::Kind::Vta) continue;
-    const auto& s = mod.last_run().steps[i];
+    const auto& s = exec.last_run().steps[i];
     const auto& best = top.at(graph::to_string(step.workload)).front();
     CHECK(step.knobs == best.knobs);
     CHECK(static_cast<std::int64_t>(s.cycles) == *best.cycles);

@@ -86,10 +86,10 @@ class Emitter {
   EmitResult run(const std::string& dir) {
     group_steps();
     size_streams();
-    auto opt = o_.plan;
-    opt.insts_bytes = insts_bytes_;
-    opt.uop_bytes = uop_bytes_;
-    plan_ = graph::plan_memory(m_, opt);
+    auto request = graph::memory_request(m_);
+    request.insts_bytes = insts_bytes_;
+    request.uop_bytes = uop_bytes_;
+    plan_ = graph::plan_memory(request, o_.plan);
     encode_static();
     const auto weights = weights_file();
     const auto insts = insts_file();

@@ -14,7 +14,7 @@
 //                            VTA groups pass packed values to each other
 //
 //   auto mod = graph::build(fn, target, {.name = "resnet18"});
-//   auto out = mod.run(dev, {{"data", image}});
+//   auto out = graph::Executor(mod, dev).run({{"data", image}});
 //
 // Errors are those of infer_type and the strategies (a symbolic dim without a usable
 // maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.

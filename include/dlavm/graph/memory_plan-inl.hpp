@@ -2,8 +2,6 @@
 #pragma once
 
 #include <dlavm/graph/memory_plan.hpp>
-#include <dlavm/graph/module.hpp>
-#include <dlavm/ne/bounds.hpp>
 
 #include <fmt/format.h>
 
@@ -33,31 +31,6 @@ DLAVM_INLINE std::string_view region_name(RegionKind r) {
 namespace detail {
 
 inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
-
-// The bytes of a state held packed (ModuleState::packed) at its capacity: its growing dim's
-// maximum + 1 positions, permuted and packed.
-inline std::int64_t appended_bytes(const ModuleValue& state, const ModuleState& s,
-                                   const ModuleValue& packed) {
-  std::vector<ne::Expr> dims;
-  for (const auto p : s.perm) {
-    const auto& d = state.shape[static_cast<std::size_t>(p)];
-    const auto* v = d.as<ne::VarNode>();
-    dims.emplace_back(v != nullptr ? v->max + 1 : *d.as_int());
-  }
-  std::int64_t n = packed.dtype.bytes();
-  for (const auto& d : packed_shape(packed.layout, dims)) n *= ne::bounds(d).max;
-  return n;
-}
-
-// The bytes of a value at the maxima of its dims (saturating far past any address space).
-inline std::int64_t max_bytes(const ModuleValue& v) {
-  std::int64_t bytes = v.dtype.bytes();
-  for (const auto& d : v.shape) {
-    const auto n = std::max<std::int64_t>(ne::bounds(d).max, 0);
-    bytes = n != 0 && bytes > (std::int64_t{1} << 50) / n ? std::int64_t{1} << 50 : bytes * n;
-  }
-  return bytes;
-}
 
 // Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
 // at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
@@ -172,76 +145,42 @@ inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::
 
 }  // namespace detail
 
-DLAVM_INLINE std::string MemoryPlan::report(const Module& m) const {
-  std::string s = fmt::format("memory plan of '{}' (alignment {} bytes)\n", m.name(), alignment);
+DLAVM_INLINE std::string MemoryPlan::report(std::string_view title) const {
+  std::string s = fmt::format("memory plan{}{} (alignment {} bytes)\n", title.empty() ? "" : " of ",
+                              title, alignment);
   for (const auto& r : regions)
     s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
                      r.base, r.end(), r.bytes);
   s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
                    region(RegionKind::Runtime).bytes, live_peak);
-  s += "  buffer   region    offset      bytes  lifetime  value\n";
+  s += "  buffer   region    offset      bytes  lifetime  name\n";
   const auto step = [&](std::int64_t t) {
-    return t < 0                                              ? std::string("in")
-           : t >= static_cast<std::int64_t>(m.steps().size()) ? std::string("out")
-                                                              : std::to_string(t);
+    return t < 0 ? std::string("in") : t >= steps ? std::string("out") : std::to_string(t);
   };
-  for (const auto& b : buffers)
-    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", b.value,
-                     region_name(b.region), b.offset, b.bytes, step(b.first), step(b.last),
-                     m.values()[b.value].name);
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const auto& b = buffers[i];
+    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", i, region_name(b.region),
+                     b.offset, b.bytes, step(b.first), step(b.last), b.name);
+  }
   return s;
 }
 
-DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options) {
-  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0)
-    raise<ConfigError>("memory plan: alignment {} is not a power of two", options.alignment);
-  // every DRAM address VTA reads is a whole number of its elements
-  std::int64_t a = options.alignment;
-  for (int mem = 0; mem < runtime::kMemIdCount; ++mem)
-    a = std::max<std::int64_t>(
-        a, static_cast<std::int64_t>(m.env().config.elem_bytes(static_cast<runtime::MemId>(mem))));
-  const auto& values = m.values();
-  const auto& steps = m.steps();
+DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options) {
+  for (const std::int64_t a : {options.alignment, request.min_alignment})
+    if (a < 1 || (a & (a - 1)) != 0)
+      raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  const std::int64_t a = std::max(options.alignment, request.min_alignment);
   MemoryPlan plan;
   plan.alignment = a;
-  plan.buffers.resize(values.size());
-  // lifetimes: written by a step (params and constants before the first), read by steps,
-  // results and the states' next values read after the last
-  const auto after_run = static_cast<std::int64_t>(steps.size());
-  for (std::size_t v = 0; v < values.size(); ++v) {
-    auto& b = plan.buffers[v];
-    b.value = v;
-    b.bytes = detail::max_bytes(values[v]);
-    b.first = b.last = -1;
-    switch (values[v].kind) {
-      case ModuleValue::Kind::Constant:
-        b.region = RegionKind::Weight;
-        break;
-      case ModuleValue::Kind::State:
-        b.region = RegionKind::Cache;
-        break;
-      default:
-        b.region = RegionKind::Runtime;
-    }
+  plan.steps = request.steps;
+  for (const auto& r : request.buffers) {
+    if (r.region == RegionKind::Insts || r.region == RegionKind::Uop)
+      raise<ConfigError>(
+          "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
+          "with PlanRequest::{}_bytes",
+          r.name, region_name(r.region), region_name(r.region));
+    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
   }
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const auto t = static_cast<std::int64_t>(i);
-    for (auto in : steps[i].inputs) plan.buffers[in].last = std::max(plan.buffers[in].last, t);
-    plan.buffers[steps[i].output].first = t;
-    plan.buffers[steps[i].output].last = std::max(plan.buffers[steps[i].output].last, t);
-  }
-  for (auto r : m.signature().results) plan.buffers[r].last = after_run;
-  for (const auto& s : m.signature().state) {
-    if (!s.packed) {
-      plan.buffers[s.next].last = after_run;
-      continue;
-    }
-    // held packed: the packed value at the state's capacity, and in the state's own slot its
-    // counters (positions held, laid out for, written: runtime::append_packed's `held`)
-    plan.buffers[s.value].bytes = 3 * 8;
-    plan.buffers[*s.packed].bytes = detail::appended_bytes(values[s.value], s, values[*s.packed]);
-  }
-
   std::int64_t sizes[kRegionCount] = {};
   for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
     std::vector<BufferPlan*> in_region;
@@ -251,24 +190,15 @@ DLAVM_INLINE MemoryPlan plan_memory(const Module& m, const PlanOptions& options)
         detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
   }
   // the lower bound: the most runtime bytes live during one step
-  for (std::int64_t t = -1; t <= after_run; ++t) {
+  for (std::int64_t t = -1; t <= request.steps; ++t) {
     std::int64_t live = 0;
     for (const auto& b : plan.buffers)
       if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
         live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
     plan.live_peak = std::max(plan.live_peak, live);
   }
-  vta::StreamBound streams;
-  for (const auto& s : steps)
-    if (s.kind == ModuleStep::Kind::Vta) {
-      const auto bound = s.program->stream_bound();
-      streams.insns = std::max(streams.insns, bound.insns);
-      streams.uops = std::max(streams.uops, bound.uops);
-    }
-  sizes[static_cast<int>(RegionKind::Insts)] =
-      detail::align_up(options.insts_bytes.value_or(streams.insns * 16), a);
-  sizes[static_cast<int>(RegionKind::Uop)] =
-      detail::align_up(options.uop_bytes.value_or(streams.uops * 4), a);
+  sizes[static_cast<int>(RegionKind::Insts)] = detail::align_up(request.insts_bytes, a);
+  sizes[static_cast<int>(RegionKind::Uop)] = detail::align_up(request.uop_bytes, a);
   plan.regions = detail::lay_out_regions(options, sizes);
   return plan;
 }

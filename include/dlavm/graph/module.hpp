@@ -1,37 +1,27 @@
-// graph::Module: a built model (graph::build), as plain data. It holds values (the params, the
-// constants, already packed for VTA where VTA reads them, and the intermediates), each with a
-// storage slot, and steps in execution order: host op calls (by op name and attributes, run
-// with the target's op registry), layout conversions (pack / unpack, on the host), and VTA
-// programs (vta::Program, one per fused group, with its workload, knobs, MACs and traffic).
-// Symbolic dims stay expressions: `run` takes their values, and the VTA programs are
-// instantiated for them (microseconds), never recompiled.
+// graph::Module: a built model (graph::build), as immutable plain data. It holds values (the
+// params, the constants, already packed for VTA where VTA reads them, and the intermediates),
+// each with a storage slot, and steps in execution order: host op calls (by op name and
+// attributes, run with the target's op registry), layout conversions (pack / unpack, on the
+// host), appends to a growing state held packed, and VTA programs (vta::Program, one per fused
+// group, with its workload, knobs, MACs and traffic). Symbolic dims stay expressions. A module
+// never changes once built: graph::Executor (graph/executor.hpp) runs it on a device, holding
+// the states, the device memory and the last run, as runtime::Session does in firmware; and
+// deploy::emit writes it for firmware.
 //
-// Storage: the module plans its memory (graph::plan_memory): the constants in the `weight`
-// region, the params, intermediates and results in the `runtime` region, where a value's
-// bytes go to a later one once its last reader has run, the states in `cache`, the streams in
-// `insts` and `uop`; every slot sized for the dims' maxima. A run on a device allocates each
-// region once there and copies the weights VTA reads once; the values VTA reads or writes
-// stay in device memory between VTA steps and cross to the host only where a host step, a
-// result or keep_values reads them. Each VTA step's stream is instantiated for a device and
-// the packed shapes of its operands once (the program sees the symbolic dims only through
-// them): a run whose bindings give the shapes of the step's previous run on that device reuses
-// its stream, copied to the insts and uop regions (StepStats::instantiated says which).
+// Storage: the module plans its memory (graph::plan_memory over memory_request(module)): the
+// constants in the `weight` region, the params, intermediates and results in the `runtime`
+// region, where a value's bytes go to a later one once its last reader has run, the states in
+// `cache`, the streams in `insts` and `uop` (one stream at a time, the largest any step
+// writes); every slot sized for the dims' maxima.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
-//   vta::SimDevice dev(target.env.config);
-//   auto out = mod.run(dev, {{"x", x}}, {{"batch", 37}});   // host and VTA steps in order
-//   fmt::print("{}", mod.summary());                         // per step: device, insns, cycles
-//   fmt::print("{}", mod);                                   // the steps
-//
-// Errors: an input missing, unknown, or of the wrong dtype or shape (under the bindings), a
-// binding outside its dim's range, a dim left unbound, a device configured otherwise than the
-// build's VTA: dlavm::Errors naming the input, dim or configuration.
+//   fmt::print("{}", mod);                                   // the values and steps
+//   fmt::print("{}", mod.plan().report(mod.name()));         // where each value lives
+//   graph::Executor exec(mod, dev);                          // graph/executor.hpp
 #pragma once
 
 #include <dlavm/core/api.hpp>
-#include <dlavm/graph/appended_state.hpp>
 #include <dlavm/graph/attrs.hpp>
-#include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/op.hpp>
@@ -40,7 +30,6 @@
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/te/ndarray.hpp>
-#include <dlavm/vta/hw/device.hpp>
 #include <dlavm/vta/program.hpp>
 
 #include <fmt/format.h>
@@ -123,43 +112,9 @@ struct ModuleSignature {
   std::vector<ModuleState> state;
 };
 
-// What one step did in a run.
-struct StepStats {
-  std::size_t instructions = 0, uops = 0;
-  std::uint64_t cycles = 0, roofline_cycles = 0;
-  std::uint64_t dram_bytes = 0;   // bytes the stream moved (loads, micro-ops, stores)
-  std::uint64_t data_bytes = 0;   // of which tensor data (micro-ops excluded)
-  std::int64_t tiling_bytes = 0;  // bytes its tiling must move (VTA steps)
-  std::uint64_t gemm_macs = 0;    // VTA: MACs the GEMM core performed (padding included)
-  std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
-  double host_seconds = 0;        // host steps: wall time of the kernel
-  // VTA: whether this run instantiated the step's stream (the first run on a device, or new
-  // packed shapes of its operands), rather than reusing it
-  bool instantiated = false;
-};
-
-struct ModuleRun {
-  std::vector<te::NDArray> outputs;
-  std::vector<StepStats> steps;  // one per Module::steps()
-  std::uint64_t vta_cycles = 0;  // the VTA steps' cycles, in sequence
-  // With RunOptions::keep_values: every value's array, by value index; and the bindings.
-  std::vector<std::optional<te::NDArray>> values;
-  std::vector<std::pair<std::string, std::int64_t>> bindings;
-};
-
-struct ModuleRunOptions {
-  bool keep_values = false;  // keep every intermediate array (Module::value_of)
-  // When set: each VTA step's stream, micro-ops and DRAM images (its parameters' slots before
-  // the run, its output's after) with a manifest of their device addresses, in
-  // <dump_dir>/step<NN>_<program>/, so that VTA's functional simulator can replay the model
-  // step by step (vta::load_dump, vta::replay).
-  std::string dump_dir = {};
-};
-
 class Module {
  public:
   // Plans the memory (graph::plan_memory with `plan`) and fills each value's storage.
-  // The states start at zero.
   Module(std::string name, vta::Env env, std::shared_ptr<const OpRegistry> ops,
          std::vector<ModuleValue> values, std::vector<ModuleStep> steps, ModuleSignature signature,
          const PlanOptions& plan = {});
@@ -169,88 +124,40 @@ class Module {
   const std::vector<ModuleValue>& values() const { return values_; }
   const std::vector<ModuleStep>& steps() const { return steps_; }
   const OpRegistry& ops() const { return *ops_; }
-  ModuleSignature signature() const { return {params_, results_, state_}; }
-  // Where the values and streams live (Module::run allocates each region once per device).
+  const ModuleSignature& signature() const { return signature_; }
+  // Where the values and streams live.
   const MemoryPlan& plan() const { return plan_; }
 
-  // Runs every step in order on `dev` (VTA programs) and the host; returns the results. The
-  // first run on a device allocates the regions there and copies the weights in.
-  std::vector<te::NDArray> run(vta::Device& dev, std::span<const NamedArray> inputs,
-                               std::span<const ne::Binding> bindings = {},
-                               const ModuleRunOptions& options = {});
-  std::vector<te::NDArray> run(vta::Device& dev, std::initializer_list<NamedArray> inputs,
-                               std::initializer_list<ne::Binding> bindings = {},
-                               const ModuleRunOptions& options = {}) {
-    return run(dev, std::span(inputs.begin(), inputs.size()),
-               std::span(bindings.begin(), bindings.size()), options);
-  }
-  // The last run's statistics; ValueError before the first run.
-  const ModuleRun& last_run() const;
-  // The value of graph node `node` in the last run, in its logical layout (unpacked if VTA left
-  // it packed): its printed name ("%3", "%fc1", as graph::NodeNames prints it) or the name of a
-  // named call or leaf ("fc1"). ValueError when the last run did not keep values, or no value
-  // holds that node.
-  te::NDArray value_of(std::string_view node) const;
-
-  // The states (graph::State): what each holds now (zeros until a run or set_state), set by
-  // name (its dtype and shape checked), and all back to zeros. Each run reads them and leaves
-  // them at their next values. ValueError naming the state for a name that is none. A state
-  // held packed (ModuleState::packed) is unpacked by state() when asked for, and packed by
-  // set_state.
-  // A growing state (a variable dim v, a KV cache's last_token) starts empty (v at its
-  // minimum); a run binds v to the length it holds (a binding that differs is a ValueError,
-  // naming both), and one that would leave it longer than v's maximum + 1 is refused before
-  // it runs (CapacityError naming the state and the lengths): reset_state() starts over.
-  const te::NDArray& state(std::string_view name) const;
-  void set_state(std::string_view name, te::NDArray value);
-  void reset_state();
-
-  // The growing dim of state i (held packed: ModuleState::packed), and the state an Append
+  // The state named `name` (the input's name, as Executor::state takes it): its index in
+  // signature().state; ValueError listing the states for a name that is none.
+  std::size_t state_index(std::string_view name) const;
+  // The growing dim of state i held packed (ModuleState::packed), and the state an Append
   // step writes (ValueError for a state without a variable dim, or a step that is no append).
   std::size_t growing_dim(std::size_t i) const;
   std::size_t appended_by(std::size_t step) const;
+  // The value holding graph node `node` (its printed name "%3", "%fc1", as graph::NodeNames
+  // prints it, or the name of a named call or leaf, "fc1"), its plain form where there is one;
+  // ValueError when no value holds it.
+  std::size_t value_of(std::string_view node) const;
 
-  // A table of the last run, one row per step (device, instructions, micro-ops, cycles, share
-  // of the roofline bound, DRAM bytes against the tiling's), then the totals: VTA cycles
-  // against the model's MACs / (BATCH x BLOCK_IN x BLOCK_OUT) per cycle.
-  std::string summary() const;
   // The values and steps, one line each.
   std::string to_string() const;
 
  private:
-  void check_inputs(std::span<const NamedArray> inputs, std::span<const ne::Binding> bindings,
-                    std::vector<std::optional<te::NDArray>>& arrays) const;
-  void check_input_names(std::span<const NamedArray> inputs) const;
-  void check_bindings(std::span<const ne::Binding> bindings) const;
-  // The bindings with each growing state's variable bound to the length it holds.
-  std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
-  // CapacityError unless each growing state can take its next value (module.hpp, state()).
-  void check_states_fit(std::span<const ne::Binding> bindings) const;
-  // The length state i holds along dim k.
-  std::int64_t held_length(std::size_t i, std::size_t k) const;
-  // The device memory of one device: its regions, the weights in them.
-  class Resident;
-  Resident& resident_on(vta::Device& dev);
-  StepStats run_vta(Resident& r, std::size_t step, std::span<const ne::Binding> b,
-                    const std::string& dump_dir) const;
-
   std::string name_;
   vta::Env env_;
   std::shared_ptr<const OpRegistry> ops_;
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
-  std::vector<std::size_t> params_, results_;
-  std::vector<ModuleState> state_;
-  // aligned with state_: the held arrays; for a state held packed, its packed bytes, and the
-  // array unpacked from them when state() last asked (stale after a run)
-  mutable std::vector<te::NDArray> state_values_;
-  std::vector<std::optional<AppendedState>> appended_;
-  mutable std::vector<bool> stale_;
-  std::size_t state_index(std::string_view name) const;
-  std::optional<ModuleRun> last_;
-  std::shared_ptr<Resident> resident_;  // on the device of the last run
+  ModuleSignature signature_;
   MemoryPlan plan_;
 };
+
+// The memory requests of a module's values (by value index, graph/memory_plan.hpp), with its
+// stream regions sized for one stream at a time, the largest any step writes
+// (vta::Program::stream_bound); and the plan they give.
+PlanRequest memory_request(const Module& m);
+MemoryPlan plan_memory(const Module& m, const PlanOptions& options = {});
 
 }  // namespace dlavm::graph
 
@@ -262,6 +169,5 @@ struct fmt::formatter<dlavm::graph::Module> : fmt::formatter<std::string_view> {
 };
 
 #ifndef DLAVM_COMPILED_LIB
-#include <dlavm/graph/memory_plan-inl.hpp>
 #include <dlavm/graph/module-inl.hpp>
 #endif
