@@ -16,6 +16,7 @@
 //   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
 #pragma once
 
+#include <dlavm/graph/assign_layouts.hpp>
 #include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/attrs.hpp>
 #include <dlavm/graph/build.hpp>
@@ -23,15 +24,19 @@
 #include <dlavm/graph/dot.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/executor.hpp>
+#include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/match_states.hpp>
 #include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/module.hpp>
 #include <dlavm/graph/node.hpp>
 #include <dlavm/graph/op.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/pass.hpp>
+#include <dlavm/graph/pipeline.hpp>
 #include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
 #include <dlavm/graph/strategy.hpp>

@@ -44,7 +44,6 @@ class ModuleBuilder {
       values_.back().param = st.input.name();
       forms(st.input).plain = state.back().value;
     }
-    find_appended();
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
         vta_step(g);
@@ -53,17 +52,18 @@ class ModuleBuilder {
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
     for (std::size_t i = 0; i < state.size(); ++i) {
-      const Appended* a = appended(i);
-      if (a == nullptr) {
+      const HeldState* h = held(i);
+      if (h == nullptr) {
         state[i].next = plain(fn_.state()[i].next);
         continue;
       }
-      if (!a->packed)
+      const auto packed = forms(h->read).packed;
+      if (packed.empty())
         raise<ValueError>("internal: build: state {} is never read packed, please report",
                           names_.name(fn_.state()[i].input));
-      state[i].next = plain(a->rows);
-      state[i].packed = a->packed;
-      state[i].perm = a->perm;
+      state[i].next = plain(h->rows);
+      state[i].packed = packed.front().second;
+      state[i].perm = h->perm;
     }
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
@@ -135,12 +135,12 @@ class ModuleBuilder {
     for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
-    if (Appended* a = appended_read(e)) {
+    if (const HeldState* h = held_read(e)) {
       // the state held packed, appended to in place
-      if (l != a->layout)
+      if (l != h->layout)
         raise<ValueError>("internal: build: {} is read as {}, not {}, please report",
-                          names_.label(e), to_string(l), to_string(a->layout));
-      const std::size_t rows = plain(a->rows);
+                          names_.label(e), to_string(l), to_string(h->layout));
+      const std::size_t rows = plain(h->rows);
       id = add_value(e, ModuleValue::Kind::State, l, nullptr);
       ModuleStep s;
       s.kind = ModuleStep::Kind::Append;
@@ -148,7 +148,6 @@ class ModuleBuilder {
       s.inputs = {rows};
       s.output = id;
       steps_.push_back(std::move(s));
-      a->packed = id;
     } else if (const auto* c = e.as<ConstantNode>()) {
       id = add_value(e, ModuleValue::Kind::Constant, l,
                      std::make_shared<const te::NDArray>(pack(*c->value, l)));
@@ -163,9 +162,9 @@ class ModuleBuilder {
 
   void host_step(const Group& g) {
     const Expr& e = g.output();
-    // a state held packed is never concatenated nor transposed as a whole
-    for (const auto& a : appended_)
-      if (e.get() == a.concat.get() || e.get() == a.read.get()) return;
+    // a state held packed is never concatenated nor permuted as a whole
+    for (const auto& h : part_.held)
+      if (e.same_as(h.next) || e.same_as(h.read)) return;
     const auto& call = *e.as<CallNode>();
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
@@ -178,33 +177,45 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  void vta_step(const Group& g) {
-    const Expr& anchor = g.anchor();
-    const auto& call = *anchor.as<CallNode>();
-    const AnchorStrategy& strategy = *target_.strategies.find(call.op());
-    const auto& env = target_.env;
-    const Workload workload = workload_of(g, names_);
-    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
-    std::optional<VtaKernel> declared;
+  // A VTA group's kernel, compiled: the declared kernel (its parameters, MACs), the program,
+  // the knobs chosen, and the tiling and traffic of what runs (two tilings for symbolic rows).
+  struct CompiledKernel {
+    VtaKernel declared;
     std::shared_ptr<const vta::Program> program;
     Knobs knobs;
     std::string tiling;
     ne::Expr traffic;
+  };
+
+  CompiledKernel compile_kernel(const AnchorStrategy& strategy, const Workload& workload,
+                                const std::string& name) const {
+    const auto& env = target_.env;
+    const KnobSpace space = strategy.space(workload, env);
+    Knobs knobs = options_.chooser->choose(workload, space);
+    VtaKernel declared = strategy.declare(workload, env, knobs, name);
+    tir::PrimFunc func = vta::lower(declared.schedule, declared.args, env, name);
+    std::string tiling = declared.tiling;
+    ne::Expr traffic = declared.traffic;
+    if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
+      VtaKernel second = strategy.declare(workload, env, few->knobs, name);
+      func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
+      const ne::Expr when = tir::specialized_when(few->at);
+      tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
+      traffic = ne::simplify(ne::select(when, second.traffic, traffic));
+    }
+    auto program = std::make_shared<const vta::Program>(env, std::move(func));
+    return {std::move(declared), std::move(program), std::move(knobs), std::move(tiling),
+            std::move(traffic)};
+  }
+
+  void vta_step(const Group& g) {
+    const Expr& anchor = g.anchor();
+    const auto& call = *anchor.as<CallNode>();
+    const Workload workload = workload_of(g, names_);
+    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
+    std::optional<CompiledKernel> kernel;
     try {
-      const KnobSpace space = strategy.space(workload, env);
-      knobs = options_.chooser->choose(workload, space);
-      declared.emplace(strategy.declare(workload, env, knobs, name));
-      tir::PrimFunc func = vta::lower(declared->schedule, declared->args, env, name);
-      tiling = declared->tiling;
-      traffic = declared->traffic;
-      if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
-        VtaKernel second = strategy.declare(workload, env, few->knobs, name);
-        func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
-        const ne::Expr when = tir::specialized_when(few->at);
-        tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
-        traffic = ne::simplify(ne::select(when, second.traffic, traffic));
-      }
-      program = std::make_shared<const vta::Program>(env, std::move(func));
+      kernel.emplace(compile_kernel(*target_.strategies.find(call.op()), workload, name));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
@@ -212,34 +223,29 @@ class ModuleBuilder {
       rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", names_.label(anchor),
                                           fmt::join(args, " and "), name));
     }
-    const VtaKernel& kernel = *declared;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Vta;
     std::vector<std::string> ops;
     for (const auto& c : g.calls) ops.push_back(c.name());
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
-    for (std::size_t i = 0; i < call.args.size(); ++i)
-      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(workload, env, i)));
-    const Layout result = strategy.result_layout(workload, env);
-    for (std::size_t k = 0; k < g.operands.size(); ++k) {
-      const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
-      const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
-      s.inputs.push_back(packed(g.operands[k], l));
+    // what the kernel reads (the anchor's arguments, then the epilogue's operands), packed
+    const auto& layouts = *g.layouts;
+    for (std::size_t i = 0; i < layouts.inputs.size(); ++i) {
+      const Expr& in = i < call.args.size() ? call.args[i] : g.operands[i - call.args.size()];
+      s.inputs.push_back(packed(in, layouts.inputs[i]));
     }
-    Layout stored = result;
-    if (g.epilogue.int32_result) stored.planes = Epilogue::kPlanes;
-    s.output = add_value(g.output(), ModuleValue::Kind::Temp, stored, nullptr);
-    values_[s.output].dtype = env.out_dtype;
-    forms(g.output()).packed.emplace_back(stored, s.output);
-    s.program = std::move(program);
-    s.tiling = std::move(tiling);
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, layouts.output, nullptr);
+    values_[s.output].dtype = target_.env.out_dtype;
+    forms(g.output()).packed.emplace_back(layouts.output, s.output);
+    s.program = std::move(kernel->program);
+    s.tiling = std::move(kernel->tiling);
     s.epilogue = to_string(g.epilogue);
-    s.macs = kernel.macs;
-    s.traffic = std::move(traffic);
-    s.knobs = std::move(knobs);
+    s.macs = kernel->declared.macs;
+    s.traffic = std::move(kernel->traffic);
+    s.knobs = std::move(kernel->knobs);
     s.workload = workload;
-    check_params(s, kernel);
+    check_params(s, kernel->declared);
     steps_.push_back(std::move(s));
   }
 
@@ -291,111 +297,16 @@ class ModuleBuilder {
     }
   }
 
-  // A growing state held packed (ModuleState::packed): its next value is concat(state, rows)
-  // along the growing dim, read only by VTA matmuls as their weight, through `read` (the
-  // concatenation, or one transpose of it).
-  struct Appended {
-    std::size_t state = 0;
-    Expr concat, rows, read;
-    std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
-    Layout layout;
-    std::optional<std::size_t> packed;
-  };
-
-  const Appended* appended(std::size_t state) const {
-    for (const auto& a : appended_)
-      if (a.state == state) return &a;
+  // The state held packed that match_states found for state i, if any; the one read as e.
+  const HeldState* held(std::size_t state) const {
+    for (const auto& h : part_.held)
+      if (h.state == state) return &h;
     return nullptr;
   }
-  Appended* appended_read(const Expr& e) {
-    for (auto& a : appended_)
-      if (a.read.get() == e.get()) return &a;
+  const HeldState* held_read(const Expr& e) const {
+    for (const auto& h : part_.held)
+      if (h.read.same_as(e)) return &h;
     return nullptr;
-  }
-
-  // The states to hold packed: those whose only reader is their concatenation with new
-  // positions along the growing dim, which only VTA matmuls read as their weight, directly
-  // or through one transpose, each in the same layout. Any other state stays an array.
-  void find_appended() {
-    struct Use {
-      const Group* group;
-      const Expr* call;
-      std::size_t arg;
-    };
-    std::unordered_map<const Node*, std::vector<Use>> uses;
-    for (const auto& g : part_.groups)
-      for (const auto& c : g.calls)
-        for (std::size_t k = 0; k < c.as<CallNode>()->args.size(); ++k)
-          uses[c.as<CallNode>()->args[k].get()].push_back({&g, &c, k});
-    for (const auto& r : fn_.results()) uses[r.get()].push_back({nullptr, nullptr, 0});
-    for (const auto& st : fn_.state()) uses[st.next.get()].push_back({nullptr, nullptr, 0});
-    // a matmul on VTA reading e as its weight: its layout
-    const auto weight_of = [&](const Use& u) -> std::optional<Layout> {
-      if (u.group == nullptr || u.group->device != Device::Vta ||
-          u.call->get() != u.group->anchor().get() || u.arg != 1 ||
-          u.call->as<CallNode>()->op() != "matmul")
-        return std::nullopt;
-      const AnchorStrategy& strategy = *target_.strategies.find("matmul");
-      return strategy.arg_layout(workload_of(*u.group, names_), target_.env, 1);
-    };
-    const auto count = [&](const Expr& e) {
-      auto it = uses.find(e.get());
-      return it == uses.end() ? std::size_t{0} : it->second.size();
-    };
-    for (std::size_t i = 0; i < fn_.state().size(); ++i) {
-      const auto& st = fn_.state()[i];
-      const auto& shape = st.input.type().shape;
-      std::optional<std::size_t> axis;
-      for (std::size_t k = 0; k < shape.size(); ++k)
-        if (!shape[k].is_const()) axis = k;
-      const auto* concat = st.next.as<CallNode>();
-      if (!axis || concat == nullptr || concat->op() != "concat" || concat->args.size() != 2 ||
-          concat->args[0].get() != st.input.get() || count(st.input) != 1 ||
-          count(st.next) != 2)  // the concatenation reads the state; the state and one reader
-        continue;               // read the concatenation
-      auto at = concat->attrs.get_int("axis");
-      if (at < 0) at += static_cast<std::int64_t>(shape.size());
-      if (at != static_cast<std::int64_t>(*axis)) continue;
-      Appended a;
-      a.state = i;
-      a.concat = st.next;
-      a.rows = concat->args[1];
-      // the concatenation's one reader besides the state: a matmul, or a transpose that
-      // matmuls read
-      const Use& reader = uses[st.next.get()].front().group != nullptr ? uses[st.next.get()].front()
-                                                                       : uses[st.next.get()].back();
-      std::vector<const Use*> matmuls;
-      if (weight_of(reader)) {
-        a.read = st.next;
-        for (std::size_t k = 0; k < shape.size(); ++k)
-          a.perm.push_back(static_cast<std::int64_t>(k));
-        matmuls.push_back(&reader);
-      } else if (const auto* t = reader.call != nullptr ? reader.call->as<CallNode>() : nullptr;
-                 t != nullptr && t->op() == "transpose" && reader.group->device == Device::Host) {
-        a.read = *reader.call;
-        if (t->attrs.contains("perm")) a.perm = t->attrs.get_ints("perm");
-        for (auto& p : a.perm)
-          if (p < 0) p += static_cast<std::int64_t>(shape.size());
-        for (std::size_t k = a.perm.size(); k < shape.size(); ++k)  // none given: reversed
-          a.perm.push_back(static_cast<std::int64_t>(shape.size() - 1 - k));
-        for (const auto& u : uses[a.read.get()]) matmuls.push_back(&u);
-      }
-      if (matmuls.empty() || a.perm.size() != shape.size()) continue;
-      // the growing dim is the weight's K or N
-      const auto n = a.perm.size();
-      if (a.perm[n - 1] != at && a.perm[n - 2] != at) continue;
-      std::optional<Layout> layout;
-      bool all = true;
-      for (const auto* u : matmuls) {
-        const auto l = weight_of(*u);
-        all = all && l && l->kind == Layout::Kind::MatmulWeight && l->planes == 1 &&
-              (!layout || *layout == *l);
-        if (l) layout = l;
-      }
-      if (!all) continue;
-      a.layout = *layout;
-      appended_.push_back(std::move(a));
-    }
   }
 
   const Function& fn_;
@@ -406,7 +317,6 @@ class ModuleBuilder {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, NodeValues> values_of_;
-  std::vector<Appended> appended_;
   std::size_t kernels_ = 0;
 };
 
@@ -417,7 +327,14 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
   const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
                       fn.placement()->int32_results == target.int32_results;
   const Function typed = placed ? fn : infer_type(fn, target);
-  return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
+  const Partition& part = *typed.placement();
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta && !g.layouts)
+      raise<ValueError>(
+          "build: VTA group {} has no layouts: the function's passes lacked 'layout' "
+          "(graph::default_passes())",
+          part.names.name(g.output()));
+  return detail::ModuleBuilder(typed, part, target, options).build();
 }
 
 }  // namespace dlavm::graph

@@ -1,23 +1,28 @@
-// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
-// step its own entry point:
-//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
-//                            call (graph/place.hpp); a function it returned is built with the
+// graph::build: a function compiled for a target into a graph::Module. What to build is
+// decided by the graph passes (graph/pipeline.hpp); build carries it out, making no decision
+// of its own:
+//   infer_type(fn, target)   the passes: types, fuses VTA groups (anchor + epilogue), places
+//                            every call, gives each VTA group its layouts, finds the states
+//                            to hold packed (graph/place.hpp); a function placed for this
+//                            target (by infer_type or graph::run_passes) is built with the
 //                            placement it carries, so what was printed is what is built
 //   per VTA group            its Workload; the anchor's strategy gives the knob space, the
 //                            Chooser picks the knobs, the strategy declares the kernel and
 //                            its schedule; vta::build compiles it (with a second tiling
 //                            for the rows' minimum, BuildOptions::specialize_min_rows)
-//   layouts                  each value a VTA group reads is packed for it (constants now,
-//                            at build time; others by a pack step on the host), and each
-//                            value a host call or the caller reads is unpacked after VTA:
-//                            conversions are inserted only at the boundaries, so consecutive
-//                            VTA groups pass packed values to each other
+//   layout steps             each value a VTA group reads is packed in the layout the pass
+//                            gave it (constants now, at build time; others by a pack step on
+//                            the host), and each value a host call or the caller reads is
+//                            unpacked after VTA: conversions only at the boundaries, so
+//                            consecutive VTA groups pass packed values to each other; a state
+//                            held packed gets an append step instead
 //
 //   auto mod = graph::build(fn, target, {.name = "resnet18"});
 //   auto out = graph::Executor(mod, dev).run({{"data", image}});
 //
 // Errors are those of infer_type and the strategies (a symbolic dim without a usable
-// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
+// maximum), CapacityError when no tiling of a VTA group fits its SRAMs, and ValueError for a
+// placed function whose passes lacked `layout`.
 #pragma once
 
 #include <dlavm/core/api.hpp>

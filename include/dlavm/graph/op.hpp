@@ -9,6 +9,10 @@
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
+//   concat_axis,          what graph passes may know of the op's data movement, so that they
+//   permutation           match a graph's structure, not op names: the axis along which the
+//                         result is the arguments one after another (concat), or the
+//                         permutation of argument 0's dims the result is (transpose)
 // The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
 // graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
@@ -77,6 +81,11 @@ using TypeRule = std::function<TensorType(const TypeCall&)>;
 using HostArgs = std::span<const te::NDArray* const>;
 using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
 using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+// The result is the arguments one after another along this axis (normalized); nullopt: not
+// for this call.
+using ConcatAxisRule = std::function<std::optional<std::size_t>(const TypeCall&)>;
+// The result is argument 0 with its dims permuted: result dim i is argument dim perm[i].
+using PermutationRule = std::function<std::optional<std::vector<std::int64_t>>(const TypeCall&)>;
 
 struct OpRecord {
   static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
@@ -88,6 +97,8 @@ struct OpRecord {
   TypeRule type_rule{};
   HostKernel host_kernel{};
   SupportRule host_support{};
+  ConcatAxisRule concat_axis{};
+  PermutationRule permutation{};
 
   const AttrSpec* find_attr(std::string_view key) const;
 };

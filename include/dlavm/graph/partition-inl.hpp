@@ -3,11 +3,13 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/partition.hpp>
 #include <dlavm/graph/strategy.hpp>
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 #include <unordered_set>
 
@@ -24,6 +26,12 @@ DLAVM_INLINE std::string Partition::describe(const Group& g) const {
   std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
   if (!g.note.empty()) out += fmt::format(" ({})", g.note);
   return out;
+}
+
+DLAVM_INLINE Workload workload_of(const Group& g, const NodeNames& names) {
+  const Expr& anchor = g.anchor();
+  const TypeCall typing = typing_of(anchor, names);
+  return workload_of(AnchorCall{anchor.name(), typing, anchor.type()}, g.epilogue);
 }
 
 DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
@@ -230,6 +238,76 @@ class Partitioner {
 
 DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
   return detail::Partitioner(fn, target).run();
+}
+
+namespace detail {
+
+// Rebuilds each call with its group's device.
+class Placer : public ExprMutator<Placer> {
+ public:
+  explicit Placer(const Partition& part) : part_(part) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const Group* g = part_.group_of(e);
+    const Device device = g != nullptr ? g->device : Device::Host;
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
+                      call.result_name);
+  }
+  // The partition over the placed function's nodes.
+  Partition moved(const Partition& part, const Function& placed) const {
+    Partition out;
+    out.config = part.config;
+    out.int32_results = part.int32_results;
+    out.names = NodeNames(placed);
+    for (const auto& g : part.groups) {
+      Group h = g;
+      for (auto& c : h.calls) c = result_of(c);
+      for (auto& o : h.operands) o = result_of(o);
+      for (const auto& c : h.calls) out.group_index[c.get()] = out.groups.size();
+      out.groups.push_back(std::move(h));
+    }
+    return out;
+  }
+
+ private:
+  const Partition& part_;
+};
+
+// A call neither device runs: a TypeError with each device's reason. A call typing placed on
+// the host (Device::Host) runs there; one it left unplaced, or a pass placed on VTA before, is
+// asked again.
+inline void check_placed(const Partition& part, const Target& target) {
+  for (const auto& g : part.groups) {
+    if (g.device != Device::Host) continue;
+    for (const auto& c : g.calls) {
+      const OpRecord& op = target.ops.at(c.name());
+      if (c.device() == Device::Host || !op.host_support) continue;
+      const TypeCall typing = typing_of(c, part.names);
+      if (const auto why = op.host_support(typing))
+        raise<TypeError>("{}: no device supports this call; host: {}; vta: {}", typing.label, *why,
+                         g.note);
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Function place(const Function& typed, const Target& target) {
+  const Partition part = partition(typed, target);
+  detail::check_placed(part, target);
+  detail::Placer placer(part);
+  const Function placed = placer.mutate(typed);
+  return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
+}
+
+DLAVM_INLINE const Partition& placement_of(const Function& fn, std::string_view pass) {
+  if (!fn.placement())
+    raise<ValueError>(
+        "graph pass '{}': the function is not placed; run the 'partition' pass before it "
+        "(graph::default_passes())",
+        pass);
+  return *fn.placement();
 }
 
 }  // namespace dlavm::graph

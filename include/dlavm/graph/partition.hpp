@@ -17,8 +17,11 @@
 //   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
 //   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
 //
-// graph::infer_type(fn, target) (graph/place.hpp) runs this pass and attaches its result to
-// the function it returns (Function::placement), so that build uses the placement printed.
+// place(typed_fn, target), the `partition` pass of the pipeline (graph/pipeline.hpp), runs it,
+// places every call on its group's device and attaches the partition to the function it
+// returns (Function::placement), so that build uses the placement printed. The passes after it
+// add to that partition: each VTA group's packed layouts (`layout`, graph/assign_layouts.hpp)
+// and the growing states held packed (`match_states`, graph/match_states.hpp).
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -28,7 +31,9 @@
 #include <dlavm/graph/strategy/epilogue.hpp>
 #include <dlavm/graph/target.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -45,16 +50,34 @@ struct Group {
   // Host: why the call does not run on VTA ("no VTA strategy for 'softmax'", a strategy's
   // reason). Empty for VTA groups.
   std::string note;
+  // VTA, once the `layout` pass ran: how the kernel holds what it reads (the anchor's
+  // arguments, then the epilogue's operands) and what it writes.
+  struct Layouts {
+    std::vector<Layout> inputs;
+    Layout output;
+  };
+  std::optional<Layouts> layouts;
 
   const Expr& output() const { return calls.back(); }
   const Expr& anchor() const { return calls.front(); }
 };
 
+// A growing state held packed (graph::ModuleState::packed), found by the `match_states` pass:
+// its next value appends `rows` to it along its growing dim (`next`), and VTA kernels alone read
+// that value, directly or through one permutation (`read`), as an input of layout `layout`.
+struct HeldState {
+  std::size_t state = 0;  // index in Function::state()
+  Expr next, rows, read;
+  std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
+  Layout layout;
+};
+
 class Partition {
  public:
-  std::vector<Group> groups;   // execution order
-  vta::Config config;          // the VTA configuration it was made for
-  bool int32_results = false;  // and its Target::int32_results
+  std::vector<Group> groups;    // execution order
+  vta::Config config;           // the VTA configuration it was made for
+  bool int32_results = false;   // and its Target::int32_results
+  std::vector<HeldState> held;  // by the `match_states` pass
 
   // The group holding call `e`; nullptr for leaves and calls outside the function.
   const Group* group_of(const Expr& e) const;
@@ -71,9 +94,21 @@ class Partition {
 // rule saw it: strategies decide on it.
 TypeCall typing_of(const Expr& call, const NodeNames& names);
 
+// The workload of a VTA group (its anchor call and epilogue).
+Workload workload_of(const Group& g, const NodeNames& names);
+
 // `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
 // symbolic dim without a usable maximum).
 Partition partition(const Function& fn, const Target& target);
+
+// The `partition` pass: partitions a typed function, places each call on its group's device
+// and attaches the partition (over the returned function's nodes). A call neither device runs
+// is a TypeError giving each device's reason.
+Function place(const Function& typed, const Target& target);
+
+// The placement of a function that went through the pipeline up to `pass`; ValueError naming
+// the pass when the function carries none.
+const Partition& placement_of(const Function& fn, std::string_view pass);
 
 }  // namespace dlavm::graph
 

@@ -181,8 +181,14 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+               },
+           .permutation = [](const TypeCall& c) -> std::optional<std::vector<std::int64_t>> {
+             const auto perm = host::transpose_perm(params_of(c, detail::transpose_schema()).perm,
+                                                    c.type(0).ndim(), c.label);
+             return std::vector<std::int64_t>(perm.begin(), perm.end());
            }});
   ops.add({.name = "flatten",
            .attrs = detail::flatten_schema().specs(),
@@ -195,8 +201,12 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .max_args = OpRecord::kVariadic,
            .attrs = detail::concat_schema().specs(),
            .type_rule = detail::concat_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, detail::concat_schema().from_attrs(attrs));
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::concat(a, detail::concat_schema().from_attrs(attrs));
+               },
+           .concat_axis = [](const TypeCall& c) -> std::optional<std::size_t> {
+             return c.axis("axis", c.type(0).ndim());
            }});
   ops.add({.name = "pad",
            .attrs = detail::pad_schema().specs(),

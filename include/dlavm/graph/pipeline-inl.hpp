@@ -1,0 +1,36 @@
+// Definitions for graph/pipeline.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/assign_layouts.hpp>
+#include <dlavm/graph/fold_rounding.hpp>
+#include <dlavm/graph/infer_type.hpp>
+#include <dlavm/graph/match_states.hpp>
+#include <dlavm/graph/partition.hpp>
+#include <dlavm/graph/pipeline.hpp>
+#include <dlavm/graph/target.hpp>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::vector<Pass> default_passes() {
+  return {
+      {"type",
+       "types every call with its op's type rule; a call the host cannot run stays unplaced",
+       [](const Function& fn, const Target& t) {
+         return detail::infer_types(fn, t.ops, {}, detail::HostSupport::Defer);
+       }},
+      {"partition",
+       "fuses VTA kernels (an anchor and its epilogue) and places every call on VTA or the host",
+       place},
+      {"fold_rounding",
+       "adds a requantize's rounding constant to the constant bias before it in a VTA kernel",
+       fold_rounding},
+      {"layout", "gives each VTA kernel's inputs and result the packed layouts of its strategy",
+       assign_layouts},
+      {"match_states",
+       "holds a growing state packed where VTA kernels alone read it appended, as a weight",
+       match_states},
+  };
+}
+
+}  // namespace dlavm::graph
