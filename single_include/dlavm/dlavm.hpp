@@ -6519,10 +6519,20 @@ NDArray evaluate(const Tensor& t, std::initializer_list<TensorBinding> inputs,
 // class with its members in the class (no DLAVM_INLINE), so that the te and tir parts of the
 // compiled library may both include it.
 
-// begin dlavm/te/evaluate.hpp
-// end dlavm/te/evaluate.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/te/index_eval.hpp
+// end dlavm/te/index_eval.hpp
+// begin dlavm/te/ops.hpp
+// end dlavm/te/ops.hpp
 // begin dlavm/te/printer.hpp
 // end dlavm/te/printer.hpp
+
+#include <cstdint>
+#include <functional>
+#include <span>
 
 namespace dlavm::te::detail {
 
@@ -9667,6 +9677,10 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
+//   concat_axis,          what graph passes may know of the op's data movement, so that they
+//   permutation           match a graph's structure, not op names: the axis along which the
+//                         result is the arguments one after another (concat), or the
+//                         permutation of argument 0's dims the result is (transpose)
 // The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
 // graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
@@ -10263,6 +10277,11 @@ using TypeRule = std::function<TensorType(const TypeCall&)>;
 using HostArgs = std::span<const te::NDArray* const>;
 using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
 using SupportRule = std::function<std::optional<std::string>(const TypeCall&)>;
+// The result is the arguments one after another along this axis (normalized); nullopt: not
+// for this call.
+using ConcatAxisRule = std::function<std::optional<std::size_t>(const TypeCall&)>;
+// The result is argument 0 with its dims permuted: result dim i is argument dim perm[i].
+using PermutationRule = std::function<std::optional<std::vector<std::int64_t>>(const TypeCall&)>;
 
 struct OpRecord {
   static constexpr std::size_t kVariadic = std::numeric_limits<std::size_t>::max();
@@ -10274,6 +10293,8 @@ struct OpRecord {
   TypeRule type_rule{};
   HostKernel host_kernel{};
   SupportRule host_support{};
+  ConcatAxisRule concat_axis{};
+  PermutationRule permutation{};
 
   const AttrSpec* find_attr(std::string_view key) const;
 };
@@ -11533,204 +11554,22 @@ struct std::hash<dlavm::graph::Workload> {
 // end dlavm/core/error.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
-// begin dlavm/graph/strategy/tiling.hpp
-// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
-// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
-// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
-// symbolic dims, and the search every default choice runs: the least estimated cost among
-// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
-// fitting one costed once).
+// begin dlavm/graph/strategy/least_cost.hpp
+// graph::least_cost: the candidate of least cost among those that fit, over any range of
+// candidates (a range-v3 pipeline of tilings, the points of a knob space). The one search
+// the default tilings (graph/strategy/tiling.hpp) and the default Chooser
+// (graph/strategy/workload.hpp) share.
 //
-// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
-// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
-//
-//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
-//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
-//                                                  check, estimate);
-//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
+//   auto best = graph::least_cost(points, [&](const auto& p) { return !space.check(p); },
+//                                 [&](const auto& p) { return space.estimate(p); });
 
-// begin dlavm/graph/strategy/sram.hpp
-// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
-// included) and the micro-ops of its largest kernel, with the check that they fit a
-// configuration. Each strategy computes its footprint in one function (`footprint`), which
-// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
-// must match (a test holds the two equal for every default tiling).
-//
-//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
-//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
-
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-
-namespace dlavm::graph {
-
-struct SramFootprint {
-  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
-  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
-  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
-};
-
-// Why `entries` do not fit a buffer of `depth` entries.
-inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
-                                             std::int64_t depth) {
-  if (entries <= depth) return std::nullopt;
-  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
-}
-
-// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
-// micro-op buffer (so that every thread's kernels stay resident).
-inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
-  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
-  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
-  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
-  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
-  return std::nullopt;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/strategy/sram.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/eval.hpp
-// end dlavm/ne/eval.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
+#include <range/v3/range/traits.hpp>
 #include <range/v3/view/filter.hpp>
-#include <range/v3/view/transform.hpp>
 
-#include <algorithm>
-#include <cstdint>
 #include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
 #include <utility>
-#include <vector>
 
 namespace dlavm::graph {
-
-using ne::ceil_div;
-
-// The divisors of n >= 1, ascending.
-inline std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> lo, hi;
-  for (std::int64_t d = 1; d * d <= n; ++d)
-    if (n % d == 0) {
-      lo.push_back(d);
-      if (d != n / d) hi.push_back(n / d);
-    }
-  lo.insert(lo.end(), hi.rbegin(), hi.rend());
-  return lo;
-}
-
-// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
-// when symbolic (the last block may be partial), also the powers of two below it.
-inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
-  auto out = divisors(max);
-  if (!symbolic) return out;
-  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-namespace detail {
-
-// The largest value of a dim (its maximum when symbolic).
-inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
-
-// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
-// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
-// module's traffic figures, evaluated per binding), so that each count has one formula.
-inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
-inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
-inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
-inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
-inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
-inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
-// `value` where `a >= b`, else 0.
-inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
-  return a >= b ? value : 0;
-}
-inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
-  return ne::select(a >= b, value, 0);
-}
-
-// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
-// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
-// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
-// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
-// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
-// kernel that reads only its outputs' rows.
-template <class Int>
-Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
-                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
-                 bool strided) {
-  if (strided) return outputs;
-  const Int blocks = vceil_div(outputs, block);
-  const auto reads = [&](const Int& j) {
-    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
-    const Int last_out = vmin((j + 1) * block, outputs) - 1;
-    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
-    return vmax(hi - lo + 1, Int(0));
-  };
-  const std::int64_t span = block * stride;
-  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
-  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
-  Int total = 0;
-  for (std::int64_t j = 0; j < first; ++j)
-    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
-  for (std::int64_t i = 0; i < last; ++i) {
-    const Int j = blocks - 1 - i;
-    total = total + when_at_least(j, Int(first), reads(j));
-  }
-  const Int middle = vmax(blocks - first - last, Int(0));
-  return total + middle * ((block - 1) * stride + kernel);
-}
-
-}  // namespace detail
-
-// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
-inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
-                                              std::int64_t block) {
-  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
-  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
-}
-
-// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
-// checked by check(t) and costed by estimate(t).
-template <class Tiling, class Check, class Estimate>
-KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
-  const auto tiling = [](std::span<const std::int64_t> v) {
-    Tiling t{};
-    auto fields = t.fields();
-    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
-    return t;
-  };
-  KnobSpace s;
-  s.knobs = std::move(knobs);
-  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
-  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
-  return s;
-}
 
 // The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
 // none fits. fits runs once per candidate and cost once per fitting one.
@@ -11747,12 +11586,13 @@ auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
 }
 
 }  // namespace dlavm::graph
-// end dlavm/graph/strategy/tiling.hpp
+// end dlavm/graph/strategy/least_cost.hpp
 // begin dlavm/graph/strategy/workload.hpp
 // end dlavm/graph/strategy/workload.hpp
 
 #include <fmt/format.h>
 #include <range/v3/view/iota.hpp>
+#include <range/v3/view/transform.hpp>
 
 #include <functional>
 
@@ -19703,29 +19543,53 @@ DLAVM_INLINE tir::PrimFunc lower(schedule::Schedule& s, const std::vector<te::Te
 // end dlavm/runtime/replay.hpp
 // begin dlavm/te/expr.hpp
 // end dlavm/te/expr.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
 // begin dlavm/vta/hw/builder.hpp
 // end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
 
 #include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
 
-class Program;
+// Where an on-chip buffer lives: its memory and first entry.
+struct SramSlot {
+  runtime::MemId memory;
+  std::int64_t base = 0;  // entries
+  std::int64_t entries = 0;
+  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
+};
 
 namespace detail {
 
+// What a replay plan is made from and writes with: the parts of a built vta::Program
+// (Program::replay_source), so that the plan does not depend on the class that holds it.
+struct ReplaySource {
+  const tir::PrimFunc& func;
+  const Env& env;
+  const std::unordered_map<const te::BufferNode*, SramSlot>& sram;
+  const std::unordered_map<const te::BufferNode*, std::uint32_t>& region_of;
+  const std::vector<runtime::SramRegion>& regions;
+  std::size_t max_kernel_ops = 0;
+  runtime::ElemBytes elem_bytes{};
+  const std::string& name() const { return func.name; }
+};
+
 class ReplayPlan {
  public:
-  explicit ReplayPlan(const Program& p);
+  explicit ReplayPlan(const ReplaySource& p);
 
   // Program p's instructions (p: the program the plan was made from) for `bindings` with
   // parameter k at DRAM address phys[k], written to b (without FINISH).
-  void write(const Program& p, Builder& b, std::span<const ne::Binding> bindings,
+  void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
              std::span<const std::uint64_t> phys) const;
 
   // A kernel's instruction depends on the registers of the loops around it only through
@@ -19817,8 +19681,9 @@ class ReplayPlan {
   void bind(std::span<const ne::Binding> bindings, std::int64_t* regs) const;
   // The replay's failure at `op` as the error the host raises (naming the program, the buffers
   // and the numbers).
-  void raise_failure(const Program& p, Builder& b, const runtime::Replay<HostStreamStorage>& replay,
-                     const Op& op, const std::int64_t* regs) const;
+  void raise_failure(const ReplaySource& p, Builder& b,
+                     const runtime::Replay<HostStreamStorage>& replay, const Op& op,
+                     const std::int64_t* regs) const;
 
   std::vector<Op> ops_;
   std::vector<Field> fields_;
@@ -19837,6 +19702,670 @@ class ReplayPlan {
 
 }  // namespace detail
 }  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/replay_plan-inl.hpp
+// Definitions for vta/replay_plan.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+// begin dlavm/ne/substitute.hpp
+// end dlavm/ne/substitute.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/vta/replay_plan.hpp
+// end dlavm/vta/replay_plan.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+
+namespace dlavm::vta::detail {
+
+// Walks the program's statements once, in the order Program::write replays them, appending
+// their operations and compiling their fields.
+class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
+ public:
+  using OpKind = ReplayPlan::OpKind;
+  PlanCompiler(ReplayPlan& plan, const ReplaySource& p) : plan_(plan), prog_(p) {
+    plan_.registers_ = ReplayPlan::kOne + 1;
+    ranges_.push_back({1, 1});
+  }
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    ReplayPlan::Op op;
+    op.kind = OpKind::For;
+    op.field = field(n.min);
+    const Interval lo = last_range_;
+    field(n.extent);
+    const Interval extent = last_range_;
+    op.slot = plan_.registers_++;
+    // the variable's values: [min, min + extent - 1], as far as the bounds know
+    ranges_.push_back(
+        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
+    const auto at = push(op);
+    loops_.push_back({n.var, op.slot});
+    visit(n.body);
+    loops_.pop_back();
+    ReplayPlan::Op end;
+    end.kind = OpKind::EndFor;
+    end.slot = op.slot;
+    end.jump = at + 1;
+    plan_.ops_[at].jump = push(end) + 1;
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    ReplayPlan::Op op;
+    op.kind = OpKind::If;
+    op.field = field(n.cond);
+    const auto at = push(op);
+    visit(n.then_case);
+    if (n.else_case.defined()) {
+      ReplayPlan::Op skip;
+      skip.kind = OpKind::Else;
+      const auto else_at = push(skip);
+      plan_.ops_[at].jump = else_at + 1;
+      visit(n.else_case);
+      plan_.ops_[else_at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
+    } else {
+      plan_.ops_[at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
+    }
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<PlanCompiler>::visit_attr(n, s);
+    ReplayPlan::Op begin;
+    begin.kind = OpKind::KernelBegin;
+    begin.slot = static_cast<std::uint32_t>(plan_.kernels_.size());
+    const auto at = push(begin);
+    const auto first_field = plan_.fields_.size();
+    const auto first_register = plan_.registers_;
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    ReplayPlan::Op end;
+    end.kind = OpKind::KernelEnd;
+    plan_.ops_[at].jump = push(end);
+    // the registers of enclosing loops its fields read (its own loops, the dims and what is
+    // computed from them alone are the same throughout an instantiation)
+    std::vector<std::uint32_t> read;
+    for (auto k = first_field; k < plan_.fields_.size(); ++k) {
+      const auto& f = plan_.fields_[k];
+      for (std::uint32_t i = 0; i < f.count; ++i)
+        if (f.general < 0) {
+          read.push_back(plan_.terms_[f.first + i].a);
+          read.push_back(plan_.terms_[f.first + i].b);
+        } else {
+          read.push_back(plan_.args_[f.first + i]);
+        }
+    }
+    std::sort(read.begin(), read.end());
+    read.erase(std::unique(read.begin(), read.end()), read.end());
+    ReplayPlan::Kernel kernel;
+    kernel.first_key = static_cast<std::uint32_t>(plan_.keys_.size());
+    for (const auto r : read)
+      if (r < first_register && outer_loop(r)) plan_.keys_.push_back(r);
+    kernel.keys = static_cast<std::uint32_t>(plan_.keys_.size()) - kernel.first_key;
+    plan_.kernels_.push_back(kernel);
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const std::string& name = call->name;
+    const auto& a = call->args;
+    ReplayPlan::Op op;
+    op.call = call;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        op.kind = OpKind::LoopBegin;
+        op.field = fields({&a[0], &a[1], &a[2], &a[3]});
+      } else if (name == intrin::uop_loop_end) {
+        return;
+      } else if (name == intrin::gemm) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::Gemm;
+        op.field = fields({&a[0], &a[1], &a[2]});
+        for (int k = 0; k < 3; ++k) place(op, k, call->buffers[static_cast<std::size_t>(k)]);
+      } else if (name == intrin::gemm_reset) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::GemmReset;
+        op.field = fields({&a[0]});
+        place(op, 0, call->buffers[0]);
+      } else if (name == intrin::alu) {
+        op.kind = OpKind::Push;
+        op.micro = ReplayPlan::Micro::Alu;
+        op.field = fields({&a[3], &a[4], &a[0], &a[1], &a[2]});
+        place(op, 0, call->buffers[0]);
+        place(op, 1, call->buffers[1]);
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+    } else if (name == intrin::load) {
+      op.kind = OpKind::Load;
+      op.field = fields({&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]});
+      place(op, 0, call->buffers[0]);
+      op.param = param(call->buffers[1]);
+    } else if (name == intrin::store) {
+      op.kind = OpKind::Store;
+      op.field = fields({&a[1], &a[2], &a[3], &a[4], &a[5]});
+      place(op, 0, call->buffers[0]);
+      op.param = param(call->buffers[1]);
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+    push(op);
+  }
+
+ private:
+  struct Interval {
+    std::int64_t lo = 0, hi = 0;
+  };
+  // values past this are treated as unbounded: an affine field within it cannot overflow
+  static constexpr std::int64_t kSafe = std::int64_t{1} << 61;
+  // (in double: the bounds only decide whether a field could come near int64's range)
+  static std::int64_t saturate(double v) {
+    return static_cast<std::int64_t>(
+        std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
+  }
+
+  // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).
+  bool outer_loop(std::uint32_t r) const {
+    for (const auto& op : plan_.ops_)
+      if (op.kind == OpKind::For && op.slot == r) return true;
+    return false;
+  }
+
+  std::uint32_t push(const ReplayPlan::Op& op) {
+    plan_.ops_.push_back(op);
+    return static_cast<std::uint32_t>(plan_.ops_.size() - 1);
+  }
+  void place(ReplayPlan::Op& op, int k, const te::Buffer& b) const {
+    const auto it = prog_.sram.find(b.get());
+    if (it == prog_.sram.end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    op.sram[k] = it->second.base;
+    op.regions[k] = prog_.region_of.at(b.get());
+  }
+  std::uint32_t param(const te::Buffer& b) const {
+    for (std::size_t k = 0; k < prog_.func.flat_params.size(); ++k)
+      if (prog_.func.flat_params[k].get() == b.get()) return static_cast<std::uint32_t>(k);
+    raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
+                         b.name());
+  }
+  std::uint32_t fields(std::initializer_list<const te::Expr*> args) {
+    const auto first = static_cast<std::uint32_t>(plan_.fields_.size());
+    for (const auto* a : args) field(*a);
+    return first;
+  }
+
+  // The register of variable v: the innermost loop binding it, or a dim.
+  std::uint32_t slot(const ne::Var& v) {
+    if (const auto loop = loop_slot(v)) return *loop;
+    for (const auto& s : plan_.symbols_)
+      if (s.var.id() == v.id()) return s.slot;
+    const auto* node = v.as<ne::VarNode>();
+    plan_.symbols_.push_back({v, plan_.registers_++});
+    ranges_.push_back({std::max(node->min, -kSafe), std::min(node->max, kSafe)});
+    return plan_.symbols_.back().slot;
+  }
+  std::optional<std::uint32_t> loop_slot(const ne::Var& v) const {
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+      if (it->first.id() == v.id()) return it->second;
+    return std::nullopt;
+  }
+
+  // Compiles one field; last_range_ is then its interval.
+  std::uint32_t field(const te::Expr& e) {
+    ReplayPlan::Field f;
+    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
+    if (const auto* c = e.as<te::IntImmNode>()) {
+      f.constant = c->value;
+      last_range_ = {saturate(static_cast<double>(c->value)),
+                     saturate(static_cast<double>(c->value))};
+      plan_.fields_.push_back(f);
+      return at;
+    }
+    const auto* index = e.as<te::IndexNode>();
+    if (index == nullptr)
+      raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
+                           e);
+    return field(index->index);
+  }
+  std::uint32_t field(const ne::Expr& x) {
+    ReplayPlan::Field f;
+    if (!linear(x, f) && !clamped(x, f)) f = compiled(x);
+    plan_.fields_.push_back(f);
+    return static_cast<std::uint32_t>(plan_.fields_.size() - 1);
+  }
+
+  // x through ne::compile over its variables' registers, each a variable of unbounded range (a
+  // dim's range is checked once, when it is bound), keeping eval's checks.
+  ReplayPlan::Field compiled(const ne::Expr& x) {
+    const std::vector<ne::Var> vars = ne::free_vars(x);
+    std::vector<ne::Substitution> fresh;
+    std::vector<ne::Substitution> ranged;
+    std::vector<ne::Var> params;
+    ReplayPlan::Field f;
+    f.first = static_cast<std::uint32_t>(plan_.args_.size());
+    f.count = static_cast<std::uint32_t>(vars.size());
+    for (const auto& v : vars) {
+      const auto& name = v.as<ne::VarNode>()->name;
+      params.push_back(ne::var(name, std::numeric_limits<std::int64_t>::min(),
+                               std::numeric_limits<std::int64_t>::max()));
+      fresh.emplace_back(v, params.back());
+      const std::uint32_t reg = slot(v);
+      plan_.args_.push_back(reg);
+      ranged.emplace_back(v, ne::var(name, ranges_[reg].lo, ranges_[reg].hi));
+    }
+    const ne::Interval b = ne::bounds(ne::substitute(x, ranged));
+    last_range_ = {saturate(static_cast<double>(b.min)), saturate(static_cast<double>(b.max))};
+    f.general = static_cast<std::int32_t>(plan_.general_.size());
+    plan_.general_.push_back(
+        ne::compile(ne::substitute(x, fresh), std::move(params), {.simplify = false}));
+    return f;
+  }
+
+  // The register holding x, an expression of the dims alone: a dim's own, or one computed once
+  // per instantiation (one register per distinct expression); last_range_ is its interval.
+  std::uint32_t invariant(const ne::Expr& x) {
+    if (x.as<ne::VarNode>() != nullptr) {
+      const std::uint32_t reg = slot(ne::free_vars(x).front());
+      last_range_ = ranges_[reg];
+      return reg;
+    }
+    for (const auto& [e, reg] : invariant_exprs_)
+      if (ne::equal(e, x)) {
+        last_range_ = ranges_[reg];
+        return reg;
+      }
+    const ReplayPlan::Field f = compiled(x);
+    const std::uint32_t reg = plan_.registers_++;
+    ranges_.push_back(last_range_);
+    plan_.invariants_.push_back({f, reg});
+    invariant_exprs_.emplace_back(x, reg);
+    return reg;
+  }
+
+  // x as constant + sum(coef * a * b), linear in the loop variables with coefficients of the
+  // dims alone (a dim, or a register computed from them: token * floordiv(token + 15, 16)
+  // times a loop variable is one term), if its terms cannot overflow.
+  bool linear(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::vector<ne::Var> loop_vars;
+    std::vector<std::uint32_t> loop_slots;
+    for (const auto& v : ne::free_vars(x))
+      if (const auto s = loop_slot(v)) {
+        loop_vars.push_back(v);
+        loop_slots.push_back(*s);
+      }
+    const auto form = ne::linear_form(x, loop_vars);
+    if (!form) return false;
+    std::vector<ReplayPlan::Term> terms;
+    for (std::size_t k = 0; k < loop_vars.size(); ++k) {
+      const auto coef = form->strides[k].as_int();
+      if (coef && *coef == 0) continue;
+      terms.push_back(coef ? ReplayPlan::Term{loop_slots[k], ReplayPlan::kOne, *coef}
+                           : ReplayPlan::Term{loop_slots[k], invariant(form->strides[k]), 1});
+    }
+    std::int64_t constant = 0;
+    if (const auto c = form->offset.as_int()) {
+      constant = *c;
+    } else {
+      // the dims' part: affine in them, or one register
+      const std::vector<ne::Var> dims = ne::free_vars(form->offset);
+      const auto dim_form = ne::linear_form(form->offset, dims);
+      const bool affine = dim_form && dim_form->offset.as_int() &&
+                          std::all_of(dim_form->strides.begin(), dim_form->strides.end(),
+                                      [](const ne::Expr& e) { return e.as_int().has_value(); });
+      if (affine) {
+        constant = *dim_form->offset.as_int();
+        for (std::size_t k = 0; k < dims.size(); ++k)
+          if (const auto c = *dim_form->strides[k].as_int(); c != 0)
+            terms.push_back({slot(dims[k]), ReplayPlan::kOne, c});
+      } else {
+        terms.push_back({invariant(form->offset), ReplayPlan::kOne, 1});
+      }
+    }
+    // the bounds of each term over the registers' ranges (in double: they only decide whether
+    // a field could come near int64's range)
+    double magnitude = std::abs(static_cast<double>(constant));
+    double lo = static_cast<double>(constant), hi = lo;
+    for (const auto& t : terms) {
+      const Interval a = ranges_[t.a], b = ranges_[t.b];
+      const double c = static_cast<double>(t.coef);
+      double tlo = std::numeric_limits<double>::infinity(), thi = -tlo;
+      for (const auto u : {a.lo, a.hi})
+        for (const auto v : {b.lo, b.hi}) {
+          const double p = c * static_cast<double>(u) * static_cast<double>(v);
+          tlo = std::min(tlo, p);
+          thi = std::max(thi, p);
+        }
+      lo += tlo;
+      hi += thi;
+      magnitude += std::max(std::abs(tlo), std::abs(thi));
+    }
+    if (magnitude >= static_cast<double>(kSafe)) return false;
+    f.constant = constant;
+    f.first = static_cast<std::uint32_t>(plan_.terms_.size());
+    f.count = static_cast<std::uint32_t>(terms.size());
+    plan_.terms_.insert(plan_.terms_.end(), terms.begin(), terms.end());
+    last_range_ = {saturate(lo), saturate(hi)};
+    return true;
+  }
+
+  // x as post + scale * (a linear field clamped by a constant): the rows of a block,
+  // min(token - i*64, 64), times a stride, or subtracted from the block's size.
+  bool clamped(const ne::Expr& x, ReplayPlan::Field& f) {
+    std::int64_t post = 0, scale = 1;
+    ne::Expr e = x;
+    for (;;) {
+      const auto* n = e.as<ne::BinaryNode>();
+      if (n == nullptr) return false;
+      const auto ca = n->a.as_int(), cb = n->b.as_int();
+      const ne::Kind k = e.kind();
+      if (k == ne::Kind::Min || k == ne::Kind::Max) {
+        if (!ca && !cb) return false;
+        const std::int64_t bound = ca ? *ca : *cb;
+        if (!linear(ca ? n->b : n->a, f)) return false;
+        f.clamped = true;
+        f.lo = k == ne::Kind::Max ? bound : std::numeric_limits<std::int64_t>::min();
+        f.hi = k == ne::Kind::Min ? bound : std::numeric_limits<std::int64_t>::max();
+        f.scale = scale;
+        f.post = post;
+        const auto clamp = [&](std::int64_t v) {
+          return static_cast<double>(std::clamp(v, f.lo, f.hi));
+        };
+        const double a =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.lo));
+        const double b =
+            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.hi));
+        if (std::max(std::abs(a), std::abs(b)) >= static_cast<double>(kSafe) ||
+            std::abs(static_cast<double>(scale)) *
+                    std::max(std::abs(clamp(last_range_.lo)), std::abs(clamp(last_range_.hi))) >=
+                static_cast<double>(kSafe))
+          return false;
+        last_range_ = {saturate(std::min(a, b)), saturate(std::max(a, b))};
+        return true;
+      }
+      if (!ca && !cb) return false;
+      const std::int64_t c = ca ? *ca : *cb;
+      const ne::Expr rest = ca ? n->b : n->a;
+      bool overflow = false;
+      if (k == ne::Kind::Add || (k == ne::Kind::Sub && cb)) {
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, k == ne::Kind::Add ? c : -c, &term) ||
+                   __builtin_add_overflow(post, term, &post);
+      } else if (k == ne::Kind::Sub) {  // c - rest
+        std::int64_t term = 0;
+        overflow = __builtin_mul_overflow(scale, c, &term) ||
+                   __builtin_add_overflow(post, term, &post) ||
+                   scale == std::numeric_limits<std::int64_t>::min();
+        scale = -scale;
+      } else if (k == ne::Kind::Mul) {
+        overflow = __builtin_mul_overflow(scale, c, &scale);
+      } else {
+        return false;
+      }
+      if (overflow || std::abs(static_cast<double>(post)) >= static_cast<double>(kSafe) ||
+          std::abs(static_cast<double>(scale)) >= static_cast<double>(kSafe))
+        return false;
+      e = rest;
+    }
+  }
+
+  ReplayPlan& plan_;
+  const ReplaySource& prog_;
+  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;             // innermost last
+  std::vector<Interval> ranges_;                                     // per register
+  std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
+  Interval last_range_;
+  bool in_kernel_ = false;
+};
+
+DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
+  PlanCompiler(*this, p).visit(p.func.body);
+}
+
+DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
+  std::int64_t args[16];
+  std::vector<std::int64_t> many;
+  std::int64_t* a = args;
+  if (f.count > 16) {
+    many.resize(f.count);
+    a = many.data();
+  }
+  for (std::uint32_t k = 0; k < f.count; ++k) a[k] = regs[args_[f.first + k]];
+  return general_[static_cast<std::size_t>(f.general)](std::span<const std::int64_t>(a, f.count));
+}
+
+DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
+                                   std::int64_t* regs) const {
+  for (const auto& s : symbols_) {
+    const auto& v = *s.var.as<ne::VarNode>();
+    const ne::Binding* given = nullptr;
+    for (const auto& x : bindings)
+      if (x.name == v.name) given = &x;
+    if (given == nullptr)
+      raise<ValueError>(
+          "no value for variable '{}': no enclosing loop binds it and no symbolic dim of that "
+          "name was given (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
+          v.name, v.name);
+    if (given->value < v.min || given->value > v.max)
+      raise<ValueError>("symbolic dim '{}' = {} is outside its range [{}, {}]", v.name,
+                        given->value, v.min, v.max);
+    regs[s.slot] = given->value;
+  }
+  regs[kOne] = 1;
+  for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
+}
+
+DLAVM_INLINE void ReplayPlan::raise_failure(const ReplaySource& p, Builder& b,
+                                            const runtime::Replay<HostStreamStorage>& replay,
+                                            const Op& op, const std::int64_t* regs) const {
+  const te::CallNode& call = *op.call;
+  const runtime::WriterError e = b.writer().error();
+  if (e.status == runtime::Status::EmptyTransfer) {
+    const bool load = call.name == intrin::load;
+    raise<ValueError>(
+        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
+        "(all padding or empty), which a VTA transfer cannot express",
+        p.name(), e.field == vta::Field::y_size ? "y_size" : "x_size",
+        call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
+  }
+  if (e.status == runtime::Status::Misaligned) {
+    const auto mem =
+        e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, regs));
+    raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
+                      p.env.config.elem_bytes(mem), runtime::mem_name(mem));
+  }
+  if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
+    raise<ScheduleError>(
+        "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
+        "module, which share no token queue",
+        e.index, runtime::queue_name(e.to), replay.deps().unordered(), runtime::queue_name(e.from));
+  b.check("dep_pop");
+}
+
+// What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
+// next so that, once warm, an instantiation allocates nothing but the stream it returns.
+struct ReplayWorkspace {
+  // per kernel: the key it was last entered with, and what it wrote then (written, when it
+  // wrote an instruction; last: its last micro-op call)
+  struct Memo {
+    bool valid = false;
+    std::vector<std::int64_t> key;
+    bool wrote = false;
+    runtime::WrittenKernel written;
+    const ReplayPlan::Op* last = nullptr;
+  };
+  std::vector<std::int64_t> regs;
+  std::vector<runtime::RegionState> states;
+  std::vector<runtime::UopOp> uops;
+  std::vector<Memo> memo;
+};
+
+DLAVM_INLINE ReplayWorkspace& replay_workspace() {
+  thread_local ReplayWorkspace ws;
+  return ws;
+}
+
+// One interpreter loop with a case per operation, kept whole (over 100 lines) on purpose: it is
+// instantiation's hot loop (bench/vta_build, bench/graph_llm), and every case shares its state
+// (the registers, the replay, the kernel being recorded), which helpers would pass around.
+DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
+                                    std::span<const ne::Binding> bindings,
+                                    std::span<const std::uint64_t> phys) const {
+  ReplayWorkspace& ws = replay_workspace();
+  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = ws.regs.data();
+  std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
+  bind(bindings, r);
+  ws.states.resize(p.regions.size());
+  ws.uops.resize(p.max_kernel_ops);
+  runtime::Replay<HostStreamStorage> replay(b.writer(), p.env.config.uop_depth(), p.elem_bytes,
+                                            p.regions.data(), ws.states.data(), p.regions.size(),
+                                            phys.data(), {ws.uops.data(), ws.uops.size()});
+  const auto check = [&](const Op& op) {
+    if (!replay.ok()) raise_failure(p, b, replay, op, r);
+  };
+  const Op* kernel = nullptr;  // the kernel's last micro-op call
+  using Memo = ReplayWorkspace::Memo;
+  std::vector<Memo>& memo = ws.memo;
+  if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
+  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
+  Memo* recording = nullptr;
+  const auto n = static_cast<std::uint32_t>(ops_.size());
+  for (std::uint32_t pc = 0; pc < n;) {
+    const Op& op = ops_[pc];
+    const std::uint32_t f = op.field;
+    switch (op.kind) {
+      case OpKind::For: {
+        const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        if (extent <= 0) {
+          pc = op.jump;
+          continue;
+        }
+        r[op.slot] = lo;
+        ends[op.slot] = lo + extent;
+        break;
+      }
+      case OpKind::EndFor:
+        if (++r[op.slot] < ends[op.slot]) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::If:
+        if (value(f, r) == 0) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::Else:
+        pc = op.jump;
+        continue;
+      case OpKind::KernelBegin: {
+        replay.kernel_begin();
+        kernel = nullptr;
+        const Kernel& k = kernels_[op.slot];
+        Memo& m = memo[op.slot];
+        bool same = m.valid;
+        for (std::uint32_t i = 0; same && i < k.keys; ++i)
+          same = m.key[i] == r[keys_[k.first_key + i]];
+        if (same) {  // the instruction it wrote last time (if any), again
+          if (m.wrote) {
+            const Op& last = *m.last;
+            const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
+            const runtime::RegionAccess accesses[] = {
+                {last.regions[0], true}, {last.regions[1], false}, {last.regions[2], false}};
+            replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
+            check(last);
+          }
+          pc = op.jump + 1;  // past its KernelEnd
+          continue;
+        }
+        m.key.resize(k.keys);
+        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
+        recording = &m;
+        break;
+      }
+      case OpKind::LoopBegin: {
+        replay.loop_begin(value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r));
+        check(op);
+        break;
+      }
+      case OpKind::Push: {
+        kernel = &op;
+        const std::int64_t dst = op.sram[0] + value(f, r);
+        if (op.micro == Micro::Gemm)
+          replay.push(dst, op.sram[1] + value(f + 1, r), op.sram[2] + value(f + 2, r));
+        else if (op.micro == Micro::Alu)
+          replay.push(dst, op.sram[1] + value(f + 1, r), 0);
+        else
+          replay.push(dst, 0, 0);
+        check(op);
+        break;
+      }
+      case OpKind::KernelEnd: {
+        const std::size_t size = b.writer().size();
+        if (kernel != nullptr) {
+          if (kernel->micro == Micro::Alu) {
+            const std::uint32_t k = kernel->field;
+            replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
+                       kernel->regions[0], kernel->regions[1]);
+          } else {
+            const bool reset = kernel->micro == Micro::GemmReset;
+            replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
+                        reset ? 0 : kernel->regions[2]);
+          }
+          check(*kernel);
+        }
+        if (recording != nullptr) {
+          recording->last = kernel;
+          recording->wrote = b.writer().size() != size;  // not when it had no iterations
+          if (recording->wrote) recording->written = b.writer().last_kernel();
+          recording->valid = true;
+          recording = nullptr;
+        }
+        break;
+      }
+      case OpKind::Load:
+        replay.load(static_cast<MemId>(value(f, r)), op.regions[0], op.sram[0] + value(f + 1, r),
+                    op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),
+                    value(f + 6, r), value(f + 7, r), value(f + 8, r), value(f + 9, r));
+        check(op);
+        break;
+      case OpKind::Store:
+        replay.store(op.regions[0], op.sram[0] + value(f, r), op.param, value(f + 1, r),
+                     value(f + 2, r), value(f + 3, r), value(f + 4, r));
+        check(op);
+        break;
+    }
+    ++pc;
+  }
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/replay_plan-inl.hpp
+#endif
 // end dlavm/vta/replay_plan.hpp
 
 #include <fmt/format.h>
@@ -19862,14 +20391,6 @@ struct ProgramRun {
   RunResult result;
   std::size_t instructions = 0;
   std::size_t uops = 0;
-};
-
-// Where an on-chip buffer lives: its memory and first entry.
-struct SramSlot {
-  runtime::MemId memory;
-  std::int64_t base = 0;  // entries
-  std::int64_t entries = 0;
-  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
 };
 
 // An upper bound on the words of a program's streams: instructions and micro-ops.
@@ -19908,10 +20429,12 @@ class Program {
   // How many of the intrinsics' fields an instantiation evaluates through ne::compile, the
   // rest being affine sums over the loop variables and dims, clamped for a block's extent
   // (a diagnostic of instantiation speed).
-  std::size_t general_fields() const { return plan_->general_fields(); }
+  std::size_t general_fields() const;
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
+  // What its replay plan reads of it.
+  detail::ReplaySource replay_source() const;
 
   // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
   ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -20161,8 +20684,14 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   kernel_ops.visit(func_.body);
   max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
   bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
-  plan_ = std::make_shared<const detail::ReplayPlan>(*this);
+  plan_ = std::make_shared<const detail::ReplayPlan>(replay_source());
 }
+
+DLAVM_INLINE detail::ReplaySource Program::replay_source() const {
+  return {func_, env_, sram_, region_of_, regions_, max_kernel_ops_, elem_bytes()};
+}
+
+DLAVM_INLINE std::size_t Program::general_fields() const { return plan_->general_fields(); }
 
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
   runtime::ElemBytes e;
@@ -20196,7 +20725,7 @@ DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindin
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  plan_->write(*this, b, bindings, param_phys);
+  plan_->write(replay_source(), b, bindings, param_phys);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -20286,666 +20815,6 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
 
 }  // namespace dlavm::vta
 // end dlavm/vta/program-inl.hpp
-// begin dlavm/vta/replay_plan-inl.hpp
-// Definitions for vta/replay_plan.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne/affine.hpp
-// end dlavm/ne/affine.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-// begin dlavm/ne/substitute.hpp
-// end dlavm/ne/substitute.hpp
-// begin dlavm/tir/functor.hpp
-// end dlavm/tir/functor.hpp
-// begin dlavm/vta/program.hpp
-// end dlavm/vta/program.hpp
-// begin dlavm/vta/replay_plan.hpp
-// end dlavm/vta/replay_plan.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <optional>
-#include <utility>
-
-namespace dlavm::vta::detail {
-
-// Walks the program's statements once, in the order Program::write replays them, appending
-// their operations and compiling their fields.
-class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
- public:
-  using OpKind = ReplayPlan::OpKind;
-  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {
-    plan_.registers_ = ReplayPlan::kOne + 1;
-    ranges_.push_back({1, 1});
-  }
-
-  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    ReplayPlan::Op op;
-    op.kind = OpKind::For;
-    op.field = field(n.min);
-    const Interval lo = last_range_;
-    field(n.extent);
-    const Interval extent = last_range_;
-    op.slot = plan_.registers_++;
-    // the variable's values: [min, min + extent - 1], as far as the bounds know
-    ranges_.push_back(
-        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
-    const auto at = push(op);
-    loops_.push_back({n.var, op.slot});
-    visit(n.body);
-    loops_.pop_back();
-    ReplayPlan::Op end;
-    end.kind = OpKind::EndFor;
-    end.slot = op.slot;
-    end.jump = at + 1;
-    plan_.ops_[at].jump = push(end) + 1;
-  }
-  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-    ReplayPlan::Op op;
-    op.kind = OpKind::If;
-    op.field = field(n.cond);
-    const auto at = push(op);
-    visit(n.then_case);
-    if (n.else_case.defined()) {
-      ReplayPlan::Op skip;
-      skip.kind = OpKind::Else;
-      const auto else_at = push(skip);
-      plan_.ops_[at].jump = else_at + 1;
-      visit(n.else_case);
-      plan_.ops_[else_at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
-    } else {
-      plan_.ops_[at].jump = static_cast<std::uint32_t>(plan_.ops_.size());
-    }
-  }
-  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
-                         n.buffer.name());
-  }
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<PlanCompiler>::visit_attr(n, s);
-    ReplayPlan::Op begin;
-    begin.kind = OpKind::KernelBegin;
-    begin.slot = static_cast<std::uint32_t>(plan_.kernels_.size());
-    const auto at = push(begin);
-    const auto first_field = plan_.fields_.size();
-    const auto first_register = plan_.registers_;
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    ReplayPlan::Op end;
-    end.kind = OpKind::KernelEnd;
-    plan_.ops_[at].jump = push(end);
-    // the registers of enclosing loops its fields read (its own loops, the dims and what is
-    // computed from them alone are the same throughout an instantiation)
-    std::vector<std::uint32_t> read;
-    for (auto k = first_field; k < plan_.fields_.size(); ++k) {
-      const auto& f = plan_.fields_[k];
-      for (std::uint32_t i = 0; i < f.count; ++i)
-        if (f.general < 0) {
-          read.push_back(plan_.terms_[f.first + i].a);
-          read.push_back(plan_.terms_[f.first + i].b);
-        } else {
-          read.push_back(plan_.args_[f.first + i]);
-        }
-    }
-    std::sort(read.begin(), read.end());
-    read.erase(std::unique(read.begin(), read.end()), read.end());
-    ReplayPlan::Kernel kernel;
-    kernel.first_key = static_cast<std::uint32_t>(plan_.keys_.size());
-    for (const auto r : read)
-      if (r < first_register && outer_loop(r)) plan_.keys_.push_back(r);
-    kernel.keys = static_cast<std::uint32_t>(plan_.keys_.size()) - kernel.first_key;
-    plan_.kernels_.push_back(kernel);
-  }
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const std::string& name = call->name;
-    const auto& a = call->args;
-    ReplayPlan::Op op;
-    op.call = call;
-    if (in_kernel_) {
-      if (name == intrin::uop_loop_begin) {
-        op.kind = OpKind::LoopBegin;
-        op.field = fields({&a[0], &a[1], &a[2], &a[3]});
-      } else if (name == intrin::uop_loop_end) {
-        return;
-      } else if (name == intrin::gemm) {
-        op.kind = OpKind::Push;
-        op.micro = ReplayPlan::Micro::Gemm;
-        op.field = fields({&a[0], &a[1], &a[2]});
-        for (int k = 0; k < 3; ++k) place(op, k, call->buffers[static_cast<std::size_t>(k)]);
-      } else if (name == intrin::gemm_reset) {
-        op.kind = OpKind::Push;
-        op.micro = ReplayPlan::Micro::GemmReset;
-        op.field = fields({&a[0]});
-        place(op, 0, call->buffers[0]);
-      } else if (name == intrin::alu) {
-        op.kind = OpKind::Push;
-        op.micro = ReplayPlan::Micro::Alu;
-        op.field = fields({&a[3], &a[4], &a[0], &a[1], &a[2]});
-        place(op, 0, call->buffers[0]);
-        place(op, 1, call->buffers[1]);
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-    } else if (name == intrin::load) {
-      op.kind = OpKind::Load;
-      op.field = fields({&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]});
-      place(op, 0, call->buffers[0]);
-      op.param = param(call->buffers[1]);
-    } else if (name == intrin::store) {
-      op.kind = OpKind::Store;
-      op.field = fields({&a[1], &a[2], &a[3], &a[4], &a[5]});
-      place(op, 0, call->buffers[0]);
-      op.param = param(call->buffers[1]);
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-    push(op);
-  }
-
- private:
-  struct Interval {
-    std::int64_t lo = 0, hi = 0;
-  };
-  // values past this are treated as unbounded: an affine field within it cannot overflow
-  static constexpr std::int64_t kSafe = std::int64_t{1} << 61;
-  // (in double: the bounds only decide whether a field could come near int64's range)
-  static std::int64_t saturate(double v) {
-    return static_cast<std::int64_t>(
-        std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
-  }
-
-  // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).
-  bool outer_loop(std::uint32_t r) const {
-    for (const auto& op : plan_.ops_)
-      if (op.kind == OpKind::For && op.slot == r) return true;
-    return false;
-  }
-
-  std::uint32_t push(const ReplayPlan::Op& op) {
-    plan_.ops_.push_back(op);
-    return static_cast<std::uint32_t>(plan_.ops_.size() - 1);
-  }
-  void place(ReplayPlan::Op& op, int k, const te::Buffer& b) const {
-    const auto it = prog_.sram().find(b.get());
-    if (it == prog_.sram().end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    op.sram[k] = it->second.base;
-    op.regions[k] = prog_.region_of(b.get());
-  }
-  std::uint32_t param(const te::Buffer& b) const {
-    for (std::size_t k = 0; k < prog_.func().flat_params.size(); ++k)
-      if (prog_.func().flat_params[k].get() == b.get()) return static_cast<std::uint32_t>(k);
-    raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
-                         b.name());
-  }
-  std::uint32_t fields(std::initializer_list<const te::Expr*> args) {
-    const auto first = static_cast<std::uint32_t>(plan_.fields_.size());
-    for (const auto* a : args) field(*a);
-    return first;
-  }
-
-  // The register of variable v: the innermost loop binding it, or a dim.
-  std::uint32_t slot(const ne::Var& v) {
-    if (const auto loop = loop_slot(v)) return *loop;
-    for (const auto& s : plan_.symbols_)
-      if (s.var.id() == v.id()) return s.slot;
-    const auto* node = v.as<ne::VarNode>();
-    plan_.symbols_.push_back({v, plan_.registers_++});
-    ranges_.push_back({std::max(node->min, -kSafe), std::min(node->max, kSafe)});
-    return plan_.symbols_.back().slot;
-  }
-  std::optional<std::uint32_t> loop_slot(const ne::Var& v) const {
-    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
-      if (it->first.id() == v.id()) return it->second;
-    return std::nullopt;
-  }
-
-  // Compiles one field; last_range_ is then its interval.
-  std::uint32_t field(const te::Expr& e) {
-    ReplayPlan::Field f;
-    const auto at = static_cast<std::uint32_t>(plan_.fields_.size());
-    if (const auto* c = e.as<te::IntImmNode>()) {
-      f.constant = c->value;
-      last_range_ = {saturate(static_cast<double>(c->value)),
-                     saturate(static_cast<double>(c->value))};
-      plan_.fields_.push_back(f);
-      return at;
-    }
-    const auto* index = e.as<te::IndexNode>();
-    if (index == nullptr)
-      raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(),
-                           e);
-    return field(index->index);
-  }
-  std::uint32_t field(const ne::Expr& x) {
-    ReplayPlan::Field f;
-    if (!linear(x, f) && !clamped(x, f)) f = compiled(x);
-    plan_.fields_.push_back(f);
-    return static_cast<std::uint32_t>(plan_.fields_.size() - 1);
-  }
-
-  // x through ne::compile over its variables' registers, each a variable of unbounded range (a
-  // dim's range is checked once, when it is bound), keeping eval's checks.
-  ReplayPlan::Field compiled(const ne::Expr& x) {
-    const std::vector<ne::Var> vars = ne::free_vars(x);
-    std::vector<ne::Substitution> fresh;
-    std::vector<ne::Substitution> ranged;
-    std::vector<ne::Var> params;
-    ReplayPlan::Field f;
-    f.first = static_cast<std::uint32_t>(plan_.args_.size());
-    f.count = static_cast<std::uint32_t>(vars.size());
-    for (const auto& v : vars) {
-      const auto& name = v.as<ne::VarNode>()->name;
-      params.push_back(ne::var(name, std::numeric_limits<std::int64_t>::min(),
-                               std::numeric_limits<std::int64_t>::max()));
-      fresh.emplace_back(v, params.back());
-      const std::uint32_t reg = slot(v);
-      plan_.args_.push_back(reg);
-      ranged.emplace_back(v, ne::var(name, ranges_[reg].lo, ranges_[reg].hi));
-    }
-    const ne::Interval b = ne::bounds(ne::substitute(x, ranged));
-    last_range_ = {saturate(static_cast<double>(b.min)), saturate(static_cast<double>(b.max))};
-    f.general = static_cast<std::int32_t>(plan_.general_.size());
-    plan_.general_.push_back(
-        ne::compile(ne::substitute(x, fresh), std::move(params), {.simplify = false}));
-    return f;
-  }
-
-  // The register holding x, an expression of the dims alone: a dim's own, or one computed once
-  // per instantiation (one register per distinct expression); last_range_ is its interval.
-  std::uint32_t invariant(const ne::Expr& x) {
-    if (x.as<ne::VarNode>() != nullptr) {
-      const std::uint32_t reg = slot(ne::free_vars(x).front());
-      last_range_ = ranges_[reg];
-      return reg;
-    }
-    for (const auto& [e, reg] : invariant_exprs_)
-      if (ne::equal(e, x)) {
-        last_range_ = ranges_[reg];
-        return reg;
-      }
-    const ReplayPlan::Field f = compiled(x);
-    const std::uint32_t reg = plan_.registers_++;
-    ranges_.push_back(last_range_);
-    plan_.invariants_.push_back({f, reg});
-    invariant_exprs_.emplace_back(x, reg);
-    return reg;
-  }
-
-  // x as constant + sum(coef * a * b), linear in the loop variables with coefficients of the
-  // dims alone (a dim, or a register computed from them: token * floordiv(token + 15, 16)
-  // times a loop variable is one term), if its terms cannot overflow.
-  bool linear(const ne::Expr& x, ReplayPlan::Field& f) {
-    std::vector<ne::Var> loop_vars;
-    std::vector<std::uint32_t> loop_slots;
-    for (const auto& v : ne::free_vars(x))
-      if (const auto s = loop_slot(v)) {
-        loop_vars.push_back(v);
-        loop_slots.push_back(*s);
-      }
-    const auto form = ne::linear_form(x, loop_vars);
-    if (!form) return false;
-    std::vector<ReplayPlan::Term> terms;
-    for (std::size_t k = 0; k < loop_vars.size(); ++k) {
-      const auto coef = form->strides[k].as_int();
-      if (coef && *coef == 0) continue;
-      terms.push_back(coef ? ReplayPlan::Term{loop_slots[k], ReplayPlan::kOne, *coef}
-                           : ReplayPlan::Term{loop_slots[k], invariant(form->strides[k]), 1});
-    }
-    std::int64_t constant = 0;
-    if (const auto c = form->offset.as_int()) {
-      constant = *c;
-    } else {
-      // the dims' part: affine in them, or one register
-      const std::vector<ne::Var> dims = ne::free_vars(form->offset);
-      const auto dim_form = ne::linear_form(form->offset, dims);
-      const bool affine = dim_form && dim_form->offset.as_int() &&
-                          std::all_of(dim_form->strides.begin(), dim_form->strides.end(),
-                                      [](const ne::Expr& e) { return e.as_int().has_value(); });
-      if (affine) {
-        constant = *dim_form->offset.as_int();
-        for (std::size_t k = 0; k < dims.size(); ++k)
-          if (const auto c = *dim_form->strides[k].as_int(); c != 0)
-            terms.push_back({slot(dims[k]), ReplayPlan::kOne, c});
-      } else {
-        terms.push_back({invariant(form->offset), ReplayPlan::kOne, 1});
-      }
-    }
-    // the bounds of each term over the registers' ranges (in double: they only decide whether
-    // a field could come near int64's range)
-    double magnitude = std::abs(static_cast<double>(constant));
-    double lo = static_cast<double>(constant), hi = lo;
-    for (const auto& t : terms) {
-      const Interval a = ranges_[t.a], b = ranges_[t.b];
-      const double c = static_cast<double>(t.coef);
-      double tlo = std::numeric_limits<double>::infinity(), thi = -tlo;
-      for (const auto u : {a.lo, a.hi})
-        for (const auto v : {b.lo, b.hi}) {
-          const double p = c * static_cast<double>(u) * static_cast<double>(v);
-          tlo = std::min(tlo, p);
-          thi = std::max(thi, p);
-        }
-      lo += tlo;
-      hi += thi;
-      magnitude += std::max(std::abs(tlo), std::abs(thi));
-    }
-    if (magnitude >= static_cast<double>(kSafe)) return false;
-    f.constant = constant;
-    f.first = static_cast<std::uint32_t>(plan_.terms_.size());
-    f.count = static_cast<std::uint32_t>(terms.size());
-    plan_.terms_.insert(plan_.terms_.end(), terms.begin(), terms.end());
-    last_range_ = {saturate(lo), saturate(hi)};
-    return true;
-  }
-
-  // x as post + scale * (a linear field clamped by a constant): the rows of a block,
-  // min(token - i*64, 64), times a stride, or subtracted from the block's size.
-  bool clamped(const ne::Expr& x, ReplayPlan::Field& f) {
-    std::int64_t post = 0, scale = 1;
-    ne::Expr e = x;
-    for (;;) {
-      const auto* n = e.as<ne::BinaryNode>();
-      if (n == nullptr) return false;
-      const auto ca = n->a.as_int(), cb = n->b.as_int();
-      const ne::Kind k = e.kind();
-      if (k == ne::Kind::Min || k == ne::Kind::Max) {
-        if (!ca && !cb) return false;
-        const std::int64_t bound = ca ? *ca : *cb;
-        if (!linear(ca ? n->b : n->a, f)) return false;
-        f.clamped = true;
-        f.lo = k == ne::Kind::Max ? bound : std::numeric_limits<std::int64_t>::min();
-        f.hi = k == ne::Kind::Min ? bound : std::numeric_limits<std::int64_t>::max();
-        f.scale = scale;
-        f.post = post;
-        const auto clamp = [&](std::int64_t v) {
-          return static_cast<double>(std::clamp(v, f.lo, f.hi));
-        };
-        const double a =
-            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.lo));
-        const double b =
-            static_cast<double>(post) + (static_cast<double>(scale) * clamp(last_range_.hi));
-        if (std::max(std::abs(a), std::abs(b)) >= static_cast<double>(kSafe) ||
-            std::abs(static_cast<double>(scale)) *
-                    std::max(std::abs(clamp(last_range_.lo)), std::abs(clamp(last_range_.hi))) >=
-                static_cast<double>(kSafe))
-          return false;
-        last_range_ = {saturate(std::min(a, b)), saturate(std::max(a, b))};
-        return true;
-      }
-      if (!ca && !cb) return false;
-      const std::int64_t c = ca ? *ca : *cb;
-      const ne::Expr rest = ca ? n->b : n->a;
-      bool overflow = false;
-      if (k == ne::Kind::Add || (k == ne::Kind::Sub && cb)) {
-        std::int64_t term = 0;
-        overflow = __builtin_mul_overflow(scale, k == ne::Kind::Add ? c : -c, &term) ||
-                   __builtin_add_overflow(post, term, &post);
-      } else if (k == ne::Kind::Sub) {  // c - rest
-        std::int64_t term = 0;
-        overflow = __builtin_mul_overflow(scale, c, &term) ||
-                   __builtin_add_overflow(post, term, &post) ||
-                   scale == std::numeric_limits<std::int64_t>::min();
-        scale = -scale;
-      } else if (k == ne::Kind::Mul) {
-        overflow = __builtin_mul_overflow(scale, c, &scale);
-      } else {
-        return false;
-      }
-      if (overflow || std::abs(static_cast<double>(post)) >= static_cast<double>(kSafe) ||
-          std::abs(static_cast<double>(scale)) >= static_cast<double>(kSafe))
-        return false;
-      e = rest;
-    }
-  }
-
-  ReplayPlan& plan_;
-  const Program& prog_;
-  std::vector<std::pair<ne::Var, std::uint32_t>> loops_;             // innermost last
-  std::vector<Interval> ranges_;                                     // per register
-  std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
-  Interval last_range_;
-  bool in_kernel_ = false;
-};
-
-DLAVM_INLINE ReplayPlan::ReplayPlan(const Program& p) {
-  PlanCompiler(*this, p).visit(p.func().body);
-}
-
-DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
-  std::int64_t args[16];
-  std::vector<std::int64_t> many;
-  std::int64_t* a = args;
-  if (f.count > 16) {
-    many.resize(f.count);
-    a = many.data();
-  }
-  for (std::uint32_t k = 0; k < f.count; ++k) a[k] = regs[args_[f.first + k]];
-  return general_[static_cast<std::size_t>(f.general)](std::span<const std::int64_t>(a, f.count));
-}
-
-DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
-                                   std::int64_t* regs) const {
-  for (const auto& s : symbols_) {
-    const auto& v = *s.var.as<ne::VarNode>();
-    const ne::Binding* given = nullptr;
-    for (const auto& x : bindings)
-      if (x.name == v.name) given = &x;
-    if (given == nullptr)
-      raise<ValueError>(
-          "no value for variable '{}': no enclosing loop binds it and no symbolic dim of that "
-          "name was given (bind symbolic dims by name, e.g. {{\"{}\", 1}})",
-          v.name, v.name);
-    if (given->value < v.min || given->value > v.max)
-      raise<ValueError>("symbolic dim '{}' = {} is outside its range [{}, {}]", v.name,
-                        given->value, v.min, v.max);
-    regs[s.slot] = given->value;
-  }
-  regs[kOne] = 1;
-  for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
-}
-
-DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
-                                            const runtime::Replay<HostStreamStorage>& replay,
-                                            const Op& op, const std::int64_t* regs) const {
-  const te::CallNode& call = *op.call;
-  const runtime::WriterError e = b.writer().error();
-  if (e.status == runtime::Status::EmptyTransfer) {
-    const bool load = call.name == intrin::load;
-    raise<ValueError>(
-        "program '{}': {} of '{}' -> '{}' is {} for these values; the block holds no data "
-        "(all padding or empty), which a VTA transfer cannot express",
-        p.name(), e.field == vta::Field::y_size ? "y_size" : "x_size",
-        call.buffers[load ? 1 : 0].name(), call.buffers[load ? 0 : 1].name(), e.value);
-  }
-  if (e.status == runtime::Status::Misaligned) {
-    const auto mem =
-        e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, regs));
-    raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
-                      p.env().config.elem_bytes(mem), runtime::mem_name(mem));
-  }
-  if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
-    raise<ScheduleError>(
-        "dependency tokens: instruction #{} of the {} module conflicts with #{} of the {} "
-        "module, which share no token queue",
-        e.index, runtime::queue_name(e.to), replay.deps().unordered(), runtime::queue_name(e.from));
-  b.check("dep_pop");
-}
-
-// What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
-// next so that, once warm, an instantiation allocates nothing but the stream it returns.
-struct ReplayWorkspace {
-  // per kernel: the key it was last entered with, and what it wrote then (written, when it
-  // wrote an instruction; last: its last micro-op call)
-  struct Memo {
-    bool valid = false;
-    std::vector<std::int64_t> key;
-    bool wrote = false;
-    runtime::WrittenKernel written;
-    const ReplayPlan::Op* last = nullptr;
-  };
-  std::vector<std::int64_t> regs;
-  std::vector<runtime::RegionState> states;
-  std::vector<runtime::UopOp> uops;
-  std::vector<Memo> memo;
-};
-
-DLAVM_INLINE ReplayWorkspace& replay_workspace() {
-  thread_local ReplayWorkspace ws;
-  return ws;
-}
-
-DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
-                                    std::span<const ne::Binding> bindings,
-                                    std::span<const std::uint64_t> phys) const {
-  ReplayWorkspace& ws = replay_workspace();
-  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
-  std::int64_t* const r = ws.regs.data();
-  std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
-  bind(bindings, r);
-  ws.states.resize(p.regions().size());
-  ws.uops.resize(p.max_kernel_ops());
-  runtime::Replay<HostStreamStorage> replay(
-      b.writer(), p.env().config.uop_depth(), p.elem_bytes(), p.regions().data(), ws.states.data(),
-      p.regions().size(), phys.data(), {ws.uops.data(), ws.uops.size()});
-  const auto check = [&](const Op& op) {
-    if (!replay.ok()) raise_failure(p, b, replay, op, r);
-  };
-  const Op* kernel = nullptr;  // the kernel's last micro-op call
-  using Memo = ReplayWorkspace::Memo;
-  std::vector<Memo>& memo = ws.memo;
-  if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
-  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
-  Memo* recording = nullptr;
-  const auto n = static_cast<std::uint32_t>(ops_.size());
-  for (std::uint32_t pc = 0; pc < n;) {
-    const Op& op = ops_[pc];
-    const std::uint32_t f = op.field;
-    switch (op.kind) {
-      case OpKind::For: {
-        const std::int64_t lo = value(f, r), extent = value(f + 1, r);
-        if (extent <= 0) {
-          pc = op.jump;
-          continue;
-        }
-        r[op.slot] = lo;
-        ends[op.slot] = lo + extent;
-        break;
-      }
-      case OpKind::EndFor:
-        if (++r[op.slot] < ends[op.slot]) {
-          pc = op.jump;
-          continue;
-        }
-        break;
-      case OpKind::If:
-        if (value(f, r) == 0) {
-          pc = op.jump;
-          continue;
-        }
-        break;
-      case OpKind::Else:
-        pc = op.jump;
-        continue;
-      case OpKind::KernelBegin: {
-        replay.kernel_begin();
-        kernel = nullptr;
-        const Kernel& k = kernels_[op.slot];
-        Memo& m = memo[op.slot];
-        bool same = m.valid;
-        for (std::uint32_t i = 0; same && i < k.keys; ++i)
-          same = m.key[i] == r[keys_[k.first_key + i]];
-        if (same) {  // the instruction it wrote last time (if any), again
-          if (m.wrote) {
-            const Op& last = *m.last;
-            const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
-            const runtime::RegionAccess accesses[] = {
-                {last.regions[0], true}, {last.regions[1], false}, {last.regions[2], false}};
-            replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
-            check(last);
-          }
-          pc = op.jump + 1;  // past its KernelEnd
-          continue;
-        }
-        m.key.resize(k.keys);
-        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
-        recording = &m;
-        break;
-      }
-      case OpKind::LoopBegin: {
-        replay.loop_begin(value(f, r), value(f + 1, r), value(f + 2, r), value(f + 3, r));
-        check(op);
-        break;
-      }
-      case OpKind::Push: {
-        kernel = &op;
-        const std::int64_t dst = op.sram[0] + value(f, r);
-        if (op.micro == Micro::Gemm)
-          replay.push(dst, op.sram[1] + value(f + 1, r), op.sram[2] + value(f + 2, r));
-        else if (op.micro == Micro::Alu)
-          replay.push(dst, op.sram[1] + value(f + 1, r), 0);
-        else
-          replay.push(dst, 0, 0);
-        check(op);
-        break;
-      }
-      case OpKind::KernelEnd: {
-        const std::size_t size = b.writer().size();
-        if (kernel != nullptr) {
-          if (kernel->micro == Micro::Alu) {
-            const std::uint32_t k = kernel->field;
-            replay.alu(static_cast<AluOp>(value(k + 2, r)), value(k + 3, r) != 0, value(k + 4, r),
-                       kernel->regions[0], kernel->regions[1]);
-          } else {
-            const bool reset = kernel->micro == Micro::GemmReset;
-            replay.gemm(reset, kernel->regions[0], reset ? 0 : kernel->regions[1],
-                        reset ? 0 : kernel->regions[2]);
-          }
-          check(*kernel);
-        }
-        if (recording != nullptr) {
-          recording->last = kernel;
-          recording->wrote = b.writer().size() != size;  // not when it had no iterations
-          if (recording->wrote) recording->written = b.writer().last_kernel();
-          recording->valid = true;
-          recording = nullptr;
-        }
-        break;
-      }
-      case OpKind::Load:
-        replay.load(static_cast<MemId>(value(f, r)), op.regions[0], op.sram[0] + value(f + 1, r),
-                    op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),
-                    value(f + 6, r), value(f + 7, r), value(f + 8, r), value(f + 9, r));
-        check(op);
-        break;
-      case OpKind::Store:
-        replay.store(op.regions[0], op.sram[0] + value(f, r), op.param, value(f + 1, r),
-                     value(f + 2, r), value(f + 3, r), value(f + 4, r));
-        check(op);
-        break;
-    }
-    ++pc;
-  }
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/replay_plan-inl.hpp
 #endif
 // end dlavm/vta/program.hpp
 
@@ -25207,8 +25076,14 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
+               },
+           .permutation = [](const TypeCall& c) -> std::optional<std::vector<std::int64_t>> {
+             const auto perm = host::transpose_perm(params_of(c, detail::transpose_schema()).perm,
+                                                    c.type(0).ndim(), c.label);
+             return std::vector<std::int64_t>(perm.begin(), perm.end());
            }});
   ops.add({.name = "flatten",
            .attrs = detail::flatten_schema().specs(),
@@ -25221,8 +25096,12 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .max_args = OpRecord::kVariadic,
            .attrs = detail::concat_schema().specs(),
            .type_rule = detail::concat_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::concat(a, detail::concat_schema().from_attrs(attrs));
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::concat(a, detail::concat_schema().from_attrs(attrs));
+               },
+           .concat_axis = [](const TypeCall& c) -> std::optional<std::size_t> {
+             return c.axis("axis", c.type(0).ndim());
            }});
   ops.add({.name = "pad",
            .attrs = detail::pad_schema().specs(),
@@ -26750,95 +26629,25 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   g::Executor exec(mod, dev);
 //   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
 
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/build.hpp
-// graph::build: a function compiled for a target into a graph::Module. The pipeline, each
-// step its own entry point:
-//   infer_type(fn, target)   types, fuses VTA groups (anchor + epilogue) and places every
-//                            call (graph/place.hpp); a function it returned is built with the
-//                            placement it carries, so what was printed is what is built
-//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
-//                            Chooser picks the knobs, the strategy declares the kernel and
-//                            its schedule; vta::build compiles it (with a second tiling
-//                            for the rows' minimum, BuildOptions::specialize_min_rows)
-//   layouts                  each value a VTA group reads is packed for it (constants now,
-//                            at build time; others by a pack step on the host), and each
-//                            value a host call or the caller reads is unpacked after VTA:
-//                            conversions are inserted only at the boundaries, so consecutive
-//                            VTA groups pass packed values to each other
+// begin dlavm/graph/assign_layouts.hpp
+// The `layout` pass: how each VTA group's kernel holds what it reads and writes, as its
+// anchor's strategy lays them out (graph/strategy.hpp): each argument of the anchor in its
+// packed layout (arg_layout), the result in result_layout, each epilogue operand as the result
+// (a residual) or as a channel vector (a bias: [C/T, R, T]), and a result VTA returns as int32
+// (Epilogue::int32_result) in byte planes. The function is placed (the `partition` pass); the
+// one returned carries the layouts in its placement (Group::layouts). build then packs a value
+// where a VTA group reads it in another layout than its producer left it, and unpacks where
+// the host or the caller reads it (graph/build.hpp), so that consecutive VTA groups pass
+// packed values to each other.
 //
-//   auto mod = graph::build(fn, target, {.name = "resnet18"});
-//   auto out = graph::Executor(mod, dev).run({{"data", image}});
-//
-// Errors are those of infer_type and the strategies (a symbolic dim without a usable
-// maximum), and CapacityError when no tiling of a VTA group fits its SRAMs.
+//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
+//   const auto& g = laid_out.placement()->groups[0];
+//   fmt::print("{}\n", graph::to_string(g.layouts->inputs[0]));    // activation[1x16]
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/graph/module.hpp
-// end dlavm/graph/module.hpp
 // begin dlavm/graph/node.hpp
 // end dlavm/graph/node.hpp
-// begin dlavm/graph/place.hpp
-// Placement for a target: graph::infer_type(fn, target) types every call (infer_type with
-// target.ops), fuses VTA groups (graph::partition), folds what the groups' ALU would compute
-// twice, and places each call: on VTA when it belongs to a VTA group, else on the host. The
-// function it returns carries that placement (Function::placement), and graph::build uses it,
-// so the placement printed is the one built; the printed calls are those that run:
-//
-//   fold: a rounding constant added after a constant bias (requantize to nearest, with only
-//   additions between them) joins the bias, once, at placement: bias_add(x, b) ... requantize
-//   (rounding="nearest", shift=s) becomes bias_add(x, %"b+2^(s-1)") ... requantize(rounding=
-//   "floor"), the same values (the int32 additions commute) with an ALU pass fewer per tile.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
-//   for (const auto& w : graph::workloads(fn, target)) fmt::print("{}\n", graph::to_string(w));
-//
-// A call neither device runs is a TypeError giving each device's reason.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/partition.hpp
-// Fusion and placement: splits a typed function into groups of calls that run as one unit,
-// in an order that respects every dependency. A VTA group is one kernel: an anchor call that
-// has a VTA strategy (conv2d, dense, the poolings) followed by the element-wise calls VTA's
-// ALU applies to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue).
-// Which calls may join, and as which ALU steps, is not decided here: the pass asks the
-// target's epilogue rules by op name (graph/strategy/fusion.hpp), and the anchor's strategy
-// whether it supports the call with the epilogue grown so far.
-//
-// A call joins the group of its argument when that argument is the group's last call and has
-// no other user (nor is a result), and its rule accepts it. A group whose last call is not
-// int8 cannot be stored by VTA, and one whose epilogue operands leave no room in the
-// accumulator cannot be tiled: it runs on the host, call by call; so does every call without
-// a strategy or whose strategy refuses it (the group's `note` says why). Each host group
-// holds one call.
-//
-//   auto part = graph::partition(typed_fn, target);
-//   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
-//   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
-//
-// graph::infer_type(fn, target) (graph/place.hpp) runs this pass and attaches its result to
-// the function it returns (Function::placement), so that build uses the placement printed.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/printer.hpp
-// end dlavm/graph/printer.hpp
-// begin dlavm/graph/strategy/epilogue.hpp
-// end dlavm/graph/strategy/epilogue.hpp
 // begin dlavm/graph/target.hpp
 // graph::Target: what infer_type and build compile for: the VTA configuration, the op
 // registry, and the VTA strategies with the epilogue rules. graph::infer_type(fn, target)
@@ -26916,6 +26725,51 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 // begin dlavm/graph/strategy/epilogue.hpp
 // end dlavm/graph/strategy/epilogue.hpp
 // begin dlavm/graph/strategy/sram.hpp
+// What a tiling of a VTA kernel occupies on chip: the entries of each SRAM (double buffers
+// included) and the micro-ops of its largest kernel, with the check that they fit a
+// configuration. Each strategy computes its footprint in one function (`footprint`), which
+// its check_tiling compares with the SRAM depths and which the SRAM allocation of lowering
+// must match (a test holds the two equal for every default tiling).
+//
+//   auto f = graph::footprint(env, shape, epilogue, tiling);     // graph/strategy/conv2d.hpp
+//   if (auto why = graph::check_footprint(env.config, f)) ...    // "the input buffer needs ..."
+
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlavm::graph {
+
+struct SramFootprint {
+  std::int64_t acc = 0, inp = 0, wgt = 0;  // entries of each SRAM
+  std::int64_t uop_kernel = 0;             // micro-ops of the largest kernel, all threads
+  friend bool operator==(const SramFootprint&, const SramFootprint&) = default;
+};
+
+// Why `entries` do not fit a buffer of `depth` entries.
+inline std::optional<std::string> check_fits(std::string_view what, std::int64_t entries,
+                                             std::int64_t depth) {
+  if (entries <= depth) return std::nullopt;
+  return fmt::format("the {} needs {} entries, it has {}", what, entries, depth);
+}
+
+// Why a footprint does not fit: each SRAM whole, the micro-op kernels within half of the
+// micro-op buffer (so that every thread's kernels stay resident).
+inline std::optional<std::string> check_footprint(const vta::Config& cfg, const SramFootprint& f) {
+  if (auto why = check_fits("accumulator", f.acc, cfg.acc_depth())) return why;
+  if (auto why = check_fits("input buffer", f.inp, cfg.inp_depth())) return why;
+  if (auto why = check_fits("weight buffer", f.wgt, cfg.wgt_depth())) return why;
+  if (auto why = check_fits("micro-op kernel", f.uop_kernel, cfg.uop_depth() / 2)) return why;
+  return std::nullopt;
+}
+
+}  // namespace dlavm::graph
 // end dlavm/graph/strategy/sram.hpp
 // begin dlavm/graph/strategy/workload.hpp
 // end dlavm/graph/strategy/workload.hpp
@@ -27064,6 +26918,162 @@ ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epi
 // begin dlavm/graph/strategy/conv2d.hpp
 // end dlavm/graph/strategy/conv2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
+// Helpers the strategies' tiling choices share: divisors of a tile count and the block sizes
+// of a symbolic extent, the check a block size must pass (it divides the extent), a knob space
+// over a tiling struct (tiling_space), the closed-form counts (window_reads) for constant and
+// symbolic dims, and the search every default choice runs: the least estimated cost among
+// the candidates that fit, as a range-v3 pipeline (the candidates filtered by the check, each
+// fitting one costed once).
+//
+// Only the strategies' definitions (-inl.hpp) include this file: range-v3 costs header-only
+// units that include dlavm/graph.hpp about a second, and compiled-mode units nothing.
+//
+//   for (auto h : graph::divisors(56)) ...           // 1, 2, 4, 7, 8, 14, 28, 56
+//   auto space = graph::tiling_space<Pool2dTiling>({{"c", cb}, {"h", hb}, {"threads", {2, 1}}},
+//                                                  check, estimate);
+//   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
+
+// begin dlavm/graph/strategy/least_cost.hpp
+// end dlavm/graph/strategy/least_cost.hpp
+// begin dlavm/graph/strategy/sram.hpp
+// end dlavm/graph/strategy/sram.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/eval.hpp
+// end dlavm/ne/eval.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+using ne::ceil_div;
+
+// The divisors of n >= 1, ascending.
+inline std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// The block sizes to try along an extent of at most `max`: its divisors when it is constant;
+// when symbolic (the last block may be partial), also the powers of two below it.
+inline std::vector<std::int64_t> block_candidates(std::int64_t max, bool symbolic) {
+  auto out = divisors(max);
+  if (!symbolic) return out;
+  for (std::int64_t b = 1; b < max; b *= 2) out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace detail {
+
+// The largest value of a dim (its maximum when symbolic).
+inline std::int64_t max_of(const ne::Expr& e) { return ne::bounds(e).max; }
+
+// The integer operations the strategies' counts (DRAM bytes, blocks) are written with, for
+// constant dims (int64: the tiling search's estimates) and symbolic ones (ne::Expr: a
+// module's traffic figures, evaluated per binding), so that each count has one formula.
+inline std::int64_t vmin(std::int64_t a, std::int64_t b) { return std::min(a, b); }
+inline ne::Expr vmin(const ne::Expr& a, const ne::Expr& b) { return ne::min(a, b); }
+inline std::int64_t vmax(std::int64_t a, std::int64_t b) { return std::max(a, b); }
+inline ne::Expr vmax(const ne::Expr& a, const ne::Expr& b) { return ne::max(a, b); }
+inline std::int64_t vceil_div(std::int64_t a, std::int64_t b) { return ceil_div(a, b); }
+inline ne::Expr vceil_div(const ne::Expr& a, std::int64_t b) { return ne::ceildiv(a, b); }
+// `value` where `a >= b`, else 0.
+inline std::int64_t when_at_least(std::int64_t a, std::int64_t b, std::int64_t value) {
+  return a >= b ? value : 0;
+}
+inline ne::Expr when_at_least(const ne::Expr& a, const ne::Expr& b, const ne::Expr& value) {
+  return ne::select(a >= b, value, 0);
+}
+
+// Input rows (or columns; padding excluded) that the blocks of `block` outputs read along one
+// dim, summed over the blocks: block j's window [j*block*stride - pad_before, ...] clipped to
+// the `extent` rows, the last block holding the outputs left. Only the first blocks can clip
+// at the top and the last ones at the bottom, so the sum is those blocks one by one and the
+// full windows of the rest: a closed form, exact for symbolic extents too. `strided`: a 1x1
+// kernel that reads only its outputs' rows.
+template <class Int>
+Int window_reads(const Int& extent, const Int& outputs, std::int64_t block, std::int64_t stride,
+                 std::int64_t kernel, std::int64_t pad_before, std::int64_t pad_after,
+                 bool strided) {
+  if (strided) return outputs;
+  const Int blocks = vceil_div(outputs, block);
+  const auto reads = [&](const Int& j) {
+    const Int lo = vmax(j * (block * stride) - pad_before, Int(0));
+    const Int last_out = vmin((j + 1) * block, outputs) - 1;
+    const Int hi = vmin(last_out * stride - pad_before + kernel - 1, extent - 1);
+    return vmax(hi - lo + 1, Int(0));
+  };
+  const std::int64_t span = block * stride;
+  const std::int64_t first = ceil_div(pad_before, span);  // top-clipped
+  const std::int64_t last = ceil_div(std::max<std::int64_t>(pad_after - stride, 0), span) + 1;
+  Int total = 0;
+  for (std::int64_t j = 0; j < first; ++j)
+    total = total + when_at_least(blocks, Int(j + 1), reads(Int(j)));
+  for (std::int64_t i = 0; i < last; ++i) {
+    const Int j = blocks - 1 - i;
+    total = total + when_at_least(j, Int(first), reads(j));
+  }
+  const Int middle = vmax(blocks - first - last, Int(0));
+  return total + middle * ((block - 1) * stride + kernel);
+}
+
+}  // namespace detail
+
+// Why a block of `block` does not tile `extent` (it must be in [1, extent] and divide it).
+inline std::optional<std::string> check_block(std::string_view what, std::int64_t extent,
+                                              std::int64_t block) {
+  if (block >= 1 && block <= extent && extent % block == 0) return std::nullopt;
+  return fmt::format("a block of {} does not divide the {} {}", block, extent, what);
+}
+
+// A knob space whose points are `Tiling`s built from the knob values in order ({v0, v1, ...}),
+// checked by check(t) and costed by estimate(t).
+template <class Tiling, class Check, class Estimate>
+KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) {
+  const auto tiling = [](std::span<const std::int64_t> v) {
+    Tiling t{};
+    auto fields = t.fields();
+    for (std::size_t i = 0; i < fields.size() && i < v.size(); ++i) *fields[i] = v[i];
+    return t;
+  };
+  KnobSpace s;
+  s.knobs = std::move(knobs);
+  s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
+  s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
+  return s;
+}
+
+}  // namespace dlavm::graph
 // end dlavm/graph/strategy/tiling.hpp
 // begin dlavm/host/common.hpp
 // end dlavm/host/common.hpp
@@ -29639,7 +29649,62 @@ struct Target {
 }  // namespace dlavm::graph
 // end dlavm/graph/target.hpp
 
+namespace dlavm::graph {
+
+Function assign_layouts(const Function& placed, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/assign_layouts-inl.hpp
+// Definitions for graph/assign_layouts.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/assign_layouts.hpp
+// end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/partition.hpp
+// Fusion and placement: splits a typed function into groups of calls that run as one unit,
+// in an order that respects every dependency. A VTA group is one kernel: an anchor call that
+// has a VTA strategy (conv2d, dense, the poolings) followed by the element-wise calls VTA's
+// ALU applies to its accumulator before the int8 store (TVM's FuseOps with VTA's epilogue).
+// Which calls may join, and as which ALU steps, is not decided here: the pass asks the
+// target's epilogue rules by op name (graph/strategy/fusion.hpp), and the anchor's strategy
+// whether it supports the call with the epilogue grown so far.
+//
+// A call joins the group of its argument when that argument is the group's last call and has
+// no other user (nor is a result), and its rule accepts it. A group whose last call is not
+// int8 cannot be stored by VTA, and one whose epilogue operands leave no room in the
+// accumulator cannot be tiled: it runs on the host, call by call; so does every call without
+// a strategy or whose strategy refuses it (the group's `note` says why). Each host group
+// holds one call.
+//
+//   auto part = graph::partition(typed_fn, target);
+//   for (const auto& g : part.groups) fmt::print("{}\n", part.describe(g));
+//   // vta: %0 conv2d, %1 bias_add, %2 requantize, %3 relu
+//
+// place(typed_fn, target), the `partition` pass of the pipeline (graph/pipeline.hpp), runs it,
+// places every call on its group's device and attaches the partition to the function it
+// returns (Function::placement), so that build uses the placement printed. The passes after it
+// add to that partition: each VTA group's packed layouts (`layout`, graph/assign_layouts.hpp)
+// and the growing states held packed (`match_states`, graph/match_states.hpp).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/graph/strategy/epilogue.hpp
+// end dlavm/graph/strategy/epilogue.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -29656,16 +29721,34 @@ struct Group {
   // Host: why the call does not run on VTA ("no VTA strategy for 'softmax'", a strategy's
   // reason). Empty for VTA groups.
   std::string note;
+  // VTA, once the `layout` pass ran: how the kernel holds what it reads (the anchor's
+  // arguments, then the epilogue's operands) and what it writes.
+  struct Layouts {
+    std::vector<Layout> inputs;
+    Layout output;
+  };
+  std::optional<Layouts> layouts;
 
   const Expr& output() const { return calls.back(); }
   const Expr& anchor() const { return calls.front(); }
 };
 
+// A growing state held packed (graph::ModuleState::packed), found by the `match_states` pass:
+// its next value appends `rows` to it along its growing dim (`next`), and VTA kernels alone read
+// that value, directly or through one permutation (`read`), as an input of layout `layout`.
+struct HeldState {
+  std::size_t state = 0;  // index in Function::state()
+  Expr next, rows, read;
+  std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
+  Layout layout;
+};
+
 class Partition {
  public:
-  std::vector<Group> groups;   // execution order
-  vta::Config config;          // the VTA configuration it was made for
-  bool int32_results = false;  // and its Target::int32_results
+  std::vector<Group> groups;    // execution order
+  vta::Config config;           // the VTA configuration it was made for
+  bool int32_results = false;   // and its Target::int32_results
+  std::vector<HeldState> held;  // by the `match_states` pass
 
   // The group holding call `e`; nullptr for leaves and calls outside the function.
   const Group* group_of(const Expr& e) const;
@@ -29682,9 +29765,21 @@ class Partition {
 // rule saw it: strategies decide on it.
 TypeCall typing_of(const Expr& call, const NodeNames& names);
 
+// The workload of a VTA group (its anchor call and epilogue).
+Workload workload_of(const Group& g, const NodeNames& names);
+
 // `fn` must be typed (graph::infer_type). Raises what the strategies raise for bad input (a
 // symbolic dim without a usable maximum).
 Partition partition(const Function& fn, const Target& target);
+
+// The `partition` pass: partitions a typed function, places each call on its group's device
+// and attaches the partition (over the returned function's nodes). A call neither device runs
+// is a TypeError giving each device's reason.
+Function place(const Function& typed, const Target& target);
+
+// The placement of a function that went through the pipeline up to `pass`; ValueError naming
+// the pass when the function carries none.
+const Partition& placement_of(const Function& fn, std::string_view pass);
 
 }  // namespace dlavm::graph
 
@@ -29696,6 +29791,140 @@ Partition partition(const Function& fn, const Target& target);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/functor.hpp
+// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
+// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
+// each node to a method of the derived class (CRTP), memoizing its result:
+//   R visit_input(const InputNode&, const Expr&)
+//   R visit_constant(const ConstantNode&, const Expr&)
+//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
+//                                                                    // the call's arguments
+// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
+// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
+// reference executor are written this way; for_each_node serves read-only walks.
+//
+//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
+//     int visit_input(const InputNode&, const Expr&) { return 0; }
+//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
+//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
+//     int calls = 0;
+//   };
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+// Calls f(const Expr&) on every node under `roots`, in post-order.
+template <class F>
+void for_each_node(std::span<const Expr> roots, F&& f) {
+  for (const Expr& e : post_order(roots)) f(e);
+}
+template <class F>
+void for_each_node(const Function& fn, F&& f) {
+  for_each_node(fn.roots(), std::forward<F>(f));
+}
+
+// The results of a call's arguments, by position, without copying them.
+template <class R>
+class ArgResults {
+ public:
+  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
+  const R& operator[](std::size_t i) const { return *results_[i]; }
+  std::size_t size() const { return results_.size(); }
+
+ private:
+  std::span<const R* const> results_;
+};
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  // Visits every node under `roots` not visited before; returns the roots' results.
+  std::vector<R> visit(std::span<const Expr> roots) {
+    auto& self = static_cast<Derived&>(*this);
+    std::vector<const R*> arg_results;
+    for (const Expr& e : post_order(roots)) {
+      if (memo_.contains(e.get())) continue;
+      switch (e.kind()) {
+        case NodeKind::Input:
+          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
+          break;
+        case NodeKind::Constant:
+          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
+          break;
+        case NodeKind::Call: {
+          const CallNode& call = *e.as<CallNode>();
+          arg_results.clear();
+          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
+          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
+          memo_.emplace(e.get(), std::move(r));
+          break;
+        }
+      }
+    }
+    std::vector<R> out;
+    out.reserve(roots.size());
+    for (const Expr& root : roots) out.push_back(result_of(root));
+    return out;
+  }
+  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
+
+  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
+  // The memoized result of a visited node.
+  const R& result_of(const Expr& e) const {
+    auto it = memo_.find(e.get());
+    if (it == memo_.end())
+      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
+                        e.name());
+    return it->second;
+  }
+
+ protected:
+  std::unordered_map<const Node*, R> memo_;
+};
+
+template <class Derived>
+class ExprMutator : public ExprFunctor<Derived, Expr> {
+ public:
+  Expr visit_input(const InputNode&, const Expr& e) { return e; }
+  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    bool changed = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+      changed = changed || !args[i].same_as(call.args[i]);
+    if (!changed) return e;
+    std::vector<Expr> new_args;
+    new_args.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return with_args(call, std::move(new_args));
+  }
+
+  // The function with its results, states and params mutated. A param or state input the
+  // roots do not use is visited on its own.
+  Function mutate(const Function& fn) {
+    std::vector<Expr> roots = this->visit(fn.roots());
+    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
+    std::vector<Expr> results(roots.begin(), roots.begin() + n);
+    std::vector<Expr> params;
+    params.reserve(fn.params().size());
+    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
+    std::vector<State> state;
+    for (std::size_t i = 0; i < fn.state().size(); ++i)
+      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
+    return Function(std::move(params), std::move(results), std::move(state));
+  }
+};
+
+}  // namespace dlavm::graph
+// end dlavm/graph/functor.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
 // begin dlavm/graph/strategy.hpp
@@ -29703,6 +29932,7 @@ Partition partition(const Function& fn, const Target& target);
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 #include <unordered_set>
 
@@ -29719,6 +29949,12 @@ DLAVM_INLINE std::string Partition::describe(const Group& g) const {
   std::string out = fmt::format("{}: {}", device_name(g.device), fmt::join(calls, ", "));
   if (!g.note.empty()) out += fmt::format(" ({})", g.note);
   return out;
+}
+
+DLAVM_INLINE Workload workload_of(const Group& g, const NodeNames& names) {
+  const Expr& anchor = g.anchor();
+  const TypeCall typing = typing_of(anchor, names);
+  return workload_of(AnchorCall{anchor.name(), typing, anchor.type()}, g.epilogue);
 }
 
 DLAVM_INLINE TypeCall typing_of(const Expr& call, const NodeNames& names) {
@@ -29927,174 +30163,441 @@ DLAVM_INLINE Partition partition(const Function& fn, const Target& target) {
   return detail::Partitioner(fn, target).run();
 }
 
+namespace detail {
+
+// Rebuilds each call with its group's device.
+class Placer : public ExprMutator<Placer> {
+ public:
+  explicit Placer(const Partition& part) : part_(part) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const Group* g = part_.group_of(e);
+    const Device device = g != nullptr ? g->device : Device::Host;
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
+                      call.result_name);
+  }
+  // The partition over the placed function's nodes.
+  Partition moved(const Partition& part, const Function& placed) const {
+    Partition out;
+    out.config = part.config;
+    out.int32_results = part.int32_results;
+    out.names = NodeNames(placed);
+    for (const auto& g : part.groups) {
+      Group h = g;
+      for (auto& c : h.calls) c = result_of(c);
+      for (auto& o : h.operands) o = result_of(o);
+      for (const auto& c : h.calls) out.group_index[c.get()] = out.groups.size();
+      out.groups.push_back(std::move(h));
+    }
+    return out;
+  }
+
+ private:
+  const Partition& part_;
+};
+
+// A call neither device runs: a TypeError with each device's reason. A call typing placed on
+// the host (Device::Host) runs there; one it left unplaced, or a pass placed on VTA before, is
+// asked again.
+inline void check_placed(const Partition& part, const Target& target) {
+  for (const auto& g : part.groups) {
+    if (g.device != Device::Host) continue;
+    for (const auto& c : g.calls) {
+      const OpRecord& op = target.ops.at(c.name());
+      if (c.device() == Device::Host || !op.host_support) continue;
+      const TypeCall typing = typing_of(c, part.names);
+      if (const auto why = op.host_support(typing))
+        raise<TypeError>("{}: no device supports this call; host: {}; vta: {}", typing.label, *why,
+                         g.note);
+    }
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Function place(const Function& typed, const Target& target) {
+  const Partition part = partition(typed, target);
+  detail::check_placed(part, target);
+  detail::Placer placer(part);
+  const Function placed = placer.mutate(typed);
+  return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
+}
+
+DLAVM_INLINE const Partition& placement_of(const Function& fn, std::string_view pass) {
+  if (!fn.placement())
+    raise<ValueError>(
+        "graph pass '{}': the function is not placed; run the 'partition' pass before it "
+        "(graph::default_passes())",
+        pass);
+  return *fn.placement();
+}
+
 }  // namespace dlavm::graph
 // end dlavm/graph/partition-inl.hpp
 #endif
 // end dlavm/graph/partition.hpp
-// begin dlavm/graph/strategy/workload.hpp
-// end dlavm/graph/strategy/workload.hpp
-// begin dlavm/graph/target.hpp
-// end dlavm/graph/target.hpp
 
+#include <memory>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline Group::Layouts group_layouts(const Group& g, const NodeNames& names, const Target& target) {
+  const auto& env = target.env;
+  const AnchorStrategy& strategy = *target.strategies.find(g.anchor().name());
+  const Workload workload = workload_of(g, names);
+  Group::Layouts l;
+  for (std::size_t i = 0; i < g.anchor().as<CallNode>()->args.size(); ++i)
+    l.inputs.push_back(strategy.arg_layout(workload, env, i));
+  const Layout result = strategy.result_layout(workload, env);
+  for (const auto& in : g.epilogue.inputs)
+    l.inputs.push_back(in.kind == EpilogueInput::Kind::Channel
+                           ? Layout{Layout::Kind::Channel, env.batch, env.block_out}
+                           : result);
+  l.output = result;
+  if (g.epilogue.int32_result) l.output.planes = Epilogue::kPlanes;
+  return l;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Function assign_layouts(const Function& placed, const Target& target) {
+  auto part = std::make_shared<Partition>(placement_of(placed, "layout"));
+  for (auto& g : part->groups)
+    if (g.device == Device::Vta) g.layouts = detail::group_layouts(g, part->names, target);
+  return placed.with_placement(std::move(part));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/assign_layouts-inl.hpp
+#endif
+// end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/build.hpp
+// graph::build: a function compiled for a target into a graph::Module. What to build is
+// decided by the graph passes (graph/pipeline.hpp); build carries it out, making no decision
+// of its own:
+//   infer_type(fn, target)   the passes: types, fuses VTA groups (anchor + epilogue), places
+//                            every call, gives each VTA group its layouts, finds the states
+//                            to hold packed (graph/place.hpp); a function placed for this
+//                            target (by infer_type or graph::run_passes) is built with the
+//                            placement it carries, so what was printed is what is built
+//   per VTA group            its Workload; the anchor's strategy gives the knob space, the
+//                            Chooser picks the knobs, the strategy declares the kernel and
+//                            its schedule; vta::build compiles it (with a second tiling
+//                            for the rows' minimum, BuildOptions::specialize_min_rows)
+//   layout steps             each value a VTA group reads is packed in the layout the pass
+//                            gave it (constants now, at build time; others by a pack step on
+//                            the host), and each value a host call or the caller reads is
+//                            unpacked after VTA: conversions only at the boundaries, so
+//                            consecutive VTA groups pass packed values to each other; a state
+//                            held packed gets an append step instead
+//
+//   auto mod = graph::build(fn, target, {.name = "resnet18"});
+//   auto out = graph::Executor(mod, dev).run({{"data", image}});
+//
+// Errors are those of infer_type and the strategies (a symbolic dim without a usable
+// maximum), CapacityError when no tiling of a VTA group fits its SRAMs, and ValueError for a
+// placed function whose passes lacked `layout`.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/place.hpp
+// Placement for a target: graph::infer_type(fn, target) runs the target's graph passes
+// (graph::default_passes(), graph/pipeline.hpp): it types every call, fuses VTA groups and
+// places each call (on VTA when it belongs to a VTA group, else on the host), folds what the
+// groups' ALU would compute twice, gives each VTA group its packed layouts, and finds the
+// growing states to hold packed. The function it returns carries that placement
+// (Function::placement), and graph::build uses it, so the placement printed is the one built;
+// the printed calls are those that run.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
+//   for (const auto& w : graph::workloads(fn, target)) fmt::print("{}\n", graph::to_string(w));
+//
+// A call neither device runs is a TypeError giving each device's reason.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/pipeline.hpp
+// The graph passes of the VTA target, in order: what graph::infer_type(fn, target) runs, and
+// so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
+// (graph/pass.hpp) with an entry point of its own, testable alone:
+//
+//   type           graph::detail::infer_types (graph/infer_type.hpp)
+//   partition      graph::place (graph/partition.hpp)
+//   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
+//   layout         graph::assign_layouts (graph/assign_layouts.hpp)
+//   match_states   graph::match_states (graph/match_states.hpp)
+//
+//   fmt::print("{}", graph::to_string(graph::default_passes()));   // docs/graph.md shows it
+//   auto passes = graph::default_passes();
+//   passes.insert(passes.begin(), {"my_rewrite", "...", my_rewrite});  // a rewrite of one's own
+//   auto placed = graph::run_passes(fn, target, passes);
+//   auto mod = graph::build(placed, target);                           // built as placed
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/pass.hpp
+// Graph passes: every rewrite and analysis of a function before build is a Pass, one
+// signature for all (a function and the target in, a function out), listed as data in a
+// pipeline that can be printed, reordered, shortened and tested pass by pass, as Glow lists
+// its FunctionPassPipeline and as vta::lower_passes lists lowering. What a pass learns that is
+// not a node of the graph (the fused groups, their layouts, the states held packed) it attaches
+// to the function it returns (Function::placement), for the passes after it and for build.
+//
+//   for (const auto& p : graph::default_passes()) fmt::print("{}\n", p.name);
+//   auto placed = graph::run_passes(fn, target, graph::default_passes(),
+//                                   {.after = [](const graph::Pass& p, const graph::Function& f) {
+//                                      fmt::print("// after {}\n{}\n", p.name, f);
+//                                    }});
+//   fmt::print("{}", graph::to_string(graph::default_passes()));   // the numbered list
+//
+// The default pipeline (graph/pipeline.hpp) is graph::infer_type(fn, target)'s; a function
+// run through another is built as its placement says (graph::build). Errors: a pass named in
+// PassOptions::disabled that the pipeline lacks (ValueError listing the pipeline), and what
+// each pass raises.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace dlavm::graph {
 
-Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
+struct Target;
 
-// The workload of each VTA group of a placed function, in execution order.
-std::vector<Workload> group_workloads(const Function& placed);
-// The distinct workloads of a model's VTA kernels (each once, in the order they first run):
-// what a tuner searches.
-std::vector<Workload> workloads(const Function& fn, const Target& target);
+using PassFunction = std::function<Function(const Function&, const Target&)>;
 
-// The workload of a VTA group.
-Workload workload_of(const Group& g, const NodeNames& names);
+struct Pass {
+  std::string name{};     // "fold_rounding": what PassOptions::disabled and messages name
+  std::string summary{};  // one line: what it does
+  PassFunction run{};
+};
+
+struct PassOptions {
+  // Called after each pass with the function it returned (printing it dumps the pipeline).
+  std::function<void(const Pass&, const Function&)> after{};
+  // Passes of the pipeline to skip, by name.
+  std::vector<std::string> disabled{};
+};
+
+// Runs the passes in order, each on the function the one before returned.
+Function run_passes(const Function& fn, const Target& target, std::span<const Pass> passes,
+                    const PassOptions& options = {});
+
+// The pipeline as a numbered list, a pass per line: "  1. type          types every call ...".
+std::string to_string(std::span<const Pass> passes);
 
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/place-inl.hpp
-// Definitions for graph/place.hpp.
+// begin dlavm/graph/pass-inl.hpp
+// Definitions for graph/pass.hpp.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
-// begin dlavm/graph/functor.hpp
-// The one traversal idiom of the graph IR. ExprFunctor walks the DAG under some roots in
-// post-order (graph::post_order: iterative, each node once, arguments first) and dispatches
-// each node to a method of the derived class (CRTP), memoizing its result:
-//   R visit_input(const InputNode&, const Expr&)
-//   R visit_constant(const ConstantNode&, const Expr&)
-//   R visit_call(const CallNode&, const Expr&, ArgResults<R> args)   // args: the results of
-//                                                                    // the call's arguments
-// ExprMutator (R = Expr) rebuilds a call only when an argument changed, keeping its attrs,
-// type and device; a pass overrides the kinds it rewrites. infer_type, the printer and the
-// reference executor are written this way; for_each_node serves read-only walks.
-//
-//   struct CountCalls : graph::ExprFunctor<CountCalls, int> {
-//     int visit_input(const InputNode&, const Expr&) { return 0; }
-//     int visit_constant(const ConstantNode&, const Expr&) { return 0; }
-//     int visit_call(const CallNode&, const Expr&, ArgResults<int>) { return ++calls; }
-//     int calls = 0;
-//   };
+// begin dlavm/graph/pass.hpp
+// end dlavm/graph/pass.hpp
 
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
+#include <fmt/format.h>
 
-#include <span>
-#include <unordered_map>
-#include <utility>
+#include <algorithm>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE Function run_passes(const Function& fn, const Target& target,
+                                 std::span<const Pass> passes, const PassOptions& options) {
+  for (const auto& name : options.disabled)
+    if (std::none_of(passes.begin(), passes.end(), [&](const Pass& p) { return p.name == name; })) {
+      std::vector<std::string_view> names;
+      for (const auto& p : passes) names.push_back(p.name);
+      raise<ValueError>("run_passes: no pass '{}' to disable (the pipeline: {})", name,
+                        fmt::join(names, ", "));
+    }
+  Function f = fn;
+  for (const auto& p : passes) {
+    if (std::find(options.disabled.begin(), options.disabled.end(), p.name) !=
+        options.disabled.end())
+      continue;
+    f = p.run(f, target);
+    if (options.after) options.after(p, f);
+  }
+  return f;
+}
+
+DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
+  std::size_t width = 0;
+  for (const auto& p : passes) width = std::max(width, p.name.size());
+  std::string out;
+  for (std::size_t i = 0; i < passes.size(); ++i)
+    out += fmt::format("{:>3}. {:<{}}  {}\n", i + 1, passes[i].name, width, passes[i].summary);
+  return out;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/pass-inl.hpp
+#endif
+// end dlavm/graph/pass.hpp
+
 #include <vector>
 
 namespace dlavm::graph {
 
-// Calls f(const Expr&) on every node under `roots`, in post-order.
-template <class F>
-void for_each_node(std::span<const Expr> roots, F&& f) {
-  for (const Expr& e : post_order(roots)) f(e);
-}
-template <class F>
-void for_each_node(const Function& fn, F&& f) {
-  for_each_node(fn.roots(), std::forward<F>(f));
-}
-
-// The results of a call's arguments, by position, without copying them.
-template <class R>
-class ArgResults {
- public:
-  explicit ArgResults(std::span<const R* const> results) : results_(results) {}
-  const R& operator[](std::size_t i) const { return *results_[i]; }
-  std::size_t size() const { return results_.size(); }
-
- private:
-  std::span<const R* const> results_;
-};
-
-template <class Derived, class R>
-class ExprFunctor {
- public:
-  // Visits every node under `roots` not visited before; returns the roots' results.
-  std::vector<R> visit(std::span<const Expr> roots) {
-    auto& self = static_cast<Derived&>(*this);
-    std::vector<const R*> arg_results;
-    for (const Expr& e : post_order(roots)) {
-      if (memo_.contains(e.get())) continue;
-      switch (e.kind()) {
-        case NodeKind::Input:
-          memo_.emplace(e.get(), self.visit_input(*e.as<InputNode>(), e));
-          break;
-        case NodeKind::Constant:
-          memo_.emplace(e.get(), self.visit_constant(*e.as<ConstantNode>(), e));
-          break;
-        case NodeKind::Call: {
-          const CallNode& call = *e.as<CallNode>();
-          arg_results.clear();
-          for (const Expr& a : call.args) arg_results.push_back(&result_of(a));
-          R r = self.visit_call(call, e, ArgResults<R>(arg_results));
-          memo_.emplace(e.get(), std::move(r));
-          break;
-        }
-      }
-    }
-    std::vector<R> out;
-    out.reserve(roots.size());
-    for (const Expr& root : roots) out.push_back(result_of(root));
-    return out;
-  }
-  R visit(const Expr& root) { return visit(std::span<const Expr>(&root, 1)).front(); }
-
-  bool visited(const Expr& e) const { return memo_.contains(e.get()); }
-  // The memoized result of a visited node.
-  const R& result_of(const Expr& e) const {
-    auto it = memo_.find(e.get());
-    if (it == memo_.end())
-      raise<ValueError>("internal: graph functor: node '{}' was not visited, please report",
-                        e.name());
-    return it->second;
-  }
-
- protected:
-  std::unordered_map<const Node*, R> memo_;
-};
-
-template <class Derived>
-class ExprMutator : public ExprFunctor<Derived, Expr> {
- public:
-  Expr visit_input(const InputNode&, const Expr& e) { return e; }
-  Expr visit_constant(const ConstantNode&, const Expr& e) { return e; }
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    bool changed = false;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      changed = changed || !args[i].same_as(call.args[i]);
-    if (!changed) return e;
-    std::vector<Expr> new_args;
-    new_args.reserve(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return with_args(call, std::move(new_args));
-  }
-
-  // The function with its results, states and params mutated. A param or state input the
-  // roots do not use is visited on its own.
-  Function mutate(const Function& fn) {
-    std::vector<Expr> roots = this->visit(fn.roots());
-    const auto n = static_cast<std::ptrdiff_t>(fn.results().size());
-    std::vector<Expr> results(roots.begin(), roots.begin() + n);
-    std::vector<Expr> params;
-    params.reserve(fn.params().size());
-    for (const Expr& p : fn.params()) params.push_back(this->visit(p));
-    std::vector<State> state;
-    for (std::size_t i = 0; i < fn.state().size(); ++i)
-      state.push_back({this->visit(fn.state()[i].input), roots[results.size() + i]});
-    return Function(std::move(params), std::move(results), std::move(state));
-  }
-};
+std::vector<Pass> default_passes();
 
 }  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/pipeline-inl.hpp
+// Definitions for graph/pipeline.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/assign_layouts.hpp
+// end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/fold_rounding.hpp
+// The `fold_rounding` pass: in a VTA group, a requantize that rounds to nearest adds 2^(s-1)
+// before its shift, one ALU pass per tile; where a constant bias comes before it with only
+// additions between, that constant joins the bias instead, once, at compile time (the int32
+// additions commute, so the values are the same):
+//
+//   bias_add(x, %b) ... requantize(rounding="nearest", shift=s)
+//     -> bias_add(x, %"b+2^(s-1)") ... requantize(rounding="floor", shift=s)
+//
+// One fold per group. The function must be placed (the `partition` pass); the one returned is
+// placed again, its groups' epilogues one step shorter.
+//
+//   auto folded = graph::fold_rounding(graph::place(typed, target), target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function fold_rounding(const Function& placed, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/fold_rounding-inl.hpp
+// Definitions for graph/fold_rounding.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/fold_rounding.hpp
+// end dlavm/graph/fold_rounding.hpp
+// begin dlavm/graph/functor.hpp
 // end dlavm/graph/functor.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The rewrites of the fold: bias_add calls given a bias with the rounding constant added, and
+// the requantize calls whose rounding that constant was.
+struct FoldPlan {
+  std::unordered_map<const Node*, Expr> bias;  // bias_add call -> its new bias constant
+  std::unordered_set<const Node*> floor;       // requantize calls made to round down
+  bool empty() const { return bias.empty(); }
+};
+
+// The fold of one VTA group, if it has one: a constant bias (AddChannel step k) followed, with
+// only additions between, by the rounding constant of a requantize (an Add step).
+inline void plan_fold(const Group& g, FoldPlan& plan) {
+  using K = EpilogueStep::Kind;
+  const auto& steps = g.epilogue.steps;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].kind != K::AddChannel) continue;
+    const Expr& bias = g.operands[steps[k].input];
+    std::size_t j = k + 1;
+    while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
+      ++j;
+    const auto* value = bias.as<ConstantNode>();
+    if (value == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
+    // the bias_add reading it, and the first requantize after it (whose rounding is the add)
+    std::size_t b = 0;
+    while (b < g.calls.size() &&
+           !(g.calls[b].name() == "bias_add" && g.calls[b].as<CallNode>()->args[1].same_as(bias)))
+      ++b;
+    std::size_t r = b;
+    while (r < g.calls.size() && g.calls[r].name() != "requantize") ++r;
+    if (r == g.calls.size()) continue;
+    te::NDArray folded = *value->value;
+    for (std::size_t i = 0; i < folded.size(); ++i)
+      folded.set_flat(i, folded.data()[i] + steps[j].imm);
+    plan.bias[g.calls[b].get()] =
+        constant(fmt::format("{}+{}", value->name, steps[j].imm), std::move(folded));
+    plan.floor.insert(g.calls[r].get());
+    return;
+  }
+}
+
+class Folder : public ExprMutator<Folder> {
+ public:
+  explicit Folder(const FoldPlan& plan) : plan_(plan) {}
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    std::vector<Expr> new_args;
+    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
+    Attrs attrs = call.attrs;
+    if (auto it = plan_.bias.find(e.get()); it != plan_.bias.end()) new_args[1] = it->second;
+    if (plan_.floor.contains(e.get())) attrs.set("rounding", std::string("floor"));
+    return typed_call(call.op(), std::move(new_args), std::move(attrs), e.type(), e.device(),
+                      call.result_name);
+  }
+
+ private:
+  const FoldPlan& plan_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target) {
+  const Partition& part = placement_of(placed, "fold_rounding");
+  detail::FoldPlan plan;
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta) detail::plan_fold(g, plan);
+  if (plan.empty()) return placed;
+  return place(detail::Folder(plan).mutate(placed), target);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/fold_rounding-inl.hpp
+#endif
+// end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/infer_type.hpp
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
@@ -30269,147 +30772,268 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 // end dlavm/graph/infer_type-inl.hpp
 #endif
 // end dlavm/graph/infer_type.hpp
-// begin dlavm/graph/ops/quantize.hpp
-// end dlavm/graph/ops/quantize.hpp
-// begin dlavm/graph/place.hpp
-// end dlavm/graph/place.hpp
-// begin dlavm/graph/strategy.hpp
-// end dlavm/graph/strategy.hpp
+// begin dlavm/graph/match_states.hpp
+// The `match_states` pass: finds the growing states (a KV cache) that the module can hold
+// packed, as the DRAM bytes of the weight VTA reads (graph::ModuleState::packed), so that a
+// run appends its new positions in place instead of concatenating the whole state on the host
+// and packing it again. A growing state qualifies by the structure of its update, not by the
+// names of the ops in it:
+//   - its next value appends rows to it along its growing dim: a call whose op says it is its
+//     arguments one after another along that axis (OpRecord::concat_axis), of two arguments,
+//     the state first; nothing else reads the state, and the next value has one reader
+//     besides the state;
+//   - that reader is a VTA kernel that holds it in matmul_weight layout (the layout pass's
+//     Group::layouts; a weight is appended along K or N), or a host call whose op permutes its
+//     dims (OpRecord::permutation), read only by such kernels, each in the same layout.
+// Any other state stays an array, updated on the host.
+//
+//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
+//   auto matched = graph::match_states(laid_out, target);
+//   for (const auto& h : matched.placement()->held) fmt::print("state {}\n", h.state);
+//
+// The function must have been through the `layout` pass; the one returned carries the states
+// held packed in its placement (Partition::held).
 
-#include <fmt/format.h>
-
-#include <memory>
-#include <unordered_map>
-#include <unordered_set>
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
 
 namespace dlavm::graph {
 
-DLAVM_INLINE Workload workload_of(const Group& g, const NodeNames& names) {
-  const Expr& anchor = g.anchor();
-  const TypeCall typing = typing_of(anchor, names);
-  return workload_of(AnchorCall{anchor.name(), typing, anchor.type()}, g.epilogue);
-}
+Function match_states(const Function& laid_out, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/match_states-inl.hpp
+// Definitions for graph/match_states.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/match_states.hpp
+// end dlavm/graph/match_states.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+namespace dlavm::graph {
 
 namespace detail {
 
-// The rewrites of the fold (graph/place.hpp): bias_add calls given a bias with the rounding
-// constant added, and the requantize calls whose rounding that constant was.
-struct FoldPlan {
-  std::unordered_map<const Node*, Expr> bias;  // bias_add call -> its new bias constant
-  std::unordered_set<const Node*> floor;       // requantize calls made to round down
-  bool empty() const { return bias.empty(); }
-};
-
-// In each VTA group, a constant bias followed, with only additions between, by the rounding
-// constant of a requantize: one fold per group.
-inline FoldPlan plan_folds(const Partition& part) {
-  using K = EpilogueStep::Kind;
-  FoldPlan plan;
-  for (const auto& g : part.groups) {
-    if (g.device != Device::Vta) continue;
-    const auto& steps = g.epilogue.steps;
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      if (steps[k].kind != K::AddChannel) continue;
-      const Expr& bias = g.operands[steps[k].input];
-      std::size_t j = k + 1;
-      while (j < steps.size() && (steps[j].kind == K::AddChannel || steps[j].kind == K::AddTensor))
-        ++j;
-      const auto* value = bias.as<ConstantNode>();
-      if (value == nullptr || j == steps.size() || steps[j].kind != K::Add) continue;
-      // the bias_add reading it, and the first requantize after it (whose rounding is the add)
-      std::size_t b = 0;
-      while (b < g.calls.size() &&
-             !(g.calls[b].name() == "bias_add" && g.calls[b].as<CallNode>()->args[1].same_as(bias)))
-        ++b;
-      std::size_t r = b;
-      while (r < g.calls.size() && g.calls[r].name() != "requantize") ++r;
-      if (r == g.calls.size()) continue;
-      te::NDArray folded = *value->value;
-      for (std::size_t i = 0; i < folded.size(); ++i)
-        folded.set_flat(i, folded.data()[i] + steps[j].imm);
-      plan.bias[g.calls[b].get()] =
-          constant(fmt::format("{}+{}", value->name, steps[j].imm), std::move(folded));
-      plan.floor.insert(g.calls[r].get());
-      break;
-    }
-  }
-  return plan;
-}
-
-class Folder : public ExprMutator<Folder> {
+class StateMatcher {
  public:
-  explicit Folder(const FoldPlan& plan) : plan_(plan) {}
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    std::vector<Expr> new_args;
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    Attrs attrs = call.attrs;
-    if (auto it = plan_.bias.find(e.get()); it != plan_.bias.end()) new_args[1] = it->second;
-    if (plan_.floor.contains(e.get())) attrs.set("rounding", std::string("floor"));
-    return typed_call(call.op(), std::move(new_args), std::move(attrs), e.type(), e.device(),
-                      call.result_name);
-  }
-
- private:
-  const FoldPlan& plan_;
-};
-
-class Placer : public ExprMutator<Placer> {
- public:
-  explicit Placer(const Partition& part) : part_(part) {}
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    const Group* g = part_.group_of(e);
-    const Device device = g != nullptr ? g->device : Device::Host;
-    std::vector<Expr> new_args;
-    for (std::size_t i = 0; i < args.size(); ++i) new_args.push_back(args[i]);
-    return typed_call(call.op(), std::move(new_args), call.attrs, e.type(), device,
-                      call.result_name);
-  }
-  // The partition over the placed function's nodes.
-  Partition moved(const Partition& part, const Function& placed) const {
-    Partition out;
-    out.config = part.config;
-    out.names = NodeNames(placed);
+  StateMatcher(const Function& fn, const Partition& part, const Target& target)
+      : fn_(fn), part_(part), target_(target) {
+    for (const auto& e : post_order(fn.roots()))
+      if (const auto* c = e.as<CallNode>())
+        for (std::size_t k = 0; k < c->args.size(); ++k) uses_[c->args[k].get()].push_back(e);
+    for (const auto& r : fn.results()) uses_[r.get()].emplace_back();
+    for (const auto& st : fn.state()) uses_[st.next.get()].emplace_back();
     for (const auto& g : part.groups) {
-      Group h = g;
-      for (auto& c : h.calls) c = result_of(c);
-      for (auto& o : h.operands) o = result_of(o);
-      for (const auto& c : h.calls) out.group_index[c.get()] = out.groups.size();
-      out.groups.push_back(std::move(h));
+      if (g.device != Device::Vta || !g.layouts) continue;
+      const auto& args = g.anchor().as<CallNode>()->args;
+      for (std::size_t k = 0; k < g.layouts->inputs.size(); ++k)
+        read_by_vta_[(k < args.size() ? args[k] : g.operands[k - args.size()]).get()].push_back(
+            g.layouts->inputs[k]);
     }
+  }
+
+  // The states to hold packed.
+  std::vector<HeldState> run() const {
+    std::vector<HeldState> out;
+    for (std::size_t i = 0; i < fn_.state().size(); ++i)
+      if (auto h = match(i)) out.push_back(std::move(*h));
     return out;
   }
 
  private:
-  const Partition& part_;
-};
-
-// A call neither device runs: a TypeError with each device's reason.
-inline void check_placed(const Partition& part, const Target& target) {
-  for (const auto& g : part.groups) {
-    if (g.device != Device::Host) continue;
-    for (const auto& c : g.calls) {
-      if (c.device() != Device::Any) continue;  // the host runs it
-      const TypeCall typing = typing_of(c, part.names);
-      const auto why = target.ops.at(c.name()).host_support(typing);
-      raise<TypeError>("{}: no device supports this call; host: {}; vta: {}", typing.label,
-                       why.value_or("?"), g.note);
-    }
+  std::size_t count(const Expr& e) const {
+    const auto it = uses_.find(e.get());
+    return it == uses_.end() ? 0 : it->second.size();
   }
-}
+
+  // The one layout VTA kernels hold e in, if every call reading it is such a kernel holding it
+  // as a matmul weight of whole bytes, and `others` more read it (a state's next value: the
+  // state).
+  std::optional<Layout> weight_layout(const Expr& e, std::size_t others) const {
+    const auto it = read_by_vta_.find(e.get());
+    if (it == read_by_vta_.end() || it->second.size() + others != count(e)) return std::nullopt;
+    const Layout& l = it->second.front();
+    for (const auto& other : it->second)
+      if (other != l) return std::nullopt;
+    if (l.kind != Layout::Kind::MatmulWeight || l.planes != 1) return std::nullopt;
+    return l;
+  }
+
+  // State i's growing dim: its one dim that is not constant.
+  std::optional<std::size_t> growing_axis(std::size_t i) const {
+    const auto& shape = fn_.state()[i].input.type().shape;
+    std::optional<std::size_t> axis;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (!shape[k].is_const()) axis = k;
+    return axis;
+  }
+
+  // The rows a state's next value appends along `axis`, if it is such an append.
+  std::optional<Expr> appended_rows(const State& st, std::size_t axis) const {
+    const auto* next = st.next.as<CallNode>();
+    if (next == nullptr || next->args.size() != 2 || !next->args[0].same_as(st.input) ||
+        count(st.input) != 1 || count(st.next) != 2)  // the state; the state and one reader
+      return std::nullopt;
+    const OpRecord& op = target_.ops.at(next->op());
+    if (!op.concat_axis || op.concat_axis(typing_of(st.next, part_.names)) != axis)
+      return std::nullopt;
+    return next->args[1];
+  }
+
+  std::optional<HeldState> match(std::size_t i) const {
+    const State& st = fn_.state()[i];
+    const auto axis = growing_axis(i);
+    if (!axis) return std::nullopt;
+    const auto rows = appended_rows(st, *axis);
+    if (!rows) return std::nullopt;
+    HeldState h{i, st.next, *rows, st.next, {}, {}};
+    const std::size_t rank = st.input.type().ndim();
+    // the next value's reader besides the state: a VTA kernel, or a permutation VTA reads
+    Expr reader;
+    for (const Expr& u : uses_.at(st.next.get()))
+      if (u.defined()) reader = u;
+    auto layout = weight_layout(st.next, 1);
+    if (layout) {
+      for (std::size_t k = 0; k < rank; ++k) h.perm.push_back(static_cast<std::int64_t>(k));
+    } else if (reader.defined() && reader.device() == Device::Host) {
+      const OpRecord& op = target_.ops.at(reader.name());
+      const auto perm =
+          op.permutation ? op.permutation(typing_of(reader, part_.names)) : std::nullopt;
+      layout = weight_layout(reader, 0);
+      if (!perm || !layout) return std::nullopt;
+      h.read = reader;
+      h.perm = *perm;
+    } else {
+      return std::nullopt;
+    }
+    // the growing dim is the weight's K or N
+    const auto at = static_cast<std::int64_t>(*axis);
+    if (h.perm.size() != rank || rank < 2 || (h.perm[rank - 1] != at && h.perm[rank - 2] != at))
+      return std::nullopt;
+    h.layout = *layout;
+    return h;
+  }
+
+  const Function& fn_;
+  const Partition& part_;
+  const Target& target_;
+  // the calls reading each node; an undefined Expr: a result, or a state's next value
+  std::unordered_map<const Node*, std::vector<Expr>> uses_;
+  std::unordered_map<const Node*, std::vector<Layout>> read_by_vta_;
+};
 
 }  // namespace detail
 
+DLAVM_INLINE Function match_states(const Function& laid_out, const Target& target) {
+  const Partition& part = placement_of(laid_out, "match_states");
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta && !g.layouts)
+      raise<ValueError>(
+          "graph pass 'match_states': VTA group {} has no layouts; run the 'layout' pass before "
+          "it (graph::default_passes())",
+          part.names.name(g.output()));
+  auto out = std::make_shared<Partition>(part);
+  out->held = detail::StateMatcher(laid_out, part, target).run();
+  return laid_out.with_placement(std::move(out));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/match_states-inl.hpp
+#endif
+// end dlavm/graph/match_states.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/pipeline.hpp
+// end dlavm/graph/pipeline.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::vector<Pass> default_passes() {
+  return {
+      {"type",
+       "types every call with its op's type rule; a call the host cannot run stays unplaced",
+       [](const Function& fn, const Target& t) {
+         return detail::infer_types(fn, t.ops, {}, detail::HostSupport::Defer);
+       }},
+      {"partition",
+       "fuses VTA kernels (an anchor and its epilogue) and places every call on VTA or the host",
+       place},
+      {"fold_rounding",
+       "adds a requantize's rounding constant to the constant bias before it in a VTA kernel",
+       fold_rounding},
+      {"layout", "gives each VTA kernel's inputs and result the packed layouts of its strategy",
+       assign_layouts},
+      {"match_states",
+       "holds a growing state packed where VTA kernels alone read it appended, as a weight",
+       match_states},
+  };
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/pipeline-inl.hpp
+#endif
+// end dlavm/graph/pipeline.hpp
+// begin dlavm/graph/strategy/workload.hpp
+// end dlavm/graph/strategy/workload.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+#include <vector>
+
+namespace dlavm::graph {
+
+// `global` holds options for the whole function; none are defined yet, so any key is an error.
+Function infer_type(const Function& fn, const Target& target, const Attrs& global = {});
+
+// The workload of each VTA group of a placed function, in execution order.
+std::vector<Workload> group_workloads(const Function& placed);
+// The distinct workloads of a model's VTA kernels (each once, in the order they first run):
+// what a tuner searches.
+std::vector<Workload> workloads(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/place-inl.hpp
+// Definitions for graph/place.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/graph/pass.hpp
+// end dlavm/graph/pass.hpp
+// begin dlavm/graph/pipeline.hpp
+// end dlavm/graph/pipeline.hpp
+// begin dlavm/graph/place.hpp
+// end dlavm/graph/place.hpp
+
+#include <unordered_set>
+
+namespace dlavm::graph {
+
 DLAVM_INLINE Function infer_type(const Function& fn, const Target& target, const Attrs& global) {
-  Function typed = detail::infer_types(fn, target.ops, global, detail::HostSupport::Defer);
-  Partition part = partition(typed, target);
-  if (const auto plan = detail::plan_folds(part); !plan.empty()) {
-    typed = detail::Folder(plan).mutate(typed);
-    part = partition(typed, target);
-  }
-  detail::check_placed(part, target);
-  detail::Placer placer(part);
-  const Function placed = placer.mutate(typed);
-  return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
+  // no function-wide options are defined yet: any key is unknown
+  normalize_attrs({}, global, "infer_type: global attributes");
+  return run_passes(fn, target, default_passes());
 }
 
 DLAVM_INLINE std::vector<Workload> group_workloads(const Function& placed) {
@@ -30519,7 +31143,6 @@ class ModuleBuilder {
       values_.back().param = st.input.name();
       forms(st.input).plain = state.back().value;
     }
-    find_appended();
     for (const auto& g : part_.groups) {
       if (g.device == Device::Vta)
         vta_step(g);
@@ -30528,17 +31151,18 @@ class ModuleBuilder {
     }
     for (const auto& r : fn_.results()) results.push_back(plain(r));
     for (std::size_t i = 0; i < state.size(); ++i) {
-      const Appended* a = appended(i);
-      if (a == nullptr) {
+      const HeldState* h = held(i);
+      if (h == nullptr) {
         state[i].next = plain(fn_.state()[i].next);
         continue;
       }
-      if (!a->packed)
+      const auto packed = forms(h->read).packed;
+      if (packed.empty())
         raise<ValueError>("internal: build: state {} is never read packed, please report",
                           names_.name(fn_.state()[i].input));
-      state[i].next = plain(a->rows);
-      state[i].packed = a->packed;
-      state[i].perm = a->perm;
+      state[i].next = plain(h->rows);
+      state[i].packed = packed.front().second;
+      state[i].perm = h->perm;
     }
     return Module(options_.name, target_.env, std::make_shared<const OpRegistry>(target_.ops),
                   std::move(values_), std::move(steps_),
@@ -30610,12 +31234,12 @@ class ModuleBuilder {
     for (const auto& [layout, id] : forms(e).packed)
       if (layout == l) return id;
     std::size_t id = 0;
-    if (Appended* a = appended_read(e)) {
+    if (const HeldState* h = held_read(e)) {
       // the state held packed, appended to in place
-      if (l != a->layout)
+      if (l != h->layout)
         raise<ValueError>("internal: build: {} is read as {}, not {}, please report",
-                          names_.label(e), to_string(l), to_string(a->layout));
-      const std::size_t rows = plain(a->rows);
+                          names_.label(e), to_string(l), to_string(h->layout));
+      const std::size_t rows = plain(h->rows);
       id = add_value(e, ModuleValue::Kind::State, l, nullptr);
       ModuleStep s;
       s.kind = ModuleStep::Kind::Append;
@@ -30623,7 +31247,6 @@ class ModuleBuilder {
       s.inputs = {rows};
       s.output = id;
       steps_.push_back(std::move(s));
-      a->packed = id;
     } else if (const auto* c = e.as<ConstantNode>()) {
       id = add_value(e, ModuleValue::Kind::Constant, l,
                      std::make_shared<const te::NDArray>(pack(*c->value, l)));
@@ -30638,9 +31261,9 @@ class ModuleBuilder {
 
   void host_step(const Group& g) {
     const Expr& e = g.output();
-    // a state held packed is never concatenated nor transposed as a whole
-    for (const auto& a : appended_)
-      if (e.get() == a.concat.get() || e.get() == a.read.get()) return;
+    // a state held packed is never concatenated nor permuted as a whole
+    for (const auto& h : part_.held)
+      if (e.same_as(h.next) || e.same_as(h.read)) return;
     const auto& call = *e.as<CallNode>();
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
@@ -30653,33 +31276,45 @@ class ModuleBuilder {
     steps_.push_back(std::move(s));
   }
 
-  void vta_step(const Group& g) {
-    const Expr& anchor = g.anchor();
-    const auto& call = *anchor.as<CallNode>();
-    const AnchorStrategy& strategy = *target_.strategies.find(call.op());
-    const auto& env = target_.env;
-    const Workload workload = workload_of(g, names_);
-    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
-    std::optional<VtaKernel> declared;
+  // A VTA group's kernel, compiled: the declared kernel (its parameters, MACs), the program,
+  // the knobs chosen, and the tiling and traffic of what runs (two tilings for symbolic rows).
+  struct CompiledKernel {
+    VtaKernel declared;
     std::shared_ptr<const vta::Program> program;
     Knobs knobs;
     std::string tiling;
     ne::Expr traffic;
+  };
+
+  CompiledKernel compile_kernel(const AnchorStrategy& strategy, const Workload& workload,
+                                const std::string& name) const {
+    const auto& env = target_.env;
+    const KnobSpace space = strategy.space(workload, env);
+    Knobs knobs = options_.chooser->choose(workload, space);
+    VtaKernel declared = strategy.declare(workload, env, knobs, name);
+    tir::PrimFunc func = vta::lower(declared.schedule, declared.args, env, name);
+    std::string tiling = declared.tiling;
+    ne::Expr traffic = declared.traffic;
+    if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
+      VtaKernel second = strategy.declare(workload, env, few->knobs, name);
+      func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
+      const ne::Expr when = tir::specialized_when(few->at);
+      tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
+      traffic = ne::simplify(ne::select(when, second.traffic, traffic));
+    }
+    auto program = std::make_shared<const vta::Program>(env, std::move(func));
+    return {std::move(declared), std::move(program), std::move(knobs), std::move(tiling),
+            std::move(traffic)};
+  }
+
+  void vta_step(const Group& g) {
+    const Expr& anchor = g.anchor();
+    const auto& call = *anchor.as<CallNode>();
+    const Workload workload = workload_of(g, names_);
+    const std::string name = fmt::format("{}{}", call.op(), kernels_++);
+    std::optional<CompiledKernel> kernel;
     try {
-      const KnobSpace space = strategy.space(workload, env);
-      knobs = options_.chooser->choose(workload, space);
-      declared.emplace(strategy.declare(workload, env, knobs, name));
-      tir::PrimFunc func = vta::lower(declared->schedule, declared->args, env, name);
-      tiling = declared->tiling;
-      traffic = declared->traffic;
-      if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
-        VtaKernel second = strategy.declare(workload, env, few->knobs, name);
-        func = tir::specialize(func, few->at, vta::lower(second.schedule, second.args, env, name));
-        const ne::Expr when = tir::specialized_when(few->at);
-        tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
-        traffic = ne::simplify(ne::select(when, second.traffic, traffic));
-      }
-      program = std::make_shared<const vta::Program>(env, std::move(func));
+      kernel.emplace(compile_kernel(*target_.strategies.find(call.op()), workload, name));
     } catch (const Error& e) {
       // the kernel's tensors are named after it; say which call of the graph it compiles
       std::vector<std::string> args;
@@ -30687,34 +31322,29 @@ class ModuleBuilder {
       rethrow_with_context(e, fmt::format("{} on VTA, of {} (kernel '{}')", names_.label(anchor),
                                           fmt::join(args, " and "), name));
     }
-    const VtaKernel& kernel = *declared;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Vta;
     std::vector<std::string> ops;
     for (const auto& c : g.calls) ops.push_back(c.name());
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
-    for (std::size_t i = 0; i < call.args.size(); ++i)
-      s.inputs.push_back(packed(call.args[i], strategy.arg_layout(workload, env, i)));
-    const Layout result = strategy.result_layout(workload, env);
-    for (std::size_t k = 0; k < g.operands.size(); ++k) {
-      const bool channel = g.epilogue.inputs[k].kind == EpilogueInput::Kind::Channel;
-      const Layout l = channel ? Layout{Layout::Kind::Channel, env.batch, env.block_out} : result;
-      s.inputs.push_back(packed(g.operands[k], l));
+    // what the kernel reads (the anchor's arguments, then the epilogue's operands), packed
+    const auto& layouts = *g.layouts;
+    for (std::size_t i = 0; i < layouts.inputs.size(); ++i) {
+      const Expr& in = i < call.args.size() ? call.args[i] : g.operands[i - call.args.size()];
+      s.inputs.push_back(packed(in, layouts.inputs[i]));
     }
-    Layout stored = result;
-    if (g.epilogue.int32_result) stored.planes = Epilogue::kPlanes;
-    s.output = add_value(g.output(), ModuleValue::Kind::Temp, stored, nullptr);
-    values_[s.output].dtype = env.out_dtype;
-    forms(g.output()).packed.emplace_back(stored, s.output);
-    s.program = std::move(program);
-    s.tiling = std::move(tiling);
+    s.output = add_value(g.output(), ModuleValue::Kind::Temp, layouts.output, nullptr);
+    values_[s.output].dtype = target_.env.out_dtype;
+    forms(g.output()).packed.emplace_back(layouts.output, s.output);
+    s.program = std::move(kernel->program);
+    s.tiling = std::move(kernel->tiling);
     s.epilogue = to_string(g.epilogue);
-    s.macs = kernel.macs;
-    s.traffic = std::move(traffic);
-    s.knobs = std::move(knobs);
+    s.macs = kernel->declared.macs;
+    s.traffic = std::move(kernel->traffic);
+    s.knobs = std::move(kernel->knobs);
     s.workload = workload;
-    check_params(s, kernel);
+    check_params(s, kernel->declared);
     steps_.push_back(std::move(s));
   }
 
@@ -30766,111 +31396,16 @@ class ModuleBuilder {
     }
   }
 
-  // A growing state held packed (ModuleState::packed): its next value is concat(state, rows)
-  // along the growing dim, read only by VTA matmuls as their weight, through `read` (the
-  // concatenation, or one transpose of it).
-  struct Appended {
-    std::size_t state = 0;
-    Expr concat, rows, read;
-    std::vector<std::int64_t> perm;  // read's dim i is the state's dim perm[i]
-    Layout layout;
-    std::optional<std::size_t> packed;
-  };
-
-  const Appended* appended(std::size_t state) const {
-    for (const auto& a : appended_)
-      if (a.state == state) return &a;
+  // The state held packed that match_states found for state i, if any; the one read as e.
+  const HeldState* held(std::size_t state) const {
+    for (const auto& h : part_.held)
+      if (h.state == state) return &h;
     return nullptr;
   }
-  Appended* appended_read(const Expr& e) {
-    for (auto& a : appended_)
-      if (a.read.get() == e.get()) return &a;
+  const HeldState* held_read(const Expr& e) const {
+    for (const auto& h : part_.held)
+      if (h.read.same_as(e)) return &h;
     return nullptr;
-  }
-
-  // The states to hold packed: those whose only reader is their concatenation with new
-  // positions along the growing dim, which only VTA matmuls read as their weight, directly
-  // or through one transpose, each in the same layout. Any other state stays an array.
-  void find_appended() {
-    struct Use {
-      const Group* group;
-      const Expr* call;
-      std::size_t arg;
-    };
-    std::unordered_map<const Node*, std::vector<Use>> uses;
-    for (const auto& g : part_.groups)
-      for (const auto& c : g.calls)
-        for (std::size_t k = 0; k < c.as<CallNode>()->args.size(); ++k)
-          uses[c.as<CallNode>()->args[k].get()].push_back({&g, &c, k});
-    for (const auto& r : fn_.results()) uses[r.get()].push_back({nullptr, nullptr, 0});
-    for (const auto& st : fn_.state()) uses[st.next.get()].push_back({nullptr, nullptr, 0});
-    // a matmul on VTA reading e as its weight: its layout
-    const auto weight_of = [&](const Use& u) -> std::optional<Layout> {
-      if (u.group == nullptr || u.group->device != Device::Vta ||
-          u.call->get() != u.group->anchor().get() || u.arg != 1 ||
-          u.call->as<CallNode>()->op() != "matmul")
-        return std::nullopt;
-      const AnchorStrategy& strategy = *target_.strategies.find("matmul");
-      return strategy.arg_layout(workload_of(*u.group, names_), target_.env, 1);
-    };
-    const auto count = [&](const Expr& e) {
-      auto it = uses.find(e.get());
-      return it == uses.end() ? std::size_t{0} : it->second.size();
-    };
-    for (std::size_t i = 0; i < fn_.state().size(); ++i) {
-      const auto& st = fn_.state()[i];
-      const auto& shape = st.input.type().shape;
-      std::optional<std::size_t> axis;
-      for (std::size_t k = 0; k < shape.size(); ++k)
-        if (!shape[k].is_const()) axis = k;
-      const auto* concat = st.next.as<CallNode>();
-      if (!axis || concat == nullptr || concat->op() != "concat" || concat->args.size() != 2 ||
-          concat->args[0].get() != st.input.get() || count(st.input) != 1 ||
-          count(st.next) != 2)  // the concatenation reads the state; the state and one reader
-        continue;               // read the concatenation
-      auto at = concat->attrs.get_int("axis");
-      if (at < 0) at += static_cast<std::int64_t>(shape.size());
-      if (at != static_cast<std::int64_t>(*axis)) continue;
-      Appended a;
-      a.state = i;
-      a.concat = st.next;
-      a.rows = concat->args[1];
-      // the concatenation's one reader besides the state: a matmul, or a transpose that
-      // matmuls read
-      const Use& reader = uses[st.next.get()].front().group != nullptr ? uses[st.next.get()].front()
-                                                                       : uses[st.next.get()].back();
-      std::vector<const Use*> matmuls;
-      if (weight_of(reader)) {
-        a.read = st.next;
-        for (std::size_t k = 0; k < shape.size(); ++k)
-          a.perm.push_back(static_cast<std::int64_t>(k));
-        matmuls.push_back(&reader);
-      } else if (const auto* t = reader.call != nullptr ? reader.call->as<CallNode>() : nullptr;
-                 t != nullptr && t->op() == "transpose" && reader.group->device == Device::Host) {
-        a.read = *reader.call;
-        if (t->attrs.contains("perm")) a.perm = t->attrs.get_ints("perm");
-        for (auto& p : a.perm)
-          if (p < 0) p += static_cast<std::int64_t>(shape.size());
-        for (std::size_t k = a.perm.size(); k < shape.size(); ++k)  // none given: reversed
-          a.perm.push_back(static_cast<std::int64_t>(shape.size() - 1 - k));
-        for (const auto& u : uses[a.read.get()]) matmuls.push_back(&u);
-      }
-      if (matmuls.empty() || a.perm.size() != shape.size()) continue;
-      // the growing dim is the weight's K or N
-      const auto n = a.perm.size();
-      if (a.perm[n - 1] != at && a.perm[n - 2] != at) continue;
-      std::optional<Layout> layout;
-      bool all = true;
-      for (const auto* u : matmuls) {
-        const auto l = weight_of(*u);
-        all = all && l && l->kind == Layout::Kind::MatmulWeight && l->planes == 1 &&
-              (!layout || *layout == *l);
-        if (l) layout = l;
-      }
-      if (!all) continue;
-      a.layout = *layout;
-      appended_.push_back(std::move(a));
-    }
   }
 
   const Function& fn_;
@@ -30881,7 +31416,6 @@ class ModuleBuilder {
   std::vector<ModuleValue> values_;
   std::vector<ModuleStep> steps_;
   std::unordered_map<const Node*, NodeValues> values_of_;
-  std::vector<Appended> appended_;
   std::size_t kernels_ = 0;
 };
 
@@ -30892,7 +31426,14 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
   const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
                       fn.placement()->int32_results == target.int32_results;
   const Function typed = placed ? fn : infer_type(fn, target);
-  return detail::ModuleBuilder(typed, *typed.placement(), target, options).build();
+  const Partition& part = *typed.placement();
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta && !g.layouts)
+      raise<ValueError>(
+          "build: VTA group {} has no layouts: the function's passes lacked 'layout' "
+          "(graph::default_passes())",
+          part.names.name(g.output()));
+  return detail::ModuleBuilder(typed, part, target, options).build();
 }
 
 }  // namespace dlavm::graph
@@ -32796,12 +33337,16 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor-inl.hpp
 #endif
 // end dlavm/graph/executor.hpp
+// begin dlavm/graph/fold_rounding.hpp
+// end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp
 // end dlavm/graph/functor.hpp
 // begin dlavm/graph/infer_type.hpp
 // end dlavm/graph/infer_type.hpp
 // begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
+// begin dlavm/graph/match_states.hpp
+// end dlavm/graph/match_states.hpp
 // begin dlavm/graph/memory_plan.hpp
 // end dlavm/graph/memory_plan.hpp
 // begin dlavm/graph/module.hpp
@@ -32814,6 +33359,10 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/ops.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
+// begin dlavm/graph/pass.hpp
+// end dlavm/graph/pass.hpp
+// begin dlavm/graph/pipeline.hpp
+// end dlavm/graph/pipeline.hpp
 // begin dlavm/graph/place.hpp
 // end dlavm/graph/place.hpp
 // begin dlavm/graph/printer.hpp

@@ -3,8 +3,15 @@
 // compiled library may both include it.
 #pragma once
 
-#include <dlavm/te/evaluate.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/te/expr.hpp>
+#include <dlavm/te/index_eval.hpp>
+#include <dlavm/te/ops.hpp>
 #include <dlavm/te/printer.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <span>
 
 namespace dlavm::te::detail {
 

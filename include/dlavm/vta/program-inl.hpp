@@ -212,8 +212,14 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
   kernel_ops.visit(func_.body);
   max_kernel_ops_ = static_cast<std::size_t>(std::min(kernel_ops.most, cap));
   bound_ = detail::StreamBounds(max_kernel_ops_).of(func_.body);
-  plan_ = std::make_shared<const detail::ReplayPlan>(*this);
+  plan_ = std::make_shared<const detail::ReplayPlan>(replay_source());
 }
+
+DLAVM_INLINE detail::ReplaySource Program::replay_source() const {
+  return {func_, env_, sram_, region_of_, regions_, max_kernel_ops_, elem_bytes()};
+}
+
+DLAVM_INLINE std::size_t Program::general_fields() const { return plan_->general_fields(); }
 
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
   runtime::ElemBytes e;
@@ -247,7 +253,7 @@ DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindin
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  plan_->write(*this, b, bindings, param_phys);
+  plan_->write(replay_source(), b, bindings, param_phys);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,

@@ -49,14 +49,6 @@ struct ProgramRun {
   std::size_t uops = 0;
 };
 
-// Where an on-chip buffer lives: its memory and first entry.
-struct SramSlot {
-  runtime::MemId memory;
-  std::int64_t base = 0;  // entries
-  std::int64_t entries = 0;
-  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
-};
-
 // An upper bound on the words of a program's streams: instructions and micro-ops.
 struct StreamBound {
   std::int64_t insns = 0, uops = 0;
@@ -93,10 +85,12 @@ class Program {
   // How many of the intrinsics' fields an instantiation evaluates through ne::compile, the
   // rest being affine sums over the loop variables and dims, clamped for a block's extent
   // (a diagnostic of instantiation speed).
-  std::size_t general_fields() const { return plan_->general_fields(); }
+  std::size_t general_fields() const;
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
+  // What its replay plan reads of it.
+  detail::ReplaySource replay_source() const;
 
   // Allocates the parameters on `dev`, copies `arrays` in, runs, copies every parameter back.
   ProgramRun run(Device& dev, std::span<te::NDArray* const> arrays,
@@ -132,5 +126,4 @@ Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const 
 
 #ifndef DLAVM_COMPILED_LIB
 #include <dlavm/vta/program-inl.hpp>
-#include <dlavm/vta/replay_plan-inl.hpp>
 #endif

@@ -9,7 +9,6 @@
 #include <dlavm/ne/structural.hpp>
 #include <dlavm/ne/substitute.hpp>
 #include <dlavm/tir/functor.hpp>
-#include <dlavm/vta/program.hpp>
 #include <dlavm/vta/replay_plan.hpp>
 
 #include <fmt/format.h>
@@ -27,7 +26,7 @@ namespace dlavm::vta::detail {
 class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
  public:
   using OpKind = ReplayPlan::OpKind;
-  PlanCompiler(ReplayPlan& plan, const Program& p) : plan_(plan), prog_(p) {
+  PlanCompiler(ReplayPlan& plan, const ReplaySource& p) : plan_(plan), prog_(p) {
     plan_.registers_ = ReplayPlan::kOne + 1;
     ranges_.push_back({1, 1});
   }
@@ -184,16 +183,16 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     return static_cast<std::uint32_t>(plan_.ops_.size() - 1);
   }
   void place(ReplayPlan::Op& op, int k, const te::Buffer& b) const {
-    const auto it = prog_.sram().find(b.get());
-    if (it == prog_.sram().end())
+    const auto it = prog_.sram.find(b.get());
+    if (it == prog_.sram.end())
       raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
                            b.name());
     op.sram[k] = it->second.base;
-    op.regions[k] = prog_.region_of(b.get());
+    op.regions[k] = prog_.region_of.at(b.get());
   }
   std::uint32_t param(const te::Buffer& b) const {
-    for (std::size_t k = 0; k < prog_.func().flat_params.size(); ++k)
-      if (prog_.func().flat_params[k].get() == b.get()) return static_cast<std::uint32_t>(k);
+    for (std::size_t k = 0; k < prog_.func.flat_params.size(); ++k)
+      if (prog_.func.flat_params[k].get() == b.get()) return static_cast<std::uint32_t>(k);
     raise<ScheduleError>("program '{}': buffer '{}' is not a parameter in DRAM", prog_.name(),
                          b.name());
   }
@@ -418,7 +417,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
 
   ReplayPlan& plan_;
-  const Program& prog_;
+  const ReplaySource& prog_;
   std::vector<std::pair<ne::Var, std::uint32_t>> loops_;             // innermost last
   std::vector<Interval> ranges_;                                     // per register
   std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
@@ -426,8 +425,8 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   bool in_kernel_ = false;
 };
 
-DLAVM_INLINE ReplayPlan::ReplayPlan(const Program& p) {
-  PlanCompiler(*this, p).visit(p.func().body);
+DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
+  PlanCompiler(*this, p).visit(p.func.body);
 }
 
 DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
@@ -463,7 +462,7 @@ DLAVM_INLINE void ReplayPlan::bind(std::span<const ne::Binding> bindings,
   for (const auto& [f, reg] : invariants_) regs[reg] = general(f, regs);
 }
 
-DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
+DLAVM_INLINE void ReplayPlan::raise_failure(const ReplaySource& p, Builder& b,
                                             const runtime::Replay<HostStreamStorage>& replay,
                                             const Op& op, const std::int64_t* regs) const {
   const te::CallNode& call = *op.call;
@@ -480,7 +479,7 @@ DLAVM_INLINE void ReplayPlan::raise_failure(const Program& p, Builder& b,
     const auto mem =
         e.opcode == Opcode::Store ? MemId::Out : static_cast<MemId>(value(op.field, regs));
     raise<ValueError>("DRAM address 0x{:x} is not aligned to the {}-byte {} element", e.value,
-                      p.env().config.elem_bytes(mem), runtime::mem_name(mem));
+                      p.env.config.elem_bytes(mem), runtime::mem_name(mem));
   }
   if (e.status == runtime::Status::NotNeighbours && replay.deps().unordered() >= 0)
     raise<ScheduleError>(
@@ -513,7 +512,10 @@ DLAVM_INLINE ReplayWorkspace& replay_workspace() {
   return ws;
 }
 
-DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
+// One interpreter loop with a case per operation, kept whole (over 100 lines) on purpose: it is
+// instantiation's hot loop (bench/vta_build, bench/graph_llm), and every case shares its state
+// (the registers, the replay, the kernel being recorded), which helpers would pass around.
+DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
                                     std::span<const std::uint64_t> phys) const {
   ReplayWorkspace& ws = replay_workspace();
@@ -521,11 +523,11 @@ DLAVM_INLINE void ReplayPlan::write(const Program& p, Builder& b,
   std::int64_t* const r = ws.regs.data();
   std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
   bind(bindings, r);
-  ws.states.resize(p.regions().size());
-  ws.uops.resize(p.max_kernel_ops());
-  runtime::Replay<HostStreamStorage> replay(
-      b.writer(), p.env().config.uop_depth(), p.elem_bytes(), p.regions().data(), ws.states.data(),
-      p.regions().size(), phys.data(), {ws.uops.data(), ws.uops.size()});
+  ws.states.resize(p.regions.size());
+  ws.uops.resize(p.max_kernel_ops);
+  runtime::Replay<HostStreamStorage> replay(b.writer(), p.env.config.uop_depth(), p.elem_bytes,
+                                            p.regions.data(), ws.states.data(), p.regions.size(),
+                                            phys.data(), {ws.uops.data(), ws.uops.size()});
   const auto check = [&](const Op& op) {
     if (!replay.ok()) raise_failure(p, b, replay, op, r);
   };

@@ -17,28 +17,50 @@
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/runtime/replay.hpp>
 #include <dlavm/te/expr.hpp>
+#include <dlavm/tir/stmt.hpp>
 #include <dlavm/vta/hw/builder.hpp>
+#include <dlavm/vta/lower/env.hpp>
 
 #include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dlavm::vta {
 
-class Program;
+// Where an on-chip buffer lives: its memory and first entry.
+struct SramSlot {
+  runtime::MemId memory;
+  std::int64_t base = 0;  // entries
+  std::int64_t entries = 0;
+  std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
+};
 
 namespace detail {
 
+// What a replay plan is made from and writes with: the parts of a built vta::Program
+// (Program::replay_source), so that the plan does not depend on the class that holds it.
+struct ReplaySource {
+  const tir::PrimFunc& func;
+  const Env& env;
+  const std::unordered_map<const te::BufferNode*, SramSlot>& sram;
+  const std::unordered_map<const te::BufferNode*, std::uint32_t>& region_of;
+  const std::vector<runtime::SramRegion>& regions;
+  std::size_t max_kernel_ops = 0;
+  runtime::ElemBytes elem_bytes{};
+  const std::string& name() const { return func.name; }
+};
+
 class ReplayPlan {
  public:
-  explicit ReplayPlan(const Program& p);
+  explicit ReplayPlan(const ReplaySource& p);
 
   // Program p's instructions (p: the program the plan was made from) for `bindings` with
   // parameter k at DRAM address phys[k], written to b (without FINISH).
-  void write(const Program& p, Builder& b, std::span<const ne::Binding> bindings,
+  void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
              std::span<const std::uint64_t> phys) const;
 
   // A kernel's instruction depends on the registers of the loops around it only through
@@ -130,8 +152,9 @@ class ReplayPlan {
   void bind(std::span<const ne::Binding> bindings, std::int64_t* regs) const;
   // The replay's failure at `op` as the error the host raises (naming the program, the buffers
   // and the numbers).
-  void raise_failure(const Program& p, Builder& b, const runtime::Replay<HostStreamStorage>& replay,
-                     const Op& op, const std::int64_t* regs) const;
+  void raise_failure(const ReplaySource& p, Builder& b,
+                     const runtime::Replay<HostStreamStorage>& replay, const Op& op,
+                     const std::int64_t* regs) const;
 
   std::vector<Op> ops_;
   std::vector<Field> fields_;
@@ -150,3 +173,7 @@ class ReplayPlan {
 
 }  // namespace detail
 }  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/vta/replay_plan-inl.hpp>
+#endif

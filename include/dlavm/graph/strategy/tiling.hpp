@@ -14,6 +14,7 @@
 //   auto best = graph::least_cost_point(space);     // the values of the cheapest that fits
 #pragma once
 
+#include <dlavm/graph/strategy/least_cost.hpp>
 #include <dlavm/graph/strategy/sram.hpp>
 #include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/ne/bounds.hpp>
@@ -142,20 +143,6 @@ KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) 
   s.check = [tiling, check](std::span<const std::int64_t> v) { return check(tiling(v)); };
   s.estimate = [tiling, estimate](std::span<const std::int64_t> v) { return estimate(tiling(v)); };
   return s;
-}
-
-// The candidate of least cost(c) among those with fits(c), the first of equals; nullopt when
-// none fits. fits runs once per candidate and cost once per fitting one.
-template <class Candidates, class Fits, class Cost>
-auto least_cost(Candidates&& candidates, Fits fits, Cost cost) {
-  using Tiling = ranges::range_value_t<Candidates>;
-  std::optional<Tiling> best;
-  double best_cost = 0;
-  for (const Tiling t : std::forward<Candidates>(candidates) | ranges::views::filter(fits)) {
-    const double c = cost(t);
-    if (!best || c < best_cost) best = t, best_cost = c;
-  }
-  return best;
 }
 
 }  // namespace dlavm::graph

@@ -4,11 +4,12 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/graph/printer.hpp>
-#include <dlavm/graph/strategy/tiling.hpp>
+#include <dlavm/graph/strategy/least_cost.hpp>
 #include <dlavm/graph/strategy/workload.hpp>
 
 #include <fmt/format.h>
 #include <range/v3/view/iota.hpp>
+#include <range/v3/view/transform.hpp>
 
 #include <functional>
 

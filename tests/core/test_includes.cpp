@@ -1,0 +1,141 @@
+// The include graph of include/dlavm: no cycle, and arrows that point down the layer table of
+// docs/design.md only. A header and its definitions (X.hpp, X-inl.hpp) are one node: they
+// include each other by design. Read from the source tree, so that a new include that closes a
+// cycle or reaches up a layer fails here, naming the files.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace includes_test {
+
+namespace fs = std::filesystem;
+
+// "dlavm/graph/module-inl.hpp" -> "dlavm/graph/module.hpp"
+std::string node_of(std::string path) {
+  const auto inl = path.rfind("-inl.hpp");
+  if (inl != std::string::npos && inl + 8 == path.size()) path = path.substr(0, inl) + ".hpp";
+  return path;
+}
+
+// The layer a header belongs to: its folder under dlavm/ (vta/hw and vta/lower apart from
+// vta), or the folder an umbrella header (dlavm/graph.hpp, dlavm/vta/hw.hpp) stands for.
+std::string layer_of(const std::string& node) {
+  std::string rest = node.substr(std::string("dlavm/").size());
+  if (rest.ends_with(".hpp") && rest.find('/') == std::string::npos)
+    return rest.substr(0, rest.size() - 4);  // an umbrella: dlavm/graph.hpp
+  if (rest == "vta/hw.hpp" || rest == "vta/lower.hpp") return rest.substr(0, rest.size() - 4);
+  if (rest.starts_with("vta/hw/")) return "vta/hw";
+  if (rest.starts_with("vta/lower/")) return "vta/lower";
+  return rest.substr(0, rest.find('/'));
+}
+
+// Which layers each may use directly (docs/design.md; the closure is what it may reach).
+const std::map<std::string, std::vector<std::string>> kUses = {
+    {"runtime", {}},
+    {"core", {}},
+    {"ne", {"core"}},
+    {"te", {"ne"}},
+    {"schedule", {"te"}},
+    {"tir", {"schedule"}},
+    {"vta/hw", {"core", "runtime"}},
+    {"vta/lower", {"tir", "vta/hw"}},
+    {"vta", {"vta/lower"}},
+    {"host", {"te", "runtime"}},
+    {"graph", {"vta", "host"}},
+    {"deploy", {"graph"}},
+    {"tune", {"graph"}},
+    {"dlavm", {"deploy", "tune"}},  // the umbrella of everything
+};
+
+std::set<std::string> reachable(const std::string& layer) {
+  std::set<std::string> out;
+  std::vector<std::string> todo{layer};
+  while (!todo.empty()) {
+    const auto l = todo.back();
+    todo.pop_back();
+    if (!out.insert(l).second) continue;
+    for (const auto& u : kUses.at(l)) todo.push_back(u);
+  }
+  return out;
+}
+
+// Every header's includes of dlavm headers, by node.
+std::map<std::string, std::set<std::string>> include_graph() {
+  const fs::path root = fs::path(DLAVM_SOURCE_DIR) / "include";
+  std::map<std::string, std::set<std::string>> graph;
+  for (const auto& entry : fs::recursive_directory_iterator(root / "dlavm")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".hpp") continue;
+    const auto node = node_of(fs::relative(entry.path(), root).generic_string());
+    auto& edges = graph[node];
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("#include <dlavm/")) continue;
+      const auto target = node_of(line.substr(10, line.find('>') - 10));
+      if (target != node) edges.insert(target);
+    }
+  }
+  return graph;
+}
+
+TEST_CASE("includes: include/dlavm has no include cycle") {
+  const auto graph = include_graph();
+  REQUIRE(graph.size() > 100);
+  std::map<std::string, int> state;  // 1: on the path, 2: done
+  std::vector<std::string> path;
+  std::vector<std::string> cycles;
+  const std::function<void(const std::string&)> visit = [&](const std::string& n) {
+    state[n] = 1;
+    path.push_back(n);
+    if (const auto it = graph.find(n); it != graph.end())
+      for (const auto& m : it->second) {
+        if (state[m] == 1) {
+          std::string cycle;
+          for (auto k = std::find(path.begin(), path.end(), m); k != path.end(); ++k)
+            cycle += *k + " -> ";
+          cycles.push_back(cycle + m);
+        } else if (state[m] == 0) {
+          visit(m);
+        }
+      }
+    path.pop_back();
+    state[n] = 2;
+  };
+  for (const auto& [n, edges] : graph)
+    if (state[n] == 0) visit(n);
+  for (const auto& c : cycles) FAIL_CHECK("include cycle: ", c);
+  CHECK(cycles.empty());
+}
+
+TEST_CASE("includes: every include points down the layer table") {
+  std::vector<std::string> up;
+  for (const auto& [node, edges] : include_graph()) {
+    const auto from = layer_of(node);
+    REQUIRE_MESSAGE(kUses.count(from) == 1, "no layer for ", node);
+    const auto allowed = reachable(from);
+    for (const auto& to : edges)
+      if (allowed.count(layer_of(to)) == 0)
+        up.push_back(node + " (" + from + ") includes " + to + " (" + layer_of(to) + ")");
+  }
+  for (const auto& u : up) FAIL_CHECK("include reaches up a layer: ", u);
+  CHECK(up.empty());
+}
+
+TEST_CASE("includes: the checks see a cycle and an upward include") {
+  // the node and layer rules on known paths, so that the two tests above cannot pass vacuously
+  CHECK(node_of("dlavm/graph/module-inl.hpp") == "dlavm/graph/module.hpp");
+  CHECK(layer_of("dlavm/vta/hw/isa.hpp") == "vta/hw");
+  CHECK(layer_of("dlavm/vta/program.hpp") == "vta");
+  CHECK(layer_of("dlavm/graph.hpp") == "graph");
+  CHECK(reachable("graph").count("runtime") == 1);
+  CHECK(reachable("host").count("vta") == 0);
+  CHECK(reachable("vta/hw").count("tir") == 0);
+}
+
+}  // namespace includes_test
