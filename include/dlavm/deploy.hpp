@@ -3,3 +3,4 @@
 #pragma once
 
 #include <dlavm/deploy/emit.hpp>
+#include <dlavm/deploy/firmware_plan.hpp>

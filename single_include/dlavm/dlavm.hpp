@@ -522,32 +522,34 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // model files (deploy::emit).
 
 // begin dlavm/deploy/emit.hpp
-// deploy::emit: a built model handed to firmware. It writes three files:
+// deploy::emit: a built model handed to firmware. It plans the firmware (deploy::plan_firmware,
+// deploy/firmware_plan.hpp: plain data) and prints the plan into three files:
 //
 //   <name>.hpp          C++17 for firmware: the memory plan's regions and value addresses, the
 //                       static VTA streams as constant data (static_assert-ed sizes), the
 //                       replays of the symbolic ones (vta::replay_source), and the functions
 //                       open, load_params, prepare, run(dims...) and the inputs' and outputs'
-//                       addresses; it includes only <dlavm/runtime/...> and builds with
-//                       -fno-exceptions -fno-rtti and no heap
+//                       addresses; it includes only <dlavm/runtime/...> (and the headers of
+//                       EmitOptions::includes) and builds with -fno-exceptions -fno-rtti and no
+//                       heap
 //   <name>.weights.bin  the weight region's image (runtime/model_file.hpp's header, then bytes)
 //   <name>.insts.bin    the static streams' words, for firmware that loads them from a file
 //
 //   deploy::emit(mod, "out", {.ns = "mlp", .lite = true});
+//   std::string text = deploy::header_text(deploy::plan_firmware(mod));   // the header alone
 //
-// Options: `ns`, the header's namespace (several models in one firmware); `debug`, a log line
-// per step and per transfer of each stream (through Session::set_log); `lite`, consecutive
-// VTA steps whose dims are all static written as one stream (one device run); `plan`, the
-// region map and alignment (the insts and uop regions are sized here: each static stream its
-// slot, one shared slot for the replayed ones, as large as their bound).
+// Options (EmitOptions): `ns`, the header's namespace (several models in one firmware); `debug`,
+// a log line per step and per transfer of each stream (through Session::set_log); `lite`,
+// consecutive VTA steps whose dims are all static written as one stream (one device run);
+// `plan`, the region map and alignment; `includes`, headers of custom firmware kernels.
 //
 // A growing state the module holds packed (a KV cache, graph::ModuleState::packed) keeps its
 // length in the cache region: run() takes the other dims only, binds the growing one to the
 // positions held and refuses a run the cache has no room for (DimOutOfRange).
 //
-// A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
-// the op; so are any other growing state, dtypes firmware does not hold (only 8, 16, 32 and
-// 64-bit integers and float32) and unwritable files.
+// A host step without a firmware kernel (its op record's, OpRecord::firmware) is refused,
+// naming the node and the op; so are any other growing state, dtypes firmware does not hold
+// (only 8, 16, 32 and 64-bit integers and float32) and unwritable files.
 
 // begin dlavm/core/api.hpp
 // How dlavm's non-template code is compiled. Header-only (the default): every header brings its
@@ -568,6 +570,957 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 #define DLAVM_INLINE inline
 #endif
 // end dlavm/core/api.hpp
+// begin dlavm/deploy/firmware_plan.hpp
+// deploy::plan_firmware: what the firmware header of a built model says, as plain data,
+// before any C++ is written (deploy::emit prints it, deploy/emit.hpp). The plan holds:
+//   dims        the run's dims: the params' symbolic dims (run()'s arguments), then the growing
+//               dims of the states held packed (what each state holds)
+//   memory      the memory plan, its stream regions sized for the firmware: a slot per static
+//               stream, then one shared slot for the replayed steps, as large as their bound
+//   streams     the static streams: VTA steps whose dims are all static (one, or with `lite`
+//               a run of consecutive ones joined by barriers), encoded at planned addresses
+//   replayed    the VTA steps whose streams are replayed for the dims of each run, and the
+//               workspace a replay needs (the largest step's tables)
+//   run         run()'s statements: a static stream placed once run, a replay, or the call of
+//               a host step's firmware kernel (the op record's, OpRecord::firmware, or a layout
+//               kernel of the emitter's own), with arguments as data
+//   weights,    the files' payloads (the weight region's image; the static streams' words)
+//   insts
+// A step without a firmware kernel is refused, naming the node and the op; so are dtypes
+// firmware does not hold (8, 16, 32 and 64-bit integers and float32) and a growing state
+// firmware cannot append to.
+//
+//   auto plan = deploy::plan_firmware(mod, {.lite = true});
+//   for (const auto& s : plan.run)
+//     if (s.kind == deploy::PlannedStep::Kind::Call) fmt::print("{}\n", s.call.function);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/firmware.hpp
+// Firmware kernels as data: what a host step of a built model becomes in the C++ header that
+// deploy::emit writes, a call of a kernel the header can reach (runtime/kernels.hpp's, or one
+// of the user's whose header EmitOptions::includes adds), with arguments the emitter prints.
+// An op record carries its firmware kernel next to its type rule and host kernel
+// (OpRecord::firmware, graph::FirmwareKernel in graph/op.hpp), as TensorFlow Lite Micro's
+// registrations carry their kernels: adding an op with a firmware kernel touches its record
+// only, and the emitter knows no op. A kernel says why a step has no call (its `support`), or
+// the call (its `call`):
+//
+//   // relu: dlavm::runtime::relu(x, y, elements)
+//   graph::FirmwareKernel relu{.call = [](const graph::FirmwareStep& s) {
+//     return graph::FirmwareCall{"dlavm::runtime::relu",
+//                                {graph::FirmwareArg::input(0), graph::FirmwareArg::output(),
+//                                 graph::FirmwareArg::dim(graph::element_count(s.input(0)))}};
+//   }};
+//   // -> dlavm::runtime::relu(s.template at<std::int8_t>(0x400ULL), ..., d0 * 64);
+//
+// Arguments are plain data: the step's operands (pointers to their elements, or bytes), dims as
+// ne::Expr in the model's symbolic dims, literals, and aggregates and local arrays for kernels
+// that take a shape (a transpose's permutation, a pooling's window).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// ne expressions: the node set, the `Expr` value type and symbolic variables.
+//
+// An Expr is a counted reference (core/ref.hpp) to an immutable node. The node set is small and
+// closed:
+//   IntImm, Var                          leaves
+//   Add Sub Mul FloorDiv FloorMod Min Max  integer arithmetic (BinaryNode)
+//   EQ NE LT LE GT GE And Or              conditions, valued 0 or 1 (BinaryNode)
+//   Not, Select                           the rest
+// Every node caches a structural hash at construction. Operators live in ne/ops.hpp, the
+// visitor idiom in ne/functor.hpp; include <dlavm/ne.hpp> for all of it.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/core/ref.hpp
+// end dlavm/core/ref.hpp
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace dlavm::ne {
+
+enum class Kind : std::uint8_t {
+  IntImm,
+  Var,
+  Add,
+  Sub,
+  Mul,
+  FloorDiv,
+  FloorMod,
+  Min,
+  Max,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
+  Not,
+  Select,
+};
+
+constexpr bool is_binary(Kind k) { return k >= Kind::Add && k <= Kind::Or; }
+constexpr bool is_comparison(Kind k) { return k >= Kind::EQ && k <= Kind::GE; }
+// Kinds whose value is always 0 or 1.
+constexpr bool is_condition(Kind k) { return k >= Kind::EQ && k <= Kind::Not; }
+
+class Node;
+
+// A symbolic int64 expression. Cheap to copy; never mutated. A default-constructed Expr is
+// undefined (usable only as a placeholder, e.g. in containers).
+class Expr {
+ public:
+  Expr() = default;
+  // Integer constants convert implicitly: `x + 1`, `Expr e = 16;`.
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
+  // Integral constants (static dims such as 16_c, std::integral_constant) convert too.
+  template <class C>
+  requires(std::is_integral_v<decltype(C::value)> &&
+           !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
+      : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
+  explicit Expr(Ref<Node> node);
+
+  bool defined() const { return node_ != nullptr; }
+  Kind kind() const;
+  const Node* get() const { return node_.get(); }
+  const Ref<Node>& node_ptr() const { return node_; }
+
+  // The node as T (IntImmNode, VarNode, BinaryNode, NotNode, SelectNode), or nullptr.
+  template <class T>
+  const T* as() const;
+
+  // The value when this is an integer constant.
+  std::optional<std::int64_t> as_int() const;
+  bool is_const() const { return as_int().has_value(); }
+
+  // Same node object (identity, not structure; see ne::equal for structure).
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  // Structural hash, consistent with ne::equal.
+  std::size_t hash() const;
+
+ private:
+  Ref<Node> node_;
+};
+
+class Node : public RefCounted {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  Kind kind() const { return kind_; }
+  std::size_t hash() const { return hash_; }
+
+ protected:
+  Node(Kind kind, std::size_t hash) : kind_(kind), hash_(hash) {}
+
+ private:
+  Kind kind_;
+  std::size_t hash_;
+};
+
+namespace detail {
+constexpr std::size_t hash_mix(std::size_t seed, std::size_t value) {
+  // 64-bit variant of boost::hash_combine's mixing step.
+  value *= 0x9E3779B97F4A7C15ull;
+  value ^= value >> 32;
+  return (seed ^ value) * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
+}
+}  // namespace detail
+
+struct IntImmNode final : Node {
+  explicit IntImmNode(std::int64_t v)
+      : Node(Kind::IntImm, detail::hash_mix(1, static_cast<std::size_t>(v))), value(v) {}
+  static constexpr bool classof(Kind k) { return k == Kind::IntImm; }
+  const std::int64_t value;
+};
+
+struct VarNode final : Node {
+  VarNode(std::string n, std::int64_t lo, std::int64_t hi, std::uint64_t i)
+      : Node(Kind::Var, detail::hash_mix(2, i)), name(std::move(n)), min(lo), max(hi), id(i) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Var; }
+  const std::string name;
+  const std::int64_t min;  // inclusive range of the values the variable takes
+  const std::int64_t max;
+  const std::uint64_t id;  // creation order: identity, and the canonical order of variables
+};
+
+struct BinaryNode final : Node {
+  BinaryNode(Kind k, Expr lhs, Expr rhs)
+      : Node(k, detail::hash_mix(detail::hash_mix(static_cast<std::size_t>(k) + 3, lhs.hash()),
+                                 rhs.hash())),
+        a(std::move(lhs)),
+        b(std::move(rhs)) {}
+  static constexpr bool classof(Kind k) { return is_binary(k); }
+  const Expr a;
+  const Expr b;
+};
+
+struct NotNode final : Node {
+  explicit NotNode(Expr x) : Node(Kind::Not, detail::hash_mix(40, x.hash())), a(std::move(x)) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Not; }
+  const Expr a;
+};
+
+// select(cond, t, f): t when cond is nonzero, else f. Like TVM's Select, both branches are
+// evaluated (errors in the unused branch are still errors).
+struct SelectNode final : Node {
+  SelectNode(Expr c, Expr x, Expr y)
+      : Node(
+            Kind::Select,
+            detail::hash_mix(detail::hash_mix(detail::hash_mix(41, c.hash()), x.hash()), y.hash())),
+        cond(std::move(c)),
+        t(std::move(x)),
+        f(std::move(y)) {}
+  static constexpr bool classof(Kind k) { return k == Kind::Select; }
+  const Expr cond;
+  const Expr t;
+  const Expr f;
+};
+
+// Out of the class: a Ref's destructor needs the complete node type.
+inline Expr::Expr(Ref<Node> node) : node_(std::move(node)) {}
+
+inline Kind Expr::kind() const {
+  if (!node_) raise<ValueError>("ne: use of an undefined Expr");
+  return node_->kind();
+}
+
+inline std::size_t Expr::hash() const { return node_ ? node_->hash() : 0; }
+
+template <class T>
+const T* Expr::as() const {
+  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
+  return nullptr;
+}
+
+inline std::optional<std::int64_t> Expr::as_int() const {
+  if (const auto* imm = as<IntImmNode>()) return imm->value;
+  return std::nullopt;
+}
+
+template <std::integral T>
+requires(!std::same_as<T, bool>) Expr::Expr(T value) {
+  if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+    if (value > static_cast<T>(INT64_MAX))
+      raise<ValueError>("ne: integer constant {} does not fit in int64", value);
+  }
+  node_ = make_ref<IntImmNode>(static_cast<std::int64_t>(value));
+}
+
+// A named symbolic variable with an inclusive range [min, max]. Each `ne::var` call creates
+// a distinct variable, even with the same name.
+class Var : public Expr {
+ public:
+  // Views an Expr that is a variable as a Var; raises ValueError otherwise.
+  explicit Var(const Expr& e) : Expr(e) {
+    if (as<VarNode>() == nullptr) raise<ValueError>("ne: expression is not a variable");
+  }
+  const VarNode& node() const { return *as<VarNode>(); }
+  const std::string& name() const { return node().name; }
+  std::int64_t min() const { return node().min; }
+  std::int64_t max() const { return node().max; }
+  std::uint64_t id() const { return node().id; }
+};
+
+namespace detail {
+inline std::uint64_t next_var_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Raw node constructors: no folding, no checks. Passes use them to rebuild canonical forms.
+inline Expr make_int(std::int64_t v) { return Expr(make_ref<IntImmNode>(v)); }
+inline Expr make_binary(Kind k, Expr a, Expr b) {
+  return Expr(make_ref<BinaryNode>(k, std::move(a), std::move(b)));
+}
+inline Expr make_not(Expr a) { return Expr(make_ref<NotNode>(std::move(a))); }
+inline Expr make_select(Expr c, Expr t, Expr f) {
+  return Expr(make_ref<SelectNode>(std::move(c), std::move(t), std::move(f)));
+}
+}  // namespace detail
+
+// A new variable named `name` taking values in [min, max] (inclusive). Memory planning sizes
+// buffers for `max`. Raises ValueError when min > max.
+inline Var var(std::string name, std::int64_t min, std::int64_t max) {
+  if (min > max) raise<ValueError>("ne::var '{}': min {} is greater than max {}", name, min, max);
+  return Var(Expr(make_ref<VarNode>(std::move(name), min, max, detail::next_var_id())));
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/expr.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct FirmwareArg {
+  enum class Kind : std::uint8_t {
+    Input,      // a pointer to input `index`'s elements, of its element type
+    Output,     // a pointer to the output's elements
+    Bytes,      // input `index` (the output when index is kOutput) as a byte pointer
+    Dim,        // `expr`, an expression in the model's symbolic dims
+    Int,        // `value`, with the literal suffix `suffix` ("", "LL", "ULL")
+    Typed,      // `value` as input `index`'s element type: T(valueLL)
+    Float,      // `number`, exactly (a hexadecimal float literal)
+    Bool,       // value != 0
+    Aggregate,  // `type`{items...} (`type` empty: a braced list)
+    Local,      // the local of FirmwareCall::locals named `type`
+    Address,    // a `type` pointer to the planned address `value` (the emitter's own calls)
+  };
+  static constexpr std::size_t kOutput = std::numeric_limits<std::size_t>::max();
+
+  Kind kind = Kind::Int;
+  std::size_t index = 0;
+  ne::Expr expr{};
+  std::int64_t value = 0;
+  std::string suffix{};
+  double number = 0;
+  std::string type{};
+  std::vector<FirmwareArg> items{};
+
+  static FirmwareArg input(std::size_t k) { return {.kind = Kind::Input, .index = k}; }
+  static FirmwareArg output() { return {.kind = Kind::Output}; }
+  static FirmwareArg bytes(std::size_t k) { return {.kind = Kind::Bytes, .index = k}; }
+  static FirmwareArg dim(ne::Expr d) { return {.kind = Kind::Dim, .expr = std::move(d)}; }
+  static FirmwareArg integer(std::int64_t v, std::string suffix = "") {
+    return {.kind = Kind::Int, .value = v, .suffix = std::move(suffix)};
+  }
+  static FirmwareArg typed(std::size_t k, std::int64_t v) {
+    return {.kind = Kind::Typed, .index = k, .value = v};
+  }
+  static FirmwareArg real(double v) { return {.kind = Kind::Float, .number = v}; }
+  static FirmwareArg boolean(bool b) { return {.kind = Kind::Bool, .value = b ? 1 : 0}; }
+  static FirmwareArg aggregate(std::string type, std::vector<FirmwareArg> items) {
+    return {.kind = Kind::Aggregate, .type = std::move(type), .items = std::move(items)};
+  }
+  static FirmwareArg local(std::string name) {
+    return {.kind = Kind::Local, .type = std::move(name)};
+  }
+  static FirmwareArg address(std::string type, std::uint64_t at) {
+    return {.kind = Kind::Address, .value = static_cast<std::int64_t>(at), .type = std::move(type)};
+  }
+};
+
+// A local the call reads, declared before it: `const type name[] = {items};` (an array), or
+// `static constexpr type name{items};`.
+struct FirmwareLocal {
+  std::string name{}, type{};
+  bool array = true;
+  std::vector<FirmwareArg> items{};
+};
+
+struct FirmwareCall {
+  std::string function{};  // qualified: "dlavm::runtime::softmax"
+  std::vector<FirmwareArg> args{};
+  std::vector<FirmwareLocal> locals{};
+};
+
+// The number of elements of a shape (1 for a scalar).
+ne::Expr element_count(std::span<const ne::Expr> shape);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/firmware-inl.hpp
+// Definitions for graph/firmware.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/firmware.hpp
+// end dlavm/graph/firmware.hpp
+// begin dlavm/ne/ops.hpp
+// Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
+// the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
+// a constant zero raises ArithmeticError here, when the expression is written.
+//
+// floordiv/floormod follow Python: floordiv(-7, 2) == -4, floormod(-7, 2) == 1. Conditions
+// (comparisons, &&, ||, !) have the value 0 or 1; any nonzero value counts as true.
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/int_math.hpp
+// Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
+// checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace dlavm::ne::detail {
+
+__extension__ using int128 = __int128;
+
+inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+// floor(a / b). Requires b != 0 and not (a == INT64_MIN && b == -1).
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// a - b * floor(a / b): the result has the sign of b. Requires b != 0.
+constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == -1) return 0;  // a % -1 overflows for INT64_MIN
+  const std::int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+constexpr int128 floor_div128(int128 a, int128 b) {
+  const int128 q = a / b;
+  const int128 r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Checked arithmetic: nullopt when the exact result does not fit in int64 (or b == 0 for the
+// divisions).
+constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+constexpr std::optional<std::int64_t> checked_floor_div(std::int64_t a, std::int64_t b) {
+  if (b == 0 || (a == int64_min && b == -1)) return std::nullopt;
+  return floor_div(a, b);
+}
+constexpr std::optional<std::int64_t> checked_floor_mod(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  return floor_mod(a, b);
+}
+
+// Clamps a 128-bit value into int64.
+constexpr std::int64_t saturate(int128 v) {
+  if (v > int64_max) return int64_max;
+  if (v < int64_min) return int64_min;
+  return static_cast<std::int64_t>(v);
+}
+
+constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
+  // Works on magnitudes in uint64 so that INT64_MIN does not overflow.
+  std::uint64_t x = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+  std::uint64_t y = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+  while (y != 0) {
+    const std::uint64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  // gcd(INT64_MIN, INT64_MIN) = 2^63 does not fit; 1 is still a common divisor.
+  return x > static_cast<std::uint64_t>(int64_max) ? 1 : static_cast<std::int64_t>(x);
+}
+
+}  // namespace dlavm::ne::detail
+
+namespace dlavm::ne {
+
+// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -detail::floor_div(-a, b);
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/printer.hpp
+// Text form of ne expressions, through fmt: `fmt::format("{}", e)` or `ne::to_string(e)`.
+//
+// Infix operators print with their usual C++ spelling (`*` without spaces, the others with),
+// floordiv/floormod/min/max/select as calls. Every infix operand that is itself infix is
+// parenthesised, except the left operand of the same operator family, so that left-leaning
+// chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
+// depends only on structure and names, so it is stable across runs.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// The one traversal idiom of ne: ExprFunctor dispatches on the node kind to a method of the
+// derived class (CRTP, no virtual calls):
+//   visit_int(const IntImmNode&, const Expr&)   visit_var(const VarNode&, const Expr&)
+//   visit_binary(const BinaryNode&, const Expr&) (every binary kind; switch on node.kind())
+//   visit_not(const NotNode&, const Expr&)      visit_select(const SelectNode&, const Expr&)
+// The Expr argument is the visited expression itself, so that a pass can return it unchanged
+// without allocating. ExprVisitor (below) recurses into children by default; ExprMutator
+// (ne/mutator.hpp) rebuilds by default. The printer, bounds, simplifier, evaluator, compiler
+// and substitution are all written this way.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+
+#include <algorithm>
+#include <unordered_set>
+#include <vector>
+
+namespace dlavm::ne {
+
+template <class Derived, class R>
+class ExprFunctor {
+ public:
+  R visit(const Expr& e) {
+    auto& self = static_cast<Derived&>(*this);
+    const Node* n = e.get();
+    switch (e.kind()) {
+      case Kind::IntImm:
+        return self.visit_int(static_cast<const IntImmNode&>(*n), e);
+      case Kind::Var:
+        return self.visit_var(static_cast<const VarNode&>(*n), e);
+      case Kind::Not:
+        return self.visit_not(static_cast<const NotNode&>(*n), e);
+      case Kind::Select:
+        return self.visit_select(static_cast<const SelectNode&>(*n), e);
+      default:
+        return self.visit_binary(static_cast<const BinaryNode&>(*n), e);
+    }
+  }
+};
+
+// Read-only traversal: by default visits every child, in order. Override a method to act on
+// a kind; call the base method to keep descending.
+template <class Derived>
+class ExprVisitor : public ExprFunctor<Derived, void> {
+ public:
+  void visit_int(const IntImmNode&, const Expr&) {}
+  void visit_var(const VarNode&, const Expr&) {}
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    this->visit(n.a);
+    this->visit(n.b);
+  }
+  void visit_not(const NotNode& n, const Expr&) { this->visit(n.a); }
+  void visit_select(const SelectNode& n, const Expr&) {
+    this->visit(n.cond);
+    this->visit(n.t);
+    this->visit(n.f);
+  }
+};
+
+// The distinct variables of e, in creation order (the order `ne::compile(e)` takes them).
+std::vector<Var> free_vars(const Expr& e);
+
+}  // namespace dlavm::ne
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/functor-inl.hpp
+// Definitions for dlavm/ne/functor.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+
+namespace dlavm::ne {
+
+DLAVM_INLINE std::vector<Var> free_vars(const Expr& e) {
+  struct Collect : ExprVisitor<Collect> {
+    std::unordered_set<const Node*> seen;  // shared subtrees are visited once
+    std::vector<Var> vars;
+    void visit_var(const VarNode&, const Expr& v) {
+      if (seen.insert(v.get()).second) vars.emplace_back(v);
+    }
+    void visit_binary(const BinaryNode& n, const Expr& self) {
+      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_binary(n, self);
+    }
+    void visit_select(const SelectNode& n, const Expr& self) {
+      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_select(n, self);
+    }
+  } collect;
+  collect.visit(e);
+  auto& vars = collect.vars;
+  std::sort(vars.begin(), vars.end(), [](const Var& a, const Var& b) { return a.id() < b.id(); });
+  vars.erase(std::unique(vars.begin(), vars.end(),
+                         [](const Var& a, const Var& b) { return a.id() == b.id(); }),
+             vars.end());
+  return vars;
+}
+
+}  // namespace dlavm::ne
+// end dlavm/ne/functor-inl.hpp
+#endif
+// end dlavm/ne/functor.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace dlavm::ne {
+
+constexpr std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::IntImm:
+      return "IntImm";
+    case Kind::Var:
+      return "Var";
+    case Kind::Add:
+      return "Add";
+    case Kind::Sub:
+      return "Sub";
+    case Kind::Mul:
+      return "Mul";
+    case Kind::FloorDiv:
+      return "FloorDiv";
+    case Kind::FloorMod:
+      return "FloorMod";
+    case Kind::Min:
+      return "Min";
+    case Kind::Max:
+      return "Max";
+    case Kind::EQ:
+      return "EQ";
+    case Kind::NE:
+      return "NE";
+    case Kind::LT:
+      return "LT";
+    case Kind::LE:
+      return "LE";
+    case Kind::GT:
+      return "GT";
+    case Kind::GE:
+      return "GE";
+    case Kind::And:
+      return "And";
+    case Kind::Or:
+      return "Or";
+    case Kind::Not:
+      return "Not";
+    case Kind::Select:
+      return "Select";
+  }
+  return "?";
+}
+
+namespace detail {
+
+// The infix spelling of k, or empty for kinds printed as calls.
+constexpr std::string_view infix_symbol(Kind k) {
+  switch (k) {
+    case Kind::Add:
+      return " + ";
+    case Kind::Sub:
+      return " - ";
+    case Kind::Mul:
+      return "*";
+    case Kind::EQ:
+      return " == ";
+    case Kind::NE:
+      return " != ";
+    case Kind::LT:
+      return " < ";
+    case Kind::LE:
+      return " <= ";
+    case Kind::GT:
+      return " > ";
+    case Kind::GE:
+      return " >= ";
+    case Kind::And:
+      return " && ";
+    case Kind::Or:
+      return " || ";
+    default:
+      return {};
+  }
+}
+
+constexpr std::string_view call_name(Kind k) {
+  switch (k) {
+    case Kind::FloorDiv:
+      return "floordiv";
+    case Kind::FloorMod:
+      return "floormod";
+    case Kind::Min:
+      return "min";
+    case Kind::Max:
+      return "max";
+    default:
+      return {};
+  }
+}
+
+constexpr int infix_family(Kind k) {
+  switch (k) {
+    case Kind::Add:
+    case Kind::Sub:
+      return 1;
+    case Kind::Mul:
+      return 2;
+    case Kind::And:
+      return 3;
+    case Kind::Or:
+      return 4;
+    default:
+      return 0;  // comparisons never chain without parentheses
+  }
+}
+
+}  // namespace detail
+
+// Appends the text of e to `out` (what fmt::format("{}", e) prints).
+void format_to(fmt::memory_buffer& out, const Expr& e);
+std::string to_string(const Expr& e);
+
+}  // namespace dlavm::ne
+
+template <>
+struct fmt::formatter<dlavm::ne::Expr> : fmt::formatter<std::string_view> {
+  format_context::iterator format(const dlavm::ne::Expr& e, format_context& ctx) const;
+};
+
+template <>
+struct fmt::formatter<dlavm::ne::Var> : fmt::formatter<dlavm::ne::Expr> {};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/ne/printer-inl.hpp
+// Definitions for dlavm/ne/printer.hpp (see core/api.hpp).
+
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
+
+namespace dlavm::ne {
+
+namespace detail {
+
+class Printer : public ExprFunctor<Printer, void> {
+ public:
+  explicit Printer(fmt::memory_buffer& out) : out_(out) {}
+
+  void visit_int(const IntImmNode& n, const Expr&) {
+    const fmt::format_int digits(n.value);
+    out_.append(digits.data(), digits.data() + digits.size());
+  }
+  void visit_var(const VarNode& n, const Expr&) { write(n.name); }
+  void visit_binary(const BinaryNode& n, const Expr&) {
+    const auto symbol = infix_symbol(n.kind());
+    if (symbol.empty()) {
+      write(call_name(n.kind()));
+      write("(");
+      visit(n.a);
+      write(", ");
+      visit(n.b);
+      write(")");
+      return;
+    }
+    operand(n.a, n.kind(), true);
+    write(symbol);
+    operand(n.b, n.kind(), false);
+  }
+  void visit_not(const NotNode& n, const Expr&) {
+    write("!");
+    operand(n.a, Kind::Not, false);
+  }
+  void visit_select(const SelectNode& n, const Expr&) {
+    write("select(");
+    visit(n.cond);
+    write(", ");
+    visit(n.t);
+    write(", ");
+    visit(n.f);
+    write(")");
+  }
+
+ private:
+  void operand(const Expr& child, Kind parent, bool left) {
+    const Kind k = child.kind();
+    const bool infix = !infix_symbol(k).empty();
+    const bool flat = left && infix_family(k) != 0 && infix_family(k) == infix_family(parent);
+    if (infix && !flat) {
+      write("(");
+      visit(child);
+      write(")");
+    } else {
+      visit(child);
+    }
+  }
+  void write(std::string_view s) { out_.append(s.data(), s.data() + s.size()); }
+
+  fmt::memory_buffer& out_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE void format_to(fmt::memory_buffer& out, const Expr& e) {
+  if (!e.defined()) {
+    constexpr std::string_view undefined = "<undefined>";
+    out.append(undefined.data(), undefined.data() + undefined.size());
+    return;
+  }
+  detail::Printer(out).visit(e);
+}
+
+DLAVM_INLINE std::string to_string(const Expr& e) {
+  fmt::memory_buffer out;
+  format_to(out, e);
+  return fmt::to_string(out);
+}
+
+}  // namespace dlavm::ne
+
+DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Expr>::format(
+    const dlavm::ne::Expr& e, format_context& ctx) const {
+  fmt::memory_buffer out;
+  dlavm::ne::format_to(out, e);
+  return fmt::formatter<std::string_view>::format(std::string_view(out.data(), out.size()), ctx);
+}
+// end dlavm/ne/printer-inl.hpp
+#endif
+// end dlavm/ne/printer.hpp
+
+#include <cstdint>
+#include <optional>
+
+namespace dlavm::ne {
+
+namespace detail {
+
+// The value of k(a, b) on constants; nullopt when it overflows int64 or divides by zero.
+constexpr std::optional<std::int64_t> fold(Kind k, std::int64_t a, std::int64_t b) {
+  switch (k) {
+    case Kind::Add:
+      return checked_add(a, b);
+    case Kind::Sub:
+      return checked_sub(a, b);
+    case Kind::Mul:
+      return checked_mul(a, b);
+    case Kind::FloorDiv:
+      return checked_floor_div(a, b);
+    case Kind::FloorMod:
+      return checked_floor_mod(a, b);
+    case Kind::Min:
+      return a < b ? a : b;
+    case Kind::Max:
+      return a < b ? b : a;
+    case Kind::EQ:
+      return a == b;
+    case Kind::NE:
+      return a != b;
+    case Kind::LT:
+      return a < b;
+    case Kind::LE:
+      return a <= b;
+    case Kind::GT:
+      return a > b;
+    case Kind::GE:
+      return a >= b;
+    case Kind::And:
+      return a != 0 && b != 0;
+    case Kind::Or:
+      return a != 0 || b != 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+inline void check_divisor(Kind k, const Expr& a, const Expr& b) {
+  if ((k == Kind::FloorDiv || k == Kind::FloorMod) && b.as_int() == 0)
+    raise<ArithmeticError>("{}({}, 0): {} by constant zero", call_name(k), a,
+                           k == Kind::FloorDiv ? "division" : "modulo");
+}
+
+}  // namespace detail
+
+// k(a, b) for any binary kind, folded when both operands are constants and the result is
+// defined. The generic builder behind the operators, and what mutators rebuild with.
+inline Expr binary(Kind k, const Expr& a, const Expr& b) {
+  if (!is_binary(k)) raise<ValueError>("ne::binary: {} is not a binary kind", kind_name(k));
+  if (!a.defined() || !b.defined())
+    raise<ValueError>("ne::binary: {} of an undefined Expr", kind_name(k));
+  detail::check_divisor(k, a, b);
+  const auto x = a.as_int();
+  const auto y = b.as_int();
+  if (x && y) {
+    if (auto folded = detail::fold(k, *x, *y)) return detail::make_int(*folded);
+  }
+  return detail::make_binary(k, a, b);
+}
+
+inline Expr operator+(const Expr& a, const Expr& b) { return binary(Kind::Add, a, b); }
+inline Expr operator-(const Expr& a, const Expr& b) { return binary(Kind::Sub, a, b); }
+inline Expr operator*(const Expr& a, const Expr& b) { return binary(Kind::Mul, a, b); }
+inline Expr operator-(const Expr& a) { return binary(Kind::Mul, a, -1); }
+inline Expr floordiv(const Expr& a, const Expr& b) { return binary(Kind::FloorDiv, a, b); }
+inline Expr floormod(const Expr& a, const Expr& b) { return binary(Kind::FloorMod, a, b); }
+// ceil(a / b) for b > 0 (loop counts of splits), written floordiv(a - 1, b) + 1. The value is
+// that of floordiv(a + b - 1, b), but interval bounds see it is at least 1 whenever a is:
+// floordiv(n + f - 1, f) with a symbolic f bounds to 0 when n and f vary independently.
+inline Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a - 1, b) + 1; }
+inline Expr min(const Expr& a, const Expr& b) { return binary(Kind::Min, a, b); }
+inline Expr max(const Expr& a, const Expr& b) { return binary(Kind::Max, a, b); }
+
+// Comparisons build conditions; for structural equality use ne::equal.
+inline Expr operator==(const Expr& a, const Expr& b) { return binary(Kind::EQ, a, b); }
+inline Expr operator!=(const Expr& a, const Expr& b) { return binary(Kind::NE, a, b); }
+inline Expr operator<(const Expr& a, const Expr& b) { return binary(Kind::LT, a, b); }
+inline Expr operator<=(const Expr& a, const Expr& b) { return binary(Kind::LE, a, b); }
+inline Expr operator>(const Expr& a, const Expr& b) { return binary(Kind::GT, a, b); }
+inline Expr operator>=(const Expr& a, const Expr& b) { return binary(Kind::GE, a, b); }
+inline Expr operator&&(const Expr& a, const Expr& b) { return binary(Kind::And, a, b); }
+inline Expr operator||(const Expr& a, const Expr& b) { return binary(Kind::Or, a, b); }
+
+inline Expr operator!(const Expr& a) {
+  if (const auto x = a.as_int()) return detail::make_int(*x == 0);
+  return detail::make_not(a);
+}
+
+// cond ? t : f, with cond nonzero meaning true. Both branches are evaluated.
+inline Expr select(const Expr& cond, const Expr& t, const Expr& f) {
+  if (!cond.defined() || !t.defined() || !f.defined())
+    raise<ValueError>("ne::select of an undefined Expr");
+  if (const auto c = cond.as_int()) return *c != 0 ? t : f;
+  return detail::make_select(cond, t, f);
+}
+
+inline Expr& operator+=(Expr& a, const Expr& b) { return a = a + b; }
+inline Expr& operator-=(Expr& a, const Expr& b) { return a = a - b; }
+inline Expr& operator*=(Expr& a, const Expr& b) { return a = a * b; }
+// A Var stays a variable: compound assignment would turn it into another expression.
+Expr& operator+=(Var&, const Expr&) = delete;
+Expr& operator-=(Var&, const Expr&) = delete;
+Expr& operator*=(Var&, const Expr&) = delete;
+
+}  // namespace dlavm::ne
+// end dlavm/ne/ops.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE ne::Expr element_count(std::span<const ne::Expr> shape) {
+  ne::Expr n = 1;
+  for (const auto& d : shape) n = n * d;
+  return n;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/firmware-inl.hpp
+#endif
+// end dlavm/graph/firmware.hpp
 // begin dlavm/graph/memory_plan.hpp
 // The memory plan of a built model: where every buffer and stream lives in device memory, as
 // the earlier Python design laid a model out for firmware. The planner knows no model: it
@@ -1222,244 +2175,6 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/ne/expr.hpp
-// ne expressions: the node set, the `Expr` value type and symbolic variables.
-//
-// An Expr is a counted reference (core/ref.hpp) to an immutable node. The node set is small and
-// closed:
-//   IntImm, Var                          leaves
-//   Add Sub Mul FloorDiv FloorMod Min Max  integer arithmetic (BinaryNode)
-//   EQ NE LT LE GT GE And Or              conditions, valued 0 or 1 (BinaryNode)
-//   Not, Select                           the rest
-// Every node caches a structural hash at construction. Operators live in ne/ops.hpp, the
-// visitor idiom in ne/functor.hpp; include <dlavm/ne.hpp> for all of it.
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/core/ref.hpp
-// end dlavm/core/ref.hpp
-
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-namespace dlavm::ne {
-
-enum class Kind : std::uint8_t {
-  IntImm,
-  Var,
-  Add,
-  Sub,
-  Mul,
-  FloorDiv,
-  FloorMod,
-  Min,
-  Max,
-  EQ,
-  NE,
-  LT,
-  LE,
-  GT,
-  GE,
-  And,
-  Or,
-  Not,
-  Select,
-};
-
-constexpr bool is_binary(Kind k) { return k >= Kind::Add && k <= Kind::Or; }
-constexpr bool is_comparison(Kind k) { return k >= Kind::EQ && k <= Kind::GE; }
-// Kinds whose value is always 0 or 1.
-constexpr bool is_condition(Kind k) { return k >= Kind::EQ && k <= Kind::Not; }
-
-class Node;
-
-// A symbolic int64 expression. Cheap to copy; never mutated. A default-constructed Expr is
-// undefined (usable only as a placeholder, e.g. in containers).
-class Expr {
- public:
-  Expr() = default;
-  // Integer constants convert implicitly: `x + 1`, `Expr e = 16;`.
-  template <std::integral T>
-  requires(!std::same_as<T, bool>) Expr(T value);  // NOLINT(google-explicit-constructor)
-  // Integral constants (static dims such as 16_c, std::integral_constant) convert too.
-  template <class C>
-  requires(std::is_integral_v<decltype(C::value)> &&
-           !std::same_as<std::remove_cv_t<decltype(C::value)>, bool>) Expr(C)
-      : Expr(static_cast<std::int64_t>(C::value)) {}  // NOLINT(google-explicit-constructor)
-  explicit Expr(Ref<Node> node);
-
-  bool defined() const { return node_ != nullptr; }
-  Kind kind() const;
-  const Node* get() const { return node_.get(); }
-  const Ref<Node>& node_ptr() const { return node_; }
-
-  // The node as T (IntImmNode, VarNode, BinaryNode, NotNode, SelectNode), or nullptr.
-  template <class T>
-  const T* as() const;
-
-  // The value when this is an integer constant.
-  std::optional<std::int64_t> as_int() const;
-  bool is_const() const { return as_int().has_value(); }
-
-  // Same node object (identity, not structure; see ne::equal for structure).
-  bool same_as(const Expr& other) const { return node_ == other.node_; }
-  // Structural hash, consistent with ne::equal.
-  std::size_t hash() const;
-
- private:
-  Ref<Node> node_;
-};
-
-class Node : public RefCounted {
- public:
-  Node(const Node&) = delete;
-  Node& operator=(const Node&) = delete;
-  Kind kind() const { return kind_; }
-  std::size_t hash() const { return hash_; }
-
- protected:
-  Node(Kind kind, std::size_t hash) : kind_(kind), hash_(hash) {}
-
- private:
-  Kind kind_;
-  std::size_t hash_;
-};
-
-namespace detail {
-constexpr std::size_t hash_mix(std::size_t seed, std::size_t value) {
-  // 64-bit variant of boost::hash_combine's mixing step.
-  value *= 0x9E3779B97F4A7C15ull;
-  value ^= value >> 32;
-  return (seed ^ value) * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
-}
-}  // namespace detail
-
-struct IntImmNode final : Node {
-  explicit IntImmNode(std::int64_t v)
-      : Node(Kind::IntImm, detail::hash_mix(1, static_cast<std::size_t>(v))), value(v) {}
-  static constexpr bool classof(Kind k) { return k == Kind::IntImm; }
-  const std::int64_t value;
-};
-
-struct VarNode final : Node {
-  VarNode(std::string n, std::int64_t lo, std::int64_t hi, std::uint64_t i)
-      : Node(Kind::Var, detail::hash_mix(2, i)), name(std::move(n)), min(lo), max(hi), id(i) {}
-  static constexpr bool classof(Kind k) { return k == Kind::Var; }
-  const std::string name;
-  const std::int64_t min;  // inclusive range of the values the variable takes
-  const std::int64_t max;
-  const std::uint64_t id;  // creation order: identity, and the canonical order of variables
-};
-
-struct BinaryNode final : Node {
-  BinaryNode(Kind k, Expr lhs, Expr rhs)
-      : Node(k, detail::hash_mix(detail::hash_mix(static_cast<std::size_t>(k) + 3, lhs.hash()),
-                                 rhs.hash())),
-        a(std::move(lhs)),
-        b(std::move(rhs)) {}
-  static constexpr bool classof(Kind k) { return is_binary(k); }
-  const Expr a;
-  const Expr b;
-};
-
-struct NotNode final : Node {
-  explicit NotNode(Expr x) : Node(Kind::Not, detail::hash_mix(40, x.hash())), a(std::move(x)) {}
-  static constexpr bool classof(Kind k) { return k == Kind::Not; }
-  const Expr a;
-};
-
-// select(cond, t, f): t when cond is nonzero, else f. Like TVM's Select, both branches are
-// evaluated (errors in the unused branch are still errors).
-struct SelectNode final : Node {
-  SelectNode(Expr c, Expr x, Expr y)
-      : Node(
-            Kind::Select,
-            detail::hash_mix(detail::hash_mix(detail::hash_mix(41, c.hash()), x.hash()), y.hash())),
-        cond(std::move(c)),
-        t(std::move(x)),
-        f(std::move(y)) {}
-  static constexpr bool classof(Kind k) { return k == Kind::Select; }
-  const Expr cond;
-  const Expr t;
-  const Expr f;
-};
-
-// Out of the class: a Ref's destructor needs the complete node type.
-inline Expr::Expr(Ref<Node> node) : node_(std::move(node)) {}
-
-inline Kind Expr::kind() const {
-  if (!node_) raise<ValueError>("ne: use of an undefined Expr");
-  return node_->kind();
-}
-
-inline std::size_t Expr::hash() const { return node_ ? node_->hash() : 0; }
-
-template <class T>
-const T* Expr::as() const {
-  if (node_ && T::classof(node_->kind())) return static_cast<const T*>(node_.get());
-  return nullptr;
-}
-
-inline std::optional<std::int64_t> Expr::as_int() const {
-  if (const auto* imm = as<IntImmNode>()) return imm->value;
-  return std::nullopt;
-}
-
-template <std::integral T>
-requires(!std::same_as<T, bool>) Expr::Expr(T value) {
-  if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
-    if (value > static_cast<T>(INT64_MAX))
-      raise<ValueError>("ne: integer constant {} does not fit in int64", value);
-  }
-  node_ = make_ref<IntImmNode>(static_cast<std::int64_t>(value));
-}
-
-// A named symbolic variable with an inclusive range [min, max]. Each `ne::var` call creates
-// a distinct variable, even with the same name.
-class Var : public Expr {
- public:
-  // Views an Expr that is a variable as a Var; raises ValueError otherwise.
-  explicit Var(const Expr& e) : Expr(e) {
-    if (as<VarNode>() == nullptr) raise<ValueError>("ne: expression is not a variable");
-  }
-  const VarNode& node() const { return *as<VarNode>(); }
-  const std::string& name() const { return node().name; }
-  std::int64_t min() const { return node().min; }
-  std::int64_t max() const { return node().max; }
-  std::uint64_t id() const { return node().id; }
-};
-
-namespace detail {
-inline std::uint64_t next_var_id() {
-  static std::atomic<std::uint64_t> counter{0};
-  return counter.fetch_add(1, std::memory_order_relaxed);
-}
-
-// Raw node constructors: no folding, no checks. Passes use them to rebuild canonical forms.
-inline Expr make_int(std::int64_t v) { return Expr(make_ref<IntImmNode>(v)); }
-inline Expr make_binary(Kind k, Expr a, Expr b) {
-  return Expr(make_ref<BinaryNode>(k, std::move(a), std::move(b)));
-}
-inline Expr make_not(Expr a) { return Expr(make_ref<NotNode>(std::move(a))); }
-inline Expr make_select(Expr c, Expr t, Expr f) {
-  return Expr(make_ref<SelectNode>(std::move(c), std::move(t), std::move(f)));
-}
-}  // namespace detail
-
-// A new variable named `name` taking values in [min, max] (inclusive). Memory planning sizes
-// buffers for `max`. Raises ValueError when min > max.
-inline Var var(std::string name, std::int64_t min, std::int64_t max) {
-  if (min > max) raise<ValueError>("ne::var '{}': min {} is greater than max {}", name, min, max);
-  return Var(Expr(make_ref<VarNode>(std::move(name), min, max, detail::next_var_id())));
-}
-
-}  // namespace dlavm::ne
 // end dlavm/ne/expr.hpp
 // begin dlavm/te/ndarray.hpp
 // NDArray: a host tensor, the currency of references and interpreters. Integer arrays hold
@@ -1782,569 +2497,8 @@ te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const s
 // begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
 // begin dlavm/ne/int_math.hpp
-// Integer helpers shared by the ne passes: floor division with Python semantics, overflow-
-// checked int64 arithmetic, and a 128-bit type for interval arithmetic that must not overflow.
-
-#include <cstdint>
-#include <limits>
-#include <optional>
-
-namespace dlavm::ne::detail {
-
-__extension__ using int128 = __int128;
-
-inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
-inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-
-// floor(a / b). Requires b != 0 and not (a == INT64_MIN && b == -1).
-constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  const std::int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-
-// a - b * floor(a / b): the result has the sign of b. Requires b != 0.
-constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
-  if (b == -1) return 0;  // a % -1 overflows for INT64_MIN
-  const std::int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
-constexpr int128 floor_div128(int128 a, int128 b) {
-  const int128 q = a / b;
-  const int128 r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-
-// Checked arithmetic: nullopt when the exact result does not fit in int64 (or b == 0 for the
-// divisions).
-constexpr std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-constexpr std::optional<std::int64_t> checked_floor_div(std::int64_t a, std::int64_t b) {
-  if (b == 0 || (a == int64_min && b == -1)) return std::nullopt;
-  return floor_div(a, b);
-}
-constexpr std::optional<std::int64_t> checked_floor_mod(std::int64_t a, std::int64_t b) {
-  if (b == 0) return std::nullopt;
-  return floor_mod(a, b);
-}
-
-// Clamps a 128-bit value into int64.
-constexpr std::int64_t saturate(int128 v) {
-  if (v > int64_max) return int64_max;
-  if (v < int64_min) return int64_min;
-  return static_cast<std::int64_t>(v);
-}
-
-constexpr std::int64_t gcd(std::int64_t a, std::int64_t b) {
-  // Works on magnitudes in uint64 so that INT64_MIN does not overflow.
-  std::uint64_t x = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
-  std::uint64_t y = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
-  while (y != 0) {
-    const std::uint64_t t = x % y;
-    x = y;
-    y = t;
-  }
-  // gcd(INT64_MIN, INT64_MIN) = 2^63 does not fit; 1 is still a common divisor.
-  return x > static_cast<std::uint64_t>(int64_max) ? 1 : static_cast<std::int64_t>(x);
-}
-
-}  // namespace dlavm::ne::detail
-
-namespace dlavm::ne {
-
-// ceil(a / b) for b > 0: how many tiles of b elements hold a elements.
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return -detail::floor_div(-a, b);
-}
-
-}  // namespace dlavm::ne
 // end dlavm/ne/int_math.hpp
 // begin dlavm/ne/ops.hpp
-// Operators that build ne expressions. Constant operands are folded on the spot (`4 * 4` is
-// the constant 16), nothing else is rewritten: ne::simplify does that. Division or modulo by
-// a constant zero raises ArithmeticError here, when the expression is written.
-//
-// floordiv/floormod follow Python: floordiv(-7, 2) == -4, floormod(-7, 2) == 1. Conditions
-// (comparisons, &&, ||, !) have the value 0 or 1; any nonzero value counts as true.
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/printer.hpp
-// Text form of ne expressions, through fmt: `fmt::format("{}", e)` or `ne::to_string(e)`.
-//
-// Infix operators print with their usual C++ spelling (`*` without spaces, the others with),
-// floordiv/floormod/min/max/select as calls. Every infix operand that is itself infix is
-// parenthesised, except the left operand of the same operator family, so that left-leaning
-// chains stay flat: `(token*4096) + 16`, `a + b - c`, `a*b*c`, `x - (y - z)`. The text
-// depends only on structure and names, so it is stable across runs.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/ne/functor.hpp
-// The one traversal idiom of ne: ExprFunctor dispatches on the node kind to a method of the
-// derived class (CRTP, no virtual calls):
-//   visit_int(const IntImmNode&, const Expr&)   visit_var(const VarNode&, const Expr&)
-//   visit_binary(const BinaryNode&, const Expr&) (every binary kind; switch on node.kind())
-//   visit_not(const NotNode&, const Expr&)      visit_select(const SelectNode&, const Expr&)
-// The Expr argument is the visited expression itself, so that a pass can return it unchanged
-// without allocating. ExprVisitor (below) recurses into children by default; ExprMutator
-// (ne/mutator.hpp) rebuilds by default. The printer, bounds, simplifier, evaluator, compiler
-// and substitution are all written this way.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-
-#include <algorithm>
-#include <unordered_set>
-#include <vector>
-
-namespace dlavm::ne {
-
-template <class Derived, class R>
-class ExprFunctor {
- public:
-  R visit(const Expr& e) {
-    auto& self = static_cast<Derived&>(*this);
-    const Node* n = e.get();
-    switch (e.kind()) {
-      case Kind::IntImm:
-        return self.visit_int(static_cast<const IntImmNode&>(*n), e);
-      case Kind::Var:
-        return self.visit_var(static_cast<const VarNode&>(*n), e);
-      case Kind::Not:
-        return self.visit_not(static_cast<const NotNode&>(*n), e);
-      case Kind::Select:
-        return self.visit_select(static_cast<const SelectNode&>(*n), e);
-      default:
-        return self.visit_binary(static_cast<const BinaryNode&>(*n), e);
-    }
-  }
-};
-
-// Read-only traversal: by default visits every child, in order. Override a method to act on
-// a kind; call the base method to keep descending.
-template <class Derived>
-class ExprVisitor : public ExprFunctor<Derived, void> {
- public:
-  void visit_int(const IntImmNode&, const Expr&) {}
-  void visit_var(const VarNode&, const Expr&) {}
-  void visit_binary(const BinaryNode& n, const Expr&) {
-    this->visit(n.a);
-    this->visit(n.b);
-  }
-  void visit_not(const NotNode& n, const Expr&) { this->visit(n.a); }
-  void visit_select(const SelectNode& n, const Expr&) {
-    this->visit(n.cond);
-    this->visit(n.t);
-    this->visit(n.f);
-  }
-};
-
-// The distinct variables of e, in creation order (the order `ne::compile(e)` takes them).
-std::vector<Var> free_vars(const Expr& e);
-
-}  // namespace dlavm::ne
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/functor-inl.hpp
-// Definitions for dlavm/ne/functor.hpp (see core/api.hpp).
-
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-
-namespace dlavm::ne {
-
-DLAVM_INLINE std::vector<Var> free_vars(const Expr& e) {
-  struct Collect : ExprVisitor<Collect> {
-    std::unordered_set<const Node*> seen;  // shared subtrees are visited once
-    std::vector<Var> vars;
-    void visit_var(const VarNode&, const Expr& v) {
-      if (seen.insert(v.get()).second) vars.emplace_back(v);
-    }
-    void visit_binary(const BinaryNode& n, const Expr& self) {
-      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_binary(n, self);
-    }
-    void visit_select(const SelectNode& n, const Expr& self) {
-      if (seen.insert(self.get()).second) ExprVisitor<Collect>::visit_select(n, self);
-    }
-  } collect;
-  collect.visit(e);
-  auto& vars = collect.vars;
-  std::sort(vars.begin(), vars.end(), [](const Var& a, const Var& b) { return a.id() < b.id(); });
-  vars.erase(std::unique(vars.begin(), vars.end(),
-                         [](const Var& a, const Var& b) { return a.id() == b.id(); }),
-             vars.end());
-  return vars;
-}
-
-}  // namespace dlavm::ne
-// end dlavm/ne/functor-inl.hpp
-#endif
-// end dlavm/ne/functor.hpp
-
-#include <fmt/format.h>
-
-#include <string>
-#include <string_view>
-
-namespace dlavm::ne {
-
-constexpr std::string_view kind_name(Kind k) {
-  switch (k) {
-    case Kind::IntImm:
-      return "IntImm";
-    case Kind::Var:
-      return "Var";
-    case Kind::Add:
-      return "Add";
-    case Kind::Sub:
-      return "Sub";
-    case Kind::Mul:
-      return "Mul";
-    case Kind::FloorDiv:
-      return "FloorDiv";
-    case Kind::FloorMod:
-      return "FloorMod";
-    case Kind::Min:
-      return "Min";
-    case Kind::Max:
-      return "Max";
-    case Kind::EQ:
-      return "EQ";
-    case Kind::NE:
-      return "NE";
-    case Kind::LT:
-      return "LT";
-    case Kind::LE:
-      return "LE";
-    case Kind::GT:
-      return "GT";
-    case Kind::GE:
-      return "GE";
-    case Kind::And:
-      return "And";
-    case Kind::Or:
-      return "Or";
-    case Kind::Not:
-      return "Not";
-    case Kind::Select:
-      return "Select";
-  }
-  return "?";
-}
-
-namespace detail {
-
-// The infix spelling of k, or empty for kinds printed as calls.
-constexpr std::string_view infix_symbol(Kind k) {
-  switch (k) {
-    case Kind::Add:
-      return " + ";
-    case Kind::Sub:
-      return " - ";
-    case Kind::Mul:
-      return "*";
-    case Kind::EQ:
-      return " == ";
-    case Kind::NE:
-      return " != ";
-    case Kind::LT:
-      return " < ";
-    case Kind::LE:
-      return " <= ";
-    case Kind::GT:
-      return " > ";
-    case Kind::GE:
-      return " >= ";
-    case Kind::And:
-      return " && ";
-    case Kind::Or:
-      return " || ";
-    default:
-      return {};
-  }
-}
-
-constexpr std::string_view call_name(Kind k) {
-  switch (k) {
-    case Kind::FloorDiv:
-      return "floordiv";
-    case Kind::FloorMod:
-      return "floormod";
-    case Kind::Min:
-      return "min";
-    case Kind::Max:
-      return "max";
-    default:
-      return {};
-  }
-}
-
-constexpr int infix_family(Kind k) {
-  switch (k) {
-    case Kind::Add:
-    case Kind::Sub:
-      return 1;
-    case Kind::Mul:
-      return 2;
-    case Kind::And:
-      return 3;
-    case Kind::Or:
-      return 4;
-    default:
-      return 0;  // comparisons never chain without parentheses
-  }
-}
-
-}  // namespace detail
-
-// Appends the text of e to `out` (what fmt::format("{}", e) prints).
-void format_to(fmt::memory_buffer& out, const Expr& e);
-std::string to_string(const Expr& e);
-
-}  // namespace dlavm::ne
-
-template <>
-struct fmt::formatter<dlavm::ne::Expr> : fmt::formatter<std::string_view> {
-  format_context::iterator format(const dlavm::ne::Expr& e, format_context& ctx) const;
-};
-
-template <>
-struct fmt::formatter<dlavm::ne::Var> : fmt::formatter<dlavm::ne::Expr> {};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/ne/printer-inl.hpp
-// Definitions for dlavm/ne/printer.hpp (see core/api.hpp).
-
-// begin dlavm/ne/functor.hpp
-// end dlavm/ne/functor.hpp
-// begin dlavm/ne/printer.hpp
-// end dlavm/ne/printer.hpp
-
-namespace dlavm::ne {
-
-namespace detail {
-
-class Printer : public ExprFunctor<Printer, void> {
- public:
-  explicit Printer(fmt::memory_buffer& out) : out_(out) {}
-
-  void visit_int(const IntImmNode& n, const Expr&) {
-    const fmt::format_int digits(n.value);
-    out_.append(digits.data(), digits.data() + digits.size());
-  }
-  void visit_var(const VarNode& n, const Expr&) { write(n.name); }
-  void visit_binary(const BinaryNode& n, const Expr&) {
-    const auto symbol = infix_symbol(n.kind());
-    if (symbol.empty()) {
-      write(call_name(n.kind()));
-      write("(");
-      visit(n.a);
-      write(", ");
-      visit(n.b);
-      write(")");
-      return;
-    }
-    operand(n.a, n.kind(), true);
-    write(symbol);
-    operand(n.b, n.kind(), false);
-  }
-  void visit_not(const NotNode& n, const Expr&) {
-    write("!");
-    operand(n.a, Kind::Not, false);
-  }
-  void visit_select(const SelectNode& n, const Expr&) {
-    write("select(");
-    visit(n.cond);
-    write(", ");
-    visit(n.t);
-    write(", ");
-    visit(n.f);
-    write(")");
-  }
-
- private:
-  void operand(const Expr& child, Kind parent, bool left) {
-    const Kind k = child.kind();
-    const bool infix = !infix_symbol(k).empty();
-    const bool flat = left && infix_family(k) != 0 && infix_family(k) == infix_family(parent);
-    if (infix && !flat) {
-      write("(");
-      visit(child);
-      write(")");
-    } else {
-      visit(child);
-    }
-  }
-  void write(std::string_view s) { out_.append(s.data(), s.data() + s.size()); }
-
-  fmt::memory_buffer& out_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE void format_to(fmt::memory_buffer& out, const Expr& e) {
-  if (!e.defined()) {
-    constexpr std::string_view undefined = "<undefined>";
-    out.append(undefined.data(), undefined.data() + undefined.size());
-    return;
-  }
-  detail::Printer(out).visit(e);
-}
-
-DLAVM_INLINE std::string to_string(const Expr& e) {
-  fmt::memory_buffer out;
-  format_to(out, e);
-  return fmt::to_string(out);
-}
-
-}  // namespace dlavm::ne
-
-DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::ne::Expr>::format(
-    const dlavm::ne::Expr& e, format_context& ctx) const {
-  fmt::memory_buffer out;
-  dlavm::ne::format_to(out, e);
-  return fmt::formatter<std::string_view>::format(std::string_view(out.data(), out.size()), ctx);
-}
-// end dlavm/ne/printer-inl.hpp
-#endif
-// end dlavm/ne/printer.hpp
-
-#include <cstdint>
-#include <optional>
-
-namespace dlavm::ne {
-
-namespace detail {
-
-// The value of k(a, b) on constants; nullopt when it overflows int64 or divides by zero.
-constexpr std::optional<std::int64_t> fold(Kind k, std::int64_t a, std::int64_t b) {
-  switch (k) {
-    case Kind::Add:
-      return checked_add(a, b);
-    case Kind::Sub:
-      return checked_sub(a, b);
-    case Kind::Mul:
-      return checked_mul(a, b);
-    case Kind::FloorDiv:
-      return checked_floor_div(a, b);
-    case Kind::FloorMod:
-      return checked_floor_mod(a, b);
-    case Kind::Min:
-      return a < b ? a : b;
-    case Kind::Max:
-      return a < b ? b : a;
-    case Kind::EQ:
-      return a == b;
-    case Kind::NE:
-      return a != b;
-    case Kind::LT:
-      return a < b;
-    case Kind::LE:
-      return a <= b;
-    case Kind::GT:
-      return a > b;
-    case Kind::GE:
-      return a >= b;
-    case Kind::And:
-      return a != 0 && b != 0;
-    case Kind::Or:
-      return a != 0 || b != 0;
-    default:
-      return std::nullopt;
-  }
-}
-
-inline void check_divisor(Kind k, const Expr& a, const Expr& b) {
-  if ((k == Kind::FloorDiv || k == Kind::FloorMod) && b.as_int() == 0)
-    raise<ArithmeticError>("{}({}, 0): {} by constant zero", call_name(k), a,
-                           k == Kind::FloorDiv ? "division" : "modulo");
-}
-
-}  // namespace detail
-
-// k(a, b) for any binary kind, folded when both operands are constants and the result is
-// defined. The generic builder behind the operators, and what mutators rebuild with.
-inline Expr binary(Kind k, const Expr& a, const Expr& b) {
-  if (!is_binary(k)) raise<ValueError>("ne::binary: {} is not a binary kind", kind_name(k));
-  if (!a.defined() || !b.defined())
-    raise<ValueError>("ne::binary: {} of an undefined Expr", kind_name(k));
-  detail::check_divisor(k, a, b);
-  const auto x = a.as_int();
-  const auto y = b.as_int();
-  if (x && y) {
-    if (auto folded = detail::fold(k, *x, *y)) return detail::make_int(*folded);
-  }
-  return detail::make_binary(k, a, b);
-}
-
-inline Expr operator+(const Expr& a, const Expr& b) { return binary(Kind::Add, a, b); }
-inline Expr operator-(const Expr& a, const Expr& b) { return binary(Kind::Sub, a, b); }
-inline Expr operator*(const Expr& a, const Expr& b) { return binary(Kind::Mul, a, b); }
-inline Expr operator-(const Expr& a) { return binary(Kind::Mul, a, -1); }
-inline Expr floordiv(const Expr& a, const Expr& b) { return binary(Kind::FloorDiv, a, b); }
-inline Expr floormod(const Expr& a, const Expr& b) { return binary(Kind::FloorMod, a, b); }
-// ceil(a / b) for b > 0 (loop counts of splits), written floordiv(a - 1, b) + 1. The value is
-// that of floordiv(a + b - 1, b), but interval bounds see it is at least 1 whenever a is:
-// floordiv(n + f - 1, f) with a symbolic f bounds to 0 when n and f vary independently.
-inline Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a - 1, b) + 1; }
-inline Expr min(const Expr& a, const Expr& b) { return binary(Kind::Min, a, b); }
-inline Expr max(const Expr& a, const Expr& b) { return binary(Kind::Max, a, b); }
-
-// Comparisons build conditions; for structural equality use ne::equal.
-inline Expr operator==(const Expr& a, const Expr& b) { return binary(Kind::EQ, a, b); }
-inline Expr operator!=(const Expr& a, const Expr& b) { return binary(Kind::NE, a, b); }
-inline Expr operator<(const Expr& a, const Expr& b) { return binary(Kind::LT, a, b); }
-inline Expr operator<=(const Expr& a, const Expr& b) { return binary(Kind::LE, a, b); }
-inline Expr operator>(const Expr& a, const Expr& b) { return binary(Kind::GT, a, b); }
-inline Expr operator>=(const Expr& a, const Expr& b) { return binary(Kind::GE, a, b); }
-inline Expr operator&&(const Expr& a, const Expr& b) { return binary(Kind::And, a, b); }
-inline Expr operator||(const Expr& a, const Expr& b) { return binary(Kind::Or, a, b); }
-
-inline Expr operator!(const Expr& a) {
-  if (const auto x = a.as_int()) return detail::make_int(*x == 0);
-  return detail::make_not(a);
-}
-
-// cond ? t : f, with cond nonzero meaning true. Both branches are evaluated.
-inline Expr select(const Expr& cond, const Expr& t, const Expr& f) {
-  if (!cond.defined() || !t.defined() || !f.defined())
-    raise<ValueError>("ne::select of an undefined Expr");
-  if (const auto c = cond.as_int()) return *c != 0 ? t : f;
-  return detail::make_select(cond, t, f);
-}
-
-inline Expr& operator+=(Expr& a, const Expr& b) { return a = a + b; }
-inline Expr& operator-=(Expr& a, const Expr& b) { return a = a - b; }
-inline Expr& operator*=(Expr& a, const Expr& b) { return a = a * b; }
-// A Var stays a variable: compound assignment would turn it into another expression.
-Expr& operator+=(Var&, const Expr&) = delete;
-Expr& operator-=(Var&, const Expr&) = delete;
-Expr& operator*=(Var&, const Expr&) = delete;
-
-}  // namespace dlavm::ne
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // ne::simplify: rewrites an expression into a canonical form with the same value.
@@ -9677,6 +9831,8 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
+//   firmware              the kernel firmware calls for a host step of the op, or why a step
+//                         has none (graph/firmware.hpp; deploy::emit prints the call)
 //   concat_axis,          what graph passes may know of the op's data movement, so that they
 //   permutation           match a graph's structure, not op names: the axis along which the
 //                         result is the arguments one after another (concat), or the
@@ -9693,6 +9849,8 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 // end dlavm/core/api.hpp
 // begin dlavm/graph/attrs.hpp
 // end dlavm/graph/attrs.hpp
+// begin dlavm/graph/firmware.hpp
+// end dlavm/graph/firmware.hpp
 // begin dlavm/graph/node.hpp
 // The graph IR: immutable nodes with shared ownership, and the Function that holds a graph.
 //
@@ -10273,6 +10431,22 @@ struct TypeCall {
   std::size_t axis(std::string_view name, std::size_t rank) const;
 };
 
+// What a firmware kernel sees of a host step: the call as its type rule saw it (its operands'
+// logical shapes in the model's symbolic dims, dtypes, attributes with defaults, the label
+// naming the node), and the result's type.
+struct FirmwareStep {
+  const TypeCall& call;
+  const TensorType& result;
+  const std::vector<ne::Expr>& input(std::size_t k) const { return call.type(k).shape; }
+};
+
+struct FirmwareKernel {
+  // Why this step has no firmware kernel (nullopt: it has one); unset: every step has one.
+  std::function<std::optional<std::string>(const FirmwareStep&)> support{};
+  // The call; unset: the op has no firmware kernel.
+  std::function<FirmwareCall(const FirmwareStep&)> call{};
+};
+
 using TypeRule = std::function<TensorType(const TypeCall&)>;
 using HostArgs = std::span<const te::NDArray* const>;
 using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
@@ -10293,6 +10467,7 @@ struct OpRecord {
   TypeRule type_rule{};
   HostKernel host_kernel{};
   SupportRule host_support{};
+  FirmwareKernel firmware{};
   ConcatAxisRule concat_axis{};
   PermutationRule permutation{};
 
@@ -10640,13 +10815,31 @@ std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
 // Product of the dims (1 for a scalar).
 std::int64_t element_count(std::span<const std::int64_t> shape);
 
-namespace detail {
-
-// An array viewed as [outer, extent, inner] around one axis.
+// An array viewed as [outer, extent, inner] around dim `axis`: the products of the dims before
+// and after it, the view the runtime kernels take (runtime/kernels.hpp). The one split the host
+// kernels (int64 dims) and the firmware calls (ne::Expr dims, graph::FirmwareKernel) share.
+template <class Extent>
 struct AxisSplit {
-  std::int64_t outer = 1, extent = 1, inner = 1;
+  Extent outer{1}, extent{1}, inner{1};
 };
-AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+namespace detail {
+template <class Extent>
+AxisSplit<Extent> split_dims(std::span<const Extent> shape, std::size_t axis) {
+  AxisSplit<Extent> s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer = s.outer * shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner = s.inner * shape[k];
+  return s;
+}
+}  // namespace detail
+inline AxisSplit<std::int64_t> split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  return detail::split_dims(shape, axis);
+}
+inline AxisSplit<ne::Expr> split_at(std::span<const ne::Expr> shape, std::size_t axis) {
+  return detail::split_dims(shape, axis);
+}
+
+namespace detail {
 
 // "[1, 3, 224, 224]"
 std::string shape_str(std::span<const std::int64_t> shape);
@@ -10747,14 +10940,6 @@ DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
 }
 
 namespace detail {
-
-DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
-  s.extent = shape[axis];
-  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
-  return s;
-}
 
 DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -21202,18 +21387,1081 @@ DLAVM_INLINE std::string Module::to_string() const {
 // end dlavm/graph/module-inl.hpp
 #endif
 // end dlavm/graph/module.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace dlavm::deploy {
 
 struct EmitOptions {
   std::string ns = {};  // the header's namespace; empty: the module's name
-  bool debug = false;
-  bool lite = false;
-  graph::PlanOptions plan = {};
+  bool debug = false;   // a log line per step and per transfer of each stream
+  bool lite = false;    // consecutive static VTA steps written as one stream (one device run)
+  graph::PlanOptions plan = {};  // the region map and alignment
+  // Headers the generated header includes after dlavm's (a custom op's firmware kernel):
+  // "my_kernels.hpp" is written as #include "my_kernels.hpp".
+  std::vector<std::string> includes = {};
 };
+
+// A symbolic dim of the generated run(): an argument (a param's dim), or the length state
+// `state` holds (a growing dim of a state held packed). Printed d0, d1, ...
+struct FirmwareDim {
+  ne::Var var;
+  std::optional<std::size_t> state;
+};
+
+// A stream the firmware places once.
+struct StaticStream {
+  std::vector<std::size_t> steps;     // the module's VTA steps it holds
+  vta::Stream stream;                 // their words, at planned addresses
+  std::vector<std::uint32_t> relocs;  // the instructions that carry a DRAM address
+  std::uint64_t insn_addr = 0, uop_addr = 0;
+};
+
+// The slot and the work arrays of the replayed steps (the largest step's).
+struct ReplayWorkspace {
+  std::uint64_t insn_addr = 0, uop_addr = 0;
+  std::int64_t insns = 0, uops = 0;
+  std::size_t ops = 0, regions = 0, params = 0;
+};
+
+// A statement of run(), for module step `step`.
+struct PlannedStep {
+  enum class Kind : std::uint8_t {
+    Static,  // runs static stream `stream` (its first step)
+    Joined,  // in the static stream of an earlier step (lite): nothing to run
+    Replay,  // replays the step's stream for the run's dims
+    Call,    // calls `call`: a host step's firmware kernel
+  };
+  Kind kind = Kind::Call;
+  std::size_t step = 0;
+  std::size_t stream = 0;
+  graph::FirmwareCall call{};
+};
+
+struct FirmwarePlan {
+  graph::Module module;
+  std::string ns{};
+  EmitOptions options{};
+  std::vector<FirmwareDim> dims{};
+  std::size_t param_dims = 0;  // dims[0, param_dims): run()'s arguments
+  graph::MemoryPlan memory{};
+  std::vector<StaticStream> streams{};
+  std::vector<std::size_t> replayed{};
+  ReplayWorkspace workspace{};
+  std::vector<PlannedStep> run{};
+  std::vector<std::uint8_t> weights{};  // the weight region's image
+  std::vector<std::uint8_t> insts{};    // the static streams' words, then their micro-ops
+  std::array<std::uint32_t, 3> queue_insns{};
+  std::uint32_t uop_words = 0;
+};
+
+FirmwarePlan plan_firmware(const graph::Module& m, const EmitOptions& options = {});
+
+// The C++ type firmware holds a dtype in ("std::int8_t", "float"); nullopt for dtypes it does
+// not hold.
+std::optional<std::string> firmware_ctype(DType t);
+
+}  // namespace dlavm::deploy
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/deploy/firmware_plan-inl.hpp
+// Definitions for deploy/firmware_plan.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/deploy/firmware_plan.hpp
+// end dlavm/deploy/firmware_plan.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/runtime/model_file.hpp
+// The model files deploy::emit writes beside a generated header: <name>.weights.bin (the
+// weight region's image) and <name>.insts.bin (the static instruction and micro-op streams).
+// Each is a 96-byte header, then the payload:
+//
+//   offset  size  field
+//        0     8  magic: "DLAVMWGT" (weights) or "DLAVMINS" (instructions)
+//        8     4  format version (kFormatVersion)
+//       12     4  header bytes (96)
+//       16    12  the VTA configuration built for: its 12 log2 parameters, one byte each
+//               (ConfigId: inp, wgt, acc, out widths, batch, block in, block out, uop, inp,
+//               wgt, acc buffer sizes, bus width)
+//       28     4  reserved, 0
+//       32    12  instructions per queue (load, compute, store); 0 for weights
+//       44     4  micro-op words; 0 for weights
+//       48     8  payload bytes
+//       56     8  payload checksum (FNV-1a, 64 bits)
+//       64    32  model name, NUL-padded
+//
+// all little-endian. check_model_file refuses a wrong magic or version, another
+// configuration, a truncated file and a payload whose checksum differs (tampered, or another
+// build: the generated header holds the checksum it was built with). Standard library only,
+// no exceptions, C++17.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlavm::runtime {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::size_t kFileHeaderBytes = 96;
+inline constexpr std::size_t kModelNameBytes = 32;
+
+// What went wrong, in firmware: every runtime entry point returns one.
+enum class ModelStatus : std::int32_t {
+  Ok = 0,
+  BadMagic,       // not a dlavm model file of this kind
+  BadVersion,     // a file format version this runtime does not read
+  WrongConfig,    // built for another VTA configuration
+  Truncated,      // shorter than its header says
+  BadChecksum,    // the payload's checksum differs from the header's
+  WrongModel,     // a valid file of another model or build (checksum or size differs)
+  DimOutOfRange,  // a symbolic dim outside its range
+  NoMemory,       // the driver could not allocate the model's memory
+  Misaligned,     // the memory the driver gave is not aligned to VTA's elements
+  NotOpen,        // the session has no memory (open failed or was not called)
+  NotLoaded,      // run before load_params / prepare
+  StreamError,    // encoding an instruction stream failed (error() holds the writer's)
+  DeviceError,    // VTADeviceRun failed or timed out
+};
+
+constexpr const char* status_name(ModelStatus s) {
+  switch (s) {
+    case ModelStatus::Ok:
+      return "ok";
+    case ModelStatus::BadMagic:
+      return "not a model file of this kind (bad magic)";
+    case ModelStatus::BadVersion:
+      return "unsupported file format version";
+    case ModelStatus::WrongConfig:
+      return "built for another VTA configuration";
+    case ModelStatus::Truncated:
+      return "truncated file";
+    case ModelStatus::BadChecksum:
+      return "payload checksum mismatch (tampered or corrupted)";
+    case ModelStatus::WrongModel:
+      return "file of another model or build";
+    case ModelStatus::DimOutOfRange:
+      return "symbolic dim out of range";
+    case ModelStatus::NoMemory:
+      return "device memory allocation failed";
+    case ModelStatus::Misaligned:
+      return "device memory not aligned to VTA's elements";
+    case ModelStatus::NotOpen:
+      return "session not open";
+    case ModelStatus::NotLoaded:
+      return "weights or streams not loaded";
+    case ModelStatus::StreamError:
+      return "instruction stream encoding failed";
+    case ModelStatus::DeviceError:
+      return "VTA device run failed";
+  }
+  return "unknown status";
+}
+
+// A VTA configuration's 12 log2 parameters (the order of the file header).
+struct ConfigId {
+  std::uint8_t logs[12] = {};
+  constexpr bool operator==(const ConfigId& o) const {
+    for (int i = 0; i < 12; ++i)
+      if (logs[i] != o.logs[i]) return false;
+    return true;
+  }
+  constexpr bool operator!=(const ConfigId& o) const { return !(*this == o); }
+};
+
+enum class FileKind : std::uint8_t { Weights, Insts };
+
+struct FileHeader {
+  FileKind kind = FileKind::Weights;
+  std::uint32_t version = kFormatVersion;
+  ConfigId config;
+  std::uint32_t queue_insns[3] = {};
+  std::uint32_t uop_words = 0;
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t checksum = 0;
+  char name[kModelNameBytes] = {};
+};
+
+constexpr std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n,
+                              std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+namespace file_detail {
+constexpr const char* magic(FileKind k) { return k == FileKind::Weights ? "DLAVMWGT" : "DLAVMINS"; }
+constexpr void put(std::uint8_t* p, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+constexpr std::uint64_t get(const std::uint8_t* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+  return v;
+}
+}  // namespace file_detail
+
+// Writes the 96 header bytes.
+constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
+  using namespace file_detail;
+  for (std::size_t i = 0; i < kFileHeaderBytes; ++i) out[i] = 0;
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(magic(h.kind)[i]);
+  put(out + 8, h.version, 4);
+  put(out + 12, kFileHeaderBytes, 4);
+  for (int i = 0; i < 12; ++i) out[16 + i] = h.config.logs[i];
+  for (int q = 0; q < 3; ++q) put(out + 32 + 4 * q, h.queue_insns[q], 4);
+  put(out + 44, h.uop_words, 4);
+  put(out + 48, h.payload_bytes, 8);
+  put(out + 56, h.checksum, 8);
+  for (std::size_t i = 0; i < kModelNameBytes && h.name[i] != 0; ++i)
+    out[64 + i] = static_cast<std::uint8_t>(h.name[i]);
+}
+
+// Checks a file of `size` bytes: its kind, version, configuration, size and checksum; on Ok,
+// `header` holds its fields and the payload follows the header.
+constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t size, FileKind kind,
+                                       const ConfigId& config, FileHeader& header) {
+  using namespace file_detail;
+  if (file == nullptr || size < 16) return ModelStatus::Truncated;
+  for (int i = 0; i < 8; ++i)
+    if (file[i] != static_cast<std::uint8_t>(magic(kind)[i])) return ModelStatus::BadMagic;
+  header.kind = kind;
+  header.version = static_cast<std::uint32_t>(get(file + 8, 4));
+  if (header.version != kFormatVersion) return ModelStatus::BadVersion;
+  if (size < kFileHeaderBytes || get(file + 12, 4) != kFileHeaderBytes)
+    return ModelStatus::Truncated;
+  for (int i = 0; i < 12; ++i) header.config.logs[i] = file[16 + i];
+  if (header.config != config) return ModelStatus::WrongConfig;
+  for (int q = 0; q < 3; ++q)
+    header.queue_insns[q] = static_cast<std::uint32_t>(get(file + 32 + 4 * q, 4));
+  header.uop_words = static_cast<std::uint32_t>(get(file + 44, 4));
+  header.payload_bytes = get(file + 48, 8);
+  header.checksum = get(file + 56, 8);
+  for (std::size_t i = 0; i < kModelNameBytes; ++i)
+    header.name[i] = static_cast<char>(file[64 + i]);
+  if (header.payload_bytes > size - kFileHeaderBytes) return ModelStatus::Truncated;
+  if (fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(header.payload_bytes)) !=
+      header.checksum)
+    return ModelStatus::BadChecksum;
+  return ModelStatus::Ok;
+}
+
+}  // namespace dlavm::runtime
+// end dlavm/runtime/model_file.hpp
+// begin dlavm/vta/codegen.hpp
+// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
+// printed as code that firmware compiles. The function it writes,
+//
+//   template <class Storage, class Layout>
+//   constexpr bool <name>(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims)
+//
+// (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
+// same runtime::Replay methods with the same values the host computes, the index expressions of
+// symbolic fields compiled by the firmware's own compiler, so it writes the same words
+// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
+// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
+// is a constant stream.
+//
+//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
+//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
+//
+// A symbolic dim the program reads that `dims` does not name, or a division by anything but
+// a positive constant, is a ValueError naming the program and the expression.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/program.hpp
+// end dlavm/vta/program.hpp
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta {
+
+std::string replay_source(const Program& p, std::string_view function,
+                          std::span<const std::string> dims);
+
+// The symbolic dims a program's loops and fields read (by name, in order of first use): none
+// for a program whose stream is the same for every run.
+std::vector<std::string> dims_read(const Program& p);
+
+// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
+// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+std::string regions_source(const Program& p);
+
+// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
+// layout), `kUopDepth` and `kElemBytes`.
+std::string config_source(const Config& c);
+
+// An index expression as C++ over the given names of its variables (runtime's floor_div,
+// floor_mod, min and max): what replay_source writes for each field.
+std::string cpp_expr(const ne::Expr& e,
+                     const std::function<std::string(const ne::VarNode&)>& name_of);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/codegen-inl.hpp
+// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
+
+// begin dlavm/vta/codegen.hpp
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::vta {
+
+DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
+                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
+  using ne::Kind;
+  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
+  switch (e.kind()) {
+    case Kind::IntImm: {
+      const auto v = e.as<ne::IntImmNode>()->value;
+      // INT64_MIN has no literal; every other value is a literal of the right type
+      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+      // ne folds constant subexpressions, so no two literals meet in an int operation; a
+      // literal past int's range is a long by itself
+      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
+    }
+    case Kind::Var:
+      return name_of(*e.as<ne::VarNode>());
+    case Kind::Not:
+      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
+    case Kind::Select: {
+      const auto* s = e.as<ne::SelectNode>();
+      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
+    }
+    default:
+      break;
+  }
+  const auto* b = e.as<ne::BinaryNode>();
+  const auto a = sub(b->a), c = sub(b->b);
+  const auto divisor = [&](const char* op) {
+    const auto* k = b->b.as<ne::IntImmNode>();
+    if (k == nullptr || k->value < 1)
+      raise<ValueError>(
+          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
+          "constants",
+          e, op, b->b);
+  };
+  switch (e.kind()) {
+    case Kind::Add:
+      return fmt::format("({} + {})", a, c);
+    case Kind::Sub:
+      return fmt::format("({} - {})", a, c);
+    case Kind::Mul:
+      return fmt::format("({} * {})", a, c);
+    case Kind::FloorDiv:
+      divisor("divides");
+      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
+    case Kind::FloorMod:
+      divisor("takes a modulo");
+      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
+    case Kind::Min:
+      return fmt::format("dlavm::runtime::min({}, {})", a, c);
+    case Kind::Max:
+      return fmt::format("dlavm::runtime::max({}, {})", a, c);
+    case Kind::EQ:
+      return fmt::format("std::int64_t({} == {})", a, c);
+    case Kind::NE:
+      return fmt::format("std::int64_t({} != {})", a, c);
+    case Kind::LT:
+      return fmt::format("std::int64_t({} < {})", a, c);
+    case Kind::LE:
+      return fmt::format("std::int64_t({} <= {})", a, c);
+    case Kind::GT:
+      return fmt::format("std::int64_t({} > {})", a, c);
+    case Kind::GE:
+      return fmt::format("std::int64_t({} >= {})", a, c);
+    case Kind::And:
+      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
+    case Kind::Or:
+      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
+    default:
+      raise<ValueError>("replay_source: unexpected expression `{}`", e);
+  }
+}
+
+namespace detail {
+
+// Prints the program's statements as C++, one Replay call per intrinsic, as the host's
+// replay plan (vta/replay_plan-inl.hpp) evaluates them. The two are written independently:
+// tests/deploy compares their words for every dim value of its programs.
+class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
+ public:
+  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
+
+  fmt::memory_buffer out;
+
+  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    visit(n.body);
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+  }
+  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+    line("if ({} != 0) {{", index(n.cond));
+    ++depth_;
+    visit(n.then_case);
+    --depth_;
+    if (n.else_case.defined()) {
+      line("}} else {{");
+      ++depth_;
+      visit(n.else_case);
+      --depth_;
+    }
+    line("}}");
+  }
+  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
+                         n.buffer.name());
+  }
+  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
+    const te::CallNode* call = kernel_call(n.body);
+    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    const auto& c = *call;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+    const auto* call = n.value.as<te::CallNode>();
+    if (call == nullptr)
+      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
+    const auto& name = call->name;
+    const auto& a = call->args;
+    if (in_kernel_) {
+      if (name == intrin::uop_loop_begin) {
+        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
+      } else if (name == intrin::uop_loop_end) {
+      } else if (name == intrin::gemm) {
+        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
+             offset(call->buffers[2], a[2]));
+      } else if (name == intrin::gemm_reset) {
+        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
+      } else if (name == intrin::alu) {
+        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
+      } else {
+        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
+      }
+      return;
+    }
+    if (name == intrin::load) {
+      line(
+          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
+          "return false;",
+          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
+          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          value(a[7]), value(a[8]), value(a[9]));
+    } else if (name == intrin::store) {
+      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
+           value(a[4]), value(a[5]));
+    } else {
+      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
+                           name);
+    }
+  }
+
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  std::string prologue() const {
+    std::string s;
+    for (std::size_t k = 0; k < dims_.size(); ++k)
+      if (used_[k])
+        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
+    return s;
+  }
+
+ private:
+  template <class... Args>
+  void line(fmt::format_string<Args...> f, Args&&... args) {
+    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out.push_back('\n');
+  }
+
+  std::string index(const ne::Expr& e) {
+    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+      for (std::size_t k = 0; k < dims_.size(); ++k)
+        if (dims_[k] == v.name) {
+          used_.resize(dims_.size());
+          used_[k] = true;
+          return fmt::format("d{}", k);
+        }
+      raise<ValueError>(
+          "program '{}': reads the symbolic dim '{}', which the replay is not given "
+          "(given: {})",
+          prog_.name(), v.name, fmt::join(dims_, ", "));
+    });
+  }
+  std::string value(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
+    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
+    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
+  }
+  // An SRAM buffer's base plus an offset.
+  std::string offset(const te::Buffer& b, const te::Expr& e) {
+    const auto it = prog_.sram().find(b.get());
+    if (it == prog_.sram().end())
+      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
+                           b.name());
+    if (const auto* c = e.as<te::IntImmNode>())
+      return fmt::format("{}", it->second.base + c->value);
+    return fmt::format("{} + {}", it->second.base, value(e));
+  }
+  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
+  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
+
+  static const te::CallNode* kernel_call(const tir::Stmt& body) {
+    struct Find : tir::StmtVisitor<Find> {
+      const te::CallNode* call = nullptr;
+      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto* c = n.value.as<te::CallNode>();
+        if (c != nullptr &&
+            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+          call = c;
+      }
+    } find;
+    find.visit(body);
+    return find.call;
+  }
+
+  const Program& prog_;
+  std::span<const std::string> dims_;
+  std::vector<bool> used_;
+  std::unordered_map<std::uint64_t, std::string> names_;
+  int loops_ = 0, depth_ = 1;
+  bool in_kernel_ = false;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
+  struct Reads : tir::StmtVisitor<Reads> {
+    std::vector<std::string> dims;
+    std::vector<std::uint64_t> loops;
+    void index(const ne::Expr& e) {
+      for (const auto& v : ne::free_vars(e)) {
+        const auto& var = *v.as<ne::VarNode>();
+        if (std::find(loops.begin(), loops.end(), var.id) == loops.end() &&
+            std::find(dims.begin(), dims.end(), var.name) == dims.end())
+          dims.push_back(var.name);
+      }
+    }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      index(n.min);
+      index(n.extent);
+      loops.push_back(n.var.id());
+      visit(n.body);
+      loops.pop_back();
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
+      index(n.cond);
+      tir::StmtVisitor<Reads>::visit_if(n, s);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>())
+        for (const auto& a : c->args)
+          if (const auto* i = a.as<te::IndexNode>()) index(i->index);
+    }
+  } reads;
+  reads.visit(p.func().body);
+  return reads.dims;
+}
+
+DLAVM_INLINE std::string regions_source(const Program& p) {
+  std::string s = "{";
+  for (const auto& r : p.regions())
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}}}", s.size() > 1 ? ", " : "",
+                     static_cast<int>(r.memory), r.begin, r.end, r.arm);
+  return s + "}";
+}
+
+DLAVM_INLINE std::string config_source(const Config& c) {
+  std::string elem;
+  for (int m = 0; m < runtime::kMemIdCount; ++m)
+    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
+  return fmt::format(
+      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
+      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
+      "using WriterLayout = dlavm::runtime::StaticLayout<kLayout>;  // fields at constant places\n"
+      "inline constexpr std::uint32_t kUopDepth = {};\n"
+      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
+      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
+      elem);
+}
+
+DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
+                                       std::span<const std::string> dims) {
+  detail::ReplayPrinter printer(p, dims);
+  printer.visit(p.func().body);
+  return fmt::format(
+      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
+      "template <class Storage, class Layout>\n"
+      "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims) "
+      "{{\n"
+      "  (void)dims;\n"
+      "{}{}"
+      "  return r.ok();\n"
+      "}}\n",
+      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
+      fmt::to_string(printer.out));
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/codegen-inl.hpp
+#endif
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace dlavm::deploy {
+
+DLAVM_INLINE std::optional<std::string> firmware_ctype(DType t) {
+  if (t == DType::float32()) return "float";
+  if (t.lanes() != 1 || t.is_float()) return std::nullopt;
+  if (t.bits() != 8 && t.bits() != 16 && t.bits() != 32 && t.bits() != 64) return std::nullopt;
+  return fmt::format("std::{}int{}_t", t.is_uint() ? "u" : "", t.bits());
+}
+
+namespace detail {
+
+using graph::FirmwareArg;
+using graph::FirmwareCall;
+using graph::ModuleStep;
+using LayoutKind = graph::Layout::Kind;
+
+class FirmwarePlanner {
+ public:
+  FirmwarePlanner(const graph::Module& m, const EmitOptions& o)
+      : m_(m), p_{.module = m, .ns = o.ns.empty() ? m.name() : o.ns, .options = o} {}
+
+  FirmwarePlan run() {
+    collect_dims();
+    check_states();
+    group_steps();
+    size_streams();
+    plan_memory();
+    run_steps();
+    encode_static();
+    weights_image();
+    insts_payload();
+    return std::move(p_);
+  }
+
+ private:
+  [[noreturn]] void refuse(const ModuleStep& s, std::string_view why) const {
+    raise<ValueError>("deploy::emit: module '{}', step {}: {}", m_.name(), s.label, why);
+  }
+  void check_dtype(std::size_t v) const {
+    const auto& value = m_.values()[v];
+    if (!firmware_ctype(value.dtype))
+      raise<TypeError>(
+          "deploy::emit: value {} is {}, which firmware does not hold (8 to 64-bit integers and "
+          "float32)",
+          value.name, value.dtype);
+  }
+
+  // ---- dims and states --------------------------------------------------------------------
+
+  void collect_dims() {
+    const auto& sig = m_.signature();
+    for (auto p : sig.params)
+      for (const auto& d : m_.values()[p].logical)
+        for (const auto& v : ne::free_vars(d))
+          if (std::none_of(p_.dims.begin(), p_.dims.end(),
+                           [&](const FirmwareDim& x) { return x.var.id() == v.id(); }))
+            p_.dims.push_back({v, std::nullopt});
+    p_.param_dims = p_.dims.size();
+    // after them, the growing dims of the states held packed: what each holds, not arguments
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      if (!sig.state[i].packed) continue;
+      for (const auto& d : m_.values()[sig.state[i].value].shape)
+        if (d.as<ne::VarNode>() != nullptr) p_.dims.push_back({ne::Var(d), i});
+    }
+  }
+
+  // Every state has a constant shape (the firmware copies a state's whole buffer after a run),
+  // or is a growing one held packed (appended to in place).
+  void check_states() const {
+    for (const auto& st : m_.signature().state)
+      for (const auto& d : m_.values()[st.value].shape)
+        if (!d.is_const() && !st.packed)
+          raise<ValueError>(
+              "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
+              "states of constant shape, or a growing state that only VTA matmuls read (held "
+              "packed, appended to in place)",
+              m_.name(), m_.values()[st.value].name, d);
+  }
+
+  // ---- streams ----------------------------------------------------------------------------
+
+  bool is_static(std::size_t step) const {
+    const auto& s = m_.steps()[step];
+    return s.kind == ModuleStep::Kind::Vta && vta::dims_read(*s.program).empty();
+  }
+  void group_steps() {
+    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
+      if (m_.steps()[i].kind != ModuleStep::Kind::Vta) continue;
+      if (!is_static(i)) {
+        p_.replayed.push_back(i);
+        continue;
+      }
+      auto& streams = p_.streams;
+      const bool join = p_.options.lite && !streams.empty() && streams.back().steps.back() + 1 == i;
+      if (!join) streams.emplace_back();
+      streams.back().steps.push_back(i);
+    }
+  }
+  std::vector<std::uint64_t> phys_of(const ModuleStep& s, bool planned) const {
+    std::vector<std::uint64_t> phys;
+    for (auto in : s.inputs) phys.push_back(planned ? p_.memory.address(in) : 0);
+    phys.push_back(planned ? p_.memory.address(s.output) : 0);
+    return phys;
+  }
+  vta::Stream group_stream(const StaticStream& g, bool planned) const {
+    vta::Builder b(m_.env().config);
+    for (std::size_t k = 0; k < g.steps.size(); ++k) {
+      const auto& s = m_.steps()[g.steps[k]];
+      if (k > 0) b.barrier();
+      s.program->write(b, {}, phys_of(s, planned));
+    }
+    b.finish();
+    return b.take();
+  }
+  // The insts and uop regions: a slot per static stream, then one for the replayed steps.
+  void size_streams() {
+    for (auto& g : p_.streams) {
+      const auto s = group_stream(g, false);
+      g.insn_addr = static_cast<std::uint64_t>(insts_bytes_);  // offsets until the plan
+      g.uop_addr = static_cast<std::uint64_t>(uop_bytes_);
+      insts_bytes_ += static_cast<std::int64_t>(s.insn_bytes());
+      uop_bytes_ += static_cast<std::int64_t>(s.uop_bytes());
+    }
+    auto& w = p_.workspace;
+    w.insn_addr = static_cast<std::uint64_t>(insts_bytes_);
+    w.uop_addr = static_cast<std::uint64_t>(uop_bytes_);
+    for (auto i : p_.replayed) {
+      const auto& prog = *m_.steps()[i].program;
+      w.insns = std::max(w.insns, prog.stream_bound().insns);
+      w.uops = std::max(w.uops, prog.stream_bound().uops);
+      w.ops = std::max(w.ops, prog.max_kernel_ops());
+      w.regions = std::max(w.regions, prog.regions().size());
+      w.params = std::max(w.params, prog.func().params.size());
+    }
+    insts_bytes_ += w.insns * 16;
+    uop_bytes_ += w.uops * 4;
+  }
+  void plan_memory() {
+    auto request = graph::memory_request(m_);
+    request.insts_bytes = insts_bytes_;
+    request.uop_bytes = uop_bytes_;
+    p_.memory = graph::plan_memory(request, p_.options.plan);
+    const auto insts = p_.memory.region(graph::RegionKind::Insts).base;
+    const auto uops = p_.memory.region(graph::RegionKind::Uop).base;
+    for (auto& g : p_.streams) {
+      g.insn_addr += insts;
+      g.uop_addr += uops;
+    }
+    p_.workspace.insn_addr += insts;
+    p_.workspace.uop_addr += uops;
+  }
+  // The static streams at their planned addresses, LOAD UOPs pointing at their slots.
+  void encode_static() {
+    const auto& layout = m_.env().config.layout();
+    for (auto& g : p_.streams) {
+      g.stream = group_stream(g, true);
+      std::vector<runtime::InsnWord> words(g.stream.insns.size());
+      if (!g.stream.relocate(g.uop_addr / 4, words.data()))
+        raise<CapacityError>(
+            "deploy::emit: module '{}': a micro-op address past 0x{:x} does not fit a LOAD's "
+            "dram_base",
+            m_.name(), g.uop_addr);
+      g.stream.insns = std::move(words);
+      g.stream.uop_relocs.clear();
+      for (std::size_t i = 0; i < g.stream.insns.size(); ++i) {
+        const auto f = runtime::unpack(layout, g.stream.insns[i]);
+        if ((f.opcode == runtime::Opcode::Load || f.opcode == runtime::Opcode::Store) &&
+            f.x_size > 0)
+          g.relocs.push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+  }
+
+  // ---- the files' payloads ----------------------------------------------------------------
+
+  void weights_image() {
+    const auto& region = p_.memory.region(graph::RegionKind::Weight);
+    auto& image = p_.weights;
+    image.assign(static_cast<std::size_t>(region.bytes), 0);
+    for (std::size_t v = 0; v < m_.values().size(); ++v) {
+      const auto& value = m_.values()[v];
+      if (value.kind != graph::ModuleValue::Kind::Constant) continue;
+      const auto offset = static_cast<std::size_t>(p_.memory.buffers[v].offset);
+      if (value.dram) {
+        std::copy(value.dram->begin(), value.dram->end(), image.begin() + offset);
+      } else if (value.dtype.is_float()) {
+        const auto f = value.constant->fdata();
+        std::memcpy(image.data() + offset, f.data(), f.size() * sizeof(float));
+      } else {
+        const auto bytes = vta::dram_bytes(*value.constant);
+        std::copy(bytes.begin(), bytes.end(), image.begin() + offset);
+      }
+    }
+  }
+  void insts_payload() {
+    const auto& layout = m_.env().config.layout();
+    for (const auto& g : p_.streams) {
+      for (const auto& w : g.stream.insns) {
+        for (int h = 0; h < 2; ++h)
+          for (int b = 0; b < 8; ++b)
+            p_.insts.push_back(static_cast<std::uint8_t>(w.word[h] >> (8 * b)));
+        ++p_.queue_insns[static_cast<std::size_t>(runtime::queue_of(runtime::unpack(layout, w))) -
+                         1];
+      }
+      for (auto u : g.stream.uops)
+        for (int b = 0; b < 4; ++b) p_.insts.push_back(static_cast<std::uint8_t>(u >> (8 * b)));
+      p_.uop_words += static_cast<std::uint32_t>(g.stream.uops.size());
+    }
+  }
+
+  // ---- run() ------------------------------------------------------------------------------
+
+  void run_steps() {
+    std::size_t stream = 0;
+    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
+      const auto& s = m_.steps()[i];
+      for (auto in : s.inputs) check_dtype(in);
+      check_dtype(s.output);
+      PlannedStep p;
+      p.step = i;
+      if (s.kind == ModuleStep::Kind::Vta) {
+        if (!is_static(i)) {
+          p.kind = PlannedStep::Kind::Replay;
+        } else {
+          const bool first = p_.streams[stream].steps.front() == i;
+          p.kind = first ? PlannedStep::Kind::Static : PlannedStep::Kind::Joined;
+          p.stream = stream;
+          if (p_.streams[stream].steps.back() == i) ++stream;
+        }
+      } else {
+        p.call = s.kind == ModuleStep::Kind::Host ? host_call(s) : layout_call(i);
+      }
+      p_.run.push_back(std::move(p));
+    }
+  }
+
+  // The call of a host step: its op record's firmware kernel, or a refusal naming why.
+  FirmwareCall host_call(const ModuleStep& s) const {
+    const graph::OpRecord& op = m_.ops().at(s.op);
+    if (!op.firmware.call) {
+      std::vector<std::string> with;
+      for (const auto& name : m_.ops().names())
+        if (m_.ops().at(name).firmware.call) with.push_back(name);
+      refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
+                            fmt::join(with, ", ")));
+    }
+    graph::TypeCall call;
+    call.label = s.label;
+    call.attrs = s.attrs;
+    for (auto in : s.inputs) {
+      call.arg_names.push_back(m_.values()[in].name);
+      call.arg_types.push_back({m_.values()[in].logical, m_.values()[in].dtype});
+    }
+    const graph::TensorType result{m_.values()[s.output].logical, m_.values()[s.output].dtype};
+    const graph::FirmwareStep step{call, result};
+    if (op.firmware.support)
+      if (const auto why = op.firmware.support(step)) refuse(s, *why);
+    return op.firmware.call(step);
+  }
+
+  // The emitter's own kernels: a step that converts a layout (pack, unpack), or appends to a
+  // state held packed.
+  FirmwareCall layout_call(std::size_t i) const {
+    const auto& s = m_.steps()[i];
+    switch (s.kind) {
+      case ModuleStep::Kind::Append:
+        return append_call(i);
+      case ModuleStep::Kind::Pack:
+        return pack_call(s);
+      case ModuleStep::Kind::Unpack:
+        return unpack_call(s);
+      case ModuleStep::Kind::Host:
+      case ModuleStep::Kind::Vta:
+        break;
+    }
+    raise<ValueError>("internal: deploy::emit: step {} is no layout step, please report", s.label);
+  }
+
+  static FirmwareArg dim(const ne::Expr& e) { return FirmwareArg::dim(e); }
+  static FirmwareArg integer(std::int64_t v) { return FirmwareArg::integer(v); }
+
+  // A value seen as [A, B, H, W] for a tiled layout (graph/layout.hpp).
+  static std::vector<FirmwareArg> tiled4(const graph::Layout& l, const std::vector<ne::Expr>& s) {
+    if (l.kind == LayoutKind::Matrix)
+      return {dim(graph::element_count(std::span(s).first(s.size() - 1))), dim(s.back()),
+              integer(1), integer(1)};
+    return {dim(s[0]), dim(s[1]), dim(s[2]), dim(s[3])};
+  }
+  // A batched matmul operand [B..., M, C] as products, M and C.
+  static std::vector<FirmwareArg> batched3(const std::vector<ne::Expr>& s) {
+    return {dim(graph::element_count(std::span(s).first(s.size() - 2))), dim(s[s.size() - 2]),
+            dim(s.back())};
+  }
+  static FirmwareCall tiles_call(std::string function, std::vector<FirmwareArg> dims,
+                                 const graph::Layout& l) {
+    FirmwareCall c{std::move(function), {FirmwareArg::input(0), FirmwareArg::output()}};
+    c.args.insert(c.args.end(), dims.begin(), dims.end());
+    c.args.push_back(integer(l.rows));
+    c.args.push_back(integer(l.cols));
+    return c;
+  }
+
+  FirmwareCall pack_call(const ModuleStep& s) const {
+    const auto& xs = m_.values()[s.inputs[0]].logical;
+    const auto& l = m_.values()[s.output].layout;
+    switch (l.kind) {
+      case LayoutKind::UnfoldedActivation: {
+        const auto& u = l.unfold;
+        const auto ow = ne::floordiv(xs[3] + u.pad_left + u.pad_right - u.kw, u.stride) + 1;
+        return tiles_call("dlavm::runtime::pack_unfolded",
+                          {dim(xs[0]), dim(xs[1]), dim(xs[2]), dim(xs[3]), integer(u.kw),
+                           integer(u.stride), integer(u.pad_left), dim(ow)},
+                          l);
+      }
+      case LayoutKind::BatchedMatrix:
+        return tiles_call("dlavm::runtime::pack_batched", batched3(xs), l);
+      case LayoutKind::MatmulWeight:
+        return tiles_call("dlavm::runtime::pack_matmul_weight", batched3(xs), l);
+      case LayoutKind::Activation:
+      case LayoutKind::Matrix:
+        return tiles_call("dlavm::runtime::pack_tiled", tiled4(l, xs), l);
+      case LayoutKind::Plain:
+      case LayoutKind::ConvWeight:
+      case LayoutKind::DenseWeight:
+      case LayoutKind::Channel:
+      case LayoutKind::UnfoldedConvWeight:
+        break;
+    }
+    refuse(s, fmt::format("packing into layout {} has no firmware kernel", graph::to_string(l)));
+  }
+
+  FirmwareCall unpack_call(const ModuleStep& s) const {
+    const auto& x = m_.values()[s.inputs[0]];
+    const auto& l = x.layout;
+    const bool tiled = l.kind == LayoutKind::Activation || l.kind == LayoutKind::Matrix;
+    if ((!tiled && l.kind != LayoutKind::BatchedMatrix) || l.planes != 1)
+      refuse(s, fmt::format("unpacking layout {} has no firmware kernel", graph::to_string(l)));
+    if (l.kind == LayoutKind::BatchedMatrix)
+      return tiles_call("dlavm::runtime::unpack_batched", batched3(m_.values()[s.output].logical),
+                        l);
+    return tiles_call("dlavm::runtime::unpack_tiled", tiled4(l, x.logical), l);
+  }
+
+  // runtime::append_packed: a run's new positions written after those a state held packed
+  // holds, its counters ({held, laid out for, written}) in the state's own slot.
+  FirmwareCall append_call(std::size_t step) const {
+    const auto& s = m_.steps()[step];
+    if (m_.values()[s.output].shape.size() > 8)
+      refuse(s, "appending to a state of rank over 8 has no firmware kernel");
+    const std::size_t i = m_.appended_by(step);
+    const auto& st = m_.signature().state[i];
+    const auto& state = m_.values()[st.value];
+    const auto& y = m_.values()[s.output];
+    const std::size_t axis = m_.growing_dim(i);
+    graph::FirmwareLocal shape{"shape", "dlavm::runtime::PackedStateShape", false, {}};
+    std::vector<FirmwareArg> dims, perm;
+    for (const auto& d : state.shape) dims.push_back(integer(d.is_const() ? *d.as_int() : 0));
+    for (const auto p : st.perm) perm.push_back(integer(p));
+    shape.items = {integer(static_cast<std::int64_t>(state.shape.size())),
+                   FirmwareArg::aggregate("", std::move(dims)),
+                   FirmwareArg::aggregate("", std::move(perm)),
+                   integer(static_cast<std::int64_t>(axis)),
+                   integer(y.layout.rows),
+                   integer(y.layout.cols),
+                   integer(state.dtype.bytes())};
+    return {"dlavm::runtime::append_packed",
+            {FirmwareArg::bytes(FirmwareArg::kOutput), FirmwareArg::bytes(0),
+             dim(m_.values()[s.inputs[0]].logical[axis]), held(i), FirmwareArg::local("shape")},
+            {std::move(shape)}};
+  }
+
+ public:
+  // The counters of state i held packed: {positions held, laid out for, written}.
+  FirmwareArg held(std::size_t i) const {
+    return FirmwareArg::address("std::int64_t", p_.memory.address(m_.signature().state[i].value));
+  }
+
+ private:
+  const graph::Module& m_;
+  FirmwarePlan p_;
+  std::int64_t insts_bytes_ = 0, uop_bytes_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE FirmwarePlan plan_firmware(const graph::Module& m, const EmitOptions& options) {
+  return detail::FirmwarePlanner(m, options).run();
+}
+
+}  // namespace dlavm::deploy
+// end dlavm/deploy/firmware_plan-inl.hpp
+#endif
+// end dlavm/deploy/firmware_plan.hpp
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+
+#include <cstddef>
+#include <string>
+
+namespace dlavm::deploy {
 
 struct EmitResult {
   std::string header, weights, insts;  // the paths written
@@ -21226,6 +22474,12 @@ struct EmitResult {
 
 EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
 
+// The generated header's text, and the files' bytes (runtime/model_file.hpp's header, then the
+// payload), of a plan.
+std::string header_text(const FirmwarePlan& plan);
+std::vector<std::uint8_t> weights_file(const FirmwarePlan& plan);
+std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan);
+
 }  // namespace dlavm::deploy
 
 #ifndef DLAVM_COMPILED_LIB
@@ -21234,6 +22488,540 @@ EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOption
 
 // begin dlavm/deploy/emit.hpp
 // end dlavm/deploy/emit.hpp
+// begin dlavm/runtime/model_file.hpp
+// end dlavm/runtime/model_file.hpp
+// begin dlavm/vta/codegen.hpp
+// end dlavm/vta/codegen.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace dlavm::deploy {
+
+namespace detail {
+
+inline std::string identifier(std::string_view name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  return s;
+}
+
+template <class... Args>
+void put(fmt::memory_buffer& out, fmt::format_string<Args...> f, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+}
+
+// A float as a C++ expression of exactly its value (a hexadecimal literal).
+inline std::string float_literal(float v) {
+  if (std::isnan(v)) return "(0.0f / 0.0f)";
+  if (std::isinf(v)) return v > 0 ? "(1.0f / 0.0f)" : "(-1.0f / 0.0f)";
+  return fmt::format("{:a}f", v);
+}
+
+// A string as the inside of a C++ string literal.
+inline std::string escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+inline void write_file(const std::string& path, const void* data, std::size_t n) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) raise<ValueError>("deploy::emit: cannot write '{}'", path);
+  const bool ok = std::fwrite(data, 1, n, f) == n;
+  if (std::fclose(f) != 0 || !ok) raise<ValueError>("deploy::emit: writing '{}' failed", path);
+}
+
+inline runtime::ConfigId config_id(const vta::Config& c) {
+  const int logs[12] = {c.log_inp_width,     c.log_wgt_width,     c.log_acc_width,
+                        c.log_out_width,     c.log_batch,         c.log_block_in,
+                        c.log_block_out,     c.log_uop_buff_size, c.log_inp_buff_size,
+                        c.log_wgt_buff_size, c.log_acc_buff_size, c.log_bus_width};
+  runtime::ConfigId id;
+  for (int i = 0; i < 12; ++i) id.logs[i] = static_cast<std::uint8_t>(logs[i]);
+  return id;
+}
+
+inline std::vector<std::uint8_t> model_file(const FirmwarePlan& p, runtime::FileKind kind,
+                                            const std::vector<std::uint8_t>& payload,
+                                            const std::uint32_t* queues, std::uint32_t uops) {
+  runtime::FileHeader h;
+  h.kind = kind;
+  h.config = config_id(p.module.env().config);
+  for (int q = 0; q < 3; ++q) h.queue_insns[q] = queues != nullptr ? queues[q] : 0;
+  h.uop_words = uops;
+  h.payload_bytes = payload.size();
+  h.checksum = runtime::fnv1a(payload.data(), payload.size());
+  std::snprintf(h.name, sizeof h.name, "%s", p.module.name().c_str());
+  std::vector<std::uint8_t> out(runtime::kFileHeaderBytes + payload.size());
+  runtime::write_file_header(h, out.data());
+  if (!payload.empty())
+    std::memcpy(out.data() + runtime::kFileHeaderBytes, payload.data(), payload.size());
+  return out;
+}
+
+// Prints a plan as the header's C++.
+class HeaderPrinter {
+ public:
+  explicit HeaderPrinter(const FirmwarePlan& p) : p_(p), m_(p.module), ns_(identifier(p.ns)) {}
+
+  std::string text() const {
+    fmt::memory_buffer out;
+    const auto& c = m_.env().config;
+    put(out,
+        "// Generated by dlavm::deploy::emit: model '{}' for a VTA of BATCH {}, BLOCK_IN {}, "
+        "BLOCK_OUT {}. Do not edit.\n",
+        m_.name(), c.batch(), c.block_in(), c.block_out());
+    put(out, "// Needs only <dlavm/runtime/...> (C++17, no exceptions, no RTTI, no heap).\n");
+    put(out,
+        "//\n//   {0}::Session s;\n//   {0}::open(s); {0}::load_params(s, weights, size); "
+        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s{1});"
+        "\n#pragma once\n\n",
+        ns_, p_.dims.empty() ? "" : ", dims...");
+    put(out, "#include <dlavm/runtime/kernels.hpp>\n#include <dlavm/runtime/session.hpp>\n\n");
+    for (const auto& h : p_.options.includes) put(out, "#include \"{}\"\n", h);
+    if (!p_.options.includes.empty()) put(out, "\n");
+    put(out, "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <iterator>\n\n");
+    put(out,
+        "#ifndef DLAVM_MODEL_DRIVER_API\n#define DLAVM_MODEL_DRIVER_API "
+        "dlavm::runtime::VtaDriverApi\n"
+        "#endif\n\n");
+    put(out,
+        "namespace {} {{\n\nusing Session = dlavm::runtime::Session<DLAVM_MODEL_DRIVER_API>;\n\n",
+        ns_);
+    put(out, "{}", vta::config_source(c));
+    const auto id = config_id(c);
+    put(out, "inline constexpr dlavm::runtime::ConfigId kConfig = {{{{{}}}}};\n",
+        fmt::join(id.logs, ", "));
+    region_table(out);
+    values_table(out);
+    static_streams(out);
+    replays(out);
+    functions(out);
+    put(out, "\n}}  // namespace {}\n", ns_);
+    return fmt::to_string(out);
+  }
+
+ private:
+  // ---- values and expressions -----------------------------------------------------------
+
+  std::string dim_name(const ne::VarNode& v) const {
+    for (std::size_t k = 0; k < p_.dims.size(); ++k)
+      if (p_.dims[k].var.name() == v.name) return fmt::format("d{}", k);
+    raise<ValueError>("deploy::emit: module '{}' reads the dim '{}', which no input has", m_.name(),
+                      v.name);
+  }
+  std::string expr(const ne::Expr& e) const {
+    return vta::cpp_expr(ne::simplify(e), [&](const ne::VarNode& v) { return dim_name(v); });
+  }
+  std::string type_of(std::size_t v) const { return *firmware_ctype(m_.values()[v].dtype); }
+  std::string ptr(std::size_t v) const {
+    return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), p_.memory.address(v));
+  }
+
+  // ---- calls ------------------------------------------------------------------------------
+
+  std::string arg(const graph::FirmwareArg& a, const graph::ModuleStep& s) const {
+    using K = graph::FirmwareArg::Kind;
+    const auto value = [&](std::size_t k) {
+      return k == graph::FirmwareArg::kOutput ? s.output : s.inputs.at(k);
+    };
+    switch (a.kind) {
+      case K::Input:
+        return ptr(value(a.index));
+      case K::Output:
+        return ptr(s.output);
+      case K::Bytes:
+        return fmt::format("reinterpret_cast<{}std::uint8_t*>({})",
+                           a.index == graph::FirmwareArg::kOutput ? "" : "const ",
+                           ptr(value(a.index)));
+      case K::Dim:
+        return expr(a.expr);
+      case K::Int:
+        return fmt::format("{}{}", a.value, a.suffix);
+      case K::Typed:
+        return fmt::format("{}({}LL)", type_of(value(a.index)), a.value);
+      case K::Float:
+        return float_literal(static_cast<float>(a.number));
+      case K::Bool:
+        return a.value != 0 ? "true" : "false";
+      case K::Aggregate:
+        return fmt::format("{}{{{}}}", a.type, args(a.items, s));
+      case K::Local:
+        return a.type;
+      case K::Address:
+        return fmt::format("s.template at<{}>({:#x}ULL)", a.type,
+                           static_cast<std::uint64_t>(a.value));
+    }
+    return "?";
+  }
+  std::string args(const std::vector<graph::FirmwareArg>& items, const graph::ModuleStep& s) const {
+    std::vector<std::string> out;
+    for (const auto& a : items) out.push_back(arg(a, s));
+    return fmt::format("{}", fmt::join(out, ", "));
+  }
+  // `function(args);`, in a block with its locals before it where it has some: arrays
+  // declared together (`const T a[] = {...}, b[] = {...};`), others `static constexpr`.
+  std::string call(const graph::FirmwareCall& c, const graph::ModuleStep& s) const {
+    const std::string line = fmt::format("{}({});", c.function, args(c.args, s));
+    if (c.locals.empty()) return line;
+    std::string decls;
+    std::vector<std::string> arrays;
+    for (const auto& l : c.locals) {
+      if (l.array) {
+        if (arrays.empty()) arrays.push_back("const " + l.type + " ");
+        arrays.push_back(fmt::format("{}[] = {{{}}}", l.name, args(l.items, s)));
+      } else {
+        decls +=
+            fmt::format("static constexpr {} {}{{{}}};\n    ", l.type, l.name, args(l.items, s));
+      }
+    }
+    if (!arrays.empty())
+      decls += arrays.front() + fmt::format("{}; ", fmt::join(std::span(arrays).subspan(1), ", "));
+    return fmt::format("{{ {}{} }}", decls, line);
+  }
+
+  // ---- tables -------------------------------------------------------------------------------
+
+  void region_table(fmt::memory_buffer& out) const {
+    put(out, "\n// The memory plan: regions [base, base + bytes) at planned addresses.\n");
+    const auto span = [&](graph::RegionKind r) {
+      const auto& x = p_.memory.region(r);
+      return fmt::format("{{{:#x}ULL, {}ULL}}", x.base, x.bytes);
+    };
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& r : p_.memory.regions) {
+      lo = std::min(lo, r.base);
+      hi = std::max(hi, r.end());
+    }
+    put(out,
+        "inline constexpr dlavm::runtime::ModelInfo kInfo = {{\n    \"{}\", kConfig, {:#x}ULL, "
+        "{:#x}ULL,\n    {}, {}, {},\n    {}, {},\n    {}ULL, {}ULL, {:#x}ULL, {}ULL, {:#x}ULL}};\n",
+        m_.name(), lo, hi, span(graph::RegionKind::Weight), span(graph::RegionKind::Runtime),
+        span(graph::RegionKind::Cache), span(graph::RegionKind::Insts),
+        span(graph::RegionKind::Uop), p_.memory.alignment, p_.weights.size(),
+        runtime::fnv1a(p_.weights.data(), p_.weights.size()), p_.insts.size(),
+        runtime::fnv1a(p_.insts.data(), p_.insts.size()));
+  }
+
+  std::string describe(std::size_t v) const {
+    const auto& value = m_.values()[v];
+    std::vector<std::string> dims;
+    for (const auto& d : value.logical) dims.push_back(fmt::format("{}", d));
+    return fmt::format("{} {}[{}] at {:#x}, at most {} bytes", value.name, value.dtype,
+                       fmt::join(dims, ", "), p_.memory.address(v), p_.memory.buffers[v].bytes);
+  }
+  std::string held(std::size_t i) const {
+    return fmt::format("s.template at<std::int64_t>({:#x}ULL)",
+                       p_.memory.address(m_.signature().state[i].value));
+  }
+
+  void values_table(fmt::memory_buffer& out) const {
+    put(out, "\n// Dims: {}\n", p_.dims.empty() ? std::string("none (every dim is static)") : "");
+    for (std::size_t k = 0; k < p_.dims.size(); ++k)
+      put(out, "//   d{} = {} in [{}, {}]\n", k, p_.dims[k].var.name(), p_.dims[k].var.min(),
+          p_.dims[k].var.max());
+    put(out, "\n// Inputs, outputs and states: row-major arrays in the runtime (cache) region.\n");
+    const auto& sig = m_.signature();
+    for (auto p : sig.params)
+      put(out, "// {}\ninline {}* input_{}(Session& s) {{ return {}; }}\n", describe(p), type_of(p),
+          identifier(m_.values()[p].param), ptr(p));
+    for (std::size_t k = 0; k < sig.results.size(); ++k)
+      put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
+          describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      const auto name = identifier(m_.values()[st.value].param);
+      if (st.packed) {
+        put(out,
+            "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
+            "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
+            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
+            name, ptr(*st.packed));
+        continue;
+      }
+      put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
+          type_of(st.value), name, ptr(st.value));
+    }
+  }
+
+  void static_streams(fmt::memory_buffer& out) const {
+    if (p_.streams.empty()) return;
+    put(out, "\n// The static streams: words at planned addresses, placed once by prepare().\n");
+    for (std::size_t k = 0; k < p_.streams.size(); ++k) {
+      const auto& g = p_.streams[k];
+      std::vector<std::string> labels;
+      for (auto i : g.steps) labels.push_back(fmt::format("step {} ({})", i, m_.steps()[i].label));
+      put(out, "namespace stream{} {{  // {}\n", k, fmt::join(labels, ", "));
+      put(out, "inline constexpr dlavm::runtime::InsnWord kInsns[] = {{\n");
+      for (const auto& w : g.stream.insns)
+        put(out, "    {{{{{:#x}ULL, {:#x}ULL}}}},\n", w.word[0], w.word[1]);
+      put(out, "}};\nstatic_assert(std::size(kInsns) == {});\n", g.stream.insns.size());
+      put(out, "inline constexpr std::uint32_t kUops[] = {{{:#x}}};\n",
+          fmt::join(g.stream.uops, ", "));
+      put(out, "static_assert(std::size(kUops) == {});\n", g.stream.uops.size());
+      put(out, "inline constexpr std::uint32_t kRelocs[] = {{{}}};\n}}  // namespace stream{}\n",
+          fmt::join(g.relocs, ", "), k);
+    }
+    put(out, "inline constexpr dlavm::runtime::StaticStream kStreams[] = {{\n");
+    for (std::size_t k = 0; k < p_.streams.size(); ++k) {
+      const auto& g = p_.streams[k];
+      put(out,
+          "    {{stream{0}::kInsns, {1}, stream{0}::kUops, {2}, {3:#x}ULL, {4:#x}ULL, "
+          "stream{0}::kRelocs, {5}}},\n",
+          k, g.stream.insns.size(), g.stream.uops.size(), g.insn_addr, g.uop_addr, g.relocs.size());
+    }
+    put(out, "}};\n");
+  }
+
+  void replays(fmt::memory_buffer& out) const {
+    if (p_.replayed.empty()) return;
+    std::vector<std::string> dim_names;
+    for (const auto& d : p_.dims) dim_names.push_back(d.var.name());
+    put(out,
+        "\n// The replayed steps: their loops for the dims of each run (vta::replay_source).\n");
+    for (auto i : p_.replayed) {
+      const auto& s = m_.steps()[i];
+      put(out, "namespace step{} {{  // {}\n", i, s.label);
+      put(out, "inline constexpr dlavm::runtime::SramRegion kRegions[] = {};\n",
+          vta::regions_source(*s.program));
+      std::vector<std::string> params;
+      for (auto in : s.inputs) params.push_back(fmt::format("{:#x}ULL", p_.memory.address(in)));
+      params.push_back(fmt::format("{:#x}ULL", p_.memory.address(s.output)));
+      put(out, "inline constexpr std::uint64_t kParams[] = {{{}}};\n", fmt::join(params, ", "));
+      put(out, "{}", vta::replay_source(*s.program, "replay", dim_names));
+      put(out, "}}  // namespace step{}\n", i);
+    }
+    const auto& w = p_.workspace;
+    const auto kernels = std::max<std::int64_t>(w.insns, 1);
+    put(out,
+        "\n// What a replay works in: the largest step's tables (static storage: one run at a "
+        "time).\nstruct Workspace {{\n"
+        "  std::uint32_t relocs[{0}];\n"
+        "  dlavm::runtime::KernelSlot kernels[{0}], resident[{0}];\n"
+        "  dlavm::runtime::UopOp ops[{1}];\n"
+        "  dlavm::runtime::RegionState states[{2}];\n"
+        "  std::uint64_t params[{3}];\n"
+        "}};\n"
+        "inline dlavm::runtime::ReplaySlots replay_slots(Workspace& w) {{\n"
+        "  return {{{4:#x}ULL, {5}ULL, {6:#x}ULL, {7}ULL, w.relocs, w.kernels, w.resident, {0}, "
+        "w.ops, {1}, w.states}};\n}}\n",
+        kernels, std::max<std::size_t>(w.ops, 1), std::max<std::size_t>(w.regions, 1),
+        std::max<std::size_t>(w.params, 1), w.insn_addr, w.insns, w.uop_addr, w.uops);
+  }
+
+  // ---- functions ----------------------------------------------------------------------------
+
+  void functions(fmt::memory_buffer& out) const {
+    put(out,
+        "\n// Allocates the model's memory on the device (one block) and zeroes the states.\n"
+        "inline dlavm::runtime::ModelStatus open(Session& s) {{\n"
+        "  s.set_target(kLayout, kUopDepth, kElemBytes);\n"
+        "  const auto st = s.open(kInfo);\n"
+        "  if (st == dlavm::runtime::ModelStatus::Ok && kInfo.cache.bytes > 0)\n"
+        "    std::memset(s.template at<std::uint8_t>(kInfo.cache.base), 0, "
+        "static_cast<std::size_t>(kInfo.cache.bytes));\n"
+        "  return st;\n}}\n");
+    put(out,
+        "// Checks the weights file and copies it to the weight region.\n"
+        "inline dlavm::runtime::ModelStatus load_params(Session& s, const std::uint8_t* file, "
+        "std::size_t size) {{\n  return s.load_params(file, size);\n}}\n");
+    const auto n = p_.streams.size();
+    put(out,
+        "// Places the static streams: from the words above, or from the insts file.\n"
+        "inline dlavm::runtime::ModelStatus prepare(Session& s) {{\n  return s.place({}, {});\n}}\n"
+        "inline dlavm::runtime::ModelStatus prepare(Session& s, const std::uint8_t* file, "
+        "std::size_t size) {{\n  return s.place({}, {}, file, size);\n}}\n",
+        n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
+    run_function(out);
+  }
+
+  // run(s, dims...): the dims checked, then every step in order, then the states advanced.
+  void run_function(fmt::memory_buffer& out) const {
+    std::vector<std::string> args = {"Session& s"};
+    for (std::size_t k = 0; k < p_.param_dims; ++k)
+      args.push_back(fmt::format("std::int64_t {}", identifier(p_.dims[k].var.name())));
+    put(out,
+        "\n// Runs the model for the dims given: every step in order.\n"
+        "inline dlavm::runtime::ModelStatus run({}) {{\n"
+        "  using dlavm::runtime::ModelStatus;\n"
+        "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
+        fmt::join(args, ", "));
+    run_dims(out);
+    if (!p_.replayed.empty()) put(out, "  static Workspace workspace;\n");
+    put(out, "  ModelStatus st = ModelStatus::Ok;\n");
+    for (const auto& step : p_.run) run_step(out, step);
+    const auto& sig = m_.signature();
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      if (st.packed)  // the run succeeded: the appended positions are held
+        put(out, "  {}[0] += {};\n", held(i),
+            expr(m_.values()[st.next].logical[m_.growing_dim(i)]));
+      else
+        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
+            p_.memory.buffers[st.value].bytes);
+    }
+    put(out, "  return st;\n}}\n");
+  }
+
+  void run_dims(fmt::memory_buffer& out) const {
+    for (std::size_t k = 0; k < p_.param_dims; ++k) {
+      const auto& v = p_.dims[k].var;
+      put(out,
+          "  if ({0} < {1} || {0} > {2}) return ModelStatus::DimOutOfRange;\n"
+          "  const std::int64_t d{3} = {0};\n",
+          identifier(v.name()), v.min(), v.max(), k);
+    }
+    for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k) {
+      // a growing dim: the positions its state holds, and room for this run's
+      const std::size_t i = *p_.dims[k].state;
+      const auto& st = m_.signature().state[i];
+      const auto& rows = m_.values()[st.next].logical[m_.growing_dim(i)];
+      put(out,
+          "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
+          "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
+          k, held(i), p_.dims[k].var.name(), m_.values()[st.value].param, p_.dims[k].var.max(),
+          expr(rows), p_.dims[k].var.max() + 1);
+    }
+    if (!p_.dims.empty() && !p_.replayed.empty()) {  // what the replays read
+      std::vector<std::string> ds;
+      for (std::size_t k = 0; k < p_.dims.size(); ++k) ds.push_back(fmt::format("d{}", k));
+      put(out, "  const std::int64_t dims[] = {{{}}};\n", fmt::join(ds, ", "));
+    }
+  }
+
+  void run_step(fmt::memory_buffer& out, const PlannedStep& step) const {
+    const auto& s = m_.steps()[step.step];
+    if (p_.options.debug) put(out, "  s.log(\"step {}: {}\");\n", step.step, escaped(s.label));
+    switch (step.kind) {
+      case PlannedStep::Kind::Replay:
+        put(out,
+            "  st = s.replay(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
+            "step{0}::replay(r, d); "
+            "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
+            "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
+            "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",
+            step.step);
+        break;
+      case PlannedStep::Kind::Static:
+        put(out, "  st = s.run(kStreams[{}]);\n  if (st != ModelStatus::Ok) return st;\n",
+            step.stream);
+        break;
+      case PlannedStep::Kind::Joined:
+        break;
+      case PlannedStep::Kind::Call:
+        put(out, "  {}\n", call(step.call, s));
+        break;
+    }
+  }
+
+  const FirmwarePlan& p_;
+  const graph::Module& m_;
+  std::string ns_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE std::string header_text(const FirmwarePlan& plan) {
+  return detail::HeaderPrinter(plan).text();
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> weights_file(const FirmwarePlan& plan) {
+  return detail::model_file(plan, runtime::FileKind::Weights, plan.weights, nullptr, 0);
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan) {
+  return detail::model_file(plan, runtime::FileKind::Insts, plan.insts, plan.queue_insns.data(),
+                            plan.uop_words);
+}
+
+DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
+                             const EmitOptions& options) {
+  const FirmwarePlan plan = plan_firmware(m, options);
+  const auto weights = weights_file(plan);
+  const auto insts = insts_file(plan);
+  const auto header = header_text(plan);
+  EmitResult r;
+  const std::string stem = dir + "/" + m.name();
+  r.header = stem + ".hpp";
+  r.weights = stem + ".weights.bin";
+  r.insts = stem + ".insts.bin";
+  detail::write_file(r.header, header.data(), header.size());
+  detail::write_file(r.weights, weights.data(), weights.size());
+  detail::write_file(r.insts, insts.data(), insts.size());
+  r.plan = plan.memory;
+  r.static_streams = plan.streams.size();
+  r.replayed_steps = plan.replayed.size();
+  for (const auto& g : plan.streams) r.static_instructions += g.stream.insns.size();
+  r.header_bytes = header.size();
+  return r;
+}
+
+}  // namespace dlavm::deploy
+// end dlavm/deploy/emit-inl.hpp
+#endif
+// end dlavm/deploy/emit.hpp
+// begin dlavm/deploy/firmware_plan.hpp
+// end dlavm/deploy/firmware_plan.hpp
+// end dlavm/deploy.hpp
+// begin dlavm/graph.hpp
+// graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
+// the op records and typed builders, type inference and placement, the printer, name-based
+// construction for importers, the reference executor on the host kernels, and the build for
+// a target: fusion into VTA groups, the VTA strategies, layout packing, the Module (the built
+// model, immutable) and the Executor that runs its host and VTA steps on a device;
+// graph::to_dot draws a function for Graphviz.
+//
+//   namespace g = dlavm::graph;
+//   auto token = ne::var("token", 1, 2048);
+//   auto x = g::input("x", {1, token, 512}, DType::int8());
+//   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
+//   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
+//   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
+//   auto mod = g::build(fn, g::Target{});
+//   g::Executor exec(mod, dev);
+//   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
+
+// begin dlavm/graph/assign_layouts.hpp
+// The `layout` pass: how each VTA group's kernel holds what it reads and writes, as its
+// anchor's strategy lays them out (graph/strategy.hpp): each argument of the anchor in its
+// packed layout (arg_layout), the result in result_layout, each epilogue operand as the result
+// (a residual) or as a channel vector (a bias: [C/T, R, T]), and a result VTA returns as int32
+// (Epilogue::int32_result) in byte planes. The function is placed (the `partition` pass); the
+// one returned carries the layouts in its placement (Group::layouts). build then packs a value
+// where a VTA group reads it in another layout than its producer left it, and unpacks where
+// the host or the caller reads it (graph/build.hpp), so that consecutive VTA groups pass
+// packed values to each other.
+//
+//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
+//   const auto& g = laid_out.placement()->groups[0];
+//   fmt::print("{}\n", graph::to_string(g.layouts->inputs[0]));    // activation[1x16]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// graph::Target: what infer_type and build compile for: the VTA configuration, the op
+// registry, and the VTA strategies with the epilogue rules. graph::infer_type(fn, target)
+// (graph/place.hpp) types and places a function for it.
+//
+//   graph::Target target;                          // default VTA config, ops, strategies
+//   target.ops.add(my_custom_op);
+//   auto typed = graph::infer_type(fn, target);
+
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
 // begin dlavm/graph/ops.hpp
 // The graph's op set: the typed builder functions of every family, and default_ops(), the
 // registry holding their records. Each family header lists its ops with their shapes and
@@ -21701,6 +23489,9 @@ ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t p
                        std::int64_t window, std::int64_t stride, std::string_view what);
 // A host support rule: the host kernel computes in float32 only.
 std::optional<std::string> host_float32_only(const TypeCall& c);
+// The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
+// elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
+FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);
 
 }  // namespace dlavm::graph::detail
 
@@ -21788,6 +23579,15 @@ DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
       return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
                          c.arg(i), c.type(i).dtype);
   return std::nullopt;
+}
+
+DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep& s,
+                                        std::size_t inputs) {
+  FirmwareCall c{std::move(function), {}};
+  for (std::size_t k = 0; k < inputs; ++k) c.args.push_back(FirmwareArg::input(k));
+  c.args.push_back(FirmwareArg::output());
+  c.args.push_back(FirmwareArg::dim(product(s.input(0))));
+  return c;
 }
 
 }  // namespace dlavm::graph::detail
@@ -22108,8 +23908,12 @@ void add_elementwise_ops(OpRegistry& ops);
 // end dlavm/graph/ops/common.hpp
 // begin dlavm/graph/ops/elementwise.hpp
 // end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace dlavm::graph {
 
@@ -22174,34 +23978,83 @@ DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
   return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// add and mul of one shape (runtime::add, runtime::mul do not broadcast).
+inline FirmwareKernel binary_firmware(std::string op) {
+  const auto support = [op](const FirmwareStep& s) -> std::optional<std::string> {
+    const auto &a = s.input(0), &b = s.input(1);
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same))
+      return std::nullopt;
+    return fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", op);
+  };
+  return {.support = support, .call = [op](const FirmwareStep& s) {
+            return elements_call("dlavm::runtime::" + op, s, 2);
+          }};
+}
+
+inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
+  return {"dlavm::runtime::bias_add",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner)}};
+}
+
+inline FirmwareCall clip_firmware(const FirmwareStep& s) {
+  const auto p = clip_params(s.call.attrs);
+  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
+  if (s.call.type(0).dtype.is_float()) {
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
+  } else {
+    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
+    c.args.push_back(FirmwareArg::typed(0, lo));
+    c.args.push_back(FirmwareArg::typed(0, hi));
+  }
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
   ops.add({.name = "add",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); },
+           .firmware = detail::binary_firmware("add")});
   ops.add({.name = "mul",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); },
+           .firmware = detail::binary_firmware("mul")});
   ops.add({.name = "bias_add",
            .min_args = 2,
            .max_args = 2,
            .attrs = detail::bias_add_schema().specs(),
            .type_rule = detail::bias_add_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+               },
+           .firmware = {.call = detail::bias_add_firmware}});
   ops.add({.name = "relu",
            .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::elements_call("dlavm::runtime::relu", s, 1);
+           }}});
   ops.add({.name = "clip",
            .attrs = detail::clip_schema().specs(),
            .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], clip_params(attrs));
-           }});
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
+           .firmware = {.call = detail::clip_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -22922,7 +24775,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   constexpr std::string_view who = "host::softmax";
   detail::require_float32(who, "x", x);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = detail::split_at(x.shape(), axis);
+  const auto split = split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
   runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
@@ -23075,6 +24928,50 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
 
+namespace detail {
+
+// runtime::softmax(x, y, outer, extent, inner) over the axis, float32 only.
+inline FirmwareKernel softmax_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            const DType x = s.call.type(0).dtype;
+            if (x == DType::float32()) return std::nullopt;
+            return fmt::format("softmax of {} has no firmware kernel", x);
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto& x = s.input(0);
+                const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+                return FirmwareCall{
+                    "dlavm::runtime::softmax",
+                    {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+                     FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
+              }};
+}
+
+// runtime::layer_norm(x, gamma, beta, y, groups, group size, epsilon): the dims from the axis on
+// are one group.
+inline FirmwareCall layer_norm_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = layer_norm_schema().from_attrs(s.call.attrs);
+  const auto axis = s.call.axis("axis", x.size());
+  return {"dlavm::runtime::layer_norm",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+           FirmwareArg::output(), FirmwareArg::dim(product(std::span(x).first(axis))),
+           FirmwareArg::dim(product(std::span(x).subspan(axis))),
+           FirmwareArg::real(static_cast<float>(p.epsilon))}};
+}
+
+// runtime::causal_mask(x, y, rows, M, N) over the last two dims.
+inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  return {"dlavm::runtime::causal_mask",
+          {FirmwareArg::input(0), FirmwareArg::output(),
+           FirmwareArg::dim(product(std::span(x).first(x.size() - 1))),
+           FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "softmax",
            .attrs = detail::softmax_schema().specs(),
@@ -23083,7 +24980,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = detail::softmax_firmware()});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
@@ -23094,7 +24992,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                  return host::layer_norm(*a[0], *a[1], *a[2],
                                          detail::layer_norm_schema().from_attrs(attrs));
                },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::layer_norm_firmware}});
   ops.add({.name = "gelu",
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
@@ -23102,7 +25001,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::causal_mask_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -23263,7 +25163,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   const auto fixed = integer_exp_for(p.scale, who);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
   const auto& shape = s.shape();
-  const auto split = detail::split_at(shape, axis);
+  const auto split = split_at(shape, axis);
   if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
     raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
                       split.extent, axis, detail::shape_str(shape),
@@ -23381,13 +25281,37 @@ DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
   return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// runtime::integer_softmax(x, y, outer, keys, inner, exponential, queries, queries inner).
+inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = integer_softmax_params(s.call.attrs);
+  const auto fixed = host::integer_exp_for(p.scale);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span(x), axis);
+  const auto query = host::integer_softmax_causal_queries(p, axis, x.size());
+  return {"dlavm::runtime::integer_softmax",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
+           FirmwareArg::aggregate(
+               "dlavm::runtime::IntegerExp",
+               {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}),
+           FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)),
+           FirmwareArg::boolean(query && query->inner)}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   ops.add({.name = "integer_softmax",
            .attrs = detail::integer_softmax_schema().specs(),
            .type_rule = detail::integer_softmax_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::integer_softmax(*a[0], integer_softmax_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax(*a[0], integer_softmax_params(attrs));
+               },
+           .firmware = {.call = detail::integer_softmax_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -23618,12 +25542,26 @@ inline TensorType matmul_type(const TypeCall& c) {
 DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
 DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
 
+namespace detail {
+
+// runtime::dense(x, w, y, rows, N, K): x's leading dims as the rows.
+inline FirmwareCall dense_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  return {"dlavm::runtime::dense",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(product(std::span(x).first(x.size() - 1))),
+           FirmwareArg::dim(s.input(1)[0]), FirmwareArg::dim(x.back())}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
   ops.add({.name = "dense",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::dense_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); },
+           .firmware = {.call = detail::dense_firmware}});
   ops.add({.name = "matmul",
            .min_args = 2,
            .max_args = 2,
@@ -23901,13 +25839,47 @@ DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
 
 DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
 
+namespace detail {
+
+// runtime::pool_window_max / pool_window_avg over the planes [N*C, H, W]; a global average is
+// one window of the whole plane that counts its (absent) padding.
+inline FirmwareCall pool_firmware(const FirmwareStep& s, bool maximum, bool global) {
+  const auto& x = s.input(0);
+  const auto& y = s.result.shape;
+  host::Pool2dParams p;
+  if (global)
+    p.count_include_pad = true;
+  else
+    p = pool2d_params(s.call.attrs);
+  const auto window = [&](std::size_t k) {
+    return global ? FirmwareArg::dim(x[2 + k]) : FirmwareArg::integer(p.pool_size[k]);
+  };
+  FirmwareCall c{
+      maximum ? "dlavm::runtime::pool_window_max" : "dlavm::runtime::pool_window_avg",
+      {FirmwareArg::input(0), FirmwareArg::output(),
+       FirmwareArg::aggregate(
+           "dlavm::runtime::PoolShape",
+           {FirmwareArg::dim(x[0] * x[1]), FirmwareArg::dim(x[2]), FirmwareArg::dim(x[3]),
+            FirmwareArg::dim(y[2]), FirmwareArg::dim(y[3]), window(0), window(1),
+            FirmwareArg::integer(p.strides[0]), FirmwareArg::integer(p.strides[1]),
+            FirmwareArg::integer(p.padding[0]), FirmwareArg::integer(p.padding[1])})}};
+  if (!maximum) c.args.push_back(FirmwareArg::boolean(p.count_include_pad));
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
   ops.add({.name = "max_pool2d",
            .attrs = detail::pool2d_schema(false).specs(),
            .type_rule = detail::pool2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::max_pool2d(*a[0], pool2d_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::max_pool2d(*a[0], pool2d_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, true, false);
+           }}});
   ops.add({.name = "avg_pool2d",
            .attrs = detail::pool2d_schema(true).specs(),
            .type_rule = detail::pool2d_type,
@@ -23915,11 +25887,17 @@ DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::avg_pool2d(*a[0], pool2d_params(attrs));
                },
-           .host_support = detail::host_average_support});
+           .host_support = detail::host_average_support,
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, false, false);
+           }}});
   ops.add({.name = "global_avg_pool2d",
            .type_rule = detail::global_pool_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
-           .host_support = detail::host_average_support});
+           .host_support = detail::host_average_support,
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, false, true);
+           }}});
 }
 
 }  // namespace dlavm::graph
@@ -23986,6 +25964,8 @@ DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
 // end dlavm/core/api.hpp
 // begin dlavm/core/dtype.hpp
 // end dlavm/core/dtype.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
@@ -24020,6 +26000,21 @@ struct LinearQuantParams {
 };
 // Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
 // `who`).
+// x seen as [outer, channels, inner] for linear (de)quantization parameters of rank
+// `parameter_rank`: one per channel of dim `axis` (the runtime kernels' view), or one for all
+// when the parameters or x are scalars. Int64 dims (the host) or ne::Expr (firmware calls).
+template <class Extent>
+AxisSplit<Extent> split_channels(std::span<const Extent> x, std::size_t parameter_rank,
+                                 std::int64_t axis) {
+  if (parameter_rank == 0 || x.empty()) {
+    AxisSplit<Extent> all;
+    for (const auto& d : x) all.inner = all.inner * d;
+    return all;
+  }
+  const auto rank = static_cast<std::int64_t>(x.size());
+  return detail::split_dims(x, static_cast<std::size_t>(axis < 0 ? axis + rank : axis));
+}
+
 void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
                            const te::NDArray& zero_point, const LinearQuantParams& p,
                            std::string_view who);
@@ -24136,31 +26131,18 @@ DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
 
 namespace detail {
 
-// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters;
+// and x as the runtime kernels see it, [outer, channels, inner] (split_channels).
 struct ChannelIndex {
-  std::size_t inner = 1, channels = 1;
-  bool per_channel = false;
-  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
-  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
-  std::array<std::int64_t, 3> split(std::size_t size) const {
-    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
-    const std::size_t block = channels * inner;
-    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
-            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
+  AxisSplit<std::int64_t> split;
+  std::size_t operator()(std::size_t i) const {
+    return static_cast<std::size_t>((static_cast<std::int64_t>(i) / split.inner) % split.extent);
   }
 };
 
 inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
                                   const LinearQuantParams& p) {
-  ChannelIndex c;
-  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-  c.per_channel = true;
-  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
-  for (std::int64_t k = axis + 1; k < rank; ++k)
-    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
-  return c;
+  return {split_channels<std::int64_t>(x.shape(), scale.ndim(), p.axis)};
 }
 
 }  // namespace detail
@@ -24200,9 +26182,9 @@ DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray
   const DType t = zero_point.dtype();
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(t, x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
   runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
-                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
+                           y.data().data(), ch.split.outer, ch.split.extent, ch.split.inner,
+                           t.min_value(), t.max_value());
   return y;
 }
 
@@ -24217,9 +26199,8 @@ DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArr
         x.dtype(), zero_point.dtype());
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(DType::float32(), x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
   runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
-                             y.fdata().data(), outer, channels, inner);
+                             y.fdata().data(), ch.split.outer, ch.split.extent, ch.split.inner);
   return y;
 }
 
@@ -24415,38 +26396,99 @@ DLAVM_INLINE Expr cast(Expr x, DType dtype) {
   return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
 }
 
+namespace detail {
+
+// runtime::requantize(x, y, elements, x's bits, shift, rounding constant, lo, hi).
+inline FirmwareKernel requantize_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            const DType x = s.call.type(0).dtype;
+            if (x.is_int()) return std::nullopt;
+            return fmt::format("requantize of {} has no firmware kernel (signed integers only)", x);
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto p = requantize_params(s.call.attrs);
+                const std::uint64_t round = p.rounding == host::Rounding::Nearest && p.shift > 0
+                                                ? std::uint64_t{1} << (p.shift - 1)
+                                                : 0;
+                FirmwareCall c = elements_call("dlavm::runtime::requantize", s, 1);
+                c.args.push_back(FirmwareArg::integer(s.call.type(0).dtype.bits()));
+                c.args.push_back(FirmwareArg::integer(p.shift));
+                c.args.push_back(FirmwareArg::integer(static_cast<std::int64_t>(round), "ULL"));
+                c.args.push_back(FirmwareArg::integer(p.lo, "LL"));
+                c.args.push_back(FirmwareArg::integer(p.hi, "LL"));
+                return c;
+              }};
+}
+
+// runtime::cast(x, y, elements, lo, hi): the output type's range (unused for float).
+inline FirmwareCall cast_firmware(const FirmwareStep& s) {
+  const DType t = s.result.dtype;
+  const std::int64_t lo = t.is_float() ? 0 : t.min_value(), hi = t.is_float() ? 0 : t.max_value();
+  FirmwareCall c = elements_call("dlavm::runtime::cast", s, 1);
+  c.args.push_back(FirmwareArg::integer(lo == INT64_MIN ? INT64_MIN + 1 : lo, "LL"));
+  c.args.push_back(FirmwareArg::integer(hi, "LL"));
+  return c;
+}
+
+// runtime::quantize_linear / dequantize_linear(x, scale, zero point, y, outer, channels,
+// inner[, the output type's range]).
+inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, bool quantize) {
+  const auto split = host::split_channels(std::span(s.input(0)), s.input(1).size(),
+                                          linear_quant_schema().from_attrs(s.call.attrs).axis);
+  FirmwareCall c{quantize ? "dlavm::runtime::quantize_linear" : "dlavm::runtime::dequantize_linear",
+                 {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+                  FirmwareArg::output(), FirmwareArg::dim(split.outer),
+                  FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
+  if (quantize) {
+    c.args.push_back(FirmwareArg::integer(s.result.dtype.min_value(), "LL"));
+    c.args.push_back(FirmwareArg::integer(s.result.dtype.max_value(), "LL"));
+  }
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
   ops.add({.name = "requantize",
            .attrs = detail::requantize_schema().specs(),
            .type_rule = detail::requantize_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::requantize(*a[0], requantize_params(attrs));
-           }});
-  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::requantize(*a[0], requantize_params(attrs));
+               },
+           .firmware = detail::requantize_firmware()});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel, FirmwareKernel firmware) {
     ops.add({.name = std::move(name),
              .min_args = 3,
              .max_args = 3,
              .attrs = detail::linear_quant_schema().specs(),
              .type_rule = std::move(rule),
-             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
-               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
-             }});
+             .host_kernel =
+                 [kernel](HostArgs a, const Attrs& attrs) {
+                   return kernel(*a[0], *a[1], *a[2],
+                                 detail::linear_quant_schema().from_attrs(attrs));
+                 },
+             .firmware = std::move(firmware)});
   };
   linear("quantize_linear", detail::quantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); },
+         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, true); }});
   linear("dequantize_linear", detail::dequantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); },
+         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, false); }});
   linear("rescale", detail::rescale_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
+         {});
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::cast(*a[0], cast_dtype(attrs));
-           }});
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::cast(*a[0], cast_dtype(attrs)); },
+           .firmware = {.call = detail::cast_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -24784,7 +26826,7 @@ DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const Co
     out_shape[axis] += x.shape()[axis];
   }
   te::NDArray y(first.dtype(), out_shape);
-  const auto split = detail::split_at(out_shape, axis);
+  const auto split = split_at(out_shape, axis);
   std::int64_t at = 0;  // offset within one outer slice of y
   for (const te::NDArray* x : xs) {
     const std::int64_t chunk = x->shape()[axis] * split.inner;
@@ -25066,13 +27108,49 @@ DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
   return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// runtime::copy(x, y, elements): a reshape or flatten keeps the row-major order.
+inline FirmwareCall copy_firmware(const FirmwareStep& s) {
+  return elements_call("dlavm::runtime::copy", s, 1);
+}
+
+// runtime::transpose(x, y, shape, perm, rank), of rank 8 at most.
+inline FirmwareKernel transpose_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            if (s.input(0).size() <= 8) return std::nullopt;
+            return fmt::format("transpose of rank {} has no firmware kernel (rank 8 at most)",
+                               s.input(0).size());
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto& x = s.input(0);
+                const auto perm = host::transpose_perm(transpose_params(s.call.attrs).perm,
+                                                       x.size(), "transpose");
+                FirmwareLocal shape{"shape", "std::int64_t", true, {}};
+                FirmwareLocal order{"perm", "std::int64_t", true, {}};
+                for (const auto& d : x) shape.items.push_back(FirmwareArg::dim(d));
+                for (const auto p : perm)
+                  order.items.push_back(FirmwareArg::integer(static_cast<std::int64_t>(p)));
+                return FirmwareCall{"dlavm::runtime::transpose",
+                                    {FirmwareArg::input(0), FirmwareArg::output(),
+                                     FirmwareArg::local("shape"), FirmwareArg::local("perm"),
+                                     FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
+                                    {std::move(shape), std::move(order)}};
+              }};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "reshape",
            .attrs = detail::reshape_schema().specs(),
            .type_rule = detail::reshape_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::copy_firmware}});
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
@@ -25080,6 +27158,7 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
                },
+           .firmware = detail::transpose_firmware(),
            .permutation = [](const TypeCall& c) -> std::optional<std::vector<std::int64_t>> {
              const auto perm = host::transpose_perm(params_of(c, detail::transpose_schema()).perm,
                                                     c.type(0).ndim(), c.label);
@@ -25088,9 +27167,11 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "flatten",
            .attrs = detail::flatten_schema().specs(),
            .type_rule = detail::flatten_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::copy_firmware}});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,
@@ -25150,1516 +27231,6 @@ DLAVM_INLINE OpRegistry default_ops() {
 }  // namespace dlavm::graph
 // end dlavm/graph/ops-inl.hpp
 #endif
-// end dlavm/graph/ops.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-// begin dlavm/runtime/model_file.hpp
-// The model files deploy::emit writes beside a generated header: <name>.weights.bin (the
-// weight region's image) and <name>.insts.bin (the static instruction and micro-op streams).
-// Each is a 96-byte header, then the payload:
-//
-//   offset  size  field
-//        0     8  magic: "DLAVMWGT" (weights) or "DLAVMINS" (instructions)
-//        8     4  format version (kFormatVersion)
-//       12     4  header bytes (96)
-//       16    12  the VTA configuration built for: its 12 log2 parameters, one byte each
-//               (ConfigId: inp, wgt, acc, out widths, batch, block in, block out, uop, inp,
-//               wgt, acc buffer sizes, bus width)
-//       28     4  reserved, 0
-//       32    12  instructions per queue (load, compute, store); 0 for weights
-//       44     4  micro-op words; 0 for weights
-//       48     8  payload bytes
-//       56     8  payload checksum (FNV-1a, 64 bits)
-//       64    32  model name, NUL-padded
-//
-// all little-endian. check_model_file refuses a wrong magic or version, another
-// configuration, a truncated file and a payload whose checksum differs (tampered, or another
-// build: the generated header holds the checksum it was built with). Standard library only,
-// no exceptions, C++17.
-
-#include <cstddef>
-#include <cstdint>
-
-namespace dlavm::runtime {
-
-inline constexpr std::uint32_t kFormatVersion = 1;
-inline constexpr std::size_t kFileHeaderBytes = 96;
-inline constexpr std::size_t kModelNameBytes = 32;
-
-// What went wrong, in firmware: every runtime entry point returns one.
-enum class ModelStatus : std::int32_t {
-  Ok = 0,
-  BadMagic,       // not a dlavm model file of this kind
-  BadVersion,     // a file format version this runtime does not read
-  WrongConfig,    // built for another VTA configuration
-  Truncated,      // shorter than its header says
-  BadChecksum,    // the payload's checksum differs from the header's
-  WrongModel,     // a valid file of another model or build (checksum or size differs)
-  DimOutOfRange,  // a symbolic dim outside its range
-  NoMemory,       // the driver could not allocate the model's memory
-  Misaligned,     // the memory the driver gave is not aligned to VTA's elements
-  NotOpen,        // the session has no memory (open failed or was not called)
-  NotLoaded,      // run before load_params / prepare
-  StreamError,    // encoding an instruction stream failed (error() holds the writer's)
-  DeviceError,    // VTADeviceRun failed or timed out
-};
-
-constexpr const char* status_name(ModelStatus s) {
-  switch (s) {
-    case ModelStatus::Ok:
-      return "ok";
-    case ModelStatus::BadMagic:
-      return "not a model file of this kind (bad magic)";
-    case ModelStatus::BadVersion:
-      return "unsupported file format version";
-    case ModelStatus::WrongConfig:
-      return "built for another VTA configuration";
-    case ModelStatus::Truncated:
-      return "truncated file";
-    case ModelStatus::BadChecksum:
-      return "payload checksum mismatch (tampered or corrupted)";
-    case ModelStatus::WrongModel:
-      return "file of another model or build";
-    case ModelStatus::DimOutOfRange:
-      return "symbolic dim out of range";
-    case ModelStatus::NoMemory:
-      return "device memory allocation failed";
-    case ModelStatus::Misaligned:
-      return "device memory not aligned to VTA's elements";
-    case ModelStatus::NotOpen:
-      return "session not open";
-    case ModelStatus::NotLoaded:
-      return "weights or streams not loaded";
-    case ModelStatus::StreamError:
-      return "instruction stream encoding failed";
-    case ModelStatus::DeviceError:
-      return "VTA device run failed";
-  }
-  return "unknown status";
-}
-
-// A VTA configuration's 12 log2 parameters (the order of the file header).
-struct ConfigId {
-  std::uint8_t logs[12] = {};
-  constexpr bool operator==(const ConfigId& o) const {
-    for (int i = 0; i < 12; ++i)
-      if (logs[i] != o.logs[i]) return false;
-    return true;
-  }
-  constexpr bool operator!=(const ConfigId& o) const { return !(*this == o); }
-};
-
-enum class FileKind : std::uint8_t { Weights, Insts };
-
-struct FileHeader {
-  FileKind kind = FileKind::Weights;
-  std::uint32_t version = kFormatVersion;
-  ConfigId config;
-  std::uint32_t queue_insns[3] = {};
-  std::uint32_t uop_words = 0;
-  std::uint64_t payload_bytes = 0;
-  std::uint64_t checksum = 0;
-  char name[kModelNameBytes] = {};
-};
-
-constexpr std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n,
-                              std::uint64_t h = 0xcbf29ce484222325ULL) {
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-namespace file_detail {
-constexpr const char* magic(FileKind k) { return k == FileKind::Weights ? "DLAVMWGT" : "DLAVMINS"; }
-constexpr void put(std::uint8_t* p, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-constexpr std::uint64_t get(const std::uint8_t* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= std::uint64_t{p[i]} << (8 * i);
-  return v;
-}
-}  // namespace file_detail
-
-// Writes the 96 header bytes.
-constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
-  using namespace file_detail;
-  for (std::size_t i = 0; i < kFileHeaderBytes; ++i) out[i] = 0;
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(magic(h.kind)[i]);
-  put(out + 8, h.version, 4);
-  put(out + 12, kFileHeaderBytes, 4);
-  for (int i = 0; i < 12; ++i) out[16 + i] = h.config.logs[i];
-  for (int q = 0; q < 3; ++q) put(out + 32 + 4 * q, h.queue_insns[q], 4);
-  put(out + 44, h.uop_words, 4);
-  put(out + 48, h.payload_bytes, 8);
-  put(out + 56, h.checksum, 8);
-  for (std::size_t i = 0; i < kModelNameBytes && h.name[i] != 0; ++i)
-    out[64 + i] = static_cast<std::uint8_t>(h.name[i]);
-}
-
-// Checks a file of `size` bytes: its kind, version, configuration, size and checksum; on Ok,
-// `header` holds its fields and the payload follows the header.
-constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t size, FileKind kind,
-                                       const ConfigId& config, FileHeader& header) {
-  using namespace file_detail;
-  if (file == nullptr || size < 16) return ModelStatus::Truncated;
-  for (int i = 0; i < 8; ++i)
-    if (file[i] != static_cast<std::uint8_t>(magic(kind)[i])) return ModelStatus::BadMagic;
-  header.kind = kind;
-  header.version = static_cast<std::uint32_t>(get(file + 8, 4));
-  if (header.version != kFormatVersion) return ModelStatus::BadVersion;
-  if (size < kFileHeaderBytes || get(file + 12, 4) != kFileHeaderBytes)
-    return ModelStatus::Truncated;
-  for (int i = 0; i < 12; ++i) header.config.logs[i] = file[16 + i];
-  if (header.config != config) return ModelStatus::WrongConfig;
-  for (int q = 0; q < 3; ++q)
-    header.queue_insns[q] = static_cast<std::uint32_t>(get(file + 32 + 4 * q, 4));
-  header.uop_words = static_cast<std::uint32_t>(get(file + 44, 4));
-  header.payload_bytes = get(file + 48, 8);
-  header.checksum = get(file + 56, 8);
-  for (std::size_t i = 0; i < kModelNameBytes; ++i)
-    header.name[i] = static_cast<char>(file[64 + i]);
-  if (header.payload_bytes > size - kFileHeaderBytes) return ModelStatus::Truncated;
-  if (fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(header.payload_bytes)) !=
-      header.checksum)
-    return ModelStatus::BadChecksum;
-  return ModelStatus::Ok;
-}
-
-}  // namespace dlavm::runtime
-// end dlavm/runtime/model_file.hpp
-// begin dlavm/vta/codegen.hpp
-// C++ for a program's replay: the loops vta::Program::instantiate interprets on the host,
-// printed as code that firmware compiles. The function it writes,
-//
-//   template <class Storage, class Layout>
-//   constexpr bool <name>(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims)
-//
-// (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
-// same runtime::Replay methods with the same values the host computes, the index expressions of
-// symbolic fields compiled by the firmware's own compiler, so it writes the same words
-// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
-// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
-// is a constant stream.
-//
-//   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
-//   std::string code = vta::replay_source(prog, "replay_fc1", dims);
-//
-// A symbolic dim the program reads that `dims` does not name, or a division by anything but
-// a positive constant, is a ValueError naming the program and the expression.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/vta/program.hpp
-// end dlavm/vta/program.hpp
-
-#include <functional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::vta {
-
-std::string replay_source(const Program& p, std::string_view function,
-                          std::span<const std::string> dims);
-
-// The symbolic dims a program's loops and fields read (by name, in order of first use): none
-// for a program whose stream is the same for every run.
-std::vector<std::string> dims_read(const Program& p);
-
-// The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
-// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
-std::string regions_source(const Program& p);
-
-// A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
-// layout), `kUopDepth` and `kElemBytes`.
-std::string config_source(const Config& c);
-
-// An index expression as C++ over the given names of its variables (runtime's floor_div,
-// floor_mod, min and max): what replay_source writes for each field.
-std::string cpp_expr(const ne::Expr& e,
-                     const std::function<std::string(const ne::VarNode&)>& name_of);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/codegen-inl.hpp
-// Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
-
-// begin dlavm/vta/codegen.hpp
-// end dlavm/vta/codegen.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <iterator>
-#include <limits>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::vta {
-
-DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
-                                  const std::function<std::string(const ne::VarNode&)>& name_of) {
-  using ne::Kind;
-  const auto sub = [&](const ne::Expr& x) { return cpp_expr(x, name_of); };
-  switch (e.kind()) {
-    case Kind::IntImm: {
-      const auto v = e.as<ne::IntImmNode>()->value;
-      // INT64_MIN has no literal; every other value is a literal of the right type
-      if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
-      // ne folds constant subexpressions, so no two literals meet in an int operation; a
-      // literal past int's range is a long by itself
-      return v < 0 ? fmt::format("({})", v) : fmt::format("{}", v);
-    }
-    case Kind::Var:
-      return name_of(*e.as<ne::VarNode>());
-    case Kind::Not:
-      return fmt::format("std::int64_t(!{})", sub(e.as<ne::NotNode>()->a));
-    case Kind::Select: {
-      const auto* s = e.as<ne::SelectNode>();
-      return fmt::format("({} != 0 ? {} : {})", sub(s->cond), sub(s->t), sub(s->f));
-    }
-    default:
-      break;
-  }
-  const auto* b = e.as<ne::BinaryNode>();
-  const auto a = sub(b->a), c = sub(b->b);
-  const auto divisor = [&](const char* op) {
-    const auto* k = b->b.as<ne::IntImmNode>();
-    if (k == nullptr || k->value < 1)
-      raise<ValueError>(
-          "replay_source: `{}` {} by `{}`; generated code divides only by positive "
-          "constants",
-          e, op, b->b);
-  };
-  switch (e.kind()) {
-    case Kind::Add:
-      return fmt::format("({} + {})", a, c);
-    case Kind::Sub:
-      return fmt::format("({} - {})", a, c);
-    case Kind::Mul:
-      return fmt::format("({} * {})", a, c);
-    case Kind::FloorDiv:
-      divisor("divides");
-      return fmt::format("dlavm::runtime::floor_div({}, {})", a, c);
-    case Kind::FloorMod:
-      divisor("takes a modulo");
-      return fmt::format("dlavm::runtime::floor_mod({}, {})", a, c);
-    case Kind::Min:
-      return fmt::format("dlavm::runtime::min({}, {})", a, c);
-    case Kind::Max:
-      return fmt::format("dlavm::runtime::max({}, {})", a, c);
-    case Kind::EQ:
-      return fmt::format("std::int64_t({} == {})", a, c);
-    case Kind::NE:
-      return fmt::format("std::int64_t({} != {})", a, c);
-    case Kind::LT:
-      return fmt::format("std::int64_t({} < {})", a, c);
-    case Kind::LE:
-      return fmt::format("std::int64_t({} <= {})", a, c);
-    case Kind::GT:
-      return fmt::format("std::int64_t({} > {})", a, c);
-    case Kind::GE:
-      return fmt::format("std::int64_t({} >= {})", a, c);
-    case Kind::And:
-      return fmt::format("std::int64_t({} != 0 && {} != 0)", a, c);
-    case Kind::Or:
-      return fmt::format("std::int64_t({} != 0 || {} != 0)", a, c);
-    default:
-      raise<ValueError>("replay_source: unexpected expression `{}`", e);
-  }
-}
-
-namespace detail {
-
-// Prints the program's statements as C++, one Replay call per intrinsic, as the host's
-// replay plan (vta/replay_plan-inl.hpp) evaluates them. The two are written independently:
-// tests/deploy compares their words for every dim value of its programs.
-class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
- public:
-  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
-
-  fmt::memory_buffer out;
-
-  void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    const auto name = fmt::format("i{}", loops_++);
-    const auto lo = index(n.min), extent = index(n.extent);
-    names_[n.var.id()] = name;
-    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
-         extent);
-    ++depth_;
-    visit(n.body);
-    --depth_;
-    line("}}");
-    names_.erase(n.var.id());
-  }
-  void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-    line("if ({} != 0) {{", index(n.cond));
-    ++depth_;
-    visit(n.then_case);
-    --depth_;
-    if (n.else_case.defined()) {
-      line("}} else {{");
-      ++depth_;
-      visit(n.else_case);
-      --depth_;
-    }
-    line("}}");
-  }
-  void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
-    raise<ScheduleError>("program '{}': a store to '{}' is left on the host", prog_.name(),
-                         n.buffer.name());
-  }
-  void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-    if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
-    const te::CallNode* call = kernel_call(n.body);
-    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
-    line("r.kernel_begin();");
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
-    const auto& c = *call;
-    if (c.name == intrin::alu) {
-      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
-           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
-           region(c.buffers[1]));
-    } else if (c.name == intrin::gemm_reset) {
-      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
-    } else {
-      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
-           region(c.buffers[1]), region(c.buffers[2]));
-    }
-  }
-  void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-    const auto* call = n.value.as<te::CallNode>();
-    if (call == nullptr)
-      raise<ScheduleError>("program '{}': `{}` is not a VTA intrinsic", prog_.name(), n.value);
-    const auto& name = call->name;
-    const auto& a = call->args;
-    if (in_kernel_) {
-      if (name == intrin::uop_loop_begin) {
-        line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
-      } else if (name == intrin::uop_loop_end) {
-      } else if (name == intrin::gemm) {
-        line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
-             offset(call->buffers[2], a[2]));
-      } else if (name == intrin::gemm_reset) {
-        line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
-      } else if (name == intrin::alu) {
-        line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
-      } else {
-        raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
-      }
-      return;
-    }
-    if (name == intrin::load) {
-      line(
-          "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
-          "return false;",
-          value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
-          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
-          value(a[7]), value(a[8]), value(a[9]));
-    } else if (name == intrin::store) {
-      line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
-           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
-           value(a[4]), value(a[5]));
-    } else {
-      raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
-                           name);
-    }
-  }
-
-  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
-  std::string prologue() const {
-    std::string s;
-    for (std::size_t k = 0; k < dims_.size(); ++k)
-      if (used_[k])
-        s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
-    return s;
-  }
-
- private:
-  template <class... Args>
-  void line(fmt::format_string<Args...> f, Args&&... args) {
-    for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
-    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-    out.push_back('\n');
-  }
-
-  std::string index(const ne::Expr& e) {
-    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
-      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
-      for (std::size_t k = 0; k < dims_.size(); ++k)
-        if (dims_[k] == v.name) {
-          used_.resize(dims_.size());
-          used_[k] = true;
-          return fmt::format("d{}", k);
-        }
-      raise<ValueError>(
-          "program '{}': reads the symbolic dim '{}', which the replay is not given "
-          "(given: {})",
-          prog_.name(), v.name, fmt::join(dims_, ", "));
-    });
-  }
-  std::string value(const te::Expr& e) {
-    if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
-    if (const auto* i = e.as<te::IndexNode>()) return index(i->index);
-    raise<ScheduleError>("program '{}': intrinsic argument `{}` is not an index", prog_.name(), e);
-  }
-  // An SRAM buffer's base plus an offset.
-  std::string offset(const te::Buffer& b, const te::Expr& e) {
-    const auto it = prog_.sram().find(b.get());
-    if (it == prog_.sram().end())
-      raise<ScheduleError>("program '{}': buffer '{}' has no SRAM placement", prog_.name(),
-                           b.name());
-    if (const auto* c = e.as<te::IntImmNode>())
-      return fmt::format("{}", it->second.base + c->value);
-    return fmt::format("{} + {}", it->second.base, value(e));
-  }
-  std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
-  std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
-
-  static const te::CallNode* kernel_call(const tir::Stmt& body) {
-    struct Find : tir::StmtVisitor<Find> {
-      const te::CallNode* call = nullptr;
-      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        const auto* c = n.value.as<te::CallNode>();
-        if (c != nullptr &&
-            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
-          call = c;
-      }
-    } find;
-    find.visit(body);
-    return find.call;
-  }
-
-  const Program& prog_;
-  std::span<const std::string> dims_;
-  std::vector<bool> used_;
-  std::unordered_map<std::uint64_t, std::string> names_;
-  int loops_ = 0, depth_ = 1;
-  bool in_kernel_ = false;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
-  struct Reads : tir::StmtVisitor<Reads> {
-    std::vector<std::string> dims;
-    std::vector<std::uint64_t> loops;
-    void index(const ne::Expr& e) {
-      for (const auto& v : ne::free_vars(e)) {
-        const auto& var = *v.as<ne::VarNode>();
-        if (std::find(loops.begin(), loops.end(), var.id) == loops.end() &&
-            std::find(dims.begin(), dims.end(), var.name) == dims.end())
-          dims.push_back(var.name);
-      }
-    }
-    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      index(n.min);
-      index(n.extent);
-      loops.push_back(n.var.id());
-      visit(n.body);
-      loops.pop_back();
-    }
-    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt& s) {
-      index(n.cond);
-      tir::StmtVisitor<Reads>::visit_if(n, s);
-    }
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      if (const auto* c = n.value.as<te::CallNode>())
-        for (const auto& a : c->args)
-          if (const auto* i = a.as<te::IndexNode>()) index(i->index);
-    }
-  } reads;
-  reads.visit(p.func().body);
-  return reads.dims;
-}
-
-DLAVM_INLINE std::string regions_source(const Program& p) {
-  std::string s = "{";
-  for (const auto& r : p.regions())
-    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}}}", s.size() > 1 ? ", " : "",
-                     static_cast<int>(r.memory), r.begin, r.end, r.arm);
-  return s + "}";
-}
-
-DLAVM_INLINE std::string config_source(const Config& c) {
-  std::string elem;
-  for (int m = 0; m < runtime::kMemIdCount; ++m)
-    elem += fmt::format("{}{}", m ? ", " : "", c.elem_bytes(static_cast<runtime::MemId>(m)));
-  return fmt::format(
-      "inline constexpr dlavm::runtime::IsaLayout kLayout =\n"
-      "    dlavm::runtime::IsaLayout::make({}, {}, {}, {});\n"
-      "using WriterLayout = dlavm::runtime::StaticLayout<kLayout>;  // fields at constant places\n"
-      "inline constexpr std::uint32_t kUopDepth = {};\n"
-      "inline constexpr dlavm::runtime::ElemBytes kElemBytes = {{{{{}}}}};\n",
-      c.log_uop_depth(), c.log_inp_depth(), c.log_wgt_depth(), c.log_acc_depth(), c.uop_depth(),
-      elem);
-}
-
-DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
-                                       std::span<const std::string> dims) {
-  detail::ReplayPrinter printer(p, dims);
-  printer.visit(p.func().body);
-  return fmt::format(
-      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
-      "template <class Storage, class Layout>\n"
-      "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims) "
-      "{{\n"
-      "  (void)dims;\n"
-      "{}{}"
-      "  return r.ok();\n"
-      "}}\n",
-      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
-      fmt::to_string(printer.out));
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/codegen-inl.hpp
-#endif
-// end dlavm/vta/codegen.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <optional>
-#include <vector>
-
-namespace dlavm::deploy {
-
-namespace detail {
-
-// The C++ type firmware holds a dtype in.
-inline std::optional<std::string> ctype(DType t) {
-  if (t == DType::float32()) return "float";
-  if (t.lanes() != 1 || t.is_float()) return std::nullopt;
-  if (t.bits() != 8 && t.bits() != 16 && t.bits() != 32 && t.bits() != 64) return std::nullopt;
-  return fmt::format("std::{}int{}_t", t.is_uint() ? "u" : "", t.bits());
-}
-
-inline std::string identifier(std::string_view name) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
-  return s;
-}
-
-template <class... Args>
-void put(fmt::memory_buffer& out, fmt::format_string<Args...> f, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
-}
-
-// A float as a C++ expression of exactly its value (a hexadecimal literal).
-inline std::string float_literal(float v) {
-  if (std::isnan(v)) return "(0.0f / 0.0f)";
-  if (std::isinf(v)) return v > 0 ? "(1.0f / 0.0f)" : "(-1.0f / 0.0f)";
-  return fmt::format("{:a}f", v);
-}
-
-// A string as the inside of a C++ string literal.
-inline std::string escaped(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-inline void write_file(const std::string& path, const void* data, std::size_t n) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) raise<ValueError>("deploy::emit: cannot write '{}'", path);
-  const bool ok = std::fwrite(data, 1, n, f) == n;
-  if (std::fclose(f) != 0 || !ok) raise<ValueError>("deploy::emit: writing '{}' failed", path);
-}
-
-// One stream the firmware places once: VTA steps whose dims are all static (one, or with lite
-// a run of them joined by barriers).
-struct StaticGroup {
-  std::vector<std::size_t> steps;
-  runtime::Stream stream;
-  std::vector<std::uint32_t> relocs;
-  std::int64_t insn_at = 0, uop_at = 0;  // offsets in the insts and uop regions
-};
-
-class Emitter {
- public:
-  Emitter(const graph::Module& m, const EmitOptions& o) : m_(m), o_(o), sig_(m.signature()) {
-    ns_ = identifier(o.ns.empty() ? m.name() : o.ns);
-    collect_dims();
-    check_steps();
-  }
-
-  EmitResult run(const std::string& dir) {
-    group_steps();
-    size_streams();
-    auto request = graph::memory_request(m_);
-    request.insts_bytes = insts_bytes_;
-    request.uop_bytes = uop_bytes_;
-    plan_ = graph::plan_memory(request, o_.plan);
-    encode_static();
-    const auto weights = weights_file();
-    const auto insts = insts_file();
-    const auto header = header_text();
-    EmitResult r;
-    const std::string stem = dir + "/" + m_.name();
-    r.header = stem + ".hpp";
-    r.weights = stem + ".weights.bin";
-    r.insts = stem + ".insts.bin";
-    write_file(r.header, header.data(), header.size());
-    write_file(r.weights, weights.data(), weights.size());
-    write_file(r.insts, insts.data(), insts.size());
-    r.plan = plan_;
-    r.static_streams = groups_.size();
-    r.replayed_steps = replayed_.size();
-    for (const auto& g : groups_) r.static_instructions += g.stream.insns.size();
-    r.header_bytes = header.size();
-    return r;
-  }
-
- private:
-  // ---- what the module needs ------------------------------------------------------------
-
-  void collect_dims() {
-    for (auto p : m_.signature().params)
-      for (const auto& d : m_.values()[p].logical)
-        for (const auto& v : ne::free_vars(d))
-          if (std::none_of(dims_.begin(), dims_.end(),
-                           [&](const ne::Var& x) { return x.id() == v.id(); }))
-            dims_.push_back(v);
-    params_dims_ = dims_.size();
-    // after them, the growing dims of the states held packed: what each holds, not arguments
-    const auto sig = m_.signature();
-    for (std::size_t i = 0; i < sig.state.size(); ++i) {
-      if (!sig.state[i].packed) continue;
-      for (const auto& d : m_.values()[sig.state[i].value].shape)
-        if (d.as<ne::VarNode>() != nullptr) {
-          dims_.push_back(ne::Var(d));
-          held_by_.push_back(i);
-        }
-    }
-  }
-  // The counters of state i held packed: {positions held, laid out for, written}.
-  std::string held(std::size_t i) const {
-    return fmt::format("s.template at<std::int64_t>({:#x}ULL)", plan_.address(sig_.state[i].value));
-  }
-  std::string dim_name(const ne::VarNode& v) const {
-    for (std::size_t k = 0; k < dims_.size(); ++k)
-      if (dims_[k].name() == v.name) return fmt::format("d{}", k);
-    raise<ValueError>("deploy::emit: module '{}' reads the dim '{}', which no input has", m_.name(),
-                      v.name);
-  }
-  std::string expr(const ne::Expr& e) const {
-    return vta::cpp_expr(ne::simplify(e), [&](const ne::VarNode& v) { return dim_name(v); });
-  }
-  std::string count(const std::vector<ne::Expr>& shape) const {
-    ne::Expr n = 1;
-    for (const auto& d : shape) n = n * d;
-    return expr(n);
-  }
-  std::string type_of(std::size_t v) const {
-    const auto& value = m_.values()[v];
-    const auto t = ctype(value.dtype);
-    if (!t)
-      raise<TypeError>(
-          "deploy::emit: value {} is {}, which firmware does not hold (8 to 64-bit "
-          "integers and float32)",
-          value.name, value.dtype);
-    return *t;
-  }
-  std::string ptr(std::size_t v) const {
-    return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), plan_.address(v));
-  }
-
-  [[noreturn]] void refuse(const graph::ModuleStep& s, std::string_view why) const {
-    raise<ValueError>("deploy::emit: module '{}', step {}: {}", m_.name(), s.label, why);
-  }
-
-  // Every host step has a firmware kernel for its dtypes and shapes; every state has a
-  // constant shape (the firmware copies a state's whole buffer after a run).
-  void check_steps() const {
-    for (const auto& st : m_.signature().state)
-      for (const auto& d : m_.values()[st.value].shape)
-        if (!d.is_const() && !st.packed)
-          raise<ValueError>(
-              "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
-              "states of constant shape, or a growing state that only VTA matmuls read (held "
-              "packed, appended to in place)",
-              m_.name(), m_.values()[st.value].name, d);
-    for (const auto& s : m_.steps()) {
-      for (auto in : s.inputs) type_of(in);
-      type_of(s.output);
-      const auto& in = m_.values()[s.inputs.empty() ? s.output : s.inputs[0]];
-      const auto& out = m_.values()[s.output];
-      using K = graph::Layout::Kind;
-      switch (s.kind) {
-        case graph::ModuleStep::Kind::Vta:
-          break;
-        case graph::ModuleStep::Kind::Pack:
-          if (out.layout.kind != K::Activation && out.layout.kind != K::Matrix &&
-              out.layout.kind != K::UnfoldedActivation && out.layout.kind != K::BatchedMatrix &&
-              out.layout.kind != K::MatmulWeight)
-            refuse(s, fmt::format("packing into layout {} has no firmware kernel",
-                                  graph::to_string(out.layout)));
-          break;
-        case graph::ModuleStep::Kind::Unpack:
-          if ((in.layout.kind != K::Activation && in.layout.kind != K::Matrix &&
-               in.layout.kind != K::BatchedMatrix) ||
-              in.layout.planes != 1)
-            refuse(s, fmt::format("unpacking layout {} has no firmware kernel",
-                                  graph::to_string(in.layout)));
-          break;
-        case graph::ModuleStep::Kind::Host:
-          check_host(s);
-          break;
-        case graph::ModuleStep::Kind::Append:
-          if (m_.values()[s.output].shape.size() > 8)
-            refuse(s, "appending to a state of rank over 8 has no firmware kernel");
-          break;
-      }
-    }
-  }
-  void check_host(const graph::ModuleStep& s) const {
-    static constexpr std::string_view supported[] = {"global_avg_pool2d",
-                                                     "max_pool2d",
-                                                     "avg_pool2d",
-                                                     "flatten",
-                                                     "reshape",
-                                                     "dense",
-                                                     "cast",
-                                                     "softmax",
-                                                     "relu",
-                                                     "clip",
-                                                     "requantize",
-                                                     "add",
-                                                     "mul",
-                                                     "bias_add",
-                                                     "transpose",
-                                                     "quantize_linear",
-                                                     "dequantize_linear",
-                                                     "layer_norm",
-                                                     "causal_mask",
-                                                     "integer_softmax"};
-    if (std::find(std::begin(supported), std::end(supported), s.op) == std::end(supported))
-      refuse(s, fmt::format("op '{}' has no firmware kernel (firmware runs {})", s.op,
-                            fmt::join(supported, ", ")));
-    const auto& x = m_.values()[s.inputs[0]];
-    if ((s.op == "add" || s.op == "mul") &&
-        (x.logical.size() != m_.values()[s.inputs[1]].logical.size() ||
-         !std::equal(x.logical.begin(), x.logical.end(), m_.values()[s.inputs[1]].logical.begin(),
-                     [](const ne::Expr& a, const ne::Expr& b) { return ne::equal(a, b); })))
-      refuse(s,
-             fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", s.op));
-    if (s.op == "requantize" && !x.dtype.is_int())
-      refuse(s, fmt::format("requantize of {} has no firmware kernel (signed integers only)",
-                            x.dtype));
-    if (s.op == "softmax" && x.dtype != DType::float32())
-      refuse(s, fmt::format("softmax of {} has no firmware kernel", x.dtype));
-    if (s.op == "transpose" && x.logical.size() > 8)
-      refuse(s, fmt::format("transpose of rank {} has no firmware kernel (rank 8 at most)",
-                            x.logical.size()));
-  }
-
-  // ---- streams --------------------------------------------------------------------------
-
-  bool is_static(std::size_t step) const {
-    const auto& s = m_.steps()[step];
-    return s.kind == graph::ModuleStep::Kind::Vta && vta::dims_read(*s.program).empty();
-  }
-  void group_steps() {
-    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
-      const auto& s = m_.steps()[i];
-      if (s.kind != graph::ModuleStep::Kind::Vta) continue;
-      if (!is_static(i)) {
-        replayed_.push_back(i);
-        continue;
-      }
-      const bool join = o_.lite && !groups_.empty() && groups_.back().steps.back() + 1 == i;
-      if (!join) groups_.emplace_back();
-      groups_.back().steps.push_back(i);
-    }
-  }
-  std::vector<std::uint64_t> phys_of(const graph::ModuleStep& s, bool planned) const {
-    std::vector<std::uint64_t> phys;
-    for (auto in : s.inputs) phys.push_back(planned ? plan_.address(in) : 0);
-    phys.push_back(planned ? plan_.address(s.output) : 0);
-    return phys;
-  }
-  runtime::Stream group_stream(const StaticGroup& g, bool planned) const {
-    vta::Builder b(m_.env().config);
-    for (std::size_t k = 0; k < g.steps.size(); ++k) {
-      const auto& s = m_.steps()[g.steps[k]];
-      if (k > 0) b.barrier();
-      s.program->write(b, {}, phys_of(s, planned));
-    }
-    b.finish();
-    return b.take();
-  }
-  // The insts and uop regions: a slot per static stream, then one for the replayed steps.
-  void size_streams() {
-    for (auto& g : groups_) {
-      const auto s = group_stream(g, false);
-      g.insn_at = insts_bytes_;
-      g.uop_at = uop_bytes_;
-      insts_bytes_ += static_cast<std::int64_t>(s.insn_bytes());
-      uop_bytes_ += static_cast<std::int64_t>(s.uop_bytes());
-    }
-    replay_insn_at_ = insts_bytes_;
-    replay_uop_at_ = uop_bytes_;
-    for (auto i : replayed_) {
-      const auto& p = *m_.steps()[i].program;
-      replay_insns_ = std::max(replay_insns_, p.stream_bound().insns);
-      replay_uops_ = std::max(replay_uops_, p.stream_bound().uops);
-      replay_ops_ = std::max(replay_ops_, p.max_kernel_ops());
-      replay_regions_ = std::max(replay_regions_, p.regions().size());
-      replay_params_ = std::max(replay_params_, p.func().params.size());
-    }
-    insts_bytes_ += replay_insns_ * 16;
-    uop_bytes_ += replay_uops_ * 4;
-  }
-  // The static streams at their planned addresses, LOAD UOPs pointing at their slots.
-  void encode_static() {
-    const auto& layout = m_.env().config.layout();
-    const auto uops = plan_.region(graph::RegionKind::Uop).base;
-    for (auto& g : groups_) {
-      g.stream = group_stream(g, true);
-      std::vector<runtime::InsnWord> words(g.stream.insns.size());
-      if (!g.stream.relocate((uops + static_cast<std::uint64_t>(g.uop_at)) / 4, words.data()))
-        raise<CapacityError>(
-            "deploy::emit: module '{}': a micro-op address past 0x{:x} does not "
-            "fit a LOAD's dram_base",
-            m_.name(), uops + static_cast<std::uint64_t>(g.uop_at));
-      g.stream.insns = std::move(words);
-      g.stream.uop_relocs.clear();
-      for (std::size_t i = 0; i < g.stream.insns.size(); ++i) {
-        const auto f = runtime::unpack(layout, g.stream.insns[i]);
-        if ((f.opcode == runtime::Opcode::Load || f.opcode == runtime::Opcode::Store) &&
-            f.x_size > 0)
-          g.relocs.push_back(static_cast<std::uint32_t>(i));
-      }
-    }
-  }
-
-  // ---- files ------------------------------------------------------------------------------
-
-  runtime::ConfigId config_id() const {
-    const auto& c = m_.env().config;
-    const int logs[12] = {c.log_inp_width,     c.log_wgt_width,     c.log_acc_width,
-                          c.log_out_width,     c.log_batch,         c.log_block_in,
-                          c.log_block_out,     c.log_uop_buff_size, c.log_inp_buff_size,
-                          c.log_wgt_buff_size, c.log_acc_buff_size, c.log_bus_width};
-    runtime::ConfigId id;
-    for (int i = 0; i < 12; ++i) id.logs[i] = static_cast<std::uint8_t>(logs[i]);
-    return id;
-  }
-  std::vector<std::uint8_t> file(runtime::FileKind kind, std::vector<std::uint8_t> payload,
-                                 const std::uint32_t* queues, std::uint32_t uop_words) const {
-    runtime::FileHeader h;
-    h.kind = kind;
-    h.config = config_id();
-    for (int q = 0; q < 3; ++q) h.queue_insns[q] = queues != nullptr ? queues[q] : 0;
-    h.uop_words = uop_words;
-    h.payload_bytes = payload.size();
-    h.checksum = runtime::fnv1a(payload.data(), payload.size());
-    std::snprintf(h.name, sizeof h.name, "%s", m_.name().c_str());
-    std::vector<std::uint8_t> out(runtime::kFileHeaderBytes + payload.size());
-    runtime::write_file_header(h, out.data());
-    if (!payload.empty())
-      std::memcpy(out.data() + runtime::kFileHeaderBytes, payload.data(), payload.size());
-    return out;
-  }
-  std::vector<std::uint8_t> weights_file() {
-    const auto& region = plan_.region(graph::RegionKind::Weight);
-    std::vector<std::uint8_t> image(static_cast<std::size_t>(region.bytes), 0);
-    for (std::size_t v = 0; v < m_.values().size(); ++v) {
-      const auto& value = m_.values()[v];
-      if (value.kind != graph::ModuleValue::Kind::Constant) continue;
-      const auto offset = static_cast<std::size_t>(plan_.buffers[v].offset);
-      if (value.dram) {
-        std::copy(value.dram->begin(), value.dram->end(), image.begin() + offset);
-      } else if (value.dtype.is_float()) {
-        const auto f = value.constant->fdata();
-        std::memcpy(image.data() + offset, f.data(), f.size() * sizeof(float));
-      } else {
-        const auto bytes = vta::dram_bytes(*value.constant);
-        std::copy(bytes.begin(), bytes.end(), image.begin() + offset);
-      }
-    }
-    weights_checksum_ = runtime::fnv1a(image.data(), image.size());
-    weights_bytes_ = image.size();
-    return file(runtime::FileKind::Weights, std::move(image), nullptr, 0);
-  }
-  std::vector<std::uint8_t> insts_file() {
-    std::vector<std::uint8_t> payload;
-    std::uint32_t queues[3] = {}, uops = 0;
-    const auto& layout = m_.env().config.layout();
-    for (const auto& g : groups_) {
-      for (const auto& w : g.stream.insns) {
-        for (int h = 0; h < 2; ++h)
-          for (int b = 0; b < 8; ++b)
-            payload.push_back(static_cast<std::uint8_t>(w.word[h] >> (8 * b)));
-        ++queues[static_cast<int>(runtime::queue_of(runtime::unpack(layout, w))) - 1];
-      }
-      for (auto u : g.stream.uops)
-        for (int b = 0; b < 4; ++b) payload.push_back(static_cast<std::uint8_t>(u >> (8 * b)));
-      uops += static_cast<std::uint32_t>(g.stream.uops.size());
-    }
-    insts_checksum_ = runtime::fnv1a(payload.data(), payload.size());
-    insts_payload_ = payload.size();
-    return file(runtime::FileKind::Insts, std::move(payload), queues, uops);
-  }
-
-  // ---- the header -------------------------------------------------------------------------
-
-  std::string header_text() const {
-    fmt::memory_buffer out;
-    const auto& c = m_.env().config;
-    put(out,
-        "// Generated by dlavm::deploy::emit: model '{}' for a VTA of BATCH {}, BLOCK_IN {}, "
-        "BLOCK_OUT {}. Do not edit.\n",
-        m_.name(), c.batch(), c.block_in(), c.block_out());
-    put(out, "// Needs only <dlavm/runtime/...> (C++17, no exceptions, no RTTI, no heap).\n");
-    put(out,
-        "//\n//   {0}::Session s;\n//   {0}::open(s); {0}::load_params(s, weights, size); "
-        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s{1});"
-        "\n#pragma once\n\n",
-        ns_, dims_.empty() ? "" : ", dims...");
-    put(out, "#include <dlavm/runtime/kernels.hpp>\n#include <dlavm/runtime/session.hpp>\n\n");
-    put(out, "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <iterator>\n\n");
-    put(out,
-        "#ifndef DLAVM_MODEL_DRIVER_API\n#define DLAVM_MODEL_DRIVER_API "
-        "dlavm::runtime::VtaDriverApi\n"
-        "#endif\n\n");
-    put(out,
-        "namespace {} {{\n\nusing Session = dlavm::runtime::Session<DLAVM_MODEL_DRIVER_API>;\n\n",
-        ns_);
-    put(out, "{}", vta::config_source(c));
-    const auto id = config_id();
-    put(out, "inline constexpr dlavm::runtime::ConfigId kConfig = {{{{{}}}}};\n",
-        fmt::join(id.logs, ", "));
-    region_table(out);
-    values_table(out);
-    static_streams(out);
-    replays(out);
-    functions(out);
-    put(out, "\n}}  // namespace {}\n", ns_);
-    return fmt::to_string(out);
-  }
-
-  void region_table(fmt::memory_buffer& out) const {
-    put(out, "\n// The memory plan: regions [base, base + bytes) at planned addresses.\n");
-    const auto span = [&](graph::RegionKind r) {
-      const auto& x = plan_.region(r);
-      return fmt::format("{{{:#x}ULL, {}ULL}}", x.base, x.bytes);
-    };
-    std::uint64_t lo = UINT64_MAX, hi = 0;
-    for (const auto& r : plan_.regions) {
-      lo = std::min(lo, r.base);
-      hi = std::max(hi, r.end());
-    }
-    put(out,
-        "inline constexpr dlavm::runtime::ModelInfo kInfo = {{\n    \"{}\", kConfig, {:#x}ULL, "
-        "{:#x}ULL,\n    {}, {}, {},\n    {}, {},\n    {}ULL, {}ULL, {:#x}ULL, {}ULL, {:#x}ULL}};\n",
-        m_.name(), lo, hi, span(graph::RegionKind::Weight), span(graph::RegionKind::Runtime),
-        span(graph::RegionKind::Cache), span(graph::RegionKind::Insts),
-        span(graph::RegionKind::Uop), plan_.alignment, weights_bytes_, weights_checksum_,
-        insts_payload_, insts_checksum_);
-  }
-
-  void values_table(fmt::memory_buffer& out) const {
-    put(out, "\n// Dims: {}\n", dims_.empty() ? std::string("none (every dim is static)") : "");
-    for (std::size_t k = 0; k < dims_.size(); ++k)
-      put(out, "//   d{} = {} in [{}, {}]\n", k, dims_[k].name(), dims_[k].min(), dims_[k].max());
-    put(out, "\n// Inputs, outputs and states: row-major arrays in the runtime (cache) region.\n");
-    const auto sig = m_.signature();
-    const auto describe = [&](std::size_t v) {
-      const auto& value = m_.values()[v];
-      std::vector<std::string> dims;
-      for (const auto& d : value.logical) dims.push_back(fmt::format("{}", d));
-      return fmt::format("{} {}[{}] at {:#x}, at most {} bytes", value.name, value.dtype,
-                         fmt::join(dims, ", "), plan_.address(v), plan_.buffers[v].bytes);
-    };
-    for (auto p : sig.params)
-      put(out, "// {}\ninline {}* input_{}(Session& s) {{ return {}; }}\n", describe(p), type_of(p),
-          identifier(m_.values()[p].param), ptr(p));
-    for (std::size_t k = 0; k < sig.results.size(); ++k)
-      put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
-          describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
-    for (std::size_t i = 0; i < sig.state.size(); ++i) {
-      const auto& st = sig.state[i];
-      const auto name = identifier(m_.values()[st.value].param);
-      if (st.packed) {
-        put(out,
-            "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
-            "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
-            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
-            name, ptr(*st.packed));
-        continue;
-      }
-      put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
-          type_of(st.value), name, ptr(st.value));
-    }
-  }
-
-  void static_streams(fmt::memory_buffer& out) const {
-    if (groups_.empty()) return;
-    put(out, "\n// The static streams: words at planned addresses, placed once by prepare().\n");
-    const auto insts = plan_.region(graph::RegionKind::Insts).base;
-    const auto uops = plan_.region(graph::RegionKind::Uop).base;
-    for (std::size_t k = 0; k < groups_.size(); ++k) {
-      const auto& g = groups_[k];
-      std::vector<std::string> labels;
-      for (auto i : g.steps) labels.push_back(fmt::format("step {} ({})", i, m_.steps()[i].label));
-      put(out, "namespace stream{} {{  // {}\n", k, fmt::join(labels, ", "));
-      put(out, "inline constexpr dlavm::runtime::InsnWord kInsns[] = {{\n");
-      for (const auto& w : g.stream.insns)
-        put(out, "    {{{{{:#x}ULL, {:#x}ULL}}}},\n", w.word[0], w.word[1]);
-      put(out, "}};\nstatic_assert(std::size(kInsns) == {});\n", g.stream.insns.size());
-      put(out, "inline constexpr std::uint32_t kUops[] = {{{:#x}}};\n",
-          fmt::join(g.stream.uops, ", "));
-      put(out, "static_assert(std::size(kUops) == {});\n", g.stream.uops.size());
-      put(out, "inline constexpr std::uint32_t kRelocs[] = {{{}}};\n}}  // namespace stream{}\n",
-          fmt::join(g.relocs, ", "), k);
-    }
-    put(out, "inline constexpr dlavm::runtime::StaticStream kStreams[] = {{\n");
-    for (std::size_t k = 0; k < groups_.size(); ++k) {
-      const auto& g = groups_[k];
-      put(out,
-          "    {{stream{0}::kInsns, {1}, stream{0}::kUops, {2}, {3:#x}ULL, {4:#x}ULL, "
-          "stream{0}::kRelocs, {5}}},\n",
-          k, g.stream.insns.size(), g.stream.uops.size(),
-          insts + static_cast<std::uint64_t>(g.insn_at),
-          uops + static_cast<std::uint64_t>(g.uop_at), g.relocs.size());
-    }
-    put(out, "}};\n");
-  }
-
-  void replays(fmt::memory_buffer& out) const {
-    if (replayed_.empty()) return;
-    std::vector<std::string> dim_names;
-    for (const auto& d : dims_) dim_names.push_back(d.name());
-    put(out,
-        "\n// The replayed steps: their loops for the dims of each run (vta::replay_source).\n");
-    for (auto i : replayed_) {
-      const auto& s = m_.steps()[i];
-      put(out, "namespace step{} {{  // {}\n", i, s.label);
-      put(out, "inline constexpr dlavm::runtime::SramRegion kRegions[] = {};\n",
-          vta::regions_source(*s.program));
-      std::vector<std::string> params;
-      for (auto in : s.inputs) params.push_back(fmt::format("{:#x}ULL", plan_.address(in)));
-      params.push_back(fmt::format("{:#x}ULL", plan_.address(s.output)));
-      put(out, "inline constexpr std::uint64_t kParams[] = {{{}}};\n", fmt::join(params, ", "));
-      put(out, "{}", vta::replay_source(*s.program, "replay", dim_names));
-      put(out, "}}  // namespace step{}\n", i);
-    }
-    const auto slot_insts =
-        plan_.region(graph::RegionKind::Insts).base + static_cast<std::uint64_t>(replay_insn_at_);
-    const auto slot_uops =
-        plan_.region(graph::RegionKind::Uop).base + static_cast<std::uint64_t>(replay_uop_at_);
-    const auto kernels = std::max<std::int64_t>(replay_insns_, 1);
-    put(out,
-        "\n// What a replay works in: the largest step's tables (static storage: one run at a "
-        "time).\nstruct Workspace {{\n"
-        "  std::uint32_t relocs[{0}];\n"
-        "  dlavm::runtime::KernelSlot kernels[{0}], resident[{0}];\n"
-        "  dlavm::runtime::UopOp ops[{1}];\n"
-        "  dlavm::runtime::RegionState states[{2}];\n"
-        "  std::uint64_t params[{3}];\n"
-        "}};\n"
-        "inline dlavm::runtime::ReplaySlots replay_slots(Workspace& w) {{\n"
-        "  return {{{4:#x}ULL, {5}ULL, {6:#x}ULL, {7}ULL, w.relocs, w.kernels, w.resident, {0}, "
-        "w.ops, {1}, w.states}};\n}}\n",
-        kernels, std::max<std::size_t>(replay_ops_, 1), std::max<std::size_t>(replay_regions_, 1),
-        std::max<std::size_t>(replay_params_, 1), slot_insts, replay_insns_, slot_uops,
-        replay_uops_);
-  }
-
-  void functions(fmt::memory_buffer& out) const {
-    put(out,
-        "\n// Allocates the model's memory on the device (one block) and zeroes the states.\n"
-        "inline dlavm::runtime::ModelStatus open(Session& s) {{\n"
-        "  s.set_target(kLayout, kUopDepth, kElemBytes);\n"
-        "  const auto st = s.open(kInfo);\n"
-        "  if (st == dlavm::runtime::ModelStatus::Ok && kInfo.cache.bytes > 0)\n"
-        "    std::memset(s.template at<std::uint8_t>(kInfo.cache.base), 0, "
-        "static_cast<std::size_t>(kInfo.cache.bytes));\n"
-        "  return st;\n}}\n");
-    put(out,
-        "// Checks the weights file and copies it to the weight region.\n"
-        "inline dlavm::runtime::ModelStatus load_params(Session& s, const std::uint8_t* file, "
-        "std::size_t size) {{\n  return s.load_params(file, size);\n}}\n");
-    const auto n = groups_.size();
-    put(out,
-        "// Places the static streams: from the words above, or from the insts file.\n"
-        "inline dlavm::runtime::ModelStatus prepare(Session& s) {{\n  return s.place({}, {});\n}}\n"
-        "inline dlavm::runtime::ModelStatus prepare(Session& s, const std::uint8_t* file, "
-        "std::size_t size) {{\n  return s.place({}, {}, file, size);\n}}\n",
-        n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
-    // run
-    std::vector<std::string> args = {"Session& s"};
-    for (std::size_t k = 0; k < params_dims_; ++k)
-      args.push_back(fmt::format("std::int64_t {}", identifier(dims_[k].name())));
-    put(out,
-        "\n// Runs the model for the dims given: every step in order.\n"
-        "inline dlavm::runtime::ModelStatus run({}) {{\n"
-        "  using dlavm::runtime::ModelStatus;\n"
-        "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
-        fmt::join(args, ", "));
-    for (std::size_t k = 0; k < params_dims_; ++k) {
-      const auto name = identifier(dims_[k].name());
-      put(out,
-          "  if ({0} < {1} || {0} > {2}) return ModelStatus::DimOutOfRange;\n"
-          "  const std::int64_t d{3} = {0};\n",
-          name, dims_[k].min(), dims_[k].max(), k);
-    }
-    for (std::size_t k = params_dims_; k < dims_.size(); ++k) {
-      // a growing dim: the positions its state holds, and room for this run's
-      const std::size_t i = held_by_[k - params_dims_];
-      const auto& st = sig_.state[i];
-      const auto& rows = m_.values()[st.next].logical[m_.growing_dim(i)];
-      put(out,
-          "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
-          "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
-          k, held(i), dims_[k].name(), m_.values()[st.value].param, dims_[k].max(), expr(rows),
-          dims_[k].max() + 1);
-    }
-    if (!dims_.empty() && !replayed_.empty()) {  // what the replays read
-      std::vector<std::string> ds;
-      for (std::size_t k = 0; k < dims_.size(); ++k) ds.push_back(fmt::format("d{}", k));
-      put(out, "  const std::int64_t dims[] = {{{}}};\n", fmt::join(ds, ", "));
-    }
-    if (!replayed_.empty()) put(out, "  static Workspace workspace;\n");
-    put(out, "  ModelStatus st = ModelStatus::Ok;\n");
-    std::size_t group = 0;
-    for (std::size_t i = 0; i < m_.steps().size(); ++i) {
-      const auto& s = m_.steps()[i];
-      if (o_.debug) put(out, "  s.log(\"step {}: {}\");\n", i, escaped(s.label));
-      if (s.kind == graph::ModuleStep::Kind::Vta) {
-        if (!is_static(i)) {
-          put(out,
-              "  st = s.replay(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
-              "step{0}::replay(r, d); "
-              "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
-              "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
-              "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",
-              i);
-        } else if (groups_[group].steps.front() == i) {
-          put(out, "  st = s.run(kStreams[{}]);\n  if (st != ModelStatus::Ok) return st;\n", group);
-        }
-        if (group < groups_.size() && groups_[group].steps.back() == i) ++group;
-        continue;
-      }
-      put(out, "  {}\n", host_call(s));
-    }
-    for (std::size_t i = 0; i < sig_.state.size(); ++i) {
-      const auto& st = sig_.state[i];
-      if (st.packed)  // the run succeeded: the appended positions are held
-        put(out, "  {}[0] += {};\n", held(i),
-            expr(m_.values()[st.next].logical[m_.growing_dim(i)]));
-      else
-        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
-            plan_.buffers[st.value].bytes);
-    }
-    put(out, "  return st;\n}}\n");
-  }
-
-  // The firmware call of a step that converts a layout: pack, unpack, or an append to a state
-  // held packed.
-  std::string layout_call(const graph::ModuleStep& s) const {
-    const auto& x = m_.values()[s.inputs[0]];
-    const auto& y = m_.values()[s.output];
-    const auto& xs = x.logical;
-    using K = graph::Layout::Kind;
-    if (s.kind == graph::ModuleStep::Kind::Append) {
-      const std::size_t i = m_.appended_by(static_cast<std::size_t>(&s - m_.steps().data()));
-      const auto& st = sig_.state[i];
-      const auto& state = m_.values()[st.value];
-      const std::size_t axis = m_.growing_dim(i);
-      std::vector<std::int64_t> shape;
-      for (const auto& d : state.shape) shape.push_back(d.is_const() ? *d.as_int() : 0);
-      return fmt::format(
-          "{{ static constexpr dlavm::runtime::PackedStateShape shape{{{}, {{{}}}, {{{}}}, {}, {}, "
-          "{}, {}}};\n    dlavm::runtime::append_packed(reinterpret_cast<std::uint8_t*>({}), "
-          "reinterpret_cast<const std::uint8_t*>({}), {}, {}, shape); }}",
-          shape.size(), fmt::join(shape, ", "), fmt::join(st.perm, ", "), axis, y.layout.rows,
-          y.layout.cols, state.dtype.bytes(), ptr(s.output), ptr(s.inputs[0]), expr(xs[axis]),
-          held(i));
-    }
-    if (s.kind == graph::ModuleStep::Kind::Pack) {
-      const auto& l = y.layout;
-      if (l.kind == K::UnfoldedActivation) {
-        const auto ow = ne::floordiv(xs[3] + l.unfold.pad_left + l.unfold.pad_right - l.unfold.kw,
-                                     l.unfold.stride) +
-                        1;
-        return fmt::format(
-            "dlavm::runtime::pack_unfolded({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-            "{}, {});",
-            ptr(s.inputs[0]), ptr(s.output), expr(xs[0]), expr(xs[1]), expr(xs[2]), expr(xs[3]),
-            l.unfold.kw, l.unfold.stride, l.unfold.pad_left, expr(ow), l.rows, l.cols);
-      }
-      if (l.kind == K::BatchedMatrix || l.kind == K::MatmulWeight) {
-        const auto [products, m, c] = batched3(xs);
-        return fmt::format("dlavm::runtime::{}({}, {}, {}, {}, {}, {}, {});",
-                           l.kind == K::BatchedMatrix ? "pack_batched" : "pack_matmul_weight",
-                           ptr(s.inputs[0]), ptr(s.output), products, m, c, l.rows, l.cols);
-      }
-      const auto [a, b, h, w] = tiled4(l, xs);
-      return fmt::format("dlavm::runtime::pack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
-                         ptr(s.inputs[0]), ptr(s.output), a, b, h, w, l.rows, l.cols);
-    }
-    if (s.kind == graph::ModuleStep::Kind::Unpack && x.layout.kind == K::BatchedMatrix) {
-      const auto [products, m, c] = batched3(y.logical);
-      return fmt::format("dlavm::runtime::unpack_batched({}, {}, {}, {}, {}, {}, {});",
-                         ptr(s.inputs[0]), ptr(s.output), products, m, c, x.layout.rows,
-                         x.layout.cols);
-    }
-    const auto [a, b, h, w] = tiled4(x.layout, xs);
-    return fmt::format("dlavm::runtime::unpack_tiled({}, {}, {}, {}, {}, {}, {}, {});",
-                       ptr(s.inputs[0]), ptr(s.output), a, b, h, w, x.layout.rows, x.layout.cols);
-  }
-
-  // The firmware call of one host step.
-  std::string host_call(const graph::ModuleStep& s) const {
-    if (s.kind != graph::ModuleStep::Kind::Host) return layout_call(s);
-    const auto& x = m_.values()[s.inputs[0]];
-    const auto& y = m_.values()[s.output];
-    const auto& xs = x.logical;
-    const auto in = [&](std::size_t k) { return ptr(s.inputs[k]); };
-    const auto out = ptr(s.output);
-    const auto& op = s.op;
-    if (op == "global_avg_pool2d" || op == "max_pool2d" || op == "avg_pool2d") {
-      host::Pool2dParams p;
-      if (op == "global_avg_pool2d") {
-        p.count_include_pad = true;
-      } else {
-        p = graph::pool2d_params(s.attrs);
-      }
-      const auto kh = op == "global_avg_pool2d" ? expr(xs[2]) : std::to_string(p.pool_size[0]);
-      const auto kw = op == "global_avg_pool2d" ? expr(xs[3]) : std::to_string(p.pool_size[1]);
-      const auto shape =
-          fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", expr(xs[0] * xs[1]),
-                      expr(xs[2]), expr(xs[3]), expr(y.logical[2]), expr(y.logical[3]), kh, kw,
-                      p.strides[0], p.strides[1], p.padding[0], p.padding[1]);
-      if (op == "max_pool2d")
-        return fmt::format("dlavm::runtime::pool_window_max({}, {}, dlavm::runtime::PoolShape{});",
-                           in(0), out, shape);
-      return fmt::format(
-          "dlavm::runtime::pool_window_avg({}, {}, dlavm::runtime::PoolShape{}, {});", in(0), out,
-          shape, p.count_include_pad ? "true" : "false");
-    }
-    if (op == "flatten" || op == "reshape")
-      return fmt::format("dlavm::runtime::copy({}, {}, {});", in(0), out, count(xs));
-    if (op == "dense") {
-      std::vector<ne::Expr> rows(xs.begin(), xs.end() - 1);
-      return fmt::format("dlavm::runtime::dense({}, {}, {}, {}, {}, {});", in(0), in(1), out,
-                         count(rows), expr(m_.values()[s.inputs[1]].logical[0]), expr(xs.back()));
-    }
-    if (op == "cast") {
-      const auto t = y.dtype;
-      const auto lo = t.is_float() ? 0 : t.min_value(), hi = t.is_float() ? 0 : t.max_value();
-      return fmt::format("dlavm::runtime::cast({}, {}, {}, {}LL, {}LL);", in(0), out, count(xs),
-                         lo == INT64_MIN ? INT64_MIN + 1 : lo, hi);
-    }
-    if (op == "softmax") {
-      const auto axis = static_cast<std::size_t>(
-          host::normalize_axis(s.attrs.get_int("axis"), xs.size()).value());
-      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
-      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      return fmt::format("dlavm::runtime::softmax({}, {}, {}, {}, {});", in(0), out, count(outer),
-                         expr(xs[axis]), count(inner));
-    }
-    if (op == "integer_softmax") {
-      const auto p = graph::integer_softmax_params(s.attrs);
-      const auto fixed = host::integer_exp_for(p.scale);
-      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
-      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
-      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      const auto query = host::integer_softmax_causal_queries(p, axis, xs.size());
-      const ne::Expr queries = query ? xs[query->axis] : ne::Expr(0);
-      return fmt::format(
-          "dlavm::runtime::integer_softmax({}, {}, {}, {}, {}, dlavm::runtime::IntegerExp{{{}, "
-          "{}}}, {}, {});",
-          in(0), out, count(outer), expr(xs[axis]), count(inner), fixed.multiplier, fixed.frac_bits,
-          expr(queries), query && query->inner);
-    }
-    if (op == "relu")
-      return fmt::format("dlavm::runtime::relu({}, {}, {});", in(0), out, count(xs));
-    if (op == "clip") {
-      const auto p = graph::clip_params(s.attrs);
-      if (x.dtype.is_float())
-        return fmt::format("dlavm::runtime::clip({}, {}, {}, {}, {});", in(0), out, count(xs),
-                           float_literal(static_cast<float>(p.lo)),
-                           float_literal(static_cast<float>(p.hi)));
-      const auto [lo, hi] = host::clip_int_bounds(p, x.dtype, "clip");
-      return fmt::format("dlavm::runtime::clip({0}, {1}, {2}, {3}({4}LL), {3}({5}LL));", in(0), out,
-                         count(xs), type_of(s.inputs[0]), lo, hi);
-    }
-    if (op == "requantize") {
-      const auto p = graph::requantize_params(s.attrs);
-      const std::uint64_t round = p.rounding == host::Rounding::Nearest && p.shift > 0
-                                      ? std::uint64_t{1} << (p.shift - 1)
-                                      : 0;
-      return fmt::format("dlavm::runtime::requantize({}, {}, {}, {}, {}, {}ULL, {}LL, {}LL);",
-                         in(0), out, count(xs), x.dtype.bits(), p.shift, round, p.lo, p.hi);
-    }
-    if (op == "add" || op == "mul")
-      return fmt::format("dlavm::runtime::{}({}, {}, {}, {});", op, in(0), in(1), out, count(xs));
-    if (op == "bias_add") {
-      const auto axis = static_cast<std::size_t>(
-          host::normalize_axis(graph::bias_add_params(s.attrs).axis, xs.size()).value());
-      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
-      std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(axis) + 1, xs.end());
-      return fmt::format("dlavm::runtime::bias_add({}, {}, {}, {}, {}, {});", in(0), in(1), out,
-                         count(outer), expr(xs[axis]), count(inner));
-    }
-    if (op == "transpose") {
-      const auto perm =
-          host::transpose_perm(graph::transpose_params(s.attrs).perm, xs.size(), "transpose");
-      std::vector<std::string> dims;
-      for (const auto& d : xs) dims.push_back(expr(d));
-      return fmt::format(
-          "{{ const std::int64_t shape[] = {{{}}}, perm[] = {{{}}}; "
-          "dlavm::runtime::transpose({}, {}, shape, perm, {}); }}",
-          fmt::join(dims, ", "), fmt::join(perm, ", "), in(0), out, xs.size());
-    }
-    if (op == "quantize_linear" || op == "dequantize_linear") {
-      const auto [outer, channels, inner] =
-          channel_split(xs, xs.empty() || m_.values()[s.inputs[1]].logical.empty(),
-                        graph::linear_quant_params(s.attrs).axis);
-      if (op == "dequantize_linear")
-        return fmt::format("dlavm::runtime::dequantize_linear({}, {}, {}, {}, {}, {}, {});", in(0),
-                           in(1), in(2), out, outer, channels, inner);
-      return fmt::format("dlavm::runtime::quantize_linear({}, {}, {}, {}, {}, {}, {}, {}LL, {}LL);",
-                         in(0), in(1), in(2), out, outer, channels, inner, y.dtype.min_value(),
-                         y.dtype.max_value());
-    }
-    if (op == "layer_norm") {
-      const auto p = graph::layer_norm_params(s.attrs);
-      const auto axis = static_cast<std::size_t>(host::normalize_axis(p.axis, xs.size()).value());
-      std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
-      std::vector<ne::Expr> group(xs.begin() + static_cast<std::ptrdiff_t>(axis), xs.end());
-      return fmt::format("dlavm::runtime::layer_norm({}, {}, {}, {}, {}, {}, {});", in(0), in(1),
-                         in(2), out, count(outer), count(group),
-                         float_literal(static_cast<float>(p.epsilon)));
-    }
-    if (op == "causal_mask") {
-      std::vector<ne::Expr> rows(xs.begin(), xs.end() - 1);
-      return fmt::format("dlavm::runtime::causal_mask({}, {}, {}, {}, {});", in(0), out,
-                         count(rows), expr(xs[xs.size() - 2]), expr(xs.back()));
-    }
-    refuse(s, fmt::format("op '{}' has no firmware kernel", op));
-  }
-  // A batched matmul operand [B..., M, C] as products, M and C.
-  std::array<std::string, 3> batched3(const std::vector<ne::Expr>& s) const {
-    std::vector<ne::Expr> batch(s.begin(), s.end() - 2);
-    return {count(batch), expr(s[s.size() - 2]), expr(s.back())};
-  }
-  // x seen as [outer, channels, inner] for a linear (de)quantization's scale: one for all
-  // (`per_tensor`), or one per channel of dim `axis`.
-  std::array<std::string, 3> channel_split(const std::vector<ne::Expr>& xs, bool per_tensor,
-                                           std::int64_t axis) const {
-    if (per_tensor) return {"1", "1", count(xs)};
-    const auto a = static_cast<std::size_t>(host::normalize_axis(axis, xs.size()).value());
-    std::vector<ne::Expr> outer(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(a));
-    std::vector<ne::Expr> inner(xs.begin() + static_cast<std::ptrdiff_t>(a) + 1, xs.end());
-    return {count(outer), expr(xs[a]), count(inner)};
-  }
-  // A value seen as [A, B, H, W] for a tiled layout (graph/layout.hpp).
-  std::array<std::string, 4> tiled4(const graph::Layout& l, const std::vector<ne::Expr>& s) const {
-    if (l.kind == graph::Layout::Kind::Matrix) {
-      std::vector<ne::Expr> rows(s.begin(), s.end() - 1);
-      return {count(rows), expr(s.back()), "1", "1"};
-    }
-    return {expr(s[0]), expr(s[1]), expr(s[2]), expr(s[3])};
-  }
-
-  const graph::Module& m_;
-  EmitOptions o_;
-  graph::ModuleSignature sig_;
-  std::string ns_;
-  std::vector<ne::Var> dims_;  // the params' dims, then the growing dims of states held packed
-  std::size_t params_dims_ = 0;
-  std::vector<std::size_t> held_by_;  // the state of each growing dim
-  graph::MemoryPlan plan_;
-  std::vector<StaticGroup> groups_;
-  std::vector<std::size_t> replayed_;
-  std::int64_t insts_bytes_ = 0, uop_bytes_ = 0, replay_insn_at_ = 0, replay_uop_at_ = 0;
-  std::int64_t replay_insns_ = 0, replay_uops_ = 0;
-  std::size_t replay_ops_ = 0, replay_regions_ = 0, replay_params_ = 0;
-  std::uint64_t weights_checksum_ = 0, weights_bytes_ = 0, insts_checksum_ = 0, insts_payload_ = 0;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
-                             const EmitOptions& options) {
-  return detail::Emitter(m, options).run(dir);
-}
-
-}  // namespace dlavm::deploy
-// end dlavm/deploy/emit-inl.hpp
-#endif
-// end dlavm/deploy/emit.hpp
-// end dlavm/deploy.hpp
-// begin dlavm/graph.hpp
-// graph layer: the graph IR (immutable nodes: inputs, constants, op calls with attributes),
-// the op records and typed builders, type inference and placement, the printer, name-based
-// construction for importers, the reference executor on the host kernels, and the build for
-// a target: fusion into VTA groups, the VTA strategies, layout packing, the Module (the built
-// model, immutable) and the Executor that runs its host and VTA steps on a device;
-// graph::to_dot draws a function for Graphviz.
-//
-//   namespace g = dlavm::graph;
-//   auto token = ne::var("token", 1, 2048);
-//   auto x = g::input("x", {1, token, 512}, DType::int8());
-//   auto y = g::requantize(g::dense(x, g::constant("w", w_512x512)), {.shift = 8});
-//   auto fn = g::infer_type(g::function({x}, {y}), g::Target{});
-//   auto out = g::evaluate(fn, {{"x", x_data}}, {{"token", 37}});
-//   auto mod = g::build(fn, g::Target{});
-//   g::Executor exec(mod, dev);
-//   auto on_vta = exec.run({{"x", x_data}}, {{"token", 37}});
-
-// begin dlavm/graph/assign_layouts.hpp
-// The `layout` pass: how each VTA group's kernel holds what it reads and writes, as its
-// anchor's strategy lays them out (graph/strategy.hpp): each argument of the anchor in its
-// packed layout (arg_layout), the result in result_layout, each epilogue operand as the result
-// (a residual) or as a channel vector (a bias: [C/T, R, T]), and a result VTA returns as int32
-// (Epilogue::int32_result) in byte planes. The function is placed (the `partition` pass); the
-// one returned carries the layouts in its placement (Group::layouts). build then packs a value
-// where a VTA group reads it in another layout than its producer left it, and unpacks where
-// the host or the caller reads it (graph/build.hpp), so that consecutive VTA groups pass
-// packed values to each other.
-//
-//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
-//   const auto& g = laid_out.placement()->groups[0];
-//   fmt::print("{}\n", graph::to_string(g.layouts->inputs[0]));    // activation[1x16]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/target.hpp
-// graph::Target: what infer_type and build compile for: the VTA configuration, the op
-// registry, and the VTA strategies with the epilogue rules. graph::infer_type(fn, target)
-// (graph/place.hpp) types and places a function for it.
-//
-//   graph::Target target;                          // default VTA config, ops, strategies
-//   target.ops.add(my_custom_op);
-//   auto typed = graph::infer_type(fn, target);
-
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/graph/ops.hpp
 // end dlavm/graph/ops.hpp
 // begin dlavm/graph/strategy.hpp
 // VTA strategies: how a fused group of graph calls (an anchor such as conv2d or dense, and an

@@ -3,13 +3,15 @@
 // (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
 // without lite), a recurrent convolution (a state in the cache region), chains of host ops
 // (the firmware kernels), an attention block (VTA's batched matmuls), and random networks of
-// convolutions and poolings.
+// convolutions and poolings, and a model with an op of the test's own (custom_op.hpp: its
+// firmware kernel in custom_kernels.hpp, which the header includes).
 #pragma once
 
 #include <dlavm/dlavm.hpp>
 
 #include "../../examples/models.hpp"
 #include "../graph/random_networks.hpp"
+#include "custom_op.hpp"
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ struct Case {
   dlavm::deploy::EmitOptions emit;
   std::string dim;  // the symbolic dim, if any
   std::vector<std::int64_t> values;
+  graph::Target target = {};
 };
 
 // Every firmware kernel on the host: integer elementwise ops, poolings, a dense layer and a
@@ -110,6 +113,12 @@ inline std::vector<Case> cases() {
        {},
        "token",
        {5, 1, 1, 3, 1, 16, 1}});
+  out.push_back({"custom_op",
+                 custom_op::model(),
+                 {.includes = {"custom_kernels.hpp"}},
+                 "batch",
+                 {1, 8, 3},
+                 custom_op::target()});
   random_graphs::Rng rng{std::mt19937_64(77)};
   for (int k = 0; k < 6; ++k) {
     auto net = random_graphs::random_network(rng, static_cast<std::uint64_t>(k));

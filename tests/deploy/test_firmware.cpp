@@ -1,6 +1,6 @@
 // The firmware deploy::emit generates, compiled into this test (gen/gen_firmware.cpp writes it
 // at build time) and run through the VTA driver C API over the simulator
-// (examples/firmware/sim_driver.cpp): every model's outputs equal graph::Module::run's for
+// (examples/firmware/sim_driver.cpp): every model's outputs equal graph::Executor::run's for
 // every dim value (states carried from run to run), with the static streams placed from the
 // header or from the insts file; and every bad file or dim gets its error code.
 #include <doctest/doctest.h>
@@ -40,7 +40,7 @@ const firmware_models::Entry& entry(const std::string& name) {
   return firmware_models::kModels[0];
 }
 
-TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
+TEST_CASE("firmware: every emitted model equals Executor::run, run after run") {
   const auto cases = deploy_models::cases();
   REQUIRE(cases.size() == std::size(firmware_models::kModels));
   int compared = 0;
@@ -48,7 +48,7 @@ TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
     const auto& k = cases[c];
     const auto& e = entry(k.name);
     CAPTURE(k.name);
-    const auto mod = graph::build(k.fn, graph::Target{}, {.name = k.name});
+    const auto mod = graph::build(k.fn, k.target, {.name = k.name});
     vta::SimDevice dev;
     graph::Executor exec(mod, dev);
     Session s;
@@ -109,7 +109,7 @@ TEST_CASE("firmware: every emitted model equals Module::run, run after run") {
       CHECK(lines("step ") == 0);
     }
   }
-  MESSAGE(compared, " outputs of ", cases.size(), " models equal Module::run's byte for byte");
+  MESSAGE(compared, " outputs of ", cases.size(), " models equal Executor::run's byte for byte");
 }
 
 TEST_CASE("firmware: bad files, dims and calls get error codes, and nothing runs") {

@@ -1,32 +1,35 @@
-// deploy::emit: a built model handed to firmware. It writes three files:
+// deploy::emit: a built model handed to firmware. It plans the firmware (deploy::plan_firmware,
+// deploy/firmware_plan.hpp: plain data) and prints the plan into three files:
 //
 //   <name>.hpp          C++17 for firmware: the memory plan's regions and value addresses, the
 //                       static VTA streams as constant data (static_assert-ed sizes), the
 //                       replays of the symbolic ones (vta::replay_source), and the functions
 //                       open, load_params, prepare, run(dims...) and the inputs' and outputs'
-//                       addresses; it includes only <dlavm/runtime/...> and builds with
-//                       -fno-exceptions -fno-rtti and no heap
+//                       addresses; it includes only <dlavm/runtime/...> (and the headers of
+//                       EmitOptions::includes) and builds with -fno-exceptions -fno-rtti and no
+//                       heap
 //   <name>.weights.bin  the weight region's image (runtime/model_file.hpp's header, then bytes)
 //   <name>.insts.bin    the static streams' words, for firmware that loads them from a file
 //
 //   deploy::emit(mod, "out", {.ns = "mlp", .lite = true});
+//   std::string text = deploy::header_text(deploy::plan_firmware(mod));   // the header alone
 //
-// Options: `ns`, the header's namespace (several models in one firmware); `debug`, a log line
-// per step and per transfer of each stream (through Session::set_log); `lite`, consecutive
-// VTA steps whose dims are all static written as one stream (one device run); `plan`, the
-// region map and alignment (the insts and uop regions are sized here: each static stream its
-// slot, one shared slot for the replayed ones, as large as their bound).
+// Options (EmitOptions): `ns`, the header's namespace (several models in one firmware); `debug`,
+// a log line per step and per transfer of each stream (through Session::set_log); `lite`,
+// consecutive VTA steps whose dims are all static written as one stream (one device run);
+// `plan`, the region map and alignment; `includes`, headers of custom firmware kernels.
 //
 // A growing state the module holds packed (a KV cache, graph::ModuleState::packed) keeps its
 // length in the cache region: run() takes the other dims only, binds the growing one to the
 // positions held and refuses a run the cache has no room for (DimOutOfRange).
 //
-// A host step without a firmware kernel (runtime/kernels.hpp) is refused, naming the node and
-// the op; so are any other growing state, dtypes firmware does not hold (only 8, 16, 32 and
-// 64-bit integers and float32) and unwritable files.
+// A host step without a firmware kernel (its op record's, OpRecord::firmware) is refused,
+// naming the node and the op; so are any other growing state, dtypes firmware does not hold
+// (only 8, 16, 32 and 64-bit integers and float32) and unwritable files.
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/deploy/firmware_plan.hpp>
 #include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/module.hpp>
 
@@ -34,13 +37,6 @@
 #include <string>
 
 namespace dlavm::deploy {
-
-struct EmitOptions {
-  std::string ns = {};  // the header's namespace; empty: the module's name
-  bool debug = false;
-  bool lite = false;
-  graph::PlanOptions plan = {};
-};
 
 struct EmitResult {
   std::string header, weights, insts;  // the paths written
@@ -52,6 +48,12 @@ struct EmitResult {
 };
 
 EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOptions& options = {});
+
+// The generated header's text, and the files' bytes (runtime/model_file.hpp's header, then the
+// payload), of a plan.
+std::string header_text(const FirmwarePlan& plan);
+std::vector<std::uint8_t> weights_file(const FirmwarePlan& plan);
+std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan);
 
 }  // namespace dlavm::deploy
 

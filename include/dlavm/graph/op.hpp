@@ -9,6 +9,8 @@
 //   host_kernel           the CPU implementation (host/), the fallback and the reference
 //   host_support          why the host kernel cannot run a call (empty: it runs every call the
 //                         type rule accepts)
+//   firmware              the kernel firmware calls for a host step of the op, or why a step
+//                         has none (graph/firmware.hpp; deploy::emit prints the call)
 //   concat_axis,          what graph passes may know of the op's data movement, so that they
 //   permutation           match a graph's structure, not op names: the axis along which the
 //                         result is the arguments one after another (concat), or the
@@ -24,6 +26,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/attrs.hpp>
+#include <dlavm/graph/firmware.hpp>
 #include <dlavm/graph/node.hpp>
 #include <dlavm/te/ndarray.hpp>
 
@@ -77,6 +80,22 @@ struct TypeCall {
   std::size_t axis(std::string_view name, std::size_t rank) const;
 };
 
+// What a firmware kernel sees of a host step: the call as its type rule saw it (its operands'
+// logical shapes in the model's symbolic dims, dtypes, attributes with defaults, the label
+// naming the node), and the result's type.
+struct FirmwareStep {
+  const TypeCall& call;
+  const TensorType& result;
+  const std::vector<ne::Expr>& input(std::size_t k) const { return call.type(k).shape; }
+};
+
+struct FirmwareKernel {
+  // Why this step has no firmware kernel (nullopt: it has one); unset: every step has one.
+  std::function<std::optional<std::string>(const FirmwareStep&)> support{};
+  // The call; unset: the op has no firmware kernel.
+  std::function<FirmwareCall(const FirmwareStep&)> call{};
+};
+
 using TypeRule = std::function<TensorType(const TypeCall&)>;
 using HostArgs = std::span<const te::NDArray* const>;
 using HostKernel = std::function<te::NDArray(HostArgs args, const Attrs& attrs)>;
@@ -97,6 +116,7 @@ struct OpRecord {
   TypeRule type_rule{};
   HostKernel host_kernel{};
   SupportRule host_support{};
+  FirmwareKernel firmware{};
   ConcatAxisRule concat_axis{};
   PermutationRule permutation{};
 

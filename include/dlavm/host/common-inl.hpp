@@ -59,14 +59,6 @@ DLAVM_INLINE std::int64_t element_count(std::span<const std::int64_t> shape) {
 
 namespace detail {
 
-DLAVM_INLINE AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis) {
-  AxisSplit s;
-  for (std::size_t k = 0; k < axis; ++k) s.outer *= shape[k];
-  s.extent = shape[axis];
-  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
-  return s;
-}
-
 DLAVM_INLINE std::string shape_str(std::span<const std::int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }

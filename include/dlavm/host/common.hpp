@@ -59,13 +59,31 @@ std::optional<Shape> broadcast_shapes(std::span<const std::int64_t> a,
 // Product of the dims (1 for a scalar).
 std::int64_t element_count(std::span<const std::int64_t> shape);
 
-namespace detail {
-
-// An array viewed as [outer, extent, inner] around one axis.
+// An array viewed as [outer, extent, inner] around dim `axis`: the products of the dims before
+// and after it, the view the runtime kernels take (runtime/kernels.hpp). The one split the host
+// kernels (int64 dims) and the firmware calls (ne::Expr dims, graph::FirmwareKernel) share.
+template <class Extent>
 struct AxisSplit {
-  std::int64_t outer = 1, extent = 1, inner = 1;
+  Extent outer{1}, extent{1}, inner{1};
 };
-AxisSplit split_at(std::span<const std::int64_t> shape, std::size_t axis);
+namespace detail {
+template <class Extent>
+AxisSplit<Extent> split_dims(std::span<const Extent> shape, std::size_t axis) {
+  AxisSplit<Extent> s;
+  for (std::size_t k = 0; k < axis; ++k) s.outer = s.outer * shape[k];
+  s.extent = shape[axis];
+  for (std::size_t k = axis + 1; k < shape.size(); ++k) s.inner = s.inner * shape[k];
+  return s;
+}
+}  // namespace detail
+inline AxisSplit<std::int64_t> split_at(std::span<const std::int64_t> shape, std::size_t axis) {
+  return detail::split_dims(shape, axis);
+}
+inline AxisSplit<ne::Expr> split_at(std::span<const ne::Expr> shape, std::size_t axis) {
+  return detail::split_dims(shape, axis);
+}
+
+namespace detail {
 
 // "[1, 3, 224, 224]"
 std::string shape_str(std::span<const std::int64_t> shape);

@@ -20,7 +20,7 @@ DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
   constexpr std::string_view who = "host::softmax";
   detail::require_float32(who, "x", x);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = detail::split_at(x.shape(), axis);
+  const auto split = split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
   runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);

@@ -39,7 +39,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   const auto fixed = integer_exp_for(p.scale, who);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
   const auto& shape = s.shape();
-  const auto split = detail::split_at(shape, axis);
+  const auto split = split_at(shape, axis);
   if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
     raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
                       split.extent, axis, detail::shape_str(shape),

@@ -92,31 +92,18 @@ DLAVM_INLINE te::NDArray cast(const te::NDArray& x, DType dtype) {
 
 namespace detail {
 
-// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters.
+// The channel of each element of x (its index along p.axis), or 0 for per-tensor parameters;
+// and x as the runtime kernels see it, [outer, channels, inner] (split_channels).
 struct ChannelIndex {
-  std::size_t inner = 1, channels = 1;
-  bool per_channel = false;
-  std::size_t operator()(std::size_t i) const { return per_channel ? (i / inner) % channels : 0; }
-  // x's `size` elements seen as [outer, channels, inner] (the runtime kernels' view)
-  std::array<std::int64_t, 3> split(std::size_t size) const {
-    if (!per_channel) return {1, 1, static_cast<std::int64_t>(size)};
-    const std::size_t block = channels * inner;
-    return {static_cast<std::int64_t>(block == 0 ? 0 : size / block),
-            static_cast<std::int64_t>(channels), static_cast<std::int64_t>(inner)};
+  AxisSplit<std::int64_t> split;
+  std::size_t operator()(std::size_t i) const {
+    return static_cast<std::size_t>((static_cast<std::int64_t>(i) / split.inner) % split.extent);
   }
 };
 
 inline ChannelIndex channel_index(const te::NDArray& x, const te::NDArray& scale,
                                   const LinearQuantParams& p) {
-  ChannelIndex c;
-  if (scale.ndim() == 0 || (scale.ndim() == 1 && scale.shape()[0] == 1 && x.ndim() == 0)) return c;
-  const auto rank = static_cast<std::int64_t>(x.ndim());
-  const std::int64_t axis = p.axis < 0 ? p.axis + rank : p.axis;
-  c.per_channel = true;
-  c.channels = static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]);
-  for (std::int64_t k = axis + 1; k < rank; ++k)
-    c.inner *= static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(k)]);
-  return c;
+  return {split_channels<std::int64_t>(x.shape(), scale.ndim(), p.axis)};
 }
 
 }  // namespace detail
@@ -156,9 +143,9 @@ DLAVM_INLINE te::NDArray quantize_linear(const te::NDArray& x, const te::NDArray
   const DType t = zero_point.dtype();
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(t, x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
   runtime::quantize_linear(x.fdata().data(), scale.fdata().data(), zero_point.data().data(),
-                           y.data().data(), outer, channels, inner, t.min_value(), t.max_value());
+                           y.data().data(), ch.split.outer, ch.split.extent, ch.split.inner,
+                           t.min_value(), t.max_value());
   return y;
 }
 
@@ -173,9 +160,8 @@ DLAVM_INLINE te::NDArray dequantize_linear(const te::NDArray& x, const te::NDArr
         x.dtype(), zero_point.dtype());
   const auto ch = detail::channel_index(x, scale, p);
   te::NDArray y(DType::float32(), x.shape());
-  const auto [outer, channels, inner] = ch.split(x.size());
   runtime::dequantize_linear(x.data().data(), scale.fdata().data(), zero_point.data().data(),
-                             y.fdata().data(), outer, channels, inner);
+                             y.fdata().data(), ch.split.outer, ch.split.extent, ch.split.inner);
   return y;
 }
 

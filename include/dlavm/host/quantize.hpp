@@ -33,6 +33,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
+#include <dlavm/host/common.hpp>
 #include <dlavm/te/ndarray.hpp>
 
 #include <cstdint>
@@ -66,6 +67,21 @@ struct LinearQuantParams {
 };
 // Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
 // `who`).
+// x seen as [outer, channels, inner] for linear (de)quantization parameters of rank
+// `parameter_rank`: one per channel of dim `axis` (the runtime kernels' view), or one for all
+// when the parameters or x are scalars. Int64 dims (the host) or ne::Expr (firmware calls).
+template <class Extent>
+AxisSplit<Extent> split_channels(std::span<const Extent> x, std::size_t parameter_rank,
+                                 std::int64_t axis) {
+  if (parameter_rank == 0 || x.empty()) {
+    AxisSplit<Extent> all;
+    for (const auto& d : x) all.inner = all.inner * d;
+    return all;
+  }
+  const auto rank = static_cast<std::int64_t>(x.size());
+  return detail::split_dims(x, static_cast<std::size_t>(axis < 0 ? axis + rank : axis));
+}
+
 void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
                            const te::NDArray& zero_point, const LinearQuantParams& p,
                            std::string_view who);

@@ -215,7 +215,7 @@ DLAVM_INLINE te::NDArray concat(std::span<const te::NDArray* const> xs, const Co
     out_shape[axis] += x.shape()[axis];
   }
   te::NDArray y(first.dtype(), out_shape);
-  const auto split = detail::split_at(out_shape, axis);
+  const auto split = split_at(out_shape, axis);
   std::int64_t at = 0;  // offset within one outer slice of y
   for (const te::NDArray* x : xs) {
     const std::int64_t chunk = x->shape()[axis] * split.inner;

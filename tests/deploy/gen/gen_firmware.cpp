@@ -14,7 +14,7 @@ int main(int argc, char** argv) try {
   const std::string dir = argv[1];
   std::string includes, entries;
   for (const auto& c : deploy_models::cases()) {
-    auto mod = dlavm::graph::build(c.fn, dlavm::graph::Target{}, {.name = c.name});
+    auto mod = dlavm::graph::build(c.fn, c.target, {.name = c.name});
     dlavm::deploy::emit(mod, dir, c.emit);
     includes += fmt::format("#include \"{}.hpp\"\n", c.name);
     const auto sig = mod.signature();

@@ -74,4 +74,13 @@ DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
   return std::nullopt;
 }
 
+DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep& s,
+                                        std::size_t inputs) {
+  FirmwareCall c{std::move(function), {}};
+  for (std::size_t k = 0; k < inputs; ++k) c.args.push_back(FirmwareArg::input(k));
+  c.args.push_back(FirmwareArg::output());
+  c.args.push_back(FirmwareArg::dim(product(s.input(0))));
+  return c;
+}
+
 }  // namespace dlavm::graph::detail

@@ -5,8 +5,11 @@
 #include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/elementwise.hpp>
+#include <dlavm/ne/structural.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace dlavm::graph {
 
@@ -71,34 +74,83 @@ DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
   return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// add and mul of one shape (runtime::add, runtime::mul do not broadcast).
+inline FirmwareKernel binary_firmware(std::string op) {
+  const auto support = [op](const FirmwareStep& s) -> std::optional<std::string> {
+    const auto &a = s.input(0), &b = s.input(1);
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same))
+      return std::nullopt;
+    return fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", op);
+  };
+  return {.support = support, .call = [op](const FirmwareStep& s) {
+            return elements_call("dlavm::runtime::" + op, s, 2);
+          }};
+}
+
+inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
+  return {"dlavm::runtime::bias_add",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner)}};
+}
+
+inline FirmwareCall clip_firmware(const FirmwareStep& s) {
+  const auto p = clip_params(s.call.attrs);
+  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
+  if (s.call.type(0).dtype.is_float()) {
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
+  } else {
+    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
+    c.args.push_back(FirmwareArg::typed(0, lo));
+    c.args.push_back(FirmwareArg::typed(0, hi));
+  }
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
   ops.add({.name = "add",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); },
+           .firmware = detail::binary_firmware("add")});
   ops.add({.name = "mul",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); },
+           .firmware = detail::binary_firmware("mul")});
   ops.add({.name = "bias_add",
            .min_args = 2,
            .max_args = 2,
            .attrs = detail::bias_add_schema().specs(),
            .type_rule = detail::bias_add_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+               },
+           .firmware = {.call = detail::bias_add_firmware}});
   ops.add({.name = "relu",
            .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::elements_call("dlavm::runtime::relu", s, 1);
+           }}});
   ops.add({.name = "clip",
            .attrs = detail::clip_schema().specs(),
            .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::clip(*a[0], clip_params(attrs));
-           }});
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
+           .firmware = {.call = detail::clip_firmware}});
 }
 
 }  // namespace dlavm::graph

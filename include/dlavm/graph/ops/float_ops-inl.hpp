@@ -76,6 +76,50 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
 
+namespace detail {
+
+// runtime::softmax(x, y, outer, extent, inner) over the axis, float32 only.
+inline FirmwareKernel softmax_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            const DType x = s.call.type(0).dtype;
+            if (x == DType::float32()) return std::nullopt;
+            return fmt::format("softmax of {} has no firmware kernel", x);
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto& x = s.input(0);
+                const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+                return FirmwareCall{
+                    "dlavm::runtime::softmax",
+                    {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+                     FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
+              }};
+}
+
+// runtime::layer_norm(x, gamma, beta, y, groups, group size, epsilon): the dims from the axis on
+// are one group.
+inline FirmwareCall layer_norm_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = layer_norm_schema().from_attrs(s.call.attrs);
+  const auto axis = s.call.axis("axis", x.size());
+  return {"dlavm::runtime::layer_norm",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+           FirmwareArg::output(), FirmwareArg::dim(product(std::span(x).first(axis))),
+           FirmwareArg::dim(product(std::span(x).subspan(axis))),
+           FirmwareArg::real(static_cast<float>(p.epsilon))}};
+}
+
+// runtime::causal_mask(x, y, rows, M, N) over the last two dims.
+inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  return {"dlavm::runtime::causal_mask",
+          {FirmwareArg::input(0), FirmwareArg::output(),
+           FirmwareArg::dim(product(std::span(x).first(x.size() - 1))),
+           FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "softmax",
            .attrs = detail::softmax_schema().specs(),
@@ -84,7 +128,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = detail::softmax_firmware()});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
@@ -95,7 +140,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                  return host::layer_norm(*a[0], *a[1], *a[2],
                                          detail::layer_norm_schema().from_attrs(attrs));
                },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::layer_norm_firmware}});
   ops.add({.name = "gelu",
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
@@ -103,7 +149,8 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
-           .host_support = detail::host_float32_only});
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::causal_mask_firmware}});
 }
 
 }  // namespace dlavm::graph

@@ -67,13 +67,37 @@ DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
   return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// runtime::integer_softmax(x, y, outer, keys, inner, exponential, queries, queries inner).
+inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = integer_softmax_params(s.call.attrs);
+  const auto fixed = host::integer_exp_for(p.scale);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span(x), axis);
+  const auto query = host::integer_softmax_causal_queries(p, axis, x.size());
+  return {"dlavm::runtime::integer_softmax",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
+           FirmwareArg::aggregate(
+               "dlavm::runtime::IntegerExp",
+               {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}),
+           FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)),
+           FirmwareArg::boolean(query && query->inner)}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   ops.add({.name = "integer_softmax",
            .attrs = detail::integer_softmax_schema().specs(),
            .type_rule = detail::integer_softmax_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::integer_softmax(*a[0], integer_softmax_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax(*a[0], integer_softmax_params(attrs));
+               },
+           .firmware = {.call = detail::integer_softmax_firmware}});
 }
 
 }  // namespace dlavm::graph

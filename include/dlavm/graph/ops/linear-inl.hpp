@@ -50,12 +50,26 @@ inline TensorType matmul_type(const TypeCall& c) {
 DLAVM_INLINE Expr dense(Expr x, Expr w) { return call("dense", {std::move(x), std::move(w)}); }
 DLAVM_INLINE Expr matmul(Expr a, Expr b) { return call("matmul", {std::move(a), std::move(b)}); }
 
+namespace detail {
+
+// runtime::dense(x, w, y, rows, N, K): x's leading dims as the rows.
+inline FirmwareCall dense_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  return {"dlavm::runtime::dense",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(product(std::span(x).first(x.size() - 1))),
+           FirmwareArg::dim(s.input(1)[0]), FirmwareArg::dim(x.back())}};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
   ops.add({.name = "dense",
            .min_args = 2,
            .max_args = 2,
            .type_rule = detail::dense_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); }});
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::dense(*a[0], *a[1]); },
+           .firmware = {.call = detail::dense_firmware}});
   ops.add({.name = "matmul",
            .min_args = 2,
            .max_args = 2,

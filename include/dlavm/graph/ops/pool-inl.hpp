@@ -72,13 +72,47 @@ DLAVM_INLINE Expr avg_pool2d(Expr x, const host::Pool2dParams& p) {
 
 DLAVM_INLINE Expr global_avg_pool2d(Expr x) { return call("global_avg_pool2d", {std::move(x)}); }
 
+namespace detail {
+
+// runtime::pool_window_max / pool_window_avg over the planes [N*C, H, W]; a global average is
+// one window of the whole plane that counts its (absent) padding.
+inline FirmwareCall pool_firmware(const FirmwareStep& s, bool maximum, bool global) {
+  const auto& x = s.input(0);
+  const auto& y = s.result.shape;
+  host::Pool2dParams p;
+  if (global)
+    p.count_include_pad = true;
+  else
+    p = pool2d_params(s.call.attrs);
+  const auto window = [&](std::size_t k) {
+    return global ? FirmwareArg::dim(x[2 + k]) : FirmwareArg::integer(p.pool_size[k]);
+  };
+  FirmwareCall c{
+      maximum ? "dlavm::runtime::pool_window_max" : "dlavm::runtime::pool_window_avg",
+      {FirmwareArg::input(0), FirmwareArg::output(),
+       FirmwareArg::aggregate(
+           "dlavm::runtime::PoolShape",
+           {FirmwareArg::dim(x[0] * x[1]), FirmwareArg::dim(x[2]), FirmwareArg::dim(x[3]),
+            FirmwareArg::dim(y[2]), FirmwareArg::dim(y[3]), window(0), window(1),
+            FirmwareArg::integer(p.strides[0]), FirmwareArg::integer(p.strides[1]),
+            FirmwareArg::integer(p.padding[0]), FirmwareArg::integer(p.padding[1])})}};
+  if (!maximum) c.args.push_back(FirmwareArg::boolean(p.count_include_pad));
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
   ops.add({.name = "max_pool2d",
            .attrs = detail::pool2d_schema(false).specs(),
            .type_rule = detail::pool2d_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::max_pool2d(*a[0], pool2d_params(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::max_pool2d(*a[0], pool2d_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, true, false);
+           }}});
   ops.add({.name = "avg_pool2d",
            .attrs = detail::pool2d_schema(true).specs(),
            .type_rule = detail::pool2d_type,
@@ -86,11 +120,17 @@ DLAVM_INLINE void add_pool_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::avg_pool2d(*a[0], pool2d_params(attrs));
                },
-           .host_support = detail::host_average_support});
+           .host_support = detail::host_average_support,
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, false, false);
+           }}});
   ops.add({.name = "global_avg_pool2d",
            .type_rule = detail::global_pool_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::global_avg_pool2d(*a[0]); },
-           .host_support = detail::host_average_support});
+           .host_support = detail::host_average_support,
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::pool_firmware(s, false, true);
+           }}});
 }
 
 }  // namespace dlavm::graph

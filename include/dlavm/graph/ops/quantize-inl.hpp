@@ -140,38 +140,99 @@ DLAVM_INLINE Expr cast(Expr x, DType dtype) {
   return call("cast", {std::move(x)}, detail::cast_schema().to_attrs({dtype}));
 }
 
+namespace detail {
+
+// runtime::requantize(x, y, elements, x's bits, shift, rounding constant, lo, hi).
+inline FirmwareKernel requantize_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            const DType x = s.call.type(0).dtype;
+            if (x.is_int()) return std::nullopt;
+            return fmt::format("requantize of {} has no firmware kernel (signed integers only)", x);
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto p = requantize_params(s.call.attrs);
+                const std::uint64_t round = p.rounding == host::Rounding::Nearest && p.shift > 0
+                                                ? std::uint64_t{1} << (p.shift - 1)
+                                                : 0;
+                FirmwareCall c = elements_call("dlavm::runtime::requantize", s, 1);
+                c.args.push_back(FirmwareArg::integer(s.call.type(0).dtype.bits()));
+                c.args.push_back(FirmwareArg::integer(p.shift));
+                c.args.push_back(FirmwareArg::integer(static_cast<std::int64_t>(round), "ULL"));
+                c.args.push_back(FirmwareArg::integer(p.lo, "LL"));
+                c.args.push_back(FirmwareArg::integer(p.hi, "LL"));
+                return c;
+              }};
+}
+
+// runtime::cast(x, y, elements, lo, hi): the output type's range (unused for float).
+inline FirmwareCall cast_firmware(const FirmwareStep& s) {
+  const DType t = s.result.dtype;
+  const std::int64_t lo = t.is_float() ? 0 : t.min_value(), hi = t.is_float() ? 0 : t.max_value();
+  FirmwareCall c = elements_call("dlavm::runtime::cast", s, 1);
+  c.args.push_back(FirmwareArg::integer(lo == INT64_MIN ? INT64_MIN + 1 : lo, "LL"));
+  c.args.push_back(FirmwareArg::integer(hi, "LL"));
+  return c;
+}
+
+// runtime::quantize_linear / dequantize_linear(x, scale, zero point, y, outer, channels,
+// inner[, the output type's range]).
+inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, bool quantize) {
+  const auto split = host::split_channels(std::span(s.input(0)), s.input(1).size(),
+                                          linear_quant_schema().from_attrs(s.call.attrs).axis);
+  FirmwareCall c{quantize ? "dlavm::runtime::quantize_linear" : "dlavm::runtime::dequantize_linear",
+                 {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+                  FirmwareArg::output(), FirmwareArg::dim(split.outer),
+                  FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
+  if (quantize) {
+    c.args.push_back(FirmwareArg::integer(s.result.dtype.min_value(), "LL"));
+    c.args.push_back(FirmwareArg::integer(s.result.dtype.max_value(), "LL"));
+  }
+  return c;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
   ops.add({.name = "requantize",
            .attrs = detail::requantize_schema().specs(),
            .type_rule = detail::requantize_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::requantize(*a[0], requantize_params(attrs));
-           }});
-  const auto linear = [&](std::string name, TypeRule rule, auto kernel) {
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::requantize(*a[0], requantize_params(attrs));
+               },
+           .firmware = detail::requantize_firmware()});
+  const auto linear = [&](std::string name, TypeRule rule, auto kernel, FirmwareKernel firmware) {
     ops.add({.name = std::move(name),
              .min_args = 3,
              .max_args = 3,
              .attrs = detail::linear_quant_schema().specs(),
              .type_rule = std::move(rule),
-             .host_kernel = [kernel](HostArgs a, const Attrs& attrs) {
-               return kernel(*a[0], *a[1], *a[2], detail::linear_quant_schema().from_attrs(attrs));
-             }});
+             .host_kernel =
+                 [kernel](HostArgs a, const Attrs& attrs) {
+                   return kernel(*a[0], *a[1], *a[2],
+                                 detail::linear_quant_schema().from_attrs(attrs));
+                 },
+             .firmware = std::move(firmware)});
   };
   linear("quantize_linear", detail::quantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); },
+         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, true); }});
   linear("dequantize_linear", detail::dequantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); },
+         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, false); }});
   linear("rescale", detail::rescale_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); });
+            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
+         {});
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::cast(*a[0], cast_dtype(attrs));
-           }});
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::cast(*a[0], cast_dtype(attrs)); },
+           .firmware = {.call = detail::cast_firmware}});
 }
 
 }  // namespace dlavm::graph

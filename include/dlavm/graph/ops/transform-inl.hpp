@@ -171,13 +171,49 @@ DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
   return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
 }
 
+namespace detail {
+
+// runtime::copy(x, y, elements): a reshape or flatten keeps the row-major order.
+inline FirmwareCall copy_firmware(const FirmwareStep& s) {
+  return elements_call("dlavm::runtime::copy", s, 1);
+}
+
+// runtime::transpose(x, y, shape, perm, rank), of rank 8 at most.
+inline FirmwareKernel transpose_firmware() {
+  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+            if (s.input(0).size() <= 8) return std::nullopt;
+            return fmt::format("transpose of rank {} has no firmware kernel (rank 8 at most)",
+                               s.input(0).size());
+          },
+          .call =
+              [](const FirmwareStep& s) {
+                const auto& x = s.input(0);
+                const auto perm = host::transpose_perm(transpose_params(s.call.attrs).perm,
+                                                       x.size(), "transpose");
+                FirmwareLocal shape{"shape", "std::int64_t", true, {}};
+                FirmwareLocal order{"perm", "std::int64_t", true, {}};
+                for (const auto& d : x) shape.items.push_back(FirmwareArg::dim(d));
+                for (const auto p : perm)
+                  order.items.push_back(FirmwareArg::integer(static_cast<std::int64_t>(p)));
+                return FirmwareCall{"dlavm::runtime::transpose",
+                                    {FirmwareArg::input(0), FirmwareArg::output(),
+                                     FirmwareArg::local("shape"), FirmwareArg::local("perm"),
+                                     FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
+                                    {std::move(shape), std::move(order)}};
+              }};
+}
+
+}  // namespace detail
+
 DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "reshape",
            .attrs = detail::reshape_schema().specs(),
            .type_rule = detail::reshape_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::copy_firmware}});
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
@@ -185,6 +221,7 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::transpose(*a[0], detail::transpose_schema().from_attrs(attrs));
                },
+           .firmware = detail::transpose_firmware(),
            .permutation = [](const TypeCall& c) -> std::optional<std::vector<std::int64_t>> {
              const auto perm = host::transpose_perm(params_of(c, detail::transpose_schema()).perm,
                                                     c.type(0).ndim(), c.label);
@@ -193,9 +230,11 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
   ops.add({.name = "flatten",
            .attrs = detail::flatten_schema().specs(),
            .type_rule = detail::flatten_type,
-           .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
-           }});
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::copy_firmware}});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,

@@ -1,0 +1,16 @@
+// Definitions for graph/firmware.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/firmware.hpp>
+#include <dlavm/ne/ops.hpp>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE ne::Expr element_count(std::span<const ne::Expr> shape) {
+  ne::Expr n = 1;
+  for (const auto& d : shape) n = n * d;
+  return n;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,146 @@
+// deploy::plan_firmware: the firmware plan as data, checked without compiling C++. Each step of
+// a module becomes one statement of run(), in order: VTA steps a static stream (joined with the
+// ones before it under lite) or a replay, host steps the call their op record's firmware kernel
+// gives, layout steps the emitter's own kernels; the insts and uop regions hold a slot per
+// static stream and one replay slot; the header printed from the plan is the one emit writes.
+#include <doctest/doctest.h>
+
+#include "../vta/temp_dir.hpp"
+#include "models.hpp"
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace plan_test {
+
+using namespace dlavm;
+namespace graph = dlavm::graph;
+namespace deploy = dlavm::deploy;
+using Kind = deploy::PlannedStep::Kind;
+
+// The function of each call step, by the module step's op ("pack", "unpack", "append" for the
+// layout steps).
+std::map<std::string, std::string> calls_by_op(const deploy::FirmwarePlan& p) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : p.run) {
+    if (s.kind != Kind::Call) continue;
+    const auto& step = p.module.steps()[s.step];
+    const std::string op = step.kind == graph::ModuleStep::Kind::Host     ? step.op
+                           : step.kind == graph::ModuleStep::Kind::Append ? "append"
+                           : step.kind == graph::ModuleStep::Kind::Pack   ? "pack"
+                                                                          : "unpack";
+    out[op] = s.call.function;
+  }
+  return out;
+}
+
+TEST_CASE("plan: every step a statement, host ops the calls of their records") {
+  const auto mod = graph::build(deploy_models::host_ops(), graph::Target{}, {.name = "host_ops"});
+  const auto plan = deploy::plan_firmware(mod);
+  REQUIRE(plan.run.size() == mod.steps().size());
+  for (std::size_t i = 0; i < plan.run.size(); ++i) {
+    CHECK(plan.run[i].step == i);
+    CHECK((plan.run[i].kind == Kind::Call) ==
+          (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta));
+  }
+  const auto calls = calls_by_op(plan);
+  const std::map<std::string, std::string> expected = {
+      {"add", "dlavm::runtime::add"},           {"mul", "dlavm::runtime::mul"},
+      {"bias_add", "dlavm::runtime::bias_add"}, {"cast", "dlavm::runtime::cast"},
+      {"clip", "dlavm::runtime::clip"},         {"dense", "dlavm::runtime::dense"},
+      {"flatten", "dlavm::runtime::copy"},      {"reshape", "dlavm::runtime::copy"},
+      {"relu", "dlavm::runtime::relu"},         {"requantize", "dlavm::runtime::requantize"},
+      {"softmax", "dlavm::runtime::softmax"}};
+  for (const auto& [op, function] : expected) {
+    CAPTURE(op);
+    REQUIRE(calls.count(op) == 1);
+    CHECK(calls.at(op) == function);
+  }
+  // a symbolic batch: the dims are run()'s argument n
+  REQUIRE(plan.dims.size() == 1);
+  CHECK(plan.dims[0].var.name() == "n");
+  CHECK(plan.param_dims == 1);
+  // the softmax over the last of [n, 5]: outer n, extent 5, inner 1, as dims
+  for (const auto& s : plan.run)
+    if (s.kind == Kind::Call && s.call.function == "dlavm::runtime::softmax") {
+      REQUIRE(s.call.args.size() == 5);
+      CHECK(fmt::format("{}", ne::simplify(s.call.args[2].expr)) == "n");
+      CHECK(fmt::format("{}", ne::simplify(s.call.args[3].expr)) == "5");
+      CHECK(fmt::format("{}", ne::simplify(s.call.args[4].expr)) == "1");
+    }
+}
+
+TEST_CASE("plan: static streams, joined under lite, and the replayed steps' slot") {
+  const auto mod = graph::build(models::ResNet18(32).function(), graph::Target{}, {.name = "r"});
+  const auto one = deploy::plan_firmware(mod);
+  const auto lite = deploy::plan_firmware(mod, {.lite = true});
+  std::size_t vta = 0, runs = 0;  // VTA steps, and runs of consecutive ones
+  for (std::size_t i = 0; i < mod.steps().size(); ++i)
+    if (mod.steps()[i].kind == graph::ModuleStep::Kind::Vta) {
+      ++vta;
+      runs += i == 0 || mod.steps()[i - 1].kind != graph::ModuleStep::Kind::Vta;
+    }
+  CHECK(one.streams.size() == vta);  // every dim static: nothing replayed
+  CHECK(one.replayed.empty());
+  CHECK(lite.streams.size() == runs);
+  std::size_t joined = 0, statics = 0;
+  for (const auto& s : lite.run) {
+    joined += s.kind == Kind::Joined;
+    statics += s.kind == Kind::Static;
+  }
+  CHECK(statics == runs);
+  CHECK(joined == vta - runs);
+  // each stream its slot in the insts region, one after the other
+  std::uint64_t at = lite.memory.region(graph::RegionKind::Insts).base;
+  for (const auto& g : lite.streams) {
+    CHECK(g.insn_addr == at);
+    at += g.stream.insn_bytes();
+  }
+  CHECK(at <= lite.memory.region(graph::RegionKind::Insts).end());
+  // the MLP's batch is symbolic: its VTA steps replay into one slot, as large as the largest
+  const auto mlp = graph::build(models::Mlp().function(), graph::Target{}, {.name = "mlp"});
+  const auto p = deploy::plan_firmware(mlp);
+  CHECK(p.streams.empty());
+  CHECK(p.replayed.size() == 3);
+  std::int64_t largest = 0;
+  for (auto i : p.replayed)
+    largest = std::max(largest, mlp.steps()[i].program->stream_bound().insns);
+  CHECK(p.workspace.insns == largest);
+  CHECK(p.memory.region(graph::RegionKind::Insts).bytes >= largest * 16);
+}
+
+TEST_CASE("plan: layout steps and a KV cache's append are the emitter's own calls") {
+  const auto mod =
+      graph::build(models::LlmLayer(64, 4, 128, 32).function(), graph::Target{}, {.name = "llm"});
+  const auto plan = deploy::plan_firmware(mod);
+  const auto calls = calls_by_op(plan);
+  CHECK(calls.at("pack") == "dlavm::runtime::pack_tiled");
+  CHECK(calls.at("unpack") == "dlavm::runtime::unpack_tiled");
+  CHECK(calls.at("append") == "dlavm::runtime::append_packed");
+  for (const auto& s : plan.run) {
+    if (s.kind != Kind::Call || s.call.function != "dlavm::runtime::append_packed") continue;
+    // the packed bytes, the new rows, their count, the state's counters, the state's shape
+    REQUIRE(s.call.args.size() == 5);
+    CHECK(s.call.args[0].kind == graph::FirmwareArg::Kind::Bytes);
+    CHECK(s.call.args[3].kind == graph::FirmwareArg::Kind::Address);
+    REQUIRE(s.call.locals.size() == 1);
+    CHECK_FALSE(s.call.locals[0].array);
+    CHECK(s.call.locals[0].type == "dlavm::runtime::PackedStateShape");
+  }
+  // the cache's growing dim is a dim of the plan, not an argument of run()
+  REQUIRE(plan.dims.size() == 3);
+  CHECK(plan.param_dims == 1);
+  CHECK(plan.dims[1].state.has_value());
+}
+
+TEST_CASE("plan: the header printed from the plan is the one emit writes") {
+  const dlavm_test::TempDir dir("dlavm_plan");
+  const auto mod = graph::build(models::Mlp().function(), graph::Target{}, {.name = "mlp"});
+  const auto r = deploy::emit(mod, dir.str(), {.ns = "m", .debug = true});
+  std::ifstream in(r.header);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == deploy::header_text(deploy::plan_firmware(mod, {.ns = "m", .debug = true})));
+}
+
+}  // namespace plan_test
