@@ -31,8 +31,18 @@ DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::En
                                       std::ostream& log, std::span<const Record> done,
                                       const TuneOptions& options) {
   using clock = std::chrono::steady_clock;
+  // a record is one of this run's when it was made for env's configuration and the revision
+  // of the task's strategy
+  std::map<std::string_view, StrategyRevision> revisions;
+  for (const auto& t : tasks)
+    if (t.strategy != nullptr)
+      revisions.emplace(t.key, StrategyRevision{t.strategy->op, t.strategy->revision});
   std::set<std::string> seen;
-  for (const auto& r : done) seen.insert(candidate_key(r.workload, r.knobs));
+  for (const auto& r : done) {
+    const auto it = revisions.find(r.workload);
+    if (it != revisions.end() && r.strategy == it->second && r.target == env.config)
+      seen.insert(candidate_key(r.workload, r.knobs));
+  }
   // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
   std::vector<detail::Candidate> todo;
   std::size_t index = 0;

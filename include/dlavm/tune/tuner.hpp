@@ -2,10 +2,11 @@
 // ranked by the analytic estimate: tune/task.hpp) evaluated on a pool of threads, each record
 // appended to a log as one JSON line. Records are written in candidate order whatever the
 // number of threads, so a run's log, and the best schedules read from it, do not depend on it.
-// A resumed run skips the candidates its log already holds (none evaluated twice; a killed run
-// loses at most the candidates in flight, which the resumed run evaluates); a shard evaluates
-// its round-robin slice of the candidates (tune/shard.hpp). A sample of the candidates can be
-// checked on a device as well as timed.
+// A resumed run skips the candidates its log already holds for this target (none evaluated
+// twice; a killed run loses at most the candidates in flight, which the resumed run evaluates;
+// a record of another VTA configuration or strategy revision is not one of this run's, and its
+// candidate is evaluated again); a shard evaluates its round-robin slice of the candidates
+// (tune/shard.hpp). A sample of the candidates can be checked on a device as well as timed.
 //
 //   auto tasks = tune::tasks(fn, target);
 //   std::ofstream log("model.log", std::ios::app);
@@ -50,7 +51,8 @@ struct TuneOptions {
 };
 
 // Evaluates the candidates (see above) and returns the records it appended to `log`.
-// `done`: records of earlier runs whose candidates are skipped.
+// `done`: records of earlier runs whose candidates are skipped (those made for env's
+// configuration and the tasks' strategy revisions).
 std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env, std::ostream& log,
                          std::span<const Record> done, const TuneOptions& options = {});
 
