@@ -1,5 +1,6 @@
 // tune layer: schedule search on top of the graph layer's workloads and knob spaces: tasks
-// and their candidates (pruned by the space's check, ranked by its estimate), evaluated on the
+// and their candidates (pruned by the space's check, ranked by its estimate), proposed in
+// batches by a search (the default, or one's own through tune::Search) and evaluated on the
 // cycle model by a pool of threads; tuning records as versioned JSON lines stamped with their
 // VTA configuration and strategy revision (logs that survive a killed run, read back with bad
 // lines reported, resumed), shards of a run for a cluster's job array and their merge, tuning
