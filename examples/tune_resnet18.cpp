@@ -97,7 +97,8 @@ int main(int argc, char** argv) try {
 
   auto plain = graph::build(fn, target, {.name = "default"});
   auto tuned = graph::build(
-      fn, target, {.name = "tuned", .chooser = std::make_shared<tune::LogChooser>(records)});
+      fn, target,
+      {.name = "tuned", .chooser = std::make_shared<tune::LogChooser>(records, target)});
   const auto data = dlavm::te::NDArray::random(dlavm::DType::int8(), {1, 3, image, image}, 1);
   const graph::NamedArray inputs[] = {{"data", data}};
   vta::SimDevice dev(target.env.config);
@@ -113,7 +114,7 @@ int main(int argc, char** argv) try {
       if (!fresh) it->second = std::min(it->second, r.bound_cycles);
     }
   const auto floor_of = [&](std::size_t i) {
-    return static_cast<std::uint64_t>(floor.at(graph::to_string(tuned.steps()[i].workload)));
+    return static_cast<std::uint64_t>(floor.at(tune::workload_key(tuned.steps()[i].workload)));
   };
   fmt::print("{:<34} {:>10} {:>10} {:>7} {:>9} {:>9} {:>10}  {}\n", "layer", "default", "tuned",
              "gain", "roofline", "MACs/256", "floor", "tuned schedule");

@@ -29678,6 +29678,10 @@ Workload workload_of(const AnchorCall& a, const Epilogue& epilogue);
 
 struct AnchorStrategy {
   std::string op{};
+  // The revision of the strategy's schedule, stamped on each tuning record (tune/record.hpp):
+  // bump it when the knob space or what a knob means changes, so that logs made for the old
+  // schedule are skipped, not misapplied. The default strategies start at 1.
+  int revision = 1;
   // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
   // Partition asks with an empty epilogue, then again with the group's final one. Raises for
   // a call no device can run as written (a symbolic dim without a usable maximum).
@@ -33980,53 +33984,83 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/tir.hpp
 // begin dlavm/tune.hpp
 // tune layer: schedule search on top of the graph layer's workloads and knob spaces: tasks
-// and their candidates (pruned by the space's check, ranked by its estimate), evaluated on the
-// cycle model by a pool of threads; tuning records as JSON lines (logs that survive a killed
-// run, read back with bad lines reported, resumed), shards of a run for a cluster's job array
-// and their merge, tuning configs (knob spaces as JSON, to narrow a search), and applying a
-// log to graph::build through a Chooser.
+// and their candidates (pruned by the space's check, ranked by its estimate), proposed in
+// batches by a search (the default, or one's own through tune::Search) and evaluated on the
+// cycle model by a pool of threads; tuning records as versioned JSON lines stamped with their
+// VTA configuration and strategy revision (logs that survive a killed run, read back with bad
+// lines reported, resumed), shards of a run for a cluster's job array and their merge, tuning
+// configs (knob spaces as JSON, to narrow a search), and applying a log to graph::build
+// through a Chooser that skips the records of another target.
 //
 //   auto log = dlavm::tune::read_log("model.log");
-//   auto mod = graph::build(fn, target,
-//                           {.chooser = std::make_shared<dlavm::tune::LogChooser>(log.records)});
+//   auto chooser = std::make_shared<dlavm::tune::LogChooser>(log.records, target);
+//   auto mod = graph::build(fn, target, {.chooser = chooser});
 
 // begin dlavm/tune/apply.hpp
 // Applying a tuning log: a graph::Chooser that takes each workload's best record (AutoTVM's
-// apply_history_best) and falls back to the default choice for workloads the log lacks.
+// apply_history_best) among the records made for the target it builds for, and falls back to
+// the default choice for workloads the log lacks.
 //
 //   auto log = tune::read_log("resnet18.log");
-//   auto mod = graph::build(fn, target,
-//                           {.chooser = std::make_shared<tune::LogChooser>(log.records)});
+//   auto chooser = std::make_shared<tune::LogChooser>(log.records, target);
+//   for (const auto& w : chooser->warnings()) fmt::print(stderr, "warning: {}\n", w);
+//   auto mod = graph::build(fn, target, {.chooser = chooser});
 //
-// A best record that does not fit the workload's space now (other knob names, a value outside
-// its knob's domain, a point the space's check refuses) is a ValueError naming the workload,
-// the knob and the value: the log was made for another version of the strategy.
+// A record made for another VTA configuration (its "target") or for another revision of its
+// op's strategy (graph::AnchorStrategy::revision), or of an op the target has no strategy
+// for, is skipped: nothing of it is applied, and one warning per group of such records says
+// how many there are and why ("tuning log: 12 records for another VTA configuration
+// (LOG_BLOCK_OUT 5 in the log, 4 here) skipped"). A best record of the target's own that
+// does not fit the workload's space now (other knob names, a value outside its knob's domain,
+// a point the space's check refuses) is a ValueError naming the workload, the knob and the
+// value: the strategy changed without a new revision.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/graph/strategy/workload.hpp
 // end dlavm/graph/strategy/workload.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
 // begin dlavm/tune/record.hpp
 // Tuning records and logs: one JSON line per evaluated candidate (TVM's tuning records, one
 // per line so that a killed run loses at most the line it was writing), read back with every
 // unreadable line skipped and reported, merged across shards, and reduced to the best
 // candidates of each workload.
 //
-//   {"workload": "conv2d((1, 64, 56, 56) int8, ...)", "knobs": {"oc": 2, "h": 7, ...},
-//    "cycles": 123456, "bound_cycles": 120000, "dram_bytes": 802816, "build_seconds": 0.004,
-//    "error": ""}
+// A line of format version 2 (kRecordVersion) says what it was measured for, as AutoTVM's
+// records carry their version and target (one line here, broken for reading):
+//
+//   {"version": 2, "strategy": {"op": "conv2d", "revision": 1},
+//    "workload": {"args": [{"dtype": "int8", "shape": [1, 32, 14, 14]}, ...], "attrs": {...},
+//                 "epilogue": {"inputs": [], "int32_result": false, "steps": [...]},
+//                 "op": "conv2d", "result": {"dtype": "int32", "shape": [1, 32, 14, 14]}},
+//    "knobs": {"oc": 2, "h": 7, ...}, "cycles": 123456, "bound_cycles": 120000,
+//    "dram_bytes": 802816, "build_seconds": 0.004, "error": "",
+//    "target": {"TARGET": "sim", "HW_VER": "0.0.2", "LOG_INP_WIDTH": 3, ..., "LOG_BLOCK": 4, ...}}
 //
 //   std::ofstream log("conv.log", std::ios::app);
-//   tune::append(log, {.workload = to_string(w), .knobs = knobs, .cycles = 123456});
+//   tune::append(log, {.workload = tune::workload_key(w), .knobs = knobs,
+//                      .target = env.config, .strategy = {"conv2d", 1}, .cycles = 123456});
 //   tune::Log l = tune::read_log("conv.log");      // l.warnings: "conv.log:7: ..." per bad line
 //   auto top = tune::best(l.records, 3);           // per workload, least cycles first
 //
-// A record whose candidate failed has no cycles and says why in `error`; best() never picks it.
+// The workload is a JSON object (graph::Workload's fields; a symbolic dim is its expression as
+// ne prints it with each variable's range), and a record's key is that object dumped with its
+// keys sorted (workload_key): a change of graph's printer leaves the key alone. `target` is the
+// VTA configuration the candidate was timed for (vta_config.json's keys), `strategy` the op's
+// strategy and its revision (graph::AnchorStrategy::revision): applying a log (tune/apply.hpp)
+// and resuming a search (tune/tuner.hpp) skip records made for another configuration or
+// revision. A line of another format version is not read: read_log skips it with one warning
+// per version (version 1, without a "version" field, was written before records carried their
+// target: tune again). A record whose candidate failed has no cycles and says why in `error`;
+// best() never picks it.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
 // begin dlavm/graph/strategy/workload.hpp
 // end dlavm/graph/strategy/workload.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
 
 #include <cstdint>
 #include <filesystem>
@@ -34040,12 +34074,24 @@ DLAVM_INLINE std::string Executor::summary() const {
 
 namespace dlavm::tune {
 
+// The format version of the records this dlavm writes and reads.
+inline constexpr std::int64_t kRecordVersion = 2;
+
+// The strategy a candidate is a schedule of: its op and revision (graph::AnchorStrategy).
+struct StrategyRevision {
+  std::string op{};
+  int revision = 0;
+  friend bool operator==(const StrategyRevision&, const StrategyRevision&) = default;
+};
+
 struct Record {
-  std::string workload{};                // graph::to_string(Workload): the key
+  std::string workload{};                // workload_key(w): the key
   graph::Knobs knobs{};                  // the candidate
+  vta::Config target{};                  // the VTA configuration it was timed for
+  StrategyRevision strategy{};           // whose schedule it is (strategy.op is the workload's op)
   std::optional<std::int64_t> cycles{};  // on the cycle model; nullopt when it failed
   // The cycle model's roofline bound of the candidate's stream (no schedule of it runs in
-  // fewer cycles): what the search could still gain. 0 in logs written before it was recorded.
+  // fewer cycles): what the search could still gain.
   std::int64_t bound_cycles = 0;
   std::int64_t dram_bytes = 0;
   double build_seconds = 0;
@@ -34053,10 +34099,17 @@ struct Record {
   friend bool operator==(const Record&, const Record&) = default;
 };
 
-// One JSON object on one line, without the newline.
+// The workload as a JSON object dumped with sorted keys, on one line: a record's key, equal
+// for equal workloads (a symbolic dim: its printed expression and each variable's range).
+std::string workload_key(const graph::Workload& w);
+
+// One JSON object on one line, without the newline. ValueError when r.workload is not a
+// workload key (text workload_key did not make).
 std::string to_json_line(const Record& r);
-// A line back as a record; ParseError saying what is wrong (not JSON, a missing or mistyped
-// field, knob values that are not integers).
+// A line of format version 2 back as a record; ParseError naming the field that is wrong (not
+// JSON, another format version, a missing or mistyped field, knob values that are not
+// integers, a target that is no VTA configuration, a strategy of another op than the
+// workload's).
 Record parse_record(std::string_view line);
 
 // Appends the record as a line and flushes it: what was appended survives the process.
@@ -34064,21 +34117,29 @@ void append(std::ostream& out, const Record& r);
 
 struct Log {
   std::vector<Record> records;
-  std::vector<std::string> warnings;  // "<source>:<line>: <what is wrong>", one per skipped line
+  // "<source>:<line>: <what is wrong>", one per skipped line, but one per format version for
+  // lines of another version (at the first, with how many there are).
+  std::vector<std::string> warnings;
 };
 // Every readable line of a log (blank lines ignored); ValueError when the file cannot be
 // opened.
 Log read_log(const std::filesystem::path& path);
 Log read_log(std::istream& in, std::string_view source);
 
-// What identifies a candidate across logs and runs: its workload and its knobs, as text.
+// What identifies a candidate of a search (tasks of one target): its workload and its knobs,
+// as text.
 std::string candidate_key(std::string_view workload, const graph::Knobs& knobs);
 
-// The records of several logs as one run's: a candidate (workload and knobs) evaluated in more
-// than one keeps its first record.
+// How two VTA configurations differ, by vta_config.json's keys ("LOG_BLOCK_OUT 5 in the log,
+// 4 here; ..."), or "" when they are equal.
+std::string config_difference(const vta::Config& logged, const vta::Config& here);
+
+// The records of several logs as one run's: a candidate (workload and knobs, for one target
+// and strategy revision) evaluated in more than one keeps its first record.
 std::vector<Record> merge(std::span<const Log> logs);
 
-// Per workload, its `k` best records that ran: least cycles first, ties in log order.
+// Per workload, its `k` best records that ran: least cycles first, ties in log order. Records
+// of every target count: select a target's first (tune::for_target, tune/apply.hpp).
 std::map<std::string, std::vector<Record>> best(std::span<const Record> records, std::size_t k);
 
 }  // namespace dlavm::tune
@@ -34091,86 +34152,859 @@ std::map<std::string, std::vector<Record>> best(std::span<const Record> records,
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/ne/printer.hpp
+// end dlavm/ne/printer.hpp
 // begin dlavm/tune/record.hpp
 // end dlavm/tune/record.hpp
+// begin dlavm/vta/hw/read.hpp
+// Reading the VTA layer's files: vta_config.json, manifest.json and dumps. The only part of the
+// layer that parses JSON (with nlohmann/json), so not included by <dlavm/vta.hpp>: a
+// header-only unit that includes it compiles nlohmann's parser, about 1.6 s at -O2 on the
+// reference machine. Writing the files needs none of it (Config::save, Manifest::save,
+// dump_stream).
+//
+//   #include <dlavm/vta/hw/read.hpp>
+//   const auto config = vta::load_config("vta_config.json");
+//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/dump.hpp
+// end dlavm/vta/hw/dump.hpp
+// begin dlavm/vta/hw/io.hpp
+// end dlavm/vta/hw/io.hpp
+
+#include <string>
+#include <string_view>
+
+namespace dlavm::vta {
+
+// vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
+// LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
+// LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
+// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+// malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
+// hardware cannot realise. `source` names the text in messages.
+Config read_config(std::string_view text, std::string_view source = "vta_config.json");
+Config load_config(const std::string& path);
+
+// manifest.json; raises ParseError naming `source` and the entry (see Manifest::validate).
+Manifest read_manifest(std::string_view text, std::string_view source = "manifest.json");
+Manifest load_manifest(const std::string& path);
+
+// Raises ParseError naming the file for a manifest that does not validate, a file missing or
+// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
+// in no buffer; EncodingError for an instruction word that does not decode.
+Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
+Dump load_dump(const std::string& dir);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/read-inl.hpp
+// Definitions for dlavm/vta/hw/read.hpp (see core/api.hpp): the readers of vta_config.json,
+// manifest.json and dumps, the only code of the VTA layer that parses JSON.
+
+// begin dlavm/vta/hw/config-inl.hpp
+// end dlavm/vta/hw/config-inl.hpp
+// begin dlavm/vta/hw/dump-inl.hpp
+// end dlavm/vta/hw/dump-inl.hpp
+// begin dlavm/vta/hw/io-inl.hpp
+// end dlavm/vta/hw/io-inl.hpp
+// begin dlavm/vta/hw/json.hpp
+// Internal: the one JSON document type of the VTA layer and the one way every reader parses
+// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
+// of the headers that declare the API, and by vta/hw/read-inl.hpp only, so that it stays out of
+// every unit that does not read a file. Files are written with core/json_writer.hpp.
+//
+// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
+// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
+// double range such as 1e400, a duplicate key all become ParseError naming the file and the
+// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
+// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
+// show untrusted values through describe(), which is bounded whatever the value.
+//
+//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
+//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
+
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/excerpt.hpp
+// end dlavm/vta/hw/excerpt.hpp
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
+// order (written files list them in a fixed order), and reading with the same type and the
+// same input (a character range) keeps nlohmann's parser and value code instantiated once.
+using Json = nlohmann::ordered_json;
+
+// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
+// that and far below what recursion over a document can survive.
+inline constexpr int kMaxJsonDepth = 64;
+
+// A short, bounded description of a value for messages: scalars as written (strings cut
+// by excerpt), containers by kind and size. Never recursive.
+inline std::string describe(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object:
+      return fmt::format("an object of {} keys", v.size());
+    case Json::value_t::array:
+      return fmt::format("an array of {} elements", v.size());
+    case Json::value_t::string:
+      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
+    case Json::value_t::binary:
+      return "binary data";
+    case Json::value_t::discarded:
+      return "nothing";
+    default:
+      return v.dump();  // null, boolean, number: a few characters
+  }
+}
+
+// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
+// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
+// ends it, so the parser can never nest deeper than this scan saw at the same byte.
+inline std::size_t too_deep_at(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
+// the first error instead of throwing it: the byte offset and message of a syntax error or a
+// number overflow, or the key that an object repeats.
+class JsonBuilder {
+ public:
+  Json root;
+  std::string error;  // empty while the document is well formed
+  std::size_t error_byte = std::string_view::npos;
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(Json::string_t& k) {
+    if (stack_.back()->contains(k)) {
+      error = fmt::format("duplicate key \"{}\"", excerpt(k));
+      return false;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
+    // nlohmann's message quotes the last token read, which may be a whole long string.
+    error = excerpt(e.what(), 160);
+    error_byte = byte;
+    return false;
+  }
+
+ private:
+  // Places a value where the parser is: the root, the next array element, or the value of the
+  // key just read. Children of the open container are complete before the next one is added,
+  // so the pointers on the stack (the open containers) stay valid.
+  Json* place(Json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[key_] = std::move(v));
+  }
+  bool put(Json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::vector<Json*> stack_;
+  std::string key_;
+};
+
+// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
+// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
+// repeated in one object).
+inline Json parse_json(std::string_view text, std::string_view source) {
+  if (const auto at = too_deep_at(text); at != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
+                      kMaxJsonDepth);
+  JsonBuilder b;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
+    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
+  }
+  if (!ok && b.error_byte != std::string_view::npos)
+    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
+  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
+  return std::move(b.root);
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/json.hpp
+// begin dlavm/vta/hw/read.hpp
+// end dlavm/vta/hw/read.hpp
+
 #include <algorithm>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
+// as written, so 18446744073709551615 is reported as that, not as -1.
+inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
+                       int fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
+    return fallback;
+  }
+  if (!it->is_number_integer())
+    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
+  constexpr std::int64_t kPlausible = 1000;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kPlausible))
+      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+    return static_cast<int>(v);
+  }
+  const auto v = it->get<std::int64_t>();
+  if (v < -kPlausible || v > kPlausible)
+    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
+  return static_cast<int>(v);
+}
+
+inline std::string config_string(const Json& j, std::string_view source, const char* key,
+                                 std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_string())
+    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
+  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
+  const auto& v = it->get_ref<const Json::string_t&>();
+  constexpr std::size_t kMaxName = 64;
+  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (v.size() > kMaxName || !printable)
+    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
+                      source, key, kMaxName, describe(*it));
+  return v;
+}
+
+// The configuration a parsed vta_config.json object describes (the manifest reader passes its
+// "config" member here rather than re-serializing it).
+inline Config config_from_json(const Json& j, std::string_view source) {
+  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
+  Config c;
+  c.target = config_string(j, source, "TARGET", c.target);
+  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
+  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
+  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
+  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
+  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
+  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
+  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
+  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
+  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
+  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
+  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
+    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
+                       source, block, c.log_block_in, c.log_block_out);
+  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
+  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
+  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
+  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
+  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Config read_config(std::string_view text, std::string_view source) {
+  return detail::config_from_json(detail::parse_json(text, source), source);
+}
+
+DLAVM_INLINE Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return read_config(text.str(), path);
+}
+
+DLAVM_INLINE Manifest read_manifest(std::string_view text, std::string_view source) {
+  using detail::describe;
+  using detail::excerpt;
+  using detail::Json;
+  const Json j = detail::parse_json(text, source);
+  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
+    if (!o.is_object())
+      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
+    const auto it = o.find(key);
+    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
+    return *it;
+  };
+  auto str = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_string())
+      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
+    return v.get<std::string>();
+  };
+  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
+  auto num = [&](const Json& o, const char* key, std::string_view where) {
+    const auto& v = member(o, key, where);
+    if (!v.is_number_unsigned())
+      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
+                        describe(v));
+    return v.get<std::uint64_t>();
+  };
+  Manifest m;
+  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
+  const auto& insn = member(j, "instructions", "manifest");
+  m.insn_file = str(insn, "file", "instructions");
+  m.insn_count = num(insn, "count", "instructions");
+  const auto& uops = member(j, "uops", "manifest");
+  m.uop_file = str(uops, "file", "uops");
+  m.uop_count = num(uops, "count", "uops");
+  m.uop_phys = num(uops, "phys_addr", "uops");
+  const auto& bufs = member(j, "buffers", "manifest");
+  if (!bufs.is_array())
+    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
+  for (const auto& b : bufs) {
+    ManifestBuffer mb;
+    mb.name = str(b, "name", "buffer");
+    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
+    mb.phys_addr = num(b, "phys_addr", where);
+    mb.bytes = num(b, "bytes", where);
+    const auto dtype = str(b, "dtype", where);
+    try {
+      mb.dtype = DType::parse(excerpt(dtype, 32));
+    } catch (const ParseError& e) {
+      raise<ParseError>("{}: {}: {}", source, where, e.what());
+    }
+    const auto dir = str(b, "direction", where);
+    if (dir != "input" && dir != "output")
+      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
+                        excerpt(dir));
+    mb.output = dir == "output";
+    mb.file = str(b, "file", where);
+    m.buffers.push_back(std::move(mb));
+  }
+  m.validate(source);
+  return m;
+}
+
+DLAVM_INLINE Manifest load_manifest(const std::string& path) {
+  const auto b = read_bytes(path);
+  return read_manifest(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
+}
+
+DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
+  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
+  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
+  const auto where = fmt::format("{}/manifest.json", source);
+  return detail::load_dump(read_manifest(text, where), files, source);
+}
+
+DLAVM_INLINE Dump load_dump(const std::string& dir) {
+  auto m = load_manifest(dir + "/manifest.json");
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<std::string> names{m.insn_file, m.uop_file};
+  for (const auto& b : m.buffers)
+    if (!b.file.empty()) names.push_back(b.file);
+  DumpFiles files;
+  storage.reserve(names.size());
+  for (const auto& name : names) {
+    storage.push_back(read_bytes(dir + "/" + name));
+    files[name] = storage.back();
+  }
+  return detail::load_dump(std::move(m), files, dir);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/read-inl.hpp
+#endif
+// end dlavm/vta/hw/read.hpp
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
 #include <istream>
+#include <limits>
 #include <ostream>
 #include <set>
 #include <utility>
+#include <variant>
 
 namespace dlavm::tune {
 
 namespace detail {
 
-inline nlohmann::ordered_json record_json(const Record& r) {
-  nlohmann::ordered_json j;
-  j["workload"] = r.workload;
-  nlohmann::ordered_json knobs = nlohmann::ordered_json::object();
-  for (std::size_t k = 0; k < r.knobs.names.size(); ++k)
+// A record's line as read and written: keys in the order they are written.
+using RecordJson = nlohmann::ordered_json;
+
+// JSON text without exceptions: strings that are not UTF-8 are written with U+FFFD.
+template <class J>
+std::string dump_json(const J& j) {
+  return j.dump(-1, ' ', false, J::error_handler_t::replace);
+}
+
+// ---- the workload as a JSON object ------------------------------------------------------------
+
+inline constexpr std::array<const char*, 6> kStepKinds = {"add", "shr",         "max",
+                                                          "min", "add_channel", "add_tensor"};
+inline constexpr std::array<const char*, 2> kInputKinds = {"channel", "tensor"};
+
+// An integer, or a symbolic dim: its expression as ne prints it and each variable's range.
+inline nlohmann::json dim_json(const ne::Expr& d) {
+  if (const auto v = d.as_int()) return *v;
+  nlohmann::json vars = nlohmann::json::object();
+  for (const auto& v : ne::free_vars(d)) vars[v.name()] = nlohmann::json::array({v.min(), v.max()});
+  nlohmann::json j = nlohmann::json::object();
+  j["expr"] = ne::to_string(d);
+  j["vars"] = std::move(vars);
+  return j;
+}
+
+inline nlohmann::json type_json(const graph::TensorType& t) {
+  nlohmann::json shape = nlohmann::json::array();
+  for (const auto& d : t.shape) shape.push_back(dim_json(d));
+  nlohmann::json j = nlohmann::json::object();
+  j["shape"] = std::move(shape);
+  j["dtype"] = t.dtype.str();
+  return j;
+}
+
+// An attribute as JSON's own kind where that tells it apart: a dtype is {"dtype": "int8"} (not
+// a string), a list of floats {"floats": [...]} (not an empty list of integers).
+struct AttrJson {
+  nlohmann::json operator()(std::int64_t v) const { return v; }
+  nlohmann::json operator()(double v) const { return v; }
+  nlohmann::json operator()(const std::string& v) const { return v; }
+  nlohmann::json operator()(const std::vector<std::int64_t>& v) const { return v; }
+  nlohmann::json operator()(DType v) const { return tagged("dtype", v.str()); }
+  nlohmann::json operator()(const std::vector<double>& v) const { return tagged("floats", v); }
+  static nlohmann::json tagged(const char* tag, nlohmann::json v) {
+    nlohmann::json j = nlohmann::json::object();
+    j[tag] = std::move(v);
+    return j;
+  }
+};
+
+inline nlohmann::json epilogue_json(const graph::Epilogue& e) {
+  using Kind = graph::EpilogueStep::Kind;
+  nlohmann::json steps = nlohmann::json::array(), inputs = nlohmann::json::array();
+  for (const auto& s : e.steps) {
+    nlohmann::json step = nlohmann::json::object();
+    step["kind"] = kStepKinds[static_cast<std::size_t>(s.kind)];
+    if (s.kind == Kind::AddChannel || s.kind == Kind::AddTensor)
+      step["input"] = s.input;
+    else
+      step["imm"] = s.imm;
+    steps.push_back(std::move(step));
+  }
+  for (const auto& in : e.inputs) {
+    nlohmann::json input = nlohmann::json::object();
+    input["kind"] = kInputKinds[static_cast<std::size_t>(in.kind)];
+    input["dtype"] = in.dtype.str();
+    inputs.push_back(std::move(input));
+  }
+  nlohmann::json j = nlohmann::json::object();
+  j["steps"] = std::move(steps);
+  j["inputs"] = std::move(inputs);
+  j["int32_result"] = e.int32_result;
+  return j;
+}
+
+// ---- reading: every field checked, ParseError naming it ---------------------------------------
+
+// A value in a message: its JSON, cut after 40 characters.
+inline std::string shown(const RecordJson& v) {
+  std::string s = dump_json(v);
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+inline void expect(bool ok, std::string_view path, const RecordJson& v, std::string_view kind) {
+  if (!ok) raise<ParseError>("field '{}' is {}, not {}", path, shown(v), kind);
+}
+
+// Member `name` of the object at `path` ("" for the line itself).
+inline const RecordJson& member(const RecordJson& j, std::string_view path, const char* name) {
+  const auto it = j.find(name);
+  if (it == j.end())
+    raise<ParseError>("field '{}{}{}' is missing", path, path.empty() ? "" : ".", name);
+  return *it;
+}
+
+inline std::string sub(std::string_view path, const char* name) {
+  return fmt::format("{}.{}", path, name);
+}
+
+// A non-negative integer that fits std::int64_t (JSON's non-negative integers read unsigned).
+inline bool is_count(const RecordJson& v) {
+  return v.is_number_unsigned() &&
+         v.get<std::uint64_t>() <=
+             static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+}
+
+inline void check_dtype(const RecordJson& v, std::string_view path) {
+  expect(v.is_string(), path, v, "a dtype");
+  try {
+    (void)DType::parse(v.get_ref<const std::string&>());
+  } catch (const Error&) {
+    expect(false, path, v, "a dtype (int8, int32, ...)");
+  }
+}
+
+inline void check_dim(const RecordJson& d, std::string_view path) {
+  if (d.is_number_integer()) return expect(is_count(d), path, d, "a dim");
+  expect(d.is_object(), path, d, "a dim (an integer, or an object with \"expr\" and \"vars\")");
+  const auto& expr = member(d, path, "expr");
+  expect(expr.is_string() && !expr.get_ref<const std::string&>().empty(), sub(path, "expr"), expr,
+         "an expression");
+  const auto& vars = member(d, path, "vars");
+  expect(vars.is_object(), sub(path, "vars"), vars, "an object of ranges");
+  for (const auto& [name, range] : vars.items()) {
+    const auto where = fmt::format("{}.vars.{}", path, name);
+    expect(range.is_array() && range.size() == 2 && range[0].is_number_integer() &&
+               range[1].is_number_integer() &&
+               range[0].get<std::int64_t>() <= range[1].get<std::int64_t>(),
+           where, range, "a range [min, max]");
+  }
+}
+
+inline void check_type(const RecordJson& t, std::string_view path) {
+  expect(t.is_object(), path, t, "a tensor type (an object with \"shape\" and \"dtype\")");
+  const auto& shape = member(t, path, "shape");
+  expect(shape.is_array(), sub(path, "shape"), shape, "an array of dims");
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    check_dim(shape[i], fmt::format("{}.shape[{}]", path, i));
+  check_dtype(member(t, path, "dtype"), sub(path, "dtype"));
+}
+
+inline void check_attr(const RecordJson& v, std::string_view path) {
+  const auto all = [&](auto is) { return std::all_of(v.begin(), v.end(), is); };
+  if (v.is_number() || v.is_string()) return;
+  if (v.is_array())
+    return expect(all([](const RecordJson& x) { return x.is_number_integer(); }), path, v,
+                  "a list of integers");
+  constexpr auto kind =
+      "an attribute (a number, a string, a list of integers, "
+      "{\"dtype\": ...} or {\"floats\": [...]})";
+  expect(v.is_object() && v.size() == 1 && (v.contains("dtype") || v.contains("floats")), path, v,
+         kind);
+  if (v.contains("dtype")) return check_dtype(v["dtype"], sub(path, "dtype"));
+  const auto& floats = v["floats"];
+  expect(floats.is_array() && std::all_of(floats.begin(), floats.end(),
+                                          [](const RecordJson& x) { return x.is_number(); }),
+         sub(path, "floats"), floats, "a list of numbers");
+}
+
+// The index of `name` in `names`, or ParseError.
+template <std::size_t N>
+std::size_t kind_index(const RecordJson& v, std::string_view path,
+                       const std::array<const char*, N>& names) {
+  for (std::size_t i = 0; v.is_string() && i < N; ++i)
+    if (v.get_ref<const std::string&>() == names[i]) return i;
+  expect(false, path, v, fmt::format("one of {}", fmt::join(names, ", ")));
+  return 0;
+}
+
+inline void check_epilogue(const RecordJson& e, std::string_view path) {
+  expect(e.is_object(), path, e, "an epilogue (an object)");
+  const auto& inputs = member(e, path, "inputs");
+  expect(inputs.is_array(), sub(path, "inputs"), inputs, "an array");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto where = fmt::format("{}.inputs[{}]", path, i);
+    expect(inputs[i].is_object(), where, inputs[i], "an object");
+    kind_index(member(inputs[i], where, "kind"), sub(where, "kind"), kInputKinds);
+    check_dtype(member(inputs[i], where, "dtype"), sub(where, "dtype"));
+  }
+  const auto& steps = member(e, path, "steps");
+  expect(steps.is_array(), sub(path, "steps"), steps, "an array");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto where = fmt::format("{}.steps[{}]", path, i);
+    expect(steps[i].is_object(), where, steps[i], "an object");
+    const auto kind = static_cast<graph::EpilogueStep::Kind>(
+        kind_index(member(steps[i], where, "kind"), sub(where, "kind"), kStepKinds));
+    if (kind == graph::EpilogueStep::Kind::AddChannel ||
+        kind == graph::EpilogueStep::Kind::AddTensor) {
+      const auto& input = member(steps[i], where, "input");
+      expect(is_count(input) && input.get<std::uint64_t>() < inputs.size(), sub(where, "input"),
+             input, fmt::format("the index of one of the {} inputs", inputs.size()));
+    } else {
+      const auto& imm = member(steps[i], where, "imm");
+      expect(imm.is_number_integer(), sub(where, "imm"), imm, "an integer");
+    }
+  }
+  const auto& int32 = member(e, path, "int32_result");
+  expect(int32.is_boolean(), sub(path, "int32_result"), int32, "true or false");
+}
+
+inline void check_workload(const RecordJson& w) {
+  expect(w.is_object(), "workload", w, "an object (a workload)");
+  const auto& op = member(w, "workload", "op");
+  expect(op.is_string() && !op.get_ref<const std::string&>().empty(), "workload.op", op,
+         "an op's name");
+  const auto& args = member(w, "workload", "args");
+  expect(args.is_array(), "workload.args", args, "an array of tensor types");
+  for (std::size_t i = 0; i < args.size(); ++i)
+    check_type(args[i], fmt::format("workload.args[{}]", i));
+  check_type(member(w, "workload", "result"), "workload.result");
+  const auto& attrs = member(w, "workload", "attrs");
+  expect(attrs.is_object(), "workload.attrs", attrs, "an object");
+  for (const auto& [key, value] : attrs.items()) check_attr(value, "workload.attrs." + key);
+  check_epilogue(member(w, "workload", "epilogue"), "workload.epilogue");
+}
+
+// The line's format version; nullopt when it has no "version" field (version 1's lines).
+inline std::optional<std::int64_t> format_version(const RecordJson& j) {
+  const auto it = j.find("version");
+  if (it == j.end()) return std::nullopt;
+  expect(it->is_number_unsigned() && it->get<std::uint64_t>() >= 1, "version", *it,
+         "a format version (an integer from 1)");
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(it->get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max()));
+}
+
+// Why a line of another format version is not read, and what to do.
+inline std::string other_version(std::optional<std::int64_t> version) {
+  if (!version || *version < kRecordVersion)
+    return fmt::format(
+        "format version {}{}: written by a dlavm before records carried their target; tune again "
+        "(this dlavm reads version {})",
+        version.value_or(1), version ? "" : " (no \"version\" field)", kRecordVersion);
+  return fmt::format(
+      "format version {}: written by a newer dlavm (this one reads version {}); read it with "
+      "that dlavm, or tune again",
+      *version, kRecordVersion);
+}
+
+inline StrategyRevision strategy_of(const RecordJson& s, const RecordJson& workload_op) {
+  expect(s.is_object(), "strategy", s, "an object with \"op\" and \"revision\"");
+  const auto& op = member(s, "strategy", "op");
+  expect(op.is_string(), "strategy.op", op, "an op's name");
+  expect(op == workload_op, "strategy.op", op,
+         fmt::format("the workload's op {}", shown(workload_op)));
+  const auto& revision = member(s, "strategy", "revision");
+  constexpr auto kMax = std::numeric_limits<int>::max(), kMin = std::numeric_limits<int>::min();
+  expect(revision.is_number_integer() &&
+             (revision.is_number_unsigned()
+                  ? revision.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax)
+                  : revision.get<std::int64_t>() >= kMin),
+         "strategy.revision", revision, "a revision (an int)");
+  return {op.get<std::string>(), revision.get<int>()};
+}
+
+inline vta::Config target_of(const RecordJson& t) {
+  expect(t.is_object(), "target", t, "a VTA configuration (vta_config.json's object)");
+  try {
+    return vta::read_config(dump_json(t), "field 'target'");
+  } catch (const ParseError&) {
+    throw;
+  } catch (const Error& e) {  // ConfigError: a configuration the hardware cannot realise
+    throw ParseError(e.what());
+  }
+}
+
+inline graph::Knobs knobs_of(const RecordJson& knobs) {
+  expect(knobs.is_object(), "knobs", knobs, "an object of knob values");
+  graph::Knobs k;
+  for (const auto& [name, value] : knobs.items()) {
+    if (!value.is_number_integer())
+      raise<ParseError>("knob '{}' is {}, not an integer", name, shown(value));
+    k.names.push_back(name);
+    k.values.push_back(value.get<std::int64_t>());
+  }
+  return k;
+}
+
+inline std::int64_t count_of(const RecordJson& j, const char* name) {
+  const auto& v = member(j, "", name);
+  expect(is_count(v), name, v, "a count");
+  return v.get<std::int64_t>();
+}
+
+// A line of format version 2 as a record.
+inline Record record_of(const RecordJson& j) {
+  Record r;
+  const auto& workload = member(j, "", "workload");
+  check_workload(workload);
+  r.workload = dump_json(nlohmann::json(workload));  // sorted keys: the key
+  r.strategy = strategy_of(member(j, "", "strategy"), workload["op"]);
+  r.target = target_of(member(j, "", "target"));
+  r.knobs = knobs_of(member(j, "", "knobs"));
+  const auto& cycles = member(j, "", "cycles");
+  expect(cycles.is_null() || is_count(cycles), "cycles", cycles, "a count or null");
+  if (!cycles.is_null()) r.cycles = cycles.get<std::int64_t>();
+  r.bound_cycles = count_of(j, "bound_cycles");
+  r.dram_bytes = count_of(j, "dram_bytes");
+  const auto& seconds = member(j, "", "build_seconds");
+  expect(seconds.is_number(), "build_seconds", seconds, "a number");
+  r.build_seconds = seconds.get<double>();
+  const auto& error = member(j, "", "error");
+  expect(error.is_string(), "error", error, "a string");
+  r.error = error.get<std::string>();
+  if (!r.cycles && r.error.empty())
+    raise<ParseError>("a record without cycles must say why in 'error'");
+  return r;
+}
+
+// The workload key back as the object a line holds; ValueError for text workload_key did not
+// make.
+inline RecordJson workload_object(const std::string& key) {
+  auto j = RecordJson::parse(key, nullptr, false);
+  try {
+    if (j.is_discarded()) raise<ParseError>("not JSON");
+    check_workload(j);
+  } catch (const ParseError& e) {
+    raise<ValueError>(
+        "tuning record: its workload '{}' is not a workload key "
+        "(tune::workload_key): {}",
+        key.size() > 60 ? key.substr(0, 57) + "..." : key, e.what());
+  }
+  return j;
+}
+
+inline RecordJson record_json(const Record& r) {
+  RecordJson j;
+  j["version"] = kRecordVersion;
+  j["strategy"] = {{"op", r.strategy.op}, {"revision", r.strategy.revision}};
+  j["workload"] = workload_object(r.workload);
+  RecordJson knobs = RecordJson::object();
+  for (std::size_t k = 0; k < r.knobs.names.size() && k < r.knobs.values.size(); ++k)
     knobs[r.knobs.names[k]] = r.knobs.values[k];
   j["knobs"] = std::move(knobs);
-  j["cycles"] = r.cycles ? nlohmann::ordered_json(*r.cycles) : nlohmann::ordered_json(nullptr);
+  j["cycles"] = r.cycles ? RecordJson(*r.cycles) : RecordJson(nullptr);
   j["bound_cycles"] = r.bound_cycles;
   j["dram_bytes"] = r.dram_bytes;
   j["build_seconds"] = r.build_seconds;
   j["error"] = r.error;
+  auto target = RecordJson::parse(r.target.to_json(), nullptr, false);
+  if (target.is_discarded())
+    raise<ValueError>("internal: vta::Config::to_json wrote no JSON for {}, please report",
+                      r.target);
+  j["target"] = std::move(target);
   return j;
 }
 
-template <class T, class Check>
-T field(const nlohmann::ordered_json& j, const char* name, Check is, const char* kind) {
-  const auto it = j.find(name);
-  if (it == j.end()) raise<ParseError>("field '{}' is missing", name);
-  if (!is(*it)) raise<ParseError>("field '{}' is not {}", name, kind);
-  return it->template get<T>();
-}
+// Lines of another format version: one warning per version, at its first line, with how
+// many lines it has.
+class OtherVersions {
+ public:
+  void note(std::optional<std::int64_t> version, std::string_view source, std::size_t line,
+            std::vector<std::string>& warnings) {
+    const auto [it, fresh] = seen_.try_emplace(version.value_or(0), Seen{warnings.size(), 0});
+    if (fresh) warnings.push_back(fmt::format("{}:{}: {}", source, line, other_version(version)));
+    ++it->second.lines;
+  }
+  void finish(std::vector<std::string>& warnings) const {
+    for (const auto& [version, s] : seen_)
+      warnings[s.warning] += s.lines == 1 ? "; line skipped"
+                                          : fmt::format(
+                                                "; this line and {} more of version {} "
+                                                "skipped",
+                                                s.lines - 1, version ? version : 1);
+  }
+
+ private:
+  struct Seen {
+    std::size_t warning, lines;
+  };
+  std::map<std::int64_t, Seen> seen_;  // by version, 0 for lines without one
+};
 
 }  // namespace detail
 
-DLAVM_INLINE std::string to_json_line(const Record& r) { return detail::record_json(r).dump(); }
+DLAVM_INLINE std::string workload_key(const graph::Workload& w) {
+  nlohmann::json args = nlohmann::json::array(), attrs = nlohmann::json::object();
+  for (const auto& t : w.args) args.push_back(detail::type_json(t));
+  for (const auto& e : w.attrs) attrs[e.key] = std::visit(detail::AttrJson{}, e.value);
+  nlohmann::json j = nlohmann::json::object();
+  j["op"] = w.op;
+  j["args"] = std::move(args);
+  j["result"] = detail::type_json(w.result);
+  j["attrs"] = std::move(attrs);
+  j["epilogue"] = detail::epilogue_json(w.epilogue);
+  return detail::dump_json(j);
+}
+
+DLAVM_INLINE std::string to_json_line(const Record& r) {
+  return detail::dump_json(detail::record_json(r));
+}
 
 DLAVM_INLINE Record parse_record(std::string_view line) {
-  const auto j = nlohmann::ordered_json::parse(line, nullptr, false);
+  const auto j = detail::RecordJson::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) raise<ParseError>("not a JSON object");
-  using J = nlohmann::ordered_json;
-  Record r;
-  r.workload = detail::field<std::string>(
-      j, "workload", [](const J& v) { return v.is_string(); }, "a string");
-  const auto knobs = j.find("knobs");
-  if (knobs == j.end() || !knobs->is_object()) raise<ParseError>("field 'knobs' is not an object");
-  for (const auto& [name, value] : knobs->items()) {
-    if (!value.is_number_integer())
-      raise<ParseError>("knob '{}' is {}, not an integer", name, value.dump());
-    r.knobs.names.push_back(name);
-    r.knobs.values.push_back(value.get<std::int64_t>());
-  }
-  const auto cycles = j.find("cycles");
-  if (cycles == j.end()) raise<ParseError>("field 'cycles' is missing");
-  if (!cycles->is_null()) {
-    if (!cycles->is_number_integer() || cycles->get<std::int64_t>() < 0)
-      raise<ParseError>("field 'cycles' is {}, not a count or null", cycles->dump());
-    r.cycles = cycles->get<std::int64_t>();
-  }
-  if (const auto bound = j.find("bound_cycles"); bound != j.end()) {
-    if (!bound->is_number_integer() || bound->get<std::int64_t>() < 0)
-      raise<ParseError>("field 'bound_cycles' is {}, not a count", bound->dump());
-    r.bound_cycles = bound->get<std::int64_t>();
-  }
-  r.dram_bytes = detail::field<std::int64_t>(
-      j, "dram_bytes", [](const J& v) { return v.is_number_integer(); }, "an integer");
-  r.build_seconds = detail::field<double>(
-      j, "build_seconds", [](const J& v) { return v.is_number(); }, "a number");
-  r.error = detail::field<std::string>(
-      j, "error", [](const J& v) { return v.is_string(); }, "a string");
-  if (!r.cycles && r.error.empty())
-    raise<ParseError>("a record without cycles must say why in 'error'");
-  return r;
+  const auto version = detail::format_version(j);
+  if (version != kRecordVersion) raise<ParseError>("{}", detail::other_version(version));
+  return detail::record_of(j);
 }
 
 DLAVM_INLINE void append(std::ostream& out, const Record& r) {
@@ -34180,15 +35014,24 @@ DLAVM_INLINE void append(std::ostream& out, const Record& r) {
 
 DLAVM_INLINE Log read_log(std::istream& in, std::string_view source) {
   Log log;
+  detail::OtherVersions others;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      log.records.push_back(parse_record(line));
+      const auto j = detail::RecordJson::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) raise<ParseError>("not a JSON object");
+      const auto version = detail::format_version(j);
+      if (version != kRecordVersion) {
+        others.note(version, source, number, log.warnings);
+        continue;
+      }
+      log.records.push_back(detail::record_of(j));
     } catch (const ParseError& e) {
       log.warnings.push_back(fmt::format("{}:{}: {}; line skipped", source, number, e.what()));
     }
   }
+  others.finish(log.warnings);
   return log;
 }
 
@@ -34202,12 +35045,41 @@ DLAVM_INLINE std::string candidate_key(std::string_view workload, const graph::K
   return fmt::format("{}\n{}", workload, to_string(knobs));
 }
 
+DLAVM_INLINE std::string config_difference(const vta::Config& logged, const vta::Config& here) {
+  using C = vta::Config;
+  static constexpr std::pair<const char*, int C::*> kFields[] = {
+      {"LOG_INP_WIDTH", &C::log_inp_width},
+      {"LOG_WGT_WIDTH", &C::log_wgt_width},
+      {"LOG_ACC_WIDTH", &C::log_acc_width},
+      {"LOG_OUT_WIDTH", &C::log_out_width},
+      {"LOG_BATCH", &C::log_batch},
+      {"LOG_BLOCK_IN", &C::log_block_in},
+      {"LOG_BLOCK_OUT", &C::log_block_out},
+      {"LOG_UOP_BUFF_SIZE", &C::log_uop_buff_size},
+      {"LOG_INP_BUFF_SIZE", &C::log_inp_buff_size},
+      {"LOG_WGT_BUFF_SIZE", &C::log_wgt_buff_size},
+      {"LOG_ACC_BUFF_SIZE", &C::log_acc_buff_size},
+      {"LOG_BUS_WIDTH", &C::log_bus_width}};
+  std::vector<std::string> out;
+  if (logged.target != here.target)
+    out.push_back(fmt::format("TARGET \"{}\" in the log, \"{}\" here", logged.target, here.target));
+  if (logged.hw_ver != here.hw_ver)
+    out.push_back(fmt::format("HW_VER \"{}\" in the log, \"{}\" here", logged.hw_ver, here.hw_ver));
+  for (const auto& [key, field] : kFields)
+    if (logged.*field != here.*field)
+      out.push_back(fmt::format("{} {} in the log, {} here", key, logged.*field, here.*field));
+  return fmt::format("{}", fmt::join(out, "; "));
+}
+
 DLAVM_INLINE std::vector<Record> merge(std::span<const Log> logs) {
   std::vector<Record> out;
   std::set<std::string> seen;
   for (const auto& l : logs)
     for (const auto& r : l.records)
-      if (seen.insert(candidate_key(r.workload, r.knobs)).second) out.push_back(r);
+      if (seen.insert(fmt::format("{}\n{} {}\n{}", candidate_key(r.workload, r.knobs),
+                                  r.strategy.op, r.strategy.revision, r.target.to_json()))
+              .second)
+        out.push_back(r);
   return out;
 }
 
@@ -34232,19 +35104,28 @@ DLAVM_INLINE std::map<std::string, std::vector<Record>> best(std::span<const Rec
 #include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace dlavm::tune {
 
+// The records made for `target` (its VTA configuration, and the revision of the strategy of
+// each record's op), in log order; a warning per group of the others (see above).
+Log for_target(std::span<const Record> records, const graph::Target& target);
+
 class LogChooser : public graph::Chooser {
  public:
-  explicit LogChooser(std::span<const Record> records);
+  // The best record of each workload among those for `target` (for_target).
+  LogChooser(std::span<const Record> records, const graph::Target& target);
   DLAVM_INLINE graph::Knobs choose(const graph::Workload& w,
                                    const graph::KnobSpace& space) const override;
-  // Whether the log has a record that ran for the workload.
-  bool has(const graph::Workload& w) const { return best_.count(graph::to_string(w)) > 0; }
+  // Whether the log has a record for the target that ran for the workload.
+  bool has(const graph::Workload& w) const { return best_.count(workload_key(w)) > 0; }
+  // One line per group of records skipped (another configuration, another revision).
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   std::map<std::string, Record, std::less<>> best_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace dlavm::tune
@@ -34260,34 +35141,81 @@ class LogChooser : public graph::Chooser {
 // begin dlavm/tune/apply.hpp
 // end dlavm/tune/apply.hpp
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace dlavm::tune {
 
-DLAVM_INLINE LogChooser::LogChooser(std::span<const Record> records) {
-  for (auto& [w, rs] : best(records, 1)) best_.emplace(w, rs.front());
+namespace detail {
+
+// Why a record does not apply to `target` (the text its group's warning gives), or nullopt.
+inline std::optional<std::string> not_for(const Record& r, const graph::Target& target) {
+  if (r.target != target.env.config)
+    return fmt::format("for another VTA configuration ({})",
+                       config_difference(r.target, target.env.config));
+  const auto* strategy = target.strategies.find(r.strategy.op);
+  if (strategy == nullptr) return fmt::format("of op '{}' (no VTA strategy here)", r.strategy.op);
+  if (strategy->revision != r.strategy.revision)
+    return fmt::format("of {}'s strategy revision {} (revision {} here: its schedule changed)",
+                       r.strategy.op, r.strategy.revision, strategy->revision);
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Log for_target(std::span<const Record> records, const graph::Target& target) {
+  Log out;
+  std::vector<std::pair<std::string, std::size_t>> skipped;  // why, how many: in log order
+  for (const auto& r : records) {
+    auto why = detail::not_for(r, target);
+    if (!why) {
+      out.records.push_back(r);
+      continue;
+    }
+    const auto group = std::find_if(skipped.begin(), skipped.end(),
+                                    [&](const auto& g) { return g.first == *why; });
+    if (group == skipped.end())
+      skipped.emplace_back(std::move(*why), 1);
+    else
+      ++group->second;
+  }
+  for (const auto& [why, n] : skipped)
+    out.warnings.push_back(
+        fmt::format("tuning log: {} record{} {} skipped", n, n == 1 ? "" : "s", why));
+  return out;
+}
+
+DLAVM_INLINE LogChooser::LogChooser(std::span<const Record> records, const graph::Target& target) {
+  auto mine = for_target(records, target);
+  for (auto& [w, rs] : best(mine.records, 1)) best_.emplace(w, rs.front());
+  warnings_ = std::move(mine.warnings);
 }
 
 DLAVM_INLINE graph::Knobs LogChooser::choose(const graph::Workload& w,
                                              const graph::KnobSpace& space) const {
-  const auto it = best_.find(graph::to_string(w));
+  const auto it = best_.find(workload_key(w));
   if (it == best_.end()) return graph::Chooser::choose(w, space);
   const graph::Knobs& k = it->second.knobs;
+  const auto name = graph::to_string(w);
   std::vector<std::string> names;
   for (const auto& knob : space.knobs) names.push_back(knob.name);
   if (k.names != names)
-    raise<ValueError>("tuning log, {}: the record's knobs are [{}], the space's [{}]", it->first,
-                      fmt::join(k.names, ", "), fmt::join(names, ", "));
+    raise<ValueError>(
+        "tuning log, {}: the record's knobs are [{}], the space's [{}] (a strategy whose knobs "
+        "change must bump its revision)",
+        name, fmt::join(k.names, ", "), fmt::join(names, ", "));
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto& domain = space.knobs[i].values;
     if (std::find(domain.begin(), domain.end(), k.values[i]) == domain.end())
-      raise<ValueError>("tuning log, {}: knob '{}' is {}, outside its domain [{}]", it->first,
-                        names[i], k.values[i], fmt::join(domain, ", "));
+      raise<ValueError>("tuning log, {}: knob '{}' is {}, outside its domain [{}]", name, names[i],
+                        k.values[i], fmt::join(domain, ", "));
   }
   if (auto why = space.check(k.values))
-    raise<ValueError>("tuning log, {}: the record's knobs ({}) do not fit: {}", it->first,
+    raise<ValueError>("tuning log, {}: the record's knobs ({}) do not fit: {}", name,
                       graph::to_string(k), *why);
   return space.knobs_of(k.values);
 }
@@ -34300,8 +35228,8 @@ DLAVM_INLINE graph::Knobs LogChooser::choose(const graph::Workload& w,
 // Tuning configs: a search's knob spaces as JSON, written out to be edited and read back (the
 // configuration files of seed 003's kernel tuner, AutoTVM's config spaces as data). A config
 // narrows the spaces the strategies give: for every workload of an op, or for one workload
-// (its key, graph::to_string), each listed knob keeps only the listed values of its domain;
-// knobs not listed keep all of theirs.
+// (its printed form, graph::to_string: Task::name), each listed knob keeps only the listed values
+// of its domain; knobs not listed keep all of theirs.
 //
 //   {
 //     "ops": {"conv2d": {"threads": [2]}},
@@ -34360,7 +35288,8 @@ namespace dlavm::tune {
 
 struct Task {
   graph::Workload workload;
-  std::string key;  // graph::to_string(workload): the log's key
+  std::string key;   // workload_key(workload): the log's key (tune/record.hpp)
+  std::string name;  // graph::to_string(workload): its key in tuning configs, and in messages
   graph::KnobSpace space;
   const graph::AnchorStrategy* strategy = nullptr;  // in the Target the task was made from
 };
@@ -34375,9 +35304,10 @@ std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
 std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                   std::size_t top = 0);
 
-// Builds and times one candidate (see above); never raises for a candidate that fails to
-// build. ValueError when `knobs` is not a point of the task's space (other names, a value
-// outside its knob's domain).
+// Builds and times one candidate (see above): a record stamped with env's configuration and
+// the task's strategy revision. Never raises for a candidate that fails to build; ValueError
+// when `knobs` is not a point of the task's space (other names, a value outside its knob's
+// domain).
 Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
 
 // Runs the candidate on `device` at the workload's maximal dims, its inputs random (from
@@ -34427,7 +35357,7 @@ DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Tar
   std::vector<Task> out;
   for (auto& w : graph::workloads(fn, target)) {
     const auto* strategy = target.strategies.find(w.op);
-    Task t{w, graph::to_string(w), strategy->space(w, target.env), strategy};
+    Task t{w, workload_key(w), graph::to_string(w), strategy->space(w, target.env), strategy};
     out.push_back(std::move(t));
   }
   return out;
@@ -34551,9 +35481,12 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
            std::find(space[i].values.begin(), space[i].values.end(), knobs.values[i]) !=
                space[i].values.end();
   if (!fits)
-    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.key,
+    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.name,
                       graph::to_string(knobs));
-  Record r{.workload = task.key, .knobs = knobs};
+  Record r{.workload = task.key,
+           .knobs = knobs,
+           .target = env.config,
+           .strategy = {task.strategy->op, task.strategy->revision}};
   const auto start = std::chrono::steady_clock::now();
   try {
     const auto c = detail::build_candidate(task, knobs, env, "tune");
@@ -34903,7 +35836,7 @@ DLAVM_INLINE std::string to_json(const TuningConfig& config) {
 
 DLAVM_INLINE TuningConfig config_of(std::span<const Task> tasks) {
   TuningConfig c;
-  for (const auto& t : tasks) c.workloads.push_back({.key = t.key, .knobs = t.space.knobs});
+  for (const auto& t : tasks) c.workloads.push_back({.key = t.name, .knobs = t.space.knobs});
   return c;
 }
 
@@ -34951,7 +35884,7 @@ DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const Tuni
         if (kept.empty())
           raise<ValueError>("{}: {}: knob '{}' keeps none of [{}] for {} (its values: {})",
                             detail::knob_where(config, e, k), e.key, knob.name,
-                            fmt::join(wanted, ", "), task.key, fmt::join(knob.values, ", "));
+                            fmt::join(wanted, ", "), task.name, fmt::join(knob.values, ", "));
         knob.values = std::move(kept);
       }
     }
@@ -34959,7 +35892,7 @@ DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const Tuni
   // a workload's entry: every value must be of that workload's domain
   for (const auto& e : config.workloads) {
     const auto task =
-        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.key == e.key; });
+        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == e.key; });
     if (task == tasks.end()) {
       unused.push_back(
           fmt::format("{}: no workload '{}' here", detail::where(config, e.line), e.key));
@@ -35060,19 +35993,27 @@ DLAVM_INLINE Shard parse_shard(std::string_view spec) {
 // begin dlavm/tune/task.hpp
 // end dlavm/tune/task.hpp
 // begin dlavm/tune/tuner.hpp
-// The search: every candidate of a model's tasks (each task's points that pass the check,
-// ranked by the analytic estimate: tune/task.hpp) evaluated on a pool of threads, each record
-// appended to a log as one JSON line. Records are written in candidate order whatever the
-// number of threads, so a run's log, and the best schedules read from it, do not depend on it.
-// A resumed run skips the candidates its log already holds (none evaluated twice; a killed run
-// loses at most the candidates in flight, which the resumed run evaluates); a shard evaluates
-// its round-robin slice of the candidates (tune/shard.hpp). A sample of the candidates can be
-// checked on a device as well as timed.
+// The search: candidates of a model's tasks proposed in batches by a Search (AutoTVM's Tuner:
+// next_batch / update), each batch evaluated on a pool of threads, each record appended to a
+// log as one JSON line. Records are written in candidate order whatever the number of threads,
+// so a run's log, and the best schedules read from it, do not depend on it. A sample of the
+// candidates can be checked on a device as well as timed.
+//
+// The default search (RankedSearch, when TuneOptions names none) proposes every candidate of
+// each task (its points that pass the check, ranked by the analytic estimate: tune/task.hpp),
+// the `top` of each, in an order every shard sees alike; a shard keeps its round-robin slice
+// (tune/shard.hpp), and a resumed run skips the candidates its log already holds for this
+// target (none evaluated twice; a killed run loses at most the candidates in flight, which the
+// resumed run evaluates; a record of another VTA configuration or strategy revision is not
+// one of this run's, and its candidate is evaluated again).
 //
 //   auto tasks = tune::tasks(fn, target);
 //   std::ofstream log("model.log", std::ios::app);
 //   auto done = tune::read_log("model.log").records;          // resume
 //   tune::tune(tasks, target.env, log, done, {.top = 64, .shard = tune::parse_shard("0/4")});
+//
+//   MySearch search(tasks);                                    // a Search of one's own
+//   tune::tune(tasks, target.env, log, {}, {.search = &search, .batch = 16});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -35093,9 +36034,53 @@ DLAVM_INLINE Shard parse_shard(std::string_view spec) {
 
 namespace dlavm::tune {
 
+// A candidate of a run: a point of one task's space.
+struct Candidate {
+  std::size_t task = 0;  // index into the tasks tune() is given
+  graph::Knobs knobs{};  // a point of that task's space
+  // Its number in the search's enumeration: verification samples every verify_every-th and
+  // seeds its inputs with it (the default search numbers all tasks' candidates alike in every
+  // shard).
+  std::size_t index = 0;
+  friend bool operator==(const Candidate&, const Candidate&) = default;
+};
+
+// How a run chooses its candidates. tune() asks next_batch(n), evaluates the batch, writes its
+// records, passes them to update, and asks again until the batch is empty or the budget is
+// spent.
+class Search {
+ public:
+  virtual ~Search() = default;
+  // Up to n candidates not yet proposed (empty: the search is over).
+  virtual std::vector<Candidate> next_batch(std::size_t n) = 0;
+  // The records of the candidates evaluated so far in this batch, in candidate order: all of
+  // them, or fewer when the budget stopped the run (there is no next batch then).
+  virtual void update(std::span<const Record> records) = 0;
+  // How many candidates it proposes in all, for the progress reports; 0 when it cannot tell.
+  virtual std::size_t total() const { return 0; }
+};
+
+// The default search: every candidate of each task (its points that pass the check) ranked by
+// estimate, the `top` of each (0: every one), task after task; of them, those in `shard`
+// whose candidate (workload and knobs) has no record in `done` for env's configuration and
+// the task's strategy revision. The order does not learn from the measurements: update
+// changes nothing. CapacityError (tune::candidates) when a task has no candidate.
+class RankedSearch final : public Search {
+ public:
+  RankedSearch(std::span<const Task> tasks, const vta::Env& env, std::span<const Record> done = {},
+               std::size_t top = 0, Shard shard = {});
+  DLAVM_INLINE std::vector<Candidate> next_batch(std::size_t n) override;
+  DLAVM_INLINE void update(std::span<const Record> records) override;
+  std::size_t total() const override { return todo_.size(); }
+
+ private:
+  std::vector<Candidate> todo_;
+  std::size_t next_ = 0;
+};
+
 struct Progress {
   std::size_t done = 0;                     // candidates evaluated by this run
-  std::size_t total = 0;                    // candidates this run has to evaluate
+  std::size_t total = 0;                    // candidates this run has to evaluate (0: unknown)
   double seconds = 0;                       // since the run started
   std::optional<std::int64_t> best_cycles;  // of the task of the last record, so far
 };
@@ -35106,16 +36091,21 @@ struct TuneOptions {
   Shard shard{};              // the slice of the candidates this process evaluates
   double budget_seconds = 0;  // > 0: no candidate is started after this many seconds
   std::function<void(const Progress&)> progress{};  // after each record written
-  // > 0 with a device: every verify_every-th candidate of the enumeration (the same in every
-  // shard) that ran is also run on `device` and compared with te::evaluate (tune::verify); one
-  // that differs is a record with no cycles and the difference as its error. The device runs
-  // one candidate at a time.
+  // > 0 with a device: every verify_every-th candidate of the enumeration (Candidate::index,
+  // the same in every shard) that ran is also run on `device` and compared with te::evaluate
+  // (tune::verify); one that differs is a record with no cycles and the difference as its
+  // error. The device runs one candidate at a time.
   std::size_t verify_every = 0;
   vta::Device* device = nullptr;
+  // The search to run (kept by the caller); none: a RankedSearch of `top`, `shard` and the
+  // `done` records, which must be left at their defaults when a search is given.
+  Search* search = nullptr;
+  std::size_t batch = 0;  // the candidates asked of the search at a time (0: 64 per thread)
 };
 
-// Evaluates the candidates (see above) and returns the records it appended to `log`.
-// `done`: records of earlier runs whose candidates are skipped.
+// Evaluates the candidates the search proposes (see above) and returns the records it
+// appended to `log`. `done`: records of earlier runs whose candidates are skipped. ValueError
+// when a search proposes more candidates than asked, or a task that is not one of `tasks`.
 std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env, std::ostream& log,
                          std::span<const Record> done, const TuneOptions& options = {});
 
@@ -35127,12 +36117,16 @@ std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env, std::
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
 // begin dlavm/tune/tuner.hpp
 // end dlavm/tune/tuner.hpp
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <set>
@@ -35142,106 +36136,195 @@ std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env, std::
 
 namespace dlavm::tune {
 
+DLAVM_INLINE RankedSearch::RankedSearch(std::span<const Task> tasks, const vta::Env& env,
+                                        std::span<const Record> done, std::size_t top,
+                                        Shard shard) {
+  // a record is one of this run's when it was made for env's configuration and the revision
+  // of the task's strategy
+  std::map<std::string_view, StrategyRevision> revisions;
+  for (const auto& t : tasks)
+    if (t.strategy != nullptr)
+      revisions.emplace(t.key, StrategyRevision{t.strategy->op, t.strategy->revision});
+  std::set<std::string> seen;
+  for (const auto& r : done) {
+    const auto it = revisions.find(r.workload);
+    if (it != revisions.end() && r.strategy == it->second && r.target == env.config)
+      seen.insert(candidate_key(r.workload, r.knobs));
+  }
+  // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
+  std::size_t index = 0;
+  for (std::size_t t = 0; t < tasks.size(); ++t)
+    for (const auto& p : candidates(tasks[t].space, top)) {
+      auto knobs = tasks[t].space.knobs_of(p);
+      if (shard.contains(index) && !seen.contains(candidate_key(tasks[t].key, knobs)))
+        todo_.push_back({t, std::move(knobs), index});
+      ++index;
+    }
+}
+
+DLAVM_INLINE std::vector<Candidate> RankedSearch::next_batch(std::size_t n) {
+  const std::size_t end = next_ + std::min(n, todo_.size() - next_);
+  std::vector<Candidate> out(todo_.begin() + static_cast<std::ptrdiff_t>(next_),
+                             todo_.begin() + static_cast<std::ptrdiff_t>(end));
+  next_ = end;
+  return out;
+}
+
+// The ranking is fixed before the first measurement: nothing to learn.
+DLAVM_INLINE void RankedSearch::update(std::span<const Record>) {}
+
 namespace detail {
 
-// A candidate of the run: task and point.
-struct Candidate {
-  std::size_t task;
-  graph::Knobs knobs;
-  std::size_t index;  // in the enumeration every shard sees alike
+// What a run carries from batch to batch.
+struct Run {
+  using clock = std::chrono::steady_clock;
+  clock::time_point start = clock::now();
+  std::size_t total = 0;                     // the search's total (0: unknown)
+  std::map<std::string, std::int64_t> best;  // per workload, the least cycles so far
+  std::vector<Record> written;
+  double seconds() const { return std::chrono::duration<double>(clock::now() - start).count(); }
+  bool over_budget(const TuneOptions& o) const {
+    return o.budget_seconds > 0 && seconds() > o.budget_seconds;
+  }
 };
+
+// The candidate evaluated, and run on the device too when it is in verification's sample: a
+// schedule that computes something else is no candidate.
+inline Record evaluate_candidate(const Task& task, const Candidate& c, const vta::Env& env,
+                                 const TuneOptions& options, std::mutex& device_mutex) {
+  Record r = evaluate(task, c.knobs, env);
+  if (!r.cycles || options.device == nullptr || options.verify_every == 0 ||
+      c.index % options.verify_every != 0)
+    return r;
+  std::lock_guard device_lock(device_mutex);
+  std::optional<std::string> why;
+  try {
+    why = verify(task, c.knobs, env, *options.device, c.index);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (why) {
+    r.cycles.reset();
+    r.bound_cycles = 0;
+    r.error = std::move(*why);
+  }
+  return r;
+}
+
+// Appends a record to the log, and reports the progress.
+inline void write(Record r, std::ostream& log, const TuneOptions& options, Run& run) {
+  append(log, r);
+  if (r.cycles) {
+    auto [it, inserted] = run.best.emplace(r.workload, *r.cycles);
+    if (!inserted) it->second = std::min(it->second, *r.cycles);
+  }
+  if (options.progress) {
+    const auto b = run.best.find(r.workload);
+    options.progress({run.written.size() + 1, run.total, run.seconds(),
+                      b == run.best.end() ? std::nullopt : std::optional(b->second)});
+  }
+  run.written.push_back(std::move(r));
+}
+
+// Evaluates a batch on `threads` workers while this thread writes the records in candidate
+// order as they complete. Returns how many it wrote: all, or fewer when the budget stopped
+// the workers. What a worker throws (an error of ours that is no failed candidate) stops the
+// workers, and this thread rethrows it when it reaches that candidate.
+inline std::size_t run_batch(std::span<const Task> tasks, std::span<const Candidate> batch,
+                             const vta::Env& env, std::ostream& log, const TuneOptions& options,
+                             unsigned threads, Run& run) {
+  std::vector<std::optional<Record>> results(batch.size());
+  std::vector<std::exception_ptr> thrown(batch.size());
+  std::mutex mutex, device_mutex;
+  std::condition_variable ready;
+  std::atomic<std::size_t> next{0};
+  std::size_t finished_workers = 0, written = 0;
+  const auto work = [&] {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= batch.size() || run.over_budget(options)) break;
+      std::optional<Record> r;
+      std::exception_ptr e;
+      try {
+        r = evaluate_candidate(tasks[batch[i].task], batch[i], env, options, device_mutex);
+      } catch (...) {
+        e = std::current_exception();
+        next = batch.size();
+      }
+      std::lock_guard lock(mutex);
+      results[i] = std::move(r);
+      thrown[i] = e;
+      ready.notify_one();
+    }
+    std::lock_guard lock(mutex);
+    ++finished_workers;
+    ready.notify_one();
+  };
+  std::vector<std::jthread> workers;
+  for (unsigned w = 0; w < std::min<std::size_t>(threads, batch.size()); ++w)
+    workers.emplace_back(work);
+  for (; written < batch.size(); ++written) {
+    std::unique_lock lock(mutex);
+    ready.wait(lock, [&] {
+      return results[written] || thrown[written] || finished_workers == workers.size();
+    });
+    if (thrown[written]) std::rethrow_exception(thrown[written]);
+    if (!results[written]) break;  // the budget stopped the workers before this candidate
+    Record r = std::move(*results[written]);
+    results[written].reset();
+    lock.unlock();
+    write(std::move(r), log, options, run);
+  }
+  return written;
+}
+
+// The search a run drives: the options' own, or `fallback` made as the default.
+inline Search& search_of(std::span<const Task> tasks, const vta::Env& env,
+                         std::span<const Record> done, const TuneOptions& options,
+                         std::optional<RankedSearch>& fallback) {
+  if (options.search == nullptr)
+    return fallback.emplace(tasks, env, done, options.top, options.shard);
+  if (options.top != 0 || options.shard.count != 1 || !done.empty())
+    raise<ValueError>(
+        "tune: TuneOptions::search is given, so top ({}), shard ({}/{}) and the {} done records, "
+        "which make the default search, would be ignored; give them to the search instead",
+        options.top, options.shard.index, options.shard.count, done.size());
+  return *options.search;
+}
+
+// A batch the search proposed, checked against what tune() was asked for.
+inline void check_batch(std::span<const Candidate> batch, std::size_t asked, std::size_t tasks) {
+  if (batch.size() > asked)
+    raise<ValueError>("tune: the search proposed {} candidates, asked for at most {}", batch.size(),
+                      asked);
+  for (const auto& c : batch)
+    if (c.task >= tasks)
+      raise<ValueError>("tune: the search proposed a candidate of task {}; there are {} tasks",
+                        c.task, tasks);
+}
 
 }  // namespace detail
 
 DLAVM_INLINE std::vector<Record> tune(std::span<const Task> tasks, const vta::Env& env,
                                       std::ostream& log, std::span<const Record> done,
                                       const TuneOptions& options) {
-  using clock = std::chrono::steady_clock;
-  std::set<std::string> seen;
-  for (const auto& r : done) seen.insert(candidate_key(r.workload, r.knobs));
-  // the enumeration every shard sees alike; the shard keeps its slice, resume drops what is done
-  std::vector<detail::Candidate> todo;
-  std::size_t index = 0;
-  for (std::size_t t = 0; t < tasks.size(); ++t)
-    for (const auto& p : candidates(tasks[t].space, options.top)) {
-      auto knobs = tasks[t].space.knobs_of(p);
-      if (options.shard.contains(index) && !seen.contains(candidate_key(tasks[t].key, knobs)))
-        todo.push_back({t, std::move(knobs), index});
-      ++index;
-    }
-  std::vector<std::optional<Record>> results(todo.size());
-  std::mutex mutex, device_mutex;
-  std::condition_variable ready;
-  const auto verified = [&](const detail::Candidate& c) {
-    return options.device != nullptr && options.verify_every > 0 &&
-           c.index % options.verify_every == 0;
-  };
-  std::atomic<std::size_t> next{0};
-  std::size_t finished_workers = 0;
-  const auto start = clock::now();
-  const auto over_budget = [&] {
-    return options.budget_seconds > 0 &&
-           std::chrono::duration<double>(clock::now() - start).count() > options.budget_seconds;
-  };
+  detail::Run run;
+  std::optional<RankedSearch> fallback;
+  Search& search = detail::search_of(tasks, env, done, options, fallback);
+  run.total = search.total();
   const unsigned threads =
       std::max(1u, options.threads != 0 ? options.threads : std::thread::hardware_concurrency());
-  std::vector<Record> written;
-  {
-    std::vector<std::jthread> workers;
-    for (unsigned w = 0; w < std::min<std::size_t>(threads, std::max<std::size_t>(todo.size(), 1));
-         ++w)
-      workers.emplace_back([&] {
-        for (;;) {
-          const std::size_t i = next.fetch_add(1);
-          if (i >= todo.size() || over_budget()) break;
-          Record r = evaluate(tasks[todo[i].task], todo[i].knobs, env);
-          if (r.cycles && verified(todo[i])) {
-            std::lock_guard device_lock(device_mutex);
-            std::optional<std::string> why;
-            try {
-              why = verify(tasks[todo[i].task], todo[i].knobs, env, *options.device, todo[i].index);
-            } catch (const Error& e) {
-              why = e.what();
-            }
-            if (why) {  // a schedule that computes something else is no candidate
-              r.cycles.reset();
-              r.bound_cycles = 0;
-              r.error = std::move(*why);
-            }
-          }
-          std::lock_guard lock(mutex);
-          results[i] = std::move(r);
-          ready.notify_one();
-        }
-        std::lock_guard lock(mutex);
-        ++finished_workers;
-        ready.notify_one();
-      });
-    // this thread writes the records in candidate order as they complete
-    std::map<std::string, std::int64_t> best;
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-      std::unique_lock lock(mutex);
-      ready.wait(lock,
-                 [&] { return results[i].has_value() || finished_workers == workers.size(); });
-      if (!results[i]) break;  // the budget stopped the workers before this candidate
-      Record r = std::move(*results[i]);
-      results[i].reset();
-      lock.unlock();
-      append(log, r);
-      if (r.cycles) {
-        auto [it, inserted] = best.emplace(r.workload, *r.cycles);
-        if (!inserted) it->second = std::min(it->second, *r.cycles);
-      }
-      if (options.progress) {
-        const auto b = best.find(r.workload);
-        options.progress({i + 1, todo.size(),
-                          std::chrono::duration<double>(clock::now() - start).count(),
-                          b == best.end() ? std::nullopt : std::optional(b->second)});
-      }
-      written.push_back(std::move(r));
-    }
+  const std::size_t asked = options.batch != 0 ? options.batch : std::size_t{64} * threads;
+  while (!run.over_budget(options)) {
+    const auto batch = search.next_batch(asked);
+    if (batch.empty()) break;
+    detail::check_batch(batch, asked, tasks.size());
+    const std::size_t first = run.written.size();
+    const std::size_t n = detail::run_batch(tasks, batch, env, log, options, threads, run);
+    search.update(std::span<const Record>(run.written).subspan(first, n));
+    if (n < batch.size()) break;  // the budget is spent
   }
-  return written;
+  return std::move(run.written);
 }
 
 }  // namespace dlavm::tune
@@ -37303,430 +38386,3 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
 // begin dlavm/vta/program.hpp
 // end dlavm/vta/program.hpp
 // end dlavm/vta.hpp
-// Reading the VTA layer's files: vta_config.json, manifest.json and dumps. The only part of the
-// layer that parses JSON (with nlohmann/json), so not included by <dlavm/vta.hpp>: a
-// header-only unit that includes it compiles nlohmann's parser, about 1.6 s at -O2 on the
-// reference machine. Writing the files needs none of it (Config::save, Manifest::save,
-// dump_stream).
-//
-//   #include <dlavm/vta/hw/read.hpp>
-//   const auto config = vta::load_config("vta_config.json");
-//   const auto dump = vta::load_dump("out/");     // or load_dump(files) for bytes in memory
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
-// begin dlavm/vta/hw/dump.hpp
-// end dlavm/vta/hw/dump.hpp
-// begin dlavm/vta/hw/io.hpp
-// end dlavm/vta/hw/io.hpp
-
-#include <string>
-#include <string_view>
-
-namespace dlavm::vta {
-
-// vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
-// LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
-// LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
-// malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
-// hardware cannot realise. `source` names the text in messages.
-Config read_config(std::string_view text, std::string_view source = "vta_config.json");
-Config load_config(const std::string& path);
-
-// manifest.json; raises ParseError naming `source` and the entry (see Manifest::validate).
-Manifest read_manifest(std::string_view text, std::string_view source = "manifest.json");
-Manifest load_manifest(const std::string& path);
-
-// Raises ParseError naming the file for a manifest that does not validate, a file missing or
-// of the wrong size (instruction and micro-op counts, buffer bytes), or a transfer that lies
-// in no buffer; EncodingError for an instruction word that does not decode.
-Dump load_dump(const DumpFiles& files, std::string_view source = "dump");
-Dump load_dump(const std::string& dir);
-
-}  // namespace dlavm::vta
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/vta/hw/read-inl.hpp
-// Definitions for dlavm/vta/hw/read.hpp (see core/api.hpp): the readers of vta_config.json,
-// manifest.json and dumps, the only code of the VTA layer that parses JSON.
-
-// begin dlavm/vta/hw/config-inl.hpp
-// end dlavm/vta/hw/config-inl.hpp
-// begin dlavm/vta/hw/dump-inl.hpp
-// end dlavm/vta/hw/dump-inl.hpp
-// begin dlavm/vta/hw/io-inl.hpp
-// end dlavm/vta/hw/io-inl.hpp
-// begin dlavm/vta/hw/json.hpp
-// Internal: the one JSON document type of the VTA layer and the one way every reader parses
-// untrusted text. Included by definition files (-inl.hpp) only, so that nlohmann/json stays out
-// of the headers that declare the API, and by vta/hw/read-inl.hpp only, so that it stays out of
-// every unit that does not read a file. Files are written with core/json_writer.hpp.
-//
-// parse_json(text, source) is the only entry for files a user hands us (vta_config.json,
-// manifest.json): it never lets a nlohmann exception out (a syntax error, a number outside
-// double range such as 1e400, a duplicate key all become ParseError naming the file and the
-// byte or key), and it refuses documents nested deeper than kMaxJsonDepth before the parser
-// sees them, so nothing recursive (dump, copy, compare) ever meets a deep document. Messages
-// show untrusted values through describe(), which is bounded whatever the value.
-//
-//   const auto j = detail::parse_json(text, "vta_config.json");   // or raises ParseError
-//   raise<ParseError>("{}: LOG_BATCH must be an integer, got {}", src, detail::describe(v));
-
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/vta/hw/excerpt.hpp
-// end dlavm/vta/hw/excerpt.hpp
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <cstddef>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-// The one JSON document type of the VTA layer: nlohmann::ordered_json keeps keys in insertion
-// order (written files list them in a fixed order), and reading with the same type and the
-// same input (a character range) keeps nlohmann's parser and value code instantiated once.
-using Json = nlohmann::ordered_json;
-
-// The deepest nesting a VTA file may have. The formats need 3 levels; the bound is far above
-// that and far below what recursion over a document can survive.
-inline constexpr int kMaxJsonDepth = 64;
-
-// A short, bounded description of a value for messages: scalars as written (strings cut
-// by excerpt), containers by kind and size. Never recursive.
-inline std::string describe(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::object:
-      return fmt::format("an object of {} keys", v.size());
-    case Json::value_t::array:
-      return fmt::format("an array of {} elements", v.size());
-    case Json::value_t::string:
-      return fmt::format("\"{}\"", excerpt(v.get_ref<const Json::string_t&>()));
-    case Json::value_t::binary:
-      return "binary data";
-    case Json::value_t::discarded:
-      return "nothing";
-    default:
-      return v.dump();  // null, boolean, number: a few characters
-  }
-}
-
-// The byte offset at which `text` opens its (kMaxJsonDepth + 1)-th nested container, or npos.
-// Brackets inside strings do not count; a string ends at an unescaped quote, as the JSON lexer
-// ends it, so the parser can never nest deeper than this scan saw at the same byte.
-inline std::size_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
-
-// nlohmann SAX handler that builds the document (as nlohmann's own DOM parser does) and keeps
-// the first error instead of throwing it: the byte offset and message of a syntax error or a
-// number overflow, or the key that an object repeats.
-class JsonBuilder {
- public:
-  Json root;
-  std::string error;  // empty while the document is well formed
-  std::size_t error_byte = std::string_view::npos;
-
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool v) { return put(Json(v)); }
-  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
-  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
-  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
-  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
-  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
-  bool start_object(std::size_t) { return open(Json::object()); }
-  bool start_array(std::size_t) { return open(Json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(Json::string_t& k) {
-    if (stack_.back()->contains(k)) {
-      error = fmt::format("duplicate key \"{}\"", excerpt(k));
-      return false;
-    }
-    key_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t byte, const std::string&, const Json::exception& e) {
-    // nlohmann's message quotes the last token read, which may be a whole long string.
-    error = excerpt(e.what(), 160);
-    error_byte = byte;
-    return false;
-  }
-
- private:
-  // Places a value where the parser is: the root, the next array element, or the value of the
-  // key just read. Children of the open container are complete before the next one is added,
-  // so the pointers on the stack (the open containers) stay valid.
-  Json* place(Json v) {
-    if (stack_.empty()) {
-      root = std::move(v);
-      return &root;
-    }
-    Json& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    return &(top[key_] = std::move(v));
-  }
-  bool put(Json v) {
-    place(std::move(v));
-    return true;
-  }
-  bool open(Json v) {
-    stack_.push_back(place(std::move(v)));
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  std::vector<Json*> stack_;
-  std::string key_;
-};
-
-// Parses untrusted JSON text; raises ParseError naming `source` and the byte offset (syntax
-// errors, numbers outside double range, nesting deeper than kMaxJsonDepth) or the key (a key
-// repeated in one object).
-inline Json parse_json(std::string_view text, std::string_view source) {
-  if (const auto at = too_deep_at(text); at != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: nested deeper than {} levels", source, at,
-                      kMaxJsonDepth);
-  JsonBuilder b;
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(text.begin(), text.end(), &b);
-  } catch (const Json::exception& e) {  // not expected: the builder reports errors itself
-    raise<ParseError>("{}: invalid JSON: {}", source, excerpt(e.what(), 160));
-  }
-  if (!ok && b.error_byte != std::string_view::npos)
-    raise<ParseError>("{}: invalid JSON at byte {}: {}", source, b.error_byte, b.error);
-  if (!ok) raise<ParseError>("{}: invalid JSON: {}", source, b.error);
-  return std::move(b.root);
-}
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/json.hpp
-// begin dlavm/vta/hw/read.hpp
-// end dlavm/vta/hw/read.hpp
-
-#include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace dlavm::vta {
-
-namespace detail {
-
-// One log2 value of vta_config.json. Non-negative numbers arrive as unsigned: they are compared
-// as written, so 18446744073709551615 is reported as that, not as -1.
-inline int config_log2(const Json& j, std::string_view source, const char* key, bool required,
-                       int fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) {
-    if (required) raise<ParseError>("{}: missing key '{}'", source, key);
-    return fallback;
-  }
-  if (!it->is_number_integer())
-    raise<ParseError>("{}: key '{}' must be an integer, got {}", source, key, describe(*it));
-  constexpr std::int64_t kPlausible = 1000;
-  if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(kPlausible))
-      raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-    return static_cast<int>(v);
-  }
-  const auto v = it->get<std::int64_t>();
-  if (v < -kPlausible || v > kPlausible)
-    raise<ConfigError>("{}: {} = {} is not a plausible log2 value", source, key, v);
-  return static_cast<int>(v);
-}
-
-inline std::string config_string(const Json& j, std::string_view source, const char* key,
-                                 std::string fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (!it->is_string())
-    raise<ParseError>("{}: key '{}' must be a string, got {}", source, key, describe(*it));
-  // Names such as "pynq" and "0.0.2": printed with the configuration, so kept printable.
-  const auto& v = it->get_ref<const Json::string_t&>();
-  constexpr std::size_t kMaxName = 64;
-  const bool printable = std::all_of(v.begin(), v.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
-  });
-  if (v.size() > kMaxName || !printable)
-    raise<ParseError>("{}: key '{}' must be a name of at most {} printable characters, got {}",
-                      source, key, kMaxName, describe(*it));
-  return v;
-}
-
-// The configuration a parsed vta_config.json object describes (the manifest reader passes its
-// "config" member here rather than re-serializing it).
-inline Config config_from_json(const Json& j, std::string_view source) {
-  if (!j.is_object()) raise<ParseError>("{}: expected a JSON object, got {}", source, describe(j));
-  Config c;
-  c.target = config_string(j, source, "TARGET", c.target);
-  c.hw_ver = config_string(j, source, "HW_VER", c.hw_ver);
-  c.log_inp_width = config_log2(j, source, "LOG_INP_WIDTH", true, 0);
-  c.log_wgt_width = config_log2(j, source, "LOG_WGT_WIDTH", true, 0);
-  c.log_acc_width = config_log2(j, source, "LOG_ACC_WIDTH", true, 0);
-  c.log_out_width = config_log2(j, source, "LOG_OUT_WIDTH", false, c.log_inp_width);
-  c.log_batch = config_log2(j, source, "LOG_BATCH", true, 0);
-  const bool has_in = j.contains("LOG_BLOCK_IN"), has_out = j.contains("LOG_BLOCK_OUT");
-  const int block = config_log2(j, source, "LOG_BLOCK", !(has_in && has_out), 0);
-  c.log_block_in = config_log2(j, source, "LOG_BLOCK_IN", false, block);
-  c.log_block_out = config_log2(j, source, "LOG_BLOCK_OUT", false, block);
-  if (j.contains("LOG_BLOCK") && (c.log_block_in != block || c.log_block_out != block))
-    raise<ConfigError>("{}: LOG_BLOCK = {} contradicts LOG_BLOCK_IN = {} / LOG_BLOCK_OUT = {}",
-                       source, block, c.log_block_in, c.log_block_out);
-  c.log_uop_buff_size = config_log2(j, source, "LOG_UOP_BUFF_SIZE", true, 0);
-  c.log_inp_buff_size = config_log2(j, source, "LOG_INP_BUFF_SIZE", true, 0);
-  c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
-  c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
-  c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
-  try {
-    c.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: {}", source, e.what()));
-  }
-  return c;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE Config read_config(std::string_view text, std::string_view source) {
-  return detail::config_from_json(detail::parse_json(text, source), source);
-}
-
-DLAVM_INLINE Config load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) raise<ParseError>("cannot open VTA configuration '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return read_config(text.str(), path);
-}
-
-DLAVM_INLINE Manifest read_manifest(std::string_view text, std::string_view source) {
-  using detail::describe;
-  using detail::excerpt;
-  using detail::Json;
-  const Json j = detail::parse_json(text, source);
-  auto member = [&](const Json& o, const char* key, std::string_view where) -> const Json& {
-    if (!o.is_object())
-      raise<ParseError>("{}: {} must be an object, got {}", source, where, describe(o));
-    const auto it = o.find(key);
-    if (it == o.end()) raise<ParseError>("{}: {} has no key '{}'", source, where, key);
-    return *it;
-  };
-  auto str = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_string())
-      raise<ParseError>("{}: {}.{} must be a string, got {}", source, where, key, describe(v));
-    return v.get<std::string>();
-  };
-  // Non-negative integers arrive as unsigned; a negative one, a fraction or 1e20 are errors.
-  auto num = [&](const Json& o, const char* key, std::string_view where) {
-    const auto& v = member(o, key, where);
-    if (!v.is_number_unsigned())
-      raise<ParseError>("{}: {}.{} must be a non-negative integer, got {}", source, where, key,
-                        describe(v));
-    return v.get<std::uint64_t>();
-  };
-  Manifest m;
-  m.config = detail::config_from_json(member(j, "config", "manifest"), source);
-  const auto& insn = member(j, "instructions", "manifest");
-  m.insn_file = str(insn, "file", "instructions");
-  m.insn_count = num(insn, "count", "instructions");
-  const auto& uops = member(j, "uops", "manifest");
-  m.uop_file = str(uops, "file", "uops");
-  m.uop_count = num(uops, "count", "uops");
-  m.uop_phys = num(uops, "phys_addr", "uops");
-  const auto& bufs = member(j, "buffers", "manifest");
-  if (!bufs.is_array())
-    raise<ParseError>("{}: buffers must be an array, got {}", source, describe(bufs));
-  for (const auto& b : bufs) {
-    ManifestBuffer mb;
-    mb.name = str(b, "name", "buffer");
-    const auto where = fmt::format("buffer '{}'", excerpt(mb.name));
-    mb.phys_addr = num(b, "phys_addr", where);
-    mb.bytes = num(b, "bytes", where);
-    const auto dtype = str(b, "dtype", where);
-    try {
-      mb.dtype = DType::parse(excerpt(dtype, 32));
-    } catch (const ParseError& e) {
-      raise<ParseError>("{}: {}: {}", source, where, e.what());
-    }
-    const auto dir = str(b, "direction", where);
-    if (dir != "input" && dir != "output")
-      raise<ParseError>("{}: {}: direction \"{}\" is neither input nor output", source, where,
-                        excerpt(dir));
-    mb.output = dir == "output";
-    mb.file = str(b, "file", where);
-    m.buffers.push_back(std::move(mb));
-  }
-  m.validate(source);
-  return m;
-}
-
-DLAVM_INLINE Manifest load_manifest(const std::string& path) {
-  const auto b = read_bytes(path);
-  return read_manifest(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
-}
-
-DLAVM_INLINE Dump load_dump(const DumpFiles& files, std::string_view source) {
-  const auto manifest = detail::dump_file(files, "manifest.json", source, "the manifest");
-  const std::string_view text(reinterpret_cast<const char*>(manifest.data()), manifest.size());
-  const auto where = fmt::format("{}/manifest.json", source);
-  return detail::load_dump(read_manifest(text, where), files, source);
-}
-
-DLAVM_INLINE Dump load_dump(const std::string& dir) {
-  auto m = load_manifest(dir + "/manifest.json");
-  std::vector<std::vector<std::byte>> storage;
-  std::vector<std::string> names{m.insn_file, m.uop_file};
-  for (const auto& b : m.buffers)
-    if (!b.file.empty()) names.push_back(b.file);
-  DumpFiles files;
-  storage.reserve(names.size());
-  for (const auto& name : names) {
-    storage.push_back(read_bytes(dir + "/" + name));
-    files[name] = storage.back();
-  }
-  return detail::load_dump(std::move(m), files, dir);
-}
-
-}  // namespace dlavm::vta
-// end dlavm/vta/hw/read-inl.hpp
-#endif

@@ -32,7 +32,7 @@ TEST_CASE("tuning config: a model's spaces round-trip, and the whole space narro
   REQUIRE(back.workloads.size() == tasks.size());
   CHECK(back.ops.empty());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    CHECK(back.workloads[i].key == tasks[i].key);
+    CHECK(back.workloads[i].key == tasks[i].name);
     REQUIRE(back.workloads[i].knobs.size() == tasks[i].space.knobs.size());
     for (std::size_t k = 0; k < tasks[i].space.knobs.size(); ++k) {
       CHECK(back.workloads[i].knobs[k].name == tasks[i].space.knobs[k].name);
@@ -54,7 +54,7 @@ TEST_CASE("tuning config: a model's spaces round-trip, and the whole space narro
 TEST_CASE("tuning config: an op's entry and a workload's entry narrow the candidates") {
   const graph::Target target;
   auto tasks = tune::tasks(small_model(), target);
-  const auto conv0 = tasks[0].key;
+  const auto conv0 = tasks[0].name;
   const auto config = tune::parse_config(fmt::format(R"({{
   "ops": {{"conv2d": {{"threads": [2], "h": [7, 2, 1], "strided": [0]}}}},
   "workloads": {{{}: {{"h": [7, 14], "ic": [1]}}}}
@@ -135,7 +135,7 @@ TEST_CASE("tuning config: malformed text, unknown knobs and values outside a dom
   CHECK(restrict_error("{\"ops\": {\"conv2d\": {\"h\": [14]}}}")
             .starts_with("cfg.json:1: conv2d: knob 'h' keeps none of [14] for conv2d((1, 32, 14, "
                          "14) int8, (64, 32, 1, 1) int8;"));
-  const auto conv0 = nlohmann::json(tune::tasks(small_model(), target)[0].key).dump();
+  const auto conv0 = nlohmann::json(tune::tasks(small_model(), target)[0].name).dump();
   CHECK(restrict_error(fmt::format("{{\"workloads\": {{\n{}: {{\n\"h\": [7, 5]}}}}}}", conv0))
             .ends_with(": knob 'h' = 5 is outside its domain (1, 2, 7, 14)"));
   CHECK(restrict_error(fmt::format("{{\"workloads\": {{\n{}: {{\n\"h\": [7, 5]}}}}}}", conv0))

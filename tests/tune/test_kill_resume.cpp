@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../../examples/models.hpp"
 #include "../vta/temp_dir.hpp"
 #include <chrono>
 #include <fcntl.h>
@@ -136,11 +137,16 @@ TEST_CASE("dlavm-tune: space writes the spaces, tune --config searches the edite
                           "--verify", "1"})) == 0);
   const auto records = tune::read_log(log).records;
   CHECK(!records.empty());
+  // a config names a workload by its printed form, a record by its key
+  std::map<std::string, std::string> name_of;
+  for (const auto& t : tune::tasks(models::Mlp().function(), graph::Target{}))
+    name_of[t.key] = t.name;
   // every candidate (the best estimate of each workload) also ran on the simulator, equal to
   // te::evaluate
   for (const auto& r : records) CHECK(r.error == "");
   for (const auto& r : records)
-    CHECK(r.knobs.at(kept.at(r.workload).first) == kept.at(r.workload).second);
+    CHECK(r.knobs.at(kept.at(name_of.at(r.workload)).first) ==
+          kept.at(name_of.at(r.workload)).second);
   // a malformed config is an error, and no log is written
   std::ofstream(dir.str() + "/bad.json") << "{\n  \"ops\": {\"dense\": {\"x\": 1}}\n}\n";
   CHECK(run_to_file(

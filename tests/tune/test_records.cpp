@@ -7,17 +7,30 @@
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
+#include <functional>
 #include <sstream>
 
 namespace tune_records {
 
 using namespace dlavm;
 
-tune::Record record(std::string w, std::vector<std::int64_t> values,
+// A convolution over `channels` channels: distinct keys for distinct channel counts.
+std::string conv_key(std::int64_t channels) {
+  const graph::Workload w{
+      .op = "conv2d",
+      .args = {{{1, channels, 8, 8}, DType::int8()}, {{channels, channels, 3, 3}, DType::int8()}},
+      .result = {{1, channels, 8, 8}, DType::int32()},
+      .attrs = {{"strides", {1, 1}}}};
+  return tune::workload_key(w);
+}
+
+tune::Record record(std::int64_t channels, std::vector<std::int64_t> values,
                     std::optional<std::int64_t> cycles) {
   tune::Record r;
-  r.workload = std::move(w);
+  r.workload = conv_key(channels);
+  r.strategy = {"conv2d", 1};
   r.knobs.names = {"oc", "h"};
   r.knobs.values = std::move(values);
   r.cycles = cycles;
@@ -28,53 +41,54 @@ tune::Record record(std::string w, std::vector<std::int64_t> values,
   return r;
 }
 
+// The line of a record that ran, with `edit` applied to its JSON.
+std::string edited(const std::function<void(nlohmann::ordered_json&)>& edit) {
+  auto j = nlohmann::ordered_json::parse(tune::to_json_line(record(16, {2, 7}, 1234)));
+  edit(j);
+  return j.dump();
+}
+
 TEST_CASE("a record survives its JSON line; wrong lines say what is wrong") {
-  for (const auto& r : {record("conv2d((1, 3, 8, 8) int8)", {2, 7}, 1234),
-                        record("dense \"quoted\"", {1, 1}, std::nullopt)}) {
+  auto quoted = record(32, {1, 1}, std::nullopt);
+  quoted.error = "CapacityError: \"quoted\"\nand a second line";
+  for (const auto& r : {record(16, {2, 7}, 1234), quoted}) {
     const std::string line = tune::to_json_line(r);
     CHECK(line.find('\n') == std::string::npos);
     CHECK(tune::parse_record(line) == r);
   }
+  using J = nlohmann::ordered_json;
   CHECK_THROWS_WITH_AS(tune::parse_record("{"), "not a JSON object", ParseError);
-  CHECK_THROWS_WITH_AS(tune::parse_record(R"({"knobs": {}})"), "field 'workload' is missing",
-                       ParseError);
-  CHECK_THROWS_WITH_AS(
-      tune::parse_record(
-          R"({"workload": "w", "knobs": {"oc": 1.5}, "cycles": 1, "dram_bytes": 0, "build_seconds": 0, "error": ""})"),
-      "knob 'oc' is 1.5, not an integer", ParseError);
-  CHECK_THROWS_WITH_AS(
-      tune::parse_record(
-          R"({"workload": "w", "knobs": {}, "cycles": null, "dram_bytes": 0, "build_seconds": 0, "error": ""})"),
-      "a record without cycles must say why in 'error'", ParseError);
-  CHECK_THROWS_WITH_AS(
-      tune::parse_record(
-          R"({"workload": "w", "knobs": {}, "cycles": 9, "bound_cycles": -1, "dram_bytes": 0, "build_seconds": 0, "error": ""})"),
-      "field 'bound_cycles' is -1, not a count", ParseError);
-  // a line written before the bound was recorded reads with bound 0
-  CHECK(
-      tune::parse_record(
-          R"({"workload": "w", "knobs": {}, "cycles": 9, "dram_bytes": 0, "build_seconds": 0, "error": ""})")
-          .bound_cycles == 0);
+  CHECK_THROWS_WITH_AS(tune::parse_record(edited([](J& j) { j.erase("workload"); })),
+                       "field 'workload' is missing", ParseError);
+  CHECK_THROWS_WITH_AS(tune::parse_record(edited([](J& j) { j["knobs"]["oc"] = 1.5; })),
+                       "knob 'oc' is 1.5, not an integer", ParseError);
+  CHECK_THROWS_WITH_AS(tune::parse_record(edited([](J& j) { j["cycles"] = nullptr; })),
+                       "a record without cycles must say why in 'error'", ParseError);
+  CHECK_THROWS_WITH_AS(tune::parse_record(edited([](J& j) { j["bound_cycles"] = -1; })),
+                       "field 'bound_cycles' is -1, not a count", ParseError);
+  CHECK_THROWS_WITH_AS(tune::parse_record(edited([](J& j) { j.erase("bound_cycles"); })),
+                       "field 'bound_cycles' is missing", ParseError);
 }
 
 TEST_CASE("a log keeps its good lines and names each bad one; best() ranks by cycles") {
   std::stringstream log;
-  tune::append(log, record("a", {1, 1}, 300));
-  log << "{\"workload\": \"a\", \"knobs\": {\"oc\": 2, \"h\"\n";  // a line cut by a kill
-  tune::append(log, record("a", {2, 2}, 100));
+  tune::append(log, record(16, {1, 1}, 300));
+  log << tune::to_json_line(record(16, {3, 3}, 200)).substr(0, 80) << "\n";  // cut by a kill
+  tune::append(log, record(16, {2, 2}, 100));
   log << "\n";
-  tune::append(log, record("b", {1, 2}, std::nullopt));
-  tune::append(log, record("a", {4, 4}, 100));
+  tune::append(log, record(32, {1, 2}, std::nullopt));
+  tune::append(log, record(16, {4, 4}, 100));
   const auto l = tune::read_log(log, "run.log");
   CHECK(l.records.size() == 4);
   REQUIRE(l.warnings.size() == 1);
   CHECK(l.warnings[0].rfind("run.log:2: ", 0) == 0);
   const auto top = tune::best(l.records, 2);
-  REQUIRE(top.count("a") == 1);
-  CHECK(top.count("b") == 0);  // it never ran
-  REQUIRE(top.at("a").size() == 2);
-  CHECK(top.at("a")[0].knobs.values == std::vector<std::int64_t>{2, 2});  // ties in log order
-  CHECK(top.at("a")[1].knobs.values == std::vector<std::int64_t>{4, 4});
+  const auto a = conv_key(16);
+  REQUIRE(top.count(a) == 1);
+  CHECK(top.count(conv_key(32)) == 0);  // it never ran
+  REQUIRE(top.at(a).size() == 2);
+  CHECK(top.at(a)[0].knobs.values == std::vector<std::int64_t>{2, 2});  // ties in log order
+  CHECK(top.at(a)[1].knobs.values == std::vector<std::int64_t>{4, 4});
   CHECK_THROWS_AS(tune::read_log(std::filesystem::path("/nonexistent/x.log")), ValueError);
 }
 
@@ -87,7 +101,7 @@ TEST_CASE("shards partition a run, and their merged logs are the single run's") 
   }
   std::vector<tune::Record> single;
   for (std::int64_t i = 0; i < 23; ++i)
-    single.push_back(record(i % 3 == 0 ? "x" : "y", {i, i % 5}, 1000 - (i * 37) % 200));
+    single.push_back(record(i % 3 == 0 ? 16 : 32, {i, i % 5}, 1000 - (i * 37) % 200));
   for (std::size_t n = 1; n <= 5; ++n) {
     std::vector<tune::Log> logs(n);
     for (std::size_t i = 0; i < single.size(); ++i) {
@@ -138,11 +152,14 @@ TEST_CASE("LogChooser builds the logged schedule, falls back to the default, ref
   }
   REQUIRE(other.has_value());
   tune::Record r;
-  r.workload = graph::to_string(ws[0]);
+  r.workload = tune::workload_key(ws[0]);
   r.knobs = space.knobs_of(*other);
+  r.target = target.env.config;
+  r.strategy = {"conv2d", 1};
   r.cycles = 1;
   const std::vector<tune::Record> log = {r};
-  auto logged = graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(log)});
+  auto logged =
+      graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(log, target)});
   auto plain = graph::build(fn, target);
   const auto vta_step = [](const graph::Module& m) -> const graph::ModuleStep& {
     for (const auto& s : m.steps())
@@ -157,19 +174,19 @@ TEST_CASE("LogChooser builds the logged schedule, falls back to the default, ref
   CHECK(graph::Executor(logged, d1).run({{"x", x}}).at(0) ==
         graph::Executor(plain, d2).run({{"x", x}}).at(0));
   // a workload the log lacks: the default
-  const tune::LogChooser empty(std::vector<tune::Record>{});
+  const tune::LogChooser empty(std::vector<tune::Record>{}, target);
   CHECK_FALSE(empty.has(ws[0]));
   CHECK(empty.choose(ws[0], space) == chosen);
   // a value outside its knob's domain, and knobs of another strategy
   auto bad = r;
   bad.knobs.values[0] = 999;
   const std::vector<tune::Record> bad_log = {bad};
-  CHECK_THROWS_WITH_AS(tune::LogChooser(bad_log).choose(ws[0], space),
+  CHECK_THROWS_WITH_AS(tune::LogChooser(bad_log, target).choose(ws[0], space),
                        doctest::Contains("is 999, outside its domain"), ValueError);
   auto renamed = r;
   renamed.knobs.names[0] = "rows";
   const std::vector<tune::Record> renamed_log = {renamed};
-  CHECK_THROWS_WITH_AS(tune::LogChooser(renamed_log).choose(ws[0], space),
+  CHECK_THROWS_WITH_AS(tune::LogChooser(renamed_log, target).choose(ws[0], space),
                        doctest::Contains("the record's knobs are [rows"), ValueError);
 }
 

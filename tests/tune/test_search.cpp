@@ -127,7 +127,8 @@ TEST_CASE("tune: the best schedules beat or equal the default, and build what th
     CHECK(*top.at(t.key).front().cycles <= *first.cycles);
   }
   // the module built with the log runs each step in the cycles the log recorded
-  auto mod = graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(records)});
+  auto mod =
+      graph::build(fn, target, {.chooser = std::make_shared<tune::LogChooser>(records, target)});
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   const auto x = te::NDArray::random(DType::int8(), {1, 32, 14, 14}, 9);
@@ -137,12 +138,12 @@ TEST_CASE("tune: the best schedules beat or equal the default, and build what th
     const auto& step = mod.steps()[i];
     if (step.kind != graph::ModuleStep::Kind::Vta) continue;
     const auto& s = exec.last_run().steps[i];
-    const auto& best = top.at(graph::to_string(step.workload)).front();
+    const auto& best = top.at(tune::workload_key(step.workload)).front();
     CHECK(step.knobs == best.knobs);
     CHECK(static_cast<std::int64_t>(s.cycles) == *best.cycles);
     CHECK(static_cast<std::int64_t>(s.roofline_cycles) == best.bound_cycles);
     CHECK(best.bound_cycles <= *best.cycles);
-    seen.insert(graph::to_string(step.workload));
+    seen.insert(tune::workload_key(step.workload));
   }
   CHECK(seen.size() == tasks.size());
 }
@@ -208,7 +209,7 @@ std::string worse_than_exhaustive(std::span<const tune::Task> tasks, const vta::
   for (const auto& t : tasks) {
     const double ratio = static_cast<double>(*some.at(t.key).front().cycles) /
                          static_cast<double>(*all.at(t.key).front().cycles);
-    if (ratio > 1.01) out += fmt::format("{:.4f} {}\n", ratio, t.key);
+    if (ratio > 1.01) out += fmt::format("{:.4f} {}\n", ratio, t.name);
   }
   return out;
 }

@@ -1,6 +1,9 @@
 // dlavm-tune: searches the schedules of a model's VTA kernels on the cycle model, writing one
 // JSON line per candidate (tune/tuner.hpp); merges the logs of a run's shards; prints a log's
-// best schedules. A log is only ever appended to: a killed run is continued with --resume.
+// best schedules. A log is only ever appended to: a killed run is continued with --resume,
+// which skips the candidates the log holds for this target and warns about the lines it cannot
+// read (another record format version) and the records made for another VTA configuration or
+// strategy revision, whose candidates it evaluates again.
 //
 //   dlavm-tune tune resnet18 --log r18.log [--top 32] [--threads 2] [--shard 0/4]
 //                            [--budget 600] [--resume] [--image 224] [--config spaces.json]
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -56,14 +60,16 @@ graph::Function model(std::string_view name, std::int64_t image) {
   throw ValueError(fmt::format("dlavm-tune: no model '{}' (resnet18, mlp)", name));
 }
 
-void print_warnings(const tune::Log& log) {
-  for (const auto& w : log.warnings) fmt::print(stderr, "warning: {}\n", w);
+void print_warnings(std::span<const std::string> warnings) {
+  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
 }
 
 // "  120/5000 candidates  340/s  best 1234567 cycles  00:14 left", rewritten in place.
 void progress_line(const tune::Progress& p) {
   const double rate = p.seconds > 0 ? static_cast<double>(p.done) / p.seconds : 0;
-  const auto left = rate > 0 ? static_cast<long>(static_cast<double>(p.total - p.done) / rate) : 0;
+  const auto left = rate > 0 && p.total >= p.done
+                        ? static_cast<long>(static_cast<double>(p.total - p.done) / rate)
+                        : 0;
   fmt::print(stderr, "\r{:>7}/{} candidates  {:.0f}/s  best {} cycles  {:02}:{:02} left   ", p.done,
              p.total, rate, p.best_cycles ? fmt::format("{}", *p.best_cycles) : "-", left / 60,
              left % 60);
@@ -106,16 +112,19 @@ int run_tune(const std::vector<std::string_view>& args) {
     }
   }
   if (log_path.empty()) throw ValueError("dlavm-tune tune: --log FILE is required");
+  const graph::Target target;
   std::vector<tune::Record> done;
   if (std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0) {
     if (!resume)
       throw ValueError(fmt::format(
           "dlavm-tune: '{}' holds records already: --resume continues it, or remove it", log_path));
-    auto log = tune::read_log(log_path);
-    print_warnings(log);
-    done = std::move(log.records);
+    const auto log = tune::read_log(log_path);
+    print_warnings(log.warnings);
+    // the records of another configuration or strategy revision: their candidates run again
+    auto mine = tune::for_target(log.records, target);
+    print_warnings(mine.warnings);
+    done = std::move(mine.records);
   }
-  const graph::Target target;
   auto tasks = tune::tasks(model(args[0], image), target);
   if (!config_path.empty())
     for (const auto& w : tune::restrict(tasks, tune::read_config(config_path)))
@@ -151,7 +160,7 @@ int run_merge(const std::vector<std::string_view>& args) {
   std::vector<tune::Log> logs;
   for (std::size_t i = 1; i < args.size(); ++i) {
     logs.push_back(tune::read_log(std::filesystem::path(args[i])));
-    print_warnings(logs.back());
+    print_warnings(logs.back().warnings);
   }
   const auto merged = tune::merge(logs);
   std::ofstream out{std::string(args[0])};
@@ -164,7 +173,7 @@ int run_merge(const std::vector<std::string_view>& args) {
 int run_best(const std::vector<std::string_view>& args) {
   if (args.size() != 1) throw ValueError("dlavm-tune best: one LOG");
   const auto log = tune::read_log(std::filesystem::path(args[0]));
-  print_warnings(log);
+  print_warnings(log.warnings);
   for (const auto& [workload, records] : tune::best(log.records, 1))
     fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
                graph::to_string(records.front().knobs), workload);

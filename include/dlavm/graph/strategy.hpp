@@ -69,6 +69,10 @@ Workload workload_of(const AnchorCall& a, const Epilogue& epilogue);
 
 struct AnchorStrategy {
   std::string op{};
+  // The revision of the strategy's schedule, stamped on each tuning record (tune/record.hpp):
+  // bump it when the knob space or what a knob means changes, so that logs made for the old
+  // schedule are skipped, not misapplied. The default strategies start at 1.
+  int revision = 1;
   // Why this call cannot be the anchor of a VTA kernel with this epilogue (nullopt: it can).
   // Partition asks with an empty epilogue, then again with the group's final one. Raises for
   // a call no device can run as written (a symbolic dim without a usable maximum).

@@ -245,7 +245,7 @@ DLAVM_INLINE std::string to_json(const TuningConfig& config) {
 
 DLAVM_INLINE TuningConfig config_of(std::span<const Task> tasks) {
   TuningConfig c;
-  for (const auto& t : tasks) c.workloads.push_back({.key = t.key, .knobs = t.space.knobs});
+  for (const auto& t : tasks) c.workloads.push_back({.key = t.name, .knobs = t.space.knobs});
   return c;
 }
 
@@ -293,7 +293,7 @@ DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const Tuni
         if (kept.empty())
           raise<ValueError>("{}: {}: knob '{}' keeps none of [{}] for {} (its values: {})",
                             detail::knob_where(config, e, k), e.key, knob.name,
-                            fmt::join(wanted, ", "), task.key, fmt::join(knob.values, ", "));
+                            fmt::join(wanted, ", "), task.name, fmt::join(knob.values, ", "));
         knob.values = std::move(kept);
       }
     }
@@ -301,7 +301,7 @@ DLAVM_INLINE std::vector<std::string> restrict(std::span<Task> tasks, const Tuni
   // a workload's entry: every value must be of that workload's domain
   for (const auto& e : config.workloads) {
     const auto task =
-        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.key == e.key; });
+        std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == e.key; });
     if (task == tasks.end()) {
       unused.push_back(
           fmt::format("{}: no workload '{}' here", detail::where(config, e.line), e.key));

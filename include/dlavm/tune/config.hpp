@@ -1,8 +1,8 @@
 // Tuning configs: a search's knob spaces as JSON, written out to be edited and read back (the
 // configuration files of seed 003's kernel tuner, AutoTVM's config spaces as data). A config
 // narrows the spaces the strategies give: for every workload of an op, or for one workload
-// (its key, graph::to_string), each listed knob keeps only the listed values of its domain;
-// knobs not listed keep all of theirs.
+// (its printed form, graph::to_string: Task::name), each listed knob keeps only the listed values
+// of its domain; knobs not listed keep all of theirs.
 //
 //   {
 //     "ops": {"conv2d": {"threads": [2]}},

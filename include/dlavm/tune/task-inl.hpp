@@ -26,7 +26,7 @@ DLAVM_INLINE std::vector<Task> tasks(const graph::Function& fn, const graph::Tar
   std::vector<Task> out;
   for (auto& w : graph::workloads(fn, target)) {
     const auto* strategy = target.strategies.find(w.op);
-    Task t{w, graph::to_string(w), strategy->space(w, target.env), strategy};
+    Task t{w, workload_key(w), graph::to_string(w), strategy->space(w, target.env), strategy};
     out.push_back(std::move(t));
   }
   return out;
@@ -150,9 +150,12 @@ DLAVM_INLINE Record evaluate(const Task& task, const graph::Knobs& knobs, const 
            std::find(space[i].values.begin(), space[i].values.end(), knobs.values[i]) !=
                space[i].values.end();
   if (!fits)
-    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.key,
+    raise<ValueError>("tune::evaluate, {}: knobs ({}) are not a point of its space", task.name,
                       graph::to_string(knobs));
-  Record r{.workload = task.key, .knobs = knobs};
+  Record r{.workload = task.key,
+           .knobs = knobs,
+           .target = env.config,
+           .strategy = {task.strategy->op, task.strategy->revision}};
   const auto start = std::chrono::steady_clock::now();
   try {
     const auto c = detail::build_candidate(task, knobs, env, "tune");

@@ -29,7 +29,8 @@ namespace dlavm::tune {
 
 struct Task {
   graph::Workload workload;
-  std::string key;  // graph::to_string(workload): the log's key
+  std::string key;   // workload_key(workload): the log's key (tune/record.hpp)
+  std::string name;  // graph::to_string(workload): its key in tuning configs, and in messages
   graph::KnobSpace space;
   const graph::AnchorStrategy* strategy = nullptr;  // in the Target the task was made from
 };
@@ -44,9 +45,10 @@ std::vector<Task> tasks(const graph::Function& fn, const graph::Target& target);
 std::vector<std::vector<std::int64_t>> candidates(const graph::KnobSpace& space,
                                                   std::size_t top = 0);
 
-// Builds and times one candidate (see above); never raises for a candidate that fails to
-// build. ValueError when `knobs` is not a point of the task's space (other names, a value
-// outside its knob's domain).
+// Builds and times one candidate (see above): a record stamped with env's configuration and
+// the task's strategy revision. Never raises for a candidate that fails to build; ValueError
+// when `knobs` is not a point of the task's space (other names, a value outside its knob's
+// domain).
 Record evaluate(const Task& task, const graph::Knobs& knobs, const vta::Env& env);
 
 // Runs the candidate on `device` at the workload's maximal dims, its inputs random (from
