@@ -96,7 +96,10 @@ int main(int argc, char** argv) {
   }
   using dlavm::runtime::ModelStatus;
 
+  // each model's session, and the workspace its run() works in (static: the firmware's own
+  // memory rather than its stack)
   resnet18::Session net;
+  static resnet18::Workspace net_workspace;
   std::size_t n = read_file(dir, "resnet18.weights.bin", weights, sizeof weights);
   const std::size_t ni = read_file(dir, "resnet18.insts.bin", insts, sizeof insts);
   if (!ok(resnet18::open(net), "resnet18 open") ||
@@ -110,10 +113,11 @@ int main(int argc, char** argv) {
                  [&](std::int64_t, const std::uint8_t* in, std::size_t bytes, const void*& out) {
                    std::memcpy(resnet18::input_data(net), in, bytes);
                    out = resnet18::output_0(net);
-                   return ok(resnet18::run(net), "resnet18 run");
+                   return ok(resnet18::run(net, net_workspace), "resnet18 run");
                  });
 
   mlp::Session mlp;
+  static mlp::Workspace mlp_workspace;
   n = read_file(dir, "mlp.weights.bin", weights, sizeof weights);
   if (!ok(mlp::open(mlp), "mlp open") || !ok(mlp::load_params(mlp, weights, n), "mlp weights") ||
       !ok(mlp::prepare(mlp), "mlp streams"))
@@ -125,15 +129,16 @@ int main(int argc, char** argv) {
       [&](std::int64_t batch, const std::uint8_t* in, std::size_t bytes, const void*& out) {
         std::memcpy(mlp::input_x(mlp), in, bytes);
         out = mlp::output_0(mlp);
-        return ok(mlp::run(mlp, batch), "mlp run");
+        return ok(mlp::run(mlp, mlp_workspace, batch), "mlp run");
       });
   // a batch outside the MLP's range is refused, with nothing run
-  const bool refused = mlp::run(mlp, 257) == ModelStatus::DimOutOfRange;
+  const bool refused = mlp::run(mlp, mlp_workspace, 257) == ModelStatus::DimOutOfRange;
   std::printf("  mlp at 257: %s\n", refused ? "refused (dim out of range)" : "NOT refused");
 
   // the LLM layer: a prefill, then decode steps, one token per run, the cache growing in the
   // model's memory
   llm_layer::Session llm;
+  static llm_layer::Workspace llm_workspace;
   n = read_file(dir, "llm_layer.weights.bin", weights, sizeof weights);
   if (!ok(llm_layer::open(llm), "llm_layer open") ||
       !ok(llm_layer::load_params(llm, weights, n), "llm_layer weights") ||
@@ -147,7 +152,7 @@ int main(int argc, char** argv) {
         std::memcpy(llm_layer::input_x(llm), in, bytes);
         out = llm_layer::output_0(llm);
         const std::int64_t held = llm_layer::state_k_cache_length(llm);
-        const bool ran = ok(llm_layer::run(llm, token), "llm_layer run");
+        const bool ran = ok(llm_layer::run(llm, llm_workspace, token), "llm_layer run");
         std::printf("  llm_layer: %lld cached positions + %lld -> %lld\n",
                     static_cast<long long>(held), static_cast<long long>(token),
                     static_cast<long long>(llm_layer::state_k_cache_length(llm)));
@@ -157,12 +162,13 @@ int main(int argc, char** argv) {
   // more tokens than a run takes, and (after every recorded run) a position past the cache's
   // 2048, are refused, with nothing run and the cache kept
   const std::int64_t held = llm_layer::state_k_cache_length(llm);
-  bool full = llm_layer::run(llm, 17) == ModelStatus::DimOutOfRange &&
+  bool full = llm_layer::run(llm, llm_workspace, 17) == ModelStatus::DimOutOfRange &&
               llm_layer::state_k_cache_length(llm) == held;
   std::printf("  llm_layer at %lld + 17: %s\n", static_cast<long long>(held),
               full ? "refused (a run takes at most 16 tokens)" : "NOT refused");
   if (llm_runs < 0) {
-    full = full && held == 2048 && llm_layer::run(llm, 1) == ModelStatus::DimOutOfRange &&
+    full = full && held == 2048 &&
+           llm_layer::run(llm, llm_workspace, 1) == ModelStatus::DimOutOfRange &&
            llm_layer::state_k_cache_length(llm) == held;
     std::printf("  llm_layer at %lld + 1: %s\n", static_cast<long long>(held),
                 full ? "refused (the cache holds 2048 positions)" : "NOT refused");

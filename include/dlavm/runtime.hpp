@@ -10,5 +10,4 @@
 #include <dlavm/runtime/model_file.hpp>
 #include <dlavm/runtime/replay.hpp>
 #include <dlavm/runtime/session.hpp>
-#include <dlavm/runtime/stream.hpp>
 #include <dlavm/runtime/writer.hpp>

@@ -8496,6 +8496,17 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
   if (p.width == 0) return 0;
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }
+// Moves an address field by `delta` (a relocation: a stream placed elsewhere than planned).
+// Returns false, leaving the word as it was, when the moved value leaves the field's range.
+constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
+  const std::uint64_t old = get_field(w, p);
+  if (delta < 0 ? static_cast<std::uint64_t>(-delta) > old
+                : static_cast<std::uint64_t>(delta) > low_mask(p.width) - old)
+    return false;
+  w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
+  put_field(w, p, old + static_cast<std::uint64_t>(delta));
+  return true;
+}
 
 // Calls fn(field) for every field of `form`, least significant first.
 template <class Fn>
@@ -15562,13 +15573,20 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 // end dlavm/core/error.hpp
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
-// begin dlavm/runtime/stream.hpp
-// An encoded VTA program: instruction words, the micro-op words its LOAD UOP instructions read,
-// and which instructions those are. Standard library only, exception-free.
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/stream.hpp
+// An encoded VTA program as the host holds it: instruction words, the micro-op words its LOAD
+// UOP instructions read, and which instructions those are. (Firmware holds streams in arrays
+// of its own: runtime::StaticStream, runtime::StreamWriter's storage.)
 //
 // The micro-op buffer is relocatable: the listed LOAD UOP instructions carry a dram_base
 // relative to the start of `uops` (in 4-byte micro-op units). Whoever places the buffer in
-// DRAM (a Device, a firmware loader) adds its physical address / 4 with `relocate`.
+// DRAM (a Device, the firmware emitter) adds its physical address / 4 with `relocate`.
+//
+//   vta::Stream s = prog.instantiate(bindings, phys);
+//   std::vector<runtime::InsnWord> placed(s.insns.size());
+//   if (!s.relocate(uop_phys / 4, placed.data())) ...   // an address past dram_base's width
 
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
@@ -15577,46 +15595,43 @@ DLAVM_INLINE Stmt inject_virtual_threads(const Stmt& s, VThreadGroupOf group_of)
 #include <cstdint>
 #include <vector>
 
-namespace dlavm::runtime {
+namespace dlavm::vta {
 
 struct Stream {
-  std::vector<InsnWord> insns;
+  std::vector<runtime::InsnWord> insns;
   std::vector<std::uint32_t> uops;
   std::vector<std::uint32_t> uop_relocs;  // indices into insns of relocatable LOAD UOPs
 
-  std::size_t insn_bytes() const { return insns.size() * sizeof(InsnWord); }
+  std::size_t insn_bytes() const { return insns.size() * sizeof(runtime::InsnWord); }
   std::size_t uop_bytes() const { return uops.size() * sizeof(std::uint32_t); }
 
   // Writes the instructions to `out` (insns.size() words) with every relocatable LOAD UOP
   // pointing at a micro-op buffer placed at `uop_base` (in micro-op units). Returns false,
   // leaving `out` partly written, if a relocated address no longer fits dram_base.
-  bool relocate(std::uint64_t uop_base, InsnWord* out) const {
+  bool relocate(std::uint64_t uop_base, runtime::InsnWord* out) const {
     for (std::size_t i = 0; i < insns.size(); ++i) out[i] = insns[i];
-    const FieldPos dram = IsaLayout::default_layout().pos(Form::Mem, Field::dram_base);
-    for (std::uint32_t index : uop_relocs) {
-      if (index >= insns.size()) return false;
-      InsnWord& w = out[index];
-      const std::uint64_t addr = get_field(w, dram) + uop_base;
-      if (addr > low_mask(dram.width)) return false;
-      w.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(w, dram, addr);
-    }
+    const runtime::FieldPos dram =
+        runtime::IsaLayout::default_layout().pos(runtime::Form::Mem, runtime::Field::dram_base);
+    if (uop_base > runtime::low_mask(dram.width)) return false;
+    for (std::uint32_t index : uop_relocs)
+      if (index >= insns.size() ||
+          !runtime::add_to_field(out[index], dram, static_cast<std::int64_t>(uop_base)))
+        return false;
     return true;
   }
 };
 
 // LOAD/STORE fields have fixed widths, so their layout is the same for every configuration.
-constexpr bool same_mem_layout(const IsaLayout& a, const IsaLayout& b) {
+constexpr bool same_mem_layout(const runtime::IsaLayout& a, const runtime::IsaLayout& b) {
   for (std::size_t i = 0; i < a.mem.size(); ++i)
     if (a.mem[i] != b.mem[i]) return false;
   return true;
 }
-static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8, 6, 4, 9)));
+static_assert(same_mem_layout(runtime::IsaLayout::make(13, 11, 10, 11),
+                              runtime::IsaLayout::make(8, 6, 4, 9)));
 
-}  // namespace dlavm::runtime
-// end dlavm/runtime/stream.hpp
-// begin dlavm/vta/hw/config.hpp
-// end dlavm/vta/hw/config.hpp
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/stream.hpp
 
 #include <fmt/format.h>
 
@@ -15627,8 +15642,6 @@ static_assert(same_mem_layout(IsaLayout::make(13, 11, 10, 11), IsaLayout::make(8
 #include <vector>
 
 namespace dlavm::vta {
-
-using Stream = runtime::Stream;
 
 // The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
 std::string insn_name(const InsnFields& f);
@@ -21533,6 +21546,7 @@ enum class ModelStatus : std::int32_t {
   NotLoaded,      // run before load_params / prepare
   StreamError,    // encoding an instruction stream failed (error() holds the writer's)
   DeviceError,    // VTADeviceRun failed or timed out
+  AddressRange,   // a DRAM address moved to where the driver's memory is leaves its field
 };
 
 constexpr const char* status_name(ModelStatus s) {
@@ -21565,6 +21579,8 @@ constexpr const char* status_name(ModelStatus s) {
       return "instruction stream encoding failed";
     case ModelStatus::DeviceError:
       return "VTA device run failed";
+    case ModelStatus::AddressRange:
+      return "device memory placed where a stream's addresses do not fit their fields";
   }
   return "unknown status";
 }
@@ -22584,9 +22600,10 @@ class HeaderPrinter {
         m_.name(), c.batch(), c.block_in(), c.block_out());
     put(out, "// Needs only <dlavm/runtime/...> (C++17, no exceptions, no RTTI, no heap).\n");
     put(out,
-        "//\n//   {0}::Session s;\n//   {0}::open(s); {0}::load_params(s, weights, size); "
-        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s{1});"
-        "\n#pragma once\n\n",
+        "//\n//   {0}::Session s;\n//   {0}::Workspace w;  // the caller's: one per run in "
+        "flight\n//   {0}::open(s); {0}::load_params(s, weights, size); "
+        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s, "
+        "w{1});\n#pragma once\n\n",
         ns_, p_.dims.empty() ? "" : ", dims...");
     put(out, "#include <dlavm/runtime/kernels.hpp>\n#include <dlavm/runtime/session.hpp>\n\n");
     for (const auto& h : p_.options.includes) put(out, "#include \"{}\"\n", h);
@@ -22785,7 +22802,11 @@ class HeaderPrinter {
   }
 
   void replays(fmt::memory_buffer& out) const {
-    if (p_.replayed.empty()) return;
+    if (p_.replayed.empty()) {
+      put(out,
+          "\n// What run() works in: nothing (no step is replayed).\nstruct Workspace {{}};\n");
+      return;
+    }
     std::vector<std::string> dim_names;
     for (const auto& d : p_.dims) dim_names.push_back(d.var.name());
     put(out,
@@ -22805,8 +22826,9 @@ class HeaderPrinter {
     const auto& w = p_.workspace;
     const auto kernels = std::max<std::int64_t>(w.insns, 1);
     put(out,
-        "\n// What a replay works in: the largest step's tables (static storage: one run at a "
-        "time).\nstruct Workspace {{\n"
+        "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
+        "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "
+        "Workspace {{\n"
         "  std::uint32_t relocs[{0}];\n"
         "  dlavm::runtime::KernelSlot kernels[{0}], resident[{0}];\n"
         "  dlavm::runtime::UopOp ops[{1}];\n"
@@ -22848,7 +22870,8 @@ class HeaderPrinter {
 
   // run(s, dims...): the dims checked, then every step in order, then the states advanced.
   void run_function(fmt::memory_buffer& out) const {
-    std::vector<std::string> args = {"Session& s"};
+    std::vector<std::string> args = {"Session& s",
+                                     p_.replayed.empty() ? "Workspace&" : "Workspace& workspace"};
     for (std::size_t k = 0; k < p_.param_dims; ++k)
       args.push_back(fmt::format("std::int64_t {}", identifier(p_.dims[k].var.name())));
     put(out,
@@ -22858,7 +22881,6 @@ class HeaderPrinter {
         "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
         fmt::join(args, ", "));
     run_dims(out);
-    if (!p_.replayed.empty()) put(out, "  static Workspace workspace;\n");
     put(out, "  ModelStatus st = ModelStatus::Ok;\n");
     for (const auto& step : p_.run) run_step(out, step);
     const auto& sig = m_.signature();
@@ -36553,7 +36575,8 @@ class Session {
   // Places the static streams, from the header's words.
   ModelStatus place(const StaticStream* streams, std::size_t n) {
     if (!is_open()) return fail(ModelStatus::NotOpen);
-    for (std::size_t k = 0; k < n; ++k) place_one(streams[k], streams[k].insns, nullptr);
+    for (std::size_t k = 0; k < n; ++k)
+      if (!place_one(streams[k], streams[k].insns, nullptr)) return fail(ModelStatus::AddressRange);
     streams_ = true;
     return ModelStatus::Ok;
   }
@@ -36569,7 +36592,7 @@ class Session {
       return fail(ModelStatus::WrongModel);
     const std::uint8_t* p = file + kFileHeaderBytes;
     for (std::size_t k = 0; k < n; ++k) {
-      place_one(streams[k], nullptr, p);
+      if (!place_one(streams[k], nullptr, p)) return fail(ModelStatus::AddressRange);
       p += streams[k].insn_count * sizeof(InsnWord) + streams[k].uop_count * 4;
     }
     streams_ = true;
@@ -36604,14 +36627,11 @@ class Session {
       return fail(ModelStatus::StreamError);
     }
     // the LOAD UOPs address the micro-op buffer from its start: move them to its slot
-    const std::uint64_t uop_base = phys(slots.uop_addr) / 4;
+    const auto uop_base = static_cast<std::int64_t>(phys(slots.uop_addr) / 4);
     const FieldPos dram = w.layout().pos(Form::Mem, Field::dram_base);
-    for (std::size_t i = 0; i < st.reloc_count(); ++i) {
-      InsnWord& word = st.insn(st.relocs()[i]);
-      const std::uint64_t a = get_field(word, dram) + uop_base;
-      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(word, dram, a);
-    }
+    for (std::size_t i = 0; i < st.reloc_count(); ++i)
+      if (!add_to_field(st.insn(st.relocs()[i]), dram, uop_base))
+        return fail(ModelStatus::AddressRange);
     log_stream(st.insns(), st.insn_count());
     return run_at(slots.insn_addr, static_cast<std::uint32_t>(st.insn_count()));
   }
@@ -36645,7 +36665,9 @@ class Session {
   void copy_in(std::uint64_t addr, const void* src, std::size_t n) {
     if (n > 0) std::memcpy(at<std::uint8_t>(addr), src, n);
   }
-  void place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
+  // Copies a static stream's words and micro-ops to its slots, its DRAM addresses moved to
+  // where the driver's block is; false when a moved address leaves its field.
+  bool place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
     InsnWord* dst = at<InsnWord>(s.insn_addr);
     for (std::uint32_t i = 0; i < s.insn_count; ++i) {
       if (words != nullptr) {
@@ -36666,18 +36688,20 @@ class Session {
                                     static_cast<std::uint32_t>(ub[4 * i + 2]) << 16 |
                                     static_cast<std::uint32_t>(ub[4 * i + 3]) << 24
                               : s.uops[i];
-    // the block sits `delta` bytes from the plan: move every DRAM address by it
-    const std::uint64_t delta = phys_ - info_->base;
-    if (delta == 0) return;
+    // the block sits `delta` bytes from the plan (either way): move every DRAM address by it,
+    // in elements of the instruction's memory (open checked the block keeps the alignment)
+    const auto delta = static_cast<std::int64_t>(phys_ - info_->base);
+    if (delta == 0) return true;
     const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
     const FieldPos mem = layout_.pos(Form::Mem, Field::memory_type);
     for (std::uint32_t i = 0; i < s.reloc_count; ++i) {
       InsnWord& word = dst[s.relocs[i]];
-      const auto m = static_cast<std::size_t>(get_field(word, mem));
-      const std::uint64_t a = get_field(word, dram) + delta / elem_.of[m];
-      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(word, dram, a);
+      const std::uint64_t m = get_field(word, mem);
+      if (m >= static_cast<std::uint64_t>(kMemIdCount) ||
+          !add_to_field(word, dram, delta / static_cast<std::int64_t>(elem_.of[m])))
+        return false;
     }
+    return true;
   }
   ModelStatus run_at(std::uint64_t insn_addr, std::uint32_t count) {
     // the CPU wrote the streams and the host steps' values: VTA must see them, and the CPU
@@ -36724,8 +36748,6 @@ class Session {
 
 }  // namespace dlavm::runtime
 // end dlavm/runtime/session.hpp
-// begin dlavm/runtime/stream.hpp
-// end dlavm/runtime/stream.hpp
 // begin dlavm/runtime/writer.hpp
 // end dlavm/runtime/writer.hpp
 // end dlavm/runtime.hpp

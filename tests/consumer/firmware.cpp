@@ -6,6 +6,7 @@ dlavm::runtime::ModelStatus run_tiny(tiny::Session& s, const std::uint8_t* weigh
   auto st = tiny::open(s);
   if (st == dlavm::runtime::ModelStatus::Ok) st = tiny::load_params(s, weights, size);
   if (st == dlavm::runtime::ModelStatus::Ok) st = tiny::prepare(s);
-  if (st == dlavm::runtime::ModelStatus::Ok) st = tiny::run(s, batch);
+  static tiny::Workspace workspace;  // the caller's, where it likes
+  if (st == dlavm::runtime::ModelStatus::Ok) st = tiny::run(s, workspace, batch);
   return st;
 }

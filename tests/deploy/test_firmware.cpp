@@ -174,3 +174,28 @@ TEST_CASE("firmware: a KV cache too small for a run is refused, and the cache is
 }
 
 }  // namespace firmware_test
+
+namespace firmware_test {
+
+TEST_CASE("firmware: a generated header keeps no mutable static storage (run() is reentrant)") {
+  // what run() works in is the caller's Workspace: the header holds constants only
+  std::size_t headers = 0, workspaces = 0;
+  for (const auto& c : deploy_models::cases()) {
+    CAPTURE(c.name);
+    std::ifstream in(dir() + "/" + c.name + ".hpp");
+    REQUIRE(in.good());
+    ++headers;
+    for (std::string line; std::getline(in, line);) {
+      line = line.substr(0, line.find("//"));  // code, not comments
+      const auto at = line.find("static ");
+      if (at != std::string::npos)
+        CHECK_MESSAGE(line.compare(at, 17, "static constexpr ") == 0, line);
+      workspaces += line.starts_with("struct Workspace {") ? 1 : 0;
+      if (line.starts_with("inline dlavm::runtime::ModelStatus run("))
+        CHECK(line.find("Session& s, Workspace&") != std::string::npos);
+    }
+  }
+  CHECK(workspaces == headers);
+}
+
+}  // namespace firmware_test

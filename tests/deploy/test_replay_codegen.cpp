@@ -38,7 +38,7 @@ const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 #undef REPLAY_ENTRY
 
 // The compiled replay's stream, or nothing where it fails.
-std::optional<runtime::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims) {
+std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims) {
   Storage st;
   StreamWriter<Storage> w({}, replays::kUopDepth, st);
   std::vector<runtime::RegionState> states(e.region_count);
@@ -63,7 +63,7 @@ void check_case(const deploy_cases::Case& c, const Entry& e) {
   for (const auto& values : c.values) {
     std::vector<ne::Binding> bindings;
     for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});
-    std::optional<runtime::Stream> host;
+    std::optional<vta::Stream> host;
     try {
       host = p.instantiate(bindings, phys);
     } catch (const dlavm::Error&) {

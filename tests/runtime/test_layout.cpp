@@ -106,21 +106,28 @@ TEST_CASE("runtime pack/unpack: random fields round-trip for several layouts") {
   }
 }
 
-TEST_CASE("runtime stream: relocation adds the micro-op base to LOAD UOP addresses only") {
+TEST_CASE("runtime: add_to_field moves an address field, refusing to leave its range") {
   const auto l = rt::IsaLayout::default_layout();
-  rt::InsnFields uop_load;
-  uop_load.opcode = rt::Opcode::Load;
-  uop_load.memory_type = rt::MemId::Uop;
-  uop_load.dram_base = 8;
-  uop_load.x_size = 2;
-  rt::InsnFields inp_load = uop_load;
-  inp_load.memory_type = rt::MemId::Inp;
-  rt::Stream s;
-  s.insns = {rt::pack(l, inp_load), rt::pack(l, uop_load)};
-  s.uop_relocs = {1};
-  rt::InsnWord out[2];
-  REQUIRE(s.relocate(1000, out));
-  CHECK(rt::unpack(l, out[0]).dram_base == 8);
-  CHECK(rt::unpack(l, out[1]).dram_base == 1008);
-  CHECK_FALSE(s.relocate(0xFFFFFFFFull, out));  // no longer fits 32 bits
+  rt::InsnFields load;
+  load.opcode = rt::Opcode::Load;
+  load.memory_type = rt::MemId::Inp;
+  load.dram_base = 8;
+  load.x_size = 2;
+  load.sram_base = 77;
+  const auto dram = l.pos(Form::Mem, Field::dram_base);
+  rt::InsnWord w = rt::pack(l, load);
+  REQUIRE(rt::add_to_field(w, dram, 1000));
+  CHECK(rt::unpack(l, w).dram_base == 1008);
+  REQUIRE(rt::add_to_field(w, dram, -1000));  // moved back: a block below the plan
+  CHECK(rt::unpack(l, w).dram_base == 8);
+  // the neighbours of the field are untouched
+  CHECK(rt::unpack(l, w).sram_base == 77);
+  CHECK(rt::unpack(l, w).x_size == 2);
+  // out of range either way: refused, the word as it was
+  const rt::InsnWord before = w;
+  CHECK_FALSE(rt::add_to_field(w, dram, -9));
+  CHECK_FALSE(rt::add_to_field(w, dram, static_cast<std::int64_t>(rt::low_mask(dram.width)) - 7));
+  CHECK(w == before);
+  CHECK(rt::add_to_field(w, dram, static_cast<std::int64_t>(rt::low_mask(dram.width)) - 8));
+  CHECK(rt::unpack(l, w).dram_base == rt::low_mask(dram.width));
 }

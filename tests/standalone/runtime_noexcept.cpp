@@ -16,14 +16,13 @@ int main() {
   f.memory_type = rt::MemId::Uop;
   f.x_size = 4;
   f.dram_base = 2;
-  rt::Stream s;
-  s.insns.push_back(rt::pack(kLayout, f));
-  s.uops = {1, 2, 3, 4};
-  s.uop_relocs = {0};
-  rt::InsnWord out[1];
-  if (!s.relocate(0x100, out)) return 1;
-  const auto back = rt::unpack(kLayout, out[0]);
+  rt::InsnWord w = rt::pack(kLayout, f);
+  const auto dram = kLayout.pos(rt::Form::Mem, rt::Field::dram_base);
+  if (!rt::add_to_field(w, dram, 0x100)) return 1;  // a relocation, as Session::place does
+  const auto back = rt::unpack(kLayout, w);
   if (back.dram_base != 0x102 || back.x_size != 4) return 1;
+  if (rt::add_to_field(w, dram, -0x103)) return 1;  // below zero: refused, the word kept
+  if (rt::unpack(kLayout, w).dram_base != 0x102) return 1;
   std::puts("PASS runtime builds without exceptions or RTTI");
   return 0;
 }

@@ -179,3 +179,24 @@ TEST_CASE("vta isa: disassembler prints one readable line per instruction") {
   vta::InsnFields fin;
   CHECK(fmt::format("{}", fin) == "FINISH");
 }
+
+TEST_CASE("vta::Stream::relocate adds the micro-op base to its LOAD UOP addresses only") {
+  const auto l = dlavm::runtime::IsaLayout::default_layout();
+  dlavm::runtime::InsnFields uop_load;
+  uop_load.opcode = dlavm::runtime::Opcode::Load;
+  uop_load.memory_type = dlavm::runtime::MemId::Uop;
+  uop_load.dram_base = 8;
+  uop_load.x_size = 2;
+  auto inp_load = uop_load;
+  inp_load.memory_type = dlavm::runtime::MemId::Inp;
+  dlavm::vta::Stream s;
+  s.insns = {dlavm::runtime::pack(l, inp_load), dlavm::runtime::pack(l, uop_load)};
+  s.uop_relocs = {1};
+  dlavm::runtime::InsnWord out[2];
+  REQUIRE(s.relocate(1000, out));
+  CHECK(dlavm::runtime::unpack(l, out[0]).dram_base == 8);
+  CHECK(dlavm::runtime::unpack(l, out[1]).dram_base == 1008);
+  CHECK_FALSE(s.relocate(0xFFFFFFFFull, out));  // no longer fits 32 bits
+  s.uop_relocs = {2};                           // past the stream
+  CHECK_FALSE(s.relocate(0, out));
+}

@@ -96,9 +96,10 @@ class HeaderPrinter {
         m_.name(), c.batch(), c.block_in(), c.block_out());
     put(out, "// Needs only <dlavm/runtime/...> (C++17, no exceptions, no RTTI, no heap).\n");
     put(out,
-        "//\n//   {0}::Session s;\n//   {0}::open(s); {0}::load_params(s, weights, size); "
-        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s{1});"
-        "\n#pragma once\n\n",
+        "//\n//   {0}::Session s;\n//   {0}::Workspace w;  // the caller's: one per run in "
+        "flight\n//   {0}::open(s); {0}::load_params(s, weights, size); "
+        "{0}::prepare(s);\n//   ... write the inputs at {0}::input_*(s) ...\n//   {0}::run(s, "
+        "w{1});\n#pragma once\n\n",
         ns_, p_.dims.empty() ? "" : ", dims...");
     put(out, "#include <dlavm/runtime/kernels.hpp>\n#include <dlavm/runtime/session.hpp>\n\n");
     for (const auto& h : p_.options.includes) put(out, "#include \"{}\"\n", h);
@@ -297,7 +298,11 @@ class HeaderPrinter {
   }
 
   void replays(fmt::memory_buffer& out) const {
-    if (p_.replayed.empty()) return;
+    if (p_.replayed.empty()) {
+      put(out,
+          "\n// What run() works in: nothing (no step is replayed).\nstruct Workspace {{}};\n");
+      return;
+    }
     std::vector<std::string> dim_names;
     for (const auto& d : p_.dims) dim_names.push_back(d.var.name());
     put(out,
@@ -317,8 +322,9 @@ class HeaderPrinter {
     const auto& w = p_.workspace;
     const auto kernels = std::max<std::int64_t>(w.insns, 1);
     put(out,
-        "\n// What a replay works in: the largest step's tables (static storage: one run at a "
-        "time).\nstruct Workspace {{\n"
+        "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
+        "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "
+        "Workspace {{\n"
         "  std::uint32_t relocs[{0}];\n"
         "  dlavm::runtime::KernelSlot kernels[{0}], resident[{0}];\n"
         "  dlavm::runtime::UopOp ops[{1}];\n"
@@ -360,7 +366,8 @@ class HeaderPrinter {
 
   // run(s, dims...): the dims checked, then every step in order, then the states advanced.
   void run_function(fmt::memory_buffer& out) const {
-    std::vector<std::string> args = {"Session& s"};
+    std::vector<std::string> args = {"Session& s",
+                                     p_.replayed.empty() ? "Workspace&" : "Workspace& workspace"};
     for (std::size_t k = 0; k < p_.param_dims; ++k)
       args.push_back(fmt::format("std::int64_t {}", identifier(p_.dims[k].var.name())));
     put(out,
@@ -370,7 +377,6 @@ class HeaderPrinter {
         "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
         fmt::join(args, ", "));
     run_dims(out);
-    if (!p_.replayed.empty()) put(out, "  static Workspace workspace;\n");
     put(out, "  ModelStatus st = ModelStatus::Ok;\n");
     for (const auto& step : p_.run) run_step(out, step);
     const auto& sig = m_.signature();

@@ -574,6 +574,17 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
   if (p.width == 0) return 0;
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }
+// Moves an address field by `delta` (a relocation: a stream placed elsewhere than planned).
+// Returns false, leaving the word as it was, when the moved value leaves the field's range.
+constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
+  const std::uint64_t old = get_field(w, p);
+  if (delta < 0 ? static_cast<std::uint64_t>(-delta) > old
+                : static_cast<std::uint64_t>(delta) > low_mask(p.width) - old)
+    return false;
+  w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
+  put_field(w, p, old + static_cast<std::uint64_t>(delta));
+  return true;
+}
 
 // Calls fn(field) for every field of `form`, least significant first.
 template <class Fn>

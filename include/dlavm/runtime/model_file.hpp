@@ -47,6 +47,7 @@ enum class ModelStatus : std::int32_t {
   NotLoaded,      // run before load_params / prepare
   StreamError,    // encoding an instruction stream failed (error() holds the writer's)
   DeviceError,    // VTADeviceRun failed or timed out
+  AddressRange,   // a DRAM address moved to where the driver's memory is leaves its field
 };
 
 constexpr const char* status_name(ModelStatus s) {
@@ -79,6 +80,8 @@ constexpr const char* status_name(ModelStatus s) {
       return "instruction stream encoding failed";
     case ModelStatus::DeviceError:
       return "VTA device run failed";
+    case ModelStatus::AddressRange:
+      return "device memory placed where a stream's addresses do not fit their fields";
   }
   return "unknown status";
 }

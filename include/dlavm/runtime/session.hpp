@@ -126,7 +126,8 @@ class Session {
   // Places the static streams, from the header's words.
   ModelStatus place(const StaticStream* streams, std::size_t n) {
     if (!is_open()) return fail(ModelStatus::NotOpen);
-    for (std::size_t k = 0; k < n; ++k) place_one(streams[k], streams[k].insns, nullptr);
+    for (std::size_t k = 0; k < n; ++k)
+      if (!place_one(streams[k], streams[k].insns, nullptr)) return fail(ModelStatus::AddressRange);
     streams_ = true;
     return ModelStatus::Ok;
   }
@@ -142,7 +143,7 @@ class Session {
       return fail(ModelStatus::WrongModel);
     const std::uint8_t* p = file + kFileHeaderBytes;
     for (std::size_t k = 0; k < n; ++k) {
-      place_one(streams[k], nullptr, p);
+      if (!place_one(streams[k], nullptr, p)) return fail(ModelStatus::AddressRange);
       p += streams[k].insn_count * sizeof(InsnWord) + streams[k].uop_count * 4;
     }
     streams_ = true;
@@ -177,14 +178,11 @@ class Session {
       return fail(ModelStatus::StreamError);
     }
     // the LOAD UOPs address the micro-op buffer from its start: move them to its slot
-    const std::uint64_t uop_base = phys(slots.uop_addr) / 4;
+    const auto uop_base = static_cast<std::int64_t>(phys(slots.uop_addr) / 4);
     const FieldPos dram = w.layout().pos(Form::Mem, Field::dram_base);
-    for (std::size_t i = 0; i < st.reloc_count(); ++i) {
-      InsnWord& word = st.insn(st.relocs()[i]);
-      const std::uint64_t a = get_field(word, dram) + uop_base;
-      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(word, dram, a);
-    }
+    for (std::size_t i = 0; i < st.reloc_count(); ++i)
+      if (!add_to_field(st.insn(st.relocs()[i]), dram, uop_base))
+        return fail(ModelStatus::AddressRange);
     log_stream(st.insns(), st.insn_count());
     return run_at(slots.insn_addr, static_cast<std::uint32_t>(st.insn_count()));
   }
@@ -218,7 +216,9 @@ class Session {
   void copy_in(std::uint64_t addr, const void* src, std::size_t n) {
     if (n > 0) std::memcpy(at<std::uint8_t>(addr), src, n);
   }
-  void place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
+  // Copies a static stream's words and micro-ops to its slots, its DRAM addresses moved to
+  // where the driver's block is; false when a moved address leaves its field.
+  bool place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
     InsnWord* dst = at<InsnWord>(s.insn_addr);
     for (std::uint32_t i = 0; i < s.insn_count; ++i) {
       if (words != nullptr) {
@@ -239,18 +239,20 @@ class Session {
                                     static_cast<std::uint32_t>(ub[4 * i + 2]) << 16 |
                                     static_cast<std::uint32_t>(ub[4 * i + 3]) << 24
                               : s.uops[i];
-    // the block sits `delta` bytes from the plan: move every DRAM address by it
-    const std::uint64_t delta = phys_ - info_->base;
-    if (delta == 0) return;
+    // the block sits `delta` bytes from the plan (either way): move every DRAM address by it,
+    // in elements of the instruction's memory (open checked the block keeps the alignment)
+    const auto delta = static_cast<std::int64_t>(phys_ - info_->base);
+    if (delta == 0) return true;
     const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
     const FieldPos mem = layout_.pos(Form::Mem, Field::memory_type);
     for (std::uint32_t i = 0; i < s.reloc_count; ++i) {
       InsnWord& word = dst[s.relocs[i]];
-      const auto m = static_cast<std::size_t>(get_field(word, mem));
-      const std::uint64_t a = get_field(word, dram) + delta / elem_.of[m];
-      word.word[dram.offset / 64] &= ~(low_mask(dram.width) << (dram.offset % 64));
-      put_field(word, dram, a);
+      const std::uint64_t m = get_field(word, mem);
+      if (m >= static_cast<std::uint64_t>(kMemIdCount) ||
+          !add_to_field(word, dram, delta / static_cast<std::int64_t>(elem_.of[m])))
+        return false;
     }
+    return true;
   }
   ModelStatus run_at(std::uint64_t insn_addr, std::uint32_t count) {
     // the CPU wrote the streams and the host steps' values: VTA must see them, and the CPU

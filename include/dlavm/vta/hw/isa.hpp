@@ -7,8 +7,8 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/runtime/isa.hpp>
-#include <dlavm/runtime/stream.hpp>
 #include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/stream.hpp>
 
 #include <fmt/format.h>
 
@@ -19,8 +19,6 @@
 #include <vector>
 
 namespace dlavm::vta {
-
-using Stream = runtime::Stream;
 
 // The mnemonic of an instruction for messages: "LOAD", "STORE", "GEMM", "ALU", "FINISH".
 std::string insn_name(const InsnFields& f);
