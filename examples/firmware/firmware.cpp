@@ -74,6 +74,94 @@ bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Ru
   return runs > 0;
 }
 
+// The statics below are what the firmware's run()s work in: its own memory, not its stack.
+using dlavm::runtime::ModelStatus;
+
+// ResNet-18: static streams, placed from its insts file.
+bool run_resnet18(const char* dir, bool log) {
+  resnet18::Session net;
+  static resnet18::Workspace workspace;
+  std::size_t n = read_file(dir, "resnet18.weights.bin", weights, sizeof weights);
+  const std::size_t ni = read_file(dir, "resnet18.insts.bin", insts, sizeof insts);
+  if (!ok(resnet18::open(net), "resnet18 open") ||
+      !ok(resnet18::load_params(net, weights, n), "resnet18 weights") ||
+      !ok(resnet18::prepare(net, insts, ni), "resnet18 streams"))
+    return false;
+  if (log) net.set_log(print_line, nullptr);
+  n = read_file(dir, "resnet18.reference.bin", reference, sizeof reference);
+  return check_runs("resnet18", reference, n,
+                    [&](std::int64_t, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+                      std::memcpy(resnet18::input_data(net), in, bytes);
+                      out = resnet18::output_0(net);
+                      return ok(resnet18::run(net, workspace), "resnet18 run");
+                    });
+}
+
+// The MLP over a symbolic batch (replayed streams); a batch outside its range is refused, with
+// nothing run.
+bool run_mlp(const char* dir, bool log) {
+  mlp::Session mlp;
+  static mlp::Workspace workspace;
+  std::size_t n = read_file(dir, "mlp.weights.bin", weights, sizeof weights);
+  if (!ok(mlp::open(mlp), "mlp open") || !ok(mlp::load_params(mlp, weights, n), "mlp weights") ||
+      !ok(mlp::prepare(mlp), "mlp streams"))
+    return false;
+  if (log) mlp.set_log(print_line, nullptr);
+  n = read_file(dir, "mlp.reference.bin", reference, sizeof reference);
+  const bool same = check_runs(
+      "mlp", reference, n,
+      [&](std::int64_t batch, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        std::memcpy(mlp::input_x(mlp), in, bytes);
+        out = mlp::output_0(mlp);
+        return ok(mlp::run(mlp, workspace, batch), "mlp run");
+      });
+  const bool refused = mlp::run(mlp, workspace, 257) == ModelStatus::DimOutOfRange;
+  std::printf("  mlp at 257: %s\n", refused ? "refused (dim out of range)" : "NOT refused");
+  return same && refused;
+}
+
+// The LLM layer: a prefill, then decode steps, one token per run, the cache growing in the
+// model's memory (its first `runs` recorded runs; all when negative). More tokens than a run
+// takes, and (after every recorded run) a position past the cache's 2048, are refused, with
+// nothing run and the cache kept.
+bool run_llm_layer(const char* dir, bool log, long runs) {
+  llm_layer::Session llm;
+  static llm_layer::Workspace workspace;
+  std::size_t n = read_file(dir, "llm_layer.weights.bin", weights, sizeof weights);
+  if (!ok(llm_layer::open(llm), "llm_layer open") ||
+      !ok(llm_layer::load_params(llm, weights, n), "llm_layer weights") ||
+      !ok(llm_layer::prepare(llm), "llm_layer streams"))
+    return false;
+  if (log) llm.set_log(print_line, nullptr);
+  n = read_file(dir, "llm_layer.reference.bin", reference, sizeof reference);
+  const bool same = check_runs(
+      "llm_layer", reference, n,
+      [&](std::int64_t token, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        std::memcpy(llm_layer::input_x(llm), in, bytes);
+        out = llm_layer::output_0(llm);
+        const std::int64_t held = llm_layer::state_k_cache_length(llm);
+        const bool ran = ok(llm_layer::run(llm, workspace, token), "llm_layer run");
+        std::printf("  llm_layer: %lld cached positions + %lld -> %lld\n",
+                    static_cast<long long>(held), static_cast<long long>(token),
+                    static_cast<long long>(llm_layer::state_k_cache_length(llm)));
+        return ran;
+      },
+      runs);
+  const std::int64_t held = llm_layer::state_k_cache_length(llm);
+  bool full = llm_layer::run(llm, workspace, 17) == ModelStatus::DimOutOfRange &&
+              llm_layer::state_k_cache_length(llm) == held;
+  std::printf("  llm_layer at %lld + 17: %s\n", static_cast<long long>(held),
+              full ? "refused (a run takes at most 16 tokens)" : "NOT refused");
+  if (runs < 0) {
+    full = full && held == 2048 &&
+           llm_layer::run(llm, workspace, 1) == ModelStatus::DimOutOfRange &&
+           llm_layer::state_k_cache_length(llm) == held;
+    std::printf("  llm_layer at %lld + 1: %s\n", static_cast<long long>(held),
+                full ? "refused (the cache holds 2048 positions)" : "NOT refused");
+  }
+  return same && full;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,86 +182,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  using dlavm::runtime::ModelStatus;
-
-  // each model's session, and the workspace its run() works in (static: the firmware's own
-  // memory rather than its stack)
-  resnet18::Session net;
-  static resnet18::Workspace net_workspace;
-  std::size_t n = read_file(dir, "resnet18.weights.bin", weights, sizeof weights);
-  const std::size_t ni = read_file(dir, "resnet18.insts.bin", insts, sizeof insts);
-  if (!ok(resnet18::open(net), "resnet18 open") ||
-      !ok(resnet18::load_params(net, weights, n), "resnet18 weights") ||
-      !ok(resnet18::prepare(net, insts, ni), "resnet18 streams"))
-    return 1;
-  if (log) net.set_log(print_line, nullptr);
-  n = read_file(dir, "resnet18.reference.bin", reference, sizeof reference);
-  const bool resnet_ok =
-      check_runs("resnet18", reference, n,
-                 [&](std::int64_t, const std::uint8_t* in, std::size_t bytes, const void*& out) {
-                   std::memcpy(resnet18::input_data(net), in, bytes);
-                   out = resnet18::output_0(net);
-                   return ok(resnet18::run(net, net_workspace), "resnet18 run");
-                 });
-
-  mlp::Session mlp;
-  static mlp::Workspace mlp_workspace;
-  n = read_file(dir, "mlp.weights.bin", weights, sizeof weights);
-  if (!ok(mlp::open(mlp), "mlp open") || !ok(mlp::load_params(mlp, weights, n), "mlp weights") ||
-      !ok(mlp::prepare(mlp), "mlp streams"))
-    return 1;
-  if (log) mlp.set_log(print_line, nullptr);
-  n = read_file(dir, "mlp.reference.bin", reference, sizeof reference);
-  const bool mlp_ok = check_runs(
-      "mlp", reference, n,
-      [&](std::int64_t batch, const std::uint8_t* in, std::size_t bytes, const void*& out) {
-        std::memcpy(mlp::input_x(mlp), in, bytes);
-        out = mlp::output_0(mlp);
-        return ok(mlp::run(mlp, mlp_workspace, batch), "mlp run");
-      });
-  // a batch outside the MLP's range is refused, with nothing run
-  const bool refused = mlp::run(mlp, mlp_workspace, 257) == ModelStatus::DimOutOfRange;
-  std::printf("  mlp at 257: %s\n", refused ? "refused (dim out of range)" : "NOT refused");
-
-  // the LLM layer: a prefill, then decode steps, one token per run, the cache growing in the
-  // model's memory
-  llm_layer::Session llm;
-  static llm_layer::Workspace llm_workspace;
-  n = read_file(dir, "llm_layer.weights.bin", weights, sizeof weights);
-  if (!ok(llm_layer::open(llm), "llm_layer open") ||
-      !ok(llm_layer::load_params(llm, weights, n), "llm_layer weights") ||
-      !ok(llm_layer::prepare(llm), "llm_layer streams"))
-    return 1;
-  if (log) llm.set_log(print_line, nullptr);
-  n = read_file(dir, "llm_layer.reference.bin", reference, sizeof reference);
-  const bool llm_ok = check_runs(
-      "llm_layer", reference, n,
-      [&](std::int64_t token, const std::uint8_t* in, std::size_t bytes, const void*& out) {
-        std::memcpy(llm_layer::input_x(llm), in, bytes);
-        out = llm_layer::output_0(llm);
-        const std::int64_t held = llm_layer::state_k_cache_length(llm);
-        const bool ran = ok(llm_layer::run(llm, llm_workspace, token), "llm_layer run");
-        std::printf("  llm_layer: %lld cached positions + %lld -> %lld\n",
-                    static_cast<long long>(held), static_cast<long long>(token),
-                    static_cast<long long>(llm_layer::state_k_cache_length(llm)));
-        return ran;
-      },
-      llm_runs);
-  // more tokens than a run takes, and (after every recorded run) a position past the cache's
-  // 2048, are refused, with nothing run and the cache kept
-  const std::int64_t held = llm_layer::state_k_cache_length(llm);
-  bool full = llm_layer::run(llm, llm_workspace, 17) == ModelStatus::DimOutOfRange &&
-              llm_layer::state_k_cache_length(llm) == held;
-  std::printf("  llm_layer at %lld + 17: %s\n", static_cast<long long>(held),
-              full ? "refused (a run takes at most 16 tokens)" : "NOT refused");
-  if (llm_runs < 0) {
-    full = full && held == 2048 &&
-           llm_layer::run(llm, llm_workspace, 1) == ModelStatus::DimOutOfRange &&
-           llm_layer::state_k_cache_length(llm) == held;
-    std::printf("  llm_layer at %lld + 1: %s\n", static_cast<long long>(held),
-                full ? "refused (the cache holds 2048 positions)" : "NOT refused");
-  }
-  if (!resnet_ok || !mlp_ok || !refused || !llm_ok || !full) {
+  const bool resnet_ok = run_resnet18(dir, log);
+  const bool mlp_ok = run_mlp(dir, log);
+  const bool llm_ok = run_llm_layer(dir, log, llm_runs);
+  if (!resnet_ok || !mlp_ok || !llm_ok) {
     std::printf("FAIL: the firmware's outputs differ from the host's\n");
     return 1;
   }

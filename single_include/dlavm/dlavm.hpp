@@ -4268,7 +4268,9 @@ class Compiler : public ExprFunctor<Compiler, std::uint16_t> {
 
 }  // namespace detail
 
-// The dispatch table takes label addresses (GNU computed goto).
+// The dispatch table takes label addresses (GNU computed goto). One threaded interpreter
+// over 145 lines, kept whole on purpose: a label per opcode must sit in one function for the
+// computed goto, and it is the hot loop of every general field an instantiation evaluates.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
 DLAVM_INLINE std::int64_t CompiledExpr::operator()(std::span<const std::int64_t> args) const {
@@ -13656,6 +13658,169 @@ DLAVM_INLINE std::string tensorize_order_hint(const StageNode& st, std::size_t p
       st.name(), fmt::join(order, ", "), st.name(), kept.front());
 }
 
+// The matching of a tensorized stage against an intrinsic's pattern (Lowerer::match_tensorize):
+// its loops paired with the pattern's axes, its body matched structurally with the pattern's,
+// and each operand's access as the intrinsic sees it (an offset and a stride per dim).
+class TensorizeMatcher {
+ public:
+  // An input of the pattern and the stage's tensor read in its place.
+  struct Access {
+    const te::OperationNode* op;
+    std::vector<ne::Expr> indices;          // in loop variables
+    std::vector<ne::Expr> pattern_indices;  // the intrinsic's, in its axes
+  };
+
+  TensorizeMatcher(std::string where, const StagePlan& plan, const te::OperationNode& pattern)
+      : where(std::move(where)), plan_(plan), pat_(pattern) {}
+
+  // Pairs loop `mine` (loop variable `var`) with the pattern's axis `theirs`: equal extents.
+  void pair(const te::IterVar& mine, const ne::Var& var, const te::IterVar& theirs) {
+    const auto ext = ne::simplify(plan_.extent.at(mine.get()));
+    const auto want = theirs.dom().extent;
+    if (!ne::equal(ext, want))
+      raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}", where,
+                           mine.name(), ext, theirs.name(), want);
+    inner_vars_.push_back(var);
+    pattern_vars_.push_back(theirs.var());
+  }
+
+  // A guard (a non-divisible split) on a tensorized loop: the intrinsic computes whole tiles.
+  void check_guards() const {
+    for (const auto& g : plan_.guards)
+      for (const auto& v : ne::free_vars(g))
+        for (const auto& iv : inner_vars_)
+          if (v.id() == iv.id())
+            raise<ScheduleError>(
+                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
+                "compute a partial tile",
+                where, iv.name());
+  }
+
+  // The bodies, structurally: reads pair the stage's tensors with the pattern's inputs.
+  void match_bodies() {
+    const auto* mine = plan_.body.as<te::ReduceNode>();
+    const auto* theirs = pat_.body.as<te::ReduceNode>();
+    if ((mine == nullptr) != (theirs == nullptr) || (mine && mine->combiner != theirs->combiner))
+      mismatch(plan_.body, pat_.body);
+    if (mine)
+      match(mine->source, theirs->source);
+    else
+      match(plan_.body, pat_.body);
+  }
+
+  const Access& access_of(const te::OperationNode& input) const {
+    auto it = operands_.find(&input);
+    if (it == operands_.end())
+      raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, input.name);
+    return it->second;
+  }
+
+  // An operand access: the flat element offset into the buffer (in loop variables) and, for
+  // each of the intrinsic operand's dims, the flat stride that walks it. The intrinsic indexes
+  // each operand dim by one of its axes; the stage's flat index must be linear in the
+  // tensorized loops, and every loop it walks must be one of those dims.
+  schedule::IntrinOperand operand(const std::string& what, const Buffer& b,
+                                  const std::vector<ne::Expr>& index,
+                                  const std::vector<ne::Expr>& pattern_index,
+                                  const std::vector<ne::Expr>& pattern_shape) const {
+    const ne::Expr flat = b.flat_index(index);
+    auto form = ne::linear_form(flat, inner_vars_);
+    if (!form)
+      raise<ScheduleError>("{}: '{}' is indexed by {}, which is not linear in the tensorized loops",
+                           where, what, flat);
+    std::vector<bool> covered(inner_vars_.size(), false);
+    std::vector<ne::Expr> strides;
+    for (std::size_t d = 0; d < pattern_index.size(); ++d) {
+      const auto axis = pattern_axis(pattern_index[d]);
+      if (!axis && ne::simplify(pattern_index[d]).as_int() == 0 &&
+          ne::linear_form(pattern_index[d], pattern_vars_) && pattern_shape[d].as_int() == 1) {
+        // An extent-1 dim (its axis simplifies to 0) is never stepped: report its dense stride.
+        ne::Expr dense = 1;
+        for (std::size_t e = d + 1; e < pattern_shape.size(); ++e) dense = dense * pattern_shape[e];
+        strides.push_back(ne::simplify(dense));
+        continue;
+      }
+      if (!axis)
+        raise<ScheduleError>(
+            "{}: the intrinsic indexes dim {} of its operand by {}; each dim must be one axis",
+            where, d, pattern_index[d]);
+      covered[*axis] = true;
+      strides.push_back(ne::simplify(form->strides[*axis]));
+    }
+    for (std::size_t k = 0; k < inner_vars_.size(); ++k)
+      if (!covered[k] && !ne::equal(ne::simplify(form->strides[k]), 0))
+        raise<ScheduleError>(
+            "{}: '{}' moves with loop '{}' (stride {}), which the intrinsic's operand does not "
+            "have as a dim",
+            where, what, inner_vars_[k].name(), ne::simplify(form->strides[k]));
+    return schedule::IntrinOperand{b, ne::simplify(form->offset), std::move(strides)};
+  }
+
+  const std::string where;
+  std::vector<ne::Substitution> to_loops;  // root axes in loop variables
+
+ private:
+  // The pattern axis a dim's index is (exactly one axis, stride 1, offset 0), if it is one.
+  std::optional<std::size_t> pattern_axis(const ne::Expr& index) const {
+    auto pf = ne::linear_form(index, pattern_vars_);
+    if (!pf || ne::simplify(pf->offset).as_int() != 0) return std::nullopt;
+    std::optional<std::size_t> axis;
+    for (std::size_t k = 0; k < pf->strides.size(); ++k) {
+      const auto c = ne::simplify(pf->strides[k]).as_int();
+      if (c == 1 && !axis)
+        axis = k;
+      else if (c != 0)
+        return std::nullopt;
+    }
+    return axis;
+  }
+
+  [[noreturn]] void mismatch(const te::Expr& mine, const te::Expr& theirs) const {
+    raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
+                         mine, theirs);
+  }
+
+  void match(const te::Expr& a, const te::Expr& b) {
+    if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
+    if (const auto* x = a.as<te::IntImmNode>()) {
+      if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
+    } else if (const auto* c = a.as<te::CastNode>()) {
+      match(c->value, b.as<te::CastNode>()->value);
+    } else if (const auto* bin = a.as<te::BinaryNode>()) {
+      match(bin->a, b.as<te::BinaryNode>()->a);
+      match(bin->b, b.as<te::BinaryNode>()->b);
+    } else if (const auto* n = a.as<te::NotNode>()) {
+      match(n->a, b.as<te::NotNode>()->a);
+    } else if (const auto* sel = a.as<te::SelectNode>()) {
+      match(sel->cond, b.as<te::SelectNode>()->cond);
+      match(sel->t, b.as<te::SelectNode>()->t);
+      match(sel->f, b.as<te::SelectNode>()->f);
+    } else if (const auto* rd = a.as<te::ReadNode>()) {
+      read(*rd, *b.as<te::ReadNode>());
+    } else {
+      mismatch(a, b);
+    }
+  }
+
+  // A read of the stage's tensor where the pattern reads its input: one tensor per input.
+  void read(const te::ReadNode& mine, const te::ReadNode& theirs) {
+    auto [it, fresh] =
+        operands_.try_emplace(theirs.op.get(), Access{mine.op.get(), {}, theirs.indices});
+    if (!fresh && it->second.op != mine.op.get())
+      raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'", where,
+                           theirs.op->name, it->second.op->name, mine.op->name);
+    std::vector<ne::Expr> in_loops;
+    for (const auto& i : mine.indices)
+      in_loops.push_back(ne::simplify(ne::substitute(i, to_loops)));
+    it->second.indices = std::move(in_loops);
+  }
+
+  const StagePlan& plan_;
+  const te::OperationNode& pat_;
+  std::vector<ne::Var> inner_vars_, pattern_vars_;
+  std::unordered_map<const te::OperationNode*, Access> operands_;
+};
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -14280,8 +14445,9 @@ class Lowerer {
                                        const schedule::TensorIntrin& intrin) {
     const auto& plan = plans_[&st];
     const auto& pat = *intrin.pattern().op();
-    const auto where = fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
-                                   st.name(), st.leaf[p].name(), intrin.name());
+    TensorizeMatcher m(fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
+                                   st.name(), st.leaf[p].name(), intrin.name()),
+                       plan, pat);
     std::vector<te::IterVar> inner_data, inner_reduce;
     for (std::size_t k = p; k < st.leaf.size(); ++k)
       (st.leaf[k].is_reduce() ? inner_reduce : inner_data).push_back(st.leaf[k]);
@@ -14289,154 +14455,31 @@ class Lowerer {
       raise<ScheduleError>(
           "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
           "intrinsic has {} and {}{}",
-          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
+          m.where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
           tensorize_order_hint(st, p, pat.axis.size(), pat.reduce_axis.size()));
-    std::vector<ne::Var> inner_vars;
-    std::vector<ne::Var> pattern_vars;
-    const auto pair_up = [&](const std::vector<te::IterVar>& mine,
-                             const std::vector<te::IterVar>& theirs) {
-      for (std::size_t k = 0; k < mine.size(); ++k) {
-        const auto ext = ne::simplify(plan.extent.at(mine[k].get()));
-        const auto want = theirs[k].dom().extent;
-        if (!ne::equal(ext, want))
-          raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
-                               where, mine[k].name(), ext, theirs[k].name(), want);
-        inner_vars.push_back(loop_var(mine[k]));
-        pattern_vars.push_back(theirs[k].var());
-      }
-    };
-    pair_up(inner_data, pat.axis);
-    pair_up(inner_reduce, pat.reduce_axis);
-    for (const auto& g : plan.guards)
-      for (const auto& v : ne::free_vars(g))
-        for (const auto& iv : inner_vars)
-          if (v.id() == iv.id())
-            raise<ScheduleError>(
-                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
-                "compute a partial tile",
-                where, iv.name());
-    // Root axes in loop variables; inner loop variables at zero give the region's start.
-    std::vector<ne::Substitution> to_loops;
-    for (const auto& r : st.root) to_loops.emplace_back(r.var(), plan.value.at(r.get()));
-    // An operand access: the flat element offset into the buffer (in loop variables) and, for
-    // each of the intrinsic operand's dims, the flat stride that walks it. The intrinsic
-    // indexes each operand dim by one of its axes; the stage's flat index must be linear in
-    // the tensorized loops, and every loop it walks must be one of those dims.
-    const auto operand = [&](const std::string& what, const Buffer& b,
-                             const std::vector<ne::Expr>& index,
-                             const std::vector<ne::Expr>& pattern_index,
-                             const std::vector<ne::Expr>& pattern_shape) {
-      const ne::Expr flat = b.flat_index(index);
-      auto form = ne::linear_form(flat, inner_vars);
-      if (!form)
-        raise<ScheduleError>(
-            "{}: '{}' is indexed by {}, which is not linear in the tensorized loops", where, what,
-            flat);
-      std::vector<bool> covered(inner_vars.size(), false);
-      std::vector<ne::Expr> strides;
-      for (std::size_t d = 0; d < pattern_index.size(); ++d) {
-        auto pf = ne::linear_form(pattern_index[d], pattern_vars);
-        std::optional<std::size_t> axis;
-        if (pf && ne::simplify(pf->offset).as_int() == 0)
-          for (std::size_t k = 0; k < pf->strides.size(); ++k) {
-            const auto c = ne::simplify(pf->strides[k]).as_int();
-            if (c == 1 && !axis)
-              axis = k;
-            else if (c != 0)
-              axis.reset(), k = pf->strides.size();
-          }
-        if (!axis && pf && ne::simplify(pattern_index[d]).as_int() == 0 &&
-            pattern_shape[d].as_int() == 1) {
-          // An extent-1 dim (its axis simplifies to 0) is never stepped: report its dense stride.
-          ne::Expr dense = 1;
-          for (std::size_t e = d + 1; e < pattern_shape.size(); ++e)
-            dense = dense * pattern_shape[e];
-          strides.push_back(ne::simplify(dense));
-          continue;
-        }
-        if (!axis)
-          raise<ScheduleError>(
-              "{}: the intrinsic indexes dim {} of its operand by {}; each dim must be one axis",
-              where, d, pattern_index[d]);
-        covered[*axis] = true;
-        strides.push_back(ne::simplify(form->strides[*axis]));
-      }
-      for (std::size_t k = 0; k < inner_vars.size(); ++k)
-        if (!covered[k] && !ne::equal(ne::simplify(form->strides[k]), 0))
-          raise<ScheduleError>(
-              "{}: '{}' moves with loop '{}' (stride {}), which the intrinsic's operand does not "
-              "have as a dim",
-              where, what, inner_vars[k].name(), ne::simplify(form->strides[k]));
-      return schedule::IntrinOperand{b, ne::simplify(form->offset), std::move(strides)};
-    };
-    // Structural match of the bodies; reads pair the stage's tensors with the pattern's inputs.
-    struct Access {
-      const te::OperationNode* op;
-      std::vector<ne::Expr> indices;          // in loop variables
-      std::vector<ne::Expr> pattern_indices;  // the intrinsic's, in its axes
-    };
-    std::unordered_map<const te::OperationNode*, Access> operands;
-    const auto mismatch = [&](const te::Expr& mine, const te::Expr& theirs) {
-      raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
-                           mine, theirs);
-    };
-    auto match = [&](auto& self, const te::Expr& a, const te::Expr& b) -> void {
-      if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
-      if (const auto* x = a.as<te::IntImmNode>()) {
-        if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
-      } else if (const auto* c = a.as<te::CastNode>()) {
-        self(self, c->value, b.as<te::CastNode>()->value);
-      } else if (const auto* bin = a.as<te::BinaryNode>()) {
-        self(self, bin->a, b.as<te::BinaryNode>()->a);
-        self(self, bin->b, b.as<te::BinaryNode>()->b);
-      } else if (const auto* n = a.as<te::NotNode>()) {
-        self(self, n->a, b.as<te::NotNode>()->a);
-      } else if (const auto* sel = a.as<te::SelectNode>()) {
-        self(self, sel->cond, b.as<te::SelectNode>()->cond);
-        self(self, sel->t, b.as<te::SelectNode>()->t);
-        self(self, sel->f, b.as<te::SelectNode>()->f);
-      } else if (const auto* rd = a.as<te::ReadNode>()) {
-        const auto* theirs = b.as<te::ReadNode>();
-        auto [it, fresh] =
-            operands.try_emplace(theirs->op.get(), Access{rd->op.get(), {}, theirs->indices});
-        if (!fresh && it->second.op != rd->op.get())
-          raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'",
-                               where, theirs->op->name, it->second.op->name, rd->op->name);
-        std::vector<ne::Expr> in_loops;
-        for (const auto& i : rd->indices)
-          in_loops.push_back(ne::simplify(ne::substitute(i, to_loops)));
-        it->second.indices = std::move(in_loops);
-      } else {
-        mismatch(a, b);
-      }
-    };
-    const auto* mine_reduce = plan.body.as<te::ReduceNode>();
-    const auto* their_reduce = pat.body.as<te::ReduceNode>();
-    if ((mine_reduce == nullptr) != (their_reduce == nullptr) ||
-        (mine_reduce && mine_reduce->combiner != their_reduce->combiner))
-      mismatch(plan.body, pat.body);
-    if (mine_reduce)
-      match(match, mine_reduce->source, their_reduce->source);
-    else
-      match(match, plan.body, pat.body);
+    for (std::size_t k = 0; k < inner_data.size(); ++k)
+      m.pair(inner_data[k], loop_var(inner_data[k]), pat.axis[k]);
+    for (std::size_t k = 0; k < inner_reduce.size(); ++k)
+      m.pair(inner_reduce[k], loop_var(inner_reduce[k]), pat.reduce_axis[k]);
+    m.check_guards();
+    for (const auto& r : st.root) m.to_loops.emplace_back(r.var(), plan.value.at(r.get()));
+    m.match_bodies();
     schedule::IntrinCall call;
     for (const auto& in : pat.inputs) {
-      auto it = operands.find(in.get());
-      if (it == operands.end())
-        raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, in->name);
-      const auto& pp = plans_[schedule_.stage_of(it->second.op)];
+      const auto& access = m.access_of(*in);
+      const auto& pp = plans_[schedule_.stage_of(access.op)];
       std::vector<ne::Expr> index;
-      for (std::size_t d = 0; d < it->second.indices.size(); ++d) {
-        ne::Expr i = it->second.indices[d];
+      for (std::size_t d = 0; d < access.indices.size(); ++d) {
+        ne::Expr i = access.indices[d];
         if (!pp.region_min.empty()) i = i - pp.region_min[d];
         index.push_back(ne::simplify(i));
       }
       call.inputs.push_back(
-          operand(it->second.op->name, pp.buffer, index, it->second.pattern_indices, in->shape));
+          m.operand(access.op->name, pp.buffer, index, access.pattern_indices, in->shape));
     }
     std::vector<ne::Expr> pattern_out;
     for (const auto& a : pat.axis) pattern_out.push_back(a.var());
-    call.output = operand(st.name(), plan.buffer, store_indices(st), pattern_out, pat.shape);
+    call.output = m.operand(st.name(), plan.buffer, store_indices(st), pattern_out, pat.shape);
     return intrin.lower(call);
   }
 
@@ -29063,11 +29106,14 @@ inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& s
 
 }  // namespace detail
 
-DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
-                                                        const IntegerSoftmaxShape& shape,
-                                                        std::int64_t chunk, const std::string& name,
-                                                        const Epilogue& epilogue)
-    : env_(env), chunk_(chunk) {
+namespace detail {
+
+// What the kernel's constructor refuses: an epilogue other than immediate steps, BATCH > 1,
+// more keys than 32-bit sums hold, a fixed point host::integer_exp_for does not give, a chunk
+// that does not fit, and a causal softmax with fewer keys than queries.
+inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                 std::int64_t chunk, const std::string& name,
+                                 const Epilogue& epilogue) {
   if (auto why = check_softmax_epilogue(epilogue))
     raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
   if (env.batch != 1)
@@ -29093,6 +29139,16 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
         "keys as queries",
         name, shape.keys, shape.queries);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
+                                                        const IntegerSoftmaxShape& shape,
+                                                        std::int64_t chunk, const std::string& name,
+                                                        const Epilogue& epilogue)
+    : env_(env), chunk_(chunk) {
+  detail::check_softmax_kernel(env, shape, chunk, name, epilogue);
   using detail::SoftmaxStageWriter;
   const ne::Expr& products = shape.products;
   const ne::Expr& keys = shape.keys;
@@ -37014,90 +37070,113 @@ void check_hazards(const Config& config, const Stream& stream);
 
 namespace dlavm::vta {
 
-DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
-  const auto layout = config.layout();
-  const std::size_t n = stream.insns.size();
-  std::vector<InsnFields> prog;
-  prog.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) prog.push_back(decode(layout, stream.insns[i], i));
-  const auto module = [&](std::size_t i) {
-    return static_cast<int>(runtime::queue_of(prog[i])) - 1;
-  };
-  // A stream that deadlocks is reported as the simulator reports it (naming the stuck
-  // instructions); below, every instruction then runs.
-  detail::dispatch(std::span<const InsnFields>(prog),
-                   [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+namespace detail {
 
-  // 1. Vector clocks: done[i][m] = how many instructions of module m are known complete when
-  //    instruction i completes (its own module counting i itself).
-  std::vector<std::array<std::int64_t, 3>> done(n);
-  std::vector<std::int64_t> seq(n);
-  {
-    std::array<std::vector<std::size_t>, 3> queue;
-    for (std::size_t i = 0; i < n; ++i) {
-      seq[i] = static_cast<std::int64_t>(queue[static_cast<std::size_t>(module(i))].size()) + 1;
-      queue[static_cast<std::size_t>(module(i))].push_back(i);
-    }
-    // Token queues carry the clock of the pushing instruction: l2c, c2l, c2s, s2c.
-    std::array<std::vector<std::array<std::int64_t, 3>>, 4> tokens;
-    std::array<std::size_t, 4> head{};
-    const auto pop_q = [](int m, bool prev) { return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2; };
-    const auto push_q = [](int m, bool prev) { return m == 0 ? 0 : m == 1 ? (prev ? 1 : 2) : 3; };
-    std::array<std::size_t, 3> pos{};
-    std::array<std::array<std::int64_t, 3>, 3> last{};
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (int m = 0; m < 3; ++m) {
-        auto& qm = queue[static_cast<std::size_t>(m)];
-        while (pos[static_cast<std::size_t>(m)] < qm.size()) {
-          const auto i = qm[pos[static_cast<std::size_t>(m)]];
-          const auto& f = prog[i];
-          const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
-          if ((pp && head[pop_q(m, true)] == tokens[pop_q(m, true)].size()) ||
-              (pn && head[pop_q(m, false)] == tokens[pop_q(m, false)].size()))
-            break;
-          auto c = last[static_cast<std::size_t>(m)];
-          for (const auto& [flag, prev] : {std::pair{pp, true}, std::pair{pn, false}}) {
-            if (!flag) continue;
-            const auto q = pop_q(m, prev);
-            const auto& t = tokens[q][head[q]++];
-            for (int k = 0; k < 3; ++k) c[k] = std::max(c[k], t[k]);
-          }
-          c[m] = seq[i];
-          done[i] = c;
-          last[static_cast<std::size_t>(m)] = c;
-          if (f.push_prev_dep && m > 0) tokens[push_q(m, true)].push_back(c);
-          if (f.push_next_dep && m < 2) tokens[push_q(m, false)].push_back(c);
-          ++pos[static_cast<std::size_t>(m)];
-          progress = true;
-        }
-      }
+// check_hazards in two passes over the decoded stream: the vector clock each instruction
+// completes with (what it knows of the other modules through the dependency tokens), then
+// every SRAM access in stream order against the entry's last writer and readers.
+class HazardChecker {
+ public:
+  using Clock = std::array<std::int64_t, 3>;
+
+  HazardChecker(const Config& config, const Stream& stream)
+      : config_(config), stream_(stream), layout_(config.layout()) {
+    const std::size_t n = stream.insns.size();
+    prog_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) prog_.push_back(decode(layout_, stream.insns[i], i));
+  }
+
+  void run() {
+    // A stream that deadlocks is reported as the simulator reports it (naming the stuck
+    // instructions); below, every instruction then runs.
+    dispatch(std::span<const InsnFields>(prog_),
+             [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+    vector_clocks();
+    uop_sram_.assign(config_.uop_depth(), runtime::Uop{});
+    for (std::size_t i = 0; i < prog_.size(); ++i) {
+      accesses(i);
+      check(i);
+      record(i);
     }
   }
-  // The clock instruction i starts with: its own module's predecessor and its pops.
-  const auto started = [&](std::size_t i) {
-    auto c = done[i];
-    c[static_cast<std::size_t>(module(i))] = seq[i] - 1;
-    return c;
-  };
 
-  // 2. Accesses in stream order, checked against the last writer and readers of each entry.
-  std::vector<runtime::Uop> uop_sram(config.uop_depth());
-  std::array<detail::EntryRuns, 4> mem{
-      detail::EntryRuns(config.inp_depth()), detail::EntryRuns(config.wgt_depth()),
-      detail::EntryRuns(config.acc_depth()), detail::EntryRuns(config.uop_depth())};
-  std::vector<detail::Access> acc;
-  const auto kernel_range = [&](const InsnFields& f, int operand) {
+ private:
+  std::size_t module(std::size_t i) const {
+    return static_cast<std::size_t>(runtime::queue_of(prog_[i])) - 1;
+  }
+
+  // 1. Vector clocks: done_[i][m] = how many instructions of module m are known complete when
+  //    instruction i completes (its own module counting i itself). Token queues carry the
+  //    clock of the pushing instruction: l2c, c2l, c2s, s2c.
+  void vector_clocks() {
+    const std::size_t n = prog_.size();
+    done_.assign(n, Clock{});
+    seq_.assign(n, 0);
+    std::array<std::vector<std::size_t>, 3> queue;
+    for (std::size_t i = 0; i < n; ++i) {
+      seq_[i] = static_cast<std::int64_t>(queue[module(i)].size()) + 1;
+      queue[module(i)].push_back(i);
+    }
+    std::array<std::vector<Clock>, 4> tokens;
+    std::array<std::size_t, 4> head{};
+    std::array<std::size_t, 3> pos{};
+    std::array<Clock, 3> last{};
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t m = 0; m < 3; ++m)
+        for (; pos[m] < queue[m].size(); ++pos[m], progress = true)
+          if (!complete(queue[m][pos[m]], tokens, head, last[m])) break;
+    }
+  }
+  static std::size_t pop_queue(std::size_t m, bool prev) {
+    return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2;
+  }
+  static std::size_t push_queue(std::size_t m, bool prev) {
+    return m == 0 ? 0 : m == 1 ? (prev ? 1 : 2) : 3;
+  }
+  // Instruction i completes if the tokens it pops are there: its clock joins theirs and its
+  // module's last; false when it must wait.
+  bool complete(std::size_t i, std::array<std::vector<Clock>, 4>& tokens,
+                std::array<std::size_t, 4>& head, Clock& last) {
+    const auto& f = prog_[i];
+    const std::size_t m = module(i);
+    const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
+    if ((pp && head[pop_queue(m, true)] == tokens[pop_queue(m, true)].size()) ||
+        (pn && head[pop_queue(m, false)] == tokens[pop_queue(m, false)].size()))
+      return false;
+    Clock c = last;
+    for (const auto& [flag, prev] : {std::pair{pp, true}, std::pair{pn, false}}) {
+      if (!flag) continue;
+      const auto q = pop_queue(m, prev);
+      const auto& t = tokens[q][head[q]++];
+      for (std::size_t k = 0; k < 3; ++k) c[k] = std::max(c[k], t[k]);
+    }
+    c[m] = seq_[i];
+    done_[i] = c;
+    last = c;
+    if (f.push_prev_dep && m > 0) tokens[push_queue(m, true)].push_back(c);
+    if (f.push_next_dep && m < 2) tokens[push_queue(m, false)].push_back(c);
+    return true;
+  }
+
+  // The clock instruction i starts with: its own module's predecessor and its pops.
+  Clock started(std::size_t i) const {
+    auto c = done_[i];
+    c[module(i)] = seq_[i] - 1;
+    return c;
+  }
+
+  // The entries [lo, hi) an operand (0 dst, 1 src, 2 wgt) of a GEMM or ALU kernel touches,
+  // from the micro-ops loaded so far.
+  std::pair<std::int64_t, std::int64_t> kernel_range(const InsnFields& f, int operand) const {
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (std::uint32_t u = f.uop_bgn; u < f.uop_end && u < uop_sram.size(); ++u) {
-      const auto& op = uop_sram[u];
+    for (std::uint32_t u = f.uop_bgn; u < f.uop_end && u < uop_sram_.size(); ++u) {
+      const auto& op = uop_sram_[u];
       const std::int64_t v = operand == 0 ? op.dst : operand == 1 ? op.src : op.wgt;
       lo = std::min(lo, v);
       hi = std::max(hi, v);
     }
-    if (lo > hi || f.iter_out == 0 || f.iter_in == 0)
-      return std::pair<std::int64_t, std::int64_t>{0, 0};
+    if (lo > hi || f.iter_out == 0 || f.iter_in == 0) return {0, 0};
     const std::int64_t out = operand == 0   ? f.dst_factor_out
                              : operand == 1 ? f.src_factor_out
                                             : f.wgt_factor_out;
@@ -37105,91 +37184,119 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
                             : operand == 1 ? f.src_factor_in
                                            : f.wgt_factor_in;
     hi += (std::int64_t{f.iter_out} - 1) * out + (std::int64_t{f.iter_in} - 1) * in;
-    return std::pair<std::int64_t, std::int64_t>{lo, hi + 1};
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& f = prog[i];
-    acc.clear();
+    return {lo, hi + 1};
+  }
+
+  // 2. The accesses of instruction i (acc_); a LOAD UOP also fills the micro-op SRAM.
+  void accesses(std::size_t i) {
+    const auto& f = prog_[i];
+    acc_.clear();
     switch (f.opcode) {
-      case Opcode::Load: {
-        if (f.x_size == 0) break;
-        const std::int64_t box = (std::int64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
-                                 (std::int64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
-        const int m = f.memory_type == MemId::Inp   ? 0
-                      : f.memory_type == MemId::Wgt ? 1
-                      : f.memory_type == MemId::Uop ? 3
-                                                    : 2;
-        acc.push_back({m, f.sram_base, f.sram_base + box, true});
-        if (m == 3)
-          for (std::int64_t k = 0; k < f.x_size; ++k) {
-            const auto src = static_cast<std::size_t>(f.dram_base) + static_cast<std::size_t>(k);
-            const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
-            if (src < stream.uops.size() && dst < uop_sram.size())
-              uop_sram[dst] = runtime::unpack_uop(layout, stream.uops[src]);
-          }
+      case Opcode::Load:
+        load_access(f);
         break;
-      }
       case Opcode::Store:
-        acc.push_back({2, f.sram_base, f.sram_base + std::int64_t{f.y_size} * f.x_size, false});
+        acc_.push_back({2, f.sram_base, f.sram_base + std::int64_t{f.y_size} * f.x_size, false});
         break;
       case Opcode::Gemm:
       case Opcode::Alu: {
-        acc.push_back({3, f.uop_bgn, f.uop_end, false});
+        acc_.push_back({3, f.uop_bgn, f.uop_end, false});
         const auto [d0, d1] = kernel_range(f, 0);
         const bool gemm = f.opcode == Opcode::Gemm;
         if (gemm && !f.reset_reg) {
           const auto [s0, s1] = kernel_range(f, 1);
           const auto [w0, w1] = kernel_range(f, 2);
-          acc.push_back({0, s0, s1, false});
-          acc.push_back({1, w0, w1, false});
+          acc_.push_back({0, s0, s1, false});
+          acc_.push_back({1, w0, w1, false});
         } else if (!gemm && !f.use_imm) {
           const auto [s0, s1] = kernel_range(f, 1);
-          acc.push_back({2, s0, s1, false});
+          acc_.push_back({2, s0, s1, false});
         }
-        acc.push_back({2, d0, d1, true});
+        acc_.push_back({2, d0, d1, true});
         break;
       }
       default:
         break;
     }
-    const auto m = static_cast<std::size_t>(module(i));
-    const auto clock = started(i);
-    const auto race = [&](const detail::Access& a, std::int64_t other, std::int64_t entry,
-                          const char* kind) {
-      raise<DeviceError>(
-          "hazard: {} #{} ({} module) {} {} entry {} after {} #{} ({} module) {} it, with no "
-          "dependency token ordering them ({} race)",
-          insn_name(f), i, runtime::queue_name(runtime::queue_of(f)), a.write ? "writes" : "reads",
-          detail::hazard_mem_name(a.memory), entry,
-          insn_name(prog[static_cast<std::size_t>(other)]), other,
-          runtime::queue_name(runtime::queue_of(prog[static_cast<std::size_t>(other)])),
-          kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
-    };
-    // Every access is checked against the state before this instruction, then recorded.
-    for (const auto& a : acc)
-      mem[static_cast<std::size_t>(a.memory)].each(
-          a.begin, a.end, [&](std::int64_t e, const detail::EntryRuns::State& en) {
+  }
+  void load_access(const InsnFields& f) {
+    if (f.x_size == 0) return;
+    const std::int64_t box = (std::int64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
+                             (std::int64_t{f.x_pad_0} + f.x_size + f.x_pad_1);
+    const int m = f.memory_type == MemId::Inp   ? 0
+                  : f.memory_type == MemId::Wgt ? 1
+                  : f.memory_type == MemId::Uop ? 3
+                                                : 2;
+    acc_.push_back({m, f.sram_base, f.sram_base + box, true});
+    if (m != 3) return;
+    for (std::int64_t k = 0; k < f.x_size; ++k) {
+      const auto src = static_cast<std::size_t>(f.dram_base) + static_cast<std::size_t>(k);
+      const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
+      if (src < stream_.uops.size() && dst < uop_sram_.size())
+        uop_sram_[dst] = runtime::unpack_uop(layout_, stream_.uops[src]);
+    }
+  }
+
+  // Every access of instruction i against the state before it: a writer or (for a write) a
+  // reader of another module that i's clock does not cover is a race.
+  void check(std::size_t i) const {
+    const std::size_t m = module(i);
+    const Clock clock = started(i);
+    for (const auto& a : acc_)
+      mem_[static_cast<std::size_t>(a.memory)].each(
+          a.begin, a.end, [&](std::int64_t e, const EntryRuns::State& en) {
             if (en.writer >= 0) {
               const auto w = static_cast<std::size_t>(en.writer);
-              const auto wm = static_cast<std::size_t>(module(w));
-              if (wm != m && clock[wm] < seq[w]) race(a, en.writer, e, a.write ? "WAW" : "RAW");
+              const auto wm = module(w);
+              if (wm != m && clock[wm] < seq_[w]) race(i, a, en.writer, e, a.write ? "WAW" : "RAW");
             }
             if (a.write)
               for (std::size_t r = 0; r < 3; ++r) {
                 if (r == m || en.reader[r] < 0) continue;
                 const auto ri = static_cast<std::size_t>(en.reader[r]);
-                if (clock[r] < seq[ri]) race(a, en.reader[r], e, "WAR");
+                if (clock[r] < seq_[ri]) race(i, a, en.reader[r], e, "WAR");
               }
           });
-    for (const auto& a : acc) {
-      auto& runs = mem[static_cast<std::size_t>(a.memory)];
-      if (a.write) {
+  }
+  [[noreturn]] void race(std::size_t i, const Access& a, std::int64_t other, std::int64_t entry,
+                         const char* kind) const {
+    const auto& f = prog_[i];
+    const auto& o = prog_[static_cast<std::size_t>(other)];
+    raise<DeviceError>(
+        "hazard: {} #{} ({} module) {} {} entry {} after {} #{} ({} module) {} it, with no "
+        "dependency token ordering them ({} race)",
+        insn_name(f), i, runtime::queue_name(runtime::queue_of(f)), a.write ? "writes" : "reads",
+        hazard_mem_name(a.memory), entry, insn_name(o), other,
+        runtime::queue_name(runtime::queue_of(o)),
+        kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
+  }
+  // Instruction i's accesses become the entries' last writer or a reader.
+  void record(std::size_t i) {
+    for (const auto& a : acc_) {
+      auto& runs = mem_[static_cast<std::size_t>(a.memory)];
+      if (a.write)
         runs.write(a.begin, a.end, static_cast<std::int64_t>(i));
-      } else {
-        runs.read(a.begin, a.end, m, static_cast<std::int64_t>(i));
-      }
+      else
+        runs.read(a.begin, a.end, module(i), static_cast<std::int64_t>(i));
     }
   }
+
+  const Config& config_;
+  const Stream& stream_;
+  const IsaLayout layout_;
+  std::vector<InsnFields> prog_;
+  std::vector<Clock> done_;
+  std::vector<std::int64_t> seq_;
+  std::vector<runtime::Uop> uop_sram_;
+  std::array<EntryRuns, 4> mem_{EntryRuns(config_.inp_depth()), EntryRuns(config_.wgt_depth()),
+                                EntryRuns(config_.acc_depth()), EntryRuns(config_.uop_depth())};
+  std::vector<Access> acc_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
+  detail::HazardChecker(config, stream).run();
 }
 
 }  // namespace dlavm::vta

@@ -96,6 +96,169 @@ DLAVM_INLINE std::string tensorize_order_hint(const StageNode& st, std::size_t p
       st.name(), fmt::join(order, ", "), st.name(), kept.front());
 }
 
+// The matching of a tensorized stage against an intrinsic's pattern (Lowerer::match_tensorize):
+// its loops paired with the pattern's axes, its body matched structurally with the pattern's,
+// and each operand's access as the intrinsic sees it (an offset and a stride per dim).
+class TensorizeMatcher {
+ public:
+  // An input of the pattern and the stage's tensor read in its place.
+  struct Access {
+    const te::OperationNode* op;
+    std::vector<ne::Expr> indices;          // in loop variables
+    std::vector<ne::Expr> pattern_indices;  // the intrinsic's, in its axes
+  };
+
+  TensorizeMatcher(std::string where, const StagePlan& plan, const te::OperationNode& pattern)
+      : where(std::move(where)), plan_(plan), pat_(pattern) {}
+
+  // Pairs loop `mine` (loop variable `var`) with the pattern's axis `theirs`: equal extents.
+  void pair(const te::IterVar& mine, const ne::Var& var, const te::IterVar& theirs) {
+    const auto ext = ne::simplify(plan_.extent.at(mine.get()));
+    const auto want = theirs.dom().extent;
+    if (!ne::equal(ext, want))
+      raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}", where,
+                           mine.name(), ext, theirs.name(), want);
+    inner_vars_.push_back(var);
+    pattern_vars_.push_back(theirs.var());
+  }
+
+  // A guard (a non-divisible split) on a tensorized loop: the intrinsic computes whole tiles.
+  void check_guards() const {
+    for (const auto& g : plan_.guards)
+      for (const auto& v : ne::free_vars(g))
+        for (const auto& iv : inner_vars_)
+          if (v.id() == iv.id())
+            raise<ScheduleError>(
+                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
+                "compute a partial tile",
+                where, iv.name());
+  }
+
+  // The bodies, structurally: reads pair the stage's tensors with the pattern's inputs.
+  void match_bodies() {
+    const auto* mine = plan_.body.as<te::ReduceNode>();
+    const auto* theirs = pat_.body.as<te::ReduceNode>();
+    if ((mine == nullptr) != (theirs == nullptr) || (mine && mine->combiner != theirs->combiner))
+      mismatch(plan_.body, pat_.body);
+    if (mine)
+      match(mine->source, theirs->source);
+    else
+      match(plan_.body, pat_.body);
+  }
+
+  const Access& access_of(const te::OperationNode& input) const {
+    auto it = operands_.find(&input);
+    if (it == operands_.end())
+      raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, input.name);
+    return it->second;
+  }
+
+  // An operand access: the flat element offset into the buffer (in loop variables) and, for
+  // each of the intrinsic operand's dims, the flat stride that walks it. The intrinsic indexes
+  // each operand dim by one of its axes; the stage's flat index must be linear in the
+  // tensorized loops, and every loop it walks must be one of those dims.
+  schedule::IntrinOperand operand(const std::string& what, const Buffer& b,
+                                  const std::vector<ne::Expr>& index,
+                                  const std::vector<ne::Expr>& pattern_index,
+                                  const std::vector<ne::Expr>& pattern_shape) const {
+    const ne::Expr flat = b.flat_index(index);
+    auto form = ne::linear_form(flat, inner_vars_);
+    if (!form)
+      raise<ScheduleError>("{}: '{}' is indexed by {}, which is not linear in the tensorized loops",
+                           where, what, flat);
+    std::vector<bool> covered(inner_vars_.size(), false);
+    std::vector<ne::Expr> strides;
+    for (std::size_t d = 0; d < pattern_index.size(); ++d) {
+      const auto axis = pattern_axis(pattern_index[d]);
+      if (!axis && ne::simplify(pattern_index[d]).as_int() == 0 &&
+          ne::linear_form(pattern_index[d], pattern_vars_) && pattern_shape[d].as_int() == 1) {
+        // An extent-1 dim (its axis simplifies to 0) is never stepped: report its dense stride.
+        ne::Expr dense = 1;
+        for (std::size_t e = d + 1; e < pattern_shape.size(); ++e) dense = dense * pattern_shape[e];
+        strides.push_back(ne::simplify(dense));
+        continue;
+      }
+      if (!axis)
+        raise<ScheduleError>(
+            "{}: the intrinsic indexes dim {} of its operand by {}; each dim must be one axis",
+            where, d, pattern_index[d]);
+      covered[*axis] = true;
+      strides.push_back(ne::simplify(form->strides[*axis]));
+    }
+    for (std::size_t k = 0; k < inner_vars_.size(); ++k)
+      if (!covered[k] && !ne::equal(ne::simplify(form->strides[k]), 0))
+        raise<ScheduleError>(
+            "{}: '{}' moves with loop '{}' (stride {}), which the intrinsic's operand does not "
+            "have as a dim",
+            where, what, inner_vars_[k].name(), ne::simplify(form->strides[k]));
+    return schedule::IntrinOperand{b, ne::simplify(form->offset), std::move(strides)};
+  }
+
+  const std::string where;
+  std::vector<ne::Substitution> to_loops;  // root axes in loop variables
+
+ private:
+  // The pattern axis a dim's index is (exactly one axis, stride 1, offset 0), if it is one.
+  std::optional<std::size_t> pattern_axis(const ne::Expr& index) const {
+    auto pf = ne::linear_form(index, pattern_vars_);
+    if (!pf || ne::simplify(pf->offset).as_int() != 0) return std::nullopt;
+    std::optional<std::size_t> axis;
+    for (std::size_t k = 0; k < pf->strides.size(); ++k) {
+      const auto c = ne::simplify(pf->strides[k]).as_int();
+      if (c == 1 && !axis)
+        axis = k;
+      else if (c != 0)
+        return std::nullopt;
+    }
+    return axis;
+  }
+
+  [[noreturn]] void mismatch(const te::Expr& mine, const te::Expr& theirs) const {
+    raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
+                         mine, theirs);
+  }
+
+  void match(const te::Expr& a, const te::Expr& b) {
+    if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
+    if (const auto* x = a.as<te::IntImmNode>()) {
+      if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
+    } else if (const auto* c = a.as<te::CastNode>()) {
+      match(c->value, b.as<te::CastNode>()->value);
+    } else if (const auto* bin = a.as<te::BinaryNode>()) {
+      match(bin->a, b.as<te::BinaryNode>()->a);
+      match(bin->b, b.as<te::BinaryNode>()->b);
+    } else if (const auto* n = a.as<te::NotNode>()) {
+      match(n->a, b.as<te::NotNode>()->a);
+    } else if (const auto* sel = a.as<te::SelectNode>()) {
+      match(sel->cond, b.as<te::SelectNode>()->cond);
+      match(sel->t, b.as<te::SelectNode>()->t);
+      match(sel->f, b.as<te::SelectNode>()->f);
+    } else if (const auto* rd = a.as<te::ReadNode>()) {
+      read(*rd, *b.as<te::ReadNode>());
+    } else {
+      mismatch(a, b);
+    }
+  }
+
+  // A read of the stage's tensor where the pattern reads its input: one tensor per input.
+  void read(const te::ReadNode& mine, const te::ReadNode& theirs) {
+    auto [it, fresh] =
+        operands_.try_emplace(theirs.op.get(), Access{mine.op.get(), {}, theirs.indices});
+    if (!fresh && it->second.op != mine.op.get())
+      raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'", where,
+                           theirs.op->name, it->second.op->name, mine.op->name);
+    std::vector<ne::Expr> in_loops;
+    for (const auto& i : mine.indices)
+      in_loops.push_back(ne::simplify(ne::substitute(i, to_loops)));
+    it->second.indices = std::move(in_loops);
+  }
+
+  const StagePlan& plan_;
+  const te::OperationNode& pat_;
+  std::vector<ne::Var> inner_vars_, pattern_vars_;
+  std::unordered_map<const te::OperationNode*, Access> operands_;
+};
+
 class Lowerer {
  public:
   Lowerer(schedule::Schedule& s, const std::vector<te::Tensor>& args, std::string name)
@@ -720,8 +883,9 @@ class Lowerer {
                                        const schedule::TensorIntrin& intrin) {
     const auto& plan = plans_[&st];
     const auto& pat = *intrin.pattern().op();
-    const auto where = fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
-                                   st.name(), st.leaf[p].name(), intrin.name());
+    TensorizeMatcher m(fmt::format("stage '{}': tensorize at axis '{}' with intrinsic '{}'",
+                                   st.name(), st.leaf[p].name(), intrin.name()),
+                       plan, pat);
     std::vector<te::IterVar> inner_data, inner_reduce;
     for (std::size_t k = p; k < st.leaf.size(); ++k)
       (st.leaf[k].is_reduce() ? inner_reduce : inner_data).push_back(st.leaf[k]);
@@ -729,154 +893,31 @@ class Lowerer {
       raise<ScheduleError>(
           "{}: the loops from there inward have {} data-parallel and {} reduction axes, the "
           "intrinsic has {} and {}{}",
-          where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
+          m.where, inner_data.size(), inner_reduce.size(), pat.axis.size(), pat.reduce_axis.size(),
           tensorize_order_hint(st, p, pat.axis.size(), pat.reduce_axis.size()));
-    std::vector<ne::Var> inner_vars;
-    std::vector<ne::Var> pattern_vars;
-    const auto pair_up = [&](const std::vector<te::IterVar>& mine,
-                             const std::vector<te::IterVar>& theirs) {
-      for (std::size_t k = 0; k < mine.size(); ++k) {
-        const auto ext = ne::simplify(plan.extent.at(mine[k].get()));
-        const auto want = theirs[k].dom().extent;
-        if (!ne::equal(ext, want))
-          raise<ScheduleError>("{}: loop '{}' has extent {}, the intrinsic's axis '{}' has {}",
-                               where, mine[k].name(), ext, theirs[k].name(), want);
-        inner_vars.push_back(loop_var(mine[k]));
-        pattern_vars.push_back(theirs[k].var());
-      }
-    };
-    pair_up(inner_data, pat.axis);
-    pair_up(inner_reduce, pat.reduce_axis);
-    for (const auto& g : plan.guards)
-      for (const auto& v : ne::free_vars(g))
-        for (const auto& iv : inner_vars)
-          if (v.id() == iv.id())
-            raise<ScheduleError>(
-                "{}: loop '{}' needs a guard (a non-divisible split); the intrinsic cannot "
-                "compute a partial tile",
-                where, iv.name());
-    // Root axes in loop variables; inner loop variables at zero give the region's start.
-    std::vector<ne::Substitution> to_loops;
-    for (const auto& r : st.root) to_loops.emplace_back(r.var(), plan.value.at(r.get()));
-    // An operand access: the flat element offset into the buffer (in loop variables) and, for
-    // each of the intrinsic operand's dims, the flat stride that walks it. The intrinsic
-    // indexes each operand dim by one of its axes; the stage's flat index must be linear in
-    // the tensorized loops, and every loop it walks must be one of those dims.
-    const auto operand = [&](const std::string& what, const Buffer& b,
-                             const std::vector<ne::Expr>& index,
-                             const std::vector<ne::Expr>& pattern_index,
-                             const std::vector<ne::Expr>& pattern_shape) {
-      const ne::Expr flat = b.flat_index(index);
-      auto form = ne::linear_form(flat, inner_vars);
-      if (!form)
-        raise<ScheduleError>(
-            "{}: '{}' is indexed by {}, which is not linear in the tensorized loops", where, what,
-            flat);
-      std::vector<bool> covered(inner_vars.size(), false);
-      std::vector<ne::Expr> strides;
-      for (std::size_t d = 0; d < pattern_index.size(); ++d) {
-        auto pf = ne::linear_form(pattern_index[d], pattern_vars);
-        std::optional<std::size_t> axis;
-        if (pf && ne::simplify(pf->offset).as_int() == 0)
-          for (std::size_t k = 0; k < pf->strides.size(); ++k) {
-            const auto c = ne::simplify(pf->strides[k]).as_int();
-            if (c == 1 && !axis)
-              axis = k;
-            else if (c != 0)
-              axis.reset(), k = pf->strides.size();
-          }
-        if (!axis && pf && ne::simplify(pattern_index[d]).as_int() == 0 &&
-            pattern_shape[d].as_int() == 1) {
-          // An extent-1 dim (its axis simplifies to 0) is never stepped: report its dense stride.
-          ne::Expr dense = 1;
-          for (std::size_t e = d + 1; e < pattern_shape.size(); ++e)
-            dense = dense * pattern_shape[e];
-          strides.push_back(ne::simplify(dense));
-          continue;
-        }
-        if (!axis)
-          raise<ScheduleError>(
-              "{}: the intrinsic indexes dim {} of its operand by {}; each dim must be one axis",
-              where, d, pattern_index[d]);
-        covered[*axis] = true;
-        strides.push_back(ne::simplify(form->strides[*axis]));
-      }
-      for (std::size_t k = 0; k < inner_vars.size(); ++k)
-        if (!covered[k] && !ne::equal(ne::simplify(form->strides[k]), 0))
-          raise<ScheduleError>(
-              "{}: '{}' moves with loop '{}' (stride {}), which the intrinsic's operand does not "
-              "have as a dim",
-              where, what, inner_vars[k].name(), ne::simplify(form->strides[k]));
-      return schedule::IntrinOperand{b, ne::simplify(form->offset), std::move(strides)};
-    };
-    // Structural match of the bodies; reads pair the stage's tensors with the pattern's inputs.
-    struct Access {
-      const te::OperationNode* op;
-      std::vector<ne::Expr> indices;          // in loop variables
-      std::vector<ne::Expr> pattern_indices;  // the intrinsic's, in its axes
-    };
-    std::unordered_map<const te::OperationNode*, Access> operands;
-    const auto mismatch = [&](const te::Expr& mine, const te::Expr& theirs) {
-      raise<ScheduleError>("{}: the computation `{}` does not match the intrinsic's `{}`", where,
-                           mine, theirs);
-    };
-    auto match = [&](auto& self, const te::Expr& a, const te::Expr& b) -> void {
-      if (a.kind() != b.kind() || a.dtype() != b.dtype()) mismatch(a, b);
-      if (const auto* x = a.as<te::IntImmNode>()) {
-        if (x->value != b.as<te::IntImmNode>()->value) mismatch(a, b);
-      } else if (const auto* c = a.as<te::CastNode>()) {
-        self(self, c->value, b.as<te::CastNode>()->value);
-      } else if (const auto* bin = a.as<te::BinaryNode>()) {
-        self(self, bin->a, b.as<te::BinaryNode>()->a);
-        self(self, bin->b, b.as<te::BinaryNode>()->b);
-      } else if (const auto* n = a.as<te::NotNode>()) {
-        self(self, n->a, b.as<te::NotNode>()->a);
-      } else if (const auto* sel = a.as<te::SelectNode>()) {
-        self(self, sel->cond, b.as<te::SelectNode>()->cond);
-        self(self, sel->t, b.as<te::SelectNode>()->t);
-        self(self, sel->f, b.as<te::SelectNode>()->f);
-      } else if (const auto* rd = a.as<te::ReadNode>()) {
-        const auto* theirs = b.as<te::ReadNode>();
-        auto [it, fresh] =
-            operands.try_emplace(theirs->op.get(), Access{rd->op.get(), {}, theirs->indices});
-        if (!fresh && it->second.op != rd->op.get())
-          raise<ScheduleError>("{}: the intrinsic's input '{}' is read from both '{}' and '{}'",
-                               where, theirs->op->name, it->second.op->name, rd->op->name);
-        std::vector<ne::Expr> in_loops;
-        for (const auto& i : rd->indices)
-          in_loops.push_back(ne::simplify(ne::substitute(i, to_loops)));
-        it->second.indices = std::move(in_loops);
-      } else {
-        mismatch(a, b);
-      }
-    };
-    const auto* mine_reduce = plan.body.as<te::ReduceNode>();
-    const auto* their_reduce = pat.body.as<te::ReduceNode>();
-    if ((mine_reduce == nullptr) != (their_reduce == nullptr) ||
-        (mine_reduce && mine_reduce->combiner != their_reduce->combiner))
-      mismatch(plan.body, pat.body);
-    if (mine_reduce)
-      match(match, mine_reduce->source, their_reduce->source);
-    else
-      match(match, plan.body, pat.body);
+    for (std::size_t k = 0; k < inner_data.size(); ++k)
+      m.pair(inner_data[k], loop_var(inner_data[k]), pat.axis[k]);
+    for (std::size_t k = 0; k < inner_reduce.size(); ++k)
+      m.pair(inner_reduce[k], loop_var(inner_reduce[k]), pat.reduce_axis[k]);
+    m.check_guards();
+    for (const auto& r : st.root) m.to_loops.emplace_back(r.var(), plan.value.at(r.get()));
+    m.match_bodies();
     schedule::IntrinCall call;
     for (const auto& in : pat.inputs) {
-      auto it = operands.find(in.get());
-      if (it == operands.end())
-        raise<ScheduleError>("{}: the intrinsic's input '{}' has no counterpart", where, in->name);
-      const auto& pp = plans_[schedule_.stage_of(it->second.op)];
+      const auto& access = m.access_of(*in);
+      const auto& pp = plans_[schedule_.stage_of(access.op)];
       std::vector<ne::Expr> index;
-      for (std::size_t d = 0; d < it->second.indices.size(); ++d) {
-        ne::Expr i = it->second.indices[d];
+      for (std::size_t d = 0; d < access.indices.size(); ++d) {
+        ne::Expr i = access.indices[d];
         if (!pp.region_min.empty()) i = i - pp.region_min[d];
         index.push_back(ne::simplify(i));
       }
       call.inputs.push_back(
-          operand(it->second.op->name, pp.buffer, index, it->second.pattern_indices, in->shape));
+          m.operand(access.op->name, pp.buffer, index, access.pattern_indices, in->shape));
     }
     std::vector<ne::Expr> pattern_out;
     for (const auto& a : pat.axis) pattern_out.push_back(a.var());
-    call.output = operand(st.name(), plan.buffer, store_indices(st), pattern_out, pat.shape);
+    call.output = m.operand(st.name(), plan.buffer, store_indices(st), pattern_out, pat.shape);
     return intrin.lower(call);
   }
 

@@ -272,11 +272,14 @@ inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& s
 
 }  // namespace detail
 
-DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
-                                                        const IntegerSoftmaxShape& shape,
-                                                        std::int64_t chunk, const std::string& name,
-                                                        const Epilogue& epilogue)
-    : env_(env), chunk_(chunk) {
+namespace detail {
+
+// What the kernel's constructor refuses: an epilogue other than immediate steps, BATCH > 1,
+// more keys than 32-bit sums hold, a fixed point host::integer_exp_for does not give, a chunk
+// that does not fit, and a causal softmax with fewer keys than queries.
+inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                 std::int64_t chunk, const std::string& name,
+                                 const Epilogue& epilogue) {
   if (auto why = check_softmax_epilogue(epilogue))
     raise<ValueError>("integer_softmax '{}': epilogue {}: {}", name, to_string(epilogue), *why);
   if (env.batch != 1)
@@ -302,6 +305,16 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
         "keys as queries",
         name, shape.keys, shape.queries);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
+                                                        const IntegerSoftmaxShape& shape,
+                                                        std::int64_t chunk, const std::string& name,
+                                                        const Epilogue& epilogue)
+    : env_(env), chunk_(chunk) {
+  detail::check_softmax_kernel(env, shape, chunk, name, epilogue);
   using detail::SoftmaxStageWriter;
   const ne::Expr& products = shape.products;
   const ne::Expr& keys = shape.keys;
