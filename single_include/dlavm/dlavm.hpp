@@ -30935,9 +30935,10 @@ DLAVM_INLINE Function assign_layouts(const Function& placed, const Target& targe
 // graph::build: a function compiled for a target into a graph::Module. What to build is
 // decided by the graph passes (graph/pipeline.hpp); build carries it out, making no decision
 // of its own:
-//   infer_type(fn, target)   the passes: types, fuses VTA groups (anchor + epilogue), places
-//                            every call, gives each VTA group its layouts, finds the states
-//                            to hold packed (graph/place.hpp); a function placed for this
+//   the passes               BuildOptions::passes (graph::default_passes(), what
+//                            infer_type(fn, target) runs): types, fuses VTA groups (anchor +
+//                            epilogue), places every call, gives each VTA group its layouts,
+//                            finds the states to hold packed; a function placed for this
 //                            target (by infer_type or graph::run_passes) is built with the
 //                            placement it carries, so what was printed is what is built
 //   per VTA group            its Workload; the anchor's strategy gives the knob space, the
@@ -30964,48 +30965,6 @@ DLAVM_INLINE Function assign_layouts(const Function& placed, const Target& targe
 // end dlavm/graph/module.hpp
 // begin dlavm/graph/node.hpp
 // end dlavm/graph/node.hpp
-// begin dlavm/graph/place.hpp
-// Placement for a target: graph::infer_type(fn, target) runs the target's graph passes
-// (graph::default_passes(), graph/pipeline.hpp): it types every call, fuses VTA groups and
-// places each call (on VTA when it belongs to a VTA group, else on the host), folds what the
-// groups' ALU would compute twice, gives each VTA group its packed layouts, and finds the
-// growing states to hold packed. The function it returns carries that placement
-// (Function::placement), and graph::build uses it, so the placement printed is the one built;
-// the printed calls are those that run.
-//
-//   auto typed = graph::infer_type(fn, target);
-//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
-//   for (const auto& w : graph::workloads(fn, target)) fmt::print("{}\n", graph::to_string(w));
-//
-// A call neither device runs is a TypeError giving each device's reason.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/partition.hpp
-// end dlavm/graph/partition.hpp
-// begin dlavm/graph/pipeline.hpp
-// The graph passes of the VTA target, in order: what graph::infer_type(fn, target) runs, and
-// so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
-// (graph/pass.hpp) with an entry point of its own, testable alone:
-//
-//   type           graph::detail::infer_types (graph/infer_type.hpp)
-//   partition      graph::place (graph/partition.hpp)
-//   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
-//   layout         graph::assign_layouts (graph/assign_layouts.hpp)
-//   match_states   graph::match_states (graph/match_states.hpp)
-//
-//   fmt::print("{}", graph::to_string(graph::default_passes()));   // docs/graph.md shows it
-//   auto passes = graph::default_passes();
-//   passes.insert(passes.begin(), {"my_rewrite", "...", my_rewrite});  // a rewrite of one's own
-//   auto placed = graph::run_passes(fn, target, passes);
-//   auto mod = graph::build(placed, target);                           // built as placed
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
 // begin dlavm/graph/pass.hpp
 // Graph passes: every rewrite and analysis of a function before build is a Pass, one
 // signature for all (a function and the target in, a function out), listed as data in a
@@ -31113,6 +31072,27 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 }  // namespace dlavm::graph
 // end dlavm/graph/pass-inl.hpp
 #endif
+// end dlavm/graph/pass.hpp
+// begin dlavm/graph/pipeline.hpp
+// The graph passes of the VTA target, in order: what graph::infer_type(fn, target) runs, and
+// so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
+// (graph/pass.hpp) with an entry point of its own, testable alone:
+//
+//   type           graph::detail::infer_types (graph/infer_type.hpp)
+//   partition      graph::place (graph/partition.hpp)
+//   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
+//   layout         graph::assign_layouts (graph/assign_layouts.hpp)
+//   match_states   graph::match_states (graph/match_states.hpp)
+//
+//   fmt::print("{}", graph::to_string(graph::default_passes()));   // docs/graph.md shows it
+//   auto passes = graph::default_passes();
+//   passes.insert(passes.begin(), {"my_rewrite", "...", my_rewrite});  // a rewrite of one's own
+//   auto placed = graph::run_passes(fn, target, passes);
+//   auto mod = graph::build(placed, target);                           // built as placed
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/pass.hpp
 // end dlavm/graph/pass.hpp
 
 #include <vector>
@@ -31642,6 +31622,31 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
 // end dlavm/graph/pipeline-inl.hpp
 #endif
 // end dlavm/graph/pipeline.hpp
+// begin dlavm/graph/place.hpp
+// Placement for a target: graph::infer_type(fn, target) runs the target's graph passes
+// (graph::default_passes(), graph/pipeline.hpp): it types every call, fuses VTA groups and
+// places each call (on VTA when it belongs to a VTA group, else on the host), folds what the
+// groups' ALU would compute twice, gives each VTA group its packed layouts, and finds the
+// growing states to hold packed. The function it returns carries that placement
+// (Function::placement), and graph::build uses it, so the placement printed is the one built;
+// the printed calls are those that run.
+//
+//   auto typed = graph::infer_type(fn, target);
+//   fmt::print("{}", typed);   // %0 = vta.conv2d(%x, %w) /* ret=(...), dtype=int32, device=vta */
+//   for (const auto& w : graph::workloads(fn, target)) fmt::print("{}\n", graph::to_string(w));
+//
+// A call neither device runs is a TypeError giving each device's reason.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+// begin dlavm/graph/pipeline.hpp
+// end dlavm/graph/pipeline.hpp
 // begin dlavm/graph/strategy/workload.hpp
 // end dlavm/graph/strategy/workload.hpp
 // begin dlavm/graph/target.hpp
@@ -31733,6 +31738,9 @@ struct BuildOptions {
   // tilings: the chosen one, and one chosen for the rows' dims at their minima (a decode
   // step's one token), used when the dims take those values. False: one tiling serves all.
   bool specialize_min_rows = true;
+  // The graph passes a function that is not placed for the target goes through first
+  // (graph/pipeline.hpp); a function placed already is built as its placement says.
+  std::vector<Pass> passes = default_passes();
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
@@ -32078,7 +32086,11 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
   // a function placed for this target is built as placed; any other is placed first
   const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
                       fn.placement()->int32_results == target.int32_results;
-  const Function typed = placed ? fn : infer_type(fn, target);
+  const Function typed = placed ? fn : run_passes(fn, target, options.passes);
+  if (!typed.placement())
+    raise<ValueError>(
+        "build: the function is not placed: its passes lacked 'partition' "
+        "(graph::default_passes())");
   const Partition& part = *typed.placement();
   for (const auto& g : part.groups)
     if (g.device == Device::Vta && !g.layouts)

@@ -101,6 +101,25 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
       dlavm::ValueError);
 }
 
+TEST_CASE("passes: build runs BuildOptions::passes on a function not placed yet") {
+  const graph::Target target;
+  auto passes = graph::default_passes();
+  std::erase_if(passes, [](const graph::Pass& p) { return p.name == "fold_rounding"; });
+  const auto unfolded = graph::build(conv_block(), target, {.passes = passes});
+  const auto folded = graph::build(conv_block(), target);
+  // the rounding stays an ALU step of its own: one epilogue step more
+  CHECK(unfolded.steps()[1].epilogue != folded.steps()[1].epilogue);
+  CHECK(unfolded.steps()[1].epilogue.find("+32") != std::string::npos);
+  const auto a = te::NDArray::random(DType::int8(), {1, 16, 6, 6}, 7);
+  vta::SimDevice dev;
+  CHECK(graph::Executor(unfolded, dev).run({{"x", a}})[0] ==
+        graph::Executor(folded, dev).run({{"x", a}})[0]);
+  CHECK_THROWS_WITH_AS(graph::build(conv_block(), target, {.passes = {graph::default_passes()[0]}}),
+                       "build: the function is not placed: its passes lacked 'partition' "
+                       "(graph::default_passes())",
+                       dlavm::ValueError);
+}
+
 // The pipeline's passes up to and including `last`.
 graph::Function run_until(const graph::Function& fn, const graph::Target& target,
                           std::string_view last) {

@@ -326,7 +326,11 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
   // a function placed for this target is built as placed; any other is placed first
   const bool placed = fn.placement() && fn.placement()->config == target.env.config &&
                       fn.placement()->int32_results == target.int32_results;
-  const Function typed = placed ? fn : infer_type(fn, target);
+  const Function typed = placed ? fn : run_passes(fn, target, options.passes);
+  if (!typed.placement())
+    raise<ValueError>(
+        "build: the function is not placed: its passes lacked 'partition' "
+        "(graph::default_passes())");
   const Partition& part = *typed.placement();
   for (const auto& g : part.groups)
     if (g.device == Device::Vta && !g.layouts)

@@ -1,9 +1,10 @@
 // graph::build: a function compiled for a target into a graph::Module. What to build is
 // decided by the graph passes (graph/pipeline.hpp); build carries it out, making no decision
 // of its own:
-//   infer_type(fn, target)   the passes: types, fuses VTA groups (anchor + epilogue), places
-//                            every call, gives each VTA group its layouts, finds the states
-//                            to hold packed (graph/place.hpp); a function placed for this
+//   the passes               BuildOptions::passes (graph::default_passes(), what
+//                            infer_type(fn, target) runs): types, fuses VTA groups (anchor +
+//                            epilogue), places every call, gives each VTA group its layouts,
+//                            finds the states to hold packed; a function placed for this
 //                            target (by infer_type or graph::run_passes) is built with the
 //                            placement it carries, so what was printed is what is built
 //   per VTA group            its Workload; the anchor's strategy gives the knob space, the
@@ -28,6 +29,8 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/module.hpp>
 #include <dlavm/graph/node.hpp>
+#include <dlavm/graph/pass.hpp>
+#include <dlavm/graph/pipeline.hpp>
 #include <dlavm/graph/place.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/target.hpp>
@@ -48,6 +51,9 @@ struct BuildOptions {
   // tilings: the chosen one, and one chosen for the rows' dims at their minima (a decode
   // step's one token), used when the dims take those values. False: one tiling serves all.
   bool specialize_min_rows = true;
+  // The graph passes a function that is not placed for the target goes through first
+  // (graph/pipeline.hpp); a function placed already is built as its placement says.
+  std::vector<Pass> passes = default_passes();
 };
 
 Module build(const Function& fn, const Target& target, const BuildOptions& options = {});
