@@ -583,12 +583,13 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 //               workspace a replay needs (the largest step's tables)
 //   run         run()'s statements: a static stream placed once run, a replay, or the call of
 //               a host step's firmware kernel (the op record's, OpRecord::firmware, or a layout
-//               kernel of the emitter's own), with arguments as data
+//               kernel of the emitter's own), with arguments as data; then the states' commits
 //   weights,    the files' payloads (the weight region's image; the static streams' words)
 //   insts
 // A step without a firmware kernel is refused, naming the node and the op; so are dtypes
-// firmware does not hold (8, 16, 32 and 64-bit integers and float32) and a growing state
-// firmware cannot append to.
+// firmware does not hold (8, 16, 32 and 64-bit integers and float32), a growing state
+// firmware cannot append to, and a kernel's call that reads an input or a local the step does
+// not have. Its errors start "deploy::emit:", the call it is the first half of.
 //
 //   auto plan = deploy::plan_firmware(mod, {.lite = true});
 //   for (const auto& s : plan.run)
@@ -878,7 +879,7 @@ struct FirmwareArg {
     Dim,        // `expr`, an expression in the model's symbolic dims
     Int,        // `value`, with the literal suffix `suffix` ("", "LL", "ULL")
     Typed,      // `value` as input `index`'s element type: T(valueLL)
-    Float,      // `number`, exactly (a hexadecimal float literal)
+    Float,      // `number` as a float (the nearest one), exactly (a hexadecimal literal)
     Bool,       // value != 0
     Aggregate,  // `type`{items...} (`type` empty: a braced list)
     Local,      // the local of FirmwareCall::locals named `type`
@@ -932,7 +933,8 @@ struct FirmwareCall {
   std::vector<FirmwareLocal> locals{};
 };
 
-// The number of elements of a shape (1 for a scalar).
+// The number of elements of a shape (1 for a scalar), simplified: what the firmware kernels
+// and the type rules (graph::detail::product) count with.
 ne::Expr element_count(std::span<const ne::Expr> shape);
 
 }  // namespace dlavm::graph
@@ -1507,998 +1509,6 @@ Expr& operator-=(Var&, const Expr&) = delete;
 Expr& operator*=(Var&, const Expr&) = delete;
 
 }  // namespace dlavm::ne
-// end dlavm/ne/ops.hpp
-
-namespace dlavm::graph {
-
-DLAVM_INLINE ne::Expr element_count(std::span<const ne::Expr> shape) {
-  ne::Expr n = 1;
-  for (const auto& d : shape) n = n * d;
-  return n;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/firmware-inl.hpp
-#endif
-// end dlavm/graph/firmware.hpp
-// begin dlavm/graph/memory_plan.hpp
-// The memory plan of a built model: where every buffer and stream lives in device memory, as
-// the earlier Python design laid a model out for firmware. The planner knows no model: it
-// takes plain requests (a region, a size, the first and last step that use the buffer), as
-// TensorFlow Lite Micro's planner takes (size, first use, last use); graph::Module makes the
-// requests of its values (graph::memory_request, graph/module.hpp). Five regions:
-//
-//   weight   the constants (VTA's packed, the host steps' plain), written once
-//   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
-//            later buffers once its last user has run (liveness), every buffer sized at the
-//            maxima of its symbolic dims
-//   cache    the states (graph::State), which outlive a run
-//   insts    the VTA steps' instruction streams
-//   uop      their micro-op buffers
-//
-// laid out from a region map: each region at a base address or right after another region
-// (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
-// anchor), every offset and region aligned to `alignment` bytes.
-//
-//   graph::PlanRequest req;
-//   req.buffers = {{.name = "%x", .region = graph::RegionKind::Runtime, .bytes = 4096,
-//                   .first = -1, .last = 0},
-//                  {.name = "%0", .region = graph::RegionKind::Runtime, .bytes = 4096,
-//                   .first = 0, .last = 1}};
-//   req.steps = 1;
-//   auto plan = graph::plan_memory(req, {.alignment = 256});
-//   fmt::print("{}", plan.report());     // per buffer: region, offset, size, lifetime
-//
-// Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
-// unknown region, two regions that overlap, an alignment that is not a power of two
-// (ConfigError); a plan past the address space (CapacityError); each names the region and
-// the addresses.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
-inline constexpr std::size_t kRegionCount = 5;
-// "weight", "runtime", "cache", "insts", "uop"
-std::string_view region_name(RegionKind r);
-
-// One entry of a region map: a region at a base address, or right after another region.
-struct RegionPlace {
-  std::string name;
-  std::variant<std::uint64_t, std::string> at;
-};
-
-// How the plan lays out its regions and buffers.
-struct PlanOptions {
-  // Every region, each once; "global" may anchor the others (a region of no bytes).
-  std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
-                                      {"runtime", "weight"},        {"cache", "runtime"},
-                                      {"insts", "cache"},           {"uop", "insts"}};
-  // bytes, a power of two; the plan aligns to the request's min_alignment where that is larger
-  std::int64_t alignment = 256;
-  bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
-  std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
-};
-
-// One buffer to place. Lifetime: from the step that writes it (-1: before the first step, a
-// param or a constant) to its last user (PlanRequest::steps: read after the run). Insts and
-// Uop buffers are not requested: those regions are sized by the request as a whole.
-struct BufferRequest {
-  std::string name{};  // for the report: "%x", "%3:activation[1x16]"
-  RegionKind region = RegionKind::Runtime;
-  std::int64_t bytes = 0;
-  std::int64_t first = -1, last = -1;
-};
-
-struct PlanRequest {
-  std::vector<BufferRequest> buffers;
-  std::int64_t steps = 0;  // the steps of a run: a lifetime ending here lasts past the run
-  // the stream regions' bytes
-  std::int64_t insts_bytes = 0, uop_bytes = 0;
-  // the least alignment every buffer needs (VTA's largest DRAM element), a power of two
-  std::int64_t min_alignment = 1;
-};
-
-// Where one buffer lives, aligned with the request's buffers.
-struct BufferPlan {
-  std::string name;
-  RegionKind region = RegionKind::Runtime;
-  std::int64_t offset = 0, bytes = 0;
-  std::int64_t first = 0, last = 0;
-};
-
-struct RegionPlan {
-  RegionKind kind = RegionKind::Weight;
-  std::uint64_t base = 0;
-  std::int64_t bytes = 0;
-  std::uint64_t end() const { return base + static_cast<std::uint64_t>(bytes); }
-};
-
-class MemoryPlan {
- public:
-  std::vector<RegionPlan> regions;  // by RegionKind
-  std::vector<BufferPlan> buffers;  // by request index (a module's: by value index)
-  std::int64_t alignment = 256;
-  std::int64_t steps = 0;  // the request's
-  // The runtime region's lower bound: the most bytes (aligned) live at once.
-  std::int64_t live_peak = 0;
-
-  const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
-  // A buffer's absolute address.
-  std::uint64_t address(std::size_t buffer) const {
-    const auto& b = buffers[buffer];
-    return region(b.region).base + static_cast<std::uint64_t>(b.offset);
-  }
-  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, name.
-  std::string report(std::string_view title = "") const;
-};
-
-MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options = {});
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/memory_plan-inl.hpp
-// Definitions for dlavm/graph/memory_plan.hpp (see core/api.hpp).
-
-// begin dlavm/graph/memory_plan.hpp
-// end dlavm/graph/memory_plan.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <functional>
-#include <map>
-#include <numeric>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view region_name(RegionKind r) {
-  switch (r) {
-    case RegionKind::Weight:
-      return "weight";
-    case RegionKind::Runtime:
-      return "runtime";
-    case RegionKind::Cache:
-      return "cache";
-    case RegionKind::Insts:
-      return "insts";
-    case RegionKind::Uop:
-      return "uop";
-  }
-  return "?";
-}
-
-namespace detail {
-
-inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
-
-// Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
-// at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
-// TensorFlow Lite's arena planner). Without reuse, one after the other.
-inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_t alignment,
-                                  bool reuse) {
-  std::stable_sort(buffers.begin(), buffers.end(), [](const BufferPlan* a, const BufferPlan* b) {
-    return a->bytes > b->bytes || (a->bytes == b->bytes && a->first < b->first);
-  });
-  std::int64_t end = 0;
-  std::vector<const BufferPlan*> placed;
-  for (BufferPlan* b : buffers) {
-    const auto size = align_up(std::max<std::int64_t>(b->bytes, 1), alignment);
-    std::int64_t at = 0;
-    if (reuse) {
-      std::vector<const BufferPlan*> live;
-      for (const auto* p : placed)
-        if (p->first <= b->last && b->first <= p->last) live.push_back(p);
-      std::sort(live.begin(), live.end(),
-                [](const BufferPlan* x, const BufferPlan* y) { return x->offset < y->offset; });
-      for (const auto* p : live) {
-        if (p->offset >= at + size) break;  // the gap before p holds b
-        at = std::max(at, align_up(p->offset + std::max<std::int64_t>(p->bytes, 1), alignment));
-      }
-    } else {
-      at = end;
-    }
-    b->offset = at;
-    end = std::max(end, at + size);
-    placed.push_back(b);
-  }
-  return end;
-}
-
-// The regions' bases from the map: a number, or the aligned end of the region named.
-inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::int64_t* sizes) {
-  const auto a = static_cast<std::uint64_t>(o.alignment);
-  constexpr std::string_view anchor = "global";
-  std::vector<std::string> names = {std::string(anchor)};
-  for (std::size_t r = 0; r < kRegionCount; ++r)
-    names.emplace_back(region_name(static_cast<RegionKind>(r)));
-  const auto known = fmt::format("{}", fmt::join(names, ", "));
-  std::map<std::string, const RegionPlace*, std::less<>> entry;
-  for (const auto& p : o.regions) {
-    if (std::find(names.begin(), names.end(), p.name) == names.end())
-      raise<ConfigError>("memory plan: region map names '{}', which is no region (regions: {})",
-                         p.name, known);
-    if (!entry.emplace(p.name, &p).second)
-      raise<ConfigError>("memory plan: region map places '{}' twice", p.name);
-  }
-  for (std::size_t k = 1; k < names.size(); ++k)
-    if (entry.count(names[k]) == 0)
-      raise<ConfigError>(
-          "memory plan: region map does not place '{}' (give a base address or "
-          "the region it follows)",
-          names[k]);
-  const auto size_of = [&](std::string_view name) -> std::uint64_t {
-    for (std::size_t r = 0; r < kRegionCount; ++r)
-      if (name == region_name(static_cast<RegionKind>(r)))
-        return static_cast<std::uint64_t>(sizes[r]);
-    return 0;  // the anchor
-  };
-  std::map<std::string, std::uint64_t, std::less<>> base;
-  std::vector<std::string> resolving;
-  const std::function<std::uint64_t(const std::string&)> base_of =
-      [&](const std::string& name) -> std::uint64_t {
-    if (const auto it = base.find(name); it != base.end()) return it->second;
-    const auto e = entry.find(name);
-    if (e == entry.end())
-      raise<ConfigError>(
-          "memory plan: a region follows '{}', which the map does not place "
-          "(regions: {})",
-          name, known);
-    if (std::find(resolving.begin(), resolving.end(), name) != resolving.end())
-      raise<ConfigError>("memory plan: region '{}' is placed after itself ({} -> {})", name,
-                         fmt::join(resolving, " -> "), name);
-    resolving.push_back(name);
-    std::uint64_t b = 0;
-    if (const auto* addr = std::get_if<std::uint64_t>(&e->second->at)) {
-      b = *addr;
-      if (b % a != 0)
-        raise<ConfigError>("memory plan: region '{}' at 0x{:x} is not aligned to {} bytes", name, b,
-                           a);
-    } else {
-      const auto& prev = std::get<std::string>(e->second->at);
-      b = (base_of(prev) + size_of(prev) + a - 1) / a * a;
-    }
-    resolving.pop_back();
-    base.emplace(name, b);
-    return b;
-  };
-  std::vector<RegionPlan> out;
-  for (std::size_t r = 0; r < kRegionCount; ++r) {
-    const auto kind = static_cast<RegionKind>(r);
-    out.push_back({kind, base_of(std::string(region_name(kind))), sizes[r]});
-    if (out.back().end() > o.address_limit || out.back().end() < out.back().base)
-      raise<CapacityError>(
-          "memory plan: region '{}' of {} bytes at 0x{:x} ends at 0x{:x}, past the address "
-          "space (0x{:x})",
-          region_name(kind), sizes[r], out.back().base, out.back().end(), o.address_limit);
-  }
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (std::size_t j = i + 1; j < out.size(); ++j) {
-      const auto &x = out[i], &y = out[j];
-      if (x.bytes > 0 && y.bytes > 0 && x.base < y.end() && y.base < x.end())
-        raise<ConfigError>(
-            "memory plan: regions '{}' [0x{:x}, 0x{:x}) and '{}' [0x{:x}, 0x{:x}) overlap",
-            region_name(x.kind), x.base, x.end(), region_name(y.kind), y.base, y.end());
-    }
-  return out;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string MemoryPlan::report(std::string_view title) const {
-  std::string s = fmt::format("memory plan{}{} (alignment {} bytes)\n", title.empty() ? "" : " of ",
-                              title, alignment);
-  for (const auto& r : regions)
-    s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
-                     r.base, r.end(), r.bytes);
-  s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
-                   region(RegionKind::Runtime).bytes, live_peak);
-  s += "  buffer   region    offset      bytes  lifetime  name\n";
-  const auto step = [&](std::int64_t t) {
-    return t < 0 ? std::string("in") : t >= steps ? std::string("out") : std::to_string(t);
-  };
-  for (std::size_t i = 0; i < buffers.size(); ++i) {
-    const auto& b = buffers[i];
-    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", i, region_name(b.region),
-                     b.offset, b.bytes, step(b.first), step(b.last), b.name);
-  }
-  return s;
-}
-
-DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options) {
-  for (const std::int64_t a : {options.alignment, request.min_alignment})
-    if (a < 1 || (a & (a - 1)) != 0)
-      raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
-  const std::int64_t a = std::max(options.alignment, request.min_alignment);
-  MemoryPlan plan;
-  plan.alignment = a;
-  plan.steps = request.steps;
-  for (const auto& r : request.buffers) {
-    if (r.region == RegionKind::Insts || r.region == RegionKind::Uop)
-      raise<ConfigError>(
-          "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
-          "with PlanRequest::{}_bytes",
-          r.name, region_name(r.region), region_name(r.region));
-    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
-  }
-  std::int64_t sizes[kRegionCount] = {};
-  for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
-    std::vector<BufferPlan*> in_region;
-    for (auto& b : plan.buffers)
-      if (b.region == r) in_region.push_back(&b);
-    sizes[static_cast<int>(r)] =
-        detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
-  }
-  // the lower bound: the most runtime bytes live during one step
-  for (std::int64_t t = -1; t <= request.steps; ++t) {
-    std::int64_t live = 0;
-    for (const auto& b : plan.buffers)
-      if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
-        live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
-    plan.live_peak = std::max(plan.live_peak, live);
-  }
-  sizes[static_cast<int>(RegionKind::Insts)] = detail::align_up(request.insts_bytes, a);
-  sizes[static_cast<int>(RegionKind::Uop)] = detail::align_up(request.uop_bytes, a);
-  plan.regions = detail::lay_out_regions(options, sizes);
-  return plan;
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/memory_plan-inl.hpp
-#endif
-// end dlavm/graph/memory_plan.hpp
-// begin dlavm/graph/module.hpp
-// graph::Module: a built model (graph::build), as immutable plain data. It holds values (the
-// params, the constants, already packed for VTA where VTA reads them, and the intermediates),
-// each with a storage slot, and steps in execution order: host op calls (by op name and
-// attributes, run with the target's op registry), layout conversions (pack / unpack, on the
-// host), appends to a growing state held packed, and VTA programs (vta::Program, one per fused
-// group, with its workload, knobs, MACs and traffic). Symbolic dims stay expressions. A module
-// never changes once built: graph::Executor (graph/executor.hpp) runs it on a device, holding
-// the states, the device memory and the last run, as runtime::Session does in firmware; and
-// deploy::emit writes it for firmware.
-//
-// Storage: the module plans its memory (graph::plan_memory over memory_request(module)): the
-// constants in the `weight` region, the params, intermediates and results in the `runtime`
-// region, where a value's bytes go to a later one once its last reader has run, the states in
-// `cache`, the streams in `insts` and `uop` (one stream at a time, the largest any step
-// writes); every slot sized for the dims' maxima.
-//
-//   auto mod = graph::build(fn, target, {.name = "mlp"});
-//   fmt::print("{}", mod);                                   // the values and steps
-//   fmt::print("{}", mod.plan().report(mod.name()));         // where each value lives
-//   graph::Executor exec(mod, dev);                          // graph/executor.hpp
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attrs.hpp
-// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
-// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
-// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
-// keys an op takes, with their kinds and defaults.
-//
-//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
-//   a.get_ints("strides");          // {2, 2}
-//   a.get_float("shift");           // 8.0: an integer reads as a float
-//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
-//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
-//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-
-#include <fmt/format.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
-
-namespace dlavm::graph {
-
-using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
-                               std::vector<double>>;
-
-// The kinds of AttrValue, in the order of its alternatives.
-enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
-
-inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
-// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
-std::string_view describe(AttrKind kind);
-// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
-std::string to_string(const AttrValue& v);
-
-class Attrs {
- public:
-  struct Entry {
-    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
-    // {"strides", {2, 2}}: a braced list of integers.
-    Entry(std::string k, std::initializer_list<std::int64_t> v)
-        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
-    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
-    template <std::size_t N>
-    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
-    friend bool operator==(const Entry&, const Entry&) = default;
-    std::string key;
-    AttrValue value;
-  };
-
-  Attrs() = default;
-  // ValueError when a key appears twice.
-  Attrs(std::initializer_list<Entry> entries);
-
-  // Inserts or replaces.
-  Attrs& set(std::string key, AttrValue value);
-  // The value, or nullptr.
-  const AttrValue* find(std::string_view key) const;
-  bool contains(std::string_view key) const { return find(key) != nullptr; }
-
-  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
-  // when it holds another kind. get_float also reads an integer.
-  std::int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;
-  const std::string& get_string(std::string_view key) const;
-  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
-  DType get_dtype(std::string_view key) const;
-  // A list of floats; a list of integers reads as one too.
-  std::vector<double> get_floats(std::string_view key) const;
-
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-  friend bool operator==(const Attrs&, const Attrs&) = default;
-
- private:
-  const AttrValue& get(std::string_view key, AttrKind want) const;
-  std::vector<Entry> entries_;  // sorted by key, keys unique
-};
-
-}  // namespace dlavm::graph
-
-// key=value pairs in key order, separated by ", ".
-template <>
-struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
-  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
-    std::string out;
-    for (const auto& e : a) {
-      if (!out.empty()) out += ", ";
-      out += e.key;
-      out += '=';
-      out += dlavm::graph::to_string(e.value);
-    }
-    return fmt::formatter<std::string_view>::format(out, ctx);
-  }
-};
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/attrs-inl.hpp
-// Definitions for graph/attrs.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attrs.hpp
-// end dlavm/graph/attrs.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-
-namespace dlavm::graph {
-
-DLAVM_INLINE std::string_view describe(AttrKind kind) {
-  switch (kind) {
-    case AttrKind::Int:
-      return "an integer";
-    case AttrKind::Float:
-      return "a float";
-    case AttrKind::String:
-      return "a string";
-    case AttrKind::Ints:
-      return "a list of integers";
-    case AttrKind::DType:
-      return "a dtype";
-    case AttrKind::Floats:
-      return "a list of floats";
-  }
-  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
-}
-
-namespace detail {
-
-// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
-inline std::string float_text(double d) {
-  std::string s = fmt::format("{}", d);
-  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE std::string to_string(const AttrValue& v) {
-  using detail::float_text;
-  switch (kind_of(v)) {
-    case AttrKind::Int:
-      return fmt::format("{}", std::get<std::int64_t>(v));
-    case AttrKind::Float:
-      return float_text(std::get<double>(v));
-    case AttrKind::String: {
-      std::string s = "\"";
-      for (char c : std::get<std::string>(v)) {
-        if (c == '"' || c == '\\') s += '\\';
-        s += c;
-      }
-      return s + "\"";
-    }
-    case AttrKind::Ints:
-      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
-    case AttrKind::DType:
-      return std::get<DType>(v).str();
-    case AttrKind::Floats: {
-      std::vector<std::string> items;
-      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
-      return fmt::format("[{}]", fmt::join(items, ", "));
-    }
-  }
-  raise<ValueError>("internal: unknown attribute kind, please report");
-}
-
-DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
-  for (const Entry& e : entries) {
-    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
-    set(e.key, e.value);
-  }
-}
-
-DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, const std::string& k) { return e.key < k; });
-  if (it != entries_.end() && it->key == key)
-    it->value = std::move(value);
-  else
-    entries_.emplace(it, std::move(key), std::move(value));
-  return *this;
-}
-
-DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, std::string_view k) { return e.key < k; });
-  return it != entries_.end() && it->key == key ? &it->value : nullptr;
-}
-
-DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
-  const AttrValue* v = find(key);
-  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
-  if (kind_of(*v) != want)
-    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
-                     to_string(*v), describe(want));
-  return *v;
-}
-
-DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
-  return std::get<std::int64_t>(get(key, AttrKind::Int));
-}
-
-DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Int)
-    return static_cast<double>(std::get<std::int64_t>(*v));
-  return std::get<double>(get(key, AttrKind::Float));
-}
-
-DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
-  return std::get<std::string>(get(key, AttrKind::String));
-}
-
-DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
-  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
-}
-
-DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
-  return std::get<DType>(get(key, AttrKind::DType));
-}
-
-DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
-  const AttrValue* v = find(key);
-  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
-    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
-    return {ints.begin(), ints.end()};
-  }
-  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/attrs-inl.hpp
-#endif
-// end dlavm/graph/attrs.hpp
-// begin dlavm/graph/layout.hpp
-// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
-// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
-// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
-//
-//   Plain        the logical array
-//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
-//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
-//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
-//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
-//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
-//                                                                   for every batch row)
-//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
-//                                                                   operand and result: each
-//                                                                   product a Matrix)
-//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
-//                                                                   activation: each product
-//                                                                   transposed into a
-//                                                                   DenseWeight)
-//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
-//   width folded into the channels (im2col along the width), for a convolution whose few
-//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
-//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
-//                         channel c*KW + dx; then as Activation
-//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
-//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
-//   padding. Packing only: nothing reads these layouts back.
-// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
-// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
-// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
-// [prod(B), M/R, C/T, P, R, T]. Unpack
-// reassembles the value (the top plane carries the sign); nothing packs into them.
-//   P = 4 returns the full int32 accumulator to the host.
-// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
-// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
-//
-//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
-//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
-//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/ne/expr.hpp
-// end dlavm/ne/expr.hpp
-// begin dlavm/te/ndarray.hpp
-// NDArray: a host tensor, the currency of references and interpreters. Integer arrays hold
-// their values as int64, always wrapped to the dtype, so int8 arithmetic behaves as on
-// hardware; float32 arrays (the only float type) hold `float`s. Each kind has its own accessors:
-// data()/at()/set() for integers, fdata()/at_float()/set_float() for float32; using one on the
-// other kind raises TypeError naming the dtype.
-//
-//   auto a = te::NDArray::random(DType::int8(), {2, 3}, /*seed=*/1);
-//   auto f = te::NDArray::random(DType::float32(), {4}, 2);   // uniform in [-1, 1)
-//   f.set_float({0}, 0.5f);
-//   CHECK(te::allclose(f, expected, /*rtol=*/1e-5, /*atol=*/1e-6));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/dtype.hpp
-// end dlavm/core/dtype.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <initializer_list>
-#include <random>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-namespace dlavm::te {
-
-class NDArray {
- public:
-  NDArray() = default;
-  NDArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-    if (dtype.is_float() && dtype != DType::float32())
-      raise<TypeError>("NDArray of {}: float32 is the only float type dlavm computes on", dtype);
-    std::int64_t n = 1;
-    for (auto d : shape_) {
-      if (d < 0)
-        raise<ShapeError>("NDArray: negative dim {} in shape [{}]", d, fmt::join(shape_, ", "));
-      if (d != 0 && n > (std::int64_t{1} << 40) / d)
-        raise<CapacityError>("NDArray of shape [{}] is too large to allocate",
-                             fmt::join(shape_, ", "));
-      n *= d;
-    }
-    if (dtype.is_float())
-      fdata_.assign(static_cast<std::size_t>(n), 0.0f);
-    else
-      data_.assign(static_cast<std::size_t>(n), 0);
-  }
-
-  // An array holding `values` in row-major order (integers wrapped to the dtype, or float32
-  // values); ShapeError when their count is not the shape's element count.
-  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
-                           std::span<const std::int64_t> values) {
-    NDArray a(dtype, std::move(shape));
-    a.check_count(values.size(), "from_ints");
-    for (std::size_t i = 0; i < values.size(); ++i) a.set_flat(i, values[i]);
-    return a;
-  }
-  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
-                           std::initializer_list<std::int64_t> values) {
-    return from_ints(dtype, std::move(shape), std::span(values.begin(), values.size()));
-  }
-  static NDArray from_floats(std::vector<std::int64_t> shape, std::span<const float> values) {
-    NDArray a(DType::float32(), std::move(shape));
-    a.check_count(values.size(), "from_floats");
-    std::copy(values.begin(), values.end(), a.fdata_.begin());
-    return a;
-  }
-  static NDArray from_floats(std::vector<std::int64_t> shape, std::initializer_list<float> values) {
-    return from_floats(std::move(shape), std::span(values.begin(), values.size()));
-  }
-
-  // Uniform random values over the dtype's whole range (or [lo, hi]), reproducible by seed.
-  // float32: uniform in [-1, 1) (or [lo, hi)).
-  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed) {
-    if (dtype.is_float()) return random_float(std::move(shape), seed, -1.0, 1.0);
-    return random(dtype, std::move(shape), seed, dtype.min_value(), dtype.max_value());
-  }
-  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
-                        std::int64_t lo, std::int64_t hi) {
-    if (dtype.is_float())
-      return random_float(std::move(shape), seed, static_cast<double>(lo), static_cast<double>(hi));
-    NDArray a(dtype, std::move(shape));
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> dist(lo, hi);
-    for (auto& v : a.data_) v = dtype.wrap(dist(rng));
-    return a;
-  }
-  static NDArray random_float(std::vector<std::int64_t> shape, std::uint64_t seed, double lo,
-                              double hi) {
-    if (!(lo < hi)) raise<ValueError>("NDArray::random_float: empty range [{}, {})", lo, hi);
-    NDArray a(DType::float32(), std::move(shape));
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> dist(lo, hi);
-    for (auto& v : a.fdata_) v = static_cast<float>(dist(rng));
-    return a;
-  }
-
-  // The same elements in `shape`, which must hold as many (ShapeError otherwise): the
-  // elements move, nothing is copied.
-  NDArray reshape(std::vector<std::int64_t> shape) && {
-    std::size_t n = 1;
-    for (const auto d : shape) n *= d < 0 ? 0 : static_cast<std::size_t>(d);
-    if (n != size())
-      raise<ShapeError>("NDArray::reshape: {} elements cannot take the shape [{}]", size(),
-                        fmt::join(shape, ", "));
-    NDArray out;
-    out.dtype_ = dtype_;
-    out.shape_ = std::move(shape);
-    out.data_ = std::move(data_);
-    out.fdata_ = std::move(fdata_);
-    return out;
-  }
-
-  DType dtype() const { return dtype_; }
-  const std::vector<std::int64_t>& shape() const { return shape_; }
-  std::size_t ndim() const { return shape_.size(); }
-  std::size_t size() const { return dtype_.is_float() ? fdata_.size() : data_.size(); }
-  // The integer elements, row-major; TypeError on a float32 array.
-  std::span<const std::int64_t> data() const {
-    check_integral("data()");
-    return data_;
-  }
-  std::span<std::int64_t> data() {
-    check_integral("data()");
-    return data_;
-  }
-  // The float32 elements, row-major; TypeError on an integer array.
-  std::span<const float> fdata() const {
-    check_float("fdata()");
-    return fdata_;
-  }
-  std::span<float> fdata() {
-    check_float("fdata()");
-    return fdata_;
-  }
-
-  // Row-major offset of an index; ShapeError names the array when it is out of range.
-  std::size_t offset(std::span<const std::int64_t> index, std::string_view name = "NDArray") const {
-    if (index.size() != shape_.size())
-      raise<ShapeError>("{} has {} dims but is indexed with {}", name, shape_.size(), index.size());
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < index.size(); ++k) {
-      if (index[k] < 0 || index[k] >= shape_[k])
-        raise<ShapeError>("{}: index {} of dim {} is outside [0, {})", name, index[k], k,
-                          shape_[k]);
-      off = off * static_cast<std::size_t>(shape_[k]) + static_cast<std::size_t>(index[k]);
-    }
-    return off;
-  }
-  std::int64_t at(std::span<const std::int64_t> index) const {
-    check_integral("at()");
-    return data_[offset(index)];
-  }
-  std::int64_t at(std::initializer_list<std::int64_t> index) const {
-    return at(std::span<const std::int64_t>(index.begin(), index.size()));
-  }
-  void set(std::span<const std::int64_t> index, std::int64_t v) {
-    check_integral("set()");
-    data_[offset(index)] = dtype_.wrap(v);
-  }
-  void set(std::initializer_list<std::int64_t> index, std::int64_t v) {
-    set(std::span<const std::int64_t>(index.begin(), index.size()), v);
-  }
-  void set_flat(std::size_t i, std::int64_t v) {
-    check_integral("set_flat()");
-    data_[i] = dtype_.wrap(v);
-  }
-
-  float at_float(std::span<const std::int64_t> index) const {
-    check_float("at_float()");
-    return fdata_[offset(index)];
-  }
-  float at_float(std::initializer_list<std::int64_t> index) const {
-    return at_float(std::span<const std::int64_t>(index.begin(), index.size()));
-  }
-  void set_float(std::span<const std::int64_t> index, float v) {
-    check_float("set_float()");
-    fdata_[offset(index)] = v;
-  }
-  void set_float(std::initializer_list<std::int64_t> index, float v) {
-    set_float(std::span<const std::int64_t>(index.begin(), index.size()), v);
-  }
-
-  // Element i (row-major) as a double, for either kind: exact for float32 and for integers
-  // up to 2^53 in magnitude.
-  double value_as_double(std::size_t i) const {
-    return dtype_.is_float() ? static_cast<double>(fdata_[i]) : static_cast<double>(data_[i]);
-  }
-
-  // Exact equality: same dtype, shape and values; float32 values compare with ==, except that
-  // NaN equals NaN (so an array equals its copy).
-  friend bool operator==(const NDArray& a, const NDArray& b) {
-    if (a.dtype_ != b.dtype_ || a.shape_ != b.shape_ || a.data_ != b.data_) return false;
-    for (std::size_t i = 0; i < a.fdata_.size(); ++i) {
-      const float x = a.fdata_[i], y = b.fdata_[i];
-      if (x != y && !(std::isnan(x) && std::isnan(y))) return false;
-    }
-    return true;
-  }
-
- private:
-  void check_integral(std::string_view what) const {
-    if (dtype_.is_float())
-      raise<TypeError>(
-          "NDArray::{} on a {} array: it holds integers only; use the float "
-          "accessors (fdata, at_float, set_float)",
-          what, dtype_);
-  }
-  void check_float(std::string_view what) const {
-    if (!dtype_.is_float())
-      raise<TypeError>(
-          "NDArray::{} on a {} array: it holds float32 only; use the integer "
-          "accessors (data, at, set)",
-          what, dtype_);
-  }
-  void check_count(std::size_t count, std::string_view who) const {
-    if (count != size())
-      raise<ShapeError>("NDArray::{}: {} values for shape [{}], which holds {}", who, count,
-                        fmt::join(shape_, ", "), size());
-  }
-
-  DType dtype_ = DType::int32();
-  std::vector<std::int64_t> shape_;
-  std::vector<std::int64_t> data_;  // integer dtypes
-  std::vector<float> fdata_;        // float32
-};
-
-// numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
-// doubles, so integer and float32 arrays of one shape compare too). NaN is close to nothing.
-bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8);
-
-}  // namespace dlavm::te
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/te/ndarray-inl.hpp
-// Definitions for dlavm/te/ndarray.hpp (see core/api.hpp).
-
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-namespace dlavm::te {
-
-DLAVM_INLINE bool allclose(const NDArray& a, const NDArray& b, double rtol, double atol) {
-  if (a.shape() != b.shape()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double x = a.value_as_double(i), y = b.value_as_double(i);
-    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
-  }
-  return true;
-}
-
-}  // namespace dlavm::te
-// end dlavm/te/ndarray-inl.hpp
-#endif
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <span>
-#include <string>
-#include <vector>
-
-namespace dlavm::graph {
-
-struct Layout {
-  enum class Kind : std::uint8_t {
-    Plain,
-    Activation,
-    Matrix,
-    ConvWeight,
-    DenseWeight,
-    Channel,
-    UnfoldedActivation,
-    UnfoldedConvWeight,
-    BatchedMatrix,
-    MatmulWeight
-  };
-  // The unfolded layouts' convolution: kernel width, column stride and padding.
-  struct Unfold {
-    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
-    friend bool operator==(const Unfold&, const Unfold&) = default;
-  };
-  Kind kind = Kind::Plain;
-  std::int64_t rows = 1;  // tile rows (R)
-  std::int64_t cols = 1;  // tile columns (T)
-  Unfold unfold{};
-  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
-  friend bool operator==(const Layout&, const Layout&) = default;
-};
-
-// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
-// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
-std::string to_string(const Layout& l);
-
-// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
-// not take; symbolic dims stay expressions).
-std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
-
-te::NDArray pack(const te::NDArray& logical, const Layout& l);
-// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
-te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/layout-inl.hpp
-// Definitions for graph/layout.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/layout.hpp
-// end dlavm/graph/layout.hpp
-// begin dlavm/ne/int_math.hpp
-// end dlavm/ne/int_math.hpp
-// begin dlavm/ne/ops.hpp
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // ne::simplify: rewrites an expression into a canonical form with the same value.
@@ -3438,6 +2448,1013 @@ DLAVM_INLINE Expr simplify(const Expr& e) { return detail::Simplifier().visit(e)
 }  // namespace dlavm::ne
 // end dlavm/ne/simplify-inl.hpp
 #endif
+// end dlavm/ne/simplify.hpp
+
+namespace dlavm::graph {
+
+DLAVM_INLINE ne::Expr element_count(std::span<const ne::Expr> shape) {
+  ne::Expr n = 1;
+  for (const auto& d : shape) n = n * d;
+  return ne::simplify(n);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/firmware-inl.hpp
+#endif
+// end dlavm/graph/firmware.hpp
+// begin dlavm/graph/memory_plan.hpp
+// The memory plan of a built model: where every buffer and stream lives in device memory, as
+// the earlier Python design laid a model out for firmware. The planner knows no model: it
+// takes plain requests (a region, a size, the first and last step that use the buffer), as
+// TensorFlow Lite Micro's planner takes (size, first use, last use); graph::Module makes the
+// requests of its values (graph::memory_request, graph/module.hpp). Five regions:
+//
+//   weight   the constants (VTA's packed, the host steps' plain), written once
+//   runtime  the params, intermediates and results of a run; a buffer's bytes are reused by
+//            later buffers once its last user has run (liveness), every buffer sized at the
+//            maxima of its symbolic dims
+//   cache    the states (graph::State), which outlive a run
+//   insts    the VTA steps' instruction streams
+//   uop      their micro-op buffers
+//
+// laid out from a region map: each region at a base address or right after another region
+// (`{"global": 0x0, "weight": "global", "runtime": "weight", ...}`; "global" is an empty
+// anchor), every offset and region aligned to `alignment` bytes.
+//
+//   graph::PlanRequest req;
+//   req.buffers = {{.name = "%x", .region = graph::RegionKind::Runtime, .bytes = 4096,
+//                   .first = -1, .last = 0},
+//                  {.name = "%0", .region = graph::RegionKind::Runtime, .bytes = 4096,
+//                   .first = 0, .last = 1}};
+//   req.steps = 1;
+//   auto plan = graph::plan_memory(req, {.alignment = 256});
+//   fmt::print("{}", plan.report());     // per buffer: region, offset, size, lifetime
+//
+// Errors: a region missing from the map, unknown, placed twice, after itself (a cycle) or an
+// unknown region, two regions that overlap, an alignment that is not a power of two
+// (ConfigError); a plan past the address space (CapacityError); each names the region and
+// the addresses.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+enum class RegionKind : std::uint8_t { Weight, Runtime, Cache, Insts, Uop };
+inline constexpr std::size_t kRegionCount = 5;
+// "weight", "runtime", "cache", "insts", "uop"
+std::string_view region_name(RegionKind r);
+
+// One entry of a region map: a region at a base address, or right after another region.
+struct RegionPlace {
+  std::string name;
+  std::variant<std::uint64_t, std::string> at;
+};
+
+// How the plan lays out its regions and buffers.
+struct PlanOptions {
+  // Every region, each once; "global" may anchor the others (a region of no bytes).
+  std::vector<RegionPlace> regions = {{"global", std::uint64_t{0}}, {"weight", "global"},
+                                      {"runtime", "weight"},        {"cache", "runtime"},
+                                      {"insts", "cache"},           {"uop", "insts"}};
+  // bytes, a power of two; the plan aligns to the request's min_alignment where that is larger
+  std::int64_t alignment = 256;
+  bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
+  std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
+};
+
+// One buffer to place. Lifetime: from the step that writes it (-1: before the first step, a
+// param or a constant) to its last user (PlanRequest::steps: read after the run). Insts and
+// Uop buffers are not requested: those regions are sized by the request as a whole.
+struct BufferRequest {
+  std::string name{};  // for the report: "%x", "%3:activation[1x16]"
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t bytes = 0;
+  std::int64_t first = -1, last = -1;
+};
+
+struct PlanRequest {
+  std::vector<BufferRequest> buffers;
+  std::int64_t steps = 0;  // the steps of a run: a lifetime ending here lasts past the run
+  // the stream regions' bytes
+  std::int64_t insts_bytes = 0, uop_bytes = 0;
+  // the least alignment every buffer needs (VTA's largest DRAM element), a power of two
+  std::int64_t min_alignment = 1;
+};
+
+// Where one buffer lives, aligned with the request's buffers.
+struct BufferPlan {
+  std::string name;
+  RegionKind region = RegionKind::Runtime;
+  std::int64_t offset = 0, bytes = 0;
+  std::int64_t first = 0, last = 0;
+};
+
+struct RegionPlan {
+  RegionKind kind = RegionKind::Weight;
+  std::uint64_t base = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t end() const { return base + static_cast<std::uint64_t>(bytes); }
+};
+
+class MemoryPlan {
+ public:
+  std::vector<RegionPlan> regions;  // by RegionKind
+  std::vector<BufferPlan> buffers;  // by request index (a module's: by value index)
+  std::int64_t alignment = 256;
+  std::int64_t steps = 0;  // the request's
+  // The runtime region's lower bound: the most bytes (aligned) live at once.
+  std::int64_t live_peak = 0;
+
+  const RegionPlan& region(RegionKind r) const { return regions[static_cast<std::size_t>(r)]; }
+  // A buffer's absolute address.
+  std::uint64_t address(std::size_t buffer) const {
+    const auto& b = buffers[buffer];
+    return region(b.region).base + static_cast<std::uint64_t>(b.offset);
+  }
+  // The regions (base, bytes) and every buffer: region, offset, size, lifetime, name.
+  std::string report(std::string_view title = "") const;
+};
+
+MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options = {});
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/memory_plan-inl.hpp
+// Definitions for dlavm/graph/memory_plan.hpp (see core/api.hpp).
+
+// begin dlavm/graph/memory_plan.hpp
+// end dlavm/graph/memory_plan.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view region_name(RegionKind r) {
+  switch (r) {
+    case RegionKind::Weight:
+      return "weight";
+    case RegionKind::Runtime:
+      return "runtime";
+    case RegionKind::Cache:
+      return "cache";
+    case RegionKind::Insts:
+      return "insts";
+    case RegionKind::Uop:
+      return "uop";
+  }
+  return "?";
+}
+
+namespace detail {
+
+inline std::int64_t align_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
+
+// Offsets for buffers of the given sizes and lifetimes in one region: the largest first, each
+// at the lowest aligned offset free for the whole of its lifetime (greedy by size, as
+// TensorFlow Lite's arena planner). Without reuse, one after the other.
+inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_t alignment,
+                                  bool reuse) {
+  std::stable_sort(buffers.begin(), buffers.end(), [](const BufferPlan* a, const BufferPlan* b) {
+    return a->bytes > b->bytes || (a->bytes == b->bytes && a->first < b->first);
+  });
+  std::int64_t end = 0;
+  std::vector<const BufferPlan*> placed;
+  for (BufferPlan* b : buffers) {
+    const auto size = align_up(std::max<std::int64_t>(b->bytes, 1), alignment);
+    std::int64_t at = 0;
+    if (reuse) {
+      std::vector<const BufferPlan*> live;
+      for (const auto* p : placed)
+        if (p->first <= b->last && b->first <= p->last) live.push_back(p);
+      std::sort(live.begin(), live.end(),
+                [](const BufferPlan* x, const BufferPlan* y) { return x->offset < y->offset; });
+      for (const auto* p : live) {
+        if (p->offset >= at + size) break;  // the gap before p holds b
+        at = std::max(at, align_up(p->offset + std::max<std::int64_t>(p->bytes, 1), alignment));
+      }
+    } else {
+      at = end;
+    }
+    b->offset = at;
+    end = std::max(end, at + size);
+    placed.push_back(b);
+  }
+  return end;
+}
+
+// The regions' bases from the map: a number, or the aligned end of the region named.
+// `alignment`: the plan's (the options' or the request's, the larger).
+inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, std::int64_t alignment,
+                                               const std::int64_t* sizes) {
+  const auto a = static_cast<std::uint64_t>(alignment);
+  constexpr std::string_view anchor = "global";
+  std::vector<std::string> names = {std::string(anchor)};
+  for (std::size_t r = 0; r < kRegionCount; ++r)
+    names.emplace_back(region_name(static_cast<RegionKind>(r)));
+  const auto known = fmt::format("{}", fmt::join(names, ", "));
+  std::map<std::string, const RegionPlace*, std::less<>> entry;
+  for (const auto& p : o.regions) {
+    if (std::find(names.begin(), names.end(), p.name) == names.end())
+      raise<ConfigError>("memory plan: region map names '{}', which is no region (regions: {})",
+                         p.name, known);
+    if (!entry.emplace(p.name, &p).second)
+      raise<ConfigError>("memory plan: region map places '{}' twice", p.name);
+  }
+  for (std::size_t k = 1; k < names.size(); ++k)
+    if (entry.count(names[k]) == 0)
+      raise<ConfigError>(
+          "memory plan: region map does not place '{}' (give a base address or "
+          "the region it follows)",
+          names[k]);
+  const auto size_of = [&](std::string_view name) -> std::uint64_t {
+    for (std::size_t r = 0; r < kRegionCount; ++r)
+      if (name == region_name(static_cast<RegionKind>(r)))
+        return static_cast<std::uint64_t>(sizes[r]);
+    return 0;  // the anchor
+  };
+  std::map<std::string, std::uint64_t, std::less<>> base;
+  std::vector<std::string> resolving;
+  const std::function<std::uint64_t(const std::string&)> base_of =
+      [&](const std::string& name) -> std::uint64_t {
+    if (const auto it = base.find(name); it != base.end()) return it->second;
+    const auto e = entry.find(name);
+    if (e == entry.end())
+      raise<ConfigError>(
+          "memory plan: a region follows '{}', which the map does not place "
+          "(regions: {})",
+          name, known);
+    if (std::find(resolving.begin(), resolving.end(), name) != resolving.end())
+      raise<ConfigError>("memory plan: region '{}' is placed after itself ({} -> {})", name,
+                         fmt::join(resolving, " -> "), name);
+    resolving.push_back(name);
+    std::uint64_t b = 0;
+    if (const auto* addr = std::get_if<std::uint64_t>(&e->second->at)) {
+      b = *addr;
+      if (b % a != 0)
+        raise<ConfigError>("memory plan: region '{}' at 0x{:x} is not aligned to {} bytes", name, b,
+                           a);
+    } else {
+      const auto& prev = std::get<std::string>(e->second->at);
+      b = (base_of(prev) + size_of(prev) + a - 1) / a * a;
+    }
+    resolving.pop_back();
+    base.emplace(name, b);
+    return b;
+  };
+  std::vector<RegionPlan> out;
+  for (std::size_t r = 0; r < kRegionCount; ++r) {
+    const auto kind = static_cast<RegionKind>(r);
+    out.push_back({kind, base_of(std::string(region_name(kind))), sizes[r]});
+    if (out.back().end() > o.address_limit || out.back().end() < out.back().base)
+      raise<CapacityError>(
+          "memory plan: region '{}' of {} bytes at 0x{:x} ends at 0x{:x}, past the address "
+          "space (0x{:x})",
+          region_name(kind), sizes[r], out.back().base, out.back().end(), o.address_limit);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (std::size_t j = i + 1; j < out.size(); ++j) {
+      const auto &x = out[i], &y = out[j];
+      if (x.bytes > 0 && y.bytes > 0 && x.base < y.end() && y.base < x.end())
+        raise<ConfigError>(
+            "memory plan: regions '{}' [0x{:x}, 0x{:x}) and '{}' [0x{:x}, 0x{:x}) overlap",
+            region_name(x.kind), x.base, x.end(), region_name(y.kind), y.base, y.end());
+    }
+  return out;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string MemoryPlan::report(std::string_view title) const {
+  std::string s = fmt::format("memory plan{}{} (alignment {} bytes)\n", title.empty() ? "" : " of ",
+                              title, alignment);
+  for (const auto& r : regions)
+    s += fmt::format("  region {:<8} 0x{:08x} .. 0x{:08x}  {:>10} bytes\n", region_name(r.kind),
+                     r.base, r.end(), r.bytes);
+  s += fmt::format("  runtime: {} bytes planned, {} bytes live at most (the lower bound)\n",
+                   region(RegionKind::Runtime).bytes, live_peak);
+  s += "  buffer   region    offset      bytes  lifetime  name\n";
+  const auto step = [&](std::int64_t t) {
+    return t < 0 ? std::string("in") : t >= steps ? std::string("out") : std::to_string(t);
+  };
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const auto& b = buffers[i];
+    s += fmt::format("  {:>6}   {:<8} {:>8} {:>10}  {:>3}..{:<3}  {}\n", i, region_name(b.region),
+                     b.offset, b.bytes, step(b.first), step(b.last), b.name);
+  }
+  return s;
+}
+
+DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOptions& options) {
+  for (const std::int64_t a : {options.alignment, request.min_alignment})
+    if (a < 1 || (a & (a - 1)) != 0)
+      raise<ConfigError>("memory plan: alignment {} is not a power of two", a);
+  const std::int64_t a = std::max(options.alignment, request.min_alignment);
+  MemoryPlan plan;
+  plan.alignment = a;
+  plan.steps = request.steps;
+  if (request.steps < 0 || request.insts_bytes < 0 || request.uop_bytes < 0)
+    raise<ValueError>(
+        "memory plan: the request has {} steps, {} bytes of instructions and {} of micro-ops; "
+        "none may be negative",
+        request.steps, request.insts_bytes, request.uop_bytes);
+  for (const auto& r : request.buffers) {
+    if (r.bytes < 0 || r.first < -1 || r.last < r.first || r.last > request.steps)
+      raise<ValueError>(
+          "memory plan: buffer '{}' asks for {} bytes from step {} to step {}; a buffer has no "
+          "negative size and lives from -1 (before the first step) to at most {} (after the "
+          "last), its first step before its last",
+          r.name, r.bytes, r.first, r.last, request.steps);
+    if (r.region == RegionKind::Insts || r.region == RegionKind::Uop)
+      raise<ConfigError>(
+          "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
+          "with PlanRequest::{}_bytes",
+          r.name, region_name(r.region), region_name(r.region));
+    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
+  }
+  std::int64_t sizes[kRegionCount] = {};
+  for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
+    std::vector<BufferPlan*> in_region;
+    for (auto& b : plan.buffers)
+      if (b.region == r) in_region.push_back(&b);
+    sizes[static_cast<int>(r)] =
+        detail::place_buffers(in_region, a, options.reuse && r == RegionKind::Runtime);
+  }
+  // the lower bound: the most runtime bytes live during one step
+  for (std::int64_t t = -1; t <= request.steps; ++t) {
+    std::int64_t live = 0;
+    for (const auto& b : plan.buffers)
+      if (b.region == RegionKind::Runtime && b.first <= t && t <= b.last)
+        live += detail::align_up(std::max<std::int64_t>(b.bytes, 1), a);
+    plan.live_peak = std::max(plan.live_peak, live);
+  }
+  sizes[static_cast<int>(RegionKind::Insts)] = detail::align_up(request.insts_bytes, a);
+  sizes[static_cast<int>(RegionKind::Uop)] = detail::align_up(request.uop_bytes, a);
+  plan.regions = detail::lay_out_regions(options, a, sizes);
+  return plan;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/memory_plan-inl.hpp
+#endif
+// end dlavm/graph/memory_plan.hpp
+// begin dlavm/graph/module.hpp
+// graph::Module: a built model (graph::build), as immutable plain data. It holds values (the
+// params, the constants, already packed for VTA where VTA reads them, and the intermediates),
+// each with a storage slot, and steps in execution order: host op calls (by op name and
+// attributes, run with the target's op registry), layout conversions (pack / unpack, on the
+// host), appends to a growing state held packed, and VTA programs (vta::Program, one per fused
+// group, with its workload, knobs, MACs and traffic). Symbolic dims stay expressions. A module
+// never changes once built: graph::Executor (graph/executor.hpp) runs it on a device, holding
+// the states, the device memory and the last run, as runtime::Session does in firmware; and
+// deploy::emit writes it for firmware.
+//
+// Storage: the module plans its memory (graph::plan_memory over memory_request(module)): the
+// constants in the `weight` region, the params, intermediates and results in the `runtime`
+// region, where a value's bytes go to a later one once its last reader has run, the states in
+// `cache`, the streams in `insts` and `uop` (one stream at a time, the largest any step
+// writes); every slot sized for the dims' maxima.
+//
+//   auto mod = graph::build(fn, target, {.name = "mlp"});
+//   fmt::print("{}", mod);                                   // the values and steps
+//   fmt::print("{}", mod.plan().report(mod.name()));         // where each value lives
+//   graph::Executor exec(mod, dev);                          // graph/executor.hpp
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attrs.hpp
+// Attributes of graph calls: a sorted map from names to values of six kinds (an integer, a
+// float, a string, a list of integers, a dtype, a list of floats), as ONNX attributes and TVM's
+// attrs carry them. Typed getters raise naming the key; op records (graph/op.hpp) declare which
+// keys an op takes, with their kinds and defaults.
+//
+//   graph::Attrs a{{"strides", {2, 2}}, {"rounding", "nearest"}, {"shift", 8}};
+//   a.get_ints("strides");          // {2, 2}
+//   a.get_float("shift");           // 8.0: an integer reads as a float
+//   a.set("scales", std::vector<double>{0.5, 0.25});   // per-channel scales
+//   a.get_string("shift");          // TypeError: attribute 'shift' is an integer (8), ...
+//   fmt::format("{}", a);           // rounding="nearest", shift=8, strides=[2, 2]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace dlavm::graph {
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>, DType,
+                               std::vector<double>>;
+
+// The kinds of AttrValue, in the order of its alternatives.
+enum class AttrKind : std::uint8_t { Int, Float, String, Ints, DType, Floats };
+
+inline AttrKind kind_of(const AttrValue& v) { return static_cast<AttrKind>(v.index()); }
+// "an integer", "a float", "a string", "a list of integers", "a dtype", "a list of floats"
+std::string_view describe(AttrKind kind);
+// The value as the printer writes it: 8, 1e-05, 2.0, "nearest", [2, 2], int8, [0.5, 2.0].
+std::string to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  struct Entry {
+    Entry(std::string k, AttrValue v) : key(std::move(k)), value(std::move(v)) {}
+    // {"strides", {2, 2}}: a braced list of integers.
+    Entry(std::string k, std::initializer_list<std::int64_t> v)
+        : key(std::move(k)), value(std::vector<std::int64_t>(v)) {}
+    // {"rounding", "nearest"}: a string literal (an array, so that {"axis", 0} stays an integer).
+    template <std::size_t N>
+    Entry(std::string k, const char (&v)[N]) : key(std::move(k)), value(std::string(v)) {}
+    friend bool operator==(const Entry&, const Entry&) = default;
+    std::string key;
+    AttrValue value;
+  };
+
+  Attrs() = default;
+  // ValueError when a key appears twice.
+  Attrs(std::initializer_list<Entry> entries);
+
+  // Inserts or replaces.
+  Attrs& set(std::string key, AttrValue value);
+  // The value, or nullptr.
+  const AttrValue* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed reads: ValueError when the key is missing, TypeError (naming key, kind and value)
+  // when it holds another kind. get_float also reads an integer.
+  std::int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  const std::string& get_string(std::string_view key) const;
+  const std::vector<std::int64_t>& get_ints(std::string_view key) const;
+  DType get_dtype(std::string_view key) const;
+  // A list of floats; a list of integers reads as one too.
+  std::vector<double> get_floats(std::string_view key) const;
+
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  friend bool operator==(const Attrs&, const Attrs&) = default;
+
+ private:
+  const AttrValue& get(std::string_view key, AttrKind want) const;
+  std::vector<Entry> entries_;  // sorted by key, keys unique
+};
+
+}  // namespace dlavm::graph
+
+// key=value pairs in key order, separated by ", ".
+template <>
+struct fmt::formatter<dlavm::graph::Attrs> : fmt::formatter<std::string_view> {
+  auto format(const dlavm::graph::Attrs& a, format_context& ctx) const {
+    std::string out;
+    for (const auto& e : a) {
+      if (!out.empty()) out += ", ";
+      out += e.key;
+      out += '=';
+      out += dlavm::graph::to_string(e.value);
+    }
+    return fmt::formatter<std::string_view>::format(out, ctx);
+  }
+};
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/attrs-inl.hpp
+// Definitions for graph/attrs.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attrs.hpp
+// end dlavm/graph/attrs.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dlavm::graph {
+
+DLAVM_INLINE std::string_view describe(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::DType:
+      return "a dtype";
+    case AttrKind::Floats:
+      return "a list of floats";
+  }
+  raise<ValueError>("internal: unknown AttrKind {}, please report", static_cast<int>(kind));
+}
+
+namespace detail {
+
+// The shortest round-trip text, with a decimal point so that 2.0 does not read as 2.
+inline std::string float_text(double d) {
+  std::string s = fmt::format("{}", d);
+  if (std::isfinite(d) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string to_string(const AttrValue& v) {
+  using detail::float_text;
+  switch (kind_of(v)) {
+    case AttrKind::Int:
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case AttrKind::Float:
+      return float_text(std::get<double>(v));
+    case AttrKind::String: {
+      std::string s = "\"";
+      for (char c : std::get<std::string>(v)) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::int64_t>>(v), ", "));
+    case AttrKind::DType:
+      return std::get<DType>(v).str();
+    case AttrKind::Floats: {
+      std::vector<std::string> items;
+      for (double d : std::get<std::vector<double>>(v)) items.push_back(float_text(d));
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+  }
+  raise<ValueError>("internal: unknown attribute kind, please report");
+}
+
+DLAVM_INLINE Attrs::Attrs(std::initializer_list<Entry> entries) {
+  for (const Entry& e : entries) {
+    if (contains(e.key)) raise<ValueError>("attributes: '{}' is given twice", e.key);
+    set(e.key, e.value);
+  }
+}
+
+DLAVM_INLINE Attrs& Attrs::set(std::string key, AttrValue value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, const std::string& k) { return e.key < k; });
+  if (it != entries_.end() && it->key == key)
+    it->value = std::move(value);
+  else
+    entries_.emplace(it, std::move(key), std::move(value));
+  return *this;
+}
+
+DLAVM_INLINE const AttrValue* Attrs::find(std::string_view key) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  return it != entries_.end() && it->key == key ? &it->value : nullptr;
+}
+
+DLAVM_INLINE const AttrValue& Attrs::get(std::string_view key, AttrKind want) const {
+  const AttrValue* v = find(key);
+  if (v == nullptr) raise<ValueError>("attribute '{}' is missing", key);
+  if (kind_of(*v) != want)
+    raise<TypeError>("attribute '{}' is {} ({}), expected {}", key, describe(kind_of(*v)),
+                     to_string(*v), describe(want));
+  return *v;
+}
+
+DLAVM_INLINE std::int64_t Attrs::get_int(std::string_view key) const {
+  return std::get<std::int64_t>(get(key, AttrKind::Int));
+}
+
+DLAVM_INLINE double Attrs::get_float(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Int)
+    return static_cast<double>(std::get<std::int64_t>(*v));
+  return std::get<double>(get(key, AttrKind::Float));
+}
+
+DLAVM_INLINE const std::string& Attrs::get_string(std::string_view key) const {
+  return std::get<std::string>(get(key, AttrKind::String));
+}
+
+DLAVM_INLINE const std::vector<std::int64_t>& Attrs::get_ints(std::string_view key) const {
+  return std::get<std::vector<std::int64_t>>(get(key, AttrKind::Ints));
+}
+
+DLAVM_INLINE DType Attrs::get_dtype(std::string_view key) const {
+  return std::get<DType>(get(key, AttrKind::DType));
+}
+
+DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
+  const AttrValue* v = find(key);
+  if (v != nullptr && kind_of(*v) == AttrKind::Ints) {
+    const auto& ints = std::get<std::vector<std::int64_t>>(*v);
+    return {ints.begin(), ints.end()};
+  }
+  return std::get<std::vector<double>>(get(key, AttrKind::Floats));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/attrs-inl.hpp
+#endif
+// end dlavm/graph/attrs.hpp
+// begin dlavm/graph/layout.hpp
+// Layouts of graph values between the host and VTA (as TVM's graph_pack): the logical
+// row-major form that graph types and host kernels use, and VTA's tiled forms. Packing
+// zero-pads the tiled dims to whole tiles; unpacking drops the padding again.
+//
+//   Plain        the logical array
+//   Activation   [N, C, H, W]        -> [N/R, C/T, H, W, R, T]
+//   Matrix       [d0, ..., dk, C]    -> [M/R, C/T, R, T]           (M = d0 x ... x dk)
+//   ConvWeight   [O, I, KH, KW]      -> [O/R, I/T, KH, KW, R, T]
+//   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
+//   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
+//                                                                   for every batch row)
+//   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
+//                                                                   operand and result: each
+//                                                                   product a Matrix)
+//   MatmulWeight [B..., K, N]        -> [prod(B), N/R, K/T, R, T]  (its right operand, an
+//                                                                   activation: each product
+//                                                                   transposed into a
+//                                                                   DenseWeight)
+//   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
+//   width folded into the channels (im2col along the width), for a convolution whose few
+//   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
+//     x [N, C, H, W]   -> x' [N, C*KW, H, OW] = x[n, c, y, j*sw + dx - pl] (0 outside x),
+//                         channel c*KW + dx; then as Activation
+//     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
+//   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
+//   padding. Packing only: nothing reads these layouts back.
+// Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
+// computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
+// low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
+// [prod(B), M/R, C/T, P, R, T]. Unpack
+// reassembles the value (the top plane carries the sign); nothing packs into them.
+//   P = 4 returns the full int32 accumulator to the host.
+// R and T are the tile's rows and columns: (BATCH, BLOCK_IN) for activations and matrices
+// VTA reads, (BATCH, BLOCK_OUT) for what it writes, (BLOCK_OUT, BLOCK_IN) for weights.
+//
+//   graph::Layout act{graph::Layout::Kind::Activation, 1, 16};
+//   auto packed = graph::pack(nchw, act);                       // [1, 4, 56, 56, 1, 16]
+//   auto back = graph::unpack(packed, act, nchw.shape());       // == nchw
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// NDArray: a host tensor, the currency of references and interpreters. Integer arrays hold
+// their values as int64, always wrapped to the dtype, so int8 arithmetic behaves as on
+// hardware; float32 arrays (the only float type) hold `float`s. Each kind has its own accessors:
+// data()/at()/set() for integers, fdata()/at_float()/set_float() for float32; using one on the
+// other kind raises TypeError naming the dtype.
+//
+//   auto a = te::NDArray::random(DType::int8(), {2, 3}, /*seed=*/1);
+//   auto f = te::NDArray::random(DType::float32(), {4}, 2);   // uniform in [-1, 1)
+//   f.set_float({0}, 0.5f);
+//   CHECK(te::allclose(f, expected, /*rtol=*/1e-5, /*atol=*/1e-6));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/dtype.hpp
+// end dlavm/core/dtype.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::te {
+
+class NDArray {
+ public:
+  NDArray() = default;
+  NDArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    if (dtype.is_float() && dtype != DType::float32())
+      raise<TypeError>("NDArray of {}: float32 is the only float type dlavm computes on", dtype);
+    std::int64_t n = 1;
+    for (auto d : shape_) {
+      if (d < 0)
+        raise<ShapeError>("NDArray: negative dim {} in shape [{}]", d, fmt::join(shape_, ", "));
+      if (d != 0 && n > (std::int64_t{1} << 40) / d)
+        raise<CapacityError>("NDArray of shape [{}] is too large to allocate",
+                             fmt::join(shape_, ", "));
+      n *= d;
+    }
+    if (dtype.is_float())
+      fdata_.assign(static_cast<std::size_t>(n), 0.0f);
+    else
+      data_.assign(static_cast<std::size_t>(n), 0);
+  }
+
+  // An array holding `values` in row-major order (integers wrapped to the dtype, or float32
+  // values); ShapeError when their count is not the shape's element count.
+  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
+                           std::span<const std::int64_t> values) {
+    NDArray a(dtype, std::move(shape));
+    a.check_count(values.size(), "from_ints");
+    for (std::size_t i = 0; i < values.size(); ++i) a.set_flat(i, values[i]);
+    return a;
+  }
+  static NDArray from_ints(DType dtype, std::vector<std::int64_t> shape,
+                           std::initializer_list<std::int64_t> values) {
+    return from_ints(dtype, std::move(shape), std::span(values.begin(), values.size()));
+  }
+  static NDArray from_floats(std::vector<std::int64_t> shape, std::span<const float> values) {
+    NDArray a(DType::float32(), std::move(shape));
+    a.check_count(values.size(), "from_floats");
+    std::copy(values.begin(), values.end(), a.fdata_.begin());
+    return a;
+  }
+  static NDArray from_floats(std::vector<std::int64_t> shape, std::initializer_list<float> values) {
+    return from_floats(std::move(shape), std::span(values.begin(), values.size()));
+  }
+
+  // Uniform random values over the dtype's whole range (or [lo, hi]), reproducible by seed.
+  // float32: uniform in [-1, 1) (or [lo, hi)).
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed) {
+    if (dtype.is_float()) return random_float(std::move(shape), seed, -1.0, 1.0);
+    return random(dtype, std::move(shape), seed, dtype.min_value(), dtype.max_value());
+  }
+  static NDArray random(DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
+                        std::int64_t lo, std::int64_t hi) {
+    if (dtype.is_float())
+      return random_float(std::move(shape), seed, static_cast<double>(lo), static_cast<double>(hi));
+    NDArray a(dtype, std::move(shape));
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::int64_t> dist(lo, hi);
+    for (auto& v : a.data_) v = dtype.wrap(dist(rng));
+    return a;
+  }
+  static NDArray random_float(std::vector<std::int64_t> shape, std::uint64_t seed, double lo,
+                              double hi) {
+    if (!(lo < hi)) raise<ValueError>("NDArray::random_float: empty range [{}, {})", lo, hi);
+    NDArray a(DType::float32(), std::move(shape));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    for (auto& v : a.fdata_) v = static_cast<float>(dist(rng));
+    return a;
+  }
+
+  // The same elements in `shape`, which must hold as many (ShapeError otherwise): the
+  // elements move, nothing is copied.
+  NDArray reshape(std::vector<std::int64_t> shape) && {
+    std::size_t n = 1;
+    for (const auto d : shape) n *= d < 0 ? 0 : static_cast<std::size_t>(d);
+    if (n != size())
+      raise<ShapeError>("NDArray::reshape: {} elements cannot take the shape [{}]", size(),
+                        fmt::join(shape, ", "));
+    NDArray out;
+    out.dtype_ = dtype_;
+    out.shape_ = std::move(shape);
+    out.data_ = std::move(data_);
+    out.fdata_ = std::move(fdata_);
+    return out;
+  }
+
+  DType dtype() const { return dtype_; }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::size_t ndim() const { return shape_.size(); }
+  std::size_t size() const { return dtype_.is_float() ? fdata_.size() : data_.size(); }
+  // The integer elements, row-major; TypeError on a float32 array.
+  std::span<const std::int64_t> data() const {
+    check_integral("data()");
+    return data_;
+  }
+  std::span<std::int64_t> data() {
+    check_integral("data()");
+    return data_;
+  }
+  // The float32 elements, row-major; TypeError on an integer array.
+  std::span<const float> fdata() const {
+    check_float("fdata()");
+    return fdata_;
+  }
+  std::span<float> fdata() {
+    check_float("fdata()");
+    return fdata_;
+  }
+
+  // Row-major offset of an index; ShapeError names the array when it is out of range.
+  std::size_t offset(std::span<const std::int64_t> index, std::string_view name = "NDArray") const {
+    if (index.size() != shape_.size())
+      raise<ShapeError>("{} has {} dims but is indexed with {}", name, shape_.size(), index.size());
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < index.size(); ++k) {
+      if (index[k] < 0 || index[k] >= shape_[k])
+        raise<ShapeError>("{}: index {} of dim {} is outside [0, {})", name, index[k], k,
+                          shape_[k]);
+      off = off * static_cast<std::size_t>(shape_[k]) + static_cast<std::size_t>(index[k]);
+    }
+    return off;
+  }
+  std::int64_t at(std::span<const std::int64_t> index) const {
+    check_integral("at()");
+    return data_[offset(index)];
+  }
+  std::int64_t at(std::initializer_list<std::int64_t> index) const {
+    return at(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  void set(std::span<const std::int64_t> index, std::int64_t v) {
+    check_integral("set()");
+    data_[offset(index)] = dtype_.wrap(v);
+  }
+  void set(std::initializer_list<std::int64_t> index, std::int64_t v) {
+    set(std::span<const std::int64_t>(index.begin(), index.size()), v);
+  }
+  void set_flat(std::size_t i, std::int64_t v) {
+    check_integral("set_flat()");
+    data_[i] = dtype_.wrap(v);
+  }
+
+  float at_float(std::span<const std::int64_t> index) const {
+    check_float("at_float()");
+    return fdata_[offset(index)];
+  }
+  float at_float(std::initializer_list<std::int64_t> index) const {
+    return at_float(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  void set_float(std::span<const std::int64_t> index, float v) {
+    check_float("set_float()");
+    fdata_[offset(index)] = v;
+  }
+  void set_float(std::initializer_list<std::int64_t> index, float v) {
+    set_float(std::span<const std::int64_t>(index.begin(), index.size()), v);
+  }
+
+  // Element i (row-major) as a double, for either kind: exact for float32 and for integers
+  // up to 2^53 in magnitude.
+  double value_as_double(std::size_t i) const {
+    return dtype_.is_float() ? static_cast<double>(fdata_[i]) : static_cast<double>(data_[i]);
+  }
+
+  // Exact equality: same dtype, shape and values; float32 values compare with ==, except that
+  // NaN equals NaN (so an array equals its copy).
+  friend bool operator==(const NDArray& a, const NDArray& b) {
+    if (a.dtype_ != b.dtype_ || a.shape_ != b.shape_ || a.data_ != b.data_) return false;
+    for (std::size_t i = 0; i < a.fdata_.size(); ++i) {
+      const float x = a.fdata_[i], y = b.fdata_[i];
+      if (x != y && !(std::isnan(x) && std::isnan(y))) return false;
+    }
+    return true;
+  }
+
+ private:
+  void check_integral(std::string_view what) const {
+    if (dtype_.is_float())
+      raise<TypeError>(
+          "NDArray::{} on a {} array: it holds integers only; use the float "
+          "accessors (fdata, at_float, set_float)",
+          what, dtype_);
+  }
+  void check_float(std::string_view what) const {
+    if (!dtype_.is_float())
+      raise<TypeError>(
+          "NDArray::{} on a {} array: it holds float32 only; use the integer "
+          "accessors (data, at, set)",
+          what, dtype_);
+  }
+  void check_count(std::size_t count, std::string_view who) const {
+    if (count != size())
+      raise<ShapeError>("NDArray::{}: {} values for shape [{}], which holds {}", who, count,
+                        fmt::join(shape_, ", "), size());
+  }
+
+  DType dtype_ = DType::int32();
+  std::vector<std::int64_t> shape_;
+  std::vector<std::int64_t> data_;  // integer dtypes
+  std::vector<float> fdata_;        // float32
+};
+
+// numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
+// doubles, so integer and float32 arrays of one shape compare too). NaN is close to nothing.
+bool allclose(const NDArray& a, const NDArray& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace dlavm::te
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/te/ndarray-inl.hpp
+// Definitions for dlavm/te/ndarray.hpp (see core/api.hpp).
+
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+namespace dlavm::te {
+
+DLAVM_INLINE bool allclose(const NDArray& a, const NDArray& b, double rtol, double atol) {
+  if (a.shape() != b.shape()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a.value_as_double(i), y = b.value_as_double(i);
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace dlavm::te
+// end dlavm/te/ndarray-inl.hpp
+#endif
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+struct Layout {
+  enum class Kind : std::uint8_t {
+    Plain,
+    Activation,
+    Matrix,
+    ConvWeight,
+    DenseWeight,
+    Channel,
+    UnfoldedActivation,
+    UnfoldedConvWeight,
+    BatchedMatrix,
+    MatmulWeight
+  };
+  // The unfolded layouts' convolution: kernel width, column stride and padding.
+  struct Unfold {
+    std::int64_t kw = 1, stride = 1, pad_left = 0, pad_right = 0;
+    friend bool operator==(const Unfold&, const Unfold&) = default;
+  };
+  Kind kind = Kind::Plain;
+  std::int64_t rows = 1;  // tile rows (R)
+  std::int64_t cols = 1;  // tile columns (T)
+  Unfold unfold{};
+  std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+// "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
+// "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
+std::string to_string(const Layout& l);
+
+// The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
+// not take; symbolic dims stay expressions).
+std::vector<ne::Expr> packed_shape(const Layout& l, const std::vector<ne::Expr>& shape);
+
+te::NDArray pack(const te::NDArray& logical, const Layout& l);
+// `shape`: the logical shape to restore. ValueError for the unfolded layouts.
+te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/layout-inl.hpp
+// Definitions for graph/layout.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
 // begin dlavm/vta/layout.hpp
 // Host-side layout transforms between the tensors users hold and VTA's tiled layouts, the
@@ -8502,7 +8519,7 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
   const std::uint64_t old = get_field(w, p);
-  if (delta < 0 ? static_cast<std::uint64_t>(-delta) > old
+  if (delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta) > old
                 : static_cast<std::uint64_t>(delta) > low_mask(p.width) - old)
     return false;
   w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
@@ -10066,8 +10083,9 @@ class Function {
   // The results, then the states' next values: every node the function computes is under them.
   const std::vector<Expr>& roots() const { return roots_; }
 
-  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
-  // function's nodes), which graph::build then uses; null for a function not placed.
+  // The placement the graph passes made (graph/partition.hpp: the groups over this function's
+  // nodes, their layouts, the states held packed), which graph::build then uses; null for a
+  // function not placed.
   const std::shared_ptr<const Partition>& placement() const { return placement_; }
   // This function with a placement attached (its groups must refer to this function's nodes).
   Function with_placement(std::shared_ptr<const Partition> p) const {
@@ -21466,10 +21484,24 @@ struct EmitOptions {
 };
 
 // A symbolic dim of the generated run(): an argument (a param's dim), or the length state
-// `state` holds (a growing dim of a state held packed). Printed d0, d1, ...
+// `state` holds (a growing dim of a state held packed: its counters at `counters`, and `rows`
+// positions more after a run). Printed d0, d1, ...
 struct FirmwareDim {
   ne::Var var;
-  std::optional<std::size_t> state;
+  std::optional<std::size_t> state{};
+  std::uint64_t counters = 0;
+  ne::Expr rows{};
+};
+
+// What a run that succeeded leaves in state `state`: a state held packed advances its counters
+// (at `counters`) by `rows` positions; any other copies its next value (`bytes` from value
+// `from` to value `to`).
+struct StateCommit {
+  std::size_t state = 0;
+  std::optional<std::uint64_t> counters{};
+  ne::Expr rows{};
+  std::size_t from = 0, to = 0;
+  std::int64_t bytes = 0;
 };
 
 // A stream the firmware places once.
@@ -21512,6 +21544,7 @@ struct FirmwarePlan {
   std::vector<std::size_t> replayed{};
   ReplayWorkspace workspace{};
   std::vector<PlannedStep> run{};
+  std::vector<StateCommit> commits{};
   std::vector<std::uint8_t> weights{};  // the weight region's image
   std::vector<std::uint8_t> insts{};    // the static streams' words, then their micro-ops
   std::array<std::uint32_t, 3> queue_insns{};
@@ -22118,6 +22151,7 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace dlavm::deploy {
 
@@ -22143,9 +22177,11 @@ class FirmwarePlanner {
   FirmwarePlan run() {
     collect_dims();
     check_states();
+    check_dtypes();
     group_steps();
     size_streams();
     plan_memory();
+    plan_states();
     run_steps();
     encode_static();
     weights_image();
@@ -22181,7 +22217,46 @@ class FirmwarePlanner {
     for (std::size_t i = 0; i < sig.state.size(); ++i) {
       if (!sig.state[i].packed) continue;
       for (const auto& d : m_.values()[sig.state[i].value].shape)
-        if (d.as<ne::VarNode>() != nullptr) p_.dims.push_back({ne::Var(d), i});
+        if (d.as<ne::VarNode>() != nullptr)
+          p_.dims.push_back(
+              {ne::Var(d), i, 0, m_.values()[sig.state[i].next].logical[m_.growing_dim(i)]});
+    }
+  }
+
+  // Every value run() reads or writes through the header (params, results, states and the
+  // steps' operands) has a type firmware holds.
+  void check_dtypes() const {
+    const auto& sig = m_.signature();
+    for (auto v : sig.params) check_dtype(v);
+    for (auto v : sig.results) check_dtype(v);
+    for (const auto& st : sig.state) {
+      check_dtype(st.value);
+      check_dtype(st.next);
+      if (st.packed) check_dtype(*st.packed);
+    }
+    for (const auto& s : m_.steps()) {
+      for (auto in : s.inputs) check_dtype(in);
+      check_dtype(s.output);
+    }
+  }
+
+  // The states after a run: counters advanced, or next values copied (memory planned).
+  void plan_states() {
+    const auto& sig = m_.signature();
+    for (auto& d : p_.dims)
+      if (d.state) d.counters = p_.memory.address(sig.state[*d.state].value);
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      StateCommit c{.state = i};
+      if (st.packed) {
+        c.counters = p_.memory.address(st.value);
+        c.rows = m_.values()[st.next].logical[m_.growing_dim(i)];
+      } else {
+        c.from = st.next;
+        c.to = st.value;
+        c.bytes = p_.memory.buffers[st.value].bytes;
+      }
+      p_.commits.push_back(std::move(c));
     }
   }
 
@@ -22335,8 +22410,6 @@ class FirmwarePlanner {
     std::size_t stream = 0;
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto& s = m_.steps()[i];
-      for (auto in : s.inputs) check_dtype(in);
-      check_dtype(s.output);
       PlannedStep p;
       p.step = i;
       if (s.kind == ModuleStep::Kind::Vta) {
@@ -22376,7 +22449,33 @@ class FirmwarePlanner {
     const graph::FirmwareStep step{call, result};
     if (op.firmware.support)
       if (const auto why = op.firmware.support(step)) refuse(s, *why);
-    return op.firmware.call(step);
+    FirmwareCall c = op.firmware.call(step);
+    check_call(s, c);
+    return c;
+  }
+
+  // A kernel's call names the step's operands and its own locals only.
+  void check_call(const ModuleStep& s, const FirmwareCall& c) const {
+    if (c.function.empty())
+      refuse(s, fmt::format("op '{}''s firmware kernel names no function", s.op));
+    std::vector<std::string> locals;
+    for (const auto& l : c.locals) locals.push_back(l.name);
+    const std::function<void(const FirmwareArg&)> check = [&](const FirmwareArg& a) {
+      using K = FirmwareArg::Kind;
+      const bool operand = a.kind == K::Input || a.kind == K::Typed ||
+                           (a.kind == K::Bytes && a.index != FirmwareArg::kOutput);
+      if (operand && a.index >= s.inputs.size())
+        refuse(s, fmt::format("op '{}''s firmware kernel reads input {} of a step with {}", s.op,
+                              a.index, s.inputs.size()));
+      if (a.kind == K::Local && std::find(locals.begin(), locals.end(), a.type) == locals.end())
+        refuse(s, fmt::format("op '{}''s firmware kernel reads the local '{}', which it does "
+                              "not declare",
+                              s.op, a.type));
+      for (const auto& item : a.items) check(item);
+    };
+    for (const auto& a : c.args) check(a);
+    for (const auto& l : c.locals)
+      for (const auto& item : l.items) check(item);
   }
 
   // The emitter's own kernels: a step that converts a layout (pack, unpack), or appends to a
@@ -22486,17 +22585,12 @@ class FirmwarePlanner {
                    integer(state.dtype.bytes())};
     return {"dlavm::runtime::append_packed",
             {FirmwareArg::bytes(FirmwareArg::kOutput), FirmwareArg::bytes(0),
-             dim(m_.values()[s.inputs[0]].logical[axis]), held(i), FirmwareArg::local("shape")},
+             dim(m_.values()[s.inputs[0]].logical[axis]),
+             FirmwareArg::address("std::int64_t", *p_.commits[i].counters),
+             FirmwareArg::local("shape")},
             {std::move(shape)}};
   }
 
- public:
-  // The counters of state i held packed: {positions held, laid out for, written}.
-  FirmwareArg held(std::size_t i) const {
-    return FirmwareArg::address("std::int64_t", p_.memory.address(m_.signature().state[i].value));
-  }
-
- private:
   const graph::Module& m_;
   FirmwarePlan p_;
   std::int64_t insts_bytes_ = 0, uop_bytes_ = 0;
@@ -22684,7 +22778,16 @@ class HeaderPrinter {
   std::string expr(const ne::Expr& e) const {
     return vta::cpp_expr(ne::simplify(e), [&](const ne::VarNode& v) { return dim_name(v); });
   }
-  std::string type_of(std::size_t v) const { return *firmware_ctype(m_.values()[v].dtype); }
+  std::string type_of(std::size_t v) const {
+    const auto t = firmware_ctype(m_.values()[v].dtype);
+    if (!t)  // plan_firmware checks every value the header names
+      raise<ValueError>("internal: deploy::emit: value {} is {}, please report",
+                        m_.values()[v].name, m_.values()[v].dtype);
+    return *t;
+  }
+  static std::string counters(std::uint64_t at) {
+    return fmt::format("s.template at<std::int64_t>({:#x}ULL)", at);
+  }
   std::string ptr(std::size_t v) const {
     return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), p_.memory.address(v));
   }
@@ -22736,18 +22839,20 @@ class HeaderPrinter {
     const std::string line = fmt::format("{}({});", c.function, args(c.args, s));
     if (c.locals.empty()) return line;
     std::string decls;
-    std::vector<std::string> arrays;
-    for (const auto& l : c.locals) {
-      if (l.array) {
-        if (arrays.empty()) arrays.push_back("const " + l.type + " ");
-        arrays.push_back(fmt::format("{}[] = {{{}}}", l.name, args(l.items, s)));
-      } else {
+    for (std::size_t k = 0; k < c.locals.size();) {
+      const auto& l = c.locals[k];
+      if (!l.array) {
         decls +=
             fmt::format("static constexpr {} {}{{{}}};\n    ", l.type, l.name, args(l.items, s));
+        ++k;
+        continue;
       }
+      std::vector<std::string> arrays;  // consecutive arrays of one type: one declaration
+      for (; k < c.locals.size() && c.locals[k].array && c.locals[k].type == l.type; ++k)
+        arrays.push_back(
+            fmt::format("{}[] = {{{}}}", c.locals[k].name, args(c.locals[k].items, s)));
+      decls += fmt::format("const {} {}; ", l.type, fmt::join(arrays, ", "));
     }
-    if (!arrays.empty())
-      decls += arrays.front() + fmt::format("{}; ", fmt::join(std::span(arrays).subspan(1), ", "));
     return fmt::format("{{ {}{} }}", decls, line);
   }
 
@@ -22781,10 +22886,6 @@ class HeaderPrinter {
     return fmt::format("{} {}[{}] at {:#x}, at most {} bytes", value.name, value.dtype,
                        fmt::join(dims, ", "), p_.memory.address(v), p_.memory.buffers[v].bytes);
   }
-  std::string held(std::size_t i) const {
-    return fmt::format("s.template at<std::int64_t>({:#x}ULL)",
-                       p_.memory.address(m_.signature().state[i].value));
-  }
 
   void values_table(fmt::memory_buffer& out) const {
     put(out, "\n// Dims: {}\n", p_.dims.empty() ? std::string("none (every dim is static)") : "");
@@ -22806,8 +22907,8 @@ class HeaderPrinter {
         put(out,
             "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
             "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
-            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
-            name, ptr(*st.packed));
+            m_.values()[st.value].name, describe(*st.packed), name,
+            counters(*p_.commits[i].counters), type_of(*st.packed), name, ptr(*st.packed));
         continue;
       }
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
@@ -22926,15 +23027,11 @@ class HeaderPrinter {
     run_dims(out);
     put(out, "  ModelStatus st = ModelStatus::Ok;\n");
     for (const auto& step : p_.run) run_step(out, step);
-    const auto& sig = m_.signature();
-    for (std::size_t i = 0; i < sig.state.size(); ++i) {
-      const auto& st = sig.state[i];
-      if (st.packed)  // the run succeeded: the appended positions are held
-        put(out, "  {}[0] += {};\n", held(i),
-            expr(m_.values()[st.next].logical[m_.growing_dim(i)]));
+    for (const auto& c : p_.commits) {
+      if (c.counters)  // the run succeeded: the appended positions are held
+        put(out, "  {}[0] += {};\n", counters(*c.counters), expr(c.rows));
       else
-        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
-            p_.memory.buffers[st.value].bytes);
+        put(out, "  std::memcpy({}, {}, {});\n", ptr(c.to), ptr(c.from), c.bytes);
     }
     put(out, "  return st;\n}}\n");
   }
@@ -22949,14 +23046,13 @@ class HeaderPrinter {
     }
     for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k) {
       // a growing dim: the positions its state holds, and room for this run's
-      const std::size_t i = *p_.dims[k].state;
-      const auto& st = m_.signature().state[i];
-      const auto& rows = m_.values()[st.next].logical[m_.growing_dim(i)];
+      const auto& d = p_.dims[k];
+      const auto& state = m_.values()[m_.signature().state[*d.state].value];
       put(out,
           "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
           "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
-          k, held(i), p_.dims[k].var.name(), m_.values()[st.value].param, p_.dims[k].var.max(),
-          expr(rows), p_.dims[k].var.max() + 1);
+          k, counters(d.counters), d.var.name(), state.param, d.var.max(), expr(d.rows),
+          d.var.max() + 1);
     }
     if (!p_.dims.empty() && !p_.replayed.empty()) {  // what the replays read
       std::vector<std::string> ds;
@@ -23622,11 +23718,7 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, s
   return out;
 }
 
-DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
-  ne::Expr p = 1;
-  for (const ne::Expr& d : dims) p = p * d;
-  return ne::simplify(p);
-}
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) { return element_count(dims); }
 
 DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
                                     std::int64_t window, std::int64_t stride,
@@ -26063,8 +26155,6 @@ te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
 struct LinearQuantParams {
   std::int64_t axis = 1;  // the channel axis of a per-channel scale
 };
-// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
-// `who`).
 // x seen as [outer, channels, inner] for linear (de)quantization parameters of rank
 // `parameter_rank`: one per channel of dim `axis` (the runtime kernels' view), or one for all
 // when the parameters or x are scalars. Int64 dims (the host) or ne::Expr (firmware calls).
@@ -26080,6 +26170,8 @@ AxisSplit<Extent> split_channels(std::span<const Extent> x, std::size_t paramete
   return detail::split_dims(x, static_cast<std::size_t>(axis < 0 ? axis + rank : axis));
 }
 
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
 void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
                            const te::NDArray& zero_point, const LinearQuantParams& p,
                            std::string_view who);
@@ -30433,6 +30525,8 @@ Function place(const Function& typed, const Target& target);
 // The placement of a function that went through the pipeline up to `pass`; ValueError naming
 // the pass when the function carries none.
 const Partition& placement_of(const Function& fn, std::string_view pass);
+// ValueError naming `who` and the first VTA group without layouts (the `layout` pass's).
+void require_layouts(const Partition& part, std::string_view who);
 
 }  // namespace dlavm::graph
 
@@ -30877,6 +30971,15 @@ DLAVM_INLINE Function place(const Function& typed, const Target& target) {
   return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
 }
 
+DLAVM_INLINE void require_layouts(const Partition& part, std::string_view who) {
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta && !g.layouts)
+      raise<ValueError>(
+          "{}: VTA group {} has no layouts; run the 'layout' pass before it "
+          "(graph::default_passes())",
+          who, part.names.name(g.output()));
+}
+
 DLAVM_INLINE const Partition& placement_of(const Function& fn, std::string_view pass) {
   if (!fn.placement())
     raise<ValueError>(
@@ -31049,6 +31152,8 @@ DLAVM_INLINE Function run_passes(const Function& fn, const Target& target,
       raise<ValueError>("run_passes: no pass '{}' to disable (the pipeline: {})", name,
                         fmt::join(names, ", "));
     }
+  for (const auto& p : passes)
+    if (!p.run) raise<ValueError>("run_passes: pass '{}' has no function", p.name);
   Function f = fn;
   for (const auto& p : passes) {
     if (std::find(options.disabled.begin(), options.disabled.end(), p.name) !=
@@ -31121,7 +31226,10 @@ std::vector<Pass> default_passes();
 //     -> bias_add(x, %"b+2^(s-1)") ... requantize(rounding="floor", shift=s)
 //
 // One fold per group. The function must be placed (the `partition` pass); the one returned is
-// placed again, its groups' epilogues one step shorter.
+// placed again, its groups' epilogues one step shorter, with the layouts and states held
+// packed made again where the function had them (the pass may run after `layout` and
+// `match_states`). It matches the two ops whose semantics it rewrites by name: bias_add's
+// operand and requantize's `rounding` attribute.
 //
 //   auto folded = graph::fold_rounding(graph::place(typed, target), target);
 
@@ -31144,15 +31252,200 @@ Function fold_rounding(const Function& placed, const Target& target);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
+// begin dlavm/graph/assign_layouts.hpp
+// end dlavm/graph/assign_layouts.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp
 // end dlavm/graph/functor.hpp
+// begin dlavm/graph/match_states.hpp
+// The `match_states` pass: finds the growing states (a KV cache) that the module can hold
+// packed, as the DRAM bytes of the weight VTA reads (graph::ModuleState::packed), so that a
+// run appends its new positions in place instead of concatenating the whole state on the host
+// and packing it again. A growing state qualifies by the structure of its update, not by the
+// names of the ops in it:
+//   - its next value appends rows to it along its growing dim: a call whose op says it is its
+//     arguments one after another along that axis (OpRecord::concat_axis), of two arguments,
+//     the state first; nothing else reads the state, and the next value has one reader
+//     besides the state;
+//   - that reader is a VTA kernel that holds it in matmul_weight layout (the layout pass's
+//     Group::layouts; a weight is appended along K or N), or a host call whose op permutes its
+//     dims (OpRecord::permutation), read only by such kernels, each in the same layout.
+// Any other state stays an array, updated on the host.
+//
+//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
+//   auto matched = graph::match_states(laid_out, target);
+//   for (const auto& h : matched.placement()->held) fmt::print("state {}\n", h.state);
+//
+// The function must have been through the `layout` pass; the one returned carries the states
+// held packed in its placement (Partition::held).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function match_states(const Function& laid_out, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/match_states-inl.hpp
+// Definitions for graph/match_states.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/match_states.hpp
+// end dlavm/graph/match_states.hpp
+// begin dlavm/graph/partition.hpp
+// end dlavm/graph/partition.hpp
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class StateMatcher {
+ public:
+  StateMatcher(const Function& fn, const Partition& part, const Target& target)
+      : fn_(fn), part_(part), target_(target) {
+    for (const auto& e : post_order(fn.roots()))
+      if (const auto* c = e.as<CallNode>())
+        for (std::size_t k = 0; k < c->args.size(); ++k) uses_[c->args[k].get()].push_back(e);
+    for (const auto& r : fn.results()) uses_[r.get()].emplace_back();
+    for (const auto& st : fn.state()) uses_[st.next.get()].emplace_back();
+    for (const auto& g : part.groups) {
+      if (g.device != Device::Vta || !g.layouts) continue;
+      const auto& args = g.anchor().as<CallNode>()->args;
+      for (std::size_t k = 0; k < g.layouts->inputs.size(); ++k)
+        read_by_vta_[(k < args.size() ? args[k] : g.operands[k - args.size()]).get()].push_back(
+            g.layouts->inputs[k]);
+    }
+  }
+
+  // The states to hold packed.
+  std::vector<HeldState> run() const {
+    std::vector<HeldState> out;
+    for (std::size_t i = 0; i < fn_.state().size(); ++i)
+      if (auto h = match(i)) out.push_back(std::move(*h));
+    return out;
+  }
+
+ private:
+  std::size_t count(const Expr& e) const {
+    const auto it = uses_.find(e.get());
+    return it == uses_.end() ? 0 : it->second.size();
+  }
+
+  // The one layout VTA kernels hold e in, if every call reading it is such a kernel holding it
+  // as a matmul weight of whole bytes, and `others` more read it (a state's next value: the
+  // state).
+  std::optional<Layout> weight_layout(const Expr& e, std::size_t others) const {
+    const auto it = read_by_vta_.find(e.get());
+    if (it == read_by_vta_.end() || it->second.size() + others != count(e)) return std::nullopt;
+    const Layout& l = it->second.front();
+    for (const auto& other : it->second)
+      if (other != l) return std::nullopt;
+    if (l.kind != Layout::Kind::MatmulWeight || l.planes != 1) return std::nullopt;
+    return l;
+  }
+
+  // State i's growing dim: its one dim that is not constant (none for a state of another
+  // shape, which the module keeps as an array).
+  std::optional<std::size_t> growing_axis(std::size_t i) const {
+    const auto& shape = fn_.state()[i].input.type().shape;
+    std::optional<std::size_t> axis;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (!shape[k].is_const()) {
+        if (axis) return std::nullopt;
+        axis = k;
+      }
+    return axis;
+  }
+
+  // The rows a state's next value appends along `axis`, if it is such an append.
+  std::optional<Expr> appended_rows(const State& st, std::size_t axis) const {
+    const auto* next = st.next.as<CallNode>();
+    if (next == nullptr || next->args.size() != 2 || !next->args[0].same_as(st.input) ||
+        count(st.input) != 1 || count(st.next) != 2)  // the state; the state and one reader
+      return std::nullopt;
+    const OpRecord& op = target_.ops.at(next->op());
+    if (!op.concat_axis || op.concat_axis(typing_of(st.next, part_.names)) != axis)
+      return std::nullopt;
+    return next->args[1];
+  }
+
+  std::optional<HeldState> match(std::size_t i) const {
+    const State& st = fn_.state()[i];
+    const auto axis = growing_axis(i);
+    if (!axis) return std::nullopt;
+    const auto rows = appended_rows(st, *axis);
+    if (!rows) return std::nullopt;
+    HeldState h{i, st.next, *rows, st.next, {}, {}};
+    const std::size_t rank = st.input.type().ndim();
+    // the next value's reader besides the state: a VTA kernel, or a permutation VTA reads
+    Expr reader;
+    for (const Expr& u : uses_.at(st.next.get()))
+      if (u.defined()) reader = u;
+    auto layout = weight_layout(st.next, 1);
+    if (layout) {
+      for (std::size_t k = 0; k < rank; ++k) h.perm.push_back(static_cast<std::int64_t>(k));
+    } else if (reader.defined() && reader.device() == Device::Host) {
+      const OpRecord& op = target_.ops.at(reader.name());
+      const auto perm =
+          op.permutation ? op.permutation(typing_of(reader, part_.names)) : std::nullopt;
+      layout = weight_layout(reader, 0);
+      if (!perm || !layout) return std::nullopt;
+      h.read = reader;
+      h.perm = *perm;
+    } else {
+      return std::nullopt;
+    }
+    // the growing dim is the weight's K or N
+    const auto at = static_cast<std::int64_t>(*axis);
+    if (h.perm.size() != rank || rank < 2 || (h.perm[rank - 1] != at && h.perm[rank - 2] != at))
+      return std::nullopt;
+    h.layout = *layout;
+    return h;
+  }
+
+  const Function& fn_;
+  const Partition& part_;
+  const Target& target_;
+  // the calls reading each node; an undefined Expr: a result, or a state's next value
+  std::unordered_map<const Node*, std::vector<Expr>> uses_;
+  std::unordered_map<const Node*, std::vector<Layout>> read_by_vta_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function match_states(const Function& laid_out, const Target& target) {
+  const Partition& part = placement_of(laid_out, "match_states");
+  require_layouts(part, "graph pass 'match_states'");
+  auto out = std::make_shared<Partition>(part);
+  out->held = detail::StateMatcher(laid_out, part, target).run();
+  return laid_out.with_placement(std::move(out));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/match_states-inl.hpp
+#endif
+// end dlavm/graph/match_states.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31224,7 +31517,14 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
   for (const auto& g : part.groups)
     if (g.device == Device::Vta) detail::plan_fold(g, plan);
   if (plan.empty()) return placed;
-  return place(detail::Folder(plan).mutate(placed), target);
+  // placed again; what the passes before this one attached to the placement is made again too,
+  // so that the pass may run anywhere after `partition`
+  Function folded = place(detail::Folder(plan).mutate(placed), target);
+  const bool laid_out = std::any_of(part.groups.begin(), part.groups.end(),
+                                    [](const Group& g) { return g.layouts.has_value(); });
+  if (laid_out) folded = assign_layouts(folded, target);
+  if (!part.held.empty()) folded = match_states(folded, target);
+  return folded;
 }
 
 }  // namespace dlavm::graph
@@ -31235,9 +31535,10 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
 // the typed function's calls carry every attribute), runs the type rule, and places the call
-// on the host (Device::Host) when the host kernel supports it. infer_type(fn, target)
-// (graph/target.hpp) then moves the calls VTA runs to Device::Vta. The result is a new
-// function; the input is not changed.
+// on the host (Device::Host) when the host kernel supports it. It is the `type` pass of the
+// graph pipeline; infer_type(fn, target) (graph/place.hpp) runs the whole pipeline, whose
+// `partition` pass moves the calls VTA runs to Device::Vta. The result is a new function; the
+// input is not changed.
 //
 //   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
 //   fmt::print("{}", typed);
@@ -31264,8 +31565,8 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
 
 namespace dlavm::graph {
 
-// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
-// also places calls on VTA. This header does not include the vta layer.
+// With the ops of a registry; graph/place.hpp adds infer_type(fn, target, global), which runs
+// the graph passes and places calls on VTA. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
 
 namespace detail {
@@ -31406,187 +31707,6 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 #endif
 // end dlavm/graph/infer_type.hpp
 // begin dlavm/graph/match_states.hpp
-// The `match_states` pass: finds the growing states (a KV cache) that the module can hold
-// packed, as the DRAM bytes of the weight VTA reads (graph::ModuleState::packed), so that a
-// run appends its new positions in place instead of concatenating the whole state on the host
-// and packing it again. A growing state qualifies by the structure of its update, not by the
-// names of the ops in it:
-//   - its next value appends rows to it along its growing dim: a call whose op says it is its
-//     arguments one after another along that axis (OpRecord::concat_axis), of two arguments,
-//     the state first; nothing else reads the state, and the next value has one reader
-//     besides the state;
-//   - that reader is a VTA kernel that holds it in matmul_weight layout (the layout pass's
-//     Group::layouts; a weight is appended along K or N), or a host call whose op permutes its
-//     dims (OpRecord::permutation), read only by such kernels, each in the same layout.
-// Any other state stays an array, updated on the host.
-//
-//   auto laid_out = graph::assign_layouts(graph::place(typed, target), target);
-//   auto matched = graph::match_states(laid_out, target);
-//   for (const auto& h : matched.placement()->held) fmt::print("state {}\n", h.state);
-//
-// The function must have been through the `layout` pass; the one returned carries the states
-// held packed in its placement (Partition::held).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/target.hpp
-// end dlavm/graph/target.hpp
-
-namespace dlavm::graph {
-
-Function match_states(const Function& laid_out, const Target& target);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/match_states-inl.hpp
-// Definitions for graph/match_states.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/match_states.hpp
-// end dlavm/graph/match_states.hpp
-// begin dlavm/graph/partition.hpp
-// end dlavm/graph/partition.hpp
-
-#include <memory>
-#include <optional>
-#include <unordered_map>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-class StateMatcher {
- public:
-  StateMatcher(const Function& fn, const Partition& part, const Target& target)
-      : fn_(fn), part_(part), target_(target) {
-    for (const auto& e : post_order(fn.roots()))
-      if (const auto* c = e.as<CallNode>())
-        for (std::size_t k = 0; k < c->args.size(); ++k) uses_[c->args[k].get()].push_back(e);
-    for (const auto& r : fn.results()) uses_[r.get()].emplace_back();
-    for (const auto& st : fn.state()) uses_[st.next.get()].emplace_back();
-    for (const auto& g : part.groups) {
-      if (g.device != Device::Vta || !g.layouts) continue;
-      const auto& args = g.anchor().as<CallNode>()->args;
-      for (std::size_t k = 0; k < g.layouts->inputs.size(); ++k)
-        read_by_vta_[(k < args.size() ? args[k] : g.operands[k - args.size()]).get()].push_back(
-            g.layouts->inputs[k]);
-    }
-  }
-
-  // The states to hold packed.
-  std::vector<HeldState> run() const {
-    std::vector<HeldState> out;
-    for (std::size_t i = 0; i < fn_.state().size(); ++i)
-      if (auto h = match(i)) out.push_back(std::move(*h));
-    return out;
-  }
-
- private:
-  std::size_t count(const Expr& e) const {
-    const auto it = uses_.find(e.get());
-    return it == uses_.end() ? 0 : it->second.size();
-  }
-
-  // The one layout VTA kernels hold e in, if every call reading it is such a kernel holding it
-  // as a matmul weight of whole bytes, and `others` more read it (a state's next value: the
-  // state).
-  std::optional<Layout> weight_layout(const Expr& e, std::size_t others) const {
-    const auto it = read_by_vta_.find(e.get());
-    if (it == read_by_vta_.end() || it->second.size() + others != count(e)) return std::nullopt;
-    const Layout& l = it->second.front();
-    for (const auto& other : it->second)
-      if (other != l) return std::nullopt;
-    if (l.kind != Layout::Kind::MatmulWeight || l.planes != 1) return std::nullopt;
-    return l;
-  }
-
-  // State i's growing dim: its one dim that is not constant.
-  std::optional<std::size_t> growing_axis(std::size_t i) const {
-    const auto& shape = fn_.state()[i].input.type().shape;
-    std::optional<std::size_t> axis;
-    for (std::size_t k = 0; k < shape.size(); ++k)
-      if (!shape[k].is_const()) axis = k;
-    return axis;
-  }
-
-  // The rows a state's next value appends along `axis`, if it is such an append.
-  std::optional<Expr> appended_rows(const State& st, std::size_t axis) const {
-    const auto* next = st.next.as<CallNode>();
-    if (next == nullptr || next->args.size() != 2 || !next->args[0].same_as(st.input) ||
-        count(st.input) != 1 || count(st.next) != 2)  // the state; the state and one reader
-      return std::nullopt;
-    const OpRecord& op = target_.ops.at(next->op());
-    if (!op.concat_axis || op.concat_axis(typing_of(st.next, part_.names)) != axis)
-      return std::nullopt;
-    return next->args[1];
-  }
-
-  std::optional<HeldState> match(std::size_t i) const {
-    const State& st = fn_.state()[i];
-    const auto axis = growing_axis(i);
-    if (!axis) return std::nullopt;
-    const auto rows = appended_rows(st, *axis);
-    if (!rows) return std::nullopt;
-    HeldState h{i, st.next, *rows, st.next, {}, {}};
-    const std::size_t rank = st.input.type().ndim();
-    // the next value's reader besides the state: a VTA kernel, or a permutation VTA reads
-    Expr reader;
-    for (const Expr& u : uses_.at(st.next.get()))
-      if (u.defined()) reader = u;
-    auto layout = weight_layout(st.next, 1);
-    if (layout) {
-      for (std::size_t k = 0; k < rank; ++k) h.perm.push_back(static_cast<std::int64_t>(k));
-    } else if (reader.defined() && reader.device() == Device::Host) {
-      const OpRecord& op = target_.ops.at(reader.name());
-      const auto perm =
-          op.permutation ? op.permutation(typing_of(reader, part_.names)) : std::nullopt;
-      layout = weight_layout(reader, 0);
-      if (!perm || !layout) return std::nullopt;
-      h.read = reader;
-      h.perm = *perm;
-    } else {
-      return std::nullopt;
-    }
-    // the growing dim is the weight's K or N
-    const auto at = static_cast<std::int64_t>(*axis);
-    if (h.perm.size() != rank || rank < 2 || (h.perm[rank - 1] != at && h.perm[rank - 2] != at))
-      return std::nullopt;
-    h.layout = *layout;
-    return h;
-  }
-
-  const Function& fn_;
-  const Partition& part_;
-  const Target& target_;
-  // the calls reading each node; an undefined Expr: a result, or a state's next value
-  std::unordered_map<const Node*, std::vector<Expr>> uses_;
-  std::unordered_map<const Node*, std::vector<Layout>> read_by_vta_;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE Function match_states(const Function& laid_out, const Target& target) {
-  const Partition& part = placement_of(laid_out, "match_states");
-  for (const auto& g : part.groups)
-    if (g.device == Device::Vta && !g.layouts)
-      raise<ValueError>(
-          "graph pass 'match_states': VTA group {} has no layouts; run the 'layout' pass before "
-          "it (graph::default_passes())",
-          part.names.name(g.output()));
-  auto out = std::make_shared<Partition>(part);
-  out->held = detail::StateMatcher(laid_out, part, target).run();
-  return laid_out.with_placement(std::move(out));
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/match_states-inl.hpp
-#endif
 // end dlavm/graph/match_states.hpp
 // begin dlavm/graph/partition.hpp
 // end dlavm/graph/partition.hpp
@@ -31850,8 +31970,8 @@ class ModuleBuilder {
   }
 
   // The module values of a graph node: its logical form and its packed ones. The entry holds
-  // the node, so that no key outlives its node (the builder makes nodes of its own: the
-  // folded biases) and a later node at the same address cannot find another node's values.
+  // the node, so that no key outlives its node and a later node at the same address cannot find
+  // another node's values.
   struct NodeValues {
     Expr node;
     std::optional<std::size_t> plain;
@@ -32092,12 +32212,7 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
         "build: the function is not placed: its passes lacked 'partition' "
         "(graph::default_passes())");
   const Partition& part = *typed.placement();
-  for (const auto& g : part.groups)
-    if (g.device == Device::Vta && !g.layouts)
-      raise<ValueError>(
-          "build: VTA group {} has no layouts: the function's passes lacked 'layout' "
-          "(graph::default_passes())",
-          part.names.name(g.output()));
+  require_layouts(part, "build");
   return detail::ModuleBuilder(typed, part, target, options).build();
 }
 
@@ -32830,7 +32945,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // begin dlavm/graph/executor.hpp
 // graph::Executor: runs a built graph::Module on a vta::Device, step by step: VTA programs on
 // the device, host op calls with the module's op registry, layout conversions and appends on
-// the host. The module is immutable and may be shared by several executors; what changes from
+// the host. The module is immutable; several executors share one through the shared_ptr
+// constructor (Executor(Module) copies it, a shallow copy: programs and constants are shared),
+// and what changes from
 // run to run lives here, as runtime::Session holds it in firmware: the device memory of the
 // module's plan (one allocation per region, the weights VTA reads copied once), the states
 // (zeros, or empty for a growing one, until a run or set_state), each VTA step's instantiated
@@ -35027,6 +35144,13 @@ inline RecordJson record_json(const Record& r) {
   j["version"] = kRecordVersion;
   j["strategy"] = {{"op", r.strategy.op}, {"revision", r.strategy.revision}};
   j["workload"] = workload_object(r.workload);
+  // what parse_record would refuse is not written: a record must read back
+  if (!j["workload"].contains("op") || j["workload"]["op"] != r.strategy.op)
+    raise<ValueError>(
+        "tuning record: its strategy is of op '{}' (revision {}), its workload of op {}; a "
+        "record names the strategy of its workload's op",
+        r.strategy.op, r.strategy.revision,
+        j["workload"].contains("op") ? j["workload"]["op"].dump() : std::string("none"));
   RecordJson knobs = RecordJson::object();
   for (std::size_t k = 0; k < r.knobs.names.size() && k < r.knobs.values.size(); ++k)
     knobs[r.knobs.names[k]] = r.knobs.values[k];
@@ -36359,7 +36483,15 @@ inline std::size_t run_batch(std::span<const Task> tasks, std::span<const Candid
       return results[written] || thrown[written] || finished_workers == workers.size();
     });
     if (thrown[written]) std::rethrow_exception(thrown[written]);
-    if (!results[written]) break;  // the budget stopped the workers before this candidate
+    if (!results[written]) {  // the budget stopped the workers before this candidate
+      // every worker has finished (the wait's condition): a candidate after this one whose
+      // evaluation threw is not lost with the records that are
+      lock.unlock();
+      workers.clear();
+      for (const auto& e : thrown)
+        if (e) std::rethrow_exception(e);
+      break;
+    }
     Record r = std::move(*results[written]);
     results[written].reset();
     lock.unlock();

@@ -51,7 +51,40 @@ TEST_CASE("custom op: type rule, host kernel and firmware kernel through the pub
                        "deploy::emit: module 'big', step %2 gain: a gain of 5000 has no "
                        "firmware kernel (|gain| <= 1000)",
                        dlavm::ValueError);
-  // an op without a firmware kernel is refused, listing those that have one (the gain among them)
+  // a kernel whose call reads what the step does not have is refused at planning, by name
+  const auto refused = [&](graph::FirmwareCall call, const std::string& why) {
+    auto bad = custom_op::gain_op();
+    bad.firmware.call = [call](const graph::FirmwareStep&) { return call; };
+    graph::Target t;
+    t.ops.add(bad);
+    const auto m = graph::build(custom_op::model(), t, {.name = "bad"});
+    CHECK_THROWS_WITH_AS(deploy::plan_firmware(m),
+                         ("deploy::emit: module 'bad', step %2 gain: " + why).c_str(),
+                         dlavm::ValueError);
+  };
+  using A = graph::FirmwareArg;
+  refused({"k", {A::input(1), A::output()}},
+          "op 'gain''s firmware kernel reads input 1 of a step with 1");
+  refused({"k", {A::aggregate("S", {A::typed(2, 0)})}},
+          "op 'gain''s firmware kernel reads input 2 of a step with 1");
+  refused({"k", {A::local("shape")}},
+          "op 'gain''s firmware kernel reads the local 'shape', which it does not declare");
+  refused({"", {}}, "op 'gain''s firmware kernel names no function");
+  // arrays of two types are declared apart
+  auto two = custom_op::gain_op();
+  two.firmware.call = [](const graph::FirmwareStep&) {
+    return graph::FirmwareCall{
+        "k",
+        {A::local("a"), A::local("b")},
+        {{"a", "std::int64_t", true, {A::integer(1)}}, {"b", "float", true, {A::real(0.5)}}}};
+  };
+  graph::Target t2;
+  t2.ops.add(two);
+  const auto two_text = deploy::header_text(
+      deploy::plan_firmware(graph::build(custom_op::model(), t2, {.name = "two"})));
+  CHECK(two_text.find("{ const std::int64_t a[] = {1}; const float b[] = {0x1p-1f}; k(a, b); }") !=
+        std::string::npos);
+  // an op without a firmware kernel is refused, listing those that have one
   auto op = custom_op::gain_op();
   op.firmware = {};
   graph::Target without;

@@ -60,6 +60,30 @@ TEST_CASE("memory plan: plain requests, placed by hand-derived offsets") {
   // a target's element size raises the alignment: b's 300 bytes take 1024
   req.min_alignment = 1024;
   CHECK(graph::plan_memory(req, {.alignment = 256}).buffers[3].offset == 2048);
+  // and explicit region bases must keep it
+  graph::PlanOptions at;
+  at.regions = {{"weight", std::uint64_t{0x100}},
+                {"runtime", "weight"},
+                {"cache", "runtime"},
+                {"insts", "cache"},
+                {"uop", "insts"}};
+  CHECK_THROWS_WITH_AS(graph::plan_memory(req, at),
+                       "memory plan: region 'weight' at 0x100 is not aligned to 1024 bytes",
+                       dlavm::ConfigError);
+  // requests that cannot be placed
+  auto bad = req;
+  bad.buffers[1].bytes = -4;
+  CHECK_THROWS_WITH_AS(graph::plan_memory(bad),
+                       "memory plan: buffer 'b' asks for -4 bytes from step 0 to step 1; a buffer "
+                       "has no negative size and lives from -1 (before the first step) to at most "
+                       "3 (after the last), its first step before its last",
+                       dlavm::ValueError);
+  bad = req;
+  bad.buffers[2].last = 4;
+  CHECK_THROWS_AS(graph::plan_memory(bad), dlavm::ValueError);
+  bad = req;
+  bad.buffers[1].first = 2;  // written after its last read
+  CHECK_THROWS_AS(graph::plan_memory(bad), dlavm::ValueError);
   // the stream regions are not requested buffer by buffer
   req.buffers.push_back({"stream", RegionKind::Insts, 16, 0, 0});
   CHECK_THROWS_WITH_AS(graph::plan_memory(req),

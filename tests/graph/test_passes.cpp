@@ -120,6 +120,39 @@ TEST_CASE("passes: build runs BuildOptions::passes on a function not placed yet"
                        dlavm::ValueError);
 }
 
+TEST_CASE("passes: fold_rounding after layout and match_states keeps what they attached") {
+  graph::Target target;
+  target.int32_results = true;
+  auto passes = graph::default_passes();
+  std::rotate(passes.begin() + 2, passes.begin() + 3, passes.end());  // fold_rounding last
+  REQUIRE(passes.back().name == "fold_rounding");
+  // a convolution whose rounding folds: its layouts are made again
+  const auto conv = conv_block();
+  const auto reordered = graph::run_passes(conv, target, passes);
+  REQUIRE(reordered.placement()->groups.size() == 1);
+  CHECK(reordered.placement()->groups[0].layouts.has_value());
+  CHECK(fmt::format("{}", reordered).find("%\"b+32\"") != std::string::npos);
+  CHECK(fmt::format("{}", graph::build(reordered, target)) ==
+        fmt::format("{}", graph::build(conv, target)));
+  // a KV cache read by scores whose query projection's rounding folds: still held packed
+  const auto token = ne::var("token", 1, 6);
+  const auto last = ne::var("last_token", 0, 9);
+  auto q = graph::input("q", {2, token, 16}, DType::int8());
+  auto k = graph::input("k", {2, token, 16}, DType::int8());
+  auto cache = graph::state_input("k_cache", {2, last, 16}, DType::int8());
+  auto keys = graph::concat({cache, k}, {.axis = 1});
+  auto wq = graph::constant("wq", te::NDArray::random(DType::int8(), {16, 16}, 8));
+  auto bq = graph::constant("bq", te::NDArray::random(DType::int32(), {16}, 9, -50, 50));
+  auto proj = graph::requantize(graph::bias_add(graph::dense(q, wq), bq, {.axis = -1}),
+                                {.shift = 5, .rounding = dlavm::host::Rounding::Nearest});
+  auto scores = graph::matmul(proj, graph::transpose(keys, {.perm = {0, 2, 1}}));
+  const auto fn = graph::function({q, k}, {scores}, {{cache, keys}});
+  const auto matched = graph::run_passes(fn, target, passes);
+  CHECK(fmt::format("{}", matched).find("%\"bq+16\"") != std::string::npos);
+  CHECK(matched.placement()->held.size() == 1);
+  CHECK(graph::build(matched, target).signature().state[0].packed.has_value());
+}
+
 // The pipeline's passes up to and including `last`.
 graph::Function run_until(const graph::Function& fn, const graph::Target& target,
                           std::string_view last) {
@@ -201,8 +234,8 @@ TEST_CASE("passes: layout alone gives each VTA group its strategy's layouts") {
         "activation[1x16, 4 planes]");
   // build refuses a placement without layouts, naming the pass
   CHECK_THROWS_WITH_AS(graph::build(placed, target),
-                       "build: VTA group %3 has no layouts: the function's passes lacked "
-                       "'layout' (graph::default_passes())",
+                       "build: VTA group %3 has no layouts; run the 'layout' pass before it "
+                       "(graph::default_passes())",
                        dlavm::ValueError);
 }
 

@@ -124,6 +124,15 @@ TEST_CASE("a v2 record survives its line: version, target, strategy, the workloa
   bad.workload = "dense((1, 64) int8)";
   CHECK_THROWS_WITH_AS(tune::to_json_line(bad), doctest::Contains("is not a workload key"),
                        ValueError);
+  // nor one whose strategy is not of its workload's op (it would not read back)
+  auto other = r;
+  other.strategy = {"conv2d", 1};
+  CHECK_THROWS_WITH_AS(tune::to_json_line(other),
+                       "tuning record: its strategy is of op 'conv2d' (revision 1), its workload "
+                       "of op \"dense\"; a record names the strategy of its workload's op",
+                       ValueError);
+  other.strategy = {};
+  CHECK_THROWS_AS(tune::to_json_line(other), ValueError);
 }
 
 TEST_CASE("every field of a v2 line is checked: a ParseError names the one that is wrong") {

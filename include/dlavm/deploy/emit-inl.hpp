@@ -137,7 +137,16 @@ class HeaderPrinter {
   std::string expr(const ne::Expr& e) const {
     return vta::cpp_expr(ne::simplify(e), [&](const ne::VarNode& v) { return dim_name(v); });
   }
-  std::string type_of(std::size_t v) const { return *firmware_ctype(m_.values()[v].dtype); }
+  std::string type_of(std::size_t v) const {
+    const auto t = firmware_ctype(m_.values()[v].dtype);
+    if (!t)  // plan_firmware checks every value the header names
+      raise<ValueError>("internal: deploy::emit: value {} is {}, please report",
+                        m_.values()[v].name, m_.values()[v].dtype);
+    return *t;
+  }
+  static std::string counters(std::uint64_t at) {
+    return fmt::format("s.template at<std::int64_t>({:#x}ULL)", at);
+  }
   std::string ptr(std::size_t v) const {
     return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), p_.memory.address(v));
   }
@@ -189,18 +198,20 @@ class HeaderPrinter {
     const std::string line = fmt::format("{}({});", c.function, args(c.args, s));
     if (c.locals.empty()) return line;
     std::string decls;
-    std::vector<std::string> arrays;
-    for (const auto& l : c.locals) {
-      if (l.array) {
-        if (arrays.empty()) arrays.push_back("const " + l.type + " ");
-        arrays.push_back(fmt::format("{}[] = {{{}}}", l.name, args(l.items, s)));
-      } else {
+    for (std::size_t k = 0; k < c.locals.size();) {
+      const auto& l = c.locals[k];
+      if (!l.array) {
         decls +=
             fmt::format("static constexpr {} {}{{{}}};\n    ", l.type, l.name, args(l.items, s));
+        ++k;
+        continue;
       }
+      std::vector<std::string> arrays;  // consecutive arrays of one type: one declaration
+      for (; k < c.locals.size() && c.locals[k].array && c.locals[k].type == l.type; ++k)
+        arrays.push_back(
+            fmt::format("{}[] = {{{}}}", c.locals[k].name, args(c.locals[k].items, s)));
+      decls += fmt::format("const {} {}; ", l.type, fmt::join(arrays, ", "));
     }
-    if (!arrays.empty())
-      decls += arrays.front() + fmt::format("{}; ", fmt::join(std::span(arrays).subspan(1), ", "));
     return fmt::format("{{ {}{} }}", decls, line);
   }
 
@@ -234,10 +245,6 @@ class HeaderPrinter {
     return fmt::format("{} {}[{}] at {:#x}, at most {} bytes", value.name, value.dtype,
                        fmt::join(dims, ", "), p_.memory.address(v), p_.memory.buffers[v].bytes);
   }
-  std::string held(std::size_t i) const {
-    return fmt::format("s.template at<std::int64_t>({:#x}ULL)",
-                       p_.memory.address(m_.signature().state[i].value));
-  }
 
   void values_table(fmt::memory_buffer& out) const {
     put(out, "\n// Dims: {}\n", p_.dims.empty() ? std::string("none (every dim is static)") : "");
@@ -259,8 +266,8 @@ class HeaderPrinter {
         put(out,
             "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
             "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
-            m_.values()[st.value].name, describe(*st.packed), name, held(i), type_of(*st.packed),
-            name, ptr(*st.packed));
+            m_.values()[st.value].name, describe(*st.packed), name,
+            counters(*p_.commits[i].counters), type_of(*st.packed), name, ptr(*st.packed));
         continue;
       }
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
@@ -379,15 +386,11 @@ class HeaderPrinter {
     run_dims(out);
     put(out, "  ModelStatus st = ModelStatus::Ok;\n");
     for (const auto& step : p_.run) run_step(out, step);
-    const auto& sig = m_.signature();
-    for (std::size_t i = 0; i < sig.state.size(); ++i) {
-      const auto& st = sig.state[i];
-      if (st.packed)  // the run succeeded: the appended positions are held
-        put(out, "  {}[0] += {};\n", held(i),
-            expr(m_.values()[st.next].logical[m_.growing_dim(i)]));
+    for (const auto& c : p_.commits) {
+      if (c.counters)  // the run succeeded: the appended positions are held
+        put(out, "  {}[0] += {};\n", counters(*c.counters), expr(c.rows));
       else
-        put(out, "  std::memcpy({}, {}, {});\n", ptr(st.value), ptr(st.next),
-            p_.memory.buffers[st.value].bytes);
+        put(out, "  std::memcpy({}, {}, {});\n", ptr(c.to), ptr(c.from), c.bytes);
     }
     put(out, "  return st;\n}}\n");
   }
@@ -402,14 +405,13 @@ class HeaderPrinter {
     }
     for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k) {
       // a growing dim: the positions its state holds, and room for this run's
-      const std::size_t i = *p_.dims[k].state;
-      const auto& st = m_.signature().state[i];
-      const auto& rows = m_.values()[st.next].logical[m_.growing_dim(i)];
+      const auto& d = p_.dims[k];
+      const auto& state = m_.values()[m_.signature().state[*d.state].value];
       put(out,
           "  const std::int64_t d{0} = {1}[0];  // {2}: the positions state '{3}' holds\n"
           "  if (d{0} > {4} || d{0} + {5} > {6}) return ModelStatus::DimOutOfRange;\n",
-          k, held(i), p_.dims[k].var.name(), m_.values()[st.value].param, p_.dims[k].var.max(),
-          expr(rows), p_.dims[k].var.max() + 1);
+          k, counters(d.counters), d.var.name(), state.param, d.var.max(), expr(d.rows),
+          d.var.max() + 1);
     }
     if (!p_.dims.empty() && !p_.replayed.empty()) {  // what the replays read
       std::vector<std::string> ds;

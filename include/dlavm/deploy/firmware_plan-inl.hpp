@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace dlavm::deploy {
 
@@ -38,9 +39,11 @@ class FirmwarePlanner {
   FirmwarePlan run() {
     collect_dims();
     check_states();
+    check_dtypes();
     group_steps();
     size_streams();
     plan_memory();
+    plan_states();
     run_steps();
     encode_static();
     weights_image();
@@ -76,7 +79,46 @@ class FirmwarePlanner {
     for (std::size_t i = 0; i < sig.state.size(); ++i) {
       if (!sig.state[i].packed) continue;
       for (const auto& d : m_.values()[sig.state[i].value].shape)
-        if (d.as<ne::VarNode>() != nullptr) p_.dims.push_back({ne::Var(d), i});
+        if (d.as<ne::VarNode>() != nullptr)
+          p_.dims.push_back(
+              {ne::Var(d), i, 0, m_.values()[sig.state[i].next].logical[m_.growing_dim(i)]});
+    }
+  }
+
+  // Every value run() reads or writes through the header (params, results, states and the
+  // steps' operands) has a type firmware holds.
+  void check_dtypes() const {
+    const auto& sig = m_.signature();
+    for (auto v : sig.params) check_dtype(v);
+    for (auto v : sig.results) check_dtype(v);
+    for (const auto& st : sig.state) {
+      check_dtype(st.value);
+      check_dtype(st.next);
+      if (st.packed) check_dtype(*st.packed);
+    }
+    for (const auto& s : m_.steps()) {
+      for (auto in : s.inputs) check_dtype(in);
+      check_dtype(s.output);
+    }
+  }
+
+  // The states after a run: counters advanced, or next values copied (memory planned).
+  void plan_states() {
+    const auto& sig = m_.signature();
+    for (auto& d : p_.dims)
+      if (d.state) d.counters = p_.memory.address(sig.state[*d.state].value);
+    for (std::size_t i = 0; i < sig.state.size(); ++i) {
+      const auto& st = sig.state[i];
+      StateCommit c{.state = i};
+      if (st.packed) {
+        c.counters = p_.memory.address(st.value);
+        c.rows = m_.values()[st.next].logical[m_.growing_dim(i)];
+      } else {
+        c.from = st.next;
+        c.to = st.value;
+        c.bytes = p_.memory.buffers[st.value].bytes;
+      }
+      p_.commits.push_back(std::move(c));
     }
   }
 
@@ -230,8 +272,6 @@ class FirmwarePlanner {
     std::size_t stream = 0;
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto& s = m_.steps()[i];
-      for (auto in : s.inputs) check_dtype(in);
-      check_dtype(s.output);
       PlannedStep p;
       p.step = i;
       if (s.kind == ModuleStep::Kind::Vta) {
@@ -271,7 +311,33 @@ class FirmwarePlanner {
     const graph::FirmwareStep step{call, result};
     if (op.firmware.support)
       if (const auto why = op.firmware.support(step)) refuse(s, *why);
-    return op.firmware.call(step);
+    FirmwareCall c = op.firmware.call(step);
+    check_call(s, c);
+    return c;
+  }
+
+  // A kernel's call names the step's operands and its own locals only.
+  void check_call(const ModuleStep& s, const FirmwareCall& c) const {
+    if (c.function.empty())
+      refuse(s, fmt::format("op '{}''s firmware kernel names no function", s.op));
+    std::vector<std::string> locals;
+    for (const auto& l : c.locals) locals.push_back(l.name);
+    const std::function<void(const FirmwareArg&)> check = [&](const FirmwareArg& a) {
+      using K = FirmwareArg::Kind;
+      const bool operand = a.kind == K::Input || a.kind == K::Typed ||
+                           (a.kind == K::Bytes && a.index != FirmwareArg::kOutput);
+      if (operand && a.index >= s.inputs.size())
+        refuse(s, fmt::format("op '{}''s firmware kernel reads input {} of a step with {}", s.op,
+                              a.index, s.inputs.size()));
+      if (a.kind == K::Local && std::find(locals.begin(), locals.end(), a.type) == locals.end())
+        refuse(s, fmt::format("op '{}''s firmware kernel reads the local '{}', which it does "
+                              "not declare",
+                              s.op, a.type));
+      for (const auto& item : a.items) check(item);
+    };
+    for (const auto& a : c.args) check(a);
+    for (const auto& l : c.locals)
+      for (const auto& item : l.items) check(item);
   }
 
   // The emitter's own kernels: a step that converts a layout (pack, unpack), or appends to a
@@ -381,17 +447,12 @@ class FirmwarePlanner {
                    integer(state.dtype.bytes())};
     return {"dlavm::runtime::append_packed",
             {FirmwareArg::bytes(FirmwareArg::kOutput), FirmwareArg::bytes(0),
-             dim(m_.values()[s.inputs[0]].logical[axis]), held(i), FirmwareArg::local("shape")},
+             dim(m_.values()[s.inputs[0]].logical[axis]),
+             FirmwareArg::address("std::int64_t", *p_.commits[i].counters),
+             FirmwareArg::local("shape")},
             {std::move(shape)}};
   }
 
- public:
-  // The counters of state i held packed: {positions held, laid out for, written}.
-  FirmwareArg held(std::size_t i) const {
-    return FirmwareArg::address("std::int64_t", p_.memory.address(m_.signature().state[i].value));
-  }
-
- private:
   const graph::Module& m_;
   FirmwarePlan p_;
   std::int64_t insts_bytes_ = 0, uop_bytes_ = 0;

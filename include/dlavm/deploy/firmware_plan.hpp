@@ -10,12 +10,13 @@
 //               workspace a replay needs (the largest step's tables)
 //   run         run()'s statements: a static stream placed once run, a replay, or the call of
 //               a host step's firmware kernel (the op record's, OpRecord::firmware, or a layout
-//               kernel of the emitter's own), with arguments as data
+//               kernel of the emitter's own), with arguments as data; then the states' commits
 //   weights,    the files' payloads (the weight region's image; the static streams' words)
 //   insts
 // A step without a firmware kernel is refused, naming the node and the op; so are dtypes
-// firmware does not hold (8, 16, 32 and 64-bit integers and float32) and a growing state
-// firmware cannot append to.
+// firmware does not hold (8, 16, 32 and 64-bit integers and float32), a growing state
+// firmware cannot append to, and a kernel's call that reads an input or a local the step does
+// not have. Its errors start "deploy::emit:", the call it is the first half of.
 //
 //   auto plan = deploy::plan_firmware(mod, {.lite = true});
 //   for (const auto& s : plan.run)
@@ -48,10 +49,24 @@ struct EmitOptions {
 };
 
 // A symbolic dim of the generated run(): an argument (a param's dim), or the length state
-// `state` holds (a growing dim of a state held packed). Printed d0, d1, ...
+// `state` holds (a growing dim of a state held packed: its counters at `counters`, and `rows`
+// positions more after a run). Printed d0, d1, ...
 struct FirmwareDim {
   ne::Var var;
-  std::optional<std::size_t> state;
+  std::optional<std::size_t> state{};
+  std::uint64_t counters = 0;
+  ne::Expr rows{};
+};
+
+// What a run that succeeded leaves in state `state`: a state held packed advances its counters
+// (at `counters`) by `rows` positions; any other copies its next value (`bytes` from value
+// `from` to value `to`).
+struct StateCommit {
+  std::size_t state = 0;
+  std::optional<std::uint64_t> counters{};
+  ne::Expr rows{};
+  std::size_t from = 0, to = 0;
+  std::int64_t bytes = 0;
 };
 
 // A stream the firmware places once.
@@ -94,6 +109,7 @@ struct FirmwarePlan {
   std::vector<std::size_t> replayed{};
   ReplayWorkspace workspace{};
   std::vector<PlannedStep> run{};
+  std::vector<StateCommit> commits{};
   std::vector<std::uint8_t> weights{};  // the weight region's image
   std::vector<std::uint8_t> insts{};    // the static streams' words, then their micro-ops
   std::array<std::uint32_t, 3> queue_insns{};

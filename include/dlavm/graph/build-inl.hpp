@@ -90,8 +90,8 @@ class ModuleBuilder {
   }
 
   // The module values of a graph node: its logical form and its packed ones. The entry holds
-  // the node, so that no key outlives its node (the builder makes nodes of its own: the
-  // folded biases) and a later node at the same address cannot find another node's values.
+  // the node, so that no key outlives its node and a later node at the same address cannot find
+  // another node's values.
   struct NodeValues {
     Expr node;
     std::optional<std::size_t> plain;
@@ -332,12 +332,7 @@ DLAVM_INLINE Module build(const Function& fn, const Target& target, const BuildO
         "build: the function is not placed: its passes lacked 'partition' "
         "(graph::default_passes())");
   const Partition& part = *typed.placement();
-  for (const auto& g : part.groups)
-    if (g.device == Device::Vta && !g.layouts)
-      raise<ValueError>(
-          "build: VTA group {} has no layouts: the function's passes lacked 'layout' "
-          "(graph::default_passes())",
-          part.names.name(g.output()));
+  require_layouts(part, "build");
   return detail::ModuleBuilder(typed, part, target, options).build();
 }
 

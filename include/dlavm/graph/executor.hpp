@@ -1,6 +1,8 @@
 // graph::Executor: runs a built graph::Module on a vta::Device, step by step: VTA programs on
 // the device, host op calls with the module's op registry, layout conversions and appends on
-// the host. The module is immutable and may be shared by several executors; what changes from
+// the host. The module is immutable; several executors share one through the shared_ptr
+// constructor (Executor(Module) copies it, a shallow copy: programs and constants are shared),
+// and what changes from
 // run to run lives here, as runtime::Session holds it in firmware: the device memory of the
 // module's plan (one allocation per region, the weights VTA reads copied once), the states
 // (zeros, or empty for a growing one, until a run or set_state), each VTA step's instantiated

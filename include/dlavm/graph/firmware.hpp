@@ -40,7 +40,7 @@ struct FirmwareArg {
     Dim,        // `expr`, an expression in the model's symbolic dims
     Int,        // `value`, with the literal suffix `suffix` ("", "LL", "ULL")
     Typed,      // `value` as input `index`'s element type: T(valueLL)
-    Float,      // `number`, exactly (a hexadecimal float literal)
+    Float,      // `number` as a float (the nearest one), exactly (a hexadecimal literal)
     Bool,       // value != 0
     Aggregate,  // `type`{items...} (`type` empty: a braced list)
     Local,      // the local of FirmwareCall::locals named `type`
@@ -94,7 +94,8 @@ struct FirmwareCall {
   std::vector<FirmwareLocal> locals{};
 };
 
-// The number of elements of a shape (1 for a scalar).
+// The number of elements of a shape (1 for a scalar), simplified: what the firmware kernels
+// and the type rules (graph::detail::product) count with.
 ne::Expr element_count(std::span<const ne::Expr> shape);
 
 }  // namespace dlavm::graph

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/graph/assign_layouts.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/functor.hpp>
+#include <dlavm/graph/match_states.hpp>
 #include <dlavm/graph/partition.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -79,7 +82,14 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
   for (const auto& g : part.groups)
     if (g.device == Device::Vta) detail::plan_fold(g, plan);
   if (plan.empty()) return placed;
-  return place(detail::Folder(plan).mutate(placed), target);
+  // placed again; what the passes before this one attached to the placement is made again too,
+  // so that the pass may run anywhere after `partition`
+  Function folded = place(detail::Folder(plan).mutate(placed), target);
+  const bool laid_out = std::any_of(part.groups.begin(), part.groups.end(),
+                                    [](const Group& g) { return g.layouts.has_value(); });
+  if (laid_out) folded = assign_layouts(folded, target);
+  if (!part.held.empty()) folded = match_states(folded, target);
+  return folded;
 }
 
 }  // namespace dlavm::graph

@@ -1,9 +1,10 @@
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
 // the typed function's calls carry every attribute), runs the type rule, and places the call
-// on the host (Device::Host) when the host kernel supports it. infer_type(fn, target)
-// (graph/target.hpp) then moves the calls VTA runs to Device::Vta. The result is a new
-// function; the input is not changed.
+// on the host (Device::Host) when the host kernel supports it. It is the `type` pass of the
+// graph pipeline; infer_type(fn, target) (graph/place.hpp) runs the whole pipeline, whose
+// `partition` pass moves the calls VTA runs to Device::Vta. The result is a new function; the
+// input is not changed.
 //
 //   auto typed = graph::infer_type(graph::function({x}, {y}), graph::default_ops());
 //   fmt::print("{}", typed);
@@ -27,8 +28,8 @@
 
 namespace dlavm::graph {
 
-// With the ops of a registry; graph/target.hpp adds infer_type(fn, target, global), which
-// also places calls on VTA. This header does not include the vta layer.
+// With the ops of a registry; graph/place.hpp adds infer_type(fn, target, global), which runs
+// the graph passes and places calls on VTA. This header does not include the vta layer.
 Function infer_type(const Function& fn, const OpRegistry& ops, const Attrs& global = {});
 
 namespace detail {

@@ -59,12 +59,16 @@ class StateMatcher {
     return l;
   }
 
-  // State i's growing dim: its one dim that is not constant.
+  // State i's growing dim: its one dim that is not constant (none for a state of another
+  // shape, which the module keeps as an array).
   std::optional<std::size_t> growing_axis(std::size_t i) const {
     const auto& shape = fn_.state()[i].input.type().shape;
     std::optional<std::size_t> axis;
     for (std::size_t k = 0; k < shape.size(); ++k)
-      if (!shape[k].is_const()) axis = k;
+      if (!shape[k].is_const()) {
+        if (axis) return std::nullopt;
+        axis = k;
+      }
     return axis;
   }
 
@@ -126,12 +130,7 @@ class StateMatcher {
 
 DLAVM_INLINE Function match_states(const Function& laid_out, const Target& target) {
   const Partition& part = placement_of(laid_out, "match_states");
-  for (const auto& g : part.groups)
-    if (g.device == Device::Vta && !g.layouts)
-      raise<ValueError>(
-          "graph pass 'match_states': VTA group {} has no layouts; run the 'layout' pass before "
-          "it (graph::default_passes())",
-          part.names.name(g.output()));
+  require_layouts(part, "graph pass 'match_states'");
   auto out = std::make_shared<Partition>(part);
   out->held = detail::StateMatcher(laid_out, part, target).run();
   return laid_out.with_placement(std::move(out));

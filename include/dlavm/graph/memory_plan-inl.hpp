@@ -66,8 +66,10 @@ inline std::int64_t place_buffers(std::vector<BufferPlan*>& buffers, std::int64_
 }
 
 // The regions' bases from the map: a number, or the aligned end of the region named.
-inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, const std::int64_t* sizes) {
-  const auto a = static_cast<std::uint64_t>(o.alignment);
+// `alignment`: the plan's (the options' or the request's, the larger).
+inline std::vector<RegionPlan> lay_out_regions(const PlanOptions& o, std::int64_t alignment,
+                                               const std::int64_t* sizes) {
+  const auto a = static_cast<std::uint64_t>(alignment);
   constexpr std::string_view anchor = "global";
   std::vector<std::string> names = {std::string(anchor)};
   for (std::size_t r = 0; r < kRegionCount; ++r)
@@ -173,7 +175,18 @@ DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOption
   MemoryPlan plan;
   plan.alignment = a;
   plan.steps = request.steps;
+  if (request.steps < 0 || request.insts_bytes < 0 || request.uop_bytes < 0)
+    raise<ValueError>(
+        "memory plan: the request has {} steps, {} bytes of instructions and {} of micro-ops; "
+        "none may be negative",
+        request.steps, request.insts_bytes, request.uop_bytes);
   for (const auto& r : request.buffers) {
+    if (r.bytes < 0 || r.first < -1 || r.last < r.first || r.last > request.steps)
+      raise<ValueError>(
+          "memory plan: buffer '{}' asks for {} bytes from step {} to step {}; a buffer has no "
+          "negative size and lives from -1 (before the first step) to at most {} (after the "
+          "last), its first step before its last",
+          r.name, r.bytes, r.first, r.last, request.steps);
     if (r.region == RegionKind::Insts || r.region == RegionKind::Uop)
       raise<ConfigError>(
           "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
@@ -199,7 +212,7 @@ DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOption
   }
   sizes[static_cast<int>(RegionKind::Insts)] = detail::align_up(request.insts_bytes, a);
   sizes[static_cast<int>(RegionKind::Uop)] = detail::align_up(request.uop_bytes, a);
-  plan.regions = detail::lay_out_regions(options, sizes);
+  plan.regions = detail::lay_out_regions(options, a, sizes);
   return plan;
 }
 

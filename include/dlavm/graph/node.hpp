@@ -194,8 +194,9 @@ class Function {
   // The results, then the states' next values: every node the function computes is under them.
   const std::vector<Expr>& roots() const { return roots_; }
 
-  // The placement infer_type(fn, target) made (graph/partition.hpp: the groups over this
-  // function's nodes), which graph::build then uses; null for a function not placed.
+  // The placement the graph passes made (graph/partition.hpp: the groups over this function's
+  // nodes, their layouts, the states held packed), which graph::build then uses; null for a
+  // function not placed.
   const std::shared_ptr<const Partition>& placement() const { return placement_; }
   // This function with a placement attached (its groups must refer to this function's nodes).
   Function with_placement(std::shared_ptr<const Partition> p) const {

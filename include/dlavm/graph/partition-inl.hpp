@@ -301,6 +301,15 @@ DLAVM_INLINE Function place(const Function& typed, const Target& target) {
   return placed.with_placement(std::make_shared<const Partition>(placer.moved(part, placed)));
 }
 
+DLAVM_INLINE void require_layouts(const Partition& part, std::string_view who) {
+  for (const auto& g : part.groups)
+    if (g.device == Device::Vta && !g.layouts)
+      raise<ValueError>(
+          "{}: VTA group {} has no layouts; run the 'layout' pass before it "
+          "(graph::default_passes())",
+          who, part.names.name(g.output()));
+}
+
 DLAVM_INLINE const Partition& placement_of(const Function& fn, std::string_view pass) {
   if (!fn.placement())
     raise<ValueError>(

@@ -109,6 +109,8 @@ Function place(const Function& typed, const Target& target);
 // The placement of a function that went through the pipeline up to `pass`; ValueError naming
 // the pass when the function carries none.
 const Partition& placement_of(const Function& fn, std::string_view pass);
+// ValueError naming `who` and the first VTA group without layouts (the `layout` pass's).
+void require_layouts(const Partition& part, std::string_view who);
 
 }  // namespace dlavm::graph
 

@@ -20,6 +20,8 @@ DLAVM_INLINE Function run_passes(const Function& fn, const Target& target,
       raise<ValueError>("run_passes: no pass '{}' to disable (the pipeline: {})", name,
                         fmt::join(names, ", "));
     }
+  for (const auto& p : passes)
+    if (!p.run) raise<ValueError>("run_passes: pass '{}' has no function", p.name);
   Function f = fn;
   for (const auto& p : passes) {
     if (std::find(options.disabled.begin(), options.disabled.end(), p.name) !=

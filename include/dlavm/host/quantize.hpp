@@ -65,8 +65,6 @@ te::NDArray requantize(const te::NDArray& x, const RequantizeParams& p);
 struct LinearQuantParams {
   std::int64_t axis = 1;  // the channel axis of a per-channel scale
 };
-// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
-// `who`).
 // x seen as [outer, channels, inner] for linear (de)quantization parameters of rank
 // `parameter_rank`: one per channel of dim `axis` (the runtime kernels' view), or one for all
 // when the parameters or x are scalars. Int64 dims (the host) or ne::Expr (firmware calls).
@@ -82,6 +80,8 @@ AxisSplit<Extent> split_channels(std::span<const Extent> x, std::size_t paramete
   return detail::split_dims(x, static_cast<std::size_t>(axis < 0 ? axis + rank : axis));
 }
 
+// Checks x's, the scale's and the zero point's types and shapes (TypeError / ShapeError naming
+// `who`).
 void validate_linear_quant(const te::NDArray& x, const te::NDArray& scale,
                            const te::NDArray& zero_point, const LinearQuantParams& p,
                            std::string_view who);

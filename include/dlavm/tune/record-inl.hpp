@@ -357,6 +357,13 @@ inline RecordJson record_json(const Record& r) {
   j["version"] = kRecordVersion;
   j["strategy"] = {{"op", r.strategy.op}, {"revision", r.strategy.revision}};
   j["workload"] = workload_object(r.workload);
+  // what parse_record would refuse is not written: a record must read back
+  if (!j["workload"].contains("op") || j["workload"]["op"] != r.strategy.op)
+    raise<ValueError>(
+        "tuning record: its strategy is of op '{}' (revision {}), its workload of op {}; a "
+        "record names the strategy of its workload's op",
+        r.strategy.op, r.strategy.revision,
+        j["workload"].contains("op") ? j["workload"]["op"].dump() : std::string("none"));
   RecordJson knobs = RecordJson::object();
   for (std::size_t k = 0; k < r.knobs.names.size() && k < r.knobs.values.size(); ++k)
     knobs[r.knobs.names[k]] = r.knobs.values[k];

@@ -152,7 +152,15 @@ inline std::size_t run_batch(std::span<const Task> tasks, std::span<const Candid
       return results[written] || thrown[written] || finished_workers == workers.size();
     });
     if (thrown[written]) std::rethrow_exception(thrown[written]);
-    if (!results[written]) break;  // the budget stopped the workers before this candidate
+    if (!results[written]) {  // the budget stopped the workers before this candidate
+      // every worker has finished (the wait's condition): a candidate after this one whose
+      // evaluation threw is not lost with the records that are
+      lock.unlock();
+      workers.clear();
+      for (const auto& e : thrown)
+        if (e) std::rethrow_exception(e);
+      break;
+    }
     Record r = std::move(*results[written]);
     results[written].reset();
     lock.unlock();

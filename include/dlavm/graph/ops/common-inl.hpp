@@ -50,11 +50,7 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, s
   return out;
 }
 
-DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) {
-  ne::Expr p = 1;
-  for (const ne::Expr& d : dims) p = p * d;
-  return ne::simplify(p);
-}
+DLAVM_INLINE ne::Expr product(std::span<const ne::Expr> dims) { return element_count(dims); }
 
 DLAVM_INLINE ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t pads,
                                     std::int64_t window, std::int64_t stride,
