@@ -75,6 +75,7 @@ TEST_CASE("runtime model file: the header's bytes are the table's, little-endian
   h.uop_words = 0x41424344;
   h.payload_bytes = 0x5152535455565758ULL;
   h.checksum = 0x6162636465666768ULL;
+  std::memset(h.name, 'Z', sizeof h.name);  // bytes after the terminator are not the name
   std::strcpy(h.name, "resnet");
   std::vector<std::uint8_t> b(rt::kFileHeaderBytes, 0xEE);  // every byte written
   rt::write_file_header(h, b.data());
