@@ -539,8 +539,10 @@ TEST_CASE("runtime session: an address that leaves its field is refused (Address
     return vta::encode(layout, f);
   };
   const std::uint32_t reloc0[] = {0};
-  for (const auto& [phys, dram] : {std::pair<u64, std::uint32_t>{base + 0x1000, 0xFFFFFF80u},
-                                   std::pair<u64, std::uint32_t>{base - 0x1000, 0x80u}}) {
+  for (const auto& where : {std::pair<u64, std::uint32_t>{base + 0x1000, 0xFFFFFF80u},
+                            std::pair<u64, std::uint32_t>{base - 0x1000, 0x80u}}) {
+    const u64 phys = where.first;  // not a structured binding: CAPTURE's lambda names it
+    const std::uint32_t dram = where.second;
     CAPTURE(phys);
     const rt::InsnWord word = one_load(dram);
     rt::StaticStream st;
