@@ -543,10 +543,9 @@ TEST_CASE("runtime kernels: dense wraps integer sums modulo 2^32 and adds floats
   for (auto& v : ws) v = static_cast<float>(static_cast<int>(rng() % 200) - 100) / 32.0f;
   float ys[3];
   rt::dense(xs.data(), ws.data(), ys, 1, 3, 64);
-  for (int o = 0; o < 3; ++o) {
+  for (std::size_t o = 0; o < 3; ++o) {
     double s = 0;
-    for (int j = 0; j < 64; ++j)
-      s += double{xs[static_cast<std::size_t>(j)]} * ws[static_cast<std::size_t>(o * 64 + j)];
+    for (std::size_t j = 0; j < 64; ++j) s += double{xs[j]} * ws[o * 64 + j];
     CHECK(ys[o] == doctest::Approx(s).epsilon(1e-6));
   }
 }

@@ -79,10 +79,10 @@ class Model {
     // stored once: an identical kernel's micro-ops are reused
     auto stored = stored_.find(words);
     if (stored == stored_.end()) {
-      stored = stored_.emplace(words, u32(uops.size())).first;
+      stored = stored_.emplace(words, static_cast<std::uint32_t>(uops.size())).first;
       uops.insert(uops.end(), words.begin(), words.end());
     }
-    const std::uint32_t at = stored->second, n = u32(words.size());
+    const std::uint32_t at = stored->second, n = static_cast<std::uint32_t>(words.size());
     // resident, or loaded (the SRAM starting over when it has no room left)
     if (!resident_.count(at)) {
       if (next_ + n > depth_) {
@@ -90,7 +90,7 @@ class Model {
         next_ = 0;
       }
       rt::InsnFields l = transfer(Opcode::Load, MemId::Uop, next_, at, 1, n, n);
-      relocs.push_back(u32(insns.size()));
+      relocs.push_back(static_cast<std::uint32_t>(insns.size()));
       append(l);
       resident_[at] = next_;
       next_ += n;
