@@ -8519,9 +8519,10 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
   const std::uint64_t old = get_field(w, p);
-  if (delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta) > old
-                : static_cast<std::uint64_t>(delta) > low_mask(p.width) - old)
-    return false;
+  // |delta| in unsigned arithmetic: -delta overflows (undefined) for INT64_MIN
+  const std::uint64_t size = delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta)
+                                       : static_cast<std::uint64_t>(delta);
+  if (delta < 0 ? size > old : size > low_mask(p.width) - old) return false;
   w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
   put_field(w, p, old + static_cast<std::uint64_t>(delta));
   return true;
@@ -12423,9 +12424,11 @@ class StreamWriter {
     if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
                   static_cast<std::int64_t>(n)))
       return false;
-    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count())))
-      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
     if (!append_word(load, Queue::Compute, Opcode::Load)) return false;
+    // the relocation after its instruction: a LOAD that found the storage full must leave no
+    // relocation behind (it would name an instruction past the storage)
+    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count() - 1)))
+      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
     if (!s_.add_resident(dram, uop_next_))
       return fail_field(Status::KernelsFull, op, Field::count, 0);
     begin = uop_next_;

@@ -578,9 +578,10 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
   const std::uint64_t old = get_field(w, p);
-  if (delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta) > old
-                : static_cast<std::uint64_t>(delta) > low_mask(p.width) - old)
-    return false;
+  // |delta| in unsigned arithmetic: -delta overflows (undefined) for INT64_MIN
+  const std::uint64_t size = delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta)
+                                       : static_cast<std::uint64_t>(delta);
+  if (delta < 0 ? size > old : size > low_mask(p.width) - old) return false;
   w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
   put_field(w, p, old + static_cast<std::uint64_t>(delta));
   return true;

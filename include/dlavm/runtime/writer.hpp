@@ -481,9 +481,11 @@ class StreamWriter {
     if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
                   static_cast<std::int64_t>(n)))
       return false;
-    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count())))
-      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
     if (!append_word(load, Queue::Compute, Opcode::Load)) return false;
+    // the relocation after its instruction: a LOAD that found the storage full must leave no
+    // relocation behind (it would name an instruction past the storage)
+    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count() - 1)))
+      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
     if (!s_.add_resident(dram, uop_next_))
       return fail_field(Status::KernelsFull, op, Field::count, 0);
     begin = uop_next_;

@@ -1,0 +1,478 @@
+// runtime/replay.hpp where tests/deploy/test_replay_codegen.cpp (generated replays against
+// Program::instantiate) does not reach:
+//   - random replays (loads with padding and offsets, GEMMs, resets, ALUs, stores, kernels
+//     written again) over overlapping regions: vta::check_hazards, an independent race and
+//     deadlock detector (vector clocks over the token queues), proves every stream orders its
+//     conflicting accesses; the same replay with over 64 regions (the tracker's other path)
+//     writes the same words;
+//   - hand-derived token flags: regions that do not overlap, the two arms of one condition
+//     (which share SRAM without meeting), ACC_8BIT in the accumulator's bank, a hazard covered
+//     by an earlier push, `again` with its accesses, a kernel's micro-ops reloaded;
+//   - every error: EmptyTransfer, Misaligned (power-of-two and other element sizes),
+//     LoopShape, UopsFull / KernelTooLarge from the op buffer, a load-store hazard
+//     (NotNeighbours, unordered()); kernels with no iteration or no micro-op write nothing;
+//   - floor_div / floor_mod / min / max against their definitions.
+#include <dlavm/runtime/replay.hpp>
+#include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/hw/hazards.hpp>
+#include <dlavm/vta/hw/isa.hpp>
+#include <dlavm/vta/hw/stream.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace runtime_replay_test {
+
+namespace rt = dlavm::runtime;
+namespace vta = dlavm::vta;
+using i64 = std::int64_t;
+using rt::Field;
+using rt::MemId;
+using rt::Opcode;
+using rt::Queue;
+using rt::Status;
+
+using Storage = rt::FixedStorage<2048, 4096, 64>;
+using Writer = rt::StreamWriter<Storage>;
+using Replay = rt::Replay<Storage>;
+
+// VTA_ISA.md's default element bytes: uop 4, wgt 256, inp 16, acc 64, out 16, acc8 16
+constexpr rt::ElemBytes kElem = {{4, 256, 16, 64, 16, 16}};
+constexpr std::uint64_t kParams[] = {0x10000, 0x20000, 0x40000, 0x80000};
+
+// A writer, its storage and a replay over `regions`.
+struct Rig {
+  explicit Rig(std::vector<rt::SramRegion> r, std::size_t op_capacity = 64,
+               std::uint32_t uop_depth = 8192, rt::ElemBytes elem = kElem,
+               std::vector<std::uint64_t> params = {kParams, kParams + 4})
+      : regions(std::move(r)),
+        states(regions.size()),
+        ops(op_capacity),
+        phys(std::move(params)),
+        st(std::make_unique<Storage>()),
+        w(rt::IsaLayout::default_layout(), uop_depth, *st),
+        replay(w, uop_depth, elem, regions.data(), states.data(), regions.size(), phys.data(),
+               {ops.data(), ops.size()}) {}
+  std::vector<rt::SramRegion> regions;
+  std::vector<rt::RegionState> states;
+  std::vector<rt::UopOp> ops;
+  std::vector<std::uint64_t> phys;
+  std::unique_ptr<Storage> st;
+  Writer w;
+  Replay replay;
+
+  vta::Stream stream() const {
+    vta::Stream s;
+    s.insns.assign(st->insns(), st->insns() + st->insn_count());
+    s.uops.assign(st->uops(), st->uops() + st->uop_count());
+    s.uop_relocs.assign(st->relocs(), st->relocs() + st->reloc_count());
+    return s;
+  }
+  rt::InsnFields at(std::size_t i) const {
+    return vta::decode(rt::IsaLayout::default_layout(), st->insns()[i], i);
+  }
+  std::size_t size() const { return st->insn_count(); }
+};
+
+// ---- random replays against the race detector ------------------------------------------
+
+const std::vector<rt::SramRegion> kRegions = {
+    {MemId::Inp, 0, 64},   {MemId::Inp, 64, 128}, {MemId::Inp, 0, 128},  // 0-2
+    {MemId::Wgt, 0, 32},   {MemId::Wgt, 32, 64},                         // 3-4
+    {MemId::Acc, 0, 64},   {MemId::Acc, 64, 128}, {MemId::Acc, 32, 96},  // 5-7
+    {MemId::Acc8, 96, 160}};                                             // 8: the acc bank
+const std::uint32_t kInp[] = {0, 1, 2}, kWgt[] = {3, 4}, kAcc[] = {5, 6, 7, 8};
+
+struct Saved {
+  rt::WrittenKernel kernel;
+  std::vector<rt::RegionAccess> accesses;
+};
+
+class RandomReplay {
+ public:
+  explicit RandomReplay(std::uint64_t seed) : rng_(seed) {}
+
+  // Writes `n` random steps into `r` (the same steps for the same seed).
+  void run(Rig& rig, int n) {
+    Replay& r = rig.replay;
+    std::vector<Saved> saved;
+    for (int k = 0; k < n; ++k) {
+      const auto kind = rng_() % 9;
+      if (kind <= 2) {
+        REQUIRE(load(r, kind == 0 ? MemId::Inp : kind == 1 ? MemId::Wgt : MemId::Acc));
+      } else if (kind == 3) {
+        REQUIRE(store(r));
+      } else if (kind <= 6) {
+        REQUIRE(kernel(r, rig.w, kind - 4, saved));
+      } else if (!saved.empty()) {
+        const Saved& s = saved[rng_() % saved.size()];
+        REQUIRE(r.again(s.kernel, s.accesses.data(), s.accesses.size()));
+      }
+    }
+    REQUIRE(rig.w.finish());
+  }
+
+ private:
+  i64 pick(i64 lo, i64 hi) {
+    return lo + static_cast<i64>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  template <std::size_t N>
+  std::uint32_t one_of(const std::uint32_t (&v)[N]) {
+    return v[rng_() % N];
+  }
+  bool load(Replay& r, MemId mem) {
+    const std::uint32_t region = mem == MemId::Inp   ? one_of(kInp)
+                                 : mem == MemId::Wgt ? one_of(kWgt)
+                                                     : one_of(kAcc);
+    const auto& g = kRegions[region];
+    if (g.memory == MemId::Acc8) mem = MemId::Acc8;
+    const i64 pad = mem == MemId::Inp ? 1 : 0;  // only INP loads pad
+    const i64 y = pick(mem == MemId::Inp ? 0 : 1, 3), x = pick(1, 6);
+    const i64 p[4] = {pick(0, pad), pick(0, pad), pick(0, pad), pick(0, pad)};
+    const i64 box = (p[0] + y + p[1]) * (p[2] + x + p[3]);
+    const i64 sram = g.begin + pick(0, g.end - g.begin - box);
+    const std::size_t param = rng_() % 4;
+    const i64 offset = pick(0, 100);
+    const i64 stride = rng_() % 2 ? rt::kDenseStride : x + pick(0, 3);
+    return r.load(mem, region, sram, param, offset, y, x, stride, p[0], p[1], p[2], p[3]);
+  }
+  bool store(Replay& r) {
+    const std::uint32_t region = one_of(kAcc);
+    const auto& g = kRegions[region];
+    const i64 y = pick(1, 3), x = pick(1, 6);
+    const i64 sram = g.begin + pick(0, g.end - g.begin - y * x);
+    const std::size_t param = rng_() % 4;
+    const i64 offset = pick(0, 100);
+    return r.store(region, sram, param, offset, y, x, rt::kDenseStride);
+  }
+  // kind 0: GEMM, 1: GEMM reset, 2: ALU
+  bool kernel(Replay& r, Writer& w, std::uint64_t kind, std::vector<Saved>& saved) {
+    const std::uint32_t acc = one_of(kAcc), inp = one_of(kInp), wgt = one_of(kWgt),
+                        src = one_of(kAcc);
+    const i64 extent = pick(1, 3), fd = pick(0, 2), fs = pick(0, 2), fw = pick(0, 1);
+    const auto in = [&](std::uint32_t region, i64 factor) {
+      const auto& g = kRegions[region];
+      return g.begin + pick(0, g.end - g.begin - 1 - (extent - 1) * factor);
+    };
+    r.kernel_begin();
+    const bool loop = rng_() % 2 == 0;
+    if (loop) r.loop_begin(extent, fd, fs, fw);
+    const int nops = static_cast<int>(pick(1, 4));
+    for (int i = 0; i < nops; ++i) {
+      const i64 d = in(acc, loop ? fd : 0);
+      const i64 s = kind == 2 ? in(src, loop ? fs : 0) : in(inp, loop ? fs : 0);
+      r.push(d, s, kind == 2 ? 0 : in(wgt, loop ? fw : 0));
+    }
+    Saved s;
+    bool ok = false;
+    if (kind == 2) {
+      const bool imm = rng_() % 2 == 0;
+      const auto op = static_cast<rt::AluOp>(rng_() % 5);
+      const i64 value = imm ? pick(-5, 5) : 0;
+      ok = r.alu(op, imm, value, acc, src);
+      s.accesses = {{acc, true}, {src, false}};
+    } else {
+      ok = r.gemm(kind == 1, acc, inp, wgt);
+      s.accesses = {{acc, true}};
+      if (kind == 0) s.accesses.insert(s.accesses.end(), {{inp, false}, {wgt, false}});
+    }
+    s.kernel = w.last_kernel();
+    saved.push_back(s);
+    return ok;
+  }
+
+  std::mt19937_64 rng_;
+};
+
+TEST_CASE("runtime replay: random replays order every hazard (check_hazards), any region count") {
+  const vta::Config config;
+  const int seeds = DLAVM_TEST_SANITIZED ? 15 : 60;
+  std::size_t insns = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    Rig rig(kRegions);
+    RandomReplay(static_cast<std::uint64_t>(seed)).run(rig, 60);
+    const auto s = rig.stream();
+    CHECK_NOTHROW(vta::check_hazards(config, s));
+    insns += s.insns.size();
+    // more than 64 regions: the tracker scans the table instead of its bit sets; regions
+    // that are never accessed change nothing
+    auto many = kRegions;
+    for (int k = 0; k < 70; ++k) many.push_back({k % 2 ? MemId::Inp : MemId::Acc, k, k + 40});
+    Rig big(many);
+    RandomReplay(static_cast<std::uint64_t>(seed)).run(big, 60);
+    CHECK(big.stream().insns == s.insns);
+    CHECK(big.stream().uops == s.uops);
+  }
+  MESSAGE(insns, " instructions of random replays free of races");
+  // the detector does fail: the last random stream without its tokens races or deadlocks
+  Rig rig(kRegions);
+  RandomReplay(1).run(rig, 60);
+  auto s = rig.stream();
+  for (auto& w : s.insns) {
+    auto f = vta::decode(rt::IsaLayout::default_layout(), w);
+    f.pop_prev_dep = f.pop_next_dep = f.push_prev_dep = f.push_next_dep = false;
+    w = rt::pack(rt::IsaLayout::default_layout(), f);
+  }
+  CHECK_THROWS(vta::check_hazards(config, s));
+}
+
+// ---- tokens by hand ---------------------------------------------------------------------
+
+TEST_CASE("runtime replay: SramRegion::overlaps, by hand") {
+  using R = rt::SramRegion;
+  const R a{MemId::Inp, 0, 64, 0};
+  CHECK(a.overlaps(R{MemId::Inp, 63, 70, 0}));
+  CHECK_FALSE(a.overlaps(R{MemId::Inp, 64, 70, 0}));          // [0, 64) and [64, 70) touch only
+  CHECK_FALSE(a.overlaps(R{MemId::Wgt, 0, 64, 0}));           // another memory
+  CHECK(R{MemId::Acc, 0, 8}.overlaps(R{MemId::Acc8, 4, 5}));  // one bank
+  CHECK_FALSE(R{MemId::Acc, 0, 8}.overlaps(R{MemId::Out, 4, 5}));
+  // arms: 2k - 1 and 2k are the then and else arms of condition k
+  const auto arm = [](std::uint32_t k) { return R{MemId::Inp, 0, 64, k}; };
+  CHECK_FALSE(arm(1).overlaps(arm(2)));
+  CHECK_FALSE(arm(4).overlaps(arm(3)));
+  CHECK(arm(1).overlaps(arm(1)));
+  CHECK(arm(2).overlaps(arm(3)));  // conditions 1 and 2: may both run
+  CHECK(arm(1).overlaps(arm(3)));
+  CHECK(arm(0).overlaps(arm(2)));  // outside any condition
+  CHECK(arm(5).overlaps(arm(0)));
+}
+
+TEST_CASE("runtime replay: a token where regions overlap, none where they cannot meet") {
+  // a load of INP into region 0, then a GEMM reading region `other` (a reset-free GEMM with
+  // its accumulator and weights in regions of their own): the GEMM pops a token from the
+  // load module, and the load pushes it, exactly when the regions can meet
+  const auto tokens = [](rt::SramRegion other) {
+    Rig rig({{MemId::Inp, 0, 64, 1}, other, {MemId::Acc, 0, 16}, {MemId::Wgt, 0, 4}});
+    Replay& r = rig.replay;
+    REQUIRE(r.load(MemId::Inp, 0, 0, 0, 0, 1, 4, rt::kDenseStride, 0, 0, 0, 0));
+    r.kernel_begin();
+    r.push(0, other.begin, 0);
+    REQUIRE(r.gemm(false, 2, 1, 3));
+    REQUIRE(rig.size() == 3);  // LOAD INP, LOAD UOP, GEMM
+    const bool pushed = rig.at(0).push_next_dep, popped = rig.at(1).pop_prev_dep;
+    CHECK(rig.at(2).pop_prev_dep == false);  // the pop goes on compute's next: the LOAD UOP
+    CHECK(pushed == popped);
+    return pushed;
+  };
+  CHECK(tokens({MemId::Inp, 0, 64, 0}));
+  CHECK(tokens({MemId::Inp, 32, 33, 3}));       // condition 2's arm: may run with arm 1
+  CHECK_FALSE(tokens({MemId::Inp, 0, 64, 2}));  // the other arm of condition 1
+  CHECK_FALSE(tokens({MemId::Inp, 64, 128, 0}));
+}
+
+TEST_CASE("runtime replay: a hazard on an instruction already covered by a push takes no token") {
+  // load I0 (#0), load I1 (#1), GEMM reading I0: push on #0, pop; GEMM reading I1: push on
+  // #1, pop; GEMM reading I0 again: #0 is before #1, whose push the compute module has
+  // consumed already, so no token
+  Rig rig({{MemId::Inp, 0, 16}, {MemId::Inp, 16, 32}, {MemId::Acc, 0, 16}, {MemId::Wgt, 0, 4}});
+  Replay& r = rig.replay;
+  REQUIRE(r.load(MemId::Inp, 0, 0, 0, 0, 1, 16, rt::kDenseStride, 0, 0, 0, 0));
+  REQUIRE(r.load(MemId::Inp, 1, 16, 0, 16, 1, 16, rt::kDenseStride, 0, 0, 0, 0));
+  const auto gemm = [&](std::uint32_t inp, i64 src) {
+    r.kernel_begin();
+    r.push(0, src, 0);
+    return r.gemm(false, 2, inp, 3);
+  };
+  REQUIRE(gemm(0, 0));   // #2 LOAD UOP (pop), #3 GEMM
+  REQUIRE(gemm(1, 16));  // #4 LOAD UOP (pop), #5 GEMM
+  REQUIRE(gemm(0, 0));   // resident: #6 GEMM, no pop
+  REQUIRE(rig.size() == 7);
+  CHECK(rig.at(0).push_next_dep);
+  CHECK(rig.at(1).push_next_dep);
+  CHECK(rig.at(2).pop_prev_dep);
+  CHECK(rig.at(4).pop_prev_dep);
+  CHECK_FALSE(rig.at(6).pop_prev_dep);
+  CHECK(rig.at(6).uop_bgn == rig.at(3).uop_bgn);
+  CHECK_NOTHROW(vta::check_hazards(vta::Config{}, rig.stream()));
+}
+
+TEST_CASE("runtime replay: again writes a kernel with its accesses, reloading its micro-ops") {
+  Rig rig({{MemId::Inp, 0, 16}, {MemId::Acc, 0, 16}, {MemId::Wgt, 0, 4}, {MemId::Acc, 16, 32}}, 64,
+          16);  // a 16-entry micro-op SRAM
+  Replay& r = rig.replay;
+  REQUIRE(r.load(MemId::Inp, 0, 0, 0, 0, 1, 4, rt::kDenseStride, 0, 0, 0, 0));  // #0
+  r.kernel_begin();
+  r.loop_begin(4, 1, 1, 0);
+  r.push(0, 0, 0);
+  REQUIRE(r.gemm(false, 1, 0, 2));  // #1 LOAD UOP (pops the load's token), #2 GEMM
+  const rt::WrittenKernel k = rig.w.last_kernel();
+  const rt::RegionAccess accesses[] = {{1, true}, {0, false}, {2, false}};
+  // WAR: a new load into the input region must wait for the GEMM, which pushes to it
+  REQUIRE(r.load(MemId::Inp, 0, 0, 0, 4, 1, 4, rt::kDenseStride, 0, 0, 0, 0));  // #3
+  CHECK(rig.at(2).push_prev_dep);
+  CHECK(rig.at(3).pop_next_dep);
+  // again: resident, so the GEMM alone, with the same fields, popping the new load's token
+  REQUIRE(r.again(k, accesses, 3));
+  REQUIRE(rig.size() == 5);
+  CHECK(rig.at(4).pop_prev_dep);
+  CHECK(rig.at(3).push_next_dep);
+  CHECK(rig.at(4).uop_bgn == rig.at(2).uop_bgn);
+  CHECK(rig.at(4).iter_out == 4);
+  CHECK(rig.at(4).dst_factor_out == 1);
+  // an ALU of 16 micro-ops fills the SRAM: the GEMM's micro-op is reloaded by the next again
+  r.kernel_begin();
+  for (int i = 0; i < 16; ++i) r.push(16 + i, i, 0);
+  REQUIRE(r.alu(rt::AluOp::Add, true, 1, 3, 1));  // #5 LOAD UOP, #6 ALU
+  REQUIRE(r.again(k, accesses, 3));               // #7 LOAD UOP, #8 GEMM
+  REQUIRE(rig.size() == 9);
+  CHECK(rig.at(7).opcode == Opcode::Load);
+  CHECK(rig.at(7).memory_type == MemId::Uop);
+  CHECK(rig.at(7).dram_base == k.dram);
+  CHECK(rig.at(7).sram_base == 0);
+  CHECK(rig.at(8).uop_bgn == 0);
+  CHECK(rig.st->reloc_count() == 3);
+  REQUIRE(rig.w.finish());
+  CHECK_NOTHROW(vta::check_hazards(vta::Config{}, rig.stream()));
+}
+
+TEST_CASE("runtime replay: addresses from the parameters, offsets, padding-only loads") {
+  Rig rig({{MemId::Inp, 0, 64}, {MemId::Acc, 0, 64}, {MemId::Wgt, 0, 8}});
+  Replay& r = rig.replay;
+  REQUIRE(r.load(MemId::Inp, 0, 3, 1, 5, 2, 4, 9, 1, 0, 1, 2));
+  REQUIRE(r.load(MemId::Wgt, 2, 1, 2, 7, 1, 2, rt::kDenseStride, 0, 0, 0, 0));
+  REQUIRE(r.load(MemId::Acc8, 1, 8, 3, 1, 1, 4, rt::kDenseStride, 0, 0, 0, 0));
+  REQUIRE(r.load(MemId::Inp, 0, 40, 2, 50, 0, 4, rt::kDenseStride, 2, 0, 0, 0));  // padding
+  REQUIRE(r.store(1, 8, 3, 11, 1, 4, 8));
+  // byte address / element bytes + offset: 0x20000 / 16 + 5, 0x40000 / 256 + 7,
+  // 0x80000 / 16 + 1; a padding-only load reads nothing: the tensor's start, no offset
+  const auto f = [&](std::size_t i) { return rig.at(i); };
+  CHECK(f(0).dram_base == 0x2000 + 5);
+  CHECK(f(0).sram_base == 3);
+  CHECK(f(0).y_size == 2);
+  CHECK(f(0).x_stride == 9);
+  CHECK(f(0).y_pad_0 == 1);
+  CHECK(f(0).x_pad_0 == 1);
+  CHECK(f(0).x_pad_1 == 2);
+  CHECK(f(1).dram_base == 0x400 + 7);
+  CHECK(f(1).x_stride == 2);
+  CHECK(f(2).memory_type == MemId::Acc8);
+  CHECK(f(2).dram_base == 0x8000 + 1);
+  CHECK(f(3).dram_base == 0x40000 / 16);
+  CHECK(f(3).y_size == 0);
+  CHECK(f(3).y_pad_0 == 2);
+  std::size_t store = 4;
+  while (f(store).opcode != Opcode::Store) ++store;  // after the tokens it needs
+  CHECK(f(store).memory_type == MemId::Out);
+  CHECK(f(store).dram_base == 0x80000 / 16 + 11);
+  CHECK(f(store).x_stride == 8);
+}
+
+// ---- errors -------------------------------------------------------------------------------
+
+void check_error(const rt::WriterError& e, Status s, Opcode op, Field field, i64 value) {
+  CHECK(e.status == s);
+  CHECK(e.opcode == op);
+  CHECK(e.field == field);
+  CHECK(e.value == value);
+}
+
+TEST_CASE("runtime replay: each error is the writer's, and nothing more is written") {
+  const std::vector<rt::SramRegion> regions = {
+      {MemId::Inp, 0, 64}, {MemId::Acc, 0, 64}, {MemId::Wgt, 0, 8}};
+  SUBCASE("empty transfers") {
+    Rig rig(regions);
+    CHECK_FALSE(rig.replay.load(MemId::Inp, 0, 0, 0, 0, -1, 4, 4, 0, 0, 0, 0));
+    check_error(rig.w.error(), Status::EmptyTransfer, Opcode::Load, Field::y_size, -1);
+    rig.w.clear_error();
+    CHECK_FALSE(rig.replay.load(MemId::Wgt, 2, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0));
+    check_error(rig.w.error(), Status::EmptyTransfer, Opcode::Load, Field::x_size, 0);
+    rig.w.clear_error();
+    CHECK_FALSE(rig.replay.store(1, 0, 0, 0, 1, 0, 4));
+    check_error(rig.w.error(), Status::EmptyTransfer, Opcode::Store, Field::x_size, 0);
+    CHECK(rig.size() == 0);
+  }
+  SUBCASE("misaligned parameters") {
+    Rig rig(regions, 64, 8192, kElem, {0x10008, 0x10100, 0x10040, 0x10010});
+    CHECK_FALSE(rig.replay.load(MemId::Inp, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0));  // 0x10008 % 16
+    check_error(rig.w.error(), Status::Misaligned, Opcode::Load, Field::dram_base, 0x10008);
+    rig.w.clear_error();
+    CHECK_FALSE(rig.replay.load(MemId::Wgt, 2, 0, 2, 0, 1, 1, 1, 0, 0, 0, 0));  // % 256
+    check_error(rig.w.error(), Status::Misaligned, Opcode::Load, Field::dram_base, 0x10040);
+    rig.w.clear_error();
+    CHECK_FALSE(rig.replay.load(MemId::Acc, 1, 0, 3, 0, 1, 1, 1, 0, 0, 0, 0));  // % 64
+    check_error(rig.w.error(), Status::Misaligned, Opcode::Load, Field::dram_base, 0x10010);
+    rig.w.clear_error();
+    CHECK(rig.replay.store(1, 0, 3, 0, 1, 1, 1));  // OUT elements are 16 bytes
+    CHECK(rig.replay.load(MemId::Acc, 1, 0, 2, 0, 1, 1, 1, 0, 0, 0, 0));
+    CHECK(rig.size() >= 2);
+  }
+  SUBCASE("an element size that is not a power of two") {
+    rt::ElemBytes elem = kElem;
+    elem.of[static_cast<int>(MemId::Inp)] = 48;
+    Rig rig(regions, 64, 8192, elem, {96, 100, 0, 0});
+    REQUIRE(rig.replay.load(MemId::Inp, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0));
+    CHECK(rig.at(0).dram_base == 3);  // 96 / 48 + 1
+    CHECK_FALSE(rig.replay.load(MemId::Inp, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0));
+    check_error(rig.w.error(), Status::Misaligned, Opcode::Load, Field::dram_base, 100);
+  }
+  SUBCASE("kernels: three loops, too many micro-ops, none, no iteration") {
+    Rig rig(regions, 2, 3);  // room for 2 micro-ops, a 3-entry micro-op SRAM
+    Replay& r = rig.replay;
+    r.kernel_begin();  // no micro-op: nothing written
+    CHECK(r.gemm(false, 1, 0, 2));
+    r.kernel_begin();  // a loop of no iteration: nothing written, whatever it holds
+    r.loop_begin(0, 1, 1, 1);
+    r.loop_begin(5, 1, 1, 1);
+    r.loop_begin(5, 1, 1, 1);
+    for (int i = 0; i < 9; ++i) r.push(i, i, 0);
+    CHECK(r.alu(rt::AluOp::Max, false, 0, 1, 1));
+    CHECK(rig.size() == 0);
+    CHECK(r.ok());
+    r.kernel_begin();
+    r.push(0, 0, 0);
+    r.push(1, 1, 0);
+    r.push(2, 2, 0);  // past the op buffer, within the SRAM
+    CHECK_FALSE(r.gemm(false, 1, 0, 2));
+    check_error(rig.w.error(), Status::UopsFull, Opcode::Gemm, Field::count, 3);
+    rig.w.clear_error();
+    r.push(3, 3, 0);  // 4 > the SRAM's 3
+    CHECK_FALSE(r.alu(rt::AluOp::Add, false, 0, 1, 1));
+    check_error(rig.w.error(), Status::KernelTooLarge, Opcode::Alu, Field::count, 4);
+    rig.w.clear_error();
+    r.kernel_begin();
+    r.loop_begin(2, 1, 1, 0);
+    r.loop_begin(2, 1, 1, 0);
+    r.loop_begin(2, 1, 1, 0);
+    CHECK_FALSE(r.ok());
+    check_error(rig.w.error(), Status::LoopShape, Opcode::Finish, Field::count, 3);
+    r.push(0, 0, 0);
+    CHECK_FALSE(r.gemm(false, 1, 0, 2));  // the writer has failed: nothing more
+    CHECK(rig.size() == 0);
+  }
+  SUBCASE("a hazard between load and store, which share no token queue") {
+    Rig rig(regions);
+    REQUIRE(rig.replay.load(MemId::Inp, 0, 0, 0, 0, 1, 2, 2, 0, 0, 0, 0));  // #0
+    // a store declared as reading the input region: a hazard no token can order
+    CHECK_FALSE(rig.replay.store(0, 0, 3, 0, 1, 2, 2));
+    CHECK(rig.w.error().status == Status::NotNeighbours);
+    CHECK(rig.w.error().from == Queue::Load);
+    CHECK(rig.w.error().to == Queue::Store);
+    CHECK(rig.replay.deps().unordered() == 0);
+    CHECK(rig.size() == 1);
+  }
+}
+
+TEST_CASE("runtime replay: floor_div, floor_mod, min, max") {
+  for (i64 a = -20; a <= 20; ++a)
+    for (i64 b : {-7, -3, -1, 1, 2, 5}) {
+      CAPTURE(a);
+      CAPTURE(b);
+      const i64 q = static_cast<i64>(std::floor(static_cast<double>(a) / static_cast<double>(b)));
+      CHECK(rt::floor_div(a, b) == q);
+      CHECK(rt::floor_mod(a, b) == a - q * b);
+    }
+  CHECK(rt::floor_div(-7, 2) == -4);
+  CHECK(rt::floor_mod(-7, 2) == 1);
+  CHECK(rt::floor_mod(7, -2) == -1);
+  CHECK(rt::min(-3, 2) == -3);
+  CHECK(rt::max(-3, 2) == 2);
+  static_assert(rt::floor_div(-1, 3) == -1 && rt::floor_mod(-1, 3) == 2);
+}
+
+}  // namespace runtime_replay_test
