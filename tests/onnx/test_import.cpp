@@ -168,6 +168,138 @@ TEST_CASE("unsupported opsets, unknown ops and attributes are refused, all nodes
                        importer::NotSupported);
 }
 
+void set_int(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// The message of the NotSupported that importing `mb` raises.
+std::string refusal(const ModelBuilder& mb) {
+  try {
+    mb.import();
+  } catch (const importer::NotSupported& e) {
+    return e.what();
+  }
+  FAIL("not refused");
+  return {};
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("refusals: one error lists every node once; nodes reading a refused one are not blamed") {
+  // a grouped Conv, then nodes reading it: Clip and MaxPool would fail on a stand-in value
+  ModelBuilder mb;
+  mb.input("x", {1, 4, 8, 8});
+  mb.initializer("w", {4, 1, 3, 3}, std::vector<float>(36, 0.5f));
+  set_int(mb.node("Conv", {"x", "w"}, {"c"}, "grouped"), "group", 4);
+  mb.node("Clip", {"c"}, {"d"}, "clip");
+  auto& pool = mb.node("MaxPool", {"d"}, {"e"}, "pool");
+  set_ints(pool, "kernel_shape", {2, 2});
+  mb.node("Sin", {"e"}, {"y"}, "sine");  // an unknown operator after them: refused on its own
+  mb.output("y");
+  const std::string m = refusal(mb);
+  CHECK(m.find("test.onnx: 2 nodes the importer does not handle") == 0);
+  CHECK(count(m, "node 'grouped' (Conv): group = 4") == 1);
+  CHECK(count(m, "node 'sine' (Sin): the importer converts no version of Sin") == 1);
+  CHECK(count(m, "'clip'") == 0);
+  CHECK(count(m, "'pool'") == 0);
+
+  // unknown operators and unsupported attributes in one round, in node order
+  ModelBuilder both;
+  both.input("x", {1, 1, 8, 8});
+  both.input("w", {2, 1, 3, 3});
+  set_ints(both.node("Conv", {"x", "w"}, {"c"}, "dilated"), "dilations", {2, 2});
+  both.node("Sin", {"x"}, {"s"}, "sine");
+  both.node("Add", {"c", "s"}, {"y"}, "add");
+  both.output("y");
+  const std::string m2 = refusal(both);
+  CHECK(m2 ==
+        "test.onnx: 2 nodes the importer does not handle: node 'dilated' (Conv): dilations = [2, "
+        "2]; node 'sine' (Sin): the importer converts no version of Sin");
+
+  // a node of another domain, and a version of an operator no converter covers
+  ModelBuilder other(1);
+  other.input("x", {1, 4});
+  other.node("Gelu", {"x"}, {"g"}, "gelu").set_domain("com.microsoft");
+  other.node("Pad", {"x"}, {"y"}, "pad1");
+  other.output("y");
+  const std::string m3 = refusal(other);
+  CHECK(count(m3, "node 'gelu' (Gelu): operators of domain 'com.microsoft' are not handled") == 1);
+  CHECK(count(m3, "node 'pad1' (Pad): Pad-1 (the version opset 1 selects) is not handled") == 1);
+}
+
+TEST_CASE("refusals: empty tensors are values, not shape errors") {
+  // Resize's roi as exporters write it: an empty initializer; the Resize is refused by name
+  ModelBuilder mb;
+  mb.input("x", {1, 1, 4, 4});
+  mb.initializer("roi", {0}, {});
+  mb.initializer("scales", {4}, {1, 1, 2, 2});
+  mb.node("Resize", {"x", "roi", "scales"}, {"y"}, "up");
+  mb.output("y");
+  const std::string m = refusal(mb);
+  CHECK(m ==
+        "test.onnx: 1 node the importer does not handle: node 'up' (Resize): the importer "
+        "converts no version of Resize");
+
+  // an empty tensor where a converted operator needs a value: refused naming the input
+  ModelBuilder add;
+  add.input("x", {1, 4});
+  add.initializer("nothing", {0}, {});
+  add.node("Add", {"x", "nothing"}, {"y"}, "add");
+  add.output("y");
+  CHECK(refusal(add) ==
+        "test.onnx: 1 node the importer does not handle: node 'add' (Add): input 1 'nothing' is "
+        "an empty tensor (shape [0]), which only an operator that ignores it may take");
+
+  // an empty Constant node, and an empty graph output
+  ModelBuilder out;
+  out.input("x", {1, 4});
+  auto& c = out.node("Constant", {}, {"e"}, "empty");
+  auto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(TP::FLOAT);
+  a->mutable_t()->add_dims(0);
+  out.node("Relu", {"x"}, {"y"});
+  out.output("y");
+  out.output("e");
+  CHECK_THROWS_WITH_AS(out.import(), "test.onnx: graph output 'e' is an empty tensor",
+                       importer::NotSupported);
+}
+
+// A Conv with a bias over a 1x3x8x8 image, its weight of `in` input channels.
+ModelBuilder conv_with_bias(std::int64_t in) {
+  ModelBuilder mb;
+  mb.input("x", {1, 3, 8, 8});
+  mb.initializer("w", {4, in, 3, 3}, std::vector<float>(static_cast<std::size_t>(36 * in), 0.25f));
+  mb.initializer("b", {4}, {1, 2, 3, 4});
+  mb.node("Conv", {"x", "w", "b"}, {"conv1_out"}, "conv1");
+  mb.output("conv1_out");
+  return mb;
+}
+
+TEST_CASE("names: the graph ops of a node are named after its output") {
+  const auto fn = conv_with_bias(3).import();
+  const auto* bias = fn.results()[0].as<graph::CallNode>();
+  REQUIRE(bias != nullptr);
+  CHECK(bias->result_name == "conv1_out");
+  CHECK(bias->op() == "bias_add");
+  const auto* conv = bias->args[0].as<graph::CallNode>();
+  REQUIRE(conv != nullptr);
+  CHECK(conv->result_name == "conv1_out.conv2d");
+
+  // a weight that does not fit: the shape error names the file, the Conv and its values
+  CHECK_THROWS_WITH_AS(conv_with_bias(2).import(),
+                       doctest::Contains("test.onnx: node 'conv1' (Conv): %conv1_out.conv2d"),
+                       ShapeError);
+}
+
 TEST_CASE("a dim_param needs a range; bad ranges and frozen names are ValueErrors") {
   ModelBuilder mb;
   mb.input("x", {std::string("tokens"), 8});
@@ -254,8 +386,10 @@ TEST_CASE("nodes out of order are sorted; an op's type error names the node") {
   bad.input("b", {4, 5});
   bad.node("MatMul", {"a", "b"}, {"y"}, "mm");
   bad.output("y");
-  const auto fn2 = bad.import();
-  CHECK_THROWS_WITH_AS(graph::infer_type(fn2, graph::default_ops()), doctest::Contains("%y"),
+  // typed as it is converted: the error names the file, the node and the model's values
+  CHECK_THROWS_WITH_AS(bad.import(),
+                       doctest::Contains("test.onnx: node 'mm' (MatMul): %y (matmul): input 0 (%a) "
+                                         "dim -1 (K) is 3 but input 1 (%b) dim -2 (K) is 4"),
                        ShapeError);
 
   // a node's error names the file and the node once

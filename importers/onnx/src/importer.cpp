@@ -1,5 +1,6 @@
-// The model walk: opsets, initializers, inputs, a checked topological order of the nodes, one
-// NotSupported for every node the converters refuse, then the conversion itself.
+// The model walk: opsets, initializers, inputs, a checked topological order of the nodes, the
+// conversion of each by the converter its version selects, one NotSupported for every node
+// refused.
 #include "importer.hpp"
 
 #include <dlavm/core/error.hpp>
@@ -10,6 +11,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "converters.hpp"
+#include "onnx_versions.hpp"
 #include <algorithm>
 #include <deque>
 #include <fstream>
@@ -32,10 +35,20 @@ const Value& Importer::input(const ::onnx::NodeProto& n, int k) {
   if (!has_input(n, k)) raise<ValueError>("input {} is missing", k);
   const auto it = values_.find(n.input(k));
   if (it == values_.end())
-    raise<ValueError>(
-        "input {} '{}' is not an input, an initializer or an earlier node's output", k,
-        n.input(k));
+    raise<ValueError>("input {} '{}' is not an input, an initializer or an earlier node's output",
+                      k, n.input(k));
+  if (it->second.refused) throw ReadsRefused{};
   return it->second;
+}
+
+graph::Expr Importer::expr(const ::onnx::NodeProto& n, int k) {
+  const Value& v = input(n, k);
+  if (!v.expr.defined())
+    throw Unsupported{
+        fmt::format("input {} '{}' is an empty tensor (shape [{}]), which only an "
+                    "operator that ignores it may take",
+                    k, n.input(k), fmt::join(v.constant->shape(), ", "))};
+  return v.expr;
 }
 
 const te::NDArray& Importer::constant(const ::onnx::NodeProto& n, int k, std::string_view role) {
@@ -48,23 +61,51 @@ const te::NDArray& Importer::constant(const ::onnx::NodeProto& n, int k, std::st
   return *v.constant;
 }
 
+Value Importer::constant_value(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a) {
+  std::string name = fmt::format("{}.{}", n.output_size() > 0 ? n.output(0) : n.name(), suffix);
+  while (values_.count(name) > 0 || call_names_.count(name) > 0) name += "_";
+  auto arr = std::make_shared<const te::NDArray>(std::move(a));
+  Value v{arr->size() > 0 ? graph::constant(name, arr) : graph::Expr(), arr};
+  values_[name] = v;
+  return v;
+}
+
 graph::Expr Importer::make_constant(const ::onnx::NodeProto& n, std::string_view suffix,
                                     te::NDArray a) {
-  std::string name = fmt::format("{}.{}", n.output_size() > 0 ? n.output(0) : n.name(), suffix);
-  while (values_.count(name) > 0) name += "_";
-  auto arr = std::make_shared<const te::NDArray>(std::move(a));
-  auto e = graph::constant(name, arr);
-  values_[name] = Value{e, arr};
-  return e;
+  if (a.size() == 0)
+    throw Unsupported{fmt::format("its {} would be an empty tensor (shape [{}])", suffix,
+                                  fmt::join(a.shape(), ", "))};
+  return constant_value(n, suffix, std::move(a)).expr;
 }
 
 graph::TensorType Importer::type_of(const graph::Expr& e) {
   if (e.has_type()) return e.type();
-  std::vector<graph::Expr> params;
-  for (const auto& node : graph::post_order(std::span(&e, 1)))
-    if (node.kind() == graph::NodeKind::Input) params.push_back(node);
-  const auto typed = graph::infer_type(graph::function(params, {e}), graph::default_ops());
-  return typed.results().front().type();
+  const auto known = types_.find(e.get());
+  if (known != types_.end()) return known->second.second;
+  const auto* call = e.as<graph::CallNode>();
+  // the call alone, over inputs of its arguments' types: a call is typed once, however many
+  // later calls read it
+  std::vector<graph::Expr> params, args;
+  for (std::size_t i = 0; i < call->args.size(); ++i) {
+    const auto& a = call->args[i];
+    const auto t = type_of(a);
+    // named as the model names it, for the type rule's messages
+    std::string name =
+        a.kind() == graph::NodeKind::Call ? a.as<graph::CallNode>()->result_name : a->name;
+    if (name.empty() || std::any_of(params.begin(), params.end(),
+                                    [&](const graph::Expr& p) { return p->name == name; }))
+      name = fmt::format("{}#{}", name.empty() ? "arg" : name, i);
+    auto p = graph::input(name, t.shape, t.dtype);
+    params.push_back(p);
+    args.push_back(p);
+  }
+  const auto one =
+      graph::call(std::string(call->op()), std::move(args), call->attrs, call->result_name);
+  const auto typed = graph::detail::infer_types(
+      graph::function(params, {one}), graph::default_ops(), {}, graph::detail::HostSupport::Defer);
+  auto type = typed.results().front().type();
+  types_.emplace(e.get(), std::make_pair(e, type));
+  return type;
 }
 
 void Importer::read_opset(const ::onnx::ModelProto& model) {
@@ -76,11 +117,25 @@ void Importer::read_opset(const ::onnx::ModelProto& model) {
       continue;
     }
   }
-  if (opset_ == 0)
-    raise<ValueError>("{}: the model imports no opset of the default ONNX domain", source_);
-  if (opset_ < kMinOpset || opset_ > kMaxOpset)
-    raise<NotSupported>("{}: opset {} of the default domain; the importer reads opsets {} to {}",
-                        source_, opset_, kMinOpset, kMaxOpset);
+  if (opset_ == 0) {
+    // a model of other domains only (training operators): each node is refused by its domain
+    for (const auto& n : model.graph().node())
+      if (n.domain().empty() || n.domain() == "ai.onnx")
+        raise<ValueError>(
+            "{}: node '{}' ({}) is of the default ONNX domain, which the model "
+            "imports no opset of",
+            source_, n.name(), n.op_type());
+    return;
+  }
+  if (opset_ < 0)
+    raise<ValueError>("{}: opset {} of the default domain; opsets count from 1", source_, opset_);
+  // beyond the history the importer holds, it cannot tell which operators changed
+  if (opset_ > kLatestOpset)
+    raise<NotSupported>(
+        "{}: opset {} of the default domain is newer than the operator history the importer "
+        "holds (ONNX's opsets 1 to {}), so it cannot tell which of the model's operators "
+        "changed",
+        source_, opset_, kLatestOpset);
 }
 
 void Importer::add_initializers(const ::onnx::GraphProto& g) {
@@ -90,7 +145,8 @@ void Importer::add_initializers(const ::onnx::GraphProto& g) {
       raise<ValueError>("{}: initializer '{}' is defined twice", source_, t.name());
     auto arr = std::make_shared<const te::NDArray>(
         to_array(t, fmt::format("{}: initializer '{}'", source_, t.name())));
-    values_[t.name()] = Value{graph::constant(t.name(), arr), arr};
+    values_[t.name()] =
+        Value{arr->size() > 0 ? graph::constant(t.name(), arr) : graph::Expr(), arr};
   }
   if (g.sparse_initializer_size() > 0)
     raise<NotSupported>("{}: sparse initializers ('{}')", source_,
@@ -158,7 +214,8 @@ std::vector<graph::Expr> Importer::add_inputs(const ::onnx::GraphProto& g) {
         raise<TypeError>("{}: ImportOptions::constants gives input '{}' as {}; the model says {}",
                          source_, v.name(), frozen->second.dtype(), *want);
       auto arr = std::make_shared<const te::NDArray>(frozen->second);
-      values_[v.name()] = Value{graph::constant(v.name(), arr), arr};
+      values_[v.name()] =
+          Value{arr->size() > 0 ? graph::constant(v.name(), arr) : graph::Expr(), arr};
       continue;
     }
     auto e = input_of(v);
@@ -221,19 +278,76 @@ std::vector<int> Importer::node_order(const ::onnx::GraphProto& g) {
   return order;
 }
 
-void Importer::check_supported(const ::onnx::GraphProto& g, const std::vector<int>& order) {
-  std::vector<std::string> refused;
-  for (int i : order) {
-    const auto& node = g.node(i);
-    current_node_ = i;
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      refused.push_back(fmt::format("{} of domain '{}'", label(node), node.domain()));
-    else if (converter_of(node.op_type()) == nullptr)
-      refused.push_back(label(node));
+void Importer::mark_refused(const ::onnx::NodeProto& node) {
+  for (const auto& out : node.output())
+    if (!out.empty()) {
+      Value v;
+      v.refused = true;
+      values_[out] = v;
+    }
+}
+
+graph::Expr Importer::name_new_calls(const graph::Expr& e, const std::string& out) {
+  const auto* call = e.as<graph::CallNode>();
+  if (call == nullptr || converted_.count(e.get()) > 0) return e;
+  std::vector<graph::Expr> args;
+  for (const auto& a : call->args) args.push_back(name_new_calls(a, out));
+  std::string name = call->result_name;
+  if (name.empty()) {
+    name = fmt::format("{}.{}", out, call->op());
+    while (values_.count(name) > 0 || call_names_.count(name) > 0) name += "_";
   }
-  if (!refused.empty())
-    raise<NotSupported>("{}: {} node{} with operators the importer does not handle: {}", source_,
-                        refused.size(), refused.size() == 1 ? "" : "s", fmt::join(refused, ", "));
+  call_names_.insert(name);
+  auto named = graph::call(std::string(call->op()), std::move(args), call->attrs, name);
+  converted_.insert(named.get());
+  return named;
+}
+
+bool Importer::convert(const ::onnx::NodeProto& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    refused_.push_back(
+        fmt::format("{}: operators of domain '{}' are not handled", label(node), node.domain()));
+    return false;
+  }
+  const Selection selected = select_converter(node.op_type(), opset_);
+  if (selected.row == nullptr) {
+    refused_.push_back(fmt::format("{}: {}", label(node), selected.refusal));
+    return false;
+  }
+  std::vector<Value> outs;
+  try {
+    outs = selected.row->convert(*this, node);
+    if (outs.size() < static_cast<std::size_t>(node.output_size()))
+      for (int k = static_cast<int>(outs.size()); k < node.output_size(); ++k)
+        if (!node.output(k).empty())
+          throw Unsupported{fmt::format("output {} '{}'", k, node.output(k))};
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& out = node.output(k);
+      Value& v = outs[static_cast<std::size_t>(k)];
+      if (!v.expr.defined()) continue;  // an empty constant
+      if (v.expr.kind() == graph::NodeKind::Call) {
+        // the last call keeps the model's name (unless it is an earlier node's), the others are
+        // named after it, so that every message names the model's value
+        if (v.expr.as<graph::CallNode>()->result_name.empty() &&
+            converted_.count(v.expr.get()) == 0 && !out.empty())
+          v.expr = graph::named(v.expr, out);
+        v.expr = name_new_calls(v.expr, out.empty() ? node.output(0) : out);
+        type_of(v.expr);  // a shape error is the node's
+      } else if (const auto* c = v.expr.as<graph::ConstantNode>(); c != nullptr && !v.constant) {
+        v.constant = c->value;
+      }
+    }
+  } catch (const Unsupported& u) {
+    refused_.push_back(fmt::format("{}: {}", label(node), u.reason));
+    return false;
+  } catch (const ReadsRefused&) {
+    return false;  // the refusal of the node it reads names the cause
+  } catch (const Error& e) {
+    rethrow_with_context(e, fmt::format("{}: {}", source_, label(node)));
+  }
+  for (int k = 0; k < node.output_size(); ++k)
+    if (!node.output(k).empty()) values_[node.output(k)] = outs[static_cast<std::size_t>(k)];
+  return true;
 }
 
 namespace {
@@ -291,53 +405,20 @@ graph::Function Importer::run(const ::onnx::ModelProto& model) {
   add_initializers(g);
   auto params = add_inputs(g);
   const auto order = node_order(g);
-  check_supported(g, order);
-  std::vector<std::string> refused;
   for (int i : order) {
-    const auto& node = g.node(i);
     current_node_ = i;
-    std::vector<graph::Expr> outs;
-    try {
-      outs = converter_of(node.op_type())(*this, node);
-    } catch (const Unsupported& u) {
-      refused.push_back(fmt::format("{}: {}", label(node), u.reason));
-      // the outputs stand for themselves, so that later nodes still import and report
-      for (const auto& out : node.output())
-        if (!out.empty())
-          values_[out] = Value{graph::input(out, {ne::Expr(1)}, DType::float32()), nullptr};
-      continue;
-    } catch (const Error& e) {
-      rethrow_with_context(e, fmt::format("{}: {}", source_, label(node)));
-    }
-    int k = 0;
-    for (const auto& out : node.output()) {
-      if (k >= static_cast<int>(outs.size())) {
-        if (!out.empty())
-          refused.push_back(fmt::format("{}: output {} '{}' is not produced by the importer",
-                                        label(node), k, out));
-        ++k;
-        continue;
-      }
-      graph::Expr e = outs[static_cast<std::size_t>(k)];
-      std::shared_ptr<const te::NDArray> value;
-      if (e.kind() == graph::NodeKind::Call) {
-        // the value keeps the model's name, unless the call is one of an earlier node's
-        if (e.as<graph::CallNode>()->result_name.empty()) e = graph::named(e, out);
-      } else if (const auto* c = e.as<graph::ConstantNode>()) {
-        value = c->value;
-      }
-      if (!out.empty()) values_[out] = Value{e, value};
-      ++k;
-    }
+    if (!convert(g.node(i))) mark_refused(g.node(i));
   }
-  if (!refused.empty())
-    raise<NotSupported>("{}: {} node{} the importer does not handle as written: {}", source_,
-                        refused.size(), refused.size() == 1 ? "" : "s", fmt::join(refused, "; "));
+  if (!refused_.empty())
+    raise<NotSupported>("{}: {} node{} the importer does not handle: {}", source_, refused_.size(),
+                        refused_.size() == 1 ? "" : "s", fmt::join(refused_, "; "));
   std::vector<graph::Expr> results;
   for (const auto& out : g.output()) {
     const auto it = values_.find(out.name());
     if (it == values_.end())
       raise<ValueError>("{}: graph output '{}' is not made by any node", source_, out.name());
+    if (!it->second.expr.defined())
+      raise<NotSupported>("{}: graph output '{}' is an empty tensor", source_, out.name());
     results.push_back(it->second.expr);
   }
   if (results.empty()) raise<ValueError>("{}: the graph has no outputs", source_);
@@ -357,8 +438,7 @@ const ::onnx::AttributeProto* typed_attr(const Importer&, const ::onnx::NodeProt
                                          ::onnx::AttributeProto::AttributeType type,
                                          std::string_view kind) {
   const auto* a = find_attr(n, name);
-  if (a != nullptr && a->type() != type)
-    raise<ValueError>("attribute '{}' is not {}", name, kind);
+  if (a != nullptr && a->type() != type) raise<ValueError>("attribute '{}' is not {}", name, kind);
   return a;
 }
 }  // namespace

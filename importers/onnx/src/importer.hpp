@@ -1,9 +1,10 @@
 // The importer's internals: the ONNX protobuf classes on one side, the graph on the other.
-// An Importer walks a model's nodes in a checked topological order and asks the converter of
-// each op type (ops.cpp) for the graph values of its outputs. A converter reads its inputs
-// through Importer (optional ones, ones that must be constants) and raises Unsupported for
-// an attribute it does not handle; the importer collects those from every node into one
-// NotSupported.
+// An Importer walks a model's nodes in a checked topological order and asks the converter the
+// table selects for each node (converters.hpp) for the graph values of its outputs. A
+// converter reads its inputs through Importer (optional ones, ones that must be constants) and
+// raises Unsupported for an attribute it does not handle; the importer collects those, and
+// the operators and versions no row converts, from every node into one NotSupported. A node
+// that reads a refused node's output is skipped, not blamed.
 #pragma once
 
 #include <dlavm/graph/node.hpp>
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,11 +31,23 @@ struct Unsupported {
 };
 
 // A value of the graph being built: its node, and its contents when known at import time
-// (initializers, Constant nodes, frozen inputs).
+// (initializers, Constant nodes, frozen inputs). An empty tensor (a dim of 0, as Resize's roi
+// may be) is a constant without a node: the graph has no empty values. A refused node's
+// outputs are `refused`: a node reading one is skipped (the refusal already names the cause).
 struct Value {
+  Value() = default;
+  // (implicit: a converter returns the graph values of its outputs)
+  Value(graph::Expr e) : expr(std::move(e)) {}  // NOLINT(google-explicit-constructor)
+  Value(graph::Expr e, std::shared_ptr<const te::NDArray> c)
+      : expr(std::move(e)), constant(std::move(c)) {}
+
   graph::Expr expr;
   std::shared_ptr<const te::NDArray> constant;
+  bool refused = false;
 };
+
+// Thrown by Importer::input for a refused value: the node reading it is skipped.
+struct ReadsRefused {};
 
 // An ONNX element type as a DType; nullopt for the types dlavm does not compute on.
 std::optional<DType> dtype_of(std::int32_t onnx_type);
@@ -45,11 +59,6 @@ te::NDArray to_array(const ::onnx::TensorProto& t, std::string_view what);
 // (qdq.cpp).
 ::onnx::GraphProto fold_qdq(const ::onnx::GraphProto& g);
 
-class Importer;
-using Converter = std::vector<graph::Expr> (*)(Importer&, const ::onnx::NodeProto&);
-// The converter of an op type of the default domain, or nullptr.
-Converter converter_of(std::string_view op_type);
-
 class Importer {
  public:
   Importer(const ImportOptions& options, std::string source)
@@ -57,8 +66,7 @@ class Importer {
 
   graph::Function run(const ::onnx::ModelProto& model);
 
-  // --- for converters ---
-  std::int64_t opset() const { return opset_; }
+  // --- for converters (which do not see the opset: converters.hpp) ---
   const std::string& source() const { return source_; }
   // "node 'conv1' (Conv)", or "node #3 (Conv)" for a node without a name.
   std::string label(const ::onnx::NodeProto& n) const;
@@ -67,13 +75,18 @@ class Importer {
     return k < n.input_size() && !n.input(k).empty();
   }
   const Value& input(const ::onnx::NodeProto& n, int k);
-  graph::Expr expr(const ::onnx::NodeProto& n, int k) { return input(n, k).expr; }
+  // Input k's graph value: Unsupported for an empty tensor.
+  graph::Expr expr(const ::onnx::NodeProto& n, int k);
   // Input k's value, which must be known at import time (an Unsupported otherwise).
   const te::NDArray& constant(const ::onnx::NodeProto& n, int k, std::string_view role);
-  // A constant node the converter adds, named after the node's first output and `suffix`.
+  // A constant node the converter adds, named after the node's first output and `suffix`
+  // (Unsupported for an empty array).
   graph::Expr make_constant(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a);
-  // The graph type of a value (inputs and constants are typed; calls are typed on demand by
-  // graph::infer_type in the converters that need a shape).
+  // A constant output, empty or not (Constant, and folded shape computations).
+  Value constant_value(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a);
+  // The graph type of a value: inputs and constants are typed; a call is typed once, from its
+  // arguments' types, by its op's type rule (each node's outputs are typed as it is converted,
+  // so that a shape error names the node).
   graph::TensorType type_of(const graph::Expr& e);
 
  private:
@@ -81,8 +94,12 @@ class Importer {
   void add_initializers(const ::onnx::GraphProto& g);
   std::vector<graph::Expr> add_inputs(const ::onnx::GraphProto& g);
   std::vector<int> node_order(const ::onnx::GraphProto& g);
-  void check_supported(const ::onnx::GraphProto& g, const std::vector<int>& order);
   graph::Expr input_of(const ::onnx::ValueInfoProto& v);
+  // One node's conversion; false when it is refused (the reason added to refused_) or skipped.
+  bool convert(const ::onnx::NodeProto& node);
+  void mark_refused(const ::onnx::NodeProto& node);
+  // The calls a converter made, unnamed ones named after the node's output `out`.
+  graph::Expr name_new_calls(const graph::Expr& e, const std::string& out);
 
   const ImportOptions& options_;
   std::string source_;
@@ -90,6 +107,11 @@ class Importer {
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, int, std::less<>> node_index_;  // by first output, for labels
   int current_node_ = -1;
+  std::vector<std::string> refused_;  // "label: reason", in node order
+  // (holding the Expr: an address is not reused while its type is remembered)
+  std::map<const graph::Node*, std::pair<graph::Expr, graph::TensorType>> types_;
+  std::set<const graph::Node*> converted_;  // the calls of earlier nodes
+  std::set<std::string, std::less<>> call_names_;
 };
 
 // Attribute readers: the attribute's value, or `fallback` when absent; an attribute of the

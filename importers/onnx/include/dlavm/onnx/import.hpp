@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlavm::onnx {
 
@@ -61,9 +62,24 @@ struct ImportOptions {
   bool fold_qdq = true;
 };
 
-// The opsets of the default domain ("" / "ai.onnx") the importer reads.
-inline constexpr std::int64_t kMinOpset = 1;
-inline constexpr std::int64_t kMaxOpset = 18;
+// The newest opset of the default domain ("" / "ai.onnx") whose operator history the importer
+// holds (ONNX 1.23). A model's opset selects each operator's version from that history; a
+// model of any opset up to this one imports when the versions its operators have there are
+// ones the importer converts, and a newer opset is refused (the importer cannot tell what
+// changed in it).
+inline constexpr std::int64_t kLatestOpset = 28;
+
+// An operator of the default domain: the versions ONNX has (the opsets that introduced or
+// changed it) and those the importer converts, with what a node becomes. docs/onnx.md's table
+// is this list.
+struct OperatorSupport {
+  std::string op;
+  std::vector<std::int64_t> versions = {};
+  std::vector<std::int64_t> converted = {};
+  std::string becomes = {};  // empty when no version is converted
+};
+// Every operator of the default domain, by name.
+std::vector<OperatorSupport> operator_support();
 
 graph::Function import(const std::filesystem::path& path, const ImportOptions& options = {});
 // `source` names the bytes in messages (a file name, "<memory>").

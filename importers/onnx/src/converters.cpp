@@ -1,0 +1,156 @@
+// The converter table (converters.hpp) and the choice of a node's converter by its model's
+// opset.
+#include "converters.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnx_versions.hpp"
+#include "ops/common.hpp"
+#include <algorithm>
+#include <ranges>
+
+namespace dlavm::onnx {
+
+namespace detail {
+
+namespace {
+
+namespace c = convert;
+
+// Rows of one operator do not overlap; a range's ends are versions ONNX has (tests/onnx checks
+// both). Versions that only widened the types an operator takes share a row: a type dlavm
+// does not compute on is refused as a type.
+constexpr ConverterRow kRows[] = {
+    {"Add", 1, 6, c::add_v1, "versions 1 and 6 without their legacy broadcast attribute"},
+    {"Add", 7, 14, c::add, "`add` (numpy broadcasting)"},
+    {"AveragePool", 1, 22, c::average_pool,
+     "`avg_pool2d` (2-D, and 1-D as a height-1 image; `ceil_mode` as extra padding at the end, "
+     "which the pool does not count; `count_include_pad`)"},
+    {"Cast", 6, 25, c::cast, "`cast` (to float32, int8, uint8, int32, int64)"},
+    {"Clip", 1, 6, c::clip_v1, "versions 1 and 6: the bounds are attributes"},
+    {"Clip", 11, 13, c::clip, "`clip`, its bounds constant inputs"},
+    {"Concat", 1, 1, c::concat_v1, "version 1: axis 1 by default"},
+    {"Concat", 4, 13, c::concat, "`concat`"},
+    {"Constant", 1, 25, c::constant,
+     "`constant` (value, value_float(s), value_int(s); not sparse or strings)"},
+    {"Conv", 1, 22, c::conv,
+     "`conv2d` (2-D, group 1, no dilation), `bias_add` for B; `pads`, `auto_pad` "
+     "SAME_UPPER / SAME_LOWER / VALID, asymmetric pads included"},
+    {"ConvInteger", 10, 10, c::conv_integer,
+     "`conv2d` of int8 operands and a zero-point `bias_add`, else on int32 operands, each "
+     "minus its zero point (per output channel for w)"},
+    {"DequantizeLinear", 10, 25, c::dequantize_linear,
+     "`dequantize_linear`, per tensor or per channel (`axis`); not blocked"},
+    {"Flatten", 1, 25, c::flatten, "`flatten`"},
+    {"Gemm", 1, 13, c::gemm,
+     "`dense` when transB = 1 (the form VTA runs), else `matmul`; `transpose` for transA; "
+     "`mul` by alpha and beta, `add` of C with broadcasting"},
+    {"GlobalAveragePool", 1, 22, c::global_average_pool, "`global_avg_pool2d` (2-D)"},
+    {"MatMul", 1, 13, c::matmul, "`matmul` (operands of rank 2 or more)"},
+    {"MatMulInteger", 10, 10, c::matmul_integer,
+     "`matmul` of int32 operands minus their zero points (per row of a, per column of b), or "
+     "`dense` of int8 operands for a constant 2-D b"},
+    {"MaxPool", 1, 22, c::max_pool,
+     "`max_pool2d` (2-D, and 1-D as a height-1 image; `ceil_mode`; no Indices output)"},
+    {"Mul", 1, 6, c::mul_v1, "versions 1 and 6 without their legacy broadcast attribute"},
+    {"Mul", 7, 14, c::mul, "`mul` (numpy broadcasting)"},
+    {"Pad", 2, 2, c::pad_v2, "version 2: pads and value are attributes"},
+    {"Pad", 11, 25, c::pad,
+     "`pad` (constant, edge and reflect modes; constant pads, no axes input)"},
+    {"QLinearConv", 10, 10, c::qlinear_conv, "ConvInteger's sum, `bias_add` of B, then `rescale`"},
+    {"QLinearMatMul", 10, 21, c::qlinear_matmul, "MatMulInteger's product, then `rescale`"},
+    {"QuantizeLinear", 10, 25, c::quantize_linear,
+     "`quantize_linear`, per tensor or per channel (`axis`); int8 or uint8, not blocked"},
+    {"Relu", 1, 14, c::relu, "`relu`"},
+    {"Reshape", 1, 1, c::reshape_v1, "version 1: the shape is an attribute"},
+    {"Reshape", 5, 25, c::reshape, "`reshape`, the shape a constant input"},
+    {"Softmax", 1, 11, c::softmax_v1,
+     "versions 1 and 11: over the input flattened at `axis` (default 1)"},
+    {"Softmax", 13, 13, c::softmax, "`softmax` along `axis`"},
+    {"Transpose", 1, 25, c::transpose, "`transpose`"},
+};
+
+const OnnxOperator* history_of(std::string_view op) {
+  const auto* end = std::end(kOnnxOperators);
+  const auto* it =
+      std::lower_bound(std::begin(kOnnxOperators), end, op,
+                       [](const OnnxOperator& o, std::string_view k) { return o.op < k; });
+  return it != end && it->op == op ? it : nullptr;
+}
+
+std::string versions_text(const std::vector<std::int64_t>& v) {
+  return fmt::format("{}", fmt::join(v, ", "));
+}
+
+}  // namespace
+
+static_assert(kOnnxLatestOpset == kLatestOpset,
+              "onnx_versions.hpp and import.hpp disagree on the newest opset");
+
+std::span<const ConverterRow> converter_rows() { return kRows; }
+
+std::vector<std::int64_t> onnx_versions(std::string_view op) {
+  std::vector<std::int64_t> out;
+  if (const auto* h = history_of(op))
+    for (const auto v : h->versions)
+      if (v != 0) out.push_back(v);
+  return out;
+}
+
+Selection select_converter(std::string_view op, std::int64_t opset) {
+  Selection s;
+  const auto versions = onnx_versions(op);
+  if (versions.empty()) {
+    s.refusal = fmt::format("{} is no operator of the default ONNX domain (opsets 1 to {})", op,
+                            kOnnxLatestOpset);
+    return s;
+  }
+  for (const auto v : versions)
+    if (v <= opset) s.version = v;
+  if (s.version == 0) {
+    s.refusal = fmt::format("{} does not exist in opset {} (it came in opset {})", op, opset,
+                            versions.front());
+    return s;
+  }
+  std::vector<std::int64_t> handled;
+  for (const auto& row : kRows) {
+    if (row.op != op) continue;
+    if (row.first <= s.version && s.version <= row.last) {
+      s.row = &row;
+      return s;
+    }
+    for (const auto v : versions)
+      if (row.first <= v && v <= row.last) handled.push_back(v);
+  }
+  if (handled.empty())
+    s.refusal = fmt::format("the importer converts no version of {}", op);
+  else
+    s.refusal = fmt::format(
+        "{}-{} (the version opset {} selects) is not handled; the importer "
+        "converts {} versions {}",
+        op, s.version, opset, op, versions_text(handled));
+  return s;
+}
+
+}  // namespace detail
+
+std::vector<OperatorSupport> operator_support() {
+  std::vector<OperatorSupport> out;
+  for (const auto& o : detail::kOnnxOperators) {
+    OperatorSupport s{.op = std::string(o.op), .versions = detail::onnx_versions(o.op)};
+    // (the newest row first: what the operator becomes today, then the older forms)
+    for (const auto& row : std::ranges::reverse_view(detail::kRows)) {
+      if (row.op != o.op) continue;
+      for (const auto v : s.versions)
+        if (row.first <= v && v <= row.last) s.converted.push_back(v);
+      if (s.becomes.find(row.becomes) == std::string::npos)
+        s.becomes += fmt::format("{}{}", s.becomes.empty() ? "" : "; ", row.becomes);
+    }
+    std::sort(s.converted.begin(), s.converted.end());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace dlavm::onnx

@@ -1,0 +1,85 @@
+// What the converters share: the node and output types, the refusal, and the readers of
+// dims, axes and constant inputs; and the converters themselves, which converters.cpp lists
+// in its table. One file per family: nn.cpp (convolution, pooling, products), math.cpp
+// (element-wise), tensor.cpp (shapes and data movement), quantize.cpp.
+#pragma once
+
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/ops.hpp>
+#include <dlavm/ne/expr.hpp>
+
+#include <fmt/format.h>
+
+#include "../importer.hpp"
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::onnx::detail {
+
+using Node = ::onnx::NodeProto;
+using Outs = std::vector<Value>;
+
+[[noreturn]] inline void unsupported(std::string reason) { throw Unsupported{std::move(reason)}; }
+
+// A static dim, or an Unsupported naming what needs it.
+std::int64_t static_dim(const ne::Expr& d, std::string_view what);
+// A sum of the model's dims, pads and window sizes, each as large as the model says: an
+// Unsupported naming `what` when it leaves int64.
+std::int64_t window_sum(std::initializer_list<std::int64_t> terms, std::string_view what);
+// axis in [-rank, rank) as a dim index; a ValueError naming `what` otherwise.
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view what);
+// The integer values of a constant (int64 or int32 shapes, pads, axes).
+std::vector<std::int64_t> ints_of(const te::NDArray& a);
+// A scalar of a constant tensor (one element, any rank).
+double scalar_of(const te::NDArray& a, std::string_view what);
+
+// The parameters of a 2-D convolution node (Conv, ConvInteger, QLinearConv) whose input is x
+// and weight w: group 1 and no dilation only (nn.cpp).
+host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x,
+                               const graph::Expr& w);
+
+// The converters, named after the operator; a suffix _vN marks the converter of the versions
+// before a change in meaning (converters.cpp has the ranges).
+namespace convert {
+// nn.cpp
+Outs conv(Importer&, const Node&);
+Outs gemm(Importer&, const Node&);
+Outs matmul(Importer&, const Node&);
+Outs max_pool(Importer&, const Node&);
+Outs average_pool(Importer&, const Node&);
+Outs global_average_pool(Importer&, const Node&);
+// math.cpp
+Outs add_v1(Importer&, const Node&);
+Outs add(Importer&, const Node&);
+Outs mul_v1(Importer&, const Node&);
+Outs mul(Importer&, const Node&);
+Outs relu(Importer&, const Node&);
+Outs clip_v1(Importer&, const Node&);
+Outs clip(Importer&, const Node&);
+Outs softmax_v1(Importer&, const Node&);
+Outs softmax(Importer&, const Node&);
+// tensor.cpp
+Outs reshape_v1(Importer&, const Node&);
+Outs reshape(Importer&, const Node&);
+Outs flatten(Importer&, const Node&);
+Outs transpose(Importer&, const Node&);
+Outs concat_v1(Importer&, const Node&);
+Outs concat(Importer&, const Node&);
+Outs pad_v2(Importer&, const Node&);
+Outs pad(Importer&, const Node&);
+Outs cast(Importer&, const Node&);
+Outs constant(Importer&, const Node&);
+// quantize.cpp
+Outs quantize_linear(Importer&, const Node&);
+Outs dequantize_linear(Importer&, const Node&);
+Outs conv_integer(Importer&, const Node&);
+Outs matmul_integer(Importer&, const Node&);
+Outs qlinear_conv(Importer&, const Node&);
+Outs qlinear_matmul(Importer&, const Node&);
+}  // namespace convert
+
+}  // namespace dlavm::onnx::detail

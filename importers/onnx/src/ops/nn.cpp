@@ -1,0 +1,182 @@
+// Converters of convolutions, pooling and products: Conv, Gemm, MatMul, MaxPool, AveragePool,
+// GlobalAveragePool.
+#include <fmt/ranges.h>
+
+#include "common.hpp"
+#include <algorithm>
+#include <array>
+
+namespace dlavm::onnx::detail {
+
+namespace {
+
+// Pads of a 2-D window op: ONNX's `pads` ([top, left, bottom, right]) or auto_pad, as the
+// host ops' (top, left, bottom, right).
+// `one_d`: a 1-D window (its pads [begin, end]) on x viewed as a height-1 image.
+std::array<std::int64_t, 4> window_pads(Importer& im, const Node& n, const graph::Expr& x,
+                                        std::array<std::int64_t, 2> kernel,
+                                        std::array<std::int64_t, 2> strides, bool one_d = false) {
+  const std::string auto_pad = attr_string(im, n, "auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    auto pads =
+        attr_ints(im, n, "pads",
+                  one_d ? std::vector<std::int64_t>{0, 0} : std::vector<std::int64_t>{0, 0, 0, 0});
+    if (pads.size() != (one_d ? 2u : 4u))
+      unsupported(fmt::format("pads of {} entries ({}: {})", pads.size(), one_d ? "1-D" : "2-D",
+                              one_d ? 2 : 4));
+    for (auto p : pads)
+      if (p < 0) unsupported(fmt::format("a negative pad {}", p));
+    if (one_d) pads = {0, pads[0], 0, pads[1]};
+    return {pads[0], pads[1], pads[2], pads[3]};
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    raise<ValueError>("auto_pad '{}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", auto_pad);
+  // SAME: the output has ceil(in / stride) positions, the pad split evenly, the odd one at
+  // the end (UPPER) or the start (LOWER)
+  const auto type = im.type_of(x);
+  if (type.ndim() != 4)
+    unsupported(fmt::format("auto_pad {} on an input of rank {}: only 2-D windows are handled",
+                            auto_pad, type.ndim()));
+  std::array<std::int64_t, 4> out{};
+  for (int k = 0; k < 2; ++k) {
+    // (strides are at least 1: pair_attr; (o - 1) * stride - in is in [-stride, 0), so no
+    // step overflows)
+    const std::int64_t in = static_dim(type.shape[2 + k], "auto_pad " + auto_pad);
+    const std::int64_t o = in / strides[k] + (in % strides[k] != 0 ? 1 : 0);
+    const std::int64_t total = std::max<std::int64_t>((o - 1) * strides[k] - in + kernel[k], 0);
+    const std::int64_t small = total / 2, large = total - small;
+    out[k] = auto_pad == "SAME_UPPER" ? small : large;
+    out[2 + k] = auto_pad == "SAME_UPPER" ? large : small;
+  }
+  return out;
+}
+
+// A window attribute of a 2-D node, or of a 1-D one (`one_d`: one entry, returned as the
+// width of a height-1 window).
+std::array<std::int64_t, 2> pair_attr(Importer& im, const Node& n, std::string_view name,
+                                      std::array<std::int64_t, 2> fallback, bool one_d = false) {
+  const auto v = attr_ints(im, n, name,
+                           one_d ? std::vector<std::int64_t>{fallback[1]}
+                                 : std::vector<std::int64_t>{fallback[0], fallback[1]});
+  if (v.size() != (one_d ? 1u : 2u))
+    unsupported(
+        fmt::format("{} of {} entries for a {} window", name, v.size(), one_d ? "1-D" : "2-D"));
+  for (auto x : v)
+    if (x < 1 && find_attr(n, name) != nullptr)
+      raise<ValueError>("{} = [{}]: window sizes and strides are at least 1", name,
+                        fmt::join(v, ", "));
+  return one_d ? std::array<std::int64_t, 2>{1, v[0]} : std::array<std::int64_t, 2>{v[0], v[1]};
+}
+
+void require_unit(Importer& im, const Node& n, std::string_view name) {
+  for (auto d : attr_ints(im, n, name, {}))
+    if (d != 1)
+      unsupported(fmt::format("{} = [{}]", name, fmt::join(attr_ints(im, n, name, {}), ", ")));
+}
+
+// A 1-D pool runs as a 2-D one over its input viewed as [N, C, 1, L].
+Outs pool(Importer& im, const Node& n, bool max) {
+  auto x = im.expr(n, 0);
+  const std::size_t rank = im.type_of(x).ndim();
+  if (rank != 3 && rank != 4)
+    unsupported(fmt::format("an input of rank {}: only 1-D and 2-D pooling are handled", rank));
+  const bool one_d = rank == 3;
+  if (one_d) x = graph::reshape(x, {.newshape = {0, 0, 1, -1}});
+  if (n.output_size() > 1 && !n.output(1).empty()) unsupported("the Indices output");
+  if (attr_int(im, n, "storage_order", 0) != 0) unsupported("storage_order = 1");
+  require_unit(im, n, "dilations");
+  const auto kernel = pair_attr(im, n, "kernel_shape", {0, 0}, one_d);
+  const auto strides = pair_attr(im, n, "strides", {1, 1}, one_d);
+  auto pads = window_pads(im, n, x, kernel, strides, one_d);
+  const bool include_pad = !max && attr_int(im, n, "count_include_pad", 0) != 0;
+  if (attr_int(im, n, "ceil_mode", 0) != 0) {
+    // ceil: the last window may overhang the padded input; padding that the window does not
+    // count (max ignores it, an average without count_include_pad too) says the same
+    if (include_pad) unsupported("ceil_mode = 1 with count_include_pad = 1");
+    const auto type = im.type_of(x);
+    for (int k = 0; k < 2; ++k) {
+      const std::int64_t span =
+          window_sum({static_dim(type.shape[2 + k], "ceil_mode"), pads[k], pads[2 + k], -kernel[k]},
+                     "ceil_mode's window");
+      // the last window's index, out - 1: ceil(span / stride)
+      const std::int64_t last =
+          window_sum({span, strides[k], -1}, "ceil_mode's window") / strides[k];
+      pads[2 + k] = window_sum({pads[2 + k], last * strides[k], -span}, "ceil_mode's pad");
+    }
+  }
+  const host::Pool2dParams p{
+      .pool_size = kernel, .strides = strides, .padding = pads, .count_include_pad = include_pad};
+  auto y = max ? graph::max_pool2d(x, p) : graph::avg_pool2d(x, p);
+  if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
+  return {y};
+}
+
+}  // namespace
+
+host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x,
+                               const graph::Expr& w) {
+  const auto wt = im.type_of(w);
+  if (wt.ndim() != 4)
+    unsupported(fmt::format("a weight of rank {}: only 2-D convolutions are handled", wt.ndim()));
+  if (attr_int(im, n, "group", 1) != 1)
+    unsupported(fmt::format("group = {}", attr_int(im, n, "group", 1)));
+  require_unit(im, n, "dilations");
+  const std::array<std::int64_t, 2> kernel = {static_dim(wt.shape[2], "the kernel height"),
+                                              static_dim(wt.shape[3], "the kernel width")};
+  const auto strides = pair_attr(im, n, "strides", {1, 1});
+  return {.strides = strides, .padding = window_pads(im, n, x, kernel, strides)};
+}
+
+namespace convert {
+
+Outs conv(Importer& im, const Node& n) {
+  const auto x = im.expr(n, 0), w = im.expr(n, 1);
+  auto y = graph::conv2d(x, w, conv_params(im, n, x, w));
+  if (Importer::has_input(n, 2)) y = graph::bias_add(y, im.expr(n, 2), {.axis = 1});
+  return {y};
+}
+
+Outs gemm(Importer& im, const Node& n) {
+  auto a = im.expr(n, 0);
+  auto b = im.expr(n, 1);
+  const float alpha = attr_float(im, n, "alpha", 1.0f);
+  const float beta = attr_float(im, n, "beta", 1.0f);
+  if (attr_int(im, n, "transA", 0) != 0) a = graph::transpose(a, {.perm = {1, 0}});
+  // A . B^T is a dense layer, the form VTA runs with a constant B
+  graph::Expr y = attr_int(im, n, "transB", 0) != 0 ? graph::dense(a, b) : graph::matmul(a, b);
+  const DType dt = im.type_of(a).dtype;
+  const auto scalar = [&](std::string_view name, float v) {
+    if (!dt.is_float()) unsupported(fmt::format("{} = {} on integers", name, v));
+    return im.make_constant(n, name, te::NDArray::from_floats({}, {v}));
+  };
+  if (alpha != 1.0f) y = graph::mul(y, scalar("alpha", alpha));
+  if (Importer::has_input(n, 2) && beta != 0.0f) {
+    auto c = im.expr(n, 2);
+    if (beta != 1.0f) c = graph::mul(c, scalar("beta", beta));
+    y = graph::add(y, c);
+  }
+  return {y};
+}
+
+Outs matmul(Importer& im, const Node& n) {
+  const auto a = im.expr(n, 0), b = im.expr(n, 1);
+  if (im.type_of(a).ndim() < 2 || im.type_of(b).ndim() < 2)
+    unsupported("a 1-D operand (MatMul of vectors)");
+  return {graph::matmul(a, b)};
+}
+
+Outs max_pool(Importer& im, const Node& n) { return pool(im, n, true); }
+Outs average_pool(Importer& im, const Node& n) { return pool(im, n, false); }
+
+Outs global_average_pool(Importer& im, const Node& n) {
+  const auto x = im.expr(n, 0);
+  if (im.type_of(x).ndim() != 4)
+    unsupported(
+        fmt::format("an input of rank {}: only 2-D pooling is handled", im.type_of(x).ndim()));
+  return {graph::global_avg_pool2d(x)};
+}
+
+}  // namespace convert
+
+}  // namespace dlavm::onnx::detail
