@@ -34,6 +34,8 @@ constexpr ConverterRow kRows[] = {
     {"Concat", 4, 13, c::concat, "`concat`"},
     {"Constant", 1, 25, c::constant,
      "`constant` (value, value_float(s), value_int(s); not sparse or strings)"},
+    {"ConstantOfShape", 9, 25, c::constant_of_shape,
+     "a constant (its shape a constant or a computed shape whose dims are all known)"},
     {"Conv", 1, 22, c::conv,
      "`conv2d` (2-D, group 1, no dilation), `bias_add` for B; `pads`, `auto_pad` "
      "SAME_UPPER / SAME_LOWER / VALID, asymmetric pads included"},
@@ -42,11 +44,16 @@ constexpr ConverterRow kRows[] = {
      "minus its zero point (per output channel for w)"},
     {"DequantizeLinear", 10, 25, c::dequantize_linear,
      "`dequantize_linear`, per tensor or per channel (`axis`); not blocked"},
+    {"Div", 7, 14, c::div, "computed shapes and int64 constants, folded (dims are positive)"},
+    {"Dropout", 1, 22, c::dropout,
+     "its input (inference; the mask output and training mode refused)"},
     {"Flatten", 1, 25, c::flatten, "`flatten`"},
+    {"Gather", 1, 13, c::gather, "of a computed shape or constants: folded"},
     {"Gemm", 1, 13, c::gemm,
      "`dense` when transB = 1 (the form VTA runs), else `matmul`; `transpose` for transA; "
      "`mul` by alpha and beta, `add` of C with broadcasting"},
     {"GlobalAveragePool", 1, 22, c::global_average_pool, "`global_avg_pool2d` (2-D)"},
+    {"Identity", 1, 25, c::identity, "its input"},
     {"MatMul", 1, 13, c::matmul, "`matmul` (operands of rank 2 or more)"},
     {"MatMulInteger", 10, 10, c::matmul_integer,
      "`matmul` of int32 operands minus their zero points (per row of a, per column of b), or "
@@ -62,13 +69,29 @@ constexpr ConverterRow kRows[] = {
     {"QLinearMatMul", 10, 21, c::qlinear_matmul, "MatMulInteger's product, then `rescale`"},
     {"QuantizeLinear", 10, 25, c::quantize_linear,
      "`quantize_linear`, per tensor or per channel (`axis`); int8 or uint8, not blocked"},
+    {"Range", 11, 11, c::range, "a constant (start, limit and delta constants)"},
     {"Relu", 1, 14, c::relu, "`relu`"},
     {"Reshape", 1, 1, c::reshape_v1, "version 1: the shape is an attribute"},
-    {"Reshape", 5, 25, c::reshape, "`reshape`, the shape a constant input"},
+    {"Reshape", 5, 25, c::reshape,
+     "`reshape`, the shape a constant or a computed shape (symbolic dims kept where the input "
+     "has them, or inferred)"},
+    {"Shape", 1, 25, c::shape,
+     "the input's dims (`start`, `end`), a constant or symbolic dims that fold into the "
+     "Reshape, Slice or arithmetic they feed"},
+    {"Size", 1, 25, c::size, "the input's element count, folded like Shape"},
+    {"Slice", 1, 1, c::slice_v1, "version 1: starts, ends and axes are attributes"},
+    {"Slice", 10, 13, c::slice, "of a computed shape or constants: folded"},
     {"Softmax", 1, 11, c::softmax_v1,
      "versions 1 and 11: over the input flattened at `axis` (default 1)"},
     {"Softmax", 13, 13, c::softmax, "`softmax` along `axis`"},
+    {"Squeeze", 1, 11, c::squeeze_v1, "versions 1 and 11: the axes an attribute"},
+    {"Squeeze", 13, 25, c::squeeze,
+     "`reshape` (symbolic dims kept where the input has them); of a computed shape: folded"},
+    {"Sub", 7, 14, c::sub, "computed shapes and int64 constants, folded"},
     {"Transpose", 1, 25, c::transpose, "`transpose`"},
+    {"Unsqueeze", 1, 11, c::unsqueeze_v1, "versions 1 and 11: the axes an attribute"},
+    {"Unsqueeze", 13, 25, c::unsqueeze,
+     "`reshape` (symbolic dims kept where the input has them); of a computed shape: folded"},
 };
 
 const OnnxOperator* history_of(std::string_view op) {

@@ -4,9 +4,11 @@
 #include "importer.hpp"
 
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/ne/expr.hpp>
+#include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -43,6 +45,11 @@ const Value& Importer::input(const ::onnx::NodeProto& n, int k) {
 
 graph::Expr Importer::expr(const ::onnx::NodeProto& n, int k) {
   const Value& v = input(n, k);
+  if (v.dims)
+    throw Unsupported{fmt::format(
+        "input {} '{}' holds dims computed from symbolic ones ([{}]), which only the shape "
+        "operators take (docs/onnx.md)",
+        k, n.input(k), fmt::join(*v.dims, ", "))};
   if (!v.expr.defined())
     throw Unsupported{
         fmt::format("input {} '{}' is an empty tensor (shape [{}]), which only an "
@@ -67,6 +74,33 @@ Value Importer::constant_value(const ::onnx::NodeProto& n, std::string_view suff
   auto arr = std::make_shared<const te::NDArray>(std::move(a));
   Value v{arr->size() > 0 ? graph::constant(name, arr) : graph::Expr(), arr};
   values_[name] = v;
+  return v;
+}
+
+std::optional<DimValues> Importer::dims_of(const ::onnx::NodeProto& n, int k) {
+  const Value& v = input(n, k);
+  if (v.dims) return DimValues{*v.dims, v.dims_scalar};
+  if (v.constant == nullptr || !v.constant->dtype().is_integral() || v.constant->shape().size() > 1)
+    return std::nullopt;
+  DimValues d{.scalar = v.constant->shape().empty()};
+  for (const auto x : v.constant->data()) d.values.emplace_back(x);
+  return d;
+}
+
+Value Importer::dims_value(const ::onnx::NodeProto& n, DimValues d) {
+  std::vector<std::int64_t> ints;
+  for (auto& e : d.values) {
+    e = ne::simplify(e);
+    if (const auto c = e.as_int()) ints.push_back(*c);
+  }
+  if (ints.size() == d.values.size()) {
+    std::vector<std::int64_t> shape;
+    if (!d.scalar) shape.push_back(static_cast<std::int64_t>(ints.size()));
+    return constant_value(n, "dims", te::NDArray::from_ints(DType::int64(), shape, ints));
+  }
+  Value v;
+  v.dims = std::move(d.values);
+  v.dims_scalar = d.scalar;
   return v;
 }
 
@@ -303,6 +337,22 @@ graph::Expr Importer::name_new_calls(const graph::Expr& e, const std::string& ou
   return named;
 }
 
+std::optional<Value> Importer::fold(const ::onnx::NodeProto& node, const Value& v,
+                                    const std::string& out) {
+  for (int k = 0; k < node.input_size(); ++k)
+    if (has_input(node, k) && values_.at(node.input(k)).constant == nullptr) return std::nullopt;
+  for (const auto& e : graph::post_order(std::span(&v.expr, 1)))
+    if (e.kind() == graph::NodeKind::Input) return std::nullopt;
+  try {
+    const auto typed = graph::infer_type(graph::function({}, {v.expr}), graph::default_ops());
+    auto arr = std::make_shared<const te::NDArray>(graph::evaluate(typed, {}).front());
+    if (arr->size() == 0) return Value{graph::Expr(), arr};
+    return Value{graph::constant(out, arr), arr};
+  } catch (const Error&) {
+    return std::nullopt;  // a call the host does not run: build places it, or says why
+  }
+}
+
 bool Importer::convert(const ::onnx::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     refused_.push_back(
@@ -333,6 +383,7 @@ bool Importer::convert(const ::onnx::NodeProto& node) {
           v.expr = graph::named(v.expr, out);
         v.expr = name_new_calls(v.expr, out.empty() ? node.output(0) : out);
         type_of(v.expr);  // a shape error is the node's
+        if (auto folded = fold(node, v, out.empty() ? node.output(0) : out)) v = *folded;
       } else if (const auto* c = v.expr.as<graph::ConstantNode>(); c != nullptr && !v.constant) {
         v.constant = c->value;
       }
@@ -417,6 +468,9 @@ graph::Function Importer::run(const ::onnx::ModelProto& model) {
     const auto it = values_.find(out.name());
     if (it == values_.end())
       raise<ValueError>("{}: graph output '{}' is not made by any node", source_, out.name());
+    if (it->second.dims)
+      raise<NotSupported>("{}: graph output '{}' is a shape computed from symbolic dims ([{}])",
+                          source_, out.name(), fmt::join(*it->second.dims, ", "));
     if (!it->second.expr.defined())
       raise<NotSupported>("{}: graph output '{}' is an empty tensor", source_, out.name());
     results.push_back(it->second.expr);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <dlavm/graph/node.hpp>
+#include <dlavm/ne/expr.hpp>
 #include <dlavm/onnx/import.hpp>
 #include <dlavm/te/ndarray.hpp>
 
@@ -44,6 +45,17 @@ struct Value {
   graph::Expr expr;
   std::shared_ptr<const te::NDArray> constant;
   bool refused = false;
+  // An int64 tensor of rank 0 or 1 whose elements are dims, some symbolic: what Shape makes of
+  // an input with dim_params, and what shape arithmetic makes of that (no graph node: the
+  // importer folds it into the Reshape, Expand or Slice it feeds).
+  std::optional<std::vector<ne::Expr>> dims;
+  bool dims_scalar = false;
+};
+
+// Elements known as dims: a constant integer tensor of rank 0 or 1, or a symbolic Value::dims.
+struct DimValues {
+  std::vector<ne::Expr> values = {};
+  bool scalar = false;
 };
 
 // Thrown by Importer::input for a refused value: the node reading it is skipped.
@@ -84,6 +96,12 @@ class Importer {
   graph::Expr make_constant(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a);
   // A constant output, empty or not (Constant, and folded shape computations).
   Value constant_value(const ::onnx::NodeProto& n, std::string_view suffix, te::NDArray a);
+  // Input k as dims (DimValues), or nullopt when it is neither a constant integer tensor of rank
+  // 0 or 1 nor a computed shape.
+  std::optional<DimValues> dims_of(const ::onnx::NodeProto& n, int k);
+  // A shape computation's result: an int64 constant when every element is one, else a
+  // symbolic Value::dims.
+  Value dims_value(const ::onnx::NodeProto& n, DimValues d);
   // The graph type of a value: inputs and constants are typed; a call is typed once, from its
   // arguments' types, by its op's type rule (each node's outputs are typed as it is converted,
   // so that a shape error names the node).
@@ -100,6 +118,10 @@ class Importer {
   void mark_refused(const ::onnx::NodeProto& node);
   // The calls a converter made, unnamed ones named after the node's output `out`.
   graph::Expr name_new_calls(const graph::Expr& e, const std::string& out);
+  // A node whose inputs are all constants: its outputs' calls evaluated on the host, as
+  // constants (shape subgraphs, weight transposes). nullopt where the host cannot evaluate it
+  // (the call stays, for build to place or report).
+  std::optional<Value> fold(const ::onnx::NodeProto& node, const Value& v, const std::string& out);
 
   const ImportOptions& options_;
   std::string source_;

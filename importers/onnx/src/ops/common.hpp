@@ -13,6 +13,7 @@
 #include "../importer.hpp"
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,18 @@ double scalar_of(const te::NDArray& a, std::string_view what);
 host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x,
                                const graph::Expr& w);
 
+// A reshape of x to `dims` (nullopt: the one inferred dim), written with the reshape op's 0
+// (the input's dim at that position) and -1 where a dim is symbolic; Unsupported when a
+// reshape cannot say it (shape.cpp).
+graph::Expr reshape_to_inferred(Importer& im, const graph::Expr& x,
+                                const std::vector<std::optional<ne::Expr>>& dims);
+graph::Expr reshape_to_dims(Importer& im, const graph::Expr& x, const std::vector<ne::Expr>& dims);
+// Element-wise arithmetic and Concat over computed shapes, when an operand is one, or over int64
+// constants too (`constants_too`); nullopt otherwise: the operator's graph form.
+std::optional<Outs> binary_dims(Importer& im, const Node& n, ne::Kind kind,
+                                bool constants_too = false);
+std::optional<Outs> concat_dims(Importer& im, const Node& n);
+
 // The converters, named after the operator; a suffix _vN marks the converter of the versions
 // before a change in meaning (converters.cpp has the ranges).
 namespace convert {
@@ -62,9 +75,25 @@ Outs clip_v1(Importer&, const Node&);
 Outs clip(Importer&, const Node&);
 Outs softmax_v1(Importer&, const Node&);
 Outs softmax(Importer&, const Node&);
-// tensor.cpp
+Outs sub(Importer&, const Node&);
+Outs div(Importer&, const Node&);
+// shape.cpp
+Outs shape(Importer&, const Node&);
+Outs size(Importer&, const Node&);
+Outs gather(Importer&, const Node&);
+Outs slice_v1(Importer&, const Node&);
+Outs slice(Importer&, const Node&);
+Outs unsqueeze_v1(Importer&, const Node&);
+Outs unsqueeze(Importer&, const Node&);
+Outs squeeze_v1(Importer&, const Node&);
+Outs squeeze(Importer&, const Node&);
 Outs reshape_v1(Importer&, const Node&);
 Outs reshape(Importer&, const Node&);
+Outs identity(Importer&, const Node&);
+Outs dropout(Importer&, const Node&);
+Outs constant_of_shape(Importer&, const Node&);
+Outs range(Importer&, const Node&);
+// tensor.cpp
 Outs flatten(Importer&, const Node&);
 Outs transpose(Importer&, const Node&);
 Outs concat_v1(Importer&, const Node&);

@@ -44,12 +44,28 @@ Outs add_v1(Importer& im, const Node& n) {
   refuse_legacy_broadcast(im, n);
   return add(im, n);
 }
-Outs add(Importer& im, const Node& n) { return {graph::add(im.expr(n, 0), im.expr(n, 1))}; }
+Outs add(Importer& im, const Node& n) {
+  if (auto dims = binary_dims(im, n, ne::Kind::Add)) return *dims;
+  return {graph::add(im.expr(n, 0), im.expr(n, 1))};
+}
 Outs mul_v1(Importer& im, const Node& n) {
   refuse_legacy_broadcast(im, n);
   return mul(im, n);
 }
-Outs mul(Importer& im, const Node& n) { return {graph::mul(im.expr(n, 0), im.expr(n, 1))}; }
+Outs mul(Importer& im, const Node& n) {
+  if (auto dims = binary_dims(im, n, ne::Kind::Mul)) return *dims;
+  return {graph::mul(im.expr(n, 0), im.expr(n, 1))};
+}
+
+// Computed shapes and integer constants only, until the graph has sub and div.
+Outs sub(Importer& im, const Node& n) {
+  if (auto dims = binary_dims(im, n, ne::Kind::Sub, true)) return *dims;
+  unsupported("a Sub of tensors (only of shapes and int64 constants)");
+}
+Outs div(Importer& im, const Node& n) {
+  if (auto dims = binary_dims(im, n, ne::Kind::FloorDiv, true)) return *dims;
+  unsupported("a Div of tensors (only of shapes and int64 constants)");
+}
 
 Outs clip_v1(Importer& im, const Node& n) { return clip_between(im, n, false); }
 Outs clip(Importer& im, const Node& n) { return clip_between(im, n, true); }

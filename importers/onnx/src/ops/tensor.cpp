@@ -1,18 +1,11 @@
-// Converters of shape and data-movement operators and constants: Reshape, Flatten, Transpose,
-// Concat, Pad, Cast, Constant.
+// Converters of data-movement operators and constants: Flatten, Transpose, Concat, Pad, Cast,
+// Constant.
 #include "common.hpp"
 #include <span>
 
 namespace dlavm::onnx::detail {
 
 namespace {
-
-Outs reshape_to(Importer& im, const Node& n, std::vector<std::int64_t> shape) {
-  if (attr_int(im, n, "allowzero", 0) != 0)
-    for (auto d : shape)
-      if (d == 0) unsupported("allowzero = 1 with a 0 in the shape (an empty tensor)");
-  return {graph::reshape(im.expr(n, 0), {.newshape = std::move(shape)})};
-}
 
 Outs concat_along(Importer& im, const Node& n, std::int64_t default_axis) {
   if (n.input_size() == 0) raise<ValueError>("Concat has no inputs");
@@ -49,14 +42,6 @@ Outs pad_by(Importer& im, const Node& n, const std::vector<std::int64_t>& pads, 
 
 namespace convert {
 
-// Version 1: the shape is an attribute.
-Outs reshape_v1(Importer& im, const Node& n) {
-  return reshape_to(im, n, attr_ints(im, n, "shape", {}));
-}
-Outs reshape(Importer& im, const Node& n) {
-  return reshape_to(im, n, ints_of(im.constant(n, 1, "shape")));
-}
-
 Outs flatten(Importer& im, const Node& n) {
   return {graph::flatten(im.expr(n, 0), {.axis = attr_int(im, n, "axis", 1)})};
 }
@@ -68,7 +53,10 @@ Outs transpose(Importer& im, const Node& n) {
 // Version 1: the axis is optional, 1 by default.
 Outs concat_v1(Importer& im, const Node& n) { return concat_along(im, n, 1); }
 // (the axis is required since version 4; a model without one gets ONNX Runtime's 0)
-Outs concat(Importer& im, const Node& n) { return concat_along(im, n, 0); }
+Outs concat(Importer& im, const Node& n) {
+  if (auto dims = concat_dims(im, n)) return *dims;
+  return concat_along(im, n, 0);
+}
 
 // Version 2: pads and the value are attributes.
 Outs pad_v2(Importer& im, const Node& n) {
@@ -85,6 +73,9 @@ Outs cast(Importer& im, const Node& n) {
   const auto to = static_cast<std::int32_t>(attr_int(im, n, "to", 0));
   const auto dtype = dtype_of(to);
   if (!dtype) unsupported(fmt::format("a cast to {}", onnx_type_name(to)));
+  // a computed shape stays one through a cast to an integer type that holds its dims
+  if (const auto& in = im.input(n, 0); in.dims && dtype->is_integral() && dtype->bits() >= 32)
+    return {in};
   return {graph::cast(im.expr(n, 0), *dtype)};
 }
 
