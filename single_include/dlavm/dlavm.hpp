@@ -24222,7 +24222,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 #endif
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// Graph ops softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders and op
+// records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
@@ -24231,6 +24232,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
 //   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//   batch_norm(x, gamma, beta, mean, var, axis = 1, epsilon = 1e-5): the four [C], C = x's dim
+//                                     at axis (graph's fold_batch_norm pass folds it away)
 //
 //   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
 
@@ -24241,8 +24244,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
+// Host kernels for the float32-only ops of transformer layers and exported CNNs: softmax,
+// layer_norm, gelu, causal_mask and batch_norm.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
@@ -24257,6 +24260,12 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //                             (epsilon rounded to float32).
 //   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
 //                             1 / sqrt(2) rounded to float32.
+//   batch_norm(x, gamma, beta, mean, var, {axis = 1, epsilon = 1e-5})
+//                             inference with running statistics, per index c along axis (the
+//                             channel; gamma, beta, mean and var have one value per channel):
+//                             y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + epsilon)) + beta[c]
+//                             (epsilon rounded to float32). graph's fold_batch_norm pass folds
+//                             it into the convolution or dense layer before it.
 //   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
 //                             the N positions) over N keys; y = -infinity where key j lies after
 //                             query i (j > i + N - M), else x. Every row keeps its own key, so a
@@ -24280,12 +24289,19 @@ struct LayerNormParams {
   std::int64_t axis = -1;
   double epsilon = 1e-5;
 };
+struct BatchNormParams {
+  std::int64_t axis = 1;
+  double epsilon = 1e-5;
+};
 
 te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
 te::NDArray causal_mask(const te::NDArray& x);
+te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const te::NDArray& mean, const te::NDArray& var,
+                       const BatchNormParams& p = {});
 
 }  // namespace dlavm::host
 
@@ -24810,6 +24826,20 @@ inline void layer_norm(const float* x, const float* gamma, const float* beta, fl
   }
 }
 
+// x [outer, channels, inner] normalized per channel with running statistics (inference):
+// y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c].
+inline void batch_norm(const float* x, const float* gamma, const float* beta, const float* mean,
+                       const float* var, float* y, std::int64_t outer, std::int64_t channels,
+                       std::int64_t inner, float eps) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float scale = gamma[c] / std::sqrt(var[c] + eps);
+    for (std::int64_t o = 0; o < outer; ++o) {
+      const std::int64_t base = (o * channels + c) * inner;
+      for (std::int64_t i = base; i < base + inner; ++i) y[i] = (x[i] - mean[c]) * scale + beta[c];
+    }
+  }
+}
+
 // x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
 // the positions up to its own, N - M + i; the later ones become -infinity.
 inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
@@ -24963,6 +24993,29 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
   return y;
 }
 
+DLAVM_INLINE te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const te::NDArray& mean,
+                                    const te::NDArray& var, const BatchNormParams& p) {
+  constexpr std::string_view who = "host::batch_norm";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = split_at(std::span(x.shape()), axis);
+  const std::pair<const char*, const te::NDArray*> params[] = {
+      {"gamma", &gamma}, {"beta", &beta}, {"mean", &mean}, {"var", &var}};
+  for (const auto& [name, a] : params) {
+    detail::require_float32(who, name, *a);
+    if (a->shape() != std::vector<std::int64_t>{split.extent})
+      raise<ShapeError>("{}: {} has shape {}, expected [{}] (dim {} of x {})", who, name,
+                        detail::shape_str(a->shape()), split.extent, axis,
+                        detail::shape_str(x.shape()));
+  }
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::batch_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(),
+                      mean.fdata().data(), var.fdata().data(), y.fdata().data(), split.outer,
+                      split.extent, split.inner, static_cast<float>(p.epsilon));
+  return y;
+}
+
 DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
   detail::require_float32("host::gelu", "x", x);
   constexpr float inv_sqrt2 = 0.70710678118654752440f;
@@ -24998,6 +25051,9 @@ Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
+Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                const host::BatchNormParams& p = {});
+host::BatchNormParams batch_norm_params(const Attrs& attrs);
 // The parameters in a layer_norm call's attributes.
 host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
@@ -25044,6 +25100,18 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline TensorType batch_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i = 1; i <= 4; ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, 1);
+    c.require_equal(c.type(i).shape[0], fmt::format("{} dim 0", c.arg(i)), x[axis],
+                    fmt::format("{} dim {}", c.arg(0), axis));
+  }
+  return c.type(0);
+}
+
 inline TensorType causal_mask_type(const TypeCall& c) {
   c.require_min_rank(0, 2);
   const auto& x = c.type(0).shape;
@@ -25072,7 +25140,20 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
   return schema;
 }
 
+inline const AttrSchema<host::BatchNormParams>& batch_norm_schema() {
+  using P = host::BatchNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the channel dim")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::BatchNormParams batch_norm_params(const Attrs& attrs) {
+  return detail::batch_norm_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
   return detail::layer_norm_schema().from_attrs(attrs);
@@ -25087,6 +25168,12 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
+DLAVM_INLINE Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                             const host::BatchNormParams& p) {
+  return call("batch_norm",
+              {std::move(x), std::move(gamma), std::move(beta), std::move(mean), std::move(var)},
+              detail::batch_norm_schema().to_attrs(p));
+}
 
 namespace detail {
 
@@ -25130,6 +25217,18 @@ inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
            FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
 }
 
+// runtime::batch_norm(x, gamma, beta, mean, var, y, outer, channels, inner, epsilon).
+inline FirmwareCall batch_norm_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = batch_norm_schema().from_attrs(s.call.attrs);
+  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+  return {"dlavm::runtime::batch_norm",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+           FirmwareArg::input(3), FirmwareArg::input(4), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner), FirmwareArg::real(static_cast<float>(p.epsilon))}};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
@@ -25158,6 +25257,18 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
            .host_support = detail::host_float32_only});
+  ops.add({.name = "batch_norm",
+           .min_args = 5,
+           .max_args = 5,
+           .attrs = detail::batch_norm_schema().specs(),
+           .type_rule = detail::batch_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::batch_norm(*a[0], *a[1], *a[2], *a[3], *a[4],
+                                         detail::batch_norm_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::batch_norm_firmware}});
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
@@ -31186,6 +31297,7 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
+//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
 //   type           graph::detail::infer_types (graph/infer_type.hpp)
 //   partition      graph::place (graph/partition.hpp)
 //   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
@@ -31219,6 +31331,167 @@ std::vector<Pass> default_passes();
 // end dlavm/core/api.hpp
 // begin dlavm/graph/assign_layouts.hpp
 // end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// The `fold_batch_norm` pass: a batch_norm whose input is a convolution or a dense layer with a
+// constant float32 weight (and, between them, possibly a bias_add of a constant), read by the
+// batch_norm alone, becomes that layer with its weight scaled per output channel and a bias,
+// as exporters' inference graphs are meant to run:
+//
+//   batch_norm(conv2d(x, %w) [bias_add %b], %gamma, %beta, %mean, %var, epsilon)
+//     -> bias_add(conv2d(x, %w'), %b')
+//   s = gamma / sqrt(var + epsilon),  w'[o, ...] = w[o, ...] * s[o],  b' = (b - mean) * s + beta
+//
+// in float32 (b = 0 without a bias_add). dense(x, %w[N, K]) folds the same way, with the
+// batch_norm along x's last dim. Every other batch_norm stays, an op the host runs. The pass
+// needs no types; it runs first in graph::default_passes().
+//
+//   auto folded = graph::fold_batch_norm(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function fold_batch_norm(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/fold_batch_norm-inl.hpp
+// Definitions for graph/fold_batch_norm.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// end dlavm/graph/fold_batch_norm.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// A float32 constant's array, or null.
+inline const te::NDArray* float_constant(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  return c != nullptr && c->value->dtype() == DType::float32() ? c->value.get() : nullptr;
+}
+
+class BatchNormFolder : public ExprMutator<BatchNormFolder> {
+ public:
+  explicit BatchNormFolder(std::unordered_map<const Node*, int> users) : users_(std::move(users)) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    Expr rebuilt = ExprMutator<BatchNormFolder>::visit_call(call, e, args);
+    if (call.op() != "batch_norm") return rebuilt;
+    if (auto folded = fold(call, args)) return *folded;
+    return rebuilt;
+  }
+
+ private:
+  // The folded layer, or nullopt when the batch_norm does not follow a foldable one.
+  std::optional<Expr> fold(const CallNode& bn, ArgResults<Expr> args) {
+    const te::NDArray* stats[4] = {};
+    for (std::size_t i = 0; i < 4; ++i)
+      if ((stats[i] = float_constant(args[1 + i])) == nullptr || stats[i]->ndim() != 1)
+        return std::nullopt;
+    // the layer, through one bias_add of a constant along the same channel
+    const Expr* layer = &bn.args[0];
+    const te::NDArray* bias = nullptr;
+    if (const auto* b = layer->as<CallNode>(); b != nullptr && b->op() == "bias_add") {
+      if (!read_once(*layer) || (bias = float_constant(b->args[1])) == nullptr) return std::nullopt;
+      layer = &b->args[0];
+    }
+    const auto* l = layer->as<CallNode>();
+    if (l == nullptr || !read_once(*layer) || (l->op() != "conv2d" && l->op() != "dense"))
+      return std::nullopt;
+    const te::NDArray* w = float_constant(l->args[1]);
+    if (w == nullptr || w->ndim() < 2) return std::nullopt;
+    const std::int64_t channels = w->shape()[0];
+    for (const auto* s : stats)
+      if (s->shape()[0] != channels) return std::nullopt;
+    if (bias != nullptr && bias->shape() != std::vector<std::int64_t>{channels})
+      return std::nullopt;
+    // the batch_norm's axis must be the layer's output channel: 1 for conv2d (NCHW), the last
+    // for dense (known from the weight alone only for a 2-D input, so a dense folds only with
+    // axis -1 or, for 2-D, 1)
+    const auto p = batch_norm_params(bn.attrs);
+    if (l->op() == "conv2d" ? p.axis != 1 : p.axis != -1 && p.axis != 1) return std::nullopt;
+    if (l->op() == "dense" && p.axis == 1 && !two_dimensional(l->args[0])) return std::nullopt;
+    if (bias != nullptr && bias_add_params(bn.args[0].as<CallNode>()->attrs).axis != p.axis)
+      return std::nullopt;
+
+    const auto& gamma = stats[0]->fdata();
+    const auto& beta = stats[1]->fdata();
+    const auto& mean = stats[2]->fdata();
+    const auto& var = stats[3]->fdata();
+    const auto eps = static_cast<float>(p.epsilon);
+    te::NDArray w2 = *w;
+    te::NDArray b2(DType::float32(), {channels});
+    const auto per_channel = static_cast<std::int64_t>(w->size()) / channels;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const float s = gamma[i] / std::sqrt(var[i] + eps);
+      for (std::int64_t k = c * per_channel; k < (c + 1) * per_channel; ++k)
+        w2.fdata()[static_cast<std::size_t>(k)] *= s;
+      b2.fdata()[i] = ((bias != nullptr ? bias->fdata()[i] : 0.0f) - mean[i]) * s + beta[i];
+    }
+    // the new constants are named after the batch_norm's value, or its weight's and a count
+    const std::string name =
+        !bn.result_name.empty()
+            ? bn.result_name
+            : fmt::format("{}.bn{}", l->args[1].as<ConstantNode>()->name, folds_);
+    ++folds_;
+    auto new_layer =
+        call(std::string(l->op()), {visit(l->args[0]), constant(name + ".weight", std::move(w2))},
+             l->attrs, l->result_name);
+    auto y =
+        bias_add(std::move(new_layer), constant(name + ".bias", std::move(b2)), {.axis = p.axis});
+    return bn.result_name.empty() ? y : named(y, bn.result_name);
+  }
+
+  bool read_once(const Expr& e) const {
+    const auto it = users_.find(e.get());
+    return it != users_.end() && it->second == 1;
+  }
+
+  static bool two_dimensional(const Expr& x) { return x.has_type() && x.type().ndim() == 2; }
+
+  std::unordered_map<const Node*, int> users_;
+  int folds_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function fold_batch_norm(const Function& fn, const Target&) {
+  // how many calls (and results and states) read each node: a layer read elsewhere too keeps
+  // its own weights
+  std::unordered_map<const Node*, int> users;
+  for (const Expr& e : post_order(fn.roots()))
+    if (const auto* c = e.as<CallNode>())
+      for (const Expr& a : c->args) ++users[a.get()];
+  for (const Expr& r : fn.roots()) ++users[r.get()];
+  return detail::BatchNormFolder(std::move(users)).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/fold_batch_norm-inl.hpp
+#endif
+// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // The `fold_rounding` pass: in a VTA group, a requantize that rounds to nearest adds 2^(s-1)
 // before its shift, one ALU pass per tile; where a constant bias comes before it with only
@@ -31722,6 +31995,9 @@ namespace dlavm::graph {
 
 DLAVM_INLINE std::vector<Pass> default_passes() {
   return {
+      {"fold_batch_norm",
+       "folds a batch_norm into the convolution or dense layer with constant weights before it",
+       fold_batch_norm},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -34122,6 +34398,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor-inl.hpp
 #endif
 // end dlavm/graph/executor.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp

@@ -75,8 +75,15 @@ inline graph::Function float_ops() {
   auto q =
       graph::quantize_linear(f, graph::constant("qs", te::NDArray::from_floats({}, {1.0f / 127})),
                              graph::constant("qz", te::NDArray(DType::int8(), {})));
+  // a batch_norm no layer comes before: the host's (the firmware's) kernel, along dim 1
+  const auto stat = [](const char* name, std::uint64_t seed, double lo, double hi) {
+    return graph::constant(name, te::NDArray::random_float({6}, seed, lo, hi));
+  };
+  auto bn = graph::batch_norm(f, stat("bn_gamma", 9, 0.5, 1.5), stat("bn_beta", 10, -1, 1),
+                              stat("bn_mean", 11, -1, 1), stat("bn_var", 12, 0.2, 2),
+                              {.axis = 1, .epsilon = 1e-3});
   return graph::function(
-      {x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f,
+      {x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f, bn,
             graph::integer_softmax(x, {.axis = -1, .causal = true}),
             graph::integer_softmax(x, {.axis = 0, .scale = 0.05}),
             // on the host, the queries the last dim

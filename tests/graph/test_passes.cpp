@@ -67,8 +67,8 @@ TEST_CASE("passes: the default pipeline, printed as docs/graph.md shows it") {
   const auto passes = graph::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  CHECK(names ==
-        std::vector<std::string>{"type", "partition", "fold_rounding", "layout", "match_states"});
+  CHECK(names == std::vector<std::string>{"fold_batch_norm", "type", "partition", "fold_rounding",
+                                          "layout", "match_states"});
   CHECK(graph::to_string(passes) == documented_pipeline());
 }
 
@@ -76,12 +76,14 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
   const graph::Target target;
   const auto fn = conv_block();
   std::vector<std::string> seen;
-  const auto all = graph::run_passes(fn, target, graph::default_passes(),
-                                     {.after = [&](const graph::Pass& p, const graph::Function& f) {
-                                       seen.push_back(p.name);
-                                       CHECK((p.name == "type") == (f.placement() == nullptr));
-                                     }});
-  CHECK(seen.size() == 5);
+  const auto all = graph::run_passes(
+      fn, target, graph::default_passes(),
+      {.after = [&](const graph::Pass& p, const graph::Function& f) {
+        seen.push_back(p.name);
+        // placed from the partition on
+        CHECK((p.name == "fold_batch_norm" || p.name == "type") == (f.placement() == nullptr));
+      }});
+  CHECK(seen.size() == 6);
   CHECK(fmt::format("{}", all) == fmt::format("{}", graph::infer_type(fn, target)));
   // without the fold the requantize rounds to nearest itself, and computes the same
   const auto unfolded =
@@ -96,7 +98,8 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
   CHECK(graph::Executor(mod, dev).run({{"x", a}})[0] == graph::evaluate(all, {{"x", a}})[0]);
   CHECK_THROWS_WITH_AS(
       graph::run_passes(fn, target, graph::default_passes(), {.disabled = {"fold"}}),
-      "run_passes: no pass 'fold' to disable (the pipeline: type, partition, fold_rounding, "
+      "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, type, partition, "
+      "fold_rounding, "
       "layout, match_states)",
       dlavm::ValueError);
 }
@@ -124,7 +127,7 @@ TEST_CASE("passes: fold_rounding after layout and match_states keeps what they a
   graph::Target target;
   target.int32_results = true;
   auto passes = graph::default_passes();
-  std::rotate(passes.begin() + 2, passes.begin() + 3, passes.end());  // fold_rounding last
+  std::rotate(passes.begin() + 3, passes.begin() + 4, passes.end());  // fold_rounding last
   REQUIRE(passes.back().name == "fold_rounding");
   // a convolution whose rounding folds: its layouts are made again
   const auto conv = conv_block();

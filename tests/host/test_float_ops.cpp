@@ -103,3 +103,34 @@ TEST_CASE("host gelu: the erf form at known points") {
   }
   CHECK_THROWS_AS(host::gelu(te::NDArray(DType::int32(), {1})), dlavm::TypeError);
 }
+
+TEST_CASE("host batch_norm: per channel along axis, with running statistics") {
+  auto x = te::NDArray::random_float({2, 3, 4}, 3, -3.0, 5.0);
+  const auto stat = [](std::uint64_t seed, double lo, double hi) {
+    return te::NDArray::random_float({3}, seed, lo, hi);
+  };
+  const auto gamma = stat(4, 0.5, 1.5), beta = stat(5, -1, 1), mean = stat(6, -1, 1),
+             var = stat(7, 0.1, 2);
+  auto y = host::batch_norm(x, gamma, beta, mean, var, {.axis = 1, .epsilon = 1e-3});
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t c = 0; c < 3; ++c)
+      for (std::int64_t k = 0; k < 4; ++k) {
+        const double want = (double(x.at_float({i, c, k})) - mean.at_float({c})) /
+                                std::sqrt(double(var.at_float({c})) + 1e-3) * gamma.at_float({c}) +
+                            beta.at_float({c});
+        CHECK(y.at_float({i, c, k}) == doctest::Approx(want).epsilon(1e-5));
+      }
+  // the channel is the last dim with axis -1; a wrong length is refused by name
+  auto x2 = te::NDArray::random_float({5, 3}, 8, -1, 1);
+  auto y2 = host::batch_norm(x2, gamma, beta, mean, var, {.axis = -1});
+  CHECK(y2.at_float({4, 2}) ==
+        doctest::Approx((x2.at_float({4, 2}) - mean.at_float({2})) /
+                            std::sqrt(double(var.at_float({2})) + 1e-5) * gamma.at_float({2}) +
+                        beta.at_float({2}))
+            .epsilon(1e-5));
+  CHECK_THROWS_WITH_AS(host::batch_norm(x2, gamma, beta, mean, var, {.axis = 0}),
+                       doctest::Contains("host::batch_norm: gamma has shape [3], expected [5]"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(host::batch_norm(te::NDArray(DType::int8(), {2, 3}), gamma, beta, mean, var),
+                       doctest::Contains("x is int8"), dlavm::TypeError);
+}

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "model_builder.hpp"
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -334,6 +335,49 @@ TEST_CASE("nodes out of order are sorted; an op's type error names the node") {
   one.output("y");
   CHECK_THROWS_WITH_AS(one.import(), "test.onnx: node #0 (DequantizeLinear): input 1 is missing",
                        ValueError);
+}
+
+}  // namespace onnx_import
+
+namespace onnx_import {
+
+TEST_CASE("BatchNormalization: imported as batch_norm, folded into the Conv before it by build") {
+  ModelBuilder mb(15);
+  mb.input("x", {1, 3, 5, 5});
+  mb.initializer("w", {4, 3, 3, 3}, std::vector<float>(108, 0.125f));
+  mb.initializer("b", {4}, {0.5f, -0.5f, 1, 0});
+  mb.initializer("gamma", {4}, {1, 2, 0.5f, 1});
+  mb.initializer("beta", {4}, {0, 1, -1, 0.25f});
+  mb.initializer("mean", {4}, {0.1f, 0.2f, -0.3f, 0});
+  mb.initializer("var", {4}, {1, 0.5f, 2, 4});
+  mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  mb.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"}, "bn");
+  mb.output("y");
+  const auto fn = mb.import();
+  CHECK(fn.results()[0].as<graph::CallNode>()->op() == "batch_norm");
+  const graph::Target target;
+  const auto placed = graph::infer_type(fn, target);
+  CHECK(placed.results()[0].as<graph::CallNode>()->op() == "bias_add");
+  // against the formula, channel by channel: x of ones, so the conv is 27 * 0.125 + b inside
+  const auto x = te::NDArray::from_floats({1, 3, 5, 5}, std::vector<float>(75, 1.0f));
+  const auto y = graph::evaluate(placed, {{"x", x}})[0];
+  const float b[] = {0.5f, -0.5f, 1, 0}, g[] = {1, 2, 0.5f, 1}, be[] = {0, 1, -1, 0.25f},
+              m[] = {0.1f, 0.2f, -0.3f, 0}, v[] = {1, 0.5f, 2, 4};
+  for (std::int64_t c = 0; c < 4; ++c) {
+    const double conv = 27 * 0.125 + b[c];  // the centre pixel sees the whole kernel
+    const double want = (conv - m[c]) / std::sqrt(v[c] + 1e-5) * g[c] + be[c];
+    CHECK(y.at_float({0, c, 2, 2}) == doctest::Approx(want).epsilon(1e-5));
+  }
+  // training mode and its outputs are refused by name
+  ModelBuilder train(15);
+  train.input("x", {1, 4, 2, 2});
+  for (const char* s : {"gamma", "beta", "mean", "var"}) train.initializer(s, {4}, {1, 1, 1, 1});
+  set_int(train.node("BatchNormalization", {"x", "gamma", "beta", "mean", "var"}, {"y"}, "bn"),
+          "training_mode", 1);
+  train.output("y");
+  CHECK_THROWS_WITH_AS(train.import(),
+                       doctest::Contains("node 'bn' (BatchNormalization): training_mode = 1"),
+                       importer::NotSupported);
 }
 
 }  // namespace onnx_import

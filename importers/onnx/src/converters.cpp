@@ -27,6 +27,11 @@ constexpr ConverterRow kRows[] = {
     {"AveragePool", 1, 22, c::average_pool,
      "`avg_pool2d` (2-D, and 1-D as a height-1 image; `ceil_mode` as extra padding at the end, "
      "which the pool does not count; `count_include_pad`)"},
+    {"BatchNormalization", 1, 6, c::batch_normalization_v1,
+     "versions 1 and 6 with is_test = 1 only"},
+    {"BatchNormalization", 7, 15, c::batch_normalization,
+     "`batch_norm` (inference: running mean and variance), which the `fold_batch_norm` pass "
+     "folds into the convolution or dense layer before it"},
     {"Cast", 6, 25, c::cast, "`cast` (to float32, int8, uint8, int32, int64)"},
     {"Clip", 1, 6, c::clip_v1, "versions 1 and 6: the bounds are attributes"},
     {"Clip", 11, 13, c::clip, "`clip`, its bounds constant inputs"},

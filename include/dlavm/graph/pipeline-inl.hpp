@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/assign_layouts.hpp>
+#include <dlavm/graph/fold_batch_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/match_states.hpp>
@@ -14,6 +15,9 @@ namespace dlavm::graph {
 
 DLAVM_INLINE std::vector<Pass> default_passes() {
   return {
+      {"fold_batch_norm",
+       "folds a batch_norm into the convolution or dense layer with constant weights before it",
+       fold_batch_norm},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {

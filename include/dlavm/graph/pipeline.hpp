@@ -2,6 +2,7 @@
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
+//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
 //   type           graph::detail::infer_types (graph/infer_type.hpp)
 //   partition      graph::place (graph/partition.hpp)
 //   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)

@@ -48,6 +48,29 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
   return y;
 }
 
+DLAVM_INLINE te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const te::NDArray& mean,
+                                    const te::NDArray& var, const BatchNormParams& p) {
+  constexpr std::string_view who = "host::batch_norm";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = split_at(std::span(x.shape()), axis);
+  const std::pair<const char*, const te::NDArray*> params[] = {
+      {"gamma", &gamma}, {"beta", &beta}, {"mean", &mean}, {"var", &var}};
+  for (const auto& [name, a] : params) {
+    detail::require_float32(who, name, *a);
+    if (a->shape() != std::vector<std::int64_t>{split.extent})
+      raise<ShapeError>("{}: {} has shape {}, expected [{}] (dim {} of x {})", who, name,
+                        detail::shape_str(a->shape()), split.extent, axis,
+                        detail::shape_str(x.shape()));
+  }
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::batch_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(),
+                      mean.fdata().data(), var.fdata().data(), y.fdata().data(), split.outer,
+                      split.extent, split.inner, static_cast<float>(p.epsilon));
+  return y;
+}
+
 DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
   detail::require_float32("host::gelu", "x", x);
   constexpr float inv_sqrt2 = 0.70710678118654752440f;

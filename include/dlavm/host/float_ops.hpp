@@ -1,5 +1,5 @@
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
+// Host kernels for the float32-only ops of transformer layers and exported CNNs: softmax,
+// layer_norm, gelu, causal_mask and batch_norm.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
@@ -14,6 +14,12 @@
 //                             (epsilon rounded to float32).
 //   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
 //                             1 / sqrt(2) rounded to float32.
+//   batch_norm(x, gamma, beta, mean, var, {axis = 1, epsilon = 1e-5})
+//                             inference with running statistics, per index c along axis (the
+//                             channel; gamma, beta, mean and var have one value per channel):
+//                             y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + epsilon)) + beta[c]
+//                             (epsilon rounded to float32). graph's fold_batch_norm pass folds
+//                             it into the convolution or dense layer before it.
 //   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
 //                             the N positions) over N keys; y = -infinity where key j lies after
 //                             query i (j > i + N - M), else x. Every row keeps its own key, so a
@@ -36,12 +42,19 @@ struct LayerNormParams {
   std::int64_t axis = -1;
   double epsilon = 1e-5;
 };
+struct BatchNormParams {
+  std::int64_t axis = 1;
+  double epsilon = 1e-5;
+};
 
 te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
 te::NDArray causal_mask(const te::NDArray& x);
+te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const te::NDArray& mean, const te::NDArray& var,
+                       const BatchNormParams& p = {});
 
 }  // namespace dlavm::host
 

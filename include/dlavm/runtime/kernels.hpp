@@ -507,6 +507,20 @@ inline void layer_norm(const float* x, const float* gamma, const float* beta, fl
   }
 }
 
+// x [outer, channels, inner] normalized per channel with running statistics (inference):
+// y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c].
+inline void batch_norm(const float* x, const float* gamma, const float* beta, const float* mean,
+                       const float* var, float* y, std::int64_t outer, std::int64_t channels,
+                       std::int64_t inner, float eps) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float scale = gamma[c] / std::sqrt(var[c] + eps);
+    for (std::int64_t o = 0; o < outer; ++o) {
+      const std::int64_t base = (o * channels + c) * inner;
+      for (std::int64_t i = base; i < base + inner; ++i) y[i] = (x[i] - mean[c]) * scale + beta[c];
+    }
+  }
+}
+
 // x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
 // the positions up to its own, N - M + i; the later ones become -infinity.
 inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,

@@ -65,6 +65,8 @@ Outs matmul(Importer&, const Node&);
 Outs max_pool(Importer&, const Node&);
 Outs average_pool(Importer&, const Node&);
 Outs global_average_pool(Importer&, const Node&);
+Outs batch_normalization_v1(Importer&, const Node&);
+Outs batch_normalization(Importer&, const Node&);
 // math.cpp
 Outs add_v1(Importer&, const Node&);
 Outs add(Importer&, const Node&);

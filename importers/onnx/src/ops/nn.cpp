@@ -177,6 +177,27 @@ Outs global_average_pool(Importer& im, const Node& n) {
   return {graph::global_avg_pool2d(x)};
 }
 
+// Inference with running statistics: the channel is dim 1 (written -1 for a 2-D input, so
+// that the fold into a dense layer before it sees the last dim).
+Outs batch_normalization(Importer& im, const Node& n) {
+  for (int k = 1; k < n.output_size(); ++k)
+    if (!n.output(k).empty()) unsupported(fmt::format("output {} (training statistics)", k));
+  if (attr_int(im, n, "training_mode", 0) != 0) unsupported("training_mode = 1");
+  if (attr_int(im, n, "spatial", 1) != 1) unsupported("spatial = 0");
+  const auto x = im.expr(n, 0);
+  const auto rank = im.type_of(x).ndim();
+  if (rank < 2) unsupported(fmt::format("an input of rank {}", rank));
+  return {graph::batch_norm(
+      x, im.expr(n, 1), im.expr(n, 2), im.expr(n, 3), im.expr(n, 4),
+      {.axis = rank == 2 ? -1 : 1, .epsilon = attr_float(im, n, "epsilon", 1e-5f)})};
+}
+
+// Versions 1 and 6 ran in training mode unless is_test was set.
+Outs batch_normalization_v1(Importer& im, const Node& n) {
+  if (attr_int(im, n, "is_test", 0) == 0) unsupported("is_test = 0 (training mode)");
+  return batch_normalization(im, n);
+}
+
 }  // namespace convert
 
 }  // namespace dlavm::onnx::detail

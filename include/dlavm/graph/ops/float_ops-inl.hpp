@@ -32,6 +32,18 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline TensorType batch_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i = 1; i <= 4; ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, 1);
+    c.require_equal(c.type(i).shape[0], fmt::format("{} dim 0", c.arg(i)), x[axis],
+                    fmt::format("{} dim {}", c.arg(0), axis));
+  }
+  return c.type(0);
+}
+
 inline TensorType causal_mask_type(const TypeCall& c) {
   c.require_min_rank(0, 2);
   const auto& x = c.type(0).shape;
@@ -60,7 +72,20 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
   return schema;
 }
 
+inline const AttrSchema<host::BatchNormParams>& batch_norm_schema() {
+  using P = host::BatchNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the channel dim")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::BatchNormParams batch_norm_params(const Attrs& attrs) {
+  return detail::batch_norm_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
   return detail::layer_norm_schema().from_attrs(attrs);
@@ -75,6 +100,12 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
+DLAVM_INLINE Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                             const host::BatchNormParams& p) {
+  return call("batch_norm",
+              {std::move(x), std::move(gamma), std::move(beta), std::move(mean), std::move(var)},
+              detail::batch_norm_schema().to_attrs(p));
+}
 
 namespace detail {
 
@@ -118,6 +149,18 @@ inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
            FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
 }
 
+// runtime::batch_norm(x, gamma, beta, mean, var, y, outer, channels, inner, epsilon).
+inline FirmwareCall batch_norm_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = batch_norm_schema().from_attrs(s.call.attrs);
+  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+  return {"dlavm::runtime::batch_norm",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+           FirmwareArg::input(3), FirmwareArg::input(4), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner), FirmwareArg::real(static_cast<float>(p.epsilon))}};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
@@ -146,6 +189,18 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
            .host_support = detail::host_float32_only});
+  ops.add({.name = "batch_norm",
+           .min_args = 5,
+           .max_args = 5,
+           .attrs = detail::batch_norm_schema().specs(),
+           .type_rule = detail::batch_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::batch_norm(*a[0], *a[1], *a[2], *a[3], *a[4],
+                                         detail::batch_norm_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::batch_norm_firmware}});
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },

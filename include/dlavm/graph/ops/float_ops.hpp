@@ -1,4 +1,5 @@
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// Graph ops softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders and op
+// records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
@@ -7,6 +8,8 @@
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
 //   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//   batch_norm(x, gamma, beta, mean, var, axis = 1, epsilon = 1e-5): the four [C], C = x's dim
+//                                     at axis (graph's fold_batch_norm pass folds it away)
 //
 //   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
 #pragma once
@@ -22,6 +25,9 @@ Expr softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
+Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                const host::BatchNormParams& p = {});
+host::BatchNormParams batch_norm_params(const Attrs& attrs);
 // The parameters in a layer_norm call's attributes.
 host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
