@@ -353,6 +353,24 @@ std::optional<Value> Importer::fold(const ::onnx::NodeProto& node, const Value& 
   }
 }
 
+void Importer::finish_output(const ::onnx::NodeProto& node, const std::string& out, Value& v) {
+  if (!v.expr.defined()) return;  // an empty constant, or a computed shape
+  if (const auto* c = v.expr.as<graph::ConstantNode>()) {
+    if (!v.constant) v.constant = c->value;
+    return;
+  }
+  if (v.expr.kind() != graph::NodeKind::Call) return;
+  // the last call keeps the model's name (unless it is an earlier node's), the others are named
+  // after it, so that every message names the model's value
+  const std::string& name = out.empty() ? node.output(0) : out;
+  if (v.expr.as<graph::CallNode>()->result_name.empty() && converted_.count(v.expr.get()) == 0 &&
+      !out.empty())
+    v.expr = graph::named(v.expr, out);
+  v.expr = name_new_calls(v.expr, name);
+  type_of(v.expr);  // a shape error is the node's
+  if (auto folded = fold(node, v, name)) v = *folded;
+}
+
 bool Importer::convert(const ::onnx::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     refused_.push_back(
@@ -371,23 +389,8 @@ bool Importer::convert(const ::onnx::NodeProto& node) {
       for (int k = static_cast<int>(outs.size()); k < node.output_size(); ++k)
         if (!node.output(k).empty())
           throw Unsupported{fmt::format("output {} '{}'", k, node.output(k))};
-    for (int k = 0; k < node.output_size(); ++k) {
-      const std::string& out = node.output(k);
-      Value& v = outs[static_cast<std::size_t>(k)];
-      if (!v.expr.defined()) continue;  // an empty constant
-      if (v.expr.kind() == graph::NodeKind::Call) {
-        // the last call keeps the model's name (unless it is an earlier node's), the others are
-        // named after it, so that every message names the model's value
-        if (v.expr.as<graph::CallNode>()->result_name.empty() &&
-            converted_.count(v.expr.get()) == 0 && !out.empty())
-          v.expr = graph::named(v.expr, out);
-        v.expr = name_new_calls(v.expr, out.empty() ? node.output(0) : out);
-        type_of(v.expr);  // a shape error is the node's
-        if (auto folded = fold(node, v, out.empty() ? node.output(0) : out)) v = *folded;
-      } else if (const auto* c = v.expr.as<graph::ConstantNode>(); c != nullptr && !v.constant) {
-        v.constant = c->value;
-      }
-    }
+    for (int k = 0; k < node.output_size(); ++k)
+      finish_output(node, node.output(k), outs[static_cast<std::size_t>(k)]);
   } catch (const Unsupported& u) {
     refused_.push_back(fmt::format("{}: {}", label(node), u.reason));
     return false;

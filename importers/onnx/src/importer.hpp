@@ -116,6 +116,9 @@ class Importer {
   // One node's conversion; false when it is refused (the reason added to refused_) or skipped.
   bool convert(const ::onnx::NodeProto& node);
   void mark_refused(const ::onnx::NodeProto& node);
+  // A converter's value for output `out`: named, typed (a shape error is the node's) and, when
+  // every input is a constant, folded.
+  void finish_output(const ::onnx::NodeProto& node, const std::string& out, Value& v);
   // The calls a converter made, unnamed ones named after the node's output `out`.
   graph::Expr name_new_calls(const graph::Expr& e, const std::string& out);
   // A node whose inputs are all constants: its outputs' calls evaluated on the host, as
