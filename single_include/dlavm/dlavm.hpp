@@ -34599,6 +34599,189 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/elementwise.hpp
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
+// begin dlavm/host/image.hpp
+// Host kernel for images: resize2d, ONNX Resize over the last two dims (height, width) of an
+// NCHW array. The semantics below are the definition the graph op and the firmware kernel
+// (runtime::resize2d_nearest / resize2d_linear, which this kernel runs) reproduce.
+//
+//   resize2d(x[N, C, H, W], {scales = [sh, sw] | sizes = [OH, OW], mode = nearest,
+//            coordinate_transformation_mode = half_pixel, nearest_mode = round_prefer_floor})
+//       -> y[N, C, OH, OW]
+//   Exactly one of scales and sizes, two entries each. Scales are float32 values (ONNX's
+//   scales input is float32; an attribute's double is rounded to float first), > 0 and
+//   finite; then OH = floor(H * sh), OW likewise, computed in double. Sizes are >= 0, and the
+//   scale is OH / H in double. H and W >= 1.
+//   Output index i along a dim of `in` elements reads the source coordinate c(i) (s the
+//   scale, L = s * in the resized length before rounding down):
+//     half_pixel          c = (i + 0.5) / s - 0.5
+//     asymmetric          c = i / s
+//     align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
+//     pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
+//   mode nearest: the element at c rounded by nearest_mode (an integral c is itself;
+//   round_prefer_floor: floor(c) when the fraction is <= 0.5, round_prefer_ceil: floor(c) when
+//   it is < 0.5, else the next; floor; ceil), clamped to [0, in - 1]; any dtype (elements are
+//   copied). mode linear, float32 only: f = floor(c), r = c - f, (1 - r) * x[f] + r * x[f + 1],
+//   indices clamped to [0, in - 1], along the rows and then along the columns, in double,
+//   rounded to float at the end. This is ONNX's reference (onnx/reference/ops/op_resize.py)
+//   with cubic mode, antialias, exclude_outside, roi and the tf_* and half_pixel_symmetric
+//   transformations left out.
+//
+//   auto y = host::resize2d(x, {.scales = {2, 2}});   // [1, 3, 8, 8] -> [1, 3, 16, 16]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+enum class ResizeMode : std::uint8_t { Nearest, Linear };
+// In runtime::ResizeShape's numbering.
+enum class ResizeCoordinates : std::uint8_t {
+  HalfPixel,
+  Asymmetric,
+  AlignCorners,
+  PytorchHalfPixel
+};
+enum class ResizeNearest : std::uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+struct Resize2dParams {
+  std::vector<double> scales{};       // [height, width], or empty
+  std::vector<std::int64_t> sizes{};  // [height, width], or empty
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::HalfPixel;
+  ResizeNearest nearest_mode = ResizeNearest::RoundPreferFloor;
+};
+
+// The parameters checked (ValueError naming `who`): one of scales and sizes, two entries,
+// scales > 0 and finite as float32, sizes >= 0.
+void validate(const Resize2dParams& p, std::string_view who);
+// TypeError naming `who` and x (`what`) unless the mode computes on `dtype` (linear: float32
+// only).
+void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                        std::string_view what);
+// The scale of dim k (0: height, 1: width) as the kernels use it: the float32 value of the
+// given scale, or 0 when the sizes are given (the kernels then take OH / H).
+float resize_scale(const Resize2dParams& p, std::size_t k);
+// The output extent of dim k for an input extent `in` (the header comment); ValueError naming
+// `who` past 2^62.
+std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                           std::string_view who);
+
+te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/image-inl.hpp
+// Definitions for host/image.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/image.hpp
+// end dlavm/host/image.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE void validate(const Resize2dParams& p, std::string_view who) {
+  if (p.scales.empty() == p.sizes.empty())
+    raise<ValueError>(
+        "{}: give exactly one of the attributes 'scales' [{}] and 'sizes' [{}] (height, width)",
+        who, fmt::join(p.scales, ", "), fmt::join(p.sizes, ", "));
+  if (!p.scales.empty()) {
+    if (p.scales.size() != 2)
+      raise<ValueError>("{}: attribute 'scales' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.scales, ", "), p.scales.size());
+    for (const double s : p.scales) {
+      const float f = static_cast<float>(s);
+      if (!std::isfinite(f) || !(f > 0))
+        raise<ValueError>("{}: attribute 'scales' [{}] has {}; scales are > 0 and finite floats",
+                          who, fmt::join(p.scales, ", "), s);
+    }
+  } else {
+    if (p.sizes.size() != 2)
+      raise<ValueError>("{}: attribute 'sizes' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.sizes, ", "), p.sizes.size());
+    for (const auto s : p.sizes)
+      if (s < 0)
+        raise<ValueError>("{}: attribute 'sizes' [{}] has {}; sizes are >= 0", who,
+                          fmt::join(p.sizes, ", "), s);
+  }
+}
+
+DLAVM_INLINE void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                                     std::string_view what) {
+  if (p.mode == ResizeMode::Linear && dtype != DType::float32())
+    raise<TypeError>(
+        "{}: {} is {}; mode linear computes in float32 only (cast it, or use mode nearest)", who,
+        what, dtype);
+}
+
+DLAVM_INLINE float resize_scale(const Resize2dParams& p, std::size_t k) {
+  return p.scales.empty() ? 0.0f : static_cast<float>(p.scales[k]);
+}
+
+DLAVM_INLINE std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                                        std::string_view who) {
+  if (!p.sizes.empty()) return p.sizes[k];
+  const float s = resize_scale(p, k);
+  const double out = std::floor(static_cast<double>(in) * static_cast<double>(s));
+  if (!(out < 0x1p62))
+    raise<ValueError>("{}: {} elements scaled by {} give {} elements, more than an array holds",
+                      who, in, s, out);
+  return static_cast<std::int64_t>(out);
+}
+
+DLAVM_INLINE te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p) {
+  constexpr std::string_view who = "host::resize2d";
+  validate(p, who);
+  detail::require_rank(who, "x", x, 4);
+  check_resize_dtype(p, x.dtype(), who, "x");
+  const std::int64_t h = x.shape()[2], w = x.shape()[3];
+  if (h < 1 || w < 1)
+    raise<ShapeError>("{}: x {} has no rows or no columns to resize", who,
+                      detail::shape_str(x.shape()));
+  const runtime::ResizeShape d{
+      .planes = x.shape()[0] * x.shape()[1],
+      .h = h,
+      .w = w,
+      .oh = resize_extent(p, 0, h, who),
+      .ow = resize_extent(p, 1, w, who),
+      .scale_h = resize_scale(p, 0),
+      .scale_w = resize_scale(p, 1),
+      .coordinates = static_cast<std::int32_t>(p.coordinate_transformation_mode),
+      .nearest = static_cast<std::int32_t>(p.nearest_mode)};
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (p.mode == ResizeMode::Linear)
+    runtime::resize2d_linear(x.fdata().data(), y.fdata().data(), d);
+  else if (x.dtype().is_float())
+    runtime::resize2d_nearest(x.fdata().data(), y.fdata().data(), d);
+  else
+    runtime::resize2d_nearest(x.data().data(), y.data().data(), d);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/image-inl.hpp
+#endif
+// end dlavm/host/image.hpp
 // begin dlavm/host/integer_ops.hpp
 // end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
