@@ -23196,7 +23196,9 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
+//                strided_slice, take, broadcast_to, tile
+//   image        resize2d                                   graph/ops/image.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
@@ -23645,6 +23647,11 @@ DType product_dtype(const TypeCall& c);
 // The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
 // must be provably equal or one of them the constant 1; ShapeError otherwise.
 std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The same for two shapes described as `what_a` and `what_b` ("input 0 (%x)", "attribute
+// 'shape'").
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                std::span<const ne::Expr> a, std::string_view what_b,
+                                std::span<const ne::Expr> b);
 // The simplified product of dims (1 for none).
 ne::Expr product(std::span<const ne::Expr> dims);
 // The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
@@ -23694,8 +23701,12 @@ DLAVM_INLINE DType product_dtype(const TypeCall& c) {
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  const auto& a = c.type(i).shape;
-  const auto& b = c.type(j).shape;
+  return broadcast(c, c.arg(i), c.type(i).shape, c.arg(j), c.type(j).shape);
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                             std::span<const ne::Expr> a, std::string_view what_b,
+                                             std::span<const ne::Expr> b) {
   const std::size_t rank = std::max(a.size(), b.size());
   std::vector<ne::Expr> out(rank);
   for (std::size_t k = 0; k < rank; ++k) {
@@ -23715,7 +23726,8 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, s
       raise<ShapeError>(
           "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
           "be provably equal, or one of them 1)",
-          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+          c.label, what_a, shape_text(std::vector<ne::Expr>(a.begin(), a.end())), what_b,
+          shape_text(std::vector<ne::Expr>(b.begin(), b.end())), from_end, *pa, *pb);
     }
   }
   return out;
@@ -25354,6 +25366,366 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/float_ops-inl.hpp
 #endif
 // end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/image.hpp
+// Graph op resize2d: typed builder and op record. Semantics: host/image.hpp.
+//
+//   resize2d(x[N, C, H, W], scales = [] | sizes = [] (exactly one, [height, width]),
+//            mode = "nearest" | "linear",
+//            coordinate_transformation_mode = "half_pixel" | "asymmetric" | "align_corners" |
+//                                             "pytorch_half_pixel",
+//            nearest_mode = "round_prefer_floor" | "round_prefer_ceil" | "floor" | "ceil")
+//       H and W provably >= 1; linear takes float32, nearest any dtype. A symbolic H (or W)
+//       resized by sizes gives the constant size; by a scale, floor(H * scale) when that has an
+//       exact form: H * k for an integral scale, floordiv(H * p, 2^k) for a scale p / 2^k (any
+//       float32 scale is one, as long as H's maximum * p stays below 2^53)
+//
+//   // [1, 16, h, w] -> [1, 16, h * 2, w * 2]
+//   auto up = graph::resize2d(x, {.scales = {2, 2}, .mode = host::ResizeMode::Linear});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/image.hpp
+// Host kernel for images: resize2d, ONNX Resize over the last two dims (height, width) of an
+// NCHW array. The semantics below are the definition the graph op and the firmware kernel
+// (runtime::resize2d_nearest / resize2d_linear, which this kernel runs) reproduce.
+//
+//   resize2d(x[N, C, H, W], {scales = [sh, sw] | sizes = [OH, OW], mode = nearest,
+//            coordinate_transformation_mode = half_pixel, nearest_mode = round_prefer_floor})
+//       -> y[N, C, OH, OW]
+//   Exactly one of scales and sizes, two entries each. Scales are float32 values (ONNX's
+//   scales input is float32; an attribute's double is rounded to float first), > 0 and
+//   finite; then OH = floor(H * sh), OW likewise, computed in double. Sizes are >= 0, and the
+//   scale is OH / H in double. H and W >= 1.
+//   Output index i along a dim of `in` elements reads the source coordinate c(i) (s the
+//   scale, L = s * in the resized length before rounding down):
+//     half_pixel          c = (i + 0.5) / s - 0.5
+//     asymmetric          c = i / s
+//     align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
+//     pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
+//   mode nearest: the element at c rounded by nearest_mode (an integral c is itself;
+//   round_prefer_floor: floor(c) when the fraction is <= 0.5, round_prefer_ceil: floor(c) when
+//   it is < 0.5, else the next; floor; ceil), clamped to [0, in - 1]; any dtype (elements are
+//   copied). mode linear, float32 only: f = floor(c), r = c - f, (1 - r) * x[f] + r * x[f + 1],
+//   indices clamped to [0, in - 1], along the rows and then along the columns, in double,
+//   rounded to float at the end. This is ONNX's reference (onnx/reference/ops/op_resize.py)
+//   with cubic mode, antialias, exclude_outside, roi and the tf_* and half_pixel_symmetric
+//   transformations left out.
+//
+//   auto y = host::resize2d(x, {.scales = {2, 2}});   // [1, 3, 8, 8] -> [1, 3, 16, 16]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+enum class ResizeMode : std::uint8_t { Nearest, Linear };
+// In runtime::ResizeShape's numbering.
+enum class ResizeCoordinates : std::uint8_t {
+  HalfPixel,
+  Asymmetric,
+  AlignCorners,
+  PytorchHalfPixel
+};
+enum class ResizeNearest : std::uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+struct Resize2dParams {
+  std::vector<double> scales{};       // [height, width], or empty
+  std::vector<std::int64_t> sizes{};  // [height, width], or empty
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::HalfPixel;
+  ResizeNearest nearest_mode = ResizeNearest::RoundPreferFloor;
+};
+
+// The parameters checked (ValueError naming `who`): one of scales and sizes, two entries,
+// scales > 0 and finite as float32, sizes >= 0.
+void validate(const Resize2dParams& p, std::string_view who);
+// TypeError naming `who` and x (`what`) unless the mode computes on `dtype` (linear: float32
+// only).
+void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                        std::string_view what);
+// The scale of dim k (0: height, 1: width) as the kernels use it: the float32 value of the
+// given scale, or 0 when the sizes are given (the kernels then take OH / H).
+float resize_scale(const Resize2dParams& p, std::size_t k);
+// The output extent of dim k for an input extent `in` (the header comment); ValueError naming
+// `who` past 2^62.
+std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                           std::string_view who);
+
+te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/image-inl.hpp
+// Definitions for host/image.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/image.hpp
+// end dlavm/host/image.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE void validate(const Resize2dParams& p, std::string_view who) {
+  if (p.scales.empty() == p.sizes.empty())
+    raise<ValueError>(
+        "{}: give exactly one of the attributes 'scales' [{}] and 'sizes' [{}] (height, width)",
+        who, fmt::join(p.scales, ", "), fmt::join(p.sizes, ", "));
+  if (!p.scales.empty()) {
+    if (p.scales.size() != 2)
+      raise<ValueError>("{}: attribute 'scales' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.scales, ", "), p.scales.size());
+    for (const double s : p.scales) {
+      const float f = static_cast<float>(s);
+      if (!std::isfinite(f) || !(f > 0))
+        raise<ValueError>("{}: attribute 'scales' [{}] has {}; scales are > 0 and finite floats",
+                          who, fmt::join(p.scales, ", "), s);
+    }
+  } else {
+    if (p.sizes.size() != 2)
+      raise<ValueError>("{}: attribute 'sizes' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.sizes, ", "), p.sizes.size());
+    for (const auto s : p.sizes)
+      if (s < 0)
+        raise<ValueError>("{}: attribute 'sizes' [{}] has {}; sizes are >= 0", who,
+                          fmt::join(p.sizes, ", "), s);
+  }
+}
+
+DLAVM_INLINE void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                                     std::string_view what) {
+  if (p.mode == ResizeMode::Linear && dtype != DType::float32())
+    raise<TypeError>(
+        "{}: {} is {}; mode linear computes in float32 only (cast it, or use mode nearest)", who,
+        what, dtype);
+}
+
+DLAVM_INLINE float resize_scale(const Resize2dParams& p, std::size_t k) {
+  return p.scales.empty() ? 0.0f : static_cast<float>(p.scales[k]);
+}
+
+DLAVM_INLINE std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                                        std::string_view who) {
+  if (!p.sizes.empty()) return p.sizes[k];
+  const float s = resize_scale(p, k);
+  const double out = std::floor(static_cast<double>(in) * static_cast<double>(s));
+  if (!(out < 0x1p62))
+    raise<ValueError>("{}: {} elements scaled by {} give {} elements, more than an array holds",
+                      who, in, s, out);
+  return static_cast<std::int64_t>(out);
+}
+
+DLAVM_INLINE te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p) {
+  constexpr std::string_view who = "host::resize2d";
+  validate(p, who);
+  detail::require_rank(who, "x", x, 4);
+  check_resize_dtype(p, x.dtype(), who, "x");
+  const std::int64_t h = x.shape()[2], w = x.shape()[3];
+  if (h < 1 || w < 1)
+    raise<ShapeError>("{}: x {} has no rows or no columns to resize", who,
+                      detail::shape_str(x.shape()));
+  const runtime::ResizeShape d{
+      .planes = x.shape()[0] * x.shape()[1],
+      .h = h,
+      .w = w,
+      .oh = resize_extent(p, 0, h, who),
+      .ow = resize_extent(p, 1, w, who),
+      .scale_h = resize_scale(p, 0),
+      .scale_w = resize_scale(p, 1),
+      .coordinates = static_cast<std::int32_t>(p.coordinate_transformation_mode),
+      .nearest = static_cast<std::int32_t>(p.nearest_mode)};
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (p.mode == ResizeMode::Linear)
+    runtime::resize2d_linear(x.fdata().data(), y.fdata().data(), d);
+  else if (x.dtype().is_float())
+    runtime::resize2d_nearest(x.fdata().data(), y.fdata().data(), d);
+  else
+    runtime::resize2d_nearest(x.data().data(), y.data().data(), d);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/image-inl.hpp
+#endif
+// end dlavm/host/image.hpp
+
+namespace dlavm::graph {
+
+Expr resize2d(Expr x, const host::Resize2dParams& p);
+// The parameters in a resize2d call's attributes.
+host::Resize2dParams resize2d_params(const Attrs& attrs);
+
+void add_image_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/image-inl.hpp
+// Definitions for graph/ops/image.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/image.hpp
+// end dlavm/graph/ops/image.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::Resize2dParams>& resize2d_schema() {
+  using P = host::Resize2dParams;
+  using C = host::ResizeCoordinates;
+  using N = host::ResizeNearest;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("scales", &P::scales, "height and width scales (float32), or empty")
+          .field("sizes", &P::sizes, "output height and width, or empty")
+          .field("mode", &P::mode, "nearest (an element) or linear (interpolated, float32)",
+                 {{"nearest", host::ResizeMode::Nearest}, {"linear", host::ResizeMode::Linear}})
+          .field("coordinate_transformation_mode", &P::coordinate_transformation_mode,
+                 "how an output index maps to a source coordinate (ONNX's modes)",
+                 {{"half_pixel", C::HalfPixel},
+                  {"asymmetric", C::Asymmetric},
+                  {"align_corners", C::AlignCorners},
+                  {"pytorch_half_pixel", C::PytorchHalfPixel}})
+          .field("nearest_mode", &P::nearest_mode, "how mode nearest rounds a coordinate",
+                 {{"round_prefer_floor", N::RoundPreferFloor},
+                  {"round_prefer_ceil", N::RoundPreferCeil},
+                  {"floor", N::Floor},
+                  {"ceil", N::Ceil}});
+  return schema;
+}
+
+// floor(d * s) for a symbolic d and a float32 scale s = p * 2^e (p odd): d * (p * 2^e), or
+// floordiv(d * p, 2^-e); exact when d's maximum * p is below 2^53 (the double product the host
+// kernel floors is then exact too). nullopt otherwise.
+inline std::optional<ne::Expr> scaled_dim(const ne::Expr& d, float s) {
+  int e = 0;
+  double p = std::ldexp(std::frexp(static_cast<double>(s), &e), 24);  // s = p * 2^(e - 24)
+  e -= 24;
+  while (std::fmod(p, 2.0) == 0.0) {
+    p /= 2;
+    ++e;
+  }
+  const auto max = ne::bounds(d).max;
+  if (e > 30 || e < -62 || static_cast<double>(max) * p >= 0x1p53) return std::nullopt;
+  const auto pi = static_cast<std::int64_t>(p);
+  if (e >= 0) return ne::simplify(d * (pi << e));
+  return ne::simplify(ne::floordiv(d * pi, std::int64_t{1} << -e));
+}
+
+inline TensorType resize2d_type(const TypeCall& c) {
+  const auto p = params_of(c, resize2d_schema());
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  host::check_resize_dtype(p, c.type(0).dtype, c.label, c.arg(0));
+  std::vector<ne::Expr> out = c.type(0).shape;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const ne::Expr& d = out[2 + k];
+    const char* what = k == 0 ? "height" : "width";
+    if (!ne::can_prove(d >= 1))
+      raise<ShapeError>("{}: {} {} `{}` can be {}; resizing needs at least 1", c.label, c.arg(0),
+                        what, d, ne::bounds(d).min);
+    if (const auto n = ne::simplify(d).as_int()) {
+      out[2 + k] = host::resize_extent(p, k, *n, c.label);
+    } else if (!p.sizes.empty()) {
+      out[2 + k] = p.sizes[k];
+    } else if (const auto e = scaled_dim(d, host::resize_scale(p, k))) {
+      out[2 + k] = *e;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} `{}` (at most {}) scaled by {} has no exact symbolic size; give sizes, or a "
+          "scale p / 2^k with the maximum * p below 2^53",
+          c.label, c.arg(0), what, d, ne::bounds(d).max, host::resize_scale(p, k));
+    }
+  }
+  return {std::move(out), c.type(0).dtype};
+}
+
+// runtime::resize2d_nearest / resize2d_linear(x, y, ResizeShape{...}) over the planes N*C.
+inline FirmwareCall resize2d_firmware(const FirmwareStep& s) {
+  const auto p = resize2d_schema().from_attrs(s.call.attrs);
+  const auto& x = s.input(0);
+  const auto& y = s.result.shape;
+  return {p.mode == host::ResizeMode::Linear ? "dlavm::runtime::resize2d_linear"
+                                             : "dlavm::runtime::resize2d_nearest",
+          {FirmwareArg::input(0), FirmwareArg::output(),
+           FirmwareArg::aggregate(
+               "dlavm::runtime::ResizeShape",
+               {FirmwareArg::dim(x[0] * x[1]), FirmwareArg::dim(x[2]), FirmwareArg::dim(x[3]),
+                FirmwareArg::dim(y[2]), FirmwareArg::dim(y[3]),
+                FirmwareArg::real(host::resize_scale(p, 0)),
+                FirmwareArg::real(host::resize_scale(p, 1)),
+                FirmwareArg::integer(static_cast<std::int64_t>(p.coordinate_transformation_mode)),
+                FirmwareArg::integer(static_cast<std::int64_t>(p.nearest_mode))})}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Resize2dParams resize2d_params(const Attrs& attrs) {
+  return detail::resize2d_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr resize2d(Expr x, const host::Resize2dParams& p) {
+  return call("resize2d", {std::move(x)}, detail::resize2d_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
+  ops.add({.name = "resize2d",
+           .attrs = detail::resize2d_schema().specs(),
+           .type_rule = detail::resize2d_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::resize2d(*a[0], resize2d_params(attrs));
+               },
+           .firmware = {.call = detail::resize2d_firmware}});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/image-inl.hpp
+#endif
+// end dlavm/graph/ops/image.hpp
 // begin dlavm/graph/ops/integer_ops.hpp
 // Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
 // arithmetic step by step: runtime/kernels.hpp).
@@ -26851,9 +27223,21 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //   concat(x0, x1, ..., axis (required)), at least one input
 //   pad(x, pad_before (required), pad_after (required), value = 0.0,
 //       mode = "constant" | "edge" | "reflect")
+//   strided_slice(x, begin (required), end (required), step = [] (all 1), axes = [] (0, 1, ...))
+//       a static dim any slice; a symbolic dim d only one whose start and end are each known
+//       for every value of d (a constant within d's minimum, an end past its maximum, a
+//       negative bound d + v with d + v >= 0 always), and then the extent is an expression in
+//       d: begin 1, end -1 on `token` gives `token - 2` when token >= 2 always
+//   take(x, indices, axis = 0): indices int32 or int64 (an input, a constant or a computed
+//       value); the result's shape is x's with dim axis replaced by the indices' dims
+//   broadcast_to(x, shape (required)): the numpy broadcast of x's dims and the constant shape
+//       (a symbolic dim meets 1 or itself)
+//   tile(x, repeats (required)): dims x.shape[k] * repeats[k]
 //
 //   // [1, token, 512] -> [1, token, 8, 64]
 //   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
+//   // the last 16 positions: [1, token, 512] -> [1, 16, 512] (token >= 16)
+//   auto tail = graph::strided_slice(x, {.begin = {-16}, .end = {INT64_MAX}, .axes = {1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -27504,6 +27888,10 @@ Expr transpose(Expr x, const host::TransposeParams& p = {});
 Expr flatten(Expr x, const host::FlattenParams& p = {});
 Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
 Expr pad(Expr x, const host::PadParams& p);
+Expr strided_slice(Expr x, const host::StridedSliceParams& p);
+Expr take(Expr x, Expr indices, const host::TakeParams& p = {});
+Expr broadcast_to(Expr x, const host::BroadcastToParams& p);
+Expr tile(Expr x, const host::TileParams& p);
 // The parameters in a transpose call's attributes.
 host::TransposeParams transpose_params(const Attrs& attrs);
 
@@ -27536,7 +27924,11 @@ void add_transform_ops(OpRegistry& ops);
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -27582,6 +27974,37 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
 }
 
 inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
+inline const AttrSchema<host::StridedSliceParams>& strided_slice_schema() {
+  using P = host::StridedSliceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("begin", &P::begin, "the first index per sliced dim (negative: from the end)",
+                 true)
+          .field("end", &P::end, "the index past the last per sliced dim (clamped to the dim)",
+                 true)
+          .field("step", &P::step, "the step per sliced dim, not 0 (empty: all 1)")
+          .field("axes", &P::axes, "the dim each entry slices (empty: 0, 1, ...)");
+  return schema;
+}
+
+inline const AttrSchema<host::TakeParams>& take_schema() {
+  static const auto schema = AttrSchema<host::TakeParams>().field(
+      "axis", &host::TakeParams::axis, "the dim of x the indices select along");
+  return schema;
+}
+
+inline const AttrSchema<host::BroadcastToParams>& broadcast_to_schema() {
+  static const auto schema = AttrSchema<host::BroadcastToParams>().field(
+      "shape", &host::BroadcastToParams::shape, "the shape x is broadcast with", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TileParams>& tile_schema() {
+  static const auto schema = AttrSchema<host::TileParams>().field(
+      "repeats", &host::TileParams::repeats, "how many times each dim is repeated", true);
+  return schema;
+}
 
 // Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
 // only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
@@ -27672,6 +28095,109 @@ inline TensorType pad_type(const TypeCall& c) {
   return {std::move(out), c.type(0).dtype};
 }
 
+// One dim of a slice resolved over the dims' ranges: the first index read, the extent, the
+// step (SliceAxis with expressions).
+struct SliceDim {
+  ne::Expr start, extent;
+  std::int64_t step = 1;
+};
+
+// A bound of a slice along a symbolic dim d: v (negative: d + v) clamped to [lo, d + hi], when
+// the same one of the three applies for every value of d; nullopt otherwise.
+inline std::optional<ne::Expr> slice_bound(std::int64_t v, const ne::Expr& d, std::int64_t dmax,
+                                           std::int64_t lo, std::int64_t hi) {
+  v = std::clamp(v, -dmax - 1, dmax + 1);  // beyond, v clamps as these do
+  const ne::Expr x = v < 0 ? ne::simplify(d + v) : ne::Expr(v);
+  const ne::Expr top = ne::simplify(d + hi);
+  if (ne::can_prove(x >= lo && x <= top)) return x;
+  if (ne::can_prove(x <= lo)) return ne::Expr(lo);
+  if (ne::can_prove(x >= top)) return top;
+  return std::nullopt;
+}
+
+// host::slice_axis over a symbolic dim d (ranging over [dmin, dmax]); nullopt where the start,
+// the end or the sign of the extent depends on d's value.
+inline std::optional<SliceDim> symbolic_slice(std::int64_t begin, std::int64_t end,
+                                              std::int64_t step, const ne::Expr& d) {
+  const auto range = ne::bounds(d);
+  const bool up = step > 0;
+  if (!up && range.min < 1) return std::nullopt;  // host: nothing to slice in an empty dim
+  const auto start = slice_bound(begin, d, range.max, 0, up ? 0 : -1);
+  const auto stop = slice_bound(end, d, range.max, up ? 0 : -1, up ? 0 : -1);
+  if (!start || !stop) return std::nullopt;
+  const ne::Expr diff = ne::simplify(up ? *stop - *start : *start - *stop);
+  // a step longer than the dim reads one element, as one of dmax + 1 does
+  const std::int64_t m =
+      up ? std::min(step, range.max + 1) : (step < -range.max - 1 ? range.max + 1 : -step);
+  if (ne::can_prove(diff <= 0)) return SliceDim{0, 0, 1};
+  if (!ne::can_prove(diff >= 0)) return std::nullopt;
+  return SliceDim{*start, ne::simplify(ne::floordiv(diff + (m - 1), m)), up ? m : -m};
+}
+
+// Every dim of input 0 resolved: whole, host::slice_axis on a constant dim, symbolic_slice on
+// a symbolic one (ShapeError naming the input, the dim and the numbers when it cannot).
+inline std::vector<SliceDim> slice_dims(const TypeCall& c) {
+  const auto p = params_of(c, strided_slice_schema());
+  const auto& x = c.type(0).shape;
+  const auto entry = host::slice_entries(p, x.size(), c.label);
+  std::vector<SliceDim> out;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (!entry[k]) {
+      out.push_back({0, x[k], 1});
+      continue;
+    }
+    const std::int64_t b = p.begin[*entry[k]], e = p.end[*entry[k]];
+    const std::int64_t step = host::slice_step(p, *entry[k]);
+    if (const auto n = ne::simplify(x[k]).as_int()) {
+      const auto a = host::slice_axis(b, e, step, *n);
+      out.push_back({a.start, a.extent, a.step});
+    } else if (const auto s = symbolic_slice(b, e, step, x[k])) {
+      out.push_back(*s);
+    } else {
+      const auto range = ne::bounds(x[k]);
+      raise<ShapeError>(
+          "{}: {} dim {} is `{}` (from {} to {}): begin {}, end {}, step {} give a slice that "
+          "depends on its value; slice a symbolic dim whole, or between constants within its "
+          "minimum (counted from either end; a negative step needs a minimum of 1)",
+          c.label, c.arg(0), k, x[k], range.min, range.max, b, e, step);
+    }
+  }
+  return out;
+}
+
+inline TensorType strided_slice_type(const TypeCall& c) {
+  std::vector<ne::Expr> out;
+  for (const auto& d : slice_dims(c)) out.push_back(d.extent);
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType take_type(const TypeCall& c) {
+  host::check_take_indices(c.type(1).dtype, c.label, c.arg(1));
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  std::vector<ne::Expr> out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), c.type(1).shape.begin(), c.type(1).shape.end());
+  out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType broadcast_to_type(const TypeCall& c) {
+  const auto shape = params_of(c, broadcast_to_schema()).shape;
+  host::check_broadcast_shape(shape, c.label);
+  const std::vector<ne::Expr> to(shape.begin(), shape.end());
+  const std::string what = fmt::format("attribute 'shape' [{}]", fmt::join(shape, ", "));
+  return {broadcast(c, c.arg(0), c.type(0).shape, what, to), c.type(0).dtype};
+}
+
+inline TensorType tile_type(const TypeCall& c) {
+  const auto repeats = params_of(c, tile_schema()).repeats;
+  const auto& x = c.type(0).shape;
+  host::check_repeats(repeats, x.size(), c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = ne::simplify(x[k] * repeats[k]);
+  return {std::move(out), c.type(0).dtype};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
@@ -27692,6 +28218,18 @@ DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
 }
 DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
   return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr strided_slice(Expr x, const host::StridedSliceParams& p) {
+  return call("strided_slice", {std::move(x)}, detail::strided_slice_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr take(Expr x, Expr indices, const host::TakeParams& p) {
+  return call("take", {std::move(x), std::move(indices)}, detail::take_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr broadcast_to(Expr x, const host::BroadcastToParams& p) {
+  return call("broadcast_to", {std::move(x)}, detail::broadcast_to_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr tile(Expr x, const host::TileParams& p) {
+  return call("tile", {std::move(x)}, detail::tile_schema().to_attrs(p));
 }
 
 namespace detail {
@@ -27724,6 +28262,54 @@ inline FirmwareKernel transpose_firmware() {
                                      FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
                                     {std::move(shape), std::move(order)}};
               }};
+}
+
+// An int64 local array of dims.
+inline FirmwareLocal dims_local(std::string name, std::span<const ne::Expr> dims) {
+  FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+  for (const auto& d : dims) l.items.push_back(FirmwareArg::dim(d));
+  return l;
+}
+
+// runtime::strided_slice(x, y, shape, start, step, out, rank); a rank-0 x is copied.
+inline FirmwareCall strided_slice_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  if (x.empty()) return elements_call("dlavm::runtime::copy", s, 1);
+  std::vector<ne::Expr> start, step;
+  for (const auto& d : slice_dims(s.call)) {
+    start.push_back(d.start);
+    step.push_back(d.step);
+  }
+  return {"dlavm::runtime::strided_slice",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("start"), FirmwareArg::local("step"), FirmwareArg::local("out"),
+           FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
+          {dims_local("shape", x), dims_local("start", start), dims_local("step", step),
+           dims_local("out", s.result.shape)}};
+}
+
+// runtime::tile(x, y, shape, out, rank), x's shape padded with leading 1s to the result's rank:
+// tile, and broadcast_to (a tile whose repeated dims are 1s); a rank-0 result is a copy.
+inline FirmwareCall tile_firmware(const FirmwareStep& s) {
+  const auto& out = s.result.shape;
+  if (out.empty()) return elements_call("dlavm::runtime::copy", s, 1);
+  std::vector<ne::Expr> shape(out.size() - s.input(0).size(), ne::Expr(1));
+  shape.insert(shape.end(), s.input(0).begin(), s.input(0).end());
+  return {"dlavm::runtime::tile",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("out"), FirmwareArg::integer(static_cast<std::int64_t>(out.size()))},
+          {dims_local("shape", shape), dims_local("out", out)}};
+}
+
+// runtime::take(x, indices, y, outer, extent, inner, count), which clamps an index outside the
+// dim (host::take raises).
+inline FirmwareCall take_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+  return {"dlavm::runtime::take",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner), FirmwareArg::dim(product(s.input(1)))}};
 }
 
 }  // namespace detail
@@ -27776,6 +28362,41 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::pad(*a[0], detail::pad_params(attrs));
            }});
+  ops.add({.name = "strided_slice",
+           .attrs = detail::strided_slice_schema().specs(),
+           .type_rule = detail::strided_slice_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::strided_slice(*a[0],
+                                            detail::strided_slice_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::strided_slice_firmware}});
+  ops.add({.name = "take",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::take_schema().specs(),
+           .type_rule = detail::take_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::take(*a[0], *a[1], detail::take_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::take_firmware}});
+  ops.add({.name = "broadcast_to",
+           .attrs = detail::broadcast_to_schema().specs(),
+           .type_rule = detail::broadcast_to_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::broadcast_to(*a[0], detail::broadcast_to_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::tile_firmware}});
+  ops.add({.name = "tile",
+           .attrs = detail::tile_schema().specs(),
+           .type_rule = detail::tile_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::tile(*a[0], detail::tile_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::tile_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -27809,6 +28430,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_elementwise_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
+  add_image_ops(ops);
   add_float_ops(ops);
   add_integer_ops(ops);
   return ops;
@@ -34600,187 +35222,6 @@ DLAVM_INLINE std::string Executor::summary() const {
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
 // begin dlavm/host/image.hpp
-// Host kernel for images: resize2d, ONNX Resize over the last two dims (height, width) of an
-// NCHW array. The semantics below are the definition the graph op and the firmware kernel
-// (runtime::resize2d_nearest / resize2d_linear, which this kernel runs) reproduce.
-//
-//   resize2d(x[N, C, H, W], {scales = [sh, sw] | sizes = [OH, OW], mode = nearest,
-//            coordinate_transformation_mode = half_pixel, nearest_mode = round_prefer_floor})
-//       -> y[N, C, OH, OW]
-//   Exactly one of scales and sizes, two entries each. Scales are float32 values (ONNX's
-//   scales input is float32; an attribute's double is rounded to float first), > 0 and
-//   finite; then OH = floor(H * sh), OW likewise, computed in double. Sizes are >= 0, and the
-//   scale is OH / H in double. H and W >= 1.
-//   Output index i along a dim of `in` elements reads the source coordinate c(i) (s the
-//   scale, L = s * in the resized length before rounding down):
-//     half_pixel          c = (i + 0.5) / s - 0.5
-//     asymmetric          c = i / s
-//     align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
-//     pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
-//   mode nearest: the element at c rounded by nearest_mode (an integral c is itself;
-//   round_prefer_floor: floor(c) when the fraction is <= 0.5, round_prefer_ceil: floor(c) when
-//   it is < 0.5, else the next; floor; ceil), clamped to [0, in - 1]; any dtype (elements are
-//   copied). mode linear, float32 only: f = floor(c), r = c - f, (1 - r) * x[f] + r * x[f + 1],
-//   indices clamped to [0, in - 1], along the rows and then along the columns, in double,
-//   rounded to float at the end. This is ONNX's reference (onnx/reference/ops/op_resize.py)
-//   with cubic mode, antialias, exclude_outside, roi and the tf_* and half_pixel_symmetric
-//   transformations left out.
-//
-//   auto y = host::resize2d(x, {.scales = {2, 2}});   // [1, 3, 8, 8] -> [1, 3, 16, 16]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-enum class ResizeMode : std::uint8_t { Nearest, Linear };
-// In runtime::ResizeShape's numbering.
-enum class ResizeCoordinates : std::uint8_t {
-  HalfPixel,
-  Asymmetric,
-  AlignCorners,
-  PytorchHalfPixel
-};
-enum class ResizeNearest : std::uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-
-struct Resize2dParams {
-  std::vector<double> scales{};       // [height, width], or empty
-  std::vector<std::int64_t> sizes{};  // [height, width], or empty
-  ResizeMode mode = ResizeMode::Nearest;
-  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::HalfPixel;
-  ResizeNearest nearest_mode = ResizeNearest::RoundPreferFloor;
-};
-
-// The parameters checked (ValueError naming `who`): one of scales and sizes, two entries,
-// scales > 0 and finite as float32, sizes >= 0.
-void validate(const Resize2dParams& p, std::string_view who);
-// TypeError naming `who` and x (`what`) unless the mode computes on `dtype` (linear: float32
-// only).
-void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
-                        std::string_view what);
-// The scale of dim k (0: height, 1: width) as the kernels use it: the float32 value of the
-// given scale, or 0 when the sizes are given (the kernels then take OH / H).
-float resize_scale(const Resize2dParams& p, std::size_t k);
-// The output extent of dim k for an input extent `in` (the header comment); ValueError naming
-// `who` past 2^62.
-std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
-                           std::string_view who);
-
-te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/image-inl.hpp
-// Definitions for host/image.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/image.hpp
-// end dlavm/host/image.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/format.h>
-
-#include <cmath>
-#include <cstdint>
-
-namespace dlavm::host {
-
-DLAVM_INLINE void validate(const Resize2dParams& p, std::string_view who) {
-  if (p.scales.empty() == p.sizes.empty())
-    raise<ValueError>(
-        "{}: give exactly one of the attributes 'scales' [{}] and 'sizes' [{}] (height, width)",
-        who, fmt::join(p.scales, ", "), fmt::join(p.sizes, ", "));
-  if (!p.scales.empty()) {
-    if (p.scales.size() != 2)
-      raise<ValueError>("{}: attribute 'scales' [{}] has {} entries; it takes 2 (height, width)",
-                        who, fmt::join(p.scales, ", "), p.scales.size());
-    for (const double s : p.scales) {
-      const float f = static_cast<float>(s);
-      if (!std::isfinite(f) || !(f > 0))
-        raise<ValueError>("{}: attribute 'scales' [{}] has {}; scales are > 0 and finite floats",
-                          who, fmt::join(p.scales, ", "), s);
-    }
-  } else {
-    if (p.sizes.size() != 2)
-      raise<ValueError>("{}: attribute 'sizes' [{}] has {} entries; it takes 2 (height, width)",
-                        who, fmt::join(p.sizes, ", "), p.sizes.size());
-    for (const auto s : p.sizes)
-      if (s < 0)
-        raise<ValueError>("{}: attribute 'sizes' [{}] has {}; sizes are >= 0", who,
-                          fmt::join(p.sizes, ", "), s);
-  }
-}
-
-DLAVM_INLINE void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
-                                     std::string_view what) {
-  if (p.mode == ResizeMode::Linear && dtype != DType::float32())
-    raise<TypeError>(
-        "{}: {} is {}; mode linear computes in float32 only (cast it, or use mode nearest)", who,
-        what, dtype);
-}
-
-DLAVM_INLINE float resize_scale(const Resize2dParams& p, std::size_t k) {
-  return p.scales.empty() ? 0.0f : static_cast<float>(p.scales[k]);
-}
-
-DLAVM_INLINE std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
-                                        std::string_view who) {
-  if (!p.sizes.empty()) return p.sizes[k];
-  const float s = resize_scale(p, k);
-  const double out = std::floor(static_cast<double>(in) * static_cast<double>(s));
-  if (!(out < 0x1p62))
-    raise<ValueError>("{}: {} elements scaled by {} give {} elements, more than an array holds",
-                      who, in, s, out);
-  return static_cast<std::int64_t>(out);
-}
-
-DLAVM_INLINE te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p) {
-  constexpr std::string_view who = "host::resize2d";
-  validate(p, who);
-  detail::require_rank(who, "x", x, 4);
-  check_resize_dtype(p, x.dtype(), who, "x");
-  const std::int64_t h = x.shape()[2], w = x.shape()[3];
-  if (h < 1 || w < 1)
-    raise<ShapeError>("{}: x {} has no rows or no columns to resize", who,
-                      detail::shape_str(x.shape()));
-  const runtime::ResizeShape d{
-      .planes = x.shape()[0] * x.shape()[1],
-      .h = h,
-      .w = w,
-      .oh = resize_extent(p, 0, h, who),
-      .ow = resize_extent(p, 1, w, who),
-      .scale_h = resize_scale(p, 0),
-      .scale_w = resize_scale(p, 1),
-      .coordinates = static_cast<std::int32_t>(p.coordinate_transformation_mode),
-      .nearest = static_cast<std::int32_t>(p.nearest_mode)};
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (p.mode == ResizeMode::Linear)
-    runtime::resize2d_linear(x.fdata().data(), y.fdata().data(), d);
-  else if (x.dtype().is_float())
-    runtime::resize2d_nearest(x.fdata().data(), y.fdata().data(), d);
-  else
-    runtime::resize2d_nearest(x.data().data(), y.data().data(), d);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/image-inl.hpp
-#endif
 // end dlavm/host/image.hpp
 // begin dlavm/host/integer_ops.hpp
 // end dlavm/host/integer_ops.hpp
