@@ -8,6 +8,7 @@
 #include <dlavm/host/conv.hpp>
 #include <dlavm/host/elementwise.hpp>
 #include <dlavm/host/float_ops.hpp>
+#include <dlavm/host/image.hpp>
 #include <dlavm/host/integer_ops.hpp>
 #include <dlavm/host/linear.hpp>
 #include <dlavm/host/pool.hpp>

@@ -2,9 +2,10 @@
 // (gen/gen_firmware.cpp, at build time) and by the test (at run time): the gallery's MLP
 // (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
 // without lite), a recurrent convolution (a state in the cache region), chains of host ops
-// (the firmware kernels), an attention block (VTA's batched matmuls), and random networks of
-// convolutions and poolings, and a model with an op of the test's own (custom_op.hpp: its
-// firmware kernel in custom_kernels.hpp, which the header includes).
+// (the firmware kernels; the data movement ones in transform_ops), an attention block (VTA's
+// batched matmuls), and random networks of convolutions and poolings, and a model with an op
+// of the test's own (custom_op.hpp: its firmware kernel in custom_kernels.hpp, which the
+// header includes).
 #pragma once
 
 #include <dlavm/dlavm.hpp>
@@ -12,6 +13,8 @@
 #include "../../examples/models.hpp"
 #include "../graph/random_networks.hpp"
 #include "custom_op.hpp"
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,48 @@ inline graph::Function float_ops() {
                 x, {.axis = -2, .causal = true, .queries = dlavm::host::CausalQueries::Before})});
 }
 
+// The data movement kernels ONNX models need (strided_slice, take, broadcast_to, tile,
+// resize2d) over a symbolic height and the dtypes they move: int8 and float32 inputs, uint8,
+// int32 and int64 values made by casts; take with constant indices (negative ones too) and
+// with indices computed from the input, clipped into the dim.
+inline graph::Function transform_ops() {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  namespace host = dlavm::host;
+  const auto n = ne::var("n", 2, 5);
+  auto x = graph::input("x", {1, 3, n, 4}, DType::int8());
+  auto f = graph::input("f", {1, 2, 3, 3}, DType::float32());
+  // the symbolic rows reversed, every other column; the last row
+  auto rev = graph::strided_slice(
+      x, {.begin = {-1, 1}, .end = {kMin, kMax}, .step = {-1, 2}, .axes = {2, 3}});
+  auto last = graph::strided_slice(graph::cast(x, DType::int64()),
+                                   {.begin = {-1}, .end = {kMax}, .axes = {2}});
+  auto picked = graph::take(
+      graph::cast(x, DType::uint8()),
+      graph::constant("picks", te::NDArray::from_ints(DType::int64(), {2, 2}, {-1, 0, 2, -3})),
+      {.axis = 1});
+  auto idx = graph::reshape(
+      graph::clip(graph::cast(graph::strided_slice(x, {.begin = {0}, .end = {1}, .axes = {2}}),
+                              DType::int32()),
+                  {.lo = -4, .hi = 3}),
+      {.newshape = {-1}});
+  auto gathered = graph::take(graph::cast(x, DType::int32()), idx, {.axis = -1});
+  auto wide = graph::broadcast_to(last, {.shape = {3, 1, 5, 1}});
+  auto tiled = graph::tile(rev, {.repeats = {2, 1, 2, 1}});
+  auto near = graph::resize2d(x, {.scales = {2, 0.5}});
+  auto smooth = graph::resize2d(
+      graph::cast(x, DType::float32()),
+      {.scales = {0.5, 1.5},
+       .mode = host::ResizeMode::Linear,
+       .coordinate_transformation_mode = host::ResizeCoordinates::PytorchHalfPixel});
+  auto up = graph::resize2d(f, {.scales = {1.5, 2}, .mode = host::ResizeMode::Linear});
+  auto corners =
+      graph::resize2d(f, {.sizes = {5, 2},
+                          .coordinate_transformation_mode = host::ResizeCoordinates::AlignCorners,
+                          .nearest_mode = host::ResizeNearest::Ceil});
+  return graph::function({x, f}, {picked, gathered, wide, tiled, near, smooth, up, corners});
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
@@ -103,6 +148,7 @@ inline std::vector<Case> cases() {
       {"recurrent", random_graphs::recurrent_convolution(), {.lite = true}, "", {1, 1, 1}});
   out.push_back({"host_ops", host_ops(), {}, "n", {1, 3, 2}});
   out.push_back({"float_ops", float_ops(), {}, "n", {1, 3, 2}});
+  out.push_back({"transform_ops", transform_ops(), {}, "n", {2, 5, 3}});
   // one attention block: the batched matmuls' layouts and the host steps between them
   out.push_back(
       {"attention", models::Attention(64, 4, 32).function(), {}, "token", {1, 5, 32, 17}});

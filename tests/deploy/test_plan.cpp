@@ -70,6 +70,45 @@ TEST_CASE("plan: every step a statement, host ops the calls of their records") {
     }
 }
 
+TEST_CASE("plan: data movement ops call their kernels, shapes as local arrays of dims") {
+  const auto mod =
+      graph::build(deploy_models::transform_ops(), graph::Target{}, {.name = "transform_ops"});
+  const auto plan = deploy::plan_firmware(mod);
+  std::map<std::string, int> functions;
+  for (const auto& s : plan.run)
+    if (s.kind == Kind::Call) ++functions[s.call.function];
+  CHECK(functions["dlavm::runtime::strided_slice"] == 3);
+  CHECK(functions["dlavm::runtime::take"] == 2);
+  CHECK(functions["dlavm::runtime::tile"] == 2);  // broadcast_to and tile
+  CHECK(functions["dlavm::runtime::resize2d_nearest"] == 2);
+  CHECK(functions["dlavm::runtime::resize2d_linear"] == 2);
+  const auto local = [](const graph::FirmwareCall& c, const std::string& name) {
+    std::vector<std::string> items;
+    for (const auto& l : c.locals)
+      if (l.name == name)
+        for (const auto& i : l.items) items.push_back(fmt::format("{}", ne::simplify(i.expr)));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  };
+  int reversed = 0;
+  for (const auto& s : plan.run) {
+    if (s.kind != Kind::Call) continue;
+    const auto& c = s.call;
+    if (c.function == "dlavm::runtime::strided_slice" && local(c, "step") == "[1, 1, -1, 2]") {
+      // the symbolic rows from the last, every other column from 1
+      CHECK(local(c, "shape") == "[1, 3, n, 4]");
+      CHECK(local(c, "start") == "[0, 0, n - 1, 1]");
+      CHECK(local(c, "out") == "[1, 3, n, 2]");
+      ++reversed;
+    }
+    if (c.function == "dlavm::runtime::take" && c.args[1].kind == graph::FirmwareArg::Kind::Input) {
+      // (x, indices, y, outer, extent, inner, count)
+      REQUIRE(c.args.size() == 7);
+      CHECK(c.args[1].index == 1);
+    }
+  }
+  CHECK(reversed == 1);
+}
+
 TEST_CASE("plan: static streams, joined under lite, and the replayed steps' slot") {
   const auto mod = graph::build(models::ResNet18(32).function(), graph::Target{}, {.name = "r"});
   const auto one = deploy::plan_firmware(mod);

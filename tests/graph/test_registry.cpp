@@ -47,8 +47,25 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 27);
+  CHECK(ops.size() == 32);
   CHECK(ops.at("batch_norm").min_args == 5);
+  // the data movement ops ONNX needs (issue 40)
+  CHECK_FALSE(ops.at("strided_slice").find_attr("begin")->default_value.has_value());
+  CHECK(*ops.at("strided_slice").find_attr("step")->default_value ==
+        graph::AttrValue{std::vector<std::int64_t>{}});
+  CHECK(ops.at("take").min_args == 2);
+  CHECK(ops.at("take").max_args == 2);
+  CHECK_FALSE(ops.at("broadcast_to").find_attr("shape")->default_value.has_value());
+  CHECK_FALSE(ops.at("tile").find_attr("repeats")->default_value.has_value());
+  const auto& resize = ops.at("resize2d");
+  CHECK(*resize.find_attr("mode")->default_value == graph::AttrValue{std::string("nearest")});
+  CHECK(
+      resize.find_attr("coordinate_transformation_mode")->choices ==
+      std::vector<std::string>{"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"});
+  CHECK(*resize.find_attr("nearest_mode")->default_value ==
+        graph::AttrValue{std::string("round_prefer_floor")});
+  for (const char* op : {"strided_slice", "take", "broadcast_to", "tile", "resize2d"})
+    CHECK(static_cast<bool>(ops.at(op).firmware.call));
   const auto& integer_softmax = ops.at("integer_softmax");
   CHECK(*integer_softmax.find_attr("scale")->default_value == graph::AttrValue{0.125});
   CHECK(*integer_softmax.find_attr("causal")->default_value == graph::AttrValue{std::int64_t{0}});

@@ -11,7 +11,10 @@
 //     quantize_linear / dequantize_linear, wrap_bits, floor_div_pos, copy;
 //   float ops: softmax, layer_norm (against double-precision references), causal_mask;
 //   integer_softmax: rows derived by hand (the exponential of -1 is 231753 / 2^18) and
-//     cross-checked with a Python transcription of the comment's steps.
+//     cross-checked with a Python transcription of the comment's steps;
+//   data movement: strided_slice, tile (a broadcast too) and take (indices clamped, counted)
+//     on typed arrays, against offsets computed from the row-major index; resize2d_nearest
+//     and resize2d_linear by hand.
 #include <dlavm/runtime/kernels.hpp>
 
 #include <doctest/doctest.h>
@@ -926,6 +929,99 @@ TEST_CASE("runtime kernels: copy moves overlapping elements") {
   CHECK(std::vector<int>(v, v + 5) == std::vector<int>{1, 1, 2, 3, 4});
   rt::copy(v + 1, v, 0);
   CHECK(v[0] == 1);
+}
+
+// The row-major index of element o of `shape` (rank 3).
+std::array<i64, 3> index3(i64 o, const i64* shape) {
+  return {o / (shape[1] * shape[2]), o / shape[2] % shape[1], o % shape[2]};
+}
+
+TEST_CASE("runtime kernels: strided_slice and tile read the elements their index maps to") {
+  std::mt19937_64 rng(61);
+  const i64 shape[] = {3, 4, 5};
+  auto x = random_vec<std::int8_t>(rng, 60);
+  // dim 0 backwards from 2 by 2, dim 1 from 1 by 1, dim 2 from 4 backwards by 3
+  const i64 start[] = {2, 1, 4}, step[] = {-2, 1, -3}, out[] = {2, 3, 2};
+  std::vector<std::int8_t> y(12, 0x55);
+  rt::strided_slice(x.data(), y.data(), shape, start, step, out, 3);
+  for (i64 o = 0; o < 12; ++o) {
+    const auto i = index3(o, out);
+    const i64 from = ((start[0] + i[0] * step[0]) * 4 + start[1] + i[1] * step[1]) * 5 + start[2] +
+                     i[2] * step[2];
+    CHECK(y[std::size_t(o)] == x[std::size_t(from)]);
+  }
+  // tile [3, 4, 5] -> [6, 4, 10], and a broadcast [1, 4, 1] -> [3, 4, 2]
+  const i64 tiled[] = {6, 4, 10};
+  std::vector<std::int8_t> t(240);
+  rt::tile(x.data(), t.data(), shape, tiled, 3);
+  for (i64 o = 0; o < 240; ++o) {
+    const auto i = index3(o, tiled);
+    CHECK(t[std::size_t(o)] == x[std::size_t(((i[0] % 3) * 4 + i[1]) * 5 + i[2] % 5)]);
+  }
+  const std::uint16_t col[] = {7, 8, 9, 65535};
+  const i64 one[] = {1, 4, 1}, wide[] = {3, 4, 2};
+  std::uint16_t b[24];
+  rt::tile(col, b, one, wide, 3);
+  for (i64 o = 0; o < 24; ++o) CHECK(b[o] == col[index3(o, wide)[1]]);
+  // rank 0 copies the element; an empty result writes nothing
+  const float s = 2.5f;
+  float r = 0;
+  rt::tile(&s, &r, nullptr, nullptr, 0);
+  CHECK(r == 2.5f);
+  const i64 empty[] = {3, 0, 5};
+  std::int8_t untouched = 9;
+  rt::strided_slice(x.data(), &untouched, shape, start, step, empty, 3);
+  CHECK(untouched == 9);
+}
+
+TEST_CASE("runtime kernels: take clamps indices outside the dim and counts them") {
+  // x [2, 3, 2]: along dim 1, indices [2, -1, 3, -4, 0]: 3 and -4 lie outside [-3, 3)
+  const std::int32_t x[] = {0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121};
+  const std::int64_t idx[] = {2, -1, 3, -4, 0};
+  std::int32_t y[20];
+  CHECK(rt::take(x, idx, y, 2, 3, 2, 5) == 2);
+  const std::int32_t want[] = {20,  21,  20,  21,  20,  21,  0,   1,   0,   1,
+                               120, 121, 120, 121, 120, 121, 100, 101, 100, 101};
+  CHECK(std::equal(y, y + 20, want));
+  // int8 indices, uint8 elements; INT8_MIN clamps to 0
+  const std::uint8_t v[] = {5, 6, 7};
+  const std::int8_t i8[] = {-128, 127, -3};
+  std::uint8_t w[3];
+  CHECK(rt::take(v, i8, w, 1, 3, 1, 3) == 2);
+  CHECK(std::vector<int>(w, w + 3) == std::vector<int>{5, 7, 5});
+  // an empty dim: every index is outside, the result zeros
+  float z[4] = {1, 1, 1, 1};
+  const std::int32_t zi[] = {0, 1};
+  CHECK(rt::take(static_cast<const float*>(nullptr), zi, z, 1, 0, 2, 2) == 2);
+  CHECK(std::all_of(z, z + 4, [](float e) { return e == 0.0f; }));
+}
+
+TEST_CASE("runtime kernels: resize2d, nearest and linear, by hand") {
+  // [[1, 2], [3, 4]] to 3x3 by sizes, align_corners: c = 0, 0.5, 1 along both dims
+  const float x[] = {1, 2, 3, 4};
+  float y[9];
+  rt::resize2d_linear(x, y, {1, 2, 2, 3, 3, 0.0f, 0.0f, 2, 0});
+  const float lin[] = {1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4};
+  CHECK(std::equal(y, y + 9, lin));
+  // nearest, round_prefer_floor keeps c = 0.5 at 0, round_prefer_ceil moves it to 1
+  const std::int8_t q[] = {-1, 2, -3, 4};
+  std::int8_t n[9];
+  rt::resize2d_nearest(q, n, {1, 2, 2, 3, 3, 0.0f, 0.0f, 2, 0});
+  CHECK(std::vector<int>(n, n + 9) == std::vector<int>{-1, -1, 2, -1, -1, 2, -3, -3, 4});
+  rt::resize2d_nearest(q, n, {1, 2, 2, 3, 3, 0.0f, 0.0f, 2, 1});
+  CHECK(std::vector<int>(n, n + 9) == std::vector<int>{-1, 2, 2, -3, 4, 4, -3, 4, 4});
+  // a given scale of 0.5, asymmetric: c = 2i; two planes
+  const std::int64_t big[] = {1,  2,  3,  4,   5,   6,   7,   8,   9,   10, 11,
+                              12, 13, 14, 15,  16,  -1,  -2,  -3,  -4,  -5, -6,
+                              -7, -8, -9, -10, -11, -12, -13, -14, -15, -16};
+  std::int64_t s[8];
+  rt::resize2d_nearest(big, s, {2, 4, 4, 2, 2, 0.5f, 0.5f, 1, 0});
+  CHECK(std::vector<i64>(s, s + 8) == std::vector<i64>{1, 3, 9, 11, -1, -3, -9, -11});
+  // the source coordinates themselves
+  CHECK(rt::resize_source(3, 4, 8, 0.0f, 0) == 1.25);  // half_pixel, scale 2 from the sizes
+  CHECK(rt::resize_source(3, 4, 8, 0.0f, 1) == 1.5);   // asymmetric
+  CHECK(rt::resize_source(0, 4, 1, 0.0f, 3) == 0.0);   // pytorch_half_pixel, one output
+  CHECK(rt::resize_source(1, 5, 2, 0.4f, 2) == 4.0 / (double(0.4f) * 5 - 1));  // align_corners
 }
 
 }  // namespace runtime_kernels_test

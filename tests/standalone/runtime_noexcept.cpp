@@ -81,7 +81,19 @@ bool kernels_run() {
   rt::integer_softmax(x, p, 1, 6, 1, rt::IntegerExp{});
   std::int32_t acc[1];
   rt::dense(x, x, acc, 1, 1, 6);
-  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0];
+  // data movement: a reversed slice, a tile, a gather with a clamped index, a resize
+  const std::int64_t shape[] = {2, 3}, start[] = {1, 0}, step[] = {-1, 1}, tiled[] = {4, 3};
+  std::int8_t s[6], t[12], g[2], r[6];
+  rt::strided_slice(x, s, shape, start, step, shape, 2);
+  rt::tile(x, t, shape, tiled, 2);
+  const std::int32_t at[] = {-1, 9};
+  const bool clamped = rt::take(x, at, g, 1, 6, 1, 2) == 1;
+  rt::resize2d_nearest(x, r, {1, 2, 3, 2, 3, 1.0f, 1.0f, 0, 0});
+  float up[12];
+  rt::resize2d_linear(f, up, {1, 1, 3, 2, 6, 2.0f, 2.0f, 0, 0});
+  const bool moved =
+      s[0] == 4 && t[11] == 6 && clamped && g[0] == 6 && g[1] == 6 && r[5] == 6 && up[0] == 0.0f;
+  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0] && moved;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_elementwise_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
+  add_image_ops(ops);
   add_float_ops(ops);
   add_integer_ops(ops);
   return ops;

@@ -7,7 +7,9 @@
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
+//                strided_slice, take, broadcast_to, tile
+//   image        resize2d                                   graph/ops/image.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
@@ -20,6 +22,7 @@
 #include <dlavm/graph/ops/conv.hpp>
 #include <dlavm/graph/ops/elementwise.hpp>
 #include <dlavm/graph/ops/float_ops.hpp>
+#include <dlavm/graph/ops/image.hpp>
 #include <dlavm/graph/ops/integer_ops.hpp>
 #include <dlavm/graph/ops/linear.hpp>
 #include <dlavm/graph/ops/pool.hpp>

@@ -5,12 +5,14 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/transform.hpp>
+#include <dlavm/runtime/kernels.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace dlavm::host {
@@ -59,6 +61,32 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
       index[d] = 0;
     }
   }
+}
+
+// y [out] from x by runtime::strided_slice (`axes`: start and step per dim) or, without them,
+// runtime::tile; x's shape padded with leading 1s to y's rank.
+inline te::NDArray copy_dims(const te::NDArray& x, const Shape& out, const SliceAxis* axes) {
+  te::NDArray y(x.dtype(), out);
+  Shape shape(out.size() - x.ndim(), 1);
+  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+  Shape start, step;
+  if (axes != nullptr)
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      start.push_back(axes[k].start);
+      step.push_back(axes[k].step);
+    }
+  const auto rank = static_cast<std::int64_t>(out.size());
+  const auto run = [&](const auto* from, auto* to) {
+    if (axes != nullptr)
+      runtime::strided_slice(from, to, shape.data(), start.data(), step.data(), out.data(), rank);
+    else
+      runtime::tile(from, to, shape.data(), out.data(), rank);
+  };
+  if (x.dtype().is_float())
+    run(x.fdata().data(), y.fdata().data());
+  else
+    run(x.data().data(), y.data().data());
+  return y;
 }
 
 }  // namespace detail
@@ -290,6 +318,153 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
     }
   }
   return y;
+}
+
+DLAVM_INLINE std::vector<std::optional<std::size_t>> slice_entries(const StridedSliceParams& p,
+                                                                   std::size_t rank,
+                                                                   std::string_view who) {
+  const std::size_t n = p.begin.size();
+  if (p.end.size() != n || (!p.step.empty() && p.step.size() != n) ||
+      (!p.axes.empty() && p.axes.size() != n))
+    raise<ValueError>(
+        "{}: attributes 'begin' [{}], 'end' [{}], 'step' [{}] and 'axes' [{}] need one entry "
+        "per sliced dim ('step' and 'axes' may be empty)",
+        who, fmt::join(p.begin, ", "), fmt::join(p.end, ", "), fmt::join(p.step, ", "),
+        fmt::join(p.axes, ", "));
+  std::vector<std::optional<std::size_t>> entry(rank);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (slice_step(p, k) == 0)
+      raise<ValueError>("{}: attribute 'step' [{}] has 0 at entry {}", who, fmt::join(p.step, ", "),
+                        k);
+    const std::int64_t a = p.axes.empty() ? static_cast<std::int64_t>(k) : p.axes[k];
+    const auto axis = normalize_axis(a, rank);
+    if (!axis)
+      raise<ValueError>("{}: axis {} (entry {}) is outside [{}, {}) for x's {} dims", who, a, k,
+                        -static_cast<std::int64_t>(rank), rank, rank);
+    if (entry[*axis])
+      raise<ValueError>("{}: attribute 'axes' [{}] slices dim {} twice", who,
+                        fmt::join(p.axes, ", "), *axis);
+    entry[*axis] = k;
+  }
+  return entry;
+}
+
+DLAVM_INLINE std::int64_t slice_step(const StridedSliceParams& p, std::size_t k) {
+  return p.step.empty() ? 1 : p.step[k];
+}
+
+DLAVM_INLINE SliceAxis slice_axis(std::int64_t begin, std::int64_t end, std::int64_t step,
+                                  std::int64_t dim) {
+  // beyond -(dim + 1) and dim + 1, a bound clamps as those do; the sums below cannot overflow
+  const auto from_end = [&](std::int64_t v) {
+    v = std::clamp(v, -dim - 1, dim + 1);
+    return v < 0 ? v + dim : v;
+  };
+  std::int64_t b = from_end(begin), e = from_end(end);
+  SliceAxis s;
+  if (step > 0) {
+    b = std::clamp<std::int64_t>(b, 0, dim);
+    e = std::clamp<std::int64_t>(e, 0, dim);
+    const std::int64_t m = std::min(step, dim + 1);
+    s.extent = e > b ? detail::ceil_div(e - b, m) : 0;
+  } else if (dim > 0) {
+    b = std::clamp<std::int64_t>(b, 0, dim - 1);
+    e = std::clamp<std::int64_t>(e, -1, dim - 1);
+    const std::int64_t m = step < -dim - 1 ? dim + 1 : -step;
+    s.extent = b > e ? detail::ceil_div(b - e, m) : 0;
+  }
+  s.start = s.extent > 0 ? b : 0;
+  s.step = s.extent > 1 ? step : 1;
+  return s;
+}
+
+DLAVM_INLINE void check_take_indices(DType indices, std::string_view who, std::string_view what) {
+  if (indices != DType::int32() && indices != DType::int64())
+    raise<TypeError>("{}: {} is {}; indices are int32 or int64 (cast them first)", who, what,
+                     indices);
+}
+
+DLAVM_INLINE void check_broadcast_shape(std::span<const std::int64_t> shape, std::string_view who) {
+  for (const auto d : shape)
+    if (d < 0)
+      raise<ValueError>("{}: attribute 'shape' [{}] has {}; dims are >= 0", who,
+                        fmt::join(shape, ", "), d);
+}
+
+DLAVM_INLINE void check_repeats(std::span<const std::int64_t> repeats, std::size_t rank,
+                                std::string_view who) {
+  if (repeats.size() != rank)
+    raise<ValueError>("{}: attribute 'repeats' [{}] has {} entries; x has {} dims", who,
+                      fmt::join(repeats, ", "), repeats.size(), rank);
+  for (const auto r : repeats)
+    if (r < 0)
+      raise<ValueError>("{}: attribute 'repeats' [{}] has {}; repeats are >= 0", who,
+                        fmt::join(repeats, ", "), r);
+}
+
+DLAVM_INLINE te::NDArray strided_slice(const te::NDArray& x, const StridedSliceParams& p) {
+  const auto entry = slice_entries(p, x.ndim(), "host::strided_slice");
+  std::vector<SliceAxis> axes(x.ndim());
+  Shape out(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) {
+    const std::int64_t n = x.shape()[k];
+    axes[k] = entry[k]
+                  ? slice_axis(p.begin[*entry[k]], p.end[*entry[k]], slice_step(p, *entry[k]), n)
+                  : SliceAxis{0, 1, n};
+    out[k] = axes[k].extent;
+  }
+  return detail::copy_dims(x, out, axes.data());
+}
+
+DLAVM_INLINE te::NDArray take(const te::NDArray& x, const te::NDArray& indices,
+                              const TakeParams& p) {
+  constexpr std::string_view who = "host::take";
+  check_take_indices(indices.dtype(), who, "indices");
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = split_at(x.shape(), axis);
+  const auto index = indices.data();
+  for (std::size_t j = 0; j < index.size(); ++j)
+    if (index[j] < -split.extent || index[j] >= split.extent)
+      raise<ValueError>(
+          "{}: index {} (element {} of the indices) is outside [{}, {}) for dim {} of x {}", who,
+          index[j], j, -split.extent, split.extent, axis, detail::shape_str(x.shape()));
+  Shape out(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
+  te::NDArray y(x.dtype(), out);
+  const auto count = static_cast<std::int64_t>(index.size());
+  if (x.dtype().is_float())
+    runtime::take(x.fdata().data(), index.data(), y.fdata().data(), split.outer, split.extent,
+                  split.inner, count);
+  else
+    runtime::take(x.data().data(), index.data(), y.data().data(), split.outer, split.extent,
+                  split.inner, count);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray broadcast_to(const te::NDArray& x, const BroadcastToParams& p) {
+  constexpr std::string_view who = "host::broadcast_to";
+  check_broadcast_shape(p.shape, who);
+  const auto out = broadcast_shapes(x.shape(), p.shape);
+  if (!out)
+    raise<ShapeError>(
+        "{}: x {} and shape {} do not broadcast (aligned at the last dims, each pair must be "
+        "equal or one of them 1)",
+        who, detail::shape_str(x.shape()), detail::shape_str(p.shape));
+  return detail::copy_dims(x, *out, nullptr);
+}
+
+DLAVM_INLINE te::NDArray tile(const te::NDArray& x, const TileParams& p) {
+  constexpr std::string_view who = "host::tile";
+  check_repeats(p.repeats, x.ndim(), who);
+  Shape out(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) {
+    if (p.repeats[k] > 0 && x.shape()[k] > std::numeric_limits<std::int64_t>::max() / p.repeats[k])
+      raise<ValueError>("{}: dim {} of x ({}) repeated {} times overflows int64", who, k,
+                        x.shape()[k], p.repeats[k]);
+    out[k] = x.shape()[k] * p.repeats[k];
+  }
+  return detail::copy_dims(x, out, nullptr);
 }
 
 }  // namespace dlavm::host

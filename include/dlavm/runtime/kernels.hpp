@@ -624,6 +624,191 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
     }
 }
 
+// ---- data movement: slices, tiles and gathers -----------------------------------------
+
+namespace detail {
+
+// Walks y [out[0], ..., out[rank-1]] in row-major order from dim k on, copying into it the
+// element of x [shape[0], ...] whose index along each dim j is from(j, i_j); returns the
+// position in y after the walk. Recursion over the dims: any rank, no index arrays.
+template <class T, class From>
+T* copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
+                std::int64_t rank, std::int64_t k, From&& from) {
+  std::int64_t stride = 1;  // of dim k in x
+  for (std::int64_t j = k + 1; j < rank; ++j) stride *= shape[j];
+  for (std::int64_t i = 0; i < out[k]; ++i) {
+    const T* at = x + from(k, i) * stride;
+    if (k + 1 == rank)
+      *y++ = *at;
+    else
+      y = copy_by_dims(at, y, shape, out, rank, k + 1, from);
+  }
+  return y;
+}
+
+// y's elements from x by `from`; a rank-0 y is x's one element, an empty y reads nothing.
+template <class T, class From>
+void copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
+                  std::int64_t rank, From&& from) {
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  for (std::int64_t k = 0; k < rank; ++k)
+    if (out[k] == 0) return;
+  copy_by_dims(x, y, shape, out, rank, 0, from);
+}
+
+}  // namespace detail
+
+// ONNX Slice with the bounds resolved (host::slice_axis): y [out] from x [shape], both of rank
+// `rank`, y[i_0, ..., i_{r-1}] = x[start[0] + i_0 * step[0], ...]. Every index read lies in x
+// (the caller resolved start, step and out so).
+template <class T>
+void strided_slice(const T* x, T* y, const std::int64_t* shape, const std::int64_t* start,
+                   const std::int64_t* step, const std::int64_t* out, std::int64_t rank) {
+  detail::copy_by_dims(x, y, shape, out, rank,
+                       [&](std::int64_t k, std::int64_t i) { return start[k] + i * step[k]; });
+}
+
+// y [out] = x [shape] repeated: y[i_0, ..., i_{r-1}] = x[i_0 mod shape[0], ...], both of rank
+// `rank` (x's shape padded with leading 1s to it). ONNX Tile (out = shape * repeats) and
+// numpy broadcasting (ONNX Expand: each dim of x is 1 or out's). shape[k] >= 1 wherever
+// out[k] >= 1 (a dim of x that is 0 leaves y empty, as the caller's out says).
+template <class T>
+void tile(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out, std::int64_t rank) {
+  detail::copy_by_dims(x, y, shape, out, rank,
+                       [&](std::int64_t k, std::int64_t i) { return i % shape[k]; });
+}
+
+// ONNX Gather over x seen as [outer, extent, inner]: y[o, j, i] = x[o, index[j], i] for the
+// `count` indices (of any integer type I); an index in [-extent, -1] counts from the end. An
+// index outside [-extent, extent) is clamped to the nearest end (firmware has no exceptions;
+// host::take raises before it gets here); with extent 0 nothing can be read and y is zeros.
+// Returns how many of the indices were clamped.
+template <class T, class I>
+std::int64_t take(const T* x, const I* index, T* y, std::int64_t outer, std::int64_t extent,
+                  std::int64_t inner, std::int64_t count) {
+  if (extent == 0) {
+    for (std::int64_t k = 0; k < outer * count * inner; ++k) y[k] = T(0);
+    return count;
+  }
+  std::int64_t clamped = 0;
+  for (std::int64_t j = 0; j < count; ++j) {
+    std::int64_t at = static_cast<std::int64_t>(index[j]);
+    if (at < 0 && at >= -extent) at += extent;
+    if (at < 0 || at >= extent) {
+      ++clamped;
+      at = at < 0 ? 0 : extent - 1;
+    }
+    for (std::int64_t o = 0; o < outer; ++o) {
+      T* dst = y + (o * count + j) * inner;
+      const T* src = x + (o * extent + at) * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = src[i];
+    }
+  }
+  return clamped;
+}
+
+// ---- resize2d: ONNX Resize over the last two dims ---------------------------------------
+//
+// planes [h, w] -> [oh, ow]. Along each dim (in elements resized to out), output index i reads
+// the source coordinate c(i) of the coordinate transformation, s the scale (given, or out / in
+// when the sizes were given, computed in double) and L = s * in (ONNX's resized length, not
+// rounded):
+//   half_pixel          c = (i + 0.5) / s - 0.5
+//   asymmetric          c = i / s
+//   align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
+//   pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
+// all in double. nearest: the element at c rounded by the nearest mode (an integral c is
+// itself; round_prefer_floor takes floor(c) when the fraction is at most 0.5, round_prefer_ceil
+// when it is below 0.5; floor; ceil), clamped to [0, in - 1]. linear: with f = floor(c) and
+// r = c - f, (1 - r) * x[f] + r * x[f + 1] with both indices clamped to [0, in - 1] (the edge
+// repeats), first along the rows and then along the columns, in double, rounded to float at
+// the end (as ONNX's reference). h and w are >= 1.
+struct ResizeShape {
+  std::int64_t planes, h, w, oh, ow;
+  float scale_h, scale_w;    // 0: out / in (the sizes were given)
+  std::int32_t coordinates;  // 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
+  std::int32_t nearest;      // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+};
+
+inline double resize_source(std::int64_t i, std::int64_t in, std::int64_t out, float scale,
+                            std::int32_t coordinates) {
+  const double s =
+      scale > 0 ? static_cast<double>(scale) : static_cast<double>(out) / static_cast<double>(in);
+  const double length = s * static_cast<double>(in);
+  const double x = static_cast<double>(i);
+  switch (coordinates) {
+    case 1:
+      return x / s;
+    case 2:
+      return length == 1.0 ? 0.0 : x * static_cast<double>(in - 1) / (length - 1.0);
+    case 3:
+      return length == 1.0 ? 0.0 : (x + 0.5) / s - 0.5;
+    default:
+      return (x + 0.5) / s - 0.5;
+  }
+}
+
+// An index in [0, in - 1]: v clamped (v may lie far outside, or be infinite).
+inline std::int64_t resize_clamp(double v, std::int64_t in) {
+  if (!(v > 0.0)) return 0;
+  return v >= static_cast<double>(in - 1) ? in - 1 : static_cast<std::int64_t>(v);
+}
+
+inline std::int64_t resize_nearest_index(double c, std::int64_t in, std::int32_t nearest) {
+  const double f = std::floor(c), r = c - f;
+  if (r == 0.0) return resize_clamp(c, in);
+  const bool up = nearest == 0 ? r > 0.5 : nearest == 1 ? r >= 0.5 : nearest == 3;
+  return resize_clamp(up ? f + 1.0 : f, in);
+}
+
+template <class T>
+void resize2d_nearest(const T* x, T* y, const ResizeShape& d) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t iy = resize_nearest_index(
+          resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h, d.nearest);
+      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y)
+        *y = plane[iy * d.w +
+                   resize_nearest_index(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w,
+                                        d.nearest)];
+    }
+  }
+}
+
+// The two neighbours of source coordinate c and the weight of the second.
+struct ResizeTaps {
+  std::int64_t lo, hi;
+  double r;
+};
+inline ResizeTaps resize_linear_taps(double c, std::int64_t in) {
+  const double f = std::floor(c);
+  return {resize_clamp(f, in), resize_clamp(f + 1.0, in), c - f};
+}
+
+inline void resize2d_linear(const float* x, float* y, const ResizeShape& d) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const float* plane = x + p * d.h * d.w;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const ResizeTaps ty =
+          resize_linear_taps(resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h);
+      const float* r0 = plane + ty.lo * d.w;
+      const float* r1 = plane + ty.hi * d.w;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y) {
+        const ResizeTaps tx =
+            resize_linear_taps(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w);
+        // the rows first, then the columns
+        const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
+        const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
+        *y = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+      }
+    }
+  }
+}
+
 // y = x, for reshape and flatten (the same elements in row-major order).
 template <class T>
 void copy(const T* x, T* y, std::int64_t n) {

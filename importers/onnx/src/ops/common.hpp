@@ -95,6 +95,15 @@ Outs identity(Importer&, const Node&);
 Outs dropout(Importer&, const Node&);
 Outs constant_of_shape(Importer&, const Node&);
 Outs range(Importer&, const Node&);
+// data_movement.cpp
+Outs slice_tensor(Importer& im, const Node& n, std::vector<std::int64_t> starts,
+                  std::vector<std::int64_t> ends, std::vector<std::int64_t> axes,
+                  std::vector<std::int64_t> steps);
+Outs take(Importer&, const Node&);
+Outs expand(Importer&, const Node&);
+Outs tile(Importer&, const Node&);
+Outs split_v2(Importer&, const Node&);
+Outs split(Importer&, const Node&);
 // tensor.cpp
 Outs flatten(Importer&, const Node&);
 Outs transpose(Importer&, const Node&);

@@ -259,8 +259,7 @@ Outs size(Importer& im, const Node& n) {
 
 Outs gather(Importer& im, const Node& n) {
   const auto d = im.dims_of(n, 0);
-  if (!d || !im.dims_of(n, 1))
-    unsupported("a Gather of a tensor (only of shapes and constants, which fold)");
+  if (!d || !im.input(n, 0).dims || !im.dims_of(n, 1)) return take(im, n);
   if (d->scalar) raise<ValueError>("Gather of a scalar");
   const auto len = static_cast<std::int64_t>(d->values.size());
   if (normalize_axis(attr_int(im, n, "axis", 0), 1, "axis") != 0)
@@ -277,14 +276,20 @@ Outs gather(Importer& im, const Node& n) {
 
 Outs slice_v1(Importer& im, const Node& n) {
   const auto d = im.dims_of(n, 0);
-  if (!d) unsupported("a Slice of a tensor (only of shapes and constants)");
+  if (!d || !im.input(n, 0).dims)
+    return slice_tensor(im, n, attr_ints(im, n, "starts", {}), attr_ints(im, n, "ends", {}),
+                        attr_ints(im, n, "axes", {}), {});
   return slice_dims(im, n, *d, attr_ints(im, n, "starts", {}), attr_ints(im, n, "ends", {}),
                     attr_ints(im, n, "axes", {}), {});
 }
 
 Outs slice(Importer& im, const Node& n) {
   const auto d = im.dims_of(n, 0);
-  if (!d) unsupported("a Slice of a tensor (only of shapes and constants)");
+  if (!d || !im.input(n, 0).dims)
+    return slice_tensor(
+        im, n, constant_ints(im, n, 1, "starts"), constant_ints(im, n, 2, "ends"),
+        Importer::has_input(n, 3) ? constant_ints(im, n, 3, "axes") : std::vector<std::int64_t>{},
+        Importer::has_input(n, 4) ? constant_ints(im, n, 4, "steps") : std::vector<std::int64_t>{});
   return slice_dims(
       im, n, *d, constant_ints(im, n, 1, "starts"), constant_ints(im, n, 2, "ends"),
       Importer::has_input(n, 3) ? constant_ints(im, n, 3, "axes") : std::vector<std::int64_t>{},

@@ -23,8 +23,12 @@ DLAVM_INLINE DType product_dtype(const TypeCall& c) {
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  const auto& a = c.type(i).shape;
-  const auto& b = c.type(j).shape;
+  return broadcast(c, c.arg(i), c.type(i).shape, c.arg(j), c.type(j).shape);
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                             std::span<const ne::Expr> a, std::string_view what_b,
+                                             std::span<const ne::Expr> b) {
   const std::size_t rank = std::max(a.size(), b.size());
   std::vector<ne::Expr> out(rank);
   for (std::size_t k = 0; k < rank; ++k) {
@@ -44,7 +48,8 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, s
       raise<ShapeError>(
           "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
           "be provably equal, or one of them 1)",
-          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+          c.label, what_a, shape_text(std::vector<ne::Expr>(a.begin(), a.end())), what_b,
+          shape_text(std::vector<ne::Expr>(b.begin(), b.end())), from_end, *pa, *pb);
     }
   }
   return out;

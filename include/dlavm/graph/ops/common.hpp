@@ -25,6 +25,11 @@ DType product_dtype(const TypeCall& c);
 // The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
 // must be provably equal or one of them the constant 1; ShapeError otherwise.
 std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The same for two shapes described as `what_a` and `what_b` ("input 0 (%x)", "attribute
+// 'shape'").
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                std::span<const ne::Expr> a, std::string_view what_b,
+                                std::span<const ne::Expr> b);
 // The simplified product of dims (1 for none).
 ne::Expr product(std::span<const ne::Expr> dims);
 // The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
