@@ -39,4 +39,16 @@ double scalar_of(const te::NDArray& a, std::string_view what) {
   return a.value_as_double(0);
 }
 
+std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std::string_view role) {
+  const auto d = im.dims_of(n, k);
+  if (!d) unsupported(fmt::format("its {} (input {}) is not a constant integer tensor", role, k));
+  std::vector<std::int64_t> out;
+  for (const auto& e : d->values) {
+    const auto c = e.as_int();
+    if (!c) unsupported(fmt::format("its {} (input {}) holds a symbolic value {}", role, k, e));
+    out.push_back(*c);
+  }
+  return out;
+}
+
 }  // namespace dlavm::onnx::detail

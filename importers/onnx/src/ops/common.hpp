@@ -35,6 +35,9 @@ std::int64_t window_sum(std::initializer_list<std::int64_t> terms, std::string_v
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view what);
 // The integer values of a constant (int64 or int32 shapes, pads, axes).
 std::vector<std::int64_t> ints_of(const te::NDArray& a);
+// Input k as constant integers (indices, axes, starts, repeats): an Unsupported naming `role`
+// when it is not a constant integer tensor of rank 0 or 1, or holds a symbolic dim.
+std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std::string_view role);
 // A scalar of a constant tensor (one element, any rank).
 double scalar_of(const te::NDArray& a, std::string_view what);
 

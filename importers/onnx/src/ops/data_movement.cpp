@@ -11,19 +11,6 @@ namespace dlavm::onnx::detail {
 
 namespace {
 
-// The constant integers of input k (starts, axes, repeats, split sizes).
-std::vector<std::int64_t> ints_input(Importer& im, const Node& n, int k, std::string_view role) {
-  const auto d = im.dims_of(n, k);
-  if (!d) unsupported(fmt::format("its {} (input {}) is not a constant", role, k));
-  std::vector<std::int64_t> out;
-  for (const auto& e : d->values) {
-    const auto c = e.as_int();
-    if (!c) unsupported(fmt::format("its {} (input {}) holds the symbolic {}", role, k, e));
-    out.push_back(*c);
-  }
-  return out;
-}
-
 // Slices of x along `axis`, `sizes` long each, one per output.
 Outs split_by(Importer& im, const Node& n, std::int64_t axis, std::vector<std::int64_t> sizes) {
   const auto x = im.expr(n, 0);
@@ -92,7 +79,7 @@ Outs expand(Importer& im, const Node& n) {
 }
 
 Outs tile(Importer& im, const Node& n) {
-  return {graph::tile(im.expr(n, 0), {.repeats = ints_input(im, n, 1, "repeats")})};
+  return {graph::tile(im.expr(n, 0), {.repeats = constant_ints(im, n, 1, "repeats")})};
 }
 
 // Versions 2 and 11: the sizes an attribute.
@@ -103,7 +90,7 @@ Outs split_v2(Importer& im, const Node& n) {
 Outs split(Importer& im, const Node& n) {
   return split_by(
       im, n, attr_int(im, n, "axis", 0),
-      Importer::has_input(n, 1) ? ints_input(im, n, 1, "split") : std::vector<std::int64_t>{});
+      Importer::has_input(n, 1) ? constant_ints(im, n, 1, "split") : std::vector<std::int64_t>{});
 }
 
 }  // namespace convert

@@ -31,19 +31,6 @@ std::vector<ne::Expr> shape_of(Importer& im, const Node& n, int k) {
   return im.type_of(v.expr).shape;
 }
 
-// Input k as DimValues whose elements are all constants (indices, axes, starts).
-std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std::string_view role) {
-  const auto d = im.dims_of(n, k);
-  if (!d) unsupported(fmt::format("its {} (input {}) is not a constant integer tensor", role, k));
-  std::vector<std::int64_t> out;
-  for (const auto& e : d->values) {
-    const auto c = e.as_int();
-    if (!c) unsupported(fmt::format("its {} (input {}) holds a symbolic value {}", role, k, e));
-    out.push_back(*c);
-  }
-  return out;
-}
-
 // Axes of a rank-`rank` result (Unsqueeze) or input, normalized and checked.
 std::vector<std::int64_t> normalized_axes(std::vector<std::int64_t> axes, std::int64_t rank) {
   for (auto& a : axes) a = normalize_axis(a, rank, "axis");
