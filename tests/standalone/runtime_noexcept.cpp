@@ -81,7 +81,18 @@ bool kernels_run() {
   rt::integer_softmax(x, p, 1, 6, 1, rt::IntegerExp{});
   std::int32_t acc[1];
   rt::dense(x, x, acc, 1, 1, 6);
-  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0];
+  // the math kernels: a unary, binary and reduction kind each, broadcast and log_softmax
+  float s[3], l[3], m = 0;
+  rt::unary<rt::Unary::Sigmoid>(f, s, 3);
+  rt::log_softmax(f, l, 1, 3, 1);
+  const std::int64_t shape[] = {2, 3}, row[] = {1, 3}, col[] = {2, 1};
+  const bool all[] = {true, true};
+  std::int8_t q[6], sum = 0;
+  rt::binary_broadcast<rt::Binary::Div>(x, x + 4, q, shape, row, col, 2);  // x[:3] / [5, 6]
+  rt::reduce<rt::Reduce::Sum>(x, &sum, shape, all, 2);
+  rt::reduce<rt::Reduce::Maximum>(s, &m, row + 1, all, 1);
+  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0] &&
+         s[0] == 0.5f && l[2] > l[0] && q[2] == 0 && q[5] == 0 && sum == 21 && m == s[2];
 }
 
 }  // namespace
