@@ -10895,6 +10895,27 @@ void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
 // an operand with batch dims `in` reads under numpy broadcasting.
 std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
                                             std::span<const std::int64_t> in, std::int64_t block);
+// The runtime kernels (runtime/kernels.hpp) on an integer array's int64 elements: with T
+// std::int64_t for a signed dtype and std::uint64_t (the same bits) for an unsigned one, a
+// kernel's wrapping arithmetic, then wrap_elements, gives what it gives on the dtype's own C++
+// type. with_integer_type calls f(T{}).
+template <class F>
+void with_integer_type(DType t, F&& f) {
+  if (t.is_uint())
+    f(std::uint64_t{});
+  else
+    f(std::int64_t{});
+}
+template <class T>
+const T* elements_as(const te::NDArray& a) {
+  return reinterpret_cast<const T*>(a.data().data());
+}
+template <class T>
+T* elements_as(te::NDArray& a) {
+  return reinterpret_cast<T*>(a.data().data());
+}
+// Every element of an integer array wrapped to its dtype (DType::wrap).
+void wrap_elements(te::NDArray& a);
 // DType::wrap on an int64 computed with wrapping uint64 arithmetic.
 inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
   return t.wrap(static_cast<std::int64_t>(v));
@@ -11057,6 +11078,11 @@ DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::in
     }
   }
   return offsets;
+}
+
+DLAVM_INLINE void wrap_elements(te::NDArray& a) {
+  const DType t = a.dtype();
+  for (std::int64_t& v : a.data()) v = t.wrap(v);
 }
 
 }  // namespace detail
@@ -23194,7 +23220,8 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   linear       dense, matmul                              graph/ops/linear.hpp
 //   conv         conv2d                                     graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
+//                prelu, bias_add, relu, clip
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
@@ -23653,6 +23680,8 @@ ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t p
                        std::int64_t window, std::int64_t stride, std::string_view what);
 // A host support rule: the host kernel computes in float32 only.
 std::optional<std::string> host_float32_only(const TypeCall& c);
+// A host support rule: the host kernel takes float32 or any integer dtype.
+std::optional<std::string> host_float32_or_integers(const TypeCall& c);
 // The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
 // elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
 FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);
@@ -23741,6 +23770,14 @@ DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
   return std::nullopt;
 }
 
+DLAVM_INLINE std::optional<std::string> host_float32_or_integers(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype.is_float() && c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 or integers, and {} is {} (cast it first)", c.arg(i),
+                         c.type(i).dtype);
+  return std::nullopt;
+}
+
 DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep& s,
                                         std::size_t inputs) {
   FirmwareCall c{std::move(function), {}};
@@ -23818,11 +23855,17 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 // begin dlavm/graph/ops/elementwise.hpp
 // Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
 //
-//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
-//                                one dtype, integers wrap around
+//   add(a, b), sub(a, b), mul(a, b), div(a, b), pow(a, b), maximum(a, b), minimum(a, b)
+//                                numpy broadcast (symbolic dims must be provably equal, or 1),
+//                                one dtype; float32 or integers (integers wrap around; pow is
+//                                float32 only)
+//   prelu(x, slope)              slope broadcast to x (its dims 1 or x's): x's type
 //   bias_add(x, b[C], axis = 1)  b along axis of x
 //   relu(x)
 //   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
+// The binary ops are one record each of host::kBinaryOps; their firmware kernel is
+// runtime::binary<kind> for operands of one shape and runtime::binary_broadcast<kind> (up to 8
+// dims) otherwise.
 //
 //   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
 
@@ -23836,9 +23879,23 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 // Host kernels for element-wise ops. The semantics below are the definition the graph ops and
 // every accelerator strategy must reproduce.
 //
-//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
+//   add(a, b), mul(a, b), sub(a, b)
+//                          numpy broadcast of the shapes (aligned at the end, 1 stretches);
 //                          one dtype for both; integers wrap around (two's complement: the
 //                          exact result modulo 2^bits), float32 rounds as C++ float does.
+//   div(a, b)              broadcast like add. float32: IEEE a / b (x / 0 = +-inf, 0 / 0 =
+//                          NaN). Integers: the quotient truncated toward zero (-7 / 2 = -3, as
+//                          ONNX's Div and C++), a division by zero gives 0 (defined, as numpy
+//                          does, rather than a trap), the minimum / -1 gives the minimum (wraps).
+//   pow(a, b)              broadcast like add; float32 only: std::pow on float (pow(x, 0) = 1
+//                          and pow(1, y) = 1 even for NaN, a negative base to a non-integer
+//                          power is NaN).
+//   maximum(a, b), minimum(a, b)
+//                          broadcast like add. float32: NaN when either operand is NaN; of equal
+//                          operands (-0 and +0) the first. Integers: the larger / smaller.
+//   prelu(x, slope)        x < 0 ? x * slope : x, slope broadcast to x (ONNX's unidirectional
+//                          broadcast: the result has x's shape, slope may not stretch x); one
+//                          dtype; integers wrap like mul (unsigned x is never below 0).
 //   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
 //                          (negative counts from the end); same dtype, wraps like add.
 //   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
@@ -23846,461 +23903,14 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 //                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
 //                          taken within the dtype's range; float32: the bounds rounded to float,
 //                          NaN stays NaN.
+// The binary ops are the kinds of runtime::Binary, each value computed by runtime/kernels.hpp
+// (binary_value) for the host and firmware alike; kBinaryOps lists them in its order.
 //
 //   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
+//   auto q = host::binary(runtime::Binary::Div, a, b);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <utility>
-
-namespace dlavm::host {
-
-struct BiasAddParams {
-  std::int64_t axis = 1;
-};
-
-struct ClipParams {
-  double lo = 0;
-  double hi = 0;
-};
-
-// ValueError naming `who` when lo > hi.
-void validate(const ClipParams& p, std::string_view who);
-// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
-// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
-std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
-                                                      std::string_view who);
-
-te::NDArray add(const te::NDArray& a, const te::NDArray& b);
-te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
-te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
-te::NDArray relu(const te::NDArray& x);
-te::NDArray clip(const te::NDArray& x, const ClipParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/elementwise-inl.hpp
-// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
-// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
-void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
-                     F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
-}
-
-template <class IntOp, class FloatOp>
-te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
-                             IntOp int_op, FloatOp float_op) {
-  require_same_dtype(who, a, b);
-  const auto shape = broadcast_shapes(a.shape(), b.shape());
-  if (!shape)
-    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
-                      shape_str(a.shape()), shape_str(b.shape()));
-  te::NDArray y(a.dtype(), *shape);
-  if (a.dtype().is_float()) {
-    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, float_op);
-  } else {
-    const DType t = a.dtype();
-    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
-                    [&](std::int64_t x, std::int64_t z) {
-                      return wrap_u64(
-                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
-                    });
-  }
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
-  if (!(p.lo <= p.hi))
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
-                                                                   std::string_view who) {
-  validate(p, who);
-  // bounds within the dtype's range (doubles beyond it saturate)
-  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
-  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
-  if (lo_d > hi_d)
-    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
-  const auto lo =
-      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
-  const auto hi =
-      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
-  return {lo, hi};
-}
-
-DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
-      [](float x, float y) { return x + y; });
-}
-
-DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
-      [](float x, float y) { return x * y; });
-}
-
-DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
-                                  const BiasAddParams& p) {
-  constexpr std::string_view who = "host::bias_add";
-  detail::require_same_dtype(who, x, b);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
-    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
-                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
-  // b as [C, 1, ..., 1] broadcasts along the axis
-  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
-  b_shape[0] = b.shape()[0];
-  te::NDArray b_view(b.dtype(), b_shape);
-  if (b.dtype().is_float())
-    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
-  else
-    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
-  return detail::binary_broadcast(
-      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
-      [](float u, float v) { return u + v; });
-}
-
-DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
-  } else {
-    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
-  constexpr std::string_view who = "host::clip";
-  validate(p, who);
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
-    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
-    return y;
-  }
-  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
-  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/elementwise-inl.hpp
-#endif
-// end dlavm/host/elementwise.hpp
-
-namespace dlavm::graph {
-
-Expr add(Expr a, Expr b);
-Expr mul(Expr a, Expr b);
-Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
-Expr relu(Expr x);
-Expr clip(Expr x, const host::ClipParams& p);
-// The parameters in a bias_add / clip call's (normalized) attributes.
-host::BiasAddParams bias_add_params(const Attrs& attrs);
-host::ClipParams clip_params(const Attrs& attrs);
-
-void add_elementwise_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/elementwise-inl.hpp
-// Definitions for graph/ops/elementwise.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType broadcast_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  return {broadcast(c, 0, 1), c.type(0).dtype};
-}
-
-inline TensorType bias_add_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  c.require_rank(1, 1);
-  const std::size_t axis = c.axis("axis", c.type(0).ndim());
-  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
-                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
-  return c.type(0);
-}
-
-inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
-  static const auto schema = AttrSchema<host::BiasAddParams>().field(
-      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::ClipParams>& clip_schema() {
-  using P = host::ClipParams;
-  static const auto schema = AttrSchema<P>()
-                                 .field("lo", &P::lo, "the lower bound", true)
-                                 .field("hi", &P::hi, "the upper bound", true);
-  return schema;
-}
-
-inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = params_of(c, clip_schema());
-  if (c.type(0).dtype.is_integral())
-    host::clip_int_bounds(p, c.type(0).dtype, c.label);
-  else
-    host::validate(p, c.label);
-  return c.type(0);
-}
-
-inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
-
-}  // namespace detail
-
-DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
-  return detail::bias_add_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
-  return detail::clip_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
-DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
-}
-
-namespace detail {
-
-// add and mul of one shape (runtime::add, runtime::mul do not broadcast).
-inline FirmwareKernel binary_firmware(std::string op) {
-  const auto support = [op](const FirmwareStep& s) -> std::optional<std::string> {
-    const auto &a = s.input(0), &b = s.input(1);
-    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
-    if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same))
-      return std::nullopt;
-    return fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", op);
-  };
-  return {.support = support, .call = [op](const FirmwareStep& s) {
-            return elements_call("dlavm::runtime::" + op, s, 2);
-          }};
-}
-
-inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
-  const auto& x = s.input(0);
-  const auto axis = s.call.axis("axis", x.size());
-  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
-  return {"dlavm::runtime::bias_add",
-          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
-           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
-           FirmwareArg::dim(split.inner)}};
-}
-
-inline FirmwareCall clip_firmware(const FirmwareStep& s) {
-  const auto p = clip_params(s.call.attrs);
-  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
-  if (s.call.type(0).dtype.is_float()) {
-    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
-    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
-  } else {
-    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
-    c.args.push_back(FirmwareArg::typed(0, lo));
-    c.args.push_back(FirmwareArg::typed(0, hi));
-  }
-  return c;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
-  ops.add({.name = "add",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("add")});
-  ops.add({.name = "mul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("mul")});
-  ops.add({.name = "bias_add",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::bias_add_schema().specs(),
-           .type_rule = detail::bias_add_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-               },
-           .firmware = {.call = detail::bias_add_firmware}});
-  ops.add({.name = "relu",
-           .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
-           .firmware = {.call = [](const FirmwareStep& s) {
-             return detail::elements_call("dlavm::runtime::relu", s, 1);
-           }}});
-  ops.add({.name = "clip",
-           .attrs = detail::clip_schema().specs(),
-           .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a,
-                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
-           .firmware = {.call = detail::clip_firmware}});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/elementwise-inl.hpp
-#endif
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
-// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
-//
-//   softmax(x, axis = -1)
-//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
-//   gelu(x)
-//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
-//
-//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
-// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
-// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
-//
-//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
-//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
-//                             NaN.
-//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
-//                             normalizes over the dims from axis to the last (D elements per
-//                             group); gamma and beta have exactly those dims:
-//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
-//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
-//                             (epsilon rounded to float32).
-//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
-//                             1 / sqrt(2) rounded to float32.
-//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
-//                             the N positions) over N keys; y = -infinity where key j lies after
-//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
-//                             softmax after it has no empty row.
-//
-//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-
-namespace dlavm::host {
-
-struct SoftmaxParams {
-  std::int64_t axis = -1;
-};
-struct LayerNormParams {
-  std::int64_t axis = -1;
-  double epsilon = 1e-5;
-};
-
-te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
-te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
-                       const LayerNormParams& p = {});
-te::NDArray gelu(const te::NDArray& x);
-te::NDArray causal_mask(const te::NDArray& x);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/float_ops-inl.hpp
-// Definitions for host/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/float_ops.hpp
-// end dlavm/host/float_ops.hpp
 // begin dlavm/runtime/kernels.hpp
 // The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
 // (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
@@ -24928,26 +24538,6 @@ void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
   while (w.next());
 }
 
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
-  }
-}
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
-  }
-}
-
 // y = x + b for a scalar b, wrapped to T's width.
 template <class T>
 void add_scalar(const T* x, T b, T* y, std::int64_t n) {
@@ -25257,6 +24847,566 @@ void copy(const T* x, T* y, std::int64_t n) {
 }
 
 }  // namespace dlavm::runtime
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::host {
+
+struct BiasAddParams {
+  std::int64_t axis = 1;
+};
+
+struct ClipParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+// ValueError naming `who` when lo > hi.
+void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
+
+struct BinaryOp {
+  runtime::Binary kind;
+  std::string_view name;        // the graph op: "maximum"
+  std::string_view enumerator;  // runtime::Binary's, as a firmware call spells it: "Maximum"
+};
+
+inline constexpr BinaryOp kBinaryOps[] = {
+    {runtime::Binary::Add, "add", "Add"},
+    {runtime::Binary::Sub, "sub", "Sub"},
+    {runtime::Binary::Mul, "mul", "Mul"},
+    {runtime::Binary::Div, "div", "Div"},
+    {runtime::Binary::Pow, "pow", "Pow"},
+    {runtime::Binary::Maximum, "maximum", "Maximum"},
+    {runtime::Binary::Minimum, "minimum", "Minimum"},
+    {runtime::Binary::Prelu, "prelu", "Prelu"},
+};
+static_assert(std::size(kBinaryOps) == runtime::kBinaryCount);
+
+constexpr const BinaryOp& binary_op(runtime::Binary kind) {
+  return kBinaryOps[static_cast<std::size_t>(kind)];
+}
+
+// y = f(a, b) for the op of `kind` (prelu: a is x, b the slope); TypeError naming the op for
+// dtypes it does not take, ShapeError for shapes that do not broadcast.
+te::NDArray binary(runtime::Binary kind, const te::NDArray& a, const te::NDArray& b);
+te::NDArray add(const te::NDArray& a, const te::NDArray& b);
+te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
+te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
+te::NDArray relu(const te::NDArray& x);
+te::NDArray clip(const te::NDArray& x, const ClipParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/elementwise-inl.hpp
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+// f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and
+// then wrapped to the dtype (host/common.hpp's with_integer_type). `x_shape`: the result must
+// keep a's shape (prelu's unidirectional broadcast).
+template <runtime::Binary K>
+te::NDArray binary_kernel(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                          bool x_shape = false) {
+  require_same_dtype(who, a, b);
+  if (!runtime::takes_integers(K)) require_float32(who, "a", a);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  if (x_shape && *shape != a.shape())
+    raise<ShapeError>(
+        "{}: the slope's shape {} would stretch x {} to {}; the slope broadcasts to x's shape", who,
+        shape_str(b.shape()), shape_str(a.shape()), shape_str(*shape));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, runtime::binary_value<K, float>);
+  } else if constexpr (runtime::takes_integers(K)) {
+    with_integer_type(a.dtype(), [&](auto t) {
+      using T = decltype(t);
+      broadcast_apply(elements_as<T>(a), a.shape(), elements_as<T>(b), b.shape(), elements_as<T>(y),
+                      *shape, runtime::binary_value<K, T>);
+    });
+    wrap_elements(y);
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray binary(runtime::Binary kind, const te::NDArray& a, const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", binary_op(kind).name);
+  return runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Binary K = decltype(tag)::value;
+    return detail::binary_kernel<K>(who, a, b, K == runtime::Binary::Prelu);
+  });
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return binary(runtime::Binary::Add, a, b);
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return binary(runtime::Binary::Mul, a, b);
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_kernel<runtime::Binary::Add>(who, x, b_view);
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/elementwise-inl.hpp
+#endif
+// end dlavm/host/elementwise.hpp
+
+namespace dlavm::graph {
+
+// The call of the binary op of `kind` (host::binary_op(kind).name).
+Expr binary(runtime::Binary kind, Expr a, Expr b);
+Expr add(Expr a, Expr b);
+Expr sub(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr div(Expr a, Expr b);
+Expr pow(Expr a, Expr b);
+Expr maximum(Expr a, Expr b);
+Expr minimum(Expr a, Expr b);
+Expr prelu(Expr x, Expr slope);
+Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
+Expr relu(Expr x);
+Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
+
+void add_elementwise_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/elementwise-inl.hpp
+// Definitions for graph/ops/elementwise.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType broadcast_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+// The slope broadcasts to x's shape (ONNX's unidirectional broadcast): aligned at the end,
+// each of its dims is 1 or provably x's.
+inline TensorType prelu_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  const auto& x = c.type(0).shape;
+  const auto& slope = c.type(1).shape;
+  if (slope.size() > x.size())
+    raise<ShapeError>("{}: {} {} has more dims than {} {}; the slope broadcasts to x's shape",
+                      c.label, c.arg(1), shape_text(slope), c.arg(0), shape_text(x));
+  const std::size_t skip = x.size() - slope.size();
+  for (std::size_t k = 0; k < slope.size(); ++k)
+    if (ne::simplify(slope[k]).as_int() != 1)
+      c.require_equal(slope[k], fmt::format("{} dim {}", c.arg(1), k), x[skip + k],
+                      fmt::format("{} dim {} (a slope dim is 1 or x's)", c.arg(0), skip + k));
+  return c.type(0);
+}
+
+inline TensorType bias_add_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  c.require_rank(1, 1);
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
+                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
+  return c.type(0);
+}
+
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
+}
+
+inline TensorType clip_type(const TypeCall& c) {
+  const host::ClipParams p = params_of(c, clip_schema());
+  if (c.type(0).dtype.is_integral())
+    host::clip_int_bounds(p, c.type(0).dtype, c.label);
+  else
+    host::validate(p, c.label);
+  return c.type(0);
+}
+
+inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr binary(runtime::Binary kind, Expr a, Expr b) {
+  return call(std::string(host::binary_op(kind).name), {std::move(a), std::move(b)});
+}
+DLAVM_INLINE Expr add(Expr a, Expr b) { return binary(runtime::Binary::Add, a, b); }
+DLAVM_INLINE Expr sub(Expr a, Expr b) { return binary(runtime::Binary::Sub, a, b); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return binary(runtime::Binary::Mul, a, b); }
+DLAVM_INLINE Expr div(Expr a, Expr b) { return binary(runtime::Binary::Div, a, b); }
+DLAVM_INLINE Expr pow(Expr a, Expr b) { return binary(runtime::Binary::Pow, a, b); }
+DLAVM_INLINE Expr maximum(Expr a, Expr b) { return binary(runtime::Binary::Maximum, a, b); }
+DLAVM_INLINE Expr minimum(Expr a, Expr b) { return binary(runtime::Binary::Minimum, a, b); }
+DLAVM_INLINE Expr prelu(Expr x, Expr slope) { return binary(runtime::Binary::Prelu, x, slope); }
+DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
+DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
+}
+
+namespace detail {
+
+// runtime::binary<kind>(a, b, y, elements) for operands of one shape; else
+// runtime::binary_broadcast<kind>(a, b, y, shape, a_shape, b_shape, rank), the operands'
+// shapes aligned to the result's rank (at most 8) with leading 1s.
+inline FirmwareKernel binary_firmware(runtime::Binary kind) {
+  const auto same_shape = [](const FirmwareStep& s) {
+    const auto &a = s.input(0), &b = s.input(1);
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
+  };
+  const auto support = [same_shape, kind](const FirmwareStep& s) -> std::optional<std::string> {
+    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
+    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)",
+                       host::binary_op(kind).name, s.result.shape.size());
+  };
+  const auto call = [same_shape, kind](const FirmwareStep& s) {
+    const auto enumerator = host::binary_op(kind).enumerator;
+    if (same_shape(s))
+      return elements_call(
+          fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator), s, 2);
+    const std::size_t rank = s.result.shape.size();
+    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
+      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+      for (std::size_t k = 0; k < rank; ++k)
+        l.items.push_back(
+            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
+      return l;
+    };
+    return FirmwareCall{
+        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
+        {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+         FirmwareArg::local("shape"), FirmwareArg::local("a_shape"), FirmwareArg::local("b_shape"),
+         FirmwareArg::integer(static_cast<std::int64_t>(rank))},
+        {aligned("shape", s.result.shape), aligned("a_shape", s.input(0)),
+         aligned("b_shape", s.input(1))}};
+  };
+  return {.support = support, .call = call};
+}
+
+inline OpRecord binary_record(const host::BinaryOp& op) {
+  const runtime::Binary kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .min_args = 2,
+      .max_args = 2,
+      .type_rule = kind == runtime::Binary::Prelu ? TypeRule(prelu_type) : TypeRule(broadcast_type),
+      .host_kernel = [kind](HostArgs a, const Attrs&) { return host::binary(kind, *a[0], *a[1]); },
+      .host_support = runtime::takes_integers(kind) ? SupportRule(host_float32_or_integers)
+                                                    : SupportRule(host_float32_only),
+      .firmware = binary_firmware(kind)};
+}
+
+inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
+  return {"dlavm::runtime::bias_add",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner)}};
+}
+
+inline FirmwareCall clip_firmware(const FirmwareStep& s) {
+  const auto p = clip_params(s.call.attrs);
+  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
+  if (s.call.type(0).dtype.is_float()) {
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
+  } else {
+    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
+    c.args.push_back(FirmwareArg::typed(0, lo));
+    c.args.push_back(FirmwareArg::typed(0, hi));
+  }
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
+  for (const host::BinaryOp& op : host::kBinaryOps) ops.add(detail::binary_record(op));
+  ops.add({.name = "bias_add",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::bias_add_schema().specs(),
+           .type_rule = detail::bias_add_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+               },
+           .firmware = {.call = detail::bias_add_firmware}});
+  ops.add({.name = "relu",
+           .type_rule = detail::same_type_as_input,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::elements_call("dlavm::runtime::relu", s, 1);
+           }}});
+  ops.add({.name = "clip",
+           .attrs = detail::clip_schema().specs(),
+           .type_rule = detail::clip_type,
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
+           .firmware = {.call = detail::clip_firmware}});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/elementwise-inl.hpp
+#endif
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/float_ops.hpp
+// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
+// causal_mask.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/float_ops-inl.hpp
+// Definitions for host/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/runtime/kernels.hpp
 // end dlavm/runtime/kernels.hpp
 
 #include <algorithm>

@@ -45,11 +45,16 @@ TEST_CASE("plan: every step a statement, host ops the calls of their records") {
   }
   const auto calls = calls_by_op(plan);
   const std::map<std::string, std::string> expected = {
-      {"add", "dlavm::runtime::add"},           {"mul", "dlavm::runtime::mul"},
-      {"bias_add", "dlavm::runtime::bias_add"}, {"cast", "dlavm::runtime::cast"},
-      {"clip", "dlavm::runtime::clip"},         {"dense", "dlavm::runtime::dense"},
-      {"flatten", "dlavm::runtime::copy"},      {"reshape", "dlavm::runtime::copy"},
-      {"relu", "dlavm::runtime::relu"},         {"requantize", "dlavm::runtime::requantize"},
+      {"add", "dlavm::runtime::binary<dlavm::runtime::Binary::Add>"},
+      {"mul", "dlavm::runtime::binary<dlavm::runtime::Binary::Mul>"},
+      {"bias_add", "dlavm::runtime::bias_add"},
+      {"cast", "dlavm::runtime::cast"},
+      {"clip", "dlavm::runtime::clip"},
+      {"dense", "dlavm::runtime::dense"},
+      {"flatten", "dlavm::runtime::copy"},
+      {"reshape", "dlavm::runtime::copy"},
+      {"relu", "dlavm::runtime::relu"},
+      {"requantize", "dlavm::runtime::requantize"},
       {"softmax", "dlavm::runtime::softmax"}};
   for (const auto& [op, function] : expected) {
     CAPTURE(op);

@@ -5,7 +5,8 @@
 //   linear       dense, matmul                              graph/ops/linear.hpp
 //   conv         conv2d                                     graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
+//                prelu, bias_add, relu, clip
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp

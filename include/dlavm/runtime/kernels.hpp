@@ -625,26 +625,6 @@ void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
   while (w.next());
 }
 
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
-  }
-}
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
-  }
-}
-
 // y = x + b for a scalar b, wrapped to T's width.
 template <class T>
 void add_scalar(const T* x, T b, T* y, std::int64_t n) {
