@@ -13,3 +13,4 @@
 #include <dlavm/host/pool.hpp>
 #include <dlavm/host/quantize.hpp>
 #include <dlavm/host/transform.hpp>
+#include <dlavm/host/unary.hpp>

@@ -23222,6 +23222,8 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
 //                prelu, bias_add, relu, clip
+//   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
+//                neg, hard_sigmoid, hard_swish, leaky_relu
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
@@ -27843,6 +27845,315 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/transform-inl.hpp
 #endif
 // end dlavm/graph/ops/transform.hpp
+// begin dlavm/graph/ops/unary.hpp
+// Graph ops for unary element-wise math (ONNX's Sigmoid, Tanh, Exp, Log, Sqrt, Erf, Abs, Neg,
+// HardSigmoid, HardSwish, LeakyRelu): typed builders and op records. Semantics:
+// host/unary.hpp. One record per entry of host::kUnaryOps: the result has x's type; the host
+// runs float32, and integers for abs and neg (its support rule names any other dtype); the
+// firmware kernel is runtime::unary<kind>.
+//
+//   sigmoid(x), tanh(x), exp(x), log(x), sqrt(x), erf(x), abs(x), neg(x), hard_swish(x)
+//   hard_sigmoid(x, alpha = 0.2, beta = 0.5)
+//   leaky_relu(x, alpha = 0.01)
+//
+//   auto silu = graph::mul(x, graph::sigmoid(x));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/unary.hpp
+// Host kernels for the unary element-wise math ops ONNX models use. The semantics below are the
+// definition the graph ops and their firmware kernel reproduce: each op is one kind of
+// runtime::Unary, whose value runtime/kernels.hpp computes (unary_value) for the host kernel
+// and for firmware alike. float32 arithmetic throughout, <cmath>'s float functions.
+//
+//   sigmoid(x)      1 / (1 + exp(-x))
+//   tanh(x), exp(x), log(x), sqrt(x), erf(x)
+//                   std::tanh, exp, log, sqrt, erf on float: log(0) = -inf, log and sqrt of
+//                   x < 0 are NaN, sqrt(-0) = -0
+//   abs(x)          float: x with its sign cleared (abs(-0) = +0, abs(-NaN) = NaN); integers:
+//                   -x where x < 0, wrapping (abs(-128) = -128 in int8); unsigned: x
+//   neg(x)          float: x with its sign flipped (neg(0) = -0); integers: 0 - x wrapped
+//                   (neg(-128) = -128 in int8, neg(1) = 255 in uint8)
+//   hard_sigmoid(x, {alpha = 0.2, beta = 0.5})
+//                   max(0, min(1, alpha * x + beta)), alpha and beta rounded to float; NaN
+//                   stays NaN
+//   hard_swish(x)   x * hard_sigmoid(x) with alpha = 1/6 (rounded to float) and beta = 0.5
+//                   (hard_swish(-inf) = -inf * 0 = NaN, as the formula has it)
+//   leaky_relu(x, {alpha = 0.01})
+//                   x < 0 ? alpha * x : x (-0 and NaN stay)
+// Every op takes float32; abs and neg also take every integer dtype (runtime::takes_integers).
+// kUnaryOps lists them, in runtime::Unary's order: the graph records, the builders and the
+// firmware calls are made from it.
+//
+//   auto y = host::unary(runtime::Unary::Sigmoid, x);
+//   auto z = host::hard_sigmoid(x, {.alpha = 1.0 / 6});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <iterator>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct UnaryOp {
+  runtime::Unary kind;
+  std::string_view name;        // the graph op: "hard_sigmoid"
+  std::string_view enumerator;  // runtime::Unary's, as a firmware call spells it: "HardSigmoid"
+};
+
+inline constexpr UnaryOp kUnaryOps[] = {
+    {runtime::Unary::Sigmoid, "sigmoid", "Sigmoid"},
+    {runtime::Unary::Tanh, "tanh", "Tanh"},
+    {runtime::Unary::Exp, "exp", "Exp"},
+    {runtime::Unary::Log, "log", "Log"},
+    {runtime::Unary::Sqrt, "sqrt", "Sqrt"},
+    {runtime::Unary::Erf, "erf", "Erf"},
+    {runtime::Unary::Abs, "abs", "Abs"},
+    {runtime::Unary::Neg, "neg", "Neg"},
+    {runtime::Unary::HardSigmoid, "hard_sigmoid", "HardSigmoid"},
+    {runtime::Unary::HardSwish, "hard_swish", "HardSwish"},
+    {runtime::Unary::LeakyRelu, "leaky_relu", "LeakyRelu"},
+};
+static_assert(std::size(kUnaryOps) == runtime::kUnaryCount);
+
+// The entry of a kind.
+constexpr const UnaryOp& unary_op(runtime::Unary kind) {
+  return kUnaryOps[static_cast<std::size_t>(kind)];
+}
+
+// ONNX's attributes and defaults.
+struct HardSigmoidParams {
+  double alpha = 0.2;
+  double beta = 0.5;
+};
+struct LeakyReluParams {
+  double alpha = 0.01;
+};
+
+// runtime::unary's alpha and beta: what hard_sigmoid and leaky_relu read (the others none).
+struct UnaryCoefficients {
+  double alpha = 0;
+  double beta = 0;
+};
+constexpr UnaryCoefficients coefficients(const HardSigmoidParams& p) { return {p.alpha, p.beta}; }
+constexpr UnaryCoefficients coefficients(const LeakyReluParams& p) { return {p.alpha, 0}; }
+// The coefficients of a kind's default attributes.
+UnaryCoefficients default_coefficients(runtime::Unary kind);
+
+// y = f(x) for the op of `kind`, with `c` (default: the op's defaults); TypeError naming the op
+// for a dtype it does not take.
+te::NDArray unary(runtime::Unary kind, const te::NDArray& x,
+                  std::optional<UnaryCoefficients> c = std::nullopt);
+te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidParams& p = {});
+te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/unary-inl.hpp
+// Definitions for host/unary.hpp: runtime::unary over the array, integers in 64 bits and then
+// wrapped to the dtype (host/common.hpp's with_integer_type).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/unary.hpp
+// end dlavm/host/unary.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+namespace dlavm::host {
+
+DLAVM_INLINE UnaryCoefficients default_coefficients(runtime::Unary kind) {
+  if (kind == runtime::Unary::HardSigmoid) return coefficients(HardSigmoidParams{});
+  if (kind == runtime::Unary::LeakyRelu) return coefficients(LeakyReluParams{});
+  return {};
+}
+
+DLAVM_INLINE te::NDArray unary(runtime::Unary kind, const te::NDArray& x,
+                               std::optional<UnaryCoefficients> c) {
+  const std::string who = fmt::format("host::{}", unary_op(kind).name);
+  if (!runtime::takes_integers(kind)) detail::require_float32(who, "x", x);
+  const UnaryCoefficients k = c.value_or(default_coefficients(kind));
+  const auto alpha = static_cast<float>(k.alpha), beta = static_cast<float>(k.beta);
+  const auto n = static_cast<std::int64_t>(x.size());
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Unary K = decltype(tag)::value;
+    if (x.dtype().is_float()) {
+      runtime::unary<K>(x.fdata().data(), y.fdata().data(), n, alpha, beta);
+    } else if constexpr (runtime::takes_integers(K)) {
+      detail::with_integer_type(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        runtime::unary<K>(detail::elements_as<T>(x), detail::elements_as<T>(y), n);
+      });
+      detail::wrap_elements(y);
+    }
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidParams& p) {
+  return unary(runtime::Unary::HardSigmoid, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p) {
+  return unary(runtime::Unary::LeakyRelu, x, coefficients(p));
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/unary-inl.hpp
+#endif
+// end dlavm/host/unary.hpp
+
+namespace dlavm::graph {
+
+// The call of the op of `kind` (host::unary_op(kind).name), its attributes left to their
+// defaults.
+Expr unary(runtime::Unary kind, Expr x);
+Expr sigmoid(Expr x);
+Expr tanh(Expr x);
+Expr exp(Expr x);
+Expr log(Expr x);
+Expr sqrt(Expr x);
+Expr erf(Expr x);
+Expr abs(Expr x);
+Expr neg(Expr x);
+Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p = {});
+Expr hard_swish(Expr x);
+Expr leaky_relu(Expr x, const host::LeakyReluParams& p = {});
+
+void add_unary_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/unary-inl.hpp
+// Definitions for graph/ops/unary.hpp: the records come from host::kUnaryOps, the attributes of
+// hard_sigmoid and leaky_relu from their schemas.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/unary.hpp
+// end dlavm/graph/ops/unary.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::HardSigmoidParams>& hard_sigmoid_schema() {
+  using P = host::HardSigmoidParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("alpha", &P::alpha, "the slope of the ramp")
+                                 .field("beta", &P::beta, "the ramp's value at 0");
+  return schema;
+}
+
+inline const AttrSchema<host::LeakyReluParams>& leaky_relu_schema() {
+  static const auto schema = AttrSchema<host::LeakyReluParams>().field(
+      "alpha", &host::LeakyReluParams::alpha, "the slope below 0");
+  return schema;
+}
+
+// The attributes of the op of `kind` (none for most), and runtime::unary's alpha and beta from
+// a call's normalized attributes.
+inline std::vector<AttrSpec> unary_specs(runtime::Unary kind) {
+  if (kind == runtime::Unary::HardSigmoid) return hard_sigmoid_schema().specs();
+  if (kind == runtime::Unary::LeakyRelu) return leaky_relu_schema().specs();
+  return {};
+}
+inline host::UnaryCoefficients unary_coefficients(runtime::Unary kind, const Attrs& attrs) {
+  if (kind == runtime::Unary::HardSigmoid)
+    return host::coefficients(hard_sigmoid_schema().from_attrs(attrs));
+  if (kind == runtime::Unary::LeakyRelu)
+    return host::coefficients(leaky_relu_schema().from_attrs(attrs));
+  return {};
+}
+
+// runtime::unary<kind>(x, y, elements[, alpha, beta]).
+inline FirmwareCall unary_firmware(runtime::Unary kind, const FirmwareStep& s) {
+  FirmwareCall c = elements_call(fmt::format("dlavm::runtime::unary<dlavm::runtime::Unary::{}>",
+                                             host::unary_op(kind).enumerator),
+                                 s, 1);
+  if (!unary_specs(kind).empty()) {
+    const host::UnaryCoefficients k = unary_coefficients(kind, s.call.attrs);
+    c.args.push_back(FirmwareArg::real(static_cast<float>(k.alpha)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(k.beta)));
+  }
+  return c;
+}
+
+inline OpRecord unary_record(const host::UnaryOp& op) {
+  const runtime::Unary kind = op.kind;
+  return {.name = std::string(op.name),
+          .attrs = unary_specs(kind),
+          .type_rule = [](const TypeCall& c) { return c.type(0); },
+          .host_kernel =
+              [kind](HostArgs a, const Attrs& attrs) {
+                return host::unary(kind, *a[0], unary_coefficients(kind, attrs));
+              },
+          .host_support = runtime::takes_integers(kind) ? SupportRule(host_float32_or_integers)
+                                                        : SupportRule(host_float32_only),
+          .firmware = {.call = [kind](const FirmwareStep& s) { return unary_firmware(kind, s); }}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr unary(runtime::Unary kind, Expr x) {
+  return call(std::string(host::unary_op(kind).name), {std::move(x)});
+}
+DLAVM_INLINE Expr sigmoid(Expr x) { return unary(runtime::Unary::Sigmoid, std::move(x)); }
+DLAVM_INLINE Expr tanh(Expr x) { return unary(runtime::Unary::Tanh, std::move(x)); }
+DLAVM_INLINE Expr exp(Expr x) { return unary(runtime::Unary::Exp, std::move(x)); }
+DLAVM_INLINE Expr log(Expr x) { return unary(runtime::Unary::Log, std::move(x)); }
+DLAVM_INLINE Expr sqrt(Expr x) { return unary(runtime::Unary::Sqrt, std::move(x)); }
+DLAVM_INLINE Expr erf(Expr x) { return unary(runtime::Unary::Erf, std::move(x)); }
+DLAVM_INLINE Expr abs(Expr x) { return unary(runtime::Unary::Abs, std::move(x)); }
+DLAVM_INLINE Expr neg(Expr x) { return unary(runtime::Unary::Neg, std::move(x)); }
+DLAVM_INLINE Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p) {
+  return call("hard_sigmoid", {std::move(x)}, detail::hard_sigmoid_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr hard_swish(Expr x) { return unary(runtime::Unary::HardSwish, std::move(x)); }
+DLAVM_INLINE Expr leaky_relu(Expr x, const host::LeakyReluParams& p) {
+  return call("leaky_relu", {std::move(x)}, detail::leaky_relu_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_unary_ops(OpRegistry& ops) {
+  for (const host::UnaryOp& op : host::kUnaryOps) ops.add(detail::unary_record(op));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/unary-inl.hpp
+#endif
+// end dlavm/graph/ops/unary.hpp
 
 namespace dlavm::graph {
 
@@ -27868,6 +28179,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_conv_ops(ops);
   add_pool_ops(ops);
   add_elementwise_ops(ops);
+  add_unary_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
   add_float_ops(ops);
@@ -34670,6 +34982,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/quantize.hpp
 // begin dlavm/host/transform.hpp
 // end dlavm/host/transform.hpp
+// begin dlavm/host/unary.hpp
+// end dlavm/host/unary.hpp
 // end dlavm/host.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp

@@ -47,7 +47,7 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 32);
+  CHECK(ops.size() == 43);
   const auto& integer_softmax = ops.at("integer_softmax");
   CHECK(*integer_softmax.find_attr("scale")->default_value == graph::AttrValue{0.125});
   CHECK(*integer_softmax.find_attr("causal")->default_value == graph::AttrValue{std::int64_t{0}});
@@ -65,7 +65,7 @@ TEST_CASE("registry: default_ops holds every op of the spec with its attributes"
   CHECK(ops.at("concat").max_args == graph::OpRecord::kVariadic);
   CHECK(ops.find("conv3d") == nullptr);
   CHECK_THROWS_WITH_AS(ops.at("conv3d"),
-                       doctest::Contains("unknown op 'conv3d'; known ops: add, avg_pool2d"),
+                       doctest::Contains("unknown op 'conv3d'; known ops: abs, add, avg_pool2d"),
                        dlavm::ValueError);
 }
 

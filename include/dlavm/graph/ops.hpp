@@ -7,6 +7,8 @@
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
 //                prelu, bias_add, relu, clip
+//   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
+//                neg, hard_sigmoid, hard_swish, leaky_relu
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
 //   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
@@ -26,6 +28,7 @@
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>
 #include <dlavm/graph/ops/transform.hpp>
+#include <dlavm/graph/ops/unary.hpp>
 
 namespace dlavm::graph {
 
