@@ -23224,9 +23224,12 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //                prelu, bias_add, relu, clip
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
 //                neg, hard_sigmoid, hard_swish, leaky_relu
+//   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
+//                reduce_min
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
+//                causal_mask
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -25329,12 +25332,13 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 #endif
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu and causal_mask: typed builders and op records. Semantics:
+// Graph ops softmax, log_softmax, layer_norm, gelu and causal_mask: typed builders and op
+// records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
 //
-//   softmax(x, axis = -1)
+//   softmax(x, axis = -1), log_softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
 //   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
@@ -25348,14 +25352,17 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, layer_norm, gelu and
-// causal_mask.
+// Host kernels for the float32-only ops of transformer layers: softmax, log_softmax,
+// layer_norm, gelu and causal_mask.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
 //   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
 //                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
 //                             NaN.
+//   log_softmax(x, {axis = -1})
+//                             along axis: m and s as softmax's, y_i = (x_i - m) - log(s) (a
+//                             NaN in a row makes the row NaN).
 //   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
 //                             normalizes over the dims from axis to the last (D elements per
 //                             group); gamma and beta have exactly those dims:
@@ -25389,6 +25396,7 @@ struct LayerNormParams {
 };
 
 te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
@@ -25420,15 +25428,29 @@ te::NDArray causal_mask(const te::NDArray& x);
 
 namespace dlavm::host {
 
-DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
-  constexpr std::string_view who = "host::softmax";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+namespace detail {
+
+// y = kernel(x, y, outer, extent, inner) along p.axis (softmax, log_softmax).
+template <class Kernel>
+te::NDArray along_axis(std::string_view who, const te::NDArray& x, const SoftmaxParams& p,
+                       Kernel kernel) {
+  require_float32(who, "x", x);
+  const std::size_t axis = axis_or_raise(who, "axis", p.axis, x.ndim());
   const auto split = split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
-  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
+  kernel(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
   return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::softmax", x, p, runtime::softmax);
+}
+
+DLAVM_INLINE te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::log_softmax", x, p, runtime::log_softmax);
 }
 
 DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
@@ -25484,6 +25506,7 @@ DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
 namespace dlavm::graph {
 
 Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr log_softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
@@ -25508,6 +25531,8 @@ void add_float_ops(OpRegistry& ops);
 // end dlavm/graph/ops/float_ops.hpp
 
 #include <fmt/format.h>
+
+#include <string>
 
 namespace dlavm::graph {
 
@@ -25570,6 +25595,9 @@ DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
   return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }
+DLAVM_INLINE Expr log_softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("log_softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
+}
 DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
   return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
               detail::layer_norm_schema().to_attrs(p));
@@ -25579,19 +25607,20 @@ DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)
 
 namespace detail {
 
-// runtime::softmax(x, y, outer, extent, inner) over the axis, float32 only.
-inline FirmwareKernel softmax_firmware() {
-  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+// runtime::softmax or runtime::log_softmax (`function`) as (x, y, outer, extent, inner) over
+// the axis, float32 only.
+inline FirmwareKernel softmax_firmware(std::string function) {
+  return {.support = [function](const FirmwareStep& s) -> std::optional<std::string> {
             const DType x = s.call.type(0).dtype;
             if (x == DType::float32()) return std::nullopt;
-            return fmt::format("softmax of {} has no firmware kernel", x);
+            return fmt::format("{} of {} has no firmware kernel", function, x);
           },
           .call =
-              [](const FirmwareStep& s) {
+              [function](const FirmwareStep& s) {
                 const auto& x = s.input(0);
                 const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
                 return FirmwareCall{
-                    "dlavm::runtime::softmax",
+                    "dlavm::runtime::" + function,
                     {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
                      FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
               }};
@@ -25630,7 +25659,16 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                  return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only,
-           .firmware = detail::softmax_firmware()});
+           .firmware = detail::softmax_firmware("softmax")});
+  ops.add({.name = "log_softmax",
+           .attrs = detail::softmax_schema().specs(),
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::log_softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = detail::softmax_firmware("log_softmax")});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
@@ -27144,6 +27182,393 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/quantize-inl.hpp
 #endif
 // end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/reduce.hpp
+// Graph reduction ops (ONNX's ReduceSum, ReduceMean, ReduceMax, ReduceMin): typed builders and
+// op records, one record per entry of host::kReduceOps. Semantics: host/reduce.hpp.
+//
+//   reduce_sum(x, axes = [], keepdims = 1), reduce_mean, reduce_max, reduce_min
+//     axes: dims of x (negative from the end), each once; empty: every dim
+//     -> x's dims with the reduced ones 1 (keepdims) or dropped; x's dtype
+// Dims may be symbolic, reduced or kept. The host runs float32 and integers (a mean: integers
+// of at most 32 bits); the firmware kernel is runtime::reduce<kind> over the merged dims.
+//
+//   auto pooled = graph::reduce_mean(x, {.axes = {2, 3}});   // [N, C, H, W] -> [N, C, 1, 1]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/reduce.hpp
+// Host kernels for reductions over a set of axes: reduce_sum, reduce_mean, reduce_max and
+// reduce_min (ONNX's ReduceSum, ReduceMean, ReduceMax, ReduceMin). The semantics below are the
+// definition the graph ops and their firmware kernel reproduce: each op is one kind of
+// runtime::Reduce, computed by runtime::reduce for the host and firmware alike.
+//
+//   reduce_*(x, {axes = [], keepdims = true})
+//     axes       dims of x (negative counts from the end), each at most once; empty: every dim
+//     keepdims   the reduced dims stay, as 1s; else they are dropped (all of them: a scalar)
+//   Each output reduces its elements in ascending index order (x's row-major order), starting
+//   from the first of them:
+//     sum        float32: x0 + x1 + ... in float; integers wrap like add (the dtype's width)
+//     mean       float32: the sum divided by the count (as a float). Integers of at most 32
+//                bits: the exact sum divided by the count, truncated toward zero (ONNX's
+//                reference: the mean cast to the integer type); wider ones are refused, as
+//                avg_pool2d refuses them
+//     max, min   float32: a NaN wins; of equal elements (-0 and +0) the first
+//   Over no element (a reduced dim of 0): sum 0, mean NaN (integers 0), max -inf or the
+//   dtype's minimum, min +inf or the dtype's maximum (ONNX's rule).
+// Neighbouring dims that are both kept or both reduced are merged first, and dims of 1
+// dropped (merge_reduction): the kernel walks at most 8 groups of dims (kMaxReduceGroups; only
+// a rank above 8 whose axes alternate exceeds them, and is refused naming the groups).
+//
+//   auto m = host::reduce(runtime::Reduce::Mean, x, {.axes = {2, 3}});  // [N, C, H, W] -> [N, C,
+//   1, 1]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+struct ReduceParams {
+  std::vector<std::int64_t> axes{};
+  bool keepdims = true;
+};
+
+struct ReduceOp {
+  runtime::Reduce kind;
+  std::string_view name;        // the graph op: "reduce_max"
+  std::string_view enumerator;  // runtime::Reduce's, as a firmware call spells it: "Maximum"
+};
+
+inline constexpr ReduceOp kReduceOps[] = {
+    {runtime::Reduce::Sum, "reduce_sum", "Sum"},
+    {runtime::Reduce::Mean, "reduce_mean", "Mean"},
+    {runtime::Reduce::Maximum, "reduce_max", "Maximum"},
+    {runtime::Reduce::Minimum, "reduce_min", "Minimum"},
+};
+static_assert(std::size(kReduceOps) == runtime::kReduceCount);
+
+constexpr const ReduceOp& reduce_op(runtime::Reduce kind) {
+  return kReduceOps[static_cast<std::size_t>(kind)];
+}
+
+inline constexpr std::size_t kMaxReduceGroups = 8;
+
+// Which of `rank` dims the axes reduce (every dim for no axes). ValueError starting with `who`,
+// naming `what` (the array) with its rank, for an axis outside [-rank, rank) or a dim named
+// twice.
+std::vector<bool> reduced_dims(std::span<const std::int64_t> axes, std::size_t rank,
+                               std::string_view who, std::string_view what);
+
+// The result's shape: the reduced dims 1 (keepdims) or dropped.
+template <class Extent>
+std::vector<Extent> reduced_shape(std::span<const Extent> shape, const std::vector<bool>& reduced,
+                                  bool keepdims) {
+  std::vector<Extent> out;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (!reduced[k])
+      out.push_back(shape[k]);
+    else if (keepdims)
+      out.push_back(Extent(1));
+  return out;
+}
+
+// x's dims as runtime::reduce walks them: dims of the constant 1 dropped, neighbours that are
+// both kept or both reduced multiplied into one; at least one dim (a kept 1 for none).
+template <class Extent>
+struct MergedReduction {
+  std::vector<Extent> shape;
+  std::vector<bool> reduced;
+};
+namespace detail {
+inline bool is_one(std::int64_t d) { return d == 1; }
+inline bool is_one(const ne::Expr& d) { return d.as_int() == 1; }
+}  // namespace detail
+template <class Extent>
+MergedReduction<Extent> merge_reduction(std::span<const Extent> shape,
+                                        const std::vector<bool>& reduced) {
+  MergedReduction<Extent> m;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (detail::is_one(shape[k])) continue;
+    if (!m.shape.empty() && m.reduced.back() == reduced[k]) {
+      m.shape.back() = m.shape.back() * shape[k];
+    } else {
+      m.shape.push_back(shape[k]);
+      m.reduced.push_back(reduced[k]);
+    }
+  }
+  if (m.shape.empty()) {
+    m.shape.push_back(Extent(1));
+    m.reduced.push_back(false);
+  }
+  return m;
+}
+
+// The reduction of `kind` over p.axes; TypeError for a mean of integers wider than 32 bits,
+// ValueError for bad axes, ShapeError for more than kMaxReduceGroups groups.
+te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, const ReduceParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/reduce-inl.hpp
+// Definitions for host/reduce.hpp: runtime::reduce over the merged dims, integers in 64 bits
+// and then wrapped to the dtype (host/common.hpp's with_integer_type).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/reduce.hpp
+// end dlavm/host/reduce.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::vector<bool> reduced_dims(std::span<const std::int64_t> axes, std::size_t rank,
+                                            std::string_view who, std::string_view what) {
+  std::vector<bool> reduced(rank, axes.empty());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto k = normalize_axis(axes[i], rank);
+    if (!k)
+      raise<ValueError>(
+          "{}: attribute 'axes' is [{}]: axis {} is outside [-{}, {}) for {}, of {} dims", who,
+          fmt::join(axes, ", "), axes[i], rank, rank, what, rank);
+    if (reduced[*k])
+      raise<ValueError>("{}: attribute 'axes' is [{}]: dim {} of {} is named twice", who,
+                        fmt::join(axes, ", "), *k, what);
+    reduced[*k] = true;
+  }
+  return reduced;
+}
+
+namespace detail {
+
+// The identity of a reduction over no element for signed integers narrower than 64 bits: the
+// kernel, run on int64, gives int64's extreme, not the dtype's.
+inline void fill_empty_extremes(runtime::Reduce kind, te::NDArray& y) {
+  const DType t = y.dtype();
+  if (kind == runtime::Reduce::Maximum) std::fill(y.data().begin(), y.data().end(), t.min_value());
+  if (kind == runtime::Reduce::Minimum) std::fill(y.data().begin(), y.data().end(), t.max_value());
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, const ReduceParams& p) {
+  const std::string who = fmt::format("host::{}", reduce_op(kind).name);
+  if (kind == runtime::Reduce::Mean && x.dtype().is_integral() && x.dtype().bits() > 32)
+    raise<TypeError>("{}: x is {}; a mean takes integers of at most 32 bits, or float32", who,
+                     x.dtype());
+  const auto reduced =
+      reduced_dims(p.axes, x.ndim(), who, fmt::format("x {}", detail::shape_str(x.shape())));
+  const auto m = merge_reduction(std::span(x.shape()), reduced);
+  if (m.shape.size() > kMaxReduceGroups)
+    raise<ShapeError>(
+        "{}: x {} with axes [{}] makes {} groups of dims kept and reduced in turn; at most {}", who,
+        detail::shape_str(x.shape()), fmt::join(p.axes, ", "), m.shape.size(), kMaxReduceGroups);
+  bool flags[kMaxReduceGroups] = {};
+  std::copy(m.reduced.begin(), m.reduced.end(), flags);
+  const auto rank = static_cast<std::int64_t>(m.shape.size());
+  te::NDArray y(x.dtype(), reduced_shape(std::span(x.shape()), reduced, p.keepdims));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Reduce K = decltype(tag)::value;
+    if (x.dtype().is_float()) {
+      runtime::reduce<K>(x.fdata().data(), y.fdata().data(), m.shape.data(), flags, rank);
+      return;
+    }
+    detail::with_integer_type(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      runtime::reduce<K>(detail::elements_as<T>(x), detail::elements_as<T>(y), m.shape.data(),
+                         flags, rank);
+    });
+  });
+  if (x.dtype().is_integral()) {
+    std::int64_t count = 1;
+    for (std::size_t k = 0; k < reduced.size(); ++k)
+      if (reduced[k]) count *= x.shape()[k];
+    if (count == 0 && x.dtype().is_int()) detail::fill_empty_extremes(kind, y);
+    detail::wrap_elements(y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/reduce-inl.hpp
+#endif
+// end dlavm/host/reduce.hpp
+
+namespace dlavm::graph {
+
+// The call of the reduction of `kind` (host::reduce_op(kind).name).
+Expr reduce(runtime::Reduce kind, Expr x, const host::ReduceParams& p = {});
+Expr reduce_sum(Expr x, const host::ReduceParams& p = {});
+Expr reduce_mean(Expr x, const host::ReduceParams& p = {});
+Expr reduce_max(Expr x, const host::ReduceParams& p = {});
+Expr reduce_min(Expr x, const host::ReduceParams& p = {});
+// The parameters in a reduction call's (normalized) attributes.
+host::ReduceParams reduce_params(const Attrs& attrs);
+
+void add_reduce_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/reduce-inl.hpp
+// Definitions for graph/ops/reduce.hpp: one schema for every reduction; the type rule and the
+// kernels share host::reduced_dims, host::reduced_shape and host::merge_reduction.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/reduce.hpp
+// end dlavm/graph/ops/reduce.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::ReduceParams>& reduce_schema() {
+  using P = host::ReduceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axes", &P::axes, "the dims reduced (negative: from the end); empty: every dim")
+          .field("keepdims", &P::keepdims, "1: the reduced dims stay, as 1s; 0: they are dropped");
+  return schema;
+}
+
+// Which dims of input 0 the call reduces; ValueError naming the input and its shape.
+inline std::vector<bool> reduced_dims(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  return host::reduced_dims(params_of(c, reduce_schema()).axes, x.size(), c.label,
+                            fmt::format("{} {}", c.arg(0), shape_text(x)));
+}
+
+inline TensorType reduce_type(const TypeCall& c) {
+  const auto keepdims = params_of(c, reduce_schema()).keepdims;
+  return {host::reduced_shape(std::span(c.type(0).shape), reduced_dims(c), keepdims),
+          c.type(0).dtype};
+}
+
+// Input 0's dims as runtime::reduce walks them, simplified.
+inline host::MergedReduction<ne::Expr> merged_dims(const TypeCall& c) {
+  std::vector<ne::Expr> x;
+  for (const auto& d : c.type(0).shape) x.push_back(ne::simplify(d));
+  auto m = host::merge_reduction(std::span<const ne::Expr>(x), reduced_dims(c));
+  for (auto& d : m.shape) d = ne::simplify(d);
+  return m;
+}
+
+inline std::optional<std::string> reduce_support(runtime::Reduce kind, const TypeCall& c) {
+  if (auto why = host_float32_or_integers(c)) return why;
+  const DType t = c.type(0).dtype;
+  if (kind == runtime::Reduce::Mean && t.is_integral() && t.bits() > 32)
+    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
+  const std::size_t groups = merged_dims(c).shape.size();
+  if (groups > host::kMaxReduceGroups)
+    return fmt::format("{} {} makes {} groups of dims kept and reduced in turn; at most {}",
+                       c.arg(0), shape_text(c.type(0).shape), groups, host::kMaxReduceGroups);
+  return std::nullopt;
+}
+
+// runtime::reduce<kind>(x, y, shape, reduced, rank) over the merged dims.
+inline FirmwareCall reduce_firmware(runtime::Reduce kind, const FirmwareStep& s) {
+  const auto m = merged_dims(s.call);
+  FirmwareLocal shape{"shape", "std::int64_t", true, {}}, reduced{"reduced", "bool", true, {}};
+  for (std::size_t k = 0; k < m.shape.size(); ++k) {
+    shape.items.push_back(FirmwareArg::dim(m.shape[k]));
+    reduced.items.push_back(FirmwareArg::boolean(m.reduced[k]));
+  }
+  return {fmt::format("dlavm::runtime::reduce<dlavm::runtime::Reduce::{}>",
+                      host::reduce_op(kind).enumerator),
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("reduced"),
+           FirmwareArg::integer(static_cast<std::int64_t>(m.shape.size()))},
+          {std::move(shape), std::move(reduced)}};
+}
+
+inline OpRecord reduce_record(const host::ReduceOp& op) {
+  const runtime::Reduce kind = op.kind;
+  return {.name = std::string(op.name),
+          .attrs = reduce_schema().specs(),
+          .type_rule = reduce_type,
+          .host_kernel =
+              [kind](HostArgs a, const Attrs& attrs) {
+                return host::reduce(kind, *a[0], reduce_schema().from_attrs(attrs));
+              },
+          .host_support = [kind](const TypeCall& c) { return reduce_support(kind, c); },
+          .firmware = {.call = [kind](const FirmwareStep& s) { return reduce_firmware(kind, s); }}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::ReduceParams reduce_params(const Attrs& attrs) {
+  return detail::reduce_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr reduce(runtime::Reduce kind, Expr x, const host::ReduceParams& p) {
+  return call(std::string(host::reduce_op(kind).name), {std::move(x)},
+              detail::reduce_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr reduce_sum(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Sum, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_mean(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Mean, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_max(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Maximum, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_min(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Minimum, std::move(x), p);
+}
+
+DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
+  for (const host::ReduceOp& op : host::kReduceOps) ops.add(detail::reduce_record(op));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/reduce-inl.hpp
+#endif
+// end dlavm/graph/ops/reduce.hpp
 // begin dlavm/graph/ops/transform.hpp
 // Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
 //
@@ -28180,6 +28605,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_pool_ops(ops);
   add_elementwise_ops(ops);
   add_unary_ops(ops);
+  add_reduce_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
   add_float_ops(ops);
@@ -34980,6 +35406,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/pool.hpp
 // begin dlavm/host/quantize.hpp
 // end dlavm/host/quantize.hpp
+// begin dlavm/host/reduce.hpp
+// end dlavm/host/reduce.hpp
 // begin dlavm/host/transform.hpp
 // end dlavm/host/transform.hpp
 // begin dlavm/host/unary.hpp

@@ -240,9 +240,9 @@ TEST_CASE("infer_type: mistakes are named at the node with the numbers") {
       "%1 (densee): unknown op 'densee'; known ops: abs, add, avg_pool2d, bias_add, cast, "
       "causal_mask, clip, concat, conv2d, dense, dequantize_linear, div, erf, exp, flatten, "
       "gelu, global_avg_pool2d, hard_sigmoid, hard_swish, integer_softmax, layer_norm, "
-      "leaky_relu, log, matmul, max_pool2d, maximum, minimum, mul, neg, pad, pow, prelu, "
-      "quantize_linear, relu, requantize, rescale, reshape, sigmoid, softmax, sqrt, sub, "
-      "tanh, transpose",
+      "leaky_relu, log, log_softmax, matmul, max_pool2d, maximum, minimum, mul, neg, pad, pow, "
+      "prelu, quantize_linear, reduce_max, reduce_mean, reduce_min, reduce_sum, relu, "
+      "requantize, rescale, reshape, sigmoid, softmax, sqrt, sub, tanh, transpose",
       dlavm::ValueError);
   CHECK_NODE_ERROR(graph::call("dense", {first}), "%1 (dense): takes 2 inputs, given 1",
                    dlavm::ValueError);

@@ -47,7 +47,7 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 43);
+  CHECK(ops.size() == 48);
   const auto& integer_softmax = ops.at("integer_softmax");
   CHECK(*integer_softmax.find_attr("scale")->default_value == graph::AttrValue{0.125});
   CHECK(*integer_softmax.find_attr("causal")->default_value == graph::AttrValue{std::int64_t{0}});

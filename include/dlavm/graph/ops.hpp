@@ -9,9 +9,12 @@
 //                prelu, bias_add, relu, clip
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
 //                neg, hard_sigmoid, hard_swish, leaky_relu
+//   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
+//                reduce_min
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
-//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
+//                causal_mask
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -27,6 +30,7 @@
 #include <dlavm/graph/ops/linear.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>
+#include <dlavm/graph/ops/reduce.hpp>
 #include <dlavm/graph/ops/transform.hpp>
 #include <dlavm/graph/ops/unary.hpp>
 
