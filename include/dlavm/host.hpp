@@ -13,4 +13,6 @@
 #include <dlavm/host/linear.hpp>
 #include <dlavm/host/pool.hpp>
 #include <dlavm/host/quantize.hpp>
+#include <dlavm/host/reduce.hpp>
 #include <dlavm/host/transform.hpp>
+#include <dlavm/host/unary.hpp>

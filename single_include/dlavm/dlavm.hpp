@@ -10895,6 +10895,27 @@ void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
 // an operand with batch dims `in` reads under numpy broadcasting.
 std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
                                             std::span<const std::int64_t> in, std::int64_t block);
+// The runtime kernels (runtime/kernels.hpp) on an integer array's int64 elements: with T
+// std::int64_t for a signed dtype and std::uint64_t (the same bits) for an unsigned one, a
+// kernel's wrapping arithmetic, then wrap_elements, gives what it gives on the dtype's own C++
+// type. with_integer_type calls f(T{}).
+template <class F>
+void with_integer_type(DType t, F&& f) {
+  if (t.is_uint())
+    f(std::uint64_t{});
+  else
+    f(std::int64_t{});
+}
+template <class T>
+const T* elements_as(const te::NDArray& a) {
+  return reinterpret_cast<const T*>(a.data().data());
+}
+template <class T>
+T* elements_as(te::NDArray& a) {
+  return reinterpret_cast<T*>(a.data().data());
+}
+// Every element of an integer array wrapped to its dtype (DType::wrap).
+void wrap_elements(te::NDArray& a);
 // DType::wrap on an int64 computed with wrapping uint64 arithmetic.
 inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
   return t.wrap(static_cast<std::int64_t>(v));
@@ -11057,6 +11078,11 @@ DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::in
     }
   }
   return offsets;
+}
+
+DLAVM_INLINE void wrap_elements(te::NDArray& a) {
+  const DType t = a.dtype();
+  for (std::int64_t& v : a.data()) v = t.wrap(v);
 }
 
 }  // namespace detail
@@ -23194,12 +23220,16 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   linear       dense, matmul                              graph/ops/linear.hpp
 //   conv         conv2d                                     graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
+//                prelu, bias_add, relu, clip
+//   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
+//                neg, hard_sigmoid, hard_swish, leaky_relu
+//   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
+//                reduce_min
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
-//                strided_slice, take, broadcast_to, tile
-//   image        resize2d                                   graph/ops/image.hpp
-//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
+//                causal_mask
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -23647,11 +23677,6 @@ DType product_dtype(const TypeCall& c);
 // The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
 // must be provably equal or one of them the constant 1; ShapeError otherwise.
 std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
-// The same for two shapes described as `what_a` and `what_b` ("input 0 (%x)", "attribute
-// 'shape'").
-std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
-                                std::span<const ne::Expr> a, std::string_view what_b,
-                                std::span<const ne::Expr> b);
 // The simplified product of dims (1 for none).
 ne::Expr product(std::span<const ne::Expr> dims);
 // The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
@@ -23660,6 +23685,8 @@ ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t p
                        std::int64_t window, std::int64_t stride, std::string_view what);
 // A host support rule: the host kernel computes in float32 only.
 std::optional<std::string> host_float32_only(const TypeCall& c);
+// A host support rule: the host kernel takes float32 or any integer dtype.
+std::optional<std::string> host_float32_or_integers(const TypeCall& c);
 // The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
 // elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
 FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);
@@ -23701,12 +23728,8 @@ DLAVM_INLINE DType product_dtype(const TypeCall& c) {
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  return broadcast(c, c.arg(i), c.type(i).shape, c.arg(j), c.type(j).shape);
-}
-
-DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
-                                             std::span<const ne::Expr> a, std::string_view what_b,
-                                             std::span<const ne::Expr> b) {
+  const auto& a = c.type(i).shape;
+  const auto& b = c.type(j).shape;
   const std::size_t rank = std::max(a.size(), b.size());
   std::vector<ne::Expr> out(rank);
   for (std::size_t k = 0; k < rank; ++k) {
@@ -23726,8 +23749,7 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view
       raise<ShapeError>(
           "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
           "be provably equal, or one of them 1)",
-          c.label, what_a, shape_text(std::vector<ne::Expr>(a.begin(), a.end())), what_b,
-          shape_text(std::vector<ne::Expr>(b.begin(), b.end())), from_end, *pa, *pb);
+          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
     }
   }
   return out;
@@ -23750,6 +23772,14 @@ DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
     if (c.type(i).dtype != DType::float32())
       return fmt::format("computes in float32 only, and {} is {} (cast it to float32 first)",
                          c.arg(i), c.type(i).dtype);
+  return std::nullopt;
+}
+
+DLAVM_INLINE std::optional<std::string> host_float32_or_integers(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype.is_float() && c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 or integers, and {} is {} (cast it first)", c.arg(i),
+                         c.type(i).dtype);
   return std::nullopt;
 }
 
@@ -23830,11 +23860,17 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 // begin dlavm/graph/ops/elementwise.hpp
 // Graph element-wise ops: typed builders and op records. Semantics: host/elementwise.hpp.
 //
-//   add(a, b), mul(a, b)         numpy broadcast (symbolic dims must be provably equal, or 1),
-//                                one dtype, integers wrap around
+//   add(a, b), sub(a, b), mul(a, b), div(a, b), pow(a, b), maximum(a, b), minimum(a, b)
+//                                numpy broadcast (symbolic dims must be provably equal, or 1),
+//                                one dtype; float32 or integers (integers wrap around; pow is
+//                                float32 only)
+//   prelu(x, slope)              slope broadcast to x (its dims 1 or x's): x's type
 //   bias_add(x, b[C], axis = 1)  b along axis of x
 //   relu(x)
 //   clip(x, lo, hi)              lo and hi required (floats; integers read as floats)
+// The binary ops are one record each of host::kBinaryOps; their firmware kernel is
+// runtime::binary<kind> for operands of one shape and runtime::binary_broadcast<kind> (up to 8
+// dims) otherwise.
 //
 //   auto y = graph::relu(graph::bias_add(graph::conv2d(x, w), b));
 
@@ -23848,9 +23884,23 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 // Host kernels for element-wise ops. The semantics below are the definition the graph ops and
 // every accelerator strategy must reproduce.
 //
-//   add(a, b), mul(a, b)   numpy broadcast of the shapes (aligned at the end, 1 stretches);
+//   add(a, b), mul(a, b), sub(a, b)
+//                          numpy broadcast of the shapes (aligned at the end, 1 stretches);
 //                          one dtype for both; integers wrap around (two's complement: the
 //                          exact result modulo 2^bits), float32 rounds as C++ float does.
+//   div(a, b)              broadcast like add. float32: IEEE a / b (x / 0 = +-inf, 0 / 0 =
+//                          NaN). Integers: the quotient truncated toward zero (-7 / 2 = -3, as
+//                          ONNX's Div and C++), a division by zero gives 0 (defined, as numpy
+//                          does, rather than a trap), the minimum / -1 gives the minimum (wraps).
+//   pow(a, b)              broadcast like add; float32 only: std::pow on float (pow(x, 0) = 1
+//                          and pow(1, y) = 1 even for NaN, a negative base to a non-integer
+//                          power is NaN).
+//   maximum(a, b), minimum(a, b)
+//                          broadcast like add. float32: NaN when either operand is NaN; of equal
+//                          operands (-0 and +0) the first. Integers: the larger / smaller.
+//   prelu(x, slope)        x < 0 ? x * slope : x, slope broadcast to x (ONNX's unidirectional
+//                          broadcast: the result has x's shape, slope may not stretch x); one
+//                          dtype; integers wrap like mul (unsigned x is never below 0).
 //   bias_add(x, b[C], {axis = 1})   y[..., c, ...] = x[..., c, ...] + b[c] with c along axis
 //                          (negative counts from the end); same dtype, wraps like add.
 //   relu(x)                x < 0 ? 0 : x (float32: NaN and -0.0 stay as they are).
@@ -23858,477 +23908,14 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
 //                          ceil(lo) and floor(hi) (at least one integer must lie in [lo, hi]),
 //                          taken within the dtype's range; float32: the bounds rounded to float,
 //                          NaN stays NaN.
+// The binary ops are the kinds of runtime::Binary, each value computed by runtime/kernels.hpp
+// (binary_value) for the host and firmware alike; kBinaryOps lists them in its order.
 //
 //   auto y = host::add(a, b);          // int8 [2, 1, 4] + int8 [3, 1] -> int8 [2, 3, 4]
+//   auto q = host::binary(runtime::Binary::Div, a, b);
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <utility>
-
-namespace dlavm::host {
-
-struct BiasAddParams {
-  std::int64_t axis = 1;
-};
-
-struct ClipParams {
-  double lo = 0;
-  double hi = 0;
-};
-
-// ValueError naming `who` when lo > hi.
-void validate(const ClipParams& p, std::string_view who);
-// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
-// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
-std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
-                                                      std::string_view who);
-
-te::NDArray add(const te::NDArray& a, const te::NDArray& b);
-te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
-te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
-te::NDArray relu(const te::NDArray& x);
-te::NDArray clip(const te::NDArray& x, const ClipParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/elementwise-inl.hpp
-// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
-// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/elementwise.hpp
-// end dlavm/host/elementwise.hpp
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <vector>
-
-namespace dlavm::host {
-
-namespace detail {
-
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
-void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
-                     F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
-}
-
-template <class IntOp, class FloatOp>
-te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
-                             IntOp int_op, FloatOp float_op) {
-  require_same_dtype(who, a, b);
-  const auto shape = broadcast_shapes(a.shape(), b.shape());
-  if (!shape)
-    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
-                      shape_str(a.shape()), shape_str(b.shape()));
-  te::NDArray y(a.dtype(), *shape);
-  if (a.dtype().is_float()) {
-    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, float_op);
-  } else {
-    const DType t = a.dtype();
-    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
-                    [&](std::int64_t x, std::int64_t z) {
-                      return wrap_u64(
-                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
-                    });
-  }
-  return y;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
-  if (!(p.lo <= p.hi))
-    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
-}
-
-DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
-                                                                   std::string_view who) {
-  validate(p, who);
-  // bounds within the dtype's range (doubles beyond it saturate)
-  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
-  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
-  if (lo_d > hi_d)
-    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
-  const auto lo =
-      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
-  const auto hi =
-      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
-  return {lo, hi};
-}
-
-DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
-      [](float x, float y) { return x + y; });
-}
-
-DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
-      [](float x, float y) { return x * y; });
-}
-
-DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
-                                  const BiasAddParams& p) {
-  constexpr std::string_view who = "host::bias_add";
-  detail::require_same_dtype(who, x, b);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
-    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
-                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
-  // b as [C, 1, ..., 1] broadcasts along the axis
-  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
-  b_shape[0] = b.shape()[0];
-  te::NDArray b_view(b.dtype(), b_shape);
-  if (b.dtype().is_float())
-    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
-  else
-    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
-  return detail::binary_broadcast(
-      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
-      [](float u, float v) { return u + v; });
-}
-
-DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
-  } else {
-    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
-  }
-  return y;
-}
-
-DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
-  constexpr std::string_view who = "host::clip";
-  validate(p, who);
-  te::NDArray y = x;
-  if (x.dtype().is_float()) {
-    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
-    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
-    return y;
-  }
-  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
-  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/elementwise-inl.hpp
-#endif
-// end dlavm/host/elementwise.hpp
-
-namespace dlavm::graph {
-
-Expr add(Expr a, Expr b);
-Expr mul(Expr a, Expr b);
-Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
-Expr relu(Expr x);
-Expr clip(Expr x, const host::ClipParams& p);
-// The parameters in a bias_add / clip call's (normalized) attributes.
-host::BiasAddParams bias_add_params(const Attrs& attrs);
-host::ClipParams clip_params(const Attrs& attrs);
-
-void add_elementwise_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/elementwise-inl.hpp
-// Definitions for graph/ops/elementwise.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/ne/structural.hpp
-// end dlavm/ne/structural.hpp
-
-#include <fmt/format.h>
-
-#include <algorithm>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline TensorType broadcast_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  return {broadcast(c, 0, 1), c.type(0).dtype};
-}
-
-inline TensorType bias_add_type(const TypeCall& c) {
-  c.require_same_dtype(0, 1);
-  c.require_rank(1, 1);
-  const std::size_t axis = c.axis("axis", c.type(0).ndim());
-  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
-                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
-  return c.type(0);
-}
-
-inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
-  static const auto schema = AttrSchema<host::BiasAddParams>().field(
-      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
-  return schema;
-}
-
-inline const AttrSchema<host::ClipParams>& clip_schema() {
-  using P = host::ClipParams;
-  static const auto schema = AttrSchema<P>()
-                                 .field("lo", &P::lo, "the lower bound", true)
-                                 .field("hi", &P::hi, "the upper bound", true);
-  return schema;
-}
-
-inline TensorType clip_type(const TypeCall& c) {
-  const host::ClipParams p = params_of(c, clip_schema());
-  if (c.type(0).dtype.is_integral())
-    host::clip_int_bounds(p, c.type(0).dtype, c.label);
-  else
-    host::validate(p, c.label);
-  return c.type(0);
-}
-
-inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
-
-}  // namespace detail
-
-DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
-  return detail::bias_add_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
-  return detail::clip_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
-  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
-DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
-  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
-}
-
-namespace detail {
-
-// add and mul of one shape (runtime::add, runtime::mul do not broadcast).
-inline FirmwareKernel binary_firmware(std::string op) {
-  const auto support = [op](const FirmwareStep& s) -> std::optional<std::string> {
-    const auto &a = s.input(0), &b = s.input(1);
-    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
-    if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same))
-      return std::nullopt;
-    return fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", op);
-  };
-  return {.support = support, .call = [op](const FirmwareStep& s) {
-            return elements_call("dlavm::runtime::" + op, s, 2);
-          }};
-}
-
-inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
-  const auto& x = s.input(0);
-  const auto axis = s.call.axis("axis", x.size());
-  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
-  return {"dlavm::runtime::bias_add",
-          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
-           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
-           FirmwareArg::dim(split.inner)}};
-}
-
-inline FirmwareCall clip_firmware(const FirmwareStep& s) {
-  const auto p = clip_params(s.call.attrs);
-  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
-  if (s.call.type(0).dtype.is_float()) {
-    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
-    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
-  } else {
-    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
-    c.args.push_back(FirmwareArg::typed(0, lo));
-    c.args.push_back(FirmwareArg::typed(0, hi));
-  }
-  return c;
-}
-
-}  // namespace detail
-
-DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
-  ops.add({.name = "add",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("add")});
-  ops.add({.name = "mul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("mul")});
-  ops.add({.name = "bias_add",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::bias_add_schema().specs(),
-           .type_rule = detail::bias_add_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
-               },
-           .firmware = {.call = detail::bias_add_firmware}});
-  ops.add({.name = "relu",
-           .type_rule = detail::same_type_as_input,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
-           .firmware = {.call = [](const FirmwareStep& s) {
-             return detail::elements_call("dlavm::runtime::relu", s, 1);
-           }}});
-  ops.add({.name = "clip",
-           .attrs = detail::clip_schema().specs(),
-           .type_rule = detail::clip_type,
-           .host_kernel = [](HostArgs a,
-                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
-           .firmware = {.call = detail::clip_firmware}});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/elementwise-inl.hpp
-#endif
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders and op
-// records. Semantics:
-// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
-//
-//   softmax(x, axis = -1)
-//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
-//   gelu(x)
-//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
-//   batch_norm(x, gamma, beta, mean, var, axis = 1, epsilon = 1e-5): the four [C], C = x's dim
-//                                     at axis (graph's fold_batch_norm pass folds it away)
-//
-//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers and exported CNNs: softmax,
-// layer_norm, gelu, causal_mask and batch_norm.
-// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
-// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
-//
-//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
-//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
-//                             NaN.
-//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
-//                             normalizes over the dims from axis to the last (D elements per
-//                             group); gamma and beta have exactly those dims:
-//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
-//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
-//                             (epsilon rounded to float32).
-//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
-//                             1 / sqrt(2) rounded to float32.
-//   batch_norm(x, gamma, beta, mean, var, {axis = 1, epsilon = 1e-5})
-//                             inference with running statistics, per index c along axis (the
-//                             channel; gamma, beta, mean and var have one value per channel):
-//                             y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + epsilon)) + beta[c]
-//                             (epsilon rounded to float32). graph's fold_batch_norm pass folds
-//                             it into the convolution or dense layer before it.
-//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
-//                             the N positions) over N keys; y = -infinity where key j lies after
-//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
-//                             softmax after it has no empty row.
-//
-//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-
-namespace dlavm::host {
-
-struct SoftmaxParams {
-  std::int64_t axis = -1;
-};
-struct LayerNormParams {
-  std::int64_t axis = -1;
-  double epsilon = 1e-5;
-};
-struct BatchNormParams {
-  std::int64_t axis = 1;
-  double epsilon = 1e-5;
-};
-
-te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
-te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
-                       const LayerNormParams& p = {});
-te::NDArray gelu(const te::NDArray& x);
-te::NDArray causal_mask(const te::NDArray& x);
-te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
-                       const te::NDArray& mean, const te::NDArray& var,
-                       const BatchNormParams& p = {});
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/float_ops-inl.hpp
-// Definitions for host/float_ops.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/float_ops.hpp
-// end dlavm/host/float_ops.hpp
 // begin dlavm/runtime/kernels.hpp
 // The host steps of a model as kernels over raw arrays: what firmware runs between VTA steps
 // (deploy::emit's generated code calls them) and what dlavm's host kernels (host/, graph's
@@ -24336,16 +23923,21 @@ te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma, const te:
 // are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
 // the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
 // output type. Standard library only, no exceptions, no heap, C++17; the caller checks
-// shapes (the generator did, at emit time).
+// shapes (the generator did, at emit time). The element-wise math and the reductions are
+// closed lists of kinds (Unary, Binary, Reduce), each kind's value defined once, the kernels
+// templates over the kind, so firmware holds the code of the kinds it calls only.
 //
 //   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
 //   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
 //   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+//   runtime::unary<runtime::Unary::Sigmoid>(x, y, n);
+//   runtime::reduce<runtime::Reduce::Mean>(x, y, shape, reduced, rank);
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace dlavm::runtime {
@@ -24562,31 +24154,62 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
   });
 }
 
-// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
-template <class T>
-void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
-               std::int64_t rank) {
-  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
+namespace detail {
+
+// A row-major walk over the indices of `shape` (rank at most 8) that keeps N offsets in step:
+// offset j moves by stride[j][k] along dim k. The loop of transpose, of a broadcast and of
+// a reduction.
+template <int N>
+struct Walk {
+  std::int64_t rank = 0;
+  std::int64_t shape[8] = {};
+  std::int64_t stride[N][8] = {};
+  std::int64_t index[8] = {};
+  std::int64_t at[N] = {};
+
+  // Appends a dim of extent n, with the offsets' strides along it.
+  void push(std::int64_t n, const std::int64_t (&steps)[N]) {
+    shape[rank] = n;
+    for (int j = 0; j < N; ++j) stride[j][rank] = steps[j];
+    ++rank;
+  }
+  // Moves to the next index, the offsets with it; false after the last (all back at 0).
+  bool next() {
+    for (std::int64_t k = rank; k-- > 0;) {
+      for (int j = 0; j < N; ++j) at[j] += stride[j][k];
+      if (++index[k] < shape[k]) return true;
+      for (int j = 0; j < N; ++j) at[j] -= stride[j][k] * shape[k];
+      index[k] = 0;
+    }
+    return false;
+  }
+};
+
+// The row-major strides of `shape` into `stride`; returns the element count.
+inline std::int64_t row_major_strides(const std::int64_t* shape, std::int64_t rank,
+                                      std::int64_t* stride) {
   std::int64_t n = 1;
   for (std::int64_t k = rank; k-- > 0;) {
     stride[k] = n;
     n *= shape[k];
   }
+  return n;
+}
+
+}  // namespace detail
+
+// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
+template <class T>
+void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
+               std::int64_t rank) {
+  std::int64_t stride[8] = {};
+  const std::int64_t n = detail::row_major_strides(shape, rank, stride);
   if (n == 0) return;
-  for (std::int64_t k = 0; k < rank; ++k) {
-    out_shape[k] = shape[perm[k]];
-    out_stride[k] = stride[perm[k]];
-  }
-  std::int64_t from = 0;
-  for (std::int64_t o = 0; o < n; ++o) {
-    y[o] = x[from];
-    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
-      from += out_stride[k];
-      if (++index[k] < out_shape[k]) break;
-      from -= out_stride[k] * out_shape[k];
-      index[k] = 0;
-    }
-  }
+  detail::Walk<1> w;  // over y's indices, the offset into x
+  for (std::int64_t k = 0; k < rank; ++k) w.push(shape[perm[k]], {stride[perm[k]]});
+  std::int64_t o = 0;
+  do y[o++] = x[w.at[0]];
+  while (w.next());
 }
 
 template <class T>
@@ -24723,24 +24346,201 @@ void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
 }
 
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
+// ---- element-wise math: the unary and binary functions of graph ops ----------------------
+// Each kind is defined once, by its value (unary_value, binary_value); the kernels apply it
+// over arrays, for the host kernels (host/unary.hpp, host/elementwise.hpp) and for firmware.
+// float: float32 arithmetic and <cmath>'s float functions. Integers (for the kinds
+// takes_integers allows): two's-complement results wrapped to T's width, computed in uint64 so
+// that no signed type overflows.
+
+enum class Unary : std::uint8_t {
+  Sigmoid,      // 1 / (1 + exp(-x))
+  Tanh,         // tanh(x)
+  Exp,          // exp(x)
+  Log,          // log(x): -inf at 0, NaN below
+  Sqrt,         // sqrt(x): NaN below 0, sqrt(-0) = -0
+  Erf,          // erf(x)
+  Abs,          // |x|: float with its sign cleared; integers wrap (the minimum stays)
+  Neg,          // -x: float with its sign flipped; integers 0 - x, wrapped
+  HardSigmoid,  // max(0, min(1, alpha * x + beta)); NaN stays NaN
+  HardSwish,    // x * hard_sigmoid(x) with alpha = 1/6 (as a float) and beta = 0.5
+  LeakyRelu,    // x < 0 ? alpha * x : x
+};
+inline constexpr int kUnaryCount = static_cast<int>(Unary::LeakyRelu) + 1;  // kinds 0, 1, ...
+constexpr bool takes_integers(Unary k) { return k == Unary::Abs || k == Unary::Neg; }
+
+enum class Binary : std::uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,      // float: IEEE (x / 0 is +-inf, 0 / 0 NaN); integers: the quotient truncated toward
+            // zero, x / 0 = 0, the minimum / -1 = the minimum (wraps)
+  Pow,      // std::pow of floats (powf: pow(x, 0) = 1 for any x, pow(1, y) = 1, a negative
+            // base to a non-integer power NaN)
+  Maximum,  // NaN when either operand is; of equal operands (-0 and +0) the first
+  Minimum,  // likewise
+  Prelu,    // a < 0 ? a * b : a (b the slope); integers wrap like Mul
+};
+inline constexpr int kBinaryCount = static_cast<int>(Binary::Prelu) + 1;
+constexpr bool takes_integers(Binary k) { return k != Binary::Pow; }
+
+namespace detail {
+
+// f(std::integral_constant<Kind, k>{}) for k one of the kinds I .. N - 1.
+template <class Kind, int I, int N, class F>
+decltype(auto) with_kind_from(Kind k, F& f) {
+  if constexpr (I + 1 < N)
+    if (k != static_cast<Kind>(I)) return with_kind_from<Kind, I + 1, N>(k, f);
+  return f(std::integral_constant<Kind, static_cast<Kind>(I)>{});
+}
+
+}  // namespace detail
+
+// Calls f(std::integral_constant<Unary, k>{}): the kind as a template argument, for the host
+// kernels that choose a kernel by it (likewise for Binary and Reduce, below).
+template <class F>
+decltype(auto) with_kind(Unary k, F&& f) {
+  return detail::with_kind_from<Unary, 0, kUnaryCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(Binary k, F&& f) {
+  return detail::with_kind_from<Binary, 0, kBinaryCount>(k, f);
+}
+
+namespace detail {
+
+inline float hard_sigmoid(float x, float alpha, float beta) {
+  const float v = alpha * x + beta;
+  return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+}
+
+template <Unary K>
+float unary_float(float x, [[maybe_unused]] float alpha, [[maybe_unused]] float beta) {
+  if constexpr (K == Unary::Sigmoid)
+    return 1.0f / (1.0f + std::exp(-x));
+  else if constexpr (K == Unary::Tanh)
+    return std::tanh(x);
+  else if constexpr (K == Unary::Exp)
+    return std::exp(x);
+  else if constexpr (K == Unary::Log)
+    return std::log(x);
+  else if constexpr (K == Unary::Sqrt)
+    return std::sqrt(x);
+  else if constexpr (K == Unary::Erf)
+    return std::erf(x);
+  else if constexpr (K == Unary::Abs)
+    return std::fabs(x);
+  else if constexpr (K == Unary::Neg)
+    return -x;
+  else if constexpr (K == Unary::HardSigmoid)
+    return hard_sigmoid(x, alpha, beta);
+  else if constexpr (K == Unary::HardSwish)
+    return x * hard_sigmoid(x, 1.0f / 6.0f, 0.5f);
+  else if constexpr (K == Unary::LeakyRelu)
+    return x < 0.0f ? alpha * x : x;
+}
+
+template <Binary K>
+float binary_float(float a, float b) {
+  if constexpr (K == Binary::Add)
+    return a + b;
+  else if constexpr (K == Binary::Sub)
+    return a - b;
+  else if constexpr (K == Binary::Mul)
+    return a * b;
+  else if constexpr (K == Binary::Div)
+    return a / b;
+  else if constexpr (K == Binary::Pow)
+    return std::pow(a, b);
+  else if constexpr (K == Binary::Maximum)
+    return (std::isnan(b) || b > a) ? b : a;
+  else if constexpr (K == Binary::Minimum)
+    return (std::isnan(b) || b < a) ? b : a;
+  else if constexpr (K == Binary::Prelu)
+    return a < 0.0f ? a * b : a;
+}
+
+template <Binary K, class T>
+T binary_integer(T a, T b) {
+  static_assert(takes_integers(K), "this binary function takes float only");
+  const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
+  constexpr bool is_signed = std::is_signed_v<T>;
+  if constexpr (K == Binary::Add) return static_cast<T>(ua + ub);
+  if constexpr (K == Binary::Sub) return static_cast<T>(ua - ub);
+  if constexpr (K == Binary::Mul) return static_cast<T>(ua * ub);
+  if constexpr (K == Binary::Div) {
+    if (b == T(0)) return T(0);
+    if constexpr (is_signed)
+      if (b == T(-1)) return static_cast<T>(0 - ua);  // the minimum / -1 overflows: wrap
+    return static_cast<T>(a / b);
+  }
+  if constexpr (K == Binary::Maximum) return b > a ? b : a;
+  if constexpr (K == Binary::Minimum) return b < a ? b : a;
+  if constexpr (K == Binary::Prelu) {
+    if constexpr (is_signed) return a < T(0) ? static_cast<T>(ua * ub) : a;
+    return a;  // unsigned: never below 0
+  }
+  return T(0);  // not reached (Pow is float only)
+}
+
+}  // namespace detail
+
+// The value of a unary kind at x: alpha and beta are HardSigmoid's and LeakyRelu's (the
+// others ignore them).
+template <Unary K, class T>
+T unary_value(T x, [[maybe_unused]] float alpha = 0.0f, [[maybe_unused]] float beta = 0.0f) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(detail::unary_float<K>(static_cast<float>(x), alpha, beta));
+  } else {
+    static_assert(takes_integers(K), "this unary function takes float only");
+    const auto negated = static_cast<T>(0 - static_cast<std::uint64_t>(x));
+    if constexpr (K == Unary::Neg)
+      return negated;
+    else if constexpr (std::is_signed_v<T>)
+      return x < T(0) ? negated : x;
     else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+      return x;  // the absolute value of an unsigned x
   }
 }
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+
+template <Binary K, class T>
+T binary_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(detail::binary_float<K>(static_cast<float>(a), static_cast<float>(b)));
+  else
+    return detail::binary_integer<K>(a, b);
+}
+
+// y = f(x) over n elements.
+template <Unary K, class T>
+void unary(const T* x, T* y, std::int64_t n, float alpha = 0.0f, float beta = 0.0f) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = unary_value<K>(x[i], alpha, beta);
+}
+
+// y = f(a, b) of one shape (n elements).
+template <Binary K, class T>
+void binary(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = binary_value<K>(a[i], b[i]);
+}
+
+// y = f(a, b) under numpy broadcasting: y of `shape`, a and b of a_shape and b_shape aligned
+// to its `rank` dims (at most 8; leading 1s where an operand has fewer), each dim equal to
+// y's or 1 (stretched).
+template <Binary K, class T>
+void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
+                      const std::int64_t* a_shape, const std::int64_t* b_shape, std::int64_t rank) {
+  std::int64_t as[8] = {}, bs[8] = {}, n = 1;
+  detail::row_major_strides(a_shape, rank, as);
+  detail::row_major_strides(b_shape, rank, bs);
+  detail::Walk<2> w;  // over y's indices, the offsets into a and b
+  for (std::int64_t k = 0; k < rank; ++k) {
+    w.push(shape[k], {a_shape[k] == 1 ? 0 : as[k], b_shape[k] == 1 ? 0 : bs[k]});
+    n *= shape[k];
   }
+  if (n == 0) return;
+  std::int64_t o = 0;
+  do y[o++] = binary_value<K>(a[w.at[0]], b[w.at[1]]);
+  while (w.next());
 }
 
 // y = x + b for a scalar b, wrapped to T's width.
@@ -24838,20 +24638,6 @@ inline void layer_norm(const float* x, const float* gamma, const float* beta, fl
   }
 }
 
-// x [outer, channels, inner] normalized per channel with running statistics (inference):
-// y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c].
-inline void batch_norm(const float* x, const float* gamma, const float* beta, const float* mean,
-                       const float* var, float* y, std::int64_t outer, std::int64_t channels,
-                       std::int64_t inner, float eps) {
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const float scale = gamma[c] / std::sqrt(var[c] + eps);
-    for (std::int64_t o = 0; o < outer; ++o) {
-      const std::int64_t base = (o * channels + c) * inner;
-      for (std::int64_t i = base; i < base + inner; ++i) y[i] = (x[i] - mean[c]) * scale + beta[c];
-    }
-  }
-}
-
 // x [..., M, N] (`rows` rows of N, M queries that are the last M of N positions): query i sees
 // the positions up to its own, N - M + i; the later ones become -infinity.
 inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_t m,
@@ -24862,28 +24648,132 @@ inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_
     for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
 }
 
-// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
-// wins), exponentials summed in order, each divided by the sum.
-inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
-                    std::int64_t inner) {
+namespace detail {
+
+// The maximum of the `extent` elements x[0], x[inner], x[2 * inner], ...; a NaN wins.
+inline float row_max(const float* x, std::int64_t extent, std::int64_t inner) {
+  float m = x[0];
+  for (std::int64_t j = 1; j < extent; ++j) {
+    const float v = x[j * inner];
+    if (v > m || std::isnan(v)) m = v;
+    if (std::isnan(m)) break;
+  }
+  return m;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// Calls f(x, y, m) for each row along the axis of [outer, extent, inner]: x and y at the row's
+// first element (the next ones `inner` apart), m the row's maximum (a NaN wins).
+template <class F>
+void for_each_row(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                  std::int64_t inner, F&& f) {
   if (extent == 0) return;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
       const std::int64_t base = o * extent * inner + i;
-      float m = src[base];
-      for (std::int64_t j = 1; j < extent; ++j) {
-        const float v = src[base + j * inner];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < extent; ++j) {
-        const float e = std::exp(src[base + j * inner] - m);
-        dst[base + j * inner] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+      f(src + base, dst + base, row_max(src + base, extent, inner));
     }
+}
+
+}  // namespace detail
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  detail::for_each_row(src, dst, outer, extent, inner, [&](const float* x, float* y, float m) {
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < extent; ++j) {
+      y[j * inner] = std::exp(x[j * inner] - m);
+      s += y[j * inner];
+    }
+    for (std::int64_t j = 0; j < extent; ++j) y[j * inner] /= s;
+  });
+}
+
+// Log-softmax along an axis of x seen as [outer, extent, inner]: with m the maximum (a NaN
+// wins) and s the exponentials exp(x_j - m) summed in order, y_i = (x_i - m) - log(s).
+inline void log_softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                        std::int64_t inner) {
+  detail::for_each_row(src, dst, outer, extent, inner, [&](const float* x, float* y, float m) {
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < extent; ++j) s += std::exp(x[j * inner] - m);
+    const float log_s = std::log(s);
+    for (std::int64_t j = 0; j < extent; ++j) y[j * inner] = (x[j * inner] - m) - log_s;
+  });
+}
+
+// ---- reductions ---------------------------------------------------------------------------
+// Over the elements of each output in ascending index order (the order of x), starting from
+// the first of them:
+//   Sum      float: s = x0 + x1 + ...; integers: wrapped to T's width (as Add)
+//   Mean     float: the sum divided by the count (as a float); integers: the exact sum (in
+//            int64, so T of at most 32 bits) divided by the count truncating toward zero
+//   Maximum  float: a NaN wins; of equal elements (-0 and +0) the first
+//   Minimum  likewise
+// A reduction over no element gives Sum 0, Mean NaN (float) or 0 (integers), Maximum -inf or
+// T's minimum, Minimum +inf or T's maximum (ONNX's rule).
+enum class Reduce : std::uint8_t { Sum, Mean, Maximum, Minimum };
+inline constexpr int kReduceCount = static_cast<int>(Reduce::Minimum) + 1;
+
+template <class F>
+decltype(auto) with_kind(Reduce k, F&& f) {
+  return detail::with_kind_from<Reduce, 0, kReduceCount>(k, f);
+}
+
+namespace detail {
+
+template <Reduce K, class T>
+T reduce_empty() {
+  constexpr bool is_float = std::is_floating_point_v<T>;
+  if constexpr (K == Reduce::Mean && is_float) return std::numeric_limits<T>::quiet_NaN();
+  if constexpr (K == Reduce::Maximum)
+    return is_float ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  if constexpr (K == Reduce::Minimum)
+    return is_float ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  return T(0);
+}
+
+// The reduction of x[w.at[0]] over the `count` (> 0) indices of w, w at its first.
+template <Reduce K, class T>
+T reduce_run(const T* x, Walk<1>& w, std::int64_t count) {
+  if constexpr (K == Reduce::Maximum || K == Reduce::Minimum) {
+    constexpr Binary pick = K == Reduce::Maximum ? Binary::Maximum : Binary::Minimum;
+    T m = x[0];
+    while (w.next()) m = binary_value<pick>(m, x[w.at[0]]);
+    return m;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    T s = x[0];
+    while (w.next()) s += x[w.at[0]];
+    return K == Reduce::Mean ? s / static_cast<T>(count) : s;
+  } else {
+    std::uint64_t s = static_cast<std::uint64_t>(x[0]);
+    while (w.next()) s += static_cast<std::uint64_t>(x[w.at[0]]);
+    if constexpr (K == Reduce::Sum) return static_cast<T>(s);
+    if constexpr (std::is_signed_v<T>) return static_cast<T>(static_cast<std::int64_t>(s) / count);
+    return static_cast<T>(s / static_cast<std::uint64_t>(count));
+  }
+}
+
+}  // namespace detail
+
+// y = the reduction of x (of `shape`, rank at most 8) over the dims k with reduced[k], y
+// holding the other dims in order (graph's firmware kernel merges neighbouring dims first).
+template <Reduce K, class T>
+void reduce(const T* x, T* y, const std::int64_t* shape, const bool* reduced, std::int64_t rank) {
+  std::int64_t stride[8] = {}, outputs = 1, count = 1;
+  detail::row_major_strides(shape, rank, stride);
+  detail::Walk<1> kept, over;  // the outputs' indices, and the indices one output reduces
+  for (std::int64_t k = 0; k < rank; ++k) {
+    (reduced[k] ? over : kept).push(shape[k], {stride[k]});
+    (reduced[k] ? count : outputs) *= shape[k];
+  }
+  for (std::int64_t o = 0; o < outputs; ++o, kept.next())
+    y[o] = count == 0 ? detail::reduce_empty<K, T>()
+                      : detail::reduce_run<K>(x + kept.at[0], over, count);
 }
 
 // ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
@@ -24955,191 +24845,6 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
     }
 }
 
-// ---- data movement: slices, tiles and gathers -----------------------------------------
-
-namespace detail {
-
-// Walks y [out[0], ..., out[rank-1]] in row-major order from dim k on, copying into it the
-// element of x [shape[0], ...] whose index along each dim j is from(j, i_j); returns the
-// position in y after the walk. Recursion over the dims: any rank, no index arrays.
-template <class T, class From>
-T* copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
-                std::int64_t rank, std::int64_t k, From&& from) {
-  std::int64_t stride = 1;  // of dim k in x
-  for (std::int64_t j = k + 1; j < rank; ++j) stride *= shape[j];
-  for (std::int64_t i = 0; i < out[k]; ++i) {
-    const T* at = x + from(k, i) * stride;
-    if (k + 1 == rank)
-      *y++ = *at;
-    else
-      y = copy_by_dims(at, y, shape, out, rank, k + 1, from);
-  }
-  return y;
-}
-
-// y's elements from x by `from`; a rank-0 y is x's one element, an empty y reads nothing.
-template <class T, class From>
-void copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
-                  std::int64_t rank, From&& from) {
-  if (rank == 0) {
-    y[0] = x[0];
-    return;
-  }
-  for (std::int64_t k = 0; k < rank; ++k)
-    if (out[k] == 0) return;
-  copy_by_dims(x, y, shape, out, rank, 0, from);
-}
-
-}  // namespace detail
-
-// ONNX Slice with the bounds resolved (host::slice_axis): y [out] from x [shape], both of rank
-// `rank`, y[i_0, ..., i_{r-1}] = x[start[0] + i_0 * step[0], ...]. Every index read lies in x
-// (the caller resolved start, step and out so).
-template <class T>
-void strided_slice(const T* x, T* y, const std::int64_t* shape, const std::int64_t* start,
-                   const std::int64_t* step, const std::int64_t* out, std::int64_t rank) {
-  detail::copy_by_dims(x, y, shape, out, rank,
-                       [&](std::int64_t k, std::int64_t i) { return start[k] + i * step[k]; });
-}
-
-// y [out] = x [shape] repeated: y[i_0, ..., i_{r-1}] = x[i_0 mod shape[0], ...], both of rank
-// `rank` (x's shape padded with leading 1s to it). ONNX Tile (out = shape * repeats) and
-// numpy broadcasting (ONNX Expand: each dim of x is 1 or out's). shape[k] >= 1 wherever
-// out[k] >= 1 (a dim of x that is 0 leaves y empty, as the caller's out says).
-template <class T>
-void tile(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out, std::int64_t rank) {
-  detail::copy_by_dims(x, y, shape, out, rank,
-                       [&](std::int64_t k, std::int64_t i) { return i % shape[k]; });
-}
-
-// ONNX Gather over x seen as [outer, extent, inner]: y[o, j, i] = x[o, index[j], i] for the
-// `count` indices (of any integer type I); an index in [-extent, -1] counts from the end. An
-// index outside [-extent, extent) is clamped to the nearest end (firmware has no exceptions;
-// host::take raises before it gets here); with extent 0 nothing can be read and y is zeros.
-// Returns how many of the indices were clamped.
-template <class T, class I>
-std::int64_t take(const T* x, const I* index, T* y, std::int64_t outer, std::int64_t extent,
-                  std::int64_t inner, std::int64_t count) {
-  if (extent == 0) {
-    for (std::int64_t k = 0; k < outer * count * inner; ++k) y[k] = T(0);
-    return count;
-  }
-  std::int64_t clamped = 0;
-  for (std::int64_t j = 0; j < count; ++j) {
-    std::int64_t at = static_cast<std::int64_t>(index[j]);
-    if (at < 0 && at >= -extent) at += extent;
-    if (at < 0 || at >= extent) {
-      ++clamped;
-      at = at < 0 ? 0 : extent - 1;
-    }
-    for (std::int64_t o = 0; o < outer; ++o) {
-      T* dst = y + (o * count + j) * inner;
-      const T* src = x + (o * extent + at) * inner;
-      for (std::int64_t i = 0; i < inner; ++i) dst[i] = src[i];
-    }
-  }
-  return clamped;
-}
-
-// ---- resize2d: ONNX Resize over the last two dims ---------------------------------------
-//
-// planes [h, w] -> [oh, ow]. Along each dim (in elements resized to out), output index i reads
-// the source coordinate c(i) of the coordinate transformation, s the scale (given, or out / in
-// when the sizes were given, computed in double) and L = s * in (ONNX's resized length, not
-// rounded):
-//   half_pixel          c = (i + 0.5) / s - 0.5
-//   asymmetric          c = i / s
-//   align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
-//   pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
-// all in double. nearest: the element at c rounded by the nearest mode (an integral c is
-// itself; round_prefer_floor takes floor(c) when the fraction is at most 0.5, round_prefer_ceil
-// when it is below 0.5; floor; ceil), clamped to [0, in - 1]. linear: with f = floor(c) and
-// r = c - f, (1 - r) * x[f] + r * x[f + 1] with both indices clamped to [0, in - 1] (the edge
-// repeats), first along the rows and then along the columns, in double, rounded to float at
-// the end (as ONNX's reference). h and w are >= 1.
-struct ResizeShape {
-  std::int64_t planes, h, w, oh, ow;
-  float scale_h, scale_w;    // 0: out / in (the sizes were given)
-  std::int32_t coordinates;  // 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
-  std::int32_t nearest;      // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
-};
-
-inline double resize_source(std::int64_t i, std::int64_t in, std::int64_t out, float scale,
-                            std::int32_t coordinates) {
-  const double s =
-      scale > 0 ? static_cast<double>(scale) : static_cast<double>(out) / static_cast<double>(in);
-  const double length = s * static_cast<double>(in);
-  const double x = static_cast<double>(i);
-  switch (coordinates) {
-    case 1:
-      return x / s;
-    case 2:
-      return length == 1.0 ? 0.0 : x * static_cast<double>(in - 1) / (length - 1.0);
-    case 3:
-      return length == 1.0 ? 0.0 : (x + 0.5) / s - 0.5;
-    default:
-      return (x + 0.5) / s - 0.5;
-  }
-}
-
-// An index in [0, in - 1]: v clamped (v may lie far outside, or be infinite).
-inline std::int64_t resize_clamp(double v, std::int64_t in) {
-  if (!(v > 0.0)) return 0;
-  return v >= static_cast<double>(in - 1) ? in - 1 : static_cast<std::int64_t>(v);
-}
-
-inline std::int64_t resize_nearest_index(double c, std::int64_t in, std::int32_t nearest) {
-  const double f = std::floor(c), r = c - f;
-  if (r == 0.0) return resize_clamp(c, in);
-  const bool up = nearest == 0 ? r > 0.5 : nearest == 1 ? r >= 0.5 : nearest == 3;
-  return resize_clamp(up ? f + 1.0 : f, in);
-}
-
-template <class T>
-void resize2d_nearest(const T* x, T* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const std::int64_t iy = resize_nearest_index(
-          resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h, d.nearest);
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y)
-        *y = plane[iy * d.w +
-                   resize_nearest_index(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w,
-                                        d.nearest)];
-    }
-  }
-}
-
-// The two neighbours of source coordinate c and the weight of the second.
-struct ResizeTaps {
-  std::int64_t lo, hi;
-  double r;
-};
-inline ResizeTaps resize_linear_taps(double c, std::int64_t in) {
-  const double f = std::floor(c);
-  return {resize_clamp(f, in), resize_clamp(f + 1.0, in), c - f};
-}
-
-inline void resize2d_linear(const float* x, float* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const float* plane = x + p * d.h * d.w;
-    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
-      const ResizeTaps ty =
-          resize_linear_taps(resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h);
-      const float* r0 = plane + ty.lo * d.w;
-      const float* r1 = plane + ty.hi * d.w;
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y) {
-        const ResizeTaps tx =
-            resize_linear_taps(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w);
-        // the rows first, then the columns
-        const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
-        const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
-        *y = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
-      }
-    }
-  }
-}
-
 // y = x, for reshape and flatten (the same elements in row-major order).
 template <class T>
 void copy(const T* x, T* y, std::int64_t n) {
@@ -25147,6 +24852,571 @@ void copy(const T* x, T* y, std::int64_t n) {
 }
 
 }  // namespace dlavm::runtime
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+#include <utility>
+
+namespace dlavm::host {
+
+struct BiasAddParams {
+  std::int64_t axis = 1;
+};
+
+struct ClipParams {
+  double lo = 0;
+  double hi = 0;
+};
+
+// ValueError naming `who` when lo > hi.
+void validate(const ClipParams& p, std::string_view who);
+// The integer bounds clip uses for an integer dtype: ceil(lo) and floor(hi) within the dtype's
+// range; ValueError naming `who` when no value of the dtype lies in [lo, hi].
+std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType dtype,
+                                                      std::string_view who);
+
+struct BinaryOp {
+  runtime::Binary kind;
+  std::string_view name;        // the graph op: "maximum"
+  std::string_view enumerator;  // runtime::Binary's, as a firmware call spells it: "Maximum"
+};
+
+inline constexpr BinaryOp kBinaryOps[] = {
+    {runtime::Binary::Add, "add", "Add"},
+    {runtime::Binary::Sub, "sub", "Sub"},
+    {runtime::Binary::Mul, "mul", "Mul"},
+    {runtime::Binary::Div, "div", "Div"},
+    {runtime::Binary::Pow, "pow", "Pow"},
+    {runtime::Binary::Maximum, "maximum", "Maximum"},
+    {runtime::Binary::Minimum, "minimum", "Minimum"},
+    {runtime::Binary::Prelu, "prelu", "Prelu"},
+};
+static_assert(std::size(kBinaryOps) == runtime::kBinaryCount);
+
+constexpr const BinaryOp& binary_op(runtime::Binary kind) {
+  return kBinaryOps[static_cast<std::size_t>(kind)];
+}
+
+// y = f(a, b) for the op of `kind` (prelu: a is x, b the slope); TypeError naming the op for
+// dtypes it does not take, ShapeError for shapes that do not broadcast.
+te::NDArray binary(runtime::Binary kind, const te::NDArray& a, const te::NDArray& b);
+te::NDArray add(const te::NDArray& a, const te::NDArray& b);
+te::NDArray mul(const te::NDArray& a, const te::NDArray& b);
+te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b, const BiasAddParams& p = {});
+te::NDArray relu(const te::NDArray& x);
+te::NDArray clip(const te::NDArray& x, const ClipParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/elementwise-inl.hpp
+// Definitions for host/elementwise.hpp. Broadcasting walks the output row by row: the last
+// dim is a contiguous loop whose operands advance by 1 or stay (a stretched dim).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/elementwise.hpp
+// end dlavm/host/elementwise.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
+template <class T, class F>
+void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
+                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     F&& f) {
+  if (os.empty()) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
+  const std::int64_t last = os.back();
+  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
+  // operands as [outer..., last]: offsets of each row, and the step within a row
+  auto rows_of = [&](std::span<const std::int64_t> s) {
+    const std::int64_t row = s.empty() ? 1 : s.back();
+    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
+  };
+  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
+  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
+  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
+  for (std::size_t r = 0; r < a_rows.size(); ++r) {
+    const T* ar = a + a_rows[r];
+    const T* br = b + b_rows[r];
+    T* orow = out + static_cast<std::int64_t>(r) * last;
+    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
+  }
+}
+
+// f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and
+// then wrapped to the dtype (host/common.hpp's with_integer_type). `x_shape`: the result must
+// keep a's shape (prelu's unidirectional broadcast).
+template <runtime::Binary K>
+te::NDArray binary_kernel(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                          bool x_shape = false) {
+  require_same_dtype(who, a, b);
+  if (!runtime::takes_integers(K)) require_float32(who, "a", a);
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
+                      shape_str(a.shape()), shape_str(b.shape()));
+  if (x_shape && *shape != a.shape())
+    raise<ShapeError>(
+        "{}: the slope's shape {} would stretch x {} to {}; the slope broadcasts to x's shape", who,
+        shape_str(b.shape()), shape_str(a.shape()), shape_str(*shape));
+  te::NDArray y(a.dtype(), *shape);
+  if (a.dtype().is_float()) {
+    broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
+                    *shape, runtime::binary_value<K, float>);
+  } else if constexpr (runtime::takes_integers(K)) {
+    with_integer_type(a.dtype(), [&](auto t) {
+      using T = decltype(t);
+      broadcast_apply(elements_as<T>(a), a.shape(), elements_as<T>(b), b.shape(), elements_as<T>(y),
+                      *shape, runtime::binary_value<K, T>);
+    });
+    wrap_elements(y);
+  }
+  return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void validate(const ClipParams& p, std::string_view who) {
+  if (!(p.lo <= p.hi))
+    raise<ValueError>("{}: attribute 'lo' ({}) is greater than 'hi' ({})", who, p.lo, p.hi);
+}
+
+DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipParams& p, DType t,
+                                                                   std::string_view who) {
+  validate(p, who);
+  // bounds within the dtype's range (doubles beyond it saturate)
+  const double lo_d = std::max(std::ceil(p.lo), static_cast<double>(t.min_value()));
+  const double hi_d = std::min(std::floor(p.hi), static_cast<double>(t.max_value()));
+  if (lo_d > hi_d)
+    raise<ValueError>("{}: no {} value lies in [lo, hi] = [{}, {}]", who, t, p.lo, p.hi);
+  const auto lo =
+      lo_d <= static_cast<double>(t.min_value()) ? t.min_value() : static_cast<std::int64_t>(lo_d);
+  const auto hi =
+      hi_d >= static_cast<double>(t.max_value()) ? t.max_value() : static_cast<std::int64_t>(hi_d);
+  return {lo, hi};
+}
+
+DLAVM_INLINE te::NDArray binary(runtime::Binary kind, const te::NDArray& a, const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", binary_op(kind).name);
+  return runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Binary K = decltype(tag)::value;
+    return detail::binary_kernel<K>(who, a, b, K == runtime::Binary::Prelu);
+  });
+}
+
+DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
+  return binary(runtime::Binary::Add, a, b);
+}
+
+DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
+  return binary(runtime::Binary::Mul, a, b);
+}
+
+DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
+                                  const BiasAddParams& p) {
+  constexpr std::string_view who = "host::bias_add";
+  detail::require_same_dtype(who, x, b);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (b.ndim() != 1 || b.shape()[0] != x.shape()[axis])
+    raise<ShapeError>("{}: b must have shape [{}] (dim {} of x {}), got {}", who, x.shape()[axis],
+                      axis, detail::shape_str(x.shape()), detail::shape_str(b.shape()));
+  // b as [C, 1, ..., 1] broadcasts along the axis
+  std::vector<std::int64_t> b_shape(x.ndim() - axis, 1);
+  b_shape[0] = b.shape()[0];
+  te::NDArray b_view(b.dtype(), b_shape);
+  if (b.dtype().is_float())
+    std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
+  else
+    std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
+  return detail::binary_kernel<runtime::Binary::Add>(who, x, b_view);
+}
+
+DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    for (float& v : y.fdata()) v = v < 0.0f ? 0.0f : v;
+  } else {
+    for (std::int64_t& v : y.data()) v = v < 0 ? 0 : v;
+  }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray clip(const te::NDArray& x, const ClipParams& p) {
+  constexpr std::string_view who = "host::clip";
+  validate(p, who);
+  te::NDArray y = x;
+  if (x.dtype().is_float()) {
+    const float lo = static_cast<float>(p.lo), hi = static_cast<float>(p.hi);
+    for (float& v : y.fdata()) v = v < lo ? lo : (v > hi ? hi : v);
+    return y;
+  }
+  const auto [lo, hi] = clip_int_bounds(p, x.dtype(), who);
+  for (std::int64_t& v : y.data()) v = std::clamp(v, lo, hi);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/elementwise-inl.hpp
+#endif
+// end dlavm/host/elementwise.hpp
+
+namespace dlavm::graph {
+
+// The call of the binary op of `kind` (host::binary_op(kind).name).
+Expr binary(runtime::Binary kind, Expr a, Expr b);
+Expr add(Expr a, Expr b);
+Expr sub(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr div(Expr a, Expr b);
+Expr pow(Expr a, Expr b);
+Expr maximum(Expr a, Expr b);
+Expr minimum(Expr a, Expr b);
+Expr prelu(Expr x, Expr slope);
+Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p = {});
+Expr relu(Expr x);
+Expr clip(Expr x, const host::ClipParams& p);
+// The parameters in a bias_add / clip call's (normalized) attributes.
+host::BiasAddParams bias_add_params(const Attrs& attrs);
+host::ClipParams clip_params(const Attrs& attrs);
+
+void add_elementwise_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/elementwise-inl.hpp
+// Definitions for graph/ops/elementwise.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline TensorType broadcast_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+// The slope broadcasts to x's shape (ONNX's unidirectional broadcast): aligned at the end,
+// each of its dims is 1 or provably x's.
+inline TensorType prelu_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  const auto& x = c.type(0).shape;
+  const auto& slope = c.type(1).shape;
+  if (slope.size() > x.size())
+    raise<ShapeError>("{}: {} {} has more dims than {} {}; the slope broadcasts to x's shape",
+                      c.label, c.arg(1), shape_text(slope), c.arg(0), shape_text(x));
+  const std::size_t skip = x.size() - slope.size();
+  for (std::size_t k = 0; k < slope.size(); ++k)
+    if (ne::simplify(slope[k]).as_int() != 1)
+      c.require_equal(slope[k], fmt::format("{} dim {}", c.arg(1), k), x[skip + k],
+                      fmt::format("{} dim {} (a slope dim is 1 or x's)", c.arg(0), skip + k));
+  return c.type(0);
+}
+
+inline TensorType bias_add_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  c.require_rank(1, 1);
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  c.require_equal(c.type(1).shape[0], fmt::format("{} dim 0", c.arg(1)), c.type(0).shape[axis],
+                  fmt::format("{} dim {} (the axis)", c.arg(0), axis));
+  return c.type(0);
+}
+
+inline const AttrSchema<host::BiasAddParams>& bias_add_schema() {
+  static const auto schema = AttrSchema<host::BiasAddParams>().field(
+      "axis", &host::BiasAddParams::axis, "the axis the bias runs along (negative: from the end)");
+  return schema;
+}
+
+inline const AttrSchema<host::ClipParams>& clip_schema() {
+  using P = host::ClipParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("lo", &P::lo, "the lower bound", true)
+                                 .field("hi", &P::hi, "the upper bound", true);
+  return schema;
+}
+
+inline TensorType clip_type(const TypeCall& c) {
+  const host::ClipParams p = params_of(c, clip_schema());
+  if (c.type(0).dtype.is_integral())
+    host::clip_int_bounds(p, c.type(0).dtype, c.label);
+  else
+    host::validate(p, c.label);
+  return c.type(0);
+}
+
+inline TensorType same_type_as_input(const TypeCall& c) { return c.type(0); }
+
+}  // namespace detail
+
+DLAVM_INLINE host::BiasAddParams bias_add_params(const Attrs& attrs) {
+  return detail::bias_add_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
+  return detail::clip_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr binary(runtime::Binary kind, Expr a, Expr b) {
+  return call(std::string(host::binary_op(kind).name), {std::move(a), std::move(b)});
+}
+DLAVM_INLINE Expr add(Expr a, Expr b) { return binary(runtime::Binary::Add, a, b); }
+DLAVM_INLINE Expr sub(Expr a, Expr b) { return binary(runtime::Binary::Sub, a, b); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return binary(runtime::Binary::Mul, a, b); }
+DLAVM_INLINE Expr div(Expr a, Expr b) { return binary(runtime::Binary::Div, a, b); }
+DLAVM_INLINE Expr pow(Expr a, Expr b) { return binary(runtime::Binary::Pow, a, b); }
+DLAVM_INLINE Expr maximum(Expr a, Expr b) { return binary(runtime::Binary::Maximum, a, b); }
+DLAVM_INLINE Expr minimum(Expr a, Expr b) { return binary(runtime::Binary::Minimum, a, b); }
+DLAVM_INLINE Expr prelu(Expr x, Expr slope) { return binary(runtime::Binary::Prelu, x, slope); }
+DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
+  return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr relu(Expr x) { return call("relu", {std::move(x)}); }
+DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
+  return call("clip", {std::move(x)}, detail::clip_schema().to_attrs(p));
+}
+
+namespace detail {
+
+// runtime::binary<kind>(a, b, y, elements) for operands of one shape; else
+// runtime::binary_broadcast<kind>(a, b, y, shape, a_shape, b_shape, rank), the operands'
+// shapes aligned to the result's rank (at most 8) with leading 1s.
+inline FirmwareKernel binary_firmware(runtime::Binary kind) {
+  const auto same_shape = [](const FirmwareStep& s) {
+    const auto &a = s.input(0), &b = s.input(1);
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
+  };
+  const auto support = [same_shape, kind](const FirmwareStep& s) -> std::optional<std::string> {
+    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
+    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)",
+                       host::binary_op(kind).name, s.result.shape.size());
+  };
+  const auto call = [same_shape, kind](const FirmwareStep& s) {
+    const auto enumerator = host::binary_op(kind).enumerator;
+    if (same_shape(s))
+      return elements_call(
+          fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator), s, 2);
+    const std::size_t rank = s.result.shape.size();
+    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
+      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+      for (std::size_t k = 0; k < rank; ++k)
+        l.items.push_back(
+            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
+      return l;
+    };
+    return FirmwareCall{
+        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
+        {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+         FirmwareArg::local("shape"), FirmwareArg::local("a_shape"), FirmwareArg::local("b_shape"),
+         FirmwareArg::integer(static_cast<std::int64_t>(rank))},
+        {aligned("shape", s.result.shape), aligned("a_shape", s.input(0)),
+         aligned("b_shape", s.input(1))}};
+  };
+  return {.support = support, .call = call};
+}
+
+inline OpRecord binary_record(const host::BinaryOp& op) {
+  const runtime::Binary kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .min_args = 2,
+      .max_args = 2,
+      .type_rule = kind == runtime::Binary::Prelu ? TypeRule(prelu_type) : TypeRule(broadcast_type),
+      .host_kernel = [kind](HostArgs a, const Attrs&) { return host::binary(kind, *a[0], *a[1]); },
+      .host_support = runtime::takes_integers(kind) ? SupportRule(host_float32_or_integers)
+                                                    : SupportRule(host_float32_only),
+      .firmware = binary_firmware(kind)};
+}
+
+inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto axis = s.call.axis("axis", x.size());
+  const auto split = host::split_at(std::span<const ne::Expr>(x), axis);
+  return {"dlavm::runtime::bias_add",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner)}};
+}
+
+inline FirmwareCall clip_firmware(const FirmwareStep& s) {
+  const auto p = clip_params(s.call.attrs);
+  FirmwareCall c = elements_call("dlavm::runtime::clip", s, 1);
+  if (s.call.type(0).dtype.is_float()) {
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.lo)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(p.hi)));
+  } else {
+    const auto [lo, hi] = host::clip_int_bounds(p, s.call.type(0).dtype, "clip");
+    c.args.push_back(FirmwareArg::typed(0, lo));
+    c.args.push_back(FirmwareArg::typed(0, hi));
+  }
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
+  for (const host::BinaryOp& op : host::kBinaryOps) ops.add(detail::binary_record(op));
+  ops.add({.name = "bias_add",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::bias_add_schema().specs(),
+           .type_rule = detail::bias_add_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::bias_add(*a[0], *a[1], bias_add_params(attrs));
+               },
+           .firmware = {.call = detail::bias_add_firmware}});
+  ops.add({.name = "relu",
+           .type_rule = detail::same_type_as_input,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::relu(*a[0]); },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::elements_call("dlavm::runtime::relu", s, 1);
+           }}});
+  ops.add({.name = "clip",
+           .attrs = detail::clip_schema().specs(),
+           .type_rule = detail::clip_type,
+           .host_kernel = [](HostArgs a,
+                             const Attrs& attrs) { return host::clip(*a[0], clip_params(attrs)); },
+           .firmware = {.call = detail::clip_firmware}});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/elementwise-inl.hpp
+#endif
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// Graph ops softmax, log_softmax, layer_norm, gelu and causal_mask: typed builders and op
+// records. Semantics:
+// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// so until a device computes them in integers, infer_type rejects other dtypes as "no device
+// supports".
+//
+//   softmax(x, axis = -1), log_softmax(x, axis = -1)
+//   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
+//   gelu(x)
+//   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//
+//   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/float_ops.hpp
+// Host kernels for the float32-only ops of transformer layers: softmax, log_softmax,
+// layer_norm, gelu and causal_mask.
+// The semantics below are the definition the graph ops must reproduce. All arithmetic is in
+// float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
+//
+//   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
+//                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
+//                             NaN.
+//   log_softmax(x, {axis = -1})
+//                             along axis: m and s as softmax's, y_i = (x_i - m) - log(s) (a
+//                             NaN in a row makes the row NaN).
+//   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
+//                             normalizes over the dims from axis to the last (D elements per
+//                             group); gamma and beta have exactly those dims:
+//                             mean = (sum x) / D, var = (sum (x - mean)^2) / D,
+//                             y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta
+//                             (epsilon rounded to float32).
+//   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
+//                             1 / sqrt(2) rounded to float32.
+//   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
+//                             the N positions) over N keys; y = -infinity where key j lies after
+//                             query i (j > i + N - M), else x. Every row keeps its own key, so a
+//                             softmax after it has no empty row.
+//
+//   auto p = host::softmax(scores);                  // float32 [heads, token, token]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+
+namespace dlavm::host {
+
+struct SoftmaxParams {
+  std::int64_t axis = -1;
+};
+struct LayerNormParams {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+};
+
+te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const LayerNormParams& p = {});
+te::NDArray gelu(const te::NDArray& x);
+te::NDArray causal_mask(const te::NDArray& x);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/float_ops-inl.hpp
+// Definitions for host/float_ops.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/float_ops.hpp
+// end dlavm/host/float_ops.hpp
+// begin dlavm/runtime/kernels.hpp
 // end dlavm/runtime/kernels.hpp
 
 #include <algorithm>
@@ -25158,15 +25428,29 @@ void copy(const T* x, T* y, std::int64_t n) {
 
 namespace dlavm::host {
 
-DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
-  constexpr std::string_view who = "host::softmax";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+namespace detail {
+
+// y = kernel(x, y, outer, extent, inner) along p.axis (softmax, log_softmax).
+template <class Kernel>
+te::NDArray along_axis(std::string_view who, const te::NDArray& x, const SoftmaxParams& p,
+                       Kernel kernel) {
+  require_float32(who, "x", x);
+  const std::size_t axis = axis_or_raise(who, "axis", p.axis, x.ndim());
   const auto split = split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
-  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
+  kernel(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
   return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::softmax", x, p, runtime::softmax);
+}
+
+DLAVM_INLINE te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::log_softmax", x, p, runtime::log_softmax);
 }
 
 DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,
@@ -25187,29 +25471,6 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
   te::NDArray y(x.dtype(), x.shape());
   runtime::layer_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(), y.fdata().data(),
                       groups, group, static_cast<float>(p.epsilon));
-  return y;
-}
-
-DLAVM_INLINE te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma,
-                                    const te::NDArray& beta, const te::NDArray& mean,
-                                    const te::NDArray& var, const BatchNormParams& p) {
-  constexpr std::string_view who = "host::batch_norm";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = split_at(std::span(x.shape()), axis);
-  const std::pair<const char*, const te::NDArray*> params[] = {
-      {"gamma", &gamma}, {"beta", &beta}, {"mean", &mean}, {"var", &var}};
-  for (const auto& [name, a] : params) {
-    detail::require_float32(who, name, *a);
-    if (a->shape() != std::vector<std::int64_t>{split.extent})
-      raise<ShapeError>("{}: {} has shape {}, expected [{}] (dim {} of x {})", who, name,
-                        detail::shape_str(a->shape()), split.extent, axis,
-                        detail::shape_str(x.shape()));
-  }
-  te::NDArray y(x.dtype(), x.shape());
-  runtime::batch_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(),
-                      mean.fdata().data(), var.fdata().data(), y.fdata().data(), split.outer,
-                      split.extent, split.inner, static_cast<float>(p.epsilon));
   return y;
 }
 
@@ -25245,12 +25506,10 @@ DLAVM_INLINE te::NDArray causal_mask(const te::NDArray& x) {
 namespace dlavm::graph {
 
 Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr log_softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
-Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
-                const host::BatchNormParams& p = {});
-host::BatchNormParams batch_norm_params(const Attrs& attrs);
 // The parameters in a layer_norm call's attributes.
 host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
@@ -25272,6 +25531,8 @@ void add_float_ops(OpRegistry& ops);
 // end dlavm/graph/ops/float_ops.hpp
 
 #include <fmt/format.h>
+
+#include <string>
 
 namespace dlavm::graph {
 
@@ -25296,18 +25557,6 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 }
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
-
-inline TensorType batch_norm_type(const TypeCall& c) {
-  const auto& x = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", x.size());
-  for (std::size_t i = 1; i <= 4; ++i) {
-    c.require_same_dtype(0, i);
-    c.require_rank(i, 1);
-    c.require_equal(c.type(i).shape[0], fmt::format("{} dim 0", c.arg(i)), x[axis],
-                    fmt::format("{} dim {}", c.arg(0), axis));
-  }
-  return c.type(0);
-}
 
 inline TensorType causal_mask_type(const TypeCall& c) {
   c.require_min_rank(0, 2);
@@ -25337,20 +25586,7 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
   return schema;
 }
 
-inline const AttrSchema<host::BatchNormParams>& batch_norm_schema() {
-  using P = host::BatchNormParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("axis", &P::axis, "the channel dim")
-          .field("epsilon", &P::epsilon, "added to the variance before the square root");
-  return schema;
-}
-
 }  // namespace detail
-
-DLAVM_INLINE host::BatchNormParams batch_norm_params(const Attrs& attrs) {
-  return detail::batch_norm_schema().from_attrs(attrs);
-}
 
 DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
   return detail::layer_norm_schema().from_attrs(attrs);
@@ -25359,34 +25595,32 @@ DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
   return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }
+DLAVM_INLINE Expr log_softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("log_softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
+}
 DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
   return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
               detail::layer_norm_schema().to_attrs(p));
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
-DLAVM_INLINE Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
-                             const host::BatchNormParams& p) {
-  return call("batch_norm",
-              {std::move(x), std::move(gamma), std::move(beta), std::move(mean), std::move(var)},
-              detail::batch_norm_schema().to_attrs(p));
-}
 
 namespace detail {
 
-// runtime::softmax(x, y, outer, extent, inner) over the axis, float32 only.
-inline FirmwareKernel softmax_firmware() {
-  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+// runtime::softmax or runtime::log_softmax (`function`) as (x, y, outer, extent, inner) over
+// the axis, float32 only.
+inline FirmwareKernel softmax_firmware(std::string function) {
+  return {.support = [function](const FirmwareStep& s) -> std::optional<std::string> {
             const DType x = s.call.type(0).dtype;
             if (x == DType::float32()) return std::nullopt;
-            return fmt::format("softmax of {} has no firmware kernel", x);
+            return fmt::format("{} of {} has no firmware kernel", function, x);
           },
           .call =
-              [](const FirmwareStep& s) {
+              [function](const FirmwareStep& s) {
                 const auto& x = s.input(0);
                 const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
                 return FirmwareCall{
-                    "dlavm::runtime::softmax",
+                    "dlavm::runtime::" + function,
                     {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
                      FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
               }};
@@ -25414,18 +25648,6 @@ inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
            FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
 }
 
-// runtime::batch_norm(x, gamma, beta, mean, var, y, outer, channels, inner, epsilon).
-inline FirmwareCall batch_norm_firmware(const FirmwareStep& s) {
-  const auto& x = s.input(0);
-  const auto p = batch_norm_schema().from_attrs(s.call.attrs);
-  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
-  return {"dlavm::runtime::batch_norm",
-          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
-           FirmwareArg::input(3), FirmwareArg::input(4), FirmwareArg::output(),
-           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
-           FirmwareArg::dim(split.inner), FirmwareArg::real(static_cast<float>(p.epsilon))}};
-}
-
 }  // namespace detail
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
@@ -25437,7 +25659,16 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                  return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only,
-           .firmware = detail::softmax_firmware()});
+           .firmware = detail::softmax_firmware("softmax")});
+  ops.add({.name = "log_softmax",
+           .attrs = detail::softmax_schema().specs(),
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::log_softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = detail::softmax_firmware("log_softmax")});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,
@@ -25454,18 +25685,6 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
            .host_support = detail::host_float32_only});
-  ops.add({.name = "batch_norm",
-           .min_args = 5,
-           .max_args = 5,
-           .attrs = detail::batch_norm_schema().specs(),
-           .type_rule = detail::batch_norm_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::batch_norm(*a[0], *a[1], *a[2], *a[3], *a[4],
-                                         detail::batch_norm_schema().from_attrs(attrs));
-               },
-           .host_support = detail::host_float32_only,
-           .firmware = {.call = detail::batch_norm_firmware}});
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
@@ -25477,366 +25696,6 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/float_ops-inl.hpp
 #endif
 // end dlavm/graph/ops/float_ops.hpp
-// begin dlavm/graph/ops/image.hpp
-// Graph op resize2d: typed builder and op record. Semantics: host/image.hpp.
-//
-//   resize2d(x[N, C, H, W], scales = [] | sizes = [] (exactly one, [height, width]),
-//            mode = "nearest" | "linear",
-//            coordinate_transformation_mode = "half_pixel" | "asymmetric" | "align_corners" |
-//                                             "pytorch_half_pixel",
-//            nearest_mode = "round_prefer_floor" | "round_prefer_ceil" | "floor" | "ceil")
-//       H and W provably >= 1; linear takes float32, nearest any dtype. A symbolic H (or W)
-//       resized by sizes gives the constant size; by a scale, floor(H * scale) when that has an
-//       exact form: H * k for an integral scale, floordiv(H * p, 2^k) for a scale p / 2^k (any
-//       float32 scale is one, as long as H's maximum * p stays below 2^53)
-//
-//   // [1, 16, h, w] -> [1, 16, h * 2, w * 2]
-//   auto up = graph::resize2d(x, {.scales = {2, 2}, .mode = host::ResizeMode::Linear});
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/op.hpp
-// end dlavm/graph/op.hpp
-// begin dlavm/host/image.hpp
-// Host kernel for images: resize2d, ONNX Resize over the last two dims (height, width) of an
-// NCHW array. The semantics below are the definition the graph op and the firmware kernel
-// (runtime::resize2d_nearest / resize2d_linear, which this kernel runs) reproduce.
-//
-//   resize2d(x[N, C, H, W], {scales = [sh, sw] | sizes = [OH, OW], mode = nearest,
-//            coordinate_transformation_mode = half_pixel, nearest_mode = round_prefer_floor})
-//       -> y[N, C, OH, OW]
-//   Exactly one of scales and sizes, two entries each. Scales are float32 values (ONNX's
-//   scales input is float32; an attribute's double is rounded to float first), > 0 and
-//   finite; then OH = floor(H * sh), OW likewise, computed in double. Sizes are >= 0, and the
-//   scale is OH / H in double. H and W >= 1.
-//   Output index i along a dim of `in` elements reads the source coordinate c(i) (s the
-//   scale, L = s * in the resized length before rounding down):
-//     half_pixel          c = (i + 0.5) / s - 0.5
-//     asymmetric          c = i / s
-//     align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
-//     pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
-//   mode nearest: the element at c rounded by nearest_mode (an integral c is itself;
-//   round_prefer_floor: floor(c) when the fraction is <= 0.5, round_prefer_ceil: floor(c) when
-//   it is < 0.5, else the next; floor; ceil), clamped to [0, in - 1]; any dtype (elements are
-//   copied). mode linear, float32 only: f = floor(c), r = c - f, (1 - r) * x[f] + r * x[f + 1],
-//   indices clamped to [0, in - 1], along the rows and then along the columns, in double,
-//   rounded to float at the end. This is ONNX's reference (onnx/reference/ops/op_resize.py)
-//   with cubic mode, antialias, exclude_outside, roi and the tf_* and half_pixel_symmetric
-//   transformations left out.
-//
-//   auto y = host::resize2d(x, {.scales = {2, 2}});   // [1, 3, 8, 8] -> [1, 3, 16, 16]
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/te/ndarray.hpp
-// end dlavm/te/ndarray.hpp
-
-#include <cstdint>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::host {
-
-enum class ResizeMode : std::uint8_t { Nearest, Linear };
-// In runtime::ResizeShape's numbering.
-enum class ResizeCoordinates : std::uint8_t {
-  HalfPixel,
-  Asymmetric,
-  AlignCorners,
-  PytorchHalfPixel
-};
-enum class ResizeNearest : std::uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-
-struct Resize2dParams {
-  std::vector<double> scales{};       // [height, width], or empty
-  std::vector<std::int64_t> sizes{};  // [height, width], or empty
-  ResizeMode mode = ResizeMode::Nearest;
-  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::HalfPixel;
-  ResizeNearest nearest_mode = ResizeNearest::RoundPreferFloor;
-};
-
-// The parameters checked (ValueError naming `who`): one of scales and sizes, two entries,
-// scales > 0 and finite as float32, sizes >= 0.
-void validate(const Resize2dParams& p, std::string_view who);
-// TypeError naming `who` and x (`what`) unless the mode computes on `dtype` (linear: float32
-// only).
-void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
-                        std::string_view what);
-// The scale of dim k (0: height, 1: width) as the kernels use it: the float32 value of the
-// given scale, or 0 when the sizes are given (the kernels then take OH / H).
-float resize_scale(const Resize2dParams& p, std::size_t k);
-// The output extent of dim k for an input extent `in` (the header comment); ValueError naming
-// `who` past 2^62.
-std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
-                           std::string_view who);
-
-te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p);
-
-}  // namespace dlavm::host
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/host/image-inl.hpp
-// Definitions for host/image.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/host/common.hpp
-// end dlavm/host/common.hpp
-// begin dlavm/host/image.hpp
-// end dlavm/host/image.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
-
-#include <fmt/format.h>
-
-#include <cmath>
-#include <cstdint>
-
-namespace dlavm::host {
-
-DLAVM_INLINE void validate(const Resize2dParams& p, std::string_view who) {
-  if (p.scales.empty() == p.sizes.empty())
-    raise<ValueError>(
-        "{}: give exactly one of the attributes 'scales' [{}] and 'sizes' [{}] (height, width)",
-        who, fmt::join(p.scales, ", "), fmt::join(p.sizes, ", "));
-  if (!p.scales.empty()) {
-    if (p.scales.size() != 2)
-      raise<ValueError>("{}: attribute 'scales' [{}] has {} entries; it takes 2 (height, width)",
-                        who, fmt::join(p.scales, ", "), p.scales.size());
-    for (const double s : p.scales) {
-      const float f = static_cast<float>(s);
-      if (!std::isfinite(f) || !(f > 0))
-        raise<ValueError>("{}: attribute 'scales' [{}] has {}; scales are > 0 and finite floats",
-                          who, fmt::join(p.scales, ", "), s);
-    }
-  } else {
-    if (p.sizes.size() != 2)
-      raise<ValueError>("{}: attribute 'sizes' [{}] has {} entries; it takes 2 (height, width)",
-                        who, fmt::join(p.sizes, ", "), p.sizes.size());
-    for (const auto s : p.sizes)
-      if (s < 0)
-        raise<ValueError>("{}: attribute 'sizes' [{}] has {}; sizes are >= 0", who,
-                          fmt::join(p.sizes, ", "), s);
-  }
-}
-
-DLAVM_INLINE void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
-                                     std::string_view what) {
-  if (p.mode == ResizeMode::Linear && dtype != DType::float32())
-    raise<TypeError>(
-        "{}: {} is {}; mode linear computes in float32 only (cast it, or use mode nearest)", who,
-        what, dtype);
-}
-
-DLAVM_INLINE float resize_scale(const Resize2dParams& p, std::size_t k) {
-  return p.scales.empty() ? 0.0f : static_cast<float>(p.scales[k]);
-}
-
-DLAVM_INLINE std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
-                                        std::string_view who) {
-  if (!p.sizes.empty()) return p.sizes[k];
-  const float s = resize_scale(p, k);
-  const double out = std::floor(static_cast<double>(in) * static_cast<double>(s));
-  if (!(out < 0x1p62))
-    raise<ValueError>("{}: {} elements scaled by {} give {} elements, more than an array holds",
-                      who, in, s, out);
-  return static_cast<std::int64_t>(out);
-}
-
-DLAVM_INLINE te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p) {
-  constexpr std::string_view who = "host::resize2d";
-  validate(p, who);
-  detail::require_rank(who, "x", x, 4);
-  check_resize_dtype(p, x.dtype(), who, "x");
-  const std::int64_t h = x.shape()[2], w = x.shape()[3];
-  if (h < 1 || w < 1)
-    raise<ShapeError>("{}: x {} has no rows or no columns to resize", who,
-                      detail::shape_str(x.shape()));
-  const runtime::ResizeShape d{
-      .planes = x.shape()[0] * x.shape()[1],
-      .h = h,
-      .w = w,
-      .oh = resize_extent(p, 0, h, who),
-      .ow = resize_extent(p, 1, w, who),
-      .scale_h = resize_scale(p, 0),
-      .scale_w = resize_scale(p, 1),
-      .coordinates = static_cast<std::int32_t>(p.coordinate_transformation_mode),
-      .nearest = static_cast<std::int32_t>(p.nearest_mode)};
-  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
-  if (p.mode == ResizeMode::Linear)
-    runtime::resize2d_linear(x.fdata().data(), y.fdata().data(), d);
-  else if (x.dtype().is_float())
-    runtime::resize2d_nearest(x.fdata().data(), y.fdata().data(), d);
-  else
-    runtime::resize2d_nearest(x.data().data(), y.data().data(), d);
-  return y;
-}
-
-}  // namespace dlavm::host
-// end dlavm/host/image-inl.hpp
-#endif
-// end dlavm/host/image.hpp
-
-namespace dlavm::graph {
-
-Expr resize2d(Expr x, const host::Resize2dParams& p);
-// The parameters in a resize2d call's attributes.
-host::Resize2dParams resize2d_params(const Attrs& attrs);
-
-void add_image_ops(OpRegistry& ops);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/ops/image-inl.hpp
-// Definitions for graph/ops/image.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/core/error.hpp
-// end dlavm/core/error.hpp
-// begin dlavm/graph/attr_schema.hpp
-// end dlavm/graph/attr_schema.hpp
-// begin dlavm/graph/ops/common.hpp
-// end dlavm/graph/ops/common.hpp
-// begin dlavm/graph/ops/image.hpp
-// end dlavm/graph/ops/image.hpp
-// begin dlavm/ne/bounds.hpp
-// end dlavm/ne/bounds.hpp
-// begin dlavm/ne/ops.hpp
-// end dlavm/ne/ops.hpp
-// begin dlavm/ne/simplify.hpp
-// end dlavm/ne/simplify.hpp
-
-#include <fmt/format.h>
-
-#include <cmath>
-#include <cstdint>
-#include <optional>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-inline const AttrSchema<host::Resize2dParams>& resize2d_schema() {
-  using P = host::Resize2dParams;
-  using C = host::ResizeCoordinates;
-  using N = host::ResizeNearest;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("scales", &P::scales, "height and width scales (float32), or empty")
-          .field("sizes", &P::sizes, "output height and width, or empty")
-          .field("mode", &P::mode, "nearest (an element) or linear (interpolated, float32)",
-                 {{"nearest", host::ResizeMode::Nearest}, {"linear", host::ResizeMode::Linear}})
-          .field("coordinate_transformation_mode", &P::coordinate_transformation_mode,
-                 "how an output index maps to a source coordinate (ONNX's modes)",
-                 {{"half_pixel", C::HalfPixel},
-                  {"asymmetric", C::Asymmetric},
-                  {"align_corners", C::AlignCorners},
-                  {"pytorch_half_pixel", C::PytorchHalfPixel}})
-          .field("nearest_mode", &P::nearest_mode, "how mode nearest rounds a coordinate",
-                 {{"round_prefer_floor", N::RoundPreferFloor},
-                  {"round_prefer_ceil", N::RoundPreferCeil},
-                  {"floor", N::Floor},
-                  {"ceil", N::Ceil}});
-  return schema;
-}
-
-// floor(d * s) for a symbolic d and a float32 scale s = p * 2^e (p odd): d * (p * 2^e), or
-// floordiv(d * p, 2^-e); exact when d's maximum * p is below 2^53 (the double product the host
-// kernel floors is then exact too). nullopt otherwise.
-inline std::optional<ne::Expr> scaled_dim(const ne::Expr& d, float s) {
-  int e = 0;
-  double p = std::ldexp(std::frexp(static_cast<double>(s), &e), 24);  // s = p * 2^(e - 24)
-  e -= 24;
-  while (std::fmod(p, 2.0) == 0.0) {
-    p /= 2;
-    ++e;
-  }
-  const auto max = ne::bounds(d).max;
-  if (e > 30 || e < -62 || static_cast<double>(max) * p >= 0x1p53) return std::nullopt;
-  const auto pi = static_cast<std::int64_t>(p);
-  if (e >= 0) return ne::simplify(d * (pi << e));
-  return ne::simplify(ne::floordiv(d * pi, std::int64_t{1} << -e));
-}
-
-inline TensorType resize2d_type(const TypeCall& c) {
-  const auto p = params_of(c, resize2d_schema());
-  host::validate(p, c.label);
-  c.require_rank(0, 4);
-  host::check_resize_dtype(p, c.type(0).dtype, c.label, c.arg(0));
-  std::vector<ne::Expr> out = c.type(0).shape;
-  for (std::size_t k = 0; k < 2; ++k) {
-    const ne::Expr& d = out[2 + k];
-    const char* what = k == 0 ? "height" : "width";
-    if (!ne::can_prove(d >= 1))
-      raise<ShapeError>("{}: {} {} `{}` can be {}; resizing needs at least 1", c.label, c.arg(0),
-                        what, d, ne::bounds(d).min);
-    if (const auto n = ne::simplify(d).as_int()) {
-      out[2 + k] = host::resize_extent(p, k, *n, c.label);
-    } else if (!p.sizes.empty()) {
-      out[2 + k] = p.sizes[k];
-    } else if (const auto e = scaled_dim(d, host::resize_scale(p, k))) {
-      out[2 + k] = *e;
-    } else {
-      raise<ShapeError>(
-          "{}: {} {} `{}` (at most {}) scaled by {} has no exact symbolic size; give sizes, or a "
-          "scale p / 2^k with the maximum * p below 2^53",
-          c.label, c.arg(0), what, d, ne::bounds(d).max, host::resize_scale(p, k));
-    }
-  }
-  return {std::move(out), c.type(0).dtype};
-}
-
-// runtime::resize2d_nearest / resize2d_linear(x, y, ResizeShape{...}) over the planes N*C.
-inline FirmwareCall resize2d_firmware(const FirmwareStep& s) {
-  const auto p = resize2d_schema().from_attrs(s.call.attrs);
-  const auto& x = s.input(0);
-  const auto& y = s.result.shape;
-  return {p.mode == host::ResizeMode::Linear ? "dlavm::runtime::resize2d_linear"
-                                             : "dlavm::runtime::resize2d_nearest",
-          {FirmwareArg::input(0), FirmwareArg::output(),
-           FirmwareArg::aggregate(
-               "dlavm::runtime::ResizeShape",
-               {FirmwareArg::dim(x[0] * x[1]), FirmwareArg::dim(x[2]), FirmwareArg::dim(x[3]),
-                FirmwareArg::dim(y[2]), FirmwareArg::dim(y[3]),
-                FirmwareArg::real(host::resize_scale(p, 0)),
-                FirmwareArg::real(host::resize_scale(p, 1)),
-                FirmwareArg::integer(static_cast<std::int64_t>(p.coordinate_transformation_mode)),
-                FirmwareArg::integer(static_cast<std::int64_t>(p.nearest_mode))})}};
-}
-
-}  // namespace detail
-
-DLAVM_INLINE host::Resize2dParams resize2d_params(const Attrs& attrs) {
-  return detail::resize2d_schema().from_attrs(attrs);
-}
-
-DLAVM_INLINE Expr resize2d(Expr x, const host::Resize2dParams& p) {
-  return call("resize2d", {std::move(x)}, detail::resize2d_schema().to_attrs(p));
-}
-
-DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
-  ops.add({.name = "resize2d",
-           .attrs = detail::resize2d_schema().specs(),
-           .type_rule = detail::resize2d_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::resize2d(*a[0], resize2d_params(attrs));
-               },
-           .firmware = {.call = detail::resize2d_firmware}});
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/ops/image-inl.hpp
-#endif
-// end dlavm/graph/ops/image.hpp
 // begin dlavm/graph/ops/integer_ops.hpp
 // Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
 // arithmetic step by step: runtime/kernels.hpp).
@@ -27323,6 +27182,393 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/quantize-inl.hpp
 #endif
 // end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/reduce.hpp
+// Graph reduction ops (ONNX's ReduceSum, ReduceMean, ReduceMax, ReduceMin): typed builders and
+// op records, one record per entry of host::kReduceOps. Semantics: host/reduce.hpp.
+//
+//   reduce_sum(x, axes = [], keepdims = 1), reduce_mean, reduce_max, reduce_min
+//     axes: dims of x (negative from the end), each once; empty: every dim
+//     -> x's dims with the reduced ones 1 (keepdims) or dropped; x's dtype
+// Dims may be symbolic, reduced or kept. The host runs float32 and integers (a mean: integers
+// of at most 32 bits); the firmware kernel is runtime::reduce<kind> over the merged dims.
+//
+//   auto pooled = graph::reduce_mean(x, {.axes = {2, 3}});   // [N, C, H, W] -> [N, C, 1, 1]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/reduce.hpp
+// Host kernels for reductions over a set of axes: reduce_sum, reduce_mean, reduce_max and
+// reduce_min (ONNX's ReduceSum, ReduceMean, ReduceMax, ReduceMin). The semantics below are the
+// definition the graph ops and their firmware kernel reproduce: each op is one kind of
+// runtime::Reduce, computed by runtime::reduce for the host and firmware alike.
+//
+//   reduce_*(x, {axes = [], keepdims = true})
+//     axes       dims of x (negative counts from the end), each at most once; empty: every dim
+//     keepdims   the reduced dims stay, as 1s; else they are dropped (all of them: a scalar)
+//   Each output reduces its elements in ascending index order (x's row-major order), starting
+//   from the first of them:
+//     sum        float32: x0 + x1 + ... in float; integers wrap like add (the dtype's width)
+//     mean       float32: the sum divided by the count (as a float). Integers of at most 32
+//                bits: the exact sum divided by the count, truncated toward zero (ONNX's
+//                reference: the mean cast to the integer type); wider ones are refused, as
+//                avg_pool2d refuses them
+//     max, min   float32: a NaN wins; of equal elements (-0 and +0) the first
+//   Over no element (a reduced dim of 0): sum 0, mean NaN (integers 0), max -inf or the
+//   dtype's minimum, min +inf or the dtype's maximum (ONNX's rule).
+// Neighbouring dims that are both kept or both reduced are merged first, and dims of 1
+// dropped (merge_reduction): the kernel walks at most 8 groups of dims (kMaxReduceGroups; only
+// a rank above 8 whose axes alternate exceeds them, and is refused naming the groups).
+//
+//   auto m = host::reduce(runtime::Reduce::Mean, x, {.axes = {2, 3}});  // [N, C, H, W] -> [N, C,
+//   1, 1]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+struct ReduceParams {
+  std::vector<std::int64_t> axes{};
+  bool keepdims = true;
+};
+
+struct ReduceOp {
+  runtime::Reduce kind;
+  std::string_view name;        // the graph op: "reduce_max"
+  std::string_view enumerator;  // runtime::Reduce's, as a firmware call spells it: "Maximum"
+};
+
+inline constexpr ReduceOp kReduceOps[] = {
+    {runtime::Reduce::Sum, "reduce_sum", "Sum"},
+    {runtime::Reduce::Mean, "reduce_mean", "Mean"},
+    {runtime::Reduce::Maximum, "reduce_max", "Maximum"},
+    {runtime::Reduce::Minimum, "reduce_min", "Minimum"},
+};
+static_assert(std::size(kReduceOps) == runtime::kReduceCount);
+
+constexpr const ReduceOp& reduce_op(runtime::Reduce kind) {
+  return kReduceOps[static_cast<std::size_t>(kind)];
+}
+
+inline constexpr std::size_t kMaxReduceGroups = 8;
+
+// Which of `rank` dims the axes reduce (every dim for no axes). ValueError starting with `who`,
+// naming `what` (the array) with its rank, for an axis outside [-rank, rank) or a dim named
+// twice.
+std::vector<bool> reduced_dims(std::span<const std::int64_t> axes, std::size_t rank,
+                               std::string_view who, std::string_view what);
+
+// The result's shape: the reduced dims 1 (keepdims) or dropped.
+template <class Extent>
+std::vector<Extent> reduced_shape(std::span<const Extent> shape, const std::vector<bool>& reduced,
+                                  bool keepdims) {
+  std::vector<Extent> out;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (!reduced[k])
+      out.push_back(shape[k]);
+    else if (keepdims)
+      out.push_back(Extent(1));
+  return out;
+}
+
+// x's dims as runtime::reduce walks them: dims of the constant 1 dropped, neighbours that are
+// both kept or both reduced multiplied into one; at least one dim (a kept 1 for none).
+template <class Extent>
+struct MergedReduction {
+  std::vector<Extent> shape;
+  std::vector<bool> reduced;
+};
+namespace detail {
+inline bool is_one(std::int64_t d) { return d == 1; }
+inline bool is_one(const ne::Expr& d) { return d.as_int() == 1; }
+}  // namespace detail
+template <class Extent>
+MergedReduction<Extent> merge_reduction(std::span<const Extent> shape,
+                                        const std::vector<bool>& reduced) {
+  MergedReduction<Extent> m;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (detail::is_one(shape[k])) continue;
+    if (!m.shape.empty() && m.reduced.back() == reduced[k]) {
+      m.shape.back() = m.shape.back() * shape[k];
+    } else {
+      m.shape.push_back(shape[k]);
+      m.reduced.push_back(reduced[k]);
+    }
+  }
+  if (m.shape.empty()) {
+    m.shape.push_back(Extent(1));
+    m.reduced.push_back(false);
+  }
+  return m;
+}
+
+// The reduction of `kind` over p.axes; TypeError for a mean of integers wider than 32 bits,
+// ValueError for bad axes, ShapeError for more than kMaxReduceGroups groups.
+te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, const ReduceParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/reduce-inl.hpp
+// Definitions for host/reduce.hpp: runtime::reduce over the merged dims, integers in 64 bits
+// and then wrapped to the dtype (host/common.hpp's with_integer_type).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/reduce.hpp
+// end dlavm/host/reduce.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace dlavm::host {
+
+DLAVM_INLINE std::vector<bool> reduced_dims(std::span<const std::int64_t> axes, std::size_t rank,
+                                            std::string_view who, std::string_view what) {
+  std::vector<bool> reduced(rank, axes.empty());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto k = normalize_axis(axes[i], rank);
+    if (!k)
+      raise<ValueError>(
+          "{}: attribute 'axes' is [{}]: axis {} is outside [-{}, {}) for {}, of {} dims", who,
+          fmt::join(axes, ", "), axes[i], rank, rank, what, rank);
+    if (reduced[*k])
+      raise<ValueError>("{}: attribute 'axes' is [{}]: dim {} of {} is named twice", who,
+                        fmt::join(axes, ", "), *k, what);
+    reduced[*k] = true;
+  }
+  return reduced;
+}
+
+namespace detail {
+
+// The identity of a reduction over no element for signed integers narrower than 64 bits: the
+// kernel, run on int64, gives int64's extreme, not the dtype's.
+inline void fill_empty_extremes(runtime::Reduce kind, te::NDArray& y) {
+  const DType t = y.dtype();
+  if (kind == runtime::Reduce::Maximum) std::fill(y.data().begin(), y.data().end(), t.min_value());
+  if (kind == runtime::Reduce::Minimum) std::fill(y.data().begin(), y.data().end(), t.max_value());
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, const ReduceParams& p) {
+  const std::string who = fmt::format("host::{}", reduce_op(kind).name);
+  if (kind == runtime::Reduce::Mean && x.dtype().is_integral() && x.dtype().bits() > 32)
+    raise<TypeError>("{}: x is {}; a mean takes integers of at most 32 bits, or float32", who,
+                     x.dtype());
+  const auto reduced =
+      reduced_dims(p.axes, x.ndim(), who, fmt::format("x {}", detail::shape_str(x.shape())));
+  const auto m = merge_reduction(std::span(x.shape()), reduced);
+  if (m.shape.size() > kMaxReduceGroups)
+    raise<ShapeError>(
+        "{}: x {} with axes [{}] makes {} groups of dims kept and reduced in turn; at most {}", who,
+        detail::shape_str(x.shape()), fmt::join(p.axes, ", "), m.shape.size(), kMaxReduceGroups);
+  bool flags[kMaxReduceGroups] = {};
+  std::copy(m.reduced.begin(), m.reduced.end(), flags);
+  const auto rank = static_cast<std::int64_t>(m.shape.size());
+  te::NDArray y(x.dtype(), reduced_shape(std::span(x.shape()), reduced, p.keepdims));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Reduce K = decltype(tag)::value;
+    if (x.dtype().is_float()) {
+      runtime::reduce<K>(x.fdata().data(), y.fdata().data(), m.shape.data(), flags, rank);
+      return;
+    }
+    detail::with_integer_type(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      runtime::reduce<K>(detail::elements_as<T>(x), detail::elements_as<T>(y), m.shape.data(),
+                         flags, rank);
+    });
+  });
+  if (x.dtype().is_integral()) {
+    std::int64_t count = 1;
+    for (std::size_t k = 0; k < reduced.size(); ++k)
+      if (reduced[k]) count *= x.shape()[k];
+    if (count == 0 && x.dtype().is_int()) detail::fill_empty_extremes(kind, y);
+    detail::wrap_elements(y);
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/reduce-inl.hpp
+#endif
+// end dlavm/host/reduce.hpp
+
+namespace dlavm::graph {
+
+// The call of the reduction of `kind` (host::reduce_op(kind).name).
+Expr reduce(runtime::Reduce kind, Expr x, const host::ReduceParams& p = {});
+Expr reduce_sum(Expr x, const host::ReduceParams& p = {});
+Expr reduce_mean(Expr x, const host::ReduceParams& p = {});
+Expr reduce_max(Expr x, const host::ReduceParams& p = {});
+Expr reduce_min(Expr x, const host::ReduceParams& p = {});
+// The parameters in a reduction call's (normalized) attributes.
+host::ReduceParams reduce_params(const Attrs& attrs);
+
+void add_reduce_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/reduce-inl.hpp
+// Definitions for graph/ops/reduce.hpp: one schema for every reduction; the type rule and the
+// kernels share host::reduced_dims, host::reduced_shape and host::merge_reduction.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/reduce.hpp
+// end dlavm/graph/ops/reduce.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::ReduceParams>& reduce_schema() {
+  using P = host::ReduceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axes", &P::axes, "the dims reduced (negative: from the end); empty: every dim")
+          .field("keepdims", &P::keepdims, "1: the reduced dims stay, as 1s; 0: they are dropped");
+  return schema;
+}
+
+// Which dims of input 0 the call reduces; ValueError naming the input and its shape.
+inline std::vector<bool> reduced_dims(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  return host::reduced_dims(params_of(c, reduce_schema()).axes, x.size(), c.label,
+                            fmt::format("{} {}", c.arg(0), shape_text(x)));
+}
+
+inline TensorType reduce_type(const TypeCall& c) {
+  const auto keepdims = params_of(c, reduce_schema()).keepdims;
+  return {host::reduced_shape(std::span(c.type(0).shape), reduced_dims(c), keepdims),
+          c.type(0).dtype};
+}
+
+// Input 0's dims as runtime::reduce walks them, simplified.
+inline host::MergedReduction<ne::Expr> merged_dims(const TypeCall& c) {
+  std::vector<ne::Expr> x;
+  for (const auto& d : c.type(0).shape) x.push_back(ne::simplify(d));
+  auto m = host::merge_reduction(std::span<const ne::Expr>(x), reduced_dims(c));
+  for (auto& d : m.shape) d = ne::simplify(d);
+  return m;
+}
+
+inline std::optional<std::string> reduce_support(runtime::Reduce kind, const TypeCall& c) {
+  if (auto why = host_float32_or_integers(c)) return why;
+  const DType t = c.type(0).dtype;
+  if (kind == runtime::Reduce::Mean && t.is_integral() && t.bits() > 32)
+    return fmt::format("averages integers of at most 32 bits, and {} is {}", c.arg(0), t);
+  const std::size_t groups = merged_dims(c).shape.size();
+  if (groups > host::kMaxReduceGroups)
+    return fmt::format("{} {} makes {} groups of dims kept and reduced in turn; at most {}",
+                       c.arg(0), shape_text(c.type(0).shape), groups, host::kMaxReduceGroups);
+  return std::nullopt;
+}
+
+// runtime::reduce<kind>(x, y, shape, reduced, rank) over the merged dims.
+inline FirmwareCall reduce_firmware(runtime::Reduce kind, const FirmwareStep& s) {
+  const auto m = merged_dims(s.call);
+  FirmwareLocal shape{"shape", "std::int64_t", true, {}}, reduced{"reduced", "bool", true, {}};
+  for (std::size_t k = 0; k < m.shape.size(); ++k) {
+    shape.items.push_back(FirmwareArg::dim(m.shape[k]));
+    reduced.items.push_back(FirmwareArg::boolean(m.reduced[k]));
+  }
+  return {fmt::format("dlavm::runtime::reduce<dlavm::runtime::Reduce::{}>",
+                      host::reduce_op(kind).enumerator),
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("reduced"),
+           FirmwareArg::integer(static_cast<std::int64_t>(m.shape.size()))},
+          {std::move(shape), std::move(reduced)}};
+}
+
+inline OpRecord reduce_record(const host::ReduceOp& op) {
+  const runtime::Reduce kind = op.kind;
+  return {.name = std::string(op.name),
+          .attrs = reduce_schema().specs(),
+          .type_rule = reduce_type,
+          .host_kernel =
+              [kind](HostArgs a, const Attrs& attrs) {
+                return host::reduce(kind, *a[0], reduce_schema().from_attrs(attrs));
+              },
+          .host_support = [kind](const TypeCall& c) { return reduce_support(kind, c); },
+          .firmware = {.call = [kind](const FirmwareStep& s) { return reduce_firmware(kind, s); }}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::ReduceParams reduce_params(const Attrs& attrs) {
+  return detail::reduce_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr reduce(runtime::Reduce kind, Expr x, const host::ReduceParams& p) {
+  return call(std::string(host::reduce_op(kind).name), {std::move(x)},
+              detail::reduce_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr reduce_sum(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Sum, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_mean(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Mean, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_max(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Maximum, std::move(x), p);
+}
+DLAVM_INLINE Expr reduce_min(Expr x, const host::ReduceParams& p) {
+  return reduce(runtime::Reduce::Minimum, std::move(x), p);
+}
+
+DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
+  for (const host::ReduceOp& op : host::kReduceOps) ops.add(detail::reduce_record(op));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/reduce-inl.hpp
+#endif
+// end dlavm/graph/ops/reduce.hpp
 // begin dlavm/graph/ops/transform.hpp
 // Graph ops that move elements: typed builders and op records. Semantics: host/transform.hpp.
 //
@@ -27334,21 +27580,9 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //   concat(x0, x1, ..., axis (required)), at least one input
 //   pad(x, pad_before (required), pad_after (required), value = 0.0,
 //       mode = "constant" | "edge" | "reflect")
-//   strided_slice(x, begin (required), end (required), step = [] (all 1), axes = [] (0, 1, ...))
-//       a static dim any slice; a symbolic dim d only one whose start and end are each known
-//       for every value of d (a constant within d's minimum, an end past its maximum, a
-//       negative bound d + v with d + v >= 0 always), and then the extent is an expression in
-//       d: begin 1, end -1 on `token` gives `token - 2` when token >= 2 always
-//   take(x, indices, axis = 0): indices int32 or int64 (an input, a constant or a computed
-//       value); the result's shape is x's with dim axis replaced by the indices' dims
-//   broadcast_to(x, shape (required)): the numpy broadcast of x's dims and the constant shape
-//       (a symbolic dim meets 1 or itself)
-//   tile(x, repeats (required)): dims x.shape[k] * repeats[k]
 //
 //   // [1, token, 512] -> [1, token, 8, 64]
 //   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
-//   // the last 16 positions: [1, token, 512] -> [1, 16, 512] (token >= 16)
-//   auto tail = graph::strided_slice(x, {.begin = {-16}, .end = {INT64_MAX}, .axes = {1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -27358,9 +27592,8 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // end dlavm/graph/op.hpp
 // begin dlavm/host/transform.hpp
 // Host kernels that move elements without computing on them: reshape, transpose, flatten,
-// concat, pad, strided_slice, take, broadcast_to and tile. The semantics below are the
-// definition the graph ops and every accelerator strategy must reproduce. Every dtype is
-// accepted; values are copied bit for bit.
+// concat and pad. The semantics below are the definition the graph ops and every accelerator
+// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
 //
 //   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
 //                              newshape, 0 copies the dim of x at the same position and one -1
@@ -27379,31 +27612,8 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //                              >= 1); reflect: x mirrored at its first and last element, which
 //                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
 //                              dim - 1), as numpy's and ONNX's modes of those names.
-//   strided_slice(x, {begin, end, step = all 1, axes = 0, 1, ...})
-//                              ONNX Slice. Entry k of the lists slices dim axes[k] (negative:
-//                              from the end; each dim at most once; the other dims stay whole)
-//                              of n elements: begin and end, negative ones + n, are clamped
-//                              to [0, n] when step > 0, and begin to [0, n - 1], end to
-//                              [-1, n - 1] when step < 0 (so huge values mean "to the end");
-//                              y takes x[begin + i * step] for i in [0, ceil((end - begin) /
-//                              step)), none when that is <= 0. step != 0.
-//   take(x, indices, {axis = 0})
-//                              ONNX Gather: y[a..., j..., b...] = x[a..., indices[j...], b...],
-//                              of shape x.shape[:axis] + indices.shape + x.shape[axis+1:];
-//                              indices int32 or int64 (an array, any rank), a negative index
-//                              counts from the end. An index outside [-n, n) is a ValueError
-//                              naming it (runtime::take, which firmware runs, clamps it to the
-//                              nearest end instead: firmware has no exceptions).
-//   broadcast_to(x, {shape})   ONNX Expand: x and `shape` (entries >= 0) broadcast together as
-//                              numpy does (aligned at their last dims, each pair equal or one
-//                              of them 1); y has that broadcast shape, so a 1 in `shape` keeps
-//                              x's dim and y may have more dims than `shape`.
-//   tile(x, {repeats})         ONNX Tile: one repeat >= 0 per dim of x; y.shape[k] =
-//                              x.shape[k] * repeats[k] and y[i...] = x[i_k mod x.shape[k]...].
 //
 //   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
-//   auto s = host::strided_slice(x, {.begin = {-1}, .end = {INT64_MIN}, .step = {-1}});
-//                                                      // x reversed along dim 0
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -27439,43 +27649,6 @@ struct PadParams {
   double value = 0;
   PadMode mode = PadMode::Constant;
 };
-struct StridedSliceParams {
-  std::vector<std::int64_t> begin;
-  std::vector<std::int64_t> end;
-  std::vector<std::int64_t> step{};  // empty: 1 for each entry
-  std::vector<std::int64_t> axes{};  // empty: 0, 1, ..., begin.size() - 1
-};
-struct TakeParams {
-  std::int64_t axis = 0;
-};
-struct BroadcastToParams {
-  std::vector<std::int64_t> shape;
-};
-struct TileParams {
-  std::vector<std::int64_t> repeats;
-};
-
-// One dim of a slice, its bounds resolved: y's index i reads x's start + i * step, for
-// `extent` indices (step is 1 when extent <= 1, and start 0 when extent is 0).
-struct SliceAxis {
-  std::int64_t start = 0, step = 1, extent = 0;
-};
-// The lists checked against x's `rank` dims (ValueError naming `who`, the list and the
-// numbers): begin and end of one length, step empty or of that length with no 0, axes empty
-// or of that length, each in [-rank, rank) and naming a dim once. For each dim of x, the entry
-// of the lists that slices it (nullopt: the dim stays whole).
-std::vector<std::optional<std::size_t>> slice_entries(const StridedSliceParams& p, std::size_t rank,
-                                                      std::string_view who);
-// The step of entry k (1 when step is empty).
-std::int64_t slice_step(const StridedSliceParams& p, std::size_t k);
-// ONNX Slice's bounds along a dim of `dim` elements (the header comment).
-SliceAxis slice_axis(std::int64_t begin, std::int64_t end, std::int64_t step, std::int64_t dim);
-// TypeError naming `who` and the indices (`what`) unless they are int32 or int64.
-void check_take_indices(DType indices, std::string_view who, std::string_view what);
-// ValueError naming `who` unless every entry of broadcast_to's shape is >= 0.
-void check_broadcast_shape(std::span<const std::int64_t> shape, std::string_view who);
-// ValueError naming `who` unless tile has one repeat >= 0 per dim of x's `rank`.
-void check_repeats(std::span<const std::int64_t> repeats, std::size_t rank, std::string_view who);
 
 // The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
 // x has a dim, nothing below -1 (ValueError naming `who`).
@@ -27502,10 +27675,6 @@ te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
 te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
 te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
 te::NDArray pad(const te::NDArray& x, const PadParams& p);
-te::NDArray strided_slice(const te::NDArray& x, const StridedSliceParams& p);
-te::NDArray take(const te::NDArray& x, const te::NDArray& indices, const TakeParams& p = {});
-te::NDArray broadcast_to(const te::NDArray& x, const BroadcastToParams& p);
-te::NDArray tile(const te::NDArray& x, const TileParams& p);
 
 }  // namespace dlavm::host
 
@@ -27521,15 +27690,12 @@ te::NDArray tile(const te::NDArray& x, const TileParams& p);
 // end dlavm/host/common.hpp
 // begin dlavm/host/transform.hpp
 // end dlavm/host/transform.hpp
-// begin dlavm/runtime/kernels.hpp
-// end dlavm/runtime/kernels.hpp
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 namespace dlavm::host {
@@ -27578,32 +27744,6 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
       index[d] = 0;
     }
   }
-}
-
-// y [out] from x by runtime::strided_slice (`axes`: start and step per dim) or, without them,
-// runtime::tile; x's shape padded with leading 1s to y's rank.
-inline te::NDArray copy_dims(const te::NDArray& x, const Shape& out, const SliceAxis* axes) {
-  te::NDArray y(x.dtype(), out);
-  Shape shape(out.size() - x.ndim(), 1);
-  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
-  Shape start, step;
-  if (axes != nullptr)
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      start.push_back(axes[k].start);
-      step.push_back(axes[k].step);
-    }
-  const auto rank = static_cast<std::int64_t>(out.size());
-  const auto run = [&](const auto* from, auto* to) {
-    if (axes != nullptr)
-      runtime::strided_slice(from, to, shape.data(), start.data(), step.data(), out.data(), rank);
-    else
-      runtime::tile(from, to, shape.data(), out.data(), rank);
-  };
-  if (x.dtype().is_float())
-    run(x.fdata().data(), y.fdata().data());
-  else
-    run(x.data().data(), y.data().data());
-  return y;
 }
 
 }  // namespace detail
@@ -27837,153 +27977,6 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
   return y;
 }
 
-DLAVM_INLINE std::vector<std::optional<std::size_t>> slice_entries(const StridedSliceParams& p,
-                                                                   std::size_t rank,
-                                                                   std::string_view who) {
-  const std::size_t n = p.begin.size();
-  if (p.end.size() != n || (!p.step.empty() && p.step.size() != n) ||
-      (!p.axes.empty() && p.axes.size() != n))
-    raise<ValueError>(
-        "{}: attributes 'begin' [{}], 'end' [{}], 'step' [{}] and 'axes' [{}] need one entry "
-        "per sliced dim ('step' and 'axes' may be empty)",
-        who, fmt::join(p.begin, ", "), fmt::join(p.end, ", "), fmt::join(p.step, ", "),
-        fmt::join(p.axes, ", "));
-  std::vector<std::optional<std::size_t>> entry(rank);
-  for (std::size_t k = 0; k < n; ++k) {
-    if (slice_step(p, k) == 0)
-      raise<ValueError>("{}: attribute 'step' [{}] has 0 at entry {}", who, fmt::join(p.step, ", "),
-                        k);
-    const std::int64_t a = p.axes.empty() ? static_cast<std::int64_t>(k) : p.axes[k];
-    const auto axis = normalize_axis(a, rank);
-    if (!axis)
-      raise<ValueError>("{}: axis {} (entry {}) is outside [{}, {}) for x's {} dims", who, a, k,
-                        -static_cast<std::int64_t>(rank), rank, rank);
-    if (entry[*axis])
-      raise<ValueError>("{}: attribute 'axes' [{}] slices dim {} twice", who,
-                        fmt::join(p.axes, ", "), *axis);
-    entry[*axis] = k;
-  }
-  return entry;
-}
-
-DLAVM_INLINE std::int64_t slice_step(const StridedSliceParams& p, std::size_t k) {
-  return p.step.empty() ? 1 : p.step[k];
-}
-
-DLAVM_INLINE SliceAxis slice_axis(std::int64_t begin, std::int64_t end, std::int64_t step,
-                                  std::int64_t dim) {
-  // beyond -(dim + 1) and dim + 1, a bound clamps as those do; the sums below cannot overflow
-  const auto from_end = [&](std::int64_t v) {
-    v = std::clamp(v, -dim - 1, dim + 1);
-    return v < 0 ? v + dim : v;
-  };
-  std::int64_t b = from_end(begin), e = from_end(end);
-  SliceAxis s;
-  if (step > 0) {
-    b = std::clamp<std::int64_t>(b, 0, dim);
-    e = std::clamp<std::int64_t>(e, 0, dim);
-    const std::int64_t m = std::min(step, dim + 1);
-    s.extent = e > b ? detail::ceil_div(e - b, m) : 0;
-  } else if (dim > 0) {
-    b = std::clamp<std::int64_t>(b, 0, dim - 1);
-    e = std::clamp<std::int64_t>(e, -1, dim - 1);
-    const std::int64_t m = step < -dim - 1 ? dim + 1 : -step;
-    s.extent = b > e ? detail::ceil_div(b - e, m) : 0;
-  }
-  s.start = s.extent > 0 ? b : 0;
-  s.step = s.extent > 1 ? step : 1;
-  return s;
-}
-
-DLAVM_INLINE void check_take_indices(DType indices, std::string_view who, std::string_view what) {
-  if (indices != DType::int32() && indices != DType::int64())
-    raise<TypeError>("{}: {} is {}; indices are int32 or int64 (cast them first)", who, what,
-                     indices);
-}
-
-DLAVM_INLINE void check_broadcast_shape(std::span<const std::int64_t> shape, std::string_view who) {
-  for (const auto d : shape)
-    if (d < 0)
-      raise<ValueError>("{}: attribute 'shape' [{}] has {}; dims are >= 0", who,
-                        fmt::join(shape, ", "), d);
-}
-
-DLAVM_INLINE void check_repeats(std::span<const std::int64_t> repeats, std::size_t rank,
-                                std::string_view who) {
-  if (repeats.size() != rank)
-    raise<ValueError>("{}: attribute 'repeats' [{}] has {} entries; x has {} dims", who,
-                      fmt::join(repeats, ", "), repeats.size(), rank);
-  for (const auto r : repeats)
-    if (r < 0)
-      raise<ValueError>("{}: attribute 'repeats' [{}] has {}; repeats are >= 0", who,
-                        fmt::join(repeats, ", "), r);
-}
-
-DLAVM_INLINE te::NDArray strided_slice(const te::NDArray& x, const StridedSliceParams& p) {
-  const auto entry = slice_entries(p, x.ndim(), "host::strided_slice");
-  std::vector<SliceAxis> axes(x.ndim());
-  Shape out(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k) {
-    const std::int64_t n = x.shape()[k];
-    axes[k] = entry[k]
-                  ? slice_axis(p.begin[*entry[k]], p.end[*entry[k]], slice_step(p, *entry[k]), n)
-                  : SliceAxis{0, 1, n};
-    out[k] = axes[k].extent;
-  }
-  return detail::copy_dims(x, out, axes.data());
-}
-
-DLAVM_INLINE te::NDArray take(const te::NDArray& x, const te::NDArray& indices,
-                              const TakeParams& p) {
-  constexpr std::string_view who = "host::take";
-  check_take_indices(indices.dtype(), who, "indices");
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
-  const auto split = split_at(x.shape(), axis);
-  const auto index = indices.data();
-  for (std::size_t j = 0; j < index.size(); ++j)
-    if (index[j] < -split.extent || index[j] >= split.extent)
-      raise<ValueError>(
-          "{}: index {} (element {} of the indices) is outside [{}, {}) for dim {} of x {}", who,
-          index[j], j, -split.extent, split.extent, axis, detail::shape_str(x.shape()));
-  Shape out(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
-  out.insert(out.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
-  te::NDArray y(x.dtype(), out);
-  const auto count = static_cast<std::int64_t>(index.size());
-  if (x.dtype().is_float())
-    runtime::take(x.fdata().data(), index.data(), y.fdata().data(), split.outer, split.extent,
-                  split.inner, count);
-  else
-    runtime::take(x.data().data(), index.data(), y.data().data(), split.outer, split.extent,
-                  split.inner, count);
-  return y;
-}
-
-DLAVM_INLINE te::NDArray broadcast_to(const te::NDArray& x, const BroadcastToParams& p) {
-  constexpr std::string_view who = "host::broadcast_to";
-  check_broadcast_shape(p.shape, who);
-  const auto out = broadcast_shapes(x.shape(), p.shape);
-  if (!out)
-    raise<ShapeError>(
-        "{}: x {} and shape {} do not broadcast (aligned at the last dims, each pair must be "
-        "equal or one of them 1)",
-        who, detail::shape_str(x.shape()), detail::shape_str(p.shape));
-  return detail::copy_dims(x, *out, nullptr);
-}
-
-DLAVM_INLINE te::NDArray tile(const te::NDArray& x, const TileParams& p) {
-  constexpr std::string_view who = "host::tile";
-  check_repeats(p.repeats, x.ndim(), who);
-  Shape out(x.ndim());
-  for (std::size_t k = 0; k < x.ndim(); ++k) {
-    if (p.repeats[k] > 0 && x.shape()[k] > std::numeric_limits<std::int64_t>::max() / p.repeats[k])
-      raise<ValueError>("{}: dim {} of x ({}) repeated {} times overflows int64", who, k,
-                        x.shape()[k], p.repeats[k]);
-    out[k] = x.shape()[k] * p.repeats[k];
-  }
-  return detail::copy_dims(x, out, nullptr);
-}
-
 }  // namespace dlavm::host
 // end dlavm/host/transform-inl.hpp
 #endif
@@ -27999,10 +27992,6 @@ Expr transpose(Expr x, const host::TransposeParams& p = {});
 Expr flatten(Expr x, const host::FlattenParams& p = {});
 Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
 Expr pad(Expr x, const host::PadParams& p);
-Expr strided_slice(Expr x, const host::StridedSliceParams& p);
-Expr take(Expr x, Expr indices, const host::TakeParams& p = {});
-Expr broadcast_to(Expr x, const host::BroadcastToParams& p);
-Expr tile(Expr x, const host::TileParams& p);
 // The parameters in a transpose call's attributes.
 host::TransposeParams transpose_params(const Attrs& attrs);
 
@@ -28035,11 +28024,7 @@ void add_transform_ops(OpRegistry& ops);
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
-#include <span>
-#include <string>
-#include <vector>
 
 namespace dlavm::graph {
 
@@ -28085,37 +28070,6 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
 }
 
 inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
-
-inline const AttrSchema<host::StridedSliceParams>& strided_slice_schema() {
-  using P = host::StridedSliceParams;
-  static const auto schema =
-      AttrSchema<P>()
-          .field("begin", &P::begin, "the first index per sliced dim (negative: from the end)",
-                 true)
-          .field("end", &P::end, "the index past the last per sliced dim (clamped to the dim)",
-                 true)
-          .field("step", &P::step, "the step per sliced dim, not 0 (empty: all 1)")
-          .field("axes", &P::axes, "the dim each entry slices (empty: 0, 1, ...)");
-  return schema;
-}
-
-inline const AttrSchema<host::TakeParams>& take_schema() {
-  static const auto schema = AttrSchema<host::TakeParams>().field(
-      "axis", &host::TakeParams::axis, "the dim of x the indices select along");
-  return schema;
-}
-
-inline const AttrSchema<host::BroadcastToParams>& broadcast_to_schema() {
-  static const auto schema = AttrSchema<host::BroadcastToParams>().field(
-      "shape", &host::BroadcastToParams::shape, "the shape x is broadcast with", true);
-  return schema;
-}
-
-inline const AttrSchema<host::TileParams>& tile_schema() {
-  static const auto schema = AttrSchema<host::TileParams>().field(
-      "repeats", &host::TileParams::repeats, "how many times each dim is repeated", true);
-  return schema;
-}
 
 // Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
 // only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
@@ -28206,109 +28160,6 @@ inline TensorType pad_type(const TypeCall& c) {
   return {std::move(out), c.type(0).dtype};
 }
 
-// One dim of a slice resolved over the dims' ranges: the first index read, the extent, the
-// step (SliceAxis with expressions).
-struct SliceDim {
-  ne::Expr start, extent;
-  std::int64_t step = 1;
-};
-
-// A bound of a slice along a symbolic dim d: v (negative: d + v) clamped to [lo, d + hi], when
-// the same one of the three applies for every value of d; nullopt otherwise.
-inline std::optional<ne::Expr> slice_bound(std::int64_t v, const ne::Expr& d, std::int64_t dmax,
-                                           std::int64_t lo, std::int64_t hi) {
-  v = std::clamp(v, -dmax - 1, dmax + 1);  // beyond, v clamps as these do
-  const ne::Expr x = v < 0 ? ne::simplify(d + v) : ne::Expr(v);
-  const ne::Expr top = ne::simplify(d + hi);
-  if (ne::can_prove(x >= lo && x <= top)) return x;
-  if (ne::can_prove(x <= lo)) return ne::Expr(lo);
-  if (ne::can_prove(x >= top)) return top;
-  return std::nullopt;
-}
-
-// host::slice_axis over a symbolic dim d (ranging over [dmin, dmax]); nullopt where the start,
-// the end or the sign of the extent depends on d's value.
-inline std::optional<SliceDim> symbolic_slice(std::int64_t begin, std::int64_t end,
-                                              std::int64_t step, const ne::Expr& d) {
-  const auto range = ne::bounds(d);
-  const bool up = step > 0;
-  if (!up && range.min < 1) return std::nullopt;  // host: nothing to slice in an empty dim
-  const auto start = slice_bound(begin, d, range.max, 0, up ? 0 : -1);
-  const auto stop = slice_bound(end, d, range.max, up ? 0 : -1, up ? 0 : -1);
-  if (!start || !stop) return std::nullopt;
-  const ne::Expr diff = ne::simplify(up ? *stop - *start : *start - *stop);
-  // a step longer than the dim reads one element, as one of dmax + 1 does
-  const std::int64_t m =
-      up ? std::min(step, range.max + 1) : (step < -range.max - 1 ? range.max + 1 : -step);
-  if (ne::can_prove(diff <= 0)) return SliceDim{0, 0, 1};
-  if (!ne::can_prove(diff >= 0)) return std::nullopt;
-  return SliceDim{*start, ne::simplify(ne::floordiv(diff + (m - 1), m)), up ? m : -m};
-}
-
-// Every dim of input 0 resolved: whole, host::slice_axis on a constant dim, symbolic_slice on
-// a symbolic one (ShapeError naming the input, the dim and the numbers when it cannot).
-inline std::vector<SliceDim> slice_dims(const TypeCall& c) {
-  const auto p = params_of(c, strided_slice_schema());
-  const auto& x = c.type(0).shape;
-  const auto entry = host::slice_entries(p, x.size(), c.label);
-  std::vector<SliceDim> out;
-  for (std::size_t k = 0; k < x.size(); ++k) {
-    if (!entry[k]) {
-      out.push_back({0, x[k], 1});
-      continue;
-    }
-    const std::int64_t b = p.begin[*entry[k]], e = p.end[*entry[k]];
-    const std::int64_t step = host::slice_step(p, *entry[k]);
-    if (const auto n = ne::simplify(x[k]).as_int()) {
-      const auto a = host::slice_axis(b, e, step, *n);
-      out.push_back({a.start, a.extent, a.step});
-    } else if (const auto s = symbolic_slice(b, e, step, x[k])) {
-      out.push_back(*s);
-    } else {
-      const auto range = ne::bounds(x[k]);
-      raise<ShapeError>(
-          "{}: {} dim {} is `{}` (from {} to {}): begin {}, end {}, step {} give a slice that "
-          "depends on its value; slice a symbolic dim whole, or between constants within its "
-          "minimum (counted from either end; a negative step needs a minimum of 1)",
-          c.label, c.arg(0), k, x[k], range.min, range.max, b, e, step);
-    }
-  }
-  return out;
-}
-
-inline TensorType strided_slice_type(const TypeCall& c) {
-  std::vector<ne::Expr> out;
-  for (const auto& d : slice_dims(c)) out.push_back(d.extent);
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType take_type(const TypeCall& c) {
-  host::check_take_indices(c.type(1).dtype, c.label, c.arg(1));
-  const auto& x = c.type(0).shape;
-  const std::size_t axis = c.axis("axis", x.size());
-  std::vector<ne::Expr> out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), c.type(1).shape.begin(), c.type(1).shape.end());
-  out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
-  return {std::move(out), c.type(0).dtype};
-}
-
-inline TensorType broadcast_to_type(const TypeCall& c) {
-  const auto shape = params_of(c, broadcast_to_schema()).shape;
-  host::check_broadcast_shape(shape, c.label);
-  const std::vector<ne::Expr> to(shape.begin(), shape.end());
-  const std::string what = fmt::format("attribute 'shape' [{}]", fmt::join(shape, ", "));
-  return {broadcast(c, c.arg(0), c.type(0).shape, what, to), c.type(0).dtype};
-}
-
-inline TensorType tile_type(const TypeCall& c) {
-  const auto repeats = params_of(c, tile_schema()).repeats;
-  const auto& x = c.type(0).shape;
-  host::check_repeats(repeats, x.size(), c.label);
-  std::vector<ne::Expr> out(x.size());
-  for (std::size_t k = 0; k < x.size(); ++k) out[k] = ne::simplify(x[k] * repeats[k]);
-  return {std::move(out), c.type(0).dtype};
-}
-
 }  // namespace detail
 
 DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
@@ -28329,18 +28180,6 @@ DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
 }
 DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
   return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr strided_slice(Expr x, const host::StridedSliceParams& p) {
-  return call("strided_slice", {std::move(x)}, detail::strided_slice_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr take(Expr x, Expr indices, const host::TakeParams& p) {
-  return call("take", {std::move(x), std::move(indices)}, detail::take_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr broadcast_to(Expr x, const host::BroadcastToParams& p) {
-  return call("broadcast_to", {std::move(x)}, detail::broadcast_to_schema().to_attrs(p));
-}
-DLAVM_INLINE Expr tile(Expr x, const host::TileParams& p) {
-  return call("tile", {std::move(x)}, detail::tile_schema().to_attrs(p));
 }
 
 namespace detail {
@@ -28373,54 +28212,6 @@ inline FirmwareKernel transpose_firmware() {
                                      FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
                                     {std::move(shape), std::move(order)}};
               }};
-}
-
-// An int64 local array of dims.
-inline FirmwareLocal dims_local(std::string name, std::span<const ne::Expr> dims) {
-  FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
-  for (const auto& d : dims) l.items.push_back(FirmwareArg::dim(d));
-  return l;
-}
-
-// runtime::strided_slice(x, y, shape, start, step, out, rank); a rank-0 x is copied.
-inline FirmwareCall strided_slice_firmware(const FirmwareStep& s) {
-  const auto& x = s.input(0);
-  if (x.empty()) return elements_call("dlavm::runtime::copy", s, 1);
-  std::vector<ne::Expr> start, step;
-  for (const auto& d : slice_dims(s.call)) {
-    start.push_back(d.start);
-    step.push_back(d.step);
-  }
-  return {"dlavm::runtime::strided_slice",
-          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
-           FirmwareArg::local("start"), FirmwareArg::local("step"), FirmwareArg::local("out"),
-           FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
-          {dims_local("shape", x), dims_local("start", start), dims_local("step", step),
-           dims_local("out", s.result.shape)}};
-}
-
-// runtime::tile(x, y, shape, out, rank), x's shape padded with leading 1s to the result's rank:
-// tile, and broadcast_to (a tile whose repeated dims are 1s); a rank-0 result is a copy.
-inline FirmwareCall tile_firmware(const FirmwareStep& s) {
-  const auto& out = s.result.shape;
-  if (out.empty()) return elements_call("dlavm::runtime::copy", s, 1);
-  std::vector<ne::Expr> shape(out.size() - s.input(0).size(), ne::Expr(1));
-  shape.insert(shape.end(), s.input(0).begin(), s.input(0).end());
-  return {"dlavm::runtime::tile",
-          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
-           FirmwareArg::local("out"), FirmwareArg::integer(static_cast<std::int64_t>(out.size()))},
-          {dims_local("shape", shape), dims_local("out", out)}};
-}
-
-// runtime::take(x, indices, y, outer, extent, inner, count), which clamps an index outside the
-// dim (host::take raises).
-inline FirmwareCall take_firmware(const FirmwareStep& s) {
-  const auto& x = s.input(0);
-  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
-  return {"dlavm::runtime::take",
-          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
-           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
-           FirmwareArg::dim(split.inner), FirmwareArg::dim(product(s.input(1)))}};
 }
 
 }  // namespace detail
@@ -28473,47 +28264,321 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::pad(*a[0], detail::pad_params(attrs));
            }});
-  ops.add({.name = "strided_slice",
-           .attrs = detail::strided_slice_schema().specs(),
-           .type_rule = detail::strided_slice_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::strided_slice(*a[0],
-                                            detail::strided_slice_schema().from_attrs(attrs));
-               },
-           .firmware = {.call = detail::strided_slice_firmware}});
-  ops.add({.name = "take",
-           .min_args = 2,
-           .max_args = 2,
-           .attrs = detail::take_schema().specs(),
-           .type_rule = detail::take_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::take(*a[0], *a[1], detail::take_schema().from_attrs(attrs));
-               },
-           .firmware = {.call = detail::take_firmware}});
-  ops.add({.name = "broadcast_to",
-           .attrs = detail::broadcast_to_schema().specs(),
-           .type_rule = detail::broadcast_to_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::broadcast_to(*a[0], detail::broadcast_to_schema().from_attrs(attrs));
-               },
-           .firmware = {.call = detail::tile_firmware}});
-  ops.add({.name = "tile",
-           .attrs = detail::tile_schema().specs(),
-           .type_rule = detail::tile_type,
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::tile(*a[0], detail::tile_schema().from_attrs(attrs));
-               },
-           .firmware = {.call = detail::tile_firmware}});
 }
 
 }  // namespace dlavm::graph
 // end dlavm/graph/ops/transform-inl.hpp
 #endif
 // end dlavm/graph/ops/transform.hpp
+// begin dlavm/graph/ops/unary.hpp
+// Graph ops for unary element-wise math (ONNX's Sigmoid, Tanh, Exp, Log, Sqrt, Erf, Abs, Neg,
+// HardSigmoid, HardSwish, LeakyRelu): typed builders and op records. Semantics:
+// host/unary.hpp. One record per entry of host::kUnaryOps: the result has x's type; the host
+// runs float32, and integers for abs and neg (its support rule names any other dtype); the
+// firmware kernel is runtime::unary<kind>.
+//
+//   sigmoid(x), tanh(x), exp(x), log(x), sqrt(x), erf(x), abs(x), neg(x), hard_swish(x)
+//   hard_sigmoid(x, alpha = 0.2, beta = 0.5)
+//   leaky_relu(x, alpha = 0.01)
+//
+//   auto silu = graph::mul(x, graph::sigmoid(x));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/unary.hpp
+// Host kernels for the unary element-wise math ops ONNX models use. The semantics below are the
+// definition the graph ops and their firmware kernel reproduce: each op is one kind of
+// runtime::Unary, whose value runtime/kernels.hpp computes (unary_value) for the host kernel
+// and for firmware alike. float32 arithmetic throughout, <cmath>'s float functions.
+//
+//   sigmoid(x)      1 / (1 + exp(-x))
+//   tanh(x), exp(x), log(x), sqrt(x), erf(x)
+//                   std::tanh, exp, log, sqrt, erf on float: log(0) = -inf, log and sqrt of
+//                   x < 0 are NaN, sqrt(-0) = -0
+//   abs(x)          float: x with its sign cleared (abs(-0) = +0, abs(-NaN) = NaN); integers:
+//                   -x where x < 0, wrapping (abs(-128) = -128 in int8); unsigned: x
+//   neg(x)          float: x with its sign flipped (neg(0) = -0); integers: 0 - x wrapped
+//                   (neg(-128) = -128 in int8, neg(1) = 255 in uint8)
+//   hard_sigmoid(x, {alpha = 0.2, beta = 0.5})
+//                   max(0, min(1, alpha * x + beta)), alpha and beta rounded to float; NaN
+//                   stays NaN
+//   hard_swish(x)   x * hard_sigmoid(x) with alpha = 1/6 (rounded to float) and beta = 0.5
+//                   (hard_swish(-inf) = -inf * 0 = NaN, as the formula has it)
+//   leaky_relu(x, {alpha = 0.01})
+//                   x < 0 ? alpha * x : x (-0 and NaN stay)
+// Every op takes float32; abs and neg also take every integer dtype (runtime::takes_integers).
+// kUnaryOps lists them, in runtime::Unary's order: the graph records, the builders and the
+// firmware calls are made from it.
+//
+//   auto y = host::unary(runtime::Unary::Sigmoid, x);
+//   auto z = host::hard_sigmoid(x, {.alpha = 1.0 / 6});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <iterator>
+#include <optional>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct UnaryOp {
+  runtime::Unary kind;
+  std::string_view name;        // the graph op: "hard_sigmoid"
+  std::string_view enumerator;  // runtime::Unary's, as a firmware call spells it: "HardSigmoid"
+};
+
+inline constexpr UnaryOp kUnaryOps[] = {
+    {runtime::Unary::Sigmoid, "sigmoid", "Sigmoid"},
+    {runtime::Unary::Tanh, "tanh", "Tanh"},
+    {runtime::Unary::Exp, "exp", "Exp"},
+    {runtime::Unary::Log, "log", "Log"},
+    {runtime::Unary::Sqrt, "sqrt", "Sqrt"},
+    {runtime::Unary::Erf, "erf", "Erf"},
+    {runtime::Unary::Abs, "abs", "Abs"},
+    {runtime::Unary::Neg, "neg", "Neg"},
+    {runtime::Unary::HardSigmoid, "hard_sigmoid", "HardSigmoid"},
+    {runtime::Unary::HardSwish, "hard_swish", "HardSwish"},
+    {runtime::Unary::LeakyRelu, "leaky_relu", "LeakyRelu"},
+};
+static_assert(std::size(kUnaryOps) == runtime::kUnaryCount);
+
+// The entry of a kind.
+constexpr const UnaryOp& unary_op(runtime::Unary kind) {
+  return kUnaryOps[static_cast<std::size_t>(kind)];
+}
+
+// ONNX's attributes and defaults.
+struct HardSigmoidParams {
+  double alpha = 0.2;
+  double beta = 0.5;
+};
+struct LeakyReluParams {
+  double alpha = 0.01;
+};
+
+// runtime::unary's alpha and beta: what hard_sigmoid and leaky_relu read (the others none).
+struct UnaryCoefficients {
+  double alpha = 0;
+  double beta = 0;
+};
+constexpr UnaryCoefficients coefficients(const HardSigmoidParams& p) { return {p.alpha, p.beta}; }
+constexpr UnaryCoefficients coefficients(const LeakyReluParams& p) { return {p.alpha, 0}; }
+// The coefficients of a kind's default attributes.
+UnaryCoefficients default_coefficients(runtime::Unary kind);
+
+// y = f(x) for the op of `kind`, with `c` (default: the op's defaults); TypeError naming the op
+// for a dtype it does not take.
+te::NDArray unary(runtime::Unary kind, const te::NDArray& x,
+                  std::optional<UnaryCoefficients> c = std::nullopt);
+te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidParams& p = {});
+te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/unary-inl.hpp
+// Definitions for host/unary.hpp: runtime::unary over the array, integers in 64 bits and then
+// wrapped to the dtype (host/common.hpp's with_integer_type).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/unary.hpp
+// end dlavm/host/unary.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+namespace dlavm::host {
+
+DLAVM_INLINE UnaryCoefficients default_coefficients(runtime::Unary kind) {
+  if (kind == runtime::Unary::HardSigmoid) return coefficients(HardSigmoidParams{});
+  if (kind == runtime::Unary::LeakyRelu) return coefficients(LeakyReluParams{});
+  return {};
+}
+
+DLAVM_INLINE te::NDArray unary(runtime::Unary kind, const te::NDArray& x,
+                               std::optional<UnaryCoefficients> c) {
+  const std::string who = fmt::format("host::{}", unary_op(kind).name);
+  if (!runtime::takes_integers(kind)) detail::require_float32(who, "x", x);
+  const UnaryCoefficients k = c.value_or(default_coefficients(kind));
+  const auto alpha = static_cast<float>(k.alpha), beta = static_cast<float>(k.beta);
+  const auto n = static_cast<std::int64_t>(x.size());
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Unary K = decltype(tag)::value;
+    if (x.dtype().is_float()) {
+      runtime::unary<K>(x.fdata().data(), y.fdata().data(), n, alpha, beta);
+    } else if constexpr (runtime::takes_integers(K)) {
+      detail::with_integer_type(x.dtype(), [&](auto t) {
+        using T = decltype(t);
+        runtime::unary<K>(detail::elements_as<T>(x), detail::elements_as<T>(y), n);
+      });
+      detail::wrap_elements(y);
+    }
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidParams& p) {
+  return unary(runtime::Unary::HardSigmoid, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p) {
+  return unary(runtime::Unary::LeakyRelu, x, coefficients(p));
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/unary-inl.hpp
+#endif
+// end dlavm/host/unary.hpp
+
+namespace dlavm::graph {
+
+// The call of the op of `kind` (host::unary_op(kind).name), its attributes left to their
+// defaults.
+Expr unary(runtime::Unary kind, Expr x);
+Expr sigmoid(Expr x);
+Expr tanh(Expr x);
+Expr exp(Expr x);
+Expr log(Expr x);
+Expr sqrt(Expr x);
+Expr erf(Expr x);
+Expr abs(Expr x);
+Expr neg(Expr x);
+Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p = {});
+Expr hard_swish(Expr x);
+Expr leaky_relu(Expr x, const host::LeakyReluParams& p = {});
+
+void add_unary_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/unary-inl.hpp
+// Definitions for graph/ops/unary.hpp: the records come from host::kUnaryOps, the attributes of
+// hard_sigmoid and leaky_relu from their schemas.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/unary.hpp
+// end dlavm/graph/ops/unary.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::HardSigmoidParams>& hard_sigmoid_schema() {
+  using P = host::HardSigmoidParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("alpha", &P::alpha, "the slope of the ramp")
+                                 .field("beta", &P::beta, "the ramp's value at 0");
+  return schema;
+}
+
+inline const AttrSchema<host::LeakyReluParams>& leaky_relu_schema() {
+  static const auto schema = AttrSchema<host::LeakyReluParams>().field(
+      "alpha", &host::LeakyReluParams::alpha, "the slope below 0");
+  return schema;
+}
+
+// The attributes of the op of `kind` (none for most), and runtime::unary's alpha and beta from
+// a call's normalized attributes.
+inline std::vector<AttrSpec> unary_specs(runtime::Unary kind) {
+  if (kind == runtime::Unary::HardSigmoid) return hard_sigmoid_schema().specs();
+  if (kind == runtime::Unary::LeakyRelu) return leaky_relu_schema().specs();
+  return {};
+}
+inline host::UnaryCoefficients unary_coefficients(runtime::Unary kind, const Attrs& attrs) {
+  if (kind == runtime::Unary::HardSigmoid)
+    return host::coefficients(hard_sigmoid_schema().from_attrs(attrs));
+  if (kind == runtime::Unary::LeakyRelu)
+    return host::coefficients(leaky_relu_schema().from_attrs(attrs));
+  return {};
+}
+
+// runtime::unary<kind>(x, y, elements[, alpha, beta]).
+inline FirmwareCall unary_firmware(runtime::Unary kind, const FirmwareStep& s) {
+  FirmwareCall c = elements_call(fmt::format("dlavm::runtime::unary<dlavm::runtime::Unary::{}>",
+                                             host::unary_op(kind).enumerator),
+                                 s, 1);
+  if (!unary_specs(kind).empty()) {
+    const host::UnaryCoefficients k = unary_coefficients(kind, s.call.attrs);
+    c.args.push_back(FirmwareArg::real(static_cast<float>(k.alpha)));
+    c.args.push_back(FirmwareArg::real(static_cast<float>(k.beta)));
+  }
+  return c;
+}
+
+inline OpRecord unary_record(const host::UnaryOp& op) {
+  const runtime::Unary kind = op.kind;
+  return {.name = std::string(op.name),
+          .attrs = unary_specs(kind),
+          .type_rule = [](const TypeCall& c) { return c.type(0); },
+          .host_kernel =
+              [kind](HostArgs a, const Attrs& attrs) {
+                return host::unary(kind, *a[0], unary_coefficients(kind, attrs));
+              },
+          .host_support = runtime::takes_integers(kind) ? SupportRule(host_float32_or_integers)
+                                                        : SupportRule(host_float32_only),
+          .firmware = {.call = [kind](const FirmwareStep& s) { return unary_firmware(kind, s); }}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE Expr unary(runtime::Unary kind, Expr x) {
+  return call(std::string(host::unary_op(kind).name), {std::move(x)});
+}
+DLAVM_INLINE Expr sigmoid(Expr x) { return unary(runtime::Unary::Sigmoid, std::move(x)); }
+DLAVM_INLINE Expr tanh(Expr x) { return unary(runtime::Unary::Tanh, std::move(x)); }
+DLAVM_INLINE Expr exp(Expr x) { return unary(runtime::Unary::Exp, std::move(x)); }
+DLAVM_INLINE Expr log(Expr x) { return unary(runtime::Unary::Log, std::move(x)); }
+DLAVM_INLINE Expr sqrt(Expr x) { return unary(runtime::Unary::Sqrt, std::move(x)); }
+DLAVM_INLINE Expr erf(Expr x) { return unary(runtime::Unary::Erf, std::move(x)); }
+DLAVM_INLINE Expr abs(Expr x) { return unary(runtime::Unary::Abs, std::move(x)); }
+DLAVM_INLINE Expr neg(Expr x) { return unary(runtime::Unary::Neg, std::move(x)); }
+DLAVM_INLINE Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p) {
+  return call("hard_sigmoid", {std::move(x)}, detail::hard_sigmoid_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr hard_swish(Expr x) { return unary(runtime::Unary::HardSwish, std::move(x)); }
+DLAVM_INLINE Expr leaky_relu(Expr x, const host::LeakyReluParams& p) {
+  return call("leaky_relu", {std::move(x)}, detail::leaky_relu_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_unary_ops(OpRegistry& ops) {
+  for (const host::UnaryOp& op : host::kUnaryOps) ops.add(detail::unary_record(op));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/unary-inl.hpp
+#endif
+// end dlavm/graph/ops/unary.hpp
 
 namespace dlavm::graph {
 
@@ -28539,9 +28604,10 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_conv_ops(ops);
   add_pool_ops(ops);
   add_elementwise_ops(ops);
+  add_unary_ops(ops);
+  add_reduce_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
-  add_image_ops(ops);
   add_float_ops(ops);
   add_integer_ops(ops);
   return ops;
@@ -32345,7 +32411,6 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
-//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
 //   type           graph::detail::infer_types (graph/infer_type.hpp)
 //   partition      graph::place (graph/partition.hpp)
 //   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
@@ -32379,167 +32444,6 @@ std::vector<Pass> default_passes();
 // end dlavm/core/api.hpp
 // begin dlavm/graph/assign_layouts.hpp
 // end dlavm/graph/assign_layouts.hpp
-// begin dlavm/graph/fold_batch_norm.hpp
-// The `fold_batch_norm` pass: a batch_norm whose input is a convolution or a dense layer with a
-// constant float32 weight (and, between them, possibly a bias_add of a constant), read by the
-// batch_norm alone, becomes that layer with its weight scaled per output channel and a bias,
-// as exporters' inference graphs are meant to run:
-//
-//   batch_norm(conv2d(x, %w) [bias_add %b], %gamma, %beta, %mean, %var, epsilon)
-//     -> bias_add(conv2d(x, %w'), %b')
-//   s = gamma / sqrt(var + epsilon),  w'[o, ...] = w[o, ...] * s[o],  b' = (b - mean) * s + beta
-//
-// in float32 (b = 0 without a bias_add). dense(x, %w[N, K]) folds the same way, with the
-// batch_norm along x's last dim. Every other batch_norm stays, an op the host runs. The pass
-// needs no types; it runs first in graph::default_passes().
-//
-//   auto folded = graph::fold_batch_norm(fn, target);
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-// begin dlavm/graph/target.hpp
-// end dlavm/graph/target.hpp
-
-namespace dlavm::graph {
-
-Function fold_batch_norm(const Function& fn, const Target& target);
-
-}  // namespace dlavm::graph
-
-#ifndef DLAVM_COMPILED_LIB
-// begin dlavm/graph/fold_batch_norm-inl.hpp
-// Definitions for graph/fold_batch_norm.hpp.
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/fold_batch_norm.hpp
-// end dlavm/graph/fold_batch_norm.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/ops/elementwise.hpp
-// end dlavm/graph/ops/elementwise.hpp
-// begin dlavm/graph/ops/float_ops.hpp
-// end dlavm/graph/ops/float_ops.hpp
-
-#include <fmt/format.h>
-
-#include <cmath>
-#include <optional>
-#include <unordered_map>
-
-namespace dlavm::graph {
-
-namespace detail {
-
-// A float32 constant's array, or null.
-inline const te::NDArray* float_constant(const Expr& e) {
-  const auto* c = e.as<ConstantNode>();
-  return c != nullptr && c->value->dtype() == DType::float32() ? c->value.get() : nullptr;
-}
-
-class BatchNormFolder : public ExprMutator<BatchNormFolder> {
- public:
-  explicit BatchNormFolder(std::unordered_map<const Node*, int> users) : users_(std::move(users)) {}
-
-  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
-    Expr rebuilt = ExprMutator<BatchNormFolder>::visit_call(call, e, args);
-    if (call.op() != "batch_norm") return rebuilt;
-    if (auto folded = fold(call, args)) return *folded;
-    return rebuilt;
-  }
-
- private:
-  // The folded layer, or nullopt when the batch_norm does not follow a foldable one.
-  std::optional<Expr> fold(const CallNode& bn, ArgResults<Expr> args) {
-    const te::NDArray* stats[4] = {};
-    for (std::size_t i = 0; i < 4; ++i)
-      if ((stats[i] = float_constant(args[1 + i])) == nullptr || stats[i]->ndim() != 1)
-        return std::nullopt;
-    // the layer, through one bias_add of a constant along the same channel
-    const Expr* layer = &bn.args[0];
-    const te::NDArray* bias = nullptr;
-    if (const auto* b = layer->as<CallNode>(); b != nullptr && b->op() == "bias_add") {
-      if (!read_once(*layer) || (bias = float_constant(b->args[1])) == nullptr) return std::nullopt;
-      layer = &b->args[0];
-    }
-    const auto* l = layer->as<CallNode>();
-    if (l == nullptr || !read_once(*layer) || (l->op() != "conv2d" && l->op() != "dense"))
-      return std::nullopt;
-    const te::NDArray* w = float_constant(l->args[1]);
-    if (w == nullptr || w->ndim() < 2) return std::nullopt;
-    const std::int64_t channels = w->shape()[0];
-    for (const auto* s : stats)
-      if (s->shape()[0] != channels) return std::nullopt;
-    if (bias != nullptr && bias->shape() != std::vector<std::int64_t>{channels})
-      return std::nullopt;
-    // the batch_norm's axis must be the layer's output channel: 1 for conv2d (NCHW), the last
-    // for dense (known from the weight alone only for a 2-D input, so a dense folds only with
-    // axis -1 or, for 2-D, 1)
-    const auto p = batch_norm_params(bn.attrs);
-    if (l->op() == "conv2d" ? p.axis != 1 : p.axis != -1 && p.axis != 1) return std::nullopt;
-    if (l->op() == "dense" && p.axis == 1 && !two_dimensional(l->args[0])) return std::nullopt;
-    if (bias != nullptr && bias_add_params(bn.args[0].as<CallNode>()->attrs).axis != p.axis)
-      return std::nullopt;
-
-    const auto& gamma = stats[0]->fdata();
-    const auto& beta = stats[1]->fdata();
-    const auto& mean = stats[2]->fdata();
-    const auto& var = stats[3]->fdata();
-    const auto eps = static_cast<float>(p.epsilon);
-    te::NDArray w2 = *w;
-    te::NDArray b2(DType::float32(), {channels});
-    const auto per_channel = static_cast<std::int64_t>(w->size()) / channels;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      const float s = gamma[i] / std::sqrt(var[i] + eps);
-      for (std::int64_t k = c * per_channel; k < (c + 1) * per_channel; ++k)
-        w2.fdata()[static_cast<std::size_t>(k)] *= s;
-      b2.fdata()[i] = ((bias != nullptr ? bias->fdata()[i] : 0.0f) - mean[i]) * s + beta[i];
-    }
-    // the new constants are named after the batch_norm's value, or its weight's and a count
-    const std::string name =
-        !bn.result_name.empty()
-            ? bn.result_name
-            : fmt::format("{}.bn{}", l->args[1].as<ConstantNode>()->name, folds_);
-    ++folds_;
-    auto new_layer =
-        call(std::string(l->op()), {visit(l->args[0]), constant(name + ".weight", std::move(w2))},
-             l->attrs, l->result_name);
-    auto y =
-        bias_add(std::move(new_layer), constant(name + ".bias", std::move(b2)), {.axis = p.axis});
-    return bn.result_name.empty() ? y : named(y, bn.result_name);
-  }
-
-  bool read_once(const Expr& e) const {
-    const auto it = users_.find(e.get());
-    return it != users_.end() && it->second == 1;
-  }
-
-  static bool two_dimensional(const Expr& x) { return x.has_type() && x.type().ndim() == 2; }
-
-  std::unordered_map<const Node*, int> users_;
-  int folds_ = 0;
-};
-
-}  // namespace detail
-
-DLAVM_INLINE Function fold_batch_norm(const Function& fn, const Target&) {
-  // how many calls (and results and states) read each node: a layer read elsewhere too keeps
-  // its own weights
-  std::unordered_map<const Node*, int> users;
-  for (const Expr& e : post_order(fn.roots()))
-    if (const auto* c = e.as<CallNode>())
-      for (const Expr& a : c->args) ++users[a.get()];
-  for (const Expr& r : fn.roots()) ++users[r.get()];
-  return detail::BatchNormFolder(std::move(users)).mutate(fn);
-}
-
-}  // namespace dlavm::graph
-// end dlavm/graph/fold_batch_norm-inl.hpp
-#endif
-// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // The `fold_rounding` pass: in a VTA group, a requantize that rounds to nearest adds 2^(s-1)
 // before its shift, one ALU pass per tile; where a constant bias comes before it with only
@@ -33043,9 +32947,6 @@ namespace dlavm::graph {
 
 DLAVM_INLINE std::vector<Pass> default_passes() {
   return {
-      {"fold_batch_norm",
-       "folds a batch_norm into the convolution or dense layer with constant weights before it",
-       fold_batch_norm},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -35446,8 +35347,6 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor-inl.hpp
 #endif
 // end dlavm/graph/executor.hpp
-// begin dlavm/graph/fold_batch_norm.hpp
-// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp
@@ -35499,8 +35398,6 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/elementwise.hpp
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
-// begin dlavm/host/image.hpp
-// end dlavm/host/image.hpp
 // begin dlavm/host/integer_ops.hpp
 // end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
@@ -35509,8 +35406,12 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/pool.hpp
 // begin dlavm/host/quantize.hpp
 // end dlavm/host/quantize.hpp
+// begin dlavm/host/reduce.hpp
+// end dlavm/host/reduce.hpp
 // begin dlavm/host/transform.hpp
 // end dlavm/host/transform.hpp
+// begin dlavm/host/unary.hpp
+// end dlavm/host/unary.hpp
 // end dlavm/host.hpp
 // begin dlavm/ne.hpp
 // end dlavm/ne.hpp

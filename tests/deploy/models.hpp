@@ -2,10 +2,10 @@
 // (gen/gen_firmware.cpp, at build time) and by the test (at run time): the gallery's MLP
 // (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
 // without lite), a recurrent convolution (a state in the cache region), chains of host ops
-// (the firmware kernels; the data movement ones in transform_ops), an attention block (VTA's
-// batched matmuls), and random networks of convolutions and poolings, and a model with an op
-// of the test's own (custom_op.hpp: its firmware kernel in custom_kernels.hpp, which the
-// header includes).
+// (the firmware kernels; the data movement ones in transform_ops; math_ops: every unary, binary
+// and reduction kind), an attention block (VTA's batched matmuls), and random networks of
+// convolutions and poolings, and a model with an op of the test's own (custom_op.hpp: its
+// firmware kernel in custom_kernels.hpp, which the header includes).
 #pragma once
 
 #include <dlavm/dlavm.hpp>
@@ -139,6 +139,48 @@ inline graph::Function transform_ops() {
   return graph::function({x, f}, {picked, gathered, wide, tiled, near, smooth, up, corners});
 }
 
+// The math ops (issue 40): every unary kind on float32 (each on values of its domain) and abs
+// and neg on int8; every binary kind of one shape and broadcast (a per-row divisor, a scalar
+// exponent, a per-channel slope), an integer division by zero and of the minimum by -1;
+// every reduction over the symbolic dim and others, kept and dropped; log_softmax.
+inline graph::Function math_ops() {
+  const auto n = ne::var("n", 1, 3);
+  auto x = graph::input("x", {n, 4, 6}, DType::float32());
+  auto i = graph::input("i", {n, 4, 6}, DType::int8());
+  const auto floats = [](std::string name, std::vector<std::int64_t> shape, std::vector<float> v) {
+    return graph::constant(std::move(name), te::NDArray::from_floats(std::move(shape), v));
+  };
+  const auto int8s = [](std::string name, std::vector<std::int64_t> v) {
+    const auto rows = static_cast<std::int64_t>(v.size());
+    return graph::constant(std::move(name), te::NDArray::from_ints(DType::int8(), {rows, 1}, v));
+  };
+  auto s = graph::sigmoid(x);
+  auto u = graph::add(graph::tanh(x), graph::erf(x));
+  u = graph::sub(u, graph::mul(graph::log(s), graph::sqrt(graph::abs(x))));
+  u = graph::maximum(u, graph::hard_sigmoid(graph::neg(x), {.alpha = 0.3, .beta = 0.4}));
+  u = graph::minimum(u, graph::leaky_relu(graph::hard_swish(graph::mul(x, floats("four", {}, {4}))),
+                                          {.alpha = 0.1}));
+  auto d = graph::div(graph::exp(x), floats("divisor", {4, 1}, {2, -0.5f, 0.25f, 3}));
+  auto p = graph::pow(s, floats("power", {}, {2.5f}));
+  auto r = graph::prelu(u, floats("slope", {4, 1}, {0.5f, -1, 2, 0}));
+  // row 0 of m is -128 (divided by -1), row 1 is divided by 0
+  auto m = graph::minimum(i, int8s("floor", {-128, 127, 127, 127}));
+  auto q = graph::div(m, int8s("by", {-1, 0, 3, -7}));
+  auto a = graph::sub(graph::abs(q), graph::neg(i));
+  a = graph::maximum(
+      a, graph::prelu(i, graph::constant("islope", te::NDArray::from_ints(DType::int8(), {6},
+                                                                          {3, -1, 0, 2, 5, -7}))));
+  auto a32 = graph::cast(a, DType::int32());
+  return graph::function(
+      {x, i}, {r, graph::reduce_sum(r, {.axes = {1}}),
+               graph::reduce_mean(graph::add(d, p), {.keepdims = false}),
+               graph::reduce_max(u, {.axes = {0, 2}}),
+               graph::reduce_min(p, {.axes = {-1}, .keepdims = false}),
+               graph::log_softmax(d, {.axis = 1}), q, a, graph::reduce_sum(a, {.axes = {0, 2}}),
+               graph::reduce_mean(a, {.axes = {2}}), graph::reduce_max(a32, {.axes = {1}}),
+               graph::reduce_min(a32, {.axes = {0}, .keepdims = false})});
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
@@ -149,6 +191,7 @@ inline std::vector<Case> cases() {
   out.push_back({"host_ops", host_ops(), {}, "n", {1, 3, 2}});
   out.push_back({"float_ops", float_ops(), {}, "n", {1, 3, 2}});
   out.push_back({"transform_ops", transform_ops(), {}, "n", {2, 5, 3}});
+  out.push_back({"math_ops", math_ops(), {}, "n", {1, 3, 2}});
   // one attention block: the batched matmuls' layouts and the host steps between them
   out.push_back(
       {"attention", models::Attention(64, 4, 32).function(), {}, "token", {1, 5, 32, 17}});

@@ -9,6 +9,7 @@
 #include "models.hpp"
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace plan_test {
@@ -45,11 +46,16 @@ TEST_CASE("plan: every step a statement, host ops the calls of their records") {
   }
   const auto calls = calls_by_op(plan);
   const std::map<std::string, std::string> expected = {
-      {"add", "dlavm::runtime::add"},           {"mul", "dlavm::runtime::mul"},
-      {"bias_add", "dlavm::runtime::bias_add"}, {"cast", "dlavm::runtime::cast"},
-      {"clip", "dlavm::runtime::clip"},         {"dense", "dlavm::runtime::dense"},
-      {"flatten", "dlavm::runtime::copy"},      {"reshape", "dlavm::runtime::copy"},
-      {"relu", "dlavm::runtime::relu"},         {"requantize", "dlavm::runtime::requantize"},
+      {"add", "dlavm::runtime::binary<dlavm::runtime::Binary::Add>"},
+      {"mul", "dlavm::runtime::binary<dlavm::runtime::Binary::Mul>"},
+      {"bias_add", "dlavm::runtime::bias_add"},
+      {"cast", "dlavm::runtime::cast"},
+      {"clip", "dlavm::runtime::clip"},
+      {"dense", "dlavm::runtime::dense"},
+      {"flatten", "dlavm::runtime::copy"},
+      {"reshape", "dlavm::runtime::copy"},
+      {"relu", "dlavm::runtime::relu"},
+      {"requantize", "dlavm::runtime::requantize"},
       {"softmax", "dlavm::runtime::softmax"}};
   for (const auto& [op, function] : expected) {
     CAPTURE(op);
@@ -107,6 +113,62 @@ TEST_CASE("plan: data movement ops call their kernels, shapes as local arrays of
     }
   }
   CHECK(reversed == 1);
+}
+
+TEST_CASE("plan: the math ops call runtime's kernels by kind, with their shapes as locals") {
+  const auto mod = graph::build(deploy_models::math_ops(), graph::Target{}, {.name = "math"});
+  const auto plan = deploy::plan_firmware(mod);
+  std::set<std::string> functions;
+  std::set<std::string> reduced_patterns;  // of the reduce<Maximum> calls
+  for (const auto& s : plan.run) {
+    if (s.kind != Kind::Call) continue;
+    const auto& c = s.call;
+    functions.insert(c.function);
+    const auto items = [&](std::size_t local) {
+      std::vector<std::string> out;
+      for (const auto& a : c.locals.at(local).items)
+        out.push_back(a.kind == graph::FirmwareArg::Kind::Bool ? (a.value != 0 ? "R" : "K")
+                                                               : fmt::format("{}", a.expr));
+      return fmt::format("{}", fmt::join(out, " "));
+    };
+    if (c.function == "dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::Pow>") {
+      // s [n, 4, 6] to the power of a scalar: the shapes aligned to the result's 3 dims
+      REQUIRE(c.locals.size() == 3);
+      CHECK(items(0) == "n 4 6");
+      CHECK(items(1) == "n 4 6");
+      CHECK(items(2) == "1 1 1");
+      CHECK(c.args.back().value == 3);
+    }
+    if (c.function == "dlavm::runtime::reduce<dlavm::runtime::Reduce::Maximum>") {
+      REQUIRE(c.locals.size() == 2);
+      CHECK(items(0) == "n 4 6");
+      reduced_patterns.insert(items(1));
+    }
+    if (c.function == "dlavm::runtime::unary<dlavm::runtime::Unary::HardSigmoid>") {
+      REQUIRE(c.args.size() == 5);  // x, y, elements, alpha, beta
+      CHECK(c.args[3].number == doctest::Approx(0.3));
+      CHECK(c.args[4].number == doctest::Approx(0.4));
+    }
+  }
+  // every kind, by its enumerator: the model uses each (the emitted header compiles them)
+  for (const auto& op : host::kUnaryOps)
+    CHECK_MESSAGE(functions.count(fmt::format("dlavm::runtime::unary<dlavm::runtime::Unary::{}>",
+                                              op.enumerator)) == 1,
+                  op.name);
+  for (const auto& op : host::kBinaryOps) {
+    const auto same =
+        fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", op.enumerator);
+    const auto broadcast =
+        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", op.enumerator);
+    CHECK_MESSAGE(functions.count(same) + functions.count(broadcast) >= 1, op.name);
+  }
+  for (const auto& op : host::kReduceOps)
+    CHECK_MESSAGE(functions.count(fmt::format("dlavm::runtime::reduce<dlavm::runtime::Reduce::{}>",
+                                              op.enumerator)) == 1,
+                  op.name);
+  CHECK(functions.count("dlavm::runtime::log_softmax") == 1);
+  // the float maximum over the symbolic dim and the last; the int32 one over the middle dim
+  CHECK(reduced_patterns == std::set<std::string>{"R K R", "K R K"});
 }
 
 TEST_CASE("plan: static streams, joined under lite, and the replayed steps' slot") {

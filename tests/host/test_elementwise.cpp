@@ -19,15 +19,7 @@ using dlavm::DType;
 namespace {
 
 using dlavm_test::for_each_index;
-
-// The index of `out_index` in an operand of `shape` under numpy broadcasting.
-std::vector<std::int64_t> operand_index(const std::vector<std::int64_t>& out_index,
-                                        const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> idx(shape.size());
-  const std::size_t skip = out_index.size() - shape.size();
-  for (std::size_t k = 0; k < shape.size(); ++k) idx[k] = shape[k] == 1 ? 0 : out_index[skip + k];
-  return idx;
-}
+using dlavm_test::operand_index;
 
 std::vector<std::int64_t> random_shape(std::mt19937& rng, std::size_t rank) {
   std::vector<std::int64_t> s(rank);

@@ -1,8 +1,9 @@
-// host softmax, layer_norm and gelu against double-precision formulas written here.
+// host softmax, log_softmax, layer_norm and gelu against double-precision formulas written here.
 #include <dlavm/host/float_ops.hpp>
 
 #include <doctest/doctest.h>
 
+#include "index_loops.hpp"
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,26 +12,41 @@ namespace host = dlavm::host;
 namespace te = dlavm::te;
 using dlavm::DType;
 
+namespace float_ops_test {
+
+// sum over r of exp(x[idx with dim `axis` = r]), in double.
+double sum_exp_along(const te::NDArray& x, std::vector<std::int64_t> idx, std::size_t axis) {
+  double sum = 0;
+  for (std::int64_t r = 0; r < x.shape()[axis]; ++r) {
+    idx[axis] = r;
+    sum += std::exp(double(x.at_float(idx)));
+  }
+  return sum;
+}
+
+// Calls check(y, index, axis) for each axis attribute of {-1, 0, 1} (`axis` normalized),
+// y = op(x, axis), and each index of x.
+template <class Op, class Check>
+void each_axis_and_index(const te::NDArray& x, Op op, Check check) {
+  for (std::int64_t attr : {-1, 0, 1}) {
+    const auto y = op(x, host::SoftmaxParams{.axis = attr});
+    const auto axis = static_cast<std::size_t>(attr < 0 ? attr + 3 : attr);
+    dlavm_test::for_each_index(x.shape(),
+                               [&](const std::vector<std::int64_t>& idx) { check(y, idx, axis); });
+  }
+}
+
+}  // namespace float_ops_test
+
 TEST_CASE("host softmax: rows sum to one and match a double reference, any axis") {
   auto x = te::NDArray::random_float({3, 4, 5}, 1, -20.0, 20.0);
-  for (std::int64_t axis : {-1, 0, 1}) {
-    auto y = host::softmax(x, {.axis = axis});
-    const std::size_t ax = axis < 0 ? 2 : static_cast<std::size_t>(axis);
-    const std::int64_t extent = x.shape()[ax];
-    for (std::int64_t i = 0; i < 3; ++i)
-      for (std::int64_t j = 0; j < 4; ++j)
-        for (std::int64_t k = 0; k < 5; ++k) {
-          std::vector<std::int64_t> idx{i, j, k};
-          double denom = 0;
-          for (std::int64_t r = 0; r < extent; ++r) {
-            auto o = idx;
-            o[ax] = r;
-            denom += std::exp(double(x.at_float(o)));
-          }
-          CHECK(y.at_float(idx) ==
-                doctest::Approx(std::exp(double(x.at_float(idx))) / denom).epsilon(1e-5));
-        }
-  }
+  float_ops_test::each_axis_and_index(
+      x, host::softmax,
+      [&](const te::NDArray& y, const std::vector<std::int64_t>& idx, std::size_t axis) {
+        CHECK(y.at_float(idx) == doctest::Approx(std::exp(double(x.at_float(idx))) /
+                                                 float_ops_test::sum_exp_along(x, idx, axis))
+                                     .epsilon(1e-5));
+      });
   // large values: subtracting the max keeps exp finite
   auto big = te::NDArray::from_floats({3}, {1000.0f, 1000.0f, -1000.0f});
   auto p = host::softmax(big);
@@ -50,6 +66,42 @@ TEST_CASE("host softmax: rows sum to one and match a double reference, any axis"
       dlavm::TypeError);
   CHECK_THROWS_WITH_AS(host::softmax(x, {.axis = 3}),
                        doctest::Contains("attribute 'axis' is 3, outside [-3, 3)"),
+                       dlavm::ValueError);
+}
+
+TEST_CASE("host log_softmax: x - log(sum exp x) in double, any axis, and its edges") {
+  auto x = te::NDArray::random_float({3, 4, 5}, 11, -30.0, 30.0);
+  float_ops_test::each_axis_and_index(
+      x, host::log_softmax,
+      [&](const te::NDArray& y, const std::vector<std::int64_t>& idx, std::size_t axis) {
+        CHECK(y.at_float(idx) ==
+              doctest::Approx(double(x.at_float(idx)) -
+                              std::log(float_ops_test::sum_exp_along(x, idx, axis)))
+                  .epsilon(1e-5)
+                  .scale(30));
+      });
+  // exp(log_softmax) is softmax
+  auto p = host::softmax(x, {.axis = 1});
+  auto l = host::log_softmax(x, {.axis = 1});
+  for (std::size_t i = 0; i < x.size(); ++i)
+    CHECK(std::exp(l.fdata()[i]) == doctest::Approx(p.fdata()[i]).epsilon(1e-5));
+  // large values stay finite; -inf stays -inf; a NaN makes its row NaN
+  const float inf = std::numeric_limits<float>::infinity();
+  auto edges = te::NDArray::from_floats(
+      {3, 2}, {1000.0f, 1000.0f, 0.0f, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f});
+  auto e = host::log_softmax(edges);
+  CHECK(e.at_float({0, 0}) == doctest::Approx(-std::log(2.0)));
+  CHECK(e.at_float({1, 0}) == 0.0f);
+  CHECK(e.at_float({1, 1}) == -inf);
+  CHECK(std::isnan(e.at_float({2, 1})));
+  CHECK(host::log_softmax(te::NDArray(DType::float32(), {2, 0})).shape() ==
+        std::vector<std::int64_t>{2, 0});
+  CHECK_THROWS_WITH_AS(
+      host::log_softmax(te::NDArray(DType::int8(), {2})),
+      doctest::Contains("host::log_softmax: x is int8; this op computes in float32 only"),
+      dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(host::log_softmax(x, {.axis = -4}),
+                       doctest::Contains("attribute 'axis' is -4, outside [-3, 3)"),
                        dlavm::ValueError);
 }
 

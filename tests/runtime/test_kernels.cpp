@@ -7,9 +7,13 @@
 //     as the layout grows and shrinks);
 //   pooling: max (a NaN wins), avg (integer floor division, count with and without padding);
 //   dense (int32 wrap-around against an exact 128-bit sum, float in ascending k);
-//   elementwise: requantize, relu, clip, add, mul, add_scalar, bias_add, cast / float_to_int,
+//   elementwise: requantize, relu, clip, add_scalar, bias_add, cast / float_to_int,
 //     quantize_linear / dequantize_linear, wrap_bits, floor_div_pos, copy;
-//   float ops: softmax, layer_norm (against double-precision references), causal_mask;
+//   math: every unary and binary kind on each C++ element type (integer wrap, division by
+//     zero, NaN and -0 by hand), binary_broadcast against index arithmetic, reduce over random
+//     dims (a reference that scatters each element to its output, in x's order);
+//   float ops: softmax, log_softmax, layer_norm (against double-precision references),
+//     causal_mask;
 //   integer_softmax: rows derived by hand (the exponential of -1 is 231753 / 2^18) and
 //     cross-checked with a Python transcription of the comment's steps;
 //   data movement: strided_slice, tile (a broadcast too) and take (indices clamped, counted)
@@ -24,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -612,7 +617,7 @@ TEST_CASE("runtime kernels: wrap_bits and requantize (rounding, wrap of the inpu
   CHECK(out == -32768);
 }
 
-TEST_CASE("runtime kernels: relu, clip, add, mul, add_scalar, bias_add") {
+TEST_CASE("runtime kernels: relu, clip, binary Add and Mul, add_scalar, bias_add") {
   std::mt19937_64 rng(20);
   const auto x = random_vec<std::int8_t>(rng, 500, -128, 127);
   const auto b = random_vec<std::int8_t>(rng, 500, -128, 127);
@@ -621,25 +626,25 @@ TEST_CASE("runtime kernels: relu, clip, add, mul, add_scalar, bias_add") {
   for (std::size_t i = 0; i < 500; ++i) CHECK(y[i] == std::max<int>(x[i], 0));
   rt::clip(x.data(), y.data(), 500, std::int8_t{-20}, std::int8_t{33});
   for (std::size_t i = 0; i < 500; ++i) CHECK(y[i] == std::clamp<int>(x[i], -20, 33));
-  rt::add(x.data(), b.data(), y.data(), 500);
+  rt::binary<rt::Binary::Add>(x.data(), b.data(), y.data(), 500);
   for (std::size_t i = 0; i < 500; ++i) CHECK(y[i] == ref_wrap(x[i] + b[i], 8));
-  rt::mul(x.data(), b.data(), y.data(), 500);
+  rt::binary<rt::Binary::Mul>(x.data(), b.data(), y.data(), 500);
   for (std::size_t i = 0; i < 500; ++i) CHECK(y[i] == ref_wrap(x[i] * b[i], 8));
   rt::add_scalar(x.data(), std::int8_t{-100}, y.data(), 500);
   for (std::size_t i = 0; i < 500; ++i) CHECK(y[i] == ref_wrap(x[i] - 100, 8));
   // int16 and int32 wrap at their own widths; uint8 too
   const std::int16_t h[] = {300, -32768}, hb[] = {300, -1};
   std::int16_t hy[2];
-  rt::mul(h, hb, hy, 2);
+  rt::binary<rt::Binary::Mul>(h, hb, hy, 2);
   CHECK(hy[0] == 24464);   // 90000 - 65536
   CHECK(hy[1] == -32768);  // 32768 wraps
   const std::int32_t big[] = {2147483647}, one[] = {1};
   std::int32_t by = 0;
-  rt::add(big, one, &by, 1);
+  rt::binary<rt::Binary::Add>(big, one, &by, 1);
   CHECK(by == std::numeric_limits<std::int32_t>::min());
   const std::uint8_t u[] = {250}, u2[] = {10};
   std::uint8_t uy = 0;
-  rt::add(u, u2, &uy, 1);
+  rt::binary<rt::Binary::Add>(u, u2, &uy, 1);
   CHECK(uy == 4);
   // floats: IEEE, a NaN passes through relu and clip
   const float f[] = {-1.5f, 2.0f, NAN, -0.0f};
@@ -653,7 +658,7 @@ TEST_CASE("runtime kernels: relu, clip, add, mul, add_scalar, bias_add") {
   CHECK(fy[1] == 1.0f);
   CHECK(std::isnan(fy[2]));
   const float g[] = {0.25f, 3.0f, 1.0f, 2.0f};
-  rt::mul(f, g, fy, 4);
+  rt::binary<rt::Binary::Mul>(f, g, fy, 4);
   CHECK(fy[0] == -0.375f);
   CHECK(fy[1] == 6.0f);
   rt::add_scalar(g, 0.5f, fy, 4);
@@ -670,6 +675,286 @@ TEST_CASE("runtime kernels: relu, clip, add, mul, add_scalar, bias_add") {
         const auto at = static_cast<std::size_t>((o * ch + c) * inner + i);
         CHECK(by8[at] == ref_wrap(bx[at] + bias[static_cast<std::size_t>(c)], 8));
       }
+}
+
+// ---- math: unary and binary kinds, broadcasting, reductions ---------------------------------
+
+TEST_CASE("runtime kernels: unary kinds against <cmath> in double, edge values by hand") {
+  const float inf = HUGE_VALF;
+  const std::vector<float> x = {-3.5f, -1.0f, -0.25f, -0.0f, 0.0f, 0.5f, 1.0f, 2.75f, 40.0f};
+  std::vector<float> y(x.size());
+  const auto n = static_cast<i64>(x.size());
+  // each kind against its formula evaluated in double, then rounded to float
+  const auto check = [&](auto kind, auto formula, float alpha = 0.0f, float beta = 0.0f) {
+    rt::unary<decltype(kind)::value>(x.data(), y.data(), n, alpha, beta);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      CAPTURE(x[i]);
+      const double want = formula(double{x[i]});
+      if (std::isnan(want))
+        CHECK(std::isnan(y[i]));
+      else if (std::isinf(want))
+        CHECK(y[i] == want);
+      else
+        CHECK(y[i] == doctest::Approx(want).epsilon(1e-6));
+    }
+  };
+  using U = rt::Unary;
+  check(std::integral_constant<U, U::Sigmoid>{}, [](double v) { return 1 / (1 + std::exp(-v)); });
+  check(std::integral_constant<U, U::Tanh>{}, [](double v) { return std::tanh(v); });
+  check(std::integral_constant<U, U::Exp>{}, [](double v) { return std::exp(v); });
+  check(std::integral_constant<U, U::Log>{}, [](double v) { return std::log(v); });
+  check(std::integral_constant<U, U::Sqrt>{}, [](double v) { return std::sqrt(v); });
+  check(std::integral_constant<U, U::Erf>{}, [](double v) { return std::erf(v); });
+  check(std::integral_constant<U, U::Abs>{}, [](double v) { return v < 0 ? -v : v; });
+  check(std::integral_constant<U, U::Neg>{}, [](double v) { return -v; });
+  check(
+      std::integral_constant<U, U::HardSigmoid>{},
+      [](double v) { return std::min(1.0, std::max(0.0, 0.25 * v + 0.75)); }, 0.25f, 0.75f);
+  check(std::integral_constant<U, U::HardSwish>{},
+        [](double v) { return v * std::min(1.0, std::max(0.0, v / 6 + 0.5)); });
+  check(
+      std::integral_constant<U, U::LeakyRelu>{}, [](double v) { return v < 0 ? 0.125 * v : v; },
+      0.125f);
+  // signs, infinities and NaN
+  CHECK(std::signbit(rt::unary_value<U::Abs>(-0.0f)) == false);
+  CHECK(std::signbit(rt::unary_value<U::Neg>(0.0f)));
+  CHECK(std::signbit(rt::unary_value<U::Sqrt>(-0.0f)));
+  CHECK(rt::unary_value<U::Log>(0.0f) == -inf);
+  CHECK(std::isnan(rt::unary_value<U::Log>(-1.0f)));
+  CHECK(rt::unary_value<U::Sigmoid>(-inf) == 0.0f);
+  CHECK(rt::unary_value<U::Sigmoid>(inf) == 1.0f);
+  CHECK(rt::unary_value<U::Sigmoid>(-200.0f) == 0.0f);  // exp(200) is inf: 1 / inf
+  CHECK(rt::unary_value<U::Exp>(100.0f) == inf);
+  CHECK(std::isnan(rt::unary_value<U::HardSigmoid>(NAN, 0.2f, 0.5f)));
+  CHECK(std::signbit(rt::unary_value<U::LeakyRelu>(-0.0f, 0.5f)));
+  CHECK(rt::unary_value<U::LeakyRelu>(-inf, 0.5f) == -inf);
+  CHECK(rt::unary_value<U::HardSwish>(-3.0f) == 0.0f);
+  CHECK(rt::unary_value<U::HardSwish>(3.0f) == 3.0f);
+  for (U k : {U::Sigmoid, U::Tanh, U::Exp, U::Log, U::Sqrt, U::Erf, U::Abs, U::Neg, U::HardSigmoid,
+              U::HardSwish, U::LeakyRelu})
+    rt::with_kind(k, [](auto kind) {
+      CHECK(std::isnan(rt::unary_value<decltype(kind)::value>(NAN, 0.5f, 0.5f)));
+    });
+  // integers at their own width: the minimum's magnitude wraps, unsigned values negate mod 2^n
+  const std::int8_t i8[] = {-128, -5, 0, 7, 127};
+  std::int8_t y8[5];
+  rt::unary<U::Abs>(i8, y8, 5);
+  CHECK(std::vector<int>(y8, y8 + 5) == std::vector<int>{-128, 5, 0, 7, 127});
+  rt::unary<U::Neg>(i8, y8, 5);
+  CHECK(std::vector<int>(y8, y8 + 5) == std::vector<int>{-128, 5, 0, -7, -127});
+  const std::uint8_t u8[] = {0, 1, 200};
+  std::uint8_t yu[3];
+  rt::unary<U::Neg>(u8, yu, 3);
+  CHECK(std::vector<int>(yu, yu + 3) == std::vector<int>{0, 255, 56});
+  rt::unary<U::Abs>(u8, yu, 3);
+  CHECK(std::vector<int>(yu, yu + 3) == std::vector<int>{0, 1, 200});
+  CHECK(rt::unary_value<U::Abs>(std::numeric_limits<i64>::min()) ==
+        std::numeric_limits<i64>::min());
+  CHECK(rt::unary_value<U::Neg>(std::int16_t{-32768}) == -32768);
+}
+
+TEST_CASE("runtime kernels: binary kinds, integer division and the NaN rules by hand") {
+  using B = rt::Binary;
+  // integers at their own width, against an exact reference wrapped here
+  std::mt19937_64 rng(31);
+  const auto a = random_vec<std::int8_t>(rng, 400, -128, 127);
+  const auto b = random_vec<std::int8_t>(rng, 400, -128, 127);
+  std::vector<std::int8_t> y(400);
+  rt::binary<B::Sub>(a.data(), b.data(), y.data(), 400);
+  for (std::size_t i = 0; i < 400; ++i) CHECK(y[i] == ref_wrap(a[i] - b[i], 8));
+  rt::binary<B::Div>(a.data(), b.data(), y.data(), 400);
+  for (std::size_t i = 0; i < 400; ++i)
+    CHECK(y[i] == (b[i] == 0 ? 0 : ref_wrap(static_cast<int>(std::trunc(double(a[i]) / b[i])), 8)));
+  rt::binary<B::Maximum>(a.data(), b.data(), y.data(), 400);
+  for (std::size_t i = 0; i < 400; ++i) CHECK(y[i] == std::max(a[i], b[i]));
+  rt::binary<B::Minimum>(a.data(), b.data(), y.data(), 400);
+  for (std::size_t i = 0; i < 400; ++i) CHECK(y[i] == std::min(a[i], b[i]));
+  rt::binary<B::Prelu>(a.data(), b.data(), y.data(), 400);
+  for (std::size_t i = 0; i < 400; ++i) CHECK(y[i] == (a[i] < 0 ? ref_wrap(a[i] * b[i], 8) : a[i]));
+  // division: toward zero, by zero 0, the minimum by -1 wraps (at every width, no trap)
+  CHECK(rt::binary_value<B::Div>(std::int8_t{-7}, std::int8_t{2}) == -3);
+  CHECK(rt::binary_value<B::Div>(std::int8_t{7}, std::int8_t{-2}) == -3);
+  CHECK(rt::binary_value<B::Div>(std::int8_t{-128}, std::int8_t{-1}) == -128);
+  CHECK(rt::binary_value<B::Div>(std::int32_t{5}, std::int32_t{0}) == 0);
+  const i64 lo = std::numeric_limits<i64>::min();
+  CHECK(rt::binary_value<B::Div>(lo, i64{-1}) == lo);
+  CHECK(rt::binary_value<B::Div>(std::int32_t{INT32_MIN}, std::int32_t{-1}) == INT32_MIN);
+  CHECK(rt::binary_value<B::Div>(std::uint32_t{4000000000u}, std::uint32_t{0xFFFFFFFFu}) == 0);
+  CHECK(rt::binary_value<B::Div>(std::uint8_t{250}, std::uint8_t{7}) == 35);
+  CHECK(rt::binary_value<B::Sub>(std::uint8_t{1}, std::uint8_t{2}) == 255);
+  CHECK(rt::binary_value<B::Prelu>(std::uint8_t{200}, std::uint8_t{3}) == 200);
+  CHECK(rt::binary_value<B::Maximum>(std::uint8_t{200}, std::uint8_t{3}) == 200);
+  // floats: IEEE division, powf, NaN from either side, -0 and +0 keep the first
+  const float inf = HUGE_VALF;
+  CHECK(rt::binary_value<B::Div>(1.0f, 0.0f) == inf);
+  CHECK(rt::binary_value<B::Div>(-1.0f, 0.0f) == -inf);
+  CHECK(std::isnan(rt::binary_value<B::Div>(0.0f, 0.0f)));
+  CHECK(rt::binary_value<B::Pow>(2.0f, 10.0f) == 1024.0f);
+  CHECK(rt::binary_value<B::Pow>(NAN, 0.0f) == 1.0f);
+  CHECK(std::isnan(rt::binary_value<B::Pow>(-8.0f, 1.0f / 3)));
+  CHECK(rt::binary_value<B::Pow>(-2.0f, 3.0f) == -8.0f);
+  for (B k : {B::Maximum, B::Minimum})
+    rt::with_kind(k, [](auto kind) {
+      constexpr B K = decltype(kind)::value;
+      CHECK(std::isnan(rt::binary_value<K>(NAN, 1.0f)));
+      CHECK(std::isnan(rt::binary_value<K>(1.0f, NAN)));
+      CHECK(std::signbit(rt::binary_value<K>(-0.0f, 0.0f)));
+      CHECK_FALSE(std::signbit(rt::binary_value<K>(0.0f, -0.0f)));
+    });
+  CHECK(rt::binary_value<B::Maximum>(-inf, 3.0f) == 3.0f);
+  CHECK(rt::binary_value<B::Minimum>(-inf, 3.0f) == -inf);
+  CHECK(rt::binary_value<B::Prelu>(-2.0f, 0.25f) == -0.5f);
+  CHECK(std::signbit(rt::binary_value<B::Prelu>(-0.0f, 3.0f)));
+}
+
+TEST_CASE("runtime kernels: binary_broadcast against index arithmetic, random shapes") {
+  std::mt19937_64 rng(32);
+  for (int round = 0; round < 200; ++round) {
+    const i64 rank = pick(rng, 1, 5);
+    std::vector<i64> shape, as, bs;
+    for (i64 k = 0; k < rank; ++k) {
+      shape.push_back(pick(rng, 0, 3) == 0 ? 1 : pick(rng, 2, 4));
+      as.push_back(pick(rng, 0, 2) == 0 ? 1 : shape.back());
+      bs.push_back(pick(rng, 0, 2) == 0 ? 1 : shape.back());
+    }
+    const auto count = [](const std::vector<i64>& s) {
+      return static_cast<std::size_t>(
+          std::accumulate(s.begin(), s.end(), i64{1}, std::multiplies<>()));
+    };
+    const auto a = random_vec<std::int32_t>(rng, count(as), -1000, 1000);
+    const auto b = random_vec<std::int32_t>(rng, count(bs), -1000, 1000);
+    std::vector<std::int32_t> y(count(shape), 7), want(count(shape));
+    // the operand offset of output index o: its digits, 0 along a stretched dim
+    const auto offset = [&](i64 o, const std::vector<i64>& s) {
+      i64 off = 0, scale = 1;
+      for (i64 k = rank; k-- > 0;) {
+        const i64 digit = o % shape[static_cast<std::size_t>(k)];
+        o /= shape[static_cast<std::size_t>(k)];
+        if (s[static_cast<std::size_t>(k)] != 1) off += digit * scale;
+        scale *= s[static_cast<std::size_t>(k)];
+      }
+      return static_cast<std::size_t>(off);
+    };
+    for (std::size_t o = 0; o < want.size(); ++o)
+      want[o] = a[offset(static_cast<i64>(o), as)] - b[offset(static_cast<i64>(o), bs)];
+    rt::binary_broadcast<rt::Binary::Sub>(a.data(), b.data(), y.data(), shape.data(), as.data(),
+                                          bs.data(), rank);
+    CAPTURE(round);
+    CHECK(y == want);
+  }
+  // a dim of 0 writes nothing
+  const i64 shape[] = {2, 0}, one[] = {1, 1};
+  const float a[] = {1.0f};
+  float y = 5.0f;
+  rt::binary_broadcast<rt::Binary::Pow>(a, a, &y, shape, one, shape, 2);
+  CHECK(y == 5.0f);
+}
+
+TEST_CASE("runtime kernels: reduce over random dims against a scattering reference") {
+  std::mt19937_64 rng(33);
+  for (int round = 0; round < 150; ++round) {
+    const i64 rank = pick(rng, 1, 5);
+    std::vector<i64> shape;
+    bool reduced[8] = {};
+    for (i64 k = 0; k < rank; ++k) {
+      shape.push_back(pick(rng, 1, 4));
+      reduced[k] = pick(rng, 0, 1) == 1;
+    }
+    const auto n = static_cast<std::size_t>(
+        std::accumulate(shape.begin(), shape.end(), i64{1}, std::multiplies<>()));
+    const auto xi = random_vec<std::int8_t>(rng, n, -128, 127);
+    std::vector<float> xf(n);
+    for (std::size_t i = 0; i < n; ++i) xf[i] = static_cast<float>(xi[i]) / 8;
+    // each element's output index: its digits with the reduced ones dropped
+    std::vector<std::size_t> out_of(n);
+    std::size_t outputs = 1;
+    for (i64 k = 0; k < rank; ++k)
+      if (!reduced[k]) outputs *= static_cast<std::size_t>(shape[static_cast<std::size_t>(k)]);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t rest = i, o = 0, scale = 1;
+      for (i64 k = rank; k-- > 0;) {
+        const auto ext = static_cast<std::size_t>(shape[static_cast<std::size_t>(k)]);
+        if (!reduced[k]) {
+          o += rest % ext * scale;
+          scale *= ext;
+        }
+        rest /= ext;
+      }
+      out_of[i] = o;
+    }
+    // the reference: every element added to its output in x's order
+    std::vector<i64> sum(outputs, 0), count(outputs, 0), mx(outputs, -1000), mn(outputs, 1000);
+    std::vector<float> fsum(outputs, 0.0f);
+    std::vector<bool> first(outputs, true);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t o = out_of[i];
+      sum[o] += xi[i];
+      ++count[o];
+      mx[o] = std::max<i64>(mx[o], xi[i]);
+      mn[o] = std::min<i64>(mn[o], xi[i]);
+      fsum[o] = first[o] ? xf[i] : fsum[o] + xf[i];
+      first[o] = false;
+    }
+    std::vector<std::int8_t> y8(outputs);
+    std::vector<float> yf(outputs);
+    CAPTURE(round);
+    rt::reduce<rt::Reduce::Sum>(xi.data(), y8.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o) CHECK(y8[o] == ref_wrap(sum[o], 8));
+    rt::reduce<rt::Reduce::Mean>(xi.data(), y8.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o) CHECK(y8[o] == sum[o] / count[o]);  // toward 0
+    rt::reduce<rt::Reduce::Maximum>(xi.data(), y8.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o) CHECK(y8[o] == mx[o]);
+    rt::reduce<rt::Reduce::Minimum>(xi.data(), y8.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o) CHECK(y8[o] == mn[o]);
+    rt::reduce<rt::Reduce::Sum>(xf.data(), yf.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o) CHECK(yf[o] == fsum[o]);  // the same order
+    rt::reduce<rt::Reduce::Mean>(xf.data(), yf.data(), shape.data(), reduced, rank);
+    for (std::size_t o = 0; o < outputs; ++o)
+      CHECK(yf[o] == fsum[o] / static_cast<float>(count[o]));
+  }
+  // over no element: ONNX's identities; NaN wins a maximum, -0 the first of equals
+  const i64 empty[] = {3, 0};
+  const bool last[] = {false, true};
+  const std::int16_t none16[1] = {};
+  std::int16_t y16[3];
+  rt::reduce<rt::Reduce::Maximum>(none16, y16, empty, last, 2);
+  CHECK(std::vector<int>(y16, y16 + 3) == std::vector<int>(3, -32768));
+  rt::reduce<rt::Reduce::Minimum>(none16, y16, empty, last, 2);
+  CHECK(y16[2] == 32767);
+  rt::reduce<rt::Reduce::Mean>(none16, y16, empty, last, 2);
+  CHECK(y16[0] == 0);
+  const float nonef[1] = {};
+  float yf[3];
+  rt::reduce<rt::Reduce::Sum>(nonef, yf, empty, last, 2);
+  CHECK(yf[1] == 0.0f);
+  rt::reduce<rt::Reduce::Mean>(nonef, yf, empty, last, 2);
+  CHECK(std::isnan(yf[1]));
+  rt::reduce<rt::Reduce::Maximum>(nonef, yf, empty, last, 2);
+  CHECK(yf[0] == -HUGE_VALF);
+  rt::reduce<rt::Reduce::Minimum>(nonef, yf, empty, last, 2);
+  CHECK(yf[0] == HUGE_VALF);
+  const i64 row[] = {4};
+  const bool all[] = {true};
+  const float with_nan[] = {1.0f, NAN, 5.0f, -1.0f}, zeros[] = {-0.0f, 0.0f, -0.0f, 0.0f};
+  float out = 0;
+  rt::reduce<rt::Reduce::Maximum>(with_nan, &out, row, all, 1);
+  CHECK(std::isnan(out));
+  rt::reduce<rt::Reduce::Minimum>(with_nan, &out, row, all, 1);
+  CHECK(std::isnan(out));
+  rt::reduce<rt::Reduce::Maximum>(zeros, &out, row, all, 1);
+  CHECK(std::signbit(out));
+  rt::reduce<rt::Reduce::Sum>(zeros, &out, row, all, 1);
+  CHECK_FALSE(std::signbit(out));  // -0 + 0
+  const float neg_zeros[] = {-0.0f, -0.0f, -0.0f, -0.0f};
+  rt::reduce<rt::Reduce::Sum>(neg_zeros, &out, row, all, 1);
+  CHECK(std::signbit(out));  // starts from the first element, not from +0
+  // the sum of int32 wraps; its mean does not (the sum is exact in int64)
+  const std::int32_t big[] = {INT32_MAX, INT32_MAX, 2, -1};
+  std::int32_t s32 = 0;
+  rt::reduce<rt::Reduce::Sum>(big, &s32, row, all, 1);
+  CHECK(s32 == -1);  // 2 * (2^31 - 1) + 2 - 1 = 2^32 - 1, modulo 2^32
+  rt::reduce<rt::Reduce::Mean>(big, &s32, row, all, 1);
+  CHECK(s32 == static_cast<std::int32_t>((i64{INT32_MAX} * 2 + 1) / 4));
 }
 
 TEST_CASE("runtime kernels: cast wraps integers, rounds floats half to even and saturates") {
@@ -768,26 +1053,38 @@ TEST_CASE("runtime kernels: quantize_linear and dequantize_linear, per tensor an
 
 // ---- float ops ------------------------------------------------------------------------------
 
-TEST_CASE("runtime kernels: softmax along an axis, against double precision") {
-  std::mt19937_64 rng(23);
-  for (int n = 0; n < 40; ++n) {
+// Runs `kernel` (softmax, log_softmax) on `rounds` random arrays [outer, extent, inner] and
+// calls check(x, y) with each row along the axis, x in double.
+template <class Kernel, class Check>
+void random_rows(std::uint64_t seed, int rounds, Kernel kernel, Check check) {
+  std::mt19937_64 rng(seed);
+  for (int n = 0; n < rounds; ++n) {
     const i64 outer = pick(rng, 1, 3), extent = pick(rng, 1, 9), inner = pick(rng, 1, 4);
     std::vector<float> x(static_cast<std::size_t>(outer * extent * inner));
     for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 400) - 200) / 10.0f;
     std::vector<float> y(x.size());
-    rt::softmax(x.data(), y.data(), outer, extent, inner);
+    kernel(x.data(), y.data(), outer, extent, inner);
     for (i64 o = 0; o < outer; ++o)
       for (i64 i = 0; i < inner; ++i) {
-        const auto at = [&](i64 j) {
-          return static_cast<std::size_t>((o * extent + j) * inner + i);
-        };
-        double m = -1e300, s = 0;
-        for (i64 j = 0; j < extent; ++j) m = std::max(m, double{x[at(j)]});
-        for (i64 j = 0; j < extent; ++j) s += std::exp(double{x[at(j)]} - m);
-        for (i64 j = 0; j < extent; ++j)
-          CHECK(y[at(j)] == doctest::Approx(std::exp(double{x[at(j)]} - m) / s).epsilon(1e-5));
+        std::vector<double> xr;
+        std::vector<float> yr;
+        for (i64 j = 0; j < extent; ++j) {
+          xr.push_back(x[static_cast<std::size_t>((o * extent + j) * inner + i)]);
+          yr.push_back(y[static_cast<std::size_t>((o * extent + j) * inner + i)]);
+        }
+        check(xr, yr);
       }
   }
+}
+
+TEST_CASE("runtime kernels: softmax along an axis, against double precision") {
+  random_rows(23, 40, rt::softmax, [](const std::vector<double>& x, const std::vector<float>& y) {
+    const double m = *std::max_element(x.begin(), x.end());
+    double s = 0;
+    for (double v : x) s += std::exp(v - m);
+    for (std::size_t j = 0; j < x.size(); ++j)
+      CHECK(y[j] == doctest::Approx(std::exp(x[j] - m) / s).epsilon(1e-5));
+  });
   // hand-derived: [0, ln 3] -> [1/4, 3/4]; large values do not overflow (the max is
   // subtracted); -inf gets 0; a NaN makes the row NaN
   const float a[] = {0.0f, std::log(3.0f)}, big[] = {1000.0f, 1000.0f},
@@ -808,6 +1105,30 @@ TEST_CASE("runtime kernels: softmax along an axis, against double precision") {
   float none = 9.0f;
   rt::softmax(&none, &none, 1, 0, 1);
   CHECK(none == 9.0f);
+}
+
+TEST_CASE("runtime kernels: log_softmax along an axis, against double precision") {
+  random_rows(34, 30, rt::log_softmax,
+              [](const std::vector<double>& x, const std::vector<float>& y) {
+                double s = 0;
+                for (double v : x) s += std::exp(v);
+                for (std::size_t j = 0; j < x.size(); ++j)
+                  CHECK(y[j] == doctest::Approx(x[j] - std::log(s)).epsilon(1e-5));
+              });
+  // [0, ln 3] -> [ln 1/4, ln 3/4]; large values stay finite; -inf stays -inf; NaN spreads
+  const float a[] = {0.0f, std::log(3.0f)}, big[] = {1000.0f, 1000.0f},
+              masked[] = {1.0f, -HUGE_VALF}, nan[] = {1.0f, NAN};
+  float y[2];
+  rt::log_softmax(a, y, 1, 2, 1);
+  CHECK(y[0] == doctest::Approx(std::log(0.25)));
+  CHECK(y[1] == doctest::Approx(std::log(0.75)));
+  rt::log_softmax(big, y, 1, 2, 1);
+  CHECK(y[0] == doctest::Approx(-std::log(2.0)));
+  rt::log_softmax(masked, y, 1, 2, 1);
+  CHECK(y[0] == 0.0f);
+  CHECK(y[1] == -HUGE_VALF);
+  rt::log_softmax(nan, y, 1, 2, 1);
+  CHECK((std::isnan(y[0]) && std::isnan(y[1])));
 }
 
 TEST_CASE("runtime kernels: layer_norm, against double precision and by hand") {

@@ -93,7 +93,18 @@ bool kernels_run() {
   rt::resize2d_linear(f, up, {1, 1, 3, 2, 6, 2.0f, 2.0f, 0, 0});
   const bool moved =
       s[0] == 4 && t[11] == 6 && clamped && g[0] == 6 && g[1] == 6 && r[5] == 6 && up[0] == 0.0f;
-  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0] && moved;
+  // the math kernels: a unary, binary and reduction kind each, broadcast and log_softmax
+  float sg[3], l[3], m = 0;
+  rt::unary<rt::Unary::Sigmoid>(f, sg, 3);
+  rt::log_softmax(f, l, 1, 3, 1);
+  const std::int64_t row[] = {1, 3}, col[] = {2, 1};
+  const bool all[] = {true, true};
+  std::int8_t q[6], sum = 0;
+  rt::binary_broadcast<rt::Binary::Div>(x, x + 4, q, shape, row, col, 2);  // x[:3] / [5, 6]
+  rt::reduce<rt::Reduce::Sum>(x, &sum, shape, all, 2);
+  rt::reduce<rt::Reduce::Maximum>(sg, &m, row + 1, all, 1);
+  return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0] && moved &&
+         sg[0] == 0.5f && l[2] > l[0] && q[2] == 0 && q[5] == 0 && sum == 21 && m == sg[2];
 }
 
 }  // namespace

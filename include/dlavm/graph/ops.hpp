@@ -5,12 +5,18 @@
 //   linear       dense, matmul                              graph/ops/linear.hpp
 //   conv         conv2d                                     graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
-//   elementwise  add, mul, bias_add, relu, clip             graph/ops/elementwise.hpp
+//   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
+//                prelu, bias_add, relu, clip
+//   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
+//                neg, hard_sigmoid, hard_swish, leaky_relu
+//   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
+//                reduce_min
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
 //                strided_slice, take, broadcast_to, tile
 //   image        resize2d                                   graph/ops/image.hpp
-//   float_ops    softmax, layer_norm, gelu, causal_mask     graph/ops/float_ops.hpp
+//   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
+//                causal_mask, batch_norm
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -27,7 +33,9 @@
 #include <dlavm/graph/ops/linear.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>
+#include <dlavm/graph/ops/reduce.hpp>
 #include <dlavm/graph/ops/transform.hpp>
+#include <dlavm/graph/ops/unary.hpp>
 
 namespace dlavm::graph {
 

@@ -145,5 +145,10 @@ DLAVM_INLINE std::vector<std::int64_t> broadcast_offsets(std::span<const std::in
   return offsets;
 }
 
+DLAVM_INLINE void wrap_elements(te::NDArray& a) {
+  const DType t = a.dtype();
+  for (std::int64_t& v : a.data()) v = t.wrap(v);
+}
+
 }  // namespace detail
 }  // namespace dlavm::host

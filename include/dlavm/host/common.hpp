@@ -107,6 +107,27 @@ void store_i32(std::span<const std::uint32_t> values, te::NDArray& out);
 // an operand with batch dims `in` reads under numpy broadcasting.
 std::vector<std::int64_t> broadcast_offsets(std::span<const std::int64_t> out,
                                             std::span<const std::int64_t> in, std::int64_t block);
+// The runtime kernels (runtime/kernels.hpp) on an integer array's int64 elements: with T
+// std::int64_t for a signed dtype and std::uint64_t (the same bits) for an unsigned one, a
+// kernel's wrapping arithmetic, then wrap_elements, gives what it gives on the dtype's own C++
+// type. with_integer_type calls f(T{}).
+template <class F>
+void with_integer_type(DType t, F&& f) {
+  if (t.is_uint())
+    f(std::uint64_t{});
+  else
+    f(std::int64_t{});
+}
+template <class T>
+const T* elements_as(const te::NDArray& a) {
+  return reinterpret_cast<const T*>(a.data().data());
+}
+template <class T>
+T* elements_as(te::NDArray& a) {
+  return reinterpret_cast<T*>(a.data().data());
+}
+// Every element of an integer array wrapped to its dtype (DType::wrap).
+void wrap_elements(te::NDArray& a);
 // DType::wrap on an int64 computed with wrapping uint64 arithmetic.
 inline std::int64_t wrap_u64(DType t, std::uint64_t v) {
   return t.wrap(static_cast<std::int64_t>(v));

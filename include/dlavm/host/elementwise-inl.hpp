@@ -6,10 +6,14 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/elementwise.hpp>
+#include <dlavm/runtime/kernels.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dlavm::host {
@@ -43,25 +47,33 @@ void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
   }
 }
 
-template <class IntOp, class FloatOp>
-te::NDArray binary_broadcast(std::string_view who, const te::NDArray& a, const te::NDArray& b,
-                             IntOp int_op, FloatOp float_op) {
+// f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and
+// then wrapped to the dtype (host/common.hpp's with_integer_type). `x_shape`: the result must
+// keep a's shape (prelu's unidirectional broadcast).
+template <runtime::Binary K>
+te::NDArray binary_kernel(std::string_view who, const te::NDArray& a, const te::NDArray& b,
+                          bool x_shape = false) {
   require_same_dtype(who, a, b);
+  if (!runtime::takes_integers(K)) require_float32(who, "a", a);
   const auto shape = broadcast_shapes(a.shape(), b.shape());
   if (!shape)
     raise<ShapeError>("{}: shapes {} and {} do not broadcast (dims must match or be 1)", who,
                       shape_str(a.shape()), shape_str(b.shape()));
+  if (x_shape && *shape != a.shape())
+    raise<ShapeError>(
+        "{}: the slope's shape {} would stretch x {} to {}; the slope broadcasts to x's shape", who,
+        shape_str(b.shape()), shape_str(a.shape()), shape_str(*shape));
   te::NDArray y(a.dtype(), *shape);
   if (a.dtype().is_float()) {
     broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, float_op);
-  } else {
-    const DType t = a.dtype();
-    broadcast_apply(a.data().data(), a.shape(), b.data().data(), b.shape(), y.data().data(), *shape,
-                    [&](std::int64_t x, std::int64_t z) {
-                      return wrap_u64(
-                          t, int_op(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(z)));
-                    });
+                    *shape, runtime::binary_value<K, float>);
+  } else if constexpr (runtime::takes_integers(K)) {
+    with_integer_type(a.dtype(), [&](auto t) {
+      using T = decltype(t);
+      broadcast_apply(elements_as<T>(a), a.shape(), elements_as<T>(b), b.shape(), elements_as<T>(y),
+                      *shape, runtime::binary_value<K, T>);
+    });
+    wrap_elements(y);
   }
   return y;
 }
@@ -88,16 +100,20 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> clip_int_bounds(const ClipPar
   return {lo, hi};
 }
 
+DLAVM_INLINE te::NDArray binary(runtime::Binary kind, const te::NDArray& a, const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", binary_op(kind).name);
+  return runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Binary K = decltype(tag)::value;
+    return detail::binary_kernel<K>(who, a, b, K == runtime::Binary::Prelu);
+  });
+}
+
 DLAVM_INLINE te::NDArray add(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::add", a, b, [](std::uint64_t x, std::uint64_t y) { return x + y; },
-      [](float x, float y) { return x + y; });
+  return binary(runtime::Binary::Add, a, b);
 }
 
 DLAVM_INLINE te::NDArray mul(const te::NDArray& a, const te::NDArray& b) {
-  return detail::binary_broadcast(
-      "host::mul", a, b, [](std::uint64_t x, std::uint64_t y) { return x * y; },
-      [](float x, float y) { return x * y; });
+  return binary(runtime::Binary::Mul, a, b);
 }
 
 DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
@@ -116,9 +132,7 @@ DLAVM_INLINE te::NDArray bias_add(const te::NDArray& x, const te::NDArray& b,
     std::copy(b.fdata().begin(), b.fdata().end(), b_view.fdata().begin());
   else
     std::copy(b.data().begin(), b.data().end(), b_view.data().begin());
-  return detail::binary_broadcast(
-      who, x, b_view, [](std::uint64_t u, std::uint64_t v) { return u + v; },
-      [](float u, float v) { return u + v; });
+  return detail::binary_kernel<runtime::Binary::Add>(who, x, b_view);
 }
 
 DLAVM_INLINE te::NDArray relu(const te::NDArray& x) {

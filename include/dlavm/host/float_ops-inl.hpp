@@ -16,15 +16,29 @@
 
 namespace dlavm::host {
 
-DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
-  constexpr std::string_view who = "host::softmax";
-  detail::require_float32(who, "x", x);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+namespace detail {
+
+// y = kernel(x, y, outer, extent, inner) along p.axis (softmax, log_softmax).
+template <class Kernel>
+te::NDArray along_axis(std::string_view who, const te::NDArray& x, const SoftmaxParams& p,
+                       Kernel kernel) {
+  require_float32(who, "x", x);
+  const std::size_t axis = axis_or_raise(who, "axis", p.axis, x.ndim());
   const auto split = split_at(x.shape(), axis);
   te::NDArray y(x.dtype(), x.shape());
   if (split.extent == 0) return y;  // empty rows
-  runtime::softmax(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
+  kernel(x.fdata().data(), y.fdata().data(), split.outer, split.extent, split.inner);
   return y;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::softmax", x, p, runtime::softmax);
+}
+
+DLAVM_INLINE te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p) {
+  return detail::along_axis("host::log_softmax", x, p, runtime::log_softmax);
 }
 
 DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma,

@@ -1,11 +1,14 @@
 // Host kernels for the float32-only ops of transformer layers and exported CNNs: softmax,
-// layer_norm, gelu, causal_mask and batch_norm.
+// log_softmax, layer_norm, gelu, causal_mask and batch_norm.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
 //   softmax(x, {axis = -1})   along axis: m = max of the row, e_i = exp(x_i - m),
 //                             s = e_0 + e_1 + ..., y_i = e_i / s. A NaN in a row makes the row
 //                             NaN.
+//   log_softmax(x, {axis = -1})
+//                             along axis: m and s as softmax's, y_i = (x_i - m) - log(s) (a
+//                             NaN in a row makes the row NaN).
 //   layer_norm(x, gamma, beta, {axis = -1, epsilon = 1e-5})
 //                             normalizes over the dims from axis to the last (D elements per
 //                             group); gamma and beta have exactly those dims:
@@ -48,6 +51,7 @@ struct BatchNormParams {
 };
 
 te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
+te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);

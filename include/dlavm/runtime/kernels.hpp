@@ -4,17 +4,22 @@
 // are the C++ types of their dtypes (int8_t ... int32_t, float); integer arithmetic follows
 // the host's rules: sums in int64, products wrapping modulo 2^32, results wrapped to the
 // output type. Standard library only, no exceptions, no heap, C++17; the caller checks
-// shapes (the generator did, at emit time).
+// shapes (the generator did, at emit time). The element-wise math and the reductions are
+// closed lists of kinds (Unary, Binary, Reduce), each kind's value defined once, the kernels
+// templates over the kind, so firmware holds the code of the kinds it calls only.
 //
 //   runtime::pack_tiled(x, xp, n, c, h, w, 1, 16);          // [N, C, H, W] -> VTA's tiles
 //   runtime::pool_window_avg(y, g, {planes, 7, 7, 1, 1, 7, 7, 1, 1, 0, 0}, true);
 //   runtime::dense(g, w, logits, 1, 1000, 512);             // int32 logits
+//   runtime::unary<runtime::Unary::Sigmoid>(x, y, n);
+//   runtime::reduce<runtime::Reduce::Mean>(x, y, shape, reduced, rank);
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace dlavm::runtime {
@@ -231,31 +236,62 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
   });
 }
 
-// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
-template <class T>
-void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
-               std::int64_t rank) {
-  std::int64_t stride[8] = {}, out_shape[8] = {}, out_stride[8] = {}, index[8] = {};
+namespace detail {
+
+// A row-major walk over the indices of `shape` (rank at most 8) that keeps N offsets in step:
+// offset j moves by stride[j][k] along dim k. The loop of transpose, of a broadcast and of
+// a reduction.
+template <int N>
+struct Walk {
+  std::int64_t rank = 0;
+  std::int64_t shape[8] = {};
+  std::int64_t stride[N][8] = {};
+  std::int64_t index[8] = {};
+  std::int64_t at[N] = {};
+
+  // Appends a dim of extent n, with the offsets' strides along it.
+  void push(std::int64_t n, const std::int64_t (&steps)[N]) {
+    shape[rank] = n;
+    for (int j = 0; j < N; ++j) stride[j][rank] = steps[j];
+    ++rank;
+  }
+  // Moves to the next index, the offsets with it; false after the last (all back at 0).
+  bool next() {
+    for (std::int64_t k = rank; k-- > 0;) {
+      for (int j = 0; j < N; ++j) at[j] += stride[j][k];
+      if (++index[k] < shape[k]) return true;
+      for (int j = 0; j < N; ++j) at[j] -= stride[j][k] * shape[k];
+      index[k] = 0;
+    }
+    return false;
+  }
+};
+
+// The row-major strides of `shape` into `stride`; returns the element count.
+inline std::int64_t row_major_strides(const std::int64_t* shape, std::int64_t rank,
+                                      std::int64_t* stride) {
   std::int64_t n = 1;
   for (std::int64_t k = rank; k-- > 0;) {
     stride[k] = n;
     n *= shape[k];
   }
+  return n;
+}
+
+}  // namespace detail
+
+// y = x with its dims permuted: y's dim i is x's dim perm[i] (rank at most 8).
+template <class T>
+void transpose(const T* x, T* y, const std::int64_t* shape, const std::int64_t* perm,
+               std::int64_t rank) {
+  std::int64_t stride[8] = {};
+  const std::int64_t n = detail::row_major_strides(shape, rank, stride);
   if (n == 0) return;
-  for (std::int64_t k = 0; k < rank; ++k) {
-    out_shape[k] = shape[perm[k]];
-    out_stride[k] = stride[perm[k]];
-  }
-  std::int64_t from = 0;
-  for (std::int64_t o = 0; o < n; ++o) {
-    y[o] = x[from];
-    for (std::int64_t k = rank; k-- > 0;) {  // the next index of y, and x's offset with it
-      from += out_stride[k];
-      if (++index[k] < out_shape[k]) break;
-      from -= out_stride[k] * out_shape[k];
-      index[k] = 0;
-    }
-  }
+  detail::Walk<1> w;  // over y's indices, the offset into x
+  for (std::int64_t k = 0; k < rank; ++k) w.push(shape[perm[k]], {stride[perm[k]]});
+  std::int64_t o = 0;
+  do y[o++] = x[w.at[0]];
+  while (w.next());
 }
 
 template <class T>
@@ -392,24 +428,201 @@ void clip(const T* x, T* y, std::int64_t n, T lo, T hi) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
 }
 
-// y = a + b (or a * b) of one shape, wrapped to T's width.
-template <class T>
-void add(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] + b[i];
+// ---- element-wise math: the unary and binary functions of graph ops ----------------------
+// Each kind is defined once, by its value (unary_value, binary_value); the kernels apply it
+// over arrays, for the host kernels (host/unary.hpp, host/elementwise.hpp) and for firmware.
+// float: float32 arithmetic and <cmath>'s float functions. Integers (for the kinds
+// takes_integers allows): two's-complement results wrapped to T's width, computed in uint64 so
+// that no signed type overflows.
+
+enum class Unary : std::uint8_t {
+  Sigmoid,      // 1 / (1 + exp(-x))
+  Tanh,         // tanh(x)
+  Exp,          // exp(x)
+  Log,          // log(x): -inf at 0, NaN below
+  Sqrt,         // sqrt(x): NaN below 0, sqrt(-0) = -0
+  Erf,          // erf(x)
+  Abs,          // |x|: float with its sign cleared; integers wrap (the minimum stays)
+  Neg,          // -x: float with its sign flipped; integers 0 - x, wrapped
+  HardSigmoid,  // max(0, min(1, alpha * x + beta)); NaN stays NaN
+  HardSwish,    // x * hard_sigmoid(x) with alpha = 1/6 (as a float) and beta = 0.5
+  LeakyRelu,    // x < 0 ? alpha * x : x
+};
+inline constexpr int kUnaryCount = static_cast<int>(Unary::LeakyRelu) + 1;  // kinds 0, 1, ...
+constexpr bool takes_integers(Unary k) { return k == Unary::Abs || k == Unary::Neg; }
+
+enum class Binary : std::uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,      // float: IEEE (x / 0 is +-inf, 0 / 0 NaN); integers: the quotient truncated toward
+            // zero, x / 0 = 0, the minimum / -1 = the minimum (wraps)
+  Pow,      // std::pow of floats (powf: pow(x, 0) = 1 for any x, pow(1, y) = 1, a negative
+            // base to a non-integer power NaN)
+  Maximum,  // NaN when either operand is; of equal operands (-0 and +0) the first
+  Minimum,  // likewise
+  Prelu,    // a < 0 ? a * b : a (b the slope); integers wrap like Mul
+};
+inline constexpr int kBinaryCount = static_cast<int>(Binary::Prelu) + 1;
+constexpr bool takes_integers(Binary k) { return k != Binary::Pow; }
+
+namespace detail {
+
+// f(std::integral_constant<Kind, k>{}) for k one of the kinds I .. N - 1.
+template <class Kind, int I, int N, class F>
+decltype(auto) with_kind_from(Kind k, F& f) {
+  if constexpr (I + 1 < N)
+    if (k != static_cast<Kind>(I)) return with_kind_from<Kind, I + 1, N>(k, f);
+  return f(std::integral_constant<Kind, static_cast<Kind>(I)>{});
+}
+
+}  // namespace detail
+
+// Calls f(std::integral_constant<Unary, k>{}): the kind as a template argument, for the host
+// kernels that choose a kernel by it (likewise for Binary and Reduce, below).
+template <class F>
+decltype(auto) with_kind(Unary k, F&& f) {
+  return detail::with_kind_from<Unary, 0, kUnaryCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(Binary k, F&& f) {
+  return detail::with_kind_from<Binary, 0, kBinaryCount>(k, f);
+}
+
+namespace detail {
+
+inline float hard_sigmoid(float x, float alpha, float beta) {
+  const float v = alpha * x + beta;
+  return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+}
+
+template <Unary K>
+float unary_float(float x, [[maybe_unused]] float alpha, [[maybe_unused]] float beta) {
+  if constexpr (K == Unary::Sigmoid)
+    return 1.0f / (1.0f + std::exp(-x));
+  else if constexpr (K == Unary::Tanh)
+    return std::tanh(x);
+  else if constexpr (K == Unary::Exp)
+    return std::exp(x);
+  else if constexpr (K == Unary::Log)
+    return std::log(x);
+  else if constexpr (K == Unary::Sqrt)
+    return std::sqrt(x);
+  else if constexpr (K == Unary::Erf)
+    return std::erf(x);
+  else if constexpr (K == Unary::Abs)
+    return std::fabs(x);
+  else if constexpr (K == Unary::Neg)
+    return -x;
+  else if constexpr (K == Unary::HardSigmoid)
+    return hard_sigmoid(x, alpha, beta);
+  else if constexpr (K == Unary::HardSwish)
+    return x * hard_sigmoid(x, 1.0f / 6.0f, 0.5f);
+  else if constexpr (K == Unary::LeakyRelu)
+    return x < 0.0f ? alpha * x : x;
+}
+
+template <Binary K>
+float binary_float(float a, float b) {
+  if constexpr (K == Binary::Add)
+    return a + b;
+  else if constexpr (K == Binary::Sub)
+    return a - b;
+  else if constexpr (K == Binary::Mul)
+    return a * b;
+  else if constexpr (K == Binary::Div)
+    return a / b;
+  else if constexpr (K == Binary::Pow)
+    return std::pow(a, b);
+  else if constexpr (K == Binary::Maximum)
+    return (std::isnan(b) || b > a) ? b : a;
+  else if constexpr (K == Binary::Minimum)
+    return (std::isnan(b) || b < a) ? b : a;
+  else if constexpr (K == Binary::Prelu)
+    return a < 0.0f ? a * b : a;
+}
+
+template <Binary K, class T>
+T binary_integer(T a, T b) {
+  static_assert(takes_integers(K), "this binary function takes float only");
+  const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
+  constexpr bool is_signed = std::is_signed_v<T>;
+  if constexpr (K == Binary::Add) return static_cast<T>(ua + ub);
+  if constexpr (K == Binary::Sub) return static_cast<T>(ua - ub);
+  if constexpr (K == Binary::Mul) return static_cast<T>(ua * ub);
+  if constexpr (K == Binary::Div) {
+    if (b == T(0)) return T(0);
+    if constexpr (is_signed)
+      if (b == T(-1)) return static_cast<T>(0 - ua);  // the minimum / -1 overflows: wrap
+    return static_cast<T>(a / b);
+  }
+  if constexpr (K == Binary::Maximum) return b > a ? b : a;
+  if constexpr (K == Binary::Minimum) return b < a ? b : a;
+  if constexpr (K == Binary::Prelu) {
+    if constexpr (is_signed) return a < T(0) ? static_cast<T>(ua * ub) : a;
+    return a;  // unsigned: never below 0
+  }
+  return T(0);  // not reached (Pow is float only)
+}
+
+}  // namespace detail
+
+// The value of a unary kind at x: alpha and beta are HardSigmoid's and LeakyRelu's (the
+// others ignore them).
+template <Unary K, class T>
+T unary_value(T x, [[maybe_unused]] float alpha = 0.0f, [[maybe_unused]] float beta = 0.0f) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(detail::unary_float<K>(static_cast<float>(x), alpha, beta));
+  } else {
+    static_assert(takes_integers(K), "this unary function takes float only");
+    const auto negated = static_cast<T>(0 - static_cast<std::uint64_t>(x));
+    if constexpr (K == Unary::Neg)
+      return negated;
+    else if constexpr (std::is_signed_v<T>)
+      return x < T(0) ? negated : x;
     else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) + static_cast<std::uint64_t>(b[i]));
+      return x;  // the absolute value of an unsigned x
   }
 }
-template <class T>
-void mul(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_floating_point_v<T>)
-      y[i] = a[i] * b[i];
-    else
-      y[i] = static_cast<T>(static_cast<std::uint64_t>(a[i]) * static_cast<std::uint64_t>(b[i]));
+
+template <Binary K, class T>
+T binary_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(detail::binary_float<K>(static_cast<float>(a), static_cast<float>(b)));
+  else
+    return detail::binary_integer<K>(a, b);
+}
+
+// y = f(x) over n elements.
+template <Unary K, class T>
+void unary(const T* x, T* y, std::int64_t n, float alpha = 0.0f, float beta = 0.0f) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = unary_value<K>(x[i], alpha, beta);
+}
+
+// y = f(a, b) of one shape (n elements).
+template <Binary K, class T>
+void binary(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = binary_value<K>(a[i], b[i]);
+}
+
+// y = f(a, b) under numpy broadcasting: y of `shape`, a and b of a_shape and b_shape aligned
+// to its `rank` dims (at most 8; leading 1s where an operand has fewer), each dim equal to
+// y's or 1 (stretched).
+template <Binary K, class T>
+void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
+                      const std::int64_t* a_shape, const std::int64_t* b_shape, std::int64_t rank) {
+  std::int64_t as[8] = {}, bs[8] = {}, n = 1;
+  detail::row_major_strides(a_shape, rank, as);
+  detail::row_major_strides(b_shape, rank, bs);
+  detail::Walk<2> w;  // over y's indices, the offsets into a and b
+  for (std::int64_t k = 0; k < rank; ++k) {
+    w.push(shape[k], {a_shape[k] == 1 ? 0 : as[k], b_shape[k] == 1 ? 0 : bs[k]});
+    n *= shape[k];
   }
+  if (n == 0) return;
+  std::int64_t o = 0;
+  do y[o++] = binary_value<K>(a[w.at[0]], b[w.at[1]]);
+  while (w.next());
 }
 
 // y = x + b for a scalar b, wrapped to T's width.
@@ -531,28 +744,132 @@ inline void causal_mask(const float* x, float* y, std::int64_t rows, std::int64_
     for (std::int64_t j = r % m + n - m + 1; j < n; ++j) y[r * n + j] = -HUGE_VALF;
 }
 
-// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
-// wins), exponentials summed in order, each divided by the sum.
-inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
-                    std::int64_t inner) {
+namespace detail {
+
+// The maximum of the `extent` elements x[0], x[inner], x[2 * inner], ...; a NaN wins.
+inline float row_max(const float* x, std::int64_t extent, std::int64_t inner) {
+  float m = x[0];
+  for (std::int64_t j = 1; j < extent; ++j) {
+    const float v = x[j * inner];
+    if (v > m || std::isnan(v)) m = v;
+    if (std::isnan(m)) break;
+  }
+  return m;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// Calls f(x, y, m) for each row along the axis of [outer, extent, inner]: x and y at the row's
+// first element (the next ones `inner` apart), m the row's maximum (a NaN wins).
+template <class F>
+void for_each_row(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                  std::int64_t inner, F&& f) {
   if (extent == 0) return;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
       const std::int64_t base = o * extent * inner + i;
-      float m = src[base];
-      for (std::int64_t j = 1; j < extent; ++j) {
-        const float v = src[base + j * inner];
-        if (v > m || std::isnan(v)) m = v;
-        if (std::isnan(m)) break;
-      }
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < extent; ++j) {
-        const float e = std::exp(src[base + j * inner] - m);
-        dst[base + j * inner] = e;
-        s += e;
-      }
-      for (std::int64_t j = 0; j < extent; ++j) dst[base + j * inner] /= s;
+      f(src + base, dst + base, row_max(src + base, extent, inner));
     }
+}
+
+}  // namespace detail
+
+// Softmax along an axis of x seen as [outer, extent, inner]: the maximum subtracted (a NaN
+// wins), exponentials summed in order, each divided by the sum.
+inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                    std::int64_t inner) {
+  detail::for_each_row(src, dst, outer, extent, inner, [&](const float* x, float* y, float m) {
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < extent; ++j) {
+      y[j * inner] = std::exp(x[j * inner] - m);
+      s += y[j * inner];
+    }
+    for (std::int64_t j = 0; j < extent; ++j) y[j * inner] /= s;
+  });
+}
+
+// Log-softmax along an axis of x seen as [outer, extent, inner]: with m the maximum (a NaN
+// wins) and s the exponentials exp(x_j - m) summed in order, y_i = (x_i - m) - log(s).
+inline void log_softmax(const float* src, float* dst, std::int64_t outer, std::int64_t extent,
+                        std::int64_t inner) {
+  detail::for_each_row(src, dst, outer, extent, inner, [&](const float* x, float* y, float m) {
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < extent; ++j) s += std::exp(x[j * inner] - m);
+    const float log_s = std::log(s);
+    for (std::int64_t j = 0; j < extent; ++j) y[j * inner] = (x[j * inner] - m) - log_s;
+  });
+}
+
+// ---- reductions ---------------------------------------------------------------------------
+// Over the elements of each output in ascending index order (the order of x), starting from
+// the first of them:
+//   Sum      float: s = x0 + x1 + ...; integers: wrapped to T's width (as Add)
+//   Mean     float: the sum divided by the count (as a float); integers: the exact sum (in
+//            int64, so T of at most 32 bits) divided by the count truncating toward zero
+//   Maximum  float: a NaN wins; of equal elements (-0 and +0) the first
+//   Minimum  likewise
+// A reduction over no element gives Sum 0, Mean NaN (float) or 0 (integers), Maximum -inf or
+// T's minimum, Minimum +inf or T's maximum (ONNX's rule).
+enum class Reduce : std::uint8_t { Sum, Mean, Maximum, Minimum };
+inline constexpr int kReduceCount = static_cast<int>(Reduce::Minimum) + 1;
+
+template <class F>
+decltype(auto) with_kind(Reduce k, F&& f) {
+  return detail::with_kind_from<Reduce, 0, kReduceCount>(k, f);
+}
+
+namespace detail {
+
+template <Reduce K, class T>
+T reduce_empty() {
+  constexpr bool is_float = std::is_floating_point_v<T>;
+  if constexpr (K == Reduce::Mean && is_float) return std::numeric_limits<T>::quiet_NaN();
+  if constexpr (K == Reduce::Maximum)
+    return is_float ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  if constexpr (K == Reduce::Minimum)
+    return is_float ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  return T(0);
+}
+
+// The reduction of x[w.at[0]] over the `count` (> 0) indices of w, w at its first.
+template <Reduce K, class T>
+T reduce_run(const T* x, Walk<1>& w, std::int64_t count) {
+  if constexpr (K == Reduce::Maximum || K == Reduce::Minimum) {
+    constexpr Binary pick = K == Reduce::Maximum ? Binary::Maximum : Binary::Minimum;
+    T m = x[0];
+    while (w.next()) m = binary_value<pick>(m, x[w.at[0]]);
+    return m;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    T s = x[0];
+    while (w.next()) s += x[w.at[0]];
+    return K == Reduce::Mean ? s / static_cast<T>(count) : s;
+  } else {
+    std::uint64_t s = static_cast<std::uint64_t>(x[0]);
+    while (w.next()) s += static_cast<std::uint64_t>(x[w.at[0]]);
+    if constexpr (K == Reduce::Sum) return static_cast<T>(s);
+    if constexpr (std::is_signed_v<T>) return static_cast<T>(static_cast<std::int64_t>(s) / count);
+    return static_cast<T>(s / static_cast<std::uint64_t>(count));
+  }
+}
+
+}  // namespace detail
+
+// y = the reduction of x (of `shape`, rank at most 8) over the dims k with reduced[k], y
+// holding the other dims in order (graph's firmware kernel merges neighbouring dims first).
+template <Reduce K, class T>
+void reduce(const T* x, T* y, const std::int64_t* shape, const bool* reduced, std::int64_t rank) {
+  std::int64_t stride[8] = {}, outputs = 1, count = 1;
+  detail::row_major_strides(shape, rank, stride);
+  detail::Walk<1> kept, over;  // the outputs' indices, and the indices one output reduces
+  for (std::int64_t k = 0; k < rank; ++k) {
+    (reduced[k] ? over : kept).push(shape[k], {stride[k]});
+    (reduced[k] ? count : outputs) *= shape[k];
+  }
+  for (std::int64_t o = 0; o < outputs; ++o, kept.next())
+    y[o] = count == 0 ? detail::reduce_empty<K, T>()
+                      : detail::reduce_run<K>(x + kept.at[0], over, count);
 }
 
 // ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------

@@ -57,14 +57,15 @@ Outs mul(Importer& im, const Node& n) {
   return {graph::mul(im.expr(n, 0), im.expr(n, 1))};
 }
 
-// Computed shapes and integer constants only, until the graph has sub and div.
+// Computed shapes fold (int64 constants too, exact), other operands are the graph's sub and
+// div.
 Outs sub(Importer& im, const Node& n) {
-  if (auto dims = binary_dims(im, n, ne::Kind::Sub, true)) return *dims;
-  unsupported("a Sub of tensors (only of shapes and int64 constants)");
+  if (auto dims = binary_dims(im, n, ne::Kind::Sub)) return *dims;
+  return sub_tensors(im, n);
 }
 Outs div(Importer& im, const Node& n) {
-  if (auto dims = binary_dims(im, n, ne::Kind::FloorDiv, true)) return *dims;
-  unsupported("a Div of tensors (only of shapes and int64 constants)");
+  if (auto dims = binary_dims(im, n, ne::Kind::FloorDiv)) return *dims;
+  return div_tensors(im, n);
 }
 
 Outs clip_v1(Importer& im, const Node& n) { return clip_between(im, n, false); }

@@ -75,6 +75,14 @@ DLAVM_INLINE std::optional<std::string> host_float32_only(const TypeCall& c) {
   return std::nullopt;
 }
 
+DLAVM_INLINE std::optional<std::string> host_float32_or_integers(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.type(i).dtype.is_float() && c.type(i).dtype != DType::float32())
+      return fmt::format("computes in float32 or integers, and {} is {} (cast it first)", c.arg(i),
+                         c.type(i).dtype);
+  return std::nullopt;
+}
+
 DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep& s,
                                         std::size_t inputs) {
   FirmwareCall c{std::move(function), {}};

@@ -38,6 +38,8 @@ ne::Expr window_output(const TypeCall& c, const ne::Expr& extent, std::int64_t p
                        std::int64_t window, std::int64_t stride, std::string_view what);
 // A host support rule: the host kernel computes in float32 only.
 std::optional<std::string> host_float32_only(const TypeCall& c);
+// A host support rule: the host kernel takes float32 or any integer dtype.
+std::optional<std::string> host_float32_or_integers(const TypeCall& c);
 // The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
 // elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
 FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);

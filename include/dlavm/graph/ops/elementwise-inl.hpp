@@ -5,11 +5,15 @@
 #include <dlavm/graph/attr_schema.hpp>
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/elementwise.hpp>
+#include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/simplify.hpp>
 #include <dlavm/ne/structural.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -18,6 +22,23 @@ namespace detail {
 inline TensorType broadcast_type(const TypeCall& c) {
   c.require_same_dtype(0, 1);
   return {broadcast(c, 0, 1), c.type(0).dtype};
+}
+
+// The slope broadcasts to x's shape (ONNX's unidirectional broadcast): aligned at the end,
+// each of its dims is 1 or provably x's.
+inline TensorType prelu_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  const auto& x = c.type(0).shape;
+  const auto& slope = c.type(1).shape;
+  if (slope.size() > x.size())
+    raise<ShapeError>("{}: {} {} has more dims than {} {}; the slope broadcasts to x's shape",
+                      c.label, c.arg(1), shape_text(slope), c.arg(0), shape_text(x));
+  const std::size_t skip = x.size() - slope.size();
+  for (std::size_t k = 0; k < slope.size(); ++k)
+    if (ne::simplify(slope[k]).as_int() != 1)
+      c.require_equal(slope[k], fmt::format("{} dim {}", c.arg(1), k), x[skip + k],
+                      fmt::format("{} dim {} (a slope dim is 1 or x's)", c.arg(0), skip + k));
+  return c.type(0);
 }
 
 inline TensorType bias_add_type(const TypeCall& c) {
@@ -64,8 +85,17 @@ DLAVM_INLINE host::ClipParams clip_params(const Attrs& attrs) {
   return detail::clip_schema().from_attrs(attrs);
 }
 
-DLAVM_INLINE Expr add(Expr a, Expr b) { return call("add", {std::move(a), std::move(b)}); }
-DLAVM_INLINE Expr mul(Expr a, Expr b) { return call("mul", {std::move(a), std::move(b)}); }
+DLAVM_INLINE Expr binary(runtime::Binary kind, Expr a, Expr b) {
+  return call(std::string(host::binary_op(kind).name), {std::move(a), std::move(b)});
+}
+DLAVM_INLINE Expr add(Expr a, Expr b) { return binary(runtime::Binary::Add, a, b); }
+DLAVM_INLINE Expr sub(Expr a, Expr b) { return binary(runtime::Binary::Sub, a, b); }
+DLAVM_INLINE Expr mul(Expr a, Expr b) { return binary(runtime::Binary::Mul, a, b); }
+DLAVM_INLINE Expr div(Expr a, Expr b) { return binary(runtime::Binary::Div, a, b); }
+DLAVM_INLINE Expr pow(Expr a, Expr b) { return binary(runtime::Binary::Pow, a, b); }
+DLAVM_INLINE Expr maximum(Expr a, Expr b) { return binary(runtime::Binary::Maximum, a, b); }
+DLAVM_INLINE Expr minimum(Expr a, Expr b) { return binary(runtime::Binary::Minimum, a, b); }
+DLAVM_INLINE Expr prelu(Expr x, Expr slope) { return binary(runtime::Binary::Prelu, x, slope); }
 DLAVM_INLINE Expr bias_add(Expr x, Expr b, const host::BiasAddParams& p) {
   return call("bias_add", {std::move(x), std::move(b)}, detail::bias_add_schema().to_attrs(p));
 }
@@ -76,18 +106,55 @@ DLAVM_INLINE Expr clip(Expr x, const host::ClipParams& p) {
 
 namespace detail {
 
-// add and mul of one shape (runtime::add, runtime::mul do not broadcast).
-inline FirmwareKernel binary_firmware(std::string op) {
-  const auto support = [op](const FirmwareStep& s) -> std::optional<std::string> {
+// runtime::binary<kind>(a, b, y, elements) for operands of one shape; else
+// runtime::binary_broadcast<kind>(a, b, y, shape, a_shape, b_shape, rank), the operands'
+// shapes aligned to the result's rank (at most 8) with leading 1s.
+inline FirmwareKernel binary_firmware(runtime::Binary kind) {
+  const auto same_shape = [](const FirmwareStep& s) {
     const auto &a = s.input(0), &b = s.input(1);
     const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
-    if (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same))
-      return std::nullopt;
-    return fmt::format("'{}' of different shapes (broadcasting) has no firmware kernel", op);
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
   };
-  return {.support = support, .call = [op](const FirmwareStep& s) {
-            return elements_call("dlavm::runtime::" + op, s, 2);
-          }};
+  const auto support = [same_shape, kind](const FirmwareStep& s) -> std::optional<std::string> {
+    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
+    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)",
+                       host::binary_op(kind).name, s.result.shape.size());
+  };
+  const auto call = [same_shape, kind](const FirmwareStep& s) {
+    const auto enumerator = host::binary_op(kind).enumerator;
+    if (same_shape(s))
+      return elements_call(
+          fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator), s, 2);
+    const std::size_t rank = s.result.shape.size();
+    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
+      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+      for (std::size_t k = 0; k < rank; ++k)
+        l.items.push_back(
+            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
+      return l;
+    };
+    return FirmwareCall{
+        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
+        {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+         FirmwareArg::local("shape"), FirmwareArg::local("a_shape"), FirmwareArg::local("b_shape"),
+         FirmwareArg::integer(static_cast<std::int64_t>(rank))},
+        {aligned("shape", s.result.shape), aligned("a_shape", s.input(0)),
+         aligned("b_shape", s.input(1))}};
+  };
+  return {.support = support, .call = call};
+}
+
+inline OpRecord binary_record(const host::BinaryOp& op) {
+  const runtime::Binary kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .min_args = 2,
+      .max_args = 2,
+      .type_rule = kind == runtime::Binary::Prelu ? TypeRule(prelu_type) : TypeRule(broadcast_type),
+      .host_kernel = [kind](HostArgs a, const Attrs&) { return host::binary(kind, *a[0], *a[1]); },
+      .host_support = runtime::takes_integers(kind) ? SupportRule(host_float32_or_integers)
+                                                    : SupportRule(host_float32_only),
+      .firmware = binary_firmware(kind)};
 }
 
 inline FirmwareCall bias_add_firmware(const FirmwareStep& s) {
@@ -117,18 +184,7 @@ inline FirmwareCall clip_firmware(const FirmwareStep& s) {
 }  // namespace detail
 
 DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
-  ops.add({.name = "add",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::add(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("add")});
-  ops.add({.name = "mul",
-           .min_args = 2,
-           .max_args = 2,
-           .type_rule = detail::broadcast_type,
-           .host_kernel = [](HostArgs a, const Attrs&) { return host::mul(*a[0], *a[1]); },
-           .firmware = detail::binary_firmware("mul")});
+  for (const host::BinaryOp& op : host::kBinaryOps) ops.add(detail::binary_record(op));
   ops.add({.name = "bias_add",
            .min_args = 2,
            .max_args = 2,

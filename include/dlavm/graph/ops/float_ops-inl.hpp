@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 namespace dlavm::graph {
 
 namespace detail {
@@ -94,6 +96,9 @@ DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
 DLAVM_INLINE Expr softmax(Expr x, const host::SoftmaxParams& p) {
   return call("softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
 }
+DLAVM_INLINE Expr log_softmax(Expr x, const host::SoftmaxParams& p) {
+  return call("log_softmax", {std::move(x)}, detail::softmax_schema().to_attrs(p));
+}
 DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p) {
   return call("layer_norm", {std::move(x), std::move(gamma), std::move(beta)},
               detail::layer_norm_schema().to_attrs(p));
@@ -109,19 +114,20 @@ DLAVM_INLINE Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
 
 namespace detail {
 
-// runtime::softmax(x, y, outer, extent, inner) over the axis, float32 only.
-inline FirmwareKernel softmax_firmware() {
-  return {.support = [](const FirmwareStep& s) -> std::optional<std::string> {
+// runtime::softmax or runtime::log_softmax (`function`) as (x, y, outer, extent, inner) over
+// the axis, float32 only.
+inline FirmwareKernel softmax_firmware(std::string function) {
+  return {.support = [function](const FirmwareStep& s) -> std::optional<std::string> {
             const DType x = s.call.type(0).dtype;
             if (x == DType::float32()) return std::nullopt;
-            return fmt::format("softmax of {} has no firmware kernel", x);
+            return fmt::format("{} of {} has no firmware kernel", function, x);
           },
           .call =
-              [](const FirmwareStep& s) {
+              [function](const FirmwareStep& s) {
                 const auto& x = s.input(0);
                 const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
                 return FirmwareCall{
-                    "dlavm::runtime::softmax",
+                    "dlavm::runtime::" + function,
                     {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
                      FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
               }};
@@ -172,7 +178,16 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
                  return host::softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
                },
            .host_support = detail::host_float32_only,
-           .firmware = detail::softmax_firmware()});
+           .firmware = detail::softmax_firmware("softmax")});
+  ops.add({.name = "log_softmax",
+           .attrs = detail::softmax_schema().specs(),
+           .type_rule = detail::softmax_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::log_softmax(*a[0], detail::softmax_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = detail::softmax_firmware("log_softmax")});
   ops.add({.name = "layer_norm",
            .min_args = 3,
            .max_args = 3,

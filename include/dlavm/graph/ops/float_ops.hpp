@@ -1,10 +1,11 @@
-// Graph ops softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders and op
+// Graph ops softmax, log_softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders
+// and op
 // records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
 //
-//   softmax(x, axis = -1)
+//   softmax(x, axis = -1), log_softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
 //   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
@@ -22,6 +23,7 @@
 namespace dlavm::graph {
 
 Expr softmax(Expr x, const host::SoftmaxParams& p = {});
+Expr log_softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
