@@ -160,6 +160,25 @@ inline graph::Function math_ops() {
   u = graph::maximum(u, graph::hard_sigmoid(graph::neg(x), {.alpha = 0.3, .beta = 0.4}));
   u = graph::minimum(u, graph::leaky_relu(graph::hard_swish(graph::mul(x, floats("four", {}, {4}))),
                                           {.alpha = 0.1}));
+  // the kinds of issue 40's second round, each on values of its domain
+  using U = dlavm::runtime::Unary;
+  const auto one = floats("one", {}, {1});
+  auto t = graph::mul(graph::tanh(x), floats("shrink", {}, {0.9f}));  // in (-0.9, 0.9)
+  auto above_one = graph::add(graph::abs(x), one);
+  auto w = graph::add(graph::unary(U::Sin, x), graph::unary(U::Cos, x));
+  for (U k : {U::Tan, U::Asin, U::Acos, U::Sinh, U::Cosh, U::Atanh})
+    w = graph::add(w, graph::unary(k, t));
+  for (U k : {U::Atan, U::Asinh, U::Mish}) w = graph::add(w, graph::unary(k, x));
+  w = graph::add(w, graph::unary(U::Acosh, above_one));
+  w = graph::add(w, graph::reciprocal(above_one));
+  auto quarters = graph::mul(x, floats("by4", {}, {4}));
+  w = graph::add(w, graph::add(graph::floor(quarters), graph::ceil(quarters)));
+  w = graph::add(w, graph::add(graph::round(quarters), graph::sign(x)));
+  w = graph::add(w, graph::add(graph::softplus(x), graph::softsign(x)));
+  w = graph::add(w, graph::elu(x, {.alpha = 0.5}));
+  w = graph::add(w, graph::selu(x, {.alpha = 1.5, .gamma = 0.75}));
+  w = graph::add(w, graph::celu(x, {.alpha = 2}));
+  w = graph::add(w, graph::thresholded_relu(x, {.alpha = 0.2}));
   auto d = graph::div(graph::exp(x), floats("divisor", {4, 1}, {2, -0.5f, 0.25f, 3}));
   auto p = graph::pow(s, floats("power", {}, {2.5f}));
   auto r = graph::prelu(u, floats("slope", {4, 1}, {0.5f, -1, 2, 0}));
@@ -170,9 +189,10 @@ inline graph::Function math_ops() {
   a = graph::maximum(
       a, graph::prelu(i, graph::constant("islope", te::NDArray::from_ints(DType::int8(), {6},
                                                                           {3, -1, 0, 2, 5, -7}))));
+  a = graph::add(a, graph::sign(i));
   auto a32 = graph::cast(a, DType::int32());
   return graph::function(
-      {x, i}, {r, graph::reduce_sum(r, {.axes = {1}}),
+      {x, i}, {r, w, graph::reduce_sum(r, {.axes = {1}}),
                graph::reduce_mean(graph::add(d, p), {.keepdims = false}),
                graph::reduce_max(u, {.axes = {0, 2}}),
                graph::reduce_min(p, {.axes = {-1}, .keepdims = false}),

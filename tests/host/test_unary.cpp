@@ -39,6 +39,33 @@ const std::map<std::string, std::function<double(double)>>& references() {
       {"hard_sigmoid", [](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); }},
       {"hard_swish", [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }},
       {"leaky_relu", [](double v) { return v < 0 ? 0.01 * v : v; }},
+      {"reciprocal", [](double v) { return 1 / v; }},
+      {"floor", [](double v) { return std::floor(v); }},
+      {"ceil", [](double v) { return std::ceil(v); }},
+      {"round", [](double v) { return std::nearbyint(v); }},
+      {"sign", [](double v) { return v > 0 ? 1.0 : (v < 0 ? -1.0 : v); }},
+      {"sin", [](double v) { return std::sin(v); }},
+      {"cos", [](double v) { return std::cos(v); }},
+      {"tan", [](double v) { return std::tan(v); }},
+      {"asin", [](double v) { return std::asin(v); }},
+      {"acos", [](double v) { return std::acos(v); }},
+      {"atan", [](double v) { return std::atan(v); }},
+      {"sinh", [](double v) { return std::sinh(v); }},
+      {"cosh", [](double v) { return std::cosh(v); }},
+      {"asinh", [](double v) { return std::asinh(v); }},
+      {"acosh", [](double v) { return std::acosh(v); }},
+      {"atanh", [](double v) { return std::atanh(v); }},
+      {"softplus", [](double v) { return std::log(1 + std::exp(v)); }},
+      {"softsign", [](double v) { return v / (1 + std::fabs(v)); }},
+      {"mish", [](double v) { return v * std::tanh(std::log(1 + std::exp(v))); }},
+      {"elu", [](double v) { return v < 0 ? std::exp(v) - 1 : v; }},
+      {"selu",
+       [](double v) {
+         const double alpha = 1.6732632423543772, gamma = 1.0507009873554805;
+         return v <= 0 ? gamma * alpha * (std::exp(v) - 1) : gamma * v;
+       }},
+      {"celu", [](double v) { return std::max(0.0, v) + std::min(0.0, std::exp(v) - 1); }},
+      {"thresholded_relu", [](double v) { return v > 1 ? v : 0.0; }},
   };
   return r;
 }
@@ -82,10 +109,13 @@ TEST_CASE("host unary ops: NaN, signed zeros and infinities by hand") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto x = te::NDArray::from_floats({5}, {nan, -0.0f, 0.0f, -inf, inf});
-  // a NaN stays NaN through every op
+  // a NaN stays NaN through every op but thresholded_relu (ONNX's x > alpha ? x : 0)
   for (const auto& op : host::kUnaryOps) {
     CAPTURE(op.name);
-    CHECK(std::isnan(host::unary(op.kind, x).at_float({0})));
+    if (op.kind == rt::Unary::ThresholdedRelu)
+      CHECK(host::unary(op.kind, x).at_float({0}) == 0.0f);
+    else
+      CHECK(std::isnan(host::unary(op.kind, x).at_float({0})));
   }
   const auto at = [&](rt::Unary k, std::int64_t i) { return host::unary(k, x).at_float({i}); };
   using U = rt::Unary;
@@ -107,6 +137,20 @@ TEST_CASE("host unary ops: NaN, signed zeros and infinities by hand") {
   CHECK(std::isnan(at(U::HardSwish, 3)));  // -inf * 0, as the formula (and ONNX's) has it
   CHECK(at(U::HardSwish, 4) == inf);
   CHECK(at(U::LeakyRelu, 3) == -inf);
+  CHECK(at(U::Reciprocal, 1) == -inf);
+  CHECK(at(U::Reciprocal, 4) == 0.0f);
+  CHECK(at(U::Sign, 1) == 0.0f);
+  CHECK(at(U::Sign, 3) == -1.0f);
+  CHECK(at(U::Softplus, 4) == inf);
+  CHECK(at(U::Softplus, 3) == 0.0f);
+  CHECK(std::isnan(at(U::Softsign, 3)));  // -inf / inf, as the formula (and ONNX's) has it
+  CHECK(at(U::Elu, 3) == -1.0f);
+  CHECK(at(U::Floor, 3) == -inf);
+  CHECK(at(U::Acosh, 2) != at(U::Acosh, 2));  // below 1: NaN
+  // round: halves to even, like ONNX's (numpy's) round
+  auto halves = host::unary(U::Round, te::NDArray::from_floats({4}, {0.5f, 1.5f, -2.5f, 2.6f}));
+  CHECK(std::vector<float>(halves.fdata().begin(), halves.fdata().end()) ==
+        std::vector<float>{0.0f, 2.0f, -2.0f, 3.0f});
   // the ramps' corners: hard_swish is 0 from -3 down and x from 3 up
   auto corners = te::NDArray::from_floats({4}, {-3.0f, -1.5f, 1.5f, 3.0f});
   auto hs = host::unary(U::HardSwish, corners);
@@ -130,6 +174,32 @@ TEST_CASE("host unary ops: the coefficients of hard_sigmoid and leaky_relu") {
   CHECK(host::leaky_relu(x).at_float({0}) == doctest::Approx(-0.04));
   CHECK(host::default_coefficients(rt::Unary::LeakyRelu).alpha == 0.01);
   CHECK(host::default_coefficients(rt::Unary::Sigmoid).alpha == 0.0);
+}
+
+TEST_CASE("host unary ops: the coefficients of elu, selu, celu and thresholded_relu") {
+  auto x = te::NDArray::from_floats({4}, {-2.0f, -0.5f, 0.5f, 2.0f});
+  auto e = host::elu(x, {.alpha = 2});
+  CHECK(e.at_float({0}) == doctest::Approx(2 * (std::exp(-2.0) - 1)));
+  CHECK(e.at_float({3}) == 2.0f);
+  auto s = host::selu(x, {.alpha = 2, .gamma = 3});
+  CHECK(s.at_float({1}) == doctest::Approx(3 * (2 * std::exp(-0.5) - 2)));
+  CHECK(s.at_float({2}) == 1.5f);
+  auto c = host::celu(x, {.alpha = 2});
+  CHECK(c.at_float({0}) == doctest::Approx(2 * (std::exp(-1.0) - 1)));
+  auto t = host::thresholded_relu(x, {.alpha = 0.5});
+  // 0.5 is not above 0.5
+  CHECK(std::vector<float>(t.fdata().begin(), t.fdata().end()) == std::vector<float>{0, 0, 0, 2});
+  CHECK(host::default_coefficients(rt::Unary::Selu).beta == host::SeluParams{}.gamma);
+}
+
+TEST_CASE("host sign: integers") {
+  const auto sign = [](DType t, std::vector<std::int64_t> v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    const auto y = host::unary(rt::Unary::Sign, te::NDArray::from_ints(t, {n}, v));
+    return std::vector<std::int64_t>(y.data().begin(), y.data().end());
+  };
+  CHECK(sign(DType::int8(), {-128, -3, 0, 127}) == std::vector<std::int64_t>{-1, -1, 0, 1});
+  CHECK(sign(DType::uint8(), {0, 255}) == std::vector<std::int64_t>{0, 1});
 }
 
 TEST_CASE("host abs and neg: every integer dtype wraps at its own width") {

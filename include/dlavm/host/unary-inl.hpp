@@ -18,6 +18,10 @@ namespace dlavm::host {
 DLAVM_INLINE UnaryCoefficients default_coefficients(runtime::Unary kind) {
   if (kind == runtime::Unary::HardSigmoid) return coefficients(HardSigmoidParams{});
   if (kind == runtime::Unary::LeakyRelu) return coefficients(LeakyReluParams{});
+  if (kind == runtime::Unary::Elu) return coefficients(EluParams{});
+  if (kind == runtime::Unary::Selu) return coefficients(SeluParams{});
+  if (kind == runtime::Unary::Celu) return coefficients(CeluParams{});
+  if (kind == runtime::Unary::ThresholdedRelu) return coefficients(ThresholdedReluParams{});
   return {};
 }
 
@@ -50,6 +54,22 @@ DLAVM_INLINE te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidPar
 
 DLAVM_INLINE te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p) {
   return unary(runtime::Unary::LeakyRelu, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray elu(const te::NDArray& x, const EluParams& p) {
+  return unary(runtime::Unary::Elu, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray selu(const te::NDArray& x, const SeluParams& p) {
+  return unary(runtime::Unary::Selu, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray celu(const te::NDArray& x, const CeluParams& p) {
+  return unary(runtime::Unary::Celu, x, coefficients(p));
+}
+
+DLAVM_INLINE te::NDArray thresholded_relu(const te::NDArray& x, const ThresholdedReluParams& p) {
+  return unary(runtime::Unary::ThresholdedRelu, x, coefficients(p));
 }
 
 }  // namespace dlavm::host

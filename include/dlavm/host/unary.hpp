@@ -18,7 +18,23 @@
 //                   (hard_swish(-inf) = -inf * 0 = NaN, as the formula has it)
 //   leaky_relu(x, {alpha = 0.01})
 //                   x < 0 ? alpha * x : x (-0 and NaN stay)
-// Every op takes float32; abs and neg also take every integer dtype (runtime::takes_integers).
+//   reciprocal(x)   1 / x
+//   floor(x), ceil(x), round(x)
+//                   std::floor, ceil, rint (halves to even)
+//   sign(x)         -1, 0 or 1; float: NaN stays NaN
+//   sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh
+//                   <cmath>'s on float, NaN outside the domain
+//   softplus(x)     log1p(exp(x)) (inf where exp overflows)
+//   softsign(x)     x / (1 + |x|)
+//   mish(x)         x * tanh(softplus(x))
+//   elu(x, {alpha = 1})          x < 0 ? alpha * (exp(x) - 1) : x
+//   selu(x, {alpha = 1.67326..., gamma = 1.05070...})
+//                   x <= 0 ? gamma * (alpha * exp(x) - alpha) : gamma * x
+//   celu(x, {alpha = 1})         max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); NaN stays
+//   thresholded_relu(x, {alpha = 1})
+//                   x > alpha ? x : 0 (NaN gives 0, as ONNX defines it)
+// Every op takes float32; abs, neg and sign also take every integer dtype
+// (runtime::takes_integers).
 // kUnaryOps lists them, in runtime::Unary's order: the graph records, the builders and the
 // firmware calls are made from it.
 //
@@ -55,6 +71,29 @@ inline constexpr UnaryOp kUnaryOps[] = {
     {runtime::Unary::HardSigmoid, "hard_sigmoid", "HardSigmoid"},
     {runtime::Unary::HardSwish, "hard_swish", "HardSwish"},
     {runtime::Unary::LeakyRelu, "leaky_relu", "LeakyRelu"},
+    {runtime::Unary::Reciprocal, "reciprocal", "Reciprocal"},
+    {runtime::Unary::Floor, "floor", "Floor"},
+    {runtime::Unary::Ceil, "ceil", "Ceil"},
+    {runtime::Unary::Round, "round", "Round"},
+    {runtime::Unary::Sign, "sign", "Sign"},
+    {runtime::Unary::Sin, "sin", "Sin"},
+    {runtime::Unary::Cos, "cos", "Cos"},
+    {runtime::Unary::Tan, "tan", "Tan"},
+    {runtime::Unary::Asin, "asin", "Asin"},
+    {runtime::Unary::Acos, "acos", "Acos"},
+    {runtime::Unary::Atan, "atan", "Atan"},
+    {runtime::Unary::Sinh, "sinh", "Sinh"},
+    {runtime::Unary::Cosh, "cosh", "Cosh"},
+    {runtime::Unary::Asinh, "asinh", "Asinh"},
+    {runtime::Unary::Acosh, "acosh", "Acosh"},
+    {runtime::Unary::Atanh, "atanh", "Atanh"},
+    {runtime::Unary::Softplus, "softplus", "Softplus"},
+    {runtime::Unary::Softsign, "softsign", "Softsign"},
+    {runtime::Unary::Mish, "mish", "Mish"},
+    {runtime::Unary::Elu, "elu", "Elu"},
+    {runtime::Unary::Selu, "selu", "Selu"},
+    {runtime::Unary::Celu, "celu", "Celu"},
+    {runtime::Unary::ThresholdedRelu, "thresholded_relu", "ThresholdedRelu"},
 };
 static_assert(std::size(kUnaryOps) == runtime::kUnaryCount);
 
@@ -71,6 +110,19 @@ struct HardSigmoidParams {
 struct LeakyReluParams {
   double alpha = 0.01;
 };
+struct EluParams {
+  double alpha = 1.0;
+};
+struct SeluParams {  // float32's nearest to SELU's constants, as ONNX gives them
+  double alpha = 1.67326319217681884765625;
+  double gamma = 1.05070102214813232421875;
+};
+struct CeluParams {
+  double alpha = 1.0;
+};
+struct ThresholdedReluParams {
+  double alpha = 1.0;
+};
 
 // runtime::unary's alpha and beta: what hard_sigmoid and leaky_relu read (the others none).
 struct UnaryCoefficients {
@@ -79,6 +131,10 @@ struct UnaryCoefficients {
 };
 constexpr UnaryCoefficients coefficients(const HardSigmoidParams& p) { return {p.alpha, p.beta}; }
 constexpr UnaryCoefficients coefficients(const LeakyReluParams& p) { return {p.alpha, 0}; }
+constexpr UnaryCoefficients coefficients(const EluParams& p) { return {p.alpha, 0}; }
+constexpr UnaryCoefficients coefficients(const SeluParams& p) { return {p.alpha, p.gamma}; }
+constexpr UnaryCoefficients coefficients(const CeluParams& p) { return {p.alpha, 0}; }
+constexpr UnaryCoefficients coefficients(const ThresholdedReluParams& p) { return {p.alpha, 0}; }
 // The coefficients of a kind's default attributes.
 UnaryCoefficients default_coefficients(runtime::Unary kind);
 
@@ -88,6 +144,10 @@ te::NDArray unary(runtime::Unary kind, const te::NDArray& x,
                   std::optional<UnaryCoefficients> c = std::nullopt);
 te::NDArray hard_sigmoid(const te::NDArray& x, const HardSigmoidParams& p = {});
 te::NDArray leaky_relu(const te::NDArray& x, const LeakyReluParams& p = {});
+te::NDArray elu(const te::NDArray& x, const EluParams& p = {});
+te::NDArray selu(const te::NDArray& x, const SeluParams& p = {});
+te::NDArray celu(const te::NDArray& x, const CeluParams& p = {});
+te::NDArray thresholded_relu(const te::NDArray& x, const ThresholdedReluParams& p = {});
 
 }  // namespace dlavm::host
 

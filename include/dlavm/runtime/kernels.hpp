@@ -447,9 +447,34 @@ enum class Unary : std::uint8_t {
   HardSigmoid,  // max(0, min(1, alpha * x + beta)); NaN stays NaN
   HardSwish,    // x * hard_sigmoid(x) with alpha = 1/6 (as a float) and beta = 0.5
   LeakyRelu,    // x < 0 ? alpha * x : x
+  Reciprocal,   // 1 / x
+  Floor,        // floor(x)
+  Ceil,         // ceil(x)
+  Round,        // x rounded to the nearest integer, halves to even (rint)
+  Sign,         // -1, 0 or 1 (float: NaN stays NaN, -0 and +0 give 0)
+  Sin,          // the trigonometric and hyperbolic functions and their inverses: <cmath>'s,
+  Cos,          // NaN outside their domains
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Softplus,         // log(1 + exp(x)) (log1p)
+  Softsign,         // x / (1 + |x|)
+  Mish,             // x * tanh(softplus(x))
+  Elu,              // x < 0 ? alpha * (exp(x) - 1) : x
+  Selu,             // x <= 0 ? beta * (alpha * exp(x) - alpha) : beta * x (beta: ONNX's gamma)
+  Celu,             // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  ThresholdedRelu,  // x > alpha ? x : 0 (NaN gives 0, as ONNX's definition)
 };
-inline constexpr int kUnaryCount = static_cast<int>(Unary::LeakyRelu) + 1;  // kinds 0, 1, ...
-constexpr bool takes_integers(Unary k) { return k == Unary::Abs || k == Unary::Neg; }
+inline constexpr int kUnaryCount = static_cast<int>(Unary::ThresholdedRelu) + 1;  // kinds 0, 1..
+constexpr bool takes_integers(Unary k) {
+  return k == Unary::Abs || k == Unary::Neg || k == Unary::Sign;
+}
 
 enum class Binary : std::uint8_t {
   Add,
@@ -491,6 +516,9 @@ decltype(auto) with_kind(Binary k, F&& f) {
 
 namespace detail {
 
+// log(1 + exp(x)): log1p keeps the small values' digits, and exp's overflow gives inf.
+inline float softplus(float x) { return std::log1p(std::exp(x)); }
+
 inline float hard_sigmoid(float x, float alpha, float beta) {
   const float v = alpha * x + beta;
   return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
@@ -520,6 +548,54 @@ float unary_float(float x, [[maybe_unused]] float alpha, [[maybe_unused]] float 
     return x * hard_sigmoid(x, 1.0f / 6.0f, 0.5f);
   else if constexpr (K == Unary::LeakyRelu)
     return x < 0.0f ? alpha * x : x;
+  else if constexpr (K == Unary::Reciprocal)
+    return 1.0f / x;
+  else if constexpr (K == Unary::Floor)
+    return std::floor(x);
+  else if constexpr (K == Unary::Ceil)
+    return std::ceil(x);
+  else if constexpr (K == Unary::Round)
+    return std::rint(x);
+  else if constexpr (K == Unary::Sign)
+    return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x));
+  else if constexpr (K == Unary::Sin)
+    return std::sin(x);
+  else if constexpr (K == Unary::Cos)
+    return std::cos(x);
+  else if constexpr (K == Unary::Tan)
+    return std::tan(x);
+  else if constexpr (K == Unary::Asin)
+    return std::asin(x);
+  else if constexpr (K == Unary::Acos)
+    return std::acos(x);
+  else if constexpr (K == Unary::Atan)
+    return std::atan(x);
+  else if constexpr (K == Unary::Sinh)
+    return std::sinh(x);
+  else if constexpr (K == Unary::Cosh)
+    return std::cosh(x);
+  else if constexpr (K == Unary::Asinh)
+    return std::asinh(x);
+  else if constexpr (K == Unary::Acosh)
+    return std::acosh(x);
+  else if constexpr (K == Unary::Atanh)
+    return std::atanh(x);
+  else if constexpr (K == Unary::Softplus)
+    return softplus(x);
+  else if constexpr (K == Unary::Softsign)
+    return x / (1.0f + std::fabs(x));
+  else if constexpr (K == Unary::Mish)
+    return x * std::tanh(softplus(x));
+  else if constexpr (K == Unary::Elu)
+    return x < 0.0f ? alpha * (std::exp(x) - 1.0f) : x;
+  else if constexpr (K == Unary::Selu)
+    return x <= 0.0f ? beta * (alpha * std::exp(x) - alpha) : beta * x;
+  else if constexpr (K == Unary::Celu)
+    return std::isnan(x)
+               ? x  // fmax and fmin would drop it
+               : std::fmax(0.0f, x) + std::fmin(0.0f, alpha * (std::exp(x / alpha) - 1.0f));
+  else if constexpr (K == Unary::ThresholdedRelu)
+    return x > alpha ? x : 0.0f;
 }
 
 template <Binary K>
@@ -576,7 +652,9 @@ T unary_value(T x, [[maybe_unused]] float alpha = 0.0f, [[maybe_unused]] float b
   } else {
     static_assert(takes_integers(K), "this unary function takes float only");
     const auto negated = static_cast<T>(0 - static_cast<std::uint64_t>(x));
-    if constexpr (K == Unary::Neg)
+    if constexpr (K == Unary::Sign)
+      return x > T(0) ? T(1) : (x == T(0) ? T(0) : static_cast<T>(-1));
+    else if constexpr (K == Unary::Neg)
       return negated;
     else if constexpr (std::is_signed_v<T>)
       return x < T(0) ? negated : x;

@@ -1,5 +1,7 @@
-// Converters of convolutions, pooling and products: Conv, Gemm, MatMul, MaxPool, AveragePool,
-// GlobalAveragePool.
+// Converters of convolutions, pooling, products and normalizations: Conv, Gemm, MatMul,
+// MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, LayerNormalization.
+#include <dlavm/ne/structural.hpp>
+
 #include <fmt/ranges.h>
 
 #include "common.hpp"
@@ -196,6 +198,51 @@ Outs batch_normalization(Importer& im, const Node& n) {
 Outs batch_normalization_v1(Importer& im, const Node& n) {
   if (attr_int(im, n, "is_test", 0) == 0) unsupported("is_test = 0 (training mode)");
   return batch_normalization(im, n);
+}
+
+// Normalized over the dims from `axis` on; Scale and B broadcast to those dims (exporters give
+// them exactly, or as the last dim); no B is a zero bias. The optional outputs Mean and
+// InvStdDev (x's rank, the normalized dims 1) are computed beside it with the reductions.
+Outs layer_normalization(Importer& im, const Node& n) {
+  if (attr_int(im, n, "stash_type", 1) != 1) unsupported("a stash_type other than float32");
+  const auto x = im.expr(n, 0);
+  const auto type = im.type_of(x);
+  const auto rank = static_cast<std::int64_t>(type.ndim());
+  const std::int64_t axis = normalize_axis(attr_int(im, n, "axis", -1), rank, "axis");
+  const float epsilon = attr_float(im, n, "epsilon", 1e-5f);
+  std::vector<ne::Expr> normalized(type.shape.begin() + axis, type.shape.end());
+  const auto static_normalized = [&](std::string_view what) {
+    std::vector<std::int64_t> dims;
+    for (const auto& d : normalized) dims.push_back(static_dim(d, what));
+    return dims;
+  };
+  const auto fit = [&](graph::Expr e) {
+    const auto shape = im.type_of(e).shape;
+    if (shape.size() == normalized.size() &&
+        std::equal(shape.begin(), shape.end(), normalized.begin(),
+                   [](const ne::Expr& a, const ne::Expr& b) { return ne::equal(a, b); }))
+      return e;
+    return graph::broadcast_to(std::move(e),
+                               {.shape = static_normalized("a broadcast Scale or B")});
+  };
+  const graph::Expr bias =
+      Importer::has_input(n, 2)
+          ? fit(im.expr(n, 2))
+          : im.make_constant(n, "bias",
+                             te::NDArray(DType::float32(), static_normalized("a missing B")));
+  Outs out{graph::layer_norm(x, fit(im.expr(n, 1)), bias, {.axis = axis, .epsilon = epsilon})};
+  const bool wants_mean = n.output_size() > 1 && !n.output(1).empty();
+  const bool wants_inv = n.output_size() > 2 && !n.output(2).empty();
+  if (!wants_mean && !wants_inv) return out;
+  host::ReduceParams over{.axes = {}, .keepdims = true};
+  for (std::int64_t k = axis; k < rank; ++k) over.axes.push_back(k);
+  const auto mean = graph::reduce_mean(x, over);
+  const auto centred = graph::sub(x, mean);
+  const auto variance = graph::reduce_mean(graph::mul(centred, centred), over);
+  const auto eps = im.make_constant(n, "epsilon", te::NDArray::from_floats({}, {epsilon}));
+  out.emplace_back(mean);
+  if (wants_inv) out.emplace_back(graph::reciprocal(graph::sqrt(graph::add(variance, eps))));
+  return out;
 }
 
 }  // namespace convert

@@ -209,15 +209,17 @@ std::optional<Outs> binary_dims(Importer& im, const Node& n, ne::Kind kind, bool
 }
 
 std::optional<Outs> concat_dims(Importer& im, const Node& n) {
-  bool symbolic = false;
+  bool symbolic = false, empty = false;
   DimValues out;
   for (int k = 0; k < n.input_size(); ++k) {
     const auto d = im.dims_of(n, k);
     if (!d || d->scalar) return std::nullopt;
     symbolic = symbolic || im.input(n, k).dims.has_value();
+    empty = empty || d->values.empty();
     out.values.insert(out.values.end(), d->values.begin(), d->values.end());
   }
-  if (!symbolic) return std::nullopt;  // constants fold as any call does
+  // other constants fold as any call does; an empty one has no graph value to concatenate
+  if (!symbolic && !empty) return std::nullopt;
   return Outs{im.dims_value(n, out)};
 }
 

@@ -10,7 +10,12 @@ namespace {
 Outs concat_along(Importer& im, const Node& n, std::int64_t default_axis) {
   if (n.input_size() == 0) raise<ValueError>("Concat has no inputs");
   std::vector<graph::Expr> xs;
-  for (int k = 0; k < n.input_size(); ++k) xs.push_back(im.expr(n, k));
+  for (int k = 0; k < n.input_size(); ++k) {
+    const Value& v = im.input(n, k);
+    if (v.constant != nullptr && v.constant->size() == 0) continue;  // adds nothing
+    xs.push_back(im.expr(n, k));
+  }
+  if (xs.empty()) unsupported("a Concat of empty tensors only");
   const auto rank = static_cast<std::int64_t>(im.type_of(xs.front()).ndim());
   const std::int64_t axis = normalize_axis(attr_int(im, n, "axis", default_axis), rank, "axis");
   return {graph::concat(std::move(xs), {.axis = axis})};

@@ -30,19 +30,68 @@ inline const AttrSchema<host::LeakyReluParams>& leaky_relu_schema() {
   return schema;
 }
 
+// The one attribute alpha of elu, celu and thresholded_relu.
+template <class P>
+const AttrSchema<P>& alpha_schema(const char* doc) {
+  static const auto schema = AttrSchema<P>().field("alpha", &P::alpha, doc);
+  return schema;
+}
+inline const AttrSchema<host::EluParams>& elu_schema() {
+  return alpha_schema<host::EluParams>("the scale of exp(x) - 1 below 0");
+}
+inline const AttrSchema<host::CeluParams>& celu_schema() {
+  return alpha_schema<host::CeluParams>("the scale of exp(x / alpha) - 1 below 0");
+}
+inline const AttrSchema<host::ThresholdedReluParams>& thresholded_relu_schema() {
+  return alpha_schema<host::ThresholdedReluParams>("the threshold");
+}
+inline const AttrSchema<host::SeluParams>& selu_schema() {
+  using P = host::SeluParams;
+  static const auto schema = AttrSchema<P>()
+                                 .field("alpha", &P::alpha, "the scale of exp(x) - 1 below 0")
+                                 .field("gamma", &P::gamma, "the scale of the result");
+  return schema;
+}
+
+// f(schema) for the op of `kind` that has attributes; false for the others.
+template <class F>
+bool with_unary_schema(runtime::Unary kind, F&& f) {
+  switch (kind) {
+    case runtime::Unary::HardSigmoid:
+      f(hard_sigmoid_schema());
+      return true;
+    case runtime::Unary::LeakyRelu:
+      f(leaky_relu_schema());
+      return true;
+    case runtime::Unary::Elu:
+      f(elu_schema());
+      return true;
+    case runtime::Unary::Selu:
+      f(selu_schema());
+      return true;
+    case runtime::Unary::Celu:
+      f(celu_schema());
+      return true;
+    case runtime::Unary::ThresholdedRelu:
+      f(thresholded_relu_schema());
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The attributes of the op of `kind` (none for most), and runtime::unary's alpha and beta from
 // a call's normalized attributes.
 inline std::vector<AttrSpec> unary_specs(runtime::Unary kind) {
-  if (kind == runtime::Unary::HardSigmoid) return hard_sigmoid_schema().specs();
-  if (kind == runtime::Unary::LeakyRelu) return leaky_relu_schema().specs();
-  return {};
+  std::vector<AttrSpec> specs;
+  with_unary_schema(kind, [&](const auto& schema) { specs = schema.specs(); });
+  return specs;
 }
 inline host::UnaryCoefficients unary_coefficients(runtime::Unary kind, const Attrs& attrs) {
-  if (kind == runtime::Unary::HardSigmoid)
-    return host::coefficients(hard_sigmoid_schema().from_attrs(attrs));
-  if (kind == runtime::Unary::LeakyRelu)
-    return host::coefficients(leaky_relu_schema().from_attrs(attrs));
-  return {};
+  host::UnaryCoefficients c;
+  with_unary_schema(kind,
+                    [&](const auto& schema) { c = host::coefficients(schema.from_attrs(attrs)); });
+  return c;
 }
 
 // runtime::unary<kind>(x, y, elements[, alpha, beta]).
@@ -91,6 +140,26 @@ DLAVM_INLINE Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p) {
 DLAVM_INLINE Expr hard_swish(Expr x) { return unary(runtime::Unary::HardSwish, std::move(x)); }
 DLAVM_INLINE Expr leaky_relu(Expr x, const host::LeakyReluParams& p) {
   return call("leaky_relu", {std::move(x)}, detail::leaky_relu_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr reciprocal(Expr x) { return unary(runtime::Unary::Reciprocal, std::move(x)); }
+DLAVM_INLINE Expr floor(Expr x) { return unary(runtime::Unary::Floor, std::move(x)); }
+DLAVM_INLINE Expr ceil(Expr x) { return unary(runtime::Unary::Ceil, std::move(x)); }
+DLAVM_INLINE Expr round(Expr x) { return unary(runtime::Unary::Round, std::move(x)); }
+DLAVM_INLINE Expr sign(Expr x) { return unary(runtime::Unary::Sign, std::move(x)); }
+DLAVM_INLINE Expr softplus(Expr x) { return unary(runtime::Unary::Softplus, std::move(x)); }
+DLAVM_INLINE Expr softsign(Expr x) { return unary(runtime::Unary::Softsign, std::move(x)); }
+DLAVM_INLINE Expr elu(Expr x, const host::EluParams& p) {
+  return call("elu", {std::move(x)}, detail::elu_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr selu(Expr x, const host::SeluParams& p) {
+  return call("selu", {std::move(x)}, detail::selu_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr celu(Expr x, const host::CeluParams& p) {
+  return call("celu", {std::move(x)}, detail::celu_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr thresholded_relu(Expr x, const host::ThresholdedReluParams& p) {
+  return call("thresholded_relu", {std::move(x)}, detail::thresholded_relu_schema().to_attrs(p));
 }
 
 DLAVM_INLINE void add_unary_ops(OpRegistry& ops) {

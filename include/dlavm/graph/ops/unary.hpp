@@ -1,12 +1,18 @@
 // Graph ops for unary element-wise math (ONNX's Sigmoid, Tanh, Exp, Log, Sqrt, Erf, Abs, Neg,
-// HardSigmoid, HardSwish, LeakyRelu): typed builders and op records. Semantics:
+// HardSigmoid, HardSwish, LeakyRelu, Reciprocal, Floor, Ceil, Round, Sign, the trigonometric
+// and hyperbolic functions, Softplus, Softsign, Mish, Elu, Selu, Celu, ThresholdedRelu): typed
+// builders and op records. Semantics:
 // host/unary.hpp. One record per entry of host::kUnaryOps: the result has x's type; the host
-// runs float32, and integers for abs and neg (its support rule names any other dtype); the
-// firmware kernel is runtime::unary<kind>.
+// runs float32, and integers for abs, neg and sign (its support rule names any other dtype);
+// the firmware kernel is runtime::unary<kind>.
 //
-//   sigmoid(x), tanh(x), exp(x), log(x), sqrt(x), erf(x), abs(x), neg(x), hard_swish(x)
+//   sigmoid(x), tanh(x), exp(x), log(x), sqrt(x), erf(x), abs(x), neg(x), hard_swish(x),
+//   reciprocal(x), floor(x), ceil(x), round(x), sign(x), softplus(x), softsign(x)
+//   unary(kind, x): any kind, its attributes left to their defaults (sin, cos, ..., mish)
 //   hard_sigmoid(x, alpha = 0.2, beta = 0.5)
 //   leaky_relu(x, alpha = 0.01)
+//   elu(x, alpha = 1), celu(x, alpha = 1), thresholded_relu(x, alpha = 1)
+//   selu(x, alpha = 1.67326..., gamma = 1.05070...)
 //
 //   auto silu = graph::mul(x, graph::sigmoid(x));
 #pragma once
@@ -32,6 +38,17 @@ Expr neg(Expr x);
 Expr hard_sigmoid(Expr x, const host::HardSigmoidParams& p = {});
 Expr hard_swish(Expr x);
 Expr leaky_relu(Expr x, const host::LeakyReluParams& p = {});
+Expr reciprocal(Expr x);
+Expr floor(Expr x);
+Expr ceil(Expr x);
+Expr round(Expr x);
+Expr sign(Expr x);
+Expr softplus(Expr x);
+Expr softsign(Expr x);
+Expr elu(Expr x, const host::EluParams& p = {});
+Expr selu(Expr x, const host::SeluParams& p = {});
+Expr celu(Expr x, const host::CeluParams& p = {});
+Expr thresholded_relu(Expr x, const host::ThresholdedReluParams& p = {});
 
 void add_unary_ops(OpRegistry& ops);
 
