@@ -23242,14 +23242,21 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/graph/ops/conv.hpp
-// Graph op conv2d: typed builder, attribute conversion and op record. Semantics:
-// host/conv.hpp.
+// Graph ops conv2d and conv2d_transpose: typed builders, attribute conversion and op records.
+// Semantics: host/conv.hpp.
 //
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0], groups = 1)
-//     -> [N, O, (H + pt + pb - KH) / sh + 1, (W + pl + pr - KW) / sw + 1]   (floor division)
-//   KH and KW must be constants; H and W may be symbolic. groups = 1 only.
+//   conv2d(x[N, C, H, W], w[O, C / G, KH, KW], strides = [1, 1], padding = [0, 0, 0, 0],
+//          groups = G = 1, dilations = [1, 1])
+//     -> [N, O, (H + pt + pb - KH') / sh + 1, (W + pl + pr - KW') / sw + 1]   (floor division;
+//        KH' = (KH - 1) * dh + 1, the dilated kernel)
+//   KH and KW must be constants; H and W may be symbolic. VTA runs groups = 1 without
+//   dilation; other convolutions run on the host.
+//   conv2d_transpose(x[N, C, H, W], w[C, O / G, KH, KW], strides, padding, output_padding,
+//                    groups, dilations) -> [N, O, sh * (H - 1) + oph + KH' - pt - pb, ...]
+//   float32, on the host.
 //
 //   auto y = graph::conv2d(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
+//   auto depthwise = graph::conv2d(x, w3x3, {.padding = {1, 1, 1, 1}, .groups = 32});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -23261,17 +23268,31 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 // Host kernel for 2-D convolution (NCHW activations, OIHW weights). The semantics below are
 // the definition the graph's conv2d and every accelerator strategy must reproduce.
 //
-//   conv2d(x[N, C, H, W], w[O, C, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr}})
-//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - KH) / sh) + 1,
-//                          OW = floor((W + pl + pr - KW) / sw) + 1
-//     y[n, o, oy, ox] = sum over c, ky, kx of x[n, c, oy*sh - pt + ky, ox*sw - pl + kx] * w[o, c,
-//     ky, kx] where positions outside x (the zero padding) contribute nothing.
-// One group only (groups = 1). Element types as host::dense: int8 x int8 -> int32 and
-// int32 x int32 -> int32, the exact sum reduced modulo 2^32; float32 -> float32 summed in
-// float32 over c, then ky, then kx ascending, padding positions skipped.
-// strides >= 1, padding >= 0, groups = 1, and OH, OW >= 1, or ValueError/ShapeError.
+//   conv2d(x[N, C, H, W], w[O, C / G, KH, KW], {strides = {sh, sw}, padding = {pt, pl, pb, pr},
+//          groups = G, dilations = {dh, dw}})
+//     -> y[N, O, OH, OW],  OH = floor((H + pt + pb - ((KH - 1) * dh + 1)) / sh) + 1,
+//                          OW likewise
+//     y[n, o, oy, ox] = sum over c < C / G, ky, kx of
+//         x[n, g * C / G + c, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw] * w[o, c, ky, kx]
+//     with g = o / (O / G), the group of output channel o, where positions outside x (the zero
+//     padding) contribute nothing. G divides C and O (a depthwise convolution: G = C).
+// Element types as host::dense: int8 x int8 -> int32 and int32 x int32 -> int32, the exact sum
+// reduced modulo 2^32; float32 -> float32 summed in float32 over c, then ky, then kx
+// ascending, padding positions skipped.
+// strides, dilations and groups >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
 //
 //   auto y = host::conv2d(x, w, {.strides = {2, 2}, .padding = {3, 3, 3, 3}});
+//
+//   conv2d_transpose(x[N, C, H, W], w[C, O / G, KH, KW], {strides, padding, output_padding =
+//                    {oph, opw}, groups = G, dilations})
+//     -> y[N, O, OH, OW],  OH = sh * (H - 1) + oph + (KH - 1) * dh + 1 - pt - pb, OW likewise
+//     the gradient of conv2d with respect to its input (ONNX's ConvTranspose): every input
+//     element scatters x[n, c, iy, ix] * w[c, o, ky, kx] onto
+//     y[n, g * O / G + o, iy*sh - pt + ky*dh, ix*sw - pl + kx*dw] (g = c / (C / G)), the
+//     positions outside y dropped. float32 only, summed in float32 in the order of n, c, iy,
+//     ix, o, ky, kx. output_padding < max(stride, dilation) per dim; OH, OW >= 1.
+//
+//   auto up = host::conv2d_transpose(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -23287,13 +23308,33 @@ namespace dlavm::host {
 struct Conv2dParams {
   std::array<std::int64_t, 2> strides{1, 1};        // (height, width)
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // (top, left, bottom, right)
-  std::int64_t groups = 1;                          // 1 only
+  std::int64_t groups = 1;                          // G: channels in G independent groups
+  std::array<std::int64_t, 2> dilations{1, 1};      // (height, width): kernel taps' spacing
 };
 
 // ValueError naming `who` and the attribute when a parameter is out of its domain.
 void validate(const Conv2dParams& p, std::string_view who);
+// The extent a kernel of k taps spaced `dilation` apart covers: (k - 1) * dilation + 1.
+std::int64_t dilated_extent(std::int64_t k, std::int64_t dilation);
 
 te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p = {});
+
+struct ConvTranspose2dParams {
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};   // (top, left, bottom, right), cropped
+  std::array<std::int64_t, 2> output_padding{0, 0};  // rows and columns added at the end
+  std::int64_t groups = 1;
+  std::array<std::int64_t, 2> dilations{1, 1};
+};
+
+void validate(const ConvTranspose2dParams& p, std::string_view who);
+// OH (k = 0) or OW (k = 1) for an input extent `in` and a kernel extent `kernel` (the header
+// comment), without the check that it is >= 1.
+std::int64_t transposed_extent(const ConvTranspose2dParams& p, std::size_t k, std::int64_t in,
+                               std::int64_t kernel);
+
+te::NDArray conv2d_transpose(const te::NDArray& x, const te::NDArray& w,
+                             const ConvTranspose2dParams& p = {});
 
 }  // namespace dlavm::host
 
@@ -23322,8 +23363,10 @@ namespace dlavm::host {
 
 namespace detail {
 
+// c: the input channels of one group (w's dim 1); o: all output channels.
 struct Conv2dDims {
   std::int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl;
+  std::int64_t groups = 1, dh = 1, dw = 1;
 };
 
 // The outputs [first, last) along one axis whose input position o*stride - pad + k is inside
@@ -23348,21 +23391,24 @@ inline void axpy(T* __restrict dst, const T* __restrict src, T w, std::int64_t c
 // y (zeroed, [N, O, OH, OW]) += conv2d(x, w): T is uint32_t (wrapping) or float.
 template <class T>
 void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
+  const std::int64_t group_outputs = d.o / d.groups;
   for (std::int64_t n = 0; n < d.n; ++n)
     for (std::int64_t o = 0; o < d.o; ++o) {
       T* out = y + (n * d.o + o) * d.oh * d.ow;
+      const std::int64_t first_channel = (o / group_outputs) * d.c;
       for (std::int64_t c = 0; c < d.c; ++c) {
-        const T* plane = x + (n * d.c + c) * d.h * d.w;
+        const T* plane = x + ((n * d.groups * d.c) + first_channel + c) * d.h * d.w;
         const T* kernel = w + (o * d.c + c) * d.kh * d.kw;
         for (std::int64_t ky = 0; ky < d.kh; ++ky) {
-          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky);
+          const auto [y0, y1] = valid_outputs(d.h, d.oh, d.sh, d.pt, ky * d.dh);
           for (std::int64_t kx = 0; kx < d.kw; ++kx) {
-            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx);
+            const auto [x0, x1] = valid_outputs(d.w, d.ow, d.sw, d.pl, kx * d.dw);
             const T wv = kernel[ky * d.kw + kx];
             const std::int64_t count = x1 - x0;
             if (count == 0) continue;
             for (std::int64_t oy = y0; oy < y1; ++oy) {
-              const T* src = plane + (oy * d.sh - d.pt + ky) * d.w + (x0 * d.sw - d.pl + kx);
+              const T* src =
+                  plane + (oy * d.sh - d.pt + ky * d.dh) * d.w + (x0 * d.sw - d.pl + kx * d.dw);
               T* dst = out + oy * d.ow + x0;
               if (d.sw == 1) {
                 axpy(dst, src, wv, count);
@@ -23378,6 +23424,10 @@ void conv2d_loops(const T* x, const T* w, T* y, const Conv2dDims& d) {
 
 }  // namespace detail
 
+DLAVM_INLINE std::int64_t dilated_extent(std::int64_t k, std::int64_t dilation) {
+  return (k - 1) * dilation + 1;
+}
+
 DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
   for (auto s : p.strides)
     if (s < 1)
@@ -23387,8 +23437,12 @@ DLAVM_INLINE void validate(const Conv2dParams& p, std::string_view who) {
     if (v < 0)
       raise<ValueError>("{}: attribute 'padding' is [{}]; padding must be >= 0", who,
                         fmt::join(p.padding, ", "));
-  if (p.groups != 1)
-    raise<ValueError>("{}: attribute 'groups' is {}; only groups = 1 is supported", who, p.groups);
+  if (p.groups < 1)
+    raise<ValueError>("{}: attribute 'groups' is {}; it must be >= 1", who, p.groups);
+  for (auto d : p.dilations)
+    if (d < 1)
+      raise<ValueError>("{}: attribute 'dilations' is [{}]; dilations must be >= 1", who,
+                        fmt::join(p.dilations, ", "));
 }
 
 DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, const Conv2dParams& p) {
@@ -23399,18 +23453,38 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
   detail::require_rank(who, "w", w, 4);
   const auto& xs = x.shape();
   const auto& ws = w.shape();
-  if (ws[1] != xs[1])
-    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} (groups = 1 only)", who,
-                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1]);
-  detail::Conv2dDims d{xs[0], xs[1], xs[2],        xs[3],        ws[0],        ws[2],       ws[3],
-                       0,     0,     p.strides[0], p.strides[1], p.padding[0], p.padding[1]};
+  if (ws[1] * p.groups != xs[1])
+    raise<ShapeError>("{}: x {} has {} channels but w {} expects {} ({} per group, groups = {})",
+                      who, detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[1] * p.groups,
+                      ws[1], p.groups);
+  if (ws[0] % p.groups != 0)
+    raise<ShapeError>("{}: w {} has {} output channels, not a multiple of groups = {}", who,
+                      detail::shape_str(ws), ws[0], p.groups);
+  detail::Conv2dDims d{xs[0],
+                       ws[1],
+                       xs[2],
+                       xs[3],
+                       ws[0],
+                       ws[2],
+                       ws[3],
+                       0,
+                       0,
+                       p.strides[0],
+                       p.strides[1],
+                       p.padding[0],
+                       p.padding[1],
+                       p.groups,
+                       p.dilations[0],
+                       p.dilations[1]};
+  const std::int64_t kh = dilated_extent(d.kh, d.dh);
+  const std::int64_t kw = dilated_extent(d.kw, d.dw);
   const std::int64_t padded_h = d.h + p.padding[0] + p.padding[2];
   const std::int64_t padded_w = d.w + p.padding[1] + p.padding[3];
-  if (padded_h < d.kh || padded_w < d.kw)
-    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, d.kh, d.kw,
+  if (padded_h < kh || padded_w < kw)
+    raise<ShapeError>("{}: the {}x{} kernel is larger than the padded {}x{} input", who, kh, kw,
                       padded_h, padded_w);
-  d.oh = window_output(d.h, p.padding[0] + p.padding[2], d.kh, d.sh);
-  d.ow = window_output(d.w, p.padding[1] + p.padding[3], d.kw, d.sw);
+  d.oh = window_output(d.h, p.padding[0] + p.padding[2], kh, d.sh);
+  d.ow = window_output(d.w, p.padding[1] + p.padding[3], kw, d.sw);
   te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
   if (out_dtype.is_float()) {
     detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
@@ -23420,6 +23494,71 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
     detail::conv2d_loops(xd.data(), wd.data(), yd.data(), d);
     detail::store_i32(yd, y);
   }
+  return y;
+}
+
+DLAVM_INLINE void validate(const ConvTranspose2dParams& p, std::string_view who) {
+  validate(
+      Conv2dParams{
+          .strides = p.strides, .padding = p.padding, .groups = p.groups, .dilations = p.dilations},
+      who);
+  for (std::size_t k = 0; k < 2; ++k)
+    if (p.output_padding[k] < 0 || p.output_padding[k] >= std::max(p.strides[k], p.dilations[k]))
+      raise<ValueError>(
+          "{}: attribute 'output_padding' is [{}]; each must be >= 0 and below the larger of "
+          "the stride and the dilation",
+          who, fmt::join(p.output_padding, ", "));
+}
+
+DLAVM_INLINE std::int64_t transposed_extent(const ConvTranspose2dParams& p, std::size_t k,
+                                            std::int64_t in, std::int64_t kernel) {
+  return p.strides[k] * (in - 1) + p.output_padding[k] + dilated_extent(kernel, p.dilations[k]) -
+         p.padding[k] - p.padding[k + 2];
+}
+
+DLAVM_INLINE te::NDArray conv2d_transpose(const te::NDArray& x, const te::NDArray& w,
+                                          const ConvTranspose2dParams& p) {
+  constexpr std::string_view who = "host::conv2d_transpose";
+  validate(p, who);
+  detail::require_float32(who, "x", x);
+  detail::require_float32(who, "w", w);
+  detail::require_rank(who, "x", x, 4);
+  detail::require_rank(who, "w", w, 4);
+  const auto& xs = x.shape();
+  const auto& ws = w.shape();
+  if (ws[0] != xs[1] || xs[1] % p.groups != 0)
+    raise<ShapeError>("{}: x {} has {} channels but w {} takes {} (in groups = {})", who,
+                      detail::shape_str(xs), xs[1], detail::shape_str(ws), ws[0], p.groups);
+  const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const std::int64_t og = ws[1], o = og * p.groups, kh = ws[2], kw = ws[3];
+  const std::int64_t oh = transposed_extent(p, 0, h, kh), ow = transposed_extent(p, 1, wd, kw);
+  if (oh < 1 || ow < 1)
+    raise<ShapeError>("{}: the output would be {}x{} (the padding crops everything)", who, oh, ow);
+  te::NDArray y(DType::float32(), {n, o, oh, ow});
+  const float* xd = x.fdata().data();
+  const float* wdata = w.fdata().data();
+  float* yd = y.fdata().data();
+  const std::int64_t cg = c / p.groups;
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t ci = 0; ci < c; ++ci) {
+      const std::int64_t first_output = (ci / cg) * og;
+      for (std::int64_t iy = 0; iy < h; ++iy)
+        for (std::int64_t ix = 0; ix < wd; ++ix) {
+          const float v = xd[((b * c + ci) * h + iy) * wd + ix];
+          for (std::int64_t oi = 0; oi < og; ++oi) {
+            const float* kernel = wdata + (ci * og + oi) * kh * kw;
+            float* plane = yd + (b * o + first_output + oi) * oh * ow;
+            for (std::int64_t ky = 0; ky < kh; ++ky) {
+              const std::int64_t oy = iy * p.strides[0] - p.padding[0] + ky * p.dilations[0];
+              if (oy < 0 || oy >= oh) continue;
+              for (std::int64_t kx = 0; kx < kw; ++kx) {
+                const std::int64_t ox = ix * p.strides[1] - p.padding[1] + kx * p.dilations[1];
+                if (ox >= 0 && ox < ow) plane[oy * ow + ox] += v * kernel[ky * kw + kx];
+              }
+            }
+          }
+        }
+    }
   return y;
 }
 
@@ -23433,6 +23572,8 @@ namespace dlavm::graph {
 Expr conv2d(Expr x, Expr w, const host::Conv2dParams& p = {});
 // The parameters in a conv2d call's (normalized) attributes.
 host::Conv2dParams conv2d_params(const Attrs& attrs);
+Expr conv2d_transpose(Expr x, Expr w, const host::ConvTranspose2dParams& p = {});
+host::ConvTranspose2dParams conv2d_transpose_params(const Attrs& attrs);
 
 void add_conv_ops(OpRegistry& ops);
 
@@ -23823,7 +23964,8 @@ inline const AttrSchema<host::Conv2dParams>& conv2d_schema() {
       AttrSchema<P>()
           .field("strides", &P::strides, "steps of the window: (height, width)")
           .field("padding", &P::padding, "zero rows and columns: (top, left, bottom, right)")
-          .field("groups", &P::groups, "channel groups (1 only)");
+          .field("groups", &P::groups, "channel groups (a depthwise convolution: the channels)")
+          .field("dilations", &P::dilations, "spacing of the kernel taps: (height, width)");
   return schema;
 }
 
@@ -23835,16 +23977,79 @@ inline TensorType conv2d_type(const TypeCall& c) {
   const DType dtype = product_dtype(c);
   const auto& x = c.type(0).shape;
   const auto& w = c.type(1).shape;
-  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
-                  fmt::format("{} dim 1 (channels)", c.arg(1)));
-  const std::int64_t kh = c.constant_dim(1, 2, "conv2d needs a constant kernel height");
-  const std::int64_t kw = c.constant_dim(1, 3, "conv2d needs a constant kernel width");
+  if (p.groups == 1)
+    c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1],
+                    fmt::format("{} dim 1 (channels)", c.arg(1)));
+  else
+    c.require_equal(
+        x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[1] * ne::Expr(p.groups),
+        fmt::format("{} dim 1 (channels per group) times groups = {}", c.arg(1), p.groups));
+  if (p.groups != 1) {
+    const std::int64_t o = c.constant_dim(1, 0, "a grouped conv2d needs constant output channels");
+    if (o % p.groups != 0)
+      raise<ShapeError>("{}: {} has {} output channels, not a multiple of groups = {}", c.label,
+                        c.arg(1), o, p.groups);
+  }
+  const std::int64_t kh = host::dilated_extent(
+      c.constant_dim(1, 2, "conv2d needs a constant kernel height"), p.dilations[0]);
+  const std::int64_t kw = host::dilated_extent(
+      c.constant_dim(1, 3, "conv2d needs a constant kernel width"), p.dilations[1]);
   ne::Expr oh = window_output(c, x[2], p.padding[0] + p.padding[2], kh, p.strides[0], "height");
   ne::Expr ow = window_output(c, x[3], p.padding[1] + p.padding[3], kw, p.strides[1], "width");
   return {{x[0], w[0], std::move(oh), std::move(ow)}, dtype};
 }
 
+inline const AttrSchema<host::ConvTranspose2dParams>& conv2d_transpose_schema() {
+  using P = host::ConvTranspose2dParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("strides", &P::strides, "steps of the scattered windows: (height, width)")
+          .field("padding", &P::padding, "rows and columns cropped: (top, left, bottom, right)")
+          .field("output_padding", &P::output_padding, "rows and columns added at the end")
+          .field("groups", &P::groups, "channel groups")
+          .field("dilations", &P::dilations, "spacing of the kernel taps: (height, width)");
+  return schema;
+}
+
+inline TensorType conv2d_transpose_type(const TypeCall& c) {
+  const host::ConvTranspose2dParams p = params_of(c, conv2d_transpose_schema());
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  c.require_rank(1, 4);
+  const auto& x = c.type(0).shape;
+  const auto& w = c.type(1).shape;
+  c.require_equal(x[1], fmt::format("{} dim 1 (channels)", c.arg(0)), w[0],
+                  fmt::format("{} dim 0 (input channels)", c.arg(1)));
+  const std::int64_t channels = c.constant_dim(0, 1, "conv2d_transpose needs constant channels");
+  if (channels % p.groups != 0)
+    raise<ShapeError>("{}: {} has {} channels, not a multiple of groups = {}", c.label, c.arg(0),
+                      channels, p.groups);
+  const std::int64_t kh = c.constant_dim(1, 2, "conv2d_transpose needs a constant kernel height");
+  const std::int64_t kw = c.constant_dim(1, 3, "conv2d_transpose needs a constant kernel width");
+  std::vector<ne::Expr> shape = {x[0], w[1] * ne::Expr(p.groups)};
+  const std::int64_t kernel[] = {kh, kw};
+  for (std::size_t k = 0; k < 2; ++k) {
+    // stride * (in - 1) + the rest, symbolic in `in`
+    const std::int64_t rest = host::transposed_extent(p, k, 1, kernel[k]);
+    auto extent = ne::simplify(ne::Expr(p.strides[k]) * (x[2 + k] - ne::Expr(1)) + ne::Expr(rest));
+    if (!ne::can_prove(extent >= ne::Expr(1)))
+      raise<ShapeError>("{}: output {} `{}` of {} may be below 1 (the padding crops everything)",
+                        c.label, k == 0 ? "height" : "width", extent, c.arg(0));
+    shape.push_back(std::move(extent));
+  }
+  return {std::move(shape), DType::float32()};
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::ConvTranspose2dParams conv2d_transpose_params(const Attrs& attrs) {
+  return detail::conv2d_transpose_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr conv2d_transpose(Expr x, Expr w, const host::ConvTranspose2dParams& p) {
+  return call("conv2d_transpose", {std::move(x), std::move(w)},
+              detail::conv2d_transpose_schema().to_attrs(p));
+}
 
 DLAVM_INLINE host::Conv2dParams conv2d_params(const Attrs& attrs) {
   return detail::conv2d_schema().from_attrs(attrs);
@@ -23863,6 +24068,16 @@ DLAVM_INLINE void add_conv_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::conv2d(*a[0], *a[1], conv2d_params(attrs));
            }});
+  ops.add({.name = "conv2d_transpose",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::conv2d_transpose_schema().specs(),
+           .type_rule = detail::conv2d_transpose_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::conv2d_transpose(*a[0], *a[1], conv2d_transpose_params(attrs));
+               },
+           .host_support = detail::host_float32_only});
 }
 
 }  // namespace dlavm::graph
@@ -32681,6 +32896,13 @@ inline AnchorStrategy conv2d_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
+    const auto p = conv2d_params(a.call.attrs);
+    if (p.groups != 1)
+      return fmt::format("groups = {}: the VTA strategy runs dense convolutions (groups = 1)",
+                         p.groups);
+    if (p.dilations != std::array<std::int64_t, 2>{1, 1})
+      return fmt::format("dilations = [{}]: the VTA strategy runs undilated kernels",
+                         fmt::join(p.dilations, ", "));
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     for (std::size_t k = 0; k < 4; ++k)
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;

@@ -44,7 +44,8 @@ TEST_CASE("placement: the printed function carries its partition, with the round
   CHECK(fmt::format("{}", placed) ==
         "fn (%x: Tensor[(1, 16, 6, 6), int8]) {\n"
         "  %w = constant Tensor[(16, 16, 3, 3), int8]\n"
-        "  %0 = vta.conv2d(%x, %w, groups=1, padding=[1, 1, 1, 1], strides=[1, 1]) /* "
+        "  %0 = vta.conv2d(%x, %w, dilations=[1, 1], groups=1, padding=[1, 1, 1, 1], strides=[1, "
+        "1]) /* "
         "ret=(1, 16, 6, 6), dtype=int32, device=vta */\n"
         "  %\"b+32\" = constant Tensor[(16), int32]\n"
         "  %1 = vta.bias_add(%0, %\"b+32\", axis=1) /* ret=(1, 16, 6, 6), dtype=int32, "
@@ -142,10 +143,10 @@ TEST_CASE("workloads: a model's VTA kernels as data, each distinct one once") {
   CHECK(set.size() == distinct.size());
   // equal workloads print alike and hash alike; the text names op, shapes, attributes, epilogue
   const auto& first = distinct.front();
-  CHECK(
-      graph::to_string(first).starts_with("conv2d((1, 3, 32, 32) int8, (64, 3, 7, 7) int8; "
-                                          "groups=1, padding=[3, 3, 3, 3], strides=[2, 2]; "
-                                          "+channel#0, >>"));
+  CHECK(graph::to_string(first).starts_with(
+      "conv2d((1, 3, 32, 32) int8, (64, 3, 7, 7) int8; "
+      "dilations=[1, 1], groups=1, padding=[3, 3, 3, 3], strides=[2, 2]; "
+      "+channel#0, >>"));
   graph::Workload copy = first;
   CHECK(copy == first);
   CHECK(std::hash<graph::Workload>{}(copy) == std::hash<graph::Workload>{}(first));

@@ -58,7 +58,8 @@ TEST_CASE("printer: a conv block with defaults filled in, several results, share
   CHECK(fmt::format("{}", fn) ==
         "fn (%data: Tensor[(1, 3, 32, 32), int8]) {\n"
         "  %conv1.weight = constant Tensor[(8, 3, 3, 3), int8]\n"
-        "  %0 = conv2d(%data, %conv1.weight, groups=1, padding=[1, 1, 1, 1], strides=[2, 2])\n"
+        "  %0 = conv2d(%data, %conv1.weight, dilations=[1, 1], groups=1, padding=[1, 1, 1, 1], "
+        "strides=[2, 2])\n"
         "  %1 = requantize(%0, hi=127, lo=0, out_dtype=int8, rounding=\"floor\", shift=6)\n"
         "  %2 = relu(%1)\n"
         "  %3 = avg_pool2d(%2, count_include_pad=1, padding=[0, 0, 0, 0], pool_size=[2, 2], "
@@ -67,7 +68,8 @@ TEST_CASE("printer: a conv block with defaults filled in, several results, share
         "}");
   auto typed = graph::infer_type(fn, graph::default_ops());
   CHECK(fmt::format("{}", typed.results()[0])
-            .find("%0 = host.conv2d(%data, %conv1.weight, groups=1, padding=[1, 1, 1, 1], "
+            .find("%0 = host.conv2d(%data, %conv1.weight, dilations=[1, 1], groups=1, padding=[1, "
+                  "1, 1, 1], "
                   "strides=[2, 2]) "
                   "/* ret=(1, 8, 16, 16), dtype=int32, device=host */") != std::string::npos);
 }

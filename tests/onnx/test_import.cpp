@@ -5,6 +5,7 @@
 #include <dlavm/onnx/import.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include "model_builder.hpp"
@@ -102,12 +103,13 @@ TEST_CASE("unsupported opsets, unknown ops and attributes are refused, all nodes
 
   ModelBuilder attrs;
   attrs.input("x", {1, 1, 8, 8});
-  attrs.input("w", {2, 1, 3, 3});
-  set_ints(attrs.node("Conv", {"x", "w"}, {"y"}, "dilated"), "dilations", {2, 2});
-  attrs.node("MaxPool", {"y"}, {"z"}, "pool");  // no kernel_shape: refused too
+  auto& dilated = attrs.node("MaxPool", {"x"}, {"y"}, "dilated");
+  set_ints(dilated, "kernel_shape", {2, 2});
+  set_ints(dilated, "dilations", {2, 2});
+  attrs.node("Relu", {"y"}, {"z"}, "relu");
   attrs.output("z");
   CHECK_THROWS_WITH_AS(attrs.import(),
-                       doctest::Contains("node 'dilated' (Conv): dilations = [2, 2]"),
+                       doctest::Contains("node 'dilated' (MaxPool): dilations = [2, 2]"),
                        importer::NotSupported);
 }
 
@@ -129,11 +131,11 @@ std::size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST_CASE("refusals: one error lists every node once; nodes reading a refused one are not blamed") {
-  // a grouped Conv, then nodes reading it: Clip and MaxPool would fail on a stand-in value
+  // a 3-D Conv, then nodes reading it: Clip and MaxPool would fail on a stand-in value
   ModelBuilder mb;
-  mb.input("x", {1, 4, 8, 8});
-  mb.initializer("w", {4, 1, 3, 3}, std::vector<float>(36, 0.5f));
-  set_int(mb.node("Conv", {"x", "w"}, {"c"}, "grouped"), "group", 4);
+  mb.input("x", {1, 4, 8, 8, 8});
+  mb.initializer("w", {4, 4, 1, 1, 1}, std::vector<float>(16, 0.5f));
+  mb.node("Conv", {"x", "w"}, {"c"}, "volume");
   mb.node("Clip", {"c"}, {"d"}, "clip");
   auto& pool = mb.node("MaxPool", {"d"}, {"e"}, "pool");
   set_ints(pool, "kernel_shape", {2, 2});
@@ -141,7 +143,9 @@ TEST_CASE("refusals: one error lists every node once; nodes reading a refused on
   mb.output("y");
   const std::string m = refusal(mb);
   CHECK(m.find("test.onnx: 2 nodes the importer does not handle") == 0);
-  CHECK(count(m, "node 'grouped' (Conv): group = 4") == 1);
+  CHECK(count(m,
+              "node 'volume' (Conv): a weight of rank 5: only 1-D and 2-D convolutions are "
+              "handled") == 1);
   CHECK(count(m, "node 'det' (Det): the importer converts no version of Det") == 1);
   CHECK(count(m, "'clip'") == 0);
   CHECK(count(m, "'pool'") == 0);
@@ -149,15 +153,17 @@ TEST_CASE("refusals: one error lists every node once; nodes reading a refused on
   // unknown operators and unsupported attributes in one round, in node order
   ModelBuilder both;
   both.input("x", {1, 1, 8, 8});
-  both.input("w", {2, 1, 3, 3});
-  set_ints(both.node("Conv", {"x", "w"}, {"c"}, "dilated"), "dilations", {2, 2});
+  auto& dilated_pool = both.node("MaxPool", {"x"}, {"c"}, "dilated");
+  set_ints(dilated_pool, "kernel_shape", {2, 2});
+  set_ints(dilated_pool, "dilations", {2, 2});
   both.node("Det", {"x"}, {"s"}, "det");
   both.node("Add", {"c", "s"}, {"y"}, "add");
   both.output("y");
   const std::string m2 = refusal(both);
-  CHECK(m2 ==
-        "test.onnx: 2 nodes the importer does not handle: node 'dilated' (Conv): dilations = [2, "
-        "2]; node 'det' (Det): the importer converts no version of Det");
+  CHECK(
+      m2 ==
+      "test.onnx: 2 nodes the importer does not handle: node 'dilated' (MaxPool): dilations = [2, "
+      "2]; node 'det' (Det): the importer converts no version of Det");
 
   // a node of another domain, and a version of an operator no converter covers
   ModelBuilder other(1);
@@ -382,6 +388,42 @@ TEST_CASE("BatchNormalization: imported as batch_norm, folded into the Conv befo
   CHECK_THROWS_WITH_AS(train.import(),
                        doctest::Contains("node 'bn' (BatchNormalization): training_mode = 1"),
                        importer::NotSupported);
+}
+
+TEST_CASE("conv: a grouped, dilated 1-D convolution as speech models write it") {
+  // x [batch, 4, 9], w [4, 2, 3] in 2 groups, dilation 2, pads 2 on each side
+  ModelBuilder mb(13);
+  mb.input("x", {"batch_size", 4, 9});
+  std::vector<float> w(24);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  mb.initializer("w", {4, 2, 3}, w);
+  mb.initializer("b", {4}, {0.5f, -1, 0, 2});
+  auto& conv = mb.node("Conv", {"x", "w", "b"}, {"y"}, "tdnn");
+  set_int(conv, "group", 2);
+  set_ints(conv, "dilations", {2});
+  set_ints(conv, "pads", {2, 2});
+  mb.output("y");
+  const auto fn = graph::infer_type(mb.import({.dims = {{"batch_size", {1, 8}}}}), graph::Target{});
+  const auto x = te::NDArray::random_float({2, 4, 9}, 5, -1.0, 1.0);
+  const auto y = graph::evaluate(fn, {{"x", x}}, {{"batch_size", 2}})[0];
+  REQUIRE(y.shape() == std::vector<std::int64_t>{2, 4, 9});
+  const float bias[] = {0.5f, -1, 0, 2};
+  for (std::int64_t n = 0; n < 2; ++n)
+    for (std::int64_t o = 0; o < 4; ++o)
+      for (std::int64_t t = 0; t < 9; ++t) {
+        double want = bias[o];
+        for (std::int64_t c = 0; c < 2; ++c)
+          for (std::int64_t k = 0; k < 3; ++k) {
+            const std::int64_t at = t - 2 + 2 * k;
+            if (at < 0 || at >= 9) continue;
+            want += double{x.at_float({n, (o / 2) * 2 + c, at})} *
+                    w[static_cast<std::size_t>((o * 2 + c) * 3 + k)];
+          }
+        CHECK(y.at_float({n, o, t}) == doctest::Approx(want).epsilon(1e-5));
+      }
+  // the grouped convolution runs on the host, and the placement says why
+  const std::string text = fmt::format("{}", fn);
+  CHECK(text.find("host.conv2d") != std::string::npos);
 }
 
 }  // namespace onnx_import

@@ -131,6 +131,13 @@ inline AnchorStrategy conv2d_strategy() {
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
+    const auto p = conv2d_params(a.call.attrs);
+    if (p.groups != 1)
+      return fmt::format("groups = {}: the VTA strategy runs dense convolutions (groups = 1)",
+                         p.groups);
+    if (p.dilations != std::array<std::int64_t, 2>{1, 1})
+      return fmt::format("dilations = [{}]: the VTA strategy runs undilated kernels",
+                         fmt::join(p.dilations, ", "));
     if (auto why = constant_dim(a, 0, 1, "channel count")) return why;
     for (std::size_t k = 0; k < 4; ++k)
       if (auto why = constant_dim(a, 1, k, "weight shape")) return why;

@@ -42,9 +42,10 @@ std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std:
 double scalar_of(const te::NDArray& a, std::string_view what);
 
 // The parameters of a 2-D convolution node (Conv, ConvInteger, QLinearConv) whose input is x
-// and weight w: group 1 and no dilation only (nn.cpp).
+// and weight w (nn.cpp); `one_d`: a 1-D node's attributes, for x and w viewed as height-1
+// images.
 host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x,
-                               const graph::Expr& w);
+                               const graph::Expr& w, bool one_d = false);
 
 // A reshape of x to `dims` (nullopt: the one inferred dim), written with the reshape op's 0
 // (the input's dim at that position) and -1 where a dim is symbolic; Unsupported when a
@@ -63,6 +64,7 @@ std::optional<Outs> concat_dims(Importer& im, const Node& n);
 namespace convert {
 // nn.cpp
 Outs conv(Importer&, const Node&);
+Outs conv_transpose(Importer&, const Node&);
 Outs gemm(Importer&, const Node&);
 Outs matmul(Importer&, const Node&);
 Outs max_pool(Importer&, const Node&);

@@ -114,28 +114,108 @@ Outs pool(Importer& im, const Node& n, bool max) {
   return {y};
 }
 
+// The input viewed as 2-D: [N, C, L] as [N, C, 1, L] for a 1-D node (its weight likewise).
+graph::Expr as_image(const graph::Expr& e) {
+  return graph::reshape(e, {.newshape = {0, 0, 1, -1}});
+}
+
+// ConvTranspose's attributes as conv2d_transpose's; the pads from output_shape or auto_pad
+// (SAME: an output of in * stride) split as ONNX says: the odd one at the end for SAME_UPPER,
+// at the start otherwise.
+host::ConvTranspose2dParams conv_transpose_params(Importer& im, const Node& n, const graph::Expr& x,
+                                                  const graph::Expr& w, bool one_d) {
+  const auto xt = im.type_of(x), wt = im.type_of(w);
+  if (wt.ndim() != 4)
+    unsupported(
+        fmt::format("a weight of rank {}: only 1-D and 2-D convolutions are handled", wt.ndim()));
+  host::ConvTranspose2dParams p{.strides = pair_attr(im, n, "strides", {1, 1}, one_d),
+                                .groups = attr_int(im, n, "group", 1),
+                                .dilations = pair_attr(im, n, "dilations", {1, 1}, one_d)};
+  auto output_padding = attr_ints(im, n, "output_padding", {});
+  if (!output_padding.empty()) {
+    if (output_padding.size() != (one_d ? 1u : 2u))
+      unsupported(fmt::format("output_padding of {} entries", output_padding.size()));
+    p.output_padding = one_d ? std::array<std::int64_t, 2>{0, output_padding[0]}
+                             : std::array<std::int64_t, 2>{output_padding[0], output_padding[1]};
+  }
+  const auto output_shape = attr_ints(im, n, "output_shape", {});
+  const std::string auto_pad = attr_string(im, n, "auto_pad", "NOTSET");
+  if (output_shape.empty() && (auto_pad == "NOTSET" || auto_pad == "VALID")) {
+    if (auto_pad == "NOTSET") p.padding = window_pads(im, n, x, {1, 1}, {1, 1}, one_d);
+    return p;
+  }
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    raise<ValueError>("auto_pad '{}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", auto_pad);
+  const std::size_t given = output_shape.size();
+  if (given != 0 && given != (one_d ? 1u : 2u) && given != (one_d ? 3u : 4u))
+    unsupported(fmt::format("output_shape of {} entries", given));
+  for (std::size_t k = 0; k < 2; ++k) {
+    if (one_d && k == 0) continue;  // the height of 1 stays
+    const std::int64_t in = static_dim(xt.shape[2 + k], "ConvTranspose's output_shape or auto_pad");
+    const std::int64_t kernel = static_dim(wt.shape[2 + k], "the kernel");
+    std::int64_t out = in * p.strides[k];
+    if (given != 0) out = output_shape[given - (one_d ? 1 : 2) + (one_d ? 0 : k)];
+    const std::int64_t total =
+        p.strides[k] * (in - 1) + p.output_padding[k] + (kernel - 1) * p.dilations[k] + 1 - out;
+    if (total < 0) {
+      p.output_padding[k] -= total;  // an output larger than the windows cover: zeros at the end
+      continue;
+    }
+    const std::int64_t small = total / 2, large = total - small;
+    p.padding[k] = auto_pad == "SAME_UPPER" ? small : large;
+    p.padding[k + 2] = auto_pad == "SAME_UPPER" ? large : small;
+  }
+  return p;
+}
+
 }  // namespace
 
 host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x,
-                               const graph::Expr& w) {
+                               const graph::Expr& w, bool one_d) {
   const auto wt = im.type_of(w);
   if (wt.ndim() != 4)
-    unsupported(fmt::format("a weight of rank {}: only 2-D convolutions are handled", wt.ndim()));
-  if (attr_int(im, n, "group", 1) != 1)
-    unsupported(fmt::format("group = {}", attr_int(im, n, "group", 1)));
-  require_unit(im, n, "dilations");
-  const std::array<std::int64_t, 2> kernel = {static_dim(wt.shape[2], "the kernel height"),
-                                              static_dim(wt.shape[3], "the kernel width")};
-  const auto strides = pair_attr(im, n, "strides", {1, 1});
-  return {.strides = strides, .padding = window_pads(im, n, x, kernel, strides)};
+    unsupported(
+        fmt::format("a weight of rank {}: only 1-D and 2-D convolutions are handled", wt.ndim()));
+  const std::int64_t groups = attr_int(im, n, "group", 1);
+  if (groups < 1) raise<ValueError>("group = {}: it must be at least 1", groups);
+  const auto dilations = pair_attr(im, n, "dilations", {1, 1}, one_d);
+  const std::array<std::int64_t, 2> kernel = {
+      (static_dim(wt.shape[2], "the kernel height") - 1) * dilations[0] + 1,
+      (static_dim(wt.shape[3], "the kernel width") - 1) * dilations[1] + 1};
+  const auto strides = pair_attr(im, n, "strides", {1, 1}, one_d);
+  return {.strides = strides,
+          .padding = window_pads(im, n, x, kernel, strides, one_d),
+          .groups = groups,
+          .dilations = dilations};
 }
 
 namespace convert {
 
+// A 1-D convolution runs as a 2-D one over its input viewed as [N, C, 1, L] (the weight as
+// [O, C / G, 1, K]).
 Outs conv(Importer& im, const Node& n) {
-  const auto x = im.expr(n, 0), w = im.expr(n, 1);
-  auto y = graph::conv2d(x, w, conv_params(im, n, x, w));
+  auto x = im.expr(n, 0), w = im.expr(n, 1);
+  const bool one_d = im.type_of(x).ndim() == 3;
+  if (one_d) {
+    x = as_image(x);
+    w = as_image(w);
+  }
+  auto y = graph::conv2d(x, w, conv_params(im, n, x, w, one_d));
   if (Importer::has_input(n, 2)) y = graph::bias_add(y, im.expr(n, 2), {.axis = 1});
+  if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
+  return {y};
+}
+
+Outs conv_transpose(Importer& im, const Node& n) {
+  auto x = im.expr(n, 0), w = im.expr(n, 1);
+  const bool one_d = im.type_of(x).ndim() == 3;
+  if (one_d) {
+    x = as_image(x);
+    w = as_image(w);
+  }
+  auto y = graph::conv2d_transpose(x, w, conv_transpose_params(im, n, x, w, one_d));
+  if (Importer::has_input(n, 2)) y = graph::bias_add(y, im.expr(n, 2), {.axis = 1});
+  if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
   return {y};
 }
 
