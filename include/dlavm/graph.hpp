@@ -25,6 +25,9 @@
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/executor.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
+#include <dlavm/graph/pattern.hpp>
+#include <dlavm/graph/recognize_gelu.hpp>
+#include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>

@@ -34036,12 +34036,14 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
-//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
-//   type           graph::detail::infer_types (graph/infer_type.hpp)
-//   partition      graph::place (graph/partition.hpp)
-//   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
-//   layout         graph::assign_layouts (graph/assign_layouts.hpp)
-//   match_states   graph::match_states (graph/match_states.hpp)
+//   fold_batch_norm       graph::fold_batch_norm (graph/fold_batch_norm.hpp)
+//   recognize_layer_norm  graph::recognize_layer_norm (graph/recognize_layer_norm.hpp)
+//   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
+//   type                  graph::detail::infer_types (graph/infer_type.hpp)
+//   partition             graph::place (graph/partition.hpp)
+//   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)
+//   layout                graph::assign_layouts (graph/assign_layouts.hpp)
+//   match_states          graph::match_states (graph/match_states.hpp)
 //
 //   fmt::print("{}", graph::to_string(graph::default_passes()));   // docs/graph.md shows it
 //   auto passes = graph::default_passes();
@@ -34727,6 +34729,405 @@ DLAVM_INLINE Function infer_type(const Function& fn, const OpRegistry& ops, cons
 // end dlavm/graph/partition.hpp
 // begin dlavm/graph/pipeline.hpp
 // end dlavm/graph/pipeline.hpp
+// begin dlavm/graph/recognize_gelu.hpp
+// The `recognize_gelu` pass: GELU written out in element-wise ops, as exporters write it
+// before ONNX had Gelu (opset 20), becomes one gelu (its erf form):
+//
+//   y = x * 0.5 * (1 + erf(x / sqrt(2)))     (x * (1 / sqrt(2)) too; the three factors of the
+//                                             product in any order and grouping, the sum's two
+//                                             terms either way round)
+//     -> gelu(x)
+//
+// when the constants are float32 scalars within 1e-5 of 0.5, 1 and sqrt(2) (or 1 / sqrt(2)),
+// and every value between x and y is read inside the pattern only. gelu computes
+// 0.5 * x * (1 + erf(x * (1 / sqrt(2)))) in float32: the same up to rounding. It needs no
+// types.
+//
+//   auto fused = graph::recognize_gelu(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function recognize_gelu(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/recognize_gelu-inl.hpp
+// Definitions for graph/recognize_gelu.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/pattern.hpp
+// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu)
+// ask of a graph: the call of an op, a float32 scalar constant, how many places read a node,
+// and the leaves of a product or sum.
+//
+//   const graph::Users users(fn);
+//   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// How many calls, results and states read each node of a function.
+class Users {
+ public:
+  explicit Users(const Function& fn) {
+    for (const Expr& e : post_order(fn.roots()))
+      if (const auto* c = e.as<CallNode>())
+        for (const Expr& a : c->args) ++count_[a.get()];
+    for (const Expr& r : fn.roots()) ++count_[r.get()];
+  }
+  int of(const Expr& e) const {
+    const auto it = count_.find(e.get());
+    return it == count_.end() ? 0 : it->second;
+  }
+  bool once(const Expr& e) const { return of(e) == 1; }
+
+ private:
+  std::unordered_map<const Node*, int> count_;
+};
+
+// e as a call of `op`, or null.
+inline const CallNode* call_of(const Expr& e, std::string_view op) {
+  const auto* c = e.as<CallNode>();
+  return c != nullptr && c->op() == op ? c : nullptr;
+}
+
+// The value of a float32 constant of one element (any rank), or nullopt.
+inline std::optional<float> float_scalar(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (c == nullptr || c->value->dtype() != DType::float32() || c->value->size() != 1)
+    return std::nullopt;
+  return c->value->fdata()[0];
+}
+
+// The leaves of nested calls of `op` (a product or a sum) rooted at e: an inner call counts as
+// a node of the tree only when read once (by its parent); e itself always does.
+inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
+                      std::vector<Expr>& out, bool root = true) {
+  const auto* c = call_of(e, op);
+  if (c == nullptr || (!root && !users.once(e)) || c->args.size() != 2) {
+    out.push_back(e);
+    return;
+  }
+  leaves_of(c->args[0], op, users, out, false);
+  leaves_of(c->args[1], op, users, out, false);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/pattern.hpp
+// begin dlavm/graph/recognize_gelu.hpp
+// end dlavm/graph/recognize_gelu.hpp
+
+#include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline bool near(std::optional<float> v, double want) {
+  return v.has_value() && std::abs(static_cast<double>(*v) - want) <= 1e-5;
+}
+
+class GeluRecognizer : public ExprMutator<GeluRecognizer> {
+ public:
+  explicit GeluRecognizer(const Function& fn) : users_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    if (call.op() == "mul")
+      if (const auto x = match(e)) {
+        Expr y = gelu(visit(*x));
+        return call.result_name.empty() ? y : named(y, call.result_name);
+      }
+    return ExprMutator<GeluRecognizer>::visit_call(call, e, args);
+  }
+
+ private:
+  // x where e is x * 0.5 * (1 + erf(x / sqrt(2))), or nullopt.
+  std::optional<Expr> match(const Expr& e) const {
+    std::vector<Expr> factors;
+    leaves_of(e, "mul", users_, factors);
+    if (factors.size() != 3) return std::nullopt;
+    for (std::size_t half = 0; half < 3; ++half) {
+      if (!near(float_scalar(factors[half]), 0.5)) continue;
+      for (std::size_t sum = 0; sum < 3; ++sum) {
+        if (sum == half) continue;
+        const Expr& x = factors[3 - half - sum];
+        if (one_plus_erf_of(factors[sum], x)) return x;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Whether e is 1 + erf(x / sqrt(2)) (either way round; x * (1 / sqrt(2)) too), read once.
+  bool one_plus_erf_of(const Expr& e, const Expr& x) const {
+    const auto* add = call_of(e, "add");
+    if (add == nullptr || !users_.once(e)) return false;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto* erf = call_of(add->args[1 - k], "erf");
+      if (!near(float_scalar(add->args[k]), 1.0) || erf == nullptr ||
+          !users_.once(add->args[1 - k]))
+        continue;
+      const Expr& scaled = erf->args[0];
+      if (!users_.once(scaled)) return false;
+      if (const auto* div = call_of(scaled, "div"))
+        return div->args[0].get() == x.get() && near(float_scalar(div->args[1]), std::sqrt(2.0));
+      if (const auto* mul = call_of(scaled, "mul"))
+        for (std::size_t j = 0; j < 2; ++j)
+          if (mul->args[j].get() == x.get() &&
+              near(float_scalar(mul->args[1 - j]), 1.0 / std::sqrt(2.0)))
+            return true;
+      return false;
+    }
+    return false;
+  }
+
+  Users users_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function recognize_gelu(const Function& fn, const Target&) {
+  return detail::GeluRecognizer(fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/recognize_gelu-inl.hpp
+#endif
+// end dlavm/graph/recognize_gelu.hpp
+// begin dlavm/graph/recognize_layer_norm.hpp
+// The `recognize_layer_norm` pass: layer normalization written out in element-wise ops, as
+// exporters write it before ONNX had LayerNormalization (opset 17), becomes one layer_norm:
+//
+//   m = reduce_mean(x, axes, keepdims = 1);  d = x - m
+//   v = reduce_mean(pow(d, 2) | d * d, axes, keepdims = 1)
+//   y = d / sqrt(v + epsilon) * gamma + beta
+//     -> layer_norm(x, gamma, beta, {axis = -k, epsilon})
+//
+// when the axes are the last k dims (negative, or positive on a typed x), epsilon, gamma and
+// beta float32 constants (gamma and beta of k dims), and every value between x and y is read
+// inside the pattern only; the products and sums commute. Without `+ beta` the bias is zeros.
+// The result computes the same in float32 up to rounding: layer_norm multiplies by the
+// reciprocal of the square root where the written form divides. It needs no types.
+//
+//   auto fused = graph::recognize_layer_norm(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function recognize_layer_norm(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/recognize_layer_norm-inl.hpp
+// Definitions for graph/recognize_layer_norm.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/reduce.hpp
+// end dlavm/graph/ops/reduce.hpp
+// begin dlavm/graph/pattern.hpp
+// end dlavm/graph/pattern.hpp
+// begin dlavm/graph/recognize_layer_norm.hpp
+// end dlavm/graph/recognize_layer_norm.hpp
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class LayerNormRecognizer : public ExprMutator<LayerNormRecognizer> {
+ public:
+  explicit LayerNormRecognizer(const Function& fn) : users_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    if (call.op() == "add" || call.op() == "mul" || call.op() == "div")
+      if (auto y = match(e)) return call.result_name.empty() ? *y : named(*y, call.result_name);
+    return ExprMutator<LayerNormRecognizer>::visit_call(call, e, args);
+  }
+
+ private:
+  struct Normalized {  // d / sqrt(v + epsilon), d = x - mean(x)
+    Expr x;
+    std::int64_t dims = 0;  // k: the trailing dims normalized
+    double epsilon = 0;
+  };
+
+  // The layer_norm e computes, or nullopt: n * gamma + beta, n * gamma, or n alone.
+  std::optional<Expr> match(const Expr& e) {
+    const Expr* scaled = &e;
+    Expr beta;
+    if (const auto* add = call_of(e, "add")) {
+      for (std::size_t k = 0; k < 2 && !beta.defined(); ++k)
+        if (float_vector(add->args[1 - k]) && call_of(add->args[k], "mul") &&
+            users_.once(add->args[k])) {
+          beta = add->args[1 - k];
+          scaled = &add->args[k];
+        }
+      if (!beta.defined()) return std::nullopt;
+    }
+    Expr gamma;
+    const Expr* normalized = scaled;
+    if (const auto* mul = call_of(*scaled, "mul")) {
+      for (std::size_t k = 0; k < 2 && !gamma.defined(); ++k)
+        if (float_vector(mul->args[1 - k]) && call_of(mul->args[k], "div") &&
+            (scaled == &e || users_.once(mul->args[k]))) {
+          gamma = mul->args[1 - k];
+          normalized = &mul->args[k];
+        }
+      if (!gamma.defined()) return std::nullopt;
+    }
+    const auto n = normalization(*normalized);
+    if (!n) return std::nullopt;
+    const auto rank_of = [&](const Expr& c) { return static_cast<std::int64_t>(c.type().ndim()); };
+    if (gamma.defined() && rank_of(gamma) != n->dims) return std::nullopt;
+    if (beta.defined() && rank_of(beta) != n->dims) return std::nullopt;
+    if (!gamma.defined() || !beta.defined()) {
+      // ones or zeros of the normalized dims: known from gamma, or from a typed x
+      std::vector<std::int64_t> shape;
+      if (gamma.defined()) {
+        shape = gamma.as<ConstantNode>()->value->shape();
+      } else if (n->x.has_type()) {
+        const auto& xs = n->x.type().shape;
+        for (auto d = xs.end() - n->dims; d != xs.end(); ++d) {
+          const auto v = d->as_int();
+          if (!v) return std::nullopt;
+          shape.push_back(*v);
+        }
+      } else {
+        return std::nullopt;
+      }
+      const std::string base = fmt::format("layer_norm{}", fused_);
+      if (!gamma.defined())
+        gamma = constant(base + ".gamma",
+                         te::NDArray::from_floats(shape, std::vector<float>(volume(shape), 1.0f)));
+      if (!beta.defined()) beta = constant(base + ".beta", te::NDArray(DType::float32(), shape));
+    }
+    ++fused_;
+    return layer_norm(visit(n->x), gamma, beta, {.axis = -n->dims, .epsilon = n->epsilon});
+  }
+
+  // d / sqrt(v + epsilon) with d = x - reduce_mean(x), v = reduce_mean(d * d | pow(d, 2)), the
+  // reductions over the same trailing dims kept, every inner value read in the pattern only.
+  std::optional<Normalized> normalization(const Expr& e) const {
+    const auto* div = call_of(e, "div");
+    if (div == nullptr) return std::nullopt;
+    const Expr& d = div->args[0];
+    const auto* sub = call_of(d, "sub");
+    const auto* sqrt = call_of(div->args[1], "sqrt");
+    if (sub == nullptr || sqrt == nullptr || !users_.once(div->args[1])) return std::nullopt;
+    const auto* plus = call_of(sqrt->args[0], "add");
+    if (plus == nullptr || !users_.once(sqrt->args[0])) return std::nullopt;
+    std::optional<float> epsilon;
+    const Expr* variance = nullptr;
+    for (std::size_t k = 0; k < 2 && variance == nullptr; ++k)
+      if ((epsilon = float_scalar(plus->args[1 - k]))) variance = &plus->args[k];
+    if (variance == nullptr || !users_.once(*variance)) return std::nullopt;
+    const auto* v = call_of(*variance, "reduce_mean");
+    if (v == nullptr || !users_.once(v->args[0])) return std::nullopt;
+    // the square of d, and d read by it and by the division only
+    const Expr& square = v->args[0];
+    int square_reads = 0;
+    if (const auto* m = call_of(square, "mul");
+        m && m->args[0].get() == d.get() && m->args[1].get() == d.get())
+      square_reads = 2;
+    if (const auto* p = call_of(square, "pow");
+        p && p->args[0].get() == d.get() && float_scalar(p->args[1]) == 2.0f)
+      square_reads = 1;
+    if (square_reads == 0 || users_.of(d) != square_reads + 1) return std::nullopt;
+    const Expr& x = sub->args[0];
+    const auto* mean = call_of(sub->args[1], "reduce_mean");
+    if (mean == nullptr || !users_.once(sub->args[1]) || mean->args[0].get() != x.get())
+      return std::nullopt;
+    const auto pm = reduce_params(mean->attrs), pv = reduce_params(v->attrs);
+    if (!pm.keepdims || !pv.keepdims) return std::nullopt;
+    const auto axes = trailing(pm.axes, x), again = trailing(pv.axes, x);
+    if (!axes || axes != again) return std::nullopt;
+    return Normalized{x, *axes, static_cast<double>(*epsilon)};
+  }
+
+  // k when `axes` are the last k dims of x (negative ones, or any on a typed x).
+  static std::optional<std::int64_t> trailing(std::vector<std::int64_t> axes, const Expr& x) {
+    if (axes.empty()) return std::nullopt;
+    const bool typed = x.has_type();
+    const auto rank = typed ? static_cast<std::int64_t>(x.type().ndim()) : 0;
+    for (auto& a : axes) {
+      if (a >= 0 && !typed) return std::nullopt;
+      if (a >= 0) a -= rank;
+    }
+    std::sort(axes.begin(), axes.end());
+    const auto k = static_cast<std::int64_t>(axes.size());
+    for (std::int64_t i = 0; i < k; ++i)
+      if (axes[static_cast<std::size_t>(i)] != i - k) return std::nullopt;
+    return k;
+  }
+
+  static bool float_vector(const Expr& e) {
+    const auto* c = e.as<ConstantNode>();
+    return c != nullptr && c->value->dtype() == DType::float32();
+  }
+
+  static std::size_t volume(const std::vector<std::int64_t>& shape) {
+    std::size_t n = 1;
+    for (auto d : shape) n *= static_cast<std::size_t>(d);
+    return n;
+  }
+
+  Users users_;
+  int fused_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function recognize_layer_norm(const Function& fn, const Target&) {
+  return detail::LayerNormRecognizer(fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/recognize_layer_norm-inl.hpp
+#endif
+// end dlavm/graph/recognize_layer_norm.hpp
 // begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
 
@@ -34737,6 +35138,11 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"fold_batch_norm",
        "folds a batch_norm into the convolution or dense layer with constant weights before it",
        fold_batch_norm},
+      {"recognize_layer_norm",
+       "replaces layer normalization written out in element-wise ops with one layer_norm",
+       recognize_layer_norm},
+      {"recognize_gelu", "replaces GELU written out in element-wise ops with one gelu",
+       recognize_gelu},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -37139,6 +37545,12 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor.hpp
 // begin dlavm/graph/fold_batch_norm.hpp
 // end dlavm/graph/fold_batch_norm.hpp
+// begin dlavm/graph/pattern.hpp
+// end dlavm/graph/pattern.hpp
+// begin dlavm/graph/recognize_gelu.hpp
+// end dlavm/graph/recognize_gelu.hpp
+// begin dlavm/graph/recognize_layer_norm.hpp
+// end dlavm/graph/recognize_layer_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -67,7 +68,8 @@ TEST_CASE("passes: the default pipeline, printed as docs/graph.md shows it") {
   const auto passes = graph::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"fold_batch_norm", "type", "partition", "fold_rounding",
+  CHECK(names == std::vector<std::string>{"fold_batch_norm", "recognize_layer_norm",
+                                          "recognize_gelu", "type", "partition", "fold_rounding",
                                           "layout", "match_states"});
   CHECK(graph::to_string(passes) == documented_pipeline());
 }
@@ -76,14 +78,15 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
   const graph::Target target;
   const auto fn = conv_block();
   std::vector<std::string> seen;
-  const auto all = graph::run_passes(
-      fn, target, graph::default_passes(),
-      {.after = [&](const graph::Pass& p, const graph::Function& f) {
-        seen.push_back(p.name);
-        // placed from the partition on
-        CHECK((p.name == "fold_batch_norm" || p.name == "type") == (f.placement() == nullptr));
-      }});
-  CHECK(seen.size() == 6);
+  const auto all =
+      graph::run_passes(fn, target, graph::default_passes(),
+                        {.after = [&](const graph::Pass& p, const graph::Function& f) {
+                          seen.push_back(p.name);
+                          // placed from the partition on
+                          CHECK((p.name == "fold_batch_norm" || p.name.starts_with("recognize_") ||
+                                 p.name == "type") == (f.placement() == nullptr));
+                        }});
+  CHECK(seen.size() == 8);
   CHECK(fmt::format("{}", all) == fmt::format("{}", graph::infer_type(fn, target)));
   // without the fold the requantize rounds to nearest itself, and computes the same
   const auto unfolded =
@@ -98,7 +101,8 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
   CHECK(graph::Executor(mod, dev).run({{"x", a}})[0] == graph::evaluate(all, {{"x", a}})[0]);
   CHECK_THROWS_WITH_AS(
       graph::run_passes(fn, target, graph::default_passes(), {.disabled = {"fold"}}),
-      "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, type, partition, "
+      "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, recognize_layer_norm, "
+      "recognize_gelu, type, partition, "
       "fold_rounding, "
       "layout, match_states)",
       dlavm::ValueError);
@@ -127,7 +131,9 @@ TEST_CASE("passes: fold_rounding after layout and match_states keeps what they a
   graph::Target target;
   target.int32_results = true;
   auto passes = graph::default_passes();
-  std::rotate(passes.begin() + 3, passes.begin() + 4, passes.end());  // fold_rounding last
+  const auto at = std::find_if(passes.begin(), passes.end(),
+                               [](const graph::Pass& p) { return p.name == "fold_rounding"; });
+  std::rotate(at, at + 1, passes.end());  // fold_rounding last
   REQUIRE(passes.back().name == "fold_rounding");
   // a convolution whose rounding folds: its layouts are made again
   const auto conv = conv_block();

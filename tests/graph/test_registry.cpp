@@ -82,9 +82,10 @@ TEST_CASE("registry: default_ops holds every op of the spec with its attributes"
   CHECK_FALSE(ops.at("requantize").find_attr("shift")->default_value.has_value());  // required
   CHECK(ops.at("concat").max_args == graph::OpRecord::kVariadic);
   CHECK(ops.find("conv3d") == nullptr);
-  CHECK_THROWS_WITH_AS(ops.at("conv3d"),
-                       doctest::Contains("unknown op 'conv3d'; known ops: abs, acos, acosh, add, asin"),
-                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      ops.at("conv3d"),
+      doctest::Contains("unknown op 'conv3d'; known ops: abs, acos, acosh, add, asin"),
+      dlavm::ValueError);
 }
 
 TEST_CASE("registry: a custom op types, places and evaluates like the built-in ones") {

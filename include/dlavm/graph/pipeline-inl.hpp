@@ -9,6 +9,8 @@
 #include <dlavm/graph/match_states.hpp>
 #include <dlavm/graph/partition.hpp>
 #include <dlavm/graph/pipeline.hpp>
+#include <dlavm/graph/recognize_gelu.hpp>
+#include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/target.hpp>
 
 namespace dlavm::graph {
@@ -18,6 +20,11 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"fold_batch_norm",
        "folds a batch_norm into the convolution or dense layer with constant weights before it",
        fold_batch_norm},
+      {"recognize_layer_norm",
+       "replaces layer normalization written out in element-wise ops with one layer_norm",
+       recognize_layer_norm},
+      {"recognize_gelu", "replaces GELU written out in element-wise ops with one gelu",
+       recognize_gelu},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {

@@ -2,12 +2,14 @@
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
-//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
-//   type           graph::detail::infer_types (graph/infer_type.hpp)
-//   partition      graph::place (graph/partition.hpp)
-//   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
-//   layout         graph::assign_layouts (graph/assign_layouts.hpp)
-//   match_states   graph::match_states (graph/match_states.hpp)
+//   fold_batch_norm       graph::fold_batch_norm (graph/fold_batch_norm.hpp)
+//   recognize_layer_norm  graph::recognize_layer_norm (graph/recognize_layer_norm.hpp)
+//   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
+//   type                  graph::detail::infer_types (graph/infer_type.hpp)
+//   partition             graph::place (graph/partition.hpp)
+//   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)
+//   layout                graph::assign_layouts (graph/assign_layouts.hpp)
+//   match_states          graph::match_states (graph/match_states.hpp)
 //
 //   fmt::print("{}", graph::to_string(graph::default_passes()));   // docs/graph.md shows it
 //   auto passes = graph::default_passes();
