@@ -71,8 +71,12 @@ Outs leaky_relu(Importer& im, const Node& n) {
 
 Outs prelu(Importer& im, const Node& n) { return {graph::prelu(im.expr(n, 0), im.expr(n, 1))}; }
 
+// (ONNX's Pow of an integer base is an integer power; pow computes in float32 only, which does
+// not hold every int32 or int64 power exactly)
 Outs pow(Importer& im, const Node& n) {
   const auto a = im.expr(n, 0);
+  if (const DType t = im.type_of(a).dtype; t != DType::float32())
+    unsupported(fmt::format("a Pow of a {} base (pow computes in float32 only)", t));
   return {graph::pow(a, as_dtype_of(im, im.expr(n, 1), a))};
 }
 
