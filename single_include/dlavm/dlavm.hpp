@@ -23227,9 +23227,11 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
 //                reduce_min
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
-//   transform    reshape, transpose, flatten, concat, pad   graph/ops/transform.hpp
+//   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
+//                strided_slice, take, broadcast_to, tile
+//   image        resize2d                                   graph/ops/image.hpp
 //   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
-//                causal_mask
+//                causal_mask, batch_norm
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -23677,6 +23679,11 @@ DType product_dtype(const TypeCall& c);
 // The numpy broadcast of the shapes of inputs i and j: per dim (aligned at the end) the dims
 // must be provably equal or one of them the constant 1; ShapeError otherwise.
 std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j);
+// The same for two shapes described as `what_a` and `what_b` ("input 0 (%x)", "attribute
+// 'shape'").
+std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                std::span<const ne::Expr> a, std::string_view what_b,
+                                std::span<const ne::Expr> b);
 // The simplified product of dims (1 for none).
 ne::Expr product(std::span<const ne::Expr> dims);
 // The output extent of a sliding window: floor((extent + pads - window) / stride) + 1, after
@@ -23728,8 +23735,12 @@ DLAVM_INLINE DType product_dtype(const TypeCall& c) {
 }
 
 DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, std::size_t j) {
-  const auto& a = c.type(i).shape;
-  const auto& b = c.type(j).shape;
+  return broadcast(c, c.arg(i), c.type(i).shape, c.arg(j), c.type(j).shape);
+}
+
+DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::string_view what_a,
+                                             std::span<const ne::Expr> a, std::string_view what_b,
+                                             std::span<const ne::Expr> b) {
   const std::size_t rank = std::max(a.size(), b.size());
   std::vector<ne::Expr> out(rank);
   for (std::size_t k = 0; k < rank; ++k) {
@@ -23749,7 +23760,8 @@ DLAVM_INLINE std::vector<ne::Expr> broadcast(const TypeCall& c, std::size_t i, s
       raise<ShapeError>(
           "{}: {} {} and {} {} do not broadcast: dim {} from the end is `{}` vs `{}` (dims must "
           "be provably equal, or one of them 1)",
-          c.label, c.arg(i), shape_text(a), c.arg(j), shape_text(b), from_end, *pa, *pb);
+          c.label, what_a, shape_text(std::vector<ne::Expr>(a.begin(), a.end())), what_b,
+          shape_text(std::vector<ne::Expr>(b.begin(), b.end())), from_end, *pa, *pb);
     }
   }
   return out;
@@ -24523,24 +24535,193 @@ void binary(const T* a, const T* b, T* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = binary_value<K>(a[i], b[i]);
 }
 
+namespace detail {
+
+// Calls f(o, at) for each element of y (of `shape`, `rank` dims, at most 8) in row-major order:
+// o its offset, at[j] the offset of the element operand j reads under numpy broadcasting, the
+// operand of shapes[j] aligned to y's rank (leading 1s where it has fewer dims), each dim equal
+// to y's or 1 (stretched). The loop of every broadcasting kernel.
+template <int N, class F>
+void for_each_broadcast(const std::int64_t* shape, const std::int64_t* const (&shapes)[N],
+                        std::int64_t rank, F&& f) {
+  std::int64_t strides[N][8] = {}, n = 1;
+  for (int j = 0; j < N; ++j) row_major_strides(shapes[j], rank, strides[j]);
+  Walk<N> w;  // over y's indices, the offsets into the operands
+  for (std::int64_t k = 0; k < rank; ++k) {
+    std::int64_t steps[N] = {};
+    for (int j = 0; j < N; ++j) steps[j] = shapes[j][k] == 1 ? 0 : strides[j][k];
+    w.push(shape[k], steps);
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  std::int64_t o = 0;
+  do f(o++, w.at);
+  while (w.next());
+}
+
+}  // namespace detail
+
 // y = f(a, b) under numpy broadcasting: y of `shape`, a and b of a_shape and b_shape aligned
 // to its `rank` dims (at most 8; leading 1s where an operand has fewer), each dim equal to
 // y's or 1 (stretched).
 template <Binary K, class T>
 void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
                       const std::int64_t* a_shape, const std::int64_t* b_shape, std::int64_t rank) {
-  std::int64_t as[8] = {}, bs[8] = {}, n = 1;
-  detail::row_major_strides(a_shape, rank, as);
-  detail::row_major_strides(b_shape, rank, bs);
-  detail::Walk<2> w;  // over y's indices, the offsets into a and b
-  for (std::int64_t k = 0; k < rank; ++k) {
-    w.push(shape[k], {a_shape[k] == 1 ? 0 : as[k], b_shape[k] == 1 ? 0 : bs[k]});
-    n *= shape[k];
+  detail::for_each_broadcast<2>(
+      shape, {a_shape, b_shape}, rank,
+      [&](std::int64_t o, const std::int64_t* at) { y[o] = binary_value<K>(a[at[0]], b[at[1]]); });
+}
+
+// ---- booleans: comparisons, logic, where, float classes ----------------------------------
+// dlavm has no bool dtype: a boolean is a uint8 holding 0 or 1 (ONNX's BOOL). A comparison or
+// a float class gives 0 or 1 in its output type Out (uint8 in firmware; the host kernels store
+// into their int64 elements); the logical kinds and where's condition read any nonzero as true
+// and give 0 or 1.
+
+enum class Compare : std::uint8_t {
+  Equal,         // a == b
+  NotEqual,      // a != b
+  Greater,       // a > b
+  GreaterEqual,  // a >= b
+  Less,          // a < b
+  LessEqual,     // a <= b
+};
+// float: IEEE's comparisons: a NaN compares false, also with itself (NotEqual: true), and -0
+// equals +0. Integers of any width and signedness: their values (the operands' type T).
+inline constexpr int kCompareCount = static_cast<int>(Compare::LessEqual) + 1;
+
+enum class Logical : std::uint8_t {
+  And,  // of two operands
+  Or,
+  Xor,
+  Not,  // of one
+};
+inline constexpr int kLogicalCount = static_cast<int>(Logical::Not) + 1;
+constexpr int arity(Logical k) { return k == Logical::Not ? 1 : 2; }
+
+enum class FloatClass : std::uint8_t {
+  Nan,  // x is a NaN
+  Inf,  // x is +inf (when `positive`) or -inf (when `negative`)
+};
+inline constexpr int kFloatClassCount = static_cast<int>(FloatClass::Inf) + 1;
+
+template <class F>
+decltype(auto) with_kind(Compare k, F&& f) {
+  return detail::with_kind_from<Compare, 0, kCompareCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(Logical k, F&& f) {
+  return detail::with_kind_from<Logical, 0, kLogicalCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(FloatClass k, F&& f) {
+  return detail::with_kind_from<FloatClass, 0, kFloatClassCount>(k, f);
+}
+
+template <Compare K, class T>
+bool compare_value(T a, T b) {
+  if constexpr (K == Compare::Equal)
+    return a == b;
+  else if constexpr (K == Compare::NotEqual)
+    return a != b;
+  else if constexpr (K == Compare::Greater)
+    return a > b;
+  else if constexpr (K == Compare::GreaterEqual)
+    return a >= b;
+  else if constexpr (K == Compare::Less)
+    return a < b;
+  else
+    return a <= b;
+}
+
+// b is read by the kinds of two operands only.
+template <Logical K, class T>
+bool logical_value(T a, [[maybe_unused]] T b = T(0)) {
+  const bool x = a != T(0);
+  if constexpr (K == Logical::Not) {
+    return !x;
+  } else {
+    const bool z = b != T(0);
+    if constexpr (K == Logical::And) return x && z;
+    if constexpr (K == Logical::Or) return x || z;
+    return x != z;  // Xor
   }
-  if (n == 0) return;
-  std::int64_t o = 0;
-  do y[o++] = binary_value<K>(a[w.at[0]], b[w.at[1]]);
-  while (w.next());
+}
+
+// positive and negative are Inf's (Nan ignores them).
+template <FloatClass K>
+bool float_class_value(float x, [[maybe_unused]] bool positive = true,
+                       [[maybe_unused]] bool negative = true) {
+  if constexpr (K == FloatClass::Nan)
+    return std::isnan(x);
+  else
+    return std::isinf(x) && (x > 0.0f ? positive : negative);
+}
+
+// y = a K b of one shape (n elements), 0 or 1.
+template <Compare K, class T, class Out>
+void compare(const T* a, const T* b, Out* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(compare_value<K>(a[i], b[i]));
+}
+
+// y = a K b under numpy broadcasting (as binary_broadcast).
+template <Compare K, class T, class Out>
+void compare_broadcast(const T* a, const T* b, Out* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<Out>(compare_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = the logical kind of a and b (of one shape, n elements), or of x alone (Not), 0 or 1.
+template <Logical K, class T>
+void logical(const T* a, const T* b, T* y, std::int64_t n) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(a[i], b[i]));
+}
+template <Logical K, class T>
+void logical(const T* x, T* y, std::int64_t n) {
+  static_assert(arity(K) == 1, "this logical kind takes two operands");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(x[i]));
+}
+
+// The logical kind of two operands under numpy broadcasting (as binary_broadcast).
+template <Logical K, class T>
+void logical_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<T>(logical_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = cond ? a : b (cond nonzero: true), all of one shape (n elements).
+template <class C, class T>
+void where(const C* cond, const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = cond[i] != C(0) ? a[i] : b[i];
+}
+
+// y = cond ? a : b, the three broadcast to y's `shape` (as binary_broadcast).
+template <class C, class T>
+void where_broadcast(const C* cond, const T* a, const T* b, T* y, const std::int64_t* shape,
+                     const std::int64_t* c_shape, const std::int64_t* a_shape,
+                     const std::int64_t* b_shape, std::int64_t rank) {
+  detail::for_each_broadcast<3>(shape, {c_shape, a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = cond[at[0]] != C(0) ? a[at[1]] : b[at[2]];
+                                });
+}
+
+// y = whether x is of the class, 0 or 1, over n elements.
+template <FloatClass K, class Out>
+void float_class(const float* x, Out* y, std::int64_t n, bool positive = true,
+                 bool negative = true) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<Out>(float_class_value<K>(x[i], positive, negative));
 }
 
 // y = x + b for a scalar b, wrapped to T's width.
@@ -24635,6 +24816,20 @@ inline void layer_norm(const float* x, const float* gamma, const float* beta, fl
     const float inv = 1.0f / std::sqrt(sq / count + eps);
     float* yr = y + r * group;
     for (std::int64_t j = 0; j < group; ++j) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
+  }
+}
+
+// x [outer, channels, inner] normalized per channel with running statistics (inference):
+// y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + eps)) + beta[c].
+inline void batch_norm(const float* x, const float* gamma, const float* beta, const float* mean,
+                       const float* var, float* y, std::int64_t outer, std::int64_t channels,
+                       std::int64_t inner, float eps) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float scale = gamma[c] / std::sqrt(var[c] + eps);
+    for (std::int64_t o = 0; o < outer; ++o) {
+      const std::int64_t base = (o * channels + c) * inner;
+      for (std::int64_t i = base; i < base + inner; ++i) y[i] = (x[i] - mean[c]) * scale + beta[c];
+    }
   }
 }
 
@@ -24776,6 +24971,46 @@ void reduce(const T* x, T* y, const std::int64_t* shape, const bool* reduced, st
                       : detail::reduce_run<K>(x + kept.at[0], over, count);
 }
 
+// ---- arg_reduce: the index of a maximum or minimum along an axis -------------------------
+// Along the axis of x seen as [outer, extent, inner], each row's index (an int64 in firmware)
+// of its Max (Min) element, the row walked from its first element (`select_last`: from its
+// last): the first element met that no later one beats strictly, so of equal elements the
+// first (the last); a NaN wins, the first NaN met (float: numpy's argmax and argmin, ONNX's
+// reference). An extent of 0 leaves y's elements 0 (the host refuses it first).
+enum class ArgReduce : std::uint8_t { Max, Min };
+inline constexpr int kArgReduceCount = static_cast<int>(ArgReduce::Min) + 1;
+
+template <class F>
+decltype(auto) with_kind(ArgReduce k, F&& f) {
+  return detail::with_kind_from<ArgReduce, 0, kArgReduceCount>(k, f);
+}
+
+template <ArgReduce K, class T, class I>
+void arg_reduce(const T* x, I* y, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+                bool select_last) {
+  const std::int64_t first = select_last ? extent - 1 : 0, step = select_last ? -1 : 1;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i, ++y) {
+      *y = I(0);
+      if (extent == 0) continue;
+      const T* row = x + o * extent * inner + i;
+      std::int64_t best = first;
+      T m = row[first * inner];
+      for (std::int64_t j = first + step, left = extent - 1; left > 0; j += step, --left) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(m)) break;
+        const T v = row[j * inner];
+        bool wins = K == ArgReduce::Max ? v > m : v < m;
+        if constexpr (std::is_floating_point_v<T>) wins = wins || std::isnan(v);
+        if (wins) {
+          m = v;
+          best = j;
+        }
+      }
+      *y = static_cast<I>(best);
+    }
+}
+
 // ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
 //
 // Softmax of int8 scores s (real value s * scale) into int8 probabilities in units of 1/127,
@@ -24843,6 +25078,191 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
             j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
                         : Out(0);
     }
+}
+
+// ---- data movement: slices, tiles and gathers -----------------------------------------
+
+namespace detail {
+
+// Walks y [out[0], ..., out[rank-1]] in row-major order from dim k on, copying into it the
+// element of x [shape[0], ...] whose index along each dim j is from(j, i_j); returns the
+// position in y after the walk. Recursion over the dims: any rank, no index arrays.
+template <class T, class From>
+T* copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
+                std::int64_t rank, std::int64_t k, From&& from) {
+  std::int64_t stride = 1;  // of dim k in x
+  for (std::int64_t j = k + 1; j < rank; ++j) stride *= shape[j];
+  for (std::int64_t i = 0; i < out[k]; ++i) {
+    const T* at = x + from(k, i) * stride;
+    if (k + 1 == rank)
+      *y++ = *at;
+    else
+      y = copy_by_dims(at, y, shape, out, rank, k + 1, from);
+  }
+  return y;
+}
+
+// y's elements from x by `from`; a rank-0 y is x's one element, an empty y reads nothing.
+template <class T, class From>
+void copy_by_dims(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out,
+                  std::int64_t rank, From&& from) {
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  for (std::int64_t k = 0; k < rank; ++k)
+    if (out[k] == 0) return;
+  copy_by_dims(x, y, shape, out, rank, 0, from);
+}
+
+}  // namespace detail
+
+// ONNX Slice with the bounds resolved (host::slice_axis): y [out] from x [shape], both of rank
+// `rank`, y[i_0, ..., i_{r-1}] = x[start[0] + i_0 * step[0], ...]. Every index read lies in x
+// (the caller resolved start, step and out so).
+template <class T>
+void strided_slice(const T* x, T* y, const std::int64_t* shape, const std::int64_t* start,
+                   const std::int64_t* step, const std::int64_t* out, std::int64_t rank) {
+  detail::copy_by_dims(x, y, shape, out, rank,
+                       [&](std::int64_t k, std::int64_t i) { return start[k] + i * step[k]; });
+}
+
+// y [out] = x [shape] repeated: y[i_0, ..., i_{r-1}] = x[i_0 mod shape[0], ...], both of rank
+// `rank` (x's shape padded with leading 1s to it). ONNX Tile (out = shape * repeats) and
+// numpy broadcasting (ONNX Expand: each dim of x is 1 or out's). shape[k] >= 1 wherever
+// out[k] >= 1 (a dim of x that is 0 leaves y empty, as the caller's out says).
+template <class T>
+void tile(const T* x, T* y, const std::int64_t* shape, const std::int64_t* out, std::int64_t rank) {
+  detail::copy_by_dims(x, y, shape, out, rank,
+                       [&](std::int64_t k, std::int64_t i) { return i % shape[k]; });
+}
+
+// ONNX Gather over x seen as [outer, extent, inner]: y[o, j, i] = x[o, index[j], i] for the
+// `count` indices (of any integer type I); an index in [-extent, -1] counts from the end. An
+// index outside [-extent, extent) is clamped to the nearest end (firmware has no exceptions;
+// host::take raises before it gets here); with extent 0 nothing can be read and y is zeros.
+// Returns how many of the indices were clamped.
+template <class T, class I>
+std::int64_t take(const T* x, const I* index, T* y, std::int64_t outer, std::int64_t extent,
+                  std::int64_t inner, std::int64_t count) {
+  if (extent == 0) {
+    for (std::int64_t k = 0; k < outer * count * inner; ++k) y[k] = T(0);
+    return count;
+  }
+  std::int64_t clamped = 0;
+  for (std::int64_t j = 0; j < count; ++j) {
+    std::int64_t at = static_cast<std::int64_t>(index[j]);
+    if (at < 0 && at >= -extent) at += extent;
+    if (at < 0 || at >= extent) {
+      ++clamped;
+      at = at < 0 ? 0 : extent - 1;
+    }
+    for (std::int64_t o = 0; o < outer; ++o) {
+      T* dst = y + (o * count + j) * inner;
+      const T* src = x + (o * extent + at) * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = src[i];
+    }
+  }
+  return clamped;
+}
+
+// ---- resize2d: ONNX Resize over the last two dims ---------------------------------------
+//
+// planes [h, w] -> [oh, ow]. Along each dim (in elements resized to out), output index i reads
+// the source coordinate c(i) of the coordinate transformation, s the scale (given, or out / in
+// when the sizes were given, computed in double) and L = s * in (ONNX's resized length, not
+// rounded):
+//   half_pixel          c = (i + 0.5) / s - 0.5
+//   asymmetric          c = i / s
+//   align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
+//   pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
+// all in double. nearest: the element at c rounded by the nearest mode (an integral c is
+// itself; round_prefer_floor takes floor(c) when the fraction is at most 0.5, round_prefer_ceil
+// when it is below 0.5; floor; ceil), clamped to [0, in - 1]. linear: with f = floor(c) and
+// r = c - f, (1 - r) * x[f] + r * x[f + 1] with both indices clamped to [0, in - 1] (the edge
+// repeats), first along the rows and then along the columns, in double, rounded to float at
+// the end (as ONNX's reference). h and w are >= 1.
+struct ResizeShape {
+  std::int64_t planes, h, w, oh, ow;
+  float scale_h, scale_w;    // 0: out / in (the sizes were given)
+  std::int32_t coordinates;  // 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
+  std::int32_t nearest;      // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+};
+
+inline double resize_source(std::int64_t i, std::int64_t in, std::int64_t out, float scale,
+                            std::int32_t coordinates) {
+  const double s =
+      scale > 0 ? static_cast<double>(scale) : static_cast<double>(out) / static_cast<double>(in);
+  const double length = s * static_cast<double>(in);
+  const double x = static_cast<double>(i);
+  switch (coordinates) {
+    case 1:
+      return x / s;
+    case 2:
+      return length == 1.0 ? 0.0 : x * static_cast<double>(in - 1) / (length - 1.0);
+    case 3:
+      return length == 1.0 ? 0.0 : (x + 0.5) / s - 0.5;
+    default:
+      return (x + 0.5) / s - 0.5;
+  }
+}
+
+// An index in [0, in - 1]: v clamped (v may lie far outside, or be infinite).
+inline std::int64_t resize_clamp(double v, std::int64_t in) {
+  if (!(v > 0.0)) return 0;
+  return v >= static_cast<double>(in - 1) ? in - 1 : static_cast<std::int64_t>(v);
+}
+
+inline std::int64_t resize_nearest_index(double c, std::int64_t in, std::int32_t nearest) {
+  const double f = std::floor(c), r = c - f;
+  if (r == 0.0) return resize_clamp(c, in);
+  const bool up = nearest == 0 ? r > 0.5 : nearest == 1 ? r >= 0.5 : nearest == 3;
+  return resize_clamp(up ? f + 1.0 : f, in);
+}
+
+template <class T>
+void resize2d_nearest(const T* x, T* y, const ResizeShape& d) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const T* plane = x + p * d.h * d.w;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const std::int64_t iy = resize_nearest_index(
+          resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h, d.nearest);
+      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y)
+        *y = plane[iy * d.w +
+                   resize_nearest_index(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w,
+                                        d.nearest)];
+    }
+  }
+}
+
+// The two neighbours of source coordinate c and the weight of the second.
+struct ResizeTaps {
+  std::int64_t lo, hi;
+  double r;
+};
+inline ResizeTaps resize_linear_taps(double c, std::int64_t in) {
+  const double f = std::floor(c);
+  return {resize_clamp(f, in), resize_clamp(f + 1.0, in), c - f};
+}
+
+inline void resize2d_linear(const float* x, float* y, const ResizeShape& d) {
+  for (std::int64_t p = 0; p < d.planes; ++p) {
+    const float* plane = x + p * d.h * d.w;
+    for (std::int64_t oy = 0; oy < d.oh; ++oy) {
+      const ResizeTaps ty =
+          resize_linear_taps(resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h);
+      const float* r0 = plane + ty.lo * d.w;
+      const float* r1 = plane + ty.hi * d.w;
+      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y) {
+        const ResizeTaps tx =
+            resize_linear_taps(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w);
+        // the rows first, then the columns
+        const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
+        const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
+        *y = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+      }
+    }
+  }
 }
 
 // y = x, for reshape and flatten (the same elements in row-major order).
@@ -25332,7 +25752,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 #endif
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
-// Graph ops softmax, log_softmax, layer_norm, gelu and causal_mask: typed builders and op
+// Graph ops softmax, log_softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders
+// and op
 // records. Semantics:
 // host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
@@ -25342,6 +25763,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
 //   gelu(x)
 //   causal_mask(x[..., M, N]): N provably >= M (the queries are the last M of N positions)
+//   batch_norm(x, gamma, beta, mean, var, axis = 1, epsilon = 1e-5): the four [C], C = x's dim
+//                                     at axis (graph's fold_batch_norm pass folds it away)
 //
 //   auto h = graph::gelu(graph::dense(graph::layer_norm(x, g, b), w));
 
@@ -25352,8 +25775,8 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // begin dlavm/graph/op.hpp
 // end dlavm/graph/op.hpp
 // begin dlavm/host/float_ops.hpp
-// Host kernels for the float32-only ops of transformer layers: softmax, log_softmax,
-// layer_norm, gelu and causal_mask.
+// Host kernels for the float32-only ops of transformer layers and exported CNNs: softmax,
+// log_softmax, layer_norm, gelu, causal_mask and batch_norm.
 // The semantics below are the definition the graph ops must reproduce. All arithmetic is in
 // float32 (std::exp, std::sqrt, std::erf on float), sums in ascending index order.
 //
@@ -25371,6 +25794,12 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 //                             (epsilon rounded to float32).
 //   gelu(x)                   0.5 * x * (1 + erf(x * (1 / sqrt(2)))), the erf form, with
 //                             1 / sqrt(2) rounded to float32.
+//   batch_norm(x, gamma, beta, mean, var, {axis = 1, epsilon = 1e-5})
+//                             inference with running statistics, per index c along axis (the
+//                             channel; gamma, beta, mean and var have one value per channel):
+//                             y = (x - mean[c]) * (gamma[c] / sqrt(var[c] + epsilon)) + beta[c]
+//                             (epsilon rounded to float32). graph's fold_batch_norm pass folds
+//                             it into the convolution or dense layer before it.
 //   causal_mask(x)            x [..., M, N] with N >= M: the scores of M queries (the last M of
 //                             the N positions) over N keys; y = -infinity where key j lies after
 //                             query i (j > i + N - M), else x. Every row keeps its own key, so a
@@ -25394,6 +25823,10 @@ struct LayerNormParams {
   std::int64_t axis = -1;
   double epsilon = 1e-5;
 };
+struct BatchNormParams {
+  std::int64_t axis = 1;
+  double epsilon = 1e-5;
+};
 
 te::NDArray softmax(const te::NDArray& x, const SoftmaxParams& p = {});
 te::NDArray log_softmax(const te::NDArray& x, const SoftmaxParams& p = {});
@@ -25401,6 +25834,9 @@ te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gamma, const te:
                        const LayerNormParams& p = {});
 te::NDArray gelu(const te::NDArray& x);
 te::NDArray causal_mask(const te::NDArray& x);
+te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma, const te::NDArray& beta,
+                       const te::NDArray& mean, const te::NDArray& var,
+                       const BatchNormParams& p = {});
 
 }  // namespace dlavm::host
 
@@ -25474,6 +25910,29 @@ DLAVM_INLINE te::NDArray layer_norm(const te::NDArray& x, const te::NDArray& gam
   return y;
 }
 
+DLAVM_INLINE te::NDArray batch_norm(const te::NDArray& x, const te::NDArray& gamma,
+                                    const te::NDArray& beta, const te::NDArray& mean,
+                                    const te::NDArray& var, const BatchNormParams& p) {
+  constexpr std::string_view who = "host::batch_norm";
+  detail::require_float32(who, "x", x);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = split_at(std::span(x.shape()), axis);
+  const std::pair<const char*, const te::NDArray*> params[] = {
+      {"gamma", &gamma}, {"beta", &beta}, {"mean", &mean}, {"var", &var}};
+  for (const auto& [name, a] : params) {
+    detail::require_float32(who, name, *a);
+    if (a->shape() != std::vector<std::int64_t>{split.extent})
+      raise<ShapeError>("{}: {} has shape {}, expected [{}] (dim {} of x {})", who, name,
+                        detail::shape_str(a->shape()), split.extent, axis,
+                        detail::shape_str(x.shape()));
+  }
+  te::NDArray y(x.dtype(), x.shape());
+  runtime::batch_norm(x.fdata().data(), gamma.fdata().data(), beta.fdata().data(),
+                      mean.fdata().data(), var.fdata().data(), y.fdata().data(), split.outer,
+                      split.extent, split.inner, static_cast<float>(p.epsilon));
+  return y;
+}
+
 DLAVM_INLINE te::NDArray gelu(const te::NDArray& x) {
   detail::require_float32("host::gelu", "x", x);
   constexpr float inv_sqrt2 = 0.70710678118654752440f;
@@ -25510,6 +25969,9 @@ Expr log_softmax(Expr x, const host::SoftmaxParams& p = {});
 Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNormParams& p = {});
 Expr gelu(Expr x);
 Expr causal_mask(Expr x);
+Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                const host::BatchNormParams& p = {});
+host::BatchNormParams batch_norm_params(const Attrs& attrs);
 // The parameters in a layer_norm call's attributes.
 host::LayerNormParams layer_norm_params(const Attrs& attrs);
 
@@ -25558,6 +26020,18 @@ inline TensorType layer_norm_type(const TypeCall& c) {
 
 inline TensorType gelu_type(const TypeCall& c) { return c.type(0); }
 
+inline TensorType batch_norm_type(const TypeCall& c) {
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  for (std::size_t i = 1; i <= 4; ++i) {
+    c.require_same_dtype(0, i);
+    c.require_rank(i, 1);
+    c.require_equal(c.type(i).shape[0], fmt::format("{} dim 0", c.arg(i)), x[axis],
+                    fmt::format("{} dim {}", c.arg(0), axis));
+  }
+  return c.type(0);
+}
+
 inline TensorType causal_mask_type(const TypeCall& c) {
   c.require_min_rank(0, 2);
   const auto& x = c.type(0).shape;
@@ -25586,7 +26060,20 @@ inline const AttrSchema<host::LayerNormParams>& layer_norm_schema() {
   return schema;
 }
 
+inline const AttrSchema<host::BatchNormParams>& batch_norm_schema() {
+  using P = host::BatchNormParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the channel dim")
+          .field("epsilon", &P::epsilon, "added to the variance before the square root");
+  return schema;
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::BatchNormParams batch_norm_params(const Attrs& attrs) {
+  return detail::batch_norm_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE host::LayerNormParams layer_norm_params(const Attrs& attrs) {
   return detail::layer_norm_schema().from_attrs(attrs);
@@ -25604,6 +26091,12 @@ DLAVM_INLINE Expr layer_norm(Expr x, Expr gamma, Expr beta, const host::LayerNor
 }
 DLAVM_INLINE Expr gelu(Expr x) { return call("gelu", {std::move(x)}); }
 DLAVM_INLINE Expr causal_mask(Expr x) { return call("causal_mask", {std::move(x)}); }
+DLAVM_INLINE Expr batch_norm(Expr x, Expr gamma, Expr beta, Expr mean, Expr var,
+                             const host::BatchNormParams& p) {
+  return call("batch_norm",
+              {std::move(x), std::move(gamma), std::move(beta), std::move(mean), std::move(var)},
+              detail::batch_norm_schema().to_attrs(p));
+}
 
 namespace detail {
 
@@ -25648,6 +26141,18 @@ inline FirmwareCall causal_mask_firmware(const FirmwareStep& s) {
            FirmwareArg::dim(x[x.size() - 2]), FirmwareArg::dim(x.back())}};
 }
 
+// runtime::batch_norm(x, gamma, beta, mean, var, y, outer, channels, inner, epsilon).
+inline FirmwareCall batch_norm_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto p = batch_norm_schema().from_attrs(s.call.attrs);
+  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+  return {"dlavm::runtime::batch_norm",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
+           FirmwareArg::input(3), FirmwareArg::input(4), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner), FirmwareArg::real(static_cast<float>(p.epsilon))}};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
@@ -25685,6 +26190,18 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
            .type_rule = detail::gelu_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::gelu(*a[0]); },
            .host_support = detail::host_float32_only});
+  ops.add({.name = "batch_norm",
+           .min_args = 5,
+           .max_args = 5,
+           .attrs = detail::batch_norm_schema().specs(),
+           .type_rule = detail::batch_norm_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::batch_norm(*a[0], *a[1], *a[2], *a[3], *a[4],
+                                         detail::batch_norm_schema().from_attrs(attrs));
+               },
+           .host_support = detail::host_float32_only,
+           .firmware = {.call = detail::batch_norm_firmware}});
   ops.add({.name = "causal_mask",
            .type_rule = detail::causal_mask_type,
            .host_kernel = [](HostArgs a, const Attrs&) { return host::causal_mask(*a[0]); },
@@ -25696,6 +26213,366 @@ DLAVM_INLINE void add_float_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/float_ops-inl.hpp
 #endif
 // end dlavm/graph/ops/float_ops.hpp
+// begin dlavm/graph/ops/image.hpp
+// Graph op resize2d: typed builder and op record. Semantics: host/image.hpp.
+//
+//   resize2d(x[N, C, H, W], scales = [] | sizes = [] (exactly one, [height, width]),
+//            mode = "nearest" | "linear",
+//            coordinate_transformation_mode = "half_pixel" | "asymmetric" | "align_corners" |
+//                                             "pytorch_half_pixel",
+//            nearest_mode = "round_prefer_floor" | "round_prefer_ceil" | "floor" | "ceil")
+//       H and W provably >= 1; linear takes float32, nearest any dtype. A symbolic H (or W)
+//       resized by sizes gives the constant size; by a scale, floor(H * scale) when that has an
+//       exact form: H * k for an integral scale, floordiv(H * p, 2^k) for a scale p / 2^k (any
+//       float32 scale is one, as long as H's maximum * p stays below 2^53)
+//
+//   // [1, 16, h, w] -> [1, 16, h * 2, w * 2]
+//   auto up = graph::resize2d(x, {.scales = {2, 2}, .mode = host::ResizeMode::Linear});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/image.hpp
+// Host kernel for images: resize2d, ONNX Resize over the last two dims (height, width) of an
+// NCHW array. The semantics below are the definition the graph op and the firmware kernel
+// (runtime::resize2d_nearest / resize2d_linear, which this kernel runs) reproduce.
+//
+//   resize2d(x[N, C, H, W], {scales = [sh, sw] | sizes = [OH, OW], mode = nearest,
+//            coordinate_transformation_mode = half_pixel, nearest_mode = round_prefer_floor})
+//       -> y[N, C, OH, OW]
+//   Exactly one of scales and sizes, two entries each. Scales are float32 values (ONNX's
+//   scales input is float32; an attribute's double is rounded to float first), > 0 and
+//   finite; then OH = floor(H * sh), OW likewise, computed in double. Sizes are >= 0, and the
+//   scale is OH / H in double. H and W >= 1.
+//   Output index i along a dim of `in` elements reads the source coordinate c(i) (s the
+//   scale, L = s * in the resized length before rounding down):
+//     half_pixel          c = (i + 0.5) / s - 0.5
+//     asymmetric          c = i / s
+//     align_corners       c = i * (in - 1) / (L - 1), 0 when L == 1
+//     pytorch_half_pixel  c = (i + 0.5) / s - 0.5, 0 when L == 1
+//   mode nearest: the element at c rounded by nearest_mode (an integral c is itself;
+//   round_prefer_floor: floor(c) when the fraction is <= 0.5, round_prefer_ceil: floor(c) when
+//   it is < 0.5, else the next; floor; ceil), clamped to [0, in - 1]; any dtype (elements are
+//   copied). mode linear, float32 only: f = floor(c), r = c - f, (1 - r) * x[f] + r * x[f + 1],
+//   indices clamped to [0, in - 1], along the rows and then along the columns, in double,
+//   rounded to float at the end. This is ONNX's reference (onnx/reference/ops/op_resize.py)
+//   with cubic mode, antialias, exclude_outside, roi and the tf_* and half_pixel_symmetric
+//   transformations left out.
+//
+//   auto y = host::resize2d(x, {.scales = {2, 2}});   // [1, 3, 8, 8] -> [1, 3, 16, 16]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::host {
+
+enum class ResizeMode : std::uint8_t { Nearest, Linear };
+// In runtime::ResizeShape's numbering.
+enum class ResizeCoordinates : std::uint8_t {
+  HalfPixel,
+  Asymmetric,
+  AlignCorners,
+  PytorchHalfPixel
+};
+enum class ResizeNearest : std::uint8_t { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+struct Resize2dParams {
+  std::vector<double> scales{};       // [height, width], or empty
+  std::vector<std::int64_t> sizes{};  // [height, width], or empty
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::HalfPixel;
+  ResizeNearest nearest_mode = ResizeNearest::RoundPreferFloor;
+};
+
+// The parameters checked (ValueError naming `who`): one of scales and sizes, two entries,
+// scales > 0 and finite as float32, sizes >= 0.
+void validate(const Resize2dParams& p, std::string_view who);
+// TypeError naming `who` and x (`what`) unless the mode computes on `dtype` (linear: float32
+// only).
+void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                        std::string_view what);
+// The scale of dim k (0: height, 1: width) as the kernels use it: the float32 value of the
+// given scale, or 0 when the sizes are given (the kernels then take OH / H).
+float resize_scale(const Resize2dParams& p, std::size_t k);
+// The output extent of dim k for an input extent `in` (the header comment); ValueError naming
+// `who` past 2^62.
+std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                           std::string_view who);
+
+te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/image-inl.hpp
+// Definitions for host/image.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/image.hpp
+// end dlavm/host/image.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace dlavm::host {
+
+DLAVM_INLINE void validate(const Resize2dParams& p, std::string_view who) {
+  if (p.scales.empty() == p.sizes.empty())
+    raise<ValueError>(
+        "{}: give exactly one of the attributes 'scales' [{}] and 'sizes' [{}] (height, width)",
+        who, fmt::join(p.scales, ", "), fmt::join(p.sizes, ", "));
+  if (!p.scales.empty()) {
+    if (p.scales.size() != 2)
+      raise<ValueError>("{}: attribute 'scales' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.scales, ", "), p.scales.size());
+    for (const double s : p.scales) {
+      const float f = static_cast<float>(s);
+      if (!std::isfinite(f) || !(f > 0))
+        raise<ValueError>("{}: attribute 'scales' [{}] has {}; scales are > 0 and finite floats",
+                          who, fmt::join(p.scales, ", "), s);
+    }
+  } else {
+    if (p.sizes.size() != 2)
+      raise<ValueError>("{}: attribute 'sizes' [{}] has {} entries; it takes 2 (height, width)",
+                        who, fmt::join(p.sizes, ", "), p.sizes.size());
+    for (const auto s : p.sizes)
+      if (s < 0)
+        raise<ValueError>("{}: attribute 'sizes' [{}] has {}; sizes are >= 0", who,
+                          fmt::join(p.sizes, ", "), s);
+  }
+}
+
+DLAVM_INLINE void check_resize_dtype(const Resize2dParams& p, DType dtype, std::string_view who,
+                                     std::string_view what) {
+  if (p.mode == ResizeMode::Linear && dtype != DType::float32())
+    raise<TypeError>(
+        "{}: {} is {}; mode linear computes in float32 only (cast it, or use mode nearest)", who,
+        what, dtype);
+}
+
+DLAVM_INLINE float resize_scale(const Resize2dParams& p, std::size_t k) {
+  return p.scales.empty() ? 0.0f : static_cast<float>(p.scales[k]);
+}
+
+DLAVM_INLINE std::int64_t resize_extent(const Resize2dParams& p, std::size_t k, std::int64_t in,
+                                        std::string_view who) {
+  if (!p.sizes.empty()) return p.sizes[k];
+  const float s = resize_scale(p, k);
+  const double out = std::floor(static_cast<double>(in) * static_cast<double>(s));
+  if (!(out < 0x1p62))
+    raise<ValueError>("{}: {} elements scaled by {} give {} elements, more than an array holds",
+                      who, in, s, out);
+  return static_cast<std::int64_t>(out);
+}
+
+DLAVM_INLINE te::NDArray resize2d(const te::NDArray& x, const Resize2dParams& p) {
+  constexpr std::string_view who = "host::resize2d";
+  validate(p, who);
+  detail::require_rank(who, "x", x, 4);
+  check_resize_dtype(p, x.dtype(), who, "x");
+  const std::int64_t h = x.shape()[2], w = x.shape()[3];
+  if (h < 1 || w < 1)
+    raise<ShapeError>("{}: x {} has no rows or no columns to resize", who,
+                      detail::shape_str(x.shape()));
+  const runtime::ResizeShape d{
+      .planes = x.shape()[0] * x.shape()[1],
+      .h = h,
+      .w = w,
+      .oh = resize_extent(p, 0, h, who),
+      .ow = resize_extent(p, 1, w, who),
+      .scale_h = resize_scale(p, 0),
+      .scale_w = resize_scale(p, 1),
+      .coordinates = static_cast<std::int32_t>(p.coordinate_transformation_mode),
+      .nearest = static_cast<std::int32_t>(p.nearest_mode)};
+  te::NDArray y(x.dtype(), {x.shape()[0], x.shape()[1], d.oh, d.ow});
+  if (p.mode == ResizeMode::Linear)
+    runtime::resize2d_linear(x.fdata().data(), y.fdata().data(), d);
+  else if (x.dtype().is_float())
+    runtime::resize2d_nearest(x.fdata().data(), y.fdata().data(), d);
+  else
+    runtime::resize2d_nearest(x.data().data(), y.data().data(), d);
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/image-inl.hpp
+#endif
+// end dlavm/host/image.hpp
+
+namespace dlavm::graph {
+
+Expr resize2d(Expr x, const host::Resize2dParams& p);
+// The parameters in a resize2d call's attributes.
+host::Resize2dParams resize2d_params(const Attrs& attrs);
+
+void add_image_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/image-inl.hpp
+// Definitions for graph/ops/image.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/image.hpp
+// end dlavm/graph/ops/image.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::Resize2dParams>& resize2d_schema() {
+  using P = host::Resize2dParams;
+  using C = host::ResizeCoordinates;
+  using N = host::ResizeNearest;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("scales", &P::scales, "height and width scales (float32), or empty")
+          .field("sizes", &P::sizes, "output height and width, or empty")
+          .field("mode", &P::mode, "nearest (an element) or linear (interpolated, float32)",
+                 {{"nearest", host::ResizeMode::Nearest}, {"linear", host::ResizeMode::Linear}})
+          .field("coordinate_transformation_mode", &P::coordinate_transformation_mode,
+                 "how an output index maps to a source coordinate (ONNX's modes)",
+                 {{"half_pixel", C::HalfPixel},
+                  {"asymmetric", C::Asymmetric},
+                  {"align_corners", C::AlignCorners},
+                  {"pytorch_half_pixel", C::PytorchHalfPixel}})
+          .field("nearest_mode", &P::nearest_mode, "how mode nearest rounds a coordinate",
+                 {{"round_prefer_floor", N::RoundPreferFloor},
+                  {"round_prefer_ceil", N::RoundPreferCeil},
+                  {"floor", N::Floor},
+                  {"ceil", N::Ceil}});
+  return schema;
+}
+
+// floor(d * s) for a symbolic d and a float32 scale s = p * 2^e (p odd): d * (p * 2^e), or
+// floordiv(d * p, 2^-e); exact when d's maximum * p is below 2^53 (the double product the host
+// kernel floors is then exact too). nullopt otherwise.
+inline std::optional<ne::Expr> scaled_dim(const ne::Expr& d, float s) {
+  int e = 0;
+  double p = std::ldexp(std::frexp(static_cast<double>(s), &e), 24);  // s = p * 2^(e - 24)
+  e -= 24;
+  while (std::fmod(p, 2.0) == 0.0) {
+    p /= 2;
+    ++e;
+  }
+  const auto max = ne::bounds(d).max;
+  if (e > 30 || e < -62 || static_cast<double>(max) * p >= 0x1p53) return std::nullopt;
+  const auto pi = static_cast<std::int64_t>(p);
+  if (e >= 0) return ne::simplify(d * (pi << e));
+  return ne::simplify(ne::floordiv(d * pi, std::int64_t{1} << -e));
+}
+
+inline TensorType resize2d_type(const TypeCall& c) {
+  const auto p = params_of(c, resize2d_schema());
+  host::validate(p, c.label);
+  c.require_rank(0, 4);
+  host::check_resize_dtype(p, c.type(0).dtype, c.label, c.arg(0));
+  std::vector<ne::Expr> out = c.type(0).shape;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const ne::Expr& d = out[2 + k];
+    const char* what = k == 0 ? "height" : "width";
+    if (!ne::can_prove(d >= 1))
+      raise<ShapeError>("{}: {} {} `{}` can be {}; resizing needs at least 1", c.label, c.arg(0),
+                        what, d, ne::bounds(d).min);
+    if (const auto n = ne::simplify(d).as_int()) {
+      out[2 + k] = host::resize_extent(p, k, *n, c.label);
+    } else if (!p.sizes.empty()) {
+      out[2 + k] = p.sizes[k];
+    } else if (const auto e = scaled_dim(d, host::resize_scale(p, k))) {
+      out[2 + k] = *e;
+    } else {
+      raise<ShapeError>(
+          "{}: {} {} `{}` (at most {}) scaled by {} has no exact symbolic size; give sizes, or a "
+          "scale p / 2^k with the maximum * p below 2^53",
+          c.label, c.arg(0), what, d, ne::bounds(d).max, host::resize_scale(p, k));
+    }
+  }
+  return {std::move(out), c.type(0).dtype};
+}
+
+// runtime::resize2d_nearest / resize2d_linear(x, y, ResizeShape{...}) over the planes N*C.
+inline FirmwareCall resize2d_firmware(const FirmwareStep& s) {
+  const auto p = resize2d_schema().from_attrs(s.call.attrs);
+  const auto& x = s.input(0);
+  const auto& y = s.result.shape;
+  return {p.mode == host::ResizeMode::Linear ? "dlavm::runtime::resize2d_linear"
+                                             : "dlavm::runtime::resize2d_nearest",
+          {FirmwareArg::input(0), FirmwareArg::output(),
+           FirmwareArg::aggregate(
+               "dlavm::runtime::ResizeShape",
+               {FirmwareArg::dim(x[0] * x[1]), FirmwareArg::dim(x[2]), FirmwareArg::dim(x[3]),
+                FirmwareArg::dim(y[2]), FirmwareArg::dim(y[3]),
+                FirmwareArg::real(host::resize_scale(p, 0)),
+                FirmwareArg::real(host::resize_scale(p, 1)),
+                FirmwareArg::integer(static_cast<std::int64_t>(p.coordinate_transformation_mode)),
+                FirmwareArg::integer(static_cast<std::int64_t>(p.nearest_mode))})}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::Resize2dParams resize2d_params(const Attrs& attrs) {
+  return detail::resize2d_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr resize2d(Expr x, const host::Resize2dParams& p) {
+  return call("resize2d", {std::move(x)}, detail::resize2d_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
+  ops.add({.name = "resize2d",
+           .attrs = detail::resize2d_schema().specs(),
+           .type_rule = detail::resize2d_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::resize2d(*a[0], resize2d_params(attrs));
+               },
+           .firmware = {.call = detail::resize2d_firmware}});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/image-inl.hpp
+#endif
+// end dlavm/graph/ops/image.hpp
 // begin dlavm/graph/ops/integer_ops.hpp
 // Graph op integer_softmax: typed builder and op record. Semantics: host/integer_ops.hpp (the
 // arithmetic step by step: runtime/kernels.hpp).
@@ -27580,9 +28457,21 @@ DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
 //   concat(x0, x1, ..., axis (required)), at least one input
 //   pad(x, pad_before (required), pad_after (required), value = 0.0,
 //       mode = "constant" | "edge" | "reflect")
+//   strided_slice(x, begin (required), end (required), step = [] (all 1), axes = [] (0, 1, ...))
+//       a static dim any slice; a symbolic dim d only one whose start and end are each known
+//       for every value of d (a constant within d's minimum, an end past its maximum, a
+//       negative bound d + v with d + v >= 0 always), and then the extent is an expression in
+//       d: begin 1, end -1 on `token` gives `token - 2` when token >= 2 always
+//   take(x, indices, axis = 0): indices int32 or int64 (an input, a constant or a computed
+//       value); the result's shape is x's with dim axis replaced by the indices' dims
+//   broadcast_to(x, shape (required)): the numpy broadcast of x's dims and the constant shape
+//       (a symbolic dim meets 1 or itself)
+//   tile(x, repeats (required)): dims x.shape[k] * repeats[k]
 //
 //   // [1, token, 512] -> [1, token, 8, 64]
 //   auto h = graph::reshape(x, {.newshape = {0, 0, 8, -1}});
+//   // the last 16 positions: [1, token, 512] -> [1, 16, 512] (token >= 16)
+//   auto tail = graph::strided_slice(x, {.begin = {-16}, .end = {INT64_MAX}, .axes = {1}});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -27592,8 +28481,9 @@ DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
 // end dlavm/graph/op.hpp
 // begin dlavm/host/transform.hpp
 // Host kernels that move elements without computing on them: reshape, transpose, flatten,
-// concat and pad. The semantics below are the definition the graph ops and every accelerator
-// strategy must reproduce. Every dtype is accepted; values are copied bit for bit.
+// concat, pad, strided_slice, take, broadcast_to and tile. The semantics below are the
+// definition the graph ops and every accelerator strategy must reproduce. Every dtype is
+// accepted; values are copied bit for bit.
 //
 //   reshape(x, {newshape})     the same elements in row-major order under a new shape. In
 //                              newshape, 0 copies the dim of x at the same position and one -1
@@ -27612,8 +28502,31 @@ DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
 //                              >= 1); reflect: x mirrored at its first and last element, which
 //                              are not repeated (x[1], x[0], x[1], ...; each pad at most the
 //                              dim - 1), as numpy's and ONNX's modes of those names.
+//   strided_slice(x, {begin, end, step = all 1, axes = 0, 1, ...})
+//                              ONNX Slice. Entry k of the lists slices dim axes[k] (negative:
+//                              from the end; each dim at most once; the other dims stay whole)
+//                              of n elements: begin and end, negative ones + n, are clamped
+//                              to [0, n] when step > 0, and begin to [0, n - 1], end to
+//                              [-1, n - 1] when step < 0 (so huge values mean "to the end");
+//                              y takes x[begin + i * step] for i in [0, ceil((end - begin) /
+//                              step)), none when that is <= 0. step != 0.
+//   take(x, indices, {axis = 0})
+//                              ONNX Gather: y[a..., j..., b...] = x[a..., indices[j...], b...],
+//                              of shape x.shape[:axis] + indices.shape + x.shape[axis+1:];
+//                              indices int32 or int64 (an array, any rank), a negative index
+//                              counts from the end. An index outside [-n, n) is a ValueError
+//                              naming it (runtime::take, which firmware runs, clamps it to the
+//                              nearest end instead: firmware has no exceptions).
+//   broadcast_to(x, {shape})   ONNX Expand: x and `shape` (entries >= 0) broadcast together as
+//                              numpy does (aligned at their last dims, each pair equal or one
+//                              of them 1); y has that broadcast shape, so a 1 in `shape` keeps
+//                              x's dim and y may have more dims than `shape`.
+//   tile(x, {repeats})         ONNX Tile: one repeat >= 0 per dim of x; y.shape[k] =
+//                              x.shape[k] * repeats[k] and y[i...] = x[i_k mod x.shape[k]...].
 //
 //   auto y = host::reshape(x, {.newshape = {0, -1}});   // [2, 3, 4] -> [2, 12]
+//   auto s = host::strided_slice(x, {.begin = {-1}, .end = {INT64_MIN}, .step = {-1}});
+//                                                      // x reversed along dim 0
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -27649,6 +28562,43 @@ struct PadParams {
   double value = 0;
   PadMode mode = PadMode::Constant;
 };
+struct StridedSliceParams {
+  std::vector<std::int64_t> begin;
+  std::vector<std::int64_t> end;
+  std::vector<std::int64_t> step{};  // empty: 1 for each entry
+  std::vector<std::int64_t> axes{};  // empty: 0, 1, ..., begin.size() - 1
+};
+struct TakeParams {
+  std::int64_t axis = 0;
+};
+struct BroadcastToParams {
+  std::vector<std::int64_t> shape;
+};
+struct TileParams {
+  std::vector<std::int64_t> repeats;
+};
+
+// One dim of a slice, its bounds resolved: y's index i reads x's start + i * step, for
+// `extent` indices (step is 1 when extent <= 1, and start 0 when extent is 0).
+struct SliceAxis {
+  std::int64_t start = 0, step = 1, extent = 0;
+};
+// The lists checked against x's `rank` dims (ValueError naming `who`, the list and the
+// numbers): begin and end of one length, step empty or of that length with no 0, axes empty
+// or of that length, each in [-rank, rank) and naming a dim once. For each dim of x, the entry
+// of the lists that slices it (nullopt: the dim stays whole).
+std::vector<std::optional<std::size_t>> slice_entries(const StridedSliceParams& p, std::size_t rank,
+                                                      std::string_view who);
+// The step of entry k (1 when step is empty).
+std::int64_t slice_step(const StridedSliceParams& p, std::size_t k);
+// ONNX Slice's bounds along a dim of `dim` elements (the header comment).
+SliceAxis slice_axis(std::int64_t begin, std::int64_t end, std::int64_t step, std::int64_t dim);
+// TypeError naming `who` and the indices (`what`) unless they are int32 or int64.
+void check_take_indices(DType indices, std::string_view who, std::string_view what);
+// ValueError naming `who` unless every entry of broadcast_to's shape is >= 0.
+void check_broadcast_shape(std::span<const std::int64_t> shape, std::string_view who);
+// ValueError naming `who` unless tile has one repeat >= 0 per dim of x's `rank`.
+void check_repeats(std::span<const std::int64_t> repeats, std::size_t rank, std::string_view who);
 
 // The entries of newshape checked for an input of `rank` dims: at most one -1, a 0 only where
 // x has a dim, nothing below -1 (ValueError naming `who`).
@@ -27675,6 +28625,10 @@ te::NDArray transpose(const te::NDArray& x, const TransposeParams& p = {});
 te::NDArray flatten(const te::NDArray& x, const FlattenParams& p = {});
 te::NDArray concat(std::span<const te::NDArray* const> xs, const ConcatParams& p);
 te::NDArray pad(const te::NDArray& x, const PadParams& p);
+te::NDArray strided_slice(const te::NDArray& x, const StridedSliceParams& p);
+te::NDArray take(const te::NDArray& x, const te::NDArray& indices, const TakeParams& p = {});
+te::NDArray broadcast_to(const te::NDArray& x, const BroadcastToParams& p);
+te::NDArray tile(const te::NDArray& x, const TileParams& p);
 
 }  // namespace dlavm::host
 
@@ -27690,12 +28644,15 @@ te::NDArray pad(const te::NDArray& x, const PadParams& p);
 // end dlavm/host/common.hpp
 // begin dlavm/host/transform.hpp
 // end dlavm/host/transform.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace dlavm::host {
@@ -27744,6 +28701,32 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
       index[d] = 0;
     }
   }
+}
+
+// y [out] from x by runtime::strided_slice (`axes`: start and step per dim) or, without them,
+// runtime::tile; x's shape padded with leading 1s to y's rank.
+inline te::NDArray copy_dims(const te::NDArray& x, const Shape& out, const SliceAxis* axes) {
+  te::NDArray y(x.dtype(), out);
+  Shape shape(out.size() - x.ndim(), 1);
+  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+  Shape start, step;
+  if (axes != nullptr)
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      start.push_back(axes[k].start);
+      step.push_back(axes[k].step);
+    }
+  const auto rank = static_cast<std::int64_t>(out.size());
+  const auto run = [&](const auto* from, auto* to) {
+    if (axes != nullptr)
+      runtime::strided_slice(from, to, shape.data(), start.data(), step.data(), out.data(), rank);
+    else
+      runtime::tile(from, to, shape.data(), out.data(), rank);
+  };
+  if (x.dtype().is_float())
+    run(x.fdata().data(), y.fdata().data());
+  else
+    run(x.data().data(), y.data().data());
+  return y;
 }
 
 }  // namespace detail
@@ -27977,6 +28960,153 @@ DLAVM_INLINE te::NDArray pad(const te::NDArray& x, const PadParams& p) {
   return y;
 }
 
+DLAVM_INLINE std::vector<std::optional<std::size_t>> slice_entries(const StridedSliceParams& p,
+                                                                   std::size_t rank,
+                                                                   std::string_view who) {
+  const std::size_t n = p.begin.size();
+  if (p.end.size() != n || (!p.step.empty() && p.step.size() != n) ||
+      (!p.axes.empty() && p.axes.size() != n))
+    raise<ValueError>(
+        "{}: attributes 'begin' [{}], 'end' [{}], 'step' [{}] and 'axes' [{}] need one entry "
+        "per sliced dim ('step' and 'axes' may be empty)",
+        who, fmt::join(p.begin, ", "), fmt::join(p.end, ", "), fmt::join(p.step, ", "),
+        fmt::join(p.axes, ", "));
+  std::vector<std::optional<std::size_t>> entry(rank);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (slice_step(p, k) == 0)
+      raise<ValueError>("{}: attribute 'step' [{}] has 0 at entry {}", who, fmt::join(p.step, ", "),
+                        k);
+    const std::int64_t a = p.axes.empty() ? static_cast<std::int64_t>(k) : p.axes[k];
+    const auto axis = normalize_axis(a, rank);
+    if (!axis)
+      raise<ValueError>("{}: axis {} (entry {}) is outside [{}, {}) for x's {} dims", who, a, k,
+                        -static_cast<std::int64_t>(rank), rank, rank);
+    if (entry[*axis])
+      raise<ValueError>("{}: attribute 'axes' [{}] slices dim {} twice", who,
+                        fmt::join(p.axes, ", "), *axis);
+    entry[*axis] = k;
+  }
+  return entry;
+}
+
+DLAVM_INLINE std::int64_t slice_step(const StridedSliceParams& p, std::size_t k) {
+  return p.step.empty() ? 1 : p.step[k];
+}
+
+DLAVM_INLINE SliceAxis slice_axis(std::int64_t begin, std::int64_t end, std::int64_t step,
+                                  std::int64_t dim) {
+  // beyond -(dim + 1) and dim + 1, a bound clamps as those do; the sums below cannot overflow
+  const auto from_end = [&](std::int64_t v) {
+    v = std::clamp(v, -dim - 1, dim + 1);
+    return v < 0 ? v + dim : v;
+  };
+  std::int64_t b = from_end(begin), e = from_end(end);
+  SliceAxis s;
+  if (step > 0) {
+    b = std::clamp<std::int64_t>(b, 0, dim);
+    e = std::clamp<std::int64_t>(e, 0, dim);
+    const std::int64_t m = std::min(step, dim + 1);
+    s.extent = e > b ? detail::ceil_div(e - b, m) : 0;
+  } else if (dim > 0) {
+    b = std::clamp<std::int64_t>(b, 0, dim - 1);
+    e = std::clamp<std::int64_t>(e, -1, dim - 1);
+    const std::int64_t m = step < -dim - 1 ? dim + 1 : -step;
+    s.extent = b > e ? detail::ceil_div(b - e, m) : 0;
+  }
+  s.start = s.extent > 0 ? b : 0;
+  s.step = s.extent > 1 ? step : 1;
+  return s;
+}
+
+DLAVM_INLINE void check_take_indices(DType indices, std::string_view who, std::string_view what) {
+  if (indices != DType::int32() && indices != DType::int64())
+    raise<TypeError>("{}: {} is {}; indices are int32 or int64 (cast them first)", who, what,
+                     indices);
+}
+
+DLAVM_INLINE void check_broadcast_shape(std::span<const std::int64_t> shape, std::string_view who) {
+  for (const auto d : shape)
+    if (d < 0)
+      raise<ValueError>("{}: attribute 'shape' [{}] has {}; dims are >= 0", who,
+                        fmt::join(shape, ", "), d);
+}
+
+DLAVM_INLINE void check_repeats(std::span<const std::int64_t> repeats, std::size_t rank,
+                                std::string_view who) {
+  if (repeats.size() != rank)
+    raise<ValueError>("{}: attribute 'repeats' [{}] has {} entries; x has {} dims", who,
+                      fmt::join(repeats, ", "), repeats.size(), rank);
+  for (const auto r : repeats)
+    if (r < 0)
+      raise<ValueError>("{}: attribute 'repeats' [{}] has {}; repeats are >= 0", who,
+                        fmt::join(repeats, ", "), r);
+}
+
+DLAVM_INLINE te::NDArray strided_slice(const te::NDArray& x, const StridedSliceParams& p) {
+  const auto entry = slice_entries(p, x.ndim(), "host::strided_slice");
+  std::vector<SliceAxis> axes(x.ndim());
+  Shape out(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) {
+    const std::int64_t n = x.shape()[k];
+    axes[k] = entry[k]
+                  ? slice_axis(p.begin[*entry[k]], p.end[*entry[k]], slice_step(p, *entry[k]), n)
+                  : SliceAxis{0, 1, n};
+    out[k] = axes[k].extent;
+  }
+  return detail::copy_dims(x, out, axes.data());
+}
+
+DLAVM_INLINE te::NDArray take(const te::NDArray& x, const te::NDArray& indices,
+                              const TakeParams& p) {
+  constexpr std::string_view who = "host::take";
+  check_take_indices(indices.dtype(), who, "indices");
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  const auto split = split_at(x.shape(), axis);
+  const auto index = indices.data();
+  for (std::size_t j = 0; j < index.size(); ++j)
+    if (index[j] < -split.extent || index[j] >= split.extent)
+      raise<ValueError>(
+          "{}: index {} (element {} of the indices) is outside [{}, {}) for dim {} of x {}", who,
+          index[j], j, -split.extent, split.extent, axis, detail::shape_str(x.shape()));
+  Shape out(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
+  te::NDArray y(x.dtype(), out);
+  const auto count = static_cast<std::int64_t>(index.size());
+  if (x.dtype().is_float())
+    runtime::take(x.fdata().data(), index.data(), y.fdata().data(), split.outer, split.extent,
+                  split.inner, count);
+  else
+    runtime::take(x.data().data(), index.data(), y.data().data(), split.outer, split.extent,
+                  split.inner, count);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray broadcast_to(const te::NDArray& x, const BroadcastToParams& p) {
+  constexpr std::string_view who = "host::broadcast_to";
+  check_broadcast_shape(p.shape, who);
+  const auto out = broadcast_shapes(x.shape(), p.shape);
+  if (!out)
+    raise<ShapeError>(
+        "{}: x {} and shape {} do not broadcast (aligned at the last dims, each pair must be "
+        "equal or one of them 1)",
+        who, detail::shape_str(x.shape()), detail::shape_str(p.shape));
+  return detail::copy_dims(x, *out, nullptr);
+}
+
+DLAVM_INLINE te::NDArray tile(const te::NDArray& x, const TileParams& p) {
+  constexpr std::string_view who = "host::tile";
+  check_repeats(p.repeats, x.ndim(), who);
+  Shape out(x.ndim());
+  for (std::size_t k = 0; k < x.ndim(); ++k) {
+    if (p.repeats[k] > 0 && x.shape()[k] > std::numeric_limits<std::int64_t>::max() / p.repeats[k])
+      raise<ValueError>("{}: dim {} of x ({}) repeated {} times overflows int64", who, k,
+                        x.shape()[k], p.repeats[k]);
+    out[k] = x.shape()[k] * p.repeats[k];
+  }
+  return detail::copy_dims(x, out, nullptr);
+}
+
 }  // namespace dlavm::host
 // end dlavm/host/transform-inl.hpp
 #endif
@@ -27992,6 +29122,10 @@ Expr transpose(Expr x, const host::TransposeParams& p = {});
 Expr flatten(Expr x, const host::FlattenParams& p = {});
 Expr concat(std::vector<Expr> xs, const host::ConcatParams& p);
 Expr pad(Expr x, const host::PadParams& p);
+Expr strided_slice(Expr x, const host::StridedSliceParams& p);
+Expr take(Expr x, Expr indices, const host::TakeParams& p = {});
+Expr broadcast_to(Expr x, const host::BroadcastToParams& p);
+Expr tile(Expr x, const host::TileParams& p);
 // The parameters in a transpose call's attributes.
 host::TransposeParams transpose_params(const Attrs& attrs);
 
@@ -28024,7 +29158,11 @@ void add_transform_ops(OpRegistry& ops);
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace dlavm::graph {
 
@@ -28070,6 +29208,37 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
 }
 
 inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
+
+inline const AttrSchema<host::StridedSliceParams>& strided_slice_schema() {
+  using P = host::StridedSliceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("begin", &P::begin, "the first index per sliced dim (negative: from the end)",
+                 true)
+          .field("end", &P::end, "the index past the last per sliced dim (clamped to the dim)",
+                 true)
+          .field("step", &P::step, "the step per sliced dim, not 0 (empty: all 1)")
+          .field("axes", &P::axes, "the dim each entry slices (empty: 0, 1, ...)");
+  return schema;
+}
+
+inline const AttrSchema<host::TakeParams>& take_schema() {
+  static const auto schema = AttrSchema<host::TakeParams>().field(
+      "axis", &host::TakeParams::axis, "the dim of x the indices select along");
+  return schema;
+}
+
+inline const AttrSchema<host::BroadcastToParams>& broadcast_to_schema() {
+  static const auto schema = AttrSchema<host::BroadcastToParams>().field(
+      "shape", &host::BroadcastToParams::shape, "the shape x is broadcast with", true);
+  return schema;
+}
+
+inline const AttrSchema<host::TileParams>& tile_schema() {
+  static const auto schema = AttrSchema<host::TileParams>().field(
+      "repeats", &host::TileParams::repeats, "how many times each dim is repeated", true);
+  return schema;
+}
 
 // Dims copied by a 0 entry cancel between x and the result, so the -1 (or the size check)
 // only involves the other dims: [1, token, 512] -> [0, 0, 8, -1] infers 512 / 8.
@@ -28160,6 +29329,109 @@ inline TensorType pad_type(const TypeCall& c) {
   return {std::move(out), c.type(0).dtype};
 }
 
+// One dim of a slice resolved over the dims' ranges: the first index read, the extent, the
+// step (SliceAxis with expressions).
+struct SliceDim {
+  ne::Expr start, extent;
+  std::int64_t step = 1;
+};
+
+// A bound of a slice along a symbolic dim d: v (negative: d + v) clamped to [lo, d + hi], when
+// the same one of the three applies for every value of d; nullopt otherwise.
+inline std::optional<ne::Expr> slice_bound(std::int64_t v, const ne::Expr& d, std::int64_t dmax,
+                                           std::int64_t lo, std::int64_t hi) {
+  v = std::clamp(v, -dmax - 1, dmax + 1);  // beyond, v clamps as these do
+  const ne::Expr x = v < 0 ? ne::simplify(d + v) : ne::Expr(v);
+  const ne::Expr top = ne::simplify(d + hi);
+  if (ne::can_prove(x >= lo && x <= top)) return x;
+  if (ne::can_prove(x <= lo)) return ne::Expr(lo);
+  if (ne::can_prove(x >= top)) return top;
+  return std::nullopt;
+}
+
+// host::slice_axis over a symbolic dim d (ranging over [dmin, dmax]); nullopt where the start,
+// the end or the sign of the extent depends on d's value.
+inline std::optional<SliceDim> symbolic_slice(std::int64_t begin, std::int64_t end,
+                                              std::int64_t step, const ne::Expr& d) {
+  const auto range = ne::bounds(d);
+  const bool up = step > 0;
+  if (!up && range.min < 1) return std::nullopt;  // host: nothing to slice in an empty dim
+  const auto start = slice_bound(begin, d, range.max, 0, up ? 0 : -1);
+  const auto stop = slice_bound(end, d, range.max, up ? 0 : -1, up ? 0 : -1);
+  if (!start || !stop) return std::nullopt;
+  const ne::Expr diff = ne::simplify(up ? *stop - *start : *start - *stop);
+  // a step longer than the dim reads one element, as one of dmax + 1 does
+  const std::int64_t m =
+      up ? std::min(step, range.max + 1) : (step < -range.max - 1 ? range.max + 1 : -step);
+  if (ne::can_prove(diff <= 0)) return SliceDim{0, 0, 1};
+  if (!ne::can_prove(diff >= 0)) return std::nullopt;
+  return SliceDim{*start, ne::simplify(ne::floordiv(diff + (m - 1), m)), up ? m : -m};
+}
+
+// Every dim of input 0 resolved: whole, host::slice_axis on a constant dim, symbolic_slice on
+// a symbolic one (ShapeError naming the input, the dim and the numbers when it cannot).
+inline std::vector<SliceDim> slice_dims(const TypeCall& c) {
+  const auto p = params_of(c, strided_slice_schema());
+  const auto& x = c.type(0).shape;
+  const auto entry = host::slice_entries(p, x.size(), c.label);
+  std::vector<SliceDim> out;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (!entry[k]) {
+      out.push_back({0, x[k], 1});
+      continue;
+    }
+    const std::int64_t b = p.begin[*entry[k]], e = p.end[*entry[k]];
+    const std::int64_t step = host::slice_step(p, *entry[k]);
+    if (const auto n = ne::simplify(x[k]).as_int()) {
+      const auto a = host::slice_axis(b, e, step, *n);
+      out.push_back({a.start, a.extent, a.step});
+    } else if (const auto s = symbolic_slice(b, e, step, x[k])) {
+      out.push_back(*s);
+    } else {
+      const auto range = ne::bounds(x[k]);
+      raise<ShapeError>(
+          "{}: {} dim {} is `{}` (from {} to {}): begin {}, end {}, step {} give a slice that "
+          "depends on its value; slice a symbolic dim whole, or between constants within its "
+          "minimum (counted from either end; a negative step needs a minimum of 1)",
+          c.label, c.arg(0), k, x[k], range.min, range.max, b, e, step);
+    }
+  }
+  return out;
+}
+
+inline TensorType strided_slice_type(const TypeCall& c) {
+  std::vector<ne::Expr> out;
+  for (const auto& d : slice_dims(c)) out.push_back(d.extent);
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType take_type(const TypeCall& c) {
+  host::check_take_indices(c.type(1).dtype, c.label, c.arg(1));
+  const auto& x = c.type(0).shape;
+  const std::size_t axis = c.axis("axis", x.size());
+  std::vector<ne::Expr> out(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), c.type(1).shape.begin(), c.type(1).shape.end());
+  out.insert(out.end(), x.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.end());
+  return {std::move(out), c.type(0).dtype};
+}
+
+inline TensorType broadcast_to_type(const TypeCall& c) {
+  const auto shape = params_of(c, broadcast_to_schema()).shape;
+  host::check_broadcast_shape(shape, c.label);
+  const std::vector<ne::Expr> to(shape.begin(), shape.end());
+  const std::string what = fmt::format("attribute 'shape' [{}]", fmt::join(shape, ", "));
+  return {broadcast(c, c.arg(0), c.type(0).shape, what, to), c.type(0).dtype};
+}
+
+inline TensorType tile_type(const TypeCall& c) {
+  const auto repeats = params_of(c, tile_schema()).repeats;
+  const auto& x = c.type(0).shape;
+  host::check_repeats(repeats, x.size(), c.label);
+  std::vector<ne::Expr> out(x.size());
+  for (std::size_t k = 0; k < x.size(); ++k) out[k] = ne::simplify(x[k] * repeats[k]);
+  return {std::move(out), c.type(0).dtype};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
@@ -28180,6 +29452,18 @@ DLAVM_INLINE Expr concat(std::vector<Expr> xs, const host::ConcatParams& p) {
 }
 DLAVM_INLINE Expr pad(Expr x, const host::PadParams& p) {
   return call("pad", {std::move(x)}, detail::pad_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr strided_slice(Expr x, const host::StridedSliceParams& p) {
+  return call("strided_slice", {std::move(x)}, detail::strided_slice_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr take(Expr x, Expr indices, const host::TakeParams& p) {
+  return call("take", {std::move(x), std::move(indices)}, detail::take_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr broadcast_to(Expr x, const host::BroadcastToParams& p) {
+  return call("broadcast_to", {std::move(x)}, detail::broadcast_to_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr tile(Expr x, const host::TileParams& p) {
+  return call("tile", {std::move(x)}, detail::tile_schema().to_attrs(p));
 }
 
 namespace detail {
@@ -28212,6 +29496,54 @@ inline FirmwareKernel transpose_firmware() {
                                      FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
                                     {std::move(shape), std::move(order)}};
               }};
+}
+
+// An int64 local array of dims.
+inline FirmwareLocal dims_local(std::string name, std::span<const ne::Expr> dims) {
+  FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+  for (const auto& d : dims) l.items.push_back(FirmwareArg::dim(d));
+  return l;
+}
+
+// runtime::strided_slice(x, y, shape, start, step, out, rank); a rank-0 x is copied.
+inline FirmwareCall strided_slice_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  if (x.empty()) return elements_call("dlavm::runtime::copy", s, 1);
+  std::vector<ne::Expr> start, step;
+  for (const auto& d : slice_dims(s.call)) {
+    start.push_back(d.start);
+    step.push_back(d.step);
+  }
+  return {"dlavm::runtime::strided_slice",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("start"), FirmwareArg::local("step"), FirmwareArg::local("out"),
+           FirmwareArg::integer(static_cast<std::int64_t>(x.size()))},
+          {dims_local("shape", x), dims_local("start", start), dims_local("step", step),
+           dims_local("out", s.result.shape)}};
+}
+
+// runtime::tile(x, y, shape, out, rank), x's shape padded with leading 1s to the result's rank:
+// tile, and broadcast_to (a tile whose repeated dims are 1s); a rank-0 result is a copy.
+inline FirmwareCall tile_firmware(const FirmwareStep& s) {
+  const auto& out = s.result.shape;
+  if (out.empty()) return elements_call("dlavm::runtime::copy", s, 1);
+  std::vector<ne::Expr> shape(out.size() - s.input(0).size(), ne::Expr(1));
+  shape.insert(shape.end(), s.input(0).begin(), s.input(0).end());
+  return {"dlavm::runtime::tile",
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::local("shape"),
+           FirmwareArg::local("out"), FirmwareArg::integer(static_cast<std::int64_t>(out.size()))},
+          {dims_local("shape", shape), dims_local("out", out)}};
+}
+
+// runtime::take(x, indices, y, outer, extent, inner, count), which clamps an index outside the
+// dim (host::take raises).
+inline FirmwareCall take_firmware(const FirmwareStep& s) {
+  const auto& x = s.input(0);
+  const auto split = host::split_at(std::span(x), s.call.axis("axis", x.size()));
+  return {"dlavm::runtime::take",
+          {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+           FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+           FirmwareArg::dim(split.inner), FirmwareArg::dim(product(s.input(1)))}};
 }
 
 }  // namespace detail
@@ -28264,6 +29596,41 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
              return host::pad(*a[0], detail::pad_params(attrs));
            }});
+  ops.add({.name = "strided_slice",
+           .attrs = detail::strided_slice_schema().specs(),
+           .type_rule = detail::strided_slice_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::strided_slice(*a[0],
+                                            detail::strided_slice_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::strided_slice_firmware}});
+  ops.add({.name = "take",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::take_schema().specs(),
+           .type_rule = detail::take_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::take(*a[0], *a[1], detail::take_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::take_firmware}});
+  ops.add({.name = "broadcast_to",
+           .attrs = detail::broadcast_to_schema().specs(),
+           .type_rule = detail::broadcast_to_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::broadcast_to(*a[0], detail::broadcast_to_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::tile_firmware}});
+  ops.add({.name = "tile",
+           .attrs = detail::tile_schema().specs(),
+           .type_rule = detail::tile_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::tile(*a[0], detail::tile_schema().from_attrs(attrs));
+               },
+           .firmware = {.call = detail::tile_firmware}});
 }
 
 }  // namespace dlavm::graph
@@ -28608,6 +29975,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_reduce_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
+  add_image_ops(ops);
   add_float_ops(ops);
   add_integer_ops(ops);
   return ops;
@@ -32411,6 +33779,7 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 // so what graph::build runs on a function that is not placed yet. Each is a graph::Pass
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
+//   fold_batch_norm  graph::fold_batch_norm (graph/fold_batch_norm.hpp)
 //   type           graph::detail::infer_types (graph/infer_type.hpp)
 //   partition      graph::place (graph/partition.hpp)
 //   fold_rounding  graph::fold_rounding (graph/fold_rounding.hpp)
@@ -32444,6 +33813,167 @@ std::vector<Pass> default_passes();
 // end dlavm/core/api.hpp
 // begin dlavm/graph/assign_layouts.hpp
 // end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// The `fold_batch_norm` pass: a batch_norm whose input is a convolution or a dense layer with a
+// constant float32 weight (and, between them, possibly a bias_add of a constant), read by the
+// batch_norm alone, becomes that layer with its weight scaled per output channel and a bias,
+// as exporters' inference graphs are meant to run:
+//
+//   batch_norm(conv2d(x, %w) [bias_add %b], %gamma, %beta, %mean, %var, epsilon)
+//     -> bias_add(conv2d(x, %w'), %b')
+//   s = gamma / sqrt(var + epsilon),  w'[o, ...] = w[o, ...] * s[o],  b' = (b - mean) * s + beta
+//
+// in float32 (b = 0 without a bias_add). dense(x, %w[N, K]) folds the same way, with the
+// batch_norm along x's last dim. Every other batch_norm stays, an op the host runs. The pass
+// needs no types; it runs first in graph::default_passes().
+//
+//   auto folded = graph::fold_batch_norm(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function fold_batch_norm(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/fold_batch_norm-inl.hpp
+// Definitions for graph/fold_batch_norm.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// end dlavm/graph/fold_batch_norm.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/float_ops.hpp
+// end dlavm/graph/ops/float_ops.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// A float32 constant's array, or null.
+inline const te::NDArray* float_constant(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  return c != nullptr && c->value->dtype() == DType::float32() ? c->value.get() : nullptr;
+}
+
+class BatchNormFolder : public ExprMutator<BatchNormFolder> {
+ public:
+  explicit BatchNormFolder(std::unordered_map<const Node*, int> users) : users_(std::move(users)) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    Expr rebuilt = ExprMutator<BatchNormFolder>::visit_call(call, e, args);
+    if (call.op() != "batch_norm") return rebuilt;
+    if (auto folded = fold(call, args)) return *folded;
+    return rebuilt;
+  }
+
+ private:
+  // The folded layer, or nullopt when the batch_norm does not follow a foldable one.
+  std::optional<Expr> fold(const CallNode& bn, ArgResults<Expr> args) {
+    const te::NDArray* stats[4] = {};
+    for (std::size_t i = 0; i < 4; ++i)
+      if ((stats[i] = float_constant(args[1 + i])) == nullptr || stats[i]->ndim() != 1)
+        return std::nullopt;
+    // the layer, through one bias_add of a constant along the same channel
+    const Expr* layer = &bn.args[0];
+    const te::NDArray* bias = nullptr;
+    if (const auto* b = layer->as<CallNode>(); b != nullptr && b->op() == "bias_add") {
+      if (!read_once(*layer) || (bias = float_constant(b->args[1])) == nullptr) return std::nullopt;
+      layer = &b->args[0];
+    }
+    const auto* l = layer->as<CallNode>();
+    if (l == nullptr || !read_once(*layer) || (l->op() != "conv2d" && l->op() != "dense"))
+      return std::nullopt;
+    const te::NDArray* w = float_constant(l->args[1]);
+    if (w == nullptr || w->ndim() < 2) return std::nullopt;
+    const std::int64_t channels = w->shape()[0];
+    for (const auto* s : stats)
+      if (s->shape()[0] != channels) return std::nullopt;
+    if (bias != nullptr && bias->shape() != std::vector<std::int64_t>{channels})
+      return std::nullopt;
+    // the batch_norm's axis must be the layer's output channel: 1 for conv2d (NCHW), the last
+    // for dense (known from the weight alone only for a 2-D input, so a dense folds only with
+    // axis -1 or, for 2-D, 1)
+    const auto p = batch_norm_params(bn.attrs);
+    if (l->op() == "conv2d" ? p.axis != 1 : p.axis != -1 && p.axis != 1) return std::nullopt;
+    if (l->op() == "dense" && p.axis == 1 && !two_dimensional(l->args[0])) return std::nullopt;
+    if (bias != nullptr && bias_add_params(bn.args[0].as<CallNode>()->attrs).axis != p.axis)
+      return std::nullopt;
+
+    const auto& gamma = stats[0]->fdata();
+    const auto& beta = stats[1]->fdata();
+    const auto& mean = stats[2]->fdata();
+    const auto& var = stats[3]->fdata();
+    const auto eps = static_cast<float>(p.epsilon);
+    te::NDArray w2 = *w;
+    te::NDArray b2(DType::float32(), {channels});
+    const auto per_channel = static_cast<std::int64_t>(w->size()) / channels;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const float s = gamma[i] / std::sqrt(var[i] + eps);
+      for (std::int64_t k = c * per_channel; k < (c + 1) * per_channel; ++k)
+        w2.fdata()[static_cast<std::size_t>(k)] *= s;
+      b2.fdata()[i] = ((bias != nullptr ? bias->fdata()[i] : 0.0f) - mean[i]) * s + beta[i];
+    }
+    // the new constants are named after the batch_norm's value, or its weight's and a count
+    const std::string name =
+        !bn.result_name.empty()
+            ? bn.result_name
+            : fmt::format("{}.bn{}", l->args[1].as<ConstantNode>()->name, folds_);
+    ++folds_;
+    auto new_layer =
+        call(std::string(l->op()), {visit(l->args[0]), constant(name + ".weight", std::move(w2))},
+             l->attrs, l->result_name);
+    auto y =
+        bias_add(std::move(new_layer), constant(name + ".bias", std::move(b2)), {.axis = p.axis});
+    return bn.result_name.empty() ? y : named(y, bn.result_name);
+  }
+
+  bool read_once(const Expr& e) const {
+    const auto it = users_.find(e.get());
+    return it != users_.end() && it->second == 1;
+  }
+
+  static bool two_dimensional(const Expr& x) { return x.has_type() && x.type().ndim() == 2; }
+
+  std::unordered_map<const Node*, int> users_;
+  int folds_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function fold_batch_norm(const Function& fn, const Target&) {
+  // how many calls (and results and states) read each node: a layer read elsewhere too keeps
+  // its own weights
+  std::unordered_map<const Node*, int> users;
+  for (const Expr& e : post_order(fn.roots()))
+    if (const auto* c = e.as<CallNode>())
+      for (const Expr& a : c->args) ++users[a.get()];
+  for (const Expr& r : fn.roots()) ++users[r.get()];
+  return detail::BatchNormFolder(std::move(users)).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/fold_batch_norm-inl.hpp
+#endif
+// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // The `fold_rounding` pass: in a VTA group, a requantize that rounds to nearest adds 2^(s-1)
 // before its shift, one ALU pass per tile; where a constant bias comes before it with only
@@ -32947,6 +34477,9 @@ namespace dlavm::graph {
 
 DLAVM_INLINE std::vector<Pass> default_passes() {
   return {
+      {"fold_batch_norm",
+       "folds a batch_norm into the convolution or dense layer with constant weights before it",
+       fold_batch_norm},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -35347,6 +36880,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor-inl.hpp
 #endif
 // end dlavm/graph/executor.hpp
+// begin dlavm/graph/fold_batch_norm.hpp
+// end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
 // begin dlavm/graph/functor.hpp
@@ -35398,6 +36933,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/elementwise.hpp
 // begin dlavm/host/float_ops.hpp
 // end dlavm/host/float_ops.hpp
+// begin dlavm/host/image.hpp
+// end dlavm/host/image.hpp
 // begin dlavm/host/integer_ops.hpp
 // end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
