@@ -10801,6 +10801,7 @@ DLAVM_INLINE std::string to_string(const Expr& e) {
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10913,6 +10914,33 @@ const T* elements_as(const te::NDArray& a) {
 template <class T>
 T* elements_as(te::NDArray& a) {
   return reinterpret_cast<T*>(a.data().data());
+}
+// For N operands of `shapes` broadcast (numpy) to `out`, the shape of the result: calls
+// f(o, at, step, n) for each row of the result (its last dim; a scalar is one row of 1), o the
+// row's first element, n its length, at[j] the offset of operand j's element for the row's
+// first and step[j] 1 or 0 (the operand's last dim is the row's, or stretched or missing).
+template <std::size_t N, class F>
+void for_each_broadcast_row(std::span<const std::int64_t> out,
+                            const std::array<std::span<const std::int64_t>, N>& shapes, F&& f) {
+  std::array<std::int64_t, N> at{}, step{};
+  if (out.empty()) {
+    f(std::int64_t{0}, at, step, std::int64_t{1});
+    return;
+  }
+  const std::int64_t last = out.back();
+  const std::span<const std::int64_t> outer(out.data(), out.size() - 1);
+  // operands as [outer..., last]: the offset of each row, and the step within a row
+  std::array<std::vector<std::int64_t>, N> rows;
+  for (std::size_t j = 0; j < N; ++j) {
+    const auto s = shapes[j];
+    rows[j] =
+        broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), s.empty() ? 1 : s.back());
+    step[j] = !s.empty() && s.back() != 1 ? 1 : 0;
+  }
+  for (std::size_t r = 0; r < rows[0].size(); ++r) {
+    for (std::size_t j = 0; j < N; ++j) at[j] = rows[j][r];
+    f(static_cast<std::int64_t>(r) * last, at, step, last);
+  }
 }
 // Every element of an integer array wrapped to its dtype (DType::wrap).
 void wrap_elements(te::NDArray& a);
@@ -25361,31 +25389,16 @@ namespace dlavm::host {
 
 namespace detail {
 
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`).
+template <class T, class U, class F>
 void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     std::span<const std::int64_t> bs, U* out, std::span<const std::int64_t> os,
                      F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
+  for_each_broadcast_row<2>(os, {as, bs},
+                            [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+                              for (std::int64_t i = 0; i < n; ++i)
+                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                            });
 }
 
 // f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and
@@ -28100,8 +28113,17 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // dropped (merge_reduction): the kernel walks at most 8 groups of dims (kMaxReduceGroups; only
 // a rank above 8 whose axes alternate exceeds them, and is refused naming the groups).
 //
+//   argmax(x, {axis = 0, keepdims = true, select_last_index = false}), argmin
+//     axis       a dim of x (negative counts from the end), of at least one element
+//     keepdims   the axis stays, as a 1; else it is dropped
+//   -> int64: along the axis, the index of the maximum (minimum) element; of equal elements the
+//   first (select_last_index: the last); float32: a NaN wins, the first NaN (the last), as
+//   numpy's argmax and ONNX's reference. Each is a kind of runtime::ArgReduce
+//   (runtime::arg_reduce), listed in kArgReduceOps.
+//
 //   auto m = host::reduce(runtime::Reduce::Mean, x, {.axes = {2, 3}});  // [N, C, H, W] -> [N, C,
 //   1, 1]
+//   auto i = host::arg_reduce(runtime::ArgReduce::Max, x, {.axis = -1});  // int64 [N, C, H, 1]
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -28195,6 +28217,46 @@ MergedReduction<Extent> merge_reduction(std::span<const Extent> shape,
   }
   return m;
 }
+
+struct ArgReduceParams {
+  std::int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+};
+
+struct ArgReduceOp {
+  runtime::ArgReduce kind;
+  std::string_view name;        // the graph op: "argmax"
+  std::string_view enumerator;  // runtime::ArgReduce's: "Max"
+};
+
+inline constexpr ArgReduceOp kArgReduceOps[] = {
+    {runtime::ArgReduce::Max, "argmax", "Max"},
+    {runtime::ArgReduce::Min, "argmin", "Min"},
+};
+static_assert(std::size(kArgReduceOps) == runtime::kArgReduceCount);
+
+constexpr const ArgReduceOp& arg_reduce_op(runtime::ArgReduce kind) {
+  return kArgReduceOps[static_cast<std::size_t>(kind)];
+}
+
+// The result's shape: x's with the axis (normalized) 1 (keepdims) or dropped.
+template <class Extent>
+std::vector<Extent> arg_reduced_shape(std::span<const Extent> shape, std::size_t axis,
+                                      bool keepdims) {
+  std::vector<Extent> out;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (k != axis)
+      out.push_back(shape[k]);
+    else if (keepdims)
+      out.push_back(Extent(1));
+  return out;
+}
+
+// The index of each row's maximum (minimum) along p.axis, int64; ValueError for an axis
+// outside x's dims, ShapeError for an axis of 0 elements.
+te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                       const ArgReduceParams& p = {});
 
 // The reduction of `kind` over p.axes; TypeError for a mean of integers wider than 32 bits,
 // ValueError for bad axes, ShapeError for more than kMaxReduceGroups groups.
@@ -28291,6 +28353,32 @@ DLAVM_INLINE te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, cons
     if (count == 0 && x.dtype().is_int()) detail::fill_empty_extremes(kind, y);
     detail::wrap_elements(y);
   }
+  return y;
+}
+
+DLAVM_INLINE te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                                    const ArgReduceParams& p) {
+  const std::string who = fmt::format("host::{}", arg_reduce_op(kind).name);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (x.shape()[axis] == 0)
+    raise<ShapeError>("{}: dim {} of x {} (the axis) has no element to pick", who, axis,
+                      detail::shape_str(x.shape()));
+  const auto s = split_at(std::span(x.shape()), axis);
+  te::NDArray y(DType::int64(), arg_reduced_shape(std::span(x.shape()), axis, p.keepdims));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::ArgReduce K = decltype(tag)::value;
+    std::int64_t* out = y.data().data();
+    if (x.dtype().is_float()) {
+      runtime::arg_reduce<K>(x.fdata().data(), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+      return;
+    }
+    detail::with_integer_type(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      runtime::arg_reduce<K>(detail::elements_as<T>(x), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+    });
+  });
   return y;
 }
 
@@ -36939,6 +37027,294 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
 // end dlavm/host/linear.hpp
+// begin dlavm/host/logic.hpp
+// Host kernels for ONNX's boolean operators. dlavm has no bool dtype: a boolean is uint8
+// holding 0 or 1 (the importer reads ONNX's BOOL tensors so), what the comparisons and float
+// classes give and what the logical ops and where's condition read (any nonzero as true). The
+// semantics below are the definition the graph ops and their firmware kernels reproduce: each op
+// is a kind of runtime::Compare, runtime::Logical or runtime::FloatClass whose value
+// runtime/kernels.hpp computes (compare_value, logical_value, float_class_value) for the host
+// and firmware alike.
+//
+//   equal(a, b), not_equal, greater, greater_equal, less, less_equal
+//                     numpy broadcast of the shapes; one dtype for both, float32 or any integer
+//                     dtype -> uint8 0/1. float32: IEEE's comparisons (a NaN compares false,
+//                     with itself too, and not_equal true; -0 equals +0); integers: their values
+//   logical_and(a, b), logical_or, logical_xor
+//                     numpy broadcast; uint8 operands, any nonzero true -> uint8 0/1
+//   logical_not(x)    uint8 -> uint8: 1 where x is 0, else 0
+//   where(cond, a, b) cond ? a : b, the three broadcast together (numpy); cond uint8 (nonzero:
+//                     true), a and b one dtype (any), the result of that dtype
+//   is_nan(x)         float32 -> uint8: x is a NaN
+//   is_inf(x, {detect_positive = 1, detect_negative = 1})
+//                     float32 -> uint8: x is +inf (when detect_positive) or -inf (when
+//                     detect_negative)
+// kCompareOps, kLogicalOps and kFloatClassOps list them in their kinds' order: the graph records,
+// the builders and the firmware calls are made from them, so a kind is an enum entry, its value
+// and a row here.
+//
+//   auto mask = host::compare(runtime::Compare::Greater, x, threshold);   // uint8 [2, 3]
+//   auto y = host::where(mask, x, zeros);                                  // float32 [2, 3]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <iterator>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct CompareOp {
+  runtime::Compare kind;
+  std::string_view name;        // the graph op: "greater_equal"
+  std::string_view enumerator;  // runtime::Compare's, as a firmware call spells it
+};
+
+inline constexpr CompareOp kCompareOps[] = {
+    {runtime::Compare::Equal, "equal", "Equal"},
+    {runtime::Compare::NotEqual, "not_equal", "NotEqual"},
+    {runtime::Compare::Greater, "greater", "Greater"},
+    {runtime::Compare::GreaterEqual, "greater_equal", "GreaterEqual"},
+    {runtime::Compare::Less, "less", "Less"},
+    {runtime::Compare::LessEqual, "less_equal", "LessEqual"},
+};
+static_assert(std::size(kCompareOps) == runtime::kCompareCount);
+
+constexpr const CompareOp& compare_op(runtime::Compare kind) {
+  return kCompareOps[static_cast<std::size_t>(kind)];
+}
+
+struct LogicalOp {
+  runtime::Logical kind;
+  std::string_view name;        // the graph op: "logical_xor"
+  std::string_view enumerator;  // runtime::Logical's: "Xor"
+};
+
+inline constexpr LogicalOp kLogicalOps[] = {
+    {runtime::Logical::And, "logical_and", "And"},
+    {runtime::Logical::Or, "logical_or", "Or"},
+    {runtime::Logical::Xor, "logical_xor", "Xor"},
+    {runtime::Logical::Not, "logical_not", "Not"},
+};
+static_assert(std::size(kLogicalOps) == runtime::kLogicalCount);
+
+constexpr const LogicalOp& logical_op(runtime::Logical kind) {
+  return kLogicalOps[static_cast<std::size_t>(kind)];
+}
+
+struct FloatClassOp {
+  runtime::FloatClass kind;
+  std::string_view name;        // the graph op: "is_inf"
+  std::string_view enumerator;  // runtime::FloatClass's: "Inf"
+};
+
+inline constexpr FloatClassOp kFloatClassOps[] = {
+    {runtime::FloatClass::Nan, "is_nan", "Nan"},
+    {runtime::FloatClass::Inf, "is_inf", "Inf"},
+};
+static_assert(std::size(kFloatClassOps) == runtime::kFloatClassCount);
+
+constexpr const FloatClassOp& float_class_op(runtime::FloatClass kind) {
+  return kFloatClassOps[static_cast<std::size_t>(kind)];
+}
+
+// ONNX IsInf's attributes (is_nan reads neither).
+struct IsInfParams {
+  bool detect_positive = true;
+  bool detect_negative = true;
+};
+
+// a K b as uint8 0/1; TypeError naming the op for operands of two dtypes or a float other than
+// float32, ShapeError for shapes that do not broadcast.
+te::NDArray compare(runtime::Compare kind, const te::NDArray& a, const te::NDArray& b);
+// The logical kind of a and b (And, Or, Xor), or of x (Not); TypeError for an operand that is
+// not uint8, ValueError for a kind given the wrong number of operands.
+te::NDArray logical(runtime::Logical kind, const te::NDArray& a, const te::NDArray& b);
+te::NDArray logical(runtime::Logical kind, const te::NDArray& x);
+te::NDArray logical_not(const te::NDArray& x);
+// cond ? a : b; TypeError for a cond that is not uint8 or for a and b of two dtypes,
+// ShapeError for shapes that do not broadcast.
+te::NDArray where(const te::NDArray& cond, const te::NDArray& a, const te::NDArray& b);
+// Whether x is of the class; TypeError for x not float32.
+te::NDArray float_class(runtime::FloatClass kind, const te::NDArray& x, const IsInfParams& p = {});
+te::NDArray is_nan(const te::NDArray& x);
+te::NDArray is_inf(const te::NDArray& x, const IsInfParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/logic-inl.hpp
+// Definitions for host/logic.hpp: the kinds' values from runtime/kernels.hpp over the broadcast
+// rows of host/common.hpp, integers in 64 bits (host/common.hpp's with_integer_type), results
+// stored as 0 or 1 into the uint8 array's elements.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/logic.hpp
+// end dlavm/host/logic.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// The numpy broadcast of two shapes, or ShapeError naming `who` and the operands.
+inline Shape broadcast_or_raise(std::string_view who, std::string_view what_a,
+                                std::span<const std::int64_t> a, std::string_view what_b,
+                                std::span<const std::int64_t> b) {
+  const auto shape = broadcast_shapes(a, b);
+  if (!shape)
+    raise<ShapeError>("{}: {} {} and {} {} do not broadcast (dims must match or be 1)", who, what_a,
+                      shape_str(a), what_b, shape_str(b));
+  return *shape;
+}
+
+inline void require_uint8(std::string_view who, std::string_view what, const te::NDArray& a,
+                          std::string_view role) {
+  if (a.dtype() != DType::uint8())
+    raise<TypeError>("{}: {} is {}; {} (a boolean: 0 or 1, any nonzero true)", who, what, a.dtype(),
+                     role);
+}
+
+// y[o] = f(a[ia], b[ib]) over the broadcast `shape`, y an integer array (0 or 1 stored).
+template <class T, class F>
+void apply_to_ints(const T* a, const te::NDArray& ta, const T* b, const te::NDArray& tb,
+                   te::NDArray& y, F&& f) {
+  std::int64_t* out = y.data().data();
+  for_each_broadcast_row<2>(y.shape(), {std::span(ta.shape()), std::span(tb.shape())},
+                            [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+                              for (std::int64_t i = 0; i < n; ++i)
+                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                            });
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray compare(runtime::Compare kind, const te::NDArray& a,
+                                 const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", compare_op(kind).name);
+  detail::require_same_dtype(who, a, b);
+  te::NDArray y(DType::uint8(), detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape()));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Compare K = decltype(tag)::value;
+    if (a.dtype().is_float()) {
+      detail::apply_to_ints(a.fdata().data(), a, b.fdata().data(), b, y, [](float x, float z) {
+        return std::int64_t{runtime::compare_value<K>(x, z)};
+      });
+      return;
+    }
+    detail::with_integer_type(a.dtype(), [&](auto t) {
+      using T = decltype(t);
+      detail::apply_to_ints(detail::elements_as<T>(a), a, detail::elements_as<T>(b), b, y,
+                            [](T x, T z) { return std::int64_t{runtime::compare_value<K>(x, z)}; });
+    });
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical(runtime::Logical kind, const te::NDArray& a,
+                                 const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", logical_op(kind).name);
+  if (runtime::arity(kind) != 2)
+    raise<ValueError>("{}: takes {} operand, given 2", who, runtime::arity(kind));
+  detail::require_uint8(who, "a", a, "logical ops take uint8");
+  detail::require_uint8(who, "b", b, "logical ops take uint8");
+  te::NDArray y(DType::uint8(), detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape()));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Logical K = decltype(tag)::value;
+    if constexpr (runtime::arity(K) == 2)
+      detail::apply_to_ints(a.data().data(), a, b.data().data(), b, y,
+                            [](std::int64_t x, std::int64_t z) {
+                              return std::int64_t{runtime::logical_value<K>(x, z)};
+                            });
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical(runtime::Logical kind, const te::NDArray& x) {
+  const std::string who = fmt::format("host::{}", logical_op(kind).name);
+  if (runtime::arity(kind) != 1)
+    raise<ValueError>("{}: takes {} operands, given 1", who, runtime::arity(kind));
+  detail::require_uint8(who, "x", x, "logical ops take uint8");
+  te::NDArray y(DType::uint8(), x.shape());
+  runtime::logical<runtime::Logical::Not>(x.data().data(), y.data().data(),
+                                          static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical_not(const te::NDArray& x) {
+  return logical(runtime::Logical::Not, x);
+}
+
+DLAVM_INLINE te::NDArray where(const te::NDArray& cond, const te::NDArray& a,
+                               const te::NDArray& b) {
+  constexpr std::string_view who = "host::where";
+  detail::require_uint8(who, "cond", cond, "a condition is uint8");
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: a is {} and b is {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+  const auto ab = detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape());
+  te::NDArray y(a.dtype(), detail::broadcast_or_raise(who, "cond", cond.shape(),
+                                                      "the broadcast of a and b", ab));
+  const auto pick = [&](const auto* av, const auto* bv, auto* out) {
+    const std::int64_t* c = cond.data().data();
+    detail::for_each_broadcast_row<3>(
+        y.shape(), {std::span(cond.shape()), std::span(a.shape()), std::span(b.shape())},
+        [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+          for (std::int64_t i = 0; i < n; ++i)
+            out[o + i] =
+                c[at[0] + i * step[0]] != 0 ? av[at[1] + i * step[1]] : bv[at[2] + i * step[2]];
+        });
+  };
+  if (a.dtype().is_float())
+    pick(a.fdata().data(), b.fdata().data(), y.fdata().data());
+  else
+    pick(a.data().data(), b.data().data(), y.data().data());
+  return y;
+}
+
+DLAVM_INLINE te::NDArray float_class(runtime::FloatClass kind, const te::NDArray& x,
+                                     const IsInfParams& p) {
+  const std::string who = fmt::format("host::{}", float_class_op(kind).name);
+  detail::require_float32(who, "x", x);
+  te::NDArray y(DType::uint8(), x.shape());
+  runtime::with_kind(kind, [&](auto tag) {
+    runtime::float_class<decltype(tag)::value>(x.fdata().data(), y.data().data(),
+                                               static_cast<std::int64_t>(x.size()),
+                                               p.detect_positive, p.detect_negative);
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray is_nan(const te::NDArray& x) {
+  return float_class(runtime::FloatClass::Nan, x);
+}
+
+DLAVM_INLINE te::NDArray is_inf(const te::NDArray& x, const IsInfParams& p) {
+  return float_class(runtime::FloatClass::Inf, x, p);
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/logic-inl.hpp
+#endif
+// end dlavm/host/logic.hpp
 // begin dlavm/host/pool.hpp
 // end dlavm/host/pool.hpp
 // begin dlavm/host/quantize.hpp
