@@ -47,7 +47,7 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 54);
+  CHECK(ops.size() == 69);
   CHECK(ops.at("batch_norm").min_args == 5);
   // the data movement ops ONNX needs (issue 40)
   CHECK_FALSE(ops.at("strided_slice").find_attr("begin")->default_value.has_value());
@@ -82,9 +82,10 @@ TEST_CASE("registry: default_ops holds every op of the spec with its attributes"
   CHECK_FALSE(ops.at("requantize").find_attr("shift")->default_value.has_value());  // required
   CHECK(ops.at("concat").max_args == graph::OpRecord::kVariadic);
   CHECK(ops.find("conv3d") == nullptr);
-  CHECK_THROWS_WITH_AS(ops.at("conv3d"),
-                       doctest::Contains("unknown op 'conv3d'; known ops: abs, add, avg_pool2d"),
-                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      ops.at("conv3d"),
+      doctest::Contains("unknown op 'conv3d'; known ops: abs, add, argmax, argmin, avg_pool2d"),
+      dlavm::ValueError);
 }
 
 TEST_CASE("registry: a custom op types, places and evaluates like the built-in ones") {
