@@ -1,6 +1,7 @@
 // Converters of element-wise math and reductions: the unary functions (Sigmoid, Tanh, Exp, Log,
 // Sqrt, Erf, Abs, Neg, HardSigmoid, HardSwish, LeakyRelu), the binary ones of tensors (Sub, Div,
-// Pow, Max, Min, PRelu, and Sum and Mean of any count), ReduceSum/Mean/Max/Min and LogSoftmax.
+// Pow, Max, Min, PRelu, and Sum and Mean of any count), ReduceSum/Mean/Max/Min, ArgMax/ArgMin
+// and LogSoftmax.
 #include <fmt/ranges.h>
 
 #include "common.hpp"
@@ -131,6 +132,21 @@ Outs log_softmax(Importer& im, const Node& n) {
   const auto rank = static_cast<std::int64_t>(im.type_of(x).ndim());
   return {
       graph::log_softmax(x, {.axis = normalize_axis(attr_int(im, n, "axis", -1), rank, "axis")})};
+}
+
+// ArgMax and ArgMin: every version (1 took a non-negative axis only, 11 any, 12 added
+// select_last_index, whose default keeps the earlier meaning).
+Outs arg_max(Importer& im, const Node& n) {
+  return {graph::argmax(im.expr(n, 0),
+                        {.axis = attr_int(im, n, "axis", 0),
+                         .keepdims = attr_int(im, n, "keepdims", 1) != 0,
+                         .select_last_index = attr_int(im, n, "select_last_index", 0) != 0})};
+}
+Outs arg_min(Importer& im, const Node& n) {
+  return {graph::argmin(im.expr(n, 0),
+                        {.axis = attr_int(im, n, "axis", 0),
+                         .keepdims = attr_int(im, n, "keepdims", 1) != 0,
+                         .select_last_index = attr_int(im, n, "select_last_index", 0) != 0})};
 }
 
 }  // namespace convert
