@@ -11,6 +11,7 @@
 #include <dlavm/host/image.hpp>
 #include <dlavm/host/integer_ops.hpp>
 #include <dlavm/host/linear.hpp>
+#include <dlavm/host/logic.hpp>
 #include <dlavm/host/pool.hpp>
 #include <dlavm/host/quantize.hpp>
 #include <dlavm/host/reduce.hpp>

@@ -10801,6 +10801,7 @@ DLAVM_INLINE std::string to_string(const Expr& e) {
 // begin dlavm/te/ndarray.hpp
 // end dlavm/te/ndarray.hpp
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10913,6 +10914,33 @@ const T* elements_as(const te::NDArray& a) {
 template <class T>
 T* elements_as(te::NDArray& a) {
   return reinterpret_cast<T*>(a.data().data());
+}
+// For N operands of `shapes` broadcast (numpy) to `out`, the shape of the result: calls
+// f(o, at, step, n) for each row of the result (its last dim; a scalar is one row of 1), o the
+// row's first element, n its length, at[j] the offset of operand j's element for the row's
+// first and step[j] 1 or 0 (the operand's last dim is the row's, or stretched or missing).
+template <std::size_t N, class F>
+void for_each_broadcast_row(std::span<const std::int64_t> out,
+                            const std::array<std::span<const std::int64_t>, N>& shapes, F&& f) {
+  std::array<std::int64_t, N> at{}, step{};
+  if (out.empty()) {
+    f(std::int64_t{0}, at, step, std::int64_t{1});
+    return;
+  }
+  const std::int64_t last = out.back();
+  const std::span<const std::int64_t> outer(out.data(), out.size() - 1);
+  // operands as [outer..., last]: the offset of each row, and the step within a row
+  std::array<std::vector<std::int64_t>, N> rows;
+  for (std::size_t j = 0; j < N; ++j) {
+    const auto s = shapes[j];
+    rows[j] =
+        broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), s.empty() ? 1 : s.back());
+    step[j] = !s.empty() && s.back() != 1 ? 1 : 0;
+  }
+  for (std::size_t r = 0; r < rows[0].size(); ++r) {
+    for (std::size_t j = 0; j < N; ++j) at[j] = rows[j][r];
+    f(static_cast<std::int64_t>(r) * last, at, step, last);
+  }
 }
 // Every element of an integer array wrapped to its dtype (DType::wrap).
 void wrap_elements(te::NDArray& a);
@@ -23225,7 +23253,11 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
 //                neg, hard_sigmoid, hard_swish, leaky_relu
 //   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
-//                reduce_min
+//                reduce_min, argmax, argmin
+//   logic        equal, not_equal, greater, greater_equal,  graph/ops/logic.hpp
+//                less, less_equal, logical_and, logical_or,
+//                logical_xor, logical_not, where, is_nan,
+//                is_inf
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
 //                strided_slice, take, broadcast_to, tile
@@ -23838,6 +23870,13 @@ std::optional<std::string> host_float32_or_integers(const TypeCall& c);
 // The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
 // elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
 FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);
+// The firmware kernel of an op that broadcasts its inputs (numpy): `elements`(input 0, ...,
+// output, elements) for inputs of one shape, else `broadcast`(input 0, ..., output, shape,
+// shape of input 0, ..., rank) with the shapes aligned to the result's rank (at most 8; a
+// step of more dims is refused naming `op`) as local arrays named "shape" and `locals` (one
+// per input): runtime::binary / binary_broadcast and their kin.
+FirmwareKernel broadcast_firmware(std::string op, std::string elements, std::string broadcast,
+                                  std::vector<std::string> locals);
 
 }  // namespace dlavm::graph::detail
 
@@ -23863,6 +23902,8 @@ FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::siz
 // end dlavm/ne/printer.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
+// begin dlavm/ne/structural.hpp
+// end dlavm/ne/structural.hpp
 
 #include <fmt/format.h>
 
@@ -23943,6 +23984,47 @@ DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep
   c.args.push_back(FirmwareArg::output());
   c.args.push_back(FirmwareArg::dim(product(s.input(0))));
   return c;
+}
+
+DLAVM_INLINE FirmwareKernel broadcast_firmware(std::string op, std::string elements,
+                                               std::string broadcast,
+                                               std::vector<std::string> locals) {
+  const auto same_shape = [](const FirmwareStep& s) {
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    for (std::size_t k = 1; k < s.call.size(); ++k) {
+      const auto &a = s.input(0), &b = s.input(k);
+      if (a.size() != b.size() || !std::equal(a.begin(), a.end(), b.begin(), same)) return false;
+    }
+    return true;
+  };
+  const auto support = [same_shape, op](const FirmwareStep& s) -> std::optional<std::string> {
+    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
+    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)", op,
+                       s.result.shape.size());
+  };
+  const auto call = [same_shape, elements, broadcast, locals](const FirmwareStep& s) {
+    const std::size_t inputs = s.call.size();
+    if (same_shape(s)) return elements_call(elements, s, inputs);
+    const std::size_t rank = s.result.shape.size();
+    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
+      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+      for (std::size_t k = 0; k < rank; ++k)
+        l.items.push_back(
+            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
+      return l;
+    };
+    FirmwareCall c{broadcast, {}, {aligned("shape", s.result.shape)}};
+    for (std::size_t k = 0; k < inputs; ++k) c.args.push_back(FirmwareArg::input(k));
+    c.args.push_back(FirmwareArg::output());
+    c.args.push_back(FirmwareArg::local("shape"));
+    for (std::size_t k = 0; k < inputs; ++k) {
+      c.args.push_back(FirmwareArg::local(locals.at(k)));
+      c.locals.push_back(aligned(locals.at(k), s.input(k)));
+    }
+    c.args.push_back(FirmwareArg::integer(static_cast<std::int64_t>(rank)));
+    return c;
+  };
+  return {.support = support, .call = call};
 }
 
 }  // namespace dlavm::graph::detail
@@ -24828,24 +24910,193 @@ void binary(const T* a, const T* b, T* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = binary_value<K>(a[i], b[i]);
 }
 
+namespace detail {
+
+// Calls f(o, at) for each element of y (of `shape`, `rank` dims, at most 8) in row-major order:
+// o its offset, at[j] the offset of the element operand j reads under numpy broadcasting, the
+// operand of shapes[j] aligned to y's rank (leading 1s where it has fewer dims), each dim equal
+// to y's or 1 (stretched). The loop of every broadcasting kernel.
+template <int N, class F>
+void for_each_broadcast(const std::int64_t* shape, const std::int64_t* const (&shapes)[N],
+                        std::int64_t rank, F&& f) {
+  std::int64_t strides[N][8] = {}, n = 1;
+  for (int j = 0; j < N; ++j) row_major_strides(shapes[j], rank, strides[j]);
+  Walk<N> w;  // over y's indices, the offsets into the operands
+  for (std::int64_t k = 0; k < rank; ++k) {
+    std::int64_t steps[N] = {};
+    for (int j = 0; j < N; ++j) steps[j] = shapes[j][k] == 1 ? 0 : strides[j][k];
+    w.push(shape[k], steps);
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  std::int64_t o = 0;
+  do f(o++, w.at);
+  while (w.next());
+}
+
+}  // namespace detail
+
 // y = f(a, b) under numpy broadcasting: y of `shape`, a and b of a_shape and b_shape aligned
 // to its `rank` dims (at most 8; leading 1s where an operand has fewer), each dim equal to
 // y's or 1 (stretched).
 template <Binary K, class T>
 void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
                       const std::int64_t* a_shape, const std::int64_t* b_shape, std::int64_t rank) {
-  std::int64_t as[8] = {}, bs[8] = {}, n = 1;
-  detail::row_major_strides(a_shape, rank, as);
-  detail::row_major_strides(b_shape, rank, bs);
-  detail::Walk<2> w;  // over y's indices, the offsets into a and b
-  for (std::int64_t k = 0; k < rank; ++k) {
-    w.push(shape[k], {a_shape[k] == 1 ? 0 : as[k], b_shape[k] == 1 ? 0 : bs[k]});
-    n *= shape[k];
+  detail::for_each_broadcast<2>(
+      shape, {a_shape, b_shape}, rank,
+      [&](std::int64_t o, const std::int64_t* at) { y[o] = binary_value<K>(a[at[0]], b[at[1]]); });
+}
+
+// ---- booleans: comparisons, logic, where, float classes ----------------------------------
+// dlavm has no bool dtype: a boolean is a uint8 holding 0 or 1 (ONNX's BOOL). A comparison or
+// a float class gives 0 or 1 in its output type Out (uint8 in firmware; the host kernels store
+// into their int64 elements); the logical kinds and where's condition read any nonzero as true
+// and give 0 or 1.
+
+enum class Compare : std::uint8_t {
+  Equal,         // a == b
+  NotEqual,      // a != b
+  Greater,       // a > b
+  GreaterEqual,  // a >= b
+  Less,          // a < b
+  LessEqual,     // a <= b
+};
+// float: IEEE's comparisons: a NaN compares false, also with itself (NotEqual: true), and -0
+// equals +0. Integers of any width and signedness: their values (the operands' type T).
+inline constexpr int kCompareCount = static_cast<int>(Compare::LessEqual) + 1;
+
+enum class Logical : std::uint8_t {
+  And,  // of two operands
+  Or,
+  Xor,
+  Not,  // of one
+};
+inline constexpr int kLogicalCount = static_cast<int>(Logical::Not) + 1;
+constexpr int arity(Logical k) { return k == Logical::Not ? 1 : 2; }
+
+enum class FloatClass : std::uint8_t {
+  Nan,  // x is a NaN
+  Inf,  // x is +inf (when `positive`) or -inf (when `negative`)
+};
+inline constexpr int kFloatClassCount = static_cast<int>(FloatClass::Inf) + 1;
+
+template <class F>
+decltype(auto) with_kind(Compare k, F&& f) {
+  return detail::with_kind_from<Compare, 0, kCompareCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(Logical k, F&& f) {
+  return detail::with_kind_from<Logical, 0, kLogicalCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(FloatClass k, F&& f) {
+  return detail::with_kind_from<FloatClass, 0, kFloatClassCount>(k, f);
+}
+
+template <Compare K, class T>
+bool compare_value(T a, T b) {
+  if constexpr (K == Compare::Equal)
+    return a == b;
+  else if constexpr (K == Compare::NotEqual)
+    return a != b;
+  else if constexpr (K == Compare::Greater)
+    return a > b;
+  else if constexpr (K == Compare::GreaterEqual)
+    return a >= b;
+  else if constexpr (K == Compare::Less)
+    return a < b;
+  else
+    return a <= b;
+}
+
+// b is read by the kinds of two operands only.
+template <Logical K, class T>
+bool logical_value(T a, [[maybe_unused]] T b = T(0)) {
+  const bool x = a != T(0);
+  if constexpr (K == Logical::Not) {
+    return !x;
+  } else {
+    const bool z = b != T(0);
+    if constexpr (K == Logical::And) return x && z;
+    if constexpr (K == Logical::Or) return x || z;
+    return x != z;  // Xor
   }
-  if (n == 0) return;
-  std::int64_t o = 0;
-  do y[o++] = binary_value<K>(a[w.at[0]], b[w.at[1]]);
-  while (w.next());
+}
+
+// positive and negative are Inf's (Nan ignores them).
+template <FloatClass K>
+bool float_class_value(float x, [[maybe_unused]] bool positive = true,
+                       [[maybe_unused]] bool negative = true) {
+  if constexpr (K == FloatClass::Nan)
+    return std::isnan(x);
+  else
+    return std::isinf(x) && (x > 0.0f ? positive : negative);
+}
+
+// y = a K b of one shape (n elements), 0 or 1.
+template <Compare K, class T, class Out>
+void compare(const T* a, const T* b, Out* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(compare_value<K>(a[i], b[i]));
+}
+
+// y = a K b under numpy broadcasting (as binary_broadcast).
+template <Compare K, class T, class Out>
+void compare_broadcast(const T* a, const T* b, Out* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<Out>(compare_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = the logical kind of a and b (of one shape, n elements), or of x alone (Not), 0 or 1.
+template <Logical K, class T>
+void logical(const T* a, const T* b, T* y, std::int64_t n) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(a[i], b[i]));
+}
+template <Logical K, class T>
+void logical(const T* x, T* y, std::int64_t n) {
+  static_assert(arity(K) == 1, "this logical kind takes two operands");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(x[i]));
+}
+
+// The logical kind of two operands under numpy broadcasting (as binary_broadcast).
+template <Logical K, class T>
+void logical_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<T>(logical_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = cond ? a : b (cond nonzero: true), all of one shape (n elements).
+template <class C, class T>
+void where(const C* cond, const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = cond[i] != C(0) ? a[i] : b[i];
+}
+
+// y = cond ? a : b, the three broadcast to y's `shape` (as binary_broadcast).
+template <class C, class T>
+void where_broadcast(const C* cond, const T* a, const T* b, T* y, const std::int64_t* shape,
+                     const std::int64_t* c_shape, const std::int64_t* a_shape,
+                     const std::int64_t* b_shape, std::int64_t rank) {
+  detail::for_each_broadcast<3>(shape, {c_shape, a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = cond[at[0]] != C(0) ? a[at[1]] : b[at[2]];
+                                });
+}
+
+// y = whether x is of the class, 0 or 1, over n elements.
+template <FloatClass K, class Out>
+void float_class(const float* x, Out* y, std::int64_t n, bool positive = true,
+                 bool negative = true) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<Out>(float_class_value<K>(x[i], positive, negative));
 }
 
 // y = x + b for a scalar b, wrapped to T's width.
@@ -25093,6 +25344,46 @@ void reduce(const T* x, T* y, const std::int64_t* shape, const bool* reduced, st
   for (std::int64_t o = 0; o < outputs; ++o, kept.next())
     y[o] = count == 0 ? detail::reduce_empty<K, T>()
                       : detail::reduce_run<K>(x + kept.at[0], over, count);
+}
+
+// ---- arg_reduce: the index of a maximum or minimum along an axis -------------------------
+// Along the axis of x seen as [outer, extent, inner], each row's index (an int64 in firmware)
+// of its Max (Min) element, the row walked from its first element (`select_last`: from its
+// last): the first element met that no later one beats strictly, so of equal elements the
+// first (the last); a NaN wins, the first NaN met (float: numpy's argmax and argmin, ONNX's
+// reference). An extent of 0 leaves y's elements 0 (the host refuses it first).
+enum class ArgReduce : std::uint8_t { Max, Min };
+inline constexpr int kArgReduceCount = static_cast<int>(ArgReduce::Min) + 1;
+
+template <class F>
+decltype(auto) with_kind(ArgReduce k, F&& f) {
+  return detail::with_kind_from<ArgReduce, 0, kArgReduceCount>(k, f);
+}
+
+template <ArgReduce K, class T, class I>
+void arg_reduce(const T* x, I* y, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+                bool select_last) {
+  const std::int64_t first = select_last ? extent - 1 : 0, step = select_last ? -1 : 1;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i, ++y) {
+      *y = I(0);
+      if (extent == 0) continue;
+      const T* row = x + o * extent * inner + i;
+      std::int64_t best = first;
+      T m = row[first * inner];
+      for (std::int64_t j = first + step, left = extent - 1; left > 0; j += step, --left) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(m)) break;
+        const T v = row[j * inner];
+        bool wins = K == ArgReduce::Max ? v > m : v < m;
+        if constexpr (std::is_floating_point_v<T>) wins = wins || std::isnan(v);
+        if (wins) {
+          m = v;
+          best = j;
+        }
+      }
+      *y = static_cast<I>(best);
+    }
 }
 
 // ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------
@@ -25445,31 +25736,16 @@ namespace dlavm::host {
 
 namespace detail {
 
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`).
+template <class T, class U, class F>
 void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     std::span<const std::int64_t> bs, U* out, std::span<const std::int64_t> os,
                      F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
+  for_each_broadcast_row<2>(os, {as, bs},
+                            [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+                              for (std::int64_t i = 0; i < n; ++i)
+                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                            });
 }
 
 // f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and
@@ -25732,38 +26008,12 @@ namespace detail {
 // runtime::binary_broadcast<kind>(a, b, y, shape, a_shape, b_shape, rank), the operands'
 // shapes aligned to the result's rank (at most 8) with leading 1s.
 inline FirmwareKernel binary_firmware(runtime::Binary kind) {
-  const auto same_shape = [](const FirmwareStep& s) {
-    const auto &a = s.input(0), &b = s.input(1);
-    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
-  };
-  const auto support = [same_shape, kind](const FirmwareStep& s) -> std::optional<std::string> {
-    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
-    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)",
-                       host::binary_op(kind).name, s.result.shape.size());
-  };
-  const auto call = [same_shape, kind](const FirmwareStep& s) {
-    const auto enumerator = host::binary_op(kind).enumerator;
-    if (same_shape(s))
-      return elements_call(
-          fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator), s, 2);
-    const std::size_t rank = s.result.shape.size();
-    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
-      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
-      for (std::size_t k = 0; k < rank; ++k)
-        l.items.push_back(
-            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
-      return l;
-    };
-    return FirmwareCall{
-        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
-        {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
-         FirmwareArg::local("shape"), FirmwareArg::local("a_shape"), FirmwareArg::local("b_shape"),
-         FirmwareArg::integer(static_cast<std::int64_t>(rank))},
-        {aligned("shape", s.result.shape), aligned("a_shape", s.input(0)),
-         aligned("b_shape", s.input(1))}};
-  };
-  return {.support = support, .call = call};
+  const auto enumerator = host::binary_op(kind).enumerator;
+  return broadcast_firmware(
+      std::string(host::binary_op(kind).name),
+      fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator),
+      fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
+      {"a_shape", "b_shape"});
 }
 
 inline OpRecord binary_record(const host::BinaryOp& op) {
@@ -27221,6 +27471,553 @@ DLAVM_INLINE void add_linear_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/linear-inl.hpp
 #endif
 // end dlavm/graph/ops/linear.hpp
+// begin dlavm/graph/ops/logic.hpp
+// Graph ops for ONNX's boolean operators: comparisons, logical ops, where, is_nan and is_inf,
+// as typed builders and op records, one record per entry of host::kCompareOps, kLogicalOps and
+// kFloatClassOps, and where's. Semantics: host/logic.hpp. A boolean is uint8 holding 0 or 1
+// (dlavm has no bool dtype); dims may be symbolic and broadcast as add's do.
+//
+//   equal(a, b), not_equal, greater, greater_equal, less, less_equal
+//                              one dtype (float32 or integers) -> uint8 0/1, numpy broadcast
+//   logical_and(a, b), logical_or, logical_xor
+//                              uint8 (nonzero: true) -> uint8 0/1, numpy broadcast
+//   logical_not(x)             uint8 -> uint8 0/1
+//   where(cond, a, b)          cond uint8, a and b one dtype -> their dtype, the three broadcast
+//   is_nan(x), is_inf(x, detect_positive = 1, detect_negative = 1)
+//                              float32 -> uint8 0/1
+// Firmware kernels: runtime::compare<kind> / compare_broadcast<kind>, logical<kind> /
+// logical_broadcast<kind>, where / where_broadcast (operands of one shape / up to 8 dims) and
+// runtime::float_class<kind>.
+//
+//   auto y = graph::where(graph::greater(x, zero), x, graph::mul(x, slope));
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/logic.hpp
+// Host kernels for ONNX's boolean operators. dlavm has no bool dtype: a boolean is uint8
+// holding 0 or 1 (the importer reads ONNX's BOOL tensors so), what the comparisons and float
+// classes give and what the logical ops and where's condition read (any nonzero as true). The
+// semantics below are the definition the graph ops and their firmware kernels reproduce: each op
+// is a kind of runtime::Compare, runtime::Logical or runtime::FloatClass whose value
+// runtime/kernels.hpp computes (compare_value, logical_value, float_class_value) for the host
+// and firmware alike.
+//
+//   equal(a, b), not_equal, greater, greater_equal, less, less_equal
+//                     numpy broadcast of the shapes; one dtype for both, float32 or any integer
+//                     dtype -> uint8 0/1. float32: IEEE's comparisons (a NaN compares false,
+//                     with itself too, and not_equal true; -0 equals +0); integers: their values
+//   logical_and(a, b), logical_or, logical_xor
+//                     numpy broadcast; uint8 operands, any nonzero true -> uint8 0/1
+//   logical_not(x)    uint8 -> uint8: 1 where x is 0, else 0
+//   where(cond, a, b) cond ? a : b, the three broadcast together (numpy); cond uint8 (nonzero:
+//                     true), a and b one dtype (any), the result of that dtype
+//   is_nan(x)         float32 -> uint8: x is a NaN
+//   is_inf(x, {detect_positive = 1, detect_negative = 1})
+//                     float32 -> uint8: x is +inf (when detect_positive) or -inf (when
+//                     detect_negative)
+// kCompareOps, kLogicalOps and kFloatClassOps list them in their kinds' order: the graph records,
+// the builders and the firmware calls are made from them, so a kind is an enum entry, its value
+// and a row here.
+//
+//   auto mask = host::compare(runtime::Compare::Greater, x, threshold);   // uint8 [2, 3]
+//   auto y = host::where(mask, x, zeros);                                  // float32 [2, 3]
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstddef>
+#include <iterator>
+#include <string_view>
+
+namespace dlavm::host {
+
+struct CompareOp {
+  runtime::Compare kind;
+  std::string_view name;        // the graph op: "greater_equal"
+  std::string_view enumerator;  // runtime::Compare's, as a firmware call spells it
+};
+
+inline constexpr CompareOp kCompareOps[] = {
+    {runtime::Compare::Equal, "equal", "Equal"},
+    {runtime::Compare::NotEqual, "not_equal", "NotEqual"},
+    {runtime::Compare::Greater, "greater", "Greater"},
+    {runtime::Compare::GreaterEqual, "greater_equal", "GreaterEqual"},
+    {runtime::Compare::Less, "less", "Less"},
+    {runtime::Compare::LessEqual, "less_equal", "LessEqual"},
+};
+static_assert(std::size(kCompareOps) == runtime::kCompareCount);
+
+constexpr const CompareOp& compare_op(runtime::Compare kind) {
+  return kCompareOps[static_cast<std::size_t>(kind)];
+}
+
+struct LogicalOp {
+  runtime::Logical kind;
+  std::string_view name;        // the graph op: "logical_xor"
+  std::string_view enumerator;  // runtime::Logical's: "Xor"
+};
+
+inline constexpr LogicalOp kLogicalOps[] = {
+    {runtime::Logical::And, "logical_and", "And"},
+    {runtime::Logical::Or, "logical_or", "Or"},
+    {runtime::Logical::Xor, "logical_xor", "Xor"},
+    {runtime::Logical::Not, "logical_not", "Not"},
+};
+static_assert(std::size(kLogicalOps) == runtime::kLogicalCount);
+
+constexpr const LogicalOp& logical_op(runtime::Logical kind) {
+  return kLogicalOps[static_cast<std::size_t>(kind)];
+}
+
+struct FloatClassOp {
+  runtime::FloatClass kind;
+  std::string_view name;        // the graph op: "is_inf"
+  std::string_view enumerator;  // runtime::FloatClass's: "Inf"
+};
+
+inline constexpr FloatClassOp kFloatClassOps[] = {
+    {runtime::FloatClass::Nan, "is_nan", "Nan"},
+    {runtime::FloatClass::Inf, "is_inf", "Inf"},
+};
+static_assert(std::size(kFloatClassOps) == runtime::kFloatClassCount);
+
+constexpr const FloatClassOp& float_class_op(runtime::FloatClass kind) {
+  return kFloatClassOps[static_cast<std::size_t>(kind)];
+}
+
+// ONNX IsInf's attributes (is_nan reads neither).
+struct IsInfParams {
+  bool detect_positive = true;
+  bool detect_negative = true;
+};
+
+// a K b as uint8 0/1; TypeError naming the op for operands of two dtypes or a float other than
+// float32, ShapeError for shapes that do not broadcast.
+te::NDArray compare(runtime::Compare kind, const te::NDArray& a, const te::NDArray& b);
+// The logical kind of a and b (And, Or, Xor), or of x (Not); TypeError for an operand that is
+// not uint8, ValueError for a kind given the wrong number of operands.
+te::NDArray logical(runtime::Logical kind, const te::NDArray& a, const te::NDArray& b);
+te::NDArray logical(runtime::Logical kind, const te::NDArray& x);
+te::NDArray logical_not(const te::NDArray& x);
+// cond ? a : b; TypeError for a cond that is not uint8 or for a and b of two dtypes,
+// ShapeError for shapes that do not broadcast.
+te::NDArray where(const te::NDArray& cond, const te::NDArray& a, const te::NDArray& b);
+// Whether x is of the class; TypeError for x not float32.
+te::NDArray float_class(runtime::FloatClass kind, const te::NDArray& x, const IsInfParams& p = {});
+te::NDArray is_nan(const te::NDArray& x);
+te::NDArray is_inf(const te::NDArray& x, const IsInfParams& p = {});
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/logic-inl.hpp
+// Definitions for host/logic.hpp: the kinds' values from runtime/kernels.hpp over the broadcast
+// rows of host/common.hpp, integers in 64 bits (host/common.hpp's with_integer_type), results
+// stored as 0 or 1 into the uint8 array's elements.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/logic.hpp
+// end dlavm/host/logic.hpp
+// begin dlavm/runtime/kernels.hpp
+// end dlavm/runtime/kernels.hpp
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace dlavm::host {
+
+namespace detail {
+
+// The numpy broadcast of two shapes, or ShapeError naming `who` and the operands.
+inline Shape broadcast_or_raise(std::string_view who, std::string_view what_a,
+                                std::span<const std::int64_t> a, std::string_view what_b,
+                                std::span<const std::int64_t> b) {
+  const auto shape = broadcast_shapes(a, b);
+  if (!shape)
+    raise<ShapeError>("{}: {} {} and {} {} do not broadcast (dims must match or be 1)", who, what_a,
+                      shape_str(a), what_b, shape_str(b));
+  return *shape;
+}
+
+inline void require_uint8(std::string_view who, std::string_view what, const te::NDArray& a,
+                          std::string_view role) {
+  if (a.dtype() != DType::uint8())
+    raise<TypeError>("{}: {} is {}; {} (a boolean: 0 or 1, any nonzero true)", who, what, a.dtype(),
+                     role);
+}
+
+// y[o] = f(a[ia], b[ib]) over the broadcast `shape`, y an integer array (0 or 1 stored).
+template <class T, class F>
+void apply_to_ints(const T* a, const te::NDArray& ta, const T* b, const te::NDArray& tb,
+                   te::NDArray& y, F&& f) {
+  std::int64_t* out = y.data().data();
+  for_each_broadcast_row<2>(y.shape(), {std::span(ta.shape()), std::span(tb.shape())},
+                            [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+                              for (std::int64_t i = 0; i < n; ++i)
+                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                            });
+}
+
+}  // namespace detail
+
+DLAVM_INLINE te::NDArray compare(runtime::Compare kind, const te::NDArray& a,
+                                 const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", compare_op(kind).name);
+  detail::require_same_dtype(who, a, b);
+  te::NDArray y(DType::uint8(), detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape()));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Compare K = decltype(tag)::value;
+    if (a.dtype().is_float()) {
+      detail::apply_to_ints(a.fdata().data(), a, b.fdata().data(), b, y, [](float x, float z) {
+        return std::int64_t{runtime::compare_value<K>(x, z)};
+      });
+      return;
+    }
+    detail::with_integer_type(a.dtype(), [&](auto t) {
+      using T = decltype(t);
+      detail::apply_to_ints(detail::elements_as<T>(a), a, detail::elements_as<T>(b), b, y,
+                            [](T x, T z) { return std::int64_t{runtime::compare_value<K>(x, z)}; });
+    });
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical(runtime::Logical kind, const te::NDArray& a,
+                                 const te::NDArray& b) {
+  const std::string who = fmt::format("host::{}", logical_op(kind).name);
+  if (runtime::arity(kind) != 2)
+    raise<ValueError>("{}: takes {} operand, given 2", who, runtime::arity(kind));
+  detail::require_uint8(who, "a", a, "logical ops take uint8");
+  detail::require_uint8(who, "b", b, "logical ops take uint8");
+  te::NDArray y(DType::uint8(), detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape()));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::Logical K = decltype(tag)::value;
+    if constexpr (runtime::arity(K) == 2)
+      detail::apply_to_ints(a.data().data(), a, b.data().data(), b, y,
+                            [](std::int64_t x, std::int64_t z) {
+                              return std::int64_t{runtime::logical_value<K>(x, z)};
+                            });
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical(runtime::Logical kind, const te::NDArray& x) {
+  const std::string who = fmt::format("host::{}", logical_op(kind).name);
+  if (runtime::arity(kind) != 1)
+    raise<ValueError>("{}: takes {} operands, given 1", who, runtime::arity(kind));
+  detail::require_uint8(who, "x", x, "logical ops take uint8");
+  te::NDArray y(DType::uint8(), x.shape());
+  runtime::logical<runtime::Logical::Not>(x.data().data(), y.data().data(),
+                                          static_cast<std::int64_t>(x.size()));
+  return y;
+}
+
+DLAVM_INLINE te::NDArray logical_not(const te::NDArray& x) {
+  return logical(runtime::Logical::Not, x);
+}
+
+DLAVM_INLINE te::NDArray where(const te::NDArray& cond, const te::NDArray& a,
+                               const te::NDArray& b) {
+  constexpr std::string_view who = "host::where";
+  detail::require_uint8(who, "cond", cond, "a condition is uint8");
+  if (a.dtype() != b.dtype())
+    raise<TypeError>("{}: a is {} and b is {}; they must have one dtype (cast one first)", who,
+                     a.dtype(), b.dtype());
+  const auto ab = detail::broadcast_or_raise(who, "a", a.shape(), "b", b.shape());
+  te::NDArray y(a.dtype(), detail::broadcast_or_raise(who, "cond", cond.shape(),
+                                                      "the broadcast of a and b", ab));
+  const auto pick = [&](const auto* av, const auto* bv, auto* out) {
+    const std::int64_t* c = cond.data().data();
+    detail::for_each_broadcast_row<3>(
+        y.shape(), {std::span(cond.shape()), std::span(a.shape()), std::span(b.shape())},
+        [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+          for (std::int64_t i = 0; i < n; ++i)
+            out[o + i] =
+                c[at[0] + i * step[0]] != 0 ? av[at[1] + i * step[1]] : bv[at[2] + i * step[2]];
+        });
+  };
+  if (a.dtype().is_float())
+    pick(a.fdata().data(), b.fdata().data(), y.fdata().data());
+  else
+    pick(a.data().data(), b.data().data(), y.data().data());
+  return y;
+}
+
+DLAVM_INLINE te::NDArray float_class(runtime::FloatClass kind, const te::NDArray& x,
+                                     const IsInfParams& p) {
+  const std::string who = fmt::format("host::{}", float_class_op(kind).name);
+  detail::require_float32(who, "x", x);
+  te::NDArray y(DType::uint8(), x.shape());
+  runtime::with_kind(kind, [&](auto tag) {
+    runtime::float_class<decltype(tag)::value>(x.fdata().data(), y.data().data(),
+                                               static_cast<std::int64_t>(x.size()),
+                                               p.detect_positive, p.detect_negative);
+  });
+  return y;
+}
+
+DLAVM_INLINE te::NDArray is_nan(const te::NDArray& x) {
+  return float_class(runtime::FloatClass::Nan, x);
+}
+
+DLAVM_INLINE te::NDArray is_inf(const te::NDArray& x, const IsInfParams& p) {
+  return float_class(runtime::FloatClass::Inf, x, p);
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/logic-inl.hpp
+#endif
+// end dlavm/host/logic.hpp
+
+namespace dlavm::graph {
+
+// The call of the comparison of `kind` (host::compare_op(kind).name).
+Expr compare(runtime::Compare kind, Expr a, Expr b);
+Expr equal(Expr a, Expr b);
+Expr not_equal(Expr a, Expr b);
+Expr greater(Expr a, Expr b);
+Expr greater_equal(Expr a, Expr b);
+Expr less(Expr a, Expr b);
+Expr less_equal(Expr a, Expr b);
+// The call of the logical op of `kind` of two operands (And, Or, Xor) or of one (Not):
+// ValueError for a kind given the other count.
+Expr logical(runtime::Logical kind, Expr a, Expr b);
+Expr logical(runtime::Logical kind, Expr x);
+Expr logical_and(Expr a, Expr b);
+Expr logical_or(Expr a, Expr b);
+Expr logical_xor(Expr a, Expr b);
+Expr logical_not(Expr x);
+Expr where(Expr cond, Expr a, Expr b);
+Expr is_nan(Expr x);
+Expr is_inf(Expr x, const host::IsInfParams& p = {});
+// The parameters in an is_inf call's (normalized) attributes.
+host::IsInfParams is_inf_params(const Attrs& attrs);
+
+void add_logic_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/logic-inl.hpp
+// Definitions for graph/ops/logic.hpp: the records come from host's tables; the broadcasting
+// ones share graph/ops/common.hpp's broadcast rule and firmware kernel with the binary ops.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/logic.hpp
+// end dlavm/graph/ops/logic.hpp
+// begin dlavm/graph/printer.hpp
+// end dlavm/graph/printer.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// TypeError unless input i is uint8, a boolean.
+inline void require_boolean(const TypeCall& c, std::size_t i, std::string_view role) {
+  if (c.type(i).dtype != DType::uint8())
+    raise<TypeError>("{}: {} is {}; {} (a boolean: 0 or 1, any nonzero true)", c.label, c.arg(i),
+                     c.type(i).dtype, role);
+}
+
+inline TensorType compare_type(const TypeCall& c) {
+  c.require_same_dtype(0, 1);
+  return {broadcast(c, 0, 1), DType::uint8()};
+}
+
+inline TensorType logical_type(const TypeCall& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) require_boolean(c, i, "logical ops take uint8");
+  return {c.size() == 1 ? c.type(0).shape : broadcast(c, 0, 1), DType::uint8()};
+}
+
+inline TensorType where_type(const TypeCall& c) {
+  require_boolean(c, 0, "the condition is uint8");
+  c.require_same_dtype(1, 2);
+  const auto ab = broadcast(c, 1, 2);
+  return {broadcast(c, c.arg(0), c.type(0).shape, "the broadcast of inputs 1 and 2", ab),
+          c.type(1).dtype};
+}
+
+inline const AttrSchema<host::IsInfParams>& is_inf_schema() {
+  using P = host::IsInfParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("detect_positive", &P::detect_positive, "1: +inf is true; 0: it is false")
+          .field("detect_negative", &P::detect_negative, "1: -inf is true; 0: it is false");
+  return schema;
+}
+
+inline std::vector<AttrSpec> float_class_specs(runtime::FloatClass kind) {
+  return kind == runtime::FloatClass::Inf ? is_inf_schema().specs() : std::vector<AttrSpec>{};
+}
+
+inline OpRecord compare_record(const host::CompareOp& op) {
+  const runtime::Compare kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .min_args = 2,
+      .max_args = 2,
+      .type_rule = compare_type,
+      .host_kernel = [kind](HostArgs a, const Attrs&) { return host::compare(kind, *a[0], *a[1]); },
+      .host_support = host_float32_or_integers,
+      .firmware = broadcast_firmware(
+          std::string(op.name),
+          fmt::format("dlavm::runtime::compare<dlavm::runtime::Compare::{}>", op.enumerator),
+          fmt::format("dlavm::runtime::compare_broadcast<dlavm::runtime::Compare::{}>",
+                      op.enumerator),
+          {"a_shape", "b_shape"})};
+}
+
+// runtime::logical<kind>(x, y, elements) of one operand (Not); of two, as the binary ops.
+inline FirmwareKernel logical_firmware(const host::LogicalOp& op) {
+  const auto function =
+      fmt::format("dlavm::runtime::logical<dlavm::runtime::Logical::{}>", op.enumerator);
+  if (runtime::arity(op.kind) == 1)
+    return {.call = [function](const FirmwareStep& s) { return elements_call(function, s, 1); }};
+  return broadcast_firmware(
+      std::string(op.name), function,
+      fmt::format("dlavm::runtime::logical_broadcast<dlavm::runtime::Logical::{}>", op.enumerator),
+      {"a_shape", "b_shape"});
+}
+
+inline OpRecord logical_record(const host::LogicalOp& op) {
+  const runtime::Logical kind = op.kind;
+  const auto args = static_cast<std::size_t>(runtime::arity(kind));
+  return {.name = std::string(op.name),
+          .min_args = args,
+          .max_args = args,
+          .type_rule = logical_type,
+          .host_kernel =
+              [kind](HostArgs a, const Attrs&) {
+                return a.size() == 1 ? host::logical(kind, *a[0])
+                                     : host::logical(kind, *a[0], *a[1]);
+              },
+          .firmware = logical_firmware(op)};
+}
+
+// runtime::float_class<kind>(x, y, elements[, detect_positive, detect_negative]).
+inline FirmwareCall float_class_firmware(const host::FloatClassOp& op, const FirmwareStep& s) {
+  FirmwareCall c = elements_call(
+      fmt::format("dlavm::runtime::float_class<dlavm::runtime::FloatClass::{}>", op.enumerator), s,
+      1);
+  if (op.kind == runtime::FloatClass::Inf) {
+    const auto p = is_inf_schema().from_attrs(s.call.attrs);
+    c.args.push_back(FirmwareArg::boolean(p.detect_positive));
+    c.args.push_back(FirmwareArg::boolean(p.detect_negative));
+  }
+  return c;
+}
+
+inline OpRecord float_class_record(const host::FloatClassOp& op) {
+  const runtime::FloatClass kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .attrs = float_class_specs(kind),
+      .type_rule = [](const TypeCall& c) -> TensorType {
+        return {c.type(0).shape, DType::uint8()};
+      },
+      .host_kernel =
+          [kind](HostArgs a, const Attrs& attrs) {
+            return host::float_class(kind, *a[0],
+                                     kind == runtime::FloatClass::Inf
+                                         ? is_inf_schema().from_attrs(attrs)
+                                         : host::IsInfParams{});
+          },
+      .host_support = host_float32_only,
+      .firmware = {.call = [op](const FirmwareStep& s) { return float_class_firmware(op, s); }}};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::IsInfParams is_inf_params(const Attrs& attrs) {
+  return detail::is_inf_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr compare(runtime::Compare kind, Expr a, Expr b) {
+  return call(std::string(host::compare_op(kind).name), {std::move(a), std::move(b)});
+}
+DLAVM_INLINE Expr equal(Expr a, Expr b) { return compare(runtime::Compare::Equal, a, b); }
+DLAVM_INLINE Expr not_equal(Expr a, Expr b) { return compare(runtime::Compare::NotEqual, a, b); }
+DLAVM_INLINE Expr greater(Expr a, Expr b) { return compare(runtime::Compare::Greater, a, b); }
+DLAVM_INLINE Expr greater_equal(Expr a, Expr b) {
+  return compare(runtime::Compare::GreaterEqual, a, b);
+}
+DLAVM_INLINE Expr less(Expr a, Expr b) { return compare(runtime::Compare::Less, a, b); }
+DLAVM_INLINE Expr less_equal(Expr a, Expr b) { return compare(runtime::Compare::LessEqual, a, b); }
+
+DLAVM_INLINE Expr logical(runtime::Logical kind, Expr a, Expr b) {
+  if (runtime::arity(kind) != 2)
+    raise<ValueError>("graph::logical: '{}' takes {} operand, given 2", host::logical_op(kind).name,
+                      runtime::arity(kind));
+  return call(std::string(host::logical_op(kind).name), {std::move(a), std::move(b)});
+}
+DLAVM_INLINE Expr logical(runtime::Logical kind, Expr x) {
+  if (runtime::arity(kind) != 1)
+    raise<ValueError>("graph::logical: '{}' takes {} operands, given 1",
+                      host::logical_op(kind).name, runtime::arity(kind));
+  return call(std::string(host::logical_op(kind).name), {std::move(x)});
+}
+DLAVM_INLINE Expr logical_and(Expr a, Expr b) { return logical(runtime::Logical::And, a, b); }
+DLAVM_INLINE Expr logical_or(Expr a, Expr b) { return logical(runtime::Logical::Or, a, b); }
+DLAVM_INLINE Expr logical_xor(Expr a, Expr b) { return logical(runtime::Logical::Xor, a, b); }
+DLAVM_INLINE Expr logical_not(Expr x) { return logical(runtime::Logical::Not, std::move(x)); }
+
+DLAVM_INLINE Expr where(Expr cond, Expr a, Expr b) {
+  return call("where", {std::move(cond), std::move(a), std::move(b)});
+}
+
+DLAVM_INLINE Expr is_nan(Expr x) { return call("is_nan", {std::move(x)}); }
+DLAVM_INLINE Expr is_inf(Expr x, const host::IsInfParams& p) {
+  return call("is_inf", {std::move(x)}, detail::is_inf_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_logic_ops(OpRegistry& ops) {
+  for (const host::CompareOp& op : host::kCompareOps) ops.add(detail::compare_record(op));
+  for (const host::LogicalOp& op : host::kLogicalOps) ops.add(detail::logical_record(op));
+  ops.add({.name = "where",
+           .min_args = 3,
+           .max_args = 3,
+           .type_rule = detail::where_type,
+           .host_kernel = [](HostArgs a, const Attrs&) { return host::where(*a[0], *a[1], *a[2]); },
+           .host_support = detail::host_float32_or_integers,
+           .firmware = detail::broadcast_firmware("where", "dlavm::runtime::where",
+                                                  "dlavm::runtime::where_broadcast",
+                                                  {"c_shape", "a_shape", "b_shape"})});
+  for (const host::FloatClassOp& op : host::kFloatClassOps) ops.add(detail::float_class_record(op));
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/logic-inl.hpp
+#endif
+// end dlavm/graph/ops/logic.hpp
 // begin dlavm/graph/ops/pool.hpp
 // Graph pooling ops: typed builders, attribute conversion and op records. Semantics:
 // host/pool.hpp.
@@ -28150,10 +28947,16 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 //   reduce_sum(x, axes = [], keepdims = 1), reduce_mean, reduce_max, reduce_min
 //     axes: dims of x (negative from the end), each once; empty: every dim
 //     -> x's dims with the reduced ones 1 (keepdims) or dropped; x's dtype
+//   argmax(x, axis = 0, keepdims = 1, select_last_index = 0), argmin
+//     axis: a dim of x (negative from the end), not of the constant 0
+//     -> x's dims with the axis 1 (keepdims) or dropped; int64
 // Dims may be symbolic, reduced or kept. The host runs float32 and integers (a mean: integers
-// of at most 32 bits); the firmware kernel is runtime::reduce<kind> over the merged dims.
+// of at most 32 bits); the firmware kernel is runtime::reduce<kind> over the merged dims, and
+// runtime::arg_reduce<kind> over x as [outer, extent, inner] around the axis (one record per
+// entry of host::kArgReduceOps).
 //
 //   auto pooled = graph::reduce_mean(x, {.axes = {2, 3}});   // [N, C, H, W] -> [N, C, 1, 1]
+//   auto label = graph::argmax(logits, {.axis = -1, .keepdims = false});   // [N] int64
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -28184,8 +28987,17 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // dropped (merge_reduction): the kernel walks at most 8 groups of dims (kMaxReduceGroups; only
 // a rank above 8 whose axes alternate exceeds them, and is refused naming the groups).
 //
+//   argmax(x, {axis = 0, keepdims = true, select_last_index = false}), argmin
+//     axis       a dim of x (negative counts from the end), of at least one element
+//     keepdims   the axis stays, as a 1; else it is dropped
+//   -> int64: along the axis, the index of the maximum (minimum) element; of equal elements the
+//   first (select_last_index: the last); float32: a NaN wins, the first NaN (the last), as
+//   numpy's argmax and ONNX's reference. Each is a kind of runtime::ArgReduce
+//   (runtime::arg_reduce), listed in kArgReduceOps.
+//
 //   auto m = host::reduce(runtime::Reduce::Mean, x, {.axes = {2, 3}});  // [N, C, H, W] -> [N, C,
 //   1, 1]
+//   auto i = host::arg_reduce(runtime::ArgReduce::Max, x, {.axis = -1});  // int64 [N, C, H, 1]
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -28279,6 +29091,46 @@ MergedReduction<Extent> merge_reduction(std::span<const Extent> shape,
   }
   return m;
 }
+
+struct ArgReduceParams {
+  std::int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+};
+
+struct ArgReduceOp {
+  runtime::ArgReduce kind;
+  std::string_view name;        // the graph op: "argmax"
+  std::string_view enumerator;  // runtime::ArgReduce's: "Max"
+};
+
+inline constexpr ArgReduceOp kArgReduceOps[] = {
+    {runtime::ArgReduce::Max, "argmax", "Max"},
+    {runtime::ArgReduce::Min, "argmin", "Min"},
+};
+static_assert(std::size(kArgReduceOps) == runtime::kArgReduceCount);
+
+constexpr const ArgReduceOp& arg_reduce_op(runtime::ArgReduce kind) {
+  return kArgReduceOps[static_cast<std::size_t>(kind)];
+}
+
+// The result's shape: x's with the axis (normalized) 1 (keepdims) or dropped.
+template <class Extent>
+std::vector<Extent> arg_reduced_shape(std::span<const Extent> shape, std::size_t axis,
+                                      bool keepdims) {
+  std::vector<Extent> out;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (k != axis)
+      out.push_back(shape[k]);
+    else if (keepdims)
+      out.push_back(Extent(1));
+  return out;
+}
+
+// The index of each row's maximum (minimum) along p.axis, int64; ValueError for an axis
+// outside x's dims, ShapeError for an axis of 0 elements.
+te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                       const ArgReduceParams& p = {});
 
 // The reduction of `kind` over p.axes; TypeError for a mean of integers wider than 32 bits,
 // ValueError for bad axes, ShapeError for more than kMaxReduceGroups groups.
@@ -28378,6 +29230,32 @@ DLAVM_INLINE te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, cons
   return y;
 }
 
+DLAVM_INLINE te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                                    const ArgReduceParams& p) {
+  const std::string who = fmt::format("host::{}", arg_reduce_op(kind).name);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (x.shape()[axis] == 0)
+    raise<ShapeError>("{}: dim {} of x {} (the axis) has no element to pick", who, axis,
+                      detail::shape_str(x.shape()));
+  const auto s = split_at(std::span(x.shape()), axis);
+  te::NDArray y(DType::int64(), arg_reduced_shape(std::span(x.shape()), axis, p.keepdims));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::ArgReduce K = decltype(tag)::value;
+    std::int64_t* out = y.data().data();
+    if (x.dtype().is_float()) {
+      runtime::arg_reduce<K>(x.fdata().data(), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+      return;
+    }
+    detail::with_integer_type(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      runtime::arg_reduce<K>(detail::elements_as<T>(x), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+    });
+  });
+  return y;
+}
+
 }  // namespace dlavm::host
 // end dlavm/host/reduce-inl.hpp
 #endif
@@ -28393,6 +29271,11 @@ Expr reduce_max(Expr x, const host::ReduceParams& p = {});
 Expr reduce_min(Expr x, const host::ReduceParams& p = {});
 // The parameters in a reduction call's (normalized) attributes.
 host::ReduceParams reduce_params(const Attrs& attrs);
+// The call of the arg reduction of `kind` (host::arg_reduce_op(kind).name).
+Expr arg_reduce(runtime::ArgReduce kind, Expr x, const host::ArgReduceParams& p = {});
+Expr argmax(Expr x, const host::ArgReduceParams& p = {});
+Expr argmin(Expr x, const host::ArgReduceParams& p = {});
+host::ArgReduceParams arg_reduce_params(const Attrs& attrs);
 
 void add_reduce_ops(OpRegistry& ops);
 
@@ -28413,6 +29296,10 @@ void add_reduce_ops(OpRegistry& ops);
 // end dlavm/graph/ops/reduce.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
+// begin dlavm/ne/ops.hpp
+// end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
 
@@ -28499,7 +29386,76 @@ inline OpRecord reduce_record(const host::ReduceOp& op) {
           .firmware = {.call = [kind](const FirmwareStep& s) { return reduce_firmware(kind, s); }}};
 }
 
+inline const AttrSchema<host::ArgReduceParams>& arg_reduce_schema() {
+  using P = host::ArgReduceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim searched (negative: from the end)")
+          .field("keepdims", &P::keepdims, "1: the axis stays, as a 1; 0: it is dropped")
+          .field("select_last_index", &P::select_last_index,
+                 "1: of equal elements (or NaNs) the last; 0: the first");
+  return schema;
+}
+
+// The axis of input 0, normalized; ShapeError when its dim can be 0 (a growing state's), where
+// no index is there to pick.
+inline std::size_t arg_reduce_axis(const TypeCall& c) {
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  const ne::Expr& d = c.type(0).shape[axis];
+  if (!ne::can_prove(d >= 1))
+    raise<ShapeError>(
+        "{}: {} {} may have no element along the axis (dim {}, `{}`, can be {}) to pick an index "
+        "of",
+        c.label, c.arg(0), shape_text(c.type(0).shape), axis, d, ne::bounds(d).min);
+  return axis;
+}
+
+inline TensorType arg_reduce_type(const TypeCall& c) {
+  const auto p = params_of(c, arg_reduce_schema());
+  return {host::arg_reduced_shape(std::span(c.type(0).shape), arg_reduce_axis(c), p.keepdims),
+          DType::int64()};
+}
+
+// runtime::arg_reduce<kind>(x, y, outer, extent, inner, select_last).
+inline FirmwareCall arg_reduce_firmware(runtime::ArgReduce kind, const FirmwareStep& s) {
+  const auto split = host::split_at(std::span<const ne::Expr>(s.input(0)), arg_reduce_axis(s.call));
+  return {fmt::format("dlavm::runtime::arg_reduce<dlavm::runtime::ArgReduce::{}>",
+                      host::arg_reduce_op(kind).enumerator),
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
+           FirmwareArg::boolean(arg_reduce_schema().from_attrs(s.call.attrs).select_last_index)}};
+}
+
+inline OpRecord arg_reduce_record(const host::ArgReduceOp& op) {
+  const runtime::ArgReduce kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .attrs = arg_reduce_schema().specs(),
+      .type_rule = arg_reduce_type,
+      .host_kernel =
+          [kind](HostArgs a, const Attrs& attrs) {
+            return host::arg_reduce(kind, *a[0], arg_reduce_schema().from_attrs(attrs));
+          },
+      .host_support = host_float32_or_integers,
+      .firmware = {.call = [kind](const FirmwareStep& s) { return arg_reduce_firmware(kind, s); }}};
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::ArgReduceParams arg_reduce_params(const Attrs& attrs) {
+  return detail::arg_reduce_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr arg_reduce(runtime::ArgReduce kind, Expr x, const host::ArgReduceParams& p) {
+  return call(std::string(host::arg_reduce_op(kind).name), {std::move(x)},
+              detail::arg_reduce_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr argmax(Expr x, const host::ArgReduceParams& p) {
+  return arg_reduce(runtime::ArgReduce::Max, std::move(x), p);
+}
+DLAVM_INLINE Expr argmin(Expr x, const host::ArgReduceParams& p) {
+  return arg_reduce(runtime::ArgReduce::Min, std::move(x), p);
+}
 
 DLAVM_INLINE host::ReduceParams reduce_params(const Attrs& attrs) {
   return detail::reduce_schema().from_attrs(attrs);
@@ -28524,6 +29480,7 @@ DLAVM_INLINE Expr reduce_min(Expr x, const host::ReduceParams& p) {
 
 DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
   for (const host::ReduceOp& op : host::kReduceOps) ops.add(detail::reduce_record(op));
+  for (const host::ArgReduceOp& op : host::kArgReduceOps) ops.add(detail::arg_reduce_record(op));
 }
 
 }  // namespace dlavm::graph
@@ -30223,6 +31180,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_elementwise_ops(ops);
   add_unary_ops(ops);
   add_reduce_ops(ops);
+  add_logic_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
   add_image_ops(ops);
@@ -37608,6 +38566,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/host/integer_ops.hpp
 // begin dlavm/host/linear.hpp
 // end dlavm/host/linear.hpp
+// begin dlavm/host/logic.hpp
+// end dlavm/host/logic.hpp
 // begin dlavm/host/pool.hpp
 // end dlavm/host/pool.hpp
 // begin dlavm/host/quantize.hpp

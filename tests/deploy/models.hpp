@@ -3,7 +3,8 @@
 // (symbolic batch, replayed, debug log) and ResNet-18 at 32x32 (static streams, with and
 // without lite), a recurrent convolution (a state in the cache region), chains of host ops
 // (the firmware kernels; the data movement ones in transform_ops; math_ops: every unary, binary
-// and reduction kind), an attention block (VTA's batched matmuls), and random networks of
+// and reduction kind; logic_ops: every comparison, logical, float class and arg reduction kind,
+// and where), an attention block (VTA's batched matmuls), and random networks of
 // convolutions and poolings, and a model with an op of the test's own (custom_op.hpp: its
 // firmware kernel in custom_kernels.hpp, which the header includes).
 #pragma once
@@ -201,6 +202,48 @@ inline graph::Function math_ops() {
                graph::reduce_min(a32, {.axes = {0}, .keepdims = false})});
 }
 
+// ONNX's boolean operators (issue 40): every comparison kind on float32 (NaN and infinities
+// among the values) and int8 (many ties), of one shape and broadcast; every logical kind on
+// uint8 inputs of any value (nonzero: true), of one shape and broadcast; where of one shape and
+// broadcast three ways, on float32 and int8; is_nan and is_inf (each sign); argmax and argmin
+// over the symbolic dim and the others, ties and NaNs from either end.
+inline graph::Function logic_ops() {
+  const auto n = ne::var("n", 1, 3);
+  auto x = graph::input("x", {n, 4, 6}, DType::float32());
+  auto i = graph::input("i", {n, 4, 6}, DType::int8());
+  auto m = graph::input("m", {n, 4, 6}, DType::uint8());
+  const auto floats = [](std::string name, std::vector<std::int64_t> shape, std::vector<float> v) {
+    return graph::constant(std::move(name), te::NDArray::from_floats(std::move(shape), v));
+  };
+  const auto ints = [](std::string name, DType t, std::vector<std::int64_t> shape,
+                       std::vector<std::int64_t> v) {
+    return graph::constant(std::move(name), te::NDArray::from_ints(t, std::move(shape), v));
+  };
+  // rows 0 and 2 of d are +-infinity, of nan NaN (infinity times 0)
+  auto d = graph::div(x, floats("by", {4, 1}, {0, 1, 0, 2}));
+  auto nan = graph::mul(d, floats("zero", {}, {0}));
+  // q in [-2, 1]: ties everywhere
+  auto q = graph::div(i, ints("sixty_four", DType::int8(), {}, {64}));
+  auto level = ints("level", DType::int8(), {4, 1}, {-2, -1, 0, 1});
+  auto above = graph::greater(x, floats("half", {1, 6}, {-0.5f, 0, 0.5f, -1, 1, 0.25f}));
+  auto cmp = graph::logical_or(graph::logical_and(graph::equal(q, level), graph::not_equal(nan, x)),
+                               graph::logical_xor(graph::greater_equal(q, i), graph::less(nan, x)));
+  cmp = graph::logical_or(cmp, graph::less_equal(level, q));
+  auto mask = graph::logical_and(m, ints("every_other", DType::uint8(), {6}, {1, 0, 7, 0, 255, 0}));
+  auto picked = graph::where(graph::logical_not(m), x, graph::neg(x));  // one shape
+  auto clipped = graph::where(above, floats("cap", {}, {0.5f}), x);     // three ways
+  auto chosen = graph::where(mask, q, level);                           // int8, broadcast
+  auto classes = graph::logical_xor(graph::is_inf(d, {.detect_negative = false}),
+                                    graph::is_inf(d, {.detect_positive = false}));
+  return graph::function(
+      {x, i, m},
+      {cmp, mask, picked, clipped, chosen, classes, graph::is_nan(nan), graph::is_inf(d),
+       graph::argmax(x, {.axis = 0}), graph::argmin(q, {.axis = 1, .select_last_index = true}),
+       graph::argmax(q, {.axis = -1, .keepdims = false}),
+       graph::argmin(nan, {.axis = 2, .select_last_index = true}),
+       graph::argmax(nan, {.axis = 1, .keepdims = false})});
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
@@ -212,6 +255,7 @@ inline std::vector<Case> cases() {
   out.push_back({"float_ops", float_ops(), {}, "n", {1, 3, 2}});
   out.push_back({"transform_ops", transform_ops(), {}, "n", {2, 5, 3}});
   out.push_back({"math_ops", math_ops(), {}, "n", {1, 3, 2}});
+  out.push_back({"logic_ops", logic_ops(), {}, "n", {1, 3, 2}});
   // one attention block: the batched matmuls' layouts and the host steps between them
   out.push_back(
       {"attention", models::Attention(64, 4, 32).function(), {}, "token", {1, 5, 32, 17}});

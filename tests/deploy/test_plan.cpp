@@ -171,6 +171,71 @@ TEST_CASE("plan: the math ops call runtime's kernels by kind, with their shapes 
   CHECK(reduced_patterns == std::set<std::string>{"R K R", "K R K"});
 }
 
+TEST_CASE("plan: the boolean ops call runtime's kernels by kind, broadcasts with their shapes") {
+  const auto mod = graph::build(deploy_models::logic_ops(), graph::Target{}, {.name = "logic"});
+  const auto plan = deploy::plan_firmware(mod);
+  std::set<std::string> functions;
+  int where_broadcasts = 0, inf_calls = 0, arg_calls = 0;
+  for (const auto& s : plan.run) {
+    if (s.kind != Kind::Call) continue;
+    const auto& c = s.call;
+    functions.insert(c.function);
+    if (c.function == "dlavm::runtime::where_broadcast") {
+      // (cond, a, b, y, shape, c_shape, a_shape, b_shape, rank): the locals in that order
+      REQUIRE(c.locals.size() == 4);
+      CHECK(c.locals[1].name == "c_shape");
+      CHECK(c.locals[3].name == "b_shape");
+      CHECK(c.args.back().value == 3);
+      ++where_broadcasts;
+    }
+    if (c.function == "dlavm::runtime::float_class<dlavm::runtime::FloatClass::Inf>") {
+      REQUIRE(c.args.size() == 5);  // x, y, elements, detect_positive, detect_negative
+      CHECK(c.args[3].kind == graph::FirmwareArg::Kind::Bool);
+      ++inf_calls;
+    }
+    if (c.function.starts_with("dlavm::runtime::arg_reduce<")) {
+      REQUIRE(c.args.size() == 6);  // x, y, outer, extent, inner, select_last
+      CHECK(c.args[5].kind == graph::FirmwareArg::Kind::Bool);
+      ++arg_calls;
+    }
+  }
+  for (const auto& op : host::kCompareOps) {
+    const auto same =
+        fmt::format("dlavm::runtime::compare<dlavm::runtime::Compare::{}>", op.enumerator);
+    const auto broadcast = fmt::format(
+        "dlavm::runtime::compare_broadcast<dlavm::runtime::Compare::{}>", op.enumerator);
+    CHECK_MESSAGE(functions.count(same) + functions.count(broadcast) >= 1, op.name);
+  }
+  for (const auto& op : host::kLogicalOps) {
+    const auto same =
+        fmt::format("dlavm::runtime::logical<dlavm::runtime::Logical::{}>", op.enumerator);
+    const auto broadcast = fmt::format(
+        "dlavm::runtime::logical_broadcast<dlavm::runtime::Logical::{}>", op.enumerator);
+    CHECK_MESSAGE(functions.count(same) + functions.count(broadcast) >= 1, op.name);
+  }
+  for (const auto& op : host::kFloatClassOps)
+    CHECK_MESSAGE(
+        functions.count(fmt::format("dlavm::runtime::float_class<dlavm::runtime::FloatClass::{}>",
+                                    op.enumerator)) == 1,
+        op.name);
+  for (const auto& op : host::kArgReduceOps)
+    CHECK_MESSAGE(
+        functions.count(fmt::format("dlavm::runtime::arg_reduce<dlavm::runtime::ArgReduce::{}>",
+                                    op.enumerator)) == 1,
+        op.name);
+  // both forms of each broadcasting family
+  for (const char* f : {"dlavm::runtime::where",
+                        "dlavm::runtime::compare_broadcast<"
+                        "dlavm::runtime::Compare::Greater>",
+                        "dlavm::runtime::compare<dlavm::runtime::Compare::NotEqual>",
+                        "dlavm::runtime::logical_broadcast<dlavm::runtime::Logical::And>",
+                        "dlavm::runtime::logical<dlavm::runtime::Logical::And>"})
+    CHECK_MESSAGE(functions.count(f) == 1, f);
+  CHECK(where_broadcasts == 2);
+  CHECK(inf_calls == 3);
+  CHECK(arg_calls == 5);
+}
+
 TEST_CASE("plan: static streams, joined under lite, and the replayed steps' slot") {
   const auto mod = graph::build(models::ResNet18(32).function(), graph::Target{}, {.name = "r"});
   const auto one = deploy::plan_firmware(mod);

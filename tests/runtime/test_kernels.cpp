@@ -12,6 +12,9 @@
 //   math: every unary and binary kind on each C++ element type (integer wrap, division by
 //     zero, NaN and -0 by hand), binary_broadcast against index arithmetic, reduce over random
 //     dims (a reference that scatters each element to its output, in x's order);
+//   booleans: compare, logical and where, same-shape and broadcast, against index arithmetic
+//     on random shapes (NaN and -0 by hand), float_class, arg_reduce against a scan written
+//     here (ties, NaN, select_last);
 //   float ops: softmax, log_softmax, layer_norm (against double-precision references),
 //     causal_mask;
 //   integer_softmax: rows derived by hand (the exponential of -1 is 231753 / 2^18) and
@@ -955,6 +958,202 @@ TEST_CASE("runtime kernels: reduce over random dims against a scattering referen
   CHECK(s32 == -1);  // 2 * (2^31 - 1) + 2 - 1 = 2^32 - 1, modulo 2^32
   rt::reduce<rt::Reduce::Mean>(big, &s32, row, all, 1);
   CHECK(s32 == static_cast<std::int32_t>((i64{INT32_MAX} * 2 + 1) / 4));
+}
+
+// The offset into an operand of shape `s` (aligned to `shape`'s rank) that output index o
+// reads under broadcasting: o's digits, 0 along a stretched dim.
+i64 broadcast_offset(i64 o, const std::vector<i64>& shape, const std::vector<i64>& s) {
+  i64 off = 0, scale = 1;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    const i64 digit = o % shape[k];
+    o /= shape[k];
+    if (s[k] != 1) off += digit * scale;
+    scale *= s[k];
+  }
+  return off;
+}
+
+std::size_t count_of(const std::vector<i64>& s) {
+  return static_cast<std::size_t>(std::accumulate(s.begin(), s.end(), i64{1}, std::multiplies<>()));
+}
+
+TEST_CASE("runtime kernels: compare, logical and where broadcast against index arithmetic") {
+  std::mt19937_64 rng(34);
+  int checked = 0;
+  for (int round = 0; round < 150; ++round) {
+    const i64 rank = pick(rng, 1, 5);
+    std::vector<i64> shape, cs, as, bs;
+    for (i64 k = 0; k < rank; ++k) {
+      shape.push_back(pick(rng, 0, 3) == 0 ? 1 : pick(rng, 2, 4));
+      for (auto* s : {&cs, &as, &bs}) s->push_back(pick(rng, 0, 2) == 0 ? 1 : shape.back());
+    }
+    // small ranges, so that equal operands are common
+    const auto a = random_vec<std::int16_t>(rng, count_of(as), -3, 3);
+    const auto b = random_vec<std::int16_t>(rng, count_of(bs), -3, 3);
+    const auto c = random_vec<std::uint8_t>(rng, count_of(cs), 0, 3);
+    const auto ua = random_vec<std::uint8_t>(rng, count_of(as), 0, 2);
+    const auto ub = random_vec<std::uint8_t>(rng, count_of(bs), 0, 2);
+    const std::size_t n = count_of(shape);
+    std::vector<std::uint8_t> ge(n, 9), ne(n, 9), lx(n, 9), lo(n, 9);
+    std::vector<std::int16_t> w(n, 9);
+    rt::compare_broadcast<rt::Compare::GreaterEqual>(a.data(), b.data(), ge.data(), shape.data(),
+                                                     as.data(), bs.data(), rank);
+    rt::compare_broadcast<rt::Compare::NotEqual>(a.data(), b.data(), ne.data(), shape.data(),
+                                                 as.data(), bs.data(), rank);
+    rt::logical_broadcast<rt::Logical::Xor>(ua.data(), ub.data(), lx.data(), shape.data(),
+                                            as.data(), bs.data(), rank);
+    rt::logical_broadcast<rt::Logical::Or>(ua.data(), ub.data(), lo.data(), shape.data(), as.data(),
+                                           bs.data(), rank);
+    rt::where_broadcast(c.data(), a.data(), b.data(), w.data(), shape.data(), cs.data(), as.data(),
+                        bs.data(), rank);
+    CAPTURE(round);
+    for (std::size_t o = 0; o < n; ++o) {
+      const auto io = static_cast<i64>(o);
+      const auto ia = static_cast<std::size_t>(broadcast_offset(io, shape, as));
+      const auto ib = static_cast<std::size_t>(broadcast_offset(io, shape, bs));
+      const auto ic = static_cast<std::size_t>(broadcast_offset(io, shape, cs));
+      CHECK(ge[o] == (a[ia] >= b[ib] ? 1 : 0));
+      CHECK(ne[o] == (a[ia] != b[ib] ? 1 : 0));
+      CHECK(lx[o] == ((ua[ia] != 0) != (ub[ib] != 0) ? 1 : 0));
+      CHECK(lo[o] == (ua[ia] != 0 || ub[ib] != 0 ? 1 : 0));
+      CHECK(w[o] == (c[ic] != 0 ? a[ia] : b[ib]));
+      ++checked;
+    }
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("runtime kernels: every comparison and logical kind by hand, NaN and -0 included") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float a[] = {1.0f, 2.0f, nan, nan, -0.0f, -HUGE_VALF};
+  const float b[] = {2.0f, 2.0f, 1.0f, nan, 0.0f, -HUGE_VALF};
+  const auto run = [&](auto tag) {
+    std::uint8_t y[6];
+    rt::compare<decltype(tag)::value>(a, b, y, 6);
+    return std::vector<int>(y, y + 6);
+  };
+  using C = rt::Compare;
+  CHECK(run(std::integral_constant<C, C::Equal>{}) == std::vector<int>{0, 1, 0, 0, 1, 1});
+  CHECK(run(std::integral_constant<C, C::NotEqual>{}) == std::vector<int>{1, 0, 1, 1, 0, 0});
+  CHECK(run(std::integral_constant<C, C::Greater>{}) == std::vector<int>{0, 0, 0, 0, 0, 0});
+  CHECK(run(std::integral_constant<C, C::GreaterEqual>{}) == std::vector<int>{0, 1, 0, 0, 1, 1});
+  CHECK(run(std::integral_constant<C, C::Less>{}) == std::vector<int>{1, 0, 0, 0, 0, 0});
+  CHECK(run(std::integral_constant<C, C::LessEqual>{}) == std::vector<int>{1, 1, 0, 0, 1, 1});
+  // unsigned and signed 64-bit values compare as their types say
+  const std::uint64_t big[] = {~std::uint64_t{0}}, one[] = {1};
+  std::uint8_t g = 0;
+  rt::compare<C::Greater>(big, one, &g, 1);
+  CHECK(g == 1);
+  const std::int64_t neg[] = {-1}, pos[] = {1};
+  rt::compare<C::Less>(neg, pos, &g, 1);
+  CHECK(g == 1);
+  // logical kinds read any nonzero as true and write 0 or 1
+  const std::uint8_t p[] = {0, 0, 7, 1}, q[] = {0, 200, 0, 1};
+  std::uint8_t y[4];
+  rt::logical<rt::Logical::And>(p, q, y, 4);
+  CHECK(std::vector<int>(y, y + 4) == std::vector<int>{0, 0, 0, 1});
+  rt::logical<rt::Logical::Or>(p, q, y, 4);
+  CHECK(std::vector<int>(y, y + 4) == std::vector<int>{0, 1, 1, 1});
+  rt::logical<rt::Logical::Xor>(p, q, y, 4);
+  CHECK(std::vector<int>(y, y + 4) == std::vector<int>{0, 1, 1, 0});
+  rt::logical<rt::Logical::Not>(q, y, 4);
+  CHECK(std::vector<int>(y, y + 4) == std::vector<int>{1, 0, 1, 0});
+  // where of one shape; the condition any nonzero
+  const float t[] = {1, 2, 3, 4}, f[] = {-1, -2, -3, -4};
+  float w[4];
+  rt::where(q, t, f, w, 4);
+  CHECK(std::vector<float>(w, w + 4) == std::vector<float>{-1, 2, -3, 4});
+  // float classes
+  const float x[] = {nan, HUGE_VALF, -HUGE_VALF, 0.0f, -nan, 3.0f};
+  std::uint8_t c[6];
+  rt::float_class<rt::FloatClass::Nan>(x, c, 6);
+  CHECK(std::vector<int>(c, c + 6) == std::vector<int>{1, 0, 0, 0, 1, 0});
+  rt::float_class<rt::FloatClass::Inf>(x, c, 6);
+  CHECK(std::vector<int>(c, c + 6) == std::vector<int>{0, 1, 1, 0, 0, 0});
+  rt::float_class<rt::FloatClass::Inf>(x, c, 6, true, false);
+  CHECK(std::vector<int>(c, c + 6) == std::vector<int>{0, 1, 0, 0, 0, 0});
+  rt::float_class<rt::FloatClass::Inf>(x, c, 6, false, true);
+  CHECK(std::vector<int>(c, c + 6) == std::vector<int>{0, 0, 1, 0, 0, 0});
+}
+
+// The index arg_reduce picks in a row: a scan written from its comment (the first strict
+// winner from the row's start or end; a NaN wins, the first met).
+template <rt::ArgReduce K, class T>
+i64 ref_arg(const std::vector<T>& row, bool last) {
+  std::vector<i64> order(row.size());
+  std::iota(order.begin(), order.end(), i64{0});
+  if (last) std::reverse(order.begin(), order.end());
+  i64 best = order[0];
+  for (const i64 j : order) {
+    const T v = row[static_cast<std::size_t>(j)], m = row[static_cast<std::size_t>(best)];
+    if constexpr (std::is_floating_point_v<T>) {
+      if (m != m) break;  // NaN
+      if (v != v) return j;
+    }
+    if (K == rt::ArgReduce::Max ? v > m : v < m) best = j;
+  }
+  return best;
+}
+
+TEST_CASE("runtime kernels: arg_reduce over random rows, ties and NaN, from either end") {
+  std::mt19937_64 rng(35);
+  for (int round = 0; round < 100; ++round) {
+    const i64 outer = pick(rng, 1, 3), extent = pick(rng, 1, 6), inner = pick(rng, 1, 3);
+    const auto n = static_cast<std::size_t>(outer * extent * inner);
+    const auto xi = random_vec<std::int8_t>(rng, n, -2, 2);  // ties are common
+    std::vector<float> xf(n);
+    for (std::size_t i = 0; i < n; ++i)
+      xf[i] = pick(rng, 0, 6) == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                   : static_cast<float>(xi[i]);
+    for (const bool last : {false, true}) {
+      std::vector<i64> mx(static_cast<std::size_t>(outer * inner)), mn(mx.size()), fx(mx.size());
+      rt::arg_reduce<rt::ArgReduce::Max>(xi.data(), mx.data(), outer, extent, inner, last);
+      rt::arg_reduce<rt::ArgReduce::Min>(xi.data(), mn.data(), outer, extent, inner, last);
+      rt::arg_reduce<rt::ArgReduce::Max>(xf.data(), fx.data(), outer, extent, inner, last);
+      CAPTURE(round);
+      CAPTURE(last);
+      for (i64 o = 0; o < outer; ++o)
+        for (i64 i = 0; i < inner; ++i) {
+          std::vector<std::int8_t> ri;
+          std::vector<float> rf;
+          for (i64 j = 0; j < extent; ++j) {
+            ri.push_back(xi[static_cast<std::size_t>((o * extent + j) * inner + i)]);
+            rf.push_back(xf[static_cast<std::size_t>((o * extent + j) * inner + i)]);
+          }
+          const auto at = static_cast<std::size_t>(o * inner + i);
+          CHECK(mx[at] == ref_arg<rt::ArgReduce::Max>(ri, last));
+          CHECK(mn[at] == ref_arg<rt::ArgReduce::Min>(ri, last));
+          CHECK(fx[at] == ref_arg<rt::ArgReduce::Max>(rf, last));
+        }
+    }
+  }
+  // by hand: ties, NaN, -0 and +0 (equal: a tie)
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float row[] = {1.0f, 3.0f, nan, 3.0f, nan, -0.0f, 0.0f};
+  i64 y = -1;
+  rt::arg_reduce<rt::ArgReduce::Max>(row, &y, 1, 7, 1, false);
+  CHECK(y == 2);
+  rt::arg_reduce<rt::ArgReduce::Min>(row, &y, 1, 7, 1, true);
+  CHECK(y == 4);
+  rt::arg_reduce<rt::ArgReduce::Max>(row, &y, 1, 2, 1, true);
+  CHECK(y == 1);
+  rt::arg_reduce<rt::ArgReduce::Max>(row + 5, &y, 1, 2, 1, false);
+  CHECK(y == 0);
+  rt::arg_reduce<rt::ArgReduce::Max>(row + 5, &y, 1, 2, 1, true);
+  CHECK(y == 1);
+  const std::int32_t ints[] = {5, -7, 5, -7};
+  std::int32_t yi = -1;
+  rt::arg_reduce<rt::ArgReduce::Min>(ints, &yi, 1, 4, 1, false);
+  CHECK(yi == 1);
+  rt::arg_reduce<rt::ArgReduce::Max>(ints, &yi, 1, 4, 1, true);
+  CHECK(yi == 2);
+  // along a middle axis: x [2, 3, 2], rows strided by 2
+  const std::int16_t m[] = {0, 9, 4, 1, 4, 8, 2, 2, 7, 3, 1, 3};
+  i64 out[4];
+  rt::arg_reduce<rt::ArgReduce::Max>(m, out, 2, 3, 2, false);
+  CHECK(std::vector<i64>(out, out + 4) == std::vector<i64>{1, 0, 1, 1});
+  rt::arg_reduce<rt::ArgReduce::Max>(m, out, 2, 3, 2, true);
+  CHECK(std::vector<i64>(out, out + 4) == std::vector<i64>{2, 0, 1, 2});
 }
 
 TEST_CASE("runtime kernels: cast wraps integers, rounds floats half to even and saturates") {

@@ -103,8 +103,26 @@ bool kernels_run() {
   rt::binary_broadcast<rt::Binary::Div>(x, x + 4, q, shape, row, col, 2);  // x[:3] / [5, 6]
   rt::reduce<rt::Reduce::Sum>(x, &sum, shape, all, 2);
   rt::reduce<rt::Reduce::Maximum>(sg, &m, row + 1, all, 1);
+  // the booleans: a comparison, a logical kind and where, each of one shape and broadcast; a
+  // float class; an arg reduction
+  std::uint8_t ge[6], lt[6], both[6], none[6], inf[3];
+  rt::compare<rt::Compare::GreaterEqual>(x, s, ge, 6);  // x >= x reversed by rows
+  rt::compare_broadcast<rt::Compare::Less>(x, x + 1, lt, shape, row, col, 2);  // x[:3] < [2, 3]
+  rt::logical<rt::Logical::And>(ge, lt, both, 6);
+  rt::logical_broadcast<rt::Logical::Or>(ge, lt, both, shape, row, col, 2);
+  rt::logical<rt::Logical::Not>(ge, none, 6);
+  std::int8_t w[6], wb[6];
+  rt::where(ge, x, s, w, 6);
+  rt::where_broadcast(lt, x, x + 4, wb, shape, shape, row, col, 2);
+  const float odd[] = {1.0f, HUGE_VALF, -HUGE_VALF};
+  rt::float_class<rt::FloatClass::Inf>(odd, inf, 3, true, false);
+  std::int64_t at_max[2];
+  rt::arg_reduce<rt::ArgReduce::Max>(x, at_max, 2, 3, 1, false);  // x as [2, 3]
+  const bool logic = ge[0] == 0 && ge[3] == 1 && lt[0] == 1 && lt[5] == 0 && none[0] == 1 &&
+                     w[0] == 4 && wb[0] == 1 && wb[5] == 6 && inf[1] == 1 && inf[2] == 0 &&
+                     at_max[0] == 2 && at_max[1] == 2;
   return std::memcmp(x, back, 6) == 0 && y[2] > y[1] && acc[0] == 91 && p[5] > p[0] && moved &&
-         sg[0] == 0.5f && l[2] > l[0] && q[2] == 0 && q[5] == 0 && sum == 21 && m == sg[2];
+         sg[0] == 0.5f && l[2] > l[0] && q[2] == 0 && q[5] == 0 && sum == 21 && m == sg[2] && logic;
 }
 
 }  // namespace

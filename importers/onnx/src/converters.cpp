@@ -27,6 +27,10 @@ constexpr ConverterRow kRows[] = {
     {"Acosh", 9, 22, c::acosh, "`acosh`"},
     {"Add", 1, 6, c::add_v1, "versions 1 and 6 without their legacy broadcast attribute"},
     {"Add", 7, 14, c::add, "`add` (numpy broadcasting)"},
+    {"And", 1, 1, c::and_v1, "version 1 without its legacy broadcast attribute"},
+    {"And", 7, 7, c::and_, "`logical_and` (numpy broadcasting; BOOL is uint8 0/1)"},
+    {"ArgMax", 1, 13, c::arg_max, "`argmax` (axis, keepdims, select_last_index; int64)"},
+    {"ArgMin", 1, 13, c::arg_min, "`argmin` (axis, keepdims, select_last_index; int64)"},
     {"Asin", 7, 22, c::asin, "`asin`"},
     {"Asinh", 9, 22, c::asinh, "`asinh`"},
     {"Atan", 7, 22, c::atan, "`atan`"},
@@ -39,7 +43,9 @@ constexpr ConverterRow kRows[] = {
     {"BatchNormalization", 7, 15, c::batch_normalization,
      "`batch_norm` (inference: running mean and variance), which the `fold_batch_norm` pass "
      "folds into the convolution or dense layer before it"},
-    {"Cast", 6, 25, c::cast, "`cast` (to float32, int8, uint8, int32, int64)"},
+    {"Cast", 6, 25, c::cast,
+     "`cast` (to float32, int8, uint8, int32, int64; from BOOL, a uint8 0/1); to BOOL: "
+     "`not_equal` to 0"},
     {"Ceil", 1, 13, c::ceil, "`ceil`"},
     {"Celu", 12, 28, c::celu, "`celu` (alpha)"},
     {"Clip", 1, 6, c::clip_v1, "versions 1 and 6: the bounds are attributes"},
@@ -67,6 +73,10 @@ constexpr ConverterRow kRows[] = {
     {"Dropout", 1, 22, c::dropout,
      "its input (inference; the mask output and training mode refused)"},
     {"Elu", 1, 22, c::elu, "`elu` (alpha)"},
+    {"Equal", 1, 1, c::equal_v1, "version 1 without its legacy broadcast attribute"},
+    {"Equal", 7, 19, c::equal,
+     "`equal` (numpy broadcasting; a uint8 0/1); of computed dims: folded where their ranges "
+     "decide it"},
     {"Erf", 9, 13, c::erf, "`erf`"},
     {"Exp", 1, 13, c::exp, "`exp`"},
     {"Expand", 8, 13, c::expand,
@@ -80,12 +90,31 @@ constexpr ConverterRow kRows[] = {
      "`dense` when transB = 1 (the form VTA runs), else `matmul`; `transpose` for transA; "
      "`mul` by alpha and beta, `add` of C with broadcasting"},
     {"GlobalAveragePool", 1, 22, c::global_average_pool, "`global_avg_pool2d` (2-D)"},
+    {"Greater", 1, 1, c::greater_v1, "version 1 without its legacy broadcast attribute"},
+    {"Greater", 7, 13, c::greater,
+     "`greater` (numpy broadcasting; a uint8 0/1); of computed dims: folded where their "
+     "ranges decide it"},
+    {"GreaterOrEqual", 12, 16, c::greater_or_equal,
+     "`greater_equal` (numpy broadcasting; a uint8 0/1); of computed dims: folded where their "
+     "ranges decide it"},
     {"HardSigmoid", 1, 22, c::hard_sigmoid, "`hard_sigmoid` (alpha, beta)"},
     {"HardSwish", 14, 22, c::hard_swish, "`hard_swish`"},
     {"Identity", 1, 25, c::identity, "its input"},
+    {"If", 1, 25, c::if_,
+     "the nodes of the branch its condition chooses, inlined, when the condition is known at "
+     "import (an initializer, a Constant, a folded computation); at run time: refused"},
+    {"IsInf", 10, 20, c::is_inf, "`is_inf` (detect_positive, detect_negative; float32)"},
+    {"IsNaN", 9, 20, c::is_nan, "`is_nan` (float32)"},
     {"LayerNormalization", 17, 17, c::layer_normalization,
      "`layer_norm` over the dims from `axis` (Scale and B broadcast to them; no B: zeros)"},
     {"LeakyRelu", 1, 16, c::leaky_relu, "`leaky_relu` (alpha)"},
+    {"Less", 1, 1, c::less_v1, "version 1 without its legacy broadcast attribute"},
+    {"Less", 7, 13, c::less,
+     "`less` (numpy broadcasting; a uint8 0/1); of computed dims: folded where their "
+     "ranges decide it"},
+    {"LessOrEqual", 12, 16, c::less_or_equal,
+     "`less_equal` (numpy broadcasting; a uint8 0/1); of computed dims: folded where their "
+     "ranges decide it"},
     {"Log", 1, 13, c::log, "`log`"},
     {"LogSoftmax", 1, 11, c::log_softmax_v1,
      "versions 1 and 11: over the input flattened at `axis` (default 1)"},
@@ -103,6 +132,9 @@ constexpr ConverterRow kRows[] = {
     {"Mul", 1, 6, c::mul_v1, "versions 1 and 6 without their legacy broadcast attribute"},
     {"Mul", 7, 14, c::mul, "`mul` (numpy broadcasting)"},
     {"Neg", 1, 13, c::neg, "`neg`"},
+    {"Not", 1, 1, c::not_, "`logical_not` (BOOL is uint8 0/1)"},
+    {"Or", 1, 1, c::or_v1, "version 1 without its legacy broadcast attribute"},
+    {"Or", 7, 7, c::or_, "`logical_or` (numpy broadcasting; BOOL is uint8 0/1)"},
     {"PRelu", 1, 16, c::prelu, "`prelu` (the slope broadcast to x)"},
     {"Pad", 2, 2, c::pad_v2, "version 2: pads and value are attributes"},
     {"Pad", 11, 25, c::pad,
@@ -182,6 +214,11 @@ constexpr ConverterRow kRows[] = {
     {"Unsqueeze", 1, 11, c::unsqueeze_v1, "versions 1 and 11: the axes an attribute"},
     {"Unsqueeze", 13, 25, c::unsqueeze,
      "`reshape` (symbolic dims kept where the input has them); of a computed shape: folded"},
+    {"Where", 9, 16, c::where,
+     "`where` (the three broadcast; the condition a uint8); over computed dims: the dims its "
+     "constant condition picks"},
+    {"Xor", 1, 1, c::xor_v1, "version 1 without its legacy broadcast attribute"},
+    {"Xor", 7, 7, c::xor_, "`logical_xor` (numpy broadcasting; BOOL is uint8 0/1)"},
 };
 
 const OnnxOperator* history_of(std::string_view op) {

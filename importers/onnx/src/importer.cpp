@@ -25,11 +25,49 @@ namespace dlavm::onnx {
 
 namespace detail {
 
-std::string Importer::label(const ::onnx::NodeProto& n) const {
+namespace {
+
+// "node 'conv1' (Conv)", or "node #3 (Conv)" (its index in its graph) for a node without a name.
+std::string base_label(const ::onnx::NodeProto& n, int index) {
   if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), n.op_type());
+  return fmt::format("node #{} ({})", index, n.op_type());
+}
+
+// The names a node's subgraphs (an If's branches, a Loop's body) read from the scopes around
+// them: what they use and do not define themselves, nested subgraphs included.
+void implicit_inputs(const ::onnx::NodeProto& n, std::set<std::string, std::less<>>& out);
+
+void implicit_inputs(const ::onnx::GraphProto& g, std::set<std::string, std::less<>>& out) {
+  std::set<std::string, std::less<>> defined, used;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& o : n.output()) defined.insert(o);
+    for (const auto& i : n.input()) used.insert(i);
+    implicit_inputs(n, used);
+  }
+  for (const auto& v : g.output()) used.insert(v.name());
+  for (const auto& u : used)
+    if (!u.empty() && defined.count(u) == 0) out.insert(u);
+}
+
+void implicit_inputs(const ::onnx::NodeProto& n, std::set<std::string, std::less<>>& out) {
+  for (const auto& a : n.attribute()) {
+    if (a.has_g()) implicit_inputs(a.g(), out);
+    for (const auto& g : a.graphs()) implicit_inputs(g, out);
+  }
+}
+
+// "where: " before a message, or nothing for an empty `where`.
+std::string prefix(std::string_view where) {
+  return where.empty() ? std::string() : fmt::format("{}: ", where);
+}
+
+}  // namespace
+
+std::string Importer::label(const ::onnx::NodeProto& n) const {
   const auto it = n.output_size() > 0 ? node_index_.find(n.output(0)) : node_index_.end();
-  return fmt::format("node #{} ({})", it != node_index_.end() ? it->second : current_node_,
-                     n.op_type());
+  return base_label(n, it != node_index_.end() ? it->second : current_node_) + scope_;
 }
 
 // (Converters call it: the import loop puts the file and the node in front of its messages.)
@@ -172,18 +210,19 @@ void Importer::read_opset(const ::onnx::ModelProto& model) {
         source_, opset_, kLatestOpset);
 }
 
-void Importer::add_initializers(const ::onnx::GraphProto& g) {
+void Importer::add_initializers(const ::onnx::GraphProto& g, std::string_view where) {
+  const std::string at = prefix(where);
   for (const auto& t : g.initializer()) {
-    if (t.name().empty()) raise<ValueError>("{}: an initializer has no name", source_);
+    if (t.name().empty()) raise<ValueError>("{}an initializer has no name", at);
     if (values_.count(t.name()) > 0)
-      raise<ValueError>("{}: initializer '{}' is defined twice", source_, t.name());
+      raise<ValueError>("{}initializer '{}' is defined twice", at, t.name());
     auto arr = std::make_shared<const te::NDArray>(
-        to_array(t, fmt::format("{}: initializer '{}'", source_, t.name())));
+        to_array(t, fmt::format("{}initializer '{}'", at, t.name())));
     values_[t.name()] =
         Value{arr->size() > 0 ? graph::constant(t.name(), arr) : graph::Expr(), arr};
   }
   if (g.sparse_initializer_size() > 0)
-    raise<NotSupported>("{}: sparse initializers ('{}')", source_,
+    raise<NotSupported>("{}sparse initializers ('{}')", at,
                         g.sparse_initializer(0).values().name());
 }
 
@@ -197,7 +236,7 @@ graph::Expr Importer::input_of(const ::onnx::ValueInfoProto& v) {
   if (!dtype)
     raise<TypeError>(
         "{} has element type {}; dlavm computes on float32, int8, uint8, int32 and "
-        "int64",
+        "int64 (and BOOL as uint8)",
         where, onnx_type_name(tt.elem_type()));
   if (!tt.has_shape()) raise<NotSupported>("{} has no shape (unknown rank)", where);
   std::vector<ne::Expr> shape;
@@ -261,16 +300,19 @@ std::vector<graph::Expr> Importer::add_inputs(const ::onnx::GraphProto& g) {
 
 // Kahn's algorithm over the values the nodes read and write: ONNX requires the nodes in
 // topological order, but exporters do not always keep it, so the order is computed, and a
-// cycle (or an input nobody makes) is an error naming the nodes.
-std::vector<int> Importer::node_order(const ::onnx::GraphProto& g) {
+// cycle (or an input nobody makes) is an error naming the nodes. A node with subgraphs also
+// waits for the nodes making the values they read from outside (a name no node makes is left
+// to the subgraph's own conversion, if it is converted).
+std::vector<int> Importer::node_order(const ::onnx::GraphProto& g, std::string_view where) {
+  const std::string at = prefix(where);
   const int n = g.node_size();
   std::map<std::string, int, std::less<>> producer;
   for (int i = 0; i < n; ++i)
     for (const auto& out : g.node(i).output()) {
       if (out.empty()) continue;
       if (values_.count(out) > 0 || !producer.emplace(out, i).second)
-        raise<ValueError>("{}: value '{}' is defined twice (node #{} ({}) and before)", source_,
-                          out, i, g.node(i).op_type());
+        raise<ValueError>("{}value '{}' is defined twice (node #{} ({}) and before)", at, out, i,
+                          g.node(i).op_type());
       node_index_.emplace(out, i);
     }
   std::vector<std::vector<int>> users(static_cast<std::size_t>(n));
@@ -282,10 +324,15 @@ std::vector<int> Importer::node_order(const ::onnx::GraphProto& g) {
       if (in.empty() || values_.count(in) > 0) continue;
       const auto p = producer.find(in);
       if (p == producer.end())
-        raise<ValueError>("{}: {}: input '{}' is not an input, an initializer or a node's output",
-                          source_, label(g.node(i)), in);
+        raise<ValueError>("{}{}: input '{}' is not an input, an initializer or a node's output", at,
+                          label(g.node(i)), in);
       deps.insert(p->second);
     }
+    std::set<std::string, std::less<>> outer;
+    implicit_inputs(g.node(i), outer);
+    for (const auto& in : outer)
+      if (const auto p = producer.find(in); p != producer.end() && p->second != i)
+        deps.insert(p->second);
     waiting[static_cast<std::size_t>(i)] = static_cast<int>(deps.size());
     for (int d : deps) users[static_cast<std::size_t>(d)].push_back(i);
   }
@@ -307,9 +354,54 @@ std::vector<int> Importer::node_order(const ::onnx::GraphProto& g) {
         current_node_ = i;
         stuck.push_back(label(g.node(i)));
       }
-    raise<ValueError>("{}: the graph has a cycle through {}", source_, fmt::join(stuck, ", "));
+    raise<ValueError>("{}the graph has a cycle through {}", at, fmt::join(stuck, ", "));
   }
   return order;
+}
+
+void Importer::convert_nodes(const ::onnx::GraphProto& g, std::string_view where) {
+  const auto order = node_order(g, where);
+  for (int i : order) {
+    current_node_ = i;
+    if (!convert(g.node(i))) mark_refused(g.node(i));
+  }
+}
+
+std::vector<Value> Importer::inline_branch(const ::onnx::NodeProto& n, const ::onnx::GraphProto& g,
+                                           std::string_view which) {
+  if (g.input_size() > 0)
+    raise<ValueError>("its {} has {} inputs; an If's branches take none", which, g.input_size());
+  if (g.output_size() != n.output_size())
+    raise<ValueError>("its {} has {} outputs for the node's {}", which, g.output_size(),
+                      n.output_size());
+  {
+    // the branch's labels end with where it is; the If's own come back after it
+    struct Restore {
+      Importer& im;
+      std::string scope;
+      int node;
+      ~Restore() {
+        im.scope_ = std::move(scope);
+        im.current_node_ = node;
+      }
+    } restore{*this, scope_, current_node_};
+    scope_ = fmt::format(" in the {} of {}", which, label(n));
+    try {
+      add_initializers(g, "");
+      convert_nodes(g, "");
+    } catch (const Error& e) {
+      rethrow_with_context(e, fmt::format("its {}", which));
+    }
+  }
+  std::vector<Value> outs;
+  for (const auto& out : g.output()) {
+    const auto it = values_.find(out.name());
+    if (it == values_.end())
+      raise<ValueError>("its {}'s output '{}' is made by none of its nodes, nor outside it", which,
+                        out.name());
+    outs.push_back(it->second);
+  }
+  return outs;
 }
 
 void Importer::mark_refused(const ::onnx::NodeProto& node) {
@@ -397,6 +489,12 @@ bool Importer::convert(const ::onnx::NodeProto& node) {
   } catch (const ReadsRefused&) {
     return false;  // the refusal of the node it reads names the cause
   } catch (const Error& e) {
+    // inside a branch, inline_branch and the If's own conversion add where the node is
+    if (!scope_.empty()) {
+      const auto it = node_index_.find(node.output_size() > 0 ? node.output(0) : "");
+      rethrow_with_context(e,
+                           base_label(node, it != node_index_.end() ? it->second : current_node_));
+    }
     rethrow_with_context(e, fmt::format("{}: {}", source_, label(node)));
   }
   for (int k = 0; k < node.output_size(); ++k)
@@ -447,6 +545,13 @@ void check_names(std::string_view source, const ::onnx::GraphProto& g) {
       check_text(source, a.s(), "node", k, "string attribute");
     }
   }
+  // subgraphs (an If's branches), named by their attribute and node
+  for (int k = 0; k < g.node_size(); ++k)
+    for (const auto& a : g.node(k).attribute()) {
+      const auto where = fmt::format("{}: attribute '{}' of node #{}", source, a.name(), k);
+      if (a.has_g()) check_names(where, a.g());
+      for (const auto& sub : a.graphs()) check_names(where, sub);
+    }
 }
 
 }  // namespace
@@ -456,13 +561,9 @@ graph::Function Importer::run(const ::onnx::ModelProto& model) {
   check_names(source_, model.graph());
   read_opset(model);
   const ::onnx::GraphProto g = options_.fold_qdq ? fold_qdq(model.graph()) : model.graph();
-  add_initializers(g);
+  add_initializers(g, source_);
   auto params = add_inputs(g);
-  const auto order = node_order(g);
-  for (int i : order) {
-    current_node_ = i;
-    if (!convert(g.node(i))) mark_refused(g.node(i));
-  }
+  convert_nodes(g, source_);
   if (!refused_.empty())
     raise<NotSupported>("{}: {} node{} the importer does not handle: {}", source_, refused_.size(),
                         refused_.size() == 1 ? "" : "s", fmt::join(refused_, "; "));

@@ -1,6 +1,9 @@
 // The importer's internals: the ONNX protobuf classes on one side, the graph on the other.
 // An Importer walks a model's nodes in a checked topological order and asks the converter the
-// table selects for each node (converters.hpp) for the graph values of its outputs. A
+// table selects for each node (converters.hpp) for the graph values of its outputs. An If whose
+// condition is known at import has the nodes of the branch it chooses walked in its place
+// (inline_branch): one flat scope of values, since ONNX's names are unique across a graph and
+// its subgraphs, so a branch reads the outer scope's values as its own. A
 // converter reads its inputs through Importer (optional ones, ones that must be constants) and
 // raises Unsupported for an attribute it does not handle; the importer collects those, and
 // the operators and versions no row converts, from every node into one NotSupported. A node
@@ -106,12 +109,23 @@ class Importer {
   // arguments' types, by its op's type rule (each node's outputs are typed as it is converted,
   // so that a shape error names the node).
   graph::TensorType type_of(const graph::Expr& e);
+  // The nodes of subgraph `g`, the branch `which` ("then_branch") of node n, converted in place
+  // of n: its initializers added, its nodes walked as the model's are (a refused one is
+  // listed as "... in the then_branch of node 'if' (If)"); returns the values of its outputs.
+  // ValueError for a branch with inputs, or an output no node of it or of the outer scope
+  // makes.
+  std::vector<Value> inline_branch(const ::onnx::NodeProto& n, const ::onnx::GraphProto& g,
+                                   std::string_view which);
 
  private:
   void read_opset(const ::onnx::ModelProto& model);
-  void add_initializers(const ::onnx::GraphProto& g);
+  // (`where` begins the messages: the file, or nothing inside a branch, whose node's label the
+  // converter's context adds)
+  void add_initializers(const ::onnx::GraphProto& g, std::string_view where);
   std::vector<graph::Expr> add_inputs(const ::onnx::GraphProto& g);
-  std::vector<int> node_order(const ::onnx::GraphProto& g);
+  std::vector<int> node_order(const ::onnx::GraphProto& g, std::string_view where);
+  // Converts g's nodes in a checked topological order, each refused one marked.
+  void convert_nodes(const ::onnx::GraphProto& g, std::string_view where);
   graph::Expr input_of(const ::onnx::ValueInfoProto& v);
   // One node's conversion; false when it is refused (the reason added to refused_) or skipped.
   bool convert(const ::onnx::NodeProto& node);
@@ -132,6 +146,9 @@ class Importer {
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, int, std::less<>> node_index_;  // by first output, for labels
   int current_node_ = -1;
+  // " in the then_branch of node 'if' (If)" while a branch's nodes are converted (labels end
+  // with it), empty for the model's graph
+  std::string scope_;
   std::vector<std::string> refused_;  // "label: reason", in node order
   // (holding the Expr: an address is not reused while its type is remembered)
   std::map<const graph::Node*, std::pair<graph::Expr, graph::TensorType>> types_;

@@ -1,4 +1,7 @@
 // TensorProto <-> te::NDArray: element types, raw_data (little-endian) and the typed fields.
+// dlavm has no bool dtype: a BOOL tensor is read as uint8 holding 0 or 1 (a value other than
+// those is a ValueError naming the tensor), what the comparison ops give and the logical ops,
+// Where and If read.
 #include <dlavm/core/error.hpp>
 
 #include <fmt/format.h>
@@ -20,6 +23,7 @@ std::optional<DType> dtype_of(std::int32_t onnx_type) {
     case TP::INT8:
       return DType::int8();
     case TP::UINT8:
+    case TP::BOOL:  // 0 or 1
       return DType::uint8();
     case TP::INT32:
       return DType::int32();
@@ -46,6 +50,14 @@ std::int64_t raw_int(const std::string& raw, std::size_t i, int bytes, bool is_s
   return static_cast<std::int64_t>(v);
 }
 
+// A BOOL tensor holds 0 and 1 only.
+void check_booleans(const TP& t, const te::NDArray& a, std::string_view what) {
+  if (t.data_type() != TP::BOOL) return;
+  const auto v = a.data();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] > 1) raise<ValueError>("{}: BOOL element {} is {}, neither 0 nor 1", what, i, v[i]);
+}
+
 }  // namespace
 
 te::NDArray to_array(const TP& t, std::string_view what) {
@@ -55,7 +67,7 @@ te::NDArray to_array(const TP& t, std::string_view what) {
   if (!dtype)
     raise<TypeError>(
         "{} has element type {}; dlavm computes on float32, int8, uint8, int32 and "
-        "int64",
+        "int64 (and BOOL as uint8)",
         what, onnx_type_name(t.data_type()));
   std::vector<std::int64_t> shape(t.dims().begin(), t.dims().end());
   std::int64_t count = 1;
@@ -108,6 +120,7 @@ te::NDArray to_array(const TP& t, std::string_view what) {
         for (std::size_t i = 0; i < n; ++i) out[i] = raw_int(raw, i, bytes, dtype->is_int());
       }
     }
+    check_booleans(t, a, what);
     return a;
   }
   switch (t.data_type()) {
@@ -117,7 +130,7 @@ te::NDArray to_array(const TP& t, std::string_view what) {
     case TP::INT64:
       for (std::size_t i = 0; i < n; ++i) a.set_flat(i, t.int64_data(static_cast<int>(i)));
       break;
-    default:  // int8, uint8, int32: int32_data, one value per element
+    default:  // int8, uint8, bool, int32: int32_data, one value per element
       for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t v = t.int32_data(static_cast<int>(i));
         if (v < dtype->min_value() || v > dtype->max_value())
@@ -126,6 +139,7 @@ te::NDArray to_array(const TP& t, std::string_view what) {
       }
       break;
   }
+  check_booleans(t, a, what);
   return a;
 }
 

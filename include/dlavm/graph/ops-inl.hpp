@@ -14,6 +14,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_elementwise_ops(ops);
   add_unary_ops(ops);
   add_reduce_ops(ops);
+  add_logic_ops(ops);
   add_quantize_ops(ops);
   add_transform_ops(ops);
   add_image_ops(ops);

@@ -10,7 +10,11 @@
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
 //                neg, hard_sigmoid, hard_swish, leaky_relu
 //   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
-//                reduce_min
+//                reduce_min, argmax, argmin
+//   logic        equal, not_equal, greater, greater_equal,  graph/ops/logic.hpp
+//                less, less_equal, logical_and, logical_or,
+//                logical_xor, logical_not, where, is_nan,
+//                is_inf
 //   quantize     requantize, cast                           graph/ops/quantize.hpp
 //   transform    reshape, transpose, flatten, concat, pad,  graph/ops/transform.hpp
 //                strided_slice, take, broadcast_to, tile
@@ -31,6 +35,7 @@
 #include <dlavm/graph/ops/image.hpp>
 #include <dlavm/graph/ops/integer_ops.hpp>
 #include <dlavm/graph/ops/linear.hpp>
+#include <dlavm/graph/ops/logic.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>
 #include <dlavm/graph/ops/reduce.hpp>

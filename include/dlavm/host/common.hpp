@@ -13,6 +13,7 @@
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/te/ndarray.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -125,6 +126,33 @@ const T* elements_as(const te::NDArray& a) {
 template <class T>
 T* elements_as(te::NDArray& a) {
   return reinterpret_cast<T*>(a.data().data());
+}
+// For N operands of `shapes` broadcast (numpy) to `out`, the shape of the result: calls
+// f(o, at, step, n) for each row of the result (its last dim; a scalar is one row of 1), o the
+// row's first element, n its length, at[j] the offset of operand j's element for the row's
+// first and step[j] 1 or 0 (the operand's last dim is the row's, or stretched or missing).
+template <std::size_t N, class F>
+void for_each_broadcast_row(std::span<const std::int64_t> out,
+                            const std::array<std::span<const std::int64_t>, N>& shapes, F&& f) {
+  std::array<std::int64_t, N> at{}, step{};
+  if (out.empty()) {
+    f(std::int64_t{0}, at, step, std::int64_t{1});
+    return;
+  }
+  const std::int64_t last = out.back();
+  const std::span<const std::int64_t> outer(out.data(), out.size() - 1);
+  // operands as [outer..., last]: the offset of each row, and the step within a row
+  std::array<std::vector<std::int64_t>, N> rows;
+  for (std::size_t j = 0; j < N; ++j) {
+    const auto s = shapes[j];
+    rows[j] =
+        broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), s.empty() ? 1 : s.back());
+    step[j] = !s.empty() && s.back() != 1 ? 1 : 0;
+  }
+  for (std::size_t r = 0; r < rows[0].size(); ++r) {
+    for (std::size_t j = 0; j < N; ++j) at[j] = rows[j][r];
+    f(static_cast<std::int64_t>(r) * last, at, step, last);
+  }
 }
 // Every element of an integer array wrapped to its dtype (DType::wrap).
 void wrap_elements(te::NDArray& a);

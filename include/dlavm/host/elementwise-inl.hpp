@@ -20,31 +20,16 @@ namespace dlavm::host {
 
 namespace detail {
 
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes.
-template <class T, class F>
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`).
+template <class T, class U, class F>
 void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
-                     std::span<const std::int64_t> bs, T* out, std::span<const std::int64_t> os,
+                     std::span<const std::int64_t> bs, U* out, std::span<const std::int64_t> os,
                      F&& f) {
-  if (os.empty()) {
-    out[0] = f(a[0], b[0]);
-    return;
-  }
-  const std::int64_t last = os.back();
-  const std::span<const std::int64_t> outer(os.data(), os.size() - 1);
-  // operands as [outer..., last]: offsets of each row, and the step within a row
-  auto rows_of = [&](std::span<const std::int64_t> s) {
-    const std::int64_t row = s.empty() ? 1 : s.back();
-    return broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), row);
-  };
-  const auto a_rows = rows_of(as), b_rows = rows_of(bs);
-  const std::int64_t a_step = !as.empty() && as.back() != 1 ? 1 : 0;
-  const std::int64_t b_step = !bs.empty() && bs.back() != 1 ? 1 : 0;
-  for (std::size_t r = 0; r < a_rows.size(); ++r) {
-    const T* ar = a + a_rows[r];
-    const T* br = b + b_rows[r];
-    T* orow = out + static_cast<std::int64_t>(r) * last;
-    for (std::int64_t i = 0; i < last; ++i) orow[i] = f(ar[i * a_step], br[i * b_step]);
-  }
+  for_each_broadcast_row<2>(os, {as, bs},
+                            [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
+                              for (std::int64_t i = 0; i < n; ++i)
+                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                            });
 }
 
 // f(a, b) of runtime::Binary K under broadcasting: float32 as it is, integers in 64 bits and

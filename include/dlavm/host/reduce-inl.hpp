@@ -84,4 +84,30 @@ DLAVM_INLINE te::NDArray reduce(runtime::Reduce kind, const te::NDArray& x, cons
   return y;
 }
 
+DLAVM_INLINE te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                                    const ArgReduceParams& p) {
+  const std::string who = fmt::format("host::{}", arg_reduce_op(kind).name);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, x.ndim());
+  if (x.shape()[axis] == 0)
+    raise<ShapeError>("{}: dim {} of x {} (the axis) has no element to pick", who, axis,
+                      detail::shape_str(x.shape()));
+  const auto s = split_at(std::span(x.shape()), axis);
+  te::NDArray y(DType::int64(), arg_reduced_shape(std::span(x.shape()), axis, p.keepdims));
+  runtime::with_kind(kind, [&](auto tag) {
+    constexpr runtime::ArgReduce K = decltype(tag)::value;
+    std::int64_t* out = y.data().data();
+    if (x.dtype().is_float()) {
+      runtime::arg_reduce<K>(x.fdata().data(), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+      return;
+    }
+    detail::with_integer_type(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      runtime::arg_reduce<K>(detail::elements_as<T>(x), out, s.outer, s.extent, s.inner,
+                             p.select_last_index);
+    });
+  });
+  return y;
+}
+
 }  // namespace dlavm::host

@@ -20,8 +20,17 @@
 // dropped (merge_reduction): the kernel walks at most 8 groups of dims (kMaxReduceGroups; only
 // a rank above 8 whose axes alternate exceeds them, and is refused naming the groups).
 //
+//   argmax(x, {axis = 0, keepdims = true, select_last_index = false}), argmin
+//     axis       a dim of x (negative counts from the end), of at least one element
+//     keepdims   the axis stays, as a 1; else it is dropped
+//   -> int64: along the axis, the index of the maximum (minimum) element; of equal elements the
+//   first (select_last_index: the last); float32: a NaN wins, the first NaN (the last), as
+//   numpy's argmax and ONNX's reference. Each is a kind of runtime::ArgReduce
+//   (runtime::arg_reduce), listed in kArgReduceOps.
+//
 //   auto m = host::reduce(runtime::Reduce::Mean, x, {.axes = {2, 3}});  // [N, C, H, W] -> [N, C,
 //   1, 1]
+//   auto i = host::arg_reduce(runtime::ArgReduce::Max, x, {.axis = -1});  // int64 [N, C, H, 1]
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -112,6 +121,46 @@ MergedReduction<Extent> merge_reduction(std::span<const Extent> shape,
   }
   return m;
 }
+
+struct ArgReduceParams {
+  std::int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+};
+
+struct ArgReduceOp {
+  runtime::ArgReduce kind;
+  std::string_view name;        // the graph op: "argmax"
+  std::string_view enumerator;  // runtime::ArgReduce's: "Max"
+};
+
+inline constexpr ArgReduceOp kArgReduceOps[] = {
+    {runtime::ArgReduce::Max, "argmax", "Max"},
+    {runtime::ArgReduce::Min, "argmin", "Min"},
+};
+static_assert(std::size(kArgReduceOps) == runtime::kArgReduceCount);
+
+constexpr const ArgReduceOp& arg_reduce_op(runtime::ArgReduce kind) {
+  return kArgReduceOps[static_cast<std::size_t>(kind)];
+}
+
+// The result's shape: x's with the axis (normalized) 1 (keepdims) or dropped.
+template <class Extent>
+std::vector<Extent> arg_reduced_shape(std::span<const Extent> shape, std::size_t axis,
+                                      bool keepdims) {
+  std::vector<Extent> out;
+  for (std::size_t k = 0; k < shape.size(); ++k)
+    if (k != axis)
+      out.push_back(shape[k]);
+    else if (keepdims)
+      out.push_back(Extent(1));
+  return out;
+}
+
+// The index of each row's maximum (minimum) along p.axis, int64; ValueError for an axis
+// outside x's dims, ShapeError for an axis of 0 elements.
+te::NDArray arg_reduce(runtime::ArgReduce kind, const te::NDArray& x,
+                       const ArgReduceParams& p = {});
 
 // The reduction of `kind` over p.axes; TypeError for a mean of integers wider than 32 bits,
 // ValueError for bad axes, ShapeError for more than kMaxReduceGroups groups.

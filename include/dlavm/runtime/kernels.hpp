@@ -683,24 +683,193 @@ void binary(const T* a, const T* b, T* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = binary_value<K>(a[i], b[i]);
 }
 
+namespace detail {
+
+// Calls f(o, at) for each element of y (of `shape`, `rank` dims, at most 8) in row-major order:
+// o its offset, at[j] the offset of the element operand j reads under numpy broadcasting, the
+// operand of shapes[j] aligned to y's rank (leading 1s where it has fewer dims), each dim equal
+// to y's or 1 (stretched). The loop of every broadcasting kernel.
+template <int N, class F>
+void for_each_broadcast(const std::int64_t* shape, const std::int64_t* const (&shapes)[N],
+                        std::int64_t rank, F&& f) {
+  std::int64_t strides[N][8] = {}, n = 1;
+  for (int j = 0; j < N; ++j) row_major_strides(shapes[j], rank, strides[j]);
+  Walk<N> w;  // over y's indices, the offsets into the operands
+  for (std::int64_t k = 0; k < rank; ++k) {
+    std::int64_t steps[N] = {};
+    for (int j = 0; j < N; ++j) steps[j] = shapes[j][k] == 1 ? 0 : strides[j][k];
+    w.push(shape[k], steps);
+    n *= shape[k];
+  }
+  if (n == 0) return;
+  std::int64_t o = 0;
+  do f(o++, w.at);
+  while (w.next());
+}
+
+}  // namespace detail
+
 // y = f(a, b) under numpy broadcasting: y of `shape`, a and b of a_shape and b_shape aligned
 // to its `rank` dims (at most 8; leading 1s where an operand has fewer), each dim equal to
 // y's or 1 (stretched).
 template <Binary K, class T>
 void binary_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
                       const std::int64_t* a_shape, const std::int64_t* b_shape, std::int64_t rank) {
-  std::int64_t as[8] = {}, bs[8] = {}, n = 1;
-  detail::row_major_strides(a_shape, rank, as);
-  detail::row_major_strides(b_shape, rank, bs);
-  detail::Walk<2> w;  // over y's indices, the offsets into a and b
-  for (std::int64_t k = 0; k < rank; ++k) {
-    w.push(shape[k], {a_shape[k] == 1 ? 0 : as[k], b_shape[k] == 1 ? 0 : bs[k]});
-    n *= shape[k];
+  detail::for_each_broadcast<2>(
+      shape, {a_shape, b_shape}, rank,
+      [&](std::int64_t o, const std::int64_t* at) { y[o] = binary_value<K>(a[at[0]], b[at[1]]); });
+}
+
+// ---- booleans: comparisons, logic, where, float classes ----------------------------------
+// dlavm has no bool dtype: a boolean is a uint8 holding 0 or 1 (ONNX's BOOL). A comparison or
+// a float class gives 0 or 1 in its output type Out (uint8 in firmware; the host kernels store
+// into their int64 elements); the logical kinds and where's condition read any nonzero as true
+// and give 0 or 1.
+
+enum class Compare : std::uint8_t {
+  Equal,         // a == b
+  NotEqual,      // a != b
+  Greater,       // a > b
+  GreaterEqual,  // a >= b
+  Less,          // a < b
+  LessEqual,     // a <= b
+};
+// float: IEEE's comparisons: a NaN compares false, also with itself (NotEqual: true), and -0
+// equals +0. Integers of any width and signedness: their values (the operands' type T).
+inline constexpr int kCompareCount = static_cast<int>(Compare::LessEqual) + 1;
+
+enum class Logical : std::uint8_t {
+  And,  // of two operands
+  Or,
+  Xor,
+  Not,  // of one
+};
+inline constexpr int kLogicalCount = static_cast<int>(Logical::Not) + 1;
+constexpr int arity(Logical k) { return k == Logical::Not ? 1 : 2; }
+
+enum class FloatClass : std::uint8_t {
+  Nan,  // x is a NaN
+  Inf,  // x is +inf (when `positive`) or -inf (when `negative`)
+};
+inline constexpr int kFloatClassCount = static_cast<int>(FloatClass::Inf) + 1;
+
+template <class F>
+decltype(auto) with_kind(Compare k, F&& f) {
+  return detail::with_kind_from<Compare, 0, kCompareCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(Logical k, F&& f) {
+  return detail::with_kind_from<Logical, 0, kLogicalCount>(k, f);
+}
+template <class F>
+decltype(auto) with_kind(FloatClass k, F&& f) {
+  return detail::with_kind_from<FloatClass, 0, kFloatClassCount>(k, f);
+}
+
+template <Compare K, class T>
+bool compare_value(T a, T b) {
+  if constexpr (K == Compare::Equal)
+    return a == b;
+  else if constexpr (K == Compare::NotEqual)
+    return a != b;
+  else if constexpr (K == Compare::Greater)
+    return a > b;
+  else if constexpr (K == Compare::GreaterEqual)
+    return a >= b;
+  else if constexpr (K == Compare::Less)
+    return a < b;
+  else
+    return a <= b;
+}
+
+// b is read by the kinds of two operands only.
+template <Logical K, class T>
+bool logical_value(T a, [[maybe_unused]] T b = T(0)) {
+  const bool x = a != T(0);
+  if constexpr (K == Logical::Not) {
+    return !x;
+  } else {
+    const bool z = b != T(0);
+    if constexpr (K == Logical::And) return x && z;
+    if constexpr (K == Logical::Or) return x || z;
+    return x != z;  // Xor
   }
-  if (n == 0) return;
-  std::int64_t o = 0;
-  do y[o++] = binary_value<K>(a[w.at[0]], b[w.at[1]]);
-  while (w.next());
+}
+
+// positive and negative are Inf's (Nan ignores them).
+template <FloatClass K>
+bool float_class_value(float x, [[maybe_unused]] bool positive = true,
+                       [[maybe_unused]] bool negative = true) {
+  if constexpr (K == FloatClass::Nan)
+    return std::isnan(x);
+  else
+    return std::isinf(x) && (x > 0.0f ? positive : negative);
+}
+
+// y = a K b of one shape (n elements), 0 or 1.
+template <Compare K, class T, class Out>
+void compare(const T* a, const T* b, Out* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(compare_value<K>(a[i], b[i]));
+}
+
+// y = a K b under numpy broadcasting (as binary_broadcast).
+template <Compare K, class T, class Out>
+void compare_broadcast(const T* a, const T* b, Out* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<Out>(compare_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = the logical kind of a and b (of one shape, n elements), or of x alone (Not), 0 or 1.
+template <Logical K, class T>
+void logical(const T* a, const T* b, T* y, std::int64_t n) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(a[i], b[i]));
+}
+template <Logical K, class T>
+void logical(const T* x, T* y, std::int64_t n) {
+  static_assert(arity(K) == 1, "this logical kind takes two operands");
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(logical_value<K>(x[i]));
+}
+
+// The logical kind of two operands under numpy broadcasting (as binary_broadcast).
+template <Logical K, class T>
+void logical_broadcast(const T* a, const T* b, T* y, const std::int64_t* shape,
+                       const std::int64_t* a_shape, const std::int64_t* b_shape,
+                       std::int64_t rank) {
+  static_assert(arity(K) == 2, "this logical kind takes one operand");
+  detail::for_each_broadcast<2>(shape, {a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = static_cast<T>(logical_value<K>(a[at[0]], b[at[1]]));
+                                });
+}
+
+// y = cond ? a : b (cond nonzero: true), all of one shape (n elements).
+template <class C, class T>
+void where(const C* cond, const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = cond[i] != C(0) ? a[i] : b[i];
+}
+
+// y = cond ? a : b, the three broadcast to y's `shape` (as binary_broadcast).
+template <class C, class T>
+void where_broadcast(const C* cond, const T* a, const T* b, T* y, const std::int64_t* shape,
+                     const std::int64_t* c_shape, const std::int64_t* a_shape,
+                     const std::int64_t* b_shape, std::int64_t rank) {
+  detail::for_each_broadcast<3>(shape, {c_shape, a_shape, b_shape}, rank,
+                                [&](std::int64_t o, const std::int64_t* at) {
+                                  y[o] = cond[at[0]] != C(0) ? a[at[1]] : b[at[2]];
+                                });
+}
+
+// y = whether x is of the class, 0 or 1, over n elements.
+template <FloatClass K, class Out>
+void float_class(const float* x, Out* y, std::int64_t n, bool positive = true,
+                 bool negative = true) {
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<Out>(float_class_value<K>(x[i], positive, negative));
 }
 
 // y = x + b for a scalar b, wrapped to T's width.
@@ -948,6 +1117,46 @@ void reduce(const T* x, T* y, const std::int64_t* shape, const bool* reduced, st
   for (std::int64_t o = 0; o < outputs; ++o, kept.next())
     y[o] = count == 0 ? detail::reduce_empty<K, T>()
                       : detail::reduce_run<K>(x + kept.at[0], over, count);
+}
+
+// ---- arg_reduce: the index of a maximum or minimum along an axis -------------------------
+// Along the axis of x seen as [outer, extent, inner], each row's index (an int64 in firmware)
+// of its Max (Min) element, the row walked from its first element (`select_last`: from its
+// last): the first element met that no later one beats strictly, so of equal elements the
+// first (the last); a NaN wins, the first NaN met (float: numpy's argmax and argmin, ONNX's
+// reference). An extent of 0 leaves y's elements 0 (the host refuses it first).
+enum class ArgReduce : std::uint8_t { Max, Min };
+inline constexpr int kArgReduceCount = static_cast<int>(ArgReduce::Min) + 1;
+
+template <class F>
+decltype(auto) with_kind(ArgReduce k, F&& f) {
+  return detail::with_kind_from<ArgReduce, 0, kArgReduceCount>(k, f);
+}
+
+template <ArgReduce K, class T, class I>
+void arg_reduce(const T* x, I* y, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+                bool select_last) {
+  const std::int64_t first = select_last ? extent - 1 : 0, step = select_last ? -1 : 1;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i, ++y) {
+      *y = I(0);
+      if (extent == 0) continue;
+      const T* row = x + o * extent * inner + i;
+      std::int64_t best = first;
+      T m = row[first * inner];
+      for (std::int64_t j = first + step, left = extent - 1; left > 0; j += step, --left) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(m)) break;
+        const T v = row[j * inner];
+        bool wins = K == ArgReduce::Max ? v > m : v < m;
+        if constexpr (std::is_floating_point_v<T>) wins = wins || std::isnan(v);
+        if (wins) {
+          m = v;
+          best = j;
+        }
+      }
+      *y = static_cast<I>(best);
+    }
 }
 
 // ---- integer softmax: I-BERT's exponential by shifts and a polynomial ------------------

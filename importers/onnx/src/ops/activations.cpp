@@ -1,6 +1,7 @@
 // Converters of element-wise math and reductions: the unary functions (Sigmoid, Tanh, Exp, Log,
 // Sqrt, Erf, Abs, Neg, HardSigmoid, HardSwish, LeakyRelu), the binary ones of tensors (Sub, Div,
-// Pow, Max, Min, PRelu, and Sum and Mean of any count), ReduceSum/Mean/Max/Min and LogSoftmax.
+// Pow, Max, Min, PRelu, and Sum and Mean of any count), ReduceSum/Mean/Max/Min, ArgMax/ArgMin
+// and LogSoftmax.
 #include <fmt/ranges.h>
 
 #include "common.hpp"
@@ -170,11 +171,12 @@ Outs gelu(Importer& im, const Node& n) {
 
 Outs prelu(Importer& im, const Node& n) { return {graph::prelu(im.expr(n, 0), im.expr(n, 1))}; }
 
+// (ONNX's Pow of an integer base is an integer power; pow computes in float32 only, which does
+// not hold every int32 or int64 power exactly)
 Outs pow(Importer& im, const Node& n) {
   const auto a = im.expr(n, 0);
-  const DType base = im.type_of(a).dtype;
-  if (base != DType::float32())
-    unsupported(fmt::format("a Pow of a {} base (pow computes in float32 only)", base.str()));
+  if (const DType t = im.type_of(a).dtype; t != DType::float32())
+    unsupported(fmt::format("a Pow of a {} base (pow computes in float32 only)", t));
   return {graph::pow(a, as_dtype_of(im, im.expr(n, 1), a))};
 }
 
@@ -258,6 +260,21 @@ Outs log_softmax(Importer& im, const Node& n) {
   const auto rank = static_cast<std::int64_t>(im.type_of(x).ndim());
   return {
       graph::log_softmax(x, {.axis = normalize_axis(attr_int(im, n, "axis", -1), rank, "axis")})};
+}
+
+// ArgMax and ArgMin: every version (1 took a non-negative axis only, 11 any, 12 added
+// select_last_index, whose default keeps the earlier meaning).
+Outs arg_max(Importer& im, const Node& n) {
+  return {graph::argmax(im.expr(n, 0),
+                        {.axis = attr_int(im, n, "axis", 0),
+                         .keepdims = attr_int(im, n, "keepdims", 1) != 0,
+                         .select_last_index = attr_int(im, n, "select_last_index", 0) != 0})};
+}
+Outs arg_min(Importer& im, const Node& n) {
+  return {graph::argmin(im.expr(n, 0),
+                        {.axis = attr_int(im, n, "axis", 0),
+                         .keepdims = attr_int(im, n, "keepdims", 1) != 0,
+                         .select_last_index = attr_int(im, n, "select_last_index", 0) != 0})};
 }
 
 }  // namespace convert

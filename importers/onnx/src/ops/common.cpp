@@ -51,4 +51,8 @@ std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std:
   return out;
 }
 
+void refuse_legacy_broadcast(Importer& im, const Node& n) {
+  if (attr_int(im, n, "broadcast", 0) != 0) unsupported("the legacy broadcast attribute");
+}
+
 }  // namespace dlavm::onnx::detail

@@ -1,7 +1,8 @@
 // What the converters share: the node and output types, the refusal, and the readers of
 // dims, axes and constant inputs; and the converters themselves, which converters.cpp lists
 // in its table. One file per family: nn.cpp (convolution, pooling, products), math.cpp
-// (element-wise), tensor.cpp (shapes and data movement), quantize.cpp.
+// (element-wise), activations.cpp (element-wise math and reductions), logic.cpp (comparisons,
+// logic, Where and If), tensor.cpp (shapes and data movement), quantize.cpp.
 #pragma once
 
 #include <dlavm/core/error.hpp>
@@ -40,6 +41,10 @@ std::vector<std::int64_t> ints_of(const te::NDArray& a);
 std::vector<std::int64_t> constant_ints(Importer& im, const Node& n, int k, std::string_view role);
 // A scalar of a constant tensor (one element, any rank).
 double scalar_of(const te::NDArray& a, std::string_view what);
+// The first versions of the binary operators (Add-1/6, Mul-1/6, Equal-1, And-1, ...) broadcast
+// only when told to, along `axis` (a legacy form); without the attribute they are today's
+// operators on operands of one shape. An Unsupported when it is given.
+void refuse_legacy_broadcast(Importer& im, const Node& n);
 
 // The parameters of a 2-D convolution node (Conv, ConvInteger, QLinearConv) whose input is x
 // and weight w (nn.cpp); `one_d`: a 1-D node's attributes, for x and w viewed as height-1
@@ -151,6 +156,28 @@ Outs reduce_log_sum_exp_v1(Importer&, const Node&);
 Outs reduce_log_sum_exp(Importer&, const Node&);
 // image.cpp
 Outs resize(Importer&, const Node&);
+Outs arg_max(Importer&, const Node&);
+Outs arg_min(Importer&, const Node&);
+// logic.cpp
+Outs equal_v1(Importer&, const Node&);
+Outs equal(Importer&, const Node&);
+Outs greater_v1(Importer&, const Node&);
+Outs greater(Importer&, const Node&);
+Outs greater_or_equal(Importer&, const Node&);
+Outs less_v1(Importer&, const Node&);
+Outs less(Importer&, const Node&);
+Outs less_or_equal(Importer&, const Node&);
+Outs and_v1(Importer&, const Node&);
+Outs and_(Importer&, const Node&);
+Outs or_v1(Importer&, const Node&);
+Outs or_(Importer&, const Node&);
+Outs xor_v1(Importer&, const Node&);
+Outs xor_(Importer&, const Node&);
+Outs not_(Importer&, const Node&);
+Outs where(Importer&, const Node&);
+Outs is_nan(Importer&, const Node&);
+Outs is_inf(Importer&, const Node&);
+Outs if_(Importer&, const Node&);
 // shape.cpp
 Outs shape(Importer&, const Node&);
 Outs size(Importer&, const Node&);

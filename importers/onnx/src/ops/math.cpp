@@ -6,12 +6,6 @@ namespace dlavm::onnx::detail {
 
 namespace {
 
-// Versions 1 and 6 of Add and Mul broadcast only when told to, along `axis` (a legacy form);
-// without the attribute they are today's operators on operands of one shape.
-void refuse_legacy_broadcast(Importer& im, const Node& n) {
-  if (attr_int(im, n, "broadcast", 0) != 0) unsupported("the legacy broadcast attribute");
-}
-
 // Clip's bounds as given (attributes before version 11, inputs since), or the dtype's range.
 Outs clip_between(Importer& im, const Node& n, bool from_inputs) {
   const auto x = im.expr(n, 0);

@@ -1,5 +1,5 @@
-// Converters of data-movement operators and constants: Flatten, Transpose, Concat, Pad, Cast,
-// Constant.
+// Converters of data-movement operators and constants: Flatten, Transpose, Concat, Pad, Cast
+// (to and from BOOL too), Constant.
 #include "common.hpp"
 #include <span>
 
@@ -74,8 +74,14 @@ Outs pad(Importer& im, const Node& n) {
   return pad_by(im, n, ints_of(im.constant(n, 1, "pads")), value);
 }
 
+// To BOOL (a uint8 0/1): x != 0, so that a NaN is true and 256 is true (a cast to uint8 would
+// wrap it to 0). From BOOL: the uint8 0/1 converted.
 Outs cast(Importer& im, const Node& n) {
   const auto to = static_cast<std::int32_t>(attr_int(im, n, "to", 0));
+  if (to == ::onnx::TensorProto::BOOL) {
+    const auto x = im.expr(n, 0);
+    return {graph::not_equal(x, im.make_constant(n, "zero", te::NDArray(im.type_of(x).dtype, {})))};
+  }
   const auto dtype = dtype_of(to);
   if (!dtype) unsupported(fmt::format("a cast to {}", onnx_type_name(to)));
   // a computed shape stays one through a cast to an integer type that holds its dims

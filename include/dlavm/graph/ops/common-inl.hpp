@@ -10,6 +10,7 @@
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/printer.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/ne/structural.hpp>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,47 @@ DLAVM_INLINE FirmwareCall elements_call(std::string function, const FirmwareStep
   c.args.push_back(FirmwareArg::output());
   c.args.push_back(FirmwareArg::dim(product(s.input(0))));
   return c;
+}
+
+DLAVM_INLINE FirmwareKernel broadcast_firmware(std::string op, std::string elements,
+                                               std::string broadcast,
+                                               std::vector<std::string> locals) {
+  const auto same_shape = [](const FirmwareStep& s) {
+    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
+    for (std::size_t k = 1; k < s.call.size(); ++k) {
+      const auto &a = s.input(0), &b = s.input(k);
+      if (a.size() != b.size() || !std::equal(a.begin(), a.end(), b.begin(), same)) return false;
+    }
+    return true;
+  };
+  const auto support = [same_shape, op](const FirmwareStep& s) -> std::optional<std::string> {
+    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
+    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)", op,
+                       s.result.shape.size());
+  };
+  const auto call = [same_shape, elements, broadcast, locals](const FirmwareStep& s) {
+    const std::size_t inputs = s.call.size();
+    if (same_shape(s)) return elements_call(elements, s, inputs);
+    const std::size_t rank = s.result.shape.size();
+    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
+      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
+      for (std::size_t k = 0; k < rank; ++k)
+        l.items.push_back(
+            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
+      return l;
+    };
+    FirmwareCall c{broadcast, {}, {aligned("shape", s.result.shape)}};
+    for (std::size_t k = 0; k < inputs; ++k) c.args.push_back(FirmwareArg::input(k));
+    c.args.push_back(FirmwareArg::output());
+    c.args.push_back(FirmwareArg::local("shape"));
+    for (std::size_t k = 0; k < inputs; ++k) {
+      c.args.push_back(FirmwareArg::local(locals.at(k)));
+      c.locals.push_back(aligned(locals.at(k), s.input(k)));
+    }
+    c.args.push_back(FirmwareArg::integer(static_cast<std::int64_t>(rank)));
+    return c;
+  };
+  return {.support = support, .call = call};
 }
 
 }  // namespace dlavm::graph::detail

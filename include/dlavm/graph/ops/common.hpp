@@ -43,6 +43,13 @@ std::optional<std::string> host_float32_or_integers(const TypeCall& c);
 // The firmware call `function(input 0, ..., input n-1, output, elements)`: a kernel over the
 // elements as one run (runtime/kernels.hpp's relu, add, copy, ...).
 FirmwareCall elements_call(std::string function, const FirmwareStep& s, std::size_t inputs);
+// The firmware kernel of an op that broadcasts its inputs (numpy): `elements`(input 0, ...,
+// output, elements) for inputs of one shape, else `broadcast`(input 0, ..., output, shape,
+// shape of input 0, ..., rank) with the shapes aligned to the result's rank (at most 8; a
+// step of more dims is refused naming `op`) as local arrays named "shape" and `locals` (one
+// per input): runtime::binary / binary_broadcast and their kin.
+FirmwareKernel broadcast_firmware(std::string op, std::string elements, std::string broadcast,
+                                  std::vector<std::string> locals);
 
 }  // namespace dlavm::graph::detail
 

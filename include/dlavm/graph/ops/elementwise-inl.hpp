@@ -110,38 +110,12 @@ namespace detail {
 // runtime::binary_broadcast<kind>(a, b, y, shape, a_shape, b_shape, rank), the operands'
 // shapes aligned to the result's rank (at most 8) with leading 1s.
 inline FirmwareKernel binary_firmware(runtime::Binary kind) {
-  const auto same_shape = [](const FirmwareStep& s) {
-    const auto &a = s.input(0), &b = s.input(1);
-    const auto same = [](const ne::Expr& x, const ne::Expr& y) { return ne::equal(x, y); };
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same);
-  };
-  const auto support = [same_shape, kind](const FirmwareStep& s) -> std::optional<std::string> {
-    if (same_shape(s) || s.result.shape.size() <= 8) return std::nullopt;
-    return fmt::format("'{}' broadcasting over {} dims has no firmware kernel (8 at most)",
-                       host::binary_op(kind).name, s.result.shape.size());
-  };
-  const auto call = [same_shape, kind](const FirmwareStep& s) {
-    const auto enumerator = host::binary_op(kind).enumerator;
-    if (same_shape(s))
-      return elements_call(
-          fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator), s, 2);
-    const std::size_t rank = s.result.shape.size();
-    const auto aligned = [rank](std::string name, const std::vector<ne::Expr>& dims) {
-      FirmwareLocal l{std::move(name), "std::int64_t", true, {}};
-      for (std::size_t k = 0; k < rank; ++k)
-        l.items.push_back(
-            FirmwareArg::dim(k + dims.size() < rank ? ne::Expr(1) : dims[k + dims.size() - rank]));
-      return l;
-    };
-    return FirmwareCall{
-        fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
-        {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
-         FirmwareArg::local("shape"), FirmwareArg::local("a_shape"), FirmwareArg::local("b_shape"),
-         FirmwareArg::integer(static_cast<std::int64_t>(rank))},
-        {aligned("shape", s.result.shape), aligned("a_shape", s.input(0)),
-         aligned("b_shape", s.input(1))}};
-  };
-  return {.support = support, .call = call};
+  const auto enumerator = host::binary_op(kind).enumerator;
+  return broadcast_firmware(
+      std::string(host::binary_op(kind).name),
+      fmt::format("dlavm::runtime::binary<dlavm::runtime::Binary::{}>", enumerator),
+      fmt::format("dlavm::runtime::binary_broadcast<dlavm::runtime::Binary::{}>", enumerator),
+      {"a_shape", "b_shape"});
 }
 
 inline OpRecord binary_record(const host::BinaryOp& op) {

@@ -7,6 +7,8 @@
 #include <dlavm/graph/ops/common.hpp>
 #include <dlavm/graph/ops/reduce.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/bounds.hpp>
+#include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
 
 #include <fmt/format.h>
@@ -92,7 +94,76 @@ inline OpRecord reduce_record(const host::ReduceOp& op) {
           .firmware = {.call = [kind](const FirmwareStep& s) { return reduce_firmware(kind, s); }}};
 }
 
+inline const AttrSchema<host::ArgReduceParams>& arg_reduce_schema() {
+  using P = host::ArgReduceParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim searched (negative: from the end)")
+          .field("keepdims", &P::keepdims, "1: the axis stays, as a 1; 0: it is dropped")
+          .field("select_last_index", &P::select_last_index,
+                 "1: of equal elements (or NaNs) the last; 0: the first");
+  return schema;
+}
+
+// The axis of input 0, normalized; ShapeError when its dim can be 0 (a growing state's), where
+// no index is there to pick.
+inline std::size_t arg_reduce_axis(const TypeCall& c) {
+  const std::size_t axis = c.axis("axis", c.type(0).ndim());
+  const ne::Expr& d = c.type(0).shape[axis];
+  if (!ne::can_prove(d >= 1))
+    raise<ShapeError>(
+        "{}: {} {} may have no element along the axis (dim {}, `{}`, can be {}) to pick an index "
+        "of",
+        c.label, c.arg(0), shape_text(c.type(0).shape), axis, d, ne::bounds(d).min);
+  return axis;
+}
+
+inline TensorType arg_reduce_type(const TypeCall& c) {
+  const auto p = params_of(c, arg_reduce_schema());
+  return {host::arg_reduced_shape(std::span(c.type(0).shape), arg_reduce_axis(c), p.keepdims),
+          DType::int64()};
+}
+
+// runtime::arg_reduce<kind>(x, y, outer, extent, inner, select_last).
+inline FirmwareCall arg_reduce_firmware(runtime::ArgReduce kind, const FirmwareStep& s) {
+  const auto split = host::split_at(std::span<const ne::Expr>(s.input(0)), arg_reduce_axis(s.call));
+  return {fmt::format("dlavm::runtime::arg_reduce<dlavm::runtime::ArgReduce::{}>",
+                      host::arg_reduce_op(kind).enumerator),
+          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
+           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
+           FirmwareArg::boolean(arg_reduce_schema().from_attrs(s.call.attrs).select_last_index)}};
+}
+
+inline OpRecord arg_reduce_record(const host::ArgReduceOp& op) {
+  const runtime::ArgReduce kind = op.kind;
+  return {
+      .name = std::string(op.name),
+      .attrs = arg_reduce_schema().specs(),
+      .type_rule = arg_reduce_type,
+      .host_kernel =
+          [kind](HostArgs a, const Attrs& attrs) {
+            return host::arg_reduce(kind, *a[0], arg_reduce_schema().from_attrs(attrs));
+          },
+      .host_support = host_float32_or_integers,
+      .firmware = {.call = [kind](const FirmwareStep& s) { return arg_reduce_firmware(kind, s); }}};
+}
+
 }  // namespace detail
+
+DLAVM_INLINE host::ArgReduceParams arg_reduce_params(const Attrs& attrs) {
+  return detail::arg_reduce_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr arg_reduce(runtime::ArgReduce kind, Expr x, const host::ArgReduceParams& p) {
+  return call(std::string(host::arg_reduce_op(kind).name), {std::move(x)},
+              detail::arg_reduce_schema().to_attrs(p));
+}
+DLAVM_INLINE Expr argmax(Expr x, const host::ArgReduceParams& p) {
+  return arg_reduce(runtime::ArgReduce::Max, std::move(x), p);
+}
+DLAVM_INLINE Expr argmin(Expr x, const host::ArgReduceParams& p) {
+  return arg_reduce(runtime::ArgReduce::Min, std::move(x), p);
+}
 
 DLAVM_INLINE host::ReduceParams reduce_params(const Attrs& attrs) {
   return detail::reduce_schema().from_attrs(attrs);
@@ -117,6 +188,7 @@ DLAVM_INLINE Expr reduce_min(Expr x, const host::ReduceParams& p) {
 
 DLAVM_INLINE void add_reduce_ops(OpRegistry& ops) {
   for (const host::ReduceOp& op : host::kReduceOps) ops.add(detail::reduce_record(op));
+  for (const host::ArgReduceOp& op : host::kArgReduceOps) ops.add(detail::arg_reduce_record(op));
 }
 
 }  // namespace dlavm::graph
