@@ -23246,12 +23246,13 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 // attributes; host/ defines their exact semantics.
 //
 //   linear       dense, matmul                              graph/ops/linear.hpp
-//   conv         conv2d                                     graph/ops/conv.hpp
+//   conv         conv2d, conv2d_transpose                   graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
 //                prelu, bias_add, relu, clip
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
-//                neg, hard_sigmoid, hard_swish, leaky_relu
+//                neg, hard_sigmoid, hard_swish, leaky_relu,
+//                and 23 more (graph/ops/unary.hpp)
 //   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
 //                reduce_min, argmax, argmin
 //   logic        equal, not_equal, greater, greater_equal,  graph/ops/logic.hpp
@@ -23264,6 +23265,7 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //   image        resize2d                                   graph/ops/image.hpp
 //   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
 //                causal_mask, batch_norm
+//   recurrent    recurrent (LSTM, GRU, RNN)                 graph/ops/recurrent.hpp
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -26087,9 +26089,7 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
 // Graph ops softmax, log_softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders
-// and op
-// records. Semantics:
-// host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
+// and op records. Semantics: host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
 // so until a device computes them in integers, infer_type rejects other dtypes as "no device
 // supports".
 //
@@ -28940,6 +28940,346 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/quantize-inl.hpp
 #endif
 // end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/ops/recurrent.hpp
+// Graph op recurrent: ONNX's LSTM, GRU and RNN over a sequence, as one host call. Semantics:
+// host/recurrent.hpp.
+//
+//   recurrent(x[S, B, I], w[D, G*H, I], r[D, G*H, H], b[D, 2*G*H] [, h0[D, B, H] [, c0[D, B,
+//             H]]], cell = lstm, hidden_size, direction = forward, linear_before_reset = 0,
+//             result = hidden) -> [S, D, B, H]   (absent initial states: zeros)
+//   S and B may be symbolic; float32, on the host (no firmware kernel).
+//
+//   auto y = graph::recurrent(x, w, r, b, {.cell = host::RecurrentCell::Gru, .hidden_size = 32});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/op.hpp
+// end dlavm/graph/op.hpp
+// begin dlavm/host/recurrent.hpp
+// Host kernel for recurrent layers: ONNX's LSTM, GRU and RNN over a whole sequence, their
+// default activations (sigmoid for the gates, tanh for the rest). The semantics below are the
+// definition the graph op reproduces (its firmware kernel: none; deploy::emit refuses it by
+// name).
+//
+//   recurrent(x[S, B, I], w[D, G*H, I], r[D, G*H, H], b[D, 2*G*H], h0[D, B, H], c0[D, B, H],
+//             {cell, hidden_size = H, direction, linear_before_reset, result})
+//     -> [S, D, B, H]: the hidden state after each step (result hidden), or the LSTM's cell
+//        state after each step (result cell), in x's step order for both directions
+//   D = 2 for bidirectional (the second direction runs the steps backwards), else 1 (reverse:
+//   backwards). G = 4 for LSTM (gates in ONNX's order i, o, f, c), 3 for GRU (z, r, h), 1 for
+//   RNN. b holds the input weights' biases, then the recurrent ones. Per step t, with
+//   g(W) = x_t W^T + Wb and q(R) = h R^T + Rb:
+//     LSTM  i = sig(g(Wi) + q(Ri)), f = sig(g(Wf) + q(Rf)), o = sig(g(Wo) + q(Ro)),
+//           c' = tanh(g(Wc) + q(Rc)), c = f * c + i * c', h = o * tanh(c)
+//     GRU   z = sig(g(Wz) + q(Rz)), r = sig(g(Wr) + q(Rr)),
+//           n = tanh(g(Wh) + q_r(Rh)) with q_r = (r * h) Rh^T + Rbh, or r * (h Rh^T + Rbh)
+//           when linear_before_reset; h = (1 - z) * n + z * h
+//     RNN   h = tanh(g(Wi) + q(Ri))
+//   float32, each dot product summed in float32 in index order. c0 is read by LSTM only.
+//
+//   auto y = host::recurrent(x, w, r, b, h0, c0, {.cell = host::RecurrentCell::Lstm,
+//                                                 .hidden_size = 64});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::host {
+
+enum class RecurrentCell : std::uint8_t { Lstm, Gru, Rnn };
+enum class RecurrentDirection : std::uint8_t { Forward, Reverse, Bidirectional };
+enum class RecurrentResult : std::uint8_t { Hidden, Cell };
+
+struct RecurrentParams {
+  RecurrentCell cell = RecurrentCell::Lstm;
+  std::int64_t hidden_size = 0;
+  RecurrentDirection direction = RecurrentDirection::Forward;
+  bool linear_before_reset = false;  // GRU only
+  RecurrentResult result = RecurrentResult::Hidden;
+};
+
+// G: the gates per cell (4, 3, 1); D: the directions (1, 2).
+std::int64_t gates_of(RecurrentCell cell);
+std::int64_t directions_of(RecurrentDirection direction);
+// ValueError naming `who`: hidden_size >= 1; a cell result of an LSTM only.
+void validate(const RecurrentParams& p, std::string_view who);
+
+te::NDArray recurrent(const te::NDArray& x, const te::NDArray& w, const te::NDArray& r,
+                      const te::NDArray& b, const te::NDArray& h0, const te::NDArray& c0,
+                      const RecurrentParams& p);
+
+}  // namespace dlavm::host
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/recurrent-inl.hpp
+// Definitions for host/recurrent.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/host/common.hpp
+// end dlavm/host/common.hpp
+// begin dlavm/host/recurrent.hpp
+// end dlavm/host/recurrent.hpp
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace dlavm::host {
+
+namespace detail {
+
+inline float recurrent_sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+// out[j] = bias[j] + sum_k in[k] * m[j, k] for j < rows, m row-major [rows, cols].
+inline void affine(const float* in, const float* m, const float* bias, float* out,
+                   std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t j = 0; j < rows; ++j) {
+    float s = 0.0f;
+    const float* row = m + j * cols;
+    for (std::int64_t k = 0; k < cols; ++k) s += in[k] * row[k];
+    out[j] = s + bias[j];
+  }
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::int64_t gates_of(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm ? 4 : cell == RecurrentCell::Gru ? 3 : 1;
+}
+
+DLAVM_INLINE std::int64_t directions_of(RecurrentDirection direction) {
+  return direction == RecurrentDirection::Bidirectional ? 2 : 1;
+}
+
+DLAVM_INLINE void validate(const RecurrentParams& p, std::string_view who) {
+  if (p.hidden_size < 1)
+    raise<ValueError>("{}: attribute 'hidden_size' is {}; it must be >= 1", who, p.hidden_size);
+  if (p.result == RecurrentResult::Cell && p.cell != RecurrentCell::Lstm)
+    raise<ValueError>("{}: attribute 'result' is cell, which only an LSTM has", who);
+}
+
+DLAVM_INLINE te::NDArray recurrent(const te::NDArray& x, const te::NDArray& w, const te::NDArray& r,
+                                   const te::NDArray& b, const te::NDArray& h0,
+                                   const te::NDArray& c0, const RecurrentParams& p) {
+  constexpr std::string_view who = "host::recurrent";
+  validate(p, who);
+  const te::NDArray* all[] = {&x, &w, &r, &b, &h0, &c0};
+  const char* names[] = {"x", "w", "r", "b", "h0", "c0"};
+  const std::size_t ranks[] = {3, 3, 3, 2, 3, 3};
+  for (std::size_t i = 0; i < 6; ++i) {
+    detail::require_float32(who, names[i], *all[i]);
+    detail::require_rank(who, names[i], *all[i], ranks[i]);
+  }
+  const std::int64_t steps = x.shape()[0], batch = x.shape()[1], in = x.shape()[2];
+  const std::int64_t h = p.hidden_size, g = gates_of(p.cell), d = directions_of(p.direction);
+  const auto expect = [&](const char* name, const te::NDArray& a, std::vector<std::int64_t> shape) {
+    if (a.shape() != shape)
+      raise<ShapeError>("{}: {} is {}; hidden_size {} and x {} need {}", who, name,
+                        detail::shape_str(a.shape()), h, detail::shape_str(x.shape()),
+                        detail::shape_str(shape));
+  };
+  expect("w", w, {d, g * h, in});
+  expect("r", r, {d, g * h, h});
+  expect("b", b, {d, 2 * g * h});
+  expect("h0", h0, {d, batch, h});
+  expect("c0", c0, {d, batch, h});
+  te::NDArray y(DType::float32(), {steps, d, batch, h});
+  std::vector<float> gx(static_cast<std::size_t>(g * h)), gh(gx.size());
+  std::vector<float> state(static_cast<std::size_t>(h)), cell(state.size()), next(state.size());
+  for (std::int64_t dir = 0; dir < d; ++dir) {
+    const bool backwards = p.direction == RecurrentDirection::Reverse || dir == 1;
+    const float* wd = w.fdata().data() + dir * g * h * in;
+    const float* rd = r.fdata().data() + dir * g * h * h;
+    const float* wb = b.fdata().data() + dir * 2 * g * h;
+    const float* rb = wb + g * h;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const auto at = [&](std::int64_t k) { return static_cast<std::size_t>(k); };
+      for (std::int64_t k = 0; k < h; ++k) {
+        state[at(k)] = h0.fdata()[at((dir * batch + n) * h + k)];
+        cell[at(k)] = c0.fdata()[at((dir * batch + n) * h + k)];
+      }
+      for (std::int64_t s = 0; s < steps; ++s) {
+        const std::int64_t t = backwards ? steps - 1 - s : s;
+        detail::affine(x.fdata().data() + (t * batch + n) * in, wd, wb, gx.data(), g * h, in);
+        if (p.cell == RecurrentCell::Gru && !p.linear_before_reset) {
+          // z and r as usual; the candidate's recurrent term reads r * h
+          detail::affine(state.data(), rd, rb, gh.data(), 2 * h, h);
+          for (std::int64_t k = 0; k < h; ++k) {
+            const float z = detail::recurrent_sigmoid(gx[at(k)] + gh[at(k)]);
+            const float rg = detail::recurrent_sigmoid(gx[at(h + k)] + gh[at(h + k)]);
+            next[at(k)] = z;
+            cell[at(k)] = rg * state[at(k)];  // (cell is free in a GRU)
+          }
+          detail::affine(cell.data(), rd + 2 * h * h, rb + 2 * h, gh.data() + 2 * h, h, h);
+          for (std::int64_t k = 0; k < h; ++k) {
+            const float z = next[at(k)];
+            const float cand = std::tanh(gx[at(2 * h + k)] + gh[at(2 * h + k)]);
+            next[at(k)] = (1.0f - z) * cand + z * state[at(k)];
+          }
+        } else {
+          detail::affine(state.data(), rd, rb, gh.data(), g * h, h);
+          for (std::int64_t k = 0; k < h; ++k) {
+            const auto pre = [&](std::int64_t gate) {
+              return gx[at(gate * h + k)] + gh[at(gate * h + k)];
+            };
+            if (p.cell == RecurrentCell::Lstm) {
+              const float i = detail::recurrent_sigmoid(pre(0));
+              const float o = detail::recurrent_sigmoid(pre(1));
+              const float f = detail::recurrent_sigmoid(pre(2));
+              const float c = f * cell[at(k)] + i * std::tanh(pre(3));
+              cell[at(k)] = c;
+              next[at(k)] = o * std::tanh(c);
+            } else if (p.cell == RecurrentCell::Gru) {  // linear_before_reset
+              const float z = detail::recurrent_sigmoid(pre(0));
+              const float rg = detail::recurrent_sigmoid(pre(1));
+              const float cand = std::tanh(gx[at(2 * h + k)] + rg * gh[at(2 * h + k)]);
+              next[at(k)] = (1.0f - z) * cand + z * state[at(k)];
+            } else {
+              next[at(k)] = std::tanh(pre(0));
+            }
+          }
+        }
+        state.swap(next);
+        const auto& out = p.result == RecurrentResult::Cell ? cell : state;
+        float* dst = y.fdata().data() + ((t * d + dir) * batch + n) * h;
+        for (std::int64_t k = 0; k < h; ++k) dst[k] = out[at(k)];
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace dlavm::host
+// end dlavm/host/recurrent-inl.hpp
+#endif
+// end dlavm/host/recurrent.hpp
+
+namespace dlavm::graph {
+
+Expr recurrent(Expr x, Expr w, Expr r, Expr b, const host::RecurrentParams& p, Expr h0 = {},
+               Expr c0 = {});
+host::RecurrentParams recurrent_params(const Attrs& attrs);
+
+void add_recurrent_ops(OpRegistry& ops);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/ops/recurrent-inl.hpp
+// Definitions for graph/ops/recurrent.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/attr_schema.hpp
+// end dlavm/graph/attr_schema.hpp
+// begin dlavm/graph/ops/common.hpp
+// end dlavm/graph/ops/common.hpp
+// begin dlavm/graph/ops/recurrent.hpp
+// end dlavm/graph/ops/recurrent.hpp
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+inline const AttrSchema<host::RecurrentParams>& recurrent_schema() {
+  using P = host::RecurrentParams;
+  using C = host::RecurrentCell;
+  using D = host::RecurrentDirection;
+  using R = host::RecurrentResult;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("cell", &P::cell, "the cell: LSTM, GRU or a plain RNN",
+                 {{"lstm", C::Lstm}, {"gru", C::Gru}, {"rnn", C::Rnn}})
+          .field("hidden_size", &P::hidden_size, "H: the state's size")
+          .field("direction", &P::direction, "the order of the steps",
+                 {{"forward", D::Forward},
+                  {"reverse", D::Reverse},
+                  {"bidirectional", D::Bidirectional}})
+          .field("linear_before_reset", &P::linear_before_reset,
+                 "GRU: the reset gate scales the recurrent product, not the state")
+          .field("result", &P::result, "the hidden state after each step, or the LSTM's cell",
+                 {{"hidden", R::Hidden}, {"cell", R::Cell}});
+  return schema;
+}
+
+inline TensorType recurrent_type(const TypeCall& c) {
+  const host::RecurrentParams p = params_of(c, recurrent_schema());
+  host::validate(p, c.label);
+  const std::size_t ranks[] = {3, 3, 3, 2, 3, 3};
+  for (std::size_t i = 0; i < c.size(); ++i) c.require_rank(i, ranks[i]);
+  const auto& x = c.type(0).shape;
+  const std::int64_t d = host::directions_of(p.direction), g = host::gates_of(p.cell);
+  const std::int64_t h = p.hidden_size;
+  const auto check = [&](std::size_t i, std::size_t k, const ne::Expr& want, const char* what) {
+    c.require_equal(c.type(i).shape[k], fmt::format("{} dim {}", c.arg(i), k), want, what);
+  };
+  for (std::size_t i = 1; i < c.size(); ++i) check(i, 0, ne::Expr(d), "the directions");
+  check(1, 1, ne::Expr(g * h), "gates times hidden_size");
+  check(1, 2, x[2], "x's input size");
+  check(2, 1, ne::Expr(g * h), "gates times hidden_size");
+  check(2, 2, ne::Expr(h), "hidden_size");
+  check(3, 1, ne::Expr(2 * g * h), "twice gates times hidden_size");
+  for (std::size_t i = 4; i < c.size(); ++i) {
+    check(i, 1, x[1], "x's batch");
+    check(i, 2, ne::Expr(h), "hidden_size");
+  }
+  return {{x[0], ne::Expr(d), x[1], ne::Expr(h)}, c.type(0).dtype};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE host::RecurrentParams recurrent_params(const Attrs& attrs) {
+  return detail::recurrent_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr recurrent(Expr x, Expr w, Expr r, Expr b, const host::RecurrentParams& p, Expr h0,
+                            Expr c0) {
+  std::vector<Expr> args = {std::move(x), std::move(w), std::move(r), std::move(b)};
+  if (h0.defined()) args.push_back(std::move(h0));
+  if (c0.defined()) args.push_back(std::move(c0));
+  return call("recurrent", std::move(args), detail::recurrent_schema().to_attrs(p));
+}
+
+DLAVM_INLINE void add_recurrent_ops(OpRegistry& ops) {
+  ops.add({.name = "recurrent",
+           .min_args = 4,
+           .max_args = 6,
+           .attrs = detail::recurrent_schema().specs(),
+           .type_rule = detail::recurrent_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 const auto p = recurrent_params(attrs);
+                 // absent initial states are zeros
+                 const std::int64_t d = host::directions_of(p.direction);
+                 const te::NDArray zeros(DType::float32(), {d, a[0]->shape()[1], p.hidden_size});
+                 return host::recurrent(*a[0], *a[1], *a[2], *a[3], a.size() > 4 ? *a[4] : zeros,
+                                        a.size() > 5 ? *a[5] : zeros, p);
+               },
+           .host_support = detail::host_float32_only});
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/ops/recurrent-inl.hpp
+#endif
+// end dlavm/graph/ops/recurrent.hpp
 // begin dlavm/graph/ops/reduce.hpp
 // Graph reduction ops (ONNX's ReduceSum, ReduceMean, ReduceMax, ReduceMin): typed builders and
 // op records, one record per entry of host::kReduceOps. Semantics: host/reduce.hpp.
@@ -31185,6 +31525,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_transform_ops(ops);
   add_image_ops(ops);
   add_float_ops(ops);
+  add_recurrent_ops(ops);
   add_integer_ops(ops);
   return ops;
 }

@@ -19,6 +19,7 @@ DLAVM_INLINE OpRegistry default_ops() {
   add_transform_ops(ops);
   add_image_ops(ops);
   add_float_ops(ops);
+  add_recurrent_ops(ops);
   add_integer_ops(ops);
   return ops;
 }

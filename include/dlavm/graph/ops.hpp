@@ -3,12 +3,13 @@
 // attributes; host/ defines their exact semantics.
 //
 //   linear       dense, matmul                              graph/ops/linear.hpp
-//   conv         conv2d                                     graph/ops/conv.hpp
+//   conv         conv2d, conv2d_transpose                   graph/ops/conv.hpp
 //   pool         max_pool2d, avg_pool2d, global_avg_pool2d  graph/ops/pool.hpp
 //   elementwise  add, sub, mul, div, pow, maximum, minimum,  graph/ops/elementwise.hpp
 //                prelu, bias_add, relu, clip
 //   unary        sigmoid, tanh, exp, log, sqrt, erf, abs,   graph/ops/unary.hpp
-//                neg, hard_sigmoid, hard_swish, leaky_relu
+//                neg, hard_sigmoid, hard_swish, leaky_relu,
+//                and 23 more (graph/ops/unary.hpp)
 //   reduce       reduce_sum, reduce_mean, reduce_max,       graph/ops/reduce.hpp
 //                reduce_min, argmax, argmin
 //   logic        equal, not_equal, greater, greater_equal,  graph/ops/logic.hpp
@@ -21,6 +22,7 @@
 //   image        resize2d                                   graph/ops/image.hpp
 //   float_ops    softmax, log_softmax, layer_norm, gelu,    graph/ops/float_ops.hpp
 //                causal_mask, batch_norm
+//   recurrent    recurrent (LSTM, GRU, RNN)                 graph/ops/recurrent.hpp
 //   integer_ops  integer_softmax                            graph/ops/integer_ops.hpp
 //
 //   auto y = graph::requantize(graph::dense(x, w), {.shift = 8});
@@ -38,6 +40,7 @@
 #include <dlavm/graph/ops/logic.hpp>
 #include <dlavm/graph/ops/pool.hpp>
 #include <dlavm/graph/ops/quantize.hpp>
+#include <dlavm/graph/ops/recurrent.hpp>
 #include <dlavm/graph/ops/reduce.hpp>
 #include <dlavm/graph/ops/transform.hpp>
 #include <dlavm/graph/ops/unary.hpp>

@@ -178,6 +178,10 @@ Outs where(Importer&, const Node&);
 Outs is_nan(Importer&, const Node&);
 Outs is_inf(Importer&, const Node&);
 Outs if_(Importer&, const Node&);
+// recurrent.cpp
+Outs lstm(Importer&, const Node&);
+Outs gru(Importer&, const Node&);
+Outs rnn(Importer&, const Node&);
 // shape.cpp
 Outs shape(Importer&, const Node&);
 Outs size(Importer&, const Node&);
