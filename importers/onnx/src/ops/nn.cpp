@@ -191,32 +191,33 @@ host::Conv2dParams conv_params(Importer& im, const Node& n, const graph::Expr& x
 
 namespace convert {
 
-// A 1-D convolution runs as a 2-D one over its input viewed as [N, C, 1, L] (the weight as
-// [O, C / G, 1, K]).
-Outs conv(Importer& im, const Node& n) {
+// Conv and ConvTranspose: `layer(x, w, one_d)` of the input and weight, then B's bias_add. A
+// 1-D convolution runs as a 2-D one over its input viewed as [N, C, 1, L] (the weight as
+// [O, C / G, 1, K] or [C, O / G, 1, K]), its result viewed back as [N, O, L'].
+template <class Layer>
+Outs convolution(Importer& im, const Node& n, Layer layer) {
   auto x = im.expr(n, 0), w = im.expr(n, 1);
   const bool one_d = im.type_of(x).ndim() == 3;
   if (one_d) {
     x = as_image(x);
     w = as_image(w);
   }
-  auto y = graph::conv2d(x, w, conv_params(im, n, x, w, one_d));
+  auto y = layer(x, w, one_d);
   if (Importer::has_input(n, 2)) y = graph::bias_add(y, im.expr(n, 2), {.axis = 1});
   if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
   return {y};
 }
 
+Outs conv(Importer& im, const Node& n) {
+  return convolution(im, n, [&](const graph::Expr& x, const graph::Expr& w, bool one_d) {
+    return graph::conv2d(x, w, conv_params(im, n, x, w, one_d));
+  });
+}
+
 Outs conv_transpose(Importer& im, const Node& n) {
-  auto x = im.expr(n, 0), w = im.expr(n, 1);
-  const bool one_d = im.type_of(x).ndim() == 3;
-  if (one_d) {
-    x = as_image(x);
-    w = as_image(w);
-  }
-  auto y = graph::conv2d_transpose(x, w, conv_transpose_params(im, n, x, w, one_d));
-  if (Importer::has_input(n, 2)) y = graph::bias_add(y, im.expr(n, 2), {.axis = 1});
-  if (one_d) y = graph::reshape(y, {.newshape = {0, 0, -1}});
-  return {y};
+  return convolution(im, n, [&](const graph::Expr& x, const graph::Expr& w, bool one_d) {
+    return graph::conv2d_transpose(x, w, conv_transpose_params(im, n, x, w, one_d));
+  });
 }
 
 Outs gemm(Importer& im, const Node& n) {
