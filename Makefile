@@ -49,7 +49,7 @@ bench: configure
 sanitize: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDLAVM_SANITIZE=ON \
 	  -DDLAVM_BUILD_EXAMPLES=OFF -DDLAVM_TEST_DOCS=OFF -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-	  -DDLAVM_TEST_OPTIMIZE=-O0 \
+	  -DDLAVM_TEST_OPTIMIZE=-O0 -DDLAVM_WITH_ONEDNN=OFF \
 	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

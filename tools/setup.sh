@@ -2,7 +2,8 @@
 # Installs the Debian packages dlavm needs, only those missing. Idempotent and quiet when all
 # is present. Without root (and without passwordless sudo) it prints the command to run.
 #   tools/setup.sh            build, test and benchmark dependencies (graphviz: the test that
-#                             renders graph::to_dot's text, skipped without it), the ONNX
+#                             renders graph::to_dot's text, skipped without it; oneDNN, the
+#                             host's float convolutions, optional for the library), the ONNX
 #                             importer's, the 32-bit ARM cross compiler and qemu-arm
 #                             (examples/firmware), and Slurm with munge (the tuner's job-array
 #                             test, tests/tune/slurm_shards.sh)
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libhwy-dev libbenchmark-dev clang-format clang-tidy graphviz)
+          libhwy-dev libbenchmark-dev libdnnl-dev clang-format clang-tidy graphviz)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 cluster_packages=(slurm-wlm munge)

@@ -25,10 +25,8 @@
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/executor.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
-#include <dlavm/graph/pattern.hpp>
-#include <dlavm/graph/recognize_gelu.hpp>
-#include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
+#include <dlavm/graph/fold_scale_shift.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/layout.hpp>
@@ -40,9 +38,13 @@
 #include <dlavm/graph/ops.hpp>
 #include <dlavm/graph/partition.hpp>
 #include <dlavm/graph/pass.hpp>
+#include <dlavm/graph/pattern.hpp>
 #include <dlavm/graph/pipeline.hpp>
 #include <dlavm/graph/place.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/graph/recognize_gelu.hpp>
+#include <dlavm/graph/recognize_hard_swish.hpp>
+#include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/strategy/integer_softmax.hpp>
 #include <dlavm/graph/target.hpp>

@@ -3148,6 +3148,122 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 // end dlavm/core/dtype.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/te/block_cache.hpp
+// The storage of large arrays: a per-thread cache of freed blocks, by exact size, so that a
+// model run after the first reuses the memory of the one before instead of taking fresh pages
+// from the operating system each time (a float CNN on the host allocates every activation anew:
+// before the cache, page faults and the kernel's zeroing of new pages were a third of its
+// time). Blocks below kMinBytes go straight to operator new; the cache holds at most
+// kMaxCachedBytes and frees the rest. Under AddressSanitizer it caches nothing, so that a use
+// after free is still reported.
+//
+//   std::vector<float, te::CachingAllocator<float>> v(1 << 20);   // 4 MiB, cached when freed
+
+#include <cstddef>
+#include <map>
+#include <new>
+
+namespace dlavm::te {
+
+namespace detail {
+
+class BlockCache {
+ public:
+  static constexpr std::size_t kMinBytes = std::size_t{1} << 16;
+  static constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 29;
+  static constexpr std::align_val_t kAlignment{64};
+
+  BlockCache() { alive() = true; }
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+  ~BlockCache() {
+    alive() = false;
+    for (auto& [bytes, p] : free_) ::operator delete(p, bytes, kAlignment);
+  }
+
+  static void* allocate(std::size_t bytes) {
+    if (bytes >= kMinBytes && enabled()) {
+      auto& c = instance();
+      const auto it = c.free_.find(bytes);
+      if (it != c.free_.end()) {
+        void* p = it->second;
+        c.free_.erase(it);
+        c.cached_ -= bytes;
+        return p;
+      }
+    }
+    return ::operator new(bytes, kAlignment);
+  }
+
+  // Whether freed blocks are kept (not under AddressSanitizer), and how many bytes this thread
+  // keeps now.
+  static constexpr bool caching() { return enabled(); }
+  static std::size_t cached_bytes() { return alive() ? instance().cached_ : 0; }
+
+  static void deallocate(void* p, std::size_t bytes) {
+    // (a block freed after its thread's cache is gone, at exit, goes back at once)
+    if (bytes >= kMinBytes && enabled() && alive()) {
+      auto& c = instance();
+      if (c.cached_ + bytes <= kMaxCachedBytes) {
+        c.free_.emplace(bytes, p);
+        c.cached_ += bytes;
+        return;
+      }
+    }
+    ::operator delete(p, bytes, kAlignment);
+  }
+
+ private:
+  static constexpr bool enabled() {
+#if defined(__SANITIZE_ADDRESS__)
+    return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return false;
+#else
+    return true;
+#endif
+#else
+    return true;
+#endif
+  }
+  static BlockCache& instance() {
+    thread_local BlockCache cache;
+    return cache;
+  }
+  // (trivially destructible: readable while the thread's other thread_locals are destroyed)
+  static bool& alive() {
+    thread_local bool flag = false;
+    return flag;
+  }
+
+  std::multimap<std::size_t, void*> free_;
+  std::size_t cached_ = 0;
+};
+
+}  // namespace detail
+
+// A std::allocator for arrays' elements, through detail::BlockCache.
+template <class T>
+struct CachingAllocator {
+  using value_type = T;
+  CachingAllocator() = default;
+  template <class U>
+  CachingAllocator(const CachingAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(detail::BlockCache::allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    detail::BlockCache::deallocate(p, n * sizeof(T));
+  }
+  template <class U>
+  bool operator==(const CachingAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace dlavm::te
+// end dlavm/te/block_cache.hpp
 
 #include <fmt/format.h>
 
@@ -3360,8 +3476,9 @@ class NDArray {
 
   DType dtype_ = DType::int32();
   std::vector<std::int64_t> shape_;
-  std::vector<std::int64_t> data_;  // integer dtypes
-  std::vector<float> fdata_;        // float32
+  // (large ones through the block cache, te/block_cache.hpp)
+  std::vector<std::int64_t, CachingAllocator<std::int64_t>> data_;  // integer dtypes
+  std::vector<float, CachingAllocator<float>> fdata_;               // float32
 };
 
 // numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as
@@ -10916,26 +11033,50 @@ T* elements_as(te::NDArray& a) {
   return reinterpret_cast<T*>(a.data().data());
 }
 // For N operands of `shapes` broadcast (numpy) to `out`, the shape of the result: calls
-// f(o, at, step, n) for each row of the result (its last dim; a scalar is one row of 1), o the
-// row's first element, n its length, at[j] the offset of operand j's element for the row's
-// first and step[j] 1 or 0 (the operand's last dim is the row's, or stretched or missing).
+// f(o, at, step, n) for each row of the result, o the row's first element, n its length,
+// at[j] the offset of operand j's element for the row's first and step[j] 1 or 0 (the
+// operand's elements run along the row, or one element is stretched over it). A row is as
+// long as it can be: trailing dims where every operand runs (or every one is stretched) the
+// same way are one row, so same-shape operands are a single row and a per-channel operand
+// [C, 1, 1] stretches over rows of H * W.
 template <std::size_t N, class F>
 void for_each_broadcast_row(std::span<const std::int64_t> out,
                             const std::array<std::span<const std::int64_t>, N>& shapes, F&& f) {
+  // the dims of out (1s dropped) and of each operand aligned to them, adjacent dims merged
+  // where every operand has both full or both stretched
+  std::vector<std::int64_t> merged;
+  std::array<std::vector<std::int64_t>, N> merged_in;
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    if (out[k] == 1) continue;
+    std::array<std::int64_t, N> in{};
+    for (std::size_t j = 0; j < N; ++j) {
+      const auto s = shapes[j];
+      const std::size_t lead = out.size() - s.size();
+      in[j] = k < lead ? 1 : s[k - lead];
+    }
+    bool joins = !merged.empty();
+    for (std::size_t j = 0; j < N && joins; ++j) joins = (in[j] == 1) == (merged_in[j].back() == 1);
+    if (joins) {
+      merged.back() *= out[k];
+      for (std::size_t j = 0; j < N; ++j) merged_in[j].back() *= in[j];
+    } else {
+      merged.push_back(out[k]);
+      for (std::size_t j = 0; j < N; ++j) merged_in[j].push_back(in[j]);
+    }
+  }
   std::array<std::int64_t, N> at{}, step{};
-  if (out.empty()) {
+  if (merged.empty()) {
     f(std::int64_t{0}, at, step, std::int64_t{1});
     return;
   }
-  const std::int64_t last = out.back();
-  const std::span<const std::int64_t> outer(out.data(), out.size() - 1);
+  const std::int64_t last = merged.back();
+  const std::span<const std::int64_t> outer(merged.data(), merged.size() - 1);
   // operands as [outer..., last]: the offset of each row, and the step within a row
   std::array<std::vector<std::int64_t>, N> rows;
   for (std::size_t j = 0; j < N; ++j) {
-    const auto s = shapes[j];
-    rows[j] =
-        broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), s.empty() ? 1 : s.back());
-    step[j] = !s.empty() && s.back() != 1 ? 1 : 0;
+    const std::span<const std::int64_t> s = merged_in[j];
+    rows[j] = broadcast_offsets(outer, s.first(s.size() - 1), s.back());
+    step[j] = s.back() != 1 ? 1 : 0;
   }
   for (std::size_t r = 0; r < rows[0].size(); ++r) {
     for (std::size_t j = 0; j < N; ++j) at[j] = rows[j][r];
@@ -23311,7 +23452,8 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //     with g = o / (O / G), the group of output channel o, where positions outside x (the zero
 //     padding) contribute nothing. G divides C and O (a depthwise convolution: G = C).
 // Element types as host::dense: int8 x int8 -> int32 and int32 x int32 -> int32, the exact sum
-// reduced modulo 2^32; float32 -> float32 summed in float32 over c, then ky, then kx
+// reduced modulo 2^32; float32 -> float32 summed in float32: by oneDNN when dlavm is built
+// with it (host/onednn.hpp), in an order of its own, and otherwise over c, then ky, then kx
 // ascending, padding positions skipped.
 // strides, dilations and groups >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
 //
@@ -23323,8 +23465,9 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
 //     the gradient of conv2d with respect to its input (ONNX's ConvTranspose): every input
 //     element scatters x[n, c, iy, ix] * w[c, o, ky, kx] onto
 //     y[n, g * O / G + o, iy*sh - pt + ky*dh, ix*sw - pl + kx*dw] (g = c / (C / G)), the
-//     positions outside y dropped. float32 only, summed in float32 in the order of n, c, iy,
-//     ix, o, ky, kx. output_padding < max(stride, dilation) per dim; OH, OW >= 1.
+//     positions outside y dropped. float32 only, summed in float32 (by oneDNN when built with
+//     it, otherwise in the order of n, c, iy, ix, o, ky, kx). output_padding < max(stride,
+//     dilation) per dim; OH, OW >= 1.
 //
 //   auto up = host::conv2d_transpose(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
 
@@ -23386,6 +23529,156 @@ te::NDArray conv2d_transpose(const te::NDArray& x, const te::NDArray& w,
 // end dlavm/host/common.hpp
 // begin dlavm/host/conv.hpp
 // end dlavm/host/conv.hpp
+// begin dlavm/host/onednn.hpp
+// Float32 convolutions through oneDNN, when dlavm is built with it (DLAVM_WITH_ONEDNN, which
+// the CMake target dlavm::dlavm defines when it finds the library; docs/design.md says why
+// oneDNN). host::conv2d and host::conv2d_transpose call these for float32 and keep their own
+// loops otherwise, so the result is the same sum in another order (float32 rounding apart).
+//
+// oneDNN generates its kernels for the CPU it runs on (AVX2, AVX-512) and picks blocked
+// layouts for them; the activations are reordered from and to NCHW around each call. Threads:
+// oneDNN's OpenMP runtime (OMP_NUM_THREADS).
+//
+//   host::onednn::ConvShape s{.n = 1, .c = 3, .h = 224, ...};
+//   if (!host::onednn::convolution(s, x, w, y)) { /* oneDNN has no kernel for it: loops */ }
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+
+#include <array>
+#include <cstdint>
+
+namespace dlavm::host::onednn {
+
+// One convolution over NCHW data. Forward: w is [O, C / G, KH, KW] and y [N, O, OH, OW].
+// Transposed (ONNX's ConvTranspose): w is [C, O / G, KH, KW]. Padding is (top, left, bottom,
+// right); for a transposed one, output_padding is already taken from bottom and right.
+struct ConvShape {
+  std::int64_t n = 1, c = 1, h = 1, w = 1, o = 1, kh = 1, kw = 1, oh = 1, ow = 1;
+  std::array<std::int64_t, 2> strides{1, 1};
+  std::array<std::int64_t, 4> padding{0, 0, 0, 0};
+  std::array<std::int64_t, 2> dilations{1, 1};
+  std::int64_t groups = 1;
+  bool transposed = false;
+};
+
+// Whether dlavm was built with oneDNN.
+constexpr bool available() {
+#ifdef DLAVM_WITH_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+// y = the convolution of x by w (y is overwritten). False, with y untouched, when dlavm is
+// built without oneDNN or oneDNN has no kernel for the shape (negative padding, say).
+bool convolution(const ConvShape& s, const float* x, const float* w, float* y);
+
+}  // namespace dlavm::host::onednn
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/host/onednn-inl.hpp
+// Definitions for host/onednn.hpp. Every call describes the convolution afresh: oneDNN's
+// primitive cache returns the kernel it generated for the same description before.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/host/onednn.hpp
+// end dlavm/host/onednn.hpp
+
+#ifdef DLAVM_WITH_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace dlavm::host::onednn {
+
+#ifdef DLAVM_WITH_ONEDNN
+namespace detail {
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+// One per thread: a stream is not to be shared between threads.
+inline Context& context() {
+  thread_local Context c;
+  return c;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE bool convolution(const ConvShape& s, const float* x, const float* w, float* y) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  const memory::data_type f32 = memory::data_type::f32;
+  try {
+    auto& ctx = detail::context();
+    const memory::dims src_dims{s.n, s.c, s.h, s.w}, dst_dims{s.n, s.o, s.oh, s.ow};
+    const memory::dims strides{s.strides[0], s.strides[1]};
+    const memory::dims dilations{s.dilations[0] - 1, s.dilations[1] - 1};  // oneDNN counts gaps
+    const memory::dims pad_l{s.padding[0], s.padding[1]}, pad_r{s.padding[2], s.padding[3]};
+    // the weights as they lie in memory: forward [G, O/G, C/G, KH, KW]; transposed
+    // [G, C/G, O/G, KH, KW], which oneDNN's (g, o, i) dims call giohw
+    const std::int64_t g = s.groups;
+    const memory::desc w_plain =
+        g == 1 ? memory::desc({s.o, s.c, s.kh, s.kw}, f32, s.transposed ? tag::iohw : tag::oihw)
+               : memory::desc({g, s.o / g, s.c / g, s.kh, s.kw}, f32,
+                              s.transposed ? tag::giohw : tag::goihw);
+    const memory::desc w_any = g == 1
+                                   ? memory::desc({s.o, s.c, s.kh, s.kw}, f32, tag::any)
+                                   : memory::desc({g, s.o / g, s.c / g, s.kh, s.kw}, f32, tag::any);
+    const memory::desc src_any(src_dims, f32, tag::any), dst_any(dst_dims, f32, tag::any);
+    const auto inference = dnnl::prop_kind::forward_inference;
+    dnnl::primitive conv;
+    memory::desc src_desc, w_desc, dst_desc;
+    // the primitive (forward or transposed) and the layouts it chose
+    const auto describe = [&]<class Primitive>(Primitive, dnnl::algorithm algorithm) {
+      const typename Primitive::primitive_desc pd(
+          typename Primitive::desc(inference, algorithm, src_any, w_any, dst_any, strides,
+                                   dilations, pad_l, pad_r),
+          ctx.engine);
+      conv = Primitive(pd);
+      src_desc = pd.src_desc();
+      w_desc = pd.weights_desc();
+      dst_desc = pd.dst_desc();
+    };
+    if (s.transposed)
+      describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct);
+    else
+      describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
+    // oneDNN reads the plain arrays through the reorders and never writes them
+    memory src_plain({src_dims, f32, tag::nchw}, ctx.engine, const_cast<float*>(x));
+    memory w_mem(w_plain, ctx.engine, const_cast<float*>(w));
+    memory dst_plain({dst_dims, f32, tag::nchw}, ctx.engine, y);
+    const auto blocked = [&](memory& plain, const memory::desc& want) {
+      if (plain.get_desc() == want) return plain;
+      memory m(want, ctx.engine);
+      dnnl::reorder(plain, m).execute(ctx.stream, plain, m);
+      return m;
+    };
+    memory src = blocked(src_plain, src_desc), wts = blocked(w_mem, w_desc);
+    const bool dst_is_plain = dst_desc == dst_plain.get_desc();
+    memory dst = dst_is_plain ? dst_plain : memory(dst_desc, ctx.engine);
+    conv.execute(ctx.stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
+    if (!dst_is_plain) dnnl::reorder(dst, dst_plain).execute(ctx.stream, dst, dst_plain);
+    ctx.stream.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // no kernel for this shape: the caller's loops compute it
+  }
+}
+#else
+DLAVM_INLINE bool convolution(const ConvShape&, const float*, const float*, float*) {
+  return false;
+}
+#endif
+
+}  // namespace dlavm::host::onednn
+// end dlavm/host/onednn-inl.hpp
+#endif
+// end dlavm/host/onednn.hpp
 
 #include <fmt/format.h>
 
@@ -23521,7 +23814,21 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
   d.ow = window_output(d.w, p.padding[1] + p.padding[3], kw, d.sw);
   te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
   if (out_dtype.is_float()) {
-    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
+    const onednn::ConvShape s{.n = d.n,
+                              .c = xs[1],
+                              .h = d.h,
+                              .w = d.w,
+                              .o = d.o,
+                              .kh = d.kh,
+                              .kw = d.kw,
+                              .oh = d.oh,
+                              .ow = d.ow,
+                              .strides = p.strides,
+                              .padding = p.padding,
+                              .dilations = p.dilations,
+                              .groups = p.groups};
+    if (!onednn::convolution(s, x.fdata().data(), w.fdata().data(), y.fdata().data()))
+      detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
   } else {
     const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
     std::vector<std::uint32_t> yd(y.size(), 0);
@@ -23569,6 +23876,23 @@ DLAVM_INLINE te::NDArray conv2d_transpose(const te::NDArray& x, const te::NDArra
   if (oh < 1 || ow < 1)
     raise<ShapeError>("{}: the output would be {}x{} (the padding crops everything)", who, oh, ow);
   te::NDArray y(DType::float32(), {n, o, oh, ow});
+  const onednn::ConvShape s{
+      .n = n,
+      .c = c,
+      .h = h,
+      .w = wd,
+      .o = o,
+      .kh = kh,
+      .kw = kw,
+      .oh = oh,
+      .ow = ow,
+      .strides = p.strides,
+      .padding = {p.padding[0], p.padding[1], p.padding[2] - p.output_padding[0],
+                  p.padding[3] - p.output_padding[1]},
+      .dilations = p.dilations,
+      .groups = p.groups,
+      .transposed = true};
+  if (onednn::convolution(s, x.fdata().data(), w.fdata().data(), y.fdata().data())) return y;
   const float* xd = x.fdata().data();
   const float* wdata = w.fdata().data();
   float* yd = y.fdata().data();
@@ -25597,17 +25921,26 @@ inline std::int64_t resize_nearest_index(double c, std::int64_t in, std::int32_t
   return resize_clamp(up ? f + 1.0 : f, in);
 }
 
+// The columns go in blocks of kResizeBlock, each block's source columns (or taps) computed once
+// for every row of every plane, on the stack: firmware has no heap.
+inline constexpr std::int64_t kResizeBlock = 128;
+
 template <class T>
 void resize2d_nearest(const T* x, T* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
+  std::int64_t cols[kResizeBlock];
+  for (std::int64_t x0 = 0; x0 < d.ow; x0 += kResizeBlock) {
+    const std::int64_t n = d.ow - x0 < kResizeBlock ? d.ow - x0 : kResizeBlock;
+    for (std::int64_t j = 0; j < n; ++j)
+      cols[j] = resize_nearest_index(resize_source(x0 + j, d.w, d.ow, d.scale_w, d.coordinates),
+                                     d.w, d.nearest);
     for (std::int64_t oy = 0; oy < d.oh; ++oy) {
       const std::int64_t iy = resize_nearest_index(
           resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h, d.nearest);
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y)
-        *y = plane[iy * d.w +
-                   resize_nearest_index(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w,
-                                        d.nearest)];
+      for (std::int64_t p = 0; p < d.planes; ++p) {
+        const T* row = x + (p * d.h + iy) * d.w;
+        T* out = y + (p * d.oh + oy) * d.ow + x0;
+        for (std::int64_t j = 0; j < n; ++j) out[j] = row[cols[j]];
+      }
     }
   }
 }
@@ -25623,20 +25956,25 @@ inline ResizeTaps resize_linear_taps(double c, std::int64_t in) {
 }
 
 inline void resize2d_linear(const float* x, float* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const float* plane = x + p * d.h * d.w;
+  ResizeTaps taps[kResizeBlock];
+  for (std::int64_t x0 = 0; x0 < d.ow; x0 += kResizeBlock) {
+    const std::int64_t n = d.ow - x0 < kResizeBlock ? d.ow - x0 : kResizeBlock;
+    for (std::int64_t j = 0; j < n; ++j)
+      taps[j] = resize_linear_taps(resize_source(x0 + j, d.w, d.ow, d.scale_w, d.coordinates), d.w);
     for (std::int64_t oy = 0; oy < d.oh; ++oy) {
       const ResizeTaps ty =
           resize_linear_taps(resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h);
-      const float* r0 = plane + ty.lo * d.w;
-      const float* r1 = plane + ty.hi * d.w;
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y) {
-        const ResizeTaps tx =
-            resize_linear_taps(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w);
-        // the rows first, then the columns
-        const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
-        const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
-        *y = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+      for (std::int64_t p = 0; p < d.planes; ++p) {
+        const float* r0 = x + (p * d.h + ty.lo) * d.w;
+        const float* r1 = x + (p * d.h + ty.hi) * d.w;
+        float* out = y + (p * d.oh + oy) * d.ow + x0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const ResizeTaps& tx = taps[j];
+          // the rows first, then the columns
+          const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
+          const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
+          out[j] = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+        }
       }
     }
   }
@@ -25738,15 +26076,29 @@ namespace dlavm::host {
 
 namespace detail {
 
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`).
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`). Each kind of row
+// has a loop of its own, so that the compiler vectorizes the common ones (same shapes, one
+// operand stretched).
 template <class T, class U, class F>
 void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
                      std::span<const std::int64_t> bs, U* out, std::span<const std::int64_t> os,
-                     F&& f) {
+                     F f) {
   for_each_broadcast_row<2>(os, {as, bs},
                             [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
-                              for (std::int64_t i = 0; i < n; ++i)
-                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                              const T* __restrict pa = a + at[0];
+                              const T* __restrict pb = b + at[1];
+                              U* __restrict po = out + o;
+                              if (step[0] == 1 && step[1] == 1) {
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+                              } else if (step[0] == 1) {
+                                const T bv = *pb;
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
+                              } else if (step[1] == 1) {
+                                const T av = *pa;
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
+                              } else {
+                                std::fill(po, po + n, f(*pa, *pb));
+                              }
                             });
 }
 
@@ -25769,12 +26121,12 @@ te::NDArray binary_kernel(std::string_view who, const te::NDArray& a, const te::
   te::NDArray y(a.dtype(), *shape);
   if (a.dtype().is_float()) {
     broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, runtime::binary_value<K, float>);
+                    *shape, [](float u, float v) { return runtime::binary_value<K, float>(u, v); });
   } else if constexpr (runtime::takes_integers(K)) {
     with_integer_type(a.dtype(), [&](auto t) {
       using T = decltype(t);
       broadcast_apply(elements_as<T>(a), a.shape(), elements_as<T>(b), b.shape(), elements_as<T>(y),
-                      *shape, runtime::binary_value<K, T>);
+                      *shape, [](T u, T v) { return runtime::binary_value<K, T>(u, v); });
     });
     wrap_elements(y);
   }
@@ -35336,8 +35688,10 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
 //   fold_batch_norm       graph::fold_batch_norm (graph/fold_batch_norm.hpp)
+//   fold_scale_shift      graph::fold_scale_shift (graph/fold_scale_shift.hpp)
 //   recognize_layer_norm  graph::recognize_layer_norm (graph/recognize_layer_norm.hpp)
 //   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
+//   recognize_hard_swish  graph::recognize_hard_swish (graph/recognize_hard_swish.hpp)
 //   type                  graph::detail::infer_types (graph/infer_type.hpp)
 //   partition             graph::place (graph/partition.hpp)
 //   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)
@@ -35847,6 +36201,231 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
 // end dlavm/graph/fold_rounding-inl.hpp
 #endif
 // end dlavm/graph/fold_rounding.hpp
+// begin dlavm/graph/fold_scale_shift.hpp
+// The `fold_scale_shift` pass: a product with, or a sum or difference with, a float32 constant
+// that follows a convolution with a constant weight (and possibly its bias_add of a constant),
+// read by it alone, becomes that convolution with its weight and bias changed, as Paddle's
+// "learnable affine" blocks and exporters' leftover scales are meant to run:
+//
+//   mul(bias_add(conv2d(x, %w), %b), %s)  ->  bias_add(conv2d(x, %w'), %b')
+//     w'[o, ...] = w[o, ...] * s[o],  b' = b * s
+//   add(bias_add(conv2d(x, %w), %b), %t)  ->  bias_add(conv2d(x, %w), %b'),  b' = b + t
+//   sub(..., %t)                          ->  the same with b' = b - t
+//
+// in float32 (b = 0 without a bias_add; the constant on either side of mul and add). The
+// constant holds one value, or one per output channel as [O, 1, 1] or [1, O, 1, 1]; anything
+// that would broadcast the result to another shape stays. Chains fold one after another
+// (scale, then shift). The pass needs no types; it runs after fold_batch_norm.
+//
+//   auto folded = graph::fold_scale_shift(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function fold_scale_shift(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/fold_scale_shift-inl.hpp
+// Definitions for graph/fold_scale_shift.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/fold_scale_shift.hpp
+// end dlavm/graph/fold_scale_shift.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/pattern.hpp
+// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu,
+// recognize_hard_swish) and fold constants into layers (fold_scale_shift) ask of a graph: the
+// call of an op, a float32 scalar constant, how many places read a node, and the leaves of a
+// product or sum.
+//
+//   const graph::Users users(fn);
+//   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// How many calls, results and states read each node of a function.
+class Users {
+ public:
+  explicit Users(const Function& fn) {
+    for (const Expr& e : post_order(fn.roots()))
+      if (const auto* c = e.as<CallNode>())
+        for (const Expr& a : c->args) ++count_[a.get()];
+    for (const Expr& r : fn.roots()) ++count_[r.get()];
+  }
+  int of(const Expr& e) const {
+    const auto it = count_.find(e.get());
+    return it == count_.end() ? 0 : it->second;
+  }
+  bool once(const Expr& e) const { return of(e) == 1; }
+
+ private:
+  std::unordered_map<const Node*, int> count_;
+};
+
+// e as a call of `op`, or null.
+inline const CallNode* call_of(const Expr& e, std::string_view op) {
+  const auto* c = e.as<CallNode>();
+  return c != nullptr && c->op() == op ? c : nullptr;
+}
+
+// The value of a float32 constant of one element (any rank), or nullopt.
+inline std::optional<float> float_scalar(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (c == nullptr || c->value->dtype() != DType::float32() || c->value->size() != 1)
+    return std::nullopt;
+  return c->value->fdata()[0];
+}
+
+// The leaves of nested calls of `op` (a product or a sum) rooted at e: an inner call counts as
+// a node of the tree only when read once (by its parent); e itself always does.
+inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
+                      std::vector<Expr>& out, bool root = true) {
+  const auto* c = call_of(e, op);
+  if (c == nullptr || (!root && !users.once(e)) || c->args.size() != 2) {
+    out.push_back(e);
+    return;
+  }
+  leaves_of(c->args[0], op, users, out, false);
+  leaves_of(c->args[1], op, users, out, false);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/pattern.hpp
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class ScaleShiftFolder : public ExprMutator<ScaleShiftFolder> {
+ public:
+  explicit ScaleShiftFolder(const Function& fn) : users_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    Expr rebuilt = ExprMutator<ScaleShiftFolder>::visit_call(call, e, args);
+    const auto op = call.op();
+    if ((op != "mul" && op != "add" && op != "sub") || call.args.size() != 2) return rebuilt;
+    // the layer on either side of mul and add, on the left of sub
+    for (std::size_t k = 0; k < (op == "sub" ? 1u : 2u); ++k)
+      if (auto folded = fold(call, args[k], call.args[k], args[1 - k])) return *folded;
+    return rebuilt;
+  }
+
+ private:
+  // The folded layer, or nullopt. `layer` is the mutated operand (`original` the function's
+  // node it came from), `c` the other operand.
+  std::optional<Expr> fold(const CallNode& affine, const Expr& layer, const Expr& original,
+                           const Expr& c) {
+    const auto* k = c.as<ConstantNode>();
+    if (k == nullptr || k->value->dtype() != DType::float32() || !users_.once(original))
+      return std::nullopt;
+    // the convolution, through one bias_add of a constant along its channels
+    const Expr* conv_expr = &layer;
+    const te::NDArray* bias = nullptr;
+    if (const auto* b = call_of(layer, "bias_add")) {
+      const auto* bc = b->args[1].as<ConstantNode>();
+      if (bc == nullptr || bc->value->dtype() != DType::float32() || bc->value->ndim() != 1 ||
+          bias_add_params(b->attrs).axis != 1 || !fresh_or_once(b->args[0]))
+        return std::nullopt;
+      bias = bc->value.get();
+      conv_expr = &b->args[0];
+    }
+    const auto* conv = call_of(*conv_expr, "conv2d");
+    if (conv == nullptr) return std::nullopt;
+    const auto* wc = conv->args[1].as<ConstantNode>();
+    if (wc == nullptr || wc->value->dtype() != DType::float32() || wc->value->ndim() != 4)
+      return std::nullopt;
+    const te::NDArray& w = *wc->value;
+    const std::int64_t channels = w.shape()[0];
+    if (bias != nullptr && bias->shape()[0] != channels) return std::nullopt;
+    const auto per_channel = per_channel_values(*k->value, channels);
+    if (!per_channel) return std::nullopt;
+
+    const std::string op(affine.op());
+    const std::string name = !affine.result_name.empty()
+                                 ? affine.result_name
+                                 : fmt::format("{}.{}{}", wc->name, op, folds_);
+    ++folds_;
+    te::NDArray b2(DType::float32(), {channels});
+    for (std::int64_t o = 0; o < channels; ++o) {
+      const auto i = static_cast<std::size_t>(o);
+      const float b = bias != nullptr ? bias->fdata()[i] : 0.0f;
+      const float v = (*per_channel)[i];
+      b2.fdata()[i] = op == "mul" ? b * v : op == "add" ? b + v : b - v;
+    }
+    Expr weight = conv->args[1];
+    if (op == "mul") {
+      te::NDArray w2 = w;
+      const auto kernel = static_cast<std::int64_t>(w.size()) / channels;
+      for (std::int64_t o = 0; o < channels; ++o)
+        for (std::int64_t j = o * kernel; j < (o + 1) * kernel; ++j)
+          w2.fdata()[static_cast<std::size_t>(j)] *= (*per_channel)[static_cast<std::size_t>(o)];
+      weight = constant(name + ".weight", std::move(w2));
+    }
+    Expr new_conv = call("conv2d", {conv->args[0], weight}, conv->attrs, conv->result_name);
+    Expr y = bias_add(std::move(new_conv), constant(name + ".bias", std::move(b2)), {.axis = 1});
+    return affine.result_name.empty() ? y : named(y, affine.result_name);
+  }
+
+  // One value per output channel from a constant of one value, or of shape [O, 1, 1] or
+  // [1, O, 1, 1] (which broadcast along an NCHW result's channels without changing its shape).
+  static std::optional<std::vector<float>> per_channel_values(const te::NDArray& c,
+                                                              std::int64_t channels) {
+    const auto& s = c.shape();
+    if (c.size() == 1 && s.size() <= 4)
+      return std::vector<float>(static_cast<std::size_t>(channels), c.fdata()[0]);
+    const bool fits = (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1) ||
+                      (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1);
+    if (!fits) return std::nullopt;
+    return std::vector<float>(c.fdata().begin(), c.fdata().end());
+  }
+
+  // A node this pass made (no reader in the function it started from) or one read once.
+  bool fresh_or_once(const Expr& e) const { return users_.of(e) <= 1; }
+
+  Users users_;
+  int folds_ = 0;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function fold_scale_shift(const Function& fn, const Target&) {
+  return detail::ScaleShiftFolder(fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/fold_scale_shift-inl.hpp
+#endif
+// end dlavm/graph/fold_scale_shift.hpp
 // begin dlavm/graph/infer_type.hpp
 // infer_type: types and places every call of a function. For each call in post-order it
 // finds the op record, checks the argument count and the attributes (defaults filled in, so
@@ -36068,74 +36647,6 @@ Function recognize_gelu(const Function& fn, const Target& target);
 // begin dlavm/graph/ops/float_ops.hpp
 // end dlavm/graph/ops/float_ops.hpp
 // begin dlavm/graph/pattern.hpp
-// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu)
-// ask of a graph: the call of an op, a float32 scalar constant, how many places read a node,
-// and the leaves of a product or sum.
-//
-//   const graph::Users users(fn);
-//   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <optional>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// How many calls, results and states read each node of a function.
-class Users {
- public:
-  explicit Users(const Function& fn) {
-    for (const Expr& e : post_order(fn.roots()))
-      if (const auto* c = e.as<CallNode>())
-        for (const Expr& a : c->args) ++count_[a.get()];
-    for (const Expr& r : fn.roots()) ++count_[r.get()];
-  }
-  int of(const Expr& e) const {
-    const auto it = count_.find(e.get());
-    return it == count_.end() ? 0 : it->second;
-  }
-  bool once(const Expr& e) const { return of(e) == 1; }
-
- private:
-  std::unordered_map<const Node*, int> count_;
-};
-
-// e as a call of `op`, or null.
-inline const CallNode* call_of(const Expr& e, std::string_view op) {
-  const auto* c = e.as<CallNode>();
-  return c != nullptr && c->op() == op ? c : nullptr;
-}
-
-// The value of a float32 constant of one element (any rank), or nullopt.
-inline std::optional<float> float_scalar(const Expr& e) {
-  const auto* c = e.as<ConstantNode>();
-  if (c == nullptr || c->value->dtype() != DType::float32() || c->value->size() != 1)
-    return std::nullopt;
-  return c->value->fdata()[0];
-}
-
-// The leaves of nested calls of `op` (a product or a sum) rooted at e: an inner call counts as
-// a node of the tree only when read once (by its parent); e itself always does.
-inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
-                      std::vector<Expr>& out, bool root = true) {
-  const auto* c = call_of(e, op);
-  if (c == nullptr || (!root && !users.once(e)) || c->args.size() != 2) {
-    out.push_back(e);
-    return;
-  }
-  leaves_of(c->args[0], op, users, out, false);
-  leaves_of(c->args[1], op, users, out, false);
-}
-
-}  // namespace dlavm::graph
 // end dlavm/graph/pattern.hpp
 // begin dlavm/graph/recognize_gelu.hpp
 // end dlavm/graph/recognize_gelu.hpp
@@ -36219,6 +36730,154 @@ DLAVM_INLINE Function recognize_gelu(const Function& fn, const Target&) {
 // end dlavm/graph/recognize_gelu-inl.hpp
 #endif
 // end dlavm/graph/recognize_gelu.hpp
+// begin dlavm/graph/recognize_hard_swish.hpp
+// The `recognize_hard_swish` pass: hard swish written out in element-wise ops, as Paddle's
+// exporter and PyTorch's before opset 14 write it, becomes one hard_swish:
+//
+//   y = x * clip(x + 3, 0, 6) / 6          (the division a product with 1/6 too, in any order
+//   y = x * (clip(x + 3, 0, 6) / 6)         and grouping; the sum's terms either way round)
+//   y = x * hard_sigmoid(x, alpha = 1/6, beta = 0.5)
+//     -> hard_swish(x)
+//
+// when the constants are float32 scalars within 1e-5 of 3, 0, 6 and 1/6 (0.5), and every value
+// between x and y is read inside the pattern only. hard_swish computes
+// x * max(0, min(1, x / 6 + 0.5)) in float32: the same up to rounding. One call for four saves
+// three passes over the tensor (a mobile CNN has one after most convolutions). It needs no
+// types.
+//
+//   auto fused = graph::recognize_hard_swish(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function recognize_hard_swish(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/recognize_hard_swish-inl.hpp
+// Definitions for graph/recognize_hard_swish.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/unary.hpp
+// end dlavm/graph/ops/unary.hpp
+// begin dlavm/graph/pattern.hpp
+// end dlavm/graph/pattern.hpp
+// begin dlavm/graph/recognize_hard_swish.hpp
+// end dlavm/graph/recognize_hard_swish.hpp
+
+#include <cmath>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class HardSwishRecognizer : public ExprMutator<HardSwishRecognizer> {
+ public:
+  explicit HardSwishRecognizer(const Function& fn) : users_(fn) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    if (call.op() == "mul" || call.op() == "div")
+      if (const auto x = match(e)) {
+        Expr y = hard_swish(visit(*x));
+        return call.result_name.empty() ? y : named(y, call.result_name);
+      }
+    return ExprMutator<HardSwishRecognizer>::visit_call(call, e, args);
+  }
+
+ private:
+  static bool near(std::optional<float> v, double want) {
+    return v.has_value() && std::abs(static_cast<double>(*v) - want) <= 1e-5;
+  }
+
+  static bool attr_near(const Attrs& a, std::string_view key, double want) {
+    return a.contains(key) && std::abs(a.get_float(key) - want) <= 1e-5;
+  }
+
+  // x where e is x * clip(x + 3, 0, 6) / 6 in one of the forms above, or nullopt.
+  std::optional<Expr> match(const Expr& e) const {
+    std::vector<Expr> factors;
+    if (const auto* div = call_of(e, "div")) {
+      // (the product) / 6
+      if (!near(float_scalar(div->args[1]), 6.0) || !users_.once(div->args[0])) return std::nullopt;
+      leaves_of(div->args[0], "mul", users_, factors);
+      if (factors.size() != 2) return std::nullopt;
+      return pair_of(factors[0], factors[1], false);
+    }
+    leaves_of(e, "mul", users_, factors);
+    if (factors.size() == 2) return pair_of(factors[0], factors[1], true);
+    if (factors.size() != 3) return std::nullopt;
+    for (std::size_t sixth = 0; sixth < 3; ++sixth) {
+      if (!near(float_scalar(factors[sixth]), 1.0 / 6.0)) continue;
+      const Expr& a = factors[(sixth + 1) % 3];
+      const Expr& b = factors[(sixth + 2) % 3];
+      if (auto x = pair_of(a, b, false)) return x;
+    }
+    return std::nullopt;
+  }
+
+  // x when {a, b} is {x, clip(x + 3, 0, 6)} (either way round; the caller has the division by
+  // 6), or with `scaled` {x, clip(x + 3, 0, 6) / 6} or {x, hard_sigmoid(x, 1/6, 0.5)}.
+  std::optional<Expr> pair_of(const Expr& a, const Expr& b, bool scaled) const {
+    for (const auto& [x, gate] : {std::pair{a, b}, std::pair{b, a}}) {
+      if (!users_.once(gate)) continue;
+      if (!scaled) {
+        if (relu6_of_x_plus_3(gate, x)) return x;
+        continue;
+      }
+      if (const auto* div = call_of(gate, "div");
+          div != nullptr && near(float_scalar(div->args[1]), 6.0) && users_.once(div->args[0]) &&
+          relu6_of_x_plus_3(div->args[0], x))
+        return x;
+      if (const auto* hs = call_of(gate, "hard_sigmoid");
+          hs != nullptr && hs->args[0].get() == x.get() &&
+          attr_near(hs->attrs, "alpha", 1.0 / 6.0) && attr_near(hs->attrs, "beta", 0.5))
+        return x;
+    }
+    return std::nullopt;
+  }
+
+  // Whether e is clip(x + 3, 0, 6) (3 + x too), its sum read only by the clip.
+  bool relu6_of_x_plus_3(const Expr& e, const Expr& x) const {
+    const auto* clip = call_of(e, "clip");
+    if (clip == nullptr || !users_.once(clip->args[0])) return false;
+    const auto bounds = clip_params(clip->attrs);
+    if (std::abs(bounds.lo) > 1e-5 || std::abs(bounds.hi - 6.0) > 1e-5) return false;
+    const auto* add = call_of(clip->args[0], "add");
+    if (add == nullptr) return false;
+    for (std::size_t k = 0; k < 2; ++k)
+      if (add->args[k].get() == x.get() && near(float_scalar(add->args[1 - k]), 3.0)) return true;
+    return false;
+  }
+
+  Users users_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function recognize_hard_swish(const Function& fn, const Target&) {
+  return detail::HardSwishRecognizer(fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/recognize_hard_swish-inl.hpp
+#endif
+// end dlavm/graph/recognize_hard_swish.hpp
 // begin dlavm/graph/recognize_layer_norm.hpp
 // The `recognize_layer_norm` pass: layer normalization written out in element-wise ops, as
 // exporters write it before ONNX had LayerNormalization (opset 17), becomes one layer_norm:
@@ -36437,11 +37096,18 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"fold_batch_norm",
        "folds a batch_norm into the convolution or dense layer with constant weights before it",
        fold_batch_norm},
+      {"fold_scale_shift",
+       "folds a product or sum with a constant into the convolution with constant weights before "
+       "it",
+       fold_scale_shift},
       {"recognize_layer_norm",
        "replaces layer normalization written out in element-wise ops with one layer_norm",
        recognize_layer_norm},
       {"recognize_gelu", "replaces GELU written out in element-wise ops with one gelu",
        recognize_gelu},
+      {"recognize_hard_swish",
+       "replaces hard swish written out in element-wise ops with one hard_swish",
+       recognize_hard_swish},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -38411,9 +39077,14 @@ class Executor::Run {
   ModuleRun run() {
     load_states();
     ModuleRun run;
+    const auto last_reader = last_readers();
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
       StepStats s = step(i);
+      // a host array no later step reads goes back to te's block cache for the next step's
+      // result: a float network's activations then reuse a few blocks, not one each
+      for (const auto v : m_.steps()[i].inputs)
+        if (last_reader[v] == i) arrays_[v].reset();
       if (m_.steps()[i].kind != ModuleStep::Kind::Vta)
         s.host_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -38432,6 +39103,24 @@ class Executor::Run {
   }
 
  private:
+  // For each value, the last step that reads it, or SIZE_MAX for one kept to the run's end
+  // (a result, a state, every value under RunOptions::keep_values) or never read.
+  std::vector<std::size_t> last_readers() const {
+    constexpr auto kept = static_cast<std::size_t>(-1);
+    std::vector<std::size_t> last(m_.values().size(), kept);
+    if (options_.keep_values) return last;
+    for (std::size_t i = 0; i < m_.steps().size(); ++i)
+      for (const auto v : m_.steps()[i].inputs) last[v] = i;
+    const auto& sig = m_.signature();
+    for (const auto r : sig.results) last[r] = kept;
+    for (const auto& st : sig.state) {
+      last[st.value] = kept;
+      last[st.next] = kept;
+      if (st.packed) last[*st.packed] = kept;
+    }
+    return last;
+  }
+
   // Every array names an input.
   void check_input_names(std::span<const NamedArray> inputs) const {
     const auto& sig = m_.signature();
@@ -38844,14 +39533,10 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor.hpp
 // begin dlavm/graph/fold_batch_norm.hpp
 // end dlavm/graph/fold_batch_norm.hpp
-// begin dlavm/graph/pattern.hpp
-// end dlavm/graph/pattern.hpp
-// begin dlavm/graph/recognize_gelu.hpp
-// end dlavm/graph/recognize_gelu.hpp
-// begin dlavm/graph/recognize_layer_norm.hpp
-// end dlavm/graph/recognize_layer_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
 // end dlavm/graph/fold_rounding.hpp
+// begin dlavm/graph/fold_scale_shift.hpp
+// end dlavm/graph/fold_scale_shift.hpp
 // begin dlavm/graph/functor.hpp
 // end dlavm/graph/functor.hpp
 // begin dlavm/graph/infer_type.hpp
@@ -38874,12 +39559,20 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/partition.hpp
 // begin dlavm/graph/pass.hpp
 // end dlavm/graph/pass.hpp
+// begin dlavm/graph/pattern.hpp
+// end dlavm/graph/pattern.hpp
 // begin dlavm/graph/pipeline.hpp
 // end dlavm/graph/pipeline.hpp
 // begin dlavm/graph/place.hpp
 // end dlavm/graph/place.hpp
 // begin dlavm/graph/printer.hpp
 // end dlavm/graph/printer.hpp
+// begin dlavm/graph/recognize_gelu.hpp
+// end dlavm/graph/recognize_gelu.hpp
+// begin dlavm/graph/recognize_hard_swish.hpp
+// end dlavm/graph/recognize_hard_swish.hpp
+// begin dlavm/graph/recognize_layer_norm.hpp
+// end dlavm/graph/recognize_layer_norm.hpp
 // begin dlavm/graph/strategy.hpp
 // end dlavm/graph/strategy.hpp
 // begin dlavm/graph/strategy/integer_softmax.hpp

@@ -68,9 +68,10 @@ TEST_CASE("passes: the default pipeline, printed as docs/graph.md shows it") {
   const auto passes = graph::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"fold_batch_norm", "recognize_layer_norm",
-                                          "recognize_gelu", "type", "partition", "fold_rounding",
-                                          "layout", "match_states"});
+  CHECK(names == std::vector<std::string>{"fold_batch_norm", "fold_scale_shift",
+                                          "recognize_layer_norm", "recognize_gelu",
+                                          "recognize_hard_swish", "type", "partition",
+                                          "fold_rounding", "layout", "match_states"});
   CHECK(graph::to_string(passes) == documented_pipeline());
 }
 
@@ -83,10 +84,11 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
                         {.after = [&](const graph::Pass& p, const graph::Function& f) {
                           seen.push_back(p.name);
                           // placed from the partition on
-                          CHECK((p.name == "fold_batch_norm" || p.name.starts_with("recognize_") ||
+                          CHECK((p.name.starts_with("fold_batch_norm") ||
+                                 p.name == "fold_scale_shift" || p.name.starts_with("recognize_") ||
                                  p.name == "type") == (f.placement() == nullptr));
                         }});
-  CHECK(seen.size() == 8);
+  CHECK(seen.size() == 10);
   CHECK(fmt::format("{}", all) == fmt::format("{}", graph::infer_type(fn, target)));
   // without the fold the requantize rounds to nearest itself, and computes the same
   const auto unfolded =
@@ -101,10 +103,9 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
   CHECK(graph::Executor(mod, dev).run({{"x", a}})[0] == graph::evaluate(all, {{"x", a}})[0]);
   CHECK_THROWS_WITH_AS(
       graph::run_passes(fn, target, graph::default_passes(), {.disabled = {"fold"}}),
-      "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, recognize_layer_norm, "
-      "recognize_gelu, type, partition, "
-      "fold_rounding, "
-      "layout, match_states)",
+      "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, fold_scale_shift, "
+      "recognize_layer_norm, recognize_gelu, recognize_hard_swish, type, partition, "
+      "fold_rounding, layout, match_states)",
       dlavm::ValueError);
 }
 

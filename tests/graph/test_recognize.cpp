@@ -1,6 +1,7 @@
-// The recognize_layer_norm and recognize_gelu passes: the written-out forms exporters write
-// (in their variants: pow or a product for the square, the factors in any order, with and
-// without the affine step) become one layer_norm or gelu that computes the same within float32
+// The recognize_layer_norm, recognize_gelu and recognize_hard_swish passes: the written-out
+// forms exporters write (in their variants: pow or a product for the square, the factors in any
+// order, with and without the affine step, a division or a product with 1/6) become one
+// layer_norm, gelu or hard_swish that computes the same within float32
 // rounding (graph::evaluate of both, the written form as the reference); forms the passes must
 // leave alone (a value read outside the pattern, other constants or axes) stay as written.
 #include <dlavm/graph.hpp>
@@ -184,6 +185,78 @@ TEST_CASE("recognize_gelu: forms it must leave alone") {
       scalar("half", 0.5f));
   const auto two = graph::function({x, z}, {crossed});
   CHECK(ops_of(graph::recognize_gelu(two, target)) == ops_of(two));
+}
+
+// x * clip(x + 3, 0, 6) / 6 in the forms exporters write: `form` picks one; `six`, `three`
+// and `hi` are the constants (other values make forms the pass must leave alone).
+graph::Function written_hard_swish(int form, float six = 6.0f, float three = 3.0f,
+                                   double hi = 6.0) {
+  auto x = graph::input("x", {2, 4, 5}, DType::float32());
+  const auto relu6 = [&] {
+    auto sum = form % 2 == 0 ? graph::add(x, scalar("three", three))
+                             : graph::add(scalar("three", three), x);
+    return graph::clip(sum, {.lo = 0, .hi = hi});
+  };
+  graph::Expr y;
+  switch (form) {
+    case 0:
+    case 1:  // Paddle and PyTorch: x * relu6(x + 3) / 6
+      y = graph::div(graph::mul(x, relu6()), scalar("six", six));
+      break;
+    case 2:  // relu6(x + 3) * x / 6
+      y = graph::div(graph::mul(relu6(), x), scalar("six", six));
+      break;
+    case 3:  // x * (relu6(x + 3) / 6)
+      y = graph::mul(x, graph::div(relu6(), scalar("six", six)));
+      break;
+    case 4:  // (x * relu6(x + 3)) * (1/6)
+      y = graph::mul(graph::mul(x, relu6()), scalar("sixth", 1.0f / six));
+      break;
+    case 5:  // (1/6 * x) * relu6(x + 3)
+      y = graph::mul(graph::mul(scalar("sixth", 1.0f / six), x), relu6());
+      break;
+    default:  // x * hard_sigmoid(x, 1/6, 0.5): PyTorch's hardswish before opset 14
+      y = graph::mul(x, graph::hard_sigmoid(x, {.alpha = 1.0 / six, .beta = 0.5}));
+      break;
+  }
+  return graph::function({x}, {graph::named(y, "hswish_out")});
+}
+
+TEST_CASE("recognize_hard_swish: the written-out forms become one hard_swish") {
+  const graph::Target target;
+  const auto x = te::NDArray::random_float({2, 4, 5}, 12, -5, 5);
+  for (int form = 0; form < 7; ++form) {
+    CAPTURE(form);
+    const auto fn = written_hard_swish(form);
+    const auto fused = graph::recognize_hard_swish(fn, target);
+    REQUIRE(ops_of(fused) == std::vector<std::string>{"hard_swish"});
+    CHECK(fused.results()[0].as<graph::CallNode>()->result_name == "hswish_out");
+    CHECK(rewritten_error(fn, graph::recognize_hard_swish, x) < 1e-6);
+  }
+  // in the default pipeline
+  CHECK(graph::infer_type(written_hard_swish(0), target).results()[0].as<graph::CallNode>()->op() ==
+        "hard_swish");
+}
+
+TEST_CASE("recognize_hard_swish: forms it must leave alone") {
+  const graph::Target target;
+  for (const auto& fn :
+       {written_hard_swish(0, 5.0f), written_hard_swish(4, 5.0f), written_hard_swish(0, 6.0f, 2.0f),
+        written_hard_swish(3, 6.0f, 3.0f, 8.0), written_hard_swish(6, 5.0f)})
+    CHECK(ops_of(graph::recognize_hard_swish(fn, target)) == ops_of(fn));
+  // the clip read outside the pattern
+  auto x = graph::input("x", {2, 4, 5}, DType::float32());
+  auto gate = graph::clip(graph::add(x, scalar("three", 3)), {.lo = 0, .hi = 6});
+  auto y = graph::div(graph::mul(x, gate), scalar("six", 6));
+  const auto leaky = graph::function({x}, {y, gate});
+  CHECK(ops_of(graph::recognize_hard_swish(leaky, target)) == ops_of(leaky));
+  // the gate of another value than the one multiplied
+  auto z = graph::input("z", {2, 4, 5}, DType::float32());
+  auto crossed =
+      graph::div(graph::mul(x, graph::clip(graph::add(z, scalar("three", 3)), {.lo = 0, .hi = 6})),
+                 scalar("six", 6));
+  const auto two = graph::function({x, z}, {crossed});
+  CHECK(ops_of(graph::recognize_hard_swish(two, target)) == ops_of(two));
 }
 
 }  // namespace recognize_test

@@ -1544,4 +1544,32 @@ TEST_CASE("runtime kernels: resize2d, nearest and linear, by hand") {
   CHECK(rt::resize_source(1, 5, 2, 0.4f, 2) == 4.0 / (double(0.4f) * 5 - 1));  // align_corners
 }
 
+TEST_CASE("runtime kernels: resize2d over more columns than one block, element by element") {
+  // 2 planes of 3 x 150 to 5 x 301 (half_pixel): the column blocks of kResizeBlock must give
+  // what each output's own source coordinate gives
+  const std::int64_t planes = 2, h = 3, w = 150, oh = 5, ow = 301;
+  std::vector<float> x(static_cast<std::size_t>(planes * h * w));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+  const rt::ResizeShape d{planes, h, w, oh, ow, 0.0f, 0.0f, 0, 0};
+  std::vector<float> near(static_cast<std::size_t>(planes * oh * ow)), lin(near.size());
+  rt::resize2d_nearest(x.data(), near.data(), d);
+  rt::resize2d_linear(x.data(), lin.data(), d);
+  for (std::int64_t p = 0; p < planes; ++p)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox) {
+        const double cy = rt::resize_source(oy, h, oh, 0.0f, 0);
+        const double cx = rt::resize_source(ox, w, ow, 0.0f, 0);
+        const auto at = [&](std::int64_t iy, std::int64_t ix) {
+          return static_cast<double>(x[static_cast<std::size_t>((p * h + iy) * w + ix)]);
+        };
+        const auto i = static_cast<std::size_t>((p * oh + oy) * ow + ox);
+        CHECK(near[i] ==
+              at(rt::resize_nearest_index(cy, h, 0), rt::resize_nearest_index(cx, w, 0)));
+        const auto ty = rt::resize_linear_taps(cy, h), tx = rt::resize_linear_taps(cx, w);
+        const double c0 = (1.0 - ty.r) * at(ty.lo, tx.lo) + ty.r * at(ty.hi, tx.lo);
+        const double c1 = (1.0 - ty.r) * at(ty.lo, tx.hi) + ty.r * at(ty.hi, tx.hi);
+        CHECK(lin[i] == static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1));
+      }
+}
+
 }  // namespace runtime_kernels_test

@@ -139,9 +139,14 @@ class Executor::Run {
   ModuleRun run() {
     load_states();
     ModuleRun run;
+    const auto last_reader = last_readers();
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
       StepStats s = step(i);
+      // a host array no later step reads goes back to te's block cache for the next step's
+      // result: a float network's activations then reuse a few blocks, not one each
+      for (const auto v : m_.steps()[i].inputs)
+        if (last_reader[v] == i) arrays_[v].reset();
       if (m_.steps()[i].kind != ModuleStep::Kind::Vta)
         s.host_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -160,6 +165,24 @@ class Executor::Run {
   }
 
  private:
+  // For each value, the last step that reads it, or SIZE_MAX for one kept to the run's end
+  // (a result, a state, every value under RunOptions::keep_values) or never read.
+  std::vector<std::size_t> last_readers() const {
+    constexpr auto kept = static_cast<std::size_t>(-1);
+    std::vector<std::size_t> last(m_.values().size(), kept);
+    if (options_.keep_values) return last;
+    for (std::size_t i = 0; i < m_.steps().size(); ++i)
+      for (const auto v : m_.steps()[i].inputs) last[v] = i;
+    const auto& sig = m_.signature();
+    for (const auto r : sig.results) last[r] = kept;
+    for (const auto& st : sig.state) {
+      last[st.value] = kept;
+      last[st.next] = kept;
+      if (st.packed) last[*st.packed] = kept;
+    }
+    return last;
+  }
+
   // Every array names an input.
   void check_input_names(std::span<const NamedArray> inputs) const {
     const auto& sig = m_.signature();

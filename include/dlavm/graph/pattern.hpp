@@ -1,6 +1,7 @@
-// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu)
-// ask of a graph: the call of an op, a float32 scalar constant, how many places read a node,
-// and the leaves of a product or sum.
+// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu,
+// recognize_hard_swish) and fold constants into layers (fold_scale_shift) ask of a graph: the
+// call of an op, a float32 scalar constant, how many places read a node, and the leaves of a
+// product or sum.
 //
 //   const graph::Users users(fn);
 //   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...

@@ -5,11 +5,13 @@
 #include <dlavm/graph/assign_layouts.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
+#include <dlavm/graph/fold_scale_shift.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/match_states.hpp>
 #include <dlavm/graph/partition.hpp>
 #include <dlavm/graph/pipeline.hpp>
 #include <dlavm/graph/recognize_gelu.hpp>
+#include <dlavm/graph/recognize_hard_swish.hpp>
 #include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/target.hpp>
 
@@ -20,11 +22,18 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"fold_batch_norm",
        "folds a batch_norm into the convolution or dense layer with constant weights before it",
        fold_batch_norm},
+      {"fold_scale_shift",
+       "folds a product or sum with a constant into the convolution with constant weights before "
+       "it",
+       fold_scale_shift},
       {"recognize_layer_norm",
        "replaces layer normalization written out in element-wise ops with one layer_norm",
        recognize_layer_norm},
       {"recognize_gelu", "replaces GELU written out in element-wise ops with one gelu",
        recognize_gelu},
+      {"recognize_hard_swish",
+       "replaces hard swish written out in element-wise ops with one hard_swish",
+       recognize_hard_swish},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {

@@ -3,8 +3,10 @@
 // (graph/pass.hpp) with an entry point of its own, testable alone:
 //
 //   fold_batch_norm       graph::fold_batch_norm (graph/fold_batch_norm.hpp)
+//   fold_scale_shift      graph::fold_scale_shift (graph/fold_scale_shift.hpp)
 //   recognize_layer_norm  graph::recognize_layer_norm (graph/recognize_layer_norm.hpp)
 //   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
+//   recognize_hard_swish  graph::recognize_hard_swish (graph/recognize_hard_swish.hpp)
 //   type                  graph::detail::infer_types (graph/infer_type.hpp)
 //   partition             graph::place (graph/partition.hpp)
 //   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)

@@ -128,26 +128,50 @@ T* elements_as(te::NDArray& a) {
   return reinterpret_cast<T*>(a.data().data());
 }
 // For N operands of `shapes` broadcast (numpy) to `out`, the shape of the result: calls
-// f(o, at, step, n) for each row of the result (its last dim; a scalar is one row of 1), o the
-// row's first element, n its length, at[j] the offset of operand j's element for the row's
-// first and step[j] 1 or 0 (the operand's last dim is the row's, or stretched or missing).
+// f(o, at, step, n) for each row of the result, o the row's first element, n its length,
+// at[j] the offset of operand j's element for the row's first and step[j] 1 or 0 (the
+// operand's elements run along the row, or one element is stretched over it). A row is as
+// long as it can be: trailing dims where every operand runs (or every one is stretched) the
+// same way are one row, so same-shape operands are a single row and a per-channel operand
+// [C, 1, 1] stretches over rows of H * W.
 template <std::size_t N, class F>
 void for_each_broadcast_row(std::span<const std::int64_t> out,
                             const std::array<std::span<const std::int64_t>, N>& shapes, F&& f) {
+  // the dims of out (1s dropped) and of each operand aligned to them, adjacent dims merged
+  // where every operand has both full or both stretched
+  std::vector<std::int64_t> merged;
+  std::array<std::vector<std::int64_t>, N> merged_in;
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    if (out[k] == 1) continue;
+    std::array<std::int64_t, N> in{};
+    for (std::size_t j = 0; j < N; ++j) {
+      const auto s = shapes[j];
+      const std::size_t lead = out.size() - s.size();
+      in[j] = k < lead ? 1 : s[k - lead];
+    }
+    bool joins = !merged.empty();
+    for (std::size_t j = 0; j < N && joins; ++j) joins = (in[j] == 1) == (merged_in[j].back() == 1);
+    if (joins) {
+      merged.back() *= out[k];
+      for (std::size_t j = 0; j < N; ++j) merged_in[j].back() *= in[j];
+    } else {
+      merged.push_back(out[k]);
+      for (std::size_t j = 0; j < N; ++j) merged_in[j].push_back(in[j]);
+    }
+  }
   std::array<std::int64_t, N> at{}, step{};
-  if (out.empty()) {
+  if (merged.empty()) {
     f(std::int64_t{0}, at, step, std::int64_t{1});
     return;
   }
-  const std::int64_t last = out.back();
-  const std::span<const std::int64_t> outer(out.data(), out.size() - 1);
+  const std::int64_t last = merged.back();
+  const std::span<const std::int64_t> outer(merged.data(), merged.size() - 1);
   // operands as [outer..., last]: the offset of each row, and the step within a row
   std::array<std::vector<std::int64_t>, N> rows;
   for (std::size_t j = 0; j < N; ++j) {
-    const auto s = shapes[j];
-    rows[j] =
-        broadcast_offsets(outer, s.empty() ? s : s.first(s.size() - 1), s.empty() ? 1 : s.back());
-    step[j] = !s.empty() && s.back() != 1 ? 1 : 0;
+    const std::span<const std::int64_t> s = merged_in[j];
+    rows[j] = broadcast_offsets(outer, s.first(s.size() - 1), s.back());
+    step[j] = s.back() != 1 ? 1 : 0;
   }
   for (std::size_t r = 0; r < rows[0].size(); ++r) {
     for (std::size_t j = 0; j < N; ++j) at[j] = rows[j][r];

@@ -7,6 +7,7 @@
 #include <dlavm/core/error.hpp>
 #include <dlavm/host/common.hpp>
 #include <dlavm/host/conv.hpp>
+#include <dlavm/host/onednn.hpp>
 
 #include <fmt/format.h>
 
@@ -142,7 +143,21 @@ DLAVM_INLINE te::NDArray conv2d(const te::NDArray& x, const te::NDArray& w, cons
   d.ow = window_output(d.w, p.padding[1] + p.padding[3], kw, d.sw);
   te::NDArray y(out_dtype, {d.n, d.o, d.oh, d.ow});
   if (out_dtype.is_float()) {
-    detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
+    const onednn::ConvShape s{.n = d.n,
+                              .c = xs[1],
+                              .h = d.h,
+                              .w = d.w,
+                              .o = d.o,
+                              .kh = d.kh,
+                              .kw = d.kw,
+                              .oh = d.oh,
+                              .ow = d.ow,
+                              .strides = p.strides,
+                              .padding = p.padding,
+                              .dilations = p.dilations,
+                              .groups = p.groups};
+    if (!onednn::convolution(s, x.fdata().data(), w.fdata().data(), y.fdata().data()))
+      detail::conv2d_loops(x.fdata().data(), w.fdata().data(), y.fdata().data(), d);
   } else {
     const auto xd = detail::to_u32(x), wd = detail::to_u32(w);
     std::vector<std::uint32_t> yd(y.size(), 0);
@@ -190,6 +205,23 @@ DLAVM_INLINE te::NDArray conv2d_transpose(const te::NDArray& x, const te::NDArra
   if (oh < 1 || ow < 1)
     raise<ShapeError>("{}: the output would be {}x{} (the padding crops everything)", who, oh, ow);
   te::NDArray y(DType::float32(), {n, o, oh, ow});
+  const onednn::ConvShape s{
+      .n = n,
+      .c = c,
+      .h = h,
+      .w = wd,
+      .o = o,
+      .kh = kh,
+      .kw = kw,
+      .oh = oh,
+      .ow = ow,
+      .strides = p.strides,
+      .padding = {p.padding[0], p.padding[1], p.padding[2] - p.output_padding[0],
+                  p.padding[3] - p.output_padding[1]},
+      .dilations = p.dilations,
+      .groups = p.groups,
+      .transposed = true};
+  if (onednn::convolution(s, x.fdata().data(), w.fdata().data(), y.fdata().data())) return y;
   const float* xd = x.fdata().data();
   const float* wdata = w.fdata().data();
   float* yd = y.fdata().data();

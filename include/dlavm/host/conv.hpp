@@ -10,7 +10,8 @@
 //     with g = o / (O / G), the group of output channel o, where positions outside x (the zero
 //     padding) contribute nothing. G divides C and O (a depthwise convolution: G = C).
 // Element types as host::dense: int8 x int8 -> int32 and int32 x int32 -> int32, the exact sum
-// reduced modulo 2^32; float32 -> float32 summed in float32 over c, then ky, then kx
+// reduced modulo 2^32; float32 -> float32 summed in float32: by oneDNN when dlavm is built
+// with it (host/onednn.hpp), in an order of its own, and otherwise over c, then ky, then kx
 // ascending, padding positions skipped.
 // strides, dilations and groups >= 1, padding >= 0, and OH, OW >= 1, or ValueError/ShapeError.
 //
@@ -22,8 +23,9 @@
 //     the gradient of conv2d with respect to its input (ONNX's ConvTranspose): every input
 //     element scatters x[n, c, iy, ix] * w[c, o, ky, kx] onto
 //     y[n, g * O / G + o, iy*sh - pt + ky*dh, ix*sw - pl + kx*dw] (g = c / (C / G)), the
-//     positions outside y dropped. float32 only, summed in float32 in the order of n, c, iy,
-//     ix, o, ky, kx. output_padding < max(stride, dilation) per dim; OH, OW >= 1.
+//     positions outside y dropped. float32 only, summed in float32 (by oneDNN when built with
+//     it, otherwise in the order of n, c, iy, ix, o, ky, kx). output_padding < max(stride,
+//     dilation) per dim; OH, OW >= 1.
 //
 //   auto up = host::conv2d_transpose(x, w, {.strides = {2, 2}, .padding = {1, 1, 1, 1}});
 #pragma once

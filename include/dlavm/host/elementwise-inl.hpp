@@ -20,15 +20,29 @@ namespace dlavm::host {
 
 namespace detail {
 
-// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`).
+// out[i] = f(a[ia], b[ib]) over the broadcast of a's and b's shapes (`os`). Each kind of row
+// has a loop of its own, so that the compiler vectorizes the common ones (same shapes, one
+// operand stretched).
 template <class T, class U, class F>
 void broadcast_apply(const T* a, std::span<const std::int64_t> as, const T* b,
                      std::span<const std::int64_t> bs, U* out, std::span<const std::int64_t> os,
-                     F&& f) {
+                     F f) {
   for_each_broadcast_row<2>(os, {as, bs},
                             [&](std::int64_t o, const auto& at, const auto& step, std::int64_t n) {
-                              for (std::int64_t i = 0; i < n; ++i)
-                                out[o + i] = f(a[at[0] + i * step[0]], b[at[1] + i * step[1]]);
+                              const T* __restrict pa = a + at[0];
+                              const T* __restrict pb = b + at[1];
+                              U* __restrict po = out + o;
+                              if (step[0] == 1 && step[1] == 1) {
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+                              } else if (step[0] == 1) {
+                                const T bv = *pb;
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
+                              } else if (step[1] == 1) {
+                                const T av = *pa;
+                                for (std::int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
+                              } else {
+                                std::fill(po, po + n, f(*pa, *pb));
+                              }
                             });
 }
 
@@ -51,12 +65,12 @@ te::NDArray binary_kernel(std::string_view who, const te::NDArray& a, const te::
   te::NDArray y(a.dtype(), *shape);
   if (a.dtype().is_float()) {
     broadcast_apply(a.fdata().data(), a.shape(), b.fdata().data(), b.shape(), y.fdata().data(),
-                    *shape, runtime::binary_value<K, float>);
+                    *shape, [](float u, float v) { return runtime::binary_value<K, float>(u, v); });
   } else if constexpr (runtime::takes_integers(K)) {
     with_integer_type(a.dtype(), [&](auto t) {
       using T = decltype(t);
       broadcast_apply(elements_as<T>(a), a.shape(), elements_as<T>(b), b.shape(), elements_as<T>(y),
-                      *shape, runtime::binary_value<K, T>);
+                      *shape, [](T u, T v) { return runtime::binary_value<K, T>(u, v); });
     });
     wrap_elements(y);
   }

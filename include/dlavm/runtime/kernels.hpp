@@ -1368,17 +1368,26 @@ inline std::int64_t resize_nearest_index(double c, std::int64_t in, std::int32_t
   return resize_clamp(up ? f + 1.0 : f, in);
 }
 
+// The columns go in blocks of kResizeBlock, each block's source columns (or taps) computed once
+// for every row of every plane, on the stack: firmware has no heap.
+inline constexpr std::int64_t kResizeBlock = 128;
+
 template <class T>
 void resize2d_nearest(const T* x, T* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const T* plane = x + p * d.h * d.w;
+  std::int64_t cols[kResizeBlock];
+  for (std::int64_t x0 = 0; x0 < d.ow; x0 += kResizeBlock) {
+    const std::int64_t n = d.ow - x0 < kResizeBlock ? d.ow - x0 : kResizeBlock;
+    for (std::int64_t j = 0; j < n; ++j)
+      cols[j] = resize_nearest_index(resize_source(x0 + j, d.w, d.ow, d.scale_w, d.coordinates),
+                                     d.w, d.nearest);
     for (std::int64_t oy = 0; oy < d.oh; ++oy) {
       const std::int64_t iy = resize_nearest_index(
           resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h, d.nearest);
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y)
-        *y = plane[iy * d.w +
-                   resize_nearest_index(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w,
-                                        d.nearest)];
+      for (std::int64_t p = 0; p < d.planes; ++p) {
+        const T* row = x + (p * d.h + iy) * d.w;
+        T* out = y + (p * d.oh + oy) * d.ow + x0;
+        for (std::int64_t j = 0; j < n; ++j) out[j] = row[cols[j]];
+      }
     }
   }
 }
@@ -1394,20 +1403,25 @@ inline ResizeTaps resize_linear_taps(double c, std::int64_t in) {
 }
 
 inline void resize2d_linear(const float* x, float* y, const ResizeShape& d) {
-  for (std::int64_t p = 0; p < d.planes; ++p) {
-    const float* plane = x + p * d.h * d.w;
+  ResizeTaps taps[kResizeBlock];
+  for (std::int64_t x0 = 0; x0 < d.ow; x0 += kResizeBlock) {
+    const std::int64_t n = d.ow - x0 < kResizeBlock ? d.ow - x0 : kResizeBlock;
+    for (std::int64_t j = 0; j < n; ++j)
+      taps[j] = resize_linear_taps(resize_source(x0 + j, d.w, d.ow, d.scale_w, d.coordinates), d.w);
     for (std::int64_t oy = 0; oy < d.oh; ++oy) {
       const ResizeTaps ty =
           resize_linear_taps(resize_source(oy, d.h, d.oh, d.scale_h, d.coordinates), d.h);
-      const float* r0 = plane + ty.lo * d.w;
-      const float* r1 = plane + ty.hi * d.w;
-      for (std::int64_t ox = 0; ox < d.ow; ++ox, ++y) {
-        const ResizeTaps tx =
-            resize_linear_taps(resize_source(ox, d.w, d.ow, d.scale_w, d.coordinates), d.w);
-        // the rows first, then the columns
-        const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
-        const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
-        *y = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+      for (std::int64_t p = 0; p < d.planes; ++p) {
+        const float* r0 = x + (p * d.h + ty.lo) * d.w;
+        const float* r1 = x + (p * d.h + ty.hi) * d.w;
+        float* out = y + (p * d.oh + oy) * d.ow + x0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const ResizeTaps& tx = taps[j];
+          // the rows first, then the columns
+          const double c0 = (1.0 - ty.r) * r0[tx.lo] + ty.r * r1[tx.lo];
+          const double c1 = (1.0 - ty.r) * r0[tx.hi] + ty.r * r1[tx.hi];
+          out[j] = static_cast<float>((1.0 - tx.r) * c0 + tx.r * c1);
+        }
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/te/block_cache.hpp>
 
 #include <fmt/format.h>
 
@@ -225,8 +226,9 @@ class NDArray {
 
   DType dtype_ = DType::int32();
   std::vector<std::int64_t> shape_;
-  std::vector<std::int64_t> data_;  // integer dtypes
-  std::vector<float> fdata_;        // float32
+  // (large ones through the block cache, te/block_cache.hpp)
+  std::vector<std::int64_t, CachingAllocator<std::int64_t>> data_;  // integer dtypes
+  std::vector<float, CachingAllocator<float>> fdata_;               // float32
 };
 
 // numpy's allclose: same shape, and |a - b| <= atol + rtol * |b| for every element (compared as

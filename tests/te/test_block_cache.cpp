@@ -1,0 +1,57 @@
+// te's block cache: a large array's storage freed comes back for the next array of that size
+// in the same thread; small arrays, and blocks beyond the cap, go to the heap; an array's
+// values do not depend on whose block it got (a fresh NDArray is zeros).
+#include <dlavm/te.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace block_cache_test {
+
+namespace te = dlavm::te;
+using Cache = te::detail::BlockCache;
+using dlavm::DType;
+
+TEST_CASE("block cache: a freed large block serves the next array of its size") {
+  if (!Cache::caching()) return;  // AddressSanitizer: every block goes back to the heap
+  const float* first = nullptr;
+  {
+    te::NDArray a(DType::float32(), {256, 256});  // 256 KiB
+    a.fdata()[7] = 3.0f;
+    first = a.fdata().data();
+  }
+  const std::size_t held = Cache::cached_bytes();
+  CHECK(held >= 256 * 256 * sizeof(float));
+  te::NDArray b(DType::float32(), {256, 256});
+  CHECK(b.fdata().data() == first);  // the same block
+  CHECK(b.fdata()[7] == 0.0f);       // and zeros, as every new array
+  CHECK(Cache::cached_bytes() == held - 256 * 256 * sizeof(float));
+  // another size takes another block; integers (int64 elements) use the cache too
+  te::NDArray c(DType::float32(), {255, 256});
+  CHECK(c.fdata().data() != first);
+  const std::int64_t* ints = nullptr;
+  {
+    te::NDArray i(DType::int8(), {128, 128});  // 128 KiB of int64
+    ints = i.data().data();
+  }
+  te::NDArray j(DType::int32(), {128, 128});
+  CHECK(j.data().data() == ints);
+}
+
+TEST_CASE("block cache: small blocks and blocks past the cap are not kept") {
+  const std::size_t before = Cache::cached_bytes();
+  { te::NDArray small(DType::float32(), {16, 16}); }
+  CHECK(Cache::cached_bytes() == before);
+  // more than the cap holds: the cache keeps at most kMaxCachedBytes
+  {
+    std::vector<te::NDArray> many;
+    for (int k = 0; k < 10; ++k)
+      many.emplace_back(DType::float32(), std::vector<std::int64_t>{16, 1 << 20});
+  }
+  CHECK(Cache::cached_bytes() <= Cache::kMaxCachedBytes);
+  if (Cache::caching()) CHECK(Cache::cached_bytes() > before);
+}
+
+}  // namespace block_cache_test
