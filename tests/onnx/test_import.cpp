@@ -259,6 +259,75 @@ TEST_CASE("a dim_param needs a range; bad ranges and frozen names are ValueError
   CHECK_THROWS_WITH_AS(mb.import(frozen), doctest::Contains("'nope'"), ValueError);
 }
 
+TEST_CASE("inputs naming one dim_param share one dim; ImportOptions::shapes fixes a shape") {
+  // x [batch, 4] + y [batch, 4]: one ne::var, so the dims are provably equal
+  ModelBuilder mb;
+  mb.input("x", {std::string("batch"), 4});
+  mb.input("y", {std::string("batch"), 4});
+  mb.node("Add", {"x", "y"}, {"z"});
+  mb.output("z");
+  const auto fn = graph::infer_type(mb.import({.dims = {{"batch", {1, 8}}}}), graph::Target{});
+  const auto x = te::NDArray::random_float({3, 4}, 1, -1.0, 1.0);
+  const auto z = graph::evaluate(fn, {{"x", x}, {"y", x}}, {{"batch", 3}}).at(0);
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(z.fdata()[i] == 2 * x.fdata()[i]);
+
+  // a dim with neither a value nor a name (legal ONNX) takes its value from options.shapes
+  ModelBuilder unnamed;
+  unnamed.input("u", {std::string(""), 4});
+  unnamed.node("Relu", {"u"}, {"r"});
+  unnamed.output("r");
+  CHECK_THROWS_WITH_AS(unnamed.import(),
+                       "test.onnx: input 'u': dim 0 has neither a value nor a name: give the "
+                       "input's shape in ImportOptions::shapes (e.g. {\"u\", {...}})",
+                       importer::NotSupported);
+  importer::ImportOptions o;
+  o.shapes = {{"u", {3, 4}}};
+  const auto fixed = graph::infer_type(unnamed.import(o), graph::Target{});
+  CHECK(fmt::format("{}", fmt::join(fixed.results()[0].type().shape, ", ")) == "3, 4");
+  o.shapes = {{"u", {3, 5}}};
+  CHECK_THROWS_WITH_AS(unnamed.import(o),
+                       "test.onnx: input 'u': dim 1 is 4, but ImportOptions::shapes gives it 5",
+                       ShapeError);
+  o.shapes = {{"u", {12}}};
+  CHECK_THROWS_WITH_AS(unnamed.import(o),
+                       "test.onnx: input 'u' has 2 dims, but ImportOptions::shapes gives it [12]",
+                       ShapeError);
+  o.shapes = {{"u", {0, 4}}};
+  CHECK_THROWS_WITH_AS(unnamed.import(o), doctest::Contains("shape [0, 4]; dims are >= 1"),
+                       ValueError);
+  o.shapes = {{"v", {3, 4}}};
+  CHECK_THROWS_WITH_AS(unnamed.import(o),
+                       "test.onnx: ImportOptions::shapes names 'v', which is not a graph input",
+                       ValueError);
+}
+
+TEST_CASE("Clip with a bound computed at run time is a maximum or minimum with it") {
+  // y = Clip(x, max(x) - 2, 4.5): a spectrogram clamped to its peak less a range
+  ModelBuilder mb;
+  mb.input("x", {4});
+  mb.initializer("two", {}, {2});
+  mb.initializer("cap", {}, {4.5f});
+  set_int(mb.node("ReduceMax", {"x"}, {"peak"}), "keepdims", 0);
+  mb.node("Sub", {"peak", "two"}, {"floor"});
+  mb.node("Clip", {"x", "floor", "cap"}, {"y"}, "clamp");
+  mb.output("y");
+  const auto fn = graph::infer_type(mb.import(), graph::Target{});
+  const auto x = te::NDArray::from_floats({4}, {1.0f, 5.0f, 3.0f, 4.0f});
+  const auto y = graph::evaluate(fn, {{"x", x}}).at(0);
+  CHECK(std::vector<float>(y.fdata().begin(), y.fdata().end()) ==
+        std::vector<float>{3.0f, 4.5f, 3.0f, 4.0f});
+  // a bound of several values is the model's mistake, named
+  ModelBuilder wide;
+  wide.input("x", {4});
+  wide.input("lo", {2});
+  wide.node("Clip", {"x", "lo"}, {"y"}, "clamp");
+  wide.output("y");
+  CHECK_THROWS_WITH_AS(wide.import(),
+                       "test.onnx: node 'clamp' (Clip): its min (input 1 'lo') has shape [2]; "
+                       "a bound is one value",
+                       ShapeError);
+}
+
 TEST_CASE("initializers that disagree with their shape, and unknown element types") {
   ModelBuilder mb;
   mb.input("x", {2, 3});

@@ -2,8 +2,9 @@
 // initializers read as uint8 0/1 (and a BOOL of 2 refused), comparisons, logic, Where and Cast
 // to and from BOOL evaluated against hand-derived values, comparisons and Where over computed
 // dims folded, and If: the branch a constant condition (an initializer, a Constant node, a
-// folded shape computation) chooses inlined, nested Ifs reading outer-scope names, and the
-// refusals and errors inside a branch named with where they are.
+// folded shape computation) chooses inlined, both branches and a where for a condition known
+// only at run time, nested Ifs reading outer-scope names, and the refusals and errors inside a
+// branch named with where they are.
 #include <dlavm/graph.hpp>
 #include <dlavm/onnx/import.hpp>
 
@@ -11,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "model_builder.hpp"
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -276,18 +278,49 @@ TEST_CASE("If with a condition known at import is the branch it chooses, inlined
   CHECK(ops_of(shaped) == std::vector<std::string>{"add"});
 }
 
-TEST_CASE("If whose condition is computed at run time is refused, naming the node") {
-  auto mb = if_model([](ModelBuilder& mb) {
+TEST_CASE("If whose condition is computed at run time runs both branches and picks with where") {
+  const auto runtime_cond = [](ModelBuilder& mb) {
     mb.input("flag", {1});
     mb.node("Greater", {"flag", "x"}, {"wide"});
     mb.ints("i0", {0}, true);
     mb.node("Gather", {"wide", "i0"}, {"cond"});
-  });
+  };
+  const auto fn = if_model(runtime_cond).import();
+  const auto ops = ops_of(fn);
+  CHECK(std::count(ops.begin(), ops.end(), "where") == 1);
+  CHECK(std::count(ops.begin(), ops.end(), "add") == 1);
+  CHECK(std::count(ops.begin(), ops.end(), "sub") == 1);
+  const auto x = te::NDArray::from_floats({2}, {3.0f, -1.0f});
+  // flag 5 > x[0] = 3: the then_branch, x + 1; flag 0: the else_branch, x - x
+  const auto five = te::NDArray::from_floats({1}, {5.0f});
+  const auto zero = te::NDArray::from_floats({1}, {0.0f});
+  CHECK(values(run(fn, {{"x", x}, {"flag", five}}).at(0)) == std::vector<float>{4.0f, 0.0f});
+  CHECK(values(run(fn, {{"x", x}, {"flag", zero}}).at(0)) == std::vector<float>{0.0f, 0.0f});
+  // branches whose outputs differ in shape cannot both run: refused, naming the node
+  ModelBuilder mb(13);
+  mb.input("x", {2});
+  runtime_cond(mb);
+  auto& n = mb.node("If", {"cond"}, {"y"}, "choose");
+  auto& then = branch(n, "then_branch", {"t"});
+  add_node(then, "Neg", {"x"}, {"t"});
+  auto& other = branch(n, "else_branch", {"e"});
+  floats(other, "e", {1}, {0.0f});
+  mb.output("y");
   CHECK_THROWS_WITH_AS(mb.import(),
-                       doctest::Contains("1 node the importer does not handle: node 'choose' "
-                                         "(If): its condition is computed at run time (input 0 "
-                                         "'cond')"),
+                       doctest::Contains("node 'choose' (If): its condition is computed at run "
+                                         "time (input 0 'cond'), so both branches run and where "
+                                         "picks output 0, which needs one type: the then_branch "
+                                         "makes float32[2], the else_branch float32[1]"),
                        importer::NotSupported);
+  // a condition of more than one element
+  auto wide = if_model([](ModelBuilder& mb) {
+    mb.input("flag", {1});
+    mb.node("Greater", {"flag", "x"}, {"cond"});
+  });
+  CHECK_THROWS_WITH_AS(wide.import(),
+                       doctest::Contains("node 'choose' (If): its condition (input 0 'cond') has "
+                                         "shape [2]; it is one boolean"),
+                       ValueError);
   // a condition of two elements is a model's mistake
   auto two = if_model([](ModelBuilder& mb) { bools(mb.g(), "cond", {2}, {1, 1}); });
   CHECK_THROWS_WITH_AS(two.import(),

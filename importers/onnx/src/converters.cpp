@@ -49,7 +49,8 @@ constexpr ConverterRow kRows[] = {
     {"Ceil", 1, 13, c::ceil, "`ceil`"},
     {"Celu", 12, 28, c::celu, "`celu` (alpha)"},
     {"Clip", 1, 6, c::clip_v1, "versions 1 and 6: the bounds are attributes"},
-    {"Clip", 11, 13, c::clip, "`clip`, its bounds constant inputs"},
+    {"Clip", 11, 13, c::clip,
+     "`clip` with constant bounds; maximum and minimum with computed ones"},
     {"Concat", 1, 1, c::concat_v1, "version 1: axis 1 by default"},
     {"Concat", 4, 13, c::concat, "`concat`"},
     {"Constant", 1, 25, c::constant,
@@ -104,7 +105,8 @@ constexpr ConverterRow kRows[] = {
     {"Identity", 1, 25, c::identity, "its input"},
     {"If", 1, 25, c::if_,
      "the nodes of the branch its condition chooses, inlined, when the condition is known at "
-     "import (an initializer, a Constant, a folded computation); at run time: refused"},
+     "import (an initializer, a Constant, a folded computation); known at run time: both "
+     "branches, each output picked by `where`"},
     {"IsInf", 10, 20, c::is_inf, "`is_inf` (detect_positive, detect_negative; float32)"},
     {"IsNaN", 9, 20, c::is_nan, "`is_nan` (float32)"},
     {"LSTM", 7, 22, c::lstm,

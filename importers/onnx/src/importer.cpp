@@ -238,7 +238,28 @@ graph::Expr Importer::input_of(const ::onnx::ValueInfoProto& v) {
         "{} has element type {}; dlavm computes on float32, int8, uint8, int32 and "
         "int64 (and BOOL as uint8)",
         where, onnx_type_name(tt.elem_type()));
-  if (!tt.has_shape()) raise<NotSupported>("{} has no shape (unknown rank)", where);
+  const auto fixed = options_.shapes.find(v.name());
+  if (fixed != options_.shapes.end()) {
+    // the user's shape replaces the model's, which it must agree with where that is known
+    const auto& want = fixed->second;
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(want.size()))
+      raise<ShapeError>("{} has {} dims, but ImportOptions::shapes gives it [{}]", where,
+                        tt.shape().dim_size(), fmt::join(want, ", "));
+    std::vector<ne::Expr> shape;
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      if (want[k] < 1)
+        raise<ValueError>("{}: ImportOptions::shapes gives it the shape [{}]; dims are >= 1", where,
+                          fmt::join(want, ", "));
+      if (tt.has_shape() && tt.shape().dim(static_cast<int>(k)).has_dim_value() &&
+          tt.shape().dim(static_cast<int>(k)).dim_value() != want[k])
+        raise<ShapeError>("{}: dim {} is {}, but ImportOptions::shapes gives it {}", where, k,
+                          tt.shape().dim(static_cast<int>(k)).dim_value(), want[k]);
+      shape.push_back(ne::Expr(want[k]));
+    }
+    return graph::input(v.name(), std::move(shape), *dtype);
+  }
+  if (!tt.has_shape())
+    raise<NotSupported>("{} has no shape (unknown rank): give it in ImportOptions::shapes", where);
   std::vector<ne::Expr> shape;
   for (int k = 0; k < tt.shape().dim_size(); ++k) {
     const auto& d = tt.shape().dim(k);
@@ -258,11 +279,21 @@ graph::Expr Importer::input_of(const ::onnx::ValueInfoProto& v) {
       if (r->second.min < 1 || r->second.min > r->second.max)
         raise<ValueError>("{}: dim '{}' has range [{}, {}]; a range is 1 <= min <= max", where,
                           d.dim_param(), r->second.min, r->second.max);
-      shape.push_back(r->second.min == r->second.max
-                          ? ne::Expr(r->second.min)
-                          : ne::var(d.dim_param(), r->second.min, r->second.max));
+      if (r->second.min == r->second.max) {
+        shape.push_back(ne::Expr(r->second.min));
+      } else {
+        auto known = dim_vars_.find(d.dim_param());
+        if (known == dim_vars_.end())
+          known =
+              dim_vars_.emplace(d.dim_param(), ne::var(d.dim_param(), r->second.min, r->second.max))
+                  .first;
+        shape.push_back(known->second);
+      }
     } else {
-      raise<NotSupported>("{}: dim {} has neither a value nor a name", where, k);
+      raise<NotSupported>(
+          "{}: dim {} has neither a value nor a name: give the input's shape in "
+          "ImportOptions::shapes (e.g. {{\"{}\", {{...}}}})",
+          where, k, v.name());
     }
   }
   return graph::input(v.name(), std::move(shape), *dtype);
@@ -276,6 +307,13 @@ std::vector<graph::Expr> Importer::add_inputs(const ::onnx::GraphProto& g) {
                      [&](const auto& v) { return v.name() == name; }))
       raise<ValueError>("{}: ImportOptions::constants names '{}', which is not a graph input",
                         source_, name);
+  }
+  for (const auto& fixed : options_.shapes) {
+    const std::string& name = fixed.first;
+    if (std::none_of(g.input().begin(), g.input().end(),
+                     [&](const auto& v) { return v.name() == name; }))
+      raise<ValueError>("{}: ImportOptions::shapes names '{}', which is not a graph input", source_,
+                        name);
   }
   std::vector<graph::Expr> params;
   for (const auto& v : g.input()) {

@@ -141,6 +141,8 @@ class Importer {
   std::optional<Value> fold(const ::onnx::NodeProto& node, const Value& v, const std::string& out);
 
   const ImportOptions& options_;
+  // one ne::var per dim_param: inputs that name the same dim share it
+  std::map<std::string, ne::Expr, std::less<>> dim_vars_;
   std::string source_;
   std::int64_t opset_ = 0;
   std::map<std::string, Value, std::less<>> values_;

@@ -178,23 +178,65 @@ Outs is_inf(Importer& im, const Node& n) {
                          .detect_negative = attr_int(im, n, "detect_negative", 1) != 0})};
 }
 
-// The branch a condition known at import chooses, its nodes converted in the If's place; a
-// condition computed at run time is refused (dlavm's graphs have no control flow).
+// The branch a condition known at import chooses, its nodes converted in the If's place. A
+// condition computed at run time runs both branches and picks each output with where: the
+// branches are pure, so this is the If's value, paid for with the branch not taken (a
+// wake-word head that runs its verifier only above a threshold, say). Each output of the two
+// branches must then have one shape and dtype.
 Outs if_(Importer& im, const Node& n) {
+  const auto branch_of = [&](const char* which) -> const ::onnx::GraphProto& {
+    const auto* branch = find_attr(n, which);
+    if (branch == nullptr || branch->type() != ::onnx::AttributeProto::GRAPH)
+      raise<ValueError>("attribute '{}' is {}", which,
+                        branch == nullptr ? "missing" : "not a graph");
+    return branch->g();
+  };
   const Value& c = im.input(n, 0);
-  if (c.constant == nullptr)
-    unsupported(fmt::format(
-        "its condition is computed at run time (input 0 '{}'); the importer inlines the branch "
-        "of a condition known at import (an initializer, a Constant, a folded computation)",
-        n.input(0)));
-  if (c.constant->size() != 1)
-    raise<ValueError>("its condition (input 0 '{}') has {} elements; it is one boolean", n.input(0),
-                      c.constant->size());
-  const char* which = c.constant->value_as_double(0) != 0 ? "then_branch" : "else_branch";
-  const auto* branch = find_attr(n, which);
-  if (branch == nullptr || branch->type() != ::onnx::AttributeProto::GRAPH)
-    raise<ValueError>("attribute '{}' is {}", which, branch == nullptr ? "missing" : "not a graph");
-  return im.inline_branch(n, branch->g(), which);
+  if (c.constant != nullptr) {
+    if (c.constant->size() != 1)
+      raise<ValueError>("its condition (input 0 '{}') has {} elements; it is one boolean",
+                        n.input(0), c.constant->size());
+    const char* which = c.constant->value_as_double(0) != 0 ? "then_branch" : "else_branch";
+    return im.inline_branch(n, branch_of(which), which);
+  }
+  const graph::Expr cond = im.expr(n, 0);
+  const auto cond_type = im.type_of(cond);
+  ne::Expr count(1);
+  for (const auto& d : cond_type.shape) count = count * d;
+  if (!ne::can_prove(ne::simplify(count) == 1))
+    raise<ValueError>("its condition (input 0 '{}') has shape [{}]; it is one boolean", n.input(0),
+                      fmt::join(cond_type.shape, ", "));
+  const auto then_outs = im.inline_branch(n, branch_of("then_branch"), "then_branch");
+  const auto else_outs = im.inline_branch(n, branch_of("else_branch"), "else_branch");
+  Outs outs;
+  for (std::size_t k = 0; k < then_outs.size(); ++k) {
+    const auto as_expr = [&](const Value& v, const char* which) {
+      if (v.refused) throw ReadsRefused{};  // the refused node in the branch is the cause
+      if (v.dims || !v.expr.defined())
+        unsupported(fmt::format(
+            "its condition is computed at run time (input 0 '{}'), so both branches run, and "
+            "output {} of its {} is {}, not a computed tensor",
+            n.input(0), k, which, v.dims ? "a list of symbolic dims" : "an empty tensor"));
+      return v.expr;
+    };
+    const graph::Expr a = as_expr(then_outs[k], "then_branch");
+    const graph::Expr b = as_expr(else_outs[k], "else_branch");
+    const auto ta = im.type_of(a), tb = im.type_of(b);
+    bool same = ta.dtype == tb.dtype && ta.shape.size() == tb.shape.size();
+    for (std::size_t d = 0; same && d < ta.shape.size(); ++d)
+      same = ne::can_prove(ne::simplify(ta.shape[d] - tb.shape[d]) == 0);
+    if (!same)
+      unsupported(fmt::format(
+          "its condition is computed at run time (input 0 '{}'), so both branches run and "
+          "where picks output {}, which needs one type: the then_branch makes {}[{}], the "
+          "else_branch {}[{}]",
+          n.input(0), k, ta.dtype, fmt::join(ta.shape, ", "), tb.dtype, fmt::join(tb.shape, ", ")));
+    // the condition as a scalar, so that it broadcasts to any output shape
+    const graph::Expr scalar =
+        cond_type.shape.empty() ? cond : graph::reshape(cond, {.newshape = {}});
+    outs.push_back(graph::where(scalar, a, b));
+  }
+  return outs;
 }
 
 }  // namespace convert

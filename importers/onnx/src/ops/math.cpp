@@ -1,4 +1,8 @@
 // Converters of element-wise operators: Add, Mul, Relu, Clip, Softmax.
+#include <dlavm/ne/bounds.hpp>
+
+#include <fmt/ranges.h>
+
 #include "common.hpp"
 #include <limits>
 
@@ -6,7 +10,9 @@ namespace dlavm::onnx::detail {
 
 namespace {
 
-// Clip's bounds as given (attributes before version 11, inputs since), or the dtype's range.
+// Clip's bounds as given (attributes before version 11, inputs since), or the dtype's range. A
+// bound computed at run time (a spectrogram clamped to its maximum less 80 dB) is a maximum or
+// minimum with it: min(max(x, lo), hi) is also ONNX's rule for lo > hi (every value hi).
 Outs clip_between(Importer& im, const Node& n, bool from_inputs) {
   const auto x = im.expr(n, 0);
   const DType dt = im.type_of(x).dtype;
@@ -18,6 +24,27 @@ Outs clip_between(Importer& im, const Node& n, bool from_inputs) {
     lo = attr_float(im, n, "min", static_cast<float>(lo));
     hi = attr_float(im, n, "max", static_cast<float>(hi));
   } else {
+    const auto computed = [&](int k) {
+      return Importer::has_input(n, k) && im.input(n, k).constant == nullptr &&
+             !im.input(n, k).dims;
+    };
+    if (computed(1) || computed(2)) {
+      graph::Expr y = x;
+      for (const int k : {1, 2}) {
+        if (!Importer::has_input(n, k)) continue;
+        const graph::Expr bound = im.expr(n, k);
+        const auto t = im.type_of(bound);
+        ne::Expr count(1);
+        for (const auto& d : t.shape) count = count * d;
+        if (!ne::can_prove(ne::simplify(count) == 1))
+          raise<ShapeError>("its {} (input {} '{}') has shape [{}]; a bound is one value",
+                            k == 1 ? "min" : "max", k, n.input(k), fmt::join(t.shape, ", "));
+        const graph::Expr scalar =
+            t.shape.empty() ? bound : graph::reshape(bound, {.newshape = {}});
+        y = k == 1 ? graph::maximum(y, scalar) : graph::minimum(y, scalar);
+      }
+      return {y};
+    }
     if (Importer::has_input(n, 1)) lo = scalar_of(im.constant(n, 1, "min"), "min");
     if (Importer::has_input(n, 2)) hi = scalar_of(im.constant(n, 2, "max"), "max");
   }

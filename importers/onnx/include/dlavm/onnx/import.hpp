@@ -57,6 +57,10 @@ struct DimRange {
 struct ImportOptions {
   std::map<std::string, DimRange, std::less<>> dims = {};          // by dim_param
   std::map<std::string, te::NDArray, std::less<>> constants = {};  // inputs known at import
+  // A fixed shape for an input, in place of the model's (which it must agree with where the
+  // model gives a value): for dims that have neither a value nor a name, or a symbolic dim
+  // held to one value (as TVM's from_onnx takes a shape dict).
+  std::map<std::string, std::vector<std::int64_t>, std::less<>> shapes = {};
   // QDQ-wrapped Conv and MatMul nodes as the QLinearConv / QLinearMatMul they stand for
   // (docs/onnx.md): exact integer sums, as ONNX Runtime runs QDQ models
   bool fold_qdq = true;

