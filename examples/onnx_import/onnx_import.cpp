@@ -30,8 +30,7 @@ int main(int argc, char** argv) try {
   dlavm::onnx::ImportOptions options;
   options.dims = {{"batch", {1, 4}}};
   const graph::Function fn = dlavm::onnx::import(path, options);
-  graph::Target target;
-  target.int32_results = true;  // the integer sums leave VTA whole for the host's rescale
+  const graph::Target target;  // the integer sums leave VTA whole for the host's rescale
   const auto typed = graph::infer_type(fn, target);
   fmt::print("{}\n\n", typed);
   fmt::print("{:.1f}% of the convolutions' and products' multiply-accumulates on VTA\n\n",

@@ -71,6 +71,13 @@ class Writer {
     g().set_name("qdq_cnn");
   }
   ::onnx::GraphProto& g() { return *m_.mutable_graph(); }
+  // imports ONNX Runtime's com.microsoft domain (version 1) too
+  ::onnx::OperatorSetIdProto* import_microsoft_domain() {
+    auto* o = m_.add_opset_import();
+    o->set_domain("com.microsoft");
+    o->set_version(1);
+    return o;
+  }
   ::onnx::ModelProto take() { return std::move(m_); }
 
   std::string scalar_float(const std::string& name, float v) {
@@ -218,6 +225,200 @@ inline ::onnx::ModelProto cnn(const CnnSpec& spec, std::uint64_t seed) {
   detail::int_attr(gemm, "transB", 1);
   w.g().add_output()->set_name(last_q);
   w.g().add_output()->set_name("logits");
+  return w.take();
+}
+
+// The same network as ONNX Runtime's quantizer writes it (quantize_static, QDQ format): no
+// QuantizeLinear between a Conv and its activation (Relu, or Clip 0..6 for every second
+// convolution: ReLU6), so each Conv's output passes through the activation before its
+// QuantizeLinear; a residual Add between QDQ pairs over the second-to-last convolution's
+// output, whose QuantizeLinear therefore has two consumers (a DequantizeLinear each); global
+// average pooling between QDQ pairs; and the classifier a quantized Gemm (int8 weights per
+// output channel, transB, an int32 bias) whose output is quantized and dequantized. The
+// residual needs the last two convolutions to keep the shape (stride 1, same channels, 1x1 or
+// padded); `ort_style` of small_cnn() adds such a pair. Outputs: the last convolution's
+// quantized features (uint8) and the dequantized logits.
+inline CnnSpec ort_style(CnnSpec s) {
+  const std::int64_t c = s.convs.back().out_channels;
+  s.convs.push_back({c, 3, 1, 1, 1, 1, 1});
+  s.convs.push_back({c, 1, 1, 0, 0, 0, 0});
+  return s;
+}
+
+// `weight_max`: the weights' magnitude bound (127; 63 is the quantizer's reduce_range).
+inline ::onnx::ModelProto ort_cnn(const CnnSpec& spec, std::uint64_t seed,
+                                  std::int32_t weight_max = 127) {
+  detail::Writer w(seed);
+  using TP = ::onnx::TensorProto;
+  auto* in = w.g().add_input();
+  in->set_name("image");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(TP::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param(spec.batch);
+  for (auto d : {spec.channels, spec.height, spec.width})
+    tt->mutable_shape()->add_dim()->set_dim_value(d);
+  float act_scale = 1.0f / 64;
+  std::int32_t act_zp = 120;
+  w.node("QuantizeLinear", "quant_in",
+         {"image", w.scalar_float("s_in", act_scale), w.scalar_int("z_in", TP::UINT8, act_zp)},
+         "image_q");
+  w.node("DequantizeLinear", "dequant_in", {"image_q", "s_in", "z_in"}, "image_dq");
+  w.floats("six", {}, {6.0f});
+  w.floats("zero", {}, {0.0f});
+  std::string x = "image_dq";
+  std::string residual_q;  // the quantized output the residual Add reads again
+  float residual_scale = 0;
+  std::int32_t residual_zp = 0;
+  std::int64_t channels = spec.channels;
+  const std::size_t n = spec.convs.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto& c = spec.convs[k];
+    const std::string p = "conv" + std::to_string(k);
+    std::vector<float> ws;
+    for (std::int64_t o = 0; o < c.out_channels; ++o) ws.push_back(w.uniform(0.002f, 0.02f));
+    w.floats(p + "_ws", {c.out_channels}, ws);
+    w.tensor(p + "_wq", TP::INT8, {c.out_channels, channels, c.kernel, c.kernel}, -weight_max,
+             weight_max);
+    w.tensor(p + "_wz", TP::INT8, {c.out_channels}, 0, 0);
+    auto& dqw = w.node("DequantizeLinear", p + "_dqw", {p + "_wq", p + "_ws", p + "_wz"}, p + "_w");
+    detail::int_attr(dqw, "axis", 0);
+    std::vector<float> bs;
+    for (float sc : ws) bs.push_back(act_scale * sc);
+    w.floats(p + "_bs", {c.out_channels}, bs);
+    w.tensor(p + "_bq", TP::INT32, {c.out_channels}, -2000, 2000);
+    w.tensor(p + "_bz", TP::INT32, {c.out_channels}, 0, 0);
+    auto& dqb = w.node("DequantizeLinear", p + "_dqb", {p + "_bq", p + "_bs", p + "_bz"}, p + "_b");
+    detail::int_attr(dqb, "axis", 0);
+    auto& conv = w.node("Conv", p, {x, p + "_w", p + "_b"}, p + "_y");
+    detail::ints_attr(conv, "kernel_shape", {c.kernel, c.kernel});
+    detail::ints_attr(conv, "strides", {c.stride, c.stride});
+    detail::ints_attr(conv, "pads", {c.pad_top, c.pad_left, c.pad_bottom, c.pad_right});
+    // the activation, then one QuantizeLinear: its scale covers the activation's range
+    if (k % 2 == 0)
+      w.node("Relu", p + "_relu", {p + "_y"}, p + "_a");
+    else
+      w.node("Clip", p + "_relu6", {p + "_y", "zero", "six"}, p + "_a");
+    const float out_scale =
+        act_scale * 0.011f * std::sqrt(static_cast<float>(channels * c.kernel * c.kernel)) * 30;
+    const std::int32_t zp = 0;  // a ReLU's output: uint8 from 0
+    w.node("QuantizeLinear", p + "_q",
+           {p + "_a", w.scalar_float(p + "_so", out_scale), w.scalar_int(p + "_zo", TP::UINT8, zp)},
+           p + "_aq");
+    w.node("DequantizeLinear", p + "_dq", {p + "_aq", p + "_so", p + "_zo"}, p + "_out");
+    x = p + "_out";
+    act_scale = out_scale;
+    act_zp = zp;
+    channels = c.out_channels;
+    if (k + 2 == n) {  // its quantized output read again by the residual Add
+      residual_q = p + "_aq";
+      residual_scale = out_scale;
+      residual_zp = zp;
+    }
+  }
+  // residual: the last convolution's output plus the one before it, between QDQ pairs
+  w.node(
+      "DequantizeLinear", "res_dq",
+      {residual_q, "conv" + std::to_string(n - 2) + "_so", "conv" + std::to_string(n - 2) + "_zo"},
+      "res_in");
+  w.node("Add", "residual", {x, "res_in"}, "sum");
+  const float sum_scale = act_scale + residual_scale;
+  w.node("QuantizeLinear", "sum_q",
+         {"sum", w.scalar_float("sum_s", sum_scale), w.scalar_int("sum_z", TP::UINT8, act_zp)},
+         "sum_qv");
+  w.node("DequantizeLinear", "sum_dq", {"sum_qv", "sum_s", "sum_z"}, "sum_out");
+  (void)residual_zp;
+  w.node("GlobalAveragePool", "pool", {"sum_out"}, "pooled");
+  w.node("QuantizeLinear", "pool_q", {"pooled", "sum_s", "sum_z"}, "pooled_q");
+  w.node("DequantizeLinear", "pool_dq", {"pooled_q", "sum_s", "sum_z"}, "pooled_dq");
+  w.node("Flatten", "flatten", {"pooled_dq"}, "flat");
+  // the classifier: int8 weights [classes, channels] per class, an int32 bias
+  std::vector<float> fs;
+  for (std::int64_t o = 0; o < spec.classes; ++o) fs.push_back(w.uniform(0.002f, 0.01f));
+  w.floats("fc_ws", {spec.classes}, fs);
+  w.tensor("fc_wq", TP::INT8, {spec.classes, channels}, -weight_max, weight_max);
+  w.tensor("fc_wz", TP::INT8, {spec.classes}, 0, 0);
+  auto& dqf = w.node("DequantizeLinear", "fc_dqw", {"fc_wq", "fc_ws", "fc_wz"}, "fc_w");
+  detail::int_attr(dqf, "axis", 0);
+  std::vector<float> fbs;
+  for (float sc : fs) fbs.push_back(sum_scale * sc);
+  w.floats("fc_bs", {spec.classes}, fbs);
+  w.tensor("fc_bq", TP::INT32, {spec.classes}, -500, 500);
+  w.tensor("fc_bz", TP::INT32, {spec.classes}, 0, 0);
+  auto& dqfb = w.node("DequantizeLinear", "fc_dqb", {"fc_bq", "fc_bs", "fc_bz"}, "fc_b");
+  detail::int_attr(dqfb, "axis", 0);
+  auto& gemm = w.node("Gemm", "fc", {"flat", "fc_w", "fc_b"}, "fc_y");
+  detail::int_attr(gemm, "transB", 1);
+  const float logit_scale = sum_scale * 0.006f * std::sqrt(static_cast<float>(channels)) * 8;
+  w.node("QuantizeLinear", "fc_q",
+         {"fc_y", w.scalar_float("fc_so", logit_scale), w.scalar_int("fc_zo", TP::UINT8, 128)},
+         "fc_yq");
+  w.node("DequantizeLinear", "fc_dq", {"fc_yq", "fc_so", "fc_zo"}, "logits");
+  w.g().add_output()->set_name("conv" + std::to_string(n - 1) + "_aq");  // uint8 features
+  w.g().add_output()->set_name("logits");
+  return w.take();
+}
+
+// A small network in ONNX Runtime's QOperator form (its com.microsoft domain): input "x"
+// float32 [1, 8, 6, 6] minus 0.5 quantized to uint8, then QLinearLeakyRelu, QLinearSigmoid,
+// QLinearAdd, QLinearMul, QLinearConcat (inputs of other scales), QLinearGlobalAveragePool, a
+// Flatten and a QGemm (int8 weights, transB, an int32 bias). Outputs "cat" (uint8 [1, 16, 6, 6])
+// and "y" (uint8 [1, 10]).
+inline ::onnx::ModelProto qoperator_net(std::uint64_t seed) {
+  detail::Writer w(seed);
+  using TP = ::onnx::TensorProto;
+  w.import_microsoft_domain();
+  auto* in = w.g().add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(TP::FLOAT);
+  for (std::int64_t d : {1, 8, 6, 6}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  const auto ms_node = [&](const std::string& op, std::vector<std::string> inputs,
+                           const std::string& out) -> ::onnx::NodeProto& {
+    auto& n = w.node(op, out, std::move(inputs), out);
+    n.set_domain("com.microsoft");
+    return n;
+  };
+  w.floats("half", {}, {0.5f});
+  w.node("Sub", "center", {"x", "half"}, "xc");  // (the run's inputs are in [0, 1): both signs)
+  w.node("QuantizeLinear", "quant",
+         {"xc", w.scalar_float("sx", 0.008f), w.scalar_int("zx", TP::UINT8, 128)}, "xq");
+  auto& leaky = ms_node(
+      "QLinearLeakyRelu",
+      {"xq", "sx", "zx", w.scalar_float("sl", 0.04f), w.scalar_int("zl", TP::UINT8, 60)}, "leaky");
+  auto* alpha = leaky.add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(::onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.1f);
+  ms_node("QLinearSigmoid",
+          {"xq", "sx", "zx", w.scalar_float("ss", 1.0f / 256), w.scalar_int("zs", TP::UINT8, 0)},
+          "sig");
+  ms_node("QLinearAdd",
+          {"leaky", "sl", "zl", "sig", "ss", "zs", w.scalar_float("sa", 0.05f),
+           w.scalar_int("za", TP::UINT8, 50)},
+          "sum");
+  ms_node("QLinearMul",
+          {"sum", "sa", "za", "xq", "sx", "zx", w.scalar_float("sm", 0.06f),
+           w.scalar_int("zm", TP::UINT8, 128)},
+          "prod");
+  auto& cat = ms_node("QLinearConcat",
+                      {w.scalar_float("sc", 0.07f), w.scalar_int("zc", TP::UINT8, 100), "prod",
+                       "sm", "zm", "leaky", "sl", "zl"},
+                      "cat");
+  detail::int_attr(cat, "axis", 1);
+  ms_node("QLinearGlobalAveragePool",
+          {"cat", "sc", "zc", w.scalar_float("sp", 0.02f), w.scalar_int("zp", TP::UINT8, 90)},
+          "pool");
+  w.node("Flatten", "flatten", {"pool"}, "flat");
+  w.tensor("wq", TP::INT8, {10, 16}, -127, 127);
+  w.tensor("bq", TP::INT32, {10}, -3000, 3000);
+  auto& gemm = ms_node(
+      "QGemm",
+      {"flat", "sp", "zp", "wq", w.scalar_float("sw", 0.01f), w.scalar_int("zw", TP::INT8, 0), "bq",
+       w.scalar_float("sy", 0.05f), w.scalar_int("zy", TP::UINT8, 128)},
+      "y");
+  detail::int_attr(gemm, "transB", 1);
+  w.g().add_output()->set_name("cat");
+  w.g().add_output()->set_name("y");
   return w.take();
 }
 

@@ -22751,12 +22751,18 @@ class FirmwarePlanner {
     const auto& x = m_.values()[s.inputs[0]];
     const auto& l = x.layout;
     const bool tiled = l.kind == LayoutKind::Activation || l.kind == LayoutKind::Matrix;
-    if ((!tiled && l.kind != LayoutKind::BatchedMatrix) || l.planes != 1)
+    if (!tiled && l.kind != LayoutKind::BatchedMatrix)
       refuse(s, fmt::format("unpacking layout {} has no firmware kernel", graph::to_string(l)));
-    if (l.kind == LayoutKind::BatchedMatrix)
-      return tiles_call("dlavm::runtime::unpack_batched", batched3(m_.values()[s.output].logical),
-                        l);
-    return tiles_call("dlavm::runtime::unpack_tiled", tiled4(l, x.logical), l);
+    const bool batched = l.kind == LayoutKind::BatchedMatrix;
+    auto dims = batched ? batched3(m_.values()[s.output].logical) : tiled4(l, x.logical);
+    if (l.planes == 1)
+      return tiles_call(batched ? "dlavm::runtime::unpack_batched" : "dlavm::runtime::unpack_tiled",
+                        std::move(dims), l);
+    // an int32 value VTA stored as byte planes
+    dims.push_back(integer(l.planes));
+    return tiles_call(
+        batched ? "dlavm::runtime::unpack_batched_planes" : "dlavm::runtime::unpack_tiled_planes",
+        std::move(dims), l);
   }
 
   // runtime::append_packed: a run's new positions written after those a state held packed
@@ -24710,6 +24716,39 @@ void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m,
   const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
   for (std::int64_t p = 0; p < products; ++p)
     unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
+}
+
+// An int32 value VTA stored as `planes` byte planes (graph/layout.hpp): tiles
+// [A/R, B/C, P, H, W, R, C], plane p holding bits 8p to 8p + 7, the low planes unsigned and the
+// top one signed; reassembled into [A, B, H, W].
+inline void unpack_tiled_planes(const std::int8_t* src, std::int32_t* dst, std::int64_t a,
+                                std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t planes,
+                                std::int64_t rows, std::int64_t cols) {
+  const std::int64_t bt = (b + cols - 1) / cols, plane = h * w * rows * cols;
+  for (std::int64_t ai = 0; ai < a; ++ai)
+    for (std::int64_t bj = 0; bj < b; ++bj)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x) {
+          const std::int8_t* at = src + ((ai / rows) * bt + bj / cols) * planes * plane +
+                                  (y * w + x) * rows * cols + (ai % rows) * cols + bj % cols;
+          // the top plane's sign, then each lower byte below it (unsigned arithmetic: the
+          // shifts of a negative value are defined)
+          std::uint32_t v =
+              static_cast<std::uint32_t>(static_cast<std::int32_t>(at[(planes - 1) * plane]));
+          for (std::int64_t p = planes - 2; p >= 0; --p)
+            v = (v << 8) | static_cast<std::uint8_t>(at[p * plane]);
+          dst[((ai * b + bj) * h + y) * w + x] = static_cast<std::int32_t>(v);
+        }
+}
+
+// A batched matmul's result as byte planes: `products` of [M/R, C/T, P, R, T] one after another.
+inline void unpack_batched_planes(const std::int8_t* src, std::int32_t* dst, std::int64_t products,
+                                  std::int64_t m, std::int64_t c, std::int64_t planes,
+                                  std::int64_t rows, std::int64_t cols) {
+  const std::int64_t packed =
+      (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols * planes;
+  for (std::int64_t p = 0; p < products; ++p)
+    unpack_tiled_planes(src + p * packed, dst + p * m * c, m, c, 1, 1, planes, rows, cols);
 }
 
 template <class T>
@@ -34962,9 +35001,11 @@ struct Target {
   VtaStrategies strategies = default_vta_strategies();
   // Whether a VTA kernel may return an int32 value (a convolution's or a dense layer's sums
   // that the host rescales, as an ONNX QLinearConv needs) as four byte planes
-  // (graph/strategy/epilogue.hpp); off, such a group runs on the host. Four planes store four
-  // times the bytes of an int8 result, and the host reassembles them.
-  bool int32_results = false;
+  // (graph/strategy/epilogue.hpp). On by default: the multiply-accumulates are the work, and
+  // the host's rescale of the sums costs a few operations per output. Four planes store four
+  // times the bytes of an int8 result, and the host reassembles them; off, such a group runs
+  // wholly on the host.
+  bool int32_results = true;
 };
 
 }  // namespace dlavm::graph

@@ -36,8 +36,15 @@ std::map<std::string, std::string> calls_by_op(const deploy::FirmwarePlan& p) {
 }
 
 TEST_CASE("plan: every step a statement, host ops the calls of their records") {
-  const auto mod = graph::build(deploy_models::host_ops(), graph::Target{}, {.name = "host_ops"});
+  graph::Target int8_only;  // the dense layer's int32 sums on the host: its firmware kernel
+  int8_only.int32_results = false;
+  const auto mod = graph::build(deploy_models::host_ops(), int8_only, {.name = "host_ops"});
   const auto plan = deploy::plan_firmware(mod);
+  // by default the sums leave VTA as byte planes, which the firmware reassembles
+  const auto planes = calls_by_op(deploy::plan_firmware(
+      graph::build(deploy_models::host_ops(), graph::Target{}, {.name = "host_ops"})));
+  CHECK(planes.count("dense") == 0);
+  CHECK(planes.at("unpack") == "dlavm::runtime::unpack_tiled_planes");
   REQUIRE(plan.run.size() == mod.steps().size());
   for (std::size_t i = 0; i < plan.run.size(); ++i) {
     CHECK(plan.run[i].step == i);

@@ -1,6 +1,7 @@
 // Target::int32_results: convolutions and dense layers whose int32 sums leave VTA as byte
 // planes, against the reference executor, with sums far beyond 16 bits and of both signs;
-// the byte planes' layout against hand-derived values; what stays on the host without it.
+// the byte planes' layout against hand-derived values; on by default, and what stays on the
+// host without it.
 #include <dlavm/graph.hpp>
 
 #include <doctest/doctest.h>
@@ -95,11 +96,16 @@ TEST_CASE("int32 results: dense layers over a symbolic row count, with two virtu
   }
 }
 
-TEST_CASE("int32 results: off by default, the group runs on the host and says why") {
+TEST_CASE("int32 results: on by default; off, the group runs on the host and says why") {
   auto x = graph::input("x", {1, 16, 4, 4}, DType::int8());
   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1));
   const auto fn = graph::function({x}, {graph::conv2d(x, w, {.padding = {1, 1, 1, 1}})});
-  const auto placed = graph::infer_type(fn, graph::Target{});
+  CHECK(graph::Target{}.int32_results);
+  CHECK(graph::infer_type(fn, graph::Target{}).placement()->groups[0].device ==
+        graph::Device::Vta);
+  graph::Target off;
+  off.int32_results = false;
+  const auto placed = graph::infer_type(fn, off);
   REQUIRE(placed.placement()->groups.size() == 1);
   CHECK(placed.placement()->groups[0].device == graph::Device::Host);
   CHECK(placed.placement()->groups[0].note.find("build with Target::int32_results") !=

@@ -23,11 +23,22 @@ const graph::Target& target() {
   return t;
 }
 
+// The default target without int32 results: what VTA cannot store as int8 stays on the host.
+const graph::Target& int8_only() {
+  static const graph::Target t = [] {
+    graph::Target t;
+    t.int32_results = false;
+    return t;
+  }();
+  return t;
+}
+
 // The groups of fn, one line each.
 std::vector<std::string> groups(const std::vector<graph::Expr>& params,
-                                const std::vector<graph::Expr>& results) {
-  const auto typed = graph::infer_type(graph::function(params, results), target().ops);
-  const auto part = graph::partition(typed, target());
+                                const std::vector<graph::Expr>& results,
+                                const graph::Target& t = target()) {
+  const auto typed = graph::infer_type(graph::function(params, results), t.ops);
+  const auto part = graph::partition(typed, t);
   std::vector<std::string> out;
   for (const auto& g : part.groups) out.push_back(part.describe(g));
   return out;
@@ -64,24 +75,29 @@ TEST_CASE("partition: a convolution with its bias, requantize and relu is one VT
 TEST_CASE("partition: what VTA cannot store or compute stays on the host, with the reason") {
   auto x = image();
   auto w = weight("w", {32, 16, 3, 3});
-  SUBCASE("an int32 result with no requantize") {
-    CHECK(groups({x}, {graph::conv2d(x, w)}) ==
+  SUBCASE("an int32 result with no requantize, without Target::int32_results") {
+    CHECK(groups({x}, {graph::conv2d(x, w)}, int8_only()) ==
           std::vector<std::string>{
               "host: %0 conv2d (its int32 result would leave VTA, which stores only int8: "
               "requantize or cast it in a fused epilogue, or build with "
               "Target::int32_results)"});
+    // by default it leaves VTA as byte planes
+    CHECK(groups({x}, {graph::conv2d(x, w)}) == std::vector<std::string>{"vta: %0 conv2d"});
   }
   SUBCASE("a bias along an axis that is not the channels ends the group before it") {
     auto b = weight("b", {6}, DType::int32());
     auto y = graph::requantize(graph::bias_add(graph::conv2d(x, w), b, {.axis = 2}), {.shift = 4});
     const auto g = groups({x}, {y});
     REQUIRE(g.size() == 3);
-    CHECK(g[0].starts_with("host: %0 conv2d (its int32 result would leave VTA"));
+    CHECK(g[0] == "vta: %0 conv2d");
     CHECK(g[1] == "host: %1 bias_add (no VTA strategy for 'bias_add')");
+    CHECK(groups({x}, {y}, int8_only())[0].starts_with(
+        "host: %0 conv2d (its int32 result would leave VTA"));
   }
   SUBCASE("a shift wider than the ALU's shift argument") {
     auto y = graph::requantize(graph::conv2d(x, w), {.shift = 20});
-    CHECK(groups({x}, {y})[0].starts_with("host: %0 conv2d (its int32 result"));
+    CHECK(groups({x}, {y})[0] == "vta: %0 conv2d");  // its sums as planes, the shift on the host
+    CHECK(groups({x}, {y}, int8_only())[0].starts_with("host: %0 conv2d (its int32 result"));
   }
   SUBCASE("ops without a VTA strategy") {
     auto f = graph::input("f", {2, 8}, DType::float32());

@@ -169,10 +169,14 @@ TEST_CASE("refusals: one error lists every node once; nodes reading a refused on
   ModelBuilder other(1);
   other.input("x", {1, 4});
   other.node("Gelu", {"x"}, {"g"}, "gelu").set_domain("com.microsoft");
+  other.node("Foo", {"x"}, {"f"}, "foo").set_domain("org.example");
   other.node("Pad", {"x"}, {"y"}, "pad1");
   other.output("y");
   const std::string m3 = refusal(other);
-  CHECK(count(m3, "node 'gelu' (Gelu): operators of domain 'com.microsoft' are not handled") == 1);
+  CHECK(count(m3, "node 'gelu' (Gelu): the importer converts com.microsoft's QGemm, QLinearAdd, "
+                  "QLinearConcat, QLinearGlobalAveragePool, QLinearLeakyRelu, QLinearMul, "
+                  "QLinearSigmoid only, not Gelu") == 1);
+  CHECK(count(m3, "node 'foo' (Foo): operators of domain 'org.example' are not handled") == 1);
   CHECK(count(m3, "node 'pad1' (Pad): Pad-1 (the version opset 1 selects) is not handled") == 1);
 }
 

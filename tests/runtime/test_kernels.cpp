@@ -2,9 +2,9 @@
 // in its comment (not host/, whose kernels call these), on random shapes with fixed seeds, and
 // hand-derived values where the rounding or the wrap-around is the point:
 //   layouts: pack_tiled / unpack_tiled (zero padding, round trip), pack_unfolded,
-//     pack_batched / unpack_batched / pack_matmul_weight, transpose, append_packed (a state
-//     appended in pieces, runs that fail among them, equals one packed at once; tiles move
-//     as the layout grows and shrinks);
+//     pack_batched / unpack_batched / pack_matmul_weight, byte planes reassembled, transpose,
+//     append_packed (a state appended in pieces, runs that fail among them, equals one packed at
+//     once; tiles move as the layout grows and shrinks);
 //   pooling: max (a NaN wins), avg (integer floor division, count with and without padding);
 //   dense (int32 wrap-around against an exact 128-bit sum, float in ascending k);
 //   elementwise: requantize, relu, clip, add_scalar, bias_add, cast / float_to_int,
@@ -137,6 +137,57 @@ TEST_CASE("runtime kernels: pack_unfolded folds the kernel width into the channe
     std::vector<std::int8_t> got(want.size(), 0x5A);
     rt::pack_unfolded(x.data(), got.data(), nn, c, h, w, kw, stride, pad, ow, r, cols);
     CHECK(got == want);
+  }
+}
+
+// Byte planes as VTA stores them: plane p of value v is (v >> 8p) & 0xff, the top plane the
+// arithmetic shift itself (its sign), each plane a copy of the tiled layout with the plane dim
+// after the channel tiles. The values span int32 (its extremes included) and, with fewer
+// planes, the range those planes hold.
+TEST_CASE("runtime kernels: unpack_tiled_planes / unpack_batched_planes reassemble int32") {
+  std::mt19937_64 rng(29);
+  for (int n = 0; n < 40; ++n) {
+    const i64 planes = pick(rng, 1, 4), a = pick(rng, 1, 5), b = pick(rng, 1, 35);
+    const i64 h = pick(rng, 1, 3), w = pick(rng, 1, 3), r = pick(rng, 1, 2), c = 16;
+    const i64 count = a * b * h * w, bits = 8 * planes;
+    std::vector<std::int32_t> x(static_cast<std::size_t>(count));
+    std::uniform_int_distribution<i64> d(-(i64{1} << (bits - 1)), (i64{1} << (bits - 1)) - 1);
+    for (auto& v : x) v = static_cast<std::int32_t>(d(rng));
+    if (planes == 4) x[0] = std::numeric_limits<std::int32_t>::min(), x.back() = -1;
+    const i64 at = ceil_to(a, r) / r, bt = ceil_to(b, c) / c, tile = h * w * r * c;
+    std::vector<std::int8_t> packed(static_cast<std::size_t>(at * bt * planes * tile), 0x5A);
+    for (i64 p = 0; p < planes; ++p) {
+      std::vector<std::int8_t> plane(x.size());
+      for (std::size_t k = 0; k < x.size(); ++k)
+        plane[k] = static_cast<std::int8_t>(static_cast<std::uint8_t>((x[k] >> (8 * p)) & 0xff));
+      const auto t = ref_tile(plane, a, b, h, w, r, c);
+      for (i64 blk = 0; blk < at * bt; ++blk)
+        std::copy_n(t.begin() + blk * tile, tile, packed.begin() + (blk * planes + p) * tile);
+    }
+    std::vector<std::int32_t> back(x.size(), 7);
+    rt::unpack_tiled_planes(packed.data(), back.data(), a, b, h, w, planes, r, c);
+    CHECK(back == x);
+    // as `a` products of [b, h * w] matrices
+    if (h == 1) {
+      const i64 products = a, m = b, k = w;
+      const i64 per = ceil_to(m, r) * ceil_to(k, c) * planes;
+      std::vector<std::int8_t> batched(static_cast<std::size_t>(products * per), 0x5A);
+      for (i64 q = 0; q < products; ++q)
+        for (i64 p = 0; p < planes; ++p) {
+          std::vector<std::int8_t> plane(static_cast<std::size_t>(m * k));
+          for (i64 e = 0; e < m * k; ++e)
+            plane[static_cast<std::size_t>(e)] = static_cast<std::int8_t>(static_cast<std::uint8_t>(
+                (x[static_cast<std::size_t>(q * m * k + e)] >> (8 * p)) & 0xff));
+          const auto t = ref_tile(plane, m, k, 1, 1, r, c);
+          const i64 mt = ceil_to(m, r) / r, kt = ceil_to(k, c) / c;
+          for (i64 blk = 0; blk < mt * kt; ++blk)
+            std::copy_n(t.begin() + blk * r * c, r * c,
+                        batched.begin() + q * per + (blk * planes + p) * r * c);
+        }
+      std::vector<std::int32_t> bback(x.size(), 7);
+      rt::unpack_batched_planes(batched.data(), bback.data(), products, m, k, planes, r, c);
+      CHECK(bback == x);
+    }
   }
 }
 

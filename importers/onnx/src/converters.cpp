@@ -237,6 +237,24 @@ const OnnxOperator* history_of(std::string_view op) {
   return it != end && it->op == op ? it : nullptr;
 }
 
+// com.microsoft's operators (ONNX Runtime's contrib domain), all of version 1.
+constexpr ConverterRow kMicrosoftRows[] = {
+    {"QGemm", 1, 1, c::qgemm,
+     "the integer product (a dense layer; transB; alpha 1), `bias_add` of the int32 C, then "
+     "`rescale` with y_scale or the float sum without"},
+    {"QLinearAdd", 1, 1, c::qlinear_add, "`add` between `dequantize_linear` and `quantize_linear`"},
+    {"QLinearConcat", 1, 1, c::qlinear_concat,
+     "`concat` of the integers where every input has the output's scale and zero point; else "
+     "between dequantization and quantization"},
+    {"QLinearGlobalAveragePool", 1, 1, c::qlinear_global_average_pool,
+     "`global_avg_pool2d` between dequantization and quantization (NCHW)"},
+    {"QLinearLeakyRelu", 1, 1, c::qlinear_leaky_relu,
+     "`leaky_relu` between dequantization and quantization"},
+    {"QLinearMul", 1, 1, c::qlinear_mul, "`mul` between dequantization and quantization"},
+    {"QLinearSigmoid", 1, 1, c::qlinear_sigmoid,
+     "`sigmoid` between dequantization and quantization"},
+};
+
 std::string versions_text(const std::vector<std::int64_t>& v) {
   return fmt::format("{}", fmt::join(v, ", "));
 }
@@ -288,6 +306,27 @@ Selection select_converter(std::string_view op, std::int64_t opset) {
         "{}-{} (the version opset {} selects) is not handled; the importer "
         "converts {} versions {}",
         op, s.version, opset, op, versions_text(handled));
+  return s;
+}
+
+std::span<const ConverterRow> microsoft_converter_rows() { return kMicrosoftRows; }
+
+Selection select_microsoft_converter(std::string_view op, std::int64_t opset) {
+  Selection s;
+  for (const auto& row : kMicrosoftRows)
+    if (row.op == op) {
+      if (opset < row.first) {
+        s.refusal = fmt::format("com.microsoft's {} does not exist in its opset {}", op, opset);
+        return s;
+      }
+      s.row = &row;
+      s.version = row.first;
+      return s;
+    }
+  std::vector<std::string_view> names;
+  for (const auto& row : kMicrosoftRows) names.push_back(row.op);
+  s.refusal = fmt::format("the importer converts com.microsoft's {} only, not {}",
+                          fmt::join(names, ", "), op);
   return s;
 }
 

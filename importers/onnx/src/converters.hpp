@@ -48,4 +48,12 @@ struct Selection {
 };
 Selection select_converter(std::string_view op, std::int64_t opset);
 
+// The converters of ONNX Runtime's com.microsoft domain that the importer takes: the quantized
+// operators its quantizer writes in QOperator form (QGemm, QLinearAdd, ...), each of version 1.
+// Sorted by operator.
+std::span<const ConverterRow> microsoft_converter_rows();
+// The converter of com.microsoft's `op` at the model's opset of that domain, or why there is
+// none.
+Selection select_microsoft_converter(std::string_view op, std::int64_t opset);
+
 }  // namespace dlavm::onnx::detail

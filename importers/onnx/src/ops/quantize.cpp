@@ -1,5 +1,5 @@
 // Converters of quantized operators: QuantizeLinear, DequantizeLinear, ConvInteger,
-// MatMulInteger, QLinearConv, QLinearMatMul.
+// MatMulInteger, QLinearConv, QLinearMatMul, and com.microsoft's QGemm.
 #include <fmt/ranges.h>
 
 #include "common.hpp"
@@ -8,12 +8,10 @@
 
 namespace dlavm::onnx::detail {
 
-namespace {
-
 // Input k, or a zero of `dtype` in the shape of input `like` when it is absent (ONNX's default
 // zero point: uint8 for QuantizeLinear, x's type for DequantizeLinear).
-graph::Expr zero_point(Importer& im, const Node& n, int k, int like, DType dtype,
-                       std::string_view name) {
+graph::Expr default_zero_point(Importer& im, const Node& n, int k, int like, DType dtype,
+                               std::string_view name) {
   if (Importer::has_input(n, k)) return im.expr(n, k);
   // a scale holds a value per tensor or per channel: a zero point larger than any would be is
   // not allocated
@@ -30,6 +28,8 @@ graph::Expr zero_point(Importer& im, const Node& n, int k, int like, DType dtype
   }
   return im.make_constant(n, name, te::NDArray(dtype, shape));
 }
+
+namespace {
 
 // The attributes later versions added, at the values that mean what version 13 did: no blocks
 // (21) and float32 arithmetic and results: QuantizeLinear's precision (23), DequantizeLinear's
@@ -59,7 +59,7 @@ namespace convert {
 
 Outs quantize_linear(Importer& im, const Node& n) {
   refuse_blocks_and_precisions(im, n);
-  const auto zp = zero_point(im, n, 2, 1, quantized_type(im, n), "zero_point");
+  const auto zp = default_zero_point(im, n, 2, 1, quantized_type(im, n), "zero_point");
   if (attr_int(im, n, "output_dtype", 0) != 0 && im.type_of(zp).dtype != quantized_type(im, n))
     raise<TypeError>("output_dtype is {} and the zero point {}", quantized_type(im, n),
                      im.type_of(zp).dtype);
@@ -71,7 +71,7 @@ Outs quantize_linear(Importer& im, const Node& n) {
 Outs dequantize_linear(Importer& im, const Node& n) {
   refuse_blocks_and_precisions(im, n);
   const auto x = im.expr(n, 0);
-  const auto zp = zero_point(im, n, 2, 1, im.type_of(x).dtype, "zero_point");
+  const auto zp = default_zero_point(im, n, 2, 1, im.type_of(x).dtype, "zero_point");
   return {graph::dequantize_linear(x, im.expr(n, 1), zp, {.axis = attr_int(im, n, "axis", 1)})};
 }
 
@@ -222,28 +222,36 @@ graph::Expr integer_conv(Importer& im, const Node& n, int xi, int wi, int xz, in
 }
 
 // The int32 product of MatMulInteger and QLinearMatMul: a's zero point per row, b's per column.
-// With a constant 2-D b, the int8 form is a dense layer over b' transposed.
-graph::Expr integer_matmul(Importer& im, const Node& n, int ai, int bi, int az, int bz) {
+// With a constant 2-D b, the int8 form is a dense layer over b' transposed. `b_transposed`:
+// b is [N, K] (QGemm's transB), its zero point per row, and is the dense weight as it is.
+graph::Expr integer_matmul(Importer& im, const Node& n, int ai, int bi, int az, int bz,
+                           bool b_transposed) {
   const auto a = im.expr(n, ai), b = im.expr(n, bi);
   const std::size_t ra = im.type_of(a).ndim(), rb = im.type_of(b).ndim();
   if (ra < 2 || rb < 2) unsupported("a 1-D operand (MatMul of vectors)");
-  const auto b8 = rb == 2 ? int8_weight(im, n, bi, bz, 1) : std::nullopt;
+  const auto general = [&] {
+    auto bz0 = minus_zero_point(im, n, b, bz, "b_zero_point", rb, b_transposed ? rb - 2 : rb - 1);
+    if (b_transposed) bz0 = graph::transpose(bz0, {.perm = {1, 0}});
+    return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2), bz0);
+  };
+  const auto b8 = rb == 2 ? int8_weight(im, n, bi, bz, b_transposed ? 0 : 1) : std::nullopt;
   const auto a8 = b8 ? int8_input(im, n, ai, az) : std::nullopt;
-  if (!a8)
-    return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2),
-                         minus_zero_point(im, n, b, bz, "b_zero_point", rb, rb - 1));
+  if (!a8) return general();
   const te::NDArray& bv = **b8;
-  const std::int64_t k = bv.shape()[0], cols = bv.shape()[1];
-  te::NDArray w8(DType::int8(), {cols, k});
-  for (std::int64_t i = 0; i < k; ++i)
-    for (std::int64_t j = 0; j < cols; ++j)
-      w8.set_flat(static_cast<std::size_t>(j * k + i),
-                  bv.data()[static_cast<std::size_t>(i * cols + j)]);
+  te::NDArray w8 = bv;
+  if (!b_transposed) {
+    const std::int64_t k = bv.shape()[0], cols = bv.shape()[1];
+    w8 = te::NDArray(DType::int8(), {cols, k});
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t j = 0; j < cols; ++j)
+        w8.set_flat(static_cast<std::size_t>(j * k + i),
+                    bv.data()[static_cast<std::size_t>(i * cols + j)]);
+  }
   const auto bias = zero_point_bias(w8, 0, a8->delta);
-  if (!bias)
-    return graph::matmul(minus_zero_point(im, n, a, az, "a_zero_point", ra, ra - 2),
-                         minus_zero_point(im, n, b, bz, "b_zero_point", rb, rb - 1));
-  auto y = graph::dense(a8->x, im.make_constant(n, "b_int8_transposed", std::move(w8)));
+  if (!bias) return general();
+  auto y = b_transposed && *b8 == im.input(n, bi).constant
+               ? graph::dense(a8->x, b)
+               : graph::dense(a8->x, im.make_constant(n, "b_int8_transposed", std::move(w8)));
   if (a8->delta != 0)
     y = graph::bias_add(y, im.make_constant(n, "zero_point_bias", *bias), {.axis = -1});
   return y;
@@ -280,7 +288,9 @@ graph::Expr requantize_linear(Importer& im, const Node& n, const graph::Expr& ac
 namespace convert {
 
 Outs conv_integer(Importer& im, const Node& n) { return {integer_conv(im, n, 0, 1, 2, 3)}; }
-Outs matmul_integer(Importer& im, const Node& n) { return {integer_matmul(im, n, 0, 1, 2, 3)}; }
+Outs matmul_integer(Importer& im, const Node& n) {
+  return {integer_matmul(im, n, 0, 1, 2, 3, false)};
+}
 
 Outs qlinear_conv(Importer& im, const Node& n) {
   auto acc = integer_conv(im, n, 0, 3, 2, 5);
@@ -289,8 +299,38 @@ Outs qlinear_conv(Importer& im, const Node& n) {
 }
 
 Outs qlinear_matmul(Importer& im, const Node& n) {
-  const auto acc = integer_matmul(im, n, 0, 3, 2, 5);
+  const auto acc = integer_matmul(im, n, 0, 3, 2, 5, false);
   return {requantize_linear(im, n, acc, 1, 4, 6, 7, -1)};
+}
+
+// QGemm (com.microsoft): Gemm of A [M, K] and B ([K, N], or [N, K] with transB) with their
+// zero points; C an int32 bias at scale a_scale * b_scale, zero point 0; with y_scale the
+// result requantized like QLinearMatMul's, without it the float sum (a_scale * b_scale per
+// column times the int32 sum). alpha other than 1 and transA are refused.
+Outs qgemm(Importer& im, const Node& n) {
+  if (attr_int(im, n, "transA", 0) != 0) unsupported("transA = 1");
+  if (const float alpha = attr_float(im, n, "alpha", 1.0f); alpha != 1.0f)
+    unsupported(fmt::format("alpha = {} (1 only)", alpha));
+  if (im.type_of(im.expr(n, 0)).ndim() != 2 || im.type_of(im.expr(n, 3)).ndim() != 2)
+    raise<ShapeError>("A and B must be 2-D matrices");
+  auto acc = integer_matmul(im, n, 0, 3, 2, 5, attr_int(im, n, "transB", 0) != 0);
+  if (Importer::has_input(n, 6)) {
+    if (im.type_of(im.expr(n, 6)).dtype != DType::int32())
+      raise<TypeError>("C is {}; QGemm's bias is int32", im.type_of(im.expr(n, 6)).dtype);
+    acc = graph::bias_add(acc, im.expr(n, 6), {.axis = -1});
+  }
+  if (Importer::has_input(n, 7)) return {requantize_linear(im, n, acc, 1, 4, 7, 8, -1)};
+  const te::NDArray& sa = im.constant(n, 1, "a_scale");
+  const te::NDArray& sb = im.constant(n, 4, "b_scale");
+  if (sa.size() != 1 || !sa.dtype().is_float() || !sb.dtype().is_float())
+    raise<TypeError>("a_scale must be one float32 and b_scale float32");
+  std::vector<float> scale;
+  for (float s : sb.fdata()) scale.push_back(sa.fdata()[0] * s);
+  std::vector<std::int64_t> shape;
+  if (scale.size() > 1) shape = {static_cast<std::int64_t>(scale.size())};
+  return {graph::dequantize_linear(
+      acc, im.make_constant(n, "scale", te::NDArray::from_floats(shape, scale)),
+      im.make_constant(n, "zero", te::NDArray(DType::int32(), shape)), {.axis = -1})};
 }
 
 }  // namespace convert
