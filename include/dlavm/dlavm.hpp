@@ -7,6 +7,7 @@
 #include <dlavm/graph.hpp>
 #include <dlavm/host.hpp>
 #include <dlavm/ne.hpp>
+#include <dlavm/quantize.hpp>
 #include <dlavm/schedule.hpp>
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>

@@ -51,7 +51,8 @@ const std::map<std::string, std::vector<std::string>> kUses = {
     {"graph", {"vta", "host"}},
     {"deploy", {"graph"}},
     {"tune", {"graph"}},
-    {"dlavm", {"deploy", "tune"}},  // the umbrella of everything
+    {"quantize", {"graph"}},
+    {"dlavm", {"deploy", "tune", "quantize"}},  // the umbrella of everything
 };
 
 std::set<std::string> reachable(const std::string& layer) {

@@ -1,0 +1,192 @@
+// dlavm::quantize on a small float CNN (a convolution with a BatchNormalization and a ReLU, a
+// convolution with a bias and a ReLU6 clip, a global average pool, a dense classifier with a
+// bias), against independent references:
+//   - the quantized function built for VTA and run on the simulator equals the reference
+//     executor's run of the same function bit for bit (the integer path is exact);
+//   - its logits follow the float model's (SQNR, and the top class on most inputs);
+//   - the input scale min/max calibration picks is the one derived here from the samples;
+//   - the report's layers, devices, skip list and SQNR bound; the table and the SVG;
+//   - the samples are streamed: a source is asked for each sample once per pass;
+//   - bad samples (none, a NaN, a wrong shape or type, a missing or unknown input) are errors
+//     naming the sample and the input.
+#include <dlavm/graph.hpp>
+#include <dlavm/quantize.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace quantize_test {
+
+namespace graph = dlavm::graph;
+namespace q = dlavm::quantization;
+using dlavm::DType;
+using dlavm::te::NDArray;
+
+graph::Expr weight(const std::string& name, std::vector<std::int64_t> shape, std::uint64_t seed,
+                   double range) {
+  return graph::constant(name, NDArray::random_float(std::move(shape), seed, -range, range));
+}
+
+graph::Function cnn() {
+  auto x = graph::input("image", {1, 3, 16, 16}, DType::float32());
+  auto y = graph::conv2d(x, weight("w1", {16, 3, 3, 3}, 1, 0.4), {.padding = {1, 1, 1, 1}});
+  y = graph::batch_norm(y, weight("gamma", {16}, 2, 1.0), weight("beta", {16}, 3, 0.2),
+                        weight("mean", {16}, 4, 0.1),
+                        graph::constant("var", NDArray::random_float({16}, 5, 0.5, 1.5)));
+  y = graph::relu(y);
+  y = graph::bias_add(
+      graph::conv2d(y, weight("w2", {16, 16, 3, 3}, 6, 0.15), {.padding = {1, 1, 1, 1}}),
+      weight("b2", {16}, 7, 0.1));
+  y = graph::clip(y, {.lo = 0, .hi = 6});
+  y = graph::flatten(graph::global_avg_pool2d(y));
+  y = graph::bias_add(graph::dense(y, weight("fc", {10, 16}, 8, 0.5)), weight("fcb", {10}, 9, 0.1),
+                      {.axis = -1});
+  return graph::function({x}, {y});
+}
+
+std::vector<q::Sample> samples(std::size_t n, std::uint64_t seed = 100) {
+  std::vector<q::Sample> out;
+  for (std::size_t k = 0; k < n; ++k)
+    out.push_back({{{"image", NDArray::random_float({1, 3, 16, 16}, seed + k, -1.0, 1.0)}}, {}});
+  return out;
+}
+
+TEST_CASE("quantize: a float CNN's layers become int8 on VTA, bit for bit with the host") {
+  const auto fn = cnn();
+  const auto calib = samples(16);
+  const auto result = dlavm::quantize(fn, calib);
+  REQUIRE(result.layers.size() == 3);
+  for (const auto& l : result.layers) {
+    CAPTURE(l.name);
+    CHECK(l.quantized);
+    CHECK(l.device == "vta");
+    CHECK(l.sqnr_db > 25);
+  }
+  CHECK(result.vta_mac_share() == 1.0);
+  // no float convolution or dense layer is left; the batch_norm was folded
+  int int8_products = 0;
+  for (const auto& e : graph::post_order(result.function.results()))
+    if (const auto* c = e.as<graph::CallNode>()) {
+      CHECK(c->op() != "batch_norm");
+      if (c->op() == "conv2d" || c->op() == "dense") {
+        CHECK(c->args[0].type().dtype == DType::int8());
+        CHECK(c->args[1].type().dtype == DType::int8());
+        ++int8_products;
+      }
+    }
+  CHECK(int8_products == 3);
+  const graph::Target target;
+  auto mod = graph::build(result.function, target, {.name = "quantized_cnn"});
+  dlavm::vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  const auto typed_float = graph::infer_type(fn, target.ops);
+  int same_top = 0;
+  double signal = 0, noise = 0;
+  const auto test = samples(20, 900);
+  for (const auto& s : test) {
+    const auto& image = s.inputs[0].second;
+    const auto on_vta = exec.run({{"image", image}})[0];
+    const auto on_host = graph::evaluate(result.function, {{"image", image}}, {})[0];
+    CHECK(on_vta == on_host);
+    const auto want = graph::evaluate(typed_float, {{"image", image}}, {})[0];
+    const auto a = want.fdata(), b = on_vta.fdata();
+    same_top += std::ranges::max_element(a) - a.begin() == std::ranges::max_element(b) - b.begin();
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      signal += static_cast<double>(a[k]) * a[k];
+      noise += (static_cast<double>(a[k]) - b[k]) * (static_cast<double>(a[k]) - b[k]);
+    }
+  }
+  CHECK(10 * std::log10(signal / noise) > 25);
+  CHECK(same_top >= 18);
+}
+
+TEST_CASE("quantize: min/max calibration's input scale is the samples' largest magnitude") {
+  const auto calib = samples(5);
+  float top = 0;
+  for (const auto& s : calib)
+    for (float v : s.inputs[0].second.fdata()) top = std::max(top, std::abs(v));
+  const auto r = dlavm::quantize(cnn(), calib, {.calibration = {.method = q::Calibration::MinMax}});
+  CHECK(r.layers[0].input_scale == top / 127.0f);
+  // percentile and entropy clip: their scales are at most min/max's
+  for (auto m : {q::Calibration::Percentile, q::Calibration::Entropy}) {
+    const auto c = dlavm::quantize(cnn(), calib, {.calibration = {.method = m}});
+    CHECK(c.layers[0].input_scale <= r.layers[0].input_scale);
+    CHECK(c.layers[0].input_scale > 0);
+  }
+}
+
+TEST_CASE("quantize: skipped layers and layers below the SQNR bound stay float, and say why") {
+  const auto calib = samples(4);
+  const auto r = dlavm::quantize(cnn(), calib, {.skip = {"dense#0"}});
+  REQUIRE(r.layers.size() == 3);
+  CHECK(!r.layers[2].quantized);
+  CHECK(r.layers[2].note == "skipped (QuantizeOptions::skip)");
+  CHECK(r.layers[2].device == "host");
+  CHECK(r.vta_mac_share() < 1.0);
+  CHECK(r.vta_mac_share() > 0.9);  // the convolutions hold nearly all the MACs
+  const auto strict = dlavm::quantize(cnn(), calib, {.min_sqnr_db = 500});
+  for (const auto& l : strict.layers) {
+    CHECK(!l.quantized);
+    CHECK(l.note.find("below min_sqnr_db = 500") != std::string::npos);
+  }
+  // the table and the plot name every layer
+  const auto table = r.table();
+  for (const auto& l : r.layers) CHECK(table.find(l.name) != std::string::npos);
+  const auto svg = r.svg();
+  CHECK(svg.starts_with("<svg"));
+  std::size_t rects = 0;
+  for (std::size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1))
+    ++rects;
+  CHECK(rects == r.layers.size());
+}
+
+TEST_CASE("quantize: samples are streamed, each asked for once per pass") {
+  std::size_t asked = 0;
+  const q::SampleSource source{10, [&](std::size_t k) {
+                                 ++asked;
+                                 return samples(1, 300 + k)[0];
+                               }};
+  dlavm::quantize(cnn(), source, {.report_samples = 2});
+  CHECK(asked == 10 * 2 + 2 * 1);  // two passes, then the report's samples (one round)
+}
+
+TEST_CASE("quantize: bad samples are errors naming the sample and the input") {
+  const auto fn = cnn();
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, std::vector<q::Sample>{}),
+                       "dlavm::quantize: no calibration samples (at least one is needed)",
+                       dlavm::ValueError);
+  auto bad = samples(3);
+  bad[1].inputs[0].second.fdata()[17] = std::nanf("");
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad),
+                       "calibration sample 1: input 'image' holds nan at element 17",
+                       dlavm::ValueError);
+  bad = samples(3);
+  bad[2].inputs[0].second.fdata()[3] = -INFINITY;
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad),
+                       "calibration sample 2: input 'image' holds -inf at element 3",
+                       dlavm::ValueError);
+  bad = samples(3);
+  bad[2].inputs[0].second = NDArray::random_float({1, 3, 16, 8}, 1, -1, 1);
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad), doctest::Contains("calibration sample 2: "),
+                       dlavm::ShapeError);
+  bad = samples(3);
+  bad[0].inputs[0].second = NDArray::random(DType::int8(), {1, 3, 16, 16}, 1);
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad),
+                       "calibration sample 0: input 'image' is int8; the model takes float32",
+                       dlavm::TypeError);
+  bad = samples(3);
+  bad[1].inputs[0].first = "picture";
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad), "calibration sample 1: input 'image' is missing",
+                       dlavm::ValueError);
+  bad = samples(3);
+  bad[1].inputs.push_back({"extra", NDArray::random_float({2}, 1, 0, 1)});
+  CHECK_THROWS_WITH_AS(dlavm::quantize(fn, bad),
+                       "calibration sample 1: the model has no input 'extra'", dlavm::ValueError);
+}
+
+}  // namespace quantize_test
