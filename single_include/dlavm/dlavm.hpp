@@ -40005,8 +40005,22 @@ struct SampleSource {
   std::function<Sample(std::size_t)> sample = {};
 };
 
+// How a layer's int32 sum becomes its int8 output.
+enum class Requantize : std::uint8_t {
+  // One float multiplier per output channel, sx * sw[c] / sy (`rescale`, rounded half to
+  // even): the finest scales, per-channel weights; the multiplier is no shift, so the host
+  // applies it to the sum VTA returns as byte planes.
+  Multiplier,
+  // Power-of-two scales, one for each weight tensor: sx * sw / sy = 2^-s, a rounding right
+  // shift and the clamp that VTA's ALU applies in the layer's epilogue (`requantize`, TVM's
+  // VTA flow): the layer runs wholly on VTA, an int8 result; coarser scales.
+  Shift,
+};
+std::string to_string(Requantize r);
+
 struct QuantizeOptions {
   CalibrationOptions calibration = {};
+  Requantize requantize = Requantize::Multiplier;
   // Layers that stay float: a conv2d's or dense layer's call name, or "conv2d#K" / "dense#K"
   // for the K-th such layer (from 0, in the order the report lists them).
   std::vector<std::string> skip = {};
@@ -40225,6 +40239,8 @@ inline graph::EvaluationTrace trace_of(const graph::Function& fn, const Sample& 
 }
 
 inline float scale_of(float threshold) { return threshold > 0 ? threshold / 127.0f : 1.0f; }
+// The smallest power of two at least v (> 0).
+inline float pow2_at_least(float v) { return std::exp2(std::ceil(std::log2(v))); }
 inline std::int64_t quantize_value(double v, float scale) {
   const double r = std::nearbyint(v / static_cast<double>(scale));
   return static_cast<std::int64_t>(std::clamp(r, -128.0, 127.0));
@@ -40239,8 +40255,8 @@ struct Quantized {
 class Rewriter : public graph::ExprMutator<Rewriter> {
  public:
   Rewriter(const std::vector<Layer>& layers, const std::vector<bool>& quantize,
-           const std::unordered_map<const graph::Node*, float>& scales)
-      : scales_(scales) {
+           const std::unordered_map<const graph::Node*, float>& scales, Requantize requantize)
+      : scales_(scales), shift_(requantize == Requantize::Shift) {
     for (std::size_t k = 0; k < layers.size(); ++k)
       if (quantize[k]) by_end_.emplace(layers[k].end.get(), &layers[k]);
   }
@@ -40284,19 +40300,31 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
         top = std::max(top, std::abs(w.fdata()[static_cast<std::size_t>(c) * per + i]));
       sw[static_cast<std::size_t>(c)] = scale_of(top);
     }
+    // shifts: one power-of-two scale for the whole weight, so that the requantization is one
+    // shift for every channel
+    if (shift_) std::ranges::fill(sw, pow2_at_least(std::ranges::max(sw)));
     // the bias at scale sx * sw[c]; a channel whose bias would leave int32 gets a coarser
-    // weight scale
+    // weight scale (shifts: the whole weight, by powers of two)
     std::vector<std::int64_t> bq;
     if (l.bias) {
       const auto bv = constant_value(*l.bias)->fdata();
       constexpr double limit = 2147483647.0;
+      const auto fits = [&](double b, float s) {
+        return std::abs(b) / (static_cast<double>(sx) * s) <= limit;
+      };
       for (std::int64_t c = 0; c < channels; ++c) {
         auto& s = sw[static_cast<std::size_t>(c)];
         const double b = bv[static_cast<std::size_t>(c)];
-        if (std::abs(b) / (static_cast<double>(sx) * s) > limit)
+        if (shift_) {
+          while (!fits(b, s)) std::ranges::for_each(sw, [](float& v) { v *= 2; });
+        } else if (!fits(b, s)) {
           s = static_cast<float>(std::abs(b) / (static_cast<double>(sx) * limit) * 1.0001);
-        bq.push_back(static_cast<std::int64_t>(std::nearbyint(b / static_cast<double>(sx * s))));
+        }
       }
+      for (std::int64_t c = 0; c < channels; ++c)
+        bq.push_back(static_cast<std::int64_t>(
+            std::nearbyint(bv[static_cast<std::size_t>(c)] /
+                           static_cast<double>(sx * sw[static_cast<std::size_t>(c)]))));
     }
     te::NDArray wq(DType::int8(), w.shape());
     for (std::int64_t c = 0; c < channels; ++c)
@@ -40317,22 +40345,41 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
                             graph::constant(fresh(l.name + ".bias"),
                                             te::NDArray::from_ints(DType::int32(), {channels}, bq)),
                             {.axis = axis});
-    std::vector<float> mult;
-    for (const float s : sw) mult.push_back(static_cast<float>(sx * s) / sy);
-    graph::Expr y = graph::rescale(
-        acc,
-        graph::constant(fresh(l.name + ".multiplier"), te::NDArray::from_floats({channels}, mult)),
-        graph::constant(fresh(l.name + ".zero"), te::NDArray(DType::int8(), {channels})),
-        {.axis = axis});
-    if (l.act == Layer::Act::Relu)
-      y = graph::clip(y, {.lo = 0, .hi = 127});
-    else if (l.act == Layer::Act::Clip)
-      y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy)),
-                          .hi = static_cast<double>(quantize_value(l.hi, sy))});
+    graph::Expr y;
+    float so = sy;  // the scale the int8 result has
+    if (shift_) {
+      // sy / (sx * sw) = 2^s: a rounding right shift, on VTA's ALU with the clamp; a product
+      // scale already coarser than sy (s < 0) is kept as the result's scale
+      const auto s = std::max<std::int64_t>(
+          0, std::llround(std::log2(static_cast<double>(sy) / (static_cast<double>(sx) * sw[0]))));
+      so = sx * sw[0] * std::exp2(static_cast<float>(s));
+      std::int64_t lo = -128, hi = 127;
+      if (l.act == Layer::Act::Relu) lo = 0;
+      if (l.act == Layer::Act::Clip) lo = quantize_value(l.lo, so), hi = quantize_value(l.hi, so);
+      y = graph::requantize(acc, {.shift = s,
+                                  .lo = lo,
+                                  .hi = hi,
+                                  .rounding = host::Rounding::Nearest,
+                                  .out_dtype = DType::int8()});
+    } else {
+      std::vector<float> mult;
+      for (const float s : sw) mult.push_back(static_cast<float>(sx * s) / sy);
+      y = graph::rescale(
+          acc,
+          graph::constant(fresh(l.name + ".multiplier"),
+                          te::NDArray::from_floats({channels}, mult)),
+          graph::constant(fresh(l.name + ".zero"), te::NDArray(DType::int8(), {channels})),
+          {.axis = axis});
+      if (l.act == Layer::Act::Relu)
+        y = graph::clip(y, {.lo = 0, .hi = 127});
+      else if (l.act == Layer::Act::Clip)
+        y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy)),
+                            .hi = static_cast<double>(quantize_value(l.hi, sy))});
+    }
     const auto out = graph::dequantize_linear(
-        y, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {sy})),
+        y, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {so})),
         graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
-    quantized_.emplace(out.get(), Quantized{y, sy});
+    quantized_.emplace(out.get(), Quantized{y, so});
     kept_.push_back(out);
     return out;
   }
@@ -40341,6 +40388,7 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
 
   std::unordered_map<const graph::Node*, const Layer*> by_end_;
   const std::unordered_map<const graph::Node*, float>& scales_;
+  bool shift_;
   std::unordered_map<const graph::Node*, Quantized> quantized_;
   std::vector<graph::Expr> kept_;  // (the keys of quantized_ stay alive)
   int counter_ = 0;
@@ -40394,7 +40442,9 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
   if (options.progress) fmt::print(stderr, "\n");
   std::unordered_map<const graph::Node*, float> scales;
   for (const auto& [node, o] : observers)
-    scales[node] = detail::scale_of(o.threshold(options.calibration));
+    scales[node] = options.requantize == Requantize::Shift
+                       ? detail::pow2_at_least(detail::scale_of(o.threshold(options.calibration)))
+                       : detail::scale_of(o.threshold(options.calibration));
 
   std::vector<bool> chosen(layers.size());
   std::vector<std::string> notes(layers.size());
@@ -40411,7 +40461,7 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
   const std::size_t measured =
       std::min(samples.count, std::max<std::size_t>(options.report_samples, 1));
   for (int round = 0;; ++round) {
-    detail::Rewriter rw(layers, chosen, scales);
+    detail::Rewriter rw(layers, chosen, scales, options.requantize);
     const auto mutated = rw.mutate(typed);
     quantized = graph::infer_type(mutated, target.ops);
     // each layer's end in the typed result: infer_type keeps the graph's shape, so it sits at
@@ -40470,7 +40520,7 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
       r.device = "host";
       if (chosen[i]) {
         r.input_scale = scales.at(layers[i].x.get());
-        r.output_scale = scales.at(layers[i].end.get());
+        r.output_scale = end_scales[i];
         const auto d = device.find(layers[i].name);
         if (d != device.end() && d->second == graph::Device::Vta) r.device = "vta";
         if (round == 0 && options.min_sqnr_db > 0 && r.sqnr_db < options.min_sqnr_db) {
@@ -40485,6 +40535,10 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
     if (!dropped) break;
   }
   return QuantizeResult{std::move(*quantized), std::move(reports)};
+}
+
+DLAVM_INLINE std::string to_string(Requantize r) {
+  return r == Requantize::Shift ? "shift" : "multiplier";
 }
 
 DLAVM_INLINE double QuantizeResult::vta_mac_share() const {

@@ -14,6 +14,7 @@
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -103,6 +104,42 @@ TEST_CASE("quantize: a float CNN's layers become int8 on VTA, bit for bit with t
   }
   CHECK(10 * std::log10(signal / noise) > 25);
   CHECK(same_top >= 18);
+}
+
+TEST_CASE("quantize: with shifts every layer runs wholly on VTA, an int8 result") {
+  const auto calib = samples(16);
+  const auto result = dlavm::quantize(cnn(), calib, {.requantize = q::Requantize::Shift});
+  for (const auto& l : result.layers) {
+    CAPTURE(l.name);
+    CHECK(l.quantized);
+    CHECK(l.device == "vta");
+    CHECK(l.sqnr_db > 18);
+    // power-of-two scales
+    CHECK(std::exp2(std::round(std::log2(l.input_scale))) == l.input_scale);
+    CHECK(std::exp2(std::round(std::log2(l.output_scale))) == l.output_scale);
+  }
+  int requantizes = 0, rescales = 0;
+  for (const auto& e : graph::post_order(result.function.results()))
+    if (const auto* c = e.as<graph::CallNode>()) {
+      requantizes += c->op() == "requantize";
+      rescales += c->op() == "rescale";
+    }
+  CHECK(requantizes == 3);
+  CHECK(rescales == 0);
+  const graph::Target target;
+  auto mod = graph::build(result.function, target, {.name = "shifted"});
+  // each layer one VTA kernel with its bias, shift and clamp, and no byte planes
+  std::size_t vta_steps = 0;
+  for (const auto& s : mod.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
+  CHECK(vta_steps == 3);
+  CHECK(fmt::format("{}", mod).find("planes") == std::string::npos);
+  dlavm::vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  for (const auto& s : samples(4, 700)) {
+    const auto& image = s.inputs[0].second;
+    CHECK(exec.run({{"image", image}})[0] ==
+          graph::evaluate(result.function, {{"image", image}}, {})[0]);
+  }
 }
 
 TEST_CASE("quantize: min/max calibration's input scale is the samples' largest magnitude") {

@@ -54,8 +54,22 @@ struct SampleSource {
   std::function<Sample(std::size_t)> sample = {};
 };
 
+// How a layer's int32 sum becomes its int8 output.
+enum class Requantize : std::uint8_t {
+  // One float multiplier per output channel, sx * sw[c] / sy (`rescale`, rounded half to
+  // even): the finest scales, per-channel weights; the multiplier is no shift, so the host
+  // applies it to the sum VTA returns as byte planes.
+  Multiplier,
+  // Power-of-two scales, one for each weight tensor: sx * sw / sy = 2^-s, a rounding right
+  // shift and the clamp that VTA's ALU applies in the layer's epilogue (`requantize`, TVM's
+  // VTA flow): the layer runs wholly on VTA, an int8 result; coarser scales.
+  Shift,
+};
+std::string to_string(Requantize r);
+
 struct QuantizeOptions {
   CalibrationOptions calibration = {};
+  Requantize requantize = Requantize::Multiplier;
   // Layers that stay float: a conv2d's or dense layer's call name, or "conv2d#K" / "dense#K"
   // for the K-th such layer (from 0, in the order the report lists them).
   std::vector<std::string> skip = {};
