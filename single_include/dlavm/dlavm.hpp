@@ -39776,6 +39776,9 @@ struct CalibrationOptions {
   int bins = 2048;            // the histogram's bins over [0, the largest magnitude]
 };
 
+// The nonzero values per histogram bin the Entropy method needs (below: MinMax).
+inline constexpr double kEntropyValuesPerBin = 8;
+
 // What one tensor took over the samples.
 class Observer {
  public:
@@ -39792,7 +39795,9 @@ class Observer {
   std::int64_t count() const { return count_; }
   const std::vector<double>& histogram() const { return histogram_; }
   // The magnitude the int8 quantization covers (scale = threshold / 127); MinMax needs pass 1
-  // only. ValueError for Percentile or Entropy without the histogram.
+  // only. ValueError for Percentile or Entropy without the histogram. Entropy takes the
+  // largest magnitude (MinMax's threshold) for a histogram of fewer than
+  // kEntropyValuesPerBin values per bin: too few to tell a tail from outliers.
   float threshold(const CalibrationOptions& options) const;
 
  private:
@@ -39937,6 +39942,11 @@ DLAVM_INLINE float Observer::threshold(const CalibrationOptions& options) const 
     }
     return top;
   }
+  // a histogram of few values (an SE block's per-channel gates: tens a sample) says little
+  // about its tail, and clipping what it misreads as outliers costs more than it gains
+  double total = 0;
+  for (const double c : histogram_) total += c;
+  if (total < kEntropyValuesPerBin * static_cast<double>(histogram_.size())) return top;
   return static_cast<float>(static_cast<double>(entropy_bins(histogram_)) * width);
 }
 

@@ -123,6 +123,11 @@ DLAVM_INLINE float Observer::threshold(const CalibrationOptions& options) const 
     }
     return top;
   }
+  // a histogram of few values (an SE block's per-channel gates: tens a sample) says little
+  // about its tail, and clipping what it misreads as outliers costs more than it gains
+  double total = 0;
+  for (const double c : histogram_) total += c;
+  if (total < kEntropyValuesPerBin * static_cast<double>(histogram_.size())) return top;
   return static_cast<float>(static_cast<double>(entropy_bins(histogram_)) * width);
 }
 

