@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -227,3 +229,137 @@ TEST_CASE("quantize: bad samples are errors naming the sample and the input") {
 }
 
 }  // namespace quantize_test
+
+namespace quantize_property_test {
+
+namespace graph = dlavm::graph;
+namespace q = dlavm::quantization;
+using dlavm::DType;
+using dlavm::te::NDArray;
+
+// A random float network: 1 to 3 convolutions (channels, kernel 1 or 3, stride 1 or 2,
+// padding, a bias or a batch norm or neither, relu / clip / none), sometimes a residual add
+// of two branches, then a global pool and a dense layer (with or without a bias).
+struct RandomNet {
+  graph::Function fn;
+  std::vector<std::int64_t> input_shape;
+};
+
+RandomNet random_net(std::mt19937_64& rng, std::uint64_t seed) {
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  std::int64_t c = pick(1, 20), hw = pick(4, 12);
+  const std::vector<std::int64_t> input_shape = {1, c, hw, hw};
+  auto x = graph::input("x", {1, c, hw, hw}, DType::float32());
+  graph::Expr y = x;
+  const auto layers = pick(1, 3);
+  for (std::int64_t k = 0; k < layers; ++k) {
+    const std::int64_t out = pick(1, 40), kernel = hw < 3 || pick(0, 1) == 0 ? 1 : 3;
+    const std::int64_t stride = hw >= 4 ? pick(1, 2) : 1, pad = kernel == 3 ? pick(0, 1) : 0;
+    const double range = 1.5 / std::sqrt(static_cast<double>(c * kernel * kernel));
+    const auto name = [&](const char* what) { return fmt::format("{}{}", what, k); };
+    y = graph::conv2d(
+        y,
+        graph::constant(name("w"), NDArray::random_float({out, c, kernel, kernel}, seed + 10 * k,
+                                                         -range, range)),
+        {.strides = {stride, stride}, .padding = {pad, pad, pad, pad}});
+    switch (pick(0, 2)) {
+      case 0:
+        y = graph::bias_add(
+            y,
+            graph::constant(name("b"), NDArray::random_float({out}, seed + 10 * k + 1, -0.2, 0.2)));
+        break;
+      case 1:
+        y = graph::batch_norm(
+            y,
+            graph::constant(name("g"), NDArray::random_float({out}, seed + 10 * k + 2, 0.5, 1.5)),
+            graph::constant(name("be"), NDArray::random_float({out}, seed + 10 * k + 3, -0.2, 0.2)),
+            graph::constant(name("m"), NDArray::random_float({out}, seed + 10 * k + 4, -0.2, 0.2)),
+            graph::constant(name("v"), NDArray::random_float({out}, seed + 10 * k + 5, 0.5, 1.5)));
+        break;
+      default:
+        break;
+    }
+    switch (pick(0, 2)) {
+      case 0:
+        y = graph::relu(y);
+        break;
+      case 1:
+        y = graph::clip(y, {.lo = -0.5, .hi = 2.0});
+        break;
+      default:
+        break;
+    }
+    hw = (hw + 2 * pad - kernel) / stride + 1;
+    c = out;
+  }
+  if (pick(0, 2) == 0) {  // a residual add of a 1x1 branch
+    auto branch = graph::conv2d(
+        y, graph::constant("wr", NDArray::random_float({c, c, 1, 1}, seed + 99, -0.5, 0.5)));
+    y = graph::add(y, graph::relu(branch));
+  }
+  const std::int64_t classes = pick(2, 12);
+  y = graph::dense(
+      graph::flatten(graph::global_avg_pool2d(y)),
+      graph::constant("fc", NDArray::random_float({classes, c}, seed + 98, -0.5, 0.5)));
+  if (pick(0, 1) == 0)
+    y = graph::bias_add(
+        y, graph::constant("fcb", NDArray::random_float({classes}, seed + 97, -0.1, 0.1)),
+        {.axis = -1});
+  return RandomNet{graph::function({x}, {y}), input_shape};
+}
+
+TEST_CASE("property: random float networks quantize, run on VTA as on the host, near the float") {
+  std::mt19937_64 rng(2026);
+  const int cases = DLAVM_TEST_SANITIZED ? 8 : 30;
+  const graph::Target target;
+  dlavm::vta::SimDevice dev(target.env.config);
+  int low = 0;
+  std::vector<double> sqnrs;
+  for (int n = 0; n < cases; ++n) {
+    const auto net = random_net(rng, static_cast<std::uint64_t>(1000 * n));
+    CAPTURE(n);
+    std::vector<q::Sample> calib;
+    for (std::uint64_t k = 0; k < 6; ++k)
+      calib.push_back({{{"x", NDArray::random_float(net.input_shape, 50 * n + k, -1, 1)}}});
+    const auto method = std::array{q::Calibration::MinMax, q::Calibration::Percentile,
+                                   q::Calibration::Entropy}[rng() % 3];
+    const auto mode = rng() % 2 == 0 ? q::Requantize::Multiplier : q::Requantize::Shift;
+    CAPTURE(q::to_string(method));
+    CAPTURE(q::to_string(mode));
+    const auto result =
+        dlavm::quantize(net.fn, calib, {.calibration = {.method = method}, .requantize = mode});
+    for (const auto& l : result.layers) CHECK(l.quantized);
+    CHECK(result.vta_mac_share() == 1.0);
+    auto mod = graph::build(result.function, target, {.name = "random"});
+    graph::Executor exec(mod, dev);
+    const auto typed = graph::infer_type(net.fn, target.ops);
+    const auto placed = graph::infer_type(result.function, target);
+    double signal = 0, noise = 0;
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      const auto x = NDArray::random_float(net.input_shape, 7000 + 50 * n + k, -1, 1);
+      const auto got = exec.run({{"x", x}})[0];
+      CHECK(got == graph::evaluate(placed, {{"x", x}}, {})[0]);
+      const auto want = graph::evaluate(typed, {{"x", x}}, {})[0];
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = static_cast<double>(want.fdata()[i]) - got.fdata()[i];
+        signal += static_cast<double>(want.fdata()[i]) * want.fdata()[i];
+        noise += d * d;
+      }
+    }
+    // int8 all through: the output follows the float model's (a few networks whose logits
+    // are all near 0 may fall lower; most must not)
+    const double sqnr = noise == 0 ? 100 : 10 * std::log10(signal / noise);
+    CAPTURE(sqnr);
+    CHECK(sqnr > 5);
+    low += sqnr < 15;
+    sqnrs.push_back(sqnr);
+  }
+  CHECK(low * 5 <= cases);
+  std::ranges::sort(sqnrs);
+  MESSAGE(fmt::format("{} random networks: output SQNR {:.1f} dB at the least, {:.1f} dB median",
+                      cases, sqnrs.front(), sqnrs[sqnrs.size() / 2]));
+}
+
+}  // namespace quantize_property_test
