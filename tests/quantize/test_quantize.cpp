@@ -184,6 +184,22 @@ TEST_CASE("quantize: skipped layers and layers below the SQNR bound stay float, 
   CHECK(rects == r.layers.size());
 }
 
+TEST_CASE("quantize: layers reading one float value share its quantization") {
+  auto x = graph::input("x", {1, 16, 6, 6}, DType::float32());
+  auto a = graph::conv2d(x, weight("wa", {16, 16, 1, 1}, 1, 0.3));
+  auto b = graph::conv2d(x, weight("wb", {16, 16, 3, 3}, 2, 0.2), {.padding = {1, 1, 1, 1}});
+  const auto fn = graph::function({x}, {graph::add(a, b)});
+  std::vector<q::Sample> calib;
+  for (std::uint64_t k = 0; k < 3; ++k)
+    calib.push_back({{{"x", NDArray::random_float({1, 16, 6, 6}, 40 + k, -1, 1)}}});
+  const auto r = dlavm::quantize(fn, calib);
+  int quantizes = 0;
+  for (const auto& e : graph::post_order(r.function.results()))
+    if (const auto* c = e.as<graph::CallNode>()) quantizes += c->op() == "quantize_linear";
+  CHECK(quantizes == 1);
+  CHECK(r.layers[0].input_scale == r.layers[1].input_scale);
+}
+
 TEST_CASE("quantize: samples are streamed, each asked for once per pass") {
   std::size_t asked = 0;
   const q::SampleSource source{10, [&](std::size_t k) {

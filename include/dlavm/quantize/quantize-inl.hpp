@@ -199,13 +199,20 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
   }
 
  private:
+  // x as int8 at scale sx: a quantized layer's own int8 result, or one quantize_linear that
+  // every layer reading x shares.
   graph::Expr int8_input(const graph::Expr& x_float, float sx) {
     if (const auto q = quantized_.find(x_float.get());
         q != quantized_.end() && q->second.scale == sx)
       return q->second.value;
-    return graph::quantize_linear(
+    const auto key = std::pair{x_float.get(), sx};
+    if (const auto it = inputs_.find(key); it != inputs_.end()) return it->second;
+    auto q = graph::quantize_linear(
         x_float, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {sx})),
         graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
+    kept_.push_back(x_float);
+    inputs_.emplace(key, q);
+    return q;
   }
 
   graph::Expr rewrite(const Layer& l) {
@@ -310,7 +317,8 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
   const std::unordered_map<const graph::Node*, float>& scales_;
   bool shift_;
   std::unordered_map<const graph::Node*, Quantized> quantized_;
-  std::vector<graph::Expr> kept_;  // (the keys of quantized_ stay alive)
+  std::map<std::pair<const graph::Node*, float>, graph::Expr> inputs_;  // quantized inputs
+  std::vector<graph::Expr> kept_;  // (the keys of quantized_ and inputs_ stay alive)
   int counter_ = 0;
 };
 
