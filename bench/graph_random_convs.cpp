@@ -3,6 +3,7 @@
 // with asymmetric padding against their symmetric-padding neighbours (each axis padded by the
 // larger of its two pads on both sides), and for symbolic dims at their maximum binding.
 // Each benchmark builds and runs its 300 convolutions once; the figures are its counters.
+// Last, MobileNet v1's depthwise convolutions (issue 41's figure).
 #include <dlavm/graph.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
@@ -136,5 +137,77 @@ void BM_RandomConvsSymbolicVsStatic(benchmark::State& state) {
   state.counters["width_roofline_share"] = by_dim[2].share();
 }
 BENCHMARK(BM_RandomConvsSymbolicVsStatic)->Iterations(1)->Unit(benchmark::kSecond);
+
+// MobileNet v1's thirteen 3x3 depthwise convolutions at 224 x 224 (32 channels at 112 x 112
+// to 1,024 at 7 x 7, strides 1 and 2), each with its bias, requantization and ReLU6 clamp,
+// then its pointwise 1x1 convolution: the depthwise steps' cycles against their roofline
+// bound, and against the MACs they do (1/16 of the GEMM core's work is useful at BLOCK 16).
+void BM_MobileNetDepthwise(benchmark::State& state) {
+  struct Layer {
+    std::int64_t c, h, stride;
+  };
+  static constexpr Layer layers[] = {{32, 112, 1}, {64, 112, 2}, {128, 56, 1}, {128, 56, 2},
+                                     {256, 28, 1}, {256, 28, 2}, {512, 14, 1}, {512, 14, 1},
+                                     {512, 14, 1}, {512, 14, 1}, {512, 14, 1}, {512, 14, 2},
+                                     {1024, 7, 1}};
+  Figures depthwise, pointwise;
+  std::int64_t useful_macs = 0, on_vta = 0;
+  for (auto _ : state) {
+    std::uint64_t seed = 1;
+    for (const auto& l : layers) {
+      const std::int64_t out = 2 * l.c;
+      auto x = graph::input("x", {1, l.c, l.h, l.h}, DType::int8());
+      const auto weight = [&](std::vector<std::int64_t> shape) {
+        ++seed;
+        return graph::constant(fmt::format("w{}", seed),
+                               te::NDArray::random(DType::int8(), shape, seed, -20, 20));
+      };
+      const auto bias = [&](std::int64_t n) {
+        ++seed;
+        return graph::constant(fmt::format("b{}", seed),
+                               te::NDArray::random(DType::int32(), {n}, seed, -999, 999));
+      };
+      const auto epilogue = [&](graph::Expr acc, std::int64_t n) {
+        return graph::clip(
+            graph::requantize(graph::bias_add(acc, bias(n)),
+                              {.shift = 8, .rounding = dlavm::host::Rounding::Nearest}),
+            {.lo = 0, .hi = 96});
+      };
+      auto dw = epilogue(
+          graph::conv2d(x, weight({l.c, 1, 3, 3}),
+                        {.strides = {l.stride, l.stride}, .padding = {1, 1, 1, 1}, .groups = l.c}),
+          l.c);
+      auto pw = epilogue(graph::conv2d(dw, weight({out, l.c, 1, 1})), out);
+      const graph::Target target;
+      auto mod = graph::build(graph::function({x}, {pw}), target);
+      vta::SimDevice dev(target.env.config);
+      graph::Executor exec(mod, dev);
+      const std::vector<std::int64_t> dims{1, l.c, l.h, l.h};
+      const auto data = te::NDArray::random(DType::int8(), dims, ++seed);
+      const std::vector<graph::NamedArray> inputs{{"x", data}};
+      exec.run(inputs);
+      for (std::size_t i = 0; i < mod.steps().size(); ++i) {
+        const auto& step = mod.steps()[i];
+        if (step.kind != graph::ModuleStep::Kind::Vta) continue;
+        const auto& run = exec.last_run().steps[i];
+        const bool grouped = graph::conv2d_params(step.workload.attrs).groups > 1;
+        auto& f = grouped ? depthwise : pointwise;
+        f.cycles += run.cycles;
+        f.roofline += run.roofline_cycles;
+        ++f.on_vta;
+        if (grouped) useful_macs += run.macs;
+        ++on_vta;
+      }
+    }
+  }
+  state.counters["vta_steps"] = static_cast<double>(on_vta);
+  state.counters["depthwise_cycles"] = static_cast<double>(depthwise.cycles);
+  state.counters["depthwise_roofline_share"] = depthwise.share();
+  state.counters["depthwise_macs_per_cycle"] =
+      static_cast<double>(useful_macs) / static_cast<double>(depthwise.cycles);
+  state.counters["pointwise_cycles"] = static_cast<double>(pointwise.cycles);
+  state.counters["pointwise_roofline_share"] = pointwise.share();
+}
+BENCHMARK(BM_MobileNetDepthwise)->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace

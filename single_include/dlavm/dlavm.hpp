@@ -3113,6 +3113,13 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
+//   GroupedConvWeight (`groups` G): a grouped convolution's weights [O, I/G, KH, KW], each
+//   output channel tile given the input channel tiles its groups read, block-diagonal:
+//     w' [O, S*T, KH, KW] = w[o, c - g*(I/G)] where c = (o/R)*S*T + j is in o's group g
+//     (0 elsewhere); then as ConvWeight, [O/R, S, KH, KW, R, T]
+//   with S = (R / (O/G)) * (I/G) / T input tiles per output tile: the groups must tile whole,
+//   O/G dividing R and S a whole number (a depthwise convolution: S = 1, each tile diagonal).
+//   Packing only.
 // Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
 // computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
 // low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
@@ -3513,6 +3520,7 @@ DLAVM_INLINE bool allclose(const NDArray& a, const NDArray& b, double rtol, doub
 #include <cstdint>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace dlavm::graph {
@@ -3528,7 +3536,8 @@ struct Layout {
     UnfoldedActivation,
     UnfoldedConvWeight,
     BatchedMatrix,
-    MatmulWeight
+    MatmulWeight,
+    GroupedConvWeight
   };
   // The unfolded layouts' convolution: kernel width, column stride and padding.
   struct Unfold {
@@ -3540,12 +3549,20 @@ struct Layout {
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
   std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
+  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
 // "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
 // "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
+
+// GroupedConvWeight's input channel tiles per output channel tile (S above) for `out_channels`
+// outputs in `groups` groups of `group_in_channels` inputs, or why the groups do not tile.
+std::variant<std::int64_t, std::string> grouped_input_tiles(std::int64_t rows, std::int64_t cols,
+                                                            std::int64_t groups,
+                                                            std::int64_t out_channels,
+                                                            std::int64_t group_in_channels);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
 // not take; symbolic dims stay expressions).
@@ -9630,6 +9647,8 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
                                                                     : "unfolded_conv_weight",
                          l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
                          l.unfold.pad_right);
+    case Layout::Kind::GroupedConvWeight:
+      return fmt::format("grouped_conv_weight[{}x{}, {} groups]", l.rows, l.cols, l.groups);
   }
   return "?";
 }
@@ -9666,6 +9685,7 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
       case Layout::Kind::ConvWeight:
       case Layout::Kind::UnfoldedActivation:
       case Layout::Kind::UnfoldedConvWeight:
+      case Layout::Kind::GroupedConvWeight:
         return 4;
       case Layout::Kind::DenseWeight:
         return 2;
@@ -9703,6 +9723,58 @@ Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
 
 }  // namespace detail
 
+DLAVM_INLINE std::variant<std::int64_t, std::string> grouped_input_tiles(
+    std::int64_t rows, std::int64_t cols, std::int64_t groups, std::int64_t out_channels,
+    std::int64_t group_in_channels) {
+  if (groups < 1 || out_channels % groups != 0)
+    return fmt::format("{} groups do not divide the {} output channels", groups, out_channels);
+  const std::int64_t group_out = out_channels / groups;
+  if (rows % group_out != 0)
+    return fmt::format(
+        "the groups' {} output channels do not divide a tile's {} (a tile must hold whole groups)",
+        group_out, rows);
+  const std::int64_t tile_inputs = rows / group_out * group_in_channels;
+  if (tile_inputs % cols != 0)
+    return fmt::format(
+        "a tile's {} groups read {} input channels, not a whole number of {}-channel tiles",
+        rows / group_out, tile_inputs, cols);
+  return tile_inputs / cols;
+}
+
+namespace detail {
+
+inline std::int64_t grouped_tiles_or_raise(const Layout& l, std::int64_t out_channels,
+                                           std::int64_t group_in_channels) {
+  auto s = grouped_input_tiles(l.rows, l.cols, l.groups, out_channels, group_in_channels);
+  if (auto* why = std::get_if<std::string>(&s))
+    raise<ValueError>("layout {}: weights [{}, {}, ...]: {}", to_string(l), out_channels,
+                      group_in_channels, *why);
+  return std::get<std::int64_t>(s);
+}
+
+// w [O, I/G, KH, KW] -> w' [O, S*T, KH, KW], block-diagonal per output tile (layout.hpp).
+inline te::NDArray expand_groups(const te::NDArray& w, const Layout& l) {
+  const auto& s = w.shape();
+  const std::int64_t per_tile = grouped_tiles_or_raise(l, s[0], s[1]) * l.cols;
+  const std::int64_t group_out = s[0] / l.groups, taps = s[2] * s[3];
+  te::NDArray out(w.dtype(), {s[0], per_tile, s[2], s[3]});
+  const auto src = w.data();
+  auto dst = out.data();
+  for (std::int64_t o = 0; o < s[0]; ++o) {
+    const std::int64_t first = o / l.rows * per_tile;  // the tile's first input channel
+    const std::int64_t group_first = o / group_out * s[1];
+    for (std::int64_t i = 0; i < s[1]; ++i) {
+      const std::int64_t j = group_first + i - first;
+      for (std::int64_t k = 0; k < taps; ++k)
+        dst[static_cast<std::size_t>((o * per_tile + j) * taps + k)] =
+            src[static_cast<std::size_t>((o * s[1] + i) * taps + k)];
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
                                                 const std::vector<ne::Expr>& shape) {
   if (l.kind == Layout::Kind::Plain) return shape;
@@ -9722,6 +9794,16 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
             : ne::Expr(1);
     const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
     return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
+  if (l.kind == Layout::Kind::GroupedConvWeight) {
+    detail::require_layout_rank(l, shape.size());
+    const auto out = shape[0].as_int(), in = shape[1].as_int();
+    if (!out || !in)
+      raise<ShapeError>("layout {}: the weights' channels must be constants, got [{}, {}]",
+                        to_string(l), shape[0], shape[1]);
+    const std::int64_t in_tiles = detail::grouped_tiles_or_raise(l, *out, *in);
+    return packed_shape({Layout::Kind::ConvWeight, l.rows, l.cols},
+                        {shape[0], in_tiles * l.cols, shape[2], shape[3]});
   }
   if (detail::batched(l)) {
     detail::require_layout_rank(l, shape.size());
@@ -9874,6 +9956,10 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return pack(detail::unfold_width(logical, l),
                 {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (l.kind == Layout::Kind::GroupedConvWeight) {
+    detail::require_layout_rank(l, logical.ndim());
+    return pack(detail::expand_groups(logical, l), {Layout::Kind::ConvWeight, l.rows, l.cols});
+  }
   if (detail::batched(l)) return detail::pack_products(logical, l);
   const auto& s = logical.shape();
   const auto src = logical.data();
@@ -9902,7 +9988,8 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
-  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight ||
+      l.kind == Layout::Kind::GroupedConvWeight)
     raise<ValueError>(
         "unpack from layout {}: it packs one convolution's operands and is never "
         "read back",
@@ -22742,6 +22829,7 @@ class FirmwarePlanner {
       case LayoutKind::DenseWeight:
       case LayoutKind::Channel:
       case LayoutKind::UnfoldedConvWeight:
+      case LayoutKind::GroupedConvWeight:
         break;
     }
     refuse(s, fmt::format("packing into layout {} has no firmware kernel", graph::to_string(l)));
@@ -32035,6 +32123,10 @@ DLAVM_INLINE OpRegistry default_ops() {
 // Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; channels and the batch zero-padded to
 // whole tiles by graph::pack):
 //   data   [N/B, C/BI, H, W, B, BI]  int8      weight [O/BO, C/BI, KH, KW, BO, BI] int8
+// A grouped convolution's weight is [O/BO, S, KH, KW, BO, BI]: output tile co reduces over the
+// S data tiles [co*S, (co+1)*S) its groups read, with block-diagonal weights (a depthwise
+// convolution: S = 1, one GEMM micro-op per output vector and kernel tap, 1/16 of its MACs
+// useful at BLOCK 16).
 //   result [N/B, O/BO, OH, OW, B, BO] int8, the epilogue applied to the int32 sum
 // Padding is done by the input DMA (VTA pads INP loads with zeros, at most 15 rows or
 // columns a side). A 1x1 convolution with strides loads only the rows and columns it reads, or
@@ -32140,6 +32232,10 @@ struct Conv2dShape {
   std::array<std::int64_t, 2> kernel{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  // Grouped convolution: output channel o reads input channels [g*I/G, (g+1)*I/G) of its group
+  // g = o / (O/G). The kernel gives each output channel tile only the input channel tiles its
+  // groups read, with block-diagonal weights (graph::Layout::Kind::GroupedConvWeight).
+  std::int64_t groups = 1;
   ne::Expr out_h() const;
   ne::Expr out_w() const;
   // Multiply-accumulates of the convolution (padding excluded).
@@ -32171,8 +32267,12 @@ struct Conv2dTiling {
 
 // Tiles of the packed layouts, at the dims' maxima.
 struct Conv2dTiles {
-  std::int64_t n, ic, oc, oh, ow;     // batch tiles, input / output channel tiles, output size
+  // batch tiles; input channel tiles an output tile reads (all of them unless grouped); output
+  // channel tiles; output size
+  std::int64_t n, ic, oc, oh, ow;
+  std::int64_t data_ic;               // input channel tiles of the data
   bool rows_symbolic, cols_symbolic;  // whether the output height / width is symbolic
+  bool grouped;                       // output tile co reads data tiles [co*ic, (co+1)*ic)
   Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
 };
 
@@ -32198,6 +32298,10 @@ class Conv2dKernel {
   EpilogueStages epilogue_;
   bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
 };
+
+// Why VTA's kernel cannot run `c`'s groups (they do not tile whole: grouped_input_tiles), or
+// nullopt (groups = 1 included).
+std::optional<std::string> check_groups(const vta::Env& env, const Conv2dShape& c);
 
 // Whether folding the kernel width into the input channels (graph::Layout's unfolded layouts)
 // takes fewer input channel tiles per output pixel: an RGB image's 3 channels under a 7-wide
@@ -32251,6 +32355,8 @@ ne::Expr tiling_traffic(const vta::Env& env, const Conv2dShape& shape, const Epi
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
 // begin dlavm/graph/strategy/conv2d.hpp
 // end dlavm/graph/strategy/conv2d.hpp
 // begin dlavm/graph/strategy/tiling.hpp
@@ -32431,6 +32537,7 @@ KnobSpace tiling_space(std::vector<Knob> knobs, Check check, Estimate estimate) 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <variant>
 #include <vector>
 
 namespace dlavm::graph {
@@ -32444,8 +32551,8 @@ DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
-  return ne::simplify(batch * out_channels * out_h() * out_w() * in_channels * kernel[0] *
-                      kernel[1]);
+  return ne::simplify(batch * out_channels * out_h() * out_w() * (in_channels / groups) *
+                      kernel[0] * kernel[1]);
 }
 
 DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
@@ -32462,8 +32569,16 @@ DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
       oc(ceil_div(c.out_channels, env.block_out)),
       oh(0),
       ow(0),
+      data_ic(ic),
       rows_symbolic(!c.height.is_const()),
-      cols_symbolic(!c.width.is_const()) {
+      cols_symbolic(!c.width.is_const()),
+      grouped(c.groups != 1) {
+  if (grouped) {
+    // groups that do not tile keep every tile (check_groups refuses them before a kernel)
+    const auto s = grouped_input_tiles(env.block_out, env.block_in, c.groups, c.out_channels,
+                                       c.in_channels / std::max<std::int64_t>(c.groups, 1));
+    if (const auto* tiles = std::get_if<std::int64_t>(&s)) ic = *tiles;
+  }
   // the tiling search constructs this per candidate: constant dims stay int64 arithmetic
   const auto& p = c.padding;
   oh = rows_symbolic
@@ -32497,8 +32612,24 @@ inline std::int64_t window_extent(const Conv2dShape& c, const Conv2dTiling& t, s
 
 }  // namespace detail
 
+DLAVM_INLINE std::optional<std::string> check_groups(const vta::Env& env, const Conv2dShape& c) {
+  if (c.groups == 1) return std::nullopt;
+  if (c.groups < 1 || c.in_channels % c.groups != 0)
+    return fmt::format("{} groups do not divide the {} input channels", c.groups, c.in_channels);
+  const auto s = grouped_input_tiles(env.block_out, env.block_in, c.groups, c.out_channels,
+                                     c.in_channels / c.groups);
+  if (const auto* why = std::get_if<std::string>(&s)) return *why;
+  const Conv2dTiles t(env, c);
+  if (t.oc * t.ic != t.data_ic)
+    return fmt::format(
+        "{} groups of {} input channels: the {} output channel tiles would read {} input channel "
+        "tiles, the data has {}",
+        c.groups, c.in_channels / c.groups, t.oc, t.oc * t.ic, t.data_ic);
+  return std::nullopt;
+}
+
 DLAVM_INLINE bool unfolds_width(const vta::Env& env, const Conv2dShape& c) {
-  return c.kernel[1] > 1 && !detail::strided_window(c) &&
+  return c.groups == 1 && c.kernel[1] > 1 && !detail::strided_window(c) &&
          ceil_div(c.in_channels * c.kernel[1], env.block_in) <
              c.kernel[1] * ceil_div(c.in_channels, env.block_in);
 }
@@ -32532,14 +32663,15 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const auto [kh, kw] = shape.kernel;
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
-  data_ = te::placeholder({batch_tiles, t.ic, shape.height, shape.width, env.batch, env.block_in},
-                          env.inp_dtype, name + "_data");
+  data_ =
+      te::placeholder({batch_tiles, t.data_ic, shape.height, shape.width, env.batch, env.block_in},
+                      env.inp_dtype, name + "_data");
   weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
                             name + "_weight");
   const auto& data = data_;
   if (strided_window_) {
     data_buf_ = te::compute(
-        te::shape(batch_tiles, t.ic, oh, ow, env.batch, env.block_in),
+        te::shape(batch_tiles, t.data_ic, oh, ow, env.batch, env.block_in),
         [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
           return data(n, c, y * sh, x * sw, b, ci);
         },
@@ -32558,11 +32690,14 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const std::int64_t ry = strided_window_ ? 1 : sh, rx = strided_window_ ? 1 : sw;
   const auto& data_buf = data_buf_;
   const auto& weight_buf = weight_buf_;
+  const std::int64_t group_tiles = t.ic;
   acc_ = te::compute(
       te::shape(batch_tiles, t.oc, oh, ow, env.batch, env.block_out),
       [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
+        // a grouped convolution's output tile reads its groups' data tiles only
+        const ne::Expr tile = t.grouped ? ne::Expr(co * group_tiles + ic_) : ne::Expr(ic_);
         return te::sum(
-            te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
+            te::cast(env.acc_dtype, data_buf(bo, tile, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
                 te::cast(env.acc_dtype, weight_buf(co, ic_, dy_, dx_, ci, ic_tns_)),
             {ic_, dy_, dx_, ic_tns_});
       },
@@ -32613,6 +32748,7 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule() const {
 DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                      const Epilogue& epilogue,
                                                      const Conv2dTiling& t) {
+  if (auto why = check_groups(env, shape)) return why;
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
   if (n.rows_symbolic) {
@@ -32659,7 +32795,9 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
   const std::int64_t block = t.oc_block * t.h_block * t.w_block;
   SramFootprint f;
   f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
-  f.inp = t.ic_block * detail::window_extent(shape, t, t.h_block, 0) *
+  // a grouped block's output tiles read consecutive runs of data tiles: the span they cover
+  const std::int64_t data_tiles = n.grouped ? (t.oc_block - 1) * n.ic + t.ic_block : t.ic_block;
+  f.inp = data_tiles * detail::window_extent(shape, t, t.h_block, 0) *
           detail::window_extent(shape, t, t.w_block, 1) * t.vthreads;
   f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
   // the GEMM kernel unrolls ic_block x KH x KW micro-ops per thread, times the block's
@@ -32699,7 +32837,11 @@ Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
   const Int out_tiles = n * tiles.oc * oh * ow;
   const std::int64_t inp_tile = env.batch * env.block_in * env.inp_dtype.bytes();
   Conv2dCounts<Int> c{0, 0, 0, 0, 0, 0};
-  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
+  // the data tiles a block loads: a grouped block the span of its output tiles' groups, per
+  // reduction step
+  const std::int64_t block_tiles =
+      tiles.grouped ? tiles.ic / t.ic_block * ((t.oc_block - 1) * tiles.ic + t.ic_block) : tiles.ic;
+  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (block_tiles * inp_tile);
   c.wgt_bytes =
       n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
   c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
@@ -34648,7 +34790,8 @@ inline Conv2dShape conv2d_shape(const Workload& w) {
           .out_channels = constant_of(k[0]),
           .kernel = {constant_of(k[2]), constant_of(k[3])},
           .strides = p.strides,
-          .padding = p.padding};
+          .padding = p.padding,
+          .groups = p.groups};
 }
 
 inline AnchorStrategy conv2d_strategy() {
@@ -34659,9 +34802,6 @@ inline AnchorStrategy conv2d_strategy() {
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     const auto p = conv2d_params(a.call.attrs);
-    if (p.groups != 1)
-      return fmt::format("groups = {}: the VTA strategy runs dense convolutions (groups = 1)",
-                         p.groups);
     if (p.dilations != std::array<std::int64_t, 2>{1, 1})
       return fmt::format("dilations = [{}]: the VTA strategy runs undilated kernels",
                          fmt::join(p.dilations, ", "));
@@ -34671,6 +34811,8 @@ inline AnchorStrategy conv2d_strategy() {
     for (std::size_t k : {0, 2, 3})
       require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
     const auto shape = vta_conv2d_shape(env, conv2d_shape(workload_of(a, e)));
+    if (auto why = check_groups(env, shape))
+      return fmt::format("groups = {}: {}", shape.groups, *why);
     for (auto p : shape.padding)
       if (p > vta::kMaxLoadPad)
         return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
@@ -34687,8 +34829,13 @@ inline AnchorStrategy conv2d_strategy() {
       return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
                     : Layout{Layout::Kind::UnfoldedConvWeight, env.block_out, env.block_in, u};
     }
-    return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
-                  : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
+    if (i == 0) return Layout{Layout::Kind::Activation, env.batch, env.block_in};
+    if (shape.groups != 1)
+      return Layout{.kind = Layout::Kind::GroupedConvWeight,
+                    .rows = env.block_out,
+                    .cols = env.block_in,
+                    .groups = shape.groups};
+    return Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
   s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};
@@ -39959,7 +40106,7 @@ DLAVM_INLINE float Observer::threshold(const CalibrationOptions& options) const 
 // out, ready for graph::build, with a per-layer report of what it costs in accuracy and where
 // each layer runs.
 //
-// What becomes integer: every conv2d (groups = 1) and dense layer with a constant float32
+// What becomes integer: every conv2d (grouped and depthwise included) and dense layer with a constant float32
 // weight, with the bias_add of a constant after it and a relu or clip after that (a
 // batch_norm or a per-channel scale and shift after the layer is folded into it first: the
 // fold_batch_norm and fold_scale_shift passes). Per layer:
@@ -40180,8 +40327,6 @@ inline std::vector<Layer> find_layers(const graph::Function& typed) {
       layers.push_back(std::move(l));
       continue;
     }
-    if (l.op == "conv2d" && graph::conv2d_params(c->attrs).groups != 1)
-      l.refusal = "a grouped convolution (VTA runs groups = 1)";
     if (auto b = next(l.end); b && b->as<graph::CallNode>()->op() == "bias_add") {
       const auto* bc = b->as<graph::CallNode>();
       const auto axis = graph::bias_add_params(bc->attrs).axis;

@@ -169,3 +169,33 @@ TEST_CASE("layout: wrong ranks, float arrays and mismatched packed shapes are er
                        "logical [1, 20, 2, 2] packs to [1, 2, 2, 2, 1, 16]",
                        dlavm::ShapeError);
 }
+
+TEST_CASE("layout: a grouped convolution's weights pack block-diagonal per output tile") {
+  // 3 groups of 2 input and 2 output channels, tiles of 4 x 4: a tile holds 2 groups, which
+  // read 4 input channels, one tile
+  const graph::Layout l{.kind = Kind::GroupedConvWeight, .rows = 4, .cols = 4, .groups = 3};
+  const auto w = te::NDArray::random(DType::int8(), {6, 2, 2, 3}, 9);
+  const auto p = graph::pack(w, l);
+  REQUIRE(p.shape() == std::vector<std::int64_t>{2, 1, 2, 3, 4, 4});
+  CHECK(graph::shape_text(graph::packed_shape(l, {6, 2, 2, 3})) == "(2, 1, 2, 3, 4, 4)");
+  for (std::int64_t o = 0; o < 8; ++o)
+    for (std::int64_t t = 0; t < 4; ++t)
+      for (std::int64_t dy = 0; dy < 2; ++dy)
+        for (std::int64_t dx = 0; dx < 3; ++dx) {
+          const std::int64_t c = o / 4 * 4 + t;  // the input channel this column multiplies
+          const bool same_group = o < 6 && c < 6 && c / 2 == o / 2;
+          CAPTURE(o);
+          CAPTURE(t);
+          CHECK(p.at({o / 4, 0, dy, dx, o % 4, t}) ==
+                (same_group ? w.at({o, c % 2, dy, dx}) : 0));
+        }
+  CHECK(graph::to_string(l) == "grouped_conv_weight[4x4, 3 groups]");
+  // depthwise with 2 outputs per group: a tile's 2 groups read 2 input channels, half a tile
+  const graph::Layout half{.kind = Kind::GroupedConvWeight, .rows = 4, .cols = 4, .groups = 3};
+  CHECK_THROWS_WITH_AS(graph::pack(te::NDArray::random(DType::int8(), {6, 1, 1, 1}, 1), half),
+                       "layout grouped_conv_weight[4x4, 3 groups]: weights [6, 1, ...]: a tile's "
+                       "2 groups read 2 input channels, not a whole number of 4-channel tiles",
+                       dlavm::ValueError);
+  const std::int64_t shape[] = {6, 2, 2, 3};
+  CHECK_THROWS_AS(graph::unpack(p, l, shape), dlavm::ValueError);
+}

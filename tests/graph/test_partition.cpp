@@ -321,3 +321,24 @@ TEST_CASE("strategies: the registry refuses duplicates and incomplete records") 
   CHECK_THROWS_WITH_AS(s.add(copy), "VTA strategy 'dense' is already registered",
                        dlavm::ValueError);
 }
+
+TEST_CASE("partition: grouped convolutions run on VTA where their groups tile whole") {
+  auto x = image(48, 1);
+  const auto conv = [&](std::int64_t out, std::int64_t groups) {
+    return graph::conv2d(x, weight("w", {out, 48 / groups, 3, 3}),
+                         {.padding = {1, 1, 1, 1}, .groups = groups});
+  };
+  const auto placed = [&](graph::Expr y) {
+    auto typed = graph::infer_type(graph::function({x}, {y}), target().ops);
+    auto part = graph::partition(typed, target());
+    return part.describe(part.groups[0]);
+  };
+  CHECK(placed(conv(48, 48)) == "vta: %0 conv2d");  // depthwise
+  CHECK(placed(conv(48, 12)) == "vta: %0 conv2d");  // groups of 4 in, 4 out
+  CHECK(placed(conv(96, 48)) ==
+        "host: %0 conv2d (groups = 48: a tile's 8 groups read 8 input channels, not a whole "
+        "number of 16-channel tiles)");
+  CHECK(placed(conv(96, 3)) ==
+        "host: %0 conv2d (groups = 3: the groups' 32 output channels do not divide a tile's 16 (a "
+        "tile must hold whole groups))");
+}

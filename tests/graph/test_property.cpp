@@ -5,6 +5,7 @@
 //     random epilogues (bias, residual sum, requantize with either rounding, relu, clip); a
 //     fifth with a symbolic batch, height or width, run at several bindings from one build.
 //     At least 95% of them must run on VTA;
+//   - grouped and depthwise convolutions: on VTA exactly where their groups tile;
 //   - poolings (max, and averages over power-of-two windows) and dense layers with random
 //     epilogues, a third over a symbolic batch, height or row count;
 //   - multi-layer graphs: convolutions with random padding and strides, poolings, residual
@@ -35,6 +36,7 @@ struct ConvCase {
   std::int64_t n, c, o, h, w, kh, kw, sh, sw;
   std::array<std::int64_t, 4> pad;
   Symbolic symbolic = Symbolic::None;
+  std::int64_t groups = 1;
 };
 
 ConvCase random_conv(Rng& rng) {
@@ -54,12 +56,36 @@ ConvCase random_conv(Rng& rng) {
   return k;
 }
 
+// A grouped convolution: depthwise (any channel count, multiplier 1), groups of 2-16 channels
+// in and out, groups wider than a tile; one in six of a form VTA's kernel cannot tile (a
+// depthwise multiplier of 2, 32 outputs per group), which must run on the host.
+ConvCase random_grouped_conv(Rng& rng) {
+  ConvCase k = random_conv(rng);
+  k.kh = rng(1, 5);
+  k.kw = rng(1, 5);
+  k.pad = {rng(0, k.kh - 1), rng(0, k.kw - 1), rng(0, k.kh - 1), rng(0, k.kw - 1)};
+  k.h = rng(std::max<std::int64_t>(1, k.kh - k.pad[0] - k.pad[2]), 40);
+  k.w = rng(std::max<std::int64_t>(1, k.kw - k.pad[1] - k.pad[3]), 40);
+  struct Form {
+    std::int64_t group_in, group_out, max_groups;
+  };
+  static constexpr Form forms[] = {{1, 1, 80}, {1, 1, 80},  {2, 2, 24},  {4, 4, 12},
+                                   {8, 8, 6},  {16, 16, 3}, {32, 16, 3}, {16, 8, 4},
+                                   {4, 8, 6},  {1, 2, 24},  {16, 32, 2}, {3, 3, 16}};
+  const auto& f = forms[rng(0, std::size(forms) - 1)];
+  k.groups = rng(2, f.max_groups);
+  k.c = k.groups * f.group_in;
+  k.o = k.groups * f.group_out;
+  return k;
+}
+
 std::string describe(const ConvCase& k) {
   static constexpr const char* kinds[] = {"", ", batch symbolic", ", height symbolic",
                                           ", width symbolic"};
-  return fmt::format("{}x{}x{}x{} -> {}, kernel {}x{}, stride {}x{}, padding {} {} {} {}{}", k.n,
+  return fmt::format("{}x{}x{}x{} -> {}, kernel {}x{}, stride {}x{}, padding {} {} {} {}{}{}", k.n,
                      k.c, k.h, k.w, k.o, k.kh, k.kw, k.sh, k.sw, k.pad[0], k.pad[1], k.pad[2],
-                     k.pad[3], kinds[static_cast<int>(k.symbolic)]);
+                     k.pad[3], kinds[static_cast<int>(k.symbolic)],
+                     k.groups == 1 ? "" : fmt::format(", {} groups", k.groups));
 }
 
 struct ConvStats {
@@ -83,8 +109,8 @@ void check_conv(Rng& rng, const ConvCase& k, std::uint64_t seed, ConvStats& stat
   if (k.symbolic == Symbolic::Width) sweep("width", w_min, k.w, w);
   auto x = graph::input("x", {n, k.c, h, w}, DType::int8());
   auto wt = graph::constant(
-      "w", te::NDArray::random(DType::int8(), {k.o, k.c, k.kh, k.kw}, seed, -20, 20));
-  auto acc = graph::conv2d(x, wt, {.strides = {k.sh, k.sw}, .padding = k.pad});
+      "w", te::NDArray::random(DType::int8(), {k.o, k.c / k.groups, k.kh, k.kw}, seed, -20, 20));
+  auto acc = graph::conv2d(x, wt, {.strides = {k.sh, k.sw}, .padding = k.pad, .groups = k.groups});
   const auto shape = graph::infer_type(graph::function({x}, {acc}), graph::default_ops())
                          .results()[0]
                          .type()
@@ -127,6 +153,36 @@ void conv_property(int trials, std::uint64_t seed) {
       100.0 * static_cast<double>(stats.cycles.roofline) /
           static_cast<double>(stats.cycles.cycles)));
   CHECK(share >= 0.95);
+}
+
+// Whether VTA's kernel runs a grouped convolution (graph::Layout::Kind::GroupedConvWeight):
+// the groups tile whole, an output tile's groups reading whole input tiles, and the output
+// tiles read exactly the data's tiles.
+bool tiles_groups(const ConvCase& k) {
+  const std::int64_t gi = k.c / k.groups, go = k.o / k.groups;
+  if (16 % go != 0 || (16 / go * gi) % 16 != 0) return false;
+  const std::int64_t per_tile = 16 / go * gi / 16;
+  return (k.o + 15) / 16 * per_tile == (k.c + 15) / 16;
+}
+
+void grouped_conv_property(int trials, std::uint64_t seed) {
+  Rng rng{std::mt19937_64(seed)};
+  ConvStats stats;
+  int tiled = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const auto k = random_grouped_conv(rng);
+    const int before = stats.on_vta;
+    check_conv(rng, k, static_cast<std::uint64_t>(trial), stats);
+    tiled += tiles_groups(k) ? 1 : 0;
+    CHECK_MESSAGE((stats.on_vta > before) == tiles_groups(k), describe(k));
+  }
+  MESSAGE(fmt::format(
+      "{} random grouped convolutions ({} runs): {} on VTA, the VTA steps at {:.1f}% of their "
+      "roofline bound",
+      stats.cases, stats.runs, stats.on_vta,
+      100.0 * static_cast<double>(stats.cycles.roofline) /
+          static_cast<double>(stats.cycles.cycles)));
+  CHECK(tiled >= trials / 2);
 }
 
 void check_network(Rng& rng, std::uint64_t seed) {
@@ -219,6 +275,10 @@ TEST_CASE("property: random single convolutions run on VTA and equal the referen
   property_test::conv_property(120, 25);
 }
 
+TEST_CASE("property: random grouped and depthwise convolutions run on VTA where they tile") {
+  property_test::grouped_conv_property(40, 28);
+}
+
 TEST_CASE("property: random multi-layer networks equal the reference") {
   property_test::network_property(6, 26);
 }
@@ -233,6 +293,9 @@ TEST_SUITE("long") {
   }
   TEST_CASE("property (long): 1200 random single convolutions") {
     property_test::conv_property(1200, 2025);
+  }
+  TEST_CASE("property (long): 400 random grouped and depthwise convolutions") {
+    property_test::grouped_conv_property(400, 2028);
   }
   TEST_CASE("property (long): 60 random multi-layer networks") {
     property_test::network_property(60, 2026);

@@ -406,6 +406,7 @@ class FirmwarePlanner {
       case LayoutKind::DenseWeight:
       case LayoutKind::Channel:
       case LayoutKind::UnfoldedConvWeight:
+      case LayoutKind::GroupedConvWeight:
         break;
     }
     refuse(s, fmt::format("packing into layout {} has no firmware kernel", graph::to_string(l)));

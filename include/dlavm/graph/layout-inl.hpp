@@ -50,6 +50,8 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
                                                                     : "unfolded_conv_weight",
                          l.rows, l.cols, l.unfold.kw, l.unfold.stride, l.unfold.pad_left,
                          l.unfold.pad_right);
+    case Layout::Kind::GroupedConvWeight:
+      return fmt::format("grouped_conv_weight[{}x{}, {} groups]", l.rows, l.cols, l.groups);
   }
   return "?";
 }
@@ -86,6 +88,7 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
       case Layout::Kind::ConvWeight:
       case Layout::Kind::UnfoldedActivation:
       case Layout::Kind::UnfoldedConvWeight:
+      case Layout::Kind::GroupedConvWeight:
         return 4;
       case Layout::Kind::DenseWeight:
         return 2;
@@ -123,6 +126,58 @@ Tiled4<Dim> as_tiled4(const Layout& l, const std::vector<Dim>& s, Mul mul) {
 
 }  // namespace detail
 
+DLAVM_INLINE std::variant<std::int64_t, std::string> grouped_input_tiles(
+    std::int64_t rows, std::int64_t cols, std::int64_t groups, std::int64_t out_channels,
+    std::int64_t group_in_channels) {
+  if (groups < 1 || out_channels % groups != 0)
+    return fmt::format("{} groups do not divide the {} output channels", groups, out_channels);
+  const std::int64_t group_out = out_channels / groups;
+  if (rows % group_out != 0)
+    return fmt::format(
+        "the groups' {} output channels do not divide a tile's {} (a tile must hold whole groups)",
+        group_out, rows);
+  const std::int64_t tile_inputs = rows / group_out * group_in_channels;
+  if (tile_inputs % cols != 0)
+    return fmt::format(
+        "a tile's {} groups read {} input channels, not a whole number of {}-channel tiles",
+        rows / group_out, tile_inputs, cols);
+  return tile_inputs / cols;
+}
+
+namespace detail {
+
+inline std::int64_t grouped_tiles_or_raise(const Layout& l, std::int64_t out_channels,
+                                           std::int64_t group_in_channels) {
+  auto s = grouped_input_tiles(l.rows, l.cols, l.groups, out_channels, group_in_channels);
+  if (auto* why = std::get_if<std::string>(&s))
+    raise<ValueError>("layout {}: weights [{}, {}, ...]: {}", to_string(l), out_channels,
+                      group_in_channels, *why);
+  return std::get<std::int64_t>(s);
+}
+
+// w [O, I/G, KH, KW] -> w' [O, S*T, KH, KW], block-diagonal per output tile (layout.hpp).
+inline te::NDArray expand_groups(const te::NDArray& w, const Layout& l) {
+  const auto& s = w.shape();
+  const std::int64_t per_tile = grouped_tiles_or_raise(l, s[0], s[1]) * l.cols;
+  const std::int64_t group_out = s[0] / l.groups, taps = s[2] * s[3];
+  te::NDArray out(w.dtype(), {s[0], per_tile, s[2], s[3]});
+  const auto src = w.data();
+  auto dst = out.data();
+  for (std::int64_t o = 0; o < s[0]; ++o) {
+    const std::int64_t first = o / l.rows * per_tile;  // the tile's first input channel
+    const std::int64_t group_first = o / group_out * s[1];
+    for (std::int64_t i = 0; i < s[1]; ++i) {
+      const std::int64_t j = group_first + i - first;
+      for (std::int64_t k = 0; k < taps; ++k)
+        dst[static_cast<std::size_t>((o * per_tile + j) * taps + k)] =
+            src[static_cast<std::size_t>((o * s[1] + i) * taps + k)];
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
                                                 const std::vector<ne::Expr>& shape) {
   if (l.kind == Layout::Kind::Plain) return shape;
@@ -142,6 +197,16 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
             : ne::Expr(1);
     const Layout tiled{act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols};
     return packed_shape(tiled, {shape[0], ne::simplify(shape[1] * u.kw), shape[2], ow});
+  }
+  if (l.kind == Layout::Kind::GroupedConvWeight) {
+    detail::require_layout_rank(l, shape.size());
+    const auto out = shape[0].as_int(), in = shape[1].as_int();
+    if (!out || !in)
+      raise<ShapeError>("layout {}: the weights' channels must be constants, got [{}, {}]",
+                        to_string(l), shape[0], shape[1]);
+    const std::int64_t in_tiles = detail::grouped_tiles_or_raise(l, *out, *in);
+    return packed_shape({Layout::Kind::ConvWeight, l.rows, l.cols},
+                        {shape[0], in_tiles * l.cols, shape[2], shape[3]});
   }
   if (detail::batched(l)) {
     detail::require_layout_rank(l, shape.size());
@@ -294,6 +359,10 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return pack(detail::unfold_width(logical, l),
                 {act ? Layout::Kind::Activation : Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (l.kind == Layout::Kind::GroupedConvWeight) {
+    detail::require_layout_rank(l, logical.ndim());
+    return pack(detail::expand_groups(logical, l), {Layout::Kind::ConvWeight, l.rows, l.cols});
+  }
   if (detail::batched(l)) return detail::pack_products(logical, l);
   const auto& s = logical.shape();
   const auto src = logical.data();
@@ -322,7 +391,8 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
 
 DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
                                 std::span<const std::int64_t> shape) {
-  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight)
+  if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight ||
+      l.kind == Layout::Kind::GroupedConvWeight)
     raise<ValueError>(
         "unpack from layout {}: it packs one convolution's operands and is never "
         "read back",

@@ -24,6 +24,13 @@
 //     w [O, C, KH, KW] -> w' [O, C*KW, KH, 1] = w[o, c, dy, dx]; then as ConvWeight
 //   so that the convolution becomes one with a KH x 1 kernel, column stride 1 and no column
 //   padding. Packing only: nothing reads these layouts back.
+//   GroupedConvWeight (`groups` G): a grouped convolution's weights [O, I/G, KH, KW], each
+//   output channel tile given the input channel tiles its groups read, block-diagonal:
+//     w' [O, S*T, KH, KW] = w[o, c - g*(I/G)] where c = (o/R)*S*T + j is in o's group g
+//     (0 elsewhere); then as ConvWeight, [O/R, S, KH, KW, R, T]
+//   with S = (R / (O/G)) * (I/G) / T input tiles per output tile: the groups must tile whole,
+//   O/G dividing R and S a whole number (a depthwise convolution: S = 1, each tile diagonal).
+//   Packing only.
 // Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
 // computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
 // low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
@@ -45,6 +52,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace dlavm::graph {
@@ -60,7 +68,8 @@ struct Layout {
     UnfoldedActivation,
     UnfoldedConvWeight,
     BatchedMatrix,
-    MatmulWeight
+    MatmulWeight,
+    GroupedConvWeight
   };
   // The unfolded layouts' convolution: kernel width, column stride and padding.
   struct Unfold {
@@ -72,12 +81,20 @@ struct Layout {
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
   std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
+  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
 // "plain", "activation[1x16]", "matrix[1x16, 4 planes]",
 // "unfolded_activation[1x16, kw 7 stride 2 pad 3 3]"
 std::string to_string(const Layout& l);
+
+// GroupedConvWeight's input channel tiles per output channel tile (S above) for `out_channels`
+// outputs in `groups` groups of `group_in_channels` inputs, or why the groups do not tile.
+std::variant<std::int64_t, std::string> grouped_input_tiles(std::int64_t rows, std::int64_t cols,
+                                                            std::int64_t groups,
+                                                            std::int64_t out_channels,
+                                                            std::int64_t group_in_channels);
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
 // not take; symbolic dims stay expressions).

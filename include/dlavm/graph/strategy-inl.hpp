@@ -121,7 +121,8 @@ inline Conv2dShape conv2d_shape(const Workload& w) {
           .out_channels = constant_of(k[0]),
           .kernel = {constant_of(k[2]), constant_of(k[3])},
           .strides = p.strides,
-          .padding = p.padding};
+          .padding = p.padding,
+          .groups = p.groups};
 }
 
 inline AnchorStrategy conv2d_strategy() {
@@ -132,9 +133,6 @@ inline AnchorStrategy conv2d_strategy() {
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
     const auto p = conv2d_params(a.call.attrs);
-    if (p.groups != 1)
-      return fmt::format("groups = {}: the VTA strategy runs dense convolutions (groups = 1)",
-                         p.groups);
     if (p.dilations != std::array<std::int64_t, 2>{1, 1})
       return fmt::format("dilations = [{}]: the VTA strategy runs undilated kernels",
                          fmt::join(p.dilations, ", "));
@@ -144,6 +142,8 @@ inline AnchorStrategy conv2d_strategy() {
     for (std::size_t k : {0, 2, 3})
       require_bounded(a, 0, a.call.type(0).shape[k], fmt::format("as dim {}", k));
     const auto shape = vta_conv2d_shape(env, conv2d_shape(workload_of(a, e)));
+    if (auto why = check_groups(env, shape))
+      return fmt::format("groups = {}: {}", shape.groups, *why);
     for (auto p : shape.padding)
       if (p > vta::kMaxLoadPad)
         return fmt::format("padding {} exceeds the {} rows or columns VTA's loads pad a side", p,
@@ -160,8 +160,13 @@ inline AnchorStrategy conv2d_strategy() {
       return i == 0 ? Layout{Layout::Kind::UnfoldedActivation, env.batch, env.block_in, u}
                     : Layout{Layout::Kind::UnfoldedConvWeight, env.block_out, env.block_in, u};
     }
-    return i == 0 ? Layout{Layout::Kind::Activation, env.batch, env.block_in}
-                  : Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
+    if (i == 0) return Layout{Layout::Kind::Activation, env.batch, env.block_in};
+    if (shape.groups != 1)
+      return Layout{.kind = Layout::Kind::GroupedConvWeight,
+                    .rows = env.block_out,
+                    .cols = env.block_in,
+                    .groups = shape.groups};
+    return Layout{Layout::Kind::ConvWeight, env.block_out, env.block_in};
   };
   s.result_layout = [](const Workload&, const vta::Env& env) {
     return Layout{Layout::Kind::Activation, env.batch, env.block_out};

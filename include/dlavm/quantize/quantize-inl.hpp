@@ -90,8 +90,6 @@ inline std::vector<Layer> find_layers(const graph::Function& typed) {
       layers.push_back(std::move(l));
       continue;
     }
-    if (l.op == "conv2d" && graph::conv2d_params(c->attrs).groups != 1)
-      l.refusal = "a grouped convolution (VTA runs groups = 1)";
     if (auto b = next(l.end); b && b->as<graph::CallNode>()->op() == "bias_add") {
       const auto* bc = b->as<graph::CallNode>();
       const auto axis = graph::bias_add_params(bc->attrs).axis;

@@ -2,7 +2,7 @@
 // out, ready for graph::build, with a per-layer report of what it costs in accuracy and where
 // each layer runs.
 //
-// What becomes integer: every conv2d (groups = 1) and dense layer with a constant float32
+// What becomes integer: every conv2d (grouped and depthwise included) and dense layer with a constant float32
 // weight, with the bias_add of a constant after it and a relu or clip after that (a
 // batch_norm or a per-channel scale and shift after the layer is folded into it first: the
 // fold_batch_norm and fold_scale_shift passes). Per layer:

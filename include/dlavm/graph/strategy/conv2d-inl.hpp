@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/strategy/conv2d.hpp>
 #include <dlavm/graph/strategy/tiling.hpp>
 #include <dlavm/host/common.hpp>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <variant>
 #include <vector>
 
 namespace dlavm::graph {
@@ -30,8 +32,8 @@ DLAVM_INLINE ne::Expr Conv2dShape::out_w() const {
 }
 
 DLAVM_INLINE ne::Expr Conv2dShape::macs() const {
-  return ne::simplify(batch * out_channels * out_h() * out_w() * in_channels * kernel[0] *
-                      kernel[1]);
+  return ne::simplify(batch * out_channels * out_h() * out_w() * (in_channels / groups) *
+                      kernel[0] * kernel[1]);
 }
 
 DLAVM_INLINE Conv2dShape Conv2dShape::at_max() const {
@@ -48,8 +50,16 @@ DLAVM_INLINE Conv2dTiles::Conv2dTiles(const vta::Env& env, const Conv2dShape& c)
       oc(ceil_div(c.out_channels, env.block_out)),
       oh(0),
       ow(0),
+      data_ic(ic),
       rows_symbolic(!c.height.is_const()),
-      cols_symbolic(!c.width.is_const()) {
+      cols_symbolic(!c.width.is_const()),
+      grouped(c.groups != 1) {
+  if (grouped) {
+    // groups that do not tile keep every tile (check_groups refuses them before a kernel)
+    const auto s = grouped_input_tiles(env.block_out, env.block_in, c.groups, c.out_channels,
+                                       c.in_channels / std::max<std::int64_t>(c.groups, 1));
+    if (const auto* tiles = std::get_if<std::int64_t>(&s)) ic = *tiles;
+  }
   // the tiling search constructs this per candidate: constant dims stay int64 arithmetic
   const auto& p = c.padding;
   oh = rows_symbolic
@@ -83,8 +93,24 @@ inline std::int64_t window_extent(const Conv2dShape& c, const Conv2dTiling& t, s
 
 }  // namespace detail
 
+DLAVM_INLINE std::optional<std::string> check_groups(const vta::Env& env, const Conv2dShape& c) {
+  if (c.groups == 1) return std::nullopt;
+  if (c.groups < 1 || c.in_channels % c.groups != 0)
+    return fmt::format("{} groups do not divide the {} input channels", c.groups, c.in_channels);
+  const auto s = grouped_input_tiles(env.block_out, env.block_in, c.groups, c.out_channels,
+                                     c.in_channels / c.groups);
+  if (const auto* why = std::get_if<std::string>(&s)) return *why;
+  const Conv2dTiles t(env, c);
+  if (t.oc * t.ic != t.data_ic)
+    return fmt::format(
+        "{} groups of {} input channels: the {} output channel tiles would read {} input channel "
+        "tiles, the data has {}",
+        c.groups, c.in_channels / c.groups, t.oc, t.oc * t.ic, t.data_ic);
+  return std::nullopt;
+}
+
 DLAVM_INLINE bool unfolds_width(const vta::Env& env, const Conv2dShape& c) {
-  return c.kernel[1] > 1 && !detail::strided_window(c) &&
+  return c.groups == 1 && c.kernel[1] > 1 && !detail::strided_window(c) &&
          ceil_div(c.in_channels * c.kernel[1], env.block_in) <
              c.kernel[1] * ceil_div(c.in_channels, env.block_in);
 }
@@ -118,14 +144,15 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const auto [kh, kw] = shape.kernel;
   const std::int64_t sh = shape.strides[0], sw = shape.strides[1];
   const auto& p = shape.padding;
-  data_ = te::placeholder({batch_tiles, t.ic, shape.height, shape.width, env.batch, env.block_in},
-                          env.inp_dtype, name + "_data");
+  data_ =
+      te::placeholder({batch_tiles, t.data_ic, shape.height, shape.width, env.batch, env.block_in},
+                      env.inp_dtype, name + "_data");
   weight_ = te::placeholder({t.oc, t.ic, kh, kw, env.block_out, env.block_in}, env.wgt_dtype,
                             name + "_weight");
   const auto& data = data_;
   if (strided_window_) {
     data_buf_ = te::compute(
-        te::shape(batch_tiles, t.ic, oh, ow, env.batch, env.block_in),
+        te::shape(batch_tiles, t.data_ic, oh, ow, env.batch, env.block_in),
         [&](auto n, auto c, auto y, auto x, auto b, auto ci) {
           return data(n, c, y * sh, x * sw, b, ci);
         },
@@ -144,11 +171,14 @@ DLAVM_INLINE Conv2dKernel::Conv2dKernel(const vta::Env& env, const Conv2dShape& 
   const std::int64_t ry = strided_window_ ? 1 : sh, rx = strided_window_ ? 1 : sw;
   const auto& data_buf = data_buf_;
   const auto& weight_buf = weight_buf_;
+  const std::int64_t group_tiles = t.ic;
   acc_ = te::compute(
       te::shape(batch_tiles, t.oc, oh, ow, env.batch, env.block_out),
       [&](auto bo, auto co, auto i, auto j, auto bi, auto ci) {
+        // a grouped convolution's output tile reads its groups' data tiles only
+        const ne::Expr tile = t.grouped ? ne::Expr(co * group_tiles + ic_) : ne::Expr(ic_);
         return te::sum(
-            te::cast(env.acc_dtype, data_buf(bo, ic_, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
+            te::cast(env.acc_dtype, data_buf(bo, tile, i * ry + dy_, j * rx + dx_, bi, ic_tns_)) *
                 te::cast(env.acc_dtype, weight_buf(co, ic_, dy_, dx_, ci, ic_tns_)),
             {ic_, dy_, dx_, ic_tns_});
       },
@@ -199,6 +229,7 @@ DLAVM_INLINE te::Schedule Conv2dKernel::schedule() const {
 DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const Conv2dShape& shape,
                                                      const Epilogue& epilogue,
                                                      const Conv2dTiling& t) {
+  if (auto why = check_groups(env, shape)) return why;
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
   if (n.rows_symbolic) {
@@ -245,7 +276,9 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
   const std::int64_t block = t.oc_block * t.h_block * t.w_block;
   SramFootprint f;
   f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.oc, t.vthreads);
-  f.inp = t.ic_block * detail::window_extent(shape, t, t.h_block, 0) *
+  // a grouped block's output tiles read consecutive runs of data tiles: the span they cover
+  const std::int64_t data_tiles = n.grouped ? (t.oc_block - 1) * n.ic + t.ic_block : t.ic_block;
+  f.inp = data_tiles * detail::window_extent(shape, t, t.h_block, 0) *
           detail::window_extent(shape, t, t.w_block, 1) * t.vthreads;
   f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
   // the GEMM kernel unrolls ic_block x KH x KW micro-ops per thread, times the block's
@@ -285,7 +318,11 @@ Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
   const Int out_tiles = n * tiles.oc * oh * ow;
   const std::int64_t inp_tile = env.batch * env.block_in * env.inp_dtype.bytes();
   Conv2dCounts<Int> c{0, 0, 0, 0, 0, 0};
-  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (tiles.ic * inp_tile);
+  // the data tiles a block loads: a grouped block the span of its output tiles' groups, per
+  // reduction step
+  const std::int64_t block_tiles =
+      tiles.grouped ? tiles.ic / t.ic_block * ((t.oc_block - 1) * tiles.ic + t.ic_block) : tiles.ic;
+  c.inp_bytes = n * (tiles.oc / t.oc_block) * rows * cols * (block_tiles * inp_tile);
   c.wgt_bytes =
       n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
   c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());

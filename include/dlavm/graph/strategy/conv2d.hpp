@@ -5,6 +5,10 @@
 // Layouts (B = BATCH, BI = BLOCK_IN, BO = BLOCK_OUT; channels and the batch zero-padded to
 // whole tiles by graph::pack):
 //   data   [N/B, C/BI, H, W, B, BI]  int8      weight [O/BO, C/BI, KH, KW, BO, BI] int8
+// A grouped convolution's weight is [O/BO, S, KH, KW, BO, BI]: output tile co reduces over the
+// S data tiles [co*S, (co+1)*S) its groups read, with block-diagonal weights (a depthwise
+// convolution: S = 1, one GEMM micro-op per output vector and kernel tap, 1/16 of its MACs
+// useful at BLOCK 16).
 //   result [N/B, O/BO, OH, OW, B, BO] int8, the epilogue applied to the int32 sum
 // Padding is done by the input DMA (VTA pads INP loads with zeros, at most 15 rows or
 // columns a side). A 1x1 convolution with strides loads only the rows and columns it reads, or
@@ -57,6 +61,10 @@ struct Conv2dShape {
   std::array<std::int64_t, 2> kernel{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  // Grouped convolution: output channel o reads input channels [g*I/G, (g+1)*I/G) of its group
+  // g = o / (O/G). The kernel gives each output channel tile only the input channel tiles its
+  // groups read, with block-diagonal weights (graph::Layout::Kind::GroupedConvWeight).
+  std::int64_t groups = 1;
   ne::Expr out_h() const;
   ne::Expr out_w() const;
   // Multiply-accumulates of the convolution (padding excluded).
@@ -88,8 +96,12 @@ struct Conv2dTiling {
 
 // Tiles of the packed layouts, at the dims' maxima.
 struct Conv2dTiles {
-  std::int64_t n, ic, oc, oh, ow;     // batch tiles, input / output channel tiles, output size
+  // batch tiles; input channel tiles an output tile reads (all of them unless grouped); output
+  // channel tiles; output size
+  std::int64_t n, ic, oc, oh, ow;
+  std::int64_t data_ic;               // input channel tiles of the data
   bool rows_symbolic, cols_symbolic;  // whether the output height / width is symbolic
+  bool grouped;                       // output tile co reads data tiles [co*ic, (co+1)*ic)
   Conv2dTiles(const vta::Env& env, const Conv2dShape& c);
 };
 
@@ -115,6 +127,10 @@ class Conv2dKernel {
   EpilogueStages epilogue_;
   bool strided_window_ = false;  // data_buf holds only the rows and columns a 1x1 kernel reads
 };
+
+// Why VTA's kernel cannot run `c`'s groups (they do not tile whole: grouped_input_tiles), or
+// nullopt (groups = 1 included).
+std::optional<std::string> check_groups(const vta::Env& env, const Conv2dShape& c);
 
 // Whether folding the kernel width into the input channels (graph::Layout's unfolded layouts)
 // takes fewer input channel tiles per output pixel: an RGB image's 3 channels under a 7-wide
